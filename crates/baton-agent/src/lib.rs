@@ -1,0 +1,3 @@
+//! The agent runtime: loop, tools, roles, transcripts.
+
+pub mod tools;

@@ -1,0 +1,260 @@
+//! The config file schema (`~/.config/baton/config.toml`, `.baton/config.toml`).
+//!
+//! Every table rejects unknown keys so a typo is an error that names the key, not a silent default.
+//! `docs/config.md` documents each key; keep the two in step.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::route::{ModelClass, Route, ThinkingLevel};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderConfig>,
+    #[serde(default)]
+    pub models: ModelsConfig,
+    /// Price table keyed by `provider/model`, in USD per million tokens.
+    #[serde(default)]
+    pub prices: BTreeMap<String, Price>,
+    #[serde(default)]
+    pub agent: AgentConfig,
+    #[serde(default)]
+    pub retry: RetryConfig,
+    #[serde(default)]
+    pub executor: ExecutorConfig,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProviderKind {
+    /// OpenAI-compatible Chat Completions (`POST {base_url}/chat/completions`): OpenAI, Ollama, llama.cpp, vLLM, OpenRouter.
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// OpenAI Responses API (`POST {base_url}/responses`).
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
+    /// Anthropic Messages (`POST {base_url}/v1/messages`).
+    #[serde(rename = "anthropic")]
+    Anthropic,
+    /// Plays a cassette file; no network.
+    #[serde(rename = "replay")]
+    Replay,
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::OpenAiResponses => "openai-responses",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Replay => "replay",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    pub kind: ProviderKind,
+    /// Defaults: openai/openai-responses `https://api.openai.com/v1`, anthropic `https://api.anthropic.com`.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Environment variable holding the API key.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// File holding the API key (first line); `~/` is expanded.
+    #[serde(default)]
+    pub api_key_file: Option<String>,
+    /// Extra HTTP headers sent with every request.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Cassette file for `kind = "replay"`.
+    #[serde(default)]
+    pub cassette: Option<String>,
+    /// Output token limit per turn (Anthropic requires one; default 8192 there, unset elsewhere).
+    #[serde(default)]
+    pub max_output_tokens: Option<u32>,
+    /// Time allowed between two chunks of a stream before it counts as dropped. Default `"5m"`.
+    #[serde(default)]
+    pub stream_idle_timeout: Option<HumanDuration>,
+}
+
+/// A class maps to one route, or to a list tried in order before launch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RouteList {
+    One(Route),
+    Many(Vec<Route>),
+}
+
+impl RouteList {
+    pub fn routes(&self) -> Vec<&Route> {
+        match self {
+            RouteList::One(r) => vec![r],
+            RouteList::Many(v) => v.iter().collect(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelsConfig {
+    #[serde(default)]
+    pub fast: Option<RouteList>,
+    #[serde(default)]
+    pub balanced: Option<RouteList>,
+    #[serde(default)]
+    pub frontier: Option<RouteList>,
+    #[serde(default)]
+    pub fav: Option<RouteList>,
+    /// The class used when neither a flag nor the role picks one. Default `balanced`.
+    #[serde(default)]
+    pub default_class: Option<ModelClass>,
+}
+
+impl ModelsConfig {
+    pub fn class(&self, class: ModelClass) -> Option<&RouteList> {
+        match class {
+            ModelClass::Fast => self.fast.as_ref(),
+            ModelClass::Balanced => self.balanced.as_ref(),
+            ModelClass::Frontier => self.frontier.as_ref(),
+            ModelClass::Fav => self.fav.as_ref(),
+        }
+    }
+}
+
+/// USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    /// Defaults to `input` when absent.
+    #[serde(default)]
+    pub cached_input: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Model turns per session, the last one reserved for the handoff report. Default 50.
+    #[serde(default)]
+    pub max_turns: Option<u32>,
+    /// Default thinking level when the route names none.
+    #[serde(default)]
+    pub thinking: Option<ThinkingLevel>,
+    /// Timeout of one `bash` tool call. Default `"2m"`.
+    #[serde(default)]
+    pub bash_timeout: Option<HumanDuration>,
+    /// Project files added to the system prompt when present. Default `["AGENTS.md", "CLAUDE.md"]`.
+    #[serde(default)]
+    pub context_files: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryConfig {
+    /// Attempts per model turn, the first included. Default 5.
+    #[serde(default)]
+    pub max_attempts: Option<u32>,
+    /// First backoff delay. Default `"500ms"`.
+    #[serde(default)]
+    pub initial_delay: Option<HumanDuration>,
+    /// Backoff ceiling (also caps `retry-after`). Default `"30s"`.
+    #[serde(default)]
+    pub max_delay: Option<HumanDuration>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecutorConfig {
+    #[serde(default)]
+    pub max_concurrency: Option<u32>,
+    #[serde(default)]
+    pub idle_timeout: Option<HumanDuration>,
+    #[serde(default)]
+    pub max_timeout: Option<HumanDuration>,
+    #[serde(default)]
+    pub output_cap_bytes: Option<u64>,
+}
+
+/// A duration written as `500ms`, `30s`, `10m` or `2h`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HumanDuration(pub Duration);
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("duration `{0}` must be a whole number followed by ms, s, m or h, for example \"30s\" or \"10m\"")]
+pub struct DurationParseError(pub String);
+
+impl FromStr for HumanDuration {
+    type Err = DurationParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let n: u64 = num.parse().map_err(|_| DurationParseError(s.to_string()))?;
+        let d = match unit {
+            "ms" => Duration::from_millis(n),
+            "s" => Duration::from_secs(n),
+            "m" => Duration::from_secs(n * 60),
+            "h" => Duration::from_secs(n * 3600),
+            _ => return Err(DurationParseError(s.to_string())),
+        };
+        Ok(HumanDuration(d))
+    }
+}
+
+impl fmt::Display for HumanDuration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = self.0.as_millis();
+        if ms % 3_600_000 == 0 && ms > 0 {
+            write!(f, "{}h", ms / 3_600_000)
+        } else if ms % 60_000 == 0 && ms > 0 {
+            write!(f, "{}m", ms / 60_000)
+        } else if ms % 1000 == 0 {
+            write!(f, "{}s", ms / 1000)
+        } else {
+            write!(f, "{ms}ms")
+        }
+    }
+}
+
+impl Serialize for HumanDuration {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_round_trip() {
+        for (text, d) in [
+            ("500ms", Duration::from_millis(500)),
+            ("30s", Duration::from_secs(30)),
+            ("10m", Duration::from_secs(600)),
+            ("2h", Duration::from_secs(7200)),
+        ] {
+            let h: HumanDuration = text.parse().unwrap();
+            assert_eq!(h.0, d);
+            assert_eq!(h.to_string(), text);
+        }
+        assert!("10".parse::<HumanDuration>().is_err());
+        assert!("m".parse::<HumanDuration>().is_err());
+        assert!("1.5s".parse::<HumanDuration>().is_err());
+    }
+}

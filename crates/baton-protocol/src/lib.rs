@@ -1,0 +1,17 @@
+//! Types shared by every baton crate. Nothing here performs I/O.
+//!
+//! - [`message`]: the conversation a model sees (user text, assistant parts, tool results).
+//! - [`event`]: the versioned agent event stream printed by `baton agent --json` (see `docs/protocol.md`).
+//! - [`route`]: thinking levels, routes `provider/model[:thinking]` and model classes.
+//! - [`role`]: role specifications (parsed from Markdown elsewhere).
+//! - [`config`]: the TOML config file schema.
+
+pub mod config;
+pub mod event;
+pub mod message;
+pub mod role;
+pub mod route;
+
+pub use event::{AgentEvent, ErrorInfo, Item, ItemKind, ItemStatus, Outcome, PROTOCOL_VERSION};
+pub use message::{AssistantPart, Message, StopReason, ToolSpec, Usage};
+pub use route::{ModelClass, Route, RouteParseError, ThinkingLevel};

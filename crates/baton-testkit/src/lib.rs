@@ -1,0 +1,1 @@
+//! Mock model server (being written).
