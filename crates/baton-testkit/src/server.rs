@@ -1,0 +1,646 @@
+//! The HTTP side: a scripted mock model server on 127.0.0.1.
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::task::JoinHandle;
+
+use crate::json::obj;
+use crate::render::{self, Ctx, WireFormat, CREATED};
+use crate::script::{Fault, Script, Step, Turn};
+
+/// Model name used in answers when the request does not name one.
+const FALLBACK_MODEL: &str = "mock-model";
+
+/// One request as the server received it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedRequest {
+    pub method: String,
+    /// Path with the query string, e.g. `/v1/messages?beta=true`.
+    pub path: String,
+    /// Header names in lower case, in arrival order.
+    pub headers: Vec<(String, String)>,
+    /// The body parsed as JSON; `null` when empty, a JSON string holding the raw
+    /// text when it is not JSON.
+    pub body: Value,
+}
+
+impl RecordedRequest {
+    /// The first value of a header (name compared case-insensitively).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The path without the query string.
+    pub fn path_only(&self) -> &str {
+        self.path.split('?').next().unwrap_or_default()
+    }
+
+    /// Which model API this request called, if any.
+    pub fn wire_format(&self) -> Option<WireFormat> {
+        match Route::classify(&self.method, self.path_only()) {
+            Route::Model(format) => Some(format),
+            Route::ModelList | Route::Unknown => None,
+        }
+    }
+}
+
+/// Decides whether a rule applies to a request.
+pub type Predicate = Arc<dyn Fn(&RecordedRequest) -> bool + Send + Sync + 'static>;
+
+/// Called with every request after it is recorded.
+pub type RequestHook = Arc<dyn Fn(&RecordedRequest) + Send + Sync + 'static>;
+
+struct Rule {
+    predicate: Predicate,
+    step: Step,
+    once: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    Model(WireFormat),
+    ModelList,
+    Unknown,
+}
+
+impl Route {
+    /// Any path ending in a known API suffix matches, so clients may use base URLs
+    /// with or without `/v1`.
+    fn classify(method: &str, path: &str) -> Route {
+        let path = path.trim_end_matches('/');
+        if method.eq_ignore_ascii_case("POST") {
+            if path.ends_with("/chat/completions") {
+                return Route::Model(WireFormat::Chat);
+            }
+            if path.ends_with("/responses") {
+                return Route::Model(WireFormat::Responses);
+            }
+            if path.ends_with("/messages") {
+                return Route::Model(WireFormat::Anthropic);
+            }
+        }
+        if method.eq_ignore_ascii_case("GET") && path.ends_with("/models") {
+            return Route::ModelList;
+        }
+        Route::Unknown
+    }
+}
+
+struct State_ {
+    steps: Vec<Step>,
+    next: usize,
+    looping: bool,
+    rules: Vec<Rule>,
+    requests: Vec<RecordedRequest>,
+    /// Model requests answered so far; the next one gets `served + 1` as its id sequence.
+    served: u64,
+}
+
+impl State_ {
+    fn take_step(&mut self, request: &RecordedRequest) -> Option<Step> {
+        if let Some(pos) = self.rules.iter().position(|rule| (rule.predicate)(request)) {
+            let step = self.rules[pos].step.clone();
+            if self.rules[pos].once {
+                self.rules.remove(pos);
+            }
+            return Some(step);
+        }
+        if self.next >= self.steps.len() && self.looping {
+            self.next = 0;
+        }
+        let step = self.steps.get(self.next).cloned()?;
+        self.next += 1;
+        Some(step)
+    }
+}
+
+struct Shared {
+    state: Mutex<State_>,
+    on_request: Option<RequestHook>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State_> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Configures a [`MockServer`]. Steps are played in order, one per model request;
+/// rules added with [`when`](Self::when) are checked first.
+pub struct MockServerBuilder {
+    steps: Vec<Step>,
+    rules: Vec<Rule>,
+    looping: bool,
+    port: u16,
+    on_request: Option<RequestHook>,
+}
+
+impl MockServerBuilder {
+    /// Queues a step.
+    pub fn step(mut self, step: impl Into<Step>) -> Self {
+        self.steps.push(step.into());
+        self
+    }
+
+    /// Queues several steps.
+    pub fn steps(mut self, steps: impl IntoIterator<Item = Step>) -> Self {
+        self.steps.extend(steps);
+        self
+    }
+
+    /// Queues every step of a script.
+    pub fn script(self, script: Script) -> Self {
+        self.steps(script.steps)
+    }
+
+    /// Queues a turn.
+    pub fn turn(self, turn: Turn) -> Self {
+        self.step(turn)
+    }
+
+    /// Queues a fault.
+    pub fn fault(self, fault: Fault) -> Self {
+        self.step(fault)
+    }
+
+    /// Answers every model request for which `predicate` holds with `step`, before
+    /// looking at the queue. Rules are tried in the order they were added.
+    /// The predicate runs while the server's state is locked: keep it quick.
+    pub fn when(
+        mut self,
+        predicate: impl Fn(&RecordedRequest) -> bool + Send + Sync + 'static,
+        step: impl Into<Step>,
+    ) -> Self {
+        self.rules.push(Rule {
+            predicate: Arc::new(predicate),
+            step: step.into(),
+            once: false,
+        });
+        self
+    }
+
+    /// Like [`when`](Self::when), but the rule is removed after its first use.
+    pub fn when_once(
+        mut self,
+        predicate: impl Fn(&RecordedRequest) -> bool + Send + Sync + 'static,
+        step: impl Into<Step>,
+    ) -> Self {
+        self.rules.push(Rule {
+            predicate: Arc::new(predicate),
+            step: step.into(),
+            once: true,
+        });
+        self
+    }
+
+    /// When the queue runs out, start it again from its first step.
+    pub fn looping(mut self, on: bool) -> Self {
+        self.looping = on;
+        self
+    }
+
+    /// Listens on this port instead of a free one (0, the default).
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+
+    /// Calls `hook` with every request right after it is recorded.
+    pub fn on_request(mut self, hook: impl Fn(&RecordedRequest) + Send + Sync + 'static) -> Self {
+        self.on_request = Some(Arc::new(hook));
+        self
+    }
+
+    /// Binds 127.0.0.1 and starts serving on the current tokio runtime.
+    pub async fn try_start(self) -> io::Result<MockServer> {
+        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, self.port)).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State_ {
+                steps: self.steps,
+                next: 0,
+                looping: self.looping,
+                rules: self.rules,
+                requests: Vec::new(),
+                served: 0,
+            }),
+            on_request: self.on_request,
+        });
+        let app = Router::new()
+            .fallback(handle)
+            .layer(DefaultBodyLimit::disable())
+            .with_state(Arc::clone(&shared));
+        let task = tokio::spawn(async move {
+            // The accept loop only ends with an I/O error on the listener; there is
+            // nobody to report it to, and the server simply stops answering.
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(MockServer {
+            addr,
+            shared,
+            task,
+            runtime: None,
+        })
+    }
+
+    /// Like [`try_start`](Self::try_start), but panics if 127.0.0.1 cannot be bound
+    /// (a test cannot go on without its server).
+    pub async fn start(self) -> MockServer {
+        match self.try_start().await {
+            Ok(server) => server,
+            Err(err) => panic!("baton-testkit: cannot start the mock server on 127.0.0.1: {err}"),
+        }
+    }
+
+    /// Starts the server on a runtime of its own (one worker thread), for
+    /// synchronous tests, e.g. of a CLI binary. Must not be called from async code.
+    pub fn try_start_blocking(self) -> io::Result<MockServer> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("baton-mock-server")
+            .enable_all()
+            .build()?;
+        let mut server = runtime.block_on(self.try_start())?;
+        server.runtime = Some(runtime);
+        Ok(server)
+    }
+
+    /// Like [`try_start_blocking`](Self::try_start_blocking), panicking on failure.
+    pub fn start_blocking(self) -> MockServer {
+        match self.try_start_blocking() {
+            Ok(server) => server,
+            Err(err) => panic!("baton-testkit: cannot start the mock server on 127.0.0.1: {err}"),
+        }
+    }
+}
+
+/// A running mock model server. It stops when dropped.
+pub struct MockServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: JoinHandle<()>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl std::fmt::Debug for MockServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MockServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MockServer {
+    pub fn builder() -> MockServerBuilder {
+        MockServerBuilder {
+            steps: Vec::new(),
+            rules: Vec::new(),
+            looping: false,
+            port: 0,
+            on_request: None,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`, without a trailing slash; clients append `/v1/…`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.lock().requests.clone()
+    }
+
+    /// The requests that went to one of the three model APIs.
+    pub fn model_requests(&self) -> Vec<RecordedRequest> {
+        self.shared
+            .lock()
+            .requests
+            .iter()
+            .filter(|r| r.wire_format().is_some())
+            .cloned()
+            .collect()
+    }
+
+    /// How many queued steps have not been played yet (in the current pass when looping).
+    pub fn remaining(&self) -> usize {
+        let state = self.shared.lock();
+        state.steps.len().saturating_sub(state.next)
+    }
+
+    /// The queued steps not played yet.
+    pub fn remaining_steps(&self) -> Vec<Step> {
+        let state = self.shared.lock();
+        state
+            .steps
+            .get(state.next..)
+            .map(<[Step]>::to_vec)
+            .unwrap_or_default()
+    }
+
+    /// Queues one more step while the server runs.
+    pub fn push(&self, step: impl Into<Step>) {
+        self.shared.lock().steps.push(step.into());
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.task.abort();
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// What to answer, decided while the state is locked.
+enum Decision {
+    Play {
+        format: WireFormat,
+        seq: u64,
+        step: Step,
+    },
+    Exhausted {
+        format: WireFormat,
+        number: usize,
+    },
+    ModelList,
+    NotFound,
+}
+
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let record = RecordedRequest {
+        method: method.to_string(),
+        path: uri
+            .path_and_query()
+            .map_or_else(|| uri.path().to_string(), |pq| pq.as_str().to_string()),
+        headers: headers
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+        body: parse_body(&body),
+    };
+    let decision = {
+        let mut state = shared.lock();
+        state.requests.push(record.clone());
+        let number = state.requests.len();
+        match Route::classify(method.as_str(), uri.path()) {
+            Route::Model(format) => {
+                state.served += 1;
+                let seq = state.served;
+                match state.take_step(&record) {
+                    Some(step) => Decision::Play { format, seq, step },
+                    None => Decision::Exhausted { format, number },
+                }
+            }
+            Route::ModelList => Decision::ModelList,
+            Route::Unknown => Decision::NotFound,
+        }
+    };
+    if let Some(hook) = &shared.on_request {
+        hook(&record);
+    }
+    match decision {
+        Decision::Play { format, seq, step } => play(format, seq, step, &record.body),
+        Decision::Exhausted { format, number } => {
+            let message = format!(
+                "baton-testkit mock server: the script ran out of steps at request #{number} ({} {}); \
+                 queue more steps or add a rule",
+                record.method, record.path
+            );
+            json_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                render::error_body(format, 500, &message),
+            )
+        }
+        Decision::ModelList => {
+            let list = obj! {
+                "object": "list",
+                "data": vec![obj! {
+                    "id": "gpt-5.5",
+                    "object": "model",
+                    "created": CREATED,
+                    "owned_by": "baton-testkit",
+                }],
+            };
+            json_response(StatusCode::OK, list.text())
+        }
+        Decision::NotFound => {
+            let message = format!(
+                "baton-testkit mock server: no route for {} {}",
+                record.method, record.path
+            );
+            let body = obj! {
+                "error": obj! {
+                    "message": message,
+                    "type": "invalid_request_error",
+                    "param": crate::json::J::Null,
+                    "code": "not_found",
+                },
+            };
+            json_response(StatusCode::NOT_FOUND, body.text())
+        }
+    }
+}
+
+fn parse_body(body: &Bytes) -> Value {
+    if body.is_empty() {
+        return Value::Null;
+    }
+    serde_json::from_slice(body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()))
+}
+
+fn play(format: WireFormat, seq: u64, step: Step, request: &Value) -> Response {
+    let model = request
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or(FALLBACK_MODEL);
+    let stream = request
+        .get("stream")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let include_usage = request
+        .pointer("/stream_options/include_usage")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let ctx = Ctx { seq, model };
+    let sse = |events: Vec<String>, delay_ms: u64, cut: bool| {
+        sse_response(format, seq, events, delay_ms, cut)
+    };
+    match step {
+        Step::Turn(turn) if stream => sse(
+            render::turn_events(format, &turn, &ctx, include_usage),
+            turn.delay_ms_per_chunk,
+            false,
+        ),
+        Step::Turn(turn) => {
+            let mut response =
+                json_response(StatusCode::OK, render::turn_body(format, &turn, &ctx));
+            add_request_id(response.headers_mut(), format, seq);
+            response
+        }
+        Step::Fault(Fault::Status {
+            status,
+            retry_after_secs,
+            message,
+        }) => {
+            let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let mut response =
+                json_response(code, render::error_body(format, code.as_u16(), &message));
+            if let Some(secs) = retry_after_secs {
+                response
+                    .headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from(secs));
+            }
+            add_request_id(response.headers_mut(), format, seq);
+            response
+        }
+        Step::Fault(Fault::DropMidStream { turn, after_events }) => {
+            let mut events = render::turn_events(format, &turn, &ctx, include_usage);
+            events.truncate(after_events);
+            sse(events, turn.delay_ms_per_chunk, true)
+        }
+        Step::Fault(Fault::MalformedSse { turn }) => sse(
+            render::malformed_events(format, &turn, &ctx),
+            turn.delay_ms_per_chunk,
+            false,
+        ),
+        Step::Fault(Fault::InStreamError { message }) => sse(
+            render::in_stream_error_events(format, &message, &ctx),
+            0,
+            false,
+        ),
+    }
+}
+
+fn json_response(status: StatusCode, body: String) -> Response {
+    let mut response = (status, body).into_response();
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn add_request_id(headers: &mut HeaderMap, format: WireFormat, seq: u64) {
+    let name = match format {
+        WireFormat::Chat | WireFormat::Responses => HeaderName::from_static("x-request-id"),
+        WireFormat::Anthropic => HeaderName::from_static("request-id"),
+    };
+    if let Ok(value) = HeaderValue::from_str(&format!("req_mock{seq}")) {
+        headers.insert(name, value);
+    }
+}
+
+/// Streams `events`, pausing `delay_ms` between two of them. With `cut`, the body
+/// fails after the last event, which makes the server drop the connection without
+/// finishing the response.
+fn sse_response(
+    format: WireFormat,
+    seq: u64,
+    events: Vec<String>,
+    delay_ms: u64,
+    cut: bool,
+) -> Response {
+    struct Feed {
+        events: std::vec::IntoIter<String>,
+        first: bool,
+        cut: bool,
+    }
+    let feed = Feed {
+        events: events.into_iter(),
+        first: true,
+        cut,
+    };
+    let stream = futures::stream::unfold(feed, move |mut feed| async move {
+        if let Some(event) = feed.events.next() {
+            if !feed.first && delay_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+            }
+            feed.first = false;
+            return Some((Ok::<Bytes, io::Error>(Bytes::from(event)), feed));
+        }
+        if feed.cut {
+            feed.cut = false;
+            // Give the connection one turn to write out what was already produced;
+            // an error from the body makes hyper drop whatever is still buffered.
+            tokio::task::yield_now().await;
+            return Some((
+                Err(io::Error::other(
+                    "baton-testkit: connection dropped by the script",
+                )),
+                feed,
+            ));
+        }
+        None
+    });
+    let mut response = Response::new(Body::from_stream(stream));
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    add_request_id(headers, format, seq);
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_are_classified_by_suffix() {
+        assert_eq!(
+            Route::classify("POST", "/v1/chat/completions"),
+            Route::Model(WireFormat::Chat)
+        );
+        assert_eq!(
+            Route::classify("POST", "/chat/completions/"),
+            Route::Model(WireFormat::Chat)
+        );
+        assert_eq!(
+            Route::classify("POST", "/v1/responses"),
+            Route::Model(WireFormat::Responses)
+        );
+        assert_eq!(
+            Route::classify("POST", "/v1/messages"),
+            Route::Model(WireFormat::Anthropic)
+        );
+        assert_eq!(Route::classify("GET", "/v1/models"), Route::ModelList);
+        assert_eq!(Route::classify("GET", "/v1/messages"), Route::Unknown);
+        assert_eq!(
+            Route::classify("POST", "/v1/messages/count_tokens"),
+            Route::Unknown
+        );
+    }
+}
