@@ -1,0 +1,408 @@
+//! `bash`: run a shell command in the working directory.
+//!
+//! The command runs as `bash -c` (or `sh -c` where bash is missing) in a process group of its
+//! own, with stdin closed and stdout and stderr sharing one pipe, so the model sees them
+//! interleaved as a terminal would show them. When the command ends, times out or is
+//! cancelled, the whole process group is killed: nothing the command started in the
+//! background outlives the call. Reading the pipe afterwards is bounded in time, so a process
+//! that left the group and still holds the pipe cannot hang the tool.
+
+use std::os::fd::OwnedFd;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use serde_json::json;
+use tokio::io::AsyncReadExt;
+use tokio::time::Instant;
+
+use super::args::Args;
+use super::paths::Workspace;
+use super::text::HeadTail;
+use super::{Tool, ToolContext, ToolOutput};
+
+const USAGE: &str = r#"{"command": "cargo test -p mycrate", "timeout": 300}"#;
+/// Bytes kept from the start of the output.
+pub(crate) const HEAD_BYTES: usize = 10 * 1024;
+/// Bytes kept from the end of the output.
+pub(crate) const TAIL_BYTES: usize = 20 * 1024;
+/// A call may ask for at most this many times the context's default timeout.
+const MAX_TIMEOUT_FACTOR: u32 = 10;
+/// Between SIGTERM and SIGKILL on timeout.
+const TERM_GRACE: Duration = Duration::from_millis(1000);
+/// How long output is still read after the command ended on its own.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+/// How long output is still read after the command was killed.
+const DRAIN_AFTER_KILL: Duration = Duration::from_millis(500);
+/// How long to wait for the shell to be reaped after SIGKILL.
+const REAP_WAIT: Duration = Duration::from_secs(5);
+
+/// The `bash` tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BashTool;
+
+#[async_trait::async_trait]
+impl Tool for BashTool {
+    fn name(&self) -> &'static str {
+        "bash"
+    }
+
+    fn spec(&self) -> baton_protocol::ToolSpec {
+        baton_protocol::ToolSpec {
+            name: "bash".to_owned(),
+            description: format!(
+                "Run a shell command with `bash -c` in the working directory. stdin is closed (nothing can \
+                 prompt for input); stdout and stderr are returned together, keeping the first {} KiB and \
+                 the last {} KiB when longer. A non-zero exit code is reported as an error along with the \
+                 output. The command is killed, with everything it started, when it times out (`timeout` \
+                 seconds; default set by the host, at most {MAX_TIMEOUT_FACTOR}x that) and when it finishes: \
+                 background processes do not survive the call. Use it for builds, tests, git and other \
+                 programs; prefer `read`, `grep`, `find` and `ls` for looking at files.",
+                HEAD_BYTES / 1024,
+                TAIL_BYTES / 1024
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "The shell command line to run."},
+                    "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Timeout in seconds for this call; defaults to the host's setting."}
+                },
+                "required": ["command"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    async fn run(&self, args: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
+        let parsed = Args::parse("bash", USAGE, args)
+            .and_then(|a| Ok((a.string("command")?, a.opt_seconds("timeout")?)));
+        let (command, timeout) = match parsed {
+            Ok(v) => v,
+            Err(msg) => return ToolOutput::error(msg),
+        };
+        if command.trim().is_empty() {
+            return ToolOutput::error("`command` is empty; give a shell command line to run");
+        }
+        let max = ctx.bash_timeout.saturating_mul(MAX_TIMEOUT_FACTOR);
+        let (timeout, capped) = match timeout {
+            None => (ctx.bash_timeout, false),
+            Some(secs) => {
+                let asked = Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX);
+                if asked > max && max > Duration::ZERO {
+                    (max, true)
+                } else {
+                    (asked, false)
+                }
+            }
+        };
+        let ws = match Workspace::new(ctx) {
+            Ok(ws) => ws,
+            Err(e) => return ToolOutput::error(e.0),
+        };
+        if !ws.cwd.is_dir() {
+            return ToolOutput::error(format!(
+                "the working directory {} does not exist",
+                ws.cwd.display()
+            ));
+        }
+        match run_command(&command, &ws.cwd, timeout, ctx).await {
+            Ok(mut out) => {
+                if capped && out.is_error && out.exit_code.is_none() {
+                    out.output.push_str(&format!(
+                        "\n[the requested timeout was capped at {}]",
+                        fmt_duration(timeout)
+                    ));
+                }
+                out
+            }
+            Err(e) => ToolOutput::error(format!("could not start the command: {e}")),
+        }
+    }
+}
+
+/// The shell to run commands with: bash when it can be found, otherwise `sh`.
+fn shell() -> &'static Path {
+    static SHELL: OnceLock<PathBuf> = OnceLock::new();
+    SHELL.get_or_init(|| {
+        let fixed = ["/bin/bash", "/usr/bin/bash"]
+            .into_iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file());
+        fixed
+            .or_else(|| {
+                std::env::var_os("PATH").and_then(|paths| {
+                    std::env::split_paths(&paths)
+                        .map(|d| d.join("bash"))
+                        .find(|p| p.is_file())
+                })
+            })
+            .unwrap_or_else(|| PathBuf::from("/bin/sh"))
+    })
+}
+
+/// Kills the process group when dropped, unless disarmed: covers the tool's future being
+/// dropped half-way (the agent loop aborting it).
+struct GroupGuard {
+    pgid: Option<Pid>,
+}
+
+impl GroupGuard {
+    fn signal(&self, sig: Signal) {
+        if let Some(pgid) = self.pgid {
+            let _ = killpg(pgid, sig);
+        }
+    }
+
+    /// Whether some process is still in the group.
+    fn alive(&self) -> bool {
+        self.pgid.is_some_and(|pgid| killpg(pgid, None).is_ok())
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.signal(Signal::SIGKILL);
+    }
+}
+
+enum End {
+    Exited(ExitStatus),
+    TimedOut,
+    Cancelled,
+    WaitFailed(std::io::Error),
+}
+
+async fn run_command(
+    command: &str,
+    cwd: &Path,
+    timeout: Duration,
+    ctx: &ToolContext,
+) -> std::io::Result<ToolOutput> {
+    if ctx.cancel.is_cancelled() {
+        return Ok(ToolOutput::error(
+            "[cancelled before the command started; nothing was run]",
+        ));
+    }
+    // One pipe for both streams. tokio creates it close-on-exec, so no other child spawned
+    // concurrently inherits the write end (which would keep the pipe from ever reaching EOF).
+    let (tx, mut rx) = tokio::net::unix::pipe::pipe()?;
+    let out_fd: OwnedFd = tx.into_blocking_fd()?;
+    let err_fd = out_fd.try_clone()?;
+
+    let mut cmd = tokio::process::Command::new(shell());
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out_fd))
+        .stderr(Stdio::from(err_fd))
+        .env("PWD", cwd)
+        .env("PAGER", "cat")
+        .env("GIT_PAGER", "cat")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .process_group(0)
+        .kill_on_drop(true);
+    let spawned = cmd.spawn();
+    // The command object holds our copies of the write end; drop them so EOF can arrive.
+    drop(cmd);
+    let mut child = spawned?;
+    let guard = GroupGuard {
+        pgid: child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw),
+    };
+
+    let started = Instant::now();
+    let deadline = started + timeout;
+    let mut sink = HeadTail::new(HEAD_BYTES, TAIL_BYTES);
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut eof = false;
+
+    let end = loop {
+        tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => break End::Cancelled,
+            _ = tokio::time::sleep_until(deadline) => break End::TimedOut,
+            status = child.wait() => break match status {
+                Ok(s) => End::Exited(s),
+                Err(e) => End::WaitFailed(e),
+            },
+            read = rx.read(&mut buf), if !eof => match read {
+                Ok(0) | Err(_) => eof = true,
+                Ok(n) => sink.push(&buf[..n]),
+            },
+        }
+    };
+
+    let mut notes: Vec<String> = Vec::new();
+    let drain_for = match &end {
+        End::Exited(_) => {
+            // The shell is gone; whatever it left running in its group goes too.
+            if guard.alive() {
+                guard.signal(Signal::SIGKILL);
+                notes.push(
+                    "[processes the command left running in the background were killed when it finished]"
+                        .to_owned(),
+                );
+            }
+            DRAIN_AFTER_EXIT
+        }
+        End::TimedOut => {
+            guard.signal(Signal::SIGTERM);
+            let _ = tokio::time::timeout(
+                TERM_GRACE,
+                drain_while(&mut child, &mut rx, &mut sink, &mut eof, &mut buf),
+            )
+            .await;
+            guard.signal(Signal::SIGKILL);
+            let _ = tokio::time::timeout(REAP_WAIT, child.wait()).await;
+            DRAIN_AFTER_KILL
+        }
+        End::Cancelled | End::WaitFailed(_) => {
+            guard.signal(Signal::SIGKILL);
+            let _ = tokio::time::timeout(REAP_WAIT, child.wait()).await;
+            DRAIN_AFTER_KILL
+        }
+    };
+    // Read what is left in the pipe, but not forever: a process that escaped the group
+    // (setsid, double fork) may hold the write end open indefinitely.
+    if !eof {
+        let drained = tokio::time::timeout(drain_for, async {
+            loop {
+                match rx.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => sink.push(&buf[..n]),
+                }
+            }
+        })
+        .await;
+        if drained.is_err() {
+            notes.push(
+                "[stopped reading output: a process that left the command's process group still holds it open]"
+                    .to_owned(),
+            );
+        }
+    }
+    // Final sweep, then let the guard's drop send one more SIGKILL (harmless if empty).
+    guard.signal(Signal::SIGKILL);
+    drop(guard);
+
+    let mut text = sink.render();
+    if text.is_empty() {
+        text.push_str("(no output)");
+    }
+    let mut out = ToolOutput::default();
+    match end {
+        End::Exited(status) => {
+            if let Some(code) = status.code() {
+                out.exit_code = Some(code);
+                if code != 0 {
+                    out.is_error = true;
+                    notes.insert(0, format!("[exit code {code}]"));
+                }
+            } else if let Some(sig) = status.signal() {
+                out.exit_code = Some(128 + sig);
+                out.is_error = true;
+                let name = Signal::try_from(sig)
+                    .map(|s| s.as_str())
+                    .unwrap_or("unknown signal");
+                notes.insert(
+                    0,
+                    format!(
+                        "[terminated by signal {sig} ({name}); exit code {}]",
+                        128 + sig
+                    ),
+                );
+            }
+        }
+        End::TimedOut => {
+            out.is_error = true;
+            notes.insert(
+                0,
+                format!(
+                    "[timed out after {}; the command and everything it started were killed. Output so far is \
+                     shown above. Pass a larger `timeout` if it needs longer]",
+                    fmt_duration(timeout)
+                ),
+            );
+        }
+        End::Cancelled => {
+            out.is_error = true;
+            notes.insert(
+                0,
+                format!(
+                    "[cancelled after {}; the command and everything it started were killed]",
+                    fmt_duration(started.elapsed())
+                ),
+            );
+        }
+        End::WaitFailed(e) => {
+            out.is_error = true;
+            notes.insert(
+                0,
+                format!("[could not wait for the command: {e}; it was killed]"),
+            );
+        }
+    }
+    if !notes.is_empty() {
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&notes.join("\n"));
+    }
+    out.output = text;
+    Ok(out)
+}
+
+/// Keeps reading output until the shell exits.
+async fn drain_while(
+    child: &mut tokio::process::Child,
+    rx: &mut tokio::net::unix::pipe::Receiver,
+    sink: &mut HeadTail,
+    eof: &mut bool,
+    buf: &mut [u8],
+) {
+    loop {
+        tokio::select! {
+            _ = child.wait() => return,
+            read = rx.read(buf), if !*eof => match read {
+                Ok(0) | Err(_) => *eof = true,
+                Ok(n) => sink.push(&buf[..n]),
+            },
+        }
+    }
+}
+
+fn fmt_duration(d: Duration) -> String {
+    let secs = d.as_secs_f64();
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{secs:.1}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(fmt_duration(Duration::from_secs(5)), "5s");
+        assert_eq!(fmt_duration(Duration::from_millis(1500)), "1.5s");
+    }
+
+    #[test]
+    fn finds_a_shell() {
+        assert!(shell().is_file() || shell() == Path::new("/bin/sh"));
+    }
+}
