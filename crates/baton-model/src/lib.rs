@@ -6,6 +6,7 @@
 
 pub mod anthropic;
 pub mod error;
+mod http;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod provider;

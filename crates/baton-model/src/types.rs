@@ -104,8 +104,14 @@ impl TurnAccumulator {
                 Some(AssistantPart::Text { text: t }) => t.push_str(text),
                 _ => self.parts.push(AssistantPart::Text { text: text.clone() }),
             },
+            // A reasoning part that already carries its signature or provider id is complete:
+            // reasoning that follows it (a second Anthropic thinking block) starts a new part.
             StreamEvent::ReasoningDelta { text } => match self.parts.last_mut() {
-                Some(AssistantPart::Reasoning { text: t, .. }) => t.push_str(text),
+                Some(AssistantPart::Reasoning {
+                    text: t,
+                    signature: None,
+                    provider_id: None,
+                }) => t.push_str(text),
                 _ => self.parts.push(AssistantPart::Reasoning {
                     text: text.clone(),
                     signature: None,
@@ -116,15 +122,13 @@ impl TurnAccumulator {
                 signature,
                 provider_id,
             } => {
-                let slot = self
-                    .parts
-                    .iter_mut()
-                    .rev()
-                    .find(|p| matches!(p, AssistantPart::Reasoning { .. }));
-                match slot {
+                // The signature belongs to the reasoning just streamed, when the last part is an
+                // open reasoning part; otherwise it stands alone (reasoning with no visible text,
+                // such as an Anthropic redacted_thinking block or an unsummarised Responses item).
+                match self.parts.last_mut() {
                     Some(AssistantPart::Reasoning {
-                        signature: s,
-                        provider_id: p,
+                        signature: s @ None,
+                        provider_id: p @ None,
                         ..
                     }) => {
                         if signature.is_some() {
