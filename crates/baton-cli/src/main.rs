@@ -1,1 +1,96 @@
-fn main() {}
+//! The `baton` command.
+
+mod agent_cmd;
+mod config;
+mod info_cmd;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit codes (documented in the README).
+pub mod exit {
+    /// The agent finished its task.
+    pub const OK: u8 = 0;
+    /// The model could not be used (after retries), or another runtime failure.
+    pub const FAILED: u8 = 1;
+    /// Bad input or config: nothing was run.
+    pub const USAGE: u8 = 2;
+    /// The session stopped at its turn limit; the final message is a handoff report.
+    pub const TURN_LIMIT: u8 = 3;
+    /// Stopped by SIGINT or SIGTERM; the transcript records what happened.
+    pub const INTERRUPTED: u8 = 130;
+}
+
+#[derive(Parser)]
+#[command(
+    name = "baton",
+    version,
+    about = "Orchestration runtime for LLM coding agents"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one headless coding agent on a task.
+    Agent(agent_cmd::AgentArgs),
+    /// Show each model class, its routes and which one resolves now.
+    Models {
+        /// Working directory whose project config applies.
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+    },
+    /// List the effective roles and where each came from.
+    Roles {
+        #[command(subcommand)]
+        action: Option<RolesAction>,
+        #[arg(long, global = true)]
+        cwd: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum RolesAction {
+    /// Validate every role file; exit 2 on the first invalid one.
+    Check,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("BATON_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let result = match cli.command {
+        Command::Agent(args) => agent_cmd::run(args),
+        Command::Models { cwd } => info_cmd::models(cwd),
+        Command::Roles { action, cwd } => {
+            info_cmd::roles(cwd, matches!(action, Some(RolesAction::Check)))
+        }
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("baton: {e:#}");
+            ExitCode::from(exit::USAGE)
+        }
+    }
+}

@@ -1,1 +1,392 @@
-//! TODO
+//! Model classes → routes → providers.
+//!
+//! A class (`fast`, `balanced`, `frontier`, `fav`) maps in config to one route or a list of routes.
+//! Resolution happens once, before launch: the first usable route wins, and a route is usable when
+//! its provider is configured and its credentials (or cassette) are present. Nothing falls back
+//! after a model request has been made.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_protocol::config::{Config, Price, ProviderConfig, ProviderKind};
+use baton_protocol::{ModelClass, Route, Usage};
+
+use crate::anthropic::Anthropic;
+use crate::error::ModelError;
+use crate::openai_chat::OpenAiChat;
+use crate::openai_responses::OpenAiResponses;
+use crate::provider::Provider;
+use crate::replay::Replay;
+
+/// Providers every config has unless it defines a table of the same name.
+pub fn builtin_providers() -> BTreeMap<String, ProviderConfig> {
+    let mk = |kind, base_url: Option<&str>, key: Option<&str>| ProviderConfig {
+        kind,
+        base_url: base_url.map(str::to_string),
+        api_key_env: key.map(str::to_string),
+        api_key_file: None,
+        headers: BTreeMap::new(),
+        cassette: None,
+        max_output_tokens: None,
+        stream_idle_timeout: None,
+    };
+    BTreeMap::from([
+        (
+            "openai".to_string(),
+            mk(ProviderKind::OpenAiResponses, None, Some("OPENAI_API_KEY")),
+        ),
+        (
+            "anthropic".to_string(),
+            mk(ProviderKind::Anthropic, None, Some("ANTHROPIC_API_KEY")),
+        ),
+        (
+            "openrouter".to_string(),
+            mk(
+                ProviderKind::OpenAi,
+                Some("https://openrouter.ai/api/v1"),
+                Some("OPENROUTER_API_KEY"),
+            ),
+        ),
+        (
+            "ollama".to_string(),
+            mk(
+                ProviderKind::OpenAi,
+                Some("http://127.0.0.1:11434/v1"),
+                None,
+            ),
+        ),
+    ])
+}
+
+/// Looks up a provider table: the config's own, else a built-in one.
+pub fn provider_config(config: &Config, name: &str) -> Option<ProviderConfig> {
+    config
+        .providers
+        .get(name)
+        .cloned()
+        .or_else(|| builtin_providers().remove(name))
+}
+
+/// The environment a resolution reads (API keys). Tests pass a map instead of the process env.
+pub trait Env {
+    fn var(&self, key: &str) -> Option<String>;
+}
+
+/// The real process environment.
+pub struct ProcessEnv;
+
+impl Env for ProcessEnv {
+    fn var(&self, key: &str) -> Option<String> {
+        std::env::var(key).ok().filter(|v| !v.is_empty())
+    }
+}
+
+impl Env for BTreeMap<String, String> {
+    fn var(&self, key: &str) -> Option<String> {
+        self.get(key).cloned()
+    }
+}
+
+/// Why a route cannot be used now.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RouteError {
+    #[error("provider `{provider}` of route `{route}` is not configured: add a [providers.{provider}] table (kind, base_url, api_key_env) to your config")]
+    UnknownProvider { route: String, provider: String },
+    #[error("route `{route}` needs an API key: set the environment variable {var} (named by providers.{provider}.api_key_env)")]
+    MissingKey {
+        route: String,
+        provider: String,
+        var: String,
+    },
+    #[error("route `{route}`: cannot read the key file {path} (providers.{provider}.api_key_file): {message}")]
+    KeyFile {
+        route: String,
+        provider: String,
+        path: String,
+        message: String,
+    },
+    #[error("route `{route}`: providers.{provider}.kind is \"replay\" but providers.{provider}.cassette is {problem}")]
+    Cassette {
+        route: String,
+        provider: String,
+        problem: String,
+    },
+    #[error("model class `{class}` has no route: set models.{class} = \"provider/model\" in ~/.config/baton/config.toml or .baton/config.toml")]
+    UnsetClass { class: ModelClass },
+    #[error("no route of model class `{class}` is usable (models.{class}):\n{}", reasons.join("\n"))]
+    NoUsableRoute {
+        class: ModelClass,
+        reasons: Vec<String>,
+    },
+}
+
+/// A route checked against config and environment, ready to build a provider from.
+#[derive(Debug, Clone)]
+pub struct ResolvedRoute {
+    pub route: Route,
+    /// The class it was chosen for, if any.
+    pub class: Option<ModelClass>,
+    pub provider: ProviderConfig,
+    pub api_key: Option<String>,
+    /// Routes of the class tried before this one, with why each was skipped.
+    pub skipped: Vec<String>,
+}
+
+/// Expands a leading `~/` with `$HOME`.
+pub fn expand_home(path: &str, env: &dyn Env) -> PathBuf {
+    match (path.strip_prefix("~/"), env.var("HOME")) {
+        (Some(rest), Some(home)) => Path::new(&home).join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
+/// Checks one route: its provider exists and its credentials are present.
+pub fn check_route(
+    config: &Config,
+    route: &Route,
+    env: &dyn Env,
+) -> Result<ResolvedRoute, RouteError> {
+    let name = &route.provider;
+    let provider = provider_config(config, name).ok_or_else(|| RouteError::UnknownProvider {
+        route: route.to_string(),
+        provider: name.clone(),
+    })?;
+    let mut api_key = None;
+    if let Some(path) = &provider.api_key_file {
+        let full = expand_home(path, env);
+        let text = std::fs::read_to_string(&full).map_err(|e| RouteError::KeyFile {
+            route: route.to_string(),
+            provider: name.clone(),
+            path: full.display().to_string(),
+            message: e.to_string(),
+        })?;
+        api_key = text
+            .lines()
+            .next()
+            .map(|l| l.trim().to_string())
+            .filter(|k| !k.is_empty());
+    }
+    if api_key.is_none() {
+        if let Some(var) = &provider.api_key_env {
+            api_key = env.var(var);
+            if api_key.is_none() {
+                return Err(RouteError::MissingKey {
+                    route: route.to_string(),
+                    provider: name.clone(),
+                    var: var.clone(),
+                });
+            }
+        }
+    }
+    match provider.kind {
+        ProviderKind::Replay => match &provider.cassette {
+            None => {
+                return Err(RouteError::Cassette {
+                    route: route.to_string(),
+                    provider: name.clone(),
+                    problem: "not set".into(),
+                })
+            }
+            Some(p) if !expand_home(p, env).is_file() => {
+                return Err(RouteError::Cassette {
+                    route: route.to_string(),
+                    provider: name.clone(),
+                    problem: format!("`{p}`, which does not exist"),
+                })
+            }
+            Some(_) => {}
+        },
+        ProviderKind::Anthropic if api_key.is_none() => {
+            return Err(RouteError::MissingKey {
+                route: route.to_string(),
+                provider: name.clone(),
+                var: "ANTHROPIC_API_KEY".into(),
+            })
+        }
+        ProviderKind::Anthropic | ProviderKind::OpenAi | ProviderKind::OpenAiResponses => {}
+    }
+    Ok(ResolvedRoute {
+        route: route.clone(),
+        class: None,
+        provider,
+        api_key,
+        skipped: Vec::new(),
+    })
+}
+
+/// Resolves a class to its first usable route.
+pub fn resolve_class(
+    config: &Config,
+    class: ModelClass,
+    env: &dyn Env,
+) -> Result<ResolvedRoute, RouteError> {
+    let list = config
+        .models
+        .class(class)
+        .ok_or(RouteError::UnsetClass { class })?;
+    let mut reasons = Vec::new();
+    for route in list.routes() {
+        match check_route(config, route, env) {
+            Ok(mut r) => {
+                r.class = Some(class);
+                r.skipped = reasons;
+                return Ok(r);
+            }
+            Err(e) => reasons.push(format!("  - {route}: {e}")),
+        }
+    }
+    Err(RouteError::NoUsableRoute { class, reasons })
+}
+
+/// The class used when nothing chooses one.
+pub fn default_class(config: &Config) -> ModelClass {
+    config.models.default_class.unwrap_or(ModelClass::Balanced)
+}
+
+const DEFAULT_IDLE: Duration = Duration::from_secs(300);
+
+/// Builds the provider of a resolved route.
+pub fn build_provider(
+    resolved: &ResolvedRoute,
+    env: &dyn Env,
+) -> Result<Arc<dyn Provider>, ModelError> {
+    let p = &resolved.provider;
+    let name = resolved.route.provider.clone();
+    let headers: Vec<(String, String)> = p
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let idle = p.stream_idle_timeout.map(|d| d.0).unwrap_or(DEFAULT_IDLE);
+    let key = resolved.api_key.clone();
+    let base = |default: &str| {
+        p.base_url
+            .clone()
+            .unwrap_or_else(|| default.to_string())
+            .trim_end_matches('/')
+            .to_string()
+    };
+    Ok(match p.kind {
+        ProviderKind::OpenAi => Arc::new(OpenAiChat::new(
+            name,
+            base("https://api.openai.com/v1"),
+            key,
+            headers,
+            idle,
+        )),
+        ProviderKind::OpenAiResponses => Arc::new(OpenAiResponses::new(
+            name,
+            base("https://api.openai.com/v1"),
+            key,
+            headers,
+            idle,
+        )),
+        ProviderKind::Anthropic => Arc::new(Anthropic::new(
+            name,
+            base("https://api.anthropic.com"),
+            key,
+            headers,
+            idle,
+            p.max_output_tokens.unwrap_or(8192),
+        )),
+        ProviderKind::Replay => {
+            let path = p
+                .cassette
+                .as_deref()
+                .map(|c| expand_home(c, env))
+                .ok_or_else(|| {
+                    ModelError::Config(format!("providers.{name}.cassette is not set"))
+                })?;
+            Arc::new(Replay::from_file(name, &path)?)
+        }
+    })
+}
+
+/// Cost in USD of `usage` on `route`, when the price table has an entry for `provider/model`.
+pub fn cost(prices: &BTreeMap<String, Price>, route: &Route, usage: &Usage) -> Option<f64> {
+    let key = format!("{}/{}", route.provider, route.model);
+    let price = prices.get(&key)?;
+    let cached = usage.cached_input_tokens.min(usage.input_tokens);
+    let fresh = usage.input_tokens - cached;
+    let per = 1_000_000.0;
+    Some(
+        fresh as f64 * price.input / per
+            + cached as f64 * price.cached_input.unwrap_or(price.input) / per
+            + usage.output_tokens as f64 * price.output / per,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_protocol::config::RouteList;
+
+    fn config(toml_models: Vec<(ModelClass, Vec<&str>)>) -> Config {
+        let mut c = Config::default();
+        for (class, routes) in toml_models {
+            let list = RouteList::Many(routes.iter().map(|r| r.parse().unwrap()).collect());
+            match class {
+                ModelClass::Fast => c.models.fast = Some(list),
+                ModelClass::Balanced => c.models.balanced = Some(list),
+                ModelClass::Frontier => c.models.frontier = Some(list),
+                ModelClass::Fav => c.models.fav = Some(list),
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn fallback_skips_routes_without_keys() {
+        let c = config(vec![(
+            ModelClass::Fast,
+            vec!["anthropic/claude-haiku", "ollama/qwen2.5-coder:7b"],
+        )]);
+        let env = BTreeMap::new();
+        let r = resolve_class(&c, ModelClass::Fast, &env).unwrap();
+        assert_eq!(r.route.to_string(), "ollama/qwen2.5-coder:7b");
+        assert_eq!(r.skipped.len(), 1);
+        assert!(
+            r.skipped[0].contains("ANTHROPIC_API_KEY"),
+            "{:?}",
+            r.skipped
+        );
+
+        let env = BTreeMap::from([("ANTHROPIC_API_KEY".to_string(), "k".to_string())]);
+        let r = resolve_class(&c, ModelClass::Fast, &env).unwrap();
+        assert_eq!(r.route.to_string(), "anthropic/claude-haiku");
+        assert_eq!(r.api_key.as_deref(), Some("k"));
+    }
+
+    #[test]
+    fn unusable_classes_name_the_key_to_set() {
+        let c = config(vec![(ModelClass::Fast, vec!["nowhere/m"])]);
+        let env = BTreeMap::new();
+        let e = resolve_class(&c, ModelClass::Balanced, &env).unwrap_err();
+        assert!(e.to_string().contains("models.balanced"), "{e}");
+        let e = resolve_class(&c, ModelClass::Fast, &env).unwrap_err();
+        assert!(e.to_string().contains("[providers.nowhere]"), "{e}");
+    }
+
+    #[test]
+    fn cost_uses_cached_price() {
+        let prices = BTreeMap::from([(
+            "p/m".to_string(),
+            Price {
+                input: 2.0,
+                output: 10.0,
+                cached_input: Some(0.5),
+            },
+        )]);
+        let route: Route = "p/m:high".parse().unwrap();
+        let usage = Usage {
+            input_tokens: 1_000_000,
+            cached_input_tokens: 500_000,
+            output_tokens: 100_000,
+        };
+        let c = cost(&prices, &route, &usage).unwrap();
+        assert!((c - (1.0 + 0.25 + 1.0)).abs() < 1e-9, "{c}");
+        assert_eq!(cost(&prices, &"p/other".parse().unwrap(), &usage), None);
+    }
+}

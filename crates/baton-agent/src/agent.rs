@@ -1,0 +1,639 @@
+//! The agent loop: model turns until the model stops calling tools, the turn limit, or cancellation.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_model::retry::{run_turn, RetryPolicy, TurnProgress};
+use baton_model::routes::cost;
+use baton_model::{AssistantTurn, ModelError, ModelRequest, Provider, StreamEvent};
+use baton_protocol::config::Price;
+use baton_protocol::role::RoleSpec;
+use baton_protocol::{
+    AgentEvent, AssistantPart, ErrorInfo, Item, ItemKind, ItemStatus, Message, Outcome, Route,
+    StopReason, ToolSpec, Usage, PROTOCOL_VERSION,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::session::SessionStore;
+use crate::tools::{tool_path_hint, Tool, ToolContext, ToolOutput};
+
+/// Default turn limit, the last turn reserved for the handoff report.
+pub const DEFAULT_MAX_TURNS: u32 = 50;
+/// Longest tool output copied into an event; the model still sees the whole (bounded) output.
+const EVENT_OUTPUT_CAP: usize = 2000;
+/// Largest context file added to the system prompt.
+const CONTEXT_FILE_CAP: usize = 64 * 1024;
+
+/// The sections every handoff report has, in order.
+pub const HANDOFF_SECTIONS: [&str; 6] = [
+    "Status",
+    "Outcome",
+    "Evidence",
+    "Blocker",
+    "Risk",
+    "Suggested next action",
+];
+
+/// Everything one agent run needs.
+pub struct AgentSpec {
+    pub session_id: String,
+    pub role: RoleSpec,
+    pub route: Route,
+    pub provider: Arc<dyn Provider>,
+    pub retry: RetryPolicy,
+    pub max_turns: u32,
+    pub max_output_tokens: Option<u32>,
+    /// Workspace root: tools may only touch files under it.
+    pub root: PathBuf,
+    pub cwd: PathBuf,
+    pub bash_timeout: Duration,
+    /// File names looked up in `root` and added to the system prompt.
+    pub context_files: Vec<String>,
+    pub prices: BTreeMap<String, Price>,
+    /// Every tool the host has; the role's `tools` list picks which are offered.
+    pub tools: Vec<Arc<dyn Tool>>,
+}
+
+/// What a run ended with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    pub outcome: Outcome,
+    pub reason: Option<String>,
+    pub final_message: String,
+    pub turns: u32,
+    pub usage: Usage,
+    pub cost_usd: Option<f64>,
+    pub error: Option<ErrorInfo>,
+}
+
+/// Builds the system prompt: role instructions, the environment, and project context files.
+pub fn system_prompt(spec: &AgentSpec, offered: &[String]) -> String {
+    let mut s = String::new();
+    s.push_str(spec.role.body.trim());
+    s.push_str("\n\n# Environment\n");
+    s.push_str(&format!(
+        "- Working directory: {}\n- Workspace root (files outside it cannot be touched): {}\n",
+        spec.cwd.display(),
+        spec.root.display()
+    ));
+    if offered.is_empty() {
+        s.push_str("- You have no tools in this session: answer from what you are given.\n");
+    } else {
+        s.push_str(&format!("- Tools available: {}\n", offered.join(", ")));
+    }
+    s.push_str(&format!(
+        "- You have at most {} model turns. If you run out, you will be asked for a handoff report.\n",
+        spec.max_turns
+    ));
+    for name in &spec.context_files {
+        let path = spec.root.join(name);
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            let text = truncate(&text, CONTEXT_FILE_CAP);
+            s.push_str(&format!(
+                "\n# Project context from {name}\n\n{}\n",
+                text.trim()
+            ));
+        }
+    }
+    s
+}
+
+fn truncate(text: &str, cap: usize) -> String {
+    if text.len() <= cap {
+        return text.to_string();
+    }
+    let mut end = cap;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[truncated: {} bytes omitted]",
+        &text[..end],
+        text.len() - end
+    )
+}
+
+fn handoff_request(max_turns: u32) -> String {
+    format!(
+        "You have reached the turn limit ({max_turns} turns). Do not call any tools. Write a handoff report \
+         for whoever continues this work, with exactly these sections as headings: {}. Status is one of \
+         done, partial or blocked; Evidence lists what you ran or read that supports the outcome.",
+        HANDOFF_SECTIONS.join(", ")
+    )
+}
+
+/// Runs the loop over `messages` (an earlier transcript, possibly empty) plus a new user `task`.
+/// Events go to `emit` in order; messages are appended to `store` as they happen.
+pub async fn run(
+    spec: &AgentSpec,
+    mut messages: Vec<Message>,
+    task: String,
+    resumed: bool,
+    store: &mut Option<SessionStore>,
+    cancel: &CancellationToken,
+    emit: &mut (dyn FnMut(AgentEvent) + Send),
+) -> RunSummary {
+    let offered: Vec<Arc<dyn Tool>> = spec
+        .tools
+        .iter()
+        .filter(|t| spec.role.meta.tools.iter().any(|n| n == t.name()))
+        .cloned()
+        .collect();
+    let offered_names: Vec<String> = offered.iter().map(|t| t.name().to_string()).collect();
+    let tool_specs: Vec<ToolSpec> = offered.iter().map(|t| t.spec()).collect();
+    let system = system_prompt(spec, &offered_names);
+    let ctx = ToolContext {
+        root: spec.root.clone(),
+        cwd: spec.cwd.clone(),
+        bash_timeout: spec.bash_timeout,
+        cancel: cancel.clone(),
+    };
+
+    emit(AgentEvent::SessionStarted {
+        protocol_version: PROTOCOL_VERSION,
+        session_id: spec.session_id.clone(),
+        role: spec.role.meta.name.clone(),
+        model: spec.route.to_string(),
+        cwd: spec.cwd.display().to_string(),
+        resumed,
+    });
+
+    let mut ids = ItemIds::default();
+    let mut usage = Usage::default();
+    let mut last_text = String::new();
+    let push = |messages: &mut Vec<Message>, store: &mut Option<SessionStore>, m: Message| {
+        if let Some(s) = store.as_mut() {
+            if let Err(e) = s.append(&m) {
+                tracing::warn!("could not append to the transcript: {e}");
+            }
+        }
+        messages.push(m);
+    };
+    push(&mut messages, store, Message::user(task));
+
+    let max_turns = spec.max_turns.max(1);
+    let mut turn: u32 = 0;
+    let finish =
+        |outcome, reason: Option<&str>, final_message: String, turns, usage: Usage, error| {
+            let cost_usd = cost(&spec.prices, &spec.route, &usage);
+            RunSummary {
+                outcome,
+                reason: reason.map(str::to_string),
+                final_message,
+                turns,
+                usage,
+                cost_usd,
+                error,
+            }
+        };
+    let summary = loop {
+        if cancel.is_cancelled() {
+            break finish(
+                Outcome::Partial,
+                Some("cancelled"),
+                cancelled_message(&last_text),
+                turn,
+                usage,
+                None,
+            );
+        }
+        turn += 1;
+        let handoff = turn == max_turns && max_turns > 1 && turn > 1;
+        if handoff {
+            push(
+                &mut messages,
+                store,
+                Message::user(handoff_request(max_turns)),
+            );
+        }
+        emit(AgentEvent::TurnStarted { turn });
+        let request = ModelRequest {
+            model: spec.route.model.clone(),
+            system: system.clone(),
+            messages: messages.clone(),
+            tools: tool_specs.clone(),
+            thinking: spec.route.thinking,
+            max_output_tokens: spec.max_output_tokens,
+        };
+        let result = {
+            let mut streaming = StreamingItems::new(&mut ids);
+            let mut on_progress = |p: TurnProgress<'_>| streaming.progress(turn, p, emit);
+            let r = run_turn(
+                spec.provider.as_ref(),
+                &request,
+                &spec.retry,
+                cancel,
+                &mut on_progress,
+            )
+            .await;
+            (r, streaming.open)
+        };
+        let (result, open_items) = result;
+        let assistant: AssistantTurn = match result {
+            Ok(t) => t,
+            Err(ModelError::Cancelled) => {
+                close_open_items(open_items, ItemStatus::Failed, emit);
+                break finish(
+                    Outcome::Partial,
+                    Some("cancelled"),
+                    cancelled_message(&last_text),
+                    turn,
+                    usage,
+                    None,
+                );
+            }
+            Err(e) => {
+                close_open_items(open_items, ItemStatus::Failed, emit);
+                let error = ErrorInfo {
+                    code: e.code().to_string(),
+                    message: e.to_string(),
+                };
+                emit(AgentEvent::TurnFailed {
+                    turn,
+                    error: error.clone(),
+                });
+                break finish(
+                    Outcome::Failed,
+                    Some("model_error"),
+                    e.to_string(),
+                    turn,
+                    usage,
+                    Some(error),
+                );
+            }
+        };
+        close_open_items(open_items, ItemStatus::Completed, emit);
+        usage.add(&assistant.usage);
+        emit(AgentEvent::TurnCompleted {
+            turn,
+            usage: assistant.usage,
+            cost_usd: cost(&spec.prices, &spec.route, &assistant.usage),
+        });
+        let text = assistant.text();
+        if !text.trim().is_empty() {
+            last_text = text.clone();
+        }
+        let calls: Vec<(String, String, String)> = assistant
+            .tool_calls()
+            .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+            .collect();
+        // The handoff turn never runs tools: keep only its text so the transcript stays valid.
+        let parts = if handoff {
+            assistant
+                .parts
+                .iter()
+                .filter(|p| !matches!(p, AssistantPart::ToolCall { .. }))
+                .cloned()
+                .collect()
+        } else {
+            assistant.parts.clone()
+        };
+        push(&mut messages, store, Message::Assistant { parts });
+        if handoff {
+            break finish(
+                Outcome::Partial,
+                Some("turn_limit"),
+                text,
+                turn,
+                usage,
+                None,
+            );
+        }
+        if calls.is_empty() || assistant.stop_reason != StopReason::ToolUse {
+            break finish(Outcome::Completed, None, text, turn, usage, None);
+        }
+        let results = run_tools(&calls, &offered, &spec.role.meta.name, &ctx, &mut ids, emit).await;
+        for m in results {
+            push(&mut messages, store, m);
+        }
+        if max_turns == 1 {
+            break finish(
+                Outcome::Partial,
+                Some("turn_limit"),
+                text,
+                turn,
+                usage,
+                None,
+            );
+        }
+    };
+    emit(AgentEvent::SessionCompleted {
+        outcome: summary.outcome,
+        reason: summary.reason.clone(),
+        final_message: summary.final_message.clone(),
+        turns: summary.turns,
+        usage: summary.usage,
+        cost_usd: summary.cost_usd,
+    });
+    summary
+}
+
+fn cancelled_message(last_text: &str) -> String {
+    if last_text.trim().is_empty() {
+        "Cancelled before the model answered.".to_string()
+    } else {
+        format!("Cancelled. Last message before cancellation:\n{last_text}")
+    }
+}
+
+#[derive(Default)]
+struct ItemIds(u64);
+
+impl ItemIds {
+    fn next(&mut self) -> String {
+        let id = format!("item_{}", self.0);
+        self.0 += 1;
+        id
+    }
+}
+
+/// Items opened while a turn streams: agent messages and reasoning, in order.
+struct StreamingItems<'a> {
+    ids: &'a mut ItemIds,
+    open: Vec<(String, ItemKind)>,
+    /// Index in `open` of the item that deltas of its kind still extend.
+    current: Option<usize>,
+}
+
+impl<'a> StreamingItems<'a> {
+    fn new(ids: &'a mut ItemIds) -> Self {
+        StreamingItems {
+            ids,
+            open: Vec::new(),
+            current: None,
+        }
+    }
+
+    fn progress(
+        &mut self,
+        turn: u32,
+        p: TurnProgress<'_>,
+        emit: &mut (dyn FnMut(AgentEvent) + Send),
+    ) {
+        match p {
+            TurnProgress::Event(StreamEvent::TextDelta { text }) => self.delta(true, text, emit),
+            TurnProgress::Event(StreamEvent::ReasoningDelta { text }) => {
+                self.delta(false, text, emit)
+            }
+            // A tool call ends the current text run; text after it is a new item.
+            TurnProgress::Event(StreamEvent::ToolCallStart { .. }) => self.current = None,
+            TurnProgress::Event(
+                StreamEvent::ReasoningSignature { .. }
+                | StreamEvent::ToolCallDelta { .. }
+                | StreamEvent::ToolCallEnd { .. }
+                | StreamEvent::Usage { .. }
+                | StreamEvent::Stop { .. },
+            ) => {}
+            TurnProgress::Retrying {
+                attempt,
+                delay,
+                error,
+            } => {
+                self.current = None;
+                close_open_items(std::mem::take(&mut self.open), ItemStatus::Failed, emit);
+                emit(AgentEvent::TurnRetrying {
+                    turn,
+                    attempt,
+                    delay_ms: delay.as_millis() as u64,
+                    error: ErrorInfo {
+                        code: error.code().to_string(),
+                        message: error.to_string(),
+                    },
+                });
+            }
+        }
+    }
+
+    fn delta(&mut self, is_text: bool, text: &str, emit: &mut (dyn FnMut(AgentEvent) + Send)) {
+        let extends = match self.current.and_then(|i| self.open.get(i)) {
+            Some((_, ItemKind::AgentMessage { .. })) => is_text,
+            Some((_, ItemKind::Reasoning { .. })) => !is_text,
+            Some((_, ItemKind::ToolCall { .. })) | None => false,
+        };
+        if !extends {
+            let id = self.ids.next();
+            let kind = if is_text {
+                ItemKind::AgentMessage {
+                    text: String::new(),
+                }
+            } else {
+                ItemKind::Reasoning {
+                    text: String::new(),
+                }
+            };
+            emit(AgentEvent::ItemStarted {
+                item: Item {
+                    id: id.clone(),
+                    status: ItemStatus::InProgress,
+                    kind: kind.clone(),
+                },
+            });
+            self.open.push((id, kind));
+            self.current = Some(self.open.len() - 1);
+        }
+        if let Some((id, kind)) = self.current.and_then(|i| self.open.get_mut(i)) {
+            match kind {
+                ItemKind::AgentMessage { text: t } | ItemKind::Reasoning { text: t } => {
+                    t.push_str(text)
+                }
+                ItemKind::ToolCall { .. } => {}
+            }
+            emit(AgentEvent::ItemDelta {
+                item_id: id.clone(),
+                delta: text.to_string(),
+            });
+        }
+    }
+}
+
+fn close_open_items(
+    open: Vec<(String, ItemKind)>,
+    status: ItemStatus,
+    emit: &mut (dyn FnMut(AgentEvent) + Send),
+) {
+    for (id, kind) in open {
+        emit(AgentEvent::ItemCompleted {
+            item: Item { id, status, kind },
+        });
+    }
+}
+
+/// Runs one turn's tool calls: consecutive read-only calls concurrently, others one at a time, in order.
+async fn run_tools(
+    calls: &[(String, String, String)],
+    offered: &[Arc<dyn Tool>],
+    role: &str,
+    ctx: &ToolContext,
+    ids: &mut ItemIds,
+    emit: &mut (dyn FnMut(AgentEvent) + Send),
+) -> Vec<Message> {
+    struct Prepared {
+        item_id: String,
+        call_id: String,
+        name: String,
+        args: serde_json::Value,
+        path: Option<String>,
+        tool: Result<Arc<dyn Tool>, ToolOutput>,
+    }
+    let offered_names: Vec<&str> = offered.iter().map(|t| t.name()).collect();
+    let mut prepared = Vec::new();
+    for (call_id, name, raw) in calls {
+        let args: Result<serde_json::Value, String> = if raw.trim().is_empty() {
+            Ok(serde_json::json!({}))
+        } else {
+            serde_json::from_str(raw).map_err(|e| e.to_string())
+        };
+        let item_id = ids.next();
+        let (args, tool) = match args {
+            Err(e) => (
+                serde_json::Value::String(raw.clone()),
+                Err(error_output(format!(
+                    "the arguments of this `{name}` call are not valid JSON ({e}); call it again with a JSON object"
+                ))),
+            ),
+            Ok(args) => match offered.iter().find(|t| t.name() == name) {
+                Some(t) => (args, Ok(t.clone())),
+                None => (
+                    args,
+                    Err(error_output(format!(
+                        "tool `{name}` is not available to role `{role}` and was not run; available tools: {}",
+                        if offered_names.is_empty() { "none".to_string() } else { offered_names.join(", ") }
+                    ))),
+                ),
+            },
+        };
+        let path = tool_path_hint(&args);
+        emit(AgentEvent::ItemStarted {
+            item: tool_item(
+                &item_id,
+                call_id,
+                name,
+                &args,
+                &path,
+                ItemStatus::InProgress,
+                None,
+            ),
+        });
+        prepared.push(Prepared {
+            item_id,
+            call_id: call_id.clone(),
+            name: name.clone(),
+            args,
+            path,
+            tool,
+        });
+    }
+
+    let mut outputs: Vec<Option<(ToolOutput, ItemStatus)>> =
+        prepared.iter().map(|_| None).collect();
+    let mut i = 0;
+    while i < prepared.len() {
+        let batch_end = match &prepared[i].tool {
+            Ok(t) if t.read_only() => {
+                let mut j = i + 1;
+                while j < prepared.len() && matches!(&prepared[j].tool, Ok(t) if t.read_only()) {
+                    j += 1;
+                }
+                j
+            }
+            Ok(_) | Err(_) => i + 1,
+        };
+        let futures = prepared[i..batch_end].iter().map(|p| async move {
+            match &p.tool {
+                Ok(tool) => {
+                    if ctx.cancel.is_cancelled() {
+                        (
+                            error_output("cancelled before this tool call started".into()),
+                            ItemStatus::Failed,
+                        )
+                    } else {
+                        let out = tool.run(p.args.clone(), ctx).await;
+                        let status = if out.is_error {
+                            ItemStatus::Failed
+                        } else {
+                            ItemStatus::Completed
+                        };
+                        (out, status)
+                    }
+                }
+                Err(refusal) => (refusal.clone(), ItemStatus::Declined),
+            }
+        });
+        let results = futures::future::join_all(futures).await;
+        for (k, r) in results.into_iter().enumerate() {
+            let p = &prepared[i + k];
+            emit(AgentEvent::ItemCompleted {
+                item: tool_item(
+                    &p.item_id,
+                    &p.call_id,
+                    &p.name,
+                    &p.args,
+                    &r.0.path.clone().or_else(|| p.path.clone()),
+                    r.1,
+                    Some(&r.0),
+                ),
+            });
+            outputs[i + k] = Some(r);
+        }
+        i = batch_end;
+    }
+    prepared
+        .into_iter()
+        .zip(outputs)
+        .map(|(p, o)| {
+            let (out, _) =
+                o.unwrap_or_else(|| (error_output("not run".into()), ItemStatus::Failed));
+            Message::Tool {
+                call_id: p.call_id,
+                tool: p.name,
+                output: out.output,
+                is_error: out.is_error,
+            }
+        })
+        .collect()
+}
+
+fn error_output(message: String) -> ToolOutput {
+    ToolOutput {
+        output: message,
+        is_error: true,
+        exit_code: None,
+        path: None,
+    }
+}
+
+fn tool_item(
+    id: &str,
+    call_id: &str,
+    tool: &str,
+    args: &serde_json::Value,
+    path: &Option<String>,
+    status: ItemStatus,
+    out: Option<&ToolOutput>,
+) -> Item {
+    Item {
+        id: id.to_string(),
+        status,
+        kind: ItemKind::ToolCall {
+            call_id: call_id.to_string(),
+            tool: tool.to_string(),
+            arguments: args.clone(),
+            path: path.clone(),
+            output: out.map(|o| truncate(&o.output, EVENT_OUTPUT_CAP)),
+            exit_code: out.and_then(|o| o.exit_code),
+        },
+    }
+}
+
+/// The project root for a working directory: the nearest ancestor holding `.baton/` or `.git`,
+/// else the directory itself.
+pub fn project_root(cwd: &Path) -> PathBuf {
+    for dir in cwd.ancestors() {
+        if dir.join(".baton").is_dir() || dir.join(".git").exists() {
+            return dir.to_path_buf();
+        }
+    }
+    cwd.to_path_buf()
+}

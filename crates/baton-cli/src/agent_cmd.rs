@@ -1,0 +1,497 @@
+//! `baton agent`: one headless agent session.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use baton_agent::agent::{self, project_root, AgentSpec, RunSummary, DEFAULT_MAX_TURNS};
+use baton_agent::roles::{find_role, RoleDirs};
+use baton_agent::session::{ensure_state_excluded, sessions_dir, SessionHeader, SessionStore};
+use baton_agent::tools::builtin_tools;
+use baton_model::replay::{Recorder, Replay};
+use baton_model::retry::RetryPolicy;
+use baton_model::routes::{
+    build_provider, check_route, default_class, resolve_class, ProcessEnv, ResolvedRoute,
+};
+use baton_model::Provider;
+use baton_protocol::{AgentEvent, ItemKind, ItemStatus, ModelClass, Outcome, Route};
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{self, user_config_dir, LoadedConfig};
+use crate::exit;
+
+#[derive(Args, Debug)]
+pub struct AgentArgs {
+    /// The role whose instructions and tools the agent gets.
+    #[arg(long, default_value = "implementer")]
+    role: String,
+    /// Model class: fast, balanced, frontier or fav.
+    #[arg(long, conflicts_with = "model")]
+    model_class: Option<String>,
+    /// An explicit route, `provider/model[:thinking]`.
+    #[arg(long)]
+    model: Option<String>,
+    /// Play a cassette file instead of calling a model (no config or network needed).
+    #[arg(long, conflicts_with_all = ["model", "model_class"])]
+    replay: Option<PathBuf>,
+    /// Write the session's model turns to a cassette FILE (credentials are never written).
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
+    /// Model turns, the last reserved for a handoff report (default 50, or agent.max_turns).
+    #[arg(long)]
+    max_turns: Option<u32>,
+    /// Directory to work in (default: the current one).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// Print the event stream (docs/protocol.md) as JSON lines instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Continue the session with this id.
+    #[arg(long, value_name = "ID")]
+    resume: Option<String>,
+    /// The task; `-` reads it from stdin. Optional with --resume.
+    task: Option<String>,
+}
+
+/// Where a command runs and what config applies there.
+pub struct ProjectContext {
+    pub cwd: PathBuf,
+    pub project_root: PathBuf,
+    pub config: LoadedConfig,
+}
+
+pub fn project_context(cwd: Option<PathBuf>) -> Result<ProjectContext> {
+    let cwd = match cwd {
+        Some(c) => c,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let cwd = cwd
+        .canonicalize()
+        .map_err(|e| anyhow::anyhow!("--cwd {}: {e}: pass an existing directory", cwd.display()))?;
+    if !cwd.is_dir() {
+        bail!("--cwd {} is not a directory", cwd.display());
+    }
+    let project_root = project_root(&cwd);
+    let config = config::load(&project_root)?;
+    Ok(ProjectContext {
+        cwd,
+        project_root,
+        config,
+    })
+}
+
+pub fn role_dirs(project_root: &Path) -> RoleDirs {
+    RoleDirs {
+        user: user_config_dir().map(|d| d.join("roles")),
+        project: Some(project_root.join(".baton").join("roles")),
+    }
+}
+
+fn read_task(task: Option<String>, resuming: bool) -> Result<String> {
+    match task.as_deref() {
+        Some("-") => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .context("cannot read the task from stdin")?;
+            if s.trim().is_empty() {
+                bail!("the task read from stdin is empty: pipe the task text in, or pass it as an argument");
+            }
+            Ok(s)
+        }
+        Some(t) if !t.trim().is_empty() => Ok(t.to_string()),
+        Some(_) => bail!("the task is empty: pass what the agent should do, e.g. baton agent \"fix the failing test\""),
+        None if resuming => Ok("Continue where you left off.".to_string()),
+        None => bail!("missing TASK: pass what the agent should do, e.g. baton agent \"fix the failing test\", or - to read it from stdin"),
+    }
+}
+
+fn env_var(key: &str) -> Option<String> {
+    std::env::var(key).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Chooses the route: --replay > --model > --model-class > BATON_MODEL > BATON_MODEL_CLASS >
+/// the resumed session's route > the role's class > models.default_class.
+fn choose_route(
+    args: &AgentArgs,
+    ctx: &ProjectContext,
+    role_class: Option<ModelClass>,
+    resumed_model: Option<&str>,
+) -> Result<(ResolvedRoute, Arc<dyn Provider>)> {
+    let config = &ctx.config.config;
+    if let Some(path) = &args.replay {
+        let provider = Replay::from_file("replay".into(), path)
+            .map_err(|e| anyhow::anyhow!("--replay {}: {e}", path.display()))?;
+        let route = Route {
+            provider: "replay".into(),
+            model: path
+                .file_stem()
+                .map(|s| s.to_string_lossy().to_string())
+                .unwrap_or_else(|| "cassette".into()),
+            thinking: None,
+        };
+        let resolved = ResolvedRoute {
+            route,
+            class: None,
+            provider: baton_protocol::config::ProviderConfig {
+                kind: baton_protocol::config::ProviderKind::Replay,
+                base_url: None,
+                api_key_env: None,
+                api_key_file: None,
+                headers: Default::default(),
+                cassette: Some(path.display().to_string()),
+                max_output_tokens: None,
+                stream_idle_timeout: None,
+            },
+            api_key: None,
+            skipped: Vec::new(),
+        };
+        return Ok((resolved, Arc::new(provider)));
+    }
+    let explicit_route = args
+        .model
+        .clone()
+        .map(|m| ("--model", m))
+        .or_else(|| env_var("BATON_MODEL").map(|m| ("BATON_MODEL", m)));
+    let explicit_class = args
+        .model_class
+        .clone()
+        .map(|c| ("--model-class", c))
+        .or_else(|| env_var("BATON_MODEL_CLASS").map(|c| ("BATON_MODEL_CLASS", c)));
+    let resolved = if let Some((from, text)) = explicit_route.filter(|_| args.model_class.is_none())
+    {
+        let route: Route = text.parse().map_err(|e| anyhow::anyhow!("{from}: {e}"))?;
+        check_route(config, &route, &ProcessEnv).map_err(|e| anyhow::anyhow!("{from}: {e}"))?
+    } else if let Some((from, text)) = explicit_class {
+        let class: ModelClass = text.parse().map_err(|e| anyhow::anyhow!("{from}: {e}"))?;
+        resolve_class(config, class, &ProcessEnv)?
+    } else if let Some(m) = resumed_model {
+        let route: Route = m
+            .parse()
+            .map_err(|e| anyhow::anyhow!("resumed session model: {e}"))?;
+        check_route(config, &route, &ProcessEnv)?
+    } else {
+        let class = role_class.unwrap_or_else(|| default_class(config));
+        resolve_class(config, class, &ProcessEnv)?
+    };
+    let provider = build_provider(&resolved, &ProcessEnv)?;
+    Ok((resolved, provider))
+}
+
+pub fn run(args: AgentArgs) -> Result<u8> {
+    let ctx = project_context(args.cwd.clone())?;
+    let task = read_task(args.task.clone(), args.resume.is_some())?;
+    let config = &ctx.config.config;
+    let dir = sessions_dir(&ctx.project_root);
+
+    let resumed = match &args.resume {
+        Some(id) => Some(SessionStore::open(&dir, id)?),
+        None => None,
+    };
+    let role_name = match &resumed {
+        Some((_, header, _)) if args.role == "implementer" => header.role.clone(),
+        Some(_) | None => args.role.clone(),
+    };
+    let role = find_role(&role_dirs(&ctx.project_root), &role_name)?;
+    let resumed_model = resumed.as_ref().map(|(_, h, _)| h.model.clone());
+    let (resolved, provider) =
+        choose_route(&args, &ctx, role.meta.model_class, resumed_model.as_deref())?;
+    for s in &resolved.skipped {
+        eprintln!("baton: skipped route {}", s.trim());
+    }
+    let recorder = args
+        .record
+        .as_ref()
+        .map(|_| Arc::new(Recorder::new(provider.clone())));
+    let provider: Arc<dyn Provider> = match &recorder {
+        Some(r) => r.clone(),
+        None => provider,
+    };
+
+    let max_turns = args
+        .max_turns
+        .or_else(|| env_var("BATON_MAX_TURNS").and_then(|v| v.parse().ok()))
+        .or(config.agent.max_turns)
+        .unwrap_or(DEFAULT_MAX_TURNS);
+    if max_turns == 0 {
+        bail!("--max-turns must be at least 1");
+    }
+    let route = {
+        let mut r = resolved.route.clone();
+        if r.thinking.is_none() {
+            r.thinking = config.agent.thinking;
+        }
+        r
+    };
+
+    let (store, messages, session_id) = match resumed {
+        Some((store, header, messages)) => (store, messages, header.session_id),
+        None => {
+            let id = uuid::Uuid::now_v7().to_string();
+            ensure_state_excluded(&ctx.project_root);
+            let header = SessionHeader {
+                session_id: id.clone(),
+                role: role.meta.name.clone(),
+                model: route.to_string(),
+                cwd: ctx.cwd.display().to_string(),
+                created: now_rfc3339(),
+            };
+            (SessionStore::create(&dir, &header)?, Vec::new(), id)
+        }
+    };
+    let resuming = args.resume.is_some();
+
+    let retry = RetryPolicy::from_config(&config.retry);
+    let spec = AgentSpec {
+        session_id: session_id.clone(),
+        role,
+        route,
+        provider,
+        retry,
+        max_turns,
+        max_output_tokens: resolved.provider.max_output_tokens,
+        root: ctx.project_root.clone(),
+        cwd: ctx.cwd.clone(),
+        bash_timeout: config
+            .agent
+            .bash_timeout
+            .map(|d| d.0)
+            .unwrap_or(std::time::Duration::from_secs(120)),
+        context_files: config
+            .agent
+            .context_files
+            .clone()
+            .unwrap_or_else(|| vec!["AGENTS.md".into(), "CLAUDE.md".into()]),
+        prices: config.prices.clone(),
+        tools: builtin_tools(),
+    };
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let json = args.json;
+    let summary = runtime.block_on(async move {
+        let cancel = CancellationToken::new();
+        let interrupted = watch_signals(cancel.clone());
+        let mut store = Some(store);
+        let mut printer = Printer::new(json);
+        let summary = agent::run(
+            &spec,
+            messages,
+            task,
+            resuming,
+            &mut store,
+            &cancel,
+            &mut |ev| printer.event(ev),
+        )
+        .await;
+        printer.finish(&summary, &session_id);
+        (summary, interrupted.is_cancelled())
+    });
+    let (summary, interrupted) = summary;
+    if let (Some(path), Some(rec)) = (&args.record, &recorder) {
+        rec.save(path)
+            .map_err(|e| anyhow::anyhow!("--record {}: {e}", path.display()))?;
+        if !json {
+            eprintln!("baton: cassette written to {}", path.display());
+        }
+    }
+    Ok(exit_code(&summary, interrupted))
+}
+
+fn exit_code(s: &RunSummary, interrupted: bool) -> u8 {
+    match s.outcome {
+        Outcome::Completed => exit::OK,
+        Outcome::Failed => exit::FAILED,
+        Outcome::Partial if interrupted || s.reason.as_deref() == Some("cancelled") => {
+            exit::INTERRUPTED
+        }
+        Outcome::Partial => exit::TURN_LIMIT,
+    }
+}
+
+fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// Cancels `cancel` on SIGINT or SIGTERM. The returned token is cancelled only by a signal.
+fn watch_signals(cancel: CancellationToken) -> CancellationToken {
+    let by_signal = CancellationToken::new();
+    let flag = by_signal.clone();
+    tokio::spawn(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return;
+        };
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        flag.cancel();
+        cancel.cancel();
+    });
+    by_signal
+}
+
+/// Renders events as JSON lines or as text.
+struct Printer {
+    json: bool,
+    out: std::io::Stdout,
+    color: bool,
+    /// Whether the last thing written to stdout ended a line.
+    at_line_start: bool,
+    /// Ids of agent-message items, whose deltas are the streamed answer.
+    message_items: Vec<String>,
+}
+
+impl Printer {
+    fn new(json: bool) -> Self {
+        Printer {
+            json,
+            out: std::io::stdout(),
+            color: std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            at_line_start: true,
+            message_items: Vec::new(),
+        }
+    }
+
+    fn event(&mut self, ev: AgentEvent) {
+        if self.json {
+            if let Ok(line) = serde_json::to_string(&ev) {
+                let mut out = self.out.lock();
+                let _ = writeln!(out, "{line}");
+                let _ = out.flush();
+            }
+            return;
+        }
+        match ev {
+            AgentEvent::ItemStarted { item } => {
+                if let ItemKind::AgentMessage { .. } = item.kind {
+                    self.message_items.push(item.id);
+                }
+            }
+            AgentEvent::ItemDelta { item_id, delta } => {
+                if self.message_items.contains(&item_id) {
+                    let mut out = self.out.lock();
+                    let _ = write!(out, "{delta}");
+                    let _ = out.flush();
+                    self.at_line_start = delta.ends_with('\n');
+                }
+            }
+            AgentEvent::SessionStarted { .. }
+            | AgentEvent::TurnStarted { .. }
+            | AgentEvent::TurnCompleted { .. }
+            | AgentEvent::SessionCompleted { .. } => {}
+            AgentEvent::ItemCompleted { item } => match item.kind {
+                ItemKind::AgentMessage { .. } => {
+                    if !self.at_line_start {
+                        println!();
+                        self.at_line_start = true;
+                    }
+                    if item.status == ItemStatus::Failed {
+                        eprintln!("baton: the partial answer above was cut off; the turn is being retried");
+                    }
+                }
+                ItemKind::Reasoning { .. } => {}
+                ItemKind::ToolCall {
+                    tool,
+                    arguments,
+                    path,
+                    output,
+                    exit_code,
+                    ..
+                } => {
+                    let what = tool_summary(&tool, &arguments, path.as_deref());
+                    let status = match (item.status, exit_code) {
+                        (ItemStatus::Declined, _) => {
+                            format!("declined: {}", first_line(output.as_deref().unwrap_or("")))
+                        }
+                        (ItemStatus::Failed, Some(c)) => format!("exit {c}"),
+                        (ItemStatus::Failed, None) => {
+                            format!("error: {}", first_line(output.as_deref().unwrap_or("")))
+                        }
+                        (ItemStatus::Completed | ItemStatus::InProgress, Some(c)) => {
+                            format!("exit {c}")
+                        }
+                        (ItemStatus::Completed | ItemStatus::InProgress, None) => "ok".into(),
+                    };
+                    let (dim, reset) = if self.color {
+                        ("\x1b[2m", "\x1b[0m")
+                    } else {
+                        ("", "")
+                    };
+                    eprintln!("{dim}• {tool} {what} → {status}{reset}");
+                }
+            },
+            AgentEvent::TurnRetrying {
+                attempt,
+                delay_ms,
+                error,
+                ..
+            } => eprintln!(
+                "baton: {} — retrying (attempt {}) in {:.1}s",
+                error.message,
+                attempt + 1,
+                delay_ms as f64 / 1000.0
+            ),
+            AgentEvent::TurnFailed { error, .. } => eprintln!("baton: {}", error.message),
+        }
+    }
+
+    fn finish(&mut self, s: &RunSummary, session_id: &str) {
+        if self.json {
+            return;
+        }
+        if !self.at_line_start {
+            println!();
+        }
+        let cost = s
+            .cost_usd
+            .map(|c| format!(" · ${c:.4}"))
+            .unwrap_or_default();
+        let why = match s.reason.as_deref() {
+            Some(r) => format!(" ({r})"),
+            None => String::new(),
+        };
+        eprintln!(
+            "baton: {}{why} after {} turn(s) · {} in ({} cached) / {} out tokens{cost} · session {session_id}",
+            s.outcome.as_str(),
+            s.turns,
+            s.usage.input_tokens,
+            s.usage.cached_input_tokens,
+            s.usage.output_tokens,
+        );
+    }
+}
+
+fn first_line(s: &str) -> String {
+    let line = s.lines().next().unwrap_or("");
+    let mut out: String = line.chars().take(120).collect();
+    if line.chars().count() > 120 {
+        out.push('…');
+    }
+    out
+}
+
+fn tool_summary(tool: &str, args: &serde_json::Value, path: Option<&str>) -> String {
+    let field = |k: &str| args.get(k).and_then(|v| v.as_str()).map(first_line);
+    match tool {
+        "bash" => field("command").unwrap_or_default(),
+        "grep" | "find" => {
+            let p = field("pattern").unwrap_or_default();
+            match path {
+                Some(path) => format!("{p} in {path}"),
+                None => p,
+            }
+        }
+        _ => path.map(str::to_string).unwrap_or_default(),
+    }
+}

@@ -1,0 +1,112 @@
+//! Layered config: built-in defaults < user file < project file < `BATON_*` environment < flags.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use baton_protocol::config::Config;
+
+/// The config files that were read, in the order they apply.
+#[derive(Debug, Clone, Default)]
+pub struct LoadedConfig {
+    pub config: Config,
+    pub files: Vec<PathBuf>,
+}
+
+/// `$XDG_CONFIG_HOME/baton`, else `~/.config/baton`.
+pub fn user_config_dir() -> Option<PathBuf> {
+    if let Some(x) = std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(x).join("baton"));
+    }
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(|h| PathBuf::from(h).join(".config").join("baton"))
+}
+
+/// Reads and checks one file; errors name the file, the line and the key.
+fn read_file(path: &Path) -> Result<Option<toml::Table>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    // Deserializing the file alone gives errors with its own line numbers.
+    toml::from_str::<Config>(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
+    let table: toml::Table = toml::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
+    Ok(Some(table))
+}
+
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+/// Loads the user and project files (and `$BATON_CONFIG` when set, applied last).
+pub fn load(project_root: &Path) -> Result<LoadedConfig> {
+    let mut candidates = Vec::new();
+    if let Some(dir) = user_config_dir() {
+        candidates.push(dir.join("config.toml"));
+    }
+    candidates.push(project_root.join(".baton").join("config.toml"));
+    if let Some(extra) = std::env::var_os("BATON_CONFIG").filter(|v| !v.is_empty()) {
+        let extra = PathBuf::from(extra);
+        if !extra.is_file() {
+            anyhow::bail!(
+                "BATON_CONFIG names {}, which is not a file: fix the path or unset BATON_CONFIG",
+                extra.display()
+            );
+        }
+        candidates.push(extra);
+    }
+    let mut merged = toml::Table::new();
+    let mut files = Vec::new();
+    for path in candidates {
+        if let Some(t) = read_file(&path)? {
+            merge(&mut merged, t);
+            files.push(path);
+        }
+    }
+    let config: Config = toml::Value::Table(merged)
+        .try_into()
+        .map_err(|e: toml::de::Error| {
+            anyhow::anyhow!("merged config: {}", e.to_string().trim_end())
+        })?;
+    Ok(LoadedConfig { config, files })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn later_files_override_earlier_keys_but_keep_the_rest() {
+        let mut a: toml::Table = toml::from_str(
+            "[models]\nfast = \"a/x\"\nbalanced = \"a/y\"\n[providers.a]\nkind = \"openai\"\nbase_url = \"http://one\"\n",
+        )
+        .unwrap();
+        let b: toml::Table =
+            toml::from_str("[models]\nfast = \"b/x\"\n[providers.a]\nbase_url = \"http://two\"\n")
+                .unwrap();
+        merge(&mut a, b);
+        let c: Config = toml::Value::Table(a).try_into().unwrap();
+        assert_eq!(c.models.fast.unwrap().routes()[0].to_string(), "b/x");
+        assert_eq!(c.models.balanced.unwrap().routes()[0].to_string(), "a/y");
+        assert_eq!(c.providers["a"].base_url.as_deref(), Some("http://two"));
+    }
+
+    #[test]
+    fn unknown_keys_are_named_with_their_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("config.toml");
+        std::fs::write(&p, "[agent]\nmax_turn = 3\n").unwrap();
+        let e = read_file(&p).unwrap_err().to_string();
+        assert!(e.contains("config.toml") && e.contains("max_turn"), "{e}");
+    }
+}

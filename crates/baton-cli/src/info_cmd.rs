@@ -1,0 +1,94 @@
+//! `baton models` and `baton roles`.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use baton_agent::roles::{load_roles, RoleDirs};
+use baton_model::routes::{check_route, default_class, ProcessEnv};
+use baton_protocol::role::RoleSource;
+use baton_protocol::ModelClass;
+
+use crate::agent_cmd::{project_context, role_dirs};
+use crate::exit;
+
+pub fn models(cwd: Option<PathBuf>) -> Result<u8> {
+    let ctx = project_context(cwd)?;
+    let config = &ctx.config.config;
+    if ctx.config.files.is_empty() {
+        println!("config: no config file found (looked in ~/.config/baton/config.toml and .baton/config.toml)");
+    } else {
+        for f in &ctx.config.files {
+            println!("config: {}", f.display());
+        }
+    }
+    println!("default class: {}", default_class(config));
+    for class in ModelClass::ALL {
+        match config.models.class(class) {
+            None => println!("{class:<9} (unset: set models.{class} = \"provider/model\")"),
+            Some(list) => {
+                let mut chosen = false;
+                let routes = list.routes();
+                println!(
+                    "{class:<9} {}",
+                    routes
+                        .iter()
+                        .map(|r| r.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" → ")
+                );
+                for r in routes {
+                    match check_route(config, r, &ProcessEnv) {
+                        Ok(_) if !chosen => {
+                            chosen = true;
+                            println!("          ✓ {r} resolves now");
+                        }
+                        Ok(_) => println!("          · {r} usable (fallback)"),
+                        Err(e) => println!("          ✗ {r}: {e}"),
+                    }
+                }
+            }
+        }
+    }
+    Ok(exit::OK)
+}
+
+fn source_text(s: &RoleSource) -> String {
+    match s {
+        RoleSource::Builtin => "built-in".into(),
+        RoleSource::User(p) => format!("user {p}"),
+        RoleSource::Project(p) => format!("project {p}"),
+    }
+}
+
+pub fn roles(cwd: Option<PathBuf>, check: bool) -> Result<u8> {
+    let ctx = project_context(cwd)?;
+    let dirs: RoleDirs = role_dirs(&ctx.project_root);
+    match load_roles(&dirs) {
+        Err(e) => {
+            eprintln!("baton: {e}");
+            Ok(exit::USAGE)
+        }
+        Ok(roles) if check => {
+            println!("{} roles valid", roles.len());
+            Ok(exit::OK)
+        }
+        Ok(roles) => {
+            for r in roles {
+                let class = r
+                    .meta
+                    .model_class
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "-".into());
+                println!(
+                    "{:<14} {:<9} tools=[{}]  {}",
+                    r.meta.name,
+                    class,
+                    r.meta.tools.join(","),
+                    source_text(&r.source)
+                );
+                println!("               {}", r.meta.description);
+            }
+            Ok(exit::OK)
+        }
+    }
+}
