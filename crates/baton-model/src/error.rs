@@ -53,7 +53,9 @@ fn status_hint(status: u16) -> &'static str {
         401 => " (check the API key: set the variable named by `api_key_env` for this provider)",
         403 => " (the key is not allowed to use this model: check the account's access)",
         404 => " (check the model name in the route and the provider's `base_url`)",
-        400 => " (the request was refused as invalid: check the model name and the provider `kind`)",
+        400 => {
+            " (the request was refused as invalid: check the model name and the provider `kind`)"
+        }
         429 => " (rate limited)",
         _ => "",
     }
