@@ -117,9 +117,47 @@
 //!
 //! Serializing a [`Script`] or [`Step`] always writes the long form (`parts`, full
 //! `usage`), which reads back to the same value.
+//!
+//! ## Rules
+//!
+//! A script object may also hold `"rules"`: steps chosen by what the request looks
+//! like instead of by position. For every model request the rules are tried in
+//! order and the first whose `"when"` holds answers with its `"step"` (any step form
+//! above); a request that no rule matches takes the next queued step. Rules keep no
+//! state, so one server can answer run after run of an agent, or of several agents
+//! that name their tools differently. Either key of the object may be left out.
+//!
+//! ```json rules
+//! {
+//!   "rules": [
+//!     {"when": {"tool_offered": "exec_command", "last_is_tool_result": false},
+//!      "step": {"tool_call": {"name": "exec_command", "arguments": {"cmd": "cat hello.txt"}}}},
+//!     {"when": {"tool_offered": "read", "last_is_tool_result": false},
+//!      "step": {"tool_call": {"name": "read", "arguments": {"path": "hello.txt"}}}},
+//!     {"when": {"last_is_tool_result": true}, "step": "The file says hello."}
+//!   ],
+//!   "steps": [{"fault": "status", "status": 400, "message": "no rule for this request"}]
+//! }
+//! ```
+//!
+//! The conditions of `"when"` (all optional; every one given must hold, so `{}` or
+//! a missing `"when"` matches every model request) are read from the request body
+//! in the layout of the API it was sent to ([`When`], [`offered_tools`],
+//! [`last_is_tool_result`]):
+//!
+//! | condition | Chat Completions | Responses | Anthropic Messages |
+//! | --- | --- | --- | --- |
+//! | `"tool_offered": NAME` | `tools[].function.name` | `tools[].name` | `tools[].name` |
+//! | `"last_is_tool_result": BOOL` | the last of `messages` has role `tool` | the last of `input` has a type ending in `_call_output` (`function_call_output`, `custom_tool_call_output`) | the last of `messages` has a `tool_result` content block |
+//! | `"format": F` | `"chat"` | `"responses"` | `"anthropic"` |
+//! | `"model": M` | the body's `model` equals `M` | same | same |
+//!
+//! In code, the same is [`MockServerBuilder::rule`] with a [`ScriptRule`], or
+//! [`MockServerBuilder::when`] with any predicate.
 
 mod json;
 mod render;
+mod rules;
 mod script;
 mod server;
 
@@ -128,6 +166,7 @@ pub use render::{
     render_json_response, render_malformed_sse, render_responses_sse, render_sse_events,
     WireFormat, ARGUMENTS_PIECE_BYTES, CREATED, MALFORMED_DATA, TEXT_PIECE_BYTES,
 };
+pub use rules::{last_is_tool_result, offered_tools, ScriptRule, When};
 pub use script::{Fault, IntoArguments, Part, Script, ScriptError, Step, Turn, DEFAULT_USAGE};
 pub use server::{MockServer, MockServerBuilder, Predicate, RecordedRequest, RequestHook};
 
@@ -139,12 +178,10 @@ mod tests {
 
     use super::*;
 
-    /// The example in the crate docs must stay a valid script.
-    #[test]
-    fn documented_script_parses() {
-        let source = include_str!("lib.rs");
-        let block: String = source
-            .split("//! ```json\n")
+    /// The fenced block of the crate docs that opens with `fence`.
+    fn doc_block(fence: &str) -> String {
+        include_str!("lib.rs")
+            .split(&format!("//! {fence}\n"))
             .nth(1)
             .unwrap()
             .split("//! ```\n")
@@ -157,8 +194,13 @@ mod tests {
                     .unwrap()
             })
             .collect::<Vec<_>>()
-            .join("\n");
-        let script = Script::from_json(&block).unwrap();
+            .join("\n")
+    }
+
+    /// The examples in the crate docs must stay valid scripts.
+    #[test]
+    fn documented_script_parses() {
+        let script = Script::from_json(&doc_block("```json")).unwrap();
         assert_eq!(script.steps.len(), 7);
         assert_eq!(
             script.steps[0],
@@ -171,6 +213,14 @@ mod tests {
         assert_eq!(
             script.steps[6],
             Step::Turn(Turn::text("A bare string is a text turn."))
+        );
+
+        let script = Script::from_json(&doc_block("```json rules")).unwrap();
+        assert_eq!(script.rules.len(), 3);
+        assert_eq!(script.steps.len(), 1);
+        assert_eq!(
+            script.rules[1].when,
+            When::any().tool_offered("read").last_is_tool_result(false)
         );
     }
 }

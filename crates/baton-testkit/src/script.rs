@@ -11,6 +11,8 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
+use crate::rules::ScriptRule;
+
 /// Usage reported for a turn that does not set its own.
 pub const DEFAULT_USAGE: Usage = Usage {
     input_tokens: 100,
@@ -344,12 +346,16 @@ impl From<Fault> for Step {
     }
 }
 
-/// A list of steps, as stored in a script file.
+/// A list of steps and rules, as stored in a script file.
 ///
-/// The file holds either a bare array of steps or `{"steps": [...]}` (`"turns"` is
-/// accepted as another name for `"steps"`).
+/// The file holds either a bare array of steps or `{"rules": [...], "steps": [...]}`
+/// (`"turns"` is accepted as another name for `"steps"`; either key may be left out).
+/// Rules are checked first, in order, for every model request; the steps answer the
+/// requests no rule matches, one each.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Script {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<ScriptRule>,
     pub steps: Vec<Step>,
 }
 
@@ -398,22 +404,30 @@ impl<'de> Deserialize<'de> for Script {
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
         struct Wrapped {
-            #[serde(alias = "turns")]
+            #[serde(default)]
+            rules: Vec<Value>,
+            #[serde(default, alias = "turns")]
             steps: Vec<Value>,
         }
-        let items = match Value::deserialize(deserializer)? {
-            Value::Array(items) => items,
-            wrapped @ Value::Object(_) => {
-                Wrapped::deserialize(wrapped)
-                    .map_err(D::Error::custom)?
-                    .steps
-            }
-            _ => {
-                return Err(D::Error::custom(
-                    "a script is a list of steps or an object {\"steps\": [...]}",
-                ))
-            }
-        };
+        let (rules, items) =
+            match Value::deserialize(deserializer)? {
+                Value::Array(items) => (Vec::new(), items),
+                wrapped @ Value::Object(_) => {
+                    let wrapped = Wrapped::deserialize(wrapped).map_err(D::Error::custom)?;
+                    (wrapped.rules, wrapped.steps)
+                }
+                _ => return Err(D::Error::custom(
+                    "a script is a list of steps or an object {\"rules\": [...], \"steps\": [...]}",
+                )),
+            };
+        let rules = rules
+            .into_iter()
+            .enumerate()
+            .map(|(i, item)| {
+                ScriptRule::deserialize(item)
+                    .map_err(|e| D::Error::custom(format!("rule {}: {e}", i + 1)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         // Steps are parsed one by one so an error can say which step is wrong.
         let steps = items
             .into_iter()
@@ -423,7 +437,7 @@ impl<'de> Deserialize<'de> for Script {
                     .map_err(|e| D::Error::custom(format!("step {}: {e}", i + 1)))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Script { steps })
+        Ok(Script { rules, steps })
     }
 }
 
@@ -584,6 +598,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use crate::rules::When;
     use serde_json::json;
 
     #[test]
@@ -640,12 +655,49 @@ mod tests {
                 Fault::status(503).message("busy").into(),
                 Fault::drop_after(Turn::text("a"), 2).into(),
             ],
+            ..Script::default()
         };
         let text = serde_json::to_string(&script.steps).unwrap();
         let back = Script::from_json(&text).unwrap();
         assert_eq!(back, script);
         let wrapped = serde_json::to_string(&script).unwrap();
+        assert!(!wrapped.contains("rules"), "{wrapped}");
         assert_eq!(Script::from_json(&wrapped).unwrap(), script);
+
+        let with_rules = Script {
+            rules: vec![
+                ScriptRule::new(
+                    When::any().tool_offered("read").last_is_tool_result(false),
+                    Turn::tool_call("c1", "read", json!({"path": "a"})),
+                ),
+                ScriptRule::new(When::any(), Fault::status(500)),
+            ],
+            ..script
+        };
+        let wrapped = serde_json::to_string(&with_rules).unwrap();
+        assert_eq!(Script::from_json(&wrapped).unwrap(), with_rules);
+    }
+
+    #[test]
+    fn rules_parse_without_steps() {
+        let script = Script::from_json(
+            r#"{"rules": [
+                {"when": {"tool_offered": "read", "last_is_tool_result": false},
+                 "step": {"tool_call": {"name": "read", "arguments": {"path": "hello.txt"}}}},
+                {"when": {"last_is_tool_result": true}, "step": {"text": "done"}}
+            ]}"#,
+        )
+        .unwrap();
+        assert!(script.steps.is_empty());
+        assert_eq!(script.rules.len(), 2);
+        assert_eq!(
+            script.rules[1],
+            ScriptRule::new(When::any().last_is_tool_result(true), Turn::text("done"))
+        );
+        let err = Script::from_json(r#"{"rules": [{"step": "ok"}, {"when": {}, "stpe": "x"}]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("rule 2") && err.contains("stpe"), "{err}");
     }
 
     #[test]

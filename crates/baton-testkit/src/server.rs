@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 
 use crate::json::obj;
 use crate::render::{self, Ctx, WireFormat, CREATED};
+use crate::rules::ScriptRule;
 use crate::script::{Fault, Script, Step, Turn};
 
 /// Model name used in answers when the request does not name one.
@@ -162,9 +163,19 @@ impl MockServerBuilder {
         self
     }
 
-    /// Queues every step of a script.
+    /// Adds every rule of a script (after the rules already added) and queues its steps.
     pub fn script(self, script: Script) -> Self {
-        self.steps(script.steps)
+        let Script { rules, steps } = script;
+        rules
+            .into_iter()
+            .fold(self, MockServerBuilder::rule)
+            .steps(steps)
+    }
+
+    /// Adds a declarative rule: like [`when`](Self::when) with the rule's conditions.
+    pub fn rule(self, rule: ScriptRule) -> Self {
+        let ScriptRule { when, step } = rule;
+        self.when(move |request| when.matches(request), step)
     }
 
     /// Queues a turn.

@@ -103,3 +103,102 @@ fn a_bad_script_exits_2_with_the_reason() {
     );
     assert!(output.stdout.is_empty());
 }
+
+#[tokio::test]
+async fn rules_answer_each_format_run_after_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("rules.json");
+    std::fs::write(
+        &script,
+        r#"{"rules": [
+            {"when": {"tool_offered": "exec_command", "last_is_tool_result": false},
+             "step": {"tool_call": {"name": "exec_command", "arguments": {"cmd": "cat a"}}}},
+            {"when": {"tool_offered": "read", "last_is_tool_result": false},
+             "step": {"tool_call": {"name": "read", "arguments": {"path": "a"}}}},
+            {"when": {"last_is_tool_result": true}, "step": "done"}
+        ]}"#,
+    )
+    .unwrap();
+    let mut child = Child(
+        Command::new(BIN)
+            .arg("--script")
+            .arg(&script)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim_end().to_string();
+    let client = reqwest::Client::new();
+    let post = |path: &str, body: Value| {
+        let request = client.post(format!("{url}{path}")).json(&body).send();
+        async move {
+            let response = request.await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap())
+        }
+    };
+
+    for _ in 0..2 {
+        let chat_tools = json!([{"type": "function", "function": {"name": "read"}}]);
+        let (_, first) = post(
+            "/v1/chat/completions",
+            json!({"messages": [{"role": "user", "content": "go"}], "tools": chat_tools}),
+        )
+        .await;
+        assert_eq!(
+            first["choices"][0]["message"]["tool_calls"][0]["function"]["name"],
+            "read"
+        );
+        let (_, second) = post(
+            "/v1/chat/completions",
+            json!({"messages": [{"role": "user", "content": "go"},
+                                {"role": "tool", "tool_call_id": "x", "content": "hi"}],
+                   "tools": chat_tools}),
+        )
+        .await;
+        assert_eq!(second["choices"][0]["message"]["content"], "done");
+
+        let responses_tools = json!([{"type": "function", "name": "exec_command"}]);
+        let (_, first) = post(
+            "/v1/responses",
+            json!({"input": [{"type": "message", "role": "user", "content": "go"}],
+                   "tools": responses_tools}),
+        )
+        .await;
+        let call = first["output"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|item| item["type"] == "function_call")
+            .unwrap();
+        assert_eq!(call["name"], "exec_command");
+        let (_, second) = post(
+            "/v1/responses",
+            json!({"input": [{"type": "function_call_output", "call_id": "x", "output": "hi"}],
+                   "tools": responses_tools}),
+        )
+        .await;
+        assert_eq!(second["output"][0]["content"][0]["text"], "done");
+
+        let (_, second) = post(
+            "/v1/messages",
+            json!({"messages": [{"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "x", "content": "hi"}]}],
+                   "tools": [{"name": "read"}]}),
+        )
+        .await;
+        assert_eq!(second["content"][0]["text"], "done");
+    }
+
+    // No rule matches and no steps are queued: the script has run out.
+    let (status, _) = post(
+        "/v1/messages",
+        json!({"messages": [{"role": "user", "content": "go"}], "tools": [{"name": "ls"}]}),
+    )
+    .await;
+    assert_eq!(status, 500);
+}

@@ -18,7 +18,8 @@ use clap::Parser;
 #[derive(Debug, Parser)]
 #[command(name = "baton-mock", version)]
 struct Args {
-    /// Script file: a JSON list of steps (see the baton-testkit docs).
+    /// Script file: a JSON list of steps, or an object with "rules" and "steps"
+    /// (see the baton-testkit docs).
     #[arg(long, value_name = "FILE")]
     script: PathBuf,
     /// Port on 127.0.0.1; 0 picks a free one.
@@ -27,7 +28,7 @@ struct Args {
     /// Append every received request to FILE as one JSON object per line.
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
-    /// Start the script again from its first step when it runs out.
+    /// Start the steps again from the first when they run out (rules never run out).
     #[arg(long = "loop")]
     looping: bool,
 }
