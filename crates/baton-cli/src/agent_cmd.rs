@@ -183,6 +183,19 @@ fn choose_route(
 pub fn run(args: AgentArgs) -> Result<u8> {
     let ctx = project_context(args.cwd.clone())?;
     let task = read_task(args.task.clone(), args.resume.is_some())?;
+    if let Some(path) = &args.record {
+        let parent = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !parent.is_dir() {
+            bail!(
+                "--record {}: the folder {} does not exist: create it or record elsewhere",
+                path.display(),
+                parent.display()
+            );
+        }
+    }
     let config = &ctx.config.config;
     let dir = sessions_dir(&ctx.project_root);
 
@@ -428,7 +441,12 @@ impl Printer {
                     } else {
                         ("", "")
                     };
-                    eprintln!("{dim}• {tool} {what} → {status}{reset}");
+                    let what = if what.is_empty() {
+                        what
+                    } else {
+                        format!(" {what}")
+                    };
+                    eprintln!("{dim}• {tool}{what} → {status}{reset}");
                 }
             },
             AgentEvent::TurnRetrying {

@@ -1,0 +1,744 @@
+//! End-to-end tests: the built `baton` binary against the mock model server, in each wire format.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use baton_protocol::{AgentEvent, ItemKind, ItemStatus, Outcome};
+use baton_testkit::{Fault, MockServer, RecordedRequest, Turn};
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+
+const KINDS: [&str; 3] = ["openai", "openai-responses", "anthropic"];
+
+/// A temp project with an isolated HOME and a config pointing provider `mock` at `server`.
+struct Project {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    work: PathBuf,
+    config: PathBuf,
+}
+
+impl Project {
+    fn new(server: &MockServer, kind: &str, extra_config: &str) -> Project {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let work = tmp.path().join("work");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        let base = match kind {
+            "anthropic" => server.url(),
+            _ => format!("{}/v1", server.url()),
+        };
+        let config = tmp.path().join("baton.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[providers.mock]\nkind = \"{kind}\"\nbase_url = \"{base}\"\napi_key_env = \"MOCK_API_KEY\"\n\n\
+                 [retry]\ninitial_delay = \"1ms\"\nmax_delay = \"20ms\"\n{extra_config}"
+            ),
+        )
+        .unwrap();
+        Project {
+            _tmp: tmp,
+            home,
+            work,
+            config,
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("XDG_CONFIG_HOME", self.home.join(".config"))
+            .env("BATON_CONFIG", &self.config)
+            .env("MOCK_API_KEY", "test-key")
+            .current_dir(&self.work);
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).stdin(Stdio::null()).output().unwrap()
+    }
+}
+
+fn events(out: &Output) -> Vec<AgentEvent> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad event line {l}: {e}")))
+        .collect()
+}
+
+fn completed(events: &[AgentEvent]) -> (Outcome, Option<String>, String) {
+    match events.last() {
+        Some(AgentEvent::SessionCompleted {
+            outcome,
+            reason,
+            final_message,
+            ..
+        }) => (*outcome, reason.clone(), final_message.clone()),
+        other => panic!("last event is not session.completed: {other:?}"),
+    }
+}
+
+/// Completed tool items as (tool, status, output).
+fn tool_results(events: &[AgentEvent]) -> Vec<(String, ItemStatus, String)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ItemCompleted { item } => match &item.kind {
+                ItemKind::ToolCall { tool, output, .. } => Some((
+                    tool.clone(),
+                    item.status,
+                    output.clone().unwrap_or_default(),
+                )),
+                ItemKind::AgentMessage { .. } | ItemKind::Reasoning { .. } => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// The text of the tool results sent back to the model in a request, in any wire format.
+fn tool_results_in_request(req: &RecordedRequest) -> Vec<String> {
+    let mut out = Vec::new();
+    let body = &req.body;
+    if let Some(msgs) = body["messages"].as_array() {
+        for m in msgs {
+            if m["role"] == "tool" {
+                out.push(m["content"].as_str().unwrap_or_default().to_string());
+            }
+            if let Some(blocks) = m["content"].as_array() {
+                for b in blocks {
+                    if b["type"] == "tool_result" {
+                        let text = match &b["content"] {
+                            Value::String(s) => s.clone(),
+                            Value::Array(parts) => parts
+                                .iter()
+                                .filter_map(|p| p["text"].as_str())
+                                .collect::<Vec<_>>()
+                                .join(""),
+                            _ => String::new(),
+                        };
+                        out.push(text);
+                    }
+                }
+            }
+        }
+    }
+    if let Some(items) = body["input"].as_array() {
+        for i in items {
+            if i["type"] == "function_call_output" {
+                out.push(i["output"].as_str().unwrap_or_default().to_string());
+            }
+        }
+    }
+    out
+}
+
+fn all_text(req: &RecordedRequest) -> String {
+    req.body.to_string()
+}
+
+#[test]
+fn multi_turn_task_reads_edits_and_runs_commands_in_every_format() {
+    for kind in KINDS {
+        let server = MockServer::builder()
+            .turn(Turn::tool_call(
+                "call_r",
+                "read",
+                json!({"path": "notes.txt"}),
+            ))
+            .turn(
+                Turn::reasoning("replace the word")
+                    .with_tool_call(
+                        "call_e",
+                        "edit",
+                        json!({"path": "notes.txt", "old_string": "world", "new_string": "baton"}),
+                    )
+                    .usage(500, 400, 30),
+            )
+            .turn(Turn::tool_call(
+                "call_b",
+                "bash",
+                json!({"command": "cat notes.txt && echo ran > proof.txt"}),
+            ))
+            .turn(Turn::text("Replaced world with baton."))
+            .start_blocking();
+        let p = Project::new(&server, kind, "");
+        std::fs::write(p.work.join("notes.txt"), "hello world\n").unwrap();
+        let out = p.run(&[
+            "agent",
+            "--json",
+            "--model",
+            "mock/test-model",
+            "replace world",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{kind}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let evs = events(&out);
+        assert_eq!(
+            completed(&evs),
+            (
+                Outcome::Completed,
+                None,
+                "Replaced world with baton.".to_string()
+            ),
+            "{kind}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(p.work.join("notes.txt")).unwrap(),
+            "hello baton\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(p.work.join("proof.txt")).unwrap(),
+            "ran\n"
+        );
+        let tools: Vec<(String, ItemStatus)> = tool_results(&evs)
+            .into_iter()
+            .map(|(t, s, _)| (t, s))
+            .collect();
+        assert_eq!(
+            tools,
+            vec![
+                ("read".to_string(), ItemStatus::Completed),
+                ("edit".to_string(), ItemStatus::Completed),
+                ("bash".to_string(), ItemStatus::Completed),
+            ],
+            "{kind}"
+        );
+        let reqs = server.model_requests();
+        assert_eq!(reqs.len(), 4, "{kind}");
+        // The file content really went back to the model, and the command's output too.
+        assert!(
+            tool_results_in_request(&reqs[1])[0].contains("hello world"),
+            "{kind}"
+        );
+        assert!(
+            tool_results_in_request(&reqs[3])
+                .last()
+                .unwrap()
+                .contains("hello baton"),
+            "{kind}"
+        );
+        // Credentials travel in the provider's header.
+        let auth = match kind {
+            "anthropic" => reqs[0].header("x-api-key").map(str::to_string),
+            _ => reqs[0].header("authorization").map(str::to_string),
+        };
+        assert!(auth.unwrap_or_default().contains("test-key"), "{kind}");
+        // Usage is summed over the turns.
+        match evs.last().unwrap() {
+            AgentEvent::SessionCompleted { usage, turns, .. } => {
+                assert_eq!(*turns, 4);
+                assert_eq!(usage.input_tokens, 100 * 3 + 500, "{kind}");
+                assert_eq!(usage.cached_input_tokens, 400, "{kind}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // The transcript was saved.
+        let sessions = p.work.join(".baton/state/sessions");
+        assert_eq!(std::fs::read_dir(sessions).unwrap().count(), 1);
+    }
+}
+
+#[test]
+fn text_mode_streams_the_answer_and_one_line_per_tool() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call("c1", "ls", json!({})))
+        .turn(Turn::text("All listed."))
+        .start_blocking();
+    let p = Project::new(&server, "openai", "");
+    let out = p.run(&["agent", "--model", "mock/m", "list files"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "All listed.\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("• ls"), "{err}");
+    assert!(err.contains("completed after 2 turn(s)"), "{err}");
+}
+
+#[test]
+fn a_tool_outside_the_role_is_declined_and_never_run() {
+    for kind in KINDS {
+        let server = MockServer::builder()
+            .turn(Turn::tool_call(
+                "c1",
+                "bash",
+                json!({"command": "echo pwned > pwned.txt"}),
+            ))
+            .turn(Turn::text("I could not run bash."))
+            .start_blocking();
+        let p = Project::new(&server, kind, "");
+        let out = p.run(&[
+            "agent", "--json", "--role", "reviewer", "--model", "mock/m", "review",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!p.work.join("pwned.txt").exists(), "{kind}: bash ran");
+        let results = tool_results(&events(&out));
+        assert_eq!(results.len(), 1);
+        assert_eq!(results[0].1, ItemStatus::Declined);
+        assert!(
+            results[0].2.contains("not available to role `reviewer`"),
+            "{:?}",
+            results[0]
+        );
+        // The reviewer is offered read-only tools only.
+        let first = &server.model_requests()[0];
+        let offered = all_text(first);
+        assert!(
+            offered.contains("\"read\"") && !offered.contains("\"bash\""),
+            "{kind}"
+        );
+        let back = tool_results_in_request(&server.model_requests()[1]);
+        assert!(back[0].contains("not available"), "{kind}: {back:?}");
+    }
+}
+
+#[test]
+fn a_path_escape_is_refused() {
+    let server = MockServer::builder()
+        .turn(
+            Turn::tool_call(
+                "c1",
+                "write",
+                json!({"path": "../escaped.txt", "content": "x"}),
+            )
+            .with_tool_call(
+                "c2",
+                "edit",
+                json!({"path": "/etc/hostname", "old_string": "a", "new_string": "b"}),
+            ),
+        )
+        .turn(Turn::text("Refused."))
+        .start_blocking();
+    let p = Project::new(&server, "openai", "");
+    let out = p.run(&["agent", "--json", "--model", "mock/m", "escape"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!p.work.parent().unwrap().join("escaped.txt").exists());
+    let results = tool_results(&events(&out));
+    assert_eq!(results.len(), 2);
+    for (tool, status, output) in &results {
+        assert_eq!(*status, ItemStatus::Failed, "{tool}");
+        assert!(
+            output.contains("outside the workspace root"),
+            "{tool}: {output}"
+        );
+    }
+}
+
+#[test]
+fn a_429_and_a_dropped_stream_are_retried() {
+    for kind in KINDS {
+        let server = MockServer::builder()
+            .fault(Fault::status(429).retry_after(0).message("slow down"))
+            .fault(Fault::drop_after(
+                Turn::text("this answer is cut off mid way"),
+                3,
+            ))
+            .turn(Turn::text("Recovered."))
+            .start_blocking();
+        let p = Project::new(&server, kind, "");
+        let out = p.run(&["agent", "--json", "--model", "mock/m", "hi"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{kind}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let evs = events(&out);
+        assert_eq!(completed(&evs).2, "Recovered.");
+        let retries: Vec<String> = evs
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::TurnRetrying { error, .. } => Some(error.code.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            retries,
+            vec!["rate_limited".to_string(), "stream_cut".to_string()],
+            "{kind}"
+        );
+        assert_eq!(server.model_requests().len(), 3);
+    }
+}
+
+#[test]
+fn a_401_fails_at_once_with_its_message() {
+    for kind in KINDS {
+        let server = MockServer::builder()
+            .fault(Fault::status(401).message("invalid x-api-key"))
+            .turn(Turn::text("never reached"))
+            .start_blocking();
+        let p = Project::new(&server, kind, "");
+        let out = p.run(&["agent", "--model", "mock/test-model", "hi"]);
+        assert_eq!(out.status.code(), Some(1), "{kind}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("HTTP 401"), "{kind}: {err}");
+        assert!(err.contains("invalid x-api-key"), "{kind}: {err}");
+        assert!(
+            err.contains("test-model") && err.contains("mock"),
+            "{kind}: {err}"
+        );
+        assert!(err.contains("api_key_env"), "{kind}: {err}");
+        assert_eq!(server.model_requests().len(), 1, "{kind}: retried a 401");
+    }
+}
+
+#[test]
+fn the_turn_limit_reserves_a_handoff_turn() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call("c1", "ls", json!({})))
+        .turn(Turn::tool_call("c2", "bash", json!({"command": "echo should-not-run > ran.txt"})).with_text(
+            "Status: partial\nOutcome: listed files\nEvidence: ls\nBlocker: none\nRisk: low\nSuggested next action: continue",
+        ))
+        .start_blocking();
+    let p = Project::new(&server, "openai", "");
+    let out = p.run(&[
+        "agent",
+        "--json",
+        "--max-turns",
+        "2",
+        "--model",
+        "mock/m",
+        "work",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let evs = events(&out);
+    let (outcome, reason, message) = completed(&evs);
+    assert_eq!(
+        (outcome, reason.as_deref()),
+        (Outcome::Partial, Some("turn_limit"))
+    );
+    assert!(message.starts_with("Status: partial"), "{message}");
+    assert!(
+        !p.work.join("ran.txt").exists(),
+        "a tool ran in the handoff turn"
+    );
+    let last = all_text(&server.model_requests()[1]);
+    for section in [
+        "Status",
+        "Outcome",
+        "Evidence",
+        "Blocker",
+        "Risk",
+        "Suggested next action",
+    ] {
+        assert!(last.contains(section), "handoff request lacks {section}");
+    }
+}
+
+#[test]
+fn resume_continues_the_saved_transcript() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call("c1", "read", json!({"path": "a.txt"})))
+        .turn(Turn::text("The file says apple."))
+        .turn(Turn::text("You asked about a.txt."))
+        .start_blocking();
+    let p = Project::new(&server, "anthropic", "");
+    std::fs::write(p.work.join("a.txt"), "apple\n").unwrap();
+    let first = p.run(&["agent", "--json", "--model", "mock/m", "what is in a.txt?"]);
+    assert_eq!(first.status.code(), Some(0));
+    let id = match &events(&first)[0] {
+        AgentEvent::SessionStarted { session_id, .. } => session_id.clone(),
+        other => panic!("{other:?}"),
+    };
+    let second = p.run(&["agent", "--json", "--resume", &id, "what did I ask before?"]);
+    assert_eq!(
+        second.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    let evs = events(&second);
+    match &evs[0] {
+        AgentEvent::SessionStarted {
+            session_id,
+            resumed,
+            model,
+            ..
+        } => {
+            assert_eq!(
+                (session_id.as_str(), *resumed, model.as_str()),
+                (id.as_str(), true, "mock/m")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let third = all_text(&server.model_requests()[2]);
+    for earlier in [
+        "what is in a.txt?",
+        "apple",
+        "The file says apple.",
+        "what did I ask before?",
+    ] {
+        assert!(third.contains(earlier), "resumed request lacks {earlier}");
+    }
+    let bad = p.run(&["agent", "--resume", "no-such-session", "x"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not found"));
+}
+
+fn process_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            // A zombie has exited; only its parent's reaping is pending.
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z')
+        }
+        Err(_) => false,
+    }
+}
+
+fn wait_until(deadline: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    f()
+}
+
+#[test]
+fn sigterm_stops_the_running_tool_and_ends_partial() {
+    for signal in [
+        nix::sys::signal::Signal::SIGTERM,
+        nix::sys::signal::Signal::SIGINT,
+    ] {
+        let server = MockServer::builder()
+            .turn(Turn::tool_call(
+                "c1",
+                "bash",
+                json!({"command": "echo $$ > shell.pid; sleep 600 & echo $! > sleep.pid; wait"}),
+            ))
+            .turn(Turn::text("unreachable"))
+            .start_blocking();
+        let p = Project::new(&server, "openai", "");
+        let mut child = p
+            .command(&["agent", "--json", "--model", "mock/m", "sleep"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut seen = Vec::new();
+        // Wait until the bash tool has started, then until the shell wrote its pids.
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            let started = line.contains("\"item.started\"") && line.contains("\"bash\"");
+            seen.push(line);
+            if started {
+                break;
+            }
+        }
+        let pid_file = p.work.join("sleep.pid");
+        assert!(wait_until(Duration::from_secs(10), || {
+            std::fs::read_to_string(&pid_file)
+                .map(|s| !s.trim().is_empty())
+                .unwrap_or(false)
+        }));
+        let sleep_pid: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(process_alive(sleep_pid));
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
+        for line in lines {
+            seen.push(line.unwrap());
+        }
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "{signal}");
+        let evs: Vec<AgentEvent> = seen
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let (outcome, reason, _) = completed(&evs);
+        assert_eq!(
+            (outcome, reason.as_deref()),
+            (Outcome::Partial, Some("cancelled"))
+        );
+        let results = tool_results(&evs);
+        assert_eq!(results[0].1, ItemStatus::Failed);
+        assert!(results[0].2.contains("cancel"), "{:?}", results[0]);
+        assert!(
+            wait_until(Duration::from_secs(5), || !process_alive(sleep_pid)),
+            "sleep survived"
+        );
+        assert_eq!(
+            server.model_requests().len(),
+            1,
+            "a model request followed the cancel"
+        );
+        // The transcript records the cancelled call, so resume is valid.
+        let dir = p.work.join(".baton/state/sessions");
+        let file = std::fs::read_dir(&dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        assert!(std::fs::read_to_string(file)
+            .unwrap()
+            .contains("\"role\":\"tool\""));
+    }
+}
+
+#[test]
+fn bad_input_is_refused_with_a_clear_error() {
+    let server = MockServer::builder().start_blocking();
+    let p = Project::new(&server, "openai", "");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["agent", "--model", "mock/m"], "missing TASK"),
+        (vec!["agent", "--model", "nowhere", "x"], "provider/model"),
+        (
+            vec!["agent", "--model", "ghost/m", "x"],
+            "[providers.ghost]",
+        ),
+        (vec!["agent", "--model-class", "fast", "x"], "models.fast"),
+        (
+            vec!["agent", "--model-class", "huge", "x"],
+            "fast, balanced, frontier, fav",
+        ),
+        (
+            vec!["agent", "--role", "nobody", "--model", "mock/m", "x"],
+            "nobody.md",
+        ),
+        (
+            vec!["agent", "--cwd", "/no/such/dir", "--model", "mock/m", "x"],
+            "--cwd",
+        ),
+        (
+            vec!["agent", "--max-turns", "0", "--model", "mock/m", "x"],
+            "--max-turns",
+        ),
+    ];
+    for (args, expect) in cases {
+        let out = p.run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expect), "{args:?}: {err}");
+    }
+    assert_eq!(server.requests().len(), 0);
+    // Nothing half-written: no session files from refused runs.
+    assert!(!p.work.join(".baton").exists());
+    // A config typo names the key.
+    std::fs::write(&p.config, "[agent]\nmax_turn = 3\n").unwrap();
+    let out = p.run(&["agent", "--model", "mock/m", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("max_turn"));
+}
+
+#[test]
+fn record_then_replay_reproduces_the_session_without_a_server() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "c1",
+            "write",
+            json!({"path": "out.txt", "content": "made\n"}),
+        ))
+        .turn(Turn::text("Wrote out.txt."))
+        .start_blocking();
+    let p = Project::new(&server, "openai", "");
+    let cassette = p.home.join("session.cassette.json");
+    let out = p.run(&[
+        "agent",
+        "--json",
+        "--model",
+        "mock/m",
+        "--record",
+        cassette.to_str().unwrap(),
+        "write",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = std::fs::read_to_string(&cassette).unwrap();
+    assert!(!text.contains("test-key"), "the cassette holds the key");
+    std::fs::remove_file(p.work.join("out.txt")).unwrap();
+    drop(server);
+    let out = p.run(&[
+        "agent",
+        "--json",
+        "--replay",
+        cassette.to_str().unwrap(),
+        "write",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(completed(&events(&out)).2, "Wrote out.txt.");
+    assert_eq!(
+        std::fs::read_to_string(p.work.join("out.txt")).unwrap(),
+        "made\n"
+    );
+}
+
+#[test]
+fn roles_and_models_commands_report_sources_and_resolution() {
+    let server = MockServer::builder().start_blocking();
+    let p = Project::new(
+        &server,
+        "openai",
+        "[models]\nfast = [\"ghost/x\", \"mock/small\"]\n",
+    );
+    let roles_dir = p.work.join(".baton/roles");
+    std::fs::create_dir_all(&roles_dir).unwrap();
+    std::fs::write(
+        roles_dir.join("scout.md"),
+        "---\nname: scout\ndescription: project scout\ntools: [read]\n---\nLook around.\n",
+    )
+    .unwrap();
+    let out = p.run(&["roles"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("implementer") && text.contains("built-in"),
+        "{text}"
+    );
+    assert!(
+        text.contains("project ") && text.contains("scout.md"),
+        "{text}"
+    );
+    let out = p.run(&["roles", "check"]);
+    assert_eq!(out.status.code(), Some(0));
+    std::fs::write(
+        roles_dir.join("bad.md"),
+        "---\nname: bad\ndescription: d\n---\nx\n",
+    )
+    .unwrap();
+    let out = p.run(&["roles", "check"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.md") && err.contains("tools"), "{err}");
+
+    let out = p.run(&["models"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("✗ ghost/x"), "{text}");
+    assert!(text.contains("✓ mock/small resolves now"), "{text}");
+    assert!(text.contains("models.balanced"), "{text}");
+}
