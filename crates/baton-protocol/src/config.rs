@@ -181,6 +181,15 @@ pub struct ExecutorConfig {
     pub max_timeout: Option<HumanDuration>,
     #[serde(default)]
     pub output_cap_bytes: Option<u64>,
+    /// Backend for roles that name none. Default `baton`.
+    #[serde(default)]
+    pub backend: Option<crate::role::BackendKind>,
+    /// Programs of the agent backends, when not on `PATH` under their usual names.
+    #[serde(default)]
+    pub programs: BTreeMap<String, String>,
+    /// Where child worktrees go. Default `$XDG_STATE_HOME/baton/worktrees` (`~/.local/state/baton/worktrees`).
+    #[serde(default)]
+    pub worktree_root: Option<String>,
 }
 
 /// A duration written as `500ms`, `30s`, `10m` or `2h`.

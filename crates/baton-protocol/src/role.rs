@@ -39,6 +39,40 @@ pub struct RoleFrontmatter {
     pub isolation: Option<Isolation>,
     #[serde(default)]
     pub model_class: Option<ModelClass>,
+    /// Which agent runs the role when delegated; the config's `executor.backend` when absent.
+    #[serde(default)]
+    pub backend: Option<BackendKind>,
+    /// For `backend: command`: the program and its arguments.
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+}
+
+/// The agent program a delegated task runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// `baton agent --json`, the native child.
+    Baton,
+    /// `pi --mode json -p --no-session`.
+    Pi,
+    /// `codex exec --json`.
+    Codex,
+    /// `claude -p --output-format stream-json`.
+    Claude,
+    /// Any executable: the task on stdin, context in `BATON_*` variables, stdout as the result.
+    Command,
+}
+
+impl BackendKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendKind::Baton => "baton",
+            BackendKind::Pi => "pi",
+            BackendKind::Codex => "codex",
+            BackendKind::Claude => "claude",
+            BackendKind::Command => "command",
+        }
+    }
 }
 
 /// A validated role: frontmatter, instructions and origin.

@@ -1,0 +1,14 @@
+//! The executor: runs one prepared task in one child process under hard limits and returns a typed
+//! result; plus the agent backends, delegation modes, worktree isolation and background tasks.
+//!
+//! - [`types`]: launches, limits, activity events, results and errors shared by every module.
+//! - [`executor`]: the concurrency cap, child process management, timeouts, cancellation, bounds.
+//! - [`backend`]: how each agent program is launched and how its stdout stream is parsed.
+//! - [`worktree`]: per-task git worktrees outside the repository, created and finalized.
+
+pub mod backend;
+pub mod executor;
+pub mod types;
+pub mod worktree;
+
+pub use types::*;

@@ -1,0 +1,1 @@
+//! Worktrees (being written).

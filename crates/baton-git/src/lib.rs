@@ -1,0 +1,1 @@
+//! Typed wrapper over the git CLI (being written).
