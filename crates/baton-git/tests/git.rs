@@ -1,0 +1,493 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use baton_git::{CommitSummary, Git, GitError, RebaseOutcome, WorktreeInfo};
+use pretty_assertions::assert_eq;
+use tempfile::TempDir;
+
+/// A git handle with a fixed identity and none of the host's global settings.
+fn git(dir: &Path) -> Git {
+    Git::new(dir)
+        .with_env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .with_env("GIT_CONFIG_NOSYSTEM", "1")
+        .with_env("GIT_AUTHOR_NAME", "Test Author")
+        .with_env("GIT_AUTHOR_EMAIL", "author@example.invalid")
+        .with_env("GIT_COMMITTER_NAME", "Test Committer")
+        .with_env("GIT_COMMITTER_EMAIL", "committer@example.invalid")
+        .with_config("commit.gpgSign", "false")
+}
+
+/// A new repository on `main`, with one commit unless `unborn`.
+fn repo(unborn: bool) -> (TempDir, Git) {
+    let tmp = TempDir::new().unwrap();
+    let dir = tmp.path().join("repo");
+    let g = git(&dir);
+    g.init("main").unwrap();
+    if !unborn {
+        write(&dir, "README", "hello\n");
+        g.commit_all("initial").unwrap().unwrap();
+    }
+    (tmp, g)
+}
+
+fn write(dir: &Path, rel: &str, text: &str) {
+    let path = dir.join(rel);
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).unwrap();
+    }
+    fs::write(path, text).unwrap();
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    fs::canonicalize(p).unwrap()
+}
+
+#[test]
+fn identifies_repositories_and_their_directories() {
+    let (tmp, g) = repo(false);
+    assert!(g.is_repo());
+    assert_eq!(canonical(&g.toplevel().unwrap()), canonical(g.dir()));
+    assert_eq!(
+        g.git_common_dir().unwrap(),
+        canonical(&g.dir().join(".git"))
+    );
+    assert_eq!(g.git_dir().unwrap(), canonical(&g.dir().join(".git")));
+
+    write(g.dir(), "sub/deeper/file", "x");
+    let inner = git(&g.dir().join("sub/deeper"));
+    assert_eq!(canonical(&inner.toplevel().unwrap()), canonical(g.dir()));
+
+    let plain = tmp.path().join("plain");
+    fs::create_dir(&plain).unwrap();
+    let not = git(&plain);
+    assert!(!not.is_repo());
+    assert!(matches!(not.toplevel(), Err(GitError::NotARepo { .. })));
+    let msg = not.head_oid().unwrap_err().to_string();
+    assert!(msg.contains("not inside a git repository"), "{msg}");
+}
+
+#[test]
+fn head_and_branch_in_unborn_attached_and_detached_states() {
+    let (_tmp, g) = repo(true);
+    assert_eq!(g.head_oid().unwrap(), None);
+    assert_eq!(g.current_branch().unwrap(), Some("main".to_string()));
+
+    write(g.dir(), "a", "a");
+    let first = g.commit_all("first").unwrap().unwrap();
+    assert_eq!(first.len(), 40);
+    assert_eq!(g.head_oid().unwrap(), Some(first.clone()));
+    assert_eq!(g.rev_parse("HEAD").unwrap(), first);
+    assert_eq!(g.rev_parse_commit("main").unwrap(), first);
+    assert_eq!(g.branch_oid("main").unwrap(), Some(first.clone()));
+    assert_eq!(g.branch_oid("nope").unwrap(), None);
+
+    g.run(["checkout", "-q", "--detach"]).unwrap();
+    assert_eq!(g.current_branch().unwrap(), None);
+    assert_eq!(g.head_oid().unwrap(), Some(first));
+}
+
+#[test]
+fn cleanliness_counts_staged_unstaged_and_untracked_but_not_ignored() {
+    let (_tmp, g) = repo(false);
+    assert!(g.is_clean().unwrap());
+    assert_eq!(g.status_porcelain().unwrap(), "");
+
+    write(g.dir(), ".gitignore", "target/\n");
+    g.commit_all("ignore target").unwrap().unwrap();
+    write(g.dir(), "target/out.o", "binary");
+    assert!(g.is_clean().unwrap(), "ignored files do not count");
+
+    write(g.dir(), "new/untracked.txt", "u");
+    assert!(!g.is_clean().unwrap());
+    assert_eq!(g.status_porcelain().unwrap(), "?? new/untracked.txt\n");
+    fs::remove_dir_all(g.dir().join("new")).unwrap();
+
+    write(g.dir(), "README", "changed\n");
+    assert!(!g.is_clean().unwrap());
+    g.run(["add", "README"]).unwrap();
+    assert!(!g.is_clean().unwrap());
+    assert_eq!(g.status_porcelain().unwrap(), "M  README\n");
+}
+
+#[test]
+fn commit_all_commits_only_when_something_changed() {
+    let (_tmp, g) = repo(false);
+    assert_eq!(g.commit_all("nothing").unwrap(), None);
+    write(g.dir(), "b", "b");
+    let oid = g.commit_all("add b").unwrap().unwrap();
+    assert_eq!(g.head_oid().unwrap(), Some(oid));
+    assert_eq!(g.run(["log", "-1", "--format=%s"]).unwrap(), "add b\n");
+    assert!(g.is_clean().unwrap());
+}
+
+#[test]
+fn commit_all_skips_hooks() {
+    let (_tmp, g) = repo(false);
+    let hook = g.dir().join(".git/hooks/pre-commit");
+    fs::write(&hook, "#!/bin/sh\nexit 1\n").unwrap();
+    make_executable(&hook);
+    write(g.dir(), "c", "c");
+    assert!(g.commit_all("despite the hook").unwrap().is_some());
+}
+
+#[cfg(unix)]
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn history_queries() {
+    let (_tmp, g) = repo(false);
+    let base = g.head_oid().unwrap().unwrap();
+    write(g.dir(), "one", "1");
+    let c1 = g.commit_all("one").unwrap().unwrap();
+    write(g.dir(), "two", "2");
+    let c2 = g.commit_all("two").unwrap().unwrap();
+
+    assert_eq!(
+        g.commits_between(&base, &c2).unwrap(),
+        vec![c1.clone(), c2.clone()]
+    );
+    assert_eq!(g.commits_between(&c2, &base).unwrap(), Vec::<String>::new());
+    assert_eq!(
+        g.commit_summaries(&base, "HEAD").unwrap(),
+        vec![
+            CommitSummary {
+                oid: c1.clone(),
+                subject: "one".into()
+            },
+            CommitSummary {
+                oid: c2.clone(),
+                subject: "two".into()
+            },
+        ]
+    );
+    assert!(g.is_ancestor(&base, &c2).unwrap());
+    assert!(g.is_ancestor(&c2, &c2).unwrap());
+    assert!(!g.is_ancestor(&c2, &base).unwrap());
+    assert_eq!(g.merge_base(&c1, &c2).unwrap(), Some(c1.clone()));
+    assert_eq!(
+        g.changed_paths(&base, &c2).unwrap(),
+        vec!["one".to_string(), "two".to_string()]
+    );
+
+    // An unrelated root commit shares no history.
+    g.run(["checkout", "-q", "--orphan", "other"]).unwrap();
+    g.run(["rm", "-rq", "--cached", "."]).unwrap();
+    for f in ["README", "one", "two"] {
+        fs::remove_file(g.dir().join(f)).unwrap();
+    }
+    write(g.dir(), "lonely", "l");
+    let orphan = g.commit_all("orphan").unwrap().unwrap();
+    assert_eq!(g.merge_base(&orphan, &c2).unwrap(), None);
+
+    assert!(matches!(
+        g.is_ancestor("no-such-rev", &c2),
+        Err(GitError::Failed { .. })
+    ));
+}
+
+#[test]
+fn worktrees_are_added_listed_and_removed() {
+    let (tmp, g) = repo(false);
+    let head = g.head_oid().unwrap().unwrap();
+    let wt = tmp.path().join("wts/one");
+    g.worktree_add(&wt, "feature/one", &head).unwrap();
+    assert!(g.branch_exists("feature/one").unwrap());
+    let w = git(&wt);
+    assert_eq!(w.current_branch().unwrap(), Some("feature/one".to_string()));
+    assert_eq!(w.git_common_dir().unwrap(), g.git_common_dir().unwrap());
+    assert_ne!(w.git_dir().unwrap(), g.git_dir().unwrap());
+
+    let list = g.worktree_list().unwrap();
+    assert_eq!(
+        list,
+        vec![
+            WorktreeInfo {
+                path: canonical(g.dir()),
+                head: Some(head.clone()),
+                branch: Some("main".into()),
+                bare: false,
+                detached: false,
+                locked: None,
+                prunable: None,
+            },
+            WorktreeInfo {
+                path: canonical(&wt),
+                head: Some(head.clone()),
+                branch: Some("feature/one".into()),
+                bare: false,
+                detached: false,
+                locked: None,
+                prunable: None,
+            },
+        ]
+    );
+
+    // The branch and the path are both refused a second time.
+    let again = g.worktree_add(&tmp.path().join("wts/two"), "feature/one", &head);
+    let msg = again.unwrap_err().to_string();
+    assert!(msg.contains("already exists"), "{msg}");
+    let again = g.worktree_add(&wt, "feature/other", &head);
+    assert!(again.is_err());
+
+    // A checked-out branch cannot be deleted; a dirty worktree is not removed without force.
+    assert!(g.branch_delete("feature/one", false).is_err());
+    write(&wt, "scratch", "s");
+    let refused = g.worktree_remove(&wt, false).unwrap_err();
+    assert!(refused.to_string().contains("untracked"), "{refused}");
+    g.worktree_remove(&wt, true).unwrap();
+    assert!(!wt.exists());
+    g.branch_delete("feature/one", false).unwrap();
+    assert!(!g.branch_exists("feature/one").unwrap());
+    assert_eq!(g.worktree_list().unwrap().len(), 1);
+}
+
+#[test]
+fn worktree_add_runs_no_checkout_hook() {
+    let (tmp, g) = repo(false);
+    let marker = tmp.path().join("hook-ran");
+    let hook = g.dir().join(".git/hooks/post-checkout");
+    fs::write(
+        &hook,
+        format!("#!/bin/sh\ntouch '{}'\nexit 1\n", marker.display()),
+    )
+    .unwrap();
+    make_executable(&hook);
+    let wt = tmp.path().join("wt");
+    g.worktree_add(&wt, "b", "HEAD").unwrap();
+    assert!(!marker.exists());
+}
+
+#[test]
+fn pruning_forgets_deleted_worktree_directories() {
+    let (tmp, g) = repo(false);
+    let wt = tmp.path().join("gone");
+    g.worktree_add(&wt, "gone", "HEAD").unwrap();
+    fs::remove_dir_all(&wt).unwrap();
+    let list = g.worktree_list().unwrap();
+    assert!(list[1].prunable.is_some());
+    g.worktree_prune().unwrap();
+    assert_eq!(g.worktree_list().unwrap().len(), 1);
+    // The branch survives pruning.
+    assert!(g.branch_exists("gone").unwrap());
+    g.branch_delete("gone", true).unwrap();
+}
+
+#[test]
+fn unmerged_branch_needs_force_to_delete() {
+    let (tmp, g) = repo(false);
+    let wt = tmp.path().join("wt");
+    g.worktree_add(&wt, "work", "HEAD").unwrap();
+    let w = git(&wt);
+    write(&wt, "w", "w");
+    w.commit_all("work").unwrap().unwrap();
+    g.worktree_remove(&wt, false).unwrap();
+    let err = g.branch_delete("work", false).unwrap_err();
+    assert!(err.to_string().contains("not fully merged"), "{err}");
+    g.branch_delete("work", true).unwrap();
+}
+
+/// main with one commit, a worktree on `unit` forked from it, and main advanced by one commit.
+fn diverged(unit_file: &str, unit_text: &str) -> (TempDir, Git, Git, String) {
+    let (tmp, g) = repo(false);
+    let wt = tmp.path().join("unit");
+    g.worktree_add(&wt, "unit", "HEAD").unwrap();
+    let w = git(&wt);
+    write(&wt, unit_file, unit_text);
+    w.commit_all("unit change").unwrap().unwrap();
+    write(g.dir(), "README", "main moved on\n");
+    let main_tip = g.commit_all("main change").unwrap().unwrap();
+    (tmp, g, w, main_tip)
+}
+
+#[test]
+fn rebase_replays_onto_an_advanced_main_then_fast_forwards() {
+    let (_tmp, g, w, main_tip) = diverged("feature.txt", "f\n");
+    let outcome = w.rebase(&main_tip).unwrap();
+    let RebaseOutcome::Rebased { head } = outcome else {
+        panic!("expected a clean rebase, got {outcome:?}");
+    };
+    assert_eq!(w.head_oid().unwrap(), Some(head.clone()));
+    assert_eq!(w.commits_between(&main_tip, &head).unwrap().len(), 1);
+    assert!(w.is_ancestor(&main_tip, &head).unwrap());
+
+    // Rebasing again is a no-op that still reports the head.
+    assert_eq!(
+        w.rebase(&main_tip).unwrap(),
+        RebaseOutcome::Rebased { head: head.clone() }
+    );
+
+    g.merge_ff_only(&head).unwrap();
+    assert_eq!(g.head_oid().unwrap(), Some(head));
+    assert!(g.dir().join("feature.txt").exists());
+}
+
+#[test]
+fn rebase_conflict_is_aborted_with_diagnostics() {
+    let (_tmp, _g, w, main_tip) = diverged("README", "unit says otherwise\n");
+    let before = w.head_oid().unwrap().unwrap();
+    let outcome = w.rebase(&main_tip).unwrap();
+    let RebaseOutcome::Conflict {
+        diagnostics,
+        conflicted_paths,
+    } = outcome
+    else {
+        panic!("expected a conflict, got {outcome:?}");
+    };
+    assert!(diagnostics.contains("CONFLICT"), "{diagnostics}");
+    assert_eq!(conflicted_paths, vec!["README".to_string()]);
+    assert!(!w.rebase_in_progress().unwrap());
+    assert_eq!(w.head_oid().unwrap(), Some(before));
+    assert_eq!(w.current_branch().unwrap(), Some("unit".to_string()));
+    assert!(w.is_clean().unwrap());
+}
+
+#[test]
+fn rebase_drops_a_commit_already_in_main() {
+    let (tmp, g) = repo(false);
+    let wt = tmp.path().join("unit");
+    g.worktree_add(&wt, "unit", "HEAD").unwrap();
+    let w = git(&wt);
+    write(&wt, "same", "same\n");
+    w.commit_all("same change").unwrap().unwrap();
+    write(g.dir(), "same", "same\n");
+    let main_tip = g.commit_all("same change, landed first").unwrap().unwrap();
+    assert_eq!(
+        w.rebase(&main_tip).unwrap(),
+        RebaseOutcome::Rebased {
+            head: main_tip.clone()
+        }
+    );
+}
+
+#[test]
+fn rebase_onto_moves_only_commits_after_upstream() {
+    let (_tmp, _g, w, main_tip) = diverged("x", "x\n");
+    let upstream = w.rev_parse("HEAD~1").unwrap();
+    let outcome = w.rebase_onto(&main_tip, &upstream).unwrap();
+    let RebaseOutcome::Rebased { head } = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(w.commits_between(&main_tip, &head).unwrap().len(), 1);
+}
+
+#[test]
+fn rebase_refused_for_a_dirty_tree_is_an_error_not_a_conflict() {
+    let (_tmp, _g, w, main_tip) = diverged("x", "x\n");
+    write(w.dir(), "x", "dirty\n");
+    let err = w.rebase(&main_tip).unwrap_err();
+    assert!(matches!(err, GitError::Failed { .. }), "{err:?}");
+}
+
+#[test]
+fn fast_forward_only_refuses_divergence() {
+    let (_tmp, g, w, _main_tip) = diverged("x", "x\n");
+    let unit_tip = w.head_oid().unwrap().unwrap();
+    let err = g.merge_ff_only(&unit_tip).unwrap_err();
+    match &err {
+        GitError::Failed { args, code, .. } => {
+            assert_eq!(args[0], "merge");
+            assert_eq!(*code, Some(128));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(err.to_string().contains("git merge --ff-only"), "{err}");
+}
+
+#[test]
+fn diff_is_an_exact_applicable_patch_including_binary_and_non_utf8() {
+    let (tmp, g) = repo(false);
+    let base = g.head_oid().unwrap().unwrap();
+    fs::write(g.dir().join("blob.bin"), [0u8, 1, 2, 255, 0, 7]).unwrap();
+    fs::write(g.dir().join("latin1.txt"), b"caf\xe9\n").unwrap();
+    write(g.dir(), "README", "hello\nworld\n");
+    let tip = g.commit_all("mixed").unwrap().unwrap();
+
+    // User settings that would change a porcelain diff must not change this one.
+    let styled = g
+        .clone()
+        .with_config("diff.noprefix", "true")
+        .with_config("color.ui", "always")
+        .with_config("diff.mnemonicPrefix", "true");
+    let patch = styled.diff(&base, &tip).unwrap();
+    let text = String::from_utf8_lossy(&patch);
+    assert!(text.contains("diff --git a/README b/README"), "{text}");
+    assert!(text.contains("GIT binary patch"), "{text}");
+    assert!(!text.contains('\u{1b}'));
+    assert!(patch.windows(4).any(|w| w == b"caf\xe9"));
+    let index_line = text.lines().find(|l| l.starts_with("index ")).unwrap();
+    assert!(
+        index_line.len() >= "index ".len() + 40 + 2 + 40,
+        "{index_line}"
+    );
+
+    // Applying the patch to base reproduces tip's tree.
+    let check = tmp.path().join("check");
+    g.worktree_add(&check, "check", &base).unwrap();
+    let patch_file = tmp.path().join("p.patch");
+    fs::write(&patch_file, &patch).unwrap();
+    let c = git(&check);
+    c.run(["apply", "--index", patch_file.to_str().unwrap()])
+        .unwrap();
+    let applied = c.run(["write-tree"]).unwrap();
+    let expected = g.run(["rev-parse", &format!("{tip}^{{tree}}")]).unwrap();
+    assert_eq!(applied, expected);
+}
+
+#[test]
+fn add_exclude_is_idempotent_and_shared_by_worktrees() {
+    let (tmp, g) = repo(false);
+    let exclude = g.git_common_dir().unwrap().join("info/exclude");
+    fs::write(&exclude, "# comment without newline").unwrap();
+    g.add_exclude(".baton/state/").unwrap();
+    g.add_exclude(".baton/state/").unwrap();
+
+    let wt = tmp.path().join("wt");
+    g.worktree_add(&wt, "wt", "HEAD").unwrap();
+    git(&wt).add_exclude(".baton/state/").unwrap();
+    git(&wt).add_exclude("*.tmp").unwrap();
+    assert_eq!(
+        fs::read_to_string(&exclude).unwrap(),
+        "# comment without newline\n.baton/state/\n*.tmp\n"
+    );
+
+    write(g.dir(), ".baton/state/x.json", "{}");
+    assert!(g.is_clean().unwrap());
+    assert!(matches!(
+        g.add_exclude("two\nlines"),
+        Err(GitError::InvalidArgument { .. })
+    ));
+}
+
+#[test]
+fn add_exclude_creates_a_missing_info_directory() {
+    let (_tmp, g) = repo(false);
+    let info = g.git_common_dir().unwrap().join("info");
+    fs::remove_dir_all(&info).unwrap();
+    g.add_exclude("out/").unwrap();
+    assert_eq!(fs::read_to_string(info.join("exclude")).unwrap(), "out/\n");
+}
+
+#[test]
+fn errors_name_the_command_and_bound_stderr() {
+    let (_tmp, g) = repo(false);
+    let err = g.rev_parse("no-such-branch").unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with("`git rev-parse --verify no-such-branch` exited with code 128"),
+        "{msg}"
+    );
+    assert!(err.stderr().is_some());
+
+    let long = "x".repeat(10_000);
+    let err = g.rev_parse(&long).unwrap_err();
+    assert!(err.to_string().len() < 10_000 + 3_000);
+
+    let missing = Git::new("/definitely/not/here");
+    assert!(!missing.is_repo());
+    assert!(missing.head_oid().is_err());
+}
