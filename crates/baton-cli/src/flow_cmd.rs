@@ -1,0 +1,285 @@
+//! `baton flow`: start a Flow from a units file, show Flows, repair a blocked unit, resume an
+//! interrupted Flow, or abandon one. See docs/flow.md.
+//!
+//! Exit codes: 0 completed (or a status shown), 1 failed, stopped or abandoned, 2 refused (bad
+//! input, a failed precondition, another Flow active, wrong phase), 4 paused on a blocked unit,
+//! 130 interrupted by SIGINT/SIGTERM.
+//!
+//! Test hook: `BATON_FLOW_CRASH_AT=<event type>[@<unit id>]` makes the process kill itself (SIGKILL)
+//! right after that event is durable in the log, as if it were killed at that instant (see
+//! `baton_flow::CrashHook`).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use baton_flow::render::{describe, report};
+use baton_flow::{CrashHook, CrashMode, FlowEnv, FlowError, FlowStatus, Notice, Observer, Phase};
+use baton_protocol::ModelClass;
+use clap::{Args, Subcommand};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent_cmd::project_context;
+use crate::exit;
+
+/// A unit blocked: the Flow waits for `baton flow continue` (or `abandon`).
+pub const PAUSED: u8 = 4;
+
+#[derive(Args, Debug)]
+pub struct FlowArgs {
+    #[command(subcommand)]
+    action: FlowAction,
+}
+
+#[derive(Args, Debug, Clone)]
+struct Common {
+    /// Print events and the final state as JSON lines on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Directory inside the repository (default: the current one).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+enum FlowAction {
+    /// Start a Flow from a units file (JSON, or TOML with a `.toml` name) and drive it.
+    Start {
+        /// The units file: `{"units": [{id, name, task, model_class?, validation: [{command, args}], review?}]}`.
+        units: PathBuf,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Show one Flow, or list the Flows of this repository.
+    Status {
+        id: Option<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Repair the blocked unit of the paused Flow once, with guidance.
+    Continue {
+        /// What the implementer should do differently (it also gets the task, the validation and the evidence).
+        #[arg(long)]
+        guidance: String,
+        /// Model class for this repair (implementer and reviewer); default: the unit's.
+        #[arg(long)]
+        model_class: Option<String>,
+        /// The Flow (default: the repository's active one).
+        id: Option<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Continue an interrupted Flow from the first unit not yet integrated.
+    Resume {
+        id: Option<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Give up a paused or interrupted Flow; its worktrees and branches are kept.
+    Abandon {
+        id: Option<String>,
+        /// Why, for the record.
+        #[arg(long)]
+        reason: Option<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+pub fn run(args: FlowArgs) -> Result<u8> {
+    match args.action {
+        FlowAction::Start { units, common } => {
+            let units = match baton_flow::read_units_file(&units) {
+                Ok(u) => u,
+                Err(e) => return Ok(refused(&common, &FlowError::Input(e))),
+            };
+            drive(&common, |env, cancel| {
+                Box::pin(async move { baton_flow::start(env, &units, cancel).await })
+            })
+        }
+        FlowAction::Continue {
+            guidance,
+            model_class,
+            id,
+            common,
+        } => {
+            let class = match model_class.as_deref().map(str::parse::<ModelClass>) {
+                None => None,
+                Some(Ok(c)) => Some(c),
+                Some(Err(_)) => {
+                    eprintln!("baton: --model-class: use fast, balanced, frontier or fav");
+                    return Ok(exit::USAGE);
+                }
+            };
+            drive(&common, |env, cancel| {
+                Box::pin(async move {
+                    baton_flow::continue_flow(env, id.as_deref(), &guidance, class, cancel).await
+                })
+            })
+        }
+        FlowAction::Resume { id, common } => drive(&common, |env, cancel| {
+            Box::pin(async move { baton_flow::resume(env, id.as_deref(), cancel).await })
+        }),
+        FlowAction::Abandon { id, reason, common } => {
+            let env = flow_env(&common)?;
+            match baton_flow::abandon(&env, id.as_deref(), reason.as_deref()) {
+                Ok(s) => {
+                    print_final(&common, &s);
+                    Ok(exit::OK)
+                }
+                Err(e) => Ok(refused(&common, &e)),
+            }
+        }
+        FlowAction::Status { id, common } => status(&common, id.as_deref()),
+    }
+}
+
+fn flow_env(common: &Common) -> Result<FlowEnv> {
+    let ctx = project_context(common.cwd.clone())?;
+    let delegate = crate::task_cmd::delegate_env(&ctx)?;
+    let executor = crate::task_cmd::executor_for(&delegate)?;
+    let mut env = FlowEnv::new(delegate, Arc::new(executor));
+    env.crash = std::env::var("BATON_FLOW_CRASH_AT")
+        .ok()
+        .and_then(|s| CrashHook::parse(&s, CrashMode::Kill));
+    let json_mode = common.json;
+    let tty = std::io::stderr().is_terminal();
+    let observer: Observer = Arc::new(move |n: Notice<'_>| match n {
+        Notice::Event(r) => {
+            if json_mode {
+                if let Ok(line) = serde_json::to_string(r) {
+                    println!("{line}");
+                }
+            } else if let Some(line) = describe(r) {
+                eprintln!("baton flow: {line}");
+            }
+        }
+        Notice::Activity {
+            unit,
+            role,
+            activity,
+        } => {
+            // Tool starts only, and only for a person watching.
+            if let (false, true, baton_exec::Activity::ToolStart { tool, path, .. }) =
+                (json_mode, tty, activity)
+            {
+                eprintln!(
+                    "baton flow: {unit}: {role} runs {tool}{}",
+                    path.as_deref().map(|p| format!(" {p}")).unwrap_or_default()
+                );
+            }
+        }
+    });
+    env.observer = Some(observer);
+    Ok(env)
+}
+
+type FlowFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<FlowStatus, FlowError>> + 'a>>;
+
+/// Runs one driving command with signal handling, prints the outcome, maps it to an exit code.
+fn drive<F>(common: &Common, f: F) -> Result<u8>
+where
+    F: for<'a> FnOnce(&'a FlowEnv, &'a CancellationToken) -> FlowFuture<'a>,
+{
+    let env = flow_env(common)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let cancel = CancellationToken::new();
+    let (result, signalled) = rt.block_on(async {
+        let signalled = crate::agent_cmd::watch_signals(cancel.clone());
+        let result = f(&env, &cancel).await;
+        (result, signalled.is_cancelled())
+    });
+    match result {
+        Ok(s) => {
+            print_final(common, &s);
+            Ok(match s.phase {
+                Phase::Completed => exit::OK,
+                Phase::Paused => PAUSED,
+                Phase::Interrupted if signalled => exit::INTERRUPTED,
+                Phase::Interrupted | Phase::Running | Phase::Failed | Phase::Abandoned => {
+                    exit::FAILED
+                }
+            })
+        }
+        Err(e) if e.is_refusal() => Ok(refused(common, &e)),
+        Err(e) => {
+            if common.json {
+                println!(
+                    "{}",
+                    json!({"type": "flow.error", "message": e.to_string()})
+                );
+            }
+            eprintln!("baton: {e}");
+            Ok(exit::FAILED)
+        }
+    }
+}
+
+fn refused(common: &Common, e: &FlowError) -> u8 {
+    if common.json {
+        println!(
+            "{}",
+            json!({"type": "flow.refused", "message": e.to_string()})
+        );
+    }
+    eprintln!("baton: {e}");
+    exit::USAGE
+}
+
+fn print_final(common: &Common, s: &FlowStatus) {
+    if common.json {
+        println!("{}", json!({"type": "flow.report", "flow": s}));
+    } else {
+        println!("{}", report(s));
+    }
+}
+
+fn status(common: &Common, id: Option<&str>) -> Result<u8> {
+    let ctx = project_context(common.cwd.clone())?;
+    let flows = match baton_flow::status(&ctx.cwd, id, &[]) {
+        Ok(f) => f,
+        Err(e) if e.is_refusal() => return Ok(refused(common, &e)),
+        Err(e) => {
+            eprintln!("baton: {e}");
+            return Ok(exit::USAGE);
+        }
+    };
+    if common.json {
+        for f in &flows {
+            println!("{}", json!({"type": "flow.status", "flow": f}));
+        }
+        return Ok(exit::OK);
+    }
+    let Some(last) = flows.last() else {
+        println!("no Flows in this repository; start one with `baton flow start UNITS_FILE`");
+        return Ok(exit::OK);
+    };
+    if id.is_none() && flows.len() > 1 {
+        for f in &flows {
+            let done = f.state.units.iter().filter(|u| u.status.is_done()).count();
+            println!(
+                "{}  {:<11}  {done}/{} unit(s) done  created {}",
+                f.state.id,
+                f.phase.as_str(),
+                f.state.units.len(),
+                f.state.created
+            );
+        }
+        println!();
+    }
+    // The Flow that matters most: the active one, else the latest.
+    let shown = flows
+        .iter()
+        .rev()
+        .find(|f| !f.phase.is_terminal())
+        .unwrap_or(last);
+    println!("{}", report(shown));
+    Ok(exit::OK)
+}

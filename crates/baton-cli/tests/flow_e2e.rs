@@ -1,0 +1,458 @@
+//! `baton flow` end to end: the real binary, a temp repository, `command`-backend implementer and
+//! reviewer scripts, and an isolated HOME / XDG_CONFIG_HOME / XDG_STATE_HOME for every child.
+//! Processes are killed with the `BATON_FLOW_CRASH_AT` test hook (SIGKILL right after an event is
+//! durable); nothing waits on time except for files the children create.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+use tempfile::TempDir;
+
+const COMMIT_OWN_FILE: &str = r#"
+if [ ! -f "$BATON_FLOW_UNIT.txt" ]; then
+  echo "$BATON_FLOW_UNIT" > "$BATON_FLOW_UNIT.txt"
+  git add "$BATON_FLOW_UNIT.txt"
+  git commit -q -m "unit $BATON_FLOW_UNIT"
+fi
+echo "done $BATON_FLOW_UNIT"
+"#;
+
+struct Fx {
+    tmp: TempDir,
+}
+
+impl Fx {
+    fn new() -> Fx {
+        let fx = Fx {
+            tmp: TempDir::new().unwrap(),
+        };
+        for d in ["home", "config", "state", "scripts", "repo"] {
+            std::fs::create_dir_all(fx.tmp.path().join(d)).unwrap();
+        }
+        fx.git(&["init", "-q", "-b", "main"]);
+        fx.write("README", "hello\n");
+        let s = fx.scripts();
+        for (role, kind) in [("implementer", "impl"), ("reviewer", "review")] {
+            fx.write(
+                &format!(".baton/roles/{role}.md"),
+                &format!(
+                    "---\nname: {role}\ndescription: Test {role}.\ntools: []\nbackend: command\ncommand: [sh, {}]\n---\nThe test {role}.\n",
+                    s.join(format!("{kind}.sh")).display()
+                ),
+            );
+            std::fs::write(
+                s.join(format!("{kind}.sh")),
+                format!(
+                    r#"d='{d}'
+echo "{kind} $BATON_FLOW_UNIT $BATON_FLOW_ATTEMPT" >> "$d/calls.log"
+cat > /dev/null
+for f in "$d/{kind}-$BATON_FLOW_UNIT-$BATON_FLOW_ATTEMPT.sh" "$d/{kind}-$BATON_FLOW_UNIT.sh" "$d/{kind}-default.sh"; do
+  if [ -f "$f" ]; then exec sh -e "$f"; fi
+done
+exit 9
+"#,
+                    d = s.display()
+                ),
+            )
+            .unwrap();
+        }
+        std::fs::write(s.join("impl-default.sh"), COMMIT_OWN_FILE).unwrap();
+        std::fs::write(s.join("review-default.sh"), "printf PASS\n").unwrap();
+        fx.git(&["add", "-A"]);
+        fx.git(&["commit", "-q", "-m", "initial"]);
+        fx
+    }
+
+    fn repo(&self) -> PathBuf {
+        self.tmp.path().join("repo")
+    }
+
+    fn scripts(&self) -> PathBuf {
+        self.tmp.path().join("scripts")
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        let p = self.repo().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn env(&self, cmd: &mut Command) {
+        let t = self.tmp.path();
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", t.join("home"))
+            .env("XDG_CONFIG_HOME", t.join("config"))
+            .env("XDG_STATE_HOME", t.join("state"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_AUTHOR_NAME", "Flow Test")
+            .env("GIT_AUTHOR_EMAIL", "flow@example.invalid")
+            .env("GIT_COMMITTER_NAME", "Flow Test")
+            .env("GIT_COMMITTER_EMAIL", "flow@example.invalid")
+            .env("BATON_MAX_SUBAGENTS", "1")
+            .current_dir(self.repo());
+    }
+
+    fn git(&self, args: &[&str]) -> String {
+        let mut cmd = Command::new("git");
+        self.env(&mut cmd);
+        let out = cmd.args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn baton(&self, args: &[&str], extra: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
+        self.env(&mut cmd);
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        cmd.args(args).stdin(Stdio::null()).output().unwrap()
+    }
+
+    fn units(&self, json: &str) -> String {
+        let p = self.tmp.path().join("units.json");
+        std::fs::write(&p, json).unwrap();
+        p.display().to_string()
+    }
+
+    fn subjects(&self) -> Vec<String> {
+        self.git(&["log", "--format=%s", "main"])
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn worktrees(&self) -> usize {
+        self.git(&["worktree", "list", "--porcelain"])
+            .lines()
+            .filter(|l| l.starts_with("worktree "))
+            .count()
+            - 1
+    }
+
+    fn calls(&self) -> Vec<String> {
+        std::fs::read_to_string(self.scripts().join("calls.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+fn units_ab(review_b: bool) -> String {
+    let review = if review_b {
+        r#", "review": "b.txt says b""#
+    } else {
+        ""
+    };
+    format!(
+        r#"{{"units": [
+  {{"id": "a", "name": "Add a", "task": "Add a.txt", "validation": [{{"command": "test", "args": ["-f", "a.txt"]}}]}},
+  {{"id": "b", "name": "Add b", "task": "Add b.txt", "validation": [{{"command": "test", "args": ["-f", "b.txt"]}}]{review}}}
+]}}"#
+    )
+}
+
+fn json_lines(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+fn report(out: &Output) -> Value {
+    json_lines(out)
+        .into_iter()
+        .rev()
+        .find(|v| v["type"] == "flow.report")
+        .unwrap_or_else(|| {
+            panic!(
+                "no report: {}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+}
+
+fn phase(fx: &Fx) -> String {
+    let out = fx.baton(&["flow", "status", "--json"], &[]);
+    assert!(out.status.success());
+    let all = json_lines(&out);
+    all.last().unwrap()["flow"]["phase"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn start_integrates_and_status_reads_it_from_another_process() {
+    let fx = Fx::new();
+    let units = fx.units(&units_ab(true));
+    let out = fx.baton(&["flow", "start", &units, "--json"], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = report(&out);
+    assert_eq!(r["flow"]["phase"], "completed");
+    let events: Vec<String> = json_lines(&out)
+        .iter()
+        .filter_map(|v| v["type"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(events.first().map(String::as_str), Some("flow.created"));
+    assert!(events.contains(&"unit.reviewed".to_string()));
+    assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
+    assert_eq!(fx.worktrees(), 0);
+    // The worktrees lived under XDG_STATE_HOME, outside the repository.
+    let wt = r["flow"]["units"][0]["path"].as_str().unwrap();
+    assert!(
+        Path::new(wt).starts_with(fx.tmp.path().join("state/baton/worktrees")),
+        "{wt}"
+    );
+
+    assert_eq!(phase(&fx), "completed");
+    let text = fx.baton(&["flow", "status"], &[]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("completed") && text.contains("integrated"),
+        "{text}"
+    );
+    // State is excluded from git, so Main stays clean.
+    assert_eq!(fx.git(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn bad_input_is_refused_with_the_field_and_changes_nothing() {
+    let fx = Fx::new();
+    let units = fx.units(r#"{"units": [{"id": "a", "name": "A", "task": "x", "validation": []}]}"#);
+    let out = fx.baton(&["flow", "start", &units], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("units[0].validation"), "{err}");
+    assert!(!fx.repo().join(".baton/state/flows").exists());
+    assert_eq!(fx.calls(), Vec::<String>::new());
+}
+
+#[test]
+fn a_block_pauses_then_continue_repairs_and_a_second_flow_is_refused_meanwhile() {
+    let fx = Fx::new();
+    std::fs::write(
+        fx.scripts().join("impl-b-0.sh"),
+        "echo 'no idea' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::write(fx.scripts().join("impl-b-1.sh"), COMMIT_OWN_FILE).unwrap();
+    let units = fx.units(&units_ab(false));
+    let out = fx.baton(&["flow", "start", &units], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("paused") && text.contains("no idea"),
+        "{text}"
+    );
+    assert_eq!(phase(&fx), "paused");
+
+    let other =
+        fx.units(r#"[{"id": "z", "name": "Z", "task": "x", "validation": [{"command": "true"}]}]"#);
+    let refused = fx.baton(&["flow", "start", &other], &[]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("paused"));
+
+    let out = fx.baton(
+        &[
+            "flow",
+            "continue",
+            "--guidance",
+            "Create b.txt and commit it.",
+        ],
+        &[],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
+    assert_eq!(phase(&fx), "completed");
+}
+
+#[test]
+fn a_running_flow_holds_the_lock() {
+    let fx = Fx::new();
+    let d = fx.scripts();
+    // a's implementer waits for a file the test creates once it has tried a second Flow.
+    std::fs::write(
+        d.join("impl-a.sh"),
+        format!(
+            "touch '{d}/a.started'\ni=0\nwhile [ ! -f '{d}/go' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 7; sleep 0.01; done\n{COMMIT_OWN_FILE}",
+            d = d.display()
+        ),
+    )
+    .unwrap();
+    let units = fx.units(&units_ab(false));
+    let mut first = Command::new(env!("CARGO_BIN_EXE_baton"));
+    fx.env(&mut first);
+    let first = first
+        .args(["flow", "start", &units])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut waited = 0;
+    while !d.join("a.started").exists() {
+        waited += 1;
+        assert!(
+            waited < 6000,
+            "the first Flow never started its implementer"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(phase(&fx), "running");
+    let other =
+        fx.units(r#"[{"id": "z", "name": "Z", "task": "x", "validation": [{"command": "true"}]}]"#);
+    let refused = fx.baton(&["flow", "start", &other], &[]);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("another Flow is running"), "{err}");
+    std::fs::write(d.join("go"), "").unwrap();
+    let out = first.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
+}
+
+#[test]
+fn a_reported_ff_failure_with_main_clean_at_the_tip_completes_with_a_warning() {
+    let fx = Fx::new();
+    // A `git` on PATH that performs `merge --ff-only` and then reports a failure anyway.
+    let real = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+    let bin = fx.tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(
+        bin.join("git"),
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do if [ \"$a\" = --ff-only ]; then '{real}' \"$@\"; echo 'error: simulated post-merge trouble' >&2; exit 1; fi; done\nexec '{real}' \"$@\"\n"
+        ),
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(bin.join("git"))
+        .status()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let units = fx.units(&units_ab(false));
+    let out = fx.baton(&["flow", "start", &units, "--json"], &[("PATH", &path)]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = report(&out);
+    let warnings = r["flow"]["end"]["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0]
+        .as_str()
+        .unwrap()
+        .contains("simulated post-merge trouble"));
+    assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
+    assert_eq!(fx.worktrees(), 0);
+}
+
+/// Kill the real process right after an event, check status says interrupted, resume, and
+/// check every unit landed once.
+#[test]
+fn a_killed_process_is_interrupted_and_resume_finishes_without_merging_twice() {
+    for step in [
+        "unit.implementer_finished@a",
+        "flow.implementers_settled",
+        "unit.rebasing@b",
+        "unit.reviewed@b",
+        "unit.merging@b",
+        "unit.merged@a",
+        "unit.cleaning@b",
+    ] {
+        let fx = Fx::new();
+        let units = fx.units(&units_ab(true));
+        let out = fx.baton(&["flow", "start", &units], &[("BATON_FLOW_CRASH_AT", step)]);
+        assert_eq!(
+            out.status.code(),
+            None,
+            "{step}: the process should have been killed"
+        );
+        assert_eq!(phase(&fx), "interrupted", "{step}");
+        let status = fx.baton(&["flow", "status"], &[]);
+        let text = String::from_utf8_lossy(&status.stdout);
+        assert!(text.contains("baton flow resume"), "{step}: {text}");
+
+        let out = fx.baton(&["flow", "resume", "--json"], &[]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{step}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"], "{step}");
+        assert_eq!(fx.worktrees(), 0, "{step}");
+        let calls = fx.calls();
+        for c in ["impl a 0", "impl b 0", "review b 0"] {
+            assert_eq!(
+                calls.iter().filter(|l| *l == c).count(),
+                1,
+                "{step}: {calls:?}"
+            );
+        }
+        let id = report(&out)["flow"]["id"].as_str().unwrap().to_string();
+        let log = std::fs::read_to_string(
+            fx.repo()
+                .join(format!(".baton/state/flows/{id}.events.jsonl")),
+        )
+        .unwrap();
+        for u in ["a", "b"] {
+            let merged = log
+                .lines()
+                .filter(|l| {
+                    l.contains("\"type\":\"unit.merged\"")
+                        && l.contains(&format!("\"unit\":\"{u}\""))
+                })
+                .count();
+            assert_eq!(merged, 1, "{step}: unit {u}");
+        }
+    }
+}

@@ -1,0 +1,420 @@
+//! The events of a Flow: one JSON object per line of `.baton/state/flows/<id>.events.jsonl`.
+//!
+//! Every line is `{"seq": N, "at": "<RFC 3339>", "type": "<event>", …fields}`. An event is written
+//! and fsynced *before* the step it announces acts (`unit.merging` before `git merge`, `unit.cleaning`
+//! before `git worktree remove`, …) and facts learned from a step are recorded right after it
+//! (`unit.merged`, `unit.finished`). A reader therefore always knows the last step that may have
+//! started, and a resumed Flow re-checks that step against git instead of trusting memory.
+
+use std::path::PathBuf;
+
+use baton_protocol::role::{BackendKind, RoleSpec};
+use baton_protocol::ModelClass;
+use serde::{Deserialize, Serialize};
+
+use crate::units::UnitSpec;
+
+/// A role resolved and frozen when the Flow started; it serves the whole Flow, repairs included.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FrozenRole {
+    pub spec: RoleSpec,
+    pub backend: BackendKind,
+    /// The frozen role as a Markdown file (passed to `baton agent --role-file`).
+    pub file: PathBuf,
+}
+
+/// How one child (implementer or reviewer) ended, bounded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChildSummary {
+    /// The child ran to its end and reported success.
+    pub ok: bool,
+    pub exit_code: Option<i32>,
+    /// `code: message` when the executor could not bring the child to a normal end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub output: String,
+    pub stderr: String,
+    pub duration_ms: u64,
+}
+
+/// One validation command's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckResult {
+    /// The command as typed (for people; it was run without a shell).
+    pub command: String,
+    pub ok: bool,
+    pub exit_code: Option<i32>,
+    /// Why it did not run or did not finish (cannot start, timed out, killed by a signal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// stdout and stderr interleaved, bounded.
+    pub output: String,
+    pub duration_ms: u64,
+}
+
+/// Why a unit is blocked. A block pauses the Flow; a repair may follow (once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockReason {
+    /// The implementer failed, timed out or could not be started.
+    ImplementerFailed,
+    /// The implementer left no commits on the unit branch.
+    NoCommits,
+    /// The implementer left uncommitted changes in the worktree.
+    Uncommitted,
+    /// The worktree's `HEAD` is no longer the unit branch, or the branch no longer descends from its base.
+    Diverged,
+    /// A validation command failed.
+    ValidationFailed,
+    /// The reviewer answered with anything but `PASS`.
+    ReviewFindings,
+}
+
+impl BlockReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlockReason::ImplementerFailed => "implementer failed",
+            BlockReason::NoCommits => "no commits",
+            BlockReason::Uncommitted => "uncommitted changes",
+            BlockReason::Diverged => "branch diverged",
+            BlockReason::ValidationFailed => "validation failed",
+            BlockReason::ReviewFindings => "review findings",
+        }
+    }
+}
+
+/// Why a Flow ended without completing. Terminal: worktrees that were not integrated are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// A unit worktree could not be created; nothing was launched and what was created is removed.
+    Setup,
+    /// Rebasing a unit onto the advanced Main conflicted; the rebase was aborted.
+    RebaseConflict,
+    /// `git merge --ff-only` failed and Main is not clean at the unit's tip.
+    MergeFailed,
+    /// The reviewer could not run to an answer.
+    ReviewerFailed,
+    /// A unit blocked again after its one repair.
+    BlockedAgain,
+    /// Any other failure of git, the file system or the executor.
+    Infrastructure,
+}
+
+impl FailureKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Setup => "setup failed",
+            FailureKind::RebaseConflict => "rebase conflict",
+            FailureKind::MergeFailed => "fast-forward merge failed",
+            FailureKind::ReviewerFailed => "reviewer failed",
+            FailureKind::BlockedAgain => "blocked after its repair",
+            FailureKind::Infrastructure => "infrastructure failure",
+        }
+    }
+}
+
+/// How a unit left the Flow successfully.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnitOutcome {
+    /// Fast-forwarded into Main.
+    Integrated,
+    /// The rebase dropped every commit (`base == tip`): validated, nothing to merge.
+    NoOp,
+}
+
+/// Which command is driving the Flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DriverCommand {
+    Start,
+    Continue,
+    Resume,
+}
+
+/// One step of a Flow.
+// `flow.created` carries the whole request and the frozen roles; it is written once per Flow, so
+// boxing it would only complicate every match.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum FlowEvent {
+    /// Input and preconditions passed; roles are frozen. Nothing has touched git yet.
+    #[serde(rename = "flow.created")]
+    Created {
+        id: String,
+        created: String,
+        repo_root: PathBuf,
+        main_branch: String,
+        main_oid: String,
+        worktree_root: PathBuf,
+        units: Vec<UnitSpec>,
+        implementer: FrozenRole,
+        reviewer: Option<FrozenRole>,
+    },
+    /// A process took over driving the Flow (it holds the repository's Flow lock).
+    #[serde(rename = "flow.driver")]
+    Driver { pid: u32, command: DriverCommand },
+    /// About to create the unit's worktree `id` (branch `baton/<id>`).
+    #[serde(rename = "unit.worktree_creating")]
+    WorktreeCreating { unit: String, worktree_id: String },
+    #[serde(rename = "unit.worktree_created")]
+    WorktreeCreated {
+        unit: String,
+        path: PathBuf,
+        branch: String,
+        base: String,
+    },
+    /// About to launch the implementer (`attempt` 0 first, 1 for the repair).
+    #[serde(rename = "unit.implementer_started")]
+    ImplementerStarted {
+        unit: String,
+        attempt: u32,
+        model_class: Option<ModelClass>,
+    },
+    #[serde(rename = "unit.implementer_finished")]
+    ImplementerFinished {
+        unit: String,
+        attempt: u32,
+        result: ChildSummary,
+    },
+    /// Every implementer has settled; integration in declared order begins.
+    #[serde(rename = "flow.implementers_settled")]
+    ImplementersSettled,
+    /// About to rebase the unit's commits after `upstream` onto `onto` (the advanced Main).
+    #[serde(rename = "unit.rebasing")]
+    Rebasing {
+        unit: String,
+        onto: String,
+        upstream: String,
+    },
+    #[serde(rename = "unit.rebased")]
+    Rebased {
+        unit: String,
+        base: String,
+        head: String,
+    },
+    /// Base and tip as git shows them; `noop` when a rebase dropped every commit.
+    #[serde(rename = "unit.derived")]
+    Derived {
+        unit: String,
+        base: String,
+        tip: String,
+        commits: Vec<String>,
+        noop: bool,
+    },
+    #[serde(rename = "unit.validating")]
+    Validating { unit: String, attempt: u32 },
+    #[serde(rename = "unit.validated")]
+    Validated {
+        unit: String,
+        results: Vec<CheckResult>,
+    },
+    /// About to launch the reviewer on the exact packet.
+    #[serde(rename = "unit.reviewing")]
+    Reviewing {
+        unit: String,
+        base: String,
+        tip: String,
+        patch_path: PathBuf,
+        model_class: Option<ModelClass>,
+    },
+    #[serde(rename = "unit.reviewed")]
+    Reviewed {
+        unit: String,
+        base: String,
+        tip: String,
+        approved: bool,
+        output: String,
+    },
+    #[serde(rename = "unit.blocked")]
+    Blocked {
+        unit: String,
+        attempt: u32,
+        reason: BlockReason,
+        evidence: String,
+    },
+    /// `baton flow continue`: the one repair of the blocked unit begins.
+    #[serde(rename = "unit.repair_started")]
+    RepairStarted {
+        unit: String,
+        attempt: u32,
+        guidance: String,
+        model_class: Option<ModelClass>,
+    },
+    /// About to run `git merge --ff-only <tip>` on Main.
+    #[serde(rename = "unit.merging")]
+    Merging { unit: String, tip: String },
+    #[serde(rename = "unit.merged")]
+    Merged {
+        unit: String,
+        tip: String,
+        /// git reported a failure but Main is clean at exactly `tip`.
+        warning: Option<String>,
+        /// Found already merged by a resumed Flow (the process died after merging).
+        #[serde(default)]
+        recovered: bool,
+    },
+    /// About to remove the unit's worktree and branch (non-forced).
+    #[serde(rename = "unit.cleaning")]
+    Cleaning { unit: String },
+    #[serde(rename = "unit.finished")]
+    Finished {
+        unit: String,
+        outcome: UnitOutcome,
+        warnings: Vec<String>,
+    },
+    /// The driving process stopped before the end; `baton flow resume` continues.
+    #[serde(rename = "flow.halted")]
+    Halted { reason: String },
+    #[serde(rename = "flow.completed")]
+    Completed { warnings: Vec<String> },
+    #[serde(rename = "flow.failed")]
+    Failed {
+        kind: FailureKind,
+        unit: Option<String>,
+        message: String,
+    },
+    /// Given up by a person (`baton flow abandon`); worktrees are kept.
+    #[serde(rename = "flow.abandoned")]
+    Abandoned { reason: Option<String> },
+}
+
+impl FlowEvent {
+    /// The event's `type` string.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FlowEvent::Created { .. } => "flow.created",
+            FlowEvent::Driver { .. } => "flow.driver",
+            FlowEvent::WorktreeCreating { .. } => "unit.worktree_creating",
+            FlowEvent::WorktreeCreated { .. } => "unit.worktree_created",
+            FlowEvent::ImplementerStarted { .. } => "unit.implementer_started",
+            FlowEvent::ImplementerFinished { .. } => "unit.implementer_finished",
+            FlowEvent::ImplementersSettled => "flow.implementers_settled",
+            FlowEvent::Rebasing { .. } => "unit.rebasing",
+            FlowEvent::Rebased { .. } => "unit.rebased",
+            FlowEvent::Derived { .. } => "unit.derived",
+            FlowEvent::Validating { .. } => "unit.validating",
+            FlowEvent::Validated { .. } => "unit.validated",
+            FlowEvent::Reviewing { .. } => "unit.reviewing",
+            FlowEvent::Reviewed { .. } => "unit.reviewed",
+            FlowEvent::Blocked { .. } => "unit.blocked",
+            FlowEvent::RepairStarted { .. } => "unit.repair_started",
+            FlowEvent::Merging { .. } => "unit.merging",
+            FlowEvent::Merged { .. } => "unit.merged",
+            FlowEvent::Cleaning { .. } => "unit.cleaning",
+            FlowEvent::Finished { .. } => "unit.finished",
+            FlowEvent::Halted { .. } => "flow.halted",
+            FlowEvent::Completed { .. } => "flow.completed",
+            FlowEvent::Failed { .. } => "flow.failed",
+            FlowEvent::Abandoned { .. } => "flow.abandoned",
+        }
+    }
+
+    /// The unit the event is about, if any.
+    pub fn unit(&self) -> Option<&str> {
+        match self {
+            FlowEvent::WorktreeCreating { unit, .. }
+            | FlowEvent::WorktreeCreated { unit, .. }
+            | FlowEvent::ImplementerStarted { unit, .. }
+            | FlowEvent::ImplementerFinished { unit, .. }
+            | FlowEvent::Rebasing { unit, .. }
+            | FlowEvent::Rebased { unit, .. }
+            | FlowEvent::Derived { unit, .. }
+            | FlowEvent::Validating { unit, .. }
+            | FlowEvent::Validated { unit, .. }
+            | FlowEvent::Reviewing { unit, .. }
+            | FlowEvent::Reviewed { unit, .. }
+            | FlowEvent::Blocked { unit, .. }
+            | FlowEvent::RepairStarted { unit, .. }
+            | FlowEvent::Merging { unit, .. }
+            | FlowEvent::Merged { unit, .. }
+            | FlowEvent::Cleaning { unit }
+            | FlowEvent::Finished { unit, .. } => Some(unit),
+            FlowEvent::Failed { unit, .. } => unit.as_deref(),
+            FlowEvent::Created { .. }
+            | FlowEvent::Driver { .. }
+            | FlowEvent::ImplementersSettled
+            | FlowEvent::Halted { .. }
+            | FlowEvent::Completed { .. }
+            | FlowEvent::Abandoned { .. } => None,
+        }
+    }
+}
+
+/// One line of the event log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub seq: u64,
+    pub at: String,
+    #[serde(flatten)]
+    pub event: FlowEvent,
+}
+
+/// Every event type, in the order a Flow normally writes them (for documentation and the crash hook).
+pub const EVENT_KINDS: [&str; 24] = [
+    "flow.created",
+    "flow.driver",
+    "unit.worktree_creating",
+    "unit.worktree_created",
+    "unit.implementer_started",
+    "unit.implementer_finished",
+    "flow.implementers_settled",
+    "unit.rebasing",
+    "unit.rebased",
+    "unit.derived",
+    "unit.validating",
+    "unit.validated",
+    "unit.reviewing",
+    "unit.reviewed",
+    "unit.blocked",
+    "unit.repair_started",
+    "unit.merging",
+    "unit.merged",
+    "unit.cleaning",
+    "unit.finished",
+    "flow.halted",
+    "flow.completed",
+    "flow.failed",
+    "flow.abandoned",
+];
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn records_are_flat_json_lines() {
+        let r = Record {
+            seq: 7,
+            at: "2026-01-01T00:00:00Z".into(),
+            event: FlowEvent::Merging {
+                unit: "a".into(),
+                tip: "abc".into(),
+            },
+        };
+        let line = serde_json::to_string(&r).unwrap();
+        assert_eq!(
+            line,
+            r#"{"seq":7,"at":"2026-01-01T00:00:00Z","type":"unit.merging","unit":"a","tip":"abc"}"#
+        );
+        let back: Record = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, r);
+        let settled: Record =
+            serde_json::from_str(r#"{"seq":1,"at":"x","type":"flow.implementers_settled"}"#)
+                .unwrap();
+        assert_eq!(settled.event, FlowEvent::ImplementersSettled);
+    }
+
+    #[test]
+    fn kinds_match_the_serialized_tag() {
+        let ev = FlowEvent::Halted { reason: "x".into() };
+        let v = serde_json::to_value(&ev).unwrap();
+        assert_eq!(v["type"], ev.kind());
+        assert!(EVENT_KINDS.contains(&ev.kind()));
+    }
+}

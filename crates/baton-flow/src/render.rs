@@ -1,0 +1,245 @@
+//! Text for people: one line per event while a Flow runs, and a report of a Flow's state with
+//! the next step to take.
+
+use crate::engine::FlowStatus;
+use crate::event::{FlowEvent, Record};
+use crate::state::{FlowEnd, Phase, UnitState, UnitStatus};
+use crate::validate::bounded;
+
+fn short(oid: &str) -> &str {
+    oid.get(..12).unwrap_or(oid)
+}
+
+fn clean(text: &str) -> String {
+    bounded(text, 4096)
+}
+
+/// One line describing an event, or `None` for bookkeeping events not worth showing.
+pub fn describe(r: &Record) -> Option<String> {
+    let line = match &r.event {
+        FlowEvent::Created {
+            id,
+            main_branch,
+            main_oid,
+            units,
+            ..
+        } => format!(
+            "flow {id}: {} unit(s) onto {main_branch} at {}",
+            units.len(),
+            short(main_oid)
+        ),
+        FlowEvent::Driver { .. } | FlowEvent::WorktreeCreating { .. } => return None,
+        FlowEvent::WorktreeCreated { unit, path, .. } => {
+            format!("{unit}: worktree {}", path.display())
+        }
+        FlowEvent::ImplementerStarted { unit, attempt, .. } => {
+            if *attempt == 0 {
+                format!("{unit}: implementer started")
+            } else {
+                format!("{unit}: repair implementer started")
+            }
+        }
+        FlowEvent::ImplementerFinished { unit, result, .. } => format!(
+            "{unit}: implementer {} in {:.1}s",
+            if result.ok { "finished" } else { "failed" },
+            result.duration_ms as f64 / 1000.0
+        ),
+        FlowEvent::ImplementersSettled => {
+            "all implementers settled; integrating in declared order".into()
+        }
+        FlowEvent::Rebasing { unit, onto, .. } => format!("{unit}: rebasing onto {}", short(onto)),
+        FlowEvent::Rebased { unit, head, .. } => format!("{unit}: rebased, tip {}", short(head)),
+        FlowEvent::Derived {
+            unit,
+            base,
+            tip,
+            commits,
+            noop,
+        } => {
+            if *noop {
+                format!(
+                    "{unit}: the rebase dropped every commit (no-op at {})",
+                    short(base)
+                )
+            } else {
+                format!(
+                    "{unit}: {} commit(s) {}..{}",
+                    commits.len(),
+                    short(base),
+                    short(tip)
+                )
+            }
+        }
+        FlowEvent::Validating { unit, .. } => format!("{unit}: validating"),
+        FlowEvent::Validated { unit, results } => {
+            format!("{unit}: validation passed ({} command(s))", results.len())
+        }
+        FlowEvent::Reviewing { unit, .. } => format!("{unit}: reviewing"),
+        FlowEvent::Reviewed { unit, approved, .. } => {
+            if *approved {
+                format!("{unit}: reviewer answered PASS")
+            } else {
+                format!("{unit}: reviewer reported findings")
+            }
+        }
+        FlowEvent::Blocked { unit, reason, .. } => format!("{unit}: blocked ({})", reason.as_str()),
+        FlowEvent::RepairStarted { unit, .. } => format!("{unit}: repair started"),
+        FlowEvent::Merging { unit, tip } => format!("{unit}: fast-forwarding to {}", short(tip)),
+        FlowEvent::Merged {
+            unit,
+            tip,
+            warning,
+            recovered,
+        } => {
+            let mut s = format!("{unit}: merged {}", short(tip));
+            if *recovered {
+                s.push_str(" (found already merged)");
+            }
+            if let Some(w) = warning {
+                s.push_str(&format!(" — warning: {}", clean(w)));
+            }
+            s
+        }
+        FlowEvent::Cleaning { .. } => return None,
+        FlowEvent::Finished {
+            unit,
+            outcome,
+            warnings,
+        } => {
+            let mut s = format!(
+                "{unit}: {}",
+                match outcome {
+                    crate::event::UnitOutcome::Integrated => "integrated",
+                    crate::event::UnitOutcome::NoOp => "no-op, cleaned up",
+                }
+            );
+            for w in warnings {
+                s.push_str(&format!(" — warning: {}", clean(w)));
+            }
+            s
+        }
+        FlowEvent::Halted { reason } => format!("stopped: {}", clean(reason)),
+        FlowEvent::Completed { .. } => "completed".into(),
+        FlowEvent::Failed { kind, unit, .. } => match unit {
+            Some(u) => format!("failed at {u}: {}", kind.as_str()),
+            None => format!("failed: {}", kind.as_str()),
+        },
+        FlowEvent::Abandoned { .. } => "abandoned".into(),
+    };
+    Some(line)
+}
+
+fn unit_line(n: usize, u: &UnitState) -> String {
+    let mut s = format!(
+        "  {n}. {} ({}): {}",
+        u.spec.id,
+        clean(&u.spec.name),
+        u.status.as_str()
+    );
+    if let (UnitStatus::Blocked, Some(b)) = (u.status, &u.block) {
+        s.push_str(&format!(" — {}", b.reason.as_str()));
+        if b.attempt >= 1 {
+            s.push_str(" after its repair");
+        }
+    }
+    match (&u.base, &u.tip) {
+        (Some(b), Some(t)) if b != t => {
+            s.push_str(&format!("  {}..{}", short(b), short(t)));
+            if !u.commits.is_empty() {
+                s.push_str(&format!(" ({} commit(s))", u.commits.len()));
+            }
+        }
+        (Some(b), Some(_)) => s.push_str(&format!("  at {}", short(b))),
+        _ => {}
+    }
+    s
+}
+
+/// The state of a Flow, with the evidence of a block or failure and the next step.
+pub fn report(status: &FlowStatus) -> String {
+    let st = &status.state;
+    let mut out = format!(
+        "Flow {}: {} — {} unit(s) onto {} (started at {}, now {})\n",
+        st.id,
+        status.phase.as_str(),
+        st.units.len(),
+        st.main_branch,
+        short(&st.start_oid),
+        short(&st.main_oid)
+    );
+    for (i, u) in st.units.iter().enumerate() {
+        out.push_str(&unit_line(i + 1, u));
+        out.push('\n');
+        let keeps_worktree = !u.status.is_done() && !matches!(u.status, UnitStatus::Pending);
+        if keeps_worktree {
+            if let (Some(p), Some(b)) = (&u.path, &u.branch) {
+                out.push_str(&format!("     worktree {} (branch {b})\n", p.display()));
+            }
+        }
+        if let (UnitStatus::Blocked | UnitStatus::Failed, Some(b)) = (u.status, &u.block) {
+            out.push_str("     evidence:\n");
+            for line in clean(&b.evidence).lines() {
+                out.push_str(&format!("       {line}\n"));
+            }
+        }
+        for w in &u.warnings {
+            out.push_str(&format!("     warning: {}\n", clean(w)));
+        }
+    }
+    match (&st.end, status.phase) {
+        (
+            Some(FlowEnd::Failed {
+                kind,
+                unit,
+                message,
+            }),
+            _,
+        ) => {
+            out.push_str(&format!(
+                "Failed{}: {}.\n{}\n",
+                unit.as_ref()
+                    .map(|u| format!(" at {u}"))
+                    .unwrap_or_default(),
+                kind.as_str(),
+                clean(message)
+            ));
+            out.push_str(
+                "Units already integrated stay integrated. The worktrees listed above are kept: \
+                 inspect them, reslice the work, and start a new Flow (remove a worktree with `git worktree remove PATH`).\n",
+            );
+        }
+        (Some(FlowEnd::Abandoned { reason }), _) => {
+            out.push_str(&format!(
+                "Abandoned{}. The worktrees listed above are kept.\n",
+                reason
+                    .as_ref()
+                    .map(|r| format!(": {}", clean(r)))
+                    .unwrap_or_default()
+            ));
+        }
+        (Some(FlowEnd::Completed { .. }), _) => {}
+        (None, Phase::Paused) => {
+            out.push_str(
+                "Next: repair the blocked unit once with `baton flow continue --guidance \"…\" [--model-class CLASS]` \
+                 (the tool `delegate_flow_continue`), or give the Flow up with `baton flow abandon`.\n",
+            );
+        }
+        (None, Phase::Interrupted) => {
+            if let Some(r) = &st.halted {
+                out.push_str(&format!("Stopped: {}\n", clean(r)));
+            } else {
+                out.push_str("The process driving it is gone.\n");
+            }
+            out.push_str(
+                "Next: `baton flow resume` continues from the first unit not yet integrated (or `baton flow abandon`).\n",
+            );
+        }
+        (None, Phase::Running) => {
+            if let Some(pid) = st.driver_pid {
+                out.push_str(&format!("Driven by process {pid}.\n"));
+            }
+        }
+        (None, Phase::Completed | Phase::Failed | Phase::Abandoned) => {}
+    }
+    out.trim_end().to_string()
+}

@@ -1,0 +1,535 @@
+//! What a Flow's events add up to. The state is always rebuilt by folding the event log; the
+//! snapshot file is a copy of it for readers, never an input.
+
+use std::path::PathBuf;
+
+use baton_protocol::ModelClass;
+use serde::{Deserialize, Serialize};
+
+use crate::event::{
+    BlockReason, CheckResult, ChildSummary, FailureKind, FlowEvent, FrozenRole, Record, UnitOutcome,
+};
+use crate::units::UnitSpec;
+
+/// Where one unit is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnitStatus {
+    /// No worktree yet.
+    Pending,
+    /// Its worktree is being created.
+    Creating,
+    /// Worktree ready; the implementer has not started (or a repair is about to start).
+    Ready,
+    Implementing,
+    /// The implementer settled (successfully or not); integration has not reached the unit.
+    Implemented,
+    Rebasing,
+    Validating,
+    Reviewing,
+    Merging,
+    Merged,
+    Cleaning,
+    /// Fast-forwarded into Main and cleaned up.
+    Integrated,
+    /// Its commits were dropped by the rebase; validated and cleaned up.
+    NoOp,
+    /// Waiting for `baton flow continue` (or terminal after a repair).
+    Blocked,
+    /// The Flow ended on this unit; its worktree is kept.
+    Failed,
+}
+
+impl UnitStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnitStatus::Pending => "pending",
+            UnitStatus::Creating => "creating worktree",
+            UnitStatus::Ready => "ready",
+            UnitStatus::Implementing => "implementing",
+            UnitStatus::Implemented => "implemented",
+            UnitStatus::Rebasing => "rebasing",
+            UnitStatus::Validating => "validating",
+            UnitStatus::Reviewing => "reviewing",
+            UnitStatus::Merging => "merging",
+            UnitStatus::Merged => "merged",
+            UnitStatus::Cleaning => "cleaning up",
+            UnitStatus::Integrated => "integrated",
+            UnitStatus::NoOp => "no-op",
+            UnitStatus::Blocked => "blocked",
+            UnitStatus::Failed => "failed",
+        }
+    }
+
+    /// Integrated or no-op: the unit is done and will never be touched again.
+    pub fn is_done(self) -> bool {
+        match self {
+            UnitStatus::Integrated | UnitStatus::NoOp => true,
+            UnitStatus::Pending
+            | UnitStatus::Creating
+            | UnitStatus::Ready
+            | UnitStatus::Implementing
+            | UnitStatus::Implemented
+            | UnitStatus::Rebasing
+            | UnitStatus::Validating
+            | UnitStatus::Reviewing
+            | UnitStatus::Merging
+            | UnitStatus::Merged
+            | UnitStatus::Cleaning
+            | UnitStatus::Blocked
+            | UnitStatus::Failed => false,
+        }
+    }
+}
+
+/// A block and its evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Block {
+    pub attempt: u32,
+    pub reason: BlockReason,
+    pub evidence: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnitState {
+    pub spec: UnitSpec,
+    pub status: UnitStatus,
+    pub worktree_id: Option<String>,
+    pub path: Option<PathBuf>,
+    pub branch: Option<String>,
+    /// The commit the unit's work sits on: the Flow's start, or the Main it was rebased onto.
+    pub base: Option<String>,
+    /// The unit's last derived tip.
+    pub tip: Option<String>,
+    /// Commits `base..tip`, oldest first.
+    pub commits: Vec<String>,
+    /// 0 for the first implementation, 1 for the repair.
+    pub attempt: u32,
+    /// The class the current attempt runs with (the unit's, or the repair's override).
+    pub model_class: Option<ModelClass>,
+    pub guidance: Option<String>,
+    /// The current attempt's implementer, once it settled.
+    pub implementer: Option<ChildSummary>,
+    /// How many times the current attempt's implementer was launched (more than 1 after a resume).
+    pub implementer_launches: u32,
+    /// Set when a rebase onto this Main began in the current derivation.
+    pub rebase_onto: Option<String>,
+    pub validation: Vec<CheckResult>,
+    /// `(base, tip)` the reviewer approved.
+    pub approved: Option<(String, String)>,
+    pub review_output: Option<String>,
+    pub patch_path: Option<PathBuf>,
+    pub block: Option<Block>,
+    pub merging_tip: Option<String>,
+    pub outcome: Option<UnitOutcome>,
+    pub warnings: Vec<String>,
+}
+
+impl UnitState {
+    fn new(spec: UnitSpec) -> Self {
+        UnitState {
+            model_class: spec.model_class,
+            spec,
+            status: UnitStatus::Pending,
+            worktree_id: None,
+            path: None,
+            branch: None,
+            base: None,
+            tip: None,
+            commits: Vec::new(),
+            attempt: 0,
+            guidance: None,
+            implementer: None,
+            implementer_launches: 0,
+            rebase_onto: None,
+            validation: Vec::new(),
+            approved: None,
+            review_output: None,
+            patch_path: None,
+            block: None,
+            merging_tip: None,
+            outcome: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.spec.id
+    }
+}
+
+/// How a Flow ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "end", rename_all = "snake_case")]
+pub enum FlowEnd {
+    Completed {
+        warnings: Vec<String>,
+    },
+    Failed {
+        kind: FailureKind,
+        unit: Option<String>,
+        message: String,
+    },
+    Abandoned {
+        reason: Option<String>,
+    },
+}
+
+/// The phase a reader sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// A live process is driving it.
+    Running,
+    /// A unit is blocked; `baton flow continue --guidance …` repairs it once.
+    Paused,
+    /// No process is driving it and it has not ended: `baton flow resume` continues it.
+    Interrupted,
+    Completed,
+    /// Ended without completing; worktrees not integrated are kept.
+    Failed,
+    Abandoned,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Running => "running",
+            Phase::Paused => "paused",
+            Phase::Interrupted => "interrupted",
+            Phase::Completed => "completed",
+            Phase::Failed => "failed",
+            Phase::Abandoned => "abandoned",
+        }
+    }
+
+    /// Completed, failed or abandoned: nothing more will happen.
+    pub fn is_terminal(self) -> bool {
+        match self {
+            Phase::Completed | Phase::Failed | Phase::Abandoned => true,
+            Phase::Running | Phase::Paused | Phase::Interrupted => false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowState {
+    pub id: String,
+    pub created: String,
+    pub repo_root: PathBuf,
+    pub main_branch: String,
+    /// Main when the Flow started.
+    pub start_oid: String,
+    /// Where the Flow left Main: the start, then each integrated tip.
+    pub main_oid: String,
+    pub worktree_root: PathBuf,
+    pub implementer: FrozenRole,
+    pub reviewer: Option<FrozenRole>,
+    pub units: Vec<UnitState>,
+    pub settled: bool,
+    pub end: Option<FlowEnd>,
+    /// Why the last driving process stopped early, if it said.
+    pub halted: Option<String>,
+    pub driver_pid: Option<u32>,
+    pub last_seq: u64,
+    pub updated: String,
+}
+
+impl FlowState {
+    /// Folds a log into a state; `None` when it does not start with `flow.created`.
+    pub fn from_records(records: &[Record]) -> Option<FlowState> {
+        let (first, rest) = records.split_first()?;
+        let mut state = FlowState::created(&first.event, first.seq, &first.at)?;
+        for r in rest {
+            state.apply(&r.event, r.seq, &r.at);
+        }
+        Some(state)
+    }
+
+    /// The state right after a `flow.created` event.
+    pub fn created(ev: &FlowEvent, seq: u64, at: &str) -> Option<FlowState> {
+        match ev {
+            FlowEvent::Created {
+                id,
+                created,
+                repo_root,
+                main_branch,
+                main_oid,
+                worktree_root,
+                units,
+                implementer,
+                reviewer,
+            } => Some(FlowState {
+                id: id.clone(),
+                created: created.clone(),
+                repo_root: repo_root.clone(),
+                main_branch: main_branch.clone(),
+                start_oid: main_oid.clone(),
+                main_oid: main_oid.clone(),
+                worktree_root: worktree_root.clone(),
+                implementer: implementer.clone(),
+                reviewer: reviewer.clone(),
+                units: units.iter().cloned().map(UnitState::new).collect(),
+                settled: false,
+                end: None,
+                halted: None,
+                driver_pid: None,
+                last_seq: seq,
+                updated: at.to_string(),
+            }),
+            _ => None,
+        }
+    }
+
+    pub fn unit_index(&self, id: &str) -> Option<usize> {
+        self.units.iter().position(|u| u.spec.id == id)
+    }
+
+    fn unit_mut(&mut self, id: &str) -> Option<&mut UnitState> {
+        self.units.iter_mut().find(|u| u.spec.id == id)
+    }
+
+    /// Applies one event. Events about unknown units are ignored (they cannot be written).
+    pub fn apply(&mut self, ev: &FlowEvent, seq: u64, at: &str) {
+        self.last_seq = seq;
+        self.updated = at.to_string();
+        match ev {
+            FlowEvent::Created { .. } => {}
+            FlowEvent::Driver { pid, .. } => {
+                self.driver_pid = Some(*pid);
+                self.halted = None;
+            }
+            FlowEvent::WorktreeCreating { unit, worktree_id } => {
+                if let Some(u) = self.unit_mut(unit) {
+                    u.status = UnitStatus::Creating;
+                    u.worktree_id = Some(worktree_id.clone());
+                }
+            }
+            FlowEvent::WorktreeCreated {
+                unit,
+                path,
+                branch,
+                base,
+            } => {
+                if let Some(u) = self.unit_mut(unit) {
+                    u.status = UnitStatus::Ready;
+                    u.path = Some(path.clone());
+                    u.branch = Some(branch.clone());
+                    u.base = Some(base.clone());
+                }
+            }
+            FlowEvent::ImplementerStarted {
+                unit, model_class, ..
+            } => {
+                if let Some(u) = self.unit_mut(unit) {
+                    u.status = UnitStatus::Implementing;
+                    u.implementer = None;
+                    u.implementer_launches += 1;
+                    u.model_class = *model_class;
+                }
+            }
+            FlowEvent::ImplementerFinished { unit, result, .. } => {
+                if let Some(u) = self.unit_mut(unit) {
+                    u.status = UnitStatus::Implemented;
+                    u.implementer = Some(result.clone());
+                }
+            }
+            FlowEvent::ImplementersSettled => self.settled = true,
+            FlowEvent::Rebasing { unit, onto, .. } => {
+                if let Some(u) = self.unit_mut(unit) {
+                    u.status = UnitStatus::Rebasing;
+                    u.rebase_onto = Some(onto.clone());
+                }
+            }
+            FlowEvent::Rebased { unit, base, head } => {
+                if let Some(u) = self.unit_mut(unit) {
+                    u.base = Some(base.clone());
+                    u.tip = Some(head.clone());
+                }
+            }
+            FlowEvent::Derived {
+                unit,
+                base,
+                tip,
+                commits,
+                ..
+            } => {
+                if let Some(u) = self.unit_mut(unit) {
+                    u.base = Some(base.clone());
+                    u.tip = Some(tip.clone());
+                    u.commits = commits.clone();
+                }
+            }
+            FlowEvent::Validating { unit, .. } => {
+                if let Some(u) = self.unit_mut(unit) {
+                    u.status = UnitStatus::Validating;
+                    u.validation.clear();
+                }
+            }
+            FlowEvent::Validated { unit, results } => {
+                if let Some(u) = self.unit_mut(unit) {
+                    u.validation = results.clone();
+                }
+            }
+            FlowEvent::Reviewing {
+                unit, patch_path, ..
+            } => {
+                if let Some(u) = self.unit_mut(unit) {
+                    u.status = UnitStatus::Reviewing;
+                    u.patch_path = Some(patch_path.clone());
+                }
+            }
+            FlowEvent::Reviewed {
+                unit,
+                base,
+                tip,
+                approved,
+                output,
+            } => {
+                if let Some(u) = self.unit_mut(unit) {
+                    u.review_output = Some(output.clone());
+                    u.approved = approved.then(|| (base.clone(), tip.clone()));
+                }
+            }
+            FlowEvent::Blocked {
+                unit,
+                attempt,
+                reason,
+                evidence,
+            } => {
+                if let Some(u) = self.unit_mut(unit) {
+                    u.status = UnitStatus::Blocked;
+                    u.block = Some(Block {
+                        attempt: *attempt,
+                        reason: *reason,
+                        evidence: evidence.clone(),
+                    });
+                }
+            }
+            FlowEvent::RepairStarted {
+                unit,
+                attempt,
+                guidance,
+                model_class,
+            } => {
+                if let Some(u) = self.unit_mut(unit) {
+                    u.status = UnitStatus::Ready;
+                    u.attempt = *attempt;
+                    u.guidance = Some(guidance.clone());
+                    u.model_class = *model_class;
+                    u.implementer = None;
+                    u.implementer_launches = 0;
+                    u.rebase_onto = None;
+                    u.validation.clear();
+                    u.approved = None;
+                    u.review_output = None;
+                }
+            }
+            FlowEvent::Merging { unit, tip } => {
+                if let Some(u) = self.unit_mut(unit) {
+                    u.status = UnitStatus::Merging;
+                    u.merging_tip = Some(tip.clone());
+                }
+            }
+            FlowEvent::Merged {
+                unit, tip, warning, ..
+            } => {
+                self.main_oid = tip.clone();
+                if let Some(u) = self.unit_mut(unit) {
+                    u.status = UnitStatus::Merged;
+                    if let Some(w) = warning {
+                        u.warnings.push(w.clone());
+                    }
+                }
+            }
+            FlowEvent::Cleaning { unit } => {
+                if let Some(u) = self.unit_mut(unit) {
+                    u.status = UnitStatus::Cleaning;
+                }
+            }
+            FlowEvent::Finished {
+                unit,
+                outcome,
+                warnings,
+            } => {
+                if let Some(u) = self.unit_mut(unit) {
+                    u.status = match outcome {
+                        UnitOutcome::Integrated => UnitStatus::Integrated,
+                        UnitOutcome::NoOp => UnitStatus::NoOp,
+                    };
+                    u.outcome = Some(*outcome);
+                    u.warnings.extend(warnings.iter().cloned());
+                }
+            }
+            FlowEvent::Halted { reason } => {
+                self.halted = Some(reason.clone());
+                self.driver_pid = None;
+            }
+            FlowEvent::Completed { warnings } => {
+                self.end = Some(FlowEnd::Completed {
+                    warnings: warnings.clone(),
+                });
+                self.driver_pid = None;
+            }
+            FlowEvent::Failed {
+                kind,
+                unit,
+                message,
+            } => {
+                if let Some(id) = unit {
+                    if let Some(u) = self.unit_mut(id) {
+                        if !u.status.is_done() {
+                            u.status = UnitStatus::Failed;
+                        }
+                    }
+                }
+                self.end = Some(FlowEnd::Failed {
+                    kind: *kind,
+                    unit: unit.clone(),
+                    message: message.clone(),
+                });
+                self.driver_pid = None;
+            }
+            FlowEvent::Abandoned { reason } => {
+                self.end = Some(FlowEnd::Abandoned {
+                    reason: reason.clone(),
+                });
+                self.driver_pid = None;
+            }
+        }
+    }
+
+    /// The unit waiting for its repair, if the Flow is paused.
+    pub fn paused_unit(&self) -> Option<usize> {
+        if self.end.is_some() {
+            return None;
+        }
+        self.units.iter().position(|u| {
+            u.status == UnitStatus::Blocked && u.block.as_ref().is_some_and(|b| b.attempt == 0)
+        })
+    }
+
+    /// The phase from the log alone; `driving` says whether a live process holds the Flow lock.
+    pub fn phase(&self, driving: bool) -> Phase {
+        match &self.end {
+            Some(FlowEnd::Completed { .. }) => Phase::Completed,
+            Some(FlowEnd::Failed { .. }) => Phase::Failed,
+            Some(FlowEnd::Abandoned { .. }) => Phase::Abandoned,
+            None if self.paused_unit().is_some() => Phase::Paused,
+            None if driving && self.driver_pid.is_some() => Phase::Running,
+            None => Phase::Interrupted,
+        }
+    }
+
+    /// Every warning of the Flow: merge diagnostics and cleanup refusals, by unit.
+    pub fn warnings(&self) -> Vec<String> {
+        self.units
+            .iter()
+            .flat_map(|u| {
+                u.warnings
+                    .iter()
+                    .map(move |w| format!("{}: {w}", u.spec.id))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,174 @@
+//! `delegate_flow` and `delegate_flow_continue` as tools of a main agent session, with the same
+//! contract as `baton flow start` and `baton flow continue`. Children never get them (a child
+//! runs with `BATON_CHILD=1` and is offered no delegation tools).
+
+use std::sync::Arc;
+
+use baton_agent::tools::{Tool, ToolContext, ToolOutput};
+use baton_protocol::{ModelClass, ToolSpec};
+use serde_json::{json, Value};
+
+use crate::engine::{continue_flow, start, FlowEnv, FlowError, FlowStatus};
+use crate::render::report;
+use crate::state::Phase;
+use crate::units::parse_units;
+
+/// The main-side policy for Flow, added to a main session's system prompt next to delegation's.
+pub const FLOW_POLICY: &str = "# Flow\n\
+`delegate_flow` lands 1 to 8 independent changes at once. Each unit gets its own git worktree and implementer, all running in parallel; then, in the order you list them, Flow rebases each unit onto the branch as earlier units advanced it, runs the unit's validation commands, has a reviewer judge the unit's `review` criterion if it has one, and fast-forward merges it.\n\
+- Use Flow only for changes that commute. Units that touch the same files, APIs, schemas, lockfiles or generated output must be combined into one unit or sequenced (for example with a `delegate_task` chain) instead.\n\
+- A unit is {id, name, task, validation: [{command, args}], model_class?, review?}. Write each task so it stands alone. Validation commands run directly, without a shell, and are the authority on objective checks; add `review` only for a judgment they cannot make. Choose `model_class` as for delegate_task: `fast` normally, `balanced` for obviously complex work.\n\
+- The repository must be on a branch with a clean, committed working tree.\n\
+- A unit that blocks (implementer failure, no commits, uncommitted changes, failing validation, review findings) pauses the Flow. Call `delegate_flow_continue` once with concrete guidance drawn from the evidence; a second block ends the Flow. A Flow that ends early keeps its unfinished worktrees for you to reslice; integrated units stay integrated.";
+
+/// `delegate_flow`.
+pub struct DelegateFlowTool {
+    pub env: Arc<FlowEnv>,
+}
+
+/// `delegate_flow_continue`.
+pub struct DelegateFlowContinueTool {
+    pub env: Arc<FlowEnv>,
+}
+
+fn unit_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "description": "Unique id: ASCII letters, digits, '-' and '_', at most 40 characters; names the unit's worktree and branch."},
+            "name": {"type": "string", "description": "A short human-readable name."},
+            "task": {"type": "string", "description": "The complete, self-contained task for the implementer."},
+            "model_class": {"type": "string", "enum": ["fast", "balanced", "frontier", "fav"]},
+            "validation": {
+                "type": "array",
+                "minItems": 1,
+                "description": "Commands run directly (no shell) in the unit's worktree; all must exit 0.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "command": {"type": "string"},
+                        "args": {"type": "array", "items": {"type": "string"}}
+                    },
+                    "required": ["command"]
+                }
+            },
+            "review": {"type": "string", "description": "Optional judgment criterion for a reviewer; only for what validation cannot check."}
+        },
+        "required": ["id", "name", "task", "validation"]
+    })
+}
+
+fn render(result: Result<FlowStatus, FlowError>) -> ToolOutput {
+    match result {
+        Ok(status) => {
+            let text = report(&status);
+            match status.phase {
+                Phase::Completed => ToolOutput::ok(text),
+                Phase::Paused => ToolOutput::error(format!(
+                    "{text}\n\nCall delegate_flow_continue({{guidance, model_class?}}) to repair the blocked unit once."
+                )),
+                Phase::Running | Phase::Interrupted | Phase::Failed | Phase::Abandoned => {
+                    ToolOutput::error(text)
+                }
+            }
+        }
+        Err(e) => ToolOutput::error(e.to_string()),
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for DelegateFlowTool {
+    fn name(&self) -> &'static str {
+        "delegate_flow"
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "delegate_flow".into(),
+            description: "Implement 1-8 independent, commuting changes in parallel git worktrees, then validate, optionally review, and fast-forward merge each into the current branch in the listed order.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "units": {"type": "array", "minItems": 1, "maxItems": 8, "items": unit_schema()}
+                },
+                "required": ["units"]
+            }),
+        }
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    async fn run(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
+        let units = match args.as_object() {
+            Some(obj) if obj.contains_key("units") => parse_units(&args),
+            Some(_) | None => {
+                return ToolOutput::error("delegate_flow takes {\"units\": [{id, name, task, validation: [{command, args}], model_class?, review?}]}")
+            }
+        };
+        let units = match units {
+            Ok(u) => u,
+            Err(e) => return ToolOutput::error(e.to_string()),
+        };
+        render(start(&self.env, &units, &ctx.cancel).await)
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for DelegateFlowContinueTool {
+    fn name(&self) -> &'static str {
+        "delegate_flow_continue"
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "delegate_flow_continue".into(),
+            description: "Repair the blocked unit of the paused Flow once: its implementer runs again in the same worktree with the original task, the validation, the block's evidence and your guidance.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "guidance": {"type": "string", "description": "What the implementer should do differently, based on the evidence."},
+                    "model_class": {"type": "string", "enum": ["fast", "balanced", "frontier", "fav"], "description": "Replaces the unit's class for this repair (implementer and reviewer); omit to keep it."}
+                },
+                "required": ["guidance"]
+            }),
+        }
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    async fn run(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
+        let Some(obj) = args.as_object() else {
+            return ToolOutput::error("delegate_flow_continue takes {guidance, model_class?}");
+        };
+        if let Some(k) = obj
+            .keys()
+            .find(|k| !matches!(k.as_str(), "guidance" | "model_class" | "modelClass"))
+        {
+            return ToolOutput::error(format!(
+                "`{k}`: unknown field; delegate_flow_continue takes guidance and model_class"
+            ));
+        }
+        let Some(guidance) = obj.get("guidance").and_then(Value::as_str) else {
+            return ToolOutput::error(
+                "`guidance`: missing; say what the implementer should do differently",
+            );
+        };
+        let class = match obj.get("model_class").or_else(|| obj.get("modelClass")) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => match s.parse::<ModelClass>() {
+                Ok(c) => Some(c),
+                Err(_) => {
+                    return ToolOutput::error(format!(
+                        "`model_class`: `{s}` is not a model class; use fast, balanced, frontier or fav"
+                    ))
+                }
+            },
+            Some(_) => return ToolOutput::error("`model_class` must be a string"),
+        };
+        render(continue_flow(&self.env, None, guidance, class, &ctx.cancel).await)
+    }
+}

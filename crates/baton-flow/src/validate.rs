@@ -1,0 +1,302 @@
+//! Running a unit's validation commands: directly (no shell), in the unit's worktree, in their own
+//! process group, one after another, stopping at the first that fails. stdout and stderr share
+//! one pipe so the evidence keeps their order; it is bounded to its start and its end.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::event::CheckResult;
+use crate::units::ValidationCommand;
+
+/// Bytes of a command's output kept as evidence.
+pub const EVIDENCE_BOUND: usize = 16 * 1024;
+
+/// At most `max` bytes of `text`: its start and its end, with a marker saying how much was cut,
+/// and terminal control characters (other than newline and tab) replaced.
+pub fn bounded(text: &str, max: usize) -> String {
+    let clean: String = text
+        .chars()
+        .map(|c| {
+            if (c.is_control() && c != '\n' && c != '\t') || c == '\u{2028}' || c == '\u{2029}' {
+                '\u{FFFD}'
+            } else {
+                c
+            }
+        })
+        .collect();
+    if clean.len() <= max {
+        return clean;
+    }
+    let head = floor(&clean, max / 4);
+    let tail = ceil(&clean, clean.len() - (max - max / 4));
+    format!(
+        "{}\n[… {} bytes omitted …]\n{}",
+        &clean[..head],
+        tail - head,
+        &clean[tail..]
+    )
+}
+
+fn floor(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil(s: &str, mut i: usize) -> usize {
+    while i < s.len() && !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// The outcome of a unit's validation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Validation {
+    /// Every command exited 0.
+    Passed(Vec<CheckResult>),
+    /// The last result is the command that failed.
+    Failed(Vec<CheckResult>),
+    /// Cancelled before it finished.
+    Cancelled,
+}
+
+/// Runs `commands` in `cwd` with `env` added, each bounded by `timeout`.
+pub async fn run_validation(
+    commands: &[ValidationCommand],
+    cwd: &Path,
+    env: &[(String, String)],
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Validation {
+    let mut results = Vec::with_capacity(commands.len());
+    for c in commands {
+        let r = match run_one(c, cwd, env, timeout, cancel).await {
+            Some(r) => r,
+            None => return Validation::Cancelled,
+        };
+        let ok = r.ok;
+        results.push(r);
+        if !ok {
+            return Validation::Failed(results);
+        }
+    }
+    Validation::Passed(results)
+}
+
+/// `None` when cancelled.
+async fn run_one(
+    c: &ValidationCommand,
+    cwd: &Path,
+    env: &[(String, String)],
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Option<CheckResult> {
+    let started = Instant::now();
+    let shown = c.display();
+    let fail = |error: String, output: String| CheckResult {
+        command: shown.clone(),
+        ok: false,
+        exit_code: None,
+        error: Some(error),
+        output,
+        duration_ms: started.elapsed().as_millis() as u64,
+    };
+    let (reader, writer) = match std::io::pipe() {
+        Ok(p) => p,
+        Err(e) => return Some(fail(format!("cannot create a pipe: {e}"), String::new())),
+    };
+    let writer2 = match writer.try_clone() {
+        Ok(w) => w,
+        Err(e) => return Some(fail(format!("cannot create a pipe: {e}"), String::new())),
+    };
+    let mut cmd = tokio::process::Command::new(&c.command);
+    cmd.args(&c.args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::from(writer2))
+        .process_group(0)
+        .kill_on_drop(true);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            drop(cmd);
+            return Some(fail(
+                format!("cannot start `{}`: {e}", c.command),
+                String::new(),
+            ));
+        }
+    };
+    // The parent's copies of the write ends live in `cmd`; drop them so EOF can arrive.
+    drop(cmd);
+    let pgid = child.id().map(|p| p as i32);
+    let reading = std::thread::spawn(move || read_bounded(reader));
+
+    let outcome = tokio::select! {
+        status = child.wait() => Ok(status),
+        _ = tokio::time::sleep(timeout) => Err(false),
+        _ = cancel.cancelled() => Err(true),
+    };
+    // Whatever happened, nothing of the command's group may outlive it (a daemon holding the pipe
+    // would otherwise keep us waiting for EOF).
+    if let Some(pgid) = pgid {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pgid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let _ = child.wait().await;
+    let output = tokio::task::spawn_blocking(move || reading.join().unwrap_or_default())
+        .await
+        .unwrap_or_default();
+    let duration_ms = started.elapsed().as_millis() as u64;
+    match outcome {
+        Ok(Ok(status)) => {
+            use std::os::unix::process::ExitStatusExt;
+            let error = status.signal().map(|s| format!("killed by signal {s}"));
+            Some(CheckResult {
+                command: shown,
+                ok: status.success(),
+                exit_code: status.code(),
+                error,
+                output,
+                duration_ms,
+            })
+        }
+        Ok(Err(e)) => Some(fail(format!("cannot wait for the command: {e}"), output)),
+        Err(false) => Some(CheckResult {
+            command: shown,
+            ok: false,
+            exit_code: None,
+            error: Some(format!(
+                "timed out after {}s and was killed",
+                timeout.as_secs()
+            )),
+            output,
+            duration_ms,
+        }),
+        Err(true) => None,
+    }
+}
+
+/// Reads a pipe to its end, keeping its first and last bytes within [`EVIDENCE_BOUND`].
+fn read_bounded(mut reader: std::io::PipeReader) -> String {
+    let head_cap = EVIDENCE_BOUND / 4;
+    let tail_cap = EVIDENCE_BOUND - head_cap;
+    let mut head: Vec<u8> = Vec::new();
+    let mut tail: std::collections::VecDeque<u8> = std::collections::VecDeque::new();
+    let mut dropped = 0usize;
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let mut chunk = &buf[..n];
+        if head.len() < head_cap {
+            let take = chunk.len().min(head_cap - head.len());
+            head.extend_from_slice(&chunk[..take]);
+            chunk = &chunk[take..];
+        }
+        tail.extend(chunk.iter().copied());
+        while tail.len() > tail_cap {
+            tail.pop_front();
+            dropped += 1;
+        }
+    }
+    let mut text = String::from_utf8_lossy(&head).into_owned();
+    if dropped > 0 {
+        text.push_str(&format!("\n[… {dropped} bytes omitted …]\n"));
+    }
+    let tail: Vec<u8> = tail.into_iter().collect();
+    text.push_str(&String::from_utf8_lossy(&tail));
+    bounded(&text, EVIDENCE_BOUND + 64)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn cmd(command: &str, args: &[&str]) -> ValidationCommand {
+        ValidationCommand {
+            command: command.into(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[tokio::test]
+    async fn stops_at_the_first_failure_with_interleaved_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let cancel = CancellationToken::new();
+        let v = run_validation(
+            &[
+                cmd("true", &[]),
+                cmd(
+                    "sh",
+                    &["-c", "echo out; echo err >&2; echo $FLOW_X; exit 3"],
+                ),
+                cmd("true", &[]),
+            ],
+            dir.path(),
+            &[("FLOW_X".into(), "seen".into())],
+            Duration::from_secs(30),
+            &cancel,
+        )
+        .await;
+        let Validation::Failed(results) = v else {
+            panic!("expected a failure, got {v:?}")
+        };
+        assert_eq!(results.len(), 2);
+        assert!(results[0].ok);
+        assert_eq!(results[1].exit_code, Some(3));
+        assert_eq!(results[1].output, "out\nerr\nseen\n");
+    }
+
+    #[tokio::test]
+    async fn a_missing_program_and_a_timeout_are_failures() {
+        let dir = tempfile::tempdir().unwrap();
+        let cancel = CancellationToken::new();
+        let v = run_validation(
+            &[cmd("definitely-not-a-program-xyz", &[])],
+            dir.path(),
+            &[],
+            Duration::from_secs(30),
+            &cancel,
+        )
+        .await;
+        let Validation::Failed(r) = v else { panic!() };
+        assert!(r[0].error.as_deref().unwrap().contains("cannot start"));
+        let v = run_validation(
+            &[cmd("sh", &["-c", "sleep 5 & sleep 5"])],
+            dir.path(),
+            &[],
+            Duration::from_millis(200),
+            &cancel,
+        )
+        .await;
+        let Validation::Failed(r) = v else { panic!() };
+        assert!(r[0].error.as_deref().unwrap().contains("timed out"));
+    }
+
+    #[test]
+    fn bounded_keeps_both_ends() {
+        let text = format!("{}{}", "a".repeat(5000), "z".repeat(5000));
+        let out = bounded(&text, 1000);
+        assert!(out.starts_with(&"a".repeat(250)));
+        assert!(out.ends_with(&"z".repeat(750)));
+        assert!(out.contains("9000 bytes omitted"));
+        assert_eq!(bounded("a\u{1b}[1m", 100), "a\u{FFFD}[1m");
+    }
+}

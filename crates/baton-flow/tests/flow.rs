@@ -1,0 +1,796 @@
+//! Flow against real git in temp repositories, with `command`-backend implementer and reviewer
+//! scripts. No test waits on time: children synchronise through files, and crashes are simulated
+//! at exact events with the crash hook.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use baton_flow::event::{BlockReason, FailureKind, UnitOutcome};
+use baton_flow::lock::RepoLock;
+use baton_flow::state::FlowEnd;
+use baton_flow::{
+    abandon, continue_flow, resume, start, status, CrashHook, CrashMode, FlowError, FlowEvent,
+    FlowStatus, FlowStore, Notice, Phase, UnitSpec, UnitStatus, ValidationCommand,
+};
+use baton_protocol::ModelClass;
+use common::{reviewed, unit, Fx};
+use pretty_assertions::assert_eq;
+use tokio_util::sync::CancellationToken;
+
+async fn run(fx: &Fx, units: &[UnitSpec]) -> FlowStatus {
+    start(&fx.env(4), units, &CancellationToken::new())
+        .await
+        .unwrap()
+}
+
+fn kinds(fx: &Fx, id: &str) -> Vec<String> {
+    FlowStore::for_repo(&fx.repo())
+        .read_records(id)
+        .unwrap()
+        .into_iter()
+        .map(|r| match r.event.unit() {
+            Some(u) => format!("{}@{u}", r.event.kind()),
+            None => r.event.kind().to_string(),
+        })
+        .collect()
+}
+
+fn count(list: &[String], item: &str) -> usize {
+    list.iter().filter(|l| l.as_str() == item).count()
+}
+
+fn with_validation(mut u: UnitSpec, command: &str, args: &[&str]) -> UnitSpec {
+    u.validation = vec![ValidationCommand {
+        command: command.into(),
+        args: args.iter().map(|s| s.to_string()).collect(),
+    }];
+    u
+}
+
+fn block_of(s: &FlowStatus, unit: &str) -> (BlockReason, u32, String) {
+    let u = &s.state.units[s.state.unit_index(unit).unwrap()];
+    let b = u.block.clone().unwrap();
+    (b.reason, b.attempt, b.evidence)
+}
+
+fn failure(s: &FlowStatus) -> (FailureKind, Option<String>, String) {
+    match &s.state.end {
+        Some(FlowEnd::Failed {
+            kind,
+            unit,
+            message,
+        }) => (*kind, unit.clone(), message.clone()),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn happy_path_integrates_in_declared_order_and_rebases_onto_advanced_main() {
+    let fx = Fx::new();
+    fx.reviewer("b", None, "printf ' PASS\\n'\n");
+    let s = run(
+        &fx,
+        &[
+            unit("a"),
+            reviewed("b", "b.txt holds the unit id"),
+            unit("c"),
+        ],
+    )
+    .await;
+    assert_eq!(
+        s.phase,
+        Phase::Completed,
+        "{}",
+        baton_flow::render::report(&s)
+    );
+    assert_eq!(fx.subjects(), ["unit c", "unit b", "unit a", "initial"]);
+    assert_eq!(fx.main().run(["rev-list", "--merges", "main"]).unwrap(), "");
+    assert!(fx.clean());
+    assert_eq!(fx.worktrees(), Vec::<PathBuf>::new());
+    assert_eq!(fx.branches(), ["main"]);
+    for f in ["a.txt", "b.txt", "c.txt"] {
+        assert!(fx.repo().join(f).is_file(), "{f}");
+    }
+    let statuses: Vec<UnitStatus> = s.state.units.iter().map(|u| u.status).collect();
+    assert_eq!(statuses, [UnitStatus::Integrated; 3]);
+    let mut calls = fx.calls();
+    calls.sort();
+    assert_eq!(calls, ["impl a 0", "impl b 0", "impl c 0", "review b 0"]);
+
+    let k = kinds(&fx, &s.state.id);
+    // Only the units after the first needed a rebase.
+    assert_eq!(count(&k, "unit.rebasing@a"), 0);
+    assert_eq!(count(&k, "unit.rebasing@b"), 1);
+    assert_eq!(count(&k, "unit.rebasing@c"), 1);
+    // Every worktree existed before the first implementer started.
+    let last_created = k
+        .iter()
+        .rposition(|e| e.starts_with("unit.worktree_created"))
+        .unwrap();
+    let first_impl = k
+        .iter()
+        .position(|e| e.starts_with("unit.implementer_started"))
+        .unwrap();
+    assert!(last_created < first_impl, "{k:?}");
+    // Integration in declared order.
+    let merged: Vec<&String> = k.iter().filter(|e| e.starts_with("unit.merged")).collect();
+    assert_eq!(merged, ["unit.merged@a", "unit.merged@b", "unit.merged@c"]);
+
+    // The reviewer got the exact packet and the criterion.
+    let b = &s.state.units[1];
+    let packet = fx.task_text("review", "b", 0);
+    assert!(packet.contains("b.txt holds the unit id"), "{packet}");
+    assert!(packet.contains(b.base.as_deref().unwrap()), "{packet}");
+    assert!(packet.contains(b.tip.as_deref().unwrap()), "{packet}");
+    let patch = b.patch_path.clone().unwrap();
+    assert!(packet.contains(&patch.display().to_string()));
+    let expected = fx
+        .main()
+        .diff(b.base.as_deref().unwrap(), b.tip.as_deref().unwrap())
+        .unwrap();
+    assert_eq!(std::fs::read(&patch).unwrap(), expected);
+
+    // Status from a fresh reader, and the snapshot.
+    let listed = status(&fx.repo(), None, &[]).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].phase, Phase::Completed);
+    assert_eq!(listed[0].state, s.state);
+    let snap: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            FlowStore::for_repo(&fx.repo())
+                .snapshot_path(&s.state.id)
+                .unwrap(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(snap["id"], s.state.id.as_str());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn implementers_really_run_at_the_same_time() {
+    // Each implementer waits until the other has started: only parallel execution can finish.
+    let fx = Fx::new();
+    let d = fx.scripts();
+    for (me, other) in [("a", "b"), ("b", "a")] {
+        fx.implementer(
+            me,
+            None,
+            &format!(
+                "touch '{d}/{me}.started'\ni=0\nwhile [ ! -f '{d}/{other}.started' ]; do i=$((i+1)); [ $i -gt 3000 ] && exit 7; sleep 0.01; done\n{}",
+                common::COMMIT_OWN_FILE,
+                d = d.display()
+            ),
+        );
+    }
+    let s = run(&fx, &[unit("a"), unit("b")]).await;
+    assert_eq!(
+        s.phase,
+        Phase::Completed,
+        "{}",
+        baton_flow::render::report(&s)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebase_conflict_ends_the_flow_and_keeps_the_worktrees() {
+    let fx = Fx::new();
+    for u in ["a", "b"] {
+        fx.implementer(
+            u,
+            None,
+            &format!("echo '{u} was here' > README\ntouch {u}.txt\ngit add -A\ngit -c user.name=I -c user.email=i@x commit -qm 'unit {u}'\n"),
+        );
+    }
+    let s = run(&fx, &[unit("a"), unit("b"), unit("c")]).await;
+    assert_eq!(s.phase, Phase::Failed);
+    let (kind, at, message) = failure(&s);
+    assert_eq!(
+        (kind, at.as_deref()),
+        (FailureKind::RebaseConflict, Some("b"))
+    );
+    assert!(message.contains("README"), "{message}");
+    assert_eq!(fx.subjects(), ["unit a", "initial"]);
+    // b and c keep their worktrees; b is not left mid-rebase and keeps its commit.
+    let b = &s.state.units[1];
+    let wt = fx.git(b.path.as_ref().unwrap());
+    assert!(!wt.rebase_in_progress().unwrap());
+    assert!(wt.is_clean().unwrap());
+    assert_eq!(fx.worktrees().len(), 2);
+    assert_eq!(s.state.units[2].status, UnitStatus::Implemented);
+    // Integrated units are never rolled back; a new Flow may start.
+    assert!(fx.repo().join("a.txt").is_file());
+    let again = run(&fx, &[unit("d")]).await;
+    assert_eq!(again.phase, Phase::Completed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebase_that_drops_every_commit_is_a_validated_no_op() {
+    let fx = Fx::new();
+    let same = "echo same > shared.txt\ngit add shared.txt\ngit -c user.name=I -c user.email=i@x commit -qm \"unit $BATON_FLOW_UNIT\"\n";
+    fx.implementer("a", None, same);
+    fx.implementer("b", None, same);
+    let check = |u: UnitSpec| with_validation(u, "test", &["-f", "shared.txt"]);
+    let s = run(
+        &fx,
+        &[check(unit("a")), check(reviewed("b", "never asked"))],
+    )
+    .await;
+    assert_eq!(
+        s.phase,
+        Phase::Completed,
+        "{}",
+        baton_flow::render::report(&s)
+    );
+    let b = &s.state.units[1];
+    assert_eq!(b.status, UnitStatus::NoOp);
+    assert_eq!(b.outcome, Some(UnitOutcome::NoOp));
+    assert_eq!(b.base, b.tip);
+    assert_eq!(b.validation.len(), 1, "a no-op is still validated");
+    assert!(
+        !fx.calls().iter().any(|c| c.starts_with("review")),
+        "{:?}",
+        fx.calls()
+    );
+    assert_eq!(fx.subjects(), ["unit a", "initial"]);
+    assert_eq!(fx.worktrees(), Vec::<PathBuf>::new());
+    assert_eq!(fx.branches(), ["main"]);
+    let k = kinds(&fx, &s.state.id);
+    assert_eq!(count(&k, "unit.merging@b"), 0);
+}
+
+/// Runs a, b, c where b behaves as given; returns the paused status.
+async fn blocked_b(fx: &Fx, b: UnitSpec) -> FlowStatus {
+    let s = run(fx, &[unit("a"), b, unit("c")]).await;
+    assert_eq!(s.phase, Phase::Paused, "{}", baton_flow::render::report(&s));
+    // The Flow paused at b: a is in, c is untouched, both b and c keep their worktrees.
+    assert_eq!(fx.subjects(), ["unit a", "initial"]);
+    assert_eq!(s.state.units[0].status, UnitStatus::Integrated);
+    assert_eq!(s.state.units[1].status, UnitStatus::Blocked);
+    assert_eq!(s.state.units[2].status, UnitStatus::Implemented);
+    assert_eq!(fx.worktrees().len(), 2);
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_kind_of_block_pauses_at_the_first_blocked_unit() {
+    // The implementer fails.
+    let fx = Fx::new();
+    fx.implementer("b", None, "echo 'cannot parse config' >&2\nexit 3\n");
+    let s = blocked_b(&fx, unit("b")).await;
+    let (reason, attempt, evidence) = block_of(&s, "b");
+    assert_eq!((reason, attempt), (BlockReason::ImplementerFailed, 0));
+    assert!(
+        evidence.contains("cannot parse config") && evidence.contains('3'),
+        "{evidence}"
+    );
+
+    // No commits.
+    let fx = Fx::new();
+    fx.implementer("b", None, "echo 'nothing to do'\n");
+    let s = blocked_b(&fx, unit("b")).await;
+    assert_eq!(block_of(&s, "b").0, BlockReason::NoCommits);
+
+    // Uncommitted changes (even with the file the validation wants).
+    let fx = Fx::new();
+    fx.implementer("b", None, "echo b > b.txt\n");
+    let s = blocked_b(&fx, unit("b")).await;
+    let (reason, _, evidence) = block_of(&s, "b");
+    assert_eq!(reason, BlockReason::Uncommitted);
+    assert!(evidence.contains("b.txt"), "{evidence}");
+
+    // Validation fails; its output is the evidence.
+    let fx = Fx::new();
+    fx.implementer("b", None, "echo x > wrong.txt\ngit add -A\ngit -c user.name=I -c user.email=i@x commit -qm 'wrong b'\n");
+    let s = blocked_b(
+        &fx,
+        with_validation(
+            unit("b"),
+            "sh",
+            &["-c", "echo checking b.txt; test -f b.txt"],
+        ),
+    )
+    .await;
+    let (reason, _, evidence) = block_of(&s, "b");
+    assert_eq!(reason, BlockReason::ValidationFailed);
+    assert!(
+        evidence.contains("checking b.txt") && evidence.contains("exit code 1"),
+        "{evidence}"
+    );
+
+    // Review: `PASS.` and findings are not approval.
+    for answer in [
+        "printf 'PASS.'",
+        "printf 'b.txt lacks a trailing newline\\n'",
+    ] {
+        let fx = Fx::new();
+        fx.reviewer("b", None, answer);
+        let s = blocked_b(&fx, reviewed("b", "b.txt ends with a newline")).await;
+        let (reason, _, evidence) = block_of(&s, "b");
+        assert_eq!(reason, BlockReason::ReviewFindings);
+        assert!(evidence.contains("only `PASS` approves"), "{evidence}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_repair_with_guidance_unblocks_and_the_flow_finishes() {
+    let fx = Fx::new();
+    fx.implementer("b", Some(0), "echo x > wrong.txt\ngit add -A\ngit -c user.name=I -c user.email=i@x commit -qm 'wrong b'\n");
+    fx.implementer("b", Some(1), common::COMMIT_OWN_FILE);
+    let b = reviewed("b", "b.txt holds b");
+    let s = blocked_b(&fx, b).await;
+    assert_eq!(block_of(&s, "b").0, BlockReason::ValidationFailed);
+
+    let env = fx.env(4);
+    let refused = continue_flow(&env, None, "  ", None, &CancellationToken::new()).await;
+    assert!(matches!(refused, Err(FlowError::Input(ref e)) if e.field == "guidance"));
+
+    let s = continue_flow(
+        &env,
+        None,
+        "Create b.txt, as the validation says.",
+        Some(ModelClass::Fast),
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        s.phase,
+        Phase::Completed,
+        "{}",
+        baton_flow::render::report(&s)
+    );
+    assert_eq!(
+        fx.subjects(),
+        ["unit c", "unit b", "wrong b", "unit a", "initial"]
+    );
+    assert_eq!(fx.worktrees(), Vec::<PathBuf>::new());
+    // The repair got the original task, the validation, the evidence and the guidance.
+    let task = fx.task_text("impl", "b", 1);
+    for needle in [
+        "Add b.txt",
+        "test -f b.txt",
+        "validation failed",
+        "Create b.txt, as the validation says.",
+    ] {
+        assert!(task.contains(needle), "missing {needle:?} in:\n{task}");
+    }
+    // The repaired unit was reviewed afresh, with the repair's class; c's implementer never reran.
+    let calls = fx.calls();
+    assert_eq!(count(&calls, "impl b 1"), 1);
+    assert_eq!(count(&calls, "review b 1"), 1);
+    assert_eq!(count(&calls, "impl c 0"), 1);
+    let records = FlowStore::for_repo(&fx.repo())
+        .read_records(&s.state.id)
+        .unwrap();
+    let classes: Vec<Option<ModelClass>> = records
+        .iter()
+        .filter_map(|r| match &r.event {
+            FlowEvent::RepairStarted { model_class, .. }
+            | FlowEvent::Reviewing { model_class, .. } => Some(*model_class),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(classes, [Some(ModelClass::Fast), Some(ModelClass::Fast)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_block_is_terminal_and_keeps_the_worktrees() {
+    let fx = Fx::new();
+    fx.implementer("b", None, "echo still nothing\n");
+    let s = blocked_b(&fx, unit("b")).await;
+    assert_eq!(block_of(&s, "b").0, BlockReason::NoCommits);
+    let env = fx.env(4);
+    let s = continue_flow(
+        &env,
+        None,
+        "Commit b.txt this time.",
+        None,
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(s.phase, Phase::Failed);
+    let (kind, at, message) = failure(&s);
+    assert_eq!(
+        (kind, at.as_deref()),
+        (FailureKind::BlockedAgain, Some("b"))
+    );
+    assert!(message.contains("kept"), "{message}");
+    assert_eq!(fx.worktrees().len(), 2);
+    assert_eq!(fx.subjects(), ["unit a", "initial"]);
+    let again = continue_flow(
+        &env,
+        Some(&s.state.id),
+        "more",
+        None,
+        &CancellationToken::new(),
+    )
+    .await;
+    assert!(matches!(again, Err(FlowError::WrongPhase(_))), "{again:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_fast_forward_with_main_not_at_the_tip_is_terminal() {
+    let fx = Fx::new();
+    fx.implementer(
+        "a",
+        None,
+        "echo changed > README\ntouch a.txt\ngit add -A\ngit -c user.name=I -c user.email=i@x commit -qm 'unit a'\n",
+    );
+    // The reviewer (wrongly) edits Main's checkout: git then refuses to overwrite README.
+    fx.reviewer(
+        "a",
+        None,
+        &format!(
+            "echo local edit > '{}/README'\nprintf PASS\n",
+            fx.repo().display()
+        ),
+    );
+    let s = run(&fx, &[reviewed("a", "fine"), unit("b")]).await;
+    assert_eq!(s.phase, Phase::Failed);
+    let (kind, at, message) = failure(&s);
+    assert_eq!((kind, at.as_deref()), (FailureKind::MergeFailed, Some("a")));
+    assert!(
+        message.contains("README") || message.contains("overwritten"),
+        "{message}"
+    );
+    assert_eq!(fx.subjects(), ["initial"]);
+    assert_eq!(fx.worktrees().len(), 2, "a's worktree is kept (and b's)");
+    assert!(fx.branches().iter().any(|b| b.ends_with("-a")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cleanup_refusal_is_a_completion_warning() {
+    let fx = Fx::new();
+    // The validation leaves an untracked file behind, so a non-forced remove refuses.
+    let a = with_validation(
+        unit("a"),
+        "sh",
+        &["-c", "echo built > build.log; test -f a.txt"],
+    );
+    let s = run(&fx, &[a, unit("b")]).await;
+    assert_eq!(
+        s.phase,
+        Phase::Completed,
+        "{}",
+        baton_flow::render::report(&s)
+    );
+    let a = &s.state.units[0];
+    let path = a.path.clone().unwrap();
+    let branch = a.branch.clone().unwrap();
+    let warnings = match &s.state.end {
+        Some(FlowEnd::Completed { warnings }) => warnings.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[0].contains(&path.display().to_string()),
+        "{warnings:?}"
+    );
+    assert!(warnings[1].contains(&branch), "{warnings:?}");
+    assert!(path.join("build.log").is_file());
+    assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
+    assert_eq!(fx.worktrees(), vec![path]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_and_failed_preconditions_change_nothing() {
+    let fx = Fx::new();
+    let env = fx.env(2);
+    let cancel = CancellationToken::new();
+    let flows = fx.repo().join(".baton/state/flows");
+
+    let none = start(&env, &[], &cancel).await.unwrap_err();
+    assert!(none.is_refusal());
+    assert!(
+        matches!(none, FlowError::Input(ref e) if e.field == "units"),
+        "{none}"
+    );
+    let mut no_validation = unit("a");
+    no_validation.validation.clear();
+    let e = start(&env, &[no_validation], &cancel).await.unwrap_err();
+    assert!(
+        matches!(e, FlowError::Input(ref e) if e.field == "units[0].validation"),
+        "{e}"
+    );
+    let e = start(&env, &[unit("a"), unit("a")], &cancel)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, FlowError::Input(ref e) if e.field == "units[1].id"),
+        "{e}"
+    );
+    let e = start(&env, &[reviewed("a", " ")], &cancel)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, FlowError::Input(ref e) if e.field == "units[0].review"),
+        "{e}"
+    );
+
+    // A dirty tree.
+    fx.write("scratch.txt", "x");
+    let e = start(&env, &[unit("a")], &cancel).await.unwrap_err();
+    assert!(
+        e.is_refusal() && e.to_string().contains("uncommitted"),
+        "{e}"
+    );
+    std::fs::remove_file(fx.repo().join("scratch.txt")).unwrap();
+
+    // A detached HEAD.
+    fx.main().run(["checkout", "-q", "--detach"]).unwrap();
+    let e = start(&env, &[unit("a")], &cancel).await.unwrap_err();
+    assert!(e.to_string().contains("detached"), "{e}");
+    fx.main().run(["checkout", "-q", "main"]).unwrap();
+
+    // Not a repository; a repository without commits.
+    let mut outside = fx.env(1);
+    outside.delegate.cwd = fx.scripts();
+    let e = start(&outside, &[unit("a")], &cancel).await.unwrap_err();
+    assert!(e.to_string().contains("not inside a git repository"), "{e}");
+    let empty = fx.tmp.path().join("empty");
+    fx.git(&empty).init("trunk").unwrap();
+    let mut unborn = fx.env(1);
+    unborn.delegate.cwd = empty;
+    let e = start(&unborn, &[unit("a")], &cancel).await.unwrap_err();
+    assert!(e.to_string().contains("no commits"), "{e}");
+
+    assert!(!flows.exists());
+    assert_eq!(fx.worktrees(), Vec::<PathBuf>::new());
+    assert_eq!(fx.calls(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setup_failure_launches_nothing_and_removes_what_it_created() {
+    let fx = Fx::new();
+    let mut env = fx.env(2);
+    // As soon as a's worktree exists, put something in the way of b's.
+    env.observer = Some(Arc::new(|n: Notice<'_>| {
+        if let Notice::Event(r) = n {
+            if let FlowEvent::WorktreeCreated { unit, path, .. } = &r.event {
+                if unit == "a" {
+                    let name = path.file_name().unwrap().to_string_lossy().to_string();
+                    let b = path.with_file_name(format!("{}b", name.strip_suffix('a').unwrap()));
+                    std::fs::create_dir_all(&b).unwrap();
+                    std::fs::write(b.join("obstacle"), "x").unwrap();
+                }
+            }
+        }
+    }));
+    let s = start(
+        &env,
+        &[unit("a"), unit("b"), unit("c")],
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(s.phase, Phase::Failed);
+    let (kind, at, message) = failure(&s);
+    assert_eq!((kind, at.as_deref()), (FailureKind::Setup, Some("b")));
+    assert!(message.contains("No implementer was launched"), "{message}");
+    assert_eq!(fx.calls(), Vec::<String>::new());
+    assert_eq!(fx.worktrees(), Vec::<PathBuf>::new());
+    assert_eq!(fx.branches(), ["main"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_flow_is_refused_by_the_lock_and_by_an_active_flow() {
+    let fx = Fx::new();
+    let common = fx.main().git_common_dir().unwrap();
+    let held = RepoLock::acquire(&common).unwrap();
+    let e = start(&fx.env(2), &[unit("a")], &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(e.is_refusal());
+    assert!(e.to_string().contains("another Flow is running"), "{e}");
+    drop(held);
+
+    // A paused Flow is still the repository's active Flow.
+    fx.implementer("b", None, "exit 1\n");
+    let paused = blocked_b(&fx, unit("b")).await;
+    let e = start(&fx.env(2), &[unit("d")], &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("paused") && e.to_string().contains(&paused.state.id),
+        "{e}"
+    );
+    let resumed = resume(&fx.env(2), None, &CancellationToken::new()).await;
+    assert!(
+        matches!(resumed, Err(FlowError::WrongPhase(_))),
+        "{resumed:?}"
+    );
+
+    // Abandoning it frees the repository; its worktrees stay.
+    let gone = abandon(&fx.env(2), None, Some("resliced by hand")).unwrap();
+    assert_eq!(gone.phase, Phase::Abandoned);
+    assert_eq!(fx.worktrees().len(), 2);
+    let s = run(&fx, &[unit("d")]).await;
+    assert_eq!(s.phase, Phase::Completed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn main_moved_outside_the_flow_halts_until_it_is_restored() {
+    let fx = Fx::new();
+    let mut env = fx.env(2);
+    env.crash = CrashHook::parse("flow.implementers_settled", CrashMode::Error);
+    let start_oid = fx.head();
+    let e = start(&env, &[unit("a"), unit("b")], &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(e, FlowError::SimulatedCrash(_)), "{e}");
+    fx.write("README", "someone else\n");
+    fx.main().commit_all("outside").unwrap();
+    let s = resume(&fx.env(2), None, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(s.phase, Phase::Interrupted);
+    assert!(s
+        .state
+        .halted
+        .as_deref()
+        .unwrap()
+        .contains("moved outside the Flow"));
+    fx.main()
+        .run(["reset", "-q", "--hard", &start_oid])
+        .unwrap();
+    let s = resume(&fx.env(2), None, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(s.phase, Phase::Completed);
+    assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
+}
+
+/// The process stops right after each kind of event; a resume must finish the Flow with every
+/// unit merged exactly once and every child run exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_killed_at_each_step_resumes_without_merging_twice() {
+    let steps = [
+        "flow.created",
+        "flow.driver",
+        "unit.worktree_creating@a",
+        "unit.worktree_created@a",
+        "unit.worktree_creating@b",
+        "unit.implementer_started@a",
+        "unit.implementer_started@b",
+        "unit.implementer_finished@a",
+        "unit.implementer_finished@b",
+        "flow.implementers_settled",
+        "unit.derived@a",
+        "unit.validating@a",
+        "unit.validated@a",
+        "unit.merging@a",
+        "unit.merged@a",
+        "unit.cleaning@a",
+        "unit.finished@a",
+        "unit.rebasing@b",
+        "unit.rebased@b",
+        "unit.derived@b",
+        "unit.validated@b",
+        "unit.reviewing@b",
+        "unit.reviewed@b",
+        "unit.merging@b",
+        "unit.merged@b",
+        "unit.cleaning@b",
+        "unit.finished@b",
+    ];
+    for step in steps {
+        let fx = Fx::new();
+        let mut env = fx.env(1);
+        env.crash = CrashHook::parse(step, CrashMode::Error);
+        let e = start(
+            &env,
+            &[unit("a"), reviewed("b", "ok")],
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(e, FlowError::SimulatedCrash(_)), "{step}: {e}");
+        let seen = status(&fx.repo(), None, &[]).unwrap();
+        assert_eq!(seen[0].phase, Phase::Interrupted, "{step}");
+        let state = &seen[0].state;
+
+        // Things the dead process may have done after its last event.
+        match step {
+            "unit.worktree_creating@b" => {
+                // `git worktree add` ran; its event never got written.
+                let id = baton_flow::engine::unit_worktree_id(&state.id, "b");
+                baton_exec::worktree::create_child_worktree(&fx.repo(), &fx.wt_root(), &id)
+                    .unwrap();
+            }
+            "unit.merging@a" | "unit.merging@b" => {
+                // git merged; the process died before recording it.
+                let u = &state.units[if step.ends_with('a') { 0 } else { 1 }];
+                fx.main()
+                    .merge_ff_only(u.merging_tip.as_deref().unwrap())
+                    .unwrap();
+            }
+            "unit.rebasing@b" => {
+                let b = &state.units[1];
+                let wt = fx.git(b.path.as_ref().unwrap());
+                wt.rebase_onto(&state.main_oid, b.base.as_deref().unwrap())
+                    .unwrap();
+            }
+            "unit.cleaning@a" => {
+                let a = &state.units[0];
+                fx.main()
+                    .worktree_remove(a.path.as_ref().unwrap(), false)
+                    .unwrap();
+            }
+            _ => {}
+        }
+
+        let s = resume(&fx.env(1), None, &CancellationToken::new())
+            .await
+            .unwrap();
+        assert_eq!(
+            s.phase,
+            Phase::Completed,
+            "{step}: {}",
+            baton_flow::render::report(&s)
+        );
+        assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"], "{step}");
+        assert_eq!(fx.worktrees(), Vec::<PathBuf>::new(), "{step}");
+        assert_eq!(fx.branches(), ["main"], "{step}");
+        assert!(fx.clean(), "{step}");
+        let calls = fx.calls();
+        for c in ["impl a 0", "impl b 0", "review b 0"] {
+            assert_eq!(count(&calls, c), 1, "{step}: {calls:?}");
+        }
+        let k = kinds(&fx, &s.state.id);
+        assert_eq!(count(&k, "unit.merged@a"), 1, "{step}: {k:?}");
+        assert_eq!(count(&k, "unit.merged@b"), 1, "{step}: {k:?}");
+        assert_eq!(count(&k, "flow.completed"), 1, "{step}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tools_speak_the_same_contract() {
+    use baton_agent::tools::{Tool, ToolContext};
+    use baton_flow::tool::{DelegateFlowContinueTool, DelegateFlowTool};
+
+    let fx = Fx::new();
+    fx.implementer("b", Some(0), "echo nothing\n");
+    fx.implementer("b", Some(1), common::COMMIT_OWN_FILE);
+    let env = Arc::new(fx.env(2));
+    let flow = DelegateFlowTool { env: env.clone() };
+    let cont = DelegateFlowContinueTool { env };
+    let ctx = ToolContext::new(fx.repo());
+
+    let out = flow.run(serde_json::json!({"units": []}), &ctx).await;
+    assert!(
+        out.is_error && out.output.contains("`units`"),
+        "{}",
+        out.output
+    );
+
+    let units = serde_json::json!({"units": [
+        {"id": "a", "name": "A", "task": "Add a.txt", "validation": [{"command": "test", "args": ["-f", "a.txt"]}]},
+        {"id": "b", "name": "B", "task": "Add b.txt", "modelClass": "fast", "validation": [{"command": "test", "args": ["-f", "b.txt"]}]}
+    ]});
+    let out = flow.run(units, &ctx).await;
+    assert!(out.is_error, "{}", out.output);
+    assert!(
+        out.output.contains("paused") && out.output.contains("delegate_flow_continue"),
+        "{}",
+        out.output
+    );
+
+    let out = cont
+        .run(
+            serde_json::json!({"guidance": "commit b.txt", "colour": 1}),
+            &ctx,
+        )
+        .await;
+    assert!(out.is_error && out.output.contains("colour"));
+    let out = cont
+        .run(serde_json::json!({"guidance": "commit b.txt"}), &ctx)
+        .await;
+    assert!(!out.is_error, "{}", out.output);
+    assert!(out.output.contains("completed"), "{}", out.output);
+    assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
+}
