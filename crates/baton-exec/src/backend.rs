@@ -1,1 +1,526 @@
-//! Backends (being written).
+//! Backends: how each agent program is launched ([`launch_for`]) and how its stdout is read
+//! ([`parser_for`]).
+//!
+//! | backend | program (default) | task goes to | stream |
+//! | --- | --- | --- | --- |
+//! | `baton` | the running baton binary | stdin (`-`) | [`StreamFormat::Baton`], docs/protocol.md |
+//! | `pi` | `pi` | stdin (pi reads piped stdin as the prompt) | [`StreamFormat::Pi`] |
+//! | `codex` | `codex` | stdin (`-`), after the role's instructions | [`StreamFormat::Codex`] |
+//! | `claude` | `claude` | stdin | [`StreamFormat::Claude`] |
+//! | `command` | the role's `command[0]` | stdin | [`StreamFormat::Plain`] |
+//!
+//! The task always travels on stdin, never in argv: a long task would hit the kernel's limit on one
+//! argument (128 KiB), and a task that starts with `-` would be read as a flag.
+//!
+//! Every child gets `BATON_CHILD=1`, so a baton started inside it (directly or from a tool) offers no
+//! delegation tools and delegation cannot recurse. `command` children also get `BATON_ROLE`,
+//! `BATON_CWD` and, when set, `BATON_MODEL`, `BATON_THINKING` and `BATON_MAX_TURNS`; the caller adds
+//! per-task context such as `BATON_TASK_NAME` through [`TaskSpec::extra_env`], which every backend
+//! passes on.
+
+// `ExecError` carries a partial `ChildResult` by value (a type shared across the crate), which
+// makes it large; launches are built once per child, so the size costs nothing that matters.
+#![allow(clippy::result_large_err)]
+
+mod baton;
+mod claude;
+mod codex;
+mod pi;
+mod plain;
+
+use std::path::PathBuf;
+
+use baton_protocol::role::{BackendKind, RoleSpec};
+use baton_protocol::{Route, ThinkingLevel, Usage};
+
+use crate::types::{Activity, ExecError, ExecErrorCode, Launch, StreamFormat};
+
+pub use plain::MAX_PLAIN_OUTPUT;
+
+/// Everything needed to build the [`Launch`] of one delegated task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskSpec {
+    pub backend: BackendKind,
+    pub role: RoleSpec,
+    /// The full task text.
+    pub task: String,
+    pub cwd: PathBuf,
+    /// `provider/model[:thinking]` resolved by the caller for the baton backend; for peers either
+    /// such a route or a bare model name of that program.
+    pub route: Option<String>,
+    /// A thinking level that overrides the route's.
+    pub thinking: Option<String>,
+    /// The program, from config `executor.programs.<backend>`; see [`default_program`].
+    pub program: Option<PathBuf>,
+    /// Baton backend: a file holding the frozen role, passed as `--role-file` (else `--role NAME`).
+    pub role_file: Option<PathBuf>,
+    pub max_turns: Option<u32>,
+    /// Added to the child's environment after the variables baton sets.
+    pub extra_env: Vec<(String, String)>,
+}
+
+/// The program a backend runs when config names none: the running baton binary for `baton`, the
+/// program's name (looked up on `PATH`) for the peers, nothing for `command` (the role names it).
+pub fn default_program(backend: BackendKind) -> Option<PathBuf> {
+    match backend {
+        BackendKind::Baton => std::env::current_exe().ok(),
+        BackendKind::Pi => Some("pi".into()),
+        BackendKind::Codex => Some("codex".into()),
+        BackendKind::Claude => Some("claude".into()),
+        BackendKind::Command => None,
+    }
+}
+
+/// The config key that names a backend's program, for error messages.
+pub fn program_key(backend: BackendKind) -> String {
+    format!("executor.programs.{}", backend.as_str())
+}
+
+/// Builds the child process for a task. Errors (code `prepare`) name the bad field.
+pub fn launch_for(spec: &TaskSpec) -> Result<Launch, ExecError> {
+    let thinking = match spec.thinking.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(t) => Some(
+            t.parse::<ThinkingLevel>()
+                .map_err(|e| prepare(format!("thinking: {e}")))?,
+        ),
+    };
+    if let Some(route) = &spec.route {
+        if route.trim().is_empty() || route.chars().any(char::is_control) {
+            return Err(prepare(format!(
+                "model `{route}` is not a usable route: pass `provider/model[:thinking]` or a model name"
+            )));
+        }
+    }
+    let mut env = vec![("BATON_CHILD".to_string(), "1".to_string())];
+    let mut launch = match spec.backend {
+        BackendKind::Baton => baton::launch(spec, thinking)?,
+        BackendKind::Pi => pi::launch(spec, thinking)?,
+        BackendKind::Codex => codex::launch(spec, thinking)?,
+        BackendKind::Claude => claude::launch(spec, thinking)?,
+        BackendKind::Command => plain::launch(spec, thinking, &mut env)?,
+    };
+    env.append(&mut launch.env);
+    env.extend(spec.extra_env.iter().cloned());
+    launch.env = env;
+    Ok(launch)
+}
+
+pub(crate) fn prepare(message: impl Into<String>) -> ExecError {
+    ExecError::new(ExecErrorCode::Prepare, message)
+}
+
+/// The configured or default program of a peer backend.
+pub(crate) fn program_of(spec: &TaskSpec) -> Result<PathBuf, ExecError> {
+    match spec
+        .program
+        .clone()
+        .or_else(|| default_program(spec.backend))
+    {
+        Some(p) if !p.as_os_str().is_empty() => Ok(p),
+        Some(_) | None => Err(prepare(format!(
+            "no program for the {} backend: set {}",
+            spec.backend.as_str(),
+            program_key(spec.backend)
+        ))),
+    }
+}
+
+/// A peer's model: a route `provider/model[:thinking]` split into its parts, or a bare model name.
+pub(crate) struct PeerModel {
+    pub provider: Option<String>,
+    pub model: String,
+    pub thinking: Option<ThinkingLevel>,
+}
+
+pub(crate) fn peer_model(route: &str) -> PeerModel {
+    match route.parse::<Route>() {
+        Ok(r) => PeerModel {
+            provider: Some(r.provider),
+            model: r.model,
+            thinking: r.thinking,
+        },
+        Err(_) => PeerModel {
+            provider: None,
+            model: route.to_string(),
+            thinking: None,
+        },
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Parsing
+
+/// How a child's stream said it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The final event reported success (the exit code still has to be 0).
+    Completed,
+    /// The final event reported that the model or agent failed.
+    Failed,
+    /// The child stopped at its turn limit.
+    TurnLimit,
+    /// The model's output token limit cut the final answer.
+    TokenLimit,
+    /// No final event was seen.
+    NoFinal,
+}
+
+/// What a parser learned from the whole stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedEnd {
+    /// The assistant's final answer (for `command` children: stdout).
+    pub final_text: String,
+    /// Bytes of the final answer dropped before it reached the output budget.
+    pub final_omitted: usize,
+    pub usage: Usage,
+    pub turns: u32,
+    pub tools_started: u32,
+    /// The child's own stop reason or outcome, when it gave one.
+    pub stop_reason: Option<String>,
+    /// An error the child reported (model failure and the like).
+    pub error_message: Option<String>,
+    pub verdict: Verdict,
+}
+
+impl ParsedEnd {
+    pub(crate) fn new() -> Self {
+        ParsedEnd {
+            final_text: String::new(),
+            final_omitted: 0,
+            usage: Usage::default(),
+            turns: 0,
+            tools_started: 0,
+            stop_reason: None,
+            error_message: None,
+            verdict: Verdict::NoFinal,
+        }
+    }
+}
+
+/// A line that is not an event this parser can read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a readable event line: {0}")]
+pub struct Malformed(pub String);
+
+/// Reads one child's stdout, line by line, into activity events and a final result.
+pub trait StreamParser: Send {
+    /// One complete line (without its newline). Activity it implies is pushed to `out` in order.
+    fn line(&mut self, line: &[u8], out: &mut Vec<Activity>) -> Result<(), Malformed>;
+    /// A line longer than [`crate::types::MAX_EVENT_LINE`]: only its first bytes and its length.
+    /// Parsers salvage what they can (a tool start's call id and tool name; a final event's type).
+    fn oversized(&mut self, prefix: &[u8], len: usize, out: &mut Vec<Activity>);
+    /// True for parsers that want the raw bytes (plain stdout) instead of lines.
+    fn wants_raw(&self) -> bool {
+        false
+    }
+    /// Raw stdout bytes, for parsers whose [`StreamParser::wants_raw`] is true.
+    fn raw(&mut self, _bytes: &[u8]) {}
+    /// What the stream said, so far; callable at any time (also after a kill).
+    fn finish(&mut self) -> ParsedEnd;
+}
+
+/// The parser for a stream format.
+pub fn parser_for(format: StreamFormat) -> Box<dyn StreamParser> {
+    match format {
+        StreamFormat::Baton => Box::new(baton::BatonParser::default()),
+        StreamFormat::Pi => Box::new(pi::PiParser::default()),
+        StreamFormat::Codex => Box::new(codex::CodexParser::default()),
+        StreamFormat::Claude => Box::new(claude::ClaudeParser::default()),
+        StreamFormat::Plain => Box::new(plain::PlainParser::default()),
+    }
+}
+
+/// Emits [`Activity::Thinking`] only when the child switches into thinking or streaming text, not
+/// for every delta.
+#[derive(Debug, Default)]
+pub(crate) struct ThinkingPulse {
+    on: bool,
+}
+
+impl ThinkingPulse {
+    pub fn thinking(&mut self, out: &mut Vec<Activity>) {
+        if !self.on {
+            self.on = true;
+            out.push(Activity::Thinking);
+        }
+    }
+    pub fn reset(&mut self) {
+        self.on = false;
+    }
+}
+
+/// Parses one line as JSON into `T`, mapping errors to [`Malformed`].
+pub(crate) fn json_line<'a, T: serde::Deserialize<'a>>(line: &'a [u8]) -> Result<T, Malformed> {
+    serde_json::from_slice(line).map_err(|e| Malformed(e.to_string()))
+}
+
+/// True for lines with nothing but whitespace, which every parser skips silently.
+pub(crate) fn blank(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_whitespace)
+}
+
+/// The first string found at `keys` (see [`crate::limits::Found::at`]).
+pub(crate) fn found_at<'f>(
+    found: &'f [crate::limits::Found],
+    keys: &[&str],
+) -> Option<&'f crate::limits::Found> {
+    found.iter().find(|f| f.at(keys) && f.complete)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use baton_protocol::role::{RoleFrontmatter, RoleSource};
+    use pretty_assertions::assert_eq;
+
+    pub(crate) fn role(tools: &[&str], command: Option<Vec<&str>>) -> RoleSpec {
+        RoleSpec {
+            meta: RoleFrontmatter {
+                name: "scout".into(),
+                description: "reads things".into(),
+                tools: tools.iter().map(|t| t.to_string()).collect(),
+                skills: vec![],
+                mcp: vec![],
+                isolation: None,
+                model_class: None,
+                backend: None,
+                command: command.map(|c| c.iter().map(|s| s.to_string()).collect()),
+            },
+            body: "You are a scout.".into(),
+            source: RoleSource::Builtin,
+        }
+    }
+
+    pub(crate) fn spec(backend: BackendKind) -> TaskSpec {
+        TaskSpec {
+            backend,
+            role: role(&["read", "grep"], None),
+            task: "--look at the notes".into(),
+            cwd: "/work/dir".into(),
+            route: Some("local/qwen2.5-coder:7b".into()),
+            thinking: None,
+            program: Some("/opt/bin/agent".into()),
+            role_file: None,
+            max_turns: Some(7),
+            extra_env: vec![("EXTRA".into(), "1".into())],
+        }
+    }
+
+    #[test]
+    fn baton_launch() {
+        let mut s = spec(BackendKind::Baton);
+        s.thinking = Some("high".into());
+        let l = launch_for(&s).unwrap();
+        assert_eq!(
+            l,
+            Launch {
+                program: "/opt/bin/agent".into(),
+                args: [
+                    "agent",
+                    "--json",
+                    "--role",
+                    "scout",
+                    "--model",
+                    "local/qwen2.5-coder:7b:high",
+                    "--max-turns",
+                    "7",
+                    "--cwd",
+                    "/work/dir",
+                    "-"
+                ]
+                .map(String::from)
+                .to_vec(),
+                env: vec![
+                    ("BATON_CHILD".into(), "1".into()),
+                    ("EXTRA".into(), "1".into())
+                ],
+                cwd: "/work/dir".into(),
+                stdin: Some("--look at the notes".into()),
+                format: StreamFormat::Baton,
+                model_label: "local/qwen2.5-coder:7b:high".into(),
+                thinking_label: Some("high".into()),
+            }
+        );
+        s.role_file = Some("/tmp/role.md".into());
+        s.route = None;
+        s.thinking = None;
+        s.max_turns = None;
+        let l = launch_for(&s).unwrap();
+        assert_eq!(
+            l.args,
+            [
+                "agent",
+                "--json",
+                "--role-file",
+                "/tmp/role.md",
+                "--cwd",
+                "/work/dir",
+                "-"
+            ]
+        );
+        assert_eq!(l.model_label, "default");
+        s.thinking = Some("high".into());
+        let e = launch_for(&s).unwrap_err();
+        assert_eq!(e.code, ExecErrorCode::Prepare);
+        s.route = Some("nonsense".into());
+        let e = launch_for(&s).unwrap_err();
+        assert_eq!(e.code, ExecErrorCode::Prepare);
+        assert!(e.message.contains("provider/model"), "{}", e.message);
+    }
+
+    #[test]
+    fn pi_launch() {
+        let mut s = spec(BackendKind::Pi);
+        let l = launch_for(&s).unwrap();
+        assert_eq!(
+            l.args,
+            [
+                "--mode",
+                "json",
+                "-p",
+                "--no-session",
+                "--provider",
+                "local",
+                "--model",
+                "qwen2.5-coder:7b",
+                "--tools",
+                "read,grep",
+                "--append-system-prompt",
+                "You are a scout."
+            ]
+        );
+        assert_eq!(l.stdin.as_deref(), Some("--look at the notes"));
+        assert_eq!(l.format, StreamFormat::Pi);
+        s.route = Some("sonnet".into());
+        s.thinking = Some("low".into());
+        s.role = role(&[], None);
+        s.program = None;
+        let l = launch_for(&s).unwrap();
+        assert_eq!(l.program, PathBuf::from("pi"));
+        assert_eq!(
+            l.args,
+            [
+                "--mode",
+                "json",
+                "-p",
+                "--no-session",
+                "--model",
+                "sonnet",
+                "--thinking",
+                "low",
+                "--no-tools",
+                "--append-system-prompt",
+                "You are a scout."
+            ]
+        );
+        s.thinking = Some("loud".into());
+        assert_eq!(launch_for(&s).unwrap_err().code, ExecErrorCode::Prepare);
+    }
+
+    #[test]
+    fn codex_launch() {
+        let mut s = spec(BackendKind::Codex);
+        s.route = Some("mock/gpt-5.5:medium".into());
+        let l = launch_for(&s).unwrap();
+        assert_eq!(
+            l.args,
+            [
+                "exec",
+                "--json",
+                "--skip-git-repo-check",
+                "--ephemeral",
+                "--cd",
+                "/work/dir",
+                "-m",
+                "gpt-5.5",
+                "-c",
+                "model_provider=\"mock\"",
+                "-c",
+                "model_reasoning_effort=\"medium\"",
+                "--sandbox",
+                "read-only",
+                "-"
+            ]
+        );
+        assert_eq!(
+            l.stdin.as_deref(),
+            Some("You are a scout.\n\n---\n\n--look at the notes")
+        );
+        s.route = None;
+        s.role = role(&["read", "edit", "bash"], None);
+        let l = launch_for(&s).unwrap();
+        assert_eq!(
+            l.args,
+            [
+                "exec",
+                "--json",
+                "--skip-git-repo-check",
+                "--ephemeral",
+                "--cd",
+                "/work/dir",
+                "-"
+            ]
+        );
+    }
+
+    #[test]
+    fn claude_launch() {
+        let mut s = spec(BackendKind::Claude);
+        s.route = Some("anthropic/claude-sonnet-4-5:high".into());
+        s.role = role(&["read", "grep", "find", "ls", "bash", "mcp__x"], None);
+        let l = launch_for(&s).unwrap();
+        assert_eq!(
+            l.args,
+            [
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--model",
+                "claude-sonnet-4-5",
+                "--max-turns",
+                "7",
+                "--append-system-prompt",
+                "You are a scout.",
+                "--allowedTools",
+                "Read,Grep,Glob,Bash,mcp__x",
+                "--disallowedTools",
+                "Edit,MultiEdit,Write,NotebookEdit,WebFetch,WebSearch,Task"
+            ]
+        );
+        assert!(l
+            .env
+            .contains(&("MAX_THINKING_TOKENS".to_string(), "32000".to_string())));
+        assert_eq!(l.stdin.as_deref(), Some("--look at the notes"));
+    }
+
+    #[test]
+    fn command_launch() {
+        let mut s = spec(BackendKind::Command);
+        let e = launch_for(&s).unwrap_err();
+        assert_eq!(e.code, ExecErrorCode::Prepare);
+        assert!(e.message.contains("command"), "{}", e.message);
+        s.role = role(&[], Some(vec!["./fix.sh", "--fast"]));
+        let l = launch_for(&s).unwrap();
+        assert_eq!(l.program, PathBuf::from("./fix.sh"));
+        assert_eq!(l.args, ["--fast"]);
+        assert_eq!(l.format, StreamFormat::Plain);
+        assert_eq!(l.stdin.as_deref(), Some("--look at the notes"));
+        assert_eq!(
+            l.env,
+            [
+                ("BATON_CHILD", "1"),
+                ("BATON_ROLE", "scout"),
+                ("BATON_CWD", "/work/dir"),
+                ("BATON_MODEL", "local/qwen2.5-coder:7b"),
+                ("BATON_MAX_TURNS", "7"),
+                ("EXTRA", "1"),
+            ]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+        );
+        assert_eq!(l.model_label, "command: ./fix.sh --fast");
+    }
+}

@@ -4,10 +4,12 @@
 //! - [`types`]: launches, limits, activity events, results and errors shared by every module.
 //! - [`executor`]: the concurrency cap, child process management, timeouts, cancellation, bounds.
 //! - [`backend`]: how each agent program is launched and how its stdout stream is parsed.
+//! - [`limits`]: the output budget, the stderr tail, the bounded line splitter, activity field checks.
 //! - [`worktree`]: per-task git worktrees outside the repository, created and finalized.
 
 pub mod backend;
 pub mod executor;
+pub mod limits;
 pub mod types;
 pub mod worktree;
 

@@ -112,6 +112,23 @@ pub struct ChildResult {
     pub turns: u32,
     pub tools_started: u32,
     pub duration_ms: u64,
+    /// The error the child reported (a model failure and the like), when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    /// Stdout lines that were not parsed.
+    #[serde(default)]
+    pub skipped: SkippedLines,
+}
+
+/// Counts of stdout lines the executor could not use; none of them is fatal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedLines {
+    /// Lines that were not an event of the child's format.
+    pub malformed: u32,
+    /// Lines longer than [`MAX_EVENT_LINE`] (a tool start among them is still reported).
+    pub oversized: u32,
+    /// An unterminated last line at end of stream.
+    pub partial: u32,
 }
 
 /// Stable codes of executor errors.

@@ -1,0 +1,451 @@
+//! The native child: `baton agent --json`, read as described in docs/protocol.md.
+
+use std::borrow::Cow;
+
+use baton_protocol::{Route, ThinkingLevel, Usage};
+use serde::Deserialize;
+
+use super::{
+    blank, found_at, json_line, prepare, program_key, Malformed, ParsedEnd, StreamParser, TaskSpec,
+    ThinkingPulse, Verdict,
+};
+use crate::limits::{scan_prefix, tool_end, tool_start};
+use crate::types::{Activity, ExecError, Launch, StreamFormat};
+
+/// `<baton> agent --json (--role-file FILE | --role NAME) [--model ROUTE] [--max-turns N] --cwd DIR -`
+/// with the task on stdin.
+pub(super) fn launch(
+    spec: &TaskSpec,
+    thinking: Option<ThinkingLevel>,
+) -> Result<Launch, ExecError> {
+    let program = match &spec.program {
+        Some(p) => p.clone(),
+        None => std::env::current_exe().map_err(|e| {
+            prepare(format!(
+                "cannot find the running baton binary ({e}): set {}",
+                program_key(spec.backend)
+            ))
+        })?,
+    };
+    let mut args: Vec<String> = vec!["agent".into(), "--json".into()];
+    match &spec.role_file {
+        Some(file) => {
+            args.push("--role-file".into());
+            args.push(file.display().to_string());
+        }
+        None => {
+            args.push("--role".into());
+            args.push(spec.role.name().to_string());
+        }
+    }
+    let route =
+        match (&spec.route, thinking) {
+            (Some(text), thinking) => {
+                let mut route: Route = text.parse().map_err(|e| {
+                    prepare(format!(
+                        "model: {e} (the baton backend needs a route `provider/model[:thinking]`)"
+                    ))
+                })?;
+                if thinking.is_some() {
+                    route.thinking = thinking;
+                }
+                Some(route)
+            }
+            (None, Some(_)) => return Err(prepare(
+                "thinking was given without a model: the baton backend takes the thinking level \
+                 as part of a route `provider/model:thinking`, so resolve the route first",
+            )),
+            (None, None) => None,
+        };
+    if let Some(route) = &route {
+        args.push("--model".into());
+        args.push(route.to_string());
+    }
+    if let Some(n) = spec.max_turns {
+        args.push("--max-turns".into());
+        args.push(n.to_string());
+    }
+    args.push("--cwd".into());
+    args.push(spec.cwd.display().to_string());
+    args.push("-".into());
+    Ok(Launch {
+        program,
+        args,
+        env: Vec::new(),
+        cwd: spec.cwd.clone(),
+        stdin: Some(spec.task.clone()),
+        format: StreamFormat::Baton,
+        model_label: route
+            .as_ref()
+            .map(|r| r.to_string())
+            .unwrap_or_else(|| "default".into()),
+        thinking_label: route
+            .as_ref()
+            .and_then(|r| r.thinking)
+            .map(|t| t.as_str().to_string()),
+    })
+}
+
+/// One line of the stream, with only the fields the parser reads; the rest is skipped unparsed.
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default)]
+    turn: Option<u32>,
+    #[serde(default, borrow)]
+    item: Option<Item<'a>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default, borrow)]
+    outcome: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reason: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    final_message: Option<Cow<'a, str>>,
+    #[serde(default)]
+    turns: Option<u32>,
+    #[serde(default, borrow)]
+    error: Option<ErrorBody<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Item<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    status: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    call_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    tool: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    path: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody<'a> {
+    #[serde(default, borrow)]
+    code: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    message: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(default)]
+struct WireUsage {
+    input_tokens: u64,
+    cached_input_tokens: u64,
+    output_tokens: u64,
+}
+
+impl From<WireUsage> for Usage {
+    fn from(u: WireUsage) -> Usage {
+        Usage {
+            input_tokens: u.input_tokens,
+            cached_input_tokens: u.cached_input_tokens,
+            output_tokens: u.output_tokens,
+        }
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct BatonParser {
+    end: Option<ParsedEnd>,
+    pulse: ThinkingPulse,
+    usage: Usage,
+    turn: u32,
+    tools_started: u32,
+    last_message: String,
+    last_error: Option<String>,
+}
+
+impl BatonParser {
+    fn end(&mut self) -> &mut ParsedEnd {
+        self.end.get_or_insert_with(ParsedEnd::new)
+    }
+}
+
+impl StreamParser for BatonParser {
+    fn line(&mut self, line: &[u8], out: &mut Vec<Activity>) -> Result<(), Malformed> {
+        if blank(line) {
+            return Ok(());
+        }
+        let ev: Line<'_> = json_line(line)?;
+        match ev.kind.as_ref() {
+            "turn.started" => {
+                self.pulse.reset();
+                if let Some(t) = ev.turn {
+                    self.turn = self.turn.max(t);
+                }
+            }
+            "item.delta" => self.pulse.thinking(out),
+            "item.started" | "item.completed" => {
+                let Some(item) = ev.item else {
+                    return Err(Malformed(format!("{} without an item", ev.kind)));
+                };
+                let started = ev.kind == "item.started";
+                match item.kind.as_ref() {
+                    "tool_call" => {
+                        self.pulse.reset();
+                        let call_id = item.call_id.as_deref().unwrap_or("");
+                        let tool = item.tool.as_deref().unwrap_or("");
+                        let activity = if started {
+                            self.tools_started += 1;
+                            tool_start(call_id, tool, item.path.as_deref())
+                        } else {
+                            let failed =
+                                matches!(item.status.as_deref(), Some("failed") | Some("declined"));
+                            tool_end(call_id, tool, failed)
+                        };
+                        out.extend(activity);
+                    }
+                    "agent_message" => {
+                        if started {
+                            self.pulse.thinking(out);
+                        } else if let Some(text) = item.text {
+                            self.last_message = text.into_owned();
+                        }
+                    }
+                    "reasoning" if started => self.pulse.thinking(out),
+                    _ => {}
+                }
+            }
+            "turn.completed" => {
+                self.pulse.reset();
+                if let Some(t) = ev.turn {
+                    self.turn = self.turn.max(t);
+                }
+                if let Some(u) = ev.usage {
+                    self.usage.add(&u.into());
+                }
+                out.push(Activity::MessageEnd { turn: self.turn });
+                out.push(Activity::Tokens { usage: self.usage });
+            }
+            "turn.failed" => {
+                if let Some(e) = ev.error {
+                    self.last_error = Some(format!(
+                        "{}: {}",
+                        e.code.as_deref().unwrap_or("error"),
+                        e.message.as_deref().unwrap_or("")
+                    ));
+                }
+            }
+            "session.completed" => {
+                let outcome = ev.outcome.as_deref().unwrap_or("");
+                let reason = ev.reason.as_deref();
+                let verdict = match (outcome, reason) {
+                    (_, Some("turn_limit")) => Verdict::TurnLimit,
+                    (_, Some("max_tokens" | "token_limit")) => Verdict::TokenLimit,
+                    ("completed", _) => Verdict::Completed,
+                    _ => Verdict::Failed,
+                };
+                let end = ParsedEnd {
+                    final_text: ev.final_message.map(Cow::into_owned).unwrap_or_default(),
+                    final_omitted: 0,
+                    usage: ev.usage.map(Usage::from).unwrap_or(self.usage),
+                    turns: ev.turns.unwrap_or(self.turn),
+                    tools_started: self.tools_started,
+                    stop_reason: Some(reason.unwrap_or(outcome).to_string()),
+                    error_message: self.last_error.clone(),
+                    verdict,
+                };
+                self.end = Some(end);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn oversized(&mut self, prefix: &[u8], len: usize, out: &mut Vec<Activity>) {
+        let found = scan_prefix(prefix, 2);
+        let kind = found_at(&found, &["type"]).map(|f| f.value.as_str());
+        match kind {
+            Some("item.started") => {
+                let is_tool =
+                    found_at(&found, &["item", "type"]).is_some_and(|f| f.value == "tool_call");
+                let call_id = found_at(&found, &["item", "call_id"]);
+                let tool = found_at(&found, &["item", "tool"]);
+                if let (true, Some(call_id), Some(tool)) = (is_tool, call_id, tool) {
+                    self.pulse.reset();
+                    self.tools_started += 1;
+                    let path = found_at(&found, &["item", "path"]).map(|f| f.value.as_str());
+                    out.extend(tool_start(&call_id.value, &tool.value, path));
+                }
+            }
+            Some("session.completed") => {
+                // The final message is too long to parse: keep what the prefix holds of it.
+                let outcome = found_at(&found, &["outcome"]).map(|f| f.value.clone());
+                let reason = found_at(&found, &["reason"]).map(|f| f.value.clone());
+                let text = found
+                    .iter()
+                    .find(|f| f.at(&["final_message"]))
+                    .map(|f| f.value.clone())
+                    .unwrap_or_default();
+                let verdict = match (outcome.as_deref(), reason.as_deref()) {
+                    (_, Some("turn_limit")) => Verdict::TurnLimit,
+                    (Some("completed"), _) => Verdict::Completed,
+                    _ => Verdict::Failed,
+                };
+                let omitted = len.saturating_sub(text.len());
+                let stop = reason.or(outcome);
+                let (usage, turns, tools_started, error) = (
+                    self.usage,
+                    self.turn,
+                    self.tools_started,
+                    self.last_error.clone(),
+                );
+                let end = self.end();
+                *end = ParsedEnd {
+                    final_text: text,
+                    final_omitted: omitted,
+                    usage,
+                    turns,
+                    tools_started,
+                    stop_reason: stop,
+                    error_message: error,
+                    verdict,
+                };
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self) -> ParsedEnd {
+        match &self.end {
+            Some(end) => end.clone(),
+            None => ParsedEnd {
+                final_text: self.last_message.clone(),
+                usage: self.usage,
+                turns: self.turn,
+                tools_started: self.tools_started,
+                error_message: self.last_error.clone(),
+                ..ParsedEnd::new()
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn feed(p: &mut BatonParser, text: &str) -> Vec<Activity> {
+        let mut out = Vec::new();
+        for line in text.lines() {
+            let _ = p.line(line.as_bytes(), &mut out);
+        }
+        out
+    }
+
+    #[test]
+    fn documented_example_stream() {
+        let doc = include_str!("../../../../docs/protocol.md");
+        let example = doc
+            .split("## Example\n\n```json\n")
+            .nth(1)
+            .unwrap()
+            .split("```")
+            .next()
+            .unwrap();
+        let mut p = BatonParser::default();
+        let out = feed(&mut p, example);
+        let usage = |i, c, o| Usage {
+            input_tokens: i,
+            cached_input_tokens: c,
+            output_tokens: o,
+        };
+        assert_eq!(
+            out,
+            vec![
+                Activity::MessageEnd { turn: 1 },
+                Activity::Tokens {
+                    usage: usage(812, 0, 31)
+                },
+                Activity::ToolStart {
+                    call_id: "call_1".into(),
+                    tool: "read".into(),
+                    path: Some("notes.txt".into())
+                },
+                Activity::ToolEnd {
+                    call_id: "call_1".into(),
+                    tool: "read".into(),
+                    is_error: false
+                },
+                Activity::Thinking,
+                Activity::MessageEnd { turn: 2 },
+                Activity::Tokens {
+                    usage: usage(1682, 800, 40)
+                },
+            ]
+        );
+        assert_eq!(
+            p.finish(),
+            ParsedEnd {
+                final_text: "The file says hello.".into(),
+                final_omitted: 0,
+                usage: usage(1682, 800, 40),
+                turns: 2,
+                tools_started: 1,
+                stop_reason: Some("completed".into()),
+                error_message: None,
+                verdict: Verdict::Completed,
+            }
+        );
+    }
+
+    #[test]
+    fn outcomes() {
+        let mut p = BatonParser::default();
+        feed(
+            &mut p,
+            r#"{"type":"session.completed","outcome":"partial","reason":"turn_limit","final_message":"Status: …","turns":3,"usage":{"input_tokens":1,"cached_input_tokens":0,"output_tokens":2}}"#,
+        );
+        assert_eq!(p.finish().verdict, Verdict::TurnLimit);
+        let mut p = BatonParser::default();
+        feed(
+            &mut p,
+            concat!(
+                r#"{"type":"turn.failed","turn":1,"error":{"code":"unauthorized","message":"bad key"}}"#,
+                "\n",
+                r#"{"type":"session.completed","outcome":"failed","reason":"model_error","final_message":"","turns":1,"usage":{"input_tokens":0,"cached_input_tokens":0,"output_tokens":0}}"#
+            ),
+        );
+        let end = p.finish();
+        assert_eq!(end.verdict, Verdict::Failed);
+        assert_eq!(end.stop_reason.as_deref(), Some("model_error"));
+        assert_eq!(end.error_message.as_deref(), Some("unauthorized: bad key"));
+        let mut p = BatonParser::default();
+        assert!(p.line(b"{\"type\":", &mut Vec::new()).is_err());
+        assert!(p.line(b"   ", &mut Vec::new()).is_ok());
+        assert_eq!(p.finish().verdict, Verdict::NoFinal);
+    }
+
+    #[test]
+    fn oversized_lines_salvage_tool_starts_and_final_messages() {
+        let mut p = BatonParser::default();
+        let mut out = Vec::new();
+        let start = br#"{"type":"item.started","item":{"id":"item_0","status":"in_progress","type":"tool_call","call_id":"call_9","tool":"write","arguments":{"path":"big.txt","content":"xxxxxxxx"#;
+        p.oversized(start, 5_000_000, &mut out);
+        assert_eq!(
+            out,
+            vec![Activity::ToolStart {
+                call_id: "call_9".into(),
+                tool: "write".into(),
+                path: None
+            }]
+        );
+        let fin = br#"{"type":"session.completed","outcome":"completed","final_message":"abcdef"#;
+        p.oversized(fin, 2_000_000, &mut out);
+        let end = p.finish();
+        assert_eq!(end.verdict, Verdict::Completed);
+        assert_eq!(end.final_text, "abcdef");
+        assert_eq!(end.final_omitted, 2_000_000 - 6);
+        assert_eq!(end.tools_started, 1);
+    }
+}

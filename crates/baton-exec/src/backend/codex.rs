@@ -1,0 +1,305 @@
+//! Codex (`codex exec --json`).
+//!
+//! Events read: `turn.started`, `item.started`/`item.updated`/`item.completed` with items
+//! `command_execution` (tool `shell`), `file_change` (tool `apply_patch`, path when it touches one
+//! file), `mcp_tool_call` (its `tool`), `web_search`, `agent_message` (the answer; the last one is
+//! final), `reasoning` (→ [`Activity::Thinking`]); `turn.completed {usage}` (final, success),
+//! `turn.failed {error}` (final, failure) and `error {message}` (kept as the error message; codex
+//! also prints it for retries it recovers from). Codex reports one turn per `exec`, so `turns` is 1
+//! and [`Activity::MessageEnd`] comes with each answer message.
+
+use std::borrow::Cow;
+
+use baton_protocol::{ThinkingLevel, Usage};
+use serde::Deserialize;
+
+use super::{
+    blank, found_at, json_line, peer_model, program_of, Malformed, ParsedEnd, StreamParser,
+    TaskSpec, ThinkingPulse, Verdict,
+};
+use crate::limits::{scan_prefix, tool_end, tool_start};
+use crate::types::{Activity, ExecError, Launch, StreamFormat};
+
+/// Tools that change files or run commands; a role with none of them runs in codex's read-only sandbox.
+const WRITING_TOOLS: [&str; 3] = ["write", "edit", "bash"];
+
+/// `codex exec --json --skip-git-repo-check --ephemeral --cd DIR [-m MODEL]
+/// [-c model_provider="P"] [-c model_reasoning_effort="L"] [--sandbox read-only] -` with the role's
+/// instructions and the task on stdin. A route `provider/model` selects codex's provider of that
+/// name; a bare name is only the model. Codex has no turn limit flag; `max_turns` is dropped.
+pub(super) fn launch(
+    spec: &TaskSpec,
+    thinking: Option<ThinkingLevel>,
+) -> Result<Launch, ExecError> {
+    let program = program_of(spec)?;
+    let mut args: Vec<String> = [
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        "--ephemeral",
+        "--cd",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.push(spec.cwd.display().to_string());
+    let mut level = thinking;
+    let mut model_label = "default".to_string();
+    if let Some(route) = &spec.route {
+        let m = peer_model(route);
+        args.push("-m".into());
+        args.push(m.model.clone());
+        if let Some(p) = &m.provider {
+            args.push("-c".into());
+            args.push(format!("model_provider={}", toml_string(p)));
+        }
+        level = level.or(m.thinking);
+        model_label = route.clone();
+    }
+    if let Some(l) = level {
+        let effort = match l {
+            ThinkingLevel::Off => "none",
+            ThinkingLevel::Minimal => "minimal",
+            ThinkingLevel::Low => "low",
+            ThinkingLevel::Medium => "medium",
+            ThinkingLevel::High => "high",
+            ThinkingLevel::Xhigh => "xhigh",
+        };
+        args.push("-c".into());
+        args.push(format!("model_reasoning_effort={}", toml_string(effort)));
+    }
+    let tools = &spec.role.meta.tools;
+    if !tools.iter().any(|t| WRITING_TOOLS.contains(&t.as_str())) {
+        args.push("--sandbox".into());
+        args.push("read-only".into());
+    }
+    args.push("-".into());
+    let stdin = if spec.role.body.trim().is_empty() {
+        spec.task.clone()
+    } else {
+        format!("{}\n\n---\n\n{}", spec.role.body.trim_end(), spec.task)
+    };
+    Ok(Launch {
+        program,
+        args,
+        env: Vec::new(),
+        cwd: spec.cwd.clone(),
+        stdin: Some(stdin),
+        format: StreamFormat::Codex,
+        model_label,
+        thinking_label: level.map(|l| l.as_str().to_string()),
+    })
+}
+
+/// A TOML basic string, for `-c key=value`.
+fn toml_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    item: Option<Item<'a>>,
+    #[serde(default)]
+    usage: Option<CodexUsage>,
+    #[serde(default, borrow)]
+    error: Option<ErrorBody<'a>>,
+    #[serde(default, borrow)]
+    message: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Item<'a> {
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    status: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default)]
+    exit_code: Option<i64>,
+    #[serde(default, borrow)]
+    tool: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    changes: Option<Vec<Change<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct Change<'a> {
+    #[serde(default, borrow)]
+    path: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody<'a> {
+    #[serde(default, borrow)]
+    message: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(default)]
+struct CodexUsage {
+    input_tokens: u64,
+    cached_input_tokens: u64,
+    output_tokens: u64,
+}
+
+/// The tool an item stands for, when it is a tool.
+fn item_tool<'i>(kind: &str, tool: Option<&'i str>) -> Option<Cow<'i, str>> {
+    match kind {
+        "command_execution" => Some(Cow::Borrowed("shell")),
+        "file_change" => Some(Cow::Borrowed("apply_patch")),
+        "web_search" => Some(Cow::Borrowed("web_search")),
+        "mcp_tool_call" => Some(Cow::Borrowed(tool.unwrap_or("mcp"))),
+        _ => None,
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct CodexParser {
+    pulse: ThinkingPulse,
+    usage: Usage,
+    turns: u32,
+    tools_started: u32,
+    /// Tool items started and not yet completed (few at a time).
+    open: Vec<String>,
+    final_text: String,
+    error: Option<String>,
+    verdict: Option<Verdict>,
+}
+
+impl CodexParser {
+    fn start(&mut self, id: &str, tool: &str, path: Option<&str>, out: &mut Vec<Activity>) {
+        self.pulse.reset();
+        self.tools_started += 1;
+        self.open.push(id.to_string());
+        out.extend(tool_start(id, tool, path));
+    }
+}
+
+impl StreamParser for CodexParser {
+    fn line(&mut self, line: &[u8], out: &mut Vec<Activity>) -> Result<(), Malformed> {
+        if blank(line) {
+            return Ok(());
+        }
+        let ev: Line<'_> = json_line(line)?;
+        match ev.kind.as_ref() {
+            "turn.started" => {
+                self.pulse.reset();
+                self.turns += 1;
+            }
+            "item.started" | "item.updated" | "item.completed" => {
+                let Some(item) = ev.item else {
+                    return Err(Malformed(format!("{} without an item", ev.kind)));
+                };
+                let completed = ev.kind == "item.completed";
+                if let Some(tool) = item_tool(&item.kind, item.tool.as_deref()) {
+                    let known = self.open.iter().any(|id| *id == item.id);
+                    if !known && (ev.kind == "item.started" || completed) {
+                        let path = match item.changes.as_deref() {
+                            Some([one]) => one.path.as_deref(),
+                            _ => None,
+                        };
+                        self.start(&item.id, &tool, path, out);
+                    }
+                    if completed {
+                        self.open.retain(|id| *id != item.id);
+                        let failed = matches!(item.status.as_deref(), Some("failed" | "declined"))
+                            || item.exit_code.is_some_and(|c| c != 0);
+                        out.extend(tool_end(&item.id, &tool, failed));
+                    }
+                    return Ok(());
+                }
+                match item.kind.as_ref() {
+                    "reasoning" => self.pulse.thinking(out),
+                    "agent_message" => {
+                        self.pulse.thinking(out);
+                        if completed {
+                            if let Some(text) = item.text {
+                                self.final_text = text.into_owned();
+                            }
+                            self.pulse.reset();
+                            out.push(Activity::MessageEnd {
+                                turn: self.turns.max(1),
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "turn.completed" => {
+                self.pulse.reset();
+                if let Some(u) = ev.usage {
+                    self.usage.add(&Usage {
+                        input_tokens: u.input_tokens,
+                        cached_input_tokens: u.cached_input_tokens,
+                        output_tokens: u.output_tokens,
+                    });
+                }
+                out.push(Activity::Tokens { usage: self.usage });
+                self.error = None;
+                self.verdict = Some(Verdict::Completed);
+            }
+            "turn.failed" => {
+                if let Some(m) = ev.error.and_then(|e| e.message) {
+                    self.error = Some(m.into_owned());
+                }
+                self.verdict = Some(Verdict::Failed);
+            }
+            "error" => {
+                if let Some(m) = ev.message {
+                    self.error = Some(m.into_owned());
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn oversized(&mut self, prefix: &[u8], _len: usize, out: &mut Vec<Activity>) {
+        let found = scan_prefix(prefix, 2);
+        if found_at(&found, &["type"]).map(|f| f.value.as_str()) != Some("item.started") {
+            return;
+        }
+        let id = found_at(&found, &["item", "id"]).map(|f| f.value.clone());
+        let kind = found_at(&found, &["item", "type"]).map(|f| f.value.clone());
+        let tool = found_at(&found, &["item", "tool"]).map(|f| f.value.clone());
+        if let (Some(id), Some(kind)) = (id, kind) {
+            if let Some(name) = item_tool(&kind, tool.as_deref()) {
+                let name = name.into_owned();
+                self.start(&id, &name, None, out);
+            }
+        }
+    }
+
+    fn finish(&mut self) -> ParsedEnd {
+        ParsedEnd {
+            final_text: self.final_text.clone(),
+            final_omitted: 0,
+            usage: self.usage,
+            turns: self.turns,
+            tools_started: self.tools_started,
+            stop_reason: match self.verdict {
+                Some(Verdict::Completed) => Some("completed".into()),
+                Some(Verdict::Failed) => Some("failed".into()),
+                Some(Verdict::TurnLimit | Verdict::TokenLimit | Verdict::NoFinal) | None => None,
+            },
+            error_message: self.error.clone(),
+            verdict: self.verdict.unwrap_or(Verdict::NoFinal),
+        }
+    }
+}

@@ -1,0 +1,276 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+//! Live interop: the real `baton`, `pi` and `codex` programs, launched by [`launch_for`] and run by
+//! the executor against baton-testkit's mock server on 127.0.0.1.
+//!
+//! Programs are found through `BATON_TEST_BATON` / `BATON_TEST_PI` / `BATON_TEST_CODEX`, else at
+//! `target/debug/baton` and `bench/node_modules/.bin/{pi,codex}` (`npm install --prefix bench`).
+//! A test whose program is missing prints a note and passes.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use baton_exec::backend::{launch_for, TaskSpec};
+use baton_exec::executor::{Executor, OutputBudget};
+use baton_exec::{Activity, ChildResult, ChildStatus, Limits};
+use baton_protocol::role::{BackendKind, RoleFrontmatter, RoleSource, RoleSpec};
+use baton_testkit::{MockServer, ScriptRule, Turn, When};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+const ANSWER: &str = "The notes say: hello from the fixture. DONE-OK";
+
+fn workspace() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = manifest.canonicalize().unwrap_or(manifest.to_path_buf());
+    manifest.join("../..").canonicalize().unwrap()
+}
+
+fn find(var: &str, fallback: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(var) {
+        let p = PathBuf::from(p);
+        return p.is_file().then_some(p);
+    }
+    let p = workspace().join(fallback);
+    p.is_file().then_some(p)
+}
+
+fn skip(name: &str, var: &str, hint: &str) {
+    eprintln!("note: skipped the live {name} test: {name} not found; set {var} or {hint}");
+}
+
+async fn mock() -> MockServer {
+    MockServer::builder()
+        .rule(ScriptRule::new(
+            When::any()
+                .tool_offered("exec_command")
+                .last_is_tool_result(false),
+            Turn::reasoning("I should read the notes first.")
+                .with_tool_call(
+                    "call_read_1",
+                    "exec_command",
+                    json!({"cmd": "cat notes.txt"}),
+                )
+                .usage(1200, 1000, 40),
+        ))
+        .rule(ScriptRule::new(
+            When::any().tool_offered("read").last_is_tool_result(false),
+            Turn::reasoning("I should read the notes first.")
+                .with_tool_call("call_read_1", "read", json!({"path": "notes.txt"}))
+                .usage(1200, 1000, 40),
+        ))
+        .rule(ScriptRule::new(
+            When::any().last_is_tool_result(true),
+            Turn::text(ANSWER).usage(1300, 1200, 12),
+        ))
+        .start()
+        .await
+}
+
+fn role(tools: &[&str]) -> RoleSpec {
+    RoleSpec {
+        meta: RoleFrontmatter {
+            name: "scout".into(),
+            description: "reads things".into(),
+            tools: tools.iter().map(|t| t.to_string()).collect(),
+            skills: vec![],
+            mcp: vec![],
+            isolation: None,
+            model_class: None,
+            backend: None,
+            command: None,
+        },
+        body: "You are a careful scout. Answer in one line.".into(),
+        source: RoleSource::Builtin,
+    }
+}
+
+fn spec(backend: BackendKind, program: PathBuf, work: &Path, route: &str) -> TaskSpec {
+    TaskSpec {
+        backend,
+        role: role(&["read", "bash"]),
+        task: "What do the notes say?".into(),
+        cwd: work.to_path_buf(),
+        route: Some(route.into()),
+        thinking: None,
+        program: Some(program),
+        role_file: None,
+        max_turns: None,
+        extra_env: vec![],
+    }
+}
+
+async fn run(spec: TaskSpec) -> (ChildResult, Vec<Activity>) {
+    let launch = launch_for(&spec).unwrap();
+    let exec = Executor::new(2);
+    let mut seen = Vec::new();
+    let limits = Limits {
+        idle_timeout: Duration::from_secs(60),
+        max_timeout: Duration::from_secs(120),
+    };
+    let r = exec
+        .run(
+            || async { Ok(launch) },
+            limits,
+            &OutputBudget::default(),
+            &CancellationToken::new(),
+            &mut |a| seen.push(a),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}: {:#?}", e.partial));
+    (r, seen)
+}
+
+fn tool_starts(seen: &[Activity]) -> Vec<(String, Option<String>)> {
+    seen.iter()
+        .filter_map(|a| match a {
+            Activity::ToolStart { tool, path, .. } => Some((tool.clone(), path.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn work_dir() -> tempfile::TempDir {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("notes.txt"), "hello from the fixture\n").unwrap();
+    work
+}
+
+/// The tool really ran: the second model request carries the file's text.
+fn assert_tool_ran(server: &MockServer) {
+    let requests = server.model_requests();
+    assert_eq!(requests.len(), 2, "model requests: {}", requests.len());
+    assert!(requests[1]
+        .body
+        .to_string()
+        .contains("hello from the fixture"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_baton_agent() {
+    let Some(baton) = find("BATON_TEST_BATON", "target/debug/baton") else {
+        return skip(
+            "baton",
+            "BATON_TEST_BATON",
+            "build it with cargo build -p baton-cli",
+        );
+    };
+    let server = mock().await;
+    let home = tempfile::tempdir().unwrap();
+    let work = work_dir();
+    let config = home.path().join("baton.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let mut s = spec(BackendKind::Baton, baton, work.path(), "mock/mock-model");
+    s.max_turns = Some(5);
+    s.extra_env = vec![
+        ("HOME".into(), home.path().display().to_string()),
+        ("BATON_CONFIG".into(), config.display().to_string()),
+    ];
+    let (r, seen) = run(s).await;
+    assert_eq!(r.status, ChildStatus::Success, "{r:#?}");
+    assert_eq!(r.output, ANSWER);
+    assert_eq!((r.turns, r.tools_started), (2, 1));
+    assert_eq!(r.usage.output_tokens, 52);
+    assert_eq!(
+        tool_starts(&seen),
+        vec![("read".into(), Some("notes.txt".into()))]
+    );
+    assert_tool_ran(&server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_pi() {
+    let Some(pi) = find("BATON_TEST_PI", "bench/node_modules/.bin/pi") else {
+        return skip("pi", "BATON_TEST_PI", "run npm install --prefix bench");
+    };
+    let server = mock().await;
+    let home = tempfile::tempdir().unwrap();
+    let work = work_dir();
+    let models = json!({"providers": {"mock": {
+        "baseUrl": format!("{}/v1", server.url()),
+        "api": "openai-completions",
+        "apiKey": "mock",
+        "models": [{"id": "mock-model"}],
+    }}});
+    std::fs::write(home.path().join("models.json"), models.to_string()).unwrap();
+    let mut s = spec(BackendKind::Pi, pi, work.path(), "mock/mock-model");
+    s.extra_env = [
+        ("HOME", home.path().display().to_string()),
+        ("PI_CODING_AGENT_DIR", home.path().display().to_string()),
+        ("PI_OFFLINE", "1".into()),
+        ("PI_SKIP_VERSION_CHECK", "1".into()),
+        ("PI_TELEMETRY", "0".into()),
+    ]
+    .map(|(k, v)| (k.to_string(), v))
+    .to_vec();
+    let (r, seen) = run(s).await;
+    assert_eq!(r.status, ChildStatus::Success, "{r:#?}");
+    assert_eq!(r.output, ANSWER);
+    assert_eq!((r.turns, r.tools_started), (2, 1));
+    assert_eq!(r.usage.output_tokens, 52);
+    assert_eq!(
+        tool_starts(&seen),
+        vec![("read".into(), Some("notes.txt".into()))]
+    );
+    assert_tool_ran(&server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_codex() {
+    let Some(codex) = find("BATON_TEST_CODEX", "bench/node_modules/.bin/codex") else {
+        return skip(
+            "codex",
+            "BATON_TEST_CODEX",
+            "run npm install --prefix bench",
+        );
+    };
+    let server = mock().await;
+    let home = tempfile::tempdir().unwrap();
+    let work = work_dir();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "approval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n\
+             check_for_update_on_startup = false\n[features]\nplugins = false\n\
+             [analytics]\nenabled = false\n[model_providers.mock]\nname = \"mock\"\n\
+             base_url = \"{}/v1\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    // The route picks codex's provider `mock` and the model; the thinking level becomes its effort.
+    let mut s = spec(
+        BackendKind::Codex,
+        codex,
+        work.path(),
+        "mock/gpt-5.5:medium",
+    );
+    s.extra_env = [
+        ("HOME", home.path().display().to_string()),
+        ("CODEX_HOME", home.path().display().to_string()),
+        ("TMPDIR", tmp.path().display().to_string()),
+        ("MOCK_API_KEY", "mock".into()),
+    ]
+    .map(|(k, v)| (k.to_string(), v))
+    .to_vec();
+    let (r, seen) = run(s).await;
+    assert_eq!(r.status, ChildStatus::Success, "{r:#?}");
+    assert_eq!(r.output, ANSWER);
+    assert_eq!(r.tools_started, 1);
+    assert_eq!(r.usage.output_tokens, 52);
+    assert_eq!(tool_starts(&seen), vec![("shell".into(), None)]);
+    assert_tool_ran(&server);
+    let first = &server.model_requests()[0].body;
+    assert_eq!(first["model"], "gpt-5.5");
+    assert_eq!(first["reasoning"]["effort"], "medium");
+    // The role's instructions went in ahead of the task.
+    assert!(first.to_string().contains("You are a careful scout."));
+}
