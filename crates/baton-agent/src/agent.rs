@@ -54,6 +54,10 @@ pub struct AgentSpec {
     pub prices: BTreeMap<String, Price>,
     /// Every tool the host has; the role's `tools` list picks which are offered.
     pub tools: Vec<Arc<dyn Tool>>,
+    /// Tools the host offers whatever the role lists (delegation in a main session).
+    pub host_tools: Vec<Arc<dyn Tool>>,
+    /// Sections appended to the system prompt (the main-side delegation policy).
+    pub extra_instructions: Vec<String>,
 }
 
 /// What a run ended with.
@@ -87,6 +91,11 @@ pub fn system_prompt(spec: &AgentSpec, offered: &[String]) -> String {
         "- You have at most {} model turns. If you run out, you will be asked for a handoff report.\n",
         spec.max_turns
     ));
+    for section in &spec.extra_instructions {
+        s.push('\n');
+        s.push_str(section.trim());
+        s.push('\n');
+    }
     for name in &spec.context_files {
         let path = spec.root.join(name);
         if let Ok(text) = std::fs::read_to_string(&path) {
@@ -139,6 +148,7 @@ pub async fn run(
         .tools
         .iter()
         .filter(|t| spec.role.meta.tools.iter().any(|n| n == t.name()))
+        .chain(spec.host_tools.iter())
         .cloned()
         .collect();
     let offered_names: Vec<String> = offered.iter().map(|t| t.name().to_string()).collect();

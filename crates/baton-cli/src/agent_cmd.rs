@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use baton_agent::agent::{self, project_root, AgentSpec, RunSummary, DEFAULT_MAX_TURNS};
-use baton_agent::roles::{find_role, RoleDirs};
+use baton_agent::roles::{find_role, parse_role, RoleDirs};
 use baton_agent::session::{ensure_state_excluded, sessions_dir, SessionHeader, SessionStore};
 use baton_agent::tools::builtin_tools;
 use baton_model::replay::{Recorder, Replay};
@@ -15,6 +15,7 @@ use baton_model::routes::{
     build_provider, check_route, default_class, resolve_class, ProcessEnv, ResolvedRoute,
 };
 use baton_model::Provider;
+use baton_protocol::role::RoleSource;
 use baton_protocol::{AgentEvent, ItemKind, ItemStatus, ModelClass, Outcome, Route};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
@@ -27,6 +28,9 @@ pub struct AgentArgs {
     /// The role whose instructions and tools the agent gets.
     #[arg(long, default_value = "implementer")]
     role: String,
+    /// Run as the role defined in this Markdown file instead of looking one up by name.
+    #[arg(long, value_name = "FILE", conflicts_with = "role")]
+    role_file: Option<PathBuf>,
     /// Model class: fast, balanced, frontier or fav.
     #[arg(long, conflicts_with = "model")]
     model_class: Option<String>,
@@ -48,6 +52,9 @@ pub struct AgentArgs {
     /// Print the event stream (docs/protocol.md) as JSON lines instead of text.
     #[arg(long)]
     json: bool,
+    /// Do not offer the delegation tools (`delegate_task`) to the model.
+    #[arg(long)]
+    no_delegate: bool,
     /// Continue the session with this id.
     #[arg(long, value_name = "ID")]
     resume: Option<String>,
@@ -207,7 +214,18 @@ pub fn run(args: AgentArgs) -> Result<u8> {
         Some((_, header, _)) if args.role == "implementer" => header.role.clone(),
         Some(_) | None => args.role.clone(),
     };
-    let role = find_role(&role_dirs(&ctx.project_root), &role_name)?;
+    let role = match &args.role_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("--role-file {}: {e}", path.display()))?;
+            parse_role(
+                &text,
+                &path.display().to_string(),
+                RoleSource::Project(path.display().to_string()),
+            )?
+        }
+        None => find_role(&role_dirs(&ctx.project_root), &role_name)?,
+    };
     let resumed_model = resumed.as_ref().map(|(_, h, _)| h.model.clone());
     let (resolved, provider) =
         choose_route(&args, &ctx, role.meta.model_class, resumed_model.as_deref())?;
@@ -279,7 +297,34 @@ pub fn run(args: AgentArgs) -> Result<u8> {
             .unwrap_or_else(|| vec!["AGENTS.md".into(), "CLAUDE.md".into()]),
         prices: config.prices.clone(),
         tools: builtin_tools(),
+        host_tools: Vec::new(),
+        extra_instructions: Vec::new(),
     };
+    let mut spec = spec;
+    // Children (BATON_CHILD=1) never get delegation tools, so delegation cannot recurse.
+    let is_child = std::env::var_os("BATON_CHILD").is_some_and(|v| !v.is_empty());
+    if !is_child && !args.no_delegate {
+        let env = Arc::new(crate::task_cmd::delegate_env(&ctx)?);
+        let executor = Arc::new(crate::task_cmd::executor_for(&env)?);
+        let json = args.json;
+        let status = Arc::new(crate::status::Status::new(
+            !json && std::io::stderr().is_terminal(),
+        ));
+        let progress: baton_exec::delegate::Progress = Arc::new(move |i, ev| {
+            if !json {
+                status.event(i, &ev);
+            }
+        });
+        spec.host_tools
+            .push(Arc::new(baton_exec::tool::DelegateTool {
+                env,
+                executor,
+                progress,
+                now: now_rfc3339,
+            }));
+        spec.extra_instructions
+            .push(baton_exec::tool::MAIN_POLICY.to_string());
+    }
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -326,14 +371,14 @@ fn exit_code(s: &RunSummary, interrupted: bool) -> u8 {
     }
 }
 
-fn now_rfc3339() -> String {
+pub fn now_rfc3339() -> String {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
 }
 
 /// Cancels `cancel` on SIGINT or SIGTERM. The returned token is cancelled only by a signal.
-fn watch_signals(cancel: CancellationToken) -> CancellationToken {
+pub fn watch_signals(cancel: CancellationToken) -> CancellationToken {
     let by_signal = CancellationToken::new();
     let flag = by_signal.clone();
     tokio::spawn(async move {

@@ -3,6 +3,8 @@
 mod agent_cmd;
 mod config;
 mod info_cmd;
+mod status;
+mod task_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,6 +40,8 @@ struct Cli {
 enum Command {
     /// Run one headless coding agent on a task.
     Agent(agent_cmd::AgentArgs),
+    /// Delegate work to child agents: one task, parallel tasks or a chain; foreground or background.
+    Task(task_cmd::TaskArgs),
     /// Show each model class, its routes and which one resolves now.
     Models {
         /// Working directory whose project config applies.
@@ -81,6 +85,7 @@ fn main() -> ExitCode {
         .init();
     let result = match cli.command {
         Command::Agent(args) => agent_cmd::run(args),
+        Command::Task(args) => task_cmd::run(args),
         Command::Models { cwd } => info_cmd::models(cwd),
         Command::Roles { action, cwd } => {
             info_cmd::roles(cwd, matches!(action, Some(RolesAction::Check)))

@@ -391,7 +391,7 @@ async fn supervise(
     let failed = |code: ExecErrorCode, message: String, partial: ChildResult| ExecError {
         code,
         message,
-        partial: Some(partial),
+        partial: Some(Box::new(partial)),
     };
     if let Some(stop) = stop {
         return Err(match stop {

@@ -8,8 +8,11 @@
 //! - [`worktree`]: per-task git worktrees outside the repository, created and finalized.
 
 pub mod backend;
+pub mod background;
+pub mod delegate;
 pub mod executor;
 pub mod limits;
+pub mod tool;
 pub mod types;
 pub mod worktree;
 

@@ -167,7 +167,7 @@ pub struct ExecError {
     pub code: ExecErrorCode,
     pub message: String,
     /// What the child produced before it was stopped, when it started at all.
-    pub partial: Option<ChildResult>,
+    pub partial: Option<Box<ChildResult>>,
 }
 
 impl ExecError {

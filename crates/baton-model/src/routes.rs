@@ -199,11 +199,22 @@ pub fn check_route(
             Some(_) => {}
         },
         ProviderKind::Anthropic if api_key.is_none() => {
+            // Without `api_key_env`, the usual variable is still read.
+            api_key = env.var("ANTHROPIC_API_KEY");
+            if api_key.is_some() {
+                return Ok(ResolvedRoute {
+                    route: route.clone(),
+                    class: None,
+                    provider,
+                    api_key,
+                    skipped: Vec::new(),
+                });
+            }
             return Err(RouteError::MissingKey {
                 route: route.to_string(),
                 provider: name.clone(),
                 var: "ANTHROPIC_API_KEY".into(),
-            })
+            });
         }
         ProviderKind::Anthropic | ProviderKind::OpenAi | ProviderKind::OpenAiResponses => {}
     }

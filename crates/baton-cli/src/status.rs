@@ -1,0 +1,268 @@
+//! Live status of delegated tasks: a redrawn two-line block per task on a TTY, plain progress
+//! lines otherwise.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use baton_exec::delegate::{EntryEvent, EntryStatus};
+use baton_exec::Activity;
+
+/// Most rows shown at once; at capacity the oldest finished row makes room.
+const CAPACITY: usize = 8;
+
+#[derive(Debug, Clone)]
+struct Row {
+    index: usize,
+    name: String,
+    role: String,
+    model: String,
+    thinking: Option<String>,
+    started: Option<Instant>,
+    ended: Option<Instant>,
+    status: Option<EntryStatus>,
+    /// The running tool and when it started, or `None` while thinking.
+    tool: Option<(String, Option<String>, Instant)>,
+    turns: u32,
+    tools: u32,
+    tokens: u64,
+    finished_seq: u64,
+}
+
+struct Board {
+    rows: Vec<Row>,
+    drawn_lines: usize,
+    seq: u64,
+}
+
+/// Receives entry events from any thread and renders them.
+pub struct Status {
+    tty: bool,
+    board: Mutex<Board>,
+}
+
+fn basename(p: &str) -> &str {
+    Path::new(p)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(p)
+}
+
+fn fmt_secs(d: std::time::Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 60.0 {
+        format!("{s:.1}s")
+    } else {
+        format!("{}m{:02}s", d.as_secs() / 60, d.as_secs() % 60)
+    }
+}
+
+fn fmt_tokens(n: u64) -> String {
+    if n >= 1000 {
+        format!("{:.1}k", n as f64 / 1000.0)
+    } else {
+        n.to_string()
+    }
+}
+
+impl Status {
+    pub fn new(tty: bool) -> Self {
+        Status {
+            tty,
+            board: Mutex::new(Board {
+                rows: Vec::new(),
+                drawn_lines: 0,
+                seq: 0,
+            }),
+        }
+    }
+
+    pub fn event(&self, index: usize, ev: &EntryEvent) {
+        let Ok(mut b) = self.board.lock() else {
+            return;
+        };
+        let now = Instant::now();
+        let plain_line = {
+            let seq = b.seq;
+            let row = match b.rows.iter_mut().find(|r| r.index == index) {
+                Some(r) => r,
+                None => {
+                    b.rows.push(Row {
+                        index,
+                        name: String::new(),
+                        role: String::new(),
+                        model: String::new(),
+                        thinking: None,
+                        started: None,
+                        ended: None,
+                        status: None,
+                        tool: None,
+                        turns: 0,
+                        tools: 0,
+                        tokens: 0,
+                        finished_seq: 0,
+                    });
+                    let last = b.rows.len() - 1;
+                    &mut b.rows[last]
+                }
+            };
+            match ev {
+                EntryEvent::Queued { name, role } => {
+                    row.name.clone_from(name);
+                    row.role.clone_from(role);
+                    None
+                }
+                EntryEvent::Launching {
+                    model,
+                    thinking,
+                    note,
+                    ..
+                } => {
+                    row.model.clone_from(model);
+                    row.thinking.clone_from(thinking);
+                    row.started = Some(now);
+                    Some(format!(
+                        "[{}] started ({}, {}){}",
+                        row.name,
+                        row.role,
+                        model,
+                        note.as_ref().map(|n| format!(" — {n}")).unwrap_or_default()
+                    ))
+                }
+                EntryEvent::Activity { activity } => match activity {
+                    Activity::Started { .. } | Activity::Thinking => {
+                        row.tool = None;
+                        None
+                    }
+                    Activity::ToolStart { tool, path, .. } => {
+                        row.tools += 1;
+                        row.tool = Some((tool.clone(), path.clone(), now));
+                        Some(format!(
+                            "[{}] {tool}{}",
+                            row.name,
+                            path.as_deref()
+                                .map(|p| format!(" {}", basename(p)))
+                                .unwrap_or_default()
+                        ))
+                    }
+                    Activity::ToolEnd { .. } => {
+                        row.tool = None;
+                        None
+                    }
+                    Activity::MessageEnd { turn } => {
+                        row.turns = (*turn).max(row.turns);
+                        None
+                    }
+                    Activity::Tokens { usage } => {
+                        row.tokens = usage.input_tokens + usage.output_tokens;
+                        None
+                    }
+                },
+                EntryEvent::Finished { status } => {
+                    row.status = Some(*status);
+                    row.ended = Some(now);
+                    row.tool = None;
+                    row.finished_seq = seq;
+                    let took = row
+                        .started
+                        .map(|s| format!(" in {}", fmt_secs(now - s)))
+                        .unwrap_or_default();
+                    Some(format!("[{}] {}{took}", row.name, word(*status)))
+                }
+            }
+        };
+        b.seq += 1;
+        if self.tty {
+            self.redraw(&mut b);
+        } else if let Some(line) = plain_line {
+            eprintln!("{line}");
+        }
+    }
+
+    fn redraw(&self, b: &mut Board) {
+        // Keep at most CAPACITY rows: drop the oldest finished ones first.
+        while b.rows.len() > CAPACITY {
+            let oldest = b
+                .rows
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.status.is_some())
+                .min_by_key(|(_, r)| r.finished_seq)
+                .map(|(i, _)| i);
+            match oldest {
+                Some(i) => {
+                    b.rows.remove(i);
+                }
+                None => break,
+            }
+        }
+        let now = Instant::now();
+        let mut out = String::new();
+        if b.drawn_lines > 0 {
+            out.push_str(&format!("\x1b[{}A", b.drawn_lines));
+        }
+        let mut lines = 0;
+        for r in b.rows.iter().filter(|r| !r.name.is_empty()) {
+            let glyph = match r.status {
+                None if r.started.is_none() => "○",
+                None => "●",
+                Some(EntryStatus::Done) => "✓",
+                Some(EntryStatus::Failed) => "✗",
+                Some(EntryStatus::Stopped) => "■",
+                Some(EntryStatus::Skipped) => "–",
+            };
+            let state = match r.status {
+                Some(s) => word(s).to_string(),
+                None if r.started.is_none() => "Queued".into(),
+                None => match &r.tool {
+                    Some((tool, path, since)) => format!(
+                        "{tool}{} {}",
+                        path.as_deref()
+                            .map(|p| format!(" {}", basename(p)))
+                            .unwrap_or_default(),
+                        fmt_secs(now - *since)
+                    ),
+                    None => "thinking".into(),
+                },
+            };
+            let dur = match (r.started, r.ended) {
+                (Some(s), Some(e)) => fmt_secs(e - s),
+                (Some(s), None) => fmt_secs(now - s),
+                (None, _) => "-".into(),
+            };
+            out.push_str(&format!("\x1b[2K{glyph} {} ({})\n", r.name, r.role));
+            out.push_str(&format!(
+                "\x1b[2K    {state} · turns {} · tools {} · {}{} · {} tok · {dur}\n",
+                r.turns,
+                r.tools,
+                if r.model.is_empty() { "-" } else { &r.model },
+                r.thinking
+                    .as_deref()
+                    .map(|t| format!(":{t}"))
+                    .unwrap_or_default(),
+                fmt_tokens(r.tokens),
+            ));
+            lines += 2;
+        }
+        // Blank what an earlier, taller drawing left below.
+        let stale = b.drawn_lines.saturating_sub(lines);
+        for _ in 0..stale {
+            out.push_str("\x1b[2K\n");
+        }
+        lines += stale;
+        b.drawn_lines = lines;
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(out.as_bytes());
+        let _ = err.flush();
+    }
+}
+
+fn word(s: EntryStatus) -> &'static str {
+    match s {
+        EntryStatus::Done => "Done",
+        EntryStatus::Failed => "Failed",
+        EntryStatus::Stopped => "Stopped",
+        EntryStatus::Skipped => "Skipped",
+    }
+}

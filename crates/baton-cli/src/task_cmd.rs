@@ -1,0 +1,458 @@
+//! `baton task`: delegate work to child agents (single, parallel, chain; foreground or background).
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use baton_exec::background::{self, Phase, TaskEvent};
+use baton_exec::delegate::{
+    parse_request, render_report, resolve_roles, run_delegation, DelegateEnv, DelegateReport,
+    DelegateRequest, EntryEvent, Progress,
+};
+use baton_exec::executor::Executor;
+use baton_exec::types::{Limits, DEFAULT_OUTPUT_CAP};
+use baton_exec::worktree::default_worktree_root;
+use baton_model::routes::ProcessEnv;
+use clap::{Args, Subcommand};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent_cmd::{project_context, role_dirs, ProjectContext};
+use crate::exit;
+use crate::status::Status;
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct TaskArgs {
+    #[command(subcommand)]
+    action: Option<TaskAction>,
+    /// Role of a single task.
+    #[arg(long)]
+    role: Option<String>,
+    /// Name of a single task (under 30 characters).
+    #[arg(long)]
+    name: Option<String>,
+    /// Route `provider/model[:thinking]` for a single task (overrides --model-class).
+    #[arg(long)]
+    model: Option<String>,
+    /// Model class for a single task.
+    #[arg(long)]
+    model_class: Option<String>,
+    /// Thinking level for a single task.
+    #[arg(long)]
+    thinking: Option<String>,
+    /// Run the entries of FILE (JSON or TOML) in parallel.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["chain", "role", "name"])]
+    parallel: Option<PathBuf>,
+    /// Run the entries of FILE (JSON or TOML) as a chain.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["parallel", "role", "name"])]
+    chain: Option<PathBuf>,
+    /// Return an id at once and run the work in a detached supervisor.
+    #[arg(long)]
+    background: bool,
+    /// Print progress events and the final report as JSON lines.
+    #[arg(long)]
+    json: bool,
+    /// Working directory (default: current).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// The task of a single delegation; `-` reads stdin.
+    task: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+enum TaskAction {
+    /// Show a background task (or all of them).
+    Status {
+        id: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+    },
+    /// Wait for a background task to finish and print its report.
+    Wait {
+        id: String,
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+    },
+    /// Stop a background task: its children are killed and its worktrees finalized.
+    Cancel {
+        id: String,
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+    },
+    /// Run a recorded background task (started by `baton task --background`).
+    #[command(hide = true)]
+    Supervise {
+        id: String,
+        #[arg(long)]
+        cwd: PathBuf,
+    },
+}
+
+/// Builds the delegation environment of a project.
+pub fn delegate_env(ctx: &ProjectContext) -> Result<DelegateEnv> {
+    let config = ctx.config.config.clone();
+    let e = &config.executor;
+    let limits = Limits {
+        idle_timeout: e
+            .idle_timeout
+            .map_or(Limits::default().idle_timeout, |d| d.0),
+        max_timeout: e.max_timeout.map_or(Limits::default().max_timeout, |d| d.0),
+    };
+    let output_cap = e
+        .output_cap_bytes
+        .map_or(DEFAULT_OUTPUT_CAP, |b| b as usize);
+    Ok(DelegateEnv {
+        worktree_root: default_worktree_root(e.worktree_root.as_deref())?,
+        config,
+        role_dirs: role_dirs(&ctx.project_root),
+        cwd: ctx.cwd.clone(),
+        state_dir: ctx.project_root.join(".baton").join("state"),
+        baton_exe: std::env::current_exe().context("cannot find the baton executable")?,
+        limits,
+        output_cap,
+        env: Arc::new(ProcessEnv),
+    })
+}
+
+/// `BATON_MAX_SUBAGENTS` > `executor.max_concurrency` > 5.
+pub fn executor_for(env: &DelegateEnv) -> Result<Executor> {
+    let n = match std::env::var("BATON_MAX_SUBAGENTS") {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| {
+                anyhow::anyhow!("BATON_MAX_SUBAGENTS=`{v}` must be a whole number of at least 1")
+            })?,
+        _ => env
+            .config
+            .executor
+            .max_concurrency
+            .map_or(5, |n| n as usize),
+    };
+    if n == 0 {
+        bail!("executor.max_concurrency must be at least 1");
+    }
+    Ok(Executor::new(n))
+}
+
+fn read_entries_file(path: &Path, key: &str) -> Result<Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let value: Value = if path.extension().is_some_and(|e| e == "toml") {
+        let t: toml::Value =
+            toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        serde_json::to_value(t)?
+    } else {
+        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+    };
+    Ok(match value {
+        Value::Array(list) => json!({ key: list }),
+        Value::Object(o) if o.contains_key(key) => Value::Object(o),
+        _ => bail!(
+            "{}: expected a list of entries, or an object with `{key}` (in TOML: [[{key}]] tables)",
+            path.display()
+        ),
+    })
+}
+
+fn request_from_args(args: &TaskArgs) -> Result<DelegateRequest> {
+    let mut value = if let Some(p) = &args.parallel {
+        read_entries_file(p, "tasks")?
+    } else if let Some(p) = &args.chain {
+        read_entries_file(p, "chain")?
+    } else {
+        let task = match args.task.as_deref() {
+            Some("-") => {
+                let mut s = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
+                s
+            }
+            Some(t) => t.to_string(),
+            None => bail!("missing TASK: baton task --role ROLE --name NAME \"what to do\", or --parallel FILE / --chain FILE"),
+        };
+        let mut o = serde_json::Map::new();
+        o.insert(
+            "role".into(),
+            json!(args
+                .role
+                .clone()
+                .ok_or_else(|| anyhow::anyhow!("--role is required for a single task"))?),
+        );
+        o.insert(
+            "name".into(),
+            json!(args
+                .name
+                .clone()
+                .ok_or_else(|| anyhow::anyhow!("--name is required for a single task"))?),
+        );
+        o.insert("task".into(), json!(task));
+        for (k, v) in [
+            ("model", &args.model),
+            ("model_class", &args.model_class),
+            ("thinking", &args.thinking),
+        ] {
+            if let Some(v) = v {
+                o.insert(k.into(), json!(v));
+            }
+        }
+        Value::Object(o)
+    };
+    if args.background {
+        if let Some(o) = value.as_object_mut() {
+            o.insert("background".into(), json!(true));
+        }
+    }
+    parse_request(&value).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+fn report_exit(report: &DelegateReport, cancelled: bool) -> u8 {
+    if cancelled {
+        exit::INTERRUPTED
+    } else if report.ok() {
+        exit::OK
+    } else {
+        exit::FAILED
+    }
+}
+
+pub fn run(args: TaskArgs) -> Result<u8> {
+    match args.action {
+        Some(TaskAction::Status { id, json, cwd }) => status(cwd, id, json),
+        Some(TaskAction::Wait { id, json, cwd }) => wait(cwd, &id, json),
+        Some(TaskAction::Cancel { id, cwd }) => cancel(cwd, &id),
+        Some(TaskAction::Supervise { id, cwd }) => supervise(&cwd, &id),
+        None => start(args),
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+fn start(args: TaskArgs) -> Result<u8> {
+    let ctx = project_context(args.cwd.clone())?;
+    let req = request_from_args(&args)?;
+    let env = delegate_env(&ctx)?;
+    resolve_roles(&env, &req).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let executor = executor_for(&env)?;
+    if req.background {
+        let id = start_background(&ctx, &req)?;
+        if args.json {
+            println!("{}", json!({"type": "task.background", "id": id}));
+        } else {
+            println!("{id}");
+            eprintln!("baton: started background task {id}; follow it with `baton task status {id}` or `baton task wait {id}`");
+        }
+        return Ok(exit::OK);
+    }
+    let roles = resolve_roles(&env, &req).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let json_mode = args.json;
+    let status = Arc::new(Status::new(!json_mode && std::io::stderr().is_terminal()));
+    let progress: Progress = {
+        let status = status.clone();
+        Arc::new(move |i, ev: EntryEvent| {
+            if json_mode {
+                println!("{}", json!({"type": "entry", "index": i, "event": ev}));
+            } else {
+                status.event(i, &ev);
+            }
+        })
+    };
+    let run_id = background::new_task_id();
+    let rt = runtime()?;
+    let (report, cancelled) = rt.block_on(async {
+        let cancel = CancellationToken::new();
+        let signalled = crate::agent_cmd::watch_signals(cancel.clone());
+        let report =
+            run_delegation(&env, &executor, &req, &roles, &run_id, &cancel, progress).await;
+        (report, signalled.is_cancelled())
+    });
+    if json_mode {
+        println!("{}", json!({"type": "report", "report": report}));
+    } else {
+        println!("{}", render_report(&report));
+    }
+    Ok(report_exit(&report, cancelled))
+}
+
+fn state_dir(ctx: &ProjectContext) -> PathBuf {
+    ctx.project_root.join(".baton").join("state")
+}
+
+fn start_background(ctx: &ProjectContext, req: &DelegateRequest) -> Result<String> {
+    baton_agent::session::ensure_state_excluded(&ctx.project_root);
+    let exe = std::env::current_exe().context("cannot find the baton executable")?;
+    Ok(background::start(
+        &exe,
+        &state_dir(ctx),
+        &ctx.cwd,
+        req,
+        crate::agent_cmd::now_rfc3339(),
+    )?)
+}
+
+fn supervise(cwd: &Path, id: &str) -> Result<u8> {
+    let ctx = project_context(Some(cwd.to_path_buf()))?;
+    let dir = background::tasks_dir(&state_dir(&ctx));
+    let state = background::load(&dir, id)?;
+    let path = background::events_path(&dir, id)?;
+    background::append(
+        &path,
+        &TaskEvent::Started {
+            pid: std::process::id(),
+        },
+    )?;
+    let env = delegate_env(&ctx)?;
+    let executor = executor_for(&env)?;
+    let roles = resolve_roles(&env, &state.request).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let progress: Progress = {
+        let path = path.clone();
+        Arc::new(move |index, event: EntryEvent| {
+            // Only state changes go to the log; tokens and thinking would bloat it.
+            let keep = match &event {
+                EntryEvent::Activity { activity } => matches!(
+                    activity,
+                    baton_exec::Activity::ToolStart { .. } | baton_exec::Activity::Started { .. }
+                ),
+                EntryEvent::Queued { .. }
+                | EntryEvent::Launching { .. }
+                | EntryEvent::Finished { .. } => true,
+            };
+            if keep {
+                let _ = background::append(&path, &TaskEvent::Entry { index, event });
+            }
+        })
+    };
+    let rt = runtime()?;
+    let report = rt.block_on(async {
+        let cancel = CancellationToken::new();
+        let _signalled = crate::agent_cmd::watch_signals(cancel.clone());
+        run_delegation(
+            &env,
+            &executor,
+            &state.request,
+            &roles,
+            id,
+            &cancel,
+            progress,
+        )
+        .await
+    });
+    background::append(
+        &path,
+        &TaskEvent::Completed {
+            report: report.clone(),
+        },
+    )?;
+    Ok(report_exit(&report, false))
+}
+
+fn print_state(state: &background::TaskState, json_mode: bool) {
+    let phase = state.phase();
+    if json_mode {
+        println!(
+            "{}",
+            json!({
+                "id": state.id, "phase": phase.as_str(), "created": state.created, "cwd": state.cwd,
+                "mode": state.request.mode, "pid": state.pid,
+                "entries": state.entries.iter().map(|(n, r, s)| json!({"name": n, "role": r, "status": s})).collect::<Vec<_>>(),
+                "report": state.report,
+            })
+        );
+        return;
+    }
+    println!(
+        "{}  {}  {} ({} entr{})  created {}",
+        state.id,
+        phase.as_str(),
+        state.request.mode.as_str(),
+        state.entries.len(),
+        if state.entries.len() == 1 { "y" } else { "ies" },
+        state.created
+    );
+    for (name, role, s) in &state.entries {
+        let s = match s {
+            Some(s) => s.as_str(),
+            None if phase == Phase::Running || phase == Phase::Starting => "running or queued",
+            None => "unknown",
+        };
+        println!("  {name} ({role}): {s}");
+    }
+}
+
+fn status(cwd: Option<PathBuf>, id: Option<String>, json_mode: bool) -> Result<u8> {
+    let ctx = project_context(cwd)?;
+    let dir = background::tasks_dir(&state_dir(&ctx));
+    let ids = match id {
+        Some(id) => vec![id],
+        None => background::list(&dir),
+    };
+    if ids.is_empty() && !json_mode {
+        println!("no background tasks in {}", dir.display());
+    }
+    for id in ids {
+        let state = background::load(&dir, &id)?;
+        print_state(&state, json_mode);
+    }
+    Ok(exit::OK)
+}
+
+fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
+    let ctx = project_context(cwd)?;
+    let dir = background::tasks_dir(&state_dir(&ctx));
+    loop {
+        let state = background::load(&dir, id)?;
+        match state.phase() {
+            Phase::Done | Phase::Failed => {
+                let report = state.report.clone().unwrap_or(DelegateReport {
+                    mode: state.request.mode,
+                    entries: Vec::new(),
+                });
+                if json_mode {
+                    println!("{}", json!({"type": "report", "id": id, "report": report}));
+                } else {
+                    println!("{}", render_report(&report));
+                }
+                return Ok(report_exit(&report, false));
+            }
+            Phase::Interrupted => {
+                bail!("background task {id} was interrupted: its supervisor exited without finishing (see {}/{id}.log)", dir.display())
+            }
+            Phase::Starting | Phase::Running => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+fn cancel(cwd: Option<PathBuf>, id: &str) -> Result<u8> {
+    let ctx = project_context(cwd)?;
+    let dir = background::tasks_dir(&state_dir(&ctx));
+    let state = background::load(&dir, id)?;
+    match (state.phase(), state.pid) {
+        (Phase::Running, Some(pid)) => {
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            )
+            .with_context(|| format!("cannot signal the supervisor (pid {pid})"))?;
+            println!("cancelling {id}; `baton task wait {id}` shows the final report");
+            Ok(exit::OK)
+        }
+        (phase, _) => {
+            println!("{id} is {}; nothing to cancel", phase.as_str());
+            Ok(exit::OK)
+        }
+    }
+}

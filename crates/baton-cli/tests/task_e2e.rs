@@ -1,0 +1,489 @@
+//! End-to-end tests of `baton task` and of `delegate_task` in a main session: the built binary,
+//! real child processes, real git.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use baton_testkit::{MockServer, Turn};
+use serde_json::{json, Value};
+
+struct Project {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    state: PathBuf,
+    work: PathBuf,
+    config: PathBuf,
+}
+
+impl Project {
+    fn new(config: &str) -> Project {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let state = tmp.path().join("state");
+        let work = tmp.path().join("work");
+        for d in [&home, &state, &work] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let cfg = tmp.path().join("baton.toml");
+        std::fs::write(&cfg, config).unwrap();
+        Project {
+            _tmp: tmp,
+            home,
+            state,
+            work,
+            config: cfg,
+        }
+    }
+
+    fn role(&self, name: &str, extra: &str, command: &str) {
+        let dir = self.work.join(".baton/roles");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join(format!("{name}.md")),
+            format!(
+                "---\nname: {name}\ndescription: test role\ntools: []\nbackend: command\ncommand: [sh, -c, {}]\n{extra}---\nDo it.\n",
+                serde_json::to_string(command).unwrap()
+            ),
+        )
+        .unwrap();
+    }
+
+    fn git(&self, args: &[&str]) {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(&self.work)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.org")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.org")
+            .output()
+            .unwrap();
+        assert!(
+            ok.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&ok.stderr)
+        );
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("XDG_CONFIG_HOME", self.home.join(".config"))
+            .env("XDG_STATE_HOME", &self.state)
+            .env("BATON_CONFIG", &self.config)
+            .env("MOCK_API_KEY", "k")
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.org")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.org")
+            .current_dir(&self.work);
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).stdin(Stdio::null()).output().unwrap()
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+fn report(o: &Output) -> Value {
+    let line = stdout(o)
+        .lines()
+        .rev()
+        .find(|l| l.contains("\"type\":\"report\""))
+        .unwrap_or_else(|| panic!("no report in {}", stdout(o)))
+        .to_string();
+    serde_json::from_str::<Value>(&line).unwrap()["report"].clone()
+}
+
+#[test]
+fn parallel_entries_report_in_input_order() {
+    let p = Project::new("");
+    p.role("echoer", "", "read t; echo \"$BATON_TASK_NAME says $t\"");
+    let tasks = p.work.join("tasks.json");
+    std::fs::write(
+        &tasks,
+        json!([
+            {"role": "echoer", "name": "first", "task": "one"},
+            {"role": "echoer", "name": "second", "task": "two"},
+            {"role": "echoer", "name": "third", "task": "three"}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let out = p.run(&["task", "--json", "--parallel", tasks.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = report(&out);
+    let names: Vec<&str> = r["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["first", "second", "third"]);
+    let outputs: Vec<String> = r["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["output"].as_str().unwrap().trim().to_string())
+        .collect();
+    assert_eq!(
+        outputs,
+        ["first says one", "second says two", "third says three"]
+    );
+    // Text mode renders role attribution.
+    let out = p.run(&["task", "--parallel", tasks.to_str().unwrap()]);
+    let text = stdout(&out);
+    assert!(text.contains("[2/3] second (echoer): done"), "{text}");
+}
+
+#[test]
+fn a_chain_passes_previous_and_stops_at_the_first_failure() {
+    let p = Project::new("");
+    p.role("echoer", "", "cat");
+    p.role("failer", "", "echo broken >&2; exit 4");
+    let chain = p.work.join("chain.toml");
+    std::fs::write(
+        &chain,
+        "[[chain]]\nrole = \"echoer\"\nname = \"a\"\ntask = \"alpha\"\n\n[[chain]]\nrole = \"echoer\"\nname = \"b\"\ntask = \"got {previous}!\"\n",
+    )
+    .unwrap();
+    let out = p.run(&["task", "--json", "--chain", chain.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = report(&out);
+    assert_eq!(
+        r["entries"][1]["output"].as_str().unwrap().trim(),
+        "got alpha!"
+    );
+
+    std::fs::write(
+        &chain,
+        json!({"chain": [
+            {"role": "echoer", "name": "a", "task": "alpha"},
+            {"role": "failer", "name": "b", "task": "x"},
+            {"role": "echoer", "name": "c", "task": "{previous}"}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let chain_json = p.work.join("chain.json");
+    std::fs::rename(&chain, &chain_json).unwrap();
+    let out = p.run(&["task", "--json", "--chain", chain_json.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let r = report(&out);
+    let statuses: Vec<&str> = r["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["done", "failed", "skipped"]);
+    assert!(r["entries"][1]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("broken"));
+}
+
+#[test]
+fn bad_requests_are_refused_before_anything_runs() {
+    let p = Project::new("");
+    p.role("echoer", "", "touch ran; cat");
+    for (args, expect) in [
+        (vec!["task", "--role", "echoer", "hi"], "--name"),
+        (
+            vec!["task", "--role", "ghost", "--name", "n", "hi"],
+            "ghost",
+        ),
+        (
+            vec![
+                "task",
+                "--role",
+                "echoer",
+                "--name",
+                "this name is far too long for a label",
+                "hi",
+            ],
+            "name",
+        ),
+        (
+            vec![
+                "task",
+                "--role",
+                "echoer",
+                "--name",
+                "n",
+                "--model-class",
+                "huge",
+                "hi",
+            ],
+            "model_class",
+        ),
+    ] {
+        let out = p.run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expect), "{args:?}: {err}");
+    }
+    assert!(!p.work.join("ran").exists());
+}
+
+fn git_repo(p: &Project) {
+    p.git(&["init", "-q", "-b", "main"]);
+    std::fs::write(p.work.join("README"), "hi\n").unwrap();
+    p.git(&["add", "README"]);
+    p.git(&["commit", "-q", "-m", "init"]);
+}
+
+#[test]
+fn worktree_entries_are_isolated_and_finalized() {
+    let p = Project::new("");
+    p.role(
+        "committer",
+        "isolation: worktree\n",
+        "pwd > where; git add where; git commit -q -m work; echo committed",
+    );
+    p.role(
+        "dirty",
+        "isolation: worktree\n",
+        "echo wip > wip.txt; echo left changes",
+    );
+    p.role("idle", "isolation: worktree\n", "echo nothing");
+    // Committed roles keep `git status` clean in the main tree; untracked files would block nothing here.
+    git_repo(&p);
+    let tasks = p.work.join("../tasks.json");
+    std::fs::write(
+        &tasks,
+        json!([
+            {"role": "committer", "name": "commit", "task": "t"},
+            {"role": "dirty", "name": "dirty", "task": "t"},
+            {"role": "idle", "name": "idle", "task": "t"}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let out = p.run(&["task", "--json", "--parallel", tasks.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = report(&out);
+    let e = r["entries"].as_array().unwrap();
+    // Each ran in its own worktree, outside the repository.
+    let root = p.state.join("baton/worktrees");
+    for w in e {
+        let path = PathBuf::from(w["worktree"]["path"].as_str().unwrap());
+        assert!(path.starts_with(&root), "{path:?}");
+        assert!(!path.starts_with(&p.work));
+    }
+    // Commits: the branch survives with the commit, the directory is gone.
+    let commit = &e[0]["worktree"];
+    assert_eq!(commit["kept_branch"], true);
+    assert_eq!(commit["kept_path"], false);
+    assert_eq!(commit["commits"].as_array().unwrap().len(), 1);
+    assert!(!Path::new(commit["path"].as_str().unwrap()).exists());
+    let log = Command::new("git")
+        .args(["log", "--format=%s", commit["branch"].as_str().unwrap()])
+        .current_dir(&p.work)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&log.stdout).starts_with("work"));
+    // Uncommitted changes: kept in place with a recovery path.
+    let dirty = &e[1]["worktree"];
+    assert_eq!(dirty["kept_path"], true);
+    assert!(Path::new(dirty["path"].as_str().unwrap())
+        .join("wip.txt")
+        .exists());
+    assert!(dirty["recovery"]
+        .as_str()
+        .unwrap()
+        .contains(dirty["path"].as_str().unwrap()));
+    // Clean with no commits: removed, branch deleted.
+    let idle = &e[2]["worktree"];
+    assert_eq!(
+        (idle["kept_path"].clone(), idle["kept_branch"].clone()),
+        (json!(false), json!(false))
+    );
+    assert!(!Path::new(idle["path"].as_str().unwrap()).exists());
+    // The main tree was never touched.
+    assert!(!p.work.join("where").exists() && !p.work.join("wip.txt").exists());
+
+    // Outside git the entry runs in the working directory and says so.
+    let q = Project::new("");
+    q.role("idle", "isolation: worktree\n", "echo here");
+    let out = q.run(&["task", "--json", "--role", "idle", "--name", "n", "t"]);
+    assert_eq!(out.status.code(), Some(0));
+    let r = report(&out);
+    assert!(
+        r["entries"][0]["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("not a git repository"),
+        "{r}"
+    );
+}
+
+fn wait_for(deadline: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    f()
+}
+
+#[test]
+fn background_tasks_outlive_the_cli_and_can_be_cancelled() {
+    let p = Project::new("");
+    // The child waits until the test releases it, so the starting CLI is surely gone by then.
+    p.role(
+        "gated",
+        "",
+        "while [ ! -f release ]; do sleep 0.02; done; echo released",
+    );
+    let out = p.run(&[
+        "task",
+        "--background",
+        "--role",
+        "gated",
+        "--name",
+        "bg",
+        "t",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = stdout(&out).trim().to_string();
+    assert!(id.starts_with('t'), "{id}");
+    // The CLI has exited (output() waited for it); the task is still running.
+    let status = p.run(&["task", "status", &id, "--json"]);
+    let s: Value = serde_json::from_str(stdout(&status).trim()).unwrap();
+    assert!(
+        ["running", "starting"].contains(&s["phase"].as_str().unwrap()),
+        "{s}"
+    );
+    std::fs::write(p.work.join("release"), "").unwrap();
+    let waited = p.run(&["task", "wait", &id, "--json"]);
+    assert_eq!(
+        waited.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&waited.stderr)
+    );
+    let r = report(&waited);
+    assert_eq!(
+        r["entries"][0]["output"].as_str().unwrap().trim(),
+        "released"
+    );
+    let s: Value =
+        serde_json::from_str(stdout(&p.run(&["task", "status", &id, "--json"])).trim()).unwrap();
+    assert_eq!(s["phase"], "done");
+
+    // Cancel: the child is killed, the task ends stopped.
+    std::fs::remove_file(p.work.join("release")).unwrap();
+    let out = p.run(&[
+        "task",
+        "--background",
+        "--role",
+        "gated",
+        "--name",
+        "bg2",
+        "t",
+    ]);
+    let id = stdout(&out).trim().to_string();
+    assert!(wait_for(Duration::from_secs(10), || {
+        let s: Value =
+            serde_json::from_str(stdout(&p.run(&["task", "status", &id, "--json"])).trim())
+                .unwrap();
+        s["phase"] == "running"
+    }));
+    let c = p.run(&["task", "cancel", &id]);
+    assert_eq!(c.status.code(), Some(0));
+    let waited = p.run(&["task", "wait", &id, "--json"]);
+    assert_eq!(waited.status.code(), Some(1));
+    assert_eq!(report(&waited)["entries"][0]["status"], "stopped");
+    let bad = p.run(&["task", "status", "tnope"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn a_main_session_delegates_and_children_cannot() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "c1",
+            "delegate_task",
+            json!({"tasks": [
+                {"role": "echoer", "name": "shell-child", "task": "ping"},
+                {"role": "scout", "name": "model-child", "task": "look around", "model_class": "fast"}
+            ]}),
+        ))
+        // The scout child (a real `baton agent` process) answers from the same server.
+        .when(
+            |r| r.body.to_string().contains("look around"),
+            Turn::text("scout report: nothing here"),
+        )
+        .turn(Turn::text("Both children answered."))
+        .start_blocking();
+    let p = Project::new(&format!(
+        "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"MOCK_API_KEY\"\n[models]\nfast = \"mock/small\"\n",
+        server.url()
+    ));
+    p.role("echoer", "", "read t; echo \"echo: $t\"");
+    let out = p.run(&["agent", "--json", "--model", "mock/main", "delegate it"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reqs = server.model_requests();
+    // main turn 1, the scout child, main turn 2
+    assert_eq!(
+        reqs.len(),
+        3,
+        "{:#?}",
+        reqs.iter().map(|r| r.body.to_string()).collect::<Vec<_>>()
+    );
+    let main_first = reqs[0].body.to_string();
+    assert!(
+        main_first.contains("delegate_task"),
+        "main session lacks delegate_task"
+    );
+    let child = reqs
+        .iter()
+        .find(|r| r.body.to_string().contains("look around"))
+        .unwrap();
+    assert_eq!(child.body["model"], "small");
+    assert!(
+        !child.body.to_string().contains("delegate_task"),
+        "a child was offered delegate_task"
+    );
+    let last = reqs.last().unwrap().body.to_string();
+    assert!(last.contains("echo: ping"), "{last}");
+    assert!(last.contains("scout report: nothing here"), "{last}");
+    assert!(last.contains("[1/2] shell-child (echoer): done"), "{last}");
+}

@@ -1,0 +1,107 @@
+//! `delegate_task` as a tool of a main agent session. Children never get it (they run with
+//! `BATON_CHILD=1`), so delegation cannot recurse.
+
+use std::sync::Arc;
+
+use baton_agent::tools::{Tool, ToolContext, ToolOutput};
+use baton_protocol::ToolSpec;
+use serde_json::{json, Value};
+
+use crate::background;
+use crate::delegate::{
+    parse_request, render_report, resolve_roles, run_delegation, DelegateEnv, Progress,
+};
+use crate::executor::Executor;
+
+/// The main-side delegation policy added to a main session's system prompt.
+pub const MAIN_POLICY: &str = "# Delegation\n\
+You can hand bounded work to child agents with `delegate_task`. Each child runs in its own process with its role's tools and sees only the task text you give it, so write a self-contained task: the goal, the relevant files, the constraints, and what to report back.\n\
+- Use one shape per call: single {role, name, task}; parallel {tasks: [...]} for up to 8 independent pieces; chain {chain: [...]} for up to 8 dependent steps, where `{previous}` in a step's task is replaced by the previous step's answer.\n\
+- Choose only `model_class`: `fast` normally, `balanced` up front for work that is obviously complex. Set `model` or `thinking` only when the user explicitly asked for a particular model or thinking level.\n\
+- Roles: `scout` to explore and report, `implementer` to change code (it works in its own git worktree and commits there), `reviewer` to judge a change without touching it.\n\
+- Children cannot delegate further. Check what a child reports against the repository before you rely on it.";
+
+pub struct DelegateTool {
+    pub env: Arc<DelegateEnv>,
+    pub executor: Arc<Executor>,
+    pub progress: Progress,
+    /// Used for background runs' `created` field.
+    pub now: fn() -> String,
+}
+
+fn entry_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "role": {"type": "string", "description": "Role name (see the roles available: implementer, reviewer, scout, or project roles)."},
+            "name": {"type": "string", "description": "Short label for this delegation, under 30 characters."},
+            "task": {"type": "string", "description": "The complete, self-contained task for the child."},
+            "model": {"type": "string", "description": "Explicit route provider/model[:thinking]; only when the user asked for it."},
+            "model_class": {"type": "string", "enum": ["fast", "balanced", "frontier", "fav"]},
+            "thinking": {"type": "string", "enum": ["off", "minimal", "low", "medium", "high", "xhigh", "max"], "description": "Only when the user asked for it."}
+        },
+        "required": ["role", "name", "task"]
+    })
+}
+
+#[async_trait::async_trait]
+impl Tool for DelegateTool {
+    fn name(&self) -> &'static str {
+        "delegate_task"
+    }
+
+    fn spec(&self) -> ToolSpec {
+        let entry = entry_schema();
+        let mut props = entry["properties"].clone();
+        if let Some(p) = props.as_object_mut() {
+            p.insert("tasks".into(), json!({"type": "array", "items": entry, "minItems": 1, "maxItems": 8, "description": "Parallel mode: independent entries started together."}));
+            p.insert("chain".into(), json!({"type": "array", "items": entry_schema(), "minItems": 1, "maxItems": 8, "description": "Chain mode: sequential entries; `{previous}` receives the previous step's answer."}));
+            p.insert("background".into(), json!({"type": "boolean", "description": "Run detached and return a task id at once."}));
+        }
+        ToolSpec {
+            name: "delegate_task".into(),
+            description: "Delegate bounded work to child agents. Give exactly one shape: single (role, name, task at the top level), parallel (`tasks`), or chain (`chain`).".into(),
+            parameters: json!({"type": "object", "properties": props}),
+        }
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    async fn run(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
+        let req = match parse_request(&args) {
+            Ok(r) => r,
+            Err(e) => return ToolOutput::error(e),
+        };
+        let roles = match resolve_roles(&self.env, &req) {
+            Ok(r) => r,
+            Err(e) => return ToolOutput::error(e),
+        };
+        if req.background {
+            return match background::start(&self.env.baton_exe, &self.env.state_dir, &self.env.cwd, &req, (self.now)()) {
+                Ok(id) => ToolOutput::ok(format!(
+                    "Started background task {id}. Check it with `baton task status {id}`; `baton task wait {id}` prints its report when it ends."
+                )),
+                Err(e) => ToolOutput::error(e.to_string()),
+            };
+        }
+        let run_id = background::new_task_id();
+        let report = run_delegation(
+            &self.env,
+            &self.executor,
+            &req,
+            &roles,
+            &run_id,
+            &ctx.cancel,
+            self.progress.clone(),
+        )
+        .await;
+        let text = render_report(&report);
+        if report.ok() {
+            ToolOutput::ok(text)
+        } else {
+            ToolOutput::error(text)
+        }
+    }
+}
