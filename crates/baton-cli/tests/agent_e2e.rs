@@ -742,3 +742,41 @@ fn roles_and_models_commands_report_sources_and_resolution() {
     assert!(text.contains("✓ mock/small resolves now"), "{text}");
     assert!(text.contains("models.balanced"), "{text}");
 }
+
+#[test]
+fn cost_comes_from_the_price_table() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call("c1", "ls", json!({})).usage(1_000_000, 400_000, 10_000))
+        .turn(Turn::text("done").usage(500_000, 0, 0))
+        .start_blocking();
+    let p = Project::new(
+        &server,
+        "openai",
+        "[prices.\"mock/priced\"]\ninput = 2.0\ncached_input = 0.5\noutput = 10.0\n",
+    );
+    let out = p.run(&["agent", "--json", "--model", "mock/priced", "x"]);
+    assert_eq!(out.status.code(), Some(0));
+    let evs = events(&out);
+    let turn_costs: Vec<f64> = evs
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::TurnCompleted { cost_usd, .. } => *cost_usd,
+            _ => None,
+        })
+        .collect();
+    // turn 1: 600k fresh * 2 + 400k cached * 0.5 + 10k out * 10 = 1.2 + 0.2 + 0.1
+    assert_eq!(turn_costs.len(), 2);
+    assert!((turn_costs[0] - 1.5).abs() < 1e-9, "{turn_costs:?}");
+    assert!((turn_costs[1] - 1.0).abs() < 1e-9, "{turn_costs:?}");
+    match evs.last().unwrap() {
+        AgentEvent::SessionCompleted { cost_usd, .. } => {
+            assert!((cost_usd.unwrap() - 2.5).abs() < 1e-9)
+        }
+        other => panic!("{other:?}"),
+    }
+    // Unpriced routes carry no cost.
+    let server = MockServer::builder().turn(Turn::text("x")).start_blocking();
+    let p = Project::new(&server, "openai", "");
+    let out = p.run(&["agent", "--json", "--model", "mock/free", "x"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("cost_usd"));
+}
