@@ -14,7 +14,9 @@ use baton_exec::backend::{launch_for, TaskSpec};
 use baton_exec::delegate::{backend_of, entry_route, write_frozen_role, DelegateEnv, TaskEntry};
 use baton_exec::executor::{Executor, OutputBudget};
 use baton_exec::types::{Activity, ChildResult, ChildStatus, ExecError, ExecErrorCode};
-use baton_exec::worktree::{create_child_worktree, repo_folder_name, Isolated, BRANCH_PREFIX};
+use baton_exec::worktree::{
+    create_child_worktree, repo_folder_name, ChildWorktree, Isolated, BRANCH_PREFIX,
+};
 use baton_git::{Git, GitError, RebaseOutcome};
 use baton_protocol::role::{BackendKind, RoleSpec};
 use baton_protocol::ModelClass;
@@ -740,6 +742,10 @@ impl Run<'_> {
             if self.unit(i).status.is_done() {
                 continue;
             }
+            if self.cancel.is_cancelled() {
+                self.halt("cancelled".into())?;
+                return Ok(());
+            }
             match self.integrate(i).await? {
                 Step::Done => self.snapshot(),
                 Step::Paused | Step::Ended | Step::Halted => return Ok(()),
@@ -778,27 +784,104 @@ impl Run<'_> {
                 )
             }
         };
+        // Announce every worktree (recovering the remains of an interrupted setup), create them,
+        // then record them in declared order.
+        let mut to_create: Vec<(String, String)> = Vec::new();
         for u in &state.units {
             if !matches!(u.status, UnitStatus::Pending | UnitStatus::Creating) {
                 continue;
             }
             let wt_id = unit_worktree_id(&state.id, u.id());
-            if let Err(message) = self.create_unit_worktree(&state, u, &wt_id, &common)? {
-                return self.setup_failed(u.id(), message);
+            match self.prepare_unit_worktree(&state, u, &wt_id, &common)? {
+                Prepared::Adopted => {}
+                Prepared::Create => to_create.push((u.id().to_string(), wt_id)),
+                Prepared::Failed(message) => return self.setup_failed(u.id(), message),
             }
+        }
+        // One at a time: concurrent `git worktree add`s trip over each other's half-made entries.
+        // The first goes through `create_child_worktree`, which checks the repository and the
+        // worktree root; the others only need the same `git worktree add` in the same folder.
+        let mut created: Vec<Result<ChildWorktree, String>> = Vec::with_capacity(to_create.len());
+        let mut group: Option<PathBuf> = None;
+        for (_, wt_id) in &to_create {
+            let result = match &group {
+                None => {
+                    match create_child_worktree(&state.repo_root, &state.worktree_root, wt_id) {
+                        Ok(Isolated::Worktree(wt)) => {
+                            group = wt.path.parent().map(Path::to_path_buf);
+                            Ok(wt)
+                        }
+                        Ok(Isolated::Fallback { reason, .. }) => {
+                            Err(format!("no worktree possible: {reason}"))
+                        }
+                        Err(e) => Err(e.to_string()),
+                    }
+                }
+                Some(group) => self.add_worktree(&state, group, wt_id),
+            };
+            let stop = result.is_err();
+            created.push(result);
+            if stop {
+                break;
+            }
+        }
+        let mut failed: Option<(String, String)> = None;
+        for ((unit, _), result) in to_create.iter().zip(created) {
+            match result {
+                Ok(wt) => self.emit(FlowEvent::WorktreeCreated {
+                    unit: unit.clone(),
+                    path: wt.path,
+                    branch: wt.branch,
+                    base: wt.base_oid,
+                })?,
+                Err(message) => {
+                    failed.get_or_insert((unit.clone(), message));
+                }
+            }
+        }
+        if let Some((unit, message)) = failed {
+            return self.setup_failed(&unit, message);
         }
         Ok(Step::Done)
     }
 
-    /// The outer error stops the run (a log failure or the crash hook); the inner one is a git
-    /// failure that fails the setup.
-    fn create_unit_worktree(
+    /// `git worktree add -b baton/<id> <group>/<id> <start>`, the layout `create_child_worktree` uses.
+    fn add_worktree(
+        &self,
+        state: &FlowState,
+        group: &Path,
+        wt_id: &str,
+    ) -> Result<ChildWorktree, String> {
+        let path = group.join(wt_id);
+        let branch = format!("{BRANCH_PREFIX}{wt_id}");
+        if path.symlink_metadata().is_ok() {
+            return Err(format!(
+                "worktree path {} already exists; remove the earlier worktree (`git worktree remove PATH`)",
+                path.display()
+            ));
+        }
+        self.main
+            .worktree_add(&path, &branch, &state.start_oid)
+            .map_err(|e| e.to_string())?;
+        Ok(ChildWorktree {
+            id: wt_id.to_string(),
+            repo_root: state.repo_root.clone(),
+            cwd: path.clone(),
+            path,
+            branch,
+            base_oid: state.start_oid.clone(),
+        })
+    }
+
+    /// Writes `unit.worktree_creating`, first clearing or adopting what an interrupted setup left.
+    /// The error stops the run (a log failure or the crash hook).
+    fn prepare_unit_worktree(
         &self,
         state: &FlowState,
         u: &UnitState,
         wt_id: &str,
         common: &Path,
-    ) -> Result<Result<(), String>, FlowError> {
+    ) -> Result<Prepared, FlowError> {
         let branch = format!("{BRANCH_PREFIX}{wt_id}");
         let path = state
             .worktree_root
@@ -808,7 +891,7 @@ impl Run<'_> {
             // The process died around `git worktree add`: adopt a complete worktree, clear a partial one.
             let listed = match self.main.worktree_list() {
                 Ok(l) => l,
-                Err(e) => return Ok(Err(e.to_string())),
+                Err(e) => return Ok(Prepared::Failed(e.to_string())),
             };
             let canonical = std::fs::canonicalize(&path).unwrap_or(path.clone());
             let adopted = listed.iter().any(|w| {
@@ -823,10 +906,10 @@ impl Run<'_> {
                     branch,
                     base: state.start_oid.clone(),
                 })?;
-                return Ok(Ok(()));
+                return Ok(Prepared::Adopted);
             }
             if path.symlink_metadata().is_ok() {
-                return Ok(Err(format!(
+                return Ok(Prepared::Failed(format!(
                     "{} exists but is not the unit's worktree on {branch}",
                     path.display()
                 )));
@@ -834,7 +917,7 @@ impl Run<'_> {
             let _ = self.main.worktree_prune();
             if self.main.branch_exists(&branch).unwrap_or(false) {
                 if let Err(e) = self.main.branch_delete(&branch, false) {
-                    return Ok(Err(e.to_string()));
+                    return Ok(Prepared::Failed(e.to_string()));
                 }
             }
         }
@@ -842,21 +925,7 @@ impl Run<'_> {
             unit: u.id().to_string(),
             worktree_id: wt_id.to_string(),
         })?;
-        match create_child_worktree(&state.repo_root, &state.worktree_root, wt_id) {
-            Ok(Isolated::Worktree(wt)) => {
-                self.emit(FlowEvent::WorktreeCreated {
-                    unit: u.id().to_string(),
-                    path: wt.path,
-                    branch: wt.branch,
-                    base: wt.base_oid,
-                })?;
-                Ok(Ok(()))
-            }
-            Ok(Isolated::Fallback { reason, .. }) => {
-                Ok(Err(format!("no worktree possible: {reason}")))
-            }
-            Err(e) => Ok(Err(e.to_string())),
-        }
+        Ok(Prepared::Create)
     }
 
     fn setup_failed(&self, unit: &str, message: String) -> Result<Step, FlowError> {
@@ -1134,7 +1203,7 @@ impl Run<'_> {
             self,
             id,
             "cannot read the unit worktree",
-            wt.rebase_in_progress()
+            rebase_in_progress(&wt, &path)
         ) {
             if u.rebase_onto.is_some() {
                 // Our own rebase, cut short by a crash.
@@ -1172,6 +1241,18 @@ impl Run<'_> {
             );
         }
         let tip0 = ws.head.clone().unwrap_or_default();
+        // Whether the branch already sits on the current Main. Only possible when Main has not
+        // moved since the unit's base, or when our own rebase onto it ran before a crash.
+        let may_be_on_main =
+            expected == base0 || u.rebase_onto.as_deref() == Some(expected.as_str());
+        let on_main = tip0 != expected
+            && may_be_on_main
+            && git_or_fail!(
+                self,
+                id,
+                "cannot compare commits",
+                wt.is_ancestor(&expected, &tip0)
+            );
         let (base, tip, noop) = if tip0 == expected {
             if u.rebase_onto.as_deref() == Some(expected.as_str()) {
                 (expected.clone(), expected.clone(), true)
@@ -1185,20 +1266,17 @@ impl Run<'_> {
                     ),
                 );
             }
-        } else if git_or_fail!(
-            self,
-            id,
-            "cannot compare commits",
-            wt.is_ancestor(&expected, &tip0)
-        ) {
+        } else if on_main {
             (expected.clone(), tip0.clone(), false)
         } else {
-            if !git_or_fail!(
-                self,
-                id,
-                "cannot compare commits",
-                wt.is_ancestor(&base0, &tip0)
-            ) {
+            let descends = expected != base0
+                && git_or_fail!(
+                    self,
+                    id,
+                    "cannot compare commits",
+                    wt.is_ancestor(&base0, &tip0)
+                );
+            if !descends {
                 return self.block(
                     &u,
                     BlockReason::Diverged,
@@ -1327,6 +1405,9 @@ impl Run<'_> {
         }
 
         // 5. Fast-forward Main to the exact tip.
+        if self.cancel.is_cancelled() {
+            return self.halt("cancelled before merging".into());
+        }
         if !noop {
             self.emit(FlowEvent::Merging {
                 unit: id.to_string(),
@@ -1539,13 +1620,14 @@ impl Run<'_> {
             }
         }
         if let Some(branch) = &u.branch {
-            if self.main.branch_exists(branch).unwrap_or(false) {
-                if let Err(e) = self.main.branch_delete(branch, false) {
-                    warnings.push(format!(
-                        "branch {branch} kept: git refused to delete it ({})",
-                        first_line(&e.to_string())
-                    ));
-                }
+            match self.main.branch_delete(branch, false) {
+                Ok(()) => {}
+                // Already gone (a resumed cleanup).
+                Err(e) if e.stderr().is_some_and(|s| s.contains("not found")) => {}
+                Err(e) => warnings.push(format!(
+                    "branch {branch} kept: git refused to delete it ({})",
+                    first_line(&e.to_string())
+                )),
             }
         }
         self.emit(FlowEvent::Finished {
@@ -1585,6 +1667,16 @@ enum Review {
     Step(Step),
 }
 
+/// What the setup does about one unit's worktree.
+enum Prepared {
+    /// A complete worktree from an interrupted setup was taken over.
+    Adopted,
+    /// Announced; to be created.
+    Create,
+    /// Cannot be created: the setup fails.
+    Failed(String),
+}
+
 fn second_block_message(u: &UnitState) -> String {
     let reason = u.block.as_ref().map_or("blocked", |b| b.reason.as_str());
     format!(
@@ -1593,6 +1685,25 @@ fn second_block_message(u: &UnitState) -> String {
         u.path.as_ref().map_or("(none)".into(), |p| p.display().to_string()),
         u.branch.as_deref().unwrap_or("(none)")
     )
+}
+
+/// Whether a rebase is stopped in the worktree at `path`, read from its `.git` file without
+/// starting git (falls back to asking git).
+fn rebase_in_progress(wt: &Git, path: &Path) -> Result<bool, GitError> {
+    let dot_git = path.join(".git");
+    let git_dir = match std::fs::read_to_string(&dot_git) {
+        Ok(text) => text
+            .strip_prefix("gitdir: ")
+            .map(|d| path.join(d.trim_end_matches(['\n', '\r']))),
+        Err(_) if dot_git.is_dir() => Some(dot_git),
+        Err(_) => None,
+    };
+    match git_dir {
+        Some(d) if d.is_dir() => {
+            Ok(d.join("rebase-merge").exists() || d.join("rebase-apply").exists())
+        }
+        Some(_) | None => wt.rebase_in_progress(),
+    }
 }
 
 fn first_line(s: &str) -> &str {

@@ -2,7 +2,7 @@
 //! the next step to take.
 
 use crate::engine::FlowStatus;
-use crate::event::{FlowEvent, Record};
+use crate::event::{FailureKind, FlowEvent, Record};
 use crate::state::{FlowEnd, Phase, UnitState, UnitStatus};
 use crate::validate::bounded;
 
@@ -167,10 +167,19 @@ pub fn report(status: &FlowStatus) -> String {
         short(&st.start_oid),
         short(&st.main_oid)
     );
+    // A failed setup removed its worktrees (its message names any it could not remove).
+    let setup_failed = matches!(
+        &st.end,
+        Some(FlowEnd::Failed {
+            kind: FailureKind::Setup,
+            ..
+        })
+    );
     for (i, u) in st.units.iter().enumerate() {
         out.push_str(&unit_line(i + 1, u));
         out.push('\n');
-        let keeps_worktree = !u.status.is_done() && !matches!(u.status, UnitStatus::Pending);
+        let keeps_worktree =
+            !setup_failed && !u.status.is_done() && !matches!(u.status, UnitStatus::Pending);
         if keeps_worktree {
             if let (Some(p), Some(b)) = (&u.path, &u.branch) {
                 out.push_str(&format!("     worktree {} (branch {b})\n", p.display()));
@@ -203,10 +212,12 @@ pub fn report(status: &FlowStatus) -> String {
                 kind.as_str(),
                 clean(message)
             ));
-            out.push_str(
-                "Units already integrated stay integrated. The worktrees listed above are kept: \
-                 inspect them, reslice the work, and start a new Flow (remove a worktree with `git worktree remove PATH`).\n",
-            );
+            if !setup_failed {
+                out.push_str(
+                    "Units already integrated stay integrated. The worktrees listed above are kept: \
+                     inspect them, reslice the work, and start a new Flow (remove a worktree with `git worktree remove PATH`).\n",
+                );
+            }
         }
         (Some(FlowEnd::Abandoned { reason }), _) => {
             out.push_str(&format!(

@@ -548,13 +548,15 @@ async fn bad_input_and_failed_preconditions_change_nothing() {
 async fn a_setup_failure_launches_nothing_and_removes_what_it_created() {
     let fx = Fx::new();
     let mut env = fx.env(2);
-    // As soon as a's worktree exists, put something in the way of b's.
-    env.observer = Some(Arc::new(|n: Notice<'_>| {
+    // Right after b's worktree is announced, put something where it will go.
+    let folder = fx.wt_root().join(baton_exec::worktree::repo_folder_name(
+        &fx.main().git_common_dir().unwrap(),
+    ));
+    env.observer = Some(Arc::new(move |n: Notice<'_>| {
         if let Notice::Event(r) = n {
-            if let FlowEvent::WorktreeCreated { unit, path, .. } = &r.event {
-                if unit == "a" {
-                    let name = path.file_name().unwrap().to_string_lossy().to_string();
-                    let b = path.with_file_name(format!("{}b", name.strip_suffix('a').unwrap()));
+            if let FlowEvent::WorktreeCreating { unit, worktree_id } = &r.event {
+                if unit == "b" {
+                    let b = folder.join(worktree_id);
                     std::fs::create_dir_all(&b).unwrap();
                     std::fs::write(b.join("obstacle"), "x").unwrap();
                 }
@@ -680,6 +682,22 @@ async fn a_flow_killed_at_each_step_resumes_without_merging_twice() {
     ];
     for step in steps {
         let fx = Fx::new();
+        let go = fx.scripts().join("go");
+        if step == "unit.implementer_started@b" {
+            // a's implementer is running when the process dies; keep it away from git until then,
+            // so the kill cannot leave a half-made commit behind.
+            fx.implementer(
+                "a",
+                None,
+                &format!(
+                    "i=0\nwhile [ ! -f '{}' ]; do i=$((i+1)); [ $i -gt 3000 ] && exit 7; sleep 0.01; done\n{}",
+                    go.display(),
+                    common::COMMIT_OWN_FILE
+                ),
+            );
+        } else {
+            std::fs::write(&go, "").unwrap();
+        }
         let mut env = fx.env(1);
         env.crash = CrashHook::parse(step, CrashMode::Error);
         let e = start(
@@ -694,6 +712,7 @@ async fn a_flow_killed_at_each_step_resumes_without_merging_twice() {
         assert_eq!(seen[0].phase, Phase::Interrupted, "{step}");
         let state = &seen[0].state;
 
+        std::fs::write(&go, "").unwrap();
         // Things the dead process may have done after its last event.
         match step {
             "unit.worktree_creating@b" => {
@@ -738,10 +757,23 @@ async fn a_flow_killed_at_each_step_resumes_without_merging_twice() {
         assert_eq!(fx.branches(), ["main"], "{step}");
         assert!(fx.clean(), "{step}");
         let calls = fx.calls();
-        for c in ["impl a 0", "impl b 0", "review b 0"] {
-            assert_eq!(count(&calls, c), 1, "{step}: {calls:?}");
-        }
         let k = kinds(&fx, &s.state.id);
+        for c in ["impl a 0", "impl b 0", "review b 0"] {
+            // Killed while a's implementer ran (b's start was being recorded): a runs again.
+            let rerun = step == "unit.implementer_started@b" && c == "impl a 0";
+            let n = count(&calls, c);
+            assert!(n == 1 || (rerun && n == 2), "{step}: {calls:?}");
+        }
+        // A finished implementer is never launched again.
+        for u in ["a", "b"] {
+            let finished = k
+                .iter()
+                .position(|e| *e == format!("unit.implementer_finished@{u}"));
+            let last_start = k
+                .iter()
+                .rposition(|e| *e == format!("unit.implementer_started@{u}"));
+            assert!(last_start < finished, "{step}: {k:?}");
+        }
         assert_eq!(count(&k, "unit.merged@a"), 1, "{step}: {k:?}");
         assert_eq!(count(&k, "unit.merged@b"), 1, "{step}: {k:?}");
         assert_eq!(count(&k, "flow.completed"), 1, "{step}");
