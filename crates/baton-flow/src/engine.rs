@@ -337,6 +337,16 @@ pub async fn start(
         )));
     }
 
+    // Rebasing a unit onto an advanced Main creates commits: find out now, not after the implementers.
+    if units.len() > 1 {
+        if let Err(e) = main.run(["var", "GIT_COMMITTER_IDENT"]) {
+            return Err(FlowError::Refused(format!(
+                "git has no committer identity, which rebasing units needs: set user.name and user.email ({})",
+                e.stderr().map(str::trim).unwrap_or_default()
+            )));
+        }
+    }
+
     let mut lock = RepoLock::acquire(&repo.common)?;
     refuse_if_active(&repo.store)?;
 
