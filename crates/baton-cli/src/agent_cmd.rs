@@ -315,6 +315,17 @@ pub fn run(args: AgentArgs) -> Result<u8> {
                 status.event(i, &ev);
             }
         });
+        let flow_env = Arc::new(baton_flow::FlowEnv::new((*env).clone(), executor.clone()));
+        spec.host_tools
+            .push(Arc::new(baton_flow::tool::DelegateFlowTool {
+                env: flow_env.clone(),
+            }));
+        spec.host_tools
+            .push(Arc::new(baton_flow::tool::DelegateFlowContinueTool {
+                env: flow_env,
+            }));
+        spec.extra_instructions
+            .push(baton_flow::tool::FLOW_POLICY.to_string());
         spec.host_tools
             .push(Arc::new(baton_exec::tool::DelegateTool {
                 env,

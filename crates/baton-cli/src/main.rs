@@ -2,6 +2,7 @@
 
 mod agent_cmd;
 mod config;
+mod flow_cmd;
 mod info_cmd;
 mod status;
 mod task_cmd;
@@ -42,6 +43,8 @@ enum Command {
     Agent(agent_cmd::AgentArgs),
     /// Delegate work to child agents: one task, parallel tasks or a chain; foreground or background.
     Task(task_cmd::TaskArgs),
+    /// Land 1-8 independent units: parallel worktrees, then rebase, validate, review and fast-forward in order.
+    Flow(flow_cmd::FlowArgs),
     /// Show each model class, its routes and which one resolves now.
     Models {
         /// Working directory whose project config applies.
@@ -86,6 +89,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Agent(args) => agent_cmd::run(args),
         Command::Task(args) => task_cmd::run(args),
+        Command::Flow(args) => flow_cmd::run(args),
         Command::Models { cwd } => info_cmd::models(cwd),
         Command::Roles { action, cwd } => {
             info_cmd::roles(cwd, matches!(action, Some(RolesAction::Check)))
