@@ -456,6 +456,46 @@ fn skipped(i: usize, e: &TaskEntry) -> EntryReport {
     }
 }
 
+/// The launch description of one child: the route split into model and thinking level, and the
+/// backend's program (this binary for `baton`, `executor.programs.<backend>` for the others).
+#[allow(clippy::too_many_arguments)]
+pub fn task_spec(
+    env: &DelegateEnv,
+    backend: BackendKind,
+    role: &RoleSpec,
+    task: String,
+    cwd: PathBuf,
+    route: Option<&Route>,
+    role_file: Option<PathBuf>,
+    extra_env: Vec<(String, String)>,
+) -> TaskSpec {
+    TaskSpec {
+        backend,
+        role: role.clone(),
+        task,
+        cwd,
+        route: route.map(|r| {
+            let mut r = r.clone();
+            r.thinking = None;
+            r.to_string()
+        }),
+        thinking: route.and_then(|r| r.thinking).map(|t| t.to_string()),
+        program: match backend {
+            BackendKind::Baton => Some(env.baton_exe.clone()),
+            BackendKind::Pi | BackendKind::Codex | BackendKind::Claude | BackendKind::Command => {
+                env.config
+                    .executor
+                    .programs
+                    .get(backend.as_str())
+                    .map(PathBuf::from)
+            }
+        },
+        role_file,
+        max_turns: None,
+        extra_env,
+    }
+}
+
 /// Resolves the route of an entry: `model` > `model_class` > the role's class > the default class.
 pub fn entry_route(env: &DelegateEnv, e: &TaskEntry, role: &RoleSpec) -> Result<Route, ExecError> {
     let prepare = |m: String| ExecError::new(ExecErrorCode::Prepare, m);
@@ -577,40 +617,20 @@ async fn run_entry(
                 | BackendKind::Claude
                 | BackendKind::Command => None,
             };
-            let spec = TaskSpec {
+            let spec = task_spec(
+                env,
                 backend,
-                role: role.clone(),
+                role,
                 task,
-                cwd: cwd.clone(),
-                route: route.as_ref().map(|r| {
-                    let mut r = r.clone();
-                    r.thinking = None;
-                    r.to_string()
-                }),
-                thinking: route
-                    .as_ref()
-                    .and_then(|r| r.thinking)
-                    .map(|t| t.to_string()),
-                program: match backend {
-                    BackendKind::Baton => Some(env.baton_exe.clone()),
-                    BackendKind::Pi
-                    | BackendKind::Codex
-                    | BackendKind::Claude
-                    | BackendKind::Command => env
-                        .config
-                        .executor
-                        .programs
-                        .get(backend.as_str())
-                        .map(PathBuf::from),
-                },
+                cwd.clone(),
+                route.as_ref(),
                 role_file,
-                max_turns: None,
-                extra_env: vec![
+                vec![
                     ("BATON_TASK_NAME".into(), e.name.clone()),
                     ("BATON_TASK_INDEX".into(), index.to_string()),
                     ("BATON_RUN_ID".into(), run_id.to_string()),
                 ],
-            };
+            );
             let launch = launch_for(&spec)?;
             if let Ok(mut slot) = model_label.lock() {
                 *slot = Some(launch.model_label.clone());

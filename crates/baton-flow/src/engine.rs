@@ -10,8 +10,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use baton_agent::roles::find_role;
-use baton_exec::backend::{launch_for, TaskSpec};
-use baton_exec::delegate::{backend_of, entry_route, write_frozen_role, DelegateEnv, TaskEntry};
+use baton_exec::backend::launch_for;
+use baton_exec::delegate::{
+    backend_of, entry_route, task_spec, write_frozen_role, DelegateEnv, TaskEntry,
+};
 use baton_exec::executor::{Executor, OutputBudget};
 use baton_exec::types::{Activity, ChildResult, ChildStatus, ExecError, ExecErrorCode};
 use baton_exec::worktree::{
@@ -1065,36 +1067,16 @@ impl Run<'_> {
                 | BackendKind::Claude
                 | BackendKind::Command => None,
             };
-            let spec = TaskSpec {
+            let spec = task_spec(
+                d,
                 backend,
-                role: role.spec.clone(),
+                &role.spec,
                 task,
-                cwd: cwd.to_path_buf(),
-                route: route.as_ref().map(|r| {
-                    let mut r = r.clone();
-                    r.thinking = None;
-                    r.to_string()
-                }),
-                thinking: route
-                    .as_ref()
-                    .and_then(|r| r.thinking)
-                    .map(|t| t.to_string()),
-                program: match backend {
-                    BackendKind::Baton => Some(d.baton_exe.clone()),
-                    BackendKind::Pi
-                    | BackendKind::Codex
-                    | BackendKind::Claude
-                    | BackendKind::Command => d
-                        .config
-                        .executor
-                        .programs
-                        .get(backend.as_str())
-                        .map(PathBuf::from),
-                },
+                cwd.to_path_buf(),
+                route.as_ref(),
                 role_file,
-                max_turns: None,
                 extra_env,
-            };
+            );
             launch_for(&spec)
         };
         let observer = self.env.observer.clone();
