@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use baton_agent::roles::find_role;
 use baton_exec::backend::launch_for;
 use baton_exec::delegate::{
-    backend_of, entry_route, task_spec, write_frozen_role, DelegateEnv, TaskEntry,
+    backend_of, child_route, task_spec, write_frozen_role, DelegateEnv, TaskEntry,
 };
 use baton_exec::executor::{Executor, OutputBudget};
 use baton_exec::types::{Activity, ChildResult, ChildStatus, ExecError, ExecErrorCode};
@@ -220,6 +220,40 @@ fn short_status(line: &str) -> String {
         Some("?") => format!("?? {}", &line[2..]),
         _ => line.to_string(),
     }
+}
+
+/// Why Main's checkout is not where the Flow left it (on its branch, at `main_oid`, clean), as
+/// the message that halts the driver; `None` when it is.
+fn main_problem(state: &FlowState, st: &CheckoutStatus) -> Option<String> {
+    if st.branch.as_deref() != Some(state.main_branch.as_str()) {
+        return Some(format!(
+            "Main's checkout {} is on {} instead of {}: check out {} again, then run `baton flow resume`",
+            state.repo_root.display(),
+            st.branch.as_deref().unwrap_or("a detached HEAD"),
+            state.main_branch,
+            state.main_branch
+        ));
+    }
+    let head = st.head.as_deref().unwrap_or_default();
+    if head != state.main_oid {
+        return Some(format!(
+            "Main ({}) moved outside the Flow: the Flow left it at {}, it is now at {}. \
+             Put {} back at {} (or integrate the remaining units by hand and abandon the Flow), then run `baton flow resume`",
+            state.main_branch,
+            short(&state.main_oid),
+            short(head),
+            state.main_branch,
+            short(&state.main_oid)
+        ));
+    }
+    if !st.clean() {
+        return Some(format!(
+            "Main's checkout {} has uncommitted changes; commit or stash them, then run `baton flow resume`:\n{}",
+            state.repo_root.display(),
+            st.listing()
+        ));
+    }
+    None
 }
 
 fn lock_or<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -1043,20 +1077,15 @@ impl Run<'_> {
         let budget = OutputBudget::new(d.output_cap);
         let backend = role.backend;
         let prepare = move || async move {
-            let route = match backend {
-                BackendKind::Command => None,
-                BackendKind::Baton | BackendKind::Pi | BackendKind::Codex | BackendKind::Claude => {
-                    let entry = TaskEntry {
-                        role: role.spec.meta.name.clone(),
-                        name: unit.to_string(),
-                        task: String::new(),
-                        model: None,
-                        model_class: class.map(|c| c.as_str().to_string()),
-                        thinking: None,
-                    };
-                    Some(entry_route(d, &entry, &role.spec)?)
-                }
+            let entry = TaskEntry {
+                role: role.spec.meta.name.clone(),
+                name: unit.to_string(),
+                task: String::new(),
+                model: None,
+                model_class: class.map(|c| c.as_str().to_string()),
+                thinking: None,
             };
+            let route = child_route(d, backend, &entry, &role.spec)?;
             let role_file = match backend {
                 BackendKind::Baton => Some(
                     ensure_role_file(role)
@@ -1073,7 +1102,7 @@ impl Run<'_> {
                 &role.spec,
                 task,
                 cwd.to_path_buf(),
-                route.as_ref(),
+                route,
                 role_file,
                 extra_env,
             );
@@ -1113,20 +1142,14 @@ impl Run<'_> {
 
         // 1. Main must be where the Flow left it.
         let main_st = git_or_fail!(self, id, "cannot read Main", checkout_status(&self.main));
-        if main_st.branch.as_deref() != Some(state.main_branch.as_str()) {
-            return self.halt(format!(
-                "Main's checkout {} is on {} instead of {}: check out {} again, then run `baton flow resume`",
-                state.repo_root.display(),
-                main_st.branch.as_deref().unwrap_or("a detached HEAD"),
-                state.main_branch,
-                state.main_branch
-            ));
-        }
-        let head = main_st.head.clone().unwrap_or_default();
-        if u.status == UnitStatus::Merging {
+        if u.status == UnitStatus::Merging
+            && main_st.branch.as_deref() == Some(state.main_branch.as_str())
+        {
             if let Some(tip) = u.merging_tip.as_deref() {
-                if head == tip && main_st.clean() {
-                    // The process died after git merged: record it, never merge twice.
+                if main_st.head.as_deref() == Some(tip) {
+                    // The process died after git merged: record it, never merge twice. Changes
+                    // someone made to the checkout since then are theirs; the next unit's check
+                    // halts on them.
                     self.emit(FlowEvent::Merged {
                         unit: id.to_string(),
                         tip: tip.to_string(),
@@ -1137,23 +1160,8 @@ impl Run<'_> {
                 }
             }
         }
-        if head != state.main_oid {
-            return self.halt(format!(
-                "Main ({}) moved outside the Flow: the Flow left it at {}, it is now at {}. \
-                 Put {} back at {} (or integrate the remaining units by hand and abandon the Flow), then run `baton flow resume`",
-                state.main_branch,
-                short(&state.main_oid),
-                short(&head),
-                state.main_branch,
-                short(&state.main_oid)
-            ));
-        }
-        if !main_st.clean() {
-            return self.halt(format!(
-                "Main's checkout {} has uncommitted changes; commit or stash them, then run `baton flow resume`:\n{}",
-                state.repo_root.display(),
-                main_st.listing()
-            ));
+        if let Some(problem) = main_problem(&state, &main_st) {
+            return self.halt(problem);
         }
         let expected = state.main_oid.clone();
 
@@ -1401,11 +1409,21 @@ impl Run<'_> {
             return self.halt("cancelled before merging".into());
         }
         if !noop {
+            // Main again, right before touching it: validation and review took time.
+            let main_st = git_or_fail!(self, id, "cannot read Main", checkout_status(&self.main));
+            if let Some(problem) = main_problem(&state, &main_st) {
+                return self.halt(problem);
+            }
             self.emit(FlowEvent::Merging {
                 unit: id.to_string(),
                 tip: tip.clone(),
             })?;
-            match self.main.merge_ff_only(&tip) {
+            // No autostash: a change in Main's checkout must make git refuse, not be set aside.
+            let merge = self
+                .main
+                .at(&state.repo_root)
+                .with_config("merge.autoStash", "false");
+            match merge.merge_ff_only(&tip) {
                 Ok(()) => self.emit(FlowEvent::Merged {
                     unit: id.to_string(),
                     tip: tip.clone(),

@@ -413,15 +413,65 @@ async fn a_second_block_is_terminal_and_keeps_the_worktrees() {
     assert!(matches!(again, Err(FlowError::WrongPhase(_))), "{again:?}");
 }
 
+/// A `git` first on PATH that refuses `merge --ff-only` without touching anything.
+fn refusing_git(fx: &Fx) -> (String, String) {
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+    let bin = fx.tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let git = bin.join("git");
+    std::fs::write(
+        &git,
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do if [ \"$a\" = --ff-only ]; then echo 'fatal: Not possible to fast-forward, aborting (simulated).' >&2; exit 128; fi; done\nexec '{real}' \"$@\"\n"
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (
+        "PATH".to_string(),
+        format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        ),
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_fast_forward_with_main_not_at_the_tip_is_terminal() {
     let fx = Fx::new();
-    fx.implementer(
-        "a",
-        None,
-        "echo changed > README\ntouch a.txt\ngit add -A\ngit -c user.name=I -c user.email=i@x commit -qm 'unit a'\n",
-    );
-    // The reviewer (wrongly) edits Main's checkout: git then refuses to overwrite README.
+    let mut env = fx.env(4);
+    env.git_env.push(refusing_git(&fx));
+    let s = start(
+        &env,
+        &[reviewed("a", "fine"), unit("b")],
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(s.phase, Phase::Failed, "{}", baton_flow::render::report(&s));
+    let (kind, at, message) = failure(&s);
+    assert_eq!((kind, at.as_deref()), (FailureKind::MergeFailed, Some("a")));
+    assert!(message.contains("simulated"), "{message}");
+    assert_eq!(fx.subjects(), ["initial"]);
+    assert_eq!(fx.worktrees().len(), 2, "a's worktree is kept (and b's)");
+    assert!(fx.branches().iter().any(|b| b.ends_with("-a")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn main_changed_during_review_halts_before_the_merge() {
+    let fx = Fx::new();
+    // The reviewer (wrongly) edits Main's checkout after the unit's step-1 check.
     fx.reviewer(
         "a",
         None,
@@ -431,16 +481,34 @@ async fn a_refused_fast_forward_with_main_not_at_the_tip_is_terminal() {
         ),
     );
     let s = run(&fx, &[reviewed("a", "fine"), unit("b")]).await;
-    assert_eq!(s.phase, Phase::Failed);
-    let (kind, at, message) = failure(&s);
-    assert_eq!((kind, at.as_deref()), (FailureKind::MergeFailed, Some("a")));
-    assert!(
-        message.contains("README") || message.contains("overwritten"),
-        "{message}"
+    assert_eq!(
+        s.phase,
+        Phase::Interrupted,
+        "{}",
+        baton_flow::render::report(&s)
     );
+    let halted = s.state.halted.clone().unwrap();
+    assert!(
+        halted.contains("uncommitted changes") && halted.contains("README"),
+        "{halted}"
+    );
+    let k = kinds(&fx, &s.state.id);
+    assert_eq!(count(&k, "unit.merging@a"), 0, "{k:?}");
     assert_eq!(fx.subjects(), ["initial"]);
-    assert_eq!(fx.worktrees().len(), 2, "a's worktree is kept (and b's)");
-    assert!(fx.branches().iter().any(|b| b.ends_with("-a")));
+
+    // Once the checkout is clean again, resume merges the approved tip without asking again.
+    fx.main().run(["checkout", "--", "README"]).unwrap();
+    let s = resume(&fx.env(4), None, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        s.phase,
+        Phase::Completed,
+        "{}",
+        baton_flow::render::report(&s)
+    );
+    assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
+    assert_eq!(count(&fx.calls(), "review a 0"), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -825,4 +893,41 @@ async fn the_tools_speak_the_same_contract() {
     assert!(!out.is_error, "{}", out.output);
     assert!(out.output.contains("completed"), "{}", out.output);
     assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merge_found_done_is_recorded_even_when_main_is_dirty() {
+    let fx = Fx::new();
+    let mut env = fx.env(2);
+    env.crash = CrashHook::parse("unit.merging@a", CrashMode::Error);
+    let e = start(&env, &[unit("a"), unit("b")], &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(e, FlowError::SimulatedCrash(_)), "{e}");
+    let state = &status(&fx.repo(), None, &[]).unwrap()[0].state;
+    // git merged before the process died; then someone left a file in Main's checkout.
+    fx.main()
+        .merge_ff_only(state.units[0].merging_tip.as_deref().unwrap())
+        .unwrap();
+    fx.write("scratch.txt", "mine\n");
+    let s = resume(&fx.env(2), None, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(s.state.units[0].status, UnitStatus::Integrated);
+    assert_eq!(s.phase, Phase::Interrupted);
+    let halted = s.state.halted.clone().unwrap();
+    assert!(halted.contains("scratch.txt"), "{halted}");
+    assert!(!halted.contains("moved outside"), "{halted}");
+    std::fs::remove_file(fx.repo().join("scratch.txt")).unwrap();
+    let s = resume(&fx.env(2), None, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        s.phase,
+        Phase::Completed,
+        "{}",
+        baton_flow::render::report(&s)
+    );
+    assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
+    assert_eq!(count(&kinds(&fx, &s.state.id), "unit.merged@a"), 1);
 }
