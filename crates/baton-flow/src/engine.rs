@@ -256,6 +256,21 @@ fn main_problem(state: &FlowState, st: &CheckoutStatus) -> Option<String> {
     None
 }
 
+/// The untracked paths of a worktree, as `git status` names them (best effort: none on error).
+fn untracked_paths(wt: &Git) -> Vec<String> {
+    match checkout_status(wt) {
+        Ok(st) => st
+            .changes
+            .iter()
+            .filter_map(|c| c.strip_prefix("?? ").map(str::to_string))
+            .collect(),
+        Err(e) => {
+            tracing::warn!("cannot list the untracked files after validation: {e}");
+            Vec::new()
+        }
+    }
+}
+
 fn lock_or<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -1221,12 +1236,17 @@ impl Run<'_> {
                 );
             }
         }
-        let ws = git_or_fail!(
+        let mut ws = git_or_fail!(
             self,
             id,
             "cannot read the unit worktree",
             checkout_status(&wt)
         );
+        // What Flow's own validation left behind (build output) is not the implementer's doing.
+        ws.changes.retain(|c| {
+            c.strip_prefix("?? ")
+                .is_none_or(|p| !u.validation_untracked.iter().any(|v| v == p))
+        });
         if !ws.clean() {
             return self.block(&u, BlockReason::Uncommitted, ws.listing());
         }
@@ -1382,10 +1402,16 @@ impl Run<'_> {
             Validation::Passed(results) => self.emit(FlowEvent::Validated {
                 unit: id.to_string(),
                 results,
+                untracked: untracked_paths(&wt),
             })?,
             Validation::Failed(results) => {
                 let evidence = validation_evidence(&results);
-                return self.block(&u, BlockReason::ValidationFailed, evidence);
+                return self.block_with(
+                    &u,
+                    BlockReason::ValidationFailed,
+                    evidence,
+                    untracked_paths(&wt),
+                );
             }
             Validation::Cancelled => return self.halt("cancelled during validation".into()),
         }
@@ -1654,11 +1680,22 @@ impl Run<'_> {
         reason: BlockReason,
         evidence: String,
     ) -> Result<Step, FlowError> {
+        self.block_with(u, reason, evidence, Vec::new())
+    }
+
+    fn block_with(
+        &self,
+        u: &UnitState,
+        reason: BlockReason,
+        evidence: String,
+        untracked: Vec<String>,
+    ) -> Result<Step, FlowError> {
         self.emit(FlowEvent::Blocked {
             unit: u.id().to_string(),
             attempt: u.attempt,
             reason,
             evidence: bounded(&evidence, EVIDENCE_BOUND),
+            untracked,
         })?;
         if u.attempt >= 1 {
             let now = self.unit(self.state().unit_index(u.id()).unwrap_or(0));
@@ -1845,6 +1882,18 @@ fn implementer_task(
             "\nNote: an earlier run of this task was interrupted. The worktree may already hold part of its work \
              (see `git status` and `git log {}..HEAD`); continue from there.\n",
             u.base.as_deref().map(short).unwrap_or("HEAD")
+        ));
+    }
+    if !u.validation_untracked.is_empty() {
+        t.push_str(&format!(
+            "\nNote: an earlier validation run left these untracked paths in the worktree: {}. \
+             Flow ignores exactly these when it checks for uncommitted changes; leave them alone or delete them, \
+             and do not commit them unless the task asks for them.\n",
+            u.validation_untracked
+                .iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     if u.attempt >= 1 {

@@ -210,6 +210,10 @@ pub enum FlowEvent {
     Validated {
         unit: String,
         results: Vec<CheckResult>,
+        /// Untracked paths in the worktree right after the validation (its build output, say);
+        /// later derivations of the unit ignore exactly these.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        untracked: Vec<String>,
     },
     /// About to launch the reviewer on the exact packet.
     #[serde(rename = "unit.reviewing")]
@@ -234,6 +238,9 @@ pub enum FlowEvent {
         attempt: u32,
         reason: BlockReason,
         evidence: String,
+        /// As in `unit.validated`, when a failed validation blocked the unit.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        untracked: Vec<String>,
     },
     /// `baton flow continue`: the one repair of the blocked unit begins.
     #[serde(rename = "unit.repair_started")]

@@ -71,7 +71,7 @@ pub fn describe(r: &Record) -> Option<String> {
             }
         }
         FlowEvent::Validating { unit, .. } => format!("{unit}: validating"),
-        FlowEvent::Validated { unit, results } => {
+        FlowEvent::Validated { unit, results, .. } => {
             format!("{unit}: validation passed ({} command(s))", results.len())
         }
         FlowEvent::Reviewing { unit, .. } => format!("{unit}: reviewing"),

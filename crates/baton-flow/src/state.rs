@@ -115,6 +115,9 @@ pub struct UnitState {
     /// Set when a rebase onto this Main began in the current derivation.
     pub rebase_onto: Option<String>,
     pub validation: Vec<CheckResult>,
+    /// Untracked paths Flow's own validation left in the worktree; derivations ignore them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub validation_untracked: Vec<String>,
     /// `(base, tip)` the reviewer approved.
     pub approved: Option<(String, String)>,
     pub review_output: Option<String>,
@@ -143,6 +146,7 @@ impl UnitState {
             implementer_launches: 0,
             rebase_onto: None,
             validation: Vec::new(),
+            validation_untracked: Vec::new(),
             approved: None,
             review_output: None,
             patch_path: None,
@@ -155,6 +159,14 @@ impl UnitState {
 
     pub fn id(&self) -> &str {
         &self.spec.id
+    }
+
+    fn note_untracked(&mut self, paths: &[String]) {
+        for p in paths {
+            if !self.validation_untracked.contains(p) {
+                self.validation_untracked.push(p.clone());
+            }
+        }
     }
 }
 
@@ -366,9 +378,14 @@ impl FlowState {
                     u.validation.clear();
                 }
             }
-            FlowEvent::Validated { unit, results } => {
+            FlowEvent::Validated {
+                unit,
+                results,
+                untracked,
+            } => {
                 if let Some(u) = self.unit_mut(unit) {
                     u.validation = results.clone();
+                    u.note_untracked(untracked);
                 }
             }
             FlowEvent::Reviewing {
@@ -396,8 +413,10 @@ impl FlowState {
                 attempt,
                 reason,
                 evidence,
+                untracked,
             } => {
                 if let Some(u) = self.unit_mut(unit) {
+                    u.note_untracked(untracked);
                     u.status = UnitStatus::Blocked;
                     u.block = Some(Block {
                         attempt: *attempt,

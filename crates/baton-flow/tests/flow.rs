@@ -931,3 +931,45 @@ async fn a_merge_found_done_is_recorded_even_when_main_is_dirty() {
     assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
     assert_eq!(count(&kinds(&fx, &s.state.id), "unit.merged@a"), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_validation_leaves_untracked_does_not_block_the_repair() {
+    let fx = Fx::new();
+    fx.reviewer("b", Some(0), "printf 'b.txt must say fixed\\n'\n");
+    fx.reviewer("b", Some(1), "printf PASS\n");
+    fx.implementer(
+        "b",
+        Some(1),
+        "echo fixed > b.txt\ngit -c user.name=I -c user.email=i@x commit -qam 'fix b'\n",
+    );
+    let b = with_validation(
+        reviewed("b", "b.txt says fixed"),
+        "sh",
+        &["-c", "echo built > build.log; test -f b.txt"],
+    );
+    let s = blocked_b(&fx, b).await;
+    assert_eq!(block_of(&s, "b").0, BlockReason::ReviewFindings);
+    assert_eq!(s.state.units[1].validation_untracked, ["build.log"]);
+
+    let s = continue_flow(
+        &fx.env(4),
+        None,
+        "Write fixed into b.txt.",
+        None,
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        s.phase,
+        Phase::Completed,
+        "{}",
+        baton_flow::render::report(&s)
+    );
+    assert_eq!(
+        fx.subjects(),
+        ["unit c", "fix b", "unit b", "unit a", "initial"]
+    );
+    let task = fx.task_text("impl", "b", 1);
+    assert!(task.contains("`build.log`"), "{task}");
+}
