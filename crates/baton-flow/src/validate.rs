@@ -2,11 +2,12 @@
 //! process group, one after another, stopping at the first that fails. stdout and stderr share
 //! one pipe so the evidence keeps their order; it is bounded to its start and its end.
 
-use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use baton_exec::executor::{POST_EXIT_HARD, POST_EXIT_IDLE};
 use tokio_util::sync::CancellationToken;
 
 use crate::event::CheckResult;
@@ -139,25 +140,58 @@ async fn run_one(
     // The parent's copies of the write ends live in `cmd`; drop them so EOF can arrive.
     drop(cmd);
     let pgid = child.id().map(|p| p as i32);
-    let reading = std::thread::spawn(move || read_bounded(reader));
-
-    let outcome = tokio::select! {
-        status = child.wait() => Ok(status),
-        _ = tokio::time::sleep(timeout) => Err(false),
-        _ = cancel.cancelled() => Err(true),
+    let mut reader = match tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            kill_group(pgid);
+            let _ = child.wait().await;
+            return Some(fail(
+                format!("cannot read the command's output: {e}"),
+                String::new(),
+            ));
+        }
     };
-    // Whatever happened, nothing of the command's group may outlive it (a daemon holding the pipe
-    // would otherwise keep us waiting for EOF).
-    if let Some(pgid) = pgid {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pgid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
+    let mut output = BoundedOutput::default();
+    let mut buf = vec![0u8; 8192];
+
+    let deadline = tokio::time::Instant::now() + timeout;
+    let outcome = loop {
+        tokio::select! {
+            status = child.wait() => break Ok(status),
+            _ = tokio::time::sleep_until(deadline) => break Err(false),
+            _ = cancel.cancelled() => break Err(true),
+            n = read_some(&mut reader, &mut buf) => match n {
+                Some(n) => output.push(&buf[..n]),
+                None => reader = None,
+            },
+        }
+    };
+    // Whatever happened, nothing of the command's group may outlive it.
+    kill_group(pgid);
     let _ = child.wait().await;
-    let output = tokio::task::spawn_blocking(move || reading.join().unwrap_or_default())
-        .await
-        .unwrap_or_default();
+    if matches!(outcome, Err(true)) {
+        return None;
+    }
+    // A descendant outside the group (`setsid`, a daemon) may still hold the pipe: take what is
+    // already there, as the executor does, then let go of it.
+    let exited = tokio::time::Instant::now();
+    let mut last_output = exited;
+    while reader.is_some() {
+        let until = (last_output + POST_EXIT_IDLE).min(exited + POST_EXIT_HARD);
+        tokio::select! {
+                _ = tokio::time::sleep_until(until) => break,
+            _ = cancel.cancelled() => return None,
+            n = read_some(&mut reader, &mut buf) => match n {
+                Some(n) => {
+                    output.push(&buf[..n]);
+                    last_output = tokio::time::Instant::now();
+                }
+                None => reader = None,
+            },
+        }
+    }
+    drop(reader);
+    let output = output.finish();
     let duration_ms = started.elapsed().as_millis() as u64;
     match outcome {
         Ok(Ok(status)) => {
@@ -188,38 +222,65 @@ async fn run_one(
     }
 }
 
-/// Reads a pipe to its end, keeping its first and last bytes within [`EVIDENCE_BOUND`].
-fn read_bounded(mut reader: std::io::PipeReader) -> String {
-    let head_cap = EVIDENCE_BOUND / 4;
-    let tail_cap = EVIDENCE_BOUND - head_cap;
-    let mut head: Vec<u8> = Vec::new();
-    let mut tail: std::collections::VecDeque<u8> = std::collections::VecDeque::new();
-    let mut dropped = 0usize;
-    let mut buf = [0u8; 8192];
-    loop {
-        let n = match reader.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        let mut chunk = &buf[..n];
-        if head.len() < head_cap {
-            let take = chunk.len().min(head_cap - head.len());
-            head.extend_from_slice(&chunk[..take]);
+fn kill_group(pgid: Option<i32>) {
+    if let Some(pgid) = pgid {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pgid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// One read from the pipe: `Some(n)` bytes, `None` at its end (or on an error); never ready
+/// without a pipe.
+async fn read_some(
+    reader: &mut Option<tokio::net::unix::pipe::Receiver>,
+    buf: &mut [u8],
+) -> Option<usize> {
+    use tokio::io::AsyncReadExt;
+    match reader {
+        Some(r) => match r.read(buf).await {
+            Ok(0) | Err(_) => None,
+            Ok(n) => Some(n),
+        },
+        None => std::future::pending().await,
+    }
+}
+
+/// A command's output, keeping its first and last bytes within [`EVIDENCE_BOUND`].
+#[derive(Default)]
+struct BoundedOutput {
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    dropped: usize,
+}
+
+impl BoundedOutput {
+    const HEAD_CAP: usize = EVIDENCE_BOUND / 4;
+    const TAIL_CAP: usize = EVIDENCE_BOUND - EVIDENCE_BOUND / 4;
+
+    fn push(&mut self, mut chunk: &[u8]) {
+        if self.head.len() < Self::HEAD_CAP {
+            let take = chunk.len().min(Self::HEAD_CAP - self.head.len());
+            self.head.extend_from_slice(&chunk[..take]);
             chunk = &chunk[take..];
         }
-        tail.extend(chunk.iter().copied());
-        while tail.len() > tail_cap {
-            tail.pop_front();
-            dropped += 1;
+        self.tail.extend(chunk.iter().copied());
+        while self.tail.len() > Self::TAIL_CAP {
+            self.tail.pop_front();
+            self.dropped += 1;
         }
     }
-    let mut text = String::from_utf8_lossy(&head).into_owned();
-    if dropped > 0 {
-        text.push_str(&format!("\n[… {dropped} bytes omitted …]\n"));
+
+    fn finish(self) -> String {
+        let mut text = String::from_utf8_lossy(&self.head).into_owned();
+        if self.dropped > 0 {
+            text.push_str(&format!("\n[… {} bytes omitted …]\n", self.dropped));
+        }
+        let tail: Vec<u8> = self.tail.into_iter().collect();
+        text.push_str(&String::from_utf8_lossy(&tail));
+        bounded(&text, EVIDENCE_BOUND + 64)
     }
-    let tail: Vec<u8> = tail.into_iter().collect();
-    text.push_str(&String::from_utf8_lossy(&tail));
-    bounded(&text, EVIDENCE_BOUND + 64)
 }
 
 #[cfg(test)]
@@ -288,6 +349,59 @@ mod tests {
         .await;
         let Validation::Failed(r) = v else { panic!() };
         assert!(r[0].error.as_deref().unwrap().contains("timed out"));
+    }
+
+    #[tokio::test]
+    async fn a_descendant_holding_the_pipe_does_not_hold_up_the_validation() {
+        if std::process::Command::new("sh")
+            .args(["-c", "command -v setsid"])
+            .output()
+            .map(|o| !o.status.success())
+            .unwrap_or(true)
+        {
+            eprintln!("skipped: no setsid");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let cancel = CancellationToken::new();
+        let started = Instant::now();
+        let v = run_validation(
+            &[cmd("sh", &["-c", "setsid sleep 100 & echo ok"])],
+            dir.path(),
+            &[],
+            Duration::from_secs(60),
+            &cancel,
+        )
+        .await;
+        let Validation::Passed(r) = v else {
+            panic!("expected a pass, got {v:?}")
+        };
+        assert_eq!(r[0].output, "ok\n");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn cancelling_stops_a_running_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let cancel = CancellationToken::new();
+        let c = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            c.cancel();
+        });
+        let v = run_validation(
+            &[cmd("sleep", &["100"])],
+            dir.path(),
+            &[],
+            Duration::from_secs(60),
+            &cancel,
+        )
+        .await;
+        assert_eq!(v, Validation::Cancelled);
     }
 
     #[test]
