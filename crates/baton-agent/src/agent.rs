@@ -311,8 +311,24 @@ pub async fn run(
                 None,
             );
         }
-        if calls.is_empty() || assistant.stop_reason != StopReason::ToolUse {
-            break finish(Outcome::Completed, None, text, turn, usage, None);
+        match assistant.stop_reason {
+            StopReason::ToolUse if !calls.is_empty() => {}
+            StopReason::MaxTokens => {
+                break finish(
+                    Outcome::Partial,
+                    Some("max_tokens"),
+                    text,
+                    turn,
+                    usage,
+                    None,
+                )
+            }
+            StopReason::Refusal => {
+                break finish(Outcome::Failed, Some("refused"), text, turn, usage, None)
+            }
+            StopReason::EndTurn | StopReason::ToolUse | StopReason::Other => {
+                break finish(Outcome::Completed, None, text, turn, usage, None)
+            }
         }
         let results = run_tools(&calls, &offered, &spec.role.meta.name, &ctx, &mut ids, emit).await;
         for m in results {

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use baton_protocol::role::{RoleFrontmatter, RoleSource, RoleSpec};
+use baton_protocol::role::{BackendKind, RoleFrontmatter, RoleSource, RoleSpec};
 
 /// Names of the tools a role may list.
 pub const KNOWN_TOOLS: [&str; 7] = ["read", "write", "edit", "bash", "grep", "find", "ls"];
@@ -60,7 +60,7 @@ pub fn parse_role(text: &str, origin: &str, source: RoleSource) -> Result<RoleSp
     })?;
     let meta: RoleFrontmatter = serde_norway::from_str(yaml).map_err(|e| {
         invalid(format!(
-            "frontmatter: {e} (required: name, description, tools; optional: skills, mcp, isolation, model_class)"
+            "frontmatter: {e} (required: name, description, tools; optional: skills, mcp, isolation, model_class, backend, command)"
         ))
     })?;
     if meta.name.is_empty()
@@ -84,6 +84,22 @@ pub fn parse_role(text: &str, origin: &str, source: RoleSource) -> Result<RoleSp
                 KNOWN_TOOLS.join(", ")
             )));
         }
+    }
+    match (meta.backend, &meta.command) {
+        (Some(BackendKind::Command), None) => {
+            return Err(invalid(
+                "field `command` is required with `backend: command`: give the program and its arguments, e.g. [sh, run.sh]".into(),
+            ))
+        }
+        (Some(BackendKind::Command), Some(c)) if c.is_empty() || c[0].trim().is_empty() => {
+            return Err(invalid("field `command` must name a program first, e.g. [sh, run.sh]".into()))
+        }
+        (Some(BackendKind::Baton | BackendKind::Pi | BackendKind::Codex | BackendKind::Claude) | None, Some(_)) => {
+            return Err(invalid(
+                "field `command` only applies with `backend: command`: add that, or remove `command`".into(),
+            ))
+        }
+        (Some(_) | None, _) => {}
     }
     let body = body.trim().to_string();
     if body.is_empty() {
@@ -239,6 +255,24 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("colour"), "{e}");
+        let e = parse_role(
+            "---\nname: x\ndescription: d\ntools: []\nbackend: command\n---\nbody",
+            "e.md",
+            RoleSource::Builtin,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("field `command` is required"), "{e}");
+        let e = parse_role(
+            "---\nname: x\ndescription: d\ntools: []\ncommand: [sh]\n---\nbody",
+            "f.md",
+            RoleSource::Builtin,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("only applies with `backend: command`"),
+            "{e}"
+        );
         let e = parse_role("no frontmatter", "d.md", RoleSource::Builtin).unwrap_err();
         assert!(e.to_string().contains("---"), "{e}");
     }

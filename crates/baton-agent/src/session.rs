@@ -56,19 +56,35 @@ pub fn sessions_dir(project_root: &Path) -> PathBuf {
     project_root.join(".baton").join("state").join("sessions")
 }
 
-/// Adds `/.baton/state/` to `.git/info/exclude` of a git project, once, so runtime data never
-/// shows up as untracked files. Failures are ignored: excluding is a convenience.
-pub fn ensure_state_excluded(project_root: &Path) {
-    let git = project_root.join(".git");
-    if !git.is_dir() {
-        return;
+/// The repository's shared git folder for a work tree root: `.git` itself, or for a linked
+/// worktree (whose `.git` is a file) the common folder its `commondir` points to.
+fn git_common_dir(root: &Path) -> Option<PathBuf> {
+    let dot_git = root.join(".git");
+    if dot_git.is_dir() {
+        return Some(dot_git);
     }
-    let exclude = git.join("info").join("exclude");
+    let text = std::fs::read_to_string(&dot_git).ok()?;
+    let gitdir = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
+    let gitdir = root.join(gitdir);
+    match std::fs::read_to_string(gitdir.join("commondir")) {
+        Ok(common) => Some(gitdir.join(common.trim())),
+        Err(_) => Some(gitdir),
+    }
+}
+
+/// Adds `/.baton/state/` to the repository's `info/exclude` (shared by all its worktrees), once,
+/// so runtime data never shows up as untracked files, in the main tree or in a child's worktree.
+/// Failures are ignored: excluding is a convenience.
+pub fn ensure_state_excluded(project_root: &Path) {
+    let Some(common) = git_common_dir(project_root) else {
+        return;
+    };
+    let exclude = common.join("info").join("exclude");
     let current = std::fs::read_to_string(&exclude).unwrap_or_default();
     if current.lines().any(|l| l.trim() == "/.baton/state/") {
         return;
     }
-    let _ = std::fs::create_dir_all(git.join("info"));
+    let _ = std::fs::create_dir_all(common.join("info"));
     let mut text = current;
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');

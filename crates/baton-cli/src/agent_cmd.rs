@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use baton_agent::agent::{self, project_root, AgentSpec, RunSummary, DEFAULT_MAX_TURNS};
 use baton_agent::roles::{find_role, parse_role, RoleDirs};
 use baton_agent::session::{ensure_state_excluded, sessions_dir, SessionHeader, SessionStore};
-use baton_agent::tools::builtin_tools;
+use baton_agent::tools::{builtin_tools, Tool};
 use baton_model::replay::{Recorder, Replay};
 use baton_model::retry::RetryPolicy;
 use baton_model::routes::{
@@ -117,6 +117,50 @@ fn read_task(task: Option<String>, resuming: bool) -> Result<String> {
 
 fn env_var(key: &str) -> Option<String> {
     std::env::var(key).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// The delegation tools of a main session and the policy sections for its system prompt. When
+/// delegation cannot be set up (no state folder for worktrees, a bad `executor` key), the session
+/// runs without it and says why.
+fn delegation_tools(ctx: &ProjectContext, json: bool) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
+    let setup = || -> Result<(Arc<baton_exec::delegate::DelegateEnv>, Arc<baton_exec::executor::Executor>)> {
+        let env = Arc::new(crate::task_cmd::delegate_env(ctx)?);
+        let executor = Arc::new(crate::task_cmd::executor_for(&env)?);
+        Ok((env, executor))
+    };
+    let (env, executor) = match setup() {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("baton: delegation is off for this session: {e:#}");
+            return (Vec::new(), Vec::new());
+        }
+    };
+    let status = Arc::new(crate::status::Status::new(
+        !json && std::io::stderr().is_terminal(),
+    ));
+    let progress: baton_exec::delegate::Progress = Arc::new(move |i, ev| {
+        if !json {
+            status.event(i, &ev);
+        }
+    });
+    let flow_env = Arc::new(baton_flow::FlowEnv::new((*env).clone(), executor.clone()));
+    let tools: Vec<Arc<dyn Tool>> = vec![
+        Arc::new(baton_exec::tool::DelegateTool {
+            env,
+            executor,
+            progress,
+            now: now_rfc3339,
+        }),
+        Arc::new(baton_flow::tool::DelegateFlowTool {
+            env: flow_env.clone(),
+        }),
+        Arc::new(baton_flow::tool::DelegateFlowContinueTool { env: flow_env }),
+    ];
+    let policies = vec![
+        baton_exec::tool::MAIN_POLICY.to_string(),
+        baton_flow::tool::FLOW_POLICY.to_string(),
+    ];
+    (tools, policies)
 }
 
 /// Chooses the route: --replay > --model > --model-class > BATON_MODEL > BATON_MODEL_CLASS >
@@ -257,6 +301,15 @@ pub fn run(args: AgentArgs) -> Result<u8> {
         r
     };
 
+    // Children (BATON_CHILD=1) never get delegation tools, so delegation cannot recurse. Set up
+    // before the transcript is created, so nothing is half-written if it fails.
+    let is_child = std::env::var_os("BATON_CHILD").is_some_and(|v| !v.is_empty());
+    let (host_tools, extra_instructions) = if is_child || args.no_delegate {
+        (Vec::new(), Vec::new())
+    } else {
+        delegation_tools(&ctx, args.json)
+    };
+
     let (store, messages, session_id) = match resumed {
         Some((store, header, messages)) => (store, messages, header.session_id),
         None => {
@@ -297,46 +350,9 @@ pub fn run(args: AgentArgs) -> Result<u8> {
             .unwrap_or_else(|| vec!["AGENTS.md".into(), "CLAUDE.md".into()]),
         prices: config.prices.clone(),
         tools: builtin_tools(),
-        host_tools: Vec::new(),
-        extra_instructions: Vec::new(),
+        host_tools,
+        extra_instructions,
     };
-    let mut spec = spec;
-    // Children (BATON_CHILD=1) never get delegation tools, so delegation cannot recurse.
-    let is_child = std::env::var_os("BATON_CHILD").is_some_and(|v| !v.is_empty());
-    if !is_child && !args.no_delegate {
-        let env = Arc::new(crate::task_cmd::delegate_env(&ctx)?);
-        let executor = Arc::new(crate::task_cmd::executor_for(&env)?);
-        let json = args.json;
-        let status = Arc::new(crate::status::Status::new(
-            !json && std::io::stderr().is_terminal(),
-        ));
-        let progress: baton_exec::delegate::Progress = Arc::new(move |i, ev| {
-            if !json {
-                status.event(i, &ev);
-            }
-        });
-        let flow_env = Arc::new(baton_flow::FlowEnv::new((*env).clone(), executor.clone()));
-        spec.host_tools
-            .push(Arc::new(baton_flow::tool::DelegateFlowTool {
-                env: flow_env.clone(),
-            }));
-        spec.host_tools
-            .push(Arc::new(baton_flow::tool::DelegateFlowContinueTool {
-                env: flow_env,
-            }));
-        spec.extra_instructions
-            .push(baton_flow::tool::FLOW_POLICY.to_string());
-        spec.host_tools
-            .push(Arc::new(baton_exec::tool::DelegateTool {
-                env,
-                executor,
-                progress,
-                now: now_rfc3339,
-            }));
-        spec.extra_instructions
-            .push(baton_exec::tool::MAIN_POLICY.to_string());
-    }
-
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -513,7 +529,7 @@ impl Printer {
             } => eprintln!(
                 "baton: {} — retrying (attempt {}) in {:.1}s",
                 error.message,
-                attempt + 1,
+                attempt,
                 delay_ms as f64 / 1000.0
             ),
             AgentEvent::TurnFailed { error, .. } => eprintln!("baton: {}", error.message),

@@ -29,9 +29,14 @@ fn read_file(path: &Path) -> Result<Option<toml::Table>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     };
-    // Deserializing the file alone gives errors with its own line numbers.
-    toml::from_str::<Config>(&text)
-        .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
+    // Deserializing the file alone gives errors with its own line numbers. A required key may be
+    // set by another layer (a project file that only changes `base_url`), so a missing field is
+    // checked on the merged config instead.
+    if let Err(e) = toml::from_str::<Config>(&text) {
+        if !e.message().starts_with("missing field") {
+            anyhow::bail!("{}: {}", path.display(), e.to_string().trim_end());
+        }
+    }
     let table: toml::Table = toml::from_str(&text)
         .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
     Ok(Some(table))
@@ -76,7 +81,12 @@ pub fn load(project_root: &Path) -> Result<LoadedConfig> {
     let config: Config = toml::Value::Table(merged)
         .try_into()
         .map_err(|e: toml::de::Error| {
-            anyhow::anyhow!("merged config: {}", e.to_string().trim_end())
+            let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            anyhow::anyhow!(
+                "config (merged from {}): {}",
+                names.join(", "),
+                e.to_string().trim_end()
+            )
         })?;
     Ok(LoadedConfig { config, files })
 }
@@ -99,6 +109,14 @@ mod tests {
         assert_eq!(c.models.fast.unwrap().routes()[0].to_string(), "b/x");
         assert_eq!(c.models.balanced.unwrap().routes()[0].to_string(), "a/y");
         assert_eq!(c.providers["a"].base_url.as_deref(), Some("http://two"));
+    }
+
+    #[test]
+    fn a_layer_may_set_one_key_of_a_table_another_layer_defines() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("config.toml");
+        std::fs::write(&p, "[providers.mock]\nbase_url = \"http://x\"\n").unwrap();
+        assert!(read_file(&p).unwrap().is_some());
     }
 
     #[test]

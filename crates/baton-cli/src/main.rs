@@ -20,7 +20,8 @@ pub mod exit {
     pub const FAILED: u8 = 1;
     /// Bad input or config: nothing was run.
     pub const USAGE: u8 = 2;
-    /// The session stopped at its turn limit; the final message is a handoff report.
+    /// The session stopped at a limit: the turn limit (the final message is a handoff report) or
+    /// the output token limit (`reason` `max_tokens`).
     pub const TURN_LIMIT: u8 = 3;
     /// Stopped by SIGINT or SIGTERM; the transcript records what happened.
     pub const INTERRUPTED: u8 = 130;

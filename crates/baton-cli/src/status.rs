@@ -83,6 +83,12 @@ impl Status {
             return;
         };
         let now = Instant::now();
+        // Every call announces its entries first, starting at index 0: a new call starts a new
+        // block below whatever was printed since the last one.
+        if matches!(ev, EntryEvent::Queued { .. }) && index == 0 {
+            b.rows.clear();
+            b.drawn_lines = 0;
+        }
         let plain_line = {
             let seq = b.seq;
             let row = match b.rows.iter_mut().find(|r| r.index == index) {

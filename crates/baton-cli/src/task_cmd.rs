@@ -44,10 +44,10 @@ pub struct TaskArgs {
     #[arg(long)]
     thinking: Option<String>,
     /// Run the entries of FILE (JSON or TOML) in parallel.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["chain", "role", "name"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["chain", "role", "name", "model", "model_class", "thinking", "task"])]
     parallel: Option<PathBuf>,
     /// Run the entries of FILE (JSON or TOML) as a chain.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["parallel", "role", "name"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["parallel", "role", "name", "model", "model_class", "thinking", "task"])]
     chain: Option<PathBuf>,
     /// Return an id at once and run the work in a detached supervisor.
     #[arg(long)]
@@ -154,6 +154,12 @@ fn read_entries_file(path: &Path, key: &str) -> Result<Value> {
     } else {
         serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
     };
+    if value.get("background").is_some() {
+        bail!(
+            "{}: `background` is not a field of an entries file: pass --background instead",
+            path.display()
+        );
+    }
     Ok(match value {
         Value::Array(list) => json!({ key: list }),
         Value::Object(o) if o.contains_key(key) => Value::Object(o),
@@ -212,6 +218,19 @@ fn request_from_args(args: &TaskArgs) -> Result<DelegateRequest> {
         }
     }
     parse_request(&value).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// On a terminal, drops control characters (escape sequences included) from text that children
+/// wrote, so nothing a child prints can drive the terminal. Off a terminal the text is unchanged.
+fn for_terminal(text: &str) -> String {
+    if !std::io::stdout().is_terminal() {
+        return text.to_string();
+    }
+    text.chars()
+        .filter(|c| {
+            *c == '\n' || *c == '\t' || !(c.is_control() || *c == '\u{2028}' || *c == '\u{2029}')
+        })
+        .collect()
 }
 
 fn report_exit(report: &DelegateReport, cancelled: bool) -> u8 {
@@ -283,7 +302,7 @@ fn start(args: TaskArgs) -> Result<u8> {
     if json_mode {
         println!("{}", json!({"type": "report", "report": report}));
     } else {
-        println!("{}", render_report(&report));
+        println!("{}", for_terminal(&render_report(&report)));
     }
     Ok(report_exit(&report, cancelled))
 }
@@ -304,11 +323,28 @@ fn start_background(ctx: &ProjectContext, req: &DelegateRequest) -> Result<Strin
     )?)
 }
 
+/// Runs a recorded background task; any error before the work ends is recorded as
+/// `task.failed`, so `wait` and `status` never wait on a supervisor that gave up.
 fn supervise(cwd: &Path, id: &str) -> Result<u8> {
+    let mut path = None;
+    let result = supervise_inner(cwd, id, &mut path);
+    if let (Err(e), Some(path)) = (&result, &path) {
+        let _ = background::append(
+            path,
+            &TaskEvent::Failed {
+                message: format!("{e:#}"),
+            },
+        );
+    }
+    result
+}
+
+fn supervise_inner(cwd: &Path, id: &str, path_out: &mut Option<PathBuf>) -> Result<u8> {
     let ctx = project_context(Some(cwd.to_path_buf()))?;
     let dir = background::tasks_dir(&state_dir(&ctx));
     let state = background::load(&dir, id)?;
     let path = background::events_path(&dir, id)?;
+    *path_out = Some(path.clone());
     background::append(
         &path,
         &TaskEvent::Started {
@@ -367,7 +403,7 @@ fn print_state(state: &background::TaskState, json_mode: bool) {
             "{}",
             json!({
                 "id": state.id, "phase": phase.as_str(), "created": state.created, "cwd": state.cwd,
-                "mode": state.request.mode, "pid": state.pid,
+                "mode": state.request.mode, "pid": state.pid, "failure": state.failure,
                 "entries": state.entries.iter().map(|(n, r, s)| json!({"name": n, "role": r, "status": s})).collect::<Vec<_>>(),
                 "report": state.report,
             })
@@ -390,6 +426,9 @@ fn print_state(state: &background::TaskState, json_mode: bool) {
             None => "unknown",
         };
         println!("  {name} ({role}): {s}");
+    }
+    if let Some(why) = &state.failure {
+        println!("  failed before running: {why}");
     }
 }
 
@@ -416,6 +455,18 @@ fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
     loop {
         let state = background::load(&dir, id)?;
         match state.phase() {
+            Phase::Failed if state.report.is_none() => {
+                let why = state.failure.clone().unwrap_or_default();
+                if json_mode {
+                    println!(
+                        "{}",
+                        json!({"type": "task.failed", "id": id, "message": why})
+                    );
+                } else {
+                    eprintln!("baton: background task {id} failed before running: {why}");
+                }
+                return Ok(exit::FAILED);
+            }
             Phase::Done | Phase::Failed => {
                 let report = state.report.clone().unwrap_or(DelegateReport {
                     mode: state.request.mode,
@@ -424,7 +475,7 @@ fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
                 if json_mode {
                     println!("{}", json!({"type": "report", "id": id, "report": report}));
                 } else {
-                    println!("{}", render_report(&report));
+                    println!("{}", for_terminal(&render_report(&report)));
                 }
                 return Ok(report_exit(&report, false));
             }
@@ -440,8 +491,9 @@ fn cancel(cwd: Option<PathBuf>, id: &str) -> Result<u8> {
     let ctx = project_context(cwd)?;
     let dir = background::tasks_dir(&state_dir(&ctx));
     let state = background::load(&dir, id)?;
-    match (state.phase(), state.pid) {
-        (Phase::Running, Some(pid)) => {
+    let supervisor = state.pid.or(state.spawned_pid);
+    match (state.phase(), supervisor) {
+        (Phase::Running | Phase::Starting, Some(pid)) => {
             nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(pid as i32),
                 nix::sys::signal::Signal::SIGTERM,

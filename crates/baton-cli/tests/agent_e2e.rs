@@ -310,33 +310,35 @@ fn a_tool_outside_the_role_is_declined_and_never_run() {
 
 #[test]
 fn a_path_escape_is_refused() {
-    let server = MockServer::builder()
-        .turn(
-            Turn::tool_call(
-                "c1",
-                "write",
-                json!({"path": "../escaped.txt", "content": "x"}),
+    for kind in KINDS {
+        let server = MockServer::builder()
+            .turn(
+                Turn::tool_call(
+                    "c1",
+                    "write",
+                    json!({"path": "../escaped.txt", "content": "x"}),
+                )
+                .with_tool_call(
+                    "c2",
+                    "edit",
+                    json!({"path": "/etc/hostname", "old_string": "a", "new_string": "b"}),
+                ),
             )
-            .with_tool_call(
-                "c2",
-                "edit",
-                json!({"path": "/etc/hostname", "old_string": "a", "new_string": "b"}),
-            ),
-        )
-        .turn(Turn::text("Refused."))
-        .start_blocking();
-    let p = Project::new(&server, "openai", "");
-    let out = p.run(&["agent", "--json", "--model", "mock/m", "escape"]);
-    assert_eq!(out.status.code(), Some(0));
-    assert!(!p.work.parent().unwrap().join("escaped.txt").exists());
-    let results = tool_results(&events(&out));
-    assert_eq!(results.len(), 2);
-    for (tool, status, output) in &results {
-        assert_eq!(*status, ItemStatus::Failed, "{tool}");
-        assert!(
-            output.contains("outside the workspace root"),
-            "{tool}: {output}"
-        );
+            .turn(Turn::text("Refused."))
+            .start_blocking();
+        let p = Project::new(&server, kind, "");
+        let out = p.run(&["agent", "--json", "--model", "mock/m", "escape"]);
+        assert_eq!(out.status.code(), Some(0));
+        assert!(!p.work.parent().unwrap().join("escaped.txt").exists());
+        let results = tool_results(&events(&out));
+        assert_eq!(results.len(), 2);
+        for (tool, status, output) in &results {
+            assert_eq!(*status, ItemStatus::Failed, "{tool}");
+            assert!(
+                output.contains("outside the workspace root"),
+                "{tool}: {output}"
+            );
+        }
     }
 }
 
@@ -401,101 +403,105 @@ fn a_401_fails_at_once_with_its_message() {
 
 #[test]
 fn the_turn_limit_reserves_a_handoff_turn() {
-    let server = MockServer::builder()
-        .turn(Turn::tool_call("c1", "ls", json!({})))
-        .turn(Turn::tool_call("c2", "bash", json!({"command": "echo should-not-run > ran.txt"})).with_text(
-            "Status: partial\nOutcome: listed files\nEvidence: ls\nBlocker: none\nRisk: low\nSuggested next action: continue",
-        ))
-        .start_blocking();
-    let p = Project::new(&server, "openai", "");
-    let out = p.run(&[
-        "agent",
-        "--json",
-        "--max-turns",
-        "2",
-        "--model",
-        "mock/m",
-        "work",
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let evs = events(&out);
-    let (outcome, reason, message) = completed(&evs);
-    assert_eq!(
-        (outcome, reason.as_deref()),
-        (Outcome::Partial, Some("turn_limit"))
-    );
-    assert!(message.starts_with("Status: partial"), "{message}");
-    assert!(
-        !p.work.join("ran.txt").exists(),
-        "a tool ran in the handoff turn"
-    );
-    let last = all_text(&server.model_requests()[1]);
-    for section in [
-        "Status",
-        "Outcome",
-        "Evidence",
-        "Blocker",
-        "Risk",
-        "Suggested next action",
-    ] {
-        assert!(last.contains(section), "handoff request lacks {section}");
+    for kind in KINDS {
+        let server = MockServer::builder()
+            .turn(Turn::tool_call("c1", "ls", json!({})))
+            .turn(Turn::tool_call("c2", "bash", json!({"command": "echo should-not-run > ran.txt"})).with_text(
+                "Status: partial\nOutcome: listed files\nEvidence: ls\nBlocker: none\nRisk: low\nSuggested next action: continue",
+            ))
+            .start_blocking();
+        let p = Project::new(&server, kind, "");
+        let out = p.run(&[
+            "agent",
+            "--json",
+            "--max-turns",
+            "2",
+            "--model",
+            "mock/m",
+            "work",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let evs = events(&out);
+        let (outcome, reason, message) = completed(&evs);
+        assert_eq!(
+            (outcome, reason.as_deref()),
+            (Outcome::Partial, Some("turn_limit"))
+        );
+        assert!(message.starts_with("Status: partial"), "{message}");
+        assert!(
+            !p.work.join("ran.txt").exists(),
+            "a tool ran in the handoff turn"
+        );
+        let last = all_text(&server.model_requests()[1]);
+        for section in [
+            "Status",
+            "Outcome",
+            "Evidence",
+            "Blocker",
+            "Risk",
+            "Suggested next action",
+        ] {
+            assert!(last.contains(section), "handoff request lacks {section}");
+        }
     }
 }
 
 #[test]
 fn resume_continues_the_saved_transcript() {
-    let server = MockServer::builder()
-        .turn(Turn::tool_call("c1", "read", json!({"path": "a.txt"})))
-        .turn(Turn::text("The file says apple."))
-        .turn(Turn::text("You asked about a.txt."))
-        .start_blocking();
-    let p = Project::new(&server, "anthropic", "");
-    std::fs::write(p.work.join("a.txt"), "apple\n").unwrap();
-    let first = p.run(&["agent", "--json", "--model", "mock/m", "what is in a.txt?"]);
-    assert_eq!(first.status.code(), Some(0));
-    let id = match &events(&first)[0] {
-        AgentEvent::SessionStarted { session_id, .. } => session_id.clone(),
-        other => panic!("{other:?}"),
-    };
-    let second = p.run(&["agent", "--json", "--resume", &id, "what did I ask before?"]);
-    assert_eq!(
-        second.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&second.stderr)
-    );
-    let evs = events(&second);
-    match &evs[0] {
-        AgentEvent::SessionStarted {
-            session_id,
-            resumed,
-            model,
-            ..
-        } => {
-            assert_eq!(
-                (session_id.as_str(), *resumed, model.as_str()),
-                (id.as_str(), true, "mock/m")
-            );
+    for kind in KINDS {
+        let server = MockServer::builder()
+            .turn(Turn::tool_call("c1", "read", json!({"path": "a.txt"})))
+            .turn(Turn::text("The file says apple."))
+            .turn(Turn::text("You asked about a.txt."))
+            .start_blocking();
+        let p = Project::new(&server, kind, "");
+        std::fs::write(p.work.join("a.txt"), "apple\n").unwrap();
+        let first = p.run(&["agent", "--json", "--model", "mock/m", "what is in a.txt?"]);
+        assert_eq!(first.status.code(), Some(0));
+        let id = match &events(&first)[0] {
+            AgentEvent::SessionStarted { session_id, .. } => session_id.clone(),
+            other => panic!("{other:?}"),
+        };
+        let second = p.run(&["agent", "--json", "--resume", &id, "what did I ask before?"]);
+        assert_eq!(
+            second.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&second.stderr)
+        );
+        let evs = events(&second);
+        match &evs[0] {
+            AgentEvent::SessionStarted {
+                session_id,
+                resumed,
+                model,
+                ..
+            } => {
+                assert_eq!(
+                    (session_id.as_str(), *resumed, model.as_str()),
+                    (id.as_str(), true, "mock/m")
+                );
+            }
+            other => panic!("{other:?}"),
         }
-        other => panic!("{other:?}"),
+        let third = all_text(&server.model_requests()[2]);
+        for earlier in [
+            "what is in a.txt?",
+            "apple",
+            "The file says apple.",
+            "what did I ask before?",
+        ] {
+            assert!(third.contains(earlier), "resumed request lacks {earlier}");
+        }
+        let bad = p.run(&["agent", "--resume", "no-such-session", "x"]);
+        assert_eq!(bad.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&bad.stderr).contains("not found"));
     }
-    let third = all_text(&server.model_requests()[2]);
-    for earlier in [
-        "what is in a.txt?",
-        "apple",
-        "The file says apple.",
-        "what did I ask before?",
-    ] {
-        assert!(third.contains(earlier), "resumed request lacks {earlier}");
-    }
-    let bad = p.run(&["agent", "--resume", "no-such-session", "x"]);
-    assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("not found"));
 }
 
 fn process_alive(pid: i32) -> bool {
@@ -522,9 +528,10 @@ fn wait_until(deadline: Duration, mut f: impl FnMut() -> bool) -> bool {
 
 #[test]
 fn sigterm_stops_the_running_tool_and_ends_partial() {
-    for signal in [
-        nix::sys::signal::Signal::SIGTERM,
-        nix::sys::signal::Signal::SIGINT,
+    for (kind, signal) in [
+        ("openai", nix::sys::signal::Signal::SIGTERM),
+        ("openai-responses", nix::sys::signal::Signal::SIGINT),
+        ("anthropic", nix::sys::signal::Signal::SIGTERM),
     ] {
         let server = MockServer::builder()
             .turn(Turn::tool_call(
@@ -534,7 +541,7 @@ fn sigterm_stops_the_running_tool_and_ends_partial() {
             ))
             .turn(Turn::text("unreachable"))
             .start_blocking();
-        let p = Project::new(&server, "openai", "");
+        let p = Project::new(&server, kind, "");
         let mut child = p
             .command(&["agent", "--json", "--model", "mock/m", "sleep"])
             .stdin(Stdio::null())
@@ -779,4 +786,31 @@ fn cost_comes_from_the_price_table() {
     let p = Project::new(&server, "openai", "");
     let out = p.run(&["agent", "--json", "--model", "mock/free", "x"]);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("cost_usd"));
+}
+
+#[test]
+fn a_session_runs_without_delegation_when_it_cannot_be_set_up() {
+    let server = MockServer::builder()
+        .turn(Turn::text("fine"))
+        .start_blocking();
+    let p = Project::new(&server, "openai", "");
+    // No usable HOME or XDG_STATE_HOME: there is nowhere to put worktrees.
+    let out = p
+        .command(&["agent", "--json", "--model", "mock/m", "x"])
+        .env("HOME", "relative-home")
+        .env_remove("XDG_STATE_HOME")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("delegation is off"));
+    assert!(!server.model_requests()[0]
+        .body
+        .to_string()
+        .contains("delegate_task"));
 }

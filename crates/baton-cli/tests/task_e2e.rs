@@ -487,3 +487,45 @@ fn a_main_session_delegates_and_children_cannot() {
     assert!(last.contains("scout report: nothing here"), "{last}");
     assert!(last.contains("[1/2] shell-child (echoer): done"), "{last}");
 }
+
+#[test]
+fn a_baton_child_in_a_worktree_leaves_it_clean_and_the_main_tree_untouched() {
+    let server = MockServer::builder()
+        .when(|_| true, Turn::text("nothing to change"))
+        .start_blocking();
+    let p = Project::new(&format!(
+        "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\n[models]\nbalanced = \"mock/m\"\n",
+        server.url()
+    ));
+    git_repo(&p);
+    let out = p.run(&[
+        "task",
+        "--json",
+        "--role",
+        "implementer",
+        "--name",
+        "noop",
+        "look only",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = report(&out);
+    let w = &r["entries"][0]["worktree"];
+    // The child's transcript and the frozen role file are runtime state, not work: the worktree
+    // counts as clean and is removed with its branch.
+    assert_eq!(
+        (w["kept_path"].clone(), w["kept_branch"].clone()),
+        (json!(false), json!(false)),
+        "{r}"
+    );
+    let status = Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(&p.work)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&status.stdout), "");
+}

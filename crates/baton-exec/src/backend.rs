@@ -461,6 +461,8 @@ mod tests {
                 "--ephemeral",
                 "--cd",
                 "/work/dir",
+                "--sandbox",
+                "workspace-write",
                 "-"
             ]
         );

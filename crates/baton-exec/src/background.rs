@@ -25,8 +25,15 @@ pub enum TaskEvent {
         cwd: String,
         request: DelegateRequest,
     },
+    /// Written by the starting process once the supervisor was spawned.
+    #[serde(rename = "task.spawned")]
+    Spawned { pid: u32 },
     #[serde(rename = "task.started")]
     Started { pid: u32 },
+    /// The supervisor could not run the work (bad config, missing role); nothing was launched
+    /// after this.
+    #[serde(rename = "task.failed")]
+    Failed { message: String },
     #[serde(rename = "entry")]
     Entry { index: usize, event: EntryEvent },
     #[serde(rename = "task.completed")]
@@ -35,7 +42,7 @@ pub enum TaskEvent {
 
 #[derive(Debug, thiserror::Error)]
 pub enum TaskStoreError {
-    #[error("background task `{id}` not found in {dir}: `baton task list` shows the known ids")]
+    #[error("background task `{id}` not found in {dir}: `baton task status` lists the known ids")]
     NotFound { id: String, dir: String },
     #[error("task id `{0}` is not valid: ids use letters, digits and `-` only")]
     BadId(String),
@@ -92,6 +99,10 @@ pub struct TaskState {
     pub cwd: String,
     pub request: DelegateRequest,
     pub pid: Option<u32>,
+    /// The supervisor's pid as seen by the process that started it.
+    pub spawned_pid: Option<u32>,
+    /// Why the supervisor gave up, when it did.
+    pub failure: Option<String>,
     /// Last known status per entry (`None` while queued or running).
     pub entries: Vec<(String, String, Option<EntryStatus>)>,
     pub report: Option<DelegateReport>,
@@ -124,12 +135,18 @@ impl Phase {
 
 impl TaskState {
     pub fn phase(&self) -> Phase {
+        if self.failure.is_some() {
+            return Phase::Failed;
+        }
         match (&self.report, self.pid) {
             (Some(r), _) if r.ok() => Phase::Done,
             (Some(_), _) => Phase::Failed,
             (None, Some(pid)) if process_alive(pid) => Phase::Running,
             (None, Some(_)) => Phase::Interrupted,
-            (None, None) => Phase::Starting,
+            (None, None) => match self.spawned_pid {
+                Some(pid) if !process_alive(pid) => Phase::Interrupted,
+                Some(_) | None => Phase::Starting,
+            },
         }
     }
 }
@@ -197,13 +214,25 @@ pub fn load(dir: &Path, id: &str) -> Result<TaskState, TaskStoreError> {
                     cwd,
                     request,
                     pid: None,
+                    spawned_pid: None,
+                    failure: None,
                     entries,
                     report: None,
                 });
             }
+            TaskEvent::Spawned { pid } => {
+                if let Some(s) = state.as_mut() {
+                    s.spawned_pid = Some(pid);
+                }
+            }
             TaskEvent::Started { pid } => {
                 if let Some(s) = state.as_mut() {
                     s.pid = Some(pid);
+                }
+            }
+            TaskEvent::Failed { message } => {
+                if let Some(s) = state.as_mut() {
+                    s.failure = Some(message);
                 }
             }
             TaskEvent::Entry { index, event } => {
@@ -285,10 +314,11 @@ pub fn start(
                 .map_err(std::io::Error::from)
         });
     }
-    cmd.spawn().map_err(|e| TaskStoreError::Io {
+    let child = cmd.spawn().map_err(|e| TaskStoreError::Io {
         path: baton_exe.display().to_string(),
         message: format!("cannot start the background supervisor: {e}"),
     })?;
+    append(&path, &TaskEvent::Spawned { pid: child.id() })?;
     Ok(id)
 }
 

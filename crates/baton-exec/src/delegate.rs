@@ -356,6 +356,11 @@ pub async fn run_delegation(
     cancel: &CancellationToken,
     progress: Progress,
 ) -> DelegateReport {
+    // Frozen role files and children's transcripts live under .baton/state: keep them out of git,
+    // here and in every worktree of the repository.
+    if let Some(root) = env.state_dir.parent().and_then(Path::parent) {
+        baton_agent::session::ensure_state_excluded(root);
+    }
     let budget = Arc::new(OutputBudget::new(env.output_cap));
     for (i, e) in req.entries.iter().enumerate() {
         progress(
@@ -456,8 +461,16 @@ fn skipped(i: usize, e: &TaskEntry) -> EntryReport {
     }
 }
 
-/// The launch description of one child: the route split into model and thinking level, and the
-/// backend's program (this binary for `baton`, `executor.programs.<backend>` for the others).
+/// The model a child runs: for the `baton` backend a checked route; for peer agents the model
+/// name passed through; nothing for `command` children or peers left on their own default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChildRoute {
+    pub model: Option<String>,
+    pub thinking: Option<ThinkingLevel>,
+}
+
+/// The launch description of one child: its model and thinking level, and the backend's program
+/// (this binary for `baton`, `executor.programs.<backend>` for the others).
 #[allow(clippy::too_many_arguments)]
 pub fn task_spec(
     env: &DelegateEnv,
@@ -465,7 +478,7 @@ pub fn task_spec(
     role: &RoleSpec,
     task: String,
     cwd: PathBuf,
-    route: Option<&Route>,
+    route: ChildRoute,
     role_file: Option<PathBuf>,
     extra_env: Vec<(String, String)>,
 ) -> TaskSpec {
@@ -474,12 +487,8 @@ pub fn task_spec(
         role: role.clone(),
         task,
         cwd,
-        route: route.map(|r| {
-            let mut r = r.clone();
-            r.thinking = None;
-            r.to_string()
-        }),
-        thinking: route.and_then(|r| r.thinking).map(|t| t.to_string()),
+        route: route.model,
+        thinking: route.thinking.map(|t| t.to_string()),
         program: match backend {
             BackendKind::Baton => Some(env.baton_exe.clone()),
             BackendKind::Pi | BackendKind::Codex | BackendKind::Claude | BackendKind::Command => {
@@ -493,6 +502,76 @@ pub fn task_spec(
         role_file,
         max_turns: None,
         extra_env,
+    }
+}
+
+/// The model of a child by backend. `baton` children get a route checked against baton's own
+/// providers and keys ([`entry_route`]). Peer agents (pi, codex, claude) use their own logins, so
+/// their `model` is passed through unchecked (a bare model name is fine), and a class maps to its
+/// first configured route without a credential check; with neither, the peer's default applies.
+pub fn child_route(
+    env: &DelegateEnv,
+    backend: BackendKind,
+    e: &TaskEntry,
+    role: &RoleSpec,
+) -> Result<ChildRoute, ExecError> {
+    let prepare = |m: String| ExecError::new(ExecErrorCode::Prepare, m);
+    let thinking = e
+        .thinking
+        .as_deref()
+        .map(parse_thinking)
+        .transpose()
+        .map_err(|err| prepare(format!("thinking: {err}")))?;
+    match backend {
+        BackendKind::Command => Ok(ChildRoute::default()),
+        BackendKind::Baton => {
+            let r = entry_route(env, e, role)?;
+            let thinking = r.thinking;
+            let mut model = r;
+            model.thinking = None;
+            Ok(ChildRoute {
+                model: Some(model.to_string()),
+                thinking,
+            })
+        }
+        BackendKind::Pi | BackendKind::Codex | BackendKind::Claude => {
+            let from_route = |r: &Route| {
+                let mut m = r.clone();
+                let t = m.thinking.take();
+                (m.to_string(), t)
+            };
+            let (model, route_thinking) = if let Some(m) = &e.model {
+                match m.parse::<Route>() {
+                    Ok(r) => {
+                        let (m, t) = from_route(&r);
+                        (Some(m), t)
+                    }
+                    Err(_) => (Some(m.trim().to_string()), None),
+                }
+            } else {
+                let class = match &e.model_class {
+                    Some(c) => Some(
+                        c.parse::<ModelClass>()
+                            .map_err(|err| prepare(format!("model_class: {err}")))?,
+                    ),
+                    None => role.meta.model_class,
+                };
+                match class
+                    .and_then(|c| env.config.models.class(c))
+                    .and_then(|l| l.routes().first().copied().cloned())
+                {
+                    Some(r) => {
+                        let (m, t) = from_route(&r);
+                        (Some(m), t)
+                    }
+                    None => (None, None),
+                }
+            };
+            Ok(ChildRoute {
+                model,
+                thinking: thinking.or(route_thinking),
+            })
+        }
     }
 }
 
@@ -576,12 +655,7 @@ async fn run_entry(
         let progress = progress.clone();
         let task = task.clone();
         move || async move {
-            let route = match backend {
-                BackendKind::Command => None,
-                BackendKind::Baton | BackendKind::Pi | BackendKind::Codex | BackendKind::Claude => {
-                    Some(entry_route(env, e, role)?)
-                }
-            };
+            let route = child_route(env, backend, e, role)?;
             let mut cwd = env.cwd.clone();
             let mut note = None;
             if role.meta.isolation == Some(Isolation::Worktree) {
@@ -623,7 +697,7 @@ async fn run_entry(
                 role,
                 task,
                 cwd.clone(),
-                route.as_ref(),
+                route,
                 role_file,
                 vec![
                     ("BATON_TASK_NAME".into(), e.name.clone()),
@@ -730,22 +804,19 @@ async fn run_entry(
             exit_code,
             usage,
             turns,
+            error_message,
             ..
         }) => match status {
             ChildStatus::Success => (EntryStatus::Done, output, None, usage, turns),
             ChildStatus::Failure => {
-                let detail = if stderr.trim().is_empty() {
-                    format!(
-                        "exit code {}",
-                        exit_code.map_or("none".to_string(), |c| c.to_string())
-                    )
-                } else {
-                    format!(
-                        "exit code {}; stderr: {}",
-                        exit_code.map_or("none".to_string(), |c| c.to_string()),
-                        tail(&stderr, 800)
-                    )
+                let code = exit_code.map_or("none".to_string(), |c| c.to_string());
+                let mut detail = match &error_message {
+                    Some(m) if !m.trim().is_empty() => format!("{}; exit code {code}", m.trim()),
+                    Some(_) | None => format!("exit code {code}"),
                 };
+                if !stderr.trim().is_empty() {
+                    detail.push_str(&format!("; stderr: {}", tail(&stderr, 800)));
+                }
                 (
                     EntryStatus::Failed,
                     output,
@@ -911,5 +982,91 @@ mod tests {
             let e = parse_request(&bad).unwrap_err();
             assert!(e.contains(expect), "{bad}: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod route_tests {
+    use super::*;
+    use baton_agent::roles::builtin_roles;
+    use baton_protocol::config::RouteList;
+
+    fn env(config: Config) -> DelegateEnv {
+        DelegateEnv {
+            config,
+            role_dirs: RoleDirs {
+                user: None,
+                project: None,
+            },
+            cwd: PathBuf::from("/tmp"),
+            state_dir: PathBuf::from("/tmp/.baton/state"),
+            worktree_root: PathBuf::from("/tmp/wt"),
+            baton_exe: PathBuf::from("/bin/true"),
+            limits: Limits::default(),
+            output_cap: 1024,
+            env: Arc::new(std::collections::BTreeMap::<String, String>::new()),
+        }
+    }
+
+    fn entry(model: Option<&str>, class: Option<&str>) -> TaskEntry {
+        TaskEntry {
+            role: "scout".into(),
+            name: "n".into(),
+            task: "t".into(),
+            model: model.map(str::to_string),
+            model_class: class.map(str::to_string),
+            thinking: None,
+        }
+    }
+
+    #[test]
+    fn peers_take_models_unchecked_and_baton_children_need_usable_routes() {
+        let scout = builtin_roles()
+            .unwrap()
+            .into_iter()
+            .find(|r| r.meta.name == "scout")
+            .unwrap();
+        let mut config = Config::default();
+        config.models.fast = Some(RouteList::One(
+            "anthropic/claude-haiku:low".parse().unwrap(),
+        ));
+        let env = env(config);
+        // A bare model name passes through to a peer; no baton key is needed.
+        let r = child_route(
+            &env,
+            BackendKind::Codex,
+            &entry(Some("gpt-5.5"), None),
+            &scout,
+        )
+        .unwrap();
+        assert_eq!(
+            r,
+            ChildRoute {
+                model: Some("gpt-5.5".into()),
+                thinking: None
+            }
+        );
+        // A class maps to its first route without a credential check.
+        let r = child_route(&env, BackendKind::Pi, &entry(None, Some("fast")), &scout).unwrap();
+        assert_eq!(
+            r,
+            ChildRoute {
+                model: Some("anthropic/claude-haiku".into()),
+                thinking: Some(ThinkingLevel::Low)
+            }
+        );
+        // Nothing chosen and the role's class unset in config: the peer's default model.
+        let r = child_route(
+            &env,
+            BackendKind::Claude,
+            &entry(None, Some("balanced")),
+            &scout,
+        )
+        .unwrap();
+        assert_eq!(r, ChildRoute::default());
+        // A baton child checks the route against baton's providers and keys.
+        let e =
+            child_route(&env, BackendKind::Baton, &entry(None, Some("fast")), &scout).unwrap_err();
+        assert!(e.message.contains("ANTHROPIC_API_KEY"), "{}", e.message);
     }
 }

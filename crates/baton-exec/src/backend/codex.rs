@@ -20,11 +20,12 @@ use super::{
 use crate::limits::{scan_prefix, tool_end, tool_start};
 use crate::types::{Activity, ExecError, Launch, StreamFormat};
 
-/// Tools that change files or run commands; a role with none of them runs in codex's read-only sandbox.
+/// Tools that change files or run commands: a role with one of them runs in codex's
+/// `workspace-write` sandbox, any other in `read-only`.
 const WRITING_TOOLS: [&str; 3] = ["write", "edit", "bash"];
 
 /// `codex exec --json --skip-git-repo-check --ephemeral --cd DIR [-m MODEL]
-/// [-c model_provider="P"] [-c model_reasoning_effort="L"] [--sandbox read-only] -` with the role's
+/// [-c model_provider="P"] [-c model_reasoning_effort="L"] --sandbox workspace-write|read-only -` with the role's
 /// instructions and the task on stdin. A route `provider/model` selects codex's provider of that
 /// name; a bare name is only the model. Codex has no turn limit flag; `max_turns` is dropped.
 pub(super) fn launch(
@@ -67,9 +68,13 @@ pub(super) fn launch(
         args.push("-c".into());
         args.push(format!("model_reasoning_effort={}", toml_string(effort)));
     }
+    // Codex's own default sandbox may be read-only; a role that edits or runs commands needs
+    // writes to its working directory, and a read-only role gets no more than reading.
     let tools = &spec.role.meta.tools;
-    if !tools.iter().any(|t| WRITING_TOOLS.contains(&t.as_str())) {
-        args.push("--sandbox".into());
+    args.push("--sandbox".into());
+    if tools.iter().any(|t| WRITING_TOOLS.contains(&t.as_str())) {
+        args.push("workspace-write".into());
+    } else {
         args.push("read-only".into());
     }
     args.push("-".into());
