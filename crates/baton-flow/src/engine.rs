@@ -755,6 +755,10 @@ impl Run<'_> {
         if state.end.is_some() {
             return Ok(());
         }
+        if state.setup_aborting.is_some() {
+            self.finish_setup_abort()?;
+            return Ok(());
+        }
         // A second block whose terminal event was not written before the process died.
         if let Some(u) = state.units.iter().find(|u| {
             u.status == UnitStatus::Blocked && u.block.as_ref().is_some_and(|b| b.attempt >= 1)
@@ -989,16 +993,44 @@ impl Run<'_> {
         Ok(Prepared::Create)
     }
 
+    /// Records that the setup is being undone, then undoes it.
     fn setup_failed(&self, unit: &str, message: String) -> Result<Step, FlowError> {
+        self.emit(FlowEvent::SetupAborting {
+            unit: unit.to_string(),
+            message,
+        })?;
+        self.finish_setup_abort()
+    }
+
+    /// Removes (best effort, non-forced) every worktree and branch the setup created, then ends
+    /// the Flow. Also what a resume does with a log that ends in `flow.setup_aborting`.
+    fn finish_setup_abort(&self) -> Result<Step, FlowError> {
         let state = self.state();
+        let Some((unit, message)) = state.setup_aborting.clone() else {
+            return self.fail(
+                FailureKind::Infrastructure,
+                None,
+                "internal: no setup to undo".into(),
+            );
+        };
+        let unit = unit.as_str();
         let mut removed = Vec::new();
         let mut kept = Vec::new();
         for u in &state.units {
             let (Some(path), Some(branch)) = (&u.path, &u.branch) else {
                 continue;
             };
-            let wt = self.main.worktree_remove(path, false);
-            let br = self.main.branch_delete(branch, false);
+            // A resumed removal finds some of them gone already.
+            let wt = if path.symlink_metadata().is_ok() {
+                self.main.worktree_remove(path, false)
+            } else {
+                let _ = self.main.worktree_prune();
+                Ok(())
+            };
+            let br = match self.main.branch_delete(branch, false) {
+                Err(e) if e.stderr().is_some_and(|s| s.contains("not found")) => Ok(()),
+                other => other,
+            };
             match (wt, br) {
                 (Ok(()), Ok(())) => removed.push(path.display().to_string()),
                 (wt, br) => {

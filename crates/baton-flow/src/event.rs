@@ -272,6 +272,11 @@ pub enum FlowEvent {
         outcome: UnitOutcome,
         warnings: Vec<String>,
     },
+    /// A unit worktree could not be created: the setup is being undone. Written before the
+    /// worktrees already created are removed; `flow.failed` follows. A resume of a log that ends
+    /// here only finishes the removal.
+    #[serde(rename = "flow.setup_aborting")]
+    SetupAborting { unit: String, message: String },
     /// The driving process stopped before the end; `baton flow resume` continues.
     #[serde(rename = "flow.halted")]
     Halted { reason: String },
@@ -312,6 +317,7 @@ impl FlowEvent {
             FlowEvent::Merged { .. } => "unit.merged",
             FlowEvent::Cleaning { .. } => "unit.cleaning",
             FlowEvent::Finished { .. } => "unit.finished",
+            FlowEvent::SetupAborting { .. } => "flow.setup_aborting",
             FlowEvent::Halted { .. } => "flow.halted",
             FlowEvent::Completed { .. } => "flow.completed",
             FlowEvent::Failed { .. } => "flow.failed",
@@ -340,6 +346,7 @@ impl FlowEvent {
             | FlowEvent::Cleaning { unit }
             | FlowEvent::Finished { unit, .. } => Some(unit),
             FlowEvent::Failed { unit, .. } => unit.as_deref(),
+            FlowEvent::SetupAborting { unit, .. } => Some(unit),
             FlowEvent::Created { .. }
             | FlowEvent::Driver { .. }
             | FlowEvent::ImplementersSettled
@@ -360,7 +367,7 @@ pub struct Record {
 }
 
 /// Every event type, in the order a Flow normally writes them (for documentation and the crash hook).
-pub const EVENT_KINDS: [&str; 24] = [
+pub const EVENT_KINDS: [&str; 25] = [
     "flow.created",
     "flow.driver",
     "unit.worktree_creating",
@@ -381,6 +388,7 @@ pub const EVENT_KINDS: [&str; 24] = [
     "unit.merged",
     "unit.cleaning",
     "unit.finished",
+    "flow.setup_aborting",
     "flow.halted",
     "flow.completed",
     "flow.failed",

@@ -118,6 +118,10 @@ pub fn describe(r: &Record) -> Option<String> {
             }
             s
         }
+        FlowEvent::SetupAborting { unit, message } => format!(
+            "{unit}: cannot create its worktree ({}); removing the worktrees already created",
+            clean(message)
+        ),
         FlowEvent::Halted { reason } => format!("stopped: {}", clean(reason)),
         FlowEvent::Completed { .. } => "completed".into(),
         FlowEvent::Failed { kind, unit, .. } => match unit {

@@ -240,6 +240,9 @@ pub struct FlowState {
     pub units: Vec<UnitState>,
     pub settled: bool,
     pub end: Option<FlowEnd>,
+    /// `(unit, message)` of a setup being undone (`flow.setup_aborting` without its `flow.failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup_aborting: Option<(String, String)>,
     /// Why the last driving process stopped early, if it said.
     pub halted: Option<String>,
     pub driver_pid: Option<u32>,
@@ -283,6 +286,7 @@ impl FlowState {
                 reviewer: reviewer.clone(),
                 units: units.iter().cloned().map(UnitState::new).collect(),
                 settled: false,
+                setup_aborting: None,
                 end: None,
                 halted: None,
                 driver_pid: None,
@@ -479,6 +483,9 @@ impl FlowState {
                     u.outcome = Some(*outcome);
                     u.warnings.extend(warnings.iter().cloned());
                 }
+            }
+            FlowEvent::SetupAborting { unit, message } => {
+                self.setup_aborting = Some((unit.clone(), message.clone()));
             }
             FlowEvent::Halted { reason } => {
                 self.halted = Some(reason.clone());

@@ -612,15 +612,11 @@ async fn bad_input_and_failed_preconditions_change_nothing() {
     assert_eq!(fx.calls(), Vec::<String>::new());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_setup_failure_launches_nothing_and_removes_what_it_created() {
-    let fx = Fx::new();
-    let mut env = fx.env(2);
-    // Right after b's worktree is announced, put something where it will go.
+fn obstacle_for_b(fx: &Fx) -> baton_flow::Observer {
     let folder = fx.wt_root().join(baton_exec::worktree::repo_folder_name(
         &fx.main().git_common_dir().unwrap(),
     ));
-    env.observer = Some(Arc::new(move |n: Notice<'_>| {
+    Arc::new(move |n: Notice<'_>| {
         if let Notice::Event(r) = n {
             if let FlowEvent::WorktreeCreating { unit, worktree_id } = &r.event {
                 if unit == "b" {
@@ -630,7 +626,44 @@ async fn a_setup_failure_launches_nothing_and_removes_what_it_created() {
                 }
             }
         }
-    }));
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setup_failure_killed_before_its_removal_is_finished_by_resume() {
+    let fx = Fx::new();
+    let mut env = fx.env(2);
+    env.observer = Some(obstacle_for_b(&fx));
+    env.crash = CrashHook::parse("flow.setup_aborting", CrashMode::Error);
+    let e = start(
+        &env,
+        &[unit("a"), unit("b"), unit("c")],
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(e, FlowError::SimulatedCrash(_)), "{e}");
+    assert_eq!(fx.worktrees().len(), 1, "a's worktree is still there");
+    let s = resume(&fx.env(2), None, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(s.phase, Phase::Failed);
+    let (kind, at, message) = failure(&s);
+    assert_eq!((kind, at.as_deref()), (FailureKind::Setup, Some("b")));
+    assert!(message.contains("removed the 1 worktree"), "{message}");
+    assert_eq!(fx.calls(), Vec::<String>::new());
+    assert_eq!(fx.worktrees(), Vec::<PathBuf>::new());
+    assert_eq!(fx.branches(), ["main"]);
+    let k = kinds(&fx, &s.state.id);
+    assert_eq!(count(&k, "unit.implementer_started@a"), 0, "{k:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setup_failure_launches_nothing_and_removes_what_it_created() {
+    let fx = Fx::new();
+    let mut env = fx.env(2);
+    // Right after b's worktree is announced, put something where it will go.
+    env.observer = Some(obstacle_for_b(&fx));
     let s = start(
         &env,
         &[unit("a"), unit("b"), unit("c")],
