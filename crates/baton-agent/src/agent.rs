@@ -226,6 +226,7 @@ pub async fn run(
             tools: tool_specs.clone(),
             thinking: spec.route.thinking,
             max_output_tokens: spec.max_output_tokens,
+            tools_disabled: handoff,
         };
         let result = {
             let mut streaming = StreamingItems::new(&mut ids);

@@ -438,6 +438,9 @@ fn the_turn_limit_reserves_a_handoff_turn() {
             "a tool ran in the handoff turn"
         );
         let last = all_text(&server.model_requests()[1]);
+        // The handoff turn keeps the tools declared but lets the model call none.
+        assert!(last.contains("\"tool_choice\""), "{kind}: {last}");
+        assert!(!all_text(&server.model_requests()[0]).contains("\"tool_choice\""));
         for section in [
             "Status",
             "Outcome",

@@ -438,6 +438,8 @@ pub async fn run_delegation(
             out
         }
     };
+    // The frozen role files served this call only.
+    let _ = std::fs::remove_dir_all(env.state_dir.join("roles").join(run_id));
     DelegateReport {
         mode: req.mode,
         entries,

@@ -264,6 +264,9 @@ pub fn request_body(request: &ModelRequest, default_max_tokens: u32) -> Value {
             .iter()
             .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
             .collect();
+        if request.tools_disabled {
+            body["tool_choice"] = json!({"type": "none"});
+        }
     }
     if let Some(budget) = budget {
         body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
@@ -792,6 +795,7 @@ mod tests {
             }],
             thinking: Some(ThinkingLevel::High),
             max_output_tokens: None,
+            tools_disabled: false,
         };
         assert_eq!(
             request_body(&request, 8192),
@@ -827,6 +831,7 @@ mod tests {
             tools: vec![],
             thinking: Some(ThinkingLevel::Off),
             max_output_tokens: Some(1000),
+            tools_disabled: false,
             messages: vec![Message::user("hi")],
             ..request
         };
@@ -845,6 +850,7 @@ mod tests {
         let roomy = ModelRequest {
             thinking: Some(ThinkingLevel::Minimal),
             max_output_tokens: Some(4000),
+            tools_disabled: false,
             ..plain
         };
         assert_eq!(request_body(&roomy, 8192)["max_tokens"], json!(4000));

@@ -162,6 +162,9 @@ pub fn request_body(request: &ModelRequest) -> Value {
                 })
             })
             .collect();
+        if request.tools_disabled {
+            body["tool_choice"] = json!("none");
+        }
     }
     if let Some(effort) = request.thinking.and_then(reasoning_effort) {
         body["reasoning_effort"] = json!(effort);
@@ -588,6 +591,7 @@ mod tests {
             }],
             thinking: Some(ThinkingLevel::Xhigh),
             max_output_tokens: Some(4096),
+            tools_disabled: false,
         };
         assert_eq!(
             request_body(&request),
@@ -617,6 +621,7 @@ mod tests {
             tools: vec![],
             thinking: Some(ThinkingLevel::Off),
             max_output_tokens: None,
+            tools_disabled: false,
             messages: vec![Message::user("hi")],
             ..request
         };

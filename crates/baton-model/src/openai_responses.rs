@@ -207,6 +207,9 @@ pub fn request_body(request: &ModelRequest) -> Value {
                 })
             })
             .collect();
+        if request.tools_disabled {
+            body["tool_choice"] = json!("none");
+        }
     }
     if let Some(effort) = request.thinking.and_then(reasoning_effort) {
         body["reasoning"] = json!({"effort": effort});
@@ -694,6 +697,7 @@ mod tests {
             }],
             thinking: Some(ThinkingLevel::Xhigh),
             max_output_tokens: Some(2000),
+            tools_disabled: false,
         };
         assert_eq!(
             request_body(&request),

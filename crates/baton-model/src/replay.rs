@@ -309,6 +309,7 @@ mod tests {
             }],
             thinking: None,
             max_output_tokens: None,
+            tools_disabled: false,
         }
     }
 

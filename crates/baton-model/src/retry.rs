@@ -238,6 +238,7 @@ mod tests {
             tools: vec![],
             thinking: None,
             max_output_tokens: None,
+            tools_disabled: false,
         }
     }
 

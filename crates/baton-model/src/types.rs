@@ -13,6 +13,10 @@ pub struct ModelRequest {
     pub tools: Vec<ToolSpec>,
     pub thinking: Option<ThinkingLevel>,
     pub max_output_tokens: Option<u32>,
+    /// The model must not call tools this turn (the handoff turn). The tools stay declared, since
+    /// some APIs require them while the history holds tool calls, but tool choice is set to none.
+    #[serde(default)]
+    pub tools_disabled: bool,
 }
 
 /// One streamed event of a model turn. Tool-call events are keyed by `index`, the position of

@@ -74,6 +74,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         ],
         thinking: Some(ThinkingLevel::Low),
         max_output_tokens: None,
+        tools_disabled: false,
     }
 }
 
