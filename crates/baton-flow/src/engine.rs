@@ -1183,8 +1183,17 @@ impl Run<'_> {
             // Only reachable through a log that paused; the caller checks phases first.
             return Ok(Step::Paused);
         }
-        if matches!(u.status, UnitStatus::Merged | UnitStatus::Cleaning) {
+        if u.status == UnitStatus::Merged {
             return self.clean_up(i, UnitOutcome::Integrated);
+        }
+        if u.status == UnitStatus::Cleaning {
+            // Cleaned up after a merge, or after a no-op (which never merges).
+            let outcome = if u.noop {
+                UnitOutcome::NoOp
+            } else {
+                UnitOutcome::Integrated
+            };
+            return self.clean_up(i, outcome);
         }
 
         // 1. Main must be where the Flow left it.

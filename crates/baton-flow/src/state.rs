@@ -103,6 +103,9 @@ pub struct UnitState {
     pub tip: Option<String>,
     /// Commits `base..tip`, oldest first.
     pub commits: Vec<String>,
+    /// The last derivation found nothing to merge (a rebase dropped every commit).
+    #[serde(default)]
+    pub noop: bool,
     /// 0 for the first implementation, 1 for the repair.
     pub attempt: u32,
     /// The class the current attempt runs with (the unit's, or the repair's override).
@@ -140,6 +143,7 @@ impl UnitState {
             base: None,
             tip: None,
             commits: Vec::new(),
+            noop: false,
             attempt: 0,
             guidance: None,
             implementer: None,
@@ -368,12 +372,13 @@ impl FlowState {
                 base,
                 tip,
                 commits,
-                ..
+                noop,
             } => {
                 if let Some(u) = self.unit_mut(unit) {
                     u.base = Some(base.clone());
                     u.tip = Some(tip.clone());
                     u.commits = commits.clone();
+                    u.noop = *noop;
                 }
             }
             FlowEvent::Validating { unit, .. } => {

@@ -780,9 +780,21 @@ async fn a_flow_killed_at_each_step_resumes_without_merging_twice() {
         "unit.merged@b",
         "unit.cleaning@b",
         "unit.finished@b",
+        "unit.rebasing@c",
+        "unit.derived@c",
+        "unit.validated@c",
+        "unit.cleaning@c",
+        "unit.finished@c",
     ];
     for step in steps {
         let fx = Fx::new();
+        // c makes a's change again: its rebase drops the commit, a no-op.
+        fx.implementer(
+            "c",
+            None,
+            "if [ ! -f a.txt ]; then echo a > a.txt; git add a.txt; git -c user.name=I -c user.email=i@x commit -qm 'unit c'; fi\n",
+        );
+        let c = with_validation(unit("c"), "test", &["-f", "a.txt"]);
         let go = fx.scripts().join("go");
         if step == "unit.implementer_started@b" {
             // a's implementer is running when the process dies; keep it away from git until then,
@@ -803,7 +815,7 @@ async fn a_flow_killed_at_each_step_resumes_without_merging_twice() {
         env.crash = CrashHook::parse(step, CrashMode::Error);
         let e = start(
             &env,
-            &[unit("a"), reviewed("b", "ok")],
+            &[unit("a"), reviewed("b", "ok"), c],
             &CancellationToken::new(),
         )
         .await
@@ -859,14 +871,14 @@ async fn a_flow_killed_at_each_step_resumes_without_merging_twice() {
         assert!(fx.clean(), "{step}");
         let calls = fx.calls();
         let k = kinds(&fx, &s.state.id);
-        for c in ["impl a 0", "impl b 0", "review b 0"] {
+        for c in ["impl a 0", "impl b 0", "impl c 0", "review b 0"] {
             // Killed while a's implementer ran (b's start was being recorded): a runs again.
             let rerun = step == "unit.implementer_started@b" && c == "impl a 0";
             let n = count(&calls, c);
             assert!(n == 1 || (rerun && n == 2), "{step}: {calls:?}");
         }
         // A finished implementer is never launched again.
-        for u in ["a", "b"] {
+        for u in ["a", "b", "c"] {
             let finished = k
                 .iter()
                 .position(|e| *e == format!("unit.implementer_finished@{u}"));
@@ -877,6 +889,9 @@ async fn a_flow_killed_at_each_step_resumes_without_merging_twice() {
         }
         assert_eq!(count(&k, "unit.merged@a"), 1, "{step}: {k:?}");
         assert_eq!(count(&k, "unit.merged@b"), 1, "{step}: {k:?}");
+        assert_eq!(count(&k, "unit.merging@c"), 0, "{step}: {k:?}");
+        assert_eq!(s.state.units[2].status, UnitStatus::NoOp, "{step}");
+        assert_eq!(s.state.units[2].outcome, Some(UnitOutcome::NoOp), "{step}");
         assert_eq!(count(&k, "flow.completed"), 1, "{step}");
     }
 }
