@@ -1636,7 +1636,11 @@ impl Run<'_> {
                 )?))
             }
         };
-        if r.status != ChildStatus::Success {
+        // A reviewer that exited non-zero but said something answered: anything but an exact
+        // `PASS` is a finding. Only no answer at all (or a death by signal) is a failure.
+        let answered = r.status == ChildStatus::Success
+            || (r.exit_code.is_some() && !r.output.trim().is_empty());
+        if !answered {
             return Ok(Review::Step(self.fail(
                 FailureKind::ReviewerFailed,
                 Some(id),
@@ -1647,7 +1651,7 @@ impl Run<'_> {
                 ),
             )?));
         }
-        let approved = r.output.trim() == "PASS";
+        let approved = r.status == ChildStatus::Success && r.output.trim() == "PASS";
         let output = bounded(&r.output, EVIDENCE_BOUND);
         self.emit(FlowEvent::Reviewed {
             unit: id.to_string(),
@@ -1659,10 +1663,14 @@ impl Run<'_> {
         if approved {
             Ok(Review::Pass)
         } else {
+            let exit = match (r.status, r.exit_code) {
+                (ChildStatus::Success, _) | (ChildStatus::Failure, None) => String::new(),
+                (ChildStatus::Failure, Some(c)) => format!(", exit code {c}"),
+            };
             let evidence = if output.trim().is_empty() {
-                "the reviewer answered with nothing (only `PASS` approves)".to_string()
+                format!("the reviewer answered with nothing (only `PASS` approves{exit})")
             } else {
-                format!("the reviewer's findings (only `PASS` approves):\n{output}")
+                format!("the reviewer's findings (only `PASS` approves{exit}):\n{output}")
             };
             Ok(Review::Step(self.block(
                 u,

@@ -305,6 +305,8 @@ async fn each_kind_of_block_pauses_at_the_first_blocked_unit() {
     for answer in [
         "printf 'PASS.'",
         "printf 'b.txt lacks a trailing newline\\n'",
+        "printf 'b.txt is wrong\\n'\nexit 1",
+        "printf 'PASS'\nexit 2",
     ] {
         let fx = Fx::new();
         fx.reviewer("b", None, answer);
@@ -1020,4 +1022,19 @@ async fn what_the_validation_leaves_untracked_does_not_block_the_repair() {
     );
     let task = fx.task_text("impl", "b", 1);
     assert!(task.contains("`build.log`"), "{task}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewer_that_fails_without_an_answer_ends_the_flow() {
+    let fx = Fx::new();
+    fx.reviewer("b", None, "echo 'no route to the model' >&2\nexit 3\n");
+    let s = run(&fx, &[unit("a"), reviewed("b", "fine"), unit("c")]).await;
+    assert_eq!(s.phase, Phase::Failed, "{}", baton_flow::render::report(&s));
+    let (kind, at, message) = failure(&s);
+    assert_eq!(
+        (kind, at.as_deref()),
+        (FailureKind::ReviewerFailed, Some("b"))
+    );
+    assert!(message.contains("no route to the model"), "{message}");
+    assert_eq!(fx.subjects(), ["unit a", "initial"]);
 }
