@@ -58,7 +58,12 @@ pub struct AgentSpec {
     pub host_tools: Vec<Arc<dyn Tool>>,
     /// Sections appended to the system prompt (the main-side delegation policy).
     pub extra_instructions: Vec<String>,
+    /// How often running tool calls are reported again (`item.updated`) while they run.
+    pub heartbeat: Duration,
 }
+
+/// Default interval of `item.updated` heartbeats for running tool calls.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(30);
 
 /// What a run ended with.
 #[derive(Debug, Clone, PartialEq)]
@@ -331,7 +336,16 @@ pub async fn run(
                 break finish(Outcome::Completed, None, text, turn, usage, None)
             }
         }
-        let results = run_tools(&calls, &offered, &spec.role.meta.name, &ctx, &mut ids, emit).await;
+        let results = run_tools(
+            spec.heartbeat,
+            &calls,
+            &offered,
+            &spec.role.meta.name,
+            &ctx,
+            &mut ids,
+            emit,
+        )
+        .await;
         for m in results {
             push(&mut messages, store, m);
         }
@@ -489,6 +503,7 @@ fn close_open_items(
 
 /// Runs one turn's tool calls: consecutive read-only calls concurrently, others one at a time, in order.
 async fn run_tools(
+    heartbeat: Duration,
     calls: &[(String, String, String)],
     offered: &[Arc<dyn Tool>],
     role: &str,
@@ -588,7 +603,24 @@ async fn run_tools(
                 Err(refusal) => (refusal.clone(), ItemStatus::Declined),
             }
         });
-        let results = futures::future::join_all(futures).await;
+        // While tools run the model is silent; a heartbeat (`item.updated` for each running call)
+        // tells a supervising executor that the session is alive, so its idle timeout measures
+        // real silence, not a long build.
+        let all = futures::future::join_all(futures);
+        tokio::pin!(all);
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat);
+        let results = loop {
+            tokio::select! {
+                r = &mut all => break r,
+                _ = tick.tick() => {
+                    for p in &prepared[i..batch_end] {
+                        emit(AgentEvent::ItemUpdated {
+                            item: tool_item(&p.item_id, &p.call_id, &p.name, &p.args, &p.path, ItemStatus::InProgress, None),
+                        });
+                    }
+                }
+            }
+        };
         for (k, r) in results.into_iter().enumerate() {
             let p = &prepared[i + k];
             emit(AgentEvent::ItemCompleted {

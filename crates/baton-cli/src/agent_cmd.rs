@@ -310,6 +310,15 @@ pub fn run(args: AgentArgs) -> Result<u8> {
         delegation_tools(&ctx, args.json)
     };
 
+    let heartbeat = match env_var("BATON_HEARTBEAT") {
+        Some(v) => v
+            .parse::<baton_protocol::config::HumanDuration>()
+            .map_err(|e| anyhow::anyhow!("BATON_HEARTBEAT: {e}"))?
+            .0
+            .max(std::time::Duration::from_millis(10)),
+        None => baton_agent::agent::DEFAULT_HEARTBEAT,
+    };
+
     let (store, messages, session_id) = match resumed {
         Some((store, header, messages)) => (store, messages, header.session_id),
         None => {
@@ -352,6 +361,7 @@ pub fn run(args: AgentArgs) -> Result<u8> {
         tools: builtin_tools(),
         host_tools,
         extra_instructions,
+        heartbeat,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -472,6 +482,7 @@ impl Printer {
                 }
             }
             AgentEvent::SessionStarted { .. }
+            | AgentEvent::ItemUpdated { .. }
             | AgentEvent::TurnStarted { .. }
             | AgentEvent::TurnCompleted { .. }
             | AgentEvent::SessionCompleted { .. } => {}

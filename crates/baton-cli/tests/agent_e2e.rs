@@ -817,3 +817,44 @@ fn a_session_runs_without_delegation_when_it_cannot_be_set_up() {
         .to_string()
         .contains("delegate_task"));
 }
+
+#[test]
+fn running_tools_send_heartbeats() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "c1",
+            "bash",
+            json!({"command": "while [ ! -f go ]; do sleep 0.01; done; echo went"}),
+        ))
+        .turn(Turn::text("done"))
+        .start_blocking();
+    let p = Project::new(&server, "openai", "");
+    let mut child = p
+        .command(&["agent", "--json", "--model", "mock/m", "wait"])
+        .env("BATON_HEARTBEAT", "20ms")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut seen = Vec::new();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in lines {
+        let line = line.unwrap();
+        // The tool only finishes once a heartbeat for it has been seen.
+        if line.contains("\"item.updated\"") && !p.work.join("go").exists() {
+            std::fs::write(p.work.join("go"), "").unwrap();
+        }
+        seen.push(serde_json::from_str::<AgentEvent>(&line).unwrap());
+    }
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let beat = seen
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::ItemUpdated { item } => Some(item.clone()),
+            _ => None,
+        })
+        .expect("no heartbeat");
+    assert_eq!(beat.status, ItemStatus::InProgress);
+    assert!(matches!(&beat.kind, ItemKind::ToolCall { tool, .. } if tool == "bash"));
+    assert_eq!(completed(&seen).2, "done");
+}

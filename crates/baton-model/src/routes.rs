@@ -113,6 +113,12 @@ pub enum RouteError {
         provider: String,
         problem: String,
     },
+    #[error("providers.{provider}.base_url `{url}` is not a usable URL ({message}): write it like \"http://127.0.0.1:11434/v1\"")]
+    BadUrl {
+        provider: String,
+        url: String,
+        message: String,
+    },
     #[error("model class `{class}` has no route: set models.{class} = \"provider/model\" in ~/.config/baton/config.toml or .baton/config.toml")]
     UnsetClass { class: ModelClass },
     #[error("no route of model class `{class}` is usable (models.{class}):\n{}", reasons.join("\n"))]
@@ -153,6 +159,20 @@ pub fn check_route(
         route: route.to_string(),
         provider: name.clone(),
     })?;
+    if let Some(url) = &provider.base_url {
+        let problem = match reqwest::Url::parse(url) {
+            Ok(u) if u.scheme() == "http" || u.scheme() == "https" => None,
+            Ok(u) => Some(format!("scheme `{}` is not http or https", u.scheme())),
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(message) = problem {
+            return Err(RouteError::BadUrl {
+                provider: name.clone(),
+                url: url.clone(),
+                message,
+            });
+        }
+    }
     let mut api_key = None;
     if let Some(path) = &provider.api_key_file {
         let full = expand_home(path, env);
@@ -378,6 +398,16 @@ mod tests {
         assert!(e.to_string().contains("models.balanced"), "{e}");
         let e = resolve_class(&c, ModelClass::Fast, &env).unwrap_err();
         assert!(e.to_string().contains("[providers.nowhere]"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_base_url_is_a_config_error_naming_the_key() {
+        let mut c = config(vec![(ModelClass::Fast, vec!["local/m"])]);
+        let mut p = builtin_providers().remove("ollama").unwrap();
+        p.base_url = Some("localhost:11434/v1".into());
+        c.providers.insert("local".into(), p);
+        let e = resolve_class(&c, ModelClass::Fast, &BTreeMap::new()).unwrap_err();
+        assert!(e.to_string().contains("providers.local.base_url"), "{e}");
     }
 
     #[test]

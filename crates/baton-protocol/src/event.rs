@@ -43,6 +43,9 @@ pub enum AgentEvent {
     ItemDelta { item_id: String, delta: String },
     #[serde(rename = "item.completed")]
     ItemCompleted { item: Item },
+    /// A running item again, unchanged: sent periodically while tool calls run, as a heartbeat.
+    #[serde(rename = "item.updated")]
+    ItemUpdated { item: Item },
     #[serde(rename = "turn.completed")]
     TurnCompleted {
         turn: u32,
