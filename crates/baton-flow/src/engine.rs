@@ -184,13 +184,23 @@ impl CheckoutStatus {
 }
 
 fn checkout_status(git: &Git) -> Result<CheckoutStatus, GitError> {
-    let out = git.run([
+    checkout_status_of(git, &[])
+}
+
+/// [`checkout_status`] limited to `pathspec` (for example `:(exclude,top)…`).
+fn checkout_status_of(git: &Git, pathspec: &[&str]) -> Result<CheckoutStatus, GitError> {
+    let mut args = vec![
         "status",
         "--porcelain=v2",
         "--branch",
         "--untracked-files=normal",
         "--ignore-submodules=none",
-    ])?;
+    ];
+    if !pathspec.is_empty() {
+        args.push("--");
+        args.extend_from_slice(pathspec);
+    }
+    let out = git.run(args)?;
     let mut st = CheckoutStatus {
         branch: None,
         head: None,
@@ -360,9 +370,12 @@ pub async fn start(
     let git = |d: &Path| env.git(d);
     let repo = open_repo(&git, &env.delegate.cwd)?;
     let main = env.git(&repo.toplevel);
-    main.add_exclude(STATE_EXCLUDE)
-        .map_err(|e| FlowError::Refused(format!("cannot exclude {STATE_EXCLUDE} from git: {e}")))?;
-    let st = checkout_status(&main)
+    // The lock first: every check below must still hold when the Flow starts. Nothing is changed
+    // before the last refusal.
+    let mut lock = RepoLock::acquire(&repo.common)?;
+    refuse_if_active(&repo.store)?;
+    // Flow's own state is not yet excluded the first time: leave it out of the check.
+    let st = checkout_status_of(&main, &[":(exclude,top).baton/state"])
         .map_err(|e| FlowError::Refused(format!("cannot read the repository: {e}")))?;
     let Some(main_branch) = st.branch.clone() else {
         return Err(FlowError::Refused(
@@ -398,15 +411,14 @@ pub async fn start(
         }
     }
 
-    let mut lock = RepoLock::acquire(&repo.common)?;
-    refuse_if_active(&repo.store)?;
-
     let implementer = resolve_role(env, "implementer")?;
     let reviewer = if units.iter().any(|u| u.review.is_some()) {
         Some(resolve_role(env, "reviewer")?)
     } else {
         None
     };
+    main.add_exclude(STATE_EXCLUDE)
+        .map_err(|e| FlowError::Refused(format!("cannot exclude {STATE_EXCLUDE} from git: {e}")))?;
 
     let id = new_flow_id();
     let flow_dir = repo.store.flow_dir(&id)?;

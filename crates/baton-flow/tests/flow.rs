@@ -609,9 +609,29 @@ async fn bad_input_and_failed_preconditions_change_nothing() {
     let e = start(&unborn, &[unit("a")], &cancel).await.unwrap_err();
     assert!(e.to_string().contains("no commits"), "{e}");
 
+    // A refusal after the repository was found (the lock is held) leaves git's excludes alone.
+    let held = RepoLock::acquire(&fx.main().git_common_dir().unwrap()).unwrap();
+    let e = start(&env, &[unit("a")], &cancel).await.unwrap_err();
+    assert!(e.is_refusal(), "{e}");
+    drop(held);
+    let exclude = fx.main().git_common_dir().unwrap().join("info/exclude");
+    let excluded = std::fs::read_to_string(&exclude).unwrap_or_default();
+    assert!(!excluded.contains(".baton/state"), "{excluded}");
+
     assert!(!flows.exists());
     assert_eq!(fx.worktrees(), Vec::<PathBuf>::new());
     assert_eq!(fx.calls(), Vec::<String>::new());
+
+    // State left by other baton commands does not count as uncommitted work.
+    std::fs::create_dir_all(fx.repo().join(".baton/state/other")).unwrap();
+    std::fs::write(fx.repo().join(".baton/state/other/x"), "x").unwrap();
+    let s = run(&fx, &[unit("a")]).await;
+    assert_eq!(
+        s.phase,
+        Phase::Completed,
+        "{}",
+        baton_flow::render::report(&s)
+    );
 }
 
 fn obstacle_for_b(fx: &Fx) -> baton_flow::Observer {
