@@ -3,8 +3,10 @@
 //! Live interop: the real `baton`, `pi` and `codex` programs, launched by [`launch_for`] and run by
 //! the executor against baton-testkit's mock server on 127.0.0.1.
 //!
-//! Programs are found through `BATON_TEST_BATON` / `BATON_TEST_PI` / `BATON_TEST_CODEX`, else at
-//! `target/debug/baton` and `bench/node_modules/.bin/{pi,codex}` (`npm install --prefix bench`).
+//! Programs are found through `BATON_TEST_BATON` / `BATON_TEST_PI` / `BATON_TEST_PI_CURRENT` /
+//! `BATON_TEST_CODEX`, else at `target/debug/baton`, `bench/node_modules/.bin/{pi,codex}` (pi 0.73
+//! on the machine's Node; `npm install --prefix bench`) and `bench/pi-current/node_modules/.bin/pi`
+//! (pi 1.x with Node 22 beside it; `npm install --prefix bench/pi-current`).
 //! A test whose program is missing prints a note and passes.
 
 use std::path::{Path, PathBuf};
@@ -190,6 +192,46 @@ async fn live_pi() {
     let Some(pi) = find("BATON_TEST_PI", "bench/node_modules/.bin/pi") else {
         return skip("pi", "BATON_TEST_PI", "run npm install --prefix bench");
     };
+    pi_reads_and_answers(pi, vec![]).await;
+}
+
+/// The current pi (1.x, delta-only `message_update`s) from `bench/pi-current`, on the Node 22 that
+/// the npm package `node` puts beside it: the program's directory goes first on the child's `PATH`,
+/// so its `#!/usr/bin/env node` finds that Node rather than the machine's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_pi_current() {
+    let Some(pi) = find(
+        "BATON_TEST_PI_CURRENT",
+        "bench/pi-current/node_modules/.bin/pi",
+    ) else {
+        return skip(
+            "pi 1.x",
+            "BATON_TEST_PI_CURRENT",
+            "run npm install --prefix bench/pi-current",
+        );
+    };
+    let mut path = vec![pi.parent().unwrap().to_path_buf()];
+    path.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    let path = std::env::join_paths(path).unwrap().into_string().unwrap();
+    let version = std::process::Command::new(&pi)
+        .arg("--version")
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    let version = String::from_utf8_lossy(&version.stdout).trim().to_string();
+    assert!(
+        version.starts_with("1."),
+        "{} --version: `{version}`, not 1.x",
+        pi.display()
+    );
+    pi_reads_and_answers(pi, vec![("PATH".into(), path)]).await;
+}
+
+/// Pi, pointed at the mock by a `models.json` in its agent dir, reads the notes with its `read`
+/// tool and gives the scripted answer.
+async fn pi_reads_and_answers(pi: PathBuf, env: Vec<(String, String)>) {
     let server = mock().await;
     let home = tempfile::tempdir().unwrap();
     let work = work_dir();
@@ -210,6 +252,7 @@ async fn live_pi() {
     ]
     .map(|(k, v)| (k.to_string(), v))
     .to_vec();
+    s.extra_env.extend(env);
     let (r, seen) = run(s).await;
     assert_eq!(r.status, ChildStatus::Success, "{r:#?}");
     assert_eq!(r.output, ANSWER);
