@@ -118,6 +118,10 @@ pub fn delegate_env(ctx: &ProjectContext) -> Result<DelegateEnv> {
         limits,
         output_cap,
         env: Arc::new(ProcessEnv),
+        reload: Some({
+            let root = ctx.project_root.clone();
+            Arc::new(move || crate::config::load(&root).ok().map(|c| c.config))
+        }),
     })
 }
 

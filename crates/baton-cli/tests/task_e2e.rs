@@ -529,3 +529,51 @@ fn a_baton_child_in_a_worktree_leaves_it_clean_and_the_main_tree_untouched() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&status.stdout), "");
 }
+
+#[test]
+fn a_queued_entry_resolves_its_route_against_the_config_of_its_turn() {
+    let server = MockServer::builder()
+        .when(|_| true, Turn::text("scouted"))
+        .start_blocking();
+    let config = |model: &str| {
+        format!(
+            "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\n[models]\nfast = \"mock/{model}\"\n",
+            server.url()
+        )
+    };
+    let p = Project::new(&config("before"));
+    p.role(
+        "gate",
+        "",
+        "touch started; while [ ! -f release ]; do sleep 0.01; done; echo opened",
+    );
+    let tasks = p.work.join("tasks.json");
+    std::fs::write(
+        &tasks,
+        json!([
+            {"role": "gate", "name": "gate", "task": "t"},
+            {"role": "scout", "name": "scout", "task": "look", "model_class": "fast"}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let child = p
+        .command(&["task", "--json", "--parallel", tasks.to_str().unwrap()])
+        .env("BATON_MAX_SUBAGENTS", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The scout is queued behind the gate; change the config while it waits.
+    assert!(wait_for(Duration::from_secs(20), || p
+        .work
+        .join("started")
+        .exists()));
+    std::fs::write(&p.config, config("after")).unwrap();
+    std::fs::write(p.work.join("release"), "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let reqs = server.model_requests();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].body["model"], "after");
+}

@@ -221,6 +221,23 @@ pub struct DelegateEnv {
     pub limits: Limits,
     pub output_cap: usize,
     pub env: Arc<dyn Env + Send + Sync>,
+    /// Reads the config again; called when an entry gets its permit, so a queued entry resolves
+    /// its route against the config of that moment. `None` keeps `config`.
+    pub reload: Option<ConfigReload>,
+}
+
+/// Loads the current config, or `None` when it cannot be read (the loaded one then stays).
+pub type ConfigReload = Arc<dyn Fn() -> Option<Config> + Send + Sync>;
+
+impl DelegateEnv {
+    /// This environment with the config as it is now.
+    pub fn refreshed(&self) -> DelegateEnv {
+        let mut env = self.clone();
+        if let Some(config) = self.reload.as_ref().and_then(|r| r()) {
+            env.config = config;
+        }
+        env
+    }
 }
 
 /// What happens to one entry, for live status.
@@ -657,6 +674,9 @@ async fn run_entry(
         let progress = progress.clone();
         let task = task.clone();
         move || async move {
+            // The permit is granted: read the config of this moment.
+            let current = env.refreshed();
+            let env = &current;
             let route = child_route(env, backend, e, role)?;
             let mut cwd = env.cwd.clone();
             let mut note = None;
@@ -1007,6 +1027,7 @@ mod route_tests {
             limits: Limits::default(),
             output_cap: 1024,
             env: Arc::new(std::collections::BTreeMap::<String, String>::new()),
+            reload: None,
         }
     }
 

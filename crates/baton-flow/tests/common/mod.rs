@@ -142,6 +142,7 @@ exit 9
             },
             output_cap: 50 * 1024,
             env: Arc::new(ProcessEnv),
+            reload: None,
         };
         let mut env = FlowEnv::new(delegate, Arc::new(Executor::new(max_concurrency)));
         env.git_env = IDENTITY
