@@ -577,3 +577,72 @@ fn a_queued_entry_resolves_its_route_against_the_config_of_its_turn() {
     assert_eq!(reqs.len(), 1);
     assert_eq!(reqs[0].body["model"], "after");
 }
+
+#[test]
+fn the_output_budget_is_shared_in_input_order_and_chains_get_whole_answers() {
+    let p = Project::new("");
+    // 40 KiB each; the call's budget is 50 KiB.
+    p.role(
+        "big_slow",
+        "",
+        "while [ ! -f fast-done ]; do sleep 0.01; done; head -c 40960 /dev/zero | tr '\\0' a",
+    );
+    p.role(
+        "big_fast",
+        "",
+        "head -c 40960 /dev/zero | tr '\\0' b; touch fast-done",
+    );
+    p.role("counter", "", "wc -c | tr -d ' ' | tee count.txt");
+    let tasks = p.work.join("tasks.json");
+    std::fs::write(
+        &tasks,
+        json!([
+            {"role": "big_slow", "name": "first", "task": "t"},
+            {"role": "big_fast", "name": "second", "task": "t"}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let out = p.run(&["task", "--json", "--parallel", tasks.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let r = report(&out);
+    // The first entry finished last but is reported whole; the second is cut.
+    assert_eq!(r["entries"][0]["output"].as_str().unwrap().len(), 40960);
+    let second = r["entries"][1]["output"].as_str().unwrap();
+    assert!(
+        second.starts_with('b') && second.ends_with("[Output truncated: 30720 bytes omitted]"),
+        "{}",
+        &second[second.len() - 60..]
+    );
+
+    let chain = p.work.join("chain.json");
+    std::fs::write(
+        &chain,
+        json!({"chain": [
+            {"role": "big_fast", "name": "make", "task": "t"},
+            {"role": "big_fast", "name": "again", "task": "t"},
+            {"role": "counter", "name": "count", "task": "{previous}"}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let out = p.run(&["task", "--json", "--chain", chain.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let r = report(&out);
+    // The third step received the second step's whole 40 KiB answer, though the report cut it
+    // (and had no room left for the third step's own answer).
+    assert_eq!(
+        std::fs::read_to_string(p.work.join("count.txt"))
+            .unwrap()
+            .trim(),
+        "40960"
+    );
+    assert!(r["entries"][1]["output"]
+        .as_str()
+        .unwrap()
+        .contains("[Output truncated"));
+    assert!(r["entries"][2]["output"]
+        .as_str()
+        .unwrap()
+        .starts_with("[Output truncated"));
+}

@@ -378,7 +378,6 @@ pub async fn run_delegation(
     if let Some(root) = env.state_dir.parent().and_then(Path::parent) {
         baton_agent::session::ensure_state_excluded(root);
     }
-    let budget = Arc::new(OutputBudget::new(env.output_cap));
     for (i, e) in req.entries.iter().enumerate() {
         progress(
             i,
@@ -396,7 +395,6 @@ pub async fn run_delegation(
                 .zip(roles)
                 .enumerate()
                 .map(|(i, (e, role))| {
-                    let budget = budget.clone();
                     let progress = progress.clone();
                     async move {
                         run_entry(
@@ -407,7 +405,6 @@ pub async fn run_delegation(
                             role,
                             e.task.clone(),
                             run_id,
-                            &budget,
                             cancel,
                             progress,
                         )
@@ -440,7 +437,6 @@ pub async fn run_delegation(
                     role,
                     task,
                     run_id,
-                    &budget,
                     cancel,
                     progress.clone(),
                 )
@@ -457,6 +453,17 @@ pub async fn run_delegation(
     };
     // The frozen role files served this call only.
     let _ = std::fs::remove_dir_all(env.state_dir.join("roles").join(run_id));
+    // One budget for everything this call returns, spent in input order, so which entry gets
+    // cut does not depend on which finished first. A chain step's `{previous}` got the step's
+    // whole answer (each child alone is bounded by the same cap).
+    let budget = OutputBudget::new(env.output_cap);
+    let entries = entries
+        .into_iter()
+        .map(|mut e| {
+            e.output = budget.take(&e.output);
+            e
+        })
+        .collect();
     DelegateReport {
         mode: req.mode,
         entries,
@@ -659,10 +666,11 @@ async fn run_entry(
     role: &RoleSpec,
     task: String,
     run_id: &str,
-    budget: &OutputBudget,
     cancel: &CancellationToken,
     progress: Progress,
 ) -> EntryReport {
+    // Each child alone is bounded by the call's cap; the shared budget is applied to the report.
+    let budget = &OutputBudget::new(env.output_cap);
     let started = Instant::now();
     let isolated: Arc<Mutex<Option<Isolated>>> = Arc::new(Mutex::new(None));
     let model_label: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
