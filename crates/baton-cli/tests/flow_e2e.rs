@@ -456,3 +456,87 @@ fn a_killed_process_is_interrupted_and_resume_finishes_without_merging_twice() {
         }
     }
 }
+
+/// Alive and not a zombie.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, r)| r.split_whitespace().next() != Some("Z"))
+        })
+        .unwrap_or(false)
+}
+
+fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !ok() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn resume_stops_the_implementer_a_killed_driver_left_running() {
+    let fx = Fx::new();
+    let d = fx.scripts();
+    // The first launch of a's implementer records its pid and waits (for a file nobody writes);
+    // a relaunch does the work.
+    std::fs::write(
+        d.join("impl-a.sh"),
+        format!(
+            "if [ ! -f '{d}/first' ]; then\n  touch '{d}/first'\n  echo $$ > '{d}/first.pid'\n  while [ ! -f '{d}/never' ]; do sleep 0.05; done\nfi\n{COMMIT_OWN_FILE}",
+            d = d.display()
+        ),
+    )
+    .unwrap();
+    let units = fx.units(&units_ab(false));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
+    fx.env(&mut cmd);
+    let mut driver = cmd
+        .args(["flow", "start", &units])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_file = d.join("first.pid");
+    wait_for("the implementer's pid", || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n'))
+    });
+    let old: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let flows = fx.repo().join(".baton/state/flows");
+    wait_for("unit.implementer_spawned in the log", || {
+        std::fs::read_dir(&flows).is_ok_and(|entries| {
+            entries.flatten().any(|e| {
+                std::fs::read_to_string(e.path()).is_ok_and(|t| {
+                    t.contains("\"type\":\"unit.implementer_spawned\"")
+                        && t.contains(&format!("\"pid\":{old}"))
+                })
+            })
+        })
+    });
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+    assert!(alive(old), "the implementer outlives its killed driver");
+    assert_eq!(phase(&fx), "interrupted");
+
+    let out = fx.baton(&["flow", "resume", "--json"], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!alive(old), "resume killed the old implementer");
+    assert_eq!(report(&out)["flow"]["phase"], "completed");
+    assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
+    assert_eq!(fx.worktrees(), 0);
+}

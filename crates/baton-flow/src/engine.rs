@@ -583,6 +583,63 @@ pub fn status(
         .collect()
 }
 
+/// Kills the process group of every implementer a dead driver left running in its unit's
+/// worktree, so a relaunch never shares the worktree with it. A recorded group is killed only
+/// while one of its processes still works inside that worktree (pids are reused).
+fn stop_stale_implementers(state: &FlowState) {
+    for u in &state.units {
+        let (Some(pid), Some(path)) = (u.implementer_pid, u.path.as_ref()) else {
+            continue;
+        };
+        let Ok(pgid) = i32::try_from(pid) else {
+            continue;
+        };
+        let worktree = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+        if group_works_in(pgid, &worktree) {
+            tracing::info!(
+                "stopping the implementer of unit {} (process group {pgid}) left by an earlier driver",
+                u.id()
+            );
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pgid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+/// Whether a live process of group `pgid` has its working directory inside `dir` (Linux `/proc`).
+fn group_works_in(pgid: i32, dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let proc_dir = entry.path();
+        if entry
+            .file_name()
+            .to_str()
+            .is_none_or(|n| n.parse::<u32>().is_err())
+        {
+            return false;
+        }
+        let Ok(stat) = std::fs::read_to_string(proc_dir.join("stat")) else {
+            return false;
+        };
+        // `pid (comm) state ppid pgrp …`; comm may hold spaces and parentheses.
+        let mut fields = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace())
+            .into_iter()
+            .flatten();
+        let state = fields.next();
+        let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+        if group != Some(pgid) || state == Some("Z") {
+            return false;
+        }
+        std::fs::read_link(proc_dir.join("cwd")).is_ok_and(|cwd| cwd.starts_with(dir))
+    })
+}
+
 fn hint(state: &FlowState) -> String {
     match state.phase(false) {
         Phase::Paused => "; repair it with `baton flow continue --guidance TEXT` or give it up with `baton flow abandon`".into(),
@@ -682,6 +739,7 @@ fn take_over<'a>(
     };
     let state = repo.store.load(&id)?;
     lock.note(&id);
+    stop_stale_implementers(&state);
     let log = repo.store.open(&id, env.crash.clone())?;
     let main = env.git(&state.repo_root);
     let run = Run {
@@ -1109,7 +1167,7 @@ impl Run<'_> {
             ("BATON_FLOW_ATTEMPT".to_string(), u.attempt.to_string()),
         ];
         let result = self
-            .run_child(&state.implementer, u.id(), task, &path, u.model_class, env)
+            .run_child(&state.implementer, &u, task, &path, env, Some(u.attempt))
             .await;
         let summary = match result {
             Ok(r) => summarize(&r),
@@ -1126,12 +1184,14 @@ impl Run<'_> {
     async fn run_child(
         &self,
         role: &FrozenRole,
-        unit: &str,
+        u: &UnitState,
         task: String,
         cwd: &Path,
-        class: Option<ModelClass>,
         extra_env: Vec<(String, String)>,
+        implementer_attempt: Option<u32>,
     ) -> Result<ChildResult, ExecError> {
+        let unit = u.id();
+        let class = u.model_class;
         let d = &self.env.delegate;
         let budget = OutputBudget::new(d.output_cap);
         let backend = role.backend;
@@ -1170,6 +1230,16 @@ impl Run<'_> {
         let observer = self.env.observer.clone();
         let role_name = role.spec.meta.name.clone();
         let mut on_activity = move |a: Activity| {
+            if let (Activity::Started { pid }, Some(attempt)) = (&a, implementer_attempt) {
+                // Recorded so a driver that takes over after this one died can stop it.
+                if let Err(e) = self.emit(FlowEvent::ImplementerSpawned {
+                    unit: unit.to_string(),
+                    attempt,
+                    pid: *pid,
+                }) {
+                    tracing::warn!("cannot record the implementer's pid: {e}");
+                }
+            }
             if let Some(o) = &observer {
                 o(Notice::Activity {
                     unit,
@@ -1629,9 +1699,7 @@ impl Run<'_> {
                 patch_path.display().to_string(),
             ),
         ];
-        let result = self
-            .run_child(&reviewer, id, task, path, u.model_class, env)
-            .await;
+        let result = self.run_child(&reviewer, u, task, path, env, None).await;
         let r = match result {
             Ok(r) => r,
             Err(e) if e.code == ExecErrorCode::Aborted => {

@@ -173,6 +173,13 @@ pub enum FlowEvent {
         attempt: u32,
         model_class: Option<ModelClass>,
     },
+    /// The implementer's process is running: `pid`, which is also its process group.
+    #[serde(rename = "unit.implementer_spawned")]
+    ImplementerSpawned {
+        unit: String,
+        attempt: u32,
+        pid: u32,
+    },
     #[serde(rename = "unit.implementer_finished")]
     ImplementerFinished {
         unit: String,
@@ -302,6 +309,7 @@ impl FlowEvent {
             FlowEvent::WorktreeCreating { .. } => "unit.worktree_creating",
             FlowEvent::WorktreeCreated { .. } => "unit.worktree_created",
             FlowEvent::ImplementerStarted { .. } => "unit.implementer_started",
+            FlowEvent::ImplementerSpawned { .. } => "unit.implementer_spawned",
             FlowEvent::ImplementerFinished { .. } => "unit.implementer_finished",
             FlowEvent::ImplementersSettled => "flow.implementers_settled",
             FlowEvent::Rebasing { .. } => "unit.rebasing",
@@ -331,6 +339,7 @@ impl FlowEvent {
             FlowEvent::WorktreeCreating { unit, .. }
             | FlowEvent::WorktreeCreated { unit, .. }
             | FlowEvent::ImplementerStarted { unit, .. }
+            | FlowEvent::ImplementerSpawned { unit, .. }
             | FlowEvent::ImplementerFinished { unit, .. }
             | FlowEvent::Rebasing { unit, .. }
             | FlowEvent::Rebased { unit, .. }
@@ -367,12 +376,13 @@ pub struct Record {
 }
 
 /// Every event type, in the order a Flow normally writes them (for documentation and the crash hook).
-pub const EVENT_KINDS: [&str; 25] = [
+pub const EVENT_KINDS: [&str; 26] = [
     "flow.created",
     "flow.driver",
     "unit.worktree_creating",
     "unit.worktree_created",
     "unit.implementer_started",
+    "unit.implementer_spawned",
     "unit.implementer_finished",
     "flow.implementers_settled",
     "unit.rebasing",

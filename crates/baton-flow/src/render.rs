@@ -28,7 +28,9 @@ pub fn describe(r: &Record) -> Option<String> {
             units.len(),
             short(main_oid)
         ),
-        FlowEvent::Driver { .. } | FlowEvent::WorktreeCreating { .. } => return None,
+        FlowEvent::Driver { .. }
+        | FlowEvent::WorktreeCreating { .. }
+        | FlowEvent::ImplementerSpawned { .. } => return None,
         FlowEvent::WorktreeCreated { unit, path, .. } => {
             format!("{unit}: worktree {}", path.display())
         }

@@ -115,6 +115,9 @@ pub struct UnitState {
     pub implementer: Option<ChildSummary>,
     /// How many times the current attempt's implementer was launched (more than 1 after a resume).
     pub implementer_launches: u32,
+    /// Process (and process group) of the implementer while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implementer_pid: Option<u32>,
     /// Set when a rebase onto this Main began in the current derivation.
     pub rebase_onto: Option<String>,
     pub validation: Vec<CheckResult>,
@@ -148,6 +151,7 @@ impl UnitState {
             guidance: None,
             implementer: None,
             implementer_launches: 0,
+            implementer_pid: None,
             rebase_onto: None,
             validation: Vec::new(),
             validation_untracked: Vec::new(),
@@ -344,12 +348,19 @@ impl FlowState {
                 if let Some(u) = self.unit_mut(unit) {
                     u.status = UnitStatus::Implementing;
                     u.implementer = None;
+                    u.implementer_pid = None;
                     u.implementer_launches += 1;
                     u.model_class = *model_class;
                 }
             }
+            FlowEvent::ImplementerSpawned { unit, pid, .. } => {
+                if let Some(u) = self.unit_mut(unit) {
+                    u.implementer_pid = Some(*pid);
+                }
+            }
             FlowEvent::ImplementerFinished { unit, result, .. } => {
                 if let Some(u) = self.unit_mut(unit) {
+                    u.implementer_pid = None;
                     u.status = UnitStatus::Implemented;
                     u.implementer = Some(result.clone());
                 }
