@@ -568,17 +568,31 @@ pub fn status(
     };
     let repo = open_repo(&git, cwd)?;
     let driving = RepoLock::is_held(&repo.common);
-    let ids = match id {
-        Some(id) => vec![id.to_string()],
-        None => repo.store.list(),
+    let status_of = |state: FlowState| FlowStatus {
+        phase: state.phase(driving),
+        state,
     };
-    ids.iter()
-        .map(|id| {
-            let state = repo.store.load(id)?;
-            Ok(FlowStatus {
-                phase: state.phase(driving),
-                state,
-            })
+    match id {
+        Some(id) => Ok(vec![status_of(repo.store.load(id)?)]),
+        None => Ok(readable_flows(&repo.store)
+            .into_iter()
+            .map(|(_, state)| status_of(state))
+            .collect()),
+    }
+}
+
+/// Every Flow of the store whose log can be read, oldest first. An unreadable log is skipped with
+/// a warning: it must not stop the commands about the other Flows.
+fn readable_flows(store: &FlowStore) -> Vec<(String, FlowState)> {
+    store
+        .list()
+        .into_iter()
+        .filter_map(|id| match store.load(&id) {
+            Ok(state) => Some((id, state)),
+            Err(e) => {
+                tracing::warn!("skipping Flow {id}: its log cannot be read: {e}");
+                None
+            }
         })
         .collect()
 }
@@ -663,8 +677,7 @@ fn operation_in_progress(git: &Git) -> Option<&'static str> {
 }
 
 fn refuse_if_active(store: &FlowStore) -> Result<(), FlowError> {
-    for id in store.list() {
-        let state = store.load(&id)?;
+    for (id, state) in readable_flows(store) {
         let phase = state.phase(false);
         if !phase.is_terminal() {
             return Err(FlowError::Refused(format!(
@@ -720,12 +733,11 @@ fn take_over<'a>(
     let id = match id {
         Some(id) => id.to_string(),
         None => {
-            let mut active = Vec::new();
-            for id in repo.store.list() {
-                if !repo.store.load(&id)?.phase(false).is_terminal() {
-                    active.push(id);
-                }
-            }
+            let mut active: Vec<String> = readable_flows(&repo.store)
+                .into_iter()
+                .filter(|(_, state)| !state.phase(false).is_terminal())
+                .map(|(id, _)| id)
+                .collect();
             match active.pop() {
                 Some(id) => id,
                 None => {

@@ -1058,3 +1058,41 @@ async fn a_reviewer_that_fails_without_an_answer_ends_the_flow() {
     assert!(message.contains("no route to the model"), "{message}");
     assert_eq!(fx.subjects(), ["unit a", "initial"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_unreadable_log_does_not_stop_the_other_flows() {
+    let fx = Fx::new();
+    fx.implementer("b", None, "exit 1\n");
+    let paused = blocked_b(&fx, unit("b")).await;
+    let flows = FlowStore::for_repo(&fx.repo()).dir().to_path_buf();
+    std::fs::write(
+        flows.join("20000101-000000-dead.events.jsonl"),
+        "not json\n",
+    )
+    .unwrap();
+    let listed = status(&fx.repo(), None, &[]).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].state.id, paused.state.id);
+    assert!(status(&fx.repo(), Some("20000101-000000-dead"), &[]).is_err());
+    // The paused Flow is still found, refused as active, and repaired.
+    let e = start(&fx.env(2), &[unit("d")], &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains(&paused.state.id), "{e}");
+    fx.implementer("b", None, common::COMMIT_OWN_FILE);
+    let s = continue_flow(
+        &fx.env(2),
+        None,
+        "Commit b.txt.",
+        None,
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        s.phase,
+        Phase::Completed,
+        "{}",
+        baton_flow::render::report(&s)
+    );
+}
