@@ -150,8 +150,19 @@ fn open_repo(env_git: &dyn Fn(&Path) -> Git, cwd: &Path) -> Result<Repo, FlowErr
     let common = env_git(&toplevel)
         .git_common_dir()
         .map_err(|e| FlowError::Refused(format!("cannot read the repository: {e}")))?;
+    // One store per repository, as there is one lock per repository: the logs live in the main
+    // worktree whichever checkout a command runs in (in the git directory of a bare repository).
+    let main_worktree = env_git(&toplevel)
+        .worktree_list()
+        .ok()
+        .and_then(|list| list.into_iter().next());
+    let store = match main_worktree {
+        Some(w) if !w.bare => FlowStore::for_repo(&w.path),
+        Some(_) => FlowStore::new(common.join("baton").join("flows")),
+        None => FlowStore::for_repo(&toplevel),
+    };
     Ok(Repo {
-        store: FlowStore::for_repo(&toplevel),
+        store,
         toplevel,
         common,
     })

@@ -1096,3 +1096,37 @@ async fn one_unreadable_log_does_not_stop_the_other_flows() {
         baton_flow::render::report(&s)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_checkout_of_a_repository_sees_the_same_flows() {
+    let fx = Fx::new();
+    let side = fx.tmp.path().join("side");
+    fx.main()
+        .run([
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "side",
+            side.to_str().unwrap(),
+        ])
+        .unwrap();
+    fx.implementer("a", None, "exit 1\n");
+    let mut env = fx.env(2);
+    env.delegate.cwd = side.clone();
+    let s = start(&env, &[unit("a")], &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(s.phase, Phase::Paused, "{}", baton_flow::render::report(&s));
+    // From the main checkout: listed, and it is the repository's active Flow.
+    let listed = status(&fx.repo(), None, &[]).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].state.id, s.state.id);
+    let e = start(&fx.env(2), &[unit("b")], &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains(&s.state.id), "{e}");
+    let gone = abandon(&fx.env(2), None, None).unwrap();
+    assert_eq!(gone.state.id, s.state.id);
+    assert!(!side.join(".baton/state").exists());
+}
