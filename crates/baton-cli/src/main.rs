@@ -68,15 +68,6 @@ enum RolesAction {
 }
 
 fn main() -> ExitCode {
-    // Like other command-line tools, end quietly when the reader of stdout goes away
-    // (`baton task --json | head`) instead of failing on every write.
-    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
-    unsafe {
-        let _ = nix::sys::signal::signal(
-            nix::sys::signal::Signal::SIGPIPE,
-            nix::sys::signal::SigHandler::SigDfl,
-        );
-    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
