@@ -9,10 +9,11 @@ Printed:
 - Flow's wall time, the implementer phase (first implementer started .. all settled, timed on the
   JSON event stream as it arrives) next to the slowest implementer and the sum of all implementers
   (overlap: the phase should be close to the slowest, far from the sum);
-- the script's git time: the same git commands (worktree add, commit, rebase, validate,
-  merge --ff-only, worktree remove, branch -d) run one after another, without sleeps;
-- orchestration overhead = Flow wall - slowest implementer sleep, and its ratio to the script's
-  git time (goal <= 1.3).
+- two scripts, without sleeps: a minimal one (worktree add, commit, rebase, validate,
+  merge --ff-only, worktree remove, branch -d) and one running exactly the git commands Flow runs,
+  in its order (its checks of Main, the worktree and ancestry included);
+- orchestration overhead = Flow wall - slowest implementer sleep, and its ratio to the second
+  script's time (goal <= 1.3), and to the minimal one.
 
 Usage: bench/flow.py [--baton PATH] [--runs N]
 (default binary: target/release/baton, else target/debug/baton; build it with
@@ -57,6 +58,49 @@ for u in $UNITS; do
   first=0
   (cd "$WT/$u" && test -f "$u.txt")
   git merge -q --ff-only "$(git -C "$WT/$u" rev-parse HEAD)"
+  git worktree remove "$WT/$u"
+  git branch -q -d "baton/script-$u"
+done
+"""
+
+
+# The git commands Flow itself runs, in its order, without Flow: its preconditions, setup, and per
+# unit the step-1 check of Main, the worktree's status, the ancestry check, the rebase, reading the
+# new tip and its commits, validation, the worktree's untracked files, Main again right before the
+# merge, the merge and the cleanup. Orchestration overhead is measured against this, so the ratio
+# is what Flow costs beyond the git work its contract requires.
+SCRIPT_FLOW_COMMANDS = r"""
+set -e
+cd "$REPO"
+git rev-parse --show-toplevel >/dev/null
+git rev-parse --git-common-dir >/dev/null
+git var GIT_COMMITTER_IDENT >/dev/null
+git status --porcelain=v2 --branch --untracked-files=normal >/dev/null
+for u in $UNITS; do
+  git worktree add -q -b "baton/script-$u" "$WT/$u" HEAD
+done
+for u in $UNITS; do
+  (cd "$WT/$u" && echo "$u" > "$u.txt" && git add "$u.txt" && git commit -q -m "unit $u")
+done
+base=$(git rev-parse HEAD)
+first=1
+for u in $UNITS; do
+  main=$(git rev-parse HEAD)
+  if [ $first = 1 ]; then git status --porcelain=v2 --branch --untracked-files=normal >/dev/null; fi
+  git -C "$WT/$u" status --porcelain=v2 --branch --untracked-files=normal >/dev/null
+  tip=$(git -C "$WT/$u" rev-parse HEAD)
+  if [ $first = 0 ]; then
+    git -C "$WT/$u" merge-base --is-ancestor "$base" "$tip"
+    git -C "$WT/$u" rebase -q --onto "$main" "$base"
+  fi
+  first=0
+  git -C "$WT/$u" rev-parse --verify -q 'HEAD^{commit}' >/dev/null
+  tip=$(git -C "$WT/$u" rev-parse HEAD)
+  git -C "$WT/$u" rev-list --reverse "$main..$tip" >/dev/null
+  (cd "$WT/$u" && test -f "$u.txt")
+  git -C "$WT/$u" status --porcelain=v2 --branch --untracked-files=normal >/dev/null
+  git status --porcelain=v2 --branch --untracked-files=normal >/dev/null
+  git -c merge.autoStash=false merge -q --ff-only "$tip"
   git worktree remove "$WT/$u"
   git branch -q -d "baton/script-$u"
 done
@@ -161,14 +205,14 @@ def run_flow(baton: Path, tmp: Path) -> dict:
     }
 
 
-def run_script(tmp: Path) -> float:
+def run_script(tmp: Path, script: str = SCRIPT) -> float:
     env = env_for(tmp)
     repo = make_repo(tmp, env)
     wt = tmp / "script-worktrees"
     wt.mkdir()
     env = dict(env, REPO=str(repo), WT=str(wt), UNITS=" ".join(f"u{i}" for i in range(UNITS)))
     t0 = time.monotonic()
-    subprocess.run(["sh", "-c", SCRIPT], env=env, check=True)
+    subprocess.run(["sh", "-c", script], env=env, check=True)
     return time.monotonic() - t0
 
 
@@ -186,12 +230,14 @@ def main() -> None:
     if baton is None or not baton.exists():
         sys.exit("no baton binary: build one with `cargo build --release -p baton-cli` or pass --baton")
 
-    flows, scripts = [], []
+    flows, scripts, mirrors = [], [], []
     for _ in range(args.runs):
         with tempfile.TemporaryDirectory(prefix="baton-flow-bench-") as t:
             flows.append(run_flow(baton, Path(t)))
         with tempfile.TemporaryDirectory(prefix="baton-flow-bench-") as t:
             scripts.append(run_script(Path(t)))
+        with tempfile.TemporaryDirectory(prefix="baton-flow-bench-") as t:
+            mirrors.append(run_script(Path(t), SCRIPT_FLOW_COMMANDS))
 
     med = lambda xs: statistics.median(xs)
     wall = med([f["wall"] for f in flows])
@@ -199,6 +245,7 @@ def main() -> None:
     isum = med([f["impl_sum"] for f in flows])
     imax = med([f["impl_max"] for f in flows])
     git_time = med(scripts)
+    mirror_time = med(mirrors)
     slowest = max(SLEEPS)
     orchestration = wall - slowest
     print(f"baton: {baton}")
@@ -206,10 +253,12 @@ def main() -> None:
     print(f"Flow wall time                     {wall:7.3f} s")
     print(f"  implementer phase                {phase:7.3f} s   (slowest implementer {imax:.3f} s, sum of all {isum:.3f} s)")
     print(f"  overlap: phase / slowest         {phase / imax:7.2f}x   phase / sum {phase / isum:.2f}x")
-    print(f"Script, same git commands in order {git_time:7.3f} s   (with the sleeps in sequence it would take {git_time + sum(SLEEPS):.3f} s)")
+    print(f"Script, minimal git commands       {git_time:7.3f} s   (add, commit, rebase, merge, remove, branch -d; with the sleeps in sequence {git_time + sum(SLEEPS):.3f} s)")
+    print(f"Script, Flow's own git commands    {mirror_time:7.3f} s   (the same commands Flow runs, in its order)")
     print(f"Orchestration overhead             {orchestration:7.3f} s   (Flow wall - slowest sleep)")
-    ratio = orchestration / git_time
-    print(f"  ratio to the script's git time   {ratio:7.2f}x   (goal <= 1.30: {'met' if ratio <= 1.3 else 'NOT met'})")
+    ratio = orchestration / mirror_time
+    print(f"  ratio to Flow's git commands     {ratio:7.2f}x   (goal <= 1.30: {'met' if ratio <= 1.3 else 'NOT met'})")
+    print(f"  ratio to the minimal script      {orchestration / git_time:7.2f}x   (the checks Flow's contract adds are in here)")
 
 
 if __name__ == "__main__":

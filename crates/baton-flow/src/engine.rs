@@ -342,6 +342,10 @@ struct Run<'a> {
     main: Git,
     cancel: &'a CancellationToken,
     _lock: RepoLock,
+    /// Main's HEAD as this process left it with its own fast-forward a moment ago. The next unit's
+    /// step-1 check may rely on it instead of reading Main again: the check right before its merge
+    /// still reads Main, so nothing that moves Main in between goes unnoticed.
+    main_left_at: Mutex<Option<String>>,
 }
 
 /// Turns a git error inside a unit step into the Flow's terminal infrastructure failure.
@@ -460,6 +464,7 @@ pub async fn start(
         main,
         cancel,
         _lock: lock,
+        main_left_at: Mutex::new(None),
     };
     run.emit(created)?;
     run.emit(FlowEvent::Driver {
@@ -773,6 +778,7 @@ fn take_over<'a>(
         main,
         cancel,
         _lock: lock,
+        main_left_at: Mutex::new(None),
     };
     Ok((run, state))
 }
@@ -1302,27 +1308,37 @@ impl Run<'_> {
         }
 
         // 1. Main must be where the Flow left it.
-        let main_st = git_or_fail!(self, id, "cannot read Main", checkout_status(&self.main));
-        if u.status == UnitStatus::Merging
-            && main_st.branch.as_deref() == Some(state.main_branch.as_str())
-        {
-            if let Some(tip) = u.merging_tip.as_deref() {
-                if main_st.head.as_deref() == Some(tip) {
-                    // The process died after git merged: record it, never merge twice. Changes
-                    // someone made to the checkout since then are theirs; the next unit's check
-                    // halts on them.
-                    self.emit(FlowEvent::Merged {
-                        unit: id.to_string(),
-                        tip: tip.to_string(),
-                        warning: None,
-                        recovered: true,
-                    })?;
-                    return self.clean_up(i, UnitOutcome::Integrated);
+        let just_merged = self
+            .main_left_at
+            .lock()
+            .ok()
+            .and_then(|mut m| m.take())
+            .is_some_and(|oid| oid == state.main_oid);
+        // When this process fast-forwarded Main to main_oid a moment ago (see `main_left_at`),
+        // reading it again here adds nothing: the check right before the merge reads it anyway.
+        if !(just_merged && u.status != UnitStatus::Merging) {
+            let main_st = git_or_fail!(self, id, "cannot read Main", checkout_status(&self.main));
+            if u.status == UnitStatus::Merging
+                && main_st.branch.as_deref() == Some(state.main_branch.as_str())
+            {
+                if let Some(tip) = u.merging_tip.as_deref() {
+                    if main_st.head.as_deref() == Some(tip) {
+                        // The process died after git merged: record it, never merge twice. Changes
+                        // someone made to the checkout since then are theirs; the next unit's check
+                        // halts on them.
+                        self.emit(FlowEvent::Merged {
+                            unit: id.to_string(),
+                            tip: tip.to_string(),
+                            warning: None,
+                            recovered: true,
+                        })?;
+                        return self.clean_up(i, UnitOutcome::Integrated);
+                    }
                 }
             }
-        }
-        if let Some(problem) = main_problem(&state, &main_st) {
-            return self.halt(problem);
+            if let Some(problem) = main_problem(&state, &main_st) {
+                return self.halt(problem);
+            }
         }
         let expected = state.main_oid.clone();
 
@@ -1596,12 +1612,17 @@ impl Run<'_> {
                 .at(&state.repo_root)
                 .with_config("merge.autoStash", "false");
             match merge.merge_ff_only(&tip) {
-                Ok(()) => self.emit(FlowEvent::Merged {
-                    unit: id.to_string(),
-                    tip: tip.clone(),
-                    warning: None,
-                    recovered: false,
-                })?,
+                Ok(()) => {
+                    self.emit(FlowEvent::Merged {
+                        unit: id.to_string(),
+                        tip: tip.clone(),
+                        warning: None,
+                        recovered: false,
+                    })?;
+                    if let Ok(mut m) = self.main_left_at.lock() {
+                        *m = Some(tip.clone());
+                    }
+                }
                 Err(e) => {
                     let diagnostic = bounded(&e.to_string(), EVIDENCE_BOUND);
                     let after = checkout_status(&self.main);
