@@ -489,7 +489,7 @@ impl Printer {
             AgentEvent::ItemCompleted { item } => match item.kind {
                 ItemKind::AgentMessage { .. } => {
                     if !self.at_line_start {
-                        println!();
+                        outln!();
                         self.at_line_start = true;
                     }
                     if item.status == ItemStatus::Failed {
@@ -552,7 +552,7 @@ impl Printer {
             return;
         }
         if !self.at_line_start {
-            println!();
+            outln!();
         }
         let cost = s
             .cost_usd

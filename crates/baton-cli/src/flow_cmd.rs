@@ -150,7 +150,7 @@ fn flow_env(common: &Common) -> Result<FlowEnv> {
         Notice::Event(r) => {
             if json_mode {
                 if let Ok(line) = serde_json::to_string(r) {
-                    println!("{line}");
+                    outln!("{line}");
                 }
             } else if let Some(line) = describe(r) {
                 eprintln!("baton flow: {line}");
@@ -211,7 +211,7 @@ where
         Err(e) if e.is_refusal() => Ok(refused(common, &e)),
         Err(e) => {
             if common.json {
-                println!(
+                outln!(
                     "{}",
                     json!({"type": "flow.error", "message": e.to_string()})
                 );
@@ -224,7 +224,7 @@ where
 
 fn refused(common: &Common, e: &FlowError) -> u8 {
     if common.json {
-        println!(
+        outln!(
             "{}",
             json!({"type": "flow.refused", "message": e.to_string()})
         );
@@ -235,9 +235,9 @@ fn refused(common: &Common, e: &FlowError) -> u8 {
 
 fn print_final(common: &Common, s: &FlowStatus) {
     if common.json {
-        println!("{}", json!({"type": "flow.report", "flow": s}));
+        outln!("{}", json!({"type": "flow.report", "flow": s}));
     } else {
-        println!("{}", report(s));
+        outln!("{}", report(s));
     }
 }
 
@@ -253,18 +253,18 @@ fn status(common: &Common, id: Option<&str>) -> Result<u8> {
     };
     if common.json {
         for f in &flows {
-            println!("{}", json!({"type": "flow.status", "flow": f}));
+            outln!("{}", json!({"type": "flow.status", "flow": f}));
         }
         return Ok(exit::OK);
     }
     let Some(last) = flows.last() else {
-        println!("no Flows in this repository; start one with `baton flow start UNITS_FILE`");
+        outln!("no Flows in this repository; start one with `baton flow start UNITS_FILE`");
         return Ok(exit::OK);
     };
     if id.is_none() && flows.len() > 1 {
         for f in &flows {
             let done = f.state.units.iter().filter(|u| u.status.is_done()).count();
-            println!(
+            outln!(
                 "{}  {:<11}  {done}/{} unit(s) done  created {}",
                 f.state.id,
                 f.phase.as_str(),
@@ -272,7 +272,7 @@ fn status(common: &Common, id: Option<&str>) -> Result<u8> {
                 f.state.created
             );
         }
-        println!();
+        outln!();
     }
     // The Flow that matters most: the active one, else the latest.
     let shown = flows
@@ -280,6 +280,6 @@ fn status(common: &Common, id: Option<&str>) -> Result<u8> {
         .rev()
         .find(|f| !f.phase.is_terminal())
         .unwrap_or(last);
-    println!("{}", report(shown));
+    outln!("{}", report(shown));
     Ok(exit::OK)
 }

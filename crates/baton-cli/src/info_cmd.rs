@@ -15,20 +15,20 @@ pub fn models(cwd: Option<PathBuf>) -> Result<u8> {
     let ctx = project_context(cwd)?;
     let config = &ctx.config.config;
     if ctx.config.files.is_empty() {
-        println!("config: no config file found (looked in ~/.config/baton/config.toml and .baton/config.toml)");
+        outln!("config: no config file found (looked in ~/.config/baton/config.toml and .baton/config.toml)");
     } else {
         for f in &ctx.config.files {
-            println!("config: {}", f.display());
+            outln!("config: {}", f.display());
         }
     }
-    println!("default class: {}", default_class(config));
+    outln!("default class: {}", default_class(config));
     for class in ModelClass::ALL {
         match config.models.class(class) {
-            None => println!("{class:<9} (unset: set models.{class} = \"provider/model\")"),
+            None => outln!("{class:<9} (unset: set models.{class} = \"provider/model\")"),
             Some(list) => {
                 let mut chosen = false;
                 let routes = list.routes();
-                println!(
+                outln!(
                     "{class:<9} {}",
                     routes
                         .iter()
@@ -40,10 +40,10 @@ pub fn models(cwd: Option<PathBuf>) -> Result<u8> {
                     match check_route(config, r, &ProcessEnv) {
                         Ok(_) if !chosen => {
                             chosen = true;
-                            println!("          ✓ {r} resolves now");
+                            outln!("          ✓ {r} resolves now");
                         }
-                        Ok(_) => println!("          · {r} usable (fallback)"),
-                        Err(e) => println!("          ✗ {r}: {e}"),
+                        Ok(_) => outln!("          · {r} usable (fallback)"),
+                        Err(e) => outln!("          ✗ {r}: {e}"),
                     }
                 }
             }
@@ -69,7 +69,7 @@ pub fn roles(cwd: Option<PathBuf>, check: bool) -> Result<u8> {
             Ok(exit::USAGE)
         }
         Ok(roles) if check => {
-            println!("{} roles valid", roles.len());
+            outln!("{} roles valid", roles.len());
             Ok(exit::OK)
         }
         Ok(roles) => {
@@ -79,14 +79,14 @@ pub fn roles(cwd: Option<PathBuf>, check: bool) -> Result<u8> {
                     .model_class
                     .map(|c| c.to_string())
                     .unwrap_or_else(|| "-".into());
-                println!(
+                outln!(
                     "{:<14} {:<9} tools=[{}]  {}",
                     r.meta.name,
                     class,
                     r.meta.tools.join(","),
                     source_text(&r.source)
                 );
-                println!("               {}", r.meta.description);
+                outln!("               {}", r.meta.description);
             }
             Ok(exit::OK)
         }

@@ -1,5 +1,14 @@
 //! The `baton` command.
 
+/// `println!` that never panics: when the reader of stdout goes away (`baton task --json | head`),
+/// output is dropped and the work goes on to its normal end (children stopped, state recorded).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 mod agent_cmd;
 mod config;
 mod flow_cmd;

@@ -274,9 +274,9 @@ fn start(args: TaskArgs) -> Result<u8> {
     if req.background {
         let id = start_background(&ctx, &req)?;
         if args.json {
-            println!("{}", json!({"type": "task.background", "id": id}));
+            outln!("{}", json!({"type": "task.background", "id": id}));
         } else {
-            println!("{id}");
+            outln!("{id}");
             eprintln!("baton: started background task {id}; follow it with `baton task status {id}` or `baton task wait {id}`");
         }
         return Ok(exit::OK);
@@ -288,7 +288,7 @@ fn start(args: TaskArgs) -> Result<u8> {
         let status = status.clone();
         Arc::new(move |i, ev: EntryEvent| {
             if json_mode {
-                println!("{}", json!({"type": "entry", "index": i, "event": ev}));
+                outln!("{}", json!({"type": "entry", "index": i, "event": ev}));
             } else {
                 status.event(i, &ev);
             }
@@ -304,9 +304,9 @@ fn start(args: TaskArgs) -> Result<u8> {
         (report, signalled.is_cancelled())
     });
     if json_mode {
-        println!("{}", json!({"type": "report", "report": report}));
+        outln!("{}", json!({"type": "report", "report": report}));
     } else {
-        println!("{}", for_terminal(&render_report(&report)));
+        outln!("{}", for_terminal(&render_report(&report)));
     }
     Ok(report_exit(&report, cancelled))
 }
@@ -403,7 +403,7 @@ fn supervise_inner(cwd: &Path, id: &str, path_out: &mut Option<PathBuf>) -> Resu
 fn print_state(state: &background::TaskState, json_mode: bool) {
     let phase = state.phase();
     if json_mode {
-        println!(
+        outln!(
             "{}",
             json!({
                 "id": state.id, "phase": phase.as_str(), "created": state.created, "cwd": state.cwd,
@@ -414,7 +414,7 @@ fn print_state(state: &background::TaskState, json_mode: bool) {
         );
         return;
     }
-    println!(
+    outln!(
         "{}  {}  {} ({} entr{})  created {}",
         state.id,
         phase.as_str(),
@@ -429,10 +429,10 @@ fn print_state(state: &background::TaskState, json_mode: bool) {
             None if phase == Phase::Running || phase == Phase::Starting => "running or queued",
             None => "unknown",
         };
-        println!("  {name} ({role}): {s}");
+        outln!("  {name} ({role}): {s}");
     }
     if let Some(why) = &state.failure {
-        println!("  failed before running: {why}");
+        outln!("  failed before running: {why}");
     }
 }
 
@@ -444,7 +444,7 @@ fn status(cwd: Option<PathBuf>, id: Option<String>, json_mode: bool) -> Result<u
         None => background::list(&dir),
     };
     if ids.is_empty() && !json_mode {
-        println!("no background tasks in {}", dir.display());
+        outln!("no background tasks in {}", dir.display());
     }
     for id in ids {
         let state = background::load(&dir, &id)?;
@@ -462,7 +462,7 @@ fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
             Phase::Failed if state.report.is_none() => {
                 let why = state.failure.clone().unwrap_or_default();
                 if json_mode {
-                    println!(
+                    outln!(
                         "{}",
                         json!({"type": "task.failed", "id": id, "message": why})
                     );
@@ -477,9 +477,9 @@ fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
                     entries: Vec::new(),
                 });
                 if json_mode {
-                    println!("{}", json!({"type": "report", "id": id, "report": report}));
+                    outln!("{}", json!({"type": "report", "id": id, "report": report}));
                 } else {
-                    println!("{}", for_terminal(&render_report(&report)));
+                    outln!("{}", for_terminal(&render_report(&report)));
                 }
                 return Ok(report_exit(&report, false));
             }
@@ -503,11 +503,11 @@ fn cancel(cwd: Option<PathBuf>, id: &str) -> Result<u8> {
                 nix::sys::signal::Signal::SIGTERM,
             )
             .with_context(|| format!("cannot signal the supervisor (pid {pid})"))?;
-            println!("cancelling {id}; `baton task wait {id}` shows the final report");
+            outln!("cancelling {id}; `baton task wait {id}` shows the final report");
             Ok(exit::OK)
         }
         (phase, _) => {
-            println!("{id} is {}; nothing to cancel", phase.as_str());
+            outln!("{id} is {}; nothing to cancel", phase.as_str());
             Ok(exit::OK)
         }
     }
