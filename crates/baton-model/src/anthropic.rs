@@ -33,7 +33,7 @@ use futures::Stream;
 use serde_json::{json, Value};
 
 use crate::error::ModelError;
-use crate::http::{build_client, classify_error_object, Ctx, SsePost};
+use crate::http::{classify_error_object, Ctx, Endpoint};
 use crate::provider::{EventStream, Provider};
 use crate::sse::{pump, EventParser, SseEvent};
 use crate::types::{ModelRequest, StreamEvent};
@@ -45,14 +45,10 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 pub const REDACTED_THINKING: &str = "anthropic:redacted_thinking";
 
 /// An Anthropic Messages endpoint.
+#[derive(Debug)]
 pub struct Anthropic {
-    name: String,
-    url: String,
-    api_key: Option<String>,
-    headers: Vec<(String, String)>,
-    idle_timeout: Duration,
+    endpoint: Endpoint,
     default_max_tokens: u32,
-    client: Result<reqwest::Client, String>,
 }
 
 impl Anthropic {
@@ -67,51 +63,44 @@ impl Anthropic {
         default_max_tokens: u32,
     ) -> Self {
         Anthropic {
-            name,
-            url: format!("{}/v1/messages", base_url.trim_end_matches('/')),
-            api_key,
-            headers,
-            idle_timeout: stream_idle_timeout,
+            endpoint: Endpoint::new(
+                name,
+                &base_url,
+                "/v1/messages",
+                api_key,
+                headers,
+                stream_idle_timeout,
+            ),
             default_max_tokens,
-            client: build_client(),
         }
-    }
-}
-
-impl std::fmt::Debug for Anthropic {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Anthropic")
-            .field("name", &self.name)
-            .field("url", &self.url)
-            .finish_non_exhaustive()
     }
 }
 
 #[async_trait::async_trait]
 impl Provider for Anthropic {
     fn name(&self) -> &str {
-        &self.name
+        &self.endpoint.name
     }
 
     async fn stream(&self, request: &ModelRequest) -> Result<EventStream, ModelError> {
-        let ctx = Ctx::new(&self.name, &request.model);
         let mut defaults: Vec<(&str, String)> =
             vec![("anthropic-version", ANTHROPIC_VERSION.to_string())];
-        if let Some(key) = &self.api_key {
+        if let Some(key) = &self.endpoint.api_key {
             defaults.push(("x-api-key", key.clone()));
         }
-        let response = SsePost {
-            client: &self.client,
-            ctx: &ctx,
-            url: &self.url,
-            default_headers: &defaults,
-            extra_headers: &self.headers,
-            body: &request_body(request, self.default_max_tokens),
-            idle_timeout: self.idle_timeout,
-        }
-        .send()
-        .await?;
-        Ok(decode(ctx, response.bytes_stream(), self.idle_timeout))
+        let (ctx, response) = self
+            .endpoint
+            .post(
+                &request.model,
+                &defaults,
+                &request_body(request, self.default_max_tokens),
+            )
+            .await?;
+        Ok(decode(
+            ctx,
+            response.bytes_stream(),
+            self.endpoint.idle_timeout,
+        ))
     }
 }
 

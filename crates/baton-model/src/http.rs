@@ -129,6 +129,69 @@ fn header_map(
 }
 
 /// One streaming POST: what a provider needs to open a turn.
+/// The HTTP side every SSE provider shares: where it posts, with which key and headers. `Debug`
+/// never prints the key or the headers (which may hold credentials).
+pub(crate) struct Endpoint {
+    pub name: String,
+    pub url: String,
+    pub api_key: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub idle_timeout: Duration,
+    client: Result<reqwest::Client, String>,
+}
+
+impl Endpoint {
+    /// `base_url` is the API root; requests go to `{base_url}{path}`.
+    pub fn new(
+        name: String,
+        base_url: &str,
+        path: &str,
+        api_key: Option<String>,
+        headers: Vec<(String, String)>,
+        idle_timeout: Duration,
+    ) -> Self {
+        Endpoint {
+            name,
+            url: format!("{}{path}", base_url.trim_end_matches('/')),
+            api_key,
+            headers,
+            idle_timeout,
+            client: build_client(),
+        }
+    }
+
+    /// Posts one streaming request; the response is known to be a successful event stream.
+    pub async fn post(
+        &self,
+        model: &str,
+        default_headers: &[(&str, String)],
+        body: &serde_json::Value,
+    ) -> Result<(Ctx, reqwest::Response), ModelError> {
+        let ctx = Ctx::new(&self.name, model);
+        let response = SsePost {
+            client: &self.client,
+            ctx: &ctx,
+            url: &self.url,
+            default_headers,
+            extra_headers: &self.headers,
+            body,
+            idle_timeout: self.idle_timeout,
+        }
+        .send()
+        .await?;
+        Ok((ctx, response))
+    }
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
 pub(crate) struct SsePost<'a> {
     pub client: &'a Result<reqwest::Client, String>,
     pub ctx: &'a Ctx,
@@ -497,5 +560,28 @@ mod tests {
         assert_eq!(map.len(), 1);
         let err = header_map(&[], &[("bad name".to_string(), "v".to_string())]).unwrap_err();
         assert!(matches!(err, ModelError::Config(m) if m.contains("bad name")));
+    }
+}
+
+#[cfg(test)]
+mod endpoint_tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_never_shows_the_key_or_headers() {
+        let e = Endpoint::new(
+            "p".into(),
+            "http://127.0.0.1:1/v1/",
+            "/responses",
+            Some("sk-secret".into()),
+            vec![("x-token".into(), "hidden".into())],
+            Duration::from_secs(1),
+        );
+        assert_eq!(e.url, "http://127.0.0.1:1/v1/responses");
+        let shown = format!("{e:?}");
+        assert!(
+            !shown.contains("sk-secret") && !shown.contains("hidden"),
+            "{shown}"
+        );
     }
 }

@@ -26,19 +26,15 @@ use futures::Stream;
 use serde_json::{json, Value};
 
 use crate::error::ModelError;
-use crate::http::{build_client, classify_error_object, Ctx, SsePost};
+use crate::http::{classify_error_object, Ctx, Endpoint};
 use crate::provider::{EventStream, Provider};
 use crate::sse::{pump, EventParser, SseEvent};
 use crate::types::{ModelRequest, StreamEvent};
 
 /// A Chat Completions endpoint.
+#[derive(Debug)]
 pub struct OpenAiChat {
-    name: String,
-    url: String,
-    api_key: Option<String>,
-    headers: Vec<(String, String)>,
-    idle_timeout: Duration,
-    client: Result<reqwest::Client, String>,
+    endpoint: Endpoint,
 }
 
 impl OpenAiChat {
@@ -52,51 +48,40 @@ impl OpenAiChat {
         stream_idle_timeout: Duration,
     ) -> Self {
         OpenAiChat {
-            name,
-            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
-            api_key,
-            headers,
-            idle_timeout: stream_idle_timeout,
-            client: build_client(),
+            endpoint: Endpoint::new(
+                name,
+                &base_url,
+                "/chat/completions",
+                api_key,
+                headers,
+                stream_idle_timeout,
+            ),
         }
-    }
-}
-
-impl std::fmt::Debug for OpenAiChat {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never print the key or headers (which may hold credentials).
-        f.debug_struct("OpenAiChat")
-            .field("name", &self.name)
-            .field("url", &self.url)
-            .finish_non_exhaustive()
     }
 }
 
 #[async_trait::async_trait]
 impl Provider for OpenAiChat {
     fn name(&self) -> &str {
-        &self.name
+        &self.endpoint.name
     }
 
     async fn stream(&self, request: &ModelRequest) -> Result<EventStream, ModelError> {
-        let ctx = Ctx::new(&self.name, &request.model);
         let defaults: Vec<(&str, String)> = self
+            .endpoint
             .api_key
             .iter()
             .map(|k| ("authorization", format!("Bearer {k}")))
             .collect();
-        let response = SsePost {
-            client: &self.client,
-            ctx: &ctx,
-            url: &self.url,
-            default_headers: &defaults,
-            extra_headers: &self.headers,
-            body: &request_body(request),
-            idle_timeout: self.idle_timeout,
-        }
-        .send()
-        .await?;
-        Ok(decode(ctx, response.bytes_stream(), self.idle_timeout))
+        let (ctx, response) = self
+            .endpoint
+            .post(&request.model, &defaults, &request_body(request))
+            .await?;
+        Ok(decode(
+            ctx,
+            response.bytes_stream(),
+            self.endpoint.idle_timeout,
+        ))
     }
 }
 

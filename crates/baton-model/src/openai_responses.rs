@@ -33,19 +33,15 @@ use serde_json::{json, Value};
 
 use crate::anthropic::REDACTED_THINKING;
 use crate::error::ModelError;
-use crate::http::{build_client, classify_error_object, Ctx, SsePost};
+use crate::http::{classify_error_object, Ctx, Endpoint};
 use crate::provider::{EventStream, Provider};
 use crate::sse::{pump, EventParser, SseEvent};
 use crate::types::{ModelRequest, StreamEvent};
 
 /// A Responses API endpoint.
+#[derive(Debug)]
 pub struct OpenAiResponses {
-    name: String,
-    url: String,
-    api_key: Option<String>,
-    headers: Vec<(String, String)>,
-    idle_timeout: Duration,
-    client: Result<reqwest::Client, String>,
+    endpoint: Endpoint,
 }
 
 impl OpenAiResponses {
@@ -59,50 +55,40 @@ impl OpenAiResponses {
         stream_idle_timeout: Duration,
     ) -> Self {
         OpenAiResponses {
-            name,
-            url: format!("{}/responses", base_url.trim_end_matches('/')),
-            api_key,
-            headers,
-            idle_timeout: stream_idle_timeout,
-            client: build_client(),
+            endpoint: Endpoint::new(
+                name,
+                &base_url,
+                "/responses",
+                api_key,
+                headers,
+                stream_idle_timeout,
+            ),
         }
-    }
-}
-
-impl std::fmt::Debug for OpenAiResponses {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiResponses")
-            .field("name", &self.name)
-            .field("url", &self.url)
-            .finish_non_exhaustive()
     }
 }
 
 #[async_trait::async_trait]
 impl Provider for OpenAiResponses {
     fn name(&self) -> &str {
-        &self.name
+        &self.endpoint.name
     }
 
     async fn stream(&self, request: &ModelRequest) -> Result<EventStream, ModelError> {
-        let ctx = Ctx::new(&self.name, &request.model);
         let defaults: Vec<(&str, String)> = self
+            .endpoint
             .api_key
             .iter()
             .map(|k| ("authorization", format!("Bearer {k}")))
             .collect();
-        let response = SsePost {
-            client: &self.client,
-            ctx: &ctx,
-            url: &self.url,
-            default_headers: &defaults,
-            extra_headers: &self.headers,
-            body: &request_body(request),
-            idle_timeout: self.idle_timeout,
-        }
-        .send()
-        .await?;
-        Ok(decode(ctx, response.bytes_stream(), self.idle_timeout))
+        let (ctx, response) = self
+            .endpoint
+            .post(&request.model, &defaults, &request_body(request))
+            .await?;
+        Ok(decode(
+            ctx,
+            response.bytes_stream(),
+            self.endpoint.idle_timeout,
+        ))
     }
 }
 
