@@ -160,6 +160,14 @@ impl Endpoint {
         }
     }
 
+    /// The OpenAI-style `authorization: Bearer KEY` header, when there is a key.
+    pub fn bearer(&self) -> Vec<(&'static str, String)> {
+        self.api_key
+            .iter()
+            .map(|k| ("authorization", format!("Bearer {k}")))
+            .collect()
+    }
+
     /// Posts one streaming request; the response is known to be a successful event stream.
     pub async fn post(
         &self,

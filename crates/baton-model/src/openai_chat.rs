@@ -67,12 +67,7 @@ impl Provider for OpenAiChat {
     }
 
     async fn stream(&self, request: &ModelRequest) -> Result<EventStream, ModelError> {
-        let defaults: Vec<(&str, String)> = self
-            .endpoint
-            .api_key
-            .iter()
-            .map(|k| ("authorization", format!("Bearer {k}")))
-            .collect();
+        let defaults = self.endpoint.bearer();
         let (ctx, response) = self
             .endpoint
             .post(&request.model, &defaults, &request_body(request))
