@@ -3,7 +3,7 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use baton_exec::delegate::{EntryEvent, EntryStatus};
@@ -39,7 +39,7 @@ struct Board {
 /// Receives entry events from any thread and renders them.
 pub struct Status {
     tty: bool,
-    board: Mutex<Board>,
+    board: Arc<Mutex<Board>>,
 }
 
 fn basename(p: &str) -> &str {
@@ -68,14 +68,33 @@ fn fmt_tokens(n: u64) -> String {
 
 impl Status {
     pub fn new(tty: bool) -> Self {
-        Status {
-            tty,
-            board: Mutex::new(Board {
-                rows: Vec::new(),
-                drawn_lines: 0,
-                seq: 0,
-            }),
+        let board = Arc::new(Mutex::new(Board {
+            rows: Vec::new(),
+            drawn_lines: 0,
+            seq: 0,
+        }));
+        if tty {
+            // Elapsed times tick between events: redraw while some entry runs. The thread ends
+            // with the last owner of the board.
+            let weak = Arc::downgrade(&board);
+            std::thread::spawn(move || loop {
+                std::thread::sleep(TICK);
+                let Some(board) = weak.upgrade() else {
+                    return;
+                };
+                let Ok(mut b) = board.lock() else {
+                    return;
+                };
+                let running = b
+                    .rows
+                    .iter()
+                    .any(|r| r.started.is_some() && r.status.is_none());
+                if running && b.drawn_lines > 0 {
+                    redraw(&mut b);
+                }
+            });
         }
+        Status { tty, board }
     }
 
     pub fn event(&self, index: usize, ev: &EntryEvent) {
@@ -180,88 +199,91 @@ impl Status {
         };
         b.seq += 1;
         if self.tty {
-            self.redraw(&mut b);
+            redraw(&mut b);
         } else if let Some(line) = plain_line {
             eprintln!("{line}");
         }
     }
+}
 
-    fn redraw(&self, b: &mut Board) {
-        // Keep at most CAPACITY rows: drop the oldest finished ones first.
-        while b.rows.len() > CAPACITY {
-            let oldest = b
-                .rows
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| r.status.is_some())
-                .min_by_key(|(_, r)| r.finished_seq)
-                .map(|(i, _)| i);
-            match oldest {
-                Some(i) => {
-                    b.rows.remove(i);
-                }
-                None => break,
+/// How often a running block is redrawn between events.
+const TICK: std::time::Duration = std::time::Duration::from_millis(250);
+
+fn redraw(b: &mut Board) {
+    // Keep at most CAPACITY rows: drop the oldest finished ones first.
+    while b.rows.len() > CAPACITY {
+        let oldest = b
+            .rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.status.is_some())
+            .min_by_key(|(_, r)| r.finished_seq)
+            .map(|(i, _)| i);
+        match oldest {
+            Some(i) => {
+                b.rows.remove(i);
             }
+            None => break,
         }
-        let now = Instant::now();
-        let mut out = String::new();
-        if b.drawn_lines > 0 {
-            out.push_str(&format!("\x1b[{}A", b.drawn_lines));
-        }
-        let mut lines = 0;
-        for r in b.rows.iter().filter(|r| !r.name.is_empty()) {
-            let glyph = match r.status {
-                None if r.started.is_none() => "○",
-                None => "●",
-                Some(EntryStatus::Done) => "✓",
-                Some(EntryStatus::Failed) => "✗",
-                Some(EntryStatus::Stopped) => "■",
-                Some(EntryStatus::Skipped) => "–",
-            };
-            let state = match r.status {
-                Some(s) => word(s).to_string(),
-                None if r.started.is_none() => "Queued".into(),
-                None => match &r.tool {
-                    Some((tool, path, since)) => format!(
-                        "{tool}{} {}",
-                        path.as_deref()
-                            .map(|p| format!(" {}", basename(p)))
-                            .unwrap_or_default(),
-                        fmt_secs(now - *since)
-                    ),
-                    None => "thinking".into(),
-                },
-            };
-            let dur = match (r.started, r.ended) {
-                (Some(s), Some(e)) => fmt_secs(e - s),
-                (Some(s), None) => fmt_secs(now - s),
-                (None, _) => "-".into(),
-            };
-            out.push_str(&format!("\x1b[2K{glyph} {} ({})\n", r.name, r.role));
-            out.push_str(&format!(
-                "\x1b[2K    {state} · turns {} · tools {} · {}{} · {} tok · {dur}\n",
-                r.turns,
-                r.tools,
-                if r.model.is_empty() { "-" } else { &r.model },
-                r.thinking
-                    .as_deref()
-                    .map(|t| format!(":{t}"))
-                    .unwrap_or_default(),
-                fmt_tokens(r.tokens),
-            ));
-            lines += 2;
-        }
-        // Blank what an earlier, taller drawing left below.
-        let stale = b.drawn_lines.saturating_sub(lines);
-        for _ in 0..stale {
-            out.push_str("\x1b[2K\n");
-        }
-        lines += stale;
-        b.drawn_lines = lines;
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(out.as_bytes());
-        let _ = err.flush();
     }
+    let now = Instant::now();
+    let mut out = String::new();
+    if b.drawn_lines > 0 {
+        out.push_str(&format!("\x1b[{}A", b.drawn_lines));
+    }
+    let mut lines = 0;
+    for r in b.rows.iter().filter(|r| !r.name.is_empty()) {
+        let glyph = match r.status {
+            None if r.started.is_none() => "○",
+            None => "●",
+            Some(EntryStatus::Done) => "✓",
+            Some(EntryStatus::Failed) => "✗",
+            Some(EntryStatus::Stopped) => "■",
+            Some(EntryStatus::Skipped) => "–",
+        };
+        let state = match r.status {
+            Some(s) => word(s).to_string(),
+            None if r.started.is_none() => "Queued".into(),
+            None => match &r.tool {
+                Some((tool, path, since)) => format!(
+                    "{tool}{} {}",
+                    path.as_deref()
+                        .map(|p| format!(" {}", basename(p)))
+                        .unwrap_or_default(),
+                    fmt_secs(now - *since)
+                ),
+                None => "thinking".into(),
+            },
+        };
+        let dur = match (r.started, r.ended) {
+            (Some(s), Some(e)) => fmt_secs(e - s),
+            (Some(s), None) => fmt_secs(now - s),
+            (None, _) => "-".into(),
+        };
+        out.push_str(&format!("\x1b[2K{glyph} {} ({})\n", r.name, r.role));
+        out.push_str(&format!(
+            "\x1b[2K    {state} · turns {} · tools {} · {}{} · {} tok · {dur}\n",
+            r.turns,
+            r.tools,
+            if r.model.is_empty() { "-" } else { &r.model },
+            r.thinking
+                .as_deref()
+                .map(|t| format!(":{t}"))
+                .unwrap_or_default(),
+            fmt_tokens(r.tokens),
+        ));
+        lines += 2;
+    }
+    // Blank what an earlier, taller drawing left below.
+    let stale = b.drawn_lines.saturating_sub(lines);
+    for _ in 0..stale {
+        out.push_str("\x1b[2K\n");
+    }
+    lines += stale;
+    b.drawn_lines = lines;
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(out.as_bytes());
+    let _ = err.flush();
 }
 
 fn word(s: EntryStatus) -> &'static str {
