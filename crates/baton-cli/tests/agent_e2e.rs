@@ -4,7 +4,9 @@
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod common;
 
 use baton_protocol::{AgentEvent, ItemKind, ItemStatus, Outcome};
 use baton_testkit::{Fault, MockServer, RecordedRequest, Turn};
@@ -507,28 +509,6 @@ fn resume_continues_the_saved_transcript() {
     }
 }
 
-fn process_alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            // A zombie has exited; only its parent's reaping is pending.
-            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-            !state.starts_with('Z')
-        }
-        Err(_) => false,
-    }
-}
-
-fn wait_until(deadline: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < deadline {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    f()
-}
-
 #[test]
 fn sigterm_stops_the_running_tool_and_ends_partial() {
     for (kind, signal) in [
@@ -564,7 +544,7 @@ fn sigterm_stops_the_running_tool_and_ends_partial() {
             }
         }
         let pid_file = p.work.join("sleep.pid");
-        assert!(wait_until(Duration::from_secs(10), || {
+        assert!(common::wait_until(Duration::from_secs(10), || {
             std::fs::read_to_string(&pid_file)
                 .map(|s| !s.trim().is_empty())
                 .unwrap_or(false)
@@ -574,7 +554,7 @@ fn sigterm_stops_the_running_tool_and_ends_partial() {
             .trim()
             .parse()
             .unwrap();
-        assert!(process_alive(sleep_pid));
+        assert!(common::alive(sleep_pid));
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
         for line in lines {
             seen.push(line.unwrap());
@@ -594,7 +574,7 @@ fn sigterm_stops_the_running_tool_and_ends_partial() {
         assert_eq!(results[0].1, ItemStatus::Failed);
         assert!(results[0].2.contains("cancel"), "{:?}", results[0]);
         assert!(
-            wait_until(Duration::from_secs(5), || !process_alive(sleep_pid)),
+            common::wait_until(Duration::from_secs(5), || !common::alive(sleep_pid)),
             "sleep survived"
         );
         assert_eq!(

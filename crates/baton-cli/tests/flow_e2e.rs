@@ -457,17 +457,6 @@ fn a_killed_process_is_interrupted_and_resume_finishes_without_merging_twice() {
     }
 }
 
-/// Alive and not a zombie.
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, r)| r.split_whitespace().next() != Some("Z"))
-        })
-        .unwrap_or(false)
-}
-
 fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
     let started = std::time::Instant::now();
     while !ok() {
@@ -525,7 +514,10 @@ fn resume_stops_the_implementer_a_killed_driver_left_running() {
     });
     driver.kill().unwrap();
     driver.wait().unwrap();
-    assert!(alive(old), "the implementer outlives its killed driver");
+    assert!(
+        baton_exec::background::process_alive(old),
+        "the implementer outlives its killed driver"
+    );
     assert_eq!(phase(&fx), "interrupted");
 
     let out = fx.baton(&["flow", "resume", "--json"], &[]);
@@ -535,7 +527,10 @@ fn resume_stops_the_implementer_a_killed_driver_left_running() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(!alive(old), "resume killed the old implementer");
+    assert!(
+        !baton_exec::background::process_alive(old),
+        "resume killed the old implementer"
+    );
     assert_eq!(report(&out)["flow"]["phase"], "completed");
     assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
     assert_eq!(fx.worktrees(), 0);

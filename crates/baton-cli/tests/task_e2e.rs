@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod common;
 
 use baton_testkit::{MockServer, Turn};
 use serde_json::{json, Value};
@@ -342,17 +344,6 @@ fn worktree_entries_are_isolated_and_finalized() {
     );
 }
 
-fn wait_for(deadline: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < deadline {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    f()
-}
-
 #[test]
 fn background_tasks_outlive_the_cli_and_can_be_cancelled() {
     let p = Project::new("");
@@ -415,7 +406,7 @@ fn background_tasks_outlive_the_cli_and_can_be_cancelled() {
         "t",
     ]);
     let id = stdout(&out).trim().to_string();
-    assert!(wait_for(Duration::from_secs(10), || {
+    assert!(common::wait_until(Duration::from_secs(10), || {
         let s: Value =
             serde_json::from_str(stdout(&p.run(&["task", "status", &id, "--json"])).trim())
                 .unwrap();
@@ -565,7 +556,7 @@ fn a_queued_entry_resolves_its_route_against_the_config_of_its_turn() {
         .spawn()
         .unwrap();
     // The scout is queued behind the gate; change the config while it waits.
-    assert!(wait_for(Duration::from_secs(20), || p
+    assert!(common::wait_until(Duration::from_secs(20), || p
         .work
         .join("started")
         .exists()));

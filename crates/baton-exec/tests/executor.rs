@@ -102,18 +102,6 @@ async fn assert_group_gone(pgid: i32) {
     }
 }
 
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            let state = s
-                .rsplit_once(')')
-                .map(|(_, r)| r.trim_start())
-                .unwrap_or("");
-            !state.starts_with('Z')
-        })
-        .unwrap_or(false)
-}
-
 async fn wait_for_file(path: &Path) -> String {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -374,7 +362,10 @@ async fn cancellation_kills_every_process_of_the_group() {
         .collect();
     assert_eq!(pids.len(), 4);
     for pid in pids {
-        assert!(!alive(pid), "{pid} survived");
+        assert!(
+            !baton_exec::background::process_alive(pid as u32),
+            "{pid} survived"
+        );
     }
 }
 
@@ -473,11 +464,11 @@ async fn an_escaped_descendant_holding_stdout_is_cut_off_and_frees_the_permit() 
     let orphan: i32 = lines(&d.join("orphan"))[0].parse().unwrap();
     let escaped: i32 = lines(&d.join("escaped"))[0].parse().unwrap();
     let deadline = Instant::now() + Duration::from_secs(2);
-    while alive(orphan) && Instant::now() < deadline {
+    while baton_exec::background::process_alive(orphan as u32) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(!alive(orphan));
-    assert!(alive(escaped));
+    assert!(!baton_exec::background::process_alive(orphan as u32));
+    assert!(baton_exec::background::process_alive(escaped as u32));
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(escaped),
         nix::sys::signal::Signal::SIGKILL,
