@@ -230,6 +230,11 @@ fn for_terminal(text: &str) -> String {
     if !std::io::stdout().is_terminal() {
         return text.to_string();
     }
+    strip_controls(text)
+}
+
+/// `text` without C0/C1 control characters (ESC included) and U+2028/U+2029; newlines and tabs stay.
+fn strip_controls(text: &str) -> String {
     text.chars()
         .filter(|c| {
             *c == '\n' || *c == '\t' || !(c.is_control() || *c == '\u{2028}' || *c == '\u{2029}')
@@ -510,5 +515,18 @@ fn cancel(cwd: Option<PathBuf>, id: &str) -> Result<u8> {
             outln!("{id} is {}; nothing to cancel", phase.as_str());
             Ok(exit::OK)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_controls;
+
+    #[test]
+    fn terminal_text_loses_escape_sequences_but_keeps_lines() {
+        assert_eq!(
+            strip_controls("ok\x1b[2J\x1b]0;pwned\x07\n\tnext\u{9b}31m\u{2028}end\r"),
+            "ok[2J]0;pwned\n\tnext31mend"
+        );
     }
 }
