@@ -1,6 +1,5 @@
-//! The agent runtime: loop, tools, roles, transcripts.
+//! The agent runtime: loop, tools, transcripts.
 
 pub mod agent;
-pub mod roles;
 pub mod session;
 pub mod tools;

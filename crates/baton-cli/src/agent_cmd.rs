@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use baton_agent::agent::{self, project_root, AgentSpec, RunSummary, DEFAULT_MAX_TURNS};
-use baton_agent::roles::{find_role, parse_role, RoleDirs};
 use baton_agent::session::{ensure_state_excluded, sessions_dir, SessionHeader, SessionStore};
 use baton_agent::tools::{builtin_tools, Tool};
 use baton_model::replay::{Recorder, Replay};
@@ -17,6 +16,7 @@ use baton_model::routes::{
 use baton_model::Provider;
 use baton_protocol::role::RoleSource;
 use baton_protocol::{AgentEvent, ItemKind, ItemStatus, ModelClass, Outcome, Route};
+use baton_roles::{find_role, parse_role, RoleDirs};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 

@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use baton_agent::roles::{load_roles, RoleDirs};
 use baton_model::routes::{check_route, default_class, ProcessEnv};
 use baton_protocol::role::RoleSource;
 use baton_protocol::ModelClass;
+use baton_roles::{load_roles, RoleDirs};
 
 use crate::agent_cmd::{project_context, role_dirs};
 use crate::exit;

@@ -35,12 +35,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use baton_agent::roles::{find_role, RoleDirs};
 use baton_exec::backend::{launch_for, TaskSpec};
 use baton_exec::delegate::write_frozen_role;
 use baton_exec::executor::{Executor, OutputBudget};
 use baton_exec::{Activity, ChildStatus, Launch, Limits, DEFAULT_OUTPUT_CAP};
 use baton_protocol::role::{BackendKind, RoleSpec};
+use baton_roles::{find_role, RoleDirs};
 use nix::sys::resource::{getrusage, UsageWho};
 use tokio_util::sync::CancellationToken;
 

@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use baton_agent::roles::{find_role, RoleDirs};
 use baton_model::routes::{check_route, default_class, resolve_class, Env};
 use baton_protocol::config::Config;
 use baton_protocol::role::{BackendKind, Isolation, RoleSpec};
 use baton_protocol::{ModelClass, Route, ThinkingLevel, Usage};
+use baton_roles::{find_role, RoleDirs};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -1018,8 +1018,8 @@ mod tests {
 #[cfg(test)]
 mod route_tests {
     use super::*;
-    use baton_agent::roles::builtin_roles;
     use baton_protocol::config::RouteList;
+    use baton_roles::builtin_roles;
 
     fn env(config: Config) -> DelegateEnv {
         DelegateEnv {

@@ -9,7 +9,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use baton_agent::roles::find_role;
 use baton_exec::backend::launch_for;
 use baton_exec::delegate::{
     backend_of, child_route, task_spec, write_frozen_role, DelegateEnv, TaskEntry,
@@ -22,6 +21,7 @@ use baton_exec::worktree::{
 use baton_git::{Git, GitError, RebaseOutcome};
 use baton_protocol::role::{BackendKind, RoleSpec};
 use baton_protocol::ModelClass;
+use baton_roles::find_role;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 

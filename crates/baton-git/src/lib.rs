@@ -729,44 +729,68 @@ impl Git {
     /// Adds `pattern` as a line of the repository's `info/exclude` (shared by all its worktrees),
     /// unless that exact line is already there.
     pub fn add_exclude(&self, pattern: &str) -> Result<()> {
-        if pattern.is_empty() || pattern.contains(['\n', '\r']) {
-            return Err(GitError::InvalidArgument {
-                what: "exclude pattern",
-                value: pattern.to_string(),
-                reason: "it must be one non-empty line",
-            });
-        }
-        let info = self.git_common_dir()?.join("info");
-        let file = info.join("exclude");
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| GitError::Io { path, source }
-        };
-        fs::create_dir_all(&info).map_err(io(&info))?;
-        let existing = match fs::read(&file) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(io(&file)(e)),
-        };
-        let present = existing
-            .split(|b| *b == b'\n')
-            .any(|line| line.strip_suffix(b"\r").unwrap_or(line) == pattern.as_bytes());
-        if present {
-            return Ok(());
-        }
-        let mut line = Vec::with_capacity(pattern.len() + 2);
-        if !existing.is_empty() && !existing.ends_with(b"\n") {
-            line.push(b'\n');
-        }
-        line.extend_from_slice(pattern.as_bytes());
-        line.push(b'\n');
-        let mut f = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&file)
-            .map_err(io(&file))?;
-        f.write_all(&line).map_err(io(&file))
+        add_exclude_in(&self.git_common_dir()?, pattern)
     }
+}
+
+/// The git directory shared by all worktrees of the repository whose work tree root is `root`,
+/// found by reading files only (no git process, for paths that must stay fast): `root/.git` when
+/// it is a folder, else the folder the `.git` file's `gitdir:` line names, followed through its
+/// `commondir` file for a linked worktree. `None` when `root` holds no `.git`.
+pub fn common_dir_of(root: &Path) -> Option<PathBuf> {
+    let dot_git = root.join(".git");
+    if dot_git.is_dir() {
+        return Some(dot_git);
+    }
+    let text = fs::read_to_string(&dot_git).ok()?;
+    let gitdir = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
+    let gitdir = root.join(gitdir);
+    match fs::read_to_string(gitdir.join("commondir")) {
+        Ok(common) => Some(gitdir.join(common.trim())),
+        Err(_) => Some(gitdir),
+    }
+}
+
+/// Adds `pattern` as a line of `info/exclude` in the git common directory `common_dir`, unless
+/// that exact line is already there.
+pub fn add_exclude_in(common_dir: &Path, pattern: &str) -> Result<()> {
+    if pattern.is_empty() || pattern.contains(['\n', '\r']) {
+        return Err(GitError::InvalidArgument {
+            what: "exclude pattern",
+            value: pattern.to_string(),
+            reason: "it must be one non-empty line",
+        });
+    }
+    let info = common_dir.join("info");
+    let file = info.join("exclude");
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| GitError::Io { path, source }
+    };
+    fs::create_dir_all(&info).map_err(io(&info))?;
+    let existing = match fs::read(&file) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(io(&file)(e)),
+    };
+    let present = existing
+        .split(|b| *b == b'\n')
+        .any(|line| line.strip_suffix(b"\r").unwrap_or(line) == pattern.as_bytes());
+    if present {
+        return Ok(());
+    }
+    let mut line = Vec::with_capacity(pattern.len() + 2);
+    if !existing.is_empty() && !existing.ends_with(b"\n") {
+        line.push(b'\n');
+    }
+    line.extend_from_slice(pattern.as_bytes());
+    line.push(b'\n');
+    let mut f = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&file)
+        .map_err(io(&file))?;
+    f.write_all(&line).map_err(io(&file))
 }
 
 /// Refuses a revision git could mistake for an option, or that is empty.

@@ -22,11 +22,7 @@ mod text;
 mod walk;
 mod write;
 
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
-
-use tokio_util::sync::CancellationToken;
 
 pub use bash::BashTool;
 pub use edit::EditTool;
@@ -37,116 +33,9 @@ pub use paths::{resolve_in_root, PathError};
 pub use read::ReadTool;
 pub use write::WriteTool;
 
-/// The default per-call timeout of `bash` when a context is built with [`ToolContext::new`].
-pub const DEFAULT_BASH_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// Where and how tools run.
-#[derive(Debug, Clone)]
-pub struct ToolContext {
-    /// The workspace root. Every path a tool touches must lie under it (after symlinks are
-    /// resolved). It need not be canonical; tools canonicalize it themselves.
-    pub root: PathBuf,
-    /// The directory relative paths resolve against, and where `bash` runs. A relative `cwd`
-    /// is taken relative to `root`. It must lie inside the root.
-    pub cwd: PathBuf,
-    /// The default timeout of one `bash` call. A call may ask for another one with its
-    /// `timeout` argument, up to ten times this value.
-    pub bash_timeout: Duration,
-    /// Cancelling this token kills a running `bash` command (its whole process group) and
-    /// makes the tool return promptly.
-    pub cancel: CancellationToken,
-}
-
-impl ToolContext {
-    /// A context rooted at `root`, with `cwd` equal to the root, the default bash timeout and
-    /// a fresh cancellation token.
-    pub fn new(root: impl Into<PathBuf>) -> Self {
-        let root = root.into();
-        let root = std::fs::canonicalize(&root).unwrap_or(root);
-        ToolContext {
-            cwd: root.clone(),
-            root,
-            bash_timeout: DEFAULT_BASH_TIMEOUT,
-            cancel: CancellationToken::new(),
-        }
-    }
-
-    /// The same context with another working directory (absolute, or relative to the root).
-    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
-        let cwd = cwd.into();
-        self.cwd = if cwd.is_absolute() {
-            cwd
-        } else {
-            self.root.join(cwd)
-        };
-        self
-    }
-
-    /// The same context with another default bash timeout.
-    pub fn with_bash_timeout(mut self, timeout: Duration) -> Self {
-        self.bash_timeout = timeout;
-        self
-    }
-
-    /// The same context with another cancellation token.
-    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
-        self.cancel = cancel;
-        self
-    }
-}
-
-/// What a tool call produced.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ToolOutput {
-    /// The text the model sees. Always bounded in size.
-    pub output: String,
-    /// Whether the call failed (bad arguments, refused path, non-zero exit, timeout, …).
-    pub is_error: bool,
-    /// The exit code of a `bash` command, when it exited on its own (128 + N when a signal N
-    /// ended it). `None` for other tools, and for commands that were timed out or cancelled.
-    pub exit_code: Option<i32>,
-    /// The path the call worked on, as the model gave it.
-    pub path: Option<String>,
-}
-
-impl ToolOutput {
-    /// A successful result.
-    pub fn ok(output: impl Into<String>) -> Self {
-        ToolOutput {
-            output: output.into(),
-            ..ToolOutput::default()
-        }
-    }
-
-    /// A failed result.
-    pub fn error(output: impl Into<String>) -> Self {
-        ToolOutput {
-            output: output.into(),
-            is_error: true,
-            ..ToolOutput::default()
-        }
-    }
-
-    /// The same result, recording the path it worked on.
-    pub fn with_path(mut self, path: Option<impl Into<String>>) -> Self {
-        self.path = path.map(Into::into);
-        self
-    }
-}
-
-/// One tool the agent can call.
-#[async_trait::async_trait]
-pub trait Tool: Send + Sync {
-    /// The name the model calls the tool by.
-    fn name(&self) -> &'static str;
-    /// The description and JSON Schema offered to the model.
-    fn spec(&self) -> baton_protocol::ToolSpec;
-    /// Whether the tool only looks (never changes files or runs commands); the agent loop may
-    /// run calls to such tools concurrently.
-    fn read_only(&self) -> bool;
-    /// Runs one call. Never panics; every failure is reported as `is_error: true`.
-    async fn run(&self, args: serde_json::Value, ctx: &ToolContext) -> ToolOutput;
-}
+// The tool contract lives in `baton-tool` so that crates above the agent loop (the executor, Flow)
+// can offer tools without depending on the loop; it is re-exported here for the built-in tools.
+pub use baton_tool::{Tool, ToolContext, ToolOutput, DEFAULT_BASH_TIMEOUT};
 
 /// The built-in tools, in the order they are offered to the model:
 /// `read`, `write`, `edit`, `bash`, `grep`, `find`, `ls`.

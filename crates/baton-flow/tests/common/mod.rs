@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_agent::roles::RoleDirs;
 use baton_exec::delegate::DelegateEnv;
 use baton_exec::executor::Executor;
 use baton_exec::types::Limits;
@@ -14,6 +13,7 @@ use baton_flow::{FlowEnv, UnitSpec, ValidationCommand};
 use baton_git::Git;
 use baton_model::routes::ProcessEnv;
 use baton_protocol::config::Config;
+use baton_roles::RoleDirs;
 use tempfile::TempDir;
 
 pub const IDENTITY: [(&str, &str); 6] = [

@@ -1,0 +1,226 @@
+//! baton's runtime state on disk, in one place:
+//!
+//! - [`StateDir`]: every path under a project's `.baton/state/`, and keeping that folder out of
+//!   git ([`StateDir::ensure_excluded`]).
+//! - [`ids`]: the one validator for the ids that become file, directory and branch names.
+//! - [`JsonlLog`]: a typed append-only log, one JSON value per line, each line written and
+//!   fsynced before [`JsonlLog::append`] returns, a torn last line (a crash mid-write) cut on
+//!   open, and [`write_snapshot`] for derived state (temp file, fsync, rename).
+//! - [`FileLock`]: an advisory lock the operating system releases when its holder dies.
+
+pub mod ids;
+mod lock;
+mod log;
+
+use std::path::{Path, PathBuf};
+
+pub use ids::{check_id, IdError, IdKind};
+pub use lock::{FileLock, LockError};
+pub use log::{read_snapshot, write_snapshot, Durability, JsonlLog, LogError};
+
+/// The line `info/exclude` gets so that `.baton/state/` never shows up as untracked files.
+pub const STATE_EXCLUDE: &str = "/.baton/state/";
+
+/// A project's state folder, `<project root>/.baton/state`.
+///
+/// ```text
+/// sessions/<id>.jsonl                 agent transcripts
+/// tasks/<id>.events.jsonl, <id>.log   background delegations
+/// roles/<run>/                        roles frozen for one delegate call
+/// flows/<id>.events.jsonl, <id>.json  Flow log and snapshot; flows/<id>/ its roles and patches
+/// workflows/                          workflow records
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateDir {
+    root: PathBuf,
+}
+
+impl StateDir {
+    /// The state folder of the project whose root is `project_root`.
+    pub fn for_project(project_root: &Path) -> Self {
+        StateDir {
+            root: project_root.join(".baton").join("state"),
+        }
+    }
+
+    /// A state folder at an explicit path (tests, or a state folder handed over by a parent).
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        StateDir { root: root.into() }
+    }
+
+    /// `.baton/state` itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The project root this folder belongs to, when it sits at `<root>/.baton/state`.
+    pub fn project_root(&self) -> Option<&Path> {
+        let baton = self.root.parent()?;
+        (self.root.file_name()? == "state" && baton.file_name()? == ".baton")
+            .then(|| baton.parent())
+            .flatten()
+    }
+
+    pub fn sessions(&self) -> PathBuf {
+        self.root.join("sessions")
+    }
+
+    /// `sessions/<id>.jsonl`.
+    pub fn session(&self, id: &str) -> Result<PathBuf, IdError> {
+        check_id(IdKind::Record, id)?;
+        Ok(self.sessions().join(format!("{id}.jsonl")))
+    }
+
+    pub fn tasks(&self) -> PathBuf {
+        self.root.join("tasks")
+    }
+
+    /// `tasks/<id>.events.jsonl`.
+    pub fn task_events(&self, id: &str) -> Result<PathBuf, IdError> {
+        check_id(IdKind::Record, id)?;
+        Ok(self.tasks().join(format!("{id}.events.jsonl")))
+    }
+
+    /// `tasks/<id>.log`, the supervisor's own output.
+    pub fn task_log(&self, id: &str) -> Result<PathBuf, IdError> {
+        check_id(IdKind::Record, id)?;
+        Ok(self.tasks().join(format!("{id}.log")))
+    }
+
+    /// `roles/<run>/`, the roles frozen for one delegate call.
+    pub fn frozen_roles(&self, run: &str) -> Result<PathBuf, IdError> {
+        check_id(IdKind::Record, run)?;
+        Ok(self.root.join("roles").join(run))
+    }
+
+    pub fn flows(&self) -> PathBuf {
+        self.root.join("flows")
+    }
+
+    /// `flows/<id>.events.jsonl`.
+    pub fn flow_events(&self, id: &str) -> Result<PathBuf, IdError> {
+        check_id(IdKind::Record, id)?;
+        Ok(self.flows().join(format!("{id}.events.jsonl")))
+    }
+
+    /// `flows/<id>.json`.
+    pub fn flow_snapshot(&self, id: &str) -> Result<PathBuf, IdError> {
+        check_id(IdKind::Record, id)?;
+        Ok(self.flows().join(format!("{id}.json")))
+    }
+
+    /// `flows/<id>/`, for the Flow's frozen roles and review patches.
+    pub fn flow_dir(&self, id: &str) -> Result<PathBuf, IdError> {
+        check_id(IdKind::Record, id)?;
+        Ok(self.flows().join(id))
+    }
+
+    pub fn workflows(&self) -> PathBuf {
+        self.root.join("workflows")
+    }
+
+    /// The ids of the logs `<id><suffix>` in `dir` (e.g. `.events.jsonl` in [`StateDir::flows`]),
+    /// valid ids only, sorted. Ids that start with a UTC timestamp sort oldest first.
+    pub fn list_ids(dir: &Path, suffix: &str) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut ids: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name();
+                let id = name.to_str()?.strip_suffix(suffix)?.to_string();
+                check_id(IdKind::Record, &id).is_ok().then_some(id)
+            })
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// Adds [`STATE_EXCLUDE`] to the `info/exclude` of the repository the project belongs to
+    /// (shared by all its worktrees), once, so runtime data never shows up as untracked files in
+    /// the main tree or in a child's worktree. Does nothing outside a git repository or for a
+    /// state folder not at `<root>/.baton/state`. Reads files only; no git process is started.
+    pub fn ensure_excluded(&self) -> Result<(), baton_git::GitError> {
+        let Some(common) = self.project_root().and_then(baton_git::common_dir_of) else {
+            return Ok(());
+        };
+        baton_git::add_exclude_in(&common, STATE_EXCLUDE)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn paths_are_under_the_state_folder_and_ids_are_checked() {
+        let dir = StateDir::for_project(Path::new("/p"));
+        assert_eq!(dir.root(), Path::new("/p/.baton/state"));
+        assert_eq!(dir.project_root(), Some(Path::new("/p")));
+        assert_eq!(
+            dir.session("s-1").unwrap(),
+            Path::new("/p/.baton/state/sessions/s-1.jsonl")
+        );
+        assert_eq!(
+            dir.task_events("t1").unwrap(),
+            Path::new("/p/.baton/state/tasks/t1.events.jsonl")
+        );
+        assert_eq!(
+            dir.flow_snapshot("f").unwrap(),
+            Path::new("/p/.baton/state/flows/f.json")
+        );
+        for bad in ["", "../x", "a/b", "a b", "x.json"] {
+            assert!(dir.session(bad).is_err(), "{bad:?}");
+            assert!(dir.flow_dir(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(StateDir::at("/elsewhere").project_root(), None);
+    }
+
+    #[test]
+    fn list_ids_skips_other_files_and_sorts() {
+        let tmp = tempfile::tempdir().unwrap();
+        for name in [
+            "b.events.jsonl",
+            "a.events.jsonl",
+            "a.json",
+            "bad id.events.jsonl",
+        ] {
+            std::fs::write(tmp.path().join(name), "").unwrap();
+        }
+        assert_eq!(
+            StateDir::list_ids(tmp.path(), ".events.jsonl"),
+            vec!["a".to_string(), "b".to_string()]
+        );
+        assert!(StateDir::list_ids(&tmp.path().join("none"), ".x").is_empty());
+    }
+
+    #[test]
+    fn exclusion_is_written_once_in_the_common_dir_of_a_linked_worktree() {
+        let tmp = tempfile::tempdir().unwrap();
+        let main = tmp.path().join("main");
+        let common = main.join(".git");
+        std::fs::create_dir_all(common.join("worktrees").join("wt")).unwrap();
+        std::fs::write(common.join("worktrees/wt/commondir"), "../..\n").unwrap();
+        let wt = tmp.path().join("wt");
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(
+            wt.join(".git"),
+            format!("gitdir: {}\n", common.join("worktrees/wt").display()),
+        )
+        .unwrap();
+        for root in [&wt, &main, &wt] {
+            StateDir::for_project(root).ensure_excluded().unwrap();
+        }
+        let exclude = std::fs::read_to_string(common.join("info/exclude")).unwrap();
+        assert_eq!(exclude, "/.baton/state/\n");
+        // Not a repository: nothing to do, no error, nothing written.
+        let plain = tmp.path().join("plain");
+        std::fs::create_dir_all(&plain).unwrap();
+        StateDir::for_project(&plain).ensure_excluded().unwrap();
+        assert!(!plain.join(".git").exists());
+    }
+}

@@ -1,0 +1,325 @@
+//! The durable JSONL log and snapshots.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("{}: no such log", path.display())]
+    NotFound { path: PathBuf },
+    #[error("{}: the log exists already", path.display())]
+    Exists { path: PathBuf },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: line {line} cannot be read: {source}", path.display())]
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{}: cannot encode a record: {source}", path.display())]
+    Encode {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl LogError {
+    /// The file the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            LogError::NotFound { path }
+            | LogError::Exists { path }
+            | LogError::Io { path, .. }
+            | LogError::Corrupt { path, .. }
+            | LogError::Encode { path, .. } => path,
+        }
+    }
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LogError + '_ {
+    move |source| LogError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// How far [`JsonlLog::append`] pushes a line before it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Written and fsynced (`fdatasync`): the line survives a crash of the machine. For logs whose
+    /// lines are promises acted upon (Flow, background tasks, workflows).
+    Fsync,
+    /// Written to the operating system only: the line survives the process being killed, not the
+    /// machine losing power. For transcripts, whose torn or lost tail is repaired on open.
+    Written,
+}
+
+/// An append-only log of `E`s, one JSON value per line.
+///
+/// A line is complete when it ends with `\n`. A process killed mid-write leaves an incomplete
+/// last line: readers ignore it and [`JsonlLog::open`] cuts it off before appending, so every
+/// append starts a line of its own. Any other line that does not parse is [`LogError::Corrupt`].
+#[derive(Debug)]
+pub struct JsonlLog<E> {
+    file: File,
+    path: PathBuf,
+    durability: Durability,
+    _records: PhantomData<fn(&E)>,
+}
+
+impl<E: Serialize + DeserializeOwned> JsonlLog<E> {
+    /// Creates a new, empty log (its folder too); fails with [`LogError::Exists`] if there is one.
+    pub fn create(path: &Path, durability: Durability) -> Result<Self, LogError> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let file = match OpenOptions::new().create_new(true).append(true).open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(LogError::Exists {
+                    path: path.to_path_buf(),
+                })
+            }
+            Err(e) => return Err(io(path)(e)),
+        };
+        if durability == Durability::Fsync {
+            sync_dir(dir);
+        }
+        Ok(JsonlLog {
+            file,
+            path: path.to_path_buf(),
+            durability,
+            _records: PhantomData,
+        })
+    }
+
+    /// Opens an existing log for appending and returns what it holds. An incomplete last line is
+    /// cut off (and the cut made durable) first.
+    pub fn open(path: &Path, durability: Durability) -> Result<(Self, Vec<E>), LogError> {
+        let bytes = read_bytes(path)?;
+        let complete = complete_len(&bytes);
+        let records = parse(path, &bytes[..complete])?;
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(io(path))?;
+        if complete < bytes.len() {
+            file.set_len(complete as u64).map_err(io(path))?;
+            file.sync_all().map_err(io(path))?;
+        }
+        Ok((
+            JsonlLog {
+                file,
+                path: path.to_path_buf(),
+                durability,
+                _records: PhantomData,
+            },
+            records,
+        ))
+    }
+
+    /// Every complete record of the log at `path`, without opening it for writing.
+    pub fn read(path: &Path) -> Result<Vec<E>, LogError> {
+        let bytes = read_bytes(path)?;
+        parse(path, &bytes[..complete_len(&bytes)])
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends `record` as one line; with [`Durability::Fsync`] it is on disk when this returns.
+    pub fn append(&mut self, record: &E) -> Result<(), LogError> {
+        let mut line = serde_json::to_vec(record).map_err(|source| LogError::Encode {
+            path: self.path.clone(),
+            source,
+        })?;
+        line.push(b'\n');
+        // One write call per line: appends of concurrent writers never interleave within a line.
+        self.file.write_all(&line).map_err(io(&self.path))?;
+        match self.durability {
+            Durability::Fsync => self.file.sync_data().map_err(io(&self.path)),
+            Durability::Written => Ok(()),
+        }
+    }
+}
+
+fn read_bytes(path: &Path) -> Result<Vec<u8>, LogError> {
+    match std::fs::read(path) {
+        Ok(b) => Ok(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(LogError::NotFound {
+            path: path.to_path_buf(),
+        }),
+        Err(e) => Err(io(path)(e)),
+    }
+}
+
+/// The length of the log's complete lines.
+fn complete_len(bytes: &[u8]) -> usize {
+    bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
+}
+
+fn parse<E: DeserializeOwned>(path: &Path, complete: &[u8]) -> Result<Vec<E>, LogError> {
+    let mut records = Vec::new();
+    for (n, line) in complete.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let record = serde_json::from_slice(line).map_err(|source| LogError::Corrupt {
+            path: path.to_path_buf(),
+            line: n + 1,
+            source,
+        })?;
+        records.push(record);
+    }
+    Ok(records)
+}
+
+/// Makes a new or renamed entry of `dir` durable. Best effort: some filesystems refuse it.
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Writes `value` as pretty JSON to `path` so that readers see the old file or the new one, never
+/// a mix: a temp file beside it, fsync, rename over `path`, fsync of the folder.
+pub fn write_snapshot<T: Serialize>(path: &Path, value: &T) -> Result<(), LogError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let bytes = serde_json::to_vec_pretty(value).map_err(|source| LogError::Encode {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let mut f = File::create(&tmp).map_err(io(&tmp))?;
+    f.write_all(&bytes).map_err(io(&tmp))?;
+    f.sync_all().map_err(io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io(path))?;
+    sync_dir(dir);
+    Ok(())
+}
+
+/// The snapshot at `path`, or `None` when there is none.
+pub fn read_snapshot<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, LogError> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(path)(e)),
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|source| LogError::Corrupt {
+            path: path.to_path_buf(),
+            line: 1,
+            source,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde::Deserialize;
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    struct Ev {
+        n: u32,
+        text: String,
+    }
+
+    fn ev(n: u32) -> Ev {
+        Ev {
+            n,
+            text: format!("é\n{n}"),
+        }
+    }
+
+    #[test]
+    fn append_then_read_back_in_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("deep/er/x.events.jsonl");
+        let mut log = JsonlLog::<Ev>::create(&path, Durability::Fsync).unwrap();
+        for n in 0..3 {
+            log.append(&ev(n)).unwrap();
+        }
+        assert_eq!(
+            JsonlLog::<Ev>::read(&path).unwrap(),
+            vec![ev(0), ev(1), ev(2)]
+        );
+        assert!(matches!(
+            JsonlLog::<Ev>::create(&path, Durability::Fsync),
+            Err(LogError::Exists { .. })
+        ));
+        assert!(matches!(
+            JsonlLog::<Ev>::read(&tmp.path().join("none")),
+            Err(LogError::NotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn a_torn_last_line_is_ignored_then_cut_before_the_next_append() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("x.jsonl");
+        let mut log = JsonlLog::<Ev>::create(&path, Durability::Written).unwrap();
+        log.append(&ev(1)).unwrap();
+        drop(log);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"n\":2,\"te").unwrap();
+        drop(f);
+        assert_eq!(JsonlLog::<Ev>::read(&path).unwrap(), vec![ev(1)]);
+        let (mut log, records) = JsonlLog::<Ev>::open(&path, Durability::Fsync).unwrap();
+        assert_eq!(records, vec![ev(1)]);
+        log.append(&ev(3)).unwrap();
+        assert_eq!(JsonlLog::<Ev>::read(&path).unwrap(), vec![ev(1), ev(3)]);
+        assert!(std::fs::read_to_string(&path).unwrap().ends_with("}\n"));
+    }
+
+    #[test]
+    fn a_bad_complete_line_is_corrupt_and_names_its_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("x.jsonl");
+        std::fs::write(&path, "{\"n\":1,\"text\":\"a\"}\n\nnot json\n").unwrap();
+        let err = JsonlLog::<Ev>::read(&path).unwrap_err();
+        assert!(matches!(err, LogError::Corrupt { line: 3, .. }), "{err}");
+        assert!(err.to_string().contains("line 3"), "{err}");
+        // Nothing was cut or changed by the failed open.
+        assert!(JsonlLog::<Ev>::open(&path, Durability::Fsync).is_err());
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"n\":1,\"text\":\"a\"}\n\nnot json\n"
+        );
+    }
+
+    #[test]
+    fn snapshot_replaces_whole_and_leaves_no_temp_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("s.json");
+        assert_eq!(read_snapshot::<Ev>(&path).unwrap(), None);
+        write_snapshot(&path, &ev(1)).unwrap();
+        write_snapshot(&path, &ev(2)).unwrap();
+        assert_eq!(read_snapshot::<Ev>(&path).unwrap(), Some(ev(2)));
+        let names: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("s.json")]);
+    }
+}
