@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use baton_model::retry::{run_turn, RetryPolicy, TurnProgress};
 use baton_model::routes::cost;
-use baton_model::{AssistantTurn, ModelError, ModelRequest, Provider, StreamEvent};
+use baton_model::{AssistantTurn, ModelRequest, Provider, StreamEvent};
 use baton_protocol::config::Price;
 use baton_protocol::role::RoleSpec;
 use baton_protocol::{
-    AgentEvent, AssistantPart, ErrorInfo, Item, ItemKind, ItemStatus, Message, Outcome, Route,
-    StopReason, ToolSpec, Usage, PROTOCOL_VERSION,
+    AgentEvent, AssistantPart, EndReason, ErrorInfo, Item, ItemKind, ItemStatus, Message, Outcome,
+    Route, StopReason, ToolSpec, Usage, PROTOCOL_VERSION,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -69,7 +69,8 @@ pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(30);
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunSummary {
     pub outcome: Outcome,
-    pub reason: Option<String>,
+    /// Why the run ended without a plain answer; `None` exactly when `outcome` is `Completed`.
+    pub reason: Option<EndReason>,
     pub final_message: String,
     pub turns: u32,
     pub usage: Usage,
@@ -190,24 +191,22 @@ pub async fn run(
 
     let max_turns = spec.max_turns.max(1);
     let mut turn: u32 = 0;
-    let finish =
-        |outcome, reason: Option<&str>, final_message: String, turns, usage: Usage, error| {
-            let cost_usd = cost(&spec.prices, &spec.route, &usage);
-            RunSummary {
-                outcome,
-                reason: reason.map(str::to_string),
-                final_message,
-                turns,
-                usage,
-                cost_usd,
-                error,
-            }
-        };
+    let finish = |reason: Option<EndReason>, final_message: String, turns, usage: Usage, error| {
+        let cost_usd = cost(&spec.prices, &spec.route, &usage);
+        RunSummary {
+            outcome: reason.map_or(Outcome::Completed, EndReason::outcome),
+            reason,
+            final_message,
+            turns,
+            usage,
+            cost_usd,
+            error,
+        }
+    };
     let summary = loop {
         if cancel.is_cancelled() {
             break finish(
-                Outcome::Partial,
-                Some("cancelled"),
+                Some(EndReason::Cancelled),
                 cancelled_message(&last_text),
                 turn,
                 usage,
@@ -249,21 +248,20 @@ pub async fn run(
         let (result, open_items) = result;
         let assistant: AssistantTurn = match result {
             Ok(t) => t,
-            Err(ModelError::Cancelled) => {
-                close_open_items(open_items, ItemStatus::Failed, emit);
-                break finish(
-                    Outcome::Partial,
-                    Some("cancelled"),
-                    cancelled_message(&last_text),
-                    turn,
-                    usage,
-                    None,
-                );
-            }
             Err(e) => {
                 close_open_items(open_items, ItemStatus::Failed, emit);
+                // Only a cancellation has no error code: it ends the session as `cancelled`.
+                let Some(code) = e.code() else {
+                    break finish(
+                        Some(EndReason::Cancelled),
+                        cancelled_message(&last_text),
+                        turn,
+                        usage,
+                        None,
+                    );
+                };
                 let error = ErrorInfo {
-                    code: e.code().to_string(),
+                    code,
                     message: e.to_string(),
                 };
                 emit(AgentEvent::TurnFailed {
@@ -271,8 +269,7 @@ pub async fn run(
                     error: error.clone(),
                 });
                 break finish(
-                    Outcome::Failed,
-                    Some("model_error"),
+                    Some(EndReason::ModelError),
                     e.to_string(),
                     turn,
                     usage,
@@ -308,32 +305,16 @@ pub async fn run(
         };
         push(&mut messages, store, Message::Assistant { parts });
         if handoff {
-            break finish(
-                Outcome::Partial,
-                Some("turn_limit"),
-                text,
-                turn,
-                usage,
-                None,
-            );
+            break finish(Some(EndReason::TurnLimit), text, turn, usage, None);
         }
         match assistant.stop_reason {
             StopReason::ToolUse if !calls.is_empty() => {}
             StopReason::MaxTokens => {
-                break finish(
-                    Outcome::Partial,
-                    Some("max_tokens"),
-                    text,
-                    turn,
-                    usage,
-                    None,
-                )
+                break finish(Some(EndReason::MaxTokens), text, turn, usage, None)
             }
-            StopReason::Refusal => {
-                break finish(Outcome::Failed, Some("refused"), text, turn, usage, None)
-            }
+            StopReason::Refusal => break finish(Some(EndReason::Refused), text, turn, usage, None),
             StopReason::EndTurn | StopReason::ToolUse | StopReason::Other => {
-                break finish(Outcome::Completed, None, text, turn, usage, None)
+                break finish(None, text, turn, usage, None)
             }
         }
         let results = run_tools(
@@ -350,14 +331,7 @@ pub async fn run(
             push(&mut messages, store, m);
         }
         if max_turns == 1 {
-            break finish(
-                Outcome::Partial,
-                Some("turn_limit"),
-                text,
-                turn,
-                usage,
-                None,
-            );
+            break finish(Some(EndReason::TurnLimit), text, turn, usage, None);
         }
     };
     emit(AgentEvent::SessionCompleted {
@@ -430,6 +404,7 @@ impl<'a> StreamingItems<'a> {
             TurnProgress::Retrying {
                 attempt,
                 delay,
+                code,
                 error,
             } => {
                 self.current = None;
@@ -439,7 +414,7 @@ impl<'a> StreamingItems<'a> {
                     attempt,
                     delay_ms: delay.as_millis() as u64,
                     error: ErrorInfo {
-                        code: error.code().to_string(),
+                        code,
                         message: error.to_string(),
                     },
                 });

@@ -15,7 +15,7 @@ use baton_model::routes::{
 };
 use baton_model::Provider;
 use baton_protocol::role::RoleSource;
-use baton_protocol::{AgentEvent, ItemKind, ItemStatus, ModelClass, Outcome, Route};
+use baton_protocol::{AgentEvent, EndReason, ItemKind, ItemStatus, ModelClass, Route};
 use baton_roles::{find_role, parse_role, RoleDirs};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
@@ -398,13 +398,13 @@ pub fn run(args: AgentArgs) -> Result<u8> {
 }
 
 fn exit_code(s: &RunSummary, interrupted: bool) -> u8 {
-    match s.outcome {
-        Outcome::Completed => exit::OK,
-        Outcome::Failed => exit::FAILED,
-        Outcome::Partial if interrupted || s.reason.as_deref() == Some("cancelled") => {
-            exit::INTERRUPTED
-        }
-        Outcome::Partial => exit::TURN_LIMIT,
+    match s.reason {
+        None => exit::OK,
+        Some(EndReason::ModelError | EndReason::Refused) => exit::FAILED,
+        Some(EndReason::Cancelled) => exit::INTERRUPTED,
+        // A signal that arrived as the session reached a limit still counts as the interruption.
+        Some(EndReason::TurnLimit | EndReason::MaxTokens) if interrupted => exit::INTERRUPTED,
+        Some(EndReason::TurnLimit | EndReason::MaxTokens) => exit::TURN_LIMIT,
     }
 }
 
@@ -558,7 +558,7 @@ impl Printer {
             .cost_usd
             .map(|c| format!(" · ${c:.4}"))
             .unwrap_or_default();
-        let why = match s.reason.as_deref() {
+        let why = match s.reason {
             Some(r) => format!(" ({r})"),
             None => String::new(),
         };

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 mod common;
 
-use baton_protocol::{AgentEvent, ItemKind, ItemStatus, Outcome};
+use baton_protocol::{AgentEvent, EndReason, ErrorCode, ItemKind, ItemStatus, Outcome};
 use baton_testkit::{Fault, MockServer, RecordedRequest, Turn};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
@@ -76,14 +76,14 @@ fn events(out: &Output) -> Vec<AgentEvent> {
         .collect()
 }
 
-fn completed(events: &[AgentEvent]) -> (Outcome, Option<String>, String) {
+fn completed(events: &[AgentEvent]) -> (Outcome, Option<EndReason>, String) {
     match events.last() {
         Some(AgentEvent::SessionCompleted {
             outcome,
             reason,
             final_message,
             ..
-        }) => (*outcome, reason.clone(), final_message.clone()),
+        }) => (*outcome, *reason, final_message.clone()),
         other => panic!("last event is not session.completed: {other:?}"),
     }
 }
@@ -365,16 +365,16 @@ fn a_429_and_a_dropped_stream_are_retried() {
         );
         let evs = events(&out);
         assert_eq!(completed(&evs).2, "Recovered.");
-        let retries: Vec<String> = evs
+        let retries: Vec<ErrorCode> = evs
             .iter()
             .filter_map(|e| match e {
-                AgentEvent::TurnRetrying { error, .. } => Some(error.code.clone()),
+                AgentEvent::TurnRetrying { error, .. } => Some(error.code),
                 _ => None,
             })
             .collect();
         assert_eq!(
             retries,
-            vec!["rate_limited".to_string(), "stream_cut".to_string()],
+            vec![ErrorCode::RateLimited, ErrorCode::StreamCut],
             "{kind}"
         );
         assert_eq!(server.model_requests().len(), 3);
@@ -431,8 +431,8 @@ fn the_turn_limit_reserves_a_handoff_turn() {
         let evs = events(&out);
         let (outcome, reason, message) = completed(&evs);
         assert_eq!(
-            (outcome, reason.as_deref()),
-            (Outcome::Partial, Some("turn_limit"))
+            (outcome, reason),
+            (Outcome::Partial, Some(EndReason::TurnLimit))
         );
         assert!(message.starts_with("Status: partial"), "{message}");
         assert!(
@@ -567,8 +567,8 @@ fn sigterm_stops_the_running_tool_and_ends_partial() {
             .collect();
         let (outcome, reason, _) = completed(&evs);
         assert_eq!(
-            (outcome, reason.as_deref()),
-            (Outcome::Partial, Some("cancelled"))
+            (outcome, reason),
+            (Outcome::Partial, Some(EndReason::Cancelled))
         );
         let results = tool_results(&evs);
         assert_eq!(results[0].1, ItemStatus::Failed);

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use baton_protocol::ErrorCode;
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ModelError {
     /// The server answered with an error status before streaming.
@@ -62,23 +64,25 @@ fn status_hint(status: u16) -> &'static str {
 }
 
 impl ModelError {
-    /// A stable code for events and exit reports.
-    pub fn code(&self) -> &'static str {
-        match self {
-            ModelError::Http { status: 429, .. } => "rate_limited",
-            ModelError::Http { status: 401, .. } => "unauthorized",
-            ModelError::Http { status: 403, .. } => "forbidden",
-            ModelError::Http { status: 404, .. } => "not_found",
-            ModelError::Http { status: 400, .. } => "bad_request",
-            ModelError::Http { status, .. } if *status >= 500 => "server_error",
-            ModelError::Http { .. } => "http_error",
-            ModelError::Connect { .. } => "connection",
-            ModelError::StreamCut { .. } => "stream_cut",
-            ModelError::Stream { .. } => "provider_error",
-            ModelError::Protocol { .. } => "protocol",
-            ModelError::Config(_) => "config",
-            ModelError::Cancelled => "cancelled",
-        }
+    /// The stable code of the error in events and exit reports; `None` for [`ModelError::Cancelled`],
+    /// which is not a failure of the model but the caller stopping the turn (a session reports it
+    /// as its end reason `cancelled`).
+    pub fn code(&self) -> Option<ErrorCode> {
+        Some(match self {
+            ModelError::Http { status: 429, .. } => ErrorCode::RateLimited,
+            ModelError::Http { status: 401, .. } => ErrorCode::Unauthorized,
+            ModelError::Http { status: 403, .. } => ErrorCode::Forbidden,
+            ModelError::Http { status: 404, .. } => ErrorCode::NotFound,
+            ModelError::Http { status: 400, .. } => ErrorCode::BadRequest,
+            ModelError::Http { status, .. } if *status >= 500 => ErrorCode::ServerError,
+            ModelError::Http { .. } => ErrorCode::HttpError,
+            ModelError::Connect { .. } => ErrorCode::Connection,
+            ModelError::StreamCut { .. } => ErrorCode::StreamCut,
+            ModelError::Stream { .. } => ErrorCode::ProviderError,
+            ModelError::Protocol { .. } => ErrorCode::Protocol,
+            ModelError::Config(_) => ErrorCode::Config,
+            ModelError::Cancelled => return None,
+        })
     }
 
     /// Whether another attempt of the same turn may succeed.

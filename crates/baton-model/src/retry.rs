@@ -13,6 +13,7 @@
 
 use std::time::Duration;
 
+use baton_protocol::ErrorCode;
 use futures::StreamExt;
 use rand::Rng;
 use tokio_util::sync::CancellationToken;
@@ -87,6 +88,8 @@ pub enum TurnProgress<'a> {
     Retrying {
         attempt: u32,
         delay: Duration,
+        /// The code of `error` (a retried error always has one: cancellation is never retried).
+        code: ErrorCode,
         error: &'a ModelError,
     },
 }
@@ -108,8 +111,11 @@ pub async fn run_turn(
         }
         let error = match attempt_turn(provider, request, cancel, on_progress).await {
             Ok(turn) => return Ok(turn),
-            Err(ModelError::Cancelled) => return Err(ModelError::Cancelled),
             Err(e) => e,
+        };
+        // Only a cancellation has no code, and it ends the turn at once.
+        let Some(code) = error.code() else {
+            return Err(error);
         };
         if !error.is_retryable() || attempt >= max_attempts {
             return Err(error);
@@ -120,6 +126,7 @@ pub async fn run_turn(
         on_progress(TurnProgress::Retrying {
             attempt,
             delay,
+            code,
             error: &error,
         });
         tokio::select! {
@@ -291,7 +298,7 @@ mod tests {
     #[derive(Debug, PartialEq)]
     enum Seen {
         Event(StreamEvent),
-        Retrying { attempt: u32, code: &'static str },
+        Retrying { attempt: u32, code: ErrorCode },
     }
 
     async fn drive(
@@ -312,13 +319,12 @@ mod tests {
                 TurnProgress::Retrying {
                     attempt,
                     delay,
+                    code,
                     error,
                 } => {
                     delays.push(delay);
-                    seen.push(Seen::Retrying {
-                        attempt,
-                        code: error.code(),
-                    });
+                    assert_eq!(error.code(), Some(code));
+                    seen.push(Seen::Retrying { attempt, code });
                 }
             }
         };
@@ -357,11 +363,11 @@ mod tests {
             [
                 Seen::Retrying {
                     attempt: 2,
-                    code: "rate_limited"
+                    code: ErrorCode::RateLimited
                 },
                 Seen::Retrying {
                     attempt: 3,
-                    code: "server_error"
+                    code: ErrorCode::ServerError
                 },
             ]
         );
@@ -412,14 +418,14 @@ mod tests {
                 }),
                 Seen::Retrying {
                     attempt: 2,
-                    code: "stream_cut"
+                    code: ErrorCode::StreamCut
                 },
                 Seen::Event(StreamEvent::TextDelta {
                     text: "again".into()
                 }),
                 Seen::Retrying {
                     attempt: 3,
-                    code: "stream_cut"
+                    code: ErrorCode::StreamCut
                 },
             ]
         );

@@ -105,6 +105,7 @@ async fn turn(
             attempt,
             delay,
             error,
+            ..
         } => seen.retries.push((attempt, delay, error.clone())),
     };
     let cancel = CancellationToken::new();

@@ -3,6 +3,9 @@
 //! The schema is documented in `docs/protocol.md`; [`PROTOCOL_VERSION`] changes whenever a field is
 //! removed or its meaning changes (adding optional fields does not bump it).
 
+use std::fmt;
+use std::str::FromStr;
+
 use serde::{Deserialize, Serialize};
 
 use crate::message::Usage;
@@ -58,9 +61,10 @@ pub enum AgentEvent {
     #[serde(rename = "session.completed")]
     SessionCompleted {
         outcome: Outcome,
-        /// Why the session ended early: `turn_limit`, `cancelled`, `model_error`; absent when it simply finished.
+        /// Why the session ended without a plain answer (see [`EndReason`]); absent when the model
+        /// simply finished.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
+        reason: Option<EndReason>,
         final_message: String,
         turns: u32,
         usage: Usage,
@@ -72,28 +76,133 @@ pub enum AgentEvent {
 /// A stable error code and a human message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorInfo {
-    pub code: String,
+    pub code: ErrorCode,
     pub message: String,
 }
 
-/// How a session ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// The model stopped calling tools and answered.
-    Completed,
-    /// Stopped early (turn limit, cancellation); the final message says what was done.
-    Partial,
-    /// The model could not be used (error after retries).
-    Failed,
+/// A value of a closed set that is not one of its members.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {set} `{value}`: expected one of {expected}")]
+pub struct UnknownValue {
+    /// What the set is (`end reason`, `error code`, `outcome`).
+    pub set: &'static str,
+    pub value: String,
+    /// The members, comma-separated.
+    pub expected: String,
 }
 
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
+/// A closed set of wire strings: one enum whose serde form, [`as_str`](Self::as_str),
+/// [`FromStr`] and `ALL` are generated from one list, so they cannot disagree.
+macro_rules! wire_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident ($set:literal) {
+            $( $(#[$vmeta:meta])* $variant:ident = $wire:literal, )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $( $(#[$vmeta])* #[serde(rename = $wire)] $variant, )+
+        }
+
+        impl $name {
+            /// Every member, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The wire string.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $wire, )+
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = UnknownValue;
+
+            fn from_str(s: &str) -> Result<Self, UnknownValue> {
+                $( if s == $wire { return Ok($name::$variant); } )+
+                Err(UnknownValue {
+                    set: $set,
+                    value: s.to_string(),
+                    expected: [$($wire),+].join(", "),
+                })
+            }
+        }
+    };
+}
+
+wire_enum! {
+    /// The code of an [`ErrorInfo`] in `turn.failed` and `turn.retrying`.
+    pub enum ErrorCode ("error code") {
+        /// HTTP 429.
+        RateLimited = "rate_limited",
+        /// HTTP 401: the API key is missing or wrong.
+        Unauthorized = "unauthorized",
+        /// HTTP 403.
+        Forbidden = "forbidden",
+        /// HTTP 404: usually a wrong model name or base URL.
+        NotFound = "not_found",
+        /// HTTP 400.
+        BadRequest = "bad_request",
+        /// HTTP 5xx.
+        ServerError = "server_error",
+        /// Any other HTTP error status.
+        HttpError = "http_error",
+        /// The provider could not be reached.
+        Connection = "connection",
+        /// The stream ended or broke before the turn was complete.
+        StreamCut = "stream_cut",
+        /// The provider sent an error event inside the stream.
+        ProviderError = "provider_error",
+        /// The stream could not be parsed.
+        Protocol = "protocol",
+        /// The provider is misconfigured (missing key, missing cassette).
+        Config = "config",
+    }
+}
+
+wire_enum! {
+    /// How a session ended.
+    pub enum Outcome ("outcome") {
+        /// The model stopped calling tools and answered.
+        Completed = "completed",
+        /// Stopped early (a limit, cancellation); the final message says what was done.
+        Partial = "partial",
+        /// The model could not be used, or refused.
+        Failed = "failed",
+    }
+}
+
+wire_enum! {
+    /// Why a session ended without a plain answer: the `reason` of `session.completed`.
+    pub enum EndReason ("end reason") {
+        /// The turn limit was reached; the final message is the handoff report.
+        TurnLimit = "turn_limit",
+        /// The answer was cut by the output token limit.
+        MaxTokens = "max_tokens",
+        /// Cancelled by a signal or by the caller.
+        Cancelled = "cancelled",
+        /// The model could not be used (an error after retries).
+        ModelError = "model_error",
+        /// The provider refused the content.
+        Refused = "refused",
+    }
+}
+
+impl EndReason {
+    /// The outcome a session that ends for this reason has.
+    pub fn outcome(self) -> Outcome {
         match self {
-            Outcome::Completed => "completed",
-            Outcome::Partial => "partial",
-            Outcome::Failed => "failed",
+            EndReason::TurnLimit | EndReason::MaxTokens | EndReason::Cancelled => Outcome::Partial,
+            EndReason::ModelError | EndReason::Refused => Outcome::Failed,
         }
     }
 }
@@ -143,8 +252,93 @@ pub enum ItemKind {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
     use super::*;
     use pretty_assertions::assert_eq;
+
+    /// The serde form, `as_str` and `FromStr` of every member agree, and nothing else parses.
+    fn round_trips<T>(all: &[T])
+    where
+        T: Copy
+            + PartialEq
+            + fmt::Debug
+            + Serialize
+            + for<'de> Deserialize<'de>
+            + FromStr
+            + fmt::Display,
+        <T as FromStr>::Err: fmt::Debug,
+    {
+        for &v in all {
+            let wire = serde_json::to_value(v).unwrap();
+            assert_eq!(wire, serde_json::Value::String(v.to_string()));
+            assert_eq!(serde_json::from_value::<T>(wire).unwrap(), v);
+            assert_eq!(v.to_string().parse::<T>().unwrap(), v);
+        }
+        assert!("token_limit".parse::<T>().is_err());
+        assert!(serde_json::from_str::<T>("\"token_limit\"").is_err());
+    }
+
+    #[test]
+    fn closed_sets_have_one_wire_form() {
+        round_trips(ErrorCode::ALL);
+        round_trips(Outcome::ALL);
+        round_trips(EndReason::ALL);
+        assert_eq!(ErrorCode::ALL.len(), 12);
+        let e = "stream_broken".parse::<ErrorCode>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unknown error code `stream_broken`: expected one of rate_limited, unauthorized, \
+             forbidden, not_found, bad_request, server_error, http_error, connection, stream_cut, \
+             provider_error, protocol, config"
+        );
+    }
+
+    /// docs/protocol.md lists exactly the codes and reasons the code has.
+    #[test]
+    fn the_protocol_doc_lists_every_value() {
+        let doc = include_str!("../../../docs/protocol.md");
+        let listed = |marker: &str| -> Vec<String> {
+            let start = doc.find(marker).unwrap() + marker.len();
+            let rest = &doc[start..];
+            let para = &rest[..rest.find("\n\n").unwrap_or(rest.len())];
+            para.split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_string)
+                .collect()
+        };
+        let codes: Vec<String> = ErrorCode::ALL.iter().map(|c| c.to_string()).collect();
+        assert_eq!(listed("Codes:"), codes);
+        // The table of endings: one row per (outcome, reason) pair, `—` for no reason.
+        let rows: Vec<(String, String)> = doc
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `"))
+            .filter_map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                let outcome = cells.first()?.strip_suffix('`')?;
+                let reason = cells.get(1)?.trim_matches('`');
+                Outcome::ALL
+                    .iter()
+                    .any(|o| o.as_str() == outcome)
+                    .then(|| (outcome.to_string(), reason.to_string()))
+            })
+            .collect();
+        let mut expected = vec![("completed".to_string(), "—".to_string())];
+        expected.extend(
+            EndReason::ALL
+                .iter()
+                .map(|r| (r.outcome().to_string(), r.to_string())),
+        );
+        assert_eq!(rows, expected);
+    }
+
+    #[test]
+    fn every_end_reason_names_a_non_completed_outcome() {
+        for r in EndReason::ALL {
+            assert_ne!(r.outcome(), Outcome::Completed, "{r}");
+        }
+    }
 
     #[test]
     fn events_serialize_with_dotted_type_tags() {

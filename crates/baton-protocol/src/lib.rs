@@ -12,6 +12,9 @@ pub mod message;
 pub mod role;
 pub mod route;
 
-pub use event::{AgentEvent, ErrorInfo, Item, ItemKind, ItemStatus, Outcome, PROTOCOL_VERSION};
+pub use event::{
+    AgentEvent, EndReason, ErrorCode, ErrorInfo, Item, ItemKind, ItemStatus, Outcome, UnknownValue,
+    PROTOCOL_VERSION,
+};
 pub use message::{AssistantPart, Message, StopReason, ToolSpec, Usage};
 pub use route::{ModelClass, Route, RouteParseError, ThinkingLevel};

@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use baton_protocol::{Route, ThinkingLevel, Usage};
+use baton_protocol::{EndReason, ErrorCode, ItemStatus, Outcome, Route, ThinkingLevel, Usage};
 use serde::Deserialize;
 
 use super::{
@@ -87,6 +87,8 @@ pub(super) fn launch(
 }
 
 /// One line of the stream, with only the fields the parser reads; the rest is skipped unparsed.
+/// The closed sets (outcome, end reason, item status, error code) are parsed strictly: a value
+/// baton does not emit makes the line malformed.
 #[derive(Deserialize)]
 struct Line<'a> {
     #[serde(rename = "type", borrow)]
@@ -97,10 +99,10 @@ struct Line<'a> {
     item: Option<Item<'a>>,
     #[serde(default)]
     usage: Option<WireUsage>,
-    #[serde(default, borrow)]
-    outcome: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    reason: Option<Cow<'a, str>>,
+    #[serde(default)]
+    outcome: Option<Outcome>,
+    #[serde(default)]
+    reason: Option<EndReason>,
     #[serde(default, borrow)]
     final_message: Option<Cow<'a, str>>,
     #[serde(default)]
@@ -113,8 +115,8 @@ struct Line<'a> {
 struct Item<'a> {
     #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
-    #[serde(default, borrow)]
-    status: Option<Cow<'a, str>>,
+    #[serde(default)]
+    status: Option<ItemStatus>,
     #[serde(default, borrow)]
     text: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -127,8 +129,8 @@ struct Item<'a> {
 
 #[derive(Deserialize)]
 struct ErrorBody<'a> {
-    #[serde(default, borrow)]
-    code: Option<Cow<'a, str>>,
+    #[serde(default)]
+    code: Option<ErrorCode>,
     #[serde(default, borrow)]
     message: Option<Cow<'a, str>>,
 }
@@ -196,8 +198,12 @@ impl StreamParser for BatonParser {
                             self.tools_started += 1;
                             tool_start(call_id, tool, item.path.as_deref())
                         } else {
-                            let failed =
-                                matches!(item.status.as_deref(), Some("failed") | Some("declined"));
+                            let failed = match item.status {
+                                Some(ItemStatus::Failed | ItemStatus::Declined) => true,
+                                Some(ItemStatus::Completed | ItemStatus::InProgress) | None => {
+                                    false
+                                }
+                            };
                             tool_end(call_id, tool, failed)
                         };
                         out.extend(activity);
@@ -228,29 +234,21 @@ impl StreamParser for BatonParser {
                 if let Some(e) = ev.error {
                     self.last_error = Some(format!(
                         "{}: {}",
-                        e.code.as_deref().unwrap_or("error"),
+                        e.code.map_or("error", ErrorCode::as_str),
                         e.message.as_deref().unwrap_or("")
                     ));
                 }
             }
             "session.completed" => {
-                let outcome = ev.outcome.as_deref().unwrap_or("");
-                let reason = ev.reason.as_deref();
-                let verdict = match (outcome, reason) {
-                    (_, Some("turn_limit")) => Verdict::TurnLimit,
-                    (_, Some("max_tokens" | "token_limit")) => Verdict::TokenLimit,
-                    ("completed", _) => Verdict::Completed,
-                    _ => Verdict::Failed,
-                };
                 let end = ParsedEnd {
                     final_text: ev.final_message.map(Cow::into_owned).unwrap_or_default(),
                     final_omitted: 0,
                     usage: ev.usage.map(Usage::from).unwrap_or(self.usage),
                     turns: ev.turns.unwrap_or(self.turn),
                     tools_started: self.tools_started,
-                    stop_reason: Some(reason.unwrap_or(outcome).to_string()),
+                    stop_reason: stop_reason(ev.outcome, ev.reason),
                     error_message: self.last_error.clone(),
-                    verdict,
+                    verdict: verdict(ev.outcome, ev.reason),
                 };
                 self.end = Some(end);
             }
@@ -276,21 +274,26 @@ impl StreamParser for BatonParser {
                 }
             }
             Some("session.completed") => {
-                // The final message is too long to parse: keep what the prefix holds of it.
-                let outcome = found_at(&found, &["outcome"]).map(|f| f.value.clone());
-                let reason = found_at(&found, &["reason"]).map(|f| f.value.clone());
+                // The final message is too long to parse: keep what the prefix holds of it. An
+                // outcome or reason baton does not emit leaves the session without a final
+                // event, as a malformed line does.
+                let parsed = (
+                    found_at(&found, &["outcome"])
+                        .map(|f| f.value.parse::<Outcome>())
+                        .transpose(),
+                    found_at(&found, &["reason"])
+                        .map(|f| f.value.parse::<EndReason>())
+                        .transpose(),
+                );
+                let (Ok(outcome), Ok(reason)) = parsed else {
+                    return;
+                };
                 let text = found
                     .iter()
                     .find(|f| f.at(&["final_message"]))
                     .map(|f| f.value.clone())
                     .unwrap_or_default();
-                let verdict = match (outcome.as_deref(), reason.as_deref()) {
-                    (_, Some("turn_limit")) => Verdict::TurnLimit,
-                    (Some("completed"), _) => Verdict::Completed,
-                    _ => Verdict::Failed,
-                };
                 let omitted = len.saturating_sub(text.len());
-                let stop = reason.or(outcome);
                 let (usage, turns, tools_started, error) = (
                     self.usage,
                     self.turn,
@@ -304,9 +307,9 @@ impl StreamParser for BatonParser {
                     usage,
                     turns,
                     tools_started,
-                    stop_reason: stop,
+                    stop_reason: stop_reason(outcome, reason),
                     error_message: error,
-                    verdict,
+                    verdict: verdict(outcome, reason),
                 };
             }
             _ => {}
@@ -326,6 +329,28 @@ impl StreamParser for BatonParser {
             },
         }
     }
+}
+
+/// The verdict of a `session.completed` event: a limit when its reason names one, else by outcome.
+fn verdict(outcome: Option<Outcome>, reason: Option<EndReason>) -> Verdict {
+    match reason {
+        Some(EndReason::TurnLimit) => Verdict::TurnLimit,
+        Some(EndReason::MaxTokens) => Verdict::TokenLimit,
+        Some(EndReason::Cancelled | EndReason::ModelError | EndReason::Refused) | None => {
+            match outcome {
+                Some(Outcome::Completed) => Verdict::Completed,
+                Some(Outcome::Partial | Outcome::Failed) | None => Verdict::Failed,
+            }
+        }
+    }
+}
+
+/// The stop reason reported for a session: its end reason, else its outcome.
+fn stop_reason(outcome: Option<Outcome>, reason: Option<EndReason>) -> Option<String> {
+    reason
+        .map(EndReason::as_str)
+        .or(outcome.map(Outcome::as_str))
+        .map(str::to_string)
 }
 
 #[cfg(test)]
@@ -420,6 +445,24 @@ mod tests {
         assert_eq!(end.verdict, Verdict::Failed);
         assert_eq!(end.stop_reason.as_deref(), Some("model_error"));
         assert_eq!(end.error_message.as_deref(), Some("unauthorized: bad key"));
+        // Values baton never emits make the line malformed: no final event, no guessed verdict.
+        for line in [
+            r#"{"type":"session.completed","outcome":"partial","reason":"token_limit","final_message":"x","turns":1}"#,
+            r#"{"type":"session.completed","outcome":"done","final_message":"x","turns":1}"#,
+            r#"{"type":"turn.failed","turn":1,"error":{"code":"teapot","message":"x"}}"#,
+            r#"{"type":"item.completed","item":{"id":"item_0","status":"ok","type":"tool_call","call_id":"c","tool":"ls"}}"#,
+        ] {
+            let mut p = BatonParser::default();
+            let e = p.line(line.as_bytes(), &mut Vec::new()).unwrap_err();
+            assert!(e.0.contains("unknown variant"), "{line}: {}", e.0);
+            assert_eq!(p.finish().verdict, Verdict::NoFinal, "{line}");
+        }
+        let mut p = BatonParser::default();
+        feed(
+            &mut p,
+            r#"{"type":"session.completed","outcome":"partial","reason":"max_tokens","final_message":"cut","turns":1}"#,
+        );
+        assert_eq!(p.finish().verdict, Verdict::TokenLimit);
         let mut p = BatonParser::default();
         assert!(p.line(b"{\"type\":", &mut Vec::new()).is_err());
         assert!(p.line(b"   ", &mut Vec::new()).is_ok());
@@ -447,5 +490,18 @@ mod tests {
         assert_eq!(end.final_text, "abcdef");
         assert_eq!(end.final_omitted, 2_000_000 - 6);
         assert_eq!(end.tools_started, 1);
+
+        // The same reasons as a parsed line: `max_tokens` is the token limit.
+        let mut p = BatonParser::default();
+        let fin = br#"{"type":"session.completed","outcome":"partial","reason":"max_tokens","final_message":"abc"#;
+        p.oversized(fin, 2_000_000, &mut Vec::new());
+        let end = p.finish();
+        assert_eq!(end.verdict, Verdict::TokenLimit);
+        assert_eq!(end.stop_reason.as_deref(), Some("max_tokens"));
+        // A reason baton does not emit is not guessed at.
+        let mut p = BatonParser::default();
+        let fin = br#"{"type":"session.completed","outcome":"partial","reason":"token_limit","final_message":"abc"#;
+        p.oversized(fin, 2_000_000, &mut Vec::new());
+        assert_eq!(p.finish().verdict, Verdict::NoFinal);
     }
 }
