@@ -7,7 +7,9 @@
 //! `BATON_TEST_CODEX`, else at `target/debug/baton`, `bench/node_modules/.bin/{pi,codex}` (pi 0.73
 //! on the machine's Node; `npm install --prefix bench`) and `bench/pi-current/node_modules/.bin/pi`
 //! (pi 1.x with Node 22 beside it; `npm install --prefix bench/pi-current`).
-//! A test whose program is missing prints a note and passes.
+//! Claude Code comes from `bench/node_modules/.bin/claude` (or `BATON_TEST_CLAUDE`).
+//! A test whose program is missing prints a note and passes — except in CI (`CI` set), where it
+//! fails.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -37,8 +39,14 @@ fn find(var: &str, fallback: &str) -> Option<PathBuf> {
     p.is_file().then_some(p)
 }
 
+/// Outside CI a missing program skips its test with a note; in CI (`CI` set, as `.ci/run` does)
+/// it fails the test, so a broken install step cannot turn the live tests off unnoticed.
 fn skip(name: &str, var: &str, hint: &str) {
-    eprintln!("note: skipped the live {name} test: {name} not found; set {var} or {hint}");
+    let message = format!("the live {name} test cannot run: {name} not found; set {var} or {hint}");
+    if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "0" && v != "false") {
+        panic!("{message} (CI is set, so a missing peer is a failure)");
+    }
+    eprintln!("note: skipped: {message}");
 }
 
 async fn mock() -> MockServer {
@@ -316,4 +324,82 @@ async fn live_codex() {
     assert_eq!(first["reasoning"]["effort"], "medium");
     // The role's instructions went in ahead of the task.
     assert!(first.to_string().contains("You are a careful scout."));
+}
+
+/// Claude Code, pointed at the mock by `ANTHROPIC_BASE_URL`, with its own `HOME` and config dir and
+/// its non-essential traffic off: it reads the notes with its `Read` tool (which wants an absolute
+/// path) and gives the scripted answer, parsed from the real program's `stream-json` output.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_claude() {
+    let Some(claude) = find("BATON_TEST_CLAUDE", "bench/node_modules/.bin/claude") else {
+        return skip(
+            "claude",
+            "BATON_TEST_CLAUDE",
+            "run npm install --prefix bench",
+        );
+    };
+    let work = work_dir();
+    let notes = work.path().canonicalize().unwrap().join("notes.txt");
+    let server = MockServer::builder()
+        .rule(ScriptRule::new(
+            When::any().tool_offered("Read").last_is_tool_result(false),
+            Turn::reasoning("I should read the notes first.")
+                .with_tool_call(
+                    "toolu_read_1",
+                    "Read",
+                    json!({"file_path": notes.display().to_string()}),
+                )
+                .usage(1200, 1000, 40),
+        ))
+        .rule(ScriptRule::new(
+            When::any().last_is_tool_result(true),
+            Turn::text(ANSWER).usage(1300, 1200, 12),
+        ))
+        .start()
+        .await;
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join(".claude");
+    std::fs::create_dir_all(&config).unwrap();
+    let mut s = spec(
+        BackendKind::Claude,
+        claude,
+        work.path(),
+        "anthropic/claude-sonnet-4-5",
+    );
+    s.extra_env = [
+        ("HOME", home.path().display().to_string()),
+        ("CLAUDE_CONFIG_DIR", config.display().to_string()),
+        ("ANTHROPIC_BASE_URL", server.url()),
+        ("ANTHROPIC_API_KEY", "mock".into()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+        ("DISABLE_AUTOUPDATER", "1".into()),
+        ("DISABLE_TELEMETRY", "1".into()),
+    ]
+    .map(|(k, v)| (k.to_string(), v))
+    .to_vec();
+    let (r, seen) = run(s).await;
+    assert_eq!(r.status, ChildStatus::Success, "{r:#?}");
+    assert_eq!(r.output, ANSWER);
+    assert_eq!(r.tools_started, 1);
+    assert_eq!(
+        tool_starts(&seen),
+        vec![("Read".into(), Some(notes.display().to_string()))]
+    );
+    // The tool really ran: the request after the tool call carries the file's text, and it went
+    // to the Messages endpoint the way Claude Code calls it.
+    let requests = server.model_requests();
+    let answered = requests
+        .iter()
+        .find(|r| r.body.to_string().contains("hello from the fixture"))
+        .unwrap_or_else(|| panic!("no request carried the tool result: {requests:#?}"));
+    assert!(
+        answered.path.starts_with("/v1/messages"),
+        "{}",
+        answered.path
+    );
+    assert_eq!(answered.body["model"], "claude-sonnet-4-5");
+    assert!(answered
+        .body
+        .to_string()
+        .contains("You are a careful scout."));
 }
