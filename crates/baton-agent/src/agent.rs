@@ -336,7 +336,7 @@ pub async fn run(
     };
     emit(AgentEvent::SessionCompleted {
         outcome: summary.outcome,
-        reason: summary.reason.clone(),
+        reason: summary.reason,
         final_message: summary.final_message.clone(),
         turns: summary.turns,
         usage: summary.usage,

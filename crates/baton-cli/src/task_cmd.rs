@@ -2,7 +2,7 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -15,6 +15,7 @@ use baton_exec::executor::Executor;
 use baton_exec::types::{Limits, DEFAULT_OUTPUT_CAP};
 use baton_exec::worktree::default_worktree_root;
 use baton_model::routes::ProcessEnv;
+use baton_state::StateDir;
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -113,7 +114,7 @@ pub fn delegate_env(ctx: &ProjectContext) -> Result<DelegateEnv> {
         config,
         role_dirs: role_dirs(&ctx.project_root),
         cwd: ctx.cwd.clone(),
-        state_dir: ctx.project_root.join(".baton").join("state"),
+        state: state_dir(ctx),
         baton_exe: std::env::current_exe().context("cannot find the baton executable")?,
         limits,
         output_cap,
@@ -316,12 +317,13 @@ fn start(args: TaskArgs) -> Result<u8> {
     Ok(report_exit(&report, cancelled))
 }
 
-fn state_dir(ctx: &ProjectContext) -> PathBuf {
-    ctx.project_root.join(".baton").join("state")
+fn state_dir(ctx: &ProjectContext) -> StateDir {
+    StateDir::for_project(&ctx.project_root)
 }
 
 fn start_background(ctx: &ProjectContext, req: &DelegateRequest) -> Result<String> {
-    baton_agent::session::ensure_state_excluded(&ctx.project_root);
+    // Best effort: outside git there is nothing to exclude from.
+    let _ = state_dir(ctx).ensure_excluded();
     let exe = std::env::current_exe().context("cannot find the baton executable")?;
     Ok(background::start(
         &exe,
@@ -335,11 +337,11 @@ fn start_background(ctx: &ProjectContext, req: &DelegateRequest) -> Result<Strin
 /// Runs a recorded background task; any error before the work ends is recorded as
 /// `task.failed`, so `wait` and `status` never wait on a supervisor that gave up.
 fn supervise(cwd: &Path, id: &str) -> Result<u8> {
-    let mut path = None;
-    let result = supervise_inner(cwd, id, &mut path);
-    if let (Err(e), Some(path)) = (&result, &path) {
-        let _ = background::append(
-            path,
+    let mut log = None;
+    let result = supervise_inner(cwd, id, &mut log);
+    if let (Err(e), Some(log)) = (&result, &log) {
+        let _ = append(
+            log,
             &TaskEvent::Failed {
                 message: format!("{e:#}"),
             },
@@ -348,23 +350,30 @@ fn supervise(cwd: &Path, id: &str) -> Result<u8> {
     result
 }
 
-fn supervise_inner(cwd: &Path, id: &str, path_out: &mut Option<PathBuf>) -> Result<u8> {
+/// Appends one event to a log shared by the supervisor's threads.
+fn append(log: &Mutex<background::TaskLog>, event: &TaskEvent) -> Result<()> {
+    let mut log = log
+        .lock()
+        .map_err(|_| anyhow::anyhow!("the task log is poisoned"))?;
+    Ok(log.append(event)?)
+}
+
+fn supervise_inner(
+    cwd: &Path,
+    id: &str,
+    log_out: &mut Option<Arc<Mutex<background::TaskLog>>>,
+) -> Result<u8> {
     let ctx = project_context(Some(cwd.to_path_buf()))?;
-    let dir = background::tasks_dir(&state_dir(&ctx));
-    let state = background::load(&dir, id)?;
-    let path = background::events_path(&dir, id)?;
-    *path_out = Some(path.clone());
-    background::append(
-        &path,
-        &TaskEvent::Started {
-            pid: std::process::id(),
-        },
-    )?;
+    let store = state_dir(&ctx);
+    let log = Arc::new(Mutex::new(background::open_log(&store, id)?));
+    *log_out = Some(log.clone());
+    let state = background::load(&store, id)?;
+    append(&log, &background::started_event())?;
     let env = delegate_env(&ctx)?;
     let executor = executor_for(&env)?;
     let roles = resolve_roles(&env, &state.request).map_err(|e| anyhow::anyhow!("{e}"))?;
     let progress: Progress = {
-        let path = path.clone();
+        let log = log.clone();
         Arc::new(move |index, event: EntryEvent| {
             // Only state changes go to the log; tokens and thinking would bloat it.
             let keep = match &event {
@@ -377,7 +386,7 @@ fn supervise_inner(cwd: &Path, id: &str, path_out: &mut Option<PathBuf>) -> Resu
                 | EntryEvent::Finished { .. } => true,
             };
             if keep {
-                let _ = background::append(&path, &TaskEvent::Entry { index, event });
+                let _ = append(&log, &TaskEvent::Entry { index, event });
             }
         })
     };
@@ -396,8 +405,8 @@ fn supervise_inner(cwd: &Path, id: &str, path_out: &mut Option<PathBuf>) -> Resu
         )
         .await
     });
-    background::append(
-        &path,
+    append(
+        &log,
         &TaskEvent::Completed {
             report: report.clone(),
         },
@@ -412,7 +421,7 @@ fn print_state(state: &background::TaskState, json_mode: bool) {
             "{}",
             json!({
                 "id": state.id, "phase": phase.as_str(), "created": state.created, "cwd": state.cwd,
-                "mode": state.request.mode, "pid": state.pid, "failure": state.failure,
+                "mode": state.request.mode, "pid": state.supervisor_process().map(|p| p.pid), "failure": state.failure,
                 "entries": state.entries.iter().map(|(n, r, s)| json!({"name": n, "role": r, "status": s})).collect::<Vec<_>>(),
                 "report": state.report,
             })
@@ -443,16 +452,16 @@ fn print_state(state: &background::TaskState, json_mode: bool) {
 
 fn status(cwd: Option<PathBuf>, id: Option<String>, json_mode: bool) -> Result<u8> {
     let ctx = project_context(cwd)?;
-    let dir = background::tasks_dir(&state_dir(&ctx));
+    let store = state_dir(&ctx);
     let ids = match id {
         Some(id) => vec![id],
-        None => background::list(&dir),
+        None => background::list(&store),
     };
     if ids.is_empty() && !json_mode {
-        outln!("no background tasks in {}", dir.display());
+        outln!("no background tasks in {}", store.tasks().display());
     }
     for id in ids {
-        let state = background::load(&dir, &id)?;
+        let state = background::load(&store, &id)?;
         print_state(&state, json_mode);
     }
     Ok(exit::OK)
@@ -460,9 +469,9 @@ fn status(cwd: Option<PathBuf>, id: Option<String>, json_mode: bool) -> Result<u
 
 fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
     let ctx = project_context(cwd)?;
-    let dir = background::tasks_dir(&state_dir(&ctx));
+    let store = state_dir(&ctx);
     loop {
-        let state = background::load(&dir, id)?;
+        let state = background::load(&store, id)?;
         match state.phase() {
             Phase::Failed if state.report.is_none() => {
                 let why = state.failure.clone().unwrap_or_default();
@@ -489,7 +498,7 @@ fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
                 return Ok(report_exit(&report, false));
             }
             Phase::Interrupted => {
-                bail!("background task {id} was interrupted: its supervisor exited without finishing (see {}/{id}.log)", dir.display())
+                bail!("background task {id} was interrupted: its supervisor exited without finishing (see {})", store.task_log(id)?.display())
             }
             Phase::Starting | Phase::Running => std::thread::sleep(Duration::from_millis(50)),
         }
@@ -498,16 +507,18 @@ fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
 
 fn cancel(cwd: Option<PathBuf>, id: &str) -> Result<u8> {
     let ctx = project_context(cwd)?;
-    let dir = background::tasks_dir(&state_dir(&ctx));
-    let state = background::load(&dir, id)?;
-    let supervisor = state.pid.or(state.spawned_pid);
-    match (state.phase(), supervisor) {
-        (Phase::Running | Phase::Starting, Some(pid)) => {
-            nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGTERM,
-            )
-            .with_context(|| format!("cannot signal the supervisor (pid {pid})"))?;
+    let state = background::load(&state_dir(&ctx), id)?;
+    match (state.phase(), state.supervisor_process()) {
+        (Phase::Running | Phase::Starting, Some(process)) => {
+            // The recorded start time makes sure the signal goes to the supervisor, never to a
+            // process that got its pid after it exited.
+            if !process.signal(baton_process::Signal::SIGTERM) {
+                outln!(
+                    "{id}'s supervisor (pid {}) is gone; nothing to cancel",
+                    process.pid
+                );
+                return Ok(exit::OK);
+            }
             outln!("cancelling {id}; `baton task wait {id}` shows the final report");
             Ok(exit::OK)
         }

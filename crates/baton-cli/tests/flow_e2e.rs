@@ -515,7 +515,7 @@ fn resume_stops_the_implementer_a_killed_driver_left_running() {
     driver.kill().unwrap();
     driver.wait().unwrap();
     assert!(
-        baton_exec::background::process_alive(old),
+        baton_process::alive(old),
         "the implementer outlives its killed driver"
     );
     assert_eq!(phase(&fx), "interrupted");
@@ -528,7 +528,7 @@ fn resume_stops_the_implementer_a_killed_driver_left_running() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        !baton_exec::background::process_alive(old),
+        !baton_process::alive(old),
         "resume killed the old implementer"
     );
     assert_eq!(report(&out)["flow"]["phase"], "completed");

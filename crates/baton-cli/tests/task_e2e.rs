@@ -637,3 +637,67 @@ fn the_output_budget_is_shared_in_input_order_and_chains_get_whole_answers() {
         .unwrap()
         .starts_with("[Output truncated"));
 }
+
+/// `baton task cancel` signals the supervisor only if the recorded process is still the one that
+/// runs: a pid that now belongs to another process (its start time differs) is left alone.
+#[test]
+fn cancel_never_signals_a_process_that_reused_the_supervisors_pid() {
+    let p = Project::new("");
+    let mut other = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
+    let pid = other.id();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let start_time: u64 = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let tasks = p.work.join(".baton/state/tasks");
+    std::fs::create_dir_all(&tasks).unwrap();
+    let created = json!({"type": "task.created", "id": "tgone", "created": "now",
+        "cwd": p.work.display().to_string(),
+        "request": {"mode": "single", "entries": [{"role": "r", "name": "n", "task": "t"}]}});
+    // The supervisor that had `pid` started one tick earlier than the process that has it now.
+    let started = json!({"type": "task.started", "pid": pid, "start_time": start_time - 1});
+    std::fs::write(
+        tasks.join("tgone.events.jsonl"),
+        format!("{created}\n{started}\n"),
+    )
+    .unwrap();
+
+    let status: Value =
+        serde_json::from_str(stdout(&p.run(&["task", "status", "tgone", "--json"])).trim())
+            .unwrap();
+    assert_eq!(status["phase"], "interrupted", "{status}");
+    let c = p.run(&["task", "cancel", "tgone"]);
+    assert_eq!(
+        c.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&c.stderr)
+    );
+    assert!(stdout(&c).contains("nothing to cancel"), "{}", stdout(&c));
+    assert!(
+        other.try_wait().unwrap().is_none(),
+        "the unrelated process was signalled"
+    );
+
+    // The same log naming the process as it really is: cancel signals it.
+    let started = json!({"type": "task.started", "pid": pid, "start_time": start_time});
+    std::fs::write(
+        tasks.join("tgone.events.jsonl"),
+        format!("{created}\n{started}\n"),
+    )
+    .unwrap();
+    let c = p.run(&["task", "cancel", "tgone"]);
+    assert!(stdout(&c).contains("cancelling tgone"), "{}", stdout(&c));
+    let end = other.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(end.signal(), Some(15));
+}

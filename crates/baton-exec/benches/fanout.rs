@@ -478,7 +478,11 @@ async fn one_run(
     let prepare = move || async move {
         let started = Instant::now();
         let mut spec = template;
-        spec.role_file = Some(write_frozen_role(&state, &run_id, i, &spec.role)?);
+        spec.role_file = Some(write_frozen_role(
+            &state.join("roles").join(&*run_id),
+            i,
+            &spec.role,
+        )?);
         let launch = launch_for(&spec);
         *marks_ref.lock().unwrap() = (Some(started), started.elapsed());
         launch
@@ -583,8 +587,9 @@ fn run_batch(
             // Role files and launches are made before the clock starts: only the children run.
             let mut jobs = Vec::with_capacity(n);
             for i in 0..n {
-                let file = write_frozen_role(&ctx.env.state, &run_id, i, &ctx.role)
-                    .map_err(|e| e.to_string())?;
+                let file =
+                    write_frozen_role(&ctx.env.state.join("roles").join(&run_id), i, &ctx.role)
+                        .map_err(|e| e.to_string())?;
                 let launch = launch_for(&spec(ctx, i, &run_id, file)).map_err(|e| e.to_string())?;
                 jobs.push(launch_job(launch));
             }

@@ -2,18 +2,24 @@
 //! `.baton/state/tasks/<id>.events.jsonl`, so `baton task status|wait|cancel ID` work from any
 //! later process, and the work survives the process that started it.
 //!
-//! Every line is one event, appended and fsynced before anything acts on it:
-//! `task.created` (the request), `task.started` (supervisor pid), `entry` (progress of one entry),
-//! `task.completed` (the report). A supervisor that died without `task.completed` shows as
-//! `interrupted`.
+//! Every line is one event of a [`baton_state::JsonlLog`], appended and fsynced before anything
+//! acts on it: `task.created` (the request), `task.spawned` (the supervisor as its starter saw
+//! it), `task.started` (the supervisor, from itself), `entry` (progress of one entry),
+//! `task.failed` (nothing more will run) and `task.completed` (the report). A supervisor that
+//! died without `task.completed` shows as `interrupted`. Processes are recorded with their start
+//! time, so a pid the system has since given to another process is never taken for the
+//! supervisor (nor signalled by `baton task cancel`).
 
-use std::fs::OpenOptions;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use baton_process::Identity;
+use baton_state::{Durability, IdError, JsonlLog, LogError, StateDir};
 use serde::{Deserialize, Serialize};
 
 use crate::delegate::{DelegateReport, DelegateRequest, EntryEvent, EntryStatus};
+
+/// The log of one background task.
+pub type TaskLog = JsonlLog<TaskEvent>;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
@@ -27,11 +33,20 @@ pub enum TaskEvent {
     },
     /// Written by the starting process once the supervisor was spawned.
     #[serde(rename = "task.spawned")]
-    Spawned { pid: u32 },
+    Spawned {
+        pid: u32,
+        /// The process's start time (`/proc/<pid>/stat`); absent in logs of older versions.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start_time: Option<u64>,
+    },
     #[serde(rename = "task.started")]
-    Started { pid: u32 },
-    /// The supervisor could not run the work (bad config, missing role); nothing was launched
-    /// after this.
+    Started {
+        pid: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start_time: Option<u64>,
+    },
+    /// The task could not run (its log or supervisor could not be set up, bad config, missing
+    /// role); nothing was launched after this.
     #[serde(rename = "task.failed")]
     Failed { message: String },
     #[serde(rename = "entry")]
@@ -44,51 +59,96 @@ pub enum TaskEvent {
 pub enum TaskStoreError {
     #[error("background task `{id}` not found in {dir}: `baton task status` lists the known ids")]
     NotFound { id: String, dir: String },
-    #[error("task id `{0}` is not valid: ids use letters, digits and `-` only")]
-    BadId(String),
-    #[error("{path}: {message}")]
-    Io { path: String, message: String },
-    #[error("{path}: line {line} is not a task event: {message}")]
-    Corrupt {
-        path: String,
-        line: usize,
-        message: String,
+    #[error("task id is not valid: {0}")]
+    BadId(#[from] IdError),
+    #[error(transparent)]
+    Log(LogError),
+    #[error("cannot start the background supervisor {program}: {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
     },
+    #[error("{path}: no task.created event")]
+    NoCreated { path: String },
 }
 
-/// The tasks folder of a project's state folder.
-pub fn tasks_dir(state_dir: &Path) -> PathBuf {
-    state_dir.join("tasks")
-}
-
-pub fn events_path(dir: &Path, id: &str) -> Result<PathBuf, TaskStoreError> {
-    if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-        return Err(TaskStoreError::BadId(id.to_string()));
+impl From<LogError> for TaskStoreError {
+    fn from(e: LogError) -> Self {
+        TaskStoreError::Log(e)
     }
-    Ok(dir.join(format!("{id}.events.jsonl")))
 }
 
-/// Appends one event and fsyncs it.
-pub fn append(path: &Path, event: &TaskEvent) -> Result<(), TaskStoreError> {
-    let io = |e: std::io::Error| TaskStoreError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    };
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(io)?;
+/// A recorded process, with its start time when the log has one.
+fn recorded(pid: u32, start_time: Option<u64>) -> RecordedProcess {
+    RecordedProcess { pid, start_time }
+}
+
+/// A process as a task log recorded it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordedProcess {
+    pub pid: u32,
+    pub start_time: Option<u64>,
+}
+
+impl RecordedProcess {
+    /// Whether the recorded process still runs: with a start time, only that very process
+    /// counts; without one (an older log), any live process with the pid.
+    pub fn is_alive(&self) -> bool {
+        match self.start_time {
+            Some(start_time) => Identity {
+                pid: self.pid,
+                start_time,
+            }
+            .is_alive(),
+            None => baton_process::alive(self.pid),
+        }
     }
-    let mut line = serde_json::to_string(event).map_err(|e| TaskStoreError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
-    line.push('\n');
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(io)?;
-    f.write_all(line.as_bytes()).map_err(io)?;
-    f.sync_data().map_err(io)
+
+    /// Sends `signal` if the recorded process still runs; `false` (nothing sent) when it is gone
+    /// or its pid now belongs to another process.
+    pub fn signal(&self, signal: baton_process::Signal) -> bool {
+        let identity = match self.start_time {
+            Some(start_time) => Identity {
+                pid: self.pid,
+                start_time,
+            },
+            // An older log: the best that can be done is the process that has the pid now.
+            None => match Identity::of(self.pid) {
+                Ok(identity) => identity,
+                Err(_) => return false,
+            },
+        };
+        identity.signal(signal)
+    }
+}
+
+/// The identity of a process, for the log; its start time is left out where it cannot be read.
+fn identify(pid: u32) -> (u32, Option<u64>) {
+    (pid, Identity::of(pid).ok().map(|i| i.start_time))
+}
+
+/// The `task.started` event of the calling process.
+pub fn started_event() -> TaskEvent {
+    let (pid, start_time) = identify(std::process::id());
+    TaskEvent::Started { pid, start_time }
+}
+
+/// Opens a task's log for appending (a torn last line is cut first).
+pub fn open_log(state: &StateDir, id: &str) -> Result<TaskLog, TaskStoreError> {
+    let path = state.task_events(id)?;
+    match TaskLog::open(&path, Durability::Fsync) {
+        Ok((log, _)) => Ok(log),
+        Err(LogError::NotFound { .. }) => Err(not_found(state, id)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn not_found(state: &StateDir, id: &str) -> TaskStoreError {
+    TaskStoreError::NotFound {
+        id: id.to_string(),
+        dir: state.tasks().display().to_string(),
+    }
 }
 
 /// What a task's event log says now.
@@ -98,9 +158,10 @@ pub struct TaskState {
     pub created: String,
     pub cwd: String,
     pub request: DelegateRequest,
-    pub pid: Option<u32>,
-    /// The supervisor's pid as seen by the process that started it.
-    pub spawned_pid: Option<u32>,
+    /// The supervisor, from its own `task.started`.
+    pub supervisor: Option<RecordedProcess>,
+    /// The supervisor as the process that started it saw it.
+    pub spawned: Option<RecordedProcess>,
     /// Why the supervisor gave up, when it did.
     pub failure: Option<String>,
     /// Last known status per entry (`None` while queued or running).
@@ -138,64 +199,34 @@ impl TaskState {
         if self.failure.is_some() {
             return Phase::Failed;
         }
-        match (&self.report, self.pid) {
+        match (&self.report, self.supervisor) {
             (Some(r), _) if r.ok() => Phase::Done,
             (Some(_), _) => Phase::Failed,
-            (None, Some(pid)) if process_alive(pid) => Phase::Running,
+            (None, Some(p)) if p.is_alive() => Phase::Running,
             (None, Some(_)) => Phase::Interrupted,
-            (None, None) => match self.spawned_pid {
-                Some(pid) if !process_alive(pid) => Phase::Interrupted,
+            (None, None) => match self.spawned {
+                Some(p) if !p.is_alive() => Phase::Interrupted,
                 Some(_) | None => Phase::Starting,
             },
         }
     }
-}
 
-/// True when `pid` is a live (not zombie) process.
-pub fn process_alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
+    /// The supervisor process to signal, as recorded.
+    pub fn supervisor_process(&self) -> Option<RecordedProcess> {
+        self.supervisor.or(self.spawned)
     }
 }
 
 /// Reads a task's log. A torn last line (a crash mid-write) is ignored.
-pub fn load(dir: &Path, id: &str) -> Result<TaskState, TaskStoreError> {
-    let path = events_path(dir, id)?;
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(TaskStoreError::NotFound {
-                id: id.to_string(),
-                dir: dir.display().to_string(),
-            })
-        }
-        Err(e) => {
-            return Err(TaskStoreError::Io {
-                path: path.display().to_string(),
-                message: e.to_string(),
-            })
-        }
-    };
-    let complete = match text.rfind('\n') {
-        Some(i) => &text[..i],
-        None => "",
+pub fn load(state: &StateDir, id: &str) -> Result<TaskState, TaskStoreError> {
+    let path = state.task_events(id)?;
+    let events = match TaskLog::read(&path) {
+        Ok(events) => events,
+        Err(LogError::NotFound { .. }) => return Err(not_found(state, id)),
+        Err(e) => return Err(e.into()),
     };
     let mut state: Option<TaskState> = None;
-    for (n, line) in complete.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let ev: TaskEvent = serde_json::from_str(line).map_err(|e| TaskStoreError::Corrupt {
-            path: path.display().to_string(),
-            line: n + 1,
-            message: e.to_string(),
-        })?;
+    for ev in events {
         match ev {
             TaskEvent::Created {
                 id,
@@ -213,21 +244,21 @@ pub fn load(dir: &Path, id: &str) -> Result<TaskState, TaskStoreError> {
                     created,
                     cwd,
                     request,
-                    pid: None,
-                    spawned_pid: None,
+                    supervisor: None,
+                    spawned: None,
                     failure: None,
                     entries,
                     report: None,
                 });
             }
-            TaskEvent::Spawned { pid } => {
+            TaskEvent::Spawned { pid, start_time } => {
                 if let Some(s) = state.as_mut() {
-                    s.spawned_pid = Some(pid);
+                    s.spawned = Some(recorded(pid, start_time));
                 }
             }
-            TaskEvent::Started { pid } => {
+            TaskEvent::Started { pid, start_time } => {
                 if let Some(s) = state.as_mut() {
-                    s.pid = Some(pid);
+                    s.supervisor = Some(recorded(pid, start_time));
                 }
             }
             TaskEvent::Failed { message } => {
@@ -249,63 +280,79 @@ pub fn load(dir: &Path, id: &str) -> Result<TaskState, TaskStoreError> {
             }
         }
     }
-    state.ok_or_else(|| TaskStoreError::Corrupt {
+    state.ok_or_else(|| TaskStoreError::NoCreated {
         path: path.display().to_string(),
-        line: 1,
-        message: "no task.created event".into(),
     })
 }
 
-/// Ids of every task in the folder, oldest first.
-pub fn list(dir: &Path) -> Vec<String> {
-    let mut out: Vec<(std::time::SystemTime, String)> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().to_string();
-            let id = name.strip_suffix(".events.jsonl")?.to_string();
-            let t = e.metadata().and_then(|m| m.modified()).ok()?;
-            Some((t, id))
-        })
-        .collect();
-    out.sort();
-    out.into_iter().map(|(_, id)| id).collect()
+/// Ids of every task, oldest first: ids from [`new_task_id`] sort by creation time. (Ids of
+/// versions before 0.2 were random and sort among themselves in no particular order.)
+pub fn list(state: &StateDir) -> Vec<String> {
+    StateDir::list_ids(&state.tasks(), ".events.jsonl")
 }
 
 /// Records a new background task and starts its detached supervisor (`baton task supervise ID`,
 /// in a new session so it outlives the caller and its terminal). Returns the task id.
+///
+/// Once `task.created` is on disk, any failure to set the task up (its output file, the spawn,
+/// the `task.spawned` record) is recorded as `task.failed` before the error is returned, so
+/// `status` shows it as failed and `wait` ends instead of waiting on a supervisor that never ran.
 pub fn start(
     baton_exe: &Path,
-    state_dir: &Path,
+    state: &StateDir,
     cwd: &Path,
     request: &DelegateRequest,
     created: String,
 ) -> Result<String, TaskStoreError> {
-    use std::os::unix::process::CommandExt;
-    let dir = tasks_dir(state_dir);
     let id = new_task_id();
-    let path = events_path(&dir, &id)?;
-    append(
-        &path,
-        &TaskEvent::Created {
-            id: id.clone(),
-            created,
-            cwd: cwd.display().to_string(),
-            request: request.clone(),
-        },
-    )?;
-    let io = |e: std::io::Error| TaskStoreError::Io {
-        path: dir.display().to_string(),
-        message: e.to_string(),
+    let mut log = TaskLog::create(&state.task_events(&id)?, Durability::Fsync)?;
+    log.append(&TaskEvent::Created {
+        id: id.clone(),
+        created,
+        cwd: cwd.display().to_string(),
+        request: request.clone(),
+    })?;
+    match spawn_supervisor(baton_exe, state, &id, cwd) {
+        Ok(pid) => {
+            let (pid, start_time) = identify(pid);
+            if let Err(e) = log.append(&TaskEvent::Spawned { pid, start_time }) {
+                let _ = log.append(&TaskEvent::Failed {
+                    message: e.to_string(),
+                });
+                return Err(e.into());
+            }
+            Ok(id)
+        }
+        Err(e) => {
+            let _ = log.append(&TaskEvent::Failed {
+                message: e.to_string(),
+            });
+            Err(e)
+        }
+    }
+}
+
+fn spawn_supervisor(
+    baton_exe: &Path,
+    state: &StateDir,
+    id: &str,
+    cwd: &Path,
+) -> Result<u32, TaskStoreError> {
+    use std::os::unix::process::CommandExt;
+    let log_path = state.task_log(id)?;
+    let io = |source: std::io::Error| {
+        TaskStoreError::Log(LogError::Io {
+            path: log_path.clone(),
+            source,
+        })
     };
-    let log = std::fs::File::create(dir.join(format!("{id}.log"))).map_err(io)?;
+    let output = std::fs::File::create(&log_path).map_err(io)?;
     let mut cmd = std::process::Command::new(baton_exe);
-    cmd.args(["task", "supervise", &id, "--cwd"])
+    cmd.args(["task", "supervise", id, "--cwd"])
         .arg(cwd)
         .stdin(std::process::Stdio::null())
-        .stdout(log.try_clone().map_err(io)?)
-        .stderr(log);
+        .stdout(output.try_clone().map_err(io)?)
+        .stderr(output);
     // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
     unsafe {
         cmd.pre_exec(|| {
@@ -314,16 +361,78 @@ pub fn start(
                 .map_err(std::io::Error::from)
         });
     }
-    let child = cmd.spawn().map_err(|e| TaskStoreError::Io {
-        path: baton_exe.display().to_string(),
-        message: format!("cannot start the background supervisor: {e}"),
+    let child = cmd.spawn().map_err(|source| TaskStoreError::Spawn {
+        program: baton_exe.display().to_string(),
+        source,
     })?;
-    append(&path, &TaskEvent::Spawned { pid: child.id() })?;
-    Ok(id)
+    Ok(child.id())
 }
 
-/// A short, time-ordered id: `t` and 12 hex digits.
+/// A short id that sorts by creation time: `t`, the creation time in milliseconds since the Unix
+/// epoch as 11 hex digits, then 5 random hex digits (about a million ids per millisecond before
+/// two are likely to meet).
 pub fn new_task_id() -> String {
     let u = uuid::Uuid::now_v7().simple().to_string();
-    format!("t{}", &u[u.len() - 12..])
+    // A v7 uuid begins with 48 bits of milliseconds (12 hex digits; the first is 0 until 2527)
+    // and carries random bits from the 14th digit on.
+    format!("t{}{}", &u[1..12], &u[u.len() - 5..])
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn task_ids_sort_by_creation_time() {
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            ids.push(new_task_id());
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let mut sorted = ids.clone();
+        sorted.sort();
+        assert_eq!(ids, sorted);
+        for id in &ids {
+            assert_eq!(id.len(), 17, "{id}");
+            baton_state::check_id(baton_state::IdKind::Record, id).unwrap();
+        }
+    }
+
+    fn request() -> DelegateRequest {
+        crate::delegate::parse_request(
+            &serde_json::json!({"role": "scout", "name": "look", "task": "look"}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_supervisor_that_cannot_start_leaves_a_failed_task_not_a_starting_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::at(dir.path().join("state"));
+        let missing = dir.path().join("no-such-baton");
+        let err = start(&missing, &state, dir.path(), &request(), "now".into()).unwrap_err();
+        assert!(matches!(err, TaskStoreError::Spawn { .. }), "{err}");
+        let ids = list(&state);
+        assert_eq!(ids.len(), 1);
+        let task = load(&state, &ids[0]).unwrap();
+        assert_eq!(task.phase(), Phase::Failed);
+        let why = task.failure.unwrap();
+        assert!(
+            why.contains("cannot start the background supervisor"),
+            "{why}"
+        );
+        assert!(why.contains("no-such-baton"), "{why}");
+    }
+
+    #[test]
+    fn a_reused_pid_is_not_the_recorded_process() {
+        let me = Identity::of(std::process::id()).unwrap();
+        let same = recorded(me.pid, Some(me.start_time));
+        assert!(same.is_alive());
+        let other = recorded(me.pid, Some(me.start_time + 1));
+        assert!(!other.is_alive());
+        assert!(!other.signal(baton_process::Signal::SIGTERM));
+    }
 }

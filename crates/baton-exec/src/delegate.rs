@@ -14,6 +14,7 @@ use baton_protocol::config::Config;
 use baton_protocol::role::{BackendKind, Isolation, RoleSpec};
 use baton_protocol::{ModelClass, Route, ThinkingLevel, Usage};
 use baton_roles::{find_role, RoleDirs};
+use baton_state::StateDir;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -214,7 +215,7 @@ pub struct DelegateEnv {
     pub role_dirs: RoleDirs,
     pub cwd: PathBuf,
     /// `.baton/state` of the project; frozen role files go under `roles/` there.
-    pub state_dir: PathBuf,
+    pub state: StateDir,
     pub worktree_root: PathBuf,
     /// The baton binary children run as (the `baton` backend).
     pub baton_exe: PathBuf,
@@ -375,9 +376,9 @@ pub async fn run_delegation(
 ) -> DelegateReport {
     // Frozen role files and children's transcripts live under .baton/state: keep them out of git,
     // here and in every worktree of the repository.
-    if let Some(root) = env.state_dir.parent().and_then(Path::parent) {
-        baton_agent::session::ensure_state_excluded(root);
-    }
+    // Best effort: a project outside git, or an unwritable exclude file, only means git shows
+    // the folder.
+    let _ = env.state.ensure_excluded();
     for (i, e) in req.entries.iter().enumerate() {
         progress(
             i,
@@ -452,7 +453,9 @@ pub async fn run_delegation(
         }
     };
     // The frozen role files served this call only.
-    let _ = std::fs::remove_dir_all(env.state_dir.join("roles").join(run_id));
+    if let Ok(dir) = env.state.frozen_roles(run_id) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     // One budget for everything this call returns, spent in input order, so which entry gets
     // cut does not depend on which finished first. A chain step's `{previous}` got the step's
     // whole answer (each child alone is bounded by the same cap).
@@ -628,14 +631,10 @@ pub fn entry_route(env: &DelegateEnv, e: &TaskEntry, role: &RoleSpec) -> Result<
     Ok(route)
 }
 
-pub fn write_frozen_role(
-    state_dir: &Path,
-    run_id: &str,
-    index: usize,
-    role: &RoleSpec,
-) -> Result<PathBuf, ExecError> {
-    let dir = state_dir.join("roles").join(run_id);
-    std::fs::create_dir_all(&dir).map_err(|e| {
+/// Writes `role` as `<dir>/<index>-<name>.md`, the file a `baton` child loads with `--role-file`
+/// (for a delegate call `dir` is [`StateDir::frozen_roles`] of the run).
+pub fn write_frozen_role(dir: &Path, index: usize, role: &RoleSpec) -> Result<PathBuf, ExecError> {
+    std::fs::create_dir_all(dir).map_err(|e| {
         ExecError::new(
             ExecErrorCode::Prepare,
             format!("cannot create {}: {e}", dir.display()),
@@ -715,7 +714,12 @@ async fn run_entry(
                 }
             }
             let role_file = match backend {
-                BackendKind::Baton => Some(write_frozen_role(&env.state_dir, run_id, index, role)?),
+                BackendKind::Baton => {
+                    let dir = env.state.frozen_roles(run_id).map_err(|e| {
+                        ExecError::new(ExecErrorCode::Prepare, format!("run id: {e}"))
+                    })?;
+                    Some(write_frozen_role(&dir, index, role)?)
+                }
                 BackendKind::Pi
                 | BackendKind::Codex
                 | BackendKind::Claude
@@ -1029,7 +1033,7 @@ mod route_tests {
                 project: None,
             },
             cwd: PathBuf::from("/tmp"),
-            state_dir: PathBuf::from("/tmp/.baton/state"),
+            state: StateDir::at("/tmp/.baton/state"),
             worktree_root: PathBuf::from("/tmp/wt"),
             baton_exe: PathBuf::from("/bin/true"),
             limits: Limits::default(),

@@ -79,7 +79,7 @@ impl Tool for DelegateTool {
             Err(e) => return ToolOutput::error(e),
         };
         if req.background {
-            return match background::start(&self.env.baton_exe, &self.env.state_dir, &self.env.cwd, &req, (self.now)()) {
+            return match background::start(&self.env.baton_exe, &self.env.state, &self.env.cwd, &req, (self.now)()) {
                 Ok(id) => ToolOutput::ok(format!(
                     "Started background task {id}. Check it with `baton task status {id}`; `baton task wait {id}` prints its report when it ends."
                 )),

@@ -362,10 +362,7 @@ async fn cancellation_kills_every_process_of_the_group() {
         .collect();
     assert_eq!(pids.len(), 4);
     for pid in pids {
-        assert!(
-            !baton_exec::background::process_alive(pid as u32),
-            "{pid} survived"
-        );
+        assert!(!baton_process::alive(pid as u32), "{pid} survived");
     }
 }
 
@@ -464,11 +461,11 @@ async fn an_escaped_descendant_holding_stdout_is_cut_off_and_frees_the_permit() 
     let orphan: i32 = lines(&d.join("orphan"))[0].parse().unwrap();
     let escaped: i32 = lines(&d.join("escaped"))[0].parse().unwrap();
     let deadline = Instant::now() + Duration::from_secs(2);
-    while baton_exec::background::process_alive(orphan as u32) && Instant::now() < deadline {
+    while baton_process::alive(orphan as u32) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(!baton_exec::background::process_alive(orphan as u32));
-    assert!(baton_exec::background::process_alive(escaped as u32));
+    assert!(!baton_process::alive(orphan as u32));
+    assert!(baton_process::alive(escaped as u32));
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(escaped),
         nix::sys::signal::Signal::SIGKILL,

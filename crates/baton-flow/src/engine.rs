@@ -723,8 +723,7 @@ fn freeze(
     index: usize,
     (spec, backend): (RoleSpec, BackendKind),
 ) -> Result<FrozenRole, FlowError> {
-    // `write_frozen_role` puts files under `<dir>/roles/<run>/`; an empty run id gives `<flow>/roles/`.
-    let file = write_frozen_role(flow_dir, "", index, &spec).map_err(|e| {
+    let file = write_frozen_role(&flow_dir.join("roles"), index, &spec).map_err(|e| {
         FlowError::Store(StoreError::Io {
             path: flow_dir.display().to_string(),
             message: e.message,
@@ -1945,7 +1944,7 @@ fn ensure_role_file(role: &FrozenRole) -> Result<PathBuf, String> {
         .and_then(|n| n.parse::<usize>().ok());
     match (flow_dir, index) {
         (Some(dir), Some(index)) => {
-            write_frozen_role(dir, "", index, &role.spec).map_err(|e| e.message)
+            write_frozen_role(&dir.join("roles"), index, &role.spec).map_err(|e| e.message)
         }
         _ => Err(format!(
             "the frozen role file {} is missing",

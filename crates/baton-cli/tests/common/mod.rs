@@ -18,5 +18,5 @@ pub fn wait_until(deadline: Duration, mut f: impl FnMut() -> bool) -> bool {
 
 /// Alive and not a zombie (the check baton itself uses for supervisors).
 pub fn alive(pid: i32) -> bool {
-    u32::try_from(pid).is_ok_and(baton_exec::background::process_alive)
+    u32::try_from(pid).is_ok_and(baton_process::alive)
 }

@@ -133,7 +133,7 @@ exit 9
                 project: Some(self.repo().join(".baton").join("roles")),
             },
             cwd: self.repo(),
-            state_dir: self.repo().join(".baton").join("state"),
+            state: baton_state::StateDir::for_project(&self.repo()),
             worktree_root: self.wt_root(),
             baton_exe: PathBuf::from("/nonexistent/baton"),
             limits: Limits {
