@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use baton_agent::agent::{self, project_root, AgentSpec, RunSummary, DEFAULT_MAX_TURNS};
-use baton_agent::session::{ensure_state_excluded, sessions_dir, SessionHeader, SessionStore};
+use baton_agent::agent::{self, AgentSpec, RunSummary, DEFAULT_MAX_TURNS};
+use baton_agent::session::{SessionHeader, SessionStore};
 use baton_agent::tools::{builtin_tools, Tool};
 use baton_model::replay::{Recorder, Replay};
 use baton_model::retry::RetryPolicy;
@@ -16,12 +16,13 @@ use baton_model::routes::{
 use baton_model::Provider;
 use baton_protocol::role::RoleSource;
 use baton_protocol::{AgentEvent, EndReason, ItemKind, ItemStatus, ModelClass, Route};
-use baton_roles::{find_role, parse_role, RoleDirs};
+use baton_roles::{find_role, parse_role};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{self, user_config_dir, LoadedConfig};
 use crate::exit;
+use crate::project::{now_rfc3339, project_context, role_dirs, state_dir, ProjectContext};
+use crate::signals::watch_signals;
 
 #[derive(Args, Debug)]
 pub struct AgentArgs {
@@ -62,40 +63,6 @@ pub struct AgentArgs {
     task: Option<String>,
 }
 
-/// Where a command runs and what config applies there.
-pub struct ProjectContext {
-    pub cwd: PathBuf,
-    pub project_root: PathBuf,
-    pub config: LoadedConfig,
-}
-
-pub fn project_context(cwd: Option<PathBuf>) -> Result<ProjectContext> {
-    let cwd = match cwd {
-        Some(c) => c,
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    let cwd = cwd
-        .canonicalize()
-        .map_err(|e| anyhow::anyhow!("--cwd {}: {e}: pass an existing directory", cwd.display()))?;
-    if !cwd.is_dir() {
-        bail!("--cwd {} is not a directory", cwd.display());
-    }
-    let project_root = project_root(&cwd);
-    let config = config::load(&project_root)?;
-    Ok(ProjectContext {
-        cwd,
-        project_root,
-        config,
-    })
-}
-
-pub fn role_dirs(project_root: &Path) -> RoleDirs {
-    RoleDirs {
-        user: user_config_dir().map(|d| d.join("roles")),
-        project: Some(project_root.join(".baton").join("roles")),
-    }
-}
-
 fn read_task(task: Option<String>, resuming: bool) -> Result<String> {
     match task.as_deref() {
         Some("-") => {
@@ -124,8 +91,8 @@ fn env_var(key: &str) -> Option<String> {
 /// runs without it and says why.
 fn delegation_tools(ctx: &ProjectContext, json: bool) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
     let setup = || -> Result<(Arc<baton_exec::delegate::DelegateEnv>, Arc<baton_exec::executor::Executor>)> {
-        let env = Arc::new(crate::task_cmd::delegate_env(ctx)?);
-        let executor = Arc::new(crate::task_cmd::executor_for(&env)?);
+        let env = Arc::new(crate::project::delegate_env(ctx)?);
+        let executor = Arc::new(crate::project::executor_for(&env)?);
         Ok((env, executor))
     };
     let (env, executor) = match setup() {
@@ -248,10 +215,10 @@ pub fn run(args: AgentArgs) -> Result<u8> {
         }
     }
     let config = &ctx.config.config;
-    let dir = sessions_dir(&ctx.project_root);
+    let state = state_dir(&ctx);
 
     let resumed = match &args.resume {
-        Some(id) => Some(SessionStore::open(&dir, id)?),
+        Some(id) => Some(SessionStore::open(&state, id)?),
         None => None,
     };
     let role_name = match &resumed {
@@ -323,7 +290,8 @@ pub fn run(args: AgentArgs) -> Result<u8> {
         Some((store, header, messages)) => (store, messages, header.session_id),
         None => {
             let id = uuid::Uuid::now_v7().to_string();
-            ensure_state_excluded(&ctx.project_root);
+            // Excluding the state folder from git is a convenience: a failure is not fatal.
+            let _ = state.ensure_excluded();
             let header = SessionHeader {
                 session_id: id.clone(),
                 role: role.meta.name.clone(),
@@ -331,7 +299,7 @@ pub fn run(args: AgentArgs) -> Result<u8> {
                 cwd: ctx.cwd.display().to_string(),
                 created: now_rfc3339(),
             };
-            (SessionStore::create(&dir, &header)?, Vec::new(), id)
+            (SessionStore::create(&state, &header)?, Vec::new(), id)
         }
     };
     let resuming = args.resume.is_some();
@@ -406,34 +374,6 @@ fn exit_code(s: &RunSummary, interrupted: bool) -> u8 {
         Some(EndReason::TurnLimit | EndReason::MaxTokens) if interrupted => exit::INTERRUPTED,
         Some(EndReason::TurnLimit | EndReason::MaxTokens) => exit::TURN_LIMIT,
     }
-}
-
-pub fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
-
-/// Cancels `cancel` on SIGINT or SIGTERM. The returned token is cancelled only by a signal.
-pub fn watch_signals(cancel: CancellationToken) -> CancellationToken {
-    let by_signal = CancellationToken::new();
-    let flag = by_signal.clone();
-    tokio::spawn(async move {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut int), Ok(mut term)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) else {
-            return;
-        };
-        tokio::select! {
-            _ = int.recv() => {}
-            _ = term.recv() => {}
-        }
-        flag.cancel();
-        cancel.cancel();
-    });
-    by_signal
 }
 
 /// Renders events as JSON lines or as text.

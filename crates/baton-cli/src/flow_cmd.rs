@@ -21,8 +21,8 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent_cmd::project_context;
 use crate::exit;
+use crate::project::project_context;
 
 /// A unit blocked: the Flow waits for `baton flow continue` (or `abandon`).
 pub const PAUSED: u8 = 4;
@@ -138,8 +138,8 @@ pub fn run(args: FlowArgs) -> Result<u8> {
 
 fn flow_env(common: &Common) -> Result<FlowEnv> {
     let ctx = project_context(common.cwd.clone())?;
-    let delegate = crate::task_cmd::delegate_env(&ctx)?;
-    let executor = crate::task_cmd::executor_for(&delegate)?;
+    let delegate = crate::project::delegate_env(&ctx)?;
+    let executor = crate::project::executor_for(&delegate)?;
     let mut env = FlowEnv::new(delegate, Arc::new(executor));
     env.crash = std::env::var("BATON_FLOW_CRASH_AT")
         .ok()
@@ -192,7 +192,7 @@ where
         .context("cannot start the async runtime")?;
     let cancel = CancellationToken::new();
     let (result, signalled) = rt.block_on(async {
-        let signalled = crate::agent_cmd::watch_signals(cancel.clone());
+        let signalled = crate::signals::watch_signals(cancel.clone());
         let result = f(&env, &cancel).await;
         (result, signalled.is_cancelled())
     });

@@ -8,8 +8,8 @@ use baton_protocol::role::RoleSource;
 use baton_protocol::ModelClass;
 use baton_roles::{load_roles, RoleDirs};
 
-use crate::agent_cmd::{project_context, role_dirs};
 use crate::exit;
+use crate::project::{project_context, role_dirs};
 
 pub fn models(cwd: Option<PathBuf>) -> Result<u8> {
     let ctx = project_context(cwd)?;

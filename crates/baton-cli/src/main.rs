@@ -13,6 +13,8 @@ mod agent_cmd;
 mod config;
 mod flow_cmd;
 mod info_cmd;
+mod project;
+mod signals;
 mod status;
 mod task_cmd;
 

@@ -8,20 +8,18 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use baton_exec::background::{self, Phase, TaskEvent};
 use baton_exec::delegate::{
-    parse_request, render_report, resolve_roles, run_delegation, DelegateEnv, DelegateReport,
-    DelegateRequest, EntryEvent, Progress,
+    parse_request, render_report, resolve_roles, run_delegation, DelegateReport, DelegateRequest,
+    EntryEvent, Progress,
 };
-use baton_exec::executor::Executor;
-use baton_exec::types::{Limits, DEFAULT_OUTPUT_CAP};
-use baton_exec::worktree::default_worktree_root;
-use baton_model::routes::ProcessEnv;
-use baton_state::StateDir;
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent_cmd::{project_context, role_dirs, ProjectContext};
 use crate::exit;
+use crate::project::{
+    delegate_env, executor_for, now_rfc3339, project_context, state_dir, ProjectContext,
+};
+use crate::signals::watch_signals;
 use crate::status::Status;
 
 #[derive(Args, Debug)]
@@ -94,59 +92,6 @@ enum TaskAction {
         #[arg(long)]
         cwd: PathBuf,
     },
-}
-
-/// Builds the delegation environment of a project.
-pub fn delegate_env(ctx: &ProjectContext) -> Result<DelegateEnv> {
-    let config = ctx.config.config.clone();
-    let e = &config.executor;
-    let limits = Limits {
-        idle_timeout: e
-            .idle_timeout
-            .map_or(Limits::default().idle_timeout, |d| d.0),
-        max_timeout: e.max_timeout.map_or(Limits::default().max_timeout, |d| d.0),
-    };
-    let output_cap = e
-        .output_cap_bytes
-        .map_or(DEFAULT_OUTPUT_CAP, |b| b as usize);
-    Ok(DelegateEnv {
-        worktree_root: default_worktree_root(e.worktree_root.as_deref())?,
-        config,
-        role_dirs: role_dirs(&ctx.project_root),
-        cwd: ctx.cwd.clone(),
-        state: state_dir(ctx),
-        baton_exe: std::env::current_exe().context("cannot find the baton executable")?,
-        limits,
-        output_cap,
-        env: Arc::new(ProcessEnv),
-        reload: Some({
-            let root = ctx.project_root.clone();
-            Arc::new(move || crate::config::load(&root).ok().map(|c| c.config))
-        }),
-    })
-}
-
-/// `BATON_MAX_SUBAGENTS` > `executor.max_concurrency` > 5.
-pub fn executor_for(env: &DelegateEnv) -> Result<Executor> {
-    let n = match std::env::var("BATON_MAX_SUBAGENTS") {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse::<usize>()
-            .ok()
-            .filter(|n| *n >= 1)
-            .ok_or_else(|| {
-                anyhow::anyhow!("BATON_MAX_SUBAGENTS=`{v}` must be a whole number of at least 1")
-            })?,
-        _ => env
-            .config
-            .executor
-            .max_concurrency
-            .map_or(5, |n| n as usize),
-    };
-    if n == 0 {
-        bail!("executor.max_concurrency must be at least 1");
-    }
-    Ok(Executor::new(n))
 }
 
 fn read_entries_file(path: &Path, key: &str) -> Result<Value> {
@@ -225,22 +170,13 @@ fn request_from_args(args: &TaskArgs) -> Result<DelegateRequest> {
     parse_request(&value).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// On a terminal, drops control characters (escape sequences included) from text that children
+/// On a terminal, replaces control characters (escape sequences included) in text that children
 /// wrote, so nothing a child prints can drive the terminal. Off a terminal the text is unchanged.
 fn for_terminal(text: &str) -> String {
     if !std::io::stdout().is_terminal() {
         return text.to_string();
     }
-    strip_controls(text)
-}
-
-/// `text` without C0/C1 control characters (ESC included) and U+2028/U+2029; newlines and tabs stay.
-fn strip_controls(text: &str) -> String {
-    text.chars()
-        .filter(|c| {
-            *c == '\n' || *c == '\t' || !(c.is_control() || *c == '\u{2028}' || *c == '\u{2029}')
-        })
-        .collect()
+    baton_text::sanitize_terminal(text).into_owned()
 }
 
 fn report_exit(report: &DelegateReport, cancelled: bool) -> u8 {
@@ -304,7 +240,7 @@ fn start(args: TaskArgs) -> Result<u8> {
     let rt = runtime()?;
     let (report, cancelled) = rt.block_on(async {
         let cancel = CancellationToken::new();
-        let signalled = crate::agent_cmd::watch_signals(cancel.clone());
+        let signalled = watch_signals(cancel.clone());
         let report =
             run_delegation(&env, &executor, &req, &roles, &run_id, &cancel, progress).await;
         (report, signalled.is_cancelled())
@@ -317,10 +253,6 @@ fn start(args: TaskArgs) -> Result<u8> {
     Ok(report_exit(&report, cancelled))
 }
 
-fn state_dir(ctx: &ProjectContext) -> StateDir {
-    StateDir::for_project(&ctx.project_root)
-}
-
 fn start_background(ctx: &ProjectContext, req: &DelegateRequest) -> Result<String> {
     // Best effort: outside git there is nothing to exclude from.
     let _ = state_dir(ctx).ensure_excluded();
@@ -330,7 +262,7 @@ fn start_background(ctx: &ProjectContext, req: &DelegateRequest) -> Result<Strin
         &state_dir(ctx),
         &ctx.cwd,
         req,
-        crate::agent_cmd::now_rfc3339(),
+        now_rfc3339(),
     )?)
 }
 
@@ -368,6 +300,14 @@ fn supervise_inner(
     let log = Arc::new(Mutex::new(background::open_log(&store, id)?));
     *log_out = Some(log.clone());
     let state = background::load(&store, id)?;
+    // `baton task cancel` may signal as soon as the task is recorded as started: the handlers
+    // must be in place before that, or the signal kills the supervisor without a report.
+    let rt = runtime()?;
+    let cancel = CancellationToken::new();
+    let _signalled = {
+        let _entered = rt.enter();
+        watch_signals(cancel.clone())
+    };
     append(&log, &background::started_event())?;
     let env = delegate_env(&ctx)?;
     let executor = executor_for(&env)?;
@@ -390,10 +330,7 @@ fn supervise_inner(
             }
         })
     };
-    let rt = runtime()?;
     let report = rt.block_on(async {
-        let cancel = CancellationToken::new();
-        let _signalled = crate::agent_cmd::watch_signals(cancel.clone());
         run_delegation(
             &env,
             &executor,
@@ -526,18 +463,5 @@ fn cancel(cwd: Option<PathBuf>, id: &str) -> Result<u8> {
             outln!("{id} is {}; nothing to cancel", phase.as_str());
             Ok(exit::OK)
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::strip_controls;
-
-    #[test]
-    fn terminal_text_loses_escape_sequences_but_keeps_lines() {
-        assert_eq!(
-            strip_controls("ok\x1b[2J\x1b]0;pwned\x07\n\tnext\u{9b}31m\u{2028}end\r"),
-            "ok[2J]0;pwned\n\tnext31mend"
-        );
     }
 }

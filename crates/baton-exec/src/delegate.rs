@@ -181,10 +181,7 @@ fn parse_entry(v: &Value, at: &str) -> Result<TaskEntry, String> {
             MAX_NAME_CHARS - 1
         ));
     }
-    if e.name
-        .chars()
-        .any(|c| c.is_control() || c == '\u{2028}' || c == '\u{2029}')
-    {
+    if baton_text::has_controls(&e.name) {
         return Err(format!("`{at}name` must not contain control characters"));
     }
     if let Some(c) = &e.model_class {

@@ -277,14 +277,7 @@ fn trim_cr(line: &[u8]) -> &[u8] {
 // ------------------------------------------------------------------------------------------------
 // Activity field checks
 
-/// True when the text holds a C0 or C1 control character or a Unicode line or paragraph
-/// separator, any of which could move a terminal's cursor or break a status line.
-pub fn has_terminal_controls(text: &str) -> bool {
-    text.chars().any(|c| {
-        let code = c as u32;
-        code <= 0x1f || (0x7f..=0x9f).contains(&code) || code == 0x2028 || code == 0x2029
-    })
-}
+use baton_text::has_controls as has_terminal_controls;
 
 /// A call id or tool name fit to show: not blank, at most [`MAX_ACTIVITY_TEXT`] bytes, no controls.
 pub(crate) fn activity_text_ok(text: &str) -> bool {
@@ -682,22 +675,6 @@ mod tests {
         // Exactly the limit is still a line.
         let (lines, _) = split(10, &[&long[..10], b"\n"]);
         assert_eq!(lines, ["L:xxxxxxxxxx"]);
-    }
-
-    #[test]
-    fn controls_are_recognised() {
-        assert!(!has_terminal_controls("src/main.rs"));
-        assert!(!has_terminal_controls("añ 日本"));
-        for bad in [
-            "a\nb",
-            "\u{1b}[2J",
-            "x\u{7f}",
-            "\u{9b}31m",
-            "a\u{2028}b",
-            "a\u{2029}",
-        ] {
-            assert!(has_terminal_controls(bad), "{bad:?}");
-        }
     }
 
     #[test]

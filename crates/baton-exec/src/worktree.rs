@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 /// Prefix of every branch baton creates for a worktree.
 pub const BRANCH_PREFIX: &str = "baton/";
 /// Longest accepted worktree id.
-pub const MAX_ID_LEN: usize = 100;
+pub const MAX_ID_LEN: usize = baton_state::IdKind::Worktree.max_len();
 /// Longest name part produced by [`slug`].
 const MAX_SLUG_LEN: usize = 24;
 /// Longest repository-name part of a repository's folder under the root.
@@ -310,31 +310,20 @@ fn short_list(oids: &[String]) -> String {
 /// ASCII letters, digits, `-`, `_` and `.`, starting with a letter or digit, no `..`,
 /// not ending in `.` or `.lock`, at most [`MAX_ID_LEN`] characters.
 pub fn validate_id(id: &str) -> Result<(), WorktreeError> {
-    let bad = |reason| {
-        Err(WorktreeError::InvalidId {
-            id: id.to_string(),
-            reason,
-        })
-    };
-    if id.is_empty() {
-        return bad("it is empty");
-    }
-    if id.len() > MAX_ID_LEN {
-        return bad("it is longer than 100 characters");
-    }
-    if !id
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-    {
-        return bad("only ASCII letters, digits, '-', '_' and '.' are allowed");
-    }
-    if !id.starts_with(|c: char| c.is_ascii_alphanumeric()) {
-        return bad("it must start with a letter or digit");
-    }
-    if id.contains("..") || id.ends_with('.') || id.ends_with(".lock") {
-        return bad("it must not contain '..' or end with '.' or '.lock'");
-    }
-    Ok(())
+    baton_state::check_id(baton_state::IdKind::Worktree, id).map_err(|e| WorktreeError::InvalidId {
+        id: id.to_string(),
+        reason: match e {
+            baton_state::IdError::Empty { .. } => "it is empty",
+            baton_state::IdError::TooLong { .. } => "it is longer than 100 characters",
+            baton_state::IdError::BadChar { .. } => {
+                "only ASCII letters, digits, '-', '_' and '.' are allowed"
+            }
+            baton_state::IdError::BadStart { .. } => "it must start with a letter or digit",
+            baton_state::IdError::BadRefName { .. } => {
+                "it must not contain '..' or end with '.' or '.lock'"
+            }
+        },
+    })
 }
 
 /// A short lowercase name fragment: letters and digits, other runs turned into one `-`,

@@ -99,6 +99,13 @@ pub enum FlowError {
     WrongPhase(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A role could not be frozen into the Flow's folder.
+    #[error("{}: cannot freeze a role: {source}", path.display())]
+    Role {
+        path: PathBuf,
+        #[source]
+        source: ExecError,
+    },
     /// The crash test hook fired right after this event was written.
     #[error("simulated crash right after `{0}` was written (test hook)")]
     SimulatedCrash(String),
@@ -112,8 +119,9 @@ impl FlowError {
             | FlowError::Refused(_)
             | FlowError::Lock(LockError::Held { .. })
             | FlowError::WrongPhase(_) => true,
-            FlowError::Lock(LockError::Io { .. })
+            FlowError::Lock(LockError::Io(_))
             | FlowError::Store(_)
+            | FlowError::Role { .. }
             | FlowError::SimulatedCrash(_) => false,
         }
     }
@@ -158,7 +166,7 @@ fn open_repo(env_git: &dyn Fn(&Path) -> Git, cwd: &Path) -> Result<Repo, FlowErr
         .and_then(|list| list.into_iter().next());
     let store = match main_worktree {
         Some(w) if !w.bare => FlowStore::for_repo(&w.path),
-        Some(_) => FlowStore::new(common.join("baton").join("flows")),
+        Some(_) => FlowStore::new(baton_state::StateDir::at(common.join("baton"))),
         None => FlowStore::for_repo(&toplevel),
     };
     Ok(Repo {
@@ -723,12 +731,11 @@ fn freeze(
     index: usize,
     (spec, backend): (RoleSpec, BackendKind),
 ) -> Result<FrozenRole, FlowError> {
-    let file = write_frozen_role(&flow_dir.join("roles"), index, &spec).map_err(|e| {
-        FlowError::Store(StoreError::Io {
-            path: flow_dir.display().to_string(),
-            message: e.message,
-        })
-    })?;
+    let file =
+        write_frozen_role(&flow_dir.join("roles"), index, &spec).map_err(|e| FlowError::Role {
+            path: flow_dir.join("roles"),
+            source: e,
+        })?;
     Ok(FrozenRole {
         spec,
         backend,
@@ -2140,7 +2147,9 @@ mod tests {
     fn flow_ids_sort_by_time_and_make_valid_worktree_ids() {
         let id = new_flow_id();
         assert_eq!(id.len(), 20, "{id}");
-        assert!(FlowStore::new("/x").events_path(&id).is_ok());
+        assert!(FlowStore::new(baton_state::StateDir::at("/x"))
+            .events_path(&id)
+            .is_ok());
         baton_exec::worktree::validate_id(&unit_worktree_id(&id, &"u".repeat(40))).unwrap();
     }
 }

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 /// Most units in one Flow.
 pub const MAX_UNITS: usize = 8;
 /// Longest unit id, in bytes (ids are ASCII).
-pub const MAX_ID_LEN: usize = 40;
+pub const MAX_ID_LEN: usize = baton_state::IdKind::Unit.max_len();
 /// Longest unit name, in characters.
 pub const MAX_NAME_CHARS: usize = 80;
 /// Most validation commands of one unit.
@@ -365,34 +365,18 @@ fn required_string(obj: &Map<String, Value>, at: &str, key: &str) -> Result<Stri
     }
 }
 
-fn is_control(c: char) -> bool {
-    c.is_control() || c == '\u{2028}' || c == '\u{2029}'
-}
+use baton_text::is_control;
 
-/// Unit ids become part of a branch and a directory name: ASCII letters, digits, `-` and `_`,
-/// starting with a letter or digit, at most [`MAX_ID_LEN`] bytes.
+/// Unit ids become part of a branch and a directory name: the rules of
+/// [`baton_state::IdKind::Unit`] (ASCII letters, digits, `-` and `_`, starting with a letter or
+/// digit, at most [`MAX_ID_LEN`] bytes).
 pub fn check_id(id: &str) -> Result<(), String> {
-    if id.is_empty() {
-        return Err("is empty: give the unit a short id such as `parser-fix`".into());
-    }
-    if id.len() > MAX_ID_LEN {
-        return Err(format!("`{id}` is longer than {MAX_ID_LEN} characters"));
-    }
-    if !id
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
-        return Err(format!(
-            "`{}` may use only ASCII letters, digits, `-` and `_`",
-            id.chars()
-                .map(|c| if is_control(c) { '\u{FFFD}' } else { c })
-                .collect::<String>()
-        ));
-    }
-    if !id.starts_with(|c: char| c.is_ascii_alphanumeric()) {
-        return Err(format!("`{id}` must start with a letter or digit"));
-    }
-    Ok(())
+    baton_state::check_id(baton_state::IdKind::Unit, id).map_err(|e| match e {
+        baton_state::IdError::Empty { .. } => {
+            "is empty: give the unit a short id such as `parser-fix`".to_string()
+        }
+        other => other.to_string(),
+    })
 }
 
 #[cfg(test)]

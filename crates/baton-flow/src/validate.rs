@@ -16,44 +16,11 @@ use crate::units::ValidationCommand;
 /// Bytes of a command's output kept as evidence.
 pub const EVIDENCE_BOUND: usize = 16 * 1024;
 
-/// At most `max` bytes of `text`: its start and its end, with a marker saying how much was cut,
-/// and terminal control characters (other than newline and tab) replaced.
+/// At most `max` bytes of `text`, terminal controls replaced: a quarter from its start (the
+/// command's first words) and the rest from its end (where it says how it failed).
 pub fn bounded(text: &str, max: usize) -> String {
-    let clean: String = text
-        .chars()
-        .map(|c| {
-            if (c.is_control() && c != '\n' && c != '\t') || c == '\u{2028}' || c == '\u{2029}' {
-                '\u{FFFD}'
-            } else {
-                c
-            }
-        })
-        .collect();
-    if clean.len() <= max {
-        return clean;
-    }
-    let head = floor(&clean, max / 4);
-    let tail = ceil(&clean, clean.len() - (max - max / 4));
-    format!(
-        "{}\n[… {} bytes omitted …]\n{}",
-        &clean[..head],
-        tail - head,
-        &clean[tail..]
-    )
-}
-
-fn floor(s: &str, mut i: usize) -> usize {
-    while i > 0 && !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-fn ceil(s: &str, mut i: usize) -> usize {
-    while i < s.len() && !s.is_char_boundary(i) {
-        i += 1;
-    }
-    i
+    let clean = baton_text::sanitize_terminal(text);
+    baton_text::truncate(&clean, max, baton_text::Keep::Ends { head_percent: 25 }).into_owned()
 }
 
 /// The outcome of a unit's validation.
@@ -408,9 +375,18 @@ mod tests {
     fn bounded_keeps_both_ends() {
         let text = format!("{}{}", "a".repeat(5000), "z".repeat(5000));
         let out = bounded(&text, 1000);
-        assert!(out.starts_with(&"a".repeat(250)));
-        assert!(out.ends_with(&"z".repeat(750)));
-        assert!(out.contains("9000 bytes omitted"));
+        assert!(out.len() <= 1000, "{} bytes", out.len());
+        let kept_a = out.chars().take_while(|c| *c == 'a').count();
+        let kept_z = out.chars().rev().take_while(|c| *c == 'z').count();
+        assert!(
+            kept_a > 200 && kept_z > 3 * kept_a - 10,
+            "{kept_a} / {kept_z}"
+        );
+        let omitted = 10_000 - kept_a - kept_z;
+        assert!(
+            out.contains(&format!("[… {omitted} bytes omitted …]")),
+            "{out}"
+        );
         assert_eq!(bounded("a\u{1b}[1m", 100), "a\u{FFFD}[1m");
     }
 }

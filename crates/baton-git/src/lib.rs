@@ -901,50 +901,19 @@ fn parse_worktree_list(bytes: &[u8], sep: u8) -> Vec<WorktreeInfo> {
     list
 }
 
-/// Replaces control characters other than newline and tab, so git's output cannot drive a terminal.
+/// Git's text made safe to print (see [`baton_text::sanitize_terminal`]).
 fn sanitize(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if (c.is_control() && c != '\n' && c != '\t') || c == '\u{2028}' || c == '\u{2029}' {
-                '\u{FFFD}'
-            } else {
-                c
-            }
-        })
-        .collect()
+    baton_text::sanitize_terminal(text).into_owned()
 }
 
-/// At most `max` bytes of `text`: its start and its end, with a marker saying how much was cut.
+/// At most `max` bytes of `text`: three quarters from its start (the command and first
+/// complaint), the rest from its end (how it finished).
 fn bounded(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let head_len = floor_boundary(text, max * 3 / 4);
-    let tail_start = ceil_boundary(text, text.len() - max / 4);
-    let omitted = tail_start - head_len;
-    format!(
-        "{}\n[… {omitted} bytes omitted …]\n{}",
-        &text[..head_len],
-        &text[tail_start..]
-    )
+    baton_text::truncate(text, max, baton_text::Keep::Ends { head_percent: 75 }).into_owned()
 }
 
 fn bounded_clean(text: &str, max: usize) -> String {
     sanitize(bounded(text.trim(), max).as_str())
-}
-
-fn floor_boundary(s: &str, mut i: usize) -> usize {
-    while i > 0 && !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-fn ceil_boundary(s: &str, mut i: usize) -> usize {
-    while i < s.len() && !s.is_char_boundary(i) {
-        i += 1;
-    }
-    i
 }
 
 fn describe_failure(args: &[String], code: Option<i32>, stderr: &str, stdout: &str) -> String {
@@ -994,31 +963,6 @@ impl fmt::Display for RebaseOutcome {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
-
-    #[test]
-    fn bounded_keeps_head_and_tail_with_marker() {
-        let text = format!("{}{}", "a".repeat(3000), "z".repeat(3000));
-        let out = bounded(&text, 1000);
-        assert!(out.starts_with(&"a".repeat(750)));
-        assert!(out.ends_with(&"z".repeat(250)));
-        assert!(out.contains("[… 5000 bytes omitted …]"));
-        assert_eq!(bounded("short", 1000), "short");
-    }
-
-    #[test]
-    fn bounded_respects_char_boundaries() {
-        let text = "é".repeat(2000);
-        let out = bounded(&text, 101);
-        assert!(out.contains("bytes omitted"));
-    }
-
-    #[test]
-    fn sanitize_replaces_terminal_controls() {
-        assert_eq!(
-            sanitize("a\u{1b}[31mb\n\tc\u{2028}\u{9b}"),
-            "a\u{FFFD}[31mb\n\tc\u{FFFD}\u{FFFD}"
-        );
-    }
 
     #[test]
     fn parses_worktree_list_z_form() {

@@ -15,7 +15,7 @@ pub enum IdKind {
 }
 
 impl IdKind {
-    pub fn max_len(self) -> usize {
+    pub const fn max_len(self) -> usize {
         match self {
             IdKind::Record => 64,
             IdKind::Unit => 40,

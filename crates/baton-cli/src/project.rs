@@ -1,0 +1,115 @@
+//! The project a command runs in: its directory, root and config, and what follows from them
+//! (role folders, the state folder, the delegation environment). Shared by `agent`, `task`,
+//! `flow` and the info commands.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use baton_agent::agent::project_root;
+use baton_exec::delegate::DelegateEnv;
+use baton_exec::executor::Executor;
+use baton_exec::types::{Limits, DEFAULT_OUTPUT_CAP};
+use baton_exec::worktree::default_worktree_root;
+use baton_model::routes::ProcessEnv;
+use baton_roles::RoleDirs;
+use baton_state::StateDir;
+
+use crate::config::{self, user_config_dir, LoadedConfig};
+
+/// Where a command runs and what config applies there.
+pub struct ProjectContext {
+    pub cwd: PathBuf,
+    pub project_root: PathBuf,
+    pub config: LoadedConfig,
+}
+
+pub fn project_context(cwd: Option<PathBuf>) -> Result<ProjectContext> {
+    let cwd = match cwd {
+        Some(c) => c,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let cwd = cwd
+        .canonicalize()
+        .map_err(|e| anyhow::anyhow!("--cwd {}: {e}: pass an existing directory", cwd.display()))?;
+    if !cwd.is_dir() {
+        bail!("--cwd {} is not a directory", cwd.display());
+    }
+    let project_root = project_root(&cwd);
+    let config = config::load(&project_root)?;
+    Ok(ProjectContext {
+        cwd,
+        project_root,
+        config,
+    })
+}
+
+pub fn role_dirs(project_root: &Path) -> RoleDirs {
+    RoleDirs {
+        user: user_config_dir().map(|d| d.join("roles")),
+        project: Some(project_root.join(".baton").join("roles")),
+    }
+}
+
+pub fn state_dir(ctx: &ProjectContext) -> StateDir {
+    StateDir::for_project(&ctx.project_root)
+}
+
+/// Builds the delegation environment of a project.
+pub fn delegate_env(ctx: &ProjectContext) -> Result<DelegateEnv> {
+    let config = ctx.config.config.clone();
+    let e = &config.executor;
+    let limits = Limits {
+        idle_timeout: e
+            .idle_timeout
+            .map_or(Limits::default().idle_timeout, |d| d.0),
+        max_timeout: e.max_timeout.map_or(Limits::default().max_timeout, |d| d.0),
+    };
+    let output_cap = e
+        .output_cap_bytes
+        .map_or(DEFAULT_OUTPUT_CAP, |b| b as usize);
+    Ok(DelegateEnv {
+        worktree_root: default_worktree_root(e.worktree_root.as_deref())?,
+        config,
+        role_dirs: role_dirs(&ctx.project_root),
+        cwd: ctx.cwd.clone(),
+        state: state_dir(ctx),
+        baton_exe: std::env::current_exe().context("cannot find the baton executable")?,
+        limits,
+        output_cap,
+        env: Arc::new(ProcessEnv),
+        reload: Some({
+            let root = ctx.project_root.clone();
+            Arc::new(move || crate::config::load(&root).ok().map(|c| c.config))
+        }),
+    })
+}
+
+/// `BATON_MAX_SUBAGENTS` > `executor.max_concurrency` > 5.
+pub fn executor_for(env: &DelegateEnv) -> Result<Executor> {
+    let n = match std::env::var("BATON_MAX_SUBAGENTS") {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| {
+                anyhow::anyhow!("BATON_MAX_SUBAGENTS=`{v}` must be a whole number of at least 1")
+            })?,
+        _ => env
+            .config
+            .executor
+            .max_concurrency
+            .map_or(5, |n| n as usize),
+    };
+    if n == 0 {
+        bail!("executor.max_concurrency must be at least 1");
+    }
+    Ok(Executor::new(n))
+}
+
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
