@@ -13,7 +13,7 @@
 //! Process inspection reads Linux's `/proc`; on other systems those calls return
 //! [`ProcessError::Unsupported`] (and [`alive`] is false) instead of guessing.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use nix::sys::signal::killpg;
 use nix::unistd::Pid;
@@ -110,6 +110,17 @@ pub fn cwd(pid: u32) -> Result<PathBuf, ProcessError> {
     std::fs::read_link(format!("/proc/{pid}/cwd")).map_err(|source| match source.kind() {
         std::io::ErrorKind::NotFound => ProcessError::NoSuchProcess { pid },
         _ => ProcessError::Read { pid, source },
+    })
+}
+
+/// Whether a live (not zombie) member of process group `pgid` has its working directory inside
+/// `dir`: how a new driver recognises the children an earlier, killed one left running in a
+/// worktree. `false` where processes cannot be inspected.
+pub fn group_works_in(pgid: u32, dir: &Path) -> bool {
+    processes().is_ok_and(|all| {
+        all.iter()
+            .filter(|p| p.pgrp == pgid && !p.is_zombie())
+            .any(|p| cwd(p.pid).is_ok_and(|c| c.starts_with(dir)))
     })
 }
 

@@ -1,0 +1,58 @@
+//! Main's checkout as the Flow expects to find it.
+
+use super::*;
+
+/// The changed paths of a checkout, at most 50 of them, for a message.
+pub(super) fn listing(st: &CheckoutStatus) -> String {
+    let shown: Vec<&str> = st.changes.iter().take(50).map(String::as_str).collect();
+    let mut s = shown.join("\n");
+    if st.changes.len() > 50 {
+        s.push_str(&format!("\n… and {} more", st.changes.len() - 50));
+    }
+    bounded(&s, EVIDENCE_BOUND)
+}
+
+/// Why Main's checkout is not where the Flow left it (on its branch, at `main_oid`, clean), as
+/// the message that halts the driver; `None` when it is.
+pub(super) fn main_problem(state: &FlowState, st: &CheckoutStatus) -> Option<String> {
+    if st.branch.as_deref() != Some(state.main_branch.as_str()) {
+        return Some(format!(
+            "Main's checkout {} is on {} instead of {}: check out {} again, then run `baton flow resume`",
+            state.repo_root.display(),
+            st.branch.as_deref().unwrap_or("a detached HEAD"),
+            state.main_branch,
+            state.main_branch
+        ));
+    }
+    let head = st.head.as_deref().unwrap_or_default();
+    if head != state.main_oid {
+        return Some(format!(
+            "Main ({}) moved outside the Flow: the Flow left it at {}, it is now at {}. \
+             Put {} back at {} (or integrate the remaining units by hand and abandon the Flow), then run `baton flow resume`",
+            state.main_branch,
+            short(&state.main_oid),
+            short(head),
+            state.main_branch,
+            short(&state.main_oid)
+        ));
+    }
+    if !st.clean() {
+        return Some(format!(
+            "Main's checkout {} has uncommitted changes; commit or stash them, then run `baton flow resume`:\n{}",
+            state.repo_root.display(),
+            listing(st)
+        ));
+    }
+    None
+}
+
+/// The untracked paths of a worktree, as `git status` names them (best effort: none on error).
+pub(super) fn untracked_paths(wt: &Git) -> Vec<String> {
+    match wt.checkout_status(&[]) {
+        Ok(st) => st.untracked().map(str::to_string).collect(),
+        Err(e) => {
+            tracing::warn!("cannot list the untracked files after validation: {e}");
+            Vec::new()
+        }
+    }
+}

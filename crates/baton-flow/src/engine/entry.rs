@@ -1,0 +1,429 @@
+//! The entry points: start, continue, resume, abandon, status, and taking over a Flow.
+
+use super::checkout::listing;
+use super::*;
+
+/// The repository a Flow works on, found from a working directory.
+struct Repo {
+    toplevel: PathBuf,
+    common: PathBuf,
+    store: FlowStore,
+}
+
+fn open_repo(env_git: &dyn Fn(&Path) -> Git, cwd: &Path) -> Result<Repo, FlowError> {
+    let probe = env_git(cwd);
+    let toplevel = match probe.toplevel() {
+        Ok(t) => t,
+        Err(GitError::NotARepo { .. }) => {
+            return Err(FlowError::Refused(format!(
+                "{} is not inside a git repository: Flow lands its units on a git branch; run it from a repository",
+                cwd.display()
+            )))
+        }
+        Err(e) => return Err(FlowError::Refused(format!("cannot read the repository: {e}"))),
+    };
+    let toplevel = std::fs::canonicalize(&toplevel).unwrap_or(toplevel);
+    let common = env_git(&toplevel)
+        .git_common_dir()
+        .map_err(|e| FlowError::Refused(format!("cannot read the repository: {e}")))?;
+    // One store per repository, as there is one lock per repository: the logs live in the main
+    // worktree whichever checkout a command runs in (in the git directory of a bare repository).
+    let main_worktree = env_git(&toplevel)
+        .worktree_list()
+        .ok()
+        .and_then(|list| list.into_iter().next());
+    let store = match main_worktree {
+        Some(w) if !w.bare => FlowStore::for_repo(&w.path),
+        Some(_) => FlowStore::new(baton_state::StateDir::at(common.join("baton"))),
+        None => FlowStore::for_repo(&toplevel),
+    };
+    Ok(Repo {
+        store,
+        toplevel,
+        common,
+    })
+}
+
+/// A new Flow id: UTC creation time and 4 random hex digits, e.g. `20261202-134115-9f2c`.
+pub fn new_flow_id() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let rand = uuid::Uuid::new_v4().simple().to_string();
+    format!(
+        "{:04}{:02}{:02}-{:02}{:02}{:02}-{}",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        &rand[..4]
+    )
+}
+
+/// The worktree id (and branch `baton/<id>`) of a unit.
+pub fn unit_worktree_id(flow_id: &str, unit_id: &str) -> String {
+    format!("flow-{flow_id}-{unit_id}")
+}
+
+/// Starts a Flow in the repository of `env.delegate.cwd` and drives it until it completes, pauses
+/// on a block, fails, or is cancelled. Input and every precondition are checked before anything
+/// changes; a refusal is an `Err` with [`FlowError::is_refusal`].
+pub async fn start(
+    env: &FlowEnv,
+    units: &[UnitSpec],
+    cancel: &CancellationToken,
+) -> Result<FlowStatus, FlowError> {
+    // The same checks as a units file, whatever the caller built.
+    let value = serde_json::to_value(units).map_err(|e| InputError {
+        field: "units".into(),
+        message: e.to_string(),
+    })?;
+    let units = parse_units(&value)?;
+
+    let git = |d: &Path| env.git(d);
+    let repo = open_repo(&git, &env.delegate.cwd)?;
+    let main = env.git(&repo.toplevel);
+    // The lock first: every check below must still hold when the Flow starts. Nothing is changed
+    // before the last refusal.
+    let mut lock = RepoLock::acquire(&repo.common)?;
+    refuse_if_active(&repo.store)?;
+    // Flow's own state is not yet excluded the first time: leave it out of the check.
+    let st = main
+        .checkout_status(&[":(exclude,top).baton/state"])
+        .map_err(|e| FlowError::Refused(format!("cannot read the repository: {e}")))?;
+    let Some(main_branch) = st.branch.clone() else {
+        return Err(FlowError::Refused(
+            "HEAD is detached: check out the branch the units should land on, then start the Flow"
+                .into(),
+        ));
+    };
+    let Some(main_oid) = st.head.clone() else {
+        return Err(FlowError::Refused(format!(
+            "branch {main_branch} has no commits yet: commit a first version, then start the Flow"
+        )));
+    };
+    if let Ok(Some(op)) = main.operation_in_progress() {
+        return Err(FlowError::Refused(format!(
+            "a {op} is in progress in {}: finish or abort it first",
+            repo.toplevel.display()
+        )));
+    }
+    if !st.clean() {
+        return Err(FlowError::Refused(format!(
+            "the working tree has uncommitted changes; commit or stash them first:\n{}",
+            listing(&st)
+        )));
+    }
+
+    // Rebasing a unit onto an advanced Main creates commits: find out now, not after the implementers.
+    if units.len() > 1 {
+        if let Err(e) = main.run(["var", "GIT_COMMITTER_IDENT"]) {
+            return Err(FlowError::Refused(format!(
+                "git has no committer identity, which rebasing units needs: set user.name and user.email ({})",
+                e.stderr().map(str::trim).unwrap_or_default()
+            )));
+        }
+    }
+
+    let implementer = resolve_role(env, "implementer")?;
+    let reviewer = if units.iter().any(|u| u.review.is_some()) {
+        Some(resolve_role(env, "reviewer")?)
+    } else {
+        None
+    };
+    main.add_exclude(STATE_EXCLUDE)
+        .map_err(|e| FlowError::Refused(format!("cannot exclude {STATE_EXCLUDE} from git: {e}")))?;
+
+    let id = new_flow_id();
+    let flow_dir = repo.store.flow_dir(&id)?;
+    let implementer = freeze(&flow_dir, 0, implementer)?;
+    let reviewer = reviewer.map(|r| freeze(&flow_dir, 1, r)).transpose()?;
+    lock.note(&id);
+
+    let created = FlowEvent::Created {
+        id: id.clone(),
+        created: now_rfc3339(),
+        repo_root: repo.toplevel.clone(),
+        main_branch,
+        main_oid,
+        worktree_root: env.delegate.worktree_root.clone(),
+        units,
+        implementer,
+        reviewer,
+    };
+    let state = FlowState::created(&created, 1, &now_rfc3339()).ok_or_else(|| {
+        FlowError::Refused("internal: the first event is not flow.created".into())
+    })?;
+    let log = repo.store.create(&id, env.crash.clone())?;
+    let run = Run {
+        env,
+        store: repo.store.clone(),
+        log: Mutex::new(log),
+        state: Mutex::new(state),
+        main,
+        cancel,
+        _lock: lock,
+        main_left_at: Mutex::new(None),
+    };
+    run.emit(created)?;
+    run.emit(FlowEvent::Driver {
+        pid: std::process::id(),
+        command: DriverCommand::Start,
+    })?;
+    run.drive().await?;
+    Ok(run.status())
+}
+
+/// Repairs the blocked unit of the paused Flow (`id`, or the repository's active one) once: its
+/// frozen implementer runs again in the same worktree with the original task, the validation, the
+/// block's evidence and `guidance`; `model_class` replaces the unit's class for this repair.
+pub async fn continue_flow(
+    env: &FlowEnv,
+    id: Option<&str>,
+    guidance: &str,
+    model_class: Option<ModelClass>,
+    cancel: &CancellationToken,
+) -> Result<FlowStatus, FlowError> {
+    if guidance.trim().is_empty() {
+        return Err(InputError {
+            field: "guidance".into(),
+            message: "is empty: say what the implementer should do differently".into(),
+        }
+        .into());
+    }
+    let (run, state) = take_over(env, id, cancel)?;
+    let Some(i) = state.paused_unit() else {
+        return Err(FlowError::WrongPhase(format!(
+            "Flow {} is {}: `continue` repairs the blocked unit of a paused Flow{}",
+            state.id,
+            state.phase(false).as_str(),
+            hint(&state)
+        )));
+    };
+    let u = &state.units[i];
+    run.emit(FlowEvent::Driver {
+        pid: std::process::id(),
+        command: DriverCommand::Continue,
+    })?;
+    run.emit(FlowEvent::RepairStarted {
+        unit: u.spec.id.clone(),
+        attempt: u.attempt + 1,
+        guidance: guidance.to_string(),
+        model_class: model_class.or(u.model_class),
+    })?;
+    run.drive().await?;
+    Ok(run.status())
+}
+
+/// Continues an interrupted Flow from the first unit not yet integrated, re-deriving and
+/// re-validating it from git. A tip Main already holds is never merged again.
+pub async fn resume(
+    env: &FlowEnv,
+    id: Option<&str>,
+    cancel: &CancellationToken,
+) -> Result<FlowStatus, FlowError> {
+    let (run, state) = take_over(env, id, cancel)?;
+    match state.phase(false) {
+        Phase::Interrupted => {}
+        phase @ (Phase::Running
+        | Phase::Paused
+        | Phase::Completed
+        | Phase::Failed
+        | Phase::Abandoned) => {
+            return Err(FlowError::WrongPhase(format!(
+                "Flow {} is {}: `resume` continues an interrupted Flow{}",
+                state.id,
+                phase.as_str(),
+                hint(&state)
+            )))
+        }
+    }
+    run.emit(FlowEvent::Driver {
+        pid: std::process::id(),
+        command: DriverCommand::Resume,
+    })?;
+    run.drive().await?;
+    Ok(run.status())
+}
+
+/// Gives up a paused or interrupted Flow: nothing more runs, worktrees and branches stay for a
+/// person to reslice, integrated units stay integrated.
+pub fn abandon(
+    env: &FlowEnv,
+    id: Option<&str>,
+    reason: Option<&str>,
+) -> Result<FlowStatus, FlowError> {
+    let cancel = CancellationToken::new();
+    let (run, state) = take_over(env, id, &cancel)?;
+    let phase = state.phase(false);
+    if phase.is_terminal() {
+        return Err(FlowError::WrongPhase(format!(
+            "Flow {} is already {}",
+            state.id,
+            phase.as_str()
+        )));
+    }
+    run.emit(FlowEvent::Abandoned {
+        reason: reason.map(str::to_string),
+    })?;
+    run.snapshot();
+    Ok(run.status())
+}
+
+/// The Flows of the repository at `cwd` (oldest first), or the one named `id`.
+pub fn status(
+    cwd: &Path,
+    id: Option<&str>,
+    git_env: &[(String, String)],
+) -> Result<Vec<FlowStatus>, FlowError> {
+    let git = |d: &Path| {
+        git_env
+            .iter()
+            .fold(Git::new(d), |g, (k, v)| g.with_env(k, v))
+    };
+    let repo = open_repo(&git, cwd)?;
+    let driving = RepoLock::is_held(&repo.common);
+    let status_of = |state: FlowState| FlowStatus {
+        phase: state.phase(driving),
+        state,
+    };
+    match id {
+        Some(id) => Ok(vec![status_of(repo.store.load(id)?)]),
+        None => Ok(readable_flows(&repo.store)
+            .into_iter()
+            .map(|(_, state)| status_of(state))
+            .collect()),
+    }
+}
+
+/// Every Flow of the store whose log can be read, oldest first. An unreadable log is skipped with
+/// a warning: it must not stop the commands about the other Flows.
+fn readable_flows(store: &FlowStore) -> Vec<(String, FlowState)> {
+    store
+        .list()
+        .into_iter()
+        .filter_map(|id| match store.load(&id) {
+            Ok(state) => Some((id, state)),
+            Err(e) => {
+                tracing::warn!("skipping Flow {id}: its log cannot be read: {e}");
+                None
+            }
+        })
+        .collect()
+}
+
+/// Kills the process group of every implementer a dead driver left running in its unit's
+/// worktree, so a relaunch never shares the worktree with it. A recorded group is killed only
+/// while one of its processes still works inside that worktree (pids are reused).
+fn stop_stale_implementers(state: &FlowState) {
+    for u in &state.units {
+        let (Some(pid), Some(path)) = (u.implementer_pid, u.path.as_ref()) else {
+            continue;
+        };
+        let worktree = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+        if baton_process::group_works_in(pid, &worktree) {
+            tracing::info!(
+                "stopping the implementer of unit {} (process group {pid}) left by an earlier driver",
+                u.id()
+            );
+            baton_process::kill_group(pid, baton_process::Signal::SIGKILL);
+        }
+    }
+}
+
+fn hint(state: &FlowState) -> String {
+    match state.phase(false) {
+        Phase::Paused => "; repair it with `baton flow continue --guidance TEXT` or give it up with `baton flow abandon`".into(),
+        Phase::Interrupted => "; continue it with `baton flow resume`".into(),
+        Phase::Running | Phase::Completed | Phase::Failed | Phase::Abandoned => String::new(),
+    }
+}
+
+fn refuse_if_active(store: &FlowStore) -> Result<(), FlowError> {
+    for (id, state) in readable_flows(store) {
+        let phase = state.phase(false);
+        if !phase.is_terminal() {
+            return Err(FlowError::Refused(format!(
+                "Flow {id} is still {} in this repository, and a repository has one active Flow at a time{}",
+                phase.as_str(),
+                hint(&state)
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn resolve_role(env: &FlowEnv, name: &str) -> Result<(RoleSpec, BackendKind), FlowError> {
+    let role = find_role(&env.delegate.role_dirs, name)
+        .map_err(|e| FlowError::Refused(format!("role `{name}`: {e}")))?;
+    let backend = backend_of(&env.delegate, &role);
+    if backend == BackendKind::Command && role.meta.command.as_ref().is_none_or(|c| c.is_empty()) {
+        return Err(FlowError::Refused(format!(
+            "role `{name}` uses backend `command` but has no `command: [program, args…]` in its frontmatter"
+        )));
+    }
+    Ok((role, backend))
+}
+
+fn freeze(
+    flow_dir: &Path,
+    index: usize,
+    (spec, backend): (RoleSpec, BackendKind),
+) -> Result<FrozenRole, FlowError> {
+    let file =
+        write_frozen_role(&flow_dir.join("roles"), index, &spec).map_err(|e| FlowError::Role {
+            path: flow_dir.join("roles"),
+            source: e,
+        })?;
+    Ok(FrozenRole {
+        spec,
+        backend,
+        file,
+    })
+}
+
+/// Takes the lock and opens the log of `id` (or of the repository's only non-terminal Flow).
+fn take_over<'a>(
+    env: &'a FlowEnv,
+    id: Option<&str>,
+    cancel: &'a CancellationToken,
+) -> Result<(Run<'a>, FlowState), FlowError> {
+    let git = |d: &Path| env.git(d);
+    let repo = open_repo(&git, &env.delegate.cwd)?;
+    let mut lock = RepoLock::acquire(&repo.common)?;
+    let id = match id {
+        Some(id) => id.to_string(),
+        None => {
+            let mut active: Vec<String> = readable_flows(&repo.store)
+                .into_iter()
+                .filter(|(_, state)| !state.phase(false).is_terminal())
+                .map(|(id, _)| id)
+                .collect();
+            match active.pop() {
+                Some(id) => id,
+                None => {
+                    return Err(FlowError::WrongPhase(format!(
+                        "no paused or interrupted Flow in {}; `baton flow status` lists the Flows",
+                        repo.toplevel.display()
+                    )))
+                }
+            }
+        }
+    };
+    let state = repo.store.load(&id)?;
+    lock.note(&id);
+    stop_stale_implementers(&state);
+    let log = repo.store.open(&id, env.crash.clone())?;
+    let main = env.git(&state.repo_root);
+    let run = Run {
+        env,
+        store: repo.store,
+        log: Mutex::new(log),
+        state: Mutex::new(state.clone()),
+        main,
+        cancel,
+        _lock: lock,
+        main_left_at: Mutex::new(None),
+    };
+    Ok((run, state))
+}
