@@ -1,7 +1,7 @@
 //! The agent loop: model turns until the model stops calling tools, the turn limit, or cancellation.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -659,15 +659,4 @@ fn tool_item(
             exit_code: out.and_then(|o| o.exit_code),
         },
     }
-}
-
-/// The project root for a working directory: the nearest ancestor holding `.baton/` or `.git`,
-/// else the directory itself.
-pub fn project_root(cwd: &Path) -> PathBuf {
-    for dir in cwd.ancestors() {
-        if dir.join(".baton").is_dir() || dir.join(".git").exists() {
-            return dir.to_path_buf();
-        }
-    }
-    cwd.to_path_buf()
 }

@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use baton_agent::agent::project_root;
 use baton_exec::delegate::DelegateEnv;
 use baton_exec::executor::Executor;
 use baton_exec::types::{Limits, DEFAULT_OUTPUT_CAP};
 use baton_exec::worktree::default_worktree_root;
 use baton_model::routes::ProcessEnv;
 use baton_roles::RoleDirs;
+use baton_state::project_root;
 use baton_state::StateDir;
 
 use crate::config::{self, user_config_dir, LoadedConfig};

@@ -718,7 +718,7 @@ fn run(opts: &Opts) -> Result<bool, String> {
     let mock = Mock::start(&opts.mock, &script)?;
     let env = isolate(&tmp, &mock.url)?;
     // The children's project root must be the work dir itself, so nothing lands in a repository.
-    if baton_agent::agent::project_root(&env.work) != env.work {
+    if baton_state::project_root(&env.work) != env.work {
         return Err(format!(
             "{} is not its own project root",
             env.work.display()

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use baton_agent::tools::{Tool, ToolContext, ToolOutput};
 use baton_protocol::ToolSpec;
+use baton_tool::{Tool, ToolContext, ToolOutput};
 use serde_json::{json, Value};
 
 use crate::background;

@@ -16,9 +16,8 @@ mod setup;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use baton_exec::backend::launch_for;
 use baton_exec::delegate::{
-    backend_of, child_route, task_spec, write_frozen_role, DelegateEnv, TaskEntry,
+    backend_of, child_route, plan_launch, write_frozen_role, DelegateEnv, LaunchPlan, RouteChoice,
 };
 use baton_exec::executor::{Executor, OutputBudget};
 use baton_exec::types::{Activity, ChildResult, ChildStatus, ExecError, ExecErrorCode};

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use baton_agent::tools::{Tool, ToolContext, ToolOutput};
+use baton_tool::{Tool, ToolContext, ToolOutput};
 use baton_protocol::{ModelClass, ToolSpec};
 use serde_json::{json, Value};
 

@@ -920,7 +920,7 @@ async fn a_flow_killed_at_each_step_resumes_without_merging_twice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tools_speak_the_same_contract() {
-    use baton_agent::tools::{Tool, ToolContext};
+    use baton_tool::{Tool, ToolContext};
     use baton_flow::tool::{DelegateFlowContinueTool, DelegateFlowTool};
 
     let fx = Fx::new();

@@ -21,6 +21,17 @@ pub use log::{read_snapshot, write_snapshot, Durability, JsonlLog, LogError};
 /// The line `info/exclude` gets so that `.baton/state/` never shows up as untracked files.
 pub const STATE_EXCLUDE: &str = "/.baton/state/";
 
+/// The project root for a working directory: the nearest ancestor holding `.baton/` or `.git`,
+/// else the directory itself. Its `.baton/state` is the project's [`StateDir`].
+pub fn project_root(cwd: &Path) -> PathBuf {
+    for dir in cwd.ancestors() {
+        if dir.join(".baton").is_dir() || dir.join(".git").exists() {
+            return dir.to_path_buf();
+        }
+    }
+    cwd.to_path_buf()
+}
+
 /// A project's state folder, `<project root>/.baton/state`.
 ///
 /// ```text

@@ -65,15 +65,11 @@ impl Run<'_> {
         let budget = OutputBudget::new(d.output_cap);
         let backend = role.backend;
         let prepare = move || async move {
-            let entry = TaskEntry {
-                role: role.spec.meta.name.clone(),
-                name: unit.to_string(),
-                task: String::new(),
-                model: None,
-                model_class: class.map(|c| c.as_str().to_string()),
-                thinking: None,
+            let choice = RouteChoice {
+                model_class: class,
+                ..RouteChoice::default()
             };
-            let route = child_route(d, backend, &entry, &role.spec)?;
+            let route = child_route(d, backend, &choice, &role.spec)?;
             let role_file = match backend {
                 BackendKind::Baton => Some(
                     ensure_role_file(role)
@@ -84,17 +80,18 @@ impl Run<'_> {
                 | BackendKind::Claude
                 | BackendKind::Command => None,
             };
-            let spec = task_spec(
+            plan_launch(
                 d,
-                backend,
-                &role.spec,
-                task,
-                cwd.to_path_buf(),
-                route,
-                role_file,
-                extra_env,
-            );
-            launch_for(&spec)
+                LaunchPlan {
+                    role: &role.spec,
+                    backend,
+                    route,
+                    task,
+                    cwd: cwd.to_path_buf(),
+                    role_file,
+                    extra_env,
+                },
+            )
         };
         let observer = self.env.observer.clone();
         let role_name = role.spec.meta.name.clone();

@@ -1,0 +1,287 @@
+//! Planning one child launch: its route (model and thinking level), the backend's program and
+//! the launch description. Delegation and Flow both launch children through here.
+
+use std::path::{Path, PathBuf};
+
+use baton_model::routes::{check_route, default_class, resolve_class};
+use baton_protocol::role::{BackendKind, RoleSpec};
+use baton_protocol::{ModelClass, Route, ThinkingLevel};
+
+use super::DelegateEnv;
+use crate::backend::{launch_for, TaskSpec};
+use crate::types::Launch;
+use crate::types::{ExecError, ExecErrorCode};
+
+pub fn backend_of(env: &DelegateEnv, role: &RoleSpec) -> BackendKind {
+    role.meta
+        .backend
+        .or(env.config.executor.backend)
+        .unwrap_or(BackendKind::Baton)
+}
+
+/// The model a child runs: for the `baton` backend a checked route; for peer agents the model
+/// name passed through; nothing for `command` children or peers left on their own default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChildRoute {
+    pub model: Option<String>,
+    pub thinking: Option<ThinkingLevel>,
+}
+
+/// What the caller chose for one child's model; the role and the config decide what is left
+/// open. Parsed once, where the request is read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RouteChoice {
+    /// A route (`provider/model[:thinking]`) or, for a peer agent, its own model name.
+    pub model: Option<String>,
+    pub model_class: Option<ModelClass>,
+    pub thinking: Option<ThinkingLevel>,
+}
+
+/// Everything one child launch needs besides the executor: what [`plan_launch`] turns into a
+/// [`Launch`].
+#[derive(Debug, Clone)]
+pub struct LaunchPlan<'a> {
+    pub role: &'a RoleSpec,
+    pub backend: BackendKind,
+    /// From [`child_route`], resolved before anything is set up for the child.
+    pub route: ChildRoute,
+    pub task: String,
+    pub cwd: PathBuf,
+    /// The frozen role file a `baton` child loads ([`write_frozen_role`]).
+    pub role_file: Option<PathBuf>,
+    pub extra_env: Vec<(String, String)>,
+}
+
+/// The launch of one child: its model and thinking level, the backend's program (this binary for
+/// `baton`, `executor.programs.<backend>` for the others) and the command line the backend builds.
+pub fn plan_launch(env: &DelegateEnv, plan: LaunchPlan<'_>) -> Result<Launch, ExecError> {
+    let LaunchPlan {
+        role,
+        backend,
+        route,
+        task,
+        cwd,
+        role_file,
+        extra_env,
+    } = plan;
+    let program = match backend {
+        BackendKind::Baton => Some(env.baton_exe.clone()),
+        BackendKind::Pi | BackendKind::Codex | BackendKind::Claude | BackendKind::Command => env
+            .config
+            .executor
+            .programs
+            .get(backend.as_str())
+            .map(PathBuf::from),
+    };
+    launch_for(&TaskSpec {
+        backend,
+        role: role.clone(),
+        task,
+        cwd,
+        route: route.model,
+        thinking: route.thinking.map(|t| t.to_string()),
+        program,
+        role_file,
+        max_turns: None,
+        extra_env,
+    })
+}
+
+/// The model of a child by backend. `baton` children get a route checked against baton's own
+/// providers and keys ([`entry_route`]). Peer agents (pi, codex, claude) use their own logins, so
+/// their `model` is passed through unchecked (a bare model name is fine), and a class maps to its
+/// first configured route without a credential check; with neither, the peer's default applies.
+pub fn child_route(
+    env: &DelegateEnv,
+    backend: BackendKind,
+    e: &RouteChoice,
+    role: &RoleSpec,
+) -> Result<ChildRoute, ExecError> {
+    let thinking = e.thinking;
+    match backend {
+        BackendKind::Command => Ok(ChildRoute::default()),
+        BackendKind::Baton => {
+            let r = entry_route(env, e, role)?;
+            let thinking = r.thinking;
+            let mut model = r;
+            model.thinking = None;
+            Ok(ChildRoute {
+                model: Some(model.to_string()),
+                thinking,
+            })
+        }
+        BackendKind::Pi | BackendKind::Codex | BackendKind::Claude => {
+            let from_route = |r: &Route| {
+                let mut m = r.clone();
+                let t = m.thinking.take();
+                (m.to_string(), t)
+            };
+            let (model, route_thinking) = if let Some(m) = &e.model {
+                match m.parse::<Route>() {
+                    Ok(r) => {
+                        let (m, t) = from_route(&r);
+                        (Some(m), t)
+                    }
+                    Err(_) => (Some(m.trim().to_string()), None),
+                }
+            } else {
+                let class = e.model_class.or(role.meta.model_class);
+                match class
+                    .and_then(|c| env.config.models.class(c))
+                    .and_then(|l| l.routes().first().copied().cloned())
+                {
+                    Some(r) => {
+                        let (m, t) = from_route(&r);
+                        (Some(m), t)
+                    }
+                    None => (None, None),
+                }
+            };
+            Ok(ChildRoute {
+                model,
+                thinking: thinking.or(route_thinking),
+            })
+        }
+    }
+}
+
+/// Resolves the route of an entry: `model` > `model_class` > the role's class > the default class.
+pub fn entry_route(
+    env: &DelegateEnv,
+    e: &RouteChoice,
+    role: &RoleSpec,
+) -> Result<Route, ExecError> {
+    let prepare = |m: String| ExecError::new(ExecErrorCode::Prepare, m);
+    let mut route = if let Some(m) = &e.model {
+        let r: Route = m.parse().map_err(|err| prepare(format!("model: {err}")))?;
+        check_route(&env.config, &r, env.env.as_ref()).map_err(|err| prepare(err.to_string()))?;
+        r
+    } else {
+        let class = e
+            .model_class
+            .or(role.meta.model_class)
+            .unwrap_or_else(|| default_class(&env.config));
+        resolve_class(&env.config, class, env.env.as_ref())
+            .map_err(|err| prepare(err.to_string()))?
+            .route
+    };
+    if let Some(t) = e.thinking {
+        route.thinking = Some(t);
+    }
+    Ok(route)
+}
+
+/// Writes `role` as `<dir>/<index>-<name>.md`, the file a `baton` child loads with `--role-file`
+/// (for a delegate call `dir` is [`StateDir::frozen_roles`] of the run).
+pub fn write_frozen_role(dir: &Path, index: usize, role: &RoleSpec) -> Result<PathBuf, ExecError> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        ExecError::new(
+            ExecErrorCode::Prepare,
+            format!("cannot create {}: {e}", dir.display()),
+        )
+    })?;
+    let path = dir.join(format!("{index}-{}.md", role.meta.name));
+    let yaml = serde_norway::to_string(&role.meta).map_err(|e| {
+        ExecError::new(
+            ExecErrorCode::Prepare,
+            format!("cannot write role `{}`: {e}", role.meta.name),
+        )
+    })?;
+    std::fs::write(&path, format!("---\n{yaml}---\n{}\n", role.body)).map_err(|e| {
+        ExecError::new(
+            ExecErrorCode::Prepare,
+            format!("cannot write {}: {e}", path.display()),
+        )
+    })?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod route_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::types::Limits;
+    use baton_protocol::config::{Config, RouteList};
+    use baton_roles::builtin_roles;
+    use baton_roles::RoleDirs;
+    use baton_state::StateDir;
+    use std::sync::Arc;
+
+    fn env(config: Config) -> DelegateEnv {
+        DelegateEnv {
+            config,
+            role_dirs: RoleDirs {
+                user: None,
+                project: None,
+            },
+            cwd: PathBuf::from("/tmp"),
+            state: StateDir::at("/tmp/.baton/state"),
+            worktree_root: PathBuf::from("/tmp/wt"),
+            baton_exe: PathBuf::from("/bin/true"),
+            limits: Limits::default(),
+            output_cap: 1024,
+            env: Arc::new(std::collections::BTreeMap::<String, String>::new()),
+            reload: None,
+        }
+    }
+
+    fn entry(model: Option<&str>, class: Option<&str>) -> RouteChoice {
+        RouteChoice {
+            model: model.map(str::to_string),
+            model_class: class.map(|c| c.parse().unwrap()),
+            thinking: None,
+        }
+    }
+
+    #[test]
+    fn peers_take_models_unchecked_and_baton_children_need_usable_routes() {
+        let scout = builtin_roles()
+            .unwrap()
+            .into_iter()
+            .find(|r| r.meta.name == "scout")
+            .unwrap();
+        let mut config = Config::default();
+        config.models.fast = Some(RouteList::One(
+            "anthropic/claude-haiku:low".parse().unwrap(),
+        ));
+        let env = env(config);
+        // A bare model name passes through to a peer; no baton key is needed.
+        let r = child_route(
+            &env,
+            BackendKind::Codex,
+            &entry(Some("gpt-5.5"), None),
+            &scout,
+        )
+        .unwrap();
+        assert_eq!(
+            r,
+            ChildRoute {
+                model: Some("gpt-5.5".into()),
+                thinking: None
+            }
+        );
+        // A class maps to its first route without a credential check.
+        let r = child_route(&env, BackendKind::Pi, &entry(None, Some("fast")), &scout).unwrap();
+        assert_eq!(
+            r,
+            ChildRoute {
+                model: Some("anthropic/claude-haiku".into()),
+                thinking: Some(ThinkingLevel::Low)
+            }
+        );
+        // Nothing chosen and the role's class unset in config: the peer's default model.
+        let r = child_route(
+            &env,
+            BackendKind::Claude,
+            &entry(None, Some("balanced")),
+            &scout,
+        )
+        .unwrap();
+        assert_eq!(r, ChildRoute::default());
+        // A baton child checks the route against baton's providers and keys.
+        let e =
+            child_route(&env, BackendKind::Baton, &entry(None, Some("fast")), &scout).unwrap_err();
+        assert!(e.message.contains("ANTHROPIC_API_KEY"), "{}", e.message);
+    }
+}

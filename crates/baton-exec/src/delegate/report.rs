@@ -1,0 +1,154 @@
+//! What a delegation reports: live events per entry, and the final report and its text.
+
+use std::sync::Arc;
+
+use baton_protocol::Usage;
+use serde::{Deserialize, Serialize};
+
+use super::request::{Mode, TaskEntry};
+use crate::types::Activity;
+
+/// What happens to one entry, for live status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EntryEvent {
+    Queued {
+        name: String,
+        role: String,
+    },
+    Launching {
+        model: String,
+        thinking: Option<String>,
+        cwd: String,
+        note: Option<String>,
+    },
+    Activity {
+        activity: Activity,
+    },
+    Finished {
+        status: EntryStatus,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryStatus {
+    Done,
+    Failed,
+    Stopped,
+    /// A chain step after a failure; never launched.
+    Skipped,
+}
+
+impl EntryStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryStatus::Done => "done",
+            EntryStatus::Failed => "failed",
+            EntryStatus::Stopped => "stopped",
+            EntryStatus::Skipped => "skipped",
+        }
+    }
+}
+
+/// How an entry's worktree ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorktreeReport {
+    pub path: String,
+    pub branch: String,
+    pub kept_path: bool,
+    pub kept_branch: bool,
+    pub commits: Vec<String>,
+    /// How to recover retained work, when any was retained.
+    pub recovery: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EntryReport {
+    pub index: usize,
+    pub name: String,
+    pub role: String,
+    pub status: EntryStatus,
+    pub output: String,
+    pub error: Option<ExecErrorInfo>,
+    pub model: Option<String>,
+    pub usage: Usage,
+    pub turns: u32,
+    pub duration_ms: u64,
+    pub worktree: Option<WorktreeReport>,
+    /// Things the caller should know (ran in the working directory instead of a worktree, …).
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecErrorInfo {
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DelegateReport {
+    pub mode: Mode,
+    pub entries: Vec<EntryReport>,
+}
+
+impl DelegateReport {
+    pub fn ok(&self) -> bool {
+        self.entries.iter().all(|e| e.status == EntryStatus::Done)
+    }
+}
+
+/// Progress callback: entry index and what happened.
+pub type Progress = Arc<dyn Fn(usize, EntryEvent) + Send + Sync>;
+
+pub(super) fn skipped(i: usize, e: &TaskEntry) -> EntryReport {
+    EntryReport {
+        index: i,
+        name: e.name.clone(),
+        role: e.role.clone(),
+        status: EntryStatus::Skipped,
+        output: String::new(),
+        error: None,
+        model: None,
+        usage: Usage::default(),
+        turns: 0,
+        duration_ms: 0,
+        worktree: None,
+        notes: vec!["not run: an earlier chain step did not succeed".into()],
+    }
+}
+
+/// The minimal text the calling model sees: a line per entry with role attribution, its bounded
+/// output, and recovery paths only for retained work.
+pub fn render_report(report: &DelegateReport) -> String {
+    let total = report.entries.len();
+    let mut s = String::new();
+    for e in &report.entries {
+        let head = match report.mode {
+            Mode::Single => format!("{} ({})", e.name, e.role),
+            Mode::Parallel | Mode::Chain => {
+                format!("[{}/{total}] {} ({})", e.index + 1, e.name, e.role)
+            }
+        };
+        let err = e
+            .error
+            .as_ref()
+            .map(|x| format!(" — {}: {}", x.code, x.message))
+            .unwrap_or_default();
+        s.push_str(&format!("{head}: {}{err}\n", e.status.as_str()));
+        if !e.output.trim().is_empty() {
+            s.push_str(e.output.trim_end());
+            s.push('\n');
+        }
+        for n in &e.notes {
+            s.push_str(&format!("note: {n}\n"));
+        }
+        if let Some(w) = &e.worktree {
+            if let Some(r) = &w.recovery {
+                s.push_str(&format!("retained work: {r}\n"));
+            }
+        }
+        s.push('\n');
+    }
+    s.trim_end().to_string()
+}
