@@ -157,18 +157,22 @@
 
 mod json;
 mod render;
+mod request;
 mod rules;
 mod script;
 mod server;
+mod turn;
 
 pub use render::{
     render_anthropic_sse, render_chat_sse, render_error_body, render_in_stream_error_sse,
     render_json_response, render_malformed_sse, render_responses_sse, render_sse_events,
-    WireFormat, ARGUMENTS_PIECE_BYTES, CREATED, MALFORMED_DATA, TEXT_PIECE_BYTES,
+    ARGUMENTS_PIECE_BYTES, CREATED, MALFORMED_DATA, TEXT_PIECE_BYTES,
 };
+pub use request::{RecordedRequest, WireFormat};
 pub use rules::{last_is_tool_result, offered_tools, ScriptRule, When};
-pub use script::{Fault, IntoArguments, Part, Script, ScriptError, Step, Turn, DEFAULT_USAGE};
-pub use server::{MockServer, MockServerBuilder, Predicate, RecordedRequest, RequestHook};
+pub use script::{Script, ScriptError};
+pub use server::{MockServer, MockServerBuilder, Predicate, RequestHook};
+pub use turn::{Fault, IntoArguments, Part, Step, Turn, DEFAULT_USAGE};
 
 pub use baton_protocol::Usage;
 

@@ -7,9 +7,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::render::WireFormat;
-use crate::script::Step;
-use crate::server::RecordedRequest;
+use crate::request::{RecordedRequest, WireFormat};
+use crate::turn::Step;
 
 /// Conditions on a model request. Every condition that is set must hold; an empty
 /// `When` matches every model request.

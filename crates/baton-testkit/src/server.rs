@@ -11,53 +11,18 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
 use crate::json::obj;
-use crate::render::{self, Ctx, WireFormat, CREATED};
+use crate::render::{self, Ctx, CREATED};
+use crate::request::{RecordedRequest, Route, WireFormat};
 use crate::rules::ScriptRule;
-use crate::script::{Fault, Script, Step, Turn};
+use crate::script::Script;
+use crate::turn::{Fault, Step, Turn};
 
 /// Model name used in answers when the request does not name one.
 const FALLBACK_MODEL: &str = "mock-model";
-
-/// One request as the server received it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RecordedRequest {
-    pub method: String,
-    /// Path with the query string, e.g. `/v1/messages?beta=true`.
-    pub path: String,
-    /// Header names in lower case, in arrival order.
-    pub headers: Vec<(String, String)>,
-    /// The body parsed as JSON; `null` when empty, a JSON string holding the raw
-    /// text when it is not JSON.
-    pub body: Value,
-}
-
-impl RecordedRequest {
-    /// The first value of a header (name compared case-insensitively).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The path without the query string.
-    pub fn path_only(&self) -> &str {
-        self.path.split('?').next().unwrap_or_default()
-    }
-
-    /// Which model API this request called, if any.
-    pub fn wire_format(&self) -> Option<WireFormat> {
-        match Route::classify(&self.method, self.path_only()) {
-            Route::Model(format) => Some(format),
-            Route::ModelList | Route::Unknown => None,
-        }
-    }
-}
 
 /// Decides whether a rule applies to a request.
 pub type Predicate = Arc<dyn Fn(&RecordedRequest) -> bool + Send + Sync + 'static>;
@@ -69,36 +34,6 @@ struct Rule {
     predicate: Predicate,
     step: Step,
     once: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Route {
-    Model(WireFormat),
-    ModelList,
-    Unknown,
-}
-
-impl Route {
-    /// Any path ending in a known API suffix matches, so clients may use base URLs
-    /// with or without `/v1`.
-    fn classify(method: &str, path: &str) -> Route {
-        let path = path.trim_end_matches('/');
-        if method.eq_ignore_ascii_case("POST") {
-            if path.ends_with("/chat/completions") {
-                return Route::Model(WireFormat::Chat);
-            }
-            if path.ends_with("/responses") {
-                return Route::Model(WireFormat::Responses);
-            }
-            if path.ends_with("/messages") {
-                return Route::Model(WireFormat::Anthropic);
-            }
-        }
-        if method.eq_ignore_ascii_case("GET") && path.ends_with("/models") {
-            return Route::ModelList;
-        }
-        Route::Unknown
-    }
 }
 
 struct State_ {
@@ -623,35 +558,4 @@ fn sse_response(
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     add_request_id(headers, format, seq);
     response
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn routes_are_classified_by_suffix() {
-        assert_eq!(
-            Route::classify("POST", "/v1/chat/completions"),
-            Route::Model(WireFormat::Chat)
-        );
-        assert_eq!(
-            Route::classify("POST", "/chat/completions/"),
-            Route::Model(WireFormat::Chat)
-        );
-        assert_eq!(
-            Route::classify("POST", "/v1/responses"),
-            Route::Model(WireFormat::Responses)
-        );
-        assert_eq!(
-            Route::classify("POST", "/v1/messages"),
-            Route::Model(WireFormat::Anthropic)
-        );
-        assert_eq!(Route::classify("GET", "/v1/models"), Route::ModelList);
-        assert_eq!(Route::classify("GET", "/v1/messages"), Route::Unknown);
-        assert_eq!(
-            Route::classify("POST", "/v1/messages/count_tokens"),
-            Route::Unknown
-        );
-    }
 }
