@@ -1,7 +1,8 @@
 //! `baton flow`: start a Flow from a units file, show Flows, repair a blocked unit, resume an
 //! interrupted Flow, or abandon one. See docs/flow.md.
 //!
-//! Exit codes: 0 completed (or a status shown), 1 failed, stopped or abandoned, 2 refused (bad
+//! Exit codes: 0 completed (or a status shown), 1 failed, stopped or abandoned, or a runtime
+//! failure (unreadable state, git), 2 refused (bad
 //! input, a failed precondition, another Flow active, wrong phase), 4 paused on a blocked unit,
 //! 130 interrupted by SIGINT/SIGTERM.
 //!
@@ -129,7 +130,7 @@ pub fn run(args: FlowArgs) -> Result<u8> {
                     print_final(&common, &s);
                     Ok(exit::OK)
                 }
-                Err(e) => Ok(refused(&common, &e)),
+                Err(e) => Ok(failed(&common, &e)),
             }
         }
         FlowAction::Status { id, common } => status(&common, id.as_deref()),
@@ -208,18 +209,25 @@ where
                 }
             })
         }
-        Err(e) if e.is_refusal() => Ok(refused(common, &e)),
-        Err(e) => {
-            if common.json {
-                outln!(
-                    "{}",
-                    json!({"type": "flow.error", "message": e.to_string()})
-                );
-            }
-            eprintln!("baton: {e}");
-            Ok(exit::FAILED)
-        }
+        Err(e) => Ok(failed(common, &e)),
     }
+}
+
+/// Reports a Flow command that did not get to do its work: a refusal (bad input, a failed
+/// precondition, a held lock, a wrong phase, an unknown Flow) is `flow.refused` and exit 2; any
+/// other failure (the state cannot be read or written, git failed) is `flow.error` and exit 1.
+fn failed(common: &Common, e: &FlowError) -> u8 {
+    if e.is_refusal() {
+        return refused(common, e);
+    }
+    if common.json {
+        outln!(
+            "{}",
+            json!({"type": "flow.error", "message": e.to_string()})
+        );
+    }
+    eprintln!("baton: {e}");
+    exit::FAILED
 }
 
 fn refused(common: &Common, e: &FlowError) -> u8 {
@@ -245,11 +253,7 @@ fn status(common: &Common, id: Option<&str>) -> Result<u8> {
     let ctx = project_context(common.cwd.clone())?;
     let flows = match baton_flow::status(&ctx.cwd, id, &[]) {
         Ok(f) => f,
-        Err(e) if e.is_refusal() => return Ok(refused(common, &e)),
-        Err(e) => {
-            eprintln!("baton: {e}");
-            return Ok(exit::USAGE);
-        }
+        Err(e) => return Ok(failed(common, &e)),
     };
     if common.json {
         for f in &flows {

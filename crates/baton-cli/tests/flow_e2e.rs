@@ -234,6 +234,42 @@ fn start_integrates_and_status_reads_it_from_another_process() {
 }
 
 #[test]
+fn unreadable_state_is_a_runtime_failure_and_an_unknown_flow_is_refused() {
+    let fx = Fx::new();
+    // A log whose first line is not an event: the state is damaged, the request was fine.
+    fx.write(
+        ".baton/state/flows/f-damaged.events.jsonl",
+        "not an event\n{\"also\": \"bad\"}\n",
+    );
+    for cmd in [
+        vec!["flow", "abandon", "f-damaged"],
+        vec!["flow", "status", "f-damaged"],
+    ] {
+        let out = fx.baton(&cmd, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{cmd:?}: {err}");
+        assert!(err.contains("line 1 cannot be read"), "{cmd:?}: {err}");
+        let mut json = cmd.clone();
+        json.push("--json");
+        let lines = json_lines(&fx.baton(&json, &[]));
+        assert_eq!(lines.last().unwrap()["type"], "flow.error", "{lines:?}");
+    }
+    for cmd in [
+        vec!["flow", "abandon", "f-none"],
+        vec!["flow", "status", "f-none"],
+        vec!["flow", "status", "../x"],
+    ] {
+        let out = fx.baton(&cmd, &[]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
 fn bad_input_is_refused_with_the_field_and_changes_nothing() {
     let fx = Fx::new();
     let units = fx.units(r#"{"units": [{"id": "a", "name": "A", "task": "x", "validation": []}]}"#);

@@ -120,15 +120,17 @@ pub enum FlowError {
 }
 
 impl FlowError {
-    /// True when nothing was done: bad input, a failed precondition, a held lock, a wrong phase.
+    /// True when nothing was done: bad input (including an unknown Flow id), a failed
+    /// precondition, a held lock, a wrong phase.
     pub fn is_refusal(&self) -> bool {
         match self {
             FlowError::Input(_)
             | FlowError::Refused(_)
             | FlowError::Lock(LockError::Held { .. })
-            | FlowError::WrongPhase(_) => true,
+            | FlowError::WrongPhase(_)
+            | FlowError::Store(StoreError::NotFound { .. } | StoreError::BadId(_)) => true,
             FlowError::Lock(LockError::Io(_))
-            | FlowError::Store(_)
+            | FlowError::Store(StoreError::Log(_) | StoreError::NoStart { .. })
             | FlowError::Role { .. }
             | FlowError::SimulatedCrash(_) => false,
         }

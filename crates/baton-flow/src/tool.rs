@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use baton_tool::{Tool, ToolContext, ToolOutput};
 use baton_protocol::{ModelClass, ToolSpec};
+use baton_tool::{Tool, ToolContext, ToolOutput};
 use serde_json::{json, Value};
 
 use crate::engine::{continue_flow, start, FlowEnv, FlowError, FlowStatus};

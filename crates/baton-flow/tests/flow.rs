@@ -920,8 +920,8 @@ async fn a_flow_killed_at_each_step_resumes_without_merging_twice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tools_speak_the_same_contract() {
-    use baton_tool::{Tool, ToolContext};
     use baton_flow::tool::{DelegateFlowContinueTool, DelegateFlowTool};
+    use baton_tool::{Tool, ToolContext};
 
     let fx = Fx::new();
     fx.implementer("b", Some(0), "echo nothing\n");
