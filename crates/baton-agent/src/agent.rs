@@ -115,19 +115,9 @@ pub fn system_prompt(spec: &AgentSpec, offered: &[String]) -> String {
     s
 }
 
+/// At most `cap` bytes of `text`, from its start, with the one omission marker.
 fn truncate(text: &str, cap: usize) -> String {
-    if text.len() <= cap {
-        return text.to_string();
-    }
-    let mut end = cap;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!(
-        "{}\n[truncated: {} bytes omitted]",
-        &text[..end],
-        text.len() - end
-    )
+    baton_text::truncate(text, cap, baton_text::Keep::Head).into_owned()
 }
 
 fn handoff_request(max_turns: u32) -> String {

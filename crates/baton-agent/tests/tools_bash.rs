@@ -118,7 +118,7 @@ mod tools {
         assert!(!out.is_error);
         assert!(out.output.starts_with("1\n2\n3\n"), "{}", &out.output[..50]);
         assert!(out.output.ends_with("99999\n100000\n"));
-        assert!(out.output.contains(" bytes omitted ...]"));
+        assert!(out.output.contains(" bytes omitted …]"));
         assert!(out.output.len() < 32 * 1024, "{}", out.output.len());
     }
 
@@ -210,10 +210,9 @@ mod tools {
         assert!(out.output.contains("main done"), "{}", out.output);
         // Clean up the escaped process ourselves.
         let pid = wait_pid_file(&dir.path().join("pid"), Duration::from_secs(2)).await;
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+        if let Ok(escaped) = baton_process::Identity::of(pid as u32) {
+            escaped.signal(baton_process::Signal::SIGKILL);
+        }
         assert!(wait_dead(pid, Duration::from_secs(5)));
     }
 

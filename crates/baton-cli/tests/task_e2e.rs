@@ -601,7 +601,7 @@ fn the_output_budget_is_shared_in_input_order_and_chains_get_whole_answers() {
     assert_eq!(r["entries"][0]["output"].as_str().unwrap().len(), 40960);
     let second = r["entries"][1]["output"].as_str().unwrap();
     assert!(
-        second.starts_with('b') && second.ends_with("[Output truncated: 30720 bytes omitted]"),
+        second.starts_with('b') && second.ends_with("[… 30720 bytes omitted …]"),
         "{}",
         &second[second.len() - 60..]
     );
@@ -631,11 +631,11 @@ fn the_output_budget_is_shared_in_input_order_and_chains_get_whole_answers() {
     assert!(r["entries"][1]["output"]
         .as_str()
         .unwrap()
-        .contains("[Output truncated"));
+        .contains(" bytes omitted …]"));
     assert!(r["entries"][2]["output"]
         .as_str()
         .unwrap()
-        .starts_with("[Output truncated"));
+        .starts_with("[… "));
 }
 
 /// `baton task cancel` signals the supervisor only if the recorded process is still the one that

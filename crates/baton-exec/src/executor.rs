@@ -31,8 +31,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
+use baton_process::{GroupGuard, Signal};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 use tokio::sync::Semaphore;
@@ -41,11 +40,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backend::{parser_for, ParsedEnd, StreamParser, Verdict};
 pub use crate::limits::OutputBudget;
-use crate::limits::{LineSplitter, Piece, TailBuffer, STDERR_TAIL};
+use crate::limits::{LineSplitter, Piece, STDERR_TAIL};
 use crate::types::{
     Activity, ChildResult, ChildStatus, ExecError, ExecErrorCode, Launch, Limits, SkippedLines,
     StreamFormat,
 };
+use baton_text::ByteSink;
 
 /// After the child exits, a pipe that stays silent this long is cut off.
 pub const POST_EXIT_IDLE: Duration = Duration::from_millis(250);
@@ -128,32 +128,6 @@ impl Executor {
             ));
         }
         supervise(launch, limits, budget, cancel, on_activity).await
-    }
-}
-
-/// SIGKILLs the process group when dropped while armed.
-struct GroupGuard {
-    pgid: Option<Pid>,
-}
-
-impl GroupGuard {
-    fn signal(&self, sig: Signal) {
-        if let Some(pgid) = self.pgid {
-            // ESRCH (nobody left) is the normal case late in a run.
-            let _ = killpg(pgid, sig);
-        }
-    }
-
-    /// Kills what is left of the group and disarms the guard.
-    fn sweep(&mut self) {
-        self.signal(Signal::SIGKILL);
-        self.pgid = None;
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.signal(Signal::SIGKILL);
     }
 }
 
@@ -240,12 +214,7 @@ async fn supervise(
     let mut child = cmd.spawn().map_err(|e| spawn_error(&launch, &e))?;
     let started = Instant::now();
     let pid = child.id().unwrap_or(0);
-    let mut guard = GroupGuard {
-        pgid: i32::try_from(pid)
-            .ok()
-            .filter(|p| *p > 0)
-            .map(Pid::from_raw),
-    };
+    let mut guard = GroupGuard::new(Some(pid));
 
     // The task goes in on its own task, so a child that reads slowly cannot block the reading of
     // its output; the pipe is closed when the text is written.
@@ -262,7 +231,8 @@ async fn supervise(
     let mut out_buf = vec![0u8; STDOUT_CHUNK];
     let mut err_buf = vec![0u8; STDERR_CHUNK];
     let mut reader = StreamReader::new(launch.format);
-    let mut tail = TailBuffer::new(STDERR_TAIL);
+    // The stderr tail only: the last lines say how a child ended.
+    let mut tail = ByteSink::new(0, STDERR_TAIL);
     let mut pending: Vec<Activity> = vec![Activity::Started { pid }];
 
     let max_deadline = started + limits.max_timeout;
@@ -379,7 +349,7 @@ async fn supervise(
         status: ChildStatus::Failure,
         exit_code,
         output,
-        stderr: tail.finish(),
+        stderr: tail.render(),
         stop_reason: end.stop_reason.clone(),
         usage: end.usage,
         turns: end.turns,

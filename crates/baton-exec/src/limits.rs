@@ -21,7 +21,7 @@ pub const STDERR_TAIL: usize = 16 * 1024;
 ///
 /// [`OutputBudget::take`] hands back a text whole while the budget lasts. The text that crosses the
 /// budget is cut (on a character boundary) and followed by the marker
-/// `[Output truncated: N bytes omitted]`; after that every text is replaced by the marker alone. The
+/// `[… N bytes omitted …]` (the one marker of `baton_text`); after that every text is replaced by the marker alone. The
 /// kept bytes of all texts together never exceed the cap; the markers come on top of it.
 /// Thread-safe: share it by reference or in an `Arc`.
 #[derive(Debug)]
@@ -67,7 +67,7 @@ impl OutputBudget {
             .used
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
                 let room = self.cap.saturating_sub(used);
-                granted = floor_char_boundary(text, text.len().min(room));
+                granted = baton_text::floor_char_boundary(text, text.len().min(room));
                 Some(used + granted)
             });
         let dropped = text.len() - granted + omitted;
@@ -75,89 +75,13 @@ impl OutputBudget {
             return text.to_string();
         }
         let kept = &text[..granted];
-        let marker = truncation_marker(dropped);
+        let marker = baton_text::omitted_marker(dropped);
         if kept.is_empty() {
             marker
         } else if kept.ends_with('\n') {
             format!("{kept}{marker}")
         } else {
             format!("{kept}\n{marker}")
-        }
-    }
-}
-
-/// The marker that replaces dropped output: `[Output truncated: N bytes omitted]`.
-pub fn truncation_marker(omitted: usize) -> String {
-    format!("[Output truncated: {omitted} bytes omitted]")
-}
-
-/// The largest index `<= at` that is a character boundary of `s`.
-pub(crate) fn floor_char_boundary(s: &str, at: usize) -> usize {
-    if at >= s.len() {
-        return s.len();
-    }
-    let mut i = at;
-    while i > 0 && !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-// ------------------------------------------------------------------------------------------------
-// Stderr tail
-
-/// Keeps the last `cap` bytes written to it.
-#[derive(Debug)]
-pub struct TailBuffer {
-    cap: usize,
-    buf: Vec<u8>,
-    dropped: usize,
-}
-
-impl TailBuffer {
-    pub fn new(cap: usize) -> Self {
-        TailBuffer {
-            cap,
-            buf: Vec::new(),
-            dropped: 0,
-        }
-    }
-
-    pub fn push(&mut self, bytes: &[u8]) {
-        if bytes.len() >= self.cap {
-            self.dropped += self.buf.len() + bytes.len() - self.cap;
-            self.buf.clear();
-            self.buf.extend_from_slice(&bytes[bytes.len() - self.cap..]);
-            return;
-        }
-        self.buf.extend_from_slice(bytes);
-        // Trim only once the buffer is twice the cap, so pushes stay amortised O(1).
-        if self.buf.len() > 2 * self.cap.max(1) {
-            let excess = self.buf.len() - self.cap;
-            self.buf.drain(..excess);
-            self.dropped += excess;
-        }
-    }
-
-    /// The kept tail as text (invalid UTF-8 replaced), after a note when earlier bytes were dropped.
-    pub fn finish(&self) -> String {
-        let start = self.buf.len().saturating_sub(self.cap);
-        let mut tail = &self.buf[start..];
-        let dropped = self.dropped + start;
-        // Do not start in the middle of a UTF-8 sequence.
-        if dropped > 0 {
-            let skip = tail
-                .iter()
-                .take(3)
-                .take_while(|b| (**b & 0xC0) == 0x80)
-                .count();
-            tail = &tail[skip..];
-        }
-        let text = String::from_utf8_lossy(tail);
-        if dropped > 0 {
-            format!("[stderr truncated: {dropped} earlier bytes omitted]\n{text}")
-        } else {
-            text.into_owned()
         }
     }
 }
@@ -576,11 +500,8 @@ mod tests {
         let budget = OutputBudget::new(10);
         assert_eq!(budget.take("hello"), "hello");
         assert_eq!(budget.remaining(), 5);
-        assert_eq!(
-            budget.take("world, again"),
-            "world\n[Output truncated: 7 bytes omitted]"
-        );
-        assert_eq!(budget.take("more"), "[Output truncated: 4 bytes omitted]");
+        assert_eq!(budget.take("world, again"), "world\n[… 7 bytes omitted …]");
+        assert_eq!(budget.take("more"), "[… 4 bytes omitted …]");
         assert_eq!(budget.take(""), "");
     }
 
@@ -588,14 +509,11 @@ mod tests {
     fn budget_cuts_on_char_boundaries_and_counts_earlier_drops() {
         let budget = OutputBudget::new(4);
         // "é" is two bytes: 4 bytes hold "aé" plus one byte that cannot start a char.
-        assert_eq!(
-            budget.take("aébc"),
-            "aéb\n[Output truncated: 1 bytes omitted]"
-        );
+        assert_eq!(budget.take("aébc"), "aéb\n[… 1 bytes omitted …]");
         let budget = OutputBudget::new(100);
         assert_eq!(
             budget.take_with_omitted("abc\n", 7),
-            "abc\n[Output truncated: 7 bytes omitted]"
+            "abc\n[… 7 bytes omitted …]"
         );
     }
 
@@ -616,26 +534,6 @@ mod tests {
         let whole: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
         assert_eq!(whole, 100);
         assert_eq!(budget.remaining(), 0);
-    }
-
-    #[test]
-    fn tail_keeps_the_last_bytes() {
-        let mut tail = TailBuffer::new(8);
-        tail.push(b"abc");
-        assert_eq!(tail.finish(), "abc");
-        for _ in 0..10 {
-            tail.push(b"0123456789");
-        }
-        assert_eq!(
-            tail.finish(),
-            "[stderr truncated: 95 earlier bytes omitted]\n23456789"
-        );
-        let mut tail = TailBuffer::new(4);
-        tail.push(b"0123456789abcdef");
-        assert_eq!(
-            tail.finish(),
-            "[stderr truncated: 12 earlier bytes omitted]\ncdef"
-        );
     }
 
     fn split(max: usize, chunks: &[&[u8]]) -> (Vec<String>, Option<usize>) {

@@ -532,9 +532,9 @@ async fn output_is_capped_across_children_with_the_marker() {
     assert_eq!(a.unwrap().output, "0".repeat(80));
     assert_eq!(
         b.unwrap().output,
-        format!("{}\n[Output truncated: 60 bytes omitted]", "0".repeat(20))
+        format!("{}\n[… 60 bytes omitted …]", "0".repeat(20))
     );
-    assert_eq!(c.unwrap().output, "[Output truncated: 80 bytes omitted]");
+    assert_eq!(c.unwrap().output, "[… 80 bytes omitted …]");
 
     // The default cap is 50 KiB.
     let budget = OutputBudget::default();
@@ -551,10 +551,7 @@ async fn output_is_capped_across_children_with_the_marker() {
     .await;
     assert_eq!(
         r.unwrap().output,
-        format!(
-            "{}\n[Output truncated: 10240 bytes omitted]",
-            "y".repeat(51_200)
-        )
+        format!("{}\n[… 10240 bytes omitted …]", "y".repeat(51_200))
     );
 }
 
@@ -848,7 +845,7 @@ async fn stdin_carries_the_task_and_stderr_is_bounded() {
     let r = r.unwrap();
     assert_eq!(r.output.trim(), "300000");
     assert!(
-        r.stderr.starts_with("[stderr truncated: "),
+        r.stderr.starts_with("[… ") && r.stderr.contains(" bytes omitted …]"),
         "{}",
         &r.stderr[..80]
     );

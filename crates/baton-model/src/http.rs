@@ -9,7 +9,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use crate::error::ModelError;
 
 /// Longest error text kept from a response body, in characters.
-const MAX_ERROR_CHARS: usize = 600;
+const MAX_ERROR_BYTES: usize = 600;
 /// Most bytes read from an error response body.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 /// Time allowed to open a TCP/TLS connection.
@@ -89,13 +89,9 @@ pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     out
 }
 
-/// Cuts `text` to at most `max` characters, marking the cut.
+/// At most `max` bytes of `text` (trimmed), from its start, with the one omission marker.
 pub(crate) fn bounded(text: &str, max: usize) -> String {
-    let text = text.trim();
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
+    baton_text::truncate(text.trim(), max, baton_text::Keep::Head).into_owned()
 }
 
 /// Default headers first, then the configured ones, which replace defaults of the same name.
@@ -326,7 +322,7 @@ pub(crate) fn error_message(body: &str) -> String {
                 .or_else(|| v.get("detail").and_then(|m| m.as_str()))
                 .map(str::to_string)
         });
-    bounded(found.as_deref().unwrap_or(body), MAX_ERROR_CHARS)
+    bounded(found.as_deref().unwrap_or(body), MAX_ERROR_BYTES)
 }
 
 /// Reads an `{"error": {...}}` object (or a bare error object) into (retryable, message).
@@ -377,9 +373,9 @@ pub(crate) fn classify_error_object(v: &serde_json::Value) -> (bool, String) {
         .collect::<Vec<_>>()
         .join("/");
     let message = if label.is_empty() {
-        bounded(&message, MAX_ERROR_CHARS)
+        bounded(&message, MAX_ERROR_BYTES)
     } else {
-        format!("{}: {}", label, bounded(&message, MAX_ERROR_CHARS))
+        format!("{}: {}", label, bounded(&message, MAX_ERROR_BYTES))
     };
     (retryable, message)
 }
@@ -534,8 +530,12 @@ mod tests {
         assert_eq!(error_message("  Bad Gateway\n"), "Bad Gateway");
         let long = "x".repeat(5000);
         let cut = error_message(&long);
-        assert_eq!(cut.chars().count(), MAX_ERROR_CHARS + 1);
-        assert!(cut.ends_with('…'));
+        assert!(cut.len() <= MAX_ERROR_BYTES, "{}", cut.len());
+        let kept = cut.chars().take_while(|c| *c == 'x').count();
+        assert!(
+            cut.ends_with(&format!("[… {} bytes omitted …]", 5000 - kept)),
+            "{cut}"
+        );
     }
 
     #[test]

@@ -14,15 +14,14 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
+use baton_process::{GroupGuard, Signal};
+use baton_text::ByteSink;
 use serde_json::json;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
 use super::args::Args;
 use super::paths::Workspace;
-use super::text::HeadTail;
 use super::{Tool, ToolContext, ToolOutput};
 
 const USAGE: &str = r#"{"command": "cargo test -p mycrate", "timeout": 300}"#;
@@ -148,31 +147,6 @@ fn shell() -> &'static Path {
     })
 }
 
-/// Kills the process group when dropped, unless disarmed: covers the tool's future being
-/// dropped half-way (the agent loop aborting it).
-struct GroupGuard {
-    pgid: Option<Pid>,
-}
-
-impl GroupGuard {
-    fn signal(&self, sig: Signal) {
-        if let Some(pgid) = self.pgid {
-            let _ = killpg(pgid, sig);
-        }
-    }
-
-    /// Whether some process is still in the group.
-    fn alive(&self) -> bool {
-        self.pgid.is_some_and(|pgid| killpg(pgid, None).is_ok())
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.signal(Signal::SIGKILL);
-    }
-}
-
 enum End {
     Exited(ExitStatus),
     TimedOut,
@@ -214,16 +188,12 @@ async fn run_command(
     // The command object holds our copies of the write end; drop them so EOF can arrive.
     drop(cmd);
     let mut child = spawned?;
-    let guard = GroupGuard {
-        pgid: child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw),
-    };
+    // Kills the group if this future is dropped half-way (the agent loop aborting the call).
+    let guard = GroupGuard::new(child.id());
 
     let started = Instant::now();
     let deadline = started + timeout;
-    let mut sink = HeadTail::new(HEAD_BYTES, TAIL_BYTES);
+    let mut sink = ByteSink::new(HEAD_BYTES, TAIL_BYTES);
     let mut buf = vec![0u8; 16 * 1024];
     let mut eof = false;
 
@@ -367,7 +337,7 @@ async fn run_command(
 async fn drain_while(
     child: &mut tokio::process::Child,
     rx: &mut tokio::net::unix::pipe::Receiver,
-    sink: &mut HeadTail,
+    sink: &mut ByteSink,
     eof: &mut bool,
     buf: &mut [u8],
 ) {
