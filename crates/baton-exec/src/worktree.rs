@@ -329,9 +329,15 @@ pub fn validate_id(id: &str) -> Result<(), WorktreeError> {
 /// A short lowercase name fragment: letters and digits, other runs turned into one `-`,
 /// at most 24 characters; `task` when nothing is left.
 pub fn slug(name: &str) -> String {
+    slug_within(name, Some(MAX_SLUG_LEN), "task")
+}
+
+/// Lower-case ASCII letters and digits of `text`, other runs of characters as one `-`, no `-` at
+/// either end, at most `max` bytes; `empty` when nothing is left.
+fn slug_within(text: &str, max: Option<usize>, empty: &str) -> String {
     let mut out = String::new();
-    for c in name.chars() {
-        if out.len() >= MAX_SLUG_LEN {
+    for c in text.chars() {
+        if max.is_some_and(|m| out.len() >= m) {
             break;
         }
         if c.is_ascii_alphanumeric() {
@@ -342,7 +348,7 @@ pub fn slug(name: &str) -> String {
     }
     let trimmed = out.trim_end_matches('-');
     if trimmed.is_empty() {
-        "task".to_string()
+        empty.to_string()
     } else {
         trimmed.to_string()
     }
@@ -357,20 +363,7 @@ pub fn worktree_id(run_id: &str, index: usize, name: &str) -> String {
 
 /// Like [`slug`] without the length cap (run ids such as UUIDs must stay whole to stay unique).
 fn slug_keep_len(text: &str) -> String {
-    let mut out = String::new();
-    for c in text.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.is_empty() && !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    let trimmed = out.trim_end_matches('-');
-    if trimmed.is_empty() {
-        "run".to_string()
-    } else {
-        trimmed.to_string()
-    }
+    slug_within(text, None, "run")
 }
 
 /// 64-bit FNV-1a: a fixed, documented hash, so a repository keeps its folder across baton versions.

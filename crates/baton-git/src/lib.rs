@@ -157,11 +157,23 @@ impl Git {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
+        self.output(args).map(|(out, _)| out)
+    }
+
+    /// Runs git to its end: its output and the arguments as shown in errors.
+    fn output<I, S>(&self, args: I) -> Result<(Output, Vec<String>)>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
         let (mut cmd, shown) = self.command(args);
-        cmd.output().map_err(|source| GitError::Spawn {
-            args: shown,
-            source,
-        })
+        match cmd.output() {
+            Ok(out) => Ok((out, shown)),
+            Err(source) => Err(GitError::Spawn {
+                args: shown,
+                source,
+            }),
+        }
     }
 
     /// Runs git and returns its stdout; a non-zero exit is [`GitError::Failed`]
@@ -181,11 +193,7 @@ impl Git {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let (mut cmd, shown) = self.command(args);
-        let out = cmd.output().map_err(|source| GitError::Spawn {
-            args: shown.clone(),
-            source,
-        })?;
+        let (out, shown) = self.output(args)?;
         if out.status.success() {
             Ok(out.stdout)
         } else {
@@ -199,11 +207,7 @@ impl Git {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let (mut cmd, shown) = self.command(args);
-        let out = cmd.output().map_err(|source| GitError::Spawn {
-            args: shown.clone(),
-            source,
-        })?;
+        let (out, shown) = self.output(args)?;
         match out.status.code() {
             Some(0) => Ok(true),
             Some(1) => Ok(false),
