@@ -151,6 +151,12 @@ mod tools {
             ),
             ("ls", json!({"path": false}), "`path` must be a string"),
             ("ls", json!([1, 2]), "expected a JSON object"),
+            // The offered schema says `additionalProperties: false`; the parser agrees.
+            (
+                "write",
+                json!({"path": "x", "content": "y", "mode": "0644"}),
+                "unknown field `mode`",
+            ),
         ];
         for (tool, args, want) in cases {
             let out = call(tool, args.clone(), &ctx).await;
@@ -433,6 +439,57 @@ mod tools {
             assert!(
                 out.output.contains("outside the workspace root"),
                 "{tool}: {}",
+                out.output
+            );
+        }
+    }
+}
+
+/// Every built-in tool offers the schema its parser reads: a required field of the schema missing
+/// is refused naming that field, and an object with only the required fields filled is accepted
+/// by the parser (whatever the tool then does with it).
+#[tokio::test]
+async fn each_tool_schema_matches_its_parser() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = baton_agent::tools::ToolContext::new(dir.path());
+    for tool in baton_agent::tools::builtin_tools() {
+        let schema = tool.spec().parameters;
+        assert_eq!(schema["additionalProperties"], serde_json::json!(false));
+        let required: Vec<String> = schema["required"]
+            .as_array()
+            .map(|r| {
+                r.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut args = serde_json::Map::new();
+        for field in &required {
+            let value = match schema["properties"][field]["type"].as_str() {
+                Some("string") => serde_json::json!("nothing-here"),
+                Some("integer") => serde_json::json!(1),
+                Some("boolean") => serde_json::json!(false),
+                other => panic!("{}: field {field} of type {other:?}", tool.name()),
+            };
+            args.insert(field.clone(), value);
+        }
+        let out = tool
+            .run(serde_json::Value::Object(args.clone()), &ctx)
+            .await;
+        assert!(
+            !out.output.contains("invalid arguments"),
+            "{}: {}",
+            tool.name(),
+            out.output
+        );
+        for field in &required {
+            let mut fewer = args.clone();
+            fewer.remove(field);
+            let out = tool.run(serde_json::Value::Object(fewer), &ctx).await;
+            assert!(
+                out.is_error && out.output.contains(&format!("`{field}` is required")),
+                "{}: {}",
+                tool.name(),
                 out.output
             );
         }

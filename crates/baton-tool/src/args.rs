@@ -12,11 +12,13 @@
 //! let args: ReadArgs = parse_args(value)?;         // what the model sent
 //! ```
 
+use std::borrow::Cow;
 use std::fmt;
 
 use schemars::generate::SchemaSettings;
-use schemars::JsonSchema;
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 /// Arguments that do not fit the tool's struct: where, and what was wrong there.
@@ -99,7 +101,47 @@ pub fn schema_for<T: JsonSchema>() -> Value {
         .into_generator();
     let mut value = generator.into_root_schema_for::<T>().to_value();
     strip_titles(&mut value);
+    strip_null(&mut value);
+    // The tool says what it does in its own description; the struct's doc is for Rust readers.
+    if let Value::Object(map) = &mut value {
+        map.remove("description");
+    }
     value
+}
+
+/// Optional fields are told apart by being absent from `required`; a `null` alternative on top
+/// (schemars' way of describing `Option`) only confuses some providers' schema checkers, and the
+/// parsers read `null` as absent anyway.
+fn strip_null(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::Array(types)) = map.get_mut("type") {
+                types.retain(|t| t != "null");
+                if types.len() == 1 {
+                    let only = types.remove(0);
+                    map.insert("type".into(), only);
+                }
+            }
+            for key in ["anyOf", "oneOf"] {
+                let single = match map.get_mut(key) {
+                    Some(Value::Array(alts)) => {
+                        alts.retain(|a| a.get("type").and_then(Value::as_str) != Some("null"));
+                        (alts.len() == 1).then(|| alts.remove(0))
+                    }
+                    _ => None,
+                };
+                if let Some(Value::Object(only)) = single {
+                    map.remove(key);
+                    for (k, v) in only {
+                        map.entry(k).or_insert(v);
+                    }
+                }
+            }
+            map.values_mut().for_each(strip_null);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_null),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+    }
 }
 
 fn strip_titles(value: &mut Value) {
@@ -111,6 +153,224 @@ fn strip_titles(value: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(strip_titles),
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Arguments from a model
+
+/// An integer argument of at least `MIN`. Models write numbers loosely, so `3`, `3.0` and `"3"`
+/// are all 3; `1.5`, `-1` and `"three"` are refused. Its schema is `{"type": "integer",
+/// "minimum": MIN}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Count<const MIN: u64>(pub u64);
+
+impl<'de, const MIN: u64> Deserialize<'de> for Count<MIN> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        let n = match &value {
+            Value::Number(n) => n.as_u64().or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 9.0e15)
+                    .map(|f| f as u64)
+            }),
+            Value::String(s) => s.trim().parse::<u64>().ok(),
+            _ => None,
+        };
+        match n {
+            Some(n) if n >= MIN => Ok(Count(n)),
+            _ => Err(serde::de::Error::custom(format!(
+                "expected {}",
+                Self::want()
+            ))),
+        }
+    }
+}
+
+impl<const MIN: u64> Count<MIN> {
+    fn want() -> String {
+        match MIN {
+            0 => "a non-negative integer".to_string(),
+            1 => "a positive integer".to_string(),
+            n => format!("an integer of at least {n}"),
+        }
+    }
+}
+
+impl<const MIN: u64> JsonSchema for Count<MIN> {
+    fn schema_name() -> Cow<'static, str> {
+        format!("Count{MIN}").into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "integer", "minimum": MIN})
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+}
+
+/// A positive number of seconds, fractions allowed; `"2.5"` is read as 2.5.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Seconds(pub f64);
+
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        let n = match &value {
+            Value::Number(n) => n.as_f64(),
+            Value::String(s) => s.trim().parse::<f64>().ok(),
+            _ => None,
+        };
+        match n {
+            Some(n) if n.is_finite() && n > 0.0 => Ok(Seconds(n)),
+            _ => Err(serde::de::Error::custom(
+                "expected a positive number of seconds",
+            )),
+        }
+    }
+}
+
+impl JsonSchema for Seconds {
+    fn schema_name() -> Cow<'static, str> {
+        "Seconds".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "number", "exclusiveMinimum": 0})
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+}
+
+/// A boolean; the strings `"true"` and `"false"` (any case) are read as booleans too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Flag(pub bool);
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match Value::deserialize(d)? {
+            Value::Bool(b) => Ok(Flag(b)),
+            Value::String(s) if s.eq_ignore_ascii_case("true") => Ok(Flag(true)),
+            Value::String(s) if s.eq_ignore_ascii_case("false") => Ok(Flag(false)),
+            _ => Err(serde::de::Error::custom(
+                "expected a boolean (true or false)",
+            )),
+        }
+    }
+}
+
+impl JsonSchema for Flag {
+    fn schema_name() -> Cow<'static, str> {
+        "Flag".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "boolean"})
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+}
+
+/// Parses the arguments of a call to tool `tool` into `T`, with a message the model can act on:
+/// it names the field at fault, what it must be (read from `T`'s schema), what was sent, and the
+/// expected shape `usage`. A required field that is missing is reported before anything else;
+/// `null` counts as absent.
+pub fn parse_tool_args<T: DeserializeOwned + JsonSchema>(
+    tool: &str,
+    usage: &str,
+    value: Value,
+) -> Result<T, String> {
+    let map = arguments_object(value).map_err(|e| {
+        format!(
+            "invalid arguments for `{tool}`: expected a JSON object like {usage}, {}",
+            e.message.trim_start_matches("expected a JSON object, ")
+        )
+    })?;
+    let map: serde_json::Map<String, Value> =
+        map.into_iter().filter(|(_, v)| !v.is_null()).collect();
+    let schema = schema_for::<T>();
+    let want = |field: &str| describe_schema(&schema["properties"][field]);
+    let required = schema["required"].as_array().cloned().unwrap_or_default();
+    if let Some(missing) = required
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|f| !map.contains_key(*f))
+    {
+        let mut msg = format!(
+            "invalid arguments for `{tool}`: `{missing}` is required and must be {}; expected shape: {usage}",
+            want(missing)
+        );
+        if !map.is_empty() {
+            let keys: Vec<&str> = map.keys().map(String::as_str).collect();
+            msg.push_str(&format!(" (fields given: {})", keys.join(", ")));
+        }
+        return Err(msg);
+    }
+    let object = Value::Object(map);
+    from_value::<T>(&object).map_err(|e| {
+        let field = e.path.split(['.', '[']).next().unwrap_or_default();
+        let known = schema["properties"].get(field).is_some();
+        match object.get(field).filter(|_| known) {
+            Some(got) => format!(
+                "invalid arguments for `{tool}`: `{field}` must be {}, got {} ({}); expected shape: {usage}",
+                want(field),
+                kind(got),
+                preview(got)
+            ),
+            None => format!(
+                "invalid arguments for `{tool}`: {}; expected shape: {usage}",
+                e.message
+            ),
+        }
+    })
+}
+
+/// What a value of `schema` is, in words: `a string`, `a positive integer`, ….
+fn describe_schema(schema: &Value) -> String {
+    let minimum = schema["minimum"].as_u64();
+    match schema["type"].as_str() {
+        Some("string") => "a string".into(),
+        Some("boolean") => "a boolean (true or false)".into(),
+        Some("integer") => match minimum {
+            Some(0) | None => "a non-negative integer".into(),
+            Some(1) => "a positive integer".into(),
+            Some(n) => format!("an integer of at least {n}"),
+        },
+        Some("number") if schema.get("exclusiveMinimum").is_some() => {
+            "a positive number of seconds".into()
+        }
+        Some("number") => "a number".into(),
+        Some("array") => "an array".into(),
+        Some("object") => "an object".into(),
+        _ => "a valid value".into(),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// At most 60 characters of the JSON text of `v`.
+fn preview(v: &Value) -> String {
+    let text = v.to_string();
+    if text.chars().count() > 60 {
+        let cut: String = text.chars().take(60).collect();
+        format!("{cut}…")
+    } else {
+        text
     }
 }
 
@@ -193,6 +453,98 @@ mod tests {
         assert!(
             text.contains("\"fast\"") && text.contains("\"slow\""),
             "{text}"
+        );
+    }
+
+    const USAGE: &str = r#"{"path": "src/lib.rs", "limit": 10}"#;
+
+    #[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct ReadLike {
+        path: String,
+        limit: Option<Count<1>>,
+        context: Option<Count<0>>,
+        all: Option<Flag>,
+        timeout: Option<Seconds>,
+    }
+
+    #[test]
+    fn tool_args_accept_objects_and_encoded_objects_and_read_null_as_absent() {
+        let a: ReadLike =
+            parse_tool_args("read", USAGE, json!({"path": "x", "limit": null})).unwrap();
+        assert_eq!((a.path.as_str(), a.limit), ("x", None));
+        let a: ReadLike = parse_tool_args("read", USAGE, json!("{\"path\": \"y\"}")).unwrap();
+        assert_eq!(a.path, "y");
+        let err = parse_tool_args::<ReadLike>("read", USAGE, json!([1])).unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "invalid arguments for `read`: expected a JSON object like {USAGE}, got an array"
+            )
+        );
+    }
+
+    #[test]
+    fn tool_arg_errors_name_the_field_what_it_must_be_and_the_shape() {
+        let err =
+            parse_tool_args::<ReadLike>("read", USAGE, json!({"file_path": "x", "limit": "ten"}))
+                .unwrap_err();
+        assert!(
+            err.contains("`path` is required and must be a string"),
+            "{err}"
+        );
+        assert!(err.contains("(fields given: file_path, limit)"), "{err}");
+        assert!(err.contains(USAGE), "{err}");
+        let err = parse_tool_args::<ReadLike>("read", USAGE, json!({"path": "x", "limit": "ten"}))
+            .unwrap_err();
+        assert!(
+            err.contains("`limit` must be a positive integer, got a string (\"ten\")"),
+            "{err}"
+        );
+        let err = parse_tool_args::<ReadLike>("read", USAGE, json!({"path": 7})).unwrap_err();
+        assert!(
+            err.contains("`path` must be a string, got a number (7)"),
+            "{err}"
+        );
+        let err = parse_tool_args::<ReadLike>("read", USAGE, json!({"path": "x", "colour": 1}))
+            .unwrap_err();
+        assert!(err.contains("unknown field `colour`"), "{err}");
+        assert!(err.contains("expected one of `path`, `limit`"), "{err}");
+    }
+
+    #[test]
+    fn tool_args_read_numbers_and_booleans_loosely() {
+        let a: ReadLike = parse_tool_args(
+            "t",
+            USAGE,
+            json!({"path": "p", "limit": 4.0, "context": "0", "all": "TRUE", "timeout": "1.5"}),
+        )
+        .unwrap();
+        assert_eq!(a.limit, Some(Count(4)));
+        assert_eq!(a.context, Some(Count(0)));
+        assert_eq!(a.all, Some(Flag(true)));
+        assert_eq!(a.timeout, Some(Seconds(1.5)));
+        for bad in [
+            json!({"path": "p", "limit": 0}),
+            json!({"path": "p", "limit": 1.5}),
+            json!({"path": "p", "context": -1}),
+            json!({"path": "p", "all": "yes"}),
+            json!({"path": "p", "timeout": 0}),
+        ] {
+            assert!(
+                parse_tool_args::<ReadLike>("t", USAGE, bad.clone()).is_err(),
+                "{bad}"
+            );
+        }
+        let schema = schema_for::<ReadLike>();
+        assert_eq!(
+            schema["properties"]["limit"],
+            json!({"type": "integer", "minimum": 1})
+        );
+        assert_eq!(schema["properties"]["all"], json!({"type": "boolean"}));
+        assert_eq!(
+            schema["properties"]["timeout"],
+            json!({"type": "number", "exclusiveMinimum": 0})
         );
     }
 }

@@ -16,11 +16,13 @@ use std::time::Duration;
 
 use baton_process::{GroupGuard, Signal};
 use baton_text::ByteSink;
-use serde_json::json;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
-use super::args::Args;
+use baton_tool::args::{parse_tool_args, schema_for, Seconds};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
 use super::paths::Workspace;
 use super::{Tool, ToolContext, ToolOutput};
 
@@ -39,6 +41,16 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 const DRAIN_AFTER_KILL: Duration = Duration::from_millis(500);
 /// How long to wait for the shell to be reaped after SIGKILL.
 const REAP_WAIT: Duration = Duration::from_secs(5);
+
+/// What `bash` takes; its JSON Schema is the tool's `parameters`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct BashArgs {
+    /// The shell command line to run.
+    command: String,
+    /// Timeout in seconds for this call; defaults to the host's setting.
+    timeout: Option<Seconds>,
+}
 
 /// The `bash` tool.
 #[derive(Debug, Clone, Copy, Default)]
@@ -64,15 +76,7 @@ impl Tool for BashTool {
                 HEAD_BYTES / 1024,
                 TAIL_BYTES / 1024
             ),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "command": {"type": "string", "description": "The shell command line to run."},
-                    "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Timeout in seconds for this call; defaults to the host's setting."}
-                },
-                "required": ["command"],
-                "additionalProperties": false
-            }),
+            parameters: schema_for::<BashArgs>(),
         }
     }
 
@@ -81,10 +85,8 @@ impl Tool for BashTool {
     }
 
     async fn run(&self, args: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        let parsed = Args::parse("bash", USAGE, args)
-            .and_then(|a| Ok((a.string("command")?, a.opt_seconds("timeout")?)));
-        let (command, timeout) = match parsed {
-            Ok(v) => v,
+        let (command, timeout) = match parse_tool_args::<BashArgs>("bash", USAGE, args) {
+            Ok(a) => (a.command, a.timeout.map(|s| s.0)),
             Err(msg) => return ToolOutput::error(msg),
         };
         if command.trim().is_empty() {

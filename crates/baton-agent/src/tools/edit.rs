@@ -2,9 +2,10 @@
 
 use std::fs;
 
-use serde_json::json;
+use baton_tool::args::{parse_tool_args, schema_for, Flag};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::args::Args;
 use super::fsutil::{atomic_write, looks_binary};
 use super::paths::Workspace;
 use super::text::{clip_line, count_lines, plural};
@@ -15,6 +16,20 @@ const USAGE: &str = r#"{"path": "src/lib.rs", "old_string": "fn old() {", "new_s
 const SNIPPET_LINES: usize = 16;
 /// Characters per snippet line.
 const SNIPPET_LINE_CHARS: usize = 240;
+
+/// What `edit` takes; its JSON Schema is the tool's `parameters`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct EditArgs {
+    /// File to edit, relative to the working directory (or absolute inside the workspace).
+    path: String,
+    /// The exact text to replace.
+    old_string: String,
+    /// The text to put in its place (may be empty to delete).
+    new_string: String,
+    /// Replace every occurrence instead of requiring exactly one. Default false.
+    replace_all: Option<Flag>,
+}
 
 /// The `edit` tool.
 #[derive(Debug, Clone, Copy, Default)]
@@ -35,17 +50,7 @@ impl Tool for EditTool {
                  the line-number prefixes that `read` shows. The file is rewritten atomically. Use `write` \
                  to create files."
                 .to_owned(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File to edit, relative to the working directory (or absolute inside the workspace)."},
-                    "old_string": {"type": "string", "description": "The exact text to replace."},
-                    "new_string": {"type": "string", "description": "The text to put in its place (may be empty to delete)."},
-                    "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of requiring exactly one. Default false."}
-                },
-                "required": ["path", "old_string", "new_string"],
-                "additionalProperties": false
-            }),
+            parameters: schema_for::<EditArgs>(),
         }
     }
 
@@ -54,16 +59,13 @@ impl Tool for EditTool {
     }
 
     async fn run(&self, args: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        let parsed = Args::parse("edit", USAGE, args).and_then(|a| {
-            Ok(Request {
-                path: a.string("path")?,
-                old: a.string("old_string")?,
-                new: a.string("new_string")?,
-                all: a.opt_bool("replace_all")?.unwrap_or(false),
-            })
-        });
-        let req = match parsed {
-            Ok(v) => v,
+        let req = match parse_tool_args::<EditArgs>("edit", USAGE, args) {
+            Ok(a) => Request {
+                path: a.path,
+                old: a.old_string,
+                new: a.new_string,
+                all: a.replace_all.unwrap_or_default().0,
+            },
             Err(msg) => return ToolOutput::error(msg),
         };
         let ctx = ctx.clone();

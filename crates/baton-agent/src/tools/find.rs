@@ -3,9 +3,10 @@
 use std::fs;
 use std::io;
 
-use serde_json::json;
+use baton_tool::args::{parse_tool_args, schema_for, Count};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::args::Args;
 use super::paths::Workspace;
 use super::text::plural;
 use super::walk::{walker, PathGlob};
@@ -16,6 +17,21 @@ const USAGE: &str = r#"{"pattern": "**/*.rs", "path": "crates", "limit": 1000}"#
 const DEFAULT_LIMIT: u64 = 1000;
 /// The largest `limit` honoured.
 const MAX_LIMIT: u64 = 5000;
+
+/// What `find` takes; its JSON Schema is the tool's `parameters`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct FindArgs {
+    /// Glob to match, e.g. `*.rs` or `src/**/test_*.py`.
+    pattern: String,
+    /// Directory to search under. Default: the working directory.
+    path: Option<String>,
+    #[schemars(
+        description = format!("Maximum paths to list. Default {DEFAULT_LIMIT}."),
+        extend("maximum" = MAX_LIMIT)
+    )]
+    limit: Option<Count<1>>,
+}
 
 /// The `find` tool.
 #[derive(Debug, Clone, Copy, Default)]
@@ -37,16 +53,7 @@ impl Tool for FindTool {
                  skips hidden files unless the pattern names them (`.github/**`). Lists matching files \
                  sorted, relative to the working directory, at most `limit` (default {DEFAULT_LIMIT})."
             ),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "description": "Glob to match, e.g. `*.rs` or `src/**/test_*.py`."},
-                    "path": {"type": "string", "description": "Directory to search under. Default: the working directory."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": format!("Maximum paths to list. Default {DEFAULT_LIMIT}.")}
-                },
-                "required": ["pattern"],
-                "additionalProperties": false
-            }),
+            parameters: schema_for::<FindArgs>(),
         }
     }
 
@@ -55,17 +62,12 @@ impl Tool for FindTool {
     }
 
     async fn run(&self, args: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        let parsed = Args::parse("find", USAGE, args).and_then(|a| {
-            Ok((
-                a.string("pattern")?,
-                a.opt_string("path")?,
-                a.opt_uint("limit", 1)?
-                    .unwrap_or(DEFAULT_LIMIT)
-                    .min(MAX_LIMIT) as usize,
-            ))
-        });
-        let (pattern, path, limit) = match parsed {
-            Ok(v) => v,
+        let (pattern, path, limit) = match parse_tool_args::<FindArgs>("find", USAGE, args) {
+            Ok(a) => (
+                a.pattern,
+                a.path,
+                a.limit.map_or(DEFAULT_LIMIT, |c| c.0).min(MAX_LIMIT) as usize,
+            ),
             Err(msg) => return ToolOutput::error(msg),
         };
         let ctx = ctx.clone();

@@ -6,9 +6,11 @@ use std::path::Path;
 
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
-use serde_json::json;
 
-use super::args::Args;
+use baton_tool::args::{parse_tool_args, schema_for, Count, Flag};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
 use super::paths::Workspace;
 use super::text::{clip_line, plural};
 use super::walk::{walker, PathGlob};
@@ -25,6 +27,30 @@ const MAX_CONTEXT: u64 = 20;
 const MAX_LINE_CHARS: usize = 300;
 /// Bytes of output before the search stops.
 const MAX_OUTPUT_BYTES: usize = 50 * 1024;
+
+/// What `grep` takes; its JSON Schema is the tool's `parameters`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GrepArgs {
+    /// Regular expression to search for (or plain text with `literal: true`).
+    pattern: String,
+    /// Directory or file to search. Default: the working directory.
+    path: Option<String>,
+    /// Only search files matching this glob, e.g. `*.rs` (file name) or `src/**/*.ts` (path relative to `path`).
+    glob: Option<String>,
+    /// Match case-insensitively. Default false.
+    ignore_case: Option<Flag>,
+    /// Treat `pattern` as plain text, not a regex. Default false.
+    literal: Option<Flag>,
+    /// Lines of context to show before and after each match. Default 0.
+    #[schemars(extend("maximum" = MAX_CONTEXT))]
+    context: Option<Count<0>>,
+    #[schemars(
+        description = format!("Maximum matching lines to report. Default {DEFAULT_LIMIT}."),
+        extend("maximum" = MAX_LIMIT)
+    )]
+    limit: Option<Count<1>>,
+}
 
 /// The `grep` tool.
 #[derive(Debug, Clone, Copy, Default)]
@@ -46,20 +72,7 @@ impl Tool for GrepTool {
                  lines as `path-line-text`), paths relative to the working directory, at most `limit` \
                  matches (default {DEFAULT_LIMIT})."
             ),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "description": "Regular expression to search for (or plain text with `literal: true`)."},
-                    "path": {"type": "string", "description": "Directory or file to search. Default: the working directory."},
-                    "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.rs` (file name) or `src/**/*.ts` (path relative to `path`)."},
-                    "ignore_case": {"type": "boolean", "description": "Match case-insensitively. Default false."},
-                    "literal": {"type": "boolean", "description": "Treat `pattern` as plain text, not a regex. Default false."},
-                    "context": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "description": "Lines of context to show before and after each match. Default 0."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": format!("Maximum matching lines to report. Default {DEFAULT_LIMIT}.")}
-                },
-                "required": ["pattern"],
-                "additionalProperties": false
-            }),
+            parameters: schema_for::<GrepArgs>(),
         }
     }
 
@@ -68,22 +81,16 @@ impl Tool for GrepTool {
     }
 
     async fn run(&self, args: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        let parsed = Args::parse("grep", USAGE, args).and_then(|a| {
-            Ok(Request {
-                pattern: a.string("pattern")?,
-                path: a.opt_string("path")?,
-                glob: a.opt_string("glob")?,
-                ignore_case: a.opt_bool("ignore_case")?.unwrap_or(false),
-                literal: a.opt_bool("literal")?.unwrap_or(false),
-                context: a.opt_uint("context", 0)?.unwrap_or(0).min(MAX_CONTEXT) as usize,
-                limit: a
-                    .opt_uint("limit", 1)?
-                    .unwrap_or(DEFAULT_LIMIT)
-                    .min(MAX_LIMIT) as usize,
-            })
-        });
-        let req = match parsed {
-            Ok(v) => v,
+        let req = match parse_tool_args::<GrepArgs>("grep", USAGE, args) {
+            Ok(a) => Request {
+                pattern: a.pattern,
+                path: a.path,
+                glob: a.glob,
+                ignore_case: a.ignore_case.unwrap_or_default().0,
+                literal: a.literal.unwrap_or_default().0,
+                context: a.context.map_or(0, |c| c.0).min(MAX_CONTEXT) as usize,
+                limit: a.limit.map_or(DEFAULT_LIMIT, |c| c.0).min(MAX_LIMIT) as usize,
+            },
             Err(msg) => return ToolOutput::error(msg),
         };
         let ctx = ctx.clone();

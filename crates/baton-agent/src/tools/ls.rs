@@ -3,15 +3,24 @@
 use std::fs;
 use std::io;
 
-use serde_json::json;
+use baton_tool::args::{parse_tool_args, schema_for};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::args::Args;
 use super::paths::Workspace;
 use super::{blocking, Tool, ToolContext, ToolOutput};
 
 const USAGE: &str = r#"{"path": "src"}"#;
 /// Entries listed at most.
 const MAX_ENTRIES: usize = 500;
+
+/// What `ls` takes; its JSON Schema is the tool's `parameters`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LsArgs {
+    /// Directory to list. Default: the working directory.
+    path: Option<String>,
+}
 
 /// The `ls` tool.
 #[derive(Debug, Clone, Copy, Default)]
@@ -31,13 +40,7 @@ impl Tool for LsTool {
                  Directories end with `/`; symlinks show as `name -> target`. At most {MAX_ENTRIES} entries. \
                  Use `find` to search recursively."
             ),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "Directory to list. Default: the working directory."}
-                },
-                "additionalProperties": false
-            }),
+            parameters: schema_for::<LsArgs>(),
         }
     }
 
@@ -46,8 +49,8 @@ impl Tool for LsTool {
     }
 
     async fn run(&self, args: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        let path = match Args::parse("ls", USAGE, args).and_then(|a| a.opt_string("path")) {
-            Ok(v) => v,
+        let path = match parse_tool_args::<LsArgs>("ls", USAGE, args) {
+            Ok(a) => a.path,
             Err(msg) => return ToolOutput::error(msg),
         };
         let ctx = ctx.clone();

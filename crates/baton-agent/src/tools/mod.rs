@@ -9,7 +9,6 @@
 //! resolved against [`ToolContext::cwd`], `..` components and symlinks are followed the way the
 //! operating system would follow them, and anything that ends up outside the root is refused.
 
-mod args;
 mod bash;
 mod edit;
 mod find;

@@ -4,9 +4,10 @@ use std::fs;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use serde_json::json;
+use baton_tool::args::{parse_tool_args, schema_for, Count};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::args::Args;
 use super::fsutil::{human_size, looks_binary, SNIFF_BYTES};
 use super::paths::Workspace;
 use super::text::{clip_line, plural};
@@ -21,6 +22,18 @@ pub(crate) const MAX_LINE_CHARS: usize = 2000;
 pub(crate) const MAX_OUTPUT_BYTES: usize = 50 * 1024;
 /// Beyond this size the lines after the shown window are not counted.
 const COUNT_ALL_LINES_UP_TO: u64 = 256 * 1024 * 1024;
+
+/// What `read` takes; its JSON Schema is the tool's `parameters`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReadArgs {
+    /// File to read, relative to the working directory (or absolute inside the workspace).
+    path: String,
+    /// First line to show, 1-based. Default 1.
+    offset: Option<Count<1>>,
+    #[schemars(description = format!("Number of lines to show. Default {DEFAULT_LIMIT}."))]
+    limit: Option<Count<1>>,
+}
 
 /// The `read` tool.
 #[derive(Debug, Clone, Copy, Default)]
@@ -43,16 +56,7 @@ impl Tool for ReadTool {
                  Paths are relative to the working directory and must stay inside the workspace.",
                 MAX_OUTPUT_BYTES / 1024
             ),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File to read, relative to the working directory (or absolute inside the workspace)."},
-                    "offset": {"type": "integer", "minimum": 1, "description": "First line to show, 1-based. Default 1."},
-                    "limit": {"type": "integer", "minimum": 1, "description": format!("Number of lines to show. Default {DEFAULT_LIMIT}.")}
-                },
-                "required": ["path"],
-                "additionalProperties": false
-            }),
+            parameters: schema_for::<ReadArgs>(),
         }
     }
 
@@ -61,15 +65,12 @@ impl Tool for ReadTool {
     }
 
     async fn run(&self, args: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        let parsed = Args::parse("read", USAGE, args).and_then(|a| {
-            Ok((
-                a.string("path")?,
-                a.opt_uint("offset", 1)?.unwrap_or(1),
-                a.opt_uint("limit", 1)?.unwrap_or(DEFAULT_LIMIT),
-            ))
-        });
-        let (path, offset, limit) = match parsed {
-            Ok(v) => v,
+        let (path, offset, limit) = match parse_tool_args::<ReadArgs>("read", USAGE, args) {
+            Ok(a) => (
+                a.path,
+                a.offset.map_or(1, |c| c.0),
+                a.limit.map_or(DEFAULT_LIMIT, |c| c.0),
+            ),
             Err(msg) => return ToolOutput::error(msg),
         };
         let ctx = ctx.clone();

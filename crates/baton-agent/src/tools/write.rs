@@ -2,15 +2,26 @@
 
 use std::fs;
 
-use serde_json::json;
+use baton_tool::args::{parse_tool_args, schema_for};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::args::Args;
 use super::fsutil::{atomic_write, human_size};
 use super::paths::Workspace;
 use super::text::{count_lines, plural};
 use super::{blocking, Tool, ToolContext, ToolOutput};
 
 const USAGE: &str = r#"{"path": "src/new_module.rs", "content": "pub fn f() {}\n"}"#;
+
+/// What `write` takes; its JSON Schema is the tool's `parameters`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WriteArgs {
+    /// File to write, relative to the working directory (or absolute inside the workspace).
+    path: String,
+    /// The complete new content of the file.
+    content: String,
+}
 
 /// The `write` tool.
 #[derive(Debug, Clone, Copy, Default)]
@@ -29,15 +40,7 @@ impl Tool for WriteTool {
                  directories are created. The write is atomic (a temporary file renamed into place). \
                  To change part of an existing file prefer `edit`. The path must stay inside the workspace."
                 .to_owned(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File to write, relative to the working directory (or absolute inside the workspace)."},
-                    "content": {"type": "string", "description": "The complete new content of the file."}
-                },
-                "required": ["path", "content"],
-                "additionalProperties": false
-            }),
+            parameters: schema_for::<WriteArgs>(),
         }
     }
 
@@ -46,10 +49,8 @@ impl Tool for WriteTool {
     }
 
     async fn run(&self, args: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        let parsed = Args::parse("write", USAGE, args)
-            .and_then(|a| Ok((a.string("path")?, a.string("content")?)));
-        let (path, content) = match parsed {
-            Ok(v) => v,
+        let (path, content) = match parse_tool_args::<WriteArgs>("write", USAGE, args) {
+            Ok(a) => (a.path, a.content),
             Err(msg) => return ToolOutput::error(msg),
         };
         let ctx = ctx.clone();
