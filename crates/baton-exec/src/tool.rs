@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::background;
 use crate::delegate::{
-    parse_request, render_report, resolve_roles, run_delegation, DelegateEnv, Progress,
+    parse_request, render_report, resolve_roles, run_delegation, DelegateEnv, Progress, TaskEntry,
 };
 use crate::executor::Executor;
 
@@ -29,19 +29,9 @@ pub struct DelegateTool {
     pub now: fn() -> String,
 }
 
+/// The schema of one entry, derived from the struct the request is parsed into.
 fn entry_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "role": {"type": "string", "description": "Role name (see the roles available: implementer, reviewer, scout, or project roles)."},
-            "name": {"type": "string", "description": "Short label for this delegation, under 30 characters."},
-            "task": {"type": "string", "description": "The complete, self-contained task for the child."},
-            "model": {"type": "string", "description": "Explicit route provider/model[:thinking]; only when the user asked for it."},
-            "model_class": {"type": "string", "enum": ["fast", "balanced", "frontier", "fav"]},
-            "thinking": {"type": "string", "enum": ["off", "minimal", "low", "medium", "high", "xhigh", "max"], "description": "Only when the user asked for it."}
-        },
-        "required": ["role", "name", "task"]
-    })
+    baton_tool::args::schema_for::<TaskEntry>()
 }
 
 #[async_trait::async_trait]
@@ -103,5 +93,48 @@ impl Tool for DelegateTool {
         } else {
             ToolOutput::error(text)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_entry_schema_is_the_parsed_struct() {
+        let entry = entry_schema();
+        assert_eq!(entry["required"], json!(["role", "name", "task"]));
+        assert_eq!(entry["additionalProperties"], json!(false));
+        let fields: Vec<&String> = entry["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(
+            fields,
+            ["model", "model_class", "name", "role", "task", "thinking"]
+        );
+        assert_eq!(
+            entry["properties"]["model_class"],
+            json!({"type": "string", "enum": ["fast", "balanced", "frontier", "fav"]})
+        );
+        // Every value the schema offers parses, and a field it does not offer is refused.
+        for t in entry["properties"]["thinking"]["enum"].as_array().unwrap() {
+            let req = parse_request(&json!({"role": "r", "name": "n", "task": "t", "thinking": t}));
+            assert!(req.is_ok(), "{t}: {req:?}");
+        }
+        for c in entry["properties"]["model_class"]["enum"]
+            .as_array()
+            .unwrap()
+        {
+            let req = parse_request(
+                &json!({"tasks": [{"role": "r", "name": "n", "task": "t", "model_class": c}]}),
+            );
+            assert!(req.is_ok(), "{c}: {req:?}");
+        }
+        let err = parse_request(
+            &json!({"tasks": [{"role": "r", "name": "n", "task": "t", "colour": 1}]}),
+        )
+        .unwrap_err();
+        assert!(err.contains("unknown field `colour`"), "{err}");
     }
 }

@@ -2,6 +2,7 @@
 //! anything launches.
 
 use baton_protocol::{ModelClass, Route, ThinkingLevel};
+use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
@@ -12,22 +13,35 @@ pub const MAX_ENTRIES: usize = 8;
 /// Longest entry name, in characters (exclusive).
 pub const MAX_NAME_CHARS: usize = 30;
 
-/// One delegation as the caller wrote it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One delegation as the caller wrote it. Its JSON Schema is the entry schema `delegate_task`
+/// offers (the doc comments of the fields are their descriptions).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskEntry {
+    /// Role name (see the roles available: implementer, reviewer, scout, or project roles).
     pub role: String,
+    /// Short label for this delegation, under 30 characters.
     pub name: String,
+    /// The complete, self-contained task for the child.
     pub task: String,
+    /// Explicit route provider/model[:thinking]; only when the user asked for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        with = "Option<String>",
+        extend("enum" = ["fast", "balanced", "frontier", "fav"])
+    )]
     pub model_class: Option<ModelClass>,
-    /// A thinking level; `max` is read as `xhigh`.
+    /// Only when the user asked for it.
     #[serde(
         default,
         deserialize_with = "thinking_level",
         skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(
+        with = "Option<String>",
+        extend("enum" = ["off", "minimal", "low", "medium", "high", "xhigh", "max"])
     )]
     pub thinking: Option<ThinkingLevel>,
 }
