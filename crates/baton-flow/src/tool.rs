@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::engine::{continue_flow, start, FlowEnv, FlowError, FlowStatus};
 use crate::render::report;
 use crate::state::Phase;
-use crate::units::parse_units;
+use crate::units::{parse_units, UnitSpec};
 
 /// The main-side policy for Flow, added to a main session's system prompt next to delegation's.
 pub const FLOW_POLICY: &str = "# Flow\n\
@@ -31,31 +31,9 @@ pub struct DelegateFlowContinueTool {
     pub env: Arc<FlowEnv>,
 }
 
+/// The schema of one unit, derived from the struct units are parsed into.
 fn unit_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "id": {"type": "string", "description": "Unique id: ASCII letters, digits, '-' and '_', at most 40 characters; names the unit's worktree and branch."},
-            "name": {"type": "string", "description": "A short human-readable name."},
-            "task": {"type": "string", "description": "The complete, self-contained task for the implementer."},
-            "model_class": {"type": "string", "enum": ["fast", "balanced", "frontier", "fav"]},
-            "validation": {
-                "type": "array",
-                "minItems": 1,
-                "description": "Commands run directly (no shell) in the unit's worktree; all must exit 0.",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "command": {"type": "string"},
-                        "args": {"type": "array", "items": {"type": "string"}}
-                    },
-                    "required": ["command"]
-                }
-            },
-            "review": {"type": "string", "description": "Optional judgment criterion for a reviewer; only for what validation cannot check."}
-        },
-        "required": ["id", "name", "task", "validation"]
-    })
+    baton_tool::args::schema_for::<UnitSpec>()
 }
 
 fn render(result: Result<FlowStatus, FlowError>) -> ToolOutput {
@@ -170,5 +148,47 @@ impl Tool for DelegateFlowContinueTool {
             Some(_) => return ToolOutput::error("`model_class` must be a string"),
         };
         render(continue_flow(&self.env, None, guidance, class, &ctx.cancel).await)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_unit_schema_is_the_parsed_struct() {
+        let unit = unit_schema();
+        assert_eq!(
+            unit["required"],
+            json!(["id", "name", "task", "validation"])
+        );
+        assert_eq!(unit["additionalProperties"], json!(false));
+        assert_eq!(unit["properties"]["validation"]["minItems"], json!(1));
+        let command = &unit["properties"]["validation"]["items"];
+        assert_eq!(command["required"], json!(["command"]));
+        assert_eq!(command["additionalProperties"], json!(false));
+        assert!(unit["properties"]["id"]["description"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("at most {} characters", crate::units::MAX_ID_LEN)));
+        // A unit using every field the schema offers, each class it lists, parses; a field it
+        // does not offer is refused.
+        for class in unit["properties"]["model_class"]["enum"]
+            .as_array()
+            .unwrap()
+        {
+            let full = json!([{"id": "a", "name": "A", "task": "t", "model_class": class,
+                "validation": [{"command": "true", "args": ["x"]}], "review": "r"}]);
+            let fields: Vec<&String> = full[0].as_object().unwrap().keys().collect();
+            let offered: Vec<&String> = unit["properties"].as_object().unwrap().keys().collect();
+            assert_eq!(fields, offered);
+            assert!(parse_units(&full).is_ok(), "{class}");
+        }
+        let extra = json!([{"id": "a", "name": "A", "task": "t",
+            "validation": [{"command": "true"}], "colour": 1}]);
+        assert_eq!(parse_units(&extra).unwrap_err().field, "units[0].colour");
     }
 }

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use baton_protocol::ModelClass;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -25,7 +26,8 @@ pub const MAX_VALIDATION: usize = 16;
 pub const MAX_TEXT_BYTES: usize = 64 * 1024;
 
 /// One validation command, run directly (never through a shell) in the unit's worktree.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ValidationCommand {
     pub command: String,
     #[serde(default)]
@@ -55,16 +57,29 @@ fn quote(arg: &str) -> String {
     }
 }
 
-/// One independent piece of work.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One independent piece of work. Its JSON Schema is the unit schema the `delegate_flow` tool
+/// offers; [`parse_units`] is the parser that holds a unit to it (and to the limits below).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct UnitSpec {
+    #[schemars(description = format!(
+        "Unique id: ASCII letters, digits, '-' and '_', at most {MAX_ID_LEN} characters; names the unit's worktree and branch."
+    ))]
     pub id: String,
+    /// A short human-readable name.
     pub name: String,
+    /// The complete, self-contained task for the implementer.
     pub task: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        with = "Option<String>",
+        extend("enum" = ["fast", "balanced", "frontier", "fav"])
+    )]
     pub model_class: Option<ModelClass>,
+    /// Commands run directly (no shell) in the unit's worktree; all must exit 0.
+    #[schemars(length(min = 1))]
     pub validation: Vec<ValidationCommand>,
-    /// A judgment criterion for the reviewer; absent means no review.
+    /// Optional judgment criterion for a reviewer; only for what validation cannot check.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review: Option<String>,
 }
