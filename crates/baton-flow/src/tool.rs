@@ -5,7 +5,10 @@
 use std::sync::Arc;
 
 use baton_protocol::{ModelClass, ToolSpec};
+use baton_tool::args::{parse_tool_args, schema_for};
 use baton_tool::{Tool, ToolContext, ToolOutput};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::engine::{continue_flow, start, FlowEnv, FlowError, FlowStatus};
@@ -24,6 +27,24 @@ pub const FLOW_POLICY: &str = "# Flow\n\
 /// `delegate_flow`.
 pub struct DelegateFlowTool {
     pub env: Arc<FlowEnv>,
+}
+
+const CONTINUE_USAGE: &str =
+    r#"{"guidance": "make the test use a temp dir", "model_class": "balanced"}"#;
+
+/// What `delegate_flow_continue` takes; its JSON Schema is the tool's `parameters`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ContinueArgs {
+    /// What the implementer should do differently, based on the evidence.
+    guidance: String,
+    /// Replaces the unit's class for this repair (implementer and reviewer); omit to keep it.
+    #[serde(default, alias = "modelClass")]
+    #[schemars(
+        with = "Option<String>",
+        extend("enum" = ["fast", "balanced", "frontier", "fav"])
+    )]
+    model_class: Option<ModelClass>,
 }
 
 /// `delegate_flow_continue`.
@@ -103,14 +124,7 @@ impl Tool for DelegateFlowContinueTool {
         ToolSpec {
             name: "delegate_flow_continue".into(),
             description: "Repair the blocked unit of the paused Flow once: its implementer runs again in the same worktree with the original task, the validation, the block's evidence and your guidance.".into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "guidance": {"type": "string", "description": "What the implementer should do differently, based on the evidence."},
-                    "model_class": {"type": "string", "enum": ["fast", "balanced", "frontier", "fav"], "description": "Replaces the unit's class for this repair (implementer and reviewer); omit to keep it."}
-                },
-                "required": ["guidance"]
-            }),
+            parameters: schema_for::<ContinueArgs>(),
         }
     }
 
@@ -119,34 +133,12 @@ impl Tool for DelegateFlowContinueTool {
     }
 
     async fn run(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
-        let Some(obj) = args.as_object() else {
-            return ToolOutput::error("delegate_flow_continue takes {guidance, model_class?}");
-        };
-        if let Some(k) = obj
-            .keys()
-            .find(|k| !matches!(k.as_str(), "guidance" | "model_class" | "modelClass"))
-        {
-            return ToolOutput::error(format!(
-                "`{k}`: unknown field; delegate_flow_continue takes guidance and model_class"
-            ));
-        }
-        let Some(guidance) = obj.get("guidance").and_then(Value::as_str) else {
-            return ToolOutput::error(
-                "`guidance`: missing; say what the implementer should do differently",
-            );
-        };
-        let class = match obj.get("model_class").or_else(|| obj.get("modelClass")) {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => match s.parse::<ModelClass>() {
-                Ok(c) => Some(c),
-                Err(_) => {
-                    return ToolOutput::error(format!(
-                        "`model_class`: `{s}` is not a model class; use fast, balanced, frontier or fav"
-                    ))
-                }
-            },
-            Some(_) => return ToolOutput::error("`model_class` must be a string"),
-        };
+        let args =
+            match parse_tool_args::<ContinueArgs>("delegate_flow_continue", CONTINUE_USAGE, args) {
+                Ok(a) => a,
+                Err(msg) => return ToolOutput::error(msg),
+            };
+        let (guidance, class) = (args.guidance.as_str(), args.model_class);
         render(continue_flow(&self.env, None, guidance, class, &ctx.cancel).await)
     }
 }
@@ -190,5 +182,32 @@ mod tests {
         let extra = json!([{"id": "a", "name": "A", "task": "t",
             "validation": [{"command": "true"}], "colour": 1}]);
         assert_eq!(parse_units(&extra).unwrap_err().field, "units[0].colour");
+    }
+
+    #[test]
+    fn continue_arguments_are_typed_and_named_in_errors() {
+        let ok: ContinueArgs = parse_tool_args(
+            "delegate_flow_continue",
+            CONTINUE_USAGE,
+            json!({"guidance": "g", "modelClass": "fast"}),
+        )
+        .unwrap();
+        assert_eq!(ok.model_class, Some(ModelClass::Fast));
+        for (bad, want) in [
+            (json!({}), "`guidance` is required"),
+            (
+                json!({"guidance": "g", "model_class": "huge"}),
+                "`model_class` must be one of",
+            ),
+            (
+                json!({"guidance": "g", "units": []}),
+                "unknown field `units`",
+            ),
+        ] {
+            let err =
+                parse_tool_args::<ContinueArgs>("delegate_flow_continue", CONTINUE_USAGE, bad)
+                    .unwrap_err();
+            assert!(err.contains(want), "{err}");
+        }
     }
 }

@@ -333,6 +333,10 @@ pub fn parse_tool_args<T: DeserializeOwned + JsonSchema>(
 
 /// What a value of `schema` is, in words: `a string`, `a positive integer`, ….
 fn describe_schema(schema: &Value) -> String {
+    if let Some(options) = schema["enum"].as_array() {
+        let options: Vec<String> = options.iter().map(|o| o.to_string()).collect();
+        return format!("one of {}", options.join(", "));
+    }
     let minimum = schema["minimum"].as_u64();
     match schema["type"].as_str() {
         Some("string") => "a string".into(),
