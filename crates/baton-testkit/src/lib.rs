@@ -155,6 +155,8 @@
 //! In code, the same is [`MockServerBuilder::rule`] with a [`ScriptRule`], or
 //! [`MockServerBuilder::when`] with any predicate.
 
+mod conversation;
+pub mod fixture;
 mod json;
 mod render;
 mod request;
@@ -163,6 +165,7 @@ mod script;
 mod server;
 mod turn;
 
+pub use conversation::{assert_tool_results_answer_calls, Message, Role, ToolCall, ToolResult};
 pub use render::{
     render_anthropic_sse, render_chat_sse, render_error_body, render_in_stream_error_sse,
     render_json_response, render_malformed_sse, render_responses_sse, render_sse_events,

@@ -286,6 +286,12 @@ impl MockServer {
             .collect()
     }
 
+    /// Panics unless every tool result in every model request so far answers a tool call of
+    /// the assistant turn right before it (see [`crate::assert_tool_results_answer_calls`]).
+    pub fn assert_tool_results_answer_calls(&self) {
+        crate::conversation::assert_tool_results_answer_calls(&self.model_requests());
+    }
+
     /// How many queued steps have not been played yet (in the current pass when looping).
     pub fn remaining(&self) -> usize {
         let state = self.shared.lock();
