@@ -2,39 +2,41 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
+use std::ops::Deref;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::Duration;
 
-mod common;
-
 use baton_protocol::{AgentEvent, EndReason, ErrorCode, ItemKind, ItemStatus, Outcome};
+use baton_testkit::fixture::{wait_until, Sandbox};
 use baton_testkit::{Fault, MockServer, RecordedRequest, Turn};
 use pretty_assertions::assert_eq;
-use serde_json::{json, Value};
+use serde_json::json;
 
 const KINDS: [&str; 3] = ["openai", "openai-responses", "anthropic"];
 
-/// A temp project with an isolated HOME and a config pointing provider `mock` at `server`.
+/// A sandbox running the built `baton` with a config pointing provider `mock` at `server`.
 struct Project {
-    _tmp: tempfile::TempDir,
-    home: PathBuf,
-    work: PathBuf,
+    sb: Sandbox,
     config: PathBuf,
+}
+
+impl Deref for Project {
+    type Target = Sandbox;
+
+    fn deref(&self) -> &Sandbox {
+        &self.sb
+    }
 }
 
 impl Project {
     fn new(server: &MockServer, kind: &str, extra_config: &str) -> Project {
-        let tmp = tempfile::tempdir().unwrap();
-        let home = tmp.path().join("home");
-        let work = tmp.path().join("work");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(&work).unwrap();
+        let sb = Sandbox::new();
         let base = match kind {
             "anthropic" => server.url(),
             _ => format!("{}/v1", server.url()),
         };
-        let config = tmp.path().join("baton.toml");
+        let config = sb.path("baton.toml");
         std::fs::write(
             &config,
             format!(
@@ -43,30 +45,17 @@ impl Project {
             ),
         )
         .unwrap();
-        Project {
-            _tmp: tmp,
-            home,
-            work,
-            config,
-        }
+        let sb = sb
+            .baton_exe(env!("CARGO_BIN_EXE_baton"))
+            .env("BATON_CONFIG", &config)
+            .env("MOCK_API_KEY", "test-key");
+        Project { sb, config }
     }
+}
 
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
-        cmd.args(args)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &self.home)
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("BATON_CONFIG", &self.config)
-            .env("MOCK_API_KEY", "test-key")
-            .current_dir(&self.work);
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).stdin(Stdio::null()).output().unwrap()
-    }
+/// Alive and not a zombie (the check baton itself uses for supervisors).
+fn alive(pid: i32) -> bool {
+    u32::try_from(pid).is_ok_and(baton_process::alive)
 }
 
 fn events(out: &Output) -> Vec<AgentEvent> {
@@ -108,39 +97,7 @@ fn tool_results(events: &[AgentEvent]) -> Vec<(String, ItemStatus, String)> {
 
 /// The text of the tool results sent back to the model in a request, in any wire format.
 fn tool_results_in_request(req: &RecordedRequest) -> Vec<String> {
-    let mut out = Vec::new();
-    let body = &req.body;
-    if let Some(msgs) = body["messages"].as_array() {
-        for m in msgs {
-            if m["role"] == "tool" {
-                out.push(m["content"].as_str().unwrap_or_default().to_string());
-            }
-            if let Some(blocks) = m["content"].as_array() {
-                for b in blocks {
-                    if b["type"] == "tool_result" {
-                        let text = match &b["content"] {
-                            Value::String(s) => s.clone(),
-                            Value::Array(parts) => parts
-                                .iter()
-                                .filter_map(|p| p["text"].as_str())
-                                .collect::<Vec<_>>()
-                                .join(""),
-                            _ => String::new(),
-                        };
-                        out.push(text);
-                    }
-                }
-            }
-        }
-    }
-    if let Some(items) = body["input"].as_array() {
-        for i in items {
-            if i["type"] == "function_call_output" {
-                out.push(i["output"].as_str().unwrap_or_default().to_string());
-            }
-        }
-    }
-    out
+    req.tool_results().into_iter().map(|r| r.text).collect()
 }
 
 fn all_text(req: &RecordedRequest) -> String {
@@ -173,7 +130,7 @@ fn multi_turn_task_reads_edits_and_runs_commands_in_every_format() {
             .turn(Turn::text("Replaced world with baton."))
             .start_blocking();
         let p = Project::new(&server, kind, "");
-        std::fs::write(p.work.join("notes.txt"), "hello world\n").unwrap();
+        std::fs::write(p.work().join("notes.txt"), "hello world\n").unwrap();
         let out = p.run(&[
             "agent",
             "--json",
@@ -198,11 +155,11 @@ fn multi_turn_task_reads_edits_and_runs_commands_in_every_format() {
             "{kind}"
         );
         assert_eq!(
-            std::fs::read_to_string(p.work.join("notes.txt")).unwrap(),
+            std::fs::read_to_string(p.work().join("notes.txt")).unwrap(),
             "hello baton\n"
         );
         assert_eq!(
-            std::fs::read_to_string(p.work.join("proof.txt")).unwrap(),
+            std::fs::read_to_string(p.work().join("proof.txt")).unwrap(),
             "ran\n"
         );
         let tools: Vec<(String, ItemStatus)> = tool_results(&evs)
@@ -248,7 +205,7 @@ fn multi_turn_task_reads_edits_and_runs_commands_in_every_format() {
             other => panic!("{other:?}"),
         }
         // The transcript was saved.
-        let sessions = p.work.join(".baton/state/sessions");
+        let sessions = p.work().join(".baton/state/sessions");
         assert_eq!(std::fs::read_dir(sessions).unwrap().count(), 1);
     }
 }
@@ -289,7 +246,7 @@ fn a_tool_outside_the_role_is_declined_and_never_run() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(!p.work.join("pwned.txt").exists(), "{kind}: bash ran");
+        assert!(!p.work().join("pwned.txt").exists(), "{kind}: bash ran");
         let results = tool_results(&events(&out));
         assert_eq!(results.len(), 1);
         assert_eq!(results[0].1, ItemStatus::Declined);
@@ -331,7 +288,7 @@ fn a_path_escape_is_refused() {
         let p = Project::new(&server, kind, "");
         let out = p.run(&["agent", "--json", "--model", "mock/m", "escape"]);
         assert_eq!(out.status.code(), Some(0));
-        assert!(!p.work.parent().unwrap().join("escaped.txt").exists());
+        assert!(!p.work().parent().unwrap().join("escaped.txt").exists());
         let results = tool_results(&events(&out));
         assert_eq!(results.len(), 2);
         for (tool, status, output) in &results {
@@ -436,7 +393,7 @@ fn the_turn_limit_reserves_a_handoff_turn() {
         );
         assert!(message.starts_with("Status: partial"), "{message}");
         assert!(
-            !p.work.join("ran.txt").exists(),
+            !p.work().join("ran.txt").exists(),
             "a tool ran in the handoff turn"
         );
         let last = all_text(&server.model_requests()[1]);
@@ -465,7 +422,7 @@ fn resume_continues_the_saved_transcript() {
             .turn(Turn::text("You asked about a.txt."))
             .start_blocking();
         let p = Project::new(&server, kind, "");
-        std::fs::write(p.work.join("a.txt"), "apple\n").unwrap();
+        std::fs::write(p.work().join("a.txt"), "apple\n").unwrap();
         let first = p.run(&["agent", "--json", "--model", "mock/m", "what is in a.txt?"]);
         assert_eq!(first.status.code(), Some(0));
         let id = match &events(&first)[0] {
@@ -526,7 +483,7 @@ fn sigterm_stops_the_running_tool_and_ends_partial() {
             .start_blocking();
         let p = Project::new(&server, kind, "");
         let mut child = p
-            .command(&["agent", "--json", "--model", "mock/m", "sleep"])
+            .baton(&["agent", "--json", "--model", "mock/m", "sleep"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -543,8 +500,8 @@ fn sigterm_stops_the_running_tool_and_ends_partial() {
                 break;
             }
         }
-        let pid_file = p.work.join("sleep.pid");
-        assert!(common::wait_until(Duration::from_secs(10), || {
+        let pid_file = p.work().join("sleep.pid");
+        assert!(wait_until(Duration::from_secs(10), || {
             std::fs::read_to_string(&pid_file)
                 .map(|s| !s.trim().is_empty())
                 .unwrap_or(false)
@@ -554,7 +511,7 @@ fn sigterm_stops_the_running_tool_and_ends_partial() {
             .trim()
             .parse()
             .unwrap();
-        assert!(common::alive(sleep_pid));
+        assert!(alive(sleep_pid));
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
         for line in lines {
             seen.push(line.unwrap());
@@ -574,7 +531,7 @@ fn sigterm_stops_the_running_tool_and_ends_partial() {
         assert_eq!(results[0].1, ItemStatus::Failed);
         assert!(results[0].2.contains("cancel"), "{:?}", results[0]);
         assert!(
-            common::wait_until(Duration::from_secs(5), || !common::alive(sleep_pid)),
+            wait_until(Duration::from_secs(5), || !alive(sleep_pid)),
             "sleep survived"
         );
         assert_eq!(
@@ -583,7 +540,7 @@ fn sigterm_stops_the_running_tool_and_ends_partial() {
             "a model request followed the cancel"
         );
         // The transcript records the cancelled call, so resume is valid.
-        let dir = p.work.join(".baton/state/sessions");
+        let dir = p.work().join(".baton/state/sessions");
         let file = std::fs::read_dir(&dir)
             .unwrap()
             .next()
@@ -633,7 +590,7 @@ fn bad_input_is_refused_with_a_clear_error() {
     }
     assert_eq!(server.requests().len(), 0);
     // Nothing half-written: no session files from refused runs.
-    assert!(!p.work.join(".baton").exists());
+    assert!(!p.work().join(".baton").exists());
     // A config typo names the key.
     std::fs::write(&p.config, "[agent]\nmax_turn = 3\n").unwrap();
     let out = p.run(&["agent", "--model", "mock/m", "x"]);
@@ -652,7 +609,7 @@ fn record_then_replay_reproduces_the_session_without_a_server() {
         .turn(Turn::text("Wrote out.txt."))
         .start_blocking();
     let p = Project::new(&server, "openai", "");
-    let cassette = p.home.join("session.cassette.json");
+    let cassette = p.home().join("session.cassette.json");
     let out = p.run(&[
         "agent",
         "--json",
@@ -665,7 +622,7 @@ fn record_then_replay_reproduces_the_session_without_a_server() {
     assert_eq!(out.status.code(), Some(0));
     let text = std::fs::read_to_string(&cassette).unwrap();
     assert!(!text.contains("test-key"), "the cassette holds the key");
-    std::fs::remove_file(p.work.join("out.txt")).unwrap();
+    std::fs::remove_file(p.work().join("out.txt")).unwrap();
     drop(server);
     let out = p.run(&[
         "agent",
@@ -682,7 +639,7 @@ fn record_then_replay_reproduces_the_session_without_a_server() {
     );
     assert_eq!(completed(&events(&out)).2, "Wrote out.txt.");
     assert_eq!(
-        std::fs::read_to_string(p.work.join("out.txt")).unwrap(),
+        std::fs::read_to_string(p.work().join("out.txt")).unwrap(),
         "made\n"
     );
 }
@@ -695,7 +652,7 @@ fn roles_and_models_commands_report_sources_and_resolution() {
         "openai",
         "[models]\nfast = [\"ghost/x\", \"mock/small\"]\n",
     );
-    let roles_dir = p.work.join(".baton/roles");
+    let roles_dir = p.work().join(".baton/roles");
     std::fs::create_dir_all(&roles_dir).unwrap();
     std::fs::write(
         roles_dir.join("scout.md"),
@@ -779,7 +736,7 @@ fn a_session_runs_without_delegation_when_it_cannot_be_set_up() {
     let p = Project::new(&server, "openai", "");
     // No usable HOME or XDG_STATE_HOME: there is nowhere to put worktrees.
     let out = p
-        .command(&["agent", "--json", "--model", "mock/m", "x"])
+        .baton(&["agent", "--json", "--model", "mock/m", "x"])
         .env("HOME", "relative-home")
         .env_remove("XDG_STATE_HOME")
         .stdin(Stdio::null())
@@ -810,7 +767,7 @@ fn running_tools_send_heartbeats() {
         .start_blocking();
     let p = Project::new(&server, "openai", "");
     let mut child = p
-        .command(&["agent", "--json", "--model", "mock/m", "wait"])
+        .baton(&["agent", "--json", "--model", "mock/m", "wait"])
         .env("BATON_HEARTBEAT", "20ms")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -821,8 +778,8 @@ fn running_tools_send_heartbeats() {
     for line in lines {
         let line = line.unwrap();
         // The tool only finishes once a heartbeat for it has been seen.
-        if line.contains("\"item.updated\"") && !p.work.join("go").exists() {
-            std::fs::write(p.work.join("go"), "").unwrap();
+        if line.contains("\"item.updated\"") && !p.work().join("go").exists() {
+            std::fs::write(p.work().join("go"), "").unwrap();
         }
         seen.push(serde_json::from_str::<AgentEvent>(&line).unwrap());
     }

@@ -4,147 +4,40 @@
 //! durable); nothing waits on time except for files the children create.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Output, Stdio};
+use std::time::Duration;
 
+use baton_testkit::fixture::{wait_until, FlowRoles, Sandbox, COMMIT_OWN_FILE};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
-use tempfile::TempDir;
 
-const COMMIT_OWN_FILE: &str = r#"
-if [ ! -f "$BATON_FLOW_UNIT.txt" ]; then
-  echo "$BATON_FLOW_UNIT" > "$BATON_FLOW_UNIT.txt"
-  git add "$BATON_FLOW_UNIT.txt"
-  git commit -q -m "unit $BATON_FLOW_UNIT"
-fi
-echo "done $BATON_FLOW_UNIT"
-"#;
-
+/// A repository with the test's implementer and reviewer scripts; one subagent at a time.
 struct Fx {
-    tmp: TempDir,
+    sb: Sandbox,
+    roles: FlowRoles,
 }
 
 impl Fx {
     fn new() -> Fx {
-        let fx = Fx {
-            tmp: TempDir::new().unwrap(),
-        };
-        for d in ["home", "config", "state", "scripts", "repo"] {
-            std::fs::create_dir_all(fx.tmp.path().join(d)).unwrap();
-        }
-        fx.git(&["init", "-q", "-b", "main"]);
-        fx.write("README", "hello\n");
-        let s = fx.scripts();
-        for (role, kind) in [("implementer", "impl"), ("reviewer", "review")] {
-            fx.write(
-                &format!(".baton/roles/{role}.md"),
-                &format!(
-                    "---\nname: {role}\ndescription: Test {role}.\ntools: []\nbackend: command\ncommand: [sh, {}]\n---\nThe test {role}.\n",
-                    s.join(format!("{kind}.sh")).display()
-                ),
-            );
-            std::fs::write(
-                s.join(format!("{kind}.sh")),
-                format!(
-                    r#"d='{d}'
-echo "{kind} $BATON_FLOW_UNIT $BATON_FLOW_ATTEMPT" >> "$d/calls.log"
-cat > /dev/null
-for f in "$d/{kind}-$BATON_FLOW_UNIT-$BATON_FLOW_ATTEMPT.sh" "$d/{kind}-$BATON_FLOW_UNIT.sh" "$d/{kind}-default.sh"; do
-  if [ -f "$f" ]; then exec sh -e "$f"; fi
-done
-exit 9
-"#,
-                    d = s.display()
-                ),
-            )
-            .unwrap();
-        }
-        std::fs::write(s.join("impl-default.sh"), COMMIT_OWN_FILE).unwrap();
-        std::fs::write(s.join("review-default.sh"), "printf PASS\n").unwrap();
-        fx.git(&["add", "-A"]);
-        fx.git(&["commit", "-q", "-m", "initial"]);
-        fx
-    }
-
-    fn repo(&self) -> PathBuf {
-        self.tmp.path().join("repo")
-    }
-
-    fn scripts(&self) -> PathBuf {
-        self.tmp.path().join("scripts")
-    }
-
-    fn write(&self, rel: &str, text: &str) {
-        let p = self.repo().join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-
-    fn env(&self, cmd: &mut Command) {
-        let t = self.tmp.path();
-        cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", t.join("home"))
-            .env("XDG_CONFIG_HOME", t.join("config"))
-            .env("XDG_STATE_HOME", t.join("state"))
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_AUTHOR_NAME", "Flow Test")
-            .env("GIT_AUTHOR_EMAIL", "flow@example.invalid")
-            .env("GIT_COMMITTER_NAME", "Flow Test")
-            .env("GIT_COMMITTER_EMAIL", "flow@example.invalid")
-            .env("BATON_MAX_SUBAGENTS", "1")
-            .current_dir(self.repo());
-    }
-
-    fn git(&self, args: &[&str]) -> String {
-        let mut cmd = Command::new("git");
-        self.env(&mut cmd);
-        let out = cmd.args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    fn baton(&self, args: &[&str], extra: &[(&str, &str)]) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
-        self.env(&mut cmd);
-        for (k, v) in extra {
-            cmd.env(k, v);
-        }
-        cmd.args(args).stdin(Stdio::null()).output().unwrap()
+        let sb = Sandbox::new()
+            .baton_exe(env!("CARGO_BIN_EXE_baton"))
+            .env("BATON_MAX_SUBAGENTS", "1");
+        sb.init_repo("main");
+        sb.write("README", "hello\n");
+        let roles = FlowRoles::install(&sb);
+        sb.commit_all("initial");
+        Fx { sb, roles }
     }
 
     fn units(&self, json: &str) -> String {
-        let p = self.tmp.path().join("units.json");
+        let p = self.sb.path("units.json");
         std::fs::write(&p, json).unwrap();
         p.display().to_string()
     }
 
     fn subjects(&self) -> Vec<String> {
-        self.git(&["log", "--format=%s", "main"])
-            .lines()
-            .map(str::to_string)
-            .collect()
-    }
-
-    fn worktrees(&self) -> usize {
-        self.git(&["worktree", "list", "--porcelain"])
-            .lines()
-            .filter(|l| l.starts_with("worktree "))
-            .count()
-            - 1
-    }
-
-    fn calls(&self) -> Vec<String> {
-        std::fs::read_to_string(self.scripts().join("calls.log"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect()
+        self.sb.subjects("main")
     }
 }
 
@@ -185,7 +78,7 @@ fn report(out: &Output) -> Value {
 }
 
 fn phase(fx: &Fx) -> String {
-    let out = fx.baton(&["flow", "status", "--json"], &[]);
+    let out = fx.sb.run(&["flow", "status", "--json"]);
     assert!(out.status.success());
     let all = json_lines(&out);
     all.last().unwrap()["flow"]["phase"]
@@ -198,7 +91,7 @@ fn phase(fx: &Fx) -> String {
 fn start_integrates_and_status_reads_it_from_another_process() {
     let fx = Fx::new();
     let units = fx.units(&units_ab(true));
-    let out = fx.baton(&["flow", "start", &units, "--json"], &[]);
+    let out = fx.sb.run(&["flow", "start", &units, "--json"]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -214,30 +107,30 @@ fn start_integrates_and_status_reads_it_from_another_process() {
     assert_eq!(events.first().map(String::as_str), Some("flow.created"));
     assert!(events.contains(&"unit.reviewed".to_string()));
     assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
-    assert_eq!(fx.worktrees(), 0);
+    assert_eq!(fx.sb.worktrees().len(), 0);
     // The worktrees lived under XDG_STATE_HOME, outside the repository.
     let wt = r["flow"]["units"][0]["path"].as_str().unwrap();
     assert!(
-        Path::new(wt).starts_with(fx.tmp.path().join("state/baton/worktrees")),
+        Path::new(wt).starts_with(fx.sb.state_home().join("baton/worktrees")),
         "{wt}"
     );
 
     assert_eq!(phase(&fx), "completed");
-    let text = fx.baton(&["flow", "status"], &[]);
+    let text = fx.sb.run(&["flow", "status"]);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
         text.contains("completed") && text.contains("integrated"),
         "{text}"
     );
     // State is excluded from git, so Main stays clean.
-    assert_eq!(fx.git(&["status", "--porcelain"]), "");
+    assert_eq!(fx.sb.git(&["status", "--porcelain"]), "");
 }
 
 #[test]
 fn unreadable_state_is_a_runtime_failure_and_an_unknown_flow_is_refused() {
     let fx = Fx::new();
     // A log whose first line is not an event: the state is damaged, the request was fine.
-    fx.write(
+    fx.sb.write(
         ".baton/state/flows/f-damaged.events.jsonl",
         "not an event\n{\"also\": \"bad\"}\n",
     );
@@ -245,13 +138,13 @@ fn unreadable_state_is_a_runtime_failure_and_an_unknown_flow_is_refused() {
         vec!["flow", "abandon", "f-damaged"],
         vec!["flow", "status", "f-damaged"],
     ] {
-        let out = fx.baton(&cmd, &[]);
+        let out = fx.sb.run(&cmd);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{cmd:?}: {err}");
         assert!(err.contains("line 1 cannot be read"), "{cmd:?}: {err}");
         let mut json = cmd.clone();
         json.push("--json");
-        let lines = json_lines(&fx.baton(&json, &[]));
+        let lines = json_lines(&fx.sb.run(&json));
         assert_eq!(lines.last().unwrap()["type"], "flow.error", "{lines:?}");
     }
     for cmd in [
@@ -259,7 +152,7 @@ fn unreadable_state_is_a_runtime_failure_and_an_unknown_flow_is_refused() {
         vec!["flow", "status", "f-none"],
         vec!["flow", "status", "../x"],
     ] {
-        let out = fx.baton(&cmd, &[]);
+        let out = fx.sb.run(&cmd);
         assert_eq!(
             out.status.code(),
             Some(2),
@@ -273,25 +166,25 @@ fn unreadable_state_is_a_runtime_failure_and_an_unknown_flow_is_refused() {
 fn bad_input_is_refused_with_the_field_and_changes_nothing() {
     let fx = Fx::new();
     let units = fx.units(r#"{"units": [{"id": "a", "name": "A", "task": "x", "validation": []}]}"#);
-    let out = fx.baton(&["flow", "start", &units], &[]);
+    let out = fx.sb.run(&["flow", "start", &units]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("units[0].validation"), "{err}");
-    assert!(!fx.repo().join(".baton/state/flows").exists());
-    assert_eq!(fx.calls(), Vec::<String>::new());
+    assert!(!fx.sb.work().join(".baton/state/flows").exists());
+    assert_eq!(fx.roles.calls(), Vec::<String>::new());
 }
 
 #[test]
 fn a_block_pauses_then_continue_repairs_and_a_second_flow_is_refused_meanwhile() {
     let fx = Fx::new();
     std::fs::write(
-        fx.scripts().join("impl-b-0.sh"),
+        fx.roles.dir().join("impl-b-0.sh"),
         "echo 'no idea' >&2\nexit 1\n",
     )
     .unwrap();
-    std::fs::write(fx.scripts().join("impl-b-1.sh"), COMMIT_OWN_FILE).unwrap();
+    std::fs::write(fx.roles.dir().join("impl-b-1.sh"), COMMIT_OWN_FILE).unwrap();
     let units = fx.units(&units_ab(false));
-    let out = fx.baton(&["flow", "start", &units], &[]);
+    let out = fx.sb.run(&["flow", "start", &units]);
     assert_eq!(
         out.status.code(),
         Some(4),
@@ -307,19 +200,16 @@ fn a_block_pauses_then_continue_repairs_and_a_second_flow_is_refused_meanwhile()
 
     let other =
         fx.units(r#"[{"id": "z", "name": "Z", "task": "x", "validation": [{"command": "true"}]}]"#);
-    let refused = fx.baton(&["flow", "start", &other], &[]);
+    let refused = fx.sb.run(&["flow", "start", &other]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("paused"));
 
-    let out = fx.baton(
-        &[
-            "flow",
-            "continue",
-            "--guidance",
-            "Create b.txt and commit it.",
-        ],
-        &[],
-    );
+    let out = fx.sb.run(&[
+        "flow",
+        "continue",
+        "--guidance",
+        "Create b.txt and commit it.",
+    ]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -333,7 +223,7 @@ fn a_block_pauses_then_continue_repairs_and_a_second_flow_is_refused_meanwhile()
 #[test]
 fn a_running_flow_holds_the_lock() {
     let fx = Fx::new();
-    let d = fx.scripts();
+    let d = fx.roles.dir();
     // a's implementer waits for a file the test creates once it has tried a second Flow.
     std::fs::write(
         d.join("impl-a.sh"),
@@ -344,27 +234,21 @@ fn a_running_flow_holds_the_lock() {
     )
     .unwrap();
     let units = fx.units(&units_ab(false));
-    let mut first = Command::new(env!("CARGO_BIN_EXE_baton"));
-    fx.env(&mut first);
-    let first = first
-        .args(["flow", "start", &units])
+    let first = fx
+        .sb
+        .baton(&["flow", "start", &units])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut waited = 0;
-    while !d.join("a.started").exists() {
-        waited += 1;
-        assert!(
-            waited < 6000,
-            "the first Flow never started its implementer"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    assert!(
+        wait_until(Duration::from_secs(60), || d.join("a.started").exists()),
+        "the first Flow never started its implementer"
+    );
     assert_eq!(phase(&fx), "running");
     let other =
         fx.units(r#"[{"id": "z", "name": "Z", "task": "x", "validation": [{"command": "true"}]}]"#);
-    let refused = fx.baton(&["flow", "start", &other], &[]);
+    let refused = fx.sb.run(&["flow", "start", &other]);
     assert_eq!(refused.status.code(), Some(2));
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(err.contains("another Flow is running"), "{err}");
@@ -384,7 +268,7 @@ fn a_reported_ff_failure_with_main_clean_at_the_tip_completes_with_a_warning() {
     let fx = Fx::new();
     // A `git` on PATH that performs `merge --ff-only` and then reports a failure anyway.
     let real = String::from_utf8(
-        Command::new("sh")
+        std::process::Command::new("sh")
             .args(["-c", "command -v git"])
             .output()
             .unwrap()
@@ -393,7 +277,7 @@ fn a_reported_ff_failure_with_main_clean_at_the_tip_completes_with_a_warning() {
     .unwrap()
     .trim()
     .to_string();
-    let bin = fx.tmp.path().join("bin");
+    let bin = fx.sb.path("bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::fs::write(
         bin.join("git"),
@@ -402,7 +286,7 @@ fn a_reported_ff_failure_with_main_clean_at_the_tip_completes_with_a_warning() {
         ),
     )
     .unwrap();
-    Command::new("chmod")
+    std::process::Command::new("chmod")
         .arg("+x")
         .arg(bin.join("git"))
         .status()
@@ -413,7 +297,9 @@ fn a_reported_ff_failure_with_main_clean_at_the_tip_completes_with_a_warning() {
         std::env::var("PATH").unwrap_or_default()
     );
     let units = fx.units(&units_ab(false));
-    let out = fx.baton(&["flow", "start", &units, "--json"], &[("PATH", &path)]);
+    let out = fx
+        .sb
+        .run_with(&["flow", "start", &units, "--json"], &[("PATH", &path)]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -428,7 +314,7 @@ fn a_reported_ff_failure_with_main_clean_at_the_tip_completes_with_a_warning() {
         .unwrap()
         .contains("simulated post-merge trouble"));
     assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
-    assert_eq!(fx.worktrees(), 0);
+    assert_eq!(fx.sb.worktrees().len(), 0);
 }
 
 /// Kill the real process right after an event, check status says interrupted, resume, and
@@ -446,18 +332,20 @@ fn a_killed_process_is_interrupted_and_resume_finishes_without_merging_twice() {
     ] {
         let fx = Fx::new();
         let units = fx.units(&units_ab(true));
-        let out = fx.baton(&["flow", "start", &units], &[("BATON_FLOW_CRASH_AT", step)]);
+        let out = fx
+            .sb
+            .run_with(&["flow", "start", &units], &[("BATON_FLOW_CRASH_AT", step)]);
         assert_eq!(
             out.status.code(),
             None,
             "{step}: the process should have been killed"
         );
         assert_eq!(phase(&fx), "interrupted", "{step}");
-        let status = fx.baton(&["flow", "status"], &[]);
+        let status = fx.sb.run(&["flow", "status"]);
         let text = String::from_utf8_lossy(&status.stdout);
         assert!(text.contains("baton flow resume"), "{step}: {text}");
 
-        let out = fx.baton(&["flow", "resume", "--json"], &[]);
+        let out = fx.sb.run(&["flow", "resume", "--json"]);
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -465,8 +353,8 @@ fn a_killed_process_is_interrupted_and_resume_finishes_without_merging_twice() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"], "{step}");
-        assert_eq!(fx.worktrees(), 0, "{step}");
-        let calls = fx.calls();
+        assert_eq!(fx.sb.worktrees().len(), 0, "{step}");
+        let calls = fx.roles.calls();
         for c in ["impl a 0", "impl b 0", "review b 0"] {
             assert_eq!(
                 calls.iter().filter(|l| *l == c).count(),
@@ -476,7 +364,8 @@ fn a_killed_process_is_interrupted_and_resume_finishes_without_merging_twice() {
         }
         let id = report(&out)["flow"]["id"].as_str().unwrap().to_string();
         let log = std::fs::read_to_string(
-            fx.repo()
+            fx.sb
+                .work()
                 .join(format!(".baton/state/flows/{id}.events.jsonl")),
         )
         .unwrap();
@@ -493,21 +382,10 @@ fn a_killed_process_is_interrupted_and_resume_finishes_without_merging_twice() {
     }
 }
 
-fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
-    let started = std::time::Instant::now();
-    while !ok() {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(60),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn resume_stops_the_implementer_a_killed_driver_left_running() {
     let fx = Fx::new();
-    let d = fx.scripts();
+    let d = fx.roles.dir();
     // The first launch of a's implementer records its pid and waits (for a file nobody writes);
     // a relaunch does the work.
     std::fs::write(
@@ -519,35 +397,40 @@ fn resume_stops_the_implementer_a_killed_driver_left_running() {
     )
     .unwrap();
     let units = fx.units(&units_ab(false));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
-    fx.env(&mut cmd);
-    let mut driver = cmd
-        .args(["flow", "start", &units])
+    let mut driver = fx
+        .sb
+        .baton(&["flow", "start", &units])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let pid_file = d.join("first.pid");
-    wait_for("the implementer's pid", || {
-        std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n'))
-    });
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n'))
+        }),
+        "timed out waiting for the implementer's pid"
+    );
     let old: u32 = std::fs::read_to_string(&pid_file)
         .unwrap()
         .trim()
         .parse()
         .unwrap();
-    let flows = fx.repo().join(".baton/state/flows");
-    wait_for("unit.implementer_spawned in the log", || {
-        std::fs::read_dir(&flows).is_ok_and(|entries| {
-            entries.flatten().any(|e| {
-                std::fs::read_to_string(e.path()).is_ok_and(|t| {
-                    t.contains("\"type\":\"unit.implementer_spawned\"")
-                        && t.contains(&format!("\"pid\":{old}"))
+    let flows = fx.sb.work().join(".baton/state/flows");
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            std::fs::read_dir(&flows).is_ok_and(|entries| {
+                entries.flatten().any(|e| {
+                    std::fs::read_to_string(e.path()).is_ok_and(|t| {
+                        t.contains("\"type\":\"unit.implementer_spawned\"")
+                            && t.contains(&format!("\"pid\":{old}"))
+                    })
                 })
             })
-        })
-    });
+        }),
+        "timed out waiting for unit.implementer_spawned in the log"
+    );
     driver.kill().unwrap();
     driver.wait().unwrap();
     assert!(
@@ -556,7 +439,7 @@ fn resume_stops_the_implementer_a_killed_driver_left_running() {
     );
     assert_eq!(phase(&fx), "interrupted");
 
-    let out = fx.baton(&["flow", "resume", "--json"], &[]);
+    let out = fx.sb.run(&["flow", "resume", "--json"]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -569,5 +452,5 @@ fn resume_stops_the_implementer_a_killed_driver_left_running() {
     );
     assert_eq!(report(&out)["flow"]["phase"], "completed");
     assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
-    assert_eq!(fx.worktrees(), 0);
+    assert_eq!(fx.sb.worktrees().len(), 0);
 }

@@ -2,93 +2,49 @@
 //! real child processes, real git.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::Duration;
 
-mod common;
-
+use baton_testkit::fixture::{wait_until, Sandbox};
 use baton_testkit::{MockServer, Turn};
 use serde_json::{json, Value};
 
+/// A sandbox running the built `baton` with `BATON_CONFIG` pointing at a config file of its own.
 struct Project {
-    _tmp: tempfile::TempDir,
-    home: PathBuf,
-    state: PathBuf,
-    work: PathBuf,
+    sb: Sandbox,
     config: PathBuf,
+}
+
+impl Deref for Project {
+    type Target = Sandbox;
+
+    fn deref(&self) -> &Sandbox {
+        &self.sb
+    }
 }
 
 impl Project {
     fn new(config: &str) -> Project {
-        let tmp = tempfile::tempdir().unwrap();
-        let home = tmp.path().join("home");
-        let state = tmp.path().join("state");
-        let work = tmp.path().join("work");
-        for d in [&home, &state, &work] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        let cfg = tmp.path().join("baton.toml");
+        let sb = Sandbox::new();
+        let cfg = sb.path("baton.toml");
         std::fs::write(&cfg, config).unwrap();
-        Project {
-            _tmp: tmp,
-            home,
-            state,
-            work,
-            config: cfg,
-        }
+        let sb = sb
+            .baton_exe(env!("CARGO_BIN_EXE_baton"))
+            .env("BATON_CONFIG", &cfg)
+            .env("MOCK_API_KEY", "k");
+        Project { sb, config: cfg }
     }
 
     fn role(&self, name: &str, extra: &str, command: &str) {
-        let dir = self.work.join(".baton/roles");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join(format!("{name}.md")),
-            format!(
+        self.write(
+            format!(".baton/roles/{name}.md"),
+            &format!(
                 "---\nname: {name}\ndescription: test role\ntools: []\nbackend: command\ncommand: [sh, -c, {}]\n{extra}---\nDo it.\n",
                 serde_json::to_string(command).unwrap()
             ),
-        )
-        .unwrap();
-    }
-
-    fn git(&self, args: &[&str]) {
-        let ok = Command::new("git")
-            .args(args)
-            .current_dir(&self.work)
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.org")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.org")
-            .output()
-            .unwrap();
-        assert!(
-            ok.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&ok.stderr)
         );
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
-        cmd.args(args)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &self.home)
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("XDG_STATE_HOME", &self.state)
-            .env("BATON_CONFIG", &self.config)
-            .env("MOCK_API_KEY", "k")
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.org")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.org")
-            .current_dir(&self.work);
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).stdin(Stdio::null()).output().unwrap()
     }
 }
 
@@ -110,7 +66,7 @@ fn report(o: &Output) -> Value {
 fn parallel_entries_report_in_input_order() {
     let p = Project::new("");
     p.role("echoer", "", "read t; echo \"$BATON_TASK_NAME says $t\"");
-    let tasks = p.work.join("tasks.json");
+    let tasks = p.work().join("tasks.json");
     std::fs::write(
         &tasks,
         json!([
@@ -157,7 +113,7 @@ fn a_chain_passes_previous_and_stops_at_the_first_failure() {
     let p = Project::new("");
     p.role("echoer", "", "cat");
     p.role("failer", "", "echo broken >&2; exit 4");
-    let chain = p.work.join("chain.toml");
+    let chain = p.work().join("chain.toml");
     std::fs::write(
         &chain,
         "[[chain]]\nrole = \"echoer\"\nname = \"a\"\ntask = \"alpha\"\n\n[[chain]]\nrole = \"echoer\"\nname = \"b\"\ntask = \"got {previous}!\"\n",
@@ -186,7 +142,7 @@ fn a_chain_passes_previous_and_stops_at_the_first_failure() {
         .to_string(),
     )
     .unwrap();
-    let chain_json = p.work.join("chain.json");
+    let chain_json = p.work().join("chain.json");
     std::fs::rename(&chain, &chain_json).unwrap();
     let out = p.run(&["task", "--json", "--chain", chain_json.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
@@ -244,12 +200,12 @@ fn bad_requests_are_refused_before_anything_runs() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(expect), "{args:?}: {err}");
     }
-    assert!(!p.work.join("ran").exists());
+    assert!(!p.work().join("ran").exists());
 }
 
 fn git_repo(p: &Project) {
-    p.git(&["init", "-q", "-b", "main"]);
-    std::fs::write(p.work.join("README"), "hi\n").unwrap();
+    p.init_repo("main");
+    p.write("README", "hi\n");
     p.git(&["add", "README"]);
     p.git(&["commit", "-q", "-m", "init"]);
 }
@@ -270,7 +226,7 @@ fn worktree_entries_are_isolated_and_finalized() {
     p.role("idle", "isolation: worktree\n", "echo nothing");
     // Committed roles keep `git status` clean in the main tree; untracked files would block nothing here.
     git_repo(&p);
-    let tasks = p.work.join("../tasks.json");
+    let tasks = p.work().join("../tasks.json");
     std::fs::write(
         &tasks,
         json!([
@@ -291,11 +247,11 @@ fn worktree_entries_are_isolated_and_finalized() {
     let r = report(&out);
     let e = r["entries"].as_array().unwrap();
     // Each ran in its own worktree, outside the repository.
-    let root = p.state.join("baton/worktrees");
+    let root = p.state_home().join("baton/worktrees");
     for w in e {
         let path = PathBuf::from(w["worktree"]["path"].as_str().unwrap());
         assert!(path.starts_with(&root), "{path:?}");
-        assert!(!path.starts_with(&p.work));
+        assert!(!path.starts_with(p.work()));
     }
     // Commits: the branch survives with the commit, the directory is gone.
     let commit = &e[0]["worktree"];
@@ -303,12 +259,8 @@ fn worktree_entries_are_isolated_and_finalized() {
     assert_eq!(commit["kept_path"], false);
     assert_eq!(commit["commits"].as_array().unwrap().len(), 1);
     assert!(!Path::new(commit["path"].as_str().unwrap()).exists());
-    let log = Command::new("git")
-        .args(["log", "--format=%s", commit["branch"].as_str().unwrap()])
-        .current_dir(&p.work)
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&log.stdout).starts_with("work"));
+    let log = p.git(&["log", "--format=%s", commit["branch"].as_str().unwrap()]);
+    assert!(log.starts_with("work"));
     // Uncommitted changes: kept in place with a recovery path.
     let dirty = &e[1]["worktree"];
     assert_eq!(dirty["kept_path"], true);
@@ -327,7 +279,7 @@ fn worktree_entries_are_isolated_and_finalized() {
     );
     assert!(!Path::new(idle["path"].as_str().unwrap()).exists());
     // The main tree was never touched.
-    assert!(!p.work.join("where").exists() && !p.work.join("wip.txt").exists());
+    assert!(!p.work().join("where").exists() && !p.work().join("wip.txt").exists());
 
     // Outside git the entry runs in the working directory and says so.
     let q = Project::new("");
@@ -377,7 +329,7 @@ fn background_tasks_outlive_the_cli_and_can_be_cancelled() {
         ["running", "starting"].contains(&s["phase"].as_str().unwrap()),
         "{s}"
     );
-    std::fs::write(p.work.join("release"), "").unwrap();
+    std::fs::write(p.work().join("release"), "").unwrap();
     let waited = p.run(&["task", "wait", &id, "--json"]);
     assert_eq!(
         waited.status.code(),
@@ -395,7 +347,7 @@ fn background_tasks_outlive_the_cli_and_can_be_cancelled() {
     assert_eq!(s["phase"], "done");
 
     // Cancel: the child is killed, the task ends stopped.
-    std::fs::remove_file(p.work.join("release")).unwrap();
+    std::fs::remove_file(p.work().join("release")).unwrap();
     let out = p.run(&[
         "task",
         "--background",
@@ -406,7 +358,7 @@ fn background_tasks_outlive_the_cli_and_can_be_cancelled() {
         "t",
     ]);
     let id = stdout(&out).trim().to_string();
-    assert!(common::wait_until(Duration::from_secs(10), || {
+    assert!(wait_until(Duration::from_secs(10), || {
         let s: Value =
             serde_json::from_str(stdout(&p.run(&["task", "status", &id, "--json"])).trim())
                 .unwrap();
@@ -513,12 +465,7 @@ fn a_baton_child_in_a_worktree_leaves_it_clean_and_the_main_tree_untouched() {
         (json!(false), json!(false)),
         "{r}"
     );
-    let status = Command::new("git")
-        .args(["status", "--porcelain"])
-        .current_dir(&p.work)
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&status.stdout), "");
+    assert_eq!(p.git(&["status", "--porcelain"]), "");
 }
 
 #[test]
@@ -538,7 +485,7 @@ fn a_queued_entry_resolves_its_route_against_the_config_of_its_turn() {
         "",
         "touch started; while [ ! -f release ]; do sleep 0.01; done; echo opened",
     );
-    let tasks = p.work.join("tasks.json");
+    let tasks = p.work().join("tasks.json");
     std::fs::write(
         &tasks,
         json!([
@@ -549,19 +496,19 @@ fn a_queued_entry_resolves_its_route_against_the_config_of_its_turn() {
     )
     .unwrap();
     let child = p
-        .command(&["task", "--json", "--parallel", tasks.to_str().unwrap()])
+        .baton(&["task", "--json", "--parallel", tasks.to_str().unwrap()])
         .env("BATON_MAX_SUBAGENTS", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     // The scout is queued behind the gate; change the config while it waits.
-    assert!(common::wait_until(Duration::from_secs(20), || p
-        .work
+    assert!(wait_until(Duration::from_secs(20), || p
+        .work()
         .join("started")
         .exists()));
     std::fs::write(&p.config, config("after")).unwrap();
-    std::fs::write(p.work.join("release"), "").unwrap();
+    std::fs::write(p.work().join("release"), "").unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     let reqs = server.model_requests();
@@ -584,7 +531,7 @@ fn the_output_budget_is_shared_in_input_order_and_chains_get_whole_answers() {
         "head -c 40960 /dev/zero | tr '\\0' b; touch fast-done",
     );
     p.role("counter", "", "wc -c | tr -d ' ' | tee count.txt");
-    let tasks = p.work.join("tasks.json");
+    let tasks = p.work().join("tasks.json");
     std::fs::write(
         &tasks,
         json!([
@@ -606,7 +553,7 @@ fn the_output_budget_is_shared_in_input_order_and_chains_get_whole_answers() {
         &second[second.len() - 60..]
     );
 
-    let chain = p.work.join("chain.json");
+    let chain = p.work().join("chain.json");
     std::fs::write(
         &chain,
         json!({"chain": [
@@ -623,7 +570,7 @@ fn the_output_budget_is_shared_in_input_order_and_chains_get_whole_answers() {
     // The third step received the second step's whole 40 KiB answer, though the report cut it
     // (and had no room left for the third step's own answer).
     assert_eq!(
-        std::fs::read_to_string(p.work.join("count.txt"))
+        std::fs::read_to_string(p.work().join("count.txt"))
             .unwrap()
             .trim(),
         "40960"
@@ -658,10 +605,10 @@ fn cancel_never_signals_a_process_that_reused_the_supervisors_pid() {
         .unwrap()
         .parse()
         .unwrap();
-    let tasks = p.work.join(".baton/state/tasks");
+    let tasks = p.work().join(".baton/state/tasks");
     std::fs::create_dir_all(&tasks).unwrap();
     let created = json!({"type": "task.created", "id": "tgone", "created": "now",
-        "cwd": p.work.display().to_string(),
+        "cwd": p.work().display().to_string(),
         "request": {"mode": "single", "entries": [{"role": "r", "name": "n", "task": "t"}]}});
     // The supervisor that had `pid` started one tick earlier than the process that has it now.
     let started = json!({"type": "task.started", "pid": pid, "start_time": start_time - 1});

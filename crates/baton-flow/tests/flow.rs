@@ -70,7 +70,7 @@ fn failure(s: &FlowStatus) -> (FailureKind, Option<String>, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn happy_path_integrates_in_declared_order_and_rebases_onto_advanced_main() {
     let fx = Fx::new();
-    fx.reviewer("b", None, "printf ' PASS\\n'\n");
+    fx.roles.reviewer("b", None, "printf ' PASS\\n'\n");
     let s = run(
         &fx,
         &[
@@ -96,7 +96,7 @@ async fn happy_path_integrates_in_declared_order_and_rebases_onto_advanced_main(
     }
     let statuses: Vec<UnitStatus> = s.state.units.iter().map(|u| u.status).collect();
     assert_eq!(statuses, [UnitStatus::Integrated; 3]);
-    let mut calls = fx.calls();
+    let mut calls = fx.roles.calls();
     calls.sort();
     assert_eq!(calls, ["impl a 0", "impl b 0", "impl c 0", "review b 0"]);
 
@@ -121,7 +121,7 @@ async fn happy_path_integrates_in_declared_order_and_rebases_onto_advanced_main(
 
     // The reviewer got the exact packet and the criterion.
     let b = &s.state.units[1];
-    let packet = fx.task_text("review", "b", 0);
+    let packet = fx.roles.task_text("review", "b", 0);
     assert!(packet.contains("b.txt holds the unit id"), "{packet}");
     assert!(packet.contains(b.base.as_deref().unwrap()), "{packet}");
     assert!(packet.contains(b.tip.as_deref().unwrap()), "{packet}");
@@ -154,9 +154,9 @@ async fn happy_path_integrates_in_declared_order_and_rebases_onto_advanced_main(
 async fn implementers_really_run_at_the_same_time() {
     // Each implementer waits until the other has started: only parallel execution can finish.
     let fx = Fx::new();
-    let d = fx.scripts();
+    let d = fx.roles.dir();
     for (me, other) in [("a", "b"), ("b", "a")] {
-        fx.implementer(
+        fx.roles.implementer(
             me,
             None,
             &format!(
@@ -179,7 +179,7 @@ async fn implementers_really_run_at_the_same_time() {
 async fn a_rebase_conflict_ends_the_flow_and_keeps_the_worktrees() {
     let fx = Fx::new();
     for u in ["a", "b"] {
-        fx.implementer(
+        fx.roles.implementer(
             u,
             None,
             &format!("echo '{u} was here' > README\ntouch {u}.txt\ngit add -A\ngit -c user.name=I -c user.email=i@x commit -qm 'unit {u}'\n"),
@@ -211,8 +211,8 @@ async fn a_rebase_conflict_ends_the_flow_and_keeps_the_worktrees() {
 async fn a_rebase_that_drops_every_commit_is_a_validated_no_op() {
     let fx = Fx::new();
     let same = "echo same > shared.txt\ngit add shared.txt\ngit -c user.name=I -c user.email=i@x commit -qm \"unit $BATON_FLOW_UNIT\"\n";
-    fx.implementer("a", None, same);
-    fx.implementer("b", None, same);
+    fx.roles.implementer("a", None, same);
+    fx.roles.implementer("b", None, same);
     let check = |u: UnitSpec| with_validation(u, "test", &["-f", "shared.txt"]);
     let s = run(
         &fx,
@@ -231,9 +231,9 @@ async fn a_rebase_that_drops_every_commit_is_a_validated_no_op() {
     assert_eq!(b.base, b.tip);
     assert_eq!(b.validation.len(), 1, "a no-op is still validated");
     assert!(
-        !fx.calls().iter().any(|c| c.starts_with("review")),
+        !fx.roles.calls().iter().any(|c| c.starts_with("review")),
         "{:?}",
-        fx.calls()
+        fx.roles.calls()
     );
     assert_eq!(fx.subjects(), ["unit a", "initial"]);
     assert_eq!(fx.worktrees(), Vec::<PathBuf>::new());
@@ -259,7 +259,8 @@ async fn blocked_b(fx: &Fx, b: UnitSpec) -> FlowStatus {
 async fn each_kind_of_block_pauses_at_the_first_blocked_unit() {
     // The implementer fails.
     let fx = Fx::new();
-    fx.implementer("b", None, "echo 'cannot parse config' >&2\nexit 3\n");
+    fx.roles
+        .implementer("b", None, "echo 'cannot parse config' >&2\nexit 3\n");
     let s = blocked_b(&fx, unit("b")).await;
     let (reason, attempt, evidence) = block_of(&s, "b");
     assert_eq!((reason, attempt), (BlockReason::ImplementerFailed, 0));
@@ -270,13 +271,13 @@ async fn each_kind_of_block_pauses_at_the_first_blocked_unit() {
 
     // No commits.
     let fx = Fx::new();
-    fx.implementer("b", None, "echo 'nothing to do'\n");
+    fx.roles.implementer("b", None, "echo 'nothing to do'\n");
     let s = blocked_b(&fx, unit("b")).await;
     assert_eq!(block_of(&s, "b").0, BlockReason::NoCommits);
 
     // Uncommitted changes (even with the file the validation wants).
     let fx = Fx::new();
-    fx.implementer("b", None, "echo b > b.txt\n");
+    fx.roles.implementer("b", None, "echo b > b.txt\n");
     let s = blocked_b(&fx, unit("b")).await;
     let (reason, _, evidence) = block_of(&s, "b");
     assert_eq!(reason, BlockReason::Uncommitted);
@@ -284,7 +285,7 @@ async fn each_kind_of_block_pauses_at_the_first_blocked_unit() {
 
     // Validation fails; its output is the evidence.
     let fx = Fx::new();
-    fx.implementer("b", None, "echo x > wrong.txt\ngit add -A\ngit -c user.name=I -c user.email=i@x commit -qm 'wrong b'\n");
+    fx.roles.implementer("b", None, "echo x > wrong.txt\ngit add -A\ngit -c user.name=I -c user.email=i@x commit -qm 'wrong b'\n");
     let s = blocked_b(
         &fx,
         with_validation(
@@ -309,7 +310,7 @@ async fn each_kind_of_block_pauses_at_the_first_blocked_unit() {
         "printf 'PASS'\nexit 2",
     ] {
         let fx = Fx::new();
-        fx.reviewer("b", None, answer);
+        fx.roles.reviewer("b", None, answer);
         let s = blocked_b(&fx, reviewed("b", "b.txt ends with a newline")).await;
         let (reason, _, evidence) = block_of(&s, "b");
         assert_eq!(reason, BlockReason::ReviewFindings);
@@ -320,8 +321,8 @@ async fn each_kind_of_block_pauses_at_the_first_blocked_unit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_repair_with_guidance_unblocks_and_the_flow_finishes() {
     let fx = Fx::new();
-    fx.implementer("b", Some(0), "echo x > wrong.txt\ngit add -A\ngit -c user.name=I -c user.email=i@x commit -qm 'wrong b'\n");
-    fx.implementer("b", Some(1), common::COMMIT_OWN_FILE);
+    fx.roles.implementer("b", Some(0), "echo x > wrong.txt\ngit add -A\ngit -c user.name=I -c user.email=i@x commit -qm 'wrong b'\n");
+    fx.roles.implementer("b", Some(1), common::COMMIT_OWN_FILE);
     let b = reviewed("b", "b.txt holds b");
     let s = blocked_b(&fx, b).await;
     assert_eq!(block_of(&s, "b").0, BlockReason::ValidationFailed);
@@ -351,7 +352,7 @@ async fn one_repair_with_guidance_unblocks_and_the_flow_finishes() {
     );
     assert_eq!(fx.worktrees(), Vec::<PathBuf>::new());
     // The repair got the original task, the validation, the evidence and the guidance.
-    let task = fx.task_text("impl", "b", 1);
+    let task = fx.roles.task_text("impl", "b", 1);
     for needle in [
         "Add b.txt",
         "test -f b.txt",
@@ -361,7 +362,7 @@ async fn one_repair_with_guidance_unblocks_and_the_flow_finishes() {
         assert!(task.contains(needle), "missing {needle:?} in:\n{task}");
     }
     // The repaired unit was reviewed afresh, with the repair's class; c's implementer never reran.
-    let calls = fx.calls();
+    let calls = fx.roles.calls();
     assert_eq!(count(&calls, "impl b 1"), 1);
     assert_eq!(count(&calls, "review b 1"), 1);
     assert_eq!(count(&calls, "impl c 0"), 1);
@@ -382,7 +383,7 @@ async fn one_repair_with_guidance_unblocks_and_the_flow_finishes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_block_is_terminal_and_keeps_the_worktrees() {
     let fx = Fx::new();
-    fx.implementer("b", None, "echo still nothing\n");
+    fx.roles.implementer("b", None, "echo still nothing\n");
     let s = blocked_b(&fx, unit("b")).await;
     assert_eq!(block_of(&s, "b").0, BlockReason::NoCommits);
     let env = fx.env(4);
@@ -427,7 +428,7 @@ fn refusing_git(fx: &Fx) -> (String, String) {
     .unwrap()
     .trim()
     .to_string();
-    let bin = fx.tmp.path().join("bin");
+    let bin = fx.path("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let git = bin.join("git");
     std::fs::write(
@@ -474,7 +475,7 @@ async fn a_refused_fast_forward_with_main_not_at_the_tip_is_terminal() {
 async fn main_changed_during_review_halts_before_the_merge() {
     let fx = Fx::new();
     // The reviewer (wrongly) edits Main's checkout after the unit's step-1 check.
-    fx.reviewer(
+    fx.roles.reviewer(
         "a",
         None,
         &format!(
@@ -510,7 +511,7 @@ async fn main_changed_during_review_halts_before_the_merge() {
         baton_flow::render::report(&s)
     );
     assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
-    assert_eq!(count(&fx.calls(), "review a 0"), 1);
+    assert_eq!(count(&fx.roles.calls(), "review a 0"), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -599,10 +600,10 @@ async fn bad_input_and_failed_preconditions_change_nothing() {
 
     // Not a repository; a repository without commits.
     let mut outside = fx.env(1);
-    outside.delegate.cwd = fx.scripts();
+    outside.delegate.cwd = fx.roles.dir().to_path_buf();
     let e = start(&outside, &[unit("a")], &cancel).await.unwrap_err();
     assert!(e.to_string().contains("not inside a git repository"), "{e}");
-    let empty = fx.tmp.path().join("empty");
+    let empty = fx.path("empty");
     fx.git(&empty).init("trunk").unwrap();
     let mut unborn = fx.env(1);
     unborn.delegate.cwd = empty;
@@ -620,7 +621,7 @@ async fn bad_input_and_failed_preconditions_change_nothing() {
 
     assert!(!flows.exists());
     assert_eq!(fx.worktrees(), Vec::<PathBuf>::new());
-    assert_eq!(fx.calls(), Vec::<String>::new());
+    assert_eq!(fx.roles.calls(), Vec::<String>::new());
 
     // State left by other baton commands does not count as uncommitted work.
     std::fs::create_dir_all(fx.repo().join(".baton/state/other")).unwrap();
@@ -673,7 +674,7 @@ async fn a_setup_failure_killed_before_its_removal_is_finished_by_resume() {
     let (kind, at, message) = failure(&s);
     assert_eq!((kind, at.as_deref()), (FailureKind::Setup, Some("b")));
     assert!(message.contains("removed the 1 worktree"), "{message}");
-    assert_eq!(fx.calls(), Vec::<String>::new());
+    assert_eq!(fx.roles.calls(), Vec::<String>::new());
     assert_eq!(fx.worktrees(), Vec::<PathBuf>::new());
     assert_eq!(fx.branches(), ["main"]);
     let k = kinds(&fx, &s.state.id);
@@ -697,7 +698,7 @@ async fn a_setup_failure_launches_nothing_and_removes_what_it_created() {
     let (kind, at, message) = failure(&s);
     assert_eq!((kind, at.as_deref()), (FailureKind::Setup, Some("b")));
     assert!(message.contains("No implementer was launched"), "{message}");
-    assert_eq!(fx.calls(), Vec::<String>::new());
+    assert_eq!(fx.roles.calls(), Vec::<String>::new());
     assert_eq!(fx.worktrees(), Vec::<PathBuf>::new());
     assert_eq!(fx.branches(), ["main"]);
 }
@@ -715,7 +716,7 @@ async fn a_second_flow_is_refused_by_the_lock_and_by_an_active_flow() {
     drop(held);
 
     // A paused Flow is still the repository's active Flow.
-    fx.implementer("b", None, "exit 1\n");
+    fx.roles.implementer("b", None, "exit 1\n");
     let paused = blocked_b(&fx, unit("b")).await;
     let e = start(&fx.env(2), &[unit("d")], &CancellationToken::new())
         .await
@@ -811,17 +812,17 @@ async fn a_flow_killed_at_each_step_resumes_without_merging_twice() {
     for step in steps {
         let fx = Fx::new();
         // c makes a's change again: its rebase drops the commit, a no-op.
-        fx.implementer(
+        fx.roles.implementer(
             "c",
             None,
             "if [ ! -f a.txt ]; then echo a > a.txt; git add a.txt; git -c user.name=I -c user.email=i@x commit -qm 'unit c'; fi\n",
         );
         let c = with_validation(unit("c"), "test", &["-f", "a.txt"]);
-        let go = fx.scripts().join("go");
+        let go = fx.roles.dir().join("go");
         if step == "unit.implementer_started@b" {
             // a's implementer is running when the process dies; keep it away from git until then,
             // so the kill cannot leave a half-made commit behind.
-            fx.implementer(
+            fx.roles.implementer(
                 "a",
                 None,
                 &format!(
@@ -891,7 +892,7 @@ async fn a_flow_killed_at_each_step_resumes_without_merging_twice() {
         assert_eq!(fx.worktrees(), Vec::<PathBuf>::new(), "{step}");
         assert_eq!(fx.branches(), ["main"], "{step}");
         assert!(fx.clean(), "{step}");
-        let calls = fx.calls();
+        let calls = fx.roles.calls();
         let k = kinds(&fx, &s.state.id);
         for c in ["impl a 0", "impl b 0", "impl c 0", "review b 0"] {
             // Killed while a's implementer ran (b's start was being recorded): a runs again.
@@ -924,8 +925,8 @@ async fn the_tools_speak_the_same_contract() {
     use baton_tool::{Tool, ToolContext};
 
     let fx = Fx::new();
-    fx.implementer("b", Some(0), "echo nothing\n");
-    fx.implementer("b", Some(1), common::COMMIT_OWN_FILE);
+    fx.roles.implementer("b", Some(0), "echo nothing\n");
+    fx.roles.implementer("b", Some(1), common::COMMIT_OWN_FILE);
     let env = Arc::new(fx.env(2));
     let flow = DelegateFlowTool { env: env.clone() };
     let cont = DelegateFlowContinueTool { env };
@@ -1005,9 +1006,10 @@ async fn a_merge_found_done_is_recorded_even_when_main_is_dirty() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_the_validation_leaves_untracked_does_not_block_the_repair() {
     let fx = Fx::new();
-    fx.reviewer("b", Some(0), "printf 'b.txt must say fixed\\n'\n");
-    fx.reviewer("b", Some(1), "printf PASS\n");
-    fx.implementer(
+    fx.roles
+        .reviewer("b", Some(0), "printf 'b.txt must say fixed\\n'\n");
+    fx.roles.reviewer("b", Some(1), "printf PASS\n");
+    fx.roles.implementer(
         "b",
         Some(1),
         "echo fixed > b.txt\ngit -c user.name=I -c user.email=i@x commit -qam 'fix b'\n",
@@ -1040,14 +1042,15 @@ async fn what_the_validation_leaves_untracked_does_not_block_the_repair() {
         fx.subjects(),
         ["unit c", "fix b", "unit b", "unit a", "initial"]
     );
-    let task = fx.task_text("impl", "b", 1);
+    let task = fx.roles.task_text("impl", "b", 1);
     assert!(task.contains("`build.log`"), "{task}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reviewer_that_fails_without_an_answer_ends_the_flow() {
     let fx = Fx::new();
-    fx.reviewer("b", None, "echo 'no route to the model' >&2\nexit 3\n");
+    fx.roles
+        .reviewer("b", None, "echo 'no route to the model' >&2\nexit 3\n");
     let s = run(&fx, &[unit("a"), reviewed("b", "fine"), unit("c")]).await;
     assert_eq!(s.phase, Phase::Failed, "{}", baton_flow::render::report(&s));
     let (kind, at, message) = failure(&s);
@@ -1062,7 +1065,7 @@ async fn a_reviewer_that_fails_without_an_answer_ends_the_flow() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_unreadable_log_does_not_stop_the_other_flows() {
     let fx = Fx::new();
-    fx.implementer("b", None, "exit 1\n");
+    fx.roles.implementer("b", None, "exit 1\n");
     let paused = blocked_b(&fx, unit("b")).await;
     let flows = FlowStore::for_repo(&fx.repo()).dir().to_path_buf();
     std::fs::write(
@@ -1079,7 +1082,7 @@ async fn one_unreadable_log_does_not_stop_the_other_flows() {
         .await
         .unwrap_err();
     assert!(e.to_string().contains(&paused.state.id), "{e}");
-    fx.implementer("b", None, common::COMMIT_OWN_FILE);
+    fx.roles.implementer("b", None, common::COMMIT_OWN_FILE);
     let s = continue_flow(
         &fx.env(2),
         None,
@@ -1100,7 +1103,7 @@ async fn one_unreadable_log_does_not_stop_the_other_flows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_checkout_of_a_repository_sees_the_same_flows() {
     let fx = Fx::new();
-    let side = fx.tmp.path().join("side");
+    let side = fx.path("side");
     fx.main()
         .run([
             "worktree",
@@ -1111,7 +1114,7 @@ async fn every_checkout_of_a_repository_sees_the_same_flows() {
             side.to_str().unwrap(),
         ])
         .unwrap();
-    fx.implementer("a", None, "exit 1\n");
+    fx.roles.implementer("a", None, "exit 1\n");
     let mut env = fx.env(2);
     env.delegate.cwd = side.clone();
     let s = start(&env, &[unit("a")], &CancellationToken::new())

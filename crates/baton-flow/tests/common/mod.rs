@@ -1,7 +1,9 @@
-//! A temp repository with `command`-backend implementer and reviewer roles whose behaviour each
-//! test writes as small shell scripts, per unit and attempt.
+//! A temp repository (from baton-testkit) with `command`-backend implementer and reviewer roles
+//! whose behaviour each test writes as small shell scripts, per unit and attempt, and the
+//! `FlowEnv` that runs Flow in process against it.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,115 +16,51 @@ use baton_git::Git;
 use baton_model::routes::ProcessEnv;
 use baton_protocol::config::Config;
 use baton_roles::RoleDirs;
-use tempfile::TempDir;
+use baton_testkit::fixture::{FlowRoles, Sandbox, GIT_ENV};
 
-pub const IDENTITY: [(&str, &str); 6] = [
-    ("GIT_AUTHOR_NAME", "Flow Test"),
-    ("GIT_AUTHOR_EMAIL", "flow@example.invalid"),
-    ("GIT_COMMITTER_NAME", "Flow Test"),
-    ("GIT_COMMITTER_EMAIL", "flow@example.invalid"),
-    ("GIT_CONFIG_NOSYSTEM", "1"),
-    ("GIT_CONFIG_GLOBAL", "/dev/null"),
-];
+pub use baton_testkit::fixture::COMMIT_OWN_FILE;
 
-/// Commits `<unit>.txt` unless it is already there (idempotent, as a rerun must be).
-pub const COMMIT_OWN_FILE: &str = r#"
-if [ ! -f "$BATON_FLOW_UNIT.txt" ]; then
-  echo "$BATON_FLOW_UNIT" > "$BATON_FLOW_UNIT.txt"
-  git add "$BATON_FLOW_UNIT.txt"
-  git -c user.name=Impl -c user.email=impl@example.invalid -c commit.gpgsign=false commit -q -m "unit $BATON_FLOW_UNIT"
-fi
-echo "done $BATON_FLOW_UNIT"
-"#;
-
+/// The sandbox (its working directory is the repository) and the role scripts; the sandbox's
+/// helpers (`work`, `write`, `subjects`, `worktrees`, `branches`, …) are reached through `Deref`.
 pub struct Fx {
-    pub tmp: TempDir,
+    pub sb: Sandbox,
+    pub roles: FlowRoles,
+}
+
+impl Deref for Fx {
+    type Target = Sandbox;
+
+    fn deref(&self) -> &Sandbox {
+        &self.sb
+    }
 }
 
 impl Fx {
     pub fn new() -> Fx {
-        let fx = Fx {
-            tmp: TempDir::new().unwrap(),
-        };
-        std::fs::create_dir_all(fx.scripts()).unwrap();
-        let g = fx.git(&fx.repo());
-        g.init("main").unwrap();
-        fx.write("README", "hello\n");
-        let s = fx.scripts();
-        for (role, kind) in [("implementer", "impl"), ("reviewer", "review")] {
-            fx.write(
-                &format!(".baton/roles/{role}.md"),
-                &format!(
-                    "---\nname: {role}\ndescription: Test {role}, a shell script.\ntools: []\nbackend: command\ncommand: [sh, {}]\n---\nThe test {role}.\n",
-                    s.join(format!("{kind}.sh")).display()
-                ),
-            );
-            std::fs::write(
-                s.join(format!("{kind}.sh")),
-                format!(
-                    r#"d='{d}'
-echo "{kind} $BATON_FLOW_UNIT $BATON_FLOW_ATTEMPT" >> "$d/calls.log"
-cat > "$d/{kind}-task-$BATON_FLOW_UNIT-$BATON_FLOW_ATTEMPT.txt"
-for f in "$d/{kind}-$BATON_FLOW_UNIT-$BATON_FLOW_ATTEMPT.sh" "$d/{kind}-$BATON_FLOW_UNIT.sh" "$d/{kind}-default.sh"; do
-  if [ -f "$f" ]; then exec sh -e "$f"; fi
-done
-echo "no behaviour for $BATON_FLOW_UNIT" >&2
-exit 9
-"#,
-                    d = s.display()
-                ),
-            )
-            .unwrap();
-        }
-        std::fs::write(s.join("impl-default.sh"), COMMIT_OWN_FILE).unwrap();
-        std::fs::write(s.join("review-default.sh"), "printf PASS\n").unwrap();
-        g.commit_all("initial").unwrap().unwrap();
-        fx
+        let sb = Sandbox::new();
+        sb.init_repo("main");
+        sb.write("README", "hello\n");
+        let roles = FlowRoles::install(&sb);
+        sb.commit_all("initial");
+        Fx { sb, roles }
     }
 
     pub fn repo(&self) -> PathBuf {
-        self.tmp.path().join("repo")
-    }
-
-    pub fn scripts(&self) -> PathBuf {
-        self.tmp.path().join("scripts")
+        self.sb.work()
     }
 
     pub fn wt_root(&self) -> PathBuf {
-        self.tmp.path().join("worktrees")
+        self.sb.path("worktrees")
     }
 
     pub fn git(&self, dir: &Path) -> Git {
-        IDENTITY
+        GIT_ENV
             .iter()
             .fold(Git::new(dir), |g, (k, v)| g.with_env(*k, *v))
     }
 
     pub fn main(&self) -> Git {
         self.git(&self.repo())
-    }
-
-    pub fn write(&self, rel: &str, text: &str) {
-        let p = self.repo().join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-
-    /// The implementer's behaviour for `unit` (and `attempt`, when given).
-    pub fn implementer(&self, unit: &str, attempt: Option<u32>, body: &str) {
-        let name = match attempt {
-            Some(a) => format!("impl-{unit}-{a}.sh"),
-            None => format!("impl-{unit}.sh"),
-        };
-        std::fs::write(self.scripts().join(name), body).unwrap();
-    }
-
-    pub fn reviewer(&self, unit: &str, attempt: Option<u32>, body: &str) {
-        let name = match attempt {
-            Some(a) => format!("review-{unit}-{a}.sh"),
-            None => format!("review-{unit}.sh"),
-        };
-        std::fs::write(self.scripts().join(name), body).unwrap();
     }
 
     pub fn env(&self, max_concurrency: usize) -> FlowEnv {
@@ -145,62 +83,20 @@ exit 9
             reload: None,
         };
         let mut env = FlowEnv::new(delegate, Arc::new(Executor::new(max_concurrency)));
-        env.git_env = IDENTITY
+        env.git_env = GIT_ENV
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         env
     }
 
-    /// `kind unit attempt` per launched child, in launch order.
-    pub fn calls(&self) -> Vec<String> {
-        std::fs::read_to_string(self.scripts().join("calls.log"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect()
-    }
-
-    pub fn task_text(&self, kind: &str, unit: &str, attempt: u32) -> String {
-        std::fs::read_to_string(
-            self.scripts()
-                .join(format!("{kind}-task-{unit}-{attempt}.txt")),
-        )
-        .unwrap()
-    }
-
     /// Subjects of Main's history, newest first.
     pub fn subjects(&self) -> Vec<String> {
-        self.main()
-            .run(["log", "--format=%s", "main"])
-            .unwrap()
-            .lines()
-            .map(str::to_string)
-            .collect()
+        self.sb.subjects("main")
     }
 
     pub fn head(&self) -> String {
         self.main().head_oid().unwrap().unwrap()
-    }
-
-    /// Linked worktrees of the repository (the main checkout excluded).
-    pub fn worktrees(&self) -> Vec<PathBuf> {
-        self.main()
-            .worktree_list()
-            .unwrap()
-            .into_iter()
-            .skip(1)
-            .map(|w| w.path)
-            .collect()
-    }
-
-    pub fn branches(&self) -> Vec<String> {
-        self.main()
-            .run(["branch", "--format=%(refname:short)"])
-            .unwrap()
-            .lines()
-            .map(str::to_string)
-            .collect()
     }
 
     pub fn clean(&self) -> bool {
