@@ -207,6 +207,7 @@ fn multi_turn_task_reads_edits_and_runs_commands_in_every_format() {
         // The transcript was saved.
         let sessions = p.work().join(".baton/state/sessions");
         assert_eq!(std::fs::read_dir(sessions).unwrap().count(), 1);
+        server.assert_tool_results_answer_calls();
     }
 }
 
@@ -223,6 +224,7 @@ fn text_mode_streams_the_answer_and_one_line_per_tool() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("• ls"), "{err}");
     assert!(err.contains("completed after 2 turn(s)"), "{err}");
+    server.assert_tool_results_answer_calls();
 }
 
 #[test]
@@ -257,13 +259,14 @@ fn a_tool_outside_the_role_is_declined_and_never_run() {
         );
         // The reviewer is offered read-only tools only.
         let first = &server.model_requests()[0];
-        let offered = all_text(first);
+        let offered = first.offered_tools();
         assert!(
-            offered.contains("\"read\"") && !offered.contains("\"bash\""),
-            "{kind}"
+            offered.contains(&"read") && !offered.contains(&"bash"),
+            "{kind}: {offered:?}"
         );
         let back = tool_results_in_request(&server.model_requests()[1]);
         assert!(back[0].contains("not available"), "{kind}: {back:?}");
+        server.assert_tool_results_answer_calls();
     }
 }
 
@@ -298,6 +301,7 @@ fn a_path_escape_is_refused() {
                 "{tool}: {output}"
             );
         }
+        server.assert_tool_results_answer_calls();
     }
 }
 
@@ -335,6 +339,7 @@ fn a_429_and_a_dropped_stream_are_retried() {
             "{kind}"
         );
         assert_eq!(server.model_requests().len(), 3);
+        server.assert_tool_results_answer_calls();
     }
 }
 
@@ -357,6 +362,7 @@ fn a_401_fails_at_once_with_its_message() {
         );
         assert!(err.contains("api_key_env"), "{kind}: {err}");
         assert_eq!(server.model_requests().len(), 1, "{kind}: retried a 401");
+        server.assert_tool_results_answer_calls();
     }
 }
 
@@ -410,6 +416,7 @@ fn the_turn_limit_reserves_a_handoff_turn() {
         ] {
             assert!(last.contains(section), "handoff request lacks {section}");
         }
+        server.assert_tool_results_answer_calls();
     }
 }
 
@@ -463,6 +470,7 @@ fn resume_continues_the_saved_transcript() {
         let bad = p.run(&["agent", "--resume", "no-such-session", "x"]);
         assert_eq!(bad.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&bad.stderr).contains("not found"));
+        server.assert_tool_results_answer_calls();
     }
 }
 
@@ -550,6 +558,7 @@ fn sigterm_stops_the_running_tool_and_ends_partial() {
         assert!(std::fs::read_to_string(file)
             .unwrap()
             .contains("\"role\":\"tool\""));
+        server.assert_tool_results_answer_calls();
     }
 }
 
@@ -589,6 +598,7 @@ fn bad_input_is_refused_with_a_clear_error() {
         assert!(err.contains(expect), "{args:?}: {err}");
     }
     assert_eq!(server.requests().len(), 0);
+    server.assert_tool_results_answer_calls();
     // Nothing half-written: no session files from refused runs.
     assert!(!p.work().join(".baton").exists());
     // A config typo names the key.
@@ -623,6 +633,7 @@ fn record_then_replay_reproduces_the_session_without_a_server() {
     let text = std::fs::read_to_string(&cassette).unwrap();
     assert!(!text.contains("test-key"), "the cassette holds the key");
     std::fs::remove_file(p.work().join("out.txt")).unwrap();
+    server.assert_tool_results_answer_calls();
     drop(server);
     let out = p.run(&[
         "agent",
@@ -688,6 +699,7 @@ fn roles_and_models_commands_report_sources_and_resolution() {
     assert!(text.contains("✗ ghost/x"), "{text}");
     assert!(text.contains("✓ mock/small resolves now"), "{text}");
     assert!(text.contains("models.balanced"), "{text}");
+    server.assert_tool_results_answer_calls();
 }
 
 #[test]
@@ -721,11 +733,13 @@ fn cost_comes_from_the_price_table() {
         }
         other => panic!("{other:?}"),
     }
+    server.assert_tool_results_answer_calls();
     // Unpriced routes carry no cost.
     let server = MockServer::builder().turn(Turn::text("x")).start_blocking();
     let p = Project::new(&server, "openai", "");
     let out = p.run(&["agent", "--json", "--model", "mock/free", "x"]);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("cost_usd"));
+    server.assert_tool_results_answer_calls();
 }
 
 #[test]
@@ -753,6 +767,7 @@ fn a_session_runs_without_delegation_when_it_cannot_be_set_up() {
         .body
         .to_string()
         .contains("delegate_task"));
+    server.assert_tool_results_answer_calls();
 }
 
 #[test]
@@ -794,4 +809,5 @@ fn running_tools_send_heartbeats() {
     assert_eq!(beat.status, ItemStatus::InProgress);
     assert!(matches!(&beat.kind, ItemKind::ToolCall { tool, .. } if tool == "bash"));
     assert_eq!(completed(&seen).2, "done");
+    server.assert_tool_results_answer_calls();
 }

@@ -411,24 +411,30 @@ fn a_main_session_delegates_and_children_cannot() {
         "{:#?}",
         reqs.iter().map(|r| r.body.to_string()).collect::<Vec<_>>()
     );
-    let main_first = reqs[0].body.to_string();
     assert!(
-        main_first.contains("delegate_task"),
+        reqs[0].offered_tools().contains(&"delegate_task"),
         "main session lacks delegate_task"
     );
     let child = reqs
         .iter()
         .find(|r| r.body.to_string().contains("look around"))
         .unwrap();
-    assert_eq!(child.body["model"], "small");
+    assert_eq!(child.model(), Some("small"));
     assert!(
         !child.body.to_string().contains("delegate_task"),
         "a child was offered delegate_task"
     );
-    let last = reqs.last().unwrap().body.to_string();
+    let last: String = reqs
+        .last()
+        .unwrap()
+        .tool_results()
+        .into_iter()
+        .map(|r| r.text)
+        .collect();
     assert!(last.contains("echo: ping"), "{last}");
     assert!(last.contains("scout report: nothing here"), "{last}");
     assert!(last.contains("[1/2] shell-child (echoer): done"), "{last}");
+    server.assert_tool_results_answer_calls();
 }
 
 #[test]
@@ -466,6 +472,7 @@ fn a_baton_child_in_a_worktree_leaves_it_clean_and_the_main_tree_untouched() {
         "{r}"
     );
     assert_eq!(p.git(&["status", "--porcelain"]), "");
+    server.assert_tool_results_answer_calls();
 }
 
 #[test]
@@ -513,7 +520,8 @@ fn a_queued_entry_resolves_its_route_against_the_config_of_its_turn() {
     assert_eq!(out.status.code(), Some(0));
     let reqs = server.model_requests();
     assert_eq!(reqs.len(), 1);
-    assert_eq!(reqs[0].body["model"], "after");
+    assert_eq!(reqs[0].model(), Some("after"));
+    server.assert_tool_results_answer_calls();
 }
 
 #[test]

@@ -81,13 +81,8 @@ async fn codex_exec_retries_runs_a_tool_and_answers() {
 
     let requests = server.model_requests();
     assert_eq!(requests.len(), 4);
-    let outputs: Vec<&Value> = requests[3].body["input"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|i| i["type"] == "function_call_output")
-        .collect();
+    let outputs = requests[3].tool_results();
     assert_eq!(outputs.len(), 1);
-    assert_eq!(outputs[0]["call_id"], "call_abc");
+    assert_eq!(outputs[0].call_id, "call_abc");
     assert_eq!(server.remaining(), 0);
 }
