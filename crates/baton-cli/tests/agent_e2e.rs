@@ -2,8 +2,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
-use std::ops::Deref;
-use std::path::PathBuf;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
@@ -16,41 +14,18 @@ use serde_json::json;
 const KINDS: [&str; 3] = ["openai", "openai-responses", "anthropic"];
 
 /// A sandbox running the built `baton` with a config pointing provider `mock` at `server`.
-struct Project {
-    sb: Sandbox,
-    config: PathBuf,
-}
-
-impl Deref for Project {
-    type Target = Sandbox;
-
-    fn deref(&self) -> &Sandbox {
-        &self.sb
-    }
-}
-
-impl Project {
-    fn new(server: &MockServer, kind: &str, extra_config: &str) -> Project {
-        let sb = Sandbox::new();
-        let base = match kind {
-            "anthropic" => server.url(),
-            _ => format!("{}/v1", server.url()),
-        };
-        let config = sb.path("baton.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[providers.mock]\nkind = \"{kind}\"\nbase_url = \"{base}\"\napi_key_env = \"MOCK_API_KEY\"\n\n\
-                 [retry]\ninitial_delay = \"1ms\"\nmax_delay = \"20ms\"\n{extra_config}"
-            ),
-        )
-        .unwrap();
-        let sb = sb
-            .baton_exe(env!("CARGO_BIN_EXE_baton"))
-            .env("BATON_CONFIG", &config)
-            .env("MOCK_API_KEY", "test-key");
-        Project { sb, config }
-    }
+fn project(server: &MockServer, kind: &str, extra_config: &str) -> Sandbox {
+    let base = match kind {
+        "anthropic" => server.url(),
+        _ => format!("{}/v1", server.url()),
+    };
+    Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .baton_config(&format!(
+            "[providers.mock]\nkind = \"{kind}\"\nbase_url = \"{base}\"\napi_key_env = \"MOCK_API_KEY\"\n\n\
+             [retry]\ninitial_delay = \"1ms\"\nmax_delay = \"20ms\"\n{extra_config}"
+        ))
+        .env("MOCK_API_KEY", "test-key")
 }
 
 /// Alive and not a zombie (the check baton itself uses for supervisors).
@@ -129,7 +104,7 @@ fn multi_turn_task_reads_edits_and_runs_commands_in_every_format() {
             ))
             .turn(Turn::text("Replaced world with baton."))
             .start_blocking();
-        let p = Project::new(&server, kind, "");
+        let p = project(&server, kind, "");
         std::fs::write(p.work().join("notes.txt"), "hello world\n").unwrap();
         let out = p.run(&[
             "agent",
@@ -217,7 +192,7 @@ fn text_mode_streams_the_answer_and_one_line_per_tool() {
         .turn(Turn::tool_call("c1", "ls", json!({})))
         .turn(Turn::text("All listed."))
         .start_blocking();
-    let p = Project::new(&server, "openai", "");
+    let p = project(&server, "openai", "");
     let out = p.run(&["agent", "--model", "mock/m", "list files"]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "All listed.\n");
@@ -238,7 +213,7 @@ fn a_tool_outside_the_role_is_declined_and_never_run() {
             ))
             .turn(Turn::text("I could not run bash."))
             .start_blocking();
-        let p = Project::new(&server, kind, "");
+        let p = project(&server, kind, "");
         let out = p.run(&[
             "agent", "--json", "--role", "reviewer", "--model", "mock/m", "review",
         ]);
@@ -288,7 +263,7 @@ fn a_path_escape_is_refused() {
             )
             .turn(Turn::text("Refused."))
             .start_blocking();
-        let p = Project::new(&server, kind, "");
+        let p = project(&server, kind, "");
         let out = p.run(&["agent", "--json", "--model", "mock/m", "escape"]);
         assert_eq!(out.status.code(), Some(0));
         assert!(!p.work().parent().unwrap().join("escaped.txt").exists());
@@ -316,7 +291,7 @@ fn a_429_and_a_dropped_stream_are_retried() {
             ))
             .turn(Turn::text("Recovered."))
             .start_blocking();
-        let p = Project::new(&server, kind, "");
+        let p = project(&server, kind, "");
         let out = p.run(&["agent", "--json", "--model", "mock/m", "hi"]);
         assert_eq!(
             out.status.code(),
@@ -350,7 +325,7 @@ fn a_401_fails_at_once_with_its_message() {
             .fault(Fault::status(401).message("invalid x-api-key"))
             .turn(Turn::text("never reached"))
             .start_blocking();
-        let p = Project::new(&server, kind, "");
+        let p = project(&server, kind, "");
         let out = p.run(&["agent", "--model", "mock/test-model", "hi"]);
         assert_eq!(out.status.code(), Some(1), "{kind}");
         let err = String::from_utf8_lossy(&out.stderr);
@@ -375,7 +350,7 @@ fn the_turn_limit_reserves_a_handoff_turn() {
                 "Status: partial\nOutcome: listed files\nEvidence: ls\nBlocker: none\nRisk: low\nSuggested next action: continue",
             ))
             .start_blocking();
-        let p = Project::new(&server, kind, "");
+        let p = project(&server, kind, "");
         let out = p.run(&[
             "agent",
             "--json",
@@ -428,7 +403,7 @@ fn resume_continues_the_saved_transcript() {
             .turn(Turn::text("The file says apple."))
             .turn(Turn::text("You asked about a.txt."))
             .start_blocking();
-        let p = Project::new(&server, kind, "");
+        let p = project(&server, kind, "");
         std::fs::write(p.work().join("a.txt"), "apple\n").unwrap();
         let first = p.run(&["agent", "--json", "--model", "mock/m", "what is in a.txt?"]);
         assert_eq!(first.status.code(), Some(0));
@@ -489,7 +464,7 @@ fn sigterm_stops_the_running_tool_and_ends_partial() {
             ))
             .turn(Turn::text("unreachable"))
             .start_blocking();
-        let p = Project::new(&server, kind, "");
+        let p = project(&server, kind, "");
         let mut child = p
             .baton(&["agent", "--json", "--model", "mock/m", "sleep"])
             .stdin(Stdio::null())
@@ -565,7 +540,7 @@ fn sigterm_stops_the_running_tool_and_ends_partial() {
 #[test]
 fn bad_input_is_refused_with_a_clear_error() {
     let server = MockServer::builder().start_blocking();
-    let p = Project::new(&server, "openai", "");
+    let p = project(&server, "openai", "");
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["agent", "--model", "mock/m"], "missing TASK"),
         (vec!["agent", "--model", "nowhere", "x"], "provider/model"),
@@ -602,7 +577,7 @@ fn bad_input_is_refused_with_a_clear_error() {
     // Nothing half-written: no session files from refused runs.
     assert!(!p.work().join(".baton").exists());
     // A config typo names the key.
-    std::fs::write(&p.config, "[agent]\nmax_turn = 3\n").unwrap();
+    std::fs::write(p.config_file(), "[agent]\nmax_turn = 3\n").unwrap();
     let out = p.run(&["agent", "--model", "mock/m", "x"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("max_turn"));
@@ -618,7 +593,7 @@ fn record_then_replay_reproduces_the_session_without_a_server() {
         ))
         .turn(Turn::text("Wrote out.txt."))
         .start_blocking();
-    let p = Project::new(&server, "openai", "");
+    let p = project(&server, "openai", "");
     let cassette = p.home().join("session.cassette.json");
     let out = p.run(&[
         "agent",
@@ -658,7 +633,7 @@ fn record_then_replay_reproduces_the_session_without_a_server() {
 #[test]
 fn roles_and_models_commands_report_sources_and_resolution() {
     let server = MockServer::builder().start_blocking();
-    let p = Project::new(
+    let p = project(
         &server,
         "openai",
         "[models]\nfast = [\"ghost/x\", \"mock/small\"]\n",
@@ -708,7 +683,7 @@ fn cost_comes_from_the_price_table() {
         .turn(Turn::tool_call("c1", "ls", json!({})).usage(1_000_000, 400_000, 10_000))
         .turn(Turn::text("done").usage(500_000, 0, 0))
         .start_blocking();
-    let p = Project::new(
+    let p = project(
         &server,
         "openai",
         "[prices.\"mock/priced\"]\ninput = 2.0\ncached_input = 0.5\noutput = 10.0\n",
@@ -736,7 +711,7 @@ fn cost_comes_from_the_price_table() {
     server.assert_tool_results_answer_calls();
     // Unpriced routes carry no cost.
     let server = MockServer::builder().turn(Turn::text("x")).start_blocking();
-    let p = Project::new(&server, "openai", "");
+    let p = project(&server, "openai", "");
     let out = p.run(&["agent", "--json", "--model", "mock/free", "x"]);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("cost_usd"));
     server.assert_tool_results_answer_calls();
@@ -747,7 +722,7 @@ fn a_session_runs_without_delegation_when_it_cannot_be_set_up() {
     let server = MockServer::builder()
         .turn(Turn::text("fine"))
         .start_blocking();
-    let p = Project::new(&server, "openai", "");
+    let p = project(&server, "openai", "");
     // No usable HOME or XDG_STATE_HOME: there is nowhere to put worktrees.
     let out = p
         .baton(&["agent", "--json", "--model", "mock/m", "x"])
@@ -780,7 +755,7 @@ fn running_tools_send_heartbeats() {
         ))
         .turn(Turn::text("done"))
         .start_blocking();
-    let p = Project::new(&server, "openai", "");
+    let p = project(&server, "openai", "");
     let mut child = p
         .baton(&["agent", "--json", "--model", "mock/m", "wait"])
         .env("BATON_HEARTBEAT", "20ms")

@@ -267,34 +267,8 @@ fn a_running_flow_holds_the_lock() {
 fn a_reported_ff_failure_with_main_clean_at_the_tip_completes_with_a_warning() {
     let fx = Fx::new();
     // A `git` on PATH that performs `merge --ff-only` and then reports a failure anyway.
-    let real = String::from_utf8(
-        std::process::Command::new("sh")
-            .args(["-c", "command -v git"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap()
-    .trim()
-    .to_string();
-    let bin = fx.sb.path("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::fs::write(
-        bin.join("git"),
-        format!(
-            "#!/bin/sh\nfor a in \"$@\"; do if [ \"$a\" = --ff-only ]; then '{real}' \"$@\"; echo 'error: simulated post-merge trouble' >&2; exit 1; fi; done\nexec '{real}' \"$@\"\n"
-        ),
-    )
-    .unwrap();
-    std::process::Command::new("chmod")
-        .arg("+x")
-        .arg(bin.join("git"))
-        .status()
-        .unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
+    let path = fx.sb.git_on_ff_only(
+        "\"$REAL_GIT\" \"$@\"; echo 'error: simulated post-merge trouble' >&2; exit 1",
     );
     let units = fx.units(&units_ab(false));
     let out = fx

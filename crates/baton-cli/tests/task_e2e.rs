@@ -2,7 +2,6 @@
 //! real child processes, real git.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
@@ -11,41 +10,22 @@ use baton_testkit::fixture::{wait_until, Sandbox};
 use baton_testkit::{MockServer, Turn};
 use serde_json::{json, Value};
 
-/// A sandbox running the built `baton` with `BATON_CONFIG` pointing at a config file of its own.
-struct Project {
-    sb: Sandbox,
-    config: PathBuf,
+/// A sandbox running the built `baton` with `BATON_CONFIG` pointing at `config`.
+fn project(config: &str) -> Sandbox {
+    Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .baton_config(config)
+        .env("MOCK_API_KEY", "k")
 }
 
-impl Deref for Project {
-    type Target = Sandbox;
-
-    fn deref(&self) -> &Sandbox {
-        &self.sb
-    }
-}
-
-impl Project {
-    fn new(config: &str) -> Project {
-        let sb = Sandbox::new();
-        let cfg = sb.path("baton.toml");
-        std::fs::write(&cfg, config).unwrap();
-        let sb = sb
-            .baton_exe(env!("CARGO_BIN_EXE_baton"))
-            .env("BATON_CONFIG", &cfg)
-            .env("MOCK_API_KEY", "k");
-        Project { sb, config: cfg }
-    }
-
-    fn role(&self, name: &str, extra: &str, command: &str) {
-        self.write(
-            format!(".baton/roles/{name}.md"),
-            &format!(
-                "---\nname: {name}\ndescription: test role\ntools: []\nbackend: command\ncommand: [sh, -c, {}]\n{extra}---\nDo it.\n",
-                serde_json::to_string(command).unwrap()
-            ),
-        );
-    }
+fn role(p: &Sandbox, name: &str, extra: &str, command: &str) {
+    p.write(
+        format!(".baton/roles/{name}.md"),
+        &format!(
+            "---\nname: {name}\ndescription: test role\ntools: []\nbackend: command\ncommand: [sh, -c, {}]\n{extra}---\nDo it.\n",
+            serde_json::to_string(command).unwrap()
+        ),
+    );
 }
 
 fn stdout(o: &Output) -> String {
@@ -64,8 +44,13 @@ fn report(o: &Output) -> Value {
 
 #[test]
 fn parallel_entries_report_in_input_order() {
-    let p = Project::new("");
-    p.role("echoer", "", "read t; echo \"$BATON_TASK_NAME says $t\"");
+    let p = project("");
+    role(
+        &p,
+        "echoer",
+        "",
+        "read t; echo \"$BATON_TASK_NAME says $t\"",
+    );
     let tasks = p.work().join("tasks.json");
     std::fs::write(
         &tasks,
@@ -110,9 +95,9 @@ fn parallel_entries_report_in_input_order() {
 
 #[test]
 fn a_chain_passes_previous_and_stops_at_the_first_failure() {
-    let p = Project::new("");
-    p.role("echoer", "", "cat");
-    p.role("failer", "", "echo broken >&2; exit 4");
+    let p = project("");
+    role(&p, "echoer", "", "cat");
+    role(&p, "failer", "", "echo broken >&2; exit 4");
     let chain = p.work().join("chain.toml");
     std::fs::write(
         &chain,
@@ -162,8 +147,8 @@ fn a_chain_passes_previous_and_stops_at_the_first_failure() {
 
 #[test]
 fn bad_requests_are_refused_before_anything_runs() {
-    let p = Project::new("");
-    p.role("echoer", "", "touch ran; cat");
+    let p = project("");
+    role(&p, "echoer", "", "touch ran; cat");
     for (args, expect) in [
         (vec!["task", "--role", "echoer", "hi"], "--name"),
         (
@@ -203,7 +188,7 @@ fn bad_requests_are_refused_before_anything_runs() {
     assert!(!p.work().join("ran").exists());
 }
 
-fn git_repo(p: &Project) {
+fn git_repo(p: &Sandbox) {
     p.init_repo("main");
     p.write("README", "hi\n");
     p.git(&["add", "README"]);
@@ -212,18 +197,20 @@ fn git_repo(p: &Project) {
 
 #[test]
 fn worktree_entries_are_isolated_and_finalized() {
-    let p = Project::new("");
-    p.role(
+    let p = project("");
+    role(
+        &p,
         "committer",
         "isolation: worktree\n",
         "pwd > where; git add where; git commit -q -m work; echo committed",
     );
-    p.role(
+    role(
+        &p,
         "dirty",
         "isolation: worktree\n",
         "echo wip > wip.txt; echo left changes",
     );
-    p.role("idle", "isolation: worktree\n", "echo nothing");
+    role(&p, "idle", "isolation: worktree\n", "echo nothing");
     // Committed roles keep `git status` clean in the main tree; untracked files would block nothing here.
     git_repo(&p);
     let tasks = p.work().join("../tasks.json");
@@ -282,8 +269,8 @@ fn worktree_entries_are_isolated_and_finalized() {
     assert!(!p.work().join("where").exists() && !p.work().join("wip.txt").exists());
 
     // Outside git the entry runs in the working directory and says so.
-    let q = Project::new("");
-    q.role("idle", "isolation: worktree\n", "echo here");
+    let q = project("");
+    role(&q, "idle", "isolation: worktree\n", "echo here");
     let out = q.run(&["task", "--json", "--role", "idle", "--name", "n", "t"]);
     assert_eq!(out.status.code(), Some(0));
     let r = report(&out);
@@ -298,9 +285,10 @@ fn worktree_entries_are_isolated_and_finalized() {
 
 #[test]
 fn background_tasks_outlive_the_cli_and_can_be_cancelled() {
-    let p = Project::new("");
+    let p = project("");
     // The child waits until the test releases it, so the starting CLI is surely gone by then.
-    p.role(
+    role(
+        &p,
         "gated",
         "",
         "while [ ! -f release ]; do sleep 0.02; done; echo released",
@@ -391,11 +379,11 @@ fn a_main_session_delegates_and_children_cannot() {
         )
         .turn(Turn::text("Both children answered."))
         .start_blocking();
-    let p = Project::new(&format!(
+    let p = project(&format!(
         "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"MOCK_API_KEY\"\n[models]\nfast = \"mock/small\"\n",
         server.url()
     ));
-    p.role("echoer", "", "read t; echo \"echo: $t\"");
+    role(&p, "echoer", "", "read t; echo \"echo: $t\"");
     let out = p.run(&["agent", "--json", "--model", "mock/main", "delegate it"]);
     assert_eq!(
         out.status.code(),
@@ -442,7 +430,7 @@ fn a_baton_child_in_a_worktree_leaves_it_clean_and_the_main_tree_untouched() {
     let server = MockServer::builder()
         .when(|_| true, Turn::text("nothing to change"))
         .start_blocking();
-    let p = Project::new(&format!(
+    let p = project(&format!(
         "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\n[models]\nbalanced = \"mock/m\"\n",
         server.url()
     ));
@@ -486,8 +474,9 @@ fn a_queued_entry_resolves_its_route_against_the_config_of_its_turn() {
             server.url()
         )
     };
-    let p = Project::new(&config("before"));
-    p.role(
+    let p = project(&config("before"));
+    role(
+        &p,
         "gate",
         "",
         "touch started; while [ ! -f release ]; do sleep 0.01; done; echo opened",
@@ -514,7 +503,7 @@ fn a_queued_entry_resolves_its_route_against_the_config_of_its_turn() {
         .work()
         .join("started")
         .exists()));
-    std::fs::write(&p.config, config("after")).unwrap();
+    std::fs::write(p.config_file(), config("after")).unwrap();
     std::fs::write(p.work().join("release"), "").unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0));
@@ -526,19 +515,21 @@ fn a_queued_entry_resolves_its_route_against_the_config_of_its_turn() {
 
 #[test]
 fn the_output_budget_is_shared_in_input_order_and_chains_get_whole_answers() {
-    let p = Project::new("");
+    let p = project("");
     // 40 KiB each; the call's budget is 50 KiB.
-    p.role(
+    role(
+        &p,
         "big_slow",
         "",
         "while [ ! -f fast-done ]; do sleep 0.01; done; head -c 40960 /dev/zero | tr '\\0' a",
     );
-    p.role(
+    role(
+        &p,
         "big_fast",
         "",
         "head -c 40960 /dev/zero | tr '\\0' b; touch fast-done",
     );
-    p.role("counter", "", "wc -c | tr -d ' ' | tee count.txt");
+    role(&p, "counter", "", "wc -c | tr -d ' ' | tee count.txt");
     let tasks = p.work().join("tasks.json");
     std::fs::write(
         &tasks,
@@ -597,7 +588,7 @@ fn the_output_budget_is_shared_in_input_order_and_chains_get_whole_answers() {
 /// runs: a pid that now belongs to another process (its start time differs) is left alone.
 #[test]
 fn cancel_never_signals_a_process_that_reused_the_supervisors_pid() {
-    let p = Project::new("");
+    let p = project("");
     let mut other = std::process::Command::new("sleep")
         .arg("300")
         .spawn()

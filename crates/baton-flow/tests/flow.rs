@@ -418,36 +418,10 @@ async fn a_second_block_is_terminal_and_keeps_the_worktrees() {
 
 /// A `git` first on PATH that refuses `merge --ff-only` without touching anything.
 fn refusing_git(fx: &Fx) -> (String, String) {
-    let real = String::from_utf8(
-        std::process::Command::new("sh")
-            .args(["-c", "command -v git"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap()
-    .trim()
-    .to_string();
-    let bin = fx.path("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let git = bin.join("git");
-    std::fs::write(
-        &git,
-        format!(
-            "#!/bin/sh\nfor a in \"$@\"; do if [ \"$a\" = --ff-only ]; then echo 'fatal: Not possible to fast-forward, aborting (simulated).' >&2; exit 128; fi; done\nexec '{real}' \"$@\"\n"
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).unwrap();
-    (
-        "PATH".to_string(),
-        format!(
-            "{}:{}",
-            bin.display(),
-            std::env::var("PATH").unwrap_or_default()
-        ),
-    )
+    let path = fx.git_on_ff_only(
+        "echo 'fatal: Not possible to fast-forward, aborting (simulated).' >&2; exit 128",
+    );
+    ("PATH".to_string(), path)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

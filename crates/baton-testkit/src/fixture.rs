@@ -104,6 +104,20 @@ impl Sandbox {
         self
     }
 
+    /// Writes `toml` to `baton.toml` in the temp directory ([`config_file`](Self::config_file))
+    /// and points `BATON_CONFIG` at it.
+    pub fn baton_config(self, toml: &str) -> Self {
+        let file = self.config_file();
+        std::fs::write(&file, toml)
+            .unwrap_or_else(|e| panic!("baton-testkit: cannot write {}: {e}", file.display()));
+        self.env("BATON_CONFIG", file)
+    }
+
+    /// `baton.toml` in the temp directory (see [`baton_config`](Self::baton_config)).
+    pub fn config_file(&self) -> PathBuf {
+        self.path("baton.toml")
+    }
+
     /// The temp directory itself.
     pub fn root(&self) -> &Path {
         self.tmp.path()
@@ -238,6 +252,36 @@ impl Sandbox {
             .skip(1)
             .map(PathBuf::from)
             .collect()
+    }
+
+    /// Puts a `git` into `bin/` of the temp directory that runs the shell code `on_ff_only`
+    /// (where `$REAL_GIT` is the real git) when one of its arguments is `--ff-only`, and the real
+    /// git otherwise. Returns a `PATH` value with that directory first, for the runs that should
+    /// see it.
+    pub fn git_on_ff_only(&self, on_ff_only: &str) -> String {
+        let real = Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_else(|e| panic!("baton-testkit: cannot find git: {e}"));
+        let bin = self.path("bin");
+        create_dir(&bin);
+        let git = bin.join("git");
+        std::fs::write(
+            &git,
+            format!(
+                "#!/bin/sh\nREAL_GIT='{real}'\nfor a in \"$@\"; do if [ \"$a\" = --ff-only ]; then\n{on_ff_only}\nfi; done\nexec \"$REAL_GIT\" \"$@\"\n"
+            ),
+        )
+        .unwrap_or_else(|e| panic!("baton-testkit: cannot write {}: {e}", git.display()));
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755))
+            .unwrap_or_else(|e| panic!("baton-testkit: cannot chmod {}: {e}", git.display()));
+        format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        )
     }
 
     /// The local branches, by short name.
@@ -405,6 +449,28 @@ mod tests {
         assert_eq!(sb.worktrees(), vec![linked.clone()]);
         assert_eq!(sb.branches(), ["main", "side"]);
         assert_eq!(sb.git_in(&linked, &["branch", "--show-current"]), "side\n");
+    }
+
+    #[test]
+    fn the_git_wrapper_intercepts_only_ff_only() {
+        let sb = Sandbox::new();
+        let path = sb.git_on_ff_only("echo intercepted; exit 3");
+        let run = |args: &[&str]| {
+            sb.command("git")
+                .args(args)
+                .env("PATH", &path)
+                .output()
+                .unwrap()
+        };
+        let out = run(&["merge", "--ff-only", "x"]);
+        assert_eq!(
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).trim()
+            ),
+            (Some(3), "intercepted")
+        );
+        assert!(run(&["--version"]).status.success());
     }
 
     #[test]
