@@ -66,8 +66,9 @@ fn parallel_entries_report_in_input_order() {
     assert_eq!(
         out.status.code(),
         Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
     );
     let r = report(&out);
     let names: Vec<&str> = r["entries"]
@@ -228,8 +229,9 @@ fn worktree_entries_are_isolated_and_finalized() {
     assert_eq!(
         out.status.code(),
         Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
     );
     let r = report(&out);
     let e = r["entries"].as_array().unwrap();

@@ -23,6 +23,18 @@ pub struct WorktreeInfo {
     pub prunable: Option<String>,
 }
 
+/// git's worktree administration (`.git/worktrees/`) is not safe against concurrent changes: a
+/// `worktree add` that scans the folder while another one is writing its entry fails with
+/// "failed to read .git/worktrees/…/commondir". Within one process baton changes it one call at
+/// a time; the calls are short, so parallel entries hardly wait.
+static WORKTREE_ADMIN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn worktree_admin() -> std::sync::MutexGuard<'static, ()> {
+    WORKTREE_ADMIN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 impl Git {
     /// `git worktree add -b NEW_BRANCH PATH START`. Hooks are switched off for this call, so a
     /// repository's `post-checkout` hook cannot slow down or alter an isolated checkout.
@@ -41,6 +53,7 @@ impl Git {
             path.as_os_str(),
             OsStr::new(start),
         ];
+        let _admin = worktree_admin();
         self.run(args).map(drop)
     }
 
@@ -53,6 +66,7 @@ impl Git {
         }
         args.push(OsStr::new("--"));
         args.push(path.as_os_str());
+        let _admin = worktree_admin();
         self.run(args).map(drop)
     }
 
@@ -78,6 +92,7 @@ impl Git {
 
     /// `git worktree prune`: forget worktrees whose directories are gone.
     pub fn worktree_prune(&self) -> Result<()> {
+        let _admin = worktree_admin();
         self.run(["worktree", "prune"]).map(drop)
     }
 

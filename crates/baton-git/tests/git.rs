@@ -491,3 +491,33 @@ fn errors_name_the_command_and_bound_stderr() {
     assert!(!missing.is_repo());
     assert!(missing.head_oid().is_err());
 }
+
+/// Parallel delegation adds worktrees from several threads at once; git's own worktree
+/// administration would let one `worktree add` trip over another's half-written entry.
+#[test]
+fn worktrees_added_from_many_threads_at_once_all_succeed() {
+    let (dir, g) = repo(false);
+    let head = g.head_oid().unwrap().unwrap();
+    for round in 0..4 {
+        let results: Vec<Result<(), GitError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|i| {
+                    let g = g.clone();
+                    let head = head.clone();
+                    let path = dir
+                        .path()
+                        .join(format!("../wt-{round}-{i}-{}", std::process::id()));
+                    s.spawn(move || {
+                        let r = g.worktree_add(&path, &format!("b-{round}-{i}"), &head);
+                        let _ = g.worktree_remove(&path, true);
+                        r
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for r in results {
+            r.unwrap();
+        }
+    }
+}
