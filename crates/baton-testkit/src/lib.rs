@@ -1,5 +1,15 @@
 //! Test support for baton: a mock model server on 127.0.0.1 that speaks three real
-//! wire formats, scripted turn by turn, with fault injection.
+//! wire formats, scripted turn by turn, with fault injection; and what end-to-end tests share:
+//!
+//! - [`fixture`]: a [`fixture::Sandbox`] (its own HOME, XDG folders, git identity and project
+//!   folder) that runs the built `baton` (the caller passes `env!("CARGO_BIN_EXE_baton")`),
+//!   git repository helpers, and [`fixture::wait_until`] for state another process produces
+//!   (a wait on a condition, never a delay).
+//! - Typed views of a [`RecordedRequest`] in any of the three formats (`model()`,
+//!   `offered_tools()`, `messages()`, `tool_calls()`, `tool_results()`, `last_user_text()`), and
+//!   the invariant every e2e test with a mock server checks at its end,
+//!   [`MockServer::assert_tool_results_answer_calls`]: each tool result answers a tool call of
+//!   the assistant turn right before it.
 //!
 //! | route (POST)                                   | format                            |
 //! | ---------------------------------------------- | --------------------------------- |
