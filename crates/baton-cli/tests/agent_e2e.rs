@@ -6,7 +6,7 @@ use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use baton_protocol::{AgentEvent, EndReason, ErrorCode, ItemKind, ItemStatus, Outcome};
-use baton_testkit::fixture::{wait_until, Sandbox};
+use baton_testkit::fixture::{assert_exit, wait_until, Sandbox};
 use baton_testkit::{Fault, MockServer, RecordedRequest, Turn};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -217,12 +217,7 @@ fn a_tool_outside_the_role_is_declined_and_never_run() {
         let out = p.run(&[
             "agent", "--json", "--role", "reviewer", "--model", "mock/m", "review",
         ]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_exit(&out, 0);
         assert!(!p.work().join("pwned.txt").exists(), "{kind}: bash ran");
         let results = tool_results(&events(&out));
         assert_eq!(results.len(), 1);
@@ -360,12 +355,7 @@ fn the_turn_limit_reserves_a_handoff_turn() {
             "mock/m",
             "work",
         ]);
-        assert_eq!(
-            out.status.code(),
-            Some(3),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_exit(&out, 3);
         let evs = events(&out);
         let (outcome, reason, message) = completed(&evs);
         assert_eq!(
@@ -412,12 +402,7 @@ fn resume_continues_the_saved_transcript() {
             other => panic!("{other:?}"),
         };
         let second = p.run(&["agent", "--json", "--resume", &id, "what did I ask before?"]);
-        assert_eq!(
-            second.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&second.stderr)
-        );
+        assert_exit(&second, 0);
         let evs = events(&second);
         match &evs[0] {
             AgentEvent::SessionStarted {
@@ -617,12 +602,7 @@ fn record_then_replay_reproduces_the_session_without_a_server() {
         cassette.to_str().unwrap(),
         "write",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     assert_eq!(completed(&events(&out)).2, "Wrote out.txt.");
     assert_eq!(
         std::fs::read_to_string(p.work().join("out.txt")).unwrap(),
@@ -731,12 +711,7 @@ fn a_session_runs_without_delegation_when_it_cannot_be_set_up() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     assert!(String::from_utf8_lossy(&out.stderr).contains("delegation is off"));
     assert!(!server.model_requests()[0]
         .body

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use baton_testkit::fixture::{wait_until, FlowRoles, Sandbox, COMMIT_OWN_FILE};
+use baton_testkit::fixture::{assert_exit, wait_until, FlowRoles, Sandbox, COMMIT_OWN_FILE};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
@@ -92,12 +92,7 @@ fn start_integrates_and_status_reads_it_from_another_process() {
     let fx = Fx::new();
     let units = fx.units(&units_ab(true));
     let out = fx.sb.run(&["flow", "start", &units, "--json"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let r = report(&out);
     assert_eq!(r["flow"]["phase"], "completed");
     let events: Vec<String> = json_lines(&out)
@@ -185,12 +180,7 @@ fn a_block_pauses_then_continue_repairs_and_a_second_flow_is_refused_meanwhile()
     std::fs::write(fx.roles.dir().join("impl-b-1.sh"), COMMIT_OWN_FILE).unwrap();
     let units = fx.units(&units_ab(false));
     let out = fx.sb.run(&["flow", "start", &units]);
-    assert_eq!(
-        out.status.code(),
-        Some(4),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 4);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("paused") && text.contains("no idea"),
@@ -210,12 +200,7 @@ fn a_block_pauses_then_continue_repairs_and_a_second_flow_is_refused_meanwhile()
         "--guidance",
         "Create b.txt and commit it.",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
     assert_eq!(phase(&fx), "completed");
 }
@@ -254,12 +239,7 @@ fn a_running_flow_holds_the_lock() {
     assert!(err.contains("another Flow is running"), "{err}");
     std::fs::write(d.join("go"), "").unwrap();
     let out = first.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
 }
 
@@ -274,12 +254,7 @@ fn a_reported_ff_failure_with_main_clean_at_the_tip_completes_with_a_warning() {
     let out = fx
         .sb
         .run_with(&["flow", "start", &units, "--json"], &[("PATH", &path)]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let r = report(&out);
     let warnings = r["flow"]["end"]["warnings"].as_array().unwrap();
     assert_eq!(warnings.len(), 2, "{warnings:?}");
@@ -414,12 +389,7 @@ fn resume_stops_the_implementer_a_killed_driver_left_running() {
     assert_eq!(phase(&fx), "interrupted");
 
     let out = fx.sb.run(&["flow", "resume", "--json"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     assert!(
         !baton_process::alive(old),
         "resume killed the old implementer"

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use baton_testkit::fixture::{wait_until, Sandbox};
+use baton_testkit::fixture::{assert_exit, wait_until, Sandbox};
 use baton_testkit::{MockServer, Turn};
 use serde_json::{json, Value};
 
@@ -106,12 +106,7 @@ fn a_chain_passes_previous_and_stops_at_the_first_failure() {
     )
     .unwrap();
     let out = p.run(&["task", "--json", "--chain", chain.to_str().unwrap()]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let r = report(&out);
     assert_eq!(
         r["entries"][1]["output"].as_str().unwrap().trim(),
@@ -304,12 +299,7 @@ fn background_tasks_outlive_the_cli_and_can_be_cancelled() {
         "bg",
         "t",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let id = stdout(&out).trim().to_string();
     assert!(id.starts_with('t'), "{id}");
     // The CLI has exited (output() waited for it); the task is still running.
@@ -321,12 +311,7 @@ fn background_tasks_outlive_the_cli_and_can_be_cancelled() {
     );
     std::fs::write(p.work().join("release"), "").unwrap();
     let waited = p.run(&["task", "wait", &id, "--json"]);
-    assert_eq!(
-        waited.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&waited.stderr)
-    );
+    assert_exit(&waited, 0);
     let r = report(&waited);
     assert_eq!(
         r["entries"][0]["output"].as_str().unwrap().trim(),
@@ -387,12 +372,7 @@ fn a_main_session_delegates_and_children_cannot() {
     ));
     role(&p, "echoer", "", "read t; echo \"echo: $t\"");
     let out = p.run(&["agent", "--json", "--model", "mock/main", "delegate it"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let reqs = server.model_requests();
     // main turn 1, the scout child, main turn 2
     assert_eq!(
@@ -446,12 +426,7 @@ fn a_baton_child_in_a_worktree_leaves_it_clean_and_the_main_tree_untouched() {
         "noop",
         "look only",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let r = report(&out);
     let w = &r["entries"][0]["worktree"];
     // The child's transcript and the frozen role file are runtime state, not work: the worktree
@@ -624,12 +599,7 @@ fn cancel_never_signals_a_process_that_reused_the_supervisors_pid() {
             .unwrap();
     assert_eq!(status["phase"], "interrupted", "{status}");
     let c = p.run(&["task", "cancel", "tgone"]);
-    assert_eq!(
-        c.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&c.stderr)
-    );
+    assert_exit(&c, 0);
     assert!(stdout(&c).contains("nothing to cancel"), "{}", stdout(&c));
     assert!(
         other.try_wait().unwrap().is_none(),

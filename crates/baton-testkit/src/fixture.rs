@@ -52,6 +52,18 @@ pub fn wait_until(deadline: Duration, mut f: impl FnMut() -> bool) -> bool {
     f()
 }
 
+/// Asserts that a finished process exited with `code`, showing its stderr and stdout if not.
+#[track_caller]
+pub fn assert_exit(out: &std::process::Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stderr:\n{}\nstdout:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
 /// A temp directory laid out as `home/`, `config/` (XDG_CONFIG_HOME), `state/`
 /// (XDG_STATE_HOME) and `work/` (the working directory of every command). Removed when dropped.
 pub struct Sandbox {
