@@ -85,7 +85,7 @@ pub async fn start(
     let main = env.git(&repo.toplevel);
     // The lock first: every check below must still hold when the Flow starts. Nothing is changed
     // before the last refusal.
-    let mut lock = RepoLock::acquire(&repo.common)?;
+    let mut lock = acquire_off_runtime(&repo.common).await?;
     refuse_if_active(&repo.store)?;
     // Flow's own state is not yet excluded the first time: leave it out of the check.
     let st = main
@@ -191,7 +191,12 @@ pub async fn continue_flow(
         }
         .into());
     }
-    let (run, state) = take_over(env, id, cancel)?;
+    let lock = {
+        let git = |d: &Path| env.git(d);
+        let repo = open_repo(&git, &env.delegate.cwd)?;
+        acquire_off_runtime(&repo.common).await?
+    };
+    let (run, state) = take_over(env, id, cancel, Some(lock))?;
     let Some(i) = state.paused_unit() else {
         return Err(FlowError::WrongPhase(format!(
             "Flow {} is {}: `continue` repairs the blocked unit of a paused Flow{}",
@@ -222,7 +227,12 @@ pub async fn resume(
     id: Option<&str>,
     cancel: &CancellationToken,
 ) -> Result<FlowStatus, FlowError> {
-    let (run, state) = take_over(env, id, cancel)?;
+    let lock = {
+        let git = |d: &Path| env.git(d);
+        let repo = open_repo(&git, &env.delegate.cwd)?;
+        acquire_off_runtime(&repo.common).await?
+    };
+    let (run, state) = take_over(env, id, cancel, Some(lock))?;
     match state.phase(false) {
         Phase::Interrupted => {}
         phase @ (Phase::Running
@@ -254,7 +264,7 @@ pub fn abandon(
     reason: Option<&str>,
 ) -> Result<FlowStatus, FlowError> {
     let cancel = CancellationToken::new();
-    let (run, state) = take_over(env, id, &cancel)?;
+    let (run, state) = take_over(env, id, &cancel, None)?;
     let phase = state.phase(false);
     if phase.is_terminal() {
         return Err(FlowError::WrongPhase(format!(
@@ -382,15 +392,29 @@ fn freeze(
     })
 }
 
-/// Takes the lock and opens the log of `id` (or of the repository's only non-terminal Flow).
+/// Takes the lock (unless the caller holds it already) and opens the log of `id` (or of the repository's only non-terminal Flow).
+/// Takes the repository's Flow lock on a blocking thread: waiting for a brief holder sleeps, and
+/// must not stall the runtime (in `baton agent` a current-thread one) that drains children.
+async fn acquire_off_runtime(common: &Path) -> Result<RepoLock, FlowError> {
+    let common = common.to_path_buf();
+    tokio::task::spawn_blocking(move || RepoLock::acquire(&common))
+        .await
+        .map_err(|e| FlowError::Refused(format!("taking the Flow lock stopped: {e}")))?
+        .map_err(FlowError::from)
+}
+
 fn take_over<'a>(
     env: &'a FlowEnv,
     id: Option<&str>,
     cancel: &'a CancellationToken,
+    lock: Option<RepoLock>,
 ) -> Result<(Run<'a>, FlowState), FlowError> {
     let git = |d: &Path| env.git(d);
     let repo = open_repo(&git, &env.delegate.cwd)?;
-    let mut lock = RepoLock::acquire(&repo.common)?;
+    let mut lock = match lock {
+        Some(lock) => lock,
+        None => RepoLock::acquire(&repo.common)?,
+    };
     let id = match id {
         Some(id) => id.to_string(),
         None => {
