@@ -18,36 +18,12 @@ use baton_exec::backend::{launch_for, TaskSpec};
 use baton_exec::executor::{Executor, OutputBudget};
 use baton_exec::{Activity, ChildResult, ChildStatus, Limits};
 use baton_protocol::role::{BackendKind, RoleFrontmatter, RoleSource, RoleSpec};
+use baton_testkit::fixture::{find_program as find, skip_live as skip};
 use baton_testkit::{MockServer, ScriptRule, Turn, When};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 const ANSWER: &str = "The notes say: hello from the fixture. DONE-OK";
-
-fn workspace() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let manifest = manifest.canonicalize().unwrap_or(manifest.to_path_buf());
-    manifest.join("../..").canonicalize().unwrap()
-}
-
-fn find(var: &str, fallback: &str) -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os(var) {
-        let p = PathBuf::from(p);
-        return p.is_file().then_some(p);
-    }
-    let p = workspace().join(fallback);
-    p.is_file().then_some(p)
-}
-
-/// Outside CI a missing program skips its test with a note; in CI (`CI` set, as `.ci/run` does)
-/// it fails the test, so a broken install step cannot turn the live tests off unnoticed.
-fn skip(name: &str, var: &str, hint: &str) {
-    let message = format!("the live {name} test cannot run: {name} not found; set {var} or {hint}");
-    if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "0" && v != "false") {
-        panic!("{message} (CI is set, so a missing peer is a failure)");
-    }
-    eprintln!("note: skipped: {message}");
-}
 
 async fn mock() -> MockServer {
     MockServer::builder()

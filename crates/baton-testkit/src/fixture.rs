@@ -52,6 +52,40 @@ pub fn wait_until(deadline: Duration, mut f: impl FnMut() -> bool) -> bool {
     f()
 }
 
+/// The workspace root (two levels above this crate), where `bench/` installs the peer agents.
+pub fn workspace_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = manifest.join("../..");
+    root.canonicalize().unwrap_or(root)
+}
+
+/// A program a live test needs: the file the environment variable `var` names, else
+/// `fallback` under the workspace root (e.g. `bench/node_modules/.bin/codex`).
+pub fn find_program(var: &str, fallback: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(var) {
+        let p = PathBuf::from(p);
+        return p.is_file().then_some(p);
+    }
+    let p = workspace_root().join(fallback);
+    p.is_file().then_some(p)
+}
+
+/// Whether this run is CI (`CI` set to anything but empty, `0` or `false`, as `.ci/run` does).
+pub fn in_ci() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "0" && v != "false")
+}
+
+/// What a live test does when its program is missing: outside CI it prints a note and the test
+/// passes; in CI it panics, so a broken install step cannot turn the live tests off unnoticed.
+#[track_caller]
+pub fn skip_live(name: &str, var: &str, hint: &str) {
+    let message = format!("the live {name} test cannot run: {name} not found; set {var} or {hint}");
+    if in_ci() {
+        panic!("{message} (CI is set, so a missing peer is a failure)");
+    }
+    eprintln!("note: skipped: {message}");
+}
+
 /// Asserts that a finished process exited with `code`, showing its stderr and stdout if not.
 #[track_caller]
 pub fn assert_exit(out: &std::process::Output, code: i32) {
