@@ -25,14 +25,44 @@ pub struct WorktreeInfo {
 
 /// git's worktree administration (`.git/worktrees/`) is not safe against concurrent changes: a
 /// `worktree add` that scans the folder while another one is writing its entry fails with
-/// "failed to read .git/worktrees/…/commondir". Within one process baton changes it one call at
-/// a time; the calls are short, so parallel entries hardly wait.
+/// "failed to read .git/worktrees/…/commondir". baton changes it one call at a time: threads of
+/// one process queue on this mutex, processes on an advisory lock of
+/// `<git common dir>/baton-worktrees.lock` ([`WORKTREE_LOCK_FILE`]). The calls are short, so
+/// parallel entries hardly wait.
 static WORKTREE_ADMIN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn worktree_admin() -> std::sync::MutexGuard<'static, ()> {
-    WORKTREE_ADMIN
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// The lock file, in the git directory shared by all worktrees of a repository.
+pub const WORKTREE_LOCK_FILE: &str = "baton-worktrees.lock";
+
+/// Held while git's worktree administration is changed; released when dropped.
+struct AdminLock {
+    _thread: std::sync::MutexGuard<'static, ()>,
+    /// Closing the file releases the process lock. `None` when the lock file cannot be opened:
+    /// the call then goes ahead with the in-process lock only.
+    _process: Option<fs::File>,
+}
+
+impl Git {
+    fn worktree_admin(&self) -> AdminLock {
+        let thread = WORKTREE_ADMIN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let common = common_dir_of(&self.dir).or_else(|| self.git_common_dir().ok());
+        let process = common.and_then(|c| {
+            let file = fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(c.join(WORKTREE_LOCK_FILE))
+                .ok()?;
+            file.lock().ok()?;
+            Some(file)
+        });
+        AdminLock {
+            _thread: thread,
+            _process: process,
+        }
+    }
 }
 
 impl Git {
@@ -53,7 +83,7 @@ impl Git {
             path.as_os_str(),
             OsStr::new(start),
         ];
-        let _admin = worktree_admin();
+        let _admin = self.worktree_admin();
         self.run(args).map(drop)
     }
 
@@ -66,7 +96,7 @@ impl Git {
         }
         args.push(OsStr::new("--"));
         args.push(path.as_os_str());
-        let _admin = worktree_admin();
+        let _admin = self.worktree_admin();
         self.run(args).map(drop)
     }
 
@@ -92,7 +122,7 @@ impl Git {
 
     /// `git worktree prune`: forget worktrees whose directories are gone.
     pub fn worktree_prune(&self) -> Result<()> {
-        let _admin = worktree_admin();
+        let _admin = self.worktree_admin();
         self.run(["worktree", "prune"]).map(drop)
     }
 

@@ -521,3 +521,56 @@ fn worktrees_added_from_many_threads_at_once_all_succeed() {
         }
     }
 }
+
+/// The same from several processes at once (two delegations or a delegation and a Flow in one
+/// repository): each child process is this test binary, told by `BATON_GIT_WT_CHILD` to add one
+/// worktree and exit.
+#[test]
+fn worktrees_added_from_many_processes_at_once_all_succeed() {
+    const TEST: &str = "worktrees_added_from_many_processes_at_once_all_succeed";
+    if let Ok(spec) = std::env::var("BATON_GIT_WT_CHILD") {
+        let mut parts = spec.split('\n');
+        let (repo, path, branch, head) = (
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+        );
+        git(Path::new(repo))
+            .worktree_add(Path::new(path), branch, head)
+            .unwrap();
+        return;
+    }
+    let (_dir, g) = repo(false);
+    let head = g.head_oid().unwrap().unwrap();
+    let spots = tempfile::tempdir().unwrap();
+    for round in 0..3 {
+        let children: Vec<_> = (0..6)
+            .map(|i| {
+                let path = spots.path().join(format!("wt-{round}-{i}"));
+                let spec = format!(
+                    "{}\n{}\nb-{round}-{i}\n{head}",
+                    g.dir().display(),
+                    path.display()
+                );
+                std::process::Command::new(std::env::current_exe().unwrap())
+                    .args(["--exact", TEST, "--test-threads", "1"])
+                    .env("BATON_GIT_WT_CHILD", spec)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "a child's worktree add failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    assert_eq!(g.worktree_list().unwrap().len(), 1 + 3 * 6);
+}
