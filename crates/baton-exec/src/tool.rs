@@ -117,6 +117,11 @@ mod tests {
             entry["properties"]["model_class"],
             json!({"type": "string", "enum": ["fast", "balanced", "frontier", "fav"]})
         );
+        assert_eq!(
+            entry["properties"]["thinking"],
+            json!({"type": "string", "description": "Only when the user asked for it.",
+                "enum": ["off", "minimal", "low", "medium", "high", "xhigh", "max"]})
+        );
         // Every value the schema offers parses, and a field it does not offer is refused.
         for t in entry["properties"]["thinking"]["enum"].as_array().unwrap() {
             let req = parse_request(&json!({"role": "r", "name": "n", "task": "t", "thinking": t}));

@@ -40,10 +40,7 @@ struct ContinueArgs {
     guidance: String,
     /// Replaces the unit's class for this repair (implementer and reviewer); omit to keep it.
     #[serde(default, alias = "modelClass")]
-    #[schemars(
-        with = "Option<String>",
-        extend("enum" = ["fast", "balanced", "frontier", "fav"])
-    )]
+    #[schemars(schema_with = "baton_tool::args::model_class_schema")]
     model_class: Option<ModelClass>,
 }
 

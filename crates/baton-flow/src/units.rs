@@ -71,10 +71,7 @@ pub struct UnitSpec {
     /// The complete, self-contained task for the implementer.
     pub task: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        with = "Option<String>",
-        extend("enum" = ["fast", "balanced", "frontier", "fav"])
-    )]
+    #[schemars(schema_with = "baton_tool::args::model_class_schema")]
     pub model_class: Option<ModelClass>,
     /// Commands run directly (no shell) in the unit's worktree; all must exit 0.
     #[schemars(length(min = 1))]

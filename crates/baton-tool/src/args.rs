@@ -15,6 +15,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use baton_protocol::ModelClass;
 use schemars::generate::SchemaSettings;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
@@ -275,6 +276,13 @@ impl JsonSchema for Flag {
     fn inline_schema() -> bool {
         true
     }
+}
+
+/// The schema of a model class field (`#[schemars(schema_with = "…")]`): a string, one of
+/// [`ModelClass::ALL`], so the offered values are the parsed ones.
+pub fn model_class_schema(_: &mut SchemaGenerator) -> Schema {
+    let names: Vec<&str> = ModelClass::ALL.iter().map(|c| c.as_str()).collect();
+    json_schema!({"type": "string", "enum": names})
 }
 
 /// Parses the arguments of a call to tool `tool` into `T`, with a message the model can act on:

@@ -28,10 +28,7 @@ pub struct TaskEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        with = "Option<String>",
-        extend("enum" = ["fast", "balanced", "frontier", "fav"])
-    )]
+    #[schemars(schema_with = "baton_tool::args::model_class_schema")]
     pub model_class: Option<ModelClass>,
     /// Only when the user asked for it.
     #[serde(
@@ -39,10 +36,7 @@ pub struct TaskEntry {
         deserialize_with = "thinking_level",
         skip_serializing_if = "Option::is_none"
     )]
-    #[schemars(
-        with = "Option<String>",
-        extend("enum" = ["off", "minimal", "low", "medium", "high", "xhigh", "max"])
-    )]
+    #[schemars(schema_with = "thinking_schema")]
     pub thinking: Option<ThinkingLevel>,
 }
 
@@ -55,6 +49,13 @@ impl TaskEntry {
             thinking: self.thinking,
         }
     }
+}
+
+/// The thinking levels, and `max` for `xhigh` ([`parse_thinking`]).
+fn thinking_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut names: Vec<&str> = ThinkingLevel::ALL.iter().map(|l| l.as_str()).collect();
+    names.push("max");
+    schemars::json_schema!({"type": "string", "enum": names})
 }
 
 fn thinking_level<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ThinkingLevel>, D::Error> {
