@@ -295,10 +295,13 @@ fn supervise_inner(
     id: &str,
     log_out: &mut Option<Arc<Mutex<background::TaskLog>>>,
 ) -> Result<u8> {
-    let ctx = project_context(Some(cwd.to_path_buf()))?;
-    let store = state_dir(&ctx);
+    // The log first, found without the config, so that a config that cannot be read (or any
+    // later failure) is recorded as the task's failure instead of leaving it `interrupted`.
+    let canonical = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    let store = baton_state::StateDir::for_project(&baton_state::project_root(&canonical));
     let log = Arc::new(Mutex::new(background::open_log(&store, id)?));
     *log_out = Some(log.clone());
+    let ctx = project_context(Some(cwd.to_path_buf()))?;
     let state = background::load(&store, id)?;
     // `baton task cancel` may signal as soon as the task is recorded as started: the handlers
     // must be in place before that, or the signal kills the supervisor without a report.

@@ -619,3 +619,46 @@ fn cancel_never_signals_a_process_that_reused_the_supervisors_pid() {
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(end.signal(), Some(15));
 }
+
+#[test]
+fn a_supervisor_whose_config_cannot_be_read_records_the_failure() {
+    let p = project("");
+    role(&p, "echoer", "", "echo hi");
+    // A task recorded as the starting CLI records it, its supervisor not yet run.
+    let id = "t019a3f2c4b1e07d2";
+    let request =
+        baton_exec::delegate::parse_request(&json!({"role": "echoer", "name": "n", "task": "t"}))
+            .unwrap();
+    let state = baton_state::StateDir::for_project(&p.work().canonicalize().unwrap());
+    let mut log = baton_exec::background::TaskLog::create(
+        &state.task_events(id).unwrap(),
+        baton_state::Durability::Fsync,
+    )
+    .unwrap();
+    log.append(&baton_exec::background::TaskEvent::Created {
+        id: id.into(),
+        created: "2026-12-03T00:00:00Z".into(),
+        cwd: p.work().display().to_string(),
+        request,
+    })
+    .unwrap();
+    drop(log);
+    // The project's config breaks before the supervisor reads it.
+    p.write(".baton/config.toml", "this is = = not toml\n");
+    let work = p.work().display().to_string();
+    let sup = p.run(&["task", "supervise", id, "--cwd", &work]);
+    assert_ne!(sup.status.code(), Some(0));
+    // Fixed, so that the CLI itself can read the project again: the task stays failed.
+    p.write(".baton/config.toml", "");
+    let status = p.run(&["task", "status", id, "--json"]);
+    let s: Value = serde_json::from_str(stdout(&status).trim()).unwrap();
+    assert_eq!(s["phase"], "failed", "{s}");
+    let waited = p.run(&["task", "wait", id, "--json"]);
+    assert_exit(&waited, 1);
+    let line: Value = serde_json::from_str(stdout(&waited).trim()).unwrap();
+    assert_eq!(line["type"], "task.failed", "{line}");
+    assert!(
+        line["message"].as_str().unwrap().contains("config.toml"),
+        "{line}"
+    );
+}
