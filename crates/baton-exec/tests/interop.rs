@@ -373,7 +373,7 @@ async fn live_claude() {
         "{}",
         answered.path
     );
-    assert_eq!(answered.body["model"], "claude-sonnet-4-5");
+    assert_eq!(answered.model(), Some("claude-sonnet-4-5"));
     assert!(answered
         .body
         .to_string()

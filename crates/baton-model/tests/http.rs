@@ -14,7 +14,7 @@ use baton_model::{AssistantTurn, ModelError, ModelRequest, Provider};
 use baton_protocol::{AssistantPart, Message, StopReason, ThinkingLevel, ToolSpec, Usage};
 use baton_testkit::{Fault, MockServer, RecordedRequest, Turn};
 use pretty_assertions::assert_eq;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,34 +143,6 @@ fn check_headers(format: Format, req: &RecordedRequest) {
     }
 }
 
-/// The history items of a second request that carry the tool results.
-fn tool_results(format: Format, body: &Value) -> Vec<Value> {
-    match format {
-        Format::Chat => body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["role"] == "tool")
-            .map(|m| json!([m["tool_call_id"], m["content"]]))
-            .collect(),
-        Format::Responses => body["input"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["type"] == "function_call_output")
-            .map(|m| json!([m["call_id"], m["output"]]))
-            .collect(),
-        Format::Anthropic => body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|m| m["content"].as_array().unwrap().clone())
-            .filter(|b| b["type"] == "tool_result")
-            .map(|b| json!([b["tool_use_id"], b["content"]]))
-            .collect(),
-    }
-}
-
 #[tokio::test]
 async fn tool_call_turn_then_text_turn() {
     for format in FORMATS {
@@ -264,16 +236,22 @@ async fn tool_call_turn_then_text_turn() {
         for r in &requests {
             check_headers(format, r);
             assert_eq!(r.body["stream"], true);
-            assert_eq!(r.body["model"], "mock-model");
+            assert_eq!(r.model(), Some("mock-model"));
         }
+        let results: Vec<(String, String)> = requests[1]
+            .tool_results()
+            .into_iter()
+            .map(|t| (t.call_id, t.text))
+            .collect();
         assert_eq!(
-            tool_results(format, &requests[1].body),
-            vec![
-                json!(["call_1", "fn main() {}"]),
-                json!(["call_2", "a.rs\nb.rs"])
+            results,
+            [
+                ("call_1".to_string(), "fn main() {}".to_string()),
+                ("call_2".to_string(), "a.rs\nb.rs".to_string())
             ],
             "{format:?}"
         );
+        server.assert_tool_results_answer_calls();
         // Signed reasoning goes back verbatim where the format has a place for it.
         let second_body = &requests[1].body;
         match format {
