@@ -191,12 +191,7 @@ pub async fn continue_flow(
         }
         .into());
     }
-    let lock = {
-        let git = |d: &Path| env.git(d);
-        let repo = open_repo(&git, &env.delegate.cwd)?;
-        acquire_off_runtime(&repo.common).await?
-    };
-    let (run, state) = take_over(env, id, cancel, Some(lock))?;
+    let (run, state) = take_over_from_async(env, id, cancel).await?;
     let Some(i) = state.paused_unit() else {
         return Err(FlowError::WrongPhase(format!(
             "Flow {} is {}: `continue` repairs the blocked unit of a paused Flow{}",
@@ -227,12 +222,7 @@ pub async fn resume(
     id: Option<&str>,
     cancel: &CancellationToken,
 ) -> Result<FlowStatus, FlowError> {
-    let lock = {
-        let git = |d: &Path| env.git(d);
-        let repo = open_repo(&git, &env.delegate.cwd)?;
-        acquire_off_runtime(&repo.common).await?
-    };
-    let (run, state) = take_over(env, id, cancel, Some(lock))?;
+    let (run, state) = take_over_from_async(env, id, cancel).await?;
     match state.phase(false) {
         Phase::Interrupted => {}
         phase @ (Phase::Running
@@ -393,6 +383,18 @@ fn freeze(
 }
 
 /// Takes the lock (unless the caller holds it already) and opens the log of `id` (or of the repository's only non-terminal Flow).
+/// [`take_over`] for async callers: the lock is taken on a blocking thread first.
+async fn take_over_from_async<'a>(
+    env: &'a FlowEnv,
+    id: Option<&str>,
+    cancel: &'a CancellationToken,
+) -> Result<(Run<'a>, FlowState), FlowError> {
+    let git = |d: &Path| env.git(d);
+    let repo = open_repo(&git, &env.delegate.cwd)?;
+    let lock = acquire_off_runtime(&repo.common).await?;
+    take_over(env, id, cancel, Some(lock))
+}
+
 /// Takes the repository's Flow lock on a blocking thread: waiting for a brief holder sleeps, and
 /// must not stall the runtime (in `baton agent` a current-thread one) that drains children.
 async fn acquire_off_runtime(common: &Path) -> Result<RepoLock, FlowError> {
