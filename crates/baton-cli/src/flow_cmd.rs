@@ -94,7 +94,7 @@ pub fn run(args: FlowArgs) -> Result<u8> {
         FlowAction::Start { units, common } => {
             let units = match baton_flow::read_units_file(&units) {
                 Ok(u) => u,
-                Err(e) => return Ok(refused(&common, &FlowError::Input(e))),
+                Err(e) => return Ok(failed(&common, &FlowError::Input(e))),
             };
             drive(&common, |env, cancel| {
                 Box::pin(async move { baton_flow::start(env, &units, cancel).await })
@@ -217,28 +217,16 @@ where
 /// precondition, a held lock, a wrong phase, an unknown Flow) is `flow.refused` and exit 2; any
 /// other failure (the state cannot be read or written, git failed) is `flow.error` and exit 1.
 fn failed(common: &Common, e: &FlowError) -> u8 {
-    if e.is_refusal() {
-        return refused(common, e);
-    }
+    let (kind, code) = if e.is_refusal() {
+        ("flow.refused", exit::USAGE)
+    } else {
+        ("flow.error", exit::FAILED)
+    };
     if common.json {
-        outln!(
-            "{}",
-            json!({"type": "flow.error", "message": e.to_string()})
-        );
+        outln!("{}", json!({"type": kind, "message": e.to_string()}));
     }
     eprintln!("baton: {e}");
-    exit::FAILED
-}
-
-fn refused(common: &Common, e: &FlowError) -> u8 {
-    if common.json {
-        outln!(
-            "{}",
-            json!({"type": "flow.refused", "message": e.to_string()})
-        );
-    }
-    eprintln!("baton: {e}");
-    exit::USAGE
+    code
 }
 
 fn print_final(common: &Common, s: &FlowStatus) {
