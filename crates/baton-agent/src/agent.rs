@@ -49,6 +49,8 @@ pub struct AgentSpec {
     pub root: PathBuf,
     pub cwd: PathBuf,
     pub bash_timeout: Duration,
+    /// What `bash` commands do not get of baton's environment.
+    pub env_filter: baton_tool::EnvFilter,
     /// File names looked up in `root` and added to the system prompt.
     pub context_files: Vec<String>,
     pub prices: BTreeMap<String, Price>,
@@ -155,6 +157,7 @@ pub async fn run(
         cwd: spec.cwd.clone(),
         bash_timeout: spec.bash_timeout,
         cancel: cancel.clone(),
+        env_filter: spec.env_filter.clone(),
     };
 
     emit(AgentEvent::SessionStarted {

@@ -326,6 +326,7 @@ pub fn run(args: AgentArgs) -> Result<u8> {
             .clone()
             .unwrap_or_else(|| vec!["AGENTS.md".into(), "CLAUDE.md".into()]),
         prices: config.prices.clone(),
+        env_filter: baton_agent::tools::EnvFilter::for_config(config),
         tools: builtin_tools(),
         host_tools,
         extra_instructions,

@@ -761,3 +761,47 @@ fn running_tools_send_heartbeats() {
     assert_eq!(completed(&seen).2, "done");
     server.assert_tool_results_answer_calls();
 }
+
+/// `bash` runs without the provider's key or anything named like a credential, unless the
+/// config allows the name; neither the model nor the transcript ever sees the key.
+#[test]
+fn bash_commands_do_not_get_provider_keys() {
+    for kind in KINDS {
+        let server = MockServer::builder()
+            .turn(Turn::tool_call(
+                "call_env",
+                "bash",
+                json!({"command": "env | sort; echo \"gh=${GH_TOKEN:-unset}\""}),
+            ))
+            .turn(Turn::text("Listed."))
+            .start_blocking();
+        let p = project(&server, kind, "[sandbox]\nenv_allow = [\"GH_TOKEN\"]\n")
+            .env("OTHER_API_KEY", "other-secret")
+            .env("HF_TOKEN", "hf-secret")
+            .env("GH_TOKEN", "gh-allowed");
+        let out = p.run(&[
+            "agent",
+            "--json",
+            "--model",
+            "mock/test-model",
+            "list the env",
+        ]);
+        assert_exit(&out, 0);
+        let requests = server.model_requests();
+        let results = requests.last().unwrap().tool_results();
+        assert_eq!(results.len(), 1, "{kind}");
+        let text = &results[0].text;
+        assert!(text.contains("PATH="), "{kind}: {text}");
+        assert!(text.contains("gh=gh-allowed"), "{kind}: {text}");
+        for secret in [
+            "test-key",
+            "other-secret",
+            "hf-secret",
+            "MOCK_API_KEY",
+            "HF_TOKEN=",
+        ] {
+            assert!(!text.contains(secret), "{kind}: {secret} in {text}");
+        }
+        server.assert_tool_results_answer_calls();
+    }
+}

@@ -398,3 +398,21 @@ fn resume_stops_the_implementer_a_killed_driver_left_running() {
     assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
     assert_eq!(fx.sb.worktrees().len(), 0);
 }
+
+#[test]
+fn validation_commands_do_not_get_provider_keys() {
+    let fx = Fx::new();
+    // The check passes only if neither variable reaches it.
+    let units = fx.units(
+        r#"{"units": [{"id": "a", "name": "Add a", "task": "Add a.txt", "validation": [
+            {"command": "test", "args": ["-f", "a.txt"]},
+            {"command": "sh", "args": ["-c", "test -z \"${DEPLOY_TOKEN:-}${SOME_API_KEY:-}\" && test -n \"$PATH\""]}
+        ]}]}"#,
+    );
+    let out = fx.sb.run_with(
+        &["flow", "start", &units, "--json"],
+        &[("DEPLOY_TOKEN", "secret"), ("SOME_API_KEY", "secret")],
+    );
+    assert_exit(&out, 0);
+    assert_eq!(report(&out)["flow"]["phase"], "completed");
+}

@@ -8,6 +8,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use baton_exec::executor::{POST_EXIT_HARD, POST_EXIT_IDLE};
+use baton_tool::EnvFilter;
 use tokio_util::sync::CancellationToken;
 
 use crate::event::CheckResult;
@@ -39,12 +40,13 @@ pub async fn run_validation(
     commands: &[ValidationCommand],
     cwd: &Path,
     env: &[(String, String)],
+    filter: &EnvFilter,
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Validation {
     let mut results = Vec::with_capacity(commands.len());
     for c in commands {
-        let r = match run_one(c, cwd, env, timeout, cancel).await {
+        let r = match run_one(c, cwd, env, filter, timeout, cancel).await {
             Some(r) => r,
             None => return Validation::Cancelled,
         };
@@ -62,6 +64,7 @@ async fn run_one(
     c: &ValidationCommand,
     cwd: &Path,
     env: &[(String, String)],
+    filter: &EnvFilter,
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Option<CheckResult> {
@@ -91,6 +94,9 @@ async fn run_one(
         .stderr(Stdio::from(writer2))
         .process_group(0)
         .kill_on_drop(true);
+    for name in filter.hidden_now() {
+        cmd.env_remove(name);
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -279,6 +285,7 @@ mod tests {
             ],
             dir.path(),
             &[("FLOW_X".into(), "seen".into())],
+            &EnvFilter::default(),
             Duration::from_secs(30),
             &cancel,
         )
@@ -300,6 +307,7 @@ mod tests {
             &[cmd("definitely-not-a-program-xyz", &[])],
             dir.path(),
             &[],
+            &EnvFilter::default(),
             Duration::from_secs(30),
             &cancel,
         )
@@ -310,6 +318,7 @@ mod tests {
             &[cmd("sh", &["-c", "sleep 5 & sleep 5"])],
             dir.path(),
             &[],
+            &EnvFilter::default(),
             Duration::from_millis(200),
             &cancel,
         )
@@ -336,6 +345,7 @@ mod tests {
             &[cmd("sh", &["-c", "setsid sleep 100 & echo ok"])],
             dir.path(),
             &[],
+            &EnvFilter::default(),
             Duration::from_secs(60),
             &cancel,
         )
@@ -364,6 +374,7 @@ mod tests {
             &[cmd("sleep", &["100"])],
             dir.path(),
             &[],
+            &EnvFilter::default(),
             Duration::from_secs(60),
             &cancel,
         )

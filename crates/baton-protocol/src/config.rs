@@ -28,6 +28,28 @@ pub struct Config {
     pub retry: RetryConfig,
     #[serde(default)]
     pub executor: ExecutorConfig,
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
+}
+
+/// What commands baton runs for a model (`bash`) or a Flow (validation) may see.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// Variables those commands get although their names look like credentials (`*_API_KEY`,
+    /// `*_TOKEN`, a provider's `api_key_env`), e.g. `["GH_TOKEN"]`.
+    #[serde(default)]
+    pub env_allow: Vec<String>,
+}
+
+impl Config {
+    /// The names of the variables that hold provider keys: every `api_key_env` configured.
+    pub fn key_variables(&self) -> Vec<String> {
+        self.providers
+            .values()
+            .filter_map(|p| p.api_key_env.clone())
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

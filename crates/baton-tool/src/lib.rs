@@ -9,6 +9,7 @@
 //!   drift apart; errors name the field at fault.
 
 pub mod args;
+pub mod env;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -16,6 +17,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use args::{parse_args, schema_for, ArgError};
+pub use env::EnvFilter;
 
 /// The default per-call timeout of `bash` when a context is built with [`ToolContext::new`].
 pub const DEFAULT_BASH_TIMEOUT: Duration = Duration::from_secs(120);
@@ -35,6 +37,8 @@ pub struct ToolContext {
     /// Cancelling this token kills a running `bash` command (its whole process group) and
     /// makes the tool return promptly.
     pub cancel: CancellationToken,
+    /// What `bash` commands do not get of baton's environment (provider keys and tokens).
+    pub env_filter: EnvFilter,
 }
 
 impl ToolContext {
@@ -48,6 +52,7 @@ impl ToolContext {
             root,
             bash_timeout: DEFAULT_BASH_TIMEOUT,
             cancel: CancellationToken::new(),
+            env_filter: EnvFilter::default(),
         }
     }
 
@@ -65,6 +70,12 @@ impl ToolContext {
     /// The same context with another default bash timeout.
     pub fn with_bash_timeout(mut self, timeout: Duration) -> Self {
         self.bash_timeout = timeout;
+        self
+    }
+
+    /// The same context with another environment filter for `bash`.
+    pub fn with_env_filter(mut self, filter: EnvFilter) -> Self {
+        self.env_filter = filter;
         self
     }
 

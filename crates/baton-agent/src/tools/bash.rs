@@ -186,6 +186,10 @@ async fn run_command(
         .env("GIT_TERMINAL_PROMPT", "0")
         .process_group(0)
         .kill_on_drop(true);
+    // Provider keys and tokens stay out of what the model runs (and out of what it reads back).
+    for name in ctx.env_filter.hidden_now() {
+        cmd.env_remove(name);
+    }
     let spawned = cmd.spawn();
     // The command object holds our copies of the write end; drop them so EOF can arrive.
     drop(cmd);

@@ -405,6 +405,7 @@ impl Run<'_> {
             &u.spec.validation,
             &d.wt.path,
             &vars,
+            &self.env.env_filter,
             self.env.delegate.limits.max_timeout,
             self.cancel,
         )
