@@ -252,13 +252,24 @@ pub fn run(args: AgentArgs) -> Result<u8> {
         None => provider,
     };
 
-    let max_turns = args
-        .max_turns
-        .or_else(|| env_var("BATON_MAX_TURNS").and_then(|v| v.parse().ok()))
-        .or(config.agent.max_turns)
-        .unwrap_or(DEFAULT_MAX_TURNS);
+    // First match wins; an error names where the bad value came from.
+    let (max_turns, source) = match (
+        args.max_turns,
+        env_var("BATON_MAX_TURNS"),
+        config.agent.max_turns,
+    ) {
+        (Some(n), _, _) => (n, "--max-turns"),
+        (None, Some(v), _) => (
+            v.trim().parse::<u32>().map_err(|_| {
+                anyhow::anyhow!("BATON_MAX_TURNS=`{v}` must be a whole number of at least 1")
+            })?,
+            "BATON_MAX_TURNS",
+        ),
+        (None, None, Some(n)) => (n, "agent.max_turns"),
+        (None, None, None) => (DEFAULT_MAX_TURNS, "the default"),
+    };
     if max_turns == 0 {
-        bail!("--max-turns must be at least 1");
+        bail!("{source} must be at least 1 (it is 0)");
     }
     let route = {
         let mut r = resolved.route.clone();

@@ -561,6 +561,19 @@ fn bad_input_is_refused_with_a_clear_error() {
     server.assert_tool_results_answer_calls();
     // Nothing half-written: no session files from refused runs.
     assert!(!p.work().join(".baton").exists());
+    // A bad turn limit names where it came from: the variable, not a flag that was not given.
+    for bad in ["zero", "-3", "0"] {
+        let out = p.run_with(
+            &["agent", "--model", "mock/m", "x"],
+            &[("BATON_MAX_TURNS", bad)],
+        );
+        assert_exit(&out, 2);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("BATON_MAX_TURNS") && !err.contains("--max-turns"),
+            "{bad}: {err}"
+        );
+    }
     // A config typo names the key.
     std::fs::write(p.config_file(), "[agent]\nmax_turn = 3\n").unwrap();
     let out = p.run(&["agent", "--model", "mock/m", "x"]);
