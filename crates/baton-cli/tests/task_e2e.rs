@@ -662,3 +662,15 @@ fn a_supervisor_whose_config_cannot_be_read_records_the_failure() {
         "{line}"
     );
 }
+
+#[test]
+fn a_zero_child_timeout_is_refused_naming_the_key() {
+    for key in ["idle_timeout", "max_timeout"] {
+        let p = project(&format!("[executor]\n{key} = \"0s\"\n"));
+        role(&p, "echoer", "", "echo hi");
+        let out = p.run(&["task", "--role", "echoer", "--name", "n", "t"]);
+        assert_exit(&out, 2);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("executor.{key}")), "{err}");
+    }
+}
