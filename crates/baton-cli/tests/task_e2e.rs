@@ -340,9 +340,9 @@ fn background_tasks_outlive_the_cli_and_can_be_cancelled() {
         s["phase"] == "running"
     }));
     let c = p.run(&["task", "cancel", &id]);
-    assert_eq!(c.status.code(), Some(0));
+    assert_exit(&c, 0);
     let waited = p.run(&["task", "wait", &id, "--json"]);
-    assert_eq!(waited.status.code(), Some(1));
+    assert_exit(&waited, 1);
     assert_eq!(report(&waited)["entries"][0]["status"], "stopped");
     let bad = p.run(&["task", "status", "tnope"]);
     assert_eq!(bad.status.code(), Some(2));

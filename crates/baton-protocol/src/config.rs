@@ -107,11 +107,43 @@ pub struct ProviderConfig {
 }
 
 /// A class maps to one route, or to a list tried in order before launch.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum RouteList {
     One(Route),
     Many(Vec<Route>),
+}
+
+impl<'de> Deserialize<'de> for RouteList {
+    /// A route string or a list of them; a bad one is named with why it is not a route (an
+    /// untagged enum would only say that nothing matched).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            One(String),
+            Many(Vec<String>),
+        }
+        let raw = Raw::deserialize(d).map_err(|_| {
+            D::Error::custom("expected a route \"provider/model[:thinking]\" or a list of routes")
+        })?;
+        let parse = |s: &str| {
+            s.parse::<Route>().map_err(|e| {
+                D::Error::custom(format!(
+                    "`{s}` is not a route: {e}; write \"provider/model[:thinking]\" or a list of them"
+                ))
+            })
+        };
+        match raw {
+            Raw::One(s) => parse(&s).map(RouteList::One),
+            Raw::Many(list) => list
+                .iter()
+                .map(|s| parse(s))
+                .collect::<Result<Vec<_>, _>>()
+                .map(RouteList::Many),
+        }
+    }
 }
 
 impl RouteList {
@@ -271,6 +303,24 @@ impl<'de> Deserialize<'de> for HumanDuration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bad_route_in_a_class_says_why() {
+        let err = serde_json::from_str::<ModelsConfig>(r#"{"fast": "nope"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`nope` is not a route"), "{err}");
+        let err = serde_json::from_str::<ModelsConfig>(r#"{"fast": ["a/b", "c"]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`c` is not a route"), "{err}");
+        let err = serde_json::from_str::<ModelsConfig>(r#"{"fast": 3}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("a list of routes"), "{err}");
+        let ok: ModelsConfig = serde_json::from_str(r#"{"fast": ["a/b:low", "c/d"]}"#).unwrap();
+        assert_eq!(ok.fast.unwrap().routes().len(), 2);
+    }
 
     #[test]
     fn durations_round_trip() {
