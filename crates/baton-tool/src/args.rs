@@ -302,6 +302,13 @@ pub fn parse_tool_args<T: DeserializeOwned + JsonSchema>(
     })?;
     let map: serde_json::Map<String, Value> =
         map.into_iter().filter(|(_, v)| !v.is_null()).collect();
+    let object = Value::Object(map);
+    // The schema is only built to explain a failure: a call that parses never pays for it.
+    let error = match from_value::<T>(&object) {
+        Ok(args) => return Ok(args),
+        Err(e) => e,
+    };
+    let map = object.as_object().cloned().unwrap_or_default();
     let schema = schema_for::<T>();
     let want = |field: &str| describe_schema(&schema["properties"][field]);
     let required = schema["required"].as_array().cloned().unwrap_or_default();
@@ -320,11 +327,9 @@ pub fn parse_tool_args<T: DeserializeOwned + JsonSchema>(
         }
         return Err(msg);
     }
-    let object = Value::Object(map);
-    from_value::<T>(&object).map_err(|e| {
-        let field = e.path.split(['.', '[']).next().unwrap_or_default();
-        let known = schema["properties"].get(field).is_some();
-        match object.get(field).filter(|_| known) {
+    let field = error.path.split(['.', '[']).next().unwrap_or_default();
+    let known = schema["properties"].get(field).is_some();
+    Err(match map.get(field).filter(|_| known) {
             Some(got) => format!(
                 "invalid arguments for `{tool}`: `{field}` must be {}, got {} ({}); expected shape: {usage}",
                 want(field),
@@ -333,9 +338,8 @@ pub fn parse_tool_args<T: DeserializeOwned + JsonSchema>(
             ),
             None => format!(
                 "invalid arguments for `{tool}`: {}; expected shape: {usage}",
-                e.message
+                error.message
             ),
-        }
     })
 }
 
