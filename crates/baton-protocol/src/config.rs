@@ -30,6 +30,8 @@ pub struct Config {
     pub executor: ExecutorConfig,
     #[serde(default)]
     pub sandbox: SandboxConfig,
+    #[serde(default)]
+    pub flow: FlowConfig,
 }
 
 /// What commands baton runs for a model (`bash`) or a Flow (validation) may see.
@@ -40,6 +42,27 @@ pub struct SandboxConfig {
     /// `*_TOKEN`, a provider's `api_key_env`), e.g. `["GH_TOKEN"]`.
     #[serde(default)]
     pub env_allow: Vec<String>,
+    /// How `bash` commands are confined when the role names no `sandbox`. Default
+    /// `workspace-write`.
+    #[serde(default)]
+    pub mode: Option<crate::sandbox::SandboxMode>,
+    /// Folders a sandboxed command may write besides the workspace and its temp dir (a build
+    /// cache such as `~/.cargo`); `~/` is the home folder.
+    #[serde(default)]
+    pub writable_roots: Vec<String>,
+    /// Whether sandboxed commands may open network sockets. Default `false`.
+    #[serde(default)]
+    pub network: Option<bool>,
+}
+
+/// Flow settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    /// Whether validation commands run in the `[sandbox]` (with the unit's worktree as the
+    /// workspace). Default `false`: they are the user's own commands.
+    #[serde(default)]
+    pub validation_sandbox: Option<bool>,
 }
 
 impl Config {

@@ -5,12 +5,14 @@
 //! - [`route`]: thinking levels, routes `provider/model[:thinking]` and model classes.
 //! - [`role`]: role specifications (parsed from Markdown elsewhere).
 //! - [`config`]: the TOML config file schema.
+//! - [`sandbox`]: the sandbox modes of model-chosen commands.
 
 pub mod config;
 pub mod event;
 pub mod message;
 pub mod role;
 pub mod route;
+pub mod sandbox;
 
 pub use event::{
     AgentEvent, EndReason, ErrorCode, ErrorInfo, Item, ItemKind, ItemStatus, Outcome, UnknownValue,

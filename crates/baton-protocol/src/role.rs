@@ -45,6 +45,9 @@ pub struct RoleFrontmatter {
     /// For `backend: command`: the program and its arguments.
     #[serde(default)]
     pub command: Option<Vec<String>>,
+    /// How the role's `bash` commands are confined; the config's `sandbox.mode` when absent.
+    #[serde(default)]
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
 }
 
 /// The agent program a delegated task runs in.

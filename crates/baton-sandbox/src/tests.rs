@@ -1,0 +1,243 @@
+//! These tests run real commands under real Landlock and seccomp rules.
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use super::*;
+
+fn run(policy: &Policy, workspace: &Path, tmp: Option<&Path>, script: &str) -> Output {
+    let confinement = policy.prepare(workspace, tmp).unwrap();
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(script)
+        .current_dir(workspace)
+        .stdin(Stdio::null());
+    confinement.install(&mut cmd);
+    cmd.output().unwrap()
+}
+
+fn policy(mode: SandboxMode) -> Policy {
+    Policy {
+        mode,
+        ..Policy::default()
+    }
+}
+
+#[test]
+fn workspace_write_writes_inside_and_nowhere_else() {
+    let ws = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let script = format!(
+        "echo a > inside.txt && echo b > {tmp}/t.txt && echo c > /dev/null && echo d > {out}/x.txt",
+        tmp = tmp.path().display(),
+        out = outside.path().display()
+    );
+    let out = run(
+        &policy(SandboxMode::WorkspaceWrite),
+        ws.path(),
+        Some(tmp.path()),
+        &script,
+    );
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Permission denied"),
+        "{out:?}"
+    );
+    assert!(ws.path().join("inside.txt").is_file());
+    assert!(tmp.path().join("t.txt").is_file());
+    assert!(!outside.path().join("x.txt").exists());
+    // Removing and renaming outside are writes too.
+    std::fs::write(outside.path().join("keep.txt"), "x").unwrap();
+    let script = format!(
+        "rm -f {o}/keep.txt; mv {o}/keep.txt inside2.txt; mkdir {o}/d; ln -s /etc {o}/l; true",
+        o = outside.path().display()
+    );
+    run(
+        &policy(SandboxMode::WorkspaceWrite),
+        ws.path(),
+        None,
+        &script,
+    );
+    assert!(outside.path().join("keep.txt").is_file());
+    assert!(!outside.path().join("d").exists());
+    assert!(!outside.path().join("l").exists());
+}
+
+#[test]
+fn read_only_writes_only_the_temp_dir_and_dev_null() {
+    let ws = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("f.txt"), "before").unwrap();
+    let script = format!(
+        "cat f.txt > {tmp}/copy.txt && echo x > /dev/null && echo y > f.txt",
+        tmp = tmp.path().display()
+    );
+    let out = run(
+        &policy(SandboxMode::ReadOnly),
+        ws.path(),
+        Some(tmp.path()),
+        &script,
+    );
+    assert!(!out.status.success());
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("f.txt")).unwrap(),
+        "before"
+    );
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("copy.txt")).unwrap(),
+        "before"
+    );
+    let out = run(
+        &policy(SandboxMode::ReadOnly),
+        ws.path(),
+        None,
+        "touch new.txt",
+    );
+    assert!(!out.status.success());
+    assert!(!ws.path().join("new.txt").exists());
+}
+
+#[test]
+fn writable_roots_extend_workspace_write_only() {
+    let ws = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let mut p = policy(SandboxMode::WorkspaceWrite);
+    p.writable_roots = vec![cache.path().to_path_buf(), ws.path().join("missing")];
+    let script = format!("echo c > {}/c.txt", cache.path().display());
+    assert!(run(&p, ws.path(), None, &script).status.success());
+    p.mode = SandboxMode::ReadOnly;
+    let script = format!("echo c > {}/d.txt", cache.path().display());
+    assert!(!run(&p, ws.path(), None, &script).status.success());
+    assert!(!cache.path().join("d.txt").exists());
+}
+
+#[test]
+fn network_is_off_unless_asked() {
+    let ws = tempfile::tempdir().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let tcp = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+    let udp = "exec 3<>/dev/udp/127.0.0.1/9 && echo udp-open";
+    let off = policy(SandboxMode::WorkspaceWrite);
+    let out = run(&off, ws.path(), None, &tcp);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("connected"));
+    let out = run(&off, ws.path(), None, udp);
+    assert!(!out.status.success(), "{out:?}");
+    let on = Policy {
+        network: true,
+        ..off.clone()
+    };
+    let out = run(&on, ws.path(), None, &tcp);
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("connected"));
+    let _ = listener.accept().unwrap();
+    assert!(run(&on, ws.path(), None, udp).status.success());
+    // Unix sockets stay usable: `true` runs and the shell starts fine either way.
+    assert!(run(&off, ws.path(), None, "true").status.success());
+}
+
+#[test]
+fn a_confined_command_cannot_signal_processes_outside() {
+    if Support::detect().landlock_abi < 6 {
+        eprintln!("note: Landlock ABI < 6 here, signal scoping is not enforced");
+        return;
+    }
+    let ws = tempfile::tempdir().unwrap();
+    let mut outsider = Command::new("sleep").arg("30").spawn().unwrap();
+    let out = run(
+        &policy(SandboxMode::WorkspaceWrite),
+        ws.path(),
+        None,
+        &format!("kill -9 {}", outsider.id()),
+    );
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        outsider.try_wait().unwrap().is_none(),
+        "the outside process was killed"
+    );
+    outsider.kill().unwrap();
+    outsider.wait().unwrap();
+    // Inside its own sandbox a command still manages its children.
+    let out = run(
+        &policy(SandboxMode::WorkspaceWrite),
+        ws.path(),
+        None,
+        "sleep 30 & kill $! && wait $!; echo $?",
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "143");
+}
+
+#[test]
+fn danger_full_access_confines_nothing() {
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let p = policy(SandboxMode::DangerFullAccess);
+    assert!(!p.prepare(ws.path(), None).unwrap().is_confined());
+    let script = format!("echo d > {}/x.txt", outside.path().display());
+    assert!(run(&p, ws.path(), None, &script).status.success());
+    assert!(outside.path().join("x.txt").is_file());
+    assert!(p.writable(ws.path(), None).is_empty());
+}
+
+#[test]
+fn without_landlock_a_confined_mode_fails_closed_naming_the_key() {
+    let ws = tempfile::tempdir().unwrap();
+    for mode in [SandboxMode::ReadOnly, SandboxMode::WorkspaceWrite] {
+        let err = policy(mode)
+            .prepare_with(Support { landlock_abi: 0 }, ws.path(), None)
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, SandboxError::Unavailable { .. }));
+        assert!(msg.contains(mode.as_str()), "{msg}");
+        assert!(
+            msg.contains("sandbox.mode = \"danger-full-access\""),
+            "{msg}"
+        );
+        assert!(msg.contains("nothing was run"), "{msg}");
+    }
+}
+
+#[test]
+fn the_header_lists_what_may_be_written() {
+    let ws = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let p = Policy {
+        mode: SandboxMode::WorkspaceWrite,
+        writable_roots: vec![tmp.path().to_path_buf()],
+        network: false,
+    };
+    assert_eq!(
+        p.writable(ws.path(), None),
+        vec![
+            ws.path().to_path_buf(),
+            tmp.path().to_path_buf(),
+            "/dev/null".into()
+        ]
+    );
+    let ro = Policy {
+        mode: SandboxMode::ReadOnly,
+        ..p
+    };
+    assert_eq!(
+        ro.writable(ws.path(), Some(tmp.path())),
+        vec![tmp.path().to_path_buf(), PathBuf::from("/dev/null")]
+    );
+}
+
+#[test]
+fn reads_stay_open() {
+    let ws = tempfile::tempdir().unwrap();
+    let out = run(
+        &policy(SandboxMode::ReadOnly),
+        ws.path(),
+        None,
+        "head -c 5 /etc/hostname >/dev/null && ls / >/dev/null && echo ok",
+    );
+    let mut s = String::new();
+    out.stdout.as_slice().read_to_string(&mut s).unwrap();
+    assert_eq!(s.trim(), "ok", "{out:?}");
+}
