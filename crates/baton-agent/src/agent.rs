@@ -12,7 +12,7 @@ use baton_protocol::config::Price;
 use baton_protocol::role::RoleSpec;
 use baton_protocol::{
     AgentEvent, AssistantPart, EndReason, ErrorInfo, Item, ItemKind, ItemStatus, Message, Outcome,
-    Route, StopReason, ToolSpec, Usage, PROTOCOL_VERSION,
+    Route, SandboxInfo, StopReason, ToolSpec, Usage, PROTOCOL_VERSION,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -51,6 +51,10 @@ pub struct AgentSpec {
     pub bash_timeout: Duration,
     /// What `bash` commands do not get of baton's environment.
     pub env_filter: baton_tool::EnvFilter,
+    /// How `bash` commands are confined.
+    pub sandbox: baton_tool::SandboxPolicy,
+    /// The session's temp dir (`TMPDIR` of `bash` commands, writable in the sandbox).
+    pub tmp_dir: Option<PathBuf>,
     /// File names looked up in `root` and added to the system prompt.
     pub context_files: Vec<String>,
     pub prices: BTreeMap<String, Price>,
@@ -158,6 +162,8 @@ pub async fn run(
         bash_timeout: spec.bash_timeout,
         cancel: cancel.clone(),
         env_filter: spec.env_filter.clone(),
+        sandbox: spec.sandbox.clone(),
+        tmp_dir: spec.tmp_dir.clone(),
     };
 
     emit(AgentEvent::SessionStarted {
@@ -167,6 +173,16 @@ pub async fn run(
         model: spec.route.to_string(),
         cwd: spec.cwd.display().to_string(),
         resumed,
+        sandbox: Some(SandboxInfo {
+            mode: spec.sandbox.mode,
+            writable: spec
+                .sandbox
+                .writable(&spec.root, spec.tmp_dir.as_deref())
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+            network: !spec.sandbox.is_confined() || spec.sandbox.network,
+        }),
     });
 
     let mut ids = ItemIds::default();

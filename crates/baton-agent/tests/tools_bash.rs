@@ -267,4 +267,66 @@ mod tools {
         assert!(out.is_error);
         assert!(out.output.contains("`command` is empty"));
     }
+
+    #[tokio::test]
+    async fn the_default_sandbox_writes_only_the_workspace_and_temp_dir() {
+        let (dir, ctx) = workspace();
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let policy = ctx.sandbox.clone();
+        let ctx = ctx.with_sandbox(policy, Some(tmp.path().to_path_buf()));
+        let cmd = format!(
+            "echo in > inside.txt && echo t > \"$TMPDIR/t.txt\" && echo out > {}/escape.txt",
+            outside.path().display()
+        );
+        let out = bash(json!({"command": cmd}), &ctx).await;
+        assert!(out.is_error, "{out:?}");
+        assert!(out.output.contains("Permission denied"), "{}", out.output);
+        assert!(dir.path().join("inside.txt").is_file());
+        assert!(tmp.path().join("t.txt").is_file());
+        assert!(!outside.path().join("escape.txt").exists());
+    }
+
+    #[tokio::test]
+    async fn read_only_writes_nothing_in_the_workspace_and_full_access_writes_anywhere() {
+        use baton_agent::tools::{SandboxMode, SandboxPolicy};
+        let (dir, ctx) = workspace();
+        let outside = tempfile::tempdir().unwrap();
+        let ro = SandboxPolicy {
+            mode: SandboxMode::ReadOnly,
+            ..SandboxPolicy::default()
+        };
+        let ctx_ro = ctx.clone().with_sandbox(ro, None);
+        let out = bash(json!({"command": "echo x > made.txt"}), &ctx_ro).await;
+        assert!(out.is_error, "{out:?}");
+        assert!(!dir.path().join("made.txt").exists());
+        let full = SandboxPolicy {
+            mode: SandboxMode::DangerFullAccess,
+            ..SandboxPolicy::default()
+        };
+        let ctx_full = ctx.with_sandbox(full, None);
+        let cmd = format!("echo x > {}/made.txt", outside.path().display());
+        let out = bash(json!({"command": cmd}), &ctx_full).await;
+        assert!(!out.is_error, "{out:?}");
+        assert!(outside.path().join("made.txt").is_file());
+    }
+
+    #[tokio::test]
+    async fn the_network_is_off_by_default() {
+        let (_dir, ctx) = workspace();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cmd = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+        let out = bash(json!({"command": cmd}), &ctx).await;
+        assert!(out.is_error, "{out:?}");
+        assert!(!out.output.contains("connected"), "{}", out.output);
+        let on = baton_agent::tools::SandboxPolicy {
+            network: true,
+            ..ctx.sandbox.clone()
+        };
+        let ctx = ctx.with_sandbox(on, None);
+        let out = bash(json!({"command": cmd}), &ctx).await;
+        assert!(!out.is_error, "{out:?}");
+        assert!(out.output.contains("connected"), "{}", out.output);
+    }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use baton_agent::agent::{self, AgentSpec, RunSummary, DEFAULT_MAX_TURNS};
 use baton_agent::session::{SessionHeader, SessionStore};
-use baton_agent::tools::{builtin_tools, Tool};
+use baton_agent::tools::{builtin_tools, SandboxMode, SandboxPolicy, Tool};
 use baton_model::replay::{Recorder, Replay};
 use baton_model::retry::RetryPolicy;
 use baton_model::routes::{
@@ -53,6 +53,10 @@ pub struct AgentArgs {
     /// Print the event stream (docs/protocol.md) as JSON lines instead of text.
     #[arg(long)]
     json: bool,
+    /// Confine `bash` commands: read-only, workspace-write or danger-full-access (default: the
+    /// role's `sandbox`, else `sandbox.mode`, else workspace-write).
+    #[arg(long, value_name = "MODE")]
+    sandbox: Option<SandboxMode>,
     /// Do not offer the delegation tools (`delegate_task`) to the model.
     #[arg(long)]
     no_delegate: bool,
@@ -279,6 +283,17 @@ pub fn run(args: AgentArgs) -> Result<u8> {
         r
     };
 
+    let sandbox = SandboxPolicy::from_config(
+        &config.sandbox,
+        SandboxPolicy::choose_mode(args.sandbox, role.meta.sandbox, config.sandbox.mode),
+        &ctx.project_root,
+    );
+    // The session's temp dir: `TMPDIR` of its commands, writable in the sandbox, removed at the end.
+    let tmp_dir = tempfile::Builder::new()
+        .prefix("baton-session-")
+        .tempdir()
+        .context("cannot create the session's temp dir (is TMPDIR writable?)")?;
+
     // Children (BATON_CHILD=1) never get delegation tools, so delegation cannot recurse. Set up
     // before the transcript is created, so nothing is half-written if it fails.
     let is_child = std::env::var_os("BATON_CHILD").is_some_and(|v| !v.is_empty());
@@ -338,6 +353,8 @@ pub fn run(args: AgentArgs) -> Result<u8> {
             .unwrap_or_else(|| vec!["AGENTS.md".into(), "CLAUDE.md".into()]),
         prices: config.prices.clone(),
         env_filter: baton_agent::tools::EnvFilter::for_config(config),
+        sandbox,
+        tmp_dir: Some(tmp_dir.path().to_path_buf()),
         tools: builtin_tools(),
         host_tools,
         extra_instructions,
@@ -433,7 +450,11 @@ impl Printer {
                     self.at_line_start = delta.ends_with('\n');
                 }
             }
-            AgentEvent::SessionStarted { .. }
+            AgentEvent::SessionStarted {
+                sandbox: Some(sandbox),
+                ..
+            } => eprintln!("baton: {}", sandbox_header(&sandbox)),
+            AgentEvent::SessionStarted { sandbox: None, .. }
             | AgentEvent::ItemUpdated { .. }
             | AgentEvent::TurnStarted { .. }
             | AgentEvent::TurnCompleted { .. }
@@ -546,5 +567,20 @@ fn tool_summary(tool: &str, args: &serde_json::Value, path: Option<&str>) -> Str
             }
         }
         _ => path.map(str::to_string).unwrap_or_default(),
+    }
+}
+
+/// The session header's sandbox line: the mode, what commands may write, and the network.
+fn sandbox_header(s: &baton_protocol::SandboxInfo) -> String {
+    match s.mode {
+        SandboxMode::DangerFullAccess => {
+            "sandbox danger-full-access: bash commands run unconfined, with all your rights".into()
+        }
+        SandboxMode::ReadOnly | SandboxMode::WorkspaceWrite => format!(
+            "sandbox {}: bash may write only {}; network {}",
+            s.mode,
+            baton_text::sanitize_line(&s.writable.join(", ")),
+            if s.network { "on" } else { "off" }
+        ),
     }
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use baton_model::routes::{check_route, default_class, ProcessEnv};
-use baton_protocol::role::RoleSource;
+use baton_protocol::role::{BackendKind, Isolation, RoleSource};
 use baton_protocol::ModelClass;
 use baton_roles::{load_roles, RoleDirs};
 
@@ -79,11 +79,29 @@ pub fn roles(cwd: Option<PathBuf>, check: bool) -> Result<u8> {
                     .model_class
                     .map(|c| c.to_string())
                     .unwrap_or_else(|| "-".into());
+                let config = &ctx.config.config;
+                let backend = r
+                    .meta
+                    .backend
+                    .or(config.executor.backend)
+                    .unwrap_or(BackendKind::Baton);
+                let isolation = match r.meta.isolation {
+                    Some(Isolation::Worktree) => "worktree",
+                    None => "none",
+                };
+                let sandbox = baton_agent::tools::SandboxPolicy::choose_mode(
+                    None,
+                    r.meta.sandbox,
+                    config.sandbox.mode,
+                );
                 outln!(
-                    "{:<14} {:<9} tools=[{}]  {}",
+                    "{:<14} {:<9} tools=[{}] backend={} isolation={} sandbox={}  {}",
                     r.meta.name,
                     class,
                     r.meta.tools.join(","),
+                    backend.as_str(),
+                    isolation,
+                    sandbox,
                     source_text(&r.source)
                 );
                 outln!("               {}", r.meta.description);

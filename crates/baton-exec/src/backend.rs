@@ -288,6 +288,7 @@ mod tests {
                 model_class: None,
                 backend: None,
                 command: command.map(|c| c.iter().map(|s| s.to_string()).collect()),
+                sandbox: None,
             },
             body: "You are a scout.".into(),
             source: RoleSource::Builtin,

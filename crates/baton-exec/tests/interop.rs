@@ -65,6 +65,7 @@ fn role(tools: &[&str]) -> RoleSpec {
             model_class: None,
             backend: None,
             command: None,
+            sandbox: None,
         },
         body: "You are a careful scout. Answer in one line.".into(),
         source: RoleSource::Builtin,

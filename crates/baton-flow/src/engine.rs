@@ -69,8 +69,9 @@ pub struct FlowEnv {
     pub executor: Arc<Executor>,
     /// Added to the environment of Flow's own git calls (tests give commits an identity with it).
     pub git_env: Vec<(String, String)>,
-    /// What validation commands do not get of baton's environment (provider keys).
-    pub env_filter: baton_tool::EnvFilter,
+    /// What validation commands do not get of baton's environment (provider keys), and their
+    /// sandbox when `flow.validation_sandbox` asks for one.
+    pub command_rules: crate::validate::CommandRules,
     /// Test hook; see [`CrashHook`].
     pub crash: Option<CrashHook>,
     pub observer: Option<Observer>,
@@ -79,7 +80,10 @@ pub struct FlowEnv {
 impl FlowEnv {
     pub fn new(delegate: DelegateEnv, executor: Arc<Executor>) -> Self {
         FlowEnv {
-            env_filter: baton_tool::EnvFilter::for_config(&delegate.config),
+            command_rules: crate::validate::CommandRules::for_config(
+                &delegate.config,
+                &delegate.cwd,
+            ),
             delegate,
             executor,
             git_env: Vec::new(),

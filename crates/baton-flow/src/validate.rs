@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use baton_exec::executor::{POST_EXIT_HARD, POST_EXIT_IDLE};
-use baton_tool::EnvFilter;
+use baton_tool::{EnvFilter, SandboxPolicy};
 use tokio_util::sync::CancellationToken;
 
 use crate::event::CheckResult;
@@ -22,6 +22,33 @@ pub const EVIDENCE_BOUND: usize = 16 * 1024;
 pub fn bounded(text: &str, max: usize) -> String {
     let clean = baton_text::sanitize_terminal(text);
     baton_text::truncate(&clean, max, baton_text::Keep::Ends { head_percent: 25 }).into_owned()
+}
+
+/// What validation commands get of baton's environment, and how they are confined.
+#[derive(Debug, Clone, Default)]
+pub struct CommandRules {
+    /// Provider keys and tokens removed from their environment.
+    pub env_filter: EnvFilter,
+    /// The sandbox they run in, when `flow.validation_sandbox` asks for one (the unit's
+    /// worktree is the workspace); `None` runs them with the user's rights.
+    pub sandbox: Option<SandboxPolicy>,
+}
+
+impl CommandRules {
+    /// The rules a project's config asks for.
+    pub fn for_config(config: &baton_protocol::config::Config, base: &Path) -> Self {
+        let sandbox = (config.flow.validation_sandbox == Some(true)).then(|| {
+            SandboxPolicy::from_config(
+                &config.sandbox,
+                SandboxPolicy::choose_mode(None, None, config.sandbox.mode),
+                base,
+            )
+        });
+        CommandRules {
+            env_filter: EnvFilter::for_config(config),
+            sandbox,
+        }
+    }
 }
 
 /// The outcome of a unit's validation.
@@ -40,13 +67,13 @@ pub async fn run_validation(
     commands: &[ValidationCommand],
     cwd: &Path,
     env: &[(String, String)],
-    filter: &EnvFilter,
+    rules: &CommandRules,
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Validation {
     let mut results = Vec::with_capacity(commands.len());
     for c in commands {
-        let r = match run_one(c, cwd, env, filter, timeout, cancel).await {
+        let r = match run_one(c, cwd, env, rules, timeout, cancel).await {
             Some(r) => r,
             None => return Validation::Cancelled,
         };
@@ -64,7 +91,7 @@ async fn run_one(
     c: &ValidationCommand,
     cwd: &Path,
     env: &[(String, String)],
-    filter: &EnvFilter,
+    rules: &CommandRules,
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Option<CheckResult> {
@@ -94,8 +121,22 @@ async fn run_one(
         .stderr(Stdio::from(writer2))
         .process_group(0)
         .kill_on_drop(true);
-    for name in filter.hidden_now() {
+    for name in rules.env_filter.hidden_now() {
         cmd.env_remove(name);
+    }
+    if let Some(policy) = &rules.sandbox {
+        match policy.prepare(cwd, None) {
+            Ok(confinement) => confinement.install(cmd.as_std_mut()),
+            Err(e) => {
+                return Some(fail(
+                    format!(
+                        "cannot start `{}`: {e} (or set flow.validation_sandbox = false)",
+                        c.command
+                    ),
+                    String::new(),
+                ))
+            }
+        }
     }
     for (k, v) in env {
         cmd.env(k, v);
@@ -285,7 +326,7 @@ mod tests {
             ],
             dir.path(),
             &[("FLOW_X".into(), "seen".into())],
-            &EnvFilter::default(),
+            &CommandRules::default(),
             Duration::from_secs(30),
             &cancel,
         )
@@ -300,6 +341,57 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn validation_runs_in_the_sandbox_only_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let escape = outside.path().join("escape.txt");
+        let script = format!("echo in > inside.txt && echo out > {}", escape.display());
+        let commands = [cmd("sh", &["-c", &script])];
+        let cancel = CancellationToken::new();
+        let sandboxed = CommandRules {
+            sandbox: Some(SandboxPolicy::default()),
+            ..CommandRules::default()
+        };
+        let v = run_validation(
+            &commands,
+            dir.path(),
+            &[],
+            &sandboxed,
+            Duration::from_secs(30),
+            &cancel,
+        )
+        .await;
+        let Validation::Failed(results) = v else {
+            panic!("expected a failure, got {v:?}")
+        };
+        assert!(
+            results[0].output.contains("Permission denied"),
+            "{results:?}"
+        );
+        assert!(dir.path().join("inside.txt").is_file());
+        assert!(!escape.exists());
+        let v = run_validation(
+            &commands,
+            dir.path(),
+            &[],
+            &CommandRules::default(),
+            Duration::from_secs(30),
+            &cancel,
+        )
+        .await;
+        assert!(matches!(v, Validation::Passed(_)), "{v:?}");
+        assert!(escape.is_file());
+        let mut config = baton_protocol::config::Config::default();
+        assert!(CommandRules::for_config(&config, dir.path())
+            .sandbox
+            .is_none());
+        config.flow.validation_sandbox = Some(true);
+        assert!(CommandRules::for_config(&config, dir.path())
+            .sandbox
+            .is_some());
+    }
+
+    #[tokio::test]
     async fn a_missing_program_and_a_timeout_are_failures() {
         let dir = tempfile::tempdir().unwrap();
         let cancel = CancellationToken::new();
@@ -307,7 +399,7 @@ mod tests {
             &[cmd("definitely-not-a-program-xyz", &[])],
             dir.path(),
             &[],
-            &EnvFilter::default(),
+            &CommandRules::default(),
             Duration::from_secs(30),
             &cancel,
         )
@@ -318,7 +410,7 @@ mod tests {
             &[cmd("sh", &["-c", "sleep 5 & sleep 5"])],
             dir.path(),
             &[],
-            &EnvFilter::default(),
+            &CommandRules::default(),
             Duration::from_millis(200),
             &cancel,
         )
@@ -345,7 +437,7 @@ mod tests {
             &[cmd("sh", &["-c", "setsid sleep 100 & echo ok"])],
             dir.path(),
             &[],
-            &EnvFilter::default(),
+            &CommandRules::default(),
             Duration::from_secs(60),
             &cancel,
         )
@@ -374,7 +466,7 @@ mod tests {
             &[cmd("sleep", &["100"])],
             dir.path(),
             &[],
-            &EnvFilter::default(),
+            &CommandRules::default(),
             Duration::from_secs(60),
             &cancel,
         )

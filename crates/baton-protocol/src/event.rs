@@ -13,6 +13,16 @@ use crate::message::Usage;
 /// Version of the event stream, carried in `session.started`.
 pub const PROTOCOL_VERSION: u32 = 1;
 
+/// The sandbox of a session's `bash` commands, as `session.started` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxInfo {
+    pub mode: crate::sandbox::SandboxMode,
+    /// What a command may write (empty in `danger-full-access`: everything the user may).
+    pub writable: Vec<String>,
+    /// Whether commands may use the network.
+    pub network: bool,
+}
+
 /// One event of `baton agent --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
@@ -28,6 +38,9 @@ pub enum AgentEvent {
         /// True when this session continues an earlier transcript (`--resume`).
         #[serde(default)]
         resumed: bool,
+        /// How the session's `bash` commands are confined.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sandbox: Option<SandboxInfo>,
     },
     #[serde(rename = "turn.started")]
     TurnStarted { turn: u32 },

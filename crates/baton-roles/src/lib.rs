@@ -60,7 +60,7 @@ pub fn parse_role(text: &str, origin: &str, source: RoleSource) -> Result<RoleSp
     })?;
     let meta: RoleFrontmatter = serde_norway::from_str(yaml).map_err(|e| {
         invalid(format!(
-            "frontmatter: {e} (required: name, description, tools; optional: skills, mcp, isolation, model_class, backend, command)"
+            "frontmatter: {e} (required: name, description, tools; optional: skills, mcp, isolation, model_class, backend, command, sandbox)"
         ))
     })?;
     if meta.name.is_empty()

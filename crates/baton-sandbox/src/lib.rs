@@ -103,6 +103,41 @@ fn kernel_abi() -> i32 {
 }
 
 impl Policy {
+    /// The policy of the config's `[sandbox]` table with `mode` (chosen by the caller: a flag, the
+    /// role's `sandbox`, `sandbox.mode`, in that order). `~/` in `writable_roots` is the home
+    /// folder; a relative root is taken relative to `base` (the project root).
+    pub fn from_config(
+        cfg: &baton_protocol::config::SandboxConfig,
+        mode: SandboxMode,
+        base: &Path,
+    ) -> Policy {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let writable_roots = cfg
+            .writable_roots
+            .iter()
+            .map(|r| match (r.strip_prefix("~/"), &home) {
+                (Some(rest), Some(home)) => home.join(rest),
+                _ if r == "~" => home.clone().unwrap_or_else(|| PathBuf::from(r)),
+                _ => base.join(r),
+            })
+            .collect();
+        Policy {
+            mode,
+            writable_roots,
+            network: cfg.network.unwrap_or(false),
+        }
+    }
+
+    /// The mode that applies: the first of `flag`, `role` and `config` that is set, else
+    /// `workspace-write`.
+    pub fn choose_mode(
+        flag: Option<SandboxMode>,
+        role: Option<SandboxMode>,
+        config: Option<SandboxMode>,
+    ) -> SandboxMode {
+        flag.or(role).or(config).unwrap_or_default()
+    }
+
     /// Whether commands under this policy are confined at all.
     pub fn is_confined(&self) -> bool {
         self.mode != SandboxMode::DangerFullAccess
@@ -119,6 +154,15 @@ impl Policy {
         }
         out.extend(tmp.map(Path::to_path_buf));
         if self.mode == SandboxMode::WorkspaceWrite {
+            // A linked worktree keeps its index, refs and objects in the repository's common
+            // git dir, outside the worktree: committing there is part of working in it.
+            if let Some(common) =
+                baton_git::common_dir_of(workspace).map(|c| std::fs::canonicalize(&c).unwrap_or(c))
+            {
+                if !common.starts_with(workspace) {
+                    out.push(common);
+                }
+            }
             out.extend(self.writable_roots.iter().filter(|p| p.exists()).cloned());
         }
         out.push(PathBuf::from("/dev/null"));

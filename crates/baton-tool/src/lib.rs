@@ -17,6 +17,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use args::{parse_args, schema_for, ArgError};
+pub use baton_sandbox::{Policy as SandboxPolicy, SandboxMode};
 pub use env::EnvFilter;
 
 /// The default per-call timeout of `bash` when a context is built with [`ToolContext::new`].
@@ -39,6 +40,12 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// What `bash` commands do not get of baton's environment (provider keys and tokens).
     pub env_filter: EnvFilter,
+    /// How `bash` commands are confined (see `baton-sandbox`); `workspace-write` with the
+    /// network off by default. The workspace of the sandbox is `root`.
+    pub sandbox: SandboxPolicy,
+    /// The temp dir of the session: `bash` commands get it as `TMPDIR`, and a sandboxed command
+    /// may write in it. `None`: `TMPDIR` is left alone and no temp dir is writable.
+    pub tmp_dir: Option<PathBuf>,
 }
 
 impl ToolContext {
@@ -53,6 +60,8 @@ impl ToolContext {
             bash_timeout: DEFAULT_BASH_TIMEOUT,
             cancel: CancellationToken::new(),
             env_filter: EnvFilter::default(),
+            sandbox: SandboxPolicy::default(),
+            tmp_dir: None,
         }
     }
 
@@ -76,6 +85,13 @@ impl ToolContext {
     /// The same context with another environment filter for `bash`.
     pub fn with_env_filter(mut self, filter: EnvFilter) -> Self {
         self.env_filter = filter;
+        self
+    }
+
+    /// The same context with another sandbox for `bash` and the session's temp dir.
+    pub fn with_sandbox(mut self, sandbox: SandboxPolicy, tmp_dir: Option<PathBuf>) -> Self {
+        self.sandbox = sandbox;
+        self.tmp_dir = tmp_dir;
         self
     }
 

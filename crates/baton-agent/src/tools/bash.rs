@@ -6,6 +6,10 @@
 //! cancelled, the whole process group is killed: nothing the command started in the
 //! background outlives the call. Reading the pipe afterwards is bounded in time, so a process
 //! that left the group and still holds the pipe cannot hang the tool.
+//!
+//! The command runs confined by the context's sandbox (`baton-sandbox`): by default it may
+//! write only under the workspace root, the session's temp dir and `/dev/null`, and it has no
+//! network. When the kernel cannot confine it, nothing runs and the error names the config key.
 
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
@@ -71,8 +75,9 @@ impl Tool for BashTool {
                  the last {} KiB when longer. A non-zero exit code is reported as an error along with the \
                  output. The command is killed, with everything it started, when it times out (`timeout` \
                  seconds; default set by the host, at most {MAX_TIMEOUT_FACTOR}x that) and when it finishes: \
-                 background processes do not survive the call. Use it for builds, tests, git and other \
-                 programs; prefer `read`, `grep`, `find` and `ls` for looking at files.",
+                 background processes do not survive the call. The host may sandbox the command: writes \
+                 outside the workspace and its temp dir ($TMPDIR) and network access can be refused \
+                 (Permission denied). Use it for builds, tests, git and other programs; prefer `read`, `grep`, `find` and `ls` for looking at files.",
                 HEAD_BYTES / 1024,
                 TAIL_BYTES / 1024
             ),
@@ -189,6 +194,15 @@ async fn run_command(
     // Provider keys and tokens stay out of what the model runs (and out of what it reads back).
     for name in ctx.env_filter.hidden_now() {
         cmd.env_remove(name);
+    }
+    if let Some(tmp) = &ctx.tmp_dir {
+        cmd.env("TMPDIR", tmp);
+    }
+    // Confined before exec, so the shell and all it starts inherit the rules. A sandbox the
+    // kernel cannot provide refuses to run the command at all.
+    match ctx.sandbox.prepare(&ctx.root, ctx.tmp_dir.as_deref()) {
+        Ok(confinement) => confinement.install(cmd.as_std_mut()),
+        Err(e) => return Ok(ToolOutput::error(e.to_string())),
     }
     let spawned = cmd.spawn();
     // The command object holds our copies of the write end; drop them so EOF can arrive.

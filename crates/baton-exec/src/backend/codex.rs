@@ -68,14 +68,17 @@ pub(super) fn launch(
         args.push("-c".into());
         args.push(format!("model_reasoning_effort={}", toml_string(effort)));
     }
-    // Codex's own default sandbox may be read-only; a role that edits or runs commands needs
-    // writes to its working directory, and a read-only role gets no more than reading.
+    // The role's `sandbox` is passed on (codex's modes have the same names). Without one:
+    // codex's own default may be read-only; a role that edits or runs commands needs writes to
+    // its working directory, and a read-only role gets no more than reading.
     let tools = &spec.role.meta.tools;
     args.push("--sandbox".into());
-    if tools.iter().any(|t| WRITING_TOOLS.contains(&t.as_str())) {
-        args.push("workspace-write".into());
-    } else {
-        args.push("read-only".into());
+    match spec.role.meta.sandbox {
+        Some(mode) => args.push(mode.as_str().into()),
+        None if tools.iter().any(|t| WRITING_TOOLS.contains(&t.as_str())) => {
+            args.push("workspace-write".into())
+        }
+        None => args.push("read-only".into()),
     }
     args.push("-".into());
     let stdin = if spec.role.body.trim().is_empty() {

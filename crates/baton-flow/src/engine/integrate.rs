@@ -405,7 +405,7 @@ impl Run<'_> {
             &u.spec.validation,
             &d.wt.path,
             &vars,
-            &self.env.env_filter,
+            &self.env.command_rules,
             self.env.delegate.limits.max_timeout,
             self.cancel,
         )

@@ -1,0 +1,211 @@
+//! The sandbox of `bash` through the built binary: a scripted model's commands cannot write
+//! outside the workspace, write nothing in `read-only`, reach no network unless asked, and
+//! run not at all where the kernel cannot confine them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Output;
+
+use baton_protocol::sandbox::SandboxMode;
+use baton_protocol::{AgentEvent, ItemKind, SandboxInfo};
+use baton_testkit::fixture::{assert_exit, Sandbox};
+use baton_testkit::{MockServer, Turn};
+use serde_json::json;
+
+fn project(server: &MockServer, extra_config: &str) -> Sandbox {
+    Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .baton_config(&format!(
+            "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"MOCK_API_KEY\"\n{extra_config}",
+            server.url()
+        ))
+        .env("MOCK_API_KEY", "test-key")
+}
+
+fn one_command(command: &str) -> MockServer {
+    MockServer::builder()
+        .turn(Turn::tool_call(
+            "call_b",
+            "bash",
+            json!({ "command": command }),
+        ))
+        .turn(Turn::text("Done."))
+        .start_blocking()
+}
+
+fn events(out: &Output) -> Vec<AgentEvent> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn sandbox_of(events: &[AgentEvent]) -> SandboxInfo {
+    match &events[0] {
+        AgentEvent::SessionStarted {
+            sandbox: Some(s), ..
+        } => s.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// What the model got back from its one `bash` call.
+fn bash_result(server: &MockServer) -> String {
+    let requests = server.model_requests();
+    let results = requests.last().unwrap().tool_results();
+    assert_eq!(results.len(), 1);
+    results[0].text.clone()
+}
+
+#[test]
+fn a_scripted_command_cannot_write_outside_the_workspace() {
+    let outside = tempfile::tempdir().unwrap();
+    let escape = outside.path().join("escape.txt");
+    let server = one_command(&format!(
+        "echo in > inside.txt && echo t > \"$TMPDIR/t.txt\" && echo out > {}",
+        escape.display()
+    ));
+    let p = project(&server, "");
+    let out = p.run(&["agent", "--json", "--model", "mock/m", "write files"]);
+    assert_exit(&out, 0);
+    let evs = events(&out);
+    let info = sandbox_of(&evs);
+    assert_eq!(info.mode, SandboxMode::WorkspaceWrite);
+    assert!(!info.network);
+    let work = std::fs::canonicalize(p.work()).unwrap();
+    assert_eq!(info.writable[0], work.display().to_string());
+    assert!(
+        info.writable.iter().any(|w| w.contains("baton-session-")),
+        "{info:?}"
+    );
+    assert!(p.work().join("inside.txt").is_file());
+    assert!(!escape.exists(), "the command wrote outside the workspace");
+    let result = bash_result(&server);
+    assert!(result.contains("Permission denied"), "{result}");
+    // The session's temp dir is removed when the session ends.
+    let tmp = info
+        .writable
+        .iter()
+        .find(|w| w.contains("baton-session-"))
+        .unwrap();
+    assert!(!std::path::Path::new(tmp).exists());
+    server.assert_tool_results_answer_calls();
+}
+
+#[test]
+fn a_read_only_role_writes_nothing_in_the_workspace() {
+    let server = one_command("echo x > made.txt; rm -f keep.txt; ls");
+    let p = project(&server, "");
+    std::fs::write(p.work().join("keep.txt"), "keep").unwrap();
+    // The built-in scout has bash and the read-only sandbox.
+    let out = p.run(&[
+        "agent", "--json", "--role", "scout", "--model", "mock/m", "look",
+    ]);
+    assert_exit(&out, 0);
+    assert_eq!(sandbox_of(&events(&out)).mode, SandboxMode::ReadOnly);
+    assert!(!p.work().join("made.txt").exists());
+    assert!(p.work().join("keep.txt").is_file());
+    assert!(bash_result(&server).contains("keep.txt"));
+}
+
+#[test]
+fn the_network_is_refused_unless_the_config_allows_it() {
+    for (config, allowed) in [("", false), ("[sandbox]\nnetwork = true\n", true)] {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = one_command(&format!(
+            "exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"
+        ));
+        let p = project(&server, config);
+        let out = p.run(&["agent", "--json", "--model", "mock/m", "connect"]);
+        assert_exit(&out, 0);
+        assert_eq!(sandbox_of(&events(&out)).network, allowed);
+        let result = bash_result(&server);
+        assert_eq!(result.contains("connected"), allowed, "{config}: {result}");
+    }
+}
+
+#[test]
+fn without_landlock_commands_fail_closed_and_full_access_is_announced() {
+    let server = one_command("echo x > made.txt");
+    let p = project(&server, "").env("BATON_SANDBOX_ABI", "0");
+    let out = p.run(&["agent", "--json", "--model", "mock/m", "write"]);
+    assert_exit(&out, 0);
+    let result = bash_result(&server);
+    assert!(result.contains("needs Landlock"), "{result}");
+    assert!(
+        result.contains("sandbox.mode = \"danger-full-access\""),
+        "{result}"
+    );
+    assert!(
+        !p.work().join("made.txt").exists(),
+        "the command ran unconfined"
+    );
+    let failed = events(&out).iter().any(|e| match e {
+        AgentEvent::ItemCompleted { item } => {
+            matches!(item.kind, ItemKind::ToolCall { .. })
+                && item.status == baton_protocol::ItemStatus::Failed
+        }
+        _ => false,
+    });
+    assert!(failed);
+
+    // The explicit opt-in runs it, and text mode says so in the session header.
+    let server = one_command("echo x > made.txt");
+    let p = project(&server, "").env("BATON_SANDBOX_ABI", "0");
+    let out = p.run(&[
+        "agent",
+        "--sandbox",
+        "danger-full-access",
+        "--model",
+        "mock/m",
+        "write",
+    ]);
+    assert_exit(&out, 0);
+    assert!(p.work().join("made.txt").is_file());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("sandbox danger-full-access: bash commands run unconfined"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn writable_roots_are_listed_and_writable() {
+    let cache = tempfile::tempdir().unwrap();
+    let server = one_command(&format!("echo c > {}/c.txt", cache.path().display()));
+    let p = project(
+        &server,
+        &format!(
+            "[sandbox]\nwritable_roots = [\"{}\"]\n",
+            cache.path().display()
+        ),
+    );
+    let out = p.run(&["agent", "--model", "mock/m", "cache"]);
+    assert_exit(&out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("sandbox workspace-write: bash may write only"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&cache.path().display().to_string()),
+        "{stderr}"
+    );
+    assert!(stderr.contains("network off"), "{stderr}");
+    assert!(cache.path().join("c.txt").is_file());
+}
+
+#[test]
+fn a_bad_sandbox_mode_names_the_key_and_the_values() {
+    let server = one_command("true");
+    let p = project(&server, "[sandbox]\nmode = \"full\"\n");
+    let out = p.run(&["agent", "--model", "mock/m", "x"]);
+    assert_exit(&out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("mode"), "{stderr}");
+    assert!(stderr.contains("workspace-write"), "{stderr}");
+    assert!(server.model_requests().is_empty());
+    let out = p.run(&["agent", "--sandbox", "open", "--model", "mock/m", "x"]);
+    assert_exit(&out, 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("read-only"));
+}
