@@ -79,6 +79,26 @@ enum RolesAction {
 }
 
 fn main() -> ExitCode {
+    // `baton __guard FD PROGRAM ARGS…`: stand guard over one command (baton_process::guard).
+    // Checked before anything else runs, while this process has one thread.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv
+        .get(1)
+        .is_some_and(|a| a == baton_process::guard::GUARD_ARG)
+    {
+        let code = baton_process::guard::main(&argv[2..]);
+        return ExitCode::from(u8::try_from(code).unwrap_or(exit::FAILED));
+    }
+    // Every command and child agent this process starts runs under a guard: this binary.
+    match std::env::current_exe() {
+        Ok(exe) => baton_process::guard::set_program(exe),
+        Err(e) => {
+            eprintln!(
+                "baton: cannot find its own program, needed to guard the processes it starts: {e}"
+            );
+            return ExitCode::from(exit::FAILED);
+        }
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -377,11 +377,20 @@ fn print_state(state: &background::TaskState, json_mode: bool) {
         if state.entries.len() == 1 { "y" } else { "ies" },
         state.created
     );
-    for (name, role, s) in &state.entries {
+    let live = state.live_children();
+    for (i, (name, role, s)) in state.entries.iter().enumerate() {
         let s = match s {
-            Some(s) => s.as_str(),
-            None if phase == Phase::Running || phase == Phase::Starting => "running or queued",
-            None => "unknown",
+            Some(s) => s.as_str().to_string(),
+            None if phase == Phase::Running || phase == Phase::Starting => {
+                "running or queued".to_string()
+            }
+            None => match live.iter().find(|(j, _)| *j == i) {
+                Some((_, p)) => format!(
+                    "interrupted, but its child (pid {}) still runs: `baton task cancel {}` stops it",
+                    p.pid, state.id
+                ),
+                None => "interrupted: its supervisor ended without finishing it, and nothing of it runs".to_string(),
+            },
         };
         outln!("  {name} ({role}): {s}");
     }
@@ -460,6 +469,26 @@ fn cancel(cwd: Option<PathBuf>, id: &str) -> Result<u8> {
                 return Ok(exit::OK);
             }
             outln!("cancelling {id}; `baton task wait {id}` shows the final report");
+            Ok(exit::OK)
+        }
+        (Phase::Interrupted, _) => {
+            // The supervisor died; whatever of its children still runs (they are normally killed
+            // by their guards with it) is stopped here, each checked by its recorded identity.
+            let live = state.live_children();
+            for (_, p) in &live {
+                p.signal_group(baton_process::Signal::SIGKILL);
+            }
+            if live.is_empty() {
+                outln!(
+                    "{id} was interrupted (its supervisor ended without finishing); nothing runs"
+                );
+            } else {
+                outln!(
+                    "{id} was interrupted (its supervisor ended without finishing); stopped {} child process group{}",
+                    live.len(),
+                    if live.len() == 1 { "" } else { "s" }
+                );
+            }
             Ok(exit::OK)
         }
         (phase, _) => {

@@ -332,7 +332,7 @@ fn a_killed_process_is_interrupted_and_resume_finishes_without_merging_twice() {
 }
 
 #[test]
-fn resume_stops_the_implementer_a_killed_driver_left_running() {
+fn a_killed_drivers_implementer_dies_with_it_and_resume_relaunches() {
     let fx = Fx::new();
     let d = fx.roles.dir();
     // The first launch of a's implementer records its pid and waits (for a file nobody writes);
@@ -371,29 +371,24 @@ fn resume_stops_the_implementer_a_killed_driver_left_running() {
         wait_until(Duration::from_secs(60), || {
             std::fs::read_dir(&flows).is_ok_and(|entries| {
                 entries.flatten().any(|e| {
-                    std::fs::read_to_string(e.path()).is_ok_and(|t| {
-                        t.contains("\"type\":\"unit.implementer_spawned\"")
-                            && t.contains(&format!("\"pid\":{old}"))
-                    })
+                    std::fs::read_to_string(e.path())
+                        .is_ok_and(|t| t.contains("\"type\":\"unit.implementer_spawned\""))
                 })
             })
         }),
         "timed out waiting for unit.implementer_spawned in the log"
     );
+    // SIGKILL: the driver cannot clean up, its implementer's guard does.
     driver.kill().unwrap();
     driver.wait().unwrap();
     assert!(
-        baton_process::alive(old),
-        "the implementer outlives its killed driver"
+        wait_until(Duration::from_secs(1), || !baton_process::alive(old)),
+        "the implementer outlived its SIGKILLed driver by more than 1 s"
     );
     assert_eq!(phase(&fx), "interrupted");
 
     let out = fx.sb.run(&["flow", "resume", "--json"]);
     assert_exit(&out, 0);
-    assert!(
-        !baton_process::alive(old),
-        "resume killed the old implementer"
-    );
     assert_eq!(report(&out)["flow"]["phase"], "completed");
     assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);
     assert_eq!(fx.sb.worktrees().len(), 0);

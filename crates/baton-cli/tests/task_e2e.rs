@@ -588,9 +588,12 @@ fn cancel_never_signals_a_process_that_reused_the_supervisors_pid() {
         "request": {"mode": "single", "entries": [{"role": "r", "name": "n", "task": "t"}]}});
     // The supervisor that had `pid` started one tick earlier than the process that has it now.
     let started = json!({"type": "task.started", "pid": pid, "start_time": start_time - 1});
+    // Its entry's child, recorded the same way: also another process now.
+    let child = json!({"type": "entry", "index": 0, "event": {"type": "activity",
+        "activity": {"type": "started", "pid": pid, "start_time": start_time - 1}}});
     std::fs::write(
         tasks.join("tgone.events.jsonl"),
-        format!("{created}\n{started}\n"),
+        format!("{created}\n{started}\n{child}\n"),
     )
     .unwrap();
 
@@ -600,7 +603,7 @@ fn cancel_never_signals_a_process_that_reused_the_supervisors_pid() {
     assert_eq!(status["phase"], "interrupted", "{status}");
     let c = p.run(&["task", "cancel", "tgone"]);
     assert_exit(&c, 0);
-    assert!(stdout(&c).contains("nothing to cancel"), "{}", stdout(&c));
+    assert!(stdout(&c).contains("nothing runs"), "{}", stdout(&c));
     assert!(
         other.try_wait().unwrap().is_none(),
         "the unrelated process was signalled"

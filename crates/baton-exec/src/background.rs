@@ -108,18 +108,24 @@ impl RecordedProcess {
     /// Sends `signal` if the recorded process still runs; `false` (nothing sent) when it is gone
     /// or its pid now belongs to another process.
     pub fn signal(&self, signal: baton_process::Signal) -> bool {
-        let identity = match self.start_time {
+        self.identity().is_some_and(|i| i.signal(signal))
+    }
+
+    /// Sends `signal` to the process group the recorded process leads, if it still runs and
+    /// leads it; `false` (nothing sent) otherwise.
+    pub fn signal_group(&self, signal: baton_process::Signal) -> bool {
+        self.identity().is_some_and(|i| i.signal_group(signal))
+    }
+
+    fn identity(&self) -> Option<Identity> {
+        Some(match self.start_time {
             Some(start_time) => Identity {
                 pid: self.pid,
                 start_time,
             },
             // An older log: the best that can be done is the process that has the pid now.
-            None => match Identity::of(self.pid) {
-                Ok(identity) => identity,
-                Err(_) => return false,
-            },
-        };
-        identity.signal(signal)
+            None => Identity::of(self.pid).ok()?,
+        })
     }
 }
 
@@ -166,6 +172,8 @@ pub struct TaskState {
     pub failure: Option<String>,
     /// Last known status per entry (`None` while queued or running).
     pub entries: Vec<(String, String, Option<EntryStatus>)>,
+    /// The child process each entry started last, as recorded (`None`: not started).
+    pub children: Vec<Option<RecordedProcess>>,
     pub report: Option<DelegateReport>,
 }
 
@@ -211,6 +219,20 @@ impl TaskState {
         }
     }
 
+    /// The recorded children of unfinished entries that still run (index, process): after an
+    /// interrupted supervisor, what `cancel` has left to stop.
+    pub fn live_children(&self) -> Vec<(usize, RecordedProcess)> {
+        self.entries
+            .iter()
+            .zip(&self.children)
+            .enumerate()
+            .filter_map(|(i, ((_, _, status), child))| match (status, child) {
+                (None, Some(p)) if p.is_alive() => Some((i, *p)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The supervisor process to signal, as recorded.
     pub fn supervisor_process(&self) -> Option<RecordedProcess> {
         self.supervisor.or(self.spawned)
@@ -234,12 +256,14 @@ pub fn load(state: &StateDir, id: &str) -> Result<TaskState, TaskStoreError> {
                 cwd,
                 request,
             } => {
-                let entries = request
+                let entries: Vec<(String, String, Option<EntryStatus>)> = request
                     .entries
                     .iter()
                     .map(|e| (e.name.clone(), e.role.clone(), None))
                     .collect();
+                let children = vec![None; entries.len()];
                 state = Some(TaskState {
+                    children,
                     id,
                     created,
                     cwd,
@@ -266,13 +290,24 @@ pub fn load(state: &StateDir, id: &str) -> Result<TaskState, TaskStoreError> {
                     s.failure = Some(message);
                 }
             }
-            TaskEvent::Entry { index, event } => {
-                if let (Some(s), EntryEvent::Finished { status }) = (state.as_mut(), event) {
+            TaskEvent::Entry { index, event } => match (state.as_mut(), event) {
+                (Some(s), EntryEvent::Finished { status }) => {
                     if let Some(slot) = s.entries.get_mut(index) {
                         slot.2 = Some(status);
                     }
                 }
-            }
+                (
+                    Some(s),
+                    EntryEvent::Activity {
+                        activity: crate::types::Activity::Started { pid, start_time },
+                    },
+                ) => {
+                    if let Some(slot) = s.children.get_mut(index) {
+                        *slot = Some(recorded(pid, start_time));
+                    }
+                }
+                (Some(_) | None, _) => {}
+            },
             TaskEvent::Completed { report } => {
                 if let Some(s) = state.as_mut() {
                     s.report = Some(report);

@@ -199,9 +199,18 @@ async fn supervise(
             ),
         ));
     }
-    let mut cmd = Command::new(&launch.program);
-    cmd.args(&launch.args)
-        .envs(launch.env.iter().map(|(k, v)| (k, v)))
+    // The child runs under a guard (a mode of the baton binary) that kills everything it leaves
+    // behind, and everything at all when this process dies, even by SIGKILL.
+    let args: Vec<std::ffi::OsString> = launch.args.iter().map(Into::into).collect();
+    let path = launch
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| std::ffi::OsStr::new(v.as_str()));
+    let (guarded, link) = baton_process::guard::guarded(launch.program.as_os_str(), &args, path)
+        .map_err(|e| spawn_error(&launch, &e))?;
+    let mut cmd = Command::from(guarded);
+    cmd.envs(launch.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&launch.cwd)
         .stdin(if launch.stdin.is_some() {
             Stdio::piped()
@@ -214,7 +223,7 @@ async fn supervise(
     let mut child = cmd.spawn().map_err(|e| spawn_error(&launch, &e))?;
     let started = Instant::now();
     let pid = child.id().unwrap_or(0);
-    let mut guard = GroupGuard::new(Some(pid));
+    let mut guard = GroupGuard::with_link(Some(pid), link);
 
     // The task goes in on its own task, so a child that reads slowly cannot block the reading of
     // its output; the pipe is closed when the text is written.
@@ -233,7 +242,8 @@ async fn supervise(
     let mut reader = StreamReader::new(launch.format);
     // The stderr tail only: the last lines say how a child ended.
     let mut tail = ByteSink::new(0, STDERR_TAIL);
-    let mut pending: Vec<Activity> = vec![Activity::Started { pid }];
+    let start_time = baton_process::Identity::of(pid).ok().map(|i| i.start_time);
+    let mut pending: Vec<Activity> = vec![Activity::Started { pid, start_time }];
 
     let max_deadline = started + limits.max_timeout;
     let mut idle_deadline = started + limits.idle_timeout;

@@ -67,8 +67,14 @@ impl Default for Limits {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Activity {
-    /// The child process started (after the permit and preparation).
-    Started { pid: u32 },
+    /// The child process started (after the permit and preparation): its pid (the guard's, when
+    /// it runs under one: the process to signal) and start time, so a later reader can tell it
+    /// from a process that reused the pid.
+    Started {
+        pid: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start_time: Option<u64>,
+    },
     /// The model is thinking or streaming text.
     Thinking,
     ToolStart {

@@ -58,7 +58,7 @@ async fn run_one(
 
 fn pid_of(activity: &[Activity]) -> i32 {
     match activity.first() {
-        Some(Activity::Started { pid }) => *pid as i32,
+        Some(Activity::Started { pid, .. }) => *pid as i32,
         other => panic!("expected Started first, got {other:?}"),
     }
 }
@@ -812,7 +812,7 @@ async fn spawn_prepare_and_callback_errors() {
             &budget,
             &cancel,
             &mut |a| match a {
-                Activity::Started { pid: p } => pid = p as i32,
+                Activity::Started { pid: p, .. } => pid = p as i32,
                 Activity::MessageEnd { .. } => panic!("the caller's status view broke"),
                 _ => {}
             },
@@ -863,7 +863,7 @@ async fn dropping_the_run_kills_the_group() {
     let cancel = CancellationToken::new();
     let pid = AtomicI32::new(0);
     let mut note = |a: Activity| {
-        if let Activity::Started { pid: p } = a {
+        if let Activity::Started { pid: p, .. } = a {
             pid.store(p as i32, Ordering::SeqCst);
         }
     };

@@ -8,6 +8,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use baton_exec::executor::{POST_EXIT_HARD, POST_EXIT_IDLE};
+use baton_process::{GroupGuard, Signal};
 use baton_tool::{EnvFilter, SandboxPolicy};
 use tokio_util::sync::CancellationToken;
 
@@ -113,14 +114,24 @@ async fn run_one(
         Ok(w) => w,
         Err(e) => return Some(fail(format!("cannot create a pipe: {e}"), String::new())),
     };
-    let mut cmd = tokio::process::Command::new(&c.command);
-    cmd.args(&c.args)
-        .current_dir(cwd)
+    // Under a guard: nothing the command starts outlives it, even outside its group.
+    let args: Vec<std::ffi::OsString> = c.args.iter().map(Into::into).collect();
+    let (guarded, link) =
+        match baton_process::guard::guarded(std::ffi::OsStr::new(&c.command), &args, None) {
+            Ok(x) => x,
+            Err(e) => {
+                return Some(fail(
+                    format!("cannot start `{}`: {e}", c.command),
+                    String::new(),
+                ))
+            }
+        };
+    let mut cmd = tokio::process::Command::from(guarded);
+    cmd.current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::from(writer))
         .stderr(Stdio::from(writer2))
-        .process_group(0)
-        .kill_on_drop(true);
+        .process_group(0);
     for name in rules.env_filter.hidden_now() {
         cmd.env_remove(name);
     }
@@ -153,11 +164,12 @@ async fn run_one(
     };
     // The parent's copies of the write ends live in `cmd`; drop them so EOF can arrive.
     drop(cmd);
-    let pgid = child.id().map(|p| p as i32);
+    // Kills the group (through the guard, when there is one) if this future is dropped.
+    let mut guard = GroupGuard::with_link(child.id(), link);
     let mut reader = match tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
         Ok(r) => Some(r),
         Err(e) => {
-            kill_group(pgid);
+            guard.signal(Signal::SIGKILL);
             let _ = child.wait().await;
             return Some(fail(
                 format!("cannot read the command's output: {e}"),
@@ -181,7 +193,7 @@ async fn run_one(
         }
     };
     // Whatever happened, nothing of the command's group may outlive it.
-    kill_group(pgid);
+    guard.signal(Signal::SIGKILL);
     let _ = child.wait().await;
     if matches!(outcome, Err(true)) {
         return None;
@@ -233,15 +245,6 @@ async fn run_one(
             duration_ms,
         }),
         Err(true) => None,
-    }
-}
-
-fn kill_group(pgid: Option<i32>) {
-    if let Some(pgid) = pgid {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pgid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
     }
 }
 

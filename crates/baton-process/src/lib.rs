@@ -13,6 +13,8 @@
 //! Process inspection reads Linux's `/proc`; on other systems those calls return
 //! [`ProcessError::Unsupported`] (and [`alive`] is false) instead of guessing.
 
+pub mod guard;
+
 use std::path::{Path, PathBuf};
 
 use nix::sys::signal::killpg;
@@ -197,17 +199,30 @@ pub fn group_exists(pgid: u32) -> bool {
 
 /// Owns the process group of a child started with `process_group(0)` (so its pgid is its pid).
 /// Dropped while armed, it SIGKILLs the group.
+///
+/// A child started through [`guard::guarded`] is a guard process that leads the group; the
+/// guard's [`guard::Link`] is kept here, and SIGKILL then means "close the link": the guard kills
+/// the program's group and every descendant that escaped it, then exits (a SIGKILL to the
+/// guard itself would stop it from doing so).
 #[derive(Debug)]
 pub struct GroupGuard {
     pgid: Option<u32>,
+    link: guard::Link,
 }
 
 impl GroupGuard {
     /// A guard for the group led by `pid`; `None` (a child that has already been reaped) guards
     /// nothing.
     pub fn new(pid: Option<u32>) -> Self {
+        GroupGuard::with_link(pid, guard::Link::default())
+    }
+
+    /// A guard for the group led by `pid`, a guard process on the other end of `link`.
+    pub fn with_link(pid: Option<u32>, mut link: guard::Link) -> Self {
+        link.started();
         GroupGuard {
             pgid: pid.filter(|p| *p > 1),
+            link,
         }
     }
 
@@ -218,8 +233,10 @@ impl GroupGuard {
 
     /// Sends `signal` to the group (ESRCH, nobody left, is ignored: it is the normal case late in
     /// a run).
-    pub fn signal(&self, signal: Signal) {
-        if let Some(pgid) = self.pgid {
+    pub fn signal(&mut self, signal: Signal) {
+        if signal == Signal::SIGKILL && self.link.is_guarded() {
+            self.link.kill();
+        } else if let Some(pgid) = self.pgid {
             kill_group(pgid, signal);
         }
     }
@@ -231,19 +248,29 @@ impl GroupGuard {
 
     /// SIGKILLs what is left of the group and disarms the guard.
     pub fn sweep(&mut self) {
-        self.signal(Signal::SIGKILL);
-        self.pgid = None;
+        self.link.kill();
+        if let Some(pgid) = self.pgid.take() {
+            kill_group(pgid, Signal::SIGKILL);
+        }
     }
 
-    /// Stops guarding without signalling (the group is someone else's to end now).
+    /// Stops guarding without signalling (the group is someone else's to end now). A guard
+    /// process on the link still ends everything when this process exits.
     pub fn disarm(&mut self) {
         self.pgid = None;
+        std::mem::forget(std::mem::take(&mut self.link));
     }
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        self.signal(Signal::SIGKILL);
+        // A guard process finishes the job itself once its link closes; killing it now would
+        // stop it half-way.
+        let guarded = self.link.is_guarded();
+        self.link.kill();
+        if !guarded {
+            self.signal(Signal::SIGKILL);
+        }
     }
 }
 

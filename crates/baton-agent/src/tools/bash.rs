@@ -178,10 +178,12 @@ async fn run_command(
     let out_fd: OwnedFd = tx.into_blocking_fd()?;
     let err_fd = out_fd.try_clone()?;
 
-    let mut cmd = tokio::process::Command::new(shell());
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(cwd)
+    // Under a guard (when the binary has one): what the command leaves running is killed when
+    // it ends, even if it left the process group, and everything dies with baton.
+    let (guarded, link) =
+        baton_process::guard::guarded(shell().as_os_str(), &["-c".into(), command.into()], None)?;
+    let mut cmd = tokio::process::Command::from(guarded);
+    cmd.current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::from(out_fd))
         .stderr(Stdio::from(err_fd))
@@ -189,8 +191,7 @@ async fn run_command(
         .env("PAGER", "cat")
         .env("GIT_PAGER", "cat")
         .env("GIT_TERMINAL_PROMPT", "0")
-        .process_group(0)
-        .kill_on_drop(true);
+        .process_group(0);
     // Provider keys and tokens stay out of what the model runs (and out of what it reads back).
     for name in ctx.env_filter.hidden_now() {
         cmd.env_remove(name);
@@ -209,7 +210,7 @@ async fn run_command(
     drop(cmd);
     let mut child = spawned?;
     // Kills the group if this future is dropped half-way (the agent loop aborting the call).
-    let guard = GroupGuard::new(child.id());
+    let mut guard = GroupGuard::with_link(child.id(), link);
 
     let started = Instant::now();
     let deadline = started + timeout;

@@ -96,7 +96,7 @@ impl Run<'_> {
         let observer = self.env.observer.clone();
         let role_name = role.spec.meta.name.clone();
         let mut on_activity = move |a: Activity| {
-            if let (Activity::Started { pid }, Some(attempt)) = (&a, implementer_attempt) {
+            if let (Activity::Started { pid, .. }, Some(attempt)) = (&a, implementer_attempt) {
                 // Recorded so a driver that takes over after this one died can stop it.
                 if let Err(e) = self.emit(FlowEvent::ImplementerSpawned {
                     unit: unit.to_string(),
