@@ -87,6 +87,18 @@ fn a_sigkilled_foreground_task_leaves_nothing_running() {
     }
     sigkill(&mut baton);
     assert_all_dead_within_a_second(&pids, "a SIGKILLed `baton task`");
+
+    // The killed run could not remove its frozen-roles folder; the next run does.
+    let roles = p.work().join(".baton/state/roles");
+    let left = || std::fs::read_dir(&roles).map_or(0, |d| d.count());
+    assert_eq!(left(), 1);
+    p.write(
+        ".baton/roles/quick.md",
+        "---\nname: quick\ndescription: q\ntools: []\nbackend: command\ncommand: [echo, ok]\n---\nRun.\n",
+    );
+    let out = p.run(&["task", "--role", "quick", "--name", "q", "go"]);
+    assert_exit(&out, 0);
+    assert_eq!(left(), 0, "the killed run's frozen roles are still there");
 }
 
 #[test]

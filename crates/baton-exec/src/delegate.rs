@@ -110,6 +110,10 @@ pub async fn run_delegation(
     // Best effort: a project outside git, or an unwritable exclude file, only means git shows
     // the folder.
     let _ = env.state.ensure_excluded();
+    // Folders of frozen roles that killed runs left behind go now; this run's is marked as its
+    // own, so that a later run can tell the difference.
+    env.state.sweep_frozen_roles();
+    let _ = env.state.claim_frozen_roles(run_id);
     for (i, e) in req.entries.iter().enumerate() {
         progress(
             i,

@@ -18,6 +18,17 @@ pub use ids::{check_id, IdError, IdKind};
 pub use lock::{FileLock, LockError};
 pub use log::{read_snapshot, write_snapshot, Durability, JsonlLog, LogError};
 
+/// The file in a frozen-roles folder naming the process that uses it.
+const OWNER_FILE: &str = ".owner";
+
+fn parse_owner(text: &str) -> Option<baton_process::Identity> {
+    let mut parts = text.split_whitespace();
+    Some(baton_process::Identity {
+        pid: parts.next()?.parse().ok()?,
+        start_time: parts.next()?.parse().ok()?,
+    })
+}
+
 /// The line `info/exclude` gets so that `.baton/state/` never shows up as untracked files.
 pub const STATE_EXCLUDE: &str = "/.baton/state/";
 
@@ -104,6 +115,51 @@ impl StateDir {
         Ok(self.root.join("roles").join(run))
     }
 
+    /// Creates `roles/<run>/` for the calling process: its `.owner` file names this process
+    /// (pid and start time), so that [`StateDir::sweep_frozen_roles`] can tell a folder whose
+    /// run was killed from one in use.
+    pub fn claim_frozen_roles(&self, run: &str) -> std::io::Result<PathBuf> {
+        let dir = self
+            .frozen_roles(run)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        std::fs::create_dir_all(&dir)?;
+        let me = baton_process::Identity::of(std::process::id())
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        std::fs::write(
+            dir.join(OWNER_FILE),
+            format!("{} {}\n", me.pid, me.start_time),
+        )?;
+        Ok(dir)
+    }
+
+    /// Removes every `roles/<run>/` left by a run that was killed before it could remove it: its
+    /// owner process is gone, or it has no owner file and is older than ten minutes (written by
+    /// an older baton). Returns how many folders it removed.
+    pub fn sweep_frozen_roles(&self) -> usize {
+        let Ok(entries) = std::fs::read_dir(self.root.join("roles")) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let dir = entry.path();
+            let owner = std::fs::read_to_string(dir.join(OWNER_FILE)).ok();
+            let stale = match owner.as_deref().map(parse_owner) {
+                Some(Some(owner)) => !owner.is_alive(),
+                Some(None) => true,
+                None => entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > std::time::Duration::from_secs(600)),
+            };
+            if stale && dir.is_dir() && std::fs::remove_dir_all(&dir).is_ok() {
+                removed += 1;
+            }
+        }
+        removed
+    }
+
     pub fn flows(&self) -> PathBuf {
         self.root.join("flows")
     }
@@ -165,6 +221,38 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+
+    #[test]
+    fn frozen_roles_of_dead_runs_are_swept_and_live_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::at(dir.path());
+        let mine = state.claim_frozen_roles("r-mine").unwrap();
+        let mut dead = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let identity = baton_process::Identity::of(dead.id()).unwrap();
+        dead.kill().unwrap();
+        dead.wait().unwrap();
+        let killed = state.frozen_roles("r-killed").unwrap();
+        std::fs::create_dir_all(&killed).unwrap();
+        std::fs::write(
+            killed.join(OWNER_FILE),
+            format!("{} {}\n", identity.pid, identity.start_time),
+        )
+        .unwrap();
+        let garbled = state.frozen_roles("r-garbled").unwrap();
+        std::fs::create_dir_all(&garbled).unwrap();
+        std::fs::write(garbled.join(OWNER_FILE), "nonsense").unwrap();
+        // No owner and new: maybe a run between creating its folder and claiming it.
+        let fresh = state.frozen_roles("r-fresh").unwrap();
+        std::fs::create_dir_all(&fresh).unwrap();
+        assert_eq!(state.sweep_frozen_roles(), 2);
+        assert!(mine.is_dir());
+        assert!(fresh.is_dir());
+        assert!(!killed.exists());
+        assert!(!garbled.exists());
+    }
     use pretty_assertions::assert_eq;
 
     #[test]
