@@ -91,7 +91,7 @@ fn main() -> ExitCode {
     }
     // Every command and child agent this process starts runs under a guard: this binary.
     match std::env::current_exe() {
-        Ok(exe) => baton_process::guard::set_program(exe),
+        Ok(exe) => baton_process::guard::set_program(Some(exe)),
         Err(e) => {
             eprintln!(
                 "baton: cannot find its own program, needed to guard the processes it starts: {e}"

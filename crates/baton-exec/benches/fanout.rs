@@ -7,7 +7,8 @@
 //!   the [`launch_for`] argv (`--role-file`, task on stdin), `BATON_CHILD=1` and the task env.
 //!   The gap bare → launch is the child's own cost of being started that way; launch → executor
 //!   is the executor's.
-//! - **executor**: [`Executor::new`]`(C)` running all N tasks at once, as delegation does
+//! - **executor**: [`Executor::new`]`(C)` running all N tasks at once, as delegation does, each
+//!   child under its guard (`baton __guard`) as in the binary
 //!   (`join_all` of `Executor::run`); each run's prepare step writes the frozen role file and
 //!   calls [`launch_for`] (backend `baton`), as `delegate::run_entry` does.
 //!
@@ -708,6 +709,8 @@ fn main() -> ExitCode {
 }
 
 fn run(opts: &Opts) -> Result<bool, String> {
+    // The executor's children run under the guard, as in the `baton` binary.
+    baton_process::guard::set_program(Some(opts.baton.clone()));
     let dir = tempfile::Builder::new()
         .prefix("baton-fanout-")
         .tempdir()

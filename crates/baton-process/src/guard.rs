@@ -23,7 +23,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{SigSet, SigmaskHow, Signal};
@@ -38,17 +38,20 @@ pub const GUARD_ARG: &str = "__guard";
 pub const LEFTOVER_NOTE: &str =
     "[processes the command left running in the background were killed when it finished]";
 
-static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
+static PROGRAM: RwLock<Option<PathBuf>> = RwLock::new(None);
 
 /// Makes `program` (the running `baton` binary) the guard of every command started through
-/// [`guarded`] from now on. Called once, by the binary, at start-up.
-pub fn set_program(program: PathBuf) {
-    let _ = PROGRAM.set(program);
+/// [`guarded`] from now on; `None` turns guards off (benchmarks compare both). Called by the
+/// binary at start-up.
+pub fn set_program(program: Option<PathBuf>) {
+    if let Ok(mut p) = PROGRAM.write() {
+        *p = program;
+    }
 }
 
 /// The guard program, when one was set.
-pub fn program() -> Option<&'static Path> {
-    PROGRAM.get().map(PathBuf::as_path)
+pub fn program() -> Option<PathBuf> {
+    PROGRAM.read().ok().and_then(|p| p.clone())
 }
 
 /// The parent's end of a guard: closing it (dropping it, or baton dying) makes the guard kill
