@@ -53,7 +53,8 @@ pub struct AgentArgs {
     /// Print the event stream (docs/protocol.md) as JSON lines instead of text.
     #[arg(long)]
     json: bool,
-    /// Do not offer the delegation tools (`delegate_task`) to the model.
+    /// Do not offer the delegation tools (`delegate_task`, `delegate_flow`,
+    /// `delegate_flow_continue`) to the model, even when the role lists them.
     #[arg(long)]
     no_delegate: bool,
     /// Continue the session with this id.
@@ -86,10 +87,19 @@ fn env_var(key: &str) -> Option<String> {
     std::env::var(key).ok().filter(|v| !v.trim().is_empty())
 }
 
-/// The delegation tools of a main session and the policy sections for its system prompt. When
-/// delegation cannot be set up (no state folder for worktrees, a bad `executor` key), the session
-/// runs without it and says why.
-fn delegation_tools(ctx: &ProjectContext, json: bool) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
+/// The delegation tools of a main session that its role lists (`listed`), and the policy
+/// sections for its system prompt. When the role lists none, nothing is set up. When delegation
+/// cannot be set up (no state folder for worktrees, a bad `executor` key), the session runs
+/// without it and says why.
+fn delegation_tools(
+    ctx: &ProjectContext,
+    json: bool,
+    listed: &[String],
+) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
+    let lists = |name: &str| listed.iter().any(|t| t == name);
+    if !listed.iter().any(|t| baton_roles::is_delegation_tool(t)) {
+        return (Vec::new(), Vec::new());
+    }
     let setup = || -> Result<(Arc<baton_exec::delegate::DelegateEnv>, Arc<baton_exec::executor::Executor>)> {
         let env = Arc::new(crate::project::delegate_env(ctx)?);
         let executor = Arc::new(crate::project::executor_for(&env)?);
@@ -111,7 +121,7 @@ fn delegation_tools(ctx: &ProjectContext, json: bool) -> (Vec<Arc<dyn Tool>>, Ve
         }
     });
     let flow_env = Arc::new(baton_flow::FlowEnv::new((*env).clone(), executor.clone()));
-    let tools: Vec<Arc<dyn Tool>> = vec![
+    let all: [Arc<dyn Tool>; 3] = [
         Arc::new(baton_exec::tool::DelegateTool {
             env,
             executor,
@@ -123,10 +133,14 @@ fn delegation_tools(ctx: &ProjectContext, json: bool) -> (Vec<Arc<dyn Tool>>, Ve
         }),
         Arc::new(baton_flow::tool::DelegateFlowContinueTool { env: flow_env }),
     ];
-    let policies = vec![
-        baton_exec::tool::MAIN_POLICY.to_string(),
-        baton_flow::tool::FLOW_POLICY.to_string(),
-    ];
+    let tools: Vec<Arc<dyn Tool>> = all.into_iter().filter(|t| lists(t.name())).collect();
+    let mut policies = Vec::new();
+    if lists("delegate_task") {
+        policies.push(baton_exec::tool::MAIN_POLICY.to_string());
+    }
+    if lists("delegate_flow") || lists("delegate_flow_continue") {
+        policies.push(baton_flow::tool::FLOW_POLICY.to_string());
+    }
     (tools, policies)
 }
 
@@ -279,13 +293,14 @@ pub fn run(args: AgentArgs) -> Result<u8> {
         r
     };
 
-    // Children (BATON_CHILD=1) never get delegation tools, so delegation cannot recurse. Set up
-    // before the transcript is created, so nothing is half-written if it fails.
+    // Only a role that lists the delegation tools gets them, and children (BATON_CHILD=1) never
+    // do, so delegation cannot recurse. Set up before the transcript is created, so nothing is
+    // half-written if it fails.
     let is_child = std::env::var_os("BATON_CHILD").is_some_and(|v| !v.is_empty());
     let (host_tools, extra_instructions) = if is_child || args.no_delegate {
         (Vec::new(), Vec::new())
     } else {
-        delegation_tools(&ctx, args.json)
+        delegation_tools(&ctx, args.json, &role.meta.tools)
     };
 
     let heartbeat = match env_var("BATON_HEARTBEAT") {

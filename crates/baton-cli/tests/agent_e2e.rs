@@ -205,12 +205,16 @@ fn text_mode_streams_the_answer_and_one_line_per_tool() {
 #[test]
 fn a_tool_outside_the_role_is_declined_and_never_run() {
     for kind in KINDS {
+        // Neither a command nor a delegation (which would start an implementer that commits).
         let server = MockServer::builder()
-            .turn(Turn::tool_call(
-                "c1",
-                "bash",
-                json!({"command": "echo pwned > pwned.txt"}),
-            ))
+            .turn(
+                Turn::tool_call("c1", "bash", json!({"command": "echo pwned > pwned.txt"}))
+                    .with_tool_call(
+                        "c2",
+                        "delegate_task",
+                        json!({"role": "implementer", "name": "sneak", "task": "write pwned.txt and commit it"}),
+                    ),
+            )
             .turn(Turn::text("I could not run bash."))
             .start_blocking();
         let p = project(&server, kind, "");
@@ -220,22 +224,30 @@ fn a_tool_outside_the_role_is_declined_and_never_run() {
         assert_exit(&out, 0);
         assert!(!p.work().join("pwned.txt").exists(), "{kind}: bash ran");
         let results = tool_results(&events(&out));
-        assert_eq!(results.len(), 1);
-        assert_eq!(results[0].1, ItemStatus::Declined);
-        assert!(
-            results[0].2.contains("not available to role `reviewer`"),
-            "{:?}",
-            results[0]
+        assert_eq!(results.len(), 2);
+        for result in &results {
+            assert_eq!(result.1, ItemStatus::Declined, "{kind}: {result:?}");
+            assert!(
+                result.2.contains("not available to role `reviewer`"),
+                "{kind}: {result:?}"
+            );
+        }
+        // The reviewer is offered its read-only tools only, and no child asked the model
+        // anything or left a transcript.
+        let requests = server.model_requests();
+        assert_eq!(requests.len(), 2, "{kind}");
+        assert_eq!(
+            requests[0].offered_tools(),
+            ["read", "grep", "find", "ls"],
+            "{kind}"
         );
-        // The reviewer is offered read-only tools only.
-        let first = &server.model_requests()[0];
-        let offered = first.offered_tools();
+        let sessions = std::fs::read_dir(p.work().join(".baton/state/sessions")).unwrap();
+        assert_eq!(sessions.count(), 1, "{kind}");
+        let back = tool_results_in_request(&requests[1]);
         assert!(
-            offered.contains(&"read") && !offered.contains(&"bash"),
-            "{kind}: {offered:?}"
+            back.iter().all(|b| b.contains("not available")),
+            "{kind}: {back:?}"
         );
-        let back = tool_results_in_request(&server.model_requests()[1]);
-        assert!(back[0].contains("not available"), "{kind}: {back:?}");
         server.assert_tool_results_answer_calls();
     }
 }
@@ -817,4 +829,39 @@ fn bash_commands_do_not_get_provider_keys() {
         }
         server.assert_tool_results_answer_calls();
     }
+}
+
+/// The role's tool list is the only authority over the delegation tools too: a main session is
+/// offered them only when its role lists them (the built-in implementer does; reviewer and scout
+/// do not), and `--no-delegate` removes them. A reviewer's call to one is declined: see
+/// `a_tool_outside_the_role_is_declined_and_never_run`.
+#[test]
+fn delegation_tools_are_offered_only_to_roles_that_list_them() {
+    let server = MockServer::builder()
+        .turn(Turn::text("ok"))
+        .looping(true)
+        .start_blocking();
+    let p = project(&server, "openai", "");
+    for (args, offered) in [
+        (&["--role", "reviewer"][..], false),
+        (&["--role", "scout"][..], false),
+        (&["--role", "implementer"][..], true),
+        (&["--role", "implementer", "--no-delegate"][..], false),
+    ] {
+        let mut argv = vec!["agent", "--json", "--model", "mock/m"];
+        argv.extend_from_slice(args);
+        argv.push("x");
+        assert_exit(&p.run(&argv), 0);
+        let request = server.model_requests().pop().unwrap();
+        let tools = request.offered_tools();
+        for name in ["delegate_task", "delegate_flow", "delegate_flow_continue"] {
+            assert_eq!(tools.contains(&name), offered, "{args:?}: {tools:?}");
+        }
+        assert_eq!(
+            all_text(&request).contains("# Delegation"),
+            offered,
+            "{args:?}"
+        );
+    }
+    server.assert_tool_results_answer_calls();
 }

@@ -356,10 +356,10 @@ fn a_main_session_delegates_and_children_cannot() {
             "delegate_task",
             json!({"tasks": [
                 {"role": "echoer", "name": "shell-child", "task": "ping"},
-                {"role": "scout", "name": "model-child", "task": "look around", "model_class": "fast"}
+                {"role": "delegator", "name": "model-child", "task": "look around", "model_class": "fast"}
             ]}),
         ))
-        // The scout child (a real `baton agent` process) answers from the same server.
+        // The model child (a real `baton agent` process) answers from the same server.
         .when(
             |r| r.body.to_string().contains("look around"),
             Turn::text("scout report: nothing here"),
@@ -371,10 +371,15 @@ fn a_main_session_delegates_and_children_cannot() {
         server.url()
     ));
     role(&p, "echoer", "", "read t; echo \"echo: $t\"");
+    // A child never gets the delegation tools, even when its role lists them.
+    p.write(
+        ".baton/roles/delegator.md",
+        "---\nname: delegator\ndescription: lists delegation\ntools: [read, delegate_task, delegate_flow]\n---\nLook around.\n",
+    );
     let out = p.run(&["agent", "--json", "--model", "mock/main", "delegate it"]);
     assert_exit(&out, 0);
     let reqs = server.model_requests();
-    // main turn 1, the scout child, main turn 2
+    // main turn 1, the model child, main turn 2
     assert_eq!(
         reqs.len(),
         3,
