@@ -403,10 +403,20 @@ fn exit_code(s: &RunSummary, interrupted: bool) -> u8 {
     }
 }
 
-/// Renders events as JSON lines or as text.
+/// Renders events as JSON lines on stdout, or as text: the streamed answer on stdout and one line
+/// per tool call, retry or failure on stderr.
+///
+/// Text mode shows model-chosen text (arguments, paths, errors) through the one terminal
+/// sanitiser of `baton-text`: everything on stderr always (a tool line is one line: its control
+/// characters, line breaks included, become U+FFFD; messages keep their newlines and tabs), the
+/// answer on stdout when stdout is a terminal (newlines and tabs kept). Off a terminal the answer
+/// is written as the model wrote it.
 struct Printer {
     json: bool,
-    out: std::io::Stdout,
+    out: Box<dyn Write + Send>,
+    err: Box<dyn Write + Send>,
+    /// Whether stdout is a terminal.
+    out_tty: bool,
     color: bool,
     /// Whether the last thing written to stdout ended a line.
     at_line_start: bool,
@@ -416,21 +426,56 @@ struct Printer {
 
 impl Printer {
     fn new(json: bool) -> Self {
+        let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        Printer::with_output(
+            json,
+            Box::new(std::io::stdout()),
+            Box::new(std::io::stderr()),
+            std::io::stdout().is_terminal(),
+            color,
+        )
+    }
+
+    fn with_output(
+        json: bool,
+        out: Box<dyn Write + Send>,
+        err: Box<dyn Write + Send>,
+        out_tty: bool,
+        color: bool,
+    ) -> Self {
         Printer {
             json,
-            out: std::io::stdout(),
-            color: std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            out,
+            err,
+            out_tty,
+            color,
             at_line_start: true,
             message_items: Vec::new(),
         }
     }
 
+    /// Writes `text` to stdout as it is (baton's own text, or JSON, which escapes controls).
+    fn out_raw(&mut self, text: &str) {
+        let _ = self.out.write_all(text.as_bytes());
+        let _ = self.out.flush();
+    }
+
+    /// `line` and a line break on stderr, terminal-safe; `dim` when colour is on.
+    fn err_line(&mut self, line: &str, dim: bool) {
+        let line = baton_text::sanitize_terminal(line);
+        let (on, off) = if dim && self.color {
+            ("\x1b[2m", "\x1b[0m")
+        } else {
+            ("", "")
+        };
+        let _ = writeln!(self.err, "{on}{line}{off}");
+        let _ = self.err.flush();
+    }
+
     fn event(&mut self, ev: AgentEvent) {
         if self.json {
             if let Ok(line) = serde_json::to_string(&ev) {
-                let mut out = self.out.lock();
-                let _ = writeln!(out, "{line}");
-                let _ = out.flush();
+                self.out_raw(&format!("{line}\n"));
             }
             return;
         }
@@ -442,9 +487,11 @@ impl Printer {
             }
             AgentEvent::ItemDelta { item_id, delta } => {
                 if self.message_items.contains(&item_id) {
-                    let mut out = self.out.lock();
-                    let _ = write!(out, "{delta}");
-                    let _ = out.flush();
+                    if self.out_tty {
+                        self.out_raw(&baton_text::sanitize_terminal(&delta));
+                    } else {
+                        self.out_raw(&delta);
+                    }
                     self.at_line_start = delta.ends_with('\n');
                 }
             }
@@ -456,11 +503,14 @@ impl Printer {
             AgentEvent::ItemCompleted { item } => match item.kind {
                 ItemKind::AgentMessage { .. } => {
                     if !self.at_line_start {
-                        outln!();
+                        self.out_raw("\n");
                         self.at_line_start = true;
                     }
                     if item.status == ItemStatus::Failed {
-                        eprintln!("baton: the partial answer above was cut off; the turn is being retried");
+                        self.err_line(
+                            "baton: the partial answer above was cut off; the turn is being retried",
+                            false,
+                        );
                     }
                 }
                 ItemKind::Reasoning { .. } => {}
@@ -486,17 +536,13 @@ impl Printer {
                         }
                         (ItemStatus::Completed | ItemStatus::InProgress, None) => "ok".into(),
                     };
-                    let (dim, reset) = if self.color {
-                        ("\x1b[2m", "\x1b[0m")
-                    } else {
-                        ("", "")
-                    };
                     let what = if what.is_empty() {
                         what
                     } else {
                         format!(" {what}")
                     };
-                    eprintln!("{dim}• {tool}{what} → {status}{reset}");
+                    let line = format!("• {tool}{what} → {status}");
+                    self.err_line(&baton_text::sanitize_line(&line), true);
                 }
             },
             AgentEvent::TurnRetrying {
@@ -504,13 +550,18 @@ impl Printer {
                 delay_ms,
                 error,
                 ..
-            } => eprintln!(
-                "baton: {} — retrying (attempt {}) in {:.1}s",
-                error.message,
-                attempt,
-                delay_ms as f64 / 1000.0
+            } => self.err_line(
+                &format!(
+                    "baton: {} — retrying (attempt {}) in {:.1}s",
+                    error.message,
+                    attempt,
+                    delay_ms as f64 / 1000.0
+                ),
+                false,
             ),
-            AgentEvent::TurnFailed { error, .. } => eprintln!("baton: {}", error.message),
+            AgentEvent::TurnFailed { error, .. } => {
+                self.err_line(&format!("baton: {}", error.message), false)
+            }
         }
     }
 
@@ -519,7 +570,7 @@ impl Printer {
             return;
         }
         if !self.at_line_start {
-            outln!();
+            self.out_raw("\n");
         }
         let cost = s
             .cost_usd
@@ -529,13 +580,16 @@ impl Printer {
             Some(r) => format!(" ({r})"),
             None => String::new(),
         };
-        eprintln!(
-            "baton: {}{why} after {} turn(s) · {} in ({} cached) / {} out tokens{cost} · session {session_id}",
-            s.outcome.as_str(),
-            s.turns,
-            s.usage.input_tokens,
-            s.usage.cached_input_tokens,
-            s.usage.output_tokens,
+        self.err_line(
+            &format!(
+                "baton: {}{why} after {} turn(s) · {} in ({} cached) / {} out tokens{cost} · session {session_id}",
+                s.outcome.as_str(),
+                s.turns,
+                s.usage.input_tokens,
+                s.usage.cached_input_tokens,
+                s.usage.output_tokens,
+            ),
+            false,
         );
     }
 }
@@ -561,5 +615,98 @@ fn tool_summary(tool: &str, args: &serde_json::Value, path: Option<&str>) -> Str
             }
         }
         _ => path.map(str::to_string).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::sync::Mutex;
+
+    use baton_protocol::Item;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A writer whose bytes the test reads back.
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Buf {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
+
+    /// What text mode writes on stdout and stderr for a message and a tool call that both hold
+    /// terminal control sequences chosen by the model.
+    fn render(out_tty: bool) -> (String, String) {
+        let (out, err) = (Buf::default(), Buf::default());
+        let mut p = Printer::with_output(
+            false,
+            Box::new(out.clone()),
+            Box::new(err.clone()),
+            out_tty,
+            true,
+        );
+        let evil = "\u{1b}]0;TITLE\u{7}\u{1b}[2J";
+        let message = |status| Item {
+            id: "m".into(),
+            status,
+            kind: ItemKind::AgentMessage {
+                text: String::new(),
+            },
+        };
+        p.event(AgentEvent::ItemStarted {
+            item: message(ItemStatus::InProgress),
+        });
+        p.event(AgentEvent::ItemDelta {
+            item_id: "m".into(),
+            delta: format!("done{evil}\n\tok"),
+        });
+        p.event(AgentEvent::ItemCompleted {
+            item: message(ItemStatus::Completed),
+        });
+        p.event(AgentEvent::ItemCompleted {
+            item: Item {
+                id: "t".into(),
+                status: ItemStatus::Failed,
+                kind: ItemKind::ToolCall {
+                    call_id: "c".into(),
+                    tool: "write".into(),
+                    arguments: json!({"path": format!("a{evil}\nb"), "content": "x"}),
+                    path: Some(format!("a{evil}\nb")),
+                    output: Some(format!("cannot write a{evil}")),
+                    exit_code: None,
+                },
+            },
+        });
+        (out.text(), err.text())
+    }
+
+    #[test]
+    fn text_mode_shows_no_control_sequence_of_the_model() {
+        let (out, err) = render(true);
+        assert_eq!(out, "done\u{fffd}]0;TITLE\u{fffd}\u{fffd}[2J\n\tok\n");
+        // One dimmed tool line: baton's own colour codes, nothing of the model's.
+        assert_eq!(
+            err,
+            "\u{1b}[2m• write a\u{fffd}]0;TITLE\u{fffd}\u{fffd}[2J\u{fffd}b → error: cannot write a\u{fffd}]0;TITLE\u{fffd}\u{fffd}[2J\u{1b}[0m\n"
+        );
+        // Off a terminal the answer is the model's text as written; stderr is always safe.
+        let (out, err_off) = render(false);
+        assert_eq!(out, "done\u{1b}]0;TITLE\u{7}\u{1b}[2J\n\tok\n");
+        assert_eq!(err_off, err);
     }
 }

@@ -865,3 +865,49 @@ fn delegation_tools_are_offered_only_to_roles_that_list_them() {
     }
     server.assert_tool_results_answer_calls();
 }
+
+/// Control sequences a model puts in a tool call's arguments or path reach neither the terminal
+/// (text mode's stderr shows U+FFFD in their place) nor the file system (`write` refuses to create
+/// the name, naming the field).
+#[test]
+fn a_models_control_sequences_reach_neither_the_terminal_nor_file_names() {
+    let evil = "\u{1b}]0;TITLE\u{7}\u{1b}[2J";
+    let server = MockServer::builder()
+        .turn(
+            Turn::tool_call(
+                "c1",
+                "bash",
+                json!({"command": format!("echo '{evil}' > /dev/null")}),
+            )
+            .with_tool_call(
+                "c2",
+                "write",
+                json!({"path": format!("x{evil}.txt"), "content": "x"}),
+            ),
+        )
+        .turn(Turn::text("done"))
+        .start_blocking();
+    let p = project(&server, "openai", "");
+    let out = p.run(&["agent", "--model", "mock/m", "x"]);
+    assert_exit(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains(['\u{1b}', '\u{7}']), "{err:?}");
+    assert!(
+        err.contains("• bash echo '\u{fffd}]0;TITLE\u{fffd}\u{fffd}[2J' > /dev/null → exit 0"),
+        "{err:?}"
+    );
+    assert!(
+        err.contains("• write x\u{fffd}]0;TITLE\u{fffd}\u{fffd}[2J.txt → error: field `path`"),
+        "{err:?}"
+    );
+    for entry in std::fs::read_dir(p.work()).unwrap() {
+        let name = entry.unwrap().file_name();
+        assert!(
+            !baton_text::has_controls(&name.to_string_lossy()),
+            "{name:?}"
+        );
+    }
+    let back = tool_results_in_request(&server.model_requests()[1]);
+    assert!(back[1].contains("control character U+001B"), "{back:?}");
+    server.assert_tool_results_answer_calls();
+}
