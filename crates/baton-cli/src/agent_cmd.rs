@@ -1,5 +1,6 @@
 //! `baton agent`: one headless agent session.
 
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use baton_model::Provider;
 use baton_protocol::role::RoleSource;
 use baton_protocol::{AgentEvent, EndReason, ItemKind, ItemStatus, ModelClass, Route};
 use baton_roles::{find_role, parse_role};
+use baton_text::redact::RedactStream;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
@@ -108,7 +110,7 @@ fn delegation_tools(
     let (env, executor) = match setup() {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("baton: delegation is off for this session: {e:#}");
+            errln!("baton: delegation is off for this session: {e:#}");
             return (Vec::new(), Vec::new());
         }
     };
@@ -255,7 +257,7 @@ pub fn run(args: AgentArgs) -> Result<u8> {
     let (resolved, provider) =
         choose_route(&args, &ctx, role.meta.model_class, resumed_model.as_deref())?;
     for s in &resolved.skipped {
-        eprintln!("baton: skipped route {}", s.trim());
+        errln!("baton: skipped route {}", s.trim());
     }
     let recorder = args
         .record
@@ -386,7 +388,7 @@ pub fn run(args: AgentArgs) -> Result<u8> {
         rec.save(path)
             .map_err(|e| anyhow::anyhow!("--record {}: {e}", path.display()))?;
         if !json {
-            eprintln!("baton: cassette written to {}", path.display());
+            errln!("baton: cassette written to {}", path.display());
         }
     }
     Ok(exit_code(&summary, interrupted))
@@ -411,6 +413,10 @@ fn exit_code(s: &RunSummary, interrupted: bool) -> u8 {
 /// characters, line breaks included, become U+FFFD; messages keep their newlines and tabs), the
 /// answer on stdout when stdout is a terminal (newlines and tabs kept). Off a terminal the answer
 /// is written as the model wrote it.
+///
+/// Both modes write every known provider key as `[REDACTED]` (`baton_text::redact`); streamed
+/// text is held back where it may begin a key, so a key split between two deltas is caught too
+/// (the deltas of an item still add up to its text).
 struct Printer {
     json: bool,
     out: Box<dyn Write + Send>,
@@ -422,6 +428,8 @@ struct Printer {
     at_line_start: bool,
     /// Ids of agent-message items, whose deltas are the streamed answer.
     message_items: Vec<String>,
+    /// The streamed text of open items, redacted as it comes.
+    streams: BTreeMap<String, RedactStream>,
 }
 
 impl Printer {
@@ -451,18 +459,82 @@ impl Printer {
             color,
             at_line_start: true,
             message_items: Vec::new(),
+            streams: BTreeMap::new(),
         }
     }
 
-    /// Writes `text` to stdout as it is (baton's own text, or JSON, which escapes controls).
+    /// What of an item's next `delta` can be shown now, redacted.
+    fn delta(&mut self, item_id: &str, delta: &str) -> String {
+        self.streams
+            .entry(item_id.to_string())
+            .or_default()
+            .push(baton_text::redact::installed(), delta)
+    }
+
+    /// The rest of an item's streamed text, once it is complete.
+    fn flush(&mut self, item_id: &str) -> String {
+        self.streams
+            .remove(item_id)
+            .map(|mut s| s.finish())
+            .unwrap_or_default()
+    }
+
+    /// A piece of the answer on stdout, sanitised on a terminal.
+    fn answer(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        if self.out_tty {
+            self.out_raw(&baton_text::sanitize_terminal(text));
+        } else {
+            self.out_raw(text);
+        }
+        self.at_line_start = text.ends_with('\n');
+    }
+
+    fn json_event(&mut self, ev: AgentEvent) {
+        let events = match ev {
+            AgentEvent::ItemDelta { item_id, delta } => {
+                let delta = self.delta(&item_id, &delta);
+                if delta.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![AgentEvent::ItemDelta { item_id, delta }]
+                }
+            }
+            AgentEvent::ItemCompleted { item } => {
+                let rest = self.flush(&item.id);
+                let mut events = Vec::new();
+                if !rest.is_empty() {
+                    events.push(AgentEvent::ItemDelta {
+                        item_id: item.id.clone(),
+                        delta: rest,
+                    });
+                }
+                events.push(AgentEvent::ItemCompleted { item });
+                events
+            }
+            other => vec![other],
+        };
+        for ev in events {
+            if let Ok(line) = serde_json::to_string(&ev) {
+                self.out_raw(&format!("{line}\n"));
+            }
+        }
+    }
+
+    /// Writes `text` to stdout as it is (baton's own text, or JSON, which escapes controls) but
+    /// for known keys.
     fn out_raw(&mut self, text: &str) {
+        let text = baton_text::redact::redact(text);
         let _ = self.out.write_all(text.as_bytes());
         let _ = self.out.flush();
     }
 
     /// `line` and a line break on stderr, terminal-safe; `dim` when colour is on.
     fn err_line(&mut self, line: &str, dim: bool) {
-        let line = baton_text::sanitize_terminal(line);
+        let line = baton_text::redact::redact(line);
+        let line = baton_text::sanitize_terminal(&line);
         let (on, off) = if dim && self.color {
             ("\x1b[2m", "\x1b[0m")
         } else {
@@ -474,9 +546,7 @@ impl Printer {
 
     fn event(&mut self, ev: AgentEvent) {
         if self.json {
-            if let Ok(line) = serde_json::to_string(&ev) {
-                self.out_raw(&format!("{line}\n"));
-            }
+            self.json_event(ev);
             return;
         }
         match ev {
@@ -487,12 +557,8 @@ impl Printer {
             }
             AgentEvent::ItemDelta { item_id, delta } => {
                 if self.message_items.contains(&item_id) {
-                    if self.out_tty {
-                        self.out_raw(&baton_text::sanitize_terminal(&delta));
-                    } else {
-                        self.out_raw(&delta);
-                    }
-                    self.at_line_start = delta.ends_with('\n');
+                    let shown = self.delta(&item_id, &delta);
+                    self.answer(&shown);
                 }
             }
             AgentEvent::SessionStarted { .. }
@@ -502,6 +568,8 @@ impl Printer {
             | AgentEvent::SessionCompleted { .. } => {}
             AgentEvent::ItemCompleted { item } => match item.kind {
                 ItemKind::AgentMessage { .. } => {
+                    let rest = self.flush(&item.id);
+                    self.answer(&rest);
                     if !self.at_line_start {
                         self.out_raw("\n");
                         self.at_line_start = true;
@@ -566,6 +634,19 @@ impl Printer {
     }
 
     fn finish(&mut self, s: &RunSummary, session_id: &str) {
+        // Text of items that never completed (the session was stopped mid-stream).
+        let open: Vec<String> = self.streams.keys().cloned().collect();
+        for item_id in open {
+            let rest = self.flush(&item_id);
+            if self.json {
+                self.json_event(AgentEvent::ItemDelta {
+                    item_id,
+                    delta: rest,
+                });
+            } else {
+                self.answer(&rest);
+            }
+        }
         if self.json {
             return;
         }

@@ -911,3 +911,154 @@ fn a_models_control_sequences_reach_neither_the_terminal_nor_file_names() {
     assert!(back[1].contains("control character U+001B"), "{back:?}");
     server.assert_tool_results_answer_calls();
 }
+
+/// A key a provider would accept, for the redaction tests (long enough to be redacted).
+const KEY: &str = "sk-mock-0123456789abcdef";
+
+/// Every file under `dir`, as text.
+fn files_text(dir: &std::path::Path) -> String {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        text.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
+    }
+    text
+}
+
+/// A 401 whose body echoes the key (as some providers do) shows `[REDACTED]` instead: on stderr
+/// in text mode, in `turn.failed` and `final_message` with `--json`, and the transcript keeps a
+/// key the task quoted only as `[REDACTED]`.
+#[test]
+fn a_401_echoing_the_key_shows_it_redacted() {
+    for kind in KINDS {
+        let server = MockServer::builder()
+            .fault(Fault::status(401).message(format!("invalid api key {KEY}")))
+            .looping(true)
+            .start_blocking();
+        let p = project(&server, kind, "").env("MOCK_API_KEY", KEY);
+        let task = format!("the key is {KEY}");
+        let out = p.run(&["agent", "--model", "mock/m", &task]);
+        assert_exit(&out, 1);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("HTTP 401") && err.contains("invalid api key [REDACTED]"),
+            "{kind}: {err}"
+        );
+        assert!(!err.contains(KEY), "{kind}: {err}");
+
+        let out = p.run(&["agent", "--json", "--model", "mock/m", &task]);
+        assert_exit(&out, 1);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.contains(KEY), "{kind}: {stdout}");
+        assert!(!String::from_utf8_lossy(&out.stderr).contains(KEY));
+        let evs = events(&out);
+        let failed = evs
+            .iter()
+            .find_map(|e| match e {
+                AgentEvent::TurnFailed { error, .. } => Some(error.message.clone()),
+                _ => None,
+            })
+            .expect("no turn.failed");
+        assert!(
+            failed.contains("invalid api key [REDACTED]"),
+            "{kind}: {failed}"
+        );
+        let (_, _, final_message) = completed(&evs);
+        assert!(
+            final_message.contains("[REDACTED]"),
+            "{kind}: {final_message}"
+        );
+
+        let transcripts = files_text(&p.work().join(".baton/state/sessions"));
+        assert!(transcripts.contains("the key is [REDACTED]"), "{kind}");
+        assert!(!transcripts.contains(KEY), "{kind}: {transcripts}");
+        // Baton redacts what it writes, not what it sends: the provider got its key, and the
+        // task as the user wrote it.
+        let first = &server.model_requests()[0];
+        assert!(first.headers.iter().any(|(_, v)| v.contains(KEY)), "{kind}");
+        assert!(all_text(first).contains(&task), "{kind}");
+    }
+}
+
+/// Keys from `api_key_file`s and from `*_TOKEN` / `*_API_KEY` variables are redacted from the
+/// streamed answer and tool-call arguments (split between deltas), tool lines and results, the
+/// `--json` events, the transcript and a `--record` cassette; values shorter than 8 characters
+/// are left alone.
+#[test]
+fn keys_are_redacted_from_answers_events_transcripts_and_cassettes() {
+    const FILE_KEY: &str = "file-key-9876543210";
+    const TOKEN: &str = "hf-token-abcdefghij";
+    let answer = format!("key {KEY}, file {FILE_KEY}, token {TOKEN}, short abc1234.");
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "c1",
+            "bash",
+            json!({"command": format!("echo {TOKEN}")}),
+        ))
+        .turn(Turn::text(answer))
+        .looping(true)
+        .start_blocking();
+    let key_file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(key_file.path(), format!("{FILE_KEY}\n")).unwrap();
+    let p = project(
+        &server,
+        "openai",
+        &format!(
+            "[providers.filed]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_file = \"{}\"\n",
+            server.url(),
+            key_file.path().display()
+        ),
+    )
+    .env("MOCK_API_KEY", KEY)
+    .env("HF_TOKEN", TOKEN)
+    .env("SHORT_TOKEN", "abc1234");
+    let shown = "key [REDACTED], file [REDACTED], token [REDACTED], short abc1234.";
+
+    let out = p.run(&["agent", "--model", "mock/m", "x"]);
+    assert_exit(&out, 0);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{shown}\n"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("• bash echo [REDACTED] → exit 0"), "{err}");
+
+    let cassette = p.work().join("c.json");
+    let out = p.run(&[
+        "agent",
+        "--json",
+        "--model",
+        "mock/m",
+        "--record",
+        cassette.to_str().unwrap(),
+        "x",
+    ]);
+    assert_exit(&out, 0);
+    let evs = events(&out);
+    assert_eq!(completed(&evs).2, shown);
+    assert!(
+        std::fs::read_to_string(&cassette)
+            .unwrap()
+            .contains("short abc1234."),
+        "short values are kept"
+    );
+    // The deltas still add up to the (redacted) answer.
+    let streamed: String = evs
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ItemDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed, shown);
+    let bash = tool_results(&evs);
+    assert_eq!(bash[0].2.trim(), "[REDACTED]");
+    let written = [
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+        std::fs::read_to_string(&cassette).unwrap(),
+        files_text(&p.work().join(".baton/state/sessions")),
+    ];
+    for text in written {
+        for secret in [KEY, FILE_KEY, TOKEN] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+    }
+    server.assert_tool_results_answer_calls();
+}
