@@ -514,6 +514,22 @@ impl Printer {
                 events.push(AgentEvent::ItemCompleted { item });
                 events
             }
+            // Text of items that never completed (stopped mid-stream) comes before the last line.
+            ev @ AgentEvent::SessionCompleted { .. } => {
+                let open: Vec<String> = self.streams.keys().cloned().collect();
+                let mut events: Vec<AgentEvent> = open
+                    .into_iter()
+                    .map(|item_id| {
+                        let delta = self.flush(&item_id);
+                        AgentEvent::ItemDelta { item_id, delta }
+                    })
+                    .filter(
+                        |ev| !matches!(ev, AgentEvent::ItemDelta { delta, .. } if delta.is_empty()),
+                    )
+                    .collect();
+                events.push(ev);
+                events
+            }
             other => vec![other],
         };
         for ev in events {
@@ -634,21 +650,14 @@ impl Printer {
     }
 
     fn finish(&mut self, s: &RunSummary, session_id: &str) {
+        if self.json {
+            return;
+        }
         // Text of items that never completed (the session was stopped mid-stream).
         let open: Vec<String> = self.streams.keys().cloned().collect();
         for item_id in open {
             let rest = self.flush(&item_id);
-            if self.json {
-                self.json_event(AgentEvent::ItemDelta {
-                    item_id,
-                    delta: rest,
-                });
-            } else {
-                self.answer(&rest);
-            }
-        }
-        if self.json {
-            return;
+            self.answer(&rest);
         }
         if !self.at_line_start {
             self.out_raw("\n");
@@ -774,6 +783,86 @@ mod tests {
             },
         });
         (out.text(), err.text())
+    }
+
+    /// With `--json`, a key split between deltas is redacted, the deltas of an item add up to its
+    /// redacted text, and text held back of an item that never completed comes before
+    /// `session.completed`, which stays last. (The redactor is installed for the whole test
+    /// process; its secret appears in no other test.)
+    #[test]
+    fn json_deltas_are_redacted_across_pieces_and_session_completed_stays_last() {
+        let secret = "printer-secret-123";
+        baton_text::redact::install(baton_text::redact::Redactor::new([secret]));
+        let out = Buf::default();
+        let mut p = Printer::with_output(
+            true,
+            Box::new(out.clone()),
+            Box::new(Buf::default()),
+            false,
+            false,
+        );
+        for (id, pieces, complete) in [
+            ("a", ["key printer-sec", "ret-123 ok"], true),
+            ("b", ["cut printer", "-sec"], false),
+        ] {
+            p.event(AgentEvent::ItemStarted {
+                item: Item {
+                    id: id.into(),
+                    status: ItemStatus::InProgress,
+                    kind: ItemKind::AgentMessage {
+                        text: String::new(),
+                    },
+                },
+            });
+            for piece in pieces {
+                p.event(AgentEvent::ItemDelta {
+                    item_id: id.into(),
+                    delta: piece.into(),
+                });
+            }
+            if complete {
+                p.event(AgentEvent::ItemCompleted {
+                    item: Item {
+                        id: id.into(),
+                        status: ItemStatus::Completed,
+                        kind: ItemKind::AgentMessage {
+                            text: format!("key {secret} ok"),
+                        },
+                    },
+                });
+            }
+        }
+        p.event(AgentEvent::SessionCompleted {
+            outcome: baton_protocol::Outcome::Partial,
+            reason: Some(EndReason::Cancelled),
+            final_message: String::new(),
+            turns: 1,
+            usage: Default::default(),
+            cost_usd: None,
+        });
+        let events: Vec<AgentEvent> = out
+            .text()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let deltas = |id: &str| -> String {
+            events
+                .iter()
+                .filter_map(|e| match e {
+                    AgentEvent::ItemDelta { item_id, delta } if item_id == id => {
+                        Some(delta.as_str())
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(deltas("a"), "key [REDACTED] ok");
+        assert_eq!(deltas("b"), "cut printer-sec");
+        assert!(!out.text().contains(secret));
+        assert!(matches!(
+            events.last(),
+            Some(AgentEvent::SessionCompleted { .. })
+        ));
     }
 
     #[test]
