@@ -60,7 +60,8 @@ pub struct AgentSpec {
     pub prices: BTreeMap<String, Price>,
     /// Every tool the host has; the role's `tools` list picks which are offered.
     pub tools: Vec<Arc<dyn Tool>>,
-    /// Tools the host offers whatever the role lists (delegation in a main session).
+    /// Tools the host adds in a main session (delegation). The role's `tools` list picks which of
+    /// them are offered too: it is the only authority on what a session may call.
     pub host_tools: Vec<Arc<dyn Tool>>,
     /// Sections appended to the system prompt (the main-side delegation policy).
     pub extra_instructions: Vec<String>,
@@ -149,8 +150,8 @@ pub async fn run(
     let offered: Vec<Arc<dyn Tool>> = spec
         .tools
         .iter()
-        .filter(|t| spec.role.meta.tools.iter().any(|n| n == t.name()))
         .chain(spec.host_tools.iter())
+        .filter(|t| spec.role.meta.tools.iter().any(|n| n == t.name()))
         .cloned()
         .collect();
     let offered_names: Vec<String> = offered.iter().map(|t| t.name().to_string()).collect();

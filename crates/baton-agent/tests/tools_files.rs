@@ -235,6 +235,50 @@ mod tools {
             .is_symlink());
     }
 
+    /// No tool creates a name holding a control character (an ESC in a file name drives the
+    /// terminal of whoever lists the folder); a name that exists already may still be written.
+    #[tokio::test]
+    async fn write_refuses_to_create_names_with_control_characters() {
+        let (_d, ctx) = workspace();
+        for path in [
+            "\u{1b}]0;TITLE\u{7}\u{1b}[2J.txt",
+            "a\rb.txt",
+            "new\nline/x.txt",
+            "tab\t.txt",
+            "ok/\u{9b}31m.txt",
+        ] {
+            let out = call("write", json!({"path": path, "content": "x"}), &ctx).await;
+            assert!(out.is_error, "{path:?}: {}", out.output);
+            assert!(
+                out.output.starts_with("field `path`:")
+                    && out.output.contains("control character")
+                    && out.output.contains("give a `path` without them"),
+                "{path:?}: {}",
+                out.output
+            );
+            assert!(
+                !baton_text::has_controls(&out.output),
+                "the error shows the path escaped: {:?}",
+                out.output
+            );
+        }
+        // Nothing was created, not even a parent folder.
+        assert_eq!(fs::read_dir(root(&ctx)).unwrap().count(), 0);
+
+        fs::write(root(&ctx).join("old\u{1b}.txt"), "before").unwrap();
+        let out = call(
+            "write",
+            json!({"path": "old\u{1b}.txt", "content": "after"}),
+            &ctx,
+        )
+        .await;
+        assert!(!out.is_error, "{}", out.output);
+        assert_eq!(
+            fs::read_to_string(root(&ctx).join("old\u{1b}.txt")).unwrap(),
+            "after"
+        );
+    }
+
     // ---------- edit ----------
 
     #[tokio::test]

@@ -1,5 +1,6 @@
 //! `baton agent`: one headless agent session.
 
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use baton_model::Provider;
 use baton_protocol::role::RoleSource;
 use baton_protocol::{AgentEvent, EndReason, ItemKind, ItemStatus, ModelClass, Route};
 use baton_roles::{find_role, parse_role};
+use baton_text::redact::RedactStream;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
@@ -57,7 +59,8 @@ pub struct AgentArgs {
     /// role's `sandbox`, else `sandbox.mode`, else workspace-write).
     #[arg(long, value_name = "MODE")]
     sandbox: Option<SandboxMode>,
-    /// Do not offer the delegation tools (`delegate_task`) to the model.
+    /// Do not offer the delegation tools (`delegate_task`, `delegate_flow`,
+    /// `delegate_flow_continue`) to the model, even when the role lists them.
     #[arg(long)]
     no_delegate: bool,
     /// Continue the session with this id.
@@ -90,10 +93,19 @@ fn env_var(key: &str) -> Option<String> {
     std::env::var(key).ok().filter(|v| !v.trim().is_empty())
 }
 
-/// The delegation tools of a main session and the policy sections for its system prompt. When
-/// delegation cannot be set up (no state folder for worktrees, a bad `executor` key), the session
-/// runs without it and says why.
-fn delegation_tools(ctx: &ProjectContext, json: bool) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
+/// The delegation tools of a main session that its role lists (`listed`), and the policy
+/// sections for its system prompt. When the role lists none, nothing is set up. When delegation
+/// cannot be set up (no state folder for worktrees, a bad `executor` key), the session runs
+/// without it and says why.
+fn delegation_tools(
+    ctx: &ProjectContext,
+    json: bool,
+    listed: &[String],
+) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
+    let lists = |name: &str| listed.iter().any(|t| t == name);
+    if !listed.iter().any(|t| baton_roles::is_delegation_tool(t)) {
+        return (Vec::new(), Vec::new());
+    }
     let setup = || -> Result<(Arc<baton_exec::delegate::DelegateEnv>, Arc<baton_exec::executor::Executor>)> {
         let env = Arc::new(crate::project::delegate_env(ctx)?);
         let executor = Arc::new(crate::project::executor_for(&env)?);
@@ -102,7 +114,7 @@ fn delegation_tools(ctx: &ProjectContext, json: bool) -> (Vec<Arc<dyn Tool>>, Ve
     let (env, executor) = match setup() {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("baton: delegation is off for this session: {e:#}");
+            errln!("baton: delegation is off for this session: {e:#}");
             return (Vec::new(), Vec::new());
         }
     };
@@ -115,7 +127,7 @@ fn delegation_tools(ctx: &ProjectContext, json: bool) -> (Vec<Arc<dyn Tool>>, Ve
         }
     });
     let flow_env = Arc::new(baton_flow::FlowEnv::new((*env).clone(), executor.clone()));
-    let tools: Vec<Arc<dyn Tool>> = vec![
+    let all: [Arc<dyn Tool>; 3] = [
         Arc::new(baton_exec::tool::DelegateTool {
             env,
             executor,
@@ -127,10 +139,14 @@ fn delegation_tools(ctx: &ProjectContext, json: bool) -> (Vec<Arc<dyn Tool>>, Ve
         }),
         Arc::new(baton_flow::tool::DelegateFlowContinueTool { env: flow_env }),
     ];
-    let policies = vec![
-        baton_exec::tool::MAIN_POLICY.to_string(),
-        baton_flow::tool::FLOW_POLICY.to_string(),
-    ];
+    let tools: Vec<Arc<dyn Tool>> = all.into_iter().filter(|t| lists(t.name())).collect();
+    let mut policies = Vec::new();
+    if lists("delegate_task") {
+        policies.push(baton_exec::tool::MAIN_POLICY.to_string());
+    }
+    if lists("delegate_flow") || lists("delegate_flow_continue") {
+        policies.push(baton_flow::tool::FLOW_POLICY.to_string());
+    }
     (tools, policies)
 }
 
@@ -245,7 +261,7 @@ pub fn run(args: AgentArgs) -> Result<u8> {
     let (resolved, provider) =
         choose_route(&args, &ctx, role.meta.model_class, resumed_model.as_deref())?;
     for s in &resolved.skipped {
-        eprintln!("baton: skipped route {}", s.trim());
+        errln!("baton: skipped route {}", s.trim());
     }
     let recorder = args
         .record
@@ -294,13 +310,14 @@ pub fn run(args: AgentArgs) -> Result<u8> {
         .tempdir()
         .context("cannot create the session's temp dir (is TMPDIR writable?)")?;
 
-    // Children (BATON_CHILD=1) never get delegation tools, so delegation cannot recurse. Set up
-    // before the transcript is created, so nothing is half-written if it fails.
+    // Only a role that lists the delegation tools gets them, and children (BATON_CHILD=1) never
+    // do, so delegation cannot recurse. Set up before the transcript is created, so nothing is
+    // half-written if it fails.
     let is_child = std::env::var_os("BATON_CHILD").is_some_and(|v| !v.is_empty());
     let (host_tools, extra_instructions) = if is_child || args.no_delegate {
         (Vec::new(), Vec::new())
     } else {
-        delegation_tools(&ctx, args.json)
+        delegation_tools(&ctx, args.json, &role.meta.tools)
     };
 
     let heartbeat = match env_var("BATON_HEARTBEAT") {
@@ -388,7 +405,7 @@ pub fn run(args: AgentArgs) -> Result<u8> {
         rec.save(path)
             .map_err(|e| anyhow::anyhow!("--record {}: {e}", path.display()))?;
         if !json {
-            eprintln!("baton: cassette written to {}", path.display());
+            errln!("baton: cassette written to {}", path.display());
         }
     }
     Ok(exit_code(&summary, interrupted))
@@ -405,35 +422,164 @@ fn exit_code(s: &RunSummary, interrupted: bool) -> u8 {
     }
 }
 
-/// Renders events as JSON lines or as text.
+/// Renders events as JSON lines on stdout, or as text: the streamed answer on stdout and one line
+/// per tool call, retry or failure on stderr.
+///
+/// Text mode shows model-chosen text (arguments, paths, errors) through the one terminal
+/// sanitiser of `baton-text`: everything on stderr always (a tool line is one line: its control
+/// characters, line breaks included, become U+FFFD; messages keep their newlines and tabs), the
+/// answer on stdout when stdout is a terminal (newlines and tabs kept). Off a terminal the answer
+/// is written as the model wrote it.
+///
+/// Both modes write every known provider key as `[REDACTED]` (`baton_text::redact`); streamed
+/// text is held back where it may begin a key, so a key split between two deltas is caught too
+/// (the deltas of an item still add up to its text).
 struct Printer {
     json: bool,
-    out: std::io::Stdout,
+    out: Box<dyn Write + Send>,
+    err: Box<dyn Write + Send>,
+    /// Whether stdout is a terminal.
+    out_tty: bool,
     color: bool,
     /// Whether the last thing written to stdout ended a line.
     at_line_start: bool,
     /// Ids of agent-message items, whose deltas are the streamed answer.
     message_items: Vec<String>,
+    /// The streamed text of open items, redacted as it comes.
+    streams: BTreeMap<String, RedactStream>,
 }
 
 impl Printer {
     fn new(json: bool) -> Self {
+        let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        Printer::with_output(
+            json,
+            Box::new(std::io::stdout()),
+            Box::new(std::io::stderr()),
+            std::io::stdout().is_terminal(),
+            color,
+        )
+    }
+
+    fn with_output(
+        json: bool,
+        out: Box<dyn Write + Send>,
+        err: Box<dyn Write + Send>,
+        out_tty: bool,
+        color: bool,
+    ) -> Self {
         Printer {
             json,
-            out: std::io::stdout(),
-            color: std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            out,
+            err,
+            out_tty,
+            color,
             at_line_start: true,
             message_items: Vec::new(),
+            streams: BTreeMap::new(),
         }
+    }
+
+    /// What of an item's next `delta` can be shown now, redacted.
+    fn delta(&mut self, item_id: &str, delta: &str) -> String {
+        self.streams
+            .entry(item_id.to_string())
+            .or_default()
+            .push(baton_text::redact::installed(), delta)
+    }
+
+    /// The rest of an item's streamed text, once it is complete.
+    fn flush(&mut self, item_id: &str) -> String {
+        self.streams
+            .remove(item_id)
+            .map(|mut s| s.finish())
+            .unwrap_or_default()
+    }
+
+    /// A piece of the answer on stdout, sanitised on a terminal.
+    fn answer(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        if self.out_tty {
+            self.out_raw(&baton_text::sanitize_terminal(text));
+        } else {
+            self.out_raw(text);
+        }
+        self.at_line_start = text.ends_with('\n');
+    }
+
+    fn json_event(&mut self, ev: AgentEvent) {
+        let events = match ev {
+            AgentEvent::ItemDelta { item_id, delta } => {
+                let delta = self.delta(&item_id, &delta);
+                if delta.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![AgentEvent::ItemDelta { item_id, delta }]
+                }
+            }
+            AgentEvent::ItemCompleted { item } => {
+                let rest = self.flush(&item.id);
+                let mut events = Vec::new();
+                if !rest.is_empty() {
+                    events.push(AgentEvent::ItemDelta {
+                        item_id: item.id.clone(),
+                        delta: rest,
+                    });
+                }
+                events.push(AgentEvent::ItemCompleted { item });
+                events
+            }
+            // Text of items that never completed (stopped mid-stream) comes before the last line.
+            ev @ AgentEvent::SessionCompleted { .. } => {
+                let open: Vec<String> = self.streams.keys().cloned().collect();
+                let mut events: Vec<AgentEvent> = open
+                    .into_iter()
+                    .map(|item_id| {
+                        let delta = self.flush(&item_id);
+                        AgentEvent::ItemDelta { item_id, delta }
+                    })
+                    .filter(
+                        |ev| !matches!(ev, AgentEvent::ItemDelta { delta, .. } if delta.is_empty()),
+                    )
+                    .collect();
+                events.push(ev);
+                events
+            }
+            other => vec![other],
+        };
+        for ev in events {
+            if let Ok(line) = serde_json::to_string(&ev) {
+                self.out_raw(&format!("{line}\n"));
+            }
+        }
+    }
+
+    /// Writes `text` to stdout as it is (baton's own text, or JSON, which escapes controls) but
+    /// for known keys.
+    fn out_raw(&mut self, text: &str) {
+        let text = baton_text::redact::redact(text);
+        let _ = self.out.write_all(text.as_bytes());
+        let _ = self.out.flush();
+    }
+
+    /// `line` and a line break on stderr, terminal-safe; `dim` when colour is on.
+    fn err_line(&mut self, line: &str, dim: bool) {
+        let line = baton_text::redact::redact(line);
+        let line = baton_text::sanitize_terminal(&line);
+        let (on, off) = if dim && self.color {
+            ("\x1b[2m", "\x1b[0m")
+        } else {
+            ("", "")
+        };
+        let _ = writeln!(self.err, "{on}{line}{off}");
+        let _ = self.err.flush();
     }
 
     fn event(&mut self, ev: AgentEvent) {
         if self.json {
-            if let Ok(line) = serde_json::to_string(&ev) {
-                let mut out = self.out.lock();
-                let _ = writeln!(out, "{line}");
-                let _ = out.flush();
-            }
+            self.json_event(ev);
             return;
         }
         match ev {
@@ -444,16 +590,14 @@ impl Printer {
             }
             AgentEvent::ItemDelta { item_id, delta } => {
                 if self.message_items.contains(&item_id) {
-                    let mut out = self.out.lock();
-                    let _ = write!(out, "{delta}");
-                    let _ = out.flush();
-                    self.at_line_start = delta.ends_with('\n');
+                    let shown = self.delta(&item_id, &delta);
+                    self.answer(&shown);
                 }
             }
             AgentEvent::SessionStarted {
                 sandbox: Some(sandbox),
                 ..
-            } => eprintln!("baton: {}", sandbox_header(&sandbox)),
+            } => errln!("baton: {}", sandbox_header(&sandbox)),
             AgentEvent::SessionStarted { sandbox: None, .. }
             | AgentEvent::ItemUpdated { .. }
             | AgentEvent::TurnStarted { .. }
@@ -461,12 +605,17 @@ impl Printer {
             | AgentEvent::SessionCompleted { .. } => {}
             AgentEvent::ItemCompleted { item } => match item.kind {
                 ItemKind::AgentMessage { .. } => {
+                    let rest = self.flush(&item.id);
+                    self.answer(&rest);
                     if !self.at_line_start {
-                        outln!();
+                        self.out_raw("\n");
                         self.at_line_start = true;
                     }
                     if item.status == ItemStatus::Failed {
-                        eprintln!("baton: the partial answer above was cut off; the turn is being retried");
+                        self.err_line(
+                            "baton: the partial answer above was cut off; the turn is being retried",
+                            false,
+                        );
                     }
                 }
                 ItemKind::Reasoning { .. } => {}
@@ -492,17 +641,13 @@ impl Printer {
                         }
                         (ItemStatus::Completed | ItemStatus::InProgress, None) => "ok".into(),
                     };
-                    let (dim, reset) = if self.color {
-                        ("\x1b[2m", "\x1b[0m")
-                    } else {
-                        ("", "")
-                    };
                     let what = if what.is_empty() {
                         what
                     } else {
                         format!(" {what}")
                     };
-                    eprintln!("{dim}• {tool}{what} → {status}{reset}");
+                    let line = format!("• {tool}{what} → {status}");
+                    self.err_line(&baton_text::sanitize_line(&line), true);
                 }
             },
             AgentEvent::TurnRetrying {
@@ -510,13 +655,18 @@ impl Printer {
                 delay_ms,
                 error,
                 ..
-            } => eprintln!(
-                "baton: {} — retrying (attempt {}) in {:.1}s",
-                error.message,
-                attempt,
-                delay_ms as f64 / 1000.0
+            } => self.err_line(
+                &format!(
+                    "baton: {} — retrying (attempt {}) in {:.1}s",
+                    error.message,
+                    attempt,
+                    delay_ms as f64 / 1000.0
+                ),
+                false,
             ),
-            AgentEvent::TurnFailed { error, .. } => eprintln!("baton: {}", error.message),
+            AgentEvent::TurnFailed { error, .. } => {
+                self.err_line(&format!("baton: {}", error.message), false)
+            }
         }
     }
 
@@ -524,8 +674,14 @@ impl Printer {
         if self.json {
             return;
         }
+        // Text of items that never completed (the session was stopped mid-stream).
+        let open: Vec<String> = self.streams.keys().cloned().collect();
+        for item_id in open {
+            let rest = self.flush(&item_id);
+            self.answer(&rest);
+        }
         if !self.at_line_start {
-            outln!();
+            self.out_raw("\n");
         }
         let cost = s
             .cost_usd
@@ -535,13 +691,16 @@ impl Printer {
             Some(r) => format!(" ({r})"),
             None => String::new(),
         };
-        eprintln!(
-            "baton: {}{why} after {} turn(s) · {} in ({} cached) / {} out tokens{cost} · session {session_id}",
-            s.outcome.as_str(),
-            s.turns,
-            s.usage.input_tokens,
-            s.usage.cached_input_tokens,
-            s.usage.output_tokens,
+        self.err_line(
+            &format!(
+                "baton: {}{why} after {} turn(s) · {} in ({} cached) / {} out tokens{cost} · session {session_id}",
+                s.outcome.as_str(),
+                s.turns,
+                s.usage.input_tokens,
+                s.usage.cached_input_tokens,
+                s.usage.output_tokens,
+            ),
+            false,
         );
     }
 }
@@ -582,5 +741,178 @@ fn sandbox_header(s: &baton_protocol::SandboxInfo) -> String {
             baton_text::sanitize_line(&s.writable.join(", ")),
             if s.network { "on" } else { "off" }
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::sync::Mutex;
+
+    use baton_protocol::Item;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A writer whose bytes the test reads back.
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Buf {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
+
+    /// What text mode writes on stdout and stderr for a message and a tool call that both hold
+    /// terminal control sequences chosen by the model.
+    fn render(out_tty: bool) -> (String, String) {
+        let (out, err) = (Buf::default(), Buf::default());
+        let mut p = Printer::with_output(
+            false,
+            Box::new(out.clone()),
+            Box::new(err.clone()),
+            out_tty,
+            true,
+        );
+        let evil = "\u{1b}]0;TITLE\u{7}\u{1b}[2J";
+        let message = |status| Item {
+            id: "m".into(),
+            status,
+            kind: ItemKind::AgentMessage {
+                text: String::new(),
+            },
+        };
+        p.event(AgentEvent::ItemStarted {
+            item: message(ItemStatus::InProgress),
+        });
+        p.event(AgentEvent::ItemDelta {
+            item_id: "m".into(),
+            delta: format!("done{evil}\n\tok"),
+        });
+        p.event(AgentEvent::ItemCompleted {
+            item: message(ItemStatus::Completed),
+        });
+        p.event(AgentEvent::ItemCompleted {
+            item: Item {
+                id: "t".into(),
+                status: ItemStatus::Failed,
+                kind: ItemKind::ToolCall {
+                    call_id: "c".into(),
+                    tool: "write".into(),
+                    arguments: json!({"path": format!("a{evil}\nb"), "content": "x"}),
+                    path: Some(format!("a{evil}\nb")),
+                    output: Some(format!("cannot write a{evil}")),
+                    exit_code: None,
+                },
+            },
+        });
+        (out.text(), err.text())
+    }
+
+    /// With `--json`, a key split between deltas is redacted, the deltas of an item add up to its
+    /// redacted text, and text held back of an item that never completed comes before
+    /// `session.completed`, which stays last. (The redactor is installed for the whole test
+    /// process; its secret appears in no other test.)
+    #[test]
+    fn json_deltas_are_redacted_across_pieces_and_session_completed_stays_last() {
+        let secret = "printer-secret-123";
+        baton_text::redact::install(baton_text::redact::Redactor::new([secret]));
+        let out = Buf::default();
+        let mut p = Printer::with_output(
+            true,
+            Box::new(out.clone()),
+            Box::new(Buf::default()),
+            false,
+            false,
+        );
+        for (id, pieces, complete) in [
+            ("a", ["key printer-sec", "ret-123 ok"], true),
+            ("b", ["cut printer", "-sec"], false),
+        ] {
+            p.event(AgentEvent::ItemStarted {
+                item: Item {
+                    id: id.into(),
+                    status: ItemStatus::InProgress,
+                    kind: ItemKind::AgentMessage {
+                        text: String::new(),
+                    },
+                },
+            });
+            for piece in pieces {
+                p.event(AgentEvent::ItemDelta {
+                    item_id: id.into(),
+                    delta: piece.into(),
+                });
+            }
+            if complete {
+                p.event(AgentEvent::ItemCompleted {
+                    item: Item {
+                        id: id.into(),
+                        status: ItemStatus::Completed,
+                        kind: ItemKind::AgentMessage {
+                            text: format!("key {secret} ok"),
+                        },
+                    },
+                });
+            }
+        }
+        p.event(AgentEvent::SessionCompleted {
+            outcome: baton_protocol::Outcome::Partial,
+            reason: Some(EndReason::Cancelled),
+            final_message: String::new(),
+            turns: 1,
+            usage: Default::default(),
+            cost_usd: None,
+        });
+        let events: Vec<AgentEvent> = out
+            .text()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let deltas = |id: &str| -> String {
+            events
+                .iter()
+                .filter_map(|e| match e {
+                    AgentEvent::ItemDelta { item_id, delta } if item_id == id => {
+                        Some(delta.as_str())
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(deltas("a"), "key [REDACTED] ok");
+        assert_eq!(deltas("b"), "cut printer-sec");
+        assert!(!out.text().contains(secret));
+        assert!(matches!(
+            events.last(),
+            Some(AgentEvent::SessionCompleted { .. })
+        ));
+    }
+
+    #[test]
+    fn text_mode_shows_no_control_sequence_of_the_model() {
+        let (out, err) = render(true);
+        assert_eq!(out, "done\u{fffd}]0;TITLE\u{fffd}\u{fffd}[2J\n\tok\n");
+        // One dimmed tool line: baton's own colour codes, nothing of the model's.
+        assert_eq!(
+            err,
+            "\u{1b}[2m• write a\u{fffd}]0;TITLE\u{fffd}\u{fffd}[2J\u{fffd}b → error: cannot write a\u{fffd}]0;TITLE\u{fffd}\u{fffd}[2J\u{1b}[0m\n"
+        );
+        // Off a terminal the answer is the model's text as written; stderr is always safe.
+        let (out, err_off) = render(false);
+        assert_eq!(out, "done\u{1b}]0;TITLE\u{7}\u{1b}[2J\n\tok\n");
+        assert_eq!(err_off, err);
     }
 }

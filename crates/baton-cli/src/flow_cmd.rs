@@ -110,7 +110,7 @@ pub fn run(args: FlowArgs) -> Result<u8> {
                 None => None,
                 Some(Ok(c)) => Some(c),
                 Some(Err(_)) => {
-                    eprintln!("baton: --model-class: use fast, balanced, frontier or fav");
+                    errln!("baton: --model-class: use fast, balanced, frontier or fav");
                     return Ok(exit::USAGE);
                 }
             };
@@ -154,7 +154,7 @@ fn flow_env(common: &Common) -> Result<FlowEnv> {
                     outln!("{line}");
                 }
             } else if let Some(line) = describe(r) {
-                eprintln!("baton flow: {line}");
+                errln!("baton flow: {line}");
             }
         }
         Notice::Activity {
@@ -166,7 +166,7 @@ fn flow_env(common: &Common) -> Result<FlowEnv> {
             if let (false, true, baton_exec::Activity::ToolStart { tool, path, .. }) =
                 (json_mode, tty, activity)
             {
-                eprintln!(
+                errln!(
                     "baton flow: {unit}: {role} runs {tool}{}",
                     path.as_deref().map(|p| format!(" {p}")).unwrap_or_default()
                 );
@@ -225,7 +225,7 @@ fn failed(common: &Common, e: &FlowError) -> u8 {
     if common.json {
         outln!("{}", json!({"type": kind, "message": e.to_string()}));
     }
-    eprintln!("baton: {e}");
+    errln!("baton: {e}");
     code
 }
 

@@ -65,7 +65,7 @@ pub fn roles(cwd: Option<PathBuf>, check: bool) -> Result<u8> {
     let dirs: RoleDirs = role_dirs(&ctx.project_root);
     match load_roles(&dirs) {
         Err(e) => {
-            eprintln!("baton: {e}");
+            errln!("baton: {e}");
             Ok(exit::USAGE)
         }
         Ok(roles) if check => {

@@ -2,10 +2,26 @@
 
 /// `println!` that never panics: when the reader of stdout goes away (`baton task --json | head`),
 /// output is dropped and the work goes on to its normal end (children stopped, state recorded).
+/// Known provider keys are written as `[REDACTED]` (`baton_text::redact`).
 macro_rules! outln {
+    () => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock());
+    }};
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+        let text = format!($($arg)*);
+        let _ = writeln!(std::io::stdout().lock(), "{}", baton_text::redact::redact(&text));
+    }};
+}
+
+/// `eprintln!` with known provider keys written as `[REDACTED]`: all of baton's own messages on
+/// stderr go through it.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let text = format!($($arg)*);
+        let _ = writeln!(std::io::stderr().lock(), "{}", baton_text::redact::redact(&text));
     }};
 }
 
@@ -116,7 +132,7 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_env("BATON_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(|| RedactedStderr)
         .init();
     let result = match cli.command {
         Command::Agent(args) => agent_cmd::run(args),
@@ -130,8 +146,24 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("baton: {e:#}");
+            errln!("baton: {e:#}");
             ExitCode::from(exit::USAGE)
         }
+    }
+}
+
+/// Stderr for log messages (`BATON_LOG`), with known provider keys written as `[REDACTED]`. The
+/// log formatter writes each message in one call, so a key is never split between two writes.
+struct RedactedStderr;
+
+impl std::io::Write for RedactedStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        std::io::stderr().write_all(baton_text::redact::redact(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
     }
 }

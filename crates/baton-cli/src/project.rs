@@ -6,14 +6,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
+use baton_agent::tools::EnvFilter;
 use baton_exec::delegate::DelegateEnv;
 use baton_exec::executor::Executor;
 use baton_exec::types::{Limits, DEFAULT_OUTPUT_CAP};
 use baton_exec::worktree::default_worktree_root;
-use baton_model::routes::ProcessEnv;
+use baton_model::routes::{read_key_file, ProcessEnv};
+use baton_protocol::config::Config;
 use baton_roles::RoleDirs;
 use baton_state::project_root;
 use baton_state::StateDir;
+use baton_text::redact::Redactor;
 
 use crate::config::{self, user_config_dir, LoadedConfig};
 
@@ -37,11 +40,32 @@ pub fn project_context(cwd: Option<PathBuf>) -> Result<ProjectContext> {
     }
     let project_root = project_root(&cwd);
     let config = config::load(&project_root)?;
+    baton_text::redact::install(Redactor::new(known_secrets(&config.config)));
     Ok(ProjectContext {
         cwd,
         project_root,
         config,
     })
+}
+
+/// Every provider key this process knows, for redaction: the values of the variables that may
+/// hold one (each configured `api_key_env`, and every `*_API_KEY` or `*_TOKEN` variable — the
+/// names `bash` commands do not get, whatever `sandbox.env_allow` lets through to them) and the
+/// keys in configured `api_key_file`s.
+fn known_secrets(config: &Config) -> Vec<String> {
+    let names = EnvFilter::new(config.key_variables(), Vec::new()).hidden_now();
+    let mut secrets: Vec<String> = names
+        .iter()
+        .filter_map(|name| std::env::var_os(name)?.into_string().ok())
+        .collect();
+    for provider in config.providers.values() {
+        if let Some(file) = &provider.api_key_file {
+            if let Ok(Some(key)) = read_key_file(file, &ProcessEnv) {
+                secrets.push(key);
+            }
+        }
+    }
+    secrets
 }
 
 pub fn role_dirs(project_root: &Path) -> RoleDirs {

@@ -201,7 +201,7 @@ impl Status {
         if self.tty {
             redraw(&mut b);
         } else if let Some(line) = plain_line {
-            eprintln!("{line}");
+            errln!("{line}");
         }
     }
 }
@@ -281,6 +281,7 @@ fn redraw(b: &mut Board) {
     }
     lines += stale;
     b.drawn_lines = lines;
+    let out = baton_text::redact::redact(&out);
     let mut err = std::io::stderr().lock();
     let _ = err.write_all(out.as_bytes());
     let _ = err.flush();

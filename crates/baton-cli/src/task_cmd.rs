@@ -219,7 +219,7 @@ fn start(args: TaskArgs) -> Result<u8> {
             outln!("{}", json!({"type": "task.background", "id": id}));
         } else {
             outln!("{id}");
-            eprintln!("baton: started background task {id}; follow it with `baton task status {id}` or `baton task wait {id}`");
+            errln!("baton: started background task {id}; follow it with `baton task status {id}` or `baton task wait {id}`");
         }
         return Ok(exit::OK);
     }
@@ -430,7 +430,7 @@ fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
                         json!({"type": "task.failed", "id": id, "message": why})
                     );
                 } else {
-                    eprintln!("baton: background task {id} failed before running: {why}");
+                    errln!("baton: background task {id} failed before running: {why}");
                 }
                 return Ok(exit::FAILED);
             }

@@ -205,12 +205,16 @@ fn text_mode_streams_the_answer_and_one_line_per_tool() {
 #[test]
 fn a_tool_outside_the_role_is_declined_and_never_run() {
     for kind in KINDS {
+        // Neither a command nor a delegation (which would start an implementer that commits).
         let server = MockServer::builder()
-            .turn(Turn::tool_call(
-                "c1",
-                "bash",
-                json!({"command": "echo pwned > pwned.txt"}),
-            ))
+            .turn(
+                Turn::tool_call("c1", "bash", json!({"command": "echo pwned > pwned.txt"}))
+                    .with_tool_call(
+                        "c2",
+                        "delegate_task",
+                        json!({"role": "implementer", "name": "sneak", "task": "write pwned.txt and commit it"}),
+                    ),
+            )
             .turn(Turn::text("I could not run bash."))
             .start_blocking();
         let p = project(&server, kind, "");
@@ -220,22 +224,30 @@ fn a_tool_outside_the_role_is_declined_and_never_run() {
         assert_exit(&out, 0);
         assert!(!p.work().join("pwned.txt").exists(), "{kind}: bash ran");
         let results = tool_results(&events(&out));
-        assert_eq!(results.len(), 1);
-        assert_eq!(results[0].1, ItemStatus::Declined);
-        assert!(
-            results[0].2.contains("not available to role `reviewer`"),
-            "{:?}",
-            results[0]
+        assert_eq!(results.len(), 2);
+        for result in &results {
+            assert_eq!(result.1, ItemStatus::Declined, "{kind}: {result:?}");
+            assert!(
+                result.2.contains("not available to role `reviewer`"),
+                "{kind}: {result:?}"
+            );
+        }
+        // The reviewer is offered its read-only tools only, and no child asked the model
+        // anything or left a transcript.
+        let requests = server.model_requests();
+        assert_eq!(requests.len(), 2, "{kind}");
+        assert_eq!(
+            requests[0].offered_tools(),
+            ["read", "grep", "find", "ls"],
+            "{kind}"
         );
-        // The reviewer is offered read-only tools only.
-        let first = &server.model_requests()[0];
-        let offered = first.offered_tools();
+        let sessions = std::fs::read_dir(p.work().join(".baton/state/sessions")).unwrap();
+        assert_eq!(sessions.count(), 1, "{kind}");
+        let back = tool_results_in_request(&requests[1]);
         assert!(
-            offered.contains(&"read") && !offered.contains(&"bash"),
-            "{kind}: {offered:?}"
+            back.iter().all(|b| b.contains("not available")),
+            "{kind}: {back:?}"
         );
-        let back = tool_results_in_request(&server.model_requests()[1]);
-        assert!(back[0].contains("not available"), "{kind}: {back:?}");
         server.assert_tool_results_answer_calls();
     }
 }
@@ -817,4 +829,236 @@ fn bash_commands_do_not_get_provider_keys() {
         }
         server.assert_tool_results_answer_calls();
     }
+}
+
+/// The role's tool list is the only authority over the delegation tools too: a main session is
+/// offered them only when its role lists them (the built-in implementer does; reviewer and scout
+/// do not), and `--no-delegate` removes them. A reviewer's call to one is declined: see
+/// `a_tool_outside_the_role_is_declined_and_never_run`.
+#[test]
+fn delegation_tools_are_offered_only_to_roles_that_list_them() {
+    let server = MockServer::builder()
+        .turn(Turn::text("ok"))
+        .looping(true)
+        .start_blocking();
+    let p = project(&server, "openai", "");
+    for (args, offered) in [
+        (&["--role", "reviewer"][..], false),
+        (&["--role", "scout"][..], false),
+        (&["--role", "implementer"][..], true),
+        (&["--role", "implementer", "--no-delegate"][..], false),
+    ] {
+        let mut argv = vec!["agent", "--json", "--model", "mock/m"];
+        argv.extend_from_slice(args);
+        argv.push("x");
+        assert_exit(&p.run(&argv), 0);
+        let request = server.model_requests().pop().unwrap();
+        let tools = request.offered_tools();
+        for name in ["delegate_task", "delegate_flow", "delegate_flow_continue"] {
+            assert_eq!(tools.contains(&name), offered, "{args:?}: {tools:?}");
+        }
+        assert_eq!(
+            all_text(&request).contains("# Delegation"),
+            offered,
+            "{args:?}"
+        );
+    }
+    server.assert_tool_results_answer_calls();
+}
+
+/// Control sequences a model puts in a tool call's arguments or path reach neither the terminal
+/// (text mode's stderr shows U+FFFD in their place) nor the file system (`write` refuses to create
+/// the name, naming the field).
+#[test]
+fn a_models_control_sequences_reach_neither_the_terminal_nor_file_names() {
+    let evil = "\u{1b}]0;TITLE\u{7}\u{1b}[2J";
+    let server = MockServer::builder()
+        .turn(
+            Turn::tool_call(
+                "c1",
+                "bash",
+                json!({"command": format!("echo '{evil}' > /dev/null")}),
+            )
+            .with_tool_call(
+                "c2",
+                "write",
+                json!({"path": format!("x{evil}.txt"), "content": "x"}),
+            ),
+        )
+        .turn(Turn::text("done"))
+        .start_blocking();
+    let p = project(&server, "openai", "");
+    let out = p.run(&["agent", "--model", "mock/m", "x"]);
+    assert_exit(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains(['\u{1b}', '\u{7}']), "{err:?}");
+    assert!(
+        err.contains("• bash echo '\u{fffd}]0;TITLE\u{fffd}\u{fffd}[2J' > /dev/null → exit 0"),
+        "{err:?}"
+    );
+    assert!(
+        err.contains("• write x\u{fffd}]0;TITLE\u{fffd}\u{fffd}[2J.txt → error: field `path`"),
+        "{err:?}"
+    );
+    for entry in std::fs::read_dir(p.work()).unwrap() {
+        let name = entry.unwrap().file_name();
+        assert!(
+            !baton_text::has_controls(&name.to_string_lossy()),
+            "{name:?}"
+        );
+    }
+    let back = tool_results_in_request(&server.model_requests()[1]);
+    assert!(back[1].contains("control character U+001B"), "{back:?}");
+    server.assert_tool_results_answer_calls();
+}
+
+/// A key a provider would accept, for the redaction tests (long enough to be redacted).
+const KEY: &str = "sk-mock-0123456789abcdef";
+
+/// Every file under `dir`, as text.
+fn files_text(dir: &std::path::Path) -> String {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        text.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
+    }
+    text
+}
+
+/// A 401 whose body echoes the key (as some providers do) shows `[REDACTED]` instead: on stderr
+/// in text mode, in `turn.failed` and `final_message` with `--json`, and the transcript keeps a
+/// key the task quoted only as `[REDACTED]`.
+#[test]
+fn a_401_echoing_the_key_shows_it_redacted() {
+    for kind in KINDS {
+        let server = MockServer::builder()
+            .fault(Fault::status(401).message(format!("invalid api key {KEY}")))
+            .looping(true)
+            .start_blocking();
+        let p = project(&server, kind, "").env("MOCK_API_KEY", KEY);
+        let task = format!("the key is {KEY}");
+        let out = p.run(&["agent", "--model", "mock/m", &task]);
+        assert_exit(&out, 1);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("HTTP 401") && err.contains("invalid api key [REDACTED]"),
+            "{kind}: {err}"
+        );
+        assert!(!err.contains(KEY), "{kind}: {err}");
+
+        let out = p.run(&["agent", "--json", "--model", "mock/m", &task]);
+        assert_exit(&out, 1);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.contains(KEY), "{kind}: {stdout}");
+        assert!(!String::from_utf8_lossy(&out.stderr).contains(KEY));
+        let evs = events(&out);
+        let failed = evs
+            .iter()
+            .find_map(|e| match e {
+                AgentEvent::TurnFailed { error, .. } => Some(error.message.clone()),
+                _ => None,
+            })
+            .expect("no turn.failed");
+        assert!(
+            failed.contains("invalid api key [REDACTED]"),
+            "{kind}: {failed}"
+        );
+        let (_, _, final_message) = completed(&evs);
+        assert!(
+            final_message.contains("[REDACTED]"),
+            "{kind}: {final_message}"
+        );
+
+        let transcripts = files_text(&p.work().join(".baton/state/sessions"));
+        assert!(transcripts.contains("the key is [REDACTED]"), "{kind}");
+        assert!(!transcripts.contains(KEY), "{kind}: {transcripts}");
+        // Baton redacts what it writes, not what it sends: the provider got its key, and the
+        // task as the user wrote it.
+        let first = &server.model_requests()[0];
+        assert!(first.headers.iter().any(|(_, v)| v.contains(KEY)), "{kind}");
+        assert!(all_text(first).contains(&task), "{kind}");
+    }
+}
+
+/// Keys from `api_key_file`s and from `*_TOKEN` / `*_API_KEY` variables are redacted from the
+/// streamed answer and tool-call arguments (split between deltas), tool lines and results, the
+/// `--json` events, the transcript and a `--record` cassette; values shorter than 8 characters
+/// are left alone.
+#[test]
+fn keys_are_redacted_from_answers_events_transcripts_and_cassettes() {
+    const FILE_KEY: &str = "file-key-9876543210";
+    const TOKEN: &str = "hf-token-abcdefghij";
+    let answer = format!("key {KEY}, file {FILE_KEY}, token {TOKEN}, short abc1234.");
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "c1",
+            "bash",
+            json!({"command": format!("echo {TOKEN}")}),
+        ))
+        .turn(Turn::text(answer))
+        .looping(true)
+        .start_blocking();
+    let key_file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(key_file.path(), format!("{FILE_KEY}\n")).unwrap();
+    let p = project(
+        &server,
+        "openai",
+        &format!(
+            "[providers.filed]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_file = \"{}\"\n",
+            server.url(),
+            key_file.path().display()
+        ),
+    )
+    .env("MOCK_API_KEY", KEY)
+    .env("HF_TOKEN", TOKEN)
+    .env("SHORT_TOKEN", "abc1234");
+    let shown = "key [REDACTED], file [REDACTED], token [REDACTED], short abc1234.";
+
+    let out = p.run(&["agent", "--model", "mock/m", "x"]);
+    assert_exit(&out, 0);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{shown}\n"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("• bash echo [REDACTED] → exit 0"), "{err}");
+
+    let cassette = p.work().join("c.json");
+    let out = p.run(&[
+        "agent",
+        "--json",
+        "--model",
+        "mock/m",
+        "--record",
+        cassette.to_str().unwrap(),
+        "x",
+    ]);
+    assert_exit(&out, 0);
+    let evs = events(&out);
+    assert_eq!(completed(&evs).2, shown);
+    assert!(
+        std::fs::read_to_string(&cassette)
+            .unwrap()
+            .contains("short abc1234."),
+        "short values are kept"
+    );
+    // The deltas still add up to the (redacted) answer.
+    let streamed: String = evs
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ItemDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed, shown);
+    let bash = tool_results(&evs);
+    assert_eq!(bash[0].2.trim(), "[REDACTED]");
+    let written = [
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+        std::fs::read_to_string(&cassette).unwrap(),
+        files_text(&p.work().join(".baton/state/sessions")),
+    ];
+    for text in written {
+        for secret in [KEY, FILE_KEY, TOKEN] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+    }
+    server.assert_tool_results_answer_calls();
 }

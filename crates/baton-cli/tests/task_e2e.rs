@@ -356,10 +356,10 @@ fn a_main_session_delegates_and_children_cannot() {
             "delegate_task",
             json!({"tasks": [
                 {"role": "echoer", "name": "shell-child", "task": "ping"},
-                {"role": "scout", "name": "model-child", "task": "look around", "model_class": "fast"}
+                {"role": "delegator", "name": "model-child", "task": "look around", "model_class": "fast"}
             ]}),
         ))
-        // The scout child (a real `baton agent` process) answers from the same server.
+        // The model child (a real `baton agent` process) answers from the same server.
         .when(
             |r| r.body.to_string().contains("look around"),
             Turn::text("scout report: nothing here"),
@@ -371,10 +371,15 @@ fn a_main_session_delegates_and_children_cannot() {
         server.url()
     ));
     role(&p, "echoer", "", "read t; echo \"echo: $t\"");
+    // A child never gets the delegation tools, even when its role lists them.
+    p.write(
+        ".baton/roles/delegator.md",
+        "---\nname: delegator\ndescription: lists delegation\ntools: [read, delegate_task, delegate_flow]\n---\nLook around.\n",
+    );
     let out = p.run(&["agent", "--json", "--model", "mock/main", "delegate it"]);
     assert_exit(&out, 0);
     let reqs = server.model_requests();
-    // main turn 1, the scout child, main turn 2
+    // main turn 1, the model child, main turn 2
     assert_eq!(
         reqs.len(),
         3,
@@ -676,4 +681,56 @@ fn a_zero_child_timeout_is_refused_naming_the_key() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(&format!("executor.{key}")), "{err}");
     }
+}
+
+/// A provider key a child prints (a peer agent echoing a 401 body) shows as `[REDACTED]` in the
+/// `baton task` report, in text and JSON, and nowhere in a background task's files.
+#[test]
+fn a_key_a_child_prints_is_redacted_from_reports_and_task_logs() {
+    const KEY: &str = "sk-task-0123456789abcdef";
+    let p = project("").env("MOCK_API_KEY", KEY);
+    role(
+        &p,
+        "leaky",
+        "",
+        &format!("echo 'HTTP 401: invalid key {KEY}'; echo 'stderr {KEY}' >&2; exit 1"),
+    );
+    for json in [false, true] {
+        let mut args = vec!["task", "--role", "leaky", "--name", "leak", "x"];
+        if json {
+            args.push("--json");
+        }
+        let out = p.run(&args);
+        assert_exit(&out, 1);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!stdout(&out).contains(KEY) && !err.contains(KEY), "{json}");
+        assert!(
+            stdout(&out).contains("invalid key [REDACTED]"),
+            "{json}: {}",
+            stdout(&out)
+        );
+    }
+    let out = p.run(&[
+        "task",
+        "--background",
+        "--role",
+        "leaky",
+        "--name",
+        "leak",
+        "x",
+    ]);
+    assert_exit(&out, 0);
+    let id = stdout(&out).trim().to_string();
+    let waited = p.run(&["task", "wait", &id, "--json"]);
+    assert_exit(&waited, 1);
+    assert!(stdout(&waited).contains("invalid key [REDACTED]"));
+    let tasks = p.work().join(".baton/state/tasks");
+    let mut files = 0;
+    for entry in std::fs::read_dir(&tasks).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains(KEY), "{}: {text}", path.display());
+        files += 1;
+    }
+    assert_eq!(files, 2, "the events and the supervisor's log");
 }

@@ -397,7 +397,8 @@ mod tests {
         assert_eq!(l.format, StreamFormat::Pi);
         s.route = Some("sonnet".into());
         s.thinking = Some("low".into());
-        s.role = role(&[], None);
+        // Children never delegate: a role's delegation tools are not passed on.
+        s.role = role(&["delegate_task", "delegate_flow"], None);
         s.program = None;
         let l = launch_for(&s).unwrap();
         assert_eq!(l.program, PathBuf::from("pi"));
@@ -473,7 +474,18 @@ mod tests {
     fn claude_launch() {
         let mut s = spec(BackendKind::Claude);
         s.route = Some("anthropic/claude-sonnet-4-5:high".into());
-        s.role = role(&["read", "grep", "find", "ls", "bash", "mcp__x"], None);
+        s.role = role(
+            &[
+                "read",
+                "grep",
+                "find",
+                "ls",
+                "bash",
+                "mcp__x",
+                "delegate_task",
+            ],
+            None,
+        );
         let l = launch_for(&s).unwrap();
         assert_eq!(
             l.args,

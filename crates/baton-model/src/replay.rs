@@ -121,13 +121,27 @@ impl Cassette {
         Ok(cassette)
     }
 
-    /// Writes the cassette atomically: a temporary file beside `path`, synced, then renamed.
+    /// Writes the cassette atomically (a temporary file beside `path`, synced, then renamed),
+    /// known secrets redacted ([`baton_text::redact`]).
     pub fn save(&self, path: &Path) -> Result<(), ModelError> {
         let fail = |e: std::io::Error| {
             ModelError::Config(format!("could not write cassette {}: {e}", path.display()))
         };
-        let mut text = serde_json::to_string_pretty(self)
+        // A recorded turn may quote a key (a model that read a key file), split between deltas.
+        let redacted = Cassette {
+            version: self.version,
+            turns: self
+                .turns
+                .iter()
+                .map(|t| CassetteTurn {
+                    request_summary: t.request_summary.clone(),
+                    events: redact_deltas(&t.events),
+                })
+                .collect(),
+        };
+        let text = serde_json::to_string_pretty(&redacted)
             .map_err(|e| ModelError::Config(format!("could not encode the cassette: {e}")))?;
+        let mut text = baton_text::redact::redact(&text).into_owned();
         text.push('\n');
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -286,6 +300,66 @@ impl Provider for Recorder {
             }
         })))
     }
+}
+
+/// Which stream a delta adds to: the text, the reasoning, or one tool call's arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DeltaOf {
+    Text,
+    Reasoning,
+    Arguments(usize),
+}
+
+fn delta_of(event: &StreamEvent) -> Option<(DeltaOf, &str)> {
+    match event {
+        StreamEvent::TextDelta { text } => Some((DeltaOf::Text, text)),
+        StreamEvent::ReasoningDelta { text } => Some((DeltaOf::Reasoning, text)),
+        StreamEvent::ToolCallDelta { index, arguments } => {
+            Some((DeltaOf::Arguments(*index), arguments))
+        }
+        StreamEvent::ReasoningSignature { .. }
+        | StreamEvent::ToolCallStart { .. }
+        | StreamEvent::ToolCallEnd { .. }
+        | StreamEvent::Usage { .. }
+        | StreamEvent::Stop { .. } => None,
+    }
+}
+
+/// `events` with every known secret redacted ([`baton_text::redact`]) even when it is split
+/// between deltas: a run of deltas to one stream whose joined text holds a secret becomes one
+/// delta of the redacted text. Runs without a secret are kept as they were streamed.
+fn redact_deltas(events: &[StreamEvent]) -> Vec<StreamEvent> {
+    let mut out = Vec::with_capacity(events.len());
+    let mut i = 0;
+    while i < events.len() {
+        let Some((of, _)) = delta_of(&events[i]) else {
+            out.push(events[i].clone());
+            i += 1;
+            continue;
+        };
+        let mut joined = String::new();
+        let mut end = i;
+        while let Some((next, text)) = events.get(end).and_then(delta_of) {
+            if next != of {
+                break;
+            }
+            joined.push_str(text);
+            end += 1;
+        }
+        match baton_text::redact::redact(&joined) {
+            std::borrow::Cow::Borrowed(_) => out.extend_from_slice(&events[i..end]),
+            std::borrow::Cow::Owned(text) => out.push(match of {
+                DeltaOf::Text => StreamEvent::TextDelta { text },
+                DeltaOf::Reasoning => StreamEvent::ReasoningDelta { text },
+                DeltaOf::Arguments(index) => StreamEvent::ToolCallDelta {
+                    index,
+                    arguments: text,
+                },
+            }),
+        }
+        i = end;
+    }
+    out
 }
 
 #[cfg(test)]

@@ -148,6 +148,23 @@ pub fn expand_home(path: &str, env: &dyn Env) -> PathBuf {
     }
 }
 
+/// The key an `api_key_file` holds: its first line, trimmed (`None` when that is empty). A file
+/// that cannot be read is an error with the path it was looked for at (`~/` expanded).
+pub fn read_key_file(
+    path: &str,
+    env: &dyn Env,
+) -> Result<Option<String>, (PathBuf, std::io::Error)> {
+    let full = expand_home(path, env);
+    match std::fs::read_to_string(&full) {
+        Ok(text) => Ok(text
+            .lines()
+            .next()
+            .map(|l| l.trim().to_string())
+            .filter(|k| !k.is_empty())),
+        Err(e) => Err((full, e)),
+    }
+}
+
 /// Checks one route: its provider exists and its credentials are present.
 pub fn check_route(
     config: &Config,
@@ -175,18 +192,12 @@ pub fn check_route(
     }
     let mut api_key = None;
     if let Some(path) = &provider.api_key_file {
-        let full = expand_home(path, env);
-        let text = std::fs::read_to_string(&full).map_err(|e| RouteError::KeyFile {
+        api_key = read_key_file(path, env).map_err(|(full, e)| RouteError::KeyFile {
             route: route.to_string(),
             provider: name.clone(),
             path: full.display().to_string(),
             message: e.to_string(),
         })?;
-        api_key = text
-            .lines()
-            .next()
-            .map(|l| l.trim().to_string())
-            .filter(|k| !k.is_empty());
     }
     if api_key.is_none() {
         if let Some(var) = &provider.api_key_env {

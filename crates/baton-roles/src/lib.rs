@@ -10,8 +10,18 @@ use std::path::{Path, PathBuf};
 
 use baton_protocol::role::{BackendKind, RoleFrontmatter, RoleSource, RoleSpec};
 
-/// Names of the tools a role may list.
+/// Names of the agent's own tools a role may list.
 pub const KNOWN_TOOLS: [&str; 7] = ["read", "write", "edit", "bash", "grep", "find", "ls"];
+
+/// Names of the delegation tools a role may list. A main session is offered one only when its
+/// role lists it; children never get them, whatever their role lists.
+pub const DELEGATION_TOOLS: [&str; 3] =
+    ["delegate_task", "delegate_flow", "delegate_flow_continue"];
+
+/// Whether `name` is one of the [`DELEGATION_TOOLS`].
+pub fn is_delegation_tool(name: &str) -> bool {
+    DELEGATION_TOOLS.contains(&name)
+}
 
 const BUILTIN: [(&str, &str); 3] = [
     ("implementer", include_str!("../roles/implementer.md")),
@@ -78,10 +88,11 @@ pub fn parse_role(text: &str, origin: &str, source: RoleSource) -> Result<RoleSp
         return Err(invalid("field `description` must not be empty".into()));
     }
     for tool in &meta.tools {
-        if !KNOWN_TOOLS.contains(&tool.as_str()) {
+        if !KNOWN_TOOLS.contains(&tool.as_str()) && !is_delegation_tool(tool) {
             return Err(invalid(format!(
-                "field `tools`: unknown tool `{tool}`; known tools are {}",
-                KNOWN_TOOLS.join(", ")
+                "field `tools`: unknown tool `{tool}`; known tools are {}, {}",
+                KNOWN_TOOLS.join(", "),
+                DELEGATION_TOOLS.join(", ")
             )));
         }
     }
@@ -220,13 +231,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn builtins_parse_and_reviewer_is_read_only() {
+    fn builtins_parse_and_only_the_implementer_may_delegate() {
         let roles = builtin_roles().unwrap();
         assert_eq!(roles.len(), 3);
-        let reviewer = roles.iter().find(|r| r.meta.name == "reviewer").unwrap();
-        for t in &reviewer.meta.tools {
-            assert!(["read", "grep", "find", "ls"].contains(&t.as_str()), "{t}");
-        }
+        let tools = |name: &str| {
+            roles
+                .iter()
+                .find(|r| r.meta.name == name)
+                .unwrap()
+                .meta
+                .tools
+                .clone()
+        };
+        assert_eq!(tools("reviewer"), ["read", "grep", "find", "ls"]);
+        assert_eq!(tools("scout"), ["read", "grep", "find", "ls", "bash"]);
+        assert_eq!(
+            tools("implementer"),
+            [
+                "read",
+                "write",
+                "edit",
+                "bash",
+                "grep",
+                "find",
+                "ls",
+                "delegate_task",
+                "delegate_flow",
+                "delegate_flow_continue"
+            ]
+        );
     }
 
     #[test]

@@ -139,20 +139,37 @@ impl<E: Serialize + DeserializeOwned> JsonlLog<E> {
         &self.path
     }
 
-    /// Appends `record` as one line; with [`Durability::Fsync`] it is on disk when this returns.
+    /// Appends `record` as one line, known secrets redacted ([`baton_text::redact`]); with
+    /// [`Durability::Fsync`] it is on disk when this returns.
     pub fn append(&mut self, record: &E) -> Result<(), LogError> {
-        let mut line = serde_json::to_vec(record).map_err(|source| LogError::Encode {
-            path: self.path.clone(),
-            source,
-        })?;
-        line.push(b'\n');
+        let mut line = encode(&self.path, record, serde_json::to_string)?;
+        line.push('\n');
         // One write call per line: appends of concurrent writers never interleave within a line.
-        self.file.write_all(&line).map_err(io(&self.path))?;
+        self.file
+            .write_all(line.as_bytes())
+            .map_err(io(&self.path))?;
         match self.durability {
             Durability::Fsync => self.file.sync_data().map_err(io(&self.path)),
             Durability::Written => Ok(()),
         }
     }
+}
+
+/// `value` as JSON text with every known secret redacted: nothing baton keeps on disk holds a
+/// provider key.
+fn encode<T: Serialize>(
+    path: &Path,
+    value: &T,
+    to_text: fn(&T) -> serde_json::Result<String>,
+) -> Result<String, LogError> {
+    let text = to_text(value).map_err(|source| LogError::Encode {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(match baton_text::redact::redact(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(redacted) => redacted,
+    })
 }
 
 fn read_bytes(path: &Path) -> Result<Vec<u8>, LogError> {
@@ -193,7 +210,7 @@ fn sync_dir(dir: &Path) {
     }
 }
 
-/// Writes `value` as pretty JSON to `path` so that readers see the old file or the new one, never
+/// Writes `value` as pretty JSON (known secrets redacted) to `path` so that readers see the old file or the new one, never
 /// a mix: a temp file beside it, fsync, rename over `path`, fsync of the folder.
 pub fn write_snapshot<T: Serialize>(path: &Path, value: &T) -> Result<(), LogError> {
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -202,13 +219,10 @@ pub fn write_snapshot<T: Serialize>(path: &Path, value: &T) -> Result<(), LogErr
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp"));
-    let bytes = serde_json::to_vec_pretty(value).map_err(|source| LogError::Encode {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = encode(path, value, serde_json::to_string_pretty)?;
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let mut f = File::create(&tmp).map_err(io(&tmp))?;
-    f.write_all(&bytes).map_err(io(&tmp))?;
+    f.write_all(text.as_bytes()).map_err(io(&tmp))?;
     f.sync_all().map_err(io(&tmp))?;
     std::fs::rename(&tmp, path).map_err(io(path))?;
     sync_dir(dir);
@@ -272,6 +286,32 @@ mod tests {
             JsonlLog::<Ev>::read(&tmp.path().join("none")),
             Err(LogError::NotFound { .. })
         ));
+    }
+
+    /// Logs and snapshots never hold a known secret. (The redactor is installed for the whole
+    /// test process; the secret appears in no other test.)
+    #[test]
+    fn logs_and_snapshots_are_written_with_known_secrets_redacted() {
+        let secret = "state-log-secret-0123";
+        baton_text::redact::install(baton_text::redact::Redactor::new([secret]));
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("x.jsonl");
+        let record = Ev {
+            n: 1,
+            text: format!("401: key {secret} rejected"),
+        };
+        JsonlLog::<Ev>::create(&path, Durability::Fsync)
+            .unwrap()
+            .append(&record)
+            .unwrap();
+        let snapshot = tmp.path().join("x.json");
+        write_snapshot(&snapshot, &record).unwrap();
+        let redacted = Ev {
+            n: 1,
+            text: "401: key [REDACTED] rejected".into(),
+        };
+        assert_eq!(JsonlLog::<Ev>::read(&path).unwrap(), vec![redacted.clone()]);
+        assert_eq!(read_snapshot::<Ev>(&snapshot).unwrap(), Some(redacted));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Text that baton hands to a model, writes into evidence or shows on a terminal.
 //!
-//! Two concerns live here and nowhere else:
+//! Three concerns live here and nowhere else:
 //!
 //! - **Bounding.** [`truncate`] cuts a text to a byte budget, keeping its head, its tail or both
 //!   ends ([`Keep`]), always on character boundaries, and puts one marker where bytes were left
@@ -11,9 +11,14 @@
 //!   a terminal (C0 and C1 controls, DEL, and the Unicode line and paragraph separators) with
 //!   U+FFFD, keeping newlines and tabs; [`sanitize_line`] also replaces those, for one-line fields.
 //!   Anything a child process, a model or git wrote goes through one of them before it is printed.
+//! - **Secrets.** [`redact::Redactor`] replaces every known provider key with `[REDACTED]`; the
+//!   process installs one ([`redact::install`]) and every writer passes its text through
+//!   [`redact::redact`].
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
+
+pub mod redact;
 
 /// Which part of a text [`truncate`] keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -106,6 +106,34 @@ impl Workspace {
         }
     }
 
+    /// Resolves `raw` as [`Workspace::resolve`] does, for a tool that may create it and its
+    /// missing parent folders: a name that does not exist yet may not hold a control character
+    /// ([`baton_text::is_control`]: ESC, CR, newline, tab …), so no tool leaves a file whose name
+    /// drives the terminal of whoever lists it. Names that exist already are not checked.
+    pub(crate) fn resolve_creatable(&self, raw: &str) -> Result<PathBuf, PathError> {
+        let abs = self.resolve(raw)?;
+        let mut at = abs.as_path();
+        while fs::symlink_metadata(at).is_err() {
+            let name = at
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default();
+            if let Some(c) = name.chars().find(|&c| baton_text::is_control(c)) {
+                return Err(PathError(format!(
+                    "field `path`: {raw:?} would create the name {name:?}, which holds the control \
+                     character U+{:04X}; tools do not create names with control characters (ESC, CR, \
+                     newline, tab …): give a `path` without them",
+                    u32::from(c)
+                )));
+            }
+            match at.parent() {
+                Some(parent) => at = parent,
+                None => break,
+            }
+        }
+        Ok(abs)
+    }
+
     /// How to show `abs` to the model: relative to the working directory (with `..` when it
     /// lies elsewhere in the root), or `.` for the working directory itself.
     pub(crate) fn display(&self, abs: &Path) -> String {

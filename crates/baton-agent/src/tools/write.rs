@@ -38,7 +38,8 @@ impl Tool for WriteTool {
             name: "write".to_owned(),
             description: "Create a file, or replace an existing file's whole content. Missing parent \
                  directories are created. The write is atomic (a temporary file renamed into place). \
-                 To change part of an existing file prefer `edit`. The path must stay inside the workspace."
+                 To change part of an existing file prefer `edit`. The path must stay inside the workspace, and \
+                 names it creates may not hold control characters."
                 .to_owned(),
             parameters: schema_for::<WriteArgs>(),
         }
@@ -62,7 +63,7 @@ impl Tool for WriteTool {
 }
 
 fn write_file(ctx: &ToolContext, raw: &str, content: &str) -> ToolOutput {
-    let abs = match Workspace::new(ctx).and_then(|ws| ws.resolve(raw)) {
+    let abs = match Workspace::new(ctx).and_then(|ws| ws.resolve_creatable(raw)) {
         Ok(p) => p,
         Err(e) => return ToolOutput::error(e.0),
     };

@@ -76,7 +76,14 @@ pub(super) fn launch(
         args.push(spec.role.body.clone());
     }
     let mut allowed: Vec<String> = Vec::new();
-    for tool in &spec.role.meta.tools {
+    // Children never delegate: the delegation tools a role lists are not passed on.
+    for tool in spec
+        .role
+        .meta
+        .tools
+        .iter()
+        .filter(|t| !baton_roles::is_delegation_tool(t))
+    {
         let mapped = claude_tools(tool);
         let names: Vec<String> = if mapped.is_empty() {
             vec![tool.clone()]

@@ -24,7 +24,7 @@ use crate::types::{Activity, ExecError, Launch, StreamFormat};
 /// `pi --mode json -p --no-session [--provider P] [--model M] [--thinking L]
 /// (--tools a,b | --no-tools) [--append-system-prompt BODY]` with the task on stdin. Pi's built-in
 /// tools carry the same names as baton's (read, bash, edit, write, grep, find, ls), so a role's
-/// tool list passes through as the allowlist. `--max-turns` has no pi equivalent and is dropped.
+/// tool list, less the delegation tools, passes through as the allowlist. `--max-turns` has no pi equivalent and is dropped.
 pub(super) fn launch(
     spec: &TaskSpec,
     thinking: Option<ThinkingLevel>,
@@ -50,11 +50,20 @@ pub(super) fn launch(
         args.push("--thinking".into());
         args.push(l.as_str().into());
     }
-    if spec.role.meta.tools.is_empty() {
+    // Children never delegate: the delegation tools a role lists are not passed on.
+    let tools: Vec<&str> = spec
+        .role
+        .meta
+        .tools
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !baton_roles::is_delegation_tool(t))
+        .collect();
+    if tools.is_empty() {
         args.push("--no-tools".into());
     } else {
         args.push("--tools".into());
-        args.push(spec.role.meta.tools.join(","));
+        args.push(tools.join(","));
     }
     if !spec.role.body.trim().is_empty() {
         args.push("--append-system-prompt".into());
