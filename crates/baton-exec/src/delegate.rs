@@ -195,10 +195,12 @@ pub async fn run_delegation(
     // cut does not depend on which finished first. A chain step's `{previous}` got the step's
     // whole answer (each child alone is bounded by the same cap).
     let budget = OutputBudget::new(env.output_cap);
+    // The marker each child's own bound put there is replaced: the one left counts every byte
+    // cut, by either bound.
     let entries = entries
         .into_iter()
         .map(|mut e| {
-            e.output = budget.take(&e.output);
+            (e.output, e.omitted) = budget.retake(&e.output, e.omitted);
             e
         })
         .collect();
@@ -404,6 +406,10 @@ async fn run_entry(
     }
     let model = model_label.lock().ok().and_then(|m| m.clone());
     let duration_ms = started.elapsed().as_millis() as u64;
+    let omitted = match &result {
+        Ok(r) => r.omitted,
+        Err(err) => err.partial.as_ref().map_or(0, |p| p.omitted),
+    };
     let (status, output, error, usage, turns) = match result {
         Ok(ChildResult {
             status,
@@ -468,6 +474,7 @@ async fn run_entry(
         role: role.meta.name.clone(),
         status,
         output,
+        omitted,
         error,
         model,
         usage,

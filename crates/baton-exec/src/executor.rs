@@ -350,15 +350,16 @@ async fn supervise(
     }
 
     let (end, skipped) = reader.finish();
-    let output = if end.final_text.is_empty() && end.final_omitted == 0 {
-        String::new()
+    let (output, omitted) = if end.final_text.is_empty() && end.final_omitted == 0 {
+        (String::new(), 0)
     } else {
-        budget.take_with_omitted(&end.final_text, end.final_omitted)
+        budget.take_counted(&end.final_text, end.final_omitted)
     };
     let mut result = ChildResult {
         status: ChildStatus::Failure,
         exit_code,
         output,
+        omitted,
         stderr: tail.render(),
         stop_reason: end.stop_reason.clone(),
         usage: end.usage,

@@ -61,6 +61,20 @@ impl OutputBudget {
     /// Like [`OutputBudget::take`] for a text of which `omitted` further bytes were already dropped
     /// before it got here; those count in the marker, which is then always added.
     pub fn take_with_omitted(&self, text: &str, omitted: usize) -> String {
+        self.take_counted(text, omitted).0
+    }
+
+    /// Spends the budget on an output an earlier budget already bounded: `rendered` as that
+    /// budget's [`OutputBudget::take_counted`] returned it, `dropped` its count. The earlier
+    /// marker is replaced, so the one marker left counts every byte cut by either budget.
+    pub fn retake(&self, rendered: &str, dropped: usize) -> (String, usize) {
+        let kept = kept_part(rendered, dropped);
+        self.take_counted(kept, dropped)
+    }
+
+    /// [`OutputBudget::take_with_omitted`], and the number of bytes it states as omitted (0 when
+    /// the text passed whole). The marker stands on a line of its own after the kept text.
+    pub fn take_counted(&self, text: &str, omitted: usize) -> (String, usize) {
         let mut granted = 0;
         // Reserve the largest char-aligned prefix that fits, atomically.
         let _ = self
@@ -72,17 +86,31 @@ impl OutputBudget {
             });
         let dropped = text.len() - granted + omitted;
         if dropped == 0 {
-            return text.to_string();
+            return (text.to_string(), 0);
         }
         let kept = &text[..granted];
         let marker = baton_text::omitted_marker(dropped);
-        if kept.is_empty() {
+        // Always a separator before a kept text's marker, so the kept part can be told exactly.
+        let rendered = if kept.is_empty() {
             marker
-        } else if kept.ends_with('\n') {
-            format!("{kept}{marker}")
         } else {
             format!("{kept}\n{marker}")
-        }
+        };
+        (rendered, dropped)
+    }
+}
+
+/// The kept text of an output rendered by [`OutputBudget::take_counted`] with `dropped` bytes
+/// omitted (the whole text when nothing was).
+fn kept_part(rendered: &str, dropped: usize) -> &str {
+    if dropped == 0 {
+        return rendered;
+    }
+    let marker = baton_text::omitted_marker(dropped);
+    match rendered.strip_suffix(marker.as_str()) {
+        Some("") => "",
+        Some(rest) => rest.strip_suffix('\n').unwrap_or(rest),
+        None => rendered,
     }
 }
 
@@ -513,8 +541,35 @@ mod tests {
         let budget = OutputBudget::new(100);
         assert_eq!(
             budget.take_with_omitted("abc\n", 7),
-            "abc\n[… 7 bytes omitted …]"
+            "abc\n\n[… 7 bytes omitted …]"
         );
+    }
+
+    #[test]
+    fn a_second_budget_states_every_byte_cut() {
+        // A child's 5,000,000 bytes, bounded alone to 100, then again in a call whose budget
+        // another entry has partly spent.
+        let text = "x".repeat(5_000_000);
+        let (first, dropped) = OutputBudget::new(100).take_counted(&text, 0);
+        assert_eq!(dropped, 4_999_900);
+        let call = OutputBudget::new(130);
+        assert_eq!(call.take("0123456789".repeat(7).as_str()).len(), 70);
+        let (second, total) = call.retake(&first, dropped);
+        assert_eq!(total, 4_999_940);
+        assert_eq!(
+            second,
+            format!("{}\n[… 4999940 bytes omitted …]", "x".repeat(60))
+        );
+        let (third, total) = call.retake(&first, dropped);
+        assert_eq!(
+            (third.as_str(), total),
+            ("[… 5000000 bytes omitted …]", 5_000_000)
+        );
+        // Text that passed whole stays whole, newline and all.
+        let (whole, n) = OutputBudget::new(100).retake("abc\n", 0);
+        assert_eq!((whole.as_str(), n), ("abc\n", 0));
+        let (cut, n) = OutputBudget::new(3).take_counted("abc\ndef", 0);
+        assert_eq!(OutputBudget::new(100).retake(&cut, n), (cut.clone(), n));
     }
 
     #[test]

@@ -110,6 +110,10 @@ pub struct ChildResult {
     pub exit_code: Option<i32>,
     /// The assistant-visible output: the final message (bounded by the call's budget).
     pub output: String,
+    /// Bytes of the final message cut before `output`, as the marker at its end states (0 when
+    /// it is whole).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub omitted: usize,
     /// The child's stderr, bounded.
     pub stderr: String,
     /// The child's reported stop reason or outcome, when it gave one.
@@ -184,4 +188,9 @@ impl ExecError {
             partial: None,
         }
     }
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+pub(crate) fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

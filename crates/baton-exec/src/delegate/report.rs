@@ -70,6 +70,10 @@ pub struct EntryReport {
     pub role: String,
     pub status: EntryStatus,
     pub output: String,
+    /// Bytes of the child's answer cut from `output`, by its own bound and the call's budget
+    /// together: the number the marker at the end of `output` states (0 when it is whole).
+    #[serde(default, skip_serializing_if = "crate::types::is_zero")]
+    pub omitted: usize,
     pub error: Option<ExecErrorInfo>,
     pub model: Option<String>,
     pub usage: Usage,
@@ -108,6 +112,7 @@ pub(super) fn skipped(i: usize, e: &TaskEntry) -> EntryReport {
         role: e.role.clone(),
         status: EntryStatus::Skipped,
         output: String::new(),
+        omitted: 0,
         error: None,
         model: None,
         usage: Usage::default(),

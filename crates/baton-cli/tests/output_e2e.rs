@@ -1,0 +1,87 @@
+//! Honest output through the built binary: truncation markers state the bytes really cut, an
+//! answer redirected to a file holds only the final answer, and the live status block fits the
+//! terminal at any width.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use baton_testkit::fixture::{assert_exit, Sandbox};
+use serde_json::{json, Value};
+
+fn project() -> Sandbox {
+    Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .baton_config("")
+}
+
+fn command_role(p: &Sandbox, name: &str, command: &str) {
+    p.write(
+        format!(".baton/roles/{name}.md"),
+        &format!(
+            "---\nname: {name}\ndescription: test role\ntools: []\nbackend: command\ncommand: [sh, -c, {}]\n---\nDo it.\n",
+            serde_json::to_string(command).unwrap()
+        ),
+    );
+}
+
+fn report(out: &std::process::Output) -> Value {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.contains("\"type\":\"report\""))
+        .unwrap_or_else(|| panic!("no report in {text}"));
+    serde_json::from_str::<Value>(line).unwrap()["report"].clone()
+}
+
+/// The number in the one `[… N bytes omitted …]` marker at the end of `text`.
+fn marker(text: &str) -> usize {
+    let start = text
+        .rfind("[… ")
+        .unwrap_or_else(|| panic!("no marker in {text}"));
+    text[start + "[… ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn markers_state_the_bytes_really_cut() {
+    let p = project();
+    command_role(&p, "huge", "head -c 5000000 /dev/zero | tr '\\0' x");
+    command_role(
+        &p,
+        "lines",
+        "yes 0123456789012345678901234567890123456789 | head -c 108000",
+    );
+    let tasks = p.work().join("tasks.json");
+    let entries: Vec<Value> = (0..8)
+        .map(|i| json!({"role": "huge", "name": format!("h{i}"), "task": "t"}))
+        .collect();
+    std::fs::write(&tasks, Value::Array(entries).to_string()).unwrap();
+    let out = p.run(&["task", "--json", "--parallel", tasks.to_str().unwrap()]);
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let mut cut = 0;
+    let mut kept = 0;
+    for e in r["entries"].as_array().unwrap() {
+        let output = e["output"].as_str().unwrap();
+        let n = marker(output);
+        assert_eq!(e["omitted"].as_u64().unwrap() as usize, n);
+        let shown = output.bytes().filter(|b| *b == b'x').count();
+        // What is shown and what the marker says was cut add up to what the child printed.
+        assert_eq!(shown + n, 5_000_000, "{}", &output[output.len().min(60)..]);
+        cut += n;
+        kept += shown;
+    }
+    assert_eq!(kept, 51_200, "the call's budget");
+    assert_eq!(cut, 8 * 5_000_000 - 51_200);
+
+    let out = p.run(&["task", "--json", "--role", "lines", "--name", "l", "t"]);
+    assert_exit(&out, 0);
+    let output = report(&out)["entries"][0]["output"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(marker(&output), 108_000 - 51_200);
+}
