@@ -588,8 +588,11 @@ impl Printer {
                     self.message_items.push(item.id);
                 }
             }
+            // On a terminal the answer streams as it comes; off one (`> answer.md`) only the
+            // final answer is written, at the end, so no partial text of a retried turn and no
+            // narration between tool calls lands in the file.
             AgentEvent::ItemDelta { item_id, delta } => {
-                if self.message_items.contains(&item_id) {
+                if self.out_tty && self.message_items.contains(&item_id) {
                     let shown = self.delta(&item_id, &delta);
                     self.answer(&shown);
                 }
@@ -604,6 +607,14 @@ impl Printer {
             | AgentEvent::TurnCompleted { .. }
             | AgentEvent::SessionCompleted { .. } => {}
             AgentEvent::ItemCompleted { item } => match item.kind {
+                ItemKind::AgentMessage { .. } if !self.out_tty => {
+                    if item.status == ItemStatus::Failed {
+                        self.err_line(
+                            "baton: a partial answer was cut off; the turn is being retried (it is not written to stdout)",
+                            false,
+                        );
+                    }
+                }
                 ItemKind::AgentMessage { .. } => {
                     let rest = self.flush(&item.id);
                     self.answer(&rest);
@@ -674,11 +685,15 @@ impl Printer {
         if self.json {
             return;
         }
-        // Text of items that never completed (the session was stopped mid-stream).
-        let open: Vec<String> = self.streams.keys().cloned().collect();
-        for item_id in open {
-            let rest = self.flush(&item_id);
-            self.answer(&rest);
+        if self.out_tty {
+            // Text of items that never completed (the session was stopped mid-stream).
+            let open: Vec<String> = self.streams.keys().cloned().collect();
+            for item_id in open {
+                let rest = self.flush(&item_id);
+                self.answer(&rest);
+            }
+        } else {
+            self.answer(&s.final_message);
         }
         if !self.at_line_start {
             self.out_raw("\n");
@@ -910,9 +925,10 @@ mod tests {
             err,
             "\u{1b}[2m• write a\u{fffd}]0;TITLE\u{fffd}\u{fffd}[2J\u{fffd}b → error: cannot write a\u{fffd}]0;TITLE\u{fffd}\u{fffd}[2J\u{1b}[0m\n"
         );
-        // Off a terminal the answer is the model's text as written; stderr is always safe.
+        // Off a terminal only the final answer is written, at the end, as the model wrote it;
+        // stderr is always safe.
         let (out, err_off) = render(false);
-        assert_eq!(out, "done\u{1b}]0;TITLE\u{7}\u{1b}[2J\n\tok\n");
+        assert_eq!(out, "");
         assert_eq!(err_off, err);
     }
 }

@@ -85,3 +85,44 @@ fn markers_state_the_bytes_really_cut() {
         .to_string();
     assert_eq!(marker(&output), 108_000 - 51_200);
 }
+
+/// `baton agent "…" > answer.md`: after a stream dropped mid-answer and a retried turn, and with
+/// narration before a tool call, the file holds the final answer and nothing else.
+#[test]
+fn redirected_stdout_holds_only_the_final_answer() {
+    use baton_testkit::{Fault, MockServer, Turn};
+    for kind in ["openai", "openai-responses", "anthropic"] {
+        let server = MockServer::builder()
+            .fault(Fault::drop_after(
+                Turn::text("this answer never finished, this is "),
+                3,
+            ))
+            .turn(Turn::text("Let me look first.").with_tool_call(
+                "call_l",
+                "ls",
+                json!({"path": "."}),
+            ))
+            .turn(Turn::text("The final answer."))
+            .start_blocking();
+        let base = match kind {
+            "anthropic" => server.url(),
+            _ => format!("{}/v1", server.url()),
+        };
+        let p = Sandbox::new()
+            .baton_exe(env!("CARGO_BIN_EXE_baton"))
+            .baton_config(&format!(
+                "[providers.mock]\nkind = \"{kind}\"\nbase_url = \"{base}\"\napi_key_env = \"MOCK_API_KEY\"\n[retry]\ninitial_delay = \"1ms\"\n"
+            ))
+            .env("MOCK_API_KEY", "test-key");
+        let out = p.run(&["agent", "--model", "mock/m", "answer"]);
+        assert_exit(&out, 0);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "The final answer.\n",
+            "{kind}"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("retrying"), "{kind}: {stderr}");
+        server.assert_tool_results_answer_calls();
+    }
+}
