@@ -33,6 +33,7 @@ mod project;
 mod signals;
 mod status;
 mod task_cmd;
+mod term;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -201,7 +201,8 @@ impl Status {
         if self.tty {
             redraw(&mut b);
         } else if let Some(line) = plain_line {
-            errln!("{line}");
+            // One line per event, whatever the names and commands in it hold.
+            errln!("{}", baton_text::sanitize_line(&line));
         }
     }
 }
@@ -227,51 +228,17 @@ fn redraw(b: &mut Board) {
         }
     }
     let now = Instant::now();
+    // Every row is cut to the terminal's width, so each takes exactly one line and moving the
+    // cursor up by the number of rows drawn lands on the first one.
+    let cols = crate::term::stderr_columns().saturating_sub(1).max(1);
     let mut out = String::new();
     if b.drawn_lines > 0 {
         out.push_str(&format!("\x1b[{}A", b.drawn_lines));
     }
     let mut lines = 0;
     for r in b.rows.iter().filter(|r| !r.name.is_empty()) {
-        let glyph = match r.status {
-            None if r.started.is_none() => "○",
-            None => "●",
-            Some(EntryStatus::Done) => "✓",
-            Some(EntryStatus::Failed) => "✗",
-            Some(EntryStatus::Stopped) => "■",
-            Some(EntryStatus::Skipped) => "–",
-        };
-        let state = match r.status {
-            Some(s) => word(s).to_string(),
-            None if r.started.is_none() => "Queued".into(),
-            None => match &r.tool {
-                Some((tool, path, since)) => format!(
-                    "{tool}{} {}",
-                    path.as_deref()
-                        .map(|p| format!(" {}", basename(p)))
-                        .unwrap_or_default(),
-                    fmt_secs(now - *since)
-                ),
-                None => "thinking".into(),
-            },
-        };
-        let dur = match (r.started, r.ended) {
-            (Some(s), Some(e)) => fmt_secs(e - s),
-            (Some(s), None) => fmt_secs(now - s),
-            (None, _) => "-".into(),
-        };
-        out.push_str(&format!("\x1b[2K{glyph} {} ({})\n", r.name, r.role));
-        out.push_str(&format!(
-            "\x1b[2K    {state} · turns {} · tools {} · {}{} · {} tok · {dur}\n",
-            r.turns,
-            r.tools,
-            if r.model.is_empty() { "-" } else { &r.model },
-            r.thinking
-                .as_deref()
-                .map(|t| format!(":{t}"))
-                .unwrap_or_default(),
-            fmt_tokens(r.tokens),
-        ));
+        let [head, detail] = row_lines(r, now, cols);
+        out.push_str(&format!("\x1b[2K{head}\n\x1b[2K{detail}\n"));
         lines += 2;
     }
     // Blank what an earlier, taller drawing left below.
@@ -287,11 +254,101 @@ fn redraw(b: &mut Board) {
     let _ = err.flush();
 }
 
+/// The two lines of a row, each at most `cols` columns wide and free of control characters.
+fn row_lines(r: &Row, now: Instant, cols: usize) -> [String; 2] {
+    let fit =
+        |line: &str| baton_text::fit_columns(&baton_text::sanitize_line(line), cols).into_owned();
+    let glyph = match r.status {
+        None if r.started.is_none() => "○",
+        None => "●",
+        Some(EntryStatus::Done) => "✓",
+        Some(EntryStatus::Failed) => "✗",
+        Some(EntryStatus::Stopped) => "■",
+        Some(EntryStatus::Skipped) => "–",
+    };
+    let state = match r.status {
+        Some(s) => word(s).to_string(),
+        None if r.started.is_none() => "Queued".into(),
+        None => match &r.tool {
+            Some((tool, path, since)) => format!(
+                "{tool}{} {}",
+                path.as_deref()
+                    .map(|p| format!(" {}", basename(p)))
+                    .unwrap_or_default(),
+                fmt_secs(now - *since)
+            ),
+            None => "thinking".into(),
+        },
+    };
+    let dur = match (r.started, r.ended) {
+        (Some(s), Some(e)) => fmt_secs(e - s),
+        (Some(s), None) => fmt_secs(now - s),
+        (None, _) => "-".into(),
+    };
+    // The route already names its thinking level when it has one (`mock/m:high`).
+    let thinking = match r.thinking.as_deref() {
+        Some(t) if !r.model.ends_with(&format!(":{t}")) => format!(":{t}"),
+        Some(_) | None => String::new(),
+    };
+    [
+        fit(&format!("{glyph} {} ({})", r.name, r.role)),
+        fit(&format!(
+            "    {state} · turns {} · tools {} · {}{thinking} · {} tok · {dur}",
+            r.turns,
+            r.tools,
+            if r.model.is_empty() { "-" } else { &r.model },
+            fmt_tokens(r.tokens),
+        )),
+    ]
+}
+
 fn word(s: EntryStatus) -> &'static str {
     match s {
         EntryStatus::Done => "Done",
         EntryStatus::Failed => "Failed",
         EntryStatus::Stopped => "Stopped",
         EntryStatus::Skipped => "Skipped",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn row(model: &str, thinking: Option<&str>) -> Row {
+        Row {
+            index: 0,
+            name: "review".into(),
+            role: "reviewer".into(),
+            model: model.into(),
+            thinking: thinking.map(str::to_string),
+            started: None,
+            ended: None,
+            status: None,
+            tool: None,
+            turns: 0,
+            tools: 0,
+            tokens: 0,
+            finished_seq: 0,
+        }
+    }
+
+    #[test]
+    fn a_row_names_the_thinking_level_once_and_fits_the_width() {
+        let now = Instant::now();
+        let [_, detail] = row_lines(&row("mock/slow:high", Some("high")), now, 200);
+        assert!(detail.contains("mock/slow:high ·"), "{detail}");
+        assert!(!detail.contains(":high:high"), "{detail}");
+        let [_, detail] = row_lines(&row("mock/slow", Some("low")), now, 200);
+        assert!(detail.contains("mock/slow:low ·"), "{detail}");
+        let long = format!("command: sh -c {}\nsecond line", "x".repeat(300));
+        for cols in [39, 59, 119] {
+            for line in row_lines(&row(&long, None), now, cols) {
+                assert!(line.chars().count() <= cols, "{cols}: {line}");
+                assert!(!line.contains('\n'));
+            }
+        }
     }
 }

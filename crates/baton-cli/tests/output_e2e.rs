@@ -126,3 +126,75 @@ fn redirected_stdout_holds_only_the_final_answer() {
         server.assert_tool_results_answer_calls();
     }
 }
+
+/// `baton task`'s live status block in a real pseudo-terminal 40, 60 and 120 columns wide: rows
+/// (here a `command` role whose whole command line is its "model") are cut to the width, so the
+/// block redraws exactly over itself and the final screen shows each row once.
+#[test]
+fn the_status_block_fits_and_redraws_exactly_at_any_width() {
+    use baton_testkit::fixture::wait_until;
+    use baton_testkit::pty::{Pty, Screen};
+    use std::process::Stdio;
+    use std::time::Duration;
+    for cols in [40u16, 60, 120] {
+        let p = project();
+        command_role(
+            &p,
+            "gated",
+            "while [ ! -f release ]; do sleep 0.01; done\necho \"finished $BATON_TASK_NAME with a long line of output\"",
+        );
+        let tasks = p.work().join("tasks.json");
+        let entries: Vec<Value> = ["alpha", "bravo", "charlie"]
+            .iter()
+            .map(|n| json!({"role": "gated", "name": n, "task": "t"}))
+            .collect();
+        std::fs::write(&tasks, Value::Array(entries).to_string()).unwrap();
+        let pty = Pty::open(cols, 50).unwrap();
+        let screen = pty.start_reader().unwrap();
+        let mut baton = p
+            .baton(&["task", "--parallel", tasks.to_str().unwrap()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(pty.slave().unwrap())
+            .spawn()
+            .unwrap();
+        let _master = pty.close_slave();
+        // All three running (and redrawn over each other several times), then released.
+        assert!(wait_until(Duration::from_secs(30), || {
+            Screen::replay(&screen.bytes(), usize::from(cols))
+                .lines()
+                .iter()
+                .filter(|l| l.starts_with('●'))
+                .count()
+                == 3
+        }));
+        std::fs::write(p.work().join("release"), "").unwrap();
+        let out = baton.wait_with_output().unwrap();
+        assert_exit(&out, 0);
+        assert!(wait_until(Duration::from_secs(5), || {
+            Screen::replay(&screen.bytes(), usize::from(cols))
+                .lines()
+                .iter()
+                .filter(|l| l.starts_with('✓'))
+                .count()
+                == 3
+        }));
+        let shown = Screen::replay(&screen.bytes(), usize::from(cols));
+        let lines = shown.lines();
+        assert_eq!(shown.wraps, 0, "{cols} cols: a row wrapped: {lines:#?}");
+        assert_eq!(lines.len(), 6, "{cols} cols: {lines:#?}");
+        for (i, name) in ["alpha", "bravo", "charlie"].iter().enumerate() {
+            assert!(
+                lines[2 * i].starts_with(&format!("✓ {name} (gated)")),
+                "{lines:#?}"
+            );
+            assert!(
+                lines[2 * i + 1].starts_with("    Done · turns"),
+                "{lines:#?}"
+            );
+        }
+        for l in &lines {
+            assert!(l.chars().count() < usize::from(cols), "{cols}: {l}");
+        }
+    }
+}

@@ -168,6 +168,7 @@
 mod conversation;
 pub mod fixture;
 mod json;
+pub mod pty;
 mod render;
 mod request;
 mod rules;

@@ -259,6 +259,33 @@ pub fn sanitize_terminal(text: &str) -> Cow<'_, str> {
     replace_controls(text, |c| c == '\n' || c == '\t')
 }
 
+/// At most `cols` terminal columns of `text` (one line, already sanitised): cut on a character
+/// boundary and ended with `…` when it is wider. Wide characters (CJK, most emoji) count two
+/// columns, combining marks none.
+pub fn fit_columns(text: &str, cols: usize) -> Cow<'_, str> {
+    use unicode_width::UnicodeWidthChar;
+    let width = |c: char| c.width().unwrap_or(0);
+    if text.chars().map(width).sum::<usize>() <= cols {
+        return Cow::Borrowed(text);
+    }
+    if cols == 0 {
+        return Cow::Borrowed("");
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = width(c);
+        // Leave one column for the ellipsis.
+        if used + w > cols - 1 {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    out.push('…');
+    Cow::Owned(out)
+}
+
 /// `text` fit for one line of a terminal: every [`is_control`] character, newline and tab
 /// included, becomes U+FFFD.
 pub fn sanitize_line(text: &str) -> Cow<'_, str> {
@@ -282,6 +309,16 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+
+    #[test]
+    fn fit_columns_counts_terminal_columns() {
+        assert_eq!(fit_columns("abc", 3), "abc");
+        assert_eq!(fit_columns("abcdef", 4), "abc…");
+        // Two columns each: three fit in 7 with the ellipsis.
+        assert_eq!(fit_columns("日本語テキスト", 7), "日本語…");
+        assert_eq!(fit_columns("●  x", 1), "…");
+        assert_eq!(fit_columns("abc", 0), "");
+    }
     use pretty_assertions::assert_eq;
 
     /// The count a marker in `out` states, and `out` without the marker and the line breaks
