@@ -151,7 +151,7 @@ fn the_status_block_fits_and_redraws_exactly_at_any_width() {
         std::fs::write(&tasks, Value::Array(entries).to_string()).unwrap();
         let pty = Pty::open(cols, 50).unwrap();
         let screen = pty.start_reader().unwrap();
-        let mut baton = p
+        let baton = p
             .baton(&["task", "--parallel", tasks.to_str().unwrap()])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
