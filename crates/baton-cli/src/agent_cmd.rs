@@ -447,18 +447,72 @@ struct Printer {
     message_items: Vec<String>,
     /// The streamed text of open items, redacted as it comes.
     streams: BTreeMap<String, RedactStream>,
+    /// On a terminal: the line showing the tools that run now, with their elapsed time.
+    spinner: Option<Spinner>,
+}
+
+/// The running tools of a text-mode session on a terminal: one spinner line, replaced by each
+/// tool's result line when it ends.
+struct Spinner {
+    bar: Option<indicatif::ProgressBar>,
+    /// Item id and summary of each running tool, in start order.
+    running: Vec<(String, String)>,
+}
+
+impl Spinner {
+    fn start(&mut self, id: String, summary: String) {
+        self.running.push((id, summary));
+        let bar = self.bar.get_or_insert_with(|| {
+            let bar = indicatif::ProgressBar::new_spinner();
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("{spinner} {wide_msg} {elapsed}")
+            {
+                bar.set_style(style);
+            }
+            bar.enable_steady_tick(std::time::Duration::from_millis(100));
+            bar
+        });
+        bar.set_message(Self::message(&self.running));
+    }
+
+    fn end(&mut self, id: &str) {
+        self.running.retain(|(i, _)| i != id);
+        match &self.bar {
+            Some(bar) if !self.running.is_empty() => bar.set_message(Self::message(&self.running)),
+            Some(bar) => {
+                bar.finish_and_clear();
+                self.bar = None;
+            }
+            None => {}
+        }
+    }
+
+    fn message(running: &[(String, String)]) -> String {
+        let text = running
+            .iter()
+            .map(|(_, s)| s.as_str())
+            .collect::<Vec<_>>()
+            .join(" · ");
+        baton_text::redact::redact(&baton_text::sanitize_line(&text)).into_owned()
+    }
 }
 
 impl Printer {
     fn new(json: bool) -> Self {
-        let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-        Printer::with_output(
+        let err_tty = std::io::stderr().is_terminal();
+        let color = err_tty && std::env::var_os("NO_COLOR").is_none();
+        let printer = Printer::with_output(
             json,
             Box::new(std::io::stdout()),
             Box::new(std::io::stderr()),
             std::io::stdout().is_terminal(),
             color,
-        )
+        );
+        if err_tty && !json {
+            printer.with_spinner()
+        } else {
+            printer
+        }
     }
 
     fn with_output(
@@ -477,7 +531,17 @@ impl Printer {
             at_line_start: true,
             message_items: Vec::new(),
             streams: BTreeMap::new(),
+            spinner: None,
         }
+    }
+
+    /// Shows running tools on a spinner line (text mode on a terminal only).
+    fn with_spinner(mut self) -> Self {
+        self.spinner = Some(Spinner {
+            bar: None,
+            running: Vec::new(),
+        });
+        self
     }
 
     /// What of an item's next `delta` can be shown now, redacted.
@@ -573,8 +637,16 @@ impl Printer {
         } else {
             ("", "")
         };
-        let _ = writeln!(self.err, "{on}{line}{off}");
-        let _ = self.err.flush();
+        let err = &mut self.err;
+        let mut write = || {
+            let _ = writeln!(err, "{on}{line}{off}");
+            let _ = err.flush();
+        };
+        // Above the spinner line, which is drawn again below it.
+        match self.spinner.as_ref().and_then(|s| s.bar.as_ref()) {
+            Some(bar) => bar.suspend(write),
+            None => write(),
+        }
     }
 
     fn event(&mut self, ev: AgentEvent) {
@@ -583,11 +655,21 @@ impl Printer {
             return;
         }
         match ev {
-            AgentEvent::ItemStarted { item } => {
-                if let ItemKind::AgentMessage { .. } = item.kind {
-                    self.message_items.push(item.id);
+            AgentEvent::ItemStarted { item } => match item.kind {
+                ItemKind::AgentMessage { .. } => self.message_items.push(item.id),
+                ItemKind::ToolCall {
+                    tool,
+                    arguments,
+                    path,
+                    ..
+                } => {
+                    if let Some(spinner) = self.spinner.as_mut() {
+                        let what = tool_summary(&tool, &arguments, path.as_deref());
+                        spinner.start(item.id, format!("{tool} {what}").trim_end().to_string());
+                    }
                 }
-            }
+                ItemKind::Reasoning { .. } => {}
+            },
             // On a terminal the answer streams as it comes; off one (`> answer.md`) only the
             // final answer is written, at the end, so no partial text of a retried turn and no
             // narration between tool calls lands in the file.
@@ -638,6 +720,9 @@ impl Printer {
                     exit_code,
                     ..
                 } => {
+                    if let Some(spinner) = self.spinner.as_mut() {
+                        spinner.end(&item.id);
+                    }
                     let what = tool_summary(&tool, &arguments, path.as_deref());
                     let status = match (item.status, exit_code) {
                         (ItemStatus::Declined, _) => {
@@ -684,6 +769,10 @@ impl Printer {
     fn finish(&mut self, s: &RunSummary, session_id: &str) {
         if self.json {
             return;
+        }
+        // A session stopped while tools ran: the spinner line goes.
+        if let Some(bar) = self.spinner.as_mut().and_then(|sp| sp.bar.take()) {
+            bar.finish_and_clear();
         }
         if self.out_tty {
             // Text of items that never completed (the session was stopped mid-stream).

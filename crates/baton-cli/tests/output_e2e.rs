@@ -198,3 +198,73 @@ fn the_status_block_fits_and_redraws_exactly_at_any_width() {
         }
     }
 }
+
+/// Text mode on a terminal shows a running tool on a spinner line with its elapsed time, and
+/// replaces it with the tool's result line when it ends.
+#[test]
+fn a_running_tool_shows_on_a_spinner_line_then_its_result() {
+    use baton_testkit::fixture::wait_until;
+    use baton_testkit::pty::{Pty, Screen};
+    use baton_testkit::{MockServer, Turn};
+    use std::process::Stdio;
+    use std::time::Duration;
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "call_b",
+            "bash",
+            json!({"command": "while [ ! -f go ]; do sleep 0.01; done; echo went"}),
+        ))
+        .turn(Turn::text("Done."))
+        .start_blocking();
+    let p = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .baton_config(&format!(
+            "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"MOCK_API_KEY\"\n",
+            server.url()
+        ))
+        .env("MOCK_API_KEY", "test-key")
+        // A terminal that can redraw a line (TERM unset counts as `dumb`: no spinner).
+        .env("TERM", "xterm");
+    let cols = 80;
+    let pty = Pty::open(cols, 40).unwrap();
+    let screen = pty.start_reader().unwrap();
+    let baton = p
+        .baton(&["agent", "--model", "mock/m", "wait for go"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(pty.slave().unwrap())
+        .spawn()
+        .unwrap();
+    let _master = pty.close_slave();
+    let spinner_line = |lines: &[String]| {
+        lines
+            .iter()
+            .find(|l| l.contains("bash while [ ! -f go ]") && !l.starts_with('•'))
+            .cloned()
+    };
+    assert!(
+        wait_until(Duration::from_secs(30), || spinner_line(
+            &Screen::replay(&screen.bytes(), usize::from(cols)).lines()
+        )
+        .is_some()),
+        "no spinner line: {:?}",
+        screen.text()
+    );
+    let line = spinner_line(&Screen::replay(&screen.bytes(), usize::from(cols)).lines()).unwrap();
+    assert!(line.trim_end().ends_with('s'), "elapsed time: {line}");
+    std::fs::write(p.work().join("go"), "").unwrap();
+    let out = baton.wait_with_output().unwrap();
+    assert_exit(&out, 0);
+    assert!(wait_until(Duration::from_secs(5), || screen
+        .text()
+        .contains("completed after")));
+    let lines = Screen::replay(&screen.bytes(), usize::from(cols)).lines();
+    assert!(spinner_line(&lines).is_none(), "{lines:#?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("• bash while [ ! -f go ]") && l.ends_with("→ exit 0")),
+        "{lines:#?}"
+    );
+    server.assert_tool_results_answer_calls();
+}
