@@ -209,3 +209,57 @@ fn a_bad_sandbox_mode_names_the_key_and_the_values() {
     assert_exit(&out, 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("read-only"));
 }
+
+/// An implementer delegated into a linked worktree commits through `bash` under the default
+/// sandbox: the repository's common git dir (objects, refs, the worktree's index) is writable,
+/// the main checkout is not.
+#[test]
+fn a_sandboxed_child_commits_in_its_worktree_but_cannot_touch_the_main_checkout() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "call_b",
+            "bash",
+            json!({"command": "echo x > f.txt && git add f.txt && git commit -q -m 'unit f' && echo committed; \
+                   echo evil > \"$(git rev-parse --git-common-dir)/../README\" || echo refused"}),
+        ))
+        .turn(Turn::text("Committed."))
+        .start_blocking();
+    let p = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .baton_config(&format!(
+            "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\n[models]\nbalanced = \"mock/m\"\n",
+            server.url()
+        ));
+    p.init_repo("main");
+    p.write("README", "hi\n");
+    p.git(&["add", "README"]);
+    p.git(&["commit", "-q", "-m", "init"]);
+    let out = p.run(&[
+        "task",
+        "--json",
+        "--role",
+        "implementer",
+        "--name",
+        "unit",
+        "commit f",
+    ]);
+    assert_exit(&out, 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.contains("\"type\":\"report\""))
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_str(line).unwrap();
+    let w = &report["report"]["entries"][0]["worktree"];
+    assert_eq!(w["kept_branch"], true, "{report}");
+    assert_eq!(w["commits"].as_array().unwrap().len(), 1, "{report}");
+    let result = bash_result(&server);
+    assert!(result.contains("committed"), "{result}");
+    assert!(result.contains("refused"), "{result}");
+    assert_eq!(
+        std::fs::read_to_string(p.work().join("README")).unwrap(),
+        "hi\n"
+    );
+    server.assert_tool_results_answer_calls();
+}

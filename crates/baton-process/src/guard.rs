@@ -312,6 +312,9 @@ fn reap(program: Pid) -> Option<WaitStatus> {
 /// Kills the program's group and every process re-parented to the guard, generation after
 /// generation, until the guard has no child left (or two seconds passed: what is left then
 /// has been sent SIGKILL and dies on its own). Returns how many processes it signalled.
+///
+/// A guard without children has no descendants at all (a descendant whose parent dies is
+/// re-parented to the guard), so `/proc` is read only while some child is left.
 fn sweep(program: Pid) -> usize {
     let me = std::process::id();
     let deadline = Instant::now() + Duration::from_secs(2);
@@ -320,6 +323,11 @@ fn sweep(program: Pid) -> usize {
     let mut killed = usize::from(nix::sys::signal::killpg(program, None).is_ok());
     let _ = nix::sys::signal::killpg(program, Signal::SIGKILL);
     loop {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Err(_) => return killed, // ECHILD: nothing below the guard any more
+            Ok(WaitStatus::StillAlive) => {}
+            Ok(_) => continue,
+        }
         for p in crate::processes().unwrap_or_default() {
             if p.ppid != me || p.is_zombie() {
                 continue;
@@ -333,16 +341,10 @@ fn sweep(program: Pid) -> usize {
             let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
             killed += 1;
         }
-        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-            Err(_) => return killed, // ECHILD: nothing below the guard any more
-            Ok(WaitStatus::StillAlive) => {
-                if Instant::now() > deadline {
-                    return killed;
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            Ok(_) => {}
+        if Instant::now() > deadline {
+            return killed;
         }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

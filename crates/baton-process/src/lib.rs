@@ -13,6 +13,10 @@
 //! Process inspection reads Linux's `/proc`; on other systems those calls return
 //! [`ProcessError::Unsupported`] (and [`alive`] is false) instead of guessing.
 
+#[cfg(target_os = "linux")]
+pub mod guard;
+#[cfg(not(target_os = "linux"))]
+#[path = "guard_other.rs"]
 pub mod guard;
 
 use std::path::{Path, PathBuf};

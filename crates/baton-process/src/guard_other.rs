@@ -1,0 +1,53 @@
+//! The process guard needs Linux (a child subreaper, signalfd, `/proc`). Elsewhere commands run
+//! without one: in a process group of their own, killed as a group, but a descendant that leaves
+//! the group, or any child when baton is killed with SIGKILL, is not caught.
+
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The first argument that makes the `baton` binary a guard.
+pub const GUARD_ARG: &str = "__guard";
+
+/// The note a guard writes when it killed processes a program left running (never, here).
+pub const LEFTOVER_NOTE: &str =
+    "[processes the command left running in the background were killed when it finished]";
+
+/// Has no effect: there is no guard on this system.
+pub fn set_program(_program: Option<PathBuf>) {}
+
+/// Always `None` on this system.
+pub fn program() -> Option<PathBuf> {
+    None
+}
+
+/// A link to no guard.
+#[derive(Debug, Default)]
+pub struct Link;
+
+impl Link {
+    pub fn is_guarded(&self) -> bool {
+        false
+    }
+
+    pub fn started(&mut self) {}
+
+    pub fn kill(&mut self) {}
+}
+
+/// A plain command for `program` (no guard on this system).
+pub fn guarded(
+    program: &OsStr,
+    args: &[OsString],
+    _path: Option<&OsStr>,
+) -> std::io::Result<(Command, Link)> {
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    Ok((cmd, Link))
+}
+
+/// Refuses: the guard needs Linux.
+pub fn main(_args: &[OsString]) -> i32 {
+    eprintln!("baton __guard: the process guard needs Linux");
+    2
+}
