@@ -1,0 +1,135 @@
+//! End-to-end tests of the commands a user expects around the agent: `--version`, shell
+//! completions, `--json` for `models` and `roles`, `init`, `doctor`, `sessions`, `task logs`,
+//! `flow clean`. The built binary, in a sandbox of its own.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Output;
+
+use baton_testkit::fixture::{assert_exit, workspace_root, Sandbox};
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+
+fn sandbox() -> Sandbox {
+    Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"))
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+/// stdout as one JSON document.
+fn document(o: &Output) -> Value {
+    serde_json::from_str(stdout(o).trim())
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}", stdout(o)))
+}
+
+#[test]
+fn version_names_the_git_commit_it_was_built_from() {
+    let sb = sandbox();
+    let out = sb.run(&["--version"]);
+    assert_exit(&out, 0);
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(workspace_root())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    assert_eq!(
+        stdout(&out).trim(),
+        format!("baton {} ({commit})", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn completions_are_written_for_bash_zsh_and_fish() {
+    let sb = sandbox();
+    for (shell, marker) in [
+        ("bash", "complete -F _baton"),
+        ("zsh", "#compdef baton"),
+        ("fish", "complete -c baton"),
+    ] {
+        let out = sb.run(&["completions", shell]);
+        assert_exit(&out, 0);
+        let script = stdout(&out);
+        assert!(script.contains(marker), "{shell}: {script}");
+        for sub in ["agent", "task", "flow", "models", "roles"] {
+            assert!(script.contains(sub), "{shell} script lacks {sub}");
+        }
+    }
+    let out = sb.run(&["completions", "tcsh"]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("bash"), "{}", stderr(&out));
+}
+
+#[test]
+fn models_json_is_one_document_with_each_class_and_why() {
+    let sb = sandbox()
+        .baton_config(
+            "[providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+             [providers.keyed]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"UNSET_KEY_FOR_TEST\"\n\
+             [models]\nfast = [\"keyed/m1\", \"local/m2\"]\ndefault_class = \"fast\"\n",
+        );
+    let out = sb.run(&["models", "--json"]);
+    assert_exit(&out, 0);
+    let doc = document(&out);
+    assert_eq!(doc["default_class"], "fast");
+    assert_eq!(
+        doc["config_files"],
+        json!([sb.config_file().display().to_string()])
+    );
+    let fast = &doc["classes"][0];
+    assert_eq!(fast["class"], "fast");
+    assert_eq!(fast["resolves"], "local/m2");
+    assert_eq!(fast["routes"][0]["usable"], false);
+    assert!(
+        fast["routes"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("UNSET_KEY_FOR_TEST"),
+        "{fast}"
+    );
+    assert_eq!(
+        fast["routes"][1],
+        json!({"route": "local/m2", "usable": true})
+    );
+    let balanced = &doc["classes"][1];
+    assert_eq!(
+        balanced,
+        &json!({"class": "balanced", "set": false, "routes": [], "resolves": null})
+    );
+}
+
+#[test]
+fn roles_json_is_one_document_with_backend_isolation_and_sandbox() {
+    let sb = sandbox();
+    sb.write(
+        ".baton/roles/tester.md",
+        "---\nname: tester\ndescription: Writes tests.\ntools: [read, bash]\nmodel_class: fast\nsandbox: read-only\n---\nTest.\n",
+    );
+    let out = sb.run(&["roles", "--json"]);
+    assert_exit(&out, 0);
+    let doc = document(&out);
+    let roles = doc["roles"].as_array().unwrap();
+    let names: Vec<&str> = roles.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["implementer", "reviewer", "scout", "tester"]);
+    let tester = roles.iter().find(|r| r["name"] == "tester").unwrap();
+    let path = tester["source"]["path"].as_str().unwrap().to_string();
+    assert!(path.ends_with(".baton/roles/tester.md"), "{path}");
+    assert_eq!(
+        tester,
+        &json!({
+            "name": "tester", "description": "Writes tests.", "model_class": "fast",
+            "tools": ["read", "bash"], "backend": "baton", "isolation": "none",
+            "sandbox": "read-only", "source": {"kind": "project", "path": path},
+        })
+    );
+    let out = sb.run(&["roles", "check", "--json"]);
+    assert_exit(&out, 0);
+    assert_eq!(document(&out), json!({"valid": true, "roles": 4}));
+}
