@@ -29,6 +29,7 @@ mod agent_cmd;
 mod config;
 mod flow_cmd;
 mod info_cmd;
+mod init_cmd;
 mod project;
 mod signals;
 mod status;
@@ -73,6 +74,8 @@ enum Command {
     Task(task_cmd::TaskArgs),
     /// Land 1-8 independent units: parallel worktrees, then rebase, validate, review and fast-forward in order.
     Flow(flow_cmd::FlowArgs),
+    /// Write a commented starter `.baton/config.toml` in the project (nothing else).
+    Init(init_cmd::InitArgs),
     /// Show each model class, its routes and which one resolves now.
     Models {
         /// Working directory whose project config applies.
@@ -157,6 +160,7 @@ fn main() -> ExitCode {
         Command::Agent(args) => agent_cmd::run(args),
         Command::Task(args) => task_cmd::run(args),
         Command::Flow(args) => flow_cmd::run(args),
+        Command::Init(args) => init_cmd::run(args),
         Command::Models { cwd, json } => info_cmd::models(cwd, json),
         Command::Roles { action, cwd, json } => {
             info_cmd::roles(cwd, matches!(action, Some(RolesAction::Check)), json)

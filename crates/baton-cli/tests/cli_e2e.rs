@@ -133,3 +133,91 @@ fn roles_json_is_one_document_with_backend_isolation_and_sandbox() {
     assert_exit(&out, 0);
     assert_eq!(document(&out), json!({"valid": true, "roles": 4}));
 }
+
+/// Every file under `dir`, relative to it, sorted.
+fn files_under(dir: &std::path::Path) -> Vec<String> {
+    fn walk(base: &std::path::Path, dir: &std::path::Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(base, &path, out);
+            } else {
+                out.push(path.strip_prefix(base).unwrap().display().to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+#[test]
+fn init_writes_a_starter_config_that_baton_loads_and_nothing_else() {
+    let sb = sandbox();
+    let out = sb.run(&["init"]);
+    assert_exit(&out, 0);
+    let path = sb.work().join(".baton/config.toml");
+    assert_eq!(
+        stdout(&out).trim(),
+        format!("wrote {}", path.canonicalize().unwrap().display())
+    );
+    assert_eq!(files_under(&sb.work()), [".baton/config.toml"]);
+    let text = std::fs::read_to_string(&path).unwrap();
+    for needle in [
+        "[providers.openai]",
+        "[providers.anthropic]",
+        "[providers.ollama]",
+        "# [sandbox]",
+        "# mode = \"workspace-write\"",
+        "# writable_roots",
+        "# network = false",
+    ] {
+        assert!(text.contains(needle), "starter config lacks {needle}");
+    }
+    // baton's own loader reads it: each class is set and the keyless Ollama route resolves.
+    let out = sb.run(&["models", "--json"]);
+    assert_exit(&out, 0);
+    let doc = document(&out);
+    assert_eq!(
+        doc["config_files"],
+        json!([path.canonicalize().unwrap().display().to_string()])
+    );
+    let set: Vec<bool> = doc["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["set"].as_bool().unwrap())
+        .collect();
+    assert_eq!(set, [true, true, true, false]);
+    assert_eq!(doc["classes"][0]["resolves"], "ollama/qwen2.5-coder:7b");
+}
+
+#[test]
+fn init_refuses_to_replace_a_config_unless_forced() {
+    let sb = sandbox();
+    sb.git(&["init", "-q"]);
+    std::fs::create_dir(sb.work().join("sub")).unwrap();
+    let mine = "[models]\nfast = \"ollama/mine\"\n";
+    let path = sb.write(".baton/config.toml", mine);
+    // From a subfolder of the repository: the project root's file is the one meant.
+    let out = sb.run(&["init", "--cwd", "sub"]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("already exists") && stderr(&out).contains("--force"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), mine);
+    assert!(!sb.work().join("sub/.baton").exists());
+    let out = sb.run(&["init", "--cwd", "sub", "--force"]);
+    assert_exit(&out, 0);
+    assert!(std::fs::read_to_string(&path)
+        .unwrap()
+        .contains("[providers.ollama]"));
+    assert_eq!(
+        files_under(&sb.work().join(".baton")),
+        ["config.toml"],
+        "no temp file is left behind"
+    );
+}
