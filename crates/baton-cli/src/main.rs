@@ -31,6 +31,7 @@ mod flow_cmd;
 mod info_cmd;
 mod init_cmd;
 mod project;
+mod sessions_cmd;
 mod signals;
 mod status;
 mod task_cmd;
@@ -93,6 +94,15 @@ enum Command {
         cwd: Option<PathBuf>,
         /// Print one JSON document instead of text.
         #[arg(long, global = true)]
+        json: bool,
+    },
+    /// List the saved agent sessions (oldest first): id, when, role, route, outcome, task.
+    Sessions {
+        /// Directory inside the project (default: the current one).
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        /// Print one JSON document instead of text.
+        #[arg(long)]
         json: bool,
     },
     /// Print a shell completion script: `baton completions bash > ~/.local/share/bash-completion/completions/baton`.
@@ -165,6 +175,7 @@ fn main() -> ExitCode {
         Command::Roles { action, cwd, json } => {
             info_cmd::roles(cwd, matches!(action, Some(RolesAction::Check)), json)
         }
+        Command::Sessions { cwd, json } => sessions_cmd::run(cwd, json),
         Command::Completions { shell } => completions(shell),
     };
     match result {

@@ -221,3 +221,158 @@ fn init_refuses_to_replace_a_config_unless_forced() {
         "no temp file is left behind"
     );
 }
+
+/// A sandbox whose provider `mock` (Chat Completions) is `server`.
+fn with_mock(server: &baton_testkit::MockServer) -> Sandbox {
+    sandbox()
+        .baton_config(&format!(
+            "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"MOCK_API_KEY\"\n\
+             [retry]\ninitial_delay = \"1ms\"\nmax_delay = \"5ms\"\n",
+            server.url()
+        ))
+        .env("MOCK_API_KEY", "test-key-for-cli-e2e")
+}
+
+/// The session id of a `baton agent --json` run (its first event).
+fn session_id(out: &Output) -> String {
+    let first: Value = serde_json::from_str(stdout(out).lines().next().unwrap()).unwrap();
+    first["session_id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn sessions_lists_saved_sessions_and_resume_takes_a_prefix_or_last() {
+    use baton_testkit::{Fault, MockServer, Turn};
+    let server = MockServer::builder()
+        .turn(Turn::text("first answer"))
+        .step(Fault::status(401).message("bad key"))
+        .turn(Turn::text("second answer, resumed"))
+        .turn(Turn::text("third answer, resumed"))
+        .start_blocking();
+    let sb = with_mock(&server);
+    let out = sb.run(&[
+        "agent",
+        "--json",
+        "--model",
+        "mock/m",
+        "first task\nits details",
+    ]);
+    assert_exit(&out, 0);
+    let first = session_id(&out);
+    let out = sb.run(&[
+        "agent",
+        "--json",
+        "--role",
+        "scout",
+        "--model",
+        "mock/m",
+        "second task",
+    ]);
+    assert_exit(&out, 1);
+    let second = session_id(&out);
+    // A session whose process was killed: its transcript ends with a message. Its id shares the
+    // first 8 characters of the first one's; it is the newest.
+    let killed = format!("{}-killed", &first[..8]);
+    sb.write(
+        format!(".baton/state/sessions/{killed}.jsonl"),
+        &format!(
+            "{}\n{}\n",
+            json!({"type": "session", "session_id": killed, "role": "implementer", "model": "mock/m",
+                   "cwd": sb.work().display().to_string(), "created": "2999-01-01T00:00:00Z"}),
+            json!({"type": "message", "message": {"role": "user", "text": "\u{1b}]0;third task\u{7}"}}),
+        ),
+    );
+
+    let out = sb.run(&["sessions", "--json"]);
+    assert_exit(&out, 0);
+    let sessions = document(&out)["sessions"].as_array().unwrap().clone();
+    let summary: Vec<(String, &str, &str, &str, Value, &str)> = sessions
+        .iter()
+        .map(|s| {
+            (
+                s["id"].as_str().unwrap().to_string(),
+                s["role"].as_str().unwrap(),
+                s["route"].as_str().unwrap(),
+                s["outcome"].as_str().unwrap(),
+                s["reason"].clone(),
+                s["task"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (
+                first.clone(),
+                "implementer",
+                "mock/m",
+                "completed",
+                Value::Null,
+                "first task"
+            ),
+            (
+                second.clone(),
+                "scout",
+                "mock/m",
+                "failed",
+                json!("model_error"),
+                "second task"
+            ),
+            (
+                killed.clone(),
+                "implementer",
+                "mock/m",
+                "unfinished",
+                Value::Null,
+                "\u{1b}]0;third task\u{7}"
+            ),
+        ]
+    );
+
+    let out = sb.run(&["sessions"]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(
+        lines[0].starts_with(&first) && lines[0].ends_with("completed  first task"),
+        "{text}"
+    );
+    assert!(
+        lines[1].contains("scout") && lines[1].ends_with("failed (model_error)  second task"),
+        "{text}"
+    );
+    assert!(
+        lines[2].ends_with("unfinished  \u{fffd}]0;third task\u{fffd}"),
+        "{text}"
+    );
+
+    // An ambiguous prefix names the candidates and runs nothing.
+    let requests = server.requests().len();
+    let out = sb.run(&["agent", "--resume", &first[..8], "go on"]);
+    assert_exit(&out, 2);
+    for id in [&first, &killed] {
+        assert!(stderr(&out).contains(id.as_str()), "{}", stderr(&out));
+    }
+    assert_eq!(server.requests().len(), requests);
+
+    // A unique prefix resumes that session.
+    let out = sb.run(&["agent", "--json", "--resume", &second[..30], "try again"]);
+    assert_exit(&out, 0);
+    assert_eq!(session_id(&out), second);
+    // `last` is the newest session.
+    let out = sb.run(&["agent", "--json", "--resume", "last", "go on"]);
+    assert_exit(&out, 0);
+    assert_eq!(session_id(&out), killed);
+    let last_request = server.model_requests().last().unwrap().body.to_string();
+    assert!(last_request.contains("third task"), "{last_request}");
+
+    let out = sb.run(&["sessions", "--json"]);
+    let outcomes: Vec<Value> = document(&out)["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["outcome"].clone())
+        .collect();
+    assert_eq!(outcomes, vec![json!("completed"); 3]);
+    server.assert_tool_results_answer_calls();
+}
