@@ -27,6 +27,7 @@ macro_rules! errln {
 
 mod agent_cmd;
 mod config;
+mod doctor_cmd;
 mod flow_cmd;
 mod info_cmd;
 mod init_cmd;
@@ -77,6 +78,8 @@ enum Command {
     Flow(flow_cmd::FlowArgs),
     /// Write a commented starter `.baton/config.toml` in the project (nothing else).
     Init(init_cmd::InitArgs),
+    /// Check every configured provider (key set, one cheap real request) and the sandbox.
+    Doctor(doctor_cmd::DoctorArgs),
     /// Show each model class, its routes and which one resolves now.
     Models {
         /// Working directory whose project config applies.
@@ -171,6 +174,7 @@ fn main() -> ExitCode {
         Command::Task(args) => task_cmd::run(args),
         Command::Flow(args) => flow_cmd::run(args),
         Command::Init(args) => init_cmd::run(args),
+        Command::Doctor(args) => doctor_cmd::run(args),
         Command::Models { cwd, json } => info_cmd::models(cwd, json),
         Command::Roles { action, cwd, json } => {
             info_cmd::roles(cwd, matches!(action, Some(RolesAction::Check)), json)

@@ -376,3 +376,137 @@ fn sessions_lists_saved_sessions_and_resume_takes_a_prefix_or_last() {
     assert_eq!(outcomes, vec![json!("completed"); 3]);
     server.assert_tool_results_answer_calls();
 }
+
+#[test]
+fn doctor_checks_each_provider_with_a_real_request_and_never_prints_a_key() {
+    use baton_testkit::MockServer;
+    const GOOD: &str = "good-key-0123456789";
+    const WRONG: &str = "wrong-key-9876543210";
+    let server = MockServer::builder().require_key(GOOD).start_blocking();
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let url = server.url();
+    let config = format!(
+        "[providers.good]\nkind = \"openai\"\nbase_url = \"{url}/v1\"\napi_key_env = \"GOOD_KEY\"\n\
+         [providers.claude]\nkind = \"anthropic\"\nbase_url = \"{url}\"\napi_key_env = \"GOOD_KEY\"\n\
+         [providers.wrong]\nkind = \"openai-responses\"\nbase_url = \"{url}/v1\"\napi_key_env = \"WRONG_KEY\"\n\
+         [providers.nokey]\nkind = \"openai\"\nbase_url = \"{url}/v1\"\napi_key_env = \"UNSET_KEY_FOR_DOCTOR\"\n\
+         [providers.down]\nkind = \"openai\"\nbase_url = \"http://{closed}/v1\"\n"
+    );
+    let sb = sandbox()
+        .baton_config(&config)
+        .env("GOOD_KEY", GOOD)
+        .env("WRONG_KEY", WRONG);
+    let no_key_printed = |out: &Output| {
+        for text in [stdout(out), stderr(out)] {
+            assert!(!text.contains(GOOD) && !text.contains(WRONG), "{text}");
+        }
+    };
+
+    let out = sb.run_with(&["doctor", "--json"], &[("BATON_SANDBOX_ABI", "0")]);
+    assert_exit(&out, 1);
+    no_key_printed(&out);
+    let doc = document(&out);
+    assert_eq!(doc["ok"], false);
+    let verdicts: Vec<(&str, &str, Value)> = doc["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap(),
+                p["verdict"].as_str().unwrap(),
+                p["status"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("claude", "ok", Value::Null),
+            ("down", "unreachable", Value::Null),
+            ("good", "ok", Value::Null),
+            ("nokey", "key_missing", Value::Null),
+            ("wrong", "http_error", json!(401)),
+        ]
+    );
+    let wrong = &doc["providers"][4];
+    assert_eq!(
+        wrong["message"], "Incorrect API key provided: [REDACTED].",
+        "the provider's message, with the key it echoes redacted"
+    );
+    assert_eq!(wrong["key"], "$WRONG_KEY (providers.wrong.api_key_env)");
+    assert!(doc["providers"][3]["message"]
+        .as_str()
+        .unwrap()
+        .contains("UNSET_KEY_FOR_DOCTOR"));
+    assert_eq!(doc["sandbox"]["ok"], false);
+    assert_eq!(doc["sandbox"]["landlock_abi"], 0);
+    assert!(doc["sandbox"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("danger-full-access"));
+    // One real request per provider that has a key: the model list, authenticated as it is.
+    let asked: Vec<(String, String, Option<String>)> = server
+        .requests()
+        .iter()
+        .map(|r| {
+            let key = r
+                .headers
+                .iter()
+                .find(|(k, _)| k == "authorization" || k == "x-api-key")
+                .map(|(_, v)| v.clone());
+            (r.method.clone(), r.path.clone(), key)
+        })
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            ("GET".into(), "/v1/models".into(), Some(GOOD.into())),
+            (
+                "GET".into(),
+                "/v1/models".into(),
+                Some(format!("Bearer {GOOD}"))
+            ),
+            (
+                "GET".into(),
+                "/v1/models".into(),
+                Some(format!("Bearer {WRONG}"))
+            ),
+        ]
+    );
+
+    let out = sb.run(&["doctor"]);
+    assert_exit(&out, 1);
+    no_key_printed(&out);
+    let text = stdout(&out);
+    for line in [
+        "✓ good (openai, URL/v1) · key: $GOOD_KEY (providers.good.api_key_env): ok",
+        "✗ nokey (openai, URL/v1) · key: $UNSET_KEY_FOR_DOCTOR (providers.nokey.api_key_env): key missing",
+        "✗ wrong (openai-responses, URL/v1) · key: $WRONG_KEY (providers.wrong.api_key_env): HTTP 401",
+        "    Incorrect API key provided: [REDACTED].",
+    ] {
+        let line = line.replace("URL", &url);
+        assert!(text.lines().any(|l| l == line), "no line {line:?} in:\n{text}");
+    }
+    assert!(text.contains("✗ down (openai, http://"), "{text}");
+
+    // Only the providers that work, and a sandbox mode that needs no Landlock: all ok, exit 0.
+    let sb = sandbox()
+        .baton_config(&format!(
+            "[providers.good]\nkind = \"openai\"\nbase_url = \"{url}/v1\"\napi_key_env = \"GOOD_KEY\"\n\
+             [models]\nfast = \"good/gpt-5.5\"\n[sandbox]\nmode = \"danger-full-access\"\n"
+        ))
+        .env("GOOD_KEY", GOOD);
+    let out = sb.run(&["doctor"]);
+    assert_exit(&out, 0);
+    assert!(
+        stdout(&out).contains("GET ") && stdout(&out).contains("listed 1 model(s)"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("✓ sandbox: sandbox.mode is danger-full-access"));
+}
