@@ -510,3 +510,63 @@ fn doctor_checks_each_provider_with_a_real_request_and_never_prints_a_key() {
     );
     assert!(stdout(&out).contains("✓ sandbox: sandbox.mode is danger-full-access"));
 }
+
+#[test]
+fn task_names_itself_and_its_report_shows_tokens_cost_and_duration_per_entry_and_in_total() {
+    use baton_testkit::{MockServer, Turn};
+    let server = MockServer::builder()
+        .when(|_| true, Turn::text("looks fine").usage(1000, 200, 50))
+        .start_blocking();
+    let sb = sandbox().baton_config(&format!(
+        "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\n[models]\nbalanced = \"mock/m\"\n\
+         [prices.\"mock/m\"]\ninput = 1.0\ncached_input = 0.5\noutput = 2.0\n",
+        server.url()
+    ));
+    // No --name: the role and the first words of the task.
+    let out = sb.run(&[
+        "task",
+        "--role",
+        "reviewer",
+        "Check the README: is it right?",
+    ]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("reviewer-check-the-readme-is (reviewer): done\nlooks fine\n"),
+        "{text}"
+    );
+    // 800 fresh × $1 + 200 cached × $0.5 + 50 out × $2 per million = $0.0010.
+    let usage: Vec<&str> = text.lines().skip_while(|l| *l != "usage:").collect();
+    assert_eq!(usage.len(), 3, "{text}");
+    assert!(
+        usage[1].starts_with(
+            "  reviewer-check-the-readme-is (reviewer): 1000 in (200 cached) / 50 out tokens · $0.0010 · "
+        ) && usage[1].ends_with('s'),
+        "{text}"
+    );
+    assert!(
+        usage[2].starts_with("  total: 1000 in (200 cached) / 50 out tokens · $0.0010 · "),
+        "{text}"
+    );
+
+    let tasks = sb.write(
+        "tasks.json",
+        &json!([
+            {"role": "reviewer", "name": "one", "task": "look at a"},
+            {"role": "reviewer", "name": "two", "task": "look at b"},
+        ])
+        .to_string(),
+    );
+    let out = sb.run(&["task", "--parallel", tasks.to_str().unwrap()]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    let usage: Vec<&str> = text.lines().skip_while(|l| *l != "usage:").collect();
+    assert_eq!(usage.len(), 4, "{text}");
+    assert!(usage[1].starts_with("  one (reviewer): 1000 in"), "{text}");
+    assert!(usage[2].starts_with("  two (reviewer): 1000 in"), "{text}");
+    assert!(
+        usage[3].starts_with("  total: 2000 in (400 cached) / 100 out tokens · $0.0020 · "),
+        "{text}"
+    );
+    server.assert_tool_results_answer_calls();
+}

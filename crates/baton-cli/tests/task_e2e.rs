@@ -146,7 +146,7 @@ fn bad_requests_are_refused_before_anything_runs() {
     let p = project("");
     role(&p, "echoer", "", "touch ran; cat");
     for (args, expect) in [
-        (vec!["task", "--role", "echoer", "hi"], "--name"),
+        (vec!["task", "--name", "n", "hi"], "--role"),
         (
             vec!["task", "--role", "ghost", "--name", "n", "hi"],
             "ghost",
