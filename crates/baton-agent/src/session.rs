@@ -1,11 +1,13 @@
 //! Transcripts on disk: `.baton/state/sessions/<id>.jsonl`.
 //!
 //! The first line is a header, every later line one message, appended and flushed as the session
-//! goes, so a killed process leaves a transcript that `--resume` can continue.
+//! goes, so a killed process leaves a transcript that `--resume` can continue. When a run ends, an
+//! `ended` line records its outcome; a transcript whose last line is a message was cut short (the
+//! process was killed) or is being written.
 
 use std::path::Path;
 
-use baton_protocol::{AssistantPart, Message};
+use baton_protocol::{AssistantPart, EndReason, Message, Outcome};
 use baton_state::{Durability, IdError, JsonlLog, LogError, StateDir};
 use serde::{Deserialize, Serialize};
 
@@ -22,19 +24,56 @@ pub struct SessionHeader {
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Line {
     Session(SessionHeader),
-    Message { message: Message },
+    Message {
+        message: Message,
+    },
+    /// How a run of the session ended (a resumed session has one per run).
+    Ended {
+        outcome: Outcome,
+        #[serde(default)]
+        reason: Option<EndReason>,
+    },
+}
+
+/// What `baton sessions` shows of a transcript.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionInfo {
+    pub header: SessionHeader,
+    /// The text of the first user message: the task.
+    pub task: String,
+    /// How the last run ended, when the transcript records its end after the last message.
+    pub ended: Option<(Outcome, Option<EndReason>)>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
-    #[error("session `{id}` not found in {dir}: `baton agent --json` prints session ids in its session.started event")]
+    #[error("session `{id}` not found in {dir}: `baton sessions` lists the saved sessions (a unique prefix of an id, or `last`, is enough)")]
     NotFound { id: String, dir: String },
+    #[error("session `{id}` is ambiguous: it begins {} sessions ({}): give more characters of the id", candidates.len(), candidates.join(", "))]
+    Ambiguous { id: String, candidates: Vec<String> },
     #[error("session id {0}")]
     BadId(#[from] IdError),
     #[error("{path}: no session header on line 1: the file is not a baton transcript")]
     NoHeader { path: String },
     #[error(transparent)]
     Log(#[from] LogError),
+}
+
+impl SessionError {
+    fn not_found(state: &StateDir, id: &str) -> Self {
+        SessionError::NotFound {
+            id: id.to_string(),
+            dir: state.sessions().display().to_string(),
+        }
+    }
+
+    /// A log error of session `id`'s transcript; a missing file is an unknown session.
+    fn from_log(state: &StateDir, id: &str, e: LogError) -> Self {
+        match e {
+            LogError::NotFound { .. } => SessionError::not_found(state, id),
+            e => SessionError::Log(e),
+        }
+    }
 }
 
 /// An open transcript: a [`JsonlLog`] whose first line is the header. Lines are written to the
@@ -61,22 +100,15 @@ impl SessionStore {
         id: &str,
     ) -> Result<(Self, SessionHeader, Vec<Message>), SessionError> {
         let path = state.session(id)?;
-        let (log, lines) = match JsonlLog::<Line>::open(&path, Durability::Written) {
-            Ok(opened) => opened,
-            Err(LogError::NotFound { .. }) => {
-                return Err(SessionError::NotFound {
-                    id: id.to_string(),
-                    dir: state.sessions().display().to_string(),
-                })
-            }
-            Err(e) => return Err(e.into()),
-        };
+        let (log, lines) = JsonlLog::<Line>::open(&path, Durability::Written)
+            .map_err(|e| SessionError::from_log(state, id, e))?;
         let mut header = None;
         let mut messages = Vec::new();
         for line in lines {
             match line {
                 Line::Session(h) => header = Some(h),
                 Line::Message { message } => messages.push(message),
+                Line::Ended { .. } => {}
             }
         }
         let header = header.ok_or_else(|| SessionError::NoHeader {
@@ -99,6 +131,87 @@ impl SessionStore {
             message: message.clone(),
         })?;
         Ok(())
+    }
+
+    /// Records how this run of the session ended.
+    pub fn end(&mut self, outcome: Outcome, reason: Option<EndReason>) -> Result<(), SessionError> {
+        self.log.append(&Line::Ended { outcome, reason })?;
+        Ok(())
+    }
+}
+
+/// Reads a transcript without opening it for writing.
+pub fn read_info(state: &StateDir, id: &str) -> Result<SessionInfo, SessionError> {
+    let path = state.session(id)?;
+    let lines = JsonlLog::<Line>::read(&path).map_err(|e| SessionError::from_log(state, id, e))?;
+    let mut header = None;
+    let mut task = None;
+    let mut ended = None;
+    for line in lines {
+        match line {
+            Line::Session(h) => header = Some(h),
+            Line::Message { message } => {
+                if let (None, Message::User { text }) = (&task, &message) {
+                    task = Some(text.clone());
+                }
+                ended = None;
+            }
+            Line::Ended { outcome, reason } => ended = Some((outcome, reason)),
+        }
+    }
+    let header = header.ok_or_else(|| SessionError::NoHeader {
+        path: path.display().to_string(),
+    })?;
+    Ok(SessionInfo {
+        header,
+        task: task.unwrap_or_default(),
+        ended,
+    })
+}
+
+/// Every saved session that can be read, oldest first (by creation time, then id), and the ids of
+/// those that cannot, with why.
+pub fn list(state: &StateDir) -> (Vec<SessionInfo>, Vec<(String, SessionError)>) {
+    let mut infos = Vec::new();
+    let mut bad = Vec::new();
+    for id in StateDir::list_ids(&state.sessions(), ".jsonl") {
+        match read_info(state, &id) {
+            Ok(info) => infos.push(info),
+            Err(e) => bad.push((id, e)),
+        }
+    }
+    infos.sort_by(|a, b| {
+        (&a.header.created, &a.header.session_id).cmp(&(&b.header.created, &b.header.session_id))
+    });
+    (infos, bad)
+}
+
+/// The id of the session `wanted` names: `last` (the newest), a whole id, or a prefix of exactly
+/// one id.
+pub fn resolve_id(state: &StateDir, wanted: &str) -> Result<String, SessionError> {
+    let not_found = || SessionError::not_found(state, wanted);
+    if wanted == "last" {
+        let (infos, _) = list(state);
+        return infos
+            .last()
+            .map(|i| i.header.session_id.clone())
+            .ok_or_else(not_found);
+    }
+    let ids = StateDir::list_ids(&state.sessions(), ".jsonl");
+    if ids.iter().any(|id| id == wanted) {
+        return Ok(wanted.to_string());
+    }
+    let candidates: Vec<String> = ids
+        .into_iter()
+        .filter(|id| !wanted.is_empty() && id.starts_with(wanted))
+        .collect();
+    match candidates.as_slice() {
+        [] => Err(not_found()),
+        [one] => Ok(one.clone()),
+        [_, _, ..] => Err(SessionError::Ambiguous {
+            id: wanted.to_string(),
+            candidates,
+        }),
     }
 }
 
@@ -186,5 +299,68 @@ mod tests {
             SessionStore::open(&state, "../x"),
             Err(SessionError::BadId(_))
         ));
+    }
+
+    fn header(id: &str, created: &str) -> SessionHeader {
+        SessionHeader {
+            session_id: id.into(),
+            role: "implementer".into(),
+            model: "p/m".into(),
+            cwd: "/tmp".into(),
+            created: created.into(),
+        }
+    }
+
+    #[test]
+    fn info_shows_the_task_and_the_end_only_when_nothing_follows_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path());
+        let mut store =
+            SessionStore::create(&state, &header("s-1", "2025-01-01T00:00:00Z")).unwrap();
+        store.append(&Message::user("fix it\nplease")).unwrap();
+        assert_eq!(read_info(&state, "s-1").unwrap().ended, None);
+        store
+            .end(Outcome::Partial, Some(EndReason::TurnLimit))
+            .unwrap();
+        let info = read_info(&state, "s-1").unwrap();
+        assert_eq!(info.task, "fix it\nplease");
+        assert_eq!(
+            info.ended,
+            Some((Outcome::Partial, Some(EndReason::TurnLimit)))
+        );
+        // Resumed and killed: the end of the earlier run no longer describes the session.
+        let (mut store, _, _) = SessionStore::open(&state, "s-1").unwrap();
+        store.append(&Message::user("Continue")).unwrap();
+        let info = read_info(&state, "s-1").unwrap();
+        assert_eq!((info.task.as_str(), info.ended), ("fix it\nplease", None));
+    }
+
+    #[test]
+    fn ids_resolve_from_last_a_whole_id_or_a_unique_prefix() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path());
+        for (id, created) in [
+            ("abc-2", "2025-01-02T00:00:00Z"),
+            ("abc-1", "2025-01-03T00:00:00Z"),
+            ("abd-3", "2025-01-01T00:00:00Z"),
+        ] {
+            SessionStore::create(&state, &header(id, created)).unwrap();
+        }
+        assert_eq!(resolve_id(&state, "last").unwrap(), "abc-1");
+        assert_eq!(resolve_id(&state, "abd").unwrap(), "abd-3");
+        assert_eq!(resolve_id(&state, "abc-2").unwrap(), "abc-2");
+        match resolve_id(&state, "abc") {
+            Err(SessionError::Ambiguous { candidates, .. }) => {
+                assert_eq!(candidates, ["abc-1", "abc-2"])
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            resolve_id(&state, "zz"),
+            Err(SessionError::NotFound { .. })
+        ));
+        let (infos, bad) = list(&state);
+        let ids: Vec<&str> = infos.iter().map(|i| i.header.session_id.as_str()).collect();
+        assert_eq!((ids, bad.len()), (vec!["abd-3", "abc-2", "abc-1"], 0));
     }
 }

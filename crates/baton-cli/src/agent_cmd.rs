@@ -238,7 +238,10 @@ pub fn run(args: AgentArgs) -> Result<u8> {
     let state = state_dir(&ctx);
 
     let resumed = match &args.resume {
-        Some(id) => Some(SessionStore::open(&state, id)?),
+        Some(wanted) => {
+            let id = baton_agent::session::resolve_id(&state, wanted)?;
+            Some(SessionStore::open(&state, &id)?)
+        }
         None => None,
     };
     let role_name = match &resumed {
@@ -397,6 +400,11 @@ pub fn run(args: AgentArgs) -> Result<u8> {
             &mut |ev| printer.event(ev),
         )
         .await;
+        if let Some(store) = store.as_mut() {
+            if let Err(e) = store.end(summary.outcome, summary.reason) {
+                errln!("baton: cannot record the end of the session in its transcript: {e}");
+            }
+        }
         printer.finish(&summary, &session_id);
         (summary, interrupted.is_cancelled())
     });

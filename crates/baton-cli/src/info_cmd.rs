@@ -7,12 +7,57 @@ use baton_model::routes::{check_route, default_class, ProcessEnv};
 use baton_protocol::role::{BackendKind, Isolation, RoleSource};
 use baton_protocol::ModelClass;
 use baton_roles::{load_roles, RoleDirs};
+use serde_json::json;
 
 use crate::exit;
 use crate::project::{project_context, role_dirs};
 
-pub fn models(cwd: Option<PathBuf>) -> Result<u8> {
+/// `baton models --json`: one document with the config files, the default class and, for each
+/// class, its routes (each usable or not, and why) and the one that resolves now.
+fn models_json(ctx: &crate::project::ProjectContext) -> serde_json::Value {
+    let config = &ctx.config.config;
+    let classes: Vec<serde_json::Value> = ModelClass::ALL
+        .iter()
+        .map(|&class| {
+            let routes: Vec<serde_json::Value> = config
+                .models
+                .class(class)
+                .map(|list| {
+                    list.routes()
+                        .iter()
+                        .map(|r| match check_route(config, r, &ProcessEnv) {
+                            Ok(_) => json!({"route": r.to_string(), "usable": true}),
+                            Err(e) => json!({"route": r.to_string(), "usable": false, "error": e.to_string()}),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let resolves = routes
+                .iter()
+                .find(|r| r["usable"] == true)
+                .map(|r| r["route"].clone())
+                .unwrap_or(serde_json::Value::Null);
+            json!({
+                "class": class.to_string(),
+                "set": config.models.class(class).is_some(),
+                "routes": routes,
+                "resolves": resolves,
+            })
+        })
+        .collect();
+    json!({
+        "config_files": ctx.config.files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
+        "default_class": default_class(config).to_string(),
+        "classes": classes,
+    })
+}
+
+pub fn models(cwd: Option<PathBuf>, json_mode: bool) -> Result<u8> {
     let ctx = project_context(cwd)?;
+    if json_mode {
+        outln!("{}", models_json(&ctx));
+        return Ok(exit::OK);
+    }
     let config = &ctx.config.config;
     if ctx.config.files.is_empty() {
         outln!("config: no config file found (looked in ~/.config/baton/config.toml and .baton/config.toml)");
@@ -60,25 +105,38 @@ fn source_text(s: &RoleSource) -> String {
     }
 }
 
-pub fn roles(cwd: Option<PathBuf>, check: bool) -> Result<u8> {
+fn source_json(s: &RoleSource) -> serde_json::Value {
+    match s {
+        RoleSource::Builtin => json!({"kind": "built-in"}),
+        RoleSource::User(p) => json!({"kind": "user", "path": p}),
+        RoleSource::Project(p) => json!({"kind": "project", "path": p}),
+    }
+}
+
+pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<u8> {
     let ctx = project_context(cwd)?;
     let dirs: RoleDirs = role_dirs(&ctx.project_root);
     match load_roles(&dirs) {
+        Err(e) if json_mode => {
+            outln!("{}", json!({"valid": false, "error": e.to_string()}));
+            errln!("baton: {e}");
+            Ok(exit::USAGE)
+        }
         Err(e) => {
             errln!("baton: {e}");
             Ok(exit::USAGE)
+        }
+        Ok(roles) if check && json_mode => {
+            outln!("{}", json!({"valid": true, "roles": roles.len()}));
+            Ok(exit::OK)
         }
         Ok(roles) if check => {
             outln!("{} roles valid", roles.len());
             Ok(exit::OK)
         }
         Ok(roles) => {
+            let mut documents = Vec::new();
             for r in roles {
-                let class = r
-                    .meta
-                    .model_class
-                    .map(|c| c.to_string())
-                    .unwrap_or_else(|| "-".into());
                 let config = &ctx.config.config;
                 let backend = r
                     .meta
@@ -94,6 +152,24 @@ pub fn roles(cwd: Option<PathBuf>, check: bool) -> Result<u8> {
                     r.meta.sandbox,
                     config.sandbox.mode,
                 );
+                if json_mode {
+                    documents.push(json!({
+                        "name": r.meta.name,
+                        "description": r.meta.description,
+                        "model_class": r.meta.model_class.map(|c| c.to_string()),
+                        "tools": r.meta.tools,
+                        "backend": backend.as_str(),
+                        "isolation": isolation,
+                        "sandbox": sandbox.to_string(),
+                        "source": source_json(&r.source),
+                    }));
+                    continue;
+                }
+                let class = r
+                    .meta
+                    .model_class
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "-".into());
                 outln!(
                     "{:<14} {:<9} tools=[{}] backend={} isolation={} sandbox={}  {}",
                     r.meta.name,
@@ -105,6 +181,9 @@ pub fn roles(cwd: Option<PathBuf>, check: bool) -> Result<u8> {
                     source_text(&r.source)
                 );
                 outln!("               {}", r.meta.description);
+            }
+            if json_mode {
+                outln!("{}", json!({ "roles": documents }));
             }
             Ok(exit::OK)
         }

@@ -27,9 +27,12 @@ macro_rules! errln {
 
 mod agent_cmd;
 mod config;
+mod doctor_cmd;
 mod flow_cmd;
 mod info_cmd;
+mod init_cmd;
 mod project;
+mod sessions_cmd;
 mod signals;
 mod status;
 mod task_cmd;
@@ -58,7 +61,7 @@ pub mod exit {
 #[derive(Parser)]
 #[command(
     name = "baton",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("BATON_GIT_COMMIT"), ")"),
     about = "Orchestration runtime for LLM coding agents"
 )]
 struct Cli {
@@ -74,11 +77,18 @@ enum Command {
     Task(task_cmd::TaskArgs),
     /// Land 1-8 independent units: parallel worktrees, then rebase, validate, review and fast-forward in order.
     Flow(flow_cmd::FlowArgs),
+    /// Write a commented starter `.baton/config.toml` in the project (nothing else).
+    Init(init_cmd::InitArgs),
+    /// Check every configured provider (key set, one cheap real request) and the sandbox.
+    Doctor(doctor_cmd::DoctorArgs),
     /// Show each model class, its routes and which one resolves now.
     Models {
         /// Working directory whose project config applies.
         #[arg(long)]
         cwd: Option<PathBuf>,
+        /// Print one JSON document instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// List the effective roles and where each came from.
     Roles {
@@ -86,7 +96,32 @@ enum Command {
         action: Option<RolesAction>,
         #[arg(long, global = true)]
         cwd: Option<PathBuf>,
+        /// Print one JSON document instead of text.
+        #[arg(long, global = true)]
+        json: bool,
     },
+    /// List the saved agent sessions (oldest first): id, when, role, route, outcome, task.
+    Sessions {
+        /// Directory inside the project (default: the current one).
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        /// Print one JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script: `baton completions bash > ~/.local/share/bash-completion/completions/baton`.
+    Completions {
+        /// The shell: bash, zsh or fish.
+        shell: CompletionShell,
+    },
+}
+
+/// The shells `baton completions` writes a script for.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 #[derive(Subcommand)]
@@ -139,10 +174,14 @@ fn main() -> ExitCode {
         Command::Agent(args) => agent_cmd::run(args),
         Command::Task(args) => task_cmd::run(args),
         Command::Flow(args) => flow_cmd::run(args),
-        Command::Models { cwd } => info_cmd::models(cwd),
-        Command::Roles { action, cwd } => {
-            info_cmd::roles(cwd, matches!(action, Some(RolesAction::Check)))
+        Command::Init(args) => init_cmd::run(args),
+        Command::Doctor(args) => doctor_cmd::run(args),
+        Command::Models { cwd, json } => info_cmd::models(cwd, json),
+        Command::Roles { action, cwd, json } => {
+            info_cmd::roles(cwd, matches!(action, Some(RolesAction::Check)), json)
         }
+        Command::Sessions { cwd, json } => sessions_cmd::run(cwd, json),
+        Command::Completions { shell } => completions(shell),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -151,6 +190,22 @@ fn main() -> ExitCode {
             ExitCode::from(exit::USAGE)
         }
     }
+}
+
+/// Writes the completion script of `shell` on stdout.
+fn completions(shell: CompletionShell) -> anyhow::Result<u8> {
+    use clap::CommandFactory as _;
+    let shell = match shell {
+        CompletionShell::Bash => clap_complete::Shell::Bash,
+        CompletionShell::Zsh => clap_complete::Shell::Zsh,
+        CompletionShell::Fish => clap_complete::Shell::Fish,
+    };
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "baton", &mut script);
+    use std::io::Write as _;
+    // A reader that went away (`| head`) is not an error worth reporting.
+    let _ = std::io::stdout().lock().write_all(&script);
+    Ok(exit::OK)
 }
 
 /// Stderr for log messages (`BATON_LOG`), with known provider keys written as `[REDACTED]`. The

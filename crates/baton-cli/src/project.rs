@@ -27,7 +27,9 @@ pub struct ProjectContext {
     pub config: LoadedConfig,
 }
 
-pub fn project_context(cwd: Option<PathBuf>) -> Result<ProjectContext> {
+/// The working directory a command runs in (`--cwd`, else the current one), made absolute; an
+/// error names `--cwd` when it is not an existing directory.
+pub fn working_dir(cwd: Option<PathBuf>) -> Result<PathBuf> {
     let cwd = match cwd {
         Some(c) => c,
         None => std::env::current_dir().context("cannot read the current directory")?,
@@ -38,6 +40,11 @@ pub fn project_context(cwd: Option<PathBuf>) -> Result<ProjectContext> {
     if !cwd.is_dir() {
         bail!("--cwd {} is not a directory", cwd.display());
     }
+    Ok(cwd)
+}
+
+pub fn project_context(cwd: Option<PathBuf>) -> Result<ProjectContext> {
+    let cwd = working_dir(cwd)?;
     let project_root = project_root(&cwd);
     let config = config::load(&project_root)?;
     baton_text::redact::install(Redactor::new(known_secrets(&config.config)));

@@ -8,8 +8,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use baton_exec::background::{self, Phase, TaskEvent};
 use baton_exec::delegate::{
-    parse_request, render_report, resolve_roles, run_delegation, DelegateReport, DelegateRequest,
-    EntryEvent, Progress,
+    derive_name, parse_request, render_report, render_usage, resolve_roles, run_delegation,
+    DelegateReport, DelegateRequest, EntryEvent, Progress,
 };
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
@@ -30,7 +30,8 @@ pub struct TaskArgs {
     /// Role of a single task.
     #[arg(long)]
     role: Option<String>,
-    /// Name of a single task (under 30 characters).
+    /// Name of a single task (under 30 characters; default: a slug of the role and the task's
+    /// first words).
     #[arg(long)]
     name: Option<String>,
     /// Route `provider/model[:thinking]` for a single task (overrides --model-class).
@@ -133,23 +134,19 @@ fn request_from_args(args: &TaskArgs) -> Result<DelegateRequest> {
                 s
             }
             Some(t) => t.to_string(),
-            None => bail!("missing TASK: baton task --role ROLE --name NAME \"what to do\", or --parallel FILE / --chain FILE"),
+            None => bail!("missing TASK: baton task --role ROLE [--name NAME] \"what to do\", or --parallel FILE / --chain FILE"),
         };
         let mut o = serde_json::Map::new();
-        o.insert(
-            "role".into(),
-            json!(args
-                .role
-                .clone()
-                .ok_or_else(|| anyhow::anyhow!("--role is required for a single task"))?),
-        );
-        o.insert(
-            "name".into(),
-            json!(args
-                .name
-                .clone()
-                .ok_or_else(|| anyhow::anyhow!("--name is required for a single task"))?),
-        );
+        let role = args
+            .role
+            .clone()
+            .ok_or_else(|| anyhow::anyhow!("--role is required for a single task"))?;
+        let name = args
+            .name
+            .clone()
+            .unwrap_or_else(|| derive_name(&role, &task));
+        o.insert("role".into(), json!(role));
+        o.insert("name".into(), json!(name));
         o.insert("task".into(), json!(task));
         for (k, v) in [
             ("model", &args.model),
@@ -177,6 +174,18 @@ fn for_terminal(text: &str) -> String {
         return text.to_string();
     }
     baton_text::sanitize_terminal(text).into_owned()
+}
+
+/// The final report in text: each entry's result, then what each used and the total.
+fn print_report(report: &DelegateReport, ctx: &ProjectContext) {
+    outln!("{}", for_terminal(&render_report(report)));
+    if !report.entries.is_empty() {
+        outln!();
+        outln!(
+            "{}",
+            for_terminal(&render_usage(report, &ctx.config.config.prices))
+        );
+    }
 }
 
 fn report_exit(report: &DelegateReport, cancelled: bool) -> u8 {
@@ -248,7 +257,7 @@ fn start(args: TaskArgs) -> Result<u8> {
     if json_mode {
         outln!("{}", json!({"type": "report", "report": report}));
     } else {
-        outln!("{}", for_terminal(&render_report(&report)));
+        print_report(&report, &ctx);
     }
     Ok(report_exit(&report, cancelled))
 }
@@ -442,7 +451,7 @@ fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
                 if json_mode {
                     outln!("{}", json!({"type": "report", "id": id, "report": report}));
                 } else {
-                    outln!("{}", for_terminal(&render_report(&report)));
+                    print_report(&report, &ctx);
                 }
                 return Ok(report_exit(&report, false));
             }

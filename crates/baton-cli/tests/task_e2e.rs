@@ -146,7 +146,7 @@ fn bad_requests_are_refused_before_anything_runs() {
     let p = project("");
     role(&p, "echoer", "", "touch ran; cat");
     for (args, expect) in [
-        (vec!["task", "--role", "echoer", "hi"], "--name"),
+        (vec!["task", "--name", "n", "hi"], "--role"),
         (
             vec!["task", "--role", "ghost", "--name", "n", "hi"],
             "ghost",
@@ -723,7 +723,12 @@ fn a_key_a_child_prints_is_redacted_from_reports_and_task_logs() {
     let id = stdout(&out).trim().to_string();
     let waited = p.run(&["task", "wait", &id, "--json"]);
     assert_exit(&waited, 1);
-    assert!(stdout(&waited).contains("invalid key [REDACTED]"));
+    assert!(
+        stdout(&waited).contains("invalid key [REDACTED]"),
+        "{}\n{}",
+        stdout(&waited),
+        String::from_utf8_lossy(&waited.stderr)
+    );
     let tasks = p.work().join(".baton/state/tasks");
     let mut files = 0;
     for entry in std::fs::read_dir(&tasks).unwrap() {

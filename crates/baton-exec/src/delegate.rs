@@ -26,10 +26,12 @@ pub use launch::{
     backend_of, child_route, plan_launch, write_frozen_role, ChildRoute, LaunchPlan, RouteChoice,
 };
 pub use report::{
-    render_report, DelegateReport, EntryEvent, EntryReport, EntryStatus, ExecErrorInfo, Progress,
-    WorktreeReport,
+    render_report, render_usage, DelegateReport, EntryEvent, EntryReport, EntryStatus,
+    ExecErrorInfo, Progress, WorktreeReport,
 };
-pub use request::{parse_request, DelegateRequest, Mode, TaskEntry, MAX_ENTRIES, MAX_NAME_CHARS};
+pub use request::{
+    derive_name, parse_request, DelegateRequest, Mode, TaskEntry, MAX_ENTRIES, MAX_NAME_CHARS,
+};
 
 use crate::executor::{Executor, OutputBudget};
 use crate::types::ExecError;

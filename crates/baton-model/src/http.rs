@@ -95,7 +95,7 @@ pub(crate) fn bounded(text: &str, max: usize) -> String {
 }
 
 /// Default headers first, then the configured ones, which replace defaults of the same name.
-fn header_map(
+pub(crate) fn header_map(
     defaults: &[(&str, String)],
     extra: &[(String, String)],
 ) -> Result<HeaderMap, ModelError> {
@@ -243,14 +243,7 @@ impl SsePost<'_> {
         if !status.is_success() {
             let retry_after = retry_after(response.headers(), SystemTime::now());
             let text = read_bounded(response, self.idle_timeout).await;
-            let message = if text.trim().is_empty() {
-                status
-                    .canonical_reason()
-                    .unwrap_or("no error message")
-                    .to_string()
-            } else {
-                error_message(&text)
-            };
+            let message = status_message(status, &text);
             return Err(ModelError::Http {
                 provider: self.ctx.provider.clone(),
                 model: self.ctx.model.clone(),
@@ -295,7 +288,7 @@ pub(crate) async fn with_timeout<F: std::future::Future>(
 }
 
 /// Reads at most [`MAX_ERROR_BODY`] bytes of a body, as text; read errors just end the text.
-async fn read_bounded(response: reqwest::Response, limit: Duration) -> String {
+pub(crate) async fn read_bounded(response: reqwest::Response, limit: Duration) -> String {
     let mut body = response.bytes_stream();
     let mut buf: Vec<u8> = Vec::new();
     while buf.len() < MAX_ERROR_BODY {
@@ -306,6 +299,18 @@ async fn read_bounded(response: reqwest::Response, limit: Duration) -> String {
     }
     buf.truncate(MAX_ERROR_BODY);
     String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// The message of an error answer: its body's ([`error_message`]), else the status's reason.
+pub(crate) fn status_message(status: reqwest::StatusCode, body: &str) -> String {
+    if body.trim().is_empty() {
+        status
+            .canonical_reason()
+            .unwrap_or("no error message")
+            .to_string()
+    } else {
+        error_message(body)
+    }
 }
 
 /// The human part of an error body: `error.message` (OpenAI, Anthropic), a string `error`, a

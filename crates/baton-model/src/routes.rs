@@ -289,6 +289,21 @@ pub fn default_class(config: &Config) -> ModelClass {
 
 const DEFAULT_IDLE: Duration = Duration::from_secs(300);
 
+/// The API root of a provider without a trailing slash: its `base_url`, else the default of its
+/// kind (`https://api.openai.com/v1`, `https://api.anthropic.com`; empty for replay).
+pub fn api_root(p: &ProviderConfig) -> String {
+    let default = match p.kind {
+        ProviderKind::OpenAi | ProviderKind::OpenAiResponses => "https://api.openai.com/v1",
+        ProviderKind::Anthropic => "https://api.anthropic.com",
+        ProviderKind::Replay => "",
+    };
+    p.base_url
+        .as_deref()
+        .unwrap_or(default)
+        .trim_end_matches('/')
+        .to_string()
+}
+
 /// Builds the provider of a resolved route.
 pub fn build_provider(
     resolved: &ResolvedRoute,
@@ -303,31 +318,14 @@ pub fn build_provider(
         .collect();
     let idle = p.stream_idle_timeout.map(|d| d.0).unwrap_or(DEFAULT_IDLE);
     let key = resolved.api_key.clone();
-    let base = |default: &str| {
-        p.base_url
-            .clone()
-            .unwrap_or_else(|| default.to_string())
-            .trim_end_matches('/')
-            .to_string()
-    };
     Ok(match p.kind {
-        ProviderKind::OpenAi => Arc::new(OpenAiChat::new(
-            name,
-            base("https://api.openai.com/v1"),
-            key,
-            headers,
-            idle,
-        )),
-        ProviderKind::OpenAiResponses => Arc::new(OpenAiResponses::new(
-            name,
-            base("https://api.openai.com/v1"),
-            key,
-            headers,
-            idle,
-        )),
+        ProviderKind::OpenAi => Arc::new(OpenAiChat::new(name, api_root(p), key, headers, idle)),
+        ProviderKind::OpenAiResponses => {
+            Arc::new(OpenAiResponses::new(name, api_root(p), key, headers, idle))
+        }
         ProviderKind::Anthropic => Arc::new(Anthropic::new(
             name,
-            base("https://api.anthropic.com"),
+            api_root(p),
             key,
             headers,
             idle,

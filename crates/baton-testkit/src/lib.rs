@@ -19,7 +19,8 @@
 //!
 //! Any path ending in one of those suffixes is accepted, so base URLs with or without
 //! `/v1` both work. `GET …/models` answers a one-model OpenAI list; anything else
-//! gets a 404 with a JSON error body. Requests with `"stream": true` get SSE framed
+//! gets a 404 with a JSON error body. With [`MockServerBuilder::require_key`], any request
+//! without that key gets a 401 whose body echoes the key it was sent. Requests with `"stream": true` get SSE framed
 //! exactly as the real API frames it; others get the non-streaming JSON answer.
 //!
 //! # Writing a test

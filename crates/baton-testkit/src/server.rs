@@ -67,6 +67,8 @@ impl State_ {
 struct Shared {
     state: Mutex<State_>,
     on_request: Option<RequestHook>,
+    /// When set, requests without this key get HTTP 401 (see [`MockServerBuilder::require_key`]).
+    key: Option<String>,
 }
 
 impl Shared {
@@ -83,6 +85,7 @@ pub struct MockServerBuilder {
     looping: bool,
     port: u16,
     on_request: Option<RequestHook>,
+    key: Option<String>,
 }
 
 impl MockServerBuilder {
@@ -165,6 +168,15 @@ impl MockServerBuilder {
         self
     }
 
+    /// Answers every request (model turns and the model list) that does not carry `key` — as
+    /// `authorization: Bearer KEY` (OpenAI) or `x-api-key: KEY` (Anthropic) — with HTTP 401 and
+    /// an OpenAI-style error body that echoes the key it got, as real APIs do. The request is
+    /// recorded; no step is taken.
+    pub fn require_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
     /// Calls `hook` with every request right after it is recorded.
     pub fn on_request(mut self, hook: impl Fn(&RecordedRequest) + Send + Sync + 'static) -> Self {
         self.on_request = Some(Arc::new(hook));
@@ -185,6 +197,7 @@ impl MockServerBuilder {
                 served: 0,
             }),
             on_request: self.on_request,
+            key: self.key,
         });
         let app = Router::new()
             .fallback(handle)
@@ -258,6 +271,7 @@ impl MockServer {
             looping: false,
             port: 0,
             on_request: None,
+            key: None,
         }
     }
 
@@ -361,6 +375,31 @@ async fn handle(
             .collect(),
         body: parse_body(&body),
     };
+    if let Some(key) = &shared.key {
+        let header = |name: &str| {
+            record
+                .headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.as_str())
+        };
+        let sent = header("x-api-key")
+            .or_else(|| header("authorization").map(|v| v.strip_prefix("Bearer ").unwrap_or(v)));
+        if sent != Some(key.as_str()) {
+            shared.lock().requests.push(record.clone());
+            if let Some(hook) = &shared.on_request {
+                hook(&record);
+            }
+            let body = obj! {
+                "error": obj! {
+                    "message": format!("Incorrect API key provided: {}.", sent.unwrap_or("")),
+                    "type": "invalid_request_error",
+                    "code": "invalid_api_key",
+                },
+            };
+            return json_response(StatusCode::UNAUTHORIZED, body.text());
+        }
+    }
     let decision = {
         let mut state = shared.lock();
         state.requests.push(record.clone());

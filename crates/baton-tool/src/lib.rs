@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use args::{parse_args, schema_for, ArgError};
-pub use baton_sandbox::{Policy as SandboxPolicy, SandboxMode};
+pub use baton_sandbox::{Policy as SandboxPolicy, SandboxMode, Support as SandboxSupport};
 pub use env::EnvFilter;
 
 /// The default per-call timeout of `bash` when a context is built with [`ToolContext::new`].

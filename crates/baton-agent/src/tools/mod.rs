@@ -35,7 +35,8 @@ pub use write::WriteTool;
 // The tool contract lives in `baton-tool` so that crates above the agent loop (the executor, Flow)
 // can offer tools without depending on the loop; it is re-exported here for the built-in tools.
 pub use baton_tool::{
-    EnvFilter, SandboxMode, SandboxPolicy, Tool, ToolContext, ToolOutput, DEFAULT_BASH_TIMEOUT,
+    EnvFilter, SandboxMode, SandboxPolicy, SandboxSupport, Tool, ToolContext, ToolOutput,
+    DEFAULT_BASH_TIMEOUT,
 };
 
 /// The built-in tools, in the order they are offered to the model:

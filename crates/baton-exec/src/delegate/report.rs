@@ -157,3 +157,61 @@ pub fn render_report(report: &DelegateReport) -> String {
     }
     s.trim_end().to_string()
 }
+
+/// `1.2s`, `3m 04s`.
+fn duration_text(ms: u64) -> String {
+    if ms < 60_000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        format!("{}m {:02}s", ms / 60_000, (ms % 60_000) / 1000)
+    }
+}
+
+/// One line of usage: tokens, cost when known, duration.
+fn usage_text(usage: &Usage, cost: Option<f64>, ms: u64) -> String {
+    let cost = cost.map(|c| format!(" · ${c:.4}")).unwrap_or_default();
+    format!(
+        "{} in ({} cached) / {} out tokens{cost} · {}",
+        usage.input_tokens,
+        usage.cached_input_tokens,
+        usage.output_tokens,
+        duration_text(ms)
+    )
+}
+
+/// What each entry used — tokens, cost (when its model is priced in `prices`) and duration — and
+/// a total line; for a person reading the final report (`baton task`).
+pub fn render_usage(
+    report: &DelegateReport,
+    prices: &std::collections::BTreeMap<String, baton_protocol::config::Price>,
+) -> String {
+    let mut total = Usage::default();
+    let mut total_cost: Option<f64> = None;
+    let mut total_ms = 0;
+    let mut lines = Vec::new();
+    for e in &report.entries {
+        let cost = e
+            .model
+            .as_deref()
+            .and_then(|m| m.parse::<baton_protocol::Route>().ok())
+            .and_then(|r| baton_model::routes::cost(prices, &r, &e.usage));
+        total.input_tokens += e.usage.input_tokens;
+        total.cached_input_tokens += e.usage.cached_input_tokens;
+        total.output_tokens += e.usage.output_tokens;
+        total_ms += e.duration_ms;
+        if let Some(c) = cost {
+            total_cost = Some(total_cost.unwrap_or(0.0) + c);
+        }
+        lines.push(format!(
+            "  {} ({}): {}",
+            e.name,
+            e.role,
+            usage_text(&e.usage, cost, e.duration_ms)
+        ));
+    }
+    lines.push(format!(
+        "  total: {}",
+        usage_text(&total, total_cost, total_ms)
+    ));
+    format!("usage:\n{}", lines.join("\n"))
+}

@@ -215,6 +215,36 @@ fn parse_entry(v: &Value, at: &str) -> Result<TaskEntry, String> {
     Ok(e)
 }
 
+/// A name for an entry the caller did not name: the role and the first words of the task, as a
+/// slug (`scout-find-where-sessions-are`): lowercase ASCII letters, digits and `-`, shorter than
+/// [`MAX_NAME_CHARS`], cut at a word boundary.
+pub fn derive_name(role: &str, task: &str) -> String {
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_ascii_lowercase)
+            .collect()
+    };
+    let mut name = words(role).join("-");
+    if name.is_empty() {
+        name = "task".into();
+    }
+    name.truncate(MAX_NAME_CHARS / 2);
+    let name = name.trim_end_matches('-').to_string();
+    let mut out = name.clone();
+    for w in words(task) {
+        if out.len() + 1 + w.len() >= MAX_NAME_CHARS {
+            break;
+        }
+        out.push('-');
+        out.push_str(&w);
+    }
+    if out == name {
+        out.push_str("-task");
+    }
+    out
+}
+
 fn parse_thinking(t: &str) -> Result<ThinkingLevel, String> {
     if t == "max" {
         return Ok(ThinkingLevel::Xhigh);
@@ -288,6 +318,27 @@ mod tests {
         ] {
             let e = parse_request(&bad).unwrap_err();
             assert!(e.contains(expect), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn derived_names_are_slugs_of_the_role_and_the_first_words() {
+        assert_eq!(
+            derive_name(
+                "scout",
+                "Find where sessions are created and how they expire"
+            ),
+            "scout-find-where-sessions-are"
+        );
+        assert_eq!(
+            derive_name("implementer", "Fix issue #42!"),
+            "implementer-fix-issue-42"
+        );
+        assert_eq!(derive_name("scout", "¿¡ !!"), "scout-task");
+        let long = derive_name("reviewer", "Supercalifragilisticexpialidocious word");
+        assert_eq!(long, "reviewer-task");
+        for n in [long, derive_name("a", &"x".repeat(100))] {
+            assert!(n.len() < MAX_NAME_CHARS, "{n}");
         }
     }
 }

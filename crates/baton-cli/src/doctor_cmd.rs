@@ -1,0 +1,265 @@
+//! `baton doctor`: is each configured provider usable now, and can `bash` be sandboxed here?
+//!
+//! For every provider the config defines or a model class names: the provider resolves, its key
+//! is set (`api_key_env` / `api_key_file`), and one cheap real request (the model list) succeeds.
+//! Keys are never printed: only where each comes from.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use baton_agent::tools::{SandboxMode, SandboxPolicy, SandboxSupport};
+use baton_model::probe::list_models;
+use baton_model::routes::{api_root, check_route, provider_config, ProcessEnv, RouteError};
+use baton_model::ModelError;
+use baton_protocol::config::{Config, ProviderConfig, ProviderKind};
+use baton_protocol::{ModelClass, Route};
+use clap::Args;
+use serde_json::{json, Value};
+
+use crate::exit;
+use crate::project::project_context;
+
+/// How long one provider may take to answer.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Args, Debug)]
+pub struct DoctorArgs {
+    /// Directory inside the project (default: the current one).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The verdict on one provider.
+struct Check {
+    name: String,
+    kind: Option<ProviderKind>,
+    url: String,
+    /// Where the key comes from (never the key).
+    key: String,
+    /// `ok`, `not_configured`, `config_error`, `key_missing`, `http_error`, `unreachable`,
+    /// `bad_answer`.
+    verdict: &'static str,
+    status: Option<u16>,
+    message: String,
+}
+
+/// Every provider the config defines, and every provider a class route names.
+fn provider_names(config: &Config) -> BTreeSet<String> {
+    let mut names: BTreeSet<String> = config.providers.keys().cloned().collect();
+    for class in ModelClass::ALL {
+        if let Some(list) = config.models.class(class) {
+            names.extend(list.routes().iter().map(|r| r.provider.clone()));
+        }
+    }
+    names
+}
+
+fn key_source(name: &str, p: &ProviderConfig) -> String {
+    match (&p.api_key_file, &p.api_key_env, p.kind) {
+        (Some(file), _, _) => format!("key file {file} (providers.{name}.api_key_file)"),
+        (None, Some(var), _) => format!("${var} (providers.{name}.api_key_env)"),
+        (None, None, ProviderKind::Anthropic) => "$ANTHROPIC_API_KEY".into(),
+        (None, None, ProviderKind::OpenAi | ProviderKind::OpenAiResponses) => {
+            "no key configured".into()
+        }
+        (None, None, ProviderKind::Replay) => "no key needed (replay)".into(),
+    }
+}
+
+async fn check(config: &Config, name: &str) -> Check {
+    let Some(p) = provider_config(config, name) else {
+        return Check {
+            name: name.into(),
+            kind: None,
+            url: String::new(),
+            key: String::new(),
+            verdict: "not_configured",
+            status: None,
+            message: format!("a model class names it but there is no [providers.{name}] table (kind, base_url, api_key_env)"),
+        };
+    };
+    let mut c = Check {
+        name: name.into(),
+        kind: Some(p.kind),
+        url: api_root(&p),
+        key: key_source(name, &p),
+        verdict: "ok",
+        status: None,
+        message: String::new(),
+    };
+    let route = Route {
+        provider: name.into(),
+        model: "doctor".into(),
+        thinking: None,
+    };
+    let resolved = match check_route(config, &route, &ProcessEnv) {
+        Ok(r) => r,
+        Err(e) => {
+            (c.verdict, c.message) = match e {
+                RouteError::MissingKey { provider, var, .. } => (
+                    "key_missing",
+                    format!("set the environment variable {var} (named by providers.{provider}.api_key_env)"),
+                ),
+                RouteError::KeyFile { path, message, .. } => (
+                    "config_error",
+                    format!("cannot read the key file {path} (providers.{name}.api_key_file): {message}"),
+                ),
+                e @ (RouteError::UnknownProvider { .. }
+                | RouteError::Cassette { .. }
+                | RouteError::BadUrl { .. }
+                | RouteError::UnsetClass { .. }
+                | RouteError::NoUsableRoute { .. }) => ("config_error", e.to_string()),
+            };
+            return c;
+        }
+    };
+    match list_models(name, &p, resolved.api_key.as_deref(), PROBE_TIMEOUT).await {
+        Ok(None) => c.message = "replay cassette found; nothing to ask over the network".into(),
+        Ok(Some(list)) => {
+            c.message = match list.models {
+                Some(n) => format!("GET {} listed {n} model(s)", list.url),
+                None => format!("GET {} answered", list.url),
+            }
+        }
+        Err(ModelError::Http {
+            status, message, ..
+        }) => {
+            c.verdict = "http_error";
+            c.status = Some(status);
+            c.message = message;
+        }
+        Err(e @ ModelError::Connect { .. }) => {
+            c.verdict = "unreachable";
+            c.message = e.to_string();
+        }
+        Err(
+            e @ (ModelError::StreamCut { .. }
+            | ModelError::Stream { .. }
+            | ModelError::Protocol { .. }
+            | ModelError::Config(_)
+            | ModelError::Cancelled),
+        ) => {
+            c.verdict = "bad_answer";
+            c.message = e.to_string();
+        }
+    }
+    c
+}
+
+fn verdict_text(c: &Check) -> String {
+    match (c.verdict, c.status) {
+        ("ok", _) => "ok".into(),
+        ("key_missing", _) => "key missing".into(),
+        ("http_error", Some(s)) => format!("HTTP {s}"),
+        ("unreachable", _) => "unreachable".into(),
+        ("not_configured", _) => "not configured".into(),
+        (other, _) => other.replace('_', " "),
+    }
+}
+
+/// The sandbox on this machine: (ok, Landlock ABI, default mode, text).
+fn sandbox_check(config: &Config) -> (bool, i32, SandboxMode, String) {
+    let abi = SandboxSupport::detect().landlock_abi;
+    let mode = SandboxPolicy::choose_mode(None, None, config.sandbox.mode);
+    let network = if config.sandbox.network.unwrap_or(false) {
+        "on"
+    } else {
+        "off"
+    };
+    match (abi, mode) {
+        (_, SandboxMode::DangerFullAccess) => (
+            true,
+            abi,
+            mode,
+            "sandbox.mode is danger-full-access: bash commands run unconfined, with all your rights".into(),
+        ),
+        (0, SandboxMode::ReadOnly | SandboxMode::WorkspaceWrite) => (
+            false,
+            abi,
+            mode,
+            format!("no Landlock on this system: every bash call in {mode} mode fails closed; set sandbox.mode = \"danger-full-access\" to run commands unconfined"),
+        ),
+        (_, SandboxMode::ReadOnly | SandboxMode::WorkspaceWrite) => (
+            true,
+            abi,
+            mode,
+            format!("Landlock ABI {abi}: bash commands run confined ({mode} by default, network {network})"),
+        ),
+    }
+}
+
+pub fn run(args: DoctorArgs) -> Result<u8> {
+    let ctx = project_context(args.cwd)?;
+    let config = &ctx.config.config;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let checks: Vec<Check> = rt.block_on(async {
+        let mut out = Vec::new();
+        for name in provider_names(config) {
+            out.push(check(config, &name).await);
+        }
+        out
+    });
+    let (sandbox_ok, abi, mode, sandbox_text) = sandbox_check(config);
+    let all_ok = sandbox_ok && checks.iter().all(|c| c.verdict == "ok");
+    if args.json {
+        let providers: Vec<Value> = checks
+            .iter()
+            .map(|c| {
+                json!({
+                    "name": c.name, "kind": c.kind.map(|k| k.as_str()), "url": c.url, "key": c.key,
+                    "verdict": c.verdict, "status": c.status, "message": c.message,
+                })
+            })
+            .collect();
+        outln!(
+            "{}",
+            json!({
+                "ok": all_ok,
+                "providers": providers,
+                "sandbox": {"ok": sandbox_ok, "landlock_abi": abi, "mode": mode.to_string(), "message": sandbox_text},
+            })
+        );
+    } else {
+        if checks.is_empty() {
+            outln!("providers: none configured; `baton init` writes a starter .baton/config.toml");
+        }
+        for c in &checks {
+            let kind = c
+                .kind
+                .map(|k| format!(" ({}", k.as_str()))
+                .unwrap_or_default();
+            let at = match (&c.kind, c.url.is_empty()) {
+                (Some(_), false) => format!(", {})", c.url),
+                (Some(_), true) => ")".into(),
+                (None, _) => String::new(),
+            };
+            let key = if c.key.is_empty() {
+                String::new()
+            } else {
+                format!(" · key: {}", c.key)
+            };
+            outln!(
+                "{} {}{kind}{at}{key}: {}",
+                if c.verdict == "ok" { "✓" } else { "✗" },
+                c.name,
+                verdict_text(c)
+            );
+            if !c.message.is_empty() {
+                outln!("    {}", baton_text::sanitize_line(&c.message));
+            }
+        }
+        outln!(
+            "{} sandbox: {sandbox_text}",
+            if sandbox_ok { "✓" } else { "✗" }
+        );
+    }
+    Ok(if all_ok { exit::OK } else { exit::FAILED })
+}

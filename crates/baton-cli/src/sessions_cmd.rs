@@ -1,0 +1,86 @@
+//! `baton sessions`: the saved agent sessions of the project, oldest first.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use baton_agent::session::{list, SessionInfo};
+use serde_json::json;
+
+use crate::exit;
+use crate::project::{project_context, state_dir};
+
+/// Characters of the task shown in the text listing.
+const TASK_WIDTH: usize = 60;
+
+/// `completed`, `partial (turn_limit)`, `failed (model_error)`, or `unfinished` when the
+/// transcript does not record an end after its last message (killed, or still running).
+fn outcome_text(info: &SessionInfo) -> String {
+    match info.ended {
+        None => "unfinished".into(),
+        Some((outcome, None)) => outcome.as_str().into(),
+        Some((outcome, Some(reason))) => format!("{} ({})", outcome.as_str(), reason.as_str()),
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+}
+
+pub fn run(cwd: Option<PathBuf>, json_mode: bool) -> Result<u8> {
+    let ctx = project_context(cwd)?;
+    let state = state_dir(&ctx);
+    let (infos, bad) = list(&state);
+    for (id, e) in &bad {
+        errln!("baton: session {id} cannot be read: {e}");
+    }
+    if json_mode {
+        let sessions: Vec<serde_json::Value> = infos
+            .iter()
+            .map(|i| {
+                json!({
+                    "id": i.header.session_id,
+                    "created": i.header.created,
+                    "role": i.header.role,
+                    "route": i.header.model,
+                    "cwd": i.header.cwd,
+                    "outcome": i.ended.map_or("unfinished", |(o, _)| o.as_str()),
+                    "reason": i.ended.and_then(|(_, r)| r).map(|r| r.as_str()),
+                    "task": first_line(&i.task),
+                })
+            })
+            .collect();
+        outln!("{}", json!({ "sessions": sessions }));
+        return Ok(exit::OK);
+    }
+    if infos.is_empty() {
+        outln!(
+            "no saved sessions in {}; `baton agent TASK` starts one",
+            state.sessions().display()
+        );
+        return Ok(exit::OK);
+    }
+    for i in &infos {
+        // The task is the user's or a parent agent's text: one line, terminal-safe.
+        let task = baton_text::sanitize_line(first_line(&i.task));
+        let mut shown: String = task.chars().take(TASK_WIDTH).collect();
+        if task.chars().count() > TASK_WIDTH {
+            shown.push('…');
+        }
+        outln!(
+            "{}  {}  {:<11}  {}  {}  {}",
+            i.header.session_id,
+            i.header.created,
+            baton_text::sanitize_line(&i.header.role),
+            baton_text::sanitize_line(&i.header.model),
+            outcome_text(i),
+            shown
+        );
+    }
+    errln!(
+        "baton: continue one with `baton agent --resume ID` (a unique prefix of the id, or `last`)"
+    );
+    Ok(exit::OK)
+}

@@ -1,0 +1,572 @@
+//! End-to-end tests of the commands a user expects around the agent: `--version`, shell
+//! completions, `--json` for `models` and `roles`, `init`, `doctor`, `sessions`, `task logs`,
+//! `flow clean`. The built binary, in a sandbox of its own.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Output;
+
+use baton_testkit::fixture::{assert_exit, workspace_root, Sandbox};
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+
+fn sandbox() -> Sandbox {
+    Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"))
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+/// stdout as one JSON document.
+fn document(o: &Output) -> Value {
+    serde_json::from_str(stdout(o).trim())
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}", stdout(o)))
+}
+
+#[test]
+fn version_names_the_git_commit_it_was_built_from() {
+    let sb = sandbox();
+    let out = sb.run(&["--version"]);
+    assert_exit(&out, 0);
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(workspace_root())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    assert_eq!(
+        stdout(&out).trim(),
+        format!("baton {} ({commit})", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn completions_are_written_for_bash_zsh_and_fish() {
+    let sb = sandbox();
+    for (shell, marker) in [
+        ("bash", "complete -F _baton"),
+        ("zsh", "#compdef baton"),
+        ("fish", "complete -c baton"),
+    ] {
+        let out = sb.run(&["completions", shell]);
+        assert_exit(&out, 0);
+        let script = stdout(&out);
+        assert!(script.contains(marker), "{shell}: {script}");
+        for sub in ["agent", "task", "flow", "models", "roles"] {
+            assert!(script.contains(sub), "{shell} script lacks {sub}");
+        }
+    }
+    let out = sb.run(&["completions", "tcsh"]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("bash"), "{}", stderr(&out));
+}
+
+#[test]
+fn models_json_is_one_document_with_each_class_and_why() {
+    let sb = sandbox()
+        .baton_config(
+            "[providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+             [providers.keyed]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"UNSET_KEY_FOR_TEST\"\n\
+             [models]\nfast = [\"keyed/m1\", \"local/m2\"]\ndefault_class = \"fast\"\n",
+        );
+    let out = sb.run(&["models", "--json"]);
+    assert_exit(&out, 0);
+    let doc = document(&out);
+    assert_eq!(doc["default_class"], "fast");
+    assert_eq!(
+        doc["config_files"],
+        json!([sb.config_file().display().to_string()])
+    );
+    let fast = &doc["classes"][0];
+    assert_eq!(fast["class"], "fast");
+    assert_eq!(fast["resolves"], "local/m2");
+    assert_eq!(fast["routes"][0]["usable"], false);
+    assert!(
+        fast["routes"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("UNSET_KEY_FOR_TEST"),
+        "{fast}"
+    );
+    assert_eq!(
+        fast["routes"][1],
+        json!({"route": "local/m2", "usable": true})
+    );
+    let balanced = &doc["classes"][1];
+    assert_eq!(
+        balanced,
+        &json!({"class": "balanced", "set": false, "routes": [], "resolves": null})
+    );
+}
+
+#[test]
+fn roles_json_is_one_document_with_backend_isolation_and_sandbox() {
+    let sb = sandbox();
+    sb.write(
+        ".baton/roles/tester.md",
+        "---\nname: tester\ndescription: Writes tests.\ntools: [read, bash]\nmodel_class: fast\nsandbox: read-only\n---\nTest.\n",
+    );
+    let out = sb.run(&["roles", "--json"]);
+    assert_exit(&out, 0);
+    let doc = document(&out);
+    let roles = doc["roles"].as_array().unwrap();
+    let names: Vec<&str> = roles.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["implementer", "reviewer", "scout", "tester"]);
+    let tester = roles.iter().find(|r| r["name"] == "tester").unwrap();
+    let path = tester["source"]["path"].as_str().unwrap().to_string();
+    assert!(path.ends_with(".baton/roles/tester.md"), "{path}");
+    assert_eq!(
+        tester,
+        &json!({
+            "name": "tester", "description": "Writes tests.", "model_class": "fast",
+            "tools": ["read", "bash"], "backend": "baton", "isolation": "none",
+            "sandbox": "read-only", "source": {"kind": "project", "path": path},
+        })
+    );
+    let out = sb.run(&["roles", "check", "--json"]);
+    assert_exit(&out, 0);
+    assert_eq!(document(&out), json!({"valid": true, "roles": 4}));
+}
+
+/// Every file under `dir`, relative to it, sorted.
+fn files_under(dir: &std::path::Path) -> Vec<String> {
+    fn walk(base: &std::path::Path, dir: &std::path::Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(base, &path, out);
+            } else {
+                out.push(path.strip_prefix(base).unwrap().display().to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+#[test]
+fn init_writes_a_starter_config_that_baton_loads_and_nothing_else() {
+    let sb = sandbox();
+    let out = sb.run(&["init"]);
+    assert_exit(&out, 0);
+    let path = sb.work().join(".baton/config.toml");
+    assert_eq!(
+        stdout(&out).trim(),
+        format!("wrote {}", path.canonicalize().unwrap().display())
+    );
+    assert_eq!(files_under(&sb.work()), [".baton/config.toml"]);
+    let text = std::fs::read_to_string(&path).unwrap();
+    for needle in [
+        "[providers.openai]",
+        "[providers.anthropic]",
+        "[providers.ollama]",
+        "# [sandbox]",
+        "# mode = \"workspace-write\"",
+        "# writable_roots",
+        "# network = false",
+    ] {
+        assert!(text.contains(needle), "starter config lacks {needle}");
+    }
+    // baton's own loader reads it: each class is set and the keyless Ollama route resolves.
+    let out = sb.run(&["models", "--json"]);
+    assert_exit(&out, 0);
+    let doc = document(&out);
+    assert_eq!(
+        doc["config_files"],
+        json!([path.canonicalize().unwrap().display().to_string()])
+    );
+    let set: Vec<bool> = doc["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["set"].as_bool().unwrap())
+        .collect();
+    assert_eq!(set, [true, true, true, false]);
+    assert_eq!(doc["classes"][0]["resolves"], "ollama/qwen2.5-coder:7b");
+}
+
+#[test]
+fn init_refuses_to_replace_a_config_unless_forced() {
+    let sb = sandbox();
+    sb.git(&["init", "-q"]);
+    std::fs::create_dir(sb.work().join("sub")).unwrap();
+    let mine = "[models]\nfast = \"ollama/mine\"\n";
+    let path = sb.write(".baton/config.toml", mine);
+    // From a subfolder of the repository: the project root's file is the one meant.
+    let out = sb.run(&["init", "--cwd", "sub"]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("already exists") && stderr(&out).contains("--force"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), mine);
+    assert!(!sb.work().join("sub/.baton").exists());
+    let out = sb.run(&["init", "--cwd", "sub", "--force"]);
+    assert_exit(&out, 0);
+    assert!(std::fs::read_to_string(&path)
+        .unwrap()
+        .contains("[providers.ollama]"));
+    assert_eq!(
+        files_under(&sb.work().join(".baton")),
+        ["config.toml"],
+        "no temp file is left behind"
+    );
+}
+
+/// A sandbox whose provider `mock` (Chat Completions) is `server`.
+fn with_mock(server: &baton_testkit::MockServer) -> Sandbox {
+    sandbox()
+        .baton_config(&format!(
+            "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"MOCK_API_KEY\"\n\
+             [retry]\ninitial_delay = \"1ms\"\nmax_delay = \"5ms\"\n",
+            server.url()
+        ))
+        .env("MOCK_API_KEY", "test-key-for-cli-e2e")
+}
+
+/// The session id of a `baton agent --json` run (its first event).
+fn session_id(out: &Output) -> String {
+    let first: Value = serde_json::from_str(stdout(out).lines().next().unwrap()).unwrap();
+    first["session_id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn sessions_lists_saved_sessions_and_resume_takes_a_prefix_or_last() {
+    use baton_testkit::{Fault, MockServer, Turn};
+    let server = MockServer::builder()
+        .turn(Turn::text("first answer"))
+        .step(Fault::status(401).message("bad key"))
+        .turn(Turn::text("second answer, resumed"))
+        .turn(Turn::text("third answer, resumed"))
+        .start_blocking();
+    let sb = with_mock(&server);
+    let out = sb.run(&[
+        "agent",
+        "--json",
+        "--model",
+        "mock/m",
+        "first task\nits details",
+    ]);
+    assert_exit(&out, 0);
+    let first = session_id(&out);
+    let out = sb.run(&[
+        "agent",
+        "--json",
+        "--role",
+        "scout",
+        "--model",
+        "mock/m",
+        "second task",
+    ]);
+    assert_exit(&out, 1);
+    let second = session_id(&out);
+    // A session whose process was killed: its transcript ends with a message. Its id shares the
+    // first 8 characters of the first one's; it is the newest.
+    let killed = format!("{}-killed", &first[..8]);
+    sb.write(
+        format!(".baton/state/sessions/{killed}.jsonl"),
+        &format!(
+            "{}\n{}\n",
+            json!({"type": "session", "session_id": killed, "role": "implementer", "model": "mock/m",
+                   "cwd": sb.work().display().to_string(), "created": "2999-01-01T00:00:00Z"}),
+            json!({"type": "message", "message": {"role": "user", "text": "\u{1b}]0;third task\u{7}"}}),
+        ),
+    );
+
+    let out = sb.run(&["sessions", "--json"]);
+    assert_exit(&out, 0);
+    let sessions = document(&out)["sessions"].as_array().unwrap().clone();
+    let summary: Vec<(String, &str, &str, &str, Value, &str)> = sessions
+        .iter()
+        .map(|s| {
+            (
+                s["id"].as_str().unwrap().to_string(),
+                s["role"].as_str().unwrap(),
+                s["route"].as_str().unwrap(),
+                s["outcome"].as_str().unwrap(),
+                s["reason"].clone(),
+                s["task"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (
+                first.clone(),
+                "implementer",
+                "mock/m",
+                "completed",
+                Value::Null,
+                "first task"
+            ),
+            (
+                second.clone(),
+                "scout",
+                "mock/m",
+                "failed",
+                json!("model_error"),
+                "second task"
+            ),
+            (
+                killed.clone(),
+                "implementer",
+                "mock/m",
+                "unfinished",
+                Value::Null,
+                "\u{1b}]0;third task\u{7}"
+            ),
+        ]
+    );
+
+    let out = sb.run(&["sessions"]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(
+        lines[0].starts_with(&first) && lines[0].ends_with("completed  first task"),
+        "{text}"
+    );
+    assert!(
+        lines[1].contains("scout") && lines[1].ends_with("failed (model_error)  second task"),
+        "{text}"
+    );
+    assert!(
+        lines[2].ends_with("unfinished  \u{fffd}]0;third task\u{fffd}"),
+        "{text}"
+    );
+
+    // An ambiguous prefix names the candidates and runs nothing.
+    let requests = server.requests().len();
+    let out = sb.run(&["agent", "--resume", &first[..8], "go on"]);
+    assert_exit(&out, 2);
+    for id in [&first, &killed] {
+        assert!(stderr(&out).contains(id.as_str()), "{}", stderr(&out));
+    }
+    assert_eq!(server.requests().len(), requests);
+
+    // A unique prefix resumes that session.
+    let out = sb.run(&["agent", "--json", "--resume", &second[..30], "try again"]);
+    assert_exit(&out, 0);
+    assert_eq!(session_id(&out), second);
+    // `last` is the newest session.
+    let out = sb.run(&["agent", "--json", "--resume", "last", "go on"]);
+    assert_exit(&out, 0);
+    assert_eq!(session_id(&out), killed);
+    let last_request = server.model_requests().last().unwrap().body.to_string();
+    assert!(last_request.contains("third task"), "{last_request}");
+
+    let out = sb.run(&["sessions", "--json"]);
+    let outcomes: Vec<Value> = document(&out)["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["outcome"].clone())
+        .collect();
+    assert_eq!(outcomes, vec![json!("completed"); 3]);
+    server.assert_tool_results_answer_calls();
+}
+
+#[test]
+fn doctor_checks_each_provider_with_a_real_request_and_never_prints_a_key() {
+    use baton_testkit::MockServer;
+    const GOOD: &str = "good-key-0123456789";
+    const WRONG: &str = "wrong-key-9876543210";
+    let server = MockServer::builder().require_key(GOOD).start_blocking();
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let url = server.url();
+    let config = format!(
+        "[providers.good]\nkind = \"openai\"\nbase_url = \"{url}/v1\"\napi_key_env = \"GOOD_KEY\"\n\
+         [providers.claude]\nkind = \"anthropic\"\nbase_url = \"{url}\"\napi_key_env = \"GOOD_KEY\"\n\
+         [providers.wrong]\nkind = \"openai-responses\"\nbase_url = \"{url}/v1\"\napi_key_env = \"WRONG_KEY\"\n\
+         [providers.nokey]\nkind = \"openai\"\nbase_url = \"{url}/v1\"\napi_key_env = \"UNSET_KEY_FOR_DOCTOR\"\n\
+         [providers.down]\nkind = \"openai\"\nbase_url = \"http://{closed}/v1\"\n"
+    );
+    let sb = sandbox()
+        .baton_config(&config)
+        .env("GOOD_KEY", GOOD)
+        .env("WRONG_KEY", WRONG);
+    let no_key_printed = |out: &Output| {
+        for text in [stdout(out), stderr(out)] {
+            assert!(!text.contains(GOOD) && !text.contains(WRONG), "{text}");
+        }
+    };
+
+    let out = sb.run_with(&["doctor", "--json"], &[("BATON_SANDBOX_ABI", "0")]);
+    assert_exit(&out, 1);
+    no_key_printed(&out);
+    let doc = document(&out);
+    assert_eq!(doc["ok"], false);
+    let verdicts: Vec<(&str, &str, Value)> = doc["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap(),
+                p["verdict"].as_str().unwrap(),
+                p["status"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("claude", "ok", Value::Null),
+            ("down", "unreachable", Value::Null),
+            ("good", "ok", Value::Null),
+            ("nokey", "key_missing", Value::Null),
+            ("wrong", "http_error", json!(401)),
+        ]
+    );
+    let wrong = &doc["providers"][4];
+    assert_eq!(
+        wrong["message"], "Incorrect API key provided: [REDACTED].",
+        "the provider's message, with the key it echoes redacted"
+    );
+    assert_eq!(wrong["key"], "$WRONG_KEY (providers.wrong.api_key_env)");
+    assert!(doc["providers"][3]["message"]
+        .as_str()
+        .unwrap()
+        .contains("UNSET_KEY_FOR_DOCTOR"));
+    assert_eq!(doc["sandbox"]["ok"], false);
+    assert_eq!(doc["sandbox"]["landlock_abi"], 0);
+    assert!(doc["sandbox"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("danger-full-access"));
+    // One real request per provider that has a key: the model list, authenticated as it is.
+    let asked: Vec<(String, String, Option<String>)> = server
+        .requests()
+        .iter()
+        .map(|r| {
+            let key = r
+                .headers
+                .iter()
+                .find(|(k, _)| k == "authorization" || k == "x-api-key")
+                .map(|(_, v)| v.clone());
+            (r.method.clone(), r.path.clone(), key)
+        })
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            ("GET".into(), "/v1/models".into(), Some(GOOD.into())),
+            (
+                "GET".into(),
+                "/v1/models".into(),
+                Some(format!("Bearer {GOOD}"))
+            ),
+            (
+                "GET".into(),
+                "/v1/models".into(),
+                Some(format!("Bearer {WRONG}"))
+            ),
+        ]
+    );
+
+    let out = sb.run(&["doctor"]);
+    assert_exit(&out, 1);
+    no_key_printed(&out);
+    let text = stdout(&out);
+    for line in [
+        "✓ good (openai, URL/v1) · key: $GOOD_KEY (providers.good.api_key_env): ok",
+        "✗ nokey (openai, URL/v1) · key: $UNSET_KEY_FOR_DOCTOR (providers.nokey.api_key_env): key missing",
+        "✗ wrong (openai-responses, URL/v1) · key: $WRONG_KEY (providers.wrong.api_key_env): HTTP 401",
+        "    Incorrect API key provided: [REDACTED].",
+    ] {
+        let line = line.replace("URL", &url);
+        assert!(text.lines().any(|l| l == line), "no line {line:?} in:\n{text}");
+    }
+    assert!(text.contains("✗ down (openai, http://"), "{text}");
+
+    // Only the providers that work, and a sandbox mode that needs no Landlock: all ok, exit 0.
+    let sb = sandbox()
+        .baton_config(&format!(
+            "[providers.good]\nkind = \"openai\"\nbase_url = \"{url}/v1\"\napi_key_env = \"GOOD_KEY\"\n\
+             [models]\nfast = \"good/gpt-5.5\"\n[sandbox]\nmode = \"danger-full-access\"\n"
+        ))
+        .env("GOOD_KEY", GOOD);
+    let out = sb.run(&["doctor"]);
+    assert_exit(&out, 0);
+    assert!(
+        stdout(&out).contains("GET ") && stdout(&out).contains("listed 1 model(s)"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("✓ sandbox: sandbox.mode is danger-full-access"));
+}
+
+#[test]
+fn task_names_itself_and_its_report_shows_tokens_cost_and_duration_per_entry_and_in_total() {
+    use baton_testkit::{MockServer, Turn};
+    let server = MockServer::builder()
+        .when(|_| true, Turn::text("looks fine").usage(1000, 200, 50))
+        .start_blocking();
+    let sb = sandbox().baton_config(&format!(
+        "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\n[models]\nbalanced = \"mock/m\"\n\
+         [prices.\"mock/m\"]\ninput = 1.0\ncached_input = 0.5\noutput = 2.0\n",
+        server.url()
+    ));
+    // No --name: the role and the first words of the task.
+    let out = sb.run(&[
+        "task",
+        "--role",
+        "reviewer",
+        "Check the README: is it right?",
+    ]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("reviewer-check-the-readme-is (reviewer): done\nlooks fine\n"),
+        "{text}"
+    );
+    // 800 fresh × $1 + 200 cached × $0.5 + 50 out × $2 per million = $0.0010.
+    let usage: Vec<&str> = text.lines().skip_while(|l| *l != "usage:").collect();
+    assert_eq!(usage.len(), 3, "{text}");
+    assert!(
+        usage[1].starts_with(
+            "  reviewer-check-the-readme-is (reviewer): 1000 in (200 cached) / 50 out tokens · $0.0010 · "
+        ) && usage[1].ends_with('s'),
+        "{text}"
+    );
+    assert!(
+        usage[2].starts_with("  total: 1000 in (200 cached) / 50 out tokens · $0.0010 · "),
+        "{text}"
+    );
+
+    let tasks = sb.write(
+        "tasks.json",
+        &json!([
+            {"role": "reviewer", "name": "one", "task": "look at a"},
+            {"role": "reviewer", "name": "two", "task": "look at b"},
+        ])
+        .to_string(),
+    );
+    let out = sb.run(&["task", "--parallel", tasks.to_str().unwrap()]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    let usage: Vec<&str> = text.lines().skip_while(|l| *l != "usage:").collect();
+    assert_eq!(usage.len(), 4, "{text}");
+    assert!(usage[1].starts_with("  one (reviewer): 1000 in"), "{text}");
+    assert!(usage[2].starts_with("  two (reviewer): 1000 in"), "{text}");
+    assert!(
+        usage[3].starts_with("  total: 2000 in (400 cached) / 100 out tokens · $0.0020 · "),
+        "{text}"
+    );
+    server.assert_tool_results_answer_calls();
+}

@@ -1,0 +1,82 @@
+//! One cheap, authenticated request to a provider, to check it before a session depends on it
+//! (`baton doctor`): the list of its models. `GET {base_url}/models` for the OpenAI kinds,
+//! `GET {base_url}/v1/models` for Anthropic. No tokens are spent.
+
+use std::time::Duration;
+
+use baton_protocol::config::{ProviderConfig, ProviderKind};
+
+use crate::anthropic::ANTHROPIC_VERSION;
+use crate::error::ModelError;
+use crate::http::{
+    build_client, error_chain, header_map, read_bounded, status_message, with_timeout,
+};
+use crate::routes::api_root;
+
+/// What a provider answered to the model-list request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelList {
+    /// The URL asked.
+    pub url: String,
+    /// Models listed (`data` of the answer), when the answer has that shape.
+    pub models: Option<usize>,
+}
+
+/// Asks provider `name` for its models with `api_key`. `Ok(None)` for a replay provider, which
+/// has nothing to ask. An HTTP error status is [`ModelError::Http`] with the provider's message,
+/// no answer within `timeout` or no connection is [`ModelError::Connect`].
+pub async fn list_models(
+    name: &str,
+    provider: &ProviderConfig,
+    api_key: Option<&str>,
+    timeout: Duration,
+) -> Result<Option<ModelList>, ModelError> {
+    let (url, defaults): (String, Vec<(&str, String)>) = match provider.kind {
+        ProviderKind::Replay => return Ok(None),
+        ProviderKind::OpenAi | ProviderKind::OpenAiResponses => (
+            format!("{}/models", api_root(provider)),
+            api_key
+                .map(|k| ("authorization", format!("Bearer {k}")))
+                .into_iter()
+                .collect(),
+        ),
+        ProviderKind::Anthropic => (
+            format!("{}/v1/models", api_root(provider)),
+            std::iter::once(("anthropic-version", ANTHROPIC_VERSION.to_string()))
+                .chain(api_key.map(|k| ("x-api-key", k.to_string())))
+                .collect(),
+        ),
+    };
+    let client = build_client().map_err(ModelError::Config)?;
+    let extra: Vec<(String, String)> = provider
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let headers = header_map(&defaults, &extra)?;
+    let connect = |message: String| ModelError::Connect {
+        provider: name.to_string(),
+        url: url.clone(),
+        message,
+    };
+    let response = match with_timeout(timeout, client.get(&url).headers(headers).send()).await {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => return Err(connect(error_chain(&e))),
+        None => return Err(connect(format!("no answer within {timeout:?}"))),
+    };
+    let status = response.status();
+    let text = read_bounded(response, timeout).await;
+    if !status.is_success() {
+        return Err(ModelError::Http {
+            provider: name.to_string(),
+            model: "(model list)".into(),
+            status: status.as_u16(),
+            message: status_message(status, &text),
+            retry_after: None,
+        });
+    }
+    let models = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.get("data").and_then(|d| d.as_array()).map(Vec::len));
+    Ok(Some(ModelList { url, models }))
+}
