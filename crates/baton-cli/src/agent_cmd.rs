@@ -23,7 +23,9 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use crate::exit;
-use crate::project::{now_rfc3339, project_context, role_dirs, state_dir, ProjectContext};
+use crate::project::{
+    now_rfc3339, project_context, role_dirs, state_dir, warn_skipped_roles, ProjectContext,
+};
 use crate::signals::watch_signals;
 
 #[derive(Args, Debug)]
@@ -255,7 +257,11 @@ pub fn run(args: AgentArgs) -> Result<u8> {
                 RoleSource::Project(path.display().to_string()),
             )?
         }
-        None => find_role(&role_dirs(&ctx.project_root), &role_name)?,
+        None => {
+            let dirs = role_dirs(&ctx.project_root);
+            warn_skipped_roles(&dirs, &[&role_name]);
+            find_role(&dirs, &role_name)?
+        }
     };
     let resumed_model = resumed.as_ref().map(|(_, h, _)| h.model.clone());
     let (resolved, provider) =

@@ -60,53 +60,67 @@ fn source_text(s: &RoleSource) -> String {
     }
 }
 
+/// Lists the effective roles and the role files that cannot be used (exit 0), or with `check`
+/// reports every bad role file and exits 2 if there is one.
 pub fn roles(cwd: Option<PathBuf>, check: bool) -> Result<u8> {
     let ctx = project_context(cwd)?;
     let dirs: RoleDirs = role_dirs(&ctx.project_root);
-    match load_roles(&dirs) {
-        Err(e) => {
-            errln!("baton: {e}");
-            Ok(exit::USAGE)
+    let set = load_roles(&dirs);
+    if check {
+        for bad in &set.bad {
+            errln!("baton: {}", bad.one_line());
         }
-        Ok(roles) if check => {
-            outln!("{} roles valid", roles.len());
-            Ok(exit::OK)
-        }
-        Ok(roles) => {
-            for r in roles {
-                let class = r
-                    .meta
-                    .model_class
-                    .map(|c| c.to_string())
-                    .unwrap_or_else(|| "-".into());
-                let config = &ctx.config.config;
-                let backend = r
-                    .meta
-                    .backend
-                    .or(config.executor.backend)
-                    .unwrap_or(BackendKind::Baton);
-                let isolation = match r.meta.isolation {
-                    Some(Isolation::Worktree) => "worktree",
-                    None => "none",
-                };
-                let sandbox = baton_agent::tools::SandboxPolicy::choose_mode(
-                    None,
-                    r.meta.sandbox,
-                    config.sandbox.mode,
-                );
-                outln!(
-                    "{:<14} {:<9} tools=[{}] backend={} isolation={} sandbox={}  {}",
-                    r.meta.name,
-                    class,
-                    r.meta.tools.join(","),
-                    backend.as_str(),
-                    isolation,
-                    sandbox,
-                    source_text(&r.source)
-                );
-                outln!("               {}", r.meta.description);
-            }
-            Ok(exit::OK)
+        return Ok(if set.bad.is_empty() {
+            outln!("{} roles valid", set.roles.len());
+            exit::OK
+        } else {
+            outln!(
+                "{} roles valid, {} role file(s) invalid",
+                set.roles.len(),
+                set.bad.len()
+            );
+            exit::USAGE
+        });
+    }
+    let config = &ctx.config.config;
+    for r in &set.roles {
+        let class = r
+            .meta
+            .model_class
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "-".into());
+        let backend = r
+            .meta
+            .backend
+            .or(config.executor.backend)
+            .unwrap_or(BackendKind::Baton);
+        let isolation = match r.meta.isolation {
+            Some(Isolation::Worktree) => "worktree",
+            None => "none",
+        };
+        let sandbox = baton_agent::tools::SandboxPolicy::choose_mode(
+            None,
+            r.meta.sandbox,
+            config.sandbox.mode,
+        );
+        outln!(
+            "{:<14} {:<9} tools=[{}] backend={} isolation={} sandbox={}  {}",
+            r.meta.name,
+            class,
+            r.meta.tools.join(","),
+            backend.as_str(),
+            isolation,
+            sandbox,
+            source_text(&r.source)
+        );
+        outln!("               {}", r.meta.description);
+    }
+    if !set.bad.is_empty() {
+        outln!();
+        outln!("invalid role files (skipped; `baton roles check` reports them and exits 2):");
+        for bad in &set.bad {
+            outln!("  {}", bad.one_line());
         }
     }
+    Ok(exit::OK)
 }
