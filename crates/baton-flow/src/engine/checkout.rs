@@ -2,6 +2,15 @@
 
 use super::*;
 
+/// Main's checkout as Flow judges it, limited to `pathspec` when it is not empty. Untracked
+/// files under a `.baton/` folder do not count: they are the user's own roles and config (which
+/// the README has them create), not changes to the branch. Changed tracked files there do.
+pub(super) fn main_status(main: &Git, pathspec: &[&str]) -> Result<CheckoutStatus, GitError> {
+    Ok(main
+        .checkout_status(pathspec)?
+        .without_untracked_in(".baton"))
+}
+
 /// The changed paths of a checkout, at most 50 of them, for a message.
 pub(super) fn listing(st: &CheckoutStatus) -> String {
     let shown: Vec<&str> = st.changes.iter().take(50).map(String::as_str).collect();
