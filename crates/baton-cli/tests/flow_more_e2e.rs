@@ -82,3 +82,79 @@ fn a_changed_tracked_file_under_dot_baton_still_makes_main_dirty() {
     );
     assert_eq!(sb.subjects("main"), ["config", "roles", "initial"]);
 }
+
+fn status_json(sb: &Sandbox) -> Value {
+    let out = sb.run(&["flow", "status", "--json"]);
+    assert_exit(&out, 0);
+    json_lines(&out).pop().unwrap()["flow"].clone()
+}
+
+#[test]
+fn status_after_main_moved_shows_the_real_main_and_the_real_next_step() {
+    let sb = repo();
+    FlowRoles::install(&sb);
+    sb.commit_all("roles");
+    let out = sb.run_with(
+        &["flow", "start", &units(&sb, UNITS_AB)],
+        &[("BATON_FLOW_CRASH_AT", "unit.merged@a")],
+    );
+    assert_eq!(out.status.code(), None, "killed: {}", stderr(&out));
+    let left = sb.git(&["rev-parse", "main"]).trim().to_string();
+    assert_eq!(sb.subjects("main"), ["unit a", "roles", "initial"]);
+
+    // Someone commits on Main while the Flow is interrupted.
+    sb.write("other.txt", "other\n");
+    sb.commit_all("someone else");
+    let moved = sb.git(&["rev-parse", "main"]).trim().to_string();
+
+    let flow = status_json(&sb);
+    assert_eq!(flow["phase"], "interrupted");
+    assert_eq!(flow["main_oid"], left.as_str(), "where the Flow left Main");
+    assert_eq!(flow["main_now"]["branch"], "main");
+    assert_eq!(flow["main_now"]["head"], moved.as_str());
+    let problem = flow["main_now"]["problem"].as_str().unwrap();
+    assert!(problem.contains("moved outside the Flow"), "{problem}");
+    let out = sb.run(&["flow", "status"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "left at {}; main is now at {}",
+            &left[..12],
+            &moved[..12]
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "Next: Main (main) moved outside the Flow: the Flow left it at {}, it is now at {}. Put main back at {}",
+            &left[..12],
+            &moved[..12],
+            &left[..12]
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("Next: `baton flow resume`"), "{text}");
+
+    // Resume would stop at once, as status said.
+    let out = sb.run(&["flow", "resume"]);
+    assert_exit(&out, 1);
+    assert!(
+        stderr(&out).contains("moved outside the Flow"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Following the advice: Main back where the Flow left it, then resume finishes.
+    sb.git(&["reset", "-q", "--hard", &left]);
+    let flow = status_json(&sb);
+    assert_eq!(flow["main_now"]["head"], left.as_str());
+    assert!(flow["main_now"]["problem"].is_null(), "{flow}");
+    let text = String::from_utf8_lossy(&sb.run(&["flow", "status"]).stdout).into_owned();
+    assert!(text.contains("Next: `baton flow resume`"), "{text}");
+    let out = sb.run(&["flow", "resume"]);
+    assert_exit(&out, 0);
+    assert_eq!(
+        sb.subjects("main"),
+        ["unit b", "unit a", "roles", "initial"]
+    );
+}

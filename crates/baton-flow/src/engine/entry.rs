@@ -282,9 +282,10 @@ pub fn status(
     };
     let repo = open_repo(&git, cwd)?;
     let driving = RepoLock::is_held(&repo.common);
-    let status_of = |state: FlowState| FlowStatus {
-        phase: state.phase(driving),
-        state,
+    let status_of = |state: FlowState| {
+        let phase = state.phase(driving);
+        let main = git(&state.repo_root);
+        status_with_main(&main, state, phase)
     };
     match id {
         Some(id) => Ok(vec![status_of(repo.store.load(id)?)]),

@@ -1,6 +1,6 @@
 //! Integrating one unit, in its numbered steps, and its review.
 
-use super::checkout::{listing, main_problem, main_status, untracked_paths};
+use super::checkout::{listing, main_problem, main_status, untracked_paths, THEN_RESUME};
 use super::evidence::{child_evidence, reviewer_task, summarize, validation_evidence};
 use std::ops::ControlFlow;
 
@@ -147,7 +147,7 @@ impl Run<'_> {
                 }
             }
         }
-        if let Some(problem) = main_problem(state, &main_st) {
+        if let Some(problem) = main_problem(state, &main_st, THEN_RESUME) {
             stop!(self.halt(problem));
         }
         Ok(ControlFlow::Continue(()))
@@ -454,7 +454,7 @@ impl Run<'_> {
         }
         let tip = &d.tip;
         let main_st = git_or_fail!(self, id, "cannot read Main", main_status(&self.main, &[]));
-        if let Some(problem) = main_problem(state, &main_st) {
+        if let Some(problem) = main_problem(state, &main_st, THEN_RESUME) {
             stop!(self.halt(problem));
         }
         self.emit(FlowEvent::Merging {
