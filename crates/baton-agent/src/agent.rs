@@ -224,7 +224,9 @@ pub async fn run(
             );
         }
         turn += 1;
-        let handoff = turn == max_turns && max_turns > 1 && turn > 1;
+        // The last turn is the handoff report, whatever the limit: with a limit of 1 it is the
+        // only turn (the CLI refuses limits below 2, as such a session cannot do any work).
+        let handoff = turn == max_turns;
         if handoff {
             push(
                 &mut messages,
@@ -339,9 +341,6 @@ pub async fn run(
         .await;
         for m in results {
             push(&mut messages, store, m);
-        }
-        if max_turns == 1 {
-            break finish(Some(EndReason::TurnLimit), text, turn, usage, None);
         }
     };
     emit(AgentEvent::SessionCompleted {

@@ -287,15 +287,18 @@ pub fn run(args: AgentArgs) -> Result<u8> {
         (Some(n), _, _) => (n, "--max-turns"),
         (None, Some(v), _) => (
             v.trim().parse::<u32>().map_err(|_| {
-                anyhow::anyhow!("BATON_MAX_TURNS=`{v}` must be a whole number of at least 1")
+                anyhow::anyhow!("BATON_MAX_TURNS=`{v}` must be a whole number of at least 2")
             })?,
             "BATON_MAX_TURNS",
         ),
         (None, None, Some(n)) => (n, "agent.max_turns"),
         (None, None, None) => (DEFAULT_MAX_TURNS, "the default"),
     };
-    if max_turns == 0 {
-        bail!("{source} must be at least 1 (it is 0)");
+    // The last turn is reserved for the handoff report: below 2 no turn would be left to work.
+    if max_turns < 2 {
+        bail!(
+            "{source} must be at least 2 (it is {max_turns}): the last turn is reserved for the handoff report, so 2 gives one working turn and the report"
+        );
     }
     let route = {
         let mut r = resolved.route.clone();

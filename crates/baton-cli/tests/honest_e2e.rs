@@ -128,3 +128,43 @@ fn a_bad_role_file_fails_only_the_commands_that_ask_for_its_role() {
     assert_eq!(stdout(&out).trim(), "4 roles valid, 2 role file(s) invalid");
     server.assert_tool_results_answer_calls();
 }
+
+/// A turn limit below 2 leaves no turn to work in (the last is the handoff report): refused
+/// before any request, naming where the value came from.
+#[test]
+fn a_turn_limit_below_two_is_refused_naming_its_source() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call("c1", "ls", serde_json::json!({})))
+        .turn(Turn::text("done"))
+        .start_blocking();
+    let sb = project(&server, "");
+    let out = sb.run(&["agent", "--max-turns", "1", "list the files"]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("--max-turns must be at least 2 (it is 1): the last turn is reserved for the handoff report"),
+        "{}",
+        stderr(&out)
+    );
+    let out = sb.run_with(&["agent", "list the files"], &[("BATON_MAX_TURNS", "1")]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("BATON_MAX_TURNS must be at least 2 (it is 1)"),
+        "{}",
+        stderr(&out)
+    );
+    let config = std::fs::read_to_string(sb.config_file()).unwrap();
+    std::fs::write(
+        sb.config_file(),
+        format!("{config}\n[agent]\nmax_turns = 1\n"),
+    )
+    .unwrap();
+    let out = sb.run(&["agent", "list the files"]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("agent.max_turns must be at least 2 (it is 1)"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(server.requests().len(), 0);
+    server.assert_tool_results_answer_calls();
+}
