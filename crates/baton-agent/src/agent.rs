@@ -350,6 +350,7 @@ pub async fn run(
         turns: summary.turns,
         usage: summary.usage,
         cost_usd: summary.cost_usd,
+        error: summary.error.clone(),
     });
     summary
 }

@@ -220,8 +220,80 @@ fn choose_route(
     Ok((resolved, provider))
 }
 
+/// What is known of a session while it is set up, for the `--json` stream of one refused before
+/// it started.
+struct Setup {
+    role: String,
+    model: String,
+    cwd: String,
+    resumed: bool,
+    /// The session's own event stream began: from then on it reports its own end.
+    streaming: bool,
+}
+
 pub fn run(args: AgentArgs) -> Result<u8> {
+    let json = args.json;
+    let mut setup = Setup {
+        role: args.role.clone(),
+        model: String::new(),
+        cwd: match &args.cwd {
+            Some(c) => c.display().to_string(),
+            None => std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default(),
+        },
+        resumed: args.resume.is_some(),
+        streaming: false,
+    };
+    match run_session(args, &mut setup) {
+        // `session.started` is first and `session.completed` last, always: also when the
+        // session is refused before it starts.
+        Err(e) if json && !setup.streaming => {
+            let message = format!("{e:#}");
+            errln!("baton: {message}");
+            print_not_started(&setup, message);
+            Ok(exit::USAGE)
+        }
+        other => other,
+    }
+}
+
+/// The event stream of a session refused before it started: what is known of it, then its end.
+fn print_not_started(setup: &Setup, message: String) {
+    let events = [
+        AgentEvent::SessionStarted {
+            protocol_version: baton_protocol::PROTOCOL_VERSION,
+            session_id: String::new(),
+            role: setup.role.clone(),
+            model: setup.model.clone(),
+            cwd: setup.cwd.clone(),
+            resumed: setup.resumed,
+            sandbox: None,
+        },
+        AgentEvent::SessionCompleted {
+            outcome: EndReason::NotStarted.outcome(),
+            reason: Some(EndReason::NotStarted),
+            final_message: message.clone(),
+            turns: 0,
+            usage: Default::default(),
+            cost_usd: None,
+            error: Some(baton_protocol::ErrorInfo {
+                code: baton_protocol::ErrorCode::Config,
+                message,
+            }),
+        },
+    ];
+    for ev in events {
+        match serde_json::to_string(&ev) {
+            Ok(line) => outln!("{line}"),
+            Err(e) => errln!("baton: cannot write an event: {e}"),
+        }
+    }
+}
+
+fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
     let ctx = project_context(args.cwd.clone())?;
+    setup.cwd = ctx.cwd.display().to_string();
     let task = read_task(args.task.clone(), args.resume.is_some())?;
     if let Some(path) = &args.record {
         let parent = path
@@ -247,6 +319,7 @@ pub fn run(args: AgentArgs) -> Result<u8> {
         Some((_, header, _)) if args.role == "implementer" => header.role.clone(),
         Some(_) | None => args.role.clone(),
     };
+    setup.role = role_name.clone();
     let role = match &args.role_file {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -263,9 +336,11 @@ pub fn run(args: AgentArgs) -> Result<u8> {
             find_role(&dirs, &role_name)?
         }
     };
+    setup.role = role.meta.name.clone();
     let resumed_model = resumed.as_ref().map(|(_, h, _)| h.model.clone());
     let (resolved, provider) =
         choose_route(&args, &ctx, role.meta.model_class, resumed_model.as_deref())?;
+    setup.model = resolved.route.to_string();
     for s in &resolved.skipped {
         errln!("baton: skipped route {}", s.trim());
     }
@@ -307,6 +382,7 @@ pub fn run(args: AgentArgs) -> Result<u8> {
         }
         r
     };
+    setup.model = route.to_string();
 
     let sandbox = SandboxPolicy::from_config(
         &config.sandbox,
@@ -391,6 +467,7 @@ pub fn run(args: AgentArgs) -> Result<u8> {
         .build()
         .context("cannot start the async runtime")?;
     let json = args.json;
+    setup.streaming = true;
     let summary = runtime.block_on(async move {
         let cancel = CancellationToken::new();
         let interrupted = watch_signals(cancel.clone());
@@ -424,6 +501,7 @@ fn exit_code(s: &RunSummary, interrupted: bool) -> u8 {
     match s.reason {
         None => exit::OK,
         Some(EndReason::ModelError | EndReason::Refused) => exit::FAILED,
+        Some(EndReason::NotStarted) => exit::USAGE,
         Some(EndReason::Cancelled) => exit::INTERRUPTED,
         // A signal that arrived as the session reached a limit still counts as the interruption.
         Some(EndReason::TurnLimit | EndReason::MaxTokens) if interrupted => exit::INTERRUPTED,
@@ -884,6 +962,7 @@ mod tests {
             turns: 1,
             usage: Default::default(),
             cost_usd: None,
+            error: None,
         });
         let events: Vec<AgentEvent> = out
             .text()

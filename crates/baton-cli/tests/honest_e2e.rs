@@ -168,3 +168,79 @@ fn a_turn_limit_below_two_is_refused_naming_its_source() {
     assert_eq!(server.requests().len(), 0);
     server.assert_tool_results_answer_calls();
 }
+
+/// The stdout of a `--json` run as events; every line must be one.
+fn events(out: &Output) -> Vec<serde_json::Value> {
+    stdout(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad event line {l}: {e}")))
+        .collect()
+}
+
+#[test]
+fn json_mode_reports_a_refused_start_as_a_started_and_completed_session() {
+    let server = MockServer::builder().start_blocking();
+    let sb = project(&server, "");
+    let config = std::fs::read_to_string(sb.config_file()).unwrap();
+    let cwd = sb.work().canonicalize().unwrap().display().to_string();
+
+    // A bad config value: the config cannot be read, so only the flags are known.
+    std::fs::write(
+        sb.config_file(),
+        format!("{config}\n[agent]\nmax_turns = \"many\"\n"),
+    )
+    .unwrap();
+    let out = sb.run(&["agent", "--json", "x"]);
+    assert_exit(&out, 2);
+    let evs = events(&out);
+    assert_eq!(evs.len(), 2, "{}", stdout(&out));
+    assert_eq!(evs[0]["type"], "session.started");
+    assert_eq!(evs[0]["protocol_version"], 1);
+    assert_eq!(evs[0]["session_id"], "");
+    assert_eq!(evs[0]["role"], "implementer");
+    assert_eq!(evs[0]["model"], "");
+    assert_eq!(evs[0]["resumed"], false);
+    assert_eq!(evs[1]["type"], "session.completed");
+    assert_eq!(evs[1]["outcome"], "failed");
+    assert_eq!(evs[1]["reason"], "not_started");
+    assert_eq!(evs[1]["turns"], 0);
+    assert_eq!(evs[1]["error"]["code"], "config");
+    let message = evs[1]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("max_turns"), "{message}");
+    assert_eq!(evs[1]["final_message"], message);
+    // The text for people is still on stderr.
+    assert!(stderr(&out).contains("max_turns"), "{}", stderr(&out));
+
+    // A bad value found later: what was resolved by then is in session.started.
+    std::fs::write(sb.config_file(), &config).unwrap();
+    let out = sb.run(&[
+        "agent",
+        "--json",
+        "--max-turns",
+        "1",
+        "--role",
+        "scout",
+        "--model",
+        "mock/small",
+        "x",
+    ]);
+    assert_exit(&out, 2);
+    let evs = events(&out);
+    assert_eq!(evs.len(), 2, "{}", stdout(&out));
+    assert_eq!(
+        (&evs[0]["role"], &evs[0]["model"], &evs[0]["cwd"]),
+        (&"scout".into(), &"mock/small".into(), &cwd.as_str().into())
+    );
+    assert_eq!(evs[1]["reason"], "not_started");
+    assert!(
+        evs[1]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--max-turns must be at least 2"),
+        "{}",
+        stdout(&out)
+    );
+    // Nothing was sent and nothing was written.
+    assert_eq!(server.requests().len(), 0);
+    assert!(!sb.work().join(".baton").exists());
+}
