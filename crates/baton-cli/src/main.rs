@@ -90,7 +90,7 @@ enum Command {
 
 #[derive(Subcommand)]
 enum RolesAction {
-    /// Validate every role file; exit 2 on the first invalid one.
+    /// Validate every role file: report each invalid one with its line, exit 2 if there is one.
     Check,
 }
 
