@@ -224,7 +224,9 @@ pub async fn run(
             );
         }
         turn += 1;
-        let handoff = turn == max_turns && max_turns > 1 && turn > 1;
+        // The last turn is the handoff report, whatever the limit: with a limit of 1 it is the
+        // only turn (the CLI refuses limits below 2, as such a session cannot do any work).
+        let handoff = turn == max_turns;
         if handoff {
             push(
                 &mut messages,
@@ -340,9 +342,6 @@ pub async fn run(
         for m in results {
             push(&mut messages, store, m);
         }
-        if max_turns == 1 {
-            break finish(Some(EndReason::TurnLimit), text, turn, usage, None);
-        }
     };
     emit(AgentEvent::SessionCompleted {
         outcome: summary.outcome,
@@ -351,6 +350,7 @@ pub async fn run(
         turns: summary.turns,
         usage: summary.usage,
         cost_usd: summary.cost_usd,
+        error: summary.error.clone(),
     });
     summary
 }

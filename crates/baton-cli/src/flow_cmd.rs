@@ -23,7 +23,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::exit;
-use crate::project::project_context;
+use crate::project::{project_context, role_dirs, warn_skipped_roles};
 
 /// A unit blocked: the Flow waits for `baton flow continue` (or `abandon`).
 pub const PAUSED: u8 = 4;
@@ -96,6 +96,8 @@ pub fn run(args: FlowArgs) -> Result<u8> {
                 Ok(u) => u,
                 Err(e) => return Ok(failed(&common, &FlowError::Input(e))),
             };
+            let ctx = project_context(common.cwd.clone())?;
+            warn_skipped_roles(&role_dirs(&ctx.project_root), &["implementer", "reviewer"]);
             drive(&common, |env, cancel| {
                 Box::pin(async move { baton_flow::start(env, &units, cancel).await })
             })

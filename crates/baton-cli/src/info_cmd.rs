@@ -113,79 +113,94 @@ fn source_json(s: &RoleSource) -> serde_json::Value {
     }
 }
 
+/// Lists the effective roles and the role files that cannot be used (exit 0), or with `check`
+/// reports every bad role file and exits 2 if there is one. `--json`: one document.
 pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<u8> {
     let ctx = project_context(cwd)?;
     let dirs: RoleDirs = role_dirs(&ctx.project_root);
-    match load_roles(&dirs) {
-        Err(e) if json_mode => {
-            outln!("{}", json!({"valid": false, "error": e.to_string()}));
-            errln!("baton: {e}");
-            Ok(exit::USAGE)
+    let set = load_roles(&dirs);
+    let invalid: Vec<String> = set.bad.iter().map(|b| b.one_line()).collect();
+    if check {
+        for bad in &invalid {
+            errln!("baton: {bad}");
         }
-        Err(e) => {
-            errln!("baton: {e}");
-            Ok(exit::USAGE)
+        if json_mode {
+            outln!(
+                "{}",
+                json!({"valid": invalid.is_empty(), "roles": set.roles.len(), "invalid": invalid})
+            );
+        } else if invalid.is_empty() {
+            outln!("{} roles valid", set.roles.len());
+        } else {
+            outln!(
+                "{} roles valid, {} role file(s) invalid",
+                set.roles.len(),
+                invalid.len()
+            );
         }
-        Ok(roles) if check && json_mode => {
-            outln!("{}", json!({"valid": true, "roles": roles.len()}));
-            Ok(exit::OK)
+        return Ok(if invalid.is_empty() {
+            exit::OK
+        } else {
+            exit::USAGE
+        });
+    }
+    let config = &ctx.config.config;
+    let mut documents = Vec::new();
+    for r in &set.roles {
+        let backend = r
+            .meta
+            .backend
+            .or(config.executor.backend)
+            .unwrap_or(BackendKind::Baton);
+        let isolation = match r.meta.isolation {
+            Some(Isolation::Worktree) => "worktree",
+            None => "none",
+        };
+        let sandbox = baton_agent::tools::SandboxPolicy::choose_mode(
+            None,
+            r.meta.sandbox,
+            config.sandbox.mode,
+        );
+        if json_mode {
+            documents.push(json!({
+                "name": r.meta.name,
+                "description": r.meta.description,
+                "model_class": r.meta.model_class.map(|c| c.to_string()),
+                "tools": r.meta.tools,
+                "backend": backend.as_str(),
+                "isolation": isolation,
+                "sandbox": sandbox.to_string(),
+                "source": source_json(&r.source),
+            }));
+            continue;
         }
-        Ok(roles) if check => {
-            outln!("{} roles valid", roles.len());
-            Ok(exit::OK)
-        }
-        Ok(roles) => {
-            let mut documents = Vec::new();
-            for r in roles {
-                let config = &ctx.config.config;
-                let backend = r
-                    .meta
-                    .backend
-                    .or(config.executor.backend)
-                    .unwrap_or(BackendKind::Baton);
-                let isolation = match r.meta.isolation {
-                    Some(Isolation::Worktree) => "worktree",
-                    None => "none",
-                };
-                let sandbox = baton_agent::tools::SandboxPolicy::choose_mode(
-                    None,
-                    r.meta.sandbox,
-                    config.sandbox.mode,
-                );
-                if json_mode {
-                    documents.push(json!({
-                        "name": r.meta.name,
-                        "description": r.meta.description,
-                        "model_class": r.meta.model_class.map(|c| c.to_string()),
-                        "tools": r.meta.tools,
-                        "backend": backend.as_str(),
-                        "isolation": isolation,
-                        "sandbox": sandbox.to_string(),
-                        "source": source_json(&r.source),
-                    }));
-                    continue;
-                }
-                let class = r
-                    .meta
-                    .model_class
-                    .map(|c| c.to_string())
-                    .unwrap_or_else(|| "-".into());
-                outln!(
-                    "{:<14} {:<9} tools=[{}] backend={} isolation={} sandbox={}  {}",
-                    r.meta.name,
-                    class,
-                    r.meta.tools.join(","),
-                    backend.as_str(),
-                    isolation,
-                    sandbox,
-                    source_text(&r.source)
-                );
-                outln!("               {}", r.meta.description);
-            }
-            if json_mode {
-                outln!("{}", json!({ "roles": documents }));
-            }
-            Ok(exit::OK)
+        let class = r
+            .meta
+            .model_class
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "-".into());
+        outln!(
+            "{:<14} {:<9} tools=[{}] backend={} isolation={} sandbox={}  {}",
+            r.meta.name,
+            class,
+            r.meta.tools.join(","),
+            backend.as_str(),
+            isolation,
+            sandbox,
+            source_text(&r.source)
+        );
+        outln!("               {}", r.meta.description);
+    }
+    if json_mode {
+        outln!("{}", json!({ "roles": documents, "invalid": invalid }));
+        return Ok(exit::OK);
+    }
+    if !invalid.is_empty() {
+        outln!();
+        outln!("invalid role files (skipped; `baton roles check` reports them and exits 2):");
+        for bad in &invalid {
+            outln!("  {bad}");
         }
     }
+    Ok(exit::OK)
 }

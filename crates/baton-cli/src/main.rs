@@ -31,6 +31,7 @@ mod doctor_cmd;
 mod flow_cmd;
 mod info_cmd;
 mod init_cmd;
+mod printer;
 mod project;
 mod sessions_cmd;
 mod signals;
@@ -126,7 +127,7 @@ enum CompletionShell {
 
 #[derive(Subcommand)]
 enum RolesAction {
-    /// Validate every role file; exit 2 on the first invalid one.
+    /// Validate every role file: report each invalid one with its line, exit 2 if there is one.
     Check,
 }
 

@@ -17,7 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::exit;
 use crate::project::{
-    delegate_env, executor_for, now_rfc3339, project_context, state_dir, ProjectContext,
+    delegate_env, executor_for, now_rfc3339, project_context, state_dir, warn_skipped_roles,
+    ProjectContext,
 };
 use crate::signals::watch_signals;
 use crate::status::Status;
@@ -220,6 +221,8 @@ fn start(args: TaskArgs) -> Result<u8> {
     let ctx = project_context(args.cwd.clone())?;
     let req = request_from_args(&args)?;
     let env = delegate_env(&ctx)?;
+    let asked: Vec<&str> = req.entries.iter().map(|e| e.role.as_str()).collect();
+    warn_skipped_roles(&env.role_dirs, &asked);
     resolve_roles(&env, &req).map_err(|e| anyhow::anyhow!("{e}"))?;
     let executor = executor_for(&env)?;
     if req.background {

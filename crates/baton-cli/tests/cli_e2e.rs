@@ -131,7 +131,10 @@ fn roles_json_is_one_document_with_backend_isolation_and_sandbox() {
     );
     let out = sb.run(&["roles", "check", "--json"]);
     assert_exit(&out, 0);
-    assert_eq!(document(&out), json!({"valid": true, "roles": 4}));
+    assert_eq!(
+        document(&out),
+        json!({"valid": true, "roles": 4, "invalid": []})
+    );
 }
 
 /// Every file under `dir`, relative to it, sorted.

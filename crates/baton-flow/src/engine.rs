@@ -148,8 +148,41 @@ impl FlowError {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlowStatus {
     pub phase: Phase,
+    /// Main's checkout as git shows it when the status was taken (`None` when it could not be
+    /// read); the log's `main_oid` is where the Flow left it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub main_now: Option<MainNow>,
     #[serde(flatten)]
     pub state: FlowState,
+}
+
+/// Main's checkout as git shows it now, not as the Flow's log left it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MainNow {
+    /// `None` when `HEAD` is detached.
+    pub branch: Option<String>,
+    /// `None` when the branch has no commit.
+    pub head: Option<String>,
+    /// For an interrupted or paused Flow: why it cannot go on from Main as it is (Main moved, is
+    /// on another branch, has uncommitted changes) and what to do; `None` when it can.
+    pub problem: Option<String>,
+}
+
+/// [`FlowStatus`] of `state`, with Main read from git in `main` (a failed read is logged and
+/// leaves `main_now` out).
+fn status_with_main(main: &Git, state: FlowState, phase: Phase) -> FlowStatus {
+    let main_now = match checkout::main_status(main, &[]) {
+        Ok(st) => Some(checkout::main_now(&state, phase, st)),
+        Err(e) => {
+            tracing::warn!("cannot read Main's checkout for the status: {e}");
+            None
+        }
+    };
+    FlowStatus {
+        phase,
+        main_now,
+        state,
+    }
 }
 
 fn lock_or<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -213,10 +246,8 @@ impl Run<'_> {
 
     fn status(&self) -> FlowStatus {
         let state = self.state();
-        FlowStatus {
-            phase: state.phase(true),
-            state,
-        }
+        let phase = state.phase(true);
+        status_with_main(&self.main, state, phase)
     }
 
     fn snapshot(&self) {

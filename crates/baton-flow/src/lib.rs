@@ -30,7 +30,8 @@ pub mod units;
 pub mod validate;
 
 pub use engine::{
-    abandon, continue_flow, resume, start, status, FlowEnv, FlowError, FlowStatus, Notice, Observer,
+    abandon, continue_flow, resume, start, status, FlowEnv, FlowError, FlowStatus, MainNow, Notice,
+    Observer,
 };
 pub use event::{FlowEvent, Record};
 pub use state::{FlowState, Phase, UnitStatus};

@@ -164,8 +164,20 @@ fn unit_line(n: usize, u: &UnitState) -> String {
 /// The state of a Flow, with the evidence of a block or failure and the next step.
 pub fn report(status: &FlowStatus) -> String {
     let st = &status.state;
+    // Where the log left Main, then where git shows it now (the two differ when Main moved).
+    let now = match &status.main_now {
+        None => String::new(),
+        Some(m) => {
+            let head = m.head.as_deref().map_or("no commit", short);
+            match m.branch.as_deref() {
+                Some(b) if b == st.main_branch => format!("; {b} is now at {head}"),
+                Some(b) => format!("; the checkout is now on {b} at {head}"),
+                None => format!("; the checkout is now at a detached HEAD, {head}"),
+            }
+        }
+    };
     let mut out = format!(
-        "Flow {}: {} — {} unit(s) onto {} (started at {}, now {})\n",
+        "Flow {}: {} — {} unit(s) onto {} (started at {}, left at {}{now})\n",
         st.id,
         status.phase.as_str(),
         st.units.len(),
@@ -173,6 +185,7 @@ pub fn report(status: &FlowStatus) -> String {
         short(&st.start_oid),
         short(&st.main_oid)
     );
+    let main_problem = status.main_now.as_ref().and_then(|m| m.problem.as_deref());
     // A failed setup removed its worktrees (its message names any it could not remove).
     let setup_failed = matches!(
         &st.end,
@@ -235,21 +248,27 @@ pub fn report(status: &FlowStatus) -> String {
             ));
         }
         (Some(FlowEnd::Completed { .. }), _) => {}
-        (None, Phase::Paused) => {
-            out.push_str(
+        (None, Phase::Paused) => match main_problem {
+            // `continue` would repair the unit, then stop at Main: say so first.
+            Some(p) => out.push_str(&format!("Next: {}\n", clean(p))),
+            None => out.push_str(
                 "Next: repair the blocked unit once with `baton flow continue --guidance \"…\" [--model-class CLASS]` \
                  (the tool `delegate_flow_continue`), or give the Flow up with `baton flow abandon`.\n",
-            );
-        }
+            ),
+        },
         (None, Phase::Interrupted) => {
             if let Some(r) = &st.halted {
                 out.push_str(&format!("Stopped: {}\n", clean(r)));
             } else {
                 out.push_str("The process driving it is gone.\n");
             }
-            out.push_str(
-                "Next: `baton flow resume` continues from the first unit not yet integrated (or `baton flow abandon`).\n",
-            );
+            match main_problem {
+                // `resume` would stop at once: what to do first, from Main as it is now.
+                Some(p) => out.push_str(&format!("Next: {}\n", clean(p))),
+                None => out.push_str(
+                    "Next: `baton flow resume` continues from the first unit not yet integrated (or `baton flow abandon`).\n",
+                ),
+            }
         }
         (None, Phase::Running) => {
             if let Some(pid) = st.driver_pid {

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use baton_exec::executor::{POST_EXIT_HARD, POST_EXIT_IDLE};
 use baton_process::{GroupGuard, Signal};
+use baton_text::ByteSink;
 use baton_tool::{EnvFilter, SandboxPolicy};
 use tokio_util::sync::CancellationToken;
 
@@ -177,7 +178,7 @@ async fn run_one(
             ));
         }
     };
-    let mut output = BoundedOutput::default();
+    let mut output = output_keeper();
     let mut buf = vec![0u8; 8192];
 
     let deadline = tokio::time::Instant::now() + timeout;
@@ -217,7 +218,8 @@ async fn run_one(
         }
     }
     drop(reader);
-    let output = output.finish();
+    // Terminal controls replaced; the marker and the line breaks around it fit the extra bytes.
+    let output = bounded(&output.render(), EVIDENCE_BOUND + 64);
     let duration_ms = started.elapsed().as_millis() as u64;
     match outcome {
         Ok(Ok(status)) => {
@@ -264,40 +266,10 @@ async fn read_some(
     }
 }
 
-/// A command's output, keeping its first and last bytes within [`EVIDENCE_BOUND`].
-#[derive(Default)]
-struct BoundedOutput {
-    head: Vec<u8>,
-    tail: std::collections::VecDeque<u8>,
-    dropped: usize,
-}
-
-impl BoundedOutput {
-    const HEAD_CAP: usize = EVIDENCE_BOUND / 4;
-    const TAIL_CAP: usize = EVIDENCE_BOUND - EVIDENCE_BOUND / 4;
-
-    fn push(&mut self, mut chunk: &[u8]) {
-        if self.head.len() < Self::HEAD_CAP {
-            let take = chunk.len().min(Self::HEAD_CAP - self.head.len());
-            self.head.extend_from_slice(&chunk[..take]);
-            chunk = &chunk[take..];
-        }
-        self.tail.extend(chunk.iter().copied());
-        while self.tail.len() > Self::TAIL_CAP {
-            self.tail.pop_front();
-            self.dropped += 1;
-        }
-    }
-
-    fn finish(self) -> String {
-        let mut text = String::from_utf8_lossy(&self.head).into_owned();
-        if self.dropped > 0 {
-            text.push_str(&format!("\n[… {} bytes omitted …]\n", self.dropped));
-        }
-        let tail: Vec<u8> = self.tail.into_iter().collect();
-        text.push_str(&String::from_utf8_lossy(&tail));
-        bounded(&text, EVIDENCE_BOUND + 64)
-    }
+/// A keeper of a command's output: its first quarter and last three quarters of
+/// [`EVIDENCE_BOUND`], with one exact omission marker between them.
+fn output_keeper() -> ByteSink {
+    ByteSink::new(EVIDENCE_BOUND / 4, EVIDENCE_BOUND - EVIDENCE_BOUND / 4)
 }
 
 #[cfg(test)]
@@ -475,6 +447,43 @@ mod tests {
         )
         .await;
         assert_eq!(v, Validation::Cancelled);
+    }
+
+    #[tokio::test]
+    async fn long_output_keeps_both_ends_with_the_exact_count_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        // 30 000 lines of "line N", then the failure at the very end.
+        let v = run_validation(
+            &[cmd(
+                "sh",
+                &["-c", "seq -f 'line %g' 1 30000; echo 'FAILED: x'; exit 1"],
+            )],
+            dir.path(),
+            &[],
+            &CommandRules::default(),
+            Duration::from_secs(30),
+            &CancellationToken::new(),
+        )
+        .await;
+        let Validation::Failed(results) = v else {
+            panic!("expected a failure, got {v:?}")
+        };
+        let out = &results[0].output;
+        assert!(out.len() <= EVIDENCE_BOUND + 64, "{} bytes", out.len());
+        assert!(out.starts_with("line 1\nline 2\n"), "{out}");
+        assert!(out.ends_with("line 30000\nFAILED: x\n"), "{out}");
+        let total: usize = (1..=30000)
+            .map(|n| format!("line {n}\n").len())
+            .sum::<usize>()
+            + "FAILED: x\n".len();
+        let (head, rest) = out.split_once("[… ").unwrap();
+        let (count, tail) = rest.split_once(" bytes omitted …]\n").unwrap();
+        // Whole lines on both sides of the marker, and the count is what is really missing.
+        assert!(head.ends_with('\n') && tail.starts_with("line "), "{out}");
+        assert_eq!(
+            count.parse::<usize>().unwrap(),
+            total - head.len() - tail.len()
+        );
     }
 
     #[test]

@@ -113,6 +113,16 @@ impl CheckoutStatus {
     pub fn untracked(&self) -> impl Iterator<Item = &str> {
         self.changes.iter().filter_map(|c| c.strip_prefix("?? "))
     }
+
+    /// This status without the untracked paths inside a folder named `dir`, at any depth (a
+    /// file of that name still counts). Changes to tracked files there still count.
+    pub fn without_untracked_in(mut self, dir: &str) -> CheckoutStatus {
+        self.changes.retain(|c| {
+            !c.strip_prefix("?? ")
+                .is_some_and(|path| path.split('/').rev().skip(1).any(|part| part == dir))
+        });
+        self
+    }
 }
 
 /// A porcelain v2 entry reduced to `XY path` (the object ids and modes are noise for people).
@@ -193,6 +203,16 @@ mod tests {
             ]
         );
         assert_eq!(st.untracked().collect::<Vec<_>>(), vec!["new file.txt"]);
+        let st = CheckoutStatus::parse(
+            "# branch.oid 1\n# branch.head main\n\
+             1 .M N... 100644 100644 100644 aaa bbb .baton/config.toml\n\
+             ? .baton/roles/\n? .baton\n? sub/.baton/config.toml\n? x/.batonx/y\n",
+        )
+        .without_untracked_in(".baton");
+        assert_eq!(
+            st.changes,
+            [".M .baton/config.toml", "?? .baton", "?? x/.batonx/y"]
+        );
         let unborn = CheckoutStatus::parse("# branch.oid (initial)\n# branch.head (detached)\n");
         assert_eq!((unborn.branch, unborn.head), (None, None));
         assert!(unborn.changes.is_empty());

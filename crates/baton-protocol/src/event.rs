@@ -83,6 +83,9 @@ pub enum AgentEvent {
         usage: Usage,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost_usd: Option<f64>,
+        /// Why a failed session failed: the model error, or what stopped it before it started.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<ErrorInfo>,
     },
 }
 
@@ -177,7 +180,9 @@ wire_enum! {
         ProviderError = "provider_error",
         /// The stream could not be parsed.
         Protocol = "protocol",
-        /// The provider is misconfigured (missing key, missing cassette).
+        /// Bad input or config: a provider that cannot be used (missing key, missing cassette),
+        /// or, in `session.completed` with reason `not_started`, a flag, variable, config value,
+        /// role or task refused before the session started.
         Config = "config",
     }
 }
@@ -207,6 +212,9 @@ wire_enum! {
         ModelError = "model_error",
         /// The provider refused the content.
         Refused = "refused",
+        /// Refused before the session started (bad input or config); nothing was sent to a
+        /// model and no transcript was written.
+        NotStarted = "not_started",
     }
 }
 
@@ -215,7 +223,7 @@ impl EndReason {
     pub fn outcome(self) -> Outcome {
         match self {
             EndReason::TurnLimit | EndReason::MaxTokens | EndReason::Cancelled => Outcome::Partial,
-            EndReason::ModelError | EndReason::Refused => Outcome::Failed,
+            EndReason::ModelError | EndReason::Refused | EndReason::NotStarted => Outcome::Failed,
         }
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! Sources, later overriding earlier by name: the built-ins shipped in the binary, user roles in
 //! `$XDG_CONFIG_HOME/baton/roles/` (default `~/.config/baton/roles/`), project roles in
-//! `<project>/.baton/roles/`. A file that does not parse fails with its path and the field at
-//! fault; two files declaring one name in one folder fail too.
+//! `<project>/.baton/roles/`. A file that does not parse is reported with its path, its line in
+//! the file and the field at fault; two files declaring one name in one folder are reported too.
+//! A bad file does not hide the good ones: [`load_roles`] returns both, and only a lookup of the
+//! name a bad file declares fails.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,8 +33,13 @@ const BUILTIN: [(&str, &str); 3] = [
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RoleError {
-    #[error("{path}: {message}")]
-    Invalid { path: String, message: String },
+    /// `line` is the line in the file (the frontmatter starts at line 2), when one is at fault.
+    #[error("{path}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Invalid {
+        path: String,
+        line: Option<usize>,
+        message: String,
+    },
     #[error(
         "{dir}: roles `{name}` are defined twice, in {first} and {second}: rename or remove one"
     )]
@@ -52,10 +59,14 @@ pub enum RoleError {
     },
 }
 
+/// Where the frontmatter begins in the file: its first line is the file's line 2.
+const FRONTMATTER_FIRST_LINE: usize = 2;
+
 /// Parses one role file's text. `origin` names it in errors.
 pub fn parse_role(text: &str, origin: &str, source: RoleSource) -> Result<RoleSpec, RoleError> {
-    let invalid = |message: String| RoleError::Invalid {
+    let invalid = |line: usize, message: String| RoleError::Invalid {
         path: origin.to_string(),
+        line: Some(line),
         message,
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -63,15 +74,36 @@ pub fn parse_role(text: &str, origin: &str, source: RoleSource) -> Result<RoleSp
         .strip_prefix("---\n")
         .or_else(|| text.strip_prefix("---\r\n"))
         .ok_or_else(|| {
-            invalid("a role file must start with a `---` line opening its YAML frontmatter".into())
+            invalid(
+                1,
+                "a role file must start with a `---` line opening its YAML frontmatter".into(),
+            )
         })?;
     let (yaml, body) = split_frontmatter(rest).ok_or_else(|| {
-        invalid("the YAML frontmatter is not closed: add a line `---` after it".into())
+        invalid(
+            1,
+            "the YAML frontmatter opened here is not closed: add a line `---` after it".into(),
+        )
     })?;
+    // The file line of a top-level key, or of the frontmatter's first line when it is absent.
+    let key_line = |key: &str| {
+        FRONTMATTER_FIRST_LINE
+            + yaml
+                .lines()
+                .position(|l| l.strip_prefix(key).is_some_and(|r| r.starts_with(':')))
+                .unwrap_or(0)
+    };
     let meta: RoleFrontmatter = serde_norway::from_str(yaml).map_err(|e| {
-        invalid(format!(
-            "frontmatter: {e} (required: name, description, tools; optional: skills, mcp, isolation, model_class, backend, command, sandbox)"
-        ))
+        let line = e
+            .location()
+            .map_or(FRONTMATTER_FIRST_LINE, |l| l.line() + FRONTMATTER_FIRST_LINE - 1);
+        invalid(
+            line,
+            format!(
+                "frontmatter: {} (required: name, description, tools; optional: skills, mcp, isolation, model_class, backend, command, sandbox)",
+                shift_lines(&e.to_string(), FRONTMATTER_FIRST_LINE - 1)
+            ),
+        )
     })?;
     if meta.name.is_empty()
         || !meta
@@ -79,34 +111,48 @@ pub fn parse_role(text: &str, origin: &str, source: RoleSource) -> Result<RoleSp
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
     {
-        return Err(invalid(format!(
-            "field `name`: `{}` must be non-empty and use only letters, digits, `-` and `_`",
-            meta.name
-        )));
+        return Err(invalid(
+            key_line("name"),
+            format!(
+                "field `name`: `{}` must be non-empty and use only letters, digits, `-` and `_`",
+                meta.name
+            ),
+        ));
     }
     if meta.description.trim().is_empty() {
-        return Err(invalid("field `description` must not be empty".into()));
+        return Err(invalid(
+            key_line("description"),
+            "field `description` must not be empty".into(),
+        ));
     }
     for tool in &meta.tools {
         if !KNOWN_TOOLS.contains(&tool.as_str()) && !is_delegation_tool(tool) {
-            return Err(invalid(format!(
-                "field `tools`: unknown tool `{tool}`; known tools are {}, {}",
-                KNOWN_TOOLS.join(", "),
-                DELEGATION_TOOLS.join(", ")
-            )));
+            return Err(invalid(
+                key_line("tools"),
+                format!(
+                    "field `tools`: unknown tool `{tool}`; known tools are {}, {}",
+                    KNOWN_TOOLS.join(", "),
+                    DELEGATION_TOOLS.join(", ")
+                ),
+            ));
         }
     }
     match (meta.backend, &meta.command) {
         (Some(BackendKind::Command), None) => {
             return Err(invalid(
+                key_line("backend"),
                 "field `command` is required with `backend: command`: give the program and its arguments, e.g. [sh, run.sh]".into(),
             ))
         }
         (Some(BackendKind::Command), Some(c)) if c.is_empty() || c[0].trim().is_empty() => {
-            return Err(invalid("field `command` must name a program first, e.g. [sh, run.sh]".into()))
+            return Err(invalid(
+                key_line("command"),
+                "field `command` must name a program first, e.g. [sh, run.sh]".into(),
+            ))
         }
         (Some(BackendKind::Baton | BackendKind::Pi | BackendKind::Codex | BackendKind::Claude) | None, Some(_)) => {
             return Err(invalid(
+                key_line("command"),
                 "field `command` only applies with `backend: command`: add that, or remove `command`".into(),
             ))
         }
@@ -114,11 +160,31 @@ pub fn parse_role(text: &str, origin: &str, source: RoleSource) -> Result<RoleSp
     }
     let body = body.trim().to_string();
     if body.is_empty() {
+        // The line after the closing `---`.
         return Err(invalid(
+            FRONTMATTER_FIRST_LINE + yaml.lines().count() + 1,
             "the role has no instructions: write them below the frontmatter".into(),
         ));
     }
     Ok(RoleSpec { meta, body, source })
+}
+
+/// `text` with every `line N` moved down by `by`: the YAML parser counts from the frontmatter.
+fn shift_lines(text: &str, by: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("line ") {
+        let (before, after) = rest.split_at(at + "line ".len());
+        out.push_str(before);
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        match after[..digits].parse::<usize>() {
+            Ok(n) => out.push_str(&(n + by).to_string()),
+            Err(_) => out.push_str(&after[..digits]),
+        }
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn split_frontmatter(rest: &str) -> Option<(&str, &str)> {
@@ -132,6 +198,19 @@ fn split_frontmatter(rest: &str) -> Option<(&str, &str)> {
     None
 }
 
+/// The role name a file declares, read loosely so that a file whose frontmatter does not parse
+/// still says which role it meant to define; else its file name without `.md`.
+fn declared_name(text: &str, path: &Path) -> Option<String> {
+    let declared = text
+        .lines()
+        .skip(1)
+        .take_while(|l| l.trim_end() != "---")
+        .find_map(|l| l.strip_prefix("name:"))
+        .map(|v| v.trim().trim_matches(|c| c == '"' || c == '\'').to_string())
+        .filter(|v| !v.is_empty());
+    declared.or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
+}
+
 /// The built-in roles.
 pub fn builtin_roles() -> Result<Vec<RoleSpec>, RoleError> {
     BUILTIN
@@ -140,16 +219,47 @@ pub fn builtin_roles() -> Result<Vec<RoleSpec>, RoleError> {
         .collect()
 }
 
-/// Loads every `*.md` of one folder. A missing folder is empty.
-pub fn load_dir(dir: &Path, source: fn(String) -> RoleSource) -> Result<Vec<RoleSpec>, RoleError> {
+/// A role file that could not be used, and the role it meant to define (when it says).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadRole {
+    pub name: Option<String>,
+    pub error: RoleError,
+}
+
+impl BadRole {
+    /// The problem on one line, for a warning.
+    pub fn one_line(&self) -> String {
+        self.error
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// The roles of one folder that parse, and the files that do not.
+#[derive(Debug, Clone, Default)]
+pub struct DirRoles {
+    pub roles: Vec<RoleSpec>,
+    pub bad: Vec<BadRole>,
+}
+
+/// Loads every `*.md` of one folder. A missing folder is empty; a bad file is reported in
+/// `bad` and the others still load.
+pub fn load_dir(dir: &Path, source: fn(String) -> RoleSource) -> DirRoles {
+    let mut out = DirRoles::default();
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return out,
         Err(e) => {
-            return Err(RoleError::Io {
-                path: dir.display().to_string(),
-                message: e.to_string(),
-            })
+            out.bad.push(BadRole {
+                name: None,
+                error: RoleError::Io {
+                    path: dir.display().to_string(),
+                    message: e.to_string(),
+                },
+            });
+            return out;
         }
     };
     let mut paths: Vec<PathBuf> = entries
@@ -157,26 +267,49 @@ pub fn load_dir(dir: &Path, source: fn(String) -> RoleSource) -> Result<Vec<Role
         .filter(|p| p.extension().is_some_and(|x| x == "md") && p.is_file())
         .collect();
     paths.sort();
-    let mut seen: BTreeMap<String, String> = BTreeMap::new();
-    let mut out = Vec::new();
+    // Every file declaring a name, so that two files of one name are both left out.
+    let mut by_name: BTreeMap<String, Vec<(String, RoleSpec)>> = BTreeMap::new();
     for path in paths {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(&path).map_err(|e| RoleError::Io {
-            path: shown.clone(),
-            message: e.to_string(),
-        })?;
-        let role = parse_role(&text, &shown, source(shown.clone()))?;
-        if let Some(first) = seen.insert(role.meta.name.clone(), shown.clone()) {
-            return Err(RoleError::Duplicate {
-                dir: dir.display().to_string(),
-                name: role.meta.name.clone(),
-                first,
-                second: shown,
-            });
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                out.bad.push(BadRole {
+                    name: path.file_stem().map(|s| s.to_string_lossy().into_owned()),
+                    error: RoleError::Io {
+                        path: shown,
+                        message: e.to_string(),
+                    },
+                });
+                continue;
+            }
+        };
+        match parse_role(&text, &shown, source(shown.clone())) {
+            Ok(role) => by_name
+                .entry(role.meta.name.clone())
+                .or_default()
+                .push((shown, role)),
+            Err(error) => out.bad.push(BadRole {
+                name: declared_name(&text, &path),
+                error,
+            }),
         }
-        out.push(role);
     }
-    Ok(out)
+    for (name, mut files) in by_name {
+        match files.len() {
+            1 => out.roles.extend(files.pop().map(|(_, r)| r)),
+            _ => out.bad.push(BadRole {
+                error: RoleError::Duplicate {
+                    dir: dir.display().to_string(),
+                    name: name.clone(),
+                    first: files[0].0.clone(),
+                    second: files[1].0.clone(),
+                },
+                name: Some(name),
+            }),
+        }
+    }
+    out
 }
 
 /// Where roles are looked up.
@@ -186,44 +319,90 @@ pub struct RoleDirs {
     pub project: Option<PathBuf>,
 }
 
-/// All effective roles, sorted by name, later sources overriding earlier ones.
-pub fn load_roles(dirs: &RoleDirs) -> Result<Vec<RoleSpec>, RoleError> {
-    let mut by_name: BTreeMap<String, RoleSpec> = BTreeMap::new();
-    for r in builtin_roles()? {
-        by_name.insert(r.meta.name.clone(), r);
-    }
-    if let Some(d) = &dirs.user {
-        for r in load_dir(d, RoleSource::User)? {
-            by_name.insert(r.meta.name.clone(), r);
-        }
-    }
-    if let Some(d) = &dirs.project {
-        for r in load_dir(d, RoleSource::Project)? {
-            by_name.insert(r.meta.name.clone(), r);
-        }
-    }
-    Ok(by_name.into_values().collect())
+/// The effective roles and the role files that could not be used.
+#[derive(Debug, Clone)]
+pub struct RoleSet {
+    /// Sorted by name, later sources overriding earlier ones.
+    pub roles: Vec<RoleSpec>,
+    /// In the order found: user folder, then project folder.
+    pub bad: Vec<BadRole>,
+    /// Where a missing role would be defined, for the error.
+    hint_dir: Option<PathBuf>,
 }
 
-/// The effective role of one name.
+impl RoleSet {
+    /// The effective role of one name. Fails when a bad file declares that name (even if
+    /// another source has a good one: the bad file was meant to override it), or when no source
+    /// defines it.
+    pub fn get(&self, name: &str) -> Result<RoleSpec, RoleError> {
+        if let Some(bad) = self.bad.iter().find(|b| b.name.as_deref() == Some(name)) {
+            return Err(bad.error.clone());
+        }
+        self.roles
+            .iter()
+            .find(|r| r.meta.name == name)
+            .cloned()
+            .ok_or_else(|| RoleError::Unknown {
+                name: name.to_string(),
+                known: self
+                    .roles
+                    .iter()
+                    .map(|r| r.meta.name.clone())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                hint: match &self.hint_dir {
+                    Some(p) => format!("{}/{name}.md", p.display()),
+                    None => format!(".baton/roles/{name}.md"),
+                },
+            })
+    }
+
+    /// The bad files that none of `asked` is looked up in: a command using only other roles
+    /// skips them with a warning.
+    pub fn skipped<'a>(&'a self, asked: &'a [&str]) -> impl Iterator<Item = &'a BadRole> + 'a {
+        self.bad
+            .iter()
+            .filter(move |b| b.name.as_deref().is_none_or(|n| !asked.contains(&n)))
+    }
+}
+
+/// All effective roles, and every file that could not be used.
+pub fn load_roles(dirs: &RoleDirs) -> RoleSet {
+    let mut by_name: BTreeMap<String, RoleSpec> = BTreeMap::new();
+    let mut bad = Vec::new();
+    match builtin_roles() {
+        Ok(roles) => by_name.extend(roles.into_iter().map(|r| (r.meta.name.clone(), r))),
+        Err(error) => bad.push(BadRole { name: None, error }),
+    }
+    for (dir, source) in [
+        (&dirs.user, RoleSource::User as fn(String) -> RoleSource),
+        (&dirs.project, RoleSource::Project),
+    ] {
+        if let Some(d) = dir {
+            let found = load_dir(d, source);
+            for role in found.roles {
+                // A good role here overrides a bad file of its name in an earlier folder: that
+                // file is still reported, but no longer stands for the name.
+                for b in bad.iter_mut() {
+                    if b.name.as_deref() == Some(role.meta.name.as_str()) {
+                        b.name = None;
+                    }
+                }
+                by_name.insert(role.meta.name.clone(), role);
+            }
+            bad.extend(found.bad);
+        }
+    }
+    RoleSet {
+        roles: by_name.into_values().collect(),
+        bad,
+        hint_dir: dirs.project.clone(),
+    }
+}
+
+/// The effective role of one name (see [`RoleSet::get`]).
 pub fn find_role(dirs: &RoleDirs, name: &str) -> Result<RoleSpec, RoleError> {
-    let roles = load_roles(dirs)?;
-    let known = roles
-        .iter()
-        .map(|r| r.meta.name.clone())
-        .collect::<Vec<_>>()
-        .join(", ");
-    roles
-        .into_iter()
-        .find(|r| r.meta.name == name)
-        .ok_or_else(|| RoleError::Unknown {
-            name: name.to_string(),
-            known,
-            hint: match &dirs.project {
-                Some(p) => format!("{}/{name}.md", p.display()),
-                None => format!(".baton/roles/{name}.md"),
-            },
-        })
+    load_roles(dirs).get(name)
 }
 
 #[cfg(test)]
@@ -339,7 +518,124 @@ mod tests {
         assert!(e.to_string().contains("ghost.md"), "{e}");
 
         std::fs::write(project.join("t.md"), role("scout", "again")).unwrap();
-        let e = load_roles(&dirs).unwrap_err();
+        let set = load_roles(&dirs);
+        assert_eq!(set.bad.len(), 1, "{:?}", set.bad);
+        assert_eq!(set.bad[0].name.as_deref(), Some("scout"));
+        assert!(matches!(set.bad[0].error, RoleError::Duplicate { .. }));
+        let e = set.get("scout").unwrap_err();
         assert!(matches!(e, RoleError::Duplicate { .. }), "{e}");
+        assert_eq!(set.get("mine").unwrap().body, "user mine");
+    }
+
+    #[test]
+    fn every_bad_file_is_reported_and_only_its_own_name_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let user = tmp.path().join("user");
+        let project = tmp.path().join("project");
+        std::fs::create_dir_all(&user).unwrap();
+        std::fs::create_dir_all(&project).unwrap();
+        // A flow sequence opened on the frontmatter's third line (the file's fourth) and never
+        // closed: the parser notices at the closing `---` (the file's fifth).
+        std::fs::write(
+            project.join("broken.md"),
+            "---\nname: broken\ndescription: d\ntools: [read\n---\nbody\n",
+        )
+        .unwrap();
+        // An unknown tool on the file's fourth line.
+        std::fs::write(
+            project.join("flying.md"),
+            "---\nname: flyer\ndescription: d\ntools: [fly]\n---\nbody\n",
+        )
+        .unwrap();
+        std::fs::write(project.join("empty.md"), "no frontmatter\n").unwrap();
+        std::fs::write(
+            project.join("good.md"),
+            "---\nname: good\ndescription: d\ntools: [read]\n---\nbody\n",
+        )
+        .unwrap();
+        // A bad user scout is overridden by a good project scout.
+        std::fs::write(user.join("scout.md"), "---\nname: scout\n---\nbody\n").unwrap();
+        std::fs::write(
+            project.join("scout.md"),
+            "---\nname: scout\ndescription: d\ntools: [read]\n---\nproject scout\n",
+        )
+        .unwrap();
+        let dirs = RoleDirs {
+            user: Some(user.clone()),
+            project: Some(project.clone()),
+        };
+        let set = load_roles(&dirs);
+        let names: Vec<_> = set.roles.iter().map(|r| r.meta.name.as_str()).collect();
+        assert_eq!(names, ["good", "implementer", "reviewer", "scout"]);
+        let bad: Vec<(Option<&str>, String)> = set
+            .bad
+            .iter()
+            .map(|b| (b.name.as_deref(), b.one_line()))
+            .collect();
+        assert_eq!(bad.len(), 4, "{bad:#?}");
+        assert_eq!(bad[0].0, None, "overridden by the project's scout");
+        assert!(bad[0].1.contains("scout.md:2: frontmatter"), "{}", bad[0].1);
+        assert_eq!(bad[1].0, Some("broken"));
+        assert!(
+            bad[1].1.contains("broken.md:5: frontmatter"),
+            "{}",
+            bad[1].1
+        );
+        assert!(
+            bad[1]
+                .1
+                .contains("while parsing a flow sequence at line 4 column 8"),
+            "{}",
+            bad[1].1
+        );
+        assert_eq!(bad[2].0, Some("empty"));
+        assert!(bad[2].1.contains("empty.md:1: "), "{}", bad[2].1);
+        assert_eq!(bad[3].0, Some("flyer"));
+        assert!(
+            bad[3]
+                .1
+                .contains("flying.md:4: field `tools`: unknown tool `fly`"),
+            "{}",
+            bad[3].1
+        );
+
+        assert_eq!(set.get("good").unwrap().body, "body");
+        assert_eq!(set.get("scout").unwrap().body, "project scout");
+        let e = set.get("broken").unwrap_err().to_string();
+        assert!(e.contains("broken.md:5"), "{e}");
+        assert!(set.get("flyer").is_err());
+        let skipped: Vec<_> = set.skipped(&["flyer"]).map(|b| b.name.clone()).collect();
+        assert_eq!(
+            skipped,
+            [None, Some("broken".to_string()), Some("empty".to_string())]
+        );
+    }
+
+    #[test]
+    fn yaml_line_numbers_count_from_the_top_of_the_file() {
+        assert_eq!(
+            shift_lines("x at line 3 column 1, while parsing at line 1 column 1", 1),
+            "x at line 4 column 1, while parsing at line 2 column 1"
+        );
+        let e = parse_role(
+            "---\nname: x\ndescription: d\ntools: []\ncolour: red\n---\nbody",
+            "c.md",
+            RoleSource::Builtin,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("c.md:5: frontmatter: unknown field `colour`"),
+            "{e}"
+        );
+        assert!(e.contains("at line 5 column"), "{e}");
+        let e = parse_role(
+            "---\nname: x\ndescription: d\ntools: []\n---\n\n",
+            "n.md",
+            RoleSource::Builtin,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("n.md:6: the role has no instructions"), "{e}");
     }
 }

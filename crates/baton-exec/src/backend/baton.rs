@@ -135,6 +135,17 @@ struct ErrorBody<'a> {
     message: Option<Cow<'a, str>>,
 }
 
+impl ErrorBody<'_> {
+    /// `code: message`, as a child's error is reported.
+    fn text(&self) -> String {
+        format!(
+            "{}: {}",
+            self.code.map_or("error", ErrorCode::as_str),
+            self.message.as_deref().unwrap_or("")
+        )
+    }
+}
+
 #[derive(Deserialize, Default, Clone, Copy)]
 #[serde(default)]
 struct WireUsage {
@@ -232,14 +243,14 @@ impl StreamParser for BatonParser {
             }
             "turn.failed" => {
                 if let Some(e) = ev.error {
-                    self.last_error = Some(format!(
-                        "{}: {}",
-                        e.code.map_or("error", ErrorCode::as_str),
-                        e.message.as_deref().unwrap_or("")
-                    ));
+                    self.last_error = Some(e.text());
                 }
             }
             "session.completed" => {
+                // A session refused before it started says why only here.
+                if let (None, Some(e)) = (&self.last_error, &ev.error) {
+                    self.last_error = Some(e.text());
+                }
                 let end = ParsedEnd {
                     final_text: ev.final_message.map(Cow::into_owned).unwrap_or_default(),
                     final_omitted: 0,
@@ -336,12 +347,16 @@ fn verdict(outcome: Option<Outcome>, reason: Option<EndReason>) -> Verdict {
     match reason {
         Some(EndReason::TurnLimit) => Verdict::TurnLimit,
         Some(EndReason::MaxTokens) => Verdict::TokenLimit,
-        Some(EndReason::Cancelled | EndReason::ModelError | EndReason::Refused) | None => {
-            match outcome {
-                Some(Outcome::Completed) => Verdict::Completed,
-                Some(Outcome::Partial | Outcome::Failed) | None => Verdict::Failed,
-            }
-        }
+        Some(
+            EndReason::Cancelled
+            | EndReason::ModelError
+            | EndReason::Refused
+            | EndReason::NotStarted,
+        )
+        | None => match outcome {
+            Some(Outcome::Completed) => Verdict::Completed,
+            Some(Outcome::Partial | Outcome::Failed) | None => Verdict::Failed,
+        },
     }
 }
 

@@ -1,6 +1,6 @@
 //! The entry points: start, continue, resume, abandon, status, and taking over a Flow.
 
-use super::checkout::listing;
+use super::checkout::{listing, main_status};
 use super::*;
 
 /// The repository a Flow works on, found from a working directory.
@@ -88,8 +88,7 @@ pub async fn start(
     let mut lock = acquire_off_runtime(&repo.common).await?;
     refuse_if_active(&repo.store)?;
     // Flow's own state is not yet excluded the first time: leave it out of the check.
-    let st = main
-        .checkout_status(&[":(exclude,top).baton/state"])
+    let st = main_status(&main, &[":(exclude,top).baton/state"])
         .map_err(|e| FlowError::Refused(format!("cannot read the repository: {e}")))?;
     let Some(main_branch) = st.branch.clone() else {
         return Err(FlowError::Refused(
@@ -283,9 +282,10 @@ pub fn status(
     };
     let repo = open_repo(&git, cwd)?;
     let driving = RepoLock::is_held(&repo.common);
-    let status_of = |state: FlowState| FlowStatus {
-        phase: state.phase(driving),
-        state,
+    let status_of = |state: FlowState| {
+        let phase = state.phase(driving);
+        let main = git(&state.repo_root);
+        status_with_main(&main, state, phase)
     };
     match id {
         Some(id) => Ok(vec![status_of(repo.store.load(id)?)]),

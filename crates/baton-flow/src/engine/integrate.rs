@@ -1,6 +1,6 @@
 //! Integrating one unit, in its numbered steps, and its review.
 
-use super::checkout::{listing, main_problem, untracked_paths};
+use super::checkout::{listing, main_problem, main_status, untracked_paths, THEN_RESUME};
 use super::evidence::{child_evidence, reviewer_task, summarize, validation_evidence};
 use std::ops::ControlFlow;
 
@@ -128,7 +128,7 @@ impl Run<'_> {
         if just_merged && u.status != UnitStatus::Merging {
             return Ok(ControlFlow::Continue(()));
         }
-        let main_st = git_or_fail!(self, id, "cannot read Main", self.main.checkout_status(&[]));
+        let main_st = git_or_fail!(self, id, "cannot read Main", main_status(&self.main, &[]));
         if u.status == UnitStatus::Merging
             && main_st.branch.as_deref() == Some(state.main_branch.as_str())
         {
@@ -147,7 +147,7 @@ impl Run<'_> {
                 }
             }
         }
-        if let Some(problem) = main_problem(state, &main_st) {
+        if let Some(problem) = main_problem(state, &main_st, THEN_RESUME) {
             stop!(self.halt(problem));
         }
         Ok(ControlFlow::Continue(()))
@@ -453,8 +453,8 @@ impl Run<'_> {
             return Ok(ControlFlow::Continue(()));
         }
         let tip = &d.tip;
-        let main_st = git_or_fail!(self, id, "cannot read Main", self.main.checkout_status(&[]));
-        if let Some(problem) = main_problem(state, &main_st) {
+        let main_st = git_or_fail!(self, id, "cannot read Main", main_status(&self.main, &[]));
+        if let Some(problem) = main_problem(state, &main_st, THEN_RESUME) {
             stop!(self.halt(problem));
         }
         self.emit(FlowEvent::Merging {
@@ -479,7 +479,7 @@ impl Run<'_> {
             return Ok(ControlFlow::Continue(()));
         };
         let diagnostic = bounded(&e.to_string(), EVIDENCE_BOUND);
-        let after = self.main.checkout_status(&[]);
+        let after = main_status(&self.main, &[]);
         let at_tip = matches!(&after, Ok(st) if st.clean()
             && st.head.as_deref() == Some(tip.as_str())
             && st.branch.as_deref() == Some(state.main_branch.as_str()));

@@ -1,5 +1,6 @@
 //! Setting up: a worktree and a branch per unit, or an abort that leaves nothing behind.
 
+use super::checkout::main_status;
 use super::*;
 
 /// What the setup does about one unit's worktree.
@@ -16,7 +17,7 @@ impl Run<'_> {
     /// Creates every missing unit worktree; on failure removes what this Flow created.
     pub(super) fn setup(&self) -> Result<Step, FlowError> {
         let state = self.state();
-        let st = match self.main.checkout_status(&[]) {
+        let st = match main_status(&self.main, &[]) {
             Ok(st) => st,
             Err(e) => return self.fail(FailureKind::Setup, None, format!("cannot read Main: {e}")),
         };
