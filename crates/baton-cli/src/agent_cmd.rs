@@ -392,10 +392,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
         &ctx.project_root,
     );
     // The session's temp dir: `TMPDIR` of its commands, writable in the sandbox, removed at the end.
-    let tmp_dir = tempfile::Builder::new()
-        .prefix("baton-session-")
-        .tempdir()
-        .context("cannot create the session's temp dir (is TMPDIR writable?)")?;
+    let tmp_dir = SessionTmp::new();
 
     // Only a role that lists the delegation tools gets them, and children (BATON_CHILD=1) never
     // do, so delegation cannot recurse. Set up before the transcript is created, so nothing is
@@ -458,7 +455,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
         prices: config.prices.clone(),
         env_filter: baton_agent::tools::EnvFilter::for_config(config),
         sandbox,
-        tmp_dir: Some(tmp_dir.path().to_path_buf()),
+        tmp_dir: Some(tmp_dir.0.clone()),
         tools: builtin_tools(),
         host_tools,
         extra_instructions,
@@ -513,5 +510,23 @@ fn exit_code(s: &RunSummary, interrupted: bool) -> u8 {
         // A signal that arrived as the session reached a limit still counts as the interruption.
         Some(EndReason::TurnLimit | EndReason::MaxTokens) if interrupted => exit::INTERRUPTED,
         Some(EndReason::TurnLimit | EndReason::MaxTokens) => exit::TURN_LIMIT,
+    }
+}
+
+/// The session's temp dir: named now, created by the first `bash` call that needs it (most
+/// sessions never do), removed with everything in it when the session ends.
+struct SessionTmp(PathBuf);
+
+impl SessionTmp {
+    fn new() -> Self {
+        SessionTmp(
+            std::env::temp_dir().join(format!("baton-session-{}", uuid::Uuid::new_v4().simple())),
+        )
+    }
+}
+
+impl Drop for SessionTmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }

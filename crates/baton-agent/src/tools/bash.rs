@@ -197,6 +197,18 @@ async fn run_command(
         cmd.env_remove(name);
     }
     if let Some(tmp) = &ctx.tmp_dir {
+        // Created on first use, private to the user.
+        use std::os::unix::fs::DirBuilderExt;
+        match std::fs::DirBuilder::new().mode(0o700).create(tmp) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tmp.is_dir() => {}
+            Err(e) => {
+                return Ok(ToolOutput::error(format!(
+                    "cannot create the session's temp dir {}: {e}",
+                    tmp.display()
+                )))
+            }
+        }
         cmd.env("TMPDIR", tmp);
     }
     // Confined before exec, so the shell and all it starts inherit the rules. A sandbox the
