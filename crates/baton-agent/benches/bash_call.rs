@@ -94,7 +94,10 @@ fn main() -> ExitCode {
         // One unmeasured call per way first (page cache, first exec of the binary).
         for round in 0..=calls {
             for way in ways.iter_mut() {
-                baton_process::guard::set_program(way.guarded.then(|| baton.clone()));
+                baton_process::guard::set_program(
+                    way.guarded
+                        .then(|| baton_process::guard::program_for(&baton)),
+                );
                 let policy = SandboxPolicy {
                     mode: way.mode,
                     ..SandboxPolicy::default()

@@ -144,7 +144,7 @@ fn main() -> ExitCode {
     }
     // Every command and child agent this process starts runs under a guard: this binary.
     match std::env::current_exe() {
-        Ok(exe) => baton_process::guard::set_program(Some(exe)),
+        Ok(exe) => baton_process::guard::set_program(Some(baton_process::guard::program_for(&exe))),
         Err(e) => {
             eprintln!(
                 "baton: cannot find its own program, needed to guard the processes it starts: {e}"

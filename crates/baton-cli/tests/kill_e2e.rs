@@ -170,10 +170,26 @@ fn agent_project(command: &str) -> (MockServer, Sandbox) {
 
 #[test]
 fn what_a_bash_command_leaves_running_is_killed_when_it_finishes() {
+    // With `baton-guard` beside `baton`, and with a lone `baton` that guards as `baton __guard`.
+    let lone = tempfile::tempdir().unwrap();
+    let lone_baton = lone.path().join("baton");
+    if std::fs::hard_link(env!("CARGO_BIN_EXE_baton"), &lone_baton).is_err() {
+        std::fs::copy(env!("CARGO_BIN_EXE_baton"), &lone_baton).unwrap();
+    }
+    assert!(Path::new(env!("CARGO_BIN_EXE_baton"))
+        .with_file_name("baton-guard")
+        .is_file());
+    for exe in [Path::new(env!("CARGO_BIN_EXE_baton")), lone_baton.as_path()] {
+        leftovers_are_killed(exe);
+    }
+}
+
+fn leftovers_are_killed(exe: &Path) {
     let (server, p) = agent_project(
         "mkdir -p pids; setsid -f sh -c 'echo $$ > pids/e.tmp; mv pids/e.tmp pids/escaped; exec sleep 300'; \
          ( sleep 301 & echo $! > pids/doublefork ); while [ ! -f pids/escaped ]; do sleep 0.01; done; echo started",
     );
+    let p = p.baton_exe(exe);
     let out = p.run(&["agent", "--json", "--model", "mock/m", "start a server"]);
     assert_exit(&out, 0);
     let pids = pids(&p.work().join("pids"), &["escaped", "doublefork"]);

@@ -710,7 +710,7 @@ fn main() -> ExitCode {
 
 fn run(opts: &Opts) -> Result<bool, String> {
     // The executor's children run under the guard, as in the `baton` binary.
-    baton_process::guard::set_program(Some(opts.baton.clone()));
+    baton_process::guard::set_program(Some(baton_process::guard::program_for(&opts.baton)));
     let dir = tempfile::Builder::new()
         .prefix("baton-fanout-")
         .tempdir()

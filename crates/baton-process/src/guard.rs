@@ -2,8 +2,10 @@
 //! nothing baton starts outlives it — not a command that escaped its process group with `setsid`
 //! or a double fork, and not even when baton itself is killed with SIGKILL.
 //!
-//! The guard is the `baton` binary itself, run as `baton __guard FD PROGRAM ARGS…` (the binary
-//! calls [`main`] before anything else when it sees [`GUARD_ARG`]). It
+//! The guard is the small `baton-guard FD PROGRAM ARGS…` installed beside `baton` (its start
+//! costs a fraction of baton's), or where that is missing the `baton` binary itself, run as
+//! `baton __guard FD PROGRAM ARGS…` (the binary calls [`main`] before anything else when it sees
+//! [`GUARD_ARG`]); [`program_for`] picks. It
 //! - makes itself the *child subreaper* of everything below it (`PR_SET_CHILD_SUBREAPER`), so
 //!   descendants whose parents exit are re-parented to the guard rather than to init;
 //! - starts PROGRAM in a process group of its own and forwards SIGTERM, SIGINT and SIGHUP to it;
@@ -52,6 +54,20 @@ pub fn set_program(program: Option<PathBuf>) {
 /// The guard program, when one was set.
 pub fn program() -> Option<PathBuf> {
     PROGRAM.read().ok().and_then(|p| p.clone())
+}
+
+/// The file name of the dedicated guard binary.
+pub const GUARD_BINARY: &str = "baton-guard";
+
+/// The guard program for the `baton` binary at `baton`: `baton-guard` beside it when present,
+/// else `baton` itself (in its `__guard` mode).
+pub fn program_for(baton: &Path) -> PathBuf {
+    let dedicated = baton.with_file_name(GUARD_BINARY);
+    if dedicated.is_file() {
+        dedicated
+    } else {
+        baton.to_path_buf()
+    }
 }
 
 /// The parent's end of a guard: closing it (dropping it, or baton dying) makes the guard kill
@@ -109,11 +125,11 @@ pub fn guarded(
         (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1]))
     };
     let fd = read.as_raw_fd();
-    let mut cmd = Command::new(guard);
-    cmd.arg(GUARD_ARG)
-        .arg(fd.to_string())
-        .arg(resolved)
-        .args(args);
+    let mut cmd = Command::new(&guard);
+    if guard.file_name() != Some(OsStr::new(GUARD_BINARY)) {
+        cmd.arg(GUARD_ARG);
+    }
+    cmd.arg(fd.to_string()).arg(resolved).args(args);
     // SAFETY: fcntl is async-signal-safe; it only clears close-on-exec on the guard's end of the
     // pipe in the child, so the guard inherits it.
     unsafe {

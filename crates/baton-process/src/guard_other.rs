@@ -16,6 +16,14 @@ pub const LEFTOVER_NOTE: &str =
 /// Has no effect: there is no guard on this system.
 pub fn set_program(_program: Option<PathBuf>) {}
 
+/// The file name of the dedicated guard binary.
+pub const GUARD_BINARY: &str = "baton-guard";
+
+/// `baton` itself (there is no guard on this system).
+pub fn program_for(baton: &std::path::Path) -> PathBuf {
+    baton.to_path_buf()
+}
+
 /// Always `None` on this system.
 pub fn program() -> Option<PathBuf> {
     None
