@@ -22,7 +22,7 @@
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::RwLock;
@@ -115,7 +115,11 @@ pub fn guarded(
         return Ok((cmd, Link::default()));
     };
     let resolved = resolve(program, path)?;
-    // Both ends are close-on-exec: no other child baton starts inherits them.
+    // The write end is close-on-exec: no child ever gets it, so EOF comes exactly when this
+    // process closes it or dies. The read end is made inheritable here, in the parent, rather
+    // than in a `pre_exec` hook: a command without hooks is spawned with posix_spawn instead of
+    // fork, which matters when many children start at once. A child spawned concurrently may
+    // inherit a copy of this read end; a read end held elsewhere changes nothing about EOF.
     let mut ends = [0 as RawFd; 2];
     // SAFETY: pipe2 writes two descriptors into the array it is given; each is owned once.
     let (read, write) = unsafe {
@@ -125,21 +129,15 @@ pub fn guarded(
         (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1]))
     };
     let fd = read.as_raw_fd();
+    // SAFETY: fcntl on a descriptor this function owns.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
     let mut cmd = Command::new(&guard);
     if guard.file_name() != Some(OsStr::new(GUARD_BINARY)) {
         cmd.arg(GUARD_ARG);
     }
     cmd.arg(fd.to_string()).arg(resolved).args(args);
-    // SAFETY: fcntl is async-signal-safe; it only clears close-on-exec on the guard's end of the
-    // pipe in the child, so the guard inherits it.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
     Ok((
         cmd,
         Link {
