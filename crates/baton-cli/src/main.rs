@@ -37,6 +37,7 @@ mod sessions_cmd;
 mod signals;
 mod status;
 mod task_cmd;
+mod task_logs;
 mod term;
 
 use std::path::PathBuf;

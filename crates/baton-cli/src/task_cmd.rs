@@ -81,6 +81,18 @@ enum TaskAction {
         #[arg(long)]
         cwd: Option<PathBuf>,
     },
+    /// Print a background task's recorded events, one line each (`--follow`: and the new ones
+    /// until it ends, then exit as `wait` does).
+    Logs {
+        id: String,
+        #[arg(long, short)]
+        follow: bool,
+        /// The events as recorded, one JSON object per line.
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+    },
     /// Stop a background task: its children are killed and its worktrees finalized.
     Cancel {
         id: String,
@@ -204,6 +216,12 @@ pub fn run(args: TaskArgs) -> Result<u8> {
         Some(TaskAction::Status { id, json, cwd }) => status(cwd, id, json),
         Some(TaskAction::Wait { id, json, cwd }) => wait(cwd, &id, json),
         Some(TaskAction::Cancel { id, cwd }) => cancel(cwd, &id),
+        Some(TaskAction::Logs {
+            id,
+            follow,
+            json,
+            cwd,
+        }) => crate::task_logs::logs(cwd, &id, follow, json),
         Some(TaskAction::Supervise { id, cwd }) => supervise(&cwd, &id),
         None => start(args),
     }

@@ -573,3 +573,78 @@ fn task_names_itself_and_its_report_shows_tokens_cost_and_duration_per_entry_and
     );
     server.assert_tool_results_answer_calls();
 }
+
+/// `baton task logs ID`: the recorded events of a background task as lines; `--follow` keeps
+/// printing the new ones and exits when the task ends, as `wait` would.
+#[test]
+fn task_logs_prints_the_events_and_follows_until_the_task_ends() {
+    use std::process::Stdio;
+    use std::time::Duration;
+    let sb = sandbox();
+    sb.write(
+        ".baton/roles/gated.md",
+        "---\nname: gated\ndescription: waits\ntools: []\nbackend: command\ncommand: [sh, -c, \"while [ ! -f release ]; do sleep 0.01; done; echo released\"]\n---\nRun.\n",
+    );
+    let out = sb.run(&[
+        "task",
+        "--background",
+        "--role",
+        "gated",
+        "--name",
+        "g",
+        "go",
+    ]);
+    assert_exit(&out, 0);
+    let id = stdout(&out).trim().to_string();
+    assert!(baton_testkit::fixture::wait_until(
+        Duration::from_secs(30),
+        || { stdout(&sb.run(&["task", "logs", &id])).contains("[g] child running") }
+    ));
+    let follower = sb
+        .baton(&["task", "logs", &id, "--follow"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::fs::write(sb.work().join("release"), "").unwrap();
+    let followed = follower.wait_with_output().unwrap();
+    assert_exit(&followed, 0);
+    let text = stdout(&followed);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].contains(&format!("{id} created: single of 1 entry (g as gated)")),
+        "{text}"
+    );
+    for expected in [
+        "[g] queued (gated)",
+        "[g] child running (pid ",
+        "[g] done",
+        "completed: 1 of 1 entry done",
+    ] {
+        assert!(text.contains(expected), "{expected} in {text}");
+    }
+    // After the end, the same lines without following; --json gives the records themselves.
+    let again = sb.run(&["task", "logs", &id]);
+    assert_exit(&again, 0);
+    assert_eq!(stdout(&again), text);
+    let raw = sb.run(&["task", "logs", &id, "--json"]);
+    let types: Vec<String> = stdout(&raw)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(types.first().map(String::as_str), Some("task.created"));
+    assert_eq!(types.last().map(String::as_str), Some("task.completed"));
+    let missing = sb.run(&["task", "logs", "t0000000000000000"]);
+    assert_exit(&missing, 2);
+    assert!(
+        stderr(&missing).contains("not found"),
+        "{}",
+        stderr(&missing)
+    );
+}

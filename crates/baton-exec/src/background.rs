@@ -239,14 +239,20 @@ impl TaskState {
     }
 }
 
+/// A task's events as recorded so far. A torn last line (a crash mid-write) is ignored.
+pub fn events(state: &StateDir, id: &str) -> Result<Vec<TaskEvent>, TaskStoreError> {
+    let path = state.task_events(id)?;
+    match TaskLog::read(&path) {
+        Ok(events) => Ok(events),
+        Err(LogError::NotFound { .. }) => Err(not_found(state, id)),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Reads a task's log. A torn last line (a crash mid-write) is ignored.
 pub fn load(state: &StateDir, id: &str) -> Result<TaskState, TaskStoreError> {
     let path = state.task_events(id)?;
-    let events = match TaskLog::read(&path) {
-        Ok(events) => events,
-        Err(LogError::NotFound { .. }) => return Err(not_found(state, id)),
-        Err(e) => return Err(e.into()),
-    };
+    let events = events(state, id)?;
     let mut state: Option<TaskState> = None;
     for ev in events {
         match ev {
