@@ -15,17 +15,13 @@ const KINDS: [&str; 3] = ["openai", "openai-responses", "anthropic"];
 
 /// A sandbox running the built `baton` with a config pointing provider `mock` at `server`.
 fn project(server: &MockServer, kind: &str, extra_config: &str) -> Sandbox {
-    let base = match kind {
-        "anthropic" => server.url(),
-        _ => format!("{}/v1", server.url()),
-    };
     Sandbox::new()
         .baton_exe(env!("CARGO_BIN_EXE_baton"))
-        .baton_config(&format!(
-            "[providers.mock]\nkind = \"{kind}\"\nbase_url = \"{base}\"\napi_key_env = \"MOCK_API_KEY\"\n\n\
-             [retry]\ninitial_delay = \"1ms\"\nmax_delay = \"20ms\"\n{extra_config}"
-        ))
-        .env("MOCK_API_KEY", "test-key")
+        .mock_provider(
+            server,
+            kind,
+            &format!("\n[retry]\ninitial_delay = \"1ms\"\nmax_delay = \"20ms\"\n{extra_config}"),
+        )
 }
 
 /// Alive and not a zombie (the check baton itself uses for supervisors).

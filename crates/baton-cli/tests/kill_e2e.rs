@@ -160,11 +160,7 @@ fn agent_project(command: &str) -> (MockServer, Sandbox) {
         .start_blocking();
     let p = Sandbox::new()
         .baton_exe(env!("CARGO_BIN_EXE_baton"))
-        .baton_config(&format!(
-            "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"MOCK_API_KEY\"\n",
-            server.url()
-        ))
-        .env("MOCK_API_KEY", "k");
+        .mock_provider(&server, "openai", "");
     (server, p)
 }
 

@@ -104,16 +104,9 @@ fn redirected_stdout_holds_only_the_final_answer() {
             ))
             .turn(Turn::text("The final answer."))
             .start_blocking();
-        let base = match kind {
-            "anthropic" => server.url(),
-            _ => format!("{}/v1", server.url()),
-        };
         let p = Sandbox::new()
             .baton_exe(env!("CARGO_BIN_EXE_baton"))
-            .baton_config(&format!(
-                "[providers.mock]\nkind = \"{kind}\"\nbase_url = \"{base}\"\napi_key_env = \"MOCK_API_KEY\"\n[retry]\ninitial_delay = \"1ms\"\n"
-            ))
-            .env("MOCK_API_KEY", "test-key");
+            .mock_provider(&server, kind, "[retry]\ninitial_delay = \"1ms\"\n");
         let out = p.run(&["agent", "--model", "mock/m", "answer"]);
         assert_exit(&out, 0);
         assert_eq!(
@@ -218,11 +211,7 @@ fn a_running_tool_shows_on_a_spinner_line_then_its_result() {
         .start_blocking();
     let p = Sandbox::new()
         .baton_exe(env!("CARGO_BIN_EXE_baton"))
-        .baton_config(&format!(
-            "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"MOCK_API_KEY\"\n",
-            server.url()
-        ))
-        .env("MOCK_API_KEY", "test-key")
+        .mock_provider(&server, "openai", "")
         // A terminal that can redraw a line (TERM unset counts as `dumb`: no spinner).
         .env("TERM", "xterm");
     let cols = 80;

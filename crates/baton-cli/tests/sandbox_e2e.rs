@@ -14,11 +14,7 @@ use serde_json::json;
 fn project(server: &MockServer, extra_config: &str) -> Sandbox {
     Sandbox::new()
         .baton_exe(env!("CARGO_BIN_EXE_baton"))
-        .baton_config(&format!(
-            "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"MOCK_API_KEY\"\n{extra_config}",
-            server.url()
-        ))
-        .env("MOCK_API_KEY", "test-key")
+        .mock_provider(server, "openai", extra_config)
 }
 
 fn one_command(command: &str) -> MockServer {

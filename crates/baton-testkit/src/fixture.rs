@@ -159,6 +159,20 @@ impl Sandbox {
         self.env("BATON_CONFIG", file)
     }
 
+    /// A config whose provider `mock` speaks wire format `kind` (`openai`, `openai-responses`,
+    /// `anthropic`) to `server`, with its key in `MOCK_API_KEY` (set to `test-key`), then
+    /// `extra` (more TOML).
+    pub fn mock_provider(self, server: &crate::MockServer, kind: &str, extra: &str) -> Self {
+        let base = match kind {
+            "anthropic" => server.url(),
+            _ => format!("{}/v1", server.url()),
+        };
+        self.baton_config(&format!(
+            "[providers.mock]\nkind = \"{kind}\"\nbase_url = \"{base}\"\napi_key_env = \"MOCK_API_KEY\"\n{extra}"
+        ))
+        .env("MOCK_API_KEY", "test-key")
+    }
+
     /// `baton.toml` in the temp directory (see [`baton_config`](Self::baton_config)).
     pub fn config_file(&self) -> PathBuf {
         self.path("baton.toml")
