@@ -1,5 +1,5 @@
 //! `baton flow`: start a Flow from a units file, show Flows, repair a blocked unit, resume an
-//! interrupted Flow, or abandon one. See docs/flow.md.
+//! interrupted Flow, abandon one, or clean up what an ended one kept. See docs/flow.md.
 //!
 //! Exit codes: 0 completed (or a status shown), 1 failed, stopped or abandoned, or a runtime
 //! failure (unreadable state, git), 2 refused (bad
@@ -87,6 +87,20 @@ enum FlowAction {
         #[command(flatten)]
         common: Common,
     },
+    /// Remove the worktrees and branches an abandoned or failed Flow kept (every such Flow, or ID).
+    /// Lists them first and asks; never removes unmerged commits or uncommitted changes without --force.
+    Clean {
+        /// The Flow (any ended one; default: every abandoned or failed Flow of the repository).
+        id: Option<String>,
+        /// Remove without asking (required when stdin is not a terminal).
+        #[arg(long)]
+        yes: bool,
+        /// Also remove branches holding commits Main does not have, and worktrees with uncommitted changes.
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        common: Common,
+    },
 }
 
 pub fn run(args: FlowArgs) -> Result<u8> {
@@ -136,6 +150,12 @@ pub fn run(args: FlowArgs) -> Result<u8> {
             }
         }
         FlowAction::Status { id, common } => status(&common, id.as_deref()),
+        FlowAction::Clean {
+            id,
+            yes,
+            force,
+            common,
+        } => clean(&common, id.as_deref(), yes, force),
     }
 }
 
@@ -276,4 +296,123 @@ fn status(common: &Common, id: Option<&str>) -> Result<u8> {
         .unwrap_or(last);
     outln!("{}", report(shown));
     Ok(exit::OK)
+}
+
+/// `baton flow clean`: list, confirm (or `--yes`), remove, report. Exit 0 when done (items kept
+/// for safety included), 1 when git refused a removal or the confirmation was declined, 2 when
+/// refused (bad or unknown id, a Flow not ended, no terminal to ask and no `--yes`).
+fn clean(common: &Common, id: Option<&str>, yes: bool, force: bool) -> Result<u8> {
+    let ctx = project_context(common.cwd.clone())?;
+    let plans = match baton_flow::clean_plan(&ctx.cwd, id, force, &[]) {
+        Ok(p) => p,
+        Err(e) => return Ok(failed(common, &e)),
+    };
+    let removals: usize = plans.iter().map(|p| p.removals().count()).sum();
+    for plan in &plans {
+        if common.json {
+            outln!("{}", json!({"type": "flow.clean_plan", "plan": plan}));
+        } else {
+            outln!("{}", plan_text(plan));
+        }
+    }
+    if removals == 0 {
+        if !common.json {
+            outln!(
+                "{}",
+                if plans.iter().all(|p| p.items.is_empty()) {
+                    "nothing to clean"
+                } else {
+                    "nothing to remove"
+                }
+            );
+        }
+        return Ok(exit::OK);
+    }
+    if !yes {
+        if !std::io::stdin().is_terminal() {
+            return Ok(failed(
+                common,
+                &FlowError::Refused(
+                    "stdin is not a terminal, so there is no one to confirm the removal: pass --yes to remove what is listed above; nothing was removed".into(),
+                ),
+            ));
+        }
+        errln!("Remove what is listed above? [y/N] ");
+        let mut answer = String::new();
+        std::io::stdin()
+            .read_line(&mut answer)
+            .context("cannot read the answer from stdin")?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES") {
+            errln!("baton: nothing was removed");
+            return Ok(exit::FAILED);
+        }
+    }
+    let json_mode = common.json;
+    let observer: Observer = Arc::new(move |n: Notice<'_>| match n {
+        Notice::Event(r) => {
+            if json_mode {
+                if let Ok(line) = serde_json::to_string(r) {
+                    outln!("{line}");
+                }
+            }
+        }
+        Notice::Activity { .. } => {}
+    });
+    let mut code = exit::OK;
+    for plan in plans.iter().filter(|p| p.removals().next().is_some()) {
+        let confirmed: Vec<String> = plan.removals().map(|i| i.unit.clone()).collect();
+        match baton_flow::clean(&ctx.cwd, &plan.id, &confirmed, force, &[], Some(&observer)) {
+            Ok((s, items)) => {
+                // Every item here was confirmed for removal: one kept is one git refused (or
+                // one that stopped being safe to remove since the listing).
+                if items.iter().any(|i| i.kept.is_some()) {
+                    code = exit::FAILED;
+                }
+                if json_mode {
+                    outln!("{}", json!({"type": "flow.report", "flow": s}));
+                } else {
+                    for i in &items {
+                        match &i.kept {
+                            None => outln!("Flow {}: removed {}", s.state.id, item_text(i)),
+                            Some(why) => outln!("Flow {}: kept {}: {why}", s.state.id, i.unit),
+                        }
+                    }
+                }
+            }
+            Err(e) => code = code.max(failed(common, &e)),
+        }
+    }
+    Ok(code)
+}
+
+/// `unit a: worktree PATH, branch NAME`.
+fn item_text(i: &baton_flow::CleanItem) -> String {
+    let mut parts = Vec::new();
+    if let Some(w) = &i.worktree {
+        parts.push(format!("worktree {}", w.display()));
+    }
+    if let Some(b) = &i.branch {
+        parts.push(format!("branch {b}"));
+    }
+    format!("unit {}: {}", i.unit, parts.join(", "))
+}
+
+fn plan_text(plan: &baton_flow::CleanPlan) -> String {
+    let mut out = format!(
+        "Flow {} ({}; {} is at {}):",
+        plan.id,
+        plan.phase.as_str(),
+        plan.main_branch,
+        plan.main_head.get(..12).unwrap_or(&plan.main_head)
+    );
+    if plan.items.is_empty() {
+        out.push_str("\n  nothing left to remove");
+    }
+    for i in &plan.items {
+        match &i.kept {
+            None => out.push_str(&format!("\n  remove {}", item_text(i))),
+            Some(why) => out.push_str(&format!("\n  keep   {} — {why}", item_text(i))),
+        }
+    }
+    out
 }

@@ -208,26 +208,12 @@ fn a_block_pauses_then_continue_repairs_and_a_second_flow_is_refused_meanwhile()
 #[test]
 fn a_running_flow_holds_the_lock() {
     let fx = Fx::new();
-    let d = fx.roles.dir();
-    // a's implementer waits for a file the test creates once it has tried a second Flow.
-    std::fs::write(
-        d.join("impl-a.sh"),
-        format!(
-            "touch '{d}/a.started'\ni=0\nwhile [ ! -f '{d}/go' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 7; sleep 0.01; done\n{COMMIT_OWN_FILE}",
-            d = d.display()
-        ),
-    )
-    .unwrap();
+    // a's implementer waits for the test to let it go once it has tried a second Flow.
+    let held = fx.roles.hold_implementer("a");
     let units = fx.units(&units_ab(false));
-    let first = fx
-        .sb
-        .baton(&["flow", "start", &units])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let first = fx.sb.spawn(&["flow", "start", &units]);
     assert!(
-        wait_until(Duration::from_secs(60), || d.join("a.started").exists()),
+        held.wait_started(),
         "the first Flow never started its implementer"
     );
     assert_eq!(phase(&fx), "running");
@@ -237,7 +223,7 @@ fn a_running_flow_holds_the_lock() {
     assert_eq!(refused.status.code(), Some(2));
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(err.contains("another Flow is running"), "{err}");
-    std::fs::write(d.join("go"), "").unwrap();
+    held.release();
     let out = first.wait_with_output().unwrap();
     assert_exit(&out, 0);
     assert_eq!(fx.subjects(), ["unit b", "unit a", "initial"]);

@@ -7,6 +7,7 @@
 //! the same driver pointed at an interrupted log.
 
 mod checkout;
+mod clean;
 mod entry;
 mod evidence;
 mod implement;
@@ -41,6 +42,7 @@ use crate::store::{now_rfc3339, CrashHook, FlowLog, FlowStore, StoreError};
 use crate::units::{parse_units, InputError, UnitSpec};
 use crate::validate::{bounded, run_validation, Validation, EVIDENCE_BOUND};
 
+pub use clean::{clean, clean_plan, CleanPlan};
 pub use entry::{abandon, continue_flow, new_flow_id, resume, start, status, unit_worktree_id};
 
 /// The line in `info/exclude` that keeps Flow's own state out of `git status`.
@@ -121,6 +123,9 @@ pub enum FlowError {
         #[source]
         source: ExecError,
     },
+    /// git failed while the command worked (not a refusal: the request was fine).
+    #[error(transparent)]
+    Git(#[from] GitError),
     /// The crash test hook fired right after this event was written.
     #[error("simulated crash right after `{0}` was written (test hook)")]
     SimulatedCrash(String),
@@ -139,6 +144,7 @@ impl FlowError {
             FlowError::Lock(LockError::Io(_))
             | FlowError::Store(StoreError::Log(_) | StoreError::NoStart { .. })
             | FlowError::Role { .. }
+            | FlowError::Git(_)
             | FlowError::SimulatedCrash(_) => false,
         }
     }

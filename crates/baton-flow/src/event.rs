@@ -124,6 +124,26 @@ pub enum UnitOutcome {
     NoOp,
 }
 
+/// One unit's remains as `baton flow clean` found and left them: its worktree and branch while
+/// git still has them, what in them is not in Main, and why they are kept (`None`: removed, or
+/// to be removed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CleanItem {
+    pub unit: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Commits of the branch (or of the worktree's `HEAD`) that Main's head does not reach.
+    #[serde(default)]
+    pub unmerged: usize,
+    /// The worktree's uncommitted changes (`XY path`), the unit's own validation output left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncommitted: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
+}
+
 /// Which command is driving the Flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -298,6 +318,13 @@ pub enum FlowEvent {
     /// Given up by a person (`baton flow abandon`); worktrees are kept.
     #[serde(rename = "flow.abandoned")]
     Abandoned { reason: Option<String> },
+    /// `baton flow clean` of an ended Flow: about to remove the worktrees and branches of the
+    /// items without `kept` (`force`: also unmerged branches and uncommitted changes).
+    #[serde(rename = "flow.cleaning")]
+    FlowCleaning { force: bool, items: Vec<CleanItem> },
+    /// What the clean removed (items without `kept`) and what it kept, and why.
+    #[serde(rename = "flow.cleaned")]
+    FlowCleaned { items: Vec<CleanItem> },
 }
 
 impl FlowEvent {
@@ -330,6 +357,8 @@ impl FlowEvent {
             FlowEvent::Completed { .. } => "flow.completed",
             FlowEvent::Failed { .. } => "flow.failed",
             FlowEvent::Abandoned { .. } => "flow.abandoned",
+            FlowEvent::FlowCleaning { .. } => "flow.cleaning",
+            FlowEvent::FlowCleaned { .. } => "flow.cleaned",
         }
     }
 
@@ -361,7 +390,9 @@ impl FlowEvent {
             | FlowEvent::ImplementersSettled
             | FlowEvent::Halted { .. }
             | FlowEvent::Completed { .. }
-            | FlowEvent::Abandoned { .. } => None,
+            | FlowEvent::Abandoned { .. }
+            | FlowEvent::FlowCleaning { .. }
+            | FlowEvent::FlowCleaned { .. } => None,
         }
     }
 }
@@ -376,7 +407,7 @@ pub struct Record {
 }
 
 /// Every event type, in the order a Flow normally writes them (for documentation and the crash hook).
-pub const EVENT_KINDS: [&str; 26] = [
+pub const EVENT_KINDS: [&str; 28] = [
     "flow.created",
     "flow.driver",
     "unit.worktree_creating",
@@ -403,6 +434,8 @@ pub const EVENT_KINDS: [&str; 26] = [
     "flow.completed",
     "flow.failed",
     "flow.abandoned",
+    "flow.cleaning",
+    "flow.cleaned",
 ];
 
 #[cfg(test)]

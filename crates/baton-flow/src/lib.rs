@@ -14,7 +14,8 @@
 //! - [`units`]: the units file and its checks.
 //! - [`event`], [`state`], [`store`]: the event log, the state it folds into, and the files.
 //! - [`lock`]: one Flow at a time per repository.
-//! - [`engine`]: the driver ([`start`], [`continue_flow`], [`resume`], [`abandon`], [`status`]).
+//! - [`engine`]: the driver ([`start`], [`continue_flow`], [`resume`], [`abandon`], [`status`]),
+//!   and [`clean`], which removes what an ended Flow kept.
 //! - [`validate`]: running validation commands without a shell.
 //! - [`render`]: text for people.
 //! - [`tool`]: `delegate_flow` and `delegate_flow_continue` for a main agent session.
@@ -30,10 +31,10 @@ pub mod units;
 pub mod validate;
 
 pub use engine::{
-    abandon, continue_flow, resume, start, status, FlowEnv, FlowError, FlowStatus, MainNow, Notice,
-    Observer,
+    abandon, clean, clean_plan, continue_flow, resume, start, status, CleanPlan, FlowEnv,
+    FlowError, FlowStatus, MainNow, Notice, Observer,
 };
-pub use event::{FlowEvent, Record};
+pub use event::{CleanItem, FlowEvent, Record};
 pub use state::{FlowState, Phase, UnitStatus};
 pub use store::{CrashHook, CrashMode, FlowStore};
 pub use units::{parse_units, read_units_file, InputError, UnitSpec, ValidationCommand};

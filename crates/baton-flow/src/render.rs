@@ -2,7 +2,7 @@
 //! the next step to take.
 
 use crate::engine::FlowStatus;
-use crate::event::{FailureKind, FlowEvent, Record};
+use crate::event::{CleanItem, FailureKind, FlowEvent, Record};
 use crate::state::{FlowEnd, Phase, UnitState, UnitStatus};
 use crate::validate::bounded;
 
@@ -131,8 +131,36 @@ pub fn describe(r: &Record) -> Option<String> {
             None => format!("failed: {}", kind.as_str()),
         },
         FlowEvent::Abandoned { .. } => "abandoned".into(),
+        FlowEvent::FlowCleaning { items, .. } => {
+            let n = items.iter().filter(|i| i.kept.is_none()).count();
+            format!("clean: removing the worktree and branch of {n} unit(s)")
+        }
+        FlowEvent::FlowCleaned { items } => clean_summary(items),
     };
     Some(line)
+}
+
+/// `clean: removed …; kept …` for a `flow.cleaned` record.
+fn clean_summary(items: &[CleanItem]) -> String {
+    let removed: Vec<&str> = items
+        .iter()
+        .filter(|i| i.kept.is_none())
+        .map(|i| i.unit.as_str())
+        .collect();
+    let mut s = if removed.is_empty() {
+        "clean: removed nothing".to_string()
+    } else {
+        format!(
+            "clean: removed the worktree and branch of {}",
+            removed.join(", ")
+        )
+    };
+    for i in items {
+        if let Some(why) = &i.kept {
+            s.push_str(&format!("; kept {}: {}", i.unit, clean(why)));
+        }
+    }
+    s
 }
 
 fn unit_line(n: usize, u: &UnitState) -> String {
@@ -199,7 +227,9 @@ pub fn report(status: &FlowStatus) -> String {
         out.push('\n');
         let keeps_worktree =
             !setup_failed && !u.status.is_done() && !matches!(u.status, UnitStatus::Pending);
-        if keeps_worktree {
+        if u.cleaned {
+            out.push_str("     worktree and branch removed by `baton flow clean`\n");
+        } else if keeps_worktree {
             if let (Some(p), Some(b)) = (&u.path, &u.branch) {
                 out.push_str(&format!("     worktree {} (branch {b})\n", p.display()));
             }
@@ -234,13 +264,13 @@ pub fn report(status: &FlowStatus) -> String {
             if !setup_failed {
                 out.push_str(
                     "Units already integrated stay integrated. The worktrees listed above are kept: \
-                     inspect them, reslice the work, and start a new Flow (remove a worktree with `git worktree remove PATH`).\n",
+                     inspect them, reslice the work, and start a new Flow (`baton flow clean` removes them).\n",
                 );
             }
         }
         (Some(FlowEnd::Abandoned { reason }), _) => {
             out.push_str(&format!(
-                "Abandoned{}. The worktrees listed above are kept.\n",
+                "Abandoned{}. The worktrees listed above are kept (`baton flow clean` removes them).\n",
                 reason
                     .as_ref()
                     .map(|r| format!(": {}", clean(r)))
@@ -276,6 +306,19 @@ pub fn report(status: &FlowStatus) -> String {
             }
         }
         (None, Phase::Completed | Phase::Failed | Phase::Abandoned) => {}
+    }
+    if let Some(c) = &st.clean {
+        let text = if c.done {
+            clean_summary(&c.items)
+        } else {
+            "clean: cut short; `baton flow clean` finishes it".to_string()
+        };
+        out.push_str(&format!(
+            "Cleaned at {}{}: {}\n",
+            c.at,
+            if c.force { " (--force)" } else { "" },
+            text.trim_start_matches("clean: ")
+        ));
     }
     out.trim_end().to_string()
 }

@@ -7,7 +7,8 @@ use baton_protocol::ModelClass;
 use serde::{Deserialize, Serialize};
 
 use crate::event::{
-    BlockReason, CheckResult, ChildSummary, FailureKind, FlowEvent, FrozenRole, Record, UnitOutcome,
+    BlockReason, CheckResult, ChildSummary, CleanItem, FailureKind, FlowEvent, FrozenRole, Record,
+    UnitOutcome,
 };
 use crate::units::UnitSpec;
 
@@ -132,6 +133,9 @@ pub struct UnitState {
     pub merging_tip: Option<String>,
     pub outcome: Option<UnitOutcome>,
     pub warnings: Vec<String>,
+    /// `baton flow clean` removed the worktree and branch the ended Flow had kept.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cleaned: bool,
 }
 
 impl UnitState {
@@ -162,6 +166,7 @@ impl UnitState {
             merging_tip: None,
             outcome: None,
             warnings: Vec::new(),
+            cleaned: false,
         }
     }
 
@@ -193,6 +198,17 @@ pub enum FlowEnd {
     Abandoned {
         reason: Option<String>,
     },
+}
+
+/// The last `baton flow clean` of an ended Flow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CleanRecord {
+    pub at: String,
+    pub force: bool,
+    /// The plan (`flow.cleaning`), then what was removed and kept (`flow.cleaned`).
+    pub items: Vec<CleanItem>,
+    /// `flow.cleaned` was written; `false` when the clean was cut short (the next clean finishes it).
+    pub done: bool,
 }
 
 /// The phase a reader sees.
@@ -253,6 +269,9 @@ pub struct FlowState {
     pub setup_aborting: Option<(String, String)>,
     /// Why the last driving process stopped early, if it said.
     pub halted: Option<String>,
+    /// The last `baton flow clean` of the ended Flow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clean: Option<CleanRecord>,
     pub driver_pid: Option<u32>,
     pub last_seq: u64,
     pub updated: String,
@@ -297,6 +316,7 @@ impl FlowState {
                 setup_aborting: None,
                 end: None,
                 halted: None,
+                clean: None,
                 driver_pid: None,
                 last_seq: seq,
                 updated: at.to_string(),
@@ -538,6 +558,28 @@ impl FlowState {
                 });
                 self.driver_pid = None;
             }
+            FlowEvent::FlowCleaning { force, items } => {
+                self.clean = Some(CleanRecord {
+                    at: at.to_string(),
+                    force: *force,
+                    items: items.clone(),
+                    done: false,
+                });
+            }
+            FlowEvent::FlowCleaned { items } => {
+                for item in items.iter().filter(|i| i.kept.is_none()) {
+                    if let Some(u) = self.unit_mut(&item.unit) {
+                        u.cleaned = true;
+                    }
+                }
+                let force = self.clean.as_ref().is_some_and(|c| c.force);
+                self.clean = Some(CleanRecord {
+                    at: at.to_string(),
+                    force,
+                    items: items.clone(),
+                    done: true,
+                });
+            }
         }
     }
 
@@ -573,5 +615,103 @@ impl FlowState {
                     .map(move |w| format!("{}: {w}", u.spec.id))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn item(unit: &str, kept: Option<&str>) -> CleanItem {
+        CleanItem {
+            unit: unit.into(),
+            worktree: Some(PathBuf::from(format!("/w/{unit}"))),
+            branch: Some(format!("baton/{unit}")),
+            unmerged: usize::from(kept.is_some()),
+            uncommitted: Vec::new(),
+            kept: kept.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_clean_is_folded_and_marks_only_removed_units() {
+        let spec = baton_roles::builtin_roles()
+            .unwrap()
+            .into_iter()
+            .find(|r| r.name() == "implementer")
+            .unwrap();
+        let unit = |id: &str| {
+            serde_json::from_value::<UnitSpec>(serde_json::json!({
+                "id": id, "name": id, "task": "x",
+                "validation": [{"command": "true", "args": []}]
+            }))
+            .unwrap()
+        };
+        let first = Record {
+            seq: 1,
+            at: "t1".into(),
+            event: FlowEvent::Created {
+                id: "f".into(),
+                created: "t1".into(),
+                repo_root: "/r".into(),
+                main_branch: "main".into(),
+                main_oid: "aaaa".into(),
+                worktree_root: "/w".into(),
+                units: vec![unit("a"), unit("b")],
+                implementer: FrozenRole {
+                    spec,
+                    backend: baton_protocol::role::BackendKind::Command,
+                    file: "/r/i.md".into(),
+                },
+                reviewer: None,
+            },
+        };
+        let mut records = vec![
+            first,
+            serde_json::from_str(r#"{"seq":2,"at":"t2","type":"flow.abandoned","reason":null}"#)
+                .unwrap(),
+        ];
+        // An old log (no clean events) folds with no clean record.
+        let old = FlowState::from_records(&records).unwrap();
+        assert_eq!(old.clean, None);
+        assert!(!serde_json::to_string(&old).unwrap().contains("clean"));
+
+        let items = vec![item("a", None), item("b", Some("unmerged"))];
+        for (seq, event) in [
+            FlowEvent::FlowCleaning {
+                force: false,
+                items: items.clone(),
+            },
+            FlowEvent::FlowCleaned {
+                items: items.clone(),
+            },
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let line = serde_json::to_string(&Record {
+                seq: 3 + seq as u64,
+                at: "t3".into(),
+                event,
+            })
+            .unwrap();
+            records.push(serde_json::from_str(&line).unwrap());
+        }
+        let state = FlowState::from_records(&records).unwrap();
+        assert_eq!(state.phase(false), Phase::Abandoned);
+        assert!(state.units[0].cleaned);
+        assert!(!state.units[1].cleaned);
+        assert_eq!(
+            state.clean,
+            Some(CleanRecord {
+                at: "t3".into(),
+                force: false,
+                items,
+                done: true,
+            })
+        );
     }
 }

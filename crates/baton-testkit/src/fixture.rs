@@ -98,6 +98,16 @@ pub fn assert_exit(out: &std::process::Output, code: i32) {
     );
 }
 
+/// The JSON lines a process printed on stdout (blank lines skipped); panics on a line that is not JSON.
+#[track_caller]
+pub fn json_lines(out: &std::process::Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
 /// A temp directory laid out as `home/`, `config/` (XDG_CONFIG_HOME), `state/`
 /// (XDG_STATE_HOME) and `work/` (the working directory of every command). Removed when dropped.
 pub struct Sandbox {
@@ -255,6 +265,16 @@ impl Sandbox {
             .unwrap_or_else(|e| panic!("baton-testkit: cannot run baton {args:?}: {e}"))
     }
 
+    /// Starts `baton args` with stdin closed and stdout and stderr piped, without waiting.
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        self.baton(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("baton-testkit: cannot start baton {args:?}: {e}"))
+    }
+
     /// Writes `text` to `rel` in the working directory, creating its directories.
     pub fn write(&self, rel: impl AsRef<Path>, text: &str) -> PathBuf {
         let path = self.work().join(rel);
@@ -344,6 +364,20 @@ impl Sandbox {
         )
     }
 
+    /// A sandbox for `baton flow` runs of `baton_exe`, one subagent at a time, whose working
+    /// directory is a repository on `main` with one commit ("initial", a README) holding the
+    /// [`FlowRoles`] test roles, which it returns.
+    pub fn flow_repo(baton_exe: impl Into<PathBuf>) -> (Sandbox, FlowRoles) {
+        let sb = Sandbox::new()
+            .baton_exe(baton_exe)
+            .env("BATON_MAX_SUBAGENTS", "1");
+        sb.init_repo("main");
+        sb.write("README", "hello\n");
+        let roles = FlowRoles::install(&sb);
+        sb.commit_all("initial");
+        (sb, roles)
+    }
+
     /// The local branches, by short name.
     pub fn branches(&self) -> Vec<String> {
         lines(&self.git(&["branch", "--format=%(refname:short)"]))
@@ -422,6 +456,26 @@ exit 9
         self.put(&script_name("impl", unit, attempt), body);
     }
 
+    /// Makes `unit`'s implementer signal that it started (the returned `started` file appears),
+    /// then wait until the test creates the returned `go` file (at most about a minute, then it
+    /// exits 7), then run [`COMMIT_OWN_FILE`]: a Flow that stays running until the test lets it go.
+    pub fn hold_implementer(&self, unit: &str) -> Held {
+        let held = Held {
+            started: self.dir.join(format!("{unit}.started")),
+            go: self.dir.join("go"),
+        };
+        self.implementer(
+            unit,
+            None,
+            &format!(
+                "touch '{}'\ni=0\nwhile [ ! -f '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 7; sleep 0.01; done\n{COMMIT_OWN_FILE}",
+                held.started.display(),
+                held.go.display()
+            ),
+        );
+        held
+    }
+
     /// The reviewer's behaviour for `unit` (for one `attempt` only, when given).
     pub fn reviewer(&self, unit: &str, attempt: Option<u32>, body: &str) {
         self.put(&script_name("review", unit, attempt), body);
@@ -443,6 +497,28 @@ exit 9
         let path = self.dir.join(name);
         std::fs::write(&path, text)
             .unwrap_or_else(|e| panic!("baton-testkit: cannot write {}: {e}", path.display()));
+    }
+}
+
+/// The files of an implementer held by [`FlowRoles::hold_implementer`].
+#[derive(Debug, Clone)]
+pub struct Held {
+    /// Created by the implementer when it starts.
+    pub started: PathBuf,
+    /// Created by the test to let it go on.
+    pub go: PathBuf,
+}
+
+impl Held {
+    /// Waits (up to a minute) until the implementer started; false if it never did.
+    pub fn wait_started(&self) -> bool {
+        wait_until(Duration::from_secs(60), || self.started.exists())
+    }
+
+    /// Lets the implementer go on.
+    pub fn release(&self) {
+        std::fs::write(&self.go, "")
+            .unwrap_or_else(|e| panic!("baton-testkit: cannot write {}: {e}", self.go.display()));
     }
 }
 

@@ -4,13 +4,13 @@ use super::checkout::{listing, main_status};
 use super::*;
 
 /// The repository a Flow works on, found from a working directory.
-struct Repo {
-    toplevel: PathBuf,
-    common: PathBuf,
-    store: FlowStore,
+pub(super) struct Repo {
+    pub(super) toplevel: PathBuf,
+    pub(super) common: PathBuf,
+    pub(super) store: FlowStore,
 }
 
-fn open_repo(env_git: &dyn Fn(&Path) -> Git, cwd: &Path) -> Result<Repo, FlowError> {
+pub(super) fn open_repo(env_git: &dyn Fn(&Path) -> Git, cwd: &Path) -> Result<Repo, FlowError> {
     let probe = env_git(cwd);
     let toplevel = match probe.toplevel() {
         Ok(t) => t,
@@ -298,7 +298,7 @@ pub fn status(
 
 /// Every Flow of the store whose log can be read, oldest first. An unreadable log is skipped with
 /// a warning: it must not stop the commands about the other Flows.
-fn readable_flows(store: &FlowStore) -> Vec<(String, FlowState)> {
+pub(super) fn readable_flows(store: &FlowStore) -> Vec<(String, FlowState)> {
     store
         .list()
         .into_iter()
