@@ -15,7 +15,8 @@
 //!
 //! Stream mapping: `delta.content` → text, `delta.reasoning_content` or `delta.reasoning` →
 //! reasoning, `delta.tool_calls[]` fragments → tool-call events keyed by their `index` (falling
-//! back to the call id, for servers that omit the index), `finish_reason` → stop reason, a `usage`
+//! back to the call id, for servers that omit the index; a fragment whose id differs from the
+//! call at its index starts a new call, as Ollama sends every call at index 0), `finish_reason` → stop reason, a `usage`
 //! object (often in a final chunk with no choices) → usage. `Stop` is sent at `data: [DONE]`, or
 //! at the end of the body when a `finish_reason` arrived but `[DONE]` did not.
 
@@ -192,6 +193,8 @@ enum CallKey {
 
 struct ChatCall {
     key: CallKey,
+    /// The id the server gave the call, if it gave one.
+    id: Option<String>,
     open: bool,
 }
 
@@ -219,21 +222,28 @@ impl ChatParser {
             (None, None) if name.is_some() => None,
             (None, None) => self.calls.last().map(|c| c.key.clone()),
         };
+        // The latest call with this key, unless the fragment names another id: Ollama sends
+        // `index: 0` for every call of a turn, each with its own id, so a new id at a taken
+        // index starts a new call (and later fragments at that index continue the newest).
         let existing = key
             .as_ref()
-            .and_then(|k| self.calls.iter().position(|c| &c.key == k));
+            .and_then(|k| self.calls.iter().rposition(|c| &c.key == k))
+            .filter(|&i| match (id, self.calls[i].id.as_deref()) {
+                (Some(new), Some(old)) => new == old,
+                (Some(_), None) | (None, _) => true,
+            });
         let index = match existing {
             Some(i) => i,
             None => {
                 let index = self.calls.len();
-                let id = id.map_or_else(|| format!("call_{index}"), str::to_string);
                 self.calls.push(ChatCall {
                     key: key.unwrap_or(CallKey::Anonymous(index)),
+                    id: id.map(str::to_string),
                     open: true,
                 });
                 out.push(StreamEvent::ToolCallStart {
                     index,
-                    id,
+                    id: id.map_or_else(|| format!("call_{index}"), str::to_string),
                     name: name.unwrap_or_default().to_string(),
                 });
                 index
@@ -481,6 +491,31 @@ mod tests {
                 stop_reason: StopReason::MaxTokens,
             })
         );
+    }
+
+    /// Ollama: every call of a turn at `index: 0`, each with its own id, whole arguments in one
+    /// fragment (as its OpenAI-compatible endpoint streams parallel calls). Each id is its own
+    /// call; before, the second call's arguments were appended to the first and its id lost.
+    #[test]
+    fn a_new_id_at_a_taken_index_starts_a_new_call() {
+        let body = concat!(
+            "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"model\":\"qwen3:8b\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",",
+            "\"tool_calls\":[{\"id\":\"call_k2f8\",\"index\":0,\"type\":\"function\",\"function\":{\"name\":\"read\",\"arguments\":\"{\\\"path\\\":\\\"a.rs\\\"}\"}}]},\"finish_reason\":null}]}\n\n",
+            "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"model\":\"qwen3:8b\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",",
+            "\"tool_calls\":[{\"id\":\"call_9zq1\",\"index\":0,\"type\":\"function\",\"function\":{\"name\":\"ls\",\"arguments\":\"{\\\"path\\\":\\\".\\\"}\"}}]},\"finish_reason\":null}]}\n\n",
+            "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"model\":\"qwen3:8b\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":\"tool_calls\"}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let (_, turn) = same_for_every_split(body.as_bytes(), &make);
+        let turn = turn.unwrap();
+        assert_eq!(
+            turn.tool_calls().collect::<Vec<_>>(),
+            vec![
+                ("call_k2f8", "read", r#"{"path":"a.rs"}"#),
+                ("call_9zq1", "ls", r#"{"path":"."}"#)
+            ]
+        );
+        assert_eq!(turn.stop_reason, StopReason::ToolUse);
     }
 
     /// Servers that send whole calls without `index` (one chunk, two calls).
