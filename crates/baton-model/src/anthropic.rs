@@ -137,8 +137,11 @@ fn assistant_blocks(parts: &[AssistantPart]) -> Vec<Value> {
     let mut blocks = Vec::new();
     for p in parts {
         match p {
+            // The API refuses a text block with nothing but whitespace (400 "text content blocks
+            // must contain non-whitespace text"). The transcript keeps what the model said; it is
+            // left out here, so a saved session that holds one resumes too.
             AssistantPart::Text { text } => {
-                if !text.is_empty() {
+                if !text.trim().is_empty() {
                     blocks.push(json!({"type": "text", "text": text}));
                 }
             }
@@ -182,7 +185,7 @@ pub fn request_body(request: &ModelRequest, default_max_tokens: u32) -> Value {
     for m in &request.messages {
         match m {
             Message::User { text } => {
-                let blocks = if text.is_empty() {
+                let blocks = if text.trim().is_empty() {
                     vec![]
                 } else {
                     vec![json!({"type": "text", "text": text})]
@@ -843,5 +846,60 @@ mod tests {
             ..plain
         };
         assert_eq!(request_body(&roomy, 8192)["max_tokens"], json!(4000));
+    }
+
+    /// A whitespace-only text block (models emit "\n\n" before a tool call) is not sent: the
+    /// API answers 400 to it, and since the transcript keeps it, every retry and `--resume` would
+    /// hit the same 400. An assistant turn left empty merges its neighbours as usual.
+    #[test]
+    fn whitespace_only_text_blocks_are_not_sent() {
+        let request = ModelRequest {
+            model: "claude-sonnet-4-5".into(),
+            system: String::new(),
+            messages: vec![
+                Message::user("list"),
+                Message::Assistant {
+                    parts: vec![
+                        AssistantPart::Text {
+                            text: "\n\n".into(),
+                        },
+                        AssistantPart::ToolCall {
+                            id: "t1".into(),
+                            name: "ls".into(),
+                            arguments: "{}".into(),
+                        },
+                    ],
+                },
+                Message::Tool {
+                    call_id: "t1".into(),
+                    tool: "ls".into(),
+                    output: "a.rs".into(),
+                    is_error: false,
+                },
+                Message::Assistant {
+                    parts: vec![AssistantPart::Text {
+                        text: " \t\n".into(),
+                    }],
+                },
+                Message::user("and now?"),
+            ],
+            tools: vec![],
+            thinking: None,
+            max_output_tokens: Some(1000),
+            tools_disabled: false,
+        };
+        assert_eq!(
+            request_body(&request, 8192)["messages"],
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "list"}]},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "t1", "name": "ls", "input": {}},
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "a.rs", "is_error": false},
+                    {"type": "text", "text": "and now?", "cache_control": {"type": "ephemeral"}},
+                ]},
+            ])
+        );
     }
 }
