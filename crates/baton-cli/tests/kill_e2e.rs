@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use baton_testkit::fixture::{assert_exit, wait_until, Sandbox};
@@ -74,13 +74,7 @@ fn sigkill(child: &mut Child) {
 fn a_sigkilled_foreground_task_leaves_nothing_running() {
     let p = project("");
     runaway_role(&p);
-    let mut baton = p
-        .baton(&["task", "--role", "runaway", "--name", "r", "go"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut baton = p.spawn(&["task", "--role", "runaway", "--name", "r", "go"]);
     let pids = pids(&p.work().join("pids"), &PIDS);
     for (name, pid) in &pids {
         assert!(baton_process::alive(*pid), "{name} is not running yet");
@@ -203,13 +197,7 @@ fn leftovers_are_killed(exe: &Path) {
 #[test]
 fn a_sigkilled_agent_takes_its_running_command_with_it() {
     let (_server, p) = agent_project(RUNAWAY);
-    let mut baton = p
-        .baton(&["agent", "--json", "--model", "mock/m", "run"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut baton = p.spawn(&["agent", "--json", "--model", "mock/m", "run"]);
     let pids = pids(&p.work().join("pids"), &PIDS);
     sigkill(&mut baton);
     assert_all_dead_within_a_second(&pids, "a SIGKILLed `baton agent`");

@@ -3,7 +3,7 @@
 //! terminal at any width.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use baton_testkit::fixture::{assert_exit, Sandbox};
+use baton_testkit::fixture::{assert_exit, task_report as report, Sandbox};
 use serde_json::{json, Value};
 
 fn project() -> Sandbox {
@@ -20,16 +20,6 @@ fn command_role(p: &Sandbox, name: &str, command: &str) {
             serde_json::to_string(command).unwrap()
         ),
     );
-}
-
-fn report(out: &std::process::Output) -> Value {
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text
-        .lines()
-        .rev()
-        .find(|l| l.contains("\"type\":\"report\""))
-        .unwrap_or_else(|| panic!("no report in {text}"));
-    serde_json::from_str::<Value>(line).unwrap()["report"].clone()
 }
 
 /// The number in the one `[… N bytes omitted …]` marker at the end of `text`.
@@ -152,26 +142,20 @@ fn the_status_block_fits_and_redraws_exactly_at_any_width() {
             .spawn()
             .unwrap();
         let _master = pty.close_slave();
-        // All three running (and redrawn over each other several times), then released.
-        assert!(wait_until(Duration::from_secs(30), || {
+        // Rows on screen now that start with `glyph`.
+        let rows = |glyph: char| {
             Screen::replay(&screen.bytes(), usize::from(cols))
                 .lines()
                 .iter()
-                .filter(|l| l.starts_with('●'))
+                .filter(|l| l.starts_with(glyph))
                 .count()
-                == 3
-        }));
+        };
+        // All three running (and redrawn over each other several times), then released.
+        assert!(wait_until(Duration::from_secs(30), || rows('●') == 3));
         std::fs::write(p.work().join("release"), "").unwrap();
         let out = baton.wait_with_output().unwrap();
         assert_exit(&out, 0);
-        assert!(wait_until(Duration::from_secs(5), || {
-            Screen::replay(&screen.bytes(), usize::from(cols))
-                .lines()
-                .iter()
-                .filter(|l| l.starts_with('✓'))
-                .count()
-                == 3
-        }));
+        assert!(wait_until(Duration::from_secs(5), || rows('✓') == 3));
         let shown = Screen::replay(&screen.bytes(), usize::from(cols));
         let lines = shown.lines();
         assert_eq!(shown.wraps, 0, "{cols} cols: a row wrapped: {lines:#?}");

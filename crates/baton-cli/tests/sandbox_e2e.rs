@@ -240,14 +240,8 @@ fn a_sandboxed_child_commits_in_its_worktree_but_cannot_touch_the_main_checkout(
         "commit f",
     ]);
     assert_exit(&out, 0);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|l| l.contains("\"type\":\"report\""))
-        .unwrap();
-    let report: serde_json::Value = serde_json::from_str(line).unwrap();
-    let w = &report["report"]["entries"][0]["worktree"];
+    let report = baton_testkit::fixture::task_report(&out);
+    let w = &report["entries"][0]["worktree"];
     assert_eq!(w["kept_branch"], true, "{report}");
     assert_eq!(w["commits"].as_array().unwrap().len(), 1, "{report}");
     let result = bash_result(&server);

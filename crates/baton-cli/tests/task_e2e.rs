@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use baton_testkit::fixture::{assert_exit, wait_until, Sandbox};
+use baton_testkit::fixture::{assert_exit, task_report as report, wait_until, Sandbox};
 use baton_testkit::{MockServer, Turn};
 use serde_json::{json, Value};
 
@@ -30,16 +30,6 @@ fn role(p: &Sandbox, name: &str, extra: &str, command: &str) {
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).to_string()
-}
-
-fn report(o: &Output) -> Value {
-    let line = stdout(o)
-        .lines()
-        .rev()
-        .find(|l| l.contains("\"type\":\"report\""))
-        .unwrap_or_else(|| panic!("no report in {}", stdout(o)))
-        .to_string();
-    serde_json::from_str::<Value>(&line).unwrap()["report"].clone()
 }
 
 #[test]

@@ -108,6 +108,21 @@ pub fn json_lines(out: &std::process::Output) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The report of a `baton task --json` run (or `task wait --json`): the `report` of the last
+/// `{"type":"report"}` line on stdout; panics, showing stdout, when there is none.
+#[track_caller]
+pub fn task_report(out: &std::process::Output) -> serde_json::Value {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.contains("\"type\":\"report\""))
+        .unwrap_or_else(|| panic!("no report in {text}"));
+    let value: serde_json::Value =
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    value["report"].clone()
+}
+
 /// A temp directory laid out as `home/`, `config/` (XDG_CONFIG_HOME), `state/`
 /// (XDG_STATE_HOME) and `work/` (the working directory of every command). Removed when dropped.
 pub struct Sandbox {
