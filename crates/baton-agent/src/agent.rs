@@ -243,6 +243,7 @@ pub async fn run(
             thinking: spec.route.thinking,
             max_output_tokens: spec.max_output_tokens,
             tools_disabled: handoff,
+            cache_key: Some(spec.session_id.clone()),
         };
         let result = {
             let mut streaming = StreamingItems::new(&mut ids);
@@ -408,6 +409,7 @@ impl<'a> StreamingItems<'a> {
                 StreamEvent::ReasoningSignature { .. }
                 | StreamEvent::ToolCallDelta { .. }
                 | StreamEvent::ToolCallEnd { .. }
+                | StreamEvent::ToolCallData { .. }
                 | StreamEvent::Usage { .. }
                 | StreamEvent::Stop { .. },
             ) => {}

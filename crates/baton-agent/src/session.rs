@@ -274,6 +274,7 @@ mod tests {
                     id: "c1".into(),
                     name: "bash".into(),
                     arguments: "{}".into(),
+                    provider_data: None,
                 }],
             })
             .unwrap();

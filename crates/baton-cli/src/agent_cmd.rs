@@ -172,7 +172,7 @@ fn choose_route(
             thinking: None,
         };
         let resolved = ResolvedRoute {
-            route,
+            route: route.clone(),
             class: None,
             provider: baton_protocol::config::ProviderConfig {
                 kind: baton_protocol::config::ProviderKind::Replay,
@@ -186,6 +186,10 @@ fn choose_route(
             },
             api_key: None,
             skipped: Vec::new(),
+            profile: baton_model::catalog::Profile::builtin(
+                baton_protocol::config::ProviderKind::Replay,
+                &route.model,
+            ),
         };
         return Ok((resolved, Arc::new(provider)));
     }
@@ -439,7 +443,11 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
         provider,
         retry,
         max_turns,
-        max_output_tokens: resolved.provider.max_output_tokens,
+        max_output_tokens: resolved
+            .profile
+            .options
+            .max_output_tokens
+            .or(resolved.provider.max_output_tokens),
         root: ctx.project_root.clone(),
         cwd: ctx.cwd.clone(),
         bash_timeout: config

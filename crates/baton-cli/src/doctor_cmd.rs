@@ -112,6 +112,7 @@ async fn check(config: &Config, name: &str) -> Check {
                 e @ (RouteError::UnknownProvider { .. }
                 | RouteError::Cassette { .. }
                 | RouteError::BadUrl { .. }
+                | RouteError::Options { .. }
                 | RouteError::UnsetClass { .. }
                 | RouteError::NoUsableRoute { .. }) => ("config_error", e.to_string()),
             };

@@ -604,6 +604,7 @@ async fn activity_arrives_in_order_and_bad_lines_are_skipped_and_counted() {
         input_tokens: 10,
         cached_input_tokens: 4,
         output_tokens: 3,
+        cache_write_tokens: 0,
     };
     assert_eq!(
         seen[1..].to_vec(),

@@ -39,6 +39,7 @@ fn usage(input: u64, cached: u64, output: u64) -> Usage {
         input_tokens: input,
         cached_input_tokens: cached,
         output_tokens: output,
+        cache_write_tokens: 0,
     }
 }
 

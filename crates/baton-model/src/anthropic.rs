@@ -14,24 +14,33 @@
 //!   error result with no output gets a short placeholder, since the API refuses it empty);
 //! - the last block of the conversation is marked `cache_control: ephemeral`, so each turn of an
 //!   agent loop reads the previous prefix (tools, system, history) from the prompt cache;
-//! - thinking level → `thinking: {type: "enabled", budget_tokens}` with budgets
-//!   minimal 1024, low 2048, medium 8192, high 16384, xhigh 32000; off or unset → no thinking.
-//!   `max_tokens` (the request's `max_output_tokens`, else the provider default) must exceed the
-//!   budget, so when it does not it is raised to budget + the default.
+//! - thinking level → what the model table says the model takes
+//!   ([`crate::catalog`]): `thinking: {type: "enabled", budget_tokens}` for models with budgets
+//!   (minimal 1024, low 2048, medium 8192, high 16384, xhigh 32000), `thinking: {type:
+//!   "adaptive"}` with `output_config: {effort}` for Claude 4.6 and later (Opus 4.7+ refuse
+//!   budgets); off or unset → no thinking;
+//! - `max_tokens` is the request's limit, else the route's, else the model's own output limit
+//!   (8192 for a model the table does not know), never above the model's limit. A budget must
+//!   stay below `max_tokens` with room for the answer: the limit is raised (up to the model's
+//!   limit) when it is too small, and the budget is lowered when the model's limit is too small;
+//! - `temperature` / `top_p` from `[routes."provider/model"]` (refused in config while thinking
+//!   is on, which the API does not allow).
 //!
 //! A redacted thinking block is kept as reasoning with empty text, the block's `data` as its
 //! signature and [`REDACTED_THINKING`] as its provider id, so it is sent back unchanged.
 //!
 //! Usage: `input_tokens` reported = `input_tokens + cache_read_input_tokens +
 //! cache_creation_input_tokens` (Anthropic counts them apart), `cached_input_tokens` =
-//! `cache_read_input_tokens`.
+//! `cache_read_input_tokens`, `cache_write_tokens` = `cache_creation_input_tokens` (priced
+//! above plain input).
 
 use std::time::Duration;
 
-use baton_protocol::{AssistantPart, Message, StopReason, ThinkingLevel, Usage};
+use baton_protocol::{AssistantPart, Message, StopReason, Usage};
 use futures::Stream;
 use serde_json::{json, Value};
 
+use crate::catalog::{Profile, ThinkingPlan};
 use crate::error::ModelError;
 use crate::http::{classify_error_object, Ctx, Endpoint};
 use crate::provider::{EventStream, Provider};
@@ -48,19 +57,20 @@ pub const REDACTED_THINKING: &str = "anthropic:redacted_thinking";
 #[derive(Debug)]
 pub struct Anthropic {
     endpoint: Endpoint,
-    default_max_tokens: u32,
+    profile: Profile,
 }
 
 impl Anthropic {
     /// `base_url` is the API root, such as `https://api.anthropic.com`; requests go to
-    /// `{base_url}/v1/messages`. `default_max_tokens` is used when a request sets no limit.
+    /// `{base_url}/v1/messages`. `profile` holds the model's facts (thinking API, output limit)
+    /// and the route's options.
     pub fn new(
         name: String,
         base_url: String,
         api_key: Option<String>,
         headers: Vec<(String, String)>,
         stream_idle_timeout: Duration,
-        default_max_tokens: u32,
+        profile: Profile,
     ) -> Self {
         Anthropic {
             endpoint: Endpoint::new(
@@ -71,7 +81,7 @@ impl Anthropic {
                 headers,
                 stream_idle_timeout,
             ),
-            default_max_tokens,
+            profile,
         }
     }
 }
@@ -93,7 +103,7 @@ impl Provider for Anthropic {
             .post(
                 &request.model,
                 &defaults,
-                &request_body(request, self.default_max_tokens),
+                &request_body(request, &self.profile),
             )
             .await?;
         Ok(decode(
@@ -104,16 +114,23 @@ impl Provider for Anthropic {
     }
 }
 
-/// The `budget_tokens` for a thinking level (`None`: thinking off).
-pub fn thinking_budget(level: ThinkingLevel) -> Option<u32> {
-    match level {
-        ThinkingLevel::Off => None,
-        ThinkingLevel::Minimal => Some(1024),
-        ThinkingLevel::Low => Some(2048),
-        ThinkingLevel::Medium => Some(8192),
-        ThinkingLevel::High => Some(16384),
-        ThinkingLevel::Xhigh => Some(32000),
+/// The output limit sent when neither the request, the route nor the model table gives one.
+pub const FALLBACK_MAX_TOKENS: u32 = 8192;
+/// The smallest budget the API takes.
+const MIN_BUDGET: u32 = 1024;
+
+/// `max_tokens` and the thinking budget for a budget model: the budget stays below `max_tokens`
+/// and leaves room for the answer (a quarter of the limit, at most 8192 tokens); when the
+/// limit asked for is too small it is raised up to `model_limit`, and when even that is too
+/// small the budget shrinks. `None` budget: the limit cannot hold the smallest budget.
+pub fn budget_and_limit(budget: u32, asked: u32, model_limit: u32) -> (u32, Option<u32>) {
+    let reserve = |limit: u32| (limit / 4).clamp(1, 8192);
+    let mut max_tokens = asked.min(model_limit);
+    if max_tokens < budget.saturating_add(reserve(max_tokens)) {
+        max_tokens = model_limit.min(budget.saturating_add(8192)).max(max_tokens);
     }
+    let budget = budget.min(max_tokens.saturating_sub(reserve(max_tokens)));
+    (max_tokens, (budget >= MIN_BUDGET).then_some(budget))
 }
 
 /// Builds the message list, merging neighbours of the same role.
@@ -165,6 +182,7 @@ fn assistant_blocks(parts: &[AssistantPart]) -> Vec<Value> {
                 id,
                 name,
                 arguments,
+                ..
             } => {
                 let input = match serde_json::from_str::<Value>(arguments) {
                     Ok(v @ Value::Object(_)) => v,
@@ -178,7 +196,7 @@ fn assistant_blocks(parts: &[AssistantPart]) -> Vec<Value> {
 }
 
 /// The JSON body for one streamed turn.
-pub fn request_body(request: &ModelRequest, default_max_tokens: u32) -> Value {
+pub fn request_body(request: &ModelRequest, profile: &Profile) -> Value {
     let mut conv = Conversation {
         messages: Vec::new(),
     };
@@ -234,12 +252,25 @@ pub fn request_body(request: &ModelRequest, default_max_tokens: u32) -> Value {
         .into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
         .collect();
-    let mut max_tokens = request.max_output_tokens.unwrap_or(default_max_tokens);
-    let budget = request.thinking.and_then(thinking_budget);
-    if let Some(budget) = budget {
-        if max_tokens <= budget {
-            max_tokens = budget.saturating_add(default_max_tokens.max(1));
+    let model_limit = profile
+        .info
+        .max_output_tokens
+        .unwrap_or(FALLBACK_MAX_TOKENS);
+    let mut max_tokens = profile
+        .output_limit(request.max_output_tokens)
+        .unwrap_or(model_limit)
+        .max(1);
+    let mut thinking = None;
+    match profile.info.thinking_plan(request.thinking) {
+        ThinkingPlan::Budget(b) => {
+            let (limit, budget) = budget_and_limit(b, max_tokens, model_limit);
+            max_tokens = limit;
+            thinking = budget.map(|b| (json!({"type": "enabled", "budget_tokens": b}), None));
         }
+        ThinkingPlan::Adaptive(effort) => {
+            thinking = Some((json!({"type": "adaptive"}), Some(effort)));
+        }
+        ThinkingPlan::Effort(_) | ThinkingPlan::Omit => {}
     }
     let mut body = json!({
         "model": request.model,
@@ -260,8 +291,22 @@ pub fn request_body(request: &ModelRequest, default_max_tokens: u32) -> Value {
             body["tool_choice"] = json!({"type": "none"});
         }
     }
-    if let Some(budget) = budget {
-        body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+    match thinking {
+        Some((t, effort)) => {
+            body["thinking"] = t;
+            if let Some(effort) = effort {
+                body["output_config"] = json!({ "effort": effort });
+            }
+        }
+        None => {
+            // The API refuses sampling options while thinking; config checks refuse them too.
+            if let Some(t) = profile.options.temperature {
+                body["temperature"] = json!(t);
+            }
+            if let Some(p) = profile.options.top_p {
+                body["top_p"] = json!(p);
+            }
+        }
     }
     body
 }
@@ -312,6 +357,7 @@ impl RawUsage {
     fn usage(&self) -> Usage {
         Usage {
             input_tokens: self.input + self.cache_read + self.cache_creation,
+            cache_write_tokens: self.cache_creation,
             cached_input_tokens: self.cache_read,
             output_tokens: self.output,
         }
@@ -542,7 +588,8 @@ impl EventParser for AnthropicParser {
 
 #[cfg(test)]
 mod tests {
-    use baton_protocol::ToolSpec;
+    use baton_protocol::config::ProviderKind;
+    use baton_protocol::{ThinkingLevel, ToolSpec};
     use pretty_assertions::assert_eq;
 
     use super::*;
@@ -626,18 +673,21 @@ mod tests {
                     AssistantPart::ToolCall {
                         id: "toolu_A".into(),
                         name: "read".into(),
-                        arguments: r#"{"path": "a.rs"}"#.into()
+                        arguments: r#"{"path": "a.rs"}"#.into(),
+                        provider_data: None
                     },
                     AssistantPart::ToolCall {
                         id: "toolu_B".into(),
                         name: "list".into(),
-                        arguments: "{}".into()
+                        arguments: "{}".into(),
+                        provider_data: None
                     },
                 ],
                 usage: Usage {
                     input_tokens: 2112,
                     cached_input_tokens: 2000,
-                    output_tokens: 230
+                    output_tokens: 230,
+                    cache_write_tokens: 100
                 },
                 stop_reason: StopReason::ToolUse,
             })
@@ -671,7 +721,8 @@ mod tests {
                 usage: Usage {
                     input_tokens: 5,
                     cached_input_tokens: 0,
-                    output_tokens: 7
+                    output_tokens: 7,
+                    cache_write_tokens: 0
                 },
                 stop_reason: StopReason::MaxTokens,
             })
@@ -725,7 +776,7 @@ mod tests {
     #[test]
     fn request_body_merges_roles_and_maps_thinking() {
         let request = ModelRequest {
-            model: "claude-opus-4".into(),
+            model: "claude-opus-4-1".into(),
             system: "You are careful.".into(),
             messages: vec![
                 Message::user("fix it"),
@@ -759,11 +810,13 @@ mod tests {
                             id: "t1".into(),
                             name: "read".into(),
                             arguments: r#"{"path":"a"}"#.into(),
+                            provider_data: None,
                         },
                         AssistantPart::ToolCall {
                             id: "t2".into(),
                             name: "bash".into(),
                             arguments: "{not json".into(),
+                            provider_data: None,
                         },
                     ],
                 },
@@ -788,12 +841,14 @@ mod tests {
             thinking: Some(ThinkingLevel::High),
             max_output_tokens: None,
             tools_disabled: false,
+            cache_key: None,
         };
+        let opus41 = Profile::builtin(ProviderKind::Anthropic, "claude-opus-4-1");
         assert_eq!(
-            request_body(&request, 8192),
+            request_body(&request, &opus41),
             json!({
-                "model": "claude-opus-4",
-                "max_tokens": 16384 + 8192,
+                "model": "claude-opus-4-1",
+                "max_tokens": 32000,
                 "stream": true,
                 "system": "You are careful.",
                 "messages": [
@@ -828,9 +883,9 @@ mod tests {
             ..request
         };
         assert_eq!(
-            request_body(&plain, 8192),
+            request_body(&plain, &opus41),
             json!({
-                "model": "claude-opus-4",
+                "model": "claude-opus-4-1",
                 "max_tokens": 1000,
                 "stream": true,
                 "messages": [{"role": "user", "content": [
@@ -845,7 +900,75 @@ mod tests {
             tools_disabled: false,
             ..plain
         };
-        assert_eq!(request_body(&roomy, 8192)["max_tokens"], json!(4000));
+        let body = request_body(&roomy, &opus41);
+        assert_eq!(body["max_tokens"], json!(4000));
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 1024})
+        );
+        // xhigh asks for 32000 thinking tokens, the whole output limit of Opus 4.1: the limit
+        // stays at the model's 32000 and the budget leaves a quarter of it for the answer.
+        let deep = ModelRequest {
+            thinking: Some(ThinkingLevel::Xhigh),
+            max_output_tokens: None,
+            ..roomy
+        };
+        let body = request_body(&deep, &opus41);
+        assert_eq!(body["max_tokens"], json!(32000));
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 24000})
+        );
+        // A model the table does not know gets 8192 and a budget that fits under it.
+        let unknown = Profile::builtin(ProviderKind::Anthropic, "mock-model");
+        let body = request_body(&deep, &unknown);
+        assert_eq!(body["max_tokens"], json!(8192));
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 6144})
+        );
+    }
+
+    /// Opus 4.7 and later refuse budgets: adaptive thinking with an effort word, and the
+    /// model's own 128000-token output limit.
+    #[test]
+    fn adaptive_models_get_an_effort_and_their_output_limit() {
+        let request = ModelRequest {
+            model: "claude-opus-4-7".into(),
+            system: String::new(),
+            messages: vec![Message::user("plan it")],
+            tools: vec![],
+            thinking: Some(ThinkingLevel::Xhigh),
+            max_output_tokens: None,
+            tools_disabled: false,
+            cache_key: None,
+        };
+        let opus47 = Profile::builtin(ProviderKind::Anthropic, "claude-opus-4-7");
+        assert_eq!(
+            request_body(&request, &opus47),
+            json!({
+                "model": "claude-opus-4-7",
+                "max_tokens": 128000,
+                "stream": true,
+                "messages": [{"role": "user", "content": [
+                    {"type": "text", "text": "plan it", "cache_control": {"type": "ephemeral"}}
+                ]}],
+                "thinking": {"type": "adaptive"},
+                "output_config": {"effort": "xhigh"},
+            })
+        );
+        // Off: no thinking at all, and the route's sampling options go out.
+        let mut profile = opus47.clone();
+        profile.options.temperature = Some(0.2);
+        profile.options.max_output_tokens = Some(2000);
+        let off = ModelRequest {
+            thinking: Some(ThinkingLevel::Off),
+            ..request
+        };
+        let body = request_body(&off, &profile);
+        assert_eq!(body.get("thinking"), None);
+        assert_eq!(body["temperature"], json!(0.2));
+        assert_eq!(body["max_tokens"], json!(2000));
     }
 
     /// A whitespace-only text block (models emit "\n\n" before a tool call) is not sent: the
@@ -867,6 +990,7 @@ mod tests {
                             id: "t1".into(),
                             name: "ls".into(),
                             arguments: "{}".into(),
+                            provider_data: None,
                         },
                     ],
                 },
@@ -887,9 +1011,13 @@ mod tests {
             thinking: None,
             max_output_tokens: Some(1000),
             tools_disabled: false,
+            cache_key: None,
         };
         assert_eq!(
-            request_body(&request, 8192)["messages"],
+            request_body(
+                &request,
+                &Profile::builtin(ProviderKind::Anthropic, "claude-sonnet-4-5")
+            )["messages"],
             json!([
                 {"role": "user", "content": [{"type": "text", "text": "list"}]},
                 {"role": "assistant", "content": [

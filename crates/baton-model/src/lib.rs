@@ -5,6 +5,7 @@
 //! - [`routes`] resolves model classes to routes and builds providers from config.
 
 pub mod anthropic;
+pub mod catalog;
 pub mod error;
 mod http;
 pub mod openai_chat;

@@ -3,29 +3,43 @@
 //!
 //! Request mapping:
 //! - the system prompt is the first `system` message (omitted when empty);
-//! - assistant text parts join into `content`, tool calls go to `tool_calls`; reasoning parts are
-//!   dropped because the format has no field to send them back;
+//! - assistant text parts join into `content`, tool calls go to `tool_calls` (with the
+//!   `extra_content` the server attached to the call, such as Gemini's thought signature);
+//! - reasoning goes back the way the server sent it, on assistant messages after the last user
+//!   message (the tool loop the server is in): its `reasoning_details` list (OpenRouter) when it
+//!   sent one, else the text under the field it used (`reasoning_content` for DeepSeek and vLLM,
+//!   `reasoning` for Ollama and others). `reasoning_replay` in the model table can force a field
+//!   or turn replay off. Reasoning of other APIs (signed Anthropic thinking, Responses items) is
+//!   not sent;
 //! - tool results are `tool` messages (the format has no error flag, so the output goes as is);
 //! - `tools` is omitted when no tool is offered (some servers reject an empty list);
-//! - thinking level → `reasoning_effort`: off or unset → omitted; minimal, low, medium, high → the
-//!   same word; xhigh → `"high"` (compatible servers only know low/medium/high, and OpenAI models
-//!   that accept `xhigh` are better served by the Responses provider);
-//! - `max_output_tokens` → `max_completion_tokens` (OpenAI's current name; reasoning models refuse
-//!   the older `max_tokens`), omitted when unset.
+//! - thinking level → `reasoning_effort`, the word the model table maps the level to for this
+//!   model ([`crate::catalog`]); omitted for models that do not reason on request and when no
+//!   level is set;
+//! - the output limit (the request's, else the route's, at most the model's) →
+//!   `max_completion_tokens` for OpenAI's own API, `max_tokens` for every other server (Ollama
+//!   reads only that one), omitted when unset;
+//! - `temperature`, `top_p`, `seed` from `[routes."provider/model"]` when set.
 //!
 //! Stream mapping: `delta.content` → text, `delta.reasoning_content` or `delta.reasoning` →
-//! reasoning, `delta.tool_calls[]` fragments → tool-call events keyed by their `index` (falling
-//! back to the call id, for servers that omit the index; a fragment whose id differs from the
-//! call at its index starts a new call, as Ollama sends every call at index 0), `finish_reason` → stop reason, a `usage`
-//! object (often in a final chunk with no choices) → usage. `Stop` is sent at `data: [DONE]`, or
-//! at the end of the body when a `finish_reason` arrived but `[DONE]` did not.
+//! reasoning, `delta.reasoning_details` → kept (merged by index) to be sent back; reasoning ends
+//! with a `ReasoningSignature` whose provider id names the field (`chat:reasoning_content`) and
+//! whose signature is the `reasoning_details` list as JSON, when there was one.
+//! `delta.tool_calls[]` fragments → tool-call events keyed by their `index` (falling back to the
+//! call id, for servers that omit the index; a fragment whose id differs from the call at its
+//! index starts a new call, as Ollama sends every call at index 0), a call's `extra_content` →
+//! `ToolCallData`, `finish_reason` → stop reason, a `usage` object (often in a final chunk with
+//! no choices) → usage. `Stop` is sent at `data: [DONE]`, or at the end of the body when a
+//! `finish_reason` arrived but `[DONE]` did not.
 
 use std::time::Duration;
 
-use baton_protocol::{AssistantPart, Message, StopReason, ThinkingLevel, Usage};
+use baton_protocol::config::{OutputTokensField, ReasoningReplay};
+use baton_protocol::{AssistantPart, Message, StopReason, Usage};
 use futures::Stream;
 use serde_json::{json, Value};
 
+use crate::catalog::{Profile, ThinkingPlan};
 use crate::error::ModelError;
 use crate::http::{classify_error_object, Ctx, Endpoint};
 use crate::provider::{EventStream, Provider};
@@ -36,7 +50,12 @@ use crate::types::{ModelRequest, StreamEvent};
 #[derive(Debug)]
 pub struct OpenAiChat {
     endpoint: Endpoint,
+    profile: Profile,
 }
+
+/// Provider-id prefix of reasoning streamed by a Chat Completions server; the rest names the
+/// field it came in (`chat:reasoning_content`, `chat:reasoning`).
+pub const CHAT_REASONING: &str = "chat:";
 
 impl OpenAiChat {
     /// `base_url` is the API root, such as `https://api.openai.com/v1`; requests go to
@@ -47,8 +66,10 @@ impl OpenAiChat {
         api_key: Option<String>,
         headers: Vec<(String, String)>,
         stream_idle_timeout: Duration,
+        profile: Profile,
     ) -> Self {
         OpenAiChat {
+            profile,
             endpoint: Endpoint::new(
                 name,
                 &base_url,
@@ -71,7 +92,11 @@ impl Provider for OpenAiChat {
         let defaults = self.endpoint.bearer();
         let (ctx, response) = self
             .endpoint
-            .post(&request.model, &defaults, &request_body(request))
+            .post(
+                &request.model,
+                &defaults,
+                &request_body(request, &self.profile),
+            )
             .await?;
         Ok(decode(
             ctx,
@@ -82,42 +107,22 @@ impl Provider for OpenAiChat {
 }
 
 /// The JSON body for one streamed turn.
-pub fn request_body(request: &ModelRequest) -> Value {
+pub fn request_body(request: &ModelRequest, profile: &Profile) -> Value {
     let mut messages = Vec::new();
     if !request.system.is_empty() {
         messages.push(json!({"role": "system", "content": request.system}));
     }
-    for m in &request.messages {
+    let last_user = request
+        .messages
+        .iter()
+        .rposition(|m| matches!(m, Message::User { .. }));
+    for (i, m) in request.messages.iter().enumerate() {
         match m {
             Message::User { text } => messages.push(json!({"role": "user", "content": text})),
             Message::Assistant { parts } => {
-                let mut text = String::new();
-                let mut calls = Vec::new();
-                for p in parts {
-                    match p {
-                        AssistantPart::Text { text: t } => text.push_str(t),
-                        AssistantPart::Reasoning { .. } => {}
-                        AssistantPart::ToolCall {
-                            id,
-                            name,
-                            arguments,
-                        } => calls.push(json!({
-                            "id": id,
-                            "type": "function",
-                            "function": {"name": name, "arguments": arguments},
-                        })),
-                    }
-                }
-                let mut msg = json!({"role": "assistant"});
-                if calls.is_empty() {
-                    msg["content"] = json!(text);
-                } else {
-                    msg["content"] = if text.is_empty() {
-                        Value::Null
-                    } else {
-                        json!(text)
-                    };
-                    msg["tool_calls"] = json!(calls);
+                let mut msg = assistant_message(parts);
+                if last_user.is_none_or(|u| i > u) {
+                    replay_reasoning(parts, profile.info.reasoning_replay, &mut msg);
                 }
                 messages.push(msg);
             }
@@ -147,23 +152,118 @@ pub fn request_body(request: &ModelRequest) -> Value {
             body["tool_choice"] = json!("none");
         }
     }
-    if let Some(effort) = request.thinking.and_then(reasoning_effort) {
+    if let ThinkingPlan::Effort(effort) = profile.info.thinking_plan(request.thinking) {
         body["reasoning_effort"] = json!(effort);
     }
-    if let Some(max) = request.max_output_tokens {
-        body["max_completion_tokens"] = json!(max);
+    if let Some(max) = profile.output_limit(request.max_output_tokens) {
+        let field = match profile.info.output_tokens_field {
+            Some(OutputTokensField::MaxCompletionTokens) => "max_completion_tokens",
+            Some(OutputTokensField::MaxTokens) | None => "max_tokens",
+        };
+        body[field] = json!(max);
+    }
+    let o = &profile.options;
+    if let Some(t) = o.temperature {
+        body["temperature"] = json!(t);
+    }
+    if let Some(p) = o.top_p {
+        body["top_p"] = json!(p);
+    }
+    if let Some(seed) = o.seed {
+        body["seed"] = json!(seed);
     }
     body
 }
 
-/// The `reasoning_effort` sent for a thinking level (`None`: leave the field out).
-pub fn reasoning_effort(level: ThinkingLevel) -> Option<&'static str> {
-    match level {
-        ThinkingLevel::Off => None,
-        ThinkingLevel::Minimal => Some("minimal"),
-        ThinkingLevel::Low => Some("low"),
-        ThinkingLevel::Medium => Some("medium"),
-        ThinkingLevel::High | ThinkingLevel::Xhigh => Some("high"),
+/// An assistant message without its reasoning.
+fn assistant_message(parts: &[AssistantPart]) -> Value {
+    let mut text = String::new();
+    let mut calls = Vec::new();
+    for p in parts {
+        match p {
+            AssistantPart::Text { text: t } => text.push_str(t),
+            AssistantPart::Reasoning { .. } => {}
+            AssistantPart::ToolCall {
+                id,
+                name,
+                arguments,
+                provider_data,
+            } => {
+                let mut call = json!({
+                    "id": id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments},
+                });
+                if let Some(data) = provider_data {
+                    call["extra_content"] = data.clone();
+                }
+                calls.push(call);
+            }
+        }
+    }
+    let mut msg = json!({"role": "assistant"});
+    if calls.is_empty() {
+        msg["content"] = json!(text);
+    } else {
+        msg["content"] = if text.is_empty() {
+            Value::Null
+        } else {
+            json!(text)
+        };
+        msg["tool_calls"] = json!(calls);
+    }
+    msg
+}
+
+/// Adds the reasoning of `parts` to an assistant message, in the field the server expects.
+fn replay_reasoning(parts: &[AssistantPart], replay: ReasoningReplay, msg: &mut Value) {
+    let forced = match replay {
+        ReasoningReplay::None => return,
+        ReasoningReplay::Auto => None,
+        ReasoningReplay::ReasoningContent => Some("reasoning_content"),
+        ReasoningReplay::Reasoning => Some("reasoning"),
+    };
+    let mut texts: Vec<(String, String)> = Vec::new();
+    let mut details: Vec<Value> = Vec::new();
+    for p in parts {
+        let AssistantPart::Reasoning {
+            text,
+            signature,
+            provider_id,
+        } = p
+        else {
+            continue;
+        };
+        let streamed_field = provider_id
+            .as_deref()
+            .and_then(|id| id.strip_prefix(CHAT_REASONING));
+        // Reasoning saved before its field was recorded (no id, no signature) goes back only
+        // when the model table names the field.
+        let field = match (streamed_field, forced) {
+            (Some(_), Some(f)) => f,
+            (Some(f), None) => f,
+            (None, Some(f)) if provider_id.is_none() && signature.is_none() => f,
+            (None, _) => continue,
+        };
+        if let Some(list) = signature
+            .as_deref()
+            .filter(|_| streamed_field.is_some())
+            .and_then(|s| serde_json::from_str::<Vec<Value>>(s).ok())
+        {
+            details.extend(list);
+        } else if !text.is_empty() {
+            match texts.iter_mut().find(|(f, _)| f == field) {
+                Some((_, t)) => t.push_str(text),
+                None => texts.push((field.to_string(), text.clone())),
+            }
+        }
+    }
+    if !details.is_empty() {
+        msg["reasoning_details"] = Value::Array(details);
+    } else {
+        for (field, text) in texts {
+            msg[field.as_str()] = json!(text);
+        }
     }
 }
 
@@ -178,6 +278,7 @@ where
         ctx: ctx.clone(),
         calls: Vec::new(),
         finish: None,
+        reasoning: None,
     };
     pump(body, parser, ctx, idle)
 }
@@ -203,9 +304,48 @@ struct ChatParser {
     /// Tool calls in order of first appearance; the position is the event index.
     calls: Vec<ChatCall>,
     finish: Option<StopReason>,
+    /// Reasoning being streamed: the field it comes in and its `reasoning_details` so far.
+    reasoning: Option<(&'static str, Vec<Value>)>,
+}
+
+/// Folds one streamed `reasoning_details` entry into the list: an entry with the same `index`
+/// and `type` as an earlier one continues it (text fragments append, other fields are taken
+/// as they come); any other entry is new.
+fn merge_detail(list: &mut Vec<Value>, entry: &Value) {
+    let same = |e: &&mut Value| {
+        entry.get("index").is_some()
+            && e.get("index") == entry.get("index")
+            && e.get("type") == entry.get("type")
+    };
+    let Some(existing) = list.iter_mut().find(same) else {
+        list.push(entry.clone());
+        return;
+    };
+    let Some(fields) = entry.as_object() else {
+        return;
+    };
+    for (k, v) in fields {
+        match (k.as_str(), existing.get_mut(k), v) {
+            ("text" | "summary" | "data", Some(Value::String(old)), Value::String(more)) => {
+                old.push_str(more)
+            }
+            (_, _, Value::Null) => {}
+            _ => existing[k.as_str()] = v.clone(),
+        }
+    }
 }
 
 impl ChatParser {
+    /// Ends the reasoning being streamed: its field, and its details list when there was one.
+    fn close_reasoning(&mut self, out: &mut Vec<StreamEvent>) {
+        if let Some((field, details)) = self.reasoning.take() {
+            out.push(StreamEvent::ReasoningSignature {
+                signature: (!details.is_empty()).then(|| Value::Array(details).to_string()),
+                provider_id: Some(format!("{CHAT_REASONING}{field}")),
+            });
+        }
+    }
+
     fn tool_call(&mut self, tc: &Value, out: &mut Vec<StreamEvent>) {
         let function = tc.get("function");
         let name = function
@@ -258,6 +398,12 @@ impl ChatParser {
         if !arguments.is_empty() {
             out.push(StreamEvent::ToolCallDelta { index, arguments });
         }
+        if let Some(data) = tc.get("extra_content").filter(|v| !v.is_null()) {
+            out.push(StreamEvent::ToolCallData {
+                index,
+                data: data.clone(),
+            });
+        }
     }
 
     fn close_calls(&mut self, out: &mut Vec<StreamEvent>) {
@@ -270,6 +416,7 @@ impl ChatParser {
     }
 
     fn stop(&mut self, out: &mut Vec<StreamEvent>) {
+        self.close_reasoning(out);
         self.close_calls(out);
         let reason = self.finish.unwrap_or(if self.calls.is_empty() {
             StopReason::EndTurn
@@ -318,11 +465,32 @@ impl EventParser for ChatParser {
         if let Some(choice) = choice {
             if let Some(delta) = choice.get("delta") {
                 let reasoning = text_field(delta, "reasoning_content")
-                    .or_else(|| text_field(delta, "reasoning"));
-                if let Some(text) = reasoning {
+                    .map(|t| ("reasoning_content", t))
+                    .or_else(|| text_field(delta, "reasoning").map(|t| ("reasoning", t)));
+                let details = delta
+                    .get("reasoning_details")
+                    .and_then(Value::as_array)
+                    .filter(|d| !d.is_empty());
+                if reasoning.is_some() || details.is_some() {
+                    let field = reasoning.map_or("reasoning", |(f, _)| f);
+                    let (_, list) = self.reasoning.get_or_insert((field, Vec::new()));
+                    for d in details.into_iter().flatten() {
+                        merge_detail(list, d);
+                    }
+                }
+                if let Some((_, text)) = reasoning {
                     out.push(StreamEvent::ReasoningDelta {
                         text: text.to_string(),
                     });
+                }
+                let answers = text_field(delta, "content").is_some()
+                    || text_field(delta, "refusal").is_some()
+                    || delta
+                        .get("tool_calls")
+                        .and_then(Value::as_array)
+                        .is_some_and(|c| !c.is_empty());
+                if answers {
+                    self.close_reasoning(out);
                 }
                 if let Some(text) = text_field(delta, "content") {
                     out.push(StreamEvent::TextDelta {
@@ -354,6 +522,7 @@ impl EventParser for ChatParser {
                         .get("prompt_tokens_details")
                         .and_then(|d| d.get("cached_tokens"))),
                     output_tokens: n(usage.get("completion_tokens")),
+                    cache_write_tokens: 0,
                 },
             });
         }
@@ -374,7 +543,8 @@ impl EventParser for ChatParser {
 
 #[cfg(test)]
 mod tests {
-    use baton_protocol::ToolSpec;
+    use baton_protocol::config::ProviderKind;
+    use baton_protocol::{ThinkingLevel, ToolSpec};
     use pretty_assertions::assert_eq;
 
     use super::*;
@@ -415,7 +585,7 @@ mod tests {
                     AssistantPart::Reasoning {
                         text: "Need to look — ✓".into(),
                         signature: None,
-                        provider_id: None
+                        provider_id: Some("chat:reasoning_content".into())
                     },
                     AssistantPart::Text {
                         text: "Checking 🦀 files.".into()
@@ -423,18 +593,21 @@ mod tests {
                     AssistantPart::ToolCall {
                         id: "call_a".into(),
                         name: "read".into(),
-                        arguments: r#"{"path":"src/é.rs"}"#.into()
+                        arguments: r#"{"path":"src/é.rs"}"#.into(),
+                        provider_data: None
                     },
                     AssistantPart::ToolCall {
                         id: "call_b".into(),
                         name: "bash".into(),
-                        arguments: r#"{"command":"ls -la"}"#.into()
+                        arguments: r#"{"command":"ls -la"}"#.into(),
+                        provider_data: None
                     },
                 ],
                 usage: Usage {
                     input_tokens: 1200,
                     cached_input_tokens: 1024,
-                    output_tokens: 85
+                    output_tokens: 85,
+                    cache_write_tokens: 0
                 },
                 stop_reason: StopReason::ToolUse,
             })
@@ -450,7 +623,8 @@ mod tests {
                     usage: Usage {
                         input_tokens: 1200,
                         cached_input_tokens: 1024,
-                        output_tokens: 85
+                        output_tokens: 85,
+                        cache_write_tokens: 0
                     }
                 },
                 StreamEvent::ToolCallEnd { index: 1 },
@@ -477,7 +651,7 @@ mod tests {
                     AssistantPart::Reasoning {
                         text: "hmm".into(),
                         signature: None,
-                        provider_id: None
+                        provider_id: Some("chat:reasoning".into())
                     },
                     AssistantPart::Text {
                         text: "Hello, wörld".into()
@@ -486,7 +660,8 @@ mod tests {
                 usage: Usage {
                     input_tokens: 10,
                     cached_input_tokens: 0,
-                    output_tokens: 3
+                    output_tokens: 3,
+                    cache_write_tokens: 0
                 },
                 stop_reason: StopReason::MaxTokens,
             })
@@ -569,7 +744,7 @@ mod tests {
     #[test]
     fn request_body_maps_the_conversation() {
         let request = ModelRequest {
-            model: "gpt-4.1".into(),
+            model: "o4-mini".into(),
             system: "Be brief.".into(),
             messages: vec![
                 Message::user("list files"),
@@ -584,6 +759,7 @@ mod tests {
                             id: "call_1".into(),
                             name: "ls".into(),
                             arguments: "{}".into(),
+                            provider_data: None,
                         },
                     ],
                 },
@@ -605,13 +781,18 @@ mod tests {
                 parameters: json!({"type": "object", "properties": {}}),
             }],
             thinking: Some(ThinkingLevel::Xhigh),
-            max_output_tokens: Some(4096),
+            max_output_tokens: Some(400_000),
             tools_disabled: false,
+            cache_key: Some("session-1".into()),
         };
+        // OpenAI's own API: o-series take low/medium/high, so xhigh becomes high; the limit is
+        // `max_completion_tokens`, at most the model's 100000.
+        let mut o4 = Profile::builtin(ProviderKind::OpenAi, "o4-mini");
+        o4.info.output_tokens_field = Some(OutputTokensField::MaxCompletionTokens);
         assert_eq!(
-            request_body(&request),
+            request_body(&request, &o4),
             json!({
-                "model": "gpt-4.1",
+                "model": "o4-mini",
                 "messages": [
                     {"role": "system", "content": "Be brief."},
                     {"role": "user", "content": "list files"},
@@ -628,10 +809,11 @@ mod tests {
                     "parameters": {"type": "object", "properties": {}}
                 }}],
                 "reasoning_effort": "high",
-                "max_completion_tokens": 4096,
+                "max_completion_tokens": 100_000,
             })
         );
         let plain = ModelRequest {
+            model: "gpt-4.1".into(),
             system: String::new(),
             tools: vec![],
             thinking: Some(ThinkingLevel::Off),
@@ -641,12 +823,36 @@ mod tests {
             ..request
         };
         assert_eq!(
-            request_body(&plain),
+            request_body(&plain, &Profile::builtin(ProviderKind::OpenAi, "gpt-4.1")),
             json!({
                 "model": "gpt-4.1",
                 "messages": [{"role": "user", "content": "hi"}],
                 "stream": true,
                 "stream_options": {"include_usage": true},
+            })
+        );
+        // A local server with route options: `max_tokens` (all Ollama reads), sampling, seed.
+        let mut local = Profile::builtin(ProviderKind::OpenAi, "qwen3:8b");
+        local.info.output_tokens_field = Some(OutputTokensField::MaxTokens);
+        local.options.temperature = Some(0.0);
+        local.options.top_p = Some(0.9);
+        local.options.seed = Some(42);
+        local.options.max_output_tokens = Some(2048);
+        let seeded = ModelRequest {
+            model: "qwen3:8b".into(),
+            ..plain
+        };
+        assert_eq!(
+            request_body(&seeded, &local),
+            json!({
+                "model": "qwen3:8b",
+                "messages": [{"role": "user", "content": "hi"}],
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "max_tokens": 2048,
+                "temperature": 0.0,
+                "top_p": 0.9,
+                "seed": 42,
             })
         );
     }

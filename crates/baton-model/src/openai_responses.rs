@@ -5,16 +5,24 @@
 //! - user text → `message` items with `input_text`; assistant text → `message` items with
 //!   `output_text` (consecutive text parts join); tool calls → `function_call` items; tool results →
 //!   `function_call_output` items (the format has no error flag, so the output goes as is);
-//! - reasoning parts are sent back as `reasoning {id, encrypted_content, summary: []}` items, only
-//!   when they carry both a provider id and an encrypted blob (with `store: false` the server keeps
-//!   nothing, so an id alone cannot be resolved). Anthropic thinking is dropped;
+//! - reasoning parts are sent back as `reasoning {encrypted_content, summary: []}` items, only
+//!   when they carry both a Responses item id and an encrypted blob. The item id itself is not
+//!   sent: with `store: false` the server keeps nothing to look it up by, and compatible servers
+//!   refuse it. Reasoning of other APIs (Anthropic thinking, Chat Completions reasoning) is
+//!   dropped;
 //! - tools → `{type: "function", name, description, parameters, strict: false}` (the Responses API
 //!   makes function tools strict by default, which rejects ordinary JSON Schemas);
-//! - thinking level → `reasoning: {effort}`: off or unset → no `reasoning` field (the model's
-//!   default); minimal, low, medium, high, xhigh → the same word. With reasoning requested,
-//!   `include: ["reasoning.encrypted_content"]` asks for the blob needed to replay it.
-//!   No reasoning summary is requested (some organisations may not receive summaries);
-//! - `max_output_tokens` when set.
+//! - thinking level → `reasoning: {effort}` with the word the model table maps the level to for
+//!   this model ([`crate::catalog`]; `:off` becomes `minimal` on gpt-5 and `none` on gpt-5.1 and
+//!   later), no `reasoning` field when no level is set or the model does not reason;
+//! - `include: ["reasoning.encrypted_content"]` on every request to a model that reasons (known
+//!   to the table, or any model when a level is set), so every reasoning item comes back with
+//!   the blob needed to replay it. No reasoning summary is requested (some organisations may not
+//!   receive summaries);
+//! - `prompt_cache_key`: the request's cache key (the session id), so the turns of one session
+//!   share a prompt cache;
+//! - `max_output_tokens`: the request's limit, else the route's, at most the model's, when set;
+//! - `temperature` / `top_p` from `[routes."provider/model"]` when set.
 //!
 //! Stream mapping: `response.output_item.added` opens function calls (tool-call index = order of
 //! function-call items) and tracks reasoning and message items; `response.output_text.delta` →
@@ -27,11 +35,12 @@
 
 use std::time::Duration;
 
-use baton_protocol::{AssistantPart, Message, StopReason, ThinkingLevel, Usage};
+use baton_protocol::config::ThinkingStyle;
+use baton_protocol::{AssistantPart, Message, StopReason, Usage};
 use futures::Stream;
 use serde_json::{json, Value};
 
-use crate::anthropic::REDACTED_THINKING;
+use crate::catalog::{Profile, ThinkingPlan};
 use crate::error::ModelError;
 use crate::http::{classify_error_object, Ctx, Endpoint};
 use crate::provider::{EventStream, Provider};
@@ -42,6 +51,7 @@ use crate::types::{ModelRequest, StreamEvent};
 #[derive(Debug)]
 pub struct OpenAiResponses {
     endpoint: Endpoint,
+    profile: Profile,
 }
 
 impl OpenAiResponses {
@@ -53,8 +63,10 @@ impl OpenAiResponses {
         api_key: Option<String>,
         headers: Vec<(String, String)>,
         stream_idle_timeout: Duration,
+        profile: Profile,
     ) -> Self {
         OpenAiResponses {
+            profile,
             endpoint: Endpoint::new(
                 name,
                 &base_url,
@@ -77,25 +89,17 @@ impl Provider for OpenAiResponses {
         let defaults = self.endpoint.bearer();
         let (ctx, response) = self
             .endpoint
-            .post(&request.model, &defaults, &request_body(request))
+            .post(
+                &request.model,
+                &defaults,
+                &request_body(request, &self.profile),
+            )
             .await?;
         Ok(decode(
             ctx,
             response.bytes_stream(),
             self.endpoint.idle_timeout,
         ))
-    }
-}
-
-/// The `reasoning.effort` sent for a thinking level (`None`: no `reasoning` field).
-pub fn reasoning_effort(level: ThinkingLevel) -> Option<&'static str> {
-    match level {
-        ThinkingLevel::Off => None,
-        ThinkingLevel::Minimal => Some("minimal"),
-        ThinkingLevel::Low => Some("low"),
-        ThinkingLevel::Medium => Some("medium"),
-        ThinkingLevel::High => Some("high"),
-        ThinkingLevel::Xhigh => Some("xhigh"),
     }
 }
 
@@ -113,15 +117,16 @@ fn assistant_items(parts: &[AssistantPart], input: &mut Vec<Value>) {
     for p in parts {
         match p {
             AssistantPart::Text { text: t } => text.push_str(t),
+            // Responses item ids (`rs_…`) have no colon; baton's markers for other APIs'
+            // reasoning do (`anthropic:redacted_thinking`, `chat:reasoning`).
             AssistantPart::Reasoning {
                 signature: Some(blob),
                 provider_id: Some(id),
                 ..
-            } if id != REDACTED_THINKING => {
+            } if !id.contains(':') => {
                 flush(&mut text, input);
                 input.push(json!({
                     "type": "reasoning",
-                    "id": id,
                     "encrypted_content": blob,
                     "summary": [],
                 }));
@@ -131,6 +136,7 @@ fn assistant_items(parts: &[AssistantPart], input: &mut Vec<Value>) {
                 id,
                 name,
                 arguments,
+                ..
             } => {
                 flush(&mut text, input);
                 input.push(json!({
@@ -146,7 +152,7 @@ fn assistant_items(parts: &[AssistantPart], input: &mut Vec<Value>) {
 }
 
 /// The JSON body for one streamed turn.
-pub fn request_body(request: &ModelRequest) -> Value {
+pub fn request_body(request: &ModelRequest, profile: &Profile) -> Value {
     let mut input = Vec::new();
     for m in &request.messages {
         match m {
@@ -192,12 +198,25 @@ pub fn request_body(request: &ModelRequest) -> Value {
             body["tool_choice"] = json!("none");
         }
     }
-    if let Some(effort) = request.thinking.and_then(reasoning_effort) {
-        body["reasoning"] = json!({"effort": effort});
+    let info = &profile.info;
+    if let ThinkingPlan::Effort(effort) = info.thinking_plan(request.thinking) {
+        body["reasoning"] = json!({ "effort": effort });
+    }
+    let reasons = info.thinking != ThinkingStyle::None;
+    if reasons && (info.known || request.thinking.is_some()) {
         body["include"] = json!(["reasoning.encrypted_content"]);
     }
-    if let Some(max) = request.max_output_tokens {
+    if let Some(key) = &request.cache_key {
+        body["prompt_cache_key"] = json!(key);
+    }
+    if let Some(max) = profile.output_limit(request.max_output_tokens) {
         body["max_output_tokens"] = json!(max);
+    }
+    if let Some(t) = profile.options.temperature {
+        body["temperature"] = json!(t);
+    }
+    if let Some(p) = profile.options.top_p {
+        body["top_p"] = json!(p);
     }
     body
 }
@@ -387,6 +406,7 @@ impl ResponsesParser {
                         .get("input_tokens_details")
                         .and_then(|d| d.get("cached_tokens"))),
                     output_tokens: n(u.get("output_tokens")),
+                    cache_write_tokens: 0,
                 },
             });
         }
@@ -487,7 +507,8 @@ impl EventParser for ResponsesParser {
 
 #[cfg(test)]
 mod tests {
-    use baton_protocol::ToolSpec;
+    use baton_protocol::config::ProviderKind;
+    use baton_protocol::{ThinkingLevel, ToolSpec};
     use pretty_assertions::assert_eq;
 
     use super::*;
@@ -559,18 +580,21 @@ mod tests {
                     AssistantPart::ToolCall {
                         id: "call_X".into(),
                         name: "read".into(),
-                        arguments: r#"{"path":"README.md"}"#.into()
+                        arguments: r#"{"path":"README.md"}"#.into(),
+                        provider_data: None
                     },
                     AssistantPart::ToolCall {
                         id: "call_Y".into(),
                         name: "grep".into(),
-                        arguments: r#"{"pattern":"TODO"}"#.into()
+                        arguments: r#"{"pattern":"TODO"}"#.into(),
+                        provider_data: None
                     },
                 ],
                 usage: Usage {
                     input_tokens: 3000,
                     cached_input_tokens: 2048,
-                    output_tokens: 410
+                    output_tokens: 410,
+                    cache_write_tokens: 0
                 },
                 stop_reason: StopReason::ToolUse,
             })
@@ -603,7 +627,8 @@ mod tests {
                 usage: Usage {
                     input_tokens: 9,
                     cached_input_tokens: 0,
-                    output_tokens: 16
+                    output_tokens: 16,
+                    cache_write_tokens: 0
                 },
                 stop_reason: StopReason::MaxTokens,
             })
@@ -655,12 +680,18 @@ mod tests {
                             signature: Some("sig".into()),
                             provider_id: None,
                         },
+                        AssistantPart::Reasoning {
+                            text: "router".into(),
+                            signature: Some("[]".into()),
+                            provider_id: Some("chat:reasoning".into()),
+                        },
                         AssistantPart::Text { text: "a".into() },
                         AssistantPart::Text { text: "b".into() },
                         AssistantPart::ToolCall {
                             id: "call_1".into(),
                             name: "ls".into(),
                             arguments: "{}".into(),
+                            provider_data: None,
                         },
                     ],
                 },
@@ -679,15 +710,19 @@ mod tests {
             thinking: Some(ThinkingLevel::Xhigh),
             max_output_tokens: Some(2000),
             tools_disabled: false,
+            cache_key: Some("0193-session".into()),
         };
+        // gpt-5 takes minimal..high: xhigh becomes high. The reasoning item goes back without
+        // its id (`store: false`), and `include` asks for the blob on every turn.
+        let gpt5 = Profile::builtin(ProviderKind::OpenAiResponses, "gpt-5");
         assert_eq!(
-            request_body(&request),
+            request_body(&request, &gpt5),
             json!({
                 "model": "gpt-5",
                 "instructions": "Be exact.",
                 "input": [
                     {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
-                    {"type": "reasoning", "id": "rs_1", "encrypted_content": "enc", "summary": []},
+                    {"type": "reasoning", "encrypted_content": "enc", "summary": []},
                     {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ab"}]},
                     {"type": "function_call", "call_id": "call_1", "name": "ls", "arguments": "{}"},
                     {"type": "function_call_output", "call_id": "call_1", "output": "x"},
@@ -696,10 +731,49 @@ mod tests {
                            "parameters": {"type": "object"}, "strict": false}],
                 "stream": true,
                 "store": false,
-                "reasoning": {"effort": "xhigh"},
+                "reasoning": {"effort": "high"},
                 "include": ["reasoning.encrypted_content"],
+                "prompt_cache_key": "0193-session",
                 "max_output_tokens": 2000,
             })
         );
+        // No level set: no `reasoning` field, but `include` still goes to a reasoning model, so
+        // the items it reasons with come back replayable. `:off` on gpt-5 is `minimal`.
+        let unset = ModelRequest {
+            thinking: None,
+            messages: vec![Message::user("go")],
+            tools: vec![],
+            cache_key: None,
+            max_output_tokens: None,
+            ..request
+        };
+        assert_eq!(
+            request_body(&unset, &gpt5),
+            json!({
+                "model": "gpt-5",
+                "instructions": "Be exact.",
+                "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}],
+                "stream": true,
+                "store": false,
+                "include": ["reasoning.encrypted_content"],
+            })
+        );
+        let off = ModelRequest {
+            thinking: Some(ThinkingLevel::Off),
+            ..unset
+        };
+        assert_eq!(
+            request_body(&off, &gpt5)["reasoning"],
+            json!({"effort": "minimal"})
+        );
+        let gpt51 = Profile::builtin(ProviderKind::OpenAiResponses, "gpt-5.1");
+        assert_eq!(
+            request_body(&off, &gpt51)["reasoning"],
+            json!({"effort": "none"})
+        );
+        // A model that does not reason gets neither field (OpenAI refuses `include` there).
+        let gpt41 = Profile::builtin(ProviderKind::OpenAiResponses, "gpt-4.1");
+        let body = request_body(&off, &gpt41);
+        assert_eq!((body.get("reasoning"), body.get("include")), (None, None));
     }
 }

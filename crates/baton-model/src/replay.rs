@@ -320,6 +320,7 @@ fn delta_of(event: &StreamEvent) -> Option<(DeltaOf, &str)> {
         StreamEvent::ReasoningSignature { .. }
         | StreamEvent::ToolCallStart { .. }
         | StreamEvent::ToolCallEnd { .. }
+        | StreamEvent::ToolCallData { .. }
         | StreamEvent::Usage { .. }
         | StreamEvent::Stop { .. } => None,
     }
@@ -384,6 +385,7 @@ mod tests {
             thinking: None,
             max_output_tokens: None,
             tools_disabled: false,
+            cache_key: None,
         }
     }
 
@@ -395,6 +397,7 @@ mod tests {
                     input_tokens: 3,
                     cached_input_tokens: 0,
                     output_tokens: 2,
+                    cache_write_tokens: 0,
                 },
             },
             StreamEvent::Stop {
@@ -533,13 +536,15 @@ mod tests {
                     AssistantPart::ToolCall {
                         id: "call_1".into(),
                         name: "read".into(),
-                        arguments: r#"{"path":"a.rs"}"#.into()
+                        arguments: r#"{"path":"a.rs"}"#.into(),
+                        provider_data: None
                     }
                 ],
                 usage: Usage {
                     input_tokens: 120,
                     cached_input_tokens: 0,
-                    output_tokens: 9
+                    output_tokens: 9,
+                    cache_write_tokens: 0
                 },
                 stop_reason: StopReason::ToolUse,
             }

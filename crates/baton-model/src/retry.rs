@@ -246,6 +246,7 @@ mod tests {
             thinking: None,
             max_output_tokens: None,
             tools_disabled: false,
+            cache_key: None,
         }
     }
 
@@ -284,6 +285,7 @@ mod tests {
                         input_tokens: 4,
                         cached_input_tokens: 1,
                         output_tokens: 2,
+                        cache_write_tokens: 0,
                     },
                 }),
                 Ok(StreamEvent::Stop {
@@ -339,6 +341,7 @@ mod tests {
                 input_tokens: 4,
                 cached_input_tokens: 1,
                 output_tokens: 2,
+                cache_write_tokens: 0,
             },
             stop_reason: StopReason::EndTurn,
         }

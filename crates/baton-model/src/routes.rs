@@ -10,10 +10,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_protocol::config::{Config, Price, ProviderConfig, ProviderKind};
+use baton_protocol::config::{Config, OutputTokensField, Price, ProviderConfig, ProviderKind};
 use baton_protocol::{ModelClass, Route, Usage};
 
 use crate::anthropic::Anthropic;
+use crate::catalog::{model_info, Profile, ThinkingPlan};
 use crate::error::ModelError;
 use crate::openai_chat::OpenAiChat;
 use crate::openai_responses::OpenAiResponses;
@@ -119,6 +120,12 @@ pub enum RouteError {
         url: String,
         message: String,
     },
+    #[error("routes.\"{key}\".{field}: {message}")]
+    Options {
+        key: String,
+        field: &'static str,
+        message: String,
+    },
     #[error("model class `{class}` has no route: set models.{class} = \"provider/model\" in ~/.config/baton/config.toml or .baton/config.toml")]
     UnsetClass { class: ModelClass },
     #[error("no route of model class `{class}` is usable (models.{class}):\n{}", reasons.join("\n"))]
@@ -138,6 +145,8 @@ pub struct ResolvedRoute {
     pub api_key: Option<String>,
     /// Routes of the class tried before this one, with why each was skipped.
     pub skipped: Vec<String>,
+    /// The model's facts and the route's options.
+    pub profile: Profile,
 }
 
 /// Expands a leading `~/` with `$HOME`.
@@ -232,30 +241,103 @@ pub fn check_route(
         ProviderKind::Anthropic if api_key.is_none() => {
             // Without `api_key_env`, the usual variable is still read.
             api_key = env.var("ANTHROPIC_API_KEY");
-            if api_key.is_some() {
-                return Ok(ResolvedRoute {
-                    route: route.clone(),
-                    class: None,
-                    provider,
-                    api_key,
-                    skipped: Vec::new(),
+            if api_key.is_none() {
+                return Err(RouteError::MissingKey {
+                    route: route.to_string(),
+                    provider: name.clone(),
+                    var: "ANTHROPIC_API_KEY".into(),
                 });
             }
-            return Err(RouteError::MissingKey {
-                route: route.to_string(),
-                provider: name.clone(),
-                var: "ANTHROPIC_API_KEY".into(),
-            });
         }
         ProviderKind::Anthropic | ProviderKind::OpenAi | ProviderKind::OpenAiResponses => {}
     }
+    let profile = route_profile(config, route, &provider)?;
     Ok(ResolvedRoute {
         route: route.clone(),
         class: None,
         provider,
         api_key,
         skipped: Vec::new(),
+        profile,
     })
+}
+
+/// The model facts and options of a route, with the options checked against what the model and
+/// its API take.
+pub fn route_profile(
+    config: &Config,
+    route: &Route,
+    provider: &ProviderConfig,
+) -> Result<Profile, RouteError> {
+    let mut info = model_info(
+        provider.kind,
+        &route.provider,
+        &route.model,
+        &config.model_info,
+    );
+    if provider.kind == ProviderKind::OpenAi && info.output_tokens_field.is_none() {
+        // OpenAI's own API reads `max_completion_tokens` (its reasoning models refuse
+        // `max_tokens`); compatible servers such as Ollama read only `max_tokens`.
+        let host = reqwest::Url::parse(&api_root(provider))
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+            .unwrap_or_default();
+        info.output_tokens_field = Some(if host == "api.openai.com" {
+            OutputTokensField::MaxCompletionTokens
+        } else {
+            OutputTokensField::MaxTokens
+        });
+    }
+    let key = format!("{}/{}", route.provider, route.model);
+    let options = config.routes.get(&key).copied().unwrap_or_default();
+    let refuse = |field: &'static str, message: String| RouteError::Options {
+        key: key.clone(),
+        field,
+        message,
+    };
+    let sampling = [
+        ("temperature", options.temperature),
+        ("top_p", options.top_p),
+    ];
+    for (field, value) in sampling {
+        let Some(v) = value else { continue };
+        if !v.is_finite() || v < 0.0 {
+            return Err(refuse(field, format!("{v} is not a number ≥ 0")));
+        }
+        if !info.sampling {
+            return Err(refuse(
+                field,
+                format!(
+                    "model `{}` does not take sampling options (reasoning models refuse them; {}): remove the key, or set sampling = true in [model_info.\"{}\"] if the model takes it",
+                    route.model, info.source, route.model
+                ),
+            ));
+        }
+        if provider.kind == ProviderKind::Anthropic
+            && info.thinking_plan(route.thinking) != ThinkingPlan::Omit
+        {
+            return Err(refuse(
+                field,
+                format!(
+                    "Anthropic refuses {field} while thinking is on (route thinking `{}`): remove the key or use the route with `:off`",
+                    route.thinking.map_or("default".to_string(), |t| t.to_string())
+                ),
+            ));
+        }
+    }
+    if options.seed.is_some() && provider.kind != ProviderKind::OpenAi {
+        return Err(refuse(
+            "seed",
+            format!(
+                "the {} API has no seed; only Chat Completions servers (kind = \"openai\") take one: remove the key",
+                provider.kind.as_str()
+            ),
+        ));
+    }
+    if options.max_output_tokens == Some(0) {
+        return Err(refuse("max_output_tokens", "must be at least 1".into()));
+    }
+    Ok(Profile { info, options })
 }
 
 /// Resolves a class to its first usable route.
@@ -318,18 +400,31 @@ pub fn build_provider(
         .collect();
     let idle = p.stream_idle_timeout.map(|d| d.0).unwrap_or(DEFAULT_IDLE);
     let key = resolved.api_key.clone();
+    let profile = resolved.profile.clone();
     Ok(match p.kind {
-        ProviderKind::OpenAi => Arc::new(OpenAiChat::new(name, api_root(p), key, headers, idle)),
-        ProviderKind::OpenAiResponses => {
-            Arc::new(OpenAiResponses::new(name, api_root(p), key, headers, idle))
-        }
+        ProviderKind::OpenAi => Arc::new(OpenAiChat::new(
+            name,
+            api_root(p),
+            key,
+            headers,
+            idle,
+            profile,
+        )),
+        ProviderKind::OpenAiResponses => Arc::new(OpenAiResponses::new(
+            name,
+            api_root(p),
+            key,
+            headers,
+            idle,
+            profile,
+        )),
         ProviderKind::Anthropic => Arc::new(Anthropic::new(
             name,
             api_root(p),
             key,
             headers,
             idle,
-            p.max_output_tokens.unwrap_or(8192),
+            profile,
         )),
         ProviderKind::Replay => {
             let path = p
@@ -345,15 +440,18 @@ pub fn build_provider(
 }
 
 /// Cost in USD of `usage` on `route`, when the price table has an entry for `provider/model`.
+/// Cache writes cost `cache_write`, by default 1.25 × `input` (Anthropic's five-minute writes).
 pub fn cost(prices: &BTreeMap<String, Price>, route: &Route, usage: &Usage) -> Option<f64> {
     let key = format!("{}/{}", route.provider, route.model);
     let price = prices.get(&key)?;
     let cached = usage.cached_input_tokens.min(usage.input_tokens);
-    let fresh = usage.input_tokens - cached;
+    let written = usage.cache_write_tokens.min(usage.input_tokens - cached);
+    let fresh = usage.input_tokens - cached - written;
     let per = 1_000_000.0;
     Some(
         fresh as f64 * price.input / per
             + cached as f64 * price.cached_input.unwrap_or(price.input) / per
+            + written as f64 * price.cache_write.unwrap_or(price.input * 1.25) / per
             + usage.output_tokens as f64 * price.output / per,
     )
 }
@@ -427,6 +525,7 @@ mod tests {
                 input: 2.0,
                 output: 10.0,
                 cached_input: Some(0.5),
+                cache_write: None,
             },
         )]);
         let route: Route = "p/m:high".parse().unwrap();
@@ -434,6 +533,7 @@ mod tests {
             input_tokens: 1_000_000,
             cached_input_tokens: 500_000,
             output_tokens: 100_000,
+            cache_write_tokens: 0,
         };
         let c = cost(&prices, &route, &usage).unwrap();
         assert!((c - (1.0 + 0.25 + 1.0)).abs() < 1e-9, "{c}");

@@ -17,6 +17,10 @@ pub struct ModelRequest {
     /// some APIs require them while the history holds tool calls, but tool choice is set to none.
     #[serde(default)]
     pub tools_disabled: bool,
+    /// A key the provider may use to route requests of one session to the same prompt cache
+    /// (the session id; sent as the Responses API's `prompt_cache_key`).
+    #[serde(default)]
+    pub cache_key: Option<String>,
 }
 
 /// One streamed event of a model turn. Tool-call events are keyed by `index`, the position of
@@ -46,6 +50,11 @@ pub enum StreamEvent {
     },
     ToolCallEnd {
         index: usize,
+    },
+    /// Opaque data the provider attached to a tool call, to be sent back with it.
+    ToolCallData {
+        index: usize,
+        data: serde_json::Value,
     },
     Usage {
         usage: Usage,
@@ -81,6 +90,7 @@ impl AssistantTurn {
                 id,
                 name,
                 arguments,
+                ..
             } => Some((id.as_str(), name.as_str(), arguments.as_str())),
             AssistantPart::Text { .. } | AssistantPart::Reasoning { .. } => None,
         })
@@ -155,6 +165,7 @@ impl TurnAccumulator {
                     id: id.clone(),
                     name: name.clone(),
                     arguments: String::new(),
+                    provider_data: None,
                 });
             }
             StreamEvent::ToolCallDelta { index, arguments } => {
@@ -163,6 +174,15 @@ impl TurnAccumulator {
                         self.parts.get_mut(pos)
                     {
                         a.push_str(arguments);
+                    }
+                }
+            }
+            StreamEvent::ToolCallData { index, data } => {
+                if let Some(&(_, pos)) = self.tool_slots.iter().find(|(i, _)| i == index) {
+                    if let Some(AssistantPart::ToolCall { provider_data, .. }) =
+                        self.parts.get_mut(pos)
+                    {
+                        *provider_data = Some(data.clone());
                     }
                 }
             }

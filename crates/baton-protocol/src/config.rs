@@ -32,6 +32,98 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     #[serde(default)]
     pub flow: FlowConfig,
+    /// Facts about models, keyed by a model-name pattern (`*` matches any run of characters),
+    /// optionally prefixed with `provider/`; they extend or override the built-in table.
+    #[serde(default)]
+    pub model_info: BTreeMap<String, ModelInfoConfig>,
+    /// Per-route request options, keyed by `provider/model` (no thinking suffix).
+    #[serde(default)]
+    pub routes: BTreeMap<String, RouteOptions>,
+}
+
+/// How a model is asked to reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThinkingStyle {
+    /// The model does not reason on request: thinking levels send nothing.
+    None,
+    /// Anthropic `thinking: {type: "enabled", budget_tokens}`.
+    Budget,
+    /// Anthropic `thinking: {type: "adaptive"}` with `output_config.effort`.
+    Adaptive,
+    /// An effort word: `reasoning_effort` (Chat Completions) or `reasoning.effort` (Responses).
+    Effort,
+}
+
+/// Which field of an assistant message carries reasoning back to a Chat Completions server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningReplay {
+    /// The field the server streamed it in (`reasoning_content` or `reasoning`).
+    Auto,
+    /// Never sent back.
+    None,
+    ReasoningContent,
+    Reasoning,
+}
+
+/// Which request field carries the output limit to a Chat Completions server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputTokensField {
+    MaxTokens,
+    MaxCompletionTokens,
+}
+
+/// One `[model_info."pattern"]` table. Every key is optional: an unset key keeps the value of
+/// the built-in entry the model matches (or the default of its provider kind).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelInfoConfig {
+    #[serde(default)]
+    pub thinking: Option<ThinkingStyle>,
+    /// Effort words the model accepts, for `thinking = "effort"` or `"adaptive"`.
+    #[serde(default)]
+    pub efforts: Option<Vec<String>>,
+    /// The effort word `:off` becomes (`"none"`, `"minimal"`); unset: the lowest accepted effort
+    /// for effort models, no thinking field for the others.
+    #[serde(default)]
+    pub off_effort: Option<String>,
+    /// The most output tokens one turn may ask for.
+    #[serde(default)]
+    pub max_output_tokens: Option<u32>,
+    /// The context window in tokens.
+    #[serde(default)]
+    pub context_window: Option<u32>,
+    #[serde(default)]
+    pub reasoning_replay: Option<ReasoningReplay>,
+    #[serde(default)]
+    pub output_tokens_field: Option<OutputTokensField>,
+    /// Whether the model takes `temperature` and `top_p` (reasoning models refuse them).
+    #[serde(default)]
+    pub sampling: Option<bool>,
+}
+
+/// One `[routes."provider/model"]` table: sampling options sent with every request of the route.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteOptions {
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    #[serde(default)]
+    pub top_p: Option<f64>,
+    /// Sent to Chat Completions servers only (the other APIs have no seed).
+    #[serde(default)]
+    pub seed: Option<i64>,
+    /// Output token limit of the route (at most the model's own limit).
+    #[serde(default)]
+    pub max_output_tokens: Option<u32>,
+}
+
+impl RouteOptions {
+    pub fn is_empty(&self) -> bool {
+        *self == RouteOptions::default()
+    }
 }
 
 /// What commands baton runs for a model (`bash`) or a Flow (validation) may see.
@@ -121,7 +213,8 @@ pub struct ProviderConfig {
     /// Cassette file for `kind = "replay"`.
     #[serde(default)]
     pub cassette: Option<String>,
-    /// Output token limit per turn (Anthropic requires one; default 8192 there, unset elsewhere).
+    /// Output token limit per turn (at most the model's own limit). Anthropic requires a limit:
+    /// unset, the model's output limit from the model table is sent there; unset elsewhere.
     #[serde(default)]
     pub max_output_tokens: Option<u32>,
     /// Time allowed between two chunks of a stream before it counts as dropped. Default `"5m"`.
@@ -214,6 +307,10 @@ pub struct Price {
     /// Defaults to `input` when absent.
     #[serde(default)]
     pub cached_input: Option<f64>,
+    /// Price of tokens written to the prompt cache (reported by Anthropic only). Defaults to
+    /// 1.25 × `input`, Anthropic's price for five-minute cache writes.
+    #[serde(default)]
+    pub cache_write: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

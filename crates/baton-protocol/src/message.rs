@@ -11,6 +11,14 @@ pub struct Usage {
     pub cached_input_tokens: u64,
     /// Completion tokens, reasoning included.
     pub output_tokens: u64,
+    /// The part of `input_tokens` written to the prompt cache (Anthropic reports it; it is
+    /// priced above plain input).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -18,6 +26,7 @@ impl Usage {
         self.input_tokens += other.input_tokens;
         self.cached_input_tokens += other.cached_input_tokens;
         self.output_tokens += other.output_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
     }
 }
 
@@ -59,6 +68,10 @@ pub enum AssistantPart {
         name: String,
         /// The arguments as the model wrote them: a JSON text, possibly invalid.
         arguments: String,
+        /// Opaque data the provider attached to the call and wants back with it (Gemini's
+        /// `extra_content` with its thought signature), replayed verbatim.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_data: Option<serde_json::Value>,
     },
 }
 

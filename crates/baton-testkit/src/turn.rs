@@ -14,6 +14,7 @@ pub const DEFAULT_USAGE: Usage = Usage {
     input_tokens: 100,
     cached_input_tokens: 0,
     output_tokens: 20,
+    cache_write_tokens: 0,
 };
 
 /// Text used for the partial turn of a fault whose script does not give one.
@@ -179,6 +180,7 @@ impl Turn {
             input_tokens,
             cached_input_tokens,
             output_tokens,
+            cache_write_tokens: 0,
         };
         self
     }
@@ -485,6 +487,7 @@ impl<'de> Deserialize<'de> for Turn {
             input_tokens: u.input_tokens,
             cached_input_tokens: u.cached_input_tokens,
             output_tokens: u.output_tokens,
+            cache_write_tokens: 0,
         });
         Ok(Turn {
             parts,

@@ -160,6 +160,7 @@ impl From<WireUsage> for Usage {
             input_tokens: u.input_tokens,
             cached_input_tokens: u.cached_input_tokens,
             output_tokens: u.output_tokens,
+            cache_write_tokens: 0,
         }
     }
 }
@@ -399,6 +400,7 @@ mod tests {
             input_tokens: i,
             cached_input_tokens: c,
             output_tokens: o,
+            cache_write_tokens: 0,
         };
         assert_eq!(
             out,

@@ -235,6 +235,7 @@ impl From<ClaudeUsage> for Usage {
                 + u.cache_read_input_tokens,
             cached_input_tokens: u.cache_read_input_tokens,
             output_tokens: u.output_tokens,
+            cache_write_tokens: 0,
         }
     }
 }

@@ -256,6 +256,7 @@ impl StreamParser for CodexParser {
                         input_tokens: u.input_tokens,
                         cached_input_tokens: u.cached_input_tokens,
                         output_tokens: u.output_tokens,
+                        cache_write_tokens: 0,
                     });
                 }
                 out.push(Activity::Tokens { usage: self.usage });

@@ -145,6 +145,7 @@ impl From<PiUsage> for Usage {
             input_tokens: u.input + u.cache_read + u.cache_write,
             cached_input_tokens: u.cache_read,
             output_tokens: u.output,
+            cache_write_tokens: 0,
         }
     }
 }
