@@ -17,6 +17,8 @@ pub mod retry;
 pub mod routes;
 pub mod sse;
 pub mod types;
+#[cfg(test)]
+mod wire_tests;
 
 pub use error::ModelError;
 pub use provider::{EventStream, Provider};
