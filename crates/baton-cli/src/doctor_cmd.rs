@@ -2,7 +2,9 @@
 //!
 //! For every provider the config defines or a model class names: the provider resolves, its key
 //! is set (`api_key_env` / `api_key_file`), and one cheap real request (the model list) succeeds.
-//! Keys are never printed: only where each comes from.
+//! Keys are never printed: only where each comes from. Every route of every class is looked up
+//! in the model table: what its thinking level becomes, its limits, and whether its
+//! `[routes."provider/model"]` options suit the model.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -11,7 +13,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use baton_agent::tools::{SandboxMode, SandboxPolicy, SandboxSupport};
 use baton_model::probe::list_models;
-use baton_model::routes::{api_root, check_route, provider_config, ProcessEnv, RouteError};
+use baton_model::routes::{
+    api_root, check_route, provider_config, route_profile, ProcessEnv, RouteError,
+};
 use baton_model::ModelError;
 use baton_protocol::config::{Config, ProviderConfig, ProviderKind};
 use baton_protocol::{ModelClass, Route};
@@ -113,6 +117,7 @@ async fn check(config: &Config, name: &str) -> Check {
                 | RouteError::Cassette { .. }
                 | RouteError::BadUrl { .. }
                 | RouteError::Options { .. }
+                | RouteError::ModelInfo(_)
                 | RouteError::UnsetClass { .. }
                 | RouteError::NoUsableRoute { .. }) => ("config_error", e.to_string()),
             };
@@ -194,6 +199,45 @@ fn sandbox_check(config: &Config) -> (bool, i32, SandboxMode, String) {
     }
 }
 
+/// One class route looked up in the model table.
+struct RouteCheck {
+    class: ModelClass,
+    route: Route,
+    /// The description lines, or why the route's options do not suit the model.
+    result: Result<(Vec<String>, Value), String>,
+}
+
+fn route_checks(config: &Config) -> Vec<RouteCheck> {
+    let mut out = Vec::new();
+    for class in ModelClass::ALL {
+        let Some(list) = config.models.class(class) else {
+            continue;
+        };
+        for route in list.routes() {
+            // A provider that is not configured is reported among the providers.
+            let Some(p) = provider_config(config, &route.provider) else {
+                continue;
+            };
+            let result = route_profile(config, route, &p)
+                .map(|profile| {
+                    let data = json!({
+                        "model_info": profile.info,
+                        "thinking_sent": profile.info.thinking_plan(route.thinking).to_string(),
+                        "options": profile.options,
+                    });
+                    (crate::info_cmd::describe(&profile, route), data)
+                })
+                .map_err(|e| e.to_string());
+            out.push(RouteCheck {
+                class,
+                route: route.clone(),
+                result,
+            });
+        }
+    }
+    out
+}
+
 pub fn run(args: DoctorArgs) -> Result<u8> {
     let ctx = project_context(args.cwd)?;
     let config = &ctx.config.config;
@@ -209,7 +253,10 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
         out
     });
     let (sandbox_ok, abi, mode, sandbox_text) = sandbox_check(config);
-    let all_ok = sandbox_ok && checks.iter().all(|c| c.verdict == "ok");
+    let routes = route_checks(config);
+    let all_ok = sandbox_ok
+        && checks.iter().all(|c| c.verdict == "ok")
+        && routes.iter().all(|r| r.result.is_ok());
     if args.json {
         let providers: Vec<Value> = checks
             .iter()
@@ -225,6 +272,16 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
             json!({
                 "ok": all_ok,
                 "providers": providers,
+                "routes": routes.iter().map(|r| match &r.result {
+                    Ok((_, data)) => {
+                        let mut v = data.clone();
+                        v["class"] = json!(r.class.to_string());
+                        v["route"] = json!(r.route.to_string());
+                        v["ok"] = json!(true);
+                        v
+                    }
+                    Err(e) => json!({"class": r.class.to_string(), "route": r.route.to_string(), "ok": false, "error": e}),
+                }).collect::<Vec<_>>(),
                 "sandbox": {"ok": sandbox_ok, "landlock_abi": abi, "mode": mode.to_string(), "message": sandbox_text},
             })
         );
@@ -255,6 +312,17 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
             );
             if !c.message.is_empty() {
                 outln!("    {}", baton_text::sanitize_line(&c.message));
+            }
+        }
+        for r in &routes {
+            match &r.result {
+                Ok((lines, _)) => {
+                    outln!("✓ {} route {}", r.class, r.route);
+                    for line in lines {
+                        outln!("    {line}");
+                    }
+                }
+                Err(e) => outln!("✗ {} route {}: {e}", r.class, r.route),
             }
         }
         outln!(

@@ -3,7 +3,10 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
+use baton_model::catalog::Profile;
 use baton_model::routes::{check_route, default_class, ProcessEnv};
+use baton_protocol::config::ThinkingStyle;
+use baton_protocol::Route;
 use baton_protocol::role::{BackendKind, Isolation, RoleSource};
 use baton_protocol::ModelClass;
 use baton_roles::{load_roles, RoleDirs};
@@ -26,7 +29,13 @@ fn models_json(ctx: &crate::project::ProjectContext) -> serde_json::Value {
                     list.routes()
                         .iter()
                         .map(|r| match check_route(config, r, &ProcessEnv) {
-                            Ok(_) => json!({"route": r.to_string(), "usable": true}),
+                            Ok(resolved) => json!({
+                                "route": r.to_string(),
+                                "usable": true,
+                                "model_info": resolved.profile.info,
+                                "thinking_sent": resolved.profile.info.thinking_plan(r.thinking).to_string(),
+                                "options": resolved.profile.options,
+                            }),
                             Err(e) => json!({"route": r.to_string(), "usable": false, "error": e.to_string()}),
                         })
                         .collect()
@@ -83,11 +92,17 @@ pub fn models(cwd: Option<PathBuf>, json_mode: bool) -> Result<u8> {
                 );
                 for r in routes {
                     match check_route(config, r, &ProcessEnv) {
-                        Ok(_) if !chosen => {
-                            chosen = true;
-                            outln!("          ✓ {r} resolves now");
+                        Ok(resolved) => {
+                            if chosen {
+                                outln!("          · {r} usable (fallback)");
+                            } else {
+                                chosen = true;
+                                outln!("          ✓ {r} resolves now");
+                            }
+                            for line in describe(&resolved.profile, r) {
+                                outln!("            {line}");
+                            }
                         }
-                        Ok(_) => outln!("          · {r} usable (fallback)"),
                         Err(e) => outln!("          ✗ {r}: {e}"),
                     }
                 }
@@ -95,6 +110,58 @@ pub fn models(cwd: Option<PathBuf>, json_mode: bool) -> Result<u8> {
         }
     }
     Ok(exit::OK)
+}
+
+/// What the model table and the route options make of a route, for `baton models` and
+/// `baton doctor`: the thinking level sent, the levels, limits, and where the facts come from.
+pub fn describe(profile: &Profile, route: &Route) -> Vec<String> {
+    let info = &profile.info;
+    let mut lines = Vec::new();
+    let style = match info.thinking {
+        ThinkingStyle::None => "none",
+        ThinkingStyle::Budget => "budget",
+        ThinkingStyle::Adaptive => "adaptive",
+        ThinkingStyle::Effort => "effort",
+    };
+    let level = route
+        .thinking
+        .map_or("(no level)".to_string(), |t| format!(":{t}"));
+    lines.push(format!(
+        "thinking {style}: {level} → {}; levels {}",
+        info.thinking_plan(route.thinking),
+        info.levels_summary()
+    ));
+    let n = |v: Option<u32>| v.map_or("unknown".to_string(), |v| v.to_string());
+    lines.push(format!(
+        "output ≤ {} tokens, context {} [{}]",
+        n(info.max_output_tokens),
+        n(info.context_window),
+        info.source
+    ));
+    if !profile.options.is_empty() {
+        let o = &profile.options;
+        let mut parts = Vec::new();
+        if let Some(t) = o.temperature {
+            parts.push(format!("temperature {t}"));
+        }
+        if let Some(t) = o.top_p {
+            parts.push(format!("top_p {t}"));
+        }
+        if let Some(s) = o.seed {
+            parts.push(format!("seed {s}"));
+        }
+        if let Some(m) = o.max_output_tokens {
+            parts.push(format!("max_output_tokens {m}"));
+        }
+        lines.push(format!("options: {}", parts.join(", ")));
+    }
+    if !info.known {
+        lines.push(format!(
+            "hint: `{}` is not in the model table; conservative defaults apply. Describe it with [model_info.\"{}\"] (see docs/providers.md)",
+            route.model, route.model
+        ));
+    }
+    lines
 }
 
 fn source_text(s: &RoleSource) -> String {

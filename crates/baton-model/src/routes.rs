@@ -120,6 +120,8 @@ pub enum RouteError {
         url: String,
         message: String,
     },
+    #[error("{0}")]
+    ModelInfo(String),
     #[error("routes.\"{key}\".{field}: {message}")]
     Options {
         key: String,
@@ -269,6 +271,7 @@ pub fn route_profile(
     route: &Route,
     provider: &ProviderConfig,
 ) -> Result<Profile, RouteError> {
+    crate::catalog::check_overrides(&config.model_info).map_err(RouteError::ModelInfo)?;
     let mut info = model_info(
         provider.kind,
         &route.provider,

@@ -1,0 +1,202 @@
+//! End-to-end tests of the model table and route options: what the built `baton` sends to the
+//! mock server for a model, what `baton models` and `baton doctor` say about each route, and
+//! the config errors for options a model does not take.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use baton_testkit::fixture::{assert_exit, Sandbox};
+use baton_testkit::{MockServer, Turn};
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+
+fn project(server: &MockServer, kind: &str, extra: &str) -> Sandbox {
+    Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .mock_provider(server, kind, extra)
+}
+
+fn first_body(server: &MockServer) -> Value {
+    server.model_requests()[0].body.clone()
+}
+
+/// Route options reach a Chat Completions server, the limit as `max_tokens` (a local server,
+/// not OpenAI's own API), and `:off` on a model the table does not know sends no effort.
+#[test]
+fn route_options_reach_a_chat_server() {
+    let server = MockServer::builder()
+        .turn(Turn::text("Hello."))
+        .start_blocking();
+    let p = project(
+        &server,
+        "openai",
+        "[routes.\"mock/qwen3:8b\"]\ntemperature = 0.0\ntop_p = 0.5\nseed = 42\nmax_output_tokens = 1000\n",
+    );
+    let out = p.run(&["agent", "--json", "--model", "mock/qwen3:8b:off", "hi"]);
+    assert_exit(&out, 0);
+    let body = first_body(&server);
+    assert_eq!(
+        (
+            &body["temperature"],
+            &body["top_p"],
+            &body["seed"],
+            &body["max_tokens"]
+        ),
+        (&json!(0.0), &json!(0.5), &json!(42), &json!(1000)),
+        "{body}"
+    );
+    assert_eq!(body.get("max_completion_tokens"), None, "{body}");
+    assert_eq!(body.get("reasoning_effort"), None, "{body}");
+}
+
+/// Opus 4.7 refuses thinking budgets: the request carries adaptive thinking with the effort
+/// the level maps to, and the model's own output limit instead of 8192.
+#[test]
+fn a_current_claude_model_gets_adaptive_thinking() {
+    let server = MockServer::builder()
+        .turn(Turn::text("Planned."))
+        .start_blocking();
+    let p = project(&server, "anthropic", "");
+    let out = p.run(&["agent", "--json", "--model", "mock/claude-opus-4-7:xhigh", "plan"]);
+    assert_exit(&out, 0);
+    let body = first_body(&server);
+    assert_eq!(body["thinking"], json!({"type": "adaptive"}), "{body}");
+    assert_eq!(body["output_config"], json!({"effort": "xhigh"}), "{body}");
+    assert_eq!(body["max_tokens"], json!(128000), "{body}");
+
+    // Opus 4.1 takes budgets, within its 32000-token limit.
+    let server = MockServer::builder()
+        .turn(Turn::text("Planned."))
+        .start_blocking();
+    let p = project(&server, "anthropic", "");
+    let out = p.run(&[
+        "agent",
+        "--json",
+        "--model",
+        "mock/claude-opus-4-1:xhigh",
+        "plan",
+    ]);
+    assert_exit(&out, 0);
+    let body = first_body(&server);
+    assert_eq!(
+        (&body["max_tokens"], &body["thinking"]),
+        (
+            &json!(32000),
+            &json!({"type": "enabled", "budget_tokens": 24000})
+        ),
+        "{body}"
+    );
+}
+
+/// The Responses API gets the effort gpt-5.1 takes for `:off` (`none`), `include` and the
+/// session id as `prompt_cache_key`.
+#[test]
+fn responses_requests_carry_the_cache_key_and_the_mapped_effort() {
+    let server = MockServer::builder()
+        .turn(Turn::text("Done."))
+        .start_blocking();
+    let p = project(&server, "openai-responses", "");
+    let out = p.run(&["agent", "--json", "--model", "mock/gpt-5.1:off", "hi"]);
+    assert_exit(&out, 0);
+    let body = first_body(&server);
+    assert_eq!(body["reasoning"], json!({"effort": "none"}), "{body}");
+    assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let session = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "session.started")
+        .and_then(|e| e["session_id"].as_str().map(str::to_string))
+        .expect("session.started with a session id");
+    assert_eq!(body["prompt_cache_key"], json!(session));
+}
+
+/// Options a model refuses are config errors naming the key and the fix, before any request.
+#[test]
+fn options_a_model_refuses_are_config_errors() {
+    let server = MockServer::builder().start_blocking();
+    let p = project(
+        &server,
+        "openai",
+        "[routes.\"mock/o3\"]\ntemperature = 0.5\n[routes.\"mock/claude-x\"]\nseed = 1\n",
+    );
+    let out = p.run(&["agent", "--model", "mock/o3", "hi"]);
+    assert_exit(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("routes.\"mock/o3\".temperature") && err.contains("remove the key"),
+        "{err}"
+    );
+    assert_eq!(server.requests().len(), 0);
+
+    let anthropic = MockServer::builder().start_blocking();
+    let p = project(
+        &anthropic,
+        "anthropic",
+        "[routes.\"mock/claude-opus-4-7\"]\nseed = 1\n",
+    );
+    let out = p.run(&["agent", "--model", "mock/claude-opus-4-7", "hi"]);
+    assert_exit(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("routes.\"mock/claude-opus-4-7\".seed") && err.contains("no seed"),
+        "{err}"
+    );
+
+    let p = project(
+        &anthropic,
+        "anthropic",
+        "[model_info.\"claude-*\"]\nefforts = [\"huge\"]\n",
+    );
+    let out = p.run(&["agent", "--model", "mock/claude-opus-4-7", "hi"]);
+    assert_exit(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("model_info.\"claude-*\"") && err.contains("huge"),
+        "{err}"
+    );
+}
+
+/// `baton models` says what each route's level becomes, its limits and where the facts come
+/// from; a config entry overrides the built-in one; an unknown model gets a hint.
+#[test]
+fn models_shows_what_each_route_resolved_to() {
+    let server = MockServer::builder().start_blocking();
+    let p = project(
+        &server,
+        "anthropic",
+        "[models]\nfrontier = [\"mock/claude-opus-4-1:xhigh\", \"mock/claude-opus-4-8:high\"]\nfast = \"mock/house-model\"\n\n[model_info.\"claude-opus-4-8\"]\nmax_output_tokens = 200000\n",
+    );
+    let out = p.run(&["models"]);
+    assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "thinking budget: :xhigh → budget 32000",
+        "output ≤ 32000 tokens, context 200000 [built-in \"claude-opus-4-1*\"]",
+        "thinking adaptive: :high → adaptive high",
+        "output ≤ 200000 tokens",
+        "[config \"claude-opus-4-8\" over built-in \"claude-opus-*\"]",
+        "hint: `house-model` is not in the model table",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    let out = p.run(&["models", "--json"]);
+    assert_exit(&out, 0);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let frontier = doc["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["class"] == "frontier")
+        .unwrap();
+    let first = &frontier["routes"][0];
+    assert_eq!(first["model_info"]["thinking"], "budget");
+    assert_eq!(first["model_info"]["max_output_tokens"], 32000);
+    assert_eq!(first["thinking_sent"], "budget 32000");
+
+    // `baton doctor` looks every class route up in the table too.
+    let out = p.run(&["doctor", "--json"]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let routes = doc["routes"].as_array().unwrap();
+    assert_eq!(routes.len(), 3, "{doc}");
+    assert!(routes.iter().all(|r| r["ok"] == true), "{doc}");
+    assert_eq!(routes[0]["model_info"]["thinking"], "budget", "{doc}");
+}
