@@ -6,9 +6,9 @@ use anyhow::Result;
 use baton_model::catalog::Profile;
 use baton_model::routes::{check_route, default_class, ProcessEnv};
 use baton_protocol::config::ThinkingStyle;
-use baton_protocol::Route;
 use baton_protocol::role::{BackendKind, Isolation, RoleSource};
 use baton_protocol::ModelClass;
+use baton_protocol::Route;
 use baton_roles::{load_roles, RoleDirs};
 use serde_json::json;
 

@@ -95,9 +95,12 @@ fn models_json_is_one_document_with_each_class_and_why() {
         "{fast}"
     );
     assert_eq!(
-        fast["routes"][1],
-        json!({"route": "local/m2", "usable": true})
+        (&fast["routes"][1]["route"], &fast["routes"][1]["usable"]),
+        (&json!("local/m2"), &json!(true))
     );
+    // A model the table does not know: the defaults of its kind, marked unknown.
+    assert_eq!(fast["routes"][1]["model_info"]["known"], false, "{fast}");
+    assert_eq!(fast["routes"][1]["thinking_sent"], "(not sent)", "{fast}");
     let balanced = &doc["classes"][1];
     assert_eq!(
         balanced,

@@ -55,7 +55,13 @@ fn a_current_claude_model_gets_adaptive_thinking() {
         .turn(Turn::text("Planned."))
         .start_blocking();
     let p = project(&server, "anthropic", "");
-    let out = p.run(&["agent", "--json", "--model", "mock/claude-opus-4-7:xhigh", "plan"]);
+    let out = p.run(&[
+        "agent",
+        "--json",
+        "--model",
+        "mock/claude-opus-4-7:xhigh",
+        "plan",
+    ]);
     assert_exit(&out, 0);
     let body = first_body(&server);
     assert_eq!(body["thinking"], json!({"type": "adaptive"}), "{body}");
