@@ -350,6 +350,17 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
     for s in &resolved.skipped {
         errln!("baton: skipped route {}", s.trim());
     }
+    let info = &resolved.profile.info;
+    if let (false, Some(level)) = (info.known, resolved.route.thinking) {
+        if resolved.provider.kind != baton_protocol::config::ProviderKind::Replay {
+            errln!(
+                "baton: note: model `{}` is not in the model table, so :{level} becomes {}; if the model takes other values, describe it with [model_info.\"{}\"] (docs/providers.md)",
+                resolved.route.model,
+                info.thinking_plan(Some(level)),
+                resolved.route.model
+            );
+        }
+    }
     let recorder = args
         .record
         .as_ref()

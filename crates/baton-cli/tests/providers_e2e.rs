@@ -45,6 +45,13 @@ fn route_options_reach_a_chat_server() {
     );
     assert_eq!(body.get("max_completion_tokens"), None, "{body}");
     assert_eq!(body.get("reasoning_effort"), None, "{body}");
+    // The model is not in the table: the session says what its level became and how to fix it.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("model `qwen3:8b` is not in the model table, so :off becomes (not sent)")
+            && err.contains("[model_info.\"qwen3:8b\"]"),
+        "{err}"
+    );
 }
 
 /// Opus 4.7 refuses thinking budgets: the request carries adaptive thinking with the effort
