@@ -21,6 +21,13 @@ pub fn logs(cwd: Option<PathBuf>, id: &str, follow: bool, json_mode: bool) -> Re
     let mut shown = 0;
     let mut names: Vec<String> = Vec::new();
     loop {
+        // The phase is read before the events: once it is final, the events read after it hold
+        // every record up to the end (read after the events, the last records could be missed).
+        let phase = if follow {
+            Some(background::load(&store, id)?.phase())
+        } else {
+            None
+        };
         let events = background::events(&store, id)?;
         for ev in events.iter().skip(shown) {
             if json_mode {
@@ -32,11 +39,10 @@ pub fn logs(cwd: Option<PathBuf>, id: &str, follow: bool, json_mode: bool) -> Re
             }
         }
         shown = shown.max(events.len());
-        if !follow {
+        let Some(phase) = phase else {
             return Ok(exit::OK);
-        }
-        let state = background::load(&store, id)?;
-        match state.phase() {
+        };
+        match phase {
             Phase::Starting | Phase::Running => std::thread::sleep(FOLLOW_POLL),
             Phase::Done => return Ok(exit::OK),
             Phase::Failed => return Ok(exit::FAILED),
