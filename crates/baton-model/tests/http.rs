@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_model::anthropic::Anthropic;
+use baton_model::error::ErrorKind;
 use baton_model::openai_chat::OpenAiChat;
 use baton_model::openai_responses::OpenAiResponses;
 use baton_model::retry::{run_turn, RetryPolicy, TurnProgress};
@@ -316,6 +317,7 @@ async fn rate_limit_with_retry_after_is_retried() {
                     status: 429,
                     message: "Rate limit reached".into(),
                     retry_after: Some(Duration::from_secs(1)),
+                    kind: ErrorKind::RateLimited,
                 }
             )],
             "{format:?}"
@@ -367,6 +369,7 @@ async fn unauthorized_fails_at_once() {
                 status: 401,
                 message: "Incorrect API key provided".into(),
                 retry_after: None,
+                kind: ErrorKind::Other,
             },
             "{format:?}"
         );
