@@ -379,6 +379,44 @@ async fn unauthorized_fails_at_once() {
     }
 }
 
+/// llama-server's answer to a conversation longer than its context: the code says so, the
+/// message gives both sizes and the fix, and the same request is not sent again.
+#[tokio::test]
+async fn a_context_that_is_too_small_is_reported_as_such_and_not_retried() {
+    let server = MockServer::builder()
+        .fault(Fault::status(400).body(json!({"error": {
+            "code": 400,
+            "message": "request (3999 tokens) exceeds the available context size (2048 tokens), try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": 3999,
+            "n_ctx": 2048,
+        }})))
+        .turn(Turn::text("unused"))
+        .start()
+        .await;
+    let p = provider(Format::Chat, &server, Duration::from_secs(10));
+    let (r, seen) = turn(p.as_ref(), &request(vec![Message::user("hi")]), &fast()).await;
+    let err = r.unwrap_err();
+    assert_eq!(err.code(), Some(baton_protocol::ErrorCode::ContextTooLong));
+    assert_eq!(
+        err.kind(),
+        ErrorKind::ContextTooLong {
+            tokens: Some(3999),
+            limit: Some(2048)
+        }
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains(
+            "the conversation is 3999 tokens and the model's context on this server is 2048"
+        ) && text.contains("`-c` for llama-server")
+            && !text.contains("check the model name"),
+        "{text}"
+    );
+    assert!(seen.retries.is_empty());
+    assert_eq!(server.model_requests().len(), 1);
+}
+
 #[tokio::test]
 async fn in_stream_errors_and_malformed_data() {
     let once = RetryPolicy {
