@@ -257,6 +257,15 @@ impl Recorder {
         }
     }
 
+    /// A recorder of `inner` that writes to the same cassette as this one, so the turns of a
+    /// session that changed routes are recorded in the order they ran.
+    pub fn sharing(&self, inner: Arc<dyn Provider>) -> Self {
+        Recorder {
+            inner,
+            cassette: Arc::clone(&self.cassette),
+        }
+    }
+
     /// A copy of what has been recorded so far.
     pub fn cassette(&self) -> Cassette {
         lock(&self.cassette).clone()

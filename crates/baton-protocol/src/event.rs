@@ -52,6 +52,20 @@ pub enum AgentEvent {
         delay_ms: u64,
         error: ErrorInfo,
     },
+    /// The session's route failed in a way another route may not (out of quota or usage,
+    /// overloaded, rate limited after its retries): from this turn on, the session runs on the
+    /// next route of its model class, and this turn starts over there. No tool call runs twice:
+    /// tools run only after a complete turn.
+    #[serde(rename = "turn.route_changed")]
+    TurnRouteChanged {
+        turn: u32,
+        /// The route that failed, `provider/model[:thinking]`.
+        from: String,
+        /// The route the session continues on.
+        to: String,
+        /// Why `from` failed.
+        error: ErrorInfo,
+    },
     #[serde(rename = "item.started")]
     ItemStarted { item: Item },
     /// Streamed text for an `agent_message` or `reasoning` item that has started.
@@ -86,7 +100,25 @@ pub enum AgentEvent {
         /// Why a failed session failed: the model error, or what stopped it before it started.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<ErrorInfo>,
+        /// Every route the session ran on, in order, when a failover changed it
+        /// (`turn.route_changed`); absent when it ran on one route, `session.started`'s `model`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        routes: Vec<RouteUsage>,
     },
+}
+
+/// What one route of a session did: its completed turns, their usage, and their cost at that
+/// route's price.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RouteUsage {
+    /// The route, `provider/model[:thinking]`.
+    pub model: String,
+    /// Model turns completed on it.
+    pub turns: u32,
+    pub usage: Usage,
+    /// Present when the config has a price for the route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// A stable error code and a human message.
