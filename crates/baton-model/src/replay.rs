@@ -511,6 +511,36 @@ mod tests {
         );
     }
 
+    /// The recorders of a session's routes share one cassette: its turns in the order they ran.
+    #[tokio::test]
+    async fn recorders_of_two_routes_write_one_cassette() {
+        let one = |text: &str| {
+            Arc::new(Replay::new(
+                "live".into(),
+                "script".into(),
+                Cassette {
+                    version: 1,
+                    turns: vec![CassetteTurn {
+                        request_summary: None,
+                        events: text_turn(text),
+                    }],
+                },
+            ))
+        };
+        let first = Recorder::new(one("on a"));
+        let second = first.sharing(one("on b"));
+        collect(&first).await;
+        collect(&second).await;
+        let texts: Vec<Vec<StreamEvent>> = first
+            .cassette()
+            .turns
+            .into_iter()
+            .map(|t| t.events)
+            .collect();
+        assert_eq!(texts, vec![text_turn("on a"), text_turn("on b")]);
+        assert_eq!(second.cassette(), first.cassette());
+    }
+
     #[test]
     fn documented_example_parses() {
         let text = r#"{
