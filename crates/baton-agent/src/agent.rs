@@ -11,8 +11,9 @@ use baton_model::{AssistantTurn, ModelRequest, Provider, StreamEvent};
 use baton_protocol::config::Price;
 use baton_protocol::role::RoleSpec;
 use baton_protocol::{
-    AgentEvent, AssistantPart, EndReason, ErrorInfo, Item, ItemKind, ItemStatus, Message, Outcome,
-    Route, SandboxInfo, StopReason, ToolSpec, Usage, PROTOCOL_VERSION,
+    AgentEvent, AssistantPart, EndReason, ErrorCode, ErrorInfo, Item, ItemKind, ItemStatus,
+    Message, Outcome, Route, RouteUsage, SandboxInfo, StopReason, ToolSpec, Usage,
+    PROTOCOL_VERSION,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -67,6 +68,19 @@ pub struct AgentSpec {
     pub extra_instructions: Vec<String>,
     /// How often running tool calls are reported again (`item.updated`) while they run.
     pub heartbeat: Duration,
+    /// Where the session goes, in order, when its route fails in a way another route may not
+    /// ([`baton_model::ModelError::fails_over`]): the other usable routes of its model class.
+    /// Empty for a route given explicitly.
+    pub fallbacks: Vec<Fallback>,
+}
+
+/// A route a session may continue on when the one it runs on fails over.
+#[derive(Clone)]
+pub struct Fallback {
+    pub route: Route,
+    pub provider: Arc<dyn Provider>,
+    /// The output token limit of the route's provider.
+    pub max_output_tokens: Option<u32>,
 }
 
 /// Default interval of `item.updated` heartbeats for running tool calls.
@@ -83,6 +97,8 @@ pub struct RunSummary {
     pub usage: Usage,
     pub cost_usd: Option<f64>,
     pub error: Option<ErrorInfo>,
+    /// Every route the session ran on, in order, with what each did: one, unless it failed over.
+    pub routes: Vec<RouteUsage>,
 }
 
 /// Builds the system prompt: role instructions, the environment, and project context files.
@@ -188,6 +204,17 @@ pub async fn run(
 
     let mut ids = ItemIds::default();
     let mut usage = Usage::default();
+    // The routes the session may run on, its own first; `active` is the one it runs on now and
+    // `used` what each route it ran on did.
+    let chain: Vec<Fallback> = std::iter::once(Fallback {
+        route: spec.route.clone(),
+        provider: spec.provider.clone(),
+        max_output_tokens: spec.max_output_tokens,
+    })
+    .chain(spec.fallbacks.iter().cloned())
+    .collect();
+    let mut active = 0;
+    let mut used = vec![route_usage(&spec.prices, &spec.route)];
     let mut last_text = String::new();
     let push = |messages: &mut Vec<Message>, store: &mut Option<SessionStore>, m: Message| {
         if let Some(s) = store.as_mut() {
@@ -201,19 +228,19 @@ pub async fn run(
 
     let max_turns = spec.max_turns.max(1);
     let mut turn: u32 = 0;
-    let finish = |reason: Option<EndReason>, final_message: String, turns, usage: Usage, error| {
-        let cost_usd = cost(&spec.prices, &spec.route, &usage);
-        RunSummary {
+    // The cost and the routes are filled in after the loop, from `used`.
+    let finish =
+        |reason: Option<EndReason>, final_message: String, turns, usage: Usage, error| RunSummary {
             outcome: reason.map_or(Outcome::Completed, EndReason::outcome),
             reason,
             final_message,
             turns,
             usage,
-            cost_usd,
+            cost_usd: None,
             error,
-        }
-    };
-    let summary = loop {
+            routes: Vec::new(),
+        };
+    let mut summary = loop {
         if cancel.is_cancelled() {
             break finish(
                 Some(EndReason::Cancelled),
@@ -235,7 +262,7 @@ pub async fn run(
             );
         }
         emit(AgentEvent::TurnStarted { turn });
-        let request = ModelRequest {
+        let mut request = ModelRequest {
             model: spec.route.model.clone(),
             system: system.clone(),
             messages: messages.clone(),
@@ -245,20 +272,52 @@ pub async fn run(
             tools_disabled: handoff,
             cache_key: Some(spec.session_id.clone()),
         };
-        let result = {
-            let mut streaming = StreamingItems::new(&mut ids);
-            let mut on_progress = |p: TurnProgress<'_>| streaming.progress(turn, p, emit);
-            let r = run_turn(
-                spec.provider.as_ref(),
-                &request,
-                &spec.retry,
-                cancel,
-                &mut on_progress,
-            )
-            .await;
-            (r, streaming.open)
+        // A failure that another route may not have moves the session to the next route of its
+        // class for good, and the turn starts over there. No tool of this turn has run yet:
+        // tools run only after a complete turn.
+        let (result, open_items) = loop {
+            let current = &chain[active];
+            aim(&mut request, current);
+            let (r, open) = {
+                let mut streaming = StreamingItems::new(&mut ids);
+                let mut on_progress = |p: TurnProgress<'_>| streaming.progress(turn, p, emit);
+                let r = run_turn(
+                    current.provider.as_ref(),
+                    &request,
+                    &spec.retry,
+                    cancel,
+                    &mut on_progress,
+                )
+                .await;
+                (r, streaming.open)
+            };
+            match (r, chain.get(active + 1)) {
+                (Err(e), Some(next)) if e.fails_over() => {
+                    close_open_items(open, ItemStatus::Failed, emit);
+                    let to = next.route.to_string();
+                    tracing::info!(from = %current.route, %to, %e, "failing over to the next route of the class");
+                    emit(AgentEvent::TurnRouteChanged {
+                        turn,
+                        from: current.route.to_string(),
+                        to: to.clone(),
+                        error: ErrorInfo {
+                            code: e.code().unwrap_or(ErrorCode::ProviderError),
+                            message: e.to_string(),
+                        },
+                    });
+                    if let Some(s) = store.as_mut() {
+                        if let Err(e) = s.route_changed(&to) {
+                            tracing::warn!(
+                                "could not record the route change in the transcript: {e}"
+                            );
+                        }
+                    }
+                    used.push(route_usage(&spec.prices, &next.route));
+                    active += 1;
+                }
+                (r, _) => break (r, open),
+            }
         };
-        let (result, open_items) = result;
         let assistant: AssistantTurn = match result {
             Ok(t) => t,
             Err(e) => {
@@ -292,10 +351,17 @@ pub async fn run(
         };
         close_open_items(open_items, ItemStatus::Completed, emit);
         usage.add(&assistant.usage);
+        // Each turn is priced at the route that ran it.
+        let turn_cost = cost(&spec.prices, &chain[active].route, &assistant.usage);
+        if let Some(r) = used.last_mut() {
+            r.turns += 1;
+            r.usage.add(&assistant.usage);
+            r.cost_usd = r.cost_usd.zip(turn_cost).map(|(a, b)| a + b);
+        }
         emit(AgentEvent::TurnCompleted {
             turn,
             usage: assistant.usage,
-            cost_usd: cost(&spec.prices, &spec.route, &assistant.usage),
+            cost_usd: turn_cost,
         });
         let text = assistant.text();
         if !text.trim().is_empty() {
@@ -344,6 +410,8 @@ pub async fn run(
             push(&mut messages, store, m);
         }
     };
+    summary.cost_usd = total_cost(&used);
+    summary.routes = used;
     emit(AgentEvent::SessionCompleted {
         outcome: summary.outcome,
         reason: summary.reason,
@@ -352,8 +420,43 @@ pub async fn run(
         usage: summary.usage,
         cost_usd: summary.cost_usd,
         error: summary.error.clone(),
+        // Only a session that changed routes lists them.
+        routes: if summary.routes.len() > 1 {
+            summary.routes.clone()
+        } else {
+            Vec::new()
+        },
     });
     summary
+}
+
+/// Points a request at `route`: its model, thinking level and output limit.
+fn aim(request: &mut ModelRequest, route: &Fallback) {
+    request.model = route.route.model.clone();
+    request.thinking = route.route.thinking;
+    request.max_output_tokens = route.max_output_tokens;
+}
+
+/// A route the session starts on, before it has run a turn.
+fn route_usage(prices: &BTreeMap<String, Price>, route: &Route) -> RouteUsage {
+    RouteUsage {
+        model: route.to_string(),
+        turns: 0,
+        usage: Usage::default(),
+        cost_usd: cost(prices, route, &Usage::default()),
+    }
+}
+
+/// The cost of a session: the sum of its routes' costs, each turn priced at the route that ran
+/// it; `None` when no route has a price, or when one that ran a turn has none (a partial sum
+/// would look complete).
+fn total_cost(routes: &[RouteUsage]) -> Option<f64> {
+    let mut counted = routes
+        .iter()
+        .filter(|r| r.turns > 0 || r.cost_usd.is_some())
+        .peekable();
+    counted.peek()?;
+    counted.try_fold(0.0, |sum, r| r.cost_usd.map(|c| sum + c))
 }
 
 fn cancelled_message(last_text: &str) -> String {
@@ -670,5 +773,40 @@ fn tool_item(
             output: out.map(|o| truncate(&o.output, EVENT_OUTPUT_CAP)),
             exit_code: out.and_then(|o| o.exit_code),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ran(model: &str, turns: u32, cost_usd: Option<f64>) -> RouteUsage {
+        RouteUsage {
+            model: model.into(),
+            turns,
+            usage: Usage::default(),
+            cost_usd,
+        }
+    }
+
+    #[test]
+    fn a_session_costs_the_sum_of_its_routes_only_when_each_that_ran_is_priced() {
+        assert_eq!(total_cost(&[ran("a/x", 2, Some(0.5))]), Some(0.5));
+        assert_eq!(
+            total_cost(&[ran("a/x", 1, Some(0.5)), ran("b/y", 2, Some(0.25))]),
+            Some(0.75)
+        );
+        // A route without a price that ran a turn: the sum would be too low.
+        assert_eq!(
+            total_cost(&[ran("a/x", 1, Some(0.5)), ran("b/y", 1, None)]),
+            None
+        );
+        // One without a price that ran nothing (it failed at once) does not count.
+        assert_eq!(
+            total_cost(&[ran("a/x", 0, None), ran("b/y", 1, Some(0.25))]),
+            Some(0.25)
+        );
+        assert_eq!(total_cost(&[ran("a/x", 0, None)]), None);
+        assert_eq!(total_cost(&[ran("a/x", 0, Some(0.0))]), Some(0.0));
     }
 }

@@ -3,7 +3,9 @@
 //! The first line is a header, every later line one message, appended and flushed as the session
 //! goes, so a killed process leaves a transcript that `--resume` can continue. When a run ends, an
 //! `ended` line records its outcome; a transcript whose last line is a message was cut short (the
-//! process was killed) or is being written.
+//! process was killed) or is being written. A `route` line records that the session failed over
+//! to another route of its class: from there on the header's `model` is read as that route, so
+//! `--resume` continues where the session last ran.
 
 use std::path::Path;
 
@@ -32,6 +34,10 @@ enum Line {
         outcome: Outcome,
         #[serde(default)]
         reason: Option<EndReason>,
+    },
+    /// The session moved to another route (`turn.route_changed`) and runs on it from here on.
+    Route {
+        model: String,
     },
 }
 
@@ -104,16 +110,21 @@ impl SessionStore {
             .map_err(|e| SessionError::from_log(state, id, e))?;
         let mut header = None;
         let mut messages = Vec::new();
+        let mut route = None;
         for line in lines {
             match line {
                 Line::Session(h) => header = Some(h),
                 Line::Message { message } => messages.push(message),
+                Line::Route { model } => route = Some(model),
                 Line::Ended { .. } => {}
             }
         }
-        let header = header.ok_or_else(|| SessionError::NoHeader {
+        let mut header = header.ok_or_else(|| SessionError::NoHeader {
             path: path.display().to_string(),
         })?;
+        if let Some(model) = route {
+            header.model = model;
+        }
         let mut store = SessionStore { log };
         for fix in close_dangling_calls(&messages) {
             store.append(&fix)?;
@@ -133,6 +144,14 @@ impl SessionStore {
         Ok(())
     }
 
+    /// Records that the session runs on route `model` from now on.
+    pub fn route_changed(&mut self, model: &str) -> Result<(), SessionError> {
+        self.log.append(&Line::Route {
+            model: model.to_string(),
+        })?;
+        Ok(())
+    }
+
     /// Records how this run of the session ended.
     pub fn end(&mut self, outcome: Outcome, reason: Option<EndReason>) -> Result<(), SessionError> {
         self.log.append(&Line::Ended { outcome, reason })?;
@@ -147,9 +166,11 @@ pub fn read_info(state: &StateDir, id: &str) -> Result<SessionInfo, SessionError
     let mut header = None;
     let mut task = None;
     let mut ended = None;
+    let mut route = None;
     for line in lines {
         match line {
             Line::Session(h) => header = Some(h),
+            Line::Route { model } => route = Some(model),
             Line::Message { message } => {
                 if let (None, Message::User { text }) = (&task, &message) {
                     task = Some(text.clone());
@@ -159,9 +180,12 @@ pub fn read_info(state: &StateDir, id: &str) -> Result<SessionInfo, SessionError
             Line::Ended { outcome, reason } => ended = Some((outcome, reason)),
         }
     }
-    let header = header.ok_or_else(|| SessionError::NoHeader {
+    let mut header = header.ok_or_else(|| SessionError::NoHeader {
         path: path.display().to_string(),
     })?;
+    if let Some(model) = route {
+        header.model = model;
+    }
     Ok(SessionInfo {
         header,
         task: task.unwrap_or_default(),
@@ -334,6 +358,28 @@ mod tests {
         store.append(&Message::user("Continue")).unwrap();
         let info = read_info(&state, "s-1").unwrap();
         assert_eq!((info.task.as_str(), info.ended), ("fix it\nplease", None));
+    }
+
+    /// After a failover the transcript's route is the one the session moved to, for `--resume`
+    /// and for `baton sessions`; the header line itself is never rewritten.
+    #[test]
+    fn a_route_line_names_the_route_the_session_continues_on() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path());
+        let mut store =
+            SessionStore::create(&state, &header("s-1", "2025-01-01T00:00:00Z")).unwrap();
+        store.append(&Message::user("go")).unwrap();
+        store.route_changed("q/n:high").unwrap();
+        drop(store);
+        let (_, h, msgs) = SessionStore::open(&state, "s-1").unwrap();
+        assert_eq!(h.model, "q/n:high");
+        assert_eq!(msgs, vec![Message::user("go")]);
+        assert_eq!(read_info(&state, "s-1").unwrap().header.model, "q/n:high");
+        let first = std::fs::read_to_string(state.session("s-1").unwrap()).unwrap();
+        assert!(
+            first.lines().next().unwrap().contains("\"model\":\"p/m\""),
+            "{first}"
+        );
     }
 
     #[test]

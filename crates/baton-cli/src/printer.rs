@@ -350,6 +350,15 @@ impl Printer {
             AgentEvent::TurnFailed { error, .. } => {
                 self.err_line(&format!("baton: {}", error.message), false)
             }
+            AgentEvent::TurnRouteChanged {
+                from, to, error, ..
+            } => self.err_line(
+                &format!(
+                    "baton: route {from} failed over to {to} for the rest of the session: {}",
+                    error.message
+                ),
+                false,
+            ),
         }
     }
 
@@ -384,16 +393,34 @@ impl Printer {
         };
         self.err_line(
             &format!(
-                "baton: {}{why} after {} turn(s) · {} in ({} cached) / {} out tokens{cost} · session {session_id}",
+                "baton: {}{why} after {} turn(s) · {} in ({} cached) / {} out tokens{cost}{} · session {session_id}",
                 s.outcome.as_str(),
                 s.turns,
                 s.usage.input_tokens,
                 s.usage.cached_input_tokens,
                 s.usage.output_tokens,
+                routes_summary(&s.routes),
             ),
             false,
         );
     }
+}
+
+/// The routes of a session that failed over, with each one's turns and cost:
+/// ` · routes a/x (1 turn, $0.0010) → b/y (2 turns)`; empty for a session on one route.
+fn routes_summary(routes: &[baton_protocol::RouteUsage]) -> String {
+    if routes.len() < 2 {
+        return String::new();
+    }
+    let each: Vec<String> = routes
+        .iter()
+        .map(|r| {
+            let turns = if r.turns == 1 { "turn" } else { "turns" };
+            let cost = r.cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default();
+            format!("{} ({} {turns}{cost})", r.model, r.turns)
+        })
+        .collect();
+    format!(" · routes {}", each.join(" → "))
 }
 
 fn first_line(s: &str) -> String {
@@ -567,6 +594,7 @@ mod tests {
             usage: Default::default(),
             cost_usd: None,
             error: None,
+            routes: Vec::new(),
         });
         let events: Vec<AgentEvent> = out
             .text()

@@ -567,8 +567,7 @@ impl EventParser for AnthropicParser {
             }
             "message_stop" => self.finish(out),
             "error" => {
-                let (retryable, message) = classify_error_object(&msg);
-                return Err(self.ctx.stream_error(retryable, message));
+                return Err(self.ctx.stream_error(classify_error_object(&msg)));
             }
             // `ping` and event types added after this was written.
             _ => {}
@@ -755,15 +754,20 @@ mod tests {
                 provider: "anthropic".into(),
                 model: "claude-sonnet-4".into(),
                 retryable: true,
-                message: "overloaded_error: Overloaded".into()
+                message: "overloaded_error: Overloaded".into(),
+                kind: crate::error::ErrorKind::Overloaded,
             })
         );
-        let err = one("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long\"}}\n\n");
+        let err = one("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: 219898 tokens > 200000 maximum\"}}\n\n");
         assert!(
             matches!(
                 &err,
                 Err(ModelError::Stream {
                     retryable: false,
+                    kind: crate::error::ErrorKind::ContextTooLong {
+                        tokens: Some(219_898),
+                        limit: Some(200_000)
+                    },
                     ..
                 })
             ),

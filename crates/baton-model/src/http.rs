@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::error::ModelError;
+use crate::error::{classify, ErrorKind, ModelError};
 
 /// Longest error text kept from a response body, in characters.
 const MAX_ERROR_BYTES: usize = 600;
@@ -45,12 +45,14 @@ impl Ctx {
         }
     }
 
-    pub fn stream_error(&self, retryable: bool, message: impl Into<String>) -> ModelError {
+    /// The error an error event of the stream reports ([`classify_error_object`]).
+    pub fn stream_error(&self, event: ErrorEvent) -> ModelError {
         ModelError::Stream {
             provider: self.provider.clone(),
             model: self.model.clone(),
-            retryable,
-            message: message.into(),
+            retryable: event.retryable,
+            message: event.message,
+            kind: event.kind,
         }
     }
 
@@ -243,13 +245,14 @@ impl SsePost<'_> {
         if !status.is_success() {
             let retry_after = retry_after(response.headers(), SystemTime::now());
             let text = read_bounded(response, self.idle_timeout).await;
-            let message = status_message(status, &text);
+            let (message, kind) = status_message(status, &text);
             return Err(ModelError::Http {
                 provider: self.ctx.provider.clone(),
                 model: self.ctx.model.clone(),
                 status: status.as_u16(),
                 message,
                 retry_after,
+                kind,
             });
         }
         let is_json = response
@@ -262,8 +265,7 @@ impl SsePost<'_> {
             let text = read_bounded(response, self.idle_timeout).await;
             return Err(match serde_json::from_str::<serde_json::Value>(&text) {
                 Ok(v) if v.get("error").is_some() => {
-                    let (retryable, message) = classify_error_object(&v);
-                    self.ctx.stream_error(retryable, message)
+                    self.ctx.stream_error(classify_error_object(&v))
                 }
                 Ok(_) | Err(_) => self.ctx.protocol(format!(
                     "expected an event stream (text/event-stream) but got JSON: {}",
@@ -301,16 +303,20 @@ pub(crate) async fn read_bounded(response: reqwest::Response, limit: Duration) -
     String::from_utf8_lossy(&buf).into_owned()
 }
 
-/// The message of an error answer: its body's ([`error_message`]), else the status's reason.
-pub(crate) fn status_message(status: reqwest::StatusCode, body: &str) -> String {
-    if body.trim().is_empty() {
+/// The message of an error answer — its body's ([`error_message`]), else the status's reason —
+/// and what the status and body say went wrong ([`classify`]).
+pub(crate) fn status_message(status: reqwest::StatusCode, body: &str) -> (String, ErrorKind) {
+    let message = if body.trim().is_empty() {
         status
             .canonical_reason()
             .unwrap_or("no error message")
             .to_string()
     } else {
         error_message(body)
-    }
+    };
+    let json = serde_json::from_str::<serde_json::Value>(body).unwrap_or_default();
+    let kind = classify(Some(status.as_u16()), &json, &message);
+    (message, kind)
 }
 
 /// The human part of an error body: `error.message` (OpenAI, Anthropic), a string `error`, a
@@ -330,11 +336,20 @@ pub(crate) fn error_message(body: &str) -> String {
     bounded(found.as_deref().unwrap_or(body), MAX_ERROR_BYTES)
 }
 
-/// Reads an `{"error": {...}}` object (or a bare error object) into (retryable, message).
+/// An error event of a stream, read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ErrorEvent {
+    pub retryable: bool,
+    /// `type/code: message`.
+    pub message: String,
+    pub kind: ErrorKind,
+}
+
+/// Reads an `{"error": {...}}` object (or a bare error object) of a stream.
 ///
-/// Transient kinds: overloaded, rate limits, server errors, timeouts — by type, code or a numeric
-/// status code of 408, 429 or 5xx.
-pub(crate) fn classify_error_object(v: &serde_json::Value) -> (bool, String) {
+/// The kind comes from [`classify`]; for the rest, transient errors are server errors and
+/// timeouts, by type, code or a numeric status code of 408, 429 or 5xx.
+pub(crate) fn classify_error_object(v: &serde_json::Value) -> ErrorEvent {
     let e = v.get("error").unwrap_or(v);
     // A bare error event's own `type` is just "error", which says nothing.
     let kind = e
@@ -371,7 +386,10 @@ pub(crate) fn classify_error_object(v: &serde_json::Value) -> (bool, String) {
             .parse::<u16>()
             .is_ok_and(|n| n == 408 || n == 429 || n >= 500)
     };
-    let retryable = transient(&kind) || transient(&code);
+    let class = classify(None, v, &message);
+    let retryable = class
+        .retryable()
+        .unwrap_or_else(|| transient(&kind) || transient(&code));
     let label = [kind.as_str(), code.as_str()]
         .into_iter()
         .filter(|s| !s.is_empty())
@@ -382,7 +400,11 @@ pub(crate) fn classify_error_object(v: &serde_json::Value) -> (bool, String) {
     } else {
         format!("{}: {}", label, bounded(&message, MAX_ERROR_BYTES))
     };
-    (retryable, message)
+    ErrorEvent {
+        retryable,
+        message,
+        kind: class,
+    }
 }
 
 /// How long the server asked us to wait: `retry-after-ms` (milliseconds), else `retry-after` as
@@ -545,20 +567,65 @@ mod tests {
 
     #[test]
     fn error_objects_are_classified() {
+        let read = |v: serde_json::Value| {
+            let e = classify_error_object(&v);
+            (e.retryable, e.message, e.kind)
+        };
         let v = serde_json::json!({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}});
         assert_eq!(
-            classify_error_object(&v),
-            (true, "overloaded_error: Overloaded".to_string())
+            read(v),
+            (
+                true,
+                "overloaded_error: Overloaded".to_string(),
+                ErrorKind::Overloaded
+            )
         );
         let v = serde_json::json!({"error":{"message":"bad","type":"invalid_request_error","code":null}});
         assert_eq!(
-            classify_error_object(&v),
-            (false, "invalid_request_error: bad".to_string())
+            read(v),
+            (
+                false,
+                "invalid_request_error: bad".to_string(),
+                ErrorKind::Other
+            )
         );
         let v = serde_json::json!({"error":{"message":"upstream","code":502}});
         assert_eq!(
-            classify_error_object(&v),
-            (true, "502: upstream".to_string())
+            read(v),
+            (true, "502: upstream".to_string(), ErrorKind::Other)
+        );
+        // llama-server, when the error comes as a chunk of the stream.
+        let v = serde_json::json!({"error":{"code":400,"message":"request (3999 tokens) exceeds the available context size (2048 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":3999,"n_ctx":2048}});
+        let (retryable, _, kind) = read(v);
+        assert!(!retryable);
+        assert_eq!(
+            kind,
+            ErrorKind::ContextTooLong {
+                tokens: Some(3999),
+                limit: Some(2048)
+            }
+        );
+        // OpenAI Responses' `response.failed` error object.
+        let v = serde_json::json!({"code":"insufficient_quota","message":"You exceeded your current quota, please check your plan and billing details."});
+        assert_eq!(
+            read(v),
+            (
+                false,
+                "insufficient_quota: You exceeded your current quota, please check your plan and billing details.".to_string(),
+                ErrorKind::QuotaExceeded { resets_in: None }
+            )
+        );
+        // OpenRouter mid-stream: a numeric code in the error object.
+        let v = serde_json::json!({"error":{"code":402,"message":"Insufficient credits. Add more using https://openrouter.ai/settings/credits"}});
+        assert_eq!(read(v).2, ErrorKind::QuotaExceeded { resets_in: None });
+        let v = serde_json::json!({"error":{"code":429,"message":"Rate limit exceeded: free-models-per-min."}});
+        assert_eq!(
+            read(v),
+            (
+                true,
+                "429: Rate limit exceeded: free-models-per-min.".to_string(),
+                ErrorKind::RateLimited
+            )
         );
     }
 

@@ -453,8 +453,7 @@ impl EventParser for ChatParser {
         }
         let chunk = self.ctx.json(data)?;
         if chunk.get("error").is_some_and(|e| !e.is_null()) {
-            let (retryable, message) = classify_error_object(&chunk);
-            return Err(self.ctx.stream_error(retryable, message));
+            return Err(self.ctx.stream_error(classify_error_object(&chunk)));
         }
         let choices = chunk.get("choices").and_then(Value::as_array);
         let choice = choices.and_then(|cs| {
@@ -728,7 +727,8 @@ mod tests {
                 provider: "local".into(),
                 model: "qwen".into(),
                 retryable: true,
-                message: "502: Provider returned error".into()
+                message: "502: Provider returned error".into(),
+                kind: crate::error::ErrorKind::Other,
             })
         );
         let err =

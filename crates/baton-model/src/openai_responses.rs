@@ -481,17 +481,14 @@ impl EventParser for ResponsesParser {
                     .and_then(|r| r.get("error"))
                     .filter(|e| e.is_object())
                     .unwrap_or(&empty);
-                let (retryable, message) = classify_error_object(error);
-                let message = if error.get("message").is_some() {
-                    message
-                } else {
-                    "the response failed without an error message".to_string()
-                };
-                return Err(self.ctx.stream_error(retryable, message));
+                let mut event = classify_error_object(error);
+                if error.get("message").is_none() {
+                    event.message = "the response failed without an error message".to_string();
+                }
+                return Err(self.ctx.stream_error(event));
             }
             "error" => {
-                let (retryable, message) = classify_error_object(&msg);
-                return Err(self.ctx.stream_error(retryable, message));
+                return Err(self.ctx.stream_error(classify_error_object(&msg)));
             }
             _ => {}
         }
@@ -649,7 +646,8 @@ mod tests {
                 provider: "openai".into(),
                 model: "gpt-5".into(),
                 retryable: true,
-                message: "server_error: The model failed".into()
+                message: "server_error: The model failed".into(),
+                kind: crate::error::ErrorKind::Other,
             })
         );
         let err = one("event: error\ndata: {\"type\":\"error\",\"code\":\"invalid_prompt\",\"message\":\"nope\",\"param\":null}\n\n");

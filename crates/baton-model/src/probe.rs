@@ -67,12 +67,14 @@ pub async fn list_models(
     let status = response.status();
     let text = read_bounded(response, timeout).await;
     if !status.is_success() {
+        let (message, kind) = status_message(status, &text);
         return Err(ModelError::Http {
             provider: name.to_string(),
             model: "(model list)".into(),
             status: status.as_u16(),
-            message: status_message(status, &text),
+            message,
             retry_after: None,
+            kind,
         });
     }
     let models = serde_json::from_str::<serde_json::Value>(&text)

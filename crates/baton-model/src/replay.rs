@@ -257,6 +257,15 @@ impl Recorder {
         }
     }
 
+    /// A recorder of `inner` that writes to the same cassette as this one, so the turns of a
+    /// session that changed routes are recorded in the order they ran.
+    pub fn sharing(&self, inner: Arc<dyn Provider>) -> Self {
+        Recorder {
+            inner,
+            cassette: Arc::clone(&self.cassette),
+        }
+    }
+
     /// A copy of what has been recorded so far.
     pub fn cassette(&self) -> Cassette {
         lock(&self.cassette).clone()
@@ -503,6 +512,36 @@ mod tests {
             matches!(&err, ModelError::Config(m) if m.contains("has no turn 3") && m.contains("--record")),
             "{err}"
         );
+    }
+
+    /// The recorders of a session's routes share one cassette: its turns in the order they ran.
+    #[tokio::test]
+    async fn recorders_of_two_routes_write_one_cassette() {
+        let one = |text: &str| {
+            Arc::new(Replay::new(
+                "live".into(),
+                "script".into(),
+                Cassette {
+                    version: 1,
+                    turns: vec![CassetteTurn {
+                        request_summary: None,
+                        events: text_turn(text),
+                    }],
+                },
+            ))
+        };
+        let first = Recorder::new(one("on a"));
+        let second = first.sharing(one("on b"));
+        collect(&first).await;
+        collect(&second).await;
+        let texts: Vec<Vec<StreamEvent>> = first
+            .cassette()
+            .turns
+            .into_iter()
+            .map(|t| t.events)
+            .collect();
+        assert_eq!(texts, vec![text_turn("on a"), text_turn("on b")]);
+        assert_eq!(second.cassette(), first.cassette());
     }
 
     #[test]

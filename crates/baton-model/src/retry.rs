@@ -265,6 +265,7 @@ mod tests {
             status,
             message: "nope".into(),
             retry_after,
+            kind: crate::error::ErrorKind::Other,
         }
     }
 
@@ -457,6 +458,10 @@ mod tests {
             model: "m".into(),
             retryable: false,
             message: "invalid_request_error: prompt is too long".into(),
+            kind: crate::error::ErrorKind::ContextTooLong {
+                tokens: None,
+                limit: None,
+            },
         };
         let p = Scripted::new(vec![
             Attempt::Stream {

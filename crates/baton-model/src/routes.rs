@@ -1,9 +1,9 @@
 //! Model classes → routes → providers.
 //!
 //! A class (`fast`, `balanced`, `frontier`, `fav`) maps in config to one route or a list of routes.
-//! Resolution happens once, before launch: the first usable route wins, and a route is usable when
-//! its provider is configured and its credentials (or cassette) are present. Nothing falls back
-//! after a model request has been made.
+//! Resolution happens before launch: the first usable route wins, and a route is usable when
+//! its provider is configured and its credentials (or cassette) are present. The usable routes
+//! after it are where a session fails over to at run time (`baton-agent`'s loop).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

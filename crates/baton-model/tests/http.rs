@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use baton_model::anthropic::Anthropic;
 use baton_model::catalog::Profile;
+use baton_model::error::ErrorKind;
 use baton_model::openai_chat::OpenAiChat;
 use baton_model::openai_responses::OpenAiResponses;
 use baton_model::retry::{run_turn, RetryPolicy, TurnProgress};
@@ -325,6 +326,7 @@ async fn rate_limit_with_retry_after_is_retried() {
                     status: 429,
                     message: "Rate limit reached".into(),
                     retry_after: Some(Duration::from_secs(1)),
+                    kind: ErrorKind::RateLimited,
                 }
             )],
             "{format:?}"
@@ -376,6 +378,7 @@ async fn unauthorized_fails_at_once() {
                 status: 401,
                 message: "Incorrect API key provided".into(),
                 retry_after: None,
+                kind: ErrorKind::Other,
             },
             "{format:?}"
         );
@@ -383,6 +386,44 @@ async fn unauthorized_fails_at_once() {
         assert!(seen.retries.is_empty());
         assert_eq!(server.model_requests().len(), 1);
     }
+}
+
+/// llama-server's answer to a conversation longer than its context: the code says so, the
+/// message gives both sizes and the fix, and the same request is not sent again.
+#[tokio::test]
+async fn a_context_that_is_too_small_is_reported_as_such_and_not_retried() {
+    let server = MockServer::builder()
+        .fault(Fault::status(400).body(json!({"error": {
+            "code": 400,
+            "message": "request (3999 tokens) exceeds the available context size (2048 tokens), try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": 3999,
+            "n_ctx": 2048,
+        }})))
+        .turn(Turn::text("unused"))
+        .start()
+        .await;
+    let p = provider(Format::Chat, &server, Duration::from_secs(10));
+    let (r, seen) = turn(p.as_ref(), &request(vec![Message::user("hi")]), &fast()).await;
+    let err = r.unwrap_err();
+    assert_eq!(err.code(), Some(baton_protocol::ErrorCode::ContextTooLong));
+    assert_eq!(
+        err.kind(),
+        ErrorKind::ContextTooLong {
+            tokens: Some(3999),
+            limit: Some(2048)
+        }
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains(
+            "the conversation is 3999 tokens and the model's context on this server is 2048"
+        ) && text.contains("`-c` for llama-server")
+            && !text.contains("check the model name"),
+        "{text}"
+    );
+    assert!(seen.retries.is_empty());
+    assert_eq!(server.model_requests().len(), 1);
 }
 
 #[tokio::test]

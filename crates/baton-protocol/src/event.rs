@@ -52,6 +52,20 @@ pub enum AgentEvent {
         delay_ms: u64,
         error: ErrorInfo,
     },
+    /// The session's route failed in a way another route may not (out of quota or usage,
+    /// overloaded, rate limited after its retries): from this turn on, the session runs on the
+    /// next route of its model class, and this turn starts over there. No tool call runs twice:
+    /// tools run only after a complete turn.
+    #[serde(rename = "turn.route_changed")]
+    TurnRouteChanged {
+        turn: u32,
+        /// The route that failed, `provider/model[:thinking]`.
+        from: String,
+        /// The route the session continues on.
+        to: String,
+        /// Why `from` failed.
+        error: ErrorInfo,
+    },
     #[serde(rename = "item.started")]
     ItemStarted { item: Item },
     /// Streamed text for an `agent_message` or `reasoning` item that has started.
@@ -86,7 +100,25 @@ pub enum AgentEvent {
         /// Why a failed session failed: the model error, or what stopped it before it started.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<ErrorInfo>,
+        /// Every route the session ran on, in order, when a failover changed it
+        /// (`turn.route_changed`); absent when it ran on one route, `session.started`'s `model`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        routes: Vec<RouteUsage>,
     },
+}
+
+/// What one route of a session did: its completed turns, their usage, and their cost at that
+/// route's price.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RouteUsage {
+    /// The route, `provider/model[:thinking]`.
+    pub model: String,
+    /// Model turns completed on it.
+    pub turns: u32,
+    pub usage: Usage,
+    /// Present when the config has a price for the route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// A stable error code and a human message.
@@ -158,13 +190,26 @@ macro_rules! wire_enum {
 wire_enum! {
     /// The code of an [`ErrorInfo`] in `turn.failed` and `turn.retrying`.
     pub enum ErrorCode ("error code") {
-        /// HTTP 429.
+        /// The account sent too much too fast (HTTP 429 without a quota error); retried after a
+        /// wait, then failed over when the class has another route.
         RateLimited = "rate_limited",
+        /// The account is out of credit or quota, or its plan's usage limit is reached (OpenAI
+        /// `insufficient_quota`, ChatGPT `usage_limit_reached`, HTTP 402); not retried, failed
+        /// over when the class has another route.
+        QuotaExceeded = "quota_exceeded",
+        /// The server is overloaded for everyone (Anthropic `overloaded_error`, HTTP 529);
+        /// retried, then failed over when the class has another route.
+        Overloaded = "overloaded",
+        /// The conversation does not fit the model's context window; not retried.
+        ContextTooLong = "context_too_long",
+        /// The provider has no model of the route's name (or Ollama has not pulled it); not
+        /// retried.
+        ModelNotFound = "model_not_found",
         /// HTTP 401: the API key is missing or wrong.
         Unauthorized = "unauthorized",
         /// HTTP 403.
         Forbidden = "forbidden",
-        /// HTTP 404: usually a wrong model name or base URL.
+        /// HTTP 404 that names no missing model: usually a wrong `base_url`.
         NotFound = "not_found",
         /// HTTP 400.
         BadRequest = "bad_request",
@@ -305,13 +350,14 @@ mod tests {
         round_trips(ErrorCode::ALL);
         round_trips(Outcome::ALL);
         round_trips(EndReason::ALL);
-        assert_eq!(ErrorCode::ALL.len(), 12);
+        assert_eq!(ErrorCode::ALL.len(), 16);
         let e = "stream_broken".parse::<ErrorCode>().unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown error code `stream_broken`: expected one of rate_limited, unauthorized, \
-             forbidden, not_found, bad_request, server_error, http_error, connection, stream_cut, \
-             provider_error, protocol, config"
+            "unknown error code `stream_broken`: expected one of rate_limited, quota_exceeded, \
+             overloaded, context_too_long, model_not_found, unauthorized, forbidden, not_found, \
+             bad_request, server_error, http_error, connection, stream_cut, provider_error, \
+             protocol, config"
         );
     }
 

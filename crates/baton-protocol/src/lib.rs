@@ -15,8 +15,8 @@ pub mod route;
 pub mod sandbox;
 
 pub use event::{
-    AgentEvent, EndReason, ErrorCode, ErrorInfo, Item, ItemKind, ItemStatus, Outcome, SandboxInfo,
-    UnknownValue, PROTOCOL_VERSION,
+    AgentEvent, EndReason, ErrorCode, ErrorInfo, Item, ItemKind, ItemStatus, Outcome, RouteUsage,
+    SandboxInfo, UnknownValue, PROTOCOL_VERSION,
 };
 pub use message::{AssistantPart, Message, StopReason, ToolSpec, Usage};
 pub use route::{ModelClass, Route, RouteParseError, ThinkingLevel};

@@ -81,7 +81,9 @@
 //!
 //! * [`Fault::Status`]: the HTTP status with the format's error body
 //!   (`{"error":{"message","type","param","code"}}` for OpenAI,
-//!   `{"type":"error","error":{"type","message"}}` for Anthropic) and `retry-after`.
+//!   `{"type":"error","error":{"type","message"}}` for Anthropic) and `retry-after`;
+//!   with [`Fault::body`], the body given instead, to play one server's error answer
+//!   (llama-server's `exceed_context_size_error`, OpenAI's `insufficient_quota`, …).
 //! * [`Fault::DropMidStream`]: the first `after_events` SSE events of the turn, then
 //!   the connection is cut (the client sees a body error or an early EOF).
 //! * [`Fault::MalformedSse`]: the turn's first event, then `data: {not json`, then a
@@ -105,7 +107,7 @@
 //!   `"delay_ms_per_chunk"`. Tool arguments may be a JSON object or a string of raw
 //!   JSON text (which may be deliberately broken); `id` may be omitted;
 //! * a fault object tagged by `"fault"`: `"status"` (`status`, `retry_after_secs` or
-//!   `retry_after`, `message`), `"drop_mid_stream"` or `"drop"` (`after_events`,
+//!   `retry_after`, `message`, or `body`: the whole body, a JSON value or a string), `"drop_mid_stream"` or `"drop"` (`after_events`,
 //!   optional `turn`), `"malformed_sse"` or `"malformed"` (optional `turn`),
 //!   `"in_stream_error"` (`message`).
 //!

@@ -504,10 +504,15 @@ fn play(format: WireFormat, seq: u64, step: Step, request: &Value) -> Response {
             status,
             retry_after_secs,
             message,
+            body,
         }) => {
             let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            let mut response =
-                json_response(code, render::error_body(format, code.as_u16(), &message));
+            let text = match body {
+                Some(Value::String(text)) => text,
+                Some(other) => other.to_string(),
+                None => render::error_body(format, code.as_u16(), &message),
+            };
+            let mut response = json_response(code, text);
             if let Some(secs) = retry_after_secs {
                 response
                     .headers_mut()

@@ -229,7 +229,9 @@ impl Turn {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "fault", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Fault {
-    /// An HTTP error with the format's error body, plus `retry-after` when set.
+    /// An HTTP error with the format's error body, plus `retry-after` when set. With `body`,
+    /// that body is sent instead, as a real server wrote it (a JSON string is sent as its
+    /// text, any other JSON value as JSON).
     Status {
         status: u16,
         #[serde(
@@ -240,6 +242,8 @@ pub enum Fault {
         retry_after_secs: Option<u64>,
         #[serde(default = "default_status_message")]
         message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        body: Option<Value>,
     },
     /// Sends the first `after_events` SSE events of `turn`, then aborts the connection.
     #[serde(alias = "drop")]
@@ -281,6 +285,7 @@ impl Fault {
             status,
             retry_after_secs: None,
             message: default_status_message(),
+            body: None,
         }
     }
 
@@ -291,6 +296,16 @@ impl Fault {
         } = &mut self
         {
             *retry_after_secs = Some(secs);
+        }
+        self
+    }
+
+    /// Sends `body` instead of the format's error body on a [`Fault::Status`] (a JSON string as
+    /// its text, any other value as JSON), to play the error answer of a particular server;
+    /// other faults are returned unchanged.
+    pub fn body(mut self, value: impl Into<Value>) -> Self {
+        if let Fault::Status { body, .. } = &mut self {
+            *body = Some(value.into());
         }
         self
     }

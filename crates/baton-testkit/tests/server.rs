@@ -352,6 +352,34 @@ async fn status_fault_has_retry_after_and_format_error_body() {
     );
 }
 
+/// A status fault with its own body sends that body as it is, in any format: the error answer
+/// of a particular server, byte for byte.
+#[tokio::test]
+async fn status_fault_with_a_body_of_its_own() {
+    let llama = json!({"error": {"code": 400, "message": "request (3999 tokens) exceeds the available context size (2048 tokens)", "type": "exceed_context_size_error", "n_prompt_tokens": 3999, "n_ctx": 2048}});
+    let server = MockServer::builder()
+        .fault(Fault::status(400).body(llama.clone()))
+        .fault(Fault::status(503).retry_after(2).body("upstream busy"))
+        .start()
+        .await;
+    let response = post(&server, "/v1/chat/completions", json!({"stream": true})).await;
+    assert_eq!(response.status(), 400);
+    assert_eq!(response.json::<Value>().await.unwrap(), llama);
+    let response = post(&server, "/v1/messages", json!({"stream": true})).await;
+    assert_eq!(response.status(), 503);
+    assert_eq!(response.headers()["retry-after"], "2");
+    assert_eq!(response.text().await.unwrap(), "upstream busy");
+    // Scripts say the same with `body`.
+    let step: Step = serde_json::from_value(
+        json!({"fault": "status", "status": 429, "body": {"error": {"type": "usage_limit_reached"}}}),
+    )
+    .unwrap();
+    assert_eq!(
+        step,
+        Step::Fault(Fault::status(429).body(json!({"error": {"type": "usage_limit_reached"}})))
+    );
+}
+
 /// Reads a streamed body to its end; returns the bytes and whether it ended in an error.
 async fn read_until_end(response: reqwest::Response) -> (Vec<u8>, bool) {
     let mut stream = response.bytes_stream();
