@@ -376,6 +376,7 @@ fn expected_usage(server: &Value) -> Usage {
         input_tokens: n(&server["prompt_tokens"]),
         cached_input_tokens: n(&server["prompt_tokens_details"]["cached_tokens"]),
         output_tokens: n(&server["completion_tokens"]),
+        cache_write_tokens: 0,
     }
 }
 
@@ -403,7 +404,8 @@ fn an_agent_session_against_llama_server_runs_a_tool_and_reports_what_the_server
     let proxy = Proxy::start(server.port);
     let sb = sb.baton_config(&format!(
         "[providers.llama]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{}/v1\"\n\
-         max_output_tokens = 256\nstream_idle_timeout = \"60s\"\n\n[retry]\nmax_attempts = 1\n",
+         max_output_tokens = 256\nstream_idle_timeout = \"60s\"\n\n[retry]\nmax_attempts = 1\n\n\
+         [routes.\"llama/gemma-3-270m\"]\ntemperature = 0.0\nseed = 42\n",
         proxy.port
     ));
     sb.write(
@@ -478,7 +480,11 @@ fn an_agent_session_against_llama_server_runs_a_tool_and_reports_what_the_server
             "tools": [{"type": "function", "function": {
                 "name": "ls", "description": ls.description, "parameters": ls.parameters,
             }}],
-            "max_completion_tokens": 256,
+            // llama-server is not OpenAI's own API: the limit goes as `max_tokens`; the route's
+            // sampling options go as they are (the same values the server was started with).
+            "max_tokens": 256,
+            "temperature": 0.0,
+            "seed": 42,
         })
     };
     assert_eq!(requests[0], body(&first_messages));
