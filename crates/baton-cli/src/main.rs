@@ -33,6 +33,7 @@ mod info_cmd;
 mod init_cmd;
 mod printer;
 mod project;
+mod route_cmd;
 mod sessions_cmd;
 mod signals;
 mod status;
@@ -79,6 +80,8 @@ enum Command {
     Task(task_cmd::TaskArgs),
     /// Land 1-8 independent units: parallel worktrees, then rebase, validate, review and fast-forward in order.
     Flow(flow_cmd::FlowArgs),
+    /// Show which workflow a request would run as, the signals and the rule that decided (nothing else).
+    Route(route_cmd::RouteArgs),
     /// Write a commented starter `.baton/config.toml` in the project (nothing else).
     Init(init_cmd::InitArgs),
     /// Check every configured provider (key set, one cheap real request) and the sandbox.
@@ -176,6 +179,7 @@ fn main() -> ExitCode {
         Command::Agent(args) => agent_cmd::run(args),
         Command::Task(args) => task_cmd::run(args),
         Command::Flow(args) => flow_cmd::run(args),
+        Command::Route(args) => route_cmd::run(args),
         Command::Init(args) => init_cmd::run(args),
         Command::Doctor(args) => doctor_cmd::run(args),
         Command::Models { cwd, json } => info_cmd::models(cwd, json),

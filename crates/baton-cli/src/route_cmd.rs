@@ -1,0 +1,65 @@
+//! `baton route "request"`: the workflow a request would run as, the signals that decided it and
+//! the rule. It reads no config, writes nothing and calls no model.
+
+use anyhow::{bail, Result};
+use baton_workflow::route::{route, route_as, Decision, WorkflowKind};
+use clap::Args;
+use serde_json::json;
+
+use crate::exit;
+
+#[derive(Args, Debug)]
+pub struct RouteArgs {
+    /// The request, as it would be given to a workflow.
+    request: String,
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Take this workflow instead of routing: BUILD, DEBUG, PLAN, REVIEW, ORIENT, TRIAGE or
+    /// CODEBASE-HEALTH.
+    #[arg(long, value_name = "W")]
+    workflow: Option<WorkflowKind>,
+}
+
+/// The JSON document: `{"workflow", "signals": [{"text", "category"}], "rule", "conflict"}`.
+fn document(d: &Decision) -> serde_json::Value {
+    let signals: Vec<serde_json::Value> = d
+        .signals
+        .iter()
+        .map(|s| json!({"text": s.text, "category": s.category.as_str()}))
+        .collect();
+    json!({
+        "workflow": d.workflow.as_str(),
+        "signals": signals,
+        "rule": d.rule.to_string(),
+        "conflict": d.conflict(),
+    })
+}
+
+/// `rule: …`, and for a conflict the workflows in play.
+fn rule_line(d: &Decision) -> String {
+    let mut line = format!("rule: {}", d.rule);
+    if d.conflict() {
+        let names: Vec<&str> = d.contenders().iter().map(|w| w.as_str()).collect();
+        line.push_str(&format!(" (conflict: {})", names.join(", ")));
+    }
+    line
+}
+
+pub fn run(args: RouteArgs) -> Result<u8> {
+    if args.request.trim().is_empty() {
+        bail!("the request is empty: pass the request to route, e.g. baton route \"fix the failing test\"");
+    }
+    let decision = match args.workflow {
+        Some(workflow) => route_as(&args.request, workflow),
+        None => route(&args.request),
+    };
+    if args.json {
+        outln!("{}", document(&decision));
+    } else {
+        // Signal texts are the request's own words: one line each, terminal-safe.
+        outln!("{}", baton_text::sanitize_line(&decision.headline()));
+        outln!("{}", rule_line(&decision));
+    }
+    Ok(exit::OK)
+}
