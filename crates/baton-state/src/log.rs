@@ -107,9 +107,16 @@ impl<E: Serialize + DeserializeOwned> JsonlLog<E> {
     /// Opens an existing log for appending and returns what it holds. An incomplete last line is
     /// cut off (and the cut made durable) first.
     pub fn open(path: &Path, durability: Durability) -> Result<(Self, Vec<E>), LogError> {
-        let bytes = read_bytes(path)?;
+        let (log, bytes) = Self::open_bytes(path, durability)?;
+        let records = parse(path, &bytes)?;
+        Ok((log, records))
+    }
+
+    /// [`JsonlLog::open`] without parsing: the log and its complete lines as bytes, for a reader
+    /// that parses only the records it needs (the tail after a snapshot).
+    pub fn open_bytes(path: &Path, durability: Durability) -> Result<(Self, Vec<u8>), LogError> {
+        let mut bytes = read_bytes(path)?;
         let complete = complete_len(&bytes);
-        let records = parse(path, &bytes[..complete])?;
         let file = OpenOptions::new()
             .append(true)
             .open(path)
@@ -117,6 +124,7 @@ impl<E: Serialize + DeserializeOwned> JsonlLog<E> {
         if complete < bytes.len() {
             file.set_len(complete as u64).map_err(io(path))?;
             file.sync_all().map_err(io(path))?;
+            bytes.truncate(complete);
         }
         Ok((
             JsonlLog {
@@ -125,7 +133,7 @@ impl<E: Serialize + DeserializeOwned> JsonlLog<E> {
                 durability,
                 _records: PhantomData,
             },
-            records,
+            bytes,
         ))
     }
 
@@ -187,18 +195,26 @@ fn complete_len(bytes: &[u8]) -> usize {
     bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
 }
 
+/// Parses one complete line of the log at `path` (`number` counts from 1, for the error).
+pub fn parse_line<E: DeserializeOwned>(
+    path: &Path,
+    number: usize,
+    line: &[u8],
+) -> Result<E, LogError> {
+    serde_json::from_slice(line).map_err(|source| LogError::Corrupt {
+        path: path.to_path_buf(),
+        line: number,
+        source,
+    })
+}
+
 fn parse<E: DeserializeOwned>(path: &Path, complete: &[u8]) -> Result<Vec<E>, LogError> {
     let mut records = Vec::new();
     for (n, line) in complete.split(|&b| b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let record = serde_json::from_slice(line).map_err(|source| LogError::Corrupt {
-            path: path.to_path_buf(),
-            line: n + 1,
-            source,
-        })?;
-        records.push(record);
+        records.push(parse_line(path, n + 1, line)?);
     }
     Ok(records)
 }

@@ -8,3 +8,4 @@
 //! yet; `docs/workflows.md` says what is there and what is not.
 
 pub mod route;
+pub mod store;

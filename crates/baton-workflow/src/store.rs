@@ -1,0 +1,615 @@
+//! The durable record of a workflow: an append-only event log and the artifact, a snapshot
+//! rebuilt from it.
+//!
+//! Files, under the project's state folder (`.baton/state/workflows/`):
+//! - `<id>.events.jsonl`: one [`WorkflowEvent`] per line, fsynced before `append` returns. Each
+//!   event may carry a `delta`, a JSON merge patch (RFC 7386) of the artifact; the first event,
+//!   `workflow_started`, carries the whole initial artifact.
+//! - `<id>.json`: the artifact, written atomically (temp file + rename) after every event. It is
+//!   derived: opening a workflow folds the events again and rewrites it, so a crash between the
+//!   log line and the snapshot loses nothing.
+//! - `<id>.lock`: held by the one process driving the workflow; a second one is refused, naming
+//!   the holder.
+//!
+//! Ids are `wf-<UTC timestamp>-<8 hex>` (`wf-20261203T134500Z-1a2b3c4d`), made before anything
+//! is written, so a crash can never leave a record without a name.
+
+use std::path::PathBuf;
+
+use baton_state::{
+    parse_line, read_snapshot, write_snapshot, Durability, FileLock, JsonlLog, LockError, LogError,
+    StateDir,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use crate::route::WorkflowKind;
+
+/// The event types of the log (the `event` field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    WorkflowStarted,
+    AgentStarted,
+    AgentCompleted,
+    ContractParsed,
+    RemediationCreated,
+    ScopeDecisionRequested,
+    ScopeDecisionResolved,
+    MemoryFinalized,
+    WorkflowCompleted,
+    WorkflowFailed,
+    /// A change of the artifact that is none of the above (a phase moved, a gate set).
+    ArtifactUpdated,
+}
+
+/// One line of a workflow's event log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowEvent {
+    /// 1 for the first event, one more for each next one.
+    pub seq: u64,
+    /// RFC 3339 UTC time of the append.
+    pub ts: String,
+    /// The workflow id.
+    pub wf: String,
+    pub event: EventKind,
+    #[serde(default)]
+    pub phase: Option<String>,
+    #[serde(default)]
+    pub task_id: Option<String>,
+    #[serde(default)]
+    pub agent: Option<String>,
+    #[serde(default)]
+    pub decision: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_seconds: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    /// The change to the artifact, as a JSON merge patch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<Value>,
+}
+
+/// What a caller gives [`OpenWorkflow::append`]; the store adds `seq`, `ts` and `wf`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    pub event: EventKind,
+    pub phase: Option<String>,
+    pub task_id: Option<String>,
+    pub agent: Option<String>,
+    pub decision: Option<String>,
+    pub reason: Option<String>,
+    pub duration_seconds: Option<f64>,
+    pub details: Option<Value>,
+    pub delta: Option<Value>,
+}
+
+impl NewEvent {
+    pub fn new(event: EventKind) -> NewEvent {
+        NewEvent {
+            event,
+            phase: None,
+            task_id: None,
+            agent: None,
+            decision: None,
+            reason: None,
+            duration_seconds: None,
+            details: None,
+            delta: None,
+        }
+    }
+
+    pub fn delta(mut self, delta: Value) -> NewEvent {
+        self.delta = Some(delta);
+        self
+    }
+
+    pub fn phase(mut self, phase: impl Into<String>) -> NewEvent {
+        self.phase = Some(phase.into());
+        self
+    }
+
+    pub fn reason(mut self, reason: impl Into<String>) -> NewEvent {
+        self.reason = Some(reason.into());
+        self
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("workflow id: {0}")]
+    Id(#[from] baton_state::IdError),
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error(
+        "workflow {id} is being run by another baton ({holder}); wait for it to finish or stop it"
+    )]
+    Busy { id: String, holder: String },
+    #[error("no workflow {id} in {dir}: `baton status` lists the workflows of this project")]
+    NotFound { id: String, dir: PathBuf },
+    #[error("the event log of workflow {id} does not start with workflow_started: {path}")]
+    NoStart { id: String, path: PathBuf },
+}
+
+/// A new workflow id: `wf-<UTC timestamp>-<8 hex>`.
+pub fn new_id(now: time::OffsetDateTime, random: u32) -> String {
+    let t = now.to_offset(time::UtcOffset::UTC);
+    format!(
+        "wf-{:04}{:02}{:02}T{:02}{:02}{:02}Z-{random:08x}",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    )
+}
+
+fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// Applies a JSON merge patch (RFC 7386): objects merge key by key, `null` removes a key, any
+/// other value replaces what was there.
+pub fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(fields) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let Value::Object(t) = target else {
+        return;
+    };
+    for (k, v) in fields {
+        if v.is_null() {
+            t.remove(k);
+        } else {
+            merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
+        }
+    }
+}
+
+/// The artifact a new workflow starts with: the fields of the cc10x artifact skeleton.
+pub fn initial_artifact(id: &str, kind: WorkflowKind, request: &str, ts: &str) -> Value {
+    json!({
+        "workflow_uuid": id,
+        "workflow_id": id,
+        "workflow_type": kind.as_str(),
+        "state_root": ".baton",
+        "user_request": request,
+        "plan_file": null,
+        "plan_mode": null,
+        "build_scope": null,
+        "worktree": null,
+        "execution_mode": "subagent_dispatch",
+        "verification_rigor": "standard",
+        "proof_status": "gaps_found",
+        "traceability": {"requirements": [], "phases": [], "verification": [], "remediation": []},
+        "intent": {"goal": null, "non_goals": [], "constraints": [], "acceptance_criteria": [], "open_decisions": []},
+        "normalized_phases": [],
+        "phase_cursor": null,
+        "task_ids": {},
+        "phase_status": {},
+        "deferred_findings": [],
+        "results": {},
+        "evidence": {},
+        "telemetry": {"workflow_wall_clock_seconds": 0, "loop_counts": {"re_review": 0, "re_hunt": 0, "re_verify": 0}},
+        "quality": {"confidence": null, "evidence_complete": false, "scenario_coverage": 0, "convergence_state": "pending"},
+        "memory_notes": [],
+        "pending_gate": null,
+        "status_history": [{"event": "workflow_started", "ts": ts, "phase": null}],
+        "remediation_history": [],
+        "created_at": ts,
+        "updated_at": ts,
+    })
+}
+
+/// Applies one event to the artifact: its delta, and `updated_at` / `event_seq` (the last event
+/// the artifact includes, which lets a resume fold only the events after the snapshot).
+fn apply(artifact: &mut Value, ev: &WorkflowEvent) {
+    if let Some(delta) = &ev.delta {
+        merge_patch(artifact, delta);
+    }
+    if let Value::Object(a) = artifact {
+        a.insert("updated_at".into(), Value::String(ev.ts.clone()));
+        a.insert("event_seq".into(), json!(ev.seq));
+    }
+}
+
+/// The artifact the events add up to.
+pub fn fold(events: &[WorkflowEvent]) -> Value {
+    let mut artifact = Value::Object(Map::new());
+    for ev in events {
+        apply(&mut artifact, ev);
+    }
+    artifact
+}
+
+/// The snapshot brought up to date with the events after it, reading the log backwards from
+/// its end to the snapshot's `event_seq`; `None` when the snapshot does not fit the log (no
+/// such event, or another workflow's), and the whole log must be folded.
+fn fold_tail(
+    path: &std::path::Path,
+    id: &str,
+    bytes: &[u8],
+    snapshot: Value,
+) -> Result<Option<(Value, u64)>, StoreError> {
+    let Some(at) = snapshot.get("event_seq").and_then(Value::as_u64) else {
+        return Ok(None);
+    };
+    if snapshot.get("workflow_uuid").and_then(Value::as_str) != Some(id) {
+        return Ok(None);
+    }
+    let mut tail = Vec::new();
+    let mut end = bytes.len();
+    let mut found = false;
+    while end > 0 {
+        let start = bytes[..end - 1]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |i| i + 1);
+        let line = &bytes[start..end - 1];
+        end = start;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let number = bytes[..start].iter().filter(|b| **b == b'\n').count() + 1;
+        let ev: WorkflowEvent = parse_line(path, number, line)?;
+        if ev.seq > at {
+            tail.push(ev);
+        } else {
+            found = ev.seq == at;
+            break;
+        }
+    }
+    if !found {
+        return Ok(None);
+    }
+    let mut artifact = snapshot;
+    let mut last = at;
+    for ev in tail.iter().rev() {
+        apply(&mut artifact, ev);
+        last = ev.seq;
+    }
+    Ok(Some((artifact, last)))
+}
+
+/// The workflows of one project.
+#[derive(Debug, Clone)]
+pub struct WorkflowStore {
+    state: StateDir,
+}
+
+/// A workflow opened for writing: its lock is held until this is dropped.
+#[derive(Debug)]
+pub struct OpenWorkflow {
+    id: String,
+    log: JsonlLog<WorkflowEvent>,
+    snapshot: PathBuf,
+    artifact: Value,
+    seq: u64,
+    _lock: FileLock,
+}
+
+impl WorkflowStore {
+    pub fn new(state: StateDir) -> WorkflowStore {
+        WorkflowStore { state }
+    }
+
+    fn path(&self, id: &str, suffix: &str) -> Result<PathBuf, StoreError> {
+        baton_state::check_id(baton_state::IdKind::Record, id)?;
+        Ok(self.state.workflows().join(format!("{id}{suffix}")))
+    }
+
+    pub fn events_path(&self, id: &str) -> Result<PathBuf, StoreError> {
+        self.path(id, ".events.jsonl")
+    }
+
+    pub fn snapshot_path(&self, id: &str) -> Result<PathBuf, StoreError> {
+        self.path(id, ".json")
+    }
+
+    fn lock(&self, id: &str) -> Result<FileLock, StoreError> {
+        let path = self.path(id, ".lock")?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| LogError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        match FileLock::try_acquire(&path)? {
+            Some(lock) => Ok(lock),
+            None => Err(StoreError::Busy {
+                id: id.to_string(),
+                holder: FileLock::holder(&path),
+            }),
+        }
+    }
+
+    /// Starts a workflow: a fresh id, the lock, the log and its `workflow_started` event with
+    /// the initial artifact, and the snapshot.
+    pub fn create(&self, kind: WorkflowKind, request: &str) -> Result<OpenWorkflow, StoreError> {
+        let id = new_id(time::OffsetDateTime::now_utc(), rand::random());
+        let lock = self.lock(&id)?;
+        let log = JsonlLog::create(&self.events_path(&id)?, Durability::Fsync)?;
+        let ts = now_rfc3339();
+        let mut wf = OpenWorkflow {
+            snapshot: self.snapshot_path(&id)?,
+            id: id.clone(),
+            log,
+            artifact: Value::Object(Map::new()),
+            seq: 0,
+            _lock: lock,
+        };
+        wf.append(
+            NewEvent::new(EventKind::WorkflowStarted)
+                .decision(kind.as_str())
+                .delta(initial_artifact(&id, kind, request, &ts)),
+        )?;
+        Ok(wf)
+    }
+
+    /// Opens a workflow to go on with it: takes its lock, reads its events (a torn last line is
+    /// cut off), folds them into the artifact and rewrites the snapshot from them.
+    pub fn open(&self, id: &str) -> Result<OpenWorkflow, StoreError> {
+        let events_path = self.events_path(id)?;
+        if !events_path.is_file() {
+            return Err(StoreError::NotFound {
+                id: id.to_string(),
+                dir: self.state.workflows(),
+            });
+        }
+        let lock = self.lock(id)?;
+        let (log, bytes) = JsonlLog::<WorkflowEvent>::open_bytes(&events_path, Durability::Fsync)?;
+        let first = bytes
+            .split(|b| *b == b'\n')
+            .find(|l| !l.iter().all(u8::is_ascii_whitespace))
+            .map(|l| parse_line::<WorkflowEvent>(&events_path, 1, l))
+            .transpose()?;
+        if first.map(|e| e.event) != Some(EventKind::WorkflowStarted) {
+            return Err(StoreError::NoStart {
+                id: id.to_string(),
+                path: events_path,
+            });
+        }
+        let snapshot = self.snapshot_path(id)?;
+        // The snapshot spares parsing the whole log; one that does not fit it (lost, unreadable,
+        // edited) is rebuilt from every event.
+        let resumed = match read_snapshot::<Value>(&snapshot) {
+            Ok(Some(s)) => fold_tail(&events_path, id, &bytes, s)?,
+            Ok(None) | Err(_) => None,
+        };
+        let (artifact, seq) = match resumed {
+            Some(r) => r,
+            None => {
+                let mut events = Vec::new();
+                for (n, line) in bytes.split(|b| *b == b'\n').enumerate() {
+                    if !line.iter().all(u8::is_ascii_whitespace) {
+                        events.push(parse_line::<WorkflowEvent>(&events_path, n + 1, line)?);
+                    }
+                }
+                (fold(&events), events.last().map_or(0, |e| e.seq))
+            }
+        };
+        write_snapshot(&snapshot, &artifact)?;
+        Ok(OpenWorkflow {
+            id: id.to_string(),
+            seq,
+            log,
+            snapshot,
+            artifact,
+            _lock: lock,
+        })
+    }
+
+    /// The events of a workflow, without its lock (for `baton status` and `baton log`).
+    pub fn events(&self, id: &str) -> Result<Vec<WorkflowEvent>, StoreError> {
+        let path = self.events_path(id)?;
+        if !path.is_file() {
+            return Err(StoreError::NotFound {
+                id: id.to_string(),
+                dir: self.state.workflows(),
+            });
+        }
+        Ok(JsonlLog::read(&path)?)
+    }
+
+    /// The last snapshot written, without the lock (it may lag the log by one event after a
+    /// crash; [`WorkflowStore::open`] repairs that).
+    pub fn snapshot(&self, id: &str) -> Result<Option<Value>, StoreError> {
+        Ok(read_snapshot(&self.snapshot_path(id)?)?)
+    }
+
+    /// The ids of the project's workflows, oldest first.
+    pub fn list(&self) -> Vec<String> {
+        StateDir::list_ids(&self.state.workflows(), ".events.jsonl")
+    }
+}
+
+impl NewEvent {
+    pub fn decision(mut self, decision: impl Into<String>) -> NewEvent {
+        self.decision = Some(decision.into());
+        self
+    }
+}
+
+impl OpenWorkflow {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The artifact as of the last event.
+    pub fn artifact(&self) -> &Value {
+        &self.artifact
+    }
+
+    /// The number of events so far.
+    pub fn len(&self) -> u64 {
+        self.seq
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.seq == 0
+    }
+
+    /// Appends an event (on disk when this returns), applies its delta and rewrites the
+    /// snapshot. Events first: a crash after the log line and before the snapshot is repaired
+    /// by the next [`WorkflowStore::open`].
+    pub fn append(&mut self, event: NewEvent) -> Result<WorkflowEvent, StoreError> {
+        let record = WorkflowEvent {
+            seq: self.seq + 1,
+            ts: now_rfc3339(),
+            wf: self.id.clone(),
+            event: event.event,
+            phase: event.phase,
+            task_id: event.task_id,
+            agent: event.agent,
+            decision: event.decision,
+            reason: event.reason,
+            duration_seconds: event.duration_seconds,
+            details: event.details,
+            delta: event.delta,
+        };
+        self.log.append(&record)?;
+        self.seq = record.seq;
+        apply(&mut self.artifact, &record);
+        write_snapshot(&self.snapshot, &self.artifact)?;
+        Ok(record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, WorkflowStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = WorkflowStore::new(StateDir::at(dir.path()));
+        (dir, store)
+    }
+
+    #[test]
+    fn ids_are_a_utc_stamp_and_eight_hex_digits() {
+        let t = time::macros::datetime!(2026-12-03 13:45:07 +01:00);
+        assert_eq!(new_id(t, 0x1a2b3c4d), "wf-20261203T124507Z-1a2b3c4d");
+        assert_eq!(new_id(t, 7), "wf-20261203T124507Z-00000007");
+    }
+
+    #[test]
+    fn merge_patches_follow_rfc_7386() {
+        let mut a = json!({"a": {"b": 1, "c": 2}, "d": [1], "e": "x"});
+        merge_patch(
+            &mut a,
+            &json!({"a": {"b": null, "f": 3}, "d": [2, 3], "g": {"h": 1}}),
+        );
+        assert_eq!(
+            a,
+            json!({"a": {"c": 2, "f": 3}, "d": [2, 3], "e": "x", "g": {"h": 1}})
+        );
+    }
+
+    #[test]
+    fn events_come_first_and_the_artifact_is_their_fold() {
+        let (_dir, store) = store();
+        let mut wf = store.create(WorkflowKind::Build, "add a flag").unwrap();
+        let id = wf.id().to_string();
+        assert!(id.starts_with("wf-"), "{id}");
+        assert_eq!(wf.artifact()["workflow_type"], "BUILD");
+        assert_eq!(wf.artifact()["user_request"], "add a flag");
+        let ev = wf
+            .append(
+                NewEvent::new(EventKind::ArtifactUpdated)
+                    .phase("phase-1")
+                    .delta(json!({"phase_cursor": "phase-1", "quality": {"convergence_state": "needs_iteration"}})),
+            )
+            .unwrap();
+        assert_eq!((ev.seq, ev.wf.as_str()), (2, id.as_str()));
+        let live = wf.artifact().clone();
+        assert_eq!(live["phase_cursor"], "phase-1");
+        assert_eq!(live["quality"]["evidence_complete"], false);
+        // A second driver is refused while the first holds the workflow.
+        assert!(matches!(store.open(&id), Err(StoreError::Busy { .. })));
+        drop(wf);
+        assert_eq!(store.snapshot(&id).unwrap().unwrap(), live);
+        assert_eq!(fold(&store.events(&id).unwrap()), live);
+        // The snapshot is derived: lost or stale, opening rebuilds it from the events.
+        std::fs::remove_file(store.snapshot_path(&id).unwrap()).unwrap();
+        let wf = store.open(&id).unwrap();
+        assert_eq!(wf.artifact(), &live);
+        assert_eq!(wf.len(), 2);
+        drop(wf);
+        assert_eq!(store.snapshot(&id).unwrap().unwrap(), live);
+        assert_eq!(store.list(), vec![id]);
+    }
+
+    #[test]
+    fn a_torn_last_line_is_cut_and_the_next_event_follows_the_last_whole_one() {
+        let (_dir, store) = store();
+        let wf = store.create(WorkflowKind::Debug, "fix the crash").unwrap();
+        let id = wf.id().to_string();
+        drop(wf);
+        let path = store.events_path(&id).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut f, b"{\"seq\":2,\"ts\":\"x\",\"wf\":\"").unwrap();
+        let mut wf = store.open(&id).unwrap();
+        let ev = wf
+            .append(NewEvent::new(EventKind::AgentStarted).reason("builder"))
+            .unwrap();
+        assert_eq!(ev.seq, 2);
+        assert_eq!(store.events(&id).unwrap().len(), 2);
+    }
+
+    /// A crash between the log line and the snapshot leaves the snapshot one event behind;
+    /// a snapshot that does not fit the log at all is ignored. Either way opening gives the
+    /// fold of every event.
+    #[test]
+    fn a_stale_or_foreign_snapshot_is_brought_up_to_date_from_the_events() {
+        let (_dir, store) = store();
+        let mut wf = store.create(WorkflowKind::Build, "x").unwrap();
+        let id = wf.id().to_string();
+        wf.append(NewEvent::new(EventKind::AgentStarted).delta(json!({"phase_cursor": "p1"})))
+            .unwrap();
+        let behind = std::fs::read(store.snapshot_path(&id).unwrap()).unwrap();
+        wf.append(
+            NewEvent::new(EventKind::AgentCompleted).delta(json!({"results": {"builder": "PASS"}})),
+        )
+        .unwrap();
+        drop(wf);
+        let all = fold(&store.events(&id).unwrap());
+        assert_eq!(all["results"]["builder"], "PASS");
+        assert_eq!(all["event_seq"], 3);
+        std::fs::write(store.snapshot_path(&id).unwrap(), &behind).unwrap();
+        let wf = store.open(&id).unwrap();
+        assert_eq!((wf.artifact(), wf.len()), (&all, 3));
+        drop(wf);
+        let mut foreign: Value = serde_json::from_slice(&behind).unwrap();
+        foreign["event_seq"] = json!(99);
+        foreign["phase_cursor"] = json!("edited");
+        write_snapshot(&store.snapshot_path(&id).unwrap(), &foreign).unwrap();
+        let wf = store.open(&id).unwrap();
+        assert_eq!(wf.artifact(), &all);
+    }
+
+    #[test]
+    fn unknown_and_bad_ids_are_refused_with_the_fix() {
+        let (_dir, store) = store();
+        let e = store.open("wf-20260101T000000Z-00000000").unwrap_err();
+        assert!(e.to_string().contains("baton status"), "{e}");
+        assert!(matches!(store.open("../etc"), Err(StoreError::Id(_))));
+    }
+}
