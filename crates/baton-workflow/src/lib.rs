@@ -1,11 +1,19 @@
-//! Workflows: what `baton run` will drive. Only the first piece exists so far.
+//! Workflows: what `baton run` will drive.
 //!
 //! - [`route`] decides which workflow a request belongs to (BUILD, DEBUG, PLAN, REVIEW, ORIENT)
 //!   by rules over the words of the request, and says which words and which rule decided.
 //!   `baton route "request"` prints that decision and does nothing else.
+//! - [`artifact`] is the workflow artifact (the durable state of one workflow) with serde that
+//!   keeps unknown keys, and the workflow tasks with their seven metadata lines and `validate()`.
+//! - [`outputs`] types what agents return and the checks before a passing status is believed.
+//! - [`engine`] is the decision function: artifact + tasks + agent outputs → next action, gate,
+//!   follow-up tasks and artifact changes. Pure: no I/O, no clock, no model.
 //!
-//! Task graphs, the workflow store, contracts, gates, remediation and memory files are not built
-//! yet; `docs/workflows.md` says what is there and what is not.
+//! The workflow store, dispatch, contract parsing and `baton run` are not built yet;
+//! `docs/workflows.md` says what is there and what is not.
 
+pub mod artifact;
+pub mod engine;
+pub mod outputs;
 pub mod route;
 pub mod store;

@@ -1,0 +1,539 @@
+//! The workflow artifact (the durable state of one workflow, cc10x's
+//! `.cc10x/workflows/<uuid>.json`) and the seven metadata fields every workflow task carries.
+//!
+//! The artifact is typed where the engine reads or writes it and kept as JSON where it only
+//! passes through (`results`, `evidence`, `task_ids`, …). Every struct keeps the keys it does not
+//! know in an `extra` map, so reading an artifact and writing it back loses nothing.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::route::WorkflowKind;
+
+/// The workflow artifact. Field names are cc10x's.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Artifact {
+    /// `wf-<UTC timestamp>-<suffix>`, generated before the first task; the workflow's identity.
+    pub workflow_uuid: String,
+    /// Compatibility alias; must equal `workflow_uuid`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow_id: Option<String>,
+    /// `None` is cc10x's transitional `pending`, before routing has decided.
+    #[serde(with = "workflow_type")]
+    pub workflow_type: Option<WorkflowKind>,
+    pub plan_file: Option<String>,
+    pub design_file: Option<String>,
+    /// `direct`, `execution_plan` or `decision_rfc`.
+    pub plan_mode: Option<String>,
+    /// `trivial` or `standard` once BUILD preparation has assessed the scope.
+    pub build_scope: Option<String>,
+    /// `standard` or `critical_path`.
+    pub verification_rigor: Option<String>,
+    /// `passed`, `gaps_found` or `human_needed`.
+    pub proof_status: Option<String>,
+    pub intent: Intent,
+    /// The only BUILD phase that may run next.
+    pub phase_cursor: Option<String>,
+    /// Planner-approved executable phases; each has at least a `phase_id`.
+    pub normalized_phases: Vec<Value>,
+    pub research_quality: ResearchQuality,
+    pub research_rounds: Vec<Value>,
+    pub task_ids: Map<String, Value>,
+    pub phase_status: Map<String, Value>,
+    /// Structured agent results, by agent.
+    pub results: Map<String, Value>,
+    /// Proof of work, by agent.
+    pub evidence: Map<String, Value>,
+    /// Measurement only: never a reason to advance or block.
+    pub telemetry: Telemetry,
+    pub quality: Quality,
+    pub planning_review_runs: u32,
+    /// `not_started`, `pending_review`, `findings_received`, `passed`, `needs_clarification`.
+    pub planning_review_status: Option<String>,
+    pub planning_review_findings: Vec<Value>,
+    /// What memory finalisation has persisted so far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_sync: Option<MemorySync>,
+    /// The user decision the workflow waits on, if any.
+    pub pending_gate: Option<String>,
+    /// Append-only summaries of the router's decisions.
+    pub status_history: Vec<HistoryEntry>,
+    /// One entry per remediation cycle; authoritative for the circuit breaker.
+    pub remediation_history: Vec<HistoryEntry>,
+    pub created_at: Option<String>,
+    pub updated_at: Option<String>,
+    /// Every other key, kept as read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Artifact {
+    /// Reads an artifact from JSON; unknown keys are kept.
+    pub fn from_json(value: Value) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(value)
+    }
+
+    /// The artifact as JSON, every kept key included.
+    pub fn to_json(&self) -> Value {
+        // A struct of maps, strings and numbers always serialises.
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+mod workflow_type {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(value: &Option<WorkflowKind>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(value.map_or("pending", WorkflowKind::as_str))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<WorkflowKind>, D::Error> {
+        let text = Option::<String>::deserialize(d)?;
+        match text.as_deref() {
+            None | Some("pending") => Ok(None),
+            Some(name) => name.parse().map(Some).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// The durable spec header of the workflow.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Intent {
+    pub goal: Option<String>,
+    pub non_goals: Vec<String>,
+    pub constraints: Vec<String>,
+    pub acceptance_criteria: Vec<String>,
+    pub open_decisions: Vec<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Where the workflow's convergence stands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Convergence {
+    #[default]
+    Pending,
+    NeedsIteration,
+    Stable,
+    Converged,
+    /// Read-only workflows that have nothing to converge.
+    #[serde(rename = "N/A")]
+    NotApplicable,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Quality {
+    pub confidence: Option<Value>,
+    pub evidence_complete: bool,
+    pub scenario_coverage: Value,
+    pub research_quality: Option<String>,
+    pub convergence_state: Convergence,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ResearchQuality {
+    pub web: Option<String>,
+    pub github: Option<String>,
+    /// `high`, `medium`, `low` or `none`.
+    pub overall: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Timing and loop counts. Informational: the engine never decides on them except to report
+/// them, and never changes them except to count the loops it starts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Telemetry {
+    /// `"true"`, `"false"` or `"unknown"` (cc10x writes a string).
+    pub task_metrics_available: Option<String>,
+    pub workflow_wall_clock_seconds: u64,
+    pub agent_wall_clock_seconds: Map<String, Value>,
+    pub loop_counts: LoopCounts,
+    pub verifier: Map<String, Value>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Telemetry {
+    /// Whether task timings were recorded (a string `true`, as cc10x writes it).
+    pub fn metrics_available(&self) -> bool {
+        self.task_metrics_available.as_deref() == Some("true")
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LoopCounts {
+    pub re_review: u32,
+    pub re_hunt: u32,
+    pub re_verify: u32,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Which memory writes have happened for this workflow.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MemorySync {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocking_exit_persisted: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub design_reference_persisted: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan_recent_change_persisted: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_step_persisted: Option<bool>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One entry of `status_history` or `remediation_history`. The caller stamps `ts`: the engine
+/// reads no clock.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HistoryEntry {
+    pub event: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl HistoryEntry {
+    pub fn new(event: &str, phase: Option<&str>, reason: &str) -> Self {
+        HistoryEntry {
+            event: event.to_string(),
+            ts: None,
+            phase: phase.map(str::to_string),
+            reason: Some(reason.to_string()),
+            extra: Map::new(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tasks
+
+/// What a task is for (`kind:`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskKind {
+    Workflow,
+    Agent,
+    Remfix,
+    Memory,
+    Reverify,
+    Research,
+}
+
+/// A task's state in the task list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    Pending,
+    InProgress,
+    Completed,
+    /// Pruned: an unused branch of a task graph.
+    Deleted,
+}
+
+/// The phases a task may name (`phase:`).
+pub const PHASES: &[&str] = &[
+    "build",
+    "build-implement",
+    "build-review",
+    "build-hunt",
+    "build-verify",
+    "build-doc-sync",
+    "build-finish",
+    "debug",
+    "debug-investigate",
+    "debug-review",
+    "debug-verify",
+    "review",
+    "review-audit",
+    "plan",
+    "plan-create",
+    "plan-review-gap-1",
+    "plan-review-gap-2",
+    "memory-finalize",
+    "re-review",
+    "re-hunt",
+    "re-verify",
+    "re-plan",
+    "research-web",
+    "research-github",
+];
+
+/// The agents a task may name as its origin (`origin:`).
+pub const ORIGINS: &[&str] = &[
+    "router",
+    "component-builder",
+    "bug-investigator",
+    "code-reviewer",
+    "integration-verifier",
+    "planner",
+];
+
+/// One task of a workflow's graph: its id, state, blockers and metadata lines.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Task {
+    pub id: String,
+    pub status: Option<TaskStatus>,
+    #[serde(rename = "blockedBy")]
+    pub blocked_by: Vec<String>,
+    /// The seven metadata lines; a field not given is `None`.
+    pub wf: Option<String>,
+    pub kind: Option<TaskKind>,
+    pub origin: Option<String>,
+    pub phase: Option<String>,
+    pub plan: Option<String>,
+    pub scope: Option<String>,
+    pub reason: Option<String>,
+}
+
+/// A metadata line that is missing or wrong, with what to write instead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetadataError {
+    pub field: &'static str,
+    pub fix: String,
+}
+
+impl fmt::Display for MetadataError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "task metadata `{}:`: {}", self.field, self.fix)
+    }
+}
+
+impl Task {
+    /// Checks the seven metadata lines: all present (`N/A` where a field does not apply), `wf:`
+    /// a workflow uuid, `phase:`, `origin:` and `scope:` from their closed sets, a real origin
+    /// on a remediation task and a real reason on remediation and research tasks. Every
+    /// problem is reported, each naming its field and the fix.
+    pub fn validate(&self) -> Result<(), Vec<MetadataError>> {
+        let mut errors = Vec::new();
+        let mut missing = |field: &'static str, value: &Option<String>| {
+            if value.as_deref().is_none_or(|v| v.trim().is_empty()) {
+                errors.push(MetadataError {
+                    field,
+                    fix: "missing; every task carries all seven lines, write N/A where it does not apply"
+                        .to_string(),
+                });
+                false
+            } else {
+                true
+            }
+        };
+        let wf_ok = missing("wf", &self.wf);
+        let origin_ok = missing("origin", &self.origin);
+        let phase_ok = missing("phase", &self.phase);
+        missing("plan", &self.plan);
+        let scope_ok = missing("scope", &self.scope);
+        let reason_ok = missing("reason", &self.reason);
+        if self.kind.is_none() {
+            errors.push(MetadataError {
+                field: "kind",
+                fix: "missing; use workflow, agent, remfix, memory, reverify or research"
+                    .to_string(),
+            });
+        }
+        if wf_ok {
+            let wf = self.wf.as_deref().unwrap_or_default();
+            if let Err(problem) = check_workflow_uuid(wf) {
+                errors.push(MetadataError {
+                    field: "wf",
+                    fix: format!("{problem}; use the workflow's uuid, never a task id"),
+                });
+            }
+        }
+        if phase_ok {
+            let phase = self.phase.as_deref().unwrap_or_default();
+            if !PHASES.contains(&phase) {
+                errors.push(MetadataError {
+                    field: "phase",
+                    fix: format!("{phase:?} is not a phase; use one of {}", PHASES.join(", ")),
+                });
+            }
+        }
+        if origin_ok {
+            let origin = self.origin.as_deref().unwrap_or_default();
+            if origin == "N/A" && self.kind == Some(TaskKind::Remfix) {
+                errors.push(MetadataError {
+                    field: "origin",
+                    fix: "a remediation task names the agent whose findings it fixes".to_string(),
+                });
+            } else if origin != "N/A" && !ORIGINS.contains(&origin) {
+                errors.push(MetadataError {
+                    field: "origin",
+                    fix: format!(
+                        "{origin:?} is not an origin; use one of {}",
+                        ORIGINS.join(", ")
+                    ),
+                });
+            }
+        }
+        if scope_ok {
+            let scope = self.scope.as_deref().unwrap_or_default();
+            if !["ALL_ISSUES", "CRITICAL_ONLY", "N/A"].contains(&scope) {
+                errors.push(MetadataError {
+                    field: "scope",
+                    fix: format!("{scope:?} is not a scope; use ALL_ISSUES, CRITICAL_ONLY or N/A"),
+                });
+            }
+        }
+        if reason_ok
+            && self.reason.as_deref() == Some("N/A")
+            && matches!(self.kind, Some(TaskKind::Remfix | TaskKind::Research))
+        {
+            errors.push(MetadataError {
+                field: "reason",
+                fix: "remediation and research tasks carry a short real reason, not N/A"
+                    .to_string(),
+            });
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Whether the task still has to run.
+    pub fn is_open(&self) -> bool {
+        matches!(
+            self.status,
+            Some(TaskStatus::Pending | TaskStatus::InProgress)
+        )
+    }
+}
+
+/// Checks `wf-<YYYYMMDDTHHMMSSZ>-<suffix>`: cc10x generates eight hex digits as the suffix;
+/// any lowercase letters, digits and `-` are accepted.
+pub fn check_workflow_uuid(id: &str) -> Result<(), String> {
+    let Some(rest) = id.strip_prefix("wf-") else {
+        return Err(format!("{id:?} does not start with `wf-`"));
+    };
+    let (stamp, suffix) = rest.split_once('-').unwrap_or((rest, ""));
+    let b = stamp.as_bytes();
+    let stamp_ok = b.len() == 16
+        && b[..8].iter().all(u8::is_ascii_digit)
+        && b[8] == b'T'
+        && b[9..15].iter().all(u8::is_ascii_digit)
+        && b[15] == b'Z';
+    if !stamp_ok {
+        return Err(format!(
+            "{id:?} has no UTC timestamp like 20260312T161500Z after `wf-`"
+        ));
+    }
+    let suffix_ok = !suffix.is_empty()
+        && suffix
+            .bytes()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-');
+    if !suffix_ok {
+        return Err(format!(
+            "{id:?} has no lowercase suffix after its timestamp"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    #[test]
+    fn unknown_keys_survive_a_round_trip() {
+        let input = json!({
+            "workflow_uuid": "wf-20260312T161500Z-a1b2c3d4",
+            "workflow_type": "CODEBASE-HEALTH",
+            "state_root": ".cc10x",
+            "quality": {"convergence_state": "N/A", "custom": 1},
+            "telemetry": {"loop_counts": {"re_verify": 2, "re_other": 3}},
+            "status_history": [{"event": "workflow_started", "ts": "t", "phase": "p", "x": true}],
+        });
+        let artifact = Artifact::from_json(input.clone()).unwrap();
+        assert_eq!(artifact.workflow_type, Some(WorkflowKind::CodebaseHealth));
+        let out = artifact.to_json();
+        assert_eq!(out["state_root"], input["state_root"]);
+        assert_eq!(out["quality"]["custom"], 1);
+        assert_eq!(out["quality"]["convergence_state"], "N/A");
+        assert_eq!(
+            out["telemetry"]["loop_counts"],
+            json!({"re_review": 0, "re_hunt": 0, "re_verify": 2, "re_other": 3})
+        );
+        assert_eq!(out["status_history"], input["status_history"]);
+        assert_eq!(Artifact::from_json(out).unwrap(), artifact);
+    }
+
+    #[test]
+    fn pending_workflow_type_reads_as_none() {
+        let artifact = Artifact::from_json(json!({"workflow_type": "pending"})).unwrap();
+        assert_eq!(artifact.workflow_type, None);
+        assert_eq!(artifact.to_json()["workflow_type"], "pending");
+        assert!(Artifact::from_json(json!({"workflow_type": "SHIP"})).is_err());
+    }
+
+    #[test]
+    fn a_complete_task_validates() {
+        let task = Task {
+            id: "t1".into(),
+            wf: Some("wf-20260312T161600Z-0badcafe".into()),
+            kind: Some(TaskKind::Remfix),
+            origin: Some("code-reviewer".into()),
+            phase: Some("build-review".into()),
+            plan: Some("N/A".into()),
+            scope: Some("ALL_ISSUES".into()),
+            reason: Some("Fix critical findings".into()),
+            ..Task::default()
+        };
+        assert_eq!(task.validate(), Ok(()));
+    }
+
+    #[test]
+    fn validation_names_each_field_and_its_fix() {
+        let task = Task {
+            wf: Some("task-17".into()),
+            kind: Some(TaskKind::Remfix),
+            origin: Some("N/A".into()),
+            phase: Some("shipping".into()),
+            scope: Some("SOME".into()),
+            reason: Some("N/A".into()),
+            ..Task::default()
+        };
+        let errors = task.validate().unwrap_err();
+        let fields: Vec<&str> = errors.iter().map(|e| e.field).collect();
+        assert_eq!(fields, ["plan", "wf", "phase", "origin", "scope", "reason"]);
+        assert!(errors[0].to_string().contains("write N/A"), "{}", errors[0]);
+        assert!(errors[1].fix.contains("never a task id"));
+    }
+
+    #[test]
+    fn workflow_uuids() {
+        assert_eq!(check_workflow_uuid("wf-20260312T162700Z-a1b2c3d4"), Ok(()));
+        assert_eq!(
+            check_workflow_uuid("wf-20260312T161500Z-build-happy"),
+            Ok(())
+        );
+        assert!(check_workflow_uuid("20260312T162700Z-a1b2c3d4").is_err());
+        assert!(check_workflow_uuid("wf-2026-03-12-a1b2").is_err());
+        assert!(check_workflow_uuid("wf-20260312T162700Z").is_err());
+        assert!(check_workflow_uuid("wf-20260312T162700Z-A1B2").is_err());
+    }
+}

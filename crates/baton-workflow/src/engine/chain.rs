@@ -1,0 +1,395 @@
+//! The BUILD and DEBUG chain: remediation re-checks, merged findings, builder or investigator,
+//! reviewer, verifier (the phase exit) and doc-syncer.
+
+use serde_json::{json, Value};
+
+use super::{
+    Action, Change, Draft, FollowUp, Gate, MAX_INVESTIGATION_CONTINUATIONS, MAX_REMEDIATION_CYCLES,
+    MAX_RESEARCH_ROUNDS,
+};
+use crate::artifact::{Convergence, HistoryEntry, Task, TaskKind, TaskStatus};
+use crate::outputs::{BuilderReport, InvestigatorReport};
+use crate::route::WorkflowKind;
+
+impl Draft<'_> {
+    /// BUILD and DEBUG: remediation loop, merged findings, builder or investigator, reviewer,
+    /// verifier, doc-syncer — each may stop the chain; what passes moves it on.
+    pub(super) fn write_chain(&mut self, kind: WorkflowKind) {
+        let outputs = &self.inputs.outputs;
+        if let Some(remfix) = self.completed_remfix().cloned() {
+            self.recheck(kind, &remfix);
+            return;
+        }
+        if let Some(f) = &outputs.findings {
+            if kind == WorkflowKind::Build && f.critical_issues > 0 && f.high_issues > 0 {
+                if self.remediation_cycles() >= MAX_REMEDIATION_CYCLES {
+                    self.remediate("code-reviewer", "N/A", "critical and high findings");
+                } else {
+                    self.stop(
+                        Action::PauseForScopeDecision,
+                        Some(Gate::ScopeDecision),
+                        "critical and high findings: fix critical only, or all issues",
+                    );
+                }
+                return;
+            }
+            if f.critical_issues > 0 || f.high_issues > 0 {
+                self.remediate("code-reviewer", "ALL_ISSUES", "review findings");
+                return;
+            }
+        }
+        let mut next = None;
+        if let Some(b) = &outputs.builder {
+            match self.builder(b) {
+                Some(n) => next = Some(n),
+                None => return,
+            }
+        }
+        if let Some(i) = &outputs.investigator {
+            if !self.investigator(i) {
+                return;
+            }
+            next = Some((
+                Action::DebugReview,
+                "the fix is proven: review it".to_string(),
+            ));
+        }
+        if let Some(r) = &outputs.reviewer {
+            match r.approves() {
+                None => return self.invalid("reviewer", &["no readable verdict".into()]),
+                Some(false) => {
+                    let reason = r
+                        .remediation_reason
+                        .clone()
+                        .unwrap_or("changes requested".into());
+                    return self.remediate("code-reviewer", "ALL_ISSUES", &reason);
+                }
+                Some(true) => next = Some((Action::RunVerifier, "review approved".to_string())),
+            }
+        }
+        if let Some(v) = &outputs.verifier {
+            let problems = v.reconcile_problems();
+            if !problems.is_empty() {
+                return self.invalid("verifier", &problems);
+            }
+            self.result("verifier", json!({"passed": v.passed()}));
+            if !v.passed() {
+                if outputs.builder.as_ref().is_some_and(|b| b.status == "PASS") {
+                    self.changes.push(Change::Status(HistoryEntry::new(
+                        "verdict_contradiction",
+                        self.a.phase_cursor.as_deref(),
+                        "builder passed, verifier failed: the stricter verdict stands",
+                    )));
+                }
+                return self.remediate("integration-verifier", "ALL_ISSUES", "verification failed");
+            }
+            next = Some(self.phase_exit(kind));
+        }
+        if let Some(doc) = &outputs.doc_syncer {
+            let problems = doc.problems();
+            if !problems.is_empty() {
+                return self.invalid("doc-syncer", &problems);
+            }
+            if doc.status == "FAIL" {
+                return self.stop(Action::StopForFailure, None, "doc-syncer failed");
+            }
+            let partial = doc.status == "PARTIAL";
+            self.result(
+                "doc_syncer",
+                json!({"status": doc.status, "doc_sync_partial": partial}),
+            );
+            next = Some(self.memory_finalize("documentation synced"));
+        }
+        match next {
+            Some((action, reason)) => self.decide(action, reason),
+            None => self.stop(
+                Action::StopInvalidOutput,
+                None,
+                "no output this chain reads",
+            ),
+        }
+    }
+
+    /// A builder report: `Some(next step)` when the chain goes on, `None` when it stopped.
+    pub(super) fn builder(&mut self, b: &BuilderReport) -> Option<(Action, String)> {
+        let phase = b.phase_id.clone().or(self.a.phase_cursor.clone());
+        match (b.status.as_str(), b.phase_status.as_deref()) {
+            ("PASS", _) => {
+                let problems = b.pass_problems();
+                if !problems.is_empty() {
+                    self.invalid("builder", &problems);
+                    return None;
+                }
+                self.result("builder", json!({"status": "PASS", "phase_id": phase}));
+                if !b.scope_increases.is_empty() && !self.full_graph() {
+                    self.changes.push(Change::BuildScope("standard".into()));
+                    self.changes.push(Change::Status(HistoryEntry::new(
+                        "build_scope_escalated",
+                        phase.as_deref(),
+                        "scope grew: the full review chain runs",
+                    )));
+                    return Some((Action::RunReviewAndHunt, "scope grew beyond trivial".into()));
+                }
+                if self.full_graph() {
+                    Some((
+                        Action::RunReviewAndHunt,
+                        "built: review and hunt next".into(),
+                    ))
+                } else {
+                    Some((Action::RunVerifier, "built: verify next".into()))
+                }
+            }
+            ("FAIL", Some(state @ ("blocked" | "partial"))) => {
+                if let Some(p) = &phase {
+                    self.changes.push(Change::PhaseStatus {
+                        phase: p.clone(),
+                        status: state.into(),
+                    });
+                }
+                if let Some(proof) = &b.proof_status {
+                    self.changes.push(Change::ProofStatus(proof.clone()));
+                }
+                let items = b.blocked_items.join("; ");
+                if b.checkpoint_type.as_deref() == Some("decision") {
+                    self.stop(
+                        Action::PauseForCheckpointDecision,
+                        Some(Gate::CheckpointDecision),
+                        format!("phase {state}, the user decides: {items}"),
+                    );
+                } else {
+                    self.stop(
+                        Action::StopForBlockedPhase,
+                        Some(Gate::PhaseBlocked),
+                        format!("phase {state}: {items}"),
+                    );
+                }
+                None
+            }
+            ("FAIL", _) => {
+                let reason = b
+                    .remediation_reason
+                    .clone()
+                    .unwrap_or("builder failed".into());
+                self.remediate("component-builder", "ALL_ISSUES", &reason);
+                None
+            }
+            (other, _) => {
+                self.invalid(
+                    "builder",
+                    &[format!("STATUS {other:?} is not PASS or FAIL")],
+                );
+                None
+            }
+        }
+    }
+
+    /// An investigator report: true when the fix is proven and the chain goes on.
+    pub(super) fn investigator(&mut self, i: &InvestigatorReport) -> bool {
+        match i.status.as_str() {
+            "FIXED" => {
+                let problems = i.fixed_problems();
+                if !problems.is_empty() {
+                    self.invalid("investigator", &problems);
+                    return false;
+                }
+                self.result("investigator", json!({"status": "FIXED"}));
+                true
+            }
+            "BLOCKED" if i.needs_external_research => {
+                if let Some(r) = &self.inputs.outputs.research {
+                    self.changes.push(Change::ResearchQuality {
+                        web: r.web_status.clone(),
+                        github: r.github_status.clone(),
+                        overall: r.overall_quality.clone(),
+                    });
+                    self.stop(
+                        Action::ReinvokeInvestigator,
+                        None,
+                        "research round done (partial results count): investigate again with it",
+                    );
+                } else if self.a.research_rounds.len() >= MAX_RESEARCH_ROUNDS {
+                    self.stop(
+                        Action::AskUser,
+                        Some(Gate::Clarification),
+                        "research rounds used up",
+                    );
+                } else {
+                    let reason = i
+                        .research_reason
+                        .clone()
+                        .unwrap_or("external research".into());
+                    for phase in ["research-web", "research-github"] {
+                        self.follow_ups.push(FollowUp {
+                            kind: TaskKind::Research,
+                            phase: phase.into(),
+                            scope: "N/A".into(),
+                            reason: reason.clone(),
+                        });
+                    }
+                    self.stop(Action::SpawnResearch, None, reason);
+                }
+                false
+            }
+            "BLOCKED" => {
+                self.stop(
+                    Action::AskUser,
+                    Some(Gate::Clarification),
+                    "investigator blocked: research, manual fix or abort",
+                );
+                false
+            }
+            "INVESTIGATING" => {
+                let continuations = self
+                    .tasks
+                    .iter()
+                    .filter(|t| t.phase.as_deref() == Some("debug-investigate"))
+                    .count()
+                    .saturating_sub(1);
+                if continuations >= MAX_INVESTIGATION_CONTINUATIONS {
+                    self.stop(
+                        Action::AskUser,
+                        Some(Gate::Clarification),
+                        "investigation continued twice",
+                    );
+                } else {
+                    let reason = i
+                        .root_cause
+                        .clone()
+                        .unwrap_or("Continue investigation".into());
+                    self.follow_ups.push(FollowUp {
+                        kind: TaskKind::Agent,
+                        phase: "debug-investigate".into(),
+                        scope: "N/A".into(),
+                        reason: reason.clone(),
+                    });
+                    self.decide(Action::ContinueInvestigation, reason);
+                }
+                false
+            }
+            other => {
+                self.invalid(
+                    "investigator",
+                    &[format!("STATUS {other:?} is not a state")],
+                );
+                false
+            }
+        }
+    }
+
+    /// The verifier passed: the phase exits, the cursor moves, and the chain's tail follows.
+    pub(super) fn phase_exit(&mut self, kind: WorkflowKind) -> (Action, String) {
+        self.changes.push(Change::ProofStatus("passed".into()));
+        if kind == WorkflowKind::Debug {
+            return self.memory_finalize("fix verified");
+        }
+        let cursor = self.a.phase_cursor.clone();
+        if let Some(c) = &cursor {
+            self.changes.push(Change::PhaseStatus {
+                phase: c.clone(),
+                status: "completed".into(),
+            });
+        }
+        let listed: Vec<&str> = self
+            .a
+            .normalized_phases
+            .iter()
+            .filter_map(|p| p.get("phase_id").and_then(Value::as_str))
+            .collect();
+        let position = cursor
+            .as_deref()
+            .and_then(|c| listed.iter().position(|p| *p == c));
+        let next_listed = position
+            .and_then(|i| listed.get(i + 1))
+            .map(|p| p.to_string());
+        let next = next_listed
+            .clone()
+            .or_else(|| cursor.as_deref().and_then(next_phase_id));
+        self.changes.push(Change::PhaseCursor(next.clone()));
+        if let Some(n) = next_listed {
+            self.changes.push(Change::Convergence(Convergence::Pending));
+            return (Action::RunBuilder, format!("phase exit passed: build {n}"));
+        }
+        if self.full_graph() && self.inputs.outputs.doc_syncer.is_none() {
+            return (
+                Action::RunDocSyncer,
+                "last phase verified: sync the docs".into(),
+            );
+        }
+        self.memory_finalize("last phase verified")
+    }
+
+    /// A remediation finished: circuit breaker, proof of the fix, then the re-check tasks.
+    pub(super) fn recheck(&mut self, kind: WorkflowKind, remfix: &Task) {
+        let completed = self
+            .tasks
+            .iter()
+            .filter(|t| t.kind == Some(TaskKind::Remfix) && t.status == Some(TaskStatus::Completed))
+            .count()
+            .max(self.a.remediation_history.len());
+        if completed >= MAX_REMEDIATION_CYCLES {
+            self.stop(
+                Action::PauseForCircuitBreaker,
+                Some(Gate::CircuitBreaker),
+                format!("{completed} remediation cycles done: a human decides what next"),
+            );
+            return;
+        }
+        if !self
+            .inputs
+            .outputs
+            .remfix
+            .as_ref()
+            .is_some_and(|r| r.is_proven())
+        {
+            self.stop(
+                Action::ReturnRemfixForProof,
+                None,
+                "the remediation names no covering tests, command and output: no re-review on an unproven fix",
+            );
+            return;
+        }
+        let scope = remfix.scope.clone().unwrap_or("N/A".into());
+        let reason = remfix.reason.clone().unwrap_or("N/A".into());
+        let hunt = kind == WorkflowKind::Build && self.full_graph();
+        let verifier_pending = self.tasks.iter().any(|t| {
+            t.is_open()
+                && matches!(
+                    t.phase.as_deref(),
+                    Some("build-verify" | "debug-verify" | "re-verify")
+                )
+        });
+        let mut phases = vec![("re-review", TaskKind::Agent)];
+        if hunt {
+            phases.push(("re-hunt", TaskKind::Agent));
+        }
+        if !verifier_pending {
+            phases.push(("re-verify", TaskKind::Reverify));
+        }
+        for (phase, kind) in phases {
+            self.follow_ups.push(FollowUp {
+                kind,
+                phase: phase.into(),
+                scope: scope.clone(),
+                reason: reason.clone(),
+            });
+        }
+        self.changes.push(Change::LoopCounts {
+            re_review: 1,
+            re_hunt: u32::from(hunt),
+            re_verify: 1,
+        });
+        self.changes.push(Change::Convergence(Convergence::Pending));
+        self.decide(Action::SpawnRecheckTasks, "remediation proven: re-check it");
+    }
+}
+
+/// `phase-1` → `phase-2`: the id with its trailing number incremented.
+pub(super) fn next_phase_id(id: &str) -> Option<String> {
+    let digits = id.len() - id.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    if digits == 0 {
+        return None;
+    }
+    let (stem, number) = id.split_at(id.len() - digits);
+    let n: u64 = number.parse().ok()?;
+    Some(format!("{stem}{}", n + 1))
+}

@@ -1,0 +1,757 @@
+//! The workflow decision engine: given the artifact, the workflow's tasks and what agents
+//! returned, it decides the next action, the gate the workflow waits on, the tasks to create and
+//! the changes to the artifact. It is a pure function: no I/O, no clock, no model.
+//!
+//! The rules are cc10x's router rules (`docs/workflows.md` lists them): identity first, then
+//! the skill precedence gate, then the workflow's own chain, each agent's output checked before
+//! it is believed, and any failure stopping the chain until remediation, research or the user
+//! clears it.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::artifact::{
+    check_workflow_uuid, Artifact, Convergence, HistoryEntry, MemorySync, Task, TaskKind,
+    TaskStatus,
+};
+use crate::outputs::AgentOutputs;
+use crate::route::WorkflowKind;
+
+mod chain;
+mod plan;
+
+/// Remediation cycles allowed before a human checkpoint.
+pub const MAX_REMEDIATION_CYCLES: usize = 3;
+/// Investigation continuations allowed before asking the user.
+pub const MAX_INVESTIGATION_CONTINUATIONS: usize = 2;
+/// Research rounds allowed before asking the user.
+pub const MAX_RESEARCH_ROUNDS: usize = 2;
+
+/// What the router does next. The wire spellings are the snake_case names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    RunBuilder,
+    RunReviewAndHunt,
+    RunVerifier,
+    RunDocSyncer,
+    RunInvestigator,
+    RunReviewer,
+    RunPlanner,
+    RunPlannerWithDesignFile,
+    RunPlanReviewPass1,
+    RunPlannerReplan,
+    RunPlanReviewPass2,
+    RunTriageAgent,
+    RunArchitectureScanner,
+    /// DEBUG: the fix is in; the reviewer looks at it next.
+    DebugReview,
+    ContinueInvestigation,
+    SpawnResearch,
+    ReinvokeInvestigator,
+    CreateRemfix,
+    /// A remediation finished: re-review, re-hunt (full BUILD graph) and re-verify.
+    SpawnRecheckTasks,
+    /// A remediation finished without proof that the fix was exercised: send it back.
+    ReturnRemfixForProof,
+    MemoryFinalize,
+    CreateBuildWorkflow,
+    OfferBuildTransition,
+    PresentReport,
+    PresentBrief,
+    AnswerInline,
+    ReportLatencyBreakdown,
+    AskUser,
+    PauseForScopeDecision,
+    PauseForCheckpointDecision,
+    PauseForCircuitBreaker,
+    StopForBlockedPhase,
+    StopForFailure,
+    StopInvalidOutput,
+    StopAfterMemorySync,
+    StopIdentityCollision,
+    /// Skill precedence: a project or user standard governs.
+    RespectUserStandard,
+    /// Skill precedence: the approved plan or design governs.
+    FollowApprovedPlan,
+    /// Skill precedence: a skill or the model's own judgement governs.
+    ApplySkill,
+}
+
+/// The user decision a workflow waits on (`pending_gate`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Gate {
+    Clarification,
+    ScopeDecision,
+    CheckpointDecision,
+    PhaseBlocked,
+    CircuitBreaker,
+}
+
+impl Gate {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Gate::Clarification => "clarification",
+            Gate::ScopeDecision => "scope_decision",
+            Gate::CheckpointDecision => "checkpoint_decision",
+            Gate::PhaseBlocked => "phase_blocked",
+            Gate::CircuitBreaker => "circuit_breaker",
+        }
+    }
+}
+
+/// Where an instruction comes from, strongest first (the skill precedence order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InstructionSource {
+    /// The request itself.
+    UserPrompt,
+    /// Project CLAUDE.md, repository or user standards.
+    ProjectStandard,
+    ApprovedPlan,
+    DomainSkill,
+    InternalSkill,
+    ModelHeuristic,
+}
+
+/// One instruction in force for a dispatch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Instruction {
+    pub source: InstructionSource,
+    pub text: String,
+}
+
+/// Everything the engine decides from, besides the artifact.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Inputs {
+    /// The workflow's tasks (those of other workflows are ignored).
+    pub tasks: Vec<Task>,
+    pub outputs: AgentOutputs,
+    /// Instructions that may conflict; given, the precedence gate decides.
+    pub instructions: Vec<Instruction>,
+    /// Workflow uuids of earlier sessions.
+    pub previous_workflow_ids: Vec<String>,
+}
+
+/// A task to create.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FollowUp {
+    pub kind: TaskKind,
+    pub phase: String,
+    pub scope: String,
+    pub reason: String,
+}
+
+/// A change to the artifact. [`Decision::apply`] applies them in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    PhaseCursor(Option<String>),
+    PhaseStatus {
+        phase: String,
+        status: String,
+    },
+    Convergence(Convergence),
+    ProofStatus(String),
+    PendingGate(Option<Gate>),
+    BuildScope(String),
+    Plan {
+        file: String,
+        mode: Option<String>,
+        rigor: Option<String>,
+    },
+    DesignFile(String),
+    PlanningReview {
+        status: String,
+        runs: u32,
+    },
+    ResearchQuality {
+        web: Option<String>,
+        github: Option<String>,
+        overall: Option<String>,
+    },
+    MemorySync(MemorySync),
+    Result {
+        agent: String,
+        value: Value,
+    },
+    LoopCounts {
+        re_review: u32,
+        re_hunt: u32,
+        re_verify: u32,
+    },
+    Status(HistoryEntry),
+    Remediation(HistoryEntry),
+}
+
+impl Change {
+    fn apply(&self, a: &mut Artifact) {
+        match self {
+            Change::PhaseCursor(c) => a.phase_cursor = c.clone(),
+            Change::PhaseStatus { phase, status } => {
+                a.phase_status.insert(phase.clone(), json!(status));
+            }
+            Change::Convergence(c) => a.quality.convergence_state = *c,
+            Change::ProofStatus(p) => a.proof_status = Some(p.clone()),
+            Change::PendingGate(g) => a.pending_gate = g.map(|g| g.as_str().to_string()),
+            Change::BuildScope(s) => a.build_scope = Some(s.clone()),
+            Change::Plan { file, mode, rigor } => {
+                a.plan_file = Some(file.clone());
+                if mode.is_some() {
+                    a.plan_mode = mode.clone();
+                }
+                if rigor.is_some() {
+                    a.verification_rigor = rigor.clone();
+                }
+            }
+            Change::DesignFile(f) => a.design_file = Some(f.clone()),
+            Change::PlanningReview { status, runs } => {
+                a.planning_review_status = Some(status.clone());
+                a.planning_review_runs = *runs;
+            }
+            Change::ResearchQuality {
+                web,
+                github,
+                overall,
+            } => {
+                let q = &mut a.research_quality;
+                q.web = web.clone().or(q.web.take());
+                q.github = github.clone().or(q.github.take());
+                q.overall = overall.clone().or(q.overall.take());
+                a.quality.research_quality = q.overall.clone();
+            }
+            Change::MemorySync(m) => {
+                let s = a.memory_sync.get_or_insert_with(MemorySync::default);
+                s.blocking_exit_persisted = m.blocking_exit_persisted.or(s.blocking_exit_persisted);
+                s.design_reference_persisted = m
+                    .design_reference_persisted
+                    .or(s.design_reference_persisted);
+                s.plan_recent_change_persisted = m
+                    .plan_recent_change_persisted
+                    .or(s.plan_recent_change_persisted);
+                s.next_step_persisted = m.next_step_persisted.or(s.next_step_persisted);
+            }
+            Change::Result { agent, value } => {
+                a.results.insert(agent.clone(), value.clone());
+            }
+            Change::LoopCounts {
+                re_review,
+                re_hunt,
+                re_verify,
+            } => {
+                let l = &mut a.telemetry.loop_counts;
+                l.re_review += re_review;
+                l.re_hunt += re_hunt;
+                l.re_verify += re_verify;
+            }
+            Change::Status(e) => a.status_history.push(e.clone()),
+            Change::Remediation(e) => a.remediation_history.push(e.clone()),
+        }
+    }
+}
+
+/// A change to a task's state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskUpdate {
+    pub task: String,
+    pub status: TaskStatus,
+}
+
+/// What the engine decided.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    pub action: Action,
+    pub pending_gate: Option<Gate>,
+    pub follow_up_tasks: Vec<FollowUp>,
+    pub task_updates: Vec<TaskUpdate>,
+    pub changes: Vec<Change>,
+    /// Whether the workflow uuid equals one of an earlier session.
+    pub collides_with_previous_session: bool,
+    /// The instruction source that governs, when the precedence gate ran.
+    pub precedence_winner: Option<InstructionSource>,
+    /// Why, in one line.
+    pub reason: String,
+}
+
+impl Decision {
+    /// The artifact with this decision's changes applied.
+    pub fn apply(&self, artifact: &Artifact) -> Artifact {
+        let mut out = artifact.clone();
+        for change in &self.changes {
+            change.apply(&mut out);
+        }
+        out
+    }
+}
+
+/// Decides what the workflow does next.
+pub fn decide(artifact: &Artifact, inputs: &Inputs) -> Decision {
+    let collides = inputs
+        .previous_workflow_ids
+        .iter()
+        .any(|id| id == &artifact.workflow_uuid);
+    let mut d = Draft::new(artifact, inputs);
+    d.collides = collides;
+    d.run();
+    d.finish()
+}
+
+/// A decision being built: the outcome so far and the changes collected on the way.
+struct Draft<'a> {
+    a: &'a Artifact,
+    inputs: &'a Inputs,
+    /// The workflow's own tasks, as updated so far.
+    tasks: Vec<Task>,
+    outcome: Option<(Action, String)>,
+    gate: Option<Gate>,
+    follow_ups: Vec<FollowUp>,
+    task_updates: Vec<TaskUpdate>,
+    changes: Vec<Change>,
+    collides: bool,
+    winner: Option<InstructionSource>,
+}
+
+impl<'a> Draft<'a> {
+    fn new(a: &'a Artifact, inputs: &'a Inputs) -> Self {
+        let tasks = inputs
+            .tasks
+            .iter()
+            .filter(|t| t.wf.as_deref().is_none_or(|wf| wf == a.workflow_uuid))
+            .cloned()
+            .collect();
+        Draft {
+            a,
+            inputs,
+            tasks,
+            outcome: None,
+            gate: None,
+            follow_ups: Vec::new(),
+            task_updates: Vec::new(),
+            changes: Vec::new(),
+            collides: false,
+            winner: None,
+        }
+    }
+
+    fn finish(self) -> Decision {
+        let (action, reason) = self
+            .outcome
+            .unwrap_or((Action::StopInvalidOutput, "no rule decided".to_string()));
+        Decision {
+            action,
+            pending_gate: self.gate,
+            follow_up_tasks: self.follow_ups,
+            task_updates: self.task_updates,
+            changes: self.changes,
+            collides_with_previous_session: self.collides,
+            precedence_winner: self.winner,
+            reason,
+        }
+    }
+
+    fn decide(&mut self, action: Action, reason: impl Into<String>) {
+        self.outcome = Some((action, reason.into()));
+    }
+
+    /// Stops the chain: convergence needs another iteration, and a gate when the user decides.
+    fn stop(&mut self, action: Action, gate: Option<Gate>, reason: impl Into<String>) {
+        let reason = reason.into();
+        self.changes
+            .push(Change::Convergence(Convergence::NeedsIteration));
+        if gate.is_some() {
+            self.changes.push(Change::PendingGate(gate));
+        }
+        self.gate = gate;
+        self.changes.push(Change::Status(HistoryEntry::new(
+            "workflow_stopped",
+            self.a.phase_cursor.as_deref(),
+            &reason,
+        )));
+        self.decide(action, reason);
+    }
+
+    fn invalid(&mut self, agent: &str, problems: &[String]) {
+        self.stop(
+            Action::StopInvalidOutput,
+            None,
+            format!("{agent} output fails its contract: {}", problems.join("; ")),
+        );
+    }
+
+    fn result(&mut self, agent: &str, value: Value) {
+        self.changes.push(Change::Result {
+            agent: agent.to_string(),
+            value,
+        });
+    }
+
+    fn run(&mut self) {
+        if self.identity_stops() {
+            return;
+        }
+        if !self.inputs.instructions.is_empty() {
+            self.precedence();
+            return;
+        }
+        let Some(kind) = self.a.workflow_type else {
+            self.stop(
+                Action::StopInvalidOutput,
+                None,
+                "workflow_type is still pending: route first",
+            );
+            return;
+        };
+        let outputs = &self.inputs.outputs;
+        if outputs.is_empty() && self.completed_remfix().is_none() {
+            self.idle(kind);
+            return;
+        }
+        match kind {
+            WorkflowKind::Build | WorkflowKind::Debug => self.write_chain(kind),
+            WorkflowKind::Plan => self.plan(),
+            WorkflowKind::Review => self.review(),
+            WorkflowKind::Triage => {
+                self.read_only_report(outputs.triage.as_ref(), "triage", Action::PresentBrief)
+            }
+            WorkflowKind::CodebaseHealth => self.read_only_report(
+                outputs.scanner.as_ref(),
+                "architecture scanner",
+                Action::PresentReport,
+            ),
+            WorkflowKind::Orient => self.decide(Action::AnswerInline, "ORIENT answers inline"),
+        }
+    }
+
+    /// The workflow uuid must be well formed, equal its alias and be new.
+    fn identity_stops(&mut self) -> bool {
+        let a = self.a;
+        let problem = if let Err(p) = check_workflow_uuid(&a.workflow_uuid) {
+            Some(p)
+        } else if a
+            .workflow_id
+            .as_deref()
+            .is_some_and(|id| id != a.workflow_uuid)
+        {
+            Some("workflow_id differs from workflow_uuid".to_string())
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            self.stop(
+                Action::StopInvalidOutput,
+                None,
+                format!("workflow identity: {problem}"),
+            );
+            return true;
+        }
+        if self.collides {
+            self.stop(
+                Action::StopIdentityCollision,
+                None,
+                "workflow uuid equals an earlier session's: generate a new one",
+            );
+            return true;
+        }
+        false
+    }
+
+    /// Skill precedence: the request is what is done; among the standing instructions the
+    /// strongest source governs how, and the resolution is recorded.
+    fn precedence(&mut self) {
+        let standing = self
+            .inputs
+            .instructions
+            .iter()
+            .filter(|i| i.source != InstructionSource::UserPrompt)
+            .map(|i| i.source)
+            .min();
+        let winner = standing.unwrap_or(InstructionSource::UserPrompt);
+        self.winner = Some(winner);
+        let action = match winner {
+            InstructionSource::UserPrompt | InstructionSource::ProjectStandard => {
+                Action::RespectUserStandard
+            }
+            InstructionSource::ApprovedPlan => Action::FollowApprovedPlan,
+            InstructionSource::DomainSkill
+            | InstructionSource::InternalSkill
+            | InstructionSource::ModelHeuristic => Action::ApplySkill,
+        };
+        let reason = format!("skill precedence: {winner:?} governs");
+        self.changes.push(Change::Status(HistoryEntry::new(
+            "precedence_resolved",
+            self.a.phase_cursor.as_deref(),
+            &reason,
+        )));
+        self.decide(action, reason);
+    }
+
+    /// No agent reported and no remediation finished.
+    fn idle(&mut self, kind: WorkflowKind) {
+        if self.a.telemetry.metrics_available() {
+            self.decide(
+                Action::ReportLatencyBreakdown,
+                "nothing new to route; the recorded timings explain where the time went",
+            );
+            return;
+        }
+        let blocked = self.a.quality.convergence_state == Convergence::NeedsIteration
+            && !self.tasks.iter().any(Task::is_open);
+        if blocked && matches!(kind, WorkflowKind::Build | WorkflowKind::Debug) {
+            self.changes.push(Change::MemorySync(MemorySync {
+                blocking_exit_persisted: Some(true),
+                ..MemorySync::default()
+            }));
+            self.stop(
+                Action::StopAfterMemorySync,
+                None,
+                "blocked with nothing runnable: memory is persisted before the workflow stops",
+            );
+            return;
+        }
+        match kind {
+            WorkflowKind::Build => self.decide(Action::RunBuilder, "run the phase at the cursor"),
+            WorkflowKind::Debug => self.decide(Action::RunInvestigator, "investigate"),
+            WorkflowKind::Plan => self.next_plan_node(),
+            WorkflowKind::Review => self.decide(Action::RunReviewer, "run the advisory review"),
+            WorkflowKind::Triage => self.decide(Action::RunTriageAgent, "triage the report"),
+            WorkflowKind::CodebaseHealth => {
+                self.decide(Action::RunArchitectureScanner, "scan the architecture")
+            }
+            WorkflowKind::Orient => self.decide(Action::AnswerInline, "ORIENT answers inline"),
+        }
+    }
+
+    fn completed_remfix(&self) -> Option<&Task> {
+        self.tasks
+            .iter()
+            .find(|t| t.kind == Some(TaskKind::Remfix) && t.status == Some(TaskStatus::Completed))
+    }
+
+    fn full_graph(&self) -> bool {
+        self.a.build_scope.as_deref() == Some("standard")
+    }
+
+    /// Remediation cycles so far: the artifact's history is authoritative, tasks can only add.
+    fn remediation_cycles(&self) -> usize {
+        let tasks = self
+            .tasks
+            .iter()
+            .filter(|t| t.kind == Some(TaskKind::Remfix))
+            .count();
+        self.a.remediation_history.len().max(tasks)
+    }
+
+    /// Creates a remediation task unless the circuit breaker asks the user first.
+    fn remediate(&mut self, origin: &str, scope: &str, reason: &str) {
+        let cycles = self.remediation_cycles();
+        if cycles >= MAX_REMEDIATION_CYCLES {
+            self.stop(
+                Action::PauseForCircuitBreaker,
+                Some(Gate::CircuitBreaker),
+                format!("{cycles} remediation cycles already: ask the user how to proceed"),
+            );
+            return;
+        }
+        let phase = self.a.phase_cursor.clone();
+        self.follow_ups.push(FollowUp {
+            kind: TaskKind::Remfix,
+            phase: phase.clone().unwrap_or_else(|| "N/A".into()),
+            scope: scope.to_string(),
+            reason: reason.to_string(),
+        });
+        let mut entry = HistoryEntry::new("remediation_created", phase.as_deref(), reason);
+        entry.extra.insert("cycle_number".into(), json!(cycles + 1));
+        entry.extra.insert("origin".into(), json!(origin));
+        self.changes.push(Change::Remediation(entry));
+        self.stop(
+            Action::CreateRemfix,
+            None,
+            format!("remediation for {origin}: {reason}"),
+        );
+    }
+
+    fn memory_finalize(&mut self, why: &str) -> (Action, String) {
+        let proven = self.a.proof_status.as_deref() == Some("passed")
+            || self.changes.contains(&Change::ProofStatus("passed".into()));
+        if proven {
+            self.changes.push(Change::Convergence(Convergence::Stable));
+        }
+        (Action::MemoryFinalize, format!("{why}: persist memory"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chain::next_phase_id;
+    use super::*;
+    use crate::outputs::{MergedFindings, RemfixReport};
+    use pretty_assertions::assert_eq;
+
+    const WF: &str = "wf-20260312T161600Z-0badcafe";
+
+    fn build(scope: Option<&str>) -> Artifact {
+        Artifact {
+            workflow_uuid: WF.into(),
+            workflow_type: Some(WorkflowKind::Build),
+            build_scope: scope.map(str::to_string),
+            phase_cursor: Some("phase-2".into()),
+            ..Artifact::default()
+        }
+    }
+
+    fn remfix() -> Task {
+        Task {
+            id: "r1".into(),
+            status: Some(TaskStatus::Completed),
+            wf: Some(WF.into()),
+            kind: Some(TaskKind::Remfix),
+            scope: Some("CRITICAL_ONLY".into()),
+            reason: Some("fix it".into()),
+            ..Task::default()
+        }
+    }
+
+    fn proof() -> RemfixReport {
+        RemfixReport {
+            covering_tests: vec!["settings.test.ts".into()],
+            test_command: Some("npm test -- settings".into()),
+            test_output: Some("1 passed".into()),
+        }
+    }
+
+    #[test]
+    fn a_proven_remediation_spawns_the_rechecks_of_its_graph() {
+        let mut inputs = Inputs {
+            tasks: vec![remfix()],
+            ..Inputs::default()
+        };
+        inputs.outputs.remfix = Some(proof());
+        let full = decide(&build(Some("standard")), &inputs);
+        assert_eq!(full.action, Action::SpawnRecheckTasks);
+        let phases: Vec<&str> = full
+            .follow_up_tasks
+            .iter()
+            .map(|f| f.phase.as_str())
+            .collect();
+        assert_eq!(phases, ["re-review", "re-hunt", "re-verify"]);
+        assert!(full
+            .follow_up_tasks
+            .iter()
+            .all(|f| f.scope == "CRITICAL_ONLY"));
+        let after = full.apply(&build(Some("standard")));
+        assert_eq!(after.telemetry.loop_counts.re_hunt, 1);
+        let trivial = decide(&build(Some("trivial")), &inputs);
+        let phases: Vec<&str> = trivial
+            .follow_up_tasks
+            .iter()
+            .map(|f| f.phase.as_str())
+            .collect();
+        assert_eq!(phases, ["re-review", "re-verify"]);
+    }
+
+    #[test]
+    fn tasks_of_another_workflow_are_ignored() {
+        let mut other = remfix();
+        other.wf = Some("wf-20260101T000000Z-deadbeef".into());
+        let d = decide(
+            &build(None),
+            &Inputs {
+                tasks: vec![other],
+                ..Inputs::default()
+            },
+        );
+        assert_eq!(d.action, Action::RunBuilder);
+    }
+
+    #[test]
+    fn the_fourth_remediation_waits_for_a_human() {
+        let mut artifact = build(None);
+        artifact.remediation_history = vec![HistoryEntry::default(); 3];
+        let mut inputs = Inputs::default();
+        inputs.outputs.findings = Some(MergedFindings {
+            critical_issues: 1,
+            high_issues: 0,
+        });
+        let d = decide(&artifact, &inputs);
+        assert_eq!(d.action, Action::PauseForCircuitBreaker);
+        assert_eq!(d.pending_gate, Some(Gate::CircuitBreaker));
+        artifact.remediation_history.pop();
+        let d = decide(&artifact, &inputs);
+        assert_eq!(d.action, Action::CreateRemfix);
+        let after = d.apply(&artifact);
+        assert_eq!(after.remediation_history.len(), 3);
+        assert_eq!(after.remediation_history[2].extra["cycle_number"], json!(3));
+    }
+
+    #[test]
+    fn a_colliding_or_malformed_identity_stops() {
+        let inputs = Inputs {
+            previous_workflow_ids: vec![WF.into()],
+            ..Inputs::default()
+        };
+        let d = decide(&build(None), &inputs);
+        assert_eq!(d.action, Action::StopIdentityCollision);
+        assert!(d.collides_with_previous_session);
+        let mut artifact = build(None);
+        artifact.workflow_id = Some("wf-20260312T161600Z-other".into());
+        assert_eq!(
+            decide(&artifact, &Inputs::default()).action,
+            Action::StopInvalidOutput
+        );
+    }
+
+    #[test]
+    fn an_approved_plan_beats_a_skill_when_no_standard_is_given() {
+        let inputs = Inputs {
+            instructions: vec![
+                Instruction {
+                    source: InstructionSource::DomainSkill,
+                    text: "a".into(),
+                },
+                Instruction {
+                    source: InstructionSource::ApprovedPlan,
+                    text: "b".into(),
+                },
+            ],
+            ..Inputs::default()
+        };
+        let d = decide(&build(None), &inputs);
+        assert_eq!(d.action, Action::FollowApprovedPlan);
+        assert_eq!(d.precedence_winner, Some(InstructionSource::ApprovedPlan));
+    }
+
+    #[test]
+    fn a_listed_next_phase_is_built_next() {
+        let mut artifact = build(None);
+        artifact.normalized_phases = vec![
+            json!({"phase_id": "phase-2"}),
+            json!({"phase_id": "wire-up"}),
+        ];
+        let mut inputs = Inputs::default();
+        inputs.outputs.verifier = Some(crate::outputs::VerifierReport {
+            scenarios_total: Some(1),
+            scenarios_passed: Some(1),
+            scenarios_failed: Some(0),
+            scenario_rows: vec![crate::outputs::Scenario {
+                name: "n".into(),
+                expected: "e".into(),
+                actual: "e".into(),
+                status: "PASS".into(),
+                ..Default::default()
+            }],
+            evidence: crate::outputs::Evidence {
+                scenarios: vec!["row".into()],
+            },
+            ..Default::default()
+        });
+        let d = decide(&artifact, &inputs);
+        assert_eq!(d.action, Action::RunBuilder);
+        assert_eq!(d.apply(&artifact).phase_cursor.as_deref(), Some("wire-up"));
+    }
+
+    #[test]
+    fn phase_ids_count_up() {
+        assert_eq!(next_phase_id("phase-9").as_deref(), Some("phase-10"));
+        assert_eq!(next_phase_id("wire-up"), None);
+    }
+}

@@ -1,0 +1,241 @@
+//! PLAN (design hand-off, planner, the bounded fresh-review graph), REVIEW (advisory) and the
+//! read-only workflows' reports.
+
+use serde_json::json;
+
+use super::{Action, Change, Draft, Gate, TaskUpdate};
+use crate::artifact::{Convergence, MemorySync, Task, TaskStatus};
+use crate::outputs::ReadOnlyReport;
+
+impl Draft<'_> {
+    /// PLAN: design hand-off, planner, fresh review — then the next node of the review graph.
+    pub(super) fn plan(&mut self) {
+        let outputs = &self.inputs.outputs;
+        if let Some(h) = &outputs.design_handoff {
+            if let Some(file) = h.design_file.clone().filter(|f| !f.trim().is_empty()) {
+                self.changes.push(Change::DesignFile(file));
+                self.changes.push(Change::MemorySync(MemorySync {
+                    design_reference_persisted: Some(true),
+                    plan_recent_change_persisted: Some(true),
+                    next_step_persisted: Some(true),
+                    ..MemorySync::default()
+                }));
+            }
+        }
+        if let Some(p) = &outputs.planner {
+            let replanned = self.node_done("re-plan");
+            match p.status.as_str() {
+                "NEEDS_CLARIFICATION" => {
+                    if !replanned {
+                        self.prune(&["plan-review-gap-1", "re-plan", "plan-review-gap-2"]);
+                    }
+                    let reason = p
+                        .remediation_reason
+                        .clone()
+                        .unwrap_or("the planner needs answers".into());
+                    return self.stop(Action::AskUser, Some(Gate::Clarification), reason);
+                }
+                "PLAN_CREATED" | "DECISION_RFC_CREATED" => {
+                    let problems = p.plan_problems();
+                    if !problems.is_empty() {
+                        return self.invalid("planner", &problems);
+                    }
+                    self.changes.push(Change::Plan {
+                        file: p.plan_file.clone().unwrap_or_default(),
+                        mode: p.plan_mode.clone(),
+                        rigor: p.verification_rigor.clone(),
+                    });
+                    self.complete_node(if replanned { "re-plan" } else { "plan-create" });
+                }
+                other => {
+                    return self.invalid("planner", &[format!("STATUS {other:?} is not a state")])
+                }
+            }
+        }
+        if let Some(r) = &outputs.plan_review {
+            let Some(passes) = r.passes() else {
+                return self.invalid("plan-gap-reviewer", &[format!("STATUS {:?}", r.status)]);
+            };
+            // The second pass is the one after a re-plan.
+            let pass = if self.node_done("re-plan") { 2 } else { 1 };
+            let runs = (self.a.planning_review_runs + 1).max(pass);
+            self.complete_node(if pass == 2 {
+                "plan-review-gap-2"
+            } else {
+                "plan-review-gap-1"
+            });
+            self.result(
+                "planning_reviewer",
+                json!({"status": r.status, "pass": pass}),
+            );
+            if passes {
+                self.changes.push(Change::PlanningReview {
+                    status: "passed".into(),
+                    runs,
+                });
+                self.prune(&["re-plan", "plan-review-gap-2"]);
+            } else if pass == 1 {
+                self.changes.push(Change::PlanningReview {
+                    status: "findings_received".into(),
+                    runs,
+                });
+                self.changes
+                    .push(Change::Convergence(Convergence::NeedsIteration));
+            } else {
+                self.changes.push(Change::PlanningReview {
+                    status: "needs_clarification".into(),
+                    runs,
+                });
+                let reason = r
+                    .replan_reason
+                    .clone()
+                    .unwrap_or("the plan still has findings".into());
+                return self.stop(Action::AskUser, Some(Gate::Clarification), reason);
+            }
+        }
+        self.next_plan_node();
+    }
+
+    pub(super) fn node(&self, phase: &str) -> Option<&Task> {
+        self.tasks
+            .iter()
+            .find(|t| t.phase.as_deref() == Some(phase))
+    }
+
+    pub(super) fn node_done(&self, phase: &str) -> bool {
+        self.node(phase)
+            .is_some_and(|t| t.status == Some(TaskStatus::Completed))
+    }
+
+    pub(super) fn set_status(&mut self, phases: &[&str], status: TaskStatus) {
+        for t in self.tasks.iter_mut() {
+            if t.is_open() && t.phase.as_deref().is_some_and(|p| phases.contains(&p)) {
+                t.status = Some(status);
+                self.task_updates.push(TaskUpdate {
+                    task: t.id.clone(),
+                    status,
+                });
+            }
+        }
+    }
+
+    pub(super) fn complete_node(&mut self, phase: &str) {
+        self.set_status(&[phase], TaskStatus::Completed);
+    }
+
+    /// Marks unused review branches deleted, so nothing stays blocked on them.
+    pub(super) fn prune(&mut self, phases: &[&str]) {
+        self.set_status(phases, TaskStatus::Deleted);
+    }
+
+    /// The first open PLAN node whose blockers are all done; none left: the plan goes to BUILD.
+    pub(super) fn next_plan_node(&mut self) {
+        let done = |id: &str| {
+            self.tasks.iter().any(|t| {
+                t.id == id && matches!(t.status, Some(TaskStatus::Completed | TaskStatus::Deleted))
+            })
+        };
+        let runnable = self
+            .tasks
+            .iter()
+            .find(|t| t.is_open() && t.blocked_by.iter().all(|b| done(b)))
+            .and_then(|t| t.phase.clone());
+        let runs = self.a.planning_review_runs;
+        let reviewed = self
+            .changes
+            .iter()
+            .any(|c| matches!(c, Change::PlanningReview { .. }));
+        match runnable.as_deref() {
+            Some("plan-create") if self.a.design_file.is_some() || self.has_design() => self
+                .decide(
+                    Action::RunPlannerWithDesignFile,
+                    "plan from the design file",
+                ),
+            Some("plan-create") => self.decide(Action::RunPlanner, "create the plan"),
+            Some(p @ ("plan-review-gap-1" | "plan-review-gap-2")) => {
+                if !reviewed {
+                    self.changes.push(Change::PlanningReview {
+                        status: "pending_review".into(),
+                        runs,
+                    });
+                }
+                let action = if p == "plan-review-gap-1" {
+                    Action::RunPlanReviewPass1
+                } else {
+                    Action::RunPlanReviewPass2
+                };
+                self.decide(action, "fresh review of the saved plan")
+            }
+            Some("re-plan") => {
+                self.decide(Action::RunPlannerReplan, "revise the plan after findings")
+            }
+            Some("memory-finalize") => {
+                let (action, reason) = self.memory_finalize("plan reviewed");
+                self.decide(action, reason)
+            }
+            Some(other) => self.stop(
+                Action::StopInvalidOutput,
+                None,
+                format!("PLAN graph node {other:?} is not a PLAN phase"),
+            ),
+            None => self.decide(Action::CreateBuildWorkflow, "the plan is final: build it"),
+        }
+    }
+
+    pub(super) fn has_design(&self) -> bool {
+        self.changes
+            .iter()
+            .any(|c| matches!(c, Change::DesignFile(_)))
+    }
+
+    /// REVIEW is advisory: changes requested offers a BUILD, it never creates a fix.
+    pub(super) fn review(&mut self) {
+        let Some(r) = &self.inputs.outputs.reviewer else {
+            return self.invalid("review", &["no reviewer output".into()]);
+        };
+        match r.approves() {
+            None => self.invalid("reviewer", &["no readable verdict".into()]),
+            Some(true) => {
+                let (action, reason) = self.memory_finalize("review approved");
+                self.decide(action, reason)
+            }
+            Some(false) => {
+                let reason = r
+                    .remediation_reason
+                    .clone()
+                    .unwrap_or("changes requested".into());
+                self.stop(
+                    Action::OfferBuildTransition,
+                    None,
+                    format!("{reason}: offer a BUILD"),
+                );
+            }
+        }
+    }
+
+    pub(super) fn read_only_report(
+        &mut self,
+        report: Option<&ReadOnlyReport>,
+        agent: &str,
+        done: Action,
+    ) {
+        let Some(r) = report else {
+            return self.invalid(agent, &["no report".into()]);
+        };
+        if r.status.trim().is_empty() || r.path.as_deref().is_none_or(|p| p.trim().is_empty()) {
+            return self.invalid(
+                agent,
+                &["a status and the path written are required".into()],
+            );
+        }
+        self.result(agent, json!({"status": r.status, "path": r.path}));
+        if r.blocking {
+            return self.stop(
+                Action::AskUser,
+                Some(Gate::Clarification),
+                format!("{agent} is blocked"),
+            );
+        }
+        self.decide(done, format!("{agent} finished: {}", r.status));
+    }
+}
