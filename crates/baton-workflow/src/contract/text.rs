@@ -253,32 +253,46 @@ pub(crate) fn section<'a>(output: &'a str, title: &str) -> Option<Vec<&'a str>> 
     )
 }
 
-/// The items of a Markdown list (`-`, `*` or `1.`), each with its continuation lines folded in.
+fn list_item(line: &str) -> Option<&str> {
+    let t = line.trim();
+    ["- ", "* ", "+ "]
+        .iter()
+        .find_map(|m| t.strip_prefix(m))
+        .or_else(|| {
+            let digits = t.chars().take_while(char::is_ascii_digit).count();
+            (digits > 0)
+                .then(|| t[digits..].strip_prefix(". "))
+                .flatten()
+        })
+}
+
+/// The items of a Markdown list (`-`, `*` or `1.`), each with its indented continuation lines
+/// folded in; other prose between the items is not an item. Lines of a section with no list
+/// markers at all are one item each.
 pub(crate) fn list_items(lines: &[&str]) -> Vec<String> {
+    let nonblank = lines.iter().map(|l| l.trim()).filter(|t| !t.is_empty());
+    if !lines.iter().any(|l| list_item(l).is_some()) {
+        return nonblank.map(str::to_string).collect();
+    }
     let mut items: Vec<String> = Vec::new();
+    let mut open = false;
     for line in lines {
         let t = line.trim();
         if t.is_empty() {
             continue;
         }
-        let marker = ["- ", "* ", "+ "]
-            .iter()
-            .find_map(|m| t.strip_prefix(m))
-            .or_else(|| {
-                let digits = t.chars().take_while(char::is_ascii_digit).count();
-                (digits > 0)
-                    .then(|| t[digits..].strip_prefix(". "))
-                    .flatten()
-            });
-        match marker {
-            Some(item) => items.push(item.trim().to_string()),
-            None if line.starts_with([' ', '\t']) && !items.is_empty() => {
+        match list_item(line) {
+            Some(item) => {
+                items.push(item.trim().to_string());
+                open = true;
+            }
+            None if open && line.starts_with([' ', '\t']) => {
                 if let Some(last) = items.last_mut() {
                     last.push(' ');
                     last.push_str(t);
                 }
             }
-            None => items.push(t.to_string()),
+            None => open = false,
         }
     }
     items
