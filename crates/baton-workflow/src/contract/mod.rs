@@ -30,6 +30,8 @@ mod write;
 #[cfg(test)]
 mod fixture_tests;
 #[cfg(test)]
+mod readonly_tests;
+#[cfg(test)]
 mod tests;
 
 use std::fmt;
