@@ -9,10 +9,17 @@
 //! - [`engine`] is the decision function: artifact + tasks + agent outputs → next action, gate,
 //!   follow-up tasks and artifact changes. Pure: no I/O, no clock, no model.
 //!
-//! The workflow store, dispatch, contract parsing and `baton run` are not built yet;
+//! - [`contract`] reads an agent's final output into its role's typed contract (the line-1
+//!   `CONTRACT` envelope, the heading fallback, the fenced YAML router contract), validates it,
+//!   and merges findings across reviewer, hunter and verifier.
+//! - [`store`] is the durable record: the event log, the artifact snapshot rebuilt from it, the
+//!   lock per workflow.
+//!
+//! Dispatch, task graphs run against agents, memory files and `baton run` are not built yet;
 //! `docs/workflows.md` says what is there and what is not.
 
 pub mod artifact;
+pub mod contract;
 pub mod engine;
 pub mod outputs;
 pub mod route;
