@@ -5,6 +5,8 @@
 //! `cargo bench -p baton-workflow --bench store` (release build). Prints the medians of a few
 //! runs and the ratio resume / plain parse; the goal is resume under 200 ms and within 2×.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::Write;
 use std::time::{Duration, Instant};
 
