@@ -5,7 +5,7 @@
 
 use std::process::Output;
 
-use baton_testkit::fixture::{assert_exit, workspace_root, Sandbox};
+use baton_testkit::fixture::{assert_exit, files_under, workspace_root, Sandbox};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
@@ -138,24 +138,6 @@ fn roles_json_is_one_document_with_backend_isolation_and_sandbox() {
         document(&out),
         json!({"valid": true, "roles": 4, "invalid": []})
     );
-}
-
-/// Every file under `dir`, relative to it, sorted.
-fn files_under(dir: &std::path::Path) -> Vec<String> {
-    fn walk(base: &std::path::Path, dir: &std::path::Path, out: &mut Vec<String>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(base, &path, out);
-            } else {
-                out.push(path.strip_prefix(base).unwrap().display().to_string());
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
 }
 
 #[test]

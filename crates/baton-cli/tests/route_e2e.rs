@@ -3,10 +3,9 @@
 //! sandbox of its own.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
 use std::process::Output;
 
-use baton_testkit::fixture::{assert_exit, Sandbox};
+use baton_testkit::fixture::{assert_exit, files_under, Sandbox};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
@@ -23,24 +22,6 @@ fn stdout(o: &Output) -> String {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
-}
-
-/// Every file under `dir`, relative to it, sorted.
-fn files_under(dir: &Path) -> Vec<String> {
-    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(base, &path, out);
-            } else {
-                out.push(path.strip_prefix(base).unwrap().display().to_string());
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
 }
 
 #[test]

@@ -98,6 +98,27 @@ pub fn assert_exit(out: &std::process::Output, code: i32) {
     );
 }
 
+/// Every file under `dir`, relative to it, sorted (to show that a command wrote nothing, or
+/// only what it should). Panics on a folder that cannot be read.
+#[track_caller]
+pub fn files_under(dir: &Path) -> Vec<String> {
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+        let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(base, &path, out);
+            } else if let Ok(rel) = path.strip_prefix(base) {
+                out.push(rel.display().to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
 /// The JSON lines a process printed on stdout (blank lines skipped); panics on a line that is not JSON.
 #[track_caller]
 pub fn json_lines(out: &std::process::Output) -> Vec<serde_json::Value> {
