@@ -18,6 +18,17 @@ fn first_body(server: &MockServer) -> Value {
     server.model_requests()[0].body.clone()
 }
 
+/// Runs one session on `route` of a `kind` mock provider that answers with text, and returns
+/// the body of the one request baton sent.
+fn request_for(kind: &str, route: &str) -> Value {
+    let server = MockServer::builder()
+        .turn(Turn::text("Planned."))
+        .start_blocking();
+    let out = project(&server, kind, "").run(&["agent", "--json", "--model", route, "plan"]);
+    assert_exit(&out, 0);
+    first_body(&server)
+}
+
 /// Route options reach a Chat Completions server, the limit as `max_tokens` (a local server,
 /// not OpenAI's own API), and `:off` on a model the table does not know sends no effort.
 #[test]
@@ -58,37 +69,13 @@ fn route_options_reach_a_chat_server() {
 /// the level maps to, and the model's own output limit instead of 8192.
 #[test]
 fn a_current_claude_model_gets_adaptive_thinking() {
-    let server = MockServer::builder()
-        .turn(Turn::text("Planned."))
-        .start_blocking();
-    let p = project(&server, "anthropic", "");
-    let out = p.run(&[
-        "agent",
-        "--json",
-        "--model",
-        "mock/claude-opus-4-7:xhigh",
-        "plan",
-    ]);
-    assert_exit(&out, 0);
-    let body = first_body(&server);
+    let body = request_for("anthropic", "mock/claude-opus-4-7:xhigh");
     assert_eq!(body["thinking"], json!({"type": "adaptive"}), "{body}");
     assert_eq!(body["output_config"], json!({"effort": "xhigh"}), "{body}");
     assert_eq!(body["max_tokens"], json!(128000), "{body}");
 
     // Opus 4.1 takes budgets, within its 32000-token limit.
-    let server = MockServer::builder()
-        .turn(Turn::text("Planned."))
-        .start_blocking();
-    let p = project(&server, "anthropic", "");
-    let out = p.run(&[
-        "agent",
-        "--json",
-        "--model",
-        "mock/claude-opus-4-1:xhigh",
-        "plan",
-    ]);
-    assert_exit(&out, 0);
-    let body = first_body(&server);
+    let body = request_for("anthropic", "mock/claude-opus-4-1:xhigh");
     assert_eq!(
         (&body["max_tokens"], &body["thinking"]),
         (
