@@ -339,7 +339,7 @@ impl MemoryDir {
                     .ok_or_else(|| missing(&path, section))?;
             }
             text = edit_section(&text, LAST_UPDATED, |body| {
-                replace_body(body, &[stamp.clone()])
+                replace_body(body, std::slice::from_ref(&stamp))
             })
             .ok_or_else(|| missing(&path, LAST_UPDATED))?;
             match stage(&path, &text) {
