@@ -172,6 +172,10 @@ pub enum GateRisk {
     Revert,
     /// Merging into a base branch, pushing, deleting a branch, discarding a worktree.
     DestructiveGit,
+    /// A stop after a failure (failure-stop gate); the user decides how to go on.
+    FailureStop,
+    /// A plan decision the plan leaves open; BUILD waits for the user's answer.
+    OpenPlanDecision,
 }
 
 /// The settings under `activeContext.md ## Session Settings`.
@@ -185,8 +189,9 @@ pub struct SessionSettings {
 
 impl SessionSettings {
     /// Whether a gate of this kind takes its recommended option without asking: only with
-    /// `AUTO_PROCEED: true`, and never for a revert or a destructive git step. The choice is to
-    /// be logged under `activeContext.md ## Decisions` ([`MemoryDir::append`]).
+    /// `AUTO_PROCEED: true`, and never for a revert, a destructive git step, a failure stop or an
+    /// open plan decision (cc10x's trust rule). The choice is to be logged under
+    /// `activeContext.md ## Decisions` ([`MemoryDir::append`]).
     pub fn auto_takes(&self, risk: GateRisk) -> bool {
         self.auto_proceed && risk == GateRisk::Ordinary
     }
@@ -851,6 +856,8 @@ mod tests {
         assert!(s.auto_takes(GateRisk::Ordinary));
         assert!(!s.auto_takes(GateRisk::Revert));
         assert!(!s.auto_takes(GateRisk::DestructiveGit));
+        assert!(!s.auto_takes(GateRisk::FailureStop));
+        assert!(!s.auto_takes(GateRisk::OpenPlanDecision));
 
         set_settings(&mem, "- AUTO_PROCEED: false\n\n");
         let s = mem.session_settings().unwrap();
