@@ -129,7 +129,7 @@ pub enum MemoryError {
         source: std::io::Error,
     },
     #[error(
-        "{path} has no `## {section}` heading after healing; add the line `## {section}` \
+        "{path} has no `## {section}` heading; add the line `## {section}` \
          to the file"
     )]
     MissingSection { path: PathBuf, section: String },
