@@ -21,6 +21,7 @@
 pub mod artifact;
 pub mod contract;
 pub mod engine;
+pub mod memory;
 pub mod outputs;
 pub mod route;
 pub mod store;
