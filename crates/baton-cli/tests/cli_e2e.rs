@@ -153,7 +153,7 @@ fn roles_json_is_one_document_with_backend_isolation_and_sandbox() {
     assert_exit(&out, 0);
     assert_eq!(
         document(&out),
-        json!({"valid": true, "roles": 4, "invalid": []})
+        json!({"valid": true, "roles": 13, "invalid": []})
     );
 }
 
