@@ -120,7 +120,24 @@ fn roles_json_is_one_document_with_backend_isolation_and_sandbox() {
     let doc = document(&out);
     let roles = doc["roles"].as_array().unwrap();
     let names: Vec<&str> = roles.iter().map(|r| r["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["implementer", "reviewer", "scout", "tester"]);
+    assert_eq!(
+        names,
+        [
+            "bug-investigator",
+            "code-reviewer",
+            "component-builder",
+            "doc-syncer",
+            "failure-hunter",
+            "implementer",
+            "integration-verifier",
+            "plan-gap-reviewer",
+            "planner",
+            "researcher",
+            "reviewer",
+            "scout",
+            "tester"
+        ]
+    );
     let tester = roles.iter().find(|r| r["name"] == "tester").unwrap();
     let path = tester["source"]["path"].as_str().unwrap().to_string();
     assert!(path.ends_with(".baton/roles/tester.md"), "{path}");
@@ -136,7 +153,7 @@ fn roles_json_is_one_document_with_backend_isolation_and_sandbox() {
     assert_exit(&out, 0);
     assert_eq!(
         document(&out),
-        json!({"valid": true, "roles": 4, "invalid": []})
+        json!({"valid": true, "roles": 13, "invalid": []})
     );
 }
 

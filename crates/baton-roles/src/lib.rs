@@ -25,10 +25,45 @@ pub fn is_delegation_tool(name: &str) -> bool {
     DELEGATION_TOOLS.contains(&name)
 }
 
-const BUILTIN: [(&str, &str); 3] = [
+/// The general roles, then the nine workflow roles (`baton-workflow`'s dispatch table names them).
+const BUILTIN: [(&str, &str); 12] = [
     ("implementer", include_str!("../roles/implementer.md")),
     ("reviewer", include_str!("../roles/reviewer.md")),
     ("scout", include_str!("../roles/scout.md")),
+    (
+        "component-builder",
+        include_str!("../roles/component-builder.md"),
+    ),
+    (
+        "bug-investigator",
+        include_str!("../roles/bug-investigator.md"),
+    ),
+    ("code-reviewer", include_str!("../roles/code-reviewer.md")),
+    ("failure-hunter", include_str!("../roles/failure-hunter.md")),
+    (
+        "integration-verifier",
+        include_str!("../roles/integration-verifier.md"),
+    ),
+    ("planner", include_str!("../roles/planner.md")),
+    (
+        "plan-gap-reviewer",
+        include_str!("../roles/plan-gap-reviewer.md"),
+    ),
+    ("doc-syncer", include_str!("../roles/doc-syncer.md")),
+    ("researcher", include_str!("../roles/researcher.md")),
+];
+
+/// The names of the workflow roles among the built-ins.
+pub const WORKFLOW_ROLES: [&str; 9] = [
+    "component-builder",
+    "bug-investigator",
+    "code-reviewer",
+    "failure-hunter",
+    "integration-verifier",
+    "planner",
+    "plan-gap-reviewer",
+    "doc-syncer",
+    "researcher",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -412,7 +447,16 @@ mod tests {
     #[test]
     fn builtins_parse_and_only_the_implementer_may_delegate() {
         let roles = builtin_roles().unwrap();
-        assert_eq!(roles.len(), 3);
+        assert_eq!(roles.len(), 12);
+        for r in &roles {
+            if r.meta.name != "implementer" {
+                assert!(
+                    !r.meta.tools.iter().any(|t| is_delegation_tool(t)),
+                    "{} may delegate",
+                    r.meta.name
+                );
+            }
+        }
         let tools = |name: &str| {
             roles
                 .iter()
@@ -439,6 +483,90 @@ mod tests {
                 "delegate_flow_continue"
             ]
         );
+    }
+
+    #[test]
+    fn workflow_roles_have_their_tools_sandbox_and_class() {
+        use baton_protocol::route::ModelClass;
+        use baton_protocol::sandbox::SandboxMode;
+        let roles = builtin_roles().unwrap();
+        let get = |name: &str| roles.iter().find(|r| r.meta.name == name).unwrap();
+        let read_only = ["read", "grep", "find", "ls", "bash"];
+        let write = ["read", "write", "edit", "bash", "grep", "find", "ls"];
+        // (name, tools, read-only sandbox, class)
+        let expected: [(&str, &[&str], bool, ModelClass); 9] = [
+            ("component-builder", &write, false, ModelClass::Balanced),
+            ("bug-investigator", &write, false, ModelClass::Balanced),
+            ("code-reviewer", &read_only, true, ModelClass::Balanced),
+            ("failure-hunter", &read_only, true, ModelClass::Balanced),
+            (
+                "integration-verifier",
+                &read_only,
+                true,
+                ModelClass::Frontier,
+            ),
+            ("planner", &write, false, ModelClass::Frontier),
+            (
+                "plan-gap-reviewer",
+                &["read", "grep", "find", "ls"],
+                true,
+                ModelClass::Frontier,
+            ),
+            ("doc-syncer", &write, false, ModelClass::Fast),
+            (
+                "researcher",
+                &["read", "write", "bash", "grep", "find", "ls"],
+                false,
+                ModelClass::Balanced,
+            ),
+        ];
+        assert_eq!(expected.map(|e| e.0), WORKFLOW_ROLES);
+        for (name, tools, ro, class) in expected {
+            let r = get(name);
+            assert_eq!(r.meta.tools, tools, "{name}");
+            assert_eq!(r.meta.model_class, Some(class), "{name}");
+            if ro {
+                assert_eq!(r.meta.sandbox, Some(SandboxMode::ReadOnly), "{name}");
+                assert!(
+                    !r.meta.tools.iter().any(|t| t == "write" || t == "edit"),
+                    "{name}"
+                );
+                assert!(r.body.contains("CONTRACT {\"s\":"), "{name}");
+            } else {
+                assert_ne!(r.meta.sandbox, Some(SandboxMode::ReadOnly), "{name}");
+                assert!(
+                    r.body
+                        .contains("### Router Contract (MACHINE-READABLE)\n```yaml"),
+                    "{name}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_project_role_overrides_a_workflow_role_of_its_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(
+            project.join("reviewer-of-code.md"),
+            "---\nname: code-reviewer\ndescription: ours\ntools: [read]\nmodel_class: frontier\nbackend: codex\n---\nour review rules\n",
+        )
+        .unwrap();
+        let dirs = RoleDirs {
+            user: None,
+            project: Some(project),
+        };
+        let set = load_roles(&dirs);
+        assert!(set.bad.is_empty(), "{:?}", set.bad);
+        let r = set.get("code-reviewer").unwrap();
+        assert_eq!(r.body, "our review rules");
+        assert!(matches!(r.source, RoleSource::Project(_)));
+        assert_eq!(r.meta.backend, Some(BackendKind::Codex));
+        assert!(matches!(
+            set.get("failure-hunter").unwrap().source,
+            RoleSource::Builtin
+        ));
     }
 
     #[test]
@@ -566,7 +694,24 @@ mod tests {
         };
         let set = load_roles(&dirs);
         let names: Vec<_> = set.roles.iter().map(|r| r.meta.name.as_str()).collect();
-        assert_eq!(names, ["good", "implementer", "reviewer", "scout"]);
+        assert_eq!(
+            names,
+            [
+                "bug-investigator",
+                "code-reviewer",
+                "component-builder",
+                "doc-syncer",
+                "failure-hunter",
+                "good",
+                "implementer",
+                "integration-verifier",
+                "plan-gap-reviewer",
+                "planner",
+                "researcher",
+                "reviewer",
+                "scout"
+            ]
+        );
         let bad: Vec<(Option<&str>, String)> = set
             .bad
             .iter()

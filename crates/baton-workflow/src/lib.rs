@@ -15,11 +15,15 @@
 //! - [`store`] is the durable record: the event log, the artifact snapshot rebuilt from it, the
 //!   lock per workflow.
 //!
-//! Dispatch, task graphs run against agents, memory files and `baton run` are not built yet;
+//! - [`dispatch`] is the phase → role table (which built-in or overriding role runs each phase)
+//!   and the model class of each dispatch, with the floor of the gating roles.
+//!
+//! Task graphs run against agents, memory files and `baton run` are not built yet;
 //! `docs/workflows.md` says what is there and what is not.
 
 pub mod artifact;
 pub mod contract;
+pub mod dispatch;
 pub mod engine;
 pub mod memory;
 pub mod outputs;
