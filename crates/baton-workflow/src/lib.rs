@@ -8,17 +8,17 @@
 //! - [`outputs`] types what agents return and the checks before a passing status is believed.
 //! - [`engine`] is the decision function: artifact + tasks + agent outputs → next action, gate,
 //!   follow-up tasks and artifact changes. Pure: no I/O, no clock, no model.
-//!
 //! - [`contract`] reads an agent's final output into its role's typed contract (the line-1
 //!   `CONTRACT` envelope, the heading fallback, the fenced YAML router contract), validates it,
 //!   and merges findings across reviewer, hunter and verifier.
 //! - [`store`] is the durable record: the event log, the artifact snapshot rebuilt from it, the
 //!   lock per workflow.
-//!
 //! - [`dispatch`] is the phase → role table (which built-in or overriding role runs each phase)
 //!   and the model class of each dispatch, with the floor of the gating roles.
+//! - [`memory`] keeps `.baton/memory/` (activeContext, patterns, progress): made from templates,
+//!   healed, read back, Session Settings, finalization.
 //!
-//! Task graphs run against agents, memory files and `baton run` are not built yet;
+//! Launching agents, task graphs run against them and `baton run` are not built yet;
 //! `docs/workflows.md` says what is there and what is not.
 
 pub mod artifact;
