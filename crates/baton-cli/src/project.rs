@@ -155,8 +155,4 @@ pub fn executor_for(env: &DelegateEnv) -> Result<Executor> {
     Ok(Executor::new(n))
 }
 
-pub fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
+pub use baton_state::now_rfc3339;

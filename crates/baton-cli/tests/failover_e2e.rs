@@ -245,9 +245,9 @@ fn out_of_quota_fails_over_for_the_rest_of_the_session_without_running_a_tool_tw
     );
 }
 
-#[test]
-fn a_rate_limit_is_retried_on_the_same_route_and_an_overload_fails_over_once_retries_run_out() {
-    // Anthropic's shapes: a 429 rate_limit_error with retry-after, then 529 overloaded_error.
+/// Anthropic's shapes on route a: a 429 rate_limit_error with retry-after, one turn that runs a
+/// tool, then 529 overloaded_error twice; route b answers.
+fn rate_limit_then_overload() -> (MockServer, MockServer) {
     let a = MockServer::builder()
         .fault(Fault::status(429).retry_after(0).message("slow down"))
         .turn(append_line())
@@ -257,6 +257,12 @@ fn a_rate_limit_is_retried_on_the_same_route_and_an_overload_fails_over_once_ret
     let b = MockServer::builder()
         .turn(Turn::text("Done elsewhere."))
         .start_blocking();
+    (a, b)
+}
+
+#[test]
+fn a_rate_limit_is_retried_on_the_same_route_and_an_overload_fails_over_once_retries_run_out() {
+    let (a, b) = rate_limit_then_overload();
     let p = two_routes(&a, "anthropic", &b, "openai", "max_attempts = 2");
     // Text mode: what a person sees of it on stderr.
     let out = p.run(&["agent", "--model-class", "fast", "log a line"]);
@@ -287,15 +293,7 @@ fn a_rate_limit_is_retried_on_the_same_route_and_an_overload_fails_over_once_ret
     b.assert_tool_results_answer_calls();
 
     // The same in JSON: a retry of each, and one route change, in turn 2.
-    let a = MockServer::builder()
-        .fault(Fault::status(429).retry_after(0).message("slow down"))
-        .turn(append_line())
-        .fault(Fault::status(529).message("Overloaded"))
-        .fault(Fault::status(529).message("Overloaded"))
-        .start_blocking();
-    let b = MockServer::builder()
-        .turn(Turn::text("Done elsewhere."))
-        .start_blocking();
+    let (a, b) = rate_limit_then_overload();
     let p = two_routes(&a, "anthropic", &b, "openai", "max_attempts = 2");
     let out = p.run(&["agent", "--json", "--model-class", "fast", "log a line"]);
     assert_exit(&out, 0);

@@ -204,11 +204,7 @@ impl FlowLog {
     }
 }
 
-pub fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
+pub use baton_state::now_rfc3339;
 
 #[cfg(test)]
 mod tests {

@@ -16,7 +16,10 @@ use std::path::{Path, PathBuf};
 
 pub use ids::{check_id, IdError, IdKind};
 pub use lock::{FileLock, LockError};
-pub use log::{parse_line, read_snapshot, write_snapshot, Durability, JsonlLog, LogError};
+pub use log::{
+    commit_file, now_rfc3339, parse_line, read_snapshot, stage_file, write_snapshot, Durability,
+    JsonlLog, LogError,
+};
 
 /// The file in a frozen-roles folder naming the process that uses it.
 const OWNER_FILE: &str = ".owner";

@@ -226,23 +226,45 @@ fn sync_dir(dir: &Path) {
     }
 }
 
-/// Writes `value` as pretty JSON (known secrets redacted) to `path` so that readers see the old file or the new one, never
-/// a mix: a temp file beside it, fsync, rename over `path`, fsync of the folder.
-pub fn write_snapshot<T: Serialize>(path: &Path, value: &T) -> Result<(), LogError> {
+/// The first half of an atomic replace of `path`: `bytes` written to a temp file beside it and
+/// fsynced. Returns the temp file's path, for [`commit_file`]. Staging several files before
+/// committing any lets a caller replace them all or none.
+pub fn stage_file(path: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp"));
+    let mut f = File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    Ok(tmp)
+}
+
+/// The second half: the staged temp file renamed over `path`, and the folder fsynced so the
+/// rename is durable (best effort: some filesystems refuse it).
+pub fn commit_file(tmp: &Path, path: &Path) -> std::io::Result<()> {
+    std::fs::rename(tmp, path)?;
+    sync_dir(path.parent().unwrap_or(Path::new(".")));
+    Ok(())
+}
+
+/// Writes `value` as pretty JSON (known secrets redacted) to `path` so that readers see the old file or the new one, never
+/// a mix: a temp file beside it, fsync, rename over `path`, fsync of the folder.
+pub fn write_snapshot<T: Serialize>(path: &Path, value: &T) -> Result<(), LogError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
     let text = encode(path, value, serde_json::to_string_pretty)?;
     std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let mut f = File::create(&tmp).map_err(io(&tmp))?;
-    f.write_all(text.as_bytes()).map_err(io(&tmp))?;
-    f.sync_all().map_err(io(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io(path))?;
-    sync_dir(dir);
-    Ok(())
+    let tmp = stage_file(path, text.as_bytes()).map_err(io(path))?;
+    commit_file(&tmp, path).map_err(io(path))
+}
+
+/// Now, in RFC 3339 UTC: the timestamp of every record baton keeps.
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 /// The snapshot at `path`, or `None` when there is none.

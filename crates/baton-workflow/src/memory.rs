@@ -14,8 +14,6 @@
 //! old one; a write that fails is an error, and the caller must stop the workflow on it.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// How many entries `progress.md ## Completed` keeps; older ones are dropped.
@@ -695,32 +693,15 @@ fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> MemoryError + '_ {
 
 /// Writes `text` to a temp file beside `path` and fsyncs it; returns the temp path.
 fn stage(path: &Path, text: &str) -> Result<PathBuf, MemoryError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let mut f = File::create(&tmp).map_err(write_err(path))?;
-    f.write_all(text.as_bytes()).map_err(write_err(path))?;
-    f.sync_all().map_err(write_err(path))?;
-    Ok(tmp)
+    baton_state::stage_file(path, text.as_bytes()).map_err(write_err(path))
 }
 
-/// Renames a staged temp file over `path` and makes the rename durable (best effort for the
-/// folder, which some filesystems cannot fsync).
+/// Renames a staged temp file over `path` and makes the rename durable.
 fn commit(tmp: &Path, path: &Path) -> Result<(), MemoryError> {
-    std::fs::rename(tmp, path).map_err(write_err(path))?;
-    if let Some(dir) = path.parent() {
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
-    }
-    Ok(())
+    baton_state::commit_file(tmp, path).map_err(write_err(path))
 }
 
 /// Replaces `path` with `text` so a reader sees the old file or the new one, never a mix.
-/// (`baton_state::write_snapshot` does the same for JSON values only.)
 fn write_atomic(path: &Path, text: &str) -> Result<(), MemoryError> {
     let tmp = stage(path, text)?;
     commit(&tmp, path)

@@ -17,8 +17,8 @@
 use std::path::PathBuf;
 
 use baton_state::{
-    parse_line, read_snapshot, write_snapshot, Durability, FileLock, JsonlLog, LockError, LogError,
-    StateDir,
+    now_rfc3339, parse_line, read_snapshot, write_snapshot, Durability, FileLock, JsonlLog,
+    LockError, LogError, StateDir,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -147,12 +147,6 @@ pub fn new_id(now: time::OffsetDateTime, random: u32) -> String {
         t.minute(),
         t.second()
     )
-}
-
-fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
 }
 
 /// Applies a JSON merge patch (RFC 7386): objects merge key by key, `null` removes a key, any
