@@ -284,7 +284,19 @@ struct Setup {
     streaming: bool,
 }
 
-pub fn run(args: AgentArgs) -> Result<u8> {
+pub fn run(mut args: AgentArgs) -> Result<u8> {
+    // A workflow dispatch (`baton run --record/--replay`) names its cassette in the environment.
+    if args.replay.is_none() && args.record.is_none() {
+        let file = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        args.replay = file("BATON_REPLAY_FILE");
+        if args.replay.is_none() {
+            args.record = file("BATON_RECORD_FILE");
+        }
+    }
     let json = args.json;
     let mut setup = Setup {
         role: args.role.clone(),

@@ -34,6 +34,7 @@ mod init_cmd;
 mod printer;
 mod project;
 mod route_cmd;
+mod run_cmd;
 mod sessions_cmd;
 mod signals;
 mod status;
@@ -80,6 +81,10 @@ enum Command {
     Task(task_cmd::TaskArgs),
     /// Land 1-8 independent units: parallel worktrees, then rebase, validate, review and fast-forward in order.
     Flow(flow_cmd::FlowArgs),
+    /// Run a workflow: route the request, then builder, reviewers, verifier and memory, gated on evidence.
+    Run(run_cmd::RunArgs),
+    /// Continue a workflow after a crash or an interruption, or answer its checkpoint.
+    Resume(run_cmd::ResumeArgs),
     /// Show which workflow a request would run as, the signals and the rule that decided (nothing else).
     Route(route_cmd::RouteArgs),
     /// Write a commented starter `.baton/config.toml` in the project (nothing else).
@@ -180,6 +185,8 @@ fn main() -> ExitCode {
         Command::Task(args) => task_cmd::run(args),
         Command::Flow(args) => flow_cmd::run(args),
         Command::Route(args) => route_cmd::run(args),
+        Command::Run(args) => run_cmd::run(args),
+        Command::Resume(args) => run_cmd::resume(args),
         Command::Init(args) => init_cmd::run(args),
         Command::Doctor(args) => doctor_cmd::run(args),
         Command::Models { cwd, json } => info_cmd::models(cwd, json),

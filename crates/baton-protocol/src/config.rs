@@ -32,6 +32,8 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     #[serde(default)]
     pub flow: FlowConfig,
+    #[serde(default)]
+    pub workflow: WorkflowConfig,
     /// Facts about models, keyed by a model-name pattern (`*` matches any run of characters),
     /// optionally prefixed with `provider/`; they extend or override the built-in table.
     #[serde(default)]
@@ -155,6 +157,23 @@ pub struct FlowConfig {
     /// workspace). Default `false`: they are the user's own commands.
     #[serde(default)]
     pub validation_sandbox: Option<bool>,
+}
+
+/// Workflow (`baton run`) settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowConfig {
+    /// The model class each workflow role runs on, by role name (`code-reviewer = "frontier"`).
+    /// The gating roles refuse anything below `balanced`.
+    #[serde(default)]
+    pub tiers: BTreeMap<String, ModelClass>,
+    /// Stop at a checkpoint before a dispatch that would take the workflow's spend past this
+    /// many US dollars. `baton run --budget-usd` overrides it.
+    #[serde(default)]
+    pub budget_usd: Option<f64>,
+    /// The same for tokens (input plus output). `baton run --budget-tokens` overrides it.
+    #[serde(default)]
+    pub budget_tokens: Option<u64>,
 }
 
 impl Config {

@@ -28,4 +28,5 @@ pub mod engine;
 pub mod memory;
 pub mod outputs;
 pub mod route;
+pub mod run;
 pub mod store;

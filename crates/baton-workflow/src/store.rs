@@ -41,6 +41,18 @@ pub enum EventKind {
     WorkflowFailed,
     /// A change of the artifact that is none of the above (a phase moved, a gate set).
     ArtifactUpdated,
+    /// Tasks were added to the graph.
+    TaskCreated,
+    /// The engine decided the next action (`decision` is its name).
+    Decided,
+    /// The workflow stopped at a question (`reason`).
+    CheckpointRequested,
+    /// The user answered (`details.answer`, their exact words).
+    CheckpointAnswered,
+    /// The next dispatch would pass the budget.
+    BudgetStopped,
+    /// Stopped by the user's answer.
+    WorkflowStopped,
 }
 
 /// One line of a workflow's event log.

@@ -1,0 +1,305 @@
+//! `baton run "request"` and `baton resume [WF] [--answer TEXT]`: a workflow driven by the host
+//! (baton_workflow::run) from routing to a verified brief, a checkpoint or a stop.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use baton_workflow::route::{route, route_as, WorkflowKind};
+use baton_workflow::run::{self, Outcome, RunEnv, RunError, StartOptions};
+use baton_workflow::store::WorkflowStore;
+use clap::Args;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::exit;
+use crate::project::project_context;
+
+/// `baton run` waits at a checkpoint: answer it with `baton resume --answer`.
+pub const CHECKPOINT: u8 = 4;
+
+#[derive(Args, Debug, Clone)]
+struct Common {
+    /// Directory inside the project (default: the current one).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// Print the outcome as one JSON document on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Stop at a checkpoint before a dispatch that would take the spend past this many USD.
+    #[arg(long, value_name = "USD")]
+    budget_usd: Option<f64>,
+    /// The same for tokens (input plus output).
+    #[arg(long, value_name = "N")]
+    budget_tokens: Option<u64>,
+    /// Save every baton child's model traffic under DIR, one cassette per dispatch
+    /// (`<phase>-<attempt>.json`).
+    #[arg(long, value_name = "DIR", conflicts_with = "replay")]
+    record: Option<PathBuf>,
+    /// Replay a recording made with --record: no model is called, and a dispatch the recording
+    /// does not hold stops the workflow.
+    #[arg(long, value_name = "DIR")]
+    replay: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// What to do, in words: routed to BUILD, DEBUG, PLAN, REVIEW or ORIENT.
+    request: String,
+    /// Run this workflow instead of routing (BUILD, DEBUG, PLAN, REVIEW, ORIENT, TRIAGE,
+    /// CODEBASE-HEALTH).
+    #[arg(long, value_name = "W")]
+    workflow: Option<WorkflowKind>,
+    /// BUILD: the reduced graph (builder → verifier → memory) for a one-file change.
+    #[arg(long)]
+    trivial: bool,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+pub struct ResumeArgs {
+    /// The workflow (an id or a unique prefix; default: the newest that is not finished).
+    id: Option<String>,
+    /// The answer to the checkpoint the workflow waits on, kept word for word.
+    #[arg(long)]
+    answer: Option<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+fn env(common: &Common) -> Result<RunEnv> {
+    let ctx = project_context(common.cwd.clone())?;
+    let delegate = crate::project::delegate_env(&ctx)?;
+    let executor = crate::project::executor_for(&delegate)?;
+    for (flag, dir) in [("--record", &common.record), ("--replay", &common.replay)] {
+        if let Some(d) = dir {
+            if !d.is_dir() {
+                anyhow::bail!(
+                    "{flag} {}: the folder does not exist: create it (--record) or give a recording's folder (--replay)",
+                    d.display()
+                );
+            }
+        }
+    }
+    let abs = |d: &Option<PathBuf>| {
+        d.as_ref()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+    };
+    let json = common.json;
+    Ok(RunEnv {
+        delegate,
+        executor: Arc::new(executor),
+        record: abs(&common.record),
+        replay: abs(&common.replay),
+        crash_after: std::env::var("BATON_WORKFLOW_CRASH_AT")
+            .ok()
+            .and_then(|s| s.trim().parse().ok()),
+        observer: Some(Arc::new(move |line: &str| {
+            if !json {
+                errln!("baton run: {}", baton_text::sanitize_line(line));
+            }
+        })),
+    })
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+fn check_budget(common: &Common) -> Result<()> {
+    if let Some(b) = common.budget_usd {
+        if !(b.is_finite() && b > 0.0) {
+            anyhow::bail!("--budget-usd {b}: give a positive amount of US dollars, e.g. --budget-usd 2.50");
+        }
+    }
+    if common.budget_tokens == Some(0) {
+        anyhow::bail!("--budget-tokens 0: give a positive number of tokens, e.g. --budget-tokens 200000");
+    }
+    Ok(())
+}
+
+pub fn run(args: RunArgs) -> Result<u8> {
+    if args.request.trim().is_empty() {
+        anyhow::bail!("the request is empty: say what to do, e.g. baton run \"add a --verbose flag\"");
+    }
+    check_budget(&args.common)?;
+    let decision = match args.workflow {
+        Some(w) => route_as(&args.request, w),
+        None => route(&args.request),
+    };
+    errln!("{}", baton_text::sanitize_line(&decision.headline()));
+    let env = env(&args.common)?;
+    let rt = runtime()?;
+    let cancel = CancellationToken::new();
+    if decision.workflow == WorkflowKind::Orient {
+        let result = rt.block_on(async {
+            let signalled = crate::signals::watch_signals(cancel.clone());
+            let r = run::orient(&env, &args.request, &cancel).await;
+            (r, signalled.is_cancelled())
+        });
+        return match result {
+            (Ok(text), _) => {
+                if args.common.json {
+                    outln!("{}", json!({"type": "workflow.answer", "workflow": "ORIENT", "answer": text}));
+                } else {
+                    outln!("{}", text.trim_end());
+                }
+                Ok(exit::OK)
+            }
+            (Err(_), true) => Ok(exit::INTERRUPTED),
+            (Err(e), false) => Ok(failed(&args.common, &e)),
+        };
+    }
+    let opts = StartOptions {
+        request: args.request.clone(),
+        kind: decision.workflow,
+        trivial: args.trivial,
+        budget_usd: args.common.budget_usd,
+        budget_tokens: args.common.budget_tokens,
+    };
+    let (result, signalled) = rt.block_on(async {
+        let signalled = crate::signals::watch_signals(cancel.clone());
+        let r = run::start(&env, &opts, &cancel).await;
+        (r, signalled.is_cancelled())
+    });
+    Ok(report(&args.common, result, signalled))
+}
+
+pub fn resume(args: ResumeArgs) -> Result<u8> {
+    check_budget(&args.common)?;
+    let env = env(&args.common)?;
+    let store = WorkflowStore::new(env.delegate.state.clone());
+    let id = match pick(&store, args.id.as_deref()) {
+        Ok(id) => id,
+        Err(e) => return Ok(failed(&args.common, &RunError::Refused(e))),
+    };
+    let rt = runtime()?;
+    let cancel = CancellationToken::new();
+    let (result, signalled) = rt.block_on(async {
+        let signalled = crate::signals::watch_signals(cancel.clone());
+        let r = run::resume(
+            &env,
+            &id,
+            args.answer.as_deref(),
+            args.common.budget_usd,
+            args.common.budget_tokens,
+            &cancel,
+        )
+        .await;
+        (r, signalled.is_cancelled())
+    });
+    Ok(report(&args.common, result, signalled))
+}
+
+/// The workflow `resume` means: the id or unique prefix given, else the newest unfinished one.
+fn pick(store: &WorkflowStore, id: Option<&str>) -> Result<String, String> {
+    let ids = store.list();
+    match id {
+        Some(want) => {
+            let hits: Vec<&String> = ids.iter().filter(|i| i.starts_with(want)).collect();
+            match hits.as_slice() {
+                [one] => Ok((*one).clone()),
+                [] => Err(format!(
+                    "no workflow {want}: `baton status` lists the workflows of this project"
+                )),
+                many => Err(format!(
+                    "{want} matches {} workflows ({}): give more of the id",
+                    many.len(),
+                    many.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                )),
+            }
+        }
+        None => {
+            let mut open: Vec<String> = ids
+                .into_iter()
+                .filter(|i| {
+                    store.snapshot(i).ok().flatten().is_some_and(|a| {
+                        !matches!(
+                            a.get("run_state").and_then(|v| v.as_str()),
+                            Some("completed" | "stopped")
+                        )
+                    })
+                })
+                .collect();
+            open.sort();
+            open.pop().ok_or_else(|| {
+                "no workflow waits to be resumed: `baton status` lists them".to_string()
+            })
+        }
+    }
+}
+
+fn failed(common: &Common, e: &RunError) -> u8 {
+    let code = match e {
+        RunError::Refused(_) => exit::USAGE,
+        RunError::Store(s) if matches!(s, baton_workflow::store::StoreError::NotFound { .. } | baton_workflow::store::StoreError::Busy { .. }) => exit::USAGE,
+        _ => exit::FAILED,
+    };
+    if common.json {
+        outln!("{}", json!({"type": "workflow.error", "message": e.to_string()}));
+    }
+    errln!("baton: {e}");
+    code
+}
+
+fn report(common: &Common, result: Result<Outcome, RunError>, signalled: bool) -> u8 {
+    let outcome = match result {
+        Ok(o) => o,
+        Err(e) => return failed(common, &e),
+    };
+    if common.json {
+        let doc = match &outcome {
+            Outcome::Completed { id, brief } => json!({"type": "workflow.completed", "id": id, "brief": brief}),
+            Outcome::Checkpoint { id, checkpoint } => json!({"type": "workflow.checkpoint", "id": id, "checkpoint": checkpoint}),
+            Outcome::Failed { id, brief } => json!({"type": "workflow.failed", "id": id, "brief": brief}),
+            Outcome::Stopped { id, brief } => json!({"type": "workflow.stopped", "id": id, "brief": brief}),
+            Outcome::Interrupted { id } => json!({"type": "workflow.interrupted", "id": id}),
+        };
+        outln!("{doc}");
+    }
+    match outcome {
+        Outcome::Completed { brief, .. } => {
+            if !common.json {
+                outln!("{}", brief.trim_end());
+            }
+            exit::OK
+        }
+        Outcome::Checkpoint { id, checkpoint } => {
+            if !common.json {
+                outln!("{}", checkpoint.brief.trim_end());
+                outln!("question: {}", checkpoint.question);
+                if !checkpoint.options.is_empty() {
+                    outln!("options: {}", checkpoint.options.join(" | "));
+                }
+                outln!("answer with: baton resume {id} --answer \"…\"");
+            }
+            CHECKPOINT
+        }
+        Outcome::Failed { id, brief } => {
+            if !common.json {
+                outln!("{}", brief.trim_end());
+                outln!("retry with guidance: baton resume {id} --answer \"…\"  (or --answer abort)");
+            }
+            exit::FAILED
+        }
+        Outcome::Stopped { brief, .. } => {
+            if !common.json {
+                outln!("{}", brief.trim_end());
+            }
+            exit::FAILED
+        }
+        Outcome::Interrupted { id } => {
+            errln!("baton: interrupted; continue with: baton resume {id}");
+            if signalled {
+                exit::INTERRUPTED
+            } else {
+                exit::FAILED
+            }
+        }
+    }
+}

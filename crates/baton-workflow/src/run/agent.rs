@@ -1,0 +1,336 @@
+//! One dispatch: the prompt scaffold a role agent gets (and nothing else: never a conversation),
+//! the bias scan before adversarial dispatches, and the launch through the executor.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use baton_exec::delegate::{
+    backend_of, child_route, plan_launch, write_frozen_role, ChildRoute, LaunchPlan, RouteChoice,
+};
+use baton_exec::executor::OutputBudget;
+use baton_exec::{ChildStatus, ExecError, ExecErrorCode};
+use baton_protocol::role::{BackendKind, RoleSpec};
+use baton_protocol::{ModelClass, Route, Usage};
+
+use super::state::TaskOutput;
+use super::RunEnv;
+use crate::artifact::{Task, TaskKind};
+use crate::contract::Role;
+
+/// Phrases that pre-judge a reviewer's verdict (seed 001's anti-anchoring guard).
+pub const BIAS_PHRASES: [&str; 6] = [
+    "do not flag",
+    "don't treat",
+    "at most minor",
+    "the plan chose",
+    "should be fine",
+    "no need to check",
+];
+
+/// Roles whose dispatch is adversarial: they get no memory summary and a bias-scanned prompt.
+pub fn adversarial(role: Role) -> bool {
+    matches!(
+        role,
+        Role::CodeReviewer | Role::FailureHunter | Role::PlanGapReviewer
+    )
+}
+
+/// Removes every line holding a bias phrase; returns the prompt and the phrases found.
+pub fn scan_bias(prompt: &str) -> (String, Vec<String>) {
+    let mut found = Vec::new();
+    let mut out = String::with_capacity(prompt.len());
+    for line in prompt.lines() {
+        let lower = line.to_lowercase().replace('\u{2019}', "'");
+        let hits: Vec<&str> = BIAS_PHRASES
+            .iter()
+            .copied()
+            .filter(|p| lower.contains(p))
+            .collect();
+        if hits.is_empty() {
+            out.push_str(line);
+        } else {
+            found.extend(hits.iter().map(|h| h.to_string()));
+            out.push_str("(a line that pre-judged your verdict was removed; form your own view from the code)");
+        }
+        out.push('\n');
+    }
+    (out, found)
+}
+
+/// What the scaffold is built from.
+pub struct Scaffold<'a> {
+    pub wf: &'a str,
+    pub artifact_path: &'a Path,
+    pub task: &'a Task,
+    pub role: Role,
+    pub request: &'a str,
+    pub plan_file: Option<&'a str>,
+    pub memory_summary: Option<&'a str>,
+    pub patterns: Option<&'a str>,
+    pub guidance: Option<&'a str>,
+    /// For the verifier after a review: the findings the reviewers raised.
+    pub previous_findings: Option<&'a str>,
+    /// For a re-dispatch after a refused output: what was wrong with the last one.
+    pub last_problem: Option<&'a str>,
+}
+
+/// The prompt of one dispatch, in seed 001's scaffold order.
+pub fn scaffold(s: &Scaffold<'_>) -> String {
+    let t = s.task;
+    let mut p = String::new();
+    p.push_str("## Task Context\n");
+    p.push_str(&format!("- Task ID: {}\n", t.id));
+    p.push_str(&format!("- Parent Workflow ID: {}\n", s.wf));
+    p.push_str(&format!(
+        "- Task Phase: {}\n",
+        t.phase.as_deref().unwrap_or("N/A")
+    ));
+    p.push_str(&format!(
+        "- Plan File: {}\n",
+        s.plan_file.unwrap_or("None")
+    ));
+    p.push_str(&format!("- Workflow Scope: wf:{}\n", s.wf));
+    p.push_str(&format!(
+        "- Workflow Artifact: {}\n\n",
+        s.artifact_path.display()
+    ));
+    p.push_str("## User Request\n");
+    p.push_str(s.request.trim());
+    p.push_str("\n\n## Requirements\n");
+    if t.kind == Some(TaskKind::Remfix) {
+        p.push_str(&format!(
+            "Remediation (scope {}): {}\nFix what the findings name, prove the fix with a test, and report the covering test, its command and its output in your contract's SCENARIOS.\n\n",
+            t.scope.as_deref().unwrap_or("ALL_ISSUES"),
+            t.reason.as_deref().unwrap_or("fix the findings")
+        ));
+    } else {
+        match t.reason.as_deref().filter(|r| *r != "N/A") {
+            Some(r) => p.push_str(&format!("{r}\n\n")),
+            None => p.push_str("See plan/design files, or the request above.\n\n"),
+        }
+    }
+    if !adversarial(s.role) {
+        if let Some(m) = s.memory_summary.filter(|m| !m.trim().is_empty()) {
+            p.push_str("## Memory Summary\n");
+            p.push_str(m.trim());
+            p.push_str("\n\n");
+        }
+    }
+    if let Some(pat) = s.patterns.filter(|m| !m.trim().is_empty()) {
+        p.push_str("## Project Patterns\n");
+        p.push_str(pat.trim());
+        p.push_str("\n\n");
+    }
+    p.push_str("## SKILL_HINTS\nNone\n\n");
+    if let Some(f) = s.previous_findings.filter(|f| !f.trim().is_empty()) {
+        p.push_str("## Previous Agent Findings\n");
+        p.push_str(f.trim());
+        p.push_str("\n\n");
+    }
+    if let Some(g) = s.guidance.filter(|g| !g.trim().is_empty()) {
+        p.push_str("## Pre-Answered Requirements\nThe user answered: ");
+        p.push_str(g.trim());
+        p.push_str("\n\n");
+    }
+    if let Some(problem) = s.last_problem {
+        p.push_str("## Your Previous Output Was Refused\n");
+        p.push_str(problem.trim());
+        p.push_str("\n\n");
+    }
+    p.push_str(&format!(
+        "End your answer with the `{}` contract your role instructions describe; only the contract counts.\n",
+        s.role.name()
+    ));
+    p
+}
+
+/// What one dispatch came back with.
+#[derive(Debug, Clone)]
+pub struct Dispatched {
+    pub output: TaskOutput,
+    pub usage: Usage,
+    /// `None`: the route has no price (or the backend reports none).
+    pub cost_usd: Option<f64>,
+    pub route: String,
+    pub backend: &'static str,
+    pub duration_seconds: f64,
+    pub exit_code: Option<i32>,
+}
+
+/// Runs one role agent for `task` with `prompt`: the route of `class` (none when replaying),
+/// the frozen role file for baton children, the record or replay cassette by phase and attempt.
+#[allow(clippy::too_many_arguments)]
+pub async fn run(
+    env: &RunEnv,
+    wf: &str,
+    spec: &RoleSpec,
+    class: ModelClass,
+    task: &Task,
+    attempt: u32,
+    prompt: String,
+    cwd: &Path,
+    roles_dir: &Path,
+    cancel: &tokio_util::sync::CancellationToken,
+    on_start: &(dyn Fn(u32) + Send + Sync),
+) -> Result<Dispatched, ExecError> {
+    let d = &env.delegate;
+    let backend = backend_of(d, spec);
+    let phase = task.phase.clone().unwrap_or_else(|| "task".into());
+    let cassette = |dir: &PathBuf| dir.join(format!("{phase}-{attempt}.json"));
+    let mut extra_env = vec![
+        ("BATON_WORKFLOW_ID".to_string(), wf.to_string()),
+        ("BATON_WORKFLOW_TASK".to_string(), task.id.clone()),
+        ("BATON_WORKFLOW_PHASE".to_string(), phase.clone()),
+        ("BATON_TASK_NAME".to_string(), format!("{}-{}", task.id, phase)),
+    ];
+    let replaying = backend == BackendKind::Baton && env.replay.is_some();
+    if backend == BackendKind::Baton {
+        if let Some(dir) = &env.replay {
+            let file = cassette(dir);
+            if !file.is_file() {
+                return Err(ExecError::new(
+                    ExecErrorCode::Prepare,
+                    format!(
+                        "--replay {}: the recording holds no {} (dispatch {attempt} of phase {phase}); the workflow asked for a request it does not hold — record it again with --record",
+                        dir.display(),
+                        file.display()
+                    ),
+                ));
+            }
+            extra_env.push(("BATON_REPLAY_FILE".into(), file.display().to_string()));
+        } else if let Some(dir) = &env.record {
+            extra_env.push((
+                "BATON_RECORD_FILE".into(),
+                cassette(dir).display().to_string(),
+            ));
+        }
+    }
+    let route = if replaying {
+        ChildRoute::default()
+    } else {
+        let choice = RouteChoice {
+            model_class: Some(class),
+            ..RouteChoice::default()
+        };
+        child_route(d, backend, &choice, spec)?
+    };
+    let route_label = match (&route.model, backend) {
+        (Some(m), _) => match route.thinking {
+            Some(t) => format!("{m}:{t}"),
+            None => m.clone(),
+        },
+        (None, BackendKind::Command) => "command".into(),
+        (None, _) if replaying => "replay".into(),
+        (None, b) => format!("{} default", b.as_str()),
+    };
+    let priced_route: Option<Route> = route.model.as_deref().and_then(|m| m.parse().ok());
+    let role_file = match backend {
+        BackendKind::Baton => Some(write_frozen_role(roles_dir, attempt as usize, spec)?),
+        _ => None,
+    };
+    let budget = OutputBudget::new(d.output_cap);
+    let started = Instant::now();
+    let prepare = move || {
+        let launch = plan_launch(
+            d,
+            LaunchPlan {
+                role: spec,
+                backend,
+                route,
+                task: prompt,
+                cwd: cwd.to_path_buf(),
+                role_file,
+                extra_env,
+            },
+        );
+        async move { launch }
+    };
+    let mut on_activity = |a: baton_exec::Activity| {
+        if let baton_exec::Activity::Started { pid, .. } = a {
+            on_start(pid);
+        }
+    };
+    let result = env
+        .executor
+        .run(prepare, d.limits, &budget, cancel, &mut on_activity)
+        .await?;
+    let cost_usd = priced_route
+        .as_ref()
+        .and_then(|r| baton_model::routes::cost(&d.config.prices, r, &result.usage));
+    let error = match result.status {
+        ChildStatus::Success => None,
+        ChildStatus::Failure => Some(
+            result
+                .error_message
+                .clone()
+                .unwrap_or_else(|| {
+                    format!(
+                        "the agent failed (exit {}): {}",
+                        result
+                            .exit_code
+                            .map_or("none".to_string(), |c| c.to_string()),
+                        result.stderr.trim().chars().take(400).collect::<String>()
+                    )
+                }),
+        ),
+    };
+    Ok(Dispatched {
+        output: TaskOutput {
+            role: spec.name().to_string(),
+            text: result.output.clone(),
+            changed: None,
+            error,
+        },
+        usage: result.usage,
+        cost_usd,
+        route: route_label,
+        backend: backend.as_str(),
+        duration_seconds: started.elapsed().as_secs_f64(),
+        exit_code: result.exit_code,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bias_lines_are_removed_and_named() {
+        let (out, found) = scan_bias("## Requirements\nThe plan chose X, so do not flag Y.\nCheck the diff.\n");
+        assert_eq!(found, ["do not flag", "the plan chose"]);
+        assert!(!out.to_lowercase().contains("do not flag"));
+        assert!(out.contains("Check the diff."));
+        let (clean, none) = scan_bias("Review the change.\n");
+        assert!(none.is_empty());
+        assert_eq!(clean, "Review the change.\n");
+    }
+
+    #[test]
+    fn adversarial_scaffolds_leave_out_the_memory_summary() {
+        let task = crate::run::graph::initial(
+            crate::route::WorkflowKind::Build,
+            false,
+            "wf-20261203T150000Z-0a1b2c3d",
+        )[1]
+        .clone();
+        let s = |role| Scaffold {
+            wf: "wf-20261203T150000Z-0a1b2c3d",
+            artifact_path: Path::new(".baton/state/workflows/x.json"),
+            task: &task,
+            role,
+            request: "add a flag",
+            plan_file: None,
+            memory_summary: Some("we decided to cache"),
+            patterns: Some("- tests live in tests/"),
+            guidance: None,
+            previous_findings: None,
+            last_problem: None,
+        };
+        let review = scaffold(&s(Role::CodeReviewer));
+        assert!(!review.contains("Memory Summary"));
+        assert!(review.contains("## Project Patterns"));
+        assert!(review.starts_with("## Task Context\n- Task ID: t2\n"));
+        let build = scaffold(&s(Role::ComponentBuilder));
+        assert!(build.contains("## Memory Summary\nwe decided to cache"));
+    }
+}

@@ -1,0 +1,322 @@
+//! Deciding: the batch's contracts read into the engine's inputs, the engine's decision
+//! applied, and the next batch set up.
+
+use serde_json::{json, Value};
+
+use super::state::{RunState, View};
+use super::*;
+
+impl Runner<'_> {
+    /// The engine inputs from the batch's outputs, or why they cannot be believed.
+    pub(super) fn outputs_of(&self, a: &Value, v: &View) -> Result<AgentOutputs, String> {
+        let kind = self.kind();
+        let mut out = AgentOutputs::default();
+        let mut reviewer = None;
+        let mut hunter = None;
+        let mut web = None;
+        let mut github = None;
+        for id in &v.host.batch {
+            let (Some(task), Some(o)) = (v.task(id), v.host.outputs.get(id)) else {
+                continue;
+            };
+            if let Some(e) = &o.error {
+                return Err(format!("{id} ({}): {e}", o.role));
+            }
+            let role = Role::from_name(&o.role)
+                .or_else(|| self.role_of(task))
+                .ok_or_else(|| format!("{id}: no contract for role `{}`", o.role))?;
+            let checked = contract::parse(role, &o.text)
+                .map_err(|e| format!("{id} ({}) returned no valid contract: {e}", role.name()))?;
+            match &checked.outcome {
+                ContractOutcome::PassRefused { unmet } => {
+                    return Err(format!(
+                        "{id} ({}) claimed a pass its own contract does not support: {}",
+                        role.name(),
+                        unmet.join("; ")
+                    ))
+                }
+                ContractOutcome::NeedsVerification { reason } => {
+                    return Err(format!(
+                        "{id} ({}) passed without enough evidence to believe it: {reason}",
+                        role.name()
+                    ))
+                }
+                _ => {}
+            }
+            if checked.advances() && !role.is_read_only() && o.changed == Some(false) {
+                let writes_code = matches!(role, Role::ComponentBuilder | Role::BugInvestigator);
+                if writes_code {
+                    return Err(format!(
+                        "{id} ({}) reported a pass but changed no file in the working tree",
+                        role.name()
+                    ));
+                }
+            }
+            if matches!(kind, WorkflowKind::Triage | WorkflowKind::CodebaseHealth) {
+                let report = self.write_report(id, &o.text).map_err(|e| e.to_string())?;
+                let r = ReadOnlyReport {
+                    status: checked.outcome.verdict().name().to_uppercase(),
+                    path: Some(report),
+                    blocking: false,
+                };
+                if kind == WorkflowKind::Triage {
+                    out.triage = Some(r);
+                } else {
+                    out.scanner = Some(r);
+                }
+                continue;
+            }
+            if task.kind == Some(TaskKind::Remfix) {
+                out.remfix = Some(outputs::remfix_proof(&checked));
+                continue;
+            }
+            match role {
+                Role::CodeReviewer => {
+                    merge(&mut out, outputs::from_contract(&checked));
+                    reviewer = Some(checked);
+                }
+                Role::FailureHunter => hunter = Some(checked),
+                Role::Researcher if task.phase.as_deref() == Some("research-github") => {
+                    github = Some(checked)
+                }
+                Role::Researcher => web = Some(checked),
+                _ => merge(&mut out, outputs::from_contract(&checked)),
+            }
+        }
+        if reviewer.is_some() || hunter.is_some() {
+            out.findings = Some(outputs::findings_from(reviewer.as_ref(), hunter.as_ref()));
+        }
+        if web.is_some() || github.is_some() {
+            out.research = Some(outputs::research_from(web.as_ref(), github.as_ref()));
+            // The round answers the investigator that asked for it.
+            if out.investigator.is_none() {
+                let last = v
+                    .tasks
+                    .iter()
+                    .rev()
+                    .filter(|t| t.phase.as_deref() == Some("debug-investigate"))
+                    .find_map(|t| v.host.outputs.get(&t.id));
+                if let Some(o) = last {
+                    if let Ok(c) = contract::parse(Role::BugInvestigator, &o.text) {
+                        merge(&mut out, outputs::from_contract(&c));
+                    }
+                }
+            }
+        }
+        let _ = a;
+        Ok(out)
+    }
+
+    /// TRIAGE and CODEBASE-HEALTH: the agent's report, saved under `.baton/reports/`.
+    pub(super) fn write_report(&self, task: &str, text: &str) -> std::io::Result<String> {
+        let dir = self.root.join(".baton").join("reports");
+        std::fs::create_dir_all(&dir)?;
+        let rel = format!(".baton/reports/{}-{task}.md", self.id);
+        std::fs::write(self.root.join(&rel), text)?;
+        Ok(rel)
+    }
+
+    /// Stops the workflow on a failure; `baton resume --answer` retries.
+    pub(super) fn fail(&self, reason: String) -> Result<(), RunError> {
+        let mut a = self.artifact();
+        let mut v = View::read(&a);
+        v.state = RunState::Failed;
+        v.host.failure = Some(reason.clone());
+        v.checkpoint = None;
+        v.write(&mut a);
+        self.say(&format!("stopped: {reason}"));
+        self.commit(
+            NewEvent::new(EventKind::WorkflowFailed).reason(reason),
+            a,
+        )
+    }
+
+    /// Asks the engine what the batch's outputs mean, and sets up what comes next.
+    pub(super) fn decide_and_act(&self, a: Value, v: View) -> Result<(), RunError> {
+        let outputs = match self.outputs_of(&a, &v) {
+            Ok(o) => o,
+            Err(problem) => return self.fail(problem),
+        };
+        let artifact = Artifact::from_json(a.clone())
+            .map_err(|e| RunError::Failed(format!("the workflow artifact does not read: {e}")))?;
+        let mut engine_view = artifact.clone();
+        let allowance = v.host.breaker_allowance as usize;
+        let keep = engine_view.remediation_history.len().saturating_sub(allowance);
+        engine_view.remediation_history.truncate(keep);
+        let inputs = Inputs {
+            tasks: v
+                .tasks
+                .iter()
+                .filter(|t| !v.host.consumed_remfix.contains(&t.id))
+                .cloned()
+                .collect(),
+            outputs,
+            ..Inputs::default()
+        };
+        let d = decide(&engine_view, &inputs);
+        let mut new = d.apply(&artifact).to_json();
+        let mut nv = View::read(&new);
+        for u in &d.task_updates {
+            if let Some(t) = nv.task_mut(&u.task) {
+                t.status = Some(u.status);
+            }
+        }
+        // Follow-up tasks; a re-verify waits for the re-checks created with it.
+        let mut created: Vec<String> = Vec::new();
+        let origin = d
+            .changes
+            .iter()
+            .find_map(|c| match c {
+                Change::Remediation(e) => e.extra.get("origin").and_then(Value::as_str),
+                _ => None,
+            })
+            .unwrap_or("router")
+            .to_string();
+        for f in &d.follow_up_tasks {
+            let (phase, blocked_by) = match f.kind {
+                TaskKind::Remfix => (
+                    if self.kind() == WorkflowKind::Debug {
+                        "debug-investigate"
+                    } else {
+                        "build-implement"
+                    }
+                    .to_string(),
+                    Vec::new(),
+                ),
+                TaskKind::Reverify => (f.phase.clone(), created.clone()),
+                _ => (f.phase.clone(), Vec::new()),
+            };
+            let t = graph::task(
+                &nv.tasks,
+                &self.id,
+                f.kind,
+                &phase,
+                if f.kind == TaskKind::Remfix { &origin } else { "router" },
+                &f.scope,
+                if f.reason.trim().is_empty() { "N/A" } else { &f.reason },
+                blocked_by,
+            );
+            if let Err(errors) = t.validate() {
+                let list: Vec<String> = errors.iter().map(ToString::to_string).collect();
+                return self.fail(format!("task {} would be invalid: {}", t.id, list.join("; ")));
+            }
+            created.push(t.id.clone());
+            nv.tasks.push(t);
+        }
+        let action = d.action;
+        match action {
+            Action::SpawnRecheckTasks => {
+                for t in &v.tasks {
+                    if t.kind == Some(TaskKind::Remfix)
+                        && t.status == Some(TaskStatus::Completed)
+                        && !nv.host.consumed_remfix.contains(&t.id)
+                    {
+                        nv.host.consumed_remfix.push(t.id.clone());
+                    }
+                }
+            }
+            Action::ReturnRemfixForProof => {
+                for t in nv.tasks.iter_mut() {
+                    if t.kind == Some(TaskKind::Remfix)
+                        && t.status == Some(TaskStatus::Completed)
+                        && !v.host.consumed_remfix.contains(&t.id)
+                    {
+                        t.status = Some(TaskStatus::Pending);
+                    }
+                }
+                nv.host.guidance = Some("your fix named no covering test, command and output: run the test that covers it and report them in SCENARIOS".into());
+            }
+            _ => {}
+        }
+        nv.host.next = Some(action_name(action));
+        nv.host.next_reason = Some(d.reason.clone());
+        let mut ev = NewEvent::new(EventKind::Decided).reason(d.reason.clone());
+        ev.decision = Some(action_name(action));
+        ev.phase = artifact.phase_cursor.clone();
+        ev.details = Some(json!({"created": created}));
+        self.say(&format!("-> {}: {}", action_name(action), d.reason));
+        if graph::phases_for(action).is_some() {
+            let mut batch = graph::runnable_for(&nv.tasks, action);
+            if batch.is_empty() {
+                if let Some(phase) = new_node_phase(action) {
+                    let t = graph::task(
+                        &nv.tasks, &self.id, TaskKind::Agent, phase, "router", "N/A", &d.reason, Vec::new(),
+                    );
+                    batch.push(t.id.clone());
+                    nv.tasks.push(t);
+                }
+            }
+            if batch.is_empty() {
+                nv.write(&mut new);
+                self.commit(ev, new)?;
+                return self.fail(format!(
+                    "the engine asked to {} but no task of that step is runnable",
+                    action_name(action)
+                ));
+            }
+            nv.host.batch = batch;
+            if !matches!(action, Action::ReturnRemfixForProof) {
+                nv.host.guidance = None;
+                nv.host.failure = None;
+            }
+            nv.write(&mut new);
+            return self.commit(ev, new);
+        }
+        match action {
+            Action::MemoryFinalize
+            | Action::CreateBuildWorkflow
+            | Action::OfferBuildTransition
+            | Action::PresentBrief
+            | Action::PresentReport
+            | Action::AnswerInline => {
+                nv.write(&mut new);
+                self.commit(ev, new)?;
+                self.finish(action, &d.reason)
+            }
+            _ => {
+                // A stop: a gate makes it a checkpoint, none a failure. The batch stays, so an
+                // answer can retry it.
+                nv.write(&mut new);
+                self.commit(ev, new)?;
+                match d.pending_gate {
+                    Some(g) => self.stop_at(g.as_str(), &d.reason),
+                    None => self.fail(d.reason.clone()),
+                }
+            }
+        }
+    }
+
+}
+
+/// A new task for an action whose step may repeat (the next phase's builder, another
+/// investigation) when the graph holds no open one.
+fn new_node_phase(action: Action) -> Option<&'static str> {
+    match action {
+        Action::RunBuilder => Some("build-implement"),
+        Action::RunInvestigator | Action::ContinueInvestigation | Action::ReinvokeInvestigator => {
+            Some("debug-investigate")
+        }
+        _ => None,
+    }
+}
+
+fn merge(into: &mut AgentOutputs, from: AgentOutputs) {
+    macro_rules! take {
+        ($($f:ident),*) => { $( if from.$f.is_some() { into.$f = from.$f; } )* };
+    }
+    take!(
+        builder,
+        verifier,
+        reviewer,
+        investigator,
+        planner,
+        plan_review,
+        doc_syncer,
+        remfix,
+        findings,
+        research,
+        design_handoff,
+        triage,
+        scanner
+    );
+}

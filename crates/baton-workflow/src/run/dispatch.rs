@@ -1,0 +1,300 @@
+//! Dispatching a batch: the budget check, one agent per task, the recorded result.
+
+use serde_json::{json, Value};
+
+use super::state::{RunState, TaskOutput, View};
+use super::*;
+
+impl Runner<'_> {
+    /// Before a dispatch: stops at a checkpoint when the next dispatches would pass the budget.
+    /// A dispatch is estimated at the most one has cost so far.
+    pub(super) fn within_budget(&self, mut a: Value, v: &View, n: usize) -> Result<bool, RunError> {
+        let s = &v.spent;
+        let over_tokens = v
+            .host
+            .budget_tokens
+            .filter(|b| s.tokens() + s.max_dispatch_tokens * n as u64 > *b || s.tokens() >= *b);
+        let over_usd = v.host.budget_usd.filter(|b| {
+            s.cost_usd + s.max_dispatch_usd * n as f64 > *b || (s.cost_usd >= *b && *b > 0.0)
+        });
+        let reason = match (over_tokens, over_usd) {
+            (Some(b), _) => format!(
+                "the next dispatch would pass the token budget: {} of {b} tokens spent, {} left, a dispatch has taken up to {}",
+                s.tokens(),
+                b.saturating_sub(s.tokens()),
+                s.max_dispatch_tokens
+            ),
+            (None, Some(b)) => format!(
+                "the next dispatch would pass the budget: ${:.4} of ${b:.4} spent, ${:.4} left, a dispatch has cost up to ${:.4}",
+                s.cost_usd,
+                (b - s.cost_usd).max(0.0),
+                s.max_dispatch_usd
+            ),
+            (None, None) => return Ok(true),
+        };
+        let mut v = v.clone();
+        v.state = RunState::Checkpoint;
+        v.write(&mut a);
+        let brief = gate::brief(&a, &format!("budget stop: {reason}"));
+        v.checkpoint = Some(gate::checkpoint(gate::BUDGET, &reason, brief));
+        v.write(&mut a);
+        self.say(&format!("budget stop: {reason}"));
+        self.commit(NewEvent::new(EventKind::BudgetStopped).reason(reason), a)?;
+        Ok(false)
+    }
+
+    /// Dispatches the open tasks of the batch: all at once when they are all read-only, else
+    /// one at a time (two write agents never run together).
+    pub(super) async fn dispatch_batch(&self, v: &View, open: Vec<String>) -> Result<(), RunError> {
+        let read_only = open.iter().all(|id| {
+            v.task(id)
+                .and_then(|t| self.role_of(t))
+                .is_some_and(Role::is_read_only)
+        });
+        if read_only && open.len() > 1 {
+            let runs = open.iter().map(|id| self.dispatch_one(id));
+            for r in futures::future::join_all(runs).await {
+                r?;
+            }
+        } else if let Some(first) = open.first() {
+            self.dispatch_one(first).await?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn kind(&self) -> WorkflowKind {
+        Artifact::from_json(self.artifact())
+            .ok()
+            .and_then(|a| a.workflow_type)
+            .unwrap_or(WorkflowKind::Build)
+    }
+
+    /// The role that runs a task; a remediation in DEBUG goes to the investigator.
+    pub(super) fn role_of(&self, t: &Task) -> Option<Role> {
+        let kind = t.kind?;
+        let phase = t.phase.as_deref().unwrap_or("");
+        let origin = t.origin.as_deref().unwrap_or("router");
+        role_for_task(kind, phase, origin).or(match kind {
+            TaskKind::Remfix if self.kind() == WorkflowKind::Debug => Some(Role::BugInvestigator),
+            TaskKind::Remfix => Some(Role::ComponentBuilder),
+            _ => None,
+        })
+    }
+
+    pub(super) async fn dispatch_one(&self, id: &str) -> Result<(), RunError> {
+        let a = self.artifact();
+        let v = View::read(&a);
+        let Some(task) = v.task(id).cloned() else {
+            return Err(RunError::Failed(format!("task {id} is not in the workflow")));
+        };
+        let Some(role) = self.role_of(&task) else {
+            return Err(RunError::Failed(format!(
+                "task {id} (phase {:?}) has no role to run it",
+                task.phase
+            )));
+        };
+        let spec = match baton_roles::find_role(&self.env.delegate.role_dirs, role.name()) {
+            Ok(s) => s,
+            Err(e) => return self.fail(format!("role `{}`: {e}", role.name())),
+        };
+        // Research needs a backend: only a user or project `researcher` role provides one.
+        if role == Role::Researcher && spec.source == baton_protocol::role::RoleSource::Builtin {
+            return self.record_unavailable_research(a, v, &task);
+        }
+        let class = tier_for(&spec, &tier_config(self.env)).map_err(|e| RunError::Refused(e.to_string()))?;
+        let phase = task.phase.clone().unwrap_or_default();
+        let attempt = v.host.dispatch_counts.get(&phase).copied().unwrap_or(0) + 1;
+        let prompt = self.prompt(&a, &v, &task, role);
+        let (prompt, bias) = if agent::adversarial(role) {
+            agent::scan_bias(&prompt)
+        } else {
+            (prompt, Vec::new())
+        };
+        let before = (!role.is_read_only()).then(|| tree_digest(&self.root)).flatten();
+        {
+            let mut a = self.artifact();
+            let mut v = View::read(&a);
+            if let Some(t) = v.task_mut(id) {
+                t.status = Some(TaskStatus::InProgress);
+            }
+            v.host.dispatch_counts.insert(phase.clone(), attempt);
+            v.write(&mut a);
+            let mut ev = NewEvent::new(EventKind::AgentStarted).phase(phase.clone());
+            ev.task_id = Some(id.to_string());
+            ev.agent = Some(role.name().to_string());
+            ev.details = Some(json!({
+                "role": spec.name(), "class": class.to_string(), "attempt": attempt,
+                "backend": baton_exec::delegate::backend_of(&self.env.delegate, &spec).as_str(),
+                "bias_phrases_removed": bias,
+            }));
+            self.commit(ev, a)?;
+        }
+        self.say(&format!(
+            "{id} {phase}: {} on {class} (attempt {attempt})",
+            spec.name()
+        ));
+        let roles_dir = self.env.delegate.state.workflows().join(&self.id).join("roles");
+        let result = agent::run(
+            self.env,
+            &self.id,
+            &spec,
+            class,
+            &task,
+            attempt,
+            prompt,
+            &self.root,
+            &roles_dir,
+            self.cancel,
+            &|_pid| {},
+        )
+        .await;
+        let d = match result {
+            Ok(d) => d,
+            Err(e) if e.code == ExecErrorCode::Aborted || self.cancel.is_cancelled() => {
+                // Interrupted: the task stays in progress and runs again on resume.
+                return Ok(());
+            }
+            Err(e) => agent::Dispatched {
+                output: TaskOutput {
+                    role: spec.name().to_string(),
+                    error: Some(e.message.clone()),
+                    ..TaskOutput::default()
+                },
+                usage: Default::default(),
+                cost_usd: None,
+                route: String::new(),
+                backend: "",
+                duration_seconds: 0.0,
+                exit_code: None,
+            },
+        };
+        let changed = match (&before, tree_digest(&self.root)) {
+            (Some(b), Some(after)) => Some(*b != after),
+            _ => None,
+        };
+        let mut a = self.artifact();
+        let mut v = View::read(&a);
+        if let Some(t) = v.task_mut(id) {
+            t.status = Some(TaskStatus::Completed);
+        }
+        let mut out = d.output.clone();
+        out.changed = changed;
+        out.role = role.name().to_string();
+        v.host.outputs.insert(id.to_string(), out);
+        let s = &mut v.spent;
+        s.dispatches += 1;
+        s.input_tokens += d.usage.input_tokens;
+        s.output_tokens += d.usage.output_tokens;
+        let tokens = d.usage.input_tokens + d.usage.output_tokens;
+        s.max_dispatch_tokens = s.max_dispatch_tokens.max(tokens);
+        match d.cost_usd {
+            Some(c) => {
+                s.cost_usd += c;
+                s.max_dispatch_usd = s.max_dispatch_usd.max(c);
+            }
+            None if tokens > 0 => s.unpriced_dispatches += 1,
+            None => {}
+        }
+        v.write(&mut a);
+        let verdict = match &d.output.error {
+            Some(_) => "error".to_string(),
+            None => contract::parse(role, &d.output.text)
+                .map(|c| c.outcome.verdict().name().to_string())
+                .unwrap_or_else(|_| "no contract".into()),
+        };
+        let mut ev = NewEvent::new(EventKind::AgentCompleted).phase(phase.clone());
+        ev.task_id = Some(id.to_string());
+        ev.agent = Some(role.name().to_string());
+        ev.decision = Some(verdict.clone());
+        ev.duration_seconds = Some(d.duration_seconds);
+        ev.details = Some(json!({
+            "role": spec.name(), "route": d.route, "backend": d.backend, "exit_code": d.exit_code,
+            "usage": {"input_tokens": d.usage.input_tokens, "output_tokens": d.usage.output_tokens},
+            "cost_usd": d.cost_usd, "changed": changed, "error": d.output.error,
+        }));
+        self.commit(ev, a)?;
+        self.say(&format!(
+            "{id} {phase}: {} → {verdict} ({:.1}s, {tokens} tokens)",
+            spec.name(),
+            d.duration_seconds
+        ));
+        Ok(())
+    }
+
+    /// No research backend: the round's result is `UNAVAILABLE`, recorded without a dispatch.
+    pub(super) fn record_unavailable_research(
+        &self,
+        mut a: Value,
+        mut v: View,
+        task: &Task,
+    ) -> Result<(), RunError> {
+        let text = format!(
+            "research unavailable: no research backend is configured\n\n### Router Contract (MACHINE-READABLE)\n```yaml\nSTATUS: UNAVAILABLE\nFILE_PATH: null\nBACKEND_MODE: none\nSOURCES_ATTEMPTED: []\nSOURCES_USED: []\nQUALITY_LEVEL: none\n{}: 0\nWHAT_CHANGED_RECOMMENDATION: null\nMEMORY_NOTES: null\n```\n",
+            if task.phase.as_deref() == Some("research-github") {
+                "IMPLEMENTATIONS_FOUND"
+            } else {
+                "KEY_FINDINGS_COUNT"
+            }
+        );
+        if let Some(t) = v.task_mut(&task.id) {
+            t.status = Some(TaskStatus::Completed);
+        }
+        v.host.outputs.insert(
+            task.id.clone(),
+            TaskOutput {
+                role: Role::Researcher.name().into(),
+                text,
+                ..TaskOutput::default()
+            },
+        );
+        v.write(&mut a);
+        let mut ev = NewEvent::new(EventKind::AgentCompleted)
+            .phase(task.phase.clone().unwrap_or_default())
+            .reason("no research backend configured: UNAVAILABLE");
+        ev.task_id = Some(task.id.clone());
+        ev.agent = Some(Role::Researcher.name().into());
+        ev.decision = Some("unavailable".into());
+        self.commit(ev, a)
+    }
+
+    /// The scaffold of one dispatch.
+    pub(super) fn prompt(&self, a: &Value, v: &View, task: &Task, role: Role) -> String {
+        let memory = MemoryDir::new(&self.root);
+        let cut = |s: String| s.chars().take(2000).collect::<String>();
+        let summary = memory.read(MemoryFile::ActiveContext).ok().map(cut);
+        let patterns = memory.read(MemoryFile::Patterns).ok().map(cut);
+        let findings = (role == Role::IntegrationVerifier).then(|| {
+            v.host
+                .outputs
+                .values()
+                .filter(|o| {
+                    o.role == Role::CodeReviewer.name() || o.role == Role::FailureHunter.name()
+                })
+                .flat_map(|o| contract::merge::findings_in(&o.text))
+                .map(|f| format!("- [{}] {}", f.severity.name(), f.text))
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
+        let last_problem = v.host.failure.clone().filter(|_| v.host.guidance.is_some());
+        let artifact_path = self
+            .env
+            .delegate
+            .state
+            .workflows()
+            .join(format!("{}.json", self.id));
+        agent::scaffold(&agent::Scaffold {
+            wf: &self.id,
+            artifact_path: &artifact_path,
+            task,
+            role,
+            request: a.get("user_request").and_then(Value::as_str).unwrap_or(""),
+            plan_file: a.get("plan_file").and_then(Value::as_str),
+            memory_summary: summary.as_deref(),
+            patterns: patterns.as_deref(),
+            guidance: v.host.guidance.as_deref(),
+            previous_findings: findings.as_deref(),
+            last_problem: last_problem.as_deref(),
+        })
+    }
+
+}

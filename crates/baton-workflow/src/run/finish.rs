@@ -1,0 +1,221 @@
+//! Ending and answering: checkpoints, the user's answers, memory finalization and the brief.
+
+use serde_json::{json, Value};
+
+use super::state::{RunState, View};
+use super::*;
+
+impl Runner<'_> {
+    /// Waits at a checkpoint, or takes its recommended option under `AUTO_PROCEED`.
+    pub(super) fn stop_at(&self, gate_name: &str, reason: &str) -> Result<(), RunError> {
+        let mut a = self.artifact();
+        let mut v = View::read(&a);
+        let brief = gate::brief(&a, &format!("checkpoint: {gate_name}"));
+        let cp = gate::checkpoint(gate_name, reason, brief);
+        let auto = v.host.auto_proceed
+            && gate::risk(gate_name) == crate::memory::GateRisk::Ordinary
+            && cp.recommended.is_some();
+        v.state = RunState::Checkpoint;
+        v.checkpoint = Some(cp.clone());
+        v.write(&mut a);
+        let mut ev = NewEvent::new(EventKind::CheckpointRequested)
+            .phase(gate_name)
+            .reason(cp.question.clone());
+        ev.details = Some(json!({"options": cp.options, "recommended": cp.recommended}));
+        self.commit(ev, a.clone())?;
+        if auto {
+            let pick = cp.recommended.clone().unwrap_or_default();
+            let choice = gate::read_answer(&cp, &pick).map_err(RunError::Failed)?;
+            let memory = MemoryDir::new(&self.root);
+            let _ = memory.append(
+                MemoryFile::ActiveContext,
+                "Decisions",
+                &[format!("AUTO_PROCEED took `{pick}` at {gate_name} ({})", self.id)],
+            );
+            self.say(&format!("AUTO_PROCEED: {gate_name} → {pick}"));
+            return self.answer(a, View::read(&self.artifact()), &cp, &pick, choice);
+        }
+        self.say(&format!("checkpoint {gate_name}: {}", cp.question));
+        Ok(())
+    }
+
+    /// Records the user's answer (their exact words) and sets up what it asks for.
+    pub(super) fn answer(
+        &self,
+        mut a: Value,
+        mut v: View,
+        cp: &state::Checkpoint,
+        text: &str,
+        choice: Answer,
+    ) -> Result<(), RunError> {
+        v.host.answers.push(json!({"gate": cp.gate, "answer": text, "at": baton_state::now_rfc3339()}));
+        v.checkpoint = None;
+        v.state = RunState::Running;
+        a["pending_gate"] = Value::Null;
+        match choice {
+            Answer::Abort => {
+                v.state = RunState::Stopped;
+                v.host.failure = Some(format!("stopped at the {} checkpoint: {text}", cp.gate));
+            }
+            Answer::Scope(scope) => {
+                let t = graph::task(
+                    &v.tasks,
+                    &self.id,
+                    TaskKind::Remfix,
+                    "build-implement",
+                    "code-reviewer",
+                    scope,
+                    &format!("review findings, scope {scope}"),
+                    Vec::new(),
+                );
+                let mut entry = crate::artifact::HistoryEntry::new(
+                    "remediation_created",
+                    a.get("phase_cursor").and_then(Value::as_str),
+                    &format!("scope decision: {scope}"),
+                );
+                entry.extra.insert("origin".into(), json!("code-reviewer"));
+                if let Some(h) = a.get_mut("remediation_history").and_then(Value::as_array_mut) {
+                    h.push(serde_json::to_value(entry).unwrap_or(Value::Null));
+                }
+                v.host.batch = vec![t.id.clone()];
+                v.host.next = Some(action_name(Action::CreateRemfix));
+                v.tasks.push(t);
+            }
+            Answer::Accept => {
+                v.host.guidance = None;
+                v.write(&mut a);
+                let mut ev = NewEvent::new(EventKind::CheckpointAnswered).phase(cp.gate.clone());
+                ev.details = Some(json!({"answer": text}));
+                self.commit(ev, a)?;
+                return self.finish(Action::MemoryFinalize, "accepted at the circuit breaker: the open findings are deferred and the work is unverified");
+            }
+            Answer::OneMoreCycle => {
+                v.host.breaker_allowance += 1;
+                v.host.guidance = Some(text.to_string());
+            }
+            Answer::Retry => {
+                v.host.guidance = Some(text.to_string());
+                // The stopped tasks run again with the answer.
+                let batch = v.host.batch.clone();
+                for id in &batch {
+                    if let Some(t) = v.task_mut(id) {
+                        if t.kind != Some(TaskKind::Memory) {
+                            t.status = Some(TaskStatus::Pending);
+                        }
+                    }
+                }
+                if batch.is_empty() {
+                    v.host.failure = None;
+                }
+            }
+        }
+        v.write(&mut a);
+        let mut ev = NewEvent::new(EventKind::CheckpointAnswered).phase(cp.gate.clone());
+        ev.details = Some(json!({"answer": text}));
+        ev.decision = Some(format!("{choice:?}"));
+        self.commit(ev, a)
+    }
+
+    /// Ends the workflow: memory finalized inline (a failed write stops it), the brief recorded.
+    pub(super) fn finish(&self, action: Action, reason: &str) -> Result<(), RunError> {
+        let mut a = self.artifact();
+        let mut v = View::read(&a);
+        let art = Artifact::from_json(a.clone()).unwrap_or_default();
+        let kind = art.workflow_type.unwrap_or(WorkflowKind::Build);
+        let proven = art.proof_status.as_deref() == Some("passed");
+        let needs_proof = matches!(kind, WorkflowKind::Build | WorkflowKind::Debug);
+        let accepted = v.host.answers.iter().any(|x| x["gate"] == "circuit_breaker")
+            && action == Action::MemoryFinalize
+            && !proven;
+        let mut fin = Finalization::new(self.id.clone(), time::OffsetDateTime::now_utc());
+        let verdict = if needs_proof && !proven {
+            "NOT verified"
+        } else {
+            "verified"
+        };
+        fin.completed_item = Some(format!(
+            "{} {}: {} ({verdict})",
+            kind.as_str(),
+            self.id,
+            a.get("user_request").and_then(Value::as_str).unwrap_or("")
+        ));
+        for o in v.host.outputs.values() {
+            if o.role == Role::IntegrationVerifier.name() {
+                if let Ok(c) = contract::parse(Role::IntegrationVerifier, &o.text) {
+                    if let Some(r) = outputs::from_contract(&c).verifier {
+                        for row in r.scenario_rows {
+                            fin.verification.push(format!(
+                                "{}: `{}` → exit {} ({})",
+                                row.name,
+                                row.command,
+                                row.exit_code.map_or("?".into(), |c| c.to_string()),
+                                row.status
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        if accepted {
+            for r in &art.remediation_history {
+                fin.deferred.extend(r.reason.clone());
+            }
+        }
+        for t in v.tasks.iter_mut() {
+            if t.kind == Some(TaskKind::Memory) && t.is_open() {
+                t.status = Some(TaskStatus::Completed);
+            }
+        }
+        fin.tasks = Some(
+            v.tasks
+                .iter()
+                .map(|t| {
+                    format!(
+                        "[{}] {} {}",
+                        if t.status == Some(TaskStatus::Completed) { "x" } else { " " },
+                        t.id,
+                        t.phase.as_deref().unwrap_or("")
+                    )
+                })
+                .collect(),
+        );
+        let memory = MemoryDir::new(&self.root);
+        if let Err(e) = memory.finalize(&fin) {
+            return self.fail(format!("memory could not be written: {e}"));
+        }
+        v.write(&mut a);
+        self.commit(
+            NewEvent::new(EventKind::MemoryFinalized).reason(format!("{} updated", memory.dir().display())),
+            a.clone(),
+        )?;
+        let headline = match (kind, action) {
+            (WorkflowKind::Plan, _) => format!(
+                "PLAN workflow {} completed: the plan is {}. Build it with: baton run --workflow build \"implement the plan in {}\"",
+                self.id,
+                art.plan_file.as_deref().unwrap_or("(no file)"),
+                art.plan_file.as_deref().unwrap_or("the plan")
+            ),
+            (WorkflowKind::Review, Action::OfferBuildTransition) => format!(
+                "REVIEW workflow {} completed: changes requested ({reason}). Fix them with: baton run --workflow build \"fix the review findings\"",
+                self.id
+            ),
+            _ if needs_proof && !proven => format!(
+                "{} workflow {} finished NOT verified: {reason}",
+                kind.as_str(),
+                self.id
+            ),
+            _ => format!("{} workflow {} completed: {reason}", kind.as_str(), self.id),
+        };
+        let mut v = View::read(&a);
+        v.state = RunState::Completed;
+        v.write(&mut a);
+        let brief = gate::brief(&a, &headline);
+        let mut v = View::read(&a);
+        v.host.brief = Some(brief);
+        v.write(&mut a);
+        self.commit(
+            NewEvent::new(EventKind::WorkflowCompleted).reason(headline),
+            a,
+        )
+    }
+}

@@ -1,0 +1,214 @@
+//! Checkpoints (the questions a workflow stops on), the user's answers to them, and the brief a
+//! finished or stopped workflow prints.
+
+use serde_json::Value;
+
+use super::state::{Checkpoint, Spent, View};
+use crate::artifact::{Artifact, TaskStatus};
+use crate::memory::GateRisk;
+
+/// The gates the runner adds to the engine's.
+pub const BUDGET: &str = "budget";
+pub const FAILURE: &str = "failure";
+
+/// How an answer to a checkpoint is to be carried out.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// Stop the workflow for good (`abort`).
+    Abort,
+    /// Scope decision: remediate with this scope.
+    Scope(&'static str),
+    /// Circuit breaker: finish now, the open findings deferred and the work marked unverified.
+    Accept,
+    /// Circuit breaker: allow one more remediation cycle.
+    OneMoreCycle,
+    /// Any other gate: dispatch the stopped tasks again with the answer as guidance.
+    Retry,
+}
+
+/// What a gate risks when `AUTO_PROCEED` would take its recommended option.
+pub fn risk(gate: &str) -> GateRisk {
+    match gate {
+        "scope_decision" => GateRisk::Ordinary,
+        _ => GateRisk::FailureStop,
+    }
+}
+
+/// The question for a gate.
+pub fn checkpoint(gate: &str, reason: &str, brief: String) -> Checkpoint {
+    let (question, options, recommended): (String, Vec<&str>, Option<&str>) = match gate {
+        "scope_decision" => (
+            format!("{reason}. Fix the critical issues only, or all issues?"),
+            vec!["critical only", "all issues", "abort"],
+            Some("all issues"),
+        ),
+        "circuit_breaker" => (
+            format!(
+                "{reason}. Allow one more remediation cycle, accept the work as it is (the open findings are deferred and the work is marked unverified), or abort?"
+            ),
+            vec!["one more cycle", "accept", "abort"],
+            None,
+        ),
+        BUDGET => (
+            format!("{reason}. Raise the budget (resume with --budget-usd or --budget-tokens and --answer continue) or abort?"),
+            vec!["continue", "abort"],
+            None,
+        ),
+        _ => (
+            format!("{reason}. Answer with guidance for the agent (it is dispatched again with your words), or `abort`."),
+            Vec::new(),
+            None,
+        ),
+    };
+    Checkpoint {
+        gate: gate.to_string(),
+        question,
+        options: options.into_iter().map(str::to_string).collect(),
+        recommended: recommended.map(str::to_string),
+        brief,
+    }
+}
+
+/// Reads the user's answer to `cp`. Option gates take one of their options (any case, a unique
+/// prefix is enough); free-text gates take anything, `abort` stopping the workflow.
+pub fn read_answer(cp: &Checkpoint, answer: &str) -> Result<Answer, String> {
+    let a = answer.trim();
+    if a.is_empty() {
+        return Err("--answer is empty: answer the question, or `abort`".into());
+    }
+    let lower = a.to_lowercase();
+    if lower == "abort" || lower == "stop" {
+        return Ok(Answer::Abort);
+    }
+    if cp.options.is_empty() {
+        return Ok(Answer::Retry);
+    }
+    let matches: Vec<&String> = cp
+        .options
+        .iter()
+        .filter(|o| o.starts_with(&lower) || lower.starts_with(o.as_str()))
+        .collect();
+    let [chosen] = matches.as_slice() else {
+        return Err(format!(
+            "the {} checkpoint takes one of: {} (you answered {a:?})",
+            cp.gate,
+            cp.options.join(", ")
+        ));
+    };
+    Ok(match chosen.as_str() {
+        "critical only" => Answer::Scope("CRITICAL_ONLY"),
+        "all issues" => Answer::Scope("ALL_ISSUES"),
+        "accept" => Answer::Accept,
+        "one more cycle" => Answer::OneMoreCycle,
+        "abort" => Answer::Abort,
+        _ => Answer::Retry,
+    })
+}
+
+fn tokens(n: u64) -> String {
+    if n >= 10_000 {
+        format!("{:.1}k", n as f64 / 1000.0)
+    } else {
+        n.to_string()
+    }
+}
+
+/// One line: what was spent.
+pub fn spent_line(s: &Spent) -> String {
+    let mut line = format!(
+        "{} dispatches, {} tokens in, {} out, ${:.4}",
+        s.dispatches,
+        tokens(s.input_tokens),
+        tokens(s.output_tokens),
+        s.cost_usd
+    );
+    if s.unpriced_dispatches > 0 {
+        line.push_str(&format!(
+            " (+{} unpriced dispatches: their cost is unknown, not zero)",
+            s.unpriced_dispatches
+        ));
+    }
+    line
+}
+
+/// The decision-ready brief: the request, every task with its verdict, the remediation cycles,
+/// the proof, what was spent, and why the workflow stands where it does.
+pub fn brief(artifact: &Value, headline: &str) -> String {
+    let v = View::read(artifact);
+    let a = Artifact::from_json(artifact.clone()).unwrap_or_default();
+    let mut out = String::new();
+    out.push_str(headline);
+    out.push('\n');
+    if let Some(r) = artifact.get("user_request").and_then(Value::as_str) {
+        out.push_str(&format!("request: {r}\n"));
+    }
+    out.push_str("tasks:\n");
+    for t in &v.tasks {
+        let status = match t.status {
+            Some(TaskStatus::Completed) => "done",
+            Some(TaskStatus::Deleted) => "pruned",
+            Some(TaskStatus::InProgress) => "running",
+            Some(TaskStatus::Pending) | None => "pending",
+        };
+        let role = v
+            .host
+            .outputs
+            .get(&t.id)
+            .map(|o| o.role.as_str())
+            .unwrap_or("");
+        let verdict = v
+            .host
+            .outputs
+            .get(&t.id)
+            .and_then(|o| {
+                crate::contract::Role::from_name(&o.role)
+                    .and_then(|r| crate::contract::parse(r, &o.text).ok())
+            })
+            .map(|c| c.outcome.verdict().name())
+            .unwrap_or("");
+        out.push_str(&format!(
+            "  {} {:<18} {:<8} {} {}\n",
+            t.id,
+            t.phase.as_deref().unwrap_or("?"),
+            status,
+            role,
+            verdict
+        ));
+    }
+    if !a.remediation_history.is_empty() {
+        out.push_str(&format!(
+            "remediation cycles: {}\n",
+            a.remediation_history.len()
+        ));
+        for r in &a.remediation_history {
+            out.push_str(&format!("  - {}\n", r.reason.as_deref().unwrap_or("")));
+        }
+    }
+    out.push_str(&format!(
+        "proof: {}\n",
+        a.proof_status.as_deref().unwrap_or("none")
+    ));
+    out.push_str(&format!("spent: {}\n", spent_line(&v.spent)));
+    if let Some(f) = &v.host.failure {
+        out.push_str(&format!("stopped because: {f}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn option_gates_take_an_option_or_say_which_ones_exist() {
+        let cp = checkpoint("scope_decision", "critical and high findings", String::new());
+        assert_eq!(read_answer(&cp, "Critical only"), Ok(Answer::Scope("CRITICAL_ONLY")));
+        assert_eq!(read_answer(&cp, "all"), Ok(Answer::Scope("ALL_ISSUES")));
+        assert_eq!(read_answer(&cp, "abort"), Ok(Answer::Abort));
+        let err = read_answer(&cp, "maybe").unwrap_err();
+        assert!(err.contains("critical only, all issues, abort"), "{err}");
+        let free = checkpoint("clarification", "the planner needs answers", String::new());
+        assert_eq!(read_answer(&free, "use postgres"), Ok(Answer::Retry));
+        assert!(read_answer(&free, "  ").is_err());
+    }
+}

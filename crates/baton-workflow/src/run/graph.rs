@@ -1,0 +1,210 @@
+//! The task graphs of each workflow type, and which tasks carry out an engine action.
+
+use crate::artifact::{Task, TaskKind, TaskStatus};
+use crate::engine::Action;
+use crate::route::WorkflowKind;
+
+/// One task to add: its phase, kind, blockers (by index into the same list or by id) and reason.
+struct Node {
+    phase: &'static str,
+    kind: TaskKind,
+    blocked_by: &'static [usize],
+}
+
+const fn n(phase: &'static str, kind: TaskKind, blocked_by: &'static [usize]) -> Node {
+    Node {
+        phase,
+        kind,
+        blocked_by,
+    }
+}
+
+/// The graph a workflow starts with. BUILD `trivial`: builder → verifier → memory; BUILD
+/// `standard`: builder → reviewer ‖ hunter → verifier → doc-sync → memory; DEBUG: investigator
+/// → reviewer → verifier → memory; REVIEW: audit → memory; PLAN: planner → gap review 1 →
+/// re-plan → gap review 2 → memory (the engine prunes the re-plan branch when pass 1 passes).
+fn template(kind: WorkflowKind, trivial: bool) -> Vec<Node> {
+    use TaskKind::{Agent, Memory};
+    match kind {
+        WorkflowKind::Build if trivial => vec![
+            n("build-implement", Agent, &[]),
+            n("build-verify", Agent, &[0]),
+            n("memory-finalize", Memory, &[1]),
+        ],
+        WorkflowKind::Build => vec![
+            n("build-implement", Agent, &[]),
+            n("build-review", Agent, &[0]),
+            n("build-hunt", Agent, &[0]),
+            n("build-verify", Agent, &[1, 2]),
+            n("build-doc-sync", Agent, &[3]),
+            n("memory-finalize", Memory, &[4]),
+        ],
+        WorkflowKind::Debug => vec![
+            n("debug-investigate", Agent, &[]),
+            n("debug-review", Agent, &[0]),
+            n("debug-verify", Agent, &[1]),
+            n("memory-finalize", Memory, &[2]),
+        ],
+        WorkflowKind::Review => vec![
+            n("review-audit", Agent, &[]),
+            n("memory-finalize", Memory, &[0]),
+        ],
+        WorkflowKind::Plan => vec![
+            n("plan-create", Agent, &[]),
+            n("plan-review-gap-1", Agent, &[0]),
+            n("re-plan", Agent, &[1]),
+            n("plan-review-gap-2", Agent, &[2]),
+            n("memory-finalize", Memory, &[3]),
+        ],
+        // Read-only reports: one agent, then memory.
+        WorkflowKind::Triage | WorkflowKind::CodebaseHealth => vec![
+            n("review-audit", Agent, &[]),
+            n("memory-finalize", Memory, &[0]),
+        ],
+        WorkflowKind::Orient => Vec::new(),
+    }
+}
+
+/// The next free task id (`t1`, `t2` …).
+pub fn next_id(tasks: &[Task]) -> String {
+    let max = tasks
+        .iter()
+        .filter_map(|t| t.id.strip_prefix('t').and_then(|n| n.parse::<u32>().ok()))
+        .max()
+        .unwrap_or(0);
+    format!("t{}", max + 1)
+}
+
+/// A task with all seven metadata lines.
+pub fn task(
+    tasks: &[Task],
+    wf: &str,
+    kind: TaskKind,
+    phase: &str,
+    origin: &str,
+    scope: &str,
+    reason: &str,
+    blocked_by: Vec<String>,
+) -> Task {
+    Task {
+        id: next_id(tasks),
+        status: Some(TaskStatus::Pending),
+        blocked_by,
+        wf: Some(wf.to_string()),
+        kind: Some(kind),
+        origin: Some(origin.to_string()),
+        phase: Some(phase.to_string()),
+        plan: Some("N/A".to_string()),
+        scope: Some(scope.to_string()),
+        reason: Some(reason.to_string()),
+    }
+}
+
+/// The tasks a workflow starts with, every one checked.
+pub fn initial(kind: WorkflowKind, trivial: bool, wf: &str) -> Vec<Task> {
+    let mut tasks: Vec<Task> = Vec::new();
+    for node in template(kind, trivial) {
+        let blocked_by = node.blocked_by.iter().map(|i| format!("t{}", i + 1)).collect();
+        let t = task(
+            &tasks,
+            wf,
+            node.kind,
+            node.phase,
+            "router",
+            "N/A",
+            "N/A",
+            blocked_by,
+        );
+        tasks.push(t);
+    }
+    tasks
+}
+
+/// Whether a task is finished for the purpose of unblocking others.
+pub fn is_done(tasks: &[Task], id: &str) -> bool {
+    tasks.iter().any(|t| {
+        t.id == id && matches!(t.status, Some(TaskStatus::Completed | TaskStatus::Deleted))
+    })
+}
+
+/// Whether every blocker of `t` is done.
+pub fn unblocked(tasks: &[Task], t: &Task) -> bool {
+    t.blocked_by.iter().all(|b| is_done(tasks, b))
+}
+
+/// The phases whose tasks carry out `action`; `None` for an action that dispatches no agent.
+pub fn phases_for(action: Action) -> Option<&'static [&'static str]> {
+    Some(match action {
+        Action::RunBuilder => &["build-implement"],
+        Action::RunReviewAndHunt | Action::SpawnRecheckTasks => {
+            &["build-review", "build-hunt", "re-review", "re-hunt"]
+        }
+        Action::RunVerifier => &["build-verify", "debug-verify", "re-verify"],
+        Action::RunDocSyncer => &["build-doc-sync"],
+        Action::RunInvestigator | Action::ContinueInvestigation | Action::ReinvokeInvestigator => {
+            &["debug-investigate"]
+        }
+        Action::DebugReview => &["debug-review"],
+        Action::RunReviewer | Action::RunTriageAgent | Action::RunArchitectureScanner => {
+            &["review-audit"]
+        }
+        Action::RunPlanner | Action::RunPlannerWithDesignFile => &["plan-create"],
+        Action::RunPlanReviewPass1 => &["plan-review-gap-1"],
+        Action::RunPlannerReplan => &["re-plan"],
+        Action::RunPlanReviewPass2 => &["plan-review-gap-2"],
+        Action::SpawnResearch => &["research-web", "research-github"],
+        Action::CreateRemfix | Action::ReturnRemfixForProof => &[],
+        _ => return None,
+    })
+}
+
+/// The open, unblocked tasks that carry out `action`: remediation tasks for the remediation
+/// actions, else the tasks of its phases.
+pub fn runnable_for(tasks: &[Task], action: Action) -> Vec<String> {
+    let Some(phases) = phases_for(action) else {
+        return Vec::new();
+    };
+    let remfix = matches!(action, Action::CreateRemfix | Action::ReturnRemfixForProof);
+    tasks
+        .iter()
+        .filter(|t| t.status == Some(TaskStatus::Pending) || t.status == Some(TaskStatus::InProgress))
+        .filter(|t| unblocked(tasks, t))
+        .filter(|t| {
+            if remfix {
+                t.kind == Some(TaskKind::Remfix)
+            } else {
+                t.kind != Some(TaskKind::Remfix)
+                    && t.phase.as_deref().is_some_and(|p| phases.contains(&p))
+            }
+        })
+        .map(|t| t.id.clone())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WF: &str = "wf-20261203T150000Z-0a1b2c3d";
+
+    #[test]
+    fn every_initial_task_carries_valid_metadata() {
+        for kind in WorkflowKind::ALL {
+            for trivial in [true, false] {
+                for t in initial(kind, trivial, WF) {
+                    assert_eq!(t.validate(), Ok(()), "{kind:?} {t:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn review_and_hunt_wait_for_the_builder() {
+        let mut tasks = initial(WorkflowKind::Build, false, WF);
+        assert_eq!(runnable_for(&tasks, Action::RunBuilder), ["t1"]);
+        assert!(runnable_for(&tasks, Action::RunReviewAndHunt).is_empty());
+        tasks[0].status = Some(TaskStatus::Completed);
+        assert_eq!(runnable_for(&tasks, Action::RunReviewAndHunt), ["t2", "t3"]);
+        assert!(runnable_for(&tasks, Action::RunVerifier).is_empty());
+    }
+}

@@ -1,0 +1,442 @@
+//! `baton run`: a workflow driven to its end by the host.
+//!
+//! The loop: the engine ([`crate::engine::decide`]) decides the next action from the artifact,
+//! the tasks and what the last dispatched agents returned; the runner carries the action out —
+//! it dispatches the tasks of that action (read-only ones in parallel, write ones one at a time),
+//! parses each agent's contract, finalizes memory inline, or stops at a checkpoint — and records
+//! every step as an event before it acts on it. A crash at any point resumes from the log: a task
+//! whose completion was recorded is never dispatched again, one that was started but not
+//! recorded is dispatched again.
+
+pub mod agent;
+mod decide;
+mod dispatch;
+mod finish;
+pub mod gate;
+pub mod graph;
+pub mod state;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use baton_exec::delegate::DelegateEnv;
+use baton_exec::executor::Executor;
+use baton_exec::ExecErrorCode;
+use baton_protocol::role::RoleSpec;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::artifact::{Artifact, Task, TaskKind, TaskStatus};
+use crate::contract::{self, Outcome as ContractOutcome, Role};
+use crate::dispatch::{role_for_task, tier_for, TierConfig};
+use crate::engine::{decide, Action, Change, Inputs};
+use crate::memory::{Finalization, MemoryDir, MemoryFile};
+use crate::outputs::{self, AgentOutputs, ReadOnlyReport};
+use crate::route::WorkflowKind;
+use crate::store::{EventKind, NewEvent, OpenWorkflow, StoreError, WorkflowStore};
+use gate::Answer;
+use state::{RunState, View};
+
+/// A line for a person watching (`baton run` prints it on stderr).
+pub type Observer = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Where and with what workflows run.
+#[derive(Clone)]
+pub struct RunEnv {
+    /// Config, roles, project folder, state folder, limits, output cap.
+    pub delegate: DelegateEnv,
+    pub executor: Arc<Executor>,
+    /// `--record DIR`: every baton child's model traffic goes to `DIR/<phase>-<attempt>.json`.
+    pub record: Option<PathBuf>,
+    /// `--replay DIR`: baton children play `DIR/<phase>-<attempt>.json` instead of a model.
+    pub replay: Option<PathBuf>,
+    /// Test hook (`BATON_WORKFLOW_CRASH_AT=N`): SIGKILL this process right after its N-th event.
+    pub crash_after: Option<u64>,
+    pub observer: Option<Observer>,
+}
+
+/// What `baton run` starts.
+#[derive(Debug, Clone)]
+pub struct StartOptions {
+    pub request: String,
+    pub kind: WorkflowKind,
+    /// BUILD: the reduced builder → verifier → memory graph instead of the full one.
+    pub trivial: bool,
+    pub budget_usd: Option<f64>,
+    pub budget_tokens: Option<u64>,
+}
+
+/// Where a workflow stands when `baton run` or `baton resume` returns.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Completed { id: String, brief: String },
+    Checkpoint { id: String, checkpoint: state::Checkpoint },
+    Failed { id: String, brief: String },
+    Stopped { id: String, brief: String },
+    Interrupted { id: String },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Refused before anything ran (bad config, bad answer, no such workflow): exit 2.
+    #[error("{0}")]
+    Refused(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Starts a workflow and drives it until it completes, stops or waits at a checkpoint.
+pub async fn start(
+    env: &RunEnv,
+    opts: &StartOptions,
+    cancel: &CancellationToken,
+) -> Result<Outcome, RunError> {
+    if opts.kind == WorkflowKind::Orient {
+        return Err(RunError::Refused(
+            "ORIENT answers inline and keeps no record: use `orient`".into(),
+        ));
+    }
+    check_tiers(env)?;
+    let root = project_root(env);
+    let memory = MemoryDir::new(&root);
+    let report = memory
+        .ensure()
+        .map_err(|e| RunError::Failed(format!("memory: {e}")))?;
+    let settings = memory
+        .session_settings()
+        .map_err(|e| RunError::Failed(format!("memory: {e}")))?;
+    let store = WorkflowStore::new(env.delegate.state.clone());
+    let wf = store.create(opts.kind, &opts.request)?;
+    let id = wf.id().to_string();
+    let runner = Runner::new(env, wf, cancel);
+    let trivial = opts.kind == WorkflowKind::Build && opts.trivial;
+    let mut a = runner.artifact();
+    if opts.kind == WorkflowKind::Build {
+        a["build_scope"] = json!(if trivial { "trivial" } else { "standard" });
+        a["phase_cursor"] = json!("phase-1");
+        a["normalized_phases"] = json!([{"phase_id": "phase-1", "title": opts.request}]);
+    }
+    let mut v = View::read(&a);
+    v.tasks = graph::initial(opts.kind, trivial, &id);
+    v.host.auto_proceed = settings.auto_proceed;
+    v.host.budget_usd = opts.budget_usd.or(env.delegate.config.workflow.budget_usd);
+    v.host.budget_tokens = opts
+        .budget_tokens
+        .or(env.delegate.config.workflow.budget_tokens);
+    v.host.baseline = tree_digest(&root);
+    v.write(&mut a);
+    let healed: Vec<String> = report
+        .healed
+        .iter()
+        .map(|(f, h)| format!("{}: {}", f.file_name(), h.join(", ")))
+        .collect();
+    let mut ev = NewEvent::new(EventKind::TaskCreated).reason(format!(
+        "{} tasks{}",
+        v.tasks.len(),
+        if healed.is_empty() {
+            String::new()
+        } else {
+            format!("; memory healed ({})", healed.join("; "))
+        }
+    ));
+    ev.details = Some(json!({"tasks": v.tasks.iter().map(|t| &t.id).collect::<Vec<_>>()}));
+    runner.commit(ev, a)?;
+    runner.say(&format!("workflow {id} started"));
+    runner.drive().await
+}
+
+/// Continues a workflow: after a crash or an interruption, or with the answer to its checkpoint.
+pub async fn resume(
+    env: &RunEnv,
+    id: &str,
+    answer: Option<&str>,
+    budget_usd: Option<f64>,
+    budget_tokens: Option<u64>,
+    cancel: &CancellationToken,
+) -> Result<Outcome, RunError> {
+    check_tiers(env)?;
+    let store = WorkflowStore::new(env.delegate.state.clone());
+    let wf = store.open(id)?;
+    let runner = Runner::new(env, wf, cancel);
+    let mut a = runner.artifact();
+    let mut v = View::read(&a);
+    if budget_usd.is_some() || budget_tokens.is_some() {
+        v.host.budget_usd = budget_usd.or(v.host.budget_usd);
+        v.host.budget_tokens = budget_tokens.or(v.host.budget_tokens);
+    }
+    match (v.state, answer) {
+        (RunState::Completed | RunState::Stopped, _) => {
+            return Err(RunError::Refused(format!(
+                "workflow {id} is {}: there is nothing to resume",
+                v.state.as_str()
+            )))
+        }
+        (RunState::Checkpoint, None) => {
+            let cp = v.checkpoint.clone();
+            return Ok(Outcome::Checkpoint {
+                id: id.to_string(),
+                checkpoint: cp.unwrap_or_else(|| gate::checkpoint(gate::FAILURE, "", String::new())),
+            });
+        }
+        (RunState::Failed, None) => {
+            return Err(RunError::Refused(format!(
+                "workflow {id} stopped on a failure: give `--answer` with guidance for a retry, or `--answer abort`"
+            )))
+        }
+        (RunState::Running, Some(_)) => {
+            return Err(RunError::Refused(format!(
+                "workflow {id} waits on no question: resume it without --answer"
+            )))
+        }
+        (RunState::Running, None) => {
+            v.write(&mut a);
+            runner.commit(
+                NewEvent::new(EventKind::ArtifactUpdated).reason("resumed"),
+                a,
+            )?;
+        }
+        (RunState::Checkpoint | RunState::Failed, Some(text)) => {
+            let cp = v.checkpoint.clone().unwrap_or_else(|| {
+                gate::checkpoint(
+                    gate::FAILURE,
+                    v.host.failure.as_deref().unwrap_or("stopped"),
+                    String::new(),
+                )
+            });
+            let choice = gate::read_answer(&cp, text).map_err(RunError::Refused)?;
+            runner.answer(a, v, &cp, text, choice)?;
+        }
+    }
+    runner.drive().await
+}
+
+/// Refuses a config that puts a gating role below its floor, before anything is written.
+fn check_tiers(env: &RunEnv) -> Result<(), RunError> {
+    let tiers = tier_config(env);
+    for role in Role::ALL {
+        if let Ok(spec) = baton_roles::find_role(&env.delegate.role_dirs, role.name()) {
+            tier_for(&spec, &tiers).map_err(|e| RunError::Refused(e.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+fn tier_config(env: &RunEnv) -> TierConfig {
+    TierConfig {
+        classes: env.delegate.config.workflow.tiers.clone(),
+    }
+}
+
+fn project_root(env: &RunEnv) -> PathBuf {
+    env.delegate
+        .state
+        .project_root()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| env.delegate.cwd.clone())
+}
+
+/// A digest of the working tree's state (`git status` and `git diff`), to tell whether a write
+/// agent changed anything; `None` outside a git repository.
+fn tree_digest(root: &Path) -> Option<String> {
+    use std::hash::{Hash, Hasher};
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| o.stdout)
+    };
+    // baton's own folder (state, memory, reports) is not the agent's work.
+    let status = git(&["status", "--porcelain=v1", "-uall", "--", ".", ":(exclude).baton"])?;
+    let diff = git(&["diff", "HEAD", "--no-ext-diff", "--binary", "--", ".", ":(exclude).baton"])
+        .unwrap_or_default();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    status.hash(&mut h);
+    diff.hash(&mut h);
+    // Untracked files' contents count too.
+    for line in String::from_utf8_lossy(&status).lines() {
+        if let Some(path) = line.strip_prefix("?? ") {
+            if let Ok(bytes) = std::fs::read(root.join(path)) {
+                bytes.hash(&mut h);
+            }
+        }
+    }
+    Some(format!("{:016x}", h.finish()))
+}
+
+struct Runner<'a> {
+    env: &'a RunEnv,
+    id: String,
+    wf: Mutex<OpenWorkflow>,
+    cancel: &'a CancellationToken,
+    appended: AtomicU64,
+    root: PathBuf,
+}
+
+impl<'a> Runner<'a> {
+    pub(super) fn new(env: &'a RunEnv, wf: OpenWorkflow, cancel: &'a CancellationToken) -> Self {
+        Runner {
+            id: wf.id().to_string(),
+            env,
+            wf: Mutex::new(wf),
+            cancel,
+            appended: AtomicU64::new(0),
+            root: project_root(env),
+        }
+    }
+
+    pub(super) fn say(&self, line: &str) {
+        if let Some(o) = &self.env.observer {
+            o(line);
+        }
+    }
+
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, OpenWorkflow> {
+        match self.wf.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    pub(super) fn artifact(&self) -> Value {
+        self.lock().artifact().clone()
+    }
+
+    /// Records `ev` with the change from the current artifact to `new` as its delta.
+    pub(super) fn commit(&self, mut ev: NewEvent, new: Value) -> Result<(), RunError> {
+        let mut wf = self.lock();
+        ev.delta = state::diff(wf.artifact(), &new);
+        wf.append(ev)?;
+        drop(wf);
+        let n = self.appended.fetch_add(1, Ordering::SeqCst) + 1;
+        if self.env.crash_after == Some(n) {
+            // The fault test's kill point: as abrupt as `kill -9`.
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::SIGKILL);
+        }
+        Ok(())
+    }
+
+    /// Runs until the workflow completes, stops, fails or waits.
+    pub(super) async fn drive(&self) -> Result<Outcome, RunError> {
+        loop {
+            if self.cancel.is_cancelled() {
+                return Ok(Outcome::Interrupted {
+                    id: self.id.clone(),
+                });
+            }
+            let a = self.artifact();
+            let v = View::read(&a);
+            let id = self.id.clone();
+            match v.state {
+                RunState::Completed => {
+                    let brief = v.host.brief.clone().unwrap_or_default();
+                    return Ok(Outcome::Completed { id, brief });
+                }
+                RunState::Failed => {
+                    return Ok(Outcome::Failed {
+                        id,
+                        brief: gate::brief(&a, "workflow stopped on a failure"),
+                    })
+                }
+                RunState::Stopped => {
+                    return Ok(Outcome::Stopped {
+                        id,
+                        brief: gate::brief(&a, "workflow stopped by the user"),
+                    })
+                }
+                RunState::Checkpoint => {
+                    let checkpoint = v
+                        .checkpoint
+                        .clone()
+                        .unwrap_or_else(|| gate::checkpoint(gate::FAILURE, "", String::new()));
+                    return Ok(Outcome::Checkpoint { id, checkpoint });
+                }
+                RunState::Running => {}
+            }
+            let open: Vec<String> = v
+                .host
+                .batch
+                .iter()
+                .filter(|t| v.task(t).is_some_and(Task::is_open))
+                .cloned()
+                .collect();
+            if open.is_empty() {
+                self.decide_and_act(a, v)?;
+            } else if !self.within_budget(a, &v, open.len())? {
+                continue;
+            } else {
+                self.dispatch_batch(&v, open).await?;
+            }
+        }
+    }
+
+}
+
+
+/// An action's snake_case name, as the engine's serde writes it.
+pub fn action_name(action: Action) -> String {
+    serde_json::to_value(action)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{action:?}"))
+}
+
+/// The role spec of a read-only ORIENT answer.
+pub fn orient_role(env: &RunEnv) -> Result<RoleSpec, RunError> {
+    baton_roles::find_role(&env.delegate.role_dirs, "scout")
+        .map_err(|e| RunError::Refused(format!("ORIENT runs the `scout` role: {e}")))
+}
+
+/// ORIENT: one read-only agent answers; no graph, no record.
+pub async fn orient(
+    env: &RunEnv,
+    request: &str,
+    cancel: &CancellationToken,
+) -> Result<String, RunError> {
+    let spec = orient_role(env)?;
+    let class = spec.meta.model_class.unwrap_or(baton_protocol::ModelClass::Balanced);
+    let task = Task {
+        id: "orient".into(),
+        phase: Some("orient".into()),
+        ..Task::default()
+    };
+    let dir = tempfile_dir()?;
+    let root = project_root(env);
+    let d = agent::run(
+        env,
+        "orient",
+        &spec,
+        class,
+        &task,
+        1,
+        format!("## User Request\n{request}\n\nAnswer from the code; change nothing.\n"),
+        &root,
+        &dir,
+        cancel,
+        &|_pid| {},
+    )
+    .await
+    .map_err(|e| RunError::Failed(e.message));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = d?;
+    match d.output.error {
+        Some(e) => Err(RunError::Failed(e)),
+        None => Ok(d.output.text),
+    }
+}
+
+fn tempfile_dir() -> Result<PathBuf, RunError> {
+    let dir = std::env::temp_dir().join(format!(
+        "baton-orient-{}-{}",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| RunError::Failed(format!("cannot create {}: {e}", dir.display())))?;
+    Ok(dir)
+}
