@@ -5,7 +5,8 @@
 //!   `baton route "request"` prints that decision and does nothing else.
 //! - [`artifact`] is the workflow artifact (the durable state of one workflow) with serde that
 //!   keeps unknown keys, and the workflow tasks with their seven metadata lines and `validate()`.
-//! - [`outputs`] types what agents return and the checks before a passing status is believed.
+//! - [`outputs`] types what agents return and the checks before a passing status is believed,
+//!   and builds those types from the [`contract`] module's checked contracts.
 //! - [`engine`] is the decision function: artifact + tasks + agent outputs → next action, gate,
 //!   follow-up tasks and artifact changes. Pure: no I/O, no clock, no model.
 //! - [`contract`] reads an agent's final output into its role's typed contract (the line-1

@@ -4,12 +4,18 @@
 //! Fields are optional because agents omit them; the checks below decide what a missing field
 //! means. Field names are the contracts' upper-case keys.
 //!
-//! TODO(contract): the `contract` module (being written separately) parses CONTRACT envelopes
-//! and the fenced YAML router contracts; it should produce these types, and the engine should
-//! stop depending on callers building them by hand.
+//! [`from_contract`], [`findings_from`], [`remfix_proof`] and [`research_from`] build these
+//! types from the `contract` module's checked contracts, so a runner hands the engine what
+//! `contract::parse` read instead of filling them in by hand.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
+
+mod from_contract;
+#[cfg(test)]
+pub(crate) mod from_contract_tests;
+
+pub use from_contract::{findings_from, from_contract, remfix_proof, research_from};
 
 /// Everything that came back since the last decision. `None`: that agent did not report.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -18,6 +18,8 @@ use crate::outputs::AgentOutputs;
 use crate::route::WorkflowKind;
 
 mod chain;
+#[cfg(test)]
+mod contract_tests;
 mod plan;
 
 /// Remediation cycles allowed before a human checkpoint.
