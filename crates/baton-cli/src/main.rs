@@ -41,6 +41,7 @@ mod status;
 mod task_cmd;
 mod task_logs;
 mod term;
+mod workflow_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -87,6 +88,10 @@ enum Command {
     Resume(run_cmd::ResumeArgs),
     /// Show which workflow a request would run as, the signals and the rule that decided (nothing else).
     Route(route_cmd::RouteArgs),
+    /// List the project's workflows, newest first: state, phase, what each waits for, what it spent.
+    Status(workflow_cmd::StatusArgs),
+    /// Show one workflow's events as a timeline (WF: an id, a unique prefix of one, or `last`).
+    Log(workflow_cmd::LogArgs),
     /// Write a commented starter `.baton/config.toml` in the project (nothing else).
     Init(init_cmd::InitArgs),
     /// Check every configured provider (key set, one cheap real request) and the sandbox.
@@ -187,6 +192,8 @@ fn main() -> ExitCode {
         Command::Route(args) => route_cmd::run(args),
         Command::Run(args) => run_cmd::run(args),
         Command::Resume(args) => run_cmd::resume(args),
+        Command::Status(args) => workflow_cmd::status(args),
+        Command::Log(args) => workflow_cmd::log(args),
         Command::Init(args) => init_cmd::run(args),
         Command::Doctor(args) => doctor_cmd::run(args),
         Command::Models { cwd, json } => info_cmd::models(cwd, json),

@@ -74,9 +74,9 @@ CONTRACT {"s":"APPROVE","b":false,"cr":0}
 - none
 
 ### Checked
-- feature.txt:1 the line is there
-- feature.txt:2 no stray output
-- README:1 unchanged
+- src/feature.rs:1 the line is there
+- src/feature.rs:2 no stray output
+- src/main.rs:1 unchanged
 EOF
 "#;
 

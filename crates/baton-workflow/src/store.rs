@@ -323,8 +323,19 @@ impl WorkflowStore {
         self.path(id, ".json")
     }
 
+    pub fn lock_path(&self, id: &str) -> Result<PathBuf, StoreError> {
+        self.path(id, ".lock")
+    }
+
+    /// The note of the process driving the workflow (`pid N`) when one holds its lock right now,
+    /// `None` when none does. Takes no lock (the probe is a shared lock held for an instant).
+    pub fn holder(&self, id: &str) -> Result<Option<String>, StoreError> {
+        let path = self.lock_path(id)?;
+        Ok(FileLock::is_held(&path).then(|| FileLock::holder(&path)))
+    }
+
     fn lock(&self, id: &str) -> Result<FileLock, StoreError> {
-        let path = self.path(id, ".lock")?;
+        let path = self.lock_path(id)?;
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|source| LogError::Io {
                 path: dir.to_path_buf(),
@@ -547,7 +558,10 @@ mod tests {
         assert_eq!(live["quality"]["evidence_complete"], false);
         // A second driver is refused while the first holds the workflow.
         assert!(matches!(store.open(&id), Err(StoreError::Busy { .. })));
+        let pid = format!("pid {}", std::process::id());
+        assert_eq!(store.holder(&id).unwrap().as_deref(), Some(pid.as_str()));
         drop(wf);
+        assert_eq!(store.holder(&id).unwrap(), None);
         assert_eq!(store.snapshot(&id).unwrap().unwrap(), live);
         assert_eq!(fold(&store.events(&id).unwrap()), live);
         // The snapshot is derived: lost or stale, opening rebuilds it from the events.

@@ -1,0 +1,585 @@
+//! `baton status` and `baton log WF`: what the project's workflows are doing, read from their
+//! durable records (`.baton/state/workflows/`). Both only read: they never take a workflow's lock,
+//! so they work while `baton run` drives one, and they say so when a live process holds it.
+//!
+//! Records are read defensively: every artifact key and event field may be missing, and an
+//! unknown event kind or an unreadable line is shown as such rather than stopping the listing.
+//!
+//! Exit codes: 0 shown (no workflows included); 1 a record cannot be read at all (`log`);
+//! 2 no workflow matches `WF`, or a prefix matches several.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use baton_workflow::store::{merge_patch, WorkflowStore};
+use clap::Args;
+use serde_json::{json, Map, Value};
+
+use crate::exit;
+use crate::project::{project_context, state_dir};
+
+/// Characters of the request shown in the text listing.
+const REQUEST_WIDTH: usize = 60;
+/// Characters of an event's reason shown in a log line.
+const REASON_WIDTH: usize = 120;
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Directory inside the project (default: the current one).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct LogArgs {
+    /// The workflow: its id, a unique prefix of it, or `last` for the newest.
+    wf: String,
+    /// Print the events as JSON lines, as they are recorded.
+    #[arg(long)]
+    json: bool,
+    /// Directory inside the project (default: the current one).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+}
+
+/// One line of terminal-safe text, at most `width` characters (an ellipsis marks a cut).
+fn one_line(text: &str, width: usize) -> String {
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let clean = baton_text::sanitize_line(first);
+    let mut shown: String = clean.chars().take(width).collect();
+    if clean.chars().count() > width || text.trim().lines().count() > 1 {
+        shown.push('…');
+    }
+    shown
+}
+
+fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// A sort key for an RFC 3339 UTC time, fractions of a second included (`07Z` and `07.5Z` do
+/// not compare right as plain text).
+fn time_key(ts: &str) -> (String, String) {
+    let secs: String = ts.chars().take(19).collect();
+    let frac: String = ts
+        .get(19..)
+        .and_then(|rest| rest.strip_prefix('.'))
+        .map(|rest| rest.chars().take_while(char::is_ascii_digit).collect())
+        .unwrap_or_default();
+    (secs, format!("{frac:0<9}"))
+}
+
+/// The workflow ids of the project, newest first: by `created_at` when the snapshot has it,
+/// else by id (ids begin with their creation time).
+fn newest_first(store: &WorkflowStore) -> Vec<String> {
+    let mut ids: Vec<((String, String), String)> = store
+        .list()
+        .into_iter()
+        .map(|id| {
+            let created = store
+                .snapshot(&id)
+                .ok()
+                .flatten()
+                .and_then(|s| str_at(&s, "created_at").map(time_key));
+            // Without a snapshot, the id's own stamp (`wf-20261203T134507Z-…`) stands in.
+            let key = created.unwrap_or_else(|| (id_stamp(&id), String::new()));
+            (key, id)
+        })
+        .collect();
+    ids.sort();
+    ids.reverse();
+    ids.into_iter().map(|(_, id)| id).collect()
+}
+
+/// `wf-20261203T134507Z-…` → `2026-12-03T13:45:07`, comparable with a [`time_key`].
+fn id_stamp(id: &str) -> String {
+    let s = id.strip_prefix("wf-").unwrap_or(id);
+    let d: Vec<char> = s.chars().take(15).collect();
+    if d.len() < 15 || d[8] != 'T' {
+        return String::new();
+    }
+    let p = |r: std::ops::Range<usize>| d[r].iter().collect::<String>();
+    format!(
+        "{}-{}-{}T{}:{}:{}",
+        p(0..4),
+        p(4..6),
+        p(6..8),
+        p(9..11),
+        p(11..13),
+        p(13..15)
+    )
+}
+
+/// One raw line of an event log: its 1-based number and the event, or why it cannot be read.
+type RawEvent = (usize, Result<Value, String>);
+
+/// The events of a log as JSON values, in order. A last line without its newline (a write cut
+/// short, or one under way) is left out; a line that is not a JSON object is reported as such.
+fn read_events(path: &Path) -> std::io::Result<Vec<RawEvent>> {
+    let bytes = std::fs::read(path)?;
+    let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    Ok(bytes[..complete]
+        .split(|b| *b == b'\n')
+        .enumerate()
+        .filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace))
+        .map(|(n, l)| {
+            let parsed = match serde_json::from_slice::<Value>(l) {
+                Ok(v) if v.is_object() => Ok(v),
+                Ok(_) => Err("not a JSON object".to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            (n + 1, parsed)
+        })
+        .collect())
+}
+
+/// What `baton status` knows of one workflow.
+struct Summary {
+    id: String,
+    artifact: Value,
+    /// The last event's kind, for records whose artifact has no `run_state`.
+    last_event: Option<String>,
+    /// The lock holder's note, when a live process holds the lock.
+    holder: Option<String>,
+}
+
+/// The artifact (the snapshot, or the fold of the events when there is none) and the holder.
+fn summarize(store: &WorkflowStore, id: &str) -> Result<Summary, String> {
+    let holder = store.holder(id).map_err(|e| e.to_string())?;
+    let path = store.events_path(id).map_err(|e| e.to_string())?;
+    let snapshot = store.snapshot(id).map_err(|e| e.to_string())?;
+    let needs_events = snapshot
+        .as_ref()
+        .is_none_or(|s| str_at(s, "run_state").is_none());
+    let mut last_event = None;
+    let mut artifact = snapshot.unwrap_or(Value::Null);
+    if needs_events {
+        let events = read_events(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let fold = artifact.is_null();
+        if fold {
+            artifact = Value::Object(Map::new());
+        }
+        for (_, ev) in events
+            .iter()
+            .filter_map(|(n, e)| Some((n, e.as_ref().ok()?)))
+        {
+            if fold {
+                if let Some(delta) = ev.get("delta") {
+                    merge_patch(&mut artifact, delta);
+                }
+                if let (Some(ts), Value::Object(a)) = (str_at(ev, "ts"), &mut artifact) {
+                    a.insert("updated_at".into(), json!(ts));
+                }
+            }
+            last_event = str_at(ev, "event").map(str::to_string);
+        }
+        if fold && last_event.is_none() {
+            return Err(format!("{}: no readable event", path.display()));
+        }
+    }
+    Ok(Summary {
+        id: id.to_string(),
+        artifact,
+        last_event,
+        holder,
+    })
+}
+
+impl Summary {
+    /// `run_state` as recorded, else what the last event says.
+    fn run_state(&self) -> String {
+        if let Some(s) = str_at(&self.artifact, "run_state") {
+            return s.to_string();
+        }
+        match self.last_event.as_deref() {
+            Some("workflow_completed") => "completed",
+            Some("workflow_failed") => "failed",
+            Some("workflow_stopped" | "budget_stopped") => "stopped",
+            Some("checkpoint_requested") => "checkpoint",
+            Some(_) => "running",
+            None => "unknown",
+        }
+        .to_string()
+    }
+
+    /// The state as shown: `running (pid N)` when a live process holds the lock; `interrupted`
+    /// when the record says running but nothing does.
+    fn state_text(&self) -> String {
+        match (&self.holder, self.run_state().as_str()) {
+            (Some(h), _) if h.is_empty() => "running".into(),
+            (Some(h), _) => format!("running ({h})"),
+            (None, "running") => "interrupted".into(),
+            (None, s) => s.to_string(),
+        }
+    }
+
+    /// What the workflow waits for before it can go on.
+    fn waiting_for(&self) -> String {
+        let a = &self.artifact;
+        let gate = str_at(a, "pending_gate");
+        if self.holder.is_some() {
+            return match gate {
+                Some(g) => format!("the running process (gate {})", one_line(g, 40)),
+                None => "the running process".into(),
+            };
+        }
+        match self.run_state().as_str() {
+            "checkpoint" => checkpoint_text(a.get("checkpoint"), gate),
+            "running" => "nothing runs it: it was interrupted".into(),
+            s @ ("completed" | "failed" | "stopped") => format!("nothing ({s})"),
+            _ => match gate {
+                Some(g) => format!("gate {}", one_line(g, 40)),
+                None => "unknown".into(),
+            },
+        }
+    }
+}
+
+/// `gate G: "question" (options: a, b; recommended: a)`, with `baton resume --answer`.
+fn checkpoint_text(cp: Option<&Value>, pending_gate: Option<&str>) -> String {
+    let cp = cp.unwrap_or(&Value::Null);
+    let mut text = match str_at(cp, "gate").or(pending_gate) {
+        Some(gate) => format!("an answer at gate {}", one_line(gate, 40)),
+        None => "an answer".to_string(),
+    };
+    if let Some(q) = str_at(cp, "question") {
+        text.push_str(&format!(": \"{}\"", one_line(q, REQUEST_WIDTH)));
+    }
+    let options: Vec<String> = cp
+        .get("options")
+        .and_then(Value::as_array)
+        .map(|o| {
+            o.iter()
+                .map(|v| one_line(v.as_str().unwrap_or(&v.to_string()), 30))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut extra = Vec::new();
+    if !options.is_empty() {
+        extra.push(format!("options: {}", options.join(", ")));
+    }
+    if let Some(r) = cp.get("recommended").filter(|r| !r.is_null()) {
+        extra.push(format!(
+            "recommended: {}",
+            one_line(r.as_str().unwrap_or(&r.to_string()), 30)
+        ));
+    }
+    if !extra.is_empty() {
+        text.push_str(&format!(" ({})", extra.join("; ")));
+    }
+    text.push_str(" — `baton resume --answer`");
+    text
+}
+
+/// `1200 in / 300 out tokens, $0.0042`; `unpriced` when tokens were spent at no known price.
+fn spent_text(spent: Option<&Value>) -> String {
+    let Some(s) = spent.filter(|s| s.is_object()) else {
+        return "nothing recorded".into();
+    };
+    let tokens = |k: &str| s.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let (input, output) = (tokens("input_tokens"), tokens("output_tokens"));
+    let mut text = format!("{input} in / {output} out tokens");
+    match s.get("cost_usd").and_then(Value::as_f64) {
+        Some(c) => text.push_str(&format!(", ${c:.4}")),
+        None if input + output > 0 => text.push_str(", unpriced"),
+        None => {}
+    }
+    match s.get("unpriced_dispatches").and_then(Value::as_u64) {
+        Some(n) if n > 0 => text.push_str(&format!(" ({n} unpriced dispatch(es) not counted)")),
+        _ => {}
+    }
+    text
+}
+
+fn summary_json(s: &Summary) -> Value {
+    let a = &s.artifact;
+    let pid = s
+        .holder
+        .as_deref()
+        .and_then(|h| h.strip_prefix("pid "))
+        .and_then(|p| p.trim().parse::<u64>().ok());
+    json!({
+        "id": s.id,
+        "type": a.get("workflow_type"),
+        "run_state": s.run_state(),
+        "state": s.state_text(),
+        "running": s.holder.is_some(),
+        "holder": s.holder,
+        "pid": pid,
+        "phase_cursor": a.get("phase_cursor"),
+        "pending_gate": a.get("pending_gate"),
+        "checkpoint": a.get("checkpoint"),
+        "waiting_for": s.waiting_for(),
+        "spent": a.get("spent"),
+        "created_at": a.get("created_at"),
+        "updated_at": a.get("updated_at"),
+        "request": a.get("user_request"),
+    })
+}
+
+fn print_summary(s: &Summary) {
+    let a = &s.artifact;
+    let field = |k: &str, w: usize| str_at(a, k).map_or("-".to_string(), |v| one_line(v, w));
+    outln!(
+        "{}  {}  {}  phase {}  updated {}",
+        s.id,
+        field("workflow_type", 20),
+        s.state_text(),
+        field("phase_cursor", 40),
+        str_at(a, "updated_at").map_or("-".to_string(), whole_seconds)
+    );
+    outln!("  request:   {}", field("user_request", REQUEST_WIDTH));
+    outln!("  waits for: {}", s.waiting_for());
+    outln!("  spent:     {}", spent_text(a.get("spent")));
+}
+
+pub fn status(args: StatusArgs) -> Result<u8> {
+    let ctx = project_context(args.cwd)?;
+    let state = state_dir(&ctx);
+    let store = WorkflowStore::new(state.clone());
+    let ids = newest_first(&store);
+    let rows: Vec<(String, Result<Summary, String>)> = ids
+        .iter()
+        .map(|id| (id.clone(), summarize(&store, id)))
+        .collect();
+    if args.json {
+        let workflows: Vec<Value> = rows
+            .iter()
+            .map(|(id, r)| match r {
+                Ok(s) => summary_json(s),
+                Err(e) => json!({"id": id, "error": e}),
+            })
+            .collect();
+        outln!("{}", json!({ "workflows": workflows }));
+        return Ok(exit::OK);
+    }
+    if rows.is_empty() {
+        outln!(
+            "no workflows in {}; `baton run \"request\"` starts one",
+            state.workflows().display()
+        );
+        return Ok(exit::OK);
+    }
+    for (i, (id, r)) in rows.iter().enumerate() {
+        if i > 0 {
+            outln!();
+        }
+        match r {
+            Ok(s) => print_summary(s),
+            Err(e) => outln!("{id}  unreadable: {}", baton_text::sanitize_line(e)),
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// The id `wanted` names: `last` (the newest), a whole id, or a prefix of exactly one.
+fn resolve(store: &WorkflowStore, wanted: &str) -> Result<String, String> {
+    let ids = newest_first(store);
+    let fix = "`baton status` lists the workflows of this project";
+    if wanted == "last" {
+        return ids
+            .into_iter()
+            .next()
+            .ok_or_else(|| format!("no workflows in this project yet; {fix}"));
+    }
+    if ids.iter().any(|id| id == wanted) {
+        return Ok(wanted.to_string());
+    }
+    let matches: Vec<&String> = ids.iter().filter(|id| id.starts_with(wanted)).collect();
+    match matches.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(format!(
+            "no workflow `{}`: {fix} (a unique prefix of an id, or `last`, is enough)",
+            baton_text::sanitize_line(wanted)
+        )),
+        many => Err(format!(
+            "`{}` matches {} workflows ({}): give more of the id",
+            baton_text::sanitize_line(wanted),
+            many.len(),
+            many.iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// An RFC 3339 time without its fraction of a second (`2026-12-03T13:45:07Z`).
+fn whole_seconds(ts: &str) -> String {
+    let secs = time_key(ts).0;
+    if secs.len() == 19 && ts.ends_with('Z') && (ts.len() == 20 || ts.get(19..20) == Some(".")) {
+        format!("{secs}Z")
+    } else {
+        one_line(ts, 40)
+    }
+}
+
+/// `HH:MM:SS` of an RFC 3339 time (the whole text when it is not one).
+fn clock(ts: &str) -> String {
+    match ts.get(11..19) {
+        Some(t) if ts.as_bytes().get(10) == Some(&b'T') => t.to_string(),
+        _ => one_line(ts, 20),
+    }
+}
+
+/// An `agent_completed` event's duration, tokens and cost: `62.0s  1200 in / 300 out tokens  $0.0042`.
+fn completion_text(ev: &Value) -> Vec<String> {
+    let mut parts = Vec::new();
+    if let Some(d) = ev.get("duration_seconds").and_then(Value::as_f64) {
+        parts.push(format!("{d:.1}s"));
+    }
+    let details = ev.get("details").unwrap_or(&Value::Null);
+    let usage = details.get("usage").unwrap_or(&Value::Null);
+    let tokens = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let (input, output) = (tokens("input_tokens"), tokens("output_tokens"));
+    if usage.is_object() {
+        parts.push(format!("{input} in / {output} out tokens"));
+    }
+    match details.get("cost_usd").and_then(Value::as_f64) {
+        Some(c) => parts.push(format!("${c:.4}")),
+        None if input + output > 0 => parts.push("unpriced".into()),
+        None => {}
+    }
+    if let Some(code) = details.get("exit_code").and_then(Value::as_i64) {
+        if code != 0 {
+            parts.push(format!("exit {code}"));
+        }
+    }
+    parts
+}
+
+/// One readable line of the timeline.
+fn event_line(ev: &Value) -> String {
+    let mut parts = vec![
+        clock(str_at(ev, "ts").unwrap_or("?")),
+        format!("{:<24}", one_line(str_at(ev, "event").unwrap_or("?"), 40)),
+    ];
+    for (key, label) in [
+        ("phase", "phase"),
+        ("task_id", "task"),
+        ("agent", "agent"),
+        ("decision", "decision"),
+    ] {
+        if let Some(v) = str_at(ev, key) {
+            parts.push(format!("{label}={}", one_line(v, 40)));
+        }
+    }
+    let details = ev.get("details").unwrap_or(&Value::Null);
+    if str_at(ev, "agent").is_none() {
+        if let Some(role) = str_at(details, "role") {
+            parts.push(format!("agent={}", one_line(role, 40)));
+        }
+    }
+    if let Some(route) = str_at(details, "route") {
+        parts.push(format!("route={}", one_line(route, 60)));
+    }
+    if let Some(answer) = details.get("answer").filter(|a| !a.is_null()) {
+        let text = answer.as_str().map_or(answer.to_string(), str::to_string);
+        parts.push(format!("answer=\"{}\"", one_line(&text, 60)));
+    }
+    if str_at(ev, "event") == Some("agent_completed") {
+        parts.extend(completion_text(ev));
+    }
+    if let Some(r) = str_at(ev, "reason") {
+        parts.push(format!("\"{}\"", one_line(r, REASON_WIDTH)));
+    }
+    parts.join("  ").trim_end().to_string()
+}
+
+pub fn log(args: LogArgs) -> Result<u8> {
+    let ctx = project_context(args.cwd)?;
+    let store = WorkflowStore::new(state_dir(&ctx));
+    let id = match resolve(&store, &args.wf) {
+        Ok(id) => id,
+        Err(e) => {
+            errln!("baton: {e}");
+            return Ok(exit::USAGE);
+        }
+    };
+    let path = store.events_path(&id)?;
+    let events = match read_events(&path) {
+        Ok(e) => e,
+        Err(e) => {
+            errln!("baton: workflow {id}: cannot read {}: {e}", path.display());
+            return Ok(exit::FAILED);
+        }
+    };
+    if !args.json {
+        let start = events
+            .iter()
+            .find_map(|(_, e)| e.as_ref().ok())
+            .and_then(|e| e.get("delta"));
+        let kind = start
+            .and_then(|d| str_at(d, "workflow_type"))
+            .unwrap_or("?");
+        let request = start
+            .and_then(|d| str_at(d, "user_request"))
+            .map_or(String::new(), |r| {
+                format!(": {}", one_line(r, REQUEST_WIDTH))
+            });
+        outln!("workflow {id} ({}){request}", one_line(kind, 20));
+    }
+    for (n, ev) in &events {
+        match (ev, args.json) {
+            (Ok(v), true) => outln!("{v}"),
+            (Ok(v), false) => outln!("{}", event_line(v)),
+            (Err(e), _) => errln!(
+                "baton: {} line {n} cannot be read: {}",
+                path.display(),
+                baton_text::sanitize_line(e)
+            ),
+        }
+    }
+    Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn times_with_and_without_fractions_sort_in_order() {
+        assert!(time_key("2026-12-03T13:45:07Z") < time_key("2026-12-03T13:45:07.5Z"));
+        assert!(time_key("2026-12-03T13:45:07.5Z") < time_key("2026-12-03T13:45:07.51Z"));
+        assert_eq!(
+            id_stamp("wf-20261203T134507Z-1a2b3c4d"),
+            "2026-12-03T13:45:07"
+        );
+        assert_eq!(clock("2026-12-03T13:45:07.123Z"), "13:45:07");
+        assert_eq!(
+            whole_seconds("2026-12-03T13:45:07.123Z"),
+            "2026-12-03T13:45:07Z"
+        );
+        assert_eq!(
+            whole_seconds("2026-12-03T13:45:07Z"),
+            "2026-12-03T13:45:07Z"
+        );
+        assert_eq!(whole_seconds("yesterday"), "yesterday");
+    }
+
+    #[test]
+    fn spending_reads_unpriced_when_tokens_have_no_cost() {
+        assert_eq!(
+            spent_text(Some(
+                &json!({"input_tokens": 10, "output_tokens": 5, "cost_usd": null})
+            )),
+            "10 in / 5 out tokens, unpriced"
+        );
+        assert_eq!(
+            spent_text(Some(
+                &json!({"input_tokens": 10, "cost_usd": 0.5, "unpriced_dispatches": 1})
+            )),
+            "10 in / 0 out tokens, $0.5000 (1 unpriced dispatch(es) not counted)"
+        );
+        assert_eq!(spent_text(None), "nothing recorded");
+    }
+}
