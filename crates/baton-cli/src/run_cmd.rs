@@ -114,18 +114,24 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 fn check_budget(common: &Common) -> Result<()> {
     if let Some(b) = common.budget_usd {
         if !(b.is_finite() && b > 0.0) {
-            anyhow::bail!("--budget-usd {b}: give a positive amount of US dollars, e.g. --budget-usd 2.50");
+            anyhow::bail!(
+                "--budget-usd {b}: give a positive amount of US dollars, e.g. --budget-usd 2.50"
+            );
         }
     }
     if common.budget_tokens == Some(0) {
-        anyhow::bail!("--budget-tokens 0: give a positive number of tokens, e.g. --budget-tokens 200000");
+        anyhow::bail!(
+            "--budget-tokens 0: give a positive number of tokens, e.g. --budget-tokens 200000"
+        );
     }
     Ok(())
 }
 
 pub fn run(args: RunArgs) -> Result<u8> {
     if args.request.trim().is_empty() {
-        anyhow::bail!("the request is empty: say what to do, e.g. baton run \"add a --verbose flag\"");
+        anyhow::bail!(
+            "the request is empty: say what to do, e.g. baton run \"add a --verbose flag\""
+        );
     }
     check_budget(&args.common)?;
     let decision = match args.workflow {
@@ -145,7 +151,10 @@ pub fn run(args: RunArgs) -> Result<u8> {
         return match result {
             (Ok(text), _) => {
                 if args.common.json {
-                    outln!("{}", json!({"type": "workflow.answer", "workflow": "ORIENT", "answer": text}));
+                    outln!(
+                        "{}",
+                        json!({"type": "workflow.answer", "workflow": "ORIENT", "answer": text})
+                    );
                 } else {
                     outln!("{}", text.trim_end());
                 }
@@ -210,7 +219,10 @@ fn pick(store: &WorkflowStore, id: Option<&str>) -> Result<String, String> {
                 many => Err(format!(
                     "{want} matches {} workflows ({}): give more of the id",
                     many.len(),
-                    many.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                    many.iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )),
             }
         }
@@ -237,11 +249,22 @@ fn pick(store: &WorkflowStore, id: Option<&str>) -> Result<String, String> {
 fn failed(common: &Common, e: &RunError) -> u8 {
     let code = match e {
         RunError::Refused(_) => exit::USAGE,
-        RunError::Store(s) if matches!(s, baton_workflow::store::StoreError::NotFound { .. } | baton_workflow::store::StoreError::Busy { .. }) => exit::USAGE,
+        RunError::Store(s)
+            if matches!(
+                s,
+                baton_workflow::store::StoreError::NotFound { .. }
+                    | baton_workflow::store::StoreError::Busy { .. }
+            ) =>
+        {
+            exit::USAGE
+        }
         _ => exit::FAILED,
     };
     if common.json {
-        outln!("{}", json!({"type": "workflow.error", "message": e.to_string()}));
+        outln!(
+            "{}",
+            json!({"type": "workflow.error", "message": e.to_string()})
+        );
     }
     errln!("baton: {e}");
     code
@@ -254,10 +277,18 @@ fn report(common: &Common, result: Result<Outcome, RunError>, signalled: bool) -
     };
     if common.json {
         let doc = match &outcome {
-            Outcome::Completed { id, brief } => json!({"type": "workflow.completed", "id": id, "brief": brief}),
-            Outcome::Checkpoint { id, checkpoint } => json!({"type": "workflow.checkpoint", "id": id, "checkpoint": checkpoint}),
-            Outcome::Failed { id, brief } => json!({"type": "workflow.failed", "id": id, "brief": brief}),
-            Outcome::Stopped { id, brief } => json!({"type": "workflow.stopped", "id": id, "brief": brief}),
+            Outcome::Completed { id, brief } => {
+                json!({"type": "workflow.completed", "id": id, "brief": brief})
+            }
+            Outcome::Checkpoint { id, checkpoint } => {
+                json!({"type": "workflow.checkpoint", "id": id, "checkpoint": checkpoint})
+            }
+            Outcome::Failed { id, brief } => {
+                json!({"type": "workflow.failed", "id": id, "brief": brief})
+            }
+            Outcome::Stopped { id, brief } => {
+                json!({"type": "workflow.stopped", "id": id, "brief": brief})
+            }
             Outcome::Interrupted { id } => json!({"type": "workflow.interrupted", "id": id}),
         };
         outln!("{doc}");
@@ -283,7 +314,9 @@ fn report(common: &Common, result: Result<Outcome, RunError>, signalled: bool) -
         Outcome::Failed { id, brief } => {
             if !common.json {
                 outln!("{}", brief.trim_end());
-                outln!("retry with guidance: baton resume {id} --answer \"…\"  (or --answer abort)");
+                outln!(
+                    "retry with guidance: baton resume {id} --answer \"…\"  (or --answer abort)"
+                );
             }
             exit::FAILED
         }

@@ -248,13 +248,17 @@ impl Wf {
                 .join(format!(".baton/state/workflows/{id}.events.jsonl")),
         )
         .unwrap();
-        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
     }
 
     pub fn snapshot(&self) -> Value {
         let id = self.id();
         let text = std::fs::read_to_string(
-            self.sb.work().join(format!(".baton/state/workflows/{id}.json")),
+            self.sb
+                .work()
+                .join(format!(".baton/state/workflows/{id}.json")),
         )
         .unwrap();
         serde_json::from_str(&text).unwrap()
@@ -292,7 +296,11 @@ fn a_build_runs_the_full_graph_and_ends_verified() {
     wf.happy();
     let o = wf.run(&["run", "add a feature file"]);
     assert_exit(&o, 0);
-    assert!(err(&o).starts_with("-> BUILD workflow (signals: add)"), "{}", err(&o));
+    assert!(
+        err(&o).starts_with("-> BUILD workflow (signals: add)"),
+        "{}",
+        err(&o)
+    );
     let brief = out(&o);
     assert!(brief.contains("completed"), "{brief}");
     assert!(brief.contains("proof: passed"), "{brief}");
@@ -301,22 +309,37 @@ fn a_build_runs_the_full_graph_and_ends_verified() {
     phases[1..3].sort();
     assert_eq!(
         phases,
-        ["build-implement", "build-hunt", "build-review", "build-verify", "build-doc-sync"]
+        [
+            "build-implement",
+            "build-hunt",
+            "build-review",
+            "build-verify",
+            "build-doc-sync"
+        ]
     );
     let snap = wf.snapshot();
     assert_eq!(snap["run_state"], "completed");
     assert_eq!(snap["proof_status"], "passed");
     assert_eq!(snap["quality"]["convergence_state"], "stable");
-    assert!(snap["tasks"].as_array().unwrap().iter().all(|t| t["status"] == "completed"));
+    assert!(snap["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["status"] == "completed"));
     // Memory was finalized.
     let progress = std::fs::read_to_string(wf.sb.work().join(".baton/memory/progress.md")).unwrap();
     assert!(progress.contains("add a feature file"), "{progress}");
     assert!(progress.contains("test -f feature.txt"), "{progress}");
     // The reviewer's prompt is the scaffold, without the memory summary.
     let review = wf.prompt("code-reviewer", 1);
-    assert!(review.starts_with("## Task Context\n- Task ID: t2\n"), "{review}");
+    assert!(
+        review.starts_with("## Task Context\n- Task ID: t2\n"),
+        "{review}"
+    );
     assert!(!review.contains("## Memory Summary"), "{review}");
-    assert!(wf.prompt("component-builder", 1).contains("## Memory Summary"));
+    assert!(wf
+        .prompt("component-builder", 1)
+        .contains("## Memory Summary"));
 }
 
 #[test]
@@ -328,7 +351,11 @@ fn prose_without_a_contract_stops_the_workflow() {
     );
     let o = wf.run(&["run", "add a feature file"]);
     assert_exit(&o, 1);
-    assert!(out(&o).contains("returned no valid contract"), "{}", out(&o));
+    assert!(
+        out(&o).contains("returned no valid contract"),
+        "{}",
+        out(&o)
+    );
     assert_eq!(wf.dispatched(), ["build-implement"]);
     assert_eq!(wf.snapshot()["run_state"], "failed");
 }
@@ -347,8 +374,10 @@ fn a_prose_approval_does_not_advance_to_the_verifier() {
 #[test]
 fn a_builder_pass_that_changed_nothing_is_not_believed() {
     let wf = Wf::new();
-    wf.happy()
-        .answer("component-builder", &BUILDER_PASS.replace("echo \"change $n\" >> feature.txt\n", ""));
+    wf.happy().answer(
+        "component-builder",
+        &BUILDER_PASS.replace("echo \"change $n\" >> feature.txt\n", ""),
+    );
     let o = wf.run(&["run", "add a feature file"]);
     assert_exit(&o, 1);
     assert!(out(&o).contains("changed no file"), "{}", out(&o));
@@ -372,7 +401,9 @@ fn remediation_stops_at_the_circuit_breaker_after_three_cycles() {
     assert_eq!(wf.calls("component-builder"), 4);
     assert_eq!(wf.calls("integration-verifier"), 0);
     // The remediation prompt says what to fix.
-    assert!(wf.prompt("component-builder", 2).contains("the feature is never wired in"));
+    assert!(wf
+        .prompt("component-builder", 2)
+        .contains("the feature is never wired in"));
     let id = wf.id();
     let o = wf.run(&["resume", &id, "--answer", "abort"]);
     assert_exit(&o, 1);
@@ -388,12 +419,20 @@ fn a_scope_checkpoint_is_answered_by_resume_and_the_workflow_completes() {
         .answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
     let o = wf.run(&["run", "add a feature file"]);
     assert_exit(&o, 4);
-    assert!(out(&o).contains("critical only | all issues | abort"), "{}", out(&o));
+    assert!(
+        out(&o).contains("critical only | all issues | abort"),
+        "{}",
+        out(&o)
+    );
     let id = wf.id();
     // A word that is no option is refused and changes nothing.
     let o = wf.run(&["resume", &id, "--answer", "whatever"]);
     assert_exit(&o, 2);
-    assert!(err(&o).contains("critical only, all issues, abort"), "{}", err(&o));
+    assert!(
+        err(&o).contains("critical only, all issues, abort"),
+        "{}",
+        err(&o)
+    );
     let o = wf.run(&["resume", &id, "--answer", "Critical only, please"]);
     assert_exit(&o, 0);
     let events = wf.events();

@@ -85,10 +85,7 @@ pub fn scaffold(s: &Scaffold<'_>) -> String {
         "- Task Phase: {}\n",
         t.phase.as_deref().unwrap_or("N/A")
     ));
-    p.push_str(&format!(
-        "- Plan File: {}\n",
-        s.plan_file.unwrap_or("None")
-    ));
+    p.push_str(&format!("- Plan File: {}\n", s.plan_file.unwrap_or("None")));
     p.push_str(&format!("- Workflow Scope: wf:{}\n", s.wf));
     p.push_str(&format!(
         "- Workflow Artifact: {}\n\n",
@@ -181,7 +178,10 @@ pub async fn run(
         ("BATON_WORKFLOW_ID".to_string(), wf.to_string()),
         ("BATON_WORKFLOW_TASK".to_string(), task.id.clone()),
         ("BATON_WORKFLOW_PHASE".to_string(), phase.clone()),
-        ("BATON_TASK_NAME".to_string(), format!("{}-{}", task.id, phase)),
+        (
+            "BATON_TASK_NAME".to_string(),
+            format!("{}-{}", task.id, phase),
+        ),
     ];
     let replaying = backend == BackendKind::Baton && env.replay.is_some();
     if backend == BackendKind::Baton {
@@ -259,20 +259,15 @@ pub async fn run(
         .and_then(|r| baton_model::routes::cost(&d.config.prices, r, &result.usage));
     let error = match result.status {
         ChildStatus::Success => None,
-        ChildStatus::Failure => Some(
-            result
-                .error_message
-                .clone()
-                .unwrap_or_else(|| {
-                    format!(
-                        "the agent failed (exit {}): {}",
-                        result
-                            .exit_code
-                            .map_or("none".to_string(), |c| c.to_string()),
-                        result.stderr.trim().chars().take(400).collect::<String>()
-                    )
-                }),
-        ),
+        ChildStatus::Failure => Some(result.error_message.clone().unwrap_or_else(|| {
+            format!(
+                "the agent failed (exit {}): {}",
+                result
+                    .exit_code
+                    .map_or("none".to_string(), |c| c.to_string()),
+                result.stderr.trim().chars().take(400).collect::<String>()
+            )
+        })),
     };
     Ok(Dispatched {
         output: TaskOutput {
@@ -296,7 +291,8 @@ mod tests {
 
     #[test]
     fn bias_lines_are_removed_and_named() {
-        let (out, found) = scan_bias("## Requirements\nThe plan chose X, so do not flag Y.\nCheck the diff.\n");
+        let (out, found) =
+            scan_bias("## Requirements\nThe plan chose X, so do not flag Y.\nCheck the diff.\n");
         assert_eq!(found, ["do not flag", "the plan chose"]);
         assert!(!out.to_lowercase().contains("do not flag"));
         assert!(out.contains("Check the diff."));

@@ -125,10 +125,7 @@ impl Runner<'_> {
         v.checkpoint = None;
         v.write(&mut a);
         self.say(&format!("stopped: {reason}"));
-        self.commit(
-            NewEvent::new(EventKind::WorkflowFailed).reason(reason),
-            a,
-        )
+        self.commit(NewEvent::new(EventKind::WorkflowFailed).reason(reason), a)
     }
 
     /// Asks the engine what the batch's outputs mean, and sets up what comes next.
@@ -141,7 +138,10 @@ impl Runner<'_> {
             .map_err(|e| RunError::Failed(format!("the workflow artifact does not read: {e}")))?;
         let mut engine_view = artifact.clone();
         let allowance = v.host.breaker_allowance as usize;
-        let keep = engine_view.remediation_history.len().saturating_sub(allowance);
+        let keep = engine_view
+            .remediation_history
+            .len()
+            .saturating_sub(allowance);
         engine_view.remediation_history.truncate(keep);
         let inputs = Inputs {
             tasks: v
@@ -191,14 +191,26 @@ impl Runner<'_> {
                 &self.id,
                 f.kind,
                 &phase,
-                if f.kind == TaskKind::Remfix { &origin } else { "router" },
+                if f.kind == TaskKind::Remfix {
+                    &origin
+                } else {
+                    "router"
+                },
                 &f.scope,
-                if f.reason.trim().is_empty() { "N/A" } else { &f.reason },
+                if f.reason.trim().is_empty() {
+                    "N/A"
+                } else {
+                    &f.reason
+                },
                 blocked_by,
             );
             if let Err(errors) = t.validate() {
                 let list: Vec<String> = errors.iter().map(ToString::to_string).collect();
-                return self.fail(format!("task {} would be invalid: {}", t.id, list.join("; ")));
+                return self.fail(format!(
+                    "task {} would be invalid: {}",
+                    t.id,
+                    list.join("; ")
+                ));
             }
             created.push(t.id.clone());
             nv.tasks.push(t);
@@ -240,7 +252,14 @@ impl Runner<'_> {
             if batch.is_empty() {
                 if let Some(phase) = new_node_phase(action) {
                     let t = graph::task(
-                        &nv.tasks, &self.id, TaskKind::Agent, phase, "router", "N/A", &d.reason, Vec::new(),
+                        &nv.tasks,
+                        &self.id,
+                        TaskKind::Agent,
+                        phase,
+                        "router",
+                        "N/A",
+                        &d.reason,
+                        Vec::new(),
                     );
                     batch.push(t.id.clone());
                     nv.tasks.push(t);
@@ -285,7 +304,6 @@ impl Runner<'_> {
             }
         }
     }
-
 }
 
 /// A new task for an action whose step may repeat (the next phase's builder, another

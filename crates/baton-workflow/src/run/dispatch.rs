@@ -85,7 +85,9 @@ impl Runner<'_> {
         let a = self.artifact();
         let v = View::read(&a);
         let Some(task) = v.task(id).cloned() else {
-            return Err(RunError::Failed(format!("task {id} is not in the workflow")));
+            return Err(RunError::Failed(format!(
+                "task {id} is not in the workflow"
+            )));
         };
         let Some(role) = self.role_of(&task) else {
             return Err(RunError::Failed(format!(
@@ -101,7 +103,8 @@ impl Runner<'_> {
         if role == Role::Researcher && spec.source == baton_protocol::role::RoleSource::Builtin {
             return self.record_unavailable_research(a, v, &task);
         }
-        let class = tier_for(&spec, &tier_config(self.env)).map_err(|e| RunError::Refused(e.to_string()))?;
+        let class = tier_for(&spec, &tier_config(self.env))
+            .map_err(|e| RunError::Refused(e.to_string()))?;
         let phase = task.phase.clone().unwrap_or_default();
         let attempt = v.host.dispatch_counts.get(&phase).copied().unwrap_or(0) + 1;
         let prompt = self.prompt(&a, &v, &task, role);
@@ -110,7 +113,9 @@ impl Runner<'_> {
         } else {
             (prompt, Vec::new())
         };
-        let before = (!role.is_read_only()).then(|| tree_digest(&self.root)).flatten();
+        let before = (!role.is_read_only())
+            .then(|| tree_digest(&self.root))
+            .flatten();
         {
             let mut a = self.artifact();
             let mut v = View::read(&a);
@@ -133,7 +138,13 @@ impl Runner<'_> {
             "{id} {phase}: {} on {class} (attempt {attempt})",
             spec.name()
         ));
-        let roles_dir = self.env.delegate.state.workflows().join(&self.id).join("roles");
+        let roles_dir = self
+            .env
+            .delegate
+            .state
+            .workflows()
+            .join(&self.id)
+            .join("roles");
         let result = agent::run(
             self.env,
             &self.id,
@@ -263,17 +274,29 @@ impl Runner<'_> {
         let cut = |s: String| s.chars().take(2000).collect::<String>();
         let summary = memory.read(MemoryFile::ActiveContext).ok().map(cut);
         let patterns = memory.read(MemoryFile::Patterns).ok().map(cut);
-        let findings = (role == Role::IntegrationVerifier).then(|| {
-            v.host
-                .outputs
-                .values()
-                .filter(|o| {
-                    o.role == Role::CodeReviewer.name() || o.role == Role::FailureHunter.name()
-                })
-                .flat_map(|o| contract::merge::findings_in(&o.text))
-                .map(|f| format!("- [{}] {}", f.severity.name(), f.text))
-                .collect::<Vec<_>>()
-                .join("\n")
+        // The verifier and a remediation see what the latest read-only agents found.
+        let remfix = task.kind == Some(TaskKind::Remfix);
+        let findings = (role == Role::IntegrationVerifier || remfix).then(|| {
+            let mut lines = Vec::new();
+            for t in v.tasks.iter().rev() {
+                let Some(o) = v.host.outputs.get(&t.id) else {
+                    continue;
+                };
+                let read_only = Role::from_name(&o.role).is_some_and(Role::is_read_only);
+                if !read_only {
+                    break;
+                }
+                for f in contract::merge::findings_in(&o.text) {
+                    lines.push(format!("- [{}] {} ({})", f.severity.name(), f.text, o.role));
+                }
+                for l in o.text.lines() {
+                    let l = l.trim().trim_start_matches("- ");
+                    if l.starts_with("REMEDIATION_REASON:") {
+                        lines.push(format!("- {} ({})", l, o.role));
+                    }
+                }
+            }
+            lines.join("\n")
         });
         let last_problem = v.host.failure.clone().filter(|_| v.host.guidance.is_some());
         let artifact_path = self
@@ -296,5 +319,4 @@ impl Runner<'_> {
             last_problem: last_problem.as_deref(),
         })
     }
-
 }

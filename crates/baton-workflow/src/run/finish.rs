@@ -30,7 +30,10 @@ impl Runner<'_> {
             let _ = memory.append(
                 MemoryFile::ActiveContext,
                 "Decisions",
-                &[format!("AUTO_PROCEED took `{pick}` at {gate_name} ({})", self.id)],
+                &[format!(
+                    "AUTO_PROCEED took `{pick}` at {gate_name} ({})",
+                    self.id
+                )],
             );
             self.say(&format!("AUTO_PROCEED: {gate_name} → {pick}"));
             return self.answer(a, View::read(&self.artifact()), &cp, &pick, choice);
@@ -48,7 +51,9 @@ impl Runner<'_> {
         text: &str,
         choice: Answer,
     ) -> Result<(), RunError> {
-        v.host.answers.push(json!({"gate": cp.gate, "answer": text, "at": baton_state::now_rfc3339()}));
+        v.host
+            .answers
+            .push(json!({"gate": cp.gate, "answer": text, "at": baton_state::now_rfc3339()}));
         v.checkpoint = None;
         v.state = RunState::Running;
         a["pending_gate"] = Value::Null;
@@ -74,7 +79,10 @@ impl Runner<'_> {
                     &format!("scope decision: {scope}"),
                 );
                 entry.extra.insert("origin".into(), json!("code-reviewer"));
-                if let Some(h) = a.get_mut("remediation_history").and_then(Value::as_array_mut) {
+                if let Some(h) = a
+                    .get_mut("remediation_history")
+                    .and_then(Value::as_array_mut)
+                {
                     h.push(serde_json::to_value(entry).unwrap_or(Value::Null));
                 }
                 v.host.batch = vec![t.id.clone()];
@@ -124,7 +132,11 @@ impl Runner<'_> {
         let kind = art.workflow_type.unwrap_or(WorkflowKind::Build);
         let proven = art.proof_status.as_deref() == Some("passed");
         let needs_proof = matches!(kind, WorkflowKind::Build | WorkflowKind::Debug);
-        let accepted = v.host.answers.iter().any(|x| x["gate"] == "circuit_breaker")
+        let accepted = v
+            .host
+            .answers
+            .iter()
+            .any(|x| x["gate"] == "circuit_breaker")
             && action == Action::MemoryFinalize
             && !proven;
         let mut fin = Finalization::new(self.id.clone(), time::OffsetDateTime::now_utc());
@@ -172,7 +184,11 @@ impl Runner<'_> {
                 .map(|t| {
                     format!(
                         "[{}] {} {}",
-                        if t.status == Some(TaskStatus::Completed) { "x" } else { " " },
+                        if t.status == Some(TaskStatus::Completed) {
+                            "x"
+                        } else {
+                            " "
+                        },
                         t.id,
                         t.phase.as_deref().unwrap_or("")
                     )
@@ -185,7 +201,8 @@ impl Runner<'_> {
         }
         v.write(&mut a);
         self.commit(
-            NewEvent::new(EventKind::MemoryFinalized).reason(format!("{} updated", memory.dir().display())),
+            NewEvent::new(EventKind::MemoryFinalized)
+                .reason(format!("{} updated", memory.dir().display())),
             a.clone(),
         )?;
         let headline = match (kind, action) {

@@ -201,8 +201,15 @@ mod tests {
 
     #[test]
     fn option_gates_take_an_option_or_say_which_ones_exist() {
-        let cp = checkpoint("scope_decision", "critical and high findings", String::new());
-        assert_eq!(read_answer(&cp, "Critical only"), Ok(Answer::Scope("CRITICAL_ONLY")));
+        let cp = checkpoint(
+            "scope_decision",
+            "critical and high findings",
+            String::new(),
+        );
+        assert_eq!(
+            read_answer(&cp, "Critical only"),
+            Ok(Answer::Scope("CRITICAL_ONLY"))
+        );
         assert_eq!(read_answer(&cp, "all"), Ok(Answer::Scope("ALL_ISSUES")));
         assert_eq!(read_answer(&cp, "abort"), Ok(Answer::Abort));
         let err = read_answer(&cp, "maybe").unwrap_err();

@@ -104,16 +104,13 @@ pub fn task(
 pub fn initial(kind: WorkflowKind, trivial: bool, wf: &str) -> Vec<Task> {
     let mut tasks: Vec<Task> = Vec::new();
     for node in template(kind, trivial) {
-        let blocked_by = node.blocked_by.iter().map(|i| format!("t{}", i + 1)).collect();
+        let blocked_by = node
+            .blocked_by
+            .iter()
+            .map(|i| format!("t{}", i + 1))
+            .collect();
         let t = task(
-            &tasks,
-            wf,
-            node.kind,
-            node.phase,
-            "router",
-            "N/A",
-            "N/A",
-            blocked_by,
+            &tasks, wf, node.kind, node.phase, "router", "N/A", "N/A", blocked_by,
         );
         tasks.push(t);
     }
@@ -167,7 +164,9 @@ pub fn runnable_for(tasks: &[Task], action: Action) -> Vec<String> {
     let remfix = matches!(action, Action::CreateRemfix | Action::ReturnRemfixForProof);
     tasks
         .iter()
-        .filter(|t| t.status == Some(TaskStatus::Pending) || t.status == Some(TaskStatus::InProgress))
+        .filter(|t| {
+            t.status == Some(TaskStatus::Pending) || t.status == Some(TaskStatus::InProgress)
+        })
         .filter(|t| unblocked(tasks, t))
         .filter(|t| {
             if remfix {

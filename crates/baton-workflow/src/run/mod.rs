@@ -70,11 +70,25 @@ pub struct StartOptions {
 /// Where a workflow stands when `baton run` or `baton resume` returns.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
-    Completed { id: String, brief: String },
-    Checkpoint { id: String, checkpoint: state::Checkpoint },
-    Failed { id: String, brief: String },
-    Stopped { id: String, brief: String },
-    Interrupted { id: String },
+    Completed {
+        id: String,
+        brief: String,
+    },
+    Checkpoint {
+        id: String,
+        checkpoint: state::Checkpoint,
+    },
+    Failed {
+        id: String,
+        brief: String,
+    },
+    Stopped {
+        id: String,
+        brief: String,
+    },
+    Interrupted {
+        id: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -252,9 +266,24 @@ fn tree_digest(root: &Path) -> Option<String> {
             .map(|o| o.stdout)
     };
     // baton's own folder (state, memory, reports) is not the agent's work.
-    let status = git(&["status", "--porcelain=v1", "-uall", "--", ".", ":(exclude).baton"])?;
-    let diff = git(&["diff", "HEAD", "--no-ext-diff", "--binary", "--", ".", ":(exclude).baton"])
-        .unwrap_or_default();
+    let status = git(&[
+        "status",
+        "--porcelain=v1",
+        "-uall",
+        "--",
+        ".",
+        ":(exclude).baton",
+    ])?;
+    let diff = git(&[
+        "diff",
+        "HEAD",
+        "--no-ext-diff",
+        "--binary",
+        "--",
+        ".",
+        ":(exclude).baton",
+    ])
+    .unwrap_or_default();
     let mut h = std::collections::hash_map::DefaultHasher::new();
     status.hash(&mut h);
     diff.hash(&mut h);
@@ -374,9 +403,7 @@ impl<'a> Runner<'a> {
             }
         }
     }
-
 }
-
 
 /// An action's snake_case name, as the engine's serde writes it.
 pub fn action_name(action: Action) -> String {
@@ -399,7 +426,10 @@ pub async fn orient(
     cancel: &CancellationToken,
 ) -> Result<String, RunError> {
     let spec = orient_role(env)?;
-    let class = spec.meta.model_class.unwrap_or(baton_protocol::ModelClass::Balanced);
+    let class = spec
+        .meta
+        .model_class
+        .unwrap_or(baton_protocol::ModelClass::Balanced);
     let task = Task {
         id: "orient".into(),
         phase: Some("orient".into()),

@@ -233,7 +233,8 @@ mod tests {
     #[test]
     fn a_diff_applied_as_a_merge_patch_gives_the_new_value_minus_its_nulls() {
         let old = json!({"a": 1, "b": {"c": [1, 2], "d": "x"}, "gone": true, "n": null});
-        let new = json!({"a": 1, "b": {"c": [1, 2, 3], "e": {"f": null, "g": 2}}, "n": 5, "z": null});
+        let new =
+            json!({"a": 1, "b": {"c": [1, 2, 3], "e": {"f": null, "g": 2}}, "n": 5, "z": null});
         let patch = diff(&old, &new).expect("a change");
         let mut applied = old.clone();
         merge_patch(&mut applied, &patch);
