@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use baton_workflow::route::{route, route_as, WorkflowKind};
 use baton_workflow::run::{self, Outcome, RunEnv, RunError, StartOptions};
-use baton_workflow::store::WorkflowStore;
+use baton_workflow::store::{StoreError, WorkflowStore};
 use clap::Args;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -249,15 +249,7 @@ fn pick(store: &WorkflowStore, id: Option<&str>) -> Result<String, String> {
 fn failed(common: &Common, e: &RunError) -> u8 {
     let code = match e {
         RunError::Refused(_) => exit::USAGE,
-        RunError::Store(s)
-            if matches!(
-                s,
-                baton_workflow::store::StoreError::NotFound { .. }
-                    | baton_workflow::store::StoreError::Busy { .. }
-            ) =>
-        {
-            exit::USAGE
-        }
+        RunError::Store(StoreError::NotFound { .. } | StoreError::Busy { .. }) => exit::USAGE,
         _ => exit::FAILED,
     };
     if common.json {

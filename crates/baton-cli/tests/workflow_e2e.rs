@@ -517,3 +517,21 @@ fn a_reviewer_tier_below_the_floor_is_refused_before_anything_runs() {
     assert_eq!(wf.calls("component-builder"), 0);
     assert!(!wf.sb.work().join(".baton/state/workflows").exists());
 }
+
+#[test]
+fn a_verifier_pass_whose_scenario_fails_when_baton_runs_it_does_not_pass() {
+    let wf = Wf::new();
+    wf.happy().answer(
+        "integration-verifier",
+        &VERIFY_PASS.replace("test -f feature.txt", "test -f missing.txt"),
+    );
+    let o = wf.run(&["run", "add a feature file"]);
+    assert_exit(&o, 1);
+    assert!(
+        out(&o).contains("scenario `test -f missing.txt` exits 1 when baton ran it"),
+        "{}",
+        out(&o)
+    );
+    assert_eq!(wf.calls("doc-syncer"), 0);
+    assert_ne!(wf.snapshot()["proof_status"], "passed");
+}

@@ -273,8 +273,8 @@ pub async fn run(
         output: TaskOutput {
             role: spec.name().to_string(),
             text: result.output.clone(),
-            changed: None,
             error,
+            ..TaskOutput::default()
         },
         usage: result.usage,
         cost_usd,

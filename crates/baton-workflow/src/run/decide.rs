@@ -52,6 +52,18 @@ impl Runner<'_> {
                     ));
                 }
             }
+            if let Some(c) = o.host_checks.iter().find(|c| !c.ok) {
+                return Err(format!(
+                    "{id} ({}) reported PASS, but its scenario `{}` {} when baton ran it",
+                    role.name(),
+                    c.command,
+                    match (c.exit_code, &c.error) {
+                        (Some(code), _) => format!("exits {code}"),
+                        (None, Some(e)) => format!("did not finish ({e})"),
+                        (None, None) => "did not finish".to_string(),
+                    }
+                ));
+            }
             if matches!(kind, WorkflowKind::Triage | WorkflowKind::CodebaseHealth) {
                 let report = self.write_report(id, &o.text).map_err(|e| e.to_string())?;
                 let r = ReadOnlyReport {

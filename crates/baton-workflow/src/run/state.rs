@@ -87,6 +87,18 @@ pub struct TaskOutput {
     pub changed: Option<bool>,
     /// The child failed before it could answer (spawn error, timeout, model failure).
     pub error: Option<String>,
+    /// The verifier's passing scenario commands, run again by baton after it answered.
+    pub host_checks: Vec<HostCheck>,
+}
+
+/// One scenario command of a verifier's PASS, run again by the host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HostCheck {
+    pub command: String,
+    pub ok: bool,
+    pub exit_code: Option<i32>,
+    pub error: Option<String>,
 }
 
 /// The runner's bookkeeping, under `run` in the artifact.
