@@ -171,6 +171,12 @@ pub struct Wf {
     scripts: PathBuf,
 }
 
+impl Default for Wf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Wf {
     pub fn new() -> Wf {
         let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
