@@ -184,7 +184,12 @@ impl Runner<'_> {
             })
             .unwrap_or("router")
             .to_string();
+        let found = what_was_found(&v);
         for f in &d.follow_up_tasks {
+            let reason = match (f.kind, &found) {
+                (TaskKind::Remfix, Some(found)) => format!("{}: {found}", f.reason),
+                _ => f.reason.clone(),
+            };
             let (phase, blocked_by) = match f.kind {
                 TaskKind::Remfix => (
                     if self.kind() == WorkflowKind::Debug {
@@ -209,10 +214,10 @@ impl Runner<'_> {
                     "router"
                 },
                 &f.scope,
-                if f.reason.trim().is_empty() {
+                if reason.trim().is_empty() {
                     "N/A"
                 } else {
-                    &f.reason
+                    &reason
                 },
                 blocked_by,
             );
@@ -316,6 +321,37 @@ impl Runner<'_> {
             }
         }
     }
+}
+
+/// What the batch's agents asked to fix, in one line: the first `REMEDIATION_REASON` they gave,
+/// else their most severe finding.
+fn what_was_found(v: &View) -> Option<String> {
+    let outputs: Vec<&state::TaskOutput> = v
+        .host
+        .batch
+        .iter()
+        .filter_map(|id| v.host.outputs.get(id))
+        .collect();
+    let reason = outputs.iter().find_map(|o| {
+        o.text.lines().find_map(|l| {
+            let l = l.trim().trim_start_matches("- ").trim_start_matches("**");
+            let r = l
+                .strip_prefix("REMEDIATION_REASON:")?
+                .trim()
+                .trim_matches('*')
+                .trim();
+            (!r.is_empty() && r != "null" && r != "N/A" && r != "None").then(|| r.to_string())
+        })
+    });
+    reason
+        .or_else(|| {
+            outputs
+                .iter()
+                .flat_map(|o| contract::merge::findings_in(&o.text))
+                .max_by_key(|f| f.severity)
+                .map(|f| f.text)
+        })
+        .map(|r| r.chars().take(300).collect())
 }
 
 /// A new task for an action whose step may repeat (the next phase's builder, another

@@ -180,8 +180,18 @@ pub fn brief(artifact: &Value, headline: &str) -> String {
             "remediation cycles: {}\n",
             a.remediation_history.len()
         ));
-        for r in &a.remediation_history {
-            out.push_str(&format!("  - {}\n", r.reason.as_deref().unwrap_or("")));
+        let fixes: Vec<&crate::artifact::Task> = v
+            .tasks
+            .iter()
+            .filter(|t| t.kind == Some(crate::artifact::TaskKind::Remfix))
+            .collect();
+        for t in fixes {
+            out.push_str(&format!(
+                "  - {} ({}): {}\n",
+                t.id,
+                t.scope.as_deref().unwrap_or("ALL_ISSUES"),
+                t.reason.as_deref().unwrap_or("")
+            ));
         }
     }
     out.push_str(&format!(
