@@ -159,6 +159,7 @@ pub fn run(args: DemoArgs) -> Result<u8> {
         trivial: false,
         budget_usd: None,
         budget_tokens: None,
+        isolate: Some(false),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

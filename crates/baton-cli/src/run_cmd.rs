@@ -53,6 +53,14 @@ pub struct RunArgs {
     /// BUILD: the reduced graph (builder → verifier → memory) for a one-file change.
     #[arg(long)]
     trivial: bool,
+    /// BUILD: work in an isolated git worktree on branch `baton/<id>`, then offer merge, keep or
+    /// discard after the final verification (default: asked on a terminal, taken under
+    /// AUTO_PROCEED, else declined).
+    #[arg(long, conflicts_with = "no_worktree")]
+    worktree: bool,
+    /// BUILD: work in the project's own working tree without asking.
+    #[arg(long)]
+    no_worktree: bool,
     #[command(flatten)]
     common: Common,
 }
@@ -164,12 +172,21 @@ pub fn run(args: RunArgs) -> Result<u8> {
             (Err(e), false) => Ok(failed(&args.common, &e)),
         };
     }
+    let isolate = match (args.worktree, args.no_worktree) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ if decision.workflow == WorkflowKind::Build && !args.trivial && !args.common.json => {
+            ask_worktree()
+        }
+        _ => None,
+    };
     let opts = StartOptions {
         request: args.request.clone(),
         kind: decision.workflow,
         trivial: args.trivial,
         budget_usd: args.common.budget_usd,
         budget_tokens: args.common.budget_tokens,
+        isolate,
     };
     let (result, signalled) = rt.block_on(async {
         let signalled = crate::signals::watch_signals(cancel.clone());
@@ -177,6 +194,24 @@ pub fn run(args: RunArgs) -> Result<u8> {
         (r, signalled.is_cancelled())
     });
     Ok(report(&args.common, result, signalled))
+}
+
+/// The worktree offer, on a terminal: `Some(answer)`; `None` elsewhere (the runner then takes it
+/// only under AUTO_PROCEED).
+fn ask_worktree() -> Option<bool> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return None;
+    }
+    let mut err = std::io::stderr();
+    let _ = write!(
+        err,
+        "Run this BUILD in an isolated git worktree (branch baton/<id>; merge, keep or discard at the end)? [Y/n] "
+    );
+    let _ = err.flush();
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).ok()?;
+    Some(!matches!(line.trim().to_lowercase().as_str(), "n" | "no"))
 }
 
 pub fn resume(args: ResumeArgs) -> Result<u8> {

@@ -541,3 +541,79 @@ fn a_verifier_pass_whose_scenario_fails_when_baton_runs_it_does_not_pass() {
     assert_eq!(wf.calls("doc-syncer"), 0);
     assert_ne!(wf.snapshot()["proof_status"], "passed");
 }
+
+fn branches(wf: &Wf) -> String {
+    wf.sb.git(&["branch", "--list", "baton/*"])
+}
+
+#[test]
+fn a_build_in_a_worktree_ends_with_the_finishing_choice_and_merge_lands_it() {
+    let wf = Wf::new();
+    wf.happy();
+    let o = wf.run(&["run", "--worktree", "add a feature file"]);
+    assert_exit(&o, 4);
+    let text = out(&o);
+    assert!(text.contains("merge | keep | discard"), "{text}");
+    let id = wf.id();
+    // The agents worked in the worktree: the main checkout is untouched so far.
+    assert!(!wf.sb.work().join("feature.txt").exists());
+    let snap = wf.snapshot();
+    let wt = snap["run"]["worktree"]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(std::path::Path::new(&wt).join("feature.txt").exists());
+    assert!(wf
+        .prompt("component-builder", 1)
+        .contains("Task Phase: build-implement"));
+    assert!(branches(&wf).contains(&format!("baton/{id}")));
+    let o = wf.run(&["resume", &id, "--answer", "merge"]);
+    assert_exit(&o, 0);
+    assert!(out(&o).contains("finish: merged"), "{}", out(&o));
+    assert!(wf.sb.work().join("feature.txt").exists());
+    assert_eq!(wf.sb.subjects("main")[0], "add a feature file");
+    assert_eq!(branches(&wf).trim(), "");
+    assert!(!std::path::Path::new(&wt).exists());
+    assert_eq!(wf.snapshot()["run_state"], "completed");
+}
+
+#[test]
+fn discard_removes_the_worktree_and_its_branch_and_leaves_main_alone() {
+    let wf = Wf::new();
+    wf.happy();
+    assert_exit(&wf.run(&["run", "--worktree", "add a feature file"]), 4);
+    let id = wf.id();
+    let o = wf.run(&["resume", &id, "--answer", "discard"]);
+    assert_exit(&o, 0);
+    assert!(out(&o).contains("finish: discarded"), "{}", out(&o));
+    assert_eq!(branches(&wf).trim(), "");
+    assert!(!wf.sb.work().join("feature.txt").exists());
+    assert_eq!(wf.sb.subjects("main"), ["initial"]);
+}
+
+#[test]
+fn auto_proceed_takes_the_worktree_and_keeps_the_branch() {
+    let wf = Wf::new();
+    wf.happy();
+    wf.sb.write(
+        ".baton/memory/activeContext.md",
+        "# Active context\n\n## Session Settings\nAUTO_PROCEED: true\n",
+    );
+    let o = wf.run(&["run", "add a feature file"]);
+    assert_exit(&o, 0);
+    let id = wf.id();
+    assert!(
+        out(&o).contains(&format!("finish: kept branch baton/{id}")),
+        "{}",
+        out(&o)
+    );
+    assert!(out(&o).contains("gh pr create"), "{}", out(&o));
+    assert!(branches(&wf).contains(&format!("baton/{id}")));
+    assert!(!wf.sb.work().join("feature.txt").exists());
+    let decisions =
+        std::fs::read_to_string(wf.sb.work().join(".baton/memory/activeContext.md")).unwrap();
+    assert!(
+        decisions.contains("AUTO_PROCEED took `keep` at finish"),
+        "{decisions}"
+    );
+}

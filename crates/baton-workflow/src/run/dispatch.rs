@@ -118,9 +118,8 @@ impl Runner<'_> {
         } else {
             (prompt, Vec::new())
         };
-        let before = (!role.is_read_only())
-            .then(|| tree_digest(&self.root))
-            .flatten();
+        let work = self.work_dir(&v);
+        let before = (!role.is_read_only()).then(|| tree_digest(&work)).flatten();
         {
             let mut a = self.artifact();
             let mut v = View::read(&a);
@@ -158,7 +157,7 @@ impl Runner<'_> {
             &task,
             attempt,
             prompt,
-            &self.root,
+            &work,
             &roles_dir,
             self.cancel,
             &|_pid| {},
@@ -184,7 +183,7 @@ impl Runner<'_> {
                 exit_code: None,
             },
         };
-        let changed = match (&before, tree_digest(&self.root)) {
+        let changed = match (&before, tree_digest(&work)) {
             (Some(b), Some(after)) => Some(*b != after),
             _ => None,
         };
@@ -196,7 +195,7 @@ impl Runner<'_> {
         let mut out = d.output.clone();
         out.changed = changed;
         if role == Role::IntegrationVerifier && out.error.is_none() {
-            out.host_checks = self.recheck_scenarios(&spec, &out.text).await;
+            out.host_checks = self.recheck_scenarios(&spec, &out.text, &work).await;
         }
         out.role = role.name().to_string();
         v.host.outputs.insert(id.to_string(), out);
@@ -247,6 +246,7 @@ impl Runner<'_> {
         &self,
         spec: &baton_protocol::role::RoleSpec,
         text: &str,
+        work: &Path,
     ) -> Vec<state::HostCheck> {
         let Ok(checked) = contract::parse(Role::IntegrationVerifier, text) else {
             return Vec::new();
@@ -264,7 +264,7 @@ impl Runner<'_> {
             sandbox: Some(baton_sandbox::Policy::from_config(
                 &config.sandbox,
                 mode,
-                &self.root,
+                work,
             )),
         };
         let mut checks = Vec::new();
@@ -280,7 +280,7 @@ impl Runner<'_> {
             };
             let result = baton_flow::validate::run_validation(
                 std::slice::from_ref(&command),
-                &self.root,
+                work,
                 &[],
                 &rules,
                 RECHECK_TIMEOUT,

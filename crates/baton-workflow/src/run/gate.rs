@@ -24,12 +24,15 @@ pub enum Answer {
     OneMoreCycle,
     /// Any other gate: dispatch the stopped tasks again with the answer as guidance.
     Retry,
+    /// The finishing choice: `merge`, `keep` or `discard` the workflow's branch.
+    Finish(&'static str),
 }
 
 /// What a gate risks when `AUTO_PROCEED` would take its recommended option.
 pub fn risk(gate: &str) -> GateRisk {
     match gate {
-        "scope_decision" => GateRisk::Ordinary,
+        // The recommended finishing choice is `keep`, which changes nothing.
+        "scope_decision" | "finish" => GateRisk::Ordinary,
         _ => GateRisk::FailureStop,
     }
 }
@@ -48,6 +51,11 @@ pub fn checkpoint(gate: &str, reason: &str, brief: String) -> Checkpoint {
             ),
             vec!["one more cycle", "accept", "abort"],
             None,
+        ),
+        "finish" => (
+            format!("{reason}. Merge it into the base branch (fast-forward), keep the branch, or discard it?"),
+            vec!["merge", "keep", "discard"],
+            Some("keep"),
         ),
         BUDGET => (
             format!("{reason}. Raise the budget (resume with --budget-usd or --budget-tokens and --answer continue) or abort?"),
@@ -100,6 +108,9 @@ pub fn read_answer(cp: &Checkpoint, answer: &str) -> Result<Answer, String> {
         "all issues" => Answer::Scope("ALL_ISSUES"),
         "accept" => Answer::Accept,
         "one more cycle" => Answer::OneMoreCycle,
+        "merge" => Answer::Finish("merge"),
+        "keep" => Answer::Finish("keep"),
+        "discard" => Answer::Finish("discard"),
         "abort" => Answer::Abort,
         _ => Answer::Retry,
     })
@@ -199,6 +210,15 @@ pub fn brief(artifact: &Value, headline: &str) -> String {
         a.proof_status.as_deref().unwrap_or("none")
     ));
     out.push_str(&format!("spent: {}\n", spent_line(&v.spent)));
+    if let Some(f) = &v.host.finished {
+        out.push_str(&format!("finish: {f}\n"));
+    } else if let Some(wt) = &v.host.worktree {
+        out.push_str(&format!(
+            "worktree: {} on branch {}\n",
+            wt.path.display(),
+            wt.branch
+        ));
+    }
     if let Some(f) = &v.host.failure {
         out.push_str(&format!("stopped because: {f}\n"));
     }

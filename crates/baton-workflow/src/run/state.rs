@@ -125,6 +125,16 @@ pub struct Host {
     /// `git status --porcelain` + `git diff` digest when the workflow started.
     pub baseline: Option<String>,
     pub auto_proceed: bool,
+    /// BUILD isolation: the worktree the agents work in (on branch `baton/<id>`), when taken.
+    pub worktree: Option<baton_exec::worktree::ChildWorktree>,
+    /// What became of the worktree offer: `accepted`, `declined` or `skipped: <why>`.
+    pub worktree_offer: Option<String>,
+    /// The finishing choice taken (`merge`, `keep`, `discard`) and what it did.
+    pub finished: Option<String>,
+    /// Memory was finalized (it is written once, even when the finishing choice comes later).
+    pub memory_done: bool,
+    /// The completion headline, kept while the finishing choice is asked.
+    pub headline: Option<String>,
     /// Budget limits in force (from the command line or the config).
     pub budget_usd: Option<f64>,
     pub budget_tokens: Option<u64>,
