@@ -146,9 +146,18 @@ pub fn run(args: RunArgs) -> Result<u8> {
         Some(w) => route_as(&args.request, w),
         None => route(&args.request),
     };
-    errln!("{}", baton_text::sanitize_line(&decision.headline()));
     let env = env(&args.common)?;
     let rt = runtime()?;
+    let decision = if decision.conflict() && args.workflow.is_none() {
+        let (d, note) = rt.block_on(run::tiebreak(&env.delegate.config, &args.request, decision));
+        if let Some(note) = note {
+            errln!("baton run: {}", baton_text::sanitize_line(&note));
+        }
+        d
+    } else {
+        decision
+    };
+    errln!("{}", baton_text::sanitize_line(&decision.headline()));
     let cancel = CancellationToken::new();
     if decision.workflow == WorkflowKind::Orient {
         let result = rt.block_on(async {

@@ -14,6 +14,7 @@ mod dispatch;
 mod finish;
 pub mod gate;
 pub mod graph;
+mod routing;
 pub mod state;
 
 use std::path::{Path, PathBuf};
@@ -36,6 +37,7 @@ use crate::outputs::{self, AgentOutputs, ReadOnlyReport};
 use crate::route::WorkflowKind;
 use crate::store::{EventKind, NewEvent, OpenWorkflow, StoreError, WorkflowStore};
 use gate::Answer;
+pub use routing::{tiebreak, TIEBREAK_TIMEOUT};
 use state::{RunState, View};
 
 /// A line for a person watching (`baton run` prints it on stderr).
