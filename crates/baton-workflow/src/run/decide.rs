@@ -155,6 +155,7 @@ impl Runner<'_> {
             .len()
             .saturating_sub(allowance);
         engine_view.remediation_history.truncate(keep);
+        let research = outputs.research.clone();
         let inputs = Inputs {
             tasks: v
                 .tasks
@@ -167,6 +168,14 @@ impl Runner<'_> {
         };
         let d = decide(&engine_view, &inputs);
         let mut new = d.apply(&artifact).to_json();
+        if let Some(r) = &research {
+            // cc10x persists every finished round: the engine caps rounds by this list.
+            let round = research_round(&v, r);
+            match new.get_mut("research_rounds").and_then(Value::as_array_mut) {
+                Some(rounds) => rounds.push(round),
+                None => new["research_rounds"] = json!([round]),
+            }
+        }
         let mut nv = View::read(&new);
         for u in &d.task_updates {
             if let Some(t) = nv.task_mut(&u.task) {
@@ -364,6 +373,42 @@ fn new_node_phase(action: Action) -> Option<&'static str> {
         }
         _ => None,
     }
+}
+
+/// One finished research round, as the artifact's `research_rounds` keeps it: why, how each
+/// backend did and where its file is.
+fn research_round(v: &View, r: &outputs::ResearchOutcome) -> Value {
+    let mut round = json!({
+        "reason": Value::Null,
+        "web": r.web_status, "github": r.github_status, "quality": r.overall_quality,
+        "web_file": Value::Null, "github_file": Value::Null,
+        "at": baton_state::now_rfc3339(),
+    });
+    for id in &v.host.batch {
+        let (Some(t), Some(o)) = (v.task(id), v.host.outputs.get(id)) else {
+            continue;
+        };
+        if o.role != Role::Researcher.name() {
+            continue;
+        }
+        if round["reason"].is_null() {
+            round["reason"] = json!(t.reason);
+        }
+        let key = if t.phase.as_deref() == Some("research-github") {
+            "github_file"
+        } else {
+            "web_file"
+        };
+        let file = contract::parse(Role::Researcher, &o.text)
+            .ok()
+            .and_then(|c| match c.contract {
+                contract::Contract::Research(r) => r.file_path,
+                _ => None,
+            })
+            .filter(|f| !f.trim().is_empty());
+        round[key] = json!(file);
+    }
+    round
 }
 
 fn merge(into: &mut AgentOutputs, from: AgentOutputs) {

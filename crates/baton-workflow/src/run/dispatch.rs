@@ -370,6 +370,14 @@ impl Runner<'_> {
             lines.join("\n")
         });
         let last_problem = v.host.failure.clone().filter(|_| v.host.guidance.is_some());
+        // The investigator or planner after a research round reads where its files are.
+        let research_files = matches!(role, Role::BugInvestigator | Role::Planner)
+            .then(|| a.get("research_rounds")?.as_array()?.last().cloned())
+            .flatten()
+            .map(|r| {
+                let file = |k: &str| r[k].as_str().unwrap_or("Unavailable").to_string();
+                format!("Web: {}\nGitHub: {}", file("web_file"), file("github_file"))
+            });
         let artifact_path = self
             .env
             .delegate
@@ -388,6 +396,7 @@ impl Runner<'_> {
             guidance: v.host.guidance.as_deref(),
             previous_findings: findings.as_deref(),
             last_problem: last_problem.as_deref(),
+            research_files: research_files.as_deref(),
         })
     }
 }

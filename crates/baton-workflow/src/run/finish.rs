@@ -131,6 +131,21 @@ impl Runner<'_> {
                 if batch.is_empty() {
                     v.host.failure = None;
                 }
+                // A planner's question answered: PLAN restarts with its whole review DAG (the
+                // engine pruned the review branch when plan-create asked).
+                let replan = batch
+                    .iter()
+                    .any(|id| v.task(id).and_then(|t| t.phase.as_deref()) == Some("plan-create"));
+                if replan && self.kind() == WorkflowKind::Plan {
+                    for t in v.tasks.iter_mut() {
+                        let review = ["plan-review-gap-1", "re-plan", "plan-review-gap-2"];
+                        if t.status == Some(TaskStatus::Deleted)
+                            && t.phase.as_deref().is_some_and(|p| review.contains(&p))
+                        {
+                            t.status = Some(TaskStatus::Pending);
+                        }
+                    }
+                }
             }
         }
         v.write(&mut a);
