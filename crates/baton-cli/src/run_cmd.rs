@@ -249,15 +249,10 @@ fn pick(store: &WorkflowStore, id: Option<&str>) -> Result<String, String> {
 fn failed(common: &Common, e: &RunError) -> u8 {
     let code = match e {
         RunError::Refused(_) => exit::USAGE,
-        RunError::Store(s)
-            if matches!(
-                s,
-                baton_workflow::store::StoreError::NotFound { .. }
-                    | baton_workflow::store::StoreError::Busy { .. }
-            ) =>
-        {
-            exit::USAGE
-        }
+        RunError::Store(
+            baton_workflow::store::StoreError::NotFound { .. }
+            | baton_workflow::store::StoreError::Busy { .. },
+        ) => exit::USAGE,
         _ => exit::FAILED,
     };
     if common.json {

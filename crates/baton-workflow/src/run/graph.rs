@@ -76,6 +76,7 @@ pub fn next_id(tasks: &[Task]) -> String {
 }
 
 /// A task with all seven metadata lines.
+#[allow(clippy::too_many_arguments)]
 pub fn task(
     tasks: &[Task],
     wf: &str,
