@@ -2,7 +2,7 @@
 //! workflow roles overridden by project roles on the `command` backend. Each role runs one shell
 //! script that saves its prompt, counts its calls and answers with the snippet the test wrote for
 //! that call (`<role>.<n>.sh`, else `<role>.sh`). Nothing waits on time.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::new_without_default)]
 
 mod common;
 

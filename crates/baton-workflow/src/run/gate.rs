@@ -127,12 +127,21 @@ fn tokens(n: u64) -> String {
 /// One line: what was spent.
 pub fn spent_line(s: &Spent) -> String {
     let mut line = format!(
-        "{} dispatches, {} tokens in, {} out, ${:.4}",
+        "{} dispatches, {} tokens in, {} out, ",
         s.dispatches,
         tokens(s.input_tokens),
         tokens(s.output_tokens),
-        s.cost_usd
     );
+    // Nothing priced: no dollar figure, which would read as free.
+    if s.unpriced_dispatches > 0 && s.cost_usd == 0.0 {
+        let n = s.unpriced_dispatches;
+        line.push_str(&format!(
+            "unpriced ({n} dispatch{} at no known price: the cost is unknown, not zero)",
+            if n == 1 { "" } else { "es" }
+        ));
+        return line;
+    }
+    line.push_str(&format!("${:.4}", s.cost_usd));
     if s.unpriced_dispatches > 0 {
         line.push_str(&format!(
             " (+{} unpriced dispatches: their cost is unknown, not zero)",
@@ -247,5 +256,26 @@ mod tests {
         let free = checkpoint("clarification", "the planner needs answers", String::new());
         assert_eq!(read_answer(&free, "use postgres"), Ok(Answer::Retry));
         assert!(read_answer(&free, "  ").is_err());
+    }
+
+    #[test]
+    fn spending_at_no_known_price_is_unpriced_not_free() {
+        let mut s = Spent {
+            input_tokens: 10,
+            output_tokens: 5,
+            dispatches: 1,
+            unpriced_dispatches: 1,
+            ..Spent::default()
+        };
+        let line = spent_line(&s);
+        assert!(
+            line.ends_with(
+                "unpriced (1 dispatch at no known price: the cost is unknown, not zero)"
+            ),
+            "{line}"
+        );
+        s.cost_usd = 0.5;
+        s.dispatches = 2;
+        assert!(spent_line(&s).contains("$0.5000 (+1 unpriced"));
     }
 }
