@@ -169,7 +169,10 @@ EOF
 fn debug_happy(wf: &Wf) {
     wf.answer("bug-investigator", INVESTIGATOR_FIXED)
         .answer("code-reviewer", REVIEW_APPROVE)
-        .answer("integration-verifier", VERIFY_PASS);
+        .answer(
+            "integration-verifier",
+            &VERIFY_PASS.replace("test -f feature.txt", "test -f parser.txt"),
+        );
 }
 
 /// The investigator's contract with another status and no file changed.
@@ -472,4 +475,46 @@ fn status_and_log_show_a_completed_run() {
         assert!(log.lines().any(|l| l.contains(event)), "{event}: {log}");
     }
     assert!(log.contains("bug-investigator"), "{log}");
+}
+
+/// A routing conflict with a `fast` route configured: the model's strict JSON answer picks the
+/// workflow; an answer outside the strict form leaves the priority table's choice.
+#[test]
+fn a_fast_model_breaks_a_routing_conflict_and_a_bad_answer_leaves_the_rules() {
+    use baton_testkit::{MockServer, Turn};
+    let request = "plan the storage migration and fix the flaky upload";
+    for (answer, chosen, note) in [
+        (r#"{"workflow": "PLAN"}"#, "PLAN", "mock/tiny chose PLAN"),
+        (
+            "PLAN, clearly",
+            "DEBUG",
+            "gave no usable answer (not one JSON object",
+        ),
+    ] {
+        let server = MockServer::builder()
+            .turn(Turn::text(answer))
+            .start_blocking();
+        let wf = Wf::new();
+        wf.answer("planner", PLANNER_CLARIFY)
+            .answer("bug-investigator", &investigator_without_fix("BLOCKED"));
+        wf.sb.write(
+            ".baton/config.toml",
+            &format!(
+                "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"MOCK_API_KEY\"\n[models]\nfast = \"mock/tiny\"\n",
+                server.url()
+            ),
+        );
+        let o = wf.sb.run_with(&["run", request], &[("MOCK_API_KEY", "k")]);
+        let e = err(&o);
+        assert!(e.contains(note), "{e}");
+        assert!(
+            e.contains(&format!("-> {chosen} workflow (signals: plan, fix)")),
+            "{e}"
+        );
+        let asked = server.requests();
+        assert_eq!(asked.len(), 1);
+        let body = asked[0].body.to_string();
+        assert!(body.contains("- DEBUG: ") && body.contains("- PLAN: "), "{body}");
+        assert_eq!(wf.snapshot()["workflow_type"], chosen);
+    }
 }
