@@ -331,3 +331,58 @@ fn auto_proceed_takes_the_worktree_and_keeps_the_branch() {
         "{decisions}"
     );
 }
+
+#[test]
+fn findings_both_raise_are_cross_confirmed_and_ones_the_verifier_refutes_are_dropped() {
+    let wf = Wf::new();
+    wf.happy()
+        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL)
+        .answer_nth(
+            "failure-hunter",
+            1,
+            "cat <<'EOF'\nCONTRACT {\"s\":\"ISSUES_FOUND\",\"b\":true,\"cr\":1}\n## Error Handling Audit: Issues Found\n\n### Critical Issues\n- feature.txt:1 the failure is swallowed\n\nSCOPE: feature.txt\nFILES_SCANNED: 1\nERROR_HANDLING_SITES_INSPECTED: 1\nEOF\n",
+        )
+        .answer_nth(
+            "code-reviewer",
+            2,
+            &REVIEW_APPROVE.replace("### Checked", "### Minor Issues\n- src/minor.rs:2 a name could be clearer\n\n### Checked"),
+        )
+        .answer(
+            "integration-verifier",
+            &VERIFY_PASS.replace(
+                "### Router Contract",
+                "### Reviewer Finding Validation\n- src/minor.rs:2 validated: false\n\n### Router Contract",
+            ),
+        );
+    let o = wf.run(&["run", "add a feature file"]);
+    assert_exit(&o, 0);
+    let events = wf.events();
+    let decided: Vec<&Value> = events.iter().filter(|e| e["event"] == "decided").collect();
+    let first = decided
+        .iter()
+        .find(|e| e["decision"] == "create_remfix")
+        .expect("a remediation decision");
+    let findings = first["details"]["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0]["cross_confirmed"], true);
+    assert_eq!(findings[0]["location"], "feature.txt:1");
+    let after_verify = decided
+        .iter()
+        .find(|e| {
+            !e["details"]["dropped_findings"]
+                .as_array()
+                .unwrap()
+                .is_empty()
+        })
+        .expect("a decision that dropped a finding");
+    assert!(after_verify["details"]["dropped_findings"][0]
+        .as_str()
+        .unwrap()
+        .contains("src/minor.rs:2"));
+    let history = wf.snapshot()["status_history"].clone();
+    assert!(history
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|h| h["event"] == "finding_dropped"));
+}

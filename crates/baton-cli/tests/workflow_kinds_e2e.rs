@@ -514,7 +514,10 @@ fn a_fast_model_breaks_a_routing_conflict_and_a_bad_answer_leaves_the_rules() {
         let asked = server.requests();
         assert_eq!(asked.len(), 1);
         let body = asked[0].body.to_string();
-        assert!(body.contains("- DEBUG: ") && body.contains("- PLAN: "), "{body}");
+        assert!(
+            body.contains("- DEBUG: ") && body.contains("- PLAN: "),
+            "{body}"
+        );
         assert_eq!(wf.snapshot()["workflow_type"], chosen);
     }
 }

@@ -271,7 +271,14 @@ impl Runner<'_> {
         let mut ev = NewEvent::new(EventKind::Decided).reason(d.reason.clone());
         ev.decision = Some(action_name(action));
         ev.phase = artifact.phase_cursor.clone();
-        ev.details = Some(json!({"created": created}));
+        let (findings, dropped) = findings_ledger(&v);
+        for d in &dropped {
+            new["status_history"]
+                .as_array_mut()
+                .map(|h| h.push(json!({"event": "finding_dropped", "reason": d, "at": baton_state::now_rfc3339()})));
+        }
+        ev.details =
+            Some(json!({"created": created, "findings": findings, "dropped_findings": dropped}));
         self.say(&format!("-> {}: {}", action_name(action), d.reason));
         if graph::phases_for(action).is_some() {
             let mut batch = graph::runnable_for(&nv.tasks, action);
@@ -330,6 +337,47 @@ impl Runner<'_> {
             }
         }
     }
+}
+
+/// The batch's findings for the log: the reviewer's and the hunter's merged (one raised by both
+/// at one `file:line` is cross-confirmed); after a verifier, the latest review findings checked
+/// against its `### Reviewer Finding Validation` — the ones it could not confirm are dropped and
+/// returned as the second list (degraded critical ones are kept).
+fn findings_ledger(v: &View) -> (Vec<Value>, Vec<String>) {
+    use contract::merge::{apply_validation, findings_in, merge_findings, validations_in};
+    let text_of = |role: Role, ids: &mut dyn Iterator<Item = &String>| {
+        ids.filter_map(|id| v.host.outputs.get(id))
+            .filter(|o| o.role == role.name())
+            .map(|o| o.text.clone())
+            .last()
+    };
+    let batch = &v.host.batch;
+    let verifier = text_of(Role::IntegrationVerifier, &mut batch.iter());
+    // The review findings: this batch's, or for a verifier the latest ones before it.
+    let ids: Vec<String> = match verifier {
+        Some(_) => v.tasks.iter().map(|t| t.id.clone()).collect(),
+        None => batch.clone(),
+    };
+    let reviewer = text_of(Role::CodeReviewer, &mut ids.iter()).unwrap_or_default();
+    let hunter = text_of(Role::FailureHunter, &mut ids.iter()).unwrap_or_default();
+    let merged = merge_findings(&findings_in(&reviewer), &findings_in(&hunter));
+    let (kept, dropped) = match &verifier {
+        Some(text) => apply_validation(merged, &validations_in(text)),
+        None => (merged, Vec::new()),
+    };
+    let findings = kept
+        .iter()
+        .map(|m| {
+            json!({
+                "severity": m.finding.severity.name(),
+                "location": m.finding.location.as_ref().map(ToString::to_string),
+                "text": m.finding.text,
+                "raised_by": m.raised_by.iter().map(|r| r.name()).collect::<Vec<_>>(),
+                "cross_confirmed": m.cross_confirmed,
+            })
+        })
+        .collect();
+    (findings, dropped.into_iter().map(|d| d.reason).collect())
 }
 
 /// What the batch's agents asked to fix, in one line: the first `REMEDIATION_REASON` they gave,
