@@ -273,9 +273,9 @@ impl Runner<'_> {
         ev.phase = artifact.phase_cursor.clone();
         let (findings, dropped) = findings_ledger(&v);
         for d in &dropped {
-            new["status_history"]
-                .as_array_mut()
-                .map(|h| h.push(json!({"event": "finding_dropped", "reason": d, "at": baton_state::now_rfc3339()})));
+            if let Some(h) = new["status_history"].as_array_mut() {
+                h.push(json!({"event": "finding_dropped", "reason": d, "at": baton_state::now_rfc3339()}));
+            }
         }
         ev.details =
             Some(json!({"created": created, "findings": findings, "dropped_findings": dropped}));
