@@ -386,3 +386,77 @@ fn findings_both_raise_are_cross_confirmed_and_ones_the_verifier_refutes_are_dro
         .iter()
         .any(|h| h["event"] == "finding_dropped"));
 }
+
+#[test]
+fn json_outcomes_and_resume_without_an_id_or_by_prefix() {
+    let wf = Wf::new();
+    wf.happy()
+        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
+    let o = wf.run(&["run", "--json", "add a feature file"]);
+    assert_exit(&o, 4);
+    let doc: Value = serde_json::from_str(out(&o).trim()).unwrap();
+    assert_eq!(doc["type"], "workflow.checkpoint");
+    assert_eq!(doc["checkpoint"]["gate"], "scope_decision");
+    assert_eq!(doc["checkpoint"]["recommended"], "all issues");
+    let id = wf.id();
+    assert_eq!(doc["id"], id.as_str());
+    // A prefix that matches nothing is refused; no id takes the newest unfinished workflow.
+    let o = wf.run(&["resume", "wf-1999", "--answer", "all issues"]);
+    assert_exit(&o, 2);
+    assert!(err(&o).contains("baton status"), "{}", err(&o));
+    let o = wf.run(&["resume", "--json", "--answer", "all issues"]);
+    assert_exit(&o, 0);
+    let doc: Value = serde_json::from_str(out(&o).trim()).unwrap();
+    assert_eq!(doc["type"], "workflow.completed");
+    assert_eq!(doc["id"], id.as_str());
+    assert!(doc["brief"].as_str().unwrap().contains("proof: passed"));
+    // Nothing is left to resume.
+    let o = wf.run(&["resume"]);
+    assert_exit(&o, 2);
+    assert!(
+        err(&o).contains("no workflow waits to be resumed"),
+        "{}",
+        err(&o)
+    );
+}
+
+#[test]
+fn ctrl_c_during_a_dispatch_exits_130_and_resume_runs_that_task_again() {
+    use std::time::Duration;
+    let wf = Wf::new();
+    wf.happy();
+    let release = wf.sb.path("release");
+    // The first builder call waits for a file the test creates; the prompt file says it started.
+    wf.answer_nth(
+        "component-builder",
+        1,
+        &format!(
+            "while [ ! -f {} ]; do sleep 0.01; done\n{BUILDER_PASS}",
+            release.display()
+        ),
+    );
+    let child = wf.sb.spawn(&["run", "add a feature file"]);
+    let started = wf.sb.path("scripts/component-builder.1.prompt");
+    assert!(baton_testkit::fixture::wait_until(
+        Duration::from_secs(60),
+        || started.exists()
+    ));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::SIGINT,
+    )
+    .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_exit(&o, 130);
+    assert!(
+        err(&o).contains("continue with: baton resume"),
+        "{}",
+        err(&o)
+    );
+    std::fs::write(&release, "").unwrap();
+    let o = wf.run(&["resume"]);
+    assert_exit(&o, 0);
+    // The interrupted dispatch ran again; nothing else ran twice.
+    assert_eq!(wf.calls("component-builder"), 2);
+    assert_eq!(wf.calls("code-reviewer"), 1);
+}
