@@ -27,6 +27,7 @@ macro_rules! errln {
 
 mod agent_cmd;
 mod config;
+mod demo_cmd;
 mod doctor_cmd;
 mod flow_cmd;
 mod info_cmd;
@@ -82,6 +83,8 @@ enum Command {
     Task(task_cmd::TaskArgs),
     /// Land 1-8 independent units: parallel worktrees, then rebase, validate, review and fast-forward in order.
     Flow(flow_cmd::FlowArgs),
+    /// Run a whole BUILD workflow offline on a throwaway repository (recorded agents, real tools).
+    Demo(demo_cmd::DemoArgs),
     /// Run a workflow: route the request, then builder, reviewers, verifier and memory, gated on evidence.
     Run(run_cmd::RunArgs),
     /// Continue a workflow after a crash or an interruption, or answer its checkpoint.
@@ -190,6 +193,7 @@ fn main() -> ExitCode {
         Command::Task(args) => task_cmd::run(args),
         Command::Flow(args) => flow_cmd::run(args),
         Command::Route(args) => route_cmd::run(args),
+        Command::Demo(args) => demo_cmd::run(args),
         Command::Run(args) => run_cmd::run(args),
         Command::Resume(args) => run_cmd::resume(args),
         Command::Status(args) => workflow_cmd::status(args),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use baton_workflow::route::{route, route_as, WorkflowKind};
 use baton_workflow::run::{self, Outcome, RunEnv, RunError, StartOptions};
-use baton_workflow::store::WorkflowStore;
+use baton_workflow::store::{StoreError, WorkflowStore};
 use clap::Args;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -53,6 +53,14 @@ pub struct RunArgs {
     /// BUILD: the reduced graph (builder → verifier → memory) for a one-file change.
     #[arg(long)]
     trivial: bool,
+    /// BUILD: work in an isolated git worktree on branch `baton/<id>`, then offer merge, keep or
+    /// discard after the final verification (default: asked on a terminal, taken under
+    /// AUTO_PROCEED, else declined).
+    #[arg(long, conflicts_with = "no_worktree")]
+    worktree: bool,
+    /// BUILD: work in the project's own working tree without asking.
+    #[arg(long)]
+    no_worktree: bool,
     #[command(flatten)]
     common: Common,
 }
@@ -138,9 +146,18 @@ pub fn run(args: RunArgs) -> Result<u8> {
         Some(w) => route_as(&args.request, w),
         None => route(&args.request),
     };
-    errln!("{}", baton_text::sanitize_line(&decision.headline()));
     let env = env(&args.common)?;
     let rt = runtime()?;
+    let decision = if decision.conflict() && args.workflow.is_none() {
+        let (d, note) = rt.block_on(run::tiebreak(&env.delegate.config, &args.request, decision));
+        if let Some(note) = note {
+            errln!("baton run: {}", baton_text::sanitize_line(&note));
+        }
+        d
+    } else {
+        decision
+    };
+    errln!("{}", baton_text::sanitize_line(&decision.headline()));
     let cancel = CancellationToken::new();
     if decision.workflow == WorkflowKind::Orient {
         let result = rt.block_on(async {
@@ -164,12 +181,21 @@ pub fn run(args: RunArgs) -> Result<u8> {
             (Err(e), false) => Ok(failed(&args.common, &e)),
         };
     }
+    let isolate = match (args.worktree, args.no_worktree) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ if decision.workflow == WorkflowKind::Build && !args.trivial && !args.common.json => {
+            ask_worktree()
+        }
+        _ => None,
+    };
     let opts = StartOptions {
         request: args.request.clone(),
         kind: decision.workflow,
         trivial: args.trivial,
         budget_usd: args.common.budget_usd,
         budget_tokens: args.common.budget_tokens,
+        isolate,
     };
     let (result, signalled) = rt.block_on(async {
         let signalled = crate::signals::watch_signals(cancel.clone());
@@ -177,6 +203,24 @@ pub fn run(args: RunArgs) -> Result<u8> {
         (r, signalled.is_cancelled())
     });
     Ok(report(&args.common, result, signalled))
+}
+
+/// The worktree offer, on a terminal: `Some(answer)`; `None` elsewhere (the runner then takes it
+/// only under AUTO_PROCEED).
+fn ask_worktree() -> Option<bool> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return None;
+    }
+    let mut err = std::io::stderr();
+    let _ = write!(
+        err,
+        "Run this BUILD in an isolated git worktree (branch baton/<id>; merge, keep or discard at the end)? [Y/n] "
+    );
+    let _ = err.flush();
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).ok()?;
+    Some(!matches!(line.trim().to_lowercase().as_str(), "n" | "no"))
 }
 
 pub fn resume(args: ResumeArgs) -> Result<u8> {
@@ -249,15 +293,7 @@ fn pick(store: &WorkflowStore, id: Option<&str>) -> Result<String, String> {
 fn failed(common: &Common, e: &RunError) -> u8 {
     let code = match e {
         RunError::Refused(_) => exit::USAGE,
-        RunError::Store(s)
-            if matches!(
-                s,
-                baton_workflow::store::StoreError::NotFound { .. }
-                    | baton_workflow::store::StoreError::Busy { .. }
-            ) =>
-        {
-            exit::USAGE
-        }
+        RunError::Store(StoreError::NotFound { .. } | StoreError::Busy { .. }) => exit::USAGE,
         _ => exit::FAILED,
     };
     if common.json {

@@ -286,12 +286,18 @@ fn spent_text(spent: Option<&Value>) -> String {
     let tokens = |k: &str| s.get(k).and_then(Value::as_u64).unwrap_or(0);
     let (input, output) = (tokens("input_tokens"), tokens("output_tokens"));
     let mut text = format!("{input} in / {output} out tokens");
+    let unpriced = s.get("unpriced_dispatches").and_then(Value::as_u64);
     match s.get("cost_usd").and_then(Value::as_f64) {
+        // The runner writes 0 when no dispatch had a price: that is unknown, not free.
+        Some(c) if c == 0.0 && unpriced.is_some_and(|n| n > 0) => {
+            text.push_str(", unpriced");
+            return text;
+        }
         Some(c) => text.push_str(&format!(", ${c:.4}")),
         None if input + output > 0 => text.push_str(", unpriced"),
         None => {}
     }
-    match s.get("unpriced_dispatches").and_then(Value::as_u64) {
+    match unpriced {
         Some(n) if n > 0 => text.push_str(&format!(" ({n} unpriced dispatch(es) not counted)")),
         _ => {}
     }
@@ -579,6 +585,12 @@ mod tests {
                 &json!({"input_tokens": 10, "cost_usd": 0.5, "unpriced_dispatches": 1})
             )),
             "10 in / 0 out tokens, $0.5000 (1 unpriced dispatch(es) not counted)"
+        );
+        assert_eq!(
+            spent_text(Some(
+                &json!({"input_tokens": 10, "output_tokens": 5, "cost_usd": 0.0, "unpriced_dispatches": 2})
+            )),
+            "10 in / 5 out tokens, unpriced"
         );
         assert_eq!(spent_text(None), "nothing recorded");
     }

@@ -2,293 +2,13 @@
 //! workflow roles overridden by project roles on the `command` backend. Each role runs one shell
 //! script that saves its prompt, counts its calls and answers with the snippet the test wrote for
 //! that call (`<role>.<n>.sh`, else `<role>.sh`). Nothing waits on time.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::new_without_default)]
 
-use std::path::PathBuf;
-use std::process::Output;
+mod common;
 
-use baton_testkit::fixture::{assert_exit, Sandbox};
+use baton_testkit::fixture::assert_exit;
+use common::workflow::*;
 use serde_json::Value;
-
-const ROLES: [&str; 9] = [
-    "component-builder",
-    "bug-investigator",
-    "code-reviewer",
-    "failure-hunter",
-    "integration-verifier",
-    "planner",
-    "plan-gap-reviewer",
-    "doc-syncer",
-    "researcher",
-];
-
-pub const BUILDER_PASS: &str = r#"echo "change $n" >> feature.txt
-cat <<'EOF'
-Added the feature.
-
-### Router Contract (MACHINE-READABLE)
-```yaml
-STATUS: PASS
-CONFIDENCE: 85
-PHASE_ID: phase-1
-PHASE_STATUS: completed
-PHASE_EXIT_READY: true
-CHECKPOINT_TYPE: none
-PROOF_STATUS: passed
-BUILD_PREFLIGHT_EMITTED: true
-INPUTS: []
-EXPECTED_ARTIFACTS: [feature.txt]
-TDD_RED_EXIT: 1
-TDD_RED_REASON_KIND: behavioral
-TDD_RED_REASON: the feature test failed before the change
-TDD_GREEN_EXIT: 0
-TEST_SEAMS: []
-SEAM_GATE_STATUS: not_applicable
-SCENARIOS:
-  - name: feature works
-    command: test -f feature.txt
-    expected: exit 0
-    actual: exit 0
-    exit_code: 0
-    status: PASS
-ASSUMPTIONS: []
-DECISIONS: []
-BLOCKED_ITEMS: []
-SKIPPED_ITEMS: []
-SCOPE_INCREASES: []
-BLOCKING: false
-NEXT_ACTION: review
-REMEDIATION_NEEDED: false
-REQUIRES_REMEDIATION: false
-REMEDIATION_REASON: null
-MEMORY_NOTES: null
-```
-EOF
-"#;
-
-pub const REVIEW_APPROVE: &str = r#"cat <<'EOF'
-CONTRACT {"s":"APPROVE","b":false,"cr":0}
-## Review: Approve
-
-### Critical Issues
-- none
-
-### Checked
-- src/feature.rs:1 the line is there
-- src/feature.rs:2 no stray output
-- src/main.rs:1 unchanged
-EOF
-"#;
-
-pub const REVIEW_CRITICAL: &str = r#"cat <<'EOF'
-CONTRACT {"s":"CHANGES_REQUESTED","b":true,"cr":1}
-## Review: Changes Requested
-
-### Critical Issues
-- [90] feature.txt:1 the feature is never wired in
-
-REMEDIATION_NEEDED: true
-REMEDIATION_REASON: the feature is never wired in
-REMEDIATION_SCOPE_REQUESTED: ALL_ISSUES
-EOF
-"#;
-
-pub const REVIEW_CRITICAL_AND_HIGH: &str = r#"cat <<'EOF'
-CONTRACT {"s":"CHANGES_REQUESTED","b":true,"cr":1}
-## Review: Changes Requested
-
-### Critical Issues
-- [90] feature.txt:1 the feature is never wired in
-
-### High Issues
-- [80] feature.txt:2 errors are swallowed
-
-REMEDIATION_NEEDED: true
-REMEDIATION_REASON: wire the feature in
-REMEDIATION_SCOPE_REQUESTED: ALL_ISSUES
-EOF
-"#;
-
-pub const HUNT_CLEAN: &str = r#"cat <<'EOF'
-CONTRACT {"s":"CLEAN","b":false,"cr":0}
-## Error Handling Audit: Clean
-
-### Critical Issues
-- none
-
-SCOPE: feature.txt
-FILES_SCANNED: 1
-ERROR_HANDLING_SITES_INSPECTED: 2
-REMEDIATION_NEEDED: false
-REMEDIATION_SCOPE_REQUESTED: N/A
-EOF
-"#;
-
-pub const VERIFY_PASS: &str = r#"cat <<'EOF'
-CONTRACT {"s":"PASS","b":false,"cr":0}
-## Verification: PASS
-
-### Router Contract
-```yaml
-SCENARIOS_TOTAL: 1
-SCENARIOS_PASSED: 1
-SCENARIOS_FAILED: 0
-SCENARIO_ROWS:
-  - name: feature file exists
-    command: test -f feature.txt
-    expected: exit 0
-    actual: exit 0
-    exit_code: 0
-    status: PASS
-EVIDENCE:
-  scenarios:
-    - "feature file exists | test -f feature.txt -> exit 0"
-REMEDIATION_NEEDED: false
-REVERT_RECOMMENDED: false
-```
-EOF
-"#;
-
-pub const DOCS_SKIPPED: &str = r#"cat <<'EOF'
-### Router Contract (MACHINE-READABLE)
-```yaml
-STATUS: SKIPPED
-IMPACT_LEVEL: none
-DOC_LAYERS_EVALUATED: [README]
-DOC_FILES_UPDATED: []
-DOC_FILES_SKIPPED: [README]
-SKIP_REASON: no user-facing change
-AUDIT_DOCS_CREATED: []
-AUDIT_DOCS_UPDATED: []
-MEMORY_NOTES: null
-```
-EOF
-"#;
-
-/// A repository whose workflow roles are the test's scripts.
-pub struct Wf {
-    pub sb: Sandbox,
-    scripts: PathBuf,
-}
-
-impl Wf {
-    pub fn new() -> Wf {
-        let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
-        sb.init_repo("main");
-        sb.write("README", "hello\n");
-        sb.commit_all("initial");
-        let scripts = sb.path("scripts");
-        std::fs::create_dir_all(&scripts).unwrap();
-        let runner = scripts.join("run.sh");
-        std::fs::write(
-            &runner,
-            format!(
-                "dir={}\nrole=$1\nn=$(cat \"$dir/$role.count\" 2>/dev/null || echo 0)\nn=$((n+1))\necho $n > \"$dir/$role.count\"\ncat > \"$dir/$role.$n.prompt\"\nf=\"$dir/$role.$n.sh\"\n[ -f \"$f\" ] || f=\"$dir/$role.sh\"\n[ -f \"$f\" ] || {{ echo \"no script for $role call $n\" >&2; exit 9; }}\n. \"$f\"\n",
-                scripts.display()
-            ),
-        )
-        .unwrap();
-        for role in ROLES {
-            sb.write(
-                format!(".baton/roles/{role}.md"),
-                &format!(
-                    "---\nname: {role}\ndescription: test script\ntools: []\nbackend: command\ncommand: [sh, {}, {role}]\n---\nAnswer.\n",
-                    runner.display()
-                ),
-            );
-        }
-        Wf { sb, scripts }
-    }
-
-    /// What `role` answers on every call without a numbered snippet.
-    pub fn answer(&self, role: &str, snippet: &str) -> &Self {
-        std::fs::write(self.scripts.join(format!("{role}.sh")), snippet).unwrap();
-        self
-    }
-
-    /// What `role` answers on call `n` (1-based).
-    pub fn answer_nth(&self, role: &str, n: u32, snippet: &str) -> &Self {
-        std::fs::write(self.scripts.join(format!("{role}.{n}.sh")), snippet).unwrap();
-        self
-    }
-
-    pub fn calls(&self, role: &str) -> u32 {
-        std::fs::read_to_string(self.scripts.join(format!("{role}.count")))
-            .map(|s| s.trim().parse().unwrap())
-            .unwrap_or(0)
-    }
-
-    pub fn prompt(&self, role: &str, n: u32) -> String {
-        std::fs::read_to_string(self.scripts.join(format!("{role}.{n}.prompt"))).unwrap()
-    }
-
-    pub fn run(&self, args: &[&str]) -> Output {
-        self.sb.run(args)
-    }
-
-    /// The one workflow's id.
-    pub fn id(&self) -> String {
-        let dir = self.sb.work().join(".baton/state/workflows");
-        let mut ids: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .filter_map(|e| {
-                let name = e.unwrap().file_name().into_string().unwrap();
-                name.strip_suffix(".events.jsonl").map(str::to_string)
-            })
-            .collect();
-        assert_eq!(ids.len(), 1, "{ids:?}");
-        ids.pop().unwrap()
-    }
-
-    pub fn events(&self) -> Vec<Value> {
-        let id = self.id();
-        let text = std::fs::read_to_string(
-            self.sb
-                .work()
-                .join(format!(".baton/state/workflows/{id}.events.jsonl")),
-        )
-        .unwrap();
-        text.lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-
-    pub fn snapshot(&self) -> Value {
-        let id = self.id();
-        let text = std::fs::read_to_string(
-            self.sb
-                .work()
-                .join(format!(".baton/state/workflows/{id}.json")),
-        )
-        .unwrap();
-        serde_json::from_str(&text).unwrap()
-    }
-
-    /// The phases dispatched, in order (`agent_started` events).
-    pub fn dispatched(&self) -> Vec<String> {
-        self.events()
-            .iter()
-            .filter(|e| e["event"] == "agent_started")
-            .map(|e| e["phase"].as_str().unwrap().to_string())
-            .collect()
-    }
-
-    pub fn happy(&self) -> &Self {
-        self.answer("component-builder", BUILDER_PASS)
-            .answer("code-reviewer", REVIEW_APPROVE)
-            .answer("failure-hunter", HUNT_CLEAN)
-            .answer("integration-verifier", VERIFY_PASS)
-            .answer("doc-syncer", DOCS_SKIPPED)
-    }
-}
-
-fn out(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 #[test]
 fn a_build_runs_the_full_graph_and_ends_verified() {
@@ -516,4 +236,98 @@ fn a_reviewer_tier_below_the_floor_is_refused_before_anything_runs() {
     assert!(err(&o).contains("balanced"), "{}", err(&o));
     assert_eq!(wf.calls("component-builder"), 0);
     assert!(!wf.sb.work().join(".baton/state/workflows").exists());
+}
+
+#[test]
+fn a_verifier_pass_whose_scenario_fails_when_baton_runs_it_does_not_pass() {
+    let wf = Wf::new();
+    wf.happy().answer(
+        "integration-verifier",
+        &VERIFY_PASS.replace("test -f feature.txt", "test -f missing.txt"),
+    );
+    let o = wf.run(&["run", "add a feature file"]);
+    assert_exit(&o, 1);
+    assert!(
+        out(&o).contains("scenario `test -f missing.txt` exits 1 when baton ran it"),
+        "{}",
+        out(&o)
+    );
+    assert_eq!(wf.calls("doc-syncer"), 0);
+    assert_ne!(wf.snapshot()["proof_status"], "passed");
+}
+
+fn branches(wf: &Wf) -> String {
+    wf.sb.git(&["branch", "--list", "baton/*"])
+}
+
+#[test]
+fn a_build_in_a_worktree_ends_with_the_finishing_choice_and_merge_lands_it() {
+    let wf = Wf::new();
+    wf.happy();
+    let o = wf.run(&["run", "--worktree", "add a feature file"]);
+    assert_exit(&o, 4);
+    let text = out(&o);
+    assert!(text.contains("merge | keep | discard"), "{text}");
+    let id = wf.id();
+    // The agents worked in the worktree: the main checkout is untouched so far.
+    assert!(!wf.sb.work().join("feature.txt").exists());
+    let snap = wf.snapshot();
+    let wt = snap["run"]["worktree"]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(std::path::Path::new(&wt).join("feature.txt").exists());
+    assert!(wf
+        .prompt("component-builder", 1)
+        .contains("Task Phase: build-implement"));
+    assert!(branches(&wf).contains(&format!("baton/{id}")));
+    let o = wf.run(&["resume", &id, "--answer", "merge"]);
+    assert_exit(&o, 0);
+    assert!(out(&o).contains("finish: merged"), "{}", out(&o));
+    assert!(wf.sb.work().join("feature.txt").exists());
+    assert_eq!(wf.sb.subjects("main")[0], "add a feature file");
+    assert_eq!(branches(&wf).trim(), "");
+    assert!(!std::path::Path::new(&wt).exists());
+    assert_eq!(wf.snapshot()["run_state"], "completed");
+}
+
+#[test]
+fn discard_removes_the_worktree_and_its_branch_and_leaves_main_alone() {
+    let wf = Wf::new();
+    wf.happy();
+    assert_exit(&wf.run(&["run", "--worktree", "add a feature file"]), 4);
+    let id = wf.id();
+    let o = wf.run(&["resume", &id, "--answer", "discard"]);
+    assert_exit(&o, 0);
+    assert!(out(&o).contains("finish: discarded"), "{}", out(&o));
+    assert_eq!(branches(&wf).trim(), "");
+    assert!(!wf.sb.work().join("feature.txt").exists());
+    assert_eq!(wf.sb.subjects("main"), ["initial"]);
+}
+
+#[test]
+fn auto_proceed_takes_the_worktree_and_keeps_the_branch() {
+    let wf = Wf::new();
+    wf.happy();
+    wf.sb.write(
+        ".baton/memory/activeContext.md",
+        "# Active context\n\n## Session Settings\nAUTO_PROCEED: true\n",
+    );
+    let o = wf.run(&["run", "add a feature file"]);
+    assert_exit(&o, 0);
+    let id = wf.id();
+    assert!(
+        out(&o).contains(&format!("finish: kept branch baton/{id}")),
+        "{}",
+        out(&o)
+    );
+    assert!(out(&o).contains("gh pr create"), "{}", out(&o));
+    assert!(branches(&wf).contains(&format!("baton/{id}")));
+    assert!(!wf.sb.work().join("feature.txt").exists());
+    let decisions =
+        std::fs::read_to_string(wf.sb.work().join(".baton/memory/activeContext.md")).unwrap();
+    assert!(
+        decisions.contains("AUTO_PROCEED took `keep` at finish"),
+        "{decisions}"
+    );
 }

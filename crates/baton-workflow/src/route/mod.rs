@@ -26,14 +26,16 @@
 //!    signals — the request asks for two different things — the decision is a *conflict*
 //!    ([`Decision::conflict`]), and [`Decision::contenders`] lists the workflows in play.
 //!
-//! A conflict is where a small model could break the tie (issue 7: a `fast` route answering in
-//! strict JSON). That tiebreak is not built: nothing here calls a model, and a conflict is
-//! decided by the priority table. `contenders` is the hook it will use.
+//! A conflict is where a small model may break the tie: [`tiebreak`] holds its prompt and the
+//! check of its strict JSON answer, and `baton run` makes the call when a `fast` route is
+//! configured. Nothing in this module calls a model; without a tiebreak the priority table
+//! decides.
 //!
 //! TRIAGE and CODEBASE-HEALTH are never chosen by signals; only an explicit workflow
 //! ([`route_as`]) selects them.
 
 mod lexicon;
+pub mod tiebreak;
 mod words;
 
 use std::fmt;
@@ -204,6 +206,8 @@ pub enum Rule {
     HelpMeUnderstand,
     /// "tell me what's wrong" is REVIEW, not ORIENT.
     WhatsWrong,
+    /// A conflict the `fast` model broke ([`tiebreak`]).
+    Tiebreak,
 }
 
 impl fmt::Display for Rule {
@@ -216,6 +220,7 @@ impl fmt::Display for Rule {
             Rule::OrientBeforeBuild => f.write_str("ORIENT before BUILD"),
             Rule::HelpMeUnderstand => f.write_str("\"help me understand\" is ORIENT"),
             Rule::WhatsWrong => f.write_str("\"tell me what's wrong\" is REVIEW"),
+            Rule::Tiebreak => f.write_str("tiebreak by the fast model"),
         }
     }
 }
@@ -234,8 +239,8 @@ pub struct Decision {
 
 impl Decision {
     /// Whether the rules could not separate two categories cleanly: the request leads with
-    /// signals of two or more categories and only the priority table picked one. A future
-    /// `fast`-model tiebreak is meant to act here (not built: see the module doc).
+    /// signals of two or more categories and only the priority table picked one; `baton run`
+    /// lets a `fast` model break the tie when one is configured ([`tiebreak`]).
     pub fn conflict(&self) -> bool {
         self.contenders.len() > 1
     }

@@ -72,6 +72,8 @@ pub struct Scaffold<'a> {
     pub previous_findings: Option<&'a str>,
     /// For a re-dispatch after a refused output: what was wrong with the last one.
     pub last_problem: Option<&'a str>,
+    /// After a research round: where its web and GitHub files are (`Unavailable` when none).
+    pub research_files: Option<&'a str>,
 }
 
 /// The prompt of one dispatch, in seed 001's scaffold order.
@@ -119,6 +121,11 @@ pub fn scaffold(s: &Scaffold<'_>) -> String {
         p.push_str("\n\n");
     }
     p.push_str("## SKILL_HINTS\nNone\n\n");
+    if let Some(r) = s.research_files {
+        p.push_str("## Research Files\n");
+        p.push_str(r.trim());
+        p.push_str("\n\n");
+    }
     if let Some(f) = s.previous_findings.filter(|f| !f.trim().is_empty()) {
         p.push_str("## Previous Agent Findings\n");
         p.push_str(f.trim());
@@ -273,8 +280,8 @@ pub async fn run(
         output: TaskOutput {
             role: spec.name().to_string(),
             text: result.output.clone(),
-            changed: None,
             error,
+            ..TaskOutput::default()
         },
         usage: result.usage,
         cost_usd,
@@ -321,6 +328,7 @@ mod tests {
             guidance: None,
             previous_findings: None,
             last_problem: None,
+            research_files: None,
         };
         let review = scaffold(&s(Role::CodeReviewer));
         assert!(!review.contains("Memory Summary"));

@@ -52,6 +52,18 @@ impl Runner<'_> {
                     ));
                 }
             }
+            if let Some(c) = o.host_checks.iter().find(|c| !c.ok) {
+                return Err(format!(
+                    "{id} ({}) reported PASS, but its scenario `{}` {} when baton ran it",
+                    role.name(),
+                    c.command,
+                    match (c.exit_code, &c.error) {
+                        (Some(code), _) => format!("exits {code}"),
+                        (None, Some(e)) => format!("did not finish ({e})"),
+                        (None, None) => "did not finish".to_string(),
+                    }
+                ));
+            }
             if matches!(kind, WorkflowKind::Triage | WorkflowKind::CodebaseHealth) {
                 let report = self.write_report(id, &o.text).map_err(|e| e.to_string())?;
                 let r = ReadOnlyReport {
@@ -143,6 +155,7 @@ impl Runner<'_> {
             .len()
             .saturating_sub(allowance);
         engine_view.remediation_history.truncate(keep);
+        let research = outputs.research.clone();
         let inputs = Inputs {
             tasks: v
                 .tasks
@@ -155,6 +168,14 @@ impl Runner<'_> {
         };
         let d = decide(&engine_view, &inputs);
         let mut new = d.apply(&artifact).to_json();
+        if let Some(r) = &research {
+            // cc10x persists every finished round: the engine caps rounds by this list.
+            let round = research_round(&v, r);
+            match new.get_mut("research_rounds").and_then(Value::as_array_mut) {
+                Some(rounds) => rounds.push(round),
+                None => new["research_rounds"] = json!([round]),
+            }
+        }
         let mut nv = View::read(&new);
         for u in &d.task_updates {
             if let Some(t) = nv.task_mut(&u.task) {
@@ -172,7 +193,12 @@ impl Runner<'_> {
             })
             .unwrap_or("router")
             .to_string();
+        let found = what_was_found(&v);
         for f in &d.follow_up_tasks {
+            let reason = match (f.kind, &found) {
+                (TaskKind::Remfix, Some(found)) => format!("{}: {found}", f.reason),
+                _ => f.reason.clone(),
+            };
             let (phase, blocked_by) = match f.kind {
                 TaskKind::Remfix => (
                     if self.kind() == WorkflowKind::Debug {
@@ -197,10 +223,10 @@ impl Runner<'_> {
                     "router"
                 },
                 &f.scope,
-                if f.reason.trim().is_empty() {
+                if reason.trim().is_empty() {
                     "N/A"
                 } else {
-                    &f.reason
+                    &reason
                 },
                 blocked_by,
             );
@@ -306,6 +332,37 @@ impl Runner<'_> {
     }
 }
 
+/// What the batch's agents asked to fix, in one line: the first `REMEDIATION_REASON` they gave,
+/// else their most severe finding.
+fn what_was_found(v: &View) -> Option<String> {
+    let outputs: Vec<&state::TaskOutput> = v
+        .host
+        .batch
+        .iter()
+        .filter_map(|id| v.host.outputs.get(id))
+        .collect();
+    let reason = outputs.iter().find_map(|o| {
+        o.text.lines().find_map(|l| {
+            let l = l.trim().trim_start_matches("- ").trim_start_matches("**");
+            let r = l
+                .strip_prefix("REMEDIATION_REASON:")?
+                .trim()
+                .trim_matches('*')
+                .trim();
+            (!r.is_empty() && r != "null" && r != "N/A" && r != "None").then(|| r.to_string())
+        })
+    });
+    reason
+        .or_else(|| {
+            outputs
+                .iter()
+                .flat_map(|o| contract::merge::findings_in(&o.text))
+                .max_by_key(|f| f.severity)
+                .map(|f| f.text)
+        })
+        .map(|r| r.chars().take(300).collect())
+}
+
 /// A new task for an action whose step may repeat (the next phase's builder, another
 /// investigation) when the graph holds no open one.
 fn new_node_phase(action: Action) -> Option<&'static str> {
@@ -316,6 +373,42 @@ fn new_node_phase(action: Action) -> Option<&'static str> {
         }
         _ => None,
     }
+}
+
+/// One finished research round, as the artifact's `research_rounds` keeps it: why, how each
+/// backend did and where its file is.
+fn research_round(v: &View, r: &outputs::ResearchOutcome) -> Value {
+    let mut round = json!({
+        "reason": Value::Null,
+        "web": r.web_status, "github": r.github_status, "quality": r.overall_quality,
+        "web_file": Value::Null, "github_file": Value::Null,
+        "at": baton_state::now_rfc3339(),
+    });
+    for id in &v.host.batch {
+        let (Some(t), Some(o)) = (v.task(id), v.host.outputs.get(id)) else {
+            continue;
+        };
+        if o.role != Role::Researcher.name() {
+            continue;
+        }
+        if round["reason"].is_null() {
+            round["reason"] = json!(t.reason);
+        }
+        let key = if t.phase.as_deref() == Some("research-github") {
+            "github_file"
+        } else {
+            "web_file"
+        };
+        let file = contract::parse(Role::Researcher, &o.text)
+            .ok()
+            .and_then(|c| match c.contract {
+                contract::Contract::Research(r) => r.file_path,
+                _ => None,
+            })
+            .filter(|f| !f.trim().is_empty());
+        round[key] = json!(file);
+    }
+    round
 }
 
 fn merge(into: &mut AgentOutputs, from: AgentOutputs) {

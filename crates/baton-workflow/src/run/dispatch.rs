@@ -5,6 +5,11 @@ use serde_json::{json, Value};
 use super::state::{RunState, TaskOutput, View};
 use super::*;
 
+/// Scenario commands of one verifier PASS that are run again.
+pub const MAX_RECHECKS: usize = 8;
+/// How long one re-run scenario command may take.
+pub const RECHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
 impl Runner<'_> {
     /// Before a dispatch: stops at a checkpoint when the next dispatches would pass the budget.
     /// A dispatch is estimated at the most one has cost so far.
@@ -113,9 +118,8 @@ impl Runner<'_> {
         } else {
             (prompt, Vec::new())
         };
-        let before = (!role.is_read_only())
-            .then(|| tree_digest(&self.root))
-            .flatten();
+        let work = self.work_dir(&v);
+        let before = (!role.is_read_only()).then(|| tree_digest(&work)).flatten();
         {
             let mut a = self.artifact();
             let mut v = View::read(&a);
@@ -153,7 +157,7 @@ impl Runner<'_> {
             &task,
             attempt,
             prompt,
-            &self.root,
+            &work,
             &roles_dir,
             self.cancel,
             &|_pid| {},
@@ -179,7 +183,7 @@ impl Runner<'_> {
                 exit_code: None,
             },
         };
-        let changed = match (&before, tree_digest(&self.root)) {
+        let changed = match (&before, tree_digest(&work)) {
             (Some(b), Some(after)) => Some(*b != after),
             _ => None,
         };
@@ -190,6 +194,9 @@ impl Runner<'_> {
         }
         let mut out = d.output.clone();
         out.changed = changed;
+        if role == Role::IntegrationVerifier && out.error.is_none() {
+            out.host_checks = self.recheck_scenarios(&spec, &out.text, &work).await;
+        }
         out.role = role.name().to_string();
         v.host.outputs.insert(id.to_string(), out);
         let s = &mut v.spent;
@@ -230,6 +237,70 @@ impl Runner<'_> {
             d.duration_seconds
         ));
         Ok(())
+    }
+
+    /// A verifier's PASS is checked where the host can: each passing scenario's command runs
+    /// again (`sh -c`, in the project, under the verifier role's sandbox, provider keys hidden,
+    /// at most [`MAX_RECHECKS`] commands of [`RECHECK_TIMEOUT`] each). Nothing runs for a FAIL.
+    pub(super) async fn recheck_scenarios(
+        &self,
+        spec: &baton_protocol::role::RoleSpec,
+        text: &str,
+        work: &Path,
+    ) -> Vec<state::HostCheck> {
+        let Ok(checked) = contract::parse(Role::IntegrationVerifier, text) else {
+            return Vec::new();
+        };
+        if !checked.advances() {
+            return Vec::new();
+        }
+        let Some(report) = outputs::from_contract(&checked).verifier else {
+            return Vec::new();
+        };
+        let config = &self.env.delegate.config;
+        let mode = baton_sandbox::Policy::choose_mode(None, spec.meta.sandbox, config.sandbox.mode);
+        let rules = baton_flow::validate::CommandRules {
+            env_filter: baton_tool::EnvFilter::for_config(config),
+            sandbox: Some(baton_sandbox::Policy::from_config(
+                &config.sandbox,
+                mode,
+                work,
+            )),
+        };
+        let mut checks = Vec::new();
+        for row in report
+            .scenario_rows
+            .iter()
+            .filter(|r| r.status == "PASS" && !r.command.trim().is_empty())
+            .take(MAX_RECHECKS)
+        {
+            let command = baton_flow::ValidationCommand {
+                command: "sh".into(),
+                args: vec!["-c".into(), row.command.clone()],
+            };
+            let result = baton_flow::validate::run_validation(
+                std::slice::from_ref(&command),
+                work,
+                &[],
+                &rules,
+                RECHECK_TIMEOUT,
+                self.cancel,
+            )
+            .await;
+            let r = match result {
+                baton_flow::validate::Validation::Passed(mut r)
+                | baton_flow::validate::Validation::Failed(mut r) => r.pop(),
+                baton_flow::validate::Validation::Cancelled => None,
+            };
+            let Some(r) = r else { break };
+            checks.push(state::HostCheck {
+                command: row.command.clone(),
+                ok: r.ok,
+                exit_code: r.exit_code,
+                error: r.error,
+            });
+        }
+        checks
     }
 
     /// No research backend: the round's result is `UNAVAILABLE`, recorded without a dispatch.
@@ -299,6 +370,14 @@ impl Runner<'_> {
             lines.join("\n")
         });
         let last_problem = v.host.failure.clone().filter(|_| v.host.guidance.is_some());
+        // The investigator or planner after a research round reads where its files are.
+        let research_files = matches!(role, Role::BugInvestigator | Role::Planner)
+            .then(|| a.get("research_rounds")?.as_array()?.last().cloned())
+            .flatten()
+            .map(|r| {
+                let file = |k: &str| r[k].as_str().unwrap_or("Unavailable").to_string();
+                format!("Web: {}\nGitHub: {}", file("web_file"), file("github_file"))
+            });
         let artifact_path = self
             .env
             .delegate
@@ -317,6 +396,7 @@ impl Runner<'_> {
             guidance: v.host.guidance.as_deref(),
             previous_findings: findings.as_deref(),
             last_problem: last_problem.as_deref(),
+            research_files: research_files.as_deref(),
         })
     }
 }

@@ -51,6 +51,14 @@ impl Runner<'_> {
         text: &str,
         choice: Answer,
     ) -> Result<(), RunError> {
+        // The finishing choice acts first: when git refuses, nothing is recorded and the
+        // question stays.
+        let finished = match (&choice, &v.host.worktree) {
+            (Answer::Finish(c), Some(wt)) => {
+                Some(apply_finish(&self.root, wt, c).map_err(RunError::Refused)?)
+            }
+            _ => None,
+        };
         v.host
             .answers
             .push(json!({"gate": cp.gate, "answer": text, "at": baton_state::now_rfc3339()}));
@@ -97,6 +105,14 @@ impl Runner<'_> {
                 self.commit(ev, a)?;
                 return self.finish(Action::MemoryFinalize, "accepted at the circuit breaker: the open findings are deferred and the work is unverified");
             }
+            Answer::Finish(_) => {
+                v.host.finished = finished.or(Some("no worktree to finish".into()));
+                v.write(&mut a);
+                let mut ev = NewEvent::new(EventKind::CheckpointAnswered).phase(cp.gate.clone());
+                ev.details = Some(json!({"answer": text}));
+                self.commit(ev, a)?;
+                return self.finish(Action::MemoryFinalize, "");
+            }
             Answer::OneMoreCycle => {
                 v.host.breaker_allowance += 1;
                 v.host.guidance = Some(text.to_string());
@@ -115,6 +131,21 @@ impl Runner<'_> {
                 if batch.is_empty() {
                     v.host.failure = None;
                 }
+                // A planner's question answered: PLAN restarts with its whole review DAG (the
+                // engine pruned the review branch when plan-create asked).
+                let replan = batch
+                    .iter()
+                    .any(|id| v.task(id).and_then(|t| t.phase.as_deref()) == Some("plan-create"));
+                if replan && self.kind() == WorkflowKind::Plan {
+                    for t in v.tasks.iter_mut() {
+                        let review = ["plan-review-gap-1", "re-plan", "plan-review-gap-2"];
+                        if t.status == Some(TaskStatus::Deleted)
+                            && t.phase.as_deref().is_some_and(|p| review.contains(&p))
+                        {
+                            t.status = Some(TaskStatus::Pending);
+                        }
+                    }
+                }
             }
         }
         v.write(&mut a);
@@ -126,6 +157,48 @@ impl Runner<'_> {
 
     /// Ends the workflow: memory finalized inline (a failed write stops it), the brief recorded.
     pub(super) fn finish(&self, action: Action, reason: &str) -> Result<(), RunError> {
+        if !View::read(&self.artifact()).host.memory_done && !self.finalize_memory(action)? {
+            return Ok(());
+        }
+        let a = self.artifact();
+        let mut v = View::read(&a);
+        let art = Artifact::from_json(a.clone()).unwrap_or_default();
+        let kind = art.workflow_type.unwrap_or(WorkflowKind::Build);
+        let proven = art.proof_status.as_deref() == Some("passed");
+        let headline = match v.host.headline.clone() {
+            Some(h) => h,
+            None => self.headline(&a, action, reason),
+        };
+        if let (Some(wt), None, WorkflowKind::Build, true) =
+            (v.host.worktree.clone(), &v.host.finished, kind, proven)
+        {
+            // The finishing choice works on a commit: the workflow's changes, on its branch.
+            let request = a.get("user_request").and_then(Value::as_str).unwrap_or("");
+            if let Err(e) = commit_worktree(&wt, request) {
+                return self.fail(format!("cannot commit the work on {}: {e}", wt.branch));
+            }
+            let mut a = a;
+            v.host.headline = Some(headline.clone());
+            v.write(&mut a);
+            self.commit(
+                NewEvent::new(EventKind::ArtifactUpdated)
+                    .reason(format!("the work is committed on {}", wt.branch)),
+                a,
+            )?;
+            return self.stop_at(
+                "finish",
+                &format!(
+                    "{headline}. The work is committed on branch {} (worktree {})",
+                    wt.branch,
+                    wt.path.display()
+                ),
+            );
+        }
+        self.complete(headline)
+    }
+
+    /// Finalizes memory; `false` when that failed and the workflow stopped.
+    fn finalize_memory(&self, action: Action) -> Result<bool, RunError> {
         let mut a = self.artifact();
         let mut v = View::read(&a);
         let art = Artifact::from_json(a.clone()).unwrap_or_default();
@@ -197,15 +270,25 @@ impl Runner<'_> {
         );
         let memory = MemoryDir::new(&self.root);
         if let Err(e) = memory.finalize(&fin) {
-            return self.fail(format!("memory could not be written: {e}"));
+            self.fail(format!("memory could not be written: {e}"))?;
+            return Ok(false);
         }
+        v.host.memory_done = true;
         v.write(&mut a);
         self.commit(
             NewEvent::new(EventKind::MemoryFinalized)
                 .reason(format!("{} updated", memory.dir().display())),
-            a.clone(),
+            a,
         )?;
-        let headline = match (kind, action) {
+        Ok(true)
+    }
+
+    fn headline(&self, a: &Value, action: Action, reason: &str) -> String {
+        let art = Artifact::from_json(a.clone()).unwrap_or_default();
+        let kind = art.workflow_type.unwrap_or(WorkflowKind::Build);
+        let proven = art.proof_status.as_deref() == Some("passed");
+        let needs_proof = matches!(kind, WorkflowKind::Build | WorkflowKind::Debug);
+        match (kind, action) {
             (WorkflowKind::Plan, _) => format!(
                 "PLAN workflow {} completed: the plan is {}. Build it with: baton run --workflow build \"implement the plan in {}\"",
                 self.id,
@@ -222,7 +305,12 @@ impl Runner<'_> {
                 self.id
             ),
             _ => format!("{} workflow {} completed: {reason}", kind.as_str(), self.id),
-        };
+        }
+    }
+
+    /// Marks the workflow completed with its brief.
+    fn complete(&self, headline: String) -> Result<(), RunError> {
+        let mut a = self.artifact();
         let mut v = View::read(&a);
         v.state = RunState::Completed;
         v.write(&mut a);
@@ -234,5 +322,85 @@ impl Runner<'_> {
             NewEvent::new(EventKind::WorkflowCompleted).reason(headline),
             a,
         )
+    }
+}
+
+/// Commits everything the workflow changed in its worktree (nothing to commit is fine).
+fn commit_worktree(wt: &baton_exec::worktree::ChildWorktree, request: &str) -> Result<(), String> {
+    git(&wt.path, &["add", "-A"])?;
+    let clean = std::process::Command::new("git")
+        .args(["diff", "--cached", "--quiet"])
+        .current_dir(&wt.path)
+        .status()
+        .map_err(|e| e.to_string())?
+        .success();
+    if !clean {
+        let subject: String = request
+            .lines()
+            .next()
+            .unwrap_or("baton workflow")
+            .chars()
+            .take(72)
+            .collect();
+        git(
+            &wt.path,
+            &[
+                "commit",
+                "-q",
+                "-m",
+                &subject,
+                "-m",
+                &format!("Made by baton workflow {}.", wt.id),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// Runs git in `dir`; the error is git's own message.
+fn git(dir: &std::path::Path, args: &[&str]) -> Result<String, String> {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    } else {
+        Err(format!(
+            "git {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Carries out the finishing choice on the workflow's branch; the text says what was done.
+pub(super) fn apply_finish(
+    root: &std::path::Path,
+    wt: &baton_exec::worktree::ChildWorktree,
+    choice: &str,
+) -> Result<String, String> {
+    let path = wt.path.display().to_string();
+    match choice {
+        "merge" => {
+            let head = git(root, &["rev-parse", "--abbrev-ref", "HEAD"])?;
+            git(root, &["merge", "--ff-only", "-q", &wt.branch]).map_err(|e| {
+                format!("{e}\nthe base branch {head} moved on: rebase {} onto it (in {path}) and answer merge again, or answer keep", wt.branch)
+            })?;
+            git(root, &["worktree", "remove", &path])?;
+            git(root, &["branch", "-d", &wt.branch])?;
+            Ok(format!("merged {} into {head} (fast-forward); the worktree and the branch are removed", wt.branch))
+        }
+        "keep" => Ok(format!(
+            "kept branch {} (worktree {path}). For a pull request: git push -u origin {} && gh pr create --head {} --fill",
+            wt.branch, wt.branch, wt.branch
+        )),
+        "discard" => {
+            git(root, &["worktree", "remove", "--force", &path])?;
+            git(root, &["branch", "-D", &wt.branch])?;
+            Ok(format!("discarded: worktree {path} and branch {} removed", wt.branch))
+        }
+        other => Err(format!("{other:?} is not a finishing choice: merge, keep or discard")),
     }
 }

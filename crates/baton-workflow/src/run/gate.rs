@@ -24,12 +24,15 @@ pub enum Answer {
     OneMoreCycle,
     /// Any other gate: dispatch the stopped tasks again with the answer as guidance.
     Retry,
+    /// The finishing choice: `merge`, `keep` or `discard` the workflow's branch.
+    Finish(&'static str),
 }
 
 /// What a gate risks when `AUTO_PROCEED` would take its recommended option.
 pub fn risk(gate: &str) -> GateRisk {
     match gate {
-        "scope_decision" => GateRisk::Ordinary,
+        // The recommended finishing choice is `keep`, which changes nothing.
+        "scope_decision" | "finish" => GateRisk::Ordinary,
         _ => GateRisk::FailureStop,
     }
 }
@@ -48,6 +51,11 @@ pub fn checkpoint(gate: &str, reason: &str, brief: String) -> Checkpoint {
             ),
             vec!["one more cycle", "accept", "abort"],
             None,
+        ),
+        "finish" => (
+            format!("{reason}. Merge it into the base branch (fast-forward), keep the branch, or discard it?"),
+            vec!["merge", "keep", "discard"],
+            Some("keep"),
         ),
         BUDGET => (
             format!("{reason}. Raise the budget (resume with --budget-usd or --budget-tokens and --answer continue) or abort?"),
@@ -100,6 +108,9 @@ pub fn read_answer(cp: &Checkpoint, answer: &str) -> Result<Answer, String> {
         "all issues" => Answer::Scope("ALL_ISSUES"),
         "accept" => Answer::Accept,
         "one more cycle" => Answer::OneMoreCycle,
+        "merge" => Answer::Finish("merge"),
+        "keep" => Answer::Finish("keep"),
+        "discard" => Answer::Finish("discard"),
         "abort" => Answer::Abort,
         _ => Answer::Retry,
     })
@@ -116,12 +127,21 @@ fn tokens(n: u64) -> String {
 /// One line: what was spent.
 pub fn spent_line(s: &Spent) -> String {
     let mut line = format!(
-        "{} dispatches, {} tokens in, {} out, ${:.4}",
+        "{} dispatches, {} tokens in, {} out, ",
         s.dispatches,
         tokens(s.input_tokens),
         tokens(s.output_tokens),
-        s.cost_usd
     );
+    // Nothing priced: no dollar figure, which would read as free.
+    if s.unpriced_dispatches > 0 && s.cost_usd == 0.0 {
+        let n = s.unpriced_dispatches;
+        line.push_str(&format!(
+            "unpriced ({n} dispatch{} at no known price: the cost is unknown, not zero)",
+            if n == 1 { "" } else { "es" }
+        ));
+        return line;
+    }
+    line.push_str(&format!("${:.4}", s.cost_usd));
     if s.unpriced_dispatches > 0 {
         line.push_str(&format!(
             " (+{} unpriced dispatches: their cost is unknown, not zero)",
@@ -180,8 +200,18 @@ pub fn brief(artifact: &Value, headline: &str) -> String {
             "remediation cycles: {}\n",
             a.remediation_history.len()
         ));
-        for r in &a.remediation_history {
-            out.push_str(&format!("  - {}\n", r.reason.as_deref().unwrap_or("")));
+        let fixes: Vec<&crate::artifact::Task> = v
+            .tasks
+            .iter()
+            .filter(|t| t.kind == Some(crate::artifact::TaskKind::Remfix))
+            .collect();
+        for t in fixes {
+            out.push_str(&format!(
+                "  - {} ({}): {}\n",
+                t.id,
+                t.scope.as_deref().unwrap_or("ALL_ISSUES"),
+                t.reason.as_deref().unwrap_or("")
+            ));
         }
     }
     out.push_str(&format!(
@@ -189,6 +219,15 @@ pub fn brief(artifact: &Value, headline: &str) -> String {
         a.proof_status.as_deref().unwrap_or("none")
     ));
     out.push_str(&format!("spent: {}\n", spent_line(&v.spent)));
+    if let Some(f) = &v.host.finished {
+        out.push_str(&format!("finish: {f}\n"));
+    } else if let Some(wt) = &v.host.worktree {
+        out.push_str(&format!(
+            "worktree: {} on branch {}\n",
+            wt.path.display(),
+            wt.branch
+        ));
+    }
     if let Some(f) = &v.host.failure {
         out.push_str(&format!("stopped because: {f}\n"));
     }
@@ -217,5 +256,26 @@ mod tests {
         let free = checkpoint("clarification", "the planner needs answers", String::new());
         assert_eq!(read_answer(&free, "use postgres"), Ok(Answer::Retry));
         assert!(read_answer(&free, "  ").is_err());
+    }
+
+    #[test]
+    fn spending_at_no_known_price_is_unpriced_not_free() {
+        let mut s = Spent {
+            input_tokens: 10,
+            output_tokens: 5,
+            dispatches: 1,
+            unpriced_dispatches: 1,
+            ..Spent::default()
+        };
+        let line = spent_line(&s);
+        assert!(
+            line.ends_with(
+                "unpriced (1 dispatch at no known price: the cost is unknown, not zero)"
+            ),
+            "{line}"
+        );
+        s.cost_usd = 0.5;
+        s.dispatches = 2;
+        assert!(spent_line(&s).contains("$0.5000 (+1 unpriced"));
     }
 }

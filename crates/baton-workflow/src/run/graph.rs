@@ -75,7 +75,8 @@ pub fn next_id(tasks: &[Task]) -> String {
     format!("t{}", max + 1)
 }
 
-/// A task with all seven metadata lines.
+/// A task with all seven metadata lines (each one an argument, so none can be forgotten).
+#[allow(clippy::too_many_arguments)]
 pub fn task(
     tasks: &[Task],
     wf: &str,

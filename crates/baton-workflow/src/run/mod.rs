@@ -14,6 +14,7 @@ mod dispatch;
 mod finish;
 pub mod gate;
 pub mod graph;
+mod routing;
 pub mod state;
 
 use std::path::{Path, PathBuf};
@@ -36,6 +37,7 @@ use crate::outputs::{self, AgentOutputs, ReadOnlyReport};
 use crate::route::WorkflowKind;
 use crate::store::{EventKind, NewEvent, OpenWorkflow, StoreError, WorkflowStore};
 use gate::Answer;
+pub use routing::{tiebreak, TIEBREAK_TIMEOUT};
 use state::{RunState, View};
 
 /// A line for a person watching (`baton run` prints it on stderr).
@@ -65,6 +67,9 @@ pub struct StartOptions {
     pub trivial: bool,
     pub budget_usd: Option<f64>,
     pub budget_tokens: Option<u64>,
+    /// BUILD: work in an isolated worktree on branch `baton/<id>` (`Some(true)`), in place
+    /// (`Some(false)`), or as `AUTO_PROCEED` says (`None`: taken under it, declined otherwise).
+    pub isolate: Option<bool>,
 }
 
 /// Where a workflow stands when `baton run` or `baton resume` returns.
@@ -140,7 +145,32 @@ pub async fn start(
     v.host.budget_tokens = opts
         .budget_tokens
         .or(env.delegate.config.workflow.budget_tokens);
-    v.host.baseline = tree_digest(&root);
+    let mut worktree_error = None;
+    if opts.kind == WorkflowKind::Build {
+        match isolate_build(
+            env,
+            &root,
+            &id,
+            trivial,
+            opts.isolate,
+            settings.auto_proceed,
+        ) {
+            Ok((wt, offer)) => {
+                v.host.worktree = wt;
+                v.host.worktree_offer = Some(offer);
+            }
+            Err(e) => {
+                v.host.worktree_offer = Some("failed".into());
+                worktree_error = Some(e);
+            }
+        }
+    }
+    let work = v
+        .host
+        .worktree
+        .as_ref()
+        .map_or(root.clone(), |w| w.path.clone());
+    v.host.baseline = tree_digest(&work);
     v.write(&mut a);
     let healed: Vec<String> = report
         .healed
@@ -159,6 +189,18 @@ pub async fn start(
     ev.details = Some(json!({"tasks": v.tasks.iter().map(|t| &t.id).collect::<Vec<_>>()}));
     runner.commit(ev, a)?;
     runner.say(&format!("workflow {id} started"));
+    if let Some(wt) = &View::read(&runner.artifact()).host.worktree {
+        runner.say(&format!(
+            "working in worktree {} on branch {}",
+            wt.path.display(),
+            wt.branch
+        ));
+    }
+    if let Some(e) = worktree_error {
+        runner.fail(format!(
+            "cannot create the workflow's worktree: {e} (resume with --answer to run in place instead)"
+        ))?;
+    }
     runner.drive().await
 }
 
@@ -225,6 +267,52 @@ pub async fn resume(
         }
     }
     runner.drive().await
+}
+
+/// The worktree offer of a BUILD: skipped for trivial scope and inside a linked worktree; taken
+/// when asked, or under `AUTO_PROCEED` when not asked. Returns the worktree and what the offer
+/// came to.
+fn isolate_build(
+    env: &RunEnv,
+    root: &Path,
+    id: &str,
+    trivial: bool,
+    asked: Option<bool>,
+    auto: bool,
+) -> Result<(Option<baton_exec::worktree::ChildWorktree>, String), String> {
+    use baton_exec::worktree::{create_child_worktree, Isolated};
+    if trivial {
+        return Ok((None, "skipped: trivial scope".into()));
+    }
+    let git = |arg: &str| {
+        std::process::Command::new("git")
+            .args(["rev-parse", "--path-format=absolute", arg])
+            .current_dir(root)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    if let (Some(dir), Some(common)) = (git("--git-dir"), git("--git-common-dir")) {
+        if dir != common {
+            return Ok((None, "skipped: already in a linked worktree".into()));
+        }
+    }
+    match asked {
+        Some(false) => return Ok((None, "declined".into())),
+        None if !auto => {
+            return Ok((
+                None,
+                "declined: not asked for (--worktree, or AUTO_PROCEED, takes it)".into(),
+            ))
+        }
+        Some(true) | None => {}
+    }
+    match create_child_worktree(root, &env.delegate.worktree_root, id) {
+        Ok(Isolated::Worktree(wt)) => Ok((Some(wt), "accepted".into())),
+        Ok(Isolated::Fallback { reason, .. }) => Ok((None, format!("skipped: {reason}"))),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Refuses a config that puts a gating role below its floor, before anything is written.
@@ -323,6 +411,14 @@ impl<'a> Runner<'a> {
         if let Some(o) = &self.env.observer {
             o(line);
         }
+    }
+
+    /// Where the agents work: the workflow's worktree, else the project.
+    pub(super) fn work_dir(&self, v: &View) -> PathBuf {
+        v.host
+            .worktree
+            .as_ref()
+            .map_or_else(|| self.root.clone(), |w| w.path.clone())
     }
 
     pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, OpenWorkflow> {

@@ -87,6 +87,18 @@ pub struct TaskOutput {
     pub changed: Option<bool>,
     /// The child failed before it could answer (spawn error, timeout, model failure).
     pub error: Option<String>,
+    /// The verifier's passing scenario commands, run again by baton after it answered.
+    pub host_checks: Vec<HostCheck>,
+}
+
+/// One scenario command of a verifier's PASS, run again by the host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HostCheck {
+    pub command: String,
+    pub ok: bool,
+    pub exit_code: Option<i32>,
+    pub error: Option<String>,
 }
 
 /// The runner's bookkeeping, under `run` in the artifact.
@@ -113,6 +125,16 @@ pub struct Host {
     /// `git status --porcelain` + `git diff` digest when the workflow started.
     pub baseline: Option<String>,
     pub auto_proceed: bool,
+    /// BUILD isolation: the worktree the agents work in (on branch `baton/<id>`), when taken.
+    pub worktree: Option<baton_exec::worktree::ChildWorktree>,
+    /// What became of the worktree offer: `accepted`, `declined` or `skipped: <why>`.
+    pub worktree_offer: Option<String>,
+    /// The finishing choice taken (`merge`, `keep`, `discard`) and what it did.
+    pub finished: Option<String>,
+    /// Memory was finalized (it is written once, even when the finishing choice comes later).
+    pub memory_done: bool,
+    /// The completion headline, kept while the finishing choice is asked.
+    pub headline: Option<String>,
     /// Budget limits in force (from the command line or the config).
     pub budget_usd: Option<f64>,
     pub budget_tokens: Option<u64>,

@@ -1,0 +1,520 @@
+//! `baton run` end to end for the workflow types other than BUILD and REVIEW: DEBUG (a proven
+//! fix, a continued investigation, a research round without a research backend), PLAN (a plan
+//! reviewed clean, a re-plan after findings, a clarification answered by resume), TRIAGE and
+//! CODEBASE-HEALTH (read-only reports), an aborted checkpoint, and `baton status` / `baton log`
+//! after a run. The harness is `common::workflow`: project roles on the `command` backend.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use baton_testkit::fixture::assert_exit;
+use common::workflow::*;
+
+/// A proven fix: a `Regression:` scenario, no variant (with the reason), a feedback loop, the
+/// closeout, the blast radius and the TDD exits. It changes `parser.txt`.
+const INVESTIGATOR_FIXED: &str = r#"echo "fix $n" >> parser.txt
+cat <<'EOF'
+Fixed the crash.
+
+### Router Contract (MACHINE-READABLE)
+```yaml
+STATUS: FIXED
+VERIFICATION_RIGOR: standard
+CONFIDENCE: 90
+ROOT_CAUSE: the parser indexed past the end of an empty input
+TDD_RED_EXIT: 1
+TDD_GREEN_EXIT: 0
+VARIANTS_COVERED: 0
+VARIANTS_NOT_APPLICABLE: the empty input is the only shape that reaches the index
+FEEDBACK_LOOP:
+  rung: failing_test
+  command: test -f parser.txt
+  deterministic: true
+  flaky_rate: 0
+NO_LOOP_BLOCKED: null
+BOUNDARY_MATRIX: null
+REGRESSION_SEAM: parser.txt
+DEFENSE_IN_DEPTH: null
+DEBUG_CLOSEOUT:
+  instrumentation_removed: true
+  repro_no_longer_fires: true
+  winning_hypothesis: the index is unchecked
+  architecture_handoff: null
+BLAST_RADIUS_SCAN: [parser.txt]
+SCENARIOS:
+  - name: "Regression: an empty input no longer crashes the parser"
+    command: test -f parser.txt
+    expected: exit 0
+    actual: exit 0
+    exit_code: 0
+    status: PASS
+ASSUMPTIONS: []
+DECISIONS: []
+BLOCKING: false
+NEXT_ACTION: review
+REMEDIATION_NEEDED: false
+REQUIRES_REMEDIATION: false
+REMEDIATION_REASON: null
+NEEDS_EXTERNAL_RESEARCH: false
+RESEARCH_REASON: null
+MEMORY_NOTES: null
+```
+EOF
+"#;
+
+/// A plan written to `docs/plan.md`, with every field a created plan needs.
+const PLANNER_CREATED: &str = r#"mkdir -p docs && echo "plan $n" >> docs/plan.md
+cat <<'EOF'
+Wrote the plan.
+
+### Router Contract (MACHINE-READABLE)
+```yaml
+STATUS: PLAN_CREATED
+PLAN_MODE: execution_plan
+VERIFICATION_RIGOR: standard
+CONFIDENCE: 80
+PLAN_FILE: docs/plan.md
+PHASES: [phase-1 schema, phase-2 copy]
+RISKS_IDENTIFIED: [the copy is slow on large tables]
+SCENARIOS:
+  - name: the migrated table has every row
+    given: a table with rows
+    when: the migration runs
+    then: the new table has the same rows
+ASSUMPTIONS: []
+DECISIONS: []
+OPEN_DECISIONS: []
+DIFFERENCES_FROM_AGREEMENT: []
+RECOMMENDED_DEFAULTS: null
+ALTERNATIVES: []
+DRAWBACKS: []
+PROVABLE_PROPERTIES: []
+BLOCKING: false
+NEXT_ACTION: plan review
+REMEDIATION_NEEDED: false
+REQUIRES_REMEDIATION: false
+REMEDIATION_REASON: null
+GATE_PASSED: true
+USER_INPUT_NEEDED: []
+MEMORY_NOTES: null
+```
+EOF
+"#;
+
+const PLANNER_CLARIFY: &str = r#"cat <<'EOF'
+Which database?
+
+### Router Contract (MACHINE-READABLE)
+```yaml
+STATUS: NEEDS_CLARIFICATION
+PLAN_MODE: execution_plan
+VERIFICATION_RIGOR: standard
+CONFIDENCE: 40
+PLAN_FILE: null
+PHASES: []
+RISKS_IDENTIFIED: []
+SCENARIOS: []
+ASSUMPTIONS: []
+DECISIONS: []
+OPEN_DECISIONS: [which database the storage moves to]
+DIFFERENCES_FROM_AGREEMENT: []
+RECOMMENDED_DEFAULTS: null
+ALTERNATIVES: []
+DRAWBACKS: []
+PROVABLE_PROPERTIES: []
+BLOCKING: true
+NEXT_ACTION: ask the user
+REMEDIATION_NEEDED: false
+REQUIRES_REMEDIATION: false
+REMEDIATION_REASON: which database should the storage move to?
+GATE_PASSED: false
+USER_INPUT_NEEDED: [which database the storage moves to]
+MEMORY_NOTES: null
+```
+EOF
+"#;
+
+const PLAN_REVIEW_PASS: &str = r#"cat <<'EOF'
+CONTRACT {"s":"PASS","b":false,"bf":0}
+## Planning Review: Pass
+
+### Router Contract
+```yaml
+PLANNING_REVIEW_STATUS: PASS
+BLOCKING_FINDINGS_COUNT: 0
+REPLAN_NEEDED: false
+REPLAN_REASON: null
+FINDING_BUCKETS:
+  coverage: 0
+```
+EOF
+"#;
+
+const PLAN_REVIEW_FINDINGS: &str = r#"cat <<'EOF'
+CONTRACT {"s":"FINDINGS","b":true,"bf":1}
+## Planning Review: Findings
+
+### Router Contract
+```yaml
+PLANNING_REVIEW_STATUS: FINDINGS
+BLOCKING_FINDINGS_COUNT: 1
+REPLAN_NEEDED: true
+REPLAN_REASON: the plan has no rollback step
+FINDING_BUCKETS:
+  missing_surfaces: 1
+```
+EOF
+"#;
+
+fn debug_happy(wf: &Wf) {
+    wf.answer("bug-investigator", INVESTIGATOR_FIXED)
+        .answer("code-reviewer", REVIEW_APPROVE)
+        .answer(
+            "integration-verifier",
+            &VERIFY_PASS.replace("test -f feature.txt", "test -f parser.txt"),
+        );
+}
+
+/// The investigator's contract with another status and no file changed.
+fn investigator_without_fix(status: &str) -> String {
+    INVESTIGATOR_FIXED
+        .replace("STATUS: FIXED", &format!("STATUS: {status}"))
+        .replace("echo \"fix $n\" >> parser.txt\n", "")
+}
+
+fn no_write_agent_ran(wf: &Wf) {
+    for role in [
+        "component-builder",
+        "bug-investigator",
+        "planner",
+        "doc-syncer",
+    ] {
+        assert_eq!(wf.calls(role), 0, "{role} ran");
+    }
+}
+
+#[test]
+fn debug_fixes_reviews_verifies_and_ends_proven() {
+    let wf = Wf::new();
+    debug_happy(&wf);
+    let o = wf.run(&["run", "fix the crash in the parser"]);
+    assert_exit(&o, 0);
+    assert!(err(&o).starts_with("-> DEBUG workflow"), "{}", err(&o));
+    assert!(out(&o).contains("proof: passed"), "{}", out(&o));
+    assert_eq!(
+        wf.dispatched(),
+        ["debug-investigate", "debug-review", "debug-verify"]
+    );
+    let snap = wf.snapshot();
+    assert_eq!(snap["run_state"], "completed");
+    assert_eq!(snap["proof_status"], "passed");
+    assert!(snap["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["status"] == "completed"));
+    let progress = std::fs::read_to_string(wf.sb.work().join(".baton/memory/progress.md")).unwrap();
+    assert!(
+        progress.contains("fix the crash in the parser"),
+        "{progress}"
+    );
+    assert_eq!(wf.calls("component-builder"), 0);
+}
+
+#[test]
+fn an_investigation_in_progress_continues_with_a_new_investigation() {
+    let wf = Wf::new();
+    debug_happy(&wf);
+    wf.answer_nth(
+        "bug-investigator",
+        1,
+        &investigator_without_fix("INVESTIGATING"),
+    );
+    let o = wf.run(&["run", "fix the crash in the parser"]);
+    assert_exit(&o, 0);
+    assert_eq!(wf.calls("bug-investigator"), 2);
+    assert_eq!(
+        wf.dispatched(),
+        [
+            "debug-investigate",
+            "debug-investigate",
+            "debug-review",
+            "debug-verify"
+        ]
+    );
+    let snap = wf.snapshot();
+    assert_eq!(snap["run_state"], "completed");
+    let investigations = snap["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["phase"] == "debug-investigate")
+        .count();
+    assert_eq!(investigations, 2);
+}
+
+#[test]
+fn research_without_a_backend_is_unavailable_and_the_investigator_runs_again() {
+    let wf = Wf::new();
+    debug_happy(&wf);
+    // The built-in researcher: there is no research backend.
+    std::fs::remove_file(wf.sb.work().join(".baton/roles/researcher.md")).unwrap();
+    wf.answer("researcher", "echo researched > researcher.ran\n");
+    wf.answer_nth(
+        "bug-investigator",
+        1,
+        &investigator_without_fix("BLOCKED").replace(
+            "NEEDS_EXTERNAL_RESEARCH: false\nRESEARCH_REASON: null",
+            "NEEDS_EXTERNAL_RESEARCH: true\nRESEARCH_REASON: how the upstream grammar treats empty input",
+        ),
+    );
+    let o = wf.run(&["run", "fix the crash in the parser"]);
+    assert_exit(&o, 0);
+    assert_eq!(wf.calls("researcher"), 0);
+    assert!(!wf.sb.work().join("researcher.ran").exists());
+    assert_eq!(wf.calls("bug-investigator"), 2);
+    // The research round was recorded without a dispatch.
+    let events = wf.events();
+    let unavailable = events
+        .iter()
+        .filter(|e| e["event"] == "agent_completed" && e["decision"] == "unavailable")
+        .count();
+    assert_eq!(unavailable, 2, "{events:?}");
+    assert_eq!(
+        wf.dispatched(),
+        [
+            "debug-investigate",
+            "debug-investigate",
+            "debug-review",
+            "debug-verify"
+        ]
+    );
+    // The investigator runs again knowing the round found nothing.
+    let again = wf.prompt("bug-investigator", 2);
+    assert!(
+        again.contains("## Research Files\nWeb: Unavailable\nGitHub: Unavailable\n"),
+        "{again}"
+    );
+    let snap = wf.snapshot();
+    assert_eq!(snap["run_state"], "completed");
+    let rounds = snap["research_rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 1, "{snap}");
+    assert_eq!(rounds[0]["web"], "UNAVAILABLE");
+    assert_eq!(rounds[0]["github"], "UNAVAILABLE");
+}
+
+#[test]
+fn research_rounds_are_capped_and_then_the_user_is_asked() {
+    let wf = Wf::new();
+    debug_happy(&wf);
+    std::fs::remove_file(wf.sb.work().join(".baton/roles/researcher.md")).unwrap();
+    wf.answer(
+        "bug-investigator",
+        &investigator_without_fix("BLOCKED").replace(
+            "NEEDS_EXTERNAL_RESEARCH: false\nRESEARCH_REASON: null",
+            "NEEDS_EXTERNAL_RESEARCH: true\nRESEARCH_REASON: how the upstream grammar treats empty input",
+        ),
+    );
+    let o = wf.run(&["run", "fix the crash in the parser"]);
+    assert_exit(&o, 4);
+    assert!(out(&o).contains("research rounds used up"), "{}", out(&o));
+    // Two rounds, each followed by the investigator again; no researcher ran.
+    assert_eq!(wf.calls("bug-investigator"), 3);
+    assert_eq!(wf.calls("researcher"), 0);
+    let snap = wf.snapshot();
+    assert_eq!(snap["research_rounds"].as_array().unwrap().len(), 2);
+    assert_eq!(snap["pending_gate"], "clarification");
+    assert_eq!(wf.calls("code-reviewer"), 0);
+}
+
+#[test]
+fn a_plan_reviewed_clean_completes_and_names_the_build_command() {
+    let wf = Wf::new();
+    wf.answer("planner", PLANNER_CREATED)
+        .answer("plan-gap-reviewer", PLAN_REVIEW_PASS);
+    let o = wf.run(&["run", "plan the storage migration"]);
+    assert_exit(&o, 0);
+    assert!(err(&o).starts_with("-> PLAN workflow"), "{}", err(&o));
+    let text = out(&o);
+    assert!(text.contains("docs/plan.md"), "{text}");
+    assert!(text.contains("baton run --workflow build"), "{text}");
+    assert_eq!(wf.dispatched(), ["plan-create", "plan-review-gap-1"]);
+    assert!(wf.sb.work().join("docs/plan.md").exists());
+    let snap = wf.snapshot();
+    assert_eq!(snap["run_state"], "completed");
+    assert_eq!(snap["plan_file"], "docs/plan.md");
+    assert_eq!(wf.calls("component-builder"), 0);
+}
+
+#[test]
+fn plan_findings_lead_to_a_replan_and_a_second_review() {
+    let wf = Wf::new();
+    wf.answer("planner", PLANNER_CREATED)
+        .answer("plan-gap-reviewer", PLAN_REVIEW_PASS)
+        .answer_nth("plan-gap-reviewer", 1, PLAN_REVIEW_FINDINGS);
+    let o = wf.run(&["run", "plan the storage migration"]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        wf.dispatched(),
+        [
+            "plan-create",
+            "plan-review-gap-1",
+            "re-plan",
+            "plan-review-gap-2"
+        ]
+    );
+    assert_eq!(wf.calls("planner"), 2);
+    assert_eq!(wf.snapshot()["run_state"], "completed");
+}
+
+#[test]
+fn a_planner_question_is_answered_by_resume() {
+    let wf = Wf::new();
+    wf.answer("planner", PLANNER_CREATED)
+        .answer_nth("planner", 1, PLANNER_CLARIFY)
+        .answer("plan-gap-reviewer", PLAN_REVIEW_PASS);
+    let o = wf.run(&["run", "plan the storage migration"]);
+    assert_exit(&o, 4);
+    let snap = wf.snapshot();
+    assert_eq!(snap["run_state"], "checkpoint");
+    assert_eq!(snap["pending_gate"], "clarification");
+    let id = wf.id();
+    let o = wf.run(&["resume", &id, "--answer", "use postgres"]);
+    assert_exit(&o, 0);
+    assert_eq!(wf.calls("planner"), 2);
+    let prompt = wf.prompt("planner", 2);
+    let pre = prompt
+        .find("## Pre-Answered Requirements")
+        .unwrap_or_else(|| panic!("{prompt}"));
+    assert!(prompt[pre..].contains("use postgres"), "{prompt}");
+    // The answer restarts PLAN with its review DAG: the new plan is reviewed.
+    assert_eq!(
+        wf.dispatched(),
+        ["plan-create", "plan-create", "plan-review-gap-1"]
+    );
+    assert_eq!(wf.snapshot()["run_state"], "completed");
+}
+
+#[test]
+fn an_aborted_checkpoint_stops_and_a_finished_workflow_does_not_resume() {
+    let wf = Wf::new();
+    wf.answer("planner", PLANNER_CLARIFY);
+    let o = wf.run(&["run", "plan the storage migration"]);
+    assert_exit(&o, 4);
+    let id = wf.id();
+    let o = wf.run(&["resume", &id, "--answer", "abort"]);
+    assert_exit(&o, 1);
+    assert_eq!(wf.snapshot()["run_state"], "stopped");
+    assert_exit(&wf.run(&["resume", &id]), 2);
+    assert_eq!(wf.calls("planner"), 1);
+
+    let done = Wf::new();
+    debug_happy(&done);
+    assert_exit(&done.run(&["run", "fix the crash in the parser"]), 0);
+    let id = done.id();
+    let o = done.run(&["resume", &id]);
+    assert_exit(&o, 2);
+    assert!(err(&o).contains("completed"), "{}", err(&o));
+    let o = done.run(&["resume", &id, "--answer", "abort"]);
+    assert_exit(&o, 2);
+    assert_eq!(done.snapshot()["run_state"], "completed");
+}
+
+fn read_only_report(workflow: &str) {
+    let wf = Wf::new();
+    wf.answer("code-reviewer", REVIEW_APPROVE);
+    let o = wf.run(&["run", "--workflow", workflow, "look at the parser"]);
+    assert_exit(&o, 0);
+    assert_eq!(wf.dispatched(), ["review-audit"]);
+    assert_eq!(wf.calls("code-reviewer"), 1);
+    no_write_agent_ran(&wf);
+    let id = wf.id();
+    let report = wf.sb.work().join(format!(".baton/reports/{id}-t1.md"));
+    let text =
+        std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("{}: {e}", report.display()));
+    assert!(text.contains("## Review: Approve"), "{text}");
+    assert_eq!(wf.snapshot()["run_state"], "completed");
+}
+
+#[test]
+fn triage_writes_a_read_only_report() {
+    read_only_report("triage");
+}
+
+#[test]
+fn codebase_health_writes_a_read_only_report() {
+    read_only_report("codebase-health");
+}
+
+#[test]
+fn status_and_log_show_a_completed_run() {
+    let wf = Wf::new();
+    debug_happy(&wf);
+    assert_exit(&wf.run(&["run", "fix the crash in the parser"]), 0);
+    let id = wf.id();
+    let o = wf.run(&["status"]);
+    assert_exit(&o, 0);
+    let text = out(&o);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("DEBUG"), "{line}");
+    assert!(line.contains("completed"), "{line}");
+    assert!(text.contains("fix the crash in the parser"), "{text}");
+    let o = wf.run(&["log", "last"]);
+    assert_exit(&o, 0);
+    let log = out(&o);
+    assert!(log.contains(&id), "{log}");
+    for event in [
+        "agent_started",
+        "agent_completed",
+        "decided",
+        "workflow_completed",
+    ] {
+        assert!(log.lines().any(|l| l.contains(event)), "{event}: {log}");
+    }
+    assert!(log.contains("bug-investigator"), "{log}");
+}
+
+/// A routing conflict with a `fast` route configured: the model's strict JSON answer picks the
+/// workflow; an answer outside the strict form leaves the priority table's choice.
+#[test]
+fn a_fast_model_breaks_a_routing_conflict_and_a_bad_answer_leaves_the_rules() {
+    use baton_testkit::{MockServer, Turn};
+    let request = "plan the storage migration and fix the flaky upload";
+    for (answer, chosen, note) in [
+        (r#"{"workflow": "PLAN"}"#, "PLAN", "mock/tiny chose PLAN"),
+        (
+            "PLAN, clearly",
+            "DEBUG",
+            "gave no usable answer (not one JSON object",
+        ),
+    ] {
+        let server = MockServer::builder()
+            .turn(Turn::text(answer))
+            .start_blocking();
+        let wf = Wf::new();
+        wf.answer("planner", PLANNER_CLARIFY)
+            .answer("bug-investigator", &investigator_without_fix("BLOCKED"));
+        wf.sb.write(
+            ".baton/config.toml",
+            &format!(
+                "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"MOCK_API_KEY\"\n[models]\nfast = \"mock/tiny\"\n",
+                server.url()
+            ),
+        );
+        let o = wf.sb.run_with(&["run", request], &[("MOCK_API_KEY", "k")]);
+        let e = err(&o);
+        assert!(e.contains(note), "{e}");
+        assert!(
+            e.contains(&format!("-> {chosen} workflow (signals: plan, fix)")),
+            "{e}"
+        );
+        let asked = server.requests();
+        assert_eq!(asked.len(), 1);
+        let body = asked[0].body.to_string();
+        assert!(body.contains("- DEBUG: ") && body.contains("- PLAN: "), "{body}");
+        assert_eq!(wf.snapshot()["workflow_type"], chosen);
+    }
+}
