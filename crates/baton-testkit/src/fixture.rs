@@ -171,6 +171,20 @@ impl Sandbox {
     /// [`init_repo`](Self::init_repo)).
     pub fn new() -> Sandbox {
         let tmp = TempDir::new().unwrap_or_else(|e| panic!("baton-testkit: no temp dir: {e}"));
+        Sandbox::with_dir(tmp)
+    }
+
+    /// Like [`new`](Self::new), in a temp directory under `dir` when one can be made there
+    /// (a test that runs many short workflows puts them on a memory file system), else in the
+    /// usual temp folder.
+    pub fn new_in(dir: &Path) -> Sandbox {
+        match TempDir::new_in(dir) {
+            Ok(tmp) => Sandbox::with_dir(tmp),
+            Err(_) => Sandbox::new(),
+        }
+    }
+
+    fn with_dir(tmp: TempDir) -> Sandbox {
         let sb = Sandbox {
             tmp,
             baton: None,

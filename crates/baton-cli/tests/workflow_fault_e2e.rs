@@ -1,0 +1,555 @@
+//! `baton run` killed at every step of a workflow, then `baton resume` until it ends.
+//!
+//! The test hook `BATON_WORKFLOW_CRASH_AT=N` SIGKILLs `baton run` (or `baton resume`) right
+//! after its N-th appended event. For each kill point a fresh repository runs the workflow,
+//! dies there, and is resumed (answering the checkpoint when it waits on one) until it exits 0.
+//! After every recovery: the workflow completed with proof passed, the snapshot is the fold of
+//! the events, no completed task was dispatched again, and the builder ran no more often than
+//! in the run that never crashed. A last test kills `baton run` from outside while a role's
+//! child runs: the child's process group dies with it and the task runs again on resume.
+//!
+//! The roles are shell scripts on the `command` backend (the harness of `workflow_e2e.rs`):
+//! each counts its calls; the reviewer's answer depends on how often the builder ran, not on
+//! its own call count, so a reviewer killed mid-call cannot change the course of the workflow.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashSet;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use baton_testkit::fixture::{assert_exit, wait_until, Sandbox};
+use baton_workflow::store::{fold, WorkflowEvent};
+use serde_json::Value;
+
+const ROLES: [&str; 5] = [
+    "component-builder",
+    "code-reviewer",
+    "failure-hunter",
+    "integration-verifier",
+    "doc-syncer",
+];
+
+const BUILDER_PASS: &str = r#"echo "change $n" >> feature.txt
+cat <<'EOF'
+Added the feature.
+
+### Router Contract (MACHINE-READABLE)
+```yaml
+STATUS: PASS
+CONFIDENCE: 85
+PHASE_ID: phase-1
+PHASE_STATUS: completed
+PHASE_EXIT_READY: true
+CHECKPOINT_TYPE: none
+PROOF_STATUS: passed
+BUILD_PREFLIGHT_EMITTED: true
+INPUTS: []
+EXPECTED_ARTIFACTS: [feature.txt]
+TDD_RED_EXIT: 1
+TDD_RED_REASON_KIND: behavioral
+TDD_RED_REASON: the feature test failed before the change
+TDD_GREEN_EXIT: 0
+TEST_SEAMS: []
+SEAM_GATE_STATUS: not_applicable
+SCENARIOS:
+  - name: feature works
+    command: test -f feature.txt
+    expected: exit 0
+    actual: exit 0
+    exit_code: 0
+    status: PASS
+ASSUMPTIONS: []
+DECISIONS: []
+BLOCKED_ITEMS: []
+SKIPPED_ITEMS: []
+SCOPE_INCREASES: []
+BLOCKING: false
+NEXT_ACTION: review
+REMEDIATION_NEEDED: false
+REQUIRES_REMEDIATION: false
+REMEDIATION_REASON: null
+MEMORY_NOTES: null
+```
+EOF
+"#;
+
+const REVIEW_APPROVE: &str = r#"cat <<'EOF'
+CONTRACT {"s":"APPROVE","b":false,"cr":0}
+## Review: Approve
+
+### Critical Issues
+- none
+
+### Checked
+- src/feature.rs:1 the line is there
+- src/feature.rs:2 no stray output
+- src/main.rs:1 unchanged
+EOF
+"#;
+
+const REVIEW_CRITICAL: &str = r#"cat <<'EOF'
+CONTRACT {"s":"CHANGES_REQUESTED","b":true,"cr":1}
+## Review: Changes Requested
+
+### Critical Issues
+- [90] feature.txt:1 the feature is never wired in
+
+REMEDIATION_NEEDED: true
+REMEDIATION_REASON: the feature is never wired in
+REMEDIATION_SCOPE_REQUESTED: ALL_ISSUES
+EOF
+"#;
+
+const REVIEW_CRITICAL_AND_HIGH: &str = r#"cat <<'EOF'
+CONTRACT {"s":"CHANGES_REQUESTED","b":true,"cr":1}
+## Review: Changes Requested
+
+### Critical Issues
+- [90] feature.txt:1 the feature is never wired in
+
+### High Issues
+- [80] feature.txt:2 errors are swallowed
+
+REMEDIATION_NEEDED: true
+REMEDIATION_REASON: wire the feature in
+REMEDIATION_SCOPE_REQUESTED: ALL_ISSUES
+EOF
+"#;
+
+const HUNT_CLEAN: &str = r#"cat <<'EOF'
+CONTRACT {"s":"CLEAN","b":false,"cr":0}
+## Error Handling Audit: Clean
+
+### Critical Issues
+- none
+
+SCOPE: feature.txt
+FILES_SCANNED: 1
+ERROR_HANDLING_SITES_INSPECTED: 2
+REMEDIATION_NEEDED: false
+REMEDIATION_SCOPE_REQUESTED: N/A
+EOF
+"#;
+
+const VERIFY_PASS: &str = r#"cat <<'EOF'
+CONTRACT {"s":"PASS","b":false,"cr":0}
+## Verification: PASS
+
+### Router Contract
+```yaml
+SCENARIOS_TOTAL: 1
+SCENARIOS_PASSED: 1
+SCENARIOS_FAILED: 0
+SCENARIO_ROWS:
+  - name: feature file exists
+    command: test -f feature.txt
+    expected: exit 0
+    actual: exit 0
+    exit_code: 0
+    status: PASS
+EVIDENCE:
+  scenarios:
+    - "feature file exists | test -f feature.txt -> exit 0"
+REMEDIATION_NEEDED: false
+REVERT_RECOMMENDED: false
+```
+EOF
+"#;
+
+const DOCS_SKIPPED: &str = r#"cat <<'EOF'
+### Router Contract (MACHINE-READABLE)
+```yaml
+STATUS: SKIPPED
+IMPACT_LEVEL: none
+DOC_LAYERS_EVALUATED: [README]
+DOC_FILES_UPDATED: []
+DOC_FILES_SKIPPED: [README]
+SKIP_REASON: no user-facing change
+AUDIT_DOCS_CREATED: []
+AUDIT_DOCS_UPDATED: []
+MEMORY_NOTES: null
+```
+EOF
+"#;
+
+const REQUEST: &str = "add a feature file";
+const SCOPE_ANSWER: &str = "all issues";
+
+/// The two workflows killed at every step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Flow {
+    /// BUILD with one remediation cycle: the first review finds a critical issue only.
+    Remediation,
+    /// BUILD whose first review finds a critical and a high issue: a scope checkpoint,
+    /// answered with "all issues".
+    Scope,
+}
+
+/// A repository whose workflow roles are the test's scripts.
+struct Wf {
+    sb: Sandbox,
+    scripts: PathBuf,
+}
+
+impl Wf {
+    fn new(flow: Flow) -> Wf {
+        // A SIGKILL loses nothing the page cache holds: the many short workflows run on a
+        // memory file system where there is one, which spares the fsyncs' time.
+        let sb = Sandbox::new_in(Path::new("/dev/shm")).baton_exe(env!("CARGO_BIN_EXE_baton"));
+        sb.init_repo("main");
+        sb.write("README", "hello\n");
+        sb.commit_all("initial");
+        let scripts = sb.path("scripts");
+        std::fs::create_dir_all(&scripts).unwrap();
+        let runner = scripts.join("run.sh");
+        std::fs::write(
+            &runner,
+            format!(
+                "dir={}\nrole=$1\nn=$(cat \"$dir/$role.count\" 2>/dev/null || echo 0)\nn=$((n+1))\necho $n > \"$dir/$role.count\"\ncat > \"$dir/$role.$n.prompt\"\nf=\"$dir/$role.$n.sh\"\n[ -f \"$f\" ] || f=\"$dir/$role.sh\"\n. \"$f\"\n",
+                scripts.display()
+            ),
+        )
+        .unwrap();
+        for role in ROLES {
+            sb.write(
+                format!(".baton/roles/{role}.md"),
+                &format!(
+                    "---\nname: {role}\ndescription: test script\ntools: []\nbackend: command\ncommand: [sh, {}, {role}]\n---\nAnswer.\n",
+                    runner.display()
+                ),
+            );
+        }
+        let wf = Wf { sb, scripts };
+        let first_review = match flow {
+            Flow::Remediation => REVIEW_CRITICAL,
+            Flow::Scope => REVIEW_CRITICAL_AND_HIGH,
+        };
+        // Changes are requested while the builder has run once, approved after.
+        let review = format!(
+            "if [ \"$(cat \"$dir/component-builder.count\")\" = 1 ]; then\n{first_review}else\n{REVIEW_APPROVE}fi\n"
+        );
+        wf.answer("component-builder", BUILDER_PASS)
+            .answer("code-reviewer", &review)
+            .answer("failure-hunter", HUNT_CLEAN)
+            .answer("integration-verifier", VERIFY_PASS)
+            .answer("doc-syncer", DOCS_SKIPPED);
+        wf
+    }
+
+    fn answer(&self, role: &str, snippet: &str) -> &Self {
+        std::fs::write(self.scripts.join(format!("{role}.sh")), snippet).unwrap();
+        self
+    }
+
+    fn answer_nth(&self, role: &str, n: u32, snippet: &str) -> &Self {
+        std::fs::write(self.scripts.join(format!("{role}.{n}.sh")), snippet).unwrap();
+        self
+    }
+
+    fn calls(&self, role: &str) -> u32 {
+        std::fs::read_to_string(self.scripts.join(format!("{role}.count")))
+            .map(|s| s.trim().parse().unwrap())
+            .unwrap_or(0)
+    }
+
+    fn all_calls(&self) -> Vec<u32> {
+        ROLES.iter().map(|r| self.calls(r)).collect()
+    }
+
+    fn run(&self, args: &[&str], crash_at: Option<u64>) -> Output {
+        match crash_at {
+            Some(n) => self
+                .sb
+                .run_with(args, &[("BATON_WORKFLOW_CRASH_AT", &n.to_string())]),
+            None => self.sb.run(args),
+        }
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.sb.work().join(".baton/state/workflows")
+    }
+
+    /// The one workflow's id.
+    fn id(&self) -> String {
+        let mut ids: Vec<String> = std::fs::read_dir(self.dir())
+            .unwrap()
+            .filter_map(|e| {
+                let name = e.unwrap().file_name().into_string().unwrap();
+                name.strip_suffix(".events.jsonl").map(str::to_string)
+            })
+            .collect();
+        assert_eq!(ids.len(), 1, "{ids:?}");
+        ids.pop().unwrap()
+    }
+
+    fn events(&self) -> Vec<WorkflowEvent> {
+        let text = std::fs::read_to_string(self.dir().join(format!("{}.events.jsonl", self.id())))
+            .unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn snapshot(&self) -> Value {
+        let text = std::fs::read_to_string(self.dir().join(format!("{}.json", self.id()))).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// The workflow ended well, and its record is consistent: the snapshot is exactly the fold
+    /// of the events, and no completed task was started again unless an answer reopened it.
+    fn assert_done(&self, what: &str) {
+        let events = self.events();
+        let snap = self.snapshot();
+        assert_eq!(
+            snap,
+            fold(&events),
+            "{what}: the snapshot is not the events' fold"
+        );
+        assert_eq!(snap["run_state"], "completed", "{what}");
+        assert_eq!(snap["proof_status"], "passed", "{what}");
+        // Memory was finalized once: one completed item for the workflow.
+        let progress =
+            std::fs::read_to_string(self.sb.work().join(".baton/memory/progress.md")).unwrap();
+        let items = progress
+            .lines()
+            .filter(|l| l.contains(&format!("[x] BUILD {}", self.id())))
+            .count();
+        assert_eq!(
+            items, 1,
+            "{what}: memory finalized {items} times\n{progress}"
+        );
+        let mut completed = HashSet::new();
+        for ev in &events {
+            let name = serde_json::to_value(ev.event).unwrap();
+            let task = ev.task_id.clone().unwrap_or_default();
+            match name.as_str().unwrap() {
+                "checkpoint_answered" => completed.clear(),
+                "agent_started" => assert!(
+                    !completed.contains(&task),
+                    "{what}: task {task} started again after it completed (event {})",
+                    ev.seq
+                ),
+                "agent_completed" => {
+                    completed.insert(task);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Resumes, answering the scope checkpoint when the workflow waits on it, until it exits 0.
+fn resume_to_the_end(wf: &Wf, what: &str) {
+    for _ in 0..6 {
+        // Killed after its last event, the workflow has nothing left to resume.
+        if wf.snapshot()["run_state"] == "completed" {
+            return;
+        }
+        let o = wf.run(&["resume"], None);
+        match o.status.code() {
+            Some(0) => return,
+            Some(4) => {
+                assert_eq!(wf.snapshot()["pending_gate"], "scope_decision", "{what}");
+                let o = wf.run(&["resume", "--answer", SCOPE_ANSWER], None);
+                if o.status.code() == Some(0) {
+                    return;
+                }
+                assert_exit(&o, 0);
+            }
+            _ => panic!("{what}: resume failed\n{}", text(&o)),
+        }
+    }
+    panic!("{what}: the workflow did not end after six resumes");
+}
+
+/// A clean run: the events `baton run` appends after `workflow_started` (the events the crash
+/// hook counts), the events of the whole workflow (its log's lines), and the calls of each role.
+fn clean(flow: Flow) -> (u64, u64, Vec<u32>) {
+    let wf = Wf::new(flow);
+    let o = wf.run(&["run", REQUEST], None);
+    let first = wf.events().len() as u64 - 1;
+    if flow == Flow::Scope {
+        assert_exit(&o, 4);
+        assert!(
+            text(&o).contains("critical only | all issues | abort"),
+            "{}",
+            text(&o)
+        );
+        assert_exit(&wf.run(&["resume", "--answer", SCOPE_ANSWER], None), 0);
+    } else {
+        assert_exit(&o, 0);
+    }
+    wf.assert_done("clean run");
+    assert_eq!(wf.calls("component-builder"), 2, "one remediation cycle");
+    (first, wf.events().len() as u64, wf.all_calls())
+}
+
+/// Kills the workflow after the `n`-th event the crash hook counts, over the processes that
+/// carry it out without a crash (`baton run`, then `baton resume --answer`), then resumes it to
+/// its end. Past the last event nothing is killed.
+fn crash_and_recover(flow: Flow, n: u64, first: u64, total: u64, clean_calls: &[u32]) {
+    let what = format!("{flow:?} killed after event {n}");
+    let wf = Wf::new(flow);
+    let check = |o: &Output, lines: u64, normal: i32| {
+        if n <= total {
+            assert_eq!(
+                o.status.signal(),
+                Some(libc::SIGKILL),
+                "{what}: expected SIGKILL\n{}",
+                text(o)
+            );
+            assert_eq!(wf.events().len() as u64, lines, "{what}");
+        } else {
+            assert_exit(o, normal);
+        }
+    };
+    if n <= first || flow == Flow::Remediation {
+        let o = wf.run(&["run", REQUEST], Some(n));
+        // `workflow_started` is written before the hook counts.
+        check(&o, n + 1, if flow == Flow::Scope { 4 } else { 0 });
+    } else {
+        // The kill point lies in the answer's process.
+        assert_exit(&wf.run(&["run", REQUEST], None), 4);
+        let before = wf.events().len() as u64;
+        let o = wf.run(&["resume", "--answer", SCOPE_ANSWER], Some(n - first));
+        check(&o, before + n - first, 0);
+    }
+    if n <= total {
+        resume_to_the_end(&wf, &what);
+    }
+    wf.assert_done(&what);
+    let answered = wf
+        .events()
+        .iter()
+        .filter(|e| serde_json::to_value(e.event).unwrap() == "checkpoint_answered")
+        .count();
+    assert_eq!(answered, usize::from(flow == Flow::Scope), "{what}");
+    let builder = wf.calls("component-builder");
+    assert!(
+        (clean_calls[0]..=clean_calls[0] + 1).contains(&builder),
+        "{what}: the builder ran {builder} times, {} without a crash",
+        clean_calls[0]
+    );
+    for (role, (calls, clean)) in ROLES.iter().zip(wf.all_calls().iter().zip(clean_calls)) {
+        assert!(
+            calls >= clean && *calls <= clean + 1,
+            "{what}: {role} ran {calls} times, {clean} without a crash"
+        );
+    }
+}
+
+/// Every kill point when there are few, else 25 or more spread over the run.
+fn kill_points(total: u64) -> Vec<u64> {
+    if total <= 40 {
+        return (1..=total).collect();
+    }
+    let mut points: Vec<u64> = (0..40).map(|i| 1 + i * (total - 1) / 39).collect();
+    points.dedup();
+    points
+}
+
+fn every_kill_point(flow: Flow) {
+    let (first, lines, clean_calls) = clean(flow);
+    // The hook counts every event but `workflow_started`; one more point is past the end.
+    let total = lines - 1;
+    eprintln!(
+        "{flow:?}: {lines} events, {} kill points",
+        kill_points(total + 1).len()
+    );
+    for n in kill_points(total + 1) {
+        crash_and_recover(flow, n, first, total, &clean_calls);
+    }
+}
+
+#[test]
+fn a_build_with_a_remediation_cycle_recovers_from_a_kill_at_every_step() {
+    every_kill_point(Flow::Remediation);
+}
+
+#[test]
+fn a_build_with_a_scope_checkpoint_recovers_from_a_kill_at_every_step() {
+    every_kill_point(Flow::Scope);
+}
+
+#[test]
+fn a_kill_during_a_dispatch_takes_the_child_with_it_and_resume_runs_the_task_again() {
+    let wf = Wf::new(Flow::Remediation);
+    // Approve from the start: the builder runs for the phase only (twice with the retry).
+    wf.answer("code-reviewer", REVIEW_APPROVE);
+    let pid_file = wf.scripts.join("builder.pid");
+    let release = wf.scripts.join("release");
+    wf.answer_nth(
+        "component-builder",
+        1,
+        &format!(
+            "echo $$ > {pid}.tmp; mv {pid}.tmp {pid}\nwhile [ ! -f {release} ]; do sleep 0.01; done\n{BUILDER_PASS}",
+            pid = pid_file.display(),
+            release = release.display()
+        ),
+    );
+    let mut baton = wf.sb.spawn(&["run", REQUEST]);
+    assert!(
+        wait_until(Duration::from_secs(30), || pid_file.is_file()),
+        "the builder did not start"
+    );
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // pid (comm) state ppid pgrp …
+    let pgid: i32 = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(baton_process::alive(u32::try_from(pid).unwrap()));
+    baton.kill().unwrap();
+    baton.wait().unwrap();
+    let group_gone = || {
+        nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), None)
+            == Err(nix::errno::Errno::ESRCH)
+    };
+    assert!(
+        wait_until(Duration::from_secs(2), || {
+            !baton_process::alive(u32::try_from(pid).unwrap()) && group_gone()
+        }),
+        "the builder (pid {pid}, group {pgid}) outlived the SIGKILLed baton run"
+    );
+    let started = wf.events();
+    assert_eq!(
+        serde_json::to_value(started.last().unwrap().event).unwrap(),
+        "agent_started"
+    );
+    std::fs::write(&release, "").unwrap();
+    resume_to_the_end(&wf, "killed during the builder");
+    wf.assert_done("killed during the builder");
+    assert_eq!(wf.calls("component-builder"), 2, "the builder ran again");
+    let t1 = started.last().unwrap().task_id.clone().unwrap();
+    let runs = wf
+        .events()
+        .iter()
+        .filter(|e| {
+            e.task_id.as_deref() == Some(t1.as_str())
+                && serde_json::to_value(e.event).unwrap() == "agent_started"
+        })
+        .count();
+    assert_eq!(runs, 2, "task {t1} was dispatched twice");
+    assert_eq!(wf.calls("integration-verifier"), 1);
+}
