@@ -8,7 +8,8 @@
 //! in the run that never crashed. A last test kills `baton run` from outside while a role's
 //! child runs: the child's process group dies with it and the task runs again on resume.
 //!
-//! The roles are shell scripts on the `command` backend (the harness of `workflow_e2e.rs`):
+//! The roles are shell scripts on the `command` backend answering with the contract snippets of
+//! `common/workflow.rs`; this file's own harness runs them from a memory file system:
 //! each counts its calls; the reviewer's answer depends on how often the builder ran, not on
 //! its own call count, so a reviewer killed mid-call cannot change the course of the workflow.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -19,8 +20,14 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
+mod common;
+
 use baton_testkit::fixture::{assert_exit, wait_until, Sandbox};
 use baton_workflow::store::{fold, WorkflowEvent};
+use common::workflow::{
+    BUILDER_PASS, DOCS_SKIPPED, HUNT_CLEAN, REVIEW_APPROVE, REVIEW_CRITICAL,
+    REVIEW_CRITICAL_AND_HIGH, VERIFY_PASS,
+};
 use serde_json::Value;
 
 const ROLES: [&str; 5] = [
@@ -30,149 +37,6 @@ const ROLES: [&str; 5] = [
     "integration-verifier",
     "doc-syncer",
 ];
-
-const BUILDER_PASS: &str = r#"echo "change $n" >> feature.txt
-cat <<'EOF'
-Added the feature.
-
-### Router Contract (MACHINE-READABLE)
-```yaml
-STATUS: PASS
-CONFIDENCE: 85
-PHASE_ID: phase-1
-PHASE_STATUS: completed
-PHASE_EXIT_READY: true
-CHECKPOINT_TYPE: none
-PROOF_STATUS: passed
-BUILD_PREFLIGHT_EMITTED: true
-INPUTS: []
-EXPECTED_ARTIFACTS: [feature.txt]
-TDD_RED_EXIT: 1
-TDD_RED_REASON_KIND: behavioral
-TDD_RED_REASON: the feature test failed before the change
-TDD_GREEN_EXIT: 0
-TEST_SEAMS: []
-SEAM_GATE_STATUS: not_applicable
-SCENARIOS:
-  - name: feature works
-    command: test -f feature.txt
-    expected: exit 0
-    actual: exit 0
-    exit_code: 0
-    status: PASS
-ASSUMPTIONS: []
-DECISIONS: []
-BLOCKED_ITEMS: []
-SKIPPED_ITEMS: []
-SCOPE_INCREASES: []
-BLOCKING: false
-NEXT_ACTION: review
-REMEDIATION_NEEDED: false
-REQUIRES_REMEDIATION: false
-REMEDIATION_REASON: null
-MEMORY_NOTES: null
-```
-EOF
-"#;
-
-const REVIEW_APPROVE: &str = r#"cat <<'EOF'
-CONTRACT {"s":"APPROVE","b":false,"cr":0}
-## Review: Approve
-
-### Critical Issues
-- none
-
-### Checked
-- src/feature.rs:1 the line is there
-- src/feature.rs:2 no stray output
-- src/main.rs:1 unchanged
-EOF
-"#;
-
-const REVIEW_CRITICAL: &str = r#"cat <<'EOF'
-CONTRACT {"s":"CHANGES_REQUESTED","b":true,"cr":1}
-## Review: Changes Requested
-
-### Critical Issues
-- [90] feature.txt:1 the feature is never wired in
-
-REMEDIATION_NEEDED: true
-REMEDIATION_REASON: the feature is never wired in
-REMEDIATION_SCOPE_REQUESTED: ALL_ISSUES
-EOF
-"#;
-
-const REVIEW_CRITICAL_AND_HIGH: &str = r#"cat <<'EOF'
-CONTRACT {"s":"CHANGES_REQUESTED","b":true,"cr":1}
-## Review: Changes Requested
-
-### Critical Issues
-- [90] feature.txt:1 the feature is never wired in
-
-### High Issues
-- [80] feature.txt:2 errors are swallowed
-
-REMEDIATION_NEEDED: true
-REMEDIATION_REASON: wire the feature in
-REMEDIATION_SCOPE_REQUESTED: ALL_ISSUES
-EOF
-"#;
-
-const HUNT_CLEAN: &str = r#"cat <<'EOF'
-CONTRACT {"s":"CLEAN","b":false,"cr":0}
-## Error Handling Audit: Clean
-
-### Critical Issues
-- none
-
-SCOPE: feature.txt
-FILES_SCANNED: 1
-ERROR_HANDLING_SITES_INSPECTED: 2
-REMEDIATION_NEEDED: false
-REMEDIATION_SCOPE_REQUESTED: N/A
-EOF
-"#;
-
-const VERIFY_PASS: &str = r#"cat <<'EOF'
-CONTRACT {"s":"PASS","b":false,"cr":0}
-## Verification: PASS
-
-### Router Contract
-```yaml
-SCENARIOS_TOTAL: 1
-SCENARIOS_PASSED: 1
-SCENARIOS_FAILED: 0
-SCENARIO_ROWS:
-  - name: feature file exists
-    command: test -f feature.txt
-    expected: exit 0
-    actual: exit 0
-    exit_code: 0
-    status: PASS
-EVIDENCE:
-  scenarios:
-    - "feature file exists | test -f feature.txt -> exit 0"
-REMEDIATION_NEEDED: false
-REVERT_RECOMMENDED: false
-```
-EOF
-"#;
-
-const DOCS_SKIPPED: &str = r#"cat <<'EOF'
-### Router Contract (MACHINE-READABLE)
-```yaml
-STATUS: SKIPPED
-IMPACT_LEVEL: none
-DOC_LAYERS_EVALUATED: [README]
-DOC_FILES_UPDATED: []
-DOC_FILES_SKIPPED: [README]
-SKIP_REASON: no user-facing change
-AUDIT_DOCS_CREATED: []
-AUDIT_DOCS_UPDATED: []
-MEMORY_NOTES: null
-```
-EOF
-"#;
 
 const REQUEST: &str = "add a feature file";
 const SCOPE_ANSWER: &str = "all issues";

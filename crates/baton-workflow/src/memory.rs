@@ -329,6 +329,15 @@ impl MemoryDir {
     /// they were. Any error means the workflow stops.
     pub fn finalize(&self, fin: &Finalization) -> Result<(), MemoryError> {
         self.ensure()?;
+        // Finalizing twice (a crash after the files were written, before the caller recorded
+        // it) must not add the workflow's lines again: its completed item marks it done.
+        if let Some(item) = &fin.completed_item {
+            let done = bullet("[x] ", item);
+            let progress = self.read(MemoryFile::Progress)?;
+            if progress.lines().any(|l| l.trim_end() == done.trim_end()) {
+                return Ok(());
+            }
+        }
         let stamp = fin
             .updated_at
             .format(&time::format_description::well_known::Rfc3339)
@@ -997,5 +1006,23 @@ mod tests {
         assert!(msg.contains("## Common Gotchas"), "{msg}");
         // ensure() heals it.
         mem.ensure().unwrap();
+    }
+
+    #[test]
+    fn finalizing_the_same_workflow_twice_adds_nothing_the_second_time() {
+        let (_root, mem) = memory();
+        let mut fin = Finalization::new(
+            "wf-20261203T150000Z-0a1b2c3d",
+            time::OffsetDateTime::UNIX_EPOCH,
+        );
+        fin.completed_item =
+            Some("BUILD wf-20261203T150000Z-0a1b2c3d: add a flag (verified)".into());
+        fin.verification = vec!["tests: `sh test.sh` → exit 0 (PASS)".into()];
+        mem.finalize(&fin).unwrap();
+        let once = std::fs::read_to_string(mem.path(MemoryFile::Progress)).unwrap();
+        mem.finalize(&fin).unwrap();
+        let twice = std::fs::read_to_string(mem.path(MemoryFile::Progress)).unwrap();
+        assert_eq!(once, twice);
+        assert_eq!(twice.matches("add a flag (verified)").count(), 1);
     }
 }
