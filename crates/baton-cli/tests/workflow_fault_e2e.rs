@@ -16,19 +16,18 @@
 
 use std::collections::HashSet;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
 mod common;
 
-use baton_testkit::fixture::{assert_exit, wait_until, Sandbox};
+use baton_testkit::fixture::{assert_exit, wait_until};
 use baton_workflow::store::{fold, WorkflowEvent};
 use common::workflow::{
-    BUILDER_PASS, DOCS_SKIPPED, HUNT_CLEAN, REVIEW_APPROVE, REVIEW_CRITICAL,
+    Wf, BUILDER_PASS, DOCS_SKIPPED, HUNT_CLEAN, REVIEW_APPROVE, REVIEW_CRITICAL,
     REVIEW_CRITICAL_AND_HIGH, VERIFY_PASS,
 };
-use serde_json::Value;
 
 const ROLES: [&str; 5] = [
     "component-builder",
@@ -51,41 +50,23 @@ enum Flow {
     Scope,
 }
 
-/// A repository whose workflow roles are the test's scripts.
-struct Wf {
-    sb: Sandbox,
-    scripts: PathBuf,
+/// The shared harness on a memory file system, with this test's answers.
+struct Fx {
+    wf: Wf,
 }
 
-impl Wf {
-    fn new(flow: Flow) -> Wf {
+impl std::ops::Deref for Fx {
+    type Target = Wf;
+    fn deref(&self) -> &Wf {
+        &self.wf
+    }
+}
+
+impl Fx {
+    fn new(flow: Flow) -> Fx {
         // A SIGKILL loses nothing the page cache holds: the many short workflows run on a
         // memory file system where there is one, which spares the fsyncs' time.
-        let sb = Sandbox::new_in(Path::new("/dev/shm")).baton_exe(env!("CARGO_BIN_EXE_baton"));
-        sb.init_repo("main");
-        sb.write("README", "hello\n");
-        sb.commit_all("initial");
-        let scripts = sb.path("scripts");
-        std::fs::create_dir_all(&scripts).unwrap();
-        let runner = scripts.join("run.sh");
-        std::fs::write(
-            &runner,
-            format!(
-                "dir={}\nrole=$1\nn=$(cat \"$dir/$role.count\" 2>/dev/null || echo 0)\nn=$((n+1))\necho $n > \"$dir/$role.count\"\ncat > \"$dir/$role.$n.prompt\"\nf=\"$dir/$role.$n.sh\"\n[ -f \"$f\" ] || f=\"$dir/$role.sh\"\n. \"$f\"\n",
-                scripts.display()
-            ),
-        )
-        .unwrap();
-        for role in ROLES {
-            sb.write(
-                format!(".baton/roles/{role}.md"),
-                &format!(
-                    "---\nname: {role}\ndescription: test script\ntools: []\nbackend: command\ncommand: [sh, {}, {role}]\n---\nAnswer.\n",
-                    runner.display()
-                ),
-            );
-        }
-        let wf = Wf { sb, scripts };
+        let wf = Wf::new_in(Path::new("/dev/shm"));
         let first_review = match flow {
             Flow::Remediation => REVIEW_CRITICAL,
             Flow::Scope => REVIEW_CRITICAL_AND_HIGH,
@@ -99,23 +80,7 @@ impl Wf {
             .answer("failure-hunter", HUNT_CLEAN)
             .answer("integration-verifier", VERIFY_PASS)
             .answer("doc-syncer", DOCS_SKIPPED);
-        wf
-    }
-
-    fn answer(&self, role: &str, snippet: &str) -> &Self {
-        std::fs::write(self.scripts.join(format!("{role}.sh")), snippet).unwrap();
-        self
-    }
-
-    fn answer_nth(&self, role: &str, n: u32, snippet: &str) -> &Self {
-        std::fs::write(self.scripts.join(format!("{role}.{n}.sh")), snippet).unwrap();
-        self
-    }
-
-    fn calls(&self, role: &str) -> u32 {
-        std::fs::read_to_string(self.scripts.join(format!("{role}.count")))
-            .map(|s| s.trim().parse().unwrap())
-            .unwrap_or(0)
+        Fx { wf }
     }
 
     fn all_calls(&self) -> Vec<u32> {
@@ -125,40 +90,19 @@ impl Wf {
     fn run(&self, args: &[&str], crash_at: Option<u64>) -> Output {
         match crash_at {
             Some(n) => self
+                .wf
                 .sb
                 .run_with(args, &[("BATON_WORKFLOW_CRASH_AT", &n.to_string())]),
             None => self.sb.run(args),
         }
     }
 
-    fn dir(&self) -> PathBuf {
-        self.sb.work().join(".baton/state/workflows")
-    }
-
-    /// The one workflow's id.
-    fn id(&self) -> String {
-        let mut ids: Vec<String> = std::fs::read_dir(self.dir())
-            .unwrap()
-            .filter_map(|e| {
-                let name = e.unwrap().file_name().into_string().unwrap();
-                name.strip_suffix(".events.jsonl").map(str::to_string)
-            })
-            .collect();
-        assert_eq!(ids.len(), 1, "{ids:?}");
-        ids.pop().unwrap()
-    }
-
     fn events(&self) -> Vec<WorkflowEvent> {
-        let text = std::fs::read_to_string(self.dir().join(format!("{}.events.jsonl", self.id())))
-            .unwrap();
-        text.lines()
-            .map(|l| serde_json::from_str(l).unwrap())
+        self.wf
+            .events()
+            .into_iter()
+            .map(|e| serde_json::from_value(e).unwrap())
             .collect()
-    }
-
-    fn snapshot(&self) -> Value {
-        let text = std::fs::read_to_string(self.dir().join(format!("{}.json", self.id()))).unwrap();
-        serde_json::from_str(&text).unwrap()
     }
 
     /// The workflow ended well, and its record is consistent: the snapshot is exactly the fold
@@ -214,7 +158,7 @@ fn text(o: &Output) -> String {
 }
 
 /// Resumes, answering the scope checkpoint when the workflow waits on it, until it exits 0.
-fn resume_to_the_end(wf: &Wf, what: &str) {
+fn resume_to_the_end(wf: &Fx, what: &str) {
     for _ in 0..6 {
         // Killed after its last event, the workflow has nothing left to resume.
         if wf.snapshot()["run_state"] == "completed" {
@@ -240,7 +184,7 @@ fn resume_to_the_end(wf: &Wf, what: &str) {
 /// A clean run: the events `baton run` appends after `workflow_started` (the events the crash
 /// hook counts), the events of the whole workflow (its log's lines), and the calls of each role.
 fn clean(flow: Flow) -> (u64, u64, Vec<u32>) {
-    let wf = Wf::new(flow);
+    let wf = Fx::new(flow);
     let o = wf.run(&["run", REQUEST], None);
     let first = wf.events().len() as u64 - 1;
     if flow == Flow::Scope {
@@ -264,7 +208,7 @@ fn clean(flow: Flow) -> (u64, u64, Vec<u32>) {
 /// its end. Past the last event nothing is killed.
 fn crash_and_recover(flow: Flow, n: u64, first: u64, total: u64, clean_calls: &[u32]) {
     let what = format!("{flow:?} killed after event {n}");
-    let wf = Wf::new(flow);
+    let wf = Fx::new(flow);
     let check = |o: &Output, lines: u64, normal: i32| {
         if n <= total {
             assert_eq!(
@@ -348,7 +292,7 @@ fn a_build_with_a_scope_checkpoint_recovers_from_a_kill_at_every_step() {
 
 #[test]
 fn a_kill_during_a_dispatch_takes_the_child_with_it_and_resume_runs_the_task_again() {
-    let wf = Wf::new(Flow::Remediation);
+    let wf = Fx::new(Flow::Remediation);
     // Approve from the start: the builder runs for the phase only (twice with the retry).
     wf.answer("code-reviewer", REVIEW_APPROVE);
     let pid_file = wf.scripts.join("builder.pid");

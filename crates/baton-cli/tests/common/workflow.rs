@@ -167,12 +167,21 @@ EOF
 /// A repository whose workflow roles are the test's scripts.
 pub struct Wf {
     pub sb: Sandbox,
-    scripts: PathBuf,
+    pub scripts: PathBuf,
 }
 
 impl Wf {
     pub fn new() -> Wf {
-        let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
+        Wf::with(Sandbox::new())
+    }
+
+    /// The same, in a temp folder under `dir` where possible (the fault test uses `/dev/shm`).
+    pub fn new_in(dir: &std::path::Path) -> Wf {
+        Wf::with(Sandbox::new_in(dir))
+    }
+
+    fn with(sb: Sandbox) -> Wf {
+        let sb = sb.baton_exe(env!("CARGO_BIN_EXE_baton"));
         sb.init_repo("main");
         sb.write("README", "hello\n");
         sb.commit_all("initial");
