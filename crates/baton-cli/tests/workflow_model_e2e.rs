@@ -9,9 +9,12 @@
 use std::path::Path;
 use std::process::Output;
 
+mod common;
+
 use baton_testkit::fixture::{assert_exit, Sandbox};
 use baton_testkit::Role as Speaker;
 use baton_testkit::{MockServer, RecordedRequest, Turn};
+use common::workflow::{self, said};
 use serde_json::{json, Value};
 
 const BUILDER_CONTRACT: &str = r#"Added feature.txt.
@@ -65,56 +68,6 @@ const REVIEW_APPROVE: &str = r#"CONTRACT {"s":"APPROVE","b":false,"cr":0}
 - feature.txt:1 the line is there
 - src/main.rs:1 unchanged
 - src/lib.rs:2 unchanged
-"#;
-
-const HUNT_CLEAN: &str = r#"CONTRACT {"s":"CLEAN","b":false,"cr":0}
-## Error Handling Audit: Clean
-
-### Critical Issues
-- none
-
-SCOPE: feature.txt
-FILES_SCANNED: 1
-ERROR_HANDLING_SITES_INSPECTED: 2
-REMEDIATION_NEEDED: false
-REMEDIATION_SCOPE_REQUESTED: N/A
-"#;
-
-const VERIFY_PASS: &str = r#"CONTRACT {"s":"PASS","b":false,"cr":0}
-## Verification: PASS
-
-### Router Contract
-```yaml
-SCENARIOS_TOTAL: 1
-SCENARIOS_PASSED: 1
-SCENARIOS_FAILED: 0
-SCENARIO_ROWS:
-  - name: feature file exists
-    command: test -f feature.txt
-    expected: exit 0
-    actual: exit 0
-    exit_code: 0
-    status: PASS
-EVIDENCE:
-  scenarios:
-    - "feature file exists | test -f feature.txt -> exit 0"
-REMEDIATION_NEEDED: false
-REVERT_RECOMMENDED: false
-```
-"#;
-
-const DOCS_SKIPPED: &str = r#"### Router Contract (MACHINE-READABLE)
-```yaml
-STATUS: SKIPPED
-IMPACT_LEVEL: none
-DOC_LAYERS_EVALUATED: [README]
-DOC_FILES_UPDATED: []
-DOC_FILES_SKIPPED: [README]
-SKIP_REASON: no user-facing change
-AUDIT_DOCS_CREATED: []
-AUDIT_DOCS_UPDATED: []
-MEMORY_NOTES: null
-```
 "#;
 
 /// The token usage the mock reports, `(input, output)`: the builder's two turns (the write, then
@@ -180,9 +133,15 @@ fn mock() -> MockServer {
         )
         .when(is("build-implement"), turn(BUILDER_CONTRACT, BUILDER_END))
         .when(is("build-review"), turn(REVIEW_APPROVE, REVIEWER))
-        .when(is("build-hunt"), turn(HUNT_CLEAN, HUNTER))
-        .when(is("build-verify"), turn(VERIFY_PASS, VERIFIER))
-        .when(is("build-doc-sync"), turn(DOCS_SKIPPED, DOC_SYNCER))
+        .when(is("build-hunt"), turn(said(workflow::HUNT_CLEAN), HUNTER))
+        .when(
+            is("build-verify"),
+            turn(said(workflow::VERIFY_PASS), VERIFIER),
+        )
+        .when(
+            is("build-doc-sync"),
+            turn(said(workflow::DOCS_SKIPPED), DOC_SYNCER),
+        )
         .start_blocking()
 }
 

@@ -164,6 +164,16 @@ MEMORY_NOTES: null
 EOF
 "#;
 
+/// The text a snippet's `cat <<'EOF'` prints: the contract itself, for tests whose agents say it
+/// some other way (a mock model's answer).
+pub fn said(snippet: &'static str) -> &'static str {
+    let start = snippet
+        .find("cat <<'EOF'\n")
+        .map_or(0, |i| i + "cat <<'EOF'\n".len());
+    let end = snippet.rfind("EOF\n").unwrap_or(snippet.len());
+    &snippet[start..end]
+}
+
 /// A repository whose workflow roles are the test's scripts.
 pub struct Wf {
     pub sb: Sandbox,
