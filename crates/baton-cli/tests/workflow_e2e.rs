@@ -460,3 +460,43 @@ fn ctrl_c_during_a_dispatch_exits_130_and_resume_runs_that_task_again() {
     assert_eq!(wf.calls("component-builder"), 2);
     assert_eq!(wf.calls("code-reviewer"), 1);
 }
+
+/// On a terminal `baton run` asks before a full BUILD whether to work in a worktree.
+fn run_on_a_terminal(wf: &Wf, answer: &str) -> (std::process::Output, String) {
+    use std::io::Write;
+    use std::process::Stdio;
+    let pty = baton_testkit::pty::Pty::open(120, 40).unwrap();
+    let screen = pty.start_reader().unwrap();
+    let child = wf
+        .sb
+        .baton(&["run", "add a feature file"])
+        .stdin(pty.slave().unwrap())
+        .stdout(Stdio::piped())
+        .stderr(pty.slave().unwrap())
+        .spawn()
+        .unwrap();
+    let mut master = pty.close_slave();
+    // The terminal holds the line until baton reads it.
+    master.write_all(answer.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    drop(master);
+    (out, screen.text())
+}
+
+#[test]
+fn on_a_terminal_the_worktree_offer_is_asked() {
+    let wf = Wf::new();
+    wf.happy();
+    let (o, said) = run_on_a_terminal(&wf, "n\n");
+    assert_exit(&o, 0);
+    assert!(said.contains("isolated git worktree"), "{said}");
+    assert!(wf.sb.work().join("feature.txt").exists());
+    assert_eq!(wf.snapshot()["run"]["worktree_offer"], "declined");
+
+    let wf = Wf::new();
+    wf.happy();
+    let (o, _) = run_on_a_terminal(&wf, "\n");
+    assert_exit(&o, 4);
+    assert_eq!(wf.snapshot()["run"]["worktree_offer"], "accepted");
+    assert_eq!(wf.snapshot()["checkpoint"]["gate"], "finish");
+}
