@@ -500,3 +500,27 @@ fn on_a_terminal_the_worktree_offer_is_asked() {
     assert_eq!(wf.snapshot()["run"]["worktree_offer"], "accepted");
     assert_eq!(wf.snapshot()["checkpoint"]["gate"], "finish");
 }
+
+#[test]
+fn a_read_only_role_that_edits_a_tracked_file_stops_the_workflow_but_build_output_is_fine() {
+    let wf = Wf::new();
+    wf.happy().answer(
+        "integration-verifier",
+        &format!("mkdir -p target && echo built > target/out.bin\n{VERIFY_PASS}"),
+    );
+    assert_exit(&wf.run(&["run", "add a feature file"]), 0);
+
+    let wf = Wf::new();
+    wf.happy().answer(
+        "integration-verifier",
+        &format!("echo tampered >> README\n{VERIFY_PASS}"),
+    );
+    let o = wf.run(&["run", "add a feature file"]);
+    assert_exit(&o, 1);
+    assert!(
+        out(&o).contains("(integration-verifier) changed tracked files of the project"),
+        "{}",
+        out(&o)
+    );
+    assert_eq!(wf.calls("doc-syncer"), 0);
+}

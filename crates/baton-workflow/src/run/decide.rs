@@ -43,6 +43,12 @@ impl Runner<'_> {
                 }
                 _ => {}
             }
+            if role.is_read_only() && o.changed == Some(true) {
+                return Err(format!(
+                    "{id} ({}) changed tracked files of the project; a read-only role may build and run tests but not edit (`git diff` shows the change)",
+                    role.name()
+                ));
+            }
             if checked.advances() && !role.is_read_only() && o.changed == Some(false) {
                 let writes_code = matches!(role, Role::ComponentBuilder | Role::BugInvestigator);
                 if writes_code {

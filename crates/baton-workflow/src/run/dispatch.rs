@@ -119,7 +119,9 @@ impl Runner<'_> {
             (prompt, Vec::new())
         };
         let work = self.work_dir(&v);
-        let before = (!role.is_read_only()).then(|| tree_digest(&work)).flatten();
+        // Write roles must change the tree to pass; read-only ones must leave its tracked files alone.
+        let untracked = !role.is_read_only();
+        let before = tree_digest(&work, untracked);
         {
             let mut a = self.artifact();
             let mut v = View::read(&a);
@@ -183,7 +185,7 @@ impl Runner<'_> {
                 exit_code: None,
             },
         };
-        let changed = match (&before, tree_digest(&work)) {
+        let changed = match (&before, tree_digest(&work, untracked)) {
             (Some(b), Some(after)) => Some(*b != after),
             _ => None,
         };

@@ -170,7 +170,7 @@ pub async fn start(
         .worktree
         .as_ref()
         .map_or(root.clone(), |w| w.path.clone());
-    v.host.baseline = tree_digest(&work);
+    v.host.baseline = tree_digest(&work, true);
     v.write(&mut a);
     let healed: Vec<String> = report
         .healed
@@ -342,7 +342,10 @@ fn project_root(env: &RunEnv) -> PathBuf {
 
 /// A digest of the working tree's state (`git status` and `git diff`), to tell whether a write
 /// agent changed anything; `None` outside a git repository.
-fn tree_digest(root: &Path) -> Option<String> {
+///
+/// With `untracked` false only tracked files count: what a read-only role (a verifier building
+/// and running tests) may add — build output, caches — is not a change of the project.
+fn tree_digest(root: &Path, untracked: bool) -> Option<String> {
     use std::hash::{Hash, Hasher};
     let git = |args: &[&str]| {
         std::process::Command::new("git")
@@ -357,7 +360,7 @@ fn tree_digest(root: &Path) -> Option<String> {
     let status = git(&[
         "status",
         "--porcelain=v1",
-        "-uall",
+        if untracked { "-uall" } else { "-uno" },
         "--",
         ".",
         ":(exclude).baton",
