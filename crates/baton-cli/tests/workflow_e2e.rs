@@ -524,3 +524,33 @@ fn a_read_only_role_that_edits_a_tracked_file_stops_the_workflow_but_build_outpu
     );
     assert_eq!(wf.calls("doc-syncer"), 0);
 }
+
+/// A crash between the record's first event and its task graph: resume makes the graph and runs.
+#[test]
+fn a_record_without_its_task_graph_is_resumed_from_the_start() {
+    use baton_workflow::route::WorkflowKind;
+    use baton_workflow::store::WorkflowStore;
+    let wf = Wf::new();
+    wf.happy();
+    let store = WorkflowStore::new(baton_state::StateDir::for_project(&wf.sb.work()));
+    let id = store
+        .create(WorkflowKind::Build, "add a feature file")
+        .unwrap()
+        .id()
+        .to_string();
+    let o = wf.run(&["resume"]);
+    assert_exit(&o, 0);
+    assert_eq!(wf.id(), id);
+    let mut phases = wf.dispatched();
+    phases[1..3].sort();
+    assert_eq!(
+        phases,
+        [
+            "build-implement",
+            "build-hunt",
+            "build-review",
+            "build-verify",
+            "build-doc-sync"
+        ]
+    );
+}

@@ -248,11 +248,27 @@ pub async fn resume(
             )))
         }
         (RunState::Running, None) => {
+            let mut reason = "resumed".to_string();
+            if v.tasks.is_empty() {
+                // Killed between the record's first event and its task graph: nothing ran, so
+                // the graph is made now, in place (the worktree offer is not made again).
+                let kind = Artifact::from_json(a.clone())
+                    .ok()
+                    .and_then(|x| x.workflow_type)
+                    .unwrap_or(WorkflowKind::Build);
+                let trivial = a.get("build_scope").and_then(Value::as_str) == Some("trivial");
+                if kind == WorkflowKind::Build && a.get("phase_cursor").is_none_or(Value::is_null) {
+                    a["build_scope"] = json!("standard");
+                    a["phase_cursor"] = json!("phase-1");
+                    let request = a.get("user_request").cloned().unwrap_or(Value::Null);
+                    a["normalized_phases"] = json!([{"phase_id": "phase-1", "title": request}]);
+                }
+                v.tasks = graph::initial(kind, trivial, id);
+                v.host.worktree_offer = Some("skipped: resumed before the graph was recorded".into());
+                reason = format!("resumed; {} tasks recorded", v.tasks.len());
+            }
             v.write(&mut a);
-            runner.commit(
-                NewEvent::new(EventKind::ArtifactUpdated).reason("resumed"),
-                a,
-            )?;
+            runner.commit(NewEvent::new(EventKind::ArtifactUpdated).reason(reason), a)?;
         }
         (RunState::Checkpoint | RunState::Failed, Some(text)) => {
             let cp = v.checkpoint.clone().unwrap_or_else(|| {
