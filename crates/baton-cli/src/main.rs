@@ -96,7 +96,7 @@ enum Command {
     Status(workflow_cmd::StatusArgs),
     /// Show one workflow's events as a timeline (WF: an id, a unique prefix of one, or `last`).
     Log(workflow_cmd::LogArgs),
-    /// Serve baton to an MCP client (Claude Code, Codex, …) over stdio: route, models, roles, workflow_status.
+    /// Serve baton to an MCP client (Claude Code, Codex, …) over stdio: route, models, roles, workflow_status, delegate_task.
     Mcp(mcp_cmd::McpArgs),
     /// Write a commented starter `.baton/config.toml` in the project (nothing else).
     Init(init_cmd::InitArgs),

@@ -38,7 +38,7 @@ use crate::project::{delegate_env, executor_for, project_context};
 #[derive(Args, Debug)]
 pub struct McpArgs {
     /// Directory inside the project whose config, roles and workflows the tools use (default:
-    /// the current one, which MCP clients set to their own working directory).
+    /// the directory the client starts baton in).
     #[arg(long)]
     cwd: Option<PathBuf>,
 }
