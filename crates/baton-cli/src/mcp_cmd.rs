@@ -4,8 +4,9 @@
 //! Four tools only read: `route`, `models`, `roles` and `workflow_status`. Each answers with the
 //! same JSON document as the matching `--json` command (`baton route`, `baton models`,
 //! `baton roles`, `baton status`), built by the same function, as `structuredContent` and as
-//! text. `delegate_task` runs one entry in the foreground through the same code as `baton task`
-//! and the agent's `delegate_task` tool, and answers with its report. Input schemas are derived from the structs that parse the arguments; bad arguments are
+//! text. `delegate_task` runs a single, parallel or chain delegation in the foreground through
+//! the same code as `baton task` and the agent's `delegate_task` tool, and answers with its
+//! report. Input schemas are derived from the structs that parse the arguments; bad arguments are
 //! tool errors (`isError: true`) naming the field, never protocol errors. Every result goes
 //! through the redactor of known provider keys. See docs/mcp.md.
 
@@ -13,9 +14,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, Result};
-use baton_exec::delegate::{
-    parse_request, render_report, resolve_roles, run_delegation, Progress, TaskEntry,
-};
+use baton_exec::delegate::{parse_request, render_report, resolve_roles, run_delegation, Progress};
 use baton_exec::executor::Executor;
 use baton_workflow::route::{route, route_as, WorkflowKind};
 use clap::Args;
@@ -50,9 +49,10 @@ PLAN, REVIEW, ORIENT, TRIAGE, CODEBASE-HEALTH) a request would run as and why; `
 model classes (cheap, fast, balanced, strong…) with their routes and which one resolves now; \
 `roles` lists the agent roles baton can delegate to (backend, tools, sandbox); `workflow_status` \
 shows the project's workflows or one of them (state, phase, what it waits for, what it spent). \
-These four only read. `delegate_task` hands one self-contained task to a child agent of a baton \
-role (its own process, model, tools and sandbox; `implementer` works in its own git worktree) \
-and answers with the child's report when it ends.";
+These four only read. `delegate_task` hands self-contained tasks to child agents of baton roles \
+(one, up to 8 in parallel, or a chain of up to 8; each child its own process, model, tools and \
+sandbox; `implementer` works in its own git worktree) and answers with their report when they \
+end.";
 
 /// `route` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -123,20 +123,31 @@ fn tool<T: JsonSchema + 'static>(
         .with_annotations(read_only()))
 }
 
-/// `delegate_task`: its input schema is the schema of [`TaskEntry`], the struct the agent tool's
-/// entries parse into; its output is the report of `baton task --json`.
+/// `delegate_task`: its input schema is the agent tool's (built from `baton_exec::delegate::TaskEntry`, the struct
+/// each entry parses into) without `background`; its output is the report of `baton task --json`.
 fn delegate_tool() -> Result<Tool, ErrorData> {
     let array = json!({"type": "array"});
-    let input = schema_for_input::<TaskEntry>().map_err(|e| ErrorData::internal_error(e, None))?;
+    let input = match baton_exec::tool::parameters_schema(false) {
+        Value::Object(o) => o,
+        _ => {
+            return Err(ErrorData::internal_error(
+                "delegate_task: schema is not an object",
+                None,
+            ))
+        }
+    };
     Ok(Tool::new(
         "delegate_task",
-        "Delegate one bounded, self-contained task to a child agent of a baton role (`baton \
-         roles` lists them: e.g. `scout` explores and reports, `implementer` changes code in its \
-         own git worktree and commits there, `reviewer` judges a change without touching it). \
-         The child sees only `task`: give the goal, the relevant files, the constraints and what \
-         to report. Waits for the child to end and answers with its report (status, answer, \
-         model, usage, worktree). Set `model_class` only to change the role's default; `model` \
-         and `thinking` only when the user asked for them.",
+        "Delegate bounded work to child agents of baton roles (`roles` lists them: e.g. `scout` \
+         explores and reports, `implementer` changes code in its own git worktree and commits \
+         there, `reviewer` judges a change without touching it). Give exactly one shape: single \
+         (`role`, `name`, `task` at the top level); parallel (`tasks`: up to 8 independent \
+         entries started together); or chain (`chain`: up to 8 steps, `{previous}` in a step's \
+         task replaced by the previous step's answer). A child sees only its `task`: give the \
+         goal, the relevant files, the constraints and what to report. Waits for the children to \
+         end and answers with the report (each entry's status, answer, model, usage, worktree). \
+         Set `model_class` only to change the role's default; `model` and `thinking` only when \
+         the user asked for them.",
         input,
     )
     .with_raw_output_schema(output_schema(&[
@@ -282,8 +293,9 @@ impl BatonServer {
         project_context(Some(self.cwd.clone())).map_err(|e| format!("{e:#}"))
     }
 
-    /// `delegate_task`: one entry in the foreground, through the same checks and the same
-    /// `run_delegation` as `baton task` and the agent's tool; `cancel` is the request's token.
+    /// `delegate_task` in the foreground (single, parallel or chain), through the same checks and
+    /// the same `run_delegation` as `baton task` and the agent's tool; `cancel` is the request's
+    /// token.
     async fn delegate(
         &self,
         args: Option<JsonObject>,
@@ -291,10 +303,11 @@ impl BatonServer {
     ) -> Result<CallToolResult, String> {
         let name = "delegate_task";
         let value = Value::Object(args.unwrap_or_default());
-        // One entry's fields only (`tasks`, `chain` and `background` are refused by name), then
-        // every check the agent tool makes.
-        let _: TaskEntry = parse(name, value.as_object().cloned())?;
+        // Every check the agent tool makes, naming the field.
         let req = parse_request(&value).map_err(|e| format!("{name}: {e}"))?;
+        if req.background {
+            return Err(format!("{name}: `background` is not offered over MCP yet: leave it out, or run `baton task --background` in a shell"));
+        }
         let ctx = self.context()?;
         let env = delegate_env(&ctx).map_err(|e| format!("{name}: {e:#}"))?;
         let roles = resolve_roles(&env, &req).map_err(|e| format!("{name}: {e}"))?;

@@ -111,13 +111,32 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
             .collect::<Vec<_>>(),
         ["id"]
     );
-    // delegate_task: the schema of the agent tool's entry struct, and it is not read-only.
+    // delegate_task: the agent tool's schema (from its entry struct) without `background`, and
+    // it is not read-only.
     let delegate = &tools[4];
+    let agent_schema = baton_exec::tool::parameters_schema(false);
     assert_eq!(
-        delegate.input_schema["required"],
-        json!(["role", "name", "task"])
+        Value::Object((*delegate.input_schema).clone()),
+        agent_schema
     );
-    assert_eq!(delegate.input_schema["additionalProperties"], json!(false));
+    let props: Vec<&String> = delegate.input_schema["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(
+        props,
+        [
+            "chain",
+            "model",
+            "model_class",
+            "name",
+            "role",
+            "task",
+            "tasks",
+            "thinking"
+        ]
+    );
     let a = delegate.annotations.as_ref().unwrap();
     assert_eq!(
         (a.read_only_hint, a.destructive_hint, a.idempotent_hint),
@@ -207,7 +226,7 @@ fn command_role(sb: &Sandbox, name: &str, command: &str) {
 }
 
 #[tokio::test]
-async fn delegate_task_runs_one_entry_through_the_task_code_path() {
+async fn delegate_task_runs_through_the_task_code_path() {
     let sb = sandbox();
     command_role(&sb, "echoer", "echo ran > effect.txt; cat");
     command_role(&sb, "failer", "echo broken >&2; exit 4");
@@ -246,6 +265,41 @@ async fn delegate_task_runs_one_entry_through_the_task_code_path() {
         "failed"
     );
 
+    // Parallel and chain: the same shapes as the agent tool.
+    let result = call(
+        &client,
+        "delegate_task",
+        json!({"tasks": [
+            {"role": "echoer", "name": "a", "task": "alpha"},
+            {"role": "echoer", "name": "b", "task": "beta"}
+        ]}),
+    )
+    .await;
+    let report = result.structured_content.clone().unwrap();
+    assert_eq!(report["mode"], "parallel");
+    let outputs: Vec<&str> = report["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["output"].as_str().unwrap().trim())
+        .collect();
+    assert_eq!(outputs, ["alpha", "beta"]);
+    let result = call(
+        &client,
+        "delegate_task",
+        json!({"chain": [
+            {"role": "echoer", "name": "a", "task": "alpha"},
+            {"role": "echoer", "name": "b", "task": "got {previous}!"}
+        ]}),
+    )
+    .await;
+    let report = result.structured_content.clone().unwrap();
+    assert_eq!(report["mode"], "chain");
+    assert_eq!(
+        report["entries"][1]["output"].as_str().unwrap().trim(),
+        "got alpha!"
+    );
+
     for (args, field) in [
         (json!({"role": "ghost", "name": "g", "task": "t"}), "`role`"),
         (json!({"role": "echoer", "name": "n"}), "`task`"),
@@ -253,9 +307,10 @@ async fn delegate_task_runs_one_entry_through_the_task_code_path() {
             json!({"role": "echoer", "name": "n", "task": "t", "background": true}),
             "background",
         ),
+        (json!({"tasks": []}), "`tasks`"),
         (
-            json!({"tasks": [{"role": "echoer", "name": "n", "task": "t"}]}),
-            "tasks",
+            json!({"chain": [{"role": "echoer", "name": "n", "task": "t", "x": 1}]}),
+            "`chain[0].x`",
         ),
         (
             json!({"role": "echoer", "name": "n", "task": "t", "thinking": "lots"}),
