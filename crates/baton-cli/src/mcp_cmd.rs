@@ -46,7 +46,7 @@ pub struct McpArgs {
 pub const INSTRUCTIONS: &str = "baton is an orchestration runtime for coding agents. This server \
 lets you inspect it in the current project: `route` shows which baton workflow (BUILD, DEBUG, \
 PLAN, REVIEW, ORIENT, TRIAGE, CODEBASE-HEALTH) a request would run as and why; `models` lists the \
-model classes (cheap, fast, balanced, strong…) with their routes and which one resolves now; \
+model classes (fast, balanced, frontier, fav) with their routes and which one resolves now; \
 `roles` lists the agent roles baton can delegate to (backend, tools, sandbox); `workflow_status` \
 shows the project's workflows or one of them (state, phase, what it waits for, what it spent). \
 These four only read. `delegate_task` hands self-contained tasks to child agents of baton roles \
@@ -123,8 +123,9 @@ fn tool<T: JsonSchema + 'static>(
         .with_annotations(read_only()))
 }
 
-/// `delegate_task`: its input schema is the agent tool's (built from `baton_exec::delegate::TaskEntry`, the struct
-/// each entry parses into) without `background`; its output is the report of `baton task --json`.
+/// `delegate_task`: its input schema is the agent tool's (built from
+/// `baton_exec::delegate::TaskEntry`, the struct each entry parses into) without `background`;
+/// its output is the report of `baton task --json`.
 fn delegate_tool() -> Result<Tool, ErrorData> {
     let array = json!({"type": "array"});
     let input = match baton_exec::tool::parameters_schema(false) {
