@@ -13,11 +13,11 @@ use baton_roles::{load_roles, RoleDirs};
 use serde_json::json;
 
 use crate::exit;
-use crate::project::{project_context, role_dirs};
+use crate::project::{project_context, role_dirs, ProjectContext};
 
 /// `baton models --json`: one document with the config files, the default class and, for each
 /// class, its routes (each usable or not, and why) and the one that resolves now.
-fn models_json(ctx: &crate::project::ProjectContext) -> serde_json::Value {
+pub fn models_json(ctx: &ProjectContext) -> serde_json::Value {
     let config = &ctx.config.config;
     let classes: Vec<serde_json::Value> = ModelClass::ALL
         .iter()
@@ -211,36 +211,13 @@ pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<u8> {
             exit::USAGE
         });
     }
+    if json_mode {
+        outln!("{}", roles_json(&ctx));
+        return Ok(exit::OK);
+    }
     let config = &ctx.config.config;
-    let mut documents = Vec::new();
     for r in &set.roles {
-        let backend = r
-            .meta
-            .backend
-            .or(config.executor.backend)
-            .unwrap_or(BackendKind::Baton);
-        let isolation = match r.meta.isolation {
-            Some(Isolation::Worktree) => "worktree",
-            None => "none",
-        };
-        let sandbox = baton_agent::tools::SandboxPolicy::choose_mode(
-            None,
-            r.meta.sandbox,
-            config.sandbox.mode,
-        );
-        if json_mode {
-            documents.push(json!({
-                "name": r.meta.name,
-                "description": r.meta.description,
-                "model_class": r.meta.model_class.map(|c| c.to_string()),
-                "tools": r.meta.tools,
-                "backend": backend.as_str(),
-                "isolation": isolation,
-                "sandbox": sandbox.to_string(),
-                "source": source_json(&r.source),
-            }));
-            continue;
-        }
+        let (backend, isolation, sandbox) = effective(r, config);
         let class = r
             .meta
             .model_class
@@ -258,10 +235,6 @@ pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<u8> {
         );
         outln!("               {}", r.meta.description);
     }
-    if json_mode {
-        outln!("{}", json!({ "roles": documents, "invalid": invalid }));
-        return Ok(exit::OK);
-    }
     if !invalid.is_empty() {
         outln!();
         outln!("invalid role files (skipped; `baton roles check` reports them and exits 2):");
@@ -270,4 +243,53 @@ pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<u8> {
         }
     }
     Ok(exit::OK)
+}
+
+/// What a role runs as once the config's defaults apply: its backend, isolation and sandbox mode.
+fn effective(
+    r: &baton_protocol::role::RoleSpec,
+    config: &baton_protocol::config::Config,
+) -> (
+    BackendKind,
+    &'static str,
+    baton_protocol::sandbox::SandboxMode,
+) {
+    let backend = r
+        .meta
+        .backend
+        .or(config.executor.backend)
+        .unwrap_or(BackendKind::Baton);
+    let isolation = match r.meta.isolation {
+        Some(Isolation::Worktree) => "worktree",
+        None => "none",
+    };
+    let sandbox =
+        baton_agent::tools::SandboxPolicy::choose_mode(None, r.meta.sandbox, config.sandbox.mode);
+    (backend, isolation, sandbox)
+}
+
+/// `baton roles --json`: `{"roles": [{name, description, model_class, tools, backend, isolation,
+/// sandbox, source}], "invalid": ["file: problem", …]}`.
+pub fn roles_json(ctx: &ProjectContext) -> serde_json::Value {
+    let set = load_roles(&role_dirs(&ctx.project_root));
+    let config = &ctx.config.config;
+    let roles: Vec<serde_json::Value> = set
+        .roles
+        .iter()
+        .map(|r| {
+            let (backend, isolation, sandbox) = effective(r, config);
+            json!({
+                "name": r.meta.name,
+                "description": r.meta.description,
+                "model_class": r.meta.model_class.map(|c| c.to_string()),
+                "tools": r.meta.tools,
+                "backend": backend.as_str(),
+                "isolation": isolation,
+                "sandbox": sandbox.to_string(),
+                "source": source_json(&r.source),
+            })
+        })
+        .collect();
+    let invalid: Vec<String> = set.bad.iter().map(|b| b.one_line()).collect();
+    json!({ "roles": roles, "invalid": invalid })
 }

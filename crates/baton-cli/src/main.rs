@@ -32,6 +32,7 @@ mod doctor_cmd;
 mod flow_cmd;
 mod info_cmd;
 mod init_cmd;
+mod mcp_cmd;
 mod printer;
 mod project;
 mod route_cmd;
@@ -95,6 +96,8 @@ enum Command {
     Status(workflow_cmd::StatusArgs),
     /// Show one workflow's events as a timeline (WF: an id, a unique prefix of one, or `last`).
     Log(workflow_cmd::LogArgs),
+    /// Serve baton to an MCP client (Claude Code, Codex, …) over stdio: route, models, roles, workflow_status, delegate_task.
+    Mcp(mcp_cmd::McpArgs),
     /// Write a commented starter `.baton/config.toml` in the project (nothing else).
     Init(init_cmd::InitArgs),
     /// Check every configured provider (key set, one cheap real request) and the sandbox.
@@ -199,6 +202,7 @@ fn main() -> ExitCode {
         Command::Status(args) => workflow_cmd::status(args),
         Command::Log(args) => workflow_cmd::log(args),
         Command::Init(args) => init_cmd::run(args),
+        Command::Mcp(args) => mcp_cmd::run(args),
         Command::Doctor(args) => doctor_cmd::run(args),
         Command::Models { cwd, json } => info_cmd::models(cwd, json),
         Command::Roles { action, cwd, json } => {

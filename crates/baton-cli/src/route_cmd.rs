@@ -22,7 +22,7 @@ pub struct RouteArgs {
 }
 
 /// The JSON document: `{"workflow", "signals": [{"text", "category"}], "rule", "conflict"}`.
-fn document(d: &Decision) -> serde_json::Value {
+pub fn document(d: &Decision) -> serde_json::Value {
     let signals: Vec<serde_json::Value> = d
         .signals
         .iter()

@@ -16,7 +16,7 @@ use clap::Args;
 use serde_json::{json, Map, Value};
 
 use crate::exit;
-use crate::project::{project_context, state_dir};
+use crate::project::{project_context, state_dir, ProjectContext};
 
 /// Characters of the request shown in the text listing.
 const REQUEST_WIDTH: usize = 60;
@@ -348,6 +348,11 @@ fn print_summary(s: &Summary) {
 
 pub fn status(args: StatusArgs) -> Result<u8> {
     let ctx = project_context(args.cwd)?;
+    if args.json {
+        let doc = status_json(&ctx, None).map_err(anyhow::Error::msg)?;
+        outln!("{doc}");
+        return Ok(exit::OK);
+    }
     let state = state_dir(&ctx);
     let store = WorkflowStore::new(state.clone());
     let ids = newest_first(&store);
@@ -355,17 +360,6 @@ pub fn status(args: StatusArgs) -> Result<u8> {
         .iter()
         .map(|id| (id.clone(), summarize(&store, id)))
         .collect();
-    if args.json {
-        let workflows: Vec<Value> = rows
-            .iter()
-            .map(|(id, r)| match r {
-                Ok(s) => summary_json(s),
-                Err(e) => json!({"id": id, "error": e}),
-            })
-            .collect();
-        outln!("{}", json!({ "workflows": workflows }));
-        return Ok(exit::OK);
-    }
     if rows.is_empty() {
         outln!(
             "no workflows in {}; `baton run \"request\"` starts one",
@@ -383,6 +377,25 @@ pub fn status(args: StatusArgs) -> Result<u8> {
         }
     }
     Ok(exit::OK)
+}
+
+/// The document of `baton status --json` (`{"workflows": [summary, …]}`, newest first; an unreadable
+/// workflow as `{"id", "error"}`), or with `id` (an id, a unique prefix of one, or `last`) that one
+/// workflow's summary. The error names the fix.
+pub fn status_json(ctx: &ProjectContext, id: Option<&str>) -> Result<Value, String> {
+    let store = WorkflowStore::new(state_dir(ctx));
+    if let Some(wanted) = id {
+        let id = resolve(&store, wanted)?;
+        return summarize(&store, &id).map(|s| summary_json(&s));
+    }
+    let workflows: Vec<Value> = newest_first(&store)
+        .iter()
+        .map(|id| match summarize(&store, id) {
+            Ok(s) => summary_json(&s),
+            Err(e) => json!({"id": id, "error": e}),
+        })
+        .collect();
+    Ok(json!({ "workflows": workflows }))
 }
 
 /// The id `wanted` names: `last` (the newest), a whole id, or a prefix of exactly one.

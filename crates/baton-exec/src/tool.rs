@@ -34,6 +34,22 @@ fn entry_schema() -> Value {
     baton_tool::args::schema_for::<TaskEntry>()
 }
 
+/// The arguments of `delegate_task` (what [`parse_request`] takes): one entry's fields at the top
+/// level, or `tasks` or `chain` of entries, and — offered only when `background` is true — the
+/// `background` flag. Built from [`TaskEntry`]'s derived schema; `baton mcp` offers the same.
+pub fn parameters_schema(background: bool) -> Value {
+    let entry = entry_schema();
+    let mut props = entry["properties"].clone();
+    if let Some(p) = props.as_object_mut() {
+        p.insert("tasks".into(), json!({"type": "array", "items": entry, "minItems": 1, "maxItems": 8, "description": "Parallel mode: independent entries started together."}));
+        p.insert("chain".into(), json!({"type": "array", "items": entry_schema(), "minItems": 1, "maxItems": 8, "description": "Chain mode: sequential entries; `{previous}` receives the previous step's answer."}));
+        if background {
+            p.insert("background".into(), json!({"type": "boolean", "description": "Run detached and return a task id at once."}));
+        }
+    }
+    json!({"type": "object", "properties": props})
+}
+
 #[async_trait::async_trait]
 impl Tool for DelegateTool {
     fn name(&self) -> &'static str {
@@ -41,17 +57,10 @@ impl Tool for DelegateTool {
     }
 
     fn spec(&self) -> ToolSpec {
-        let entry = entry_schema();
-        let mut props = entry["properties"].clone();
-        if let Some(p) = props.as_object_mut() {
-            p.insert("tasks".into(), json!({"type": "array", "items": entry, "minItems": 1, "maxItems": 8, "description": "Parallel mode: independent entries started together."}));
-            p.insert("chain".into(), json!({"type": "array", "items": entry_schema(), "minItems": 1, "maxItems": 8, "description": "Chain mode: sequential entries; `{previous}` receives the previous step's answer."}));
-            p.insert("background".into(), json!({"type": "boolean", "description": "Run detached and return a task id at once."}));
-        }
         ToolSpec {
             name: "delegate_task".into(),
             description: "Delegate bounded work to child agents. Give exactly one shape: single (role, name, task at the top level), parallel (`tasks`), or chain (`chain`).".into(),
-            parameters: json!({"type": "object", "properties": props}),
+            parameters: parameters_schema(true),
         }
     }
 

@@ -1,0 +1,401 @@
+//! `baton mcp`: baton as an MCP server over stdio (the official Rust SDK, `rmcp`), in the client's
+//! working directory with the project's config and roles.
+//!
+//! Four tools only read: `route`, `models`, `roles` and `workflow_status`. Each answers with the
+//! same JSON document as the matching `--json` command (`baton route`, `baton models`,
+//! `baton roles`, `baton status`), built by the same function, as `structuredContent` and as
+//! text. `delegate_task` runs a single, parallel or chain delegation in the foreground through
+//! the same code as `baton task` and the agent's `delegate_task` tool, and answers with its
+//! report. Input schemas are derived from the structs that parse the arguments; bad arguments are
+//! tool errors (`isError: true`) naming the field, never protocol errors. Every result goes
+//! through the redactor of known provider keys. See docs/mcp.md.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context as _, Result};
+use baton_exec::delegate::{parse_request, render_report, resolve_roles, run_delegation, Progress};
+use baton_exec::executor::Executor;
+use baton_workflow::route::{route, route_as, WorkflowKind};
+use clap::Args;
+use rmcp::handler::server::common::schema_for_input;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::exit;
+use crate::project::{delegate_env, executor_for, project_context};
+
+#[derive(Args, Debug)]
+pub struct McpArgs {
+    /// Directory inside the project whose config, roles and workflows the tools use (default:
+    /// the directory the client starts baton in).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+}
+
+/// What `initialize` tells the client's model about this server.
+pub const INSTRUCTIONS: &str = "baton is an orchestration runtime for coding agents. This server \
+lets you inspect it in the current project: `route` shows which baton workflow (BUILD, DEBUG, \
+PLAN, REVIEW, ORIENT, TRIAGE, CODEBASE-HEALTH) a request would run as and why; `models` lists the \
+model classes (fast, balanced, frontier, fav) with their routes and which one resolves now; \
+`roles` lists the agent roles baton can delegate to (backend, tools, sandbox); `workflow_status` \
+shows the project's workflows or one of them (state, phase, what it waits for, what it spent). \
+These four only read. `delegate_task` hands self-contained tasks to child agents of baton roles \
+(one, up to 8 in parallel, or a chain of up to 8; each child its own process, model, tools and \
+sandbox; `implementer` works in its own git worktree) and answers with their report when they \
+end.";
+
+/// `route` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RouteRequest {
+    /// The request in the user's words, as it would be given to a workflow.
+    request: String,
+    /// Take this workflow instead of routing: BUILD, DEBUG, PLAN, REVIEW, ORIENT, TRIAGE or
+    /// CODEBASE-HEALTH (any case).
+    #[serde(default)]
+    workflow: Option<String>,
+}
+
+/// `models` and `roles` take no arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArguments {}
+
+/// `workflow_status` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowStatusRequest {
+    /// One workflow: its id, a unique prefix of one, or `last` for the newest. Without it, every
+    /// workflow of the project, newest first.
+    #[serde(default)]
+    id: Option<String>,
+}
+
+/// The server: the working directory whose project each call reads (config and roles are read
+/// again on every call, so edits apply without a restart), and the executor every delegation of
+/// this server shares (its concurrency cap holds across calls), made at the first one.
+struct BatonServer {
+    cwd: PathBuf,
+    executor: Mutex<Option<Arc<Executor>>>,
+}
+
+/// Annotations of a tool that only reads: same answer for the same state, nothing changed.
+fn read_only() -> ToolAnnotations {
+    ToolAnnotations::new()
+        .read_only(true)
+        .destructive(false)
+        .idempotent(true)
+        .open_world(false)
+}
+
+/// An output schema: an object with these required properties, each of this JSON type.
+fn output_schema(props: &[(&str, Value)]) -> Arc<JsonObject> {
+    let properties: serde_json::Map<String, Value> = props
+        .iter()
+        .map(|(name, schema)| (name.to_string(), schema.clone()))
+        .collect();
+    let required: Vec<&str> = props.iter().map(|(name, _)| *name).collect();
+    let mut o = JsonObject::new();
+    o.insert("type".into(), json!("object"));
+    o.insert("properties".into(), Value::Object(properties));
+    o.insert("required".into(), json!(required));
+    Arc::new(o)
+}
+
+fn tool<T: JsonSchema + 'static>(
+    name: &'static str,
+    description: &'static str,
+    output: Arc<JsonObject>,
+) -> Result<Tool, ErrorData> {
+    let input = schema_for_input::<T>().map_err(|e| ErrorData::internal_error(e, None))?;
+    Ok(Tool::new(name, description, input)
+        .with_raw_output_schema(output)
+        .with_annotations(read_only()))
+}
+
+/// `delegate_task`: its input schema is the agent tool's (built from
+/// `baton_exec::delegate::TaskEntry`, the struct each entry parses into) without `background`;
+/// its output is the report of `baton task --json`.
+fn delegate_tool() -> Result<Tool, ErrorData> {
+    let array = json!({"type": "array"});
+    let input = match baton_exec::tool::parameters_schema(false) {
+        Value::Object(o) => o,
+        _ => {
+            return Err(ErrorData::internal_error(
+                "delegate_task: schema is not an object",
+                None,
+            ))
+        }
+    };
+    Ok(Tool::new(
+        "delegate_task",
+        "Delegate bounded work to child agents of baton roles (`roles` lists them: e.g. `scout` \
+         explores and reports, `implementer` changes code in its own git worktree and commits \
+         there, `reviewer` judges a change without touching it). Give exactly one shape: single \
+         (`role`, `name`, `task` at the top level); parallel (`tasks`: up to 8 independent \
+         entries started together); or chain (`chain`: up to 8 steps, `{previous}` in a step's \
+         task replaced by the previous step's answer). A child sees only its `task`: give the \
+         goal, the relevant files, the constraints and what to report. Waits for the children to \
+         end and answers with the report (each entry's status, answer, model, usage, worktree). \
+         Set `model_class` only to change the role's default; `model` and `thinking` only when \
+         the user asked for them.",
+        input,
+    )
+    .with_raw_output_schema(output_schema(&[
+        ("mode", json!({"type": "string"})),
+        ("entries", array),
+    ]))
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(true)
+            .idempotent(false)
+            .open_world(true),
+    ))
+}
+
+/// Every tool this server offers.
+pub fn tools() -> Result<Vec<Tool>, ErrorData> {
+    let array = json!({"type": "array"});
+    Ok(vec![
+        tool::<RouteRequest>(
+            "route",
+            "Show which baton workflow a request would run as (BUILD, DEBUG, PLAN, REVIEW, ORIENT; \
+             TRIAGE and CODEBASE-HEALTH only when named in `workflow`), the signals found in the \
+             request and the rule that decided. Reads nothing, runs nothing, calls no model. \
+             Same answer as `baton route --json`.",
+            output_schema(&[
+                ("workflow", json!({"type": "string"})),
+                ("signals", array.clone()),
+                ("rule", json!({"type": "string"})),
+                ("conflict", json!({"type": "boolean"})),
+            ]),
+        )?,
+        tool::<NoArguments>(
+            "models",
+            "List baton's model classes for this project: for each class its routes \
+             (provider/model[:thinking]), whether each is usable now and why not, and the one \
+             that resolves now; also the config files read and the default class. Same answer \
+             as `baton models --json`.",
+            output_schema(&[
+                ("config_files", array.clone()),
+                ("default_class", json!({"type": "string"})),
+                ("classes", array.clone()),
+            ]),
+        )?,
+        tool::<NoArguments>(
+            "roles",
+            "List the agent roles baton can delegate to in this project (built-in, user and \
+             project role files, later overriding earlier): name, description, model class, \
+             tools, backend, isolation, sandbox and source; and the role files that are invalid. \
+             Same answer as `baton roles --json`.",
+            output_schema(&[("roles", array.clone()), ("invalid", array.clone())]),
+        )?,
+        tool::<WorkflowStatusRequest>(
+            "workflow_status",
+            "Show this project's baton workflows, newest first (id, type, state, phase, what each \
+             waits for, what it spent, the request), or with `id` one of them. Read from the \
+             durable records; never takes a workflow's lock. Without `id`, same answer as \
+             `baton status --json`.",
+            json!({
+                "type": "object",
+                "description": "Without `id`: {\"workflows\": [summary, …]}. With `id`: one summary.",
+            })
+            .as_object()
+            .cloned()
+            .map(Arc::new)
+            .unwrap_or_default(),
+        )?,
+        delegate_tool()?,
+    ])
+}
+
+/// The arguments of a call as `T`, or a message naming the field that is wrong.
+fn parse<T: DeserializeOwned>(tool: &str, args: Option<JsonObject>) -> Result<T, String> {
+    let value = Value::Object(args.unwrap_or_default());
+    serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            format!("{tool}: bad arguments: {}", e.inner())
+        } else {
+            format!("{tool}: bad argument `{path}`: {}", e.inner())
+        }
+    })
+}
+
+/// A result: the document as `structuredContent` and as text, known provider keys redacted.
+fn success(doc: &Value) -> CallToolResult {
+    let text = baton_text::redact::redact(&doc.to_string()).into_owned();
+    let structured = serde_json::from_str(&text).unwrap_or_else(|_| doc.clone());
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(structured);
+    result
+}
+
+fn failure(message: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(baton_text::redact::redact(
+        message,
+    ))])
+}
+
+impl BatonServer {
+    /// Runs one tool: a document, or the message of a tool error.
+    fn call(&self, name: &str, args: Option<JsonObject>) -> Result<Value, String> {
+        match name {
+            "route" => {
+                let req: RouteRequest = parse(name, args)?;
+                if req.request.trim().is_empty() {
+                    return Err("route: `request` is empty: pass the request to route, e.g. \"fix the failing test\"".into());
+                }
+                let decision = match req.workflow.as_deref() {
+                    Some(w) => {
+                        let kind: WorkflowKind = w
+                            .parse()
+                            .map_err(|e| format!("route: bad argument `workflow`: {e}"))?;
+                        route_as(&req.request, kind)
+                    }
+                    None => route(&req.request),
+                };
+                Ok(crate::route_cmd::document(&decision))
+            }
+            "models" => {
+                let _: NoArguments = parse(name, args)?;
+                let ctx = self.context()?;
+                Ok(crate::info_cmd::models_json(&ctx))
+            }
+            "roles" => {
+                let _: NoArguments = parse(name, args)?;
+                let ctx = self.context()?;
+                Ok(crate::info_cmd::roles_json(&ctx))
+            }
+            "workflow_status" => {
+                let req: WorkflowStatusRequest = parse(name, args)?;
+                let ctx = self.context()?;
+                crate::workflow_cmd::status_json(&ctx, req.id.as_deref())
+                    .map_err(|e| format!("workflow_status: `id`: {e}"))
+            }
+            other => Err(format!(
+                "no tool `{other}`: the tools are route, models, roles, workflow_status and delegate_task"
+            )),
+        }
+    }
+
+    fn context(&self) -> Result<crate::project::ProjectContext, String> {
+        project_context(Some(self.cwd.clone())).map_err(|e| format!("{e:#}"))
+    }
+
+    /// `delegate_task` in the foreground (single, parallel or chain), through the same checks and
+    /// the same `run_delegation` as `baton task` and the agent's tool; `cancel` is the request's
+    /// token.
+    async fn delegate(
+        &self,
+        args: Option<JsonObject>,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> Result<CallToolResult, String> {
+        let name = "delegate_task";
+        let value = Value::Object(args.unwrap_or_default());
+        // Every check the agent tool makes, naming the field.
+        let req = parse_request(&value).map_err(|e| format!("{name}: {e}"))?;
+        if req.background {
+            return Err(format!("{name}: `background` is not offered over MCP yet: leave it out, or run `baton task --background` in a shell"));
+        }
+        let ctx = self.context()?;
+        let env = delegate_env(&ctx).map_err(|e| format!("{name}: {e:#}"))?;
+        let roles = resolve_roles(&env, &req).map_err(|e| format!("{name}: {e}"))?;
+        let executor = self.executor(&env)?;
+        let run_id = baton_exec::background::new_task_id();
+        let progress: Progress = Arc::new(|_, _| {});
+        let report =
+            run_delegation(&env, &executor, &req, &roles, &run_id, &cancel, progress).await;
+        let doc = serde_json::to_value(&report).map_err(|e| format!("{name}: {e}"))?;
+        // The text is what the agent tool answers; the structured report that of `baton task --json`.
+        let text = baton_text::redact::redact(&render_report(&report)).into_owned();
+        let content = vec![ContentBlock::text(text)];
+        let mut result = if report.ok() {
+            CallToolResult::success(content)
+        } else {
+            CallToolResult::error(content)
+        };
+        let doc = baton_text::redact::redact(&doc.to_string()).into_owned();
+        result.structured_content = serde_json::from_str(&doc).ok();
+        Ok(result)
+    }
+
+    fn executor(&self, env: &baton_exec::delegate::DelegateEnv) -> Result<Arc<Executor>, String> {
+        let mut slot = self
+            .executor
+            .lock()
+            .map_err(|_| "delegate_task: the executor is unusable after a panic".to_string())?;
+        if let Some(e) = slot.as_ref() {
+            return Ok(e.clone());
+        }
+        let e = Arc::new(executor_for(env).map_err(|e| format!("delegate_task: {e:#}"))?);
+        *slot = Some(e.clone());
+        Ok(e)
+    }
+}
+
+impl ServerHandler for BatonServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("baton", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools()?))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let result = if request.name == "delegate_task" {
+            self.delegate(request.arguments, context.ct).await
+        } else {
+            self.call(&request.name, request.arguments)
+                .map(|doc| success(&doc))
+        };
+        let result = result.unwrap_or_else(|message| failure(&message));
+        Ok(result.into())
+    }
+}
+
+/// `baton mcp`: serves until the client closes stdin.
+pub fn run(args: McpArgs) -> Result<u8> {
+    // Reading the project's config now reports a bad one before serving, and installs the
+    // redactor of its known provider keys for every result.
+    let cwd = project_context(args.cwd)?.cwd;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let service = BatonServer {
+            cwd,
+            executor: Mutex::new(None),
+        }
+        .serve(rmcp::transport::stdio())
+        .await
+        .context("MCP initialization failed")?;
+        service.waiting().await.context("the MCP service failed")?;
+        Ok::<(), anyhow::Error>(())
+    })?;
+    Ok(exit::OK)
+}

@@ -1,0 +1,365 @@
+//! `baton mcp` through rmcp's own client over stdio, against the built binary in a sandbox of its
+//! own: initialize, the tool list (annotations, schemas from the request structs), each read-only
+//! tool, and bad arguments answered as tool errors that name the field.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use baton_testkit::fixture::{assert_exit, wait_until, Sandbox};
+use pretty_assertions::assert_eq;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ContentBlock,
+};
+use rmcp::service::PeerRequestOptions;
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt as _};
+use serde_json::{json, Value};
+
+fn sandbox() -> Sandbox {
+    Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"))
+}
+
+/// A client connected to `baton mcp` started in the sandbox's working directory.
+async fn connect(sb: &Sandbox) -> RunningService<RoleClient, ()> {
+    let cmd = tokio::process::Command::from(sb.baton(&["mcp"]));
+    ().serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap()
+}
+
+async fn call(client: &RunningService<RoleClient, ()>, name: &str, args: Value) -> CallToolResult {
+    let params = CallToolRequestParams::new(name.to_string())
+        .with_arguments(args.as_object().unwrap().clone());
+    client.call_tool(params).await.unwrap()
+}
+
+/// The text of a result's only content block.
+fn text(result: &CallToolResult) -> String {
+    match result.content.as_slice() {
+        [block] => match block {
+            ContentBlock::Text(t) => t.text.clone(),
+            other => panic!("not text: {other:?}"),
+        },
+        other => panic!("expected one content block, got {other:?}"),
+    }
+}
+
+/// A successful result: its structured content, which the text repeats.
+fn document(result: &CallToolResult) -> Value {
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let doc = result.structured_content.clone().unwrap();
+    let from_text: Value = serde_json::from_str(&text(result)).unwrap();
+    assert_eq!(from_text, doc);
+    doc
+}
+
+fn cli_json(sb: &Sandbox, args: &[&str]) -> Value {
+    let out = sb.run(args);
+    assert_exit(&out, 0);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn initialize_names_the_server_and_lists_the_read_only_tools() {
+    let sb = sandbox();
+    let client = connect(&sb).await;
+    let info = client.peer_info().unwrap();
+    let server = info.server_info.as_ref().unwrap();
+    assert_eq!(server.name, "baton");
+    assert_eq!(server.version, env!("CARGO_PKG_VERSION"));
+    assert!(info
+        .instructions
+        .as_deref()
+        .unwrap()
+        .contains("workflow_status"));
+    assert!(info.capabilities.tools.is_some());
+
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            "route",
+            "models",
+            "roles",
+            "workflow_status",
+            "delegate_task"
+        ]
+    );
+    for t in &tools[..4] {
+        let a = t.annotations.as_ref().unwrap();
+        assert_eq!(
+            (a.read_only_hint, a.destructive_hint, a.idempotent_hint),
+            (Some(true), Some(false), Some(true)),
+            "{}",
+            t.name
+        );
+        assert!(t.description.as_deref().unwrap().len() > 80, "{}", t.name);
+        assert_eq!(t.input_schema["type"], "object", "{}", t.name);
+        assert_eq!(t.output_schema.as_ref().unwrap()["type"], "object");
+    }
+    let route = &tools[0].input_schema;
+    assert_eq!(route["required"], json!(["request"]));
+    let props: Vec<&String> = route["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(props, ["request", "workflow"]);
+    assert_eq!(
+        tools[3].input_schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["id"]
+    );
+    // delegate_task: the agent tool's schema (from its entry struct) without `background`, and
+    // it is not read-only.
+    let delegate = &tools[4];
+    let agent_schema = baton_exec::tool::parameters_schema(false);
+    assert_eq!(
+        Value::Object((*delegate.input_schema).clone()),
+        agent_schema
+    );
+    let props: Vec<&String> = delegate.input_schema["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(
+        props,
+        [
+            "chain",
+            "model",
+            "model_class",
+            "name",
+            "role",
+            "task",
+            "tasks",
+            "thinking"
+        ]
+    );
+    let a = delegate.annotations.as_ref().unwrap();
+    assert_eq!(
+        (a.read_only_hint, a.destructive_hint, a.idempotent_hint),
+        (Some(false), Some(true), Some(false))
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn route_answers_what_baton_route_json_prints() {
+    let sb = sandbox();
+    let client = connect(&sb).await;
+    for (request, workflow) in [
+        ("add a dark-mode toggle and fix the button alignment", None),
+        ("why does the login test fail on CI", None),
+        ("look at the cache layer", Some("triage")),
+    ] {
+        let mut args = json!({ "request": request });
+        let mut cli = vec!["route", request, "--json"];
+        if let Some(w) = workflow {
+            args["workflow"] = json!(w);
+            cli.extend(["--workflow", w]);
+        }
+        let doc = document(&call(&client, "route", args).await);
+        assert_eq!(doc, cli_json(&sb, &cli), "{request}");
+    }
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn bad_arguments_are_tool_errors_naming_the_field() {
+    let sb = sandbox();
+    let client = connect(&sb).await;
+    for (tool, args, field) in [
+        ("route", json!({"request": 42}), "`request`"),
+        ("route", json!({}), "`request`"),
+        (
+            "route",
+            json!({"request": "fix it", "workflow": "SHIP"}),
+            "`workflow`",
+        ),
+        ("route", json!({"request": "  "}), "`request`"),
+        ("route", json!({"request": "x", "colour": "red"}), "colour"),
+        ("workflow_status", json!({"id": ["a"]}), "`id`"),
+        ("workflow_status", json!({"id": "nope"}), "`id`"),
+        ("models", json!({"verbose": true}), "verbose"),
+        ("no_such_tool", json!({}), "no_such_tool"),
+    ] {
+        let result = call(&client, tool, args.clone()).await;
+        assert_eq!(result.is_error, Some(true), "{tool} {args}");
+        assert!(
+            text(&result).contains(field),
+            "{tool} {args}: {}",
+            text(&result)
+        );
+    }
+    // The server is still there.
+    let doc = document(&call(&client, "route", json!({"request": "fix the test"})).await);
+    assert_eq!(doc["workflow"], "DEBUG");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn models_roles_and_workflow_status_answer_the_cli_documents() {
+    let sb = sandbox();
+    let client = connect(&sb).await;
+    let models = document(&call(&client, "models", json!({})).await);
+    assert_eq!(models, cli_json(&sb, &["models", "--json"]));
+    let roles = document(&call(&client, "roles", json!({})).await);
+    assert_eq!(roles, cli_json(&sb, &["roles", "--json"]));
+    assert!(!roles["roles"].as_array().unwrap().is_empty());
+    let status = document(&call(&client, "workflow_status", json!({})).await);
+    assert_eq!(status, json!({"workflows": []}));
+    assert_eq!(status, cli_json(&sb, &["status", "--json"]));
+    client.cancel().await.unwrap();
+}
+
+/// A role of backend `command` running `sh -c command` (the task arrives on its stdin).
+fn command_role(sb: &Sandbox, name: &str, command: &str) {
+    sb.write(
+        format!(".baton/roles/{name}.md"),
+        &format!(
+            "---\nname: {name}\ndescription: test role\ntools: []\nbackend: command\ncommand: [sh, -c, {}]\n---\nDo it.\n",
+            serde_json::to_string(command).unwrap()
+        ),
+    );
+}
+
+#[tokio::test]
+async fn delegate_task_runs_through_the_task_code_path() {
+    let sb = sandbox();
+    command_role(&sb, "echoer", "echo ran > effect.txt; cat");
+    command_role(&sb, "failer", "echo broken >&2; exit 4");
+    let client = connect(&sb).await;
+
+    let args = json!({"role": "echoer", "name": "echo", "task": "hello from mcp"});
+    let result = call(&client, "delegate_task", args).await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let report = result.structured_content.clone().unwrap();
+    assert_eq!(report["mode"], "single");
+    assert_eq!(report["entries"][0]["status"], "done");
+    assert_eq!(report["entries"][0]["role"], "echoer");
+    assert!(report["entries"][0]["output"]
+        .as_str()
+        .unwrap()
+        .contains("hello from mcp"));
+    assert!(
+        text(&result).contains("hello from mcp"),
+        "{}",
+        text(&result)
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("effect.txt")).unwrap(),
+        "ran\n"
+    );
+
+    let result = call(
+        &client,
+        "delegate_task",
+        json!({"role": "failer", "name": "fail", "task": "t"}),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(
+        result.structured_content.as_ref().unwrap()["entries"][0]["status"],
+        "failed"
+    );
+
+    // Parallel and chain: the same shapes as the agent tool.
+    let result = call(
+        &client,
+        "delegate_task",
+        json!({"tasks": [
+            {"role": "echoer", "name": "a", "task": "alpha"},
+            {"role": "echoer", "name": "b", "task": "beta"}
+        ]}),
+    )
+    .await;
+    let report = result.structured_content.clone().unwrap();
+    assert_eq!(report["mode"], "parallel");
+    let outputs: Vec<&str> = report["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["output"].as_str().unwrap().trim())
+        .collect();
+    assert_eq!(outputs, ["alpha", "beta"]);
+    let result = call(
+        &client,
+        "delegate_task",
+        json!({"chain": [
+            {"role": "echoer", "name": "a", "task": "alpha"},
+            {"role": "echoer", "name": "b", "task": "got {previous}!"}
+        ]}),
+    )
+    .await;
+    let report = result.structured_content.clone().unwrap();
+    assert_eq!(report["mode"], "chain");
+    assert_eq!(
+        report["entries"][1]["output"].as_str().unwrap().trim(),
+        "got alpha!"
+    );
+
+    for (args, field) in [
+        (json!({"role": "ghost", "name": "g", "task": "t"}), "`role`"),
+        (json!({"role": "echoer", "name": "n"}), "`task`"),
+        (
+            json!({"role": "echoer", "name": "n", "task": "t", "background": true}),
+            "background",
+        ),
+        (json!({"tasks": []}), "`tasks`"),
+        (
+            json!({"chain": [{"role": "echoer", "name": "n", "task": "t", "x": 1}]}),
+            "`chain[0].x`",
+        ),
+        (
+            json!({"role": "echoer", "name": "n", "task": "t", "thinking": "lots"}),
+            "`thinking`",
+        ),
+    ] {
+        let result = call(&client, "delegate_task", args.clone()).await;
+        assert_eq!(result.is_error, Some(true), "{args}");
+        assert!(text(&result).contains(field), "{args}: {}", text(&result));
+    }
+    client.cancel().await.unwrap();
+}
+
+// Multi-threaded: `wait_until` blocks its thread while the client's service runs on another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_delegate_task_stops_its_child() {
+    let sb = sandbox();
+    command_role(&sb, "sleeper", "echo $$ > child.pid; exec sleep 60");
+    let client = connect(&sb).await;
+    let params = CallToolRequestParams::new("delegate_task").with_arguments(
+        json!({"role": "sleeper", "name": "sleep", "task": "t"})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let handle = client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::default(),
+        )
+        .await
+        .unwrap();
+    let pid_file = sb.work().join("child.pid");
+    let pid = || {
+        std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+    };
+    assert!(wait_until(Duration::from_secs(20), || pid().is_some()));
+    let pid = pid().unwrap();
+    let alive = move || std::path::Path::new(&format!("/proc/{pid}")).exists();
+    assert!(alive());
+    handle.cancel(Some("test".into())).await.unwrap();
+    assert!(
+        wait_until(Duration::from_secs(20), || !alive()),
+        "the child {pid} outlived the cancelled call"
+    );
+    // The server goes on serving.
+    let doc = document(&call(&client, "route", json!({"request": "fix the test"})).await);
+    assert_eq!(doc["workflow"], "DEBUG");
+    client.cancel().await.unwrap();
+}
