@@ -2,7 +2,7 @@
 //! in an axum router), at `http://ADDR/mcp`.
 //!
 //! Loopback addresses are served as they are, with rmcp's check that the `Host` header names a
-//! loopback host (against DNS rebinding). Any other address needs a bearer token (`--token` or
+//! loopback host or the address itself (against DNS rebinding). Any other address needs a bearer token (`--token` or
 //! `BATON_MCP_TOKEN`): without one baton refuses to start; with one, every request must carry
 //! `Authorization: Bearer TOKEN` or gets 401, and any `Host` is accepted. See docs/mcp.md.
 
@@ -67,11 +67,19 @@ where
     F: Fn() -> S + Send + Sync + 'static,
 {
     let token = token.filter(|t| !t.is_empty());
-    let mut config = StreamableHttpServerConfig::default();
-    if !addr.ip().is_loopback() {
+    let config = if addr.ip().is_loopback() {
+        // rmcp's loopback names, and the address itself (e.g. 127.0.0.2).
+        let ip = addr.ip().to_string();
+        StreamableHttpServerConfig::default().with_allowed_hosts([
+            "localhost",
+            "127.0.0.1",
+            "::1",
+            ip.as_str(),
+        ])
+    } else {
         // Off loopback the token is the protection; clients name the host however they reach it.
-        config = config.disable_allowed_hosts();
-    }
+        StreamableHttpServerConfig::default().disable_allowed_hosts()
+    };
     let service = StreamableHttpService::new(
         move || Ok(make()),
         LocalSessionManager::default().into(),

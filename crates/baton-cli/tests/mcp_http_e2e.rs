@@ -282,6 +282,9 @@ async fn background_tasks_are_started_followed_and_cancelled() {
     // Cancelling an ended task does nothing.
     let again = document(&call(&client, "task_cancel", json!({"id": id})).await);
     assert_eq!(again["action"], "none", "{again}");
+    let cli: Value =
+        serde_json::from_slice(&sb.run(&["task", "cancel", &id, "--json"]).stdout).unwrap();
+    assert_eq!(again, cli);
 
     // Bad arguments are tool errors naming the field.
     for (tool, args, field) in [
