@@ -1,14 +1,16 @@
-//! `baton mcp`: baton as an MCP server over stdio (the official Rust SDK, `rmcp`), in the client's
-//! working directory with the project's config and roles.
+//! `baton mcp`: baton as an MCP server over stdio, or streamable HTTP with `--http` (mcp_http.rs)
+//! (the official Rust SDK, `rmcp`), in the client's working directory with the project's config
+//! and roles.
 //!
 //! Four tools only read: `route`, `models`, `roles` and `workflow_status`. Each answers with the
 //! same JSON document as the matching `--json` command (`baton route`, `baton models`,
 //! `baton roles`, `baton status`), built by the same function, as `structuredContent` and as
 //! text. `delegate_task` runs a single, parallel or chain delegation in the foreground through
 //! the same code as `baton task` and the agent's `delegate_task` tool, and answers with its
-//! report. Input schemas are derived from the structs that parse the arguments; bad arguments are
-//! tool errors (`isError: true`) naming the field, never protocol errors. Every result goes
-//! through the redactor of known provider keys. See docs/mcp.md.
+//! report; with `background` it starts a background task, which `task_status`, `task_wait` and
+//! `task_cancel` follow (mcp_tasks.rs). Input schemas are derived from the structs that parse the
+//! arguments; bad arguments are tool errors (`isError: true`) naming the field, never protocol
+//! errors. Every result goes through the redactor of known provider keys. See docs/mcp.md.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -27,11 +29,11 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
 use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::exit;
+use crate::mcp_common::{output_schema, parse};
 use crate::project::{delegate_env, executor_for, project_context};
 
 #[derive(Args, Debug)]
@@ -40,6 +42,13 @@ pub struct McpArgs {
     /// the directory the client starts baton in).
     #[arg(long)]
     cwd: Option<PathBuf>,
+    /// Serve streamable HTTP on this address (e.g. 127.0.0.1:8765; port 0 picks a free one)
+    /// instead of stdio. Any address but loopback needs --token.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
+    /// With --http: the bearer token every request must carry (`Authorization: Bearer TOKEN`).
+    #[arg(long, env = "BATON_MCP_TOKEN", hide_env_values = true)]
+    token: Option<String>,
 }
 
 /// What `initialize` tells the client's model about this server.
@@ -52,7 +61,8 @@ shows the project's workflows or one of them (state, phase, what it waits for, w
 These four only read. `delegate_task` hands self-contained tasks to child agents of baton roles \
 (one, up to 8 in parallel, or a chain of up to 8; each child its own process, model, tools and \
 sandbox; `implementer` works in its own git worktree) and answers with their report when they \
-end.";
+end, or with `background: true` at once with a task id that `task_status`, `task_wait` and \
+`task_cancel` take.";
 
 /// `route` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -84,9 +94,10 @@ pub struct WorkflowStatusRequest {
 /// The server: the working directory whose project each call reads (config and roles are read
 /// again on every call, so edits apply without a restart), and the executor every delegation of
 /// this server shares (its concurrency cap holds across calls), made at the first one.
+#[derive(Clone)]
 struct BatonServer {
     cwd: PathBuf,
-    executor: Mutex<Option<Arc<Executor>>>,
+    executor: Arc<Mutex<Option<Arc<Executor>>>>,
 }
 
 /// Annotations of a tool that only reads: same answer for the same state, nothing changed.
@@ -96,20 +107,6 @@ fn read_only() -> ToolAnnotations {
         .destructive(false)
         .idempotent(true)
         .open_world(false)
-}
-
-/// An output schema: an object with these required properties, each of this JSON type.
-fn output_schema(props: &[(&str, Value)]) -> Arc<JsonObject> {
-    let properties: serde_json::Map<String, Value> = props
-        .iter()
-        .map(|(name, schema)| (name.to_string(), schema.clone()))
-        .collect();
-    let required: Vec<&str> = props.iter().map(|(name, _)| *name).collect();
-    let mut o = JsonObject::new();
-    o.insert("type".into(), json!("object"));
-    o.insert("properties".into(), Value::Object(properties));
-    o.insert("required".into(), json!(required));
-    Arc::new(o)
 }
 
 fn tool<T: JsonSchema + 'static>(
@@ -124,11 +121,12 @@ fn tool<T: JsonSchema + 'static>(
 }
 
 /// `delegate_task`: its input schema is the agent tool's (built from
-/// `baton_exec::delegate::TaskEntry`, the struct each entry parses into) without `background`;
-/// its output is the report of `baton task --json`.
+/// `baton_exec::delegate::TaskEntry`, the struct each entry parses into) with `background`;
+/// its output is the report of `baton task --json` (with `background`, that of
+/// `baton task --background --json`).
 fn delegate_tool() -> Result<Tool, ErrorData> {
     let array = json!({"type": "array"});
-    let input = match baton_exec::tool::parameters_schema(false) {
+    let input = match baton_exec::tool::parameters_schema(true) {
         Value::Object(o) => o,
         _ => {
             return Err(ErrorData::internal_error(
@@ -148,7 +146,9 @@ fn delegate_tool() -> Result<Tool, ErrorData> {
          goal, the relevant files, the constraints and what to report. Waits for the children to \
          end and answers with the report (each entry's status, answer, model, usage, worktree). \
          Set `model_class` only to change the role's default; `model` and `thinking` only when \
-         the user asked for them.",
+         the user asked for them. With `background: true` it answers at once with a task id \
+         (`{\"type\": \"task.background\", \"id\": …}`) for `task_status`, `task_wait` and \
+         `task_cancel`.",
         input,
     )
     .with_raw_output_schema(output_schema(&[
@@ -217,20 +217,10 @@ pub fn tools() -> Result<Vec<Tool>, ErrorData> {
             .unwrap_or_default(),
         )?,
         delegate_tool()?,
-    ])
-}
-
-/// The arguments of a call as `T`, or a message naming the field that is wrong.
-fn parse<T: DeserializeOwned>(tool: &str, args: Option<JsonObject>) -> Result<T, String> {
-    let value = Value::Object(args.unwrap_or_default());
-    serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." {
-            format!("{tool}: bad arguments: {}", e.inner())
-        } else {
-            format!("{tool}: bad argument `{path}`: {}", e.inner())
-        }
-    })
+    ]
+    .into_iter()
+    .chain(crate::mcp_tasks::tools()?)
+    .collect())
 }
 
 /// A result: the document as `structuredContent` and as text, known provider keys redacted.
@@ -285,7 +275,7 @@ impl BatonServer {
                     .map_err(|e| format!("workflow_status: `id`: {e}"))
             }
             other => Err(format!(
-                "no tool `{other}`: the tools are route, models, roles, workflow_status and delegate_task"
+                "no tool `{other}`: the tools are route, models, roles, workflow_status, delegate_task, task_status, task_wait and task_cancel"
             )),
         }
     }
@@ -306,12 +296,12 @@ impl BatonServer {
         let value = Value::Object(args.unwrap_or_default());
         // Every check the agent tool makes, naming the field.
         let req = parse_request(&value).map_err(|e| format!("{name}: {e}"))?;
-        if req.background {
-            return Err(format!("{name}: `background` is not offered over MCP yet: leave it out, or run `baton task --background` in a shell"));
-        }
         let ctx = self.context()?;
         let env = delegate_env(&ctx).map_err(|e| format!("{name}: {e:#}"))?;
         let roles = resolve_roles(&env, &req).map_err(|e| format!("{name}: {e}"))?;
+        if req.background {
+            return crate::mcp_tasks::start(&ctx, &req);
+        }
         let executor = self.executor(&env)?;
         let run_id = baton_exec::background::new_task_id();
         let progress: Progress = Arc::new(|_, _| {});
@@ -367,6 +357,13 @@ impl ServerHandler for BatonServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let result = if request.name == "delegate_task" {
             self.delegate(request.arguments, context.ct).await
+        } else if crate::mcp_tasks::NAMES.contains(&request.name.as_ref()) {
+            match self.context() {
+                Ok(ctx) => {
+                    crate::mcp_tasks::call(&ctx, &request.name, request.arguments, context.ct).await
+                }
+                Err(e) => Err(e),
+            }
         } else {
             self.call(&request.name, request.arguments)
                 .map(|doc| success(&doc))
@@ -376,8 +373,14 @@ impl ServerHandler for BatonServer {
     }
 }
 
-/// `baton mcp`: serves until the client closes stdin.
+/// `baton mcp`: serves until the client closes stdin (with `--http`, until stopped).
 pub fn run(args: McpArgs) -> Result<u8> {
+    if let Some(addr) = args.http {
+        if let Some(why) = crate::mcp_http::refusal(&addr, args.token.as_deref()) {
+            errln!("{why}");
+            return Ok(exit::USAGE);
+        }
+    }
     // Reading the project's config now reports a bad one before serving, and installs the
     // redactor of its known provider keys for every result.
     let cwd = project_context(args.cwd)?.cwd;
@@ -386,14 +389,22 @@ pub fn run(args: McpArgs) -> Result<u8> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let server = BatonServer {
+        cwd,
+        executor: Arc::new(Mutex::new(None)),
+    };
+    if let Some(addr) = args.http {
+        // One server per MCP session, all sharing the executor.
+        runtime.block_on(crate::mcp_http::serve(addr, args.token, move || {
+            server.clone()
+        }))?;
+        return Ok(exit::OK);
+    }
     runtime.block_on(async move {
-        let service = BatonServer {
-            cwd,
-            executor: Mutex::new(None),
-        }
-        .serve(rmcp::transport::stdio())
-        .await
-        .context("MCP initialization failed")?;
+        let service = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .context("MCP initialization failed")?;
         service.waiting().await.context("the MCP service failed")?;
         Ok::<(), anyhow::Error>(())
     })?;

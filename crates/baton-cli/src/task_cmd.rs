@@ -96,6 +96,9 @@ enum TaskAction {
     /// Stop a background task: its children are killed and its worktrees finalized.
     Cancel {
         id: String,
+        /// What was done, as one JSON object.
+        #[arg(long)]
+        json: bool,
         #[arg(long)]
         cwd: Option<PathBuf>,
     },
@@ -215,7 +218,7 @@ pub fn run(args: TaskArgs) -> Result<u8> {
     match args.action {
         Some(TaskAction::Status { id, json, cwd }) => status(cwd, id, json),
         Some(TaskAction::Wait { id, json, cwd }) => wait(cwd, &id, json),
-        Some(TaskAction::Cancel { id, cwd }) => cancel(cwd, &id),
+        Some(TaskAction::Cancel { id, json, cwd }) => cancel(cwd, &id, json),
         Some(TaskAction::Logs {
             id,
             follow,
@@ -283,7 +286,7 @@ fn start(args: TaskArgs) -> Result<u8> {
     Ok(report_exit(&report, cancelled))
 }
 
-fn start_background(ctx: &ProjectContext, req: &DelegateRequest) -> Result<String> {
+pub(crate) fn start_background(ctx: &ProjectContext, req: &DelegateRequest) -> Result<String> {
     // Best effort: outside git there is nothing to exclude from.
     let _ = state_dir(ctx).ensure_excluded();
     let exe = std::env::current_exe().context("cannot find the baton executable")?;
@@ -384,18 +387,20 @@ fn supervise_inner(
     Ok(report_exit(&report, false))
 }
 
+/// The document of one task in `baton task status --json` (and the MCP `task_status` tool).
+pub(crate) fn status_document(state: &background::TaskState) -> Value {
+    json!({
+        "id": state.id, "phase": state.phase().as_str(), "created": state.created, "cwd": state.cwd,
+        "mode": state.request.mode, "pid": state.supervisor_process().map(|p| p.pid), "failure": state.failure,
+        "entries": state.entries.iter().map(|(n, r, s)| json!({"name": n, "role": r, "status": s})).collect::<Vec<_>>(),
+        "report": state.report,
+    })
+}
+
 fn print_state(state: &background::TaskState, json_mode: bool) {
     let phase = state.phase();
     if json_mode {
-        outln!(
-            "{}",
-            json!({
-                "id": state.id, "phase": phase.as_str(), "created": state.created, "cwd": state.cwd,
-                "mode": state.request.mode, "pid": state.supervisor_process().map(|p| p.pid), "failure": state.failure,
-                "entries": state.entries.iter().map(|(n, r, s)| json!({"name": n, "role": r, "status": s})).collect::<Vec<_>>(),
-                "report": state.report,
-            })
-        );
+        outln!("{}", status_document(state));
         return;
     }
     outln!(
@@ -446,60 +451,105 @@ fn status(cwd: Option<PathBuf>, id: Option<String>, json_mode: bool) -> Result<u
     Ok(exit::OK)
 }
 
+/// How a background task ended, as `wait` reports it.
+pub(crate) enum WaitEnd {
+    /// It failed before running any entry: why.
+    FailedBeforeRunning(String),
+    /// It finished (done, failed or cancelled): its report.
+    Report(DelegateReport),
+}
+
+impl WaitEnd {
+    /// The document of `baton task wait --json` (and the MCP `task_wait` tool).
+    pub(crate) fn document(&self, id: &str) -> Value {
+        match self {
+            WaitEnd::FailedBeforeRunning(why) => {
+                json!({"type": "task.failed", "id": id, "message": why})
+            }
+            WaitEnd::Report(report) => json!({"type": "report", "id": id, "report": report}),
+        }
+    }
+
+    pub(crate) fn ok(&self) -> bool {
+        matches!(self, WaitEnd::Report(r) if r.ok())
+    }
+}
+
+/// One look at a task for `wait`: `None` while it starts or runs, how it ended once it has, an
+/// error if its supervisor exited without finishing it.
+pub(crate) fn poll_wait(store: &baton_state::StateDir, id: &str) -> Result<Option<WaitEnd>> {
+    let state = background::load(store, id)?;
+    Ok(match state.phase() {
+        Phase::Failed if state.report.is_none() => Some(WaitEnd::FailedBeforeRunning(
+            state.failure.clone().unwrap_or_default(),
+        )),
+        Phase::Done | Phase::Failed => Some(WaitEnd::Report(state.report.clone().unwrap_or(
+            DelegateReport {
+                mode: state.request.mode,
+                entries: Vec::new(),
+            },
+        ))),
+        Phase::Interrupted => {
+            bail!("background task {id} was interrupted: its supervisor exited without finishing (see {})", store.task_log(id)?.display())
+        }
+        Phase::Starting | Phase::Running => None,
+    })
+}
+
 fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
     let ctx = project_context(cwd)?;
     let store = state_dir(&ctx);
     loop {
-        let state = background::load(&store, id)?;
-        match state.phase() {
-            Phase::Failed if state.report.is_none() => {
-                let why = state.failure.clone().unwrap_or_default();
-                if json_mode {
-                    outln!(
-                        "{}",
-                        json!({"type": "task.failed", "id": id, "message": why})
-                    );
-                } else {
+        let Some(end) = poll_wait(&store, id)? else {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        };
+        if json_mode {
+            outln!("{}", end.document(id));
+        }
+        return Ok(match &end {
+            WaitEnd::FailedBeforeRunning(why) => {
+                if !json_mode {
                     errln!("baton: background task {id} failed before running: {why}");
                 }
-                return Ok(exit::FAILED);
+                exit::FAILED
             }
-            Phase::Done | Phase::Failed => {
-                let report = state.report.clone().unwrap_or(DelegateReport {
-                    mode: state.request.mode,
-                    entries: Vec::new(),
-                });
-                if json_mode {
-                    outln!("{}", json!({"type": "report", "id": id, "report": report}));
-                } else {
-                    print_report(&report, &ctx);
+            WaitEnd::Report(report) => {
+                if !json_mode {
+                    print_report(report, &ctx);
                 }
-                return Ok(report_exit(&report, false));
+                report_exit(report, false)
             }
-            Phase::Interrupted => {
-                bail!("background task {id} was interrupted: its supervisor exited without finishing (see {})", store.task_log(id)?.display())
-            }
-            Phase::Starting | Phase::Running => std::thread::sleep(Duration::from_millis(50)),
-        }
+        });
     }
 }
 
-fn cancel(cwd: Option<PathBuf>, id: &str) -> Result<u8> {
-    let ctx = project_context(cwd)?;
-    let state = background::load(&state_dir(&ctx), id)?;
-    match (state.phase(), state.supervisor_process()) {
+/// Stops a background task (see `baton task cancel`) and says what was done: the document of
+/// `baton task cancel --json` (and the MCP `task_cancel` tool), whose `message` is the text the
+/// command prints.
+pub(crate) fn cancel_document(store: &baton_state::StateDir, id: &str) -> Result<Value> {
+    let state = background::load(store, id)?;
+    let phase = state.phase();
+    let (action, stopped, message) = match (phase, state.supervisor_process()) {
         (Phase::Running | Phase::Starting, Some(process)) => {
             // The recorded start time makes sure the signal goes to the supervisor, never to a
             // process that got its pid after it exited.
-            if !process.signal(baton_process::Signal::SIGTERM) {
-                outln!(
-                    "{id}'s supervisor (pid {}) is gone; nothing to cancel",
-                    process.pid
-                );
-                return Ok(exit::OK);
+            if process.signal(baton_process::Signal::SIGTERM) {
+                (
+                    "signalled",
+                    0,
+                    format!("cancelling {id}; `baton task wait {id}` shows the final report"),
+                )
+            } else {
+                (
+                    "none",
+                    0,
+                    format!(
+                        "{id}'s supervisor (pid {}) is gone; nothing to cancel",
+                        process.pid
+                    ),
+                )
             }
-            outln!("cancelling {id}; `baton task wait {id}` shows the final report");
-            Ok(exit::OK)
         }
         (Phase::Interrupted, _) => {
             // The supervisor died; whatever of its children still runs (they are normally killed
@@ -508,22 +558,39 @@ fn cancel(cwd: Option<PathBuf>, id: &str) -> Result<u8> {
             for (_, p) in &live {
                 p.signal_group(baton_process::Signal::SIGKILL);
             }
-            if live.is_empty() {
-                outln!(
+            let message = if live.is_empty() {
+                format!(
                     "{id} was interrupted (its supervisor ended without finishing); nothing runs"
-                );
+                )
             } else {
-                outln!(
+                format!(
                     "{id} was interrupted (its supervisor ended without finishing); stopped {} child process group{}",
                     live.len(),
                     if live.len() == 1 { "" } else { "s" }
-                );
-            }
-            Ok(exit::OK)
+                )
+            };
+            let action = if live.is_empty() { "none" } else { "stopped" };
+            (action, live.len(), message)
         }
-        (phase, _) => {
-            outln!("{id} is {}; nothing to cancel", phase.as_str());
-            Ok(exit::OK)
-        }
+        (phase, _) => (
+            "none",
+            0,
+            format!("{id} is {}; nothing to cancel", phase.as_str()),
+        ),
+    };
+    Ok(json!({
+        "id": id, "phase": phase.as_str(), "action": action,
+        "stopped_children": stopped, "message": message,
+    }))
+}
+
+fn cancel(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
+    let ctx = project_context(cwd)?;
+    let doc = cancel_document(&state_dir(&ctx), id)?;
+    if json_mode {
+        outln!("{doc}");
+    } else {
+        outln!("{}", doc["message"].as_str().unwrap_or_default());
     }
+    Ok(exit::OK)
 }

@@ -84,7 +84,10 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
             "models",
             "roles",
             "workflow_status",
-            "delegate_task"
+            "delegate_task",
+            "task_status",
+            "task_wait",
+            "task_cancel"
         ]
     );
     for t in &tools[..4] {
@@ -111,10 +114,10 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
             .collect::<Vec<_>>(),
         ["id"]
     );
-    // delegate_task: the agent tool's schema (from its entry struct) without `background`, and
-    // it is not read-only.
+    // delegate_task: the agent tool's schema (from its entry struct) with `background`, and it
+    // is not read-only.
     let delegate = &tools[4];
-    let agent_schema = baton_exec::tool::parameters_schema(false);
+    let agent_schema = baton_exec::tool::parameters_schema(true);
     assert_eq!(
         Value::Object((*delegate.input_schema).clone()),
         agent_schema
@@ -127,6 +130,7 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
     assert_eq!(
         props,
         [
+            "background",
             "chain",
             "model",
             "model_class",
@@ -141,6 +145,22 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
     assert_eq!(
         (a.read_only_hint, a.destructive_hint, a.idempotent_hint),
         (Some(false), Some(true), Some(false))
+    );
+    // The background-task tools: status and wait only read, cancel is destructive.
+    let hints: Vec<_> = tools[5..]
+        .iter()
+        .map(|t| {
+            let a = t.annotations.as_ref().unwrap();
+            (a.read_only_hint, a.destructive_hint, a.idempotent_hint)
+        })
+        .collect();
+    assert_eq!(
+        hints,
+        [
+            (Some(true), Some(false), Some(true)),
+            (Some(true), Some(false), Some(true)),
+            (Some(false), Some(true), Some(true)),
+        ]
     );
     client.cancel().await.unwrap();
 }
@@ -304,7 +324,7 @@ async fn delegate_task_runs_through_the_task_code_path() {
         (json!({"role": "ghost", "name": "g", "task": "t"}), "`role`"),
         (json!({"role": "echoer", "name": "n"}), "`task`"),
         (
-            json!({"role": "echoer", "name": "n", "task": "t", "background": true}),
+            json!({"role": "echoer", "name": "n", "task": "t", "background": "yes"}),
             "background",
         ),
         (json!({"tasks": []}), "`tasks`"),
