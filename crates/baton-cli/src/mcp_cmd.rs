@@ -17,12 +17,14 @@ use anyhow::{Context as _, Result};
 use baton_exec::delegate::{parse_request, render_report, resolve_roles, run_delegation, Progress};
 use baton_exec::executor::Executor;
 use baton_workflow::route::{route, route_as, WorkflowKind};
+use baton_workflow::run::{self, Observer, Outcome, RunEnv, StartOptions};
+use baton_workflow::store::WorkflowStore;
 use clap::Args;
 use rmcp::handler::server::common::schema_for_input;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
@@ -52,7 +54,9 @@ shows the project's workflows or one of them (state, phase, what it waits for, w
 These four only read. `delegate_task` hands self-contained tasks to child agents of baton roles \
 (one, up to 8 in parallel, or a chain of up to 8; each child its own process, model, tools and \
 sandbox; `implementer` works in its own git worktree) and answers with their report when they \
-end.";
+end. `run_workflow` runs a whole baton workflow on a request (it changes the project) and answers \
+with its brief or the checkpoint it waits on; `workflow_resume` answers a checkpoint or continues \
+an interrupted workflow.";
 
 /// `route` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -79,6 +83,48 @@ pub struct WorkflowStatusRequest {
     /// workflow of the project, newest first.
     #[serde(default)]
     id: Option<String>,
+}
+
+/// `run_workflow` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunWorkflowRequest {
+    /// What to do, in the user's words: routed to BUILD, DEBUG, PLAN, REVIEW or ORIENT.
+    request: String,
+    /// Run this workflow instead of routing: BUILD, DEBUG, PLAN, REVIEW, ORIENT, TRIAGE or
+    /// CODEBASE-HEALTH (any case).
+    #[serde(default)]
+    workflow: Option<String>,
+    /// BUILD: the reduced graph (builder, verifier, memory) for a one-file change.
+    #[serde(default)]
+    trivial: bool,
+    /// Stop at a checkpoint before a dispatch that would take the spend past this many US
+    /// dollars.
+    #[serde(default)]
+    budget_usd: Option<f64>,
+    /// The same for tokens (input plus output).
+    #[serde(default)]
+    budget_tokens: Option<u64>,
+}
+
+/// `workflow_resume` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowResumeRequest {
+    /// The workflow: its id or a unique prefix of one (default: the newest that is not
+    /// finished).
+    #[serde(default)]
+    id: Option<String>,
+    /// The answer to the checkpoint the workflow waits on (one of its options, or guidance after
+    /// a failure), kept word for word.
+    #[serde(default)]
+    answer: Option<String>,
+    /// A new spending limit in US dollars.
+    #[serde(default)]
+    budget_usd: Option<f64>,
+    /// A new spending limit in tokens.
+    #[serde(default)]
+    budget_tokens: Option<u64>,
 }
 
 /// The server: the working directory whose project each call reads (config and roles are read
@@ -217,7 +263,59 @@ pub fn tools() -> Result<Vec<Tool>, ErrorData> {
             .unwrap_or_default(),
         )?,
         delegate_tool()?,
+        workflow_tool::<RunWorkflowRequest>(
+            "run_workflow",
+            "Run a baton workflow in this project, as `baton run` does: the request is routed \
+             (BUILD, DEBUG, PLAN, REVIEW, ORIENT; `workflow` picks one instead), then the \
+             workflow's agents run phase by phase until it completes with a verified brief, \
+             stops, fails, or waits at a checkpoint (a question with options). BUILD works in \
+             the project's own working tree and changes its files (no isolated worktree is made \
+             over MCP; the choice may become an argument later). Answers when the workflow \
+             returns, which can take many minutes: the text is the brief, or the checkpoint's \
+             question and options, or the failure; the structured answer is that of \
+             `baton run --json` (`type` workflow.completed, workflow.checkpoint, \
+             workflow.failed, workflow.stopped or workflow.interrupted, `id`, and `brief` or \
+             `checkpoint`; ORIENT answers inline as workflow.answer). Continue a checkpoint, a \
+             failure or an interruption with `workflow_resume`. Sends each step as a progress \
+             notification when the call carries a progress token; cancelling the call stops \
+             the workflow resumably.",
+        )?,
+        workflow_tool::<WorkflowResumeRequest>(
+            "workflow_resume",
+            "Continue a baton workflow, as `baton resume` does: after an interruption, or with \
+             `answer`, the answer to the checkpoint it waits on (one of the options it gave) or \
+             guidance for a retry after a failure (`abort` ends it). `id` is a workflow id or a \
+             unique prefix (default: the newest that is not finished). Answers like \
+             `run_workflow`. An answer the checkpoint does not take is a tool error naming the \
+             options.",
+        )?,
     ])
+}
+
+/// A tool that runs a workflow: it changes the project and calls models.
+fn workflow_tool<T: JsonSchema + 'static>(
+    name: &'static str,
+    description: &'static str,
+) -> Result<Tool, ErrorData> {
+    let output = json!({
+        "type": "object",
+        "properties": {
+            "type": {"type": "string"},
+            "id": {"type": "string"},
+            "brief": {"type": "string"},
+            "checkpoint": {"type": "object"},
+            "answer": {"type": "string"},
+        },
+        "required": ["type"],
+    });
+    let output = Arc::new(output.as_object().cloned().unwrap_or_default());
+    Ok(tool::<T>(name, description, output)?.with_annotations(
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(true)
+            .idempotent(false)
+            .open_world(true),
+    ))
 }
 
 /// The arguments of a call as `T`, or a message naming the field that is wrong.
@@ -285,7 +383,7 @@ impl BatonServer {
                     .map_err(|e| format!("workflow_status: `id`: {e}"))
             }
             other => Err(format!(
-                "no tool `{other}`: the tools are route, models, roles, workflow_status and delegate_task"
+                "no tool `{other}`: the tools are route, models, roles, workflow_status, delegate_task, run_workflow and workflow_resume"
             )),
         }
     }
@@ -335,13 +433,243 @@ impl BatonServer {
         let mut slot = self
             .executor
             .lock()
-            .map_err(|_| "delegate_task: the executor is unusable after a panic".to_string())?;
+            .map_err(|_| "baton mcp: the executor is unusable after a panic".to_string())?;
         if let Some(e) = slot.as_ref() {
             return Ok(e.clone());
         }
-        let e = Arc::new(executor_for(env).map_err(|e| format!("delegate_task: {e:#}"))?);
+        let e = Arc::new(executor_for(env).map_err(|e| format!("baton mcp: {e:#}"))?);
         *slot = Some(e.clone());
         Ok(e)
+    }
+}
+
+/// Forwards a workflow's observer lines to the client as `notifications/progress` with the
+/// call's progress token, `progress` counting the lines (no `total`: a workflow's length is not
+/// known ahead). Without a token, nothing is sent.
+struct ProgressForward {
+    sender: Arc<Mutex<Option<tokio::sync::mpsc::UnboundedSender<String>>>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl ProgressForward {
+    fn new(context: &RequestContext<RoleServer>) -> ProgressForward {
+        let Some(token) = context.meta.get_progress_token() else {
+            return ProgressForward {
+                sender: Arc::new(Mutex::new(None)),
+                task: None,
+            };
+        };
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let peer = context.peer.clone();
+        let task = tokio::spawn(async move {
+            let mut progress = 0.0;
+            while let Some(line) = rx.recv().await {
+                progress += 1.0;
+                let param = ProgressNotificationParam::new(token.clone(), progress)
+                    .with_message(baton_text::redact::redact(&line).into_owned());
+                if peer.notify_progress(param).await.is_err() {
+                    break;
+                }
+            }
+        });
+        ProgressForward {
+            sender: Arc::new(Mutex::new(Some(tx))),
+            task: Some(task),
+        }
+    }
+
+    /// The observer a `RunEnv` takes: each line goes out as one notification.
+    fn observer(&self) -> Option<Observer> {
+        self.task.as_ref()?;
+        let sender = self.sender.clone();
+        Some(Arc::new(move |line: &str| {
+            if let Ok(slot) = sender.lock() {
+                if let Some(tx) = slot.as_ref() {
+                    let _ = tx.send(baton_text::sanitize_line(line).into_owned());
+                }
+            }
+        }))
+    }
+
+    fn say(&self, line: &str) {
+        if let Some(o) = self.observer() {
+            o(line);
+        }
+    }
+
+    /// Closes the channel and waits until every line has been sent, so that the notifications
+    /// reach the client before the result.
+    async fn finish(mut self) {
+        if let Ok(mut slot) = self.sender.lock() {
+            slot.take();
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+/// A budget argument: a positive amount, or the message naming it.
+fn check_budget(tool: &str, usd: Option<f64>, tokens: Option<u64>) -> Result<(), String> {
+    if let Some(b) = usd {
+        if !(b.is_finite() && b > 0.0) {
+            return Err(format!(
+                "{tool}: bad argument `budget_usd`: {b}: give a positive amount of US dollars, e.g. 2.5"
+            ));
+        }
+    }
+    if tokens == Some(0) {
+        return Err(format!(
+            "{tool}: bad argument `budget_tokens`: give a positive number of tokens, e.g. 200000"
+        ));
+    }
+    Ok(())
+}
+
+/// The result of a workflow that returned: the text a person reads (what `baton run` prints,
+/// with the next step as a tool call) and the document of `baton run --json`. A failed workflow
+/// is a tool error, with the same document.
+fn outcome_result(outcome: &Outcome) -> CallToolResult {
+    let doc = crate::run_cmd::outcome_document(outcome);
+    let text = match outcome {
+        Outcome::Completed { brief, .. } | Outcome::Stopped { brief, .. } => {
+            brief.trim_end().to_string()
+        }
+        Outcome::Checkpoint { id, checkpoint } => {
+            let mut t = format!(
+                "{}\nquestion: {}",
+                checkpoint.brief.trim_end(),
+                checkpoint.question
+            );
+            if !checkpoint.options.is_empty() {
+                t.push_str(&format!("\noptions: {}", checkpoint.options.join(" | ")));
+            }
+            t.push_str(&format!(
+                "\nanswer with: workflow_resume {{\"id\": \"{id}\", \"answer\": \"…\"}}"
+            ));
+            t
+        }
+        Outcome::Failed { id, brief } => format!(
+            "{}\nretry with guidance: workflow_resume {{\"id\": \"{id}\", \"answer\": \"…\"}} (or the answer \"abort\")",
+            brief.trim_end()
+        ),
+        Outcome::Interrupted { id } => {
+            format!("interrupted; continue with: workflow_resume {{\"id\": \"{id}\"}}")
+        }
+    };
+    let text = baton_text::redact::redact(&text).into_owned();
+    let mut result = if matches!(outcome, Outcome::Failed { .. }) {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    };
+    let doc = baton_text::redact::redact(&doc.to_string()).into_owned();
+    result.structured_content = serde_json::from_str(&doc).ok();
+    result
+}
+
+impl BatonServer {
+    /// The environment of a workflow run by a call: the same as `baton run`'s, with this
+    /// server's executor and the call's progress as its observer.
+    fn run_env(&self, tool: &str, observer: Option<Observer>) -> Result<RunEnv, String> {
+        let ctx = self.context()?;
+        let delegate = delegate_env(&ctx).map_err(|e| format!("{tool}: {e:#}"))?;
+        let executor = self.executor(&delegate)?;
+        Ok(crate::run_cmd::workflow_env(delegate, executor, observer))
+    }
+
+    /// `run_workflow`: routing (with the model tiebreak of a conflict, as `baton run`), then
+    /// `run::start` in place, or ORIENT's inline answer.
+    async fn run_workflow(
+        &self,
+        args: Option<JsonObject>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, String> {
+        let name = "run_workflow";
+        let req: RunWorkflowRequest = parse(name, args)?;
+        if req.request.trim().is_empty() {
+            return Err(format!(
+                "{name}: `request` is empty: say what to do, e.g. \"add a --verbose flag\""
+            ));
+        }
+        check_budget(name, req.budget_usd, req.budget_tokens)?;
+        let kind = match req.workflow.as_deref() {
+            Some(w) => Some(
+                w.parse::<WorkflowKind>()
+                    .map_err(|e| format!("{name}: bad argument `workflow`: {e}"))?,
+            ),
+            None => None,
+        };
+        let progress = ProgressForward::new(context);
+        let env = self.run_env(name, progress.observer())?;
+        let decision = match kind {
+            Some(k) => route_as(&req.request, k),
+            None => {
+                let (d, note) =
+                    run::tiebreak(&env.delegate.config, &req.request, route(&req.request)).await;
+                if let Some(note) = note {
+                    progress.say(&note);
+                }
+                d
+            }
+        };
+        progress.say(&decision.headline());
+        let cancel = &context.ct;
+        let result = if decision.workflow == WorkflowKind::Orient {
+            run::orient(&env, &req.request, cancel).await.map(|text| {
+                let mut r = CallToolResult::success(vec![ContentBlock::text(
+                    baton_text::redact::redact(text.trim_end()).into_owned(),
+                )]);
+                let doc = crate::run_cmd::answer_document(&text).to_string();
+                r.structured_content = serde_json::from_str(&baton_text::redact::redact(&doc)).ok();
+                r
+            })
+        } else {
+            let opts = StartOptions {
+                request: req.request.clone(),
+                kind: decision.workflow,
+                trivial: req.trivial,
+                budget_usd: req.budget_usd,
+                budget_tokens: req.budget_tokens,
+                isolate: Some(false),
+            };
+            run::start(&env, &opts, cancel)
+                .await
+                .map(|o| outcome_result(&o))
+        };
+        drop(env);
+        progress.finish().await;
+        result.map_err(|e| format!("{name}: {e}"))
+    }
+
+    /// `workflow_resume`: the workflow `baton resume` would pick, continued with `run::resume`.
+    async fn workflow_resume(
+        &self,
+        args: Option<JsonObject>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, String> {
+        let name = "workflow_resume";
+        let req: WorkflowResumeRequest = parse(name, args)?;
+        check_budget(name, req.budget_usd, req.budget_tokens)?;
+        let progress = ProgressForward::new(context);
+        let env = self.run_env(name, progress.observer())?;
+        let store = WorkflowStore::new(env.delegate.state.clone());
+        let id = crate::run_cmd::pick(&store, req.id.as_deref())
+            .map_err(|e| format!("{name}: `id`: {e}"))?;
+        let result = run::resume(
+            &env,
+            &id,
+            req.answer.as_deref(),
+            req.budget_usd,
+            req.budget_tokens,
+            &context.ct,
+        )
+        .await;
+        drop(env);
+        progress.finish().await;
+        result
+            .map(|o| outcome_result(&o))
+            .map_err(|e| format!("{name}: {e}"))
     }
 }
 
@@ -367,6 +695,10 @@ impl ServerHandler for BatonServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let result = if request.name == "delegate_task" {
             self.delegate(request.arguments, context.ct).await
+        } else if request.name == "run_workflow" {
+            self.run_workflow(request.arguments, &context).await
+        } else if request.name == "workflow_resume" {
+            self.workflow_resume(request.arguments, &context).await
         } else {
             self.call(&request.name, request.arguments)
                 .map(|doc| success(&doc))

@@ -84,7 +84,9 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
             "models",
             "roles",
             "workflow_status",
-            "delegate_task"
+            "delegate_task",
+            "run_workflow",
+            "workflow_resume"
         ]
     );
     for t in &tools[..4] {
