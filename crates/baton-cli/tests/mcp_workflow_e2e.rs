@@ -1,7 +1,8 @@
 //! `run_workflow` and `workflow_resume` of `baton mcp` through rmcp's own client over stdio,
 //! against the built binary in the workflow harness's temp repository (the workflow roles are
 //! `command` scripts): a BUILD that completes, a checkpoint answered by `workflow_resume`, a bad
-//! answer, the progress notifications of a call, and `workflow_status` afterwards.
+//! answer, the progress notifications of a call, `workflow_status` afterwards, and a cancelled call
+//! whose workflow stops and resumes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::new_without_default)]
 
 mod common;
@@ -11,8 +12,11 @@ use std::time::Duration;
 
 use common::workflow::*;
 use pretty_assertions::assert_eq;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ProgressNotificationParam};
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ContentBlock,
+    ProgressNotificationParam,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
 use serde_json::{json, Value};
@@ -210,5 +214,70 @@ async fn a_checkpoint_is_answered_with_workflow_resume() {
     // Nothing is left to resume.
     let none = call(&client, "workflow_resume", json!({})).await;
     assert_eq!(none.is_error, Some(true));
+    client.cancel().await.unwrap();
+}
+
+// Multi-threaded: the client's service runs while the test polls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_run_workflow_stops_and_resumes() {
+    let wf = Wf::new();
+    let pid_file = wf.scripts.join("builder.pid");
+    wf.happy().answer_nth(
+        "component-builder",
+        1,
+        &format!("echo $$ > {}\nexec sleep 60\n", pid_file.display()),
+    );
+    let recorder = Recorder::default();
+    let client = connect(&wf, &recorder).await;
+    let params = CallToolRequestParams::new("run_workflow").with_arguments(
+        json!({"request": "add a feature file"})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let handle = client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::default(),
+        )
+        .await
+        .unwrap();
+    let pid = || {
+        std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+    };
+    for _ in 0..400 {
+        if pid().is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pid = pid().expect("the builder started");
+    let alive = move || std::path::Path::new(&format!("/proc/{pid}")).exists();
+    handle.cancel(Some("test".into())).await.unwrap();
+    for _ in 0..400 {
+        if !alive() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!alive(), "the builder {pid} outlived the cancelled call");
+    // The workflow is resumable: workflow_resume picks it and runs it to the end.
+    let mut result = None;
+    for _ in 0..100 {
+        let r = call(&client, "workflow_resume", json!({})).await;
+        // The cancelled call may still hold the workflow's lock for a moment.
+        if r.is_error == Some(true) && text(&r).contains("is being run by") {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        }
+        result = Some(r);
+        break;
+    }
+    let result = result.unwrap();
+    let doc = structured(&result);
+    assert_eq!(doc["type"], "workflow.completed", "{result:?}");
+    assert_eq!(wf.calls("component-builder"), 2);
     client.cancel().await.unwrap();
 }
