@@ -266,8 +266,8 @@ fn status(common: &Common, id: Option<&str>) -> Result<u8> {
         Err(e) => return Ok(failed(common, &e)),
     };
     if common.json {
-        for f in &flows {
-            outln!("{}", json!({"type": "flow.status", "flow": f}));
+        for line in status_lines(&flows) {
+            outln!("{line}");
         }
         return Ok(exit::OK);
     }
@@ -296,6 +296,15 @@ fn status(common: &Common, id: Option<&str>) -> Result<u8> {
         .unwrap_or(last);
     outln!("{}", report(shown));
     Ok(exit::OK)
+}
+
+/// The lines `baton flow status --json` prints (and `flow_status` of `baton mcp` answers as a
+/// list): one `{"type": "flow.status", "flow": …}` per Flow, oldest first.
+pub fn status_lines(flows: &[FlowStatus]) -> Vec<serde_json::Value> {
+    flows
+        .iter()
+        .map(|f| json!({"type": "flow.status", "flow": f}))
+        .collect()
 }
 
 /// `baton flow clean`: list, confirm (or `--yes`), remove, report. Exit 0 when done (items kept

@@ -50,8 +50,8 @@ lets you inspect it in the current project: `route` shows which baton workflow (
 PLAN, REVIEW, ORIENT, TRIAGE, CODEBASE-HEALTH) a request would run as and why; `models` lists the \
 model classes (fast, balanced, frontier, fav) with their routes and which one resolves now; \
 `roles` lists the agent roles baton can delegate to (backend, tools, sandbox); `workflow_status` \
-shows the project's workflows or one of them (state, phase, what it waits for, what it spent). \
-These four only read. `delegate_task` hands self-contained tasks to child agents of baton roles \
+shows the project's workflows or one of them (state, phase, what it waits for, what it spent); \
+`flow_status` shows the repository's Flows. These five only read. `delegate_task` hands self-contained tasks to child agents of baton roles \
 (one, up to 8 in parallel, or a chain of up to 8; each child its own process, model, tools and \
 sandbox; `implementer` works in its own git worktree) and answers with their report when they \
 end. `run_workflow` runs a whole baton workflow on a request (it changes the project) and answers \
@@ -81,6 +81,16 @@ pub struct NoArguments {}
 pub struct WorkflowStatusRequest {
     /// One workflow: its id, a unique prefix of one, or `last` for the newest. Without it, every
     /// workflow of the project, newest first.
+    #[serde(default)]
+    id: Option<String>,
+}
+
+/// `flow_status` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlowStatusRequest {
+    /// One Flow: its id or a unique prefix of one. Without it, every Flow of the repository,
+    /// oldest first.
     #[serde(default)]
     id: Option<String>,
 }
@@ -263,6 +273,15 @@ pub fn tools() -> Result<Vec<Tool>, ErrorData> {
             .unwrap_or_default(),
         )?,
         delegate_tool()?,
+        tool::<FlowStatusRequest>(
+            "flow_status",
+            "Show this repository's baton Flows (a Flow runs a list of units, each built by an \
+             implementer and judged by a reviewer, and merges them), oldest first, or with `id` \
+             one of them: phase, each unit's status, attempts and verdicts, what was spent. \
+             Read from the durable records. The answer is `{\"flows\": [...]}`, each element \
+             a line of `baton flow status --json`.",
+            output_schema(&[("flows", array.clone())]),
+        )?,
         workflow_tool::<RunWorkflowRequest>(
             "run_workflow",
             "Run a baton workflow in this project, as `baton run` does: the request is routed \
@@ -382,8 +401,15 @@ impl BatonServer {
                 crate::workflow_cmd::status_json(&ctx, req.id.as_deref())
                     .map_err(|e| format!("workflow_status: `id`: {e}"))
             }
+            "flow_status" => {
+                let req: FlowStatusRequest = parse(name, args)?;
+                let ctx = self.context()?;
+                let flows = baton_flow::status(&ctx.cwd, req.id.as_deref(), &[])
+                    .map_err(|e| format!("flow_status: {e}"))?;
+                Ok(json!({"flows": crate::flow_cmd::status_lines(&flows)}))
+            }
             other => Err(format!(
-                "no tool `{other}`: the tools are route, models, roles, workflow_status, delegate_task, run_workflow and workflow_resume"
+                "no tool `{other}`: the tools are route, models, roles, workflow_status, delegate_task, flow_status, run_workflow and workflow_resume"
             )),
         }
     }

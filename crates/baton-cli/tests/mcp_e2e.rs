@@ -85,11 +85,12 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
             "roles",
             "workflow_status",
             "delegate_task",
+            "flow_status",
             "run_workflow",
             "workflow_resume"
         ]
     );
-    for t in &tools[..4] {
+    for t in tools[..4].iter().chain(&tools[5..6]) {
         let a = t.annotations.as_ref().unwrap();
         assert_eq!(
             (a.read_only_hint, a.destructive_hint, a.idempotent_hint),

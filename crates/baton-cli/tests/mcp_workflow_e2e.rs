@@ -132,6 +132,17 @@ async fn run_workflow_completes_a_build_and_reports_progress() {
     let status = call(&client, "workflow_status", json!({"id": id})).await;
     assert_eq!(status.is_error, Some(false), "{status:?}");
     assert_eq!(structured(&status)["run_state"], "completed");
+
+    // flow_status: the lines of `baton flow status --json` (none here), as a list.
+    let flows = call(&client, "flow_status", json!({})).await;
+    assert_eq!(flows.is_error, Some(false), "{flows:?}");
+    assert_eq!(structured(&flows), json!({"flows": []}));
+    let o = wf.run(&["flow", "status", "--json"]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(out(&o), "");
+    let bad = call(&client, "flow_status", json!({"id": "nope"})).await;
+    assert_eq!(bad.is_error, Some(true), "{bad:?}");
+    assert!(text(&bad).contains("nope"), "{}", text(&bad));
     client.cancel().await.unwrap();
 }
 
