@@ -1,14 +1,16 @@
 //! `baton mcp`: baton as an MCP server over stdio (the official Rust SDK, `rmcp`), in the client's
 //! working directory with the project's config and roles.
 //!
-//! Four tools only read: `route`, `models`, `roles` and `workflow_status`. Each answers with the
-//! same JSON document as the matching `--json` command (`baton route`, `baton models`,
-//! `baton roles`, `baton status`), built by the same function, as `structuredContent` and as
-//! text. `delegate_task` runs a single, parallel or chain delegation in the foreground through
-//! the same code as `baton task` and the agent's `delegate_task` tool, and answers with its
-//! report. Input schemas are derived from the structs that parse the arguments; bad arguments are
-//! tool errors (`isError: true`) naming the field, never protocol errors. Every result goes
-//! through the redactor of known provider keys. See docs/mcp.md.
+//! Five tools only read: `route`, `models`, `roles`, `workflow_status` and `flow_status`. Each
+//! answers with the same JSON document as the matching `--json` command (`baton route`,
+//! `baton models`, `baton roles`, `baton status`, `baton flow status`), built by the same
+//! function, as `structuredContent` and as text. `delegate_task` runs a single, parallel or chain
+//! delegation in the foreground through the same code as `baton task` and the agent's
+//! `delegate_task` tool, and answers with its report. `run_workflow` and `workflow_resume` run a
+//! workflow as `baton run` and `baton resume` do, sending the runner's lines as progress
+//! notifications. Input schemas are derived from the structs that parse the arguments; bad
+//! arguments are tool errors (`isError: true`) naming the field, never protocol errors. Every
+//! result goes through the redactor of known provider keys. See docs/mcp.md.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
