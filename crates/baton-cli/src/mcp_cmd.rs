@@ -7,8 +7,8 @@
 //! function, as `structuredContent` and as text. `delegate_task` runs a single, parallel or chain
 //! delegation in the foreground through the same code as `baton task` and the agent's
 //! `delegate_task` tool, and answers with its report. `run_workflow` and `workflow_resume` run a
-//! workflow as `baton run` and `baton resume` do, sending the runner's lines as progress
-//! notifications. Input schemas are derived from the structs that parse the arguments; bad
+//! workflow as `baton run` and `baton resume` do, and `flow_start` a Flow as `baton flow start`,
+//! sending their steps as progress notifications. Input schemas are derived from the structs that parse the arguments; bad
 //! arguments are tool errors (`isError: true`) naming the field, never protocol errors. Every
 //! result goes through the redactor of known provider keys. See docs/mcp.md.
 
@@ -58,7 +58,8 @@ shows the project's workflows or one of them (state, phase, what it waits for, w
 sandbox; `implementer` works in its own git worktree) and answers with their report when they \
 end. `run_workflow` runs a whole baton workflow on a request (it changes the project) and answers \
 with its brief or the checkpoint it waits on; `workflow_resume` answers a checkpoint or continues \
-an interrupted workflow.";
+an interrupted workflow; `flow_start` runs a baton Flow (a list of units, each built, reviewed and \
+merged).";
 
 /// `route` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -95,6 +96,15 @@ pub struct FlowStatusRequest {
     /// oldest first.
     #[serde(default)]
     id: Option<String>,
+}
+
+/// `flow_start` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlowStartRequest {
+    /// The units document, as in a units file of `baton flow start`: `{"units": [{"id", "name",
+    /// "task", "validation": [{"command", "args"}], "review"?}, ...]}`.
+    units: JsonObject,
 }
 
 /// `run_workflow` arguments.
@@ -284,6 +294,17 @@ pub fn tools() -> Result<Vec<Tool>, ErrorData> {
              a line of `baton flow status --json`.",
             output_schema(&[("flows", array.clone())]),
         )?,
+        workflow_tool::<FlowStartRequest>(
+            "flow_start",
+            "Start a baton Flow in this repository, as `baton flow start` does with a units file: \
+             each unit is built by an implementer in its own git worktree, checked by its \
+             validation commands, judged by a reviewer, and merged into the current branch in \
+             order. Answers when the Flow ends or pauses on a blocked unit, which can take many \
+             minutes, with the document `baton flow start --json` ends with \
+             (`{\"type\": \"flow.report\", \"flow\": …}`: phase, each unit's status). Sends \
+             each event as a progress notification when the call carries a progress token; \
+             cancelling the call interrupts the Flow (`baton flow resume` continues it).",
+        )?,
         workflow_tool::<RunWorkflowRequest>(
             "run_workflow",
             "Run a baton workflow in this project, as `baton run` does: the request is routed \
@@ -411,7 +432,7 @@ impl BatonServer {
                 Ok(json!({"flows": crate::flow_cmd::status_lines(&flows)}))
             }
             other => Err(format!(
-                "no tool `{other}`: the tools are route, models, roles, workflow_status, delegate_task, flow_status, run_workflow and workflow_resume"
+                "no tool `{other}`: the tools are route, models, roles, workflow_status, delegate_task, flow_status, flow_start, run_workflow and workflow_resume"
             )),
         }
     }
@@ -670,6 +691,40 @@ impl BatonServer {
         result.map_err(|e| format!("{name}: {e}"))
     }
 
+    /// `flow_start`: the units document checked as a units file is, then `baton_flow::start` with
+    /// the environment `baton flow start` builds; each event that `baton flow` describes goes out
+    /// as progress.
+    async fn flow_start(
+        &self,
+        args: Option<JsonObject>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, String> {
+        let name = "flow_start";
+        let req: FlowStartRequest = parse(name, args)?;
+        let units = baton_flow::parse_units(&Value::Object(req.units))
+            .map_err(|e| format!("{name}: bad argument `units`: {e}"))?;
+        let progress = ProgressForward::new(context);
+        let ctx = self.context()?;
+        let delegate = delegate_env(&ctx).map_err(|e| format!("{name}: {e:#}"))?;
+        let executor = self.executor(&delegate)?;
+        let observer = progress.observer().map(|say| {
+            let o: baton_flow::Observer = Arc::new(move |n: baton_flow::Notice<'_>| {
+                if let baton_flow::Notice::Event(r) = n {
+                    if let Some(line) = baton_flow::render::describe(r) {
+                        say(&line);
+                    }
+                }
+            });
+            o
+        });
+        let env = crate::flow_cmd::flow_env_with(delegate, executor, observer);
+        let result = baton_flow::start(&env, &units, &context.ct).await;
+        drop(env);
+        progress.finish().await;
+        let status = result.map_err(|e| format!("{name}: {e}"))?;
+        Ok(success(&crate::flow_cmd::report_document(&status)))
+    }
+
     /// `workflow_resume`: the workflow `baton resume` would pick, continued with `run::resume`.
     async fn workflow_resume(
         &self,
@@ -725,6 +780,8 @@ impl ServerHandler for BatonServer {
             self.delegate(request.arguments, context.ct).await
         } else if request.name == "run_workflow" {
             self.run_workflow(request.arguments, &context).await
+        } else if request.name == "flow_start" {
+            self.flow_start(request.arguments, &context).await
         } else if request.name == "workflow_resume" {
             self.workflow_resume(request.arguments, &context).await
         } else {

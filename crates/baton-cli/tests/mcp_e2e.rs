@@ -86,6 +86,7 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
             "workflow_status",
             "delegate_task",
             "flow_status",
+            "flow_start",
             "run_workflow",
             "workflow_resume"
         ]

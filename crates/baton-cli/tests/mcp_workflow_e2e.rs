@@ -2,7 +2,7 @@
 //! against the built binary in the workflow harness's temp repository (the workflow roles are
 //! `command` scripts): a BUILD that completes, a checkpoint answered by `workflow_resume`, a bad
 //! answer, the progress notifications of a call, `workflow_status` afterwards, and a cancelled call
-//! whose workflow stops and resumes.
+//! whose workflow stops and resumes; `flow_start` of one unit with the Flow harness's roles.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::new_without_default)]
 
 mod common;
@@ -290,5 +290,52 @@ async fn a_cancelled_run_workflow_stops_and_resumes() {
     let doc = structured(&result);
     assert_eq!(doc["type"], "workflow.completed", "{result:?}");
     assert_eq!(wf.calls("component-builder"), 2);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn flow_start_integrates_a_unit_and_flow_status_shows_it() {
+    use baton_testkit::fixture::{FlowRoles, Sandbox};
+    let sb = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .env("BATON_MAX_SUBAGENTS", "1");
+    sb.init_repo("main");
+    sb.write("README", "hello\n");
+    let _roles = FlowRoles::install(&sb);
+    sb.commit_all("initial");
+    let recorder = Recorder::default();
+    let cmd = tokio::process::Command::from(sb.baton(&["mcp"]));
+    let client = recorder
+        .clone()
+        .serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap();
+
+    let units = json!({"units": [{"id": "a", "name": "Add a", "task": "Add a.txt",
+        "validation": [{"command": "test", "args": ["-f", "a.txt"]}]}]});
+    let bad = call(&client, "flow_start", json!({"units": {"units": []}})).await;
+    assert_eq!(bad.is_error, Some(true), "{bad:?}");
+    assert!(text(&bad).contains("`units`"), "{}", text(&bad));
+
+    let result = call(&client, "flow_start", json!({ "units": units })).await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let doc = structured(&result);
+    assert_eq!(doc["type"], "flow.report");
+    assert_eq!(doc["flow"]["phase"], "completed", "{doc}");
+    assert_eq!(sb.subjects("main"), ["unit a", "initial"]);
+    assert!(!progress_messages(&recorder, 2).await.is_empty());
+
+    let status = call(&client, "flow_status", json!({})).await;
+    let flows = structured(&status)["flows"].as_array().unwrap().clone();
+    assert_eq!(flows.len(), 1);
+    assert_eq!(flows[0]["type"], "flow.status");
+    assert_eq!(flows[0]["flow"]["phase"], "completed");
+    // The same lines as `baton flow status --json`.
+    let o = sb.run(&["flow", "status", "--json"]);
+    let cli: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(Value::Array(flows), Value::Array(cli));
     client.cancel().await.unwrap();
 }
