@@ -163,10 +163,6 @@ fn flow_env(common: &Common) -> Result<FlowEnv> {
     let ctx = project_context(common.cwd.clone())?;
     let delegate = crate::project::delegate_env(&ctx)?;
     let executor = crate::project::executor_for(&delegate)?;
-    let mut env = FlowEnv::new(delegate, Arc::new(executor));
-    env.crash = std::env::var("BATON_FLOW_CRASH_AT")
-        .ok()
-        .and_then(|s| CrashHook::parse(&s, CrashMode::Kill));
     let json_mode = common.json;
     let tty = std::io::stderr().is_terminal();
     let observer: Observer = Arc::new(move |n: Notice<'_>| match n {
@@ -195,8 +191,23 @@ fn flow_env(common: &Common) -> Result<FlowEnv> {
             }
         }
     });
-    env.observer = Some(observer);
-    Ok(env)
+    Ok(flow_env_with(delegate, Arc::new(executor), Some(observer)))
+}
+
+/// The environment a Flow runs in, for `baton flow` and `baton mcp`: the project's delegation
+/// settings, the executor its units share, the crash hook of the tests (`BATON_FLOW_CRASH_AT`)
+/// and who hears of each event.
+pub fn flow_env_with(
+    delegate: baton_exec::delegate::DelegateEnv,
+    executor: Arc<baton_exec::executor::Executor>,
+    observer: Option<Observer>,
+) -> FlowEnv {
+    let mut env = FlowEnv::new(delegate, executor);
+    env.crash = std::env::var("BATON_FLOW_CRASH_AT")
+        .ok()
+        .and_then(|s| CrashHook::parse(&s, CrashMode::Kill));
+    env.observer = observer;
+    env
 }
 
 type FlowFuture<'a> =
@@ -253,7 +264,7 @@ fn failed(common: &Common, e: &FlowError) -> u8 {
 
 fn print_final(common: &Common, s: &FlowStatus) {
     if common.json {
-        outln!("{}", json!({"type": "flow.report", "flow": s}));
+        outln!("{}", report_document(s));
     } else {
         outln!("{}", report(s));
     }
@@ -266,8 +277,8 @@ fn status(common: &Common, id: Option<&str>) -> Result<u8> {
         Err(e) => return Ok(failed(common, &e)),
     };
     if common.json {
-        for f in &flows {
-            outln!("{}", json!({"type": "flow.status", "flow": f}));
+        for line in status_lines(&flows) {
+            outln!("{line}");
         }
         return Ok(exit::OK);
     }
@@ -296,6 +307,21 @@ fn status(common: &Common, id: Option<&str>) -> Result<u8> {
         .unwrap_or(last);
     outln!("{}", report(shown));
     Ok(exit::OK)
+}
+
+/// The last line `baton flow start --json` (and the other driving commands) print, which
+/// `flow_start` of `baton mcp` answers.
+pub fn report_document(s: &FlowStatus) -> serde_json::Value {
+    json!({"type": "flow.report", "flow": s})
+}
+
+/// The lines `baton flow status --json` prints (and `flow_status` of `baton mcp` answers as a
+/// list): one `{"type": "flow.status", "flow": …}` per Flow, oldest first.
+pub fn status_lines(flows: &[FlowStatus]) -> Vec<serde_json::Value> {
+    flows
+        .iter()
+        .map(|f| json!({"type": "flow.status", "flow": f}))
+        .collect()
 }
 
 /// `baton flow clean`: list, confirm (or `--yes`), remove, report. Exit 0 when done (items kept
@@ -369,7 +395,7 @@ fn clean(common: &Common, id: Option<&str>, yes: bool, force: bool) -> Result<u8
                     code = exit::FAILED;
                 }
                 if json_mode {
-                    outln!("{}", json!({"type": "flow.report", "flow": s}));
+                    outln!("{}", report_document(&s));
                 } else {
                     for i in &items {
                         match &i.kept {

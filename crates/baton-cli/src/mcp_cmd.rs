@@ -2,15 +2,18 @@
 //! (the official Rust SDK, `rmcp`), in the client's working directory with the project's config
 //! and roles.
 //!
-//! Four tools only read: `route`, `models`, `roles` and `workflow_status`. Each answers with the
-//! same JSON document as the matching `--json` command (`baton route`, `baton models`,
-//! `baton roles`, `baton status`), built by the same function, as `structuredContent` and as
-//! text. `delegate_task` runs a single, parallel or chain delegation in the foreground through
-//! the same code as `baton task` and the agent's `delegate_task` tool, and answers with its
-//! report; with `background` it starts a background task, which `task_status`, `task_wait` and
-//! `task_cancel` follow (mcp_tasks.rs). Input schemas are derived from the structs that parse the
-//! arguments; bad arguments are tool errors (`isError: true`) naming the field, never protocol
-//! errors. Every result goes through the redactor of known provider keys. See docs/mcp.md.
+//! Five tools only read: `route`, `models`, `roles`, `workflow_status` and `flow_status`. Each
+//! answers with the same JSON document as the matching `--json` command (`baton route`,
+//! `baton models`, `baton roles`, `baton status`, `baton flow status`), built by the same
+//! function, as `structuredContent` and as text. `delegate_task` runs a single, parallel or chain
+//! delegation in the foreground through the same code as `baton task` and the agent's
+//! `delegate_task` tool, and answers with its report; with `background` it starts a background
+//! task, which `task_status`, `task_wait` and `task_cancel` follow (mcp_tasks.rs).
+//! `run_workflow` and `workflow_resume` run a workflow as `baton run` and `baton resume` do, and
+//! `flow_start` a Flow as `baton flow start`, sending their steps as progress notifications.
+//! Input schemas are derived from the structs that parse the arguments; bad arguments are tool
+//! errors (`isError: true`) naming the field, never protocol errors. Every result goes through
+//! the redactor of known provider keys. See docs/mcp.md.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -19,12 +22,14 @@ use anyhow::{Context as _, Result};
 use baton_exec::delegate::{parse_request, render_report, resolve_roles, run_delegation, Progress};
 use baton_exec::executor::Executor;
 use baton_workflow::route::{route, route_as, WorkflowKind};
+use baton_workflow::run::{self, Observer, Outcome, RunEnv, StartOptions};
+use baton_workflow::store::WorkflowStore;
 use clap::Args;
 use rmcp::handler::server::common::schema_for_input;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
@@ -57,12 +62,15 @@ lets you inspect it in the current project: `route` shows which baton workflow (
 PLAN, REVIEW, ORIENT, TRIAGE, CODEBASE-HEALTH) a request would run as and why; `models` lists the \
 model classes (fast, balanced, frontier, fav) with their routes and which one resolves now; \
 `roles` lists the agent roles baton can delegate to (backend, tools, sandbox); `workflow_status` \
-shows the project's workflows or one of them (state, phase, what it waits for, what it spent). \
-These four only read. `delegate_task` hands self-contained tasks to child agents of baton roles \
+shows the project's workflows or one of them (state, phase, what it waits for, what it spent); \
+`flow_status` shows the repository's Flows. These five only read. `delegate_task` hands self-contained tasks to child agents of baton roles \
 (one, up to 8 in parallel, or a chain of up to 8; each child its own process, model, tools and \
 sandbox; `implementer` works in its own git worktree) and answers with their report when they \
 end, or with `background: true` at once with a task id that `task_status`, `task_wait` and \
-`task_cancel` take.";
+`task_cancel` take. `run_workflow` runs a whole baton workflow on a request (it changes the \
+project) and answers with its brief or the checkpoint it waits on; `workflow_resume` answers a \
+checkpoint or continues an interrupted workflow; `flow_start` runs a baton Flow (a list of units, \
+each built, reviewed and merged).";
 
 /// `route` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -89,6 +97,67 @@ pub struct WorkflowStatusRequest {
     /// workflow of the project, newest first.
     #[serde(default)]
     id: Option<String>,
+}
+
+/// `flow_status` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlowStatusRequest {
+    /// One Flow: its id or a unique prefix of one. Without it, every Flow of the repository,
+    /// oldest first.
+    #[serde(default)]
+    id: Option<String>,
+}
+
+/// `flow_start` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlowStartRequest {
+    /// The units document, as in a units file of `baton flow start`: `{"units": [{"id", "name",
+    /// "task", "validation": [{"command", "args"}], "review"?}, ...]}`.
+    units: JsonObject,
+}
+
+/// `run_workflow` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunWorkflowRequest {
+    /// What to do, in the user's words: routed to BUILD, DEBUG, PLAN, REVIEW or ORIENT.
+    request: String,
+    /// Run this workflow instead of routing: BUILD, DEBUG, PLAN, REVIEW, ORIENT, TRIAGE or
+    /// CODEBASE-HEALTH (any case).
+    #[serde(default)]
+    workflow: Option<String>,
+    /// BUILD: the reduced graph (builder, verifier, memory) for a one-file change.
+    #[serde(default)]
+    trivial: bool,
+    /// Stop at a checkpoint before a dispatch that would take the spend past this many US
+    /// dollars.
+    #[serde(default)]
+    budget_usd: Option<f64>,
+    /// The same for tokens (input plus output).
+    #[serde(default)]
+    budget_tokens: Option<u64>,
+}
+
+/// `workflow_resume` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowResumeRequest {
+    /// The workflow: its id or a unique prefix of one (default: the newest that is not
+    /// finished).
+    #[serde(default)]
+    id: Option<String>,
+    /// The answer to the checkpoint the workflow waits on (one of its options, or guidance after
+    /// a failure), kept word for word.
+    #[serde(default)]
+    answer: Option<String>,
+    /// A new spending limit in US dollars.
+    #[serde(default)]
+    budget_usd: Option<f64>,
+    /// A new spending limit in tokens.
+    #[serde(default)]
+    budget_tokens: Option<u64>,
 }
 
 /// The server: the working directory whose project each call reads (config and roles are read
@@ -217,10 +286,82 @@ pub fn tools() -> Result<Vec<Tool>, ErrorData> {
             .unwrap_or_default(),
         )?,
         delegate_tool()?,
+        tool::<FlowStatusRequest>(
+            "flow_status",
+            "Show this repository's baton Flows (a Flow runs a list of units, each built by an \
+             implementer and judged by a reviewer, and merges them), oldest first, or with `id` \
+             one of them: phase, each unit's status, attempts and verdicts, what was spent. \
+             Read from the durable records. The answer is `{\"flows\": [...]}`, each element \
+             a line of `baton flow status --json`.",
+            output_schema(&[("flows", array.clone())]),
+        )?,
+        workflow_tool::<FlowStartRequest>(
+            "flow_start",
+            "Start a baton Flow in this repository, as `baton flow start` does with a units file: \
+             each unit is built by an implementer in its own git worktree, checked by its \
+             validation commands, judged by a reviewer, and merged into the current branch in \
+             order. Answers when the Flow ends or pauses on a blocked unit, which can take many \
+             minutes, with the document `baton flow start --json` ends with \
+             (`{\"type\": \"flow.report\", \"flow\": …}`: phase, each unit's status). Sends \
+             each event as a progress notification when the call carries a progress token; \
+             cancelling the call interrupts the Flow (`baton flow resume` continues it).",
+        )?,
+        workflow_tool::<RunWorkflowRequest>(
+            "run_workflow",
+            "Run a baton workflow in this project, as `baton run` does: the request is routed \
+             (BUILD, DEBUG, PLAN, REVIEW, ORIENT; `workflow` picks one instead), then the \
+             workflow's agents run phase by phase until it completes with a verified brief, \
+             stops, fails, or waits at a checkpoint (a question with options). BUILD works in \
+             the project's own working tree and changes its files (no isolated worktree is made \
+             over MCP; the choice may become an argument later). Answers when the workflow \
+             returns, which can take many minutes: the text is the brief, or the checkpoint's \
+             question and options, or the failure; the structured answer is that of \
+             `baton run --json` (`type` workflow.completed, workflow.checkpoint, \
+             workflow.failed, workflow.stopped or workflow.interrupted, `id`, and `brief` or \
+             `checkpoint`; ORIENT answers inline as workflow.answer). Continue a checkpoint, a \
+             failure or an interruption with `workflow_resume`. Sends each step as a progress \
+             notification when the call carries a progress token; cancelling the call stops \
+             the workflow resumably.",
+        )?,
+        workflow_tool::<WorkflowResumeRequest>(
+            "workflow_resume",
+            "Continue a baton workflow, as `baton resume` does: after an interruption, or with \
+             `answer`, the answer to the checkpoint it waits on (one of the options it gave) or \
+             guidance for a retry after a failure (`abort` ends it). `id` is a workflow id or a \
+             unique prefix (default: the newest that is not finished). Answers like \
+             `run_workflow`. An answer the checkpoint does not take is a tool error naming the \
+             options.",
+        )?,
     ]
     .into_iter()
     .chain(crate::mcp_tasks::tools()?)
     .collect())
+}
+
+/// A tool that runs a workflow: it changes the project and calls models.
+fn workflow_tool<T: JsonSchema + 'static>(
+    name: &'static str,
+    description: &'static str,
+) -> Result<Tool, ErrorData> {
+    let output = json!({
+        "type": "object",
+        "properties": {
+            "type": {"type": "string"},
+            "id": {"type": "string"},
+            "brief": {"type": "string"},
+            "checkpoint": {"type": "object"},
+            "answer": {"type": "string"},
+        },
+        "required": ["type"],
+    });
+    let output = Arc::new(output.as_object().cloned().unwrap_or_default());
+    Ok(tool::<T>(name, description, output)?.with_annotations(
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(true)
+            .idempotent(false)
+            .open_world(true),
+    ))
 }
 
 /// A result: the document as `structuredContent` and as text, known provider keys redacted.
@@ -274,8 +415,15 @@ impl BatonServer {
                 crate::workflow_cmd::status_json(&ctx, req.id.as_deref())
                     .map_err(|e| format!("workflow_status: `id`: {e}"))
             }
+            "flow_status" => {
+                let req: FlowStatusRequest = parse(name, args)?;
+                let ctx = self.context()?;
+                let flows = baton_flow::status(&ctx.cwd, req.id.as_deref(), &[])
+                    .map_err(|e| format!("flow_status: {e}"))?;
+                Ok(json!({"flows": crate::flow_cmd::status_lines(&flows)}))
+            }
             other => Err(format!(
-                "no tool `{other}`: the tools are route, models, roles, workflow_status, delegate_task, task_status, task_wait and task_cancel"
+                "no tool `{other}`: the tools are route, models, roles, workflow_status, flow_status, delegate_task, task_status, task_wait, task_cancel, run_workflow, workflow_resume and flow_start"
             )),
         }
     }
@@ -325,13 +473,277 @@ impl BatonServer {
         let mut slot = self
             .executor
             .lock()
-            .map_err(|_| "delegate_task: the executor is unusable after a panic".to_string())?;
+            .map_err(|_| "baton mcp: the executor is unusable after a panic".to_string())?;
         if let Some(e) = slot.as_ref() {
             return Ok(e.clone());
         }
-        let e = Arc::new(executor_for(env).map_err(|e| format!("delegate_task: {e:#}"))?);
+        let e = Arc::new(executor_for(env).map_err(|e| format!("baton mcp: {e:#}"))?);
         *slot = Some(e.clone());
         Ok(e)
+    }
+}
+
+/// Forwards a workflow's observer lines to the client as `notifications/progress` with the
+/// call's progress token, `progress` counting the lines (no `total`: a workflow's length is not
+/// known ahead). Without a token, nothing is sent.
+struct ProgressForward {
+    sender: Arc<Mutex<Option<tokio::sync::mpsc::UnboundedSender<String>>>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl ProgressForward {
+    fn new(context: &RequestContext<RoleServer>) -> ProgressForward {
+        let Some(token) = context.meta.get_progress_token() else {
+            return ProgressForward {
+                sender: Arc::new(Mutex::new(None)),
+                task: None,
+            };
+        };
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let peer = context.peer.clone();
+        let task = tokio::spawn(async move {
+            let mut progress = 0.0;
+            while let Some(line) = rx.recv().await {
+                progress += 1.0;
+                let param = ProgressNotificationParam::new(token.clone(), progress)
+                    .with_message(baton_text::redact::redact(&line).into_owned());
+                if peer.notify_progress(param).await.is_err() {
+                    break;
+                }
+            }
+        });
+        ProgressForward {
+            sender: Arc::new(Mutex::new(Some(tx))),
+            task: Some(task),
+        }
+    }
+
+    /// The observer a `RunEnv` takes: each line goes out as one notification.
+    fn observer(&self) -> Option<Observer> {
+        self.task.as_ref()?;
+        let sender = self.sender.clone();
+        Some(Arc::new(move |line: &str| {
+            if let Ok(slot) = sender.lock() {
+                if let Some(tx) = slot.as_ref() {
+                    let _ = tx.send(baton_text::sanitize_line(line).into_owned());
+                }
+            }
+        }))
+    }
+
+    fn say(&self, line: &str) {
+        if let Some(o) = self.observer() {
+            o(line);
+        }
+    }
+
+    /// Closes the channel and waits until every line has been sent, so that the notifications
+    /// reach the client before the result.
+    async fn finish(mut self) {
+        if let Ok(mut slot) = self.sender.lock() {
+            slot.take();
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+/// A budget argument: a positive amount, or the message naming it.
+fn check_budget(tool: &str, usd: Option<f64>, tokens: Option<u64>) -> Result<(), String> {
+    if let Some(b) = usd {
+        if !(b.is_finite() && b > 0.0) {
+            return Err(format!(
+                "{tool}: bad argument `budget_usd`: {b}: give a positive amount of US dollars, e.g. 2.5"
+            ));
+        }
+    }
+    if tokens == Some(0) {
+        return Err(format!(
+            "{tool}: bad argument `budget_tokens`: give a positive number of tokens, e.g. 200000"
+        ));
+    }
+    Ok(())
+}
+
+/// The result of a workflow that returned: the text a person reads (what `baton run` prints,
+/// with the next step as a tool call) and the document of `baton run --json`. A failed workflow
+/// is a tool error, with the same document.
+fn outcome_result(outcome: &Outcome) -> CallToolResult {
+    let doc = crate::run_cmd::outcome_document(outcome);
+    let text = match outcome {
+        Outcome::Completed { brief, .. } | Outcome::Stopped { brief, .. } => {
+            brief.trim_end().to_string()
+        }
+        Outcome::Checkpoint { id, checkpoint } => {
+            let mut t = format!(
+                "{}\nquestion: {}",
+                checkpoint.brief.trim_end(),
+                checkpoint.question
+            );
+            if !checkpoint.options.is_empty() {
+                t.push_str(&format!("\noptions: {}", checkpoint.options.join(" | ")));
+            }
+            t.push_str(&format!(
+                "\nanswer with: workflow_resume {{\"id\": \"{id}\", \"answer\": \"…\"}}"
+            ));
+            t
+        }
+        Outcome::Failed { id, brief } => format!(
+            "{}\nretry with guidance: workflow_resume {{\"id\": \"{id}\", \"answer\": \"…\"}} (or the answer \"abort\")",
+            brief.trim_end()
+        ),
+        Outcome::Interrupted { id } => {
+            format!("interrupted; continue with: workflow_resume {{\"id\": \"{id}\"}}")
+        }
+    };
+    let text = baton_text::redact::redact(&text).into_owned();
+    let mut result = if matches!(outcome, Outcome::Failed { .. }) {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    };
+    let doc = baton_text::redact::redact(&doc.to_string()).into_owned();
+    result.structured_content = serde_json::from_str(&doc).ok();
+    result
+}
+
+impl BatonServer {
+    /// The environment of a workflow run by a call: the same as `baton run`'s, with this
+    /// server's executor and the call's progress as its observer.
+    fn run_env(&self, tool: &str, observer: Option<Observer>) -> Result<RunEnv, String> {
+        let ctx = self.context()?;
+        let delegate = delegate_env(&ctx).map_err(|e| format!("{tool}: {e:#}"))?;
+        let executor = self.executor(&delegate)?;
+        Ok(crate::run_cmd::workflow_env(delegate, executor, observer))
+    }
+
+    /// `run_workflow`: routing (with the model tiebreak of a conflict, as `baton run`), then
+    /// `run::start` in place, or ORIENT's inline answer.
+    async fn run_workflow(
+        &self,
+        args: Option<JsonObject>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, String> {
+        let name = "run_workflow";
+        let req: RunWorkflowRequest = parse(name, args)?;
+        if req.request.trim().is_empty() {
+            return Err(format!(
+                "{name}: `request` is empty: say what to do, e.g. \"add a --verbose flag\""
+            ));
+        }
+        check_budget(name, req.budget_usd, req.budget_tokens)?;
+        let kind = match req.workflow.as_deref() {
+            Some(w) => Some(
+                w.parse::<WorkflowKind>()
+                    .map_err(|e| format!("{name}: bad argument `workflow`: {e}"))?,
+            ),
+            None => None,
+        };
+        let progress = ProgressForward::new(context);
+        let env = self.run_env(name, progress.observer())?;
+        let decision = match kind {
+            Some(k) => route_as(&req.request, k),
+            None => {
+                let (d, note) =
+                    run::tiebreak(&env.delegate.config, &req.request, route(&req.request)).await;
+                if let Some(note) = note {
+                    progress.say(&note);
+                }
+                d
+            }
+        };
+        progress.say(&decision.headline());
+        let cancel = &context.ct;
+        let result = if decision.workflow == WorkflowKind::Orient {
+            run::orient(&env, &req.request, cancel).await.map(|text| {
+                let mut r = CallToolResult::success(vec![ContentBlock::text(
+                    baton_text::redact::redact(text.trim_end()).into_owned(),
+                )]);
+                let doc = crate::run_cmd::answer_document(&text).to_string();
+                r.structured_content = serde_json::from_str(&baton_text::redact::redact(&doc)).ok();
+                r
+            })
+        } else {
+            let opts = StartOptions {
+                request: req.request.clone(),
+                kind: decision.workflow,
+                trivial: req.trivial,
+                budget_usd: req.budget_usd,
+                budget_tokens: req.budget_tokens,
+                isolate: Some(false),
+            };
+            run::start(&env, &opts, cancel)
+                .await
+                .map(|o| outcome_result(&o))
+        };
+        drop(env);
+        progress.finish().await;
+        result.map_err(|e| format!("{name}: {e}"))
+    }
+
+    /// `flow_start`: the units document checked as a units file is, then `baton_flow::start` with
+    /// the environment `baton flow start` builds; each event that `baton flow` describes goes out
+    /// as progress.
+    async fn flow_start(
+        &self,
+        args: Option<JsonObject>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, String> {
+        let name = "flow_start";
+        let req: FlowStartRequest = parse(name, args)?;
+        let units = baton_flow::parse_units(&Value::Object(req.units))
+            .map_err(|e| format!("{name}: bad argument `units`: {e}"))?;
+        let progress = ProgressForward::new(context);
+        let ctx = self.context()?;
+        let delegate = delegate_env(&ctx).map_err(|e| format!("{name}: {e:#}"))?;
+        let executor = self.executor(&delegate)?;
+        let observer = progress.observer().map(|say| {
+            let o: baton_flow::Observer = Arc::new(move |n: baton_flow::Notice<'_>| {
+                if let baton_flow::Notice::Event(r) = n {
+                    if let Some(line) = baton_flow::render::describe(r) {
+                        say(&line);
+                    }
+                }
+            });
+            o
+        });
+        let env = crate::flow_cmd::flow_env_with(delegate, executor, observer);
+        let result = baton_flow::start(&env, &units, &context.ct).await;
+        drop(env);
+        progress.finish().await;
+        let status = result.map_err(|e| format!("{name}: {e}"))?;
+        Ok(success(&crate::flow_cmd::report_document(&status)))
+    }
+
+    /// `workflow_resume`: the workflow `baton resume` would pick, continued with `run::resume`.
+    async fn workflow_resume(
+        &self,
+        args: Option<JsonObject>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, String> {
+        let name = "workflow_resume";
+        let req: WorkflowResumeRequest = parse(name, args)?;
+        check_budget(name, req.budget_usd, req.budget_tokens)?;
+        let progress = ProgressForward::new(context);
+        let env = self.run_env(name, progress.observer())?;
+        let store = WorkflowStore::new(env.delegate.state.clone());
+        let id = crate::run_cmd::pick(&store, req.id.as_deref())
+            .map_err(|e| format!("{name}: `id`: {e}"))?;
+        let result = run::resume(
+            &env,
+            &id,
+            req.answer.as_deref(),
+            req.budget_usd,
+            req.budget_tokens,
+            &context.ct,
+        )
+        .await;
+        drop(env);
+        progress.finish().await;
+        result
+            .map(|o| outcome_result(&o))
+            .map_err(|e| format!("{name}: {e}"))
     }
 }
 
@@ -364,6 +776,12 @@ impl ServerHandler for BatonServer {
                 }
                 Err(e) => Err(e),
             }
+        } else if request.name == "run_workflow" {
+            self.run_workflow(request.arguments, &context).await
+        } else if request.name == "flow_start" {
+            self.flow_start(request.arguments, &context).await
+        } else if request.name == "workflow_resume" {
+            self.workflow_resume(request.arguments, &context).await
         } else {
             self.call(&request.name, request.arguments)
                 .map(|doc| success(&doc))

@@ -5,11 +5,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use baton_exec::delegate::DelegateEnv;
+use baton_exec::executor::Executor;
 use baton_workflow::route::{route, route_as, WorkflowKind};
-use baton_workflow::run::{self, Outcome, RunEnv, RunError, StartOptions};
+use baton_workflow::run::{self, Observer, Outcome, RunEnv, RunError, StartOptions};
 use baton_workflow::store::{StoreError, WorkflowStore};
 use clap::Args;
-use serde_json::json;
+use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::exit;
@@ -95,20 +97,35 @@ fn env(common: &Common) -> Result<RunEnv> {
             .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
     };
     let json = common.json;
-    Ok(RunEnv {
+    let observer: Observer = Arc::new(move |line: &str| {
+        if !json {
+            errln!("baton run: {}", baton_text::sanitize_line(line));
+        }
+    });
+    let mut env = workflow_env(delegate, Arc::new(executor), Some(observer));
+    env.record = abs(&common.record);
+    env.replay = abs(&common.replay);
+    Ok(env)
+}
+
+/// The environment a workflow runs in, for `baton run`, `baton resume` and `baton mcp`: the
+/// project's delegation settings, the executor its dispatches share, the crash hook of the tests
+/// (`BATON_WORKFLOW_CRASH_AT`) and who hears of each step; no recording or replay.
+pub fn workflow_env(
+    delegate: DelegateEnv,
+    executor: Arc<Executor>,
+    observer: Option<Observer>,
+) -> RunEnv {
+    RunEnv {
         delegate,
-        executor: Arc::new(executor),
-        record: abs(&common.record),
-        replay: abs(&common.replay),
+        executor,
+        record: None,
+        replay: None,
         crash_after: std::env::var("BATON_WORKFLOW_CRASH_AT")
             .ok()
             .and_then(|s| s.trim().parse().ok()),
-        observer: Some(Arc::new(move |line: &str| {
-            if !json {
-                errln!("baton run: {}", baton_text::sanitize_line(line));
-            }
-        })),
-    })
+        observer,
+    }
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -168,10 +185,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         return match result {
             (Ok(text), _) => {
                 if args.common.json {
-                    outln!(
-                        "{}",
-                        json!({"type": "workflow.answer", "workflow": "ORIENT", "answer": text})
-                    );
+                    outln!("{}", answer_document(&text));
                 } else {
                     outln!("{}", text.trim_end());
                 }
@@ -250,7 +264,7 @@ pub fn resume(args: ResumeArgs) -> Result<u8> {
 }
 
 /// The workflow `resume` means: the id or unique prefix given, else the newest unfinished one.
-fn pick(store: &WorkflowStore, id: Option<&str>) -> Result<String, String> {
+pub fn pick(store: &WorkflowStore, id: Option<&str>) -> Result<String, String> {
     let ids = store.list();
     match id {
         Some(want) => {
@@ -312,22 +326,7 @@ fn report(common: &Common, result: Result<Outcome, RunError>, signalled: bool) -
         Err(e) => return failed(common, &e),
     };
     if common.json {
-        let doc = match &outcome {
-            Outcome::Completed { id, brief } => {
-                json!({"type": "workflow.completed", "id": id, "brief": brief})
-            }
-            Outcome::Checkpoint { id, checkpoint } => {
-                json!({"type": "workflow.checkpoint", "id": id, "checkpoint": checkpoint})
-            }
-            Outcome::Failed { id, brief } => {
-                json!({"type": "workflow.failed", "id": id, "brief": brief})
-            }
-            Outcome::Stopped { id, brief } => {
-                json!({"type": "workflow.stopped", "id": id, "brief": brief})
-            }
-            Outcome::Interrupted { id } => json!({"type": "workflow.interrupted", "id": id}),
-        };
-        outln!("{doc}");
+        outln!("{}", outcome_document(&outcome));
     }
     match outcome {
         Outcome::Completed { brief, .. } => {
@@ -371,4 +370,30 @@ fn report(common: &Common, result: Result<Outcome, RunError>, signalled: bool) -
             }
         }
     }
+}
+
+/// The document `--json` prints for an outcome of `baton run` or `baton resume` (and
+/// `run_workflow` / `workflow_resume` of `baton mcp` answer): `{"type": "workflow.<outcome>",
+/// "id", "brief" | "checkpoint"}`.
+pub fn outcome_document(outcome: &Outcome) -> Value {
+    match outcome {
+        Outcome::Completed { id, brief } => {
+            json!({"type": "workflow.completed", "id": id, "brief": brief})
+        }
+        Outcome::Checkpoint { id, checkpoint } => {
+            json!({"type": "workflow.checkpoint", "id": id, "checkpoint": checkpoint})
+        }
+        Outcome::Failed { id, brief } => {
+            json!({"type": "workflow.failed", "id": id, "brief": brief})
+        }
+        Outcome::Stopped { id, brief } => {
+            json!({"type": "workflow.stopped", "id": id, "brief": brief})
+        }
+        Outcome::Interrupted { id } => json!({"type": "workflow.interrupted", "id": id}),
+    }
+}
+
+/// The document of ORIENT's inline answer.
+pub fn answer_document(text: &str) -> Value {
+    json!({"type": "workflow.answer", "workflow": "ORIENT", "answer": text})
 }

@@ -85,12 +85,16 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
             "roles",
             "workflow_status",
             "delegate_task",
+            "flow_status",
+            "flow_start",
+            "run_workflow",
+            "workflow_resume",
             "task_status",
             "task_wait",
             "task_cancel"
         ]
     );
-    for t in &tools[..4] {
+    for t in tools[..4].iter().chain(&tools[5..6]) {
         let a = t.annotations.as_ref().unwrap();
         assert_eq!(
             (a.read_only_hint, a.destructive_hint, a.idempotent_hint),
@@ -146,7 +150,8 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
         (a.read_only_hint, a.destructive_hint, a.idempotent_hint),
         (Some(false), Some(true), Some(false))
     );
-    // The background-task tools: status and wait only read, cancel is destructive.
+    // flow_status only reads; the Flow and workflow runners change the project; of the
+    // background-task tools status and wait only read, cancel is destructive.
     let hints: Vec<_> = tools[5..]
         .iter()
         .map(|t| {
@@ -157,6 +162,10 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
     assert_eq!(
         hints,
         [
+            (Some(true), Some(false), Some(true)),
+            (Some(false), Some(true), Some(false)),
+            (Some(false), Some(true), Some(false)),
+            (Some(false), Some(true), Some(false)),
             (Some(true), Some(false), Some(true)),
             (Some(true), Some(false), Some(true)),
             (Some(false), Some(true), Some(true)),

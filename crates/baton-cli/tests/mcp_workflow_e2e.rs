@@ -1,0 +1,341 @@
+//! `run_workflow` and `workflow_resume` of `baton mcp` through rmcp's own client over stdio,
+//! against the built binary in the workflow harness's temp repository (the workflow roles are
+//! `command` scripts): a BUILD that completes, a checkpoint answered by `workflow_resume`, a bad
+//! answer, the progress notifications of a call, `workflow_status` afterwards, and a cancelled call
+//! whose workflow stops and resumes; `flow_start` of one unit with the Flow harness's roles.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::new_without_default)]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::workflow::*;
+use pretty_assertions::assert_eq;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ContentBlock,
+    ProgressNotificationParam,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
+use serde_json::{json, Value};
+
+/// A client that keeps every progress notification it receives.
+#[derive(Clone, Default)]
+struct Recorder {
+    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+}
+
+impl ClientHandler for Recorder {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+}
+
+type Client = RunningService<RoleClient, Recorder>;
+
+async fn connect(wf: &Wf, recorder: &Recorder) -> Client {
+    let cmd = tokio::process::Command::from(wf.sb.baton(&["mcp"]));
+    recorder
+        .clone()
+        .serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap()
+}
+
+async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
+    let params = CallToolRequestParams::new(name.to_string())
+        .with_arguments(args.as_object().unwrap().clone());
+    client.call_tool(params).await.unwrap()
+}
+
+fn text(result: &CallToolResult) -> String {
+    match result.content.as_slice() {
+        [ContentBlock::Text(t)] => t.text.clone(),
+        other => panic!("expected one text block, got {other:?}"),
+    }
+}
+
+fn structured(result: &CallToolResult) -> Value {
+    result.structured_content.clone().unwrap()
+}
+
+/// The progress messages received so far, after checking that `progress` only went up.
+async fn progress_messages(recorder: &Recorder, at_least: usize) -> Vec<String> {
+    // The notifications precede the result on the wire; their handler may still be running.
+    for _ in 0..100 {
+        if recorder.progress.lock().unwrap().len() >= at_least {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let seen = recorder.progress.lock().unwrap().clone();
+    let values: Vec<f64> = seen.iter().map(|p| p.progress).collect();
+    assert!(values.windows(2).all(|w| w[0] < w[1]), "{values:?}");
+    seen.into_iter()
+        .map(|p| p.message.unwrap_or_default())
+        .collect()
+}
+
+#[tokio::test]
+async fn run_workflow_completes_a_build_and_reports_progress() {
+    let wf = Wf::new();
+    wf.happy();
+    let recorder = Recorder::default();
+    let client = connect(&wf, &recorder).await;
+
+    let tools = client.list_all_tools().await.unwrap();
+    for name in ["run_workflow", "workflow_resume"] {
+        let t = tools.iter().find(|t| t.name == name).unwrap();
+        let a = t.annotations.as_ref().unwrap();
+        assert_eq!(
+            (a.read_only_hint, a.destructive_hint, a.idempotent_hint),
+            (Some(false), Some(true), Some(false)),
+            "{name}"
+        );
+    }
+
+    let result = call(
+        &client,
+        "run_workflow",
+        json!({"request": "add a feature file"}),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let doc = structured(&result);
+    assert_eq!(doc["type"], "workflow.completed");
+    let id = doc["id"].as_str().unwrap().to_string();
+    assert_eq!(id, wf.id());
+    assert!(
+        doc["brief"].as_str().unwrap().contains("proof: passed"),
+        "{doc}"
+    );
+    assert!(text(&result).contains("proof: passed"), "{}", text(&result));
+    // Worked in place: the builder's change is in the project's own tree.
+    assert!(wf.sb.work().join("feature.txt").is_file());
+
+    let messages = progress_messages(&recorder, 3).await;
+    assert!(messages[0].starts_with("-> BUILD workflow"), "{messages:?}");
+    assert!(
+        messages
+            .iter()
+            .any(|m| m == &format!("workflow {id} started")),
+        "{messages:?}"
+    );
+    assert!(messages.len() >= 5, "{messages:?}");
+
+    let status = call(&client, "workflow_status", json!({"id": id})).await;
+    assert_eq!(status.is_error, Some(false), "{status:?}");
+    assert_eq!(structured(&status)["run_state"], "completed");
+
+    // flow_status: the lines of `baton flow status --json` (none here), as a list.
+    let flows = call(&client, "flow_status", json!({})).await;
+    assert_eq!(flows.is_error, Some(false), "{flows:?}");
+    assert_eq!(structured(&flows), json!({"flows": []}));
+    let o = wf.run(&["flow", "status", "--json"]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(out(&o), "");
+    let bad = call(&client, "flow_status", json!({"id": "nope"})).await;
+    assert_eq!(bad.is_error, Some(true), "{bad:?}");
+    assert!(text(&bad).contains("nope"), "{}", text(&bad));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_checkpoint_is_answered_with_workflow_resume() {
+    let wf = Wf::new();
+    wf.happy()
+        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
+    let recorder = Recorder::default();
+    let client = connect(&wf, &recorder).await;
+
+    let result = call(
+        &client,
+        "run_workflow",
+        json!({"request": "add a feature file", "workflow": "build"}),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let doc = structured(&result);
+    assert_eq!(doc["type"], "workflow.checkpoint", "{doc}");
+    let id = doc["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        doc["checkpoint"]["options"],
+        json!(["critical only", "all issues", "abort"])
+    );
+    assert!(
+        text(&result).contains("options: critical only | all issues | abort"),
+        "{}",
+        text(&result)
+    );
+    assert!(
+        text(&result).contains("workflow_resume"),
+        "{}",
+        text(&result)
+    );
+
+    // An answer that is no option is a tool error naming the options, and changes nothing.
+    let bad = call(
+        &client,
+        "workflow_resume",
+        json!({"id": id, "answer": "whatever"}),
+    )
+    .await;
+    assert_eq!(bad.is_error, Some(true), "{bad:?}");
+    assert!(
+        text(&bad).contains("critical only, all issues, abort"),
+        "{}",
+        text(&bad)
+    );
+    assert_eq!(wf.snapshot()["run_state"], "checkpoint");
+
+    // Bad arguments name the field.
+    let bad = call(&client, "workflow_resume", json!({"id": "nope"})).await;
+    assert_eq!(bad.is_error, Some(true));
+    assert!(text(&bad).contains("`id`"), "{}", text(&bad));
+    let bad = call(
+        &client,
+        "run_workflow",
+        json!({"request": "x", "budget_usd": -1}),
+    )
+    .await;
+    assert_eq!(bad.is_error, Some(true));
+    assert!(text(&bad).contains("`budget_usd`"), "{}", text(&bad));
+
+    // Without `id`: the newest unfinished workflow, as `baton resume` picks it.
+    let result = call(
+        &client,
+        "workflow_resume",
+        json!({"answer": "critical only"}),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let doc = structured(&result);
+    assert_eq!(doc["type"], "workflow.completed", "{doc}");
+    assert_eq!(doc["id"], id.as_str());
+    let snap = wf.snapshot();
+    assert_eq!(snap["run_state"], "completed");
+    let status = call(&client, "workflow_status", json!({"id": "last"})).await;
+    assert_eq!(structured(&status)["run_state"], "completed");
+    // Nothing is left to resume.
+    let none = call(&client, "workflow_resume", json!({})).await;
+    assert_eq!(none.is_error, Some(true));
+    client.cancel().await.unwrap();
+}
+
+// Multi-threaded: the client's service runs while the test polls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_run_workflow_stops_and_resumes() {
+    let wf = Wf::new();
+    let pid_file = wf.scripts.join("builder.pid");
+    wf.happy().answer_nth(
+        "component-builder",
+        1,
+        &format!("echo $$ > {}\nexec sleep 60\n", pid_file.display()),
+    );
+    let recorder = Recorder::default();
+    let client = connect(&wf, &recorder).await;
+    let params = CallToolRequestParams::new("run_workflow").with_arguments(
+        json!({"request": "add a feature file"})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let handle = client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::default(),
+        )
+        .await
+        .unwrap();
+    let pid = || {
+        std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+    };
+    for _ in 0..400 {
+        if pid().is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pid = pid().expect("the builder started");
+    let alive = move || std::path::Path::new(&format!("/proc/{pid}")).exists();
+    handle.cancel(Some("test".into())).await.unwrap();
+    for _ in 0..400 {
+        if !alive() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!alive(), "the builder {pid} outlived the cancelled call");
+    // The workflow is resumable: workflow_resume picks it and runs it to the end.
+    let mut result = None;
+    for _ in 0..100 {
+        let r = call(&client, "workflow_resume", json!({})).await;
+        // The cancelled call may still hold the workflow's lock for a moment.
+        if r.is_error == Some(true) && text(&r).contains("is being run by") {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        }
+        result = Some(r);
+        break;
+    }
+    let result = result.unwrap();
+    let doc = structured(&result);
+    assert_eq!(doc["type"], "workflow.completed", "{result:?}");
+    assert_eq!(wf.calls("component-builder"), 2);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn flow_start_integrates_a_unit_and_flow_status_shows_it() {
+    use baton_testkit::fixture::{FlowRoles, Sandbox};
+    let sb = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .env("BATON_MAX_SUBAGENTS", "1");
+    sb.init_repo("main");
+    sb.write("README", "hello\n");
+    let _roles = FlowRoles::install(&sb);
+    sb.commit_all("initial");
+    let recorder = Recorder::default();
+    let cmd = tokio::process::Command::from(sb.baton(&["mcp"]));
+    let client = recorder
+        .clone()
+        .serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap();
+
+    let units = json!({"units": [{"id": "a", "name": "Add a", "task": "Add a.txt",
+        "validation": [{"command": "test", "args": ["-f", "a.txt"]}]}]});
+    let bad = call(&client, "flow_start", json!({"units": {"units": []}})).await;
+    assert_eq!(bad.is_error, Some(true), "{bad:?}");
+    assert!(text(&bad).contains("`units`"), "{}", text(&bad));
+
+    let result = call(&client, "flow_start", json!({ "units": units })).await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let doc = structured(&result);
+    assert_eq!(doc["type"], "flow.report");
+    assert_eq!(doc["flow"]["phase"], "completed", "{doc}");
+    assert_eq!(sb.subjects("main"), ["unit a", "initial"]);
+    assert!(!progress_messages(&recorder, 2).await.is_empty());
+
+    let status = call(&client, "flow_status", json!({})).await;
+    let flows = structured(&status)["flows"].as_array().unwrap().clone();
+    assert_eq!(flows.len(), 1);
+    assert_eq!(flows[0]["type"], "flow.status");
+    assert_eq!(flows[0]["flow"]["phase"], "completed");
+    // The same lines as `baton flow status --json`.
+    let o = sb.run(&["flow", "status", "--json"]);
+    let cli: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(Value::Array(flows), Value::Array(cli));
+    client.cancel().await.unwrap();
+}
