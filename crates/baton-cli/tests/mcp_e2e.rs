@@ -3,9 +3,12 @@
 //! tool, and bad arguments answered as tool errors that name the field.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::time::Duration;
 
 use baton_testkit::fixture::{assert_exit, wait_until, Sandbox};
+use common::command_role;
 use pretty_assertions::assert_eq;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ContentBlock,
@@ -241,17 +244,6 @@ async fn models_roles_and_workflow_status_answer_the_cli_documents() {
     assert_eq!(status, json!({"workflows": []}));
     assert_eq!(status, cli_json(&sb, &["status", "--json"]));
     client.cancel().await.unwrap();
-}
-
-/// A role of backend `command` running `sh -c command` (the task arrives on its stdin).
-fn command_role(sb: &Sandbox, name: &str, command: &str) {
-    sb.write(
-        format!(".baton/roles/{name}.md"),
-        &format!(
-            "---\nname: {name}\ndescription: test role\ntools: []\nbackend: command\ncommand: [sh, -c, {}]\n---\nDo it.\n",
-            serde_json::to_string(command).unwrap()
-        ),
-    );
 }
 
 #[tokio::test]

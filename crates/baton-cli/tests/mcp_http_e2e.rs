@@ -4,11 +4,14 @@
 //! `task_cancel`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use baton_testkit::fixture::{wait_until, Sandbox};
+use common::command_role;
 use pretty_assertions::assert_eq;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use rmcp::service::RunningService;
@@ -78,16 +81,6 @@ fn document(result: &CallToolResult) -> Value {
     };
     assert_eq!(serde_json::from_str::<Value>(&t.text).unwrap(), doc);
     doc
-}
-
-fn command_role(sb: &Sandbox, name: &str, command: &str) {
-    sb.write(
-        format!(".baton/roles/{name}.md"),
-        &format!(
-            "---\nname: {name}\ndescription: test role\ntools: []\nbackend: command\ncommand: [sh, -c, {}]\n---\nDo it.\n",
-            serde_json::to_string(command).unwrap()
-        ),
-    );
 }
 
 #[tokio::test]

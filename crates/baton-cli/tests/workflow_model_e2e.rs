@@ -17,47 +17,6 @@ use baton_testkit::{MockServer, RecordedRequest, Turn};
 use common::workflow::{self, said};
 use serde_json::{json, Value};
 
-const BUILDER_CONTRACT: &str = r#"Added feature.txt.
-
-### Router Contract (MACHINE-READABLE)
-```yaml
-STATUS: PASS
-CONFIDENCE: 85
-PHASE_ID: phase-1
-PHASE_STATUS: completed
-PHASE_EXIT_READY: true
-CHECKPOINT_TYPE: none
-PROOF_STATUS: passed
-BUILD_PREFLIGHT_EMITTED: true
-INPUTS: []
-EXPECTED_ARTIFACTS: [feature.txt]
-TDD_RED_EXIT: 1
-TDD_RED_REASON_KIND: behavioral
-TDD_RED_REASON: the feature test failed before the change
-TDD_GREEN_EXIT: 0
-TEST_SEAMS: []
-SEAM_GATE_STATUS: not_applicable
-SCENARIOS:
-  - name: feature works
-    command: test -f feature.txt
-    expected: exit 0
-    actual: exit 0
-    exit_code: 0
-    status: PASS
-ASSUMPTIONS: []
-DECISIONS: []
-BLOCKED_ITEMS: []
-SKIPPED_ITEMS: []
-SCOPE_INCREASES: []
-BLOCKING: false
-NEXT_ACTION: review
-REMEDIATION_NEEDED: false
-REQUIRES_REMEDIATION: false
-REMEDIATION_REASON: null
-MEMORY_NOTES: null
-```
-"#;
-
 const REVIEW_APPROVE: &str = r#"CONTRACT {"s":"APPROVE","b":false,"cr":0}
 ## Review: Approve
 
@@ -131,7 +90,10 @@ fn mock() -> MockServer {
             )
             .usage(BUILDER_WRITE.0, 0, BUILDER_WRITE.1),
         )
-        .when(is("build-implement"), turn(BUILDER_CONTRACT, BUILDER_END))
+        .when(
+            is("build-implement"),
+            turn(said(workflow::BUILDER_PASS), BUILDER_END),
+        )
         .when(is("build-review"), turn(REVIEW_APPROVE, REVIEWER))
         .when(is("build-hunt"), turn(said(workflow::HUNT_CLEAN), HUNTER))
         .when(
