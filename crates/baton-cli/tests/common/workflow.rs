@@ -9,17 +9,8 @@ use std::process::Output;
 use baton_testkit::fixture::Sandbox;
 use serde_json::Value;
 
-pub const ROLES: [&str; 9] = [
-    "component-builder",
-    "bug-investigator",
-    "code-reviewer",
-    "failure-hunter",
-    "integration-verifier",
-    "planner",
-    "plan-gap-reviewer",
-    "doc-syncer",
-    "researcher",
-];
+/// The workflow roles the harness replaces with scripts: all nine built-in ones.
+pub use baton_roles::WORKFLOW_ROLES as ROLES;
 
 pub const BUILDER_PASS: &str = r#"echo "change $n" >> feature.txt
 cat <<'EOF'
