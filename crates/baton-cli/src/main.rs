@@ -34,6 +34,7 @@ mod info_cmd;
 mod init_cmd;
 mod mcp_cmd;
 mod mcp_common;
+mod mcp_flow;
 mod mcp_http;
 mod mcp_tasks;
 mod printer;

@@ -10,26 +10,25 @@
 //! `delegate_task` tool, and answers with its report; with `background` it starts a background
 //! task, which `task_status`, `task_wait` and `task_cancel` follow (mcp_tasks.rs).
 //! `run_workflow` and `workflow_resume` run a workflow as `baton run` and `baton resume` do, and
-//! `flow_start` a Flow as `baton flow start`, sending their steps as progress notifications.
+//! the Flow tools (mcp_flow.rs) drive a Flow as `baton flow` does, sending their steps as progress
+//! notifications; every result is bounded by the project's output cap (mcp_common.rs).
 //! Input schemas are derived from the structs that parse the arguments; bad arguments are tool
 //! errors (`isError: true`) naming the field, never protocol errors. Every result goes through
 //! the redactor of known provider keys. See docs/mcp.md.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use baton_exec::delegate::{parse_request, render_report, resolve_roles, run_delegation, Progress};
-use baton_exec::executor::Executor;
+use baton_exec::types::DEFAULT_OUTPUT_CAP;
 use baton_workflow::route::{route, route_as, WorkflowKind};
 use baton_workflow::run::{self, Observer, Outcome, RunEnv, StartOptions};
 use baton_workflow::store::WorkflowStore;
 use clap::Args;
-use rmcp::handler::server::common::schema_for_input;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
@@ -38,8 +37,11 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::exit;
-use crate::mcp_common::{output_schema, parse};
-use crate::project::{delegate_env, executor_for, project_context};
+use crate::mcp_common::{
+    annotations, document_result, output_schema, parse, read_only, text_result, tool,
+    ProgressForward, SharedExecutor,
+};
+use crate::project::{delegate_env, output_cap, project_context};
 
 #[derive(Args, Debug)]
 pub struct McpArgs {
@@ -70,7 +72,9 @@ end, or with `background: true` at once with a task id that `task_status`, `task
 `task_cancel` take. `run_workflow` runs a whole baton workflow on a request (it changes the \
 project) and answers with its brief or the checkpoint it waits on; `workflow_resume` answers a \
 checkpoint or continues an interrupted workflow; `flow_start` runs a baton Flow (a list of units, \
-each built, reviewed and merged).";
+each built in its own worktree, validated, reviewed and merged in order); `flow_continue` repairs \
+the blocked unit of a paused Flow with guidance, `flow_resume` continues an interrupted Flow and \
+`flow_abandon` gives one up.";
 
 /// `route` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -97,25 +101,6 @@ pub struct WorkflowStatusRequest {
     /// workflow of the project, newest first.
     #[serde(default)]
     id: Option<String>,
-}
-
-/// `flow_status` arguments.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FlowStatusRequest {
-    /// One Flow: its id or a unique prefix of one. Without it, every Flow of the repository,
-    /// oldest first.
-    #[serde(default)]
-    id: Option<String>,
-}
-
-/// `flow_start` arguments.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FlowStartRequest {
-    /// The units document, as in a units file of `baton flow start`: `{"units": [{"id", "name",
-    /// "task", "validation": [{"command", "args"}], "review"?}, ...]}`.
-    units: JsonObject,
 }
 
 /// `run_workflow` arguments.
@@ -166,27 +151,7 @@ pub struct WorkflowResumeRequest {
 #[derive(Clone)]
 struct BatonServer {
     cwd: PathBuf,
-    executor: Arc<Mutex<Option<Arc<Executor>>>>,
-}
-
-/// Annotations of a tool that only reads: same answer for the same state, nothing changed.
-fn read_only() -> ToolAnnotations {
-    ToolAnnotations::new()
-        .read_only(true)
-        .destructive(false)
-        .idempotent(true)
-        .open_world(false)
-}
-
-fn tool<T: JsonSchema + 'static>(
-    name: &'static str,
-    description: &'static str,
-    output: Arc<JsonObject>,
-) -> Result<Tool, ErrorData> {
-    let input = schema_for_input::<T>().map_err(|e| ErrorData::internal_error(e, None))?;
-    Ok(Tool::new(name, description, input)
-        .with_raw_output_schema(output)
-        .with_annotations(read_only()))
+    executor: SharedExecutor,
 }
 
 /// `delegate_task`: its input schema is the agent tool's (built from
@@ -224,13 +189,7 @@ fn delegate_tool() -> Result<Tool, ErrorData> {
         ("mode", json!({"type": "string"})),
         ("entries", array),
     ]))
-    .with_annotations(
-        ToolAnnotations::new()
-            .read_only(false)
-            .destructive(true)
-            .idempotent(false)
-            .open_world(true),
-    ))
+    .with_annotations(annotations(false, true, false, true)))
 }
 
 /// Every tool this server offers.
@@ -249,6 +208,7 @@ pub fn tools() -> Result<Vec<Tool>, ErrorData> {
                 ("rule", json!({"type": "string"})),
                 ("conflict", json!({"type": "boolean"})),
             ]),
+            read_only(),
         )?,
         tool::<NoArguments>(
             "models",
@@ -261,6 +221,7 @@ pub fn tools() -> Result<Vec<Tool>, ErrorData> {
                 ("default_class", json!({"type": "string"})),
                 ("classes", array.clone()),
             ]),
+            read_only(),
         )?,
         tool::<NoArguments>(
             "roles",
@@ -269,6 +230,7 @@ pub fn tools() -> Result<Vec<Tool>, ErrorData> {
              tools, backend, isolation, sandbox and source; and the role files that are invalid. \
              Same answer as `baton roles --json`.",
             output_schema(&[("roles", array.clone()), ("invalid", array.clone())]),
+            read_only(),
         )?,
         tool::<WorkflowStatusRequest>(
             "workflow_status",
@@ -284,28 +246,9 @@ pub fn tools() -> Result<Vec<Tool>, ErrorData> {
             .cloned()
             .map(Arc::new)
             .unwrap_or_default(),
+            read_only(),
         )?,
         delegate_tool()?,
-        tool::<FlowStatusRequest>(
-            "flow_status",
-            "Show this repository's baton Flows (a Flow runs a list of units, each built by an \
-             implementer and judged by a reviewer, and merges them), oldest first, or with `id` \
-             one of them: phase, each unit's status, attempts and verdicts, what was spent. \
-             Read from the durable records. The answer is `{\"flows\": [...]}`, each element \
-             a line of `baton flow status --json`.",
-            output_schema(&[("flows", array.clone())]),
-        )?,
-        workflow_tool::<FlowStartRequest>(
-            "flow_start",
-            "Start a baton Flow in this repository, as `baton flow start` does with a units file: \
-             each unit is built by an implementer in its own git worktree, checked by its \
-             validation commands, judged by a reviewer, and merged into the current branch in \
-             order. Answers when the Flow ends or pauses on a blocked unit, which can take many \
-             minutes, with the document `baton flow start --json` ends with \
-             (`{\"type\": \"flow.report\", \"flow\": …}`: phase, each unit's status). Sends \
-             each event as a progress notification when the call carries a progress token; \
-             cancelling the call interrupts the Flow (`baton flow resume` continues it).",
-        )?,
         workflow_tool::<RunWorkflowRequest>(
             "run_workflow",
             "Run a baton workflow in this project, as `baton run` does: the request is routed \
@@ -334,6 +277,7 @@ pub fn tools() -> Result<Vec<Tool>, ErrorData> {
         )?,
     ]
     .into_iter()
+    .chain(crate::mcp_flow::tools()?)
     .chain(crate::mcp_tasks::tools()?)
     .collect())
 }
@@ -355,22 +299,12 @@ fn workflow_tool<T: JsonSchema + 'static>(
         "required": ["type"],
     });
     let output = Arc::new(output.as_object().cloned().unwrap_or_default());
-    Ok(tool::<T>(name, description, output)?.with_annotations(
-        ToolAnnotations::new()
-            .read_only(false)
-            .destructive(true)
-            .idempotent(false)
-            .open_world(true),
-    ))
-}
-
-/// A result: the document as `structuredContent` and as text, known provider keys redacted.
-fn success(doc: &Value) -> CallToolResult {
-    let text = baton_text::redact::redact(&doc.to_string()).into_owned();
-    let structured = serde_json::from_str(&text).unwrap_or_else(|_| doc.clone());
-    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-    result.structured_content = Some(structured);
-    result
+    tool::<T>(
+        name,
+        description,
+        output,
+        annotations(false, true, false, true),
+    )
 }
 
 fn failure(message: &str) -> CallToolResult {
@@ -380,8 +314,8 @@ fn failure(message: &str) -> CallToolResult {
 }
 
 impl BatonServer {
-    /// Runs one tool: a document, or the message of a tool error.
-    fn call(&self, name: &str, args: Option<JsonObject>) -> Result<Value, String> {
+    /// Runs one read-only tool: its document as a result, or the message of a tool error.
+    fn call(&self, name: &str, args: Option<JsonObject>) -> Result<CallToolResult, String> {
         match name {
             "route" => {
                 let req: RouteRequest = parse(name, args)?;
@@ -397,33 +331,29 @@ impl BatonServer {
                     }
                     None => route(&req.request),
                 };
-                Ok(crate::route_cmd::document(&decision))
+                // The decision holds no more than the request's signals: the default cap.
+                let doc = crate::route_cmd::document(&decision);
+                Ok(document_result(&doc, true, DEFAULT_OUTPUT_CAP))
             }
             "models" => {
                 let _: NoArguments = parse(name, args)?;
                 let ctx = self.context()?;
-                Ok(crate::info_cmd::models_json(&ctx))
+                Ok(document_result(&crate::info_cmd::models_json(&ctx), true, output_cap(&ctx)))
             }
             "roles" => {
                 let _: NoArguments = parse(name, args)?;
                 let ctx = self.context()?;
-                Ok(crate::info_cmd::roles_json(&ctx))
+                Ok(document_result(&crate::info_cmd::roles_json(&ctx), true, output_cap(&ctx)))
             }
             "workflow_status" => {
                 let req: WorkflowStatusRequest = parse(name, args)?;
                 let ctx = self.context()?;
-                crate::workflow_cmd::status_json(&ctx, req.id.as_deref())
-                    .map_err(|e| format!("workflow_status: `id`: {e}"))
-            }
-            "flow_status" => {
-                let req: FlowStatusRequest = parse(name, args)?;
-                let ctx = self.context()?;
-                let flows = baton_flow::status(&ctx.cwd, req.id.as_deref(), &[])
-                    .map_err(|e| format!("flow_status: {e}"))?;
-                Ok(json!({"flows": crate::flow_cmd::status_lines(&flows)}))
+                let doc = crate::workflow_cmd::status_json(&ctx, req.id.as_deref())
+                    .map_err(|e| format!("workflow_status: `id`: {e}"))?;
+                Ok(document_result(&doc, true, output_cap(&ctx)))
             }
             other => Err(format!(
-                "no tool `{other}`: the tools are route, models, roles, workflow_status, flow_status, delegate_task, task_status, task_wait, task_cancel, run_workflow, workflow_resume and flow_start"
+                "no tool `{other}`: the tools are route, models, roles, workflow_status, delegate_task, run_workflow, workflow_resume, flow_status, flow_start, flow_continue, flow_resume, flow_abandon, task_status, task_wait and task_cancel"
             )),
         }
     }
@@ -438,7 +368,7 @@ impl BatonServer {
     async fn delegate(
         &self,
         args: Option<JsonObject>,
-        cancel: tokio_util::sync::CancellationToken,
+        context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, String> {
         let name = "delegate_task";
         let value = Value::Object(args.unwrap_or_default());
@@ -450,11 +380,33 @@ impl BatonServer {
         if req.background {
             return crate::mcp_tasks::start(&ctx, &req);
         }
-        let executor = self.executor(&env)?;
+        let executor = self.executor.get(&env)?;
         let run_id = baton_exec::background::new_task_id();
-        let progress: Progress = Arc::new(|_, _| {});
-        let report =
-            run_delegation(&env, &executor, &req, &roles, &run_id, &cancel, progress).await;
+        // Each entry's start, tool calls, turns and end, as `baton task logs` words them.
+        let forward = ProgressForward::new(context);
+        let progress: Progress = match forward.observer() {
+            Some(say) => {
+                let names: Vec<String> = req.entries.iter().map(|e| e.name.clone()).collect();
+                Arc::new(move |i, ev| {
+                    let n = names.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
+                    if let Some(line) = crate::task_logs::describe_entry(&n, &ev) {
+                        say(&line);
+                    }
+                })
+            }
+            None => Arc::new(|_, _| {}),
+        };
+        let report = run_delegation(
+            &env,
+            &executor,
+            &req,
+            &roles,
+            &run_id,
+            &context.ct,
+            progress,
+        )
+        .await;
+        forward.finish().await;
         let doc = serde_json::to_value(&report).map_err(|e| format!("{name}: {e}"))?;
         // The text is what the agent tool answers; the structured report that of `baton task --json`.
         let text = baton_text::redact::redact(&render_report(&report)).into_owned();
@@ -467,85 +419,6 @@ impl BatonServer {
         let doc = baton_text::redact::redact(&doc.to_string()).into_owned();
         result.structured_content = serde_json::from_str(&doc).ok();
         Ok(result)
-    }
-
-    fn executor(&self, env: &baton_exec::delegate::DelegateEnv) -> Result<Arc<Executor>, String> {
-        let mut slot = self
-            .executor
-            .lock()
-            .map_err(|_| "baton mcp: the executor is unusable after a panic".to_string())?;
-        if let Some(e) = slot.as_ref() {
-            return Ok(e.clone());
-        }
-        let e = Arc::new(executor_for(env).map_err(|e| format!("baton mcp: {e:#}"))?);
-        *slot = Some(e.clone());
-        Ok(e)
-    }
-}
-
-/// Forwards a workflow's observer lines to the client as `notifications/progress` with the
-/// call's progress token, `progress` counting the lines (no `total`: a workflow's length is not
-/// known ahead). Without a token, nothing is sent.
-struct ProgressForward {
-    sender: Arc<Mutex<Option<tokio::sync::mpsc::UnboundedSender<String>>>>,
-    task: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl ProgressForward {
-    fn new(context: &RequestContext<RoleServer>) -> ProgressForward {
-        let Some(token) = context.meta.get_progress_token() else {
-            return ProgressForward {
-                sender: Arc::new(Mutex::new(None)),
-                task: None,
-            };
-        };
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-        let peer = context.peer.clone();
-        let task = tokio::spawn(async move {
-            let mut progress = 0.0;
-            while let Some(line) = rx.recv().await {
-                progress += 1.0;
-                let param = ProgressNotificationParam::new(token.clone(), progress)
-                    .with_message(baton_text::redact::redact(&line).into_owned());
-                if peer.notify_progress(param).await.is_err() {
-                    break;
-                }
-            }
-        });
-        ProgressForward {
-            sender: Arc::new(Mutex::new(Some(tx))),
-            task: Some(task),
-        }
-    }
-
-    /// The observer a `RunEnv` takes: each line goes out as one notification.
-    fn observer(&self) -> Option<Observer> {
-        self.task.as_ref()?;
-        let sender = self.sender.clone();
-        Some(Arc::new(move |line: &str| {
-            if let Ok(slot) = sender.lock() {
-                if let Some(tx) = slot.as_ref() {
-                    let _ = tx.send(baton_text::sanitize_line(line).into_owned());
-                }
-            }
-        }))
-    }
-
-    fn say(&self, line: &str) {
-        if let Some(o) = self.observer() {
-            o(line);
-        }
-    }
-
-    /// Closes the channel and waits until every line has been sent, so that the notifications
-    /// reach the client before the result.
-    async fn finish(mut self) {
-        if let Ok(mut slot) = self.sender.lock() {
-            slot.take();
-        }
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
-        }
     }
 }
 
@@ -569,7 +442,7 @@ fn check_budget(tool: &str, usd: Option<f64>, tokens: Option<u64>) -> Result<(),
 /// The result of a workflow that returned: the text a person reads (what `baton run` prints,
 /// with the next step as a tool call) and the document of `baton run --json`. A failed workflow
 /// is a tool error, with the same document.
-fn outcome_result(outcome: &Outcome) -> CallToolResult {
+fn outcome_result(outcome: &Outcome, cap: usize) -> CallToolResult {
     let doc = crate::run_cmd::outcome_document(outcome);
     let text = match outcome {
         Outcome::Completed { brief, .. } | Outcome::Stopped { brief, .. } => {
@@ -597,15 +470,8 @@ fn outcome_result(outcome: &Outcome) -> CallToolResult {
             format!("interrupted; continue with: workflow_resume {{\"id\": \"{id}\"}}")
         }
     };
-    let text = baton_text::redact::redact(&text).into_owned();
-    let mut result = if matches!(outcome, Outcome::Failed { .. }) {
-        CallToolResult::error(vec![ContentBlock::text(text)])
-    } else {
-        CallToolResult::success(vec![ContentBlock::text(text)])
-    };
-    let doc = baton_text::redact::redact(&doc.to_string()).into_owned();
-    result.structured_content = serde_json::from_str(&doc).ok();
-    result
+    let ok = !matches!(outcome, Outcome::Failed { .. });
+    text_result(&text, &doc, ok, cap)
 }
 
 impl BatonServer {
@@ -614,7 +480,7 @@ impl BatonServer {
     fn run_env(&self, tool: &str, observer: Option<Observer>) -> Result<RunEnv, String> {
         let ctx = self.context()?;
         let delegate = delegate_env(&ctx).map_err(|e| format!("{tool}: {e:#}"))?;
-        let executor = self.executor(&delegate)?;
+        let executor = self.executor.get(&delegate)?;
         Ok(crate::run_cmd::workflow_env(delegate, executor, observer))
     }
 
@@ -642,6 +508,7 @@ impl BatonServer {
         };
         let progress = ProgressForward::new(context);
         let env = self.run_env(name, progress.observer())?;
+        let cap = env.delegate.output_cap;
         let decision = match kind {
             Some(k) => route_as(&req.request, k),
             None => {
@@ -657,12 +524,8 @@ impl BatonServer {
         let cancel = &context.ct;
         let result = if decision.workflow == WorkflowKind::Orient {
             run::orient(&env, &req.request, cancel).await.map(|text| {
-                let mut r = CallToolResult::success(vec![ContentBlock::text(
-                    baton_text::redact::redact(text.trim_end()).into_owned(),
-                )]);
-                let doc = crate::run_cmd::answer_document(&text).to_string();
-                r.structured_content = serde_json::from_str(&baton_text::redact::redact(&doc)).ok();
-                r
+                let doc = crate::run_cmd::answer_document(&text);
+                text_result(text.trim_end(), &doc, true, cap)
             })
         } else {
             let opts = StartOptions {
@@ -675,45 +538,11 @@ impl BatonServer {
             };
             run::start(&env, &opts, cancel)
                 .await
-                .map(|o| outcome_result(&o))
+                .map(|o| outcome_result(&o, cap))
         };
         drop(env);
         progress.finish().await;
         result.map_err(|e| format!("{name}: {e}"))
-    }
-
-    /// `flow_start`: the units document checked as a units file is, then `baton_flow::start` with
-    /// the environment `baton flow start` builds; each event that `baton flow` describes goes out
-    /// as progress.
-    async fn flow_start(
-        &self,
-        args: Option<JsonObject>,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, String> {
-        let name = "flow_start";
-        let req: FlowStartRequest = parse(name, args)?;
-        let units = baton_flow::parse_units(&Value::Object(req.units))
-            .map_err(|e| format!("{name}: bad argument `units`: {e}"))?;
-        let progress = ProgressForward::new(context);
-        let ctx = self.context()?;
-        let delegate = delegate_env(&ctx).map_err(|e| format!("{name}: {e:#}"))?;
-        let executor = self.executor(&delegate)?;
-        let observer = progress.observer().map(|say| {
-            let o: baton_flow::Observer = Arc::new(move |n: baton_flow::Notice<'_>| {
-                if let baton_flow::Notice::Event(r) = n {
-                    if let Some(line) = baton_flow::render::describe(r) {
-                        say(&line);
-                    }
-                }
-            });
-            o
-        });
-        let env = crate::flow_cmd::flow_env_with(delegate, executor, observer);
-        let result = baton_flow::start(&env, &units, &context.ct).await;
-        drop(env);
-        progress.finish().await;
-        let status = result.map_err(|e| format!("{name}: {e}"))?;
-        Ok(success(&crate::flow_cmd::report_document(&status)))
     }
 
     /// `workflow_resume`: the workflow `baton resume` would pick, continued with `run::resume`.
@@ -727,6 +556,7 @@ impl BatonServer {
         check_budget(name, req.budget_usd, req.budget_tokens)?;
         let progress = ProgressForward::new(context);
         let env = self.run_env(name, progress.observer())?;
+        let cap = env.delegate.output_cap;
         let store = WorkflowStore::new(env.delegate.state.clone());
         let id = crate::run_cmd::pick(&store, req.id.as_deref())
             .map_err(|e| format!("{name}: `id`: {e}"))?;
@@ -742,7 +572,7 @@ impl BatonServer {
         drop(env);
         progress.finish().await;
         result
-            .map(|o| outcome_result(&o))
+            .map(|o| outcome_result(&o, cap))
             .map_err(|e| format!("{name}: {e}"))
     }
 }
@@ -768,7 +598,7 @@ impl ServerHandler for BatonServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let result = if request.name == "delegate_task" {
-            self.delegate(request.arguments, context.ct).await
+            self.delegate(request.arguments, &context).await
         } else if crate::mcp_tasks::NAMES.contains(&request.name.as_ref()) {
             match self.context() {
                 Ok(ctx) => {
@@ -778,13 +608,24 @@ impl ServerHandler for BatonServer {
             }
         } else if request.name == "run_workflow" {
             self.run_workflow(request.arguments, &context).await
-        } else if request.name == "flow_start" {
-            self.flow_start(request.arguments, &context).await
+        } else if crate::mcp_flow::NAMES.contains(&request.name.as_ref()) {
+            match self.context() {
+                Ok(ctx) => {
+                    crate::mcp_flow::call(
+                        &ctx,
+                        &self.executor,
+                        &request.name,
+                        request.arguments,
+                        &context,
+                    )
+                    .await
+                }
+                Err(e) => Err(e),
+            }
         } else if request.name == "workflow_resume" {
             self.workflow_resume(request.arguments, &context).await
         } else {
             self.call(&request.name, request.arguments)
-                .map(|doc| success(&doc))
         };
         let result = result.unwrap_or_else(|message| failure(&message));
         Ok(result.into())
@@ -809,7 +650,7 @@ pub fn run(args: McpArgs) -> Result<u8> {
         .context("cannot start the async runtime")?;
     let server = BatonServer {
         cwd,
-        executor: Arc::new(Mutex::new(None)),
+        executor: SharedExecutor::default(),
     };
     if let Some(addr) = args.http {
         // One server per MCP session, all sharing the executor.

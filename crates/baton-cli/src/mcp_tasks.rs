@@ -3,20 +3,18 @@
 //! `baton task status`, `wait` and `cancel` do, through the same functions of `task_cmd`, and
 //! answers with the document their `--json` prints. See docs/mcp.md.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use baton_exec::delegate::DelegateRequest;
-use rmcp::handler::server::common::schema_for_input;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResult, JsonObject, Tool};
 use rmcp::ErrorData;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::mcp_common::{output_schema, parse};
-use crate::project::{state_dir, ProjectContext};
+use crate::mcp_common::{annotations, document_result, output_schema, parse, tool};
+use crate::project::{output_cap, state_dir, ProjectContext};
 use crate::task_cmd::{cancel_document, poll_wait, status_document};
 
 /// The tools of this module.
@@ -42,26 +40,6 @@ pub struct TaskWaitRequest {
     timeout_seconds: Option<f64>,
 }
 
-fn annotations(read_only: bool, destructive: bool, idempotent: bool) -> ToolAnnotations {
-    ToolAnnotations::new()
-        .read_only(read_only)
-        .destructive(destructive)
-        .idempotent(idempotent)
-        .open_world(false)
-}
-
-fn tool<T: JsonSchema + 'static>(
-    name: &'static str,
-    description: &'static str,
-    output: Arc<JsonObject>,
-    annotations: ToolAnnotations,
-) -> Result<Tool, ErrorData> {
-    let input = schema_for_input::<T>().map_err(|e| ErrorData::internal_error(e, None))?;
-    Ok(Tool::new(name, description, input)
-        .with_raw_output_schema(output)
-        .with_annotations(annotations))
-}
-
 /// `task_status`, `task_wait` and `task_cancel`.
 pub fn tools() -> Result<Vec<Tool>, ErrorData> {
     let string = json!({"type": "string"});
@@ -77,7 +55,7 @@ pub fn tools() -> Result<Vec<Tool>, ErrorData> {
                 ("phase", string.clone()),
                 ("entries", json!({"type": "array"})),
             ]),
-            annotations(true, false, true),
+            annotations(true, false, true, false),
         )?,
         tool::<TaskWaitRequest>(
             "task_wait",
@@ -87,7 +65,7 @@ pub fn tools() -> Result<Vec<Tool>, ErrorData> {
              `task.running` with its status if it still runs then. Same answer as \
              `baton task wait ID --json`. Changes nothing.",
             output_schema(&[("type", string.clone()), ("id", string.clone())]),
-            annotations(true, false, true),
+            annotations(true, false, true, false),
         )?,
         tool::<TaskIdRequest>(
             "task_cancel",
@@ -101,23 +79,9 @@ pub fn tools() -> Result<Vec<Tool>, ErrorData> {
                 ("action", string),
                 ("message", json!({"type": "string"})),
             ]),
-            annotations(false, true, true),
+            annotations(false, true, true, false),
         )?,
     ])
-}
-
-/// A result carrying `doc` as `structuredContent` and text, an error result unless `ok`.
-fn result(doc: &Value, ok: bool) -> CallToolResult {
-    let text = baton_text::redact::redact(&doc.to_string()).into_owned();
-    let structured = serde_json::from_str(&text).unwrap_or_else(|_| doc.clone());
-    let content = vec![ContentBlock::text(text)];
-    let mut result = if ok {
-        CallToolResult::success(content)
-    } else {
-        CallToolResult::error(content)
-    };
-    result.structured_content = Some(structured);
-    result
 }
 
 /// `delegate_task` with `background: true` (its request checked and its roles resolved): starts
@@ -126,7 +90,11 @@ fn result(doc: &Value, ok: bool) -> CallToolResult {
 pub fn start(ctx: &ProjectContext, req: &DelegateRequest) -> Result<CallToolResult, String> {
     let id = crate::task_cmd::start_background(ctx, req)
         .map_err(|e| format!("delegate_task: cannot start the background task: {e:#}"))?;
-    Ok(result(&json!({"type": "task.background", "id": id}), true))
+    Ok(document_result(
+        &json!({"type": "task.background", "id": id}),
+        true,
+        output_cap(ctx),
+    ))
 }
 
 /// Runs one of [`NAMES`]; `cancel` is the request's token (it ends a `task_wait`, never the task).
@@ -137,6 +105,7 @@ pub async fn call(
     cancel: CancellationToken,
 ) -> Result<CallToolResult, String> {
     let store = state_dir(ctx);
+    let result = |doc: &Value, ok: bool| document_result(doc, ok, output_cap(ctx));
     match name {
         "task_status" => {
             let req: TaskIdRequest = parse(name, args)?;

@@ -20,6 +20,16 @@ use baton_text::redact::Redactor;
 
 use crate::config::{self, user_config_dir, LoadedConfig};
 
+/// The bound on what a delegation hands back to its caller, and on each result of `baton mcp`:
+/// `executor.output_cap_bytes`, else 50 KiB.
+pub fn output_cap(ctx: &ProjectContext) -> usize {
+    ctx.config
+        .config
+        .executor
+        .output_cap_bytes
+        .map_or(DEFAULT_OUTPUT_CAP, |b| b as usize)
+}
+
 /// Where a command runs and what config applies there.
 pub struct ProjectContext {
     pub cwd: PathBuf,
@@ -112,9 +122,7 @@ pub fn delegate_env(ctx: &ProjectContext) -> Result<DelegateEnv> {
             .map_or(Limits::default().idle_timeout, |d| d.0),
         max_timeout: e.max_timeout.map_or(Limits::default().max_timeout, |d| d.0),
     };
-    let output_cap = e
-        .output_cap_bytes
-        .map_or(DEFAULT_OUTPUT_CAP, |b| b as usize);
+    let output_cap = output_cap(ctx);
     Ok(DelegateEnv {
         worktree_root: default_worktree_root(e.worktree_root.as_deref())?,
         config,

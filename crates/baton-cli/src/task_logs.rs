@@ -86,35 +86,7 @@ fn describe(ev: &TaskEvent, names: &mut Vec<String>) -> Option<String> {
         TaskEvent::Spawned { pid, .. } => format!("supervisor spawned (pid {pid})"),
         TaskEvent::Started { pid, .. } => format!("supervisor running (pid {pid})"),
         TaskEvent::Failed { message } => format!("task failed: {message}"),
-        TaskEvent::Entry { index, event } => {
-            let n = name(*index);
-            match event {
-                EntryEvent::Queued { role, .. } => format!("[{n}] queued ({role})"),
-                EntryEvent::Launching {
-                    model, cwd, note, ..
-                } => format!(
-                    "[{n}] launching {model} in {cwd}{}",
-                    note.as_ref().map(|t| format!(" — {t}")).unwrap_or_default()
-                ),
-                EntryEvent::Activity { activity } => match activity {
-                    Activity::Started { pid, .. } => format!("[{n}] child running (pid {pid})"),
-                    Activity::ToolStart { tool, path, .. } => format!(
-                        "[{n}] {tool}{}",
-                        path.as_ref().map(|p| format!(" {p}")).unwrap_or_default()
-                    ),
-                    Activity::ToolEnd { tool, is_error, .. } => {
-                        if *is_error {
-                            format!("[{n}] {tool} failed")
-                        } else {
-                            return None;
-                        }
-                    }
-                    Activity::MessageEnd { turn } => format!("[{n}] turn {turn} ended"),
-                    Activity::Thinking | Activity::Tokens { .. } => return None,
-                },
-                EntryEvent::Finished { status } => format!("[{n}] {}", word(*status)),
-            }
-        }
+        TaskEvent::Entry { index, event } => return describe_entry(&name(*index), event),
         TaskEvent::Completed { report } => {
             let done = report
                 .entries
@@ -141,4 +113,35 @@ fn word(s: EntryStatus) -> &'static str {
         EntryStatus::Stopped => "stopped",
         EntryStatus::Skipped => "skipped",
     }
+}
+
+/// One event of a delegation's entry `n` as a line (the log of `baton task logs`, the progress
+/// of `delegate_task` over MCP), or `None` for events too fine-grained to show.
+pub fn describe_entry(n: &str, event: &EntryEvent) -> Option<String> {
+    Some(match event {
+        EntryEvent::Queued { role, .. } => format!("[{n}] queued ({role})"),
+        EntryEvent::Launching {
+            model, cwd, note, ..
+        } => format!(
+            "[{n}] launching {model} in {cwd}{}",
+            note.as_ref().map(|t| format!(" — {t}")).unwrap_or_default()
+        ),
+        EntryEvent::Activity { activity } => match activity {
+            Activity::Started { pid, .. } => format!("[{n}] child running (pid {pid})"),
+            Activity::ToolStart { tool, path, .. } => format!(
+                "[{n}] {tool}{}",
+                path.as_ref().map(|p| format!(" {p}")).unwrap_or_default()
+            ),
+            Activity::ToolEnd { tool, is_error, .. } => {
+                if *is_error {
+                    format!("[{n}] {tool} failed")
+                } else {
+                    return None;
+                }
+            }
+            Activity::MessageEnd { turn } => format!("[{n}] turn {turn} ended"),
+            Activity::Thinking | Activity::Tokens { .. } => return None,
+        },
+        EntryEvent::Finished { status } => format!("[{n}] {}", word(*status)),
+    })
 }

@@ -9,14 +9,10 @@ use std::time::Duration;
 
 use baton_testkit::fixture::{assert_exit, wait_until, Sandbox};
 use common::command_role;
+use common::mcp::{call, progress_messages, text, Client, Recorder};
 use pretty_assertions::assert_eq;
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ContentBlock,
-};
+use rmcp::model::{CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest};
 use rmcp::service::PeerRequestOptions;
-use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::{json, Value};
 
 fn sandbox() -> Sandbox {
@@ -24,28 +20,8 @@ fn sandbox() -> Sandbox {
 }
 
 /// A client connected to `baton mcp` started in the sandbox's working directory.
-async fn connect(sb: &Sandbox) -> RunningService<RoleClient, ()> {
-    let cmd = tokio::process::Command::from(sb.baton(&["mcp"]));
-    ().serve(TokioChildProcess::new(cmd).unwrap())
-        .await
-        .unwrap()
-}
-
-async fn call(client: &RunningService<RoleClient, ()>, name: &str, args: Value) -> CallToolResult {
-    let params = CallToolRequestParams::new(name.to_string())
-        .with_arguments(args.as_object().unwrap().clone());
-    client.call_tool(params).await.unwrap()
-}
-
-/// The text of a result's only content block.
-fn text(result: &CallToolResult) -> String {
-    match result.content.as_slice() {
-        [block] => match block {
-            ContentBlock::Text(t) => t.text.clone(),
-            other => panic!("not text: {other:?}"),
-        },
-        other => panic!("expected one content block, got {other:?}"),
-    }
+async fn connect(sb: &Sandbox) -> Client {
+    common::mcp::connect(sb, &Recorder::default()).await
 }
 
 /// A successful result: its structured content, which the text repeats.
@@ -88,16 +64,19 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
             "roles",
             "workflow_status",
             "delegate_task",
-            "flow_status",
-            "flow_start",
             "run_workflow",
             "workflow_resume",
+            "flow_status",
+            "flow_start",
+            "flow_continue",
+            "flow_resume",
+            "flow_abandon",
             "task_status",
             "task_wait",
             "task_cancel"
         ]
     );
-    for t in tools[..4].iter().chain(&tools[5..6]) {
+    for t in tools[..4].iter().chain(&tools[7..8]) {
         let a = t.annotations.as_ref().unwrap();
         assert_eq!(
             (a.read_only_hint, a.destructive_hint, a.idempotent_hint),
@@ -153,8 +132,9 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
         (a.read_only_hint, a.destructive_hint, a.idempotent_hint),
         (Some(false), Some(true), Some(false))
     );
-    // flow_status only reads; the Flow and workflow runners change the project; of the
-    // background-task tools status and wait only read, cancel is destructive.
+    // The workflow runners change the project; flow_status only reads, the Flow drivers change
+    // the project, abandoning is destructive but idempotent; of the background-task tools status
+    // and wait only read, cancel is destructive.
     let hints: Vec<_> = tools[5..]
         .iter()
         .map(|t| {
@@ -165,10 +145,13 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
     assert_eq!(
         hints,
         [
+            (Some(false), Some(true), Some(false)),
+            (Some(false), Some(true), Some(false)),
             (Some(true), Some(false), Some(true)),
             (Some(false), Some(true), Some(false)),
             (Some(false), Some(true), Some(false)),
             (Some(false), Some(true), Some(false)),
+            (Some(false), Some(true), Some(true)),
             (Some(true), Some(false), Some(true)),
             (Some(true), Some(false), Some(true)),
             (Some(false), Some(true), Some(true)),
@@ -382,5 +365,56 @@ async fn a_cancelled_delegate_task_stops_its_child() {
     // The server goes on serving.
     let doc = document(&call(&client, "route", json!({"request": "fix the test"})).await);
     assert_eq!(doc["workflow"], "DEBUG");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn delegate_task_sends_each_entry_start_and_end_as_progress() {
+    let sb = sandbox();
+    command_role(&sb, "echoer", "cat");
+    let recorder = Recorder::default();
+    let client = common::mcp::connect(&sb, &recorder).await;
+    let args = json!({"tasks": [
+        {"role": "echoer", "name": "one", "task": "first"},
+        {"role": "echoer", "name": "two", "task": "second"},
+    ]});
+    let result = call(&client, "delegate_task", args).await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let messages = progress_messages(&recorder, 4).await;
+    for line in [
+        "[one] queued (echoer)",
+        "[two] queued (echoer)",
+        "[one] done",
+        "[two] done",
+    ] {
+        assert!(messages.iter().any(|m| m == line), "{line}: {messages:?}");
+    }
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn results_are_bounded_by_the_output_cap() {
+    let sb = sandbox();
+    sb.write(
+        ".baton/config.toml",
+        "[executor]\noutput_cap_bytes = 2048\n",
+    );
+    let client = connect(&sb).await;
+    let result = call(&client, "roles", json!({})).await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let doc = result.structured_content.clone().unwrap();
+    // The document keeps its shape, loses its last roles and says how many.
+    let kept = doc["roles"].as_array().unwrap().len();
+    let all = cli_json(&sb, &["roles", "--json"])["roles"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(kept < all, "{kept} of {all}");
+    assert_eq!(
+        doc["truncated"],
+        json!([{"path": "/roles", "omitted_items": all - kept}])
+    );
+    assert!(text(&result).len() <= 2048, "{}", text(&result).len());
+    assert_eq!(serde_json::from_str::<Value>(&text(&result)).unwrap(), doc);
     client.cancel().await.unwrap();
 }

@@ -2,92 +2,26 @@
 //! against the built binary in the workflow harness's temp repository (the workflow roles are
 //! `command` scripts): a BUILD that completes, a checkpoint answered by `workflow_resume`, a bad
 //! answer, the progress notifications of a call, `workflow_status` afterwards, and a cancelled call
-//! whose workflow stops and resumes; `flow_start` of one unit with the Flow harness's roles.
+//! whose workflow stops and resumes. The Flow tools are in mcp_flow_e2e.rs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::new_without_default)]
 
 mod common;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::mcp::{call, connect, progress_messages, structured, text, Recorder};
 use common::workflow::*;
 use pretty_assertions::assert_eq;
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ContentBlock,
-    ProgressNotificationParam,
-};
-use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
-use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
-use serde_json::{json, Value};
-
-/// A client that keeps every progress notification it receives.
-#[derive(Clone, Default)]
-struct Recorder {
-    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
-}
-
-impl ClientHandler for Recorder {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.progress.lock().unwrap().push(params);
-    }
-}
-
-type Client = RunningService<RoleClient, Recorder>;
-
-async fn connect(wf: &Wf, recorder: &Recorder) -> Client {
-    let cmd = tokio::process::Command::from(wf.sb.baton(&["mcp"]));
-    recorder
-        .clone()
-        .serve(TokioChildProcess::new(cmd).unwrap())
-        .await
-        .unwrap()
-}
-
-async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
-    let params = CallToolRequestParams::new(name.to_string())
-        .with_arguments(args.as_object().unwrap().clone());
-    client.call_tool(params).await.unwrap()
-}
-
-fn text(result: &CallToolResult) -> String {
-    match result.content.as_slice() {
-        [ContentBlock::Text(t)] => t.text.clone(),
-        other => panic!("expected one text block, got {other:?}"),
-    }
-}
-
-fn structured(result: &CallToolResult) -> Value {
-    result.structured_content.clone().unwrap()
-}
-
-/// The progress messages received so far, after checking that `progress` only went up.
-async fn progress_messages(recorder: &Recorder, at_least: usize) -> Vec<String> {
-    // The notifications precede the result on the wire; their handler may still be running.
-    for _ in 0..100 {
-        if recorder.progress.lock().unwrap().len() >= at_least {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let seen = recorder.progress.lock().unwrap().clone();
-    let values: Vec<f64> = seen.iter().map(|p| p.progress).collect();
-    assert!(values.windows(2).all(|w| w[0] < w[1]), "{values:?}");
-    seen.into_iter()
-        .map(|p| p.message.unwrap_or_default())
-        .collect()
-}
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+use rmcp::service::PeerRequestOptions;
+use serde_json::json;
 
 #[tokio::test]
 async fn run_workflow_completes_a_build_and_reports_progress() {
     let wf = Wf::new();
     wf.happy();
     let recorder = Recorder::default();
-    let client = connect(&wf, &recorder).await;
+    let client = connect(&wf.sb, &recorder).await;
 
     let tools = client.list_all_tools().await.unwrap();
     for name in ["run_workflow", "workflow_resume"] {
@@ -152,7 +86,7 @@ async fn a_checkpoint_is_answered_with_workflow_resume() {
     wf.happy()
         .answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
     let recorder = Recorder::default();
-    let client = connect(&wf, &recorder).await;
+    let client = connect(&wf.sb, &recorder).await;
 
     let result = call(
         &client,
@@ -239,7 +173,7 @@ async fn a_cancelled_run_workflow_stops_and_resumes() {
         &format!("echo $$ > {}\nexec sleep 60\n", pid_file.display()),
     );
     let recorder = Recorder::default();
-    let client = connect(&wf, &recorder).await;
+    let client = connect(&wf.sb, &recorder).await;
     let params = CallToolRequestParams::new("run_workflow").with_arguments(
         json!({"request": "add a feature file"})
             .as_object()
@@ -290,52 +224,5 @@ async fn a_cancelled_run_workflow_stops_and_resumes() {
     let doc = structured(&result);
     assert_eq!(doc["type"], "workflow.completed", "{result:?}");
     assert_eq!(wf.calls("component-builder"), 2);
-    client.cancel().await.unwrap();
-}
-
-#[tokio::test]
-async fn flow_start_integrates_a_unit_and_flow_status_shows_it() {
-    use baton_testkit::fixture::{FlowRoles, Sandbox};
-    let sb = Sandbox::new()
-        .baton_exe(env!("CARGO_BIN_EXE_baton"))
-        .env("BATON_MAX_SUBAGENTS", "1");
-    sb.init_repo("main");
-    sb.write("README", "hello\n");
-    let _roles = FlowRoles::install(&sb);
-    sb.commit_all("initial");
-    let recorder = Recorder::default();
-    let cmd = tokio::process::Command::from(sb.baton(&["mcp"]));
-    let client = recorder
-        .clone()
-        .serve(TokioChildProcess::new(cmd).unwrap())
-        .await
-        .unwrap();
-
-    let units = json!({"units": [{"id": "a", "name": "Add a", "task": "Add a.txt",
-        "validation": [{"command": "test", "args": ["-f", "a.txt"]}]}]});
-    let bad = call(&client, "flow_start", json!({"units": {"units": []}})).await;
-    assert_eq!(bad.is_error, Some(true), "{bad:?}");
-    assert!(text(&bad).contains("`units`"), "{}", text(&bad));
-
-    let result = call(&client, "flow_start", json!({ "units": units })).await;
-    assert_eq!(result.is_error, Some(false), "{result:?}");
-    let doc = structured(&result);
-    assert_eq!(doc["type"], "flow.report");
-    assert_eq!(doc["flow"]["phase"], "completed", "{doc}");
-    assert_eq!(sb.subjects("main"), ["unit a", "initial"]);
-    assert!(!progress_messages(&recorder, 2).await.is_empty());
-
-    let status = call(&client, "flow_status", json!({})).await;
-    let flows = structured(&status)["flows"].as_array().unwrap().clone();
-    assert_eq!(flows.len(), 1);
-    assert_eq!(flows[0]["type"], "flow.status");
-    assert_eq!(flows[0]["flow"]["phase"], "completed");
-    // The same lines as `baton flow status --json`.
-    let o = sb.run(&["flow", "status", "--json"]);
-    let cli: Vec<Value> = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(Value::Array(flows), Value::Array(cli));
     client.cancel().await.unwrap();
 }

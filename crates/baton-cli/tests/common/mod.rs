@@ -1,6 +1,7 @@
 //! Helpers shared by the end-to-end tests.
 #![allow(dead_code)]
 
+pub mod mcp;
 pub mod workflow;
 
 /// A project role of backend `command` running `sh -c command` (the task arrives on its stdin).

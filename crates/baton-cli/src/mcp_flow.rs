@@ -1,0 +1,271 @@
+//! The Flow tools of `baton mcp`: `flow_status`, `flow_start`, `flow_continue`, `flow_resume` and
+//! `flow_abandon`. Each does what the `baton flow` command of its name does, through the same
+//! functions of `baton_flow` and the environment `flow_cmd` builds, and answers with the
+//! documents their `--json` prints. The three that drive a Flow send each event `baton flow`
+//! describes as a progress notification and stop resumably when the call is cancelled. See
+//! docs/mcp.md.
+
+use std::sync::Arc;
+
+use baton_flow::{FlowError, FlowStatus, Phase};
+use baton_protocol::ModelClass;
+use rmcp::model::{CallToolResult, JsonObject, Tool};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::mcp_common::{
+    annotations, document_result, output_schema, parse, read_only, text_result, tool,
+    ProgressForward, SharedExecutor,
+};
+use crate::project::{delegate_env, output_cap, ProjectContext};
+
+/// The tools of this module.
+pub const NAMES: [&str; 5] = [
+    "flow_status",
+    "flow_start",
+    "flow_continue",
+    "flow_resume",
+    "flow_abandon",
+];
+
+/// `flow_status` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlowStatusRequest {
+    /// One Flow: its id or a unique prefix of one. Without it, every Flow of the repository,
+    /// oldest first.
+    #[serde(default)]
+    id: Option<String>,
+}
+
+/// `flow_start` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlowStartRequest {
+    /// The units document, as in a units file of `baton flow start`: `{"units": [{"id", "name",
+    /// "task", "validation": [{"command", "args"}], "review"?}, ...]}`.
+    units: JsonObject,
+}
+
+/// `flow_continue` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlowContinueRequest {
+    /// What the implementer should do differently this time (it also gets the unit's task, its
+    /// validation and the evidence of the block).
+    guidance: String,
+    /// The model class for this repair, implementer and reviewer: fast, balanced, frontier or
+    /// fav (default: the unit's).
+    #[serde(default)]
+    model_class: Option<String>,
+    /// The Flow: its id or a unique prefix of one (default: the repository's active Flow).
+    #[serde(default)]
+    id: Option<String>,
+}
+
+/// `flow_resume` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlowResumeRequest {
+    /// The Flow: its id or a unique prefix of one (default: the repository's active Flow).
+    #[serde(default)]
+    id: Option<String>,
+}
+
+/// `flow_abandon` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlowAbandonRequest {
+    /// The Flow: its id or a unique prefix of one (default: the repository's active Flow).
+    #[serde(default)]
+    id: Option<String>,
+    /// Why it is given up, kept in the Flow's record.
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// The report a driving tool answers with: `{"type": "flow.report", "flow": …}`.
+fn report_schema() -> Arc<JsonObject> {
+    output_schema(&[
+        ("type", json!({"type": "string"})),
+        ("flow", json!({"type": "object"})),
+    ])
+}
+
+/// The tools of this module, in [`NAMES`] order.
+pub fn tools() -> Result<Vec<Tool>, ErrorData> {
+    Ok(vec![
+        tool::<FlowStatusRequest>(
+            "flow_status",
+            "Show this repository's baton Flows (a Flow runs a list of units, each built by an \
+             implementer and judged by a reviewer, and merges them), oldest first, or with `id` \
+             one of them: phase, each unit's status, attempts and verdicts, what was spent. \
+             Read from the durable records. The answer is `{\"flows\": [...]}`, each element \
+             a line of `baton flow status --json`.",
+            output_schema(&[("flows", json!({"type": "array"}))]),
+            read_only(),
+        )?,
+        tool::<FlowStartRequest>(
+            "flow_start",
+            "Start a baton Flow in this repository, as `baton flow start` does with a units file: \
+             each unit is built by an implementer in its own git worktree, checked by its \
+             validation commands, judged by a reviewer, and merged into the current branch in \
+             order. Answers when the Flow ends or pauses on a blocked unit, which can take many \
+             minutes: the text is the Flow's report (each unit's status, the evidence of a block \
+             and the next step), the structured answer the document `baton flow start --json` \
+             ends with (`{\"type\": \"flow.report\", \"flow\": …}`). A paused Flow goes on with \
+             `flow_continue` or `flow_abandon`, an interrupted one with `flow_resume`. Sends \
+             each event as a progress notification when the call carries a progress token; \
+             cancelling the call interrupts the Flow.",
+            report_schema(),
+            annotations(false, true, false, true),
+        )?,
+        tool::<FlowContinueRequest>(
+            "flow_continue",
+            "Repair the blocked unit of a paused baton Flow once, as `baton flow continue` does: \
+             its implementer runs again in the unit's worktree with the task, the validation, \
+             the evidence of the block and your `guidance`, then the Flow goes on (validation, \
+             review, merge, the next units). Give guidance that says what to do differently. \
+             Answers like `flow_start`.",
+            report_schema(),
+            annotations(false, true, false, true),
+        )?,
+        tool::<FlowResumeRequest>(
+            "flow_resume",
+            "Continue an interrupted baton Flow (its driver was stopped or killed, or a \
+             `flow_start` call was cancelled) from the first unit not yet merged, as \
+             `baton flow resume` does; a unit already merged is never merged again. Answers \
+             like `flow_start`.",
+            report_schema(),
+            annotations(false, true, false, true),
+        )?,
+        tool::<FlowAbandonRequest>(
+            "flow_abandon",
+            "Give up a paused or interrupted baton Flow, as `baton flow abandon` does: nothing \
+             more runs, merged units stay merged, the other units' worktrees and branches are \
+             kept for a person to look at (`baton flow clean` removes them). Runs no agent. \
+             Answers with the Flow's final report.",
+            report_schema(),
+            annotations(false, true, true, false),
+        )?,
+    ])
+}
+
+/// The result of a tool that drove or ended a Flow: the report a person reads, with the next step
+/// as a tool call, and the document of `baton flow … --json`. A failed Flow is a tool error.
+fn report_result(status: &FlowStatus, cap: usize) -> CallToolResult {
+    let mut text = baton_flow::render::report(status);
+    let id = &status.state.id;
+    match status.phase {
+        Phase::Paused => text.push_str(&format!(
+            "\nover MCP: flow_continue {{\"id\": \"{id}\", \"guidance\": \"…\"}} repairs the blocked unit; flow_abandon {{\"id\": \"{id}\"}} gives the Flow up"
+        )),
+        Phase::Interrupted => text.push_str(&format!(
+            "\nover MCP: flow_resume {{\"id\": \"{id}\"}} continues; flow_abandon {{\"id\": \"{id}\"}} gives the Flow up"
+        )),
+        _ => {}
+    }
+    let ok = !matches!(status.phase, Phase::Failed);
+    text_result(
+        text.trim_end(),
+        &crate::flow_cmd::report_document(status),
+        ok,
+        cap,
+    )
+}
+
+/// Runs one of [`NAMES`] in the project of `ctx`, with the server's executor.
+pub async fn call(
+    ctx: &ProjectContext,
+    executor: &SharedExecutor,
+    name: &str,
+    args: Option<JsonObject>,
+    context: &RequestContext<RoleServer>,
+) -> Result<CallToolResult, String> {
+    let cap = output_cap(ctx);
+    match name {
+        "flow_status" => {
+            let req: FlowStatusRequest = parse(name, args)?;
+            let flows = baton_flow::status(&ctx.cwd, req.id.as_deref(), &[])
+                .map_err(|e| format!("{name}: {e}"))?;
+            let doc = json!({"flows": crate::flow_cmd::status_lines(&flows)});
+            return Ok(document_result(&doc, true, cap));
+        }
+        "flow_abandon" => {
+            let req: FlowAbandonRequest = parse(name, args)?;
+            let delegate = delegate_env(ctx).map_err(|e| format!("{name}: {e:#}"))?;
+            let executor = executor.get(&delegate)?;
+            let env = crate::flow_cmd::flow_env_with(delegate, executor, None);
+            let status = baton_flow::abandon(&env, req.id.as_deref(), req.reason.as_deref())
+                .map_err(|e| flow_error(name, &e))?;
+            return Ok(report_result(&status, cap));
+        }
+        _ => {}
+    }
+    // The driving tools: their arguments checked before anything runs.
+    enum Drive {
+        Start(Vec<baton_flow::UnitSpec>),
+        Continue(FlowContinueRequest, Option<ModelClass>),
+        Resume(FlowResumeRequest),
+    }
+    let drive = match name {
+        "flow_start" => {
+            let req: FlowStartRequest = parse(name, args)?;
+            let units = baton_flow::parse_units(&Value::Object(req.units))
+                .map_err(|e| format!("{name}: bad argument `units`: {e}"))?;
+            Drive::Start(units)
+        }
+        "flow_continue" => {
+            let req: FlowContinueRequest = parse(name, args)?;
+            if req.guidance.trim().is_empty() {
+                return Err(format!(
+                    "{name}: `guidance` is empty: say what the implementer should do differently"
+                ));
+            }
+            let class = match req.model_class.as_deref() {
+                    None => None,
+                    Some(c) => Some(c.parse::<ModelClass>().map_err(|_| {
+                        format!("{name}: bad argument `model_class`: `{c}`: use fast, balanced, frontier or fav")
+                    })?),
+                };
+            Drive::Continue(req, class)
+        }
+        "flow_resume" => Drive::Resume(parse(name, args)?),
+        other => return Err(format!("no tool `{other}`")),
+    };
+    let progress = ProgressForward::new(context);
+    let delegate = delegate_env(ctx).map_err(|e| format!("{name}: {e:#}"))?;
+    let executor = executor.get(&delegate)?;
+    let observer = progress.observer().map(|say| {
+        let o: baton_flow::Observer = Arc::new(move |n: baton_flow::Notice<'_>| {
+            if let baton_flow::Notice::Event(r) = n {
+                if let Some(line) = baton_flow::render::describe(r) {
+                    say(&line);
+                }
+            }
+        });
+        o
+    });
+    let env = crate::flow_cmd::flow_env_with(delegate, executor, observer);
+    let cancel = &context.ct;
+    let result = match drive {
+        Drive::Start(units) => baton_flow::start(&env, &units, cancel).await,
+        Drive::Continue(req, class) => {
+            baton_flow::continue_flow(&env, req.id.as_deref(), &req.guidance, class, cancel).await
+        }
+        Drive::Resume(req) => baton_flow::resume(&env, req.id.as_deref(), cancel).await,
+    };
+    drop(env);
+    progress.finish().await;
+    let status = result.map_err(|e| flow_error(name, &e))?;
+    Ok(report_result(&status, cap))
+}
+
+/// A refusal or failure of a Flow command as a tool error's message (an unacceptable input
+/// names its field).
+fn flow_error(tool: &str, e: &FlowError) -> String {
+    format!("{tool}: {e}")
+}

@@ -1,0 +1,81 @@
+//! An MCP client for the `baton mcp` tests: rmcp's own client over stdio to the built binary,
+//! calling tools and keeping the progress notifications it receives.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use baton_testkit::fixture::Sandbox;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ProgressNotificationParam};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
+use serde_json::Value;
+
+/// A client that keeps every progress notification it receives.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+}
+
+impl ClientHandler for Recorder {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+}
+
+pub type Client = RunningService<RoleClient, Recorder>;
+
+/// `baton mcp` started in `sb` (with its environment), served to `recorder`.
+pub async fn connect(sb: &Sandbox, recorder: &Recorder) -> Client {
+    let cmd = tokio::process::Command::from(sb.baton(&["mcp"]));
+    recorder
+        .clone()
+        .serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap()
+}
+
+/// Calls a tool; rmcp's client gives every call a progress token.
+pub async fn call<H: ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    name: &str,
+    args: Value,
+) -> CallToolResult {
+    let params = CallToolRequestParams::new(name.to_string())
+        .with_arguments(args.as_object().unwrap().clone());
+    client.call_tool(params).await.unwrap()
+}
+
+/// The one text block of a result.
+pub fn text(result: &CallToolResult) -> String {
+    match result.content.as_slice() {
+        [ContentBlock::Text(t)] => t.text.clone(),
+        other => panic!("expected one text block, got {other:?}"),
+    }
+}
+
+pub fn structured(result: &CallToolResult) -> Value {
+    result.structured_content.clone().unwrap()
+}
+
+/// The progress messages received so far (waiting up to 5 s for at least `at_least` of them: the
+/// notifications precede the result on the wire, but their handler may still be running), after
+/// checking that `progress` only went up.
+pub async fn progress_messages(recorder: &Recorder, at_least: usize) -> Vec<String> {
+    for _ in 0..100 {
+        if recorder.progress.lock().unwrap().len() >= at_least {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let seen = recorder.progress.lock().unwrap().clone();
+    let values: Vec<f64> = seen.iter().map(|p| p.progress).collect();
+    assert!(values.windows(2).all(|w| w[0] < w[1]), "{values:?}");
+    seen.into_iter()
+        .map(|p| p.message.unwrap_or_default())
+        .collect()
+}
