@@ -1,5 +1,6 @@
 //! The agent runtime: loop, tools, transcripts.
 
 pub mod agent;
+pub mod routing;
 pub mod session;
 pub mod tools;

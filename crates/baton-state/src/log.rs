@@ -163,6 +163,29 @@ impl<E: Serialize + DeserializeOwned> JsonlLog<E> {
     }
 }
 
+impl<E: Serialize + DeserializeOwned> JsonlLog<E> {
+    /// Appends `records` as consecutive lines in one write (and one fsync with
+    /// [`Durability::Fsync`]): a process killed while appending leaves all of them or none, for
+    /// records that only make sense together. (A machine losing power can still keep a prefix.)
+    pub fn append_all(&mut self, records: &[E]) -> Result<(), LogError> {
+        let mut text = String::new();
+        for r in records {
+            text.push_str(&encode(&self.path, r, serde_json::to_string)?);
+            text.push('\n');
+        }
+        if text.is_empty() {
+            return Ok(());
+        }
+        self.file
+            .write_all(text.as_bytes())
+            .map_err(io(&self.path))?;
+        match self.durability {
+            Durability::Fsync => self.file.sync_data().map_err(io(&self.path)),
+            Durability::Written => Ok(()),
+        }
+    }
+}
+
 /// `value` as JSON text with every known secret redacted: nothing baton keeps on disk holds a
 /// provider key.
 fn encode<T: Serialize>(
@@ -302,6 +325,22 @@ mod tests {
             n,
             text: format!("é\n{n}"),
         }
+    }
+
+    #[test]
+    fn append_all_writes_every_record_after_the_earlier_ones() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("x.jsonl");
+        let mut log = JsonlLog::<Ev>::create(&path, Durability::Fsync).unwrap();
+        log.append(&ev(0)).unwrap();
+        log.append_all(&[ev(1), ev(2)]).unwrap();
+        log.append_all(&[]).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 3);
+        assert_eq!(
+            JsonlLog::<Ev>::read(&path).unwrap(),
+            vec![ev(0), ev(1), ev(2)]
+        );
     }
 
     #[test]

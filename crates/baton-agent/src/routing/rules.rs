@@ -1,0 +1,505 @@
+//! What each participant may do under automatic control: an operation is turned into the events
+//! that record it, or refused with the rule it breaks. Nothing here writes or runs anything; the
+//! session commits the events to the journal, then acts.
+
+use super::state::{
+    ActBounded, AssignmentStatus, Control, Disposition, Event, ExecutionEnd, HandoffKind,
+    HandoffState, Profile, Report, ReportOutcome, RoutingState,
+};
+
+/// The most limitations a report may carry.
+pub const MAX_LIMITATIONS: usize = 32;
+/// The most references one `project add` may select, and the most selected at once.
+pub const MAX_PROJECTED: usize = 64;
+
+/// A call of a participant's routing tool (or of an environment tool, to be checked).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    Assign {
+        contract: String,
+    },
+    Replace {
+        contract: String,
+        reason: String,
+    },
+    Close {
+        disposition: Disposition,
+        assessment: String,
+    },
+    Assess,
+    OpenActBounded(ActBounded),
+    Submit {
+        report: String,
+        outcome: ReportOutcome,
+        limitations: Vec<String>,
+    },
+    Retry,
+    ProjectAdd {
+        refs: Vec<String>,
+    },
+    ProjectRemove {
+        refs: Vec<String>,
+        reason: String,
+    },
+    /// An environment tool (read, bash, edit…): only a check, it records nothing.
+    Environment {
+        tool: String,
+    },
+}
+
+impl Op {
+    /// The participant whose tool this is; `None` for environment tools (either may have them).
+    fn owner(&self) -> Option<Profile> {
+        match self {
+            Op::Assign { .. }
+            | Op::Replace { .. }
+            | Op::Close { .. }
+            | Op::Assess
+            | Op::OpenActBounded(_) => Some(Profile::Coordinator),
+            Op::Submit { .. } | Op::Retry | Op::ProjectAdd { .. } | Op::ProjectRemove { .. } => {
+                Some(Profile::Executor)
+            }
+            Op::Environment { .. } => None,
+        }
+    }
+
+    fn name(&self) -> String {
+        match self {
+            Op::Assign { .. } => "delegate assign".into(),
+            Op::Replace { .. } => "delegate replace".into(),
+            Op::Close { .. } => "unit close".into(),
+            Op::Assess => "unit assess".into(),
+            Op::OpenActBounded(_) => "act_bounded".into(),
+            Op::Submit { .. } => "return submit".into(),
+            Op::Retry => "return retry".into(),
+            Op::ProjectAdd { .. } => "project add".into(),
+            Op::ProjectRemove { .. } => "project remove".into(),
+            Op::Environment { tool } => format!("`{tool}`"),
+        }
+    }
+}
+
+/// A call the protocol forbids: nothing was recorded or run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("refused by the routing rule `{rule}`: {message}")]
+pub struct Refusal {
+    /// A short name of the rule, stable for tests and tooling.
+    pub rule: &'static str,
+    pub message: String,
+}
+
+fn refuse(rule: &'static str, message: impl Into<String>) -> Refusal {
+    Refusal {
+        rule,
+        message: message.into(),
+    }
+}
+
+/// The events that record `op` by `who`, or the rule it breaks. `known` says whether a `ctx:`
+/// reference names evidence the session holds.
+pub fn decide(
+    state: &RoutingState,
+    who: Profile,
+    op: &Op,
+    known: &dyn Fn(&str) -> bool,
+) -> Result<Vec<Event>, Refusal> {
+    if state.control != Control::Automatic {
+        return match op {
+            Op::Environment { .. } => Ok(Vec::new()),
+            _ => Err(refuse(
+                "automatic-only",
+                format!(
+                    "{} works only under automatic control; control is {}",
+                    op.name(),
+                    state.control.describe()
+                ),
+            )),
+        };
+    }
+    if let Some(owner) = op.owner() {
+        if owner != who {
+            return Err(refuse(
+                "participant",
+                format!(
+                    "{} is a tool of the {}, and this is the {}",
+                    op.name(),
+                    owner.as_str(),
+                    who.as_str()
+                ),
+            ));
+        }
+    }
+    let responsible = state.responsible();
+    if responsible != Some(who) {
+        return Err(refuse(
+            "responsibility",
+            format!(
+                "the {} is responsible now, not the {}: {} was not run",
+                responsible.map_or("host", Profile::as_str),
+                who.as_str(),
+                op.name()
+            ),
+        ));
+    }
+    match op {
+        Op::Environment { tool } => {
+            if who == Profile::Coordinator && state.act_bounded.is_none() {
+                return Err(refuse(
+                    "coordinator-environment",
+                    format!(
+                        "the Coordinator does not use environment tools such as `{tool}`: delegate the work with `delegate assign`, or open an `act_bounded` scope first if judgment and action cannot be separated"
+                    ),
+                ));
+            }
+            Ok(Vec::new())
+        }
+        Op::Assign { contract } => {
+            non_empty("contract", contract)?;
+            if let Some(a) = state.outstanding() {
+                return Err(refuse(
+                    "one-assignment",
+                    format!(
+                        "assignment {} is outstanding: wait for its report, or `replace` it while it is quiescent",
+                        a.id
+                    ),
+                ));
+            }
+            let mut events = Vec::new();
+            let unit = match state.open_unit() {
+                Some(u) => u.id.clone(),
+                None => {
+                    let unit = state.next_id("u");
+                    events.push(Event::UnitOpened {
+                        unit: unit.clone(),
+                        outcome: first_line(contract),
+                    });
+                    unit
+                }
+            };
+            let assignment = state.next_id("a");
+            let handoff = state.next_id("h");
+            events.push(Event::Assigned {
+                assignment,
+                unit,
+                contract: contract.clone(),
+                handoff: handoff.clone(),
+            });
+            events.push(Event::HandoffConfigured { handoff });
+            close_act_bounded(state, &mut events);
+            Ok(events)
+        }
+        Op::Replace { contract, reason } => {
+            non_empty("contract", contract)?;
+            non_empty("reason", reason)?;
+            let Some(old) = state.outstanding() else {
+                return Err(refuse(
+                    "replace-outstanding",
+                    "no assignment is outstanding: `replace` changes one that has not returned; use `assign` for new work",
+                ));
+            };
+            if old.executions.iter().any(|e| e.ended.is_none()) {
+                return Err(refuse(
+                    "replace-quiescent",
+                    format!("assignment {} is executing: it can be replaced only while no execution of it runs", old.id),
+                ));
+            }
+            if state.unit(&old.unit).is_none_or(|u| u.closed.is_some()) {
+                return Err(refuse(
+                    "replace-unit",
+                    format!(
+                        "the unit of assignment {} is closed: its outcome no longer holds",
+                        old.id
+                    ),
+                ));
+            }
+            let assignment = state.next_id("a");
+            let handoff = state.next_id("h");
+            let mut events = vec![
+                Event::Replaced {
+                    old: old.id.clone(),
+                    assignment,
+                    contract: contract.clone(),
+                    reason: reason.clone(),
+                    handoff: handoff.clone(),
+                },
+                Event::HandoffConfigured { handoff },
+            ];
+            close_act_bounded(state, &mut events);
+            Ok(events)
+        }
+        Op::Close {
+            disposition,
+            assessment,
+        } => {
+            non_empty("assessment", assessment)?;
+            let Some(unit) = state.open_unit() else {
+                return Err(refuse("close-open-unit", "no unit is open"));
+            };
+            if let Some(a) = state.outstanding() {
+                return Err(refuse(
+                    "close-outstanding",
+                    format!(
+                        "assignment {} is outstanding: a unit cannot be closed before its assignment returns",
+                        a.id
+                    ),
+                ));
+            }
+            if *disposition == Disposition::Accepted
+                && !unit.assignments.iter().any(|a| {
+                    state
+                        .assignment(a)
+                        .is_some_and(|a| a.status == AssignmentStatus::Returned)
+                })
+            {
+                return Err(refuse(
+                    "close-evidence",
+                    format!(
+                        "unit {} has no returned report: `accepted` needs a result to accept (close it `cancelled` or `deferred` otherwise)",
+                        unit.id
+                    ),
+                ));
+            }
+            Ok(vec![Event::UnitClosed {
+                unit: unit.id.clone(),
+                disposition: *disposition,
+                assessment: assessment.clone(),
+            }])
+        }
+        Op::Assess => {
+            let returned = state.open_unit().is_some_and(|u| {
+                u.assignments.iter().any(|a| {
+                    state
+                        .assignment(a)
+                        .is_some_and(|a| a.status == AssignmentStatus::Returned)
+                })
+            });
+            if !returned {
+                return Err(refuse(
+                    "assess-report",
+                    "the open unit has no returned report to assess",
+                ));
+            }
+            Ok(Vec::new())
+        }
+        Op::OpenActBounded(scope) => {
+            for (field, value) in [
+                ("scope", &scope.scope),
+                ("expected_result", &scope.expected_result),
+                ("authority", &scope.authority),
+                ("stop_condition", &scope.stop_condition),
+                ("inseparable", &scope.inseparable),
+                ("delegation_loss", &scope.delegation_loss),
+            ] {
+                non_empty(field, value)?;
+            }
+            Ok(vec![Event::ActBoundedOpened {
+                scope: scope.clone(),
+            }])
+        }
+        Op::Submit {
+            report,
+            outcome,
+            limitations,
+        } => {
+            non_empty("report", report)?;
+            if limitations.len() > MAX_LIMITATIONS {
+                return Err(refuse(
+                    "limitations",
+                    format!(
+                        "{} limitations: a report carries at most {MAX_LIMITATIONS}; merge related ones",
+                        limitations.len()
+                    ),
+                ));
+            }
+            let (a, execution) = executing(state)?;
+            let revision = a.reports.len() as u32 + 1;
+            let handoff = state.next_id("h");
+            let mut events = vec![
+                Event::ReportSaved {
+                    assignment: a.id.clone(),
+                    report: Report {
+                        revision,
+                        outcome: *outcome,
+                        text: report.clone(),
+                        limitations: limitations.clone(),
+                        evidence: state.projection.clone(),
+                        by_host: false,
+                    },
+                    handoff: handoff.clone(),
+                },
+                Event::ExecutionEnded {
+                    execution,
+                    how: ExecutionEnd::Returned,
+                },
+            ];
+            events.push(deliver(&state.projection, handoff, known));
+            Ok(events)
+        }
+        Op::Retry => {
+            let blocked = state.outstanding().and_then(|a| {
+                state
+                    .last_handoff(&a.id, HandoffKind::Report)
+                    .filter(|h| h.state == HandoffState::Blocked)
+            });
+            let Some(h) = blocked else {
+                return Err(refuse(
+                    "retry-blocked",
+                    "no report transfer is blocked: `retry` resends a saved report whose transfer failed; use `submit` for a report",
+                ));
+            };
+            Ok(vec![deliver(&state.projection, h.id.clone(), known)])
+        }
+        Op::ProjectAdd { refs } => {
+            if refs.is_empty() || refs.len() > MAX_PROJECTED {
+                return Err(refuse(
+                    "project-bound",
+                    format!(
+                        "`refs` holds {}: give 1 to {MAX_PROJECTED} references",
+                        refs.len()
+                    ),
+                ));
+            }
+            executing(state)?;
+            for r in refs {
+                if !known(r) {
+                    return Err(refuse(
+                        "project-ref",
+                        format!("`{r}` is not a reference of this assignment: `project inspect` lists them"),
+                    ));
+                }
+            }
+            let new: Vec<String> = refs
+                .iter()
+                .filter(|r| !state.projection.contains(r))
+                .cloned()
+                .collect();
+            if state.projection.len() + new.len() > MAX_PROJECTED {
+                return Err(refuse(
+                    "project-bound",
+                    format!("at most {MAX_PROJECTED} references may be selected at once: remove some first"),
+                ));
+            }
+            Ok(vec![Event::ProjectionAdded { refs: new }])
+        }
+        Op::ProjectRemove { refs, reason } => {
+            non_empty("reason", reason)?;
+            if let Some(r) = refs.iter().find(|r| !state.projection.contains(r)) {
+                return Err(refuse("project-ref", format!("`{r}` is not selected")));
+            }
+            Ok(vec![Event::ProjectionRemoved {
+                refs: refs.clone(),
+                reason: reason.clone(),
+            }])
+        }
+    }
+}
+
+/// The outstanding assignment and the execution the Executor is in.
+fn executing(state: &RoutingState) -> Result<(&super::state::Assignment, String), Refusal> {
+    let Some(a) = state.outstanding() else {
+        return Err(refuse("no-assignment", "no assignment is outstanding"));
+    };
+    match a.executions.iter().rev().find(|e| e.ended.is_none()) {
+        Some(e) => Ok((a, e.id.clone())),
+        None => Err(refuse(
+            "no-execution",
+            format!("no execution of assignment {} is running", a.id),
+        )),
+    }
+}
+
+/// The transfer of a saved report: configured, or blocked when a selected reference is unknown.
+fn deliver(projection: &[String], handoff: String, known: &dyn Fn(&str) -> bool) -> Event {
+    match projection.iter().find(|r| !known(r)) {
+        Some(r) => Event::HandoffBlocked {
+            handoff,
+            reason: format!(
+                "the selected evidence `{r}` cannot be delivered: `project remove` it with a reason, then `return retry`"
+            ),
+        },
+        None => Event::HandoffConfigured { handoff },
+    }
+}
+
+fn close_act_bounded(state: &RoutingState, events: &mut Vec<Event>) {
+    if state.act_bounded.is_some() {
+        events.push(Event::ActBoundedClosed {
+            reason: "the next delegation".into(),
+        });
+    }
+}
+
+fn non_empty(field: &'static str, value: &str) -> Result<(), Refusal> {
+    if value.trim().is_empty() {
+        return Err(refuse(
+            "argument",
+            format!("`{field}` is empty: it is required"),
+        ));
+    }
+    Ok(())
+}
+
+/// The first line of a contract, at most 200 bytes: the outcome of a unit it opens.
+fn first_line(text: &str) -> String {
+    let line = text.trim().lines().next().unwrap_or("").trim();
+    baton_text::truncate(line, 200, baton_text::Keep::Head).into_owned()
+}
+
+/// The host gives the Executor its turn on the outstanding assignment: a new execution.
+pub fn start_execution(state: &RoutingState) -> Option<Vec<Event>> {
+    let a = state.outstanding()?;
+    if a.executions.iter().any(|e| e.ended.is_none()) {
+        return None;
+    }
+    Some(vec![Event::ExecutionStarted {
+        assignment: a.id.clone(),
+        execution: state.next_id("e"),
+    }])
+}
+
+/// The running execution stops without a report of the Executor's own (new user input, a model
+/// failure, a limit): the host saves an honest partial report from what is known — `done`, the
+/// Executor's last words, and `gaps`, what was asked but not established — ends the execution
+/// `how`, and hands the report to the Coordinator.
+pub fn host_return(
+    state: &RoutingState,
+    how: ExecutionEnd,
+    done: &str,
+    gaps: Vec<String>,
+) -> Option<Vec<Event>> {
+    let (a, execution) = executing(state).ok()?;
+    let handoff = state.next_id("h");
+    let why = match how {
+        ExecutionEnd::Interrupted => "The execution was interrupted by new user input",
+        ExecutionEnd::Failed => "The execution failed before the Executor returned",
+        ExecutionEnd::Lost => "The execution was lost when the session's process ended",
+        ExecutionEnd::Returned => "The execution ended",
+    };
+    let text = if done.trim().is_empty() {
+        format!("{why}; the Executor reported nothing before it stopped.")
+    } else {
+        format!(
+            "{why}. The Executor's last message before it stopped:\n{}",
+            done.trim()
+        )
+    };
+    let mut limitations = gaps;
+    limitations.truncate(MAX_LIMITATIONS - 1);
+    limitations.push("written by the host: the Executor did not review this report".into());
+    Some(vec![
+        Event::ReportSaved {
+            assignment: a.id.clone(),
+            report: Report {
+                revision: a.reports.len() as u32 + 1,
+                outcome: ReportOutcome::Partial,
+                text,
+                limitations,
+                evidence: state.projection.clone(),
+                by_host: true,
+            },
+            handoff: handoff.clone(),
+        },
+        Event::ExecutionEnded { execution, how },
+        Event::HandoffConfigured { handoff },
+    ])
+}

@@ -1,0 +1,453 @@
+//! The routing rules and the journal's fold, without a model: every refusal of the issue, the
+//! preconditions of replace and close, and a journal replayed twice.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::journal::Journal;
+use super::rules::{decide, host_return, start_execution, Op, Refusal, MAX_LIMITATIONS};
+use super::state::*;
+
+use Profile::{Coordinator, Executor};
+
+fn known(r: &str) -> bool {
+    r.starts_with("ctx:") && r != "ctx:gone"
+}
+
+/// A state built by committing operations the way a session does.
+struct World {
+    state: RoutingState,
+    records: Vec<Record>,
+    ops: u32,
+}
+
+impl World {
+    fn automatic() -> World {
+        let mut w = World {
+            state: RoutingState::default(),
+            records: Vec::new(),
+            ops: 0,
+        };
+        w.commit(vec![Event::ControlSet {
+            control: Control::Automatic,
+        }]);
+        w
+    }
+
+    fn commit(&mut self, events: Vec<Event>) {
+        self.ops += 1;
+        for event in events {
+            let r = Record {
+                op: format!("op{}", self.ops),
+                step: format!("s{}", self.ops),
+                event,
+            };
+            assert!(self.state.apply(&r).unwrap());
+            self.records.push(r);
+        }
+    }
+
+    fn try_op(&mut self, who: Profile, op: Op) -> Result<(), Refusal> {
+        let events = decide(&self.state, who, &op, &known)?;
+        self.commit(events);
+        Ok(())
+    }
+
+    fn op(&mut self, who: Profile, op: Op) {
+        self.try_op(who, op).unwrap()
+    }
+
+    fn refused(&mut self, who: Profile, op: Op) -> Refusal {
+        let before = self.state.clone();
+        let r = self.try_op(who, op).unwrap_err();
+        assert_eq!(self.state, before, "a refusal changes nothing");
+        r
+    }
+
+    fn assign(&mut self, contract: &str) {
+        self.op(
+            Coordinator,
+            Op::Assign {
+                contract: contract.into(),
+            },
+        );
+    }
+
+    fn start(&mut self) {
+        let events = start_execution(&self.state).unwrap();
+        self.commit(events);
+    }
+
+    fn submit(&mut self, text: &str) {
+        self.op(
+            Executor,
+            Op::Submit {
+                report: text.into(),
+                outcome: ReportOutcome::Completed,
+                limitations: vec![],
+            },
+        );
+    }
+}
+
+#[test]
+fn an_assignment_hands_responsibility_to_the_executor_and_a_report_hands_it_back() {
+    let mut w = World::automatic();
+    assert_eq!(w.state.responsible(), Some(Coordinator));
+    w.assign("Find why the login test fails\nRun it and read the handler.");
+    assert_eq!(w.state.units[0].outcome, "Find why the login test fails");
+    assert_eq!(w.state.responsible(), Some(Executor));
+    w.start();
+    w.op(
+        Executor,
+        Op::ProjectAdd {
+            refs: vec!["ctx:t3".into()],
+        },
+    );
+    w.submit("The handler drops the session cookie.");
+    assert_eq!(w.state.responsible(), Some(Coordinator));
+    let a = &w.state.assignments[0];
+    assert_eq!(a.status, AssignmentStatus::Returned);
+    assert_eq!(a.reports[0].evidence, ["ctx:t3"]);
+    assert_eq!(a.executions[0].ended, Some(ExecutionEnd::Returned));
+    // The selection belongs to the assignment that returned.
+    assert!(w.state.projection.is_empty());
+}
+
+#[test]
+fn each_participant_is_refused_the_others_tools_and_calls_out_of_turn() {
+    let mut w = World::automatic();
+    let r = w.refused(
+        Executor,
+        Op::Assign {
+            contract: "x".into(),
+        },
+    );
+    assert_eq!(r.rule, "participant");
+    let r = w.refused(
+        Coordinator,
+        Op::Submit {
+            report: "x".into(),
+            outcome: ReportOutcome::Completed,
+            limitations: vec![],
+        },
+    );
+    assert_eq!(r.rule, "participant");
+    // The Coordinator has no environment tools without an act_bounded scope.
+    let r = w.refused(
+        Coordinator,
+        Op::Environment {
+            tool: "bash".into(),
+        },
+    );
+    assert_eq!(r.rule, "coordinator-environment");
+    assert!(r.message.contains("act_bounded"), "{}", r.message);
+    // While the Executor works, the Coordinator cannot act at all.
+    w.assign("do it");
+    w.start();
+    let r = w.refused(
+        Coordinator,
+        Op::Environment {
+            tool: "read".into(),
+        },
+    );
+    assert_eq!(r.rule, "responsibility");
+    let r = w.refused(Coordinator, Op::Assess);
+    assert_eq!(r.rule, "responsibility");
+    assert!(decide(
+        &w.state,
+        Executor,
+        &Op::Environment {
+            tool: "bash".into()
+        },
+        &known
+    )
+    .unwrap()
+    .is_empty());
+}
+
+#[test]
+fn act_bounded_opens_environment_tools_until_the_next_delegation() {
+    let mut w = World::automatic();
+    let scope = |s: &str| ActBounded {
+        scope: s.into(),
+        expected_result: "the config key's meaning".into(),
+        authority: "the user asked to decide it".into(),
+        stop_condition: "after reading config.rs".into(),
+        inseparable: "the reading is the judgment".into(),
+        delegation_loss: "a contract would contain the answer".into(),
+    };
+    let r = w.refused(Coordinator, Op::OpenActBounded(scope(" ")));
+    assert_eq!(r.rule, "argument");
+    assert!(r.message.contains("`scope`"));
+    w.op(Coordinator, Op::OpenActBounded(scope("read config.rs")));
+    w.op(
+        Coordinator,
+        Op::Environment {
+            tool: "read".into(),
+        },
+    );
+    w.assign("apply the decision");
+    assert!(w.state.act_bounded.is_none());
+}
+
+#[test]
+fn replace_needs_a_quiescent_outstanding_assignment_in_an_open_unit() {
+    let mut w = World::automatic();
+    let replace = || Op::Replace {
+        contract: "a narrower contract".into(),
+        reason: "the cause is known now".into(),
+    };
+    assert_eq!(
+        w.refused(Coordinator, replace()).rule,
+        "replace-outstanding"
+    );
+    w.assign("investigate");
+    w.start();
+    // Executing: the Coordinator is not even responsible.
+    assert_eq!(w.refused(Coordinator, replace()).rule, "responsibility");
+    // Interrupted: the host saved a partial report, so the assignment returned; a quiescent
+    // outstanding one is needed. A second assignment that has not started is quiescent.
+    let ev = host_return(&w.state, ExecutionEnd::Interrupted, "half way", vec![]).unwrap();
+    w.commit(ev);
+    assert_eq!(
+        w.refused(Coordinator, replace()).rule,
+        "replace-outstanding"
+    );
+    w.assign("continue differently");
+    // Delivered but not yet started: quiescent, yet the Executor is responsible until it runs.
+    assert_eq!(w.state.responsible(), Some(Executor));
+    // A blocked contract handoff gives it back to the Coordinator, which may replace it.
+    let h = w
+        .state
+        .last_handoff("a2", HandoffKind::Contract)
+        .unwrap()
+        .id
+        .clone();
+    w.commit(vec![Event::HandoffBlocked {
+        handoff: h,
+        reason: "the Executor's route is down".into(),
+    }]);
+    assert_eq!(w.state.responsible(), Some(Coordinator));
+    w.op(Coordinator, replace());
+    let old = w.state.assignment("a2").unwrap();
+    assert_eq!(old.status, AssignmentStatus::Superseded);
+    assert_eq!(
+        old.superseded.as_ref().unwrap().reason,
+        "the cause is known now"
+    );
+    assert_eq!(w.state.outstanding().unwrap().id, "a3");
+    assert_eq!(w.state.units.len(), 1);
+}
+
+#[test]
+fn close_is_refused_while_an_assignment_is_outstanding_and_accept_needs_a_report() {
+    let mut w = World::automatic();
+    let close = |d| Op::Close {
+        disposition: d,
+        assessment: "verified by the test output".into(),
+    };
+    assert_eq!(
+        w.refused(Coordinator, close(Disposition::Accepted)).rule,
+        "close-open-unit"
+    );
+    w.assign("fix it");
+    let h = w
+        .state
+        .last_handoff("a1", HandoffKind::Contract)
+        .unwrap()
+        .id
+        .clone();
+    w.commit(vec![Event::HandoffBlocked {
+        handoff: h,
+        reason: "down".into(),
+    }]);
+    assert_eq!(
+        w.refused(Coordinator, close(Disposition::Cancelled)).rule,
+        "close-outstanding"
+    );
+    w.op(
+        Coordinator,
+        Op::Replace {
+            contract: "fix it, smaller".into(),
+            reason: "r".into(),
+        },
+    );
+    w.start();
+    w.submit("fixed; test passes");
+    let r = w.refused(
+        Coordinator,
+        Op::Close {
+            disposition: Disposition::Accepted,
+            assessment: "".into(),
+        },
+    );
+    assert!(r.message.contains("`assessment`"));
+    w.op(Coordinator, close(Disposition::Accepted));
+    assert_eq!(
+        w.state.units[0].closed.as_ref().unwrap().disposition,
+        Disposition::Accepted
+    );
+    // A new assignment opens a new unit.
+    w.assign("next outcome");
+    assert_eq!(w.state.units.len(), 2);
+    assert_eq!(w.state.units[1].assignments, ["a3"]);
+}
+
+#[test]
+fn a_report_is_bounded_and_a_blocked_transfer_is_retried_without_a_payload() {
+    let mut w = World::automatic();
+    w.assign("investigate");
+    w.start();
+    let too_many = vec!["x".to_string(); MAX_LIMITATIONS + 1];
+    let r = w.refused(
+        Executor,
+        Op::Submit {
+            report: "r".into(),
+            outcome: ReportOutcome::Partial,
+            limitations: too_many,
+        },
+    );
+    assert_eq!(r.rule, "limitations");
+    let r = w.refused(
+        Executor,
+        Op::ProjectAdd {
+            refs: vec!["nope".into()],
+        },
+    );
+    assert_eq!(r.rule, "project-ref");
+    let r = w.refused(
+        Executor,
+        Op::ProjectAdd {
+            refs: (0..65).map(|i| format!("ctx:{i}")).collect(),
+        },
+    );
+    assert_eq!(r.rule, "project-bound");
+    assert_eq!(w.refused(Executor, Op::Retry).rule, "retry-blocked");
+    // Selected evidence that became unavailable blocks the transfer: the report is saved, the
+    // Executor stays responsible, and `retry` resends it once the selection is mended.
+    w.commit(vec![Event::ProjectionAdded {
+        refs: vec!["ctx:gone".into(), "ctx:ok".into()],
+    }]);
+    w.submit("done");
+    let h = w.state.last_handoff("a1", HandoffKind::Report).unwrap();
+    assert_eq!(h.state, HandoffState::Blocked);
+    assert!(h.reason.as_ref().unwrap().contains("ctx:gone"));
+    assert_eq!(w.state.responsible(), Some(Executor));
+    // A retry while the selection is still wrong stays blocked, with no new revision.
+    w.op(Executor, Op::Retry);
+    assert_eq!(
+        w.state
+            .last_handoff("a1", HandoffKind::Report)
+            .unwrap()
+            .state,
+        HandoffState::Blocked
+    );
+    w.op(
+        Executor,
+        Op::ProjectRemove {
+            refs: vec!["ctx:gone".into()],
+            reason: "the file was deleted".into(),
+        },
+    );
+    w.op(Executor, Op::Retry);
+    assert_eq!(w.state.responsible(), Some(Coordinator));
+    let a = w.state.assignment("a1").unwrap();
+    assert_eq!(
+        a.reports.len(),
+        1,
+        "retry sends the saved report, no new revision"
+    );
+    assert_eq!(a.status, AssignmentStatus::Returned);
+}
+
+#[test]
+fn routing_tools_need_automatic_control_and_manual_holds_a_profile() {
+    let mut w = World::automatic();
+    w.commit(vec![Event::ControlSet {
+        control: Control::Manual { profile: Executor },
+    }]);
+    assert_eq!(w.state.responsible(), Some(Executor));
+    let r = w.refused(
+        Coordinator,
+        Op::Assign {
+            contract: "x".into(),
+        },
+    );
+    assert_eq!(r.rule, "automatic-only");
+    assert!(r.message.contains("manual (executor)"), "{}", r.message);
+    // Manual control is an ordinary session: environment tools are not restricted.
+    assert!(decide(
+        &w.state,
+        Coordinator,
+        &Op::Environment {
+            tool: "bash".into()
+        },
+        &known
+    )
+    .is_ok());
+}
+
+#[test]
+fn a_journal_replayed_twice_gives_the_same_state() {
+    let mut w = World::automatic();
+    w.assign("investigate");
+    w.start();
+    w.submit("found it");
+    w.op(
+        Coordinator,
+        Op::Close {
+            disposition: Disposition::Accepted,
+            assessment: "supported".into(),
+        },
+    );
+    let once = RoutingState::fold(&w.records).unwrap();
+    let twice = RoutingState::fold(w.records.iter().chain(&w.records)).unwrap();
+    assert_eq!(once, twice);
+    assert_eq!(once, w.state);
+}
+
+#[test]
+fn the_journal_is_durable_and_recovers_a_lost_execution() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.routing.jsonl");
+    {
+        let mut j = Journal::open(&path).unwrap();
+        j.commit(
+            "op1",
+            "s1",
+            vec![Event::ControlSet {
+                control: Control::Automatic,
+            }],
+        )
+        .unwrap();
+        let ev = decide(
+            j.state(),
+            Coordinator,
+            &Op::Assign {
+                contract: "build the parser".into(),
+            },
+            &known,
+        )
+        .unwrap();
+        j.commit("op2", "s2", ev.clone()).unwrap();
+        // The same operation committed again (a retry after a crash) adds nothing.
+        j.commit("op2", "s2", ev).unwrap();
+        let ev = start_execution(j.state()).unwrap();
+        j.commit("op3", "s3", ev).unwrap();
+    }
+    let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+    assert_eq!(lines, 5);
+    // The process died mid-execution: reopening recovers it as lost, with a host report.
+    let mut j = Journal::open(&path).unwrap();
+    assert!(j.state().running().is_some());
+    assert!(j.recover("parsed two of three cases").unwrap());
+    assert!(!j.recover("again").unwrap());
+    let a = j.state().assignment("a1").unwrap();
+    assert_eq!(a.executions[0].ended, Some(ExecutionEnd::Lost));
+    let report = &a.reports[0];
+    assert!(report.by_host);
+    assert_eq!(report.outcome, ReportOutcome::Partial);
+    assert!(report.text.contains("parsed two of three cases"));
+    assert_eq!(j.state().responsible(), Some(Coordinator));
+    let reopened = Journal::open(&path).unwrap();
+    assert_eq!(reopened.state(), j.state());
+}
