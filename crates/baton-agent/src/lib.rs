@@ -4,3 +4,4 @@ pub mod agent;
 pub mod routing;
 pub mod session;
 pub mod tools;
+pub mod turn;

@@ -1,0 +1,405 @@
+//! One model turn of a session and the tool calls it makes: the request aimed at a route, the
+//! streamed items, the failover bookkeeping of routes and their cost, and the tool runner
+//! (read-only calls concurrently, the others in order, with heartbeats).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_model::retry::TurnProgress;
+use baton_model::routes::cost;
+use baton_model::{ModelRequest, StreamEvent};
+use baton_protocol::config::Price;
+use baton_protocol::{
+    AgentEvent, ErrorInfo, Item, ItemKind, ItemStatus, Message, Route, RouteUsage, Usage,
+};
+
+use crate::agent::Fallback;
+use crate::tools::{tool_path_hint, Tool, ToolContext, ToolOutput};
+
+/// Longest tool output copied into an event; the model still sees the whole (bounded) output.
+const EVENT_OUTPUT_CAP: usize = 2000;
+
+/// Points a request at `route`: its model, thinking level and output limit.
+pub(crate) fn aim(request: &mut ModelRequest, route: &Fallback) {
+    request.model = route.route.model.clone();
+    request.thinking = route.route.thinking;
+    request.max_output_tokens = route.max_output_tokens;
+}
+
+/// A route the session starts on, before it has run a turn.
+pub(crate) fn route_usage(prices: &BTreeMap<String, Price>, route: &Route) -> RouteUsage {
+    RouteUsage {
+        model: route.to_string(),
+        turns: 0,
+        usage: Usage::default(),
+        cost_usd: cost(prices, route, &Usage::default()),
+    }
+}
+
+/// The cost of a session: the sum of its routes' costs, each turn priced at the route that ran
+/// it; `None` when no route has a price, or when one that ran a turn has none (a partial sum
+/// would look complete).
+pub(crate) fn total_cost(routes: &[RouteUsage]) -> Option<f64> {
+    let mut counted = routes
+        .iter()
+        .filter(|r| r.turns > 0 || r.cost_usd.is_some())
+        .peekable();
+    counted.peek()?;
+    counted.try_fold(0.0, |sum, r| r.cost_usd.map(|c| sum + c))
+}
+
+pub(crate) fn cancelled_message(last_text: &str) -> String {
+    if last_text.trim().is_empty() {
+        "Cancelled before the model answered.".to_string()
+    } else {
+        format!("Cancelled. Last message before cancellation:\n{last_text}")
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct ItemIds(u64);
+
+impl ItemIds {
+    pub(crate) fn next(&mut self) -> String {
+        let id = format!("item_{}", self.0);
+        self.0 += 1;
+        id
+    }
+}
+
+/// Items opened while a turn streams: agent messages and reasoning, in order.
+pub(crate) struct StreamingItems<'a> {
+    ids: &'a mut ItemIds,
+    pub(crate) open: Vec<(String, ItemKind)>,
+    /// Index in `open` of the item that deltas of its kind still extend.
+    current: Option<usize>,
+}
+
+impl<'a> StreamingItems<'a> {
+    pub(crate) fn new(ids: &'a mut ItemIds) -> Self {
+        StreamingItems {
+            ids,
+            open: Vec::new(),
+            current: None,
+        }
+    }
+
+    pub(crate) fn progress(
+        &mut self,
+        turn: u32,
+        p: TurnProgress<'_>,
+        emit: &mut (dyn FnMut(AgentEvent) + Send),
+    ) {
+        match p {
+            TurnProgress::Event(StreamEvent::TextDelta { text }) => self.delta(true, text, emit),
+            TurnProgress::Event(StreamEvent::ReasoningDelta { text }) => {
+                self.delta(false, text, emit)
+            }
+            // A tool call ends the current text run; text after it is a new item.
+            TurnProgress::Event(StreamEvent::ToolCallStart { .. }) => self.current = None,
+            TurnProgress::Event(
+                StreamEvent::ReasoningSignature { .. }
+                | StreamEvent::ToolCallDelta { .. }
+                | StreamEvent::ToolCallEnd { .. }
+                | StreamEvent::ToolCallData { .. }
+                | StreamEvent::Usage { .. }
+                | StreamEvent::Stop { .. },
+            ) => {}
+            TurnProgress::Retrying {
+                attempt,
+                delay,
+                code,
+                error,
+            } => {
+                self.current = None;
+                close_open_items(std::mem::take(&mut self.open), ItemStatus::Failed, emit);
+                emit(AgentEvent::TurnRetrying {
+                    turn,
+                    attempt,
+                    delay_ms: delay.as_millis() as u64,
+                    error: ErrorInfo {
+                        code,
+                        message: error.to_string(),
+                    },
+                });
+            }
+        }
+    }
+
+    fn delta(&mut self, is_text: bool, text: &str, emit: &mut (dyn FnMut(AgentEvent) + Send)) {
+        let extends = match self.current.and_then(|i| self.open.get(i)) {
+            Some((_, ItemKind::AgentMessage { .. })) => is_text,
+            Some((_, ItemKind::Reasoning { .. })) => !is_text,
+            Some((_, ItemKind::ToolCall { .. })) | None => false,
+        };
+        if !extends {
+            let id = self.ids.next();
+            let kind = if is_text {
+                ItemKind::AgentMessage {
+                    text: String::new(),
+                }
+            } else {
+                ItemKind::Reasoning {
+                    text: String::new(),
+                }
+            };
+            emit(AgentEvent::ItemStarted {
+                item: Item {
+                    id: id.clone(),
+                    status: ItemStatus::InProgress,
+                    kind: kind.clone(),
+                },
+            });
+            self.open.push((id, kind));
+            self.current = Some(self.open.len() - 1);
+        }
+        if let Some((id, kind)) = self.current.and_then(|i| self.open.get_mut(i)) {
+            match kind {
+                ItemKind::AgentMessage { text: t } | ItemKind::Reasoning { text: t } => {
+                    t.push_str(text)
+                }
+                ItemKind::ToolCall { .. } => {}
+            }
+            emit(AgentEvent::ItemDelta {
+                item_id: id.clone(),
+                delta: text.to_string(),
+            });
+        }
+    }
+}
+
+pub(crate) fn close_open_items(
+    open: Vec<(String, ItemKind)>,
+    status: ItemStatus,
+    emit: &mut (dyn FnMut(AgentEvent) + Send),
+) {
+    for (id, kind) in open {
+        emit(AgentEvent::ItemCompleted {
+            item: Item { id, status, kind },
+        });
+    }
+}
+
+/// Runs one turn's tool calls: consecutive read-only calls concurrently, others one at a time, in order.
+pub(crate) async fn run_tools(
+    heartbeat: Duration,
+    calls: &[(String, String, String)],
+    offered: &[Arc<dyn Tool>],
+    role: &str,
+    ctx: &ToolContext,
+    ids: &mut ItemIds,
+    emit: &mut (dyn FnMut(AgentEvent) + Send),
+) -> Vec<Message> {
+    struct Prepared {
+        item_id: String,
+        call_id: String,
+        name: String,
+        args: serde_json::Value,
+        path: Option<String>,
+        tool: Result<Arc<dyn Tool>, ToolOutput>,
+    }
+    let offered_names: Vec<&str> = offered.iter().map(|t| t.name()).collect();
+    let mut prepared = Vec::new();
+    for (call_id, name, raw) in calls {
+        let args: Result<serde_json::Value, String> = if raw.trim().is_empty() {
+            Ok(serde_json::json!({}))
+        } else {
+            serde_json::from_str(raw).map_err(|e| e.to_string())
+        };
+        let item_id = ids.next();
+        let (args, tool) = match args {
+            Err(e) => (
+                serde_json::Value::String(raw.clone()),
+                Err(error_output(format!(
+                    "the arguments of this `{name}` call are not valid JSON ({e}); call it again with a JSON object"
+                ))),
+            ),
+            Ok(args) => match offered.iter().find(|t| t.name() == name) {
+                Some(t) => (args, Ok(t.clone())),
+                None => (
+                    args,
+                    Err(error_output(format!(
+                        "tool `{name}` is not available to role `{role}` and was not run; available tools: {}",
+                        if offered_names.is_empty() { "none".to_string() } else { offered_names.join(", ") }
+                    ))),
+                ),
+            },
+        };
+        let path = tool_path_hint(&args);
+        emit(AgentEvent::ItemStarted {
+            item: tool_item(
+                &item_id,
+                call_id,
+                name,
+                &args,
+                &path,
+                ItemStatus::InProgress,
+                None,
+            ),
+        });
+        prepared.push(Prepared {
+            item_id,
+            call_id: call_id.clone(),
+            name: name.clone(),
+            args,
+            path,
+            tool,
+        });
+    }
+
+    let mut outputs: Vec<Option<(ToolOutput, ItemStatus)>> =
+        prepared.iter().map(|_| None).collect();
+    let mut i = 0;
+    while i < prepared.len() {
+        let batch_end = match &prepared[i].tool {
+            Ok(t) if t.read_only() => {
+                let mut j = i + 1;
+                while j < prepared.len() && matches!(&prepared[j].tool, Ok(t) if t.read_only()) {
+                    j += 1;
+                }
+                j
+            }
+            Ok(_) | Err(_) => i + 1,
+        };
+        let futures = prepared[i..batch_end].iter().map(|p| async move {
+            match &p.tool {
+                Ok(tool) => {
+                    if ctx.cancel.is_cancelled() {
+                        (
+                            error_output("cancelled before this tool call started".into()),
+                            ItemStatus::Failed,
+                        )
+                    } else {
+                        let out = tool.run(p.args.clone(), ctx).await;
+                        let status = if out.is_error {
+                            ItemStatus::Failed
+                        } else {
+                            ItemStatus::Completed
+                        };
+                        (out, status)
+                    }
+                }
+                Err(refusal) => (refusal.clone(), ItemStatus::Declined),
+            }
+        });
+        // While tools run the model is silent; a heartbeat (`item.updated` for each running call)
+        // tells a supervising executor that the session is alive, so its idle timeout measures
+        // real silence, not a long build.
+        let all = futures::future::join_all(futures);
+        tokio::pin!(all);
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat);
+        let results = loop {
+            tokio::select! {
+                r = &mut all => break r,
+                _ = tick.tick() => {
+                    for p in &prepared[i..batch_end] {
+                        emit(AgentEvent::ItemUpdated {
+                            item: tool_item(&p.item_id, &p.call_id, &p.name, &p.args, &p.path, ItemStatus::InProgress, None),
+                        });
+                    }
+                }
+            }
+        };
+        for (k, r) in results.into_iter().enumerate() {
+            let p = &prepared[i + k];
+            emit(AgentEvent::ItemCompleted {
+                item: tool_item(
+                    &p.item_id,
+                    &p.call_id,
+                    &p.name,
+                    &p.args,
+                    &r.0.path.clone().or_else(|| p.path.clone()),
+                    r.1,
+                    Some(&r.0),
+                ),
+            });
+            outputs[i + k] = Some(r);
+        }
+        i = batch_end;
+    }
+    prepared
+        .into_iter()
+        .zip(outputs)
+        .map(|(p, o)| {
+            let (out, _) =
+                o.unwrap_or_else(|| (error_output("not run".into()), ItemStatus::Failed));
+            Message::Tool {
+                call_id: p.call_id,
+                tool: p.name,
+                output: out.output,
+                is_error: out.is_error,
+            }
+        })
+        .collect()
+}
+
+pub(crate) fn error_output(message: String) -> ToolOutput {
+    ToolOutput {
+        output: message,
+        is_error: true,
+        exit_code: None,
+        path: None,
+    }
+}
+
+pub(crate) fn tool_item(
+    id: &str,
+    call_id: &str,
+    tool: &str,
+    args: &serde_json::Value,
+    path: &Option<String>,
+    status: ItemStatus,
+    out: Option<&ToolOutput>,
+) -> Item {
+    Item {
+        id: id.to_string(),
+        status,
+        kind: ItemKind::ToolCall {
+            call_id: call_id.to_string(),
+            tool: tool.to_string(),
+            arguments: args.clone(),
+            path: path.clone(),
+            output: out.map(|o| {
+                baton_text::truncate(&o.output, EVENT_OUTPUT_CAP, baton_text::Keep::Head)
+                    .into_owned()
+            }),
+            exit_code: out.and_then(|o| o.exit_code),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ran(model: &str, turns: u32, cost_usd: Option<f64>) -> RouteUsage {
+        RouteUsage {
+            model: model.into(),
+            turns,
+            usage: Usage::default(),
+            cost_usd,
+        }
+    }
+
+    #[test]
+    fn a_session_costs_the_sum_of_its_routes_only_when_each_that_ran_is_priced() {
+        assert_eq!(total_cost(&[ran("a/x", 2, Some(0.5))]), Some(0.5));
+        assert_eq!(
+            total_cost(&[ran("a/x", 1, Some(0.5)), ran("b/y", 2, Some(0.25))]),
+            Some(0.75)
+        );
+        // A route without a price that ran a turn: the sum would be too low.
+        assert_eq!(
+            total_cost(&[ran("a/x", 1, Some(0.5)), ran("b/y", 1, None)]),
+            None
+        );
+        // One without a price that ran nothing (it failed at once) does not count.
+        assert_eq!(
+            total_cost(&[ran("a/x", 0, None), ran("b/y", 1, Some(0.25))]),
+            Some(0.25)
+        );
+        assert_eq!(total_cost(&[ran("a/x", 0, None)]), None);
+        assert_eq!(total_cost(&[ran("a/x", 0, Some(0.0))]), Some(0.0));
+    }
+}
