@@ -28,6 +28,10 @@ enum Line {
     Session(SessionHeader),
     Message {
         message: Message,
+        /// In a routed session, the participant whose view the message belongs to
+        /// (`coordinator` or `executor`); absent in an ordinary session.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seat: Option<String>,
     },
     /// How a run of the session ended (a resumed session has one per run).
     Ended {
@@ -105,6 +109,21 @@ impl SessionStore {
         state: &StateDir,
         id: &str,
     ) -> Result<(Self, SessionHeader, Vec<Message>), SessionError> {
+        let (store, header, tagged) = Self::open_seats(state, id)?;
+        let messages = tagged
+            .into_iter()
+            .filter(|(seat, _)| seat.is_none())
+            .map(|(_, m)| m)
+            .collect();
+        Ok((store, header, messages))
+    }
+
+    /// [`SessionStore::open`] for a routed session: every message with the seat whose view it
+    /// belongs to (`None` for an ordinary session's), dangling calls closed in each seat's view.
+    pub fn open_seats(
+        state: &StateDir,
+        id: &str,
+    ) -> Result<(Self, SessionHeader, Vec<(Option<String>, Message)>), SessionError> {
         let path = state.session(id)?;
         let (log, lines) = JsonlLog::<Line>::open(&path, Durability::Written)
             .map_err(|e| SessionError::from_log(state, id, e))?;
@@ -114,7 +133,7 @@ impl SessionStore {
         for line in lines {
             match line {
                 Line::Session(h) => header = Some(h),
-                Line::Message { message } => messages.push(message),
+                Line::Message { message, seat } => messages.push((seat, message)),
                 Line::Route { model } => route = Some(model),
                 Line::Ended { .. } => {}
             }
@@ -126,9 +145,22 @@ impl SessionStore {
             header.model = model;
         }
         let mut store = SessionStore { log };
-        for fix in close_dangling_calls(&messages) {
-            store.append(&fix)?;
-            messages.push(fix);
+        let mut seats: Vec<Option<String>> = Vec::new();
+        for (seat, _) in &messages {
+            if !seats.contains(seat) {
+                seats.push(seat.clone());
+            }
+        }
+        for seat in seats {
+            let view: Vec<Message> = messages
+                .iter()
+                .filter(|(s, _)| *s == seat)
+                .map(|(_, m)| m.clone())
+                .collect();
+            for fix in close_dangling_calls(&view) {
+                store.append_to(seat.as_deref(), &fix)?;
+                messages.push((seat.clone(), fix));
+            }
         }
         Ok((store, header, messages))
     }
@@ -138,8 +170,14 @@ impl SessionStore {
     }
 
     pub fn append(&mut self, message: &Message) -> Result<(), SessionError> {
+        self.append_to(None, message)
+    }
+
+    /// Appends a message of `seat`'s view (a routed session), or of the session (`None`).
+    pub fn append_to(&mut self, seat: Option<&str>, message: &Message) -> Result<(), SessionError> {
         self.log.append(&Line::Message {
             message: message.clone(),
+            seat: seat.map(str::to_string),
         })?;
         Ok(())
     }
@@ -171,7 +209,7 @@ pub fn read_info(state: &StateDir, id: &str) -> Result<SessionInfo, SessionError
         match line {
             Line::Session(h) => header = Some(h),
             Line::Route { model } => route = Some(model),
-            Line::Message { message } => {
+            Line::Message { message, .. } => {
                 if let (None, Message::User { text }) = (&task, &message) {
                     task = Some(text.clone());
                 }

@@ -1,5 +1,6 @@
-//! The routing journal: `.baton/state/sessions/<session id>.routing.jsonl`, one [`Record`] per
-//! line, fsynced, beside the session's transcript. The state is the fold of its records; a
+//! The routing journal: `.baton/state/sessions/<session id>.journal`, one [`Record`] per JSON
+//! line, fsynced, beside the session's transcript (`<session id>.jsonl`; the other name keeps
+//! the journal out of the session list). The state is the fold of its records; a
 //! restarted session reopens it, folds it, and ends any execution the killed process left
 //! running (`recover`).
 
@@ -27,7 +28,7 @@ pub struct Journal {
 
 /// Where the journal of session `id` lives.
 pub fn path(state_dir: &StateDir, id: &str) -> PathBuf {
-    state_dir.sessions().join(format!("{id}.routing.jsonl"))
+    state_dir.sessions().join(format!("{id}.journal"))
 }
 
 impl Journal {

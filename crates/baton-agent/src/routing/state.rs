@@ -410,9 +410,18 @@ impl RoutingState {
                 h.state = HandoffState::Configured;
                 h.reason = None;
                 if h.kind == HandoffKind::Report {
-                    let a = h.assignment.clone();
+                    let (a, revision) = (h.assignment.clone(), h.revision);
                     if let Some(a) = self.assignment_mut(&a) {
-                        a.status = AssignmentStatus::Returned;
+                        // A report the host wrote for a stopped execution leaves the assignment
+                        // outstanding: `/resume` continues it, or the Coordinator replaces it.
+                        let by_host = a
+                            .reports
+                            .iter()
+                            .find(|r| Some(r.revision) == revision)
+                            .is_some_and(|r| r.by_host);
+                        if !by_host {
+                            a.status = AssignmentStatus::Returned;
+                        }
                     }
                     self.projection.clear();
                 }
@@ -592,29 +601,46 @@ impl RoutingState {
             .find(|h| matches!(h.state, HandoffState::Pending | HandoffState::Blocked))
     }
 
-    /// The participant responsible now. Under automatic control: the Executor while an
-    /// assignment is outstanding and its contract was delivered (and no report is on its way up),
-    /// the Coordinator otherwise. Under manual control, the held profile.
+    /// The participant responsible now. Under automatic control, the Executor while one of its
+    /// executions runs, while its report's transfer is blocked (it must mend it and `retry`), and
+    /// between a delivered contract and its first execution; the Coordinator otherwise (also
+    /// after a stopped execution, whose host report it has). Under manual control, the held
+    /// profile.
     pub fn responsible(&self) -> Option<Profile> {
         match self.control {
             Control::Inactive => None,
             Control::Manual { profile } => Some(profile),
             Control::Automatic => {
+                if self.running().is_some() {
+                    return Some(Profile::Executor);
+                }
                 let Some(a) = self.outstanding() else {
                     return Some(Profile::Coordinator);
                 };
+                let report = self.last_handoff(&a.id, HandoffKind::Report);
+                if report.is_some_and(|h| h.state == HandoffState::Blocked) {
+                    return Some(Profile::Executor);
+                }
                 let contract_delivered = self
                     .last_handoff(&a.id, HandoffKind::Contract)
                     .is_some_and(|h| h.state == HandoffState::Configured);
-                let report_pending = self
-                    .last_handoff(&a.id, HandoffKind::Report)
-                    .is_some_and(|h| h.state == HandoffState::Pending);
-                if contract_delivered && !report_pending {
+                if contract_delivered && a.executions.is_empty() {
                     Some(Profile::Executor)
                 } else {
                     Some(Profile::Coordinator)
                 }
             }
+        }
+    }
+
+    /// The outstanding assignment whose last execution was stopped (interrupted, failed or lost)
+    /// and none runs: what `/resume` continues.
+    pub fn resumable(&self) -> Option<&Assignment> {
+        let a = self.outstanding()?;
+        let last = a.executions.last()?;
+        match last.ended {
+            Some(ExecutionEnd::Interrupted | ExecutionEnd::Failed | ExecutionEnd::Lost) => Some(a),
+            Some(ExecutionEnd::Returned) | None => None,
         }
     }
 

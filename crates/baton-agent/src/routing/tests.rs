@@ -201,41 +201,31 @@ fn replace_needs_a_quiescent_outstanding_assignment_in_an_open_unit() {
         "replace-outstanding"
     );
     w.assign("investigate");
+    // Delivered, not started: the Executor is responsible until it runs.
+    assert_eq!(w.state.responsible(), Some(Executor));
     w.start();
     // Executing: the Coordinator is not even responsible.
     assert_eq!(w.refused(Coordinator, replace()).rule, "responsibility");
-    // Interrupted: the host saved a partial report, so the assignment returned; a quiescent
-    // outstanding one is needed. A second assignment that has not started is quiescent.
+    // Interrupted: the host's partial report goes to the Coordinator and the assignment stays
+    // outstanding and quiescent, so it can be resumed or replaced.
     let ev = host_return(&w.state, ExecutionEnd::Interrupted, "half way", vec![]).unwrap();
     w.commit(ev);
-    assert_eq!(
-        w.refused(Coordinator, replace()).rule,
-        "replace-outstanding"
-    );
-    w.assign("continue differently");
-    // Delivered but not yet started: quiescent, yet the Executor is responsible until it runs.
-    assert_eq!(w.state.responsible(), Some(Executor));
-    // A blocked contract handoff gives it back to the Coordinator, which may replace it.
-    let h = w
-        .state
-        .last_handoff("a2", HandoffKind::Contract)
-        .unwrap()
-        .id
-        .clone();
-    w.commit(vec![Event::HandoffBlocked {
-        handoff: h,
-        reason: "the Executor's route is down".into(),
-    }]);
     assert_eq!(w.state.responsible(), Some(Coordinator));
+    assert_eq!(w.state.resumable().unwrap().id, "a1");
+    let partial = &w.state.assignment("a1").unwrap().reports[0];
+    assert!(partial.by_host && partial.text.contains("half way"));
     w.op(Coordinator, replace());
-    let old = w.state.assignment("a2").unwrap();
+    let old = w.state.assignment("a1").unwrap();
     assert_eq!(old.status, AssignmentStatus::Superseded);
     assert_eq!(
         old.superseded.as_ref().unwrap().reason,
         "the cause is known now"
     );
-    assert_eq!(w.state.outstanding().unwrap().id, "a3");
+    assert_eq!(w.state.outstanding().unwrap().id, "a2");
+    assert!(w.state.resumable().is_none());
     assert_eq!(w.state.units.len(), 1);
+    // A replacement that has not started is outstanding but the Executor's to run.
+    assert_eq!(w.refused(Coordinator, replace()).rule, "responsibility");
 }
 
 #[test]
@@ -250,16 +240,9 @@ fn close_is_refused_while_an_assignment_is_outstanding_and_accept_needs_a_report
         "close-open-unit"
     );
     w.assign("fix it");
-    let h = w
-        .state
-        .last_handoff("a1", HandoffKind::Contract)
-        .unwrap()
-        .id
-        .clone();
-    w.commit(vec![Event::HandoffBlocked {
-        handoff: h,
-        reason: "down".into(),
-    }]);
+    w.start();
+    let ev = host_return(&w.state, ExecutionEnd::Failed, "", vec![]).unwrap();
+    w.commit(ev);
     assert_eq!(
         w.refused(Coordinator, close(Disposition::Cancelled)).rule,
         "close-outstanding"
