@@ -13,6 +13,10 @@ use baton_protocol::{AssistantPart, EndReason, Message, Outcome};
 use baton_state::{Durability, IdError, JsonlLog, LogError, StateDir};
 use serde::{Deserialize, Serialize};
 
+/// A message of a transcript with the seat whose view it belongs to (`None` in an ordinary
+/// session).
+pub type SeatMessage = (Option<String>, Message);
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionHeader {
     pub session_id: String,
@@ -123,7 +127,7 @@ impl SessionStore {
     pub fn open_seats(
         state: &StateDir,
         id: &str,
-    ) -> Result<(Self, SessionHeader, Vec<(Option<String>, Message)>), SessionError> {
+    ) -> Result<(Self, SessionHeader, Vec<SeatMessage>), SessionError> {
         let path = state.session(id)?;
         let (log, lines) = JsonlLog::<Line>::open(&path, Durability::Written)
             .map_err(|e| SessionError::from_log(state, id, e))?;

@@ -8,14 +8,22 @@ use std::time::Duration;
 
 use baton_model::retry::TurnProgress;
 use baton_model::routes::cost;
-use baton_model::{ModelRequest, StreamEvent};
+use baton_model::{ModelRequest, Provider, StreamEvent};
 use baton_protocol::config::Price;
 use baton_protocol::{
     AgentEvent, ErrorInfo, Item, ItemKind, ItemStatus, Message, Route, RouteUsage, Usage,
 };
 
-use crate::agent::Fallback;
 use crate::tools::{tool_path_hint, Tool, ToolContext, ToolOutput};
+
+/// A route a session may continue on when the one it runs on fails over.
+#[derive(Clone)]
+pub struct Fallback {
+    pub route: Route,
+    pub provider: Arc<dyn Provider>,
+    /// The output token limit of the route's provider.
+    pub max_output_tokens: Option<u32>,
+}
 
 /// Longest tool output copied into an event; the model still sees the whole (bounded) output.
 const EVENT_OUTPUT_CAP: usize = 2000;
@@ -182,15 +190,30 @@ pub(crate) fn close_open_items(
 }
 
 /// Runs one turn's tool calls: consecutive read-only calls concurrently, others one at a time, in order.
+/// What a seat runs its tools with.
+pub(crate) struct Toolbox<'a> {
+    /// How often running calls are reported again.
+    pub(crate) heartbeat: Duration,
+    /// The tools the seat offers; a call of any other is refused.
+    pub(crate) offered: &'a [Arc<dyn Tool>],
+    /// The role's name, for the refusal.
+    pub(crate) role: &'a str,
+    pub(crate) ctx: &'a ToolContext,
+}
+
 pub(crate) async fn run_tools(
-    heartbeat: Duration,
+    toolbox: Toolbox<'_>,
     calls: &[(String, String, String)],
-    offered: &[Arc<dyn Tool>],
-    role: &str,
-    ctx: &ToolContext,
     ids: &mut ItemIds,
     emit: &mut (dyn FnMut(AgentEvent) + Send),
+    stop: &mut (dyn FnMut() -> Option<String> + Send),
 ) -> Vec<Message> {
+    let Toolbox {
+        heartbeat,
+        offered,
+        role,
+        ctx,
+    } = toolbox;
     struct Prepared {
         item_id: String,
         call_id: String,
@@ -252,6 +275,28 @@ pub(crate) async fn run_tools(
         prepared.iter().map(|_| None).collect();
     let mut i = 0;
     while i < prepared.len() {
+        // Between atomic calls the host may stop the rest (new user input for a working
+        // Executor): each call not started gets a result saying why, and nothing of it runs.
+        if i > 0 {
+            if let Some(why) = stop() {
+                for (k, p) in prepared.iter().enumerate().skip(i) {
+                    let out = error_output(format!("not run: {why}"));
+                    emit(AgentEvent::ItemCompleted {
+                        item: tool_item(
+                            &p.item_id,
+                            &p.call_id,
+                            &p.name,
+                            &p.args,
+                            &p.path,
+                            ItemStatus::Declined,
+                            Some(&out),
+                        ),
+                    });
+                    outputs[k] = Some((out, ItemStatus::Declined));
+                }
+                break;
+            }
+        }
         let batch_end = match &prepared[i].tool {
             Ok(t) if t.read_only() => {
                 let mut j = i + 1;

@@ -553,6 +553,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
         extra_instructions,
         heartbeat,
         fallbacks,
+        routing: None,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -275,6 +275,14 @@ impl Printer {
             | AgentEvent::TurnStarted { .. }
             | AgentEvent::TurnCompleted { .. }
             | AgentEvent::SessionCompleted { .. } => {}
+            AgentEvent::RoutingRecorded {
+                record,
+                responsible,
+            } => {
+                if let Some(line) = routing_line(&record, responsible.as_deref()) {
+                    errln!("{line}");
+                }
+            }
             AgentEvent::ItemCompleted { item } => match item.kind {
                 ItemKind::AgentMessage { .. } if !self.out_tty => {
                     if item.status == ItemStatus::Failed {
@@ -460,6 +468,53 @@ fn sandbox_header(s: &baton_protocol::SandboxInfo) -> String {
             if s.network { "on" } else { "off" }
         ),
     }
+}
+
+/// A routing record as a line for a person, or `None` for bookkeeping (handoff delivery,
+/// projection changes).
+fn routing_line(record: &serde_json::Value, responsible: Option<&str>) -> Option<String> {
+    let field = |k: &str| record[k].as_str().unwrap_or("").to_string();
+    let what = match record["type"].as_str()? {
+        "control_set" => format!(
+            "control {}",
+            match record["control"]["mode"].as_str() {
+                Some("manual") => format!(
+                    "manual ({})",
+                    record["control"]["profile"].as_str().unwrap_or("?")
+                ),
+                Some(m) => m.to_string(),
+                None => "?".into(),
+            }
+        ),
+        "unit_opened" => format!("unit {} opened: {}", field("unit"), field("outcome")),
+        "assigned" => format!("assignment {} to the Executor", field("assignment")),
+        "replaced" => format!(
+            "assignment {} replaces {}: {}",
+            field("assignment"),
+            field("old"),
+            field("reason")
+        ),
+        "execution_started" => format!(
+            "execution {} of {}",
+            field("execution"),
+            field("assignment")
+        ),
+        "execution_ended" => format!("execution {} {}", field("execution"), field("how")),
+        "report_saved" => format!(
+            "report of {} (revision {}, {})",
+            field("assignment"),
+            record["report"]["revision"],
+            record["report"]["outcome"].as_str().unwrap_or("?")
+        ),
+        "unit_closed" => format!("unit {} closed {}", field("unit"), field("disposition")),
+        "act_bounded_opened" => "act_bounded scope opened".into(),
+        "handoff_blocked" => format!("handoff {} blocked: {}", field("handoff"), field("reason")),
+        _ => return None,
+    };
+    Some(match responsible {
+        Some(r) => format!("routing: {what} — {r} responsible"),
+        None => format!("routing: {what}"),
+    })
 }
 
 #[cfg(test)]

@@ -85,6 +85,14 @@ pub enum AgentEvent {
     },
     #[serde(rename = "turn.failed")]
     TurnFailed { turn: u32, error: ErrorInfo },
+    /// A routed session's host recorded a change of its routing state (a journal record:
+    /// `op`, `step`, `type` and the event's fields), with the participant responsible after it.
+    #[serde(rename = "routing.recorded")]
+    RoutingRecorded {
+        record: serde_json::Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        responsible: Option<String>,
+    },
     #[serde(rename = "session.completed")]
     SessionCompleted {
         outcome: Outcome,

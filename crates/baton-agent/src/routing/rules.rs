@@ -95,34 +95,29 @@ fn refuse(rule: &'static str, message: impl Into<String>) -> Refusal {
     }
 }
 
-/// The events that record `op` by `who`, or the rule it breaks. `known` says whether a `ctx:`
-/// reference names evidence the session holds.
-pub fn decide(
+/// Whether `who` may call a tool of `owner` (`None`: an environment tool) named `name` now: only
+/// under automatic control, only its own participant's tools, only while it is responsible.
+pub fn caller(
     state: &RoutingState,
     who: Profile,
-    op: &Op,
-    known: &dyn Fn(&str) -> bool,
-) -> Result<Vec<Event>, Refusal> {
+    owner: Option<Profile>,
+    name: &str,
+) -> Result<(), Refusal> {
     if state.control != Control::Automatic {
-        return match op {
-            Op::Environment { .. } => Ok(Vec::new()),
-            _ => Err(refuse(
-                "automatic-only",
-                format!(
-                    "{} works only under automatic control; control is {}",
-                    op.name(),
-                    state.control.describe()
-                ),
-            )),
-        };
+        return Err(refuse(
+            "automatic-only",
+            format!(
+                "{name} works only under automatic control; control is {}",
+                state.control.describe()
+            ),
+        ));
     }
-    if let Some(owner) = op.owner() {
+    if let Some(owner) = owner {
         if owner != who {
             return Err(refuse(
                 "participant",
                 format!(
-                    "{} is a tool of the {}, and this is the {}",
-                    op.name(),
+                    "{name} is a tool of the {}, and this is the {}",
                     owner.as_str(),
                     who.as_str()
                 ),
@@ -134,13 +129,29 @@ pub fn decide(
         return Err(refuse(
             "responsibility",
             format!(
-                "the {} is responsible now, not the {}: {} was not run",
+                "the {} is responsible now, not the {}: {name} was not run",
                 responsible.map_or("host", Profile::as_str),
-                who.as_str(),
-                op.name()
+                who.as_str()
             ),
         ));
     }
+    Ok(())
+}
+
+/// The events that record `op` by `who`, or the rule it breaks. `known` says whether a `ctx:`
+/// reference names evidence the session holds.
+pub fn decide(
+    state: &RoutingState,
+    who: Profile,
+    op: &Op,
+    known: &dyn Fn(&str) -> bool,
+) -> Result<Vec<Event>, Refusal> {
+    if let Op::Environment { .. } = op {
+        if state.control != Control::Automatic {
+            return Ok(Vec::new());
+        }
+    }
+    caller(state, who, op.owner(), &op.name())?;
     match op {
         Op::Environment { tool } => {
             if who == Profile::Coordinator && state.act_bounded.is_none() {

@@ -52,7 +52,7 @@ impl Control {
 }
 
 /// How the Coordinator closed a unit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Disposition {
     Accepted,
@@ -61,7 +61,7 @@ pub enum Disposition {
 }
 
 /// What a report says of the assignment's result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ReportOutcome {
     Completed,

@@ -1,0 +1,146 @@
+//! An agent session: what it runs with ([`AgentSpec`]), what it ends with ([`RunSummary`]) and its
+//! system prompt. The loop itself is `queue.rs`: a queue pair of submissions in and events out,
+//! with one seat for an ordinary session and two for a routed one.
+
+mod queue;
+
+pub use queue::{run, serve, Inbox, Submission};
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_model::retry::RetryPolicy;
+use baton_model::Provider;
+use baton_protocol::config::Price;
+use baton_protocol::role::RoleSpec;
+use baton_protocol::{EndReason, ErrorInfo, Outcome, Route, RouteUsage, Usage};
+
+use crate::tools::Tool;
+
+/// Default turn limit, the last turn reserved for the handoff report.
+pub const DEFAULT_MAX_TURNS: u32 = 50;
+/// Largest context file added to the system prompt.
+const CONTEXT_FILE_CAP: usize = 64 * 1024;
+
+/// The sections every handoff report has, in order.
+pub const HANDOFF_SECTIONS: [&str; 6] = [
+    "Status",
+    "Outcome",
+    "Evidence",
+    "Blocker",
+    "Risk",
+    "Suggested next action",
+];
+
+/// Everything one agent run needs.
+pub struct AgentSpec {
+    pub session_id: String,
+    pub role: RoleSpec,
+    pub route: Route,
+    pub provider: Arc<dyn Provider>,
+    pub retry: RetryPolicy,
+    pub max_turns: u32,
+    pub max_output_tokens: Option<u32>,
+    /// Workspace root: tools may only touch files under it.
+    pub root: PathBuf,
+    pub cwd: PathBuf,
+    pub bash_timeout: Duration,
+    /// What `bash` commands do not get of baton's environment.
+    pub env_filter: baton_tool::EnvFilter,
+    /// How `bash` commands are confined.
+    pub sandbox: baton_tool::SandboxPolicy,
+    /// The session's temp dir (`TMPDIR` of `bash` commands, writable in the sandbox).
+    pub tmp_dir: Option<PathBuf>,
+    /// File names looked up in `root` and added to the system prompt.
+    pub context_files: Vec<String>,
+    pub prices: BTreeMap<String, Price>,
+    /// Every tool the host has; the role's `tools` list picks which are offered.
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// Tools the host adds in a main session (delegation). The role's `tools` list picks which of
+    /// them are offered too: it is the only authority on what a session may call.
+    pub host_tools: Vec<Arc<dyn Tool>>,
+    /// Sections appended to the system prompt (the main-side delegation policy).
+    pub extra_instructions: Vec<String>,
+    /// How often running tool calls are reported again (`item.updated`) while they run.
+    pub heartbeat: Duration,
+    /// Where the session goes, in order, when its route fails in a way another route may not
+    /// ([`baton_model::ModelError::fails_over`]): the other usable routes of its model class.
+    /// Empty for a route given explicitly.
+    pub fallbacks: Vec<Fallback>,
+    /// A routed session: the Coordinator's and the Executor's routes and the journal. `None` for
+    /// an ordinary session, which runs on `route`.
+    pub routing: Option<crate::routing::RoutingSpec>,
+}
+
+pub use crate::turn::Fallback;
+
+/// Default interval of `item.updated` heartbeats for running tool calls.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(30);
+
+/// What a run ended with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    pub outcome: Outcome,
+    /// Why the run ended without a plain answer; `None` exactly when `outcome` is `Completed`.
+    pub reason: Option<EndReason>,
+    pub final_message: String,
+    pub turns: u32,
+    pub usage: Usage,
+    pub cost_usd: Option<f64>,
+    pub error: Option<ErrorInfo>,
+    /// Every route the session ran on, in order, with what each did: one, unless it failed over.
+    pub routes: Vec<RouteUsage>,
+}
+
+/// Builds the system prompt: role instructions, the environment, and project context files.
+pub fn system_prompt(spec: &AgentSpec, offered: &[String]) -> String {
+    let mut s = String::new();
+    s.push_str(spec.role.body.trim());
+    s.push_str("\n\n# Environment\n");
+    s.push_str(&format!(
+        "- Working directory: {}\n- Workspace root (files outside it cannot be touched): {}\n",
+        spec.cwd.display(),
+        spec.root.display()
+    ));
+    if offered.is_empty() {
+        s.push_str("- You have no tools in this session: answer from what you are given.\n");
+    } else {
+        s.push_str(&format!("- Tools available: {}\n", offered.join(", ")));
+    }
+    s.push_str(&format!(
+        "- You have at most {} model turns. If you run out, you will be asked for a handoff report.\n",
+        spec.max_turns
+    ));
+    for section in &spec.extra_instructions {
+        s.push('\n');
+        s.push_str(section.trim());
+        s.push('\n');
+    }
+    for name in &spec.context_files {
+        let path = spec.root.join(name);
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            let text = truncate(&text, CONTEXT_FILE_CAP);
+            s.push_str(&format!(
+                "\n# Project context from {name}\n\n{}\n",
+                text.trim()
+            ));
+        }
+    }
+    s
+}
+
+/// At most `cap` bytes of `text`, from its start, with the one omission marker.
+fn truncate(text: &str, cap: usize) -> String {
+    baton_text::truncate(text, cap, baton_text::Keep::Head).into_owned()
+}
+
+fn handoff_request(max_turns: u32) -> String {
+    format!(
+        "You have reached the turn limit ({max_turns} turns). Do not call any tools. Write a handoff report \
+         for whoever continues this work, with exactly these sections as headings: {}. Status is one of \
+         done, partial or blocked; Evidence lists what you ran or read that supports the outcome.",
+        HANDOFF_SECTIONS.join(", ")
+    )
+}

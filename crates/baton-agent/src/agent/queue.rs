@@ -1,0 +1,708 @@
+//! The session loop as a queue pair: submissions in ([`Submission`], through an [`Inbox`]),
+//! events out (`emit`). An ordinary session has one seat; a routed one (`spec.routing`) has two,
+//! the Coordinator's and the Executor's, each with its own routes, tools and view of the
+//! conversation (`routed.rs`). Between atomic tool calls the loop looks at the inbox: user input
+//! that arrives while a seat works is acted on at that safe point — added to the conversation
+//! after the current tool results, or, for a working Executor, stopping it with a partial report
+//! for the Coordinator.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use baton_model::retry::run_turn;
+use baton_model::routes::cost;
+use baton_model::{AssistantTurn, ModelRequest};
+use baton_protocol::{
+    AgentEvent, AssistantPart, EndReason, ErrorCode, ErrorInfo, ItemStatus, Message, Outcome,
+    RouteUsage, SandboxInfo, StopReason, ToolSpec, Usage, PROTOCOL_VERSION,
+};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{handoff_request, system_prompt, AgentSpec, Fallback, RunSummary};
+use crate::routing::state::{Control, Profile};
+use crate::session::SessionStore;
+use crate::tools::{Tool, ToolContext};
+use crate::turn::{
+    aim, cancelled_message, close_open_items, route_usage, run_tools, total_cost, ItemIds,
+    StreamingItems, Toolbox,
+};
+
+mod routed;
+
+/// What a session is asked to do, in the order it arrives.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Submission {
+    /// User input: a task, a follow-up, or words for the Coordinator while the Executor works.
+    Input(String),
+    /// `/profile coordinator|executor|auto`: the control of a routed session.
+    Control(Control),
+    /// `/resume`: continue the interrupted assignment of a routed session.
+    Resume,
+    /// Stop the current task at the next safe point.
+    Interrupt,
+}
+
+/// The receiving end of a session's submissions; the session ends when every sender is gone and
+/// nothing is left to do.
+pub struct Inbox {
+    rx: mpsc::UnboundedReceiver<Submission>,
+}
+
+impl Inbox {
+    pub fn channel() -> (mpsc::UnboundedSender<Submission>, Inbox) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (tx, Inbox { rx })
+    }
+}
+
+/// One participant's place in a session: its routes, prompt, tools and view of the conversation.
+pub(crate) struct Seat {
+    /// `None` in an ordinary session.
+    pub(crate) profile: Option<Profile>,
+    chain: Vec<Fallback>,
+    active: usize,
+    used: Vec<RouteUsage>,
+    system: String,
+    offered: Vec<Arc<dyn Tool>>,
+    specs: Vec<ToolSpec>,
+    pub(crate) messages: Vec<Message>,
+    pub(crate) last_text: String,
+}
+
+impl Seat {
+    /// A seat on `chain` (its route first) offering the role's tools plus `extra` specs (the
+    /// routing tools, run by the host) and, with `extra_section`, that section in its prompt.
+    pub(crate) fn new(
+        spec: &AgentSpec,
+        profile: Option<Profile>,
+        chain: Vec<Fallback>,
+        extra: Vec<ToolSpec>,
+        extra_section: Option<&str>,
+        messages: Vec<Message>,
+    ) -> Seat {
+        let offered: Vec<Arc<dyn Tool>> = spec
+            .tools
+            .iter()
+            .chain(spec.host_tools.iter())
+            .filter(|t| spec.role.meta.tools.iter().any(|n| n == t.name()))
+            .cloned()
+            .collect();
+        let mut names: Vec<String> = offered.iter().map(|t| t.name().to_string()).collect();
+        names.extend(extra.iter().map(|s| s.name.clone()));
+        let mut specs: Vec<ToolSpec> = offered.iter().map(|t| t.spec()).collect();
+        specs.extend(extra);
+        let mut system = system_prompt(spec, &names);
+        if let Some(section) = extra_section {
+            system.push('\n');
+            system.push_str(section.trim());
+            system.push('\n');
+        }
+        let used = chain
+            .first()
+            .map(|f| route_usage(&spec.prices, &f.route))
+            .into_iter()
+            .collect();
+        Seat {
+            profile,
+            chain,
+            active: 0,
+            used,
+            system,
+            offered,
+            specs,
+            messages,
+            last_text: String::new(),
+        }
+    }
+
+    fn tag(&self) -> Option<&'static str> {
+        self.profile.map(Profile::as_str)
+    }
+}
+
+/// How one drive of a seat ended.
+pub(crate) enum Drive {
+    /// The model stopped: a plain answer (`reason` `None`), or a limit, a refusal, an error or a
+    /// cancellation.
+    Ended {
+        reason: Option<EndReason>,
+        text: String,
+        error: Option<ErrorInfo>,
+    },
+    /// The Executor returned its report.
+    Returned,
+    /// New user input stopped the Executor after an atomic tool call.
+    Interrupted,
+}
+
+/// What the tool calls of a turn asked of the loop.
+#[derive(Default)]
+pub(crate) struct Flow {
+    /// The Executor's report went up: its drive ends.
+    pub(crate) returned: bool,
+    /// New user input stops the Executor.
+    pub(crate) interrupted: bool,
+    /// The user interrupted the task.
+    pub(crate) stopped: bool,
+}
+
+pub(crate) struct Session<'a> {
+    pub(crate) spec: &'a AgentSpec,
+    pub(crate) ctx: ToolContext,
+    pub(crate) ids: ItemIds,
+    usage: Usage,
+    turns: u32,
+    store: &'a mut Option<SessionStore>,
+    cancel: &'a CancellationToken,
+    pub(crate) emit: &'a mut (dyn FnMut(AgentEvent) + Send),
+    inbox: &'a mut Inbox,
+    /// Submissions that arrived while a task ran, acted on at a safe point or afterwards.
+    pub(crate) held: VecDeque<Submission>,
+    pub(crate) routed: Option<routed::Routed>,
+    /// The routes every seat ran on, for the summary.
+    finished_routes: Vec<RouteUsage>,
+}
+
+/// Runs an ordinary one-task session: `task` after `messages` (an earlier transcript, possibly
+/// empty), until the model answers, a limit, an error or cancellation.
+pub async fn run(
+    spec: &AgentSpec,
+    messages: Vec<Message>,
+    task: String,
+    resumed: bool,
+    store: &mut Option<SessionStore>,
+    cancel: &CancellationToken,
+    emit: &mut (dyn FnMut(AgentEvent) + Send),
+) -> RunSummary {
+    let (tx, mut inbox) = Inbox::channel();
+    let _ = tx.send(Submission::Input(task));
+    drop(tx);
+    let history = messages.into_iter().map(|m| (None, m)).collect();
+    serve(spec, history, resumed, store, cancel, &mut inbox, emit).await
+}
+
+/// Serves a session until its inbox is closed and empty (or it is cancelled): each submission
+/// in turn. `history` is an earlier transcript, each message with the seat it belongs to (`None`
+/// in an ordinary session). The summary is the last task's end with the whole session's turns,
+/// usage, cost and routes.
+pub async fn serve(
+    spec: &AgentSpec,
+    history: Vec<(Option<String>, Message)>,
+    resumed: bool,
+    store: &mut Option<SessionStore>,
+    cancel: &CancellationToken,
+    inbox: &mut Inbox,
+    emit: &mut (dyn FnMut(AgentEvent) + Send),
+) -> RunSummary {
+    let ctx = ToolContext {
+        root: spec.root.clone(),
+        cwd: spec.cwd.clone(),
+        bash_timeout: spec.bash_timeout,
+        cancel: cancel.clone(),
+        env_filter: spec.env_filter.clone(),
+        sandbox: spec.sandbox.clone(),
+        tmp_dir: spec.tmp_dir.clone(),
+    };
+    emit(AgentEvent::SessionStarted {
+        protocol_version: PROTOCOL_VERSION,
+        session_id: spec.session_id.clone(),
+        role: spec.role.meta.name.clone(),
+        model: spec.route.to_string(),
+        cwd: spec.cwd.display().to_string(),
+        resumed,
+        sandbox: Some(SandboxInfo {
+            mode: spec.sandbox.mode,
+            writable: spec
+                .sandbox
+                .writable(&spec.root, spec.tmp_dir.as_deref())
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+            network: !spec.sandbox.is_confined() || spec.sandbox.network,
+        }),
+    });
+    let mut s = Session {
+        spec,
+        ctx,
+        ids: ItemIds::default(),
+        usage: Usage::default(),
+        turns: 0,
+        store,
+        cancel,
+        emit,
+        inbox,
+        held: VecDeque::new(),
+        routed: None,
+        finished_routes: Vec::new(),
+    };
+    let mut main = None;
+    match &spec.routing {
+        Some(routing) => match routed::Routed::open(&mut s, routing, history) {
+            Ok(r) => s.routed = Some(r),
+            Err(e) => {
+                let error = ErrorInfo {
+                    code: ErrorCode::BadRequest,
+                    message: e,
+                };
+                return s.finish(Drive::Ended {
+                    reason: Some(EndReason::ModelError),
+                    text: error.message.clone(),
+                    error: Some(error),
+                });
+            }
+        },
+        None => {
+            let chain = std::iter::once(Fallback {
+                route: spec.route.clone(),
+                provider: spec.provider.clone(),
+                max_output_tokens: spec.max_output_tokens,
+            })
+            .chain(spec.fallbacks.iter().cloned())
+            .collect();
+            let messages = history.into_iter().map(|(_, m)| m).collect();
+            main = Some(Seat::new(spec, None, chain, Vec::new(), None, messages));
+        }
+    }
+    let mut last = Drive::Ended {
+        reason: None,
+        text: String::new(),
+        error: None,
+    };
+    loop {
+        let next = match s.held.pop_front() {
+            Some(sub) => Some(sub),
+            None => tokio::select! {
+                _ = s.cancel.cancelled() => None,
+                sub = s.inbox.rx.recv() => sub,
+            },
+        };
+        let Some(sub) = next else { break };
+        if s.cancel.is_cancelled() {
+            break;
+        }
+        match (sub, main.as_mut()) {
+            (Submission::Input(text), Some(seat)) => {
+                let m = Message::user(text);
+                s.push(seat, m);
+                last = s.drive(seat).await;
+            }
+            (Submission::Input(text), None) => last = routed::task(&mut s, text).await,
+            (Submission::Control(c), None) => routed::control(&mut s, c),
+            (Submission::Resume, None) => {
+                if let Some(d) = routed::resume(&mut s).await {
+                    last = d;
+                }
+            }
+            // An ordinary session has no control or assignments; nothing runs while idle.
+            (Submission::Control(_) | Submission::Resume | Submission::Interrupt, Some(_))
+            | (Submission::Interrupt, None) => {}
+        }
+        if s.cancel.is_cancelled() {
+            break;
+        }
+    }
+    if s.cancel.is_cancelled()
+        && !matches!(
+            &last,
+            Drive::Ended {
+                reason: Some(_),
+                ..
+            }
+        )
+    {
+        let text = match &last {
+            Drive::Ended { text, .. } => text.clone(),
+            Drive::Returned | Drive::Interrupted => String::new(),
+        };
+        last = Drive::Ended {
+            reason: Some(EndReason::Cancelled),
+            text: cancelled_message(&text),
+            error: None,
+        };
+    }
+    if let Some(seat) = main {
+        s.finished_routes.extend(seat.used);
+    }
+    if let Some(r) = s.routed.take() {
+        s.finished_routes.extend(r.into_routes());
+    }
+    s.finish(last)
+}
+
+impl Session<'_> {
+    /// The summary of a session that ended with `last`, and `session.completed`.
+    fn finish(&mut self, last: Drive) -> RunSummary {
+        let (reason, final_message, error) = match last {
+            Drive::Ended {
+                reason,
+                text,
+                error,
+            } => (reason, text, error),
+            Drive::Returned | Drive::Interrupted => (None, String::new(), None),
+        };
+        let routes = std::mem::take(&mut self.finished_routes);
+        let summary = RunSummary {
+            outcome: reason.map_or(Outcome::Completed, EndReason::outcome),
+            reason,
+            final_message,
+            turns: self.turns,
+            usage: self.usage,
+            cost_usd: total_cost(&routes),
+            error,
+            routes,
+        };
+        (self.emit)(AgentEvent::SessionCompleted {
+            outcome: summary.outcome,
+            reason: summary.reason,
+            final_message: summary.final_message.clone(),
+            turns: summary.turns,
+            usage: summary.usage,
+            cost_usd: summary.cost_usd,
+            error: summary.error.clone(),
+            // Only a session that ran on more than one route lists them.
+            routes: if summary.routes.len() > 1 {
+                summary.routes.clone()
+            } else {
+                Vec::new()
+            },
+        });
+        summary
+    }
+
+    /// Appends a message to `seat`'s view and to the transcript.
+    pub(crate) fn push(&mut self, seat: &mut Seat, mut m: Message) {
+        if let Some(r) = self.routed.as_mut() {
+            r.observe(seat, &mut m);
+        }
+        if let Some(s) = self.store.as_mut() {
+            if let Err(e) = s.append_to(seat.tag(), &m) {
+                tracing::warn!("could not append to the transcript: {e}");
+            }
+        }
+        seat.messages.push(m);
+    }
+
+    /// A submission that arrived while `seat` works, at a safe point between atomic tool calls:
+    /// `Some(why)` when the rest of the turn's calls must not run.
+    pub(crate) fn poll(&mut self, seat: Option<Profile>, flow: &mut Flow) -> Option<String> {
+        let mut inbox = &mut *self.inbox;
+        PollState {
+            inbox: &mut inbox,
+            held: &mut self.held,
+        }
+        .poll(seat, flow)
+    }
+
+    /// Model turns on `seat` until it stops calling tools, its turn limit, an error, cancellation,
+    /// or (the Executor) its return or an interruption.
+    pub(crate) async fn drive(&mut self, seat: &mut Seat) -> Drive {
+        let spec = self.spec;
+        let max_turns = spec.max_turns.max(1);
+        let mut turn_in_task: u32 = 0;
+        let mut nudges = 0;
+        loop {
+            if self.cancel.is_cancelled() {
+                return ended(
+                    Some(EndReason::Cancelled),
+                    cancelled_message(&seat.last_text),
+                );
+            }
+            turn_in_task += 1;
+            self.turns += 1;
+            let turn = self.turns;
+            // The last turn is the handoff report, whatever the limit: with a limit of 1 it is the
+            // only turn (the CLI refuses limits below 2, as such a session cannot do any work).
+            let handoff = turn_in_task == max_turns;
+            if handoff {
+                self.push(seat, Message::user(handoff_request(max_turns)));
+            }
+            (self.emit)(AgentEvent::TurnStarted { turn });
+            let assistant = match self.take_turn(seat, turn, handoff).await {
+                Ok(a) => a,
+                Err(end) => return end,
+            };
+            let text = assistant.text();
+            if !text.trim().is_empty() {
+                seat.last_text = text.clone();
+            }
+            let calls: Vec<(String, String, String)> = assistant
+                .tool_calls()
+                .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+                .collect();
+            // The handoff turn never runs tools: keep only its text so the transcript stays valid.
+            let parts = if handoff {
+                assistant
+                    .parts
+                    .iter()
+                    .filter(|p| !matches!(p, AssistantPart::ToolCall { .. }))
+                    .cloned()
+                    .collect()
+            } else {
+                assistant.parts.clone()
+            };
+            self.push(seat, Message::Assistant { parts });
+            if handoff {
+                return ended(Some(EndReason::TurnLimit), text);
+            }
+            match assistant.stop_reason {
+                StopReason::ToolUse if !calls.is_empty() => {}
+                StopReason::MaxTokens => return ended(Some(EndReason::MaxTokens), text),
+                StopReason::Refusal => return ended(Some(EndReason::Refused), text),
+                StopReason::EndTurn | StopReason::ToolUse | StopReason::Other => {
+                    // The Executor's work ends only through `return`: a plain answer is sent back.
+                    if routed::must_return(self, seat) && nudges < 2 {
+                        nudges += 1;
+                        let m = Message::user(routed::RETURN_NUDGE);
+                        self.push(seat, m);
+                        continue;
+                    }
+                    return ended(None, text);
+                }
+            }
+            let (results, flow) = self.run_calls(seat, &calls, turn).await;
+            for m in results {
+                self.push(seat, m);
+            }
+            if flow.returned {
+                return Drive::Returned;
+            }
+            if flow.interrupted {
+                return Drive::Interrupted;
+            }
+            if flow.stopped {
+                return ended(
+                    Some(EndReason::Cancelled),
+                    cancelled_message(&seat.last_text),
+                );
+            }
+            // User input that arrived meanwhile joins the conversation here, after the results.
+            if seat.profile != Some(Profile::Executor) {
+                let mut kept = VecDeque::new();
+                while let Some(sub) = self.held.pop_front() {
+                    match sub {
+                        Submission::Input(text) => {
+                            let m = routed::user_message(self, seat, text);
+                            self.push(seat, m);
+                        }
+                        other => kept.push_back(other),
+                    }
+                }
+                self.held = kept;
+            }
+        }
+    }
+
+    /// One model turn on `seat`'s route, failing over to the next route of its class when the
+    /// route fails in a way another may not; the turn's usage counted.
+    async fn take_turn(
+        &mut self,
+        seat: &mut Seat,
+        turn: u32,
+        handoff: bool,
+    ) -> Result<AssistantTurn, Drive> {
+        let spec = self.spec;
+        let mut request = ModelRequest {
+            model: seat.chain[seat.active].route.model.clone(),
+            system: seat.system.clone(),
+            messages: seat.messages.clone(),
+            tools: seat.specs.clone(),
+            thinking: seat.chain[seat.active].route.thinking,
+            max_output_tokens: seat.chain[seat.active].max_output_tokens,
+            tools_disabled: handoff,
+            cache_key: Some(match seat.tag() {
+                Some(t) => format!("{}-{t}", spec.session_id),
+                None => spec.session_id.clone(),
+            }),
+        };
+        // No tool of this turn has run yet: tools run only after a complete turn.
+        let (result, open_items) = loop {
+            let current = &seat.chain[seat.active];
+            aim(&mut request, current);
+            let (r, open) = {
+                let emit = &mut *self.emit;
+                let mut streaming = StreamingItems::new(&mut self.ids);
+                let mut on_progress =
+                    |p: baton_model::retry::TurnProgress<'_>| streaming.progress(turn, p, emit);
+                let r = run_turn(
+                    current.provider.as_ref(),
+                    &request,
+                    &spec.retry,
+                    self.cancel,
+                    &mut on_progress,
+                )
+                .await;
+                (r, streaming.open)
+            };
+            match (r, seat.chain.get(seat.active + 1)) {
+                (Err(e), Some(next)) if e.fails_over() => {
+                    close_open_items(open, ItemStatus::Failed, self.emit);
+                    let to = next.route.to_string();
+                    tracing::info!(from = %current.route, %to, %e, "failing over to the next route of the class");
+                    (self.emit)(AgentEvent::TurnRouteChanged {
+                        turn,
+                        from: current.route.to_string(),
+                        to: to.clone(),
+                        error: ErrorInfo {
+                            code: e.code().unwrap_or(ErrorCode::ProviderError),
+                            message: e.to_string(),
+                        },
+                    });
+                    // The transcript's route is the ordinary session's (a routed session's
+                    // seats find their routes again from the config).
+                    if let (Some(s), None) = (self.store.as_mut(), seat.profile) {
+                        if let Err(e) = s.route_changed(&to) {
+                            tracing::warn!(
+                                "could not record the route change in the transcript: {e}"
+                            );
+                        }
+                    }
+                    seat.used.push(route_usage(&spec.prices, &next.route));
+                    seat.active += 1;
+                }
+                (r, _) => break (r, open),
+            }
+        };
+        let assistant = match result {
+            Ok(t) => t,
+            Err(e) => {
+                close_open_items(open_items, ItemStatus::Failed, self.emit);
+                // Only a cancellation has no error code: it ends the session as `cancelled`.
+                let Some(code) = e.code() else {
+                    return Err(ended(
+                        Some(EndReason::Cancelled),
+                        cancelled_message(&seat.last_text),
+                    ));
+                };
+                let error = ErrorInfo {
+                    code,
+                    message: e.to_string(),
+                };
+                (self.emit)(AgentEvent::TurnFailed {
+                    turn,
+                    error: error.clone(),
+                });
+                return Err(Drive::Ended {
+                    reason: Some(EndReason::ModelError),
+                    text: e.to_string(),
+                    error: Some(error),
+                });
+            }
+        };
+        close_open_items(open_items, ItemStatus::Completed, self.emit);
+        self.usage.add(&assistant.usage);
+        // Each turn is priced at the route that ran it.
+        let turn_cost = cost(
+            &spec.prices,
+            &seat.chain[seat.active].route,
+            &assistant.usage,
+        );
+        if let Some(r) = seat.used.last_mut() {
+            r.turns += 1;
+            r.usage.add(&assistant.usage);
+            r.cost_usd = r.cost_usd.zip(turn_cost).map(|(a, b)| a + b);
+        }
+        (self.emit)(AgentEvent::TurnCompleted {
+            turn,
+            usage: assistant.usage,
+            cost_usd: turn_cost,
+        });
+        Ok(assistant)
+    }
+
+    /// Runs a turn's tool calls in order. An ordinary seat runs them as the agent always has; a
+    /// routed seat's routing tools go to the host and its environment tools are checked against
+    /// the routing rules first (`routed.rs`).
+    async fn run_calls(
+        &mut self,
+        seat: &mut Seat,
+        calls: &[(String, String, String)],
+        turn: u32,
+    ) -> (Vec<Message>, Flow) {
+        if self.routed.is_some() {
+            return routed::run_calls(self, seat, calls, turn).await;
+        }
+        let mut flow = Flow::default();
+        let results = self.run_environment(seat, calls, &mut flow).await;
+        (results, flow)
+    }
+
+    /// Runs environment tool calls of `seat` (all allowed), checking the inbox between atomic
+    /// calls.
+    pub(crate) async fn run_environment(
+        &mut self,
+        seat: &Seat,
+        calls: &[(String, String, String)],
+        flow: &mut Flow,
+    ) -> Vec<Message> {
+        let profile = seat.profile;
+        let spec = self.spec;
+        // The inbox is looked at through a raw split of `self`: the tool runner borrows the ids
+        // and the event sink, the stop check the inbox and the held queue.
+        let Session {
+            ids,
+            emit,
+            inbox,
+            held,
+            ctx,
+            ..
+        } = self;
+        let mut poll = |flow: &mut Flow| {
+            let mut probe = PollState { inbox, held };
+            probe.poll(profile, flow)
+        };
+        let mut stop = || poll(flow);
+        let toolbox = Toolbox {
+            heartbeat: spec.heartbeat,
+            offered: &seat.offered,
+            role: &spec.role.meta.name,
+            ctx,
+        };
+        run_tools(toolbox, calls, ids, &mut **emit, &mut stop).await
+    }
+}
+
+/// The inbox and held queue, borrowed apart from the rest of the session: user input is held
+/// for later, and stops a working Executor; an interrupt stops the Executor or the task.
+struct PollState<'a, 'b> {
+    inbox: &'a mut &'b mut Inbox,
+    held: &'a mut VecDeque<Submission>,
+}
+
+impl PollState<'_, '_> {
+    fn poll(&mut self, seat: Option<Profile>, flow: &mut Flow) -> Option<String> {
+        while let Ok(sub) = self.inbox.rx.try_recv() {
+            match sub {
+                Submission::Input(text) => {
+                    self.held.push_back(Submission::Input(text));
+                    if seat == Some(Profile::Executor) {
+                        flow.interrupted = true;
+                    }
+                }
+                Submission::Interrupt => {
+                    if seat == Some(Profile::Executor) {
+                        flow.interrupted = true;
+                    } else {
+                        flow.stopped = true;
+                    }
+                }
+                other => self.held.push_back(other),
+            }
+        }
+        if flow.interrupted {
+            Some("new user input stopped the Executor; its work goes to the Coordinator".into())
+        } else if flow.stopped {
+            Some("the user interrupted the task".into())
+        } else {
+            None
+        }
+    }
+}
+
+fn ended(reason: Option<EndReason>, text: String) -> Drive {
+    Drive::Ended {
+        reason,
+        text,
+        error: None,
+    }
+}

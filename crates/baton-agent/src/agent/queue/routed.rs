@@ -1,0 +1,787 @@
+//! The routed side of the session loop: the two seats, the journal, the evidence table, and
+//! what the host does with each routing tool call. The rules themselves are `routing::rules`;
+//! this module records what they allow (journal first, then effects) and runs the Executor when
+//! the Coordinator assigns work.
+//!
+//! The Coordinator's `delegate assign` is a call that lasts the whole execution: the host runs
+//! the Executor on its own route and view, and the call's result is the Executor's report with
+//! the evidence it selected. So the Coordinator's requests only ever grow by new items at their
+//! end (its provider's prompt cache keeps hitting), and it never sees the Executor's turns.
+
+use baton_protocol::{AgentEvent, AssistantPart, EndReason, ItemStatus, Message};
+use serde_json::Value;
+
+use super::{Drive, Flow, Seat, Session};
+use crate::routing::journal::Journal;
+use crate::routing::rules::{self, Op};
+use crate::routing::state::{Control, Event, ExecutionEnd, Profile};
+use crate::routing::tools::{self as rtools, Call};
+use crate::routing::view::{self, EvidenceTable};
+use crate::routing::RoutingSpec;
+use crate::tools::{tool_path_hint, ToolOutput};
+use crate::turn::{error_output, tool_item};
+
+/// What the Executor is told when it ends a turn with a plain answer.
+pub(crate) const RETURN_NUDGE: &str = "<host>Your work on this assignment ends only through the `return` tool (operation `submit`, with your report, its outcome and limitations); a plain answer reaches nobody. Continue, or submit your report now.</host>";
+
+/// The Coordinator's and the Executor's sections of the system prompt.
+const COORDINATOR_SECTION: &str = "# Cognitive routing: you are the Coordinator
+
+This session has two participants. You understand the user's goal, decide the approach, hand work to the Executor (a cheaper model with the environment tools) and assess what it returns. Only one of you works at a time.
+
+- Hand work over with `delegate` (`assign`): write a contract that carries your conclusions — the question or result and why it matters, what is established, the approach, constraints and freedoms, and the evidence you need to judge the result. The call returns the Executor's report and the evidence it selected.
+- Judge the report against the evidence, then assign the next step, correct the direction (`replace` only an outstanding assignment nobody is executing), or `unit` `close` the outcome (accepted, cancelled or deferred) with your assessment, and answer the user.
+- You do not read, search, run or edit yourself. Only when judgment and action cannot be separated, open `act_bounded` with its scope and stop condition first; it ends at your next delegation.
+- The <runtime-state> blocks come from the host: they describe the routing state, they are not the user's words.";
+
+const EXECUTOR_SECTION: &str = "# Cognitive routing: you are the Executor
+
+A Coordinator assigns you work through contracts. Follow the contract's direction; choose the mechanics yourself; challenge a premise the evidence contradicts. Verify before you claim a result.
+
+- Each tool result carries a reference line `[ref ctx:…]`. Before you return, select with `project` (`add`) the tool results and messages the Coordinator needs to judge your result: the actual diff, the decisive test output, a contrary finding. Select the smallest sufficient set; do not paste outputs into the report instead.
+- End your work only with `return` (`submit`): the result, evidence and limits, corrected assumptions, partial effects, and why you return (outcome completed, partial or blocked). You never answer the user directly.
+- If the transfer of your report is blocked, correct the selection and use `return` with operation `retry`.";
+
+/// The routed state of a session.
+pub(crate) struct Routed {
+    journal: Journal,
+    coordinator: Option<Seat>,
+    executor: Option<Seat>,
+    evidence: EvidenceTable,
+    projection: bool,
+}
+
+impl Routed {
+    /// Opens the journal (a restart ends the execution the killed process left running, with a
+    /// host report), applies the control asked for at start, and rebuilds both seats and the
+    /// evidence table from the transcript.
+    pub(crate) fn open(
+        s: &mut Session<'_>,
+        spec: &RoutingSpec,
+        history: Vec<(Option<String>, Message)>,
+    ) -> Result<Routed, String> {
+        let journal = Journal::open(&spec.journal)
+            .map_err(|e| format!("routing journal {}: {e}", spec.journal.display()))?;
+        let mut seats: [Vec<Message>; 2] = [Vec::new(), Vec::new()];
+        for (tag, m) in history {
+            match tag.as_deref() {
+                Some("executor") => seats[1].push(m),
+                // An ordinary transcript continued as a routed one: the Coordinator's view.
+                _ => seats[0].push(m),
+            }
+        }
+        let [coordinator, executor] = seats;
+        let mut r = Routed {
+            journal,
+            coordinator: None,
+            executor: None,
+            evidence: EvidenceTable::default(),
+            projection: spec.projection,
+        };
+        r.rebuild_evidence(&executor);
+        let last_words = executor
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                Message::Assistant { parts } => {
+                    let t: String = parts
+                        .iter()
+                        .filter_map(|p| match p {
+                            AssistantPart::Text { text } => Some(text.as_str()),
+                            _ => None,
+                        })
+                        .collect();
+                    (!t.trim().is_empty()).then_some(t)
+                }
+                _ => None,
+            })
+            .unwrap_or_default();
+        let before = r.journal.state().clone();
+        if let Err(e) = r.journal.recover(&last_words) {
+            return Err(format!("routing journal: recovery failed: {e}"));
+        }
+        let control = match (spec.start, before.control) {
+            (Some(c), _) => Some(c),
+            // A new journal starts automatic; a restarted one keeps its control.
+            (None, Control::Inactive) if before.units.is_empty() => Some(Control::Automatic),
+            (None, _) => None,
+        };
+        if let Some(c) = control.filter(|c| *c != r.journal.state().control) {
+            let op = format!("start-{}", s.spec.session_id);
+            r.journal
+                .commit(&op, "start", vec![Event::ControlSet { control: c }])
+                .map_err(|e| format!("routing journal: {e}"))?;
+        }
+        // Tell the observer what the journal holds now (after a restart: the recovery).
+        for record in
+            Journal::read(r.journal.path()).map_err(|e| format!("routing journal: {e}"))?
+        {
+            if !before_has(&before, &record) {
+                emit_record(s, &r, &record);
+            }
+        }
+        r.coordinator = Some(Seat::new(
+            s.spec,
+            Some(Profile::Coordinator),
+            spec.coordinator.clone(),
+            rtools::specs(Profile::Coordinator),
+            Some(COORDINATOR_SECTION),
+            coordinator,
+        ));
+        r.executor = Some(Seat::new(
+            s.spec,
+            Some(Profile::Executor),
+            spec.executor.clone(),
+            rtools::specs(Profile::Executor),
+            Some(EXECUTOR_SECTION),
+            executor,
+        ));
+        Ok(r)
+    }
+
+    /// The routes both seats ran on, for the session's summary.
+    pub(crate) fn into_routes(self) -> Vec<baton_protocol::RouteUsage> {
+        self.coordinator
+            .into_iter()
+            .chain(self.executor)
+            .flat_map(|seat| seat.used)
+            .collect()
+    }
+
+    /// The evidence of the Executor's view as it was produced (a restart rebuilds it in order).
+    fn rebuild_evidence(&mut self, executor: &[Message]) {
+        let mut assignment = None;
+        for (i, m) in executor.iter().enumerate() {
+            match m {
+                Message::User { text } => {
+                    if let Some(a) = assignment_named(text) {
+                        assignment = Some(a);
+                    }
+                }
+                Message::Tool {
+                    call_id,
+                    tool,
+                    output,
+                    is_error,
+                } => {
+                    let args = call_args(&executor[..i], call_id);
+                    let body = view::strip_ref_line(output);
+                    self.add_tool_evidence(tool, &args, body, *is_error, assignment.clone());
+                }
+                Message::Assistant { parts } => {
+                    let text = assistant_text(parts);
+                    if !text.trim().is_empty() {
+                        self.evidence.add_message(&text, assignment.clone());
+                    }
+                }
+            }
+        }
+    }
+
+    fn add_tool_evidence(
+        &mut self,
+        tool: &str,
+        args: &Value,
+        body: &str,
+        is_error: bool,
+        assignment: Option<String>,
+    ) -> String {
+        let path = tool_path_hint(args);
+        let label = match &path {
+            Some(p) => format!("{tool} {p}"),
+            None => tool.to_string(),
+        };
+        let instructional =
+            tool == "read" && !is_error && path.as_deref().is_some_and(is_instructional);
+        self.evidence
+            .add_tool(label, body, assignment, instructional)
+    }
+
+    /// Book-keeping of a message about to join `seat`'s view: the Executor's tool results get
+    /// a reference (and a line naming it), its messages with text a reference too.
+    pub(crate) fn observe(&mut self, seat: &Seat, m: &mut Message) {
+        if seat.profile != Some(Profile::Executor) {
+            return;
+        }
+        let assignment = self.journal.state().outstanding().map(|a| a.id.clone());
+        match m {
+            Message::Tool {
+                call_id,
+                tool,
+                output,
+                is_error,
+            } => {
+                let args = call_args(&seat.messages, call_id);
+                let id = self.add_tool_evidence(tool, &args, output, *is_error, assignment);
+                if self.projection {
+                    output.push_str(&view::ref_line(&id));
+                }
+            }
+            Message::Assistant { parts } => {
+                let text = assistant_text(parts);
+                if !text.trim().is_empty() {
+                    self.evidence.add_message(&text, assignment);
+                }
+            }
+            Message::User { .. } => {}
+        }
+    }
+}
+
+fn before_has(
+    before: &crate::routing::state::RoutingState,
+    r: &crate::routing::state::Record,
+) -> bool {
+    let mut probe = before.clone();
+    matches!(probe.apply(r), Ok(false))
+}
+
+/// Whether a path is instructional material: a role or skill file.
+fn is_instructional(path: &str) -> bool {
+    path.contains(".baton/roles/") || path.contains(".baton/skills/") || path.ends_with("SKILL.md")
+}
+
+fn assistant_text(parts: &[AssistantPart]) -> String {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            AssistantPart::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The arguments of the call `call_id` in the last assistant message of `messages` that made it.
+fn call_args(messages: &[Message], call_id: &str) -> Value {
+    messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::Assistant { parts } => parts.iter().find_map(|p| match p {
+                AssistantPart::ToolCall { id, arguments, .. } if id == call_id => {
+                    Some(serde_json::from_str(arguments).unwrap_or(Value::Null))
+                }
+                _ => None,
+            }),
+            _ => None,
+        })
+        .unwrap_or(Value::Null)
+}
+
+/// The assignment a contract message names (`Assignment a3 from …` or `resumed assignment a3`).
+fn assignment_named(text: &str) -> Option<String> {
+    let i = text
+        .find("\n\nAssignment ")
+        .map(|i| i + 13)
+        .or_else(|| text.find("resumed assignment ").map(|i| i + 19))?;
+    let id: String = text[i..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect();
+    (!id.is_empty()).then_some(id)
+}
+
+fn emit_record(s: &mut Session<'_>, r: &Routed, record: &crate::routing::state::Record) {
+    (s.emit)(AgentEvent::RoutingRecorded {
+        record: serde_json::to_value(record).unwrap_or(Value::Null),
+        responsible: r
+            .journal
+            .state()
+            .responsible()
+            .map(|p| p.as_str().to_string()),
+    });
+}
+
+/// Commits `events` of operation `op` and tells the observer; an error is the message a tool
+/// result or the user gets (nothing was recorded, so nothing happened).
+fn commit(s: &mut Session<'_>, op: &str, step: &str, events: Vec<Event>) -> Result<(), String> {
+    let Some(r) = s.routed.as_mut() else {
+        return Err("this session is not routed".into());
+    };
+    let before = r.journal.state().clone();
+    r.journal.commit(op, step, events.clone()).map_err(|e| {
+        format!("the host could not record this in the routing journal ({e}); nothing changed")
+    })?;
+    let records: Vec<crate::routing::state::Record> = events
+        .into_iter()
+        .map(|event| crate::routing::state::Record {
+            op: op.to_string(),
+            step: step.to_string(),
+            event,
+        })
+        .filter(|rec| !before_has(&before, rec))
+        .collect();
+    if let Some(r) = s.routed.take() {
+        for rec in &records {
+            emit_record(s, &r, rec);
+        }
+        s.routed = Some(r);
+    }
+    Ok(())
+}
+
+fn state<'s>(s: &'s Session<'_>) -> Option<&'s crate::routing::state::RoutingState> {
+    s.routed.as_ref().map(|r| r.journal.state())
+}
+
+/// Whether `seat` is the Executor under automatic control, whose work ends only through
+/// `return`.
+pub(crate) fn must_return(s: &Session<'_>, seat: &Seat) -> bool {
+    seat.profile == Some(Profile::Executor)
+        && state(s).is_some_and(|st| st.control == Control::Automatic)
+}
+
+/// User input as it joins `seat`'s view: for the Coordinator under automatic control, after the
+/// host's Runtime State block.
+pub(crate) fn user_message(s: &Session<'_>, seat: &Seat, text: String) -> Message {
+    match state(s) {
+        Some(st)
+            if st.control == Control::Automatic && seat.profile == Some(Profile::Coordinator) =>
+        {
+            Message::user(format!(
+                "{}\n\n{text}",
+                view::runtime_state(st, Profile::Coordinator)
+            ))
+        }
+        _ => Message::user(text),
+    }
+}
+
+/// A user task: to the Coordinator under automatic control, to the held profile's seat under
+/// manual control (an ordinary session on that route), to the Coordinator's seat when inactive.
+pub(crate) async fn task(s: &mut Session<'_>, text: String) -> Drive {
+    let profile = match state(s).map(|st| st.control) {
+        Some(Control::Manual { profile }) => profile,
+        _ => Profile::Coordinator,
+    };
+    let Some(mut seat) = take_seat(s, profile) else {
+        return Drive::Ended {
+            reason: Some(EndReason::ModelError),
+            text: "the routed session lost its seat".into(),
+            error: None,
+        };
+    };
+    let m = user_message(s, &seat, text);
+    s.push(&mut seat, m);
+    let d = Box::pin(s.drive(&mut seat)).await;
+    put_seat(s, seat);
+    d
+}
+
+fn take_seat(s: &mut Session<'_>, p: Profile) -> Option<Seat> {
+    let r = s.routed.as_mut()?;
+    match p {
+        Profile::Coordinator => r.coordinator.take(),
+        Profile::Executor => r.executor.take(),
+    }
+}
+
+fn put_seat(s: &mut Session<'_>, seat: Seat) {
+    if let Some(r) = s.routed.as_mut() {
+        match seat.profile {
+            Some(Profile::Executor) => r.executor = Some(seat),
+            _ => r.coordinator = Some(seat),
+        }
+    }
+}
+
+/// `/profile`: records the new control (a manual hold lasts until the user changes it).
+pub(crate) fn control(s: &mut Session<'_>, c: Control) {
+    let n = state(s).map_or(0, |st| st.units.len() + st.assignments.len());
+    let op = format!("control-{}-{n}-{}", s.ids.next(), c.describe());
+    if let Err(e) = commit(s, &op, "control", vec![Event::ControlSet { control: c }]) {
+        tracing::warn!("{e}");
+    }
+}
+
+/// `/resume`: a new execution of the interrupted assignment, whose report then goes to the
+/// Coordinator, who goes on. `None` when nothing is resumable.
+pub(crate) async fn resume(s: &mut Session<'_>) -> Option<Drive> {
+    let id = state(s)?.resumable()?.id.clone();
+    if state(s)?.control != Control::Automatic {
+        return None;
+    }
+    let op = format!("resume-{}-{}", id, s.ids.next());
+    execute(s, &id, true, &op).await;
+    let mut seat = take_seat(s, Profile::Coordinator)?;
+    let report = report_for(s, &id);
+    s.push(
+        &mut seat,
+        Message::user(format!("The user resumed assignment {id}.\n\n{report}")),
+    );
+    let d = Box::pin(s.drive(&mut seat)).await;
+    put_seat(s, seat);
+    Some(d)
+}
+
+fn report_for(s: &Session<'_>, id: &str) -> String {
+    match s.routed.as_ref() {
+        Some(r) => view::report_message(r.journal.state(), id, &r.evidence, r.projection),
+        None => String::new(),
+    }
+}
+
+/// Runs the Executor on assignment `id` (a new execution): the contract (or the resume note)
+/// joins its view, it works until it returns, is interrupted or stops; a stop without a report
+/// gets an honest partial report from the host.
+async fn execute(s: &mut Session<'_>, id: &str, resumed: bool, op: &str) {
+    let Some(events) = state(s).and_then(rules::start_execution) else {
+        return;
+    };
+    if commit(s, &format!("{op}:start"), "execution", events).is_err() {
+        return;
+    }
+    let Some(mut seat) = take_seat(s, Profile::Executor) else {
+        return;
+    };
+    let contract = state(s)
+        .map(|st| view::contract_message(st, id, resumed))
+        .unwrap_or_default();
+    s.push(&mut seat, Message::user(contract));
+    let d = Box::pin(s.drive(&mut seat)).await;
+    let last = seat.last_text.clone();
+    put_seat(s, seat);
+    let (how, text, gaps) = match d {
+        Drive::Returned => return,
+        Drive::Interrupted => (
+            ExecutionEnd::Interrupted,
+            last,
+            vec!["stopped by new user input before the Executor returned".to_string()],
+        ),
+        Drive::Ended { reason, text, .. } => (
+            ExecutionEnd::Failed,
+            if text.trim().is_empty() { last } else { text },
+            vec![format!(
+                "the execution ended without a report: {}",
+                reason.map_or("the Executor answered without returning".into(), |r| {
+                    format!("{r:?}").to_lowercase()
+                })
+            )],
+        ),
+    };
+    let mut events = Vec::new();
+    if let Some(r) = s.routed.as_ref() {
+        let st = r.journal.state();
+        let auto: Vec<String> = r
+            .evidence
+            .instructional(id)
+            .into_iter()
+            .filter(|e| !st.projection.contains(e))
+            .collect();
+        if !auto.is_empty() {
+            events.push(Event::ProjectionAdded { refs: auto });
+        }
+    }
+    let mut probe = state(s).cloned().unwrap_or_default();
+    for e in &events {
+        let _ = probe.apply(&crate::routing::state::Record {
+            op: String::new(),
+            step: String::new(),
+            event: e.clone(),
+        });
+    }
+    if let Some(more) = rules::host_return(&probe, how, &text, gaps) {
+        events.extend(more);
+    }
+    if let Err(e) = commit(s, &format!("{op}:end"), "execution", events) {
+        tracing::warn!("{e}");
+    }
+}
+
+/// Runs a routed seat's tool calls in order: routing tools by the host, environment tools after
+/// the routing rules allow them, the inbox looked at between atomic calls.
+pub(crate) async fn run_calls(
+    s: &mut Session<'_>,
+    seat: &mut Seat,
+    calls: &[(String, String, String)],
+    turn: u32,
+) -> (Vec<Message>, Flow) {
+    let mut flow = Flow::default();
+    let mut results = Vec::new();
+    let mut i = 0;
+    while i < calls.len() {
+        if i > 0 {
+            let stop = if flow.returned {
+                Some("the assignment returned; the rest of the turn was not run".to_string())
+            } else {
+                s.poll(seat.profile, &mut flow)
+            };
+            if let Some(why) = stop {
+                for call in &calls[i..] {
+                    results.push(refused(s, call, &format!("not run: {why}")));
+                }
+                break;
+            }
+        }
+        let (call_id, name, raw) = &calls[i];
+        if rtools::owner(name).is_some() {
+            let args: Value = serde_json::from_str(if raw.trim().is_empty() { "{}" } else { raw })
+                .unwrap_or(Value::Null);
+            let item_id = s.ids.next();
+            (s.emit)(AgentEvent::ItemStarted {
+                item: tool_item(
+                    &item_id,
+                    call_id,
+                    name,
+                    &args,
+                    &None,
+                    ItemStatus::InProgress,
+                    None,
+                ),
+            });
+            let out = routing_call(
+                s,
+                seat,
+                name,
+                &args,
+                &format!("{turn}:{call_id}"),
+                &mut flow,
+            )
+            .await;
+            results.push(finish_item(s, &item_id, &calls[i], &args, out));
+            i += 1;
+            continue;
+        }
+        // A run of environment calls: each checked, the allowed ones run together.
+        let mut j = i;
+        let mut allowed = Vec::new();
+        while j < calls.len() && rtools::owner(&calls[j].1).is_none() {
+            let who = seat.profile.unwrap_or(Profile::Coordinator);
+            let op = Op::Environment {
+                tool: calls[j].1.clone(),
+            };
+            let verdict = state(s)
+                .map(|st| rules::decide(st, who, &op, &|_| false))
+                .unwrap_or(Ok(Vec::new()));
+            match verdict {
+                Ok(_) => allowed.push(calls[j].clone()),
+                Err(refusal) => {
+                    if !allowed.is_empty() {
+                        let ran = s.run_environment(seat, &allowed, &mut flow).await;
+                        results.extend(ran);
+                        allowed.clear();
+                    }
+                    results.push(refused(s, &calls[j], &refusal.to_string()));
+                }
+            }
+            j += 1;
+        }
+        if !allowed.is_empty() {
+            let ran = s.run_environment(seat, &allowed, &mut flow).await;
+            results.extend(ran);
+        }
+        if flow.interrupted || flow.stopped {
+            // The runner already answered the calls it did not start.
+            return (results, flow);
+        }
+        i = j;
+    }
+    (results, flow)
+}
+
+/// A call answered without running: its item and its error result.
+fn refused(s: &mut Session<'_>, call: &(String, String, String), message: &str) -> Message {
+    let (call_id, name, raw) = call;
+    let args: Value = serde_json::from_str(raw).unwrap_or(Value::String(raw.clone()));
+    let out = error_output(message.to_string());
+    let item_id = s.ids.next();
+    let path = tool_path_hint(&args);
+    (s.emit)(AgentEvent::ItemStarted {
+        item: tool_item(
+            &item_id,
+            call_id,
+            name,
+            &args,
+            &path,
+            ItemStatus::InProgress,
+            None,
+        ),
+    });
+    (s.emit)(AgentEvent::ItemCompleted {
+        item: tool_item(
+            &item_id,
+            call_id,
+            name,
+            &args,
+            &path,
+            ItemStatus::Declined,
+            Some(&out),
+        ),
+    });
+    Message::Tool {
+        call_id: call_id.clone(),
+        tool: name.clone(),
+        output: out.output,
+        is_error: true,
+    }
+}
+
+/// The item and result of a routing call the host ran.
+fn finish_item(
+    s: &mut Session<'_>,
+    item_id: &str,
+    call: &(String, String, String),
+    args: &Value,
+    out: ToolOutput,
+) -> Message {
+    let (call_id, name, _) = call;
+    let status = if out.is_error {
+        ItemStatus::Failed
+    } else {
+        ItemStatus::Completed
+    };
+    (s.emit)(AgentEvent::ItemCompleted {
+        item: tool_item(item_id, call_id, name, args, &None, status, Some(&out)),
+    });
+    Message::Tool {
+        call_id: call_id.clone(),
+        tool: name.clone(),
+        output: out.output,
+        is_error: out.is_error,
+    }
+}
+
+fn ok(text: String) -> ToolOutput {
+    ToolOutput {
+        output: text,
+        is_error: false,
+        exit_code: None,
+        path: None,
+    }
+}
+
+/// One routing tool call of `seat`: parsed, checked by the rules, recorded, then carried out.
+async fn routing_call(
+    s: &mut Session<'_>,
+    seat: &Seat,
+    name: &str,
+    args: &Value,
+    op: &str,
+    flow: &mut Flow,
+) -> ToolOutput {
+    let who = seat.profile.unwrap_or(Profile::Coordinator);
+    let call = match rtools::parse(name, args) {
+        Ok(c) => c,
+        Err(e) => return error_output(e),
+    };
+    let Some(st) = state(s) else {
+        return error_output("this session is not routed".into());
+    };
+    match call {
+        Call::InspectUnits {
+            view: v,
+            reference,
+            cursor,
+            limit,
+        } => {
+            if let Err(r) = rules::caller(st, who, Some(Profile::Coordinator), "unit inspect") {
+                return error_output(r.to_string());
+            }
+            match view::inspect_units(st, &v, reference.as_deref(), cursor, limit) {
+                Ok(t) => ok(t),
+                Err(e) => error_output(format!("`unit`: {e}")),
+            }
+        }
+        Call::InspectProjection { scope } => {
+            if let Err(r) = rules::caller(st, who, Some(Profile::Executor), "project inspect") {
+                return error_output(r.to_string());
+            }
+            let Some(r) = s.routed.as_ref() else {
+                return error_output("this session is not routed".into());
+            };
+            let assignment = st.outstanding().map(|a| a.id.clone());
+            match r
+                .evidence
+                .inspect(&scope, &st.projection, assignment.as_deref())
+            {
+                Ok(t) => ok(t),
+                Err(e) => error_output(format!("`project`: {e}")),
+            }
+        }
+        Call::Op(operation) => {
+            let known = |id: &str| s.routed.as_ref().is_some_and(|r| r.evidence.known(id));
+            let events = match rules::decide(st, who, &operation, &known) {
+                Ok(e) => e,
+                Err(r) => return error_output(r.to_string()),
+            };
+            // Instructional reads go up with every report without being asked for.
+            let mut events = events;
+            if let (Op::Submit { .. }, Some(r), Some(a)) =
+                (&operation, s.routed.as_ref(), st.outstanding())
+            {
+                let auto: Vec<String> = r
+                    .evidence
+                    .instructional(&a.id)
+                    .into_iter()
+                    .filter(|e| !st.projection.contains(e))
+                    .collect();
+                if !auto.is_empty() {
+                    let mut probe = st.clone();
+                    let add = Event::ProjectionAdded { refs: auto };
+                    let _ = probe.apply(&crate::routing::state::Record {
+                        op: String::new(),
+                        step: String::new(),
+                        event: add.clone(),
+                    });
+                    events = match rules::decide(&probe, who, &operation, &known) {
+                        Ok(e) => std::iter::once(add).chain(e).collect(),
+                        Err(r) => return error_output(r.to_string()),
+                    };
+                }
+            }
+            if let Err(e) = commit(s, op, &format!("turn-{op}"), events) {
+                return error_output(e);
+            }
+            let Some(st) = state(s) else {
+                return error_output("this session is not routed".into());
+            };
+            match operation {
+                Op::Assign { .. } | Op::Replace { .. } => {
+                    let Some(id) = st.outstanding().map(|a| a.id.clone()) else {
+                        return error_output("the assignment was not recorded".into());
+                    };
+                    execute(s, &id, false, op).await;
+                    ok(report_for(s, &id))
+                }
+                Op::Assess => {
+                    let id = st
+                        .open_unit()
+                        .and_then(|u| u.assignments.last().cloned())
+                        .unwrap_or_default();
+                    ok(report_for(s, &id))
+                }
+                Op::Close { .. } => ok(format!(
+                    "{}\n\nThe unit is closed. Answer the user, or assign the next outcome.",
+                    view::runtime_state(st, Profile::Coordinator)
+                )),
+                Op::OpenActBounded(_) => ok("act_bounded scope open: you may use environment tools within it until its stop condition or your next delegation.".into()),
+                Op::Submit { .. } | Op::Retry => {
+                    let blocked = st.outstanding().and_then(|a| {
+                        st.last_handoff(&a.id, crate::routing::state::HandoffKind::Report)
+                    });
+                    match blocked {
+                        Some(h) if h.state == crate::routing::state::HandoffState::Blocked => {
+                            error_output(format!(
+                                "your report was saved but its transfer is blocked: {}",
+                                h.reason.as_deref().unwrap_or("no reason recorded")
+                            ))
+                        }
+                        _ => {
+                            flow.returned = true;
+                            ok("Report saved and delivered to the Coordinator. Your work on this assignment has ended.".into())
+                        }
+                    }
+                }
+                Op::ProjectAdd { .. } | Op::ProjectRemove { .. } => ok(format!(
+                    "selected for the Coordinator: {}",
+                    if st.projection.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        st.projection.join(", ")
+                    }
+                )),
+                Op::Environment { .. } => ok(String::new()),
+            }
+        }
+    }
+}

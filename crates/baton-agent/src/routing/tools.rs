@@ -1,0 +1,313 @@
+//! The participants' routing tools as the model sees them — the Coordinator's `delegate`, `unit`
+//! and `act_bounded`, the Executor's `return` and `project` — and their arguments parsed into an
+//! operation (`rules::Op`) or a read (`Read`). Schemas are derived from the argument structs.
+
+use baton_protocol::ToolSpec;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::rules::Op;
+use super::state::{ActBounded, Disposition, Profile, ReportOutcome};
+
+/// The routing tools of each participant, by name.
+pub const COORDINATOR_TOOLS: [&str; 3] = ["delegate", "unit", "act_bounded"];
+pub const EXECUTOR_TOOLS: [&str; 2] = ["return", "project"];
+
+/// Whose routing tool `name` is, if it is one.
+pub fn owner(name: &str) -> Option<Profile> {
+    if COORDINATOR_TOOLS.contains(&name) {
+        Some(Profile::Coordinator)
+    } else if EXECUTOR_TOOLS.contains(&name) {
+        Some(Profile::Executor)
+    } else {
+        None
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct DelegateArgs {
+    /// `assign` saves a new assignment for the Executor and hands control to it; `replace`
+    /// supersedes the outstanding assignment (only while no execution of it runs and its unit's
+    /// outcome still holds).
+    operation: DelegateOperation,
+    /// The contract: the question or result and why it matters, the established facts and the
+    /// approach, constraints and freedoms, the evidence needed for assessment, and when to return.
+    contract: String,
+    /// `replace` only: why the outstanding assignment is replaced, and what stays covered.
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum DelegateOperation {
+    Assign,
+    Replace,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct UnitArgs {
+    /// `inspect` reads the routing record; `assess` restores the latest report and its evidence
+    /// for assessment; `close` ends the open unit with a disposition (refused while an assignment
+    /// is outstanding).
+    operation: UnitOperation,
+    /// inspect: `current` (the open unit), `history` (every unit) or `detail` (of `ref`).
+    #[serde(default)]
+    view: Option<String>,
+    /// inspect detail: a unit id (u1) or an assignment id (a1).
+    #[serde(default, rename = "ref")]
+    reference: Option<String>,
+    /// inspect history: where to continue (from a previous answer).
+    #[serde(default)]
+    cursor: Option<usize>,
+    /// inspect history: how many units, 1 to 100 (default 20).
+    #[serde(default)]
+    limit: Option<usize>,
+    /// close: accepted, cancelled or deferred.
+    #[serde(default)]
+    outcome: Option<Disposition>,
+    /// close: the assessment the disposition rests on.
+    #[serde(default)]
+    assessment: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum UnitOperation {
+    Inspect,
+    Assess,
+    Close,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ActBoundedArgs {
+    /// What exactly you will read, run or change yourself.
+    scope: String,
+    /// The result you expect.
+    expected_result: String,
+    /// The authority you already have for it (the user's request, an accepted decision).
+    authority: String,
+    /// When you stop.
+    stop_condition: String,
+    /// Why judgment and action cannot be separated here.
+    inseparable: String,
+    /// What delegating it would lose.
+    delegation_loss: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReturnArgs {
+    /// `submit` saves a report (a new revision) and hands it to the Coordinator; `retry` resends
+    /// the unchanged saved report after a blocked transfer (no other field).
+    operation: ReturnOperation,
+    /// submit: the result, the evidence and its limits, corrected assumptions, partial effects,
+    /// and why you return.
+    #[serde(default)]
+    report: Option<String>,
+    /// submit: completed, partial or blocked.
+    #[serde(default)]
+    outcome: Option<ReportOutcome>,
+    /// submit: what the report does not establish (at most 32).
+    #[serde(default)]
+    limitations: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum ReturnOperation {
+    Submit,
+    Retry,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ProjectArgs {
+    /// `inspect` lists references (metadata, never bodies); `add` selects evidence for the
+    /// Coordinator; `remove` withdraws selected evidence, with a reason.
+    operation: ProjectOperation,
+    /// inspect: selected, assignment, active (not selected) or history.
+    #[serde(default)]
+    scope: Option<String>,
+    /// add / remove: `ctx:` references (at most 64 per call), as shown under tool results.
+    #[serde(default)]
+    refs: Option<Vec<String>>,
+    /// remove: why.
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum ProjectOperation {
+    Inspect,
+    Add,
+    Remove,
+}
+
+/// A routing tool call: an operation that records events, or a read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Call {
+    Op(Op),
+    InspectUnits {
+        view: String,
+        reference: Option<String>,
+        cursor: usize,
+        limit: usize,
+    },
+    InspectProjection {
+        scope: String,
+    },
+}
+
+fn spec<T: JsonSchema>(name: &str, description: &str) -> ToolSpec {
+    let schema = schemars::schema_for!(T);
+    let mut parameters = serde_json::to_value(schema).unwrap_or(Value::Null);
+    if let Value::Object(o) = &mut parameters {
+        o.remove("$schema");
+        o.remove("title");
+    }
+    ToolSpec {
+        name: name.to_string(),
+        description: description.to_string(),
+        parameters,
+    }
+}
+
+/// The routing tools offered to `profile`.
+pub fn specs(profile: Profile) -> Vec<ToolSpec> {
+    match profile {
+        Profile::Coordinator => vec![
+            spec::<DelegateArgs>(
+                "delegate",
+                "Hand work to the Executor: `assign` a contract (the host runs the Executor and answers with its report and the evidence it selected), or `replace` the outstanding assignment with a corrected contract and a reason.",
+            ),
+            spec::<UnitArgs>(
+                "unit",
+                "The unit of work under your judgment: `inspect` the routing record, `assess` the latest report again, or `close` the unit as accepted, cancelled or deferred with your assessment.",
+            ),
+            spec::<ActBoundedArgs>(
+                "act_bounded",
+                "Open a bounded scope in which you may use environment tools yourself, only when judgment and action cannot be separated and delegating would lose something concrete. It ends at its stop condition or your next delegation.",
+            ),
+        ],
+        Profile::Executor => vec![
+            spec::<ReturnArgs>(
+                "return",
+                "End your work on the assignment: `submit` your report (outcome completed, partial or blocked, with limitations), or `retry` the unchanged saved report after a blocked transfer.",
+            ),
+            spec::<ProjectArgs>(
+                "project",
+                "Choose the evidence the Coordinator sees with your report: `inspect` references, `add` the tool results and messages it needs (`ctx:` references), `remove` one with a reason.",
+            ),
+        ],
+    }
+}
+
+/// A routing tool's arguments as a call, or a message naming the bad field.
+pub fn parse(name: &str, args: &Value) -> Result<Call, String> {
+    fn de<T: serde::de::DeserializeOwned>(name: &str, args: &Value) -> Result<T, String> {
+        serde_path_to_error::deserialize::<_, T>(args.clone()).map_err(|e| {
+            let path = e.path().to_string();
+            if path == "." {
+                format!("`{name}`: {}", e.inner())
+            } else {
+                format!("`{name}`: bad argument `{path}`: {}", e.inner())
+            }
+        })
+    }
+    let need = |field: &str, v: Option<String>| {
+        v.ok_or_else(|| format!("`{name}`: `{field}` is required for this operation"))
+    };
+    Ok(match name {
+        "delegate" => {
+            let a: DelegateArgs = de(name, args)?;
+            match a.operation {
+                DelegateOperation::Assign => Call::Op(Op::Assign {
+                    contract: a.contract,
+                }),
+                DelegateOperation::Replace => Call::Op(Op::Replace {
+                    contract: a.contract,
+                    reason: need("reason", a.reason)?,
+                }),
+            }
+        }
+        "unit" => {
+            let a: UnitArgs = de(name, args)?;
+            match a.operation {
+                UnitOperation::Inspect => {
+                    let limit = a.limit.unwrap_or(20);
+                    if !(1..=100).contains(&limit) {
+                        return Err(format!(
+                            "`unit`: bad argument `limit`: {limit}: give 1 to 100"
+                        ));
+                    }
+                    Call::InspectUnits {
+                        view: a.view.unwrap_or_else(|| "current".into()),
+                        reference: a.reference,
+                        cursor: a.cursor.unwrap_or(0),
+                        limit,
+                    }
+                }
+                UnitOperation::Assess => Call::Op(Op::Assess),
+                UnitOperation::Close => Call::Op(Op::Close {
+                    disposition: a.outcome.ok_or_else(|| {
+                        "`unit`: `outcome` is required to close: accepted, cancelled or deferred"
+                            .to_string()
+                    })?,
+                    assessment: need("assessment", a.assessment)?,
+                }),
+            }
+        }
+        "act_bounded" => {
+            let a: ActBoundedArgs = de(name, args)?;
+            Call::Op(Op::OpenActBounded(ActBounded {
+                scope: a.scope,
+                expected_result: a.expected_result,
+                authority: a.authority,
+                stop_condition: a.stop_condition,
+                inseparable: a.inseparable,
+                delegation_loss: a.delegation_loss,
+            }))
+        }
+        "return" => {
+            let a: ReturnArgs = de(name, args)?;
+            match a.operation {
+                ReturnOperation::Submit => Call::Op(Op::Submit {
+                    report: need("report", a.report)?,
+                    outcome: a.outcome.ok_or_else(|| {
+                        "`return`: `outcome` is required to submit: completed, partial or blocked"
+                            .to_string()
+                    })?,
+                    limitations: a.limitations.unwrap_or_default(),
+                }),
+                ReturnOperation::Retry => {
+                    if a.report.is_some() || a.outcome.is_some() || a.limitations.is_some() {
+                        return Err("`return`: `retry` takes no payload: it resends the saved report unchanged (use `submit` for a new revision)".into());
+                    }
+                    Call::Op(Op::Retry)
+                }
+            }
+        }
+        "project" => {
+            let a: ProjectArgs = de(name, args)?;
+            match a.operation {
+                ProjectOperation::Inspect => Call::InspectProjection {
+                    scope: a.scope.unwrap_or_else(|| "selected".into()),
+                },
+                ProjectOperation::Add => Call::Op(Op::ProjectAdd {
+                    refs: a.refs.unwrap_or_default(),
+                }),
+                ProjectOperation::Remove => Call::Op(Op::ProjectRemove {
+                    refs: a.refs.unwrap_or_default(),
+                    reason: need("reason", a.reason)?,
+                }),
+            }
+        }
+        other => return Err(format!("`{other}` is not a routing tool")),
+    })
+}
