@@ -105,7 +105,9 @@
 //!   `"tool_calls"` (played in that order), plus optional `"usage"`
 //!   (`input_tokens`, `cached_input_tokens`, `output_tokens`, each defaulted) and
 //!   `"delay_ms_per_chunk"`. Tool arguments may be a JSON object or a string of raw
-//!   JSON text (which may be deliberately broken); `id` may be omitted;
+//!   JSON text (which may be deliberately broken); `id` may be omitted; an optional
+//!   `namespace` is sent with the call in the Responses format only (Codex offers an MCP
+//!   server's tools as one namespace tool, `mcp__<server>`, and needs it on the call);
 //! * a fault object tagged by `"fault"`: `"status"` (`status`, `retry_after_secs` or
 //!   `retry_after`, `message`, or `body`: the whole body, a JSON value or a string), `"drop_mid_stream"` or `"drop"` (`after_events`,
 //!   optional `turn`), `"malformed_sse"` or `"malformed"` (optional `turn`),

@@ -45,6 +45,12 @@ pub enum Part {
             deserialize_with = "deserialize_arguments"
         )]
         arguments: String,
+        /// The namespace the tool belongs to, for clients that group tools in namespaces
+        /// (Codex offers an MCP server's tools as the namespace `mcp__<server>`). Only the
+        /// Responses format carries it (as the function call's `namespace`); the others
+        /// ignore it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
     },
 }
 
@@ -165,6 +171,25 @@ impl Turn {
             id: id.into(),
             name: name.into(),
             arguments: arguments.into_arguments(),
+            namespace: None,
+        });
+        self
+    }
+
+    /// A tool call of `name` in `namespace` (see [`Part::ToolCall`]), e.g. a Codex MCP tool:
+    /// `with_namespaced_tool_call("call_1", "mcp__baton", "route", args)`.
+    pub fn with_namespaced_tool_call(
+        mut self,
+        id: impl Into<String>,
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl IntoArguments,
+    ) -> Self {
+        self.parts.push(Part::ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into_arguments(),
+            namespace: Some(namespace.into()),
         });
         self
     }
@@ -440,6 +465,8 @@ struct ToolCallIn {
         deserialize_with = "deserialize_arguments"
     )]
     arguments: String,
+    #[serde(default)]
+    namespace: Option<String>,
 }
 
 impl From<ToolCallIn> for Part {
@@ -448,6 +475,7 @@ impl From<ToolCallIn> for Part {
             id: call.id,
             name: call.name,
             arguments: call.arguments,
+            namespace: call.namespace,
         }
     }
 }

@@ -101,6 +101,7 @@ pub(super) fn anthropic_events(turn: &Turn, ctx: &Ctx<'_>) -> Vec<String> {
                 id,
                 name,
                 arguments,
+                ..
             } => {
                 anthropic_event(
                     &mut out,
@@ -158,6 +159,7 @@ pub(super) fn anthropic_body(turn: &Turn, ctx: &Ctx<'_>) -> J {
                 id,
                 name,
                 arguments,
+                ..
             } => obj! {
                 "type": "tool_use",
                 "id": call_id(id, "toolu_mock", ctx, i),

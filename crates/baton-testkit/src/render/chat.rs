@@ -96,6 +96,7 @@ pub(super) fn chat_events(turn: &Turn, ctx: &Ctx<'_>, include_usage: bool) -> Ve
                 id,
                 name,
                 arguments,
+                ..
             } => {
                 let head = obj! {
                     "index": tool_index,
@@ -135,6 +136,7 @@ pub(super) fn chat_body(turn: &Turn, ctx: &Ctx<'_>) -> J {
                 id,
                 name,
                 arguments,
+                ..
             } => Some(obj! {
                 "id": call_id(id, "call_mock", ctx, i),
                 "type": "function",

@@ -68,14 +68,21 @@ fn responses_done_item(part: &Part, ctx: &Ctx<'_>, index: usize) -> J {
             id,
             name,
             arguments,
-        } => obj! {
-            "id": item_id("fc", ctx, index),
-            "type": "function_call",
-            "status": "completed",
-            "arguments": arguments,
-            "call_id": call_id(id, "call_mock", ctx, index),
-            "name": name,
-        },
+            namespace,
+        } => {
+            let mut item = obj! {
+                "id": item_id("fc", ctx, index),
+                "type": "function_call",
+                "status": "completed",
+                "arguments": arguments,
+                "call_id": call_id(id, "call_mock", ctx, index),
+                "name": name,
+            };
+            if let Some(ns) = namespace {
+                item.push("namespace", ns);
+            }
+            item
+        }
     }
 }
 
@@ -186,21 +193,23 @@ pub(super) fn responses_events(turn: &Turn, ctx: &Ctx<'_>) -> Vec<String> {
                 id,
                 name,
                 arguments,
+                namespace,
             } => {
                 let fc = item_id("fc", ctx, i);
+                let mut item = obj! {
+                    "id": &fc,
+                    "type": "function_call",
+                    "status": "in_progress",
+                    "arguments": "",
+                    "call_id": call_id(id, "call_mock", ctx, i),
+                    "name": name,
+                };
+                if let Some(ns) = namespace {
+                    item.push("namespace", ns);
+                }
                 ev.push(
                     "response.output_item.added",
-                    obj! {
-                        "output_index": i,
-                        "item": obj! {
-                            "id": &fc,
-                            "type": "function_call",
-                            "status": "in_progress",
-                            "arguments": "",
-                            "call_id": call_id(id, "call_mock", ctx, i),
-                            "name": name,
-                        },
-                    },
+                    obj! { "output_index": i, "item": item },
                 );
                 for piece in pieces(arguments, ARGUMENTS_PIECE_BYTES) {
                     ev.push(
@@ -329,5 +338,38 @@ mod tests {
             json!({"input_tokens": 50, "input_tokens_details": {"cached_tokens": 10}, "output_tokens": 30, "output_tokens_details": {"reasoning_tokens": 1}, "total_tokens": 80})
         );
         assert_eq!(completed["id"], "resp_mock7");
+    }
+
+    #[test]
+    fn a_namespaced_call_names_its_namespace_in_both_items() {
+        let turn = Turn::new().with_namespaced_tool_call("c1", "mcp__srv", "route", json!({}));
+        let payloads = data_lines(&responses_events(
+            &turn,
+            &Ctx {
+                seq: 1,
+                model: "gpt",
+            },
+        ));
+        let items: Vec<&serde_json::Value> = payloads
+            .iter()
+            .filter(|p| {
+                p["type"] == "response.output_item.added"
+                    || p["type"] == "response.output_item.done"
+            })
+            .map(|p| &p["item"])
+            .collect();
+        assert_eq!(items.len(), 2);
+        for item in items {
+            assert_eq!(
+                (&item["name"], &item["namespace"]),
+                (&json!("route"), &json!("mcp__srv"))
+            );
+        }
+        // A script file names it as `namespace`.
+        let part: Part = serde_json::from_value(
+            json!({"tool_call": {"id": "c1", "name": "route", "namespace": "mcp__srv"}}),
+        )
+        .unwrap();
+        assert_eq!(part, turn.parts[0]);
     }
 }
