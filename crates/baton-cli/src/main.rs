@@ -35,6 +35,7 @@ mod init_cmd;
 mod mcp_cmd;
 mod mcp_common;
 mod mcp_http;
+mod mcp_resources;
 mod mcp_tasks;
 mod printer;
 mod project;

@@ -94,6 +94,15 @@ pub fn state_dir(ctx: &ProjectContext) -> StateDir {
     StateDir::for_project(&ctx.project_root)
 }
 
+/// The output cap of a project's config (`executor.output_cap_bytes`, else the default): the
+/// bound of a child's output, and of a task log that `baton mcp` serves as a resource.
+pub fn output_cap(config: &baton_protocol::config::Config) -> usize {
+    config
+        .executor
+        .output_cap_bytes
+        .map_or(DEFAULT_OUTPUT_CAP, |b| b as usize)
+}
+
 /// Builds the delegation environment of a project.
 pub fn delegate_env(ctx: &ProjectContext) -> Result<DelegateEnv> {
     let config = ctx.config.config.clone();
@@ -112,9 +121,7 @@ pub fn delegate_env(ctx: &ProjectContext) -> Result<DelegateEnv> {
             .map_or(Limits::default().idle_timeout, |d| d.0),
         max_timeout: e.max_timeout.map_or(Limits::default().max_timeout, |d| d.0),
     };
-    let output_cap = e
-        .output_cap_bytes
-        .map_or(DEFAULT_OUTPUT_CAP, |b| b as usize);
+    let output_cap = output_cap(&config);
     Ok(DelegateEnv {
         worktree_root: default_worktree_root(e.worktree_root.as_deref())?,
         config,
