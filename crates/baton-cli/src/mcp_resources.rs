@@ -280,8 +280,12 @@ pub fn templates() -> Vec<ResourceTemplate> {
 /// What a read of `uri` answers now, as a number that changes when the answer does (an error
 /// included: a resource that goes away, or comes back, is a change).
 fn fingerprint(cwd: &Path, uri: &str) -> u64 {
+    fingerprint_of(&read(cwd, uri))
+}
+
+fn fingerprint_of(read: &Result<ReadResourceResult, ErrorData>) -> u64 {
     let mut h = DefaultHasher::new();
-    match read(cwd, uri) {
+    match read {
         Ok(r) => format!("{:?}", r.contents).hash(&mut h),
         Err(e) => format!("error {}", e.message).hash(&mut h),
     }
@@ -319,8 +323,9 @@ impl Subscriptions {
         uri: &str,
         peer: Peer<RoleServer>,
     ) -> Result<(), ErrorData> {
-        read(cwd, uri)?;
-        let print = fingerprint(cwd, uri);
+        let now = read(cwd, uri);
+        let print = fingerprint_of(&now);
+        now?;
         let mut w = self.lock()?;
         w.uris.insert(uri.to_string(), print);
         if w.stop.is_none() {
