@@ -349,6 +349,8 @@ async fn over_http_task_log_subscriptions_follow_their_tasks_until_unsubscribed(
             &format!("while [ ! -f release-{n} ]; do sleep 0.01; done; echo released {n}"),
         );
     }
+    // A small output cap, so that a whole log is longer than it.
+    sb.write(".baton/config.toml", "[executor]\noutput_cap_bytes = 160\n");
     let server = start_http(&sb);
     let (tx, mut rx) = unbounded_channel();
     let config = StreamableHttpClientTransportConfig::with_uri(server.url.as_str());
@@ -392,6 +394,19 @@ async fn over_http_task_log_subscriptions_follow_their_tasks_until_unsubscribed(
     assert!(wait_until(DEADLINE, || phase(&first) == "done"));
     let (_, after) = read(&client, &first_uri).await;
     assert!(after.contains("completed: 1 of 1 entry done"), "{after}");
+    // Cut to the cap: the newest part of what `baton task logs` prints, after the marker that
+    // counts the bytes left out.
+    assert!(after.len() <= 160, "{after}");
+    let full = out(&sb.run(&["task", "logs", &first]));
+    let (marker, tail) = after.split_once('\n').unwrap();
+    let omitted: usize = marker
+        .strip_prefix("[… ")
+        .and_then(|m| m.strip_suffix(" bytes omitted …]"))
+        .unwrap_or_else(|| panic!("no marker: {after}"))
+        .parse()
+        .unwrap();
+    assert!(full.ends_with(tail), "{full}\n---\n{after}");
+    assert_eq!(omitted + tail.len(), full.len());
 
     // Two more, both subscribed, the first of them unsubscribed again: it ends first and brings
     // no update; the other's update arrives alone. (The unsubscribed task was created first, so
