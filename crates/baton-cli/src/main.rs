@@ -36,6 +36,7 @@ mod mcp_cmd;
 mod mcp_common;
 mod mcp_flow;
 mod mcp_http;
+mod mcp_resources;
 mod mcp_tasks;
 mod printer;
 mod project;

@@ -28,7 +28,9 @@ use baton_workflow::store::WorkflowStore;
 use clap::Args;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    JsonObject, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
@@ -152,6 +154,8 @@ pub struct WorkflowResumeRequest {
 struct BatonServer {
     cwd: PathBuf,
     executor: SharedExecutor,
+    /// This session's resource subscriptions (mcp_resources.rs).
+    resources: crate::mcp_resources::Subscriptions,
 }
 
 /// `delegate_task`: its input schema is the agent tool's (built from
@@ -579,7 +583,10 @@ impl BatonServer {
 
 impl ServerHandler for BatonServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let caps = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources();
+        ServerConfig::new(caps.enable_resources_subscribe().build())
             .with_server_info(Implementation::new("baton", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
     }
@@ -630,6 +637,50 @@ impl ServerHandler for BatonServer {
         let result = result.unwrap_or_else(|message| failure(&message));
         Ok(result.into())
     }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        crate::mcp_resources::list(&self.cwd).map(ListResourcesResult::with_all_items)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let templates = crate::mcp_resources::templates();
+        Ok(ListResourceTemplatesResult::with_all_items(templates))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        crate::mcp_resources::read(&self.cwd, &request.uri).map(Into::into)
+    }
+
+    #[allow(deprecated)] // the way of every protocol version that has `initialize`
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.resources
+            .subscribe(&self.cwd, &request.uri, context.peer)
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.resources.unsubscribe(&request.uri)
+    }
 }
 
 /// `baton mcp`: serves until the client closes stdin (with `--http`, until stopped).
@@ -651,11 +702,15 @@ pub fn run(args: McpArgs) -> Result<u8> {
     let server = BatonServer {
         cwd,
         executor: SharedExecutor::default(),
+        resources: Default::default(),
     };
     if let Some(addr) = args.http {
-        // One server per MCP session, all sharing the executor.
+        // One server per MCP session, all sharing the executor, each with its own subscriptions.
         runtime.block_on(crate::mcp_http::serve(addr, args.token, move || {
-            server.clone()
+            BatonServer {
+                resources: Default::default(),
+                ..server.clone()
+            }
         }))?;
         return Ok(exit::OK);
     }

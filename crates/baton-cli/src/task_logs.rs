@@ -54,6 +54,16 @@ pub fn logs(cwd: Option<PathBuf>, id: &str, follow: bool, json_mode: bool) -> Re
     }
 }
 
+/// The lines `baton task logs ID` prints for these events (terminal-safe).
+pub fn lines(events: &[TaskEvent]) -> Vec<String> {
+    let mut names = Vec::new();
+    events
+        .iter()
+        .filter_map(|ev| describe(ev, &mut names))
+        .map(|line| baton_text::sanitize_line(&line).into_owned())
+        .collect()
+}
+
 /// One event as a line, or `None` for events too fine-grained to show (thinking, token counts).
 /// `names` holds the entries' names, learnt from `task.created`.
 fn describe(ev: &TaskEvent, names: &mut Vec<String>) -> Option<String> {

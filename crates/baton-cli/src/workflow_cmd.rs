@@ -398,6 +398,16 @@ pub fn status_json(ctx: &ProjectContext, id: Option<&str>) -> Result<Value, Stri
     Ok(json!({ "workflows": workflows }))
 }
 
+/// One workflow as `baton mcp` serves it as a resource: its id (`wanted` is an id, a unique
+/// prefix of one, or `last`), its summary (the document `workflow_status` answers with) and its
+/// artifact (the snapshot, or the fold of the events when there is none).
+pub fn record(ctx: &ProjectContext, wanted: &str) -> Result<(String, Value, Value), String> {
+    let store = WorkflowStore::new(state_dir(ctx));
+    let id = resolve(&store, wanted)?;
+    let s = summarize(&store, &id)?;
+    Ok((id, summary_json(&s), s.artifact))
+}
+
 /// The id `wanted` names: `last` (the newest), a whole id, or a prefix of exactly one.
 fn resolve(store: &WorkflowStore, wanted: &str) -> Result<String, String> {
     let ids = newest_first(store);

@@ -96,6 +96,36 @@ pub enum Outcome {
     },
 }
 
+/// Where a workflow whose artifact is `artifact` stands, if it is not running: completed, stopped
+/// or failed with its brief, or waiting at its checkpoint. `None` while it runs (or was
+/// interrupted). `baton run`, `baton resume` and the workflow resource of `baton mcp` read it here.
+pub fn outcome_of(id: &str, artifact: &Value) -> Option<Outcome> {
+    let v = View::read(artifact);
+    let id = id.to_string();
+    match v.state {
+        RunState::Completed => {
+            let brief = v.host.brief.clone().unwrap_or_default();
+            Some(Outcome::Completed { id, brief })
+        }
+        RunState::Failed => Some(Outcome::Failed {
+            id,
+            brief: gate::brief(artifact, "workflow stopped on a failure"),
+        }),
+        RunState::Stopped => Some(Outcome::Stopped {
+            id,
+            brief: gate::brief(artifact, "workflow stopped by the user"),
+        }),
+        RunState::Checkpoint => {
+            let checkpoint = v
+                .checkpoint
+                .clone()
+                .unwrap_or_else(|| gate::checkpoint(gate::FAILURE, "", String::new()));
+            Some(Outcome::Checkpoint { id, checkpoint })
+        }
+        RunState::Running => None,
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error(transparent)]
@@ -474,34 +504,10 @@ impl<'a> Runner<'a> {
                 });
             }
             let a = self.artifact();
-            let v = View::read(&a);
-            let id = self.id.clone();
-            match v.state {
-                RunState::Completed => {
-                    let brief = v.host.brief.clone().unwrap_or_default();
-                    return Ok(Outcome::Completed { id, brief });
-                }
-                RunState::Failed => {
-                    return Ok(Outcome::Failed {
-                        id,
-                        brief: gate::brief(&a, "workflow stopped on a failure"),
-                    })
-                }
-                RunState::Stopped => {
-                    return Ok(Outcome::Stopped {
-                        id,
-                        brief: gate::brief(&a, "workflow stopped by the user"),
-                    })
-                }
-                RunState::Checkpoint => {
-                    let checkpoint = v
-                        .checkpoint
-                        .clone()
-                        .unwrap_or_else(|| gate::checkpoint(gate::FAILURE, "", String::new()));
-                    return Ok(Outcome::Checkpoint { id, checkpoint });
-                }
-                RunState::Running => {}
+            if let Some(outcome) = outcome_of(&self.id, &a) {
+                return Ok(outcome);
             }
+            let v = View::read(&a);
             let open: Vec<String> = v
                 .host
                 .batch
