@@ -76,7 +76,9 @@ project) and answers with its brief or the checkpoint it waits on; `workflow_res
 checkpoint or continues an interrupted workflow; `flow_start` runs a baton Flow (a list of units, \
 each built in its own worktree, validated, reviewed and merged in order); `flow_continue` repairs \
 the blocked unit of a paused Flow with guidance, `flow_resume` continues an interrupted Flow and \
-`flow_abandon` gives one up.";
+`flow_abandon` gives one up. The project's workflows, Flows and background task logs are also \
+resources (`baton://workflows/{id}`, `baton://flows/{id}`, `baton://tasks/{id}/log`) to read or \
+subscribe to.";
 
 /// `route` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]

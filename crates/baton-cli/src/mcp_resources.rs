@@ -129,7 +129,7 @@ fn content(ctx: &ProjectContext, target: &Target) -> Result<(String, &'static st
                 baton_exec::background::events(&state_dir(ctx), id).map_err(|e| e.to_string())?;
             let mut text = crate::task_logs::lines(&events).join("\n");
             text.push('\n');
-            let cap = output_cap(&ctx);
+            let cap = output_cap(ctx);
             let text = baton_text::truncate(&text, cap, baton_text::Keep::Tail).into_owned();
             Ok((text, TEXT))
         }
