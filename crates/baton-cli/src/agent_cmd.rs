@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use baton_agent::agent::{self, AgentSpec, Fallback, RunSummary, DEFAULT_MAX_TURNS};
+use baton_agent::agent::{
+    self, AgentSpec, Fallback, Inbox, RunSummary, Submission, DEFAULT_MAX_TURNS,
+};
 use baton_agent::session::{SessionHeader, SessionStore};
 use baton_agent::tools::{builtin_tools, SandboxMode, SandboxPolicy, Tool};
 use baton_model::replay::{Recorder, Replay};
@@ -68,8 +70,42 @@ pub struct AgentArgs {
     /// Continue the session with this id.
     #[arg(long, value_name = "ID")]
     resume: Option<String>,
+    /// Route the session between a Coordinator and an Executor (their routes are
+    /// `routing.coordinator` and `routing.executor`): `auto`, or hold one profile, `coordinator`
+    /// or `executor`; `off` stops routing. A resumed routed session keeps its control without it.
+    #[arg(long, value_name = "CONTROL")]
+    routing: Option<String>,
     /// The task; `-` reads it from stdin. Optional with --resume.
     task: Option<String>,
+    /// Set by `baton chat`: read input lines as the session goes.
+    #[arg(skip)]
+    chat: Option<ChatInput>,
+}
+
+/// How `baton chat` feeds the session.
+#[derive(Debug, Clone, Copy)]
+pub struct ChatInput {
+    /// Send each line as soon as it is read, even while a task runs.
+    pub no_wait: bool,
+}
+
+/// `baton chat`: a line-based session.
+#[derive(Args, Debug)]
+pub struct ChatArgs {
+    #[command(flatten)]
+    agent: AgentArgs,
+    /// Send each input line as soon as it is read, even while a task runs (the default on a
+    /// terminal; from a pipe, each line otherwise waits until the session is idle).
+    #[arg(long)]
+    no_wait: bool,
+}
+
+/// `baton chat`: `baton agent` that keeps reading lines from stdin.
+pub fn chat(args: ChatArgs) -> Result<u8> {
+    let mut agent = args.agent;
+    let no_wait = args.no_wait || std::io::stdin().is_terminal();
+    agent.chat = Some(ChatInput { no_wait });
+    run(agent)
 }
 
 fn read_task(task: Option<String>, resuming: bool) -> Result<String> {
@@ -159,6 +195,7 @@ fn choose_route(
     ctx: &ProjectContext,
     role_class: Option<ModelClass>,
     resumed_model: Option<&str>,
+    coordinator: Option<&str>,
 ) -> Result<(ResolvedRoute, Arc<dyn Provider>)> {
     let config = &ctx.config.config;
     if let Some(path) = &args.replay {
@@ -211,6 +248,17 @@ fn choose_route(
     } else if let Some((from, text)) = explicit_class {
         let class: ModelClass = text.parse().map_err(|e| anyhow::anyhow!("{from}: {e}"))?;
         resolve_class(config, class, &ProcessEnv)?
+    } else if let Some(text) = coordinator {
+        // A routed session's own route is the Coordinator's.
+        match text.parse::<ModelClass>() {
+            Ok(class) => resolve_class(config, class, &ProcessEnv)?,
+            Err(_) => {
+                let route: Route = text
+                    .parse()
+                    .map_err(|e| anyhow::anyhow!("routing.coordinator: {e}"))?;
+                check_route(config, &route, &ProcessEnv)?
+            }
+        }
     } else if let Some(m) = resumed_model {
         let route: Route = m
             .parse()
@@ -227,7 +275,7 @@ fn choose_route(
 /// The routes of the class `resolved` was chosen from that come after it and can be used now,
 /// each with its provider: where the session fails over to when its route runs out of quota or
 /// stays overloaded. None for a route given explicitly, by flag, variable or a resumed session.
-fn class_fallbacks(
+pub(crate) fn class_fallbacks(
     config: &Config,
     resolved: &ResolvedRoute,
     thinking: Option<ThinkingLevel>,
@@ -360,7 +408,16 @@ fn print_not_started(setup: &Setup, message: String) {
 fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
     let ctx = project_context(args.cwd.clone())?;
     setup.cwd = ctx.cwd.display().to_string();
-    let task = read_task(args.task.clone(), args.resume.is_some())?;
+    // A chat reads its input as it goes: a task given with it is only its first line.
+    let task = match args.chat {
+        Some(_) => args.task.clone().filter(|t| !t.trim().is_empty()),
+        None => Some(read_task(args.task.clone(), args.resume.is_some())?),
+    };
+    let requested = args
+        .routing
+        .as_deref()
+        .map(crate::routing_cmd::parse_control)
+        .transpose()?;
     if let Some(path) = &args.record {
         let parent = path
             .parent()
@@ -380,7 +437,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
     let resumed = match &args.resume {
         Some(wanted) => {
             let id = baton_agent::session::resolve_id(&state, wanted)?;
-            Some(SessionStore::open(&state, &id)?)
+            Some(SessionStore::open_seats(&state, &id)?)
         }
         None => None,
     };
@@ -407,8 +464,18 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
     };
     setup.role = role.meta.name.clone();
     let resumed_model = resumed.as_ref().map(|(_, h, _)| h.model.clone());
-    let (resolved, provider) =
-        choose_route(&args, &ctx, role.meta.model_class, resumed_model.as_deref())?;
+    let routed = requested.is_some()
+        || resumed.as_ref().is_some_and(|(_, h, _)| {
+            baton_agent::routing::journal::path(&state, &h.session_id).exists()
+        });
+    let coordinator = config.routing.coordinator.as_deref().filter(|_| routed);
+    let (resolved, provider) = choose_route(
+        &args,
+        &ctx,
+        role.meta.model_class,
+        resumed_model.as_deref(),
+        coordinator,
+    )?;
     setup.model = resolved.route.to_string();
     for s in &resolved.skipped {
         errln!("baton: skipped route {}", s.trim());
@@ -501,10 +568,27 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
         None => baton_agent::agent::DEFAULT_HEARTBEAT,
     };
 
+    let session_id = match &resumed {
+        Some((_, header, _)) => header.session_id.clone(),
+        None => uuid::Uuid::now_v7().to_string(),
+    };
+    // Checked before the transcript is created: a bad [routing] writes nothing.
+    let routing = crate::routing_cmd::routing_spec(
+        config,
+        &state,
+        &session_id,
+        requested,
+        &|mut f: Fallback| {
+            if let Some(rec) = &recorder {
+                f.provider = Arc::new(rec.sharing(f.provider));
+            }
+            f
+        },
+    )?;
     let (store, messages, session_id) = match resumed {
         Some((store, header, messages)) => (store, messages, header.session_id),
         None => {
-            let id = uuid::Uuid::now_v7().to_string();
+            let id = session_id;
             // Excluding the state folder from git is a convenience: a failure is not fatal.
             let _ = state.ensure_excluded();
             let header = SessionHeader {
@@ -553,26 +637,42 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
         extra_instructions,
         heartbeat,
         fallbacks,
-        routing: None,
+        routing,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     let json = args.json;
+    let chat = args.chat;
     setup.streaming = true;
     let summary = runtime.block_on(async move {
         let cancel = CancellationToken::new();
         let interrupted = watch_signals(cancel.clone());
         let mut store = Some(store);
         let mut printer = Printer::new(json);
-        let summary = agent::run(
+        // The queue pair's input: one task, or (`baton chat`) the lines of stdin as they come.
+        let (tx, mut inbox, idle) = Inbox::with_idle_signal();
+        if let Some(task) = task {
+            let _ = tx.send(Submission::Input(task));
+        }
+        let _reader = match chat {
+            Some(c) => Some(crate::routing_cmd::read_lines(
+                tx,
+                (!c.no_wait).then_some(idle),
+            )),
+            None => {
+                drop(tx);
+                None
+            }
+        };
+        let summary = agent::serve(
             &spec,
             messages,
-            task,
             resuming,
             &mut store,
             &cancel,
+            &mut inbox,
             &mut |ev| printer.event(ev),
         )
         .await;

@@ -41,6 +41,7 @@ mod mcp_tasks;
 mod printer;
 mod project;
 mod route_cmd;
+mod routing_cmd;
 mod run_cmd;
 mod sessions_cmd;
 mod signals;
@@ -85,6 +86,9 @@ struct Cli {
 enum Command {
     /// Run one headless coding agent on a task.
     Agent(agent_cmd::AgentArgs),
+    /// A line-based agent session: each line is input; /profile coordinator|executor|auto,
+    /// /resume, /interrupt and /quit steer a routed session. Works in a terminal and in a pipe.
+    Chat(agent_cmd::ChatArgs),
     /// Delegate work to child agents: one task, parallel tasks or a chain; foreground or background.
     Task(task_cmd::TaskArgs),
     /// Land 1-8 independent units: parallel worktrees, then rebase, validate, review and fast-forward in order.
@@ -198,6 +202,7 @@ fn main() -> ExitCode {
         .init();
     let result = match cli.command {
         Command::Agent(args) => agent_cmd::run(args),
+        Command::Chat(args) => agent_cmd::chat(args),
         Command::Task(args) => task_cmd::run(args),
         Command::Flow(args) => flow_cmd::run(args),
         Command::Route(args) => route_cmd::run(args),

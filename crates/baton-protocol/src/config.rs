@@ -34,6 +34,8 @@ pub struct Config {
     pub flow: FlowConfig,
     #[serde(default)]
     pub workflow: WorkflowConfig,
+    #[serde(default)]
+    pub routing: RoutingConfig,
     /// Facts about models, keyed by a model-name pattern (`*` matches any run of characters),
     /// optionally prefixed with `provider/`; they extend or override the built-in table.
     #[serde(default)]
@@ -174,6 +176,21 @@ pub struct WorkflowConfig {
     /// The same for tokens (input plus output). `baton run --budget-tokens` overrides it.
     #[serde(default)]
     pub budget_tokens: Option<u64>,
+}
+
+/// Cognitive routing (`baton agent --routing`, `baton chat`): the two participants' routes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoutingConfig {
+    /// The Coordinator's route: a model class (`frontier`) or `provider/model[:thinking]`.
+    #[serde(default)]
+    pub coordinator: Option<String>,
+    /// The Executor's route, the same way.
+    #[serde(default)]
+    pub executor: Option<String>,
+    /// Whether the Coordinator sees the evidence the Executor selects (default true).
+    #[serde(default)]
+    pub projection: Option<bool>,
 }
 
 impl Config {

@@ -47,12 +47,27 @@ pub enum Submission {
 /// nothing is left to do.
 pub struct Inbox {
     rx: mpsc::UnboundedReceiver<Submission>,
+    /// Told each time the session waits for its next submission (a script feeding a session
+    /// line by line sends the next line then).
+    idle: Option<std::sync::mpsc::Sender<()>>,
 }
 
 impl Inbox {
     pub fn channel() -> (mpsc::UnboundedSender<Submission>, Inbox) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (tx, Inbox { rx })
+        (tx, Inbox { rx, idle: None })
+    }
+
+    /// The same, and a receiver that gets `()` whenever the session is idle.
+    pub fn with_idle_signal() -> (
+        mpsc::UnboundedSender<Submission>,
+        Inbox,
+        std::sync::mpsc::Receiver<()>,
+    ) {
+        let (tx, mut inbox) = Inbox::channel();
+        let (itx, irx) = std::sync::mpsc::channel();
+        inbox.idle = Some(itx);
+        (tx, inbox, irx)
     }
 }
 
@@ -272,10 +287,15 @@ pub async fn serve(
     loop {
         let next = match s.held.pop_front() {
             Some(sub) => Some(sub),
-            None => tokio::select! {
-                _ = s.cancel.cancelled() => None,
-                sub = s.inbox.rx.recv() => sub,
-            },
+            None => {
+                if let Some(idle) = &s.inbox.idle {
+                    let _ = idle.send(());
+                }
+                tokio::select! {
+                    _ = s.cancel.cancelled() => None,
+                    sub = s.inbox.rx.recv() => sub,
+                }
+            }
         };
         let Some(sub) = next else { break };
         if s.cancel.is_cancelled() {
