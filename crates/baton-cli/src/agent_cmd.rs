@@ -16,9 +16,8 @@ use baton_model::routes::{
     build_provider, check_route, default_class, resolve_class, ProcessEnv, ResolvedRoute,
 };
 use baton_model::Provider;
-use baton_protocol::config::Config;
 use baton_protocol::role::RoleSource;
-use baton_protocol::{AgentEvent, EndReason, ModelClass, Route, ThinkingLevel};
+use baton_protocol::{AgentEvent, EndReason, ModelClass, Route};
 use baton_roles::{find_role, parse_role};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
@@ -272,55 +271,6 @@ fn choose_route(
     Ok((resolved, provider))
 }
 
-/// The routes of the class `resolved` was chosen from that come after it and can be used now,
-/// each with its provider: where the session fails over to when its route runs out of quota or
-/// stays overloaded. None for a route given explicitly, by flag, variable or a resumed session.
-pub(crate) fn class_fallbacks(
-    config: &Config,
-    resolved: &ResolvedRoute,
-    thinking: Option<ThinkingLevel>,
-) -> Vec<Fallback> {
-    let Some(list) = resolved.class.and_then(|c| config.models.class(c)) else {
-        return Vec::new();
-    };
-    let routes = list.routes();
-    let after = routes
-        .iter()
-        .position(|r| **r == resolved.route)
-        .map_or(routes.len(), |i| i + 1);
-    let mut fallbacks = Vec::new();
-    for route in routes.into_iter().skip(after) {
-        if *route == resolved.route {
-            continue;
-        }
-        let built = check_route(config, route, &ProcessEnv)
-            .map_err(|e| e.to_string())
-            .and_then(|checked| {
-                let provider = build_provider(&checked, &ProcessEnv).map_err(|e| e.to_string())?;
-                Ok((checked, provider))
-            });
-        match built {
-            Ok((checked, provider)) => {
-                let mut route = route.clone();
-                if route.thinking.is_none() {
-                    route.thinking = thinking;
-                }
-                fallbacks.push(Fallback {
-                    route,
-                    provider,
-                    max_output_tokens: checked
-                        .profile
-                        .options
-                        .max_output_tokens
-                        .or(checked.provider.max_output_tokens),
-                });
-            }
-            Err(e) => errln!("baton: route {route} cannot be failed over to: {e}"),
-        }
-    }
-    fallbacks
-}
-
 /// What is known of a session while it is set up, for the `--json` stream of one refused before
 /// it started.
 struct Setup {
@@ -530,7 +480,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
         r
     };
     setup.model = route.to_string();
-    let fallbacks = class_fallbacks(config, &resolved, config.agent.thinking)
+    let fallbacks = crate::routes::class_fallbacks(config, &resolved, config.agent.thinking)
         .into_iter()
         .map(|mut f| {
             // With --record, every route's turns go to the one cassette, in the order they ran.

@@ -41,6 +41,7 @@ mod mcp_tasks;
 mod printer;
 mod project;
 mod route_cmd;
+mod routes;
 mod routing_cmd;
 mod run_cmd;
 mod sessions_cmd;

@@ -56,9 +56,7 @@ fn seat_chain(
             .or(resolved.provider.max_output_tokens),
     };
     Ok(std::iter::once(first)
-        .chain(crate::agent_cmd::class_fallbacks(
-            config, &resolved, thinking,
-        ))
+        .chain(crate::routes::class_fallbacks(config, &resolved, thinking))
         .collect())
 }
 

@@ -216,3 +216,301 @@ fn an_assignment_runs_on_the_executor_and_only_the_selected_evidence_reaches_the
         assert!(stdout.contains("Done: hello.txt holds hi."), "{kind}");
     }
 }
+
+/// The session id a `--json` run announced.
+fn session_id(stdout: &str) -> String {
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "session.started")
+        .and_then(|v| v["session_id"].as_str().map(str::to_string))
+        .expect("a session.started event")
+}
+
+/// The journal records of the only routed session of `p`.
+fn journal(p: &Sandbox) -> Vec<Value> {
+    let dir = p.work().join(".baton/state/sessions");
+    let path = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "journal"))
+        .unwrap_or_else(|| panic!("no journal in {}", dir.display()));
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn last_user_text(req: &RecordedRequest) -> String {
+    req.last_user_text().unwrap_or_default()
+}
+
+/// The tool result answering call `id` in a request.
+fn result_of(req: &RecordedRequest, id: &str) -> String {
+    req.tool_results()
+        .into_iter()
+        .find(|r| r.call_id == id)
+        .map(|r| r.text)
+        .unwrap_or_else(|| panic!("no result for {id}"))
+}
+
+#[test]
+fn calls_outside_the_rules_are_refused_with_the_rule_and_nothing_runs() {
+    let server = MockServer::builder()
+        // The Coordinator tries to run a command itself, then delegates.
+        .turn(Turn::tool_call("c1", "bash", json!({"command": "touch coordinator-ran"})))
+        .turn(Turn::tool_call(
+            "c2",
+            "delegate",
+            json!({"operation": "assign", "contract": "Say what is in the folder."}),
+        ))
+        // The Executor tries the Coordinator's tool, then ends with a plain answer, is sent
+        // back, and returns.
+        .turn(Turn::tool_call(
+            "e1",
+            "delegate",
+            json!({"operation": "assign", "contract": "recurse"}),
+        ))
+        .turn(Turn::text("The folder is empty."))
+        .turn(Turn::tool_call(
+            "e2",
+            "return",
+            json!({"operation": "submit", "report": "The folder is empty.", "outcome": "completed", "limitations": ["I listed nothing"]}),
+        ))
+        // The Coordinator tries to close while nothing is outstanding but without an assessment,
+        // then answers.
+        .turn(Turn::tool_call(
+            "c3",
+            "unit",
+            json!({"operation": "close", "outcome": "accepted", "assessment": " "}),
+        ))
+        .turn(Turn::text("It is empty."))
+        .start_blocking();
+    let p = project(&server, "openai");
+    run(
+        &p,
+        &["agent", "--json", "--routing", "auto", "what is here?"],
+    );
+    assert!(!p.work().join("coordinator-ran").exists());
+    let reqs = server.model_requests();
+    let refused = result_of(&reqs[1], "c1");
+    assert!(refused.contains("coordinator-environment"), "{refused}");
+    let refused = result_of(&reqs[3], "e1");
+    assert!(refused.contains("`participant`"), "{refused}");
+    // The plain answer went back to the Executor with the rule.
+    assert_eq!(model(&reqs[4]), EXEC);
+    assert!(last_user_text(&reqs[4]).contains("only through the `return` tool"));
+    let refused = result_of(&reqs[6], "c3");
+    assert!(refused.contains("`assessment` is empty"), "{refused}");
+    // The report's limitation reached the Coordinator.
+    assert!(result_of(&reqs[5], "c2").contains("I listed nothing"));
+    server.assert_tool_results_answer_calls();
+}
+
+/// A bash call that says it started, then waits for the test's `go` file.
+fn held_bash(p: &Sandbox) -> Value {
+    let started = p.work().join("started");
+    let go = p.work().join("go");
+    json!({"command": format!(
+        "touch '{}'; i=0; while [ ! -f '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 7; sleep 0.01; done; echo went",
+        started.display(), go.display()
+    )})
+}
+
+#[test]
+fn new_input_interrupts_the_executor_with_a_partial_report_and_resume_continues_it() {
+    use std::io::Write;
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "c1",
+            "delegate",
+            json!({"operation": "assign", "contract": "Run the long check and report."}),
+        ))
+        .start_blocking();
+    let p = project(&server, "openai");
+    server.push(Turn::tool_call("e1", "bash", held_bash(&p)));
+    // After the interruption: the Coordinator takes the user's words.
+    server.push(Turn::text("Noted; the check was stopped."));
+    // /resume: a new execution returns; the Coordinator answers.
+    server.push(Turn::tool_call(
+        "e2",
+        "return",
+        json!({"operation": "submit", "report": "The check finished: went.", "outcome": "completed"}),
+    ));
+    server.push(Turn::text("The check is done."));
+    let mut child = p
+        .baton(&["chat", "--json", "--routing", "auto", "--no-wait"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "run the check").unwrap();
+    assert!(baton_testkit::fixture::wait_until(
+        std::time::Duration::from_secs(60),
+        || p.work().join("started").exists()
+    ));
+    writeln!(stdin, "stop the check, I changed my mind").unwrap();
+    stdin.flush().unwrap();
+    // The input is acted on after the running call, which the test now lets finish.
+    std::fs::write(p.work().join("go"), "").unwrap();
+    assert!(baton_testkit::fixture::wait_until(
+        std::time::Duration::from_secs(60),
+        || server.model_requests().len() >= 3
+    ));
+    writeln!(stdin, "/resume").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reqs = server.model_requests();
+    let models: Vec<String> = reqs.iter().map(model).collect();
+    assert_eq!(models, [COORD, EXEC, COORD, EXEC, COORD]);
+    // The Coordinator got the host's partial report (the bash result), then the user's words.
+    let partial = result_of(&reqs[2], "c1");
+    assert!(partial.contains("written by the host"), "{partial}");
+    assert!(partial.contains("interrupted"), "{partial}");
+    assert!(partial.contains("still outstanding"), "{partial}");
+    assert!(last_user_text(&reqs[2]).contains("I changed my mind"));
+    // The resumed execution was told so, and its report reached the Coordinator.
+    assert!(last_user_text(&reqs[3]).contains("resumed assignment a1"));
+    assert!(last_user_text(&reqs[4]).contains("The check finished: went."));
+    let ends: Vec<String> = journal(&p)
+        .iter()
+        .filter(|r| r["type"] == "execution_ended")
+        .map(|r| r["how"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ends, ["interrupted", "returned"]);
+    server.assert_tool_results_answer_calls();
+}
+
+#[test]
+fn a_killed_session_recovers_its_assignment_and_resume_finishes_it() {
+    use std::io::{BufRead, BufReader};
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "c1",
+            "delegate",
+            json!({"operation": "assign", "contract": "Run the long check."}),
+        ))
+        .start_blocking();
+    let p = project(&server, "anthropic");
+    server.push(Turn::tool_call("e1", "bash", held_bash(&p)));
+    let mut child = p
+        .baton(&["agent", "--json", "--routing", "auto", "run the check"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let id = session_id(&first);
+    assert!(baton_testkit::fixture::wait_until(
+        std::time::Duration::from_secs(60),
+        || p.work().join("started").exists()
+    ));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::fs::write(p.work().join("go"), "").unwrap();
+    // Restarted: the lost execution is recorded with a host report; /resume runs it again.
+    server.push(Turn::tool_call(
+        "e2",
+        "return",
+        json!({"operation": "submit", "report": "Checked again after the crash: fine.", "outcome": "completed"}),
+    ));
+    server.push(Turn::text("Recovered and done."));
+    let out = p
+        .baton(&["chat", "--json", "--resume", &id])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(b"/resume\n")?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let records = journal(&p);
+    let ends: Vec<String> = records
+        .iter()
+        .filter(|r| r["type"] == "execution_ended")
+        .map(|r| r["how"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ends, ["lost", "returned"]);
+    let lost_report = records
+        .iter()
+        .find(|r| r["type"] == "report_saved")
+        .unwrap();
+    assert_eq!(lost_report["report"]["by_host"], true);
+    let reqs = server.model_requests();
+    assert_eq!(model(&reqs[2]), EXEC);
+    assert!(last_user_text(&reqs[2]).contains("resumed assignment a1"));
+    assert_eq!(model(&reqs[3]), COORD);
+    assert!(last_user_text(&reqs[3]).contains("Checked again after the crash"));
+    server.assert_tool_results_answer_calls();
+}
+
+#[test]
+fn a_manual_hold_lasts_across_a_restart() {
+    let server = MockServer::builder()
+        .turn(Turn::text("hello from the executor's route"))
+        .turn(Turn::text("still the executor"))
+        .start_blocking();
+    let p = project(&server, "openai-responses");
+    let chat = |args: &[&str], input: &str| {
+        use std::io::Write;
+        let mut c = p
+            .baton(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        c.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        let out = c.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    let out = chat(
+        &["chat", "--json", "--routing", "auto"],
+        "/profile executor\nhi\n",
+    );
+    let id = session_id(&String::from_utf8_lossy(&out.stdout));
+    chat(&["chat", "--json", "--resume", &id], "again\n");
+    let reqs = server.model_requests();
+    assert_eq!(model(&reqs[0]), EXEC);
+    assert_eq!(model(&reqs[1]), EXEC, "the hold survived the restart");
+    // A manual session is ordinary: no Runtime State block in the user's words.
+    assert_eq!(last_user_text(&reqs[1]), "again");
+    let controls: Vec<Value> = journal(&p)
+        .into_iter()
+        .filter(|r| r["type"] == "control_set")
+        .map(|r| r["control"].clone())
+        .collect();
+    assert_eq!(
+        controls,
+        [
+            json!({"mode": "automatic"}),
+            json!({"mode": "manual", "profile": "executor"})
+        ]
+    );
+}

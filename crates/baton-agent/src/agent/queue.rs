@@ -480,9 +480,13 @@ impl Session<'_> {
                     return ended(None, text);
                 }
             }
-            let (results, flow) = self.run_calls(seat, &calls, turn).await;
+            let (results, mut flow) = self.run_calls(seat, &calls, turn).await;
             for m in results {
                 self.push(seat, m);
+            }
+            // The end of a turn's calls is a safe point too.
+            if !flow.returned {
+                self.poll(seat.profile, &mut flow);
             }
             if flow.returned {
                 return Drive::Returned;
