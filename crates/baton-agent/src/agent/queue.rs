@@ -88,6 +88,8 @@ pub(crate) struct Seat {
 impl Seat {
     /// A seat on `chain` (its route first) offering the role's tools plus `extra` specs (the
     /// routing tools, run by the host) and, with `extra_section`, that section in its prompt.
+    /// The Coordinator's seat does not get the host's delegation tools (`delegate_task`, …):
+    /// its way to hand work over is `delegate`.
     pub(crate) fn new(
         spec: &AgentSpec,
         profile: Option<Profile>,
@@ -96,10 +98,15 @@ impl Seat {
         extra_section: Option<&str>,
         messages: Vec<Message>,
     ) -> Seat {
+        let host_tools: &[Arc<dyn Tool>] = if profile == Some(Profile::Coordinator) {
+            &[]
+        } else {
+            &spec.host_tools
+        };
         let offered: Vec<Arc<dyn Tool>> = spec
             .tools
             .iter()
-            .chain(spec.host_tools.iter())
+            .chain(host_tools.iter())
             .filter(|t| spec.role.meta.tools.iter().any(|n| n == t.name()))
             .cloned()
             .collect();
