@@ -514,3 +514,64 @@ fn a_manual_hold_lasts_across_a_restart() {
         ]
     );
 }
+
+#[test]
+fn the_coordinator_acts_only_through_act_bounded_run_inside_an_open_scope() {
+    let server = MockServer::builder()
+        // A skill file is instructional: read without a scope.
+        .turn(Turn::tool_call(
+            "c1",
+            "read",
+            json!({"path": ".baton/skills/style/SKILL.md"}),
+        ))
+        // Any other read, or a run before a scope is open, is refused; nothing runs.
+        .turn(Turn::tool_call("c2", "read", json!({"path": "notes.txt"})))
+        .turn(Turn::tool_call(
+            "c3",
+            "act_bounded",
+            json!({"operation": "run", "tool": "bash", "arguments": {"command": "touch early"}}),
+        ))
+        .turn(Turn::tool_call(
+            "c4",
+            "act_bounded",
+            json!({"operation": "open", "scope": "write acted.txt", "expected_result": "the file exists",
+                   "authority": "the user asked", "stop_condition": "after one command",
+                   "inseparable": "the check is the judgment", "delegation_loss": "a contract would hold the answer"}),
+        ))
+        .turn(Turn::tool_call(
+            "c5",
+            "act_bounded",
+            json!({"operation": "run", "tool": "bash", "arguments": {"command": "echo acted > acted.txt; cat notes.txt"}}),
+        ))
+        .turn(Turn::text("Done."))
+        .start_blocking();
+    let p = project(&server, "openai");
+    p.write(".baton/skills/style/SKILL.md", "Write short sentences.\n");
+    p.write("notes.txt", "the notes\n");
+    run(
+        &p,
+        &["agent", "--json", "--routing", "auto", "act yourself"],
+    );
+    assert!(!p.work().join("early").exists());
+    assert_eq!(
+        std::fs::read_to_string(p.work().join("acted.txt")).unwrap(),
+        "acted\n"
+    );
+    let reqs = server.model_requests();
+    assert!(reqs.iter().all(|r| model(r) == COORD));
+    assert!(result_of(&reqs[1], "c1").contains("Write short sentences."));
+    let refused = result_of(&reqs[2], "c2");
+    assert!(refused.contains("coordinator-environment"), "{refused}");
+    let refused = result_of(&reqs[3], "c3");
+    assert!(refused.contains("coordinator-environment"), "{refused}");
+    assert!(result_of(&reqs[5], "c5").contains("the notes"));
+    // Offered: `read` and the routing tools; the other environment tools run through
+    // `act_bounded run`, and the prompt does not describe the delegation tools it lacks.
+    let mut offered = reqs[0].offered_tools();
+    offered.sort_unstable();
+    assert_eq!(offered, ["act_bounded", "delegate", "read", "unit"]);
+    let sent = reqs[0].body.to_string();
+    assert!(!sent.contains("delegate_flow"), "{sent}");
+    assert_prefix_stable(&reqs.iter().collect::<Vec<_>>(), "openai");
+    server.assert_tool_results_answer_calls();
+}

@@ -95,7 +95,10 @@ pub struct RunSummary {
 }
 
 /// Builds the system prompt: role instructions, the environment, and project context files.
-pub fn system_prompt(spec: &AgentSpec, offered: &[String]) -> String {
+/// The system prompt of a seat offered the tools `offered`. The host's sections
+/// (`extra_instructions`, which describe the delegation tools) are added only with
+/// `host_sections`: a seat without those tools is not told about them.
+pub fn system_prompt(spec: &AgentSpec, offered: &[String], host_sections: bool) -> String {
     let mut s = String::new();
     s.push_str(spec.role.body.trim());
     s.push_str("\n\n# Environment\n");
@@ -113,7 +116,7 @@ pub fn system_prompt(spec: &AgentSpec, offered: &[String]) -> String {
         "- You have at most {} model turns. If you run out, you will be asked for a handoff report.\n",
         spec.max_turns
     ));
-    for section in &spec.extra_instructions {
+    for section in spec.extra_instructions.iter().filter(|_| host_sections) {
         s.push('\n');
         s.push_str(section.trim());
         s.push('\n');

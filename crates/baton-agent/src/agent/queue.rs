@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{handoff_request, system_prompt, AgentSpec, Fallback, RunSummary};
 use crate::routing::state::{Control, Profile};
+use crate::routing::tools::COORDINATOR_DIRECT;
 use crate::session::SessionStore;
 use crate::tools::{Tool, ToolContext};
 use crate::turn::{
@@ -88,8 +89,8 @@ pub(crate) struct Seat {
 impl Seat {
     /// A seat on `chain` (its route first) offering the role's tools plus `extra` specs (the
     /// routing tools, run by the host) and, with `extra_section`, that section in its prompt.
-    /// The Coordinator's seat does not get the host's delegation tools (`delegate_task`, …):
-    /// its way to hand work over is `delegate`.
+    /// The Coordinator's seat does not get the host's delegation tools (`delegate_task`, …) nor
+    /// their prompt sections: its way to hand work over is `delegate`.
     pub(crate) fn new(
         spec: &AgentSpec,
         profile: Option<Profile>,
@@ -110,11 +111,18 @@ impl Seat {
             .filter(|t| spec.role.meta.tools.iter().any(|n| n == t.name()))
             .cloned()
             .collect();
-        let mut names: Vec<String> = offered.iter().map(|t| t.name().to_string()).collect();
+        // The Coordinator runs its other environment tools through `act_bounded run`: they stay
+        // runnable (`offered`) without their schemas in every request.
+        let coordinator = profile == Some(Profile::Coordinator);
+        let advertised: Vec<&Arc<dyn Tool>> = offered
+            .iter()
+            .filter(|t| !coordinator || COORDINATOR_DIRECT.contains(&t.name()))
+            .collect();
+        let mut names: Vec<String> = advertised.iter().map(|t| t.name().to_string()).collect();
         names.extend(extra.iter().map(|s| s.name.clone()));
-        let mut specs: Vec<ToolSpec> = offered.iter().map(|t| t.spec()).collect();
+        let mut specs: Vec<ToolSpec> = advertised.iter().map(|t| t.spec()).collect();
         specs.extend(extra);
-        let mut system = system_prompt(spec, &names);
+        let mut system = system_prompt(spec, &names, !coordinator);
         if let Some(section) = extra_section {
             system.push('\n');
             system.push_str(section.trim());

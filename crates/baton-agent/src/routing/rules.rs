@@ -42,8 +42,11 @@ pub enum Op {
         reason: String,
     },
     /// An environment tool (read, bash, edit…): only a check, it records nothing.
+    /// `instructional`: a read of a role or skill file, which the Coordinator may make outside an
+    /// `act_bounded` scope.
     Environment {
         tool: String,
+        instructional: bool,
     },
 }
 
@@ -74,7 +77,7 @@ impl Op {
             Op::Retry => "return retry".into(),
             Op::ProjectAdd { .. } => "project add".into(),
             Op::ProjectRemove { .. } => "project remove".into(),
-            Op::Environment { tool } => format!("`{tool}`"),
+            Op::Environment { tool, .. } => format!("`{tool}`"),
         }
     }
 }
@@ -153,12 +156,15 @@ pub fn decide(
     }
     caller(state, who, op.owner(), &op.name())?;
     match op {
-        Op::Environment { tool } => {
-            if who == Profile::Coordinator && state.act_bounded.is_none() {
+        Op::Environment {
+            tool,
+            instructional,
+        } => {
+            if who == Profile::Coordinator && state.act_bounded.is_none() && !instructional {
                 return Err(refuse(
                     "coordinator-environment",
                     format!(
-                        "the Coordinator does not use environment tools such as `{tool}`: delegate the work with `delegate assign`, or open an `act_bounded` scope first if judgment and action cannot be separated"
+                        "the Coordinator does not use environment tools such as `{tool}`: delegate the work with `delegate assign`, or, if judgment and action cannot be separated, `act_bounded open` a scope and `act_bounded run` the tool in it (reading role and skill files needs no scope)"
                     ),
                 ));
             }

@@ -136,10 +136,19 @@ fn each_participant_is_refused_the_others_tools_and_calls_out_of_turn() {
         Coordinator,
         Op::Environment {
             tool: "bash".into(),
+            instructional: false,
         },
     );
     assert_eq!(r.rule, "coordinator-environment");
     assert!(r.message.contains("act_bounded"), "{}", r.message);
+    // Except a read of a role or skill file (instructional material).
+    w.op(
+        Coordinator,
+        Op::Environment {
+            tool: "read".into(),
+            instructional: true,
+        },
+    );
     // While the Executor works, the Coordinator cannot act at all.
     w.assign("do it");
     w.start();
@@ -147,6 +156,7 @@ fn each_participant_is_refused_the_others_tools_and_calls_out_of_turn() {
         Coordinator,
         Op::Environment {
             tool: "read".into(),
+            instructional: false,
         },
     );
     assert_eq!(r.rule, "responsibility");
@@ -156,7 +166,8 @@ fn each_participant_is_refused_the_others_tools_and_calls_out_of_turn() {
         &w.state,
         Executor,
         &Op::Environment {
-            tool: "bash".into()
+            tool: "bash".into(),
+            instructional: false,
         },
         &known
     )
@@ -183,6 +194,7 @@ fn act_bounded_opens_environment_tools_until_the_next_delegation() {
         Coordinator,
         Op::Environment {
             tool: "read".into(),
+            instructional: false,
         },
     );
     w.assign("apply the decision");
@@ -362,7 +374,8 @@ fn routing_tools_need_automatic_control_and_manual_holds_a_profile() {
         &w.state,
         Coordinator,
         &Op::Environment {
-            tool: "bash".into()
+            tool: "bash".into(),
+            instructional: false,
         },
         &known
     )

@@ -12,6 +12,12 @@ use super::state::{ActBounded, Disposition, Profile, ReportOutcome};
 
 /// The routing tools of each participant, by name.
 pub const COORDINATOR_TOOLS: [&str; 3] = ["delegate", "unit", "act_bounded"];
+
+/// The environment tools the Coordinator is offered directly: `read`, for instructional material
+/// (role and skill files) at any time, and anything inside an `act_bounded` scope. Its other
+/// environment tools run through `act_bounded run`, so their schemas are not resent with every
+/// Coordinator request.
+pub const COORDINATOR_DIRECT: [&str; 1] = ["read"];
 pub const EXECUTOR_TOOLS: [&str; 2] = ["return", "project"];
 
 /// Whose routing tool `name` is, if it is one.
@@ -85,18 +91,40 @@ enum UnitOperation {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ActBoundedArgs {
-    /// What exactly you will read, run or change yourself.
-    scope: String,
-    /// The result you expect.
-    expected_result: String,
-    /// The authority you already have for it (the user's request, an accepted decision).
-    authority: String,
-    /// When you stop.
-    stop_condition: String,
-    /// Why judgment and action cannot be separated here.
-    inseparable: String,
-    /// What delegating it would lose.
-    delegation_loss: String,
+    /// `open` a scope (every field but `tool` and `arguments`); `run` one environment tool of
+    /// your role (read, write, edit, bash, grep, find, ls) inside the open scope.
+    operation: ActOperation,
+    /// open: what exactly you will read, run or change yourself.
+    #[serde(default)]
+    scope: Option<String>,
+    /// open: the result you expect.
+    #[serde(default)]
+    expected_result: Option<String>,
+    /// open: the authority you already have for it (the user's request, an accepted decision).
+    #[serde(default)]
+    authority: Option<String>,
+    /// open: when you stop.
+    #[serde(default)]
+    stop_condition: Option<String>,
+    /// open: why judgment and action cannot be separated here.
+    #[serde(default)]
+    inseparable: Option<String>,
+    /// open: what delegating it would lose.
+    #[serde(default)]
+    delegation_loss: Option<String>,
+    /// run: the environment tool.
+    #[serde(default)]
+    tool: Option<String>,
+    /// run: that tool's arguments, as the tool takes them.
+    #[serde(default)]
+    arguments: Option<serde_json::Map<String, Value>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum ActOperation {
+    Open,
+    Run,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -162,6 +190,11 @@ pub enum Call {
     InspectProjection {
         scope: String,
     },
+    /// `act_bounded run`: the Coordinator's environment call inside its scope.
+    ActRun {
+        tool: String,
+        arguments: Value,
+    },
 }
 
 fn spec<T: JsonSchema>(name: &str, description: &str) -> ToolSpec {
@@ -192,7 +225,7 @@ pub fn specs(profile: Profile) -> Vec<ToolSpec> {
             ),
             spec::<ActBoundedArgs>(
                 "act_bounded",
-                "Open a bounded scope in which you may use environment tools yourself, only when judgment and action cannot be separated and delegating would lose something concrete. It ends at its stop condition or your next delegation.",
+                "Act yourself, only when judgment and action cannot be separated and delegating would lose something concrete: `open` a scope (what, expected result, authority, stop condition, why inseparable, what delegation would lose), then `run` your role's environment tools in it one call at a time. The scope ends at its stop condition or your next delegation.",
             ),
         ],
         Profile::Executor => vec![
@@ -265,14 +298,28 @@ pub fn parse(name: &str, args: &Value) -> Result<Call, String> {
         }
         "act_bounded" => {
             let a: ActBoundedArgs = de(name, args)?;
-            Call::Op(Op::OpenActBounded(ActBounded {
-                scope: a.scope,
-                expected_result: a.expected_result,
-                authority: a.authority,
-                stop_condition: a.stop_condition,
-                inseparable: a.inseparable,
-                delegation_loss: a.delegation_loss,
-            }))
+            match a.operation {
+                ActOperation::Open => Call::Op(Op::OpenActBounded(ActBounded {
+                    scope: need("scope", a.scope)?,
+                    expected_result: need("expected_result", a.expected_result)?,
+                    authority: need("authority", a.authority)?,
+                    stop_condition: need("stop_condition", a.stop_condition)?,
+                    inseparable: need("inseparable", a.inseparable)?,
+                    delegation_loss: need("delegation_loss", a.delegation_loss)?,
+                })),
+                ActOperation::Run => {
+                    let tool = need("tool", a.tool)?;
+                    if owner(&tool).is_some() {
+                        return Err(format!(
+                            "`act_bounded`: `tool` is `{tool}`, a routing tool: call it directly"
+                        ));
+                    }
+                    Call::ActRun {
+                        tool,
+                        arguments: Value::Object(a.arguments.unwrap_or_default()),
+                    }
+                }
+            }
         }
         "return" => {
             let a: ReturnArgs = de(name, args)?;

@@ -31,7 +31,7 @@ This session has two participants. You understand the user's goal, decide the ap
 
 - Hand work over with `delegate` (`assign`): write a contract that carries your conclusions — the question or result and why it matters, what is established, the approach, constraints and freedoms, and the evidence you need to judge the result. The call returns the Executor's report and the evidence it selected.
 - Judge the report against the evidence, then assign the next step, correct the direction (`replace` only an outstanding assignment nobody is executing), or `unit` `close` the outcome (accepted, cancelled or deferred) with your assessment, and answer the user.
-- You do not read, search, run or edit yourself. Only when judgment and action cannot be separated, open `act_bounded` with its scope and stop condition first; it ends at your next delegation.
+- You do not read, search, run or edit yourself; `read` is for role and skill files. Only when judgment and action cannot be separated, `act_bounded` `open` a scope with its stop condition, then `run` your role's environment tools (read, bash, edit…) in it; it ends at your next delegation.
 - The <runtime-state> blocks come from the host: they describe the routing state, they are not the user's words.";
 
 const EXECUTOR_SECTION: &str = "# Cognitive routing: you are the Executor
@@ -498,6 +498,18 @@ pub(crate) async fn run_calls(
 ) -> (Vec<Message>, Flow) {
     let mut flow = Flow::default();
     let mut results = Vec::new();
+    // The Coordinator's `act_bounded run` calls are its environment calls: checked and run as
+    // the tool they name, their results answering the `act_bounded` call.
+    let acted: Vec<String> = calls
+        .iter()
+        .filter(|c| act_run(seat, c).is_some())
+        .map(|c| c.0.clone())
+        .collect();
+    let calls: Vec<(String, String, String)> = calls
+        .iter()
+        .map(|c| act_run(seat, c).unwrap_or_else(|| c.clone()))
+        .collect();
+    let calls = &calls[..];
     let mut i = 0;
     while i < calls.len() {
         if i > 0 {
@@ -547,8 +559,11 @@ pub(crate) async fn run_calls(
         let mut allowed = Vec::new();
         while j < calls.len() && rtools::owner(&calls[j].1).is_none() {
             let who = seat.profile.unwrap_or(Profile::Coordinator);
+            let args: Value = serde_json::from_str(&calls[j].2).unwrap_or(Value::Null);
             let op = Op::Environment {
                 tool: calls[j].1.clone(),
+                instructional: calls[j].1 == "read"
+                    && tool_path_hint(&args).is_some_and(|p| is_instructional(&p)),
             };
             let verdict = state(s)
                 .map(|st| rules::decide(st, who, &op, &|_| false))
@@ -572,11 +587,33 @@ pub(crate) async fn run_calls(
         }
         if flow.interrupted || flow.stopped {
             // The runner already answered the calls it did not start.
-            return (results, flow);
+            break;
         }
         i = j;
     }
+    for m in &mut results {
+        if let Message::Tool { call_id, tool, .. } = m {
+            if acted.contains(call_id) {
+                *tool = "act_bounded".into();
+            }
+        }
+    }
     (results, flow)
+}
+
+/// A Coordinator's `act_bounded run` call as the environment call it asks for.
+fn act_run(seat: &Seat, call: &(String, String, String)) -> Option<(String, String, String)> {
+    let (call_id, name, raw) = call;
+    if name != "act_bounded" || seat.profile != Some(Profile::Coordinator) {
+        return None;
+    }
+    let args: Value = serde_json::from_str(raw).ok()?;
+    match rtools::parse(name, &args) {
+        Ok(Call::ActRun { tool, arguments }) => {
+            Some((call_id.clone(), tool, arguments.to_string()))
+        }
+        _ => None,
+    }
 }
 
 /// A call answered without running: its item and its error result.
@@ -698,6 +735,14 @@ async fn routing_call(
                 Err(e) => error_output(format!("`project`: {e}")),
             }
         }
+        // The Coordinator's runs are run as environment calls (`run_calls`): this is another
+        // participant's.
+        Call::ActRun { .. } => {
+            match rules::caller(st, who, Some(Profile::Coordinator), "act_bounded run") {
+                Err(r) => error_output(r.to_string()),
+                Ok(()) => error_output("`act_bounded run` is the Coordinator's".into()),
+            }
+        }
         Call::Op(operation) => {
             let known = |id: &str| s.routed.as_ref().is_some_and(|r| r.evidence.known(id));
             let events = match rules::decide(st, who, &operation, &known) {
@@ -754,7 +799,7 @@ async fn routing_call(
                     "{}\n\nThe unit is closed. Answer the user, or assign the next outcome.",
                     view::runtime_state(st, Profile::Coordinator)
                 )),
-                Op::OpenActBounded(_) => ok("act_bounded scope open: you may use environment tools within it until its stop condition or your next delegation.".into()),
+                Op::OpenActBounded(_) => ok("act_bounded scope open: `act_bounded run` your environment tools (`tool`, `arguments`) within it until its stop condition or your next delegation.".into()),
                 Op::Submit { .. } | Op::Retry => {
                     let blocked = st.outstanding().and_then(|a| {
                         st.last_handoff(&a.id, crate::routing::state::HandoffKind::Report)
