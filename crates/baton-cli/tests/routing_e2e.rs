@@ -6,7 +6,7 @@
 use std::process::Output;
 
 use baton_testkit::fixture::Sandbox;
-use baton_testkit::{MockServer, RecordedRequest, Turn, WireFormat};
+use baton_testkit::{MockServer, RecordedRequest, Turn};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
@@ -44,27 +44,9 @@ fn model(req: &RecordedRequest) -> String {
     req.body["model"].as_str().unwrap_or("").to_string()
 }
 
-/// The conversation items a request sends, in its format, without Anthropic's `cache_control`
-/// breakpoints (markers that move to the newest item; the cached content is the rest).
+/// The conversation items a request sends, without Anthropic's moving cache breakpoints.
 fn items(req: &RecordedRequest) -> Vec<Value> {
-    let key = match req.wire_format() {
-        Some(WireFormat::Responses) => "input",
-        _ => "messages",
-    };
-    let mut v = req.body[key].clone();
-    strip_cache_control(&mut v);
-    v.as_array().cloned().unwrap_or_default()
-}
-
-fn strip_cache_control(v: &mut Value) {
-    match v {
-        Value::Object(o) => {
-            o.remove("cache_control");
-            o.values_mut().for_each(strip_cache_control);
-        }
-        Value::Array(a) => a.iter_mut().for_each(strip_cache_control),
-        _ => {}
-    }
+    req.items()
 }
 
 /// Each request of `reqs` sends the previous one's items, unchanged, then new ones.

@@ -50,6 +50,52 @@ impl RecordedRequest {
             Route::ModelList | Route::Unknown => None,
         }
     }
+
+    /// The conversation items a model request sends (`messages`, or the Responses API's
+    /// `input`), without Anthropic's `cache_control` breakpoints: markers that move to the newest
+    /// item, while what a provider caches is the content.
+    pub fn items(&self) -> Vec<Value> {
+        let key = match self.wire_format() {
+            Some(WireFormat::Responses) => "input",
+            _ => "messages",
+        };
+        let mut items = self.body[key].clone();
+        strip_cache_control(&mut items);
+        items.as_array().cloned().unwrap_or_default()
+    }
+
+    /// What the provider reads of a model request, as JSON texts in order: the tool list, the
+    /// system prompt (Anthropic's `system`, the Responses API's `instructions`; Chat Completions
+    /// sends it as its first item), then each conversation item; without `cache_control`.
+    pub fn prompt_parts(&self) -> Vec<String> {
+        let mut head = Value::Array(
+            std::iter::once(self.body["tools"].clone())
+                .chain(
+                    ["system", "instructions"]
+                        .iter()
+                        .map(|k| self.body[*k].clone())
+                        .filter(|v| !v.is_null()),
+                )
+                .collect(),
+        );
+        strip_cache_control(&mut head);
+        let head = head.as_array().cloned().unwrap_or_default();
+        head.iter()
+            .chain(self.items().iter())
+            .map(Value::to_string)
+            .collect()
+    }
+}
+
+fn strip_cache_control(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            o.remove("cache_control");
+            o.values_mut().for_each(strip_cache_control);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_cache_control),
+        _ => {}
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -36,7 +36,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use baton_testkit::fixture::{wait_until, Sandbox};
-use baton_testkit::{MockServer, RecordedRequest, Turn, WireFormat};
+use baton_testkit::{MockServer, RecordedRequest, Turn};
 use scenarios::{scenarios, Act, Scenario};
 use serde_json::{json, Value};
 
@@ -329,41 +329,6 @@ fn check_evidence(s: &Scenario, kind: &str, run: &Run, expected: &[Vec<String>])
     assert_eq!(got, expected, "{} ({kind}): the selected evidence", s.name);
 }
 
-/// What a request sends, as the provider reads it: tools, system prompt, conversation items.
-fn prompt_parts(req: &RecordedRequest) -> Vec<String> {
-    let mut body = req.body.clone();
-    strip_cache_control(&mut body);
-    let mut parts = vec![body["tools"].to_string()];
-    for key in ["system", "instructions"] {
-        if !body[key].is_null() {
-            parts.push(body[key].to_string());
-        }
-    }
-    let key = match req.wire_format() {
-        Some(WireFormat::Responses) => "input",
-        _ => "messages",
-    };
-    parts.extend(
-        body[key]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(Value::to_string),
-    );
-    parts
-}
-
-fn strip_cache_control(v: &mut Value) {
-    match v {
-        Value::Object(o) => {
-            o.remove("cache_control");
-            o.values_mut().for_each(strip_cache_control);
-        }
-        Value::Array(a) => a.iter_mut().for_each(strip_cache_control),
-        _ => {}
-    }
-}
-
 struct Sent {
     requests: usize,
     tokens: usize,
@@ -383,7 +348,7 @@ fn sent(reqs: &[&RecordedRequest], bpe: &tiktoken_rs::CoreBPE) -> Sent {
     };
     let mut previous: Option<String> = None;
     for r in reqs {
-        let parts = prompt_parts(r);
+        let parts = r.prompt_parts();
         let text = parts.concat();
         s.tokens += bpe.encode_ordinary(&text).len();
         if std::env::var_os("ROUTING_BENCH_DEBUG").is_some() {
