@@ -557,3 +557,49 @@ fn the_coordinator_acts_only_through_act_bounded_run_inside_an_open_scope() {
     assert_prefix_stable(&reqs.iter().collect::<Vec<_>>(), "openai");
     server.assert_tool_results_answer_calls();
 }
+
+#[test]
+fn a_manual_hold_on_the_coordinator_is_an_ordinary_session_with_every_tool() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "c1",
+            "bash",
+            json!({"command": "echo held > held.txt"}),
+        ))
+        .turn(Turn::text("Wrote held.txt."))
+        .start_blocking();
+    let p = project(&server, "openai");
+    let mut c = p
+        .baton(&["chat", "--json", "--routing", "coordinator"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        c.stdin
+            .take()
+            .unwrap()
+            .write_all(b"write held.txt\n")
+            .unwrap();
+    }
+    let out = c.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.work().join("held.txt")).unwrap(),
+        "held\n"
+    );
+    let reqs = server.model_requests();
+    assert_eq!(model(&reqs[0]), COORD);
+    let offered = reqs[0].offered_tools();
+    for t in ["bash", "edit", "write", "read"] {
+        assert!(offered.contains(&t), "{t} not offered: {offered:?}");
+    }
+    assert!(!result_of(&reqs[1], "c1").contains("coordinator-environment"));
+}

@@ -82,6 +82,8 @@ pub(crate) struct Seat {
     system: String,
     offered: Vec<Arc<dyn Tool>>,
     specs: Vec<ToolSpec>,
+    /// The Coordinator's tools under a manual hold, when they differ from `specs`.
+    manual_specs: Option<Vec<ToolSpec>>,
     pub(crate) messages: Vec<Message>,
     pub(crate) last_text: String,
 }
@@ -121,7 +123,13 @@ impl Seat {
         let mut names: Vec<String> = advertised.iter().map(|t| t.name().to_string()).collect();
         names.extend(extra.iter().map(|s| s.name.clone()));
         let mut specs: Vec<ToolSpec> = advertised.iter().map(|t| t.spec()).collect();
-        specs.extend(extra);
+        specs.extend(extra.iter().cloned());
+        // Held manually, the Coordinator's seat is an ordinary session: every tool by schema.
+        let manual_specs = coordinator.then(|| {
+            let mut all: Vec<ToolSpec> = offered.iter().map(|t| t.spec()).collect();
+            all.extend(extra);
+            all
+        });
         let mut system = system_prompt(spec, &names, !coordinator);
         if let Some(section) = extra_section {
             system.push('\n');
@@ -141,6 +149,7 @@ impl Seat {
             system,
             offered,
             specs,
+            manual_specs,
             messages,
             last_text: String::new(),
         }
@@ -545,7 +554,10 @@ impl Session<'_> {
             model: seat.chain[seat.active].route.model.clone(),
             system: seat.system.clone(),
             messages: seat.messages.clone(),
-            tools: seat.specs.clone(),
+            tools: match (&seat.manual_specs, routed::held(self)) {
+                (Some(all), true) => all.clone(),
+                _ => seat.specs.clone(),
+            },
             thinking: seat.chain[seat.active].route.thinking,
             max_output_tokens: seat.chain[seat.active].max_output_tokens,
             tools_disabled: handoff,

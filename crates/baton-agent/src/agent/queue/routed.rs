@@ -326,6 +326,11 @@ fn state<'s>(s: &'s Session<'_>) -> Option<&'s crate::routing::state::RoutingSta
 
 /// Whether `seat` is the Executor under automatic control, whose work ends only through
 /// `return`.
+/// Whether the session is under a manual hold (an ordinary session on the held seat).
+pub(crate) fn held(s: &Session<'_>) -> bool {
+    state(s).is_some_and(|st| matches!(st.control, Control::Manual { .. }))
+}
+
 pub(crate) fn must_return(s: &Session<'_>, seat: &Seat) -> bool {
     seat.profile == Some(Profile::Executor)
         && state(s).is_some_and(|st| st.control == Control::Automatic)
