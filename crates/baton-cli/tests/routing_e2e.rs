@@ -525,6 +525,17 @@ fn the_coordinator_acts_only_through_act_bounded_run_inside_an_open_scope() {
             "act_bounded",
             json!({"operation": "run", "tool": "bash", "arguments": {"command": "echo acted > acted.txt; cat notes.txt"}}),
         ))
+        // Closed at its stop condition: the next run is refused again.
+        .turn(Turn::tool_call(
+            "c6",
+            "act_bounded",
+            json!({"operation": "close", "result": "acted.txt written"}),
+        ))
+        .turn(Turn::tool_call(
+            "c7",
+            "act_bounded",
+            json!({"operation": "run", "tool": "bash", "arguments": {"command": "touch late"}}),
+        ))
         .turn(Turn::text("Done."))
         .start_blocking();
     let p = project(&server, "openai");
@@ -547,6 +558,15 @@ fn the_coordinator_acts_only_through_act_bounded_run_inside_an_open_scope() {
     let refused = result_of(&reqs[3], "c3");
     assert!(refused.contains("coordinator-environment"), "{refused}");
     assert!(result_of(&reqs[5], "c5").contains("the notes"));
+    let refused = result_of(&reqs[7], "c7");
+    assert!(refused.contains("coordinator-environment"), "{refused}");
+    assert!(!p.work().join("late").exists());
+    let closes: Vec<String> = journal(&p)
+        .iter()
+        .filter(|r| r["type"] == "act_bounded_closed")
+        .map(|r| r["reason"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(closes, ["its stop condition: acted.txt written"]);
     // Offered: `read` and the routing tools; the other environment tools run through
     // `act_bounded run`, and the prompt does not describe the delegation tools it lacks.
     let mut offered = reqs[0].offered_tools();
@@ -602,4 +622,58 @@ fn a_manual_hold_on_the_coordinator_is_an_ordinary_session_with_every_tool() {
         assert!(offered.contains(&t), "{t} not offered: {offered:?}");
     }
     assert!(!result_of(&reqs[1], "c1").contains("coordinator-environment"));
+}
+
+#[test]
+fn new_user_input_ends_the_coordinators_act_bounded_scope() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "c1",
+            "act_bounded",
+            json!({"operation": "open", "scope": "look at the folder", "expected_result": "a listing",
+                   "authority": "the user asked", "stop_condition": "after one listing",
+                   "inseparable": "the listing is the answer", "delegation_loss": "a round trip"}),
+        ))
+        .turn(Turn::text("Scope open."))
+        // The next input ended the scope: this run is refused and nothing runs.
+        .turn(Turn::tool_call(
+            "c2",
+            "act_bounded",
+            json!({"operation": "run", "tool": "bash", "arguments": {"command": "touch late"}}),
+        ))
+        .turn(Turn::text("I will delegate instead."))
+        .start_blocking();
+    let p = project(&server, "anthropic");
+    let mut c = p
+        .baton(&["chat", "--json", "--routing", "auto"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        c.stdin
+            .take()
+            .unwrap()
+            .write_all(b"look yourself\nnow touch late\n")
+            .unwrap();
+    }
+    let out = c.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!p.work().join("late").exists());
+    let reqs = server.model_requests();
+    let refused = result_of(&reqs[3], "c2");
+    assert!(refused.contains("coordinator-environment"), "{refused}");
+    let closes: Vec<String> = journal(&p)
+        .iter()
+        .filter(|r| r["type"] == "act_bounded_closed")
+        .map(|r| r["reason"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(closes, ["new user input"]);
 }

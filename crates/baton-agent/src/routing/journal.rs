@@ -24,6 +24,8 @@ pub enum JournalError {
 pub struct Journal {
     log: JsonlLog<Record>,
     state: RoutingState,
+    /// How many records the journal holds (names the operations of a restart uniquely).
+    len: usize,
 }
 
 /// Where the journal of session `id` lives.
@@ -42,7 +44,11 @@ impl Journal {
             Err(e) => return Err(e.into()),
         };
         let state = RoutingState::fold(&records)?;
-        Ok(Journal { log, state })
+        Ok(Journal {
+            log,
+            state,
+            len: records.len(),
+        })
     }
 
     /// The records of the journal at `path`, read without opening it for writing.
@@ -75,6 +81,7 @@ impl Journal {
             }
         }
         self.log.append_all(&records)?;
+        self.len += records.len();
         self.state = next;
         Ok(())
     }
@@ -82,7 +89,12 @@ impl Journal {
     /// After a restart: an execution the journal shows running was lost with the process that
     /// ran it. The host saves a partial report for it (what the transcript shows it said last is
     /// `last_words`) and hands it to the Coordinator; `/resume` can then continue the assignment.
+    /// An `act_bounded` scope open at the restart ends there: its context is lost.
     pub fn recover(&mut self, last_words: &str) -> Result<bool, JournalError> {
+        if let Some(end) = rules::end_act_bounded(&self.state, "the session restarted") {
+            let op = format!("restart-{}", self.len);
+            self.commit(&op, "recovery", vec![end])?;
+        }
         let Some((_, running)) = self.state.running() else {
             return Ok(false);
         };

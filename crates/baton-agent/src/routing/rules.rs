@@ -28,6 +28,10 @@ pub enum Op {
     },
     Assess,
     OpenActBounded(ActBounded),
+    /// `act_bounded close`: the scope reached its stop condition.
+    CloseActBounded {
+        result: String,
+    },
     Submit {
         report: String,
         outcome: ReportOutcome,
@@ -58,7 +62,8 @@ impl Op {
             | Op::Replace { .. }
             | Op::Close { .. }
             | Op::Assess
-            | Op::OpenActBounded(_) => Some(Profile::Coordinator),
+            | Op::OpenActBounded(_)
+            | Op::CloseActBounded { .. } => Some(Profile::Coordinator),
             Op::Submit { .. } | Op::Retry | Op::ProjectAdd { .. } | Op::ProjectRemove { .. } => {
                 Some(Profile::Executor)
             }
@@ -72,7 +77,8 @@ impl Op {
             Op::Replace { .. } => "delegate replace".into(),
             Op::Close { .. } => "unit close".into(),
             Op::Assess => "unit assess".into(),
-            Op::OpenActBounded(_) => "act_bounded".into(),
+            Op::OpenActBounded(_) => "act_bounded open".into(),
+            Op::CloseActBounded { .. } => "act_bounded close".into(),
             Op::Submit { .. } => "return submit".into(),
             Op::Retry => "return retry".into(),
             Op::ProjectAdd { .. } => "project add".into(),
@@ -313,6 +319,18 @@ pub fn decide(
                 scope: scope.clone(),
             }])
         }
+        Op::CloseActBounded { result } => {
+            non_empty("result", result)?;
+            if state.act_bounded.is_none() {
+                return Err(refuse(
+                    "act-bounded-open",
+                    "no act_bounded scope is open".to_string(),
+                ));
+            }
+            Ok(vec![Event::ActBoundedClosed {
+                reason: format!("its stop condition: {}", result.trim()),
+            }])
+        }
         Op::Submit {
             report,
             outcome,
@@ -439,11 +457,15 @@ fn deliver(projection: &[String], handoff: String, known: &dyn Fn(&str) -> bool)
 }
 
 fn close_act_bounded(state: &RoutingState, events: &mut Vec<Event>) {
-    if state.act_bounded.is_some() {
-        events.push(Event::ActBoundedClosed {
-            reason: "the next delegation".into(),
-        });
-    }
+    events.extend(end_act_bounded(state, "the next delegation"));
+}
+
+/// The event that ends an open `act_bounded` scope for `reason` (new user input, a restart, a
+/// delegation); none when no scope is open.
+pub fn end_act_bounded(state: &RoutingState, reason: &str) -> Option<Event> {
+    state.act_bounded.as_ref().map(|_| Event::ActBoundedClosed {
+        reason: reason.into(),
+    })
 }
 
 fn non_empty(field: &'static str, value: &str) -> Result<(), Refusal> {

@@ -447,3 +447,68 @@ fn the_journal_is_durable_and_recovers_a_lost_execution() {
     let reopened = Journal::open(&path).unwrap();
     assert_eq!(reopened.state(), j.state());
 }
+
+#[test]
+fn act_bounded_closes_at_its_stop_condition_and_at_a_restart() {
+    let mut w = World::automatic();
+    let r = w.refused(
+        Coordinator,
+        Op::CloseActBounded {
+            result: "done".into(),
+        },
+    );
+    assert_eq!(r.rule, "act-bounded-open");
+    let scope = ActBounded {
+        scope: "run the formatter".into(),
+        expected_result: "a clean diff".into(),
+        authority: "the user asked".into(),
+        stop_condition: "after one run".into(),
+        inseparable: "the diff is the judgment".into(),
+        delegation_loss: "a round trip for one command".into(),
+    };
+    w.op(Coordinator, Op::OpenActBounded(scope.clone()));
+    let r = w.refused(Coordinator, Op::CloseActBounded { result: " ".into() });
+    assert_eq!(r.rule, "argument");
+    w.op(
+        Coordinator,
+        Op::CloseActBounded {
+            result: "formatted, diff clean".into(),
+        },
+    );
+    assert!(w.state.act_bounded.is_none());
+    let r = w.refused(
+        Coordinator,
+        Op::Environment {
+            tool: "bash".into(),
+            instructional: false,
+        },
+    );
+    assert_eq!(r.rule, "coordinator-environment");
+
+    // A scope open when the process dies ends at the restart: its context is lost.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.journal");
+    {
+        let mut j = Journal::open(&path).unwrap();
+        j.commit(
+            "op1",
+            "s1",
+            vec![Event::ControlSet {
+                control: Control::Automatic,
+            }],
+        )
+        .unwrap();
+        j.commit("op2", "s2", vec![Event::ActBoundedOpened { scope }])
+            .unwrap();
+    }
+    let mut j = Journal::open(&path).unwrap();
+    assert!(j.state().act_bounded.is_some());
+    assert!(!j.recover("").unwrap(), "no execution was running");
+    assert!(j.state().act_bounded.is_none());
+    let records = Journal::read(&path).unwrap();
+    assert!(matches!(
+        &records.last().unwrap().event,
+        Event::ActBoundedClosed { reason } if reason == "the session restarted"
+    ));
+    assert_eq!(Journal::open(&path).unwrap().state(), j.state());
+}

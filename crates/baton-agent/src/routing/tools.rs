@@ -91,8 +91,9 @@ enum UnitOperation {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ActBoundedArgs {
-    /// `open` a scope (every field but `tool` and `arguments`); `run` one environment tool of
-    /// your role (read, write, edit, bash, grep, find, ls) inside the open scope.
+    /// `open` a scope (the six fields from `scope` to `delegation_loss`); `run` one environment
+    /// tool of your role (read, write, edit, bash, grep, find, ls) inside the open scope; `close`
+    /// it when its stop condition is reached (`result`).
     operation: ActOperation,
     /// open: what exactly you will read, run or change yourself.
     #[serde(default)]
@@ -118,6 +119,9 @@ struct ActBoundedArgs {
     /// run: that tool's arguments, as the tool takes them.
     #[serde(default)]
     arguments: Option<serde_json::Map<String, Value>>,
+    /// close: what came of the scope.
+    #[serde(default)]
+    result: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -125,6 +129,7 @@ struct ActBoundedArgs {
 enum ActOperation {
     Open,
     Run,
+    Close,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -225,7 +230,7 @@ pub fn specs(profile: Profile) -> Vec<ToolSpec> {
             ),
             spec::<ActBoundedArgs>(
                 "act_bounded",
-                "Act yourself, only when judgment and action cannot be separated and delegating would lose something concrete: `open` a scope (what, expected result, authority, stop condition, why inseparable, what delegation would lose), then `run` your role's environment tools in it one call at a time. The scope ends at its stop condition or your next delegation.",
+                "Act yourself, only when judgment and action cannot be separated and delegating would lose something concrete: `open` a scope (what, expected result, authority, stop condition, why inseparable, what delegation would lose), then `run` your role's environment tools in it one call at a time, and `close` it at its stop condition. New user input or your next delegation also ends it.",
             ),
         ],
         Profile::Executor => vec![
@@ -307,6 +312,9 @@ pub fn parse(name: &str, args: &Value) -> Result<Call, String> {
                     inseparable: need("inseparable", a.inseparable)?,
                     delegation_loss: need("delegation_loss", a.delegation_loss)?,
                 })),
+                ActOperation::Close => Call::Op(Op::CloseActBounded {
+                    result: need("result", a.result)?,
+                }),
                 ActOperation::Run => {
                     let tool = need("tool", a.tool)?;
                     if owner(&tool).is_some() {

@@ -324,21 +324,27 @@ fn state<'s>(s: &'s Session<'_>) -> Option<&'s crate::routing::state::RoutingSta
     s.routed.as_ref().map(|r| r.journal.state())
 }
 
-/// Whether `seat` is the Executor under automatic control, whose work ends only through
-/// `return`.
 /// Whether the session is under a manual hold (an ordinary session on the held seat).
 pub(crate) fn held(s: &Session<'_>) -> bool {
     state(s).is_some_and(|st| matches!(st.control, Control::Manual { .. }))
 }
 
+/// Whether `seat` is the Executor under automatic control, whose work ends only through
+/// `return`.
 pub(crate) fn must_return(s: &Session<'_>, seat: &Seat) -> bool {
     seat.profile == Some(Profile::Executor)
         && state(s).is_some_and(|st| st.control == Control::Automatic)
 }
 
 /// User input as it joins `seat`'s view: for the Coordinator under automatic control, after the
-/// host's Runtime State block.
-pub(crate) fn user_message(s: &Session<'_>, seat: &Seat, text: String) -> Message {
+/// host's Runtime State block. New input ends an open `act_bounded` scope.
+pub(crate) fn user_message(s: &mut Session<'_>, seat: &Seat, text: String) -> Message {
+    if let Some(end) = state(s).and_then(|st| rules::end_act_bounded(st, "new user input")) {
+        let op = format!("{}:input", s.turns);
+        if let Err(e) = commit(s, &op, "input", vec![end]) {
+            tracing::warn!("{e}");
+        }
+    }
     match state(s) {
         Some(st)
             if st.control == Control::Automatic && seat.profile == Some(Profile::Coordinator) =>
@@ -804,7 +810,8 @@ async fn routing_call(
                     "{}\n\nThe unit is closed. Answer the user, or assign the next outcome.",
                     view::runtime_state(st, Profile::Coordinator)
                 )),
-                Op::OpenActBounded(_) => ok("act_bounded scope open: `act_bounded run` your environment tools (`tool`, `arguments`) within it until its stop condition or your next delegation.".into()),
+                Op::OpenActBounded(_) => ok("act_bounded scope open: `act_bounded run` your environment tools (`tool`, `arguments`) within it, and `act_bounded close` it with its `result` at its stop condition. New user input or your next delegation also ends it.".into()),
+                Op::CloseActBounded { .. } => ok("act_bounded scope closed.".into()),
                 Op::Submit { .. } | Op::Retry => {
                     let blocked = st.outstanding().and_then(|a| {
                         st.last_handoff(&a.id, crate::routing::state::HandoffKind::Report)
