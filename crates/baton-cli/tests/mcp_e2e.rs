@@ -418,3 +418,86 @@ async fn results_are_bounded_by_the_output_cap() {
     assert_eq!(serde_json::from_str::<Value>(&text(&result)).unwrap(), doc);
     client.cancel().await.unwrap();
 }
+
+/// Raw JSON-RPC lines that are not valid requests: each gets an error (for a bad tool name or
+/// argument, a tool error), none ends the session, and a valid request after them is answered.
+#[test]
+fn malformed_requests_get_errors_and_the_server_keeps_serving() {
+    use std::io::{BufRead, BufReader, Write};
+    let sb = sandbox();
+    let mut child = sb
+        .baton(&["mcp"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}).to_string(),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        "{not json".to_string(),
+        "[1, 2]".to_string(),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "no/such/method"}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "nope", "arguments": {}}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "route", "arguments": {"request": 7}}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "route", "arguments": {"request": "fix the failing test"}}}).to_string(),
+    ];
+    for l in &lines {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut by_id = std::collections::BTreeMap::new();
+    let mut without_id = Vec::new();
+    while by_id.len() < 6 || without_id.is_empty() {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("no more answers; got {by_id:?} and {without_id:?}"));
+        let v: Value = serde_json::from_str(&line).unwrap();
+        match v["id"].as_i64() {
+            Some(id) => {
+                by_id.insert(id, v);
+            }
+            None => without_id.push(v),
+        }
+    }
+    drop(stdin);
+    child.wait().unwrap();
+    // JSON that is not a request: an invalid-request error without an id. (A line that is not
+    // JSON at all is dropped by the SDK without an answer; the session goes on.)
+    assert_eq!(without_id[0]["error"]["code"], -32600, "{without_id:?}");
+    // An unknown method and a call without a tool name: JSON-RPC errors.
+    assert!(by_id[&2]["error"]["code"].is_i64(), "{:?}", by_id[&2]);
+    assert!(by_id[&3]["error"]["code"].is_i64(), "{:?}", by_id[&3]);
+    // An unknown tool and a bad argument: tool errors naming them.
+    assert_eq!(by_id[&4]["result"]["isError"], true);
+    assert!(by_id[&4]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("no tool `nope`"));
+    assert_eq!(by_id[&5]["result"]["isError"], true);
+    assert!(
+        by_id[&5]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("request"),
+        "{:?}",
+        by_id[&5]
+    );
+    // The session went on.
+    assert_eq!(by_id[&6]["result"]["isError"], false);
+    assert_eq!(
+        by_id[&6]["result"]["structuredContent"]["workflow"],
+        "DEBUG"
+    );
+}
