@@ -117,6 +117,23 @@ async fn initialize_list_and_call_over_http() {
     // The same document as the command's.
     let out = sb.run(&["route", "fix the failing test", "--json"]);
     assert_eq!(doc, serde_json::from_slice::<Value>(&out.stdout).unwrap());
+    // A body that is not JSON, and JSON that is not a request, are client errors; the server
+    // and the client's session go on.
+    let http = reqwest::Client::new();
+    for body in ["{not json", "[1, 2]"] {
+        let status = http
+            .post(&server.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert!(status.is_client_error(), "{body}: {status}");
+    }
+    let doc = document(&call(&client, "route", json!({"request": "review my change"})).await);
+    assert_eq!(doc["workflow"], "REVIEW");
     client.cancel().await.unwrap();
 }
 
