@@ -677,3 +677,91 @@ fn new_user_input_ends_the_coordinators_act_bounded_scope() {
         .collect();
     assert_eq!(closes, ["new user input"]);
 }
+
+/// Each process numbers its turns, calls and items from the start again; the journal must still
+/// take every process's changes of control (none is mistaken for an earlier one's).
+#[test]
+fn controls_set_in_later_processes_are_all_recorded() {
+    let server = MockServer::builder()
+        .turn(Turn::text("one, on the executor's route"))
+        .turn(Turn::text("two, automatic: the coordinator"))
+        .turn(Turn::text("three, on the executor's route again"))
+        .turn(Turn::text("four, held on the coordinator by --routing"))
+        .turn(Turn::tool_call(
+            "c1",
+            "bash",
+            json!({"command": "echo off > off.txt"}),
+        ))
+        .turn(Turn::text("five, routing off: an ordinary session"))
+        .start_blocking();
+    let p = project(&server, "openai");
+    let chat = |args: &[&str], input: &str| {
+        use std::io::Write;
+        let mut c = p
+            .baton(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        c.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        let out = c.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    let out = chat(
+        &["chat", "--json", "--routing", "auto"],
+        "/profile executor\none\n",
+    );
+    let id = session_id(&String::from_utf8_lossy(&out.stdout));
+    chat(&["chat", "--json", "--resume", &id], "/profile auto\ntwo\n");
+    chat(
+        &["chat", "--json", "--resume", &id],
+        "/profile executor\nthree\n",
+    );
+    chat(
+        &[
+            "chat",
+            "--json",
+            "--resume",
+            &id,
+            "--routing",
+            "coordinator",
+        ],
+        "four\n",
+    );
+    chat(
+        &["chat", "--json", "--resume", &id, "--routing", "off"],
+        "five\n",
+    );
+    let reqs = server.model_requests();
+    let models: Vec<String> = reqs.iter().map(model).collect();
+    assert_eq!(models, [EXEC, COORD, EXEC, COORD, COORD, COORD]);
+    // With routing off the Coordinator's seat is an ordinary session: bash by schema, and it ran.
+    assert!(reqs[4].offered_tools().contains(&"bash"));
+    assert_eq!(
+        std::fs::read_to_string(p.work().join("off.txt")).unwrap(),
+        "off\n"
+    );
+    let controls: Vec<Value> = journal(&p)
+        .into_iter()
+        .filter(|r| r["type"] == "control_set")
+        .map(|r| r["control"].clone())
+        .collect();
+    assert_eq!(
+        controls,
+        [
+            json!({"mode": "automatic"}),
+            json!({"mode": "manual", "profile": "executor"}),
+            json!({"mode": "automatic"}),
+            json!({"mode": "manual", "profile": "executor"}),
+            json!({"mode": "manual", "profile": "coordinator"}),
+            json!({"mode": "inactive"}),
+        ]
+    );
+}

@@ -510,7 +510,7 @@ impl Session<'_> {
             }
             // The end of a turn's calls is a safe point too.
             if !flow.returned {
-                self.poll(seat.profile, &mut flow);
+                self.poll(routed::acting(self, seat), &mut flow);
             }
             if flow.returned {
                 return Drive::Returned;
@@ -525,7 +525,7 @@ impl Session<'_> {
                 );
             }
             // User input that arrived meanwhile joins the conversation here, after the results.
-            if seat.profile != Some(Profile::Executor) {
+            if routed::acting(self, seat) != Some(Profile::Executor) {
                 let mut kept = VecDeque::new();
                 while let Some(sub) = self.held.pop_front() {
                     match sub {
@@ -554,7 +554,7 @@ impl Session<'_> {
             model: seat.chain[seat.active].route.model.clone(),
             system: seat.system.clone(),
             messages: seat.messages.clone(),
-            tools: match (&seat.manual_specs, routed::held(self)) {
+            tools: match (&seat.manual_specs, routed::ordinary(self)) {
                 (Some(all), true) => all.clone(),
                 _ => seat.specs.clone(),
             },
@@ -686,7 +686,7 @@ impl Session<'_> {
         calls: &[(String, String, String)],
         flow: &mut Flow,
     ) -> Vec<Message> {
-        let profile = seat.profile;
+        let profile = routed::acting(self, seat);
         let spec = self.spec;
         // The inbox is looked at through a raw split of `self`: the tool runner borrows the ids
         // and the event sink, the stop check the inbox and the held queue.

@@ -56,6 +56,15 @@ impl Journal {
         Ok(JsonlLog::read(path)?)
     }
 
+    /// How many records the journal holds.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     pub fn state(&self) -> &RoutingState {
         &self.state
     }
@@ -94,6 +103,20 @@ impl Journal {
         if let Some(end) = rules::end_act_bounded(&self.state, "the session restarted") {
             let op = format!("restart-{}", self.len);
             self.commit(&op, "recovery", vec![end])?;
+        }
+        // A contract delivered whose execution never started (the process died between the
+        // two records): recorded as started here, so that it ends `lost` below like any other
+        // and the Coordinator is responsible again, with the assignment resumable.
+        let never_started = self.state.running().is_none()
+            && self
+                .state
+                .outstanding()
+                .is_some_and(|a| a.executions.is_empty());
+        if never_started {
+            if let Some(events) = rules::start_execution(&self.state) {
+                let op = format!("restart-{}", self.len);
+                self.commit(&op, "recovery-start", events)?;
+            }
         }
         let Some((_, running)) = self.state.running() else {
             return Ok(false);

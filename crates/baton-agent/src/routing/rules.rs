@@ -315,9 +315,13 @@ pub fn decide(
             ] {
                 non_empty(field, value)?;
             }
-            Ok(vec![Event::ActBoundedOpened {
+            // A new scope replaces an open one: the old one is recorded as ended.
+            let mut events: Vec<Event> =
+                end_act_bounded(state, "a new scope").into_iter().collect();
+            events.push(Event::ActBoundedOpened {
                 scope: scope.clone(),
-            }])
+            });
+            Ok(events)
         }
         Op::CloseActBounded { result } => {
             non_empty("result", result)?;
@@ -418,6 +422,12 @@ pub fn decide(
         }
         Op::ProjectRemove { refs, reason } => {
             non_empty("reason", reason)?;
+            if refs.is_empty() {
+                return Err(refuse(
+                    "argument",
+                    "`refs` is empty: name the references to withdraw",
+                ));
+            }
             if let Some(r) = refs.iter().find(|r| !state.projection.contains(r)) {
                 return Err(refuse("project-ref", format!("`{r}` is not selected")));
             }

@@ -512,3 +512,55 @@ fn act_bounded_closes_at_its_stop_condition_and_at_a_restart() {
     ));
     assert_eq!(Journal::open(&path).unwrap().state(), j.state());
 }
+
+#[test]
+fn a_contract_delivered_but_never_started_is_recovered_as_lost_and_resumable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.journal");
+    {
+        let mut j = Journal::open(&path).unwrap();
+        j.commit(
+            "op1",
+            "s1",
+            vec![Event::ControlSet {
+                control: Control::Automatic,
+            }],
+        )
+        .unwrap();
+        let ev = decide(
+            j.state(),
+            Coordinator,
+            &Op::Assign {
+                contract: "build the parser".into(),
+            },
+            &known,
+        )
+        .unwrap();
+        j.commit("op2", "s2", ev).unwrap();
+        // The process dies here, before the execution's start is recorded.
+    }
+    let mut j = Journal::open(&path).unwrap();
+    assert_eq!(j.state().responsible(), Some(Executor));
+    assert!(j.recover("").unwrap());
+    let a = j.state().assignment("a1").unwrap();
+    assert_eq!(a.executions.len(), 1);
+    assert_eq!(a.executions[0].ended, Some(ExecutionEnd::Lost));
+    assert_eq!(j.state().responsible(), Some(Coordinator));
+    assert_eq!(j.state().resumable().map(|a| a.id.as_str()), Some("a1"));
+    assert!(!j.recover("").unwrap(), "recovered once");
+}
+
+#[test]
+fn project_remove_needs_references() {
+    let mut w = World::automatic();
+    w.assign("do it");
+    w.start();
+    let r = w.refused(
+        Executor,
+        Op::ProjectRemove {
+            refs: vec![],
+            reason: "not needed".into(),
+        },
+    );
+    assert_eq!(r.rule, "argument");
+}

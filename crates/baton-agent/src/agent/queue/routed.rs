@@ -45,6 +45,10 @@ A Coordinator assigns you work through contracts. Follow the contract's directio
 /// The routed state of a session.
 pub(crate) struct Routed {
     journal: Journal,
+    /// This process's part of every operation id it records (`p<records at open>`): turn numbers,
+    /// call ids and item ids start again in each process, and a journal skips an operation it
+    /// already holds, so ids from a restarted process must not repeat an earlier one's.
+    run: String,
     coordinator: Option<Seat>,
     executor: Option<Seat>,
     evidence: EvidenceTable,
@@ -71,17 +75,25 @@ impl Routed {
             }
         }
         let [coordinator, executor] = seats;
+        let run = format!("p{}", journal.len());
+        let fresh = journal.is_empty();
         let mut r = Routed {
             journal,
+            run,
             coordinator: None,
             executor: None,
             evidence: EvidenceTable::default(),
             projection: spec.projection,
         };
         r.rebuild_evidence(&executor);
+        // The Executor's last words in its last execution: nothing before the last contract
+        // or resume note counts.
         let last_words = executor
             .iter()
             .rev()
+            .take_while(
+                |m| !matches!(m, Message::User { text } if assignment_named(text).is_some()),
+            )
             .find_map(|m| match m {
                 Message::Assistant { parts } => {
                     let t: String = parts
@@ -102,12 +114,12 @@ impl Routed {
         }
         let control = match (spec.start, before.control) {
             (Some(c), _) => Some(c),
-            // A new journal starts automatic; a restarted one keeps its control.
-            (None, Control::Inactive) if before.units.is_empty() => Some(Control::Automatic),
+            // A new journal starts automatic; a restarted one keeps its control (even `inactive`).
+            (None, Control::Inactive) if fresh => Some(Control::Automatic),
             (None, _) => None,
         };
         if let Some(c) = control.filter(|c| *c != r.journal.state().control) {
-            let op = format!("start-{}", s.spec.session_id);
+            let op = format!("{}/start", r.run);
             r.journal
                 .commit(&op, "start", vec![Event::ControlSet { control: c }])
                 .map_err(|e| format!("routing journal: {e}"))?;
@@ -237,8 +249,29 @@ fn before_has(
 }
 
 /// Whether a path is instructional material: a role or skill file.
+/// Whether a path is instructional material: a file under a `.baton/roles/` or `.baton/skills/`
+/// folder, or a file named `SKILL.md`. A path with a `..` component never is (it could lead
+/// anywhere), nor is an empty one.
 fn is_instructional(path: &str) -> bool {
-    path.contains(".baton/roles/") || path.contains(".baton/skills/") || path.ends_with("SKILL.md")
+    use std::path::Component;
+    let parts: Vec<Component> = std::path::Path::new(path).components().collect();
+    if parts.iter().any(|c| matches!(c, Component::ParentDir)) {
+        return false;
+    }
+    let names: Vec<&str> = parts
+        .iter()
+        .filter_map(|c| match c {
+            Component::Normal(n) => n.to_str(),
+            _ => None,
+        })
+        .collect();
+    let Some((file, dirs)) = names.split_last() else {
+        return false;
+    };
+    *file == "SKILL.md"
+        || dirs
+            .windows(2)
+            .any(|w| w[0] == ".baton" && (w[1] == "roles" || w[1] == "skills"))
 }
 
 fn assistant_text(parts: &[AssistantPart]) -> String {
@@ -298,6 +331,7 @@ fn commit(s: &mut Session<'_>, op: &str, step: &str, events: Vec<Event>) -> Resu
     let Some(r) = s.routed.as_mut() else {
         return Err("this session is not routed".into());
     };
+    let op = &format!("{}/{op}", r.run);
     let before = r.journal.state().clone();
     r.journal.commit(op, step, events.clone()).map_err(|e| {
         format!("the host could not record this in the routing journal ({e}); nothing changed")
@@ -324,9 +358,16 @@ fn state<'s>(s: &'s Session<'_>) -> Option<&'s crate::routing::state::RoutingSta
     s.routed.as_ref().map(|r| r.journal.state())
 }
 
-/// Whether the session is under a manual hold (an ordinary session on the held seat).
-pub(crate) fn held(s: &Session<'_>) -> bool {
-    state(s).is_some_and(|st| matches!(st.control, Control::Manual { .. }))
+/// Whether a routed session runs as an ordinary one: under a manual hold (on the held seat) or
+/// with routing turned off (on the Coordinator's seat).
+pub(crate) fn ordinary(s: &Session<'_>) -> bool {
+    state(s).is_some_and(|st| st.control != Control::Automatic)
+}
+
+/// The participant `seat` acts as under the routing rules: its profile under automatic control,
+/// none otherwise (an ordinary session: new input joins it, it is not stopped for it).
+pub(crate) fn acting(s: &Session<'_>, seat: &Seat) -> Option<Profile> {
+    seat.profile.filter(|_| !ordinary(s))
 }
 
 /// Whether `seat` is the Executor under automatic control, whose work ends only through
@@ -339,12 +380,7 @@ pub(crate) fn must_return(s: &Session<'_>, seat: &Seat) -> bool {
 /// User input as it joins `seat`'s view: for the Coordinator under automatic control, after the
 /// host's Runtime State block. New input ends an open `act_bounded` scope.
 pub(crate) fn user_message(s: &mut Session<'_>, seat: &Seat, text: String) -> Message {
-    if let Some(end) = state(s).and_then(|st| rules::end_act_bounded(st, "new user input")) {
-        let op = format!("{}:input", s.turns);
-        if let Err(e) = commit(s, &op, "input", vec![end]) {
-            tracing::warn!("{e}");
-        }
-    }
+    end_scope(s, "new user input");
     match state(s) {
         Some(st)
             if st.control == Control::Automatic && seat.profile == Some(Profile::Coordinator) =>
@@ -376,6 +412,15 @@ pub(crate) async fn task(s: &mut Session<'_>, text: String) -> Drive {
     s.push(&mut seat, m);
     let d = Box::pin(s.drive(&mut seat)).await;
     put_seat(s, seat);
+    if matches!(
+        d,
+        Drive::Ended {
+            reason: Some(EndReason::Cancelled),
+            ..
+        }
+    ) {
+        end_scope(s, "an interruption");
+    }
     d
 }
 
@@ -392,6 +437,16 @@ fn put_seat(s: &mut Session<'_>, seat: Seat) {
         match seat.profile {
             Some(Profile::Executor) => r.executor = Some(seat),
             _ => r.coordinator = Some(seat),
+        }
+    }
+}
+
+/// Ends the Coordinator's open `act_bounded` scope, if any, for `why`.
+pub(crate) fn end_scope(s: &mut Session<'_>, why: &str) {
+    if let Some(end) = state(s).and_then(|st| rules::end_act_bounded(st, why)) {
+        let op = format!("{}:scope-end", s.turns);
+        if let Err(e) = commit(s, &op, "scope", vec![end]) {
+            tracing::warn!("{e}");
         }
     }
 }
@@ -413,9 +468,14 @@ pub(crate) async fn resume(s: &mut Session<'_>) -> Option<Drive> {
         return None;
     }
     let op = format!("resume-{}-{}", id, s.ids.next());
-    execute(s, &id, true, &op).await;
+    // Whatever scope the Coordinator had open ends here: the user interrupted and resumed.
+    end_scope(s, "the user resumed an assignment");
+    let outcome = execute(s, &id, true, &op).await;
     let mut seat = take_seat(s, Profile::Coordinator)?;
-    let report = report_for(s, &id);
+    let report = match outcome {
+        Ok(()) => report_for(s, &id),
+        Err(e) => format!("The resumed execution did not run to a report: {e}."),
+    };
     s.push(
         &mut seat,
         Message::user(format!("The user resumed assignment {id}.\n\n{report}")),
@@ -435,25 +495,25 @@ fn report_for(s: &Session<'_>, id: &str) -> String {
 /// Runs the Executor on assignment `id` (a new execution): the contract (or the resume note)
 /// joins its view, it works until it returns, is interrupted or stops; a stop without a report
 /// gets an honest partial report from the host.
-async fn execute(s: &mut Session<'_>, id: &str, resumed: bool, op: &str) {
+async fn execute(s: &mut Session<'_>, id: &str, resumed: bool, op: &str) -> Result<(), String> {
     let Some(events) = state(s).and_then(rules::start_execution) else {
-        return;
+        return Err(format!("assignment {id} has an execution running already"));
     };
-    if commit(s, &format!("{op}:start"), "execution", events).is_err() {
-        return;
-    }
+    commit(s, &format!("{op}:start"), "execution", events)?;
     let Some(mut seat) = take_seat(s, Profile::Executor) else {
-        return;
+        return Err("the routed session lost the Executor's seat".into());
     };
     let contract = state(s)
         .map(|st| view::contract_message(st, id, resumed))
         .unwrap_or_default();
     s.push(&mut seat, Message::user(contract));
+    // The host's report quotes this execution's last words, never an earlier one's.
+    seat.last_text.clear();
     let d = Box::pin(s.drive(&mut seat)).await;
     let last = seat.last_text.clone();
     put_seat(s, seat);
     let (how, text, gaps) = match d {
-        Drive::Returned => return,
+        Drive::Returned => return Ok(()),
         Drive::Interrupted => (
             ExecutionEnd::Interrupted,
             last,
@@ -494,9 +554,7 @@ async fn execute(s: &mut Session<'_>, id: &str, resumed: bool, op: &str) {
     if let Some(more) = rules::host_return(&probe, how, &text, gaps) {
         events.extend(more);
     }
-    if let Err(e) = commit(s, &format!("{op}:end"), "execution", events) {
-        tracing::warn!("{e}");
-    }
+    commit(s, &format!("{op}:end"), "execution", events)
 }
 
 /// Runs a routed seat's tool calls in order: routing tools by the host, environment tools after
@@ -527,7 +585,7 @@ pub(crate) async fn run_calls(
             let stop = if flow.returned {
                 Some("the assignment returned; the rest of the turn was not run".to_string())
             } else {
-                s.poll(seat.profile, &mut flow)
+                s.poll(acting(s, seat), &mut flow)
             };
             if let Some(why) = stop {
                 for call in &calls[i..] {
@@ -796,7 +854,11 @@ async fn routing_call(
                     let Some(id) = st.outstanding().map(|a| a.id.clone()) else {
                         return error_output("the assignment was not recorded".into());
                     };
-                    execute(s, &id, false, op).await;
+                    if let Err(e) = execute(s, &id, false, op).await {
+                        return error_output(format!(
+                            "assignment {id} is saved, but its execution did not run to a report: {e}. A restart recovers it; then `/resume` runs it again or `replace` corrects it."
+                        ));
+                    }
                     ok(report_for(s, &id))
                 }
                 Op::Assess => {
@@ -839,6 +901,35 @@ async fn routing_call(
                 )),
                 Op::Environment { .. } => ok(String::new()),
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod instructional_tests {
+    use super::is_instructional;
+
+    #[test]
+    fn only_role_and_skill_files_are_instructional() {
+        for yes in [
+            ".baton/roles/scout.md",
+            ".baton/skills/style/notes.md",
+            "docs/SKILL.md",
+            "/home/u/p/.baton/skills/x/y.md",
+            "./.baton/skills/x/SKILL.md",
+        ] {
+            assert!(is_instructional(yes), "{yes}");
+        }
+        for no in [
+            ".baton/roles/../../greet.py",
+            ".baton/skills/../secret.txt",
+            "./.baton/roles/../x",
+            "xSKILL.md",
+            ".baton/roles",
+            "src/main.rs",
+            "",
+        ] {
+            assert!(!is_instructional(no), "{no}");
         }
     }
 }
