@@ -40,6 +40,27 @@ fn run(p: &Sandbox, args: &[&str]) -> Output {
     out
 }
 
+/// `baton` with `args` in `p`, `input` on its stdin (then closed); it must exit 0.
+fn chat(p: &Sandbox, args: &[&str], input: &str) -> Output {
+    use std::io::Write;
+    let mut c = p
+        .baton(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = c.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 fn model(req: &RecordedRequest) -> String {
     req.body["model"].as_str().unwrap_or("").to_string()
 }
@@ -453,25 +474,7 @@ fn a_manual_hold_lasts_across_a_restart() {
         .turn(Turn::text("still the executor"))
         .start_blocking();
     let p = project(&server, "openai-responses");
-    let chat = |args: &[&str], input: &str| {
-        use std::io::Write;
-        let mut c = p
-            .baton(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        c.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-        let out = c.wait_with_output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
-    };
+    let chat = |args: &[&str], input: &str| chat(&p, args, input);
     let out = chat(
         &["chat", "--json", "--routing", "auto"],
         "/profile executor\nhi\n",
@@ -589,27 +592,10 @@ fn a_manual_hold_on_the_coordinator_is_an_ordinary_session_with_every_tool() {
         .turn(Turn::text("Wrote held.txt."))
         .start_blocking();
     let p = project(&server, "openai");
-    let mut c = p
-        .baton(&["chat", "--json", "--routing", "coordinator"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        c.stdin
-            .take()
-            .unwrap()
-            .write_all(b"write held.txt\n")
-            .unwrap();
-    }
-    let out = c.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    chat(
+        &p,
+        &["chat", "--json", "--routing", "coordinator"],
+        "write held.txt\n",
     );
     assert_eq!(
         std::fs::read_to_string(p.work().join("held.txt")).unwrap(),
@@ -644,27 +630,10 @@ fn new_user_input_ends_the_coordinators_act_bounded_scope() {
         .turn(Turn::text("I will delegate instead."))
         .start_blocking();
     let p = project(&server, "anthropic");
-    let mut c = p
-        .baton(&["chat", "--json", "--routing", "auto"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        c.stdin
-            .take()
-            .unwrap()
-            .write_all(b"look yourself\nnow touch late\n")
-            .unwrap();
-    }
-    let out = c.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    chat(
+        &p,
+        &["chat", "--json", "--routing", "auto"],
+        "look yourself\nnow touch late\n",
     );
     assert!(!p.work().join("late").exists());
     let reqs = server.model_requests();
@@ -695,25 +664,7 @@ fn controls_set_in_later_processes_are_all_recorded() {
         .turn(Turn::text("five, routing off: an ordinary session"))
         .start_blocking();
     let p = project(&server, "openai");
-    let chat = |args: &[&str], input: &str| {
-        use std::io::Write;
-        let mut c = p
-            .baton(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        c.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-        let out = c.wait_with_output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
-    };
+    let chat = |args: &[&str], input: &str| chat(&p, args, input);
     let out = chat(
         &["chat", "--json", "--routing", "auto"],
         "/profile executor\none\n",

@@ -401,31 +401,43 @@ fn a_journal_replayed_twice_gives_the_same_state() {
     assert_eq!(once, w.state);
 }
 
+/// A journal at `path` under automatic control (`op1`) holding assignment a1 (`op2`), not started.
+fn journal_with_an_assignment(path: &std::path::Path) -> Journal {
+    let mut j = Journal::open(path).unwrap();
+    j.commit(
+        "op1",
+        "s1",
+        vec![Event::ControlSet {
+            control: Control::Automatic,
+        }],
+    )
+    .unwrap();
+    let ev = decide(
+        j.state(),
+        Coordinator,
+        &Op::Assign {
+            contract: "build the parser".into(),
+        },
+        &known,
+    )
+    .unwrap();
+    j.commit("op2", "s2", ev).unwrap();
+    j
+}
+
 #[test]
 fn the_journal_is_durable_and_recovers_a_lost_execution() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.routing.jsonl");
     {
-        let mut j = Journal::open(&path).unwrap();
-        j.commit(
-            "op1",
-            "s1",
-            vec![Event::ControlSet {
-                control: Control::Automatic,
-            }],
-        )
-        .unwrap();
-        let ev = decide(
-            j.state(),
-            Coordinator,
-            &Op::Assign {
-                contract: "build the parser".into(),
-            },
-            &known,
-        )
-        .unwrap();
-        j.commit("op2", "s2", ev.clone()).unwrap();
+        let mut j = journal_with_an_assignment(&path);
         // The same operation committed again (a retry after a crash) adds nothing.
+        let again = Journal::read(&path).unwrap();
+        let ev: Vec<Event> = again
+            .iter()
+            .filter(|r| r.op == "op2")
+            .map(|r| r.event.clone())
+            .collect();
         j.commit("op2", "s2", ev).unwrap();
         let ev = start_execution(j.state()).unwrap();
         j.commit("op3", "s3", ev).unwrap();
@@ -517,28 +529,8 @@ fn act_bounded_closes_at_its_stop_condition_and_at_a_restart() {
 fn a_contract_delivered_but_never_started_is_recovered_as_lost_and_resumable() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.journal");
-    {
-        let mut j = Journal::open(&path).unwrap();
-        j.commit(
-            "op1",
-            "s1",
-            vec![Event::ControlSet {
-                control: Control::Automatic,
-            }],
-        )
-        .unwrap();
-        let ev = decide(
-            j.state(),
-            Coordinator,
-            &Op::Assign {
-                contract: "build the parser".into(),
-            },
-            &known,
-        )
-        .unwrap();
-        j.commit("op2", "s2", ev).unwrap();
-        // The process dies here, before the execution's start is recorded.
-    }
+    // The process dies after the assignment, before the execution's start is recorded.
+    drop(journal_with_an_assignment(&path));
     let mut j = Journal::open(&path).unwrap();
     assert_eq!(j.state().responsible(), Some(Executor));
     assert!(j.recover("").unwrap());
