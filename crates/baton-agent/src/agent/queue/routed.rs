@@ -154,6 +154,19 @@ impl Routed {
         Ok(r)
     }
 
+    /// The instructional reads made under assignment `id` and not yet selected, which go up with
+    /// its report without being asked for — as many as the selection's bound leaves room for.
+    fn auto_projection(&self, id: &str) -> Vec<String> {
+        let st = self.journal.state();
+        let room = crate::routing::rules::MAX_PROJECTED.saturating_sub(st.projection.len());
+        self.evidence
+            .instructional(id)
+            .into_iter()
+            .filter(|e| !st.projection.contains(e))
+            .take(room)
+            .collect()
+    }
+
     /// The routes both seats ran on, for the session's summary.
     pub(crate) fn into_routes(self) -> Vec<baton_protocol::RouteUsage> {
         self.coordinator
@@ -535,13 +548,7 @@ async fn execute(s: &mut Session<'_>, id: &str, resumed: bool, op: &str) -> Resu
     };
     let mut events = Vec::new();
     if let Some(r) = s.routed.as_ref() {
-        let st = r.journal.state();
-        let auto: Vec<String> = r
-            .evidence
-            .instructional(id)
-            .into_iter()
-            .filter(|e| !st.projection.contains(e))
-            .collect();
+        let auto = r.auto_projection(id);
         if !auto.is_empty() {
             events.push(Event::ProjectionAdded { refs: auto });
         }

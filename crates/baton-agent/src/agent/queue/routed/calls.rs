@@ -90,6 +90,18 @@ pub(crate) async fn run_calls(
                         let ran = s.run_environment(seat, &allowed, &mut flow).await;
                         results.extend(ran);
                         allowed.clear();
+                        if flow.interrupted || flow.stopped {
+                            // Stopped at a safe point: this call and the rest do not run.
+                            for call in &calls[j..] {
+                                results.push(refused(
+                                    s,
+                                    call,
+                                    "not run: the work was stopped before this call",
+                                ));
+                            }
+                            j = calls.len();
+                            break;
+                        }
                     }
                     results.push(refused(s, &calls[j], &refusal.to_string()));
                 }
@@ -269,12 +281,7 @@ async fn routing_call(
             if let (Op::Submit { .. }, Some(r), Some(a)) =
                 (&operation, s.routed.as_ref(), st.outstanding())
             {
-                let auto: Vec<String> = r
-                    .evidence
-                    .instructional(&a.id)
-                    .into_iter()
-                    .filter(|e| !st.projection.contains(e))
-                    .collect();
+                let auto = r.auto_projection(&a.id);
                 if !auto.is_empty() {
                     let mut probe = st.clone();
                     let add = Event::ProjectionAdded { refs: auto };
