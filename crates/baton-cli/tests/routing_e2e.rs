@@ -716,3 +716,140 @@ fn controls_set_in_later_processes_are_all_recorded() {
         ]
     );
 }
+
+/// Each rule a scripted model can break in one session, through the built binary: the call is
+/// answered with its rule and nothing is recorded for it.
+#[test]
+fn every_rule_a_model_can_break_is_refused_by_name() {
+    let refs: Vec<String> = (1..=65).map(|i| format!("ctx:t{i}")).collect();
+    let limitations: Vec<String> = (1..=33).map(|i| format!("limit {i}")).collect();
+    let server = MockServer::builder()
+        .turn(Turn::tool_call("c1", "unit", json!({"operation": "assess"})))
+        .turn(Turn::tool_call(
+            "c2",
+            "unit",
+            json!({"operation": "close", "outcome": "accepted", "assessment": "early"}),
+        ))
+        .turn(Turn::tool_call(
+            "c3",
+            "delegate",
+            json!({"operation": "replace", "contract": "x", "reason": "y"}),
+        ))
+        .turn(Turn::tool_call(
+            "c4",
+            "act_bounded",
+            json!({"operation": "close", "result": "nothing"}),
+        ))
+        .turn(Turn::tool_call(
+            "c5",
+            "return",
+            json!({"operation": "submit", "report": "mine", "outcome": "completed"}),
+        ))
+        .turn(Turn::tool_call(
+            "c6",
+            "delegate",
+            json!({"operation": "assign", "contract": "Check the folder."}),
+        ))
+        .turn(Turn::tool_call(
+            "e1",
+            "project",
+            json!({"operation": "add", "refs": ["ctx:t99"]}),
+        ))
+        .turn(Turn::tool_call(
+            "e2",
+            "project",
+            json!({"operation": "add", "refs": refs}),
+        ))
+        .turn(Turn::tool_call("e3", "return", json!({"operation": "retry"})))
+        .turn(Turn::tool_call(
+            "e4",
+            "return",
+            json!({"operation": "submit", "report": "r", "outcome": "completed", "limitations": limitations}),
+        ))
+        .turn(Turn::tool_call(
+            "e5",
+            "unit",
+            json!({"operation": "close", "outcome": "accepted", "assessment": "mine"}),
+        ))
+        // Three plain answers: sent back twice, then the execution fails.
+        .turn(Turn::text("plain one"))
+        .turn(Turn::text("plain two"))
+        .turn(Turn::text("plain three"))
+        // a1 is outstanding (its execution failed): no second assignment, no close.
+        .turn(Turn::tool_call(
+            "c7",
+            "delegate",
+            json!({"operation": "assign", "contract": "another"}),
+        ))
+        .turn(Turn::tool_call(
+            "c8",
+            "unit",
+            json!({"operation": "close", "outcome": "cancelled", "assessment": "give up"}),
+        ))
+        .turn(Turn::tool_call(
+            "c9",
+            "delegate",
+            json!({"operation": "replace", "contract": "Check the folder again.", "reason": "the first attempt failed"}),
+        ))
+        .turn(Turn::tool_call(
+            "e6",
+            "return",
+            json!({"operation": "submit", "report": "The folder is fine.", "outcome": "completed"}),
+        ))
+        .turn(Turn::tool_call(
+            "c10",
+            "unit",
+            json!({"operation": "close", "outcome": "accepted", "assessment": "checked"}),
+        ))
+        .turn(Turn::text("Done."))
+        .start_blocking();
+    let p = project(&server, "openai");
+    run(
+        &p,
+        &["agent", "--json", "--routing", "auto", "check the folder"],
+    );
+    let reqs = server.model_requests();
+    let last = |m: &str| reqs.iter().rev().find(|r| model(r) == m).unwrap();
+    let (coord, exec) = (last(COORD), last(EXEC));
+    for (req, id, rule) in [
+        (coord, "c1", "assess-report"),
+        (coord, "c2", "close-open-unit"),
+        (coord, "c3", "replace-outstanding"),
+        (coord, "c4", "act-bounded-open"),
+        (coord, "c5", "participant"),
+        (exec, "e1", "project-ref"),
+        (exec, "e2", "project-bound"),
+        (exec, "e3", "retry-blocked"),
+        (exec, "e4", "limitations"),
+        (exec, "e5", "participant"),
+        (coord, "c7", "one-assignment"),
+        (coord, "c8", "close-outstanding"),
+    ] {
+        let answer = result_of(req, id);
+        assert!(answer.contains(&format!("`{rule}`")), "{id}: {answer}");
+    }
+    assert!(result_of(coord, "c9").contains("The folder is fine."));
+    assert!(!result_of(coord, "c10").contains("rule"));
+    let types: Vec<String> = journal(&p)
+        .iter()
+        .map(|r| r["type"].as_str().unwrap().to_string())
+        .collect();
+    let count = |t: &str| types.iter().filter(|x| *x == t).count();
+    assert_eq!(
+        (count("unit_opened"), count("assigned"), count("replaced")),
+        (1, 1, 1),
+        "{types:?}"
+    );
+    assert_eq!(
+        (count("projection_added"), count("unit_closed")),
+        (0, 1),
+        "{types:?}"
+    );
+    let ends: Vec<String> = journal(&p)
+        .iter()
+        .filter(|r| r["type"] == "execution_ended")
+        .map(|r| r["how"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ends, ["failed", "returned"]);
+    server.assert_tool_results_answer_calls();
+}
