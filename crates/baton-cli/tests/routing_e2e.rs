@@ -422,7 +422,9 @@ fn a_killed_session_recovers_its_assignment_and_resume_finishes_it() {
     child.kill().unwrap();
     child.wait().unwrap();
     std::fs::write(p.work().join("go"), "").unwrap();
-    // Restarted: the lost execution is recorded with a host report; /resume runs it again.
+    // Restarted: the lost execution is recorded with a host report, which the Coordinator gets
+    // with the next input; /resume runs the assignment again.
+    server.push(Turn::text("The check was lost in a crash; resuming it."));
     server.push(Turn::tool_call(
         "e2",
         "return",
@@ -437,7 +439,10 @@ fn a_killed_session_recovers_its_assignment_and_resume_finishes_it() {
         .spawn()
         .and_then(|mut c| {
             use std::io::Write;
-            c.stdin.take().unwrap().write_all(b"/resume\n")?;
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(b"what happened?\n/resume\n")?;
             c.wait_with_output()
         })
         .unwrap();
@@ -460,10 +465,21 @@ fn a_killed_session_recovers_its_assignment_and_resume_finishes_it() {
         .unwrap();
     assert_eq!(lost_report["report"]["by_host"], true);
     let reqs = server.model_requests();
-    assert_eq!(model(&reqs[2]), EXEC);
-    assert!(last_user_text(&reqs[2]).contains("resumed assignment a1"));
-    assert_eq!(model(&reqs[3]), COORD);
-    assert!(last_user_text(&reqs[3]).contains("Checked again after the crash"));
+    assert_eq!(model(&reqs[2]), COORD);
+    let told = last_user_text(&reqs[2]);
+    assert!(
+        told.contains("recorded the execution of assignment a1 as lost"),
+        "{told}"
+    );
+    assert!(
+        told.contains("partial effects in the workspace were not reviewed"),
+        "{told}"
+    );
+    assert!(told.ends_with("what happened?"), "{told}");
+    assert_eq!(model(&reqs[3]), EXEC);
+    assert!(last_user_text(&reqs[3]).contains("resumed assignment a1"));
+    assert_eq!(model(&reqs[4]), COORD);
+    assert!(last_user_text(&reqs[4]).contains("Checked again after the crash"));
     server.assert_tool_results_answer_calls();
 }
 

@@ -56,6 +56,9 @@ pub(crate) struct Routed {
     executor: Option<Seat>,
     evidence: EvidenceTable,
     projection: bool,
+    /// The assignment whose execution a restart found running and recorded `lost`: its host
+    /// report goes to the Coordinator with the next user input (or `/resume` replaces it).
+    recovered: Option<String>,
 }
 
 impl Routed {
@@ -87,6 +90,7 @@ impl Routed {
             executor: None,
             evidence: EvidenceTable::default(),
             projection: spec.projection,
+            recovered: None,
         };
         r.rebuild_evidence(&executor);
         // The Executor's last words in its last execution: nothing before the last contract
@@ -112,8 +116,10 @@ impl Routed {
             })
             .unwrap_or_default();
         let before = r.journal.state().clone();
-        if let Err(e) = r.journal.recover(&last_words) {
-            return Err(format!("routing journal: recovery failed: {e}"));
+        match r.journal.recover(&last_words) {
+            Ok(true) => r.recovered = r.journal.state().outstanding().map(|a| a.id.clone()),
+            Ok(false) => {}
+            Err(e) => return Err(format!("routing journal: recovery failed: {e}")),
         }
         let control = match (spec.start, before.control) {
             (Some(c), _) => Some(c),
@@ -401,8 +407,23 @@ pub(crate) fn user_message(s: &mut Session<'_>, seat: &Seat, text: String) -> Me
         Some(st)
             if st.control == Control::Automatic && seat.profile == Some(Profile::Coordinator) =>
         {
+            // After a restart, the report the host saved for the lost execution comes first.
+            let recovered = s
+                .routed
+                .as_mut()
+                .and_then(|r| r.recovered.take())
+                .map(|id| {
+                    format!(
+                        "After a restart the host recorded the execution of assignment {id} as lost:\n\n{}\n\n",
+                        report_for(s, &id)
+                    )
+                })
+                .unwrap_or_default();
+            let Some(st) = state(s) else {
+                return Message::user(text);
+            };
             Message::user(format!(
-                "{}\n\n{text}",
+                "{}\n\n{recovered}{text}",
                 view::runtime_state(st, Profile::Coordinator)
             ))
         }
@@ -482,6 +503,9 @@ pub(crate) async fn resume(s: &mut Session<'_>) -> Option<Drive> {
     let id = state(s)?.resumable()?.id.clone();
     if state(s)?.control != Control::Automatic {
         return None;
+    }
+    if let Some(r) = s.routed.as_mut() {
+        r.recovered = None;
     }
     let op = format!("resume-{}-{}", id, s.ids.next());
     // Whatever scope the Coordinator had open ends here: the user interrupted and resumed.
