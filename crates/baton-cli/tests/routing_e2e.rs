@@ -869,3 +869,55 @@ fn every_rule_a_model_can_break_is_refused_by_name() {
     assert_eq!(ends, ["failed", "returned"]);
     server.assert_tool_results_answer_calls();
 }
+
+/// Under a manual hold the Executor's seat is an ordinary session: input typed while it works
+/// joins its conversation after the running call, and nothing is stopped.
+#[test]
+fn input_joins_a_held_executor_instead_of_stopping_it() {
+    use std::io::Write;
+    let server = MockServer::builder().start_blocking();
+    let p = project(&server, "openai");
+    // Two calls in one turn: the input arrives during the first; the second still runs.
+    server.push(Turn::tool_call("e1", "bash", held_bash(&p)).with_tool_call(
+        "e2",
+        "bash",
+        json!({"command": "echo second > second.txt"}),
+    ));
+    server.push(Turn::text("Seen: the check went, and your note."));
+    let mut child = p
+        .baton(&["chat", "--json", "--routing", "executor", "--no-wait"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "run the check").unwrap();
+    assert!(baton_testkit::fixture::wait_until(
+        std::time::Duration::from_secs(60),
+        || p.work().join("started").exists()
+    ));
+    writeln!(stdin, "also note the time").unwrap();
+    stdin.flush().unwrap();
+    std::fs::write(p.work().join("go"), "").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reqs = server.model_requests();
+    assert_eq!(reqs.len(), 2, "one task, its input joined");
+    assert!(reqs.iter().all(|r| model(r) == EXEC));
+    assert!(result_of(&reqs[1], "e1").contains("went"));
+    let second = result_of(&reqs[1], "e2");
+    assert!(!second.contains("not run"), "{second}");
+    assert_eq!(
+        std::fs::read_to_string(p.work().join("second.txt")).unwrap(),
+        "second\n"
+    );
+    assert_eq!(last_user_text(&reqs[1]), "also note the time");
+    assert!(journal(&p).iter().all(|r| r["type"] != "execution_started"));
+}
