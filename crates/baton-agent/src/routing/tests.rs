@@ -175,17 +175,21 @@ fn each_participant_is_refused_the_others_tools_and_calls_out_of_turn() {
     .is_empty());
 }
 
-#[test]
-fn act_bounded_opens_environment_tools_until_the_next_delegation() {
-    let mut w = World::automatic();
-    let scope = |s: &str| ActBounded {
-        scope: s.into(),
+/// An `act_bounded` scope over `what`, its other fields filled in.
+fn scope(what: &str) -> ActBounded {
+    ActBounded {
+        scope: what.into(),
         expected_result: "the config key's meaning".into(),
         authority: "the user asked to decide it".into(),
         stop_condition: "after reading config.rs".into(),
         inseparable: "the reading is the judgment".into(),
         delegation_loss: "a contract would contain the answer".into(),
-    };
+    }
+}
+
+#[test]
+fn act_bounded_opens_environment_tools_until_the_next_delegation() {
+    let mut w = World::automatic();
     let r = w.refused(Coordinator, Op::OpenActBounded(scope(" ")));
     assert_eq!(r.rule, "argument");
     assert!(r.message.contains("`scope`"));
@@ -470,14 +474,7 @@ fn act_bounded_closes_at_its_stop_condition_and_at_a_restart() {
         },
     );
     assert_eq!(r.rule, "act-bounded-open");
-    let scope = ActBounded {
-        scope: "run the formatter".into(),
-        expected_result: "a clean diff".into(),
-        authority: "the user asked".into(),
-        stop_condition: "after one run".into(),
-        inseparable: "the diff is the judgment".into(),
-        delegation_loss: "a round trip for one command".into(),
-    };
+    let scope = scope("run the formatter");
     w.op(Coordinator, Op::OpenActBounded(scope.clone()));
     let r = w.refused(Coordinator, Op::CloseActBounded { result: " ".into() });
     assert_eq!(r.rule, "argument");

@@ -44,18 +44,7 @@ pub(crate) async fn run_calls(
         if rtools::owner(name).is_some() {
             let args: Value = serde_json::from_str(if raw.trim().is_empty() { "{}" } else { raw })
                 .unwrap_or(Value::Null);
-            let item_id = s.ids.next();
-            (s.emit)(AgentEvent::ItemStarted {
-                item: tool_item(
-                    &item_id,
-                    call_id,
-                    name,
-                    &args,
-                    &None,
-                    ItemStatus::InProgress,
-                    None,
-                ),
-            });
+            let item_id = start_item(s, call_id, name, &args, &None);
             let out = routing_call(
                 s,
                 seat,
@@ -143,24 +132,36 @@ fn act_run(seat: &Seat, call: &(String, String, String)) -> Option<(String, Stri
     }
 }
 
-/// A call answered without running: its item and its error result.
-fn refused(s: &mut Session<'_>, call: &(String, String, String), message: &str) -> Message {
-    let (call_id, name, raw) = call;
-    let args: Value = serde_json::from_str(raw).unwrap_or(Value::String(raw.clone()));
-    let out = error_output(message.to_string());
+/// A new item for call `call_id`, announced in progress; its id.
+fn start_item(
+    s: &mut Session<'_>,
+    call_id: &str,
+    name: &str,
+    args: &Value,
+    path: &Option<String>,
+) -> String {
     let item_id = s.ids.next();
-    let path = tool_path_hint(&args);
     (s.emit)(AgentEvent::ItemStarted {
         item: tool_item(
             &item_id,
             call_id,
             name,
-            &args,
-            &path,
+            args,
+            path,
             ItemStatus::InProgress,
             None,
         ),
     });
+    item_id
+}
+
+/// A call answered without running: its item and its error result.
+fn refused(s: &mut Session<'_>, call: &(String, String, String), message: &str) -> Message {
+    let (call_id, name, raw) = call;
+    let args: Value = serde_json::from_str(raw).unwrap_or(Value::String(raw.clone()));
+    let out = error_output(message.to_string());
+    let path = tool_path_hint(&args);
+    let item_id = start_item(s, call_id, name, &args, &path);
     (s.emit)(AgentEvent::ItemCompleted {
         item: tool_item(
             &item_id,
