@@ -169,7 +169,7 @@ fn main() -> ExitCode {
         .get(1)
         .is_some_and(|a| a == baton_process::guard::GUARD_ARG)
     {
-        let code = baton_process::guard::main(&argv[2..]);
+        let code = baton_process::guard::main(&argv[2..], baton_sandbox::guard_hook);
         return ExitCode::from(u8::try_from(code).unwrap_or(exit::FAILED));
     }
     // Every command and child agent this process starts runs under a guard: this binary.

@@ -12,10 +12,18 @@
 //! - the repository-selecting variables (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`, …) removed, so a
 //!   baton started from inside a git hook still talks to the repository at `DIR`.
 //!
-//! System and user configuration are deliberately still read: they carry the user's identity and
-//! things such as LFS filters that a checkout must honour. Where a setting would change the *meaning*
-//! of an operation baton relies on (colour, diff prefixes, untracked-file display, rebase autostash, …)
-//! the relevant command pins it with an explicit flag or a `-c` override instead.
+//! Nothing a repository's own files configure runs: baton's git is **hardened** ([`HARDENED`]):
+//! hooks off (`core.hooksPath=/dev/null`), fsmonitor off, no pager, no editor, no signing, no
+//! external diff or textconv (`--no-ext-diff --no-textconv` where baton diffs), system config not
+//! read (`GIT_CONFIG_NOSYSTEM`), and every clean/smudge/process filter that the repository's own
+//! config files declare switched off ([`repo_filter_overrides`]). A model can run git itself inside
+//! its sandbox, where those files are read-only to it (`baton-sandbox`'s protected paths); this
+//! second layer makes sure that even a planted setting never runs with baton's own rights. The
+//! user's own config (`~/.gitconfig`) is still read: it carries the user's identity.
+//!
+//! Where a setting would change the *meaning* of an operation baton relies on (colour, diff
+//! prefixes, untracked-file display, rebase autostash, …) the relevant command pins it with an
+//! explicit flag or a `-c` override instead.
 //!
 //! Extra environment variables and `-c` settings can be attached to one [`Git`] value with
 //! [`Git::with_env`] and [`Git::with_config`] — tests use this to give commits an identity without
@@ -57,6 +65,90 @@ const REPO_SELECTING_VARS: &[&str] = &[
     "GIT_SHALLOW_FILE",
     "GIT_WORK_TREE",
 ];
+
+/// The `-c` settings every call runs with: nothing configured in a repository runs a program.
+pub const HARDENED: &[&str] = &[
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.pager=cat",
+    "core.editor=true",
+    "sequence.editor=true",
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "tag.forceSignAnnotated=false",
+    "rebase.gpgSign=false",
+    "merge.verifySignatures=false",
+    "diff.external=",
+];
+
+/// The config files of the repository `dir` is in: its git dir's `config` and
+/// `config.worktree`, and for a linked worktree the common dir's. Read without running git.
+fn repo_config_files(dir: &Path) -> Vec<PathBuf> {
+    let Some(dot_git) = dir.ancestors().map(|d| d.join(".git")).find(|p| p.exists()) else {
+        return Vec::new();
+    };
+    let mut dirs = Vec::new();
+    if dot_git.is_dir() {
+        dirs.push(dot_git);
+    } else if let Ok(text) = fs::read_to_string(&dot_git) {
+        if let Some(g) = text.trim().strip_prefix("gitdir:") {
+            let base = dot_git.parent().unwrap_or(Path::new("/"));
+            let gitdir = base.join(g.trim());
+            if let Ok(common) = fs::read_to_string(gitdir.join("commondir")) {
+                dirs.push(gitdir.join(common.trim()));
+            }
+            dirs.push(gitdir);
+        }
+    }
+    dirs.iter()
+        .flat_map(|d| [d.join("config"), d.join("config.worktree")])
+        .filter(|p| p.is_file())
+        .collect()
+}
+
+/// `-c` settings that switch off every filter driver the repository's own config files declare
+/// (`[filter "NAME"]`): empty `clean`, `smudge` and `process` commands run nothing, and
+/// `required=false` lets content pass through unchanged.
+pub fn repo_filter_overrides(dir: &Path) -> Vec<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for file in repo_config_files(dir) {
+        let Ok(text) = fs::read_to_string(&file) else {
+            continue;
+        };
+        for line in text.lines() {
+            let l = line.trim();
+            let Some(inner) = l.strip_prefix('[').and_then(|r| r.split(']').next()) else {
+                continue;
+            };
+            let inner = inner.trim();
+            // `[filter "name"]`, or the old `[filter.name]`.
+            let name = if let Some(rest) = inner.strip_prefix("filter") {
+                let rest = rest.trim_start();
+                if let Some(q) = rest.strip_prefix('"') {
+                    q.strip_suffix('"').map(str::to_string)
+                } else {
+                    rest.strip_prefix('.').map(str::to_lowercase)
+                }
+            } else {
+                None
+            };
+            if let Some(n) = name.filter(|n| !n.is_empty() && !n.contains('=')) {
+                names.insert(n);
+            }
+        }
+    }
+    names
+        .iter()
+        .flat_map(|n| {
+            [
+                format!("filter.{n}.clean="),
+                format!("filter.{n}.smudge="),
+                format!("filter.{n}.process="),
+                format!("filter.{n}.required=false"),
+            ]
+        })
+        .collect()
+}
 
 /// A handle on a directory inside (or meant to become) a git repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,6 +213,13 @@ impl Git {
     {
         let mut cmd = Command::new("git");
         cmd.arg("--no-pager").arg("-C").arg(&self.dir);
+        for setting in HARDENED
+            .iter()
+            .map(|s| (*s).to_string())
+            .chain(repo_filter_overrides(&self.dir))
+        {
+            cmd.arg("-c").arg(setting);
+        }
         for setting in &self.config {
             cmd.arg("-c").arg(setting);
         }
@@ -134,6 +233,8 @@ impl Git {
             cmd.env_remove(var);
         }
         cmd.env("LC_ALL", "C")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env_remove("GIT_EXTERNAL_DIFF")
             .env_remove("LANGUAGE")
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_PAGER", "cat")

@@ -184,9 +184,14 @@ fn resolve(program: &OsStr, path: Option<&OsStr>) -> std::io::Result<PathBuf> {
     }))
 }
 
-/// The guard itself: `args` are what follows [`GUARD_ARG`] (FD PROGRAM ARGS…). Returns the exit
-/// code; a program killed by a signal makes the guard die of the same signal.
-pub fn main(args: &[OsString]) -> i32 {
+/// Prepares the guard's program before it starts (baton confines it here: see
+/// `baton_sandbox::guard_hook`); an error stops the program from starting.
+pub type Hook = fn(&mut Command) -> std::io::Result<()>;
+
+/// The guard itself: `args` are what follows [`GUARD_ARG`] (FD PROGRAM ARGS…); `hook` prepares the
+/// program's command (the guard stays outside what it applies). Returns the exit code; a program
+/// killed by a signal makes the guard die of the same signal.
+pub fn main(args: &[OsString], hook: Hook) -> i32 {
     let usage = || {
         eprintln!("baton __guard: usage: baton __guard FD PROGRAM [ARGS…] (internal)");
         2
@@ -199,7 +204,7 @@ pub fn main(args: &[OsString]) -> i32 {
     };
     // SAFETY: the parent passed this descriptor open for the guard alone; nobody else owns it.
     let watch = unsafe { OwnedFd::from_raw_fd(fd) };
-    match run(&watch, program, &args[2..]) {
+    match run(&watch, program, &args[2..], hook) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("baton: cannot start `{}`: {e}", program.to_string_lossy());
@@ -208,7 +213,7 @@ pub fn main(args: &[OsString]) -> i32 {
     }
 }
 
-fn run(watch: &OwnedFd, program: &OsStr, args: &[OsString]) -> std::io::Result<i32> {
+fn run(watch: &OwnedFd, program: &OsStr, args: &[OsString], hook: Hook) -> std::io::Result<i32> {
     // SAFETY: plain fcntl and prctl calls on our own descriptor and process.
     unsafe {
         // The program must not inherit the watch pipe: it would keep it open.
@@ -231,8 +236,23 @@ fn run(watch: &OwnedFd, program: &OsStr, args: &[OsString]) -> std::io::Result<i
         &signals,
         nix::sys::signalfd::SfdFlags::SFD_CLOEXEC,
     )?;
-    // std resets the signal mask in the child, so the program starts with none blocked.
-    let child = Command::new(program).args(args).process_group(0).spawn()?;
+    let mut cmd = Command::new(program);
+    cmd.args(args).process_group(0);
+    // The guard blocks the signals it forwards; the program must start with none blocked, or
+    // `kill` and `timeout` would do nothing to it and to all it starts.
+    // SAFETY: sigemptyset and sigprocmask on a local set: async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut set = std::mem::MaybeUninit::<libc::sigset_t>::zeroed();
+            libc::sigemptyset(set.as_mut_ptr());
+            if libc::sigprocmask(libc::SIG_SETMASK, set.as_ptr(), std::ptr::null_mut()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    hook(&mut cmd)?;
+    let child = cmd.spawn()?;
     let child_pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     // Keep the program's stderr for the leftover note; give up stdin and stdout so that readers
     // see EOF as soon as the program and its descendants are done.

@@ -149,6 +149,12 @@ pub struct SandboxConfig {
     /// Whether sandboxed commands may open network sockets. Default `false`.
     #[serde(default)]
     pub network: Option<bool>,
+    /// Files and folders sandboxed commands may not read (they read as empty); `~/` is the
+    /// home folder. Default: `~/.ssh`, `~/.aws`, `~/.config/gh`, `~/.netrc`,
+    /// `~/.docker/config.json`, `~/.git-credentials`, `~/.config/gcloud`, `~/.kube`. Provider
+    /// `api_key_file`s and baton's own config folder are always hidden.
+    #[serde(default)]
+    pub deny_read: Option<Vec<String>>,
 }
 
 /// Flow settings.

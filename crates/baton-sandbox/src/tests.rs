@@ -14,7 +14,7 @@ fn run(policy: &Policy, workspace: &Path, tmp: Option<&Path>, script: &str) -> O
         .arg(script)
         .current_dir(workspace)
         .stdin(Stdio::null());
-    confinement.install(&mut cmd);
+    confinement.install(&mut cmd).unwrap();
     cmd.output().unwrap()
 }
 
@@ -43,7 +43,7 @@ fn workspace_write_writes_inside_and_nowhere_else() {
     );
     assert!(!out.status.success());
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("Permission denied"),
+        refused_write(&String::from_utf8_lossy(&out.stderr)),
         "{out:?}"
     );
     assert!(ws.path().join("inside.txt").is_file());
@@ -188,7 +188,14 @@ fn without_landlock_a_confined_mode_fails_closed_naming_the_key() {
     let ws = tempfile::tempdir().unwrap();
     for mode in [SandboxMode::ReadOnly, SandboxMode::WorkspaceWrite] {
         let err = policy(mode)
-            .prepare_with(Support { landlock_abi: 0 }, ws.path(), None)
+            .spec_with(
+                Support {
+                    landlock_abi: 0,
+                    namespace: Ok(Namespace::Mount),
+                },
+                ws.path(),
+                None,
+            )
             .unwrap_err();
         let msg = err.to_string();
         assert!(matches!(err, SandboxError::Unavailable { .. }));
@@ -209,6 +216,7 @@ fn the_header_lists_what_may_be_written() {
         mode: SandboxMode::WorkspaceWrite,
         writable_roots: vec![tmp.path().to_path_buf()],
         network: false,
+        hidden: Vec::new(),
     };
     assert_eq!(
         p.writable(ws.path(), None),
@@ -240,4 +248,133 @@ fn reads_stay_open() {
     let mut s = String::new();
     out.stdout.as_slice().read_to_string(&mut s).unwrap();
     assert_eq!(s.trim(), "ok", "{out:?}");
+}
+
+#[test]
+fn without_a_mount_namespace_a_confined_mode_fails_closed_naming_why() {
+    let ws = tempfile::tempdir().unwrap();
+    let err = policy(SandboxMode::WorkspaceWrite)
+        .spec_with(
+            Support {
+                landlock_abi: 6,
+                namespace: Err("user.max_user_namespaces is 0".into()),
+            },
+            ws.path(),
+            None,
+        )
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("mount namespace"), "{msg}");
+    assert!(msg.contains("user.max_user_namespaces is 0"), "{msg}");
+    assert!(msg.contains("danger-full-access"), "{msg}");
+}
+
+/// A repository whose control files a confined command may read but not change.
+fn repo() -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    let ok = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(ws.path())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    ws
+}
+
+#[test]
+fn the_repository_s_control_files_and_baton_dir_are_read_only_inside_the_workspace() {
+    let ws = repo();
+    let script = "echo x > src.txt; \
+        echo '[core]' >> .git/config; \
+        echo boom > .git/hooks/pre-commit; \
+        echo '* filter=x' > .git/info/attributes; \
+        mkdir -p .baton/roles; echo 'mode = 1' > .baton/config.toml; \
+        mv .git/config .git/config.old; rm -rf .git/hooks; \
+        git -c user.name=t -c user.email=t@t commit -q --allow-empty -m m && echo committed";
+    let out = run(
+        &policy(SandboxMode::WorkspaceWrite),
+        ws.path(),
+        None,
+        script,
+    );
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(ws.path().join("src.txt").is_file(), "{text}");
+    let config = std::fs::read_to_string(ws.path().join(".git/config")).unwrap();
+    assert_eq!(config.matches("[core]").count(), 1, "{config}");
+    assert!(!ws.path().join(".git/hooks/pre-commit").exists());
+    assert!(!ws.path().join(".git/info/attributes").exists());
+    assert!(!ws.path().join(".baton/config.toml").exists());
+    assert!(ws.path().join(".git/hooks").is_dir());
+    assert!(text.contains("Read-only file system"), "{text}");
+    // Objects, refs and the index stay writable: the commit went through.
+    assert!(text.contains("committed"), "{text}");
+}
+
+#[test]
+fn hidden_files_read_as_empty_and_capabilities_are_gone() {
+    let ws = tempfile::tempdir().unwrap();
+    let secret_dir = tempfile::tempdir().unwrap();
+    std::fs::write(secret_dir.path().join("key"), "sk-secret").unwrap();
+    let key_file = secret_dir.path().join("key2");
+    std::fs::write(&key_file, "sk-file").unwrap();
+    let sub = secret_dir.path().join("dir");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::write(sub.join("id"), "sk-dir").unwrap();
+    let p = Policy {
+        mode: SandboxMode::WorkspaceWrite,
+        hidden: vec![key_file.clone(), sub.clone()],
+        ..Policy::default()
+    };
+    let script = format!(
+        "cat {f}; cat {d}/id; cat {k}; grep -E '^Cap(Eff|Prm|Bnd|Amb|Inh)' /proc/self/status; \
+         mknod dev b 7 0 && echo MKNOD; hostname evil.example && echo HOSTNAME",
+        f = key_file.display(),
+        d = sub.display(),
+        k = secret_dir.path().join("key").display()
+    );
+    let out = run(&p, ws.path(), None, &script);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(!text.contains("sk-file"), "{text}");
+    assert!(!text.contains("sk-dir"), "{text}");
+    assert!(
+        text.contains("sk-secret"),
+        "only the hidden paths are hidden: {text}"
+    );
+    for set in ["CapEff", "CapPrm", "CapBnd", "CapAmb", "CapInh"] {
+        assert!(
+            text.contains(&format!("{set}:\t0000000000000000")),
+            "{set}: {text}"
+        );
+    }
+    assert!(!text.contains("MKNOD"), "{text}");
+    assert!(!text.contains("HOSTNAME"), "{text}");
+    assert!(!ws.path().join("dev").exists());
+}
+
+#[test]
+fn metadata_outside_the_workspace_cannot_change() {
+    use std::os::unix::fs::PermissionsExt;
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let f = outside.path().join("f");
+    std::fs::write(&f, "x").unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let script = format!("chmod 777 {0}; touch -d 2001-01-01 {0}; true", f.display());
+    run(
+        &policy(SandboxMode::WorkspaceWrite),
+        ws.path(),
+        None,
+        &script,
+    );
+    let meta = std::fs::metadata(&f).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o644);
+    let year_2001 = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+    assert!(meta.modified().unwrap() > year_2001);
+}
+
+/// What a refused write says: Landlock's `EACCES` or the read-only mount's `EROFS`.
+fn refused_write(text: &str) -> bool {
+    text.contains("Permission denied") || text.contains("Read-only file system")
 }

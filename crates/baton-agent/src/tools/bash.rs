@@ -77,7 +77,7 @@ impl Tool for BashTool {
                  seconds; default set by the host, at most {MAX_TIMEOUT_FACTOR}x that) and when it finishes: \
                  background processes do not survive the call. The host may sandbox the command: writes \
                  outside the workspace and its temp dir ($TMPDIR) and network access can be refused \
-                 (Permission denied). Use it for builds, tests, git and other programs; prefer `read`, `grep`, `find` and `ls` for looking at files.",
+                 (Permission denied, or Read-only file system for the repository's control files and .baton/). Use it for builds, tests, git and other programs; prefer `read`, `grep`, `find` and `ls` for looking at files.",
                 HEAD_BYTES / 1024,
                 TAIL_BYTES / 1024
             ),
@@ -213,9 +213,14 @@ async fn run_command(
     }
     // Confined before exec, so the shell and all it starts inherit the rules. A sandbox the
     // kernel cannot provide refuses to run the command at all.
-    match ctx.sandbox.prepare(&ctx.root, ctx.tmp_dir.as_deref()) {
-        Ok(confinement) => confinement.install(cmd.as_std_mut()),
-        Err(e) => return Ok(ToolOutput::error(e.to_string())),
+    // Under a guard, the guard confines the command and stays outside the sandbox itself, so
+    // the command cannot stop it.
+    if let Err(e) = ctx
+        .sandbox
+        .prepare(&ctx.root, ctx.tmp_dir.as_deref())
+        .and_then(|c| c.apply(cmd.as_std_mut(), link.is_guarded()))
+    {
+        return Ok(ToolOutput::error(e.to_string()));
     }
     let spawned = cmd.spawn();
     // The command object holds our copies of the write end; drop them so EOF can arrive.

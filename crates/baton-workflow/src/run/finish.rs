@@ -328,11 +328,10 @@ impl Runner<'_> {
 /// Commits everything the workflow changed in its worktree (nothing to commit is fine).
 fn commit_worktree(wt: &baton_exec::worktree::ChildWorktree, request: &str) -> Result<(), String> {
     git(&wt.path, &["add", "-A"])?;
-    let clean = std::process::Command::new("git")
-        .args(["diff", "--cached", "--quiet"])
-        .current_dir(&wt.path)
-        .status()
+    let clean = baton_git::Git::new(&wt.path)
+        .run_output(["diff", "--cached", "--quiet", "--no-ext-diff"])
         .map_err(|e| e.to_string())?
+        .status
         .success();
     if !clean {
         let subject: String = request
@@ -357,12 +356,10 @@ fn commit_worktree(wt: &baton_exec::worktree::ChildWorktree, request: &str) -> R
     Ok(())
 }
 
-/// Runs git in `dir`; the error is git's own message.
+/// Runs baton's hardened git (`baton_git`) in `dir`; the error is git's own message.
 fn git(dir: &std::path::Path, args: &[&str]) -> Result<String, String> {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
+    let out = baton_git::Git::new(dir)
+        .run_output(args)
         .map_err(|e| format!("cannot run git: {e}"))?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())

@@ -331,10 +331,8 @@ fn isolate_build(
         return Ok((None, "skipped: trivial scope".into()));
     }
     let git = |arg: &str| {
-        std::process::Command::new("git")
-            .args(["rev-parse", "--path-format=absolute", arg])
-            .current_dir(root)
-            .output()
+        baton_git::Git::new(root)
+            .run_output(["rev-parse", "--path-format=absolute", arg])
             .ok()
             .filter(|o| o.status.success())
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
@@ -394,10 +392,8 @@ fn project_root(env: &RunEnv) -> PathBuf {
 fn tree_digest(root: &Path, untracked: bool) -> Option<String> {
     use std::hash::{Hash, Hasher};
     let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .args(args)
-            .current_dir(root)
-            .output()
+        baton_git::Git::new(root)
+            .run_output(args)
             .ok()
             .filter(|o| o.status.success())
             .map(|o| o.stdout)
@@ -415,6 +411,7 @@ fn tree_digest(root: &Path, untracked: bool) -> Option<String> {
         "diff",
         "HEAD",
         "--no-ext-diff",
+        "--no-textconv",
         "--binary",
         "--",
         ".",
