@@ -492,7 +492,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
         .collect();
 
     let sandbox = SandboxPolicy::from_config(
-        &config.sandbox,
+        config,
         SandboxPolicy::choose_mode(args.sandbox, role.meta.sandbox, config.sandbox.mode),
         &ctx.project_root,
     );

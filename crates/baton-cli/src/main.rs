@@ -172,6 +172,13 @@ fn main() -> ExitCode {
         let code = baton_process::guard::main(&argv[2..], baton_sandbox::guard_hook);
         return ExitCode::from(u8::try_from(code).unwrap_or(exit::FAILED));
     }
+    // baton holds provider keys in its environment and memory: no other process of the user's,
+    // not even one running as root without CAP_SYS_PTRACE, may read /proc/<baton>/environ or
+    // its memory, or attach a debugger.
+    // SAFETY: prctl with integer arguments on this process.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
     // Every command and child agent this process starts runs under a guard: this binary.
     match std::env::current_exe() {
         Ok(exe) => baton_process::guard::set_program(Some(baton_process::guard::program_for(&exe))),

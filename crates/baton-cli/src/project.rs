@@ -66,11 +66,11 @@ pub fn project_context(cwd: Option<PathBuf>) -> Result<ProjectContext> {
 }
 
 /// Every provider key this process knows, for redaction: the values of the variables that may
-/// hold one (each configured `api_key_env`, and every `*_API_KEY` or `*_TOKEN` variable — the
-/// names `bash` commands do not get, whatever `sandbox.env_allow` lets through to them) and the
-/// keys in configured `api_key_file`s.
+/// hold one (each configured `api_key_env`, and every variable whose name looks like a
+/// credential — `*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, …, whatever `sandbox.env_allow`
+/// lets through to commands) and the keys in configured `api_key_file`s.
 fn known_secrets(config: &Config) -> Vec<String> {
-    let names = EnvFilter::new(config.key_variables(), Vec::new()).hidden_now();
+    let names = EnvFilter::new(config.key_variables(), Vec::new()).secret_now();
     let mut secrets: Vec<String> = names
         .iter()
         .filter_map(|name| std::env::var_os(name)?.into_string().ok())

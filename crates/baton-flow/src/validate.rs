@@ -39,9 +39,11 @@ pub struct CommandRules {
 impl CommandRules {
     /// The rules a project's config asks for.
     pub fn for_config(config: &baton_protocol::config::Config, base: &Path) -> Self {
-        let sandbox = (config.flow.validation_sandbox == Some(true)).then(|| {
+        // Validation commands run in the sandbox unless the config turns it off: the unit's
+        // implementer may have rewritten the script they run.
+        let sandbox = (config.flow.validation_sandbox != Some(false)).then(|| {
             SandboxPolicy::from_config(
-                &config.sandbox,
+                config,
                 SandboxPolicy::choose_mode(None, None, config.sandbox.mode),
                 base,
             )

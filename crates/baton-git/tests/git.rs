@@ -574,3 +574,80 @@ fn worktrees_added_from_many_processes_at_once_all_succeed() {
     }
     assert_eq!(g.worktree_list().unwrap().len(), 1 + 3 * 6);
 }
+
+/// Every kind of program a repository's own files can make git run, planted in a repository:
+/// none of them runs from any of baton's git operations.
+#[test]
+fn nothing_a_repository_configures_runs_from_baton_s_git() {
+    let (tmp, g) = repo(false);
+    let dir = g.dir().to_path_buf();
+    let marks = tmp.path().join("marks");
+    fs::create_dir(&marks).unwrap();
+    let m = marks.display();
+    let hooks = dir.join(".git/hooks");
+    for hook in [
+        "pre-commit",
+        "prepare-commit-msg",
+        "commit-msg",
+        "post-commit",
+        "reference-transaction",
+        "post-index-change",
+        "post-merge",
+        "post-checkout",
+        "post-rewrite",
+        "pre-rebase",
+        "pre-auto-gc",
+    ] {
+        let path = hooks.join(hook);
+        fs::write(&path, format!("#!/bin/sh\ntouch {m}/hook-{hook}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let script = |name: &str| format!("sh -c 'touch {m}/{name}; cat'");
+    for (key, value) in [
+        ("core.fsmonitor", format!("touch {m}/fsmonitor; false")),
+        ("filter.evil.clean", script("clean")),
+        ("filter.evil.smudge", script("smudge")),
+        ("filter.evil.process", format!("touch {m}/process")),
+        ("diff.external", format!("touch {m}/external-diff")),
+        ("diff.evil.textconv", script("textconv")),
+        ("core.pager", format!("touch {m}/pager")),
+        ("core.editor", format!("touch {m}/editor")),
+        ("commit.gpgSign", "true".to_string()),
+        ("gpg.program", format!("touch {m}/gpg")),
+    ] {
+        g.run(["config", key, &value]).unwrap();
+    }
+    fs::write(
+        dir.join(".git/info/attributes"),
+        "* filter=evil diff=evil\n",
+    )
+    .unwrap();
+    // Make a second branch with a commit, then exercise what baton does.
+    g.run(["branch", "side"]).unwrap();
+    let side = g.at(tmp.path().join("wt"));
+    g.worktree_add(&tmp.path().join("wt"), "unit", "main")
+        .unwrap();
+    write(side.dir(), "b.txt", "b\n");
+    side.commit_all("unit b").unwrap().unwrap();
+    write(&dir, "a.txt", "a\n");
+    g.status_porcelain().unwrap();
+    g.checkout_status(&[]).unwrap();
+    g.commit_all("main a").unwrap().unwrap();
+    let base = g.head_oid().unwrap().unwrap();
+    assert!(matches!(
+        side.rebase("main").unwrap(),
+        RebaseOutcome::Rebased { .. }
+    ));
+    g.diff(&base, "unit").unwrap();
+    g.changed_paths(&base, "unit").unwrap();
+    g.merge_ff_only(&side.head_oid().unwrap().unwrap()).unwrap();
+    g.worktree_remove(&tmp.path().join("wt"), true).unwrap();
+    g.branch_delete("unit", true).unwrap();
+    g.add_exclude("target/").unwrap();
+    let ran: Vec<String> = fs::read_dir(&marks)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(ran.is_empty(), "planted programs ran: {ran:?}");
+}

@@ -162,7 +162,7 @@ pub struct SandboxConfig {
 #[serde(deny_unknown_fields)]
 pub struct FlowConfig {
     /// Whether validation commands run in the `[sandbox]` (with the unit's worktree as the
-    /// workspace). Default `false`: they are the user's own commands.
+    /// workspace). Default `true`: the unit's implementer may have changed what they run.
     #[serde(default)]
     pub validation_sandbox: Option<bool>,
 }

@@ -162,28 +162,34 @@ impl Policy {
     /// The policy of the config's `[sandbox]` table with `mode` (chosen by the caller: a flag, the
     /// role's `sandbox`, `sandbox.mode`, in that order). `~/` in `writable_roots` and `deny_read`
     /// is the home folder; a relative root is taken relative to `base` (the project root).
-    /// `deny_read` defaults to [`protect::DEFAULT_DENY_READ`].
+    /// Hidden: `deny_read` (default [`protect::DEFAULT_DENY_READ`]), every provider's
+    /// `api_key_file` and baton's user config folder.
     pub fn from_config(
-        cfg: &baton_protocol::config::SandboxConfig,
+        config: &baton_protocol::config::Config,
         mode: SandboxMode,
         base: &Path,
     ) -> Policy {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let writable_roots = cfg
-            .writable_roots
-            .iter()
-            .map(|r| protect::expand(r, home.as_deref(), base))
-            .collect();
-        let hidden = match &cfg.deny_read {
-            Some(list) => list
-                .iter()
-                .map(|r| protect::expand(r, home.as_deref(), base))
-                .collect(),
+        let cfg = &config.sandbox;
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        let expand = |r: &str| protect::expand(r, home.as_deref(), base);
+        let writable_roots = cfg.writable_roots.iter().map(|r| expand(r)).collect();
+        let mut hidden: Vec<PathBuf> = match &cfg.deny_read {
+            Some(list) => list.iter().map(|r| expand(r)).collect(),
             None => protect::DEFAULT_DENY_READ
                 .iter()
-                .map(|r| protect::expand(r, home.as_deref(), base))
+                .map(|r| expand(r))
                 .collect(),
         };
+        hidden.extend(
+            config
+                .providers
+                .values()
+                .filter_map(|p| p.api_key_file.as_deref())
+                .map(expand),
+        );
+        hidden.extend(protect::user_config_dir(home.as_deref()));
         Policy {
             mode,
             writable_roots,

@@ -128,6 +128,15 @@ pub const DEFAULT_DENY_READ: &[&str] = &[
     "~/.kube",
 ];
 
+/// baton's user config folder (`$XDG_CONFIG_HOME/baton`, else `~/.config/baton`): it holds the
+/// user's config (with key settings) and trust records, which no command needs to read.
+pub fn user_config_dir(home: Option<&Path>) -> Option<PathBuf> {
+    if let Some(x) = std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(x).join("baton"));
+    }
+    home.map(|h| h.join(".config").join("baton"))
+}
+
 /// `~/x` as a path under `home`; other paths as given when absolute, under `base` when relative.
 pub fn expand(path: &str, home: Option<&Path>, base: &Path) -> PathBuf {
     match (path.strip_prefix("~/"), home) {

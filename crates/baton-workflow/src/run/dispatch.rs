@@ -263,11 +263,7 @@ impl Runner<'_> {
         let mode = baton_sandbox::Policy::choose_mode(None, spec.meta.sandbox, config.sandbox.mode);
         let rules = baton_flow::validate::CommandRules {
             env_filter: baton_tool::EnvFilter::for_config(config),
-            sandbox: Some(baton_sandbox::Policy::from_config(
-                &config.sandbox,
-                mode,
-                work,
-            )),
+            sandbox: Some(baton_sandbox::Policy::from_config(config, mode, work)),
         };
         let mut checks = Vec::new();
         for row in report

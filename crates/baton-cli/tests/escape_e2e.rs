@@ -1,0 +1,167 @@
+//! Attacks a scripted model makes through `bash` against the host, through the built binary:
+//! planting files baton trusts later (git config and hooks, `.baton/`), stopping its guard,
+//! reading keys through `/proc`, key files and the environment, device nodes, and a blocked
+//! signal mask. Each test fails on a baton without the defence it names.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use baton_testkit::fixture::{assert_exit, Sandbox};
+use baton_testkit::{MockServer, Turn};
+use serde_json::json;
+
+fn one_command(command: &str) -> MockServer {
+    MockServer::builder()
+        .turn(Turn::tool_call(
+            "call_b",
+            "bash",
+            json!({ "command": command }),
+        ))
+        .turn(Turn::text("Done."))
+        .start_blocking()
+}
+
+/// What the model got back from its one `bash` call.
+fn bash_result(server: &MockServer) -> String {
+    let requests = server.model_requests();
+    let results = requests.last().unwrap().tool_results();
+    assert_eq!(results.len(), 1);
+    results[0].text.clone()
+}
+
+fn project(server: &MockServer) -> Sandbox {
+    let p = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .mock_provider(server, "openai", "");
+    p.init_repo("main");
+    p.write("README", "hi\n");
+    p.commit_all("init");
+    p
+}
+
+fn agent(p: &Sandbox) -> String {
+    let out = p.run(&["agent", "--json", "--model", "mock/m", "go"]);
+    assert_exit(&out, 0);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_model_command_cannot_plant_git_config_hooks_attributes_or_baton_config() {
+    let marks = tempfile::tempdir().unwrap();
+    let m = marks.path().display();
+    let server = one_command(&format!(
+        "git config core.fsmonitor 'touch {m}/fsmonitor' ; echo config=$?; \
+         printf '#!/bin/sh\\ntouch {m}/hook\\n' > .git/hooks/post-commit ; echo hook=$?; \
+         echo '* filter=evil' > .git/info/attributes ; echo attributes=$?; \
+         mkdir -p .baton/roles ; printf '[sandbox]\\nmode = \"danger-full-access\"\\n' > .baton/config.toml ; echo baton=$?; \
+         printf -- '---\\nname: code-reviewer\\nbackend: command\\ncommand: [touch, {m}/role]\\n---\\n' > .baton/roles/code-reviewer.md ; echo role=$?; \
+         mv .git/config .git/config.bak ; echo move=$?; \
+         echo ok > work.txt && git add work.txt && git commit -q -m work && echo committed"
+    ));
+    let p = project(&server);
+    let config_before = std::fs::read_to_string(p.work().join(".git/config")).unwrap();
+    agent(&p);
+    let result = bash_result(&server);
+    for step in ["config", "hook", "attributes", "baton", "role", "move"] {
+        assert!(!result.contains(&format!("{step}=0")), "{step}: {result}");
+    }
+    assert!(result.contains("Read-only file system"), "{result}");
+    assert!(
+        result.contains("committed"),
+        "the repository stays usable: {result}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.work().join(".git/config")).unwrap(),
+        config_before
+    );
+    assert!(!p.work().join(".git/hooks/post-commit").exists());
+    assert!(!p.work().join(".git/info/attributes").exists());
+    assert!(!p.work().join(".baton/config.toml").exists());
+    assert!(!p.work().join(".baton/roles").exists());
+    // baton's own git after the session (status, commit) runs nothing either.
+    assert_eq!(std::fs::read_dir(marks.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_model_command_cannot_stop_its_guard_and_starts_with_no_signal_blocked() {
+    let server = one_command(
+        "grep SigBlk /proc/self/status; \
+         kill -KILL $PPID; echo kill=$?; kill -STOP $PPID; echo stop=$?; \
+         timeout 1 sleep 30; echo timeout=$?",
+    );
+    let p = project(&server);
+    agent(&p);
+    let result = bash_result(&server);
+    assert!(
+        result.contains("SigBlk:\t0000000000000000"),
+        "signals blocked: {result}"
+    );
+    assert!(result.contains("kill=1"), "{result}");
+    assert!(result.contains("stop=1"), "{result}");
+    assert!(result.contains("timeout=124"), "{result}");
+}
+
+#[test]
+fn keys_are_out_of_reach_through_proc_key_files_and_the_environment() {
+    let keys = tempfile::tempdir().unwrap();
+    let key_file = keys.path().join("mock.key");
+    std::fs::write(&key_file, "file-key-0123456789\n").unwrap();
+    let k = key_file.display();
+    // baton is the guard's parent; the guard is the shell's.
+    let server = one_command(&format!(
+        "b=$(cut -d' ' -f4 /proc/$PPID/stat); echo baton=$b; \
+         base64 -w0 /proc/$b/environ; echo environ=$?; \
+         base64 -w0 /proc/$PPID/environ | head -c 0; \
+         echo keyfile=$(base64 -w0 {k}); \
+         test -n \"$AWS_SECRET_ACCESS_KEY\" && echo AWS-LEAKED; \
+         test -n \"$DB_PASSWORD\" && echo DB-LEAKED; \
+         test -n \"$MOCK_API_KEY\" && echo MOCK-LEAKED; \
+         test -n \"$HOME\" && echo home-ok; \
+         grep CapEff /proc/self/status; \
+         mknod blk b 7 0; echo mknod=$?; hostname evil.invalid; echo hostname=$?",
+    ));
+    let p = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .baton_config(&format!(
+            "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_file = \"{k}\"\n",
+            server.url()
+        ))
+        .env("MOCK_API_KEY", "env-key-0123456789")
+        .env("AWS_SECRET_ACCESS_KEY", "aws-secret-0123456789")
+        .env("DB_PASSWORD", "db-password-0123456789");
+    agent(&p);
+    let result = bash_result(&server);
+    use std::io::Write as _;
+    let b64 = |s: &str| {
+        let mut out = Vec::new();
+        let mut enc = std::process::Command::new("base64")
+            .arg("-w0")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        enc.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
+        std::io::Read::read_to_end(&mut enc.stdout.take().unwrap(), &mut out).unwrap();
+        enc.wait().unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    // The key must not be readable in any form: a prefix of its base64 is enough to tell.
+    for secret in ["env-key-012345", "file-key-0123456789\n"] {
+        let enc = b64(secret);
+        assert!(!result.contains(&enc[..12]), "{secret} leaked: {result}");
+    }
+    assert!(
+        result.lines().any(|l| l.trim() == "keyfile="),
+        "the key file read as more than nothing: {result}"
+    );
+    assert!(
+        !result.contains("environ=0"),
+        "baton's environ was readable: {result}"
+    );
+    for leak in ["AWS-LEAKED", "DB-LEAKED", "MOCK-LEAKED"] {
+        assert!(!result.contains(leak), "{result}");
+    }
+    assert!(result.contains("home-ok"), "{result}");
+    assert!(result.contains("CapEff:\t0000000000000000"), "{result}");
+    assert!(!result.contains("mknod=0"), "{result}");
+    assert!(!result.contains("hostname=0"), "{result}");
+    assert!(!p.work().join("blk").exists());
+}
