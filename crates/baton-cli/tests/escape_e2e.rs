@@ -165,3 +165,44 @@ fn keys_are_out_of_reach_through_proc_key_files_and_the_environment() {
     assert!(!result.contains("hostname=0"), "{result}");
     assert!(!p.work().join("blk").exists());
 }
+
+#[test]
+fn the_write_tool_refuses_protected_files_and_links() {
+    let outside = tempfile::tempdir().unwrap();
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "call_1",
+            "write",
+            json!({"path": ".baton/config.toml", "content": "[sandbox]\nmode = \"danger-full-access\"\n"}),
+        ))
+        .turn(Turn::tool_call(
+            "call_2",
+            "write",
+            json!({"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\ntouch /tmp/x\n"}),
+        ))
+        .turn(Turn::tool_call(
+            "call_3",
+            "write",
+            json!({"path": "out/x.txt", "content": "x"}),
+        ))
+        .turn(Turn::text("Done."))
+        .start_blocking();
+    let p = project(&server);
+    std::os::unix::fs::symlink(outside.path(), p.work().join("out")).unwrap();
+    agent(&p);
+    let requests = server.model_requests();
+    let results: Vec<String> = requests
+        .last()
+        .unwrap()
+        .tool_results()
+        .iter()
+        .map(|r| r.text.clone())
+        .collect();
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(results[0].contains("protected"), "{}", results[0]);
+    assert!(results[1].contains("protected"), "{}", results[1]);
+    assert!(results[2].contains("outside"), "{}", results[2]);
+    assert!(!p.work().join(".baton/config.toml").exists());
+    assert!(!p.work().join(".git/hooks/pre-commit").exists());
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+}

@@ -17,6 +17,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use args::{parse_args, schema_for, ArgError};
+pub use baton_sandbox::protect;
 pub use baton_sandbox::{Policy as SandboxPolicy, SandboxMode, Support as SandboxSupport};
 pub use env::EnvFilter;
 

@@ -96,10 +96,11 @@ fn edit_file(ctx: &ToolContext, req: &Request) -> ToolOutput {
             "`old_string` and `new_string` are identical; there is nothing to change",
         );
     }
-    let abs = match Workspace::new(ctx).and_then(|ws| ws.resolve(raw)) {
-        Ok(p) => p,
-        Err(e) => return ToolOutput::error(e.0),
-    };
+    let (root, abs) =
+        match Workspace::new(ctx).and_then(|ws| ws.resolve(raw).map(|abs| (ws.root, abs))) {
+            Ok(p) => p,
+            Err(e) => return ToolOutput::error(e.0),
+        };
     match fs::metadata(&abs) {
         Ok(m) if m.is_dir() => {
             return ToolOutput::error(format!("`{raw}` is a directory, not a file"))
@@ -118,7 +119,10 @@ fn edit_file(ctx: &ToolContext, req: &Request) -> ToolOutput {
         }
         Err(e) => return ToolOutput::error(format!("cannot edit `{raw}`: {e}")),
     }
-    let bytes = match fs::read(&abs) {
+    let bytes = match super::fsutil::open_read(&root, &abs).and_then(|mut f| {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut f, &mut b).map(|_| b)
+    }) {
         Ok(b) => b,
         Err(e) => return ToolOutput::error(format!("cannot read `{raw}`: {e}")),
     };
@@ -163,7 +167,7 @@ fn edit_file(ctx: &ToolContext, req: &Request) -> ToolOutput {
     } else {
         content.replacen(old.as_str(), &new, 1)
     };
-    if let Err(e) = atomic_write(&abs, updated.as_bytes()) {
+    if let Err(e) = atomic_write(&root, &abs, updated.as_bytes()) {
         return ToolOutput::error(format!("cannot write `{raw}`: {e}"));
     }
 

@@ -110,7 +110,7 @@ fn read_file(ctx: &ToolContext, raw: &str, offset: u64, limit: u64) -> ToolOutpu
             "`{raw}` is not a regular file (a device, socket or pipe); `read` only reads regular files"
         ));
     }
-    let file = match fs::File::open(&abs) {
+    let file = match super::fsutil::open_read(&ws.root, &abs) {
         Ok(f) => f,
         Err(e) => return ToolOutput::error(format!("cannot open `{raw}`: {e}")),
     };

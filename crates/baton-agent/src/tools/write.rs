@@ -63,7 +63,9 @@ impl Tool for WriteTool {
 }
 
 fn write_file(ctx: &ToolContext, raw: &str, content: &str) -> ToolOutput {
-    let abs = match Workspace::new(ctx).and_then(|ws| ws.resolve_creatable(raw)) {
+    let (root, abs) = match Workspace::new(ctx)
+        .and_then(|ws| ws.resolve_creatable(raw).map(|abs| (ws.root, abs)))
+    {
         Ok(p) => p,
         Err(e) => return ToolOutput::error(e.0),
     };
@@ -84,14 +86,7 @@ fn write_file(ctx: &ToolContext, raw: &str, content: &str) -> ToolOutput {
         Ok(m) => Some(m.len()),
         Err(_) => None,
     };
-    if let Some(parent) = abs.parent() {
-        if let Err(e) = fs::create_dir_all(parent) {
-            return ToolOutput::error(format!(
-                "cannot create the parent directories of `{raw}`: {e}"
-            ));
-        }
-    }
-    if let Err(e) = atomic_write(&abs, content.as_bytes()) {
+    if let Err(e) = atomic_write(&root, &abs, content.as_bytes()) {
         return ToolOutput::error(format!("cannot write `{raw}`: {e}"));
     }
     let what = format!(
