@@ -491,6 +491,20 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
         })
         .collect();
 
+    let context_files = config
+        .agent
+        .context_files
+        .clone()
+        .unwrap_or_else(|| vec!["AGENTS.md".into(), "CLAUDE.md".into()]);
+    if let Some(bad) = context_files
+        .iter()
+        .find(|n| !baton_agent::agent::context_file_name_ok(n))
+    {
+        anyhow::bail!(
+            "agent.context_files: `{bad}` is not a path inside the project; context files are read \
+             into every prompt, so they must be relative paths under the project root without `..`"
+        );
+    }
     let sandbox = SandboxPolicy::from_config(
         config,
         SandboxPolicy::choose_mode(args.sandbox, role.meta.sandbox, config.sandbox.mode),
@@ -573,11 +587,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
             .bash_timeout
             .map(|d| d.0)
             .unwrap_or(std::time::Duration::from_secs(120)),
-        context_files: config
-            .agent
-            .context_files
-            .clone()
-            .unwrap_or_else(|| vec!["AGENTS.md".into(), "CLAUDE.md".into()]),
+        context_files,
         prices: config.prices.clone(),
         env_filter: baton_agent::tools::EnvFilter::for_config(config),
         sandbox,

@@ -10,6 +10,9 @@ use baton_protocol::config::Config;
 pub struct LoadedConfig {
     pub config: Config,
     pub files: Vec<PathBuf>,
+    /// The project file's widening keys that were ignored because the project is not trusted
+    /// (`crate::trust`), as dotted names.
+    pub ignored: Vec<String>,
 }
 
 /// `$XDG_CONFIG_HOME/baton`, else `~/.config/baton`.
@@ -59,7 +62,8 @@ pub fn load(project_root: &Path) -> Result<LoadedConfig> {
     if let Some(dir) = user_config_dir() {
         candidates.push(dir.join("config.toml"));
     }
-    candidates.push(project_root.join(".baton").join("config.toml"));
+    let project_file = project_root.join(".baton").join("config.toml");
+    candidates.push(project_file.clone());
     if let Some(extra) = std::env::var_os("BATON_CONFIG").filter(|v| !v.is_empty()) {
         let extra = PathBuf::from(extra);
         if !extra.is_file() {
@@ -72,8 +76,14 @@ pub fn load(project_root: &Path) -> Result<LoadedConfig> {
     }
     let mut merged = toml::Table::new();
     let mut files = Vec::new();
+    let mut ignored = Vec::new();
     for path in candidates {
-        if let Some(t) = read_file(&path)? {
+        if let Some(mut t) = read_file(&path)? {
+            // The project's own file is the repository's content: what widens what runs, or
+            // where keys go, applies only once the user trusts the project.
+            if path == project_file && !crate::trust::is_trusted(project_root) {
+                ignored = crate::trust::strip_widening(&mut t);
+            }
             merge(&mut merged, t);
             files.push(path);
         }
@@ -88,7 +98,11 @@ pub fn load(project_root: &Path) -> Result<LoadedConfig> {
                 e.to_string().trim_end()
             )
         })?;
-    Ok(LoadedConfig { config, files })
+    Ok(LoadedConfig {
+        config,
+        files,
+        ignored,
+    })
 }
 
 #[cfg(test)]

@@ -141,6 +141,7 @@ pub fn run(args: DemoArgs) -> Result<u8> {
     delegate.role_dirs = baton_roles::RoleDirs {
         user: None,
         project: None,
+        project_trusted: true,
     };
     let executor = crate::project::executor_for(&delegate)?;
     let env = RunEnv {

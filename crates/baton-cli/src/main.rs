@@ -50,6 +50,7 @@ mod status;
 mod task_cmd;
 mod task_logs;
 mod term;
+mod trust;
 mod workflow_cmd;
 
 use std::path::PathBuf;
@@ -112,6 +113,9 @@ enum Command {
     Init(init_cmd::InitArgs),
     /// Check every configured provider (key set, one cheap real request) and the sandbox.
     Doctor(doctor_cmd::DoctorArgs),
+    /// Trust the project's own .baton/config.toml and .baton/roles/ as they are now, so the
+    /// settings in them that widen what runs unconfined (or where keys go) apply.
+    Trust(trust::TrustArgs),
     /// Show each model class, its routes and which one resolves now.
     Models {
         /// Working directory whose project config applies.
@@ -222,6 +226,7 @@ fn main() -> ExitCode {
         Command::Init(args) => init_cmd::run(args),
         Command::Mcp(args) => mcp_cmd::run(args),
         Command::Doctor(args) => doctor_cmd::run(args),
+        Command::Trust(args) => trust::run(args),
         Command::Models { cwd, json } => info_cmd::models(cwd, json),
         Command::Roles { action, cwd, json } => {
             info_cmd::roles(cwd, matches!(action, Some(RolesAction::Check)), json)

@@ -58,6 +58,14 @@ pub fn project_context(cwd: Option<PathBuf>) -> Result<ProjectContext> {
     let project_root = project_root(&cwd);
     let config = config::load(&project_root)?;
     baton_text::redact::install(Redactor::new(known_secrets(&config.config)));
+    if !config.ignored.is_empty() {
+        errln!(
+            "baton: warning: {} is not trusted, so these settings in it were ignored: {}; read \
+             the file, then run `baton trust` to apply them",
+            project_root.join(".baton/config.toml").display(),
+            config.ignored.join(", ")
+        );
+    }
     Ok(ProjectContext {
         cwd,
         project_root,
@@ -89,6 +97,7 @@ pub fn role_dirs(project_root: &Path) -> RoleDirs {
     RoleDirs {
         user: user_config_dir().map(|d| d.join("roles")),
         project: Some(project_root.join(".baton").join("roles")),
+        project_trusted: crate::trust::is_trusted(project_root),
     }
 }
 

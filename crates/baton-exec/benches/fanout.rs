@@ -731,6 +731,7 @@ fn run(opts: &Opts) -> Result<bool, String> {
         &RoleDirs {
             user: None,
             project: None,
+            project_trusted: true,
         },
         ROLE,
     )

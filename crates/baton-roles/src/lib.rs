@@ -86,6 +86,11 @@ pub enum RoleError {
     },
     #[error("{path}: cannot read: {message}")]
     Io { path: String, message: String },
+    #[error(
+        "{path}: the role asks for `{what}`, which a project's role file may ask for only in a \
+         trusted project; run `baton trust` in the project after reading the file to use it"
+    )]
+    Untrusted { path: String, what: String },
     #[error("unknown role `{name}`: known roles are {known}; add {hint} to define it")]
     Unknown {
         name: String,
@@ -352,6 +357,23 @@ pub fn load_dir(dir: &Path, source: fn(String) -> RoleSource) -> DirRoles {
 pub struct RoleDirs {
     pub user: Option<PathBuf>,
     pub project: Option<PathBuf>,
+    /// Whether the project's roles may widen what runs (`baton trust`): when false, a project
+    /// role with another backend than baton's own agent or `sandbox: danger-full-access` is
+    /// not used ([`RoleError::Untrusted`]).
+    pub project_trusted: bool,
+}
+
+/// What a role file asks for that widens what runs unconfined: another backend than baton's own
+/// agent (a `command`, or a peer CLI), or `danger-full-access`.
+pub fn widening(meta: &RoleFrontmatter) -> Option<String> {
+    use baton_protocol::sandbox::SandboxMode;
+    if let Some(b) = meta.backend.filter(|b| *b != BackendKind::Baton) {
+        return Some(format!("backend: {}", b.as_str()));
+    }
+    if meta.sandbox == Some(SandboxMode::DangerFullAccess) {
+        return Some("sandbox: danger-full-access".into());
+    }
+    None
 }
 
 /// The effective roles and the role files that could not be used.
@@ -414,7 +436,26 @@ pub fn load_roles(dirs: &RoleDirs) -> RoleSet {
         (&dirs.project, RoleSource::Project),
     ] {
         if let Some(d) = dir {
-            let found = load_dir(d, source);
+            let mut found = load_dir(d, source);
+            if std::ptr::eq(dir, &dirs.project) && !dirs.project_trusted {
+                let (kept, untrusted): (Vec<RoleSpec>, Vec<RoleSpec>) = found
+                    .roles
+                    .into_iter()
+                    .partition(|r| widening(&r.meta).is_none());
+                found.roles = kept;
+                for r in untrusted {
+                    found.bad.push(BadRole {
+                        name: Some(r.meta.name.clone()),
+                        error: RoleError::Untrusted {
+                            path: match &r.source {
+                                RoleSource::Project(p) | RoleSource::User(p) => p.clone(),
+                                RoleSource::Builtin => d.display().to_string(),
+                            },
+                            what: widening(&r.meta).unwrap_or_default(),
+                        },
+                    });
+                }
+            }
             for role in found.roles {
                 // A good role here overrides a bad file of its name in an earlier folder: that
                 // file is still reported, but no longer stands for the name.
@@ -563,6 +604,7 @@ mod tests {
         let dirs = RoleDirs {
             user: None,
             project: Some(project),
+            project_trusted: true,
         };
         let set = load_roles(&dirs);
         assert!(set.bad.is_empty(), "{:?}", set.bad);
@@ -640,6 +682,7 @@ mod tests {
         let dirs = RoleDirs {
             user: Some(user.clone()),
             project: Some(project.clone()),
+            project_trusted: true,
         };
         let scout = find_role(&dirs, "scout").unwrap();
         assert_eq!(scout.body, "project scout");
@@ -698,6 +741,7 @@ mod tests {
         let dirs = RoleDirs {
             user: Some(user.clone()),
             project: Some(project.clone()),
+            project_trusted: true,
         };
         let set = load_roles(&dirs);
         let names: Vec<_> = set.roles.iter().map(|r| r.meta.name.as_str()).collect();

@@ -122,8 +122,10 @@ pub fn system_prompt(spec: &AgentSpec, offered: &[String], host_sections: bool) 
         s.push('\n');
     }
     for name in &spec.context_files {
-        let path = spec.root.join(name);
-        if let Ok(text) = std::fs::read_to_string(&path) {
+        let Some(text) = read_context_file(&spec.root, name) else {
+            continue;
+        };
+        {
             let text = truncate(&text, CONTEXT_FILE_CAP);
             s.push_str(&format!(
                 "\n# Project context from {name}\n\n{}\n",
@@ -132,6 +134,39 @@ pub fn system_prompt(spec: &AgentSpec, offered: &[String], host_sections: bool) 
         }
     }
     s
+}
+
+/// A context file's text: a regular file under the workspace root (no absolute path, no `..`,
+/// no link leading out), at most a little over [`CONTEXT_FILE_CAP`] bytes read. `None` when it is
+/// missing or not such a file.
+fn read_context_file(root: &std::path::Path, name: &str) -> Option<String> {
+    use std::io::Read as _;
+    if !context_file_name_ok(name) {
+        return None;
+    }
+    let root = root.canonicalize().ok()?;
+    let file = crate::tools::fsutil::open_read(&root, &root.join(name)).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(CONTEXT_FILE_CAP as u64 + 4)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Whether a `context_files` entry names a path under the project root: relative, without `..`.
+pub fn context_file_name_ok(name: &str) -> bool {
+    let p = std::path::Path::new(name);
+    !name.is_empty()
+        && p.is_relative()
+        && p.components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        })
 }
 
 /// At most `cap` bytes of `text`, from its start, with the one omission marker.

@@ -12,7 +12,7 @@
 mod bash;
 mod edit;
 mod find;
-mod fsutil;
+pub(crate) mod fsutil;
 mod grep;
 mod ls;
 mod paths;

@@ -214,6 +214,7 @@ mod route_tests {
             role_dirs: RoleDirs {
                 user: None,
                 project: None,
+                project_trusted: true,
             },
             cwd: PathBuf::from("/tmp"),
             state: StateDir::at("/tmp/.baton/state"),

@@ -69,6 +69,7 @@ impl Fx {
             role_dirs: RoleDirs {
                 user: None,
                 project: Some(self.repo().join(".baton").join("roles")),
+                project_trusted: true,
             },
             cwd: self.repo(),
             state: baton_state::StateDir::for_project(&self.repo()),

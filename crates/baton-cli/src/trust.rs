@@ -1,0 +1,299 @@
+//! Trust for a project's own settings.
+//!
+//! A project's `.baton/config.toml` and `.baton/roles/` are the repository's content, like an
+//! editor's workspace settings: anyone who can push to the repository (or a model that could
+//! write the file) wrote them. The settings that widen what runs without confinement or where
+//! keys go therefore apply only in a **trusted** project ([`WIDENING`], and role files with a
+//! `command` or peer backend or `sandbox: danger-full-access`); in any other project they are
+//! ignored with a warning that names each one and `baton trust`.
+//!
+//! `baton trust` records the project's path with a hash of its config and role files in the
+//! user's `trust.toml` (next to the user config, `~/.config/baton/trust.toml`); a change to any
+//! of them makes the project untrusted again until the user looks and trusts it again. The
+//! user's own config and `BATON_CONFIG` are always trusted.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::config::user_config_dir;
+
+/// Keys of a project config that take effect only in a trusted project, as dotted paths; `*`
+/// stands for any one name (a provider, a program). A value that only narrows (`sandbox.mode`
+/// `read-only` or `workspace-write`, `sandbox.network = false`, `flow.validation_sandbox =
+/// true`) always applies.
+pub const WIDENING: &[&str] = &[
+    "sandbox.mode",
+    "sandbox.writable_roots",
+    "sandbox.network",
+    "sandbox.env_allow",
+    "sandbox.deny_read",
+    "executor.programs",
+    "executor.backend",
+    "executor.worktree_root",
+    "providers.*.base_url",
+    "providers.*.api_key_env",
+    "providers.*.api_key_file",
+    "flow.validation_sandbox",
+    "agent.context_files",
+];
+
+/// Whether `value` at `key` only narrows what runs (so it applies untrusted).
+fn narrows(key: &str, value: &toml::Value) -> bool {
+    match key {
+        "sandbox.mode" => matches!(value.as_str(), Some("read-only" | "workspace-write")),
+        "sandbox.network" => value.as_bool() == Some(false),
+        "flow.validation_sandbox" => value.as_bool() == Some(true),
+        "executor.backend" => value.as_str() == Some("baton"),
+        _ => false,
+    }
+}
+
+/// The trust records, `trust.toml` in the user's config folder.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct TrustFile {
+    #[serde(default)]
+    project: Vec<TrustRecord>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct TrustRecord {
+    path: PathBuf,
+    /// `sha256:` of the project's config and role files when they were trusted.
+    hash: String,
+}
+
+fn trust_file() -> Option<PathBuf> {
+    user_config_dir().map(|d| d.join("trust.toml"))
+}
+
+/// A hash of what trust covers: `.baton/config.toml` and every `.baton/roles/*.md`, by name and
+/// content.
+pub fn project_hash(root: &Path) -> String {
+    let mut h = Sha256::new();
+    let baton = root.join(".baton");
+    let mut files = vec![baton.join("config.toml")];
+    if let Ok(entries) = std::fs::read_dir(baton.join("roles")) {
+        let mut roles: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        roles.sort();
+        files.extend(roles);
+    }
+    for f in files {
+        if let Ok(bytes) = std::fs::read(&f) {
+            let name = f
+                .strip_prefix(root)
+                .unwrap_or(&f)
+                .to_string_lossy()
+                .into_owned();
+            h.update((name.len() as u64).to_le_bytes());
+            h.update(name.as_bytes());
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(&bytes);
+        }
+    }
+    let digest = h.finalize();
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+fn read_file() -> Result<TrustFile> {
+    let Some(path) = trust_file() else {
+        return Ok(TrustFile::default());
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => toml::from_str(&text).with_context(|| {
+            format!(
+                "{} is damaged: fix or delete it (then run `baton trust` again in each project)",
+                path.display()
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(TrustFile::default()),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+/// Whether the project at `root` is trusted with its current config and role files. A damaged
+/// trust file trusts nothing (and `baton trust` reports it).
+pub fn is_trusted(root: &Path) -> bool {
+    let Ok(file) = read_file() else {
+        return false;
+    };
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    file.project
+        .iter()
+        .any(|r| r.path == root && r.hash == project_hash(&root))
+}
+
+/// Records the project at `root` as trusted with what its files say now; returns the hash.
+pub fn trust(root: &Path) -> Result<String> {
+    let root = root
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", root.display()))?;
+    let path = trust_file().context("no home folder: set HOME or XDG_CONFIG_HOME")?;
+    let mut file = read_file()?;
+    let hash = project_hash(&root);
+    file.project.retain(|r| r.path != root);
+    file.project.push(TrustRecord {
+        path: root,
+        hash: hash.clone(),
+    });
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let text = toml::to_string(&file).context("cannot write the trust records")?;
+    let tmp = path.with_extension("toml.tmp");
+    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(hash)
+}
+
+/// Removes from an untrusted project's config table every widening key ([`WIDENING`]) and
+/// returns their dotted names.
+pub fn strip_widening(table: &mut toml::Table) -> Vec<String> {
+    let mut removed = Vec::new();
+    for pattern in WIDENING {
+        let parts: Vec<&str> = pattern.split('.').collect();
+        strip(table, &parts, String::new(), pattern, &mut removed);
+    }
+    removed
+}
+
+fn strip(
+    table: &mut toml::Table,
+    parts: &[&str],
+    prefix: String,
+    pattern: &str,
+    removed: &mut Vec<String>,
+) {
+    let Some((first, rest)) = parts.split_first() else {
+        return;
+    };
+    let names: Vec<String> = if *first == "*" {
+        table.keys().cloned().collect()
+    } else {
+        vec![(*first).to_string()]
+    };
+    for name in names {
+        let path = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}.{name}")
+        };
+        if rest.is_empty() {
+            if let Some(v) = table.get(&name) {
+                if !narrows(pattern, v) {
+                    table.remove(&name);
+                    removed.push(path);
+                }
+            }
+        } else if let Some(toml::Value::Table(inner)) = table.get_mut(&name) {
+            strip(inner, rest, path, pattern, removed);
+        }
+    }
+}
+
+/// `baton trust [--cwd DIR]`: trusts the project's config and role files as they are now.
+#[derive(clap::Args, Debug)]
+pub struct TrustArgs {
+    /// A folder of the project to trust (default: the current one).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// Print what was trusted as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What trust would change in the project at `root`: its widening config keys and role files.
+fn widening_now(root: &Path) -> (Vec<String>, Vec<String>) {
+    let keys = std::fs::read_to_string(root.join(".baton/config.toml"))
+        .ok()
+        .and_then(|t| toml::from_str::<toml::Table>(&t).ok())
+        .map(|mut t| strip_widening(&mut t))
+        .unwrap_or_default();
+    let roles = baton_roles::load_dir(
+        &root.join(".baton/roles"),
+        baton_protocol::role::RoleSource::Project,
+    )
+    .roles
+    .iter()
+    .filter_map(|r| baton_roles::widening(&r.meta).map(|w| format!("{} ({w})", r.meta.name)))
+    .collect();
+    (keys, roles)
+}
+
+pub fn run(args: TrustArgs) -> Result<u8> {
+    let cwd = crate::project::working_dir(args.cwd)?;
+    let root = baton_state::project_root(&cwd);
+    let hash = trust(&root)?;
+    let (keys, roles) = widening_now(&root);
+    if args.json {
+        outln!(
+            "{}",
+            serde_json::json!({
+                "project": root.display().to_string(),
+                "hash": hash,
+                "settings": keys,
+                "roles": roles,
+            })
+        );
+    } else {
+        outln!("baton: trusted {} ({hash})", root.display());
+        if keys.is_empty() && roles.is_empty() {
+            outln!("  nothing in it widens what runs now; a change to .baton/config.toml or .baton/roles/ asks again");
+        } else {
+            if !keys.is_empty() {
+                outln!("  settings that now apply: {}", keys.join(", "));
+            }
+            if !roles.is_empty() {
+                outln!("  roles that now apply: {}", roles.join(", "));
+            }
+            outln!("  a change to .baton/config.toml or .baton/roles/ makes it untrusted again until you run `baton trust` again");
+        }
+    }
+    Ok(crate::exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn widening_keys_are_stripped_and_narrowing_ones_kept() {
+        let mut t: toml::Table = toml::from_str(
+            r#"
+[sandbox]
+mode = "danger-full-access"
+network = false
+writable_roots = ["/"]
+[providers.p]
+kind = "openai"
+base_url = "http://127.0.0.1:9/v1"
+api_key_env = "OPENAI_API_KEY"
+[executor]
+max_concurrency = 2
+[executor.programs]
+codex = "./evil.sh"
+[flow]
+validation_sandbox = true
+"#,
+        )
+        .unwrap();
+        let removed = strip_widening(&mut t);
+        assert_eq!(
+            removed,
+            [
+                "sandbox.mode",
+                "sandbox.writable_roots",
+                "executor.programs",
+                "providers.p.base_url",
+                "providers.p.api_key_env",
+            ]
+        );
+        assert_eq!(t["sandbox"]["network"].as_bool(), Some(false));
+        assert_eq!(t["executor"]["max_concurrency"].as_integer(), Some(2));
+        assert_eq!(t["providers"]["p"]["kind"].as_str(), Some("openai"));
+        assert_eq!(t["flow"]["validation_sandbox"].as_bool(), Some(true));
+    }
+}
