@@ -7,9 +7,9 @@
 //! `command` or peer backend or `sandbox: danger-full-access`); in any other project they are
 //! ignored with a warning that names each one and `baton trust`.
 //!
-//! `baton trust` records the project's path with a hash of its config and role files in the
-//! user's `trust.toml` (next to the user config, `~/.config/baton/trust.toml`); a change to any
-//! of them makes the project untrusted again until the user looks and trusts it again. The
+//! `baton trust` records the project's path with a hash of its widening settings and role files
+//! in the user's `trust.toml` (next to the user config, `~/.config/baton/trust.toml`); a change
+//! to any of them makes the project untrusted again until the user looks and trusts it again. The
 //! user's own config and `BATON_CONFIG` are always trusted.
 
 use std::path::{Path, PathBuf};
@@ -69,33 +69,63 @@ fn trust_file() -> Option<PathBuf> {
     user_config_dir().map(|d| d.join("trust.toml"))
 }
 
-/// A hash of what trust covers: `.baton/config.toml` and every `.baton/roles/*.md`, by name and
-/// content.
+/// A hash of what trust covers: the widening settings of `.baton/config.toml` (their names and
+/// values) and the widening role files of `.baton/roles/` (by name and whole content). A change
+/// to anything else (a harmless setting, a prompt-only role) keeps the trust.
 pub fn project_hash(root: &Path) -> String {
     let mut h = Sha256::new();
-    let baton = root.join(".baton");
-    let mut files = vec![baton.join("config.toml")];
-    if let Ok(entries) = std::fs::read_dir(baton.join("roles")) {
-        let mut roles: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-        roles.sort();
-        files.extend(roles);
-    }
-    for f in files {
-        if let Ok(bytes) = std::fs::read(&f) {
-            let name = f
-                .strip_prefix(root)
-                .unwrap_or(&f)
-                .to_string_lossy()
-                .into_owned();
-            h.update((name.len() as u64).to_le_bytes());
-            h.update(name.as_bytes());
-            h.update((bytes.len() as u64).to_le_bytes());
-            h.update(&bytes);
+    let mut feed = |label: &str, bytes: &[u8]| {
+        h.update((label.len() as u64).to_le_bytes());
+        h.update(label.as_bytes());
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    if let Some(table) = std::fs::read_to_string(root.join(".baton/config.toml"))
+        .ok()
+        .and_then(|t| toml::from_str::<toml::Table>(&t).ok())
+    {
+        let mut stripped = table.clone();
+        for key in strip_widening(&mut stripped) {
+            feed(&key, lookup(&table, &key).as_bytes());
         }
+    }
+    for (name, path) in widening_roles(root) {
+        feed(&name, &std::fs::read(&path).unwrap_or_default());
     }
     let digest = h.finalize();
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
+}
+
+/// The value at a dotted key, as TOML text (empty when absent).
+fn lookup(table: &toml::Table, key: &str) -> String {
+    let mut parts = key.split('.');
+    let Some(first) = parts.next() else {
+        return String::new();
+    };
+    let mut v = table.get(first);
+    for k in parts {
+        v = v.and_then(|x| x.get(k));
+    }
+    v.map(ToString::to_string).unwrap_or_default()
+}
+
+/// The project's role files that widen what runs: (role name and what it asks, file).
+fn widening_roles(root: &Path) -> Vec<(String, PathBuf)> {
+    baton_roles::load_dir(
+        &root.join(".baton/roles"),
+        baton_protocol::role::RoleSource::Project,
+    )
+    .roles
+    .iter()
+    .filter_map(|r| {
+        let what = baton_roles::widening(&r.meta)?;
+        let baton_protocol::role::RoleSource::Project(path) = &r.source else {
+            return None;
+        };
+        Some((format!("{} ({what})", r.meta.name), PathBuf::from(path)))
+    })
+    .collect()
 }
 
 fn read_file() -> Result<TrustFile> {
@@ -241,7 +271,7 @@ pub fn run(args: TrustArgs) -> Result<u8> {
     } else {
         outln!("baton: trusted {} ({hash})", root.display());
         if keys.is_empty() && roles.is_empty() {
-            outln!("  nothing in it widens what runs now; a change to .baton/config.toml or .baton/roles/ asks again");
+            outln!("  nothing in it widens what runs now; a widening setting or role added later asks again");
         } else {
             if !keys.is_empty() {
                 outln!("  settings that now apply: {}", keys.join(", "));
@@ -249,7 +279,7 @@ pub fn run(args: TrustArgs) -> Result<u8> {
             if !roles.is_empty() {
                 outln!("  roles that now apply: {}", roles.join(", "));
             }
-            outln!("  a change to .baton/config.toml or .baton/roles/ makes it untrusted again until you run `baton trust` again");
+            outln!("  a change to these settings or roles (or a new one) makes it untrusted again until you run `baton trust` again");
         }
     }
     Ok(crate::exit::OK)

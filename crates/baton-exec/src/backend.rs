@@ -343,6 +343,7 @@ mod tests {
                 format: StreamFormat::Baton,
                 model_label: "local/qwen2.5-coder:7b:high".into(),
                 thinking_label: Some("high".into()),
+                confine: None,
             }
         );
         s.role_file = Some("/tmp/role.md".into());

@@ -182,6 +182,26 @@ fn spawn_error(launch: &Launch, err: &io::Error) -> ExecError {
     ExecError::new(ExecErrorCode::Spawn, message)
 }
 
+/// A confined child's temp dir, private to the user, removed when the child is done.
+struct ChildTmp(std::path::PathBuf);
+
+impl ChildTmp {
+    fn new() -> io::Result<ChildTmp> {
+        use std::os::unix::fs::DirBuilderExt;
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("baton-child-{}-{n}", std::process::id()));
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        Ok(ChildTmp(dir))
+    }
+}
+
+impl Drop for ChildTmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 async fn supervise(
     launch: Launch,
     limits: Limits,
@@ -220,6 +240,28 @@ async fn supervise(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    // A confined child (a `command` role): its role's sandbox, with a temp dir of its own, and
+    // only the allowed environment.
+    let _child_tmp = match &launch.confine {
+        Some(c) => {
+            for name in c.env.hidden_now() {
+                cmd.env_remove(name);
+            }
+            let tmp = ChildTmp::new().map_err(|e| spawn_error(&launch, &e))?;
+            cmd.env("TMPDIR", &tmp.0);
+            c.policy
+                .prepare(&launch.cwd, Some(&tmp.0))
+                .and_then(|x| x.apply(cmd.as_std_mut(), link.is_guarded()))
+                .map_err(|e| {
+                    ExecError::new(
+                        ExecErrorCode::Spawn,
+                        format!("cannot start `{}`: {e}", launch.program.display()),
+                    )
+                })?;
+            Some(tmp)
+        }
+        None => None,
+    };
     let mut child = cmd.spawn().map_err(|e| spawn_error(&launch, &e))?;
     let started = Instant::now();
     let pid = child.id().unwrap_or(0);

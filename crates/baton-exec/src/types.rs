@@ -43,6 +43,18 @@ pub struct Launch {
     /// Shown in status and errors: the model route, or the command for `command` children.
     pub model_label: String,
     pub thinking_label: Option<String>,
+    /// The sandbox and environment a `command` child runs under: its role's sandbox and the
+    /// environment allow-list, as a model's `bash` command gets. `None` for baton's own agent
+    /// (which confines the commands it runs itself) and for the peer CLIs (which apply their own
+    /// sandboxes).
+    pub confine: Option<Confine>,
+}
+
+/// How a child is confined ([`Launch::confine`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confine {
+    pub policy: baton_tool::SandboxPolicy,
+    pub env: baton_tool::EnvFilter,
 }
 
 /// Time limits of one child. Queued time never counts.

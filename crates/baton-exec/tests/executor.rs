@@ -25,6 +25,7 @@ fn sh(dir: &Path, script: &str, format: StreamFormat) -> Launch {
         format,
         model_label: "test".into(),
         thinking_label: None,
+        confine: None,
     }
 }
 

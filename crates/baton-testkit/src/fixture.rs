@@ -428,6 +428,17 @@ impl Sandbox {
         (sb, roles)
     }
 
+    /// Runs `baton trust` in the working directory: the project's widening settings and roles
+    /// (a `command` role, `danger-full-access`) apply from now on, until they change.
+    pub fn trust(&self) {
+        let out = self.run(&["trust"]);
+        assert!(
+            out.status.success(),
+            "baton trust failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// The local branches, by short name.
     pub fn branches(&self) -> Vec<String> {
         lines(&self.git(&["branch", "--format=%(refname:short)"]))
@@ -460,7 +471,7 @@ pub struct FlowRoles {
 
 impl FlowRoles {
     /// Writes the role files into `.baton/roles/` of the working directory (uncommitted) and
-    /// the scripts into `scripts/` of the sandbox.
+    /// the scripts into `scripts/` of the sandbox, and trusts the project (`baton trust`).
     pub fn install(sb: &Sandbox) -> FlowRoles {
         let roles = FlowRoles {
             dir: sb.path("scripts"),
@@ -472,7 +483,7 @@ impl FlowRoles {
             sb.write(
                 format!(".baton/roles/{role}.md"),
                 &format!(
-                    "---\nname: {role}\ndescription: Test {role}, a shell script.\ntools: []\nbackend: command\ncommand: [sh, {}]\n---\nThe test {role}.\n",
+                    "---\nname: {role}\ndescription: Test {role}, a shell script.\ntools: []\nbackend: command\nsandbox: danger-full-access\ncommand: [sh, {}]\n---\nThe test {role}.\n",
                     script.display()
                 ),
             );
@@ -493,6 +504,8 @@ exit 9
         }
         roles.put("impl-default.sh", COMMIT_OWN_FILE);
         roles.put("review-default.sh", "printf PASS\n");
+        // The roles run scripts outside the repository, unconfined: the user trusts them.
+        sb.trust();
         roles
     }
 

@@ -83,6 +83,7 @@ pub(super) fn launch(
             .as_ref()
             .and_then(|r| r.thinking)
             .map(|t| t.as_str().to_string()),
+        confine: None,
     })
 }
 

@@ -130,6 +130,7 @@ pub(super) fn launch(
         format: StreamFormat::Claude,
         model_label,
         thinking_label: level.map(|l| l.as_str().to_string()),
+        confine: None,
     })
 }
 

@@ -95,6 +95,7 @@ pub(super) fn launch(
         format: StreamFormat::Codex,
         model_label,
         thinking_label: level.map(|l| l.as_str().to_string()),
+        confine: None,
     })
 }
 

@@ -78,6 +78,7 @@ pub(super) fn launch(
         format: StreamFormat::Pi,
         model_label,
         thinking_label: level.map(|l| l.as_str().to_string()),
+        confine: None,
     })
 }
 

@@ -46,6 +46,7 @@ pub(super) fn launch(
         format: StreamFormat::Plain,
         model_label: format!("command: {}", argv.join(" ")),
         thinking_label: thinking.map(|t| t.as_str().to_string()),
+        confine: None,
     })
 }
 

@@ -73,7 +73,7 @@ pub fn plan_launch(env: &DelegateEnv, plan: LaunchPlan<'_>) -> Result<Launch, Ex
             .get(backend.as_str())
             .map(PathBuf::from),
     };
-    launch_for(&TaskSpec {
+    let mut launch = launch_for(&TaskSpec {
         backend,
         role: role.clone(),
         task,
@@ -84,7 +84,21 @@ pub fn plan_launch(env: &DelegateEnv, plan: LaunchPlan<'_>) -> Result<Launch, Ex
         role_file,
         max_turns: None,
         extra_env,
-    })
+    })?;
+    if backend == BackendKind::Command {
+        // A command child is as much the model's doing as a `bash` call (a role file names it):
+        // the same sandbox and environment allow-list apply.
+        let mode = baton_tool::SandboxPolicy::choose_mode(
+            None,
+            role.meta.sandbox,
+            env.config.sandbox.mode,
+        );
+        launch.confine = Some(crate::types::Confine {
+            policy: baton_tool::SandboxPolicy::from_config(&env.config, mode, &env.cwd),
+            env: baton_tool::EnvFilter::for_config(&env.config),
+        });
+    }
+    Ok(launch)
 }
 
 /// The model of a child by backend. `baton` children get a route checked against baton's own
