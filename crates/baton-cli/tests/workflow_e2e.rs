@@ -6,7 +6,9 @@
 
 mod common;
 
-use baton_testkit::fixture::assert_exit;
+use std::time::Duration;
+
+use baton_testkit::fixture::{assert_exit, wait_until};
 use common::workflow::*;
 use serde_json::Value;
 
@@ -553,4 +555,60 @@ fn a_record_without_its_task_graph_is_resumed_from_the_start() {
             "build-doc-sync"
         ]
     );
+}
+
+/// Two `baton run` in one working tree: while the first runs (its builder waits on a file), a
+/// second is refused with exit 2 naming the first's workflow and pid, and records nothing. A run
+/// killed with SIGKILL leaves the tree to the next one, and a run that ended releases it.
+#[test]
+fn a_second_run_in_the_same_working_tree_is_refused_naming_the_first() {
+    let wf = Wf::new();
+    wf.happy();
+    let started = wf.scripts.join("builder.started");
+    let release = wf.scripts.join("release");
+    wf.answer_nth(
+        "component-builder",
+        1,
+        &format!(
+            "touch {started}\nwhile [ ! -f {release} ]; do sleep 0.01; done\n{BUILDER_PASS}",
+            started = started.display(),
+            release = release.display()
+        ),
+    );
+    let mut first = wf.sb.spawn(&["run", "add a feature file"]);
+    assert!(
+        wait_until(Duration::from_secs(30), || started.is_file()),
+        "the first run's builder did not start"
+    );
+    let id = wf.id();
+    for request in ["add another feature file", "fix the failing test"] {
+        let second = wf.run(&["run", request]);
+        assert_exit(&second, 2);
+        let e = err(&second);
+        assert!(
+            e.contains("another workflow works in this working tree"),
+            "{e}"
+        );
+        assert!(
+            e.contains(&format!("workflow {id}, pid {}", first.id())),
+            "{e}"
+        );
+        // Nothing was recorded for it: the first is still the only workflow.
+        assert_eq!(wf.id(), id);
+    }
+    let json = wf.run(&["run", "add another feature file", "--json"]);
+    assert_exit(&json, 2);
+    let doc: Value = serde_json::from_str(out(&json).trim()).unwrap();
+    assert_eq!(doc["type"], "workflow.error", "{doc}");
+    assert!(doc["message"].as_str().unwrap().contains(&id), "{doc}");
+
+    // Killed: the lock goes with it, and the next run takes the tree over.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let next = wf.run(&["run", "add another feature file"]);
+    assert_exit(&next, 0);
+    // Ended: released too.
+    let last = wf.run(&["run", "add a third feature file"]);
+    assert_exit(&last, 0);
+    assert_eq!(wf.calls("component-builder"), 3);
 }
