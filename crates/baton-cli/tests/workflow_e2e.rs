@@ -147,15 +147,22 @@ fn a_scope_checkpoint_is_answered_by_resume_and_the_workflow_completes() {
         out(&o)
     );
     let id = wf.id();
-    // A word that is no option is refused and changes nothing.
-    let o = wf.run(&["resume", &id, "--answer", "whatever"]);
-    assert_exit(&o, 2);
-    assert!(
-        err(&o).contains("critical only, all issues, abort"),
-        "{}",
-        err(&o)
-    );
-    let o = wf.run(&["resume", &id, "--answer", "Critical only, please"]);
+    // A word that is no option, a prefix of one, and an answer that merely starts with an
+    // option (`abort please` used to abort) are refused and change nothing.
+    let before = wf.events().len();
+    for answer in ["whatever", "abort please", "Critical only, please", "all"] {
+        let o = wf.run(&["resume", &id, "--answer", answer]);
+        assert_exit(&o, 2);
+        assert!(
+            err(&o).contains("critical only, all issues, abort"),
+            "{answer}: {}",
+            err(&o)
+        );
+        assert_eq!(wf.events().len(), before, "{answer}");
+        assert_eq!(wf.snapshot()["run_state"], "checkpoint", "{answer}");
+    }
+    // The option alone, in any case.
+    let o = wf.run(&["resume", &id, "--answer", "Critical Only"]);
     assert_exit(&o, 0);
     let events = wf.events();
     let answered: Vec<&Value> = events
@@ -163,7 +170,7 @@ fn a_scope_checkpoint_is_answered_by_resume_and_the_workflow_completes() {
         .filter(|e| e["event"] == "checkpoint_answered")
         .collect();
     assert_eq!(answered.len(), 1);
-    assert_eq!(answered[0]["details"]["answer"], "Critical only, please");
+    assert_eq!(answered[0]["details"]["answer"], "Critical Only");
     let snap = wf.snapshot();
     let remfix: Vec<&Value> = snap["tasks"]
         .as_array()
