@@ -123,7 +123,8 @@ pub fn system_prompt(spec: &AgentSpec, offered: &[String], host_sections: bool) 
     }
     for name in &spec.context_files {
         let path = spec.root.join(name);
-        if let Ok(text) = std::fs::read_to_string(&path) {
+        // Bounded: a context file that is a device or a huge file is left out, not read.
+        if let Ok(text) = baton_text::input::read_input(&path) {
             let text = truncate(&text, CONTEXT_FILE_CAP);
             s.push_str(&format!(
                 "\n# Project context from {name}\n\n{}\n",

@@ -267,7 +267,10 @@ mod tests {
             "all issues!",
         ] {
             let err = read_answer(&cp, bad).unwrap_err();
-            assert!(err.contains("critical only, all issues, abort"), "{bad}: {err}");
+            assert!(
+                err.contains("critical only, all issues, abort"),
+                "{bad}: {err}"
+            );
             assert!(err.contains("--answer \"all issues\""), "{bad}: {err}");
         }
         let finish = checkpoint("finish", "verified", String::new());
