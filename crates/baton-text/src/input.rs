@@ -15,7 +15,7 @@ pub const INPUT_CAP: u64 = 16 * 1024 * 1024;
 
 /// The cap in words, for messages.
 fn cap_text(cap: u64) -> String {
-    if cap >= 1024 * 1024 && cap.is_multiple_of(1024 * 1024) {
+    if cap >= 1024 * 1024 && cap % (1024 * 1024) == 0 {
         format!("{} MiB", cap / (1024 * 1024))
     } else {
         format!("{cap} bytes")
