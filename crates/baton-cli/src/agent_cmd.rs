@@ -1,6 +1,6 @@
 //! `baton agent`: one headless agent session.
 
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -110,10 +110,11 @@ pub fn chat(args: ChatArgs) -> Result<u8> {
 fn read_task(task: Option<String>, resuming: bool) -> Result<String> {
     match task.as_deref() {
         Some("-") => {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .context("cannot read the task from stdin")?;
+            let s = baton_text::input::read_stream_capped(
+                std::io::stdin(),
+                baton_text::input::INPUT_CAP,
+            )
+            .context("cannot read the task from stdin")?;
             if s.trim().is_empty() {
                 bail!("the task read from stdin is empty: pipe the task text in, or pass it as an argument");
             }
@@ -398,7 +399,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
     setup.role = role_name.clone();
     let role = match &args.role_file {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
+            let text = baton_text::input::read_input(path)
                 .map_err(|e| anyhow::anyhow!("--role-file {}: {e}", path.display()))?;
             parse_role(
                 &text,
@@ -524,11 +525,16 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
     };
 
     let heartbeat = match env_var("BATON_HEARTBEAT") {
-        Some(v) => v
-            .parse::<baton_protocol::config::HumanDuration>()
-            .map_err(|e| anyhow::anyhow!("BATON_HEARTBEAT: {e}"))?
-            .0
-            .max(std::time::Duration::from_millis(10)),
+        Some(v) => {
+            let d = v
+                .parse::<baton_protocol::config::HumanDuration>()
+                .map_err(|e| anyhow::anyhow!("BATON_HEARTBEAT: {e}"))?
+                .0;
+            if d.is_zero() {
+                bail!("BATON_HEARTBEAT={v}: the heartbeat interval must be more than 0: give one such as 30s, or unset it for the default");
+            }
+            d.max(std::time::Duration::from_millis(10))
+        }
         None => baton_agent::agent::DEFAULT_HEARTBEAT,
     };
 

@@ -27,7 +27,7 @@ pub fn user_config_dir() -> Option<PathBuf> {
 
 /// Reads and checks one file; errors name the file, the line and the key.
 fn read_file(path: &Path) -> Result<Option<toml::Table>> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match baton_text::input::read_input(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
@@ -35,10 +35,17 @@ fn read_file(path: &Path) -> Result<Option<toml::Table>> {
     // Deserializing the file alone gives errors with its own line numbers. A required key may be
     // set by another layer (a project file that only changes `base_url`), so a missing field is
     // checked on the merged config instead.
-    if let Err(e) = toml::from_str::<Config>(&text) {
-        if !e.message().starts_with("missing field") {
+    match toml::from_str::<Config>(&text) {
+        // The values the schema cannot check, named with this file.
+        Ok(config) => {
+            if let Err(e) = config.check() {
+                anyhow::bail!("{}: {e}", path.display());
+            }
+        }
+        Err(e) if !e.message().starts_with("missing field") => {
             anyhow::bail!("{}: {}", path.display(), e.to_string().trim_end());
         }
+        Err(_) => {}
     }
     let table: toml::Table = toml::from_str(&text)
         .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
@@ -88,16 +95,22 @@ pub fn load(project_root: &Path) -> Result<LoadedConfig> {
             files.push(path);
         }
     }
+    let names = || {
+        let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        names.join(", ")
+    };
     let config: Config = toml::Value::Table(merged)
         .try_into()
         .map_err(|e: toml::de::Error| {
-            let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
             anyhow::anyhow!(
                 "config (merged from {}): {}",
-                names.join(", "),
+                names(),
                 e.to_string().trim_end()
             )
         })?;
+    config
+        .check()
+        .map_err(|e| anyhow::anyhow!("config (merged from {}): {e}", names()))?;
     Ok(LoadedConfig {
         config,
         files,

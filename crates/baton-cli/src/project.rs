@@ -117,14 +117,7 @@ pub fn state_dir(ctx: &ProjectContext) -> StateDir {
 pub fn delegate_env(ctx: &ProjectContext) -> Result<DelegateEnv> {
     let config = ctx.config.config.clone();
     let e = &config.executor;
-    for (key, value) in [
-        ("executor.idle_timeout", e.idle_timeout),
-        ("executor.max_timeout", e.max_timeout),
-    ] {
-        if value.is_some_and(|d| d.0.is_zero()) {
-            bail!("{key} = \"0s\" would kill every child at once: give a positive duration such as \"10m\", or leave the key out for the default");
-        }
-    }
+    // Zero timeouts were refused when the config was loaded (`Config::check`).
     let limits = Limits {
         idle_timeout: e
             .idle_timeout

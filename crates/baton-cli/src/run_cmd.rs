@@ -307,7 +307,9 @@ pub fn pick(store: &WorkflowStore, id: Option<&str>) -> Result<String, String> {
 fn failed(common: &Common, e: &RunError) -> u8 {
     let code = match e {
         RunError::Refused(_) => exit::USAGE,
-        RunError::Store(StoreError::NotFound { .. } | StoreError::Busy { .. }) => exit::USAGE,
+        RunError::Store(
+            StoreError::NotFound { .. } | StoreError::Busy { .. } | StoreError::TreeBusy { .. },
+        ) => exit::USAGE,
         _ => exit::FAILED,
     };
     if common.json {

@@ -112,8 +112,8 @@ enum TaskAction {
 }
 
 fn read_entries_file(path: &Path, key: &str) -> Result<Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = baton_text::input::read_input(path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let value: Value = if path.extension().is_some_and(|e| e == "toml") {
         let t: toml::Value =
             toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
@@ -144,11 +144,11 @@ fn request_from_args(args: &TaskArgs) -> Result<DelegateRequest> {
         read_entries_file(p, "chain")?
     } else {
         let task = match args.task.as_deref() {
-            Some("-") => {
-                let mut s = String::new();
-                std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
-                s
-            }
+            Some("-") => baton_text::input::read_stream_capped(
+                std::io::stdin(),
+                baton_text::input::INPUT_CAP,
+            )
+            .context("cannot read the task from stdin")?,
             Some(t) => t.to_string(),
             None => bail!("missing TASK: baton task --role ROLE [--name NAME] \"what to do\", or --parallel FILE / --chain FILE"),
         };

@@ -1,6 +1,6 @@
 //! `baton mcp --http` through rmcp's own streamable-HTTP client, against the built binary in a
 //! sandbox of its own: initialize, the tool list and a call over HTTP; the bearer-token rule off
-//! loopback; and background delegations followed with `task_status`, `task_wait` and
+//! loopback (the scheme in any case); the `Origin` and `Host` checks against DNS rebinding; and background delegations followed with `task_status`, `task_wait` and
 //! `task_cancel`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -179,9 +179,108 @@ async fn off_loopback_every_request_needs_the_bearer_token() {
     assert_eq!(post(None).await.unwrap().status(), 401);
     assert_eq!(post(Some("Bearer wrong")).await.unwrap().status(), 401);
     assert_eq!(post(Some("Bearer T0k3n")).await.unwrap().status(), 200);
+    // The scheme is case-insensitive; the token is not.
+    for auth in ["bearer T0k3n", "BEARER T0k3n"] {
+        assert_eq!(post(Some(auth)).await.unwrap().status(), 200, "{auth}");
+    }
+    assert_eq!(post(Some("bearer t0k3n")).await.unwrap().status(), 401);
+    // The token does not stand in for the Origin check: a foreign page is refused with it.
+    let foreign = http
+        .post(&url)
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", "Bearer T0k3n")
+        .header("origin", "http://evil.example")
+        .json(&init)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
 
     // rmcp's client with the token works end to end.
     let client = connect(&url, Some("T0k3n")).await;
+    let doc = document(&call(&client, "route", json!({"request": "fix the failing test"})).await);
+    assert_eq!(doc["workflow"], "DEBUG");
+    client.cancel().await.unwrap();
+}
+
+/// Against DNS rebinding from a browser: a request with an `Origin` other than the server's own
+/// loopback origin gets 403, as does one whose `Host` is not a loopback name or the bound
+/// address; a request without `Origin` (clients that are not browsers) is served.
+#[tokio::test]
+async fn a_foreign_origin_or_host_is_refused_on_loopback() {
+    let sb = sandbox();
+    let server = start(&sb, &["--http", "127.0.0.1:0"]);
+    let port = server
+        .url
+        .trim_end_matches("/mcp")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_string();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}});
+    let http = reqwest::Client::new();
+    let post = |headers: &[(&str, String)]| {
+        let mut req = http
+            .post(&server.url)
+            .header("accept", "application/json, text/event-stream")
+            .json(&init);
+        for (name, value) in headers {
+            req = req.header(*name, value);
+        }
+        req.send()
+    };
+    // No Origin: served.
+    assert_eq!(post(&[]).await.unwrap().status(), 200);
+    // The server's own origins: served.
+    for own in [
+        format!("http://127.0.0.1:{port}"),
+        format!("http://localhost:{port}"),
+        format!("http://[::1]:{port}"),
+    ] {
+        let status = post(&[("origin", own.clone())]).await.unwrap().status();
+        assert_eq!(status, 200, "{own}");
+    }
+    // Any other origin, another port of the same host included, and a sandboxed page's `null`.
+    for foreign in [
+        "http://evil.example".to_string(),
+        format!("http://evil.example:{port}"),
+        format!("https://127.0.0.1:{port}"),
+        "http://127.0.0.1:1".to_string(),
+        "http://localhost".to_string(),
+        "null".to_string(),
+        "not an origin".to_string(),
+    ] {
+        let response = post(&[("origin", foreign.clone())]).await.unwrap();
+        assert_eq!(response.status(), 403, "{foreign}");
+    }
+    // A `Host` that is not a loopback name or the bound address (a rebinding page's own name).
+    for host in [format!("evil.example:{port}"), "attacker.test".to_string()] {
+        let response = post(&[("host", host.clone())]).await.unwrap();
+        assert_eq!(response.status(), 403, "{host}");
+    }
+    assert_eq!(
+        post(&[("host", format!("localhost:{port}"))])
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    // Every request is checked, not only the first of a session: a GET of the event stream and
+    // a DELETE with a foreign origin are refused too.
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let response = http
+            .request(method.clone(), &server.url)
+            .header("accept", "text/event-stream")
+            .header("origin", "http://evil.example")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 403, "{method}");
+    }
+    // rmcp's client sends no Origin and works.
+    let client = connect(&server.url, None).await;
     let doc = document(&call(&client, "route", json!({"request": "fix the failing test"})).await);
     assert_eq!(doc["workflow"], "DEBUG");
     client.cancel().await.unwrap();

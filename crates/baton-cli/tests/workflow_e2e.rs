@@ -6,7 +6,9 @@
 
 mod common;
 
-use baton_testkit::fixture::assert_exit;
+use std::time::Duration;
+
+use baton_testkit::fixture::{assert_exit, wait_until};
 use common::workflow::*;
 use serde_json::Value;
 
@@ -145,15 +147,22 @@ fn a_scope_checkpoint_is_answered_by_resume_and_the_workflow_completes() {
         out(&o)
     );
     let id = wf.id();
-    // A word that is no option is refused and changes nothing.
-    let o = wf.run(&["resume", &id, "--answer", "whatever"]);
-    assert_exit(&o, 2);
-    assert!(
-        err(&o).contains("critical only, all issues, abort"),
-        "{}",
-        err(&o)
-    );
-    let o = wf.run(&["resume", &id, "--answer", "Critical only, please"]);
+    // A word that is no option, a prefix of one, and an answer that merely starts with an
+    // option (`abort please` used to abort) are refused and change nothing.
+    let before = wf.events().len();
+    for answer in ["whatever", "abort please", "Critical only, please", "all"] {
+        let o = wf.run(&["resume", &id, "--answer", answer]);
+        assert_exit(&o, 2);
+        assert!(
+            err(&o).contains("critical only, all issues, abort"),
+            "{answer}: {}",
+            err(&o)
+        );
+        assert_eq!(wf.events().len(), before, "{answer}");
+        assert_eq!(wf.snapshot()["run_state"], "checkpoint", "{answer}");
+    }
+    // The option alone, in any case.
+    let o = wf.run(&["resume", &id, "--answer", "Critical Only"]);
     assert_exit(&o, 0);
     let events = wf.events();
     let answered: Vec<&Value> = events
@@ -161,7 +170,7 @@ fn a_scope_checkpoint_is_answered_by_resume_and_the_workflow_completes() {
         .filter(|e| e["event"] == "checkpoint_answered")
         .collect();
     assert_eq!(answered.len(), 1);
-    assert_eq!(answered[0]["details"]["answer"], "Critical only, please");
+    assert_eq!(answered[0]["details"]["answer"], "Critical Only");
     let snap = wf.snapshot();
     let remfix: Vec<&Value> = snap["tasks"]
         .as_array()
@@ -553,4 +562,60 @@ fn a_record_without_its_task_graph_is_resumed_from_the_start() {
             "build-doc-sync"
         ]
     );
+}
+
+/// Two `baton run` in one working tree: while the first runs (its builder waits on a file), a
+/// second is refused with exit 2 naming the first's workflow and pid, and records nothing. A run
+/// killed with SIGKILL leaves the tree to the next one, and a run that ended releases it.
+#[test]
+fn a_second_run_in_the_same_working_tree_is_refused_naming_the_first() {
+    let wf = Wf::new();
+    wf.happy();
+    let started = wf.scripts.join("builder.started");
+    let release = wf.scripts.join("release");
+    wf.answer_nth(
+        "component-builder",
+        1,
+        &format!(
+            "touch {started}\nwhile [ ! -f {release} ]; do sleep 0.01; done\n{BUILDER_PASS}",
+            started = started.display(),
+            release = release.display()
+        ),
+    );
+    let mut first = wf.sb.spawn(&["run", "add a feature file"]);
+    assert!(
+        wait_until(Duration::from_secs(30), || started.is_file()),
+        "the first run's builder did not start"
+    );
+    let id = wf.id();
+    for request in ["add another feature file", "fix the failing test"] {
+        let second = wf.run(&["run", request]);
+        assert_exit(&second, 2);
+        let e = err(&second);
+        assert!(
+            e.contains("another workflow works in this working tree"),
+            "{e}"
+        );
+        assert!(
+            e.contains(&format!("workflow {id}, pid {}", first.id())),
+            "{e}"
+        );
+        // Nothing was recorded for it: the first is still the only workflow.
+        assert_eq!(wf.id(), id);
+    }
+    let json = wf.run(&["run", "add another feature file", "--json"]);
+    assert_exit(&json, 2);
+    let doc: Value = serde_json::from_str(out(&json).trim()).unwrap();
+    assert_eq!(doc["type"], "workflow.error", "{doc}");
+    assert!(doc["message"].as_str().unwrap().contains(&id), "{doc}");
+
+    // Killed: the lock goes with it, and the next run takes the tree over.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let next = wf.run(&["run", "add another feature file"]);
+    assert_exit(&next, 0);
+    // Ended: released too.
+    let last = wf.run(&["run", "add a third feature file"]);
+    assert_exit(&last, 0);
+    assert_eq!(wf.calls("component-builder"), 3);
 }

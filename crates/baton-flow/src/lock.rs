@@ -1,7 +1,8 @@
 //! One advisory lock per repository: `<git common dir>/baton-flow.lock`, held exclusively by the
 //! process driving a Flow (start, continue, resume) for as long as it drives it. The lock lives in
 //! the git directory shared by all worktrees, so it covers every checkout of the repository, and
-//! the operating system releases it when the process dies, however it dies.
+//! the operating system releases it when the process dies, however it dies. It is
+//! [`FileLock::claim`], the same lock as the working-tree lock of `baton run`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -37,25 +38,15 @@ impl RepoLock {
     /// async code, call it inside `spawn_blocking`.
     pub fn acquire(common_dir: &Path) -> Result<RepoLock, LockError> {
         let path = common_dir.join(LOCK_FILE);
-        match FileLock::acquire_within(&path, ACQUIRE_PATIENCE)? {
-            Some(lock) => Ok(RepoLock { lock }),
-            None => {
-                let holder = FileLock::holder(&path);
-                Err(LockError::Held {
-                    holder: if holder.is_empty() {
-                        "held by another process".to_string()
-                    } else {
-                        holder
-                    },
-                })
-            }
+        match FileLock::claim(&path, "a Flow starting", ACQUIRE_PATIENCE)? {
+            Ok(lock) => Ok(RepoLock { lock }),
+            Err(holder) => Err(LockError::Held { holder }),
         }
     }
 
     /// Writes which Flow the holder drives into the lock file (informational).
     pub fn note(&mut self, flow_id: &str) {
-        self.lock
-            .note(&format!("Flow {flow_id}, pid {}", std::process::id()));
+        self.lock.note_owner(&format!("Flow {flow_id}"));
     }
 
     pub fn path(&self) -> &Path {

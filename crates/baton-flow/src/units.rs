@@ -101,7 +101,7 @@ const UNIT_FIELDS: &str = "id, name, task, model_class, validation, review";
 /// Reads and checks a units file (`.toml` is TOML, anything else JSON).
 pub fn read_units_file(path: &Path) -> Result<Vec<UnitSpec>, InputError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path)
+    let text = baton_text::input::read_input(path)
         .map_err(|e| bad(&shown, format!("cannot read the units file: {e}")))?;
     let value = if path.extension().is_some_and(|e| e == "toml") {
         let t: toml::Value =

@@ -99,7 +99,7 @@ impl RequestSummary {
 impl Cassette {
     /// Reads and checks a cassette file.
     pub fn load(path: &Path) -> Result<Self, ModelError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = baton_text::input::read_input(path).map_err(|e| {
             ModelError::Config(format!(
                 "could not read cassette {}: {e} (check the provider's `cassette` path, or record one with --record)",
                 path.display()

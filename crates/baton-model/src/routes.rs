@@ -166,7 +166,7 @@ pub fn read_key_file(
     env: &dyn Env,
 ) -> Result<Option<String>, (PathBuf, std::io::Error)> {
     let full = expand_home(path, env);
-    match std::fs::read_to_string(&full) {
+    match baton_text::input::read_input(&full) {
         Ok(text) => Ok(text
             .lines()
             .next()

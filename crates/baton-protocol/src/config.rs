@@ -200,6 +200,74 @@ pub struct RoutingConfig {
 }
 
 impl Config {
+    /// Checks the values the schema alone cannot: every duration is more than 0, every price is
+    /// a finite number of dollars of 0 or more, and the workflow budgets are positive. The error
+    /// names the key, the value and the fix. `baton` runs it on each config file and on the
+    /// merged config, so a bad value is refused before anything runs.
+    pub fn check(&self) -> Result<(), String> {
+        let mut durations: Vec<(String, Option<HumanDuration>, &str)> = vec![
+            ("agent.bash_timeout".into(), self.agent.bash_timeout, "2m"),
+            (
+                "retry.initial_delay".into(),
+                self.retry.initial_delay,
+                "500ms",
+            ),
+            ("retry.max_delay".into(), self.retry.max_delay, "30s"),
+            (
+                "executor.idle_timeout".into(),
+                self.executor.idle_timeout,
+                "10m",
+            ),
+            (
+                "executor.max_timeout".into(),
+                self.executor.max_timeout,
+                "30m",
+            ),
+        ];
+        for (name, p) in &self.providers {
+            durations.push((
+                format!("providers.{name}.stream_idle_timeout"),
+                p.stream_idle_timeout,
+                "5m",
+            ));
+        }
+        for (key, value, default) in durations {
+            if value.is_some_and(|d| d.0.is_zero()) {
+                return Err(format!(
+                    "{key} = \"{}\": a duration must be more than 0 (0 would time out at once): give a positive one such as \"{default}\" (the default), or leave the key out",
+                    value.map(|d| d.to_string()).unwrap_or_default()
+                ));
+            }
+        }
+        for (route, price) in &self.prices {
+            let fields = [
+                ("input", Some(price.input)),
+                ("output", Some(price.output)),
+                ("cached_input", price.cached_input),
+                ("cache_write", price.cache_write),
+            ];
+            for (field, value) in fields {
+                let Some(v) = value else { continue };
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err(format!(
+                        "prices.\"{route}\".{field} = {v}: a price must be a finite number of US dollars per million tokens, 0 or more: fix it (e.g. {field} = 0.4), or remove the [prices.\"{route}\"] table to leave the route unpriced"
+                    ));
+                }
+            }
+        }
+        if let Some(b) = self.workflow.budget_usd {
+            if !(b.is_finite() && b > 0.0) {
+                return Err(format!(
+                    "workflow.budget_usd = {b}: give a positive, finite amount of US dollars (e.g. budget_usd = 2.5), or leave the key out for no budget"
+                ));
+            }
+        }
+        if self.workflow.budget_tokens == Some(0) {
+            return Err("workflow.budget_tokens = 0: give a positive number of tokens (e.g. budget_tokens = 200000), or leave the key out for no budget".into());
+        }
+        Ok(())
+    }
+
     /// The names of the variables that hold provider keys: every `api_key_env` configured.
     pub fn key_variables(&self) -> Vec<String> {
         self.providers
@@ -422,13 +490,14 @@ impl FromStr for HumanDuration {
         let t = s.trim();
         let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
         let (num, unit) = t.split_at(split);
-        let n: u64 = num.parse().map_err(|_| DurationParseError(s.to_string()))?;
+        let bad = || DurationParseError(s.to_string());
+        let n: u64 = num.parse().map_err(|_| bad())?;
         let d = match unit {
             "ms" => Duration::from_millis(n),
             "s" => Duration::from_secs(n),
-            "m" => Duration::from_secs(n * 60),
-            "h" => Duration::from_secs(n * 3600),
-            _ => return Err(DurationParseError(s.to_string())),
+            "m" => Duration::from_secs(n.checked_mul(60).ok_or_else(bad)?),
+            "h" => Duration::from_secs(n.checked_mul(3600).ok_or_else(bad)?),
+            _ => return Err(bad()),
         };
         Ok(HumanDuration(d))
     }
@@ -499,5 +568,90 @@ mod tests {
         assert!("10".parse::<HumanDuration>().is_err());
         assert!("m".parse::<HumanDuration>().is_err());
         assert!("1.5s".parse::<HumanDuration>().is_err());
+        // Too large to hold: refused, not wrapped around.
+        assert!("18446744073709551615h".parse::<HumanDuration>().is_err());
+    }
+
+    fn config(toml_like: serde_json::Value) -> Config {
+        serde_json::from_value(toml_like).unwrap()
+    }
+
+    #[test]
+    fn zero_durations_are_refused_naming_the_key() {
+        for (value, key) in [
+            (
+                serde_json::json!({"agent": {"bash_timeout": "0s"}}),
+                "agent.bash_timeout",
+            ),
+            (
+                serde_json::json!({"retry": {"initial_delay": "0ms"}}),
+                "retry.initial_delay",
+            ),
+            (
+                serde_json::json!({"retry": {"max_delay": "0h"}}),
+                "retry.max_delay",
+            ),
+            (
+                serde_json::json!({"executor": {"idle_timeout": "0m"}}),
+                "executor.idle_timeout",
+            ),
+            (
+                serde_json::json!({"executor": {"max_timeout": "0s"}}),
+                "executor.max_timeout",
+            ),
+            (
+                serde_json::json!({"providers": {"p": {"kind": "openai", "stream_idle_timeout": "0s"}}}),
+                "providers.p.stream_idle_timeout",
+            ),
+        ] {
+            let err = config(value).check().unwrap_err();
+            assert!(err.starts_with(key), "{err}");
+            assert!(err.contains("more than 0"), "{err}");
+        }
+        let ok = config(serde_json::json!({"agent": {"bash_timeout": "1ms"}}));
+        assert_eq!(ok.check(), Ok(()));
+    }
+
+    #[test]
+    fn prices_must_be_finite_and_not_negative_and_budgets_positive() {
+        let priced = |field: &str, v: f64| {
+            let mut c = Config::default();
+            let mut p = Price {
+                input: 1.0,
+                output: 1.0,
+                cached_input: None,
+                cache_write: None,
+            };
+            match field {
+                "input" => p.input = v,
+                "output" => p.output = v,
+                "cached_input" => p.cached_input = Some(v),
+                _ => p.cache_write = Some(v),
+            }
+            c.prices.insert("mock/m".into(), p);
+            c.check()
+        };
+        for field in ["input", "output", "cached_input", "cache_write"] {
+            for v in [f64::NAN, f64::INFINITY, -0.5] {
+                let err = priced(field, v).unwrap_err();
+                assert!(
+                    err.starts_with(&format!("prices.\"mock/m\".{field} = ")),
+                    "{err}"
+                );
+            }
+            assert_eq!(priced(field, 0.0), Ok(()));
+        }
+        for b in [f64::NAN, -1.0, 0.0, f64::INFINITY] {
+            let mut c = Config::default();
+            c.workflow.budget_usd = Some(b);
+            let err = c.check().unwrap_err();
+            assert!(err.starts_with("workflow.budget_usd"), "{err}");
+        }
+        let mut c = Config::default();
+        c.workflow.budget_tokens = Some(0);
+        assert!(c.check().unwrap_err().starts_with("workflow.budget_tokens"));
+        c.workflow.budget_tokens = Some(1);
+        c.workflow.budget_usd = Some(0.01);
+        assert_eq!(c.check(), Ok(()));
     }
 }

@@ -311,7 +311,7 @@ pub fn load_dir(dir: &Path, source: fn(String) -> RoleSource) -> DirRoles {
     let mut by_name: BTreeMap<String, Vec<(String, RoleSpec)>> = BTreeMap::new();
     for path in paths {
         let shown = path.display().to_string();
-        let text = match std::fs::read_to_string(&path) {
+        let text = match baton_text::input::read_input(&path) {
             Ok(t) => t,
             Err(e) => {
                 out.bad.push(BadRole {

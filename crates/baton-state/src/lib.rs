@@ -54,6 +54,7 @@ pub fn project_root(cwd: &Path) -> PathBuf {
 /// roles/<run>/                        roles frozen for one delegate call
 /// flows/<id>.events.jsonl, <id>.json  Flow log and snapshot; flows/<id>/ its roles and patches
 /// workflows/                          workflow records
+/// tree.lock                           held by the workflow working in the project's tree
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StateDir {
@@ -187,6 +188,12 @@ impl StateDir {
 
     pub fn workflows(&self) -> PathBuf {
         self.root.join("workflows")
+    }
+
+    /// `tree.lock`: held by the process whose workflow works in this project's own working
+    /// tree (not in a worktree of its own), so that a second one is refused.
+    pub fn tree_lock(&self) -> PathBuf {
+        self.root.join("tree.lock")
     }
 
     /// The ids of the logs `<id><suffix>` in `dir` (e.g. `.events.jsonl` in [`StateDir::flows`]),

@@ -78,6 +78,60 @@ impl FileLock {
         }
     }
 
+    /// Takes the lock for a long task of this process, waiting up to `patience` for a brief
+    /// holder (a probe), and notes `what` the task is with [`FileLock::note_owner`]; or answers
+    /// `Err(holder)`, the note of whoever holds it (`"held by another process"` when it has
+    /// none). The lock is the operating system's, so a holder killed with SIGKILL releases it
+    /// and the next caller takes it over. Blocks the calling thread while it waits.
+    pub fn claim(
+        path: &Path,
+        what: &str,
+        patience: Duration,
+    ) -> Result<Result<FileLock, String>, LockError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| LockError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        Ok(match FileLock::acquire_within(path, patience)? {
+            Some(mut lock) => {
+                lock.note_owner(what);
+                Ok(lock)
+            }
+            None => Err(match FileLock::holder(path) {
+                h if h.is_empty() => "held by another process".to_string(),
+                h => h,
+            }),
+        })
+    }
+
+    /// Notes who holds the lock: `WHAT, pid N` on the first line (what [`FileLock::holder`]
+    /// shows), and this process's identity (pid and start time, [`baton_process::Identity`]) on
+    /// the second, which [`FileLock::owner`] reads.
+    pub fn note_owner(&mut self, what: &str) {
+        let pid = std::process::id();
+        let start = baton_process::Identity::of(pid).map_or(0, |i| i.start_time);
+        self.note(&format!("{what}, pid {pid}\nowner {pid} {start}\n"));
+    }
+
+    /// The identity the holder of the lock at `path` noted with [`FileLock::note_owner`], if
+    /// any (the note may be stale when nobody holds the lock: ask [`FileLock::is_held`]).
+    pub fn owner(path: &Path) -> Option<baton_process::Identity> {
+        let mut text = String::new();
+        File::open(path)
+            .ok()?
+            .take(4096)
+            .read_to_string(&mut text)
+            .ok()?;
+        let line = text.lines().find_map(|l| l.strip_prefix("owner "))?;
+        let mut parts = line.split_whitespace();
+        Some(baton_process::Identity {
+            pid: parts.next()?.parse().ok()?,
+            start_time: parts.next()?.parse().ok()?,
+        })
+    }
+
     /// Replaces the note in the lock file (informational; errors are ignored).
     pub fn note(&mut self, text: &str) {
         let _ = self.file.set_len(0);
@@ -89,14 +143,15 @@ impl FileLock {
         &self.path
     }
 
-    /// The note of whoever holds the lock at `path`, fit for one line of a terminal (at most 200
-    /// characters); empty when there is none.
+    /// The note of whoever holds the lock at `path` (its first line), fit for one line of a
+    /// terminal (at most 200 characters); empty when there is none.
     pub fn holder(path: &Path) -> String {
         let mut text = String::new();
-        if let Ok(mut f) = File::open(path) {
-            let _ = f.read_to_string(&mut text);
+        if let Ok(f) = File::open(path) {
+            let _ = f.take(4096).read_to_string(&mut text);
         }
-        baton_text::sanitize_line(text.trim())
+        let first = text.trim().lines().next().unwrap_or("");
+        baton_text::sanitize_line(first.trim())
             .chars()
             .take(200)
             .collect()
@@ -151,5 +206,31 @@ mod tests {
         drop(first);
         assert!(!FileLock::is_held(&path));
         assert!(FileLock::try_acquire(&path).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_claim_names_its_task_and_owner_and_a_second_claim_names_the_first() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("sub").join("tree.lock");
+        let first = FileLock::claim(&path, "workflow wf-1", Duration::ZERO)
+            .unwrap()
+            .unwrap();
+        let me = std::process::id();
+        assert_eq!(FileLock::holder(&path), format!("workflow wf-1, pid {me}"));
+        assert_eq!(
+            FileLock::owner(&path),
+            Some(baton_process::Identity::of(me).unwrap())
+        );
+        let busy = FileLock::claim(&path, "workflow wf-2", Duration::from_millis(20))
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(busy, format!("workflow wf-1, pid {me}"));
+        drop(first);
+        let mut again = FileLock::claim(&path, "workflow wf-2", Duration::ZERO)
+            .unwrap()
+            .unwrap();
+        assert_eq!(FileLock::holder(&path), format!("workflow wf-2, pid {me}"));
+        again.note("");
+        assert_eq!(FileLock::owner(&path), None);
     }
 }

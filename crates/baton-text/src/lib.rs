@@ -14,10 +14,14 @@
 //! - **Secrets.** [`redact::Redactor`] replaces every known provider key with `[REDACTED]`; the
 //!   process installs one ([`redact::install`]) and every writer passes its text through
 //!   [`redact::redact`].
+//! - **Input files.** [`input::read_input`] reads a file a person or a config names (units,
+//!   task entries, roles, cassettes, config) as text, refusing anything that is not a regular
+//!   file or holds more than [`input::INPUT_CAP`] (16 MiB).
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
 
+pub mod input;
 pub mod redact;
 
 /// Which part of a text [`truncate`] keeps.

@@ -141,6 +141,10 @@ pub enum StoreError {
         "workflow {id} is being run by another baton ({holder}); wait for it to finish or stop it"
     )]
     Busy { id: String, holder: String },
+    #[error(
+        "another workflow works in this working tree ({holder}): wait for it to end (`baton status` shows it), or run a BUILD in a worktree of its own with --worktree"
+    )]
+    TreeBusy { holder: String },
     #[error("no workflow {id} in {dir}: `baton status` lists the workflows of this project")]
     NotFound { id: String, dir: PathBuf },
     #[error("the event log of workflow {id} does not start with workflow_started: {path}")]
@@ -349,6 +353,17 @@ impl WorkflowStore {
                 holder: FileLock::holder(&path),
             }),
         }
+    }
+
+    /// Takes the lock of the project's working tree (`.baton/state/tree.lock`) for `what`
+    /// (`workflow ID`), held by a workflow that works in the tree rather than in a worktree of
+    /// its own; a second one is refused naming the first (its workflow and pid). The operating
+    /// system releases it when the holder ends or is killed.
+    pub fn claim_tree(&self, what: &str) -> Result<FileLock, StoreError> {
+        // A moment's patience covers a probe, never a running workflow.
+        let patience = std::time::Duration::from_millis(100);
+        FileLock::claim(&self.state.tree_lock(), what, patience)?
+            .map_err(|holder| StoreError::TreeBusy { holder })
     }
 
     /// Starts a workflow: a fresh id, the lock, the log and its `workflow_started` event with

@@ -77,30 +77,31 @@ pub fn checkpoint(gate: &str, reason: &str, brief: String) -> Checkpoint {
     }
 }
 
-/// Reads the user's answer to `cp`. Option gates take one of their options (any case, a unique
-/// prefix is enough); free-text gates take anything, `abort` stopping the workflow.
+/// Reads the user's answer to `cp`. An option gate takes one of its options exactly — the words
+/// alone, in any case, with spaces trimmed and runs of spaces as one — or `abort`; anything else
+/// (a prefix, an option with more words, `abort please`) is refused naming the options, so that
+/// no answer is taken for one it merely starts with. A free-text gate takes any text as guidance,
+/// `abort` alone stopping the workflow.
 pub fn read_answer(cp: &Checkpoint, answer: &str) -> Result<Answer, String> {
     let a = answer.trim();
     if a.is_empty() {
         return Err("--answer is empty: answer the question, or `abort`".into());
     }
-    let lower = a.to_lowercase();
+    let words = a.split_whitespace().collect::<Vec<_>>().join(" ");
+    let lower = words.to_lowercase();
     if lower == "abort" || lower == "stop" {
         return Ok(Answer::Abort);
     }
     if cp.options.is_empty() {
         return Ok(Answer::Retry);
     }
-    let matches: Vec<&String> = cp
-        .options
-        .iter()
-        .filter(|o| o.starts_with(&lower) || lower.starts_with(o.as_str()))
-        .collect();
-    let [chosen] = matches.as_slice() else {
+    let Some(chosen) = cp.options.iter().find(|o| o.to_lowercase() == lower) else {
         return Err(format!(
-            "the {} checkpoint takes one of: {} (you answered {a:?})",
+            "the {} checkpoint takes one of: {} (you answered {a:?}): answer with one of them \
+             alone, e.g. --answer {:?}",
             cp.gate,
-            cp.options.join(", ")
+            cp.options.join(", "),
+            cp.recommended.as_deref().unwrap_or(cp.options[0].as_str())
         ));
     };
     Ok(match chosen.as_str() {
@@ -249,12 +250,38 @@ mod tests {
             read_answer(&cp, "Critical only"),
             Ok(Answer::Scope("CRITICAL_ONLY"))
         );
-        assert_eq!(read_answer(&cp, "all"), Ok(Answer::Scope("ALL_ISSUES")));
+        assert_eq!(
+            read_answer(&cp, "  ALL   issues\n"),
+            Ok(Answer::Scope("ALL_ISSUES"))
+        );
         assert_eq!(read_answer(&cp, "abort"), Ok(Answer::Abort));
-        let err = read_answer(&cp, "maybe").unwrap_err();
-        assert!(err.contains("critical only, all issues, abort"), "{err}");
+        assert_eq!(read_answer(&cp, " Abort "), Ok(Answer::Abort));
+        // Only the option alone: not a prefix of one, nor an option followed by more words.
+        for bad in [
+            "maybe",
+            "all",
+            "critical",
+            "abort please",
+            "abortion",
+            "Critical only, please",
+            "all issues!",
+        ] {
+            let err = read_answer(&cp, bad).unwrap_err();
+            assert!(
+                err.contains("critical only, all issues, abort"),
+                "{bad}: {err}"
+            );
+            assert!(err.contains("--answer \"all issues\""), "{bad}: {err}");
+        }
+        let finish = checkpoint("finish", "verified", String::new());
+        assert_eq!(read_answer(&finish, "MERGE"), Ok(Answer::Finish("merge")));
+        assert!(read_answer(&finish, "merge it").is_err());
+        assert!(read_answer(&finish, "keep going").is_err());
         let free = checkpoint("clarification", "the planner needs answers", String::new());
         assert_eq!(read_answer(&free, "use postgres"), Ok(Answer::Retry));
+        // Free text that starts with `abort` is guidance, not the word alone.
+        assert_eq!(read_answer(&free, "abort please"), Ok(Answer::Retry));
+        assert_eq!(read_answer(&free, "ABORT"), Ok(Answer::Abort));
         assert!(read_answer(&free, "  ").is_err());
     }
 

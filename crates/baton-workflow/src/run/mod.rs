@@ -150,6 +150,15 @@ pub async fn start(
     }
     check_tiers(env)?;
     let root = project_root(env);
+    let store = WorkflowStore::new(env.delegate.state.clone());
+    // The working tree is locked before anything is written, unless the BUILD is sure to work in
+    // a worktree of its own; released below when a worktree is made after all.
+    let trivial = opts.kind == WorkflowKind::Build && opts.trivial;
+    let isolated = opts.kind == WorkflowKind::Build && !trivial && opts.isolate == Some(true);
+    let mut tree_lock = match isolated {
+        true => None,
+        false => Some(store.claim_tree("a workflow starting")?),
+    };
     let memory = MemoryDir::new(&root);
     let report = memory
         .ensure()
@@ -157,11 +166,12 @@ pub async fn start(
     let settings = memory
         .session_settings()
         .map_err(|e| RunError::Failed(format!("memory: {e}")))?;
-    let store = WorkflowStore::new(env.delegate.state.clone());
     let wf = store.create(opts.kind, &opts.request)?;
     let id = wf.id().to_string();
+    if let Some(lock) = &mut tree_lock {
+        lock.note_owner(&format!("workflow {id}"));
+    }
     let runner = Runner::new(env, wf, cancel);
-    let trivial = opts.kind == WorkflowKind::Build && opts.trivial;
     let mut a = runner.artifact();
     if opts.kind == WorkflowKind::Build {
         a["build_scope"] = json!(if trivial { "trivial" } else { "standard" });
@@ -193,6 +203,17 @@ pub async fn start(
                 v.host.worktree_offer = Some("failed".into());
                 worktree_error = Some(e);
             }
+        }
+    }
+    let mut tree_busy = None;
+    if v.host.worktree.is_some() {
+        tree_lock = None;
+    } else if tree_lock.is_none() {
+        // Asked for a worktree but working in place (inside a linked worktree, a fallback, an
+        // error): the tree is locked now, or the workflow stops naming the one that holds it.
+        match store.claim_tree(&format!("workflow {id}")) {
+            Ok(lock) => tree_lock = Some(lock),
+            Err(e) => tree_busy = Some(e.to_string()),
         }
     }
     let work = v
@@ -230,8 +251,12 @@ pub async fn start(
         runner.fail(format!(
             "cannot create the workflow's worktree: {e} (resume with --answer to run in place instead)"
         ))?;
+    } else if let Some(e) = tree_busy {
+        runner.fail(e)?;
     }
-    runner.drive().await
+    let outcome = runner.drive().await;
+    drop(tree_lock);
+    outcome
 }
 
 /// Continues a workflow: after a crash or an interruption, or with the answer to its checkpoint.
@@ -249,6 +274,13 @@ pub async fn resume(
     let runner = Runner::new(env, wf, cancel);
     let mut a = runner.artifact();
     let mut v = View::read(&a);
+    // A workflow that works in the project's tree holds the tree's lock while it goes on (taken
+    // below, once it is clear that it goes on).
+    let claim_tree = |v: &View| match v.host.worktree {
+        Some(_) => Ok(None),
+        None => store.claim_tree(&format!("workflow {id}")).map(Some),
+    };
+    let tree_lock;
     if budget_usd.is_some() || budget_tokens.is_some() {
         v.host.budget_usd = budget_usd.or(v.host.budget_usd);
         v.host.budget_tokens = budget_tokens.or(v.host.budget_tokens);
@@ -278,6 +310,7 @@ pub async fn resume(
             )))
         }
         (RunState::Running, None) => {
+            tree_lock = claim_tree(&v)?;
             let mut reason = "resumed".to_string();
             if v.tasks.is_empty() {
                 // Killed between the record's first event and its task graph: nothing ran, so
@@ -309,10 +342,17 @@ pub async fn resume(
                 )
             });
             let choice = gate::read_answer(&cp, text).map_err(RunError::Refused)?;
+            // Merging a worktree's branch changes the project's tree too.
+            tree_lock = match choice {
+                Answer::Finish("merge") => Some(store.claim_tree(&format!("workflow {id}"))?),
+                _ => claim_tree(&v)?,
+            };
             runner.answer(a, v, &cp, text, choice)?;
         }
     }
-    runner.drive().await
+    let outcome = runner.drive().await;
+    drop(tree_lock);
+    outcome
 }
 
 /// The worktree offer of a BUILD: skipped for trivial scope and inside a linked worktree; taken
