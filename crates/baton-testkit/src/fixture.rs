@@ -150,6 +150,7 @@ pub struct Sandbox {
     tmp: TempDir,
     baton: Option<PathBuf>,
     extra: Vec<(OsString, OsString)>,
+    untrusted: bool,
 }
 
 impl Default for Sandbox {
@@ -189,6 +190,7 @@ impl Sandbox {
             tmp,
             baton: None,
             extra: Vec::new(),
+            untrusted: false,
         };
         for dir in [sb.home(), sb.config_home(), sb.state_home(), sb.work()] {
             create_dir(&dir);
@@ -325,15 +327,30 @@ impl Sandbox {
             .unwrap_or_else(|e| panic!("baton-testkit: cannot start baton {args:?}: {e}"))
     }
 
-    /// Writes `text` to `rel` in the working directory, creating its directories.
+    /// Writes `text` to `rel` in the working directory, creating its directories. A test's own
+    /// project settings are the user's: writing `.baton/config.toml` or a file under
+    /// `.baton/roles/` trusts the project (`baton trust`) when the sandbox has a baton binary and
+    /// was not made [`untrusted`](Self::untrusted).
     pub fn write(&self, rel: impl AsRef<Path>, text: &str) -> PathBuf {
+        let rel = rel.as_ref();
         let path = self.work().join(rel);
         if let Some(parent) = path.parent() {
             create_dir(parent);
         }
         std::fs::write(&path, text)
             .unwrap_or_else(|e| panic!("baton-testkit: cannot write {}: {e}", path.display()));
+        let settings = rel == Path::new(".baton/config.toml") || rel.starts_with(".baton/roles");
+        if settings && self.baton.is_some() && !self.untrusted {
+            self.trust();
+        }
         path
+    }
+
+    /// A sandbox whose project files are not trusted when written (tests of trust itself).
+    #[must_use]
+    pub fn untrusted(mut self) -> Self {
+        self.untrusted = true;
+        self
     }
 
     /// Runs git in the working directory; panics unless it succeeds. Returns its stdout.
@@ -471,7 +488,8 @@ pub struct FlowRoles {
 
 impl FlowRoles {
     /// Writes the role files into `.baton/roles/` of the working directory (uncommitted) and
-    /// the scripts into `scripts/` of the sandbox, and trusts the project (`baton trust`).
+    /// the scripts into `scripts/` of the sandbox (writing them trusts the project: they run
+    /// scripts outside the repository, unconfined).
     pub fn install(sb: &Sandbox) -> FlowRoles {
         let roles = FlowRoles {
             dir: sb.path("scripts"),
@@ -504,8 +522,6 @@ exit 9
         }
         roles.put("impl-default.sh", COMMIT_OWN_FILE);
         roles.put("review-default.sh", "printf PASS\n");
-        // The roles run scripts outside the repository, unconfined: the user trusts them.
-        sb.trust();
         roles
     }
 

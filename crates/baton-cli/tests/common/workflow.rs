@@ -201,7 +201,7 @@ impl Wf {
             sb.write(
                 format!(".baton/roles/{role}.md"),
                 &format!(
-                    "---\nname: {role}\ndescription: test script\ntools: []\nbackend: command\ncommand: [sh, {}, {role}]\n---\nAnswer.\n",
+                    "---\nname: {role}\ndescription: test script\ntools: []\nbackend: command\nsandbox: danger-full-access\ncommand: [sh, {}, {role}]\n---\nAnswer.\n",
                     runner.display()
                 ),
             );
