@@ -17,8 +17,8 @@
 use std::path::PathBuf;
 
 use baton_state::{
-    now_rfc3339, parse_line, read_snapshot, write_snapshot, Durability, FileLock, JsonlLog,
-    LockError, LogError, StateDir,
+    now_rfc3339, parse_records, read_snapshot, write_snapshot, Damage, Durability, FileLock,
+    JsonlLog, LockError, LogError, StateDir,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -239,53 +239,60 @@ pub fn fold(events: &[WorkflowEvent]) -> Value {
     artifact
 }
 
-/// The snapshot brought up to date with the events after it, reading the log backwards from
-/// its end to the snapshot's `event_seq`; `None` when the snapshot does not fit the log (no
-/// such event, or another workflow's), and the whole log must be folded.
-fn fold_tail(
+/// A workflow's record as read and checked: the artifact the events add up to (the snapshot
+/// brought up to date with the events after it, or the fold of every event when the snapshot
+/// is missing, unreadable or another workflow's), the last event's number and kind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    pub artifact: Value,
+    pub seq: u64,
+    pub last_event: Option<EventKind>,
+}
+
+/// Reads the log bytes `bytes` of workflow `id` against its snapshot at `snapshot_path`.
+/// Damage (see [`baton_state::damage`]): a line that does not read, NUL bytes, events out of
+/// sequence, or a snapshot of this workflow that records more events than the log holds (the
+/// log lost its end; folding what is left would run completed work again).
+fn load_bytes(
     path: &std::path::Path,
+    snapshot_path: &std::path::Path,
     id: &str,
     bytes: &[u8],
-    snapshot: Value,
-) -> Result<Option<(Value, u64)>, StoreError> {
-    let Some(at) = snapshot.get("event_seq").and_then(Value::as_u64) else {
-        return Ok(None);
+) -> Result<Loaded, StoreError> {
+    let events: Vec<WorkflowEvent> = parse_records(path, bytes, Some(|e: &WorkflowEvent| e.seq))?;
+    if events.first().map(|e| e.event) != Some(EventKind::WorkflowStarted) {
+        return Err(StoreError::NoStart {
+            id: id.to_string(),
+            path: path.to_path_buf(),
+        });
+    }
+    let last = events.last().map_or(0, |e| e.seq);
+    // An unreadable snapshot is derived data: rebuilt from every event.
+    let snapshot = read_snapshot::<Value>(snapshot_path)
+        .ok()
+        .flatten()
+        .filter(|s| s.get("workflow_uuid").and_then(Value::as_str) == Some(id));
+    let at = snapshot
+        .as_ref()
+        .and_then(|s| s.get("event_seq").and_then(Value::as_u64));
+    if let Some(at) = at.filter(|at| *at > last) {
+        let lines = baton_state::damage::lines(path, bytes).map_err(LogError::Damaged)?;
+        return Err(LogError::Damaged(lines.behind_snapshot(snapshot_path, at, last)).into());
+    }
+    let artifact = match (snapshot, at) {
+        (Some(mut artifact), Some(at)) if at >= 1 => {
+            for ev in &events[at as usize..] {
+                apply(&mut artifact, ev);
+            }
+            artifact
+        }
+        _ => fold(&events),
     };
-    if snapshot.get("workflow_uuid").and_then(Value::as_str) != Some(id) {
-        return Ok(None);
-    }
-    let mut tail = Vec::new();
-    let mut end = bytes.len();
-    let mut found = false;
-    while end > 0 {
-        let start = bytes[..end - 1]
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map_or(0, |i| i + 1);
-        let line = &bytes[start..end - 1];
-        end = start;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let number = bytes[..start].iter().filter(|b| **b == b'\n').count() + 1;
-        let ev: WorkflowEvent = parse_line(path, number, line)?;
-        if ev.seq > at {
-            tail.push(ev);
-        } else {
-            found = ev.seq == at;
-            break;
-        }
-    }
-    if !found {
-        return Ok(None);
-    }
-    let mut artifact = snapshot;
-    let mut last = at;
-    for ev in tail.iter().rev() {
-        apply(&mut artifact, ev);
-        last = ev.seq;
-    }
-    Ok(Some((artifact, last)))
+    Ok(Loaded {
+        artifact,
+        seq: last,
+        last_event: events.last().map(|e| e.event),
+    })
 }
 
 /// The workflows of one project.
@@ -374,8 +381,9 @@ impl WorkflowStore {
         Ok(wf)
     }
 
-    /// Opens a workflow to go on with it: takes its lock, reads its events (a torn last line is
-    /// cut off), folds them into the artifact and rewrites the snapshot from them.
+    /// Opens a workflow to go on with it: takes its lock, reads and checks its record (a torn
+    /// last line is cut off; damage is an error and nothing is changed), folds it into the
+    /// artifact and rewrites the snapshot from it.
     pub fn open(&self, id: &str) -> Result<OpenWorkflow, StoreError> {
         let events_path = self.events_path(id)?;
         if !events_path.is_file() {
@@ -385,46 +393,75 @@ impl WorkflowStore {
             });
         }
         let lock = self.lock(id)?;
-        let (log, bytes) = JsonlLog::<WorkflowEvent>::open_bytes(&events_path, Durability::Fsync)?;
-        let first = bytes
-            .split(|b| *b == b'\n')
-            .find(|l| !l.iter().all(u8::is_ascii_whitespace))
-            .map(|l| parse_line::<WorkflowEvent>(&events_path, 1, l))
-            .transpose()?;
-        if first.map(|e| e.event) != Some(EventKind::WorkflowStarted) {
-            return Err(StoreError::NoStart {
-                id: id.to_string(),
-                path: events_path,
-            });
-        }
+        // Checked before the torn last line is cut: on damage nothing is changed.
+        let loaded = self.load(id)?;
+        let (log, _) = JsonlLog::<WorkflowEvent>::open_bytes(&events_path, Durability::Fsync)?;
         let snapshot = self.snapshot_path(id)?;
-        // The snapshot spares parsing the whole log; one that does not fit it (lost, unreadable,
-        // edited) is rebuilt from every event.
-        let resumed = match read_snapshot::<Value>(&snapshot) {
-            Ok(Some(s)) => fold_tail(&events_path, id, &bytes, s)?,
-            Ok(None) | Err(_) => None,
-        };
-        let (artifact, seq) = match resumed {
-            Some(r) => r,
-            None => {
-                let mut events = Vec::new();
-                for (n, line) in bytes.split(|b| *b == b'\n').enumerate() {
-                    if !line.iter().all(u8::is_ascii_whitespace) {
-                        events.push(parse_line::<WorkflowEvent>(&events_path, n + 1, line)?);
-                    }
-                }
-                (fold(&events), events.last().map_or(0, |e| e.seq))
-            }
-        };
-        write_snapshot(&snapshot, &artifact)?;
+        write_snapshot(&snapshot, &loaded.artifact)?;
         Ok(OpenWorkflow {
             id: id.to_string(),
-            seq,
+            seq: loaded.seq,
             log,
             snapshot,
-            artifact,
+            artifact: loaded.artifact,
             _lock: lock,
         })
+    }
+
+    /// A workflow's record read and checked like [`WorkflowStore::open`] does, without its lock
+    /// and without writing anything (for `baton status`, `baton resume`'s choice, `baton repair`).
+    pub fn load(&self, id: &str) -> Result<Loaded, StoreError> {
+        let path = self.events_path(id)?;
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::NotFound {
+                    id: id.to_string(),
+                    dir: self.state.workflows(),
+                })
+            }
+            Err(source) => return Err(LogError::Io { path, source }.into()),
+        };
+        load_bytes(&path, &self.snapshot_path(id)?, id, &bytes)
+    }
+
+    /// Rebuilds a damaged workflow record from its intact part: the log cut to the lines before
+    /// the damage, the snapshot derived from them again; both damaged files are kept beside
+    /// them as `*.damaged`. Refused while a process drives the workflow. Returns the damage
+    /// repaired and the files set aside; `None` when the record is intact (nothing is changed).
+    pub fn repair(&self, id: &str) -> Result<Option<(Damage, Vec<PathBuf>)>, StoreError> {
+        let damage = match self.load(id) {
+            Ok(_) => return Ok(None),
+            Err(StoreError::Log(LogError::Damaged(d))) => *d,
+            Err(e) => return Err(e),
+        };
+        let lock = self.lock(id)?;
+        let events_path = self.events_path(id)?;
+        let snapshot = self.snapshot_path(id)?;
+        let io = |path: &std::path::Path| {
+            let path = path.to_path_buf();
+            move |source| StoreError::Log(LogError::Io { path, source })
+        };
+        let mut aside = Vec::new();
+        let len = std::fs::metadata(&events_path)
+            .map_err(io(&events_path))?
+            .len();
+        if damage.intact == 0 {
+            // Nothing to rebuild from: the whole record is set aside.
+            aside.extend(baton_state::damage::set_aside(&events_path).map_err(io(&events_path))?);
+        } else if damage.intact_len < len {
+            aside.push(
+                baton_state::damage::keep_intact(&events_path, damage.intact_len)
+                    .map_err(io(&events_path))?,
+            );
+        }
+        aside.extend(baton_state::damage::set_aside(&snapshot).map_err(io(&snapshot))?);
+        drop(lock);
+        if damage.intact > 0 {
+            // What is left is read like any record: the snapshot is derived from it again.
+            drop(self.open(id)?);
+        }
+        Ok(Some((damage, aside)))
     }
 
     /// The events of a workflow, without its lock (for `baton status` and `baton log`).
@@ -436,7 +473,7 @@ impl WorkflowStore {
                 dir: self.state.workflows(),
             });
         }
-        Ok(JsonlLog::read(&path)?)
+        Ok(JsonlLog::read_sequenced(&path, |e: &WorkflowEvent| e.seq)?)
     }
 
     /// The last snapshot written, without the lock (it may lag the log by one event after a
@@ -618,11 +655,102 @@ mod tests {
         assert_eq!((wf.artifact(), wf.len()), (&all, 3));
         drop(wf);
         let mut foreign: Value = serde_json::from_slice(&behind).unwrap();
+        foreign["workflow_uuid"] = json!("wf-20260101T000000Z-00000000");
         foreign["event_seq"] = json!(99);
         foreign["phase_cursor"] = json!("edited");
         write_snapshot(&store.snapshot_path(&id).unwrap(), &foreign).unwrap();
         let wf = store.open(&id).unwrap();
         assert_eq!(wf.artifact(), &all);
+    }
+
+    /// A snapshot of this workflow ahead of its log means the log lost its end: refused, naming
+    /// both files and the events lost, with nothing changed; `repair` rebuilds from the log.
+    #[test]
+    fn a_snapshot_ahead_of_the_log_is_damage_and_repair_rebuilds_from_the_log() {
+        let (_dir, store) = store();
+        let mut wf = store.create(WorkflowKind::Build, "x").unwrap();
+        let id = wf.id().to_string();
+        wf.append(NewEvent::new(EventKind::AgentStarted).delta(json!({"phase_cursor": "p1"})))
+            .unwrap();
+        let path = store.events_path(&id).unwrap();
+        let two = std::fs::read(&path).unwrap();
+        wf.append(
+            NewEvent::new(EventKind::WorkflowCompleted).delta(json!({"run_state": "completed"})),
+        )
+        .unwrap();
+        drop(wf);
+        std::fs::write(&path, &two).unwrap();
+        let snapshot = std::fs::read(store.snapshot_path(&id).unwrap()).unwrap();
+        for err in [store.open(&id).unwrap_err(), store.load(&id).unwrap_err()] {
+            let text = err.to_string();
+            assert!(
+                text.contains(&format!(
+                    "{id}.events.jsonl: line 3 is where the log ends, after event 2"
+                )),
+                "{text}"
+            );
+            assert!(
+                text.contains("event 3 is lost") && text.contains(&format!("baton repair {id}")),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            std::fs::read(store.snapshot_path(&id).unwrap()).unwrap(),
+            snapshot
+        );
+        let (damage, aside) = store.repair(&id).unwrap().unwrap();
+        assert_eq!(damage.line, 3);
+        assert_eq!(
+            aside,
+            vec![store
+                .snapshot_path(&id)
+                .unwrap()
+                .with_file_name(format!("{id}.json.damaged"))]
+        );
+        let loaded = store.load(&id).unwrap();
+        assert_eq!((loaded.seq, loaded.artifact.get("run_state")), (2, None));
+        assert_eq!(store.repair(&id).unwrap(), None);
+    }
+
+    /// A log cut in the middle of a line with events lost after it: the snapshot tells; a bad
+    /// line in the middle is damage too; repair keeps the lines before it.
+    #[test]
+    fn a_log_cut_mid_line_or_broken_in_the_middle_is_damage() {
+        let (_dir, store) = store();
+        let mut wf = store.create(WorkflowKind::Build, "x").unwrap();
+        let id = wf.id().to_string();
+        for n in 0..3 {
+            wf.append(NewEvent::new(EventKind::Decided).decision(format!("d{n}")))
+                .unwrap();
+        }
+        drop(wf);
+        let path = store.events_path(&id).unwrap();
+        let full = std::fs::read(&path).unwrap();
+        let cut = full.len() - 30;
+        std::fs::write(&path, &full[..cut]).unwrap();
+        let err = store.open(&id).unwrap_err().to_string();
+        assert!(
+            err.contains("line 4 is where the log ends, after event 3")
+                && err.contains("event 4 is lost"),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            &full[..cut],
+            "nothing was cut"
+        );
+        let mut lines: Vec<&[u8]> = full.split(|b| *b == b'\n').collect();
+        lines[2] = b"{\"seq\": 3, oops";
+        std::fs::write(&path, lines.join(&b'\n')).unwrap();
+        let err = store.load(&id).unwrap_err().to_string();
+        assert!(
+            err.contains("line 3 cannot be read") && err.contains("lines 3–4"),
+            "{err}"
+        );
+        let (damage, aside) = store.repair(&id).unwrap().unwrap();
+        assert_eq!((damage.line, damage.intact, aside.len()), (3, 2, 2));
+        assert_eq!(store.load(&id).unwrap().seq, 2);
+        assert_eq!(store.events(&id).unwrap().len(), 2);
     }
 
     #[test]
