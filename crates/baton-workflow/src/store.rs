@@ -256,6 +256,7 @@ pub struct Loaded {
 fn load_bytes(
     path: &std::path::Path,
     snapshot_path: &std::path::Path,
+    snapshot: Option<Value>,
     id: &str,
     bytes: &[u8],
 ) -> Result<Loaded, StoreError> {
@@ -267,11 +268,8 @@ fn load_bytes(
         });
     }
     let last = events.last().map_or(0, |e| e.seq);
-    // An unreadable snapshot is derived data: rebuilt from every event.
-    let snapshot = read_snapshot::<Value>(snapshot_path)
-        .ok()
-        .flatten()
-        .filter(|s| s.get("workflow_uuid").and_then(Value::as_str) == Some(id));
+    let snapshot =
+        snapshot.filter(|s| s.get("workflow_uuid").and_then(Value::as_str) == Some(id));
     let at = snapshot
         .as_ref()
         .and_then(|s| s.get("event_seq").and_then(Value::as_u64));
@@ -412,6 +410,11 @@ impl WorkflowStore {
     /// and without writing anything (for `baton status`, `baton resume`'s choice, `baton repair`).
     pub fn load(&self, id: &str) -> Result<Loaded, StoreError> {
         let path = self.events_path(id)?;
+        let snapshot_path = self.snapshot_path(id)?;
+        // The snapshot first: it is written after its events, so one read before the log never
+        // records more than the log holds, even while a driver appends. An unreadable snapshot
+        // is derived data: rebuilt from every event.
+        let snapshot = read_snapshot::<Value>(&snapshot_path).ok().flatten();
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -422,7 +425,7 @@ impl WorkflowStore {
             }
             Err(source) => return Err(LogError::Io { path, source }.into()),
         };
-        load_bytes(&path, &self.snapshot_path(id)?, id, &bytes)
+        load_bytes(&path, &snapshot_path, snapshot, id, &bytes)
     }
 
     /// Rebuilds a damaged workflow record from its intact part: the log cut to the lines before
