@@ -453,9 +453,15 @@ fn status(cwd: Option<PathBuf>, id: Option<String>, json_mode: bool) -> Result<u
             Err(background::TaskStoreError::Log(e)) if listing && e.damage().is_some() => {
                 damaged = true;
                 if json_mode {
-                    outln!("{}", json!({"id": id, "phase": "damaged", "error": e.to_string()}));
+                    outln!(
+                        "{}",
+                        json!({"id": id, "phase": "damaged", "error": e.to_string()})
+                    );
                 } else {
-                    outln!("{id}  damaged: {}", baton_text::sanitize_line(&e.to_string()));
+                    outln!(
+                        "{id}  damaged: {}",
+                        baton_text::sanitize_line(&e.to_string())
+                    );
                 }
             }
             Err(e) => return Err(e.into()),

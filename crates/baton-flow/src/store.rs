@@ -181,7 +181,9 @@ impl FlowStore {
         if damage.intact == 0 {
             aside.extend(baton_state::damage::set_aside(&path).map_err(io(&path))?);
         } else if damage.intact_len < len {
-            aside.push(baton_state::damage::keep_intact(&path, damage.intact_len).map_err(io(&path))?);
+            aside.push(
+                baton_state::damage::keep_intact(&path, damage.intact_len).map_err(io(&path))?,
+            );
         }
         aside.extend(baton_state::damage::set_aside(&snapshot).map_err(io(&snapshot))?);
         if damage.intact > 0 {
@@ -344,13 +346,21 @@ mod tests {
         ahead.last_seq = 4;
         store.write_snapshot(&ahead).unwrap();
         let err = store.load("f1").unwrap_err().to_string();
-        assert!(err.contains("f1.events.jsonl: line 2 is where the log ends, after event 1") && err.contains("events 2–4 are lost") && err.contains("baton repair f1"), "{err}");
+        assert!(
+            err.contains("f1.events.jsonl: line 2 is where the log ends, after event 1")
+                && err.contains("events 2–4 are lost")
+                && err.contains("baton repair f1"),
+            "{err}"
+        );
         let (damage, aside) = store.repair("f1").unwrap().unwrap();
         assert_eq!((damage.intact, aside.len()), (1, 1));
         assert_eq!(store.load("f1").unwrap().last_seq, 1);
         std::fs::write(&path, format!("{created}\0\0\0\0")).unwrap();
         let err = store.load("f1").unwrap_err().to_string();
-        assert!(err.contains("line 2 is an unfinished last line that 4 NUL bytes"), "{err}");
+        assert!(
+            err.contains("line 2 is an unfinished last line that 4 NUL bytes"),
+            "{err}"
+        );
         assert!(store.open("f1", None).is_err());
         assert!(std::fs::read(&path).unwrap().ends_with(b"\0\0\0\0"));
     }

@@ -268,8 +268,7 @@ fn load_bytes(
         });
     }
     let last = events.last().map_or(0, |e| e.seq);
-    let snapshot =
-        snapshot.filter(|s| s.get("workflow_uuid").and_then(Value::as_str) == Some(id));
+    let snapshot = snapshot.filter(|s| s.get("workflow_uuid").and_then(Value::as_str) == Some(id));
     let at = snapshot
         .as_ref()
         .and_then(|s| s.get("event_seq").and_then(Value::as_u64));
