@@ -145,7 +145,7 @@ fn find(
         let damage = if apply {
             store.repair(id).map_err(|e| e.to_string())?
         } else {
-            match store.load(id) {
+            match store.check(id) {
                 Ok(_) => None,
                 Err(StoreError::Log(LogError::Damaged(d))) => Some((*d, Vec::new())),
                 Err(e) => return Err(e.to_string()),

@@ -449,17 +449,21 @@ fn status(cwd: Option<PathBuf>, id: Option<String>, json_mode: bool) -> Result<u
     for id in ids {
         match background::load(&store, &id) {
             Ok(state) => print_state(&state, json_mode),
-            // One damaged log does not hide the others: it is listed with the reason.
-            Err(background::TaskStoreError::Log(e)) if listing && e.damage().is_some() => {
+            // One damaged or unreadable log does not hide the others: it is listed with the reason.
+            Err(e) if listing => {
                 damaged = true;
+                let phase = match &e {
+                    background::TaskStoreError::Log(l) if l.damage().is_some() => "damaged",
+                    _ => "unreadable",
+                };
                 if json_mode {
                     outln!(
                         "{}",
-                        json!({"id": id, "phase": "damaged", "error": e.to_string()})
+                        json!({"id": id, "phase": phase, "error": e.to_string()})
                     );
                 } else {
                     outln!(
-                        "{id}  damaged: {}",
+                        "{id}  {phase}: {}",
                         baton_text::sanitize_line(&e.to_string())
                     );
                 }

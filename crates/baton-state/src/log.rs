@@ -141,6 +141,16 @@ impl<E: Serialize + DeserializeOwned> JsonlLog<E> {
     pub fn open_bytes(path: &Path, durability: Durability) -> Result<(Self, Vec<u8>), LogError> {
         let mut bytes = read_bytes(path)?;
         let complete = crate::damage::lines(path, &bytes)?.complete_len;
+        let log = Self::open_read(path, durability, &bytes)?;
+        bytes.truncate(complete);
+        Ok((log, bytes))
+    }
+
+    /// Opens for appending the log at `path` whose content, `bytes`, the caller has just read and
+    /// checked while nothing else writes it (under its lock): a torn last line is cut off (and
+    /// the cut made durable) first.
+    pub fn open_read(path: &Path, durability: Durability, bytes: &[u8]) -> Result<Self, LogError> {
+        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         let file = OpenOptions::new()
             .append(true)
             .open(path)
@@ -148,17 +158,13 @@ impl<E: Serialize + DeserializeOwned> JsonlLog<E> {
         if complete < bytes.len() {
             file.set_len(complete as u64).map_err(io(path))?;
             file.sync_all().map_err(io(path))?;
-            bytes.truncate(complete);
         }
-        Ok((
-            JsonlLog {
-                file,
-                path: path.to_path_buf(),
-                durability,
-                _records: PhantomData,
-            },
-            bytes,
-        ))
+        Ok(JsonlLog {
+            file,
+            path: path.to_path_buf(),
+            durability,
+            _records: PhantomData,
+        })
     }
 
     /// Every complete record of the log at `path`, without opening it for writing.

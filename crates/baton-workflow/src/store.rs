@@ -16,9 +16,10 @@
 
 use std::path::PathBuf;
 
+use baton_state::damage::Line;
 use baton_state::{
-    now_rfc3339, parse_records, read_snapshot, write_snapshot, Damage, Durability, FileLock,
-    JsonlLog, LockError, LogError, StateDir,
+    now_rfc3339, read_snapshot, write_snapshot, Damage, Durability, FileLock, JsonlLog, LockError,
+    LogError, StateDir,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -249,35 +250,59 @@ pub struct Loaded {
     pub last_event: Option<EventKind>,
 }
 
-/// Reads the log bytes `bytes` of workflow `id` against its snapshot at `snapshot_path`.
-/// Damage (see [`baton_state::damage`]): a line that does not read, NUL bytes, events out of
-/// sequence, or a snapshot of this workflow that records more events than the log holds (the
-/// log lost its end; folding what is left would run completed work again).
+/// Reads the log bytes `bytes` of workflow `id` against its snapshot (read from
+/// `snapshot_path` before the log). Every line is scanned for NUL and control bytes; unless
+/// `full`, only the events after the snapshot's `event_seq` are parsed and applied to it (the
+/// events it already holds are not read again). Anything irregular there, and a snapshot that
+/// is missing, unreadable or another workflow's, falls back to parsing every line, where a line
+/// that does not read, events out of sequence, or a snapshot of this workflow recording more
+/// events than the log holds (the log lost its end: folding what is left would run completed
+/// work again) are damage (see [`baton_state::damage`]).
 fn load_bytes(
     path: &std::path::Path,
     snapshot_path: &std::path::Path,
     snapshot: Option<Value>,
     id: &str,
     bytes: &[u8],
+    full: bool,
 ) -> Result<Loaded, StoreError> {
-    let events: Vec<WorkflowEvent> = parse_records(path, bytes, Some(|e: &WorkflowEvent| e.seq))?;
-    if events.first().map(|e| e.event) != Some(EventKind::WorkflowStarted) {
-        return Err(StoreError::NoStart {
-            id: id.to_string(),
-            path: path.to_path_buf(),
-        });
+    let lines = baton_state::damage::lines(path, bytes).map_err(LogError::Damaged)?;
+    let parse = |line: &Line<'_>| -> Result<WorkflowEvent, StoreError> {
+        serde_json::from_slice(line.bytes)
+            .map_err(|e| StoreError::Log(LogError::Damaged(lines.unreadable(line, e))))
+    };
+    let no_start = || StoreError::NoStart {
+        id: id.to_string(),
+        path: path.to_path_buf(),
+    };
+    let first = lines.lines.first().ok_or_else(no_start)?;
+    if parse(first)?.event != EventKind::WorkflowStarted {
+        return Err(no_start());
     }
-    let last = events.last().map_or(0, |e| e.seq);
     let snapshot = snapshot.filter(|s| s.get("workflow_uuid").and_then(Value::as_str) == Some(id));
     let at = snapshot
         .as_ref()
-        .and_then(|s| s.get("event_seq").and_then(Value::as_u64));
+        .and_then(|s| s.get("event_seq").and_then(Value::as_u64))
+        .filter(|at| *at >= 1);
+    if let (false, Some(s), Some(at)) = (full, &snapshot, at) {
+        if let Some(loaded) = fold_tail(&lines, &parse, s, at)? {
+            return Ok(loaded);
+        }
+    }
+    let events = lines
+        .lines
+        .iter()
+        .map(&parse)
+        .collect::<Result<Vec<_>, _>>()?;
+    lines
+        .check_sequence(events.iter().map(|e| e.seq))
+        .map_err(LogError::Damaged)?;
+    let last = events.last().map_or(0, |e| e.seq);
     if let Some(at) = at.filter(|at| *at > last) {
-        let lines = baton_state::damage::lines(path, bytes).map_err(LogError::Damaged)?;
         return Err(LogError::Damaged(lines.behind_snapshot(snapshot_path, at, last)).into());
     }
     let artifact = match (snapshot, at) {
-        (Some(mut artifact), Some(at)) if at >= 1 => {
+        (Some(mut artifact), Some(at)) => {
             for ev in &events[at as usize..] {
                 apply(&mut artifact, ev);
             }
@@ -290,6 +315,41 @@ fn load_bytes(
         seq: last,
         last_event: events.last().map(|e| e.event),
     })
+}
+
+/// The snapshot (at event `at`) brought up to date with the events after it, parsing the log
+/// backwards from its end to event `at`; `None` when the tail is not the unbroken run of events
+/// `at`+1 … that it must be, and the whole log must be read (which names the damage, if any).
+fn fold_tail(
+    lines: &baton_state::damage::Lines<'_>,
+    parse: &dyn Fn(&Line<'_>) -> Result<WorkflowEvent, StoreError>,
+    snapshot: &Value,
+    at: u64,
+) -> Result<Option<Loaded>, StoreError> {
+    let mut tail = Vec::new();
+    for line in lines.lines.iter().rev() {
+        let ev = parse(line)?;
+        let expected = tail.last().map(|e: &WorkflowEvent| e.seq - 1);
+        if expected.is_some_and(|want| ev.seq != want) || ev.seq < at {
+            return Ok(None);
+        }
+        if ev.seq == at {
+            let last_event = tail.first().map_or(ev.event, |e: &WorkflowEvent| e.event);
+            let mut artifact = snapshot.clone();
+            let mut last = at;
+            for ev in tail.iter().rev() {
+                apply(&mut artifact, ev);
+                last = ev.seq;
+            }
+            return Ok(Some(Loaded {
+                artifact,
+                seq: last,
+                last_event: Some(last_event),
+            }));
+        }
+        tail.push(ev);
+    }
+    Ok(None)
 }
 
 /// The workflows of one project.
@@ -391,8 +451,8 @@ impl WorkflowStore {
         }
         let lock = self.lock(id)?;
         // Checked before the torn last line is cut: on damage nothing is changed.
-        let loaded = self.load(id)?;
-        let (log, _) = JsonlLog::<WorkflowEvent>::open_bytes(&events_path, Durability::Fsync)?;
+        let (loaded, bytes) = self.read(id, false)?;
+        let log = JsonlLog::open_read(&events_path, Durability::Fsync, &bytes)?;
         let snapshot = self.snapshot_path(id)?;
         write_snapshot(&snapshot, &loaded.artifact)?;
         Ok(OpenWorkflow {
@@ -406,8 +466,19 @@ impl WorkflowStore {
     }
 
     /// A workflow's record read and checked like [`WorkflowStore::open`] does, without its lock
-    /// and without writing anything (for `baton status`, `baton resume`'s choice, `baton repair`).
+    /// and without writing anything (for `baton status` and `baton resume`'s choice): the
+    /// snapshot and the events after it; a damaged line before the snapshot's event is found
+    /// by [`WorkflowStore::check`] or when the snapshot is lost.
     pub fn load(&self, id: &str) -> Result<Loaded, StoreError> {
+        Ok(self.read(id, false)?.0)
+    }
+
+    /// [`WorkflowStore::load`] reading every line of the log (for `baton repair`).
+    pub fn check(&self, id: &str) -> Result<Loaded, StoreError> {
+        Ok(self.read(id, true)?.0)
+    }
+
+    fn read(&self, id: &str, full: bool) -> Result<(Loaded, Vec<u8>), StoreError> {
         let path = self.events_path(id)?;
         let snapshot_path = self.snapshot_path(id)?;
         // The snapshot first: it is written after its events, so one read before the log never
@@ -424,7 +495,8 @@ impl WorkflowStore {
             }
             Err(source) => return Err(LogError::Io { path, source }.into()),
         };
-        load_bytes(&path, &snapshot_path, snapshot, id, &bytes)
+        let loaded = load_bytes(&path, &snapshot_path, snapshot, id, &bytes, full)?;
+        Ok((loaded, bytes))
     }
 
     /// Rebuilds a damaged workflow record from its intact part: the log cut to the lines before
@@ -432,7 +504,7 @@ impl WorkflowStore {
     /// them as `*.damaged`. Refused while a process drives the workflow. Returns the damage
     /// repaired and the files set aside; `None` when the record is intact (nothing is changed).
     pub fn repair(&self, id: &str) -> Result<Option<(Damage, Vec<PathBuf>)>, StoreError> {
-        let damage = match self.load(id) {
+        let damage = match self.check(id) {
             Ok(_) => return Ok(None),
             Err(StoreError::Log(LogError::Damaged(d))) => *d,
             Err(e) => return Err(e),
@@ -744,11 +816,19 @@ mod tests {
         let mut lines: Vec<&[u8]> = full.split(|b| *b == b'\n').collect();
         lines[2] = b"{\"seq\": 3, oops";
         std::fs::write(&path, lines.join(&b'\n')).unwrap();
-        let err = store.load(&id).unwrap_err().to_string();
+        // Resuming reads only the events after the snapshot's; reading every line finds it,
+        // and so does resuming once the snapshot is lost.
+        assert_eq!(store.load(&id).unwrap().seq, 4);
+        let err = store.check(&id).unwrap_err().to_string();
         assert!(
             err.contains("line 3 cannot be read") && err.contains("lines 3–4"),
             "{err}"
         );
+        let snapshot = std::fs::read(store.snapshot_path(&id).unwrap()).unwrap();
+        std::fs::remove_file(store.snapshot_path(&id).unwrap()).unwrap();
+        let err = store.load(&id).unwrap_err().to_string();
+        assert!(err.contains("line 3 cannot be read"), "{err}");
+        std::fs::write(store.snapshot_path(&id).unwrap(), snapshot).unwrap();
         let (damage, aside) = store.repair(&id).unwrap().unwrap();
         assert_eq!((damage.line, damage.intact, aside.len()), (3, 2, 2));
         assert_eq!(store.load(&id).unwrap().seq, 2);
