@@ -40,6 +40,7 @@ mod mcp_resources;
 mod mcp_tasks;
 mod printer;
 mod project;
+mod repair_cmd;
 mod route_cmd;
 mod routes;
 mod routing_cmd;
@@ -107,6 +108,8 @@ enum Command {
     Status(workflow_cmd::StatusArgs),
     /// Show one workflow's events as a timeline (WF: an id, a unique prefix of one, or `last`).
     Log(workflow_cmd::LogArgs),
+    /// Show what is damaged in a workflow, Flow, session or task record; --apply rebuilds it from its intact part.
+    Repair(repair_cmd::RepairArgs),
     /// Serve baton to an MCP client (Claude Code, Codex, …) over stdio: route, models, roles, workflow_status, delegate_task.
     Mcp(mcp_cmd::McpArgs),
     /// Write a commented starter `.baton/config.toml` in the project (nothing else).
@@ -223,6 +226,7 @@ fn main() -> ExitCode {
         Command::Resume(args) => run_cmd::resume(args),
         Command::Status(args) => workflow_cmd::status(args),
         Command::Log(args) => workflow_cmd::log(args),
+        Command::Repair(args) => repair_cmd::run(args),
         Command::Init(args) => init_cmd::run(args),
         Command::Mcp(args) => mcp_cmd::run(args),
         Command::Doctor(args) => doctor_cmd::run(args),

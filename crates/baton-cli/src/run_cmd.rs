@@ -285,21 +285,38 @@ pub fn pick(store: &WorkflowStore, id: Option<&str>) -> Result<String, String> {
             }
         }
         None => {
-            let mut open: Vec<String> = ids
-                .into_iter()
-                .filter(|i| {
-                    store.snapshot(i).ok().flatten().is_some_and(|a| {
-                        !matches!(
-                            a.get("run_state").and_then(|v| v.as_str()),
+            // Each record is checked as `resume` would read it: a missing snapshot is derived
+            // from the log again, a damaged record is not passed over when it may be the one
+            // meant (newer than the workflow that would be taken).
+            let mut newest_open = None;
+            let mut damaged = None;
+            for i in ids.iter().rev() {
+                match store.load(i) {
+                    Ok(l) => {
+                        let done = matches!(
+                            l.artifact.get("run_state").and_then(|v| v.as_str()),
                             Some("completed" | "stopped")
-                        )
-                    })
-                })
-                .collect();
-            open.sort();
-            open.pop().ok_or_else(|| {
-                "no workflow waits to be resumed: `baton status` lists them".to_string()
-            })
+                        );
+                        if !done {
+                            newest_open = Some(i.clone());
+                            break;
+                        }
+                    }
+                    Err(StoreError::Log(baton_state::LogError::Damaged(d))) => {
+                        damaged.get_or_insert((i.clone(), d));
+                    }
+                    Err(_) => {}
+                }
+            }
+            match (damaged, newest_open) {
+                (Some((i, d)), _) => Err(format!(
+                    "workflow {i} may be the one waiting, but its record is damaged: {d}; or name the workflow to resume: `baton resume ID`"
+                )),
+                (None, Some(i)) => Ok(i),
+                (None, None) => {
+                    Err("no workflow waits to be resumed: `baton status` lists them".to_string())
+                }
+            }
         }
     }
 }

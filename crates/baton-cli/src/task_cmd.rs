@@ -437,6 +437,7 @@ fn print_state(state: &background::TaskState, json_mode: bool) {
 fn status(cwd: Option<PathBuf>, id: Option<String>, json_mode: bool) -> Result<u8> {
     let ctx = project_context(cwd)?;
     let store = state_dir(&ctx);
+    let listing = id.is_none();
     let ids = match id {
         Some(id) => vec![id],
         None => background::list(&store),
@@ -444,11 +445,33 @@ fn status(cwd: Option<PathBuf>, id: Option<String>, json_mode: bool) -> Result<u
     if ids.is_empty() && !json_mode {
         outln!("no background tasks in {}", store.tasks().display());
     }
+    let mut damaged = false;
     for id in ids {
-        let state = background::load(&store, &id)?;
-        print_state(&state, json_mode);
+        match background::load(&store, &id) {
+            Ok(state) => print_state(&state, json_mode),
+            // One damaged or unreadable log does not hide the others: it is listed with the reason.
+            Err(e) if listing => {
+                damaged = true;
+                let phase = match &e {
+                    background::TaskStoreError::Log(l) if l.damage().is_some() => "damaged",
+                    _ => "unreadable",
+                };
+                if json_mode {
+                    outln!(
+                        "{}",
+                        json!({"id": id, "phase": phase, "error": e.to_string()})
+                    );
+                } else {
+                    outln!(
+                        "{id}  {phase}: {}",
+                        baton_text::sanitize_line(&e.to_string())
+                    );
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
-    Ok(exit::OK)
+    Ok(if damaged { exit::FAILED } else { exit::OK })
 }
 
 /// How a background task ended, as `wait` reports it.

@@ -4,6 +4,10 @@
 //!
 //! Records are read defensively: every artifact key and event field may be missing, and an
 //! unknown event kind or an unreadable line is shown as such rather than stopping the listing.
+//! `status` checks each record as `baton resume` would ([`WorkflowStore::load`]): a damaged one
+//! (a line that does not read, NUL bytes, a snapshot ahead of its log) is listed as `damaged`
+//! with the file, the line, what is lost and `baton repair ID`, never with the state its
+//! snapshot claims.
 //!
 //! Exit codes: 0 shown (no workflows included); 1 a record cannot be read at all (`log`);
 //! 2 no workflow matches `WF`, or a prefix matches several.
@@ -11,9 +15,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use baton_workflow::store::{merge_patch, WorkflowStore};
+use baton_state::LogError;
+use baton_workflow::store::{StoreError, WorkflowStore};
 use clap::Args;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::exit;
 use crate::project::{project_context, state_dir, ProjectContext};
@@ -150,44 +155,21 @@ struct Summary {
     holder: Option<String>,
 }
 
-/// The artifact (the snapshot, or the fold of the events when there is none) and the holder.
+/// The artifact (the snapshot brought up to date with the log, or the fold of the events when
+/// there is none) and the holder. A damaged record is an error naming the damage.
 fn summarize(store: &WorkflowStore, id: &str) -> Result<Summary, String> {
     let holder = store.holder(id).map_err(|e| e.to_string())?;
-    let path = store.events_path(id).map_err(|e| e.to_string())?;
-    let snapshot = store.snapshot(id).map_err(|e| e.to_string())?;
-    let needs_events = snapshot
-        .as_ref()
-        .is_none_or(|s| str_at(s, "run_state").is_none());
-    let mut last_event = None;
-    let mut artifact = snapshot.unwrap_or(Value::Null);
-    if needs_events {
-        let events = read_events(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let fold = artifact.is_null();
-        if fold {
-            artifact = Value::Object(Map::new());
-        }
-        for (_, ev) in events
-            .iter()
-            .filter_map(|(n, e)| Some((n, e.as_ref().ok()?)))
-        {
-            if fold {
-                if let Some(delta) = ev.get("delta") {
-                    merge_patch(&mut artifact, delta);
-                }
-                if let (Some(ts), Value::Object(a)) = (str_at(ev, "ts"), &mut artifact) {
-                    a.insert("updated_at".into(), json!(ts));
-                }
-            }
-            last_event = str_at(ev, "event").map(str::to_string);
-        }
-        if fold && last_event.is_none() {
-            return Err(format!("{}: no readable event", path.display()));
-        }
-    }
+    let loaded = store.load(id).map_err(|e| match e {
+        StoreError::Log(LogError::Damaged(d)) => format!("damaged: {d}"),
+        e => format!("unreadable: {e}"),
+    })?;
     Ok(Summary {
         id: id.to_string(),
-        artifact,
-        last_event,
+        artifact: loaded.artifact,
+        last_event: loaded
+            .last_event
+            .and_then(|k| serde_json::to_value(k).ok())
+            .and_then(|v| v.as_str().map(str::to_string)),
         holder,
     })
 }
@@ -373,7 +355,7 @@ pub fn status(args: StatusArgs) -> Result<u8> {
         }
         match r {
             Ok(s) => print_summary(s),
-            Err(e) => outln!("{id}  unreadable: {}", baton_text::sanitize_line(e)),
+            Err(e) => outln!("{id}  {}", baton_text::sanitize_line(e)),
         }
     }
     Ok(exit::OK)

@@ -156,7 +156,8 @@ fn status_with_no_workflows_says_so_and_lists_an_unreadable_record_with_its_erro
     let out = sb.run(&["status"]);
     assert_exit(&out, 0);
     let text = stdout(&out);
-    assert!(text.contains(&format!("{bad}  unreadable: ")), "{text}");
+    assert!(text.contains(&format!("{bad}  damaged: ")), "{text}");
+    assert!(text.contains("line 1 cannot be read"), "{text}");
     assert!(text.contains(&id), "{text}");
     let doc: Value = serde_json::from_str(&stdout(&sb.run(&["status", "--json"]))).unwrap();
     let rows = doc["workflows"].as_array().unwrap();

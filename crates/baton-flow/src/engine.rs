@@ -43,7 +43,9 @@ use crate::units::{parse_units, InputError, UnitSpec};
 use crate::validate::{bounded, run_validation, Validation, EVIDENCE_BOUND};
 
 pub use clean::{clean, clean_plan, CleanPlan};
-pub use entry::{abandon, continue_flow, new_flow_id, resume, start, status, unit_worktree_id};
+pub use entry::{
+    abandon, continue_flow, new_flow_id, repair, resume, start, status, unit_worktree_id,
+};
 
 /// The line in `info/exclude` that keeps Flow's own state out of `git status`.
 pub const STATE_EXCLUDE: &str = "/.baton/state/";

@@ -31,7 +31,7 @@ pub mod units;
 pub mod validate;
 
 pub use engine::{
-    abandon, clean, clean_plan, continue_flow, resume, start, status, CleanPlan, FlowEnv,
+    abandon, clean, clean_plan, continue_flow, repair, resume, start, status, CleanPlan, FlowEnv,
     FlowError, FlowStatus, MainNow, Notice, Observer,
 };
 pub use event::{CleanItem, FlowEvent, Record};

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use baton_state::{Durability, IdError, JsonlLog, LogError, StateDir};
+use baton_state::{Damage, Durability, IdError, JsonlLog, LogError, StateDir};
 
 use crate::event::{FlowEvent, Record};
 use crate::state::FlowState;
@@ -114,21 +114,83 @@ impl FlowStore {
         }
     }
 
-    /// The complete records of the log (a torn last line is left out).
+    /// The complete records of the log (a torn last line is left out), checked: an unreadable
+    /// line, NUL bytes or records out of sequence are [`LogError::Damaged`].
     pub fn read_records(&self, id: &str) -> Result<Vec<Record>, StoreError> {
         let path = self.events_path(id)?;
-        JsonlLog::<Record>::read(&path).map_err(self.not_found(id))
+        JsonlLog::<Record>::read_sequenced(&path, |r| r.seq).map_err(self.not_found(id))
     }
 
+    /// The Flow's state, folded from its log and checked against its snapshot: a snapshot that
+    /// records more events than the log holds means the log lost its end (a merged unit would
+    /// run again): [`LogError::Damaged`], naming both files and the events lost.
     pub fn load(&self, id: &str) -> Result<FlowState, StoreError> {
-        let records = self.read_records(id)?;
-        FlowState::from_records(&records).ok_or_else(|| StoreError::NoStart {
-            path: self
-                .dir()
-                .join(format!("{id}.events.jsonl"))
-                .display()
-                .to_string(),
-        })
+        let path = self.events_path(id)?;
+        let snapshot = self.snapshot_path(id)?;
+        // Read before the log: it is written after its events, so it never records more than
+        // the log holds, even while a driver appends. It is never read back as truth, only as a
+        // witness of how far the log went.
+        let claims = baton_state::read_snapshot::<serde_json::Value>(&snapshot)
+            .ok()
+            .flatten()
+            .filter(|s| s.get("id").and_then(serde_json::Value::as_str) == Some(id))
+            .and_then(|s| s.get("last_seq").and_then(serde_json::Value::as_u64));
+        let bytes = std::fs::read(&path).map_err(|source| {
+            self.not_found(id)(match source.kind() {
+                std::io::ErrorKind::NotFound => LogError::NotFound { path: path.clone() },
+                _ => LogError::Io {
+                    path: path.clone(),
+                    source,
+                },
+            })
+        })?;
+        let records = baton_state::parse_records(&path, &bytes, Some(|r: &Record| r.seq))?;
+        let state = FlowState::from_records(&records).ok_or_else(|| StoreError::NoStart {
+            path: path.display().to_string(),
+        })?;
+        if let Some(claims) = claims.filter(|c| *c > state.last_seq) {
+            let lines = baton_state::damage::lines(&path, &bytes).map_err(LogError::Damaged)?;
+            return Err(StoreError::Log(LogError::Damaged(lines.behind_snapshot(
+                &snapshot,
+                claims,
+                state.last_seq,
+            ))));
+        }
+        Ok(state)
+    }
+
+    /// Rebuilds a damaged Flow record from its intact part: the log cut to the lines before the
+    /// damage and the snapshot written from them again, both damaged files kept beside them as
+    /// `*.damaged` (with nothing intact, the whole record is set aside). The caller holds the
+    /// repository's Flow lock. Returns the damage and the files set aside; `None` when the
+    /// record is intact (nothing is changed).
+    pub fn repair(&self, id: &str) -> Result<Option<(Damage, Vec<PathBuf>)>, StoreError> {
+        let damage = match self.load(id) {
+            Ok(_) => return Ok(None),
+            Err(StoreError::Log(LogError::Damaged(d))) => *d,
+            Err(e) => return Err(e),
+        };
+        let path = self.events_path(id)?;
+        let snapshot = self.snapshot_path(id)?;
+        let io = |p: &Path| {
+            let path = p.to_path_buf();
+            move |source| StoreError::Log(LogError::Io { path, source })
+        };
+        let mut aside = Vec::new();
+        let len = std::fs::metadata(&path).map_err(io(&path))?.len();
+        if damage.intact == 0 {
+            aside.extend(baton_state::damage::set_aside(&path).map_err(io(&path))?);
+        } else if damage.intact_len < len {
+            aside.push(
+                baton_state::damage::keep_intact(&path, damage.intact_len).map_err(io(&path))?,
+            );
+        }
+        aside.extend(baton_state::damage::set_aside(&snapshot).map_err(io(&snapshot))?);
+        if damage.intact > 0 {
+            let state = self.load(id)?;
+            self.write_snapshot(&state)?;
+        }
+        Ok(Some((damage, aside)))
     }
 
     pub fn create(&self, id: &str, crash: Option<CrashHook>) -> Result<FlowLog, StoreError> {
@@ -141,7 +203,8 @@ impl FlowStore {
         })
     }
 
-    /// Opens the log for appending; a torn last line is cut off first.
+    /// Opens the log for appending; a torn last line is cut off first (damage is refused and
+    /// nothing is cut: callers [`FlowStore::load`] first, which also checks the snapshot).
     pub fn open(&self, id: &str, crash: Option<CrashHook>) -> Result<FlowLog, StoreError> {
         let path = self.events_path(id)?;
         let (log, records) =
@@ -245,6 +308,61 @@ mod tests {
             store.events_path("../x"),
             Err(StoreError::BadId(_))
         ));
+    }
+
+    /// A snapshot ahead of the log (the log lost its end) and NUL bytes are damage: refused,
+    /// nothing changed; `repair` keeps the intact part and sets the damaged files aside.
+    #[test]
+    fn a_log_behind_its_snapshot_or_with_zeros_is_damage_until_repaired() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FlowStore::new(StateDir::at(dir.path()));
+        let spec = baton_roles::builtin_roles()
+            .unwrap()
+            .into_iter()
+            .find(|r| r.name() == "implementer")
+            .unwrap();
+        let mut log = store.create("f1", None).unwrap();
+        log.write(&FlowEvent::Created {
+            id: "f1".into(),
+            created: "t".into(),
+            repo_root: "/r".into(),
+            main_branch: "main".into(),
+            main_oid: "0".into(),
+            worktree_root: "/w".into(),
+            units: Vec::new(),
+            implementer: crate::event::FrozenRole {
+                spec,
+                backend: baton_protocol::role::BackendKind::Command,
+                file: "/r/i.md".into(),
+            },
+            reviewer: None,
+        })
+        .unwrap();
+        drop(log);
+        let path = store.events_path("f1").unwrap();
+        let created = std::fs::read_to_string(&path).unwrap();
+        let state = store.load("f1").unwrap();
+        let mut ahead = state.clone();
+        ahead.last_seq = 4;
+        store.write_snapshot(&ahead).unwrap();
+        let err = store.load("f1").unwrap_err().to_string();
+        assert!(
+            err.contains("f1.events.jsonl: line 2 is where the log ends, after event 1")
+                && err.contains("events 2–4 are lost")
+                && err.contains("baton repair f1"),
+            "{err}"
+        );
+        let (damage, aside) = store.repair("f1").unwrap().unwrap();
+        assert_eq!((damage.intact, aside.len()), (1, 1));
+        assert_eq!(store.load("f1").unwrap().last_seq, 1);
+        std::fs::write(&path, format!("{created}\0\0\0\0")).unwrap();
+        let err = store.load("f1").unwrap_err().to_string();
+        assert!(
+            err.contains("line 2 is an unfinished last line that 4 NUL bytes"),
+            "{err}"
+        );
+        assert!(store.open("f1", None).is_err());
+        assert!(std::fs::read(&path).unwrap().ends_with(b"\0\0\0\0"));
     }
 
     #[test]

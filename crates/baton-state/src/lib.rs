@@ -6,18 +6,22 @@
 //! - [`JsonlLog`]: a typed append-only log, one JSON value per line, each line written and
 //!   fsynced before [`JsonlLog::append`] returns, a torn last line (a crash mid-write) cut on
 //!   open, and [`write_snapshot`] for derived state (temp file, fsync, rename).
+//! - [`damage`]: what is not a crash's torn last line is [`Damage`], an error naming the file,
+//!   the line and what is lost, never repaired on the quiet; and the helpers of `baton repair`.
 //! - [`FileLock`]: an advisory lock the operating system releases when its holder dies.
 
+pub mod damage;
 pub mod ids;
 mod lock;
 mod log;
 
 use std::path::{Path, PathBuf};
 
+pub use damage::Damage;
 pub use ids::{check_id, IdError, IdKind};
 pub use lock::{FileLock, LockError};
 pub use log::{
-    commit_file, now_rfc3339, parse_line, read_snapshot, stage_file, write_snapshot, Durability,
+    commit_file, now_rfc3339, parse_records, read_snapshot, stage_file, write_snapshot, Durability,
     JsonlLog, LogError,
 };
 

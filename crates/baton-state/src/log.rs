@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::damage::Damage;
+
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
     #[error("{}: no such log", path.display())]
@@ -20,6 +22,7 @@ pub enum LogError {
         #[source]
         source: std::io::Error,
     },
+    /// A snapshot that is not JSON of the expected shape.
     #[error("{}: line {line} cannot be read: {source}", path.display())]
     Corrupt {
         path: PathBuf,
@@ -27,6 +30,9 @@ pub enum LogError {
         #[source]
         source: serde_json::Error,
     },
+    /// A log that holds what no crash leaves: see [`crate::damage`].
+    #[error("{0}")]
+    Damaged(Box<Damage>),
     #[error("{}: cannot encode a record: {source}", path.display())]
     Encode {
         path: PathBuf,
@@ -44,7 +50,22 @@ impl LogError {
             | LogError::Io { path, .. }
             | LogError::Corrupt { path, .. }
             | LogError::Encode { path, .. } => path,
+            LogError::Damaged(d) => &d.path,
         }
+    }
+
+    /// The damage, when this is one.
+    pub fn damage(&self) -> Option<&Damage> {
+        match self {
+            LogError::Damaged(d) => Some(d),
+            _ => None,
+        }
+    }
+}
+
+impl From<Box<Damage>> for LogError {
+    fn from(d: Box<Damage>) -> Self {
+        LogError::Damaged(d)
     }
 }
 
@@ -70,7 +91,9 @@ pub enum Durability {
 ///
 /// A line is complete when it ends with `\n`. A process killed mid-write leaves an incomplete
 /// last line: readers ignore it and [`JsonlLog::open`] cuts it off before appending, so every
-/// append starts a line of its own. Any other line that does not parse is [`LogError::Corrupt`].
+/// append starts a line of its own. Anything else that does not read (a line that does not
+/// parse, NUL or control bytes, in a complete line or the last one) is [`LogError::Damaged`],
+/// and nothing is cut.
 #[derive(Debug)]
 pub struct JsonlLog<E> {
     file: File,
@@ -108,15 +131,26 @@ impl<E: Serialize + DeserializeOwned> JsonlLog<E> {
     /// cut off (and the cut made durable) first.
     pub fn open(path: &Path, durability: Durability) -> Result<(Self, Vec<E>), LogError> {
         let (log, bytes) = Self::open_bytes(path, durability)?;
-        let records = parse(path, &bytes)?;
+        let records = parse_records(path, &bytes, None)?;
         Ok((log, records))
     }
 
     /// [`JsonlLog::open`] without parsing: the log and its complete lines as bytes, for a reader
-    /// that parses only the records it needs (the tail after a snapshot).
+    /// that parses them itself ([`parse_records`]). Lines holding what no crash leaves are
+    /// [`LogError::Damaged`] before anything is cut.
     pub fn open_bytes(path: &Path, durability: Durability) -> Result<(Self, Vec<u8>), LogError> {
         let mut bytes = read_bytes(path)?;
-        let complete = complete_len(&bytes);
+        let complete = crate::damage::lines(path, &bytes)?.complete_len;
+        let log = Self::open_read(path, durability, &bytes)?;
+        bytes.truncate(complete);
+        Ok((log, bytes))
+    }
+
+    /// Opens for appending the log at `path` whose content, `bytes`, the caller has just read and
+    /// checked while nothing else writes it (under its lock): a torn last line is cut off (and
+    /// the cut made durable) first.
+    pub fn open_read(path: &Path, durability: Durability, bytes: &[u8]) -> Result<Self, LogError> {
+        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         let file = OpenOptions::new()
             .append(true)
             .open(path)
@@ -124,23 +158,26 @@ impl<E: Serialize + DeserializeOwned> JsonlLog<E> {
         if complete < bytes.len() {
             file.set_len(complete as u64).map_err(io(path))?;
             file.sync_all().map_err(io(path))?;
-            bytes.truncate(complete);
         }
-        Ok((
-            JsonlLog {
-                file,
-                path: path.to_path_buf(),
-                durability,
-                _records: PhantomData,
-            },
-            bytes,
-        ))
+        Ok(JsonlLog {
+            file,
+            path: path.to_path_buf(),
+            durability,
+            _records: PhantomData,
+        })
     }
 
     /// Every complete record of the log at `path`, without opening it for writing.
     pub fn read(path: &Path) -> Result<Vec<E>, LogError> {
         let bytes = read_bytes(path)?;
-        parse(path, &bytes[..complete_len(&bytes)])
+        parse_records(path, &bytes, None)
+    }
+
+    /// [`JsonlLog::read`] of a log whose records carry a sequence number (`seq`), checked to
+    /// count 1, 2, 3, …
+    pub fn read_sequenced(path: &Path, seq: fn(&E) -> u64) -> Result<Vec<E>, LogError> {
+        let bytes = read_bytes(path)?;
+        parse_records(path, &bytes, Some(seq))
     }
 
     pub fn path(&self) -> &Path {
@@ -213,31 +250,24 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>, LogError> {
     }
 }
 
-/// The length of the log's complete lines.
-fn complete_len(bytes: &[u8]) -> usize {
-    bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
-}
-
-/// Parses one complete line of the log at `path` (`number` counts from 1, for the error).
-pub fn parse_line<E: DeserializeOwned>(
+/// The records of `bytes`, the content of the log at `path`: a torn last line is left out;
+/// a line that does not parse, NUL or control bytes, or (with `seq`) records whose sequence
+/// numbers do not count 1, 2, 3, … are [`LogError::Damaged`].
+pub fn parse_records<E: DeserializeOwned>(
     path: &Path,
-    number: usize,
-    line: &[u8],
-) -> Result<E, LogError> {
-    serde_json::from_slice(line).map_err(|source| LogError::Corrupt {
-        path: path.to_path_buf(),
-        line: number,
-        source,
-    })
-}
-
-fn parse<E: DeserializeOwned>(path: &Path, complete: &[u8]) -> Result<Vec<E>, LogError> {
-    let mut records = Vec::new();
-    for (n, line) in complete.split(|&b| b == b'\n').enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
+    bytes: &[u8],
+    seq: Option<fn(&E) -> u64>,
+) -> Result<Vec<E>, LogError> {
+    let lines = crate::damage::lines(path, bytes)?;
+    let mut records = Vec::with_capacity(lines.lines.len());
+    for line in &lines.lines {
+        match serde_json::from_slice(line.bytes) {
+            Ok(r) => records.push(r),
+            Err(e) => return Err(lines.unreadable(line, e).into()),
         }
-        records.push(parse_line(path, n + 1, line)?);
+    }
+    if let Some(seq) = seq {
+        lines.check_sequence(records.iter().map(seq))?;
     }
     Ok(records)
 }
@@ -415,14 +445,80 @@ mod tests {
         let path = tmp.path().join("x.jsonl");
         std::fs::write(&path, "{\"n\":1,\"text\":\"a\"}\n\nnot json\n").unwrap();
         let err = JsonlLog::<Ev>::read(&path).unwrap_err();
-        assert!(matches!(err, LogError::Corrupt { line: 3, .. }), "{err}");
-        assert!(err.to_string().contains("line 3"), "{err}");
+        let d = err.damage().expect("damage");
+        assert_eq!((d.line, d.intact), (3, 1), "{err}");
+        assert!(err.to_string().contains("line 3 cannot be read"), "{err}");
+        assert!(err.to_string().contains("baton repair x"), "{err}");
         // Nothing was cut or changed by the failed open.
         assert!(JsonlLog::<Ev>::open(&path, Durability::Fsync).is_err());
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             "{\"n\":1,\"text\":\"a\"}\n\nnot json\n"
         );
+    }
+
+    /// Zeros where lines should be (blocks that never reached the disk) are damage wherever
+    /// they are, also as the last line without a newline: nothing is dropped or cut.
+    #[test]
+    fn nul_bytes_are_damage_even_in_the_last_line_and_nothing_is_cut() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("s1.journal");
+        let one = "{\"n\":1,\"text\":\"a\"}\n";
+        for (content, line, intact) in [
+            (format!("{one}\0\0\0\0"), 2, 1),
+            ("\0".repeat(40), 1, 0),
+            (format!("{one}\0\0\n{one}"), 2, 1),
+            (format!("{one}{{\"n\":2,\x01}}\n"), 2, 1),
+        ] {
+            std::fs::write(&path, &content).unwrap();
+            let err = JsonlLog::<Ev>::read(&path).unwrap_err();
+            let d = err.damage().unwrap_or_else(|| panic!("{err}"));
+            assert_eq!((d.line, d.intact), (line, intact), "{err}");
+            assert_eq!(d.intact_len, if intact == 1 { one.len() as u64 } else { 0 });
+            let text = err.to_string();
+            assert!(text.contains("s1.journal: line"), "{text}");
+            assert!(text.contains("baton repair s1"), "{text}");
+            assert!(JsonlLog::<Ev>::open(&path, Durability::Fsync).is_err());
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), content);
+        }
+    }
+
+    #[test]
+    fn sequence_numbers_must_count_up_from_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("f.events.jsonl");
+        let line = |n: u32| format!("{{\"n\":{n},\"text\":\"x\"}}\n");
+        std::fs::write(&path, format!("{}{}{}", line(1), line(2), line(3))).unwrap();
+        assert_eq!(
+            JsonlLog::<Ev>::read_sequenced(&path, |e| e.n.into())
+                .unwrap()
+                .len(),
+            3
+        );
+        std::fs::write(&path, format!("{}{}{}", line(1), line(4), line(5))).unwrap();
+        let err = JsonlLog::<Ev>::read_sequenced(&path, |e| e.n.into()).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("line 2 is event 4 where event 2 should be: events 2–3 are missing"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("lines 2–3"), "{err}");
+    }
+
+    #[test]
+    fn keep_intact_sets_the_damaged_file_aside() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("x.jsonl");
+        std::fs::write(&path, "{\"n\":1,\"text\":\"a\"}\nbad\n").unwrap();
+        let d = JsonlLog::<Ev>::read(&path).unwrap_err();
+        let keep = d.damage().unwrap().intact_len;
+        let aside = crate::damage::keep_intact(&path, keep).unwrap();
+        assert_eq!(aside, tmp.path().join("x.jsonl.damaged"));
+        assert_eq!(JsonlLog::<Ev>::read(&path).unwrap().len(), 1);
+        assert!(std::fs::read_to_string(&aside).unwrap().ends_with("bad\n"));
+        std::fs::write(&path, "again").unwrap();
+        let second = crate::damage::keep_intact(&path, 0).unwrap();
+        assert_eq!(second, tmp.path().join("x.jsonl.damaged.2"));
     }
 
     #[test]

@@ -16,9 +16,10 @@
 
 use std::path::PathBuf;
 
+use baton_state::damage::Line;
 use baton_state::{
-    now_rfc3339, parse_line, read_snapshot, write_snapshot, Durability, FileLock, JsonlLog,
-    LockError, LogError, StateDir,
+    now_rfc3339, read_snapshot, write_snapshot, Damage, Durability, FileLock, JsonlLog, LockError,
+    LogError, StateDir,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -243,53 +244,116 @@ pub fn fold(events: &[WorkflowEvent]) -> Value {
     artifact
 }
 
-/// The snapshot brought up to date with the events after it, reading the log backwards from
-/// its end to the snapshot's `event_seq`; `None` when the snapshot does not fit the log (no
-/// such event, or another workflow's), and the whole log must be folded.
-fn fold_tail(
+/// A workflow's record as read and checked: the artifact the events add up to (the snapshot
+/// brought up to date with the events after it, or the fold of every event when the snapshot
+/// is missing, unreadable or another workflow's), the last event's number and kind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    pub artifact: Value,
+    pub seq: u64,
+    pub last_event: Option<EventKind>,
+}
+
+/// Reads the log bytes `bytes` of workflow `id` against its snapshot (read from
+/// `snapshot_path` before the log). Every line is scanned for NUL and control bytes; unless
+/// `full`, only the events after the snapshot's `event_seq` are parsed and applied to it (the
+/// events it already holds are not read again). Anything irregular there, and a snapshot that
+/// is missing, unreadable or another workflow's, falls back to parsing every line, where a line
+/// that does not read, events out of sequence, or a snapshot of this workflow recording more
+/// events than the log holds (the log lost its end: folding what is left would run completed
+/// work again) are damage (see [`baton_state::damage`]).
+fn load_bytes(
     path: &std::path::Path,
+    snapshot_path: &std::path::Path,
+    snapshot: Option<Value>,
     id: &str,
     bytes: &[u8],
-    snapshot: Value,
-) -> Result<Option<(Value, u64)>, StoreError> {
-    let Some(at) = snapshot.get("event_seq").and_then(Value::as_u64) else {
-        return Ok(None);
+    full: bool,
+) -> Result<Loaded, StoreError> {
+    let lines = baton_state::damage::lines(path, bytes).map_err(LogError::Damaged)?;
+    let parse = |line: &Line<'_>| -> Result<WorkflowEvent, StoreError> {
+        serde_json::from_slice(line.bytes)
+            .map_err(|e| StoreError::Log(LogError::Damaged(lines.unreadable(line, e))))
     };
-    if snapshot.get("workflow_uuid").and_then(Value::as_str) != Some(id) {
-        return Ok(None);
+    let no_start = || StoreError::NoStart {
+        id: id.to_string(),
+        path: path.to_path_buf(),
+    };
+    let first = lines.lines.first().ok_or_else(no_start)?;
+    if parse(first)?.event != EventKind::WorkflowStarted {
+        return Err(no_start());
     }
+    let snapshot = snapshot.filter(|s| s.get("workflow_uuid").and_then(Value::as_str) == Some(id));
+    let at = snapshot
+        .as_ref()
+        .and_then(|s| s.get("event_seq").and_then(Value::as_u64))
+        .filter(|at| *at >= 1);
+    if let (false, Some(s), Some(at)) = (full, &snapshot, at) {
+        if let Some(loaded) = fold_tail(&lines, &parse, s, at)? {
+            return Ok(loaded);
+        }
+    }
+    let events = lines
+        .lines
+        .iter()
+        .map(&parse)
+        .collect::<Result<Vec<_>, _>>()?;
+    lines
+        .check_sequence(events.iter().map(|e| e.seq))
+        .map_err(LogError::Damaged)?;
+    let last = events.last().map_or(0, |e| e.seq);
+    if let Some(at) = at.filter(|at| *at > last) {
+        return Err(LogError::Damaged(lines.behind_snapshot(snapshot_path, at, last)).into());
+    }
+    let artifact = match (snapshot, at) {
+        (Some(mut artifact), Some(at)) => {
+            for ev in &events[at as usize..] {
+                apply(&mut artifact, ev);
+            }
+            artifact
+        }
+        _ => fold(&events),
+    };
+    Ok(Loaded {
+        artifact,
+        seq: last,
+        last_event: events.last().map(|e| e.event),
+    })
+}
+
+/// The snapshot (at event `at`) brought up to date with the events after it, parsing the log
+/// backwards from its end to event `at`; `None` when the tail is not the unbroken run of events
+/// `at`+1 … that it must be, and the whole log must be read (which names the damage, if any).
+fn fold_tail(
+    lines: &baton_state::damage::Lines<'_>,
+    parse: &dyn Fn(&Line<'_>) -> Result<WorkflowEvent, StoreError>,
+    snapshot: &Value,
+    at: u64,
+) -> Result<Option<Loaded>, StoreError> {
     let mut tail = Vec::new();
-    let mut end = bytes.len();
-    let mut found = false;
-    while end > 0 {
-        let start = bytes[..end - 1]
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map_or(0, |i| i + 1);
-        let line = &bytes[start..end - 1];
-        end = start;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
+    for line in lines.lines.iter().rev() {
+        let ev = parse(line)?;
+        let expected = tail.last().map(|e: &WorkflowEvent| e.seq - 1);
+        if expected.is_some_and(|want| ev.seq != want) || ev.seq < at {
+            return Ok(None);
         }
-        let number = bytes[..start].iter().filter(|b| **b == b'\n').count() + 1;
-        let ev: WorkflowEvent = parse_line(path, number, line)?;
-        if ev.seq > at {
-            tail.push(ev);
-        } else {
-            found = ev.seq == at;
-            break;
+        if ev.seq == at {
+            let last_event = tail.first().map_or(ev.event, |e: &WorkflowEvent| e.event);
+            let mut artifact = snapshot.clone();
+            let mut last = at;
+            for ev in tail.iter().rev() {
+                apply(&mut artifact, ev);
+                last = ev.seq;
+            }
+            return Ok(Some(Loaded {
+                artifact,
+                seq: last,
+                last_event: Some(last_event),
+            }));
         }
+        tail.push(ev);
     }
-    if !found {
-        return Ok(None);
-    }
-    let mut artifact = snapshot;
-    let mut last = at;
-    for ev in tail.iter().rev() {
-        apply(&mut artifact, ev);
-        last = ev.seq;
-    }
-    Ok(Some((artifact, last)))
+    Ok(None)
 }
 
 /// The workflows of one project.
@@ -389,8 +453,9 @@ impl WorkflowStore {
         Ok(wf)
     }
 
-    /// Opens a workflow to go on with it: takes its lock, reads its events (a torn last line is
-    /// cut off), folds them into the artifact and rewrites the snapshot from them.
+    /// Opens a workflow to go on with it: takes its lock, reads and checks its record (a torn
+    /// last line is cut off; damage is an error and nothing is changed), folds it into the
+    /// artifact and rewrites the snapshot from it.
     pub fn open(&self, id: &str) -> Result<OpenWorkflow, StoreError> {
         let events_path = self.events_path(id)?;
         if !events_path.is_file() {
@@ -400,46 +465,92 @@ impl WorkflowStore {
             });
         }
         let lock = self.lock(id)?;
-        let (log, bytes) = JsonlLog::<WorkflowEvent>::open_bytes(&events_path, Durability::Fsync)?;
-        let first = bytes
-            .split(|b| *b == b'\n')
-            .find(|l| !l.iter().all(u8::is_ascii_whitespace))
-            .map(|l| parse_line::<WorkflowEvent>(&events_path, 1, l))
-            .transpose()?;
-        if first.map(|e| e.event) != Some(EventKind::WorkflowStarted) {
-            return Err(StoreError::NoStart {
-                id: id.to_string(),
-                path: events_path,
-            });
-        }
+        // Checked before the torn last line is cut: on damage nothing is changed.
+        let (loaded, bytes) = self.read(id, false)?;
+        let log = JsonlLog::open_read(&events_path, Durability::Fsync, &bytes)?;
         let snapshot = self.snapshot_path(id)?;
-        // The snapshot spares parsing the whole log; one that does not fit it (lost, unreadable,
-        // edited) is rebuilt from every event.
-        let resumed = match read_snapshot::<Value>(&snapshot) {
-            Ok(Some(s)) => fold_tail(&events_path, id, &bytes, s)?,
-            Ok(None) | Err(_) => None,
-        };
-        let (artifact, seq) = match resumed {
-            Some(r) => r,
-            None => {
-                let mut events = Vec::new();
-                for (n, line) in bytes.split(|b| *b == b'\n').enumerate() {
-                    if !line.iter().all(u8::is_ascii_whitespace) {
-                        events.push(parse_line::<WorkflowEvent>(&events_path, n + 1, line)?);
-                    }
-                }
-                (fold(&events), events.last().map_or(0, |e| e.seq))
-            }
-        };
-        write_snapshot(&snapshot, &artifact)?;
+        write_snapshot(&snapshot, &loaded.artifact)?;
         Ok(OpenWorkflow {
             id: id.to_string(),
-            seq,
+            seq: loaded.seq,
             log,
             snapshot,
-            artifact,
+            artifact: loaded.artifact,
             _lock: lock,
         })
+    }
+
+    /// A workflow's record read and checked like [`WorkflowStore::open`] does, without its lock
+    /// and without writing anything (for `baton status` and `baton resume`'s choice): the
+    /// snapshot and the events after it; a damaged line before the snapshot's event is found
+    /// by [`WorkflowStore::check`] or when the snapshot is lost.
+    pub fn load(&self, id: &str) -> Result<Loaded, StoreError> {
+        Ok(self.read(id, false)?.0)
+    }
+
+    /// [`WorkflowStore::load`] reading every line of the log (for `baton repair`).
+    pub fn check(&self, id: &str) -> Result<Loaded, StoreError> {
+        Ok(self.read(id, true)?.0)
+    }
+
+    fn read(&self, id: &str, full: bool) -> Result<(Loaded, Vec<u8>), StoreError> {
+        let path = self.events_path(id)?;
+        let snapshot_path = self.snapshot_path(id)?;
+        // The snapshot first: it is written after its events, so one read before the log never
+        // records more than the log holds, even while a driver appends. An unreadable snapshot
+        // is derived data: rebuilt from every event.
+        let snapshot = read_snapshot::<Value>(&snapshot_path).ok().flatten();
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::NotFound {
+                    id: id.to_string(),
+                    dir: self.state.workflows(),
+                })
+            }
+            Err(source) => return Err(LogError::Io { path, source }.into()),
+        };
+        let loaded = load_bytes(&path, &snapshot_path, snapshot, id, &bytes, full)?;
+        Ok((loaded, bytes))
+    }
+
+    /// Rebuilds a damaged workflow record from its intact part: the log cut to the lines before
+    /// the damage, the snapshot derived from them again; both damaged files are kept beside
+    /// them as `*.damaged`. Refused while a process drives the workflow. Returns the damage
+    /// repaired and the files set aside; `None` when the record is intact (nothing is changed).
+    pub fn repair(&self, id: &str) -> Result<Option<(Damage, Vec<PathBuf>)>, StoreError> {
+        let damage = match self.check(id) {
+            Ok(_) => return Ok(None),
+            Err(StoreError::Log(LogError::Damaged(d))) => *d,
+            Err(e) => return Err(e),
+        };
+        let lock = self.lock(id)?;
+        let events_path = self.events_path(id)?;
+        let snapshot = self.snapshot_path(id)?;
+        let io = |path: &std::path::Path| {
+            let path = path.to_path_buf();
+            move |source| StoreError::Log(LogError::Io { path, source })
+        };
+        let mut aside = Vec::new();
+        let len = std::fs::metadata(&events_path)
+            .map_err(io(&events_path))?
+            .len();
+        if damage.intact == 0 {
+            // Nothing to rebuild from: the whole record is set aside.
+            aside.extend(baton_state::damage::set_aside(&events_path).map_err(io(&events_path))?);
+        } else if damage.intact_len < len {
+            aside.push(
+                baton_state::damage::keep_intact(&events_path, damage.intact_len)
+                    .map_err(io(&events_path))?,
+            );
+        }
+        aside.extend(baton_state::damage::set_aside(&snapshot).map_err(io(&snapshot))?);
+        drop(lock);
+        if damage.intact > 0 {
+            // What is left is read like any record: the snapshot is derived from it again.
+            drop(self.open(id)?);
+        }
+        Ok(Some((damage, aside)))
     }
 
     /// The events of a workflow, without its lock (for `baton status` and `baton log`).
@@ -451,7 +562,7 @@ impl WorkflowStore {
                 dir: self.state.workflows(),
             });
         }
-        Ok(JsonlLog::read(&path)?)
+        Ok(JsonlLog::read_sequenced(&path, |e: &WorkflowEvent| e.seq)?)
     }
 
     /// The last snapshot written, without the lock (it may lag the log by one event after a
@@ -633,11 +744,110 @@ mod tests {
         assert_eq!((wf.artifact(), wf.len()), (&all, 3));
         drop(wf);
         let mut foreign: Value = serde_json::from_slice(&behind).unwrap();
+        foreign["workflow_uuid"] = json!("wf-20260101T000000Z-00000000");
         foreign["event_seq"] = json!(99);
         foreign["phase_cursor"] = json!("edited");
         write_snapshot(&store.snapshot_path(&id).unwrap(), &foreign).unwrap();
         let wf = store.open(&id).unwrap();
         assert_eq!(wf.artifact(), &all);
+    }
+
+    /// A snapshot of this workflow ahead of its log means the log lost its end: refused, naming
+    /// both files and the events lost, with nothing changed; `repair` rebuilds from the log.
+    #[test]
+    fn a_snapshot_ahead_of_the_log_is_damage_and_repair_rebuilds_from_the_log() {
+        let (_dir, store) = store();
+        let mut wf = store.create(WorkflowKind::Build, "x").unwrap();
+        let id = wf.id().to_string();
+        wf.append(NewEvent::new(EventKind::AgentStarted).delta(json!({"phase_cursor": "p1"})))
+            .unwrap();
+        let path = store.events_path(&id).unwrap();
+        let two = std::fs::read(&path).unwrap();
+        wf.append(
+            NewEvent::new(EventKind::WorkflowCompleted).delta(json!({"run_state": "completed"})),
+        )
+        .unwrap();
+        drop(wf);
+        std::fs::write(&path, &two).unwrap();
+        let snapshot = std::fs::read(store.snapshot_path(&id).unwrap()).unwrap();
+        for err in [store.open(&id).unwrap_err(), store.load(&id).unwrap_err()] {
+            let text = err.to_string();
+            assert!(
+                text.contains(&format!(
+                    "{id}.events.jsonl: line 3 is where the log ends, after event 2"
+                )),
+                "{text}"
+            );
+            assert!(
+                text.contains("event 3 is lost") && text.contains(&format!("baton repair {id}")),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            std::fs::read(store.snapshot_path(&id).unwrap()).unwrap(),
+            snapshot
+        );
+        let (damage, aside) = store.repair(&id).unwrap().unwrap();
+        assert_eq!(damage.line, 3);
+        assert_eq!(
+            aside,
+            vec![store
+                .snapshot_path(&id)
+                .unwrap()
+                .with_file_name(format!("{id}.json.damaged"))]
+        );
+        let loaded = store.load(&id).unwrap();
+        assert_eq!((loaded.seq, loaded.artifact.get("run_state")), (2, None));
+        assert_eq!(store.repair(&id).unwrap(), None);
+    }
+
+    /// A log cut in the middle of a line with events lost after it: the snapshot tells; a bad
+    /// line in the middle is damage too; repair keeps the lines before it.
+    #[test]
+    fn a_log_cut_mid_line_or_broken_in_the_middle_is_damage() {
+        let (_dir, store) = store();
+        let mut wf = store.create(WorkflowKind::Build, "x").unwrap();
+        let id = wf.id().to_string();
+        for n in 0..3 {
+            wf.append(NewEvent::new(EventKind::Decided).decision(format!("d{n}")))
+                .unwrap();
+        }
+        drop(wf);
+        let path = store.events_path(&id).unwrap();
+        let full = std::fs::read(&path).unwrap();
+        let cut = full.len() - 30;
+        std::fs::write(&path, &full[..cut]).unwrap();
+        let err = store.open(&id).unwrap_err().to_string();
+        assert!(
+            err.contains("line 4 is where the log ends, after event 3")
+                && err.contains("event 4 is lost"),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            &full[..cut],
+            "nothing was cut"
+        );
+        let mut lines: Vec<&[u8]> = full.split(|b| *b == b'\n').collect();
+        lines[2] = b"{\"seq\": 3, oops";
+        std::fs::write(&path, lines.join(&b'\n')).unwrap();
+        // Resuming reads only the events after the snapshot's; reading every line finds it,
+        // and so does resuming once the snapshot is lost.
+        assert_eq!(store.load(&id).unwrap().seq, 4);
+        let err = store.check(&id).unwrap_err().to_string();
+        assert!(
+            err.contains("line 3 cannot be read") && err.contains("lines 3–4"),
+            "{err}"
+        );
+        let snapshot = std::fs::read(store.snapshot_path(&id).unwrap()).unwrap();
+        std::fs::remove_file(store.snapshot_path(&id).unwrap()).unwrap();
+        let err = store.load(&id).unwrap_err().to_string();
+        assert!(err.contains("line 3 cannot be read"), "{err}");
+        std::fs::write(store.snapshot_path(&id).unwrap(), snapshot).unwrap();
+        let (damage, aside) = store.repair(&id).unwrap().unwrap();
+        assert_eq!((damage.line, damage.intact, aside.len()), (3, 2, 2));
+        assert_eq!(store.load(&id).unwrap().seq, 2);
+        assert_eq!(store.events(&id).unwrap().len(), 2);
     }
 
     #[test]

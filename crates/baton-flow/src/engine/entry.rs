@@ -296,6 +296,35 @@ pub fn status(
     }
 }
 
+/// `baton repair` of a Flow of the repository at `cwd`: its damage, if any (see
+/// [`baton_state::damage`]), and with `apply` the record rebuilt from its intact part under the
+/// repository's Flow lock ([`FlowStore::repair`]), returning the files set aside. `None` when
+/// the record is intact.
+pub fn repair(
+    cwd: &Path,
+    id: &str,
+    apply: bool,
+) -> Result<Option<(baton_state::Damage, Vec<PathBuf>)>, FlowError> {
+    let git = |d: &Path| Git::new(d);
+    let repo = open_repo(&git, cwd)?;
+    if !repo.store.events_path(id)?.is_file() {
+        return Err(StoreError::NotFound {
+            id: id.to_string(),
+            dir: repo.store.dir().display().to_string(),
+        }
+        .into());
+    }
+    if !apply {
+        return match repo.store.load(id) {
+            Ok(_) => Ok(None),
+            Err(StoreError::Log(baton_state::LogError::Damaged(d))) => Ok(Some((*d, Vec::new()))),
+            Err(e) => Err(e.into()),
+        };
+    }
+    let _lock = RepoLock::acquire(&repo.common)?;
+    Ok(repo.store.repair(id)?)
+}
+
 /// Every Flow of the store whose log can be read, oldest first. An unreadable log is skipped with
 /// a warning: it must not stop the commands about the other Flows.
 pub(super) fn readable_flows(store: &FlowStore) -> Vec<(String, FlowState)> {
@@ -425,7 +454,22 @@ fn take_over<'a>(
                 .filter(|(_, state)| !state.phase(false).is_terminal())
                 .map(|(id, _)| id)
                 .collect();
-            match active.pop() {
+            let newest = active.pop();
+            // A damaged record newer than the Flow that would be taken may be the very one meant:
+            // refused, naming it, rather than passed over for an older one or for "none".
+            let damaged = repo.store.list().into_iter().rev().find_map(|id| {
+                if newest.as_ref().is_some_and(|n| *n >= id) {
+                    return None;
+                }
+                match repo.store.load(&id) {
+                    Err(e @ StoreError::Log(baton_state::LogError::Damaged(_))) => Some(e),
+                    _ => None,
+                }
+            });
+            if let Some(e) = damaged {
+                return Err(e.into());
+            }
+            match newest {
                 Some(id) => id,
                 None => {
                     return Err(FlowError::WrongPhase(format!(
