@@ -170,7 +170,8 @@ fn verdict_text(c: &Check) -> String {
 
 /// The sandbox on this machine: (ok, Landlock ABI, default mode, text).
 fn sandbox_check(config: &Config) -> (bool, i32, SandboxMode, String) {
-    let abi = SandboxSupport::detect().landlock_abi;
+    let support = SandboxSupport::detect();
+    let abi = support.landlock_abi;
     let mode = SandboxPolicy::choose_mode(None, None, config.sandbox.mode);
     let network = if config.sandbox.network.unwrap_or(false) {
         "on"
@@ -190,12 +191,26 @@ fn sandbox_check(config: &Config) -> (bool, i32, SandboxMode, String) {
             mode,
             format!("no Landlock on this system: every bash call in {mode} mode fails closed; set sandbox.mode = \"danger-full-access\" to run commands unconfined"),
         ),
-        (_, SandboxMode::ReadOnly | SandboxMode::WorkspaceWrite) => (
-            true,
-            abi,
-            mode,
-            format!("Landlock ABI {abi}: bash commands run confined ({mode} by default, network {network})"),
-        ),
+        (_, SandboxMode::ReadOnly | SandboxMode::WorkspaceWrite) => match &support.namespace {
+            Err(why) => (
+                false,
+                abi,
+                mode,
+                format!("no mount namespace ({why}): every bash call in {mode} mode fails closed; run baton as root, enable unprivileged user namespaces, or set sandbox.mode = \"danger-full-access\" to run commands unconfined"),
+            ),
+            Ok(ns) => (
+                true,
+                abi,
+                mode,
+                format!(
+                    "Landlock ABI {abi} and a {} mount namespace: bash commands run confined ({mode} by default, network {network}, .git control files and .baton/ read-only)",
+                    match ns {
+                        baton_sandbox::Namespace::Mount => "privileged",
+                        baton_sandbox::Namespace::User => "user",
+                    }
+                ),
+            ),
+        },
     }
 }
 

@@ -249,11 +249,7 @@ pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<u8> {
 fn effective(
     r: &baton_protocol::role::RoleSpec,
     config: &baton_protocol::config::Config,
-) -> (
-    BackendKind,
-    &'static str,
-    baton_protocol::sandbox::SandboxMode,
-) {
+) -> (BackendKind, &'static str, String) {
     let backend = r
         .meta
         .backend
@@ -263,8 +259,16 @@ fn effective(
         Some(Isolation::Worktree) => "worktree",
         None => "none",
     };
-    let sandbox =
+    let mode =
         baton_agent::tools::SandboxPolicy::choose_mode(None, r.meta.sandbox, config.sandbox.mode);
+    // What the child really gets: baton's own agent confines its commands, a `command` child is
+    // confined itself; a peer CLI is not confined by baton (it applies its own sandbox).
+    let sandbox = match backend {
+        BackendKind::Baton | BackendKind::Command => mode.to_string(),
+        BackendKind::Pi | BackendKind::Codex | BackendKind::Claude => {
+            "unconfined by baton (the peer CLI's own sandbox)".to_string()
+        }
+    };
     (backend, isolation, sandbox)
 }
 

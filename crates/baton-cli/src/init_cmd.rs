@@ -78,7 +78,7 @@ default_class = "balanced"
 # env_allow = ["GH_TOKEN"]          # credential-like variables commands may see all the same
 
 # [flow]
-# validation_sandbox = false        # run Flow's validation commands in the sandbox too
+# validation_sandbox = true         # Flow's validation commands run in the sandbox (false: unconfined)
 "#;
 
 pub fn run(args: InitArgs) -> Result<u8> {
