@@ -17,12 +17,10 @@ pub struct LoadedConfig {
 
 /// `$XDG_CONFIG_HOME/baton`, else `~/.config/baton`.
 pub fn user_config_dir() -> Option<PathBuf> {
-    if let Some(x) = std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(x).join("baton"));
-    }
-    std::env::var_os("HOME")
+    let home = std::env::var_os("HOME")
         .filter(|v| !v.is_empty())
-        .map(|h| PathBuf::from(h).join(".config").join("baton"))
+        .map(PathBuf::from);
+    baton_sandbox::protect::user_config_dir(home.as_deref())
 }
 
 /// Reads and checks one file; errors name the file, the line and the key.

@@ -52,6 +52,7 @@ mod task_cmd;
 mod task_logs;
 mod term;
 mod trust;
+mod trust_cmd;
 mod workflow_cmd;
 
 use std::path::PathBuf;
@@ -118,7 +119,7 @@ enum Command {
     Doctor(doctor_cmd::DoctorArgs),
     /// Trust the project's own .baton/config.toml and .baton/roles/ as they are now, so the
     /// settings in them that widen what runs unconfined (or where keys go) apply.
-    Trust(trust::TrustArgs),
+    Trust(trust_cmd::TrustArgs),
     /// Show each model class, its routes and which one resolves now.
     Models {
         /// Working directory whose project config applies.
@@ -230,7 +231,7 @@ fn main() -> ExitCode {
         Command::Init(args) => init_cmd::run(args),
         Command::Mcp(args) => mcp_cmd::run(args),
         Command::Doctor(args) => doctor_cmd::run(args),
-        Command::Trust(args) => trust::run(args),
+        Command::Trust(args) => trust_cmd::run(args),
         Command::Models { cwd, json } => info_cmd::models(cwd, json),
         Command::Roles { action, cwd, json } => {
             info_cmd::roles(cwd, matches!(action, Some(RolesAction::Check)), json)

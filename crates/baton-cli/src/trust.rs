@@ -18,8 +18,6 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::config::user_config_dir;
-
 /// Keys of a project config that take effect only in a trusted project, as dotted paths; `*`
 /// stands for any one name (a provider, a program). A value that only narrows (`sandbox.mode`
 /// `read-only` or `workspace-write`, `sandbox.network = false`, `flow.validation_sandbox =
@@ -66,7 +64,10 @@ struct TrustRecord {
 }
 
 fn trust_file() -> Option<PathBuf> {
-    user_config_dir().map(|d| d.join("trust.toml"))
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    baton_sandbox::protect::user_config_dir(home.as_deref()).map(|d| d.join("trust.toml"))
 }
 
 /// A hash of what trust covers: the widening settings of `.baton/config.toml` (their names and
@@ -224,19 +225,8 @@ fn strip(
     }
 }
 
-/// `baton trust [--cwd DIR]`: trusts the project's config and role files as they are now.
-#[derive(clap::Args, Debug)]
-pub struct TrustArgs {
-    /// A folder of the project to trust (default: the current one).
-    #[arg(long)]
-    cwd: Option<PathBuf>,
-    /// Print what was trusted as one JSON object.
-    #[arg(long)]
-    json: bool,
-}
-
 /// What trust would change in the project at `root`: its widening config keys and role files.
-fn widening_now(root: &Path) -> (Vec<String>, Vec<String>) {
+pub fn widening_now(root: &Path) -> (Vec<String>, Vec<String>) {
     let keys = std::fs::read_to_string(root.join(".baton/config.toml"))
         .ok()
         .and_then(|t| toml::from_str::<toml::Table>(&t).ok())
@@ -251,38 +241,6 @@ fn widening_now(root: &Path) -> (Vec<String>, Vec<String>) {
     .filter_map(|r| baton_roles::widening(&r.meta).map(|w| format!("{} ({w})", r.meta.name)))
     .collect();
     (keys, roles)
-}
-
-pub fn run(args: TrustArgs) -> Result<u8> {
-    let cwd = crate::project::working_dir(args.cwd)?;
-    let root = baton_state::project_root(&cwd);
-    let hash = trust(&root)?;
-    let (keys, roles) = widening_now(&root);
-    if args.json {
-        outln!(
-            "{}",
-            serde_json::json!({
-                "project": root.display().to_string(),
-                "hash": hash,
-                "settings": keys,
-                "roles": roles,
-            })
-        );
-    } else {
-        outln!("baton: trusted {} ({hash})", root.display());
-        if keys.is_empty() && roles.is_empty() {
-            outln!("  nothing in it widens what runs now; a widening setting or role added later asks again");
-        } else {
-            if !keys.is_empty() {
-                outln!("  settings that now apply: {}", keys.join(", "));
-            }
-            if !roles.is_empty() {
-                outln!("  roles that now apply: {}", roles.join(", "));
-            }
-            outln!("  a change to these settings or roles (or a new one) makes it untrusted again until you run `baton trust` again");
-        }
-    }
-    Ok(crate::exit::OK)
 }
 
 #[cfg(test)]

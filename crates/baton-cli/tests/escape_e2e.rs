@@ -206,3 +206,32 @@ fn the_write_tool_refuses_protected_files_and_links() {
     assert!(!p.work().join(".git/hooks/pre-commit").exists());
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
 }
+
+/// Links planted in baton's own folders (from before the folder was protected, or by hand) are
+/// refused by name: baton writes nothing through them.
+#[test]
+fn baton_does_not_follow_links_in_its_own_folders() {
+    let outside = tempfile::tempdir().unwrap();
+    let server = MockServer::builder()
+        .turn(Turn::text("Hi."))
+        .start_blocking();
+    let p = project(&server);
+    std::fs::create_dir_all(p.work().join(".baton/state")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), p.work().join(".baton/state/sessions")).unwrap();
+    let out = p.run(&["agent", "--model", "mock/m", "hi"]);
+    assert_ne!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("symbolic link") && stderr.contains(".baton/state/sessions"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    // `.git/info/exclude` pointing outside is not appended to either.
+    let target = outside.path().join("victim");
+    std::fs::write(&target, "keep\n").unwrap();
+    std::fs::remove_file(p.work().join(".baton/state/sessions")).unwrap();
+    std::fs::remove_file(p.work().join(".git/info/exclude")).ok();
+    std::os::unix::fs::symlink(&target, p.work().join(".git/info/exclude")).unwrap();
+    p.run(&["agent", "--model", "mock/m", "hi"]);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep\n");
+}

@@ -259,6 +259,8 @@ fn research_without_a_backend_is_unavailable_and_the_investigator_runs_again() {
     debug_happy(&wf);
     // The built-in researcher: there is no research backend.
     std::fs::remove_file(wf.sb.work().join(".baton/roles/researcher.md")).unwrap();
+    // The project's widening roles changed: the user trusts them again.
+    wf.sb.trust();
     wf.answer("researcher", "echo researched > researcher.ran\n");
     wf.answer_nth(
         "bug-investigator",
@@ -308,6 +310,8 @@ fn research_rounds_are_capped_and_then_the_user_is_asked() {
     let wf = Wf::new();
     debug_happy(&wf);
     std::fs::remove_file(wf.sb.work().join(".baton/roles/researcher.md")).unwrap();
+    // The project's widening roles changed: the user trusts them again.
+    wf.sb.trust();
     wf.answer(
         "bug-investigator",
         &investigator_without_fix("BLOCKED").replace(

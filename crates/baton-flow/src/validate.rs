@@ -326,7 +326,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn validation_runs_in_the_sandbox_only_when_asked() {
+    async fn validation_runs_in_the_sandbox_unless_turned_off() {
         let dir = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
         let escape = outside.path().join("escape.txt");
@@ -363,14 +363,15 @@ mod tests {
         .await;
         assert!(matches!(v, Validation::Passed(_)), "{v:?}");
         assert!(escape.is_file());
+        // Sandboxed by default; `flow.validation_sandbox = false` turns it off.
         let mut config = baton_protocol::config::Config::default();
         assert!(CommandRules::for_config(&config, dir.path())
             .sandbox
-            .is_none());
-        config.flow.validation_sandbox = Some(true);
+            .is_some());
+        config.flow.validation_sandbox = Some(false);
         assert!(CommandRules::for_config(&config, dir.path())
             .sandbox
-            .is_some());
+            .is_none());
     }
 
     #[tokio::test]

@@ -190,6 +190,17 @@ pub fn add_exclude_in(common_dir: &Path, pattern: &str) -> Result<()> {
         move |source| GitError::Io { path, source }
     };
     fs::create_dir_all(&info).map_err(io(&info))?;
+    // A link planted at `info/` or `info/exclude` would make baton append to whatever it points
+    // at: refuse it, naming it.
+    for p in [&info, &file] {
+        if p.symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+        {
+            return Err(io(p)(std::io::Error::other(
+                "a symbolic link; baton does not write through links in the git dir: remove it",
+            )));
+        }
+    }
     let existing = match fs::read(&file) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),

@@ -60,6 +60,38 @@ pub fn project_root(cwd: &Path) -> PathBuf {
 /// workflows/                          workflow records
 /// tree.lock                           held by the workflow working in the project's tree
 /// ```
+/// Creates the folder `dir` (and its parents) for one of baton's own files, refusing to go
+/// through a symbolic link anywhere from the project's `.baton/` down to it: a link planted there
+/// would send transcripts, records and memory wherever it points. Paths outside a `.baton/`
+/// folder (a state folder given explicitly) are only created.
+pub fn create_own_dir(dir: &Path) -> std::io::Result<()> {
+    refuse_links(dir)?;
+    std::fs::create_dir_all(dir)?;
+    refuse_links(dir)
+}
+
+/// Fails when `path` or one of its parents up to the nearest `.baton` folder is a symbolic link.
+pub fn refuse_links(path: &Path) -> std::io::Result<()> {
+    if !path.components().any(|c| c.as_os_str() == ".baton") {
+        return Ok(());
+    }
+    for p in path.ancestors() {
+        if p.symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+        {
+            return Err(std::io::Error::other(format!(
+                "{} is a symbolic link; baton does not follow links inside its own folder \
+                 (.baton/): remove the link (and check where it points)",
+                p.display()
+            )));
+        }
+        if p.file_name().is_some_and(|n| n == ".baton") {
+            break;
+        }
+    }
+    Ok(())
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StateDir {
     root: PathBuf,
@@ -130,7 +162,7 @@ impl StateDir {
         let dir = self
             .frozen_roles(run)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-        std::fs::create_dir_all(&dir)?;
+        create_own_dir(&dir)?;
         let me = baton_process::Identity::of(std::process::id())
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         std::fs::write(

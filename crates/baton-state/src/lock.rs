@@ -89,7 +89,7 @@ impl FileLock {
         patience: Duration,
     ) -> Result<Result<FileLock, String>, LockError> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| LockError::Io {
+            crate::create_own_dir(dir).map_err(|source| LockError::Io {
                 path: dir.to_path_buf(),
                 source,
             })?;

@@ -106,7 +106,7 @@ impl<E: Serialize + DeserializeOwned> JsonlLog<E> {
     /// Creates a new, empty log (its folder too); fails with [`LogError::Exists`] if there is one.
     pub fn create(path: &Path, durability: Durability) -> Result<Self, LogError> {
         let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        crate::create_own_dir(dir).map_err(io(dir))?;
         let file = match OpenOptions::new().create_new(true).append(true).open(path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -308,7 +308,7 @@ pub fn commit_file(tmp: &Path, path: &Path) -> std::io::Result<()> {
 pub fn write_snapshot<T: Serialize>(path: &Path, value: &T) -> Result<(), LogError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let text = encode(path, value, serde_json::to_string_pretty)?;
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    crate::create_own_dir(dir).map_err(io(dir))?;
     let tmp = stage_file(path, text.as_bytes()).map_err(io(path))?;
     commit_file(&tmp, path).map_err(io(path))
 }

@@ -256,7 +256,7 @@ impl MemoryDir {
     /// Creates missing files from their templates, adds missing headings to existing files, then
     /// reads all three again and checks every required heading is there.
     pub fn ensure(&self) -> Result<EnsureReport, MemoryError> {
-        std::fs::create_dir_all(&self.dir).map_err(|source| MemoryError::Write {
+        baton_state::create_own_dir(&self.dir).map_err(|source| MemoryError::Write {
             path: self.dir.clone(),
             source,
         })?;

@@ -405,7 +405,7 @@ impl WorkflowStore {
     fn lock(&self, id: &str) -> Result<FileLock, StoreError> {
         let path = self.lock_path(id)?;
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| LogError::Io {
+            baton_state::create_own_dir(dir).map_err(|source| LogError::Io {
                 path: dir.to_path_buf(),
                 source,
             })?;

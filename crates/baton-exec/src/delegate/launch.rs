@@ -188,7 +188,7 @@ pub fn entry_route(
 /// Writes `role` as `<dir>/<index>-<name>.md`, the file a `baton` child loads with `--role-file`
 /// (for a delegate call `dir` is [`StateDir::frozen_roles`] of the run).
 pub fn write_frozen_role(dir: &Path, index: usize, role: &RoleSpec) -> Result<PathBuf, ExecError> {
-    std::fs::create_dir_all(dir).map_err(|e| {
+    baton_state::create_own_dir(dir).map_err(|e| {
         ExecError::new(
             ExecErrorCode::Prepare,
             format!("cannot create {}: {e}", dir.display()),

@@ -103,7 +103,7 @@ pub fn clean(
     // One clean of a Flow at a time; a running Flow (which holds the repository's lock) is another
     // Flow's and never writes this log.
     let flow_dir = repo.store.flow_dir(id)?;
-    std::fs::create_dir_all(&flow_dir).map_err(|source| {
+    baton_state::create_own_dir(&flow_dir).map_err(|source| {
         FlowError::Lock(LockError::Io(baton_state::LockError::Io {
             path: flow_dir.clone(),
             source,

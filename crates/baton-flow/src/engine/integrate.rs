@@ -556,7 +556,7 @@ impl Run<'_> {
             .join(format!("{id}-{}.patch", u.attempt));
         let written = patch_path
             .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
+            .map_or(Ok(()), baton_state::create_own_dir)
             .and_then(|()| std::fs::write(&patch_path, &patch));
         if let Err(e) = written {
             return Ok(ControlFlow::Break(self.fail(

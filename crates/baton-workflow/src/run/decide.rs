@@ -128,7 +128,7 @@ impl Runner<'_> {
     /// TRIAGE and CODEBASE-HEALTH: the agent's report, saved under `.baton/reports/`.
     pub(super) fn write_report(&self, task: &str, text: &str) -> std::io::Result<String> {
         let dir = self.root.join(".baton").join("reports");
-        std::fs::create_dir_all(&dir)?;
+        baton_state::create_own_dir(&dir)?;
         let rel = format!(".baton/reports/{}-{task}.md", self.id);
         std::fs::write(self.root.join(&rel), text)?;
         Ok(rel)
