@@ -252,23 +252,26 @@ fn enter_namespace(m: &Mounts) -> std::io::Result<()> {
         ))?;
     }
     set_read_only(&CString::from(root), true)?;
+    // A path can vanish between the plan and this child (another child's worktree finalized
+    // meanwhile): what is gone needs no mount.
+    let gone_ok = |r: std::io::Result<()>| match r {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+        other => other,
+    };
     for w in &m.writable {
-        bind_self(w)?;
-        set_read_only(w, false)?;
+        gone_ok(bind_self(w).and_then(|()| set_read_only(w, false)))?;
     }
     for p in &m.protected {
-        bind_self(p)?;
-        set_read_only(p, true)?;
+        gone_ok(bind_self(p).and_then(|()| set_read_only(p, true)))?;
     }
     for w in &m.writable_again {
-        bind_self(w)?;
-        set_read_only(w, false)?;
+        gone_ok(bind_self(w).and_then(|()| set_read_only(w, false)))?;
     }
     let tmpfs = c"tmpfs";
     let empty = c"size=4k,mode=0500";
     for d in &m.hidden_dirs {
         // SAFETY: mount with C strings.
-        check(unsafe {
+        gone_ok(check(unsafe {
             libc::mount(
                 tmpfs.as_ptr(),
                 d.as_ptr(),
@@ -276,21 +279,23 @@ fn enter_namespace(m: &Mounts) -> std::io::Result<()> {
                 libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
                 empty.as_ptr().cast(),
             )
-        })?;
+        }))?;
     }
     let null = c"/dev/null";
     for f in &m.hidden_files {
         // SAFETY: mount with C strings.
-        check(unsafe {
-            libc::mount(
-                null.as_ptr(),
-                f.as_ptr(),
-                std::ptr::null(),
-                libc::MS_BIND,
-                std::ptr::null(),
-            )
-        })?;
-        set_read_only(f, true)?;
+        gone_ok(
+            check(unsafe {
+                libc::mount(
+                    null.as_ptr(),
+                    f.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND,
+                    std::ptr::null(),
+                )
+            })
+            .and_then(|()| set_read_only(f, true)),
+        )?;
     }
     Ok(())
 }
