@@ -56,7 +56,7 @@ pub fn working_dir(cwd: Option<PathBuf>) -> Result<PathBuf> {
 pub fn project_context(cwd: Option<PathBuf>) -> Result<ProjectContext> {
     let cwd = working_dir(cwd)?;
     let project_root = project_root(&cwd);
-    let config = config::load(&project_root)?;
+    let mut config = config::load(&project_root)?;
     baton_text::redact::install(Redactor::new(known_secrets(&config.config)));
     if !config.ignored.is_empty() {
         errln!(
@@ -65,6 +65,12 @@ pub fn project_context(cwd: Option<PathBuf>) -> Result<ProjectContext> {
             project_root.join(".baton/config.toml").display(),
             config.ignored.join(", ")
         );
+        if ask_trust() {
+            crate::trust::trust(&project_root)?;
+            errln!("baton: trusted {}", project_root.display());
+            config = config::load(&project_root)?;
+            baton_text::redact::install(Redactor::new(known_secrets(&config.config)));
+        }
     }
     Ok(ProjectContext {
         cwd,
@@ -91,6 +97,23 @@ fn known_secrets(config: &Config) -> Vec<String> {
         }
     }
     secrets
+}
+
+/// When stdin is a terminal, asks whether to trust the project's ignored settings now (default
+/// no); `false` otherwise.
+fn ask_trust() -> bool {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        return false;
+    }
+    let mut err = std::io::stderr();
+    let _ = write!(err, "Trust these settings of this project now? [y/N] ");
+    let _ = err.flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).is_err() {
+        return false;
+    }
+    matches!(line.trim().to_lowercase().as_str(), "y" | "yes")
 }
 
 pub fn role_dirs(project_root: &Path) -> RoleDirs {

@@ -166,3 +166,43 @@ fn context_files_outside_the_project_are_refused() {
     }
     assert!(server.model_requests().is_empty());
 }
+
+/// On a terminal, baton asks once whether to trust the ignored settings; "y" records the trust.
+#[test]
+fn on_a_terminal_baton_asks_to_trust_and_a_yes_records_it() {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let p = Sandbox::new()
+        .untrusted()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"));
+    p.write(".baton/config.toml", "[sandbox]\nnetwork = true\n");
+    let ask = |answer: &str| {
+        let pty = baton_testkit::pty::Pty::open(80, 24).unwrap();
+        let child = p
+            .baton(&["models"])
+            .stdin(pty.slave().unwrap())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut master = pty.close_slave();
+        master.write_all(answer.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        drop(master);
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let said = ask("n\n");
+    assert!(said.contains("sandbox.network"), "{said}");
+    assert!(
+        said.contains("Trust these settings of this project now? [y/N]"),
+        "{said}"
+    );
+    assert!(!p.config_home().join("baton/trust.toml").exists());
+    let said = ask("y\n");
+    assert!(said.contains("baton: trusted"), "{said}");
+    let trust = std::fs::read_to_string(p.config_home().join("baton/trust.toml")).unwrap();
+    assert!(trust.contains("sha256:"), "{trust}");
+    // Trusted now: no warning, no question.
+    let out = p.run(&["models"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("not trusted"));
+}

@@ -378,3 +378,41 @@ fn metadata_outside_the_workspace_cannot_change() {
 fn refused_write(text: &str) -> bool {
     text.contains("Permission denied") || text.contains("Read-only file system")
 }
+
+/// The same protections for a user who is not root: the mount namespace comes through an
+/// unprivileged user namespace. Run as root, this test runs two of the tests above again as
+/// `nobody` (with `setpriv`); as anyone else they already ran that way.
+#[test]
+fn an_unprivileged_user_gets_the_same_protections_through_a_user_namespace() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 || Command::new("setpriv").arg("--version").output().is_err()
+    {
+        eprintln!("note: not root or no setpriv: the tests above ran unprivileged already");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = dir.path().join("sandbox-tests");
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&exe)
+        .args([
+            "--exact",
+            "--test-threads=1",
+            "tests::the_repository_s_control_files_and_baton_dir_are_read_only_inside_the_workspace",
+            "tests::hidden_files_read_as_empty_and_capabilities_are_gone",
+            "tests::workspace_write_writes_inside_and_nowhere_else",
+        ])
+        .env("HOME", "/tmp")
+        .env("TMPDIR", "/tmp")
+        .current_dir("/tmp")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("3 passed"), "{text}");
+}
