@@ -4,28 +4,13 @@
 //! signal mask. Each test fails on a baton without the defence it names.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{bash_result, one_command};
+
 use baton_testkit::fixture::{assert_exit, Sandbox};
 use baton_testkit::{MockServer, Turn};
 use serde_json::json;
-
-fn one_command(command: &str) -> MockServer {
-    MockServer::builder()
-        .turn(Turn::tool_call(
-            "call_b",
-            "bash",
-            json!({ "command": command }),
-        ))
-        .turn(Turn::text("Done."))
-        .start_blocking()
-}
-
-/// What the model got back from its one `bash` call.
-fn bash_result(server: &MockServer) -> String {
-    let requests = server.model_requests();
-    let results = requests.last().unwrap().tool_results();
-    assert_eq!(results.len(), 1);
-    results[0].text.clone()
-}
 
 fn project(server: &MockServer) -> Sandbox {
     let p = Sandbox::new()

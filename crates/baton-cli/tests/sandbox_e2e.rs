@@ -3,6 +3,10 @@
 //! run not at all where the kernel cannot confine them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{bash_result, one_command, refused_write};
+
 use std::process::Output;
 
 use baton_protocol::sandbox::SandboxMode;
@@ -15,17 +19,6 @@ fn project(server: &MockServer, extra_config: &str) -> Sandbox {
     Sandbox::new()
         .baton_exe(env!("CARGO_BIN_EXE_baton"))
         .mock_provider(server, "openai", extra_config)
-}
-
-fn one_command(command: &str) -> MockServer {
-    MockServer::builder()
-        .turn(Turn::tool_call(
-            "call_b",
-            "bash",
-            json!({ "command": command }),
-        ))
-        .turn(Turn::text("Done."))
-        .start_blocking()
 }
 
 fn events(out: &Output) -> Vec<AgentEvent> {
@@ -42,14 +35,6 @@ fn sandbox_of(events: &[AgentEvent]) -> SandboxInfo {
         } => s.clone(),
         other => panic!("{other:?}"),
     }
-}
-
-/// What the model got back from its one `bash` call.
-fn bash_result(server: &MockServer) -> String {
-    let requests = server.model_requests();
-    let results = requests.last().unwrap().tool_results();
-    assert_eq!(results.len(), 1);
-    results[0].text.clone()
 }
 
 #[test]
@@ -252,9 +237,4 @@ fn a_sandboxed_child_commits_in_its_worktree_but_cannot_touch_the_main_checkout(
         "hi\n"
     );
     server.assert_tool_results_answer_calls();
-}
-
-/// What a refused write says: Landlock's `EACCES` or the read-only mount's `EROFS`.
-fn refused_write(text: &str) -> bool {
-    text.contains("Permission denied") || text.contains("Read-only file system")
 }

@@ -29,6 +29,10 @@ const WORKTREE_ADMIN_CONTROLS: &[&str] = &["commondir", "gitdir", "config.worktr
 /// The folder of baton's own files in a project.
 pub const BATON_DIR: &str = ".baton";
 
+/// The project settings of the peer CLIs baton may launch later in the same folder (Claude Code's
+/// hooks and MCP servers, Codex's and Pi's config): protected when they exist.
+const PEER_SETTINGS: &[&str] = &[".claude", ".mcp.json", ".codex", ".pi"];
+
 /// Whether `dir` looks like a git dir (not a work tree): it holds `HEAD`, `objects` and `refs`.
 fn is_git_dir(dir: &Path) -> bool {
     dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir()
@@ -85,15 +89,18 @@ pub fn prepare_root(root: &Path) {
 }
 
 /// The paths inside the writable folder `root` that a confined command may not change, those that
-/// exist now: `.baton/`, the `.git` entry itself when it is a linked worktree's pointer file, and
+/// exist now: `.baton/`, the peer CLIs' project settings (`.claude/`, `.mcp.json`, `.codex/`,
+/// `.pi/`), the `.git` entry itself when it is a linked worktree's pointer file, and
 /// the control files of the git dir (`config`, `hooks/`, `info/`, `modules/`, a linked worktree's
 /// `commondir`, `gitdir` and `config.worktree`) when `root` holds one or is one (the common dir
 /// of a linked worktree is a writable root of its own).
 pub fn protected_in(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let baton = root.join(BATON_DIR);
-    if baton.symlink_metadata().is_ok() {
-        out.push(baton);
+    for name in std::iter::once(BATON_DIR).chain(PEER_SETTINGS.iter().copied()) {
+        let p = root.join(name);
+        if p.symlink_metadata().is_ok() {
+            out.push(p);
+        }
     }
     let dot_git = root.join(".git");
     match dot_git.symlink_metadata() {
@@ -160,10 +167,12 @@ mod tests {
         std::fs::write(root.join(".git/config"), "").unwrap();
         std::fs::create_dir_all(root.join(".git/worktrees/w1")).unwrap();
         std::fs::write(root.join(".git/worktrees/w1/commondir"), "../..").unwrap();
+        std::fs::create_dir(root.join(".claude")).unwrap();
         prepare_root(root);
         let p = protected_in(root);
         for want in [
             ".baton",
+            ".claude",
             ".git/config",
             ".git/hooks",
             ".git/info",

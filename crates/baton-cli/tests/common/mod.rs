@@ -14,3 +14,28 @@ pub fn command_role(sb: &baton_testkit::fixture::Sandbox, name: &str, command: &
         ),
     );
 }
+
+/// A mock model that makes one `bash` call running `command`, then answers "Done.".
+pub fn one_command(command: &str) -> baton_testkit::MockServer {
+    baton_testkit::MockServer::builder()
+        .turn(baton_testkit::Turn::tool_call(
+            "call_b",
+            "bash",
+            serde_json::json!({ "command": command }),
+        ))
+        .turn(baton_testkit::Turn::text("Done."))
+        .start_blocking()
+}
+
+/// What the model got back from its one `bash` call.
+pub fn bash_result(server: &baton_testkit::MockServer) -> String {
+    let requests = server.model_requests();
+    let results = requests.last().unwrap().tool_results();
+    assert_eq!(results.len(), 1);
+    results[0].text.clone()
+}
+
+/// What a refused write says: Landlock's `EACCES` or the read-only mount's `EROFS`.
+pub fn refused_write(text: &str) -> bool {
+    text.contains("Permission denied") || text.contains("Read-only file system")
+}
