@@ -30,6 +30,7 @@
 //! kernel has (`0` simulates a kernel without Landlock); it exists for tests and cannot raise it.
 
 pub mod protect;
+pub mod watch;
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;

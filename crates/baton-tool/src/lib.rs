@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use args::{parse_args, schema_for, ArgError};
 pub use baton_sandbox::protect;
+pub use baton_sandbox::watch::Watch;
 pub use baton_sandbox::{Policy as SandboxPolicy, SandboxMode, Support as SandboxSupport};
 pub use env::EnvFilter;
 

@@ -215,10 +215,16 @@ async fn run_command(
     // kernel cannot provide refuses to run the command at all.
     // Under a guard, the guard confines the command and stays outside the sandbox itself, so
     // the command cannot stop it.
+    // The protected control files as they are before the command: put back afterwards should
+    // anything have changed them (defence in depth behind the read-only binds).
+    let mut watch = None;
     if let Err(e) = ctx
         .sandbox
         .prepare(&ctx.root, ctx.tmp_dir.as_deref())
-        .and_then(|c| c.apply(cmd.as_std_mut(), link.is_guarded()))
+        .and_then(|c| {
+            watch = c.spec().map(|s| baton_tool::Watch::of(&s.protected));
+            c.apply(cmd.as_std_mut(), link.is_guarded())
+        })
     {
         return Ok(ToolOutput::error(e.to_string()));
     }
@@ -303,6 +309,12 @@ async fn run_command(
     // Final sweep, then let the guard's drop send one more SIGKILL (harmless if empty).
     guard.signal(Signal::SIGKILL);
     drop(guard);
+    if let Some(undone) = watch.map(|w| w.restore()).filter(|u| !u.is_empty()) {
+        notes.push(format!(
+            "[the command changed files that are read-only to it; baton undid it: {}]",
+            undone.join("; ")
+        ));
+    }
 
     let mut text = sink.render();
     if text.is_empty() {
