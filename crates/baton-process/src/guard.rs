@@ -185,8 +185,9 @@ fn resolve(program: &OsStr, path: Option<&OsStr>) -> std::io::Result<PathBuf> {
 }
 
 /// Prepares the guard's program before it starts (baton confines it here: see
-/// `baton_sandbox::guard_hook`); an error stops the program from starting.
-pub type Hook = fn(&mut Command) -> std::io::Result<()>;
+/// `baton_sandbox::guard_hook`); an error stops the program from starting. Returns whether it
+/// confined the program (an error starting it then says so: it may come from the confinement).
+pub type Hook = fn(&mut Command) -> std::io::Result<bool>;
 
 /// The guard itself: `args` are what follows [`GUARD_ARG`] (FD PROGRAM ARGS…); `hook` prepares the
 /// program's command (the guard stays outside what it applies). Returns the exit code; a program
@@ -251,8 +252,20 @@ fn run(watch: &OwnedFd, program: &OsStr, args: &[OsString], hook: Hook) -> std::
             Ok(())
         });
     }
-    hook(&mut cmd)?;
-    let child = cmd.spawn()?;
+    let confined = hook(&mut cmd)?;
+    let child = cmd.spawn().map_err(|e| {
+        if confined {
+            std::io::Error::new(
+                e.kind(),
+                format!(
+                    "{e} (while confining it: mount namespace, Landlock, seccomp or capabilities; \
+                     `baton doctor` checks the sandbox)"
+                ),
+            )
+        } else {
+            e
+        }
+    })?;
     let child_pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     // Keep the program's stderr for the leftover note; give up stdin and stdout so that readers
     // see EOF as soon as the program and its descendants are done.

@@ -55,7 +55,10 @@ pub fn guarded(
 }
 
 /// Refuses: the guard needs Linux.
-pub fn main(_args: &[OsString]) -> i32 {
+/// Prepares the guard's program (see the Linux guard); unused here.
+pub type Hook = fn(&mut std::process::Command) -> std::io::Result<bool>;
+
+pub fn main(_args: &[OsString], _hook: Hook) -> i32 {
     eprintln!("baton __guard: the process guard needs Linux");
     2
 }

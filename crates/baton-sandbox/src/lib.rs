@@ -381,17 +381,19 @@ impl Confinement {
 }
 
 /// What the process guard calls on the command of its program: when baton handed it a
-/// confinement ([`SPEC_VAR`]), the program is confined and does not see the variable.
-pub fn guard_hook(cmd: &mut std::process::Command) -> std::io::Result<()> {
+/// confinement ([`SPEC_VAR`]), the program is confined and does not see the variable. Returns
+/// whether it was.
+pub fn guard_hook(cmd: &mut std::process::Command) -> std::io::Result<bool> {
     let Some(text) = std::env::var_os(SPEC_VAR) else {
-        return Ok(());
+        return Ok(false);
     };
     cmd.env_remove(SPEC_VAR);
     let spec: Spec = serde_json::from_slice(text.as_bytes())
         .map_err(|e| std::io::Error::other(SandboxError::Spec(e.to_string())))?;
     Confinement { spec: Some(spec) }
         .install(cmd)
-        .map_err(std::io::Error::other)
+        .map_err(std::io::Error::other)?;
+    Ok(true)
 }
 
 #[cfg(target_os = "linux")]
