@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 use baton_testkit::fixture::{assert_exit, json_lines, FlowRoles, Sandbox, COMMIT_OWN_FILE};
 use pretty_assertions::assert_eq;
@@ -272,22 +272,7 @@ fn status_json_all(sb: &Sandbox) -> Vec<Value> {
 
 /// `baton flow clean ID` with a terminal as stdin, answering `answer` to its question.
 fn clean_on_a_terminal(fx: &Fx, id: &str, answer: &str) -> Output {
-    use std::io::Write;
-    let pty = baton_testkit::pty::Pty::open(80, 24).unwrap();
-    let child = fx
-        .sb
-        .baton(&["flow", "clean", id])
-        .stdin(pty.slave().unwrap())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut master = pty.close_slave();
-    // The terminal holds the line until baton reads it.
-    master.write_all(answer.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    drop(master);
-    out
+    fx.sb.run_on_terminal(&["flow", "clean", id], answer)
 }
 
 #[test]

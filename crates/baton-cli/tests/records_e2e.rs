@@ -12,7 +12,7 @@ use std::process::{Output, Stdio};
 mod common;
 
 use baton_state::StateDir;
-use baton_testkit::fixture::{assert_exit, FlowRoles, Sandbox};
+use baton_testkit::fixture::{assert_exit, Sandbox};
 use baton_testkit::{MockServer, Turn};
 use baton_workflow::route::WorkflowKind;
 use baton_workflow::store::{EventKind, NewEvent, WorkflowStore};
@@ -282,18 +282,6 @@ fn a_nul_filled_routing_journal_stops_the_session_instead_of_starting_fresh() {
     server.assert_tool_results_answer_calls();
 }
 
-/// A repository with `command`-backend Flow roles, one subagent at a time.
-fn flow_repo() -> (Sandbox, FlowRoles) {
-    let sb = Sandbox::new()
-        .baton_exe(env!("CARGO_BIN_EXE_baton"))
-        .env("BATON_MAX_SUBAGENTS", "1");
-    sb.init_repo("main");
-    sb.write("README", "hello\n");
-    let roles = FlowRoles::install(&sb);
-    sb.commit_all("initial");
-    (sb, roles)
-}
-
 fn only_flow_log(sb: &Sandbox) -> (String, PathBuf) {
     let dir = sb.work().join(".baton/state/flows");
     let ids = StateDir::list_ids(&dir, ".events.jsonl");
@@ -305,7 +293,7 @@ fn only_flow_log(sb: &Sandbox) -> (String, PathBuf) {
 
 #[test]
 fn a_truncated_flow_log_never_runs_a_merged_units_implementer_again() {
-    let (sb, roles) = flow_repo();
+    let (sb, roles) = Sandbox::flow_repo(env!("CARGO_BIN_EXE_baton"));
     let units = sb.path("units.json");
     std::fs::write(
         &units,

@@ -170,26 +170,12 @@ fn context_files_outside_the_project_are_refused() {
 /// On a terminal, baton asks once whether to trust the ignored settings; "y" records the trust.
 #[test]
 fn on_a_terminal_baton_asks_to_trust_and_a_yes_records_it() {
-    use std::io::Write as _;
-    use std::process::Stdio;
     let p = Sandbox::new()
         .untrusted()
         .baton_exe(env!("CARGO_BIN_EXE_baton"));
     p.write(".baton/config.toml", "[sandbox]\nnetwork = true\n");
     let ask = |answer: &str| {
-        let pty = baton_testkit::pty::Pty::open(80, 24).unwrap();
-        let child = p
-            .baton(&["models"])
-            .stdin(pty.slave().unwrap())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut master = pty.close_slave();
-        master.write_all(answer.as_bytes()).unwrap();
-        let out = child.wait_with_output().unwrap();
-        drop(master);
-        String::from_utf8_lossy(&out.stderr).into_owned()
+        String::from_utf8_lossy(&p.run_on_terminal(&["models"], answer).stderr).into_owned()
     };
     let said = ask("n\n");
     assert!(said.contains("sandbox.network"), "{said}");

@@ -111,11 +111,18 @@ impl Support {
             .ok()
             .and_then(|v| v.trim().parse::<i32>().ok())
             .map_or(kernel, |v| v.clamp(0, kernel));
-        let namespace = if imp::has_sys_admin() {
-            Ok(Namespace::Mount)
-        } else {
-            imp::user_namespaces().map(|()| Namespace::User)
-        };
+        // What the process may do does not change while it runs: asked once (two file reads).
+        static NAMESPACE: std::sync::OnceLock<Result<Namespace, String>> =
+            std::sync::OnceLock::new();
+        let namespace = NAMESPACE
+            .get_or_init(|| {
+                if imp::has_sys_admin() {
+                    Ok(Namespace::Mount)
+                } else {
+                    imp::user_namespaces().map(|()| Namespace::User)
+                }
+            })
+            .clone();
         Support {
             landlock_abi: lowered,
             namespace,
@@ -249,11 +256,7 @@ impl Policy {
 
     /// The paths inside the writable folders that stay read-only (see [`protect`]).
     pub fn protected(&self, workspace: &Path, tmp: Option<&Path>) -> Vec<PathBuf> {
-        self.writable(workspace, tmp)
-            .iter()
-            .filter(|w| w.is_dir())
-            .flat_map(|w| protect::protected_in(w))
-            .collect()
+        protected_in_all(&self.writable(workspace, tmp))
     }
 
     /// Builds the confinement of a command working in `workspace` whose temp dir is `tmp`.
@@ -297,7 +300,7 @@ impl Policy {
         for w in writable.iter().filter(|w| w.is_dir()) {
             protect::prepare_root(w);
         }
-        let protected = self.protected(workspace, tmp);
+        let protected = protected_in_all(&writable);
         let hidden = self
             .hidden
             .iter()
@@ -314,6 +317,15 @@ impl Policy {
             namespace,
         })
     }
+}
+
+/// The protected paths inside each writable folder of `writable`.
+fn protected_in_all(writable: &[PathBuf]) -> Vec<PathBuf> {
+    writable
+        .iter()
+        .filter(|w| w.is_dir())
+        .flat_map(|w| protect::protected_in(w))
+        .collect()
 }
 
 /// A policy ready to be applied to a command.

@@ -445,6 +445,34 @@ impl Sandbox {
         (sb, roles)
     }
 
+    /// Runs `baton args` with a pseudo-terminal as its stdin (stdout and stderr piped), typing
+    /// `answer` into it: how a test answers a question baton asks only on a terminal.
+    pub fn run_on_terminal(&self, args: &[&str], answer: &str) -> Output {
+        use std::io::Write as _;
+        let pty = crate::pty::Pty::open(80, 24)
+            .unwrap_or_else(|e| panic!("baton-testkit: no pseudo-terminal: {e}"));
+        let slave = pty
+            .slave()
+            .unwrap_or_else(|e| panic!("baton-testkit: no pseudo-terminal: {e}"));
+        let child = self
+            .baton(args)
+            .stdin(slave)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("baton-testkit: cannot start baton {args:?}: {e}"));
+        let mut master = pty.close_slave();
+        // The terminal holds the line until baton reads it.
+        master
+            .write_all(answer.as_bytes())
+            .unwrap_or_else(|e| panic!("baton-testkit: cannot type into the terminal: {e}"));
+        let out = child
+            .wait_with_output()
+            .unwrap_or_else(|e| panic!("baton-testkit: baton {args:?} did not end: {e}"));
+        drop(master);
+        out
+    }
+
     /// Runs `baton trust` in the working directory: the project's widening settings and roles
     /// (a `command` role, `danger-full-access`) apply from now on, until they change.
     pub fn trust(&self) {
