@@ -188,9 +188,12 @@ struct ChildTmp(std::path::PathBuf);
 impl ChildTmp {
     fn new() -> io::Result<ChildTmp> {
         use std::os::unix::fs::DirBuilderExt;
-        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("baton-child-{}-{n}", std::process::id()));
+        // A random name: a process killed outright leaves its folder behind and its pid comes
+        // back, so a name built from the pid can already exist.
+        let dir = std::env::temp_dir().join(format!(
+            "baton-child-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
         std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
         Ok(ChildTmp(dir))
     }
