@@ -159,6 +159,21 @@ fn missing_required_fields_are_named_in_registry_order() {
 }
 
 #[test]
+fn each_role_s_required_fields_are_its_typed_contract_s_fields() {
+    let count = |r| write::required_fields(r).len();
+    assert_eq!(count(Role::ComponentBuilder), 28);
+    assert_eq!(count(Role::BugInvestigator), 26);
+    assert_eq!(count(Role::Planner), 24);
+    assert_eq!(count(Role::Researcher), 8);
+    assert_eq!(count(Role::DocSyncer), 9);
+    let builder = write::required_fields(Role::ComponentBuilder);
+    assert_eq!(builder[..3], ["STATUS", "CONFIDENCE", "PHASE_ID"]);
+    assert_eq!(builder.last(), Some(&"MEMORY_NOTES"));
+    assert!(!write::required_fields(Role::Researcher).contains(&"KEY_FINDINGS_COUNT"));
+    assert!(write::required_fields(Role::CodeReviewer).is_empty());
+}
+
+#[test]
 fn a_researcher_needs_one_of_its_two_count_fields() {
     let err = parse(
         Role::Researcher,

@@ -10,131 +10,79 @@ use super::scenario::Scenario;
 use super::text::{self, BlockError};
 use super::{Checked, Contract, Outcome, Role, Source};
 
-/// The fields every router contract of a role must carry (present, even if null or empty).
-pub(crate) fn required_fields(role: Role) -> &'static [&'static str] {
-    match role {
-        Role::ComponentBuilder => &[
-            "STATUS",
-            "CONFIDENCE",
-            "PHASE_ID",
-            "PHASE_STATUS",
-            "PHASE_EXIT_READY",
-            "CHECKPOINT_TYPE",
-            "PROOF_STATUS",
-            "BUILD_PREFLIGHT_EMITTED",
-            "INPUTS",
-            "EXPECTED_ARTIFACTS",
-            "TDD_RED_EXIT",
-            "TDD_RED_REASON_KIND",
-            "TDD_RED_REASON",
-            "TDD_GREEN_EXIT",
-            "TEST_SEAMS",
-            "SEAM_GATE_STATUS",
-            "SCENARIOS",
-            "ASSUMPTIONS",
-            "DECISIONS",
-            "BLOCKED_ITEMS",
-            "SKIPPED_ITEMS",
-            "SCOPE_INCREASES",
-            "BLOCKING",
-            "NEXT_ACTION",
-            "REMEDIATION_NEEDED",
-            "REQUIRES_REMEDIATION",
-            "REMEDIATION_REASON",
-            "MEMORY_NOTES",
-        ],
-        Role::BugInvestigator => &[
-            "STATUS",
-            "VERIFICATION_RIGOR",
-            "CONFIDENCE",
-            "ROOT_CAUSE",
-            "TDD_RED_EXIT",
-            "TDD_GREEN_EXIT",
-            "VARIANTS_COVERED",
-            "VARIANTS_NOT_APPLICABLE",
-            "FEEDBACK_LOOP",
-            "NO_LOOP_BLOCKED",
-            "BOUNDARY_MATRIX",
-            "REGRESSION_SEAM",
-            "DEFENSE_IN_DEPTH",
-            "DEBUG_CLOSEOUT",
-            "BLAST_RADIUS_SCAN",
-            "SCENARIOS",
-            "ASSUMPTIONS",
-            "DECISIONS",
-            "BLOCKING",
-            "NEXT_ACTION",
-            "REMEDIATION_NEEDED",
-            "REQUIRES_REMEDIATION",
-            "REMEDIATION_REASON",
-            "NEEDS_EXTERNAL_RESEARCH",
-            "RESEARCH_REASON",
-            "MEMORY_NOTES",
-        ],
-        Role::Planner => &[
-            "STATUS",
-            "PLAN_MODE",
-            "VERIFICATION_RIGOR",
-            "CONFIDENCE",
-            "PLAN_FILE",
-            "PHASES",
-            "RISKS_IDENTIFIED",
-            "SCENARIOS",
-            "ASSUMPTIONS",
-            "DECISIONS",
-            "OPEN_DECISIONS",
-            "DIFFERENCES_FROM_AGREEMENT",
-            "RECOMMENDED_DEFAULTS",
-            "ALTERNATIVES",
-            "DRAWBACKS",
-            "PROVABLE_PROPERTIES",
-            "BLOCKING",
-            "NEXT_ACTION",
-            "REMEDIATION_NEEDED",
-            "REQUIRES_REMEDIATION",
-            "REMEDIATION_REASON",
-            "GATE_PASSED",
-            "USER_INPUT_NEEDED",
-            "MEMORY_NOTES",
-        ],
-        // KEY_FINDINGS_COUNT (web) or IMPLEMENTATIONS_FOUND (GitHub) is checked on its own.
-        Role::Researcher => &[
-            "STATUS",
-            "FILE_PATH",
-            "BACKEND_MODE",
-            "SOURCES_ATTEMPTED",
-            "SOURCES_USED",
-            "QUALITY_LEVEL",
-            "WHAT_CHANGED_RECOMMENDATION",
-            "MEMORY_NOTES",
-        ],
-        Role::DocSyncer => &[
-            "STATUS",
-            "IMPACT_LEVEL",
-            "DOC_LAYERS_EVALUATED",
-            "DOC_FILES_UPDATED",
-            "DOC_FILES_SKIPPED",
-            "SKIP_REASON",
-            "AUDIT_DOCS_CREATED",
-            "AUDIT_DOCS_UPDATED",
-            "MEMORY_NOTES",
-        ],
+/// The fields every router contract of a role must carry (present, even if null or empty): the
+/// fields of its typed contract, in their order, so the list and the type cannot disagree.
+pub(crate) fn required_fields(role: Role) -> Vec<&'static str> {
+    let fields = match role {
+        Role::ComponentBuilder => field_names::<BuilderContract>(),
+        Role::BugInvestigator => field_names::<InvestigatorContract>(),
+        Role::Planner => field_names::<PlannerContract>(),
+        Role::Researcher => field_names::<ResearchContract>(),
+        Role::DocSyncer => field_names::<DocSyncContract>(),
         _ => &[],
+    };
+    fields
+        .iter()
+        .copied()
+        // KEY_FINDINGS_COUNT (web) or IMPLEMENTATIONS_FOUND (GitHub) is checked on its own.
+        .filter(|f| !(role == Role::Researcher && RESEARCH_EITHER.contains(f)))
+        .collect()
+}
+
+/// A researcher carries one of these, depending on where it searched.
+const RESEARCH_EITHER: [&str; 2] = ["KEY_FINDINGS_COUNT", "IMPLEMENTATIONS_FOUND"];
+
+/// The wire names of a struct's fields, as its derived `Deserialize` declares them.
+fn field_names<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
+    /// A deserializer that only records the field list serde hands to `deserialize_struct`.
+    struct Names(&'static [&'static str]);
+    #[derive(Debug)]
+    struct Stop;
+    impl std::fmt::Display for Stop {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("field names recorded")
+        }
     }
+    impl std::error::Error for Stop {}
+    impl serde::de::Error for Stop {
+        fn custom<M: std::fmt::Display>(_: M) -> Stop {
+            Stop
+        }
+    }
+    impl<'de> Deserializer<'de> for &mut Names {
+        type Error = Stop;
+        fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Stop> {
+            Err(Stop)
+        }
+        fn deserialize_struct<V: serde::de::Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Stop> {
+            self.0 = fields;
+            Err(Stop)
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+            ignored_any
+        }
+    }
+    let mut names = Names(&[]);
+    let _ = T::deserialize(&mut names);
+    names.0
 }
 
 /// The required fields `fields` lacks, in the registry's order.
 pub(crate) fn missing_fields(role: Role, fields: &Map<String, Value>) -> Vec<String> {
     let mut missing: Vec<String> = required_fields(role)
-        .iter()
-        .filter(|f| !fields.contains_key(**f))
+        .into_iter()
+        .filter(|f| !fields.contains_key(*f))
         .map(|f| f.to_string())
         .collect();
-    if role == Role::Researcher
-        && !fields.contains_key("KEY_FINDINGS_COUNT")
-        && !fields.contains_key("IMPLEMENTATIONS_FOUND")
-    {
-        missing.push("KEY_FINDINGS_COUNT or IMPLEMENTATIONS_FOUND".into());
+    if role == Role::Researcher && !RESEARCH_EITHER.iter().any(|f| fields.contains_key(*f)) {
+        missing.push(RESEARCH_EITHER.join(" or "));
     }
     missing
 }
