@@ -592,7 +592,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
             .agent
             .bash_timeout
             .map(|d| d.0)
-            .unwrap_or(std::time::Duration::from_secs(120)),
+            .unwrap_or(baton_agent::tools::DEFAULT_BASH_TIMEOUT),
         context_files,
         prices: config.prices.clone(),
         env_filter: baton_agent::tools::EnvFilter::for_config(config),

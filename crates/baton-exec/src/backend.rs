@@ -255,6 +255,16 @@ pub(crate) fn json_line<'a, T: serde::Deserialize<'a>>(line: &'a [u8]) -> Result
     serde_json::from_slice(line).map_err(|e| Malformed(e.to_string()))
 }
 
+/// One JSON event of a line, or `None` for a blank line (which every parser skips silently).
+pub(crate) fn json_event<'a, T: serde::Deserialize<'a>>(
+    line: &'a [u8],
+) -> Result<Option<T>, Malformed> {
+    if blank(line) {
+        return Ok(None);
+    }
+    json_line(line).map(Some)
+}
+
 /// True for lines with nothing but whitespace, which every parser skips silently.
 pub(crate) fn blank(line: &[u8]) -> bool {
     line.iter().all(u8::is_ascii_whitespace)

@@ -182,29 +182,6 @@ fn spawn_error(launch: &Launch, err: &io::Error) -> ExecError {
     ExecError::new(ExecErrorCode::Spawn, message)
 }
 
-/// A confined child's temp dir, private to the user, removed when the child is done.
-struct ChildTmp(std::path::PathBuf);
-
-impl ChildTmp {
-    fn new() -> io::Result<ChildTmp> {
-        use std::os::unix::fs::DirBuilderExt;
-        // A random name: a process killed outright leaves its folder behind and its pid comes
-        // back, so a name built from the pid can already exist.
-        let dir = std::env::temp_dir().join(format!(
-            "baton-child-{}",
-            uuid::Uuid::new_v4().simple()
-        ));
-        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-        Ok(ChildTmp(dir))
-    }
-}
-
-impl Drop for ChildTmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 async fn supervise(
     launch: Launch,
     limits: Limits,
@@ -250,10 +227,14 @@ async fn supervise(
             for name in c.env.hidden_now() {
                 cmd.env_remove(name);
             }
-            let tmp = ChildTmp::new().map_err(|e| spawn_error(&launch, &e))?;
-            cmd.env("TMPDIR", &tmp.0);
+            // Private to the user, a random name, removed when the child is done.
+            let tmp = tempfile::Builder::new()
+                .prefix("baton-child-")
+                .tempdir()
+                .map_err(|e| spawn_error(&launch, &e))?;
+            cmd.env("TMPDIR", tmp.path());
             c.policy
-                .prepare(&launch.cwd, Some(&tmp.0))
+                .prepare(&launch.cwd, Some(tmp.path()))
                 .and_then(|x| x.apply(cmd.as_std_mut(), link.is_guarded()))
                 .map_err(|e| {
                     ExecError::new(

@@ -6,7 +6,7 @@ use baton_protocol::{EndReason, ErrorCode, ItemStatus, Outcome, Route, ThinkingL
 use serde::Deserialize;
 
 use super::{
-    blank, found_at, json_line, prepare, program_key, Malformed, ParsedEnd, StreamParser, TaskSpec,
+    found_at, json_event, prepare, program_key, Malformed, ParsedEnd, StreamParser, TaskSpec,
     ThinkingPulse, Verdict,
 };
 use crate::limits::{scan_prefix, tool_end, tool_start};
@@ -68,23 +68,18 @@ pub(super) fn launch(
     args.push("--cwd".into());
     args.push(spec.cwd.display().to_string());
     args.push("-".into());
-    Ok(Launch {
+    let label = route
+        .as_ref()
+        .map_or_else(|| "default".into(), |r| r.to_string());
+    let thinking = route.as_ref().and_then(|r| r.thinking);
+    Ok(Launch::task(
+        spec,
         program,
         args,
-        env: Vec::new(),
-        cwd: spec.cwd.clone(),
-        stdin: Some(spec.task.clone()),
-        format: StreamFormat::Baton,
-        model_label: route
-            .as_ref()
-            .map(|r| r.to_string())
-            .unwrap_or_else(|| "default".into()),
-        thinking_label: route
-            .as_ref()
-            .and_then(|r| r.thinking)
-            .map(|t| t.as_str().to_string()),
-        confine: None,
-    })
+        StreamFormat::Baton,
+        label,
+        thinking,
+    ))
 }
 
 /// One line of the stream, with only the fields the parser reads; the rest is skipped unparsed.
@@ -185,10 +180,9 @@ impl BatonParser {
 
 impl StreamParser for BatonParser {
     fn line(&mut self, line: &[u8], out: &mut Vec<Activity>) -> Result<(), Malformed> {
-        if blank(line) {
+        let Some(ev) = json_event::<Line<'_>>(line)? else {
             return Ok(());
-        }
-        let ev: Line<'_> = json_line(line)?;
+        };
         match ev.kind.as_ref() {
             "turn.started" => {
                 self.pulse.reset();

@@ -15,8 +15,8 @@ use serde::de::{self, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use super::{
-    blank, found_at, json_line, peer_model, program_of, Malformed, ParsedEnd, StreamParser,
-    TaskSpec, ThinkingPulse, Verdict,
+    found_at, json_event, peer_model, program_of, Malformed, ParsedEnd, StreamParser, TaskSpec,
+    ThinkingPulse, Verdict,
 };
 use crate::limits::{scan_prefix, tool_end, tool_start};
 use crate::types::{Activity, ExecError, Launch, StreamFormat};
@@ -122,15 +122,15 @@ pub(super) fn launch(
         env.push(("MAX_THINKING_TOKENS".to_string(), budget.to_string()));
     }
     Ok(Launch {
-        program,
-        args,
         env,
-        cwd: spec.cwd.clone(),
-        stdin: Some(spec.task.clone()),
-        format: StreamFormat::Claude,
-        model_label,
-        thinking_label: level.map(|l| l.as_str().to_string()),
-        confine: None,
+        ..Launch::task(
+            spec,
+            program,
+            args,
+            StreamFormat::Claude,
+            model_label,
+            level,
+        )
     })
 }
 
@@ -277,10 +277,9 @@ impl ClaudeParser {
 
 impl StreamParser for ClaudeParser {
     fn line(&mut self, line: &[u8], out: &mut Vec<Activity>) -> Result<(), Malformed> {
-        if blank(line) {
+        let Some(ev) = json_event::<Line<'_>>(line)? else {
             return Ok(());
-        }
-        let ev: Line<'_> = json_line(line)?;
+        };
         match ev.kind.as_ref() {
             "assistant" => {
                 let Some(msg) = ev.message else {

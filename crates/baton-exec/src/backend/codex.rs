@@ -14,8 +14,8 @@ use baton_protocol::{ThinkingLevel, Usage};
 use serde::Deserialize;
 
 use super::{
-    blank, found_at, json_line, peer_model, program_of, Malformed, ParsedEnd, StreamParser,
-    TaskSpec, ThinkingPulse, Verdict,
+    found_at, json_event, peer_model, program_of, Malformed, ParsedEnd, StreamParser, TaskSpec,
+    ThinkingPulse, Verdict,
 };
 use crate::limits::{scan_prefix, tool_end, tool_start};
 use crate::types::{Activity, ExecError, Launch, StreamFormat};
@@ -87,15 +87,8 @@ pub(super) fn launch(
         format!("{}\n\n---\n\n{}", spec.role.body.trim_end(), spec.task)
     };
     Ok(Launch {
-        program,
-        args,
-        env: Vec::new(),
-        cwd: spec.cwd.clone(),
         stdin: Some(stdin),
-        format: StreamFormat::Codex,
-        model_label,
-        thinking_label: level.map(|l| l.as_str().to_string()),
-        confine: None,
+        ..Launch::task(spec, program, args, StreamFormat::Codex, model_label, level)
     })
 }
 
@@ -202,10 +195,9 @@ impl CodexParser {
 
 impl StreamParser for CodexParser {
     fn line(&mut self, line: &[u8], out: &mut Vec<Activity>) -> Result<(), Malformed> {
-        if blank(line) {
+        let Some(ev) = json_event::<Line<'_>>(line)? else {
             return Ok(());
-        }
-        let ev: Line<'_> = json_line(line)?;
+        };
         match ev.kind.as_ref() {
             "turn.started" => {
                 self.pulse.reset();

@@ -15,8 +15,8 @@ use serde::de::{self, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use super::{
-    blank, found_at, json_line, peer_model, program_of, Malformed, ParsedEnd, StreamParser,
-    TaskSpec, ThinkingPulse, Verdict,
+    found_at, json_event, peer_model, program_of, Malformed, ParsedEnd, StreamParser, TaskSpec,
+    ThinkingPulse, Verdict,
 };
 use crate::limits::{scan_prefix, tool_end, tool_start};
 use crate::types::{Activity, ExecError, Launch, StreamFormat};
@@ -69,17 +69,14 @@ pub(super) fn launch(
         args.push("--append-system-prompt".into());
         args.push(spec.role.body.clone());
     }
-    Ok(Launch {
+    Ok(Launch::task(
+        spec,
         program,
         args,
-        env: Vec::new(),
-        cwd: spec.cwd.clone(),
-        stdin: Some(spec.task.clone()),
-        format: StreamFormat::Pi,
+        StreamFormat::Pi,
         model_label,
-        thinking_label: level.map(|l| l.as_str().to_string()),
-        confine: None,
-    })
+        level,
+    ))
 }
 
 #[derive(Deserialize)]
@@ -215,10 +212,9 @@ impl PiParser {
 
 impl StreamParser for PiParser {
     fn line(&mut self, line: &[u8], out: &mut Vec<Activity>) -> Result<(), Malformed> {
-        if blank(line) {
+        let Some(ev) = json_event::<Line<'_>>(line)? else {
             return Ok(());
-        }
-        let ev: Line<'_> = json_line(line)?;
+        };
         match ev.kind.as_ref() {
             "turn_start" => self.pulse.reset(),
             "message_update" => {

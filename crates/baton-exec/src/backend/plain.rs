@@ -37,17 +37,14 @@ pub(super) fn launch(
     if let Some(n) = spec.max_turns {
         set("BATON_MAX_TURNS", n.to_string());
     }
-    Ok(Launch {
-        program: program.into(),
-        args: args.to_vec(),
-        env: Vec::new(),
-        cwd: spec.cwd.clone(),
-        stdin: Some(spec.task.clone()),
-        format: StreamFormat::Plain,
-        model_label: format!("command: {}", argv.join(" ")),
-        thinking_label: thinking.map(|t| t.as_str().to_string()),
-        confine: None,
-    })
+    Ok(Launch::task(
+        spec,
+        program.into(),
+        args.to_vec(),
+        StreamFormat::Plain,
+        format!("command: {}", argv.join(" ")),
+        thinking,
+    ))
 }
 
 /// Keeps stdout as it comes (up to [`MAX_PLAIN_OUTPUT`] bytes); always "completed", so the exit
