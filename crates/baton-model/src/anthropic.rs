@@ -37,14 +37,13 @@
 use std::time::Duration;
 
 use baton_protocol::{AssistantPart, Message, StopReason, Usage};
-use futures::Stream;
 use serde_json::{json, Value};
 
 use crate::catalog::{Profile, ThinkingPlan};
 use crate::error::ModelError;
 use crate::http::{classify_error_object, Ctx, Endpoint};
 use crate::provider::{EventStream, Provider};
-use crate::sse::{pump, EventParser, SseEvent};
+use crate::sse::{EventParser, SseEvent};
 use crate::types::{ModelRequest, StreamEvent};
 
 /// The API version header value baton speaks.
@@ -98,19 +97,10 @@ impl Provider for Anthropic {
         if let Some(key) = &self.endpoint.api_key {
             defaults.push(("x-api-key", key.clone()));
         }
-        let (ctx, response) = self
-            .endpoint
-            .post(
-                &request.model,
-                &defaults,
-                &request_body(request, &self.profile),
-            )
-            .await?;
-        Ok(decode(
-            ctx,
-            response.bytes_stream(),
-            self.endpoint.idle_timeout,
-        ))
+        let body = request_body(request, &self.profile);
+        (self.endpoint)
+            .stream(&request.model, &defaults, &body, AnthropicParser::new)
+            .await
     }
 }
 
@@ -300,32 +290,32 @@ pub fn request_body(request: &ModelRequest, profile: &Profile) -> Value {
         }
         None => {
             // The API refuses sampling options while thinking; config checks refuse them too.
-            if let Some(t) = profile.options.temperature {
-                body["temperature"] = json!(t);
-            }
-            if let Some(p) = profile.options.top_p {
-                body["top_p"] = json!(p);
-            }
+            crate::catalog::put_sampling(&profile.options, &mut body);
         }
     }
     body
 }
 
+impl AnthropicParser {
+    fn new(ctx: Ctx) -> Self {
+        AnthropicParser {
+            ctx,
+            blocks: Vec::new(),
+            tools: 0,
+            raw: RawUsage::default(),
+            stop: None,
+        }
+    }
+}
+
 /// Decodes an Anthropic Messages event stream (the raw response body).
-pub(crate) fn decode<S, B, E>(ctx: Ctx, body: S, idle: Duration) -> EventStream
-where
-    S: Stream<Item = Result<B, E>> + Send + 'static,
-    B: AsRef<[u8]>,
-    E: std::error::Error + 'static,
-{
-    let parser = AnthropicParser {
-        ctx: ctx.clone(),
-        blocks: Vec::new(),
-        tools: 0,
-        raw: RawUsage::default(),
-        stop: None,
-    };
-    pump(body, parser, ctx, idle)
+#[cfg(test)]
+pub(crate) fn decode(
+    ctx: Ctx,
+    body: crate::sse::testing::EventStreamBody,
+    idle: Duration,
+) -> EventStream {
+    crate::sse::pump(body, AnthropicParser::new(ctx.clone()), ctx, idle)
 }
 
 #[derive(Debug, Default, Clone, Copy)]

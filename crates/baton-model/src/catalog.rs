@@ -529,6 +529,17 @@ pub fn check_overrides(overrides: &BTreeMap<String, ModelInfoConfig>) -> Result<
     Ok(())
 }
 
+/// Writes a route's sampling options (`temperature`, `top_p`) into a request body: every wire
+/// format names them alike.
+pub(crate) fn put_sampling(options: &RouteOptions, body: &mut serde_json::Value) {
+    if let Some(t) = options.temperature {
+        body["temperature"] = serde_json::json!(t);
+    }
+    if let Some(p) = options.top_p {
+        body["top_p"] = serde_json::json!(p);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,14 +36,13 @@ use std::time::Duration;
 
 use baton_protocol::config::{OutputTokensField, ReasoningReplay};
 use baton_protocol::{AssistantPart, Message, StopReason, Usage};
-use futures::Stream;
 use serde_json::{json, Value};
 
 use crate::catalog::{Profile, ThinkingPlan};
 use crate::error::ModelError;
 use crate::http::{classify_error_object, Ctx, Endpoint};
 use crate::provider::{EventStream, Provider};
-use crate::sse::{pump, EventParser, SseEvent};
+use crate::sse::{EventParser, SseEvent};
 use crate::types::{ModelRequest, StreamEvent};
 
 /// A Chat Completions endpoint.
@@ -90,19 +89,10 @@ impl Provider for OpenAiChat {
 
     async fn stream(&self, request: &ModelRequest) -> Result<EventStream, ModelError> {
         let defaults = self.endpoint.bearer();
-        let (ctx, response) = self
-            .endpoint
-            .post(
-                &request.model,
-                &defaults,
-                &request_body(request, &self.profile),
-            )
-            .await?;
-        Ok(decode(
-            ctx,
-            response.bytes_stream(),
-            self.endpoint.idle_timeout,
-        ))
+        let body = request_body(request, &self.profile);
+        (self.endpoint)
+            .stream(&request.model, &defaults, &body, ChatParser::new)
+            .await
     }
 }
 
@@ -163,12 +153,7 @@ pub fn request_body(request: &ModelRequest, profile: &Profile) -> Value {
         body[field] = json!(max);
     }
     let o = &profile.options;
-    if let Some(t) = o.temperature {
-        body["temperature"] = json!(t);
-    }
-    if let Some(p) = o.top_p {
-        body["top_p"] = json!(p);
-    }
+    crate::catalog::put_sampling(o, &mut body);
     if let Some(seed) = o.seed {
         body["seed"] = json!(seed);
     }
@@ -267,20 +252,25 @@ fn replay_reasoning(parts: &[AssistantPart], replay: ReasoningReplay, msg: &mut 
     }
 }
 
+impl ChatParser {
+    fn new(ctx: Ctx) -> Self {
+        ChatParser {
+            ctx,
+            calls: Vec::new(),
+            finish: None,
+            reasoning: None,
+        }
+    }
+}
+
 /// Decodes a Chat Completions event stream (the raw response body).
-pub(crate) fn decode<S, B, E>(ctx: Ctx, body: S, idle: Duration) -> EventStream
-where
-    S: Stream<Item = Result<B, E>> + Send + 'static,
-    B: AsRef<[u8]>,
-    E: std::error::Error + 'static,
-{
-    let parser = ChatParser {
-        ctx: ctx.clone(),
-        calls: Vec::new(),
-        finish: None,
-        reasoning: None,
-    };
-    pump(body, parser, ctx, idle)
+#[cfg(test)]
+pub(crate) fn decode(
+    ctx: Ctx,
+    body: crate::sse::testing::EventStreamBody,
+    idle: Duration,
+) -> EventStream {
+    crate::sse::pump(body, ChatParser::new(ctx.clone()), ctx, idle)
 }
 
 /// How a streamed tool call is recognised in later fragments.

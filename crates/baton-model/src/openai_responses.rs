@@ -37,14 +37,13 @@ use std::time::Duration;
 
 use baton_protocol::config::ThinkingStyle;
 use baton_protocol::{AssistantPart, Message, StopReason, Usage};
-use futures::Stream;
 use serde_json::{json, Value};
 
 use crate::catalog::{Profile, ThinkingPlan};
 use crate::error::ModelError;
 use crate::http::{classify_error_object, Ctx, Endpoint};
 use crate::provider::{EventStream, Provider};
-use crate::sse::{pump, EventParser, SseEvent};
+use crate::sse::{EventParser, SseEvent};
 use crate::types::{ModelRequest, StreamEvent};
 
 /// A Responses API endpoint.
@@ -87,19 +86,10 @@ impl Provider for OpenAiResponses {
 
     async fn stream(&self, request: &ModelRequest) -> Result<EventStream, ModelError> {
         let defaults = self.endpoint.bearer();
-        let (ctx, response) = self
-            .endpoint
-            .post(
-                &request.model,
-                &defaults,
-                &request_body(request, &self.profile),
-            )
-            .await?;
-        Ok(decode(
-            ctx,
-            response.bytes_stream(),
-            self.endpoint.idle_timeout,
-        ))
+        let body = request_body(request, &self.profile);
+        (self.endpoint)
+            .stream(&request.model, &defaults, &body, ResponsesParser::new)
+            .await
     }
 }
 
@@ -212,28 +202,28 @@ pub fn request_body(request: &ModelRequest, profile: &Profile) -> Value {
     if let Some(max) = profile.output_limit(request.max_output_tokens) {
         body["max_output_tokens"] = json!(max);
     }
-    if let Some(t) = profile.options.temperature {
-        body["temperature"] = json!(t);
-    }
-    if let Some(p) = profile.options.top_p {
-        body["top_p"] = json!(p);
-    }
+    crate::catalog::put_sampling(&profile.options, &mut body);
     body
 }
 
+impl ResponsesParser {
+    fn new(ctx: Ctx) -> Self {
+        ResponsesParser {
+            ctx,
+            items: Vec::new(),
+            tools: 0,
+        }
+    }
+}
+
 /// Decodes a Responses event stream (the raw response body).
-pub(crate) fn decode<S, B, E>(ctx: Ctx, body: S, idle: Duration) -> EventStream
-where
-    S: Stream<Item = Result<B, E>> + Send + 'static,
-    B: AsRef<[u8]>,
-    E: std::error::Error + 'static,
-{
-    let parser = ResponsesParser {
-        ctx: ctx.clone(),
-        items: Vec::new(),
-        tools: 0,
-    };
-    pump(body, parser, ctx, idle)
+#[cfg(test)]
+pub(crate) fn decode(
+    ctx: Ctx,
+    body: crate::sse::testing::EventStreamBody,
+    idle: Duration,
+) -> EventStream {
+    crate::sse::pump(body, ResponsesParser::new(ctx.clone()), ctx, idle)
 }
 
 enum ItemKind {
