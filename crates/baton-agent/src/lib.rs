@@ -1,6 +1,7 @@
 //! The agent runtime: loop, tools, transcripts.
 
 pub mod agent;
+pub mod harness;
 pub mod routing;
 pub mod session;
 pub mod tools;

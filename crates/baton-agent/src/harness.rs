@@ -1,0 +1,221 @@
+//! An agent session in this process, for tests: the real loop, tools and routing rules against a
+//! model server (baton-testkit's mock on 127.0.0.1), with the session's typed events collected
+//! or awaited one by one. What `baton agent` adds around it (config, transcripts on disk,
+//! printing) is left out; the e2e tests prove that part through the binary.
+//!
+//! ```ignore
+//! let ran = Harness::openai(&server.url(), "mock-model", dir.path()).run("hi").await;
+//! assert_eq!(ran.summary.outcome, Outcome::Completed);
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_model::catalog::Profile;
+use baton_model::openai_chat::OpenAiChat;
+use baton_model::retry::RetryPolicy;
+use baton_protocol::config::ProviderKind;
+use baton_protocol::role::{RoleFrontmatter, RoleSource, RoleSpec};
+use baton_protocol::{AgentEvent, Route};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{self, AgentSpec, RunSummary};
+use crate::routing::RoutingSpec;
+use crate::tools::builtin_tools;
+use crate::turn::Fallback;
+
+/// The tools an ordinary harness session offers: every built-in one.
+const TOOLS: [&str; 7] = ["read", "write", "edit", "bash", "grep", "find", "ls"];
+
+/// A session to run in-process.
+pub struct Harness {
+    spec: AgentSpec,
+    base_url: String,
+}
+
+/// A finished session: how it ended and every event it emitted, in order.
+pub struct Ran {
+    pub summary: RunSummary,
+    pub events: Vec<AgentEvent>,
+}
+
+/// A running session whose events a test awaits.
+pub struct Live {
+    events: mpsc::UnboundedReceiver<AgentEvent>,
+    done: tokio::task::JoinHandle<RunSummary>,
+    /// Cancels the session (as SIGINT does for `baton agent`).
+    pub cancel: CancellationToken,
+}
+
+impl Harness {
+    /// A session on `mock/<model>` of an OpenAI Chat Completions server at `base_url` (the
+    /// server's root; `/v1` is added), working in `root` with the built-in tools, no sandbox,
+    /// retries after 1 ms.
+    pub fn openai(base_url: &str, model: &str, root: &Path) -> Harness {
+        let route = Route {
+            provider: "mock".into(),
+            model: model.into(),
+            thinking: None,
+        };
+        let provider = provider(base_url, model);
+        Harness {
+            spec: AgentSpec {
+                session_id: "harness".into(),
+                role: role(),
+                route,
+                provider,
+                retry: RetryPolicy {
+                    max_attempts: 3,
+                    initial_delay: Duration::from_millis(1),
+                    max_delay: Duration::from_millis(20),
+                },
+                max_turns: 20,
+                max_output_tokens: None,
+                root: root.to_path_buf(),
+                cwd: root.to_path_buf(),
+                bash_timeout: crate::tools::DEFAULT_BASH_TIMEOUT,
+                env_filter: baton_tool::EnvFilter::default(),
+                sandbox: baton_tool::SandboxPolicy::default(),
+                tmp_dir: None,
+                context_files: Vec::new(),
+                prices: Default::default(),
+                tools: builtin_tools(),
+                host_tools: Vec::new(),
+                extra_instructions: Vec::new(),
+                heartbeat: agent::DEFAULT_HEARTBEAT,
+                fallbacks: Vec::new(),
+                routing: None,
+            },
+            base_url: base_url.to_string(),
+        }
+    }
+
+    /// Makes it a routed session: the Coordinator on `mock/<coordinator>`, the Executor on
+    /// `mock/<executor>` of the same server, the journal at `journal`, starting automatic.
+    pub fn routed(mut self, coordinator: &str, executor: &str, journal: PathBuf) -> Harness {
+        let seat = |model: &str| {
+            vec![Fallback {
+                route: Route {
+                    provider: "mock".into(),
+                    model: model.into(),
+                    thinking: None,
+                },
+                provider: provider(&self.base_url, model),
+                max_output_tokens: None,
+            }]
+        };
+        self.spec.routing = Some(RoutingSpec {
+            coordinator: seat(coordinator),
+            executor: seat(executor),
+            journal,
+            projection: true,
+            start: Some(crate::routing::state::Control::Automatic),
+        });
+        self
+    }
+
+    /// The session's spec, for what the constructors do not set.
+    pub fn spec_mut(&mut self) -> &mut AgentSpec {
+        &mut self.spec
+    }
+
+    /// Runs `task` to its end.
+    pub async fn run(self, task: &str) -> Ran {
+        let mut live = self.start(task);
+        let mut events = Vec::new();
+        while let Some(e) = live.events.recv().await {
+            events.push(e);
+        }
+        let summary = joined(live.done.await);
+        Ran { summary, events }
+    }
+
+    /// Starts `task` on a task of its own; the events arrive as they are emitted.
+    pub fn start(self, task: &str) -> Live {
+        let (tx, events) = mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        let token = cancel.clone();
+        let task = task.to_string();
+        let done = tokio::spawn(async move {
+            let mut emit = move |e: AgentEvent| {
+                let _ = tx.send(e);
+            };
+            let mut store = None;
+            agent::run(
+                &self.spec,
+                Vec::new(),
+                task,
+                false,
+                &mut store,
+                &token,
+                &mut emit,
+            )
+            .await
+        });
+        Live {
+            events,
+            done,
+            cancel,
+        }
+    }
+}
+
+impl Live {
+    /// The next event `pick` accepts (earlier ones are dropped), or `None` when the session
+    /// ended without one.
+    pub async fn next<T>(&mut self, mut pick: impl FnMut(&AgentEvent) -> Option<T>) -> Option<T> {
+        while let Some(e) = self.events.recv().await {
+            if let Some(t) = pick(&e) {
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    /// Waits for the end of the session (the remaining events are dropped).
+    pub async fn finish(mut self) -> RunSummary {
+        while self.events.recv().await.is_some() {}
+        joined(self.done.await)
+    }
+}
+
+/// The session's summary; a panic in the session is the test's panic.
+fn joined(r: Result<RunSummary, tokio::task::JoinError>) -> RunSummary {
+    match r {
+        Ok(summary) => summary,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => panic!("the session task ended without a summary: {e}"),
+    }
+}
+
+fn provider(base_url: &str, model: &str) -> Arc<dyn baton_model::Provider> {
+    Arc::new(OpenAiChat::new(
+        "mock".into(),
+        format!("{}/v1", base_url.trim_end_matches('/')),
+        None,
+        Vec::new(),
+        Duration::from_secs(30),
+        Profile::builtin(ProviderKind::OpenAi, model),
+    ))
+}
+
+fn role() -> RoleSpec {
+    RoleSpec {
+        meta: RoleFrontmatter {
+            name: "harness".into(),
+            description: "an in-process test session".into(),
+            tools: TOOLS.iter().map(|t| t.to_string()).collect(),
+            skills: Vec::new(),
+            mcp: Vec::new(),
+            isolation: None,
+            model_class: None,
+            backend: None,
+            command: None,
+            sandbox: None,
+        },
+        body: "You are a test agent.".into(),
+        source: RoleSource::Builtin,
+    }
+}

@@ -1,0 +1,277 @@
+//! A session run in-process through `baton_agent::harness` against the mock model server: the
+//! routing rules a model can break, and an ordinary session's typed events, in milliseconds.
+//! `baton-cli/tests/routing_e2e.rs` proves the same loop through the built binary.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use baton_agent::harness::Harness;
+use baton_protocol::{AgentEvent, Item, ItemKind, Outcome};
+use baton_testkit::{MockServer, RecordedRequest, Turn};
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+
+const COORD: &str = "coord-model";
+const EXEC: &str = "exec-model";
+
+/// Runs `task` as a routed session (Coordinator on COORD, Executor on EXEC) in `dir`; it must
+/// complete.
+async fn routed(server: &MockServer, dir: &Path, task: &str) {
+    let ran = Harness::openai(&server.url(), COORD, dir)
+        .routed(COORD, EXEC, dir.join("session.journal"))
+        .run(task)
+        .await;
+    assert_eq!(ran.summary.outcome, Outcome::Completed, "{:?}", ran.summary);
+}
+
+/// The journal's records.
+fn journal(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("session.journal"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn model(req: &RecordedRequest) -> String {
+    req.body["model"].as_str().unwrap_or("").to_string()
+}
+
+fn last_user_text(req: &RecordedRequest) -> String {
+    req.last_user_text().unwrap_or_default()
+}
+
+/// The tool result answering call `id` in a request.
+fn result_of(req: &RecordedRequest, id: &str) -> String {
+    req.tool_results()
+        .into_iter()
+        .find(|r| r.call_id == id)
+        .map(|r| r.text)
+        .unwrap_or_else(|| panic!("no result for {id}"))
+}
+
+/// An ordinary session: a test awaits the typed events of a write as they come, then the end.
+#[tokio::test]
+async fn an_ordinary_session_emits_typed_events_a_test_can_await() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "w1",
+            "write",
+            json!({"path": "note.txt", "content": "hello\n"}),
+        ))
+        .turn(Turn::text("Wrote note.txt."))
+        .start()
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut live = Harness::openai(&server.url(), "mock-model", dir.path()).start("write a note");
+    let (tool, path) = live
+        .next(|e| match e {
+            AgentEvent::ItemStarted {
+                item:
+                    Item {
+                        kind: ItemKind::ToolCall { tool, path, .. },
+                        ..
+                    },
+            } => Some((tool.clone(), path.clone())),
+            _ => None,
+        })
+        .await
+        .expect("an item.started event for the tool call");
+    assert_eq!(
+        (tool.as_str(), path.as_deref()),
+        ("write", Some("note.txt"))
+    );
+    let summary = live.finish().await;
+    assert_eq!(summary.outcome, Outcome::Completed);
+    assert_eq!(summary.final_message, "Wrote note.txt.");
+    assert_eq!(summary.turns, 2);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("note.txt")).unwrap(),
+        "hello\n"
+    );
+    server.assert_tool_results_answer_calls();
+}
+
+#[tokio::test]
+async fn calls_outside_the_rules_are_refused_with_the_rule_and_nothing_runs() {
+    let server = MockServer::builder()
+        // The Coordinator tries to run a command itself, then delegates.
+        .turn(Turn::tool_call("c1", "bash", json!({"command": "touch coordinator-ran"})))
+        .turn(Turn::tool_call(
+            "c2",
+            "delegate",
+            json!({"operation": "assign", "contract": "Say what is in the folder."}),
+        ))
+        // The Executor tries the Coordinator's tool, then ends with a plain answer, is sent
+        // back, and returns.
+        .turn(Turn::tool_call(
+            "e1",
+            "delegate",
+            json!({"operation": "assign", "contract": "recurse"}),
+        ))
+        .turn(Turn::text("The folder is empty."))
+        .turn(Turn::tool_call(
+            "e2",
+            "return",
+            json!({"operation": "submit", "report": "The folder is empty.", "outcome": "completed", "limitations": ["I listed nothing"]}),
+        ))
+        // The Coordinator tries to close while nothing is outstanding but without an assessment,
+        // then answers.
+        .turn(Turn::tool_call(
+            "c3",
+            "unit",
+            json!({"operation": "close", "outcome": "accepted", "assessment": " "}),
+        ))
+        .turn(Turn::text("It is empty."))
+        .start().await;
+    let dir = tempfile::tempdir().unwrap();
+    routed(&server, dir.path(), "what is here?").await;
+    assert!(!dir.path().join("coordinator-ran").exists());
+    let reqs = server.model_requests();
+    let refused = result_of(&reqs[1], "c1");
+    assert!(refused.contains("coordinator-environment"), "{refused}");
+    let refused = result_of(&reqs[3], "e1");
+    assert!(refused.contains("`participant`"), "{refused}");
+    // The plain answer went back to the Executor with the rule.
+    assert_eq!(model(&reqs[4]), EXEC);
+    assert!(last_user_text(&reqs[4]).contains("only through the `return` tool"));
+    let refused = result_of(&reqs[6], "c3");
+    assert!(refused.contains("`assessment` is empty"), "{refused}");
+    // The report's limitation reached the Coordinator.
+    assert!(result_of(&reqs[5], "c2").contains("I listed nothing"));
+    server.assert_tool_results_answer_calls();
+}
+
+/// Each rule a scripted model can break in one session, in-process: the call is
+/// answered with its rule and nothing is recorded for it.
+#[tokio::test]
+async fn every_rule_a_model_can_break_is_refused_by_name() {
+    let refs: Vec<String> = (1..=65).map(|i| format!("ctx:t{i}")).collect();
+    let limitations: Vec<String> = (1..=33).map(|i| format!("limit {i}")).collect();
+    let server = MockServer::builder()
+        .turn(Turn::tool_call("c1", "unit", json!({"operation": "assess"})))
+        .turn(Turn::tool_call(
+            "c2",
+            "unit",
+            json!({"operation": "close", "outcome": "accepted", "assessment": "early"}),
+        ))
+        .turn(Turn::tool_call(
+            "c3",
+            "delegate",
+            json!({"operation": "replace", "contract": "x", "reason": "y"}),
+        ))
+        .turn(Turn::tool_call(
+            "c4",
+            "act_bounded",
+            json!({"operation": "close", "result": "nothing"}),
+        ))
+        .turn(Turn::tool_call(
+            "c5",
+            "return",
+            json!({"operation": "submit", "report": "mine", "outcome": "completed"}),
+        ))
+        .turn(Turn::tool_call(
+            "c6",
+            "delegate",
+            json!({"operation": "assign", "contract": "Check the folder."}),
+        ))
+        .turn(Turn::tool_call(
+            "e1",
+            "project",
+            json!({"operation": "add", "refs": ["ctx:t99"]}),
+        ))
+        .turn(Turn::tool_call(
+            "e2",
+            "project",
+            json!({"operation": "add", "refs": refs}),
+        ))
+        .turn(Turn::tool_call("e3", "return", json!({"operation": "retry"})))
+        .turn(Turn::tool_call(
+            "e4",
+            "return",
+            json!({"operation": "submit", "report": "r", "outcome": "completed", "limitations": limitations}),
+        ))
+        .turn(Turn::tool_call(
+            "e5",
+            "unit",
+            json!({"operation": "close", "outcome": "accepted", "assessment": "mine"}),
+        ))
+        // Three plain answers: sent back twice, then the execution fails.
+        .turn(Turn::text("plain one"))
+        .turn(Turn::text("plain two"))
+        .turn(Turn::text("plain three"))
+        // a1 is outstanding (its execution failed): no second assignment, no close.
+        .turn(Turn::tool_call(
+            "c7",
+            "delegate",
+            json!({"operation": "assign", "contract": "another"}),
+        ))
+        .turn(Turn::tool_call(
+            "c8",
+            "unit",
+            json!({"operation": "close", "outcome": "cancelled", "assessment": "give up"}),
+        ))
+        .turn(Turn::tool_call(
+            "c9",
+            "delegate",
+            json!({"operation": "replace", "contract": "Check the folder again.", "reason": "the first attempt failed"}),
+        ))
+        .turn(Turn::tool_call(
+            "e6",
+            "return",
+            json!({"operation": "submit", "report": "The folder is fine.", "outcome": "completed"}),
+        ))
+        .turn(Turn::tool_call(
+            "c10",
+            "unit",
+            json!({"operation": "close", "outcome": "accepted", "assessment": "checked"}),
+        ))
+        .turn(Turn::text("Done."))
+        .start().await;
+    let dir = tempfile::tempdir().unwrap();
+    routed(&server, dir.path(), "check the folder").await;
+    let reqs = server.model_requests();
+    let last = |m: &str| reqs.iter().rev().find(|r| model(r) == m).unwrap();
+    let (coord, exec) = (last(COORD), last(EXEC));
+    for (req, id, rule) in [
+        (coord, "c1", "assess-report"),
+        (coord, "c2", "close-open-unit"),
+        (coord, "c3", "replace-outstanding"),
+        (coord, "c4", "act-bounded-open"),
+        (coord, "c5", "participant"),
+        (exec, "e1", "project-ref"),
+        (exec, "e2", "project-bound"),
+        (exec, "e3", "retry-blocked"),
+        (exec, "e4", "limitations"),
+        (exec, "e5", "participant"),
+        (coord, "c7", "one-assignment"),
+        (coord, "c8", "close-outstanding"),
+    ] {
+        let answer = result_of(req, id);
+        assert!(answer.contains(&format!("`{rule}`")), "{id}: {answer}");
+    }
+    assert!(result_of(coord, "c9").contains("The folder is fine."));
+    assert!(!result_of(coord, "c10").contains("rule"));
+    let types: Vec<String> = journal(dir.path())
+        .iter()
+        .map(|r| r["type"].as_str().unwrap().to_string())
+        .collect();
+    let count = |t: &str| types.iter().filter(|x| *x == t).count();
+    assert_eq!(
+        (count("unit_opened"), count("assigned"), count("replaced")),
+        (1, 1, 1),
+        "{types:?}"
+    );
+    assert_eq!(
+        (count("projection_added"), count("unit_closed")),
+        (0, 1),
+        "{types:?}"
+    );
+    let ends: Vec<String> = journal(dir.path())
+        .iter()
+        .filter(|r| r["type"] == "execution_ended")
+        .map(|r| r["how"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ends, ["failed", "returned"]);
+    server.assert_tool_results_answer_calls();
+}
