@@ -18,7 +18,35 @@ fn git(args: &[&str]) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
+/// Whether the binaries may use packed relative relocations (`DT_RELR`): a native GNU/Linux
+/// build on glibc 2.36 or later (older loaders refuse such a binary; the linkers of that age know
+/// the flag). Set `BATON_NO_RELR=1` to leave them out.
+fn relr_ok() -> bool {
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    if var("CARGO_CFG_TARGET_OS") != "linux"
+        || var("CARGO_CFG_TARGET_ENV") != "gnu"
+        || var("TARGET") != var("HOST")
+        || std::env::var_os("BATON_NO_RELR").is_some()
+    {
+        return false;
+    }
+    let Ok(out) = Command::new("getconf").arg("GNU_LIBC_VERSION").output() else {
+        return false;
+    };
+    // "glibc 2.36"
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut version = text.trim().trim_start_matches("glibc ").split('.');
+    let major: u32 = version.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let minor: u32 = version.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    (major, minor) >= (2, 36)
+}
+
 fn main() {
+    println!("cargo:rerun-if-env-changed=BATON_NO_RELR");
+    if relr_ok() {
+        // Relocations packed into a few KiB instead of 800 KiB that every start reads.
+        println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+    }
     let commit = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=BATON_GIT_COMMIT={commit}");
     println!("cargo:rerun-if-changed=build.rs");
