@@ -68,32 +68,15 @@ pub struct DemoArgs {
     keep: bool,
 }
 
+/// The demo project's git, hardened like all of baton's.
 fn git(dir: &Path, args: &[&str]) -> Result<()> {
-    let out = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=baton demo",
-            "-c",
-            "user.email=demo@baton.invalid",
-        ])
-        .args([
-            "-c",
-            "init.defaultBranch=main",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .context("cannot run git: the demo needs git on PATH")?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "git {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
+    baton_git::Git::new(dir)
+        .with_config("user.name", "baton demo")
+        .with_config("user.email", "demo@baton.invalid")
+        .with_config("commit.gpgsign", "false")
+        .run(args)
+        .map(drop)
+        .context("the demo needs git on PATH")
 }
 
 /// Writes the project (committed) and the recording beside it.
@@ -108,7 +91,9 @@ fn set_up(root: &Path) -> Result<(PathBuf, PathBuf)> {
     for (name, text) in RECORDING {
         std::fs::write(recording.join(name), text)?;
     }
-    git(&project, &["init", "-q"])?;
+    baton_git::Git::new(&project)
+        .init("main")
+        .context("the demo needs git on PATH")?;
     git(&project, &["add", "-A"])?;
     git(
         &project,

@@ -50,31 +50,6 @@ pub struct Launch {
     pub confine: Option<Confine>,
 }
 
-impl Launch {
-    /// A delegated task's child: `program args` in the task's folder, the task on stdin,
-    /// nothing added to the environment and no confinement (set the fields that differ).
-    pub(crate) fn task(
-        spec: &crate::backend::TaskSpec,
-        program: PathBuf,
-        args: Vec<String>,
-        format: StreamFormat,
-        model_label: String,
-        thinking: Option<baton_protocol::ThinkingLevel>,
-    ) -> Launch {
-        Launch {
-            program,
-            args,
-            env: Vec::new(),
-            cwd: spec.cwd.clone(),
-            stdin: Some(spec.task.clone()),
-            format,
-            model_label,
-            thinking_label: thinking.map(|t| t.as_str().to_string()),
-            confine: None,
-        }
-    }
-}
-
 /// How a child is confined ([`Launch::confine`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Confine {

@@ -187,23 +187,6 @@ impl Endpoint {
         .await?;
         Ok((ctx, response))
     }
-
-    /// Posts one streaming request and decodes its event stream with the parser `parser` makes.
-    pub(crate) async fn stream<P: crate::sse::EventParser>(
-        &self,
-        model: &str,
-        default_headers: &[(&str, String)],
-        body: &serde_json::Value,
-        parser: fn(Ctx) -> P,
-    ) -> Result<crate::provider::EventStream, ModelError> {
-        let (ctx, response) = self.post(model, default_headers, body).await?;
-        Ok(crate::sse::pump(
-            response.bytes_stream(),
-            parser(ctx.clone()),
-            ctx,
-            self.idle_timeout,
-        ))
-    }
 }
 
 impl std::fmt::Debug for Endpoint {

@@ -263,6 +263,25 @@ impl<P: EventParser> Pump<P> {
     }
 }
 
+impl crate::http::Endpoint {
+    /// Posts one streaming request and decodes its event stream with the parser `parser` makes.
+    pub(crate) async fn stream<P: EventParser>(
+        &self,
+        model: &str,
+        default_headers: &[(&str, String)],
+        body: &serde_json::Value,
+        parser: fn(Ctx) -> P,
+    ) -> Result<crate::provider::EventStream, ModelError> {
+        let (ctx, response) = self.post(model, default_headers, body).await?;
+        Ok(pump(
+            response.bytes_stream(),
+            parser(ctx.clone()),
+            ctx,
+            self.idle_timeout,
+        ))
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod testing {
     //! Replays a recorded body through [`pump`] under many chunkings.
