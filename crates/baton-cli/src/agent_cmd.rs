@@ -156,7 +156,7 @@ fn delegation_tools(
             return (Vec::new(), Vec::new());
         }
     };
-    let status = Arc::new(crate::status::Status::new(
+    let status = Arc::new(crate::task_status_view::Status::new(
         !json && std::io::stderr().is_terminal(),
     ));
     let progress: baton_exec::delegate::Progress = Arc::new(move |i, ev| {
@@ -367,7 +367,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
     let requested = args
         .routing
         .as_deref()
-        .map(crate::routing_cmd::parse_control)
+        .map(crate::session_routing::parse_control)
         .transpose()?;
     if let Some(path) = &args.record {
         let parent = path
@@ -481,16 +481,17 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
         r
     };
     setup.model = route.to_string();
-    let fallbacks = crate::routes::class_fallbacks(config, &resolved, config.agent.thinking)
-        .into_iter()
-        .map(|mut f| {
-            // With --record, every route's turns go to the one cassette, in the order they ran.
-            if let Some(rec) = &recorder {
-                f.provider = Arc::new(rec.sharing(f.provider));
-            }
-            f
-        })
-        .collect();
+    let fallbacks =
+        crate::model_fallbacks::class_fallbacks(config, &resolved, config.agent.thinking)
+            .into_iter()
+            .map(|mut f| {
+                // With --record, every route's turns go to the one cassette, in the order they ran.
+                if let Some(rec) = &recorder {
+                    f.provider = Arc::new(rec.sharing(f.provider));
+                }
+                f
+            })
+            .collect();
 
     let context_files = config
         .agent
@@ -543,7 +544,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
         None => uuid::Uuid::now_v7().to_string(),
     };
     // Checked before the transcript is created: a bad [routing] writes nothing.
-    let routing = crate::routing_cmd::routing_spec(
+    let routing = crate::session_routing::routing_spec(
         config,
         &state,
         &session_id,
@@ -623,7 +624,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
             let _ = tx.send(Submission::Input(task));
         }
         let _reader = match chat {
-            Some(c) => Some(crate::routing_cmd::read_lines(
+            Some(c) => Some(crate::session_routing::read_lines(
                 tx,
                 (!c.no_wait).then_some(idle),
             )),

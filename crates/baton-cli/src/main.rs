@@ -33,27 +33,29 @@ mod flow_cmd;
 mod info_cmd;
 mod init_cmd;
 mod mcp_cmd;
-mod mcp_common;
 mod mcp_flow;
 mod mcp_http;
 mod mcp_resources;
+mod mcp_result;
+mod mcp_runtime;
 mod mcp_tasks;
+mod mcp_tool;
+mod model_fallbacks;
 mod printer;
 mod project;
 mod repair_cmd;
-mod route_cmd;
-mod routes;
-mod routing_cmd;
 mod run_cmd;
+mod session_routing;
 mod sessions_cmd;
 mod signals;
-mod status;
 mod task_cmd;
 mod task_logs;
+mod task_status_view;
 mod term;
 mod trust;
 mod trust_cmd;
 mod workflow_cmd;
+mod workflow_route_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -104,7 +106,7 @@ enum Command {
     /// Continue a workflow after a crash or an interruption, or answer its checkpoint.
     Resume(run_cmd::ResumeArgs),
     /// Show which workflow a request would run as, the signals and the rule that decided (nothing else).
-    Route(route_cmd::RouteArgs),
+    Route(workflow_route_cmd::RouteArgs),
     /// List the project's workflows, newest first: state, phase, what each waits for, what it spent.
     Status(workflow_cmd::StatusArgs),
     /// Show one workflow's events as a timeline (WF: an id, a unique prefix of one, or `last`).
@@ -221,7 +223,7 @@ fn main() -> ExitCode {
         Command::Chat(args) => agent_cmd::chat(args),
         Command::Task(args) => task_cmd::run(args),
         Command::Flow(args) => flow_cmd::run(args),
-        Command::Route(args) => route_cmd::run(args),
+        Command::Route(args) => workflow_route_cmd::run(args),
         Command::Demo(args) => demo_cmd::run(args),
         Command::Run(args) => run_cmd::run(args),
         Command::Resume(args) => run_cmd::resume(args),

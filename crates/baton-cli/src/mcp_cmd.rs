@@ -11,7 +11,7 @@
 //! task, which `task_status`, `task_wait` and `task_cancel` follow (mcp_tasks.rs).
 //! `run_workflow` and `workflow_resume` run a workflow as `baton run` and `baton resume` do, and
 //! the Flow tools (mcp_flow.rs) drive a Flow as `baton flow` does, sending their steps as progress
-//! notifications; every result is bounded by the project's output cap (mcp_common.rs).
+//! notifications; every result is bounded by the project's output cap (mcp_result.rs).
 //! Input schemas are derived from the structs that parse the arguments; bad arguments are tool
 //! errors (`isError: true`) naming the field, never protocol errors. Every result goes through
 //! the redactor of known provider keys. See docs/mcp.md.
@@ -39,10 +39,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::exit;
-use crate::mcp_common::{
-    annotations, document_result, output_schema, parse, read_only, text_result, tool,
-    ProgressForward, SharedExecutor,
-};
+use crate::mcp_result::{document_result, text_result};
+use crate::mcp_runtime::{ProgressForward, SharedExecutor};
+use crate::mcp_tool::{annotations, output_schema, parse, read_only, tool};
 use crate::project::{delegate_env, output_cap, project_context};
 
 #[derive(Args, Debug)]
@@ -338,7 +337,7 @@ impl BatonServer {
                     None => route(&req.request),
                 };
                 // The decision holds no more than the request's signals: the default cap.
-                let doc = crate::route_cmd::document(&decision);
+                let doc = crate::workflow_route_cmd::document(&decision);
                 Ok(document_result(&doc, true, DEFAULT_OUTPUT_CAP))
             }
             "models" => {

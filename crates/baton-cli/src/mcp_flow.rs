@@ -16,10 +16,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::mcp_common::{
-    annotations, document_result, output_schema, parse, read_only, text_result, tool,
-    ProgressForward, SharedExecutor,
-};
+use crate::mcp_result::{document_result, text_result};
+use crate::mcp_runtime::{ProgressForward, SharedExecutor};
+use crate::mcp_tool::{annotations, output_schema, parse, read_only, tool};
 use crate::project::{delegate_env, output_cap, ProjectContext};
 
 /// The tools of this module.

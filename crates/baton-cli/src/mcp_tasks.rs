@@ -13,7 +13,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::mcp_common::{annotations, document_result, output_schema, parse, tool};
+use crate::mcp_result::document_result;
+use crate::mcp_tool::{annotations, output_schema, parse, tool};
 use crate::project::{output_cap, state_dir, ProjectContext};
 use crate::task_cmd::{cancel_document, poll_wait, status_document};
 

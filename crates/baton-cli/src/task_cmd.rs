@@ -21,7 +21,7 @@ use crate::project::{
     ProjectContext,
 };
 use crate::signals::watch_signals;
-use crate::status::Status;
+use crate::task_status_view::Status;
 
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
