@@ -22,7 +22,7 @@ use baton_roles::{find_role, parse_role};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use crate::exit;
+use crate::exit::{AfterWorkBegan as _, Exit};
 use crate::printer::Printer;
 use crate::project::{
     now_rfc3339, project_context, role_dirs, state_dir, warn_skipped_roles, ProjectContext,
@@ -100,7 +100,7 @@ pub struct ChatArgs {
 }
 
 /// `baton chat`: `baton agent` that keeps reading lines from stdin.
-pub fn chat(args: ChatArgs) -> Result<u8> {
+pub fn chat(args: ChatArgs) -> Result<Exit> {
     let mut agent = args.agent;
     let no_wait = args.no_wait || std::io::stdin().is_terminal();
     agent.chat = Some(ChatInput { no_wait });
@@ -283,7 +283,7 @@ struct Setup {
     streaming: bool,
 }
 
-pub fn run(mut args: AgentArgs) -> Result<u8> {
+pub fn run(mut args: AgentArgs) -> Result<Exit> {
     // A workflow dispatch (`baton run --record/--replay`) names its cassette in the environment.
     if args.replay.is_none() && args.record.is_none() {
         let file = |k: &str| {
@@ -316,7 +316,7 @@ pub fn run(mut args: AgentArgs) -> Result<u8> {
             let message = format!("{e:#}");
             errln!("baton: {message}");
             print_not_started(&setup, message);
-            Ok(exit::USAGE)
+            Ok(Exit::Refused)
         }
         other => other,
     }
@@ -356,7 +356,7 @@ fn print_not_started(setup: &Setup, message: String) {
     }
 }
 
-fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
+fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
     let ctx = project_context(args.cwd.clone())?;
     setup.cwd = ctx.cwd.display().to_string();
     // A chat reads its input as it goes: a task given with it is only its first line.
@@ -653,8 +653,10 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
     });
     let (summary, interrupted) = summary;
     if let (Some(path), Some(rec)) = (&args.record, &recorder) {
+        // The model was called: a cassette that cannot be saved is a failure, not a refusal.
         rec.save(path)
-            .map_err(|e| anyhow::anyhow!("--record {}: {e}", path.display()))?;
+            .map_err(|e| anyhow::anyhow!("--record {}: {e}", path.display()))
+            .after_work_began()?;
         if !json {
             errln!("baton: cassette written to {}", path.display());
         }
@@ -662,15 +664,15 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
     Ok(exit_code(&summary, interrupted))
 }
 
-fn exit_code(s: &RunSummary, interrupted: bool) -> u8 {
+fn exit_code(s: &RunSummary, interrupted: bool) -> Exit {
     match s.reason {
-        None => exit::OK,
-        Some(EndReason::ModelError | EndReason::Refused) => exit::FAILED,
-        Some(EndReason::NotStarted) => exit::USAGE,
-        Some(EndReason::Cancelled) => exit::INTERRUPTED,
+        None => Exit::Ok,
+        Some(EndReason::ModelError | EndReason::Refused) => Exit::Failed,
+        Some(EndReason::NotStarted) => Exit::Refused,
+        Some(EndReason::Cancelled) => Exit::Interrupted,
         // A signal that arrived as the session reached a limit still counts as the interruption.
-        Some(EndReason::TurnLimit | EndReason::MaxTokens) if interrupted => exit::INTERRUPTED,
-        Some(EndReason::TurnLimit | EndReason::MaxTokens) => exit::TURN_LIMIT,
+        Some(EndReason::TurnLimit | EndReason::MaxTokens) if interrupted => Exit::Interrupted,
+        Some(EndReason::TurnLimit | EndReason::MaxTokens) => Exit::Limit,
     }
 }
 

@@ -22,7 +22,7 @@ use baton_protocol::{ModelClass, Route};
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::project::project_context;
 
 /// How long one provider may take to answer.
@@ -253,7 +253,7 @@ fn route_checks(config: &Config) -> Vec<RouteCheck> {
     out
 }
 
-pub fn run(args: DoctorArgs) -> Result<u8> {
+pub fn run(args: DoctorArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd)?;
     let config = &ctx.config.config;
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -345,5 +345,5 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
             if sandbox_ok { "✓" } else { "✗" }
         );
     }
-    Ok(if all_ok { exit::OK } else { exit::FAILED })
+    Ok(if all_ok { Exit::Ok } else { Exit::Failed })
 }

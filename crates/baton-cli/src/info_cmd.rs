@@ -12,7 +12,7 @@ use baton_protocol::Route;
 use baton_roles::{load_roles, RoleDirs};
 use serde_json::json;
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::project::{project_context, role_dirs, ProjectContext};
 
 /// `baton models --json`: one document with the config files, the default class and, for each
@@ -61,11 +61,11 @@ pub fn models_json(ctx: &ProjectContext) -> serde_json::Value {
     })
 }
 
-pub fn models(cwd: Option<PathBuf>, json_mode: bool) -> Result<u8> {
+pub fn models(cwd: Option<PathBuf>, json_mode: bool) -> Result<Exit> {
     let ctx = project_context(cwd)?;
     if json_mode {
         outln!("{}", models_json(&ctx));
-        return Ok(exit::OK);
+        return Ok(Exit::Ok);
     }
     let config = &ctx.config.config;
     if ctx.config.files.is_empty() {
@@ -109,7 +109,7 @@ pub fn models(cwd: Option<PathBuf>, json_mode: bool) -> Result<u8> {
             }
         }
     }
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }
 
 /// What the model table and the route options make of a route, for `baton models` and
@@ -182,7 +182,7 @@ fn source_json(s: &RoleSource) -> serde_json::Value {
 
 /// Lists the effective roles and the role files that cannot be used (exit 0), or with `check`
 /// reports every bad role file and exits 2 if there is one. `--json`: one document.
-pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<u8> {
+pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<Exit> {
     let ctx = project_context(cwd)?;
     let dirs: RoleDirs = role_dirs(&ctx.project_root);
     let set = load_roles(&dirs);
@@ -206,14 +206,14 @@ pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<u8> {
             );
         }
         return Ok(if invalid.is_empty() {
-            exit::OK
+            Exit::Ok
         } else {
-            exit::USAGE
+            Exit::Refused
         });
     }
     if json_mode {
         outln!("{}", roles_json(&ctx));
-        return Ok(exit::OK);
+        return Ok(Exit::Ok);
     }
     let config = &ctx.config.config;
     for r in &set.roles {
@@ -242,7 +242,7 @@ pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<u8> {
             outln!("  {bad}");
         }
     }
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }
 
 /// What a role runs as once the config's defaults apply: its backend, isolation and sandbox mode.

@@ -29,6 +29,7 @@ mod agent_cmd;
 mod config;
 mod demo_cmd;
 mod doctor_cmd;
+mod exit;
 mod flow_cmd;
 mod info_cmd;
 mod init_cmd;
@@ -61,21 +62,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-
-/// Exit codes (documented in the README).
-pub mod exit {
-    /// The agent finished its task.
-    pub const OK: u8 = 0;
-    /// The model could not be used (after retries), or another runtime failure.
-    pub const FAILED: u8 = 1;
-    /// Bad input or config: nothing was run.
-    pub const USAGE: u8 = 2;
-    /// The session stopped at a limit: the turn limit (the final message is a handoff report) or
-    /// the output token limit (`reason` `max_tokens`).
-    pub const TURN_LIMIT: u8 = 3;
-    /// Stopped by SIGINT or SIGTERM; the transcript records what happened.
-    pub const INTERRUPTED: u8 = 130;
-}
+use exit::Exit;
 
 #[derive(Parser)]
 #[command(
@@ -180,7 +167,7 @@ fn main() -> ExitCode {
         .is_some_and(|a| a == baton_process::guard::GUARD_ARG)
     {
         let code = baton_process::guard::main(&argv[2..], baton_sandbox::guard_hook);
-        return ExitCode::from(u8::try_from(code).unwrap_or(exit::FAILED));
+        return ExitCode::from(u8::try_from(code).unwrap_or(Exit::Failed as u8));
     }
     // baton holds provider keys in its environment and memory: no other process of the user's,
     // not even one running as root without CAP_SYS_PTRACE, may read /proc/<baton>/environ or
@@ -196,16 +183,16 @@ fn main() -> ExitCode {
             eprintln!(
                 "baton: cannot find its own program, needed to guard the processes it starts: {e}"
             );
-            return ExitCode::from(exit::FAILED);
+            return ExitCode::from(Exit::Failed);
         }
     }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() {
-                exit::USAGE
+                Exit::Refused
             } else {
-                exit::OK
+                Exit::Ok
             };
             let _ = e.print();
             return ExitCode::from(code);
@@ -242,16 +229,16 @@ fn main() -> ExitCode {
         Command::Completions { shell } => completions(shell),
     };
     match result {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code.into(),
         Err(e) => {
             errln!("baton: {e:#}");
-            ExitCode::from(exit::USAGE)
+            Exit::of_error(&e).into()
         }
     }
 }
 
 /// Writes the completion script of `shell` on stdout.
-fn completions(shell: CompletionShell) -> anyhow::Result<u8> {
+fn completions(shell: CompletionShell) -> anyhow::Result<Exit> {
     use clap::CommandFactory as _;
     let shell = match shell {
         CompletionShell::Bash => clap_complete::Shell::Bash,
@@ -263,7 +250,7 @@ fn completions(shell: CompletionShell) -> anyhow::Result<u8> {
     use std::io::Write as _;
     // A reader that went away (`| head`) is not an error worth reporting.
     let _ = std::io::stdout().lock().write_all(&script);
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }
 
 /// Stderr for log messages (`BATON_LOG`), with known provider keys written as `[REDACTED]`. The

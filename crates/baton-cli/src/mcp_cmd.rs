@@ -38,7 +38,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::exit;
+use crate::exit::{AfterWorkBegan as _, Exit};
 use crate::mcp_result::{document_result, text_result};
 use crate::mcp_runtime::{ProgressForward, SharedExecutor};
 use crate::mcp_tool::{annotations, output_schema, parse, read_only, tool};
@@ -685,11 +685,11 @@ impl ServerHandler for BatonServer {
 }
 
 /// `baton mcp`: serves until the client closes stdin (with `--http`, until stopped).
-pub fn run(args: McpArgs) -> Result<u8> {
+pub fn run(args: McpArgs) -> Result<Exit> {
     if let Some(addr) = args.http {
         if let Some(why) = crate::mcp_http::refusal(&addr, args.token.as_deref()) {
             errln!("{why}");
-            return Ok(exit::USAGE);
+            return Ok(Exit::Refused);
         }
     }
     // Reading the project's config now reports a bad one before serving, and installs the
@@ -713,15 +713,20 @@ pub fn run(args: McpArgs) -> Result<u8> {
                 ..server.clone()
             }
         }))?;
-        return Ok(exit::OK);
+        return Ok(Exit::Ok);
     }
     runtime.block_on(async move {
         let service = server
             .serve(rmcp::transport::stdio())
             .await
             .context("MCP initialization failed")?;
-        service.waiting().await.context("the MCP service failed")?;
+        // Serving began: tools may have run.
+        service
+            .waiting()
+            .await
+            .context("the MCP service failed")
+            .after_work_began()?;
         Ok::<(), anyhow::Error>(())
     })?;
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }

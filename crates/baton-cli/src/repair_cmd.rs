@@ -22,7 +22,7 @@ use baton_workflow::store::{StoreError, WorkflowStore};
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::project::{project_context, state_dir};
 
 #[derive(Args)]
@@ -47,12 +47,12 @@ struct Found {
     damage: Vec<(Damage, Vec<PathBuf>)>,
 }
 
-pub fn run(args: RepairArgs) -> Result<u8> {
+pub fn run(args: RepairArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd.clone())?;
     let state = state_dir(&ctx);
     if let Err(e) = baton_state::check_id(baton_state::IdKind::Record, &args.id) {
         errln!("baton: {e}");
-        return Ok(exit::USAGE);
+        return Ok(Exit::Refused);
     }
     let found = match find(&state, &ctx.cwd, &args.id, args.apply) {
         Ok(Some(f)) => f,
@@ -62,18 +62,18 @@ pub fn run(args: RepairArgs) -> Result<u8> {
                 args.id,
                 state.root().display()
             );
-            return Ok(exit::USAGE);
+            return Ok(Exit::Refused);
         }
         Err(e) => {
             errln!("baton: repair {}: {e}", args.id);
-            return Ok(exit::FAILED);
+            return Ok(Exit::Failed);
         }
     };
     report(&args, &found);
     Ok(if found.damage.is_empty() || args.apply {
-        exit::OK
+        Exit::Ok
     } else {
-        exit::FAILED
+        Exit::Failed
     })
 }
 

@@ -14,11 +14,8 @@ use clap::Args;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::project::project_context;
-
-/// `baton run` waits at a checkpoint: answer it with `baton resume --answer`.
-pub const CHECKPOINT: u8 = 4;
 
 #[derive(Args, Debug, Clone)]
 struct Common {
@@ -152,7 +149,7 @@ fn check_budget(common: &Common) -> Result<()> {
     Ok(())
 }
 
-pub fn run(args: RunArgs) -> Result<u8> {
+pub fn run(args: RunArgs) -> Result<Exit> {
     if args.request.trim().is_empty() {
         anyhow::bail!(
             "the request is empty: say what to do, e.g. baton run \"add a --verbose flag\""
@@ -189,9 +186,9 @@ pub fn run(args: RunArgs) -> Result<u8> {
                 } else {
                     outln!("{}", text.trim_end());
                 }
-                Ok(exit::OK)
+                Ok(Exit::Ok)
             }
-            (Err(_), true) => Ok(exit::INTERRUPTED),
+            (Err(_), true) => Ok(Exit::Interrupted),
             (Err(e), false) => Ok(failed(&args.common, &e)),
         };
     }
@@ -237,7 +234,7 @@ fn ask_worktree() -> Option<bool> {
     Some(!matches!(line.trim().to_lowercase().as_str(), "n" | "no"))
 }
 
-pub fn resume(args: ResumeArgs) -> Result<u8> {
+pub fn resume(args: ResumeArgs) -> Result<Exit> {
     check_budget(&args.common)?;
     let env = env(&args.common)?;
     let store = WorkflowStore::new(env.delegate.state.clone());
@@ -321,13 +318,13 @@ pub fn pick(store: &WorkflowStore, id: Option<&str>) -> Result<String, String> {
     }
 }
 
-fn failed(common: &Common, e: &RunError) -> u8 {
+fn failed(common: &Common, e: &RunError) -> Exit {
     let code = match e {
-        RunError::Refused(_) => exit::USAGE,
+        RunError::Refused(_) => Exit::Refused,
         RunError::Store(
             StoreError::NotFound { .. } | StoreError::Busy { .. } | StoreError::TreeBusy { .. },
-        ) => exit::USAGE,
-        _ => exit::FAILED,
+        ) => Exit::Refused,
+        _ => Exit::Failed,
     };
     if common.json {
         outln!(
@@ -339,7 +336,7 @@ fn failed(common: &Common, e: &RunError) -> u8 {
     code
 }
 
-fn report(common: &Common, result: Result<Outcome, RunError>, signalled: bool) -> u8 {
+fn report(common: &Common, result: Result<Outcome, RunError>, signalled: bool) -> Exit {
     let outcome = match result {
         Ok(o) => o,
         Err(e) => return failed(common, &e),
@@ -352,7 +349,7 @@ fn report(common: &Common, result: Result<Outcome, RunError>, signalled: bool) -
             if !common.json {
                 outln!("{}", brief.trim_end());
             }
-            exit::OK
+            Exit::Ok
         }
         Outcome::Checkpoint { id, checkpoint } => {
             if !common.json {
@@ -363,7 +360,7 @@ fn report(common: &Common, result: Result<Outcome, RunError>, signalled: bool) -
                 }
                 outln!("answer with: baton resume {id} --answer \"…\"");
             }
-            CHECKPOINT
+            Exit::Waiting
         }
         Outcome::Failed { id, brief } => {
             if !common.json {
@@ -372,20 +369,20 @@ fn report(common: &Common, result: Result<Outcome, RunError>, signalled: bool) -
                     "retry with guidance: baton resume {id} --answer \"…\"  (or --answer abort)"
                 );
             }
-            exit::FAILED
+            Exit::Failed
         }
         Outcome::Stopped { brief, .. } => {
             if !common.json {
                 outln!("{}", brief.trim_end());
             }
-            exit::FAILED
+            Exit::Failed
         }
         Outcome::Interrupted { id } => {
             errln!("baton: interrupted; continue with: baton resume {id}");
             if signalled {
-                exit::INTERRUPTED
+                Exit::Interrupted
             } else {
-                exit::FAILED
+                Exit::Failed
             }
         }
     }

@@ -6,7 +6,7 @@ use anyhow::Result;
 use baton_agent::session::{list, SessionInfo};
 use serde_json::json;
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::project::{project_context, state_dir};
 
 /// Characters of the task shown in the text listing.
@@ -29,7 +29,7 @@ fn first_line(text: &str) -> &str {
         .trim()
 }
 
-pub fn run(cwd: Option<PathBuf>, json_mode: bool) -> Result<u8> {
+pub fn run(cwd: Option<PathBuf>, json_mode: bool) -> Result<Exit> {
     let ctx = project_context(cwd)?;
     let state = state_dir(&ctx);
     let (infos, bad) = list(&state);
@@ -53,14 +53,14 @@ pub fn run(cwd: Option<PathBuf>, json_mode: bool) -> Result<u8> {
             })
             .collect();
         outln!("{}", json!({ "sessions": sessions }));
-        return Ok(exit::OK);
+        return Ok(Exit::Ok);
     }
     if infos.is_empty() {
         outln!(
             "no saved sessions in {}; `baton agent TASK` starts one",
             state.sessions().display()
         );
-        return Ok(exit::OK);
+        return Ok(Exit::Ok);
     }
     for i in &infos {
         // The task is the user's or a parent agent's text: one line, terminal-safe.
@@ -82,5 +82,5 @@ pub fn run(cwd: Option<PathBuf>, json_mode: bool) -> Result<u8> {
     errln!(
         "baton: continue one with `baton agent --resume ID` (a unique prefix of the id, or `last`)"
     );
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }

@@ -15,7 +15,7 @@ use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::exit;
+use crate::exit::{AfterWorkBegan as _, Exit};
 use crate::project::{
     delegate_env, executor_for, now_rfc3339, project_context, state_dir, warn_skipped_roles,
     ProjectContext,
@@ -204,17 +204,17 @@ fn print_report(report: &DelegateReport, ctx: &ProjectContext) {
     }
 }
 
-fn report_exit(report: &DelegateReport, cancelled: bool) -> u8 {
+fn report_exit(report: &DelegateReport, cancelled: bool) -> Exit {
     if cancelled {
-        exit::INTERRUPTED
+        Exit::Interrupted
     } else if report.ok() {
-        exit::OK
+        Exit::Ok
     } else {
-        exit::FAILED
+        Exit::Failed
     }
 }
 
-pub fn run(args: TaskArgs) -> Result<u8> {
+pub fn run(args: TaskArgs) -> Result<Exit> {
     match args.action {
         Some(TaskAction::Status { id, json, cwd }) => status(cwd, id, json),
         Some(TaskAction::Wait { id, json, cwd }) => wait(cwd, &id, json),
@@ -238,7 +238,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-fn start(args: TaskArgs) -> Result<u8> {
+fn start(args: TaskArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd.clone())?;
     let req = request_from_args(&args)?;
     let env = delegate_env(&ctx)?;
@@ -254,7 +254,7 @@ fn start(args: TaskArgs) -> Result<u8> {
             outln!("{id}");
             errln!("baton: started background task {id}; follow it with `baton task status {id}` or `baton task wait {id}`");
         }
-        return Ok(exit::OK);
+        return Ok(Exit::Ok);
     }
     let roles = resolve_roles(&env, &req).map_err(|e| anyhow::anyhow!("{e}"))?;
     let json_mode = args.json;
@@ -301,7 +301,7 @@ pub(crate) fn start_background(ctx: &ProjectContext, req: &DelegateRequest) -> R
 
 /// Runs a recorded background task; any error before the work ends is recorded as
 /// `task.failed`, so `wait` and `status` never wait on a supervisor that gave up.
-fn supervise(cwd: &Path, id: &str) -> Result<u8> {
+fn supervise(cwd: &Path, id: &str) -> Result<Exit> {
     let mut log = None;
     let result = supervise_inner(cwd, id, &mut log);
     if let (Err(e), Some(log)) = (&result, &log) {
@@ -327,7 +327,7 @@ fn supervise_inner(
     cwd: &Path,
     id: &str,
     log_out: &mut Option<Arc<Mutex<background::TaskLog>>>,
-) -> Result<u8> {
+) -> Result<Exit> {
     // The log first, found without the config, so that a config that cannot be read (or any
     // later failure) is recorded as the task's failure instead of leaving it `interrupted`.
     let canonical = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
@@ -378,12 +378,14 @@ fn supervise_inner(
         )
         .await
     });
+    // The children ran: a report that cannot be recorded is a failure, not a refusal.
     append(
         &log,
         &TaskEvent::Completed {
             report: report.clone(),
         },
-    )?;
+    )
+    .after_work_began()?;
     Ok(report_exit(&report, false))
 }
 
@@ -434,7 +436,7 @@ fn print_state(state: &background::TaskState, json_mode: bool) {
     }
 }
 
-fn status(cwd: Option<PathBuf>, id: Option<String>, json_mode: bool) -> Result<u8> {
+fn status(cwd: Option<PathBuf>, id: Option<String>, json_mode: bool) -> Result<Exit> {
     let ctx = project_context(cwd)?;
     let store = state_dir(&ctx);
     let listing = id.is_none();
@@ -471,7 +473,7 @@ fn status(cwd: Option<PathBuf>, id: Option<String>, json_mode: bool) -> Result<u
             Err(e) => return Err(e.into()),
         }
     }
-    Ok(if damaged { exit::FAILED } else { exit::OK })
+    Ok(if damaged { Exit::Failed } else { Exit::Ok })
 }
 
 /// How a background task ended, as `wait` reports it.
@@ -519,7 +521,7 @@ pub(crate) fn poll_wait(store: &baton_state::StateDir, id: &str) -> Result<Optio
     })
 }
 
-fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
+fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<Exit> {
     let ctx = project_context(cwd)?;
     let store = state_dir(&ctx);
     loop {
@@ -535,7 +537,7 @@ fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
                 if !json_mode {
                     errln!("baton: background task {id} failed before running: {why}");
                 }
-                exit::FAILED
+                Exit::Failed
             }
             WaitEnd::Report(report) => {
                 if !json_mode {
@@ -607,7 +609,7 @@ pub(crate) fn cancel_document(store: &baton_state::StateDir, id: &str) -> Result
     }))
 }
 
-fn cancel(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
+fn cancel(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<Exit> {
     let ctx = project_context(cwd)?;
     let doc = cancel_document(&state_dir(&ctx), id)?;
     if json_mode {
@@ -615,5 +617,5 @@ fn cancel(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
     } else {
         outln!("{}", doc["message"].as_str().unwrap_or_default());
     }
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }

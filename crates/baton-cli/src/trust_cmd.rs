@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+use crate::exit::Exit;
 use crate::trust::{trust, widening_now};
 
 /// `baton trust [--cwd DIR]`: trusts the project's config and role files as they are now.
@@ -17,7 +18,7 @@ pub struct TrustArgs {
     json: bool,
 }
 
-pub fn run(args: TrustArgs) -> Result<u8> {
+pub fn run(args: TrustArgs) -> Result<Exit> {
     let cwd = crate::project::working_dir(args.cwd)?;
     let root = baton_state::project_root(&cwd);
     let hash = trust(&root)?;
@@ -46,5 +47,5 @@ pub fn run(args: TrustArgs) -> Result<u8> {
             outln!("  a change to these settings or roles (or a new one) makes it untrusted again until you run `baton trust` again");
         }
     }
-    Ok(crate::exit::OK)
+    Ok(Exit::Ok)
 }

@@ -20,7 +20,7 @@ use baton_workflow::store::{StoreError, WorkflowStore};
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::project::{project_context, state_dir, ProjectContext};
 
 /// Characters of the request shown in the text listing.
@@ -328,12 +328,12 @@ fn print_summary(s: &Summary) {
     outln!("  spent:     {}", spent_text(a.get("spent")));
 }
 
-pub fn status(args: StatusArgs) -> Result<u8> {
+pub fn status(args: StatusArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd)?;
     if args.json {
         let doc = status_json(&ctx, None).map_err(anyhow::Error::msg)?;
         outln!("{doc}");
-        return Ok(exit::OK);
+        return Ok(Exit::Ok);
     }
     let state = state_dir(&ctx);
     let store = WorkflowStore::new(state.clone());
@@ -347,7 +347,7 @@ pub fn status(args: StatusArgs) -> Result<u8> {
             "no workflows in {}; `baton run \"request\"` starts one",
             state.workflows().display()
         );
-        return Ok(exit::OK);
+        return Ok(Exit::Ok);
     }
     for (i, (id, r)) in rows.iter().enumerate() {
         if i > 0 {
@@ -358,7 +358,7 @@ pub fn status(args: StatusArgs) -> Result<u8> {
             Err(e) => outln!("{id}  {}", baton_text::sanitize_line(e)),
         }
     }
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }
 
 /// The document of `baton status --json` (`{"workflows": [summary, …]}`, newest first; an unreadable
@@ -504,14 +504,14 @@ fn event_line(ev: &Value) -> String {
     parts.join("  ").trim_end().to_string()
 }
 
-pub fn log(args: LogArgs) -> Result<u8> {
+pub fn log(args: LogArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd)?;
     let store = WorkflowStore::new(state_dir(&ctx));
     let id = match resolve(&store, &args.wf) {
         Ok(id) => id,
         Err(e) => {
             errln!("baton: {e}");
-            return Ok(exit::USAGE);
+            return Ok(Exit::Refused);
         }
     };
     let path = store.events_path(&id)?;
@@ -519,7 +519,7 @@ pub fn log(args: LogArgs) -> Result<u8> {
         Ok(e) => e,
         Err(e) => {
             errln!("baton: workflow {id}: cannot read {}: {e}", path.display());
-            return Ok(exit::FAILED);
+            return Ok(Exit::Failed);
         }
     };
     if !args.json {
@@ -548,7 +548,7 @@ pub fn log(args: LogArgs) -> Result<u8> {
             ),
         }
     }
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use baton_workflow::route::{route, route_as, Decision, WorkflowKind};
 use clap::Args;
 use serde_json::json;
 
-use crate::exit;
+use crate::exit::Exit;
 
 #[derive(Args, Debug)]
 pub struct RouteArgs {
@@ -46,7 +46,7 @@ fn rule_line(d: &Decision) -> String {
     line
 }
 
-pub fn run(args: RouteArgs) -> Result<u8> {
+pub fn run(args: RouteArgs) -> Result<Exit> {
     if args.request.trim().is_empty() {
         bail!("the request is empty: pass the request to route, e.g. baton route \"fix the failing test\"");
     }
@@ -61,5 +61,5 @@ pub fn run(args: RouteArgs) -> Result<u8> {
         outln!("{}", baton_text::sanitize_line(&decision.headline()));
         outln!("{}", rule_line(&decision));
     }
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }
