@@ -78,8 +78,7 @@ mod tests {
 
     #[test]
     fn an_error_is_a_refusal_unless_marked() {
-        let refused: anyhow::Result<()> = Err(anyhow::anyhow!("bad flag"));
-        assert_eq!(Exit::of_error(&refused.unwrap_err()), Exit::Refused);
+        assert_eq!(Exit::of_error(&anyhow::anyhow!("bad flag")), Exit::Refused);
         let failed: anyhow::Result<()> = Err(anyhow::anyhow!("disk full")).after_work_began();
         let e = failed.unwrap_err();
         assert_eq!(format!("{e:#}"), "disk full");
