@@ -19,9 +19,9 @@ use baton_flow::render::{describe, report};
 use baton_flow::{CrashHook, CrashMode, FlowEnv, FlowError, FlowStatus, Notice, Observer, Phase};
 use baton_protocol::ModelClass;
 use clap::{Args, Subcommand};
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::documents::{ErrorDocument, FlowDocument};
 use crate::exit::Exit;
 use crate::project::{project_context, role_dirs, warn_skipped_roles};
 
@@ -247,13 +247,15 @@ where
 /// precondition, a held lock, a wrong phase, an unknown Flow) is `flow.refused` and exit 2; any
 /// other failure (the state cannot be read or written, git failed) is `flow.error` and exit 1.
 fn failed(common: &Common, e: &FlowError) -> Exit {
-    let (kind, code) = if e.is_refusal() {
-        ("flow.refused", Exit::Refused)
-    } else {
-        ("flow.error", Exit::Failed)
-    };
+    let refused = e.is_refusal();
+    let code = if refused { Exit::Refused } else { Exit::Failed };
     if common.json {
-        outln!("{}", json!({"type": kind, "message": e.to_string()}));
+        let message = e.to_string();
+        crate::documents::print(&if refused {
+            ErrorDocument::FlowRefused { message }
+        } else {
+            ErrorDocument::Flow { message }
+        });
     }
     errln!("baton: {e}");
     code
@@ -261,7 +263,7 @@ fn failed(common: &Common, e: &FlowError) -> Exit {
 
 fn print_final(common: &Common, s: &FlowStatus) {
     if common.json {
-        outln!("{}", report_document(s));
+        crate::documents::print(&report_document(s));
     } else {
         outln!("{}", report(s));
     }
@@ -275,7 +277,7 @@ fn status(common: &Common, id: Option<&str>) -> Result<Exit> {
     };
     if common.json {
         for line in status_lines(&flows) {
-            outln!("{line}");
+            crate::documents::print(&line);
         }
         return Ok(Exit::Ok);
     }
@@ -308,16 +310,16 @@ fn status(common: &Common, id: Option<&str>) -> Result<Exit> {
 
 /// The last line `baton flow start --json` (and the other driving commands) print, which
 /// `flow_start` of `baton mcp` answers.
-pub fn report_document(s: &FlowStatus) -> serde_json::Value {
-    json!({"type": "flow.report", "flow": s})
+pub fn report_document(s: &FlowStatus) -> FlowDocument {
+    FlowDocument::Report { flow: s.clone() }
 }
 
 /// The lines `baton flow status --json` prints (and `flow_status` of `baton mcp` answers as a
 /// list): one `{"type": "flow.status", "flow": …}` per Flow, oldest first.
-pub fn status_lines(flows: &[FlowStatus]) -> Vec<serde_json::Value> {
+pub fn status_lines(flows: &[FlowStatus]) -> Vec<FlowDocument> {
     flows
         .iter()
-        .map(|f| json!({"type": "flow.status", "flow": f}))
+        .map(|f| FlowDocument::Status { flow: f.clone() })
         .collect()
 }
 
@@ -333,7 +335,9 @@ fn clean(common: &Common, id: Option<&str>, yes: bool, force: bool) -> Result<Ex
     let removals: usize = plans.iter().map(|p| p.removals().count()).sum();
     for plan in &plans {
         if common.json {
-            outln!("{}", json!({"type": "flow.clean_plan", "plan": plan}));
+            crate::documents::print(&FlowDocument::CleanPlan {
+                plan: crate::documents::to_value(&plan),
+            });
         } else {
             outln!("{}", plan_text(plan));
         }
@@ -392,7 +396,7 @@ fn clean(common: &Common, id: Option<&str>, yes: bool, force: bool) -> Result<Ex
                     code = Exit::Failed;
                 }
                 if json_mode {
-                    outln!("{}", report_document(&s));
+                    crate::documents::print(&report_document(&s));
                 } else {
                     for i in &items {
                         match &i.kept {

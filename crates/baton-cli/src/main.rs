@@ -29,6 +29,7 @@ mod agent_cmd;
 mod config;
 mod demo_cmd;
 mod doctor_cmd;
+mod documents;
 mod exit;
 mod flow_cmd;
 mod info_cmd;

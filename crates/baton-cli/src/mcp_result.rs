@@ -2,13 +2,14 @@
 //! provider keys redacted, bounded by the project's output cap.
 
 use rmcp::model::{CallToolResult, ContentBlock};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 /// A tool result: `doc` as `structuredContent` and as its JSON text, an error result unless `ok`.
 /// Known provider keys are redacted, and the document is bounded by `cap` bytes of JSON (the
 /// project's `executor.output_cap_bytes`, as for a delegation's output): see [`bound`].
-pub fn document_result(doc: &Value, ok: bool, cap: usize) -> CallToolResult {
-    let structured = bound(redacted(doc), cap);
+pub fn document_result(doc: &impl Serialize, ok: bool, cap: usize) -> CallToolResult {
+    let structured = bound(redacted(&crate::documents::to_value(doc)), cap);
     let text = structured.to_string();
     with_content(text, structured, ok)
 }
@@ -16,10 +17,14 @@ pub fn document_result(doc: &Value, ok: bool, cap: usize) -> CallToolResult {
 /// A tool result whose text is written for a person (a brief, a Flow's report) and whose
 /// `structuredContent` is `doc`: both redacted, the text cut to `cap` bytes (its head kept, then
 /// the `[… N bytes omitted …]` marker) and the document bounded as in [`document_result`].
-pub fn text_result(text: &str, doc: &Value, ok: bool, cap: usize) -> CallToolResult {
+pub fn text_result(text: &str, doc: &impl Serialize, ok: bool, cap: usize) -> CallToolResult {
     let text = baton_text::redact::redact(text);
     let text = baton_text::truncate(&text, cap, baton_text::Keep::Head).into_owned();
-    with_content(text, bound(redacted(doc), cap), ok)
+    with_content(
+        text,
+        bound(redacted(&crate::documents::to_value(doc)), cap),
+        ok,
+    )
 }
 
 /// `doc` with known provider keys replaced.

@@ -11,9 +11,9 @@ use baton_workflow::route::{route, route_as, WorkflowKind};
 use baton_workflow::run::{self, Observer, Outcome, RunEnv, RunError, StartOptions};
 use baton_workflow::store::{StoreError, WorkflowStore};
 use clap::Args;
-use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::documents::{ErrorDocument, WorkflowOutcome};
 use crate::exit::Exit;
 use crate::project::project_context;
 
@@ -182,7 +182,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         return match result {
             (Ok(text), _) => {
                 if args.common.json {
-                    outln!("{}", answer_document(&text));
+                    crate::documents::print(&answer_document(&text));
                 } else {
                     outln!("{}", text.trim_end());
                 }
@@ -327,10 +327,9 @@ fn failed(common: &Common, e: &RunError) -> Exit {
         _ => Exit::Failed,
     };
     if common.json {
-        outln!(
-            "{}",
-            json!({"type": "workflow.error", "message": e.to_string()})
-        );
+        crate::documents::print(&ErrorDocument::Workflow {
+            message: e.to_string(),
+        });
     }
     errln!("baton: {e}");
     code
@@ -342,7 +341,7 @@ fn report(common: &Common, result: Result<Outcome, RunError>, signalled: bool) -
         Err(e) => return failed(common, &e),
     };
     if common.json {
-        outln!("{}", outcome_document(&outcome));
+        crate::documents::print(&outcome_document(&outcome));
     }
     match outcome {
         Outcome::Completed { brief, .. } => {
@@ -391,25 +390,23 @@ fn report(common: &Common, result: Result<Outcome, RunError>, signalled: bool) -
 /// The document `--json` prints for an outcome of `baton run` or `baton resume` (and
 /// `run_workflow` / `workflow_resume` of `baton mcp` answer): `{"type": "workflow.<outcome>",
 /// "id", "brief" | "checkpoint"}`.
-pub fn outcome_document(outcome: &Outcome) -> Value {
-    match outcome {
-        Outcome::Completed { id, brief } => {
-            json!({"type": "workflow.completed", "id": id, "brief": brief})
-        }
-        Outcome::Checkpoint { id, checkpoint } => {
-            json!({"type": "workflow.checkpoint", "id": id, "checkpoint": checkpoint})
-        }
-        Outcome::Failed { id, brief } => {
-            json!({"type": "workflow.failed", "id": id, "brief": brief})
-        }
-        Outcome::Stopped { id, brief } => {
-            json!({"type": "workflow.stopped", "id": id, "brief": brief})
-        }
-        Outcome::Interrupted { id } => json!({"type": "workflow.interrupted", "id": id}),
+pub fn outcome_document(outcome: &Outcome) -> WorkflowOutcome {
+    match outcome.clone() {
+        Outcome::Completed { id, brief } => WorkflowOutcome::Completed { id, brief },
+        Outcome::Checkpoint { id, checkpoint } => WorkflowOutcome::Checkpoint {
+            id,
+            checkpoint: crate::documents::to_value(&checkpoint),
+        },
+        Outcome::Failed { id, brief } => WorkflowOutcome::Failed { id, brief },
+        Outcome::Stopped { id, brief } => WorkflowOutcome::Stopped { id, brief },
+        Outcome::Interrupted { id } => WorkflowOutcome::Interrupted { id },
     }
 }
 
 /// The document of ORIENT's inline answer.
-pub fn answer_document(text: &str) -> Value {
-    json!({"type": "workflow.answer", "workflow": "ORIENT", "answer": text})
+pub fn answer_document(text: &str) -> WorkflowOutcome {
+    WorkflowOutcome::Answer {
+        workflow: "ORIENT".to_string(),
+        answer: text.to_string(),
+    }
 }

@@ -15,6 +15,10 @@ use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::documents::{
+    TaskCancelDocument, TaskDocument, TaskEntryStatus, TaskStatusDocument, TaskUnreadable,
+    TaskWaitDocument,
+};
 use crate::exit::{AfterWorkBegan as _, Exit};
 use crate::project::{
     delegate_env, executor_for, now_rfc3339, project_context, state_dir, warn_skipped_roles,
@@ -249,7 +253,7 @@ fn start(args: TaskArgs) -> Result<Exit> {
     if req.background {
         let id = start_background(&ctx, &req)?;
         if args.json {
-            outln!("{}", json!({"type": "task.background", "id": id}));
+            crate::documents::print(&TaskDocument::Background { id });
         } else {
             outln!("{id}");
             errln!("baton: started background task {id}; follow it with `baton task status {id}` or `baton task wait {id}`");
@@ -263,7 +267,10 @@ fn start(args: TaskArgs) -> Result<Exit> {
         let status = status.clone();
         Arc::new(move |i, ev: EntryEvent| {
             if json_mode {
-                outln!("{}", json!({"type": "entry", "index": i, "event": ev}));
+                crate::documents::print(&TaskDocument::Entry {
+                    index: i,
+                    event: crate::documents::to_value(&ev),
+                });
             } else {
                 status.event(i, &ev);
             }
@@ -279,7 +286,9 @@ fn start(args: TaskArgs) -> Result<Exit> {
         (report, signalled.is_cancelled())
     });
     if json_mode {
-        outln!("{}", json!({"type": "report", "report": report}));
+        crate::documents::print(&TaskDocument::Report {
+            report: report.clone(),
+        });
     } else {
         print_report(&report, &ctx);
     }
@@ -390,19 +399,32 @@ fn supervise_inner(
 }
 
 /// The document of one task in `baton task status --json` (and the MCP `task_status` tool).
-pub(crate) fn status_document(state: &background::TaskState) -> Value {
-    json!({
-        "id": state.id, "phase": state.phase().as_str(), "created": state.created, "cwd": state.cwd,
-        "mode": state.request.mode, "pid": state.supervisor_process().map(|p| p.pid), "failure": state.failure,
-        "entries": state.entries.iter().map(|(n, r, s)| json!({"name": n, "role": r, "status": s})).collect::<Vec<_>>(),
-        "report": state.report,
-    })
+pub(crate) fn status_document(state: &background::TaskState) -> TaskStatusDocument {
+    TaskStatusDocument {
+        id: state.id.clone(),
+        phase: state.phase().as_str().to_string(),
+        created: state.created.clone(),
+        cwd: state.cwd.clone(),
+        mode: crate::documents::to_value(&state.request.mode),
+        pid: state.supervisor_process().map(|p| p.pid),
+        failure: state.failure.clone(),
+        entries: state
+            .entries
+            .iter()
+            .map(|(n, r, s)| TaskEntryStatus {
+                name: n.clone(),
+                role: r.clone(),
+                status: s.as_ref().map(crate::documents::to_value),
+            })
+            .collect(),
+        report: state.report.clone(),
+    }
 }
 
 fn print_state(state: &background::TaskState, json_mode: bool) {
     let phase = state.phase();
     if json_mode {
-        outln!("{}", status_document(state));
+        crate::documents::print(&status_document(state));
         return;
     }
     outln!(
@@ -459,10 +481,11 @@ fn status(cwd: Option<PathBuf>, id: Option<String>, json_mode: bool) -> Result<E
                     _ => "unreadable",
                 };
                 if json_mode {
-                    outln!(
-                        "{}",
-                        json!({"id": id, "phase": phase, "error": e.to_string()})
-                    );
+                    crate::documents::print(&TaskUnreadable {
+                        id: id.clone(),
+                        phase: phase.to_string(),
+                        error: e.to_string(),
+                    });
                 } else {
                     outln!(
                         "{id}  {phase}: {}",
@@ -486,12 +509,16 @@ pub(crate) enum WaitEnd {
 
 impl WaitEnd {
     /// The document of `baton task wait --json` (and the MCP `task_wait` tool).
-    pub(crate) fn document(&self, id: &str) -> Value {
+    pub(crate) fn document(&self, id: &str) -> TaskWaitDocument {
         match self {
-            WaitEnd::FailedBeforeRunning(why) => {
-                json!({"type": "task.failed", "id": id, "message": why})
-            }
-            WaitEnd::Report(report) => json!({"type": "report", "id": id, "report": report}),
+            WaitEnd::FailedBeforeRunning(why) => TaskWaitDocument::Failed {
+                id: id.to_string(),
+                message: why.clone(),
+            },
+            WaitEnd::Report(report) => TaskWaitDocument::Report {
+                id: id.to_string(),
+                report: report.clone(),
+            },
         }
     }
 
@@ -530,7 +557,7 @@ fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<Exit> {
             continue;
         };
         if json_mode {
-            outln!("{}", end.document(id));
+            crate::documents::print(&end.document(id));
         }
         return Ok(match &end {
             WaitEnd::FailedBeforeRunning(why) => {
@@ -552,7 +579,10 @@ fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<Exit> {
 /// Stops a background task (see `baton task cancel`) and says what was done: the document of
 /// `baton task cancel --json` (and the MCP `task_cancel` tool), whose `message` is the text the
 /// command prints.
-pub(crate) fn cancel_document(store: &baton_state::StateDir, id: &str) -> Result<Value> {
+pub(crate) fn cancel_document(
+    store: &baton_state::StateDir,
+    id: &str,
+) -> Result<TaskCancelDocument> {
     let state = background::load(store, id)?;
     let phase = state.phase();
     let (action, stopped, message) = match (phase, state.supervisor_process()) {
@@ -603,19 +633,22 @@ pub(crate) fn cancel_document(store: &baton_state::StateDir, id: &str) -> Result
             format!("{id} is {}; nothing to cancel", phase.as_str()),
         ),
     };
-    Ok(json!({
-        "id": id, "phase": phase.as_str(), "action": action,
-        "stopped_children": stopped, "message": message,
-    }))
+    Ok(TaskCancelDocument {
+        id: id.to_string(),
+        phase: phase.as_str().to_string(),
+        action: action.to_string(),
+        stopped_children: stopped,
+        message,
+    })
 }
 
 fn cancel(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<Exit> {
     let ctx = project_context(cwd)?;
     let doc = cancel_document(&state_dir(&ctx), id)?;
     if json_mode {
-        outln!("{doc}");
+        crate::documents::print(&doc);
     } else {
-        outln!("{}", doc["message"].as_str().unwrap_or_default());
+        outln!("{}", doc.message);
     }
     Ok(Exit::Ok)
 }

@@ -4,8 +4,8 @@
 use anyhow::{bail, Result};
 use baton_workflow::route::{route, route_as, Decision, WorkflowKind};
 use clap::Args;
-use serde_json::json;
 
+use crate::documents::{RouteDocument, RouteSignal};
 use crate::exit::Exit;
 
 #[derive(Args, Debug)]
@@ -22,18 +22,20 @@ pub struct RouteArgs {
 }
 
 /// The JSON document: `{"workflow", "signals": [{"text", "category"}], "rule", "conflict"}`.
-pub fn document(d: &Decision) -> serde_json::Value {
-    let signals: Vec<serde_json::Value> = d
-        .signals
-        .iter()
-        .map(|s| json!({"text": s.text, "category": s.category.as_str()}))
-        .collect();
-    json!({
-        "workflow": d.workflow.as_str(),
-        "signals": signals,
-        "rule": d.rule.to_string(),
-        "conflict": d.conflict(),
-    })
+pub fn document(d: &Decision) -> RouteDocument {
+    RouteDocument {
+        workflow: d.workflow.as_str().to_string(),
+        signals: d
+            .signals
+            .iter()
+            .map(|s| RouteSignal {
+                text: s.text.to_string(),
+                category: s.category.as_str().to_string(),
+            })
+            .collect(),
+        rule: d.rule.to_string(),
+        conflict: d.conflict(),
+    }
 }
 
 /// `rule: …`, and for a conflict the workflows in play.
@@ -55,7 +57,7 @@ pub fn run(args: RouteArgs) -> Result<Exit> {
         None => route(&args.request),
     };
     if args.json {
-        outln!("{}", document(&decision));
+        crate::documents::print(&document(&decision));
     } else {
         // Signal texts are the request's own words: one line each, terminal-safe.
         outln!("{}", baton_text::sanitize_line(&decision.headline()));
