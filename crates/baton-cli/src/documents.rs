@@ -396,3 +396,112 @@ pub struct TaskCancelDocument {
     pub stopped_children: usize,
     pub message: String,
 }
+
+// ---------------------------------------------------------------- commands without an MCP tool
+
+/// `baton doctor --json`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DoctorDocument {
+    pub ok: bool,
+    pub providers: Vec<DoctorProvider>,
+    pub routes: Vec<DoctorRoute>,
+    pub sandbox: DoctorSandbox,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DoctorProvider {
+    pub name: String,
+    pub kind: Option<String>,
+    pub url: String,
+    /// Where the key comes from (never the key).
+    pub key: String,
+    /// `ok`, `not_configured`, `config_error`, `key_missing`, `http_error`, `unreachable`,
+    /// `bad_answer`.
+    pub verdict: String,
+    pub status: Option<u16>,
+    pub message: String,
+}
+
+/// A class route: what it sends (ok) or why it cannot be used.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DoctorRoute {
+    pub class: String,
+    pub route: String,
+    pub ok: bool,
+    #[serde(flatten)]
+    pub sends: Option<RouteSends>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What a usable route sends.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RouteSends {
+    #[schemars(with = "Value")]
+    pub model_info: Value,
+    pub thinking_sent: String,
+    #[schemars(with = "Value")]
+    pub options: Value,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DoctorSandbox {
+    pub ok: bool,
+    pub landlock_abi: i32,
+    pub mode: String,
+    pub message: String,
+}
+
+/// `baton repair ID --json`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RepairDocument {
+    pub id: String,
+    /// `workflow`, `flow`, `session` or `task`.
+    pub kind: String,
+    pub damaged: bool,
+    pub applied: bool,
+    pub damage: Vec<DamageDocument>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DamageDocument {
+    pub path: String,
+    pub line: usize,
+    pub problem: String,
+    pub lost: String,
+    pub intact: usize,
+    pub message: String,
+    /// What `--apply` set aside.
+    pub set_aside: Vec<String>,
+}
+
+/// `baton sessions --json`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SessionsDocument {
+    pub sessions: Vec<SessionDocument>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SessionDocument {
+    pub id: String,
+    pub created: String,
+    pub role: String,
+    pub route: String,
+    pub cwd: String,
+    /// The session's outcome, or `unfinished`.
+    pub outcome: String,
+    pub reason: Option<String>,
+    /// The task's first line.
+    pub task: String,
+}
+
+/// `baton trust --json`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TrustDocument {
+    pub project: String,
+    pub hash: String,
+    /// The settings that now apply.
+    pub settings: Vec<String>,
+    /// The roles that now apply.
+    pub roles: Vec<String>,
+}

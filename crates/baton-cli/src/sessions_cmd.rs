@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
+use crate::documents::{SessionDocument, SessionsDocument};
 use anyhow::Result;
 use baton_agent::session::{list, SessionInfo};
-use serde_json::json;
 
 use crate::exit::Exit;
 use crate::project::{project_context, state_dir};
@@ -37,22 +37,23 @@ pub fn run(cwd: Option<PathBuf>, json_mode: bool) -> Result<Exit> {
         errln!("baton: session {id} cannot be read: {e}");
     }
     if json_mode {
-        let sessions: Vec<serde_json::Value> = infos
+        let sessions: Vec<SessionDocument> = infos
             .iter()
-            .map(|i| {
-                json!({
-                    "id": i.header.session_id,
-                    "created": i.header.created,
-                    "role": i.header.role,
-                    "route": i.header.model,
-                    "cwd": i.header.cwd,
-                    "outcome": i.ended.map_or("unfinished", |(o, _)| o.as_str()),
-                    "reason": i.ended.and_then(|(_, r)| r).map(|r| r.as_str()),
-                    "task": first_line(&i.task),
-                })
+            .map(|i| SessionDocument {
+                id: i.header.session_id.clone(),
+                created: i.header.created.clone(),
+                role: i.header.role.clone(),
+                route: i.header.model.clone(),
+                cwd: i.header.cwd.clone(),
+                outcome: i
+                    .ended
+                    .map_or("unfinished", |(o, _)| o.as_str())
+                    .to_string(),
+                reason: i.ended.and_then(|(_, r)| r).map(|r| r.as_str().to_string()),
+                task: first_line(&i.task).to_string(),
             })
             .collect();
-        outln!("{}", json!({ "sessions": sessions }));
+        crate::documents::print(&SessionsDocument { sessions });
         return Ok(Exit::Ok);
     }
     if infos.is_empty() {

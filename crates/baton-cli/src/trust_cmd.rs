@@ -24,15 +24,12 @@ pub fn run(args: TrustArgs) -> Result<Exit> {
     let hash = trust(&root)?;
     let (keys, roles) = widening_now(&root);
     if args.json {
-        outln!(
-            "{}",
-            serde_json::json!({
-                "project": root.display().to_string(),
-                "hash": hash,
-                "settings": keys,
-                "roles": roles,
-            })
-        );
+        crate::documents::print(&crate::documents::TrustDocument {
+            project: root.display().to_string(),
+            hash: hash.clone(),
+            settings: keys.clone(),
+            roles: roles.clone(),
+        });
     } else {
         outln!("baton: trusted {} ({hash})", root.display());
         if keys.is_empty() && roles.is_empty() {
