@@ -676,3 +676,38 @@ pub fn run(args: McpArgs) -> Result<Exit> {
     })?;
     Ok(Exit::Ok)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_tool_is_declared_once_with_object_schemas() {
+        let names: Vec<&str> = all().map(|t| t.name).collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(
+            unique.len(),
+            names.len(),
+            "a tool is declared twice: {names:?}"
+        );
+        assert_eq!(names.len(), 15, "{names:?}");
+        for t in all() {
+            let tool = t.tool().unwrap_or_else(|e| panic!("{}: {e:?}", t.name));
+            let output = tool.output_schema.unwrap_or_else(|| panic!("{}", t.name));
+            assert_eq!(
+                output.get("type"),
+                Some(&Value::from("object")),
+                "{}",
+                t.name
+            );
+            assert_eq!(
+                tool.input_schema.get("type"),
+                Some(&Value::from("object")),
+                "{}",
+                t.name
+            );
+        }
+    }
+}
