@@ -10,8 +10,10 @@
 //! Printed (by `baton-cli`) and answered through [`to_value`], so the keys come out in the order
 //! they always did.
 
+use baton_exec::background::TaskState;
 use baton_exec::delegate::DelegateReport;
 use baton_flow::FlowStatus;
+use baton_workflow::route::Decision;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
@@ -42,6 +44,25 @@ pub struct RouteDocument {
 pub struct RouteSignal {
     pub text: String,
     pub category: String,
+}
+
+impl RouteDocument {
+    /// The document of a routing decision.
+    pub fn of(d: &Decision) -> RouteDocument {
+        RouteDocument {
+            workflow: d.workflow.as_str().to_string(),
+            signals: d
+                .signals
+                .iter()
+                .map(|s| RouteSignal {
+                    text: s.text.to_string(),
+                    category: s.category.as_str().to_string(),
+                })
+                .collect(),
+            rule: d.rule.to_string(),
+            conflict: d.conflict(),
+        }
+    }
 }
 
 // ---------------------------------------------------------------- baton models
@@ -274,6 +295,23 @@ pub enum FlowDocument {
     },
 }
 
+impl FlowDocument {
+    /// The last line `baton flow start --json` (and the other driving commands) print, which
+    /// `flow_start` of `baton mcp` answers.
+    pub fn report(s: &FlowStatus) -> FlowDocument {
+        FlowDocument::Report { flow: s.clone() }
+    }
+
+    /// The lines `baton flow status --json` prints (and `flow_status` of `baton mcp` answers as
+    /// a list): one `{"type": "flow.status", "flow": …}` per Flow, oldest first.
+    pub fn status_lines(flows: &[FlowStatus]) -> Vec<FlowDocument> {
+        flows
+            .iter()
+            .map(|f| FlowDocument::Status { flow: f.clone() })
+            .collect()
+    }
+}
+
 /// The MCP `flow_status` tool: `baton flow status --json`'s lines as a list, oldest first.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct FlowStatusList {
@@ -342,6 +380,31 @@ pub struct TaskStatusDocument {
     /// The report, once the task ended.
     #[schemars(with = "Option<DelegateReportShape>")]
     pub report: Option<DelegateReport>,
+}
+
+impl TaskStatusDocument {
+    /// The document of one background task.
+    pub fn of(state: &TaskState) -> TaskStatusDocument {
+        TaskStatusDocument {
+            id: state.id.clone(),
+            phase: state.phase().as_str().to_string(),
+            created: state.created.clone(),
+            cwd: state.cwd.clone(),
+            mode: to_value(&state.request.mode),
+            pid: state.supervisor_process().map(|p| p.pid),
+            failure: state.failure.clone(),
+            entries: state
+                .entries
+                .iter()
+                .map(|(n, r, s)| TaskEntryStatus {
+                    name: n.clone(),
+                    role: r.clone(),
+                    status: s.as_ref().map(to_value),
+                })
+                .collect(),
+            report: state.report.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

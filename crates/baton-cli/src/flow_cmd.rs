@@ -263,7 +263,7 @@ fn failed(common: &Common, e: &FlowError) -> Exit {
 
 fn print_final(common: &Common, s: &FlowStatus) {
     if common.json {
-        crate::documents::print(&report_document(s));
+        crate::documents::print(&FlowDocument::report(s));
     } else {
         outln!("{}", report(s));
     }
@@ -276,7 +276,7 @@ fn status(common: &Common, id: Option<&str>) -> Result<Exit> {
         Err(e) => return Ok(failed(common, &e)),
     };
     if common.json {
-        for line in status_lines(&flows) {
+        for line in FlowDocument::status_lines(&flows) {
             crate::documents::print(&line);
         }
         return Ok(Exit::Ok);
@@ -306,21 +306,6 @@ fn status(common: &Common, id: Option<&str>) -> Result<Exit> {
         .unwrap_or(last);
     outln!("{}", report(shown));
     Ok(Exit::Ok)
-}
-
-/// The last line `baton flow start --json` (and the other driving commands) print, which
-/// `flow_start` of `baton mcp` answers.
-pub fn report_document(s: &FlowStatus) -> FlowDocument {
-    FlowDocument::Report { flow: s.clone() }
-}
-
-/// The lines `baton flow status --json` prints (and `flow_status` of `baton mcp` answers as a
-/// list): one `{"type": "flow.status", "flow": …}` per Flow, oldest first.
-pub fn status_lines(flows: &[FlowStatus]) -> Vec<FlowDocument> {
-    flows
-        .iter()
-        .map(|f| FlowDocument::Status { flow: f.clone() })
-        .collect()
 }
 
 /// `baton flow clean`: list, confirm (or `--yes`), remove, report. Exit 0 when done (items kept
@@ -396,7 +381,7 @@ fn clean(common: &Common, id: Option<&str>, yes: bool, force: bool) -> Result<Ex
                     code = Exit::Failed;
                 }
                 if json_mode {
-                    crate::documents::print(&report_document(&s));
+                    crate::documents::print(&FlowDocument::report(&s));
                 } else {
                     for i in &items {
                         match &i.kept {

@@ -334,7 +334,7 @@ fn route_tool(call: &Call, args: Option<JsonObject>) -> Answer {
         None => route(&req.request),
     };
     // The decision holds no more than the request's signals: the default cap.
-    let doc = crate::workflow_route_cmd::document(&decision);
+    let doc = RouteDocument::of(&decision);
     Ok(document_result(&doc, true, DEFAULT_OUTPUT_CAP))
 }
 

@@ -166,7 +166,7 @@ fn report_result(status: &FlowStatus, cap: usize) -> CallToolResult {
     let ok = !matches!(status.phase, Phase::Failed);
     text_result(
         text.trim_end(),
-        &crate::flow_cmd::report_document(status),
+        &crate::documents::FlowDocument::report(status),
         ok,
         cap,
     )
@@ -178,7 +178,7 @@ fn flow_status(call: &Call, args: Option<JsonObject>) -> Answer {
     let flows = baton_flow::status(&ctx.cwd, req.id.as_deref(), &[])
         .map_err(|e| format!("{}: {e}", call.tool))?;
     let doc = FlowStatusList {
-        flows: crate::flow_cmd::status_lines(&flows),
+        flows: crate::documents::FlowDocument::status_lines(&flows),
     };
     Ok(document_result(&doc, true, output_cap(&ctx)))
 }

@@ -122,7 +122,7 @@ fn content(ctx: &ProjectContext, target: &Target) -> Result<(String, &'static st
         }
         Target::Flow(id) => {
             let flows = baton_flow::status(&ctx.cwd, Some(id), &[]).map_err(|e| e.to_string())?;
-            let line = crate::flow_cmd::status_lines(&flows)
+            let line = crate::documents::FlowDocument::status_lines(&flows)
                 .into_iter()
                 .next()
                 .ok_or_else(|| format!("no Flow `{id}`"))?;

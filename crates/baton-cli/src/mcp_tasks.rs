@@ -16,7 +16,7 @@ use crate::documents::{
 use crate::mcp_result::document_result;
 use crate::mcp_tool::{boxed, input, output, Answer, Call, Hints, ToolDef, READ_ONLY};
 use crate::project::{output_cap, state_dir, ProjectContext};
-use crate::task_cmd::{cancel_document, poll_wait, status_document};
+use crate::task_cmd::{cancel_document, poll_wait};
 
 /// `task_status` and `task_cancel` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -100,7 +100,7 @@ fn task_status(call: &Call, args: Option<JsonObject>) -> Answer {
     let state = baton_exec::background::load(&state_dir(&ctx), &req.id)
         .map_err(|e| format!("{}: `id`: {e}", call.tool))?;
     Ok(document_result(
-        &status_document(&state),
+        &TaskStatusDocument::of(&state),
         true,
         output_cap(&ctx),
     ))
@@ -141,7 +141,7 @@ async fn task_wait(call: &Call, args: Option<JsonObject>) -> Answer {
                 .map_err(|e| format!("{name}: {e:#}"))?;
             let doc = TaskWaitDocument::Running {
                 id: req.id.clone(),
-                status: Box::new(status_document(&state)),
+                status: Box::new(TaskStatusDocument::of(&state)),
             };
             return Ok(document_result(&doc, true, cap));
         }

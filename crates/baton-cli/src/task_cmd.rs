@@ -16,8 +16,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::documents::{
-    TaskCancelDocument, TaskDocument, TaskEntryStatus, TaskStatusDocument, TaskUnreadable,
-    TaskWaitDocument,
+    TaskCancelDocument, TaskDocument, TaskStatusDocument, TaskUnreadable, TaskWaitDocument,
 };
 use crate::exit::{AfterWorkBegan as _, Exit};
 use crate::project::{
@@ -398,33 +397,10 @@ fn supervise_inner(
     Ok(report_exit(&report, false))
 }
 
-/// The document of one task in `baton task status --json` (and the MCP `task_status` tool).
-pub(crate) fn status_document(state: &background::TaskState) -> TaskStatusDocument {
-    TaskStatusDocument {
-        id: state.id.clone(),
-        phase: state.phase().as_str().to_string(),
-        created: state.created.clone(),
-        cwd: state.cwd.clone(),
-        mode: crate::documents::to_value(&state.request.mode),
-        pid: state.supervisor_process().map(|p| p.pid),
-        failure: state.failure.clone(),
-        entries: state
-            .entries
-            .iter()
-            .map(|(n, r, s)| TaskEntryStatus {
-                name: n.clone(),
-                role: r.clone(),
-                status: s.as_ref().map(crate::documents::to_value),
-            })
-            .collect(),
-        report: state.report.clone(),
-    }
-}
-
 fn print_state(state: &background::TaskState, json_mode: bool) {
     let phase = state.phase();
     if json_mode {
-        crate::documents::print(&status_document(state));
+        crate::documents::print(&TaskStatusDocument::of(state));
         return;
     }
     outln!(

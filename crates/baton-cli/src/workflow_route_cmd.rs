@@ -5,7 +5,7 @@ use anyhow::{bail, Result};
 use baton_workflow::route::{route, route_as, Decision, WorkflowKind};
 use clap::Args;
 
-use crate::documents::{RouteDocument, RouteSignal};
+use crate::documents::RouteDocument;
 use crate::exit::Exit;
 
 #[derive(Args, Debug)]
@@ -19,23 +19,6 @@ pub struct RouteArgs {
     /// CODEBASE-HEALTH.
     #[arg(long, value_name = "W")]
     workflow: Option<WorkflowKind>,
-}
-
-/// The JSON document: `{"workflow", "signals": [{"text", "category"}], "rule", "conflict"}`.
-pub fn document(d: &Decision) -> RouteDocument {
-    RouteDocument {
-        workflow: d.workflow.as_str().to_string(),
-        signals: d
-            .signals
-            .iter()
-            .map(|s| RouteSignal {
-                text: s.text.to_string(),
-                category: s.category.as_str().to_string(),
-            })
-            .collect(),
-        rule: d.rule.to_string(),
-        conflict: d.conflict(),
-    }
 }
 
 /// `rule: …`, and for a conflict the workflows in play.
@@ -57,7 +40,7 @@ pub fn run(args: RouteArgs) -> Result<Exit> {
         None => route(&args.request),
     };
     if args.json {
-        crate::documents::print(&document(&decision));
+        crate::documents::print(&RouteDocument::of(&decision));
     } else {
         // Signal texts are the request's own words: one line each, terminal-safe.
         outln!("{}", baton_text::sanitize_line(&decision.headline()));
