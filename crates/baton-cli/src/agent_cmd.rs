@@ -22,7 +22,7 @@ use baton_roles::{find_role, parse_role};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use crate::exit;
+use crate::exit::{AfterWorkBegan as _, Exit};
 use crate::printer::Printer;
 use crate::project::{
     now_rfc3339, project_context, role_dirs, state_dir, warn_skipped_roles, ProjectContext,
@@ -100,7 +100,7 @@ pub struct ChatArgs {
 }
 
 /// `baton chat`: `baton agent` that keeps reading lines from stdin.
-pub fn chat(args: ChatArgs) -> Result<u8> {
+pub fn chat(args: ChatArgs) -> Result<Exit> {
     let mut agent = args.agent;
     let no_wait = args.no_wait || std::io::stdin().is_terminal();
     agent.chat = Some(ChatInput { no_wait });
@@ -156,7 +156,7 @@ fn delegation_tools(
             return (Vec::new(), Vec::new());
         }
     };
-    let status = Arc::new(crate::status::Status::new(
+    let status = Arc::new(crate::task_status_view::Status::new(
         !json && std::io::stderr().is_terminal(),
     ));
     let progress: baton_exec::delegate::Progress = Arc::new(move |i, ev| {
@@ -283,7 +283,7 @@ struct Setup {
     streaming: bool,
 }
 
-pub fn run(mut args: AgentArgs) -> Result<u8> {
+pub fn run(mut args: AgentArgs) -> Result<Exit> {
     // A workflow dispatch (`baton run --record/--replay`) names its cassette in the environment.
     if args.replay.is_none() && args.record.is_none() {
         let file = |k: &str| {
@@ -316,7 +316,7 @@ pub fn run(mut args: AgentArgs) -> Result<u8> {
             let message = format!("{e:#}");
             errln!("baton: {message}");
             print_not_started(&setup, message);
-            Ok(exit::USAGE)
+            Ok(Exit::Refused)
         }
         other => other,
     }
@@ -356,7 +356,7 @@ fn print_not_started(setup: &Setup, message: String) {
     }
 }
 
-fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
+fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
     let ctx = project_context(args.cwd.clone())?;
     setup.cwd = ctx.cwd.display().to_string();
     // A chat reads its input as it goes: a task given with it is only its first line.
@@ -367,7 +367,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
     let requested = args
         .routing
         .as_deref()
-        .map(crate::routing_cmd::parse_control)
+        .map(crate::session_routing::parse_control)
         .transpose()?;
     if let Some(path) = &args.record {
         let parent = path
@@ -481,16 +481,17 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
         r
     };
     setup.model = route.to_string();
-    let fallbacks = crate::routes::class_fallbacks(config, &resolved, config.agent.thinking)
-        .into_iter()
-        .map(|mut f| {
-            // With --record, every route's turns go to the one cassette, in the order they ran.
-            if let Some(rec) = &recorder {
-                f.provider = Arc::new(rec.sharing(f.provider));
-            }
-            f
-        })
-        .collect();
+    let fallbacks =
+        crate::model_fallbacks::class_fallbacks(config, &resolved, config.agent.thinking)
+            .into_iter()
+            .map(|mut f| {
+                // With --record, every route's turns go to the one cassette, in the order they ran.
+                if let Some(rec) = &recorder {
+                    f.provider = Arc::new(rec.sharing(f.provider));
+                }
+                f
+            })
+            .collect();
 
     let context_files = config
         .agent
@@ -543,7 +544,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
         None => uuid::Uuid::now_v7().to_string(),
     };
     // Checked before the transcript is created: a bad [routing] writes nothing.
-    let routing = crate::routing_cmd::routing_spec(
+    let routing = crate::session_routing::routing_spec(
         config,
         &state,
         &session_id,
@@ -623,7 +624,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
             let _ = tx.send(Submission::Input(task));
         }
         let _reader = match chat {
-            Some(c) => Some(crate::routing_cmd::read_lines(
+            Some(c) => Some(crate::session_routing::read_lines(
                 tx,
                 (!c.no_wait).then_some(idle),
             )),
@@ -652,8 +653,10 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
     });
     let (summary, interrupted) = summary;
     if let (Some(path), Some(rec)) = (&args.record, &recorder) {
+        // The model was called: a cassette that cannot be saved is a failure, not a refusal.
         rec.save(path)
-            .map_err(|e| anyhow::anyhow!("--record {}: {e}", path.display()))?;
+            .map_err(|e| anyhow::anyhow!("--record {}: {e}", path.display()))
+            .after_work_began()?;
         if !json {
             errln!("baton: cassette written to {}", path.display());
         }
@@ -661,15 +664,15 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<u8> {
     Ok(exit_code(&summary, interrupted))
 }
 
-fn exit_code(s: &RunSummary, interrupted: bool) -> u8 {
+fn exit_code(s: &RunSummary, interrupted: bool) -> Exit {
     match s.reason {
-        None => exit::OK,
-        Some(EndReason::ModelError | EndReason::Refused) => exit::FAILED,
-        Some(EndReason::NotStarted) => exit::USAGE,
-        Some(EndReason::Cancelled) => exit::INTERRUPTED,
+        None => Exit::Ok,
+        Some(EndReason::ModelError | EndReason::Refused) => Exit::Failed,
+        Some(EndReason::NotStarted) => Exit::Refused,
+        Some(EndReason::Cancelled) => Exit::Interrupted,
         // A signal that arrived as the session reached a limit still counts as the interruption.
-        Some(EndReason::TurnLimit | EndReason::MaxTokens) if interrupted => exit::INTERRUPTED,
-        Some(EndReason::TurnLimit | EndReason::MaxTokens) => exit::TURN_LIMIT,
+        Some(EndReason::TurnLimit | EndReason::MaxTokens) if interrupted => Exit::Interrupted,
+        Some(EndReason::TurnLimit | EndReason::MaxTokens) => Exit::Limit,
     }
 }
 

@@ -14,7 +14,7 @@ use baton_workflow::run::{self, Outcome, RunEnv, StartOptions};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::project::project_context;
 
 /// The request the recording answers.
@@ -107,7 +107,7 @@ fn set_up(root: &Path) -> Result<(PathBuf, PathBuf)> {
     Ok((project, recording))
 }
 
-pub fn run(args: DemoArgs) -> Result<u8> {
+pub fn run(args: DemoArgs) -> Result<Exit> {
     let tmp = tempfile::Builder::new()
         .prefix("baton-demo-")
         .tempdir()
@@ -162,15 +162,15 @@ pub fn run(args: DemoArgs) -> Result<u8> {
             outln!("{}", brief.trim_end());
             let greet = std::fs::read_to_string(project.join("greet.sh")).unwrap_or_default();
             outln!("\ngreet.sh after the workflow:\n{}", greet.trim_end());
-            exit::OK
+            Exit::Ok
         }
         Ok(other) => {
             errln!("baton demo: the workflow did not complete: {other:?}");
-            exit::FAILED
+            Exit::Failed
         }
         Err(e) => {
             errln!("baton demo: {e}");
-            exit::FAILED
+            Exit::Failed
         }
     };
     if args.keep {

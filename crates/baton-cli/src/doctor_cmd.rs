@@ -10,6 +10,9 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::documents::{
+    to_value, DoctorDocument, DoctorProvider, DoctorRoute, DoctorSandbox, RouteSends,
+};
 use anyhow::{Context, Result};
 use baton_agent::tools::{SandboxMode, SandboxPolicy, SandboxSupport};
 use baton_model::probe::list_models;
@@ -20,9 +23,8 @@ use baton_model::ModelError;
 use baton_protocol::config::{Config, ProviderConfig, ProviderKind};
 use baton_protocol::{ModelClass, Route};
 use clap::Args;
-use serde_json::{json, Value};
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::project::project_context;
 
 /// How long one provider may take to answer.
@@ -219,7 +221,7 @@ struct RouteCheck {
     class: ModelClass,
     route: Route,
     /// The description lines, or why the route's options do not suit the model.
-    result: Result<(Vec<String>, Value), String>,
+    result: Result<(Vec<String>, RouteSends), String>,
 }
 
 fn route_checks(config: &Config) -> Vec<RouteCheck> {
@@ -235,11 +237,11 @@ fn route_checks(config: &Config) -> Vec<RouteCheck> {
             };
             let result = route_profile(config, route, &p)
                 .map(|profile| {
-                    let data = json!({
-                        "model_info": profile.info,
-                        "thinking_sent": profile.info.thinking_plan(route.thinking).to_string(),
-                        "options": profile.options,
-                    });
+                    let data = RouteSends {
+                        model_info: to_value(&profile.info),
+                        thinking_sent: profile.info.thinking_plan(route.thinking).to_string(),
+                        options: to_value(&profile.options),
+                    };
                     (crate::info_cmd::describe(&profile, route), data)
                 })
                 .map_err(|e| e.to_string());
@@ -253,7 +255,7 @@ fn route_checks(config: &Config) -> Vec<RouteCheck> {
     out
 }
 
-pub fn run(args: DoctorArgs) -> Result<u8> {
+pub fn run(args: DoctorArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd)?;
     let config = &ctx.config.config;
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -273,33 +275,45 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
         && checks.iter().all(|c| c.verdict == "ok")
         && routes.iter().all(|r| r.result.is_ok());
     if args.json {
-        let providers: Vec<Value> = checks
+        let providers: Vec<DoctorProvider> = checks
             .iter()
-            .map(|c| {
-                json!({
-                    "name": c.name, "kind": c.kind.map(|k| k.as_str()), "url": c.url, "key": c.key,
-                    "verdict": c.verdict, "status": c.status, "message": c.message,
-                })
+            .map(|c| DoctorProvider {
+                name: c.name.clone(),
+                kind: c.kind.map(|k| k.as_str().to_string()),
+                url: c.url.clone(),
+                key: c.key.clone(),
+                verdict: c.verdict.to_string(),
+                status: c.status,
+                message: c.message.clone(),
             })
             .collect();
-        outln!(
-            "{}",
-            json!({
-                "ok": all_ok,
-                "providers": providers,
-                "routes": routes.iter().map(|r| match &r.result {
-                    Ok((_, data)) => {
-                        let mut v = data.clone();
-                        v["class"] = json!(r.class.to_string());
-                        v["route"] = json!(r.route.to_string());
-                        v["ok"] = json!(true);
-                        v
-                    }
-                    Err(e) => json!({"class": r.class.to_string(), "route": r.route.to_string(), "ok": false, "error": e}),
-                }).collect::<Vec<_>>(),
-                "sandbox": {"ok": sandbox_ok, "landlock_abi": abi, "mode": mode.to_string(), "message": sandbox_text},
+        let routes = routes
+            .iter()
+            .map(|r| {
+                let (sends, error) = match &r.result {
+                    Ok((_, data)) => (Some(data.clone()), None),
+                    Err(e) => (None, Some(e.clone())),
+                };
+                DoctorRoute {
+                    class: r.class.to_string(),
+                    route: r.route.to_string(),
+                    ok: sends.is_some(),
+                    sends,
+                    error,
+                }
             })
-        );
+            .collect();
+        crate::documents::print(&DoctorDocument {
+            ok: all_ok,
+            providers,
+            routes,
+            sandbox: DoctorSandbox {
+                ok: sandbox_ok,
+                landlock_abi: abi,
+                mode: mode.to_string(),
+                message: sandbox_text,
+            },
+        });
     } else {
         if checks.is_empty() {
             outln!("providers: none configured; `baton init` writes a starter .baton/config.toml");
@@ -345,5 +359,5 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
             if sandbox_ok { "✓" } else { "✗" }
         );
     }
-    Ok(if all_ok { exit::OK } else { exit::FAILED })
+    Ok(if all_ok { Exit::Ok } else { Exit::Failed })
 }

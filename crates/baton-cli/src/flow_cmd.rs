@@ -19,14 +19,11 @@ use baton_flow::render::{describe, report};
 use baton_flow::{CrashHook, CrashMode, FlowEnv, FlowError, FlowStatus, Notice, Observer, Phase};
 use baton_protocol::ModelClass;
 use clap::{Args, Subcommand};
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::exit;
+use crate::documents::{ErrorDocument, FlowDocument};
+use crate::exit::Exit;
 use crate::project::{project_context, role_dirs, warn_skipped_roles};
-
-/// A unit blocked: the Flow waits for `baton flow continue` (or `abandon`).
-pub const PAUSED: u8 = 4;
 
 #[derive(Args, Debug)]
 pub struct FlowArgs {
@@ -103,7 +100,7 @@ enum FlowAction {
     },
 }
 
-pub fn run(args: FlowArgs) -> Result<u8> {
+pub fn run(args: FlowArgs) -> Result<Exit> {
     match args.action {
         FlowAction::Start { units, common } => {
             let units = match baton_flow::read_units_file(&units) {
@@ -127,7 +124,7 @@ pub fn run(args: FlowArgs) -> Result<u8> {
                 Some(Ok(c)) => Some(c),
                 Some(Err(_)) => {
                     errln!("baton: --model-class: use fast, balanced, frontier or fav");
-                    return Ok(exit::USAGE);
+                    return Ok(Exit::Refused);
                 }
             };
             drive(&common, |env, cancel| {
@@ -144,7 +141,7 @@ pub fn run(args: FlowArgs) -> Result<u8> {
             match baton_flow::abandon(&env, id.as_deref(), reason.as_deref()) {
                 Ok(s) => {
                     print_final(&common, &s);
-                    Ok(exit::OK)
+                    Ok(Exit::Ok)
                 }
                 Err(e) => Ok(failed(&common, &e)),
             }
@@ -214,7 +211,7 @@ type FlowFuture<'a> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<FlowStatus, FlowError>> + 'a>>;
 
 /// Runs one driving command with signal handling, prints the outcome, maps it to an exit code.
-fn drive<F>(common: &Common, f: F) -> Result<u8>
+fn drive<F>(common: &Common, f: F) -> Result<Exit>
 where
     F: for<'a> FnOnce(&'a FlowEnv, &'a CancellationToken) -> FlowFuture<'a>,
 {
@@ -234,11 +231,11 @@ where
         Ok(s) => {
             print_final(common, &s);
             Ok(match s.phase {
-                Phase::Completed => exit::OK,
-                Phase::Paused => PAUSED,
-                Phase::Interrupted if signalled => exit::INTERRUPTED,
+                Phase::Completed => Exit::Ok,
+                Phase::Paused => Exit::Waiting,
+                Phase::Interrupted if signalled => Exit::Interrupted,
                 Phase::Interrupted | Phase::Running | Phase::Failed | Phase::Abandoned => {
-                    exit::FAILED
+                    Exit::Failed
                 }
             })
         }
@@ -249,14 +246,16 @@ where
 /// Reports a Flow command that did not get to do its work: a refusal (bad input, a failed
 /// precondition, a held lock, a wrong phase, an unknown Flow) is `flow.refused` and exit 2; any
 /// other failure (the state cannot be read or written, git failed) is `flow.error` and exit 1.
-fn failed(common: &Common, e: &FlowError) -> u8 {
-    let (kind, code) = if e.is_refusal() {
-        ("flow.refused", exit::USAGE)
-    } else {
-        ("flow.error", exit::FAILED)
-    };
+fn failed(common: &Common, e: &FlowError) -> Exit {
+    let refused = e.is_refusal();
+    let code = if refused { Exit::Refused } else { Exit::Failed };
     if common.json {
-        outln!("{}", json!({"type": kind, "message": e.to_string()}));
+        let message = e.to_string();
+        crate::documents::print(&if refused {
+            ErrorDocument::FlowRefused { message }
+        } else {
+            ErrorDocument::Flow { message }
+        });
     }
     errln!("baton: {e}");
     code
@@ -264,27 +263,27 @@ fn failed(common: &Common, e: &FlowError) -> u8 {
 
 fn print_final(common: &Common, s: &FlowStatus) {
     if common.json {
-        outln!("{}", report_document(s));
+        crate::documents::print(&FlowDocument::report(s));
     } else {
         outln!("{}", report(s));
     }
 }
 
-fn status(common: &Common, id: Option<&str>) -> Result<u8> {
+fn status(common: &Common, id: Option<&str>) -> Result<Exit> {
     let ctx = project_context(common.cwd.clone())?;
     let flows = match baton_flow::status(&ctx.cwd, id, &[]) {
         Ok(f) => f,
         Err(e) => return Ok(failed(common, &e)),
     };
     if common.json {
-        for line in status_lines(&flows) {
-            outln!("{line}");
+        for line in FlowDocument::status_lines(&flows) {
+            crate::documents::print(&line);
         }
-        return Ok(exit::OK);
+        return Ok(Exit::Ok);
     }
     let Some(last) = flows.last() else {
         outln!("no Flows in this repository; start one with `baton flow start UNITS_FILE`");
-        return Ok(exit::OK);
+        return Ok(Exit::Ok);
     };
     if id.is_none() && flows.len() > 1 {
         for f in &flows {
@@ -306,28 +305,13 @@ fn status(common: &Common, id: Option<&str>) -> Result<u8> {
         .find(|f| !f.phase.is_terminal())
         .unwrap_or(last);
     outln!("{}", report(shown));
-    Ok(exit::OK)
-}
-
-/// The last line `baton flow start --json` (and the other driving commands) print, which
-/// `flow_start` of `baton mcp` answers.
-pub fn report_document(s: &FlowStatus) -> serde_json::Value {
-    json!({"type": "flow.report", "flow": s})
-}
-
-/// The lines `baton flow status --json` prints (and `flow_status` of `baton mcp` answers as a
-/// list): one `{"type": "flow.status", "flow": …}` per Flow, oldest first.
-pub fn status_lines(flows: &[FlowStatus]) -> Vec<serde_json::Value> {
-    flows
-        .iter()
-        .map(|f| json!({"type": "flow.status", "flow": f}))
-        .collect()
+    Ok(Exit::Ok)
 }
 
 /// `baton flow clean`: list, confirm (or `--yes`), remove, report. Exit 0 when done (items kept
 /// for safety included), 1 when git refused a removal or the confirmation was declined, 2 when
 /// refused (bad or unknown id, a Flow not ended, no terminal to ask and no `--yes`).
-fn clean(common: &Common, id: Option<&str>, yes: bool, force: bool) -> Result<u8> {
+fn clean(common: &Common, id: Option<&str>, yes: bool, force: bool) -> Result<Exit> {
     let ctx = project_context(common.cwd.clone())?;
     let plans = match baton_flow::clean_plan(&ctx.cwd, id, force, &[]) {
         Ok(p) => p,
@@ -336,7 +320,9 @@ fn clean(common: &Common, id: Option<&str>, yes: bool, force: bool) -> Result<u8
     let removals: usize = plans.iter().map(|p| p.removals().count()).sum();
     for plan in &plans {
         if common.json {
-            outln!("{}", json!({"type": "flow.clean_plan", "plan": plan}));
+            crate::documents::print(&FlowDocument::CleanPlan {
+                plan: crate::documents::to_value(&plan),
+            });
         } else {
             outln!("{}", plan_text(plan));
         }
@@ -352,7 +338,7 @@ fn clean(common: &Common, id: Option<&str>, yes: bool, force: bool) -> Result<u8
                 }
             );
         }
-        return Ok(exit::OK);
+        return Ok(Exit::Ok);
     }
     if !yes {
         if !std::io::stdin().is_terminal() {
@@ -370,7 +356,7 @@ fn clean(common: &Common, id: Option<&str>, yes: bool, force: bool) -> Result<u8
             .context("cannot read the answer from stdin")?;
         if !matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES") {
             errln!("baton: nothing was removed");
-            return Ok(exit::FAILED);
+            return Ok(Exit::Failed);
         }
     }
     let json_mode = common.json;
@@ -384,7 +370,7 @@ fn clean(common: &Common, id: Option<&str>, yes: bool, force: bool) -> Result<u8
         }
         Notice::Activity { .. } => {}
     });
-    let mut code = exit::OK;
+    let mut code = Exit::Ok;
     for plan in plans.iter().filter(|p| p.removals().next().is_some()) {
         let confirmed: Vec<String> = plan.removals().map(|i| i.unit.clone()).collect();
         match baton_flow::clean(&ctx.cwd, &plan.id, &confirmed, force, &[], Some(&observer)) {
@@ -392,10 +378,10 @@ fn clean(common: &Common, id: Option<&str>, yes: bool, force: bool) -> Result<u8
                 // Every item here was confirmed for removal: one kept is one git refused (or
                 // one that stopped being safe to remove since the listing).
                 if items.iter().any(|i| i.kept.is_some()) {
-                    code = exit::FAILED;
+                    code = Exit::Failed;
                 }
                 if json_mode {
-                    outln!("{}", report_document(&s));
+                    crate::documents::print(&FlowDocument::report(&s));
                 } else {
                     for i in &items {
                         match &i.kept {

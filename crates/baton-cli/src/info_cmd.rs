@@ -2,6 +2,10 @@
 
 use std::path::PathBuf;
 
+use crate::documents::{
+    to_value, ModelClassDocument, ModelsDocument, RoleDocument, RoleSourceDocument,
+    RolesCheckDocument, RolesDocument, RouteCheck,
+};
 use anyhow::Result;
 use baton_model::catalog::Profile;
 use baton_model::routes::{check_route, default_class, ProcessEnv};
@@ -10,62 +14,72 @@ use baton_protocol::role::{BackendKind, Isolation, RoleSource};
 use baton_protocol::ModelClass;
 use baton_protocol::Route;
 use baton_roles::{load_roles, RoleDirs};
-use serde_json::json;
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::project::{project_context, role_dirs, ProjectContext};
 
 /// `baton models --json`: one document with the config files, the default class and, for each
 /// class, its routes (each usable or not, and why) and the one that resolves now.
-pub fn models_json(ctx: &ProjectContext) -> serde_json::Value {
+pub fn models_json(ctx: &ProjectContext) -> ModelsDocument {
     let config = &ctx.config.config;
-    let classes: Vec<serde_json::Value> = ModelClass::ALL
+    let classes: Vec<ModelClassDocument> = ModelClass::ALL
         .iter()
         .map(|&class| {
-            let routes: Vec<serde_json::Value> = config
+            let routes: Vec<RouteCheck> = config
                 .models
                 .class(class)
                 .map(|list| {
                     list.routes()
                         .iter()
                         .map(|r| match check_route(config, r, &ProcessEnv) {
-                            Ok(resolved) => json!({
-                                "route": r.to_string(),
-                                "usable": true,
-                                "model_info": resolved.profile.info,
-                                "thinking_sent": resolved.profile.info.thinking_plan(r.thinking).to_string(),
-                                "options": resolved.profile.options,
-                            }),
-                            Err(e) => json!({"route": r.to_string(), "usable": false, "error": e.to_string()}),
+                            Ok(resolved) => RouteCheck {
+                                route: r.to_string(),
+                                usable: true,
+                                model_info: Some(to_value(&resolved.profile.info)),
+                                thinking_sent: Some(
+                                    resolved.profile.info.thinking_plan(r.thinking).to_string(),
+                                ),
+                                options: Some(to_value(&resolved.profile.options)),
+                                error: None,
+                            },
+                            Err(e) => RouteCheck {
+                                route: r.to_string(),
+                                usable: false,
+                                model_info: None,
+                                thinking_sent: None,
+                                options: None,
+                                error: Some(e.to_string()),
+                            },
                         })
                         .collect()
                 })
                 .unwrap_or_default();
-            let resolves = routes
-                .iter()
-                .find(|r| r["usable"] == true)
-                .map(|r| r["route"].clone())
-                .unwrap_or(serde_json::Value::Null);
-            json!({
-                "class": class.to_string(),
-                "set": config.models.class(class).is_some(),
-                "routes": routes,
-                "resolves": resolves,
-            })
+            let resolves = routes.iter().find(|r| r.usable).map(|r| r.route.clone());
+            ModelClassDocument {
+                class: class.to_string(),
+                set: config.models.class(class).is_some(),
+                routes,
+                resolves,
+            }
         })
         .collect();
-    json!({
-        "config_files": ctx.config.files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
-        "default_class": default_class(config).to_string(),
-        "classes": classes,
-    })
+    ModelsDocument {
+        config_files: ctx
+            .config
+            .files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect(),
+        default_class: default_class(config).to_string(),
+        classes,
+    }
 }
 
-pub fn models(cwd: Option<PathBuf>, json_mode: bool) -> Result<u8> {
+pub fn models(cwd: Option<PathBuf>, json_mode: bool) -> Result<Exit> {
     let ctx = project_context(cwd)?;
     if json_mode {
-        outln!("{}", models_json(&ctx));
-        return Ok(exit::OK);
+        crate::documents::print(&models_json(&ctx));
+        return Ok(Exit::Ok);
     }
     let config = &ctx.config.config;
     if ctx.config.files.is_empty() {
@@ -109,7 +123,7 @@ pub fn models(cwd: Option<PathBuf>, json_mode: bool) -> Result<u8> {
             }
         }
     }
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }
 
 /// What the model table and the route options make of a route, for `baton models` and
@@ -172,17 +186,17 @@ fn source_text(s: &RoleSource) -> String {
     }
 }
 
-fn source_json(s: &RoleSource) -> serde_json::Value {
+fn source_json(s: &RoleSource) -> RoleSourceDocument {
     match s {
-        RoleSource::Builtin => json!({"kind": "built-in"}),
-        RoleSource::User(p) => json!({"kind": "user", "path": p}),
-        RoleSource::Project(p) => json!({"kind": "project", "path": p}),
+        RoleSource::Builtin => RoleSourceDocument::Builtin,
+        RoleSource::User(p) => RoleSourceDocument::User { path: p.clone() },
+        RoleSource::Project(p) => RoleSourceDocument::Project { path: p.clone() },
     }
 }
 
 /// Lists the effective roles and the role files that cannot be used (exit 0), or with `check`
 /// reports every bad role file and exits 2 if there is one. `--json`: one document.
-pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<u8> {
+pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<Exit> {
     let ctx = project_context(cwd)?;
     let dirs: RoleDirs = role_dirs(&ctx.project_root);
     let set = load_roles(&dirs);
@@ -192,10 +206,11 @@ pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<u8> {
             errln!("baton: {bad}");
         }
         if json_mode {
-            outln!(
-                "{}",
-                json!({"valid": invalid.is_empty(), "roles": set.roles.len(), "invalid": invalid})
-            );
+            crate::documents::print(&RolesCheckDocument {
+                valid: invalid.is_empty(),
+                roles: set.roles.len(),
+                invalid: invalid.clone(),
+            });
         } else if invalid.is_empty() {
             outln!("{} roles valid", set.roles.len());
         } else {
@@ -206,14 +221,14 @@ pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<u8> {
             );
         }
         return Ok(if invalid.is_empty() {
-            exit::OK
+            Exit::Ok
         } else {
-            exit::USAGE
+            Exit::Refused
         });
     }
     if json_mode {
-        outln!("{}", roles_json(&ctx));
-        return Ok(exit::OK);
+        crate::documents::print(&roles_json(&ctx));
+        return Ok(Exit::Ok);
     }
     let config = &ctx.config.config;
     for r in &set.roles {
@@ -242,7 +257,7 @@ pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<u8> {
             outln!("  {bad}");
         }
     }
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }
 
 /// What a role runs as once the config's defaults apply: its backend, isolation and sandbox mode.
@@ -274,26 +289,26 @@ fn effective(
 
 /// `baton roles --json`: `{"roles": [{name, description, model_class, tools, backend, isolation,
 /// sandbox, source}], "invalid": ["file: problem", …]}`.
-pub fn roles_json(ctx: &ProjectContext) -> serde_json::Value {
+pub fn roles_json(ctx: &ProjectContext) -> RolesDocument {
     let set = load_roles(&role_dirs(&ctx.project_root));
     let config = &ctx.config.config;
-    let roles: Vec<serde_json::Value> = set
+    let roles: Vec<RoleDocument> = set
         .roles
         .iter()
         .map(|r| {
             let (backend, isolation, sandbox) = effective(r, config);
-            json!({
-                "name": r.meta.name,
-                "description": r.meta.description,
-                "model_class": r.meta.model_class.map(|c| c.to_string()),
-                "tools": r.meta.tools,
-                "backend": backend.as_str(),
-                "isolation": isolation,
-                "sandbox": sandbox.to_string(),
-                "source": source_json(&r.source),
-            })
+            RoleDocument {
+                name: r.meta.name.clone(),
+                description: r.meta.description.clone(),
+                model_class: r.meta.model_class.map(|c| c.to_string()),
+                tools: r.meta.tools.clone(),
+                backend: backend.as_str().to_string(),
+                isolation: isolation.to_string(),
+                sandbox: sandbox.to_string(),
+                source: source_json(&r.source),
+            }
         })
         .collect();
     let invalid: Vec<String> = set.bad.iter().map(|b| b.one_line()).collect();
-    json!({ "roles": roles, "invalid": invalid })
+    RolesDocument { roles, invalid }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use crate::exit;
+use crate::exit::Exit;
 
 #[derive(Args, Debug)]
 pub struct InitArgs {
@@ -81,7 +81,7 @@ default_class = "balanced"
 # validation_sandbox = true         # Flow's validation commands run in the sandbox (false: unconfined)
 "#;
 
-pub fn run(args: InitArgs) -> Result<u8> {
+pub fn run(args: InitArgs) -> Result<Exit> {
     // The config is not loaded: `--force` must work over a file baton cannot read.
     let cwd = crate::project::working_dir(args.cwd)?;
     let dir = baton_state::project_root(&cwd).join(".baton");
@@ -105,5 +105,5 @@ pub fn run(args: InitArgs) -> Result<u8> {
         .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
     outln!("wrote {}", path.display());
     errln!("baton: next: set the keys of the providers you use (OPENAI_API_KEY, ANTHROPIC_API_KEY), then `baton doctor` checks each provider and `baton models` shows what each class resolves to");
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }

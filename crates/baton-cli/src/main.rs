@@ -29,51 +29,41 @@ mod agent_cmd;
 mod config;
 mod demo_cmd;
 mod doctor_cmd;
+mod documents;
+mod exit;
 mod flow_cmd;
 mod info_cmd;
 mod init_cmd;
 mod mcp_cmd;
-mod mcp_common;
 mod mcp_flow;
 mod mcp_http;
 mod mcp_resources;
+mod mcp_result;
+mod mcp_runtime;
 mod mcp_tasks;
+mod mcp_tool;
+mod model_fallbacks;
 mod printer;
 mod project;
 mod repair_cmd;
-mod route_cmd;
-mod routes;
-mod routing_cmd;
 mod run_cmd;
+mod session_routing;
 mod sessions_cmd;
 mod signals;
-mod status;
 mod task_cmd;
 mod task_logs;
+mod task_status_view;
 mod term;
 mod trust;
 mod trust_cmd;
 mod workflow_cmd;
+mod workflow_route_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-
-/// Exit codes (documented in the README).
-pub mod exit {
-    /// The agent finished its task.
-    pub const OK: u8 = 0;
-    /// The model could not be used (after retries), or another runtime failure.
-    pub const FAILED: u8 = 1;
-    /// Bad input or config: nothing was run.
-    pub const USAGE: u8 = 2;
-    /// The session stopped at a limit: the turn limit (the final message is a handoff report) or
-    /// the output token limit (`reason` `max_tokens`).
-    pub const TURN_LIMIT: u8 = 3;
-    /// Stopped by SIGINT or SIGTERM; the transcript records what happened.
-    pub const INTERRUPTED: u8 = 130;
-}
+use exit::Exit;
 
 #[derive(Parser)]
 #[command(
@@ -104,7 +94,7 @@ enum Command {
     /// Continue a workflow after a crash or an interruption, or answer its checkpoint.
     Resume(run_cmd::ResumeArgs),
     /// Show which workflow a request would run as, the signals and the rule that decided (nothing else).
-    Route(route_cmd::RouteArgs),
+    Route(workflow_route_cmd::RouteArgs),
     /// List the project's workflows, newest first: state, phase, what each waits for, what it spent.
     Status(workflow_cmd::StatusArgs),
     /// Show one workflow's events as a timeline (WF: an id, a unique prefix of one, or `last`).
@@ -178,7 +168,7 @@ fn main() -> ExitCode {
         .is_some_and(|a| a == baton_process::guard::GUARD_ARG)
     {
         let code = baton_process::guard::main(&argv[2..], baton_sandbox::guard_hook);
-        return ExitCode::from(u8::try_from(code).unwrap_or(exit::FAILED));
+        return ExitCode::from(u8::try_from(code).unwrap_or(Exit::Failed as u8));
     }
     // baton holds provider keys in its environment and memory: no other process of the user's,
     // not even one running as root without CAP_SYS_PTRACE, may read /proc/<baton>/environ or
@@ -194,16 +184,16 @@ fn main() -> ExitCode {
             eprintln!(
                 "baton: cannot find its own program, needed to guard the processes it starts: {e}"
             );
-            return ExitCode::from(exit::FAILED);
+            return ExitCode::from(Exit::Failed);
         }
     }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() {
-                exit::USAGE
+                Exit::Refused
             } else {
-                exit::OK
+                Exit::Ok
             };
             let _ = e.print();
             return ExitCode::from(code);
@@ -221,7 +211,7 @@ fn main() -> ExitCode {
         Command::Chat(args) => agent_cmd::chat(args),
         Command::Task(args) => task_cmd::run(args),
         Command::Flow(args) => flow_cmd::run(args),
-        Command::Route(args) => route_cmd::run(args),
+        Command::Route(args) => workflow_route_cmd::run(args),
         Command::Demo(args) => demo_cmd::run(args),
         Command::Run(args) => run_cmd::run(args),
         Command::Resume(args) => run_cmd::resume(args),
@@ -240,16 +230,16 @@ fn main() -> ExitCode {
         Command::Completions { shell } => completions(shell),
     };
     match result {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code.into(),
         Err(e) => {
             errln!("baton: {e:#}");
-            ExitCode::from(exit::USAGE)
+            Exit::of_error(&e).into()
         }
     }
 }
 
 /// Writes the completion script of `shell` on stdout.
-fn completions(shell: CompletionShell) -> anyhow::Result<u8> {
+fn completions(shell: CompletionShell) -> anyhow::Result<Exit> {
     use clap::CommandFactory as _;
     let shell = match shell {
         CompletionShell::Bash => clap_complete::Shell::Bash,
@@ -261,7 +251,7 @@ fn completions(shell: CompletionShell) -> anyhow::Result<u8> {
     use std::io::Write as _;
     // A reader that went away (`| head`) is not an error worth reporting.
     let _ = std::io::stdout().lock().write_all(&script);
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }
 
 /// Stderr for log messages (`BATON_LOG`), with known provider keys written as `[REDACTED]`. The

@@ -11,7 +11,7 @@
 //! task, which `task_status`, `task_wait` and `task_cancel` follow (mcp_tasks.rs).
 //! `run_workflow` and `workflow_resume` run a workflow as `baton run` and `baton resume` do, and
 //! the Flow tools (mcp_flow.rs) drive a Flow as `baton flow` does, sending their steps as progress
-//! notifications; every result is bounded by the project's output cap (mcp_common.rs).
+//! notifications; every result is bounded by the project's output cap (mcp_result.rs).
 //! Input schemas are derived from the structs that parse the arguments; bad arguments are tool
 //! errors (`isError: true`) naming the field, never protocol errors. Every result goes through
 //! the redactor of known provider keys. See docs/mcp.md.
@@ -36,13 +36,16 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::exit;
-use crate::mcp_common::{
-    annotations, document_result, output_schema, parse, read_only, text_result, tool,
-    ProgressForward, SharedExecutor,
+use crate::documents::{
+    DelegateAnswer, ModelsDocument, RolesDocument, RouteDocument, WorkflowOutcome,
+    WorkflowStatusAnswer,
 };
+use crate::exit::{AfterWorkBegan as _, Exit};
+use crate::mcp_result::{document_result, text_result};
+use crate::mcp_runtime::{ProgressForward, SharedExecutor};
+use crate::mcp_tool::{boxed, input, output, Answer, Call, ToolDef, READ_ONLY, RUNS_AGENTS};
 use crate::project::{delegate_env, output_cap, project_context};
 
 #[derive(Args, Debug)]
@@ -160,105 +163,98 @@ struct BatonServer {
     resources: crate::mcp_resources::Subscriptions,
 }
 
-/// `delegate_task`: its input schema is the agent tool's (built from
-/// `baton_exec::delegate::TaskEntry`, the struct each entry parses into) with `background`;
-/// its output is the report of `baton task --json` (with `background`, that of
-/// `baton task --background --json`).
-fn delegate_tool() -> Result<Tool, ErrorData> {
-    let array = json!({"type": "array"});
-    let input = match baton_exec::tool::parameters_schema(true) {
-        Value::Object(o) => o,
-        _ => {
-            return Err(ErrorData::internal_error(
-                "delegate_task: schema is not an object",
-                None,
-            ))
-        }
-    };
-    Ok(Tool::new(
-        "delegate_task",
-        "Delegate bounded work to child agents of baton roles (`roles` lists them: e.g. `scout` \
-         explores and reports, `implementer` changes code in its own git worktree and commits \
-         there, `reviewer` judges a change without touching it). Give exactly one shape: single \
-         (`role`, `name`, `task` at the top level); parallel (`tasks`: up to 8 independent \
-         entries started together); or chain (`chain`: up to 8 steps, `{previous}` in a step's \
-         task replaced by the previous step's answer). A child sees only its `task`: give the \
-         goal, the relevant files, the constraints and what to report. Waits for the children to \
-         end and answers with the report (each entry's status, answer, model, usage, worktree). \
-         Set `model_class` only to change the role's default; `model` and `thinking` only when \
-         the user asked for them. With `background: true` it answers at once with a task id \
-         (`{\"type\": \"task.background\", \"id\": …}`) for `task_status`, `task_wait` and \
-         `task_cancel`.",
-        input,
-    )
-    .with_raw_output_schema(output_schema(&[
-        ("mode", json!({"type": "string"})),
-        ("entries", array),
-    ]))
-    .with_annotations(annotations(false, true, false, true)))
-}
-
-/// Every tool this server offers.
-pub fn tools() -> Result<Vec<Tool>, ErrorData> {
-    let array = json!({"type": "array"});
-    Ok(vec![
-        tool::<RouteRequest>(
-            "route",
-            "Show which baton workflow a request would run as (BUILD, DEBUG, PLAN, REVIEW, ORIENT; \
-             TRIAGE and CODEBASE-HEALTH only when named in `workflow`), the signals found in the \
-             request and the rule that decided. Reads nothing, runs nothing, calls no model. \
-             Same answer as `baton route --json`.",
-            output_schema(&[
-                ("workflow", json!({"type": "string"})),
-                ("signals", array.clone()),
-                ("rule", json!({"type": "string"})),
-                ("conflict", json!({"type": "boolean"})),
-            ]),
-            read_only(),
-        )?,
-        tool::<NoArguments>(
-            "models",
-            "List baton's model classes for this project: for each class its routes \
+/// The tools of this module; [`all`] adds the Flow and background-task tools.
+pub const TOOLS: [ToolDef; 7] = [
+    ToolDef {
+        name: "route",
+        description: "Show which baton workflow a request would run as (BUILD, DEBUG, PLAN, \
+             REVIEW, ORIENT; TRIAGE and CODEBASE-HEALTH only when named in `workflow`), the \
+             signals found in the request and the rule that decided. Reads nothing, runs \
+             nothing, calls no model. Same answer as `baton route --json`.",
+        input: input::<RouteRequest>,
+        output: output::<RouteDocument>,
+        hints: READ_ONLY,
+        handler: |call, args| boxed(async move { route_tool(&call, args) }),
+    },
+    ToolDef {
+        name: "models",
+        description: "List baton's model classes for this project: for each class its routes \
              (provider/model[:thinking]), whether each is usable now and why not, and the one \
              that resolves now; also the config files read and the default class. Same answer \
              as `baton models --json`.",
-            output_schema(&[
-                ("config_files", array.clone()),
-                ("default_class", json!({"type": "string"})),
-                ("classes", array.clone()),
-            ]),
-            read_only(),
-        )?,
-        tool::<NoArguments>(
-            "roles",
-            "List the agent roles baton can delegate to in this project (built-in, user and \
-             project role files, later overriding earlier): name, description, model class, \
+        input: input::<NoArguments>,
+        output: output::<ModelsDocument>,
+        hints: READ_ONLY,
+        handler: |call, args| {
+            boxed(async move {
+                let _: NoArguments = call.parse(args)?;
+                let ctx = call.project()?;
+                let doc = crate::info_cmd::models_json(&ctx);
+                Ok(document_result(&doc, true, output_cap(&ctx)))
+            })
+        },
+    },
+    ToolDef {
+        name: "roles",
+        description: "List the agent roles baton can delegate to in this project (built-in, user \
+             and project role files, later overriding earlier): name, description, model class, \
              tools, backend, isolation, sandbox and source; and the role files that are invalid. \
              Same answer as `baton roles --json`.",
-            output_schema(&[("roles", array.clone()), ("invalid", array.clone())]),
-            read_only(),
-        )?,
-        tool::<WorkflowStatusRequest>(
-            "workflow_status",
-            "Show this project's baton workflows, newest first (id, type, state, phase, what each \
-             waits for, what it spent, the request), or with `id` one of them. Read from the \
-             durable records; never takes a workflow's lock. Without `id`, same answer as \
-             `baton status --json`.",
-            json!({
-                "type": "object",
-                "description": "Without `id`: {\"workflows\": [summary, …]}. With `id`: one summary.",
+        input: input::<NoArguments>,
+        output: output::<RolesDocument>,
+        hints: READ_ONLY,
+        handler: |call, args| {
+            boxed(async move {
+                let _: NoArguments = call.parse(args)?;
+                let ctx = call.project()?;
+                let doc = crate::info_cmd::roles_json(&ctx);
+                Ok(document_result(&doc, true, output_cap(&ctx)))
             })
-            .as_object()
-            .cloned()
-            .map(Arc::new)
-            .unwrap_or_default(),
-            read_only(),
-        )?,
-        delegate_tool()?,
-        workflow_tool::<RunWorkflowRequest>(
-            "run_workflow",
-            "Run a baton workflow in this project, as `baton run` does: the request is routed \
-             (BUILD, DEBUG, PLAN, REVIEW, ORIENT; `workflow` picks one instead), then the \
+        },
+    },
+    ToolDef {
+        name: "workflow_status",
+        description: "Show this project's baton workflows, newest first (id, type, state, phase, \
+             what each waits for, what it spent, the request), or with `id` one of them. Read \
+             from the durable records; never takes a workflow's lock. Without `id`, same answer \
+             as `baton status --json`.",
+        input: input::<WorkflowStatusRequest>,
+        output: output::<WorkflowStatusAnswer>,
+        hints: READ_ONLY,
+        handler: |call, args| {
+            boxed(async move {
+                let req: WorkflowStatusRequest = call.parse(args)?;
+                let ctx = call.project()?;
+                let doc = crate::workflow_cmd::status_json(&ctx, req.id.as_deref())
+                    .map_err(|e| format!("{}: `id`: {e}", call.tool))?;
+                Ok(document_result(&doc, true, output_cap(&ctx)))
+            })
+        },
+    },
+    ToolDef {
+        name: "delegate_task",
+        description: "Delegate bounded work to child agents of baton roles (`roles` lists them: \
+             e.g. `scout` explores and reports, `implementer` changes code in its own git \
+             worktree and commits there, `reviewer` judges a change without touching it). Give \
+             exactly one shape: single (`role`, `name`, `task` at the top level); parallel \
+             (`tasks`: up to 8 independent entries started together); or chain (`chain`: up to \
+             8 steps, `{previous}` in a step's task replaced by the previous step's answer). A \
+             child sees only its `task`: give the goal, the relevant files, the constraints and \
+             what to report. Waits for the children to end and answers with the report (each \
+             entry's status, answer, model, usage, worktree). Set `model_class` only to change \
+             the role's default; `model` and `thinking` only when the user asked for them. With \
+             `background: true` it answers at once with a task id \
+             (`{\"type\": \"task.background\", \"id\": …}`) for `task_status`, `task_wait` \
+             and `task_cancel`.",
+        input: delegate_input,
+        output: output::<DelegateAnswer>,
+        hints: RUNS_AGENTS,
+        handler: |call, args| boxed(async move { delegate(&call, args).await }),
+    },
+    ToolDef {
+        name: "run_workflow",
+        description: "Run a baton workflow in this project, as `baton run` does: the request is \
+             routed (BUILD, DEBUG, PLAN, REVIEW, ORIENT; `workflow` picks one instead), then the \
              workflow's agents run phase by phase until it completes with a verified brief, \
              stops, fails, or waits at a checkpoint (a question with options). BUILD works in \
              the project's own working tree and changes its files (no isolated worktree is made \
@@ -271,46 +267,46 @@ pub fn tools() -> Result<Vec<Tool>, ErrorData> {
              failure or an interruption with `workflow_resume`. Sends each step as a progress \
              notification when the call carries a progress token; cancelling the call stops \
              the workflow resumably.",
-        )?,
-        workflow_tool::<WorkflowResumeRequest>(
-            "workflow_resume",
-            "Continue a baton workflow, as `baton resume` does: after an interruption, or with \
-             `answer`, the answer to the checkpoint it waits on (one of the options it gave) or \
-             guidance for a retry after a failure (`abort` ends it). `id` is a workflow id or a \
-             unique prefix (default: the newest that is not finished). Answers like \
+        input: input::<RunWorkflowRequest>,
+        output: output::<WorkflowOutcome>,
+        hints: RUNS_AGENTS,
+        handler: |call, args| boxed(async move { run_workflow(&call, args).await }),
+    },
+    ToolDef {
+        name: "workflow_resume",
+        description: "Continue a baton workflow, as `baton resume` does: after an interruption, \
+             or with `answer`, the answer to the checkpoint it waits on (one of the options it \
+             gave) or guidance for a retry after a failure (`abort` ends it). `id` is a workflow \
+             id or a unique prefix (default: the newest that is not finished). Answers like \
              `run_workflow`. An answer the checkpoint does not take is a tool error naming the \
              options.",
-        )?,
-    ]
-    .into_iter()
-    .chain(crate::mcp_flow::tools()?)
-    .chain(crate::mcp_tasks::tools()?)
-    .collect())
+        input: input::<WorkflowResumeRequest>,
+        output: output::<WorkflowOutcome>,
+        hints: RUNS_AGENTS,
+        handler: |call, args| boxed(async move { workflow_resume(&call, args).await }),
+    },
+];
+
+/// Every tool this server offers, each declared once.
+pub fn all() -> impl Iterator<Item = &'static ToolDef> {
+    TOOLS
+        .iter()
+        .chain(crate::mcp_flow::TOOLS.iter())
+        .chain(crate::mcp_tasks::TOOLS.iter())
 }
 
-/// A tool that runs a workflow: it changes the project and calls models.
-fn workflow_tool<T: JsonSchema + 'static>(
-    name: &'static str,
-    description: &'static str,
-) -> Result<Tool, ErrorData> {
-    let output = json!({
-        "type": "object",
-        "properties": {
-            "type": {"type": "string"},
-            "id": {"type": "string"},
-            "brief": {"type": "string"},
-            "checkpoint": {"type": "object"},
-            "answer": {"type": "string"},
-        },
-        "required": ["type"],
-    });
-    let output = Arc::new(output.as_object().cloned().unwrap_or_default());
-    tool::<T>(
-        name,
-        description,
-        output,
-        annotations(false, true, false, true),
-    )
+/// Every tool as `tools/list` shows it.
+pub fn tools() -> Result<Vec<Tool>, ErrorData> {
+    all().map(ToolDef::tool).collect()
+}
+
+/// `delegate_task`'s input schema is the agent tool's (built from
+/// `baton_exec::delegate::TaskEntry`, the struct each entry parses into) with `background`.
+fn delegate_input() -> Result<Arc<JsonObject>, String> {
+    match baton_exec::tool::parameters_schema(true) {
+        Value::Object(o) => Ok(Arc::new(o)),
+        _ => Err("delegate_task: schema is not an object".to_string()),
+    }
 }
 
 fn failure(message: &str) -> CallToolResult {
@@ -319,113 +315,83 @@ fn failure(message: &str) -> CallToolResult {
     ))])
 }
 
-impl BatonServer {
-    /// Runs one read-only tool: its document as a result, or the message of a tool error.
-    fn call(&self, name: &str, args: Option<JsonObject>) -> Result<CallToolResult, String> {
-        match name {
-            "route" => {
-                let req: RouteRequest = parse(name, args)?;
-                if req.request.trim().is_empty() {
-                    return Err("route: `request` is empty: pass the request to route, e.g. \"fix the failing test\"".into());
+/// `route`: reads no config.
+fn route_tool(call: &Call, args: Option<JsonObject>) -> Answer {
+    let name = call.tool;
+    let req: RouteRequest = call.parse(args)?;
+    if req.request.trim().is_empty() {
+        return Err(format!(
+            "{name}: `request` is empty: pass the request to route, e.g. \"fix the failing test\""
+        ));
+    }
+    let decision = match req.workflow.as_deref() {
+        Some(w) => {
+            let kind: WorkflowKind = w
+                .parse()
+                .map_err(|e| format!("{name}: bad argument `workflow`: {e}"))?;
+            route_as(&req.request, kind)
+        }
+        None => route(&req.request),
+    };
+    // The decision holds no more than the request's signals: the default cap.
+    let doc = RouteDocument::of(&decision);
+    Ok(document_result(&doc, true, DEFAULT_OUTPUT_CAP))
+}
+
+/// `delegate_task` in the foreground (single, parallel or chain), through the same checks and
+/// the same `run_delegation` as `baton task` and the agent's tool; the request's token cancels it.
+async fn delegate(call: &Call, args: Option<JsonObject>) -> Answer {
+    let name = call.tool;
+    let value = Value::Object(args.unwrap_or_default());
+    // Every check the agent tool makes, naming the field.
+    let req = parse_request(&value).map_err(|e| format!("{name}: {e}"))?;
+    let ctx = call.project()?;
+    let env = delegate_env(&ctx).map_err(|e| format!("{name}: {e:#}"))?;
+    let roles = resolve_roles(&env, &req).map_err(|e| format!("{name}: {e}"))?;
+    if req.background {
+        return crate::mcp_tasks::start(&ctx, &req);
+    }
+    let executor = call.executor.get(&env)?;
+    let run_id = baton_exec::background::new_task_id();
+    // Each entry's start, tool calls, turns and end, as `baton task logs` words them.
+    let forward = ProgressForward::new(&call.context);
+    let progress: Progress = match forward.observer() {
+        Some(say) => {
+            let names: Vec<String> = req.entries.iter().map(|e| e.name.clone()).collect();
+            Arc::new(move |i, ev| {
+                let n = names.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
+                if let Some(line) = crate::task_logs::describe_entry(&n, &ev) {
+                    say(&line);
                 }
-                let decision = match req.workflow.as_deref() {
-                    Some(w) => {
-                        let kind: WorkflowKind = w
-                            .parse()
-                            .map_err(|e| format!("route: bad argument `workflow`: {e}"))?;
-                        route_as(&req.request, kind)
-                    }
-                    None => route(&req.request),
-                };
-                // The decision holds no more than the request's signals: the default cap.
-                let doc = crate::route_cmd::document(&decision);
-                Ok(document_result(&doc, true, DEFAULT_OUTPUT_CAP))
-            }
-            "models" => {
-                let _: NoArguments = parse(name, args)?;
-                let ctx = self.context()?;
-                Ok(document_result(&crate::info_cmd::models_json(&ctx), true, output_cap(&ctx)))
-            }
-            "roles" => {
-                let _: NoArguments = parse(name, args)?;
-                let ctx = self.context()?;
-                Ok(document_result(&crate::info_cmd::roles_json(&ctx), true, output_cap(&ctx)))
-            }
-            "workflow_status" => {
-                let req: WorkflowStatusRequest = parse(name, args)?;
-                let ctx = self.context()?;
-                let doc = crate::workflow_cmd::status_json(&ctx, req.id.as_deref())
-                    .map_err(|e| format!("workflow_status: `id`: {e}"))?;
-                Ok(document_result(&doc, true, output_cap(&ctx)))
-            }
-            other => Err(format!(
-                "no tool `{other}`: the tools are route, models, roles, workflow_status, delegate_task, run_workflow, workflow_resume, flow_status, flow_start, flow_continue, flow_resume, flow_abandon, task_status, task_wait and task_cancel"
-            )),
+            })
         }
-    }
-
-    fn context(&self) -> Result<crate::project::ProjectContext, String> {
-        project_context(Some(self.cwd.clone())).map_err(|e| format!("{e:#}"))
-    }
-
-    /// `delegate_task` in the foreground (single, parallel or chain), through the same checks and
-    /// the same `run_delegation` as `baton task` and the agent's tool; `cancel` is the request's
-    /// token.
-    async fn delegate(
-        &self,
-        args: Option<JsonObject>,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, String> {
-        let name = "delegate_task";
-        let value = Value::Object(args.unwrap_or_default());
-        // Every check the agent tool makes, naming the field.
-        let req = parse_request(&value).map_err(|e| format!("{name}: {e}"))?;
-        let ctx = self.context()?;
-        let env = delegate_env(&ctx).map_err(|e| format!("{name}: {e:#}"))?;
-        let roles = resolve_roles(&env, &req).map_err(|e| format!("{name}: {e}"))?;
-        if req.background {
-            return crate::mcp_tasks::start(&ctx, &req);
-        }
-        let executor = self.executor.get(&env)?;
-        let run_id = baton_exec::background::new_task_id();
-        // Each entry's start, tool calls, turns and end, as `baton task logs` words them.
-        let forward = ProgressForward::new(context);
-        let progress: Progress = match forward.observer() {
-            Some(say) => {
-                let names: Vec<String> = req.entries.iter().map(|e| e.name.clone()).collect();
-                Arc::new(move |i, ev| {
-                    let n = names.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
-                    if let Some(line) = crate::task_logs::describe_entry(&n, &ev) {
-                        say(&line);
-                    }
-                })
-            }
-            None => Arc::new(|_, _| {}),
-        };
-        let report = run_delegation(
-            &env,
-            &executor,
-            &req,
-            &roles,
-            &run_id,
-            &context.ct,
-            progress,
-        )
-        .await;
-        forward.finish().await;
-        let doc = serde_json::to_value(&report).map_err(|e| format!("{name}: {e}"))?;
-        // The text is what the agent tool answers; the structured report that of `baton task --json`.
-        let text = baton_text::redact::redact(&render_report(&report)).into_owned();
-        let content = vec![ContentBlock::text(text)];
-        let mut result = if report.ok() {
-            CallToolResult::success(content)
-        } else {
-            CallToolResult::error(content)
-        };
-        let doc = baton_text::redact::redact(&doc.to_string()).into_owned();
-        result.structured_content = serde_json::from_str(&doc).ok();
-        Ok(result)
-    }
+        None => Arc::new(|_, _| {}),
+    };
+    let report = run_delegation(
+        &env,
+        &executor,
+        &req,
+        &roles,
+        &run_id,
+        &call.context.ct,
+        progress,
+    )
+    .await;
+    forward.finish().await;
+    // The text is what the agent tool answers; the structured report that of `baton task --json`.
+    // Not bounded by the output cap: each entry's output is bounded already.
+    let text = baton_text::redact::redact(&render_report(&report)).into_owned();
+    let content = vec![ContentBlock::text(text)];
+    let ok = report.ok();
+    let mut result = if ok {
+        CallToolResult::success(content)
+    } else {
+        CallToolResult::error(content)
+    };
+    let doc = crate::documents::to_value(&DelegateAnswer::Report(report));
+    let doc = baton_text::redact::redact(&doc.to_string()).into_owned();
+    result.structured_content = serde_json::from_str(&doc).ok();
+    Ok(result)
 }
 
 /// A budget argument: a positive amount, or the message naming it.
@@ -480,107 +446,97 @@ fn outcome_result(outcome: &Outcome, cap: usize) -> CallToolResult {
     text_result(&text, &doc, ok, cap)
 }
 
-impl BatonServer {
-    /// The environment of a workflow run by a call: the same as `baton run`'s, with this
-    /// server's executor and the call's progress as its observer.
-    fn run_env(&self, tool: &str, observer: Option<Observer>) -> Result<RunEnv, String> {
-        let ctx = self.context()?;
-        let delegate = delegate_env(&ctx).map_err(|e| format!("{tool}: {e:#}"))?;
-        let executor = self.executor.get(&delegate)?;
-        Ok(crate::run_cmd::workflow_env(delegate, executor, observer))
-    }
+/// The environment of a workflow run by a call: the same as `baton run`'s, with this server's
+/// executor and the call's progress as its observer.
+fn run_env(call: &Call, observer: Option<Observer>) -> Result<RunEnv, String> {
+    let ctx = call.project()?;
+    let delegate = delegate_env(&ctx).map_err(|e| format!("{}: {e:#}", call.tool))?;
+    let executor = call.executor.get(&delegate)?;
+    Ok(crate::run_cmd::workflow_env(delegate, executor, observer))
+}
 
-    /// `run_workflow`: routing (with the model tiebreak of a conflict, as `baton run`), then
-    /// `run::start` in place, or ORIENT's inline answer.
-    async fn run_workflow(
-        &self,
-        args: Option<JsonObject>,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, String> {
-        let name = "run_workflow";
-        let req: RunWorkflowRequest = parse(name, args)?;
-        if req.request.trim().is_empty() {
-            return Err(format!(
-                "{name}: `request` is empty: say what to do, e.g. \"add a --verbose flag\""
-            ));
-        }
-        check_budget(name, req.budget_usd, req.budget_tokens)?;
-        let kind = match req.workflow.as_deref() {
-            Some(w) => Some(
-                w.parse::<WorkflowKind>()
-                    .map_err(|e| format!("{name}: bad argument `workflow`: {e}"))?,
-            ),
-            None => None,
-        };
-        let progress = ProgressForward::new(context);
-        let env = self.run_env(name, progress.observer())?;
-        let cap = env.delegate.output_cap;
-        let decision = match kind {
-            Some(k) => route_as(&req.request, k),
-            None => {
-                let (d, note) =
-                    run::tiebreak(&env.delegate.config, &req.request, route(&req.request)).await;
-                if let Some(note) = note {
-                    progress.say(&note);
-                }
-                d
+/// `run_workflow`: routing (with the model tiebreak of a conflict, as `baton run`), then
+/// `run::start` in place, or ORIENT's inline answer.
+async fn run_workflow(call: &Call, args: Option<JsonObject>) -> Answer {
+    let name = call.tool;
+    let req: RunWorkflowRequest = call.parse(args)?;
+    if req.request.trim().is_empty() {
+        return Err(format!(
+            "{name}: `request` is empty: say what to do, e.g. \"add a --verbose flag\""
+        ));
+    }
+    check_budget(name, req.budget_usd, req.budget_tokens)?;
+    let kind = match req.workflow.as_deref() {
+        Some(w) => Some(
+            w.parse::<WorkflowKind>()
+                .map_err(|e| format!("{name}: bad argument `workflow`: {e}"))?,
+        ),
+        None => None,
+    };
+    let progress = ProgressForward::new(&call.context);
+    let env = run_env(call, progress.observer())?;
+    let cap = env.delegate.output_cap;
+    let decision = match kind {
+        Some(k) => route_as(&req.request, k),
+        None => {
+            let (d, note) =
+                run::tiebreak(&env.delegate.config, &req.request, route(&req.request)).await;
+            if let Some(note) = note {
+                progress.say(&note);
             }
+            d
+        }
+    };
+    progress.say(&decision.headline());
+    let cancel = &call.context.ct;
+    let result = if decision.workflow == WorkflowKind::Orient {
+        run::orient(&env, &req.request, cancel).await.map(|text| {
+            let doc = crate::run_cmd::answer_document(&text);
+            text_result(text.trim_end(), &doc, true, cap)
+        })
+    } else {
+        let opts = StartOptions {
+            request: req.request.clone(),
+            kind: decision.workflow,
+            trivial: req.trivial,
+            budget_usd: req.budget_usd,
+            budget_tokens: req.budget_tokens,
+            isolate: Some(false),
         };
-        progress.say(&decision.headline());
-        let cancel = &context.ct;
-        let result = if decision.workflow == WorkflowKind::Orient {
-            run::orient(&env, &req.request, cancel).await.map(|text| {
-                let doc = crate::run_cmd::answer_document(&text);
-                text_result(text.trim_end(), &doc, true, cap)
-            })
-        } else {
-            let opts = StartOptions {
-                request: req.request.clone(),
-                kind: decision.workflow,
-                trivial: req.trivial,
-                budget_usd: req.budget_usd,
-                budget_tokens: req.budget_tokens,
-                isolate: Some(false),
-            };
-            run::start(&env, &opts, cancel)
-                .await
-                .map(|o| outcome_result(&o, cap))
-        };
-        drop(env);
-        progress.finish().await;
-        result.map_err(|e| format!("{name}: {e}"))
-    }
-
-    /// `workflow_resume`: the workflow `baton resume` would pick, continued with `run::resume`.
-    async fn workflow_resume(
-        &self,
-        args: Option<JsonObject>,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, String> {
-        let name = "workflow_resume";
-        let req: WorkflowResumeRequest = parse(name, args)?;
-        check_budget(name, req.budget_usd, req.budget_tokens)?;
-        let progress = ProgressForward::new(context);
-        let env = self.run_env(name, progress.observer())?;
-        let cap = env.delegate.output_cap;
-        let store = WorkflowStore::new(env.delegate.state.clone());
-        let id = crate::run_cmd::pick(&store, req.id.as_deref())
-            .map_err(|e| format!("{name}: `id`: {e}"))?;
-        let result = run::resume(
-            &env,
-            &id,
-            req.answer.as_deref(),
-            req.budget_usd,
-            req.budget_tokens,
-            &context.ct,
-        )
-        .await;
-        drop(env);
-        progress.finish().await;
-        result
+        run::start(&env, &opts, cancel)
+            .await
             .map(|o| outcome_result(&o, cap))
-            .map_err(|e| format!("{name}: {e}"))
-    }
+    };
+    drop(env);
+    progress.finish().await;
+    result.map_err(|e| format!("{name}: {e}"))
+}
+
+/// `workflow_resume`: the workflow `baton resume` would pick, continued with `run::resume`.
+async fn workflow_resume(call: &Call, args: Option<JsonObject>) -> Answer {
+    let name = call.tool;
+    let req: WorkflowResumeRequest = call.parse(args)?;
+    check_budget(name, req.budget_usd, req.budget_tokens)?;
+    let progress = ProgressForward::new(&call.context);
+    let env = run_env(call, progress.observer())?;
+    let cap = env.delegate.output_cap;
+    let store = WorkflowStore::new(env.delegate.state.clone());
+    let id = crate::run_cmd::pick(&store, req.id.as_deref())
+        .map_err(|e| format!("{name}: `id`: {e}"))?;
+    let result = run::resume(
+        &env,
+        &id,
+        req.answer.as_deref(),
+        req.budget_usd,
+        req.budget_tokens,
+        &call.context.ct,
+    )
+    .await;
+    drop(env);
+    progress.finish().await;
+    result
+        .map(|o| outcome_result(&o, cap))
+        .map_err(|e| format!("{name}: {e}"))
 }
 
 impl ServerHandler for BatonServer {
@@ -606,35 +562,24 @@ impl ServerHandler for BatonServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let result = if request.name == "delegate_task" {
-            self.delegate(request.arguments, &context).await
-        } else if crate::mcp_tasks::NAMES.contains(&request.name.as_ref()) {
-            match self.context() {
-                Ok(ctx) => {
-                    crate::mcp_tasks::call(&ctx, &request.name, request.arguments, context.ct).await
-                }
-                Err(e) => Err(e),
+        let result = match all().find(|t| t.name == request.name.as_ref()) {
+            Some(t) => {
+                let call = Call {
+                    tool: t.name,
+                    cwd: self.cwd.clone(),
+                    executor: self.executor.clone(),
+                    context,
+                };
+                (t.handler)(call, request.arguments).await
             }
-        } else if request.name == "run_workflow" {
-            self.run_workflow(request.arguments, &context).await
-        } else if crate::mcp_flow::NAMES.contains(&request.name.as_ref()) {
-            match self.context() {
-                Ok(ctx) => {
-                    crate::mcp_flow::call(
-                        &ctx,
-                        &self.executor,
-                        &request.name,
-                        request.arguments,
-                        &context,
-                    )
-                    .await
-                }
-                Err(e) => Err(e),
+            None => {
+                let names: Vec<&str> = all().map(|t| t.name).collect();
+                Err(format!(
+                    "no tool `{}`: the tools are {}",
+                    request.name,
+                    names.join(", ")
+                ))
             }
-        } else if request.name == "workflow_resume" {
-            self.workflow_resume(request.arguments, &context).await
-        } else {
-            self.call(&request.name, request.arguments)
         };
         let result = result.unwrap_or_else(|message| failure(&message));
         Ok(result.into())
@@ -686,11 +631,11 @@ impl ServerHandler for BatonServer {
 }
 
 /// `baton mcp`: serves until the client closes stdin (with `--http`, until stopped).
-pub fn run(args: McpArgs) -> Result<u8> {
+pub fn run(args: McpArgs) -> Result<Exit> {
     if let Some(addr) = args.http {
         if let Some(why) = crate::mcp_http::refusal(&addr, args.token.as_deref()) {
             errln!("{why}");
-            return Ok(exit::USAGE);
+            return Ok(Exit::Refused);
         }
     }
     // Reading the project's config now reports a bad one before serving, and installs the
@@ -714,15 +659,55 @@ pub fn run(args: McpArgs) -> Result<u8> {
                 ..server.clone()
             }
         }))?;
-        return Ok(exit::OK);
+        return Ok(Exit::Ok);
     }
     runtime.block_on(async move {
         let service = server
             .serve(rmcp::transport::stdio())
             .await
             .context("MCP initialization failed")?;
-        service.waiting().await.context("the MCP service failed")?;
+        // Serving began: tools may have run.
+        service
+            .waiting()
+            .await
+            .context("the MCP service failed")
+            .after_work_began()?;
         Ok::<(), anyhow::Error>(())
     })?;
-    Ok(exit::OK)
+    Ok(Exit::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_tool_is_declared_once_with_object_schemas() {
+        let names: Vec<&str> = all().map(|t| t.name).collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(
+            unique.len(),
+            names.len(),
+            "a tool is declared twice: {names:?}"
+        );
+        assert_eq!(names.len(), 15, "{names:?}");
+        for t in all() {
+            let tool = t.tool().unwrap_or_else(|e| panic!("{}: {e:?}", t.name));
+            let output = tool.output_schema.unwrap_or_else(|| panic!("{}", t.name));
+            assert_eq!(
+                output.get("type"),
+                Some(&Value::from("object")),
+                "{}",
+                t.name
+            );
+            assert_eq!(
+                tool.input_schema.get("type"),
+                Some(&Value::from("object")),
+                "{}",
+                t.name
+            );
+        }
+    }
 }

@@ -9,27 +9,16 @@ use std::sync::Arc;
 
 use baton_flow::{FlowError, FlowStatus, Phase};
 use baton_protocol::ModelClass;
-use rmcp::model::{CallToolResult, JsonObject, Tool};
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer};
+use rmcp::model::{CallToolResult, JsonObject};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::mcp_common::{
-    annotations, document_result, output_schema, parse, read_only, text_result, tool,
-    ProgressForward, SharedExecutor,
-};
-use crate::project::{delegate_env, output_cap, ProjectContext};
-
-/// The tools of this module.
-pub const NAMES: [&str; 5] = [
-    "flow_status",
-    "flow_start",
-    "flow_continue",
-    "flow_resume",
-    "flow_abandon",
-];
+use crate::documents::{FlowDocument, FlowStatusList};
+use crate::mcp_result::{document_result, text_result};
+use crate::mcp_runtime::ProgressForward;
+use crate::mcp_tool::{boxed, input, output, Answer, Call, Hints, ToolDef, READ_ONLY, RUNS_AGENTS};
+use crate::project::{delegate_env, output_cap};
 
 /// `flow_status` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -87,72 +76,78 @@ pub struct FlowAbandonRequest {
     reason: Option<String>,
 }
 
-/// The report a driving tool answers with: `{"type": "flow.report", "flow": …}`.
-fn report_schema() -> Arc<JsonObject> {
-    output_schema(&[
-        ("type", json!({"type": "string"})),
-        ("flow", json!({"type": "object"})),
-    ])
-}
-
-/// The tools of this module, in [`NAMES`] order.
-pub fn tools() -> Result<Vec<Tool>, ErrorData> {
-    Ok(vec![
-        tool::<FlowStatusRequest>(
-            "flow_status",
-            "Show this repository's baton Flows (a Flow runs a list of units, each built by an \
-             implementer and judged by a reviewer, and merges them), oldest first, or with `id` \
-             one of them: phase, each unit's status, attempts and verdicts, what was spent. \
+/// The Flow tools.
+pub const TOOLS: [ToolDef; 5] = [
+    ToolDef {
+        name: "flow_status",
+        description: "Show this repository's baton Flows (a Flow runs a list of units, each built \
+             by an implementer and judged by a reviewer, and merges them), oldest first, or with \
+             `id` one of them: phase, each unit's status, attempts and verdicts, what was spent. \
              Read from the durable records. The answer is `{\"flows\": [...]}`, each element \
              a line of `baton flow status --json`.",
-            output_schema(&[("flows", json!({"type": "array"}))]),
-            read_only(),
-        )?,
-        tool::<FlowStartRequest>(
-            "flow_start",
-            "Start a baton Flow in this repository, as `baton flow start` does with a units file: \
-             each unit is built by an implementer in its own git worktree, checked by its \
-             validation commands, judged by a reviewer, and merged into the current branch in \
-             order. Answers when the Flow ends or pauses on a blocked unit, which can take many \
-             minutes: the text is the Flow's report (each unit's status, the evidence of a block \
-             and the next step), the structured answer the document `baton flow start --json` \
-             ends with (`{\"type\": \"flow.report\", \"flow\": …}`). A paused Flow goes on with \
-             `flow_continue` or `flow_abandon`, an interrupted one with `flow_resume`. Sends \
-             each event as a progress notification when the call carries a progress token; \
-             cancelling the call interrupts the Flow.",
-            report_schema(),
-            annotations(false, true, false, true),
-        )?,
-        tool::<FlowContinueRequest>(
-            "flow_continue",
-            "Repair the blocked unit of a paused baton Flow once, as `baton flow continue` does: \
-             its implementer runs again in the unit's worktree with the task, the validation, \
-             the evidence of the block and your `guidance`, then the Flow goes on (validation, \
-             review, merge, the next units). Give guidance that says what to do differently. \
-             Answers like `flow_start`.",
-            report_schema(),
-            annotations(false, true, false, true),
-        )?,
-        tool::<FlowResumeRequest>(
-            "flow_resume",
-            "Continue an interrupted baton Flow (its driver was stopped or killed, or a \
+        input: input::<FlowStatusRequest>,
+        output: output::<FlowStatusList>,
+        hints: READ_ONLY,
+        handler: |call, args| boxed(async move { flow_status(&call, args) }),
+    },
+    ToolDef {
+        name: "flow_start",
+        description: "Start a baton Flow in this repository, as `baton flow start` does with a \
+             units file: each unit is built by an implementer in its own git worktree, checked \
+             by its validation commands, judged by a reviewer, and merged into the current branch \
+             in order. Answers when the Flow ends or pauses on a blocked unit, which can take \
+             many minutes: the text is the Flow's report (each unit's status, the evidence of a \
+             block and the next step), the structured answer the document \
+             `baton flow start --json` ends with (`{\"type\": \"flow.report\", \"flow\": …}`). \
+             A paused Flow goes on with `flow_continue` or `flow_abandon`, an interrupted one \
+             with `flow_resume`. Sends each event as a progress notification when the call \
+             carries a progress token; cancelling the call interrupts the Flow.",
+        input: input::<FlowStartRequest>,
+        output: output::<FlowDocument>,
+        hints: RUNS_AGENTS,
+        handler: |call, args| boxed(async move { flow_start(&call, args).await }),
+    },
+    ToolDef {
+        name: "flow_continue",
+        description:
+            "Repair the blocked unit of a paused baton Flow once, as `baton flow continue` \
+             does: its implementer runs again in the unit's worktree with the task, the \
+             validation, the evidence of the block and your `guidance`, then the Flow goes on \
+             (validation, review, merge, the next units). Give guidance that says what to do \
+             differently. Answers like `flow_start`.",
+        input: input::<FlowContinueRequest>,
+        output: output::<FlowDocument>,
+        hints: RUNS_AGENTS,
+        handler: |call, args| boxed(async move { flow_continue(&call, args).await }),
+    },
+    ToolDef {
+        name: "flow_resume",
+        description: "Continue an interrupted baton Flow (its driver was stopped or killed, or a \
              `flow_start` call was cancelled) from the first unit not yet merged, as \
              `baton flow resume` does; a unit already merged is never merged again. Answers \
              like `flow_start`.",
-            report_schema(),
-            annotations(false, true, false, true),
-        )?,
-        tool::<FlowAbandonRequest>(
-            "flow_abandon",
-            "Give up a paused or interrupted baton Flow, as `baton flow abandon` does: nothing \
-             more runs, merged units stay merged, the other units' worktrees and branches are \
-             kept for a person to look at (`baton flow clean` removes them). Runs no agent. \
+        input: input::<FlowResumeRequest>,
+        output: output::<FlowDocument>,
+        hints: RUNS_AGENTS,
+        handler: |call, args| boxed(async move { flow_resume(&call, args).await }),
+    },
+    ToolDef {
+        name: "flow_abandon",
+        description: "Give up a paused or interrupted baton Flow, as `baton flow abandon` does: \
+             nothing more runs, merged units stay merged, the other units' worktrees and branches \
+             are kept for a person to look at (`baton flow clean` removes them). Runs no agent. \
              Answers with the Flow's final report.",
-            report_schema(),
-            annotations(false, true, true, false),
-        )?,
-    ])
-}
+        input: input::<FlowAbandonRequest>,
+        output: output::<FlowDocument>,
+        hints: Hints {
+            read_only: false,
+            destructive: true,
+            idempotent: true,
+            open_world: false,
+        },
+        handler: |call, args| boxed(async move { flow_abandon(&call, args) }),
+    },
+];
 
 /// The result of a tool that drove or ended a Flow: the report a person reads, with the next step
 /// as a tool call, and the document of `baton flow … --json`. A failed Flow is a tool error.
@@ -171,74 +166,81 @@ fn report_result(status: &FlowStatus, cap: usize) -> CallToolResult {
     let ok = !matches!(status.phase, Phase::Failed);
     text_result(
         text.trim_end(),
-        &crate::flow_cmd::report_document(status),
+        &crate::documents::FlowDocument::report(status),
         ok,
         cap,
     )
 }
 
-/// Runs one of [`NAMES`] in the project of `ctx`, with the server's executor.
-pub async fn call(
-    ctx: &ProjectContext,
-    executor: &SharedExecutor,
-    name: &str,
-    args: Option<JsonObject>,
-    context: &RequestContext<RoleServer>,
-) -> Result<CallToolResult, String> {
-    let cap = output_cap(ctx);
-    match name {
-        "flow_status" => {
-            let req: FlowStatusRequest = parse(name, args)?;
-            let flows = baton_flow::status(&ctx.cwd, req.id.as_deref(), &[])
-                .map_err(|e| format!("{name}: {e}"))?;
-            let doc = json!({"flows": crate::flow_cmd::status_lines(&flows)});
-            return Ok(document_result(&doc, true, cap));
-        }
-        "flow_abandon" => {
-            let req: FlowAbandonRequest = parse(name, args)?;
-            let delegate = delegate_env(ctx).map_err(|e| format!("{name}: {e:#}"))?;
-            let executor = executor.get(&delegate)?;
-            let env = crate::flow_cmd::flow_env_with(delegate, executor, None);
-            let status = baton_flow::abandon(&env, req.id.as_deref(), req.reason.as_deref())
-                .map_err(|e| flow_error(name, &e))?;
-            return Ok(report_result(&status, cap));
-        }
-        _ => {}
-    }
-    // The driving tools: their arguments checked before anything runs.
-    enum Drive {
-        Start(Vec<baton_flow::UnitSpec>),
-        Continue(FlowContinueRequest, Option<ModelClass>),
-        Resume(FlowResumeRequest),
-    }
-    let drive = match name {
-        "flow_start" => {
-            let req: FlowStartRequest = parse(name, args)?;
-            let units = baton_flow::parse_units(&Value::Object(req.units))
-                .map_err(|e| format!("{name}: bad argument `units`: {e}"))?;
-            Drive::Start(units)
-        }
-        "flow_continue" => {
-            let req: FlowContinueRequest = parse(name, args)?;
-            if req.guidance.trim().is_empty() {
-                return Err(format!(
-                    "{name}: `guidance` is empty: say what the implementer should do differently"
-                ));
-            }
-            let class = match req.model_class.as_deref() {
-                    None => None,
-                    Some(c) => Some(c.parse::<ModelClass>().map_err(|_| {
-                        format!("{name}: bad argument `model_class`: `{c}`: use fast, balanced, frontier or fav")
-                    })?),
-                };
-            Drive::Continue(req, class)
-        }
-        "flow_resume" => Drive::Resume(parse(name, args)?),
-        other => return Err(format!("no tool `{other}`")),
+fn flow_status(call: &Call, args: Option<JsonObject>) -> Answer {
+    let req: FlowStatusRequest = call.parse(args)?;
+    let ctx = call.project()?;
+    let flows = baton_flow::status(&ctx.cwd, req.id.as_deref(), &[])
+        .map_err(|e| format!("{}: {e}", call.tool))?;
+    let doc = FlowStatusList {
+        flows: crate::documents::FlowDocument::status_lines(&flows),
     };
-    let progress = ProgressForward::new(context);
-    let delegate = delegate_env(ctx).map_err(|e| format!("{name}: {e:#}"))?;
-    let executor = executor.get(&delegate)?;
+    Ok(document_result(&doc, true, output_cap(&ctx)))
+}
+
+fn flow_abandon(call: &Call, args: Option<JsonObject>) -> Answer {
+    let name = call.tool;
+    let req: FlowAbandonRequest = call.parse(args)?;
+    let ctx = call.project()?;
+    let delegate = delegate_env(&ctx).map_err(|e| format!("{name}: {e:#}"))?;
+    let executor = call.executor.get(&delegate)?;
+    let env = crate::flow_cmd::flow_env_with(delegate, executor, None);
+    let status = baton_flow::abandon(&env, req.id.as_deref(), req.reason.as_deref())
+        .map_err(|e| flow_error(name, &e))?;
+    Ok(report_result(&status, output_cap(&ctx)))
+}
+
+async fn flow_start(call: &Call, args: Option<JsonObject>) -> Answer {
+    let req: FlowStartRequest = call.parse(args)?;
+    let units = baton_flow::parse_units(&Value::Object(req.units))
+        .map_err(|e| format!("{}: bad argument `units`: {e}", call.tool))?;
+    drive(call, Drive::Start(units)).await
+}
+
+async fn flow_continue(call: &Call, args: Option<JsonObject>) -> Answer {
+    let name = call.tool;
+    let req: FlowContinueRequest = call.parse(args)?;
+    if req.guidance.trim().is_empty() {
+        return Err(format!(
+            "{name}: `guidance` is empty: say what the implementer should do differently"
+        ));
+    }
+    let class = match req.model_class.as_deref() {
+        None => None,
+        Some(c) => Some(c.parse::<ModelClass>().map_err(|_| {
+            format!(
+                "{name}: bad argument `model_class`: `{c}`: use fast, balanced, frontier or fav"
+            )
+        })?),
+    };
+    drive(call, Drive::Continue(req, class)).await
+}
+
+async fn flow_resume(call: &Call, args: Option<JsonObject>) -> Answer {
+    let req: FlowResumeRequest = call.parse(args)?;
+    drive(call, Drive::Resume(req)).await
+}
+
+/// What a driving tool does, its arguments checked before anything runs.
+enum Drive {
+    Start(Vec<baton_flow::UnitSpec>),
+    Continue(FlowContinueRequest, Option<ModelClass>),
+    Resume(FlowResumeRequest),
+}
+
+/// Drives a Flow with the server's executor, each event `baton flow` describes sent as progress.
+async fn drive(call: &Call, drive: Drive) -> Answer {
+    let name = call.tool;
+    let ctx = call.project()?;
+    let cap = output_cap(&ctx);
+    let progress = ProgressForward::new(&call.context);
+    let delegate = delegate_env(&ctx).map_err(|e| format!("{name}: {e:#}"))?;
+    let executor = call.executor.get(&delegate)?;
     let observer = progress.observer().map(|say| {
         let o: baton_flow::Observer = Arc::new(move |n: baton_flow::Notice<'_>| {
             if let baton_flow::Notice::Event(r) = n {
@@ -250,7 +252,7 @@ pub async fn call(
         o
     });
     let env = crate::flow_cmd::flow_env_with(delegate, executor, observer);
-    let cancel = &context.ct;
+    let cancel = &call.context.ct;
     let result = match drive {
         Drive::Start(units) => baton_flow::start(&env, &units, cancel).await,
         Drive::Continue(req, class) => {

@@ -27,6 +27,7 @@ use rmcp::{ErrorData, RoleServer};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::documents::WorkflowResource;
 use crate::project::{output_cap, project_context, state_dir, ProjectContext};
 
 /// How often the subscribed resources of a session are read again.
@@ -105,7 +106,10 @@ fn workflow_doc(ctx: &ProjectContext, id: &str) -> Result<Value, String> {
             &format!("workflow {id} has not ended (see `workflow.state`)"),
         ),
     };
-    Ok(json!({"workflow": summary, "brief": brief}))
+    Ok(crate::documents::to_value(&WorkflowResource {
+        workflow: summary,
+        brief,
+    }))
 }
 
 /// The text and MIME type of what `target` names, before redaction; the error says why there is
@@ -118,11 +122,11 @@ fn content(ctx: &ProjectContext, target: &Target) -> Result<(String, &'static st
         }
         Target::Flow(id) => {
             let flows = baton_flow::status(&ctx.cwd, Some(id), &[]).map_err(|e| e.to_string())?;
-            let line = crate::flow_cmd::status_lines(&flows)
+            let line = crate::documents::FlowDocument::status_lines(&flows)
                 .into_iter()
                 .next()
                 .ok_or_else(|| format!("no Flow `{id}`"))?;
-            Ok((pretty(&line), JSON))
+            Ok((pretty(&crate::documents::to_value(&line)), JSON))
         }
         Target::TaskLog(id) => {
             let events =
@@ -181,7 +185,9 @@ fn resource(uri: String, name: &str, title: String, description: String, mime: &
 pub fn list(cwd: &Path) -> Result<Vec<Resource>, ErrorData> {
     let ctx = context(cwd)?;
     let mut out = Vec::new();
-    let status = crate::workflow_cmd::status_json(&ctx, None).unwrap_or_default();
+    let status = crate::workflow_cmd::status_json(&ctx, None)
+        .map(|doc| crate::documents::to_value(&doc))
+        .unwrap_or_default();
     for w in status["workflows"].as_array().into_iter().flatten() {
         let Some(id) = w["id"].as_str() else { continue };
         let kind = w["type"].as_str().unwrap_or("?");

@@ -6,19 +6,17 @@
 use std::time::Duration;
 
 use baton_exec::delegate::DelegateRequest;
-use rmcp::model::{CallToolResult, JsonObject, Tool};
-use rmcp::ErrorData;
+use rmcp::model::JsonObject;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{json, Value};
-use tokio_util::sync::CancellationToken;
 
-use crate::mcp_common::{annotations, document_result, output_schema, parse, tool};
+use crate::documents::{
+    DelegateAnswer, TaskCancelDocument, TaskDocument, TaskStatusDocument, TaskWaitDocument,
+};
+use crate::mcp_result::document_result;
+use crate::mcp_tool::{boxed, input, output, Answer, Call, Hints, ToolDef, READ_ONLY};
 use crate::project::{output_cap, state_dir, ProjectContext};
-use crate::task_cmd::{cancel_document, poll_wait, status_document};
-
-/// The tools of this module.
-pub const NAMES: [&str; 3] = ["task_status", "task_wait", "task_cancel"];
+use crate::task_cmd::{cancel_document, poll_wait};
 
 /// `task_status` and `task_cancel` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -41,112 +39,115 @@ pub struct TaskWaitRequest {
 }
 
 /// `task_status`, `task_wait` and `task_cancel`.
-pub fn tools() -> Result<Vec<Tool>, ErrorData> {
-    let string = json!({"type": "string"});
-    Ok(vec![
-        tool::<TaskIdRequest>(
-            "task_status",
-            "Show a background task started by `delegate_task` with `background: true`: its phase \
-             (starting, running, done, failed, interrupted), each entry's name, role and status, \
-             and its report once it has ended. Only reads. Same answer as \
+pub const TOOLS: [ToolDef; 3] = [
+    ToolDef {
+        name: "task_status",
+        description: "Show a background task started by `delegate_task` with `background: true`: \
+             its phase (starting, running, done, failed, interrupted), each entry's name, role \
+             and status, and its report once it has ended. Only reads. Same answer as \
              `baton task status ID --json`.",
-            output_schema(&[
-                ("id", string.clone()),
-                ("phase", string.clone()),
-                ("entries", json!({"type": "array"})),
-            ]),
-            annotations(true, false, true, false),
-        )?,
-        tool::<TaskWaitRequest>(
-            "task_wait",
-            "Wait for a background task to end and answer with its report (`type` `report`: each \
-             entry's status, answer, model, usage, worktree), or `type` `task.failed` with the \
-             reason if it failed before running. With `timeout_seconds`, answers `type` \
-             `task.running` with its status if it still runs then. Same answer as \
+        input: input::<TaskIdRequest>,
+        output: output::<TaskStatusDocument>,
+        hints: READ_ONLY,
+        handler: |call, args| boxed(async move { task_status(&call, args) }),
+    },
+    ToolDef {
+        name: "task_wait",
+        description: "Wait for a background task to end and answer with its report (`type` \
+             `report`: each entry's status, answer, model, usage, worktree), or `type` \
+             `task.failed` with the reason if it failed before running. With `timeout_seconds`, \
+             answers `type` `task.running` with its status if it still runs then. Same answer as \
              `baton task wait ID --json`. Changes nothing.",
-            output_schema(&[("type", string.clone()), ("id", string.clone())]),
-            annotations(true, false, true, false),
-        )?,
-        tool::<TaskIdRequest>(
-            "task_cancel",
-            "Stop a background task: its supervisor is signalled, its children's process groups \
-             are killed and their worktrees finalized; `task_wait` then answers with the final \
-             report. A task that already ended is left as it is. Same answer as \
+        input: input::<TaskWaitRequest>,
+        output: output::<TaskWaitDocument>,
+        hints: READ_ONLY,
+        handler: |call, args| boxed(async move { task_wait(&call, args).await }),
+    },
+    ToolDef {
+        name: "task_cancel",
+        description: "Stop a background task: its supervisor is signalled, its children's process \
+             groups are killed and their worktrees finalized; `task_wait` then answers with the \
+             final report. A task that already ended is left as it is. Same answer as \
              `baton task cancel ID --json` (`action`: signalled, stopped or none; `message`).",
-            output_schema(&[
-                ("id", string.clone()),
-                ("phase", string.clone()),
-                ("action", string),
-                ("message", json!({"type": "string"})),
-            ]),
-            annotations(false, true, true, false),
-        )?,
-    ])
-}
+        input: input::<TaskIdRequest>,
+        output: output::<TaskCancelDocument>,
+        hints: Hints {
+            read_only: false,
+            destructive: true,
+            idempotent: true,
+            open_world: false,
+        },
+        handler: |call, args| boxed(async move { task_cancel(&call, args) }),
+    },
+];
 
 /// `delegate_task` with `background: true` (its request checked and its roles resolved): starts
 /// the supervisor as `baton task --background` does and answers with the document of
 /// `baton task --background --json`.
-pub fn start(ctx: &ProjectContext, req: &DelegateRequest) -> Result<CallToolResult, String> {
+pub fn start(ctx: &ProjectContext, req: &DelegateRequest) -> Answer {
     let id = crate::task_cmd::start_background(ctx, req)
         .map_err(|e| format!("delegate_task: cannot start the background task: {e:#}"))?;
     Ok(document_result(
-        &json!({"type": "task.background", "id": id}),
+        &DelegateAnswer::Background(TaskDocument::Background { id }),
         true,
         output_cap(ctx),
     ))
 }
 
-/// Runs one of [`NAMES`]; `cancel` is the request's token (it ends a `task_wait`, never the task).
-pub async fn call(
-    ctx: &ProjectContext,
-    name: &str,
-    args: Option<JsonObject>,
-    cancel: CancellationToken,
-) -> Result<CallToolResult, String> {
-    let store = state_dir(ctx);
-    let result = |doc: &Value, ok: bool| document_result(doc, ok, output_cap(ctx));
-    match name {
-        "task_status" => {
-            let req: TaskIdRequest = parse(name, args)?;
+fn task_status(call: &Call, args: Option<JsonObject>) -> Answer {
+    let req: TaskIdRequest = call.parse(args)?;
+    let ctx = call.project()?;
+    let state = baton_exec::background::load(&state_dir(&ctx), &req.id)
+        .map_err(|e| format!("{}: `id`: {e}", call.tool))?;
+    Ok(document_result(
+        &TaskStatusDocument::of(&state),
+        true,
+        output_cap(&ctx),
+    ))
+}
+
+fn task_cancel(call: &Call, args: Option<JsonObject>) -> Answer {
+    let req: TaskIdRequest = call.parse(args)?;
+    let ctx = call.project()?;
+    let doc = cancel_document(&state_dir(&ctx), &req.id)
+        .map_err(|e| format!("{}: `id`: {e:#}", call.tool))?;
+    Ok(document_result(&doc, true, output_cap(&ctx)))
+}
+
+/// The request's cancellation ends a `task_wait`, never the task.
+async fn task_wait(call: &Call, args: Option<JsonObject>) -> Answer {
+    let name = call.tool;
+    let req: TaskWaitRequest = call.parse(args)?;
+    let ctx = call.project()?;
+    let store = state_dir(&ctx);
+    let cap = output_cap(&ctx);
+    let deadline = match req.timeout_seconds {
+        Some(s) if !(s.is_finite() && s >= 0.0) => {
+            return Err(format!(
+                "{name}: bad argument `timeout_seconds`: {s} is not a number of seconds ≥ 0"
+            ))
+        }
+        Some(s) => Some(tokio::time::Instant::now() + Duration::from_secs_f64(s)),
+        None => None,
+    };
+    let cancel = call.context.ct.clone();
+    loop {
+        let end = poll_wait(&store, &req.id).map_err(|e| format!("{name}: {e:#}"))?;
+        if let Some(end) = end {
+            return Ok(document_result(&end.document(&req.id), end.ok(), cap));
+        }
+        if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
             let state = baton_exec::background::load(&store, &req.id)
-                .map_err(|e| format!("{name}: `id`: {e}"))?;
-            Ok(result(&status_document(&state), true))
-        }
-        "task_cancel" => {
-            let req: TaskIdRequest = parse(name, args)?;
-            let doc =
-                cancel_document(&store, &req.id).map_err(|e| format!("{name}: `id`: {e:#}"))?;
-            Ok(result(&doc, true))
-        }
-        "task_wait" => {
-            let req: TaskWaitRequest = parse(name, args)?;
-            let deadline = match req.timeout_seconds {
-                Some(s) if !(s.is_finite() && s >= 0.0) => {
-                    return Err(format!(
-                        "{name}: bad argument `timeout_seconds`: {s} is not a number of seconds ≥ 0"
-                    ))
-                }
-                Some(s) => Some(tokio::time::Instant::now() + Duration::from_secs_f64(s)),
-                None => None,
+                .map_err(|e| format!("{name}: {e:#}"))?;
+            let doc = TaskWaitDocument::Running {
+                id: req.id.clone(),
+                status: Box::new(TaskStatusDocument::of(&state)),
             };
-            loop {
-                let end = poll_wait(&store, &req.id).map_err(|e| format!("{name}: {e:#}"))?;
-                if let Some(end) = end {
-                    return Ok(result(&end.document(&req.id), end.ok()));
-                }
-                if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
-                    let state = baton_exec::background::load(&store, &req.id)
-                        .map_err(|e| format!("{name}: {e:#}"))?;
-                    let doc = json!({"type": "task.running", "id": req.id, "status": status_document(&state)});
-                    return Ok(result(&doc, true));
-                }
-                tokio::select! {
-                    _ = cancel.cancelled() => return Err(format!("{name}: cancelled; the task goes on (`task_cancel` stops it)")),
-                    _ = tokio::time::sleep(Duration::from_millis(50)) => {}
-                }
-            }
+            return Ok(document_result(&doc, true, cap));
         }
-        other => Err(format!("no tool `{other}`")),
+        tokio::select! {
+            _ = cancel.cancelled() => return Err(format!("{name}: cancelled; the task goes on (`task_cancel` stops it)")),
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+        }
     }
 }

@@ -15,14 +15,14 @@
 
 use std::path::PathBuf;
 
+use crate::documents::{DamageDocument, RepairDocument};
 use anyhow::Result;
 use baton_state::damage::{keep_intact, set_aside};
 use baton_state::{Damage, JsonlLog, LogError, StateDir};
 use baton_workflow::store::{StoreError, WorkflowStore};
 use clap::Args;
-use serde_json::{json, Value};
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::project::{project_context, state_dir};
 
 #[derive(Args)]
@@ -47,12 +47,12 @@ struct Found {
     damage: Vec<(Damage, Vec<PathBuf>)>,
 }
 
-pub fn run(args: RepairArgs) -> Result<u8> {
+pub fn run(args: RepairArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd.clone())?;
     let state = state_dir(&ctx);
     if let Err(e) = baton_state::check_id(baton_state::IdKind::Record, &args.id) {
         errln!("baton: {e}");
-        return Ok(exit::USAGE);
+        return Ok(Exit::Refused);
     }
     let found = match find(&state, &ctx.cwd, &args.id, args.apply) {
         Ok(Some(f)) => f,
@@ -62,37 +62,44 @@ pub fn run(args: RepairArgs) -> Result<u8> {
                 args.id,
                 state.root().display()
             );
-            return Ok(exit::USAGE);
+            return Ok(Exit::Refused);
         }
         Err(e) => {
             errln!("baton: repair {}: {e}", args.id);
-            return Ok(exit::FAILED);
+            return Ok(Exit::Failed);
         }
     };
     report(&args, &found);
     Ok(if found.damage.is_empty() || args.apply {
-        exit::OK
+        Exit::Ok
     } else {
-        exit::FAILED
+        Exit::Failed
     })
 }
 
 fn report(args: &RepairArgs, found: &Found) {
     let id = &args.id;
     if args.json {
-        let damage: Vec<Value> = found
+        let damage: Vec<DamageDocument> = found
             .damage
             .iter()
-            .map(|(d, aside)| {
-                json!({"path": d.path, "line": d.line, "problem": d.problem, "lost": d.lost,
-                       "intact": d.intact, "message": d.to_string(), "set_aside": aside})
+            .map(|(d, aside)| DamageDocument {
+                path: d.path.display().to_string(),
+                line: d.line,
+                problem: d.problem.clone(),
+                lost: d.lost.clone(),
+                intact: d.intact,
+                message: d.to_string(),
+                set_aside: aside.iter().map(|p| p.display().to_string()).collect(),
             })
             .collect();
-        outln!(
-            "{}",
-            json!({"id": id, "kind": found.kind, "damaged": !damage.is_empty(),
-                   "applied": args.apply && !damage.is_empty(), "damage": damage})
-        );
+        crate::documents::print(&RepairDocument {
+            id: id.clone(),
+            kind: found.kind.to_string(),
+            damaged: !damage.is_empty(),
+            applied: args.apply && !damage.is_empty(),
+            damage,
+        });
         return;
     }
     if found.damage.is_empty() {
@@ -178,7 +185,7 @@ fn find(
             }
         }
         if transcript.is_file() {
-            if let Err(e) = JsonlLog::<Value>::read(&transcript) {
+            if let Err(e) = JsonlLog::<serde_json::Value>::read(&transcript) {
                 damage.extend(plain_log(e, apply)?);
             }
         }

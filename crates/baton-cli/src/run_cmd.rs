@@ -11,14 +11,11 @@ use baton_workflow::route::{route, route_as, WorkflowKind};
 use baton_workflow::run::{self, Observer, Outcome, RunEnv, RunError, StartOptions};
 use baton_workflow::store::{StoreError, WorkflowStore};
 use clap::Args;
-use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::exit;
+use crate::documents::{ErrorDocument, WorkflowOutcome};
+use crate::exit::Exit;
 use crate::project::project_context;
-
-/// `baton run` waits at a checkpoint: answer it with `baton resume --answer`.
-pub const CHECKPOINT: u8 = 4;
 
 #[derive(Args, Debug, Clone)]
 struct Common {
@@ -152,7 +149,7 @@ fn check_budget(common: &Common) -> Result<()> {
     Ok(())
 }
 
-pub fn run(args: RunArgs) -> Result<u8> {
+pub fn run(args: RunArgs) -> Result<Exit> {
     if args.request.trim().is_empty() {
         anyhow::bail!(
             "the request is empty: say what to do, e.g. baton run \"add a --verbose flag\""
@@ -185,13 +182,13 @@ pub fn run(args: RunArgs) -> Result<u8> {
         return match result {
             (Ok(text), _) => {
                 if args.common.json {
-                    outln!("{}", answer_document(&text));
+                    crate::documents::print(&answer_document(&text));
                 } else {
                     outln!("{}", text.trim_end());
                 }
-                Ok(exit::OK)
+                Ok(Exit::Ok)
             }
-            (Err(_), true) => Ok(exit::INTERRUPTED),
+            (Err(_), true) => Ok(Exit::Interrupted),
             (Err(e), false) => Ok(failed(&args.common, &e)),
         };
     }
@@ -237,7 +234,7 @@ fn ask_worktree() -> Option<bool> {
     Some(!matches!(line.trim().to_lowercase().as_str(), "n" | "no"))
 }
 
-pub fn resume(args: ResumeArgs) -> Result<u8> {
+pub fn resume(args: ResumeArgs) -> Result<Exit> {
     check_budget(&args.common)?;
     let env = env(&args.common)?;
     let store = WorkflowStore::new(env.delegate.state.clone());
@@ -321,38 +318,37 @@ pub fn pick(store: &WorkflowStore, id: Option<&str>) -> Result<String, String> {
     }
 }
 
-fn failed(common: &Common, e: &RunError) -> u8 {
+fn failed(common: &Common, e: &RunError) -> Exit {
     let code = match e {
-        RunError::Refused(_) => exit::USAGE,
+        RunError::Refused(_) => Exit::Refused,
         RunError::Store(
             StoreError::NotFound { .. } | StoreError::Busy { .. } | StoreError::TreeBusy { .. },
-        ) => exit::USAGE,
-        _ => exit::FAILED,
+        ) => Exit::Refused,
+        _ => Exit::Failed,
     };
     if common.json {
-        outln!(
-            "{}",
-            json!({"type": "workflow.error", "message": e.to_string()})
-        );
+        crate::documents::print(&ErrorDocument::Workflow {
+            message: e.to_string(),
+        });
     }
     errln!("baton: {e}");
     code
 }
 
-fn report(common: &Common, result: Result<Outcome, RunError>, signalled: bool) -> u8 {
+fn report(common: &Common, result: Result<Outcome, RunError>, signalled: bool) -> Exit {
     let outcome = match result {
         Ok(o) => o,
         Err(e) => return failed(common, &e),
     };
     if common.json {
-        outln!("{}", outcome_document(&outcome));
+        crate::documents::print(&outcome_document(&outcome));
     }
     match outcome {
         Outcome::Completed { brief, .. } => {
             if !common.json {
                 outln!("{}", brief.trim_end());
             }
-            exit::OK
+            Exit::Ok
         }
         Outcome::Checkpoint { id, checkpoint } => {
             if !common.json {
@@ -363,7 +359,7 @@ fn report(common: &Common, result: Result<Outcome, RunError>, signalled: bool) -
                 }
                 outln!("answer with: baton resume {id} --answer \"…\"");
             }
-            CHECKPOINT
+            Exit::Waiting
         }
         Outcome::Failed { id, brief } => {
             if !common.json {
@@ -372,20 +368,20 @@ fn report(common: &Common, result: Result<Outcome, RunError>, signalled: bool) -
                     "retry with guidance: baton resume {id} --answer \"…\"  (or --answer abort)"
                 );
             }
-            exit::FAILED
+            Exit::Failed
         }
         Outcome::Stopped { brief, .. } => {
             if !common.json {
                 outln!("{}", brief.trim_end());
             }
-            exit::FAILED
+            Exit::Failed
         }
         Outcome::Interrupted { id } => {
             errln!("baton: interrupted; continue with: baton resume {id}");
             if signalled {
-                exit::INTERRUPTED
+                Exit::Interrupted
             } else {
-                exit::FAILED
+                Exit::Failed
             }
         }
     }
@@ -394,25 +390,23 @@ fn report(common: &Common, result: Result<Outcome, RunError>, signalled: bool) -
 /// The document `--json` prints for an outcome of `baton run` or `baton resume` (and
 /// `run_workflow` / `workflow_resume` of `baton mcp` answer): `{"type": "workflow.<outcome>",
 /// "id", "brief" | "checkpoint"}`.
-pub fn outcome_document(outcome: &Outcome) -> Value {
-    match outcome {
-        Outcome::Completed { id, brief } => {
-            json!({"type": "workflow.completed", "id": id, "brief": brief})
-        }
-        Outcome::Checkpoint { id, checkpoint } => {
-            json!({"type": "workflow.checkpoint", "id": id, "checkpoint": checkpoint})
-        }
-        Outcome::Failed { id, brief } => {
-            json!({"type": "workflow.failed", "id": id, "brief": brief})
-        }
-        Outcome::Stopped { id, brief } => {
-            json!({"type": "workflow.stopped", "id": id, "brief": brief})
-        }
-        Outcome::Interrupted { id } => json!({"type": "workflow.interrupted", "id": id}),
+pub fn outcome_document(outcome: &Outcome) -> WorkflowOutcome {
+    match outcome.clone() {
+        Outcome::Completed { id, brief } => WorkflowOutcome::Completed { id, brief },
+        Outcome::Checkpoint { id, checkpoint } => WorkflowOutcome::Checkpoint {
+            id,
+            checkpoint: crate::documents::to_value(&checkpoint),
+        },
+        Outcome::Failed { id, brief } => WorkflowOutcome::Failed { id, brief },
+        Outcome::Stopped { id, brief } => WorkflowOutcome::Stopped { id, brief },
+        Outcome::Interrupted { id } => WorkflowOutcome::Interrupted { id },
     }
 }
 
 /// The document of ORIENT's inline answer.
-pub fn answer_document(text: &str) -> Value {
-    json!({"type": "workflow.answer", "workflow": "ORIENT", "answer": text})
+pub fn answer_document(text: &str) -> WorkflowOutcome {
+    WorkflowOutcome::Answer {
+        workflow: "ORIENT".to_string(),
+        answer: text.to_string(),
+    }
 }

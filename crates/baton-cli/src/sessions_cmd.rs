@@ -2,11 +2,11 @@
 
 use std::path::PathBuf;
 
+use crate::documents::{SessionDocument, SessionsDocument};
 use anyhow::Result;
 use baton_agent::session::{list, SessionInfo};
-use serde_json::json;
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::project::{project_context, state_dir};
 
 /// Characters of the task shown in the text listing.
@@ -29,7 +29,7 @@ fn first_line(text: &str) -> &str {
         .trim()
 }
 
-pub fn run(cwd: Option<PathBuf>, json_mode: bool) -> Result<u8> {
+pub fn run(cwd: Option<PathBuf>, json_mode: bool) -> Result<Exit> {
     let ctx = project_context(cwd)?;
     let state = state_dir(&ctx);
     let (infos, bad) = list(&state);
@@ -37,30 +37,31 @@ pub fn run(cwd: Option<PathBuf>, json_mode: bool) -> Result<u8> {
         errln!("baton: session {id} cannot be read: {e}");
     }
     if json_mode {
-        let sessions: Vec<serde_json::Value> = infos
+        let sessions: Vec<SessionDocument> = infos
             .iter()
-            .map(|i| {
-                json!({
-                    "id": i.header.session_id,
-                    "created": i.header.created,
-                    "role": i.header.role,
-                    "route": i.header.model,
-                    "cwd": i.header.cwd,
-                    "outcome": i.ended.map_or("unfinished", |(o, _)| o.as_str()),
-                    "reason": i.ended.and_then(|(_, r)| r).map(|r| r.as_str()),
-                    "task": first_line(&i.task),
-                })
+            .map(|i| SessionDocument {
+                id: i.header.session_id.clone(),
+                created: i.header.created.clone(),
+                role: i.header.role.clone(),
+                route: i.header.model.clone(),
+                cwd: i.header.cwd.clone(),
+                outcome: i
+                    .ended
+                    .map_or("unfinished", |(o, _)| o.as_str())
+                    .to_string(),
+                reason: i.ended.and_then(|(_, r)| r).map(|r| r.as_str().to_string()),
+                task: first_line(&i.task).to_string(),
             })
             .collect();
-        outln!("{}", json!({ "sessions": sessions }));
-        return Ok(exit::OK);
+        crate::documents::print(&SessionsDocument { sessions });
+        return Ok(Exit::Ok);
     }
     if infos.is_empty() {
         outln!(
             "no saved sessions in {}; `baton agent TASK` starts one",
             state.sessions().display()
         );
-        return Ok(exit::OK);
+        return Ok(Exit::Ok);
     }
     for i in &infos {
         // The task is the user's or a parent agent's text: one line, terminal-safe.
@@ -82,5 +83,5 @@ pub fn run(cwd: Option<PathBuf>, json_mode: bool) -> Result<u8> {
     errln!(
         "baton: continue one with `baton agent --resume ID` (a unique prefix of the id, or `last`)"
     );
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }

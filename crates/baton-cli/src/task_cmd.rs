@@ -15,13 +15,16 @@ use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::exit;
+use crate::documents::{
+    TaskCancelDocument, TaskDocument, TaskStatusDocument, TaskUnreadable, TaskWaitDocument,
+};
+use crate::exit::{AfterWorkBegan as _, Exit};
 use crate::project::{
     delegate_env, executor_for, now_rfc3339, project_context, state_dir, warn_skipped_roles,
     ProjectContext,
 };
 use crate::signals::watch_signals;
-use crate::status::Status;
+use crate::task_status_view::Status;
 
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -204,17 +207,17 @@ fn print_report(report: &DelegateReport, ctx: &ProjectContext) {
     }
 }
 
-fn report_exit(report: &DelegateReport, cancelled: bool) -> u8 {
+fn report_exit(report: &DelegateReport, cancelled: bool) -> Exit {
     if cancelled {
-        exit::INTERRUPTED
+        Exit::Interrupted
     } else if report.ok() {
-        exit::OK
+        Exit::Ok
     } else {
-        exit::FAILED
+        Exit::Failed
     }
 }
 
-pub fn run(args: TaskArgs) -> Result<u8> {
+pub fn run(args: TaskArgs) -> Result<Exit> {
     match args.action {
         Some(TaskAction::Status { id, json, cwd }) => status(cwd, id, json),
         Some(TaskAction::Wait { id, json, cwd }) => wait(cwd, &id, json),
@@ -238,7 +241,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-fn start(args: TaskArgs) -> Result<u8> {
+fn start(args: TaskArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd.clone())?;
     let req = request_from_args(&args)?;
     let env = delegate_env(&ctx)?;
@@ -249,12 +252,12 @@ fn start(args: TaskArgs) -> Result<u8> {
     if req.background {
         let id = start_background(&ctx, &req)?;
         if args.json {
-            outln!("{}", json!({"type": "task.background", "id": id}));
+            crate::documents::print(&TaskDocument::Background { id });
         } else {
             outln!("{id}");
             errln!("baton: started background task {id}; follow it with `baton task status {id}` or `baton task wait {id}`");
         }
-        return Ok(exit::OK);
+        return Ok(Exit::Ok);
     }
     let roles = resolve_roles(&env, &req).map_err(|e| anyhow::anyhow!("{e}"))?;
     let json_mode = args.json;
@@ -263,7 +266,10 @@ fn start(args: TaskArgs) -> Result<u8> {
         let status = status.clone();
         Arc::new(move |i, ev: EntryEvent| {
             if json_mode {
-                outln!("{}", json!({"type": "entry", "index": i, "event": ev}));
+                crate::documents::print(&TaskDocument::Entry {
+                    index: i,
+                    event: crate::documents::to_value(&ev),
+                });
             } else {
                 status.event(i, &ev);
             }
@@ -279,7 +285,9 @@ fn start(args: TaskArgs) -> Result<u8> {
         (report, signalled.is_cancelled())
     });
     if json_mode {
-        outln!("{}", json!({"type": "report", "report": report}));
+        crate::documents::print(&TaskDocument::Report {
+            report: report.clone(),
+        });
     } else {
         print_report(&report, &ctx);
     }
@@ -301,7 +309,7 @@ pub(crate) fn start_background(ctx: &ProjectContext, req: &DelegateRequest) -> R
 
 /// Runs a recorded background task; any error before the work ends is recorded as
 /// `task.failed`, so `wait` and `status` never wait on a supervisor that gave up.
-fn supervise(cwd: &Path, id: &str) -> Result<u8> {
+fn supervise(cwd: &Path, id: &str) -> Result<Exit> {
     let mut log = None;
     let result = supervise_inner(cwd, id, &mut log);
     if let (Err(e), Some(log)) = (&result, &log) {
@@ -327,7 +335,7 @@ fn supervise_inner(
     cwd: &Path,
     id: &str,
     log_out: &mut Option<Arc<Mutex<background::TaskLog>>>,
-) -> Result<u8> {
+) -> Result<Exit> {
     // The log first, found without the config, so that a config that cannot be read (or any
     // later failure) is recorded as the task's failure instead of leaving it `interrupted`.
     let canonical = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
@@ -378,29 +386,21 @@ fn supervise_inner(
         )
         .await
     });
+    // The children ran: a report that cannot be recorded is a failure, not a refusal.
     append(
         &log,
         &TaskEvent::Completed {
             report: report.clone(),
         },
-    )?;
+    )
+    .after_work_began()?;
     Ok(report_exit(&report, false))
-}
-
-/// The document of one task in `baton task status --json` (and the MCP `task_status` tool).
-pub(crate) fn status_document(state: &background::TaskState) -> Value {
-    json!({
-        "id": state.id, "phase": state.phase().as_str(), "created": state.created, "cwd": state.cwd,
-        "mode": state.request.mode, "pid": state.supervisor_process().map(|p| p.pid), "failure": state.failure,
-        "entries": state.entries.iter().map(|(n, r, s)| json!({"name": n, "role": r, "status": s})).collect::<Vec<_>>(),
-        "report": state.report,
-    })
 }
 
 fn print_state(state: &background::TaskState, json_mode: bool) {
     let phase = state.phase();
     if json_mode {
-        outln!("{}", status_document(state));
+        crate::documents::print(&TaskStatusDocument::of(state));
         return;
     }
     outln!(
@@ -434,7 +434,7 @@ fn print_state(state: &background::TaskState, json_mode: bool) {
     }
 }
 
-fn status(cwd: Option<PathBuf>, id: Option<String>, json_mode: bool) -> Result<u8> {
+fn status(cwd: Option<PathBuf>, id: Option<String>, json_mode: bool) -> Result<Exit> {
     let ctx = project_context(cwd)?;
     let store = state_dir(&ctx);
     let listing = id.is_none();
@@ -457,10 +457,11 @@ fn status(cwd: Option<PathBuf>, id: Option<String>, json_mode: bool) -> Result<u
                     _ => "unreadable",
                 };
                 if json_mode {
-                    outln!(
-                        "{}",
-                        json!({"id": id, "phase": phase, "error": e.to_string()})
-                    );
+                    crate::documents::print(&TaskUnreadable {
+                        id: id.clone(),
+                        phase: phase.to_string(),
+                        error: e.to_string(),
+                    });
                 } else {
                     outln!(
                         "{id}  {phase}: {}",
@@ -471,7 +472,7 @@ fn status(cwd: Option<PathBuf>, id: Option<String>, json_mode: bool) -> Result<u
             Err(e) => return Err(e.into()),
         }
     }
-    Ok(if damaged { exit::FAILED } else { exit::OK })
+    Ok(if damaged { Exit::Failed } else { Exit::Ok })
 }
 
 /// How a background task ended, as `wait` reports it.
@@ -484,12 +485,16 @@ pub(crate) enum WaitEnd {
 
 impl WaitEnd {
     /// The document of `baton task wait --json` (and the MCP `task_wait` tool).
-    pub(crate) fn document(&self, id: &str) -> Value {
+    pub(crate) fn document(&self, id: &str) -> TaskWaitDocument {
         match self {
-            WaitEnd::FailedBeforeRunning(why) => {
-                json!({"type": "task.failed", "id": id, "message": why})
-            }
-            WaitEnd::Report(report) => json!({"type": "report", "id": id, "report": report}),
+            WaitEnd::FailedBeforeRunning(why) => TaskWaitDocument::Failed {
+                id: id.to_string(),
+                message: why.clone(),
+            },
+            WaitEnd::Report(report) => TaskWaitDocument::Report {
+                id: id.to_string(),
+                report: report.clone(),
+            },
         }
     }
 
@@ -519,7 +524,7 @@ pub(crate) fn poll_wait(store: &baton_state::StateDir, id: &str) -> Result<Optio
     })
 }
 
-fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
+fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<Exit> {
     let ctx = project_context(cwd)?;
     let store = state_dir(&ctx);
     loop {
@@ -528,14 +533,14 @@ fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
             continue;
         };
         if json_mode {
-            outln!("{}", end.document(id));
+            crate::documents::print(&end.document(id));
         }
         return Ok(match &end {
             WaitEnd::FailedBeforeRunning(why) => {
                 if !json_mode {
                     errln!("baton: background task {id} failed before running: {why}");
                 }
-                exit::FAILED
+                Exit::Failed
             }
             WaitEnd::Report(report) => {
                 if !json_mode {
@@ -550,7 +555,10 @@ fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
 /// Stops a background task (see `baton task cancel`) and says what was done: the document of
 /// `baton task cancel --json` (and the MCP `task_cancel` tool), whose `message` is the text the
 /// command prints.
-pub(crate) fn cancel_document(store: &baton_state::StateDir, id: &str) -> Result<Value> {
+pub(crate) fn cancel_document(
+    store: &baton_state::StateDir,
+    id: &str,
+) -> Result<TaskCancelDocument> {
     let state = background::load(store, id)?;
     let phase = state.phase();
     let (action, stopped, message) = match (phase, state.supervisor_process()) {
@@ -601,19 +609,22 @@ pub(crate) fn cancel_document(store: &baton_state::StateDir, id: &str) -> Result
             format!("{id} is {}; nothing to cancel", phase.as_str()),
         ),
     };
-    Ok(json!({
-        "id": id, "phase": phase.as_str(), "action": action,
-        "stopped_children": stopped, "message": message,
-    }))
+    Ok(TaskCancelDocument {
+        id: id.to_string(),
+        phase: phase.as_str().to_string(),
+        action: action.to_string(),
+        stopped_children: stopped,
+        message,
+    })
 }
 
-fn cancel(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<u8> {
+fn cancel(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<Exit> {
     let ctx = project_context(cwd)?;
     let doc = cancel_document(&state_dir(&ctx), id)?;
     if json_mode {
-        outln!("{doc}");
+        crate::documents::print(&doc);
     } else {
-        outln!("{}", doc["message"].as_str().unwrap_or_default());
+        outln!("{}", doc.message);
     }
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }

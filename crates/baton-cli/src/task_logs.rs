@@ -9,13 +9,13 @@ use baton_exec::background::{self, Phase, TaskEvent};
 use baton_exec::delegate::{EntryEvent, EntryStatus};
 use baton_exec::Activity;
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::project::{project_context, state_dir};
 
 /// How often `--follow` looks for new events.
 const FOLLOW_POLL: Duration = Duration::from_millis(100);
 
-pub fn logs(cwd: Option<PathBuf>, id: &str, follow: bool, json_mode: bool) -> Result<u8> {
+pub fn logs(cwd: Option<PathBuf>, id: &str, follow: bool, json_mode: bool) -> Result<Exit> {
     let ctx = project_context(cwd)?;
     let store = state_dir(&ctx);
     let mut shown = 0;
@@ -40,15 +40,15 @@ pub fn logs(cwd: Option<PathBuf>, id: &str, follow: bool, json_mode: bool) -> Re
         }
         shown = shown.max(events.len());
         let Some(phase) = phase else {
-            return Ok(exit::OK);
+            return Ok(Exit::Ok);
         };
         match phase {
             Phase::Starting | Phase::Running => std::thread::sleep(FOLLOW_POLL),
-            Phase::Done => return Ok(exit::OK),
-            Phase::Failed => return Ok(exit::FAILED),
+            Phase::Done => return Ok(Exit::Ok),
+            Phase::Failed => return Ok(Exit::Failed),
             Phase::Interrupted => {
                 errln!("baton: background task {id} was interrupted: its supervisor ended without finishing");
-                return Ok(exit::FAILED);
+                return Ok(Exit::Failed);
             }
         }
     }

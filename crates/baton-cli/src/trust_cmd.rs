@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+use crate::exit::Exit;
 use crate::trust::{trust, widening_now};
 
 /// `baton trust [--cwd DIR]`: trusts the project's config and role files as they are now.
@@ -17,21 +18,18 @@ pub struct TrustArgs {
     json: bool,
 }
 
-pub fn run(args: TrustArgs) -> Result<u8> {
+pub fn run(args: TrustArgs) -> Result<Exit> {
     let cwd = crate::project::working_dir(args.cwd)?;
     let root = baton_state::project_root(&cwd);
     let hash = trust(&root)?;
     let (keys, roles) = widening_now(&root);
     if args.json {
-        outln!(
-            "{}",
-            serde_json::json!({
-                "project": root.display().to_string(),
-                "hash": hash,
-                "settings": keys,
-                "roles": roles,
-            })
-        );
+        crate::documents::print(&crate::documents::TrustDocument {
+            project: root.display().to_string(),
+            hash: hash.clone(),
+            settings: keys.clone(),
+            roles: roles.clone(),
+        });
     } else {
         outln!("baton: trusted {} ({hash})", root.display());
         if keys.is_empty() && roles.is_empty() {
@@ -46,5 +44,5 @@ pub fn run(args: TrustArgs) -> Result<u8> {
             outln!("  a change to these settings or roles (or a new one) makes it untrusted again until you run `baton trust` again");
         }
     }
-    Ok(crate::exit::OK)
+    Ok(Exit::Ok)
 }

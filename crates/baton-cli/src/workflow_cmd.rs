@@ -18,9 +18,10 @@ use anyhow::Result;
 use baton_state::LogError;
 use baton_workflow::store::{StoreError, WorkflowStore};
 use clap::Args;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::exit;
+use crate::documents::{StatusDocument, WorkflowEntry, WorkflowStatusAnswer, WorkflowSummary};
+use crate::exit::Exit;
 use crate::project::{project_context, state_dir, ProjectContext};
 
 /// Characters of the request shown in the text listing.
@@ -286,30 +287,31 @@ fn spent_text(spent: Option<&Value>) -> String {
     text
 }
 
-fn summary_json(s: &Summary) -> Value {
+fn summary_json(s: &Summary) -> WorkflowSummary {
     let a = &s.artifact;
     let pid = s
         .holder
         .as_deref()
         .and_then(|h| h.strip_prefix("pid "))
         .and_then(|p| p.trim().parse::<u64>().ok());
-    json!({
-        "id": s.id,
-        "type": a.get("workflow_type"),
-        "run_state": s.run_state(),
-        "state": s.state_text(),
-        "running": s.holder.is_some(),
-        "holder": s.holder,
-        "pid": pid,
-        "phase_cursor": a.get("phase_cursor"),
-        "pending_gate": a.get("pending_gate"),
-        "checkpoint": a.get("checkpoint"),
-        "waiting_for": s.waiting_for(),
-        "spent": a.get("spent"),
-        "created_at": a.get("created_at"),
-        "updated_at": a.get("updated_at"),
-        "request": a.get("user_request"),
-    })
+    let field = |k: &str| a.get(k).cloned();
+    WorkflowSummary {
+        id: s.id.clone(),
+        workflow_type: field("workflow_type"),
+        run_state: s.run_state(),
+        state: s.state_text(),
+        running: s.holder.is_some(),
+        holder: s.holder.clone(),
+        pid,
+        phase_cursor: field("phase_cursor"),
+        pending_gate: field("pending_gate"),
+        checkpoint: field("checkpoint"),
+        waiting_for: s.waiting_for(),
+        spent: field("spent"),
+        created_at: field("created_at"),
+        updated_at: field("updated_at"),
+        request: field("user_request"),
+    }
 }
 
 fn print_summary(s: &Summary) {
@@ -328,12 +330,12 @@ fn print_summary(s: &Summary) {
     outln!("  spent:     {}", spent_text(a.get("spent")));
 }
 
-pub fn status(args: StatusArgs) -> Result<u8> {
+pub fn status(args: StatusArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd)?;
     if args.json {
         let doc = status_json(&ctx, None).map_err(anyhow::Error::msg)?;
-        outln!("{doc}");
-        return Ok(exit::OK);
+        crate::documents::print(&doc);
+        return Ok(Exit::Ok);
     }
     let state = state_dir(&ctx);
     let store = WorkflowStore::new(state.clone());
@@ -347,7 +349,7 @@ pub fn status(args: StatusArgs) -> Result<u8> {
             "no workflows in {}; `baton run \"request\"` starts one",
             state.workflows().display()
         );
-        return Ok(exit::OK);
+        return Ok(Exit::Ok);
     }
     for (i, (id, r)) in rows.iter().enumerate() {
         if i > 0 {
@@ -358,32 +360,39 @@ pub fn status(args: StatusArgs) -> Result<u8> {
             Err(e) => outln!("{id}  {}", baton_text::sanitize_line(e)),
         }
     }
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }
 
 /// The document of `baton status --json` (`{"workflows": [summary, …]}`, newest first; an unreadable
 /// workflow as `{"id", "error"}`), or with `id` (an id, a unique prefix of one, or `last`) that one
 /// workflow's summary. The error names the fix.
-pub fn status_json(ctx: &ProjectContext, id: Option<&str>) -> Result<Value, String> {
+pub fn status_json(ctx: &ProjectContext, id: Option<&str>) -> Result<WorkflowStatusAnswer, String> {
     let store = WorkflowStore::new(state_dir(ctx));
     if let Some(wanted) = id {
         let id = resolve(&store, wanted)?;
-        return summarize(&store, &id).map(|s| summary_json(&s));
+        return summarize(&store, &id)
+            .map(|s| WorkflowStatusAnswer::One(Box::new(summary_json(&s))));
     }
-    let workflows: Vec<Value> = newest_first(&store)
+    let workflows: Vec<WorkflowEntry> = newest_first(&store)
         .iter()
         .map(|id| match summarize(&store, id) {
-            Ok(s) => summary_json(&s),
-            Err(e) => json!({"id": id, "error": e}),
+            Ok(s) => WorkflowEntry::Summary(Box::new(summary_json(&s))),
+            Err(e) => WorkflowEntry::Unreadable {
+                id: id.clone(),
+                error: e,
+            },
         })
         .collect();
-    Ok(json!({ "workflows": workflows }))
+    Ok(WorkflowStatusAnswer::All(StatusDocument { workflows }))
 }
 
 /// One workflow as `baton mcp` serves it as a resource: its id (`wanted` is an id, a unique
 /// prefix of one, or `last`), its summary (the document `workflow_status` answers with) and its
 /// artifact (the snapshot, or the fold of the events when there is none).
-pub fn record(ctx: &ProjectContext, wanted: &str) -> Result<(String, Value, Value), String> {
+pub fn record(
+    ctx: &ProjectContext,
+    wanted: &str,
+) -> Result<(String, WorkflowSummary, Value), String> {
     let store = WorkflowStore::new(state_dir(ctx));
     let id = resolve(&store, wanted)?;
     let s = summarize(&store, &id)?;
@@ -504,14 +513,14 @@ fn event_line(ev: &Value) -> String {
     parts.join("  ").trim_end().to_string()
 }
 
-pub fn log(args: LogArgs) -> Result<u8> {
+pub fn log(args: LogArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd)?;
     let store = WorkflowStore::new(state_dir(&ctx));
     let id = match resolve(&store, &args.wf) {
         Ok(id) => id,
         Err(e) => {
             errln!("baton: {e}");
-            return Ok(exit::USAGE);
+            return Ok(Exit::Refused);
         }
     };
     let path = store.events_path(&id)?;
@@ -519,7 +528,7 @@ pub fn log(args: LogArgs) -> Result<u8> {
         Ok(e) => e,
         Err(e) => {
             errln!("baton: workflow {id}: cannot read {}: {e}", path.display());
-            return Ok(exit::FAILED);
+            return Ok(Exit::Failed);
         }
     };
     if !args.json {
@@ -548,7 +557,7 @@ pub fn log(args: LogArgs) -> Result<u8> {
             ),
         }
     }
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }
 
 #[cfg(test)]
@@ -556,6 +565,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn times_with_and_without_fractions_sort_in_order() {

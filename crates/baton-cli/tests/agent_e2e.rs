@@ -631,6 +631,32 @@ fn record_then_replay_reproduces_the_session_without_a_server() {
     );
 }
 
+/// A cassette that cannot be saved after the model was called is a failure of work that ran
+/// (exit 1), not a refusal of bad input (exit 2, "nothing was run").
+#[test]
+fn a_cassette_save_failing_after_the_model_ran_exits_1() {
+    let server = MockServer::builder()
+        .turn(Turn::text("Done."))
+        .start_blocking();
+    let p = project(&server, "openai", "");
+    // The path is a folder holding a file: the folder check passes, the rename at save fails.
+    let cassette = p.home().join("taken");
+    std::fs::create_dir_all(cassette.join("inside")).unwrap();
+    let out = p.run(&[
+        "agent",
+        "--model",
+        "mock/m",
+        "--record",
+        cassette.to_str().unwrap(),
+        "say done",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("--record"), "{stderr}");
+    assert_eq!(server.requests().len(), 1, "the model was called");
+    server.assert_tool_results_answer_calls();
+}
+
 #[test]
 fn roles_and_models_commands_report_sources_and_resolution() {
     let server = MockServer::builder().start_blocking();

@@ -69,7 +69,9 @@ async fn connect(url: &str, token: Option<&str>) -> RunningService<RoleClient, (
 async fn call(client: &RunningService<RoleClient, ()>, name: &str, args: Value) -> CallToolResult {
     let params = CallToolRequestParams::new(name.to_string())
         .with_arguments(args.as_object().unwrap().clone());
-    client.call_tool(params).await.unwrap()
+    let result = client.call_tool(params).await.unwrap();
+    common::mcp::check_output(client, name, &result).await;
+    result
 }
 
 /// A successful result's structured content, which its only text block repeats.

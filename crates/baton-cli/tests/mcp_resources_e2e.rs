@@ -82,7 +82,9 @@ async fn updated(rx: &mut UnboundedReceiver<String>, uri: &str) -> Vec<String> {
 async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
     let params = CallToolRequestParams::new(name.to_string())
         .with_arguments(args.as_object().unwrap().clone());
-    client.call_tool(params).await.unwrap()
+    let result = client.call_tool(params).await.unwrap();
+    common::mcp::check_output(client, name, &result).await;
+    result
 }
 
 /// The one text content of a resource: its MIME type and text.

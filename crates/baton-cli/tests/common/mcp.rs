@@ -47,7 +47,37 @@ pub async fn call<H: ClientHandler>(
 ) -> CallToolResult {
     let params = CallToolRequestParams::new(name.to_string())
         .with_arguments(args.as_object().unwrap().clone());
-    client.call_tool(params).await.unwrap()
+    let result = client.call_tool(params).await.unwrap();
+    check_output(client, name, &result).await;
+    result
+}
+
+/// Checks the result's `structuredContent`, when it has one, against the output schema the tool
+/// declares in `tools/list`: every test's tool call is checked.
+pub async fn check_output<H: ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    name: &str,
+    result: &CallToolResult,
+) {
+    let Some(doc) = &result.structured_content else {
+        return;
+    };
+    let tools = client.list_all_tools().await.unwrap();
+    let tool = tools
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("no tool {name} in tools/list"));
+    let schema = Value::Object(
+        tool.output_schema
+            .as_deref()
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} declares no output schema")),
+    );
+    let errors = super::schema::errors(&schema, doc);
+    assert!(
+        errors.is_empty(),
+        "{name}: structuredContent does not match its output schema: {errors:#?}\n{doc:#}\n{schema:#}"
+    );
 }
 
 /// The one text block of a result.

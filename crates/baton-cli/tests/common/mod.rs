@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod mcp;
+pub mod schema;
 pub mod workflow;
 
 /// A project role of backend `command` running `sh -c command` (the task arrives on its stdin).

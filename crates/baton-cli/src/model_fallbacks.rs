@@ -1,5 +1,5 @@
 //! The routes a session may fail over to: the later usable routes of the class its route was
-//! chosen from (shared by `baton agent` and the routed participants of `routing_cmd`).
+//! chosen from (shared by `baton agent` and the routed participants of `session_routing`).
 
 use baton_agent::agent::Fallback;
 use baton_model::routes::{build_provider, check_route, ProcessEnv, ResolvedRoute};

@@ -56,7 +56,9 @@ fn seat_chain(
             .or(resolved.provider.max_output_tokens),
     };
     Ok(std::iter::once(first)
-        .chain(crate::routes::class_fallbacks(config, &resolved, thinking))
+        .chain(crate::model_fallbacks::class_fallbacks(
+            config, &resolved, thinking,
+        ))
         .collect())
 }
 

@@ -1,173 +1,15 @@
-//! What the modules of `baton mcp` share: tool definitions, argument parsing that names the bad
-//! field, output schemas, results bounded by the output cap, the executor every call of a server
-//! shares, and progress notifications.
+//! The results of `baton mcp`'s tools: a document as `structuredContent` and as text, known
+//! provider keys redacted, bounded by the project's output cap.
 
-use std::sync::{Arc, Mutex};
-
-use baton_exec::delegate::DelegateEnv;
-use baton_exec::executor::Executor;
-use baton_workflow::run::Observer;
-use rmcp::handler::server::common::schema_for_input;
-use rmcp::model::{
-    CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam, Tool, ToolAnnotations,
-};
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer};
-use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde::Serialize;
 use serde_json::{json, Value};
-
-/// A tool's annotations, each hint stated.
-pub fn annotations(
-    read_only: bool,
-    destructive: bool,
-    idempotent: bool,
-    open_world: bool,
-) -> ToolAnnotations {
-    ToolAnnotations::new()
-        .read_only(read_only)
-        .destructive(destructive)
-        .idempotent(idempotent)
-        .open_world(open_world)
-}
-
-/// Annotations of a tool that only reads: same answer for the same state, nothing changed.
-pub fn read_only() -> ToolAnnotations {
-    annotations(true, false, true, false)
-}
-
-/// A tool whose input schema is derived from `T`, the struct its arguments parse into.
-pub fn tool<T: JsonSchema + 'static>(
-    name: &'static str,
-    description: &'static str,
-    output: Arc<JsonObject>,
-    annotations: ToolAnnotations,
-) -> Result<Tool, ErrorData> {
-    let input = schema_for_input::<T>().map_err(|e| ErrorData::internal_error(e, None))?;
-    Ok(Tool::new(name, description, input)
-        .with_raw_output_schema(output)
-        .with_annotations(annotations))
-}
-
-/// The executor every delegation, Flow and workflow of one `baton mcp` shares (its concurrency
-/// cap holds across calls and sessions), made at the first call that needs one.
-#[derive(Clone, Default)]
-pub struct SharedExecutor(Arc<Mutex<Option<Arc<Executor>>>>);
-
-impl SharedExecutor {
-    pub fn get(&self, env: &DelegateEnv) -> Result<Arc<Executor>, String> {
-        let mut slot = self
-            .0
-            .lock()
-            .map_err(|_| "baton mcp: the executor is unusable after a panic".to_string())?;
-        if let Some(e) = slot.as_ref() {
-            return Ok(e.clone());
-        }
-        let e =
-            Arc::new(crate::project::executor_for(env).map_err(|e| format!("baton mcp: {e:#}"))?);
-        *slot = Some(e.clone());
-        Ok(e)
-    }
-}
-
-/// Forwards a workflow's observer lines to the client as `notifications/progress` with the
-/// call's progress token, `progress` counting the lines (no `total`: a workflow's length is not
-/// known ahead). Without a token, nothing is sent.
-pub struct ProgressForward {
-    sender: Arc<Mutex<Option<tokio::sync::mpsc::UnboundedSender<String>>>>,
-    task: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl ProgressForward {
-    pub fn new(context: &RequestContext<RoleServer>) -> ProgressForward {
-        let Some(token) = context.meta.get_progress_token() else {
-            return ProgressForward {
-                sender: Arc::new(Mutex::new(None)),
-                task: None,
-            };
-        };
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-        let peer = context.peer.clone();
-        let task = tokio::spawn(async move {
-            let mut progress = 0.0;
-            while let Some(line) = rx.recv().await {
-                progress += 1.0;
-                let param = ProgressNotificationParam::new(token.clone(), progress)
-                    .with_message(baton_text::redact::redact(&line).into_owned());
-                if peer.notify_progress(param).await.is_err() {
-                    break;
-                }
-            }
-        });
-        ProgressForward {
-            sender: Arc::new(Mutex::new(Some(tx))),
-            task: Some(task),
-        }
-    }
-
-    /// The observer a `RunEnv` takes: each line goes out as one notification.
-    pub fn observer(&self) -> Option<Observer> {
-        self.task.as_ref()?;
-        let sender = self.sender.clone();
-        Some(Arc::new(move |line: &str| {
-            if let Ok(slot) = sender.lock() {
-                if let Some(tx) = slot.as_ref() {
-                    let _ = tx.send(baton_text::sanitize_line(line).into_owned());
-                }
-            }
-        }))
-    }
-
-    pub fn say(&self, line: &str) {
-        if let Some(o) = self.observer() {
-            o(line);
-        }
-    }
-
-    /// Closes the channel and waits until every line has been sent, so that the notifications
-    /// reach the client before the result.
-    pub async fn finish(mut self) {
-        if let Ok(mut slot) = self.sender.lock() {
-            slot.take();
-        }
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
-        }
-    }
-}
-
-/// An output schema: an object with these required properties, each of this JSON type.
-pub fn output_schema(props: &[(&str, Value)]) -> Arc<JsonObject> {
-    let properties: serde_json::Map<String, Value> = props
-        .iter()
-        .map(|(name, schema)| (name.to_string(), schema.clone()))
-        .collect();
-    let required: Vec<&str> = props.iter().map(|(name, _)| *name).collect();
-    let mut o = JsonObject::new();
-    o.insert("type".into(), json!("object"));
-    o.insert("properties".into(), Value::Object(properties));
-    o.insert("required".into(), json!(required));
-    Arc::new(o)
-}
-
-/// The arguments of a call as `T`, or a message naming the field that is wrong.
-pub fn parse<T: DeserializeOwned>(tool: &str, args: Option<JsonObject>) -> Result<T, String> {
-    let value = Value::Object(args.unwrap_or_default());
-    serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." {
-            format!("{tool}: bad arguments: {}", e.inner())
-        } else {
-            format!("{tool}: bad argument `{path}`: {}", e.inner())
-        }
-    })
-}
 
 /// A tool result: `doc` as `structuredContent` and as its JSON text, an error result unless `ok`.
 /// Known provider keys are redacted, and the document is bounded by `cap` bytes of JSON (the
 /// project's `executor.output_cap_bytes`, as for a delegation's output): see [`bound`].
-pub fn document_result(doc: &Value, ok: bool, cap: usize) -> CallToolResult {
-    let structured = bound(redacted(doc), cap);
+pub fn document_result(doc: &impl Serialize, ok: bool, cap: usize) -> CallToolResult {
+    let structured = bound(redacted(&crate::documents::to_value(doc)), cap);
     let text = structured.to_string();
     with_content(text, structured, ok)
 }
@@ -175,10 +17,14 @@ pub fn document_result(doc: &Value, ok: bool, cap: usize) -> CallToolResult {
 /// A tool result whose text is written for a person (a brief, a Flow's report) and whose
 /// `structuredContent` is `doc`: both redacted, the text cut to `cap` bytes (its head kept, then
 /// the `[… N bytes omitted …]` marker) and the document bounded as in [`document_result`].
-pub fn text_result(text: &str, doc: &Value, ok: bool, cap: usize) -> CallToolResult {
+pub fn text_result(text: &str, doc: &impl Serialize, ok: bool, cap: usize) -> CallToolResult {
     let text = baton_text::redact::redact(text);
     let text = baton_text::truncate(&text, cap, baton_text::Keep::Head).into_owned();
-    with_content(text, bound(redacted(doc), cap), ok)
+    with_content(
+        text,
+        bound(redacted(&crate::documents::to_value(doc)), cap),
+        ok,
+    )
 }
 
 /// `doc` with known provider keys replaced.

@@ -4,9 +4,9 @@
 use anyhow::{bail, Result};
 use baton_workflow::route::{route, route_as, Decision, WorkflowKind};
 use clap::Args;
-use serde_json::json;
 
-use crate::exit;
+use crate::documents::RouteDocument;
+use crate::exit::Exit;
 
 #[derive(Args, Debug)]
 pub struct RouteArgs {
@@ -21,21 +21,6 @@ pub struct RouteArgs {
     workflow: Option<WorkflowKind>,
 }
 
-/// The JSON document: `{"workflow", "signals": [{"text", "category"}], "rule", "conflict"}`.
-pub fn document(d: &Decision) -> serde_json::Value {
-    let signals: Vec<serde_json::Value> = d
-        .signals
-        .iter()
-        .map(|s| json!({"text": s.text, "category": s.category.as_str()}))
-        .collect();
-    json!({
-        "workflow": d.workflow.as_str(),
-        "signals": signals,
-        "rule": d.rule.to_string(),
-        "conflict": d.conflict(),
-    })
-}
-
 /// `rule: …`, and for a conflict the workflows in play.
 fn rule_line(d: &Decision) -> String {
     let mut line = format!("rule: {}", d.rule);
@@ -46,7 +31,7 @@ fn rule_line(d: &Decision) -> String {
     line
 }
 
-pub fn run(args: RouteArgs) -> Result<u8> {
+pub fn run(args: RouteArgs) -> Result<Exit> {
     if args.request.trim().is_empty() {
         bail!("the request is empty: pass the request to route, e.g. baton route \"fix the failing test\"");
     }
@@ -55,11 +40,11 @@ pub fn run(args: RouteArgs) -> Result<u8> {
         None => route(&args.request),
     };
     if args.json {
-        outln!("{}", document(&decision));
+        crate::documents::print(&RouteDocument::of(&decision));
     } else {
         // Signal texts are the request's own words: one line each, terminal-safe.
         outln!("{}", baton_text::sanitize_line(&decision.headline()));
         outln!("{}", rule_line(&decision));
     }
-    Ok(exit::OK)
+    Ok(Exit::Ok)
 }

@@ -1,0 +1,566 @@
+//! The JSON documents baton prints with `--json` and answers over MCP as `structuredContent`:
+//! one typed struct each, shared by the commands and the MCP tools, so the two cannot drift, and
+//! each MCP tool's output schema is derived from the struct it answers with (mcp_tool.rs).
+//!
+//! A value of another crate's type (a Flow's status, a delegation's report, a checkpoint, a
+//! model's info) is kept as that type and serialized as it serializes itself; its schema is a
+//! shape struct here naming its top-level fields (`*Shape`), or any JSON value where the shape is
+//! that crate's own.
+//!
+//! Printed (by `baton-cli`) and answered through [`to_value`], so the keys come out in the order
+//! they always did.
+
+use baton_exec::background::TaskState;
+use baton_exec::delegate::DelegateReport;
+use baton_flow::FlowStatus;
+use baton_workflow::route::Decision;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+/// `doc` as a JSON value (keys sorted, as the documents were always printed).
+pub fn to_value<T: Serialize>(doc: &T) -> Value {
+    serde_json::to_value(doc).unwrap_or_else(|e| {
+        serde_json::Value::String(format!("baton: cannot encode the document: {e}"))
+    })
+}
+
+// ---------------------------------------------------------------- baton route
+
+/// `baton route --json` and the MCP `route` tool: the workflow a request would run as.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RouteDocument {
+    /// BUILD, DEBUG, PLAN, REVIEW, ORIENT, TRIAGE or CODEBASE-HEALTH.
+    pub workflow: String,
+    /// The words of the request that decided, each with its category.
+    pub signals: Vec<RouteSignal>,
+    /// The rule that decided.
+    pub rule: String,
+    /// Whether signals of several workflows were found.
+    pub conflict: bool,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RouteSignal {
+    pub text: String,
+    pub category: String,
+}
+
+impl RouteDocument {
+    /// The document of a routing decision.
+    pub fn of(d: &Decision) -> RouteDocument {
+        RouteDocument {
+            workflow: d.workflow.as_str().to_string(),
+            signals: d
+                .signals
+                .iter()
+                .map(|s| RouteSignal {
+                    text: s.text.to_string(),
+                    category: s.category.as_str().to_string(),
+                })
+                .collect(),
+            rule: d.rule.to_string(),
+            conflict: d.conflict(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- baton models
+
+/// `baton models --json` and the MCP `models` tool.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ModelsDocument {
+    /// The config files read, lowest precedence first.
+    pub config_files: Vec<String>,
+    pub default_class: String,
+    pub classes: Vec<ModelClassDocument>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ModelClassDocument {
+    pub class: String,
+    /// Whether the config sets this class (else its built-in default applies).
+    pub set: bool,
+    pub routes: Vec<RouteCheck>,
+    /// The first usable route: the one the class resolves to now.
+    pub resolves: Option<String>,
+}
+
+/// One route of a class: usable (with what it sends) or not (with why).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RouteCheck {
+    pub route: String,
+    pub usable: bool,
+    /// The model's entry of the model table (usable routes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Value>")]
+    pub model_info: Option<Value>,
+    /// What the route's thinking level becomes on the wire (usable routes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking_sent: Option<String>,
+    /// The route's sampling options (usable routes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Value>")]
+    pub options: Option<Value>,
+    /// Why it cannot be used (unusable routes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+// ---------------------------------------------------------------- baton roles
+
+/// `baton roles --json` and the MCP `roles` tool.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RolesDocument {
+    pub roles: Vec<RoleDocument>,
+    /// The role files that cannot be used, `file: problem`.
+    pub invalid: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RoleDocument {
+    pub name: String,
+    pub description: String,
+    pub model_class: Option<String>,
+    pub tools: Vec<String>,
+    pub backend: String,
+    /// `worktree` or `none`.
+    pub isolation: String,
+    pub sandbox: String,
+    pub source: RoleSourceDocument,
+}
+
+/// Where a role came from.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(tag = "kind")]
+pub enum RoleSourceDocument {
+    #[serde(rename = "built-in")]
+    Builtin,
+    #[serde(rename = "user")]
+    User { path: String },
+    #[serde(rename = "project")]
+    Project { path: String },
+}
+
+/// `baton roles check --json`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RolesCheckDocument {
+    pub valid: bool,
+    /// How many roles are usable.
+    pub roles: usize,
+    pub invalid: Vec<String>,
+}
+
+// ---------------------------------------------------------------- baton status
+
+/// One workflow as `baton status --json` lists it (and the MCP `workflow_status` tool answers
+/// for one id). The fields read from the workflow's artifact are null when it has none.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct WorkflowSummary {
+    pub id: String,
+    /// BUILD, DEBUG, …
+    #[serde(rename = "type")]
+    pub workflow_type: Option<Value>,
+    pub run_state: String,
+    pub state: String,
+    /// Whether a process drives it now.
+    pub running: bool,
+    pub holder: Option<String>,
+    pub pid: Option<u64>,
+    pub phase_cursor: Option<Value>,
+    pub pending_gate: Option<Value>,
+    pub checkpoint: Option<Value>,
+    pub waiting_for: String,
+    pub spent: Option<Value>,
+    pub created_at: Option<Value>,
+    pub updated_at: Option<Value>,
+    pub request: Option<Value>,
+}
+
+/// An entry of `baton status --json`: a workflow, or one whose record cannot be read.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum WorkflowEntry {
+    Summary(Box<WorkflowSummary>),
+    Unreadable { id: String, error: String },
+}
+
+/// `baton status --json`: the project's workflows, newest first.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StatusDocument {
+    pub workflows: Vec<WorkflowEntry>,
+}
+
+/// The MCP `workflow_status` tool: without `id` every workflow, with `id` that one.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum WorkflowStatusAnswer {
+    All(StatusDocument),
+    One(Box<WorkflowSummary>),
+}
+
+/// The MCP resource `baton://workflows/{id}`: the summary and the brief.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct WorkflowResource {
+    pub workflow: WorkflowSummary,
+    pub brief: String,
+}
+
+// ---------------------------------------------------------------- baton run / resume
+
+/// The shape of a checkpoint (baton-workflow's `Checkpoint`).
+#[derive(JsonSchema)]
+#[allow(dead_code)] // a schema only
+pub struct CheckpointShape {
+    /// The gate (`scope_decision`, `circuit_breaker`, `budget`, `failure` …).
+    gate: String,
+    question: String,
+    /// The answers the runner understands; an empty list takes free text.
+    options: Vec<String>,
+    recommended: Option<String>,
+    brief: String,
+}
+
+/// `baton run --json` / `baton resume --json`, and the MCP `run_workflow` and
+/// `workflow_resume` tools: how the workflow returned.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(tag = "type")]
+pub enum WorkflowOutcome {
+    #[serde(rename = "workflow.completed")]
+    Completed { id: String, brief: String },
+    #[serde(rename = "workflow.checkpoint")]
+    Checkpoint {
+        id: String,
+        #[schemars(with = "CheckpointShape")]
+        checkpoint: Value,
+    },
+    #[serde(rename = "workflow.failed")]
+    Failed { id: String, brief: String },
+    #[serde(rename = "workflow.stopped")]
+    Stopped { id: String, brief: String },
+    #[serde(rename = "workflow.interrupted")]
+    Interrupted { id: String },
+    /// ORIENT answers inline.
+    #[serde(rename = "workflow.answer")]
+    Answer { workflow: String, answer: String },
+}
+
+/// A command that could not do its work, with `--json`: `{"type", "message"}`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(tag = "type")]
+pub enum ErrorDocument {
+    /// `baton run` / `resume` refused or failed.
+    #[serde(rename = "workflow.error")]
+    Workflow { message: String },
+    /// A Flow command refused (bad input, a precondition, another Flow active, wrong phase).
+    #[serde(rename = "flow.refused")]
+    FlowRefused { message: String },
+    /// A Flow command failed (state, git).
+    #[serde(rename = "flow.error")]
+    Flow { message: String },
+}
+
+// ---------------------------------------------------------------- baton flow
+
+/// A Flow's status (baton-flow's `FlowStatus`): its phase, its units and their evidence.
+#[derive(JsonSchema)]
+#[allow(dead_code)] // a schema only
+pub struct FlowStatusShape {
+    /// `running`, `paused`, `completed`, `failed`, `interrupted`, `abandoned`.
+    phase: String,
+    id: String,
+    units: Vec<Value>,
+}
+
+/// A Flow document: the report a driving command ends with (and `flow_start`, `flow_continue`,
+/// `flow_resume`, `flow_abandon` answer), a line of `baton flow status --json`, or the plan of
+/// `baton flow clean --json`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(tag = "type")]
+pub enum FlowDocument {
+    #[serde(rename = "flow.report")]
+    Report {
+        #[schemars(with = "FlowStatusShape")]
+        flow: FlowStatus,
+    },
+    #[serde(rename = "flow.status")]
+    Status {
+        #[schemars(with = "FlowStatusShape")]
+        flow: FlowStatus,
+    },
+    #[serde(rename = "flow.clean_plan")]
+    CleanPlan {
+        #[schemars(with = "Value")]
+        plan: Value,
+    },
+}
+
+impl FlowDocument {
+    /// The last line `baton flow start --json` (and the other driving commands) print, which
+    /// `flow_start` of `baton mcp` answers.
+    pub fn report(s: &FlowStatus) -> FlowDocument {
+        FlowDocument::Report { flow: s.clone() }
+    }
+
+    /// The lines `baton flow status --json` prints (and `flow_status` of `baton mcp` answers as
+    /// a list): one `{"type": "flow.status", "flow": …}` per Flow, oldest first.
+    pub fn status_lines(flows: &[FlowStatus]) -> Vec<FlowDocument> {
+        flows
+            .iter()
+            .map(|f| FlowDocument::Status { flow: f.clone() })
+            .collect()
+    }
+}
+
+/// The MCP `flow_status` tool: `baton flow status --json`'s lines as a list, oldest first.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct FlowStatusList {
+    pub flows: Vec<FlowDocument>,
+}
+
+// ---------------------------------------------------------------- baton task
+
+/// A delegation's report (baton-exec's `DelegateReport`).
+#[derive(JsonSchema)]
+#[allow(dead_code)] // a schema only
+pub struct DelegateReportShape {
+    /// `single`, `parallel` or `chain`.
+    mode: String,
+    /// Each entry's name, role, status, bounded output, model, usage, turns, worktree.
+    entries: Vec<Value>,
+}
+
+/// The MCP `delegate_task` tool: the report of `baton task --json` in the foreground, the
+/// document of `baton task --background --json` with `background`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum DelegateAnswer {
+    Report(#[schemars(with = "DelegateReportShape")] DelegateReport),
+    Background(TaskDocument),
+}
+
+/// The `{"type": …}` documents of `baton task`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(tag = "type")]
+pub enum TaskDocument {
+    /// `baton task --background --json`: the task started.
+    #[serde(rename = "task.background")]
+    Background { id: String },
+    /// `baton task --json` in the foreground: one entry's event as it happens.
+    #[serde(rename = "entry")]
+    Entry {
+        index: usize,
+        #[schemars(with = "Value")]
+        event: Value,
+    },
+    /// `baton task --json`'s last line: the report.
+    #[serde(rename = "report")]
+    Report {
+        #[schemars(with = "DelegateReportShape")]
+        report: DelegateReport,
+    },
+}
+
+/// `baton task status --json` (one line per task) and the MCP `task_status` tool.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TaskStatusDocument {
+    pub id: String,
+    /// `starting`, `running`, `done`, `failed`, `interrupted`.
+    pub phase: String,
+    pub created: String,
+    pub cwd: String,
+    /// `single`, `parallel` or `chain`.
+    #[schemars(with = "String")]
+    pub mode: Value,
+    /// The supervisor's pid.
+    pub pid: Option<u32>,
+    /// Why the supervisor gave up, when it did.
+    pub failure: Option<String>,
+    pub entries: Vec<TaskEntryStatus>,
+    /// The report, once the task ended.
+    #[schemars(with = "Option<DelegateReportShape>")]
+    pub report: Option<DelegateReport>,
+}
+
+impl TaskStatusDocument {
+    /// The document of one background task.
+    pub fn of(state: &TaskState) -> TaskStatusDocument {
+        TaskStatusDocument {
+            id: state.id.clone(),
+            phase: state.phase().as_str().to_string(),
+            created: state.created.clone(),
+            cwd: state.cwd.clone(),
+            mode: to_value(&state.request.mode),
+            pid: state.supervisor_process().map(|p| p.pid),
+            failure: state.failure.clone(),
+            entries: state
+                .entries
+                .iter()
+                .map(|(n, r, s)| TaskEntryStatus {
+                    name: n.clone(),
+                    role: r.clone(),
+                    status: s.as_ref().map(to_value),
+                })
+                .collect(),
+            report: state.report.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TaskEntryStatus {
+    pub name: String,
+    pub role: String,
+    /// `None` while queued or running.
+    #[schemars(with = "Option<String>")]
+    pub status: Option<Value>,
+}
+
+/// A task of `baton task status --json` whose log cannot be read (`damaged` or `unreadable`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TaskUnreadable {
+    pub id: String,
+    pub phase: String,
+    pub error: String,
+}
+
+/// `baton task wait --json` and the MCP `task_wait` tool (which answers `task.running` at its
+/// timeout).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(tag = "type")]
+pub enum TaskWaitDocument {
+    #[serde(rename = "report")]
+    Report {
+        id: String,
+        #[schemars(with = "DelegateReportShape")]
+        report: DelegateReport,
+    },
+    /// The task failed before running any entry.
+    #[serde(rename = "task.failed")]
+    Failed { id: String, message: String },
+    #[serde(rename = "task.running")]
+    Running {
+        id: String,
+        status: Box<TaskStatusDocument>,
+    },
+}
+
+/// `baton task cancel --json` and the MCP `task_cancel` tool.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TaskCancelDocument {
+    pub id: String,
+    pub phase: String,
+    /// `signalled`, `stopped` or `none`.
+    pub action: String,
+    pub stopped_children: usize,
+    pub message: String,
+}
+
+// ---------------------------------------------------------------- commands without an MCP tool
+
+/// `baton doctor --json`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DoctorDocument {
+    pub ok: bool,
+    pub providers: Vec<DoctorProvider>,
+    pub routes: Vec<DoctorRoute>,
+    pub sandbox: DoctorSandbox,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DoctorProvider {
+    pub name: String,
+    pub kind: Option<String>,
+    pub url: String,
+    /// Where the key comes from (never the key).
+    pub key: String,
+    /// `ok`, `not_configured`, `config_error`, `key_missing`, `http_error`, `unreachable`,
+    /// `bad_answer`.
+    pub verdict: String,
+    pub status: Option<u16>,
+    pub message: String,
+}
+
+/// A class route: what it sends (ok) or why it cannot be used.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DoctorRoute {
+    pub class: String,
+    pub route: String,
+    pub ok: bool,
+    #[serde(flatten)]
+    pub sends: Option<RouteSends>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What a usable route sends.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RouteSends {
+    #[schemars(with = "Value")]
+    pub model_info: Value,
+    pub thinking_sent: String,
+    #[schemars(with = "Value")]
+    pub options: Value,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DoctorSandbox {
+    pub ok: bool,
+    pub landlock_abi: i32,
+    pub mode: String,
+    pub message: String,
+}
+
+/// `baton repair ID --json`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RepairDocument {
+    pub id: String,
+    /// `workflow`, `flow`, `session` or `task`.
+    pub kind: String,
+    pub damaged: bool,
+    pub applied: bool,
+    pub damage: Vec<DamageDocument>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DamageDocument {
+    pub path: String,
+    pub line: usize,
+    pub problem: String,
+    pub lost: String,
+    pub intact: usize,
+    pub message: String,
+    /// What `--apply` set aside.
+    pub set_aside: Vec<String>,
+}
+
+/// `baton sessions --json`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SessionsDocument {
+    pub sessions: Vec<SessionDocument>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SessionDocument {
+    pub id: String,
+    pub created: String,
+    pub role: String,
+    pub route: String,
+    pub cwd: String,
+    /// The session's outcome, or `unfinished`.
+    pub outcome: String,
+    pub reason: Option<String>,
+    /// The task's first line.
+    pub task: String,
+}
+
+/// `baton trust --json`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TrustDocument {
+    pub project: String,
+    pub hash: String,
+    /// The settings that now apply.
+    pub settings: Vec<String>,
+    /// The roles that now apply.
+    pub roles: Vec<String>,
+}
