@@ -6,10 +6,13 @@
 //! - [`role`]: role specifications (parsed from Markdown elsewhere).
 //! - [`config`]: the TOML config file schema.
 //! - [`sandbox`]: the sandbox modes of model-chosen commands.
+//! - [`project_event`]: the envelope, positions and cursors of the project event feed
+//!   (`baton events`).
 
 pub mod config;
 pub mod event;
 pub mod message;
+pub mod project_event;
 pub mod role;
 pub mod route;
 pub mod sandbox;
@@ -18,5 +21,6 @@ pub use event::{
     AgentEvent, EndReason, ErrorCode, ErrorInfo, Item, ItemKind, ItemStatus, Outcome, RouteUsage,
     SandboxInfo, UnknownValue, PROTOCOL_VERSION,
 };
+pub use project_event::{Cursor, Position, PositionError, ProjectEvent, Source, SourceKind};
 pub use message::{AssistantPart, Message, StopReason, ToolSpec, Usage};
 pub use route::{ModelClass, Route, RouteParseError, ThinkingLevel};
