@@ -21,6 +21,6 @@ pub use event::{
     AgentEvent, EndReason, ErrorCode, ErrorInfo, Item, ItemKind, ItemStatus, Outcome, RouteUsage,
     SandboxInfo, UnknownValue, PROTOCOL_VERSION,
 };
-pub use project_event::{Cursor, Position, PositionError, ProjectEvent, Source, SourceKind};
 pub use message::{AssistantPart, Message, StopReason, ToolSpec, Usage};
+pub use project_event::{Cursor, Position, PositionError, ProjectEvent, Source, SourceKind};
 pub use route::{ModelClass, Route, RouteParseError, ThinkingLevel};

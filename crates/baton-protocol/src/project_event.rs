@@ -235,7 +235,9 @@ mod tests {
 
     #[test]
     fn positions_read_back_from_their_string_form() {
-        let p: Position = "workflow/wf-20261204T211000Z-1a2b3c4d:1234".parse().unwrap();
+        let p: Position = "workflow/wf-20261204T211000Z-1a2b3c4d:1234"
+            .parse()
+            .unwrap();
         assert_eq!(p.source.kind, SourceKind::Workflow);
         assert_eq!(p.source.id, "wf-20261204T211000Z-1a2b3c4d");
         assert_eq!(p.offset, 1234);
@@ -244,7 +246,15 @@ mod tests {
             serde_json::to_string(&p).unwrap(),
             "\"workflow/wf-20261204T211000Z-1a2b3c4d:1234\""
         );
-        for bad in ["", "workflow", "workflow/x", "x/y:1", "flow/:1", "flow/a:-1", "flow/a b:1"] {
+        for bad in [
+            "",
+            "workflow",
+            "workflow/x",
+            "x/y:1",
+            "flow/:1",
+            "flow/a:-1",
+            "flow/a b:1",
+        ] {
             assert!(bad.parse::<Position>().is_err(), "{bad:?}");
         }
         assert!("nope/a:1"
