@@ -211,3 +211,62 @@ pub fn stream(
         deliver(batch)?;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::io::Write as _;
+    use std::sync::mpsc::channel;
+    use std::time::Duration;
+
+    use baton_protocol::Cursor;
+    use baton_state::StateDir;
+
+    use super::*;
+    use crate::feed::Filter;
+
+    /// A follower started in a project with no state folder at all sees the logs created later,
+    /// in folders created later, each line once it is whole.
+    #[test]
+    fn logs_and_folders_created_after_the_start_are_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_path_buf();
+        let state = StateDir::for_project(&root);
+        let (tx, rx) = channel();
+        let mut feed = Feed::new(state.clone(), Filter::default(), Cursor::default());
+        let follow_root = root.clone();
+        std::thread::spawn(move || {
+            let mut emit = |e: &Event| {
+                tx.send(e.pos.to_string())
+                    .map_err(|_| std::io::Error::other("test over"))
+            };
+            let mut report = |e: &FeedError| panic!("{e}");
+            stream(&mut feed, &follow_root, true, &mut emit, &mut report)
+        });
+        // The first line may be found by the first read or by inotify; once it is shown the
+        // follower waits on inotify, so the later lines and the new folder come through it.
+        let next = || rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let flows = state.flows();
+        std::fs::create_dir_all(&flows).unwrap();
+        let mut f = std::fs::File::create(flows.join("f1.events.jsonl")).unwrap();
+        let line = "{\"seq\":1,\"at\":\"2026-12-04T21:00:00Z\",\"type\":\"flow.halted\",\"reason\":\"r\"}\n";
+        f.write_all(&line.as_bytes()[..9]).unwrap();
+        f.write_all(&line.as_bytes()[9..]).unwrap();
+        assert_eq!(next(), "flow/f1:0");
+        f.write_all(line.replace("\"seq\":1", "\"seq\":2").as_bytes())
+            .unwrap();
+        assert_eq!(next(), format!("flow/f1:{}", line.len()));
+        std::fs::create_dir_all(state.tasks()).unwrap();
+        std::fs::write(
+            state.tasks().join("t1.events.jsonl"),
+            "{\"type\":\"task.started\",\"pid\":7}\n",
+        )
+        .unwrap();
+        assert_eq!(next(), "task/t1:0");
+        assert!(
+            rx.recv_timeout(Duration::from_millis(50)).is_err(),
+            "nothing more"
+        );
+    }
+}
