@@ -102,6 +102,11 @@ impl Payload {
             if SKIPPED.contains(&k.as_str()) {
                 continue;
             }
+            // A transcript message: who spoke.
+            if let Some(role) = val.get("role").and_then(Value::as_str) {
+                out.push_str(&format!(" {k}.role={role}"));
+                continue;
+            }
             let text = match val {
                 Value::String(s) if s.chars().count() <= 60 && !s.contains('\n') => s.clone(),
                 Value::Number(n) => n.to_string(),
@@ -156,6 +161,11 @@ mod tests {
                 SourceKind::Session,
                 r#"{"type":"ended","outcome":"completed","reason":null}"#,
                 "ended outcome=completed",
+            ),
+            (
+                SourceKind::Session,
+                r#"{"type":"message","message":{"role":"user","text":"hi"}}"#,
+                "message message.role=user",
             ),
         ];
         for (kind, line, summary) in lines {
