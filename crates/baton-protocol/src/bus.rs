@@ -6,7 +6,7 @@
 //! It is not durable: the logs under `.baton/state/` stay the record, and `baton events` reads
 //! them; a bus only saves the in-process reader the wait. Nothing publishes to one yet.
 
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -64,10 +64,7 @@ impl<E> Subscription<E> {
     /// The next event, waiting at most `timeout`; `None` when there was none by then or the
     /// bus is gone.
     pub fn next(&self, timeout: Duration) -> Option<E> {
-        match self.events.recv_timeout(timeout) {
-            Ok(e) => Some(e),
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-        }
+        self.events.recv_timeout(timeout).ok()
     }
 
     /// The events already published and not yet taken, without waiting.
