@@ -287,3 +287,39 @@ fn a_bad_since_or_kind_is_refused_naming_it() {
     assert_exit(&o, 0);
     assert_eq!(out(&o), "");
 }
+
+/// An agent session's transcript is a log of the feed too: its header, messages and end.
+#[test]
+fn a_follower_sees_an_agent_session_from_its_header_to_its_end() {
+    let server = baton_testkit::MockServer::builder()
+        .turn(baton_testkit::Turn::text("Done."))
+        .start_blocking();
+    let sb = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .mock_provider(&server, "openai", "");
+    sb.init_repo("main");
+    let mut follower = Follower::start(&sb, &["events", "--follow", "--json", "--kind", "session"]);
+    let agent = sb.run(&["agent", "--model", "mock/test-model", "say done"]);
+    assert_exit(&agent, 0);
+    follower.until("the session's end", |e| is(e, SourceKind::Session, "ended"));
+    let seen = follower.kill();
+    let names: Vec<String> = seen.iter().map(|e| e.event.summary()).collect();
+    assert_eq!(
+        names.first().map(|n| n.starts_with("session ")),
+        Some(true),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"message message.role=user".to_string()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"message message.role=assistant".to_string()),
+        "{names:?}"
+    );
+    assert!(seen[0].ts.is_some(), "the header records its time");
+    assert!(matches!(
+        &seen.last().unwrap().event,
+        Payload::Session(baton_agent::session::Line::Ended { .. })
+    ));
+}
