@@ -26,9 +26,10 @@ pub struct SessionHeader {
     pub created: String,
 }
 
+/// One line of a transcript (public for readers of the log, such as `baton events`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-enum Line {
+pub enum Line {
     Session(SessionHeader),
     Message {
         message: Message,

@@ -31,6 +31,7 @@ mod demo_cmd;
 mod doctor_cmd;
 mod documents;
 mod exit;
+mod events_cmd;
 mod flow_cmd;
 mod info_cmd;
 mod init_cmd;
@@ -99,6 +100,9 @@ enum Command {
     Status(workflow_cmd::StatusArgs),
     /// Show one workflow's events as a timeline (WF: an id, a unique prefix of one, or `last`).
     Log(workflow_cmd::LogArgs),
+    /// Print every event of the project's logs (sessions, routing, tasks, Flows, workflows) in
+    /// order; --follow keeps printing new ones as they are written.
+    Events(events_cmd::EventsArgs),
     /// Show what is damaged in a workflow, Flow, session or task record; --apply rebuilds it from its intact part.
     Repair(repair_cmd::RepairArgs),
     /// Serve baton to an MCP client (Claude Code, Codex, …) over stdio: route, models, roles, workflow_status, delegate_task.
@@ -217,6 +221,7 @@ fn main() -> ExitCode {
         Command::Resume(args) => run_cmd::resume(args),
         Command::Status(args) => workflow_cmd::status(args),
         Command::Log(args) => workflow_cmd::log(args),
+        Command::Events(args) => events_cmd::run(args),
         Command::Repair(args) => repair_cmd::run(args),
         Command::Init(args) => init_cmd::run(args),
         Command::Mcp(args) => mcp_cmd::run(args),

@@ -6,17 +6,24 @@
 //! - [`role`]: role specifications (parsed from Markdown elsewhere).
 //! - [`config`]: the TOML config file schema.
 //! - [`sandbox`]: the sandbox modes of model-chosen commands.
+//! - [`bus`]: an in-process fan-out of events to subscribers (no I/O: channels).
+//! - [`project_event`]: the envelope, positions and cursors of the project event feed
+//!   (`baton events`).
 
+pub mod bus;
 pub mod config;
 pub mod event;
 pub mod message;
+pub mod project_event;
 pub mod role;
 pub mod route;
 pub mod sandbox;
 
+pub use bus::{EventBus, Subscription};
 pub use event::{
     AgentEvent, EndReason, ErrorCode, ErrorInfo, Item, ItemKind, ItemStatus, Outcome, RouteUsage,
     SandboxInfo, UnknownValue, PROTOCOL_VERSION,
 };
 pub use message::{AssistantPart, Message, StopReason, ToolSpec, Usage};
+pub use project_event::{Cursor, Position, PositionError, ProjectEvent, Source, SourceKind};
 pub use route::{ModelClass, Route, RouteParseError, ThinkingLevel};
