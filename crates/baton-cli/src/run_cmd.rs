@@ -322,12 +322,9 @@ pub fn pick(store: &WorkflowStore, id: Option<&str>) -> Result<String, String> {
 }
 
 fn failed(common: &Common, e: &RunError) -> u8 {
-    let code = match e {
-        RunError::Refused(_) => exit::USAGE,
-        RunError::Store(
-            StoreError::NotFound { .. } | StoreError::Busy { .. } | StoreError::TreeBusy { .. },
-        ) => exit::USAGE,
-        _ => exit::FAILED,
+    let code = match e.is_refusal() {
+        true => exit::USAGE,
+        false => exit::FAILED,
     };
     if common.json {
         outln!(

@@ -190,10 +190,8 @@ impl ChildTmp {
         use std::os::unix::fs::DirBuilderExt;
         // A random name: a process killed outright leaves its folder behind and its pid comes
         // back, so a name built from the pid can already exist.
-        let dir = std::env::temp_dir().join(format!(
-            "baton-child-{}",
-            uuid::Uuid::new_v4().simple()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("baton-child-{}", uuid::Uuid::new_v4().simple()));
         std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
         Ok(ChildTmp(dir))
     }

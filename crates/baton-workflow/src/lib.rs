@@ -12,6 +12,9 @@
 //! - [`contract`] reads an agent's final output into its role's typed contract (the line-1
 //!   `CONTRACT` envelope, the heading fallback, the fenced YAML router contract), validates it,
 //!   and merges findings across reviewer, hunter and verifier.
+//! - [`state`] is the runner's typed workflow state (`WorkflowState`: run state, checkpoint,
+//!   spend, tasks, the runner's bookkeeping), decoded strictly: a field that does not decode is
+//!   an error naming it, never a default.
 //! - [`store`] is the durable record: the event log, the artifact snapshot rebuilt from it, the
 //!   lock per workflow.
 //! - [`dispatch`] is the phase → role table (which built-in or overriding role runs each phase)
@@ -30,4 +33,5 @@ pub mod memory;
 pub mod outputs;
 pub mod route;
 pub mod run;
+pub mod state;
 pub mod store;

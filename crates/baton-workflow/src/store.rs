@@ -150,6 +150,18 @@ pub enum StoreError {
     NotFound { id: String, dir: PathBuf },
     #[error("the event log of workflow {id} does not start with workflow_started: {path}")]
     NoStart { id: String, path: PathBuf },
+    /// A key of the runner's state that does not decode (an unknown task status, a wrong type):
+    /// the record is refused, never read as a default.
+    #[error(
+        "{}: line {line}: field `{field}` does not read: {message}; baton cannot go on from a state it does not know (written by another baton version, or edited): nothing was changed — resume it with the baton that wrote it, or correct that field",
+        path.display()
+    )]
+    Undecodable {
+        path: PathBuf,
+        line: usize,
+        field: String,
+        message: String,
+    },
 }
 
 /// A new workflow id: `wf-<UTC timestamp>-<8 hex>`.
@@ -166,27 +178,7 @@ pub fn new_id(now: time::OffsetDateTime, random: u32) -> String {
     )
 }
 
-/// Applies a JSON merge patch (RFC 7386): objects merge key by key, `null` removes a key, any
-/// other value replaces what was there.
-pub fn merge_patch(target: &mut Value, patch: &Value) {
-    let Value::Object(fields) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = Value::Object(Map::new());
-    }
-    let Value::Object(t) = target else {
-        return;
-    };
-    for (k, v) in fields {
-        if v.is_null() {
-            t.remove(k);
-        } else {
-            merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
-        }
-    }
-}
+pub use crate::state::merge_patch;
 
 /// The artifact a new workflow starts with: the fields of the cc10x artifact skeleton.
 pub fn initial_artifact(id: &str, kind: WorkflowKind, request: &str, ts: &str) -> Value {
@@ -265,11 +257,12 @@ pub struct Loaded {
 fn load_bytes(
     path: &std::path::Path,
     snapshot_path: &std::path::Path,
-    snapshot: Option<Value>,
+    snapshot_bytes: Option<&[u8]>,
     id: &str,
     bytes: &[u8],
     full: bool,
 ) -> Result<Loaded, StoreError> {
+    let snapshot: Option<Value> = snapshot_bytes.and_then(|b| serde_json::from_slice(b).ok());
     let lines = baton_state::damage::lines(path, bytes).map_err(LogError::Damaged)?;
     let parse = |line: &Line<'_>| -> Result<WorkflowEvent, StoreError> {
         serde_json::from_slice(line.bytes)
@@ -289,8 +282,11 @@ fn load_bytes(
         .and_then(|s| s.get("event_seq").and_then(Value::as_u64))
         .filter(|at| *at >= 1);
     if let (false, Some(s), Some(at)) = (full, &snapshot, at) {
-        if let Some(loaded) = fold_tail(&lines, &parse, s, at)? {
-            return Ok(loaded);
+        if let Some((loaded, tail)) = fold_tail(&lines, &parse, s, at)? {
+            let applied: Vec<(usize, &WorkflowEvent)> =
+                tail.iter().rev().map(|(n, e)| (*n, e)).collect();
+            let snap = snapshot_bytes.map(|b| (snapshot_path, b));
+            return checked(loaded, path, &applied, snap);
         }
     }
     let events = lines
@@ -305,53 +301,100 @@ fn load_bytes(
     if let Some(at) = at.filter(|at| *at > last) {
         return Err(LogError::Damaged(lines.behind_snapshot(snapshot_path, at, last)).into());
     }
-    let artifact = match (snapshot, at) {
+    let numbered: Vec<(usize, &WorkflowEvent)> =
+        lines.lines.iter().map(|l| l.number).zip(&events).collect();
+    let (artifact, applied, snap) = match (snapshot, at) {
         (Some(mut artifact), Some(at)) => {
             for ev in &events[at as usize..] {
                 apply(&mut artifact, ev);
             }
-            artifact
+            let snap = snapshot_bytes.map(|b| (snapshot_path, b));
+            (artifact, &numbered[at as usize..], snap)
         }
-        _ => fold(&events),
+        _ => (fold(&events), &numbered[..], None),
     };
-    Ok(Loaded {
+    let loaded = Loaded {
         artifact,
         seq: last,
         last_event: events.last().map(|e| e.event),
+    };
+    checked(loaded, path, applied, snap)
+}
+
+/// `loaded` when the runner's state in its artifact decodes; else the error naming where the
+/// field that does not was written: the last of the `applied` events (line number, event) whose
+/// delta holds it, else the snapshot the events were applied to (its path and bytes).
+fn checked(
+    loaded: Loaded,
+    path: &std::path::Path,
+    applied: &[(usize, &WorkflowEvent)],
+    snapshot: Option<(&std::path::Path, &[u8])>,
+) -> Result<Loaded, StoreError> {
+    let Err(e) = crate::state::WorkflowState::read(&loaded.artifact) else {
+        return Ok(loaded);
+    };
+    let in_event = applied.iter().rev().find(|(_, ev)| {
+        ev.delta
+            .as_ref()
+            .is_some_and(|d| crate::state::holds(d, &e.segments))
+    });
+    let (path, line, field) = match (in_event, snapshot) {
+        (Some((n, _)), _) => (path.to_path_buf(), *n, format!("delta.{}", e.field)),
+        (None, Some((snap, bytes))) => (
+            snap.to_path_buf(),
+            crate::state::error_line(bytes).unwrap_or(1),
+            e.field.clone(),
+        ),
+        // Not in any delta: the first event's (the whole initial artifact).
+        (None, None) => (
+            path.to_path_buf(),
+            applied.first().map_or(1, |(n, _)| *n),
+            e.field.clone(),
+        ),
+    };
+    Err(StoreError::Undecodable {
+        path,
+        line,
+        field,
+        message: e.message,
     })
 }
 
 /// The snapshot (at event `at`) brought up to date with the events after it, parsing the log
 /// backwards from its end to event `at`; `None` when the tail is not the unbroken run of events
 /// `at`+1 … that it must be, and the whole log must be read (which names the damage, if any).
+///
+/// Also returns the events applied, newest first, with their line numbers.
+#[allow(clippy::type_complexity)]
 fn fold_tail(
     lines: &baton_state::damage::Lines<'_>,
     parse: &dyn Fn(&Line<'_>) -> Result<WorkflowEvent, StoreError>,
     snapshot: &Value,
     at: u64,
-) -> Result<Option<Loaded>, StoreError> {
-    let mut tail = Vec::new();
+) -> Result<Option<(Loaded, Vec<(usize, WorkflowEvent)>)>, StoreError> {
+    let mut tail: Vec<(usize, WorkflowEvent)> = Vec::new();
     for line in lines.lines.iter().rev() {
         let ev = parse(line)?;
-        let expected = tail.last().map(|e: &WorkflowEvent| e.seq - 1);
+        let expected = tail.last().map(|(_, e)| e.seq - 1);
         if expected.is_some_and(|want| ev.seq != want) || ev.seq < at {
             return Ok(None);
         }
         if ev.seq == at {
-            let last_event = tail.first().map_or(ev.event, |e: &WorkflowEvent| e.event);
+            let last_event = tail.first().map_or(ev.event, |(_, e)| e.event);
             let mut artifact = snapshot.clone();
             let mut last = at;
-            for ev in tail.iter().rev() {
+            for (_, ev) in tail.iter().rev() {
                 apply(&mut artifact, ev);
                 last = ev.seq;
             }
-            return Ok(Some(Loaded {
+            let loaded = Loaded {
                 artifact,
                 seq: last,
                 last_event: Some(last_event),
-            }));
+            };
+            return Ok(Some((loaded, tail)));
         }
-        tail.push(ev);
+        tail.push((line.number, ev));
     }
     Ok(None)
 }
@@ -499,7 +542,7 @@ impl WorkflowStore {
         // The snapshot first: it is written after its events, so one read before the log never
         // records more than the log holds, even while a driver appends. An unreadable snapshot
         // is derived data: rebuilt from every event.
-        let snapshot = read_snapshot::<Value>(&snapshot_path).ok().flatten();
+        let snapshot = std::fs::read(&snapshot_path).ok();
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -510,7 +553,7 @@ impl WorkflowStore {
             }
             Err(source) => return Err(LogError::Io { path, source }.into()),
         };
-        let loaded = load_bytes(&path, &snapshot_path, snapshot, id, &bytes, full)?;
+        let loaded = load_bytes(&path, &snapshot_path, snapshot.as_deref(), id, &bytes, full)?;
         Ok((loaded, bytes))
     }
 

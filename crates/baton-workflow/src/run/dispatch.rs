@@ -2,8 +2,8 @@
 
 use serde_json::{json, Value};
 
-use super::state::{RunState, TaskOutput, View};
 use super::*;
+use crate::state::{HostCheck, RunState, StopGate, TaskOutput, WorkflowState};
 
 /// Scenario commands of one verifier PASS that are run again.
 pub const MAX_RECHECKS: usize = 8;
@@ -13,7 +13,12 @@ pub const RECHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 impl Runner<'_> {
     /// Before a dispatch: stops at a checkpoint when the next dispatches would pass the budget.
     /// A dispatch is estimated at the most one has cost so far.
-    pub(super) fn within_budget(&self, mut a: Value, v: &View, n: usize) -> Result<bool, RunError> {
+    pub(super) fn within_budget(
+        &self,
+        mut a: Value,
+        v: &WorkflowState,
+        n: usize,
+    ) -> Result<bool, RunError> {
         let s = &v.spent;
         let over_tokens = v
             .host
@@ -41,7 +46,7 @@ impl Runner<'_> {
         v.state = RunState::Checkpoint;
         v.write(&mut a);
         let brief = gate::brief(&a, &format!("budget stop: {reason}"));
-        v.checkpoint = Some(gate::checkpoint(gate::BUDGET, &reason, brief));
+        v.checkpoint = Some(gate::checkpoint(StopGate::Budget, &reason, brief));
         v.write(&mut a);
         self.say(&format!("budget stop: {reason}"));
         self.commit(NewEvent::new(EventKind::BudgetStopped).reason(reason), a)?;
@@ -50,7 +55,11 @@ impl Runner<'_> {
 
     /// Dispatches the open tasks of the batch: all at once when they are all read-only, else
     /// one at a time (two write agents never run together).
-    pub(super) async fn dispatch_batch(&self, v: &View, open: Vec<String>) -> Result<(), RunError> {
+    pub(super) async fn dispatch_batch(
+        &self,
+        v: &WorkflowState,
+        open: Vec<String>,
+    ) -> Result<(), RunError> {
         let read_only = open.iter().all(|id| {
             v.task(id)
                 .and_then(|t| self.role_of(t))
@@ -88,28 +97,31 @@ impl Runner<'_> {
 
     pub(super) async fn dispatch_one(&self, id: &str) -> Result<(), RunError> {
         let a = self.artifact();
-        let v = View::read(&a);
+        let v = WorkflowState::read(&a)?;
         let Some(task) = v.task(id).cloned() else {
-            return Err(RunError::Failed(format!(
-                "task {id} is not in the workflow"
-            )));
+            return Err(RunError::UnknownTask { id: id.to_string() });
         };
         let Some(role) = self.role_of(&task) else {
-            return Err(RunError::Failed(format!(
-                "task {id} (phase {:?}) has no role to run it",
-                task.phase
-            )));
+            return Err(RunError::NoRoleForTask {
+                id: id.to_string(),
+                phase: task.phase.clone(),
+            });
         };
         let spec = match baton_roles::find_role(&self.env.delegate.role_dirs, role.name()) {
             Ok(s) => s,
-            Err(e) => return self.fail(format!("role `{}`: {e}", role.name())),
+            Err(e) => {
+                return self.fail(RunError::Role {
+                    role: role.name().to_string(),
+                    message: e.to_string(),
+                })
+            }
         };
         // Research needs a backend: only a user or project `researcher` role provides one.
         if role == Role::Researcher && spec.source == baton_protocol::role::RoleSource::Builtin {
             return self.record_unavailable_research(a, v, &task);
         }
-        let class = tier_for(&spec, &tier_config(self.env))
-            .map_err(|e| RunError::Refused(e.to_string()))?;
+        let class =
+            tier_for(&spec, &tier_config(self.env)).map_err(|e| RunError::Tier(e.to_string()))?;
         let phase = task.phase.clone().unwrap_or_default();
         let attempt = v.host.dispatch_counts.get(&phase).copied().unwrap_or(0) + 1;
         let prompt = self.prompt(&a, &v, &task, role);
@@ -124,7 +136,7 @@ impl Runner<'_> {
         let before = tree_digest(&work, untracked);
         {
             let mut a = self.artifact();
-            let mut v = View::read(&a);
+            let mut v = WorkflowState::read(&a)?;
             if let Some(t) = v.task_mut(id) {
                 t.status = Some(TaskStatus::InProgress);
             }
@@ -190,7 +202,7 @@ impl Runner<'_> {
             _ => None,
         };
         let mut a = self.artifact();
-        let mut v = View::read(&a);
+        let mut v = WorkflowState::read(&a)?;
         if let Some(t) = v.task_mut(id) {
             t.status = Some(TaskStatus::Completed);
         }
@@ -249,7 +261,7 @@ impl Runner<'_> {
         spec: &baton_protocol::role::RoleSpec,
         text: &str,
         work: &Path,
-    ) -> Vec<state::HostCheck> {
+    ) -> Vec<HostCheck> {
         let Ok(checked) = contract::parse(Role::IntegrationVerifier, text) else {
             return Vec::new();
         };
@@ -291,7 +303,7 @@ impl Runner<'_> {
                 baton_flow::validate::Validation::Cancelled => None,
             };
             let Some(r) = r else { break };
-            checks.push(state::HostCheck {
+            checks.push(HostCheck {
                 command: row.command.clone(),
                 ok: r.ok,
                 exit_code: r.exit_code,
@@ -305,7 +317,7 @@ impl Runner<'_> {
     pub(super) fn record_unavailable_research(
         &self,
         mut a: Value,
-        mut v: View,
+        mut v: WorkflowState,
         task: &Task,
     ) -> Result<(), RunError> {
         let text = format!(
@@ -338,7 +350,7 @@ impl Runner<'_> {
     }
 
     /// The scaffold of one dispatch.
-    pub(super) fn prompt(&self, a: &Value, v: &View, task: &Task, role: Role) -> String {
+    pub(super) fn prompt(&self, a: &Value, v: &WorkflowState, task: &Task, role: Role) -> String {
         let memory = MemoryDir::new(&self.root);
         let cut = |s: String| s.chars().take(2000).collect::<String>();
         let summary = memory.read(MemoryFile::ActiveContext).ok().map(cut);

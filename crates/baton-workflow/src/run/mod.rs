@@ -11,11 +11,11 @@
 pub mod agent;
 mod decide;
 mod dispatch;
+mod error;
 mod finish;
 pub mod gate;
 pub mod graph;
 mod routing;
-pub mod state;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,10 +35,12 @@ use crate::engine::{decide, Action, Change, Inputs};
 use crate::memory::{Finalization, MemoryDir, MemoryFile};
 use crate::outputs::{self, AgentOutputs, ReadOnlyReport};
 use crate::route::WorkflowKind;
-use crate::store::{EventKind, NewEvent, OpenWorkflow, StoreError, WorkflowStore};
+pub use crate::state;
+use crate::state::{RunState, StateError, StopGate, WorkflowState};
+use crate::store::{EventKind, NewEvent, OpenWorkflow, WorkflowStore};
+pub use error::RunError;
 use gate::Answer;
 pub use routing::{tiebreak, TIEBREAK_TIMEOUT};
-use state::{RunState, View};
 
 /// A line for a person watching (`baton run` prints it on stderr).
 pub type Observer = Arc<dyn Fn(&str) + Send + Sync>;
@@ -99,10 +101,11 @@ pub enum Outcome {
 /// Where a workflow whose artifact is `artifact` stands, if it is not running: completed, stopped
 /// or failed with its brief, or waiting at its checkpoint. `None` while it runs (or was
 /// interrupted). `baton run`, `baton resume` and the workflow resource of `baton mcp` read it here.
-pub fn outcome_of(id: &str, artifact: &Value) -> Option<Outcome> {
-    let v = View::read(artifact);
+/// A state that does not decode is an error naming the field.
+pub fn outcome_of(id: &str, artifact: &Value) -> Result<Option<Outcome>, StateError> {
+    let v = WorkflowState::read(artifact)?;
     let id = id.to_string();
-    match v.state {
+    Ok(match v.state {
         RunState::Completed => {
             let brief = v.host.brief.clone().unwrap_or_default();
             Some(Outcome::Completed { id, brief })
@@ -119,22 +122,11 @@ pub fn outcome_of(id: &str, artifact: &Value) -> Option<Outcome> {
             let checkpoint = v
                 .checkpoint
                 .clone()
-                .unwrap_or_else(|| gate::checkpoint(gate::FAILURE, "", String::new()));
+                .unwrap_or_else(|| gate::checkpoint(StopGate::Failure, "", String::new()));
             Some(Outcome::Checkpoint { id, checkpoint })
         }
         RunState::Running => None,
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// Refused before anything ran (bad config, bad answer, no such workflow): exit 2.
-    #[error("{0}")]
-    Refused(String),
-    #[error("{0}")]
-    Failed(String),
+    })
 }
 
 /// Starts a workflow and drives it until it completes, stops or waits at a checkpoint.
@@ -144,9 +136,7 @@ pub async fn start(
     cancel: &CancellationToken,
 ) -> Result<Outcome, RunError> {
     if opts.kind == WorkflowKind::Orient {
-        return Err(RunError::Refused(
-            "ORIENT answers inline and keeps no record: use `orient`".into(),
-        ));
+        return Err(RunError::OrientHasNoRecord);
     }
     check_tiers(env)?;
     let root = project_root(env);
@@ -162,10 +152,10 @@ pub async fn start(
     let memory = MemoryDir::new(&root);
     let report = memory
         .ensure()
-        .map_err(|e| RunError::Failed(format!("memory: {e}")))?;
+        .map_err(|e| RunError::Memory(e.to_string()))?;
     let settings = memory
         .session_settings()
-        .map_err(|e| RunError::Failed(format!("memory: {e}")))?;
+        .map_err(|e| RunError::Memory(e.to_string()))?;
     let wf = store.create(opts.kind, &opts.request)?;
     let id = wf.id().to_string();
     if let Some(lock) = &mut tree_lock {
@@ -178,7 +168,7 @@ pub async fn start(
         a["phase_cursor"] = json!("phase-1");
         a["normalized_phases"] = json!([{"phase_id": "phase-1", "title": opts.request}]);
     }
-    let mut v = View::read(&a);
+    let mut v = WorkflowState::read(&a)?;
     v.tasks = graph::initial(opts.kind, trivial, &id);
     v.host.auto_proceed = settings.auto_proceed;
     v.host.budget_usd = opts.budget_usd.or(env.delegate.config.workflow.budget_usd);
@@ -240,7 +230,7 @@ pub async fn start(
     ev.details = Some(json!({"tasks": v.tasks.iter().map(|t| &t.id).collect::<Vec<_>>()}));
     runner.commit(ev, a)?;
     runner.say(&format!("workflow {id} started"));
-    if let Some(wt) = &View::read(&runner.artifact()).host.worktree {
+    if let Some(wt) = &WorkflowState::read(&runner.artifact())?.host.worktree {
         runner.say(&format!(
             "working in worktree {} on branch {}",
             wt.path.display(),
@@ -248,11 +238,9 @@ pub async fn start(
         ));
     }
     if let Some(e) = worktree_error {
-        runner.fail(format!(
-            "cannot create the workflow's worktree: {e} (resume with --answer to run in place instead)"
-        ))?;
+        runner.fail(RunError::Worktree(e))?;
     } else if let Some(e) = tree_busy {
-        runner.fail(e)?;
+        runner.fail(RunError::TreeBusy(e))?;
     }
     let outcome = runner.drive().await;
     drop(tree_lock);
@@ -273,10 +261,10 @@ pub async fn resume(
     let wf = store.open(id)?;
     let runner = Runner::new(env, wf, cancel);
     let mut a = runner.artifact();
-    let mut v = View::read(&a);
+    let mut v = WorkflowState::read(&a)?;
     // A workflow that works in the project's tree holds the tree's lock while it goes on (taken
     // below, once it is clear that it goes on).
-    let claim_tree = |v: &View| match v.host.worktree {
+    let claim_tree = |v: &WorkflowState| match v.host.worktree {
         Some(_) => Ok(None),
         None => store.claim_tree(&format!("workflow {id}")).map(Some),
     };
@@ -287,28 +275,21 @@ pub async fn resume(
     }
     match (v.state, answer) {
         (RunState::Completed | RunState::Stopped, _) => {
-            return Err(RunError::Refused(format!(
-                "workflow {id} is {}: there is nothing to resume",
-                v.state.as_str()
-            )))
+            return Err(RunError::NothingToResume {
+                id: id.to_string(),
+                state: v.state,
+            })
         }
         (RunState::Checkpoint, None) => {
             let cp = v.checkpoint.clone();
             return Ok(Outcome::Checkpoint {
                 id: id.to_string(),
-                checkpoint: cp.unwrap_or_else(|| gate::checkpoint(gate::FAILURE, "", String::new())),
+                checkpoint: cp
+                    .unwrap_or_else(|| gate::checkpoint(StopGate::Failure, "", String::new())),
             });
         }
-        (RunState::Failed, None) => {
-            return Err(RunError::Refused(format!(
-                "workflow {id} stopped on a failure: give `--answer` with guidance for a retry, or `--answer abort`"
-            )))
-        }
-        (RunState::Running, Some(_)) => {
-            return Err(RunError::Refused(format!(
-                "workflow {id} waits on no question: resume it without --answer"
-            )))
-        }
+        (RunState::Failed, None) => return Err(RunError::AnswerNeeded { id: id.to_string() }),
+        (RunState::Running, Some(_)) => return Err(RunError::NoQuestion { id: id.to_string() }),
         (RunState::Running, None) => {
             tree_lock = claim_tree(&v)?;
             let mut reason = "resumed".to_string();
@@ -327,7 +308,8 @@ pub async fn resume(
                     a["normalized_phases"] = json!([{"phase_id": "phase-1", "title": request}]);
                 }
                 v.tasks = graph::initial(kind, trivial, id);
-                v.host.worktree_offer = Some("skipped: resumed before the graph was recorded".into());
+                v.host.worktree_offer =
+                    Some("skipped: resumed before the graph was recorded".into());
                 reason = format!("resumed; {} tasks recorded", v.tasks.len());
             }
             v.write(&mut a);
@@ -336,12 +318,12 @@ pub async fn resume(
         (RunState::Checkpoint | RunState::Failed, Some(text)) => {
             let cp = v.checkpoint.clone().unwrap_or_else(|| {
                 gate::checkpoint(
-                    gate::FAILURE,
+                    StopGate::Failure,
                     v.host.failure.as_deref().unwrap_or("stopped"),
                     String::new(),
                 )
             });
-            let choice = gate::read_answer(&cp, text).map_err(RunError::Refused)?;
+            let choice = gate::read_answer(&cp, text).map_err(RunError::BadAnswer)?;
             // Merging a worktree's branch changes the project's tree too.
             tree_lock = match choice {
                 Answer::Finish("merge") => Some(store.claim_tree(&format!("workflow {id}"))?),
@@ -404,7 +386,7 @@ fn check_tiers(env: &RunEnv) -> Result<(), RunError> {
     let tiers = tier_config(env);
     for role in Role::ALL {
         if let Ok(spec) = baton_roles::find_role(&env.delegate.role_dirs, role.name()) {
-            tier_for(&spec, &tiers).map_err(|e| RunError::Refused(e.to_string()))?;
+            tier_for(&spec, &tiers).map_err(|e| RunError::Tier(e.to_string()))?;
         }
     }
     Ok(())
@@ -500,7 +482,7 @@ impl<'a> Runner<'a> {
     }
 
     /// Where the agents work: the workflow's worktree, else the project.
-    pub(super) fn work_dir(&self, v: &View) -> PathBuf {
+    pub(super) fn work_dir(&self, v: &WorkflowState) -> PathBuf {
         v.host
             .worktree
             .as_ref()
@@ -541,10 +523,10 @@ impl<'a> Runner<'a> {
                 });
             }
             let a = self.artifact();
-            if let Some(outcome) = outcome_of(&self.id, &a) {
+            if let Some(outcome) = outcome_of(&self.id, &a)? {
                 return Ok(outcome);
             }
-            let v = View::read(&a);
+            let v = WorkflowState::read(&a)?;
             let open: Vec<String> = v
                 .host
                 .batch
@@ -574,7 +556,7 @@ pub fn action_name(action: Action) -> String {
 /// The role spec of a read-only ORIENT answer.
 pub fn orient_role(env: &RunEnv) -> Result<RoleSpec, RunError> {
     baton_roles::find_role(&env.delegate.role_dirs, "scout")
-        .map_err(|e| RunError::Refused(format!("ORIENT runs the `scout` role: {e}")))
+        .map_err(|e| RunError::NoScout(e.to_string()))
 }
 
 /// ORIENT: one read-only agent answers; no graph, no record.
@@ -609,11 +591,11 @@ pub async fn orient(
         &|_pid| {},
     )
     .await
-    .map_err(|e| RunError::Failed(e.message));
+    .map_err(|e| RunError::Orient(e.message));
     let _ = std::fs::remove_dir_all(&dir);
     let d = d?;
     match d.output.error {
-        Some(e) => Err(RunError::Failed(e)),
+        Some(e) => Err(RunError::Orient(e)),
         None => Ok(d.output.text),
     }
 }
@@ -624,7 +606,9 @@ fn tempfile_dir() -> Result<PathBuf, RunError> {
         std::process::id(),
         rand::random::<u32>()
     ));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| RunError::Failed(format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(&dir).map_err(|e| RunError::Io {
+        path: dir.clone(),
+        message: e.to_string(),
+    })?;
     Ok(dir)
 }

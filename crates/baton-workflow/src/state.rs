@@ -1,8 +1,11 @@
-//! What the runner keeps in the artifact besides cc10x's own fields, and the merge patch that
-//! records a change of the artifact as one event.
+//! The workflow state the runner owns: what it keeps in the artifact besides cc10x's own fields,
+//! decoded strictly, and the merge patch that records a change of the artifact as one event.
 //!
 //! Top-level keys (read by `baton status` and `baton log`): `run_state`, `checkpoint`, `spent`
-//! and `tasks`. The runner's own bookkeeping sits under `run`.
+//! and `tasks`. The runner's own bookkeeping sits under `run`. A key that is absent reads as its
+//! default (a record before the key existed); a key that is present but does not decode (an
+//! unknown task status, a wrong type) is a [`StateError`] naming the field — never a default, so
+//! a record this baton cannot read is refused instead of restarting its graph.
 
 use std::collections::BTreeMap;
 
@@ -10,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::artifact::Task;
+use crate::engine::{Action, Gate};
 
 /// Where a workflow stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -39,11 +43,61 @@ impl RunState {
     }
 }
 
+/// The gate a checkpoint stops at: the engine's gates and the runner's own (`budget`,
+/// `failure`, `finish`). The serde names are the record's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopGate {
+    Clarification,
+    ScopeDecision,
+    CheckpointDecision,
+    PhaseBlocked,
+    CircuitBreaker,
+    /// The next dispatch would pass the budget.
+    Budget,
+    /// A failure stopped the workflow; the answer is guidance for a retry.
+    Failure,
+    /// The finishing choice of a BUILD in its own worktree.
+    Finish,
+}
+
+impl StopGate {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopGate::Clarification => "clarification",
+            StopGate::ScopeDecision => "scope_decision",
+            StopGate::CheckpointDecision => "checkpoint_decision",
+            StopGate::PhaseBlocked => "phase_blocked",
+            StopGate::CircuitBreaker => "circuit_breaker",
+            StopGate::Budget => "budget",
+            StopGate::Failure => "failure",
+            StopGate::Finish => "finish",
+        }
+    }
+}
+
+impl std::fmt::Display for StopGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<Gate> for StopGate {
+    fn from(g: Gate) -> StopGate {
+        match g {
+            Gate::Clarification => StopGate::Clarification,
+            Gate::ScopeDecision => StopGate::ScopeDecision,
+            Gate::CheckpointDecision => StopGate::CheckpointDecision,
+            Gate::PhaseBlocked => StopGate::PhaseBlocked,
+            Gate::CircuitBreaker => StopGate::CircuitBreaker,
+        }
+    }
+}
+
 /// A question the workflow waits on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Checkpoint {
-    /// The gate (`scope_decision`, `circuit_breaker`, `budget`, `failure` …).
-    pub gate: String,
+    pub gate: StopGate,
     pub question: String,
     /// The answers the runner understands; an empty list takes free text.
     #[serde(default)]
@@ -105,8 +159,8 @@ pub struct HostCheck {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Host {
-    /// The engine's action being carried out (its snake_case name).
-    pub next: Option<String>,
+    /// The engine's action being carried out.
+    pub next: Option<Action>,
     pub next_reason: Option<String>,
     /// The tasks dispatched for `next`: once all are completed their outputs are decided.
     pub batch: Vec<String>,
@@ -140,9 +194,9 @@ pub struct Host {
     pub budget_tokens: Option<u64>,
 }
 
-/// The runner's typed view of the artifact keys it owns.
+/// The runner's typed state: the artifact keys it owns, decoded strictly.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct View {
+pub struct WorkflowState {
     pub state: RunState,
     pub checkpoint: Option<Checkpoint>,
     pub spent: Spent,
@@ -150,19 +204,78 @@ pub struct View {
     pub host: Host,
 }
 
-impl View {
-    pub fn read(artifact: &Value) -> View {
-        let get = |k: &str| artifact.get(k).cloned().unwrap_or(Value::Null);
-        View {
-            state: serde_json::from_value(get("run_state")).unwrap_or_default(),
-            checkpoint: serde_json::from_value(get("checkpoint")).ok().flatten(),
-            spent: serde_json::from_value(get("spent")).unwrap_or_default(),
-            tasks: serde_json::from_value(get("tasks")).unwrap_or_default(),
-            host: serde_json::from_value(get("run")).unwrap_or_default(),
-        }
+/// A key of the workflow record that does not decode: where (`tasks[2].status`) and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("field `{field}` does not read: {message}")]
+pub struct StateError {
+    /// The path of the field in the artifact, as `serde_path_to_error` spells it.
+    pub field: String,
+    pub message: String,
+    /// The path as keys and indexes, to find the event or snapshot line that wrote it.
+    pub segments: Vec<Segment>,
+}
+
+/// One step of a field's path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+/// The keys the runner owns, as they are decoded: absent (or null) is the default.
+#[derive(Deserialize)]
+struct Keys {
+    #[serde(default)]
+    run_state: Option<RunState>,
+    #[serde(default)]
+    checkpoint: Option<Checkpoint>,
+    #[serde(default)]
+    spent: Option<Spent>,
+    #[serde(default)]
+    tasks: Option<Vec<Task>>,
+    #[serde(default)]
+    run: Option<Host>,
+}
+
+/// The line of the JSON text `bytes` (a snapshot) where the runner's state stops decoding.
+pub fn error_line(bytes: &[u8]) -> Option<usize> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match serde_path_to_error::deserialize::<_, Keys>(&mut de) {
+        Ok(_) => None,
+        Err(e) => Some(e.into_inner().line()).filter(|l| *l > 0),
+    }
+}
+
+impl WorkflowState {
+    /// Decodes the runner's keys of `artifact`; a key that is there but does not decode is an
+    /// error naming it.
+    pub fn read(artifact: &Value) -> Result<WorkflowState, StateError> {
+        let keys: Keys = serde_path_to_error::deserialize(artifact).map_err(|e| {
+            let segments = e
+                .path()
+                .iter()
+                .filter_map(|s| match s {
+                    serde_path_to_error::Segment::Map { key } => Some(Segment::Key(key.clone())),
+                    serde_path_to_error::Segment::Seq { index } => Some(Segment::Index(*index)),
+                    _ => None,
+                })
+                .collect();
+            StateError {
+                field: e.path().to_string(),
+                message: e.into_inner().to_string(),
+                segments,
+            }
+        })?;
+        Ok(WorkflowState {
+            state: keys.run_state.unwrap_or_default(),
+            checkpoint: keys.checkpoint,
+            spent: keys.spent.unwrap_or_default(),
+            tasks: keys.tasks.unwrap_or_default(),
+            host: keys.run.unwrap_or_default(),
+        })
     }
 
-    /// Writes the view back into `artifact`.
+    /// Writes the state back into `artifact`.
     pub fn write(&self, artifact: &mut Value) {
         let Value::Object(a) = artifact else { return };
         let put = |a: &mut Map<String, Value>, k: &str, v: Value| {
@@ -198,6 +311,44 @@ impl View {
     pub fn task_mut(&mut self, id: &str) -> Option<&mut Task> {
         self.tasks.iter_mut().find(|t| t.id == id)
     }
+}
+
+/// Applies a JSON merge patch (RFC 7386): objects merge key by key, `null` removes a key, any
+/// other value replaces what was there.
+pub fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(fields) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let Value::Object(t) = target else {
+        return;
+    };
+    for (k, v) in fields {
+        if v.is_null() {
+            t.remove(k);
+        } else {
+            merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
+        }
+    }
+}
+
+/// Whether `value` holds the field at `path` (every key and index present).
+pub fn holds(value: &Value, path: &[Segment]) -> bool {
+    let mut at = value;
+    for s in path {
+        let next = match s {
+            Segment::Key(k) => at.get(k),
+            Segment::Index(i) => at.get(*i),
+        };
+        match next {
+            Some(v) => at = v,
+            None => return false,
+        }
+    }
+    true
 }
 
 /// The JSON merge patch (RFC 7386) that turns `old` into `new`. A key whose new value is `null`
@@ -248,8 +399,9 @@ fn strip_nulls(v: &Value) -> Value {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
     use super::*;
-    use crate::store::merge_patch;
     use serde_json::json;
 
     #[test]
@@ -270,14 +422,43 @@ mod tests {
     #[test]
     fn the_view_round_trips_through_the_artifact() {
         let mut artifact = json!({"workflow_uuid": "wf-x"});
-        let mut v = View::read(&artifact);
+        let mut v = WorkflowState::read(&artifact).unwrap();
         assert_eq!(v.state, RunState::Running);
         v.state = RunState::Checkpoint;
         v.spent.input_tokens = 7;
         v.host.batch = vec!["t1".into()];
         v.write(&mut artifact);
-        let back = View::read(&artifact);
+        let back = WorkflowState::read(&artifact).unwrap();
         assert_eq!(back, v);
         assert_eq!(artifact["run_state"], "checkpoint");
+    }
+
+    /// An unknown value is an error naming its field, never the default: a task list that does
+    /// not decode must not read as an empty graph.
+    #[test]
+    fn a_key_that_does_not_decode_is_an_error_naming_the_field() {
+        let artifact = json!({
+            "run_state": "running",
+            "tasks": [{"id": "t1", "status": "pending"}, {"id": "t2", "status": "bogus"}],
+        });
+        let e = WorkflowState::read(&artifact).unwrap_err();
+        assert_eq!(e.field, "tasks[1].status");
+        assert!(e.message.contains("bogus"), "{e}");
+        assert_eq!(
+            e.segments,
+            [
+                Segment::Key("tasks".into()),
+                Segment::Index(1),
+                Segment::Key("status".into())
+            ]
+        );
+        assert!(holds(&artifact, &e.segments));
+        let e = WorkflowState::read(&json!({"run_state": "paused"})).unwrap_err();
+        assert_eq!(e.field, "run_state");
+        let e = WorkflowState::read(&json!({"run": {"next": "fly_away"}})).unwrap_err();
+        assert_eq!(e.field, "run.next");
+        // Absent and null keys are the defaults.
+        let v = WorkflowState::read(&json!({"checkpoint": null})).unwrap();
+        assert_eq!(v, WorkflowState::default());
     }
 }
