@@ -163,20 +163,18 @@ impl Runner<'_> {
             .workflows()
             .join(&self.id)
             .join("roles");
-        let result = agent::run(
-            self.env,
-            &self.id,
-            &spec,
+        let launch = agent::Launch {
+            wf: &self.id,
+            spec: &spec,
             class,
-            &task,
+            task: &task,
             attempt,
             prompt,
-            &work,
-            &roles_dir,
-            self.cancel,
-            &|_pid| {},
-        )
-        .await;
+            cwd: &work,
+            roles_dir: &roles_dir,
+            cancel: self.cancel,
+        };
+        let result = self.launcher.launch(self.env, launch).await;
         let d = match result {
             Ok(d) => d,
             Err(e) if e.code == ExecErrorCode::Aborted || self.cancel.is_cancelled() => {
@@ -271,12 +269,6 @@ impl Runner<'_> {
         let Some(report) = outputs::from_contract(&checked).verifier else {
             return Vec::new();
         };
-        let config = &self.env.delegate.config;
-        let mode = baton_sandbox::Policy::choose_mode(None, spec.meta.sandbox, config.sandbox.mode);
-        let rules = baton_flow::validate::CommandRules {
-            env_filter: baton_tool::EnvFilter::for_config(config),
-            sandbox: Some(baton_sandbox::Policy::from_config(config, mode, work)),
-        };
         let mut checks = Vec::new();
         for row in report
             .scenario_rows
@@ -284,31 +276,17 @@ impl Runner<'_> {
             .filter(|r| r.status == "PASS" && !r.command.trim().is_empty())
             .take(MAX_RECHECKS)
         {
-            let command = baton_flow::ValidationCommand {
-                command: "sh".into(),
-                args: vec!["-c".into(), row.command.clone()],
+            let check = agent::Recheck {
+                command: &row.command,
+                cwd: work,
+                spec,
+                timeout: RECHECK_TIMEOUT,
+                cancel: self.cancel,
             };
-            let result = baton_flow::validate::run_validation(
-                std::slice::from_ref(&command),
-                work,
-                &[],
-                &rules,
-                RECHECK_TIMEOUT,
-                self.cancel,
-            )
-            .await;
-            let r = match result {
-                baton_flow::validate::Validation::Passed(mut r)
-                | baton_flow::validate::Validation::Failed(mut r) => r.pop(),
-                baton_flow::validate::Validation::Cancelled => None,
+            let Some(c) = self.launcher.recheck(self.env, check).await else {
+                break;
             };
-            let Some(r) = r else { break };
-            checks.push(HostCheck {
-                command: row.command.clone(),
-                ok: r.ok,
-                exit_code: r.exit_code,
-                error: r.error,
-            });
+            checks.push(c);
         }
         checks
     }

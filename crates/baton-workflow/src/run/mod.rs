@@ -38,6 +38,7 @@ use crate::route::WorkflowKind;
 pub use crate::state;
 use crate::state::{RunState, StateError, StopGate, WorkflowState};
 use crate::store::{EventKind, NewEvent, OpenWorkflow, WorkflowStore};
+pub use agent::{ExecLauncher, Launch, Launcher, Recheck};
 pub use error::RunError;
 use gate::Answer;
 pub use routing::{tiebreak, TIEBREAK_TIMEOUT};
@@ -135,6 +136,16 @@ pub async fn start(
     opts: &StartOptions,
     cancel: &CancellationToken,
 ) -> Result<Outcome, RunError> {
+    start_with(env, &ExecLauncher, opts, cancel).await
+}
+
+/// [`start`] launching role agents through `launcher`.
+pub async fn start_with(
+    env: &RunEnv,
+    launcher: &dyn Launcher,
+    opts: &StartOptions,
+    cancel: &CancellationToken,
+) -> Result<Outcome, RunError> {
     if opts.kind == WorkflowKind::Orient {
         return Err(RunError::OrientHasNoRecord);
     }
@@ -161,7 +172,7 @@ pub async fn start(
     if let Some(lock) = &mut tree_lock {
         lock.note_owner(&format!("workflow {id}"));
     }
-    let runner = Runner::new(env, wf, cancel);
+    let runner = Runner::new(env, launcher, wf, cancel);
     let mut a = runner.artifact();
     if opts.kind == WorkflowKind::Build {
         a["build_scope"] = json!(if trivial { "trivial" } else { "standard" });
@@ -256,10 +267,39 @@ pub async fn resume(
     budget_tokens: Option<u64>,
     cancel: &CancellationToken,
 ) -> Result<Outcome, RunError> {
+    let how = Resume {
+        answer,
+        budget_usd,
+        budget_tokens,
+    };
+    resume_with(env, &ExecLauncher, id, how, cancel).await
+}
+
+/// What a resume brings: the answer to the checkpoint, new budget limits.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Resume<'a> {
+    pub answer: Option<&'a str>,
+    pub budget_usd: Option<f64>,
+    pub budget_tokens: Option<u64>,
+}
+
+/// [`resume`] launching role agents through `launcher`.
+pub async fn resume_with(
+    env: &RunEnv,
+    launcher: &dyn Launcher,
+    id: &str,
+    how: Resume<'_>,
+    cancel: &CancellationToken,
+) -> Result<Outcome, RunError> {
+    let Resume {
+        answer,
+        budget_usd,
+        budget_tokens,
+    } = how;
     check_tiers(env)?;
     let store = WorkflowStore::new(env.delegate.state.clone());
     let wf = store.open(id)?;
-    let runner = Runner::new(env, wf, cancel);
+    let runner = Runner::new(env, launcher, wf, cancel);
     let mut a = runner.artifact();
     let mut v = WorkflowState::read(&a)?;
     // A workflow that works in the project's tree holds the tree's lock while it goes on (taken
@@ -456,6 +496,7 @@ fn tree_digest(root: &Path, untracked: bool) -> Option<String> {
 
 struct Runner<'a> {
     env: &'a RunEnv,
+    launcher: &'a dyn Launcher,
     id: String,
     wf: Mutex<OpenWorkflow>,
     cancel: &'a CancellationToken,
@@ -464,10 +505,16 @@ struct Runner<'a> {
 }
 
 impl<'a> Runner<'a> {
-    pub(super) fn new(env: &'a RunEnv, wf: OpenWorkflow, cancel: &'a CancellationToken) -> Self {
+    pub(super) fn new(
+        env: &'a RunEnv,
+        launcher: &'a dyn Launcher,
+        wf: OpenWorkflow,
+        cancel: &'a CancellationToken,
+    ) -> Self {
         Runner {
             id: wf.id().to_string(),
             env,
+            launcher,
             wf: Mutex::new(wf),
             cancel,
             appended: AtomicU64::new(0),
