@@ -21,69 +21,11 @@ use baton_state::{
     now_rfc3339, read_snapshot, write_snapshot, Damage, Durability, FileLock, JsonlLog, LockError,
     LogError, StateDir,
 };
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::route::WorkflowKind;
 
-/// The event types of the log (the `event` field).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EventKind {
-    WorkflowStarted,
-    AgentStarted,
-    AgentCompleted,
-    ContractParsed,
-    RemediationCreated,
-    ScopeDecisionRequested,
-    ScopeDecisionResolved,
-    MemoryFinalized,
-    WorkflowCompleted,
-    WorkflowFailed,
-    /// A change of the artifact that is none of the above (a phase moved, a gate set).
-    ArtifactUpdated,
-    /// Tasks were added to the graph.
-    TaskCreated,
-    /// The engine decided the next action (`decision` is its name).
-    Decided,
-    /// The workflow stopped at a question (`reason`).
-    CheckpointRequested,
-    /// The user answered (`details.answer`, their exact words).
-    CheckpointAnswered,
-    /// The next dispatch would pass the budget.
-    BudgetStopped,
-    /// Stopped by the user's answer.
-    WorkflowStopped,
-}
-
-/// One line of a workflow's event log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WorkflowEvent {
-    /// 1 for the first event, one more for each next one.
-    pub seq: u64,
-    /// RFC 3339 UTC time of the append.
-    pub ts: String,
-    /// The workflow id.
-    pub wf: String,
-    pub event: EventKind,
-    #[serde(default)]
-    pub phase: Option<String>,
-    #[serde(default)]
-    pub task_id: Option<String>,
-    #[serde(default)]
-    pub agent: Option<String>,
-    #[serde(default)]
-    pub decision: Option<String>,
-    #[serde(default)]
-    pub reason: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration_seconds: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<Value>,
-    /// The change to the artifact, as a JSON merge patch.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delta: Option<Value>,
-}
+pub use crate::event::{EventBody, EventKind, WorkflowEvent};
 
 /// What a caller gives [`OpenWorkflow::append`]; the store adds `seq`, `ts` and `wf`.
 #[derive(Debug, Clone, PartialEq)]
@@ -150,6 +92,9 @@ pub enum StoreError {
     NotFound { id: String, dir: PathBuf },
     #[error("the event log of workflow {id} does not start with workflow_started: {path}")]
     NoStart { id: String, path: PathBuf },
+    /// An event whose fields do not fit its kind (refused before it is written).
+    #[error("a {kind:?} event does not fit its kind: {message}")]
+    BadEvent { kind: EventKind, message: String },
     /// A key of the runner's state that does not decode (an unknown task status, a wrong type):
     /// the record is refused, never read as a default.
     #[error(
@@ -273,7 +218,7 @@ fn load_bytes(
         path: path.to_path_buf(),
     };
     let first = lines.lines.first().ok_or_else(no_start)?;
-    if parse(first)?.event != EventKind::WorkflowStarted {
+    if parse(first)?.kind() != EventKind::WorkflowStarted {
         return Err(no_start());
     }
     let snapshot = snapshot.filter(|s| s.get("workflow_uuid").and_then(Value::as_str) == Some(id));
@@ -316,7 +261,7 @@ fn load_bytes(
     let loaded = Loaded {
         artifact,
         seq: last,
-        last_event: events.last().map(|e| e.event),
+        last_event: events.last().map(WorkflowEvent::kind),
     };
     checked(loaded, path, applied, snap)
 }
@@ -380,7 +325,7 @@ fn fold_tail(
             return Ok(None);
         }
         if ev.seq == at {
-            let last_event = tail.first().map_or(ev.event, |(_, e)| e.event);
+            let last_event = tail.first().map_or(ev.kind(), |(_, e)| e.kind());
             let mut artifact = snapshot.clone();
             let mut last = at;
             for (_, ev) in tail.iter().rev() {
@@ -650,11 +595,8 @@ impl OpenWorkflow {
     /// snapshot. Events first: a crash after the log line and before the snapshot is repaired
     /// by the next [`WorkflowStore::open`].
     pub fn append(&mut self, event: NewEvent) -> Result<WorkflowEvent, StoreError> {
-        let record = WorkflowEvent {
-            seq: self.seq + 1,
-            ts: now_rfc3339(),
-            wf: self.id.clone(),
-            event: event.event,
+        let kind = event.event;
+        let fields = crate::event::Fields {
             phase: event.phase,
             task_id: event.task_id,
             agent: event.agent,
@@ -662,6 +604,14 @@ impl OpenWorkflow {
             reason: event.reason,
             duration_seconds: event.duration_seconds,
             details: event.details,
+        };
+        let body = EventBody::from_fields(kind, fields)
+            .map_err(|message| StoreError::BadEvent { kind, message })?;
+        let record = WorkflowEvent {
+            seq: self.seq + 1,
+            ts: now_rfc3339(),
+            wf: self.id.clone(),
+            body,
             delta: event.delta,
         };
         self.log.append(&record)?;

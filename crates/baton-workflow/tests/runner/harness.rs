@@ -76,7 +76,7 @@ impl Launcher for Scripted {
             .get(&(role.clone(), n))
             .or_else(|| s.answers.get(&role))
             .cloned();
-        let (usage, cost_usd) = (s.usage.clone(), s.cost_usd);
+        let (usage, cost_usd) = (s.usage, s.cost_usd);
         drop(s);
         Box::pin(async move {
             let error = text
