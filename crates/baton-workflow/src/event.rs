@@ -85,6 +85,19 @@ impl WorkflowEvent {
     pub fn kind(&self) -> EventKind {
         self.body.kind()
     }
+
+    /// The task the event is about (agent starts and completions).
+    pub fn task_id(&self) -> Option<&str> {
+        match &self.body {
+            EventBody::AgentStarted(a) => a.task_id.as_deref(),
+            EventBody::AgentCompleted(a) => a.task_id.as_deref(),
+            EventBody::ContractParsed(f)
+            | EventBody::RemediationCreated(f)
+            | EventBody::ScopeDecisionRequested(f)
+            | EventBody::ScopeDecisionResolved(f) => f.task_id.as_deref(),
+            _ => None,
+        }
+    }
 }
 
 /// What happened, by kind.

@@ -246,15 +246,15 @@ impl Launcher for ExecLauncher {
             let config = &env.delegate.config;
             let mode =
                 baton_sandbox::Policy::choose_mode(None, c.spec.meta.sandbox, config.sandbox.mode);
-            let rules = baton_flow::validate::CommandRules {
+            let rules = baton_exec::guarded::CommandRules {
                 env_filter: baton_tool::EnvFilter::for_config(config),
                 sandbox: Some(baton_sandbox::Policy::from_config(config, mode, c.cwd)),
             };
-            let command = baton_flow::ValidationCommand {
+            let command = baton_exec::guarded::ValidationCommand {
                 command: "sh".into(),
                 args: vec!["-c".into(), c.command.to_string()],
             };
-            let result = baton_flow::validate::run_validation(
+            let result = baton_exec::guarded::run_validation(
                 std::slice::from_ref(&command),
                 c.cwd,
                 &[],
@@ -264,9 +264,9 @@ impl Launcher for ExecLauncher {
             )
             .await;
             let r = match result {
-                baton_flow::validate::Validation::Passed(mut r)
-                | baton_flow::validate::Validation::Failed(mut r) => r.pop(),
-                baton_flow::validate::Validation::Cancelled => None,
+                baton_exec::guarded::Validation::Passed(mut r)
+                | baton_exec::guarded::Validation::Failed(mut r) => r.pop(),
+                baton_exec::guarded::Validation::Cancelled => None,
             }?;
             Some(HostCheck {
                 command: c.command.to_string(),
