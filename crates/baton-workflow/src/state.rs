@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::artifact::Task;
+use crate::artifact::{Artifact, Task};
 use crate::engine::{Action, Gate};
 
 /// Where a workflow stands.
@@ -237,12 +237,34 @@ struct Keys {
     run: Option<Host>,
 }
 
-/// The line of the JSON text `bytes` (a snapshot) where the runner's state stops decoding.
+/// The line of the JSON text `bytes` (a snapshot) where the record stops decoding (the runner's
+/// keys, else cc10x's typed artifact fields).
 pub fn error_line(bytes: &[u8]) -> Option<usize> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    match serde_path_to_error::deserialize::<_, Keys>(&mut de) {
+    if let Err(e) = serde_path_to_error::deserialize::<_, Keys>(&mut de) {
+        return Some(e.into_inner().line()).filter(|l| *l > 0);
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match serde_path_to_error::deserialize::<_, Artifact>(&mut de) {
         Ok(_) => None,
         Err(e) => Some(e.into_inner().line()).filter(|l| *l > 0),
+    }
+}
+
+fn state_error(e: serde_path_to_error::Error<serde_json::Error>) -> StateError {
+    let segments = e
+        .path()
+        .iter()
+        .filter_map(|s| match s {
+            serde_path_to_error::Segment::Map { key } => Some(Segment::Key(key.clone())),
+            serde_path_to_error::Segment::Seq { index } => Some(Segment::Index(*index)),
+            _ => None,
+        })
+        .collect();
+    StateError {
+        field: e.path().to_string(),
+        message: e.into_inner().to_string(),
+        segments,
     }
 }
 
@@ -250,22 +272,7 @@ impl WorkflowState {
     /// Decodes the runner's keys of `artifact`; a key that is there but does not decode is an
     /// error naming it.
     pub fn read(artifact: &Value) -> Result<WorkflowState, StateError> {
-        let keys: Keys = serde_path_to_error::deserialize(artifact).map_err(|e| {
-            let segments = e
-                .path()
-                .iter()
-                .filter_map(|s| match s {
-                    serde_path_to_error::Segment::Map { key } => Some(Segment::Key(key.clone())),
-                    serde_path_to_error::Segment::Seq { index } => Some(Segment::Index(*index)),
-                    _ => None,
-                })
-                .collect();
-            StateError {
-                field: e.path().to_string(),
-                message: e.into_inner().to_string(),
-                segments,
-            }
-        })?;
+        let keys: Keys = serde_path_to_error::deserialize(artifact).map_err(state_error)?;
         Ok(WorkflowState {
             state: keys.run_state.unwrap_or_default(),
             checkpoint: keys.checkpoint,
@@ -302,6 +309,14 @@ impl WorkflowState {
             "run",
             serde_json::to_value(&self.host).unwrap_or(Value::Null),
         );
+    }
+
+    /// [`WorkflowState::read`], and cc10x's artifact fields the engine reads typed
+    /// ([`Artifact`]) decode too: what the store checks before it hands a record out.
+    pub fn check(artifact: &Value) -> Result<WorkflowState, StateError> {
+        let state = WorkflowState::read(artifact)?;
+        serde_path_to_error::deserialize::<_, Artifact>(artifact).map_err(state_error)?;
+        Ok(state)
     }
 
     pub fn task(&self, id: &str) -> Option<&Task> {
@@ -457,6 +472,9 @@ mod tests {
         assert_eq!(e.field, "run_state");
         let e = WorkflowState::read(&json!({"run": {"next": "fly_away"}})).unwrap_err();
         assert_eq!(e.field, "run.next");
+        // cc10x's typed fields are checked too.
+        let e = WorkflowState::check(&json!({"remediation_history": [{"event": 7}]})).unwrap_err();
+        assert_eq!(e.field, "remediation_history[0].event");
         // Absent and null keys are the defaults.
         let v = WorkflowState::read(&json!({"checkpoint": null})).unwrap();
         assert_eq!(v, WorkflowState::default());

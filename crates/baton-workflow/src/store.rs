@@ -275,7 +275,7 @@ fn checked(
     applied: &[(usize, &WorkflowEvent)],
     snapshot: Option<(&std::path::Path, &[u8])>,
 ) -> Result<Loaded, StoreError> {
-    let Err(e) = crate::state::WorkflowState::read(&loaded.artifact) else {
+    let Err(e) = crate::state::WorkflowState::check(&loaded.artifact) else {
         return Ok(loaded);
     };
     let in_event = applied.iter().rev().find(|(_, ev)| {
