@@ -181,8 +181,8 @@ pub struct Host {
     pub auto_proceed: bool,
     /// BUILD isolation: the worktree the agents work in (on branch `baton/<id>`), when taken.
     pub worktree: Option<baton_exec::worktree::ChildWorktree>,
-    /// What became of the worktree offer: `accepted`, `declined` or `skipped: <why>`.
-    pub worktree_offer: Option<String>,
+    /// What became of the worktree offer.
+    pub worktree_offer: Option<WorktreeOffer>,
     /// The finishing choice taken (`merge`, `keep`, `discard`) and what it did.
     pub finished: Option<String>,
     /// Memory was finalized (it is written once, even when the finishing choice comes later).
@@ -192,6 +192,63 @@ pub struct Host {
     /// Budget limits in force (from the command line or the config).
     pub budget_usd: Option<f64>,
     pub budget_tokens: Option<u64>,
+}
+
+/// What became of a BUILD's worktree offer (`run.worktree_offer`), written as the text the
+/// record has always held: `accepted`, `declined`, `declined: not asked for …`, `skipped: <why>`
+/// or `failed`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorktreeOffer {
+    Accepted,
+    /// Declined on the command line (`--no-worktree`) or at the prompt.
+    Declined,
+    /// Not asked for, and `AUTO_PROCEED` is off.
+    NotAsked,
+    /// Not offered: trivial scope, already in a linked worktree, no git, a resume before the
+    /// graph was recorded …
+    Skipped(String),
+    /// Making the worktree failed (the workflow stopped saying why).
+    Failed,
+}
+
+const NOT_ASKED: &str = "declined: not asked for (--worktree, or AUTO_PROCEED, takes it)";
+
+impl WorktreeOffer {
+    pub fn text(&self) -> String {
+        match self {
+            WorktreeOffer::Accepted => "accepted".into(),
+            WorktreeOffer::Declined => "declined".into(),
+            WorktreeOffer::NotAsked => NOT_ASKED.into(),
+            WorktreeOffer::Skipped(why) => format!("skipped: {why}"),
+            WorktreeOffer::Failed => "failed".into(),
+        }
+    }
+}
+
+impl Serialize for WorktreeOffer {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text())
+    }
+}
+
+impl<'de> Deserialize<'de> for WorktreeOffer {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Ok(match text.as_str() {
+            "accepted" => WorktreeOffer::Accepted,
+            "declined" => WorktreeOffer::Declined,
+            NOT_ASKED => WorktreeOffer::NotAsked,
+            "failed" => WorktreeOffer::Failed,
+            other => match other.strip_prefix("skipped: ") {
+                Some(why) => WorktreeOffer::Skipped(why.to_string()),
+                None => {
+                    return Err(serde::de::Error::custom(format!(
+                        "unknown worktree offer {other:?}: expected accepted, declined, failed or skipped: <why>"
+                    )))
+                }
+            },
+        })
+    }
 }
 
 /// The runner's typed state: the artifact keys it owns, decoded strictly.
@@ -472,6 +529,22 @@ mod tests {
         assert_eq!(e.field, "run_state");
         let e = WorkflowState::read(&json!({"run": {"next": "fly_away"}})).unwrap_err();
         assert_eq!(e.field, "run.next");
+        for offer in [
+            WorktreeOffer::Accepted,
+            WorktreeOffer::Declined,
+            WorktreeOffer::NotAsked,
+            WorktreeOffer::Skipped("trivial scope".into()),
+            WorktreeOffer::Failed,
+        ] {
+            let text = serde_json::to_value(&offer).unwrap();
+            assert_eq!(text, json!(offer.text()));
+            assert_eq!(
+                serde_json::from_value::<WorktreeOffer>(text).unwrap(),
+                offer
+            );
+        }
+        let e = WorkflowState::read(&json!({"run": {"worktree_offer": "maybe"}})).unwrap_err();
+        assert_eq!(e.field, "run.worktree_offer");
         // cc10x's typed fields are checked too.
         let e = WorkflowState::check(&json!({"remediation_history": [{"event": 7}]})).unwrap_err();
         assert_eq!(e.field, "remediation_history[0].event");

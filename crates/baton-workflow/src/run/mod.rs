@@ -36,7 +36,7 @@ use crate::memory::{Finalization, MemoryDir, MemoryFile};
 use crate::outputs::{self, AgentOutputs, ReadOnlyReport};
 use crate::route::WorkflowKind;
 pub use crate::state;
-use crate::state::{RunState, StateError, StopGate, WorkflowState};
+use crate::state::{RunState, StateError, StopGate, WorkflowState, WorktreeOffer};
 use crate::store::{EventKind, NewEvent, OpenWorkflow, WorkflowStore};
 pub use agent::{ExecLauncher, Launch, Launcher, Recheck};
 pub use error::RunError;
@@ -201,7 +201,7 @@ pub async fn start_with(
                 v.host.worktree_offer = Some(offer);
             }
             Err(e) => {
-                v.host.worktree_offer = Some("failed".into());
+                v.host.worktree_offer = Some(WorktreeOffer::Failed);
                 worktree_error = Some(e);
             }
         }
@@ -348,8 +348,9 @@ pub async fn resume_with(
                     a["normalized_phases"] = json!([{"phase_id": "phase-1", "title": request}]);
                 }
                 v.tasks = graph::initial(kind, trivial, id);
-                v.host.worktree_offer =
-                    Some("skipped: resumed before the graph was recorded".into());
+                v.host.worktree_offer = Some(WorktreeOffer::Skipped(
+                    "resumed before the graph was recorded".into(),
+                ));
                 reason = format!("resumed; {} tasks recorded", v.tasks.len());
             }
             v.write(&mut a);
@@ -387,10 +388,10 @@ fn isolate_build(
     trivial: bool,
     asked: Option<bool>,
     auto: bool,
-) -> Result<(Option<baton_exec::worktree::ChildWorktree>, String), String> {
+) -> Result<(Option<baton_exec::worktree::ChildWorktree>, WorktreeOffer), String> {
     use baton_exec::worktree::{create_child_worktree, Isolated};
     if trivial {
-        return Ok((None, "skipped: trivial scope".into()));
+        return Ok((None, WorktreeOffer::Skipped("trivial scope".into())));
     }
     let git = |arg: &str| {
         baton_git::Git::new(root)
@@ -401,22 +402,18 @@ fn isolate_build(
     };
     if let (Some(dir), Some(common)) = (git("--git-dir"), git("--git-common-dir")) {
         if dir != common {
-            return Ok((None, "skipped: already in a linked worktree".into()));
+            let why = "already in a linked worktree".into();
+            return Ok((None, WorktreeOffer::Skipped(why)));
         }
     }
     match asked {
-        Some(false) => return Ok((None, "declined".into())),
-        None if !auto => {
-            return Ok((
-                None,
-                "declined: not asked for (--worktree, or AUTO_PROCEED, takes it)".into(),
-            ))
-        }
+        Some(false) => return Ok((None, WorktreeOffer::Declined)),
+        None if !auto => return Ok((None, WorktreeOffer::NotAsked)),
         Some(true) | None => {}
     }
     match create_child_worktree(root, &env.delegate.worktree_root, id) {
-        Ok(Isolated::Worktree(wt)) => Ok((Some(wt), "accepted".into())),
-        Ok(Isolated::Fallback { reason, .. }) => Ok((None, format!("skipped: {reason}"))),
+        Ok(Isolated::Worktree(wt)) => Ok((Some(wt), WorktreeOffer::Accepted)),
+        Ok(Isolated::Fallback { reason, .. }) => Ok((None, WorktreeOffer::Skipped(reason))),
         Err(e) => Err(e.to_string()),
     }
 }
