@@ -94,7 +94,8 @@ fn not_found(uri: &str, why: &str) -> ErrorData {
 /// was interrupted.
 fn workflow_doc(ctx: &ProjectContext, id: &str) -> Result<Value, String> {
     let (id, summary, artifact) = crate::workflow_cmd::record(ctx, id)?;
-    let brief = match outcome_of(&id, &artifact) {
+    let outcome = outcome_of(&id, &artifact).map_err(|e| format!("workflow {id}: {e}"))?;
+    let brief = match outcome {
         Some(
             Outcome::Completed { brief, .. }
             | Outcome::Failed { brief, .. }

@@ -319,12 +319,10 @@ pub fn pick(store: &WorkflowStore, id: Option<&str>) -> Result<String, String> {
 }
 
 fn failed(common: &Common, e: &RunError) -> Exit {
-    let code = match e {
-        RunError::Refused(_) => Exit::Refused,
-        RunError::Store(
-            StoreError::NotFound { .. } | StoreError::Busy { .. } | StoreError::TreeBusy { .. },
-        ) => Exit::Refused,
-        _ => Exit::Failed,
+    let code = if e.is_refusal() {
+        Exit::Refused
+    } else {
+        Exit::Failed
     };
     if common.json {
         crate::documents::print(&ErrorDocument::Workflow {

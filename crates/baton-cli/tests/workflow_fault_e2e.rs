@@ -130,8 +130,8 @@ impl Fx {
         );
         let mut completed = HashSet::new();
         for ev in &events {
-            let name = serde_json::to_value(ev.event).unwrap();
-            let task = ev.task_id.clone().unwrap_or_default();
+            let name = serde_json::to_value(ev.kind()).unwrap();
+            let task = ev.task_id().unwrap_or_default().to_string();
             match name.as_str().unwrap() {
                 "checkpoint_answered" => completed.clear(),
                 "agent_started" => assert!(
@@ -240,7 +240,7 @@ fn crash_and_recover(flow: Flow, n: u64, first: u64, total: u64, clean_calls: &[
     let answered = wf
         .events()
         .iter()
-        .filter(|e| serde_json::to_value(e.event).unwrap() == "checkpoint_answered")
+        .filter(|e| serde_json::to_value(e.kind()).unwrap() == "checkpoint_answered")
         .count();
     assert_eq!(answered, usize::from(flow == Flow::Scope), "{what}");
     let builder = wf.calls("component-builder");
@@ -342,20 +342,20 @@ fn a_kill_during_a_dispatch_takes_the_child_with_it_and_resume_runs_the_task_aga
     );
     let started = wf.events();
     assert_eq!(
-        serde_json::to_value(started.last().unwrap().event).unwrap(),
+        serde_json::to_value(started.last().unwrap().kind()).unwrap(),
         "agent_started"
     );
     std::fs::write(&release, "").unwrap();
     resume_to_the_end(&wf, "killed during the builder");
     wf.assert_done("killed during the builder");
     assert_eq!(wf.calls("component-builder"), 2, "the builder ran again");
-    let t1 = started.last().unwrap().task_id.clone().unwrap();
+    let t1 = started.last().unwrap().task_id().unwrap().to_string();
     let runs = wf
         .events()
         .iter()
         .filter(|e| {
-            e.task_id.as_deref() == Some(t1.as_str())
-                && serde_json::to_value(e.event).unwrap() == "agent_started"
+            e.task_id() == Some(t1.as_str())
+                && serde_json::to_value(e.kind()).unwrap() == "agent_started"
         })
         .count();
     assert_eq!(runs, 2, "task {t1} was dispatched twice");

@@ -59,8 +59,8 @@ fn at_checkpoint(store: &WorkflowStore) -> String {
     wf.append(
         NewEvent::new(EventKind::CheckpointRequested)
             .reason("Fix both bugs in one workflow?")
-            .delta(json!({"run_state": "checkpoint", "phase_cursor": "plan", "pending_gate": "scope",
-                          "checkpoint": {"gate": "scope", "question": "Fix both bugs in one workflow?",
+            .delta(json!({"run_state": "checkpoint", "phase_cursor": "plan", "pending_gate": "scope_decision",
+                          "checkpoint": {"gate": "scope_decision", "question": "Fix both bugs in one workflow?",
                                          "options": ["both", "first only"], "recommended": "both"}})),
     )
     .unwrap();
@@ -94,7 +94,7 @@ fn status_lists_every_workflow_newest_first_with_its_state_and_gate() {
         "{old_line}"
     );
     assert!(
-        text.contains("waits for: an answer at gate scope: \"Fix both bugs in one workflow?\" (options: both, first only; recommended: both) — `baton resume --answer`"),
+        text.contains("waits for: an answer at gate scope_decision: \"Fix both bugs in one workflow?\" (options: both, first only; recommended: both) — `baton resume --answer`"),
         "{text}"
     );
     assert!(text.contains("waits for: nothing (completed)"), "{text}");

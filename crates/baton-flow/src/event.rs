@@ -37,20 +37,7 @@ pub struct ChildSummary {
     pub duration_ms: u64,
 }
 
-/// One validation command's result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CheckResult {
-    /// The command as typed (for people; it was run without a shell).
-    pub command: String,
-    pub ok: bool,
-    pub exit_code: Option<i32>,
-    /// Why it did not run or did not finish (cannot start, timed out, killed by a signal).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// stdout and stderr interleaved, bounded.
-    pub output: String,
-    pub duration_ms: u64,
-}
+pub use baton_exec::guarded::CheckResult;
 
 /// Why a unit is blocked. A block pauses the Flow; a repair may follow (once).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

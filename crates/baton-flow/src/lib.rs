@@ -28,7 +28,7 @@ pub mod state;
 pub mod store;
 pub mod tool;
 pub mod units;
-pub mod validate;
+pub use baton_exec::guarded as validate;
 
 pub use engine::{
     abandon, clean, clean_plan, continue_flow, repair, resume, start, status, CleanPlan, FlowEnv,

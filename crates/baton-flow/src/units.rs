@@ -25,37 +25,7 @@ pub const MAX_VALIDATION: usize = 16;
 /// Longest task or review text, in bytes.
 pub const MAX_TEXT_BYTES: usize = 64 * 1024;
 
-/// One validation command, run directly (never through a shell) in the unit's worktree.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct ValidationCommand {
-    pub command: String,
-    #[serde(default)]
-    pub args: Vec<String>,
-}
-
-impl ValidationCommand {
-    /// The command as a person would type it, for messages (arguments with spaces are quoted).
-    pub fn display(&self) -> String {
-        std::iter::once(&self.command)
-            .chain(self.args.iter())
-            .map(|a| quote(a))
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-}
-
-fn quote(arg: &str) -> String {
-    let plain = !arg.is_empty()
-        && arg
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+:=@%,".contains(c));
-    if plain {
-        arg.to_string()
-    } else {
-        format!("'{}'", arg.replace('\'', r"'\''"))
-    }
-}
+pub use baton_exec::guarded::ValidationCommand;
 
 /// One independent piece of work. Its JSON Schema is the unit schema the `delegate_flow` tool
 /// offers; [`parse_units`] is the parser that holds a unit to it (and to the limits below).

@@ -11,6 +11,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use baton_state::StateDir;
+use baton_workflow::event::Wire;
 use baton_workflow::route::WorkflowKind;
 use baton_workflow::store::{EventKind, NewEvent, WorkflowEvent, WorkflowStore};
 use serde_json::json;
@@ -48,7 +49,7 @@ fn main() {
     );
     for seq in 2..=EVENTS {
         let agent = ["builder", "reviewer", "hunter", "verifier"][(seq % 4) as usize];
-        let ev = WorkflowEvent {
+        let ev = Wire {
             seq,
             ts: "2026-12-03T13:45:07.123456789Z".into(),
             wf: id.clone(),

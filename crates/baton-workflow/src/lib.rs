@@ -12,6 +12,11 @@
 //! - [`contract`] reads an agent's final output into its role's typed contract (the line-1
 //!   `CONTRACT` envelope, the heading fallback, the fenced YAML router contract), validates it,
 //!   and merges findings across reviewer, hunter and verifier.
+//! - [`state`] is the runner's typed workflow state (`WorkflowState`: run state, checkpoint,
+//!   spend, tasks, the runner's bookkeeping), decoded strictly: a field that does not decode is
+//!   an error naming it, never a default.
+//! - [`event`] is the event log's record: a tagged enum with one payload per kind, read from and
+//!   written to the flat JSON line every baton has written.
 //! - [`store`] is the durable record: the event log, the artifact snapshot rebuilt from it, the
 //!   lock per workflow.
 //! - [`dispatch`] is the phase → role table (which built-in or overriding role runs each phase)
@@ -26,8 +31,10 @@ pub mod artifact;
 pub mod contract;
 pub mod dispatch;
 pub mod engine;
+pub mod event;
 pub mod memory;
 pub mod outputs;
 pub mod route;
 pub mod run;
+pub mod state;
 pub mod store;

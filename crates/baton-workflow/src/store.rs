@@ -21,69 +21,11 @@ use baton_state::{
     now_rfc3339, read_snapshot, write_snapshot, Damage, Durability, FileLock, JsonlLog, LockError,
     LogError, StateDir,
 };
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::route::WorkflowKind;
 
-/// The event types of the log (the `event` field).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EventKind {
-    WorkflowStarted,
-    AgentStarted,
-    AgentCompleted,
-    ContractParsed,
-    RemediationCreated,
-    ScopeDecisionRequested,
-    ScopeDecisionResolved,
-    MemoryFinalized,
-    WorkflowCompleted,
-    WorkflowFailed,
-    /// A change of the artifact that is none of the above (a phase moved, a gate set).
-    ArtifactUpdated,
-    /// Tasks were added to the graph.
-    TaskCreated,
-    /// The engine decided the next action (`decision` is its name).
-    Decided,
-    /// The workflow stopped at a question (`reason`).
-    CheckpointRequested,
-    /// The user answered (`details.answer`, their exact words).
-    CheckpointAnswered,
-    /// The next dispatch would pass the budget.
-    BudgetStopped,
-    /// Stopped by the user's answer.
-    WorkflowStopped,
-}
-
-/// One line of a workflow's event log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WorkflowEvent {
-    /// 1 for the first event, one more for each next one.
-    pub seq: u64,
-    /// RFC 3339 UTC time of the append.
-    pub ts: String,
-    /// The workflow id.
-    pub wf: String,
-    pub event: EventKind,
-    #[serde(default)]
-    pub phase: Option<String>,
-    #[serde(default)]
-    pub task_id: Option<String>,
-    #[serde(default)]
-    pub agent: Option<String>,
-    #[serde(default)]
-    pub decision: Option<String>,
-    #[serde(default)]
-    pub reason: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration_seconds: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<Value>,
-    /// The change to the artifact, as a JSON merge patch.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delta: Option<Value>,
-}
+pub use crate::event::{EventBody, EventKind, WorkflowEvent};
 
 /// What a caller gives [`OpenWorkflow::append`]; the store adds `seq`, `ts` and `wf`.
 #[derive(Debug, Clone, PartialEq)]
@@ -150,6 +92,21 @@ pub enum StoreError {
     NotFound { id: String, dir: PathBuf },
     #[error("the event log of workflow {id} does not start with workflow_started: {path}")]
     NoStart { id: String, path: PathBuf },
+    /// An event whose fields do not fit its kind (refused before it is written).
+    #[error("a {kind:?} event does not fit its kind: {message}")]
+    BadEvent { kind: EventKind, message: String },
+    /// A key of the runner's state that does not decode (an unknown task status, a wrong type):
+    /// the record is refused, never read as a default.
+    #[error(
+        "{}: line {line}: field `{field}` does not read: {message}; baton cannot go on from a state it does not know (written by another baton version, or edited): nothing was changed — resume it with the baton that wrote it, or correct that field",
+        path.display()
+    )]
+    Undecodable {
+        path: PathBuf,
+        line: usize,
+        field: String,
+        message: String,
+    },
 }
 
 /// A new workflow id: `wf-<UTC timestamp>-<8 hex>`.
@@ -166,27 +123,7 @@ pub fn new_id(now: time::OffsetDateTime, random: u32) -> String {
     )
 }
 
-/// Applies a JSON merge patch (RFC 7386): objects merge key by key, `null` removes a key, any
-/// other value replaces what was there.
-pub fn merge_patch(target: &mut Value, patch: &Value) {
-    let Value::Object(fields) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = Value::Object(Map::new());
-    }
-    let Value::Object(t) = target else {
-        return;
-    };
-    for (k, v) in fields {
-        if v.is_null() {
-            t.remove(k);
-        } else {
-            merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
-        }
-    }
-}
+pub use crate::state::merge_patch;
 
 /// The artifact a new workflow starts with: the fields of the cc10x artifact skeleton.
 pub fn initial_artifact(id: &str, kind: WorkflowKind, request: &str, ts: &str) -> Value {
@@ -265,11 +202,12 @@ pub struct Loaded {
 fn load_bytes(
     path: &std::path::Path,
     snapshot_path: &std::path::Path,
-    snapshot: Option<Value>,
+    snapshot_bytes: Option<&[u8]>,
     id: &str,
     bytes: &[u8],
     full: bool,
 ) -> Result<Loaded, StoreError> {
+    let snapshot: Option<Value> = snapshot_bytes.and_then(|b| serde_json::from_slice(b).ok());
     let lines = baton_state::damage::lines(path, bytes).map_err(LogError::Damaged)?;
     let parse = |line: &Line<'_>| -> Result<WorkflowEvent, StoreError> {
         serde_json::from_slice(line.bytes)
@@ -280,7 +218,7 @@ fn load_bytes(
         path: path.to_path_buf(),
     };
     let first = lines.lines.first().ok_or_else(no_start)?;
-    if parse(first)?.event != EventKind::WorkflowStarted {
+    if parse(first)?.kind() != EventKind::WorkflowStarted {
         return Err(no_start());
     }
     let snapshot = snapshot.filter(|s| s.get("workflow_uuid").and_then(Value::as_str) == Some(id));
@@ -289,8 +227,11 @@ fn load_bytes(
         .and_then(|s| s.get("event_seq").and_then(Value::as_u64))
         .filter(|at| *at >= 1);
     if let (false, Some(s), Some(at)) = (full, &snapshot, at) {
-        if let Some(loaded) = fold_tail(&lines, &parse, s, at)? {
-            return Ok(loaded);
+        if let Some((loaded, tail)) = fold_tail(&lines, &parse, s, at)? {
+            let applied: Vec<(usize, &WorkflowEvent)> =
+                tail.iter().rev().map(|(n, e)| (*n, e)).collect();
+            let snap = snapshot_bytes.map(|b| (snapshot_path, b));
+            return checked(loaded, path, &applied, snap);
         }
     }
     let events = lines
@@ -305,53 +246,100 @@ fn load_bytes(
     if let Some(at) = at.filter(|at| *at > last) {
         return Err(LogError::Damaged(lines.behind_snapshot(snapshot_path, at, last)).into());
     }
-    let artifact = match (snapshot, at) {
+    let numbered: Vec<(usize, &WorkflowEvent)> =
+        lines.lines.iter().map(|l| l.number).zip(&events).collect();
+    let (artifact, applied, snap) = match (snapshot, at) {
         (Some(mut artifact), Some(at)) => {
             for ev in &events[at as usize..] {
                 apply(&mut artifact, ev);
             }
-            artifact
+            let snap = snapshot_bytes.map(|b| (snapshot_path, b));
+            (artifact, &numbered[at as usize..], snap)
         }
-        _ => fold(&events),
+        _ => (fold(&events), &numbered[..], None),
     };
-    Ok(Loaded {
+    let loaded = Loaded {
         artifact,
         seq: last,
-        last_event: events.last().map(|e| e.event),
+        last_event: events.last().map(WorkflowEvent::kind),
+    };
+    checked(loaded, path, applied, snap)
+}
+
+/// `loaded` when the runner's state in its artifact decodes; else the error naming where the
+/// field that does not was written: the last of the `applied` events (line number, event) whose
+/// delta holds it, else the snapshot the events were applied to (its path and bytes).
+fn checked(
+    loaded: Loaded,
+    path: &std::path::Path,
+    applied: &[(usize, &WorkflowEvent)],
+    snapshot: Option<(&std::path::Path, &[u8])>,
+) -> Result<Loaded, StoreError> {
+    let Err(e) = crate::state::WorkflowState::check(&loaded.artifact) else {
+        return Ok(loaded);
+    };
+    let in_event = applied.iter().rev().find(|(_, ev)| {
+        ev.delta
+            .as_ref()
+            .is_some_and(|d| crate::state::holds(d, &e.segments))
+    });
+    let (path, line, field) = match (in_event, snapshot) {
+        (Some((n, _)), _) => (path.to_path_buf(), *n, format!("delta.{}", e.field)),
+        (None, Some((snap, bytes))) => (
+            snap.to_path_buf(),
+            crate::state::error_line(bytes).unwrap_or(1),
+            e.field.clone(),
+        ),
+        // Not in any delta: the first event's (the whole initial artifact).
+        (None, None) => (
+            path.to_path_buf(),
+            applied.first().map_or(1, |(n, _)| *n),
+            e.field.clone(),
+        ),
+    };
+    Err(StoreError::Undecodable {
+        path,
+        line,
+        field,
+        message: e.message,
     })
 }
 
 /// The snapshot (at event `at`) brought up to date with the events after it, parsing the log
 /// backwards from its end to event `at`; `None` when the tail is not the unbroken run of events
 /// `at`+1 … that it must be, and the whole log must be read (which names the damage, if any).
+///
+/// Also returns the events applied, newest first, with their line numbers.
+#[allow(clippy::type_complexity)]
 fn fold_tail(
     lines: &baton_state::damage::Lines<'_>,
     parse: &dyn Fn(&Line<'_>) -> Result<WorkflowEvent, StoreError>,
     snapshot: &Value,
     at: u64,
-) -> Result<Option<Loaded>, StoreError> {
-    let mut tail = Vec::new();
+) -> Result<Option<(Loaded, Vec<(usize, WorkflowEvent)>)>, StoreError> {
+    let mut tail: Vec<(usize, WorkflowEvent)> = Vec::new();
     for line in lines.lines.iter().rev() {
         let ev = parse(line)?;
-        let expected = tail.last().map(|e: &WorkflowEvent| e.seq - 1);
+        let expected = tail.last().map(|(_, e)| e.seq - 1);
         if expected.is_some_and(|want| ev.seq != want) || ev.seq < at {
             return Ok(None);
         }
         if ev.seq == at {
-            let last_event = tail.first().map_or(ev.event, |e: &WorkflowEvent| e.event);
+            let last_event = tail.first().map_or(ev.kind(), |(_, e)| e.kind());
             let mut artifact = snapshot.clone();
             let mut last = at;
-            for ev in tail.iter().rev() {
+            for (_, ev) in tail.iter().rev() {
                 apply(&mut artifact, ev);
                 last = ev.seq;
             }
-            return Ok(Some(Loaded {
+            let loaded = Loaded {
                 artifact,
                 seq: last,
                 last_event: Some(last_event),
-            }));
+            };
+            return Ok(Some((loaded, tail)));
         }
-        tail.push(ev);
+        tail.push((line.number, ev));
     }
     Ok(None)
 }
@@ -499,7 +487,7 @@ impl WorkflowStore {
         // The snapshot first: it is written after its events, so one read before the log never
         // records more than the log holds, even while a driver appends. An unreadable snapshot
         // is derived data: rebuilt from every event.
-        let snapshot = read_snapshot::<Value>(&snapshot_path).ok().flatten();
+        let snapshot = std::fs::read(&snapshot_path).ok();
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -510,7 +498,7 @@ impl WorkflowStore {
             }
             Err(source) => return Err(LogError::Io { path, source }.into()),
         };
-        let loaded = load_bytes(&path, &snapshot_path, snapshot, id, &bytes, full)?;
+        let loaded = load_bytes(&path, &snapshot_path, snapshot.as_deref(), id, &bytes, full)?;
         Ok((loaded, bytes))
     }
 
@@ -607,11 +595,8 @@ impl OpenWorkflow {
     /// snapshot. Events first: a crash after the log line and before the snapshot is repaired
     /// by the next [`WorkflowStore::open`].
     pub fn append(&mut self, event: NewEvent) -> Result<WorkflowEvent, StoreError> {
-        let record = WorkflowEvent {
-            seq: self.seq + 1,
-            ts: now_rfc3339(),
-            wf: self.id.clone(),
-            event: event.event,
+        let kind = event.event;
+        let fields = crate::event::Fields {
             phase: event.phase,
             task_id: event.task_id,
             agent: event.agent,
@@ -619,6 +604,14 @@ impl OpenWorkflow {
             reason: event.reason,
             duration_seconds: event.duration_seconds,
             details: event.details,
+        };
+        let body = EventBody::from_fields(kind, fields)
+            .map_err(|message| StoreError::BadEvent { kind, message })?;
+        let record = WorkflowEvent {
+            seq: self.seq + 1,
+            ts: now_rfc3339(),
+            wf: self.id.clone(),
+            body,
             delta: event.delta,
         };
         self.log.append(&record)?;

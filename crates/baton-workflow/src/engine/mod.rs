@@ -7,7 +7,7 @@
 //! it is believed, and any failure stopping the chain until remediation, research or the user
 //! clears it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::artifact::{
@@ -30,7 +30,7 @@ pub const MAX_INVESTIGATION_CONTINUATIONS: usize = 2;
 pub const MAX_RESEARCH_ROUNDS: usize = 2;
 
 /// What the router does next. The wire spellings are the snake_case names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
     RunBuilder,

@@ -1,5 +1,10 @@
 //! One dispatch: the prompt scaffold a role agent gets (and nothing else: never a conversation),
 //! the bias scan before adversarial dispatches, and the launch through the executor.
+//!
+//! The runner reaches outside its process only through a [`Launcher`]: launching a role agent
+//! and running a verifier's scenario command again. [`ExecLauncher`] does both for real (the
+//! executor's launch planning, the guarded command runner); a test hands the runner its own to
+//! script the agents' answers in-process.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -12,10 +17,13 @@ use baton_exec::{ChildStatus, ExecError, ExecErrorCode};
 use baton_protocol::role::{BackendKind, RoleSpec};
 use baton_protocol::{ModelClass, Route, Usage};
 
-use super::state::TaskOutput;
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
 use super::RunEnv;
 use crate::artifact::{Task, TaskKind};
 use crate::contract::Role;
+use crate::state::{HostCheck, TaskOutput};
 
 /// Phrases that pre-judge a reviewer's verdict (seed 001's anti-anchoring guard).
 pub const BIAS_PHRASES: [&str; 6] = [
@@ -161,6 +169,115 @@ pub struct Dispatched {
     pub exit_code: Option<i32>,
 }
 
+/// One role agent to launch.
+pub struct Launch<'a> {
+    /// The workflow id.
+    pub wf: &'a str,
+    pub spec: &'a RoleSpec,
+    pub class: ModelClass,
+    pub task: &'a Task,
+    /// The dispatch number of the task's phase (record and replay keys).
+    pub attempt: u32,
+    pub prompt: String,
+    /// Where the agent works: the workflow's worktree, else the project.
+    pub cwd: &'a Path,
+    /// Where frozen role files go.
+    pub roles_dir: &'a Path,
+    pub cancel: &'a CancellationToken,
+}
+
+/// A verifier's passing scenario command, to run again where the agent worked.
+pub struct Recheck<'a> {
+    pub command: &'a str,
+    pub cwd: &'a Path,
+    /// The verifier's role: its sandbox applies.
+    pub spec: &'a RoleSpec,
+    pub timeout: std::time::Duration,
+    pub cancel: &'a CancellationToken,
+}
+
+/// How the runner reaches outside its process.
+pub trait Launcher: Send + Sync {
+    /// Runs one role agent to its end.
+    fn launch<'a>(
+        &'a self,
+        env: &'a RunEnv,
+        launch: Launch<'a>,
+    ) -> BoxFuture<'a, Result<Dispatched, ExecError>>;
+
+    /// Runs a scenario command again; `None` when cancelled.
+    fn recheck<'a>(
+        &'a self,
+        env: &'a RunEnv,
+        check: Recheck<'a>,
+    ) -> BoxFuture<'a, Option<HostCheck>>;
+}
+
+/// The real launcher: role agents through the executor, scenario commands through the guarded
+/// command runner under the verifier role's sandbox with provider keys hidden.
+pub struct ExecLauncher;
+
+impl Launcher for ExecLauncher {
+    fn launch<'a>(
+        &'a self,
+        env: &'a RunEnv,
+        l: Launch<'a>,
+    ) -> BoxFuture<'a, Result<Dispatched, ExecError>> {
+        Box::pin(async move {
+            run(
+                env,
+                l.wf,
+                l.spec,
+                l.class,
+                l.task,
+                l.attempt,
+                l.prompt,
+                l.cwd,
+                l.roles_dir,
+                l.cancel,
+                &|_pid| {},
+            )
+            .await
+        })
+    }
+
+    fn recheck<'a>(&'a self, env: &'a RunEnv, c: Recheck<'a>) -> BoxFuture<'a, Option<HostCheck>> {
+        Box::pin(async move {
+            let config = &env.delegate.config;
+            let mode =
+                baton_sandbox::Policy::choose_mode(None, c.spec.meta.sandbox, config.sandbox.mode);
+            let rules = baton_exec::guarded::CommandRules {
+                env_filter: baton_tool::EnvFilter::for_config(config),
+                sandbox: Some(baton_sandbox::Policy::from_config(config, mode, c.cwd)),
+            };
+            let command = baton_exec::guarded::ValidationCommand {
+                command: "sh".into(),
+                args: vec!["-c".into(), c.command.to_string()],
+            };
+            let result = baton_exec::guarded::run_validation(
+                std::slice::from_ref(&command),
+                c.cwd,
+                &[],
+                &rules,
+                c.timeout,
+                c.cancel,
+            )
+            .await;
+            let r = match result {
+                baton_exec::guarded::Validation::Passed(mut r)
+                | baton_exec::guarded::Validation::Failed(mut r) => r.pop(),
+                baton_exec::guarded::Validation::Cancelled => None,
+            }?;
+            Some(HostCheck {
+                command: c.command.to_string(),
+                ok: r.ok,
+                exit_code: r.exit_code,
+                error: r.error,
+            })
+        })
+    }
+}
+
 /// Runs one role agent for `task` with `prompt`: the route of `class` (none when replaying),
 /// the frozen role file for baton children, the record or replay cassette by phase and attempt.
 #[allow(clippy::too_many_arguments)]
@@ -174,7 +291,7 @@ pub async fn run(
     prompt: String,
     cwd: &Path,
     roles_dir: &Path,
-    cancel: &tokio_util::sync::CancellationToken,
+    cancel: &CancellationToken,
     on_start: &(dyn Fn(u32) + Send + Sync),
 ) -> Result<Dispatched, ExecError> {
     let d = &env.delegate;

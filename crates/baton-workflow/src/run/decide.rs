@@ -3,12 +3,16 @@
 
 use serde_json::{json, Value};
 
-use super::state::{RunState, View};
 use super::*;
+use crate::state::{RunState, WorkflowState};
 
 impl Runner<'_> {
     /// The engine inputs from the batch's outputs, or why they cannot be believed.
-    pub(super) fn outputs_of(&self, a: &Value, v: &View) -> Result<AgentOutputs, String> {
+    pub(super) fn outputs_of(
+        &self,
+        a: &Value,
+        v: &WorkflowState,
+    ) -> Result<AgentOutputs, RunError> {
         let kind = self.kind();
         let mut out = AgentOutputs::default();
         let mut reviewer = None;
@@ -20,58 +24,73 @@ impl Runner<'_> {
                 continue;
             };
             if let Some(e) = &o.error {
-                return Err(format!("{id} ({}): {e}", o.role));
+                return Err(RunError::Agent {
+                    task: id.clone(),
+                    role: o.role.clone(),
+                    message: e.clone(),
+                });
             }
             let role = Role::from_name(&o.role)
                 .or_else(|| self.role_of(task))
-                .ok_or_else(|| format!("{id}: no contract for role `{}`", o.role))?;
-            let checked = contract::parse(role, &o.text)
-                .map_err(|e| format!("{id} ({}) returned no valid contract: {e}", role.name()))?;
+                .ok_or_else(|| RunError::NoContractRole {
+                    task: id.clone(),
+                    role: o.role.clone(),
+                })?;
+            let (task_id, role_name) = (id.clone(), role.name().to_string());
+            let checked =
+                contract::parse(role, &o.text).map_err(|e| RunError::MalformedContract {
+                    task: task_id.clone(),
+                    role: role_name.clone(),
+                    message: e.to_string(),
+                })?;
             match &checked.outcome {
                 ContractOutcome::PassRefused { unmet } => {
-                    return Err(format!(
-                        "{id} ({}) claimed a pass its own contract does not support: {}",
-                        role.name(),
-                        unmet.join("; ")
-                    ))
+                    return Err(RunError::RefusedPass {
+                        task: task_id,
+                        role: role_name,
+                        unmet: unmet.clone(),
+                    })
                 }
                 ContractOutcome::NeedsVerification { reason } => {
-                    return Err(format!(
-                        "{id} ({}) passed without enough evidence to believe it: {reason}",
-                        role.name()
-                    ))
+                    return Err(RunError::UnprovenPass {
+                        task: task_id,
+                        role: role_name,
+                        reason: reason.clone(),
+                    })
                 }
                 _ => {}
             }
             if role.is_read_only() && o.changed == Some(true) {
-                return Err(format!(
-                    "{id} ({}) changed tracked files of the project; a read-only role may build and run tests but not edit (`git diff` shows the change)",
-                    role.name()
-                ));
+                return Err(RunError::ReadOnlyEdited {
+                    task: task_id,
+                    role: role_name,
+                });
             }
             if checked.advances() && !role.is_read_only() && o.changed == Some(false) {
                 let writes_code = matches!(role, Role::ComponentBuilder | Role::BugInvestigator);
                 if writes_code {
-                    return Err(format!(
-                        "{id} ({}) reported a pass but changed no file in the working tree",
-                        role.name()
-                    ));
+                    return Err(RunError::NothingChanged {
+                        task: task_id,
+                        role: role_name,
+                    });
                 }
             }
             if let Some(c) = o.host_checks.iter().find(|c| !c.ok) {
-                return Err(format!(
-                    "{id} ({}) reported PASS, but its scenario `{}` {} when baton ran it",
-                    role.name(),
-                    c.command,
-                    match (c.exit_code, &c.error) {
+                return Err(RunError::HostCheckFailed {
+                    task: task_id,
+                    role: role_name,
+                    command: c.command.clone(),
+                    how: match (c.exit_code, &c.error) {
                         (Some(code), _) => format!("exits {code}"),
                         (None, Some(e)) => format!("did not finish ({e})"),
                         (None, None) => "did not finish".to_string(),
-                    }
-                ));
+                    },
+                });
             }
             if matches!(kind, WorkflowKind::Triage | WorkflowKind::CodebaseHealth) {
-                let report = self.write_report(id, &o.text).map_err(|e| e.to_string())?;
+                let report = self
+                    .write_report(id, &o.text)
+                    .map_err(|e| RunError::ReportWrite(e.to_string()))?;
                 let r = ReadOnlyReport {
                     status: checked.outcome.verdict().name().to_uppercase(),
                     path: Some(report),
@@ -135,9 +154,10 @@ impl Runner<'_> {
     }
 
     /// Stops the workflow on a failure; `baton resume --answer` retries.
-    pub(super) fn fail(&self, reason: String) -> Result<(), RunError> {
+    pub(super) fn fail(&self, failure: RunError) -> Result<(), RunError> {
+        let reason = failure.to_string();
         let mut a = self.artifact();
-        let mut v = View::read(&a);
+        let mut v = WorkflowState::read(&a)?;
         v.state = RunState::Failed;
         v.host.failure = Some(reason.clone());
         v.checkpoint = None;
@@ -147,13 +167,13 @@ impl Runner<'_> {
     }
 
     /// Asks the engine what the batch's outputs mean, and sets up what comes next.
-    pub(super) fn decide_and_act(&self, a: Value, v: View) -> Result<(), RunError> {
+    pub(super) fn decide_and_act(&self, a: Value, v: WorkflowState) -> Result<(), RunError> {
         let outputs = match self.outputs_of(&a, &v) {
             Ok(o) => o,
             Err(problem) => return self.fail(problem),
         };
-        let artifact = Artifact::from_json(a.clone())
-            .map_err(|e| RunError::Failed(format!("the workflow artifact does not read: {e}")))?;
+        let artifact =
+            Artifact::from_json(a.clone()).map_err(|e| RunError::Artifact(e.to_string()))?;
         let mut engine_view = artifact.clone();
         let allowance = v.host.breaker_allowance as usize;
         let keep = engine_view
@@ -182,7 +202,7 @@ impl Runner<'_> {
                 None => new["research_rounds"] = json!([round]),
             }
         }
-        let mut nv = View::read(&new);
+        let mut nv = WorkflowState::read(&new)?;
         for u in &d.task_updates {
             if let Some(t) = nv.task_mut(&u.task) {
                 t.status = Some(u.status);
@@ -237,12 +257,10 @@ impl Runner<'_> {
                 blocked_by,
             );
             if let Err(errors) = t.validate() {
-                let list: Vec<String> = errors.iter().map(ToString::to_string).collect();
-                return self.fail(format!(
-                    "task {} would be invalid: {}",
-                    t.id,
-                    list.join("; ")
-                ));
+                return self.fail(RunError::InvalidTask {
+                    task: t.id.clone(),
+                    errors: errors.iter().map(ToString::to_string).collect(),
+                });
             }
             created.push(t.id.clone());
             nv.tasks.push(t);
@@ -272,7 +290,7 @@ impl Runner<'_> {
             }
             _ => {}
         }
-        nv.host.next = Some(action_name(action));
+        nv.host.next = Some(action);
         nv.host.next_reason = Some(d.reason.clone());
         let mut ev = NewEvent::new(EventKind::Decided).reason(d.reason.clone());
         ev.decision = Some(action_name(action));
@@ -307,10 +325,9 @@ impl Runner<'_> {
             if batch.is_empty() {
                 nv.write(&mut new);
                 self.commit(ev, new)?;
-                return self.fail(format!(
-                    "the engine asked to {} but no task of that step is runnable",
-                    action_name(action)
-                ));
+                return self.fail(RunError::NothingRunnable {
+                    action: action_name(action),
+                });
             }
             nv.host.batch = batch;
             if !matches!(action, Action::ReturnRemfixForProof) {
@@ -337,8 +354,8 @@ impl Runner<'_> {
                 nv.write(&mut new);
                 self.commit(ev, new)?;
                 match d.pending_gate {
-                    Some(g) => self.stop_at(g.as_str(), &d.reason),
-                    None => self.fail(d.reason.clone()),
+                    Some(g) => self.stop_at(g.into(), &d.reason),
+                    None => self.fail(RunError::EngineStop(d.reason.clone())),
                 }
             }
         }
@@ -349,7 +366,7 @@ impl Runner<'_> {
 /// at one `file:line` is cross-confirmed); after a verifier, the latest review findings checked
 /// against its `### Reviewer Finding Validation` — the ones it could not confirm are dropped and
 /// returned as the second list (degraded critical ones are kept).
-fn findings_ledger(v: &View) -> (Vec<Value>, Vec<String>) {
+fn findings_ledger(v: &WorkflowState) -> (Vec<Value>, Vec<String>) {
     use contract::merge::{apply_validation, findings_in, merge_findings, validations_in};
     let text_of = |role: Role, ids: &mut dyn Iterator<Item = &String>| {
         ids.filter_map(|id| v.host.outputs.get(id))
@@ -388,8 +405,8 @@ fn findings_ledger(v: &View) -> (Vec<Value>, Vec<String>) {
 
 /// What the batch's agents asked to fix, in one line: the first `REMEDIATION_REASON` they gave,
 /// else their most severe finding.
-fn what_was_found(v: &View) -> Option<String> {
-    let outputs: Vec<&state::TaskOutput> = v
+fn what_was_found(v: &WorkflowState) -> Option<String> {
+    let outputs: Vec<&crate::state::TaskOutput> = v
         .host
         .batch
         .iter()
@@ -431,7 +448,7 @@ fn new_node_phase(action: Action) -> Option<&'static str> {
 
 /// One finished research round, as the artifact's `research_rounds` keeps it: why, how each
 /// backend did and where its file is.
-fn research_round(v: &View, r: &outputs::ResearchOutcome) -> Value {
+fn research_round(v: &WorkflowState, r: &outputs::ResearchOutcome) -> Value {
     let mut round = json!({
         "reason": Value::Null,
         "web": r.web_status, "github": r.github_status, "quality": r.overall_quality,

@@ -2,8 +2,8 @@
 
 use serde_json::{json, Value};
 
-use super::state::{RunState, TaskOutput, View};
 use super::*;
+use crate::state::{HostCheck, RunState, StopGate, TaskOutput, WorkflowState};
 
 /// Scenario commands of one verifier PASS that are run again.
 pub const MAX_RECHECKS: usize = 8;
@@ -13,7 +13,12 @@ pub const RECHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 impl Runner<'_> {
     /// Before a dispatch: stops at a checkpoint when the next dispatches would pass the budget.
     /// A dispatch is estimated at the most one has cost so far.
-    pub(super) fn within_budget(&self, mut a: Value, v: &View, n: usize) -> Result<bool, RunError> {
+    pub(super) fn within_budget(
+        &self,
+        mut a: Value,
+        v: &WorkflowState,
+        n: usize,
+    ) -> Result<bool, RunError> {
         let s = &v.spent;
         let over_tokens = v
             .host
@@ -41,7 +46,7 @@ impl Runner<'_> {
         v.state = RunState::Checkpoint;
         v.write(&mut a);
         let brief = gate::brief(&a, &format!("budget stop: {reason}"));
-        v.checkpoint = Some(gate::checkpoint(gate::BUDGET, &reason, brief));
+        v.checkpoint = Some(gate::checkpoint(StopGate::Budget, &reason, brief));
         v.write(&mut a);
         self.say(&format!("budget stop: {reason}"));
         self.commit(NewEvent::new(EventKind::BudgetStopped).reason(reason), a)?;
@@ -50,7 +55,11 @@ impl Runner<'_> {
 
     /// Dispatches the open tasks of the batch: all at once when they are all read-only, else
     /// one at a time (two write agents never run together).
-    pub(super) async fn dispatch_batch(&self, v: &View, open: Vec<String>) -> Result<(), RunError> {
+    pub(super) async fn dispatch_batch(
+        &self,
+        v: &WorkflowState,
+        open: Vec<String>,
+    ) -> Result<(), RunError> {
         let read_only = open.iter().all(|id| {
             v.task(id)
                 .and_then(|t| self.role_of(t))
@@ -88,28 +97,31 @@ impl Runner<'_> {
 
     pub(super) async fn dispatch_one(&self, id: &str) -> Result<(), RunError> {
         let a = self.artifact();
-        let v = View::read(&a);
+        let v = WorkflowState::read(&a)?;
         let Some(task) = v.task(id).cloned() else {
-            return Err(RunError::Failed(format!(
-                "task {id} is not in the workflow"
-            )));
+            return Err(RunError::UnknownTask { id: id.to_string() });
         };
         let Some(role) = self.role_of(&task) else {
-            return Err(RunError::Failed(format!(
-                "task {id} (phase {:?}) has no role to run it",
-                task.phase
-            )));
+            return Err(RunError::NoRoleForTask {
+                id: id.to_string(),
+                phase: task.phase.clone(),
+            });
         };
         let spec = match baton_roles::find_role(&self.env.delegate.role_dirs, role.name()) {
             Ok(s) => s,
-            Err(e) => return self.fail(format!("role `{}`: {e}", role.name())),
+            Err(e) => {
+                return self.fail(RunError::Role {
+                    role: role.name().to_string(),
+                    message: e.to_string(),
+                })
+            }
         };
         // Research needs a backend: only a user or project `researcher` role provides one.
         if role == Role::Researcher && spec.source == baton_protocol::role::RoleSource::Builtin {
             return self.record_unavailable_research(a, v, &task);
         }
-        let class = tier_for(&spec, &tier_config(self.env))
-            .map_err(|e| RunError::Refused(e.to_string()))?;
+        let class =
+            tier_for(&spec, &tier_config(self.env)).map_err(|e| RunError::Tier(e.to_string()))?;
         let phase = task.phase.clone().unwrap_or_default();
         let attempt = v.host.dispatch_counts.get(&phase).copied().unwrap_or(0) + 1;
         let prompt = self.prompt(&a, &v, &task, role);
@@ -124,7 +136,7 @@ impl Runner<'_> {
         let before = tree_digest(&work, untracked);
         {
             let mut a = self.artifact();
-            let mut v = View::read(&a);
+            let mut v = WorkflowState::read(&a)?;
             if let Some(t) = v.task_mut(id) {
                 t.status = Some(TaskStatus::InProgress);
             }
@@ -151,20 +163,18 @@ impl Runner<'_> {
             .workflows()
             .join(&self.id)
             .join("roles");
-        let result = agent::run(
-            self.env,
-            &self.id,
-            &spec,
+        let launch = agent::Launch {
+            wf: &self.id,
+            spec: &spec,
             class,
-            &task,
+            task: &task,
             attempt,
             prompt,
-            &work,
-            &roles_dir,
-            self.cancel,
-            &|_pid| {},
-        )
-        .await;
+            cwd: &work,
+            roles_dir: &roles_dir,
+            cancel: self.cancel,
+        };
+        let result = self.launcher.launch(self.env, launch).await;
         let d = match result {
             Ok(d) => d,
             Err(e) if e.code == ExecErrorCode::Aborted || self.cancel.is_cancelled() => {
@@ -190,7 +200,7 @@ impl Runner<'_> {
             _ => None,
         };
         let mut a = self.artifact();
-        let mut v = View::read(&a);
+        let mut v = WorkflowState::read(&a)?;
         if let Some(t) = v.task_mut(id) {
             t.status = Some(TaskStatus::Completed);
         }
@@ -249,7 +259,7 @@ impl Runner<'_> {
         spec: &baton_protocol::role::RoleSpec,
         text: &str,
         work: &Path,
-    ) -> Vec<state::HostCheck> {
+    ) -> Vec<HostCheck> {
         let Ok(checked) = contract::parse(Role::IntegrationVerifier, text) else {
             return Vec::new();
         };
@@ -259,12 +269,6 @@ impl Runner<'_> {
         let Some(report) = outputs::from_contract(&checked).verifier else {
             return Vec::new();
         };
-        let config = &self.env.delegate.config;
-        let mode = baton_sandbox::Policy::choose_mode(None, spec.meta.sandbox, config.sandbox.mode);
-        let rules = baton_flow::validate::CommandRules {
-            env_filter: baton_tool::EnvFilter::for_config(config),
-            sandbox: Some(baton_sandbox::Policy::from_config(config, mode, work)),
-        };
         let mut checks = Vec::new();
         for row in report
             .scenario_rows
@@ -272,31 +276,17 @@ impl Runner<'_> {
             .filter(|r| r.status == "PASS" && !r.command.trim().is_empty())
             .take(MAX_RECHECKS)
         {
-            let command = baton_flow::ValidationCommand {
-                command: "sh".into(),
-                args: vec!["-c".into(), row.command.clone()],
+            let check = agent::Recheck {
+                command: &row.command,
+                cwd: work,
+                spec,
+                timeout: RECHECK_TIMEOUT,
+                cancel: self.cancel,
             };
-            let result = baton_flow::validate::run_validation(
-                std::slice::from_ref(&command),
-                work,
-                &[],
-                &rules,
-                RECHECK_TIMEOUT,
-                self.cancel,
-            )
-            .await;
-            let r = match result {
-                baton_flow::validate::Validation::Passed(mut r)
-                | baton_flow::validate::Validation::Failed(mut r) => r.pop(),
-                baton_flow::validate::Validation::Cancelled => None,
+            let Some(c) = self.launcher.recheck(self.env, check).await else {
+                break;
             };
-            let Some(r) = r else { break };
-            checks.push(state::HostCheck {
-                command: row.command.clone(),
-                ok: r.ok,
-                exit_code: r.exit_code,
-                error: r.error,
-            });
+            checks.push(c);
         }
         checks
     }
@@ -305,7 +295,7 @@ impl Runner<'_> {
     pub(super) fn record_unavailable_research(
         &self,
         mut a: Value,
-        mut v: View,
+        mut v: WorkflowState,
         task: &Task,
     ) -> Result<(), RunError> {
         let text = format!(
@@ -338,7 +328,7 @@ impl Runner<'_> {
     }
 
     /// The scaffold of one dispatch.
-    pub(super) fn prompt(&self, a: &Value, v: &View, task: &Task, role: Role) -> String {
+    pub(super) fn prompt(&self, a: &Value, v: &WorkflowState, task: &Task, role: Role) -> String {
         let memory = MemoryDir::new(&self.root);
         let cut = |s: String| s.chars().take(2000).collect::<String>();
         let summary = memory.read(MemoryFile::ActiveContext).ok().map(cut);

@@ -2,14 +2,14 @@
 
 use serde_json::{json, Value};
 
-use super::state::{RunState, View};
 use super::*;
+use crate::state::{Checkpoint, RunState, StopGate, WorkflowState};
 
 impl Runner<'_> {
     /// Waits at a checkpoint, or takes its recommended option under `AUTO_PROCEED`.
-    pub(super) fn stop_at(&self, gate_name: &str, reason: &str) -> Result<(), RunError> {
+    pub(super) fn stop_at(&self, gate_name: StopGate, reason: &str) -> Result<(), RunError> {
         let mut a = self.artifact();
-        let mut v = View::read(&a);
+        let mut v = WorkflowState::read(&a)?;
         let brief = gate::brief(&a, &format!("checkpoint: {gate_name}"));
         let cp = gate::checkpoint(gate_name, reason, brief);
         let auto = v.host.auto_proceed
@@ -19,13 +19,13 @@ impl Runner<'_> {
         v.checkpoint = Some(cp.clone());
         v.write(&mut a);
         let mut ev = NewEvent::new(EventKind::CheckpointRequested)
-            .phase(gate_name)
+            .phase(gate_name.as_str())
             .reason(cp.question.clone());
         ev.details = Some(json!({"options": cp.options, "recommended": cp.recommended}));
         self.commit(ev, a.clone())?;
         if auto {
             let pick = cp.recommended.clone().unwrap_or_default();
-            let choice = gate::read_answer(&cp, &pick).map_err(RunError::Failed)?;
+            let choice = gate::read_answer(&cp, &pick).map_err(RunError::BadAnswer)?;
             let memory = MemoryDir::new(&self.root);
             let _ = memory.append(
                 MemoryFile::ActiveContext,
@@ -36,7 +36,8 @@ impl Runner<'_> {
                 )],
             );
             self.say(&format!("AUTO_PROCEED: {gate_name} → {pick}"));
-            return self.answer(a, View::read(&self.artifact()), &cp, &pick, choice);
+            let v = WorkflowState::read(&self.artifact())?;
+            return self.answer(a, v, &cp, &pick, choice);
         }
         self.say(&format!("checkpoint {gate_name}: {}", cp.question));
         Ok(())
@@ -46,8 +47,8 @@ impl Runner<'_> {
     pub(super) fn answer(
         &self,
         mut a: Value,
-        mut v: View,
-        cp: &state::Checkpoint,
+        mut v: WorkflowState,
+        cp: &Checkpoint,
         text: &str,
         choice: Answer,
     ) -> Result<(), RunError> {
@@ -55,7 +56,7 @@ impl Runner<'_> {
         // question stays.
         let finished = match (&choice, &v.host.worktree) {
             (Answer::Finish(c), Some(wt)) => {
-                Some(apply_finish(&self.root, wt, c).map_err(RunError::Refused)?)
+                Some(apply_finish(&self.root, wt, c).map_err(RunError::FinishChoice)?)
             }
             _ => None,
         };
@@ -94,13 +95,13 @@ impl Runner<'_> {
                     h.push(serde_json::to_value(entry).unwrap_or(Value::Null));
                 }
                 v.host.batch = vec![t.id.clone()];
-                v.host.next = Some(action_name(Action::CreateRemfix));
+                v.host.next = Some(Action::CreateRemfix);
                 v.tasks.push(t);
             }
             Answer::Accept => {
                 v.host.guidance = None;
                 v.write(&mut a);
-                let mut ev = NewEvent::new(EventKind::CheckpointAnswered).phase(cp.gate.clone());
+                let mut ev = NewEvent::new(EventKind::CheckpointAnswered).phase(cp.gate.as_str());
                 ev.details = Some(json!({"answer": text}));
                 self.commit(ev, a)?;
                 return self.finish(Action::MemoryFinalize, "accepted at the circuit breaker: the open findings are deferred and the work is unverified");
@@ -108,7 +109,7 @@ impl Runner<'_> {
             Answer::Finish(_) => {
                 v.host.finished = finished.or(Some("no worktree to finish".into()));
                 v.write(&mut a);
-                let mut ev = NewEvent::new(EventKind::CheckpointAnswered).phase(cp.gate.clone());
+                let mut ev = NewEvent::new(EventKind::CheckpointAnswered).phase(cp.gate.as_str());
                 ev.details = Some(json!({"answer": text}));
                 self.commit(ev, a)?;
                 return self.finish(Action::MemoryFinalize, "");
@@ -149,7 +150,7 @@ impl Runner<'_> {
             }
         }
         v.write(&mut a);
-        let mut ev = NewEvent::new(EventKind::CheckpointAnswered).phase(cp.gate.clone());
+        let mut ev = NewEvent::new(EventKind::CheckpointAnswered).phase(cp.gate.as_str());
         ev.details = Some(json!({"answer": text}));
         ev.decision = Some(format!("{choice:?}"));
         self.commit(ev, a)
@@ -157,11 +158,13 @@ impl Runner<'_> {
 
     /// Ends the workflow: memory finalized inline (a failed write stops it), the brief recorded.
     pub(super) fn finish(&self, action: Action, reason: &str) -> Result<(), RunError> {
-        if !View::read(&self.artifact()).host.memory_done && !self.finalize_memory(action)? {
+        if !WorkflowState::read(&self.artifact())?.host.memory_done
+            && !self.finalize_memory(action)?
+        {
             return Ok(());
         }
         let a = self.artifact();
-        let mut v = View::read(&a);
+        let mut v = WorkflowState::read(&a)?;
         let art = Artifact::from_json(a.clone()).unwrap_or_default();
         let kind = art.workflow_type.unwrap_or(WorkflowKind::Build);
         let proven = art.proof_status.as_deref() == Some("passed");
@@ -175,7 +178,10 @@ impl Runner<'_> {
             // The finishing choice works on a commit: the workflow's changes, on its branch.
             let request = a.get("user_request").and_then(Value::as_str).unwrap_or("");
             if let Err(e) = commit_worktree(&wt, request) {
-                return self.fail(format!("cannot commit the work on {}: {e}", wt.branch));
+                return self.fail(RunError::Commit {
+                    branch: wt.branch.clone(),
+                    message: e,
+                });
             }
             let mut a = a;
             v.host.headline = Some(headline.clone());
@@ -186,7 +192,7 @@ impl Runner<'_> {
                 a,
             )?;
             return self.stop_at(
-                "finish",
+                StopGate::Finish,
                 &format!(
                     "{headline}. The work is committed on branch {} (worktree {})",
                     wt.branch,
@@ -200,7 +206,7 @@ impl Runner<'_> {
     /// Finalizes memory; `false` when that failed and the workflow stopped.
     fn finalize_memory(&self, action: Action) -> Result<bool, RunError> {
         let mut a = self.artifact();
-        let mut v = View::read(&a);
+        let mut v = WorkflowState::read(&a)?;
         let art = Artifact::from_json(a.clone()).unwrap_or_default();
         let kind = art.workflow_type.unwrap_or(WorkflowKind::Build);
         let proven = art.proof_status.as_deref() == Some("passed");
@@ -270,7 +276,7 @@ impl Runner<'_> {
         );
         let memory = MemoryDir::new(&self.root);
         if let Err(e) = memory.finalize(&fin) {
-            self.fail(format!("memory could not be written: {e}"))?;
+            self.fail(RunError::MemoryWrite(e.to_string()))?;
             return Ok(false);
         }
         v.host.memory_done = true;
@@ -311,11 +317,10 @@ impl Runner<'_> {
     /// Marks the workflow completed with its brief.
     fn complete(&self, headline: String) -> Result<(), RunError> {
         let mut a = self.artifact();
-        let mut v = View::read(&a);
+        let mut v = WorkflowState::read(&a)?;
         v.state = RunState::Completed;
         v.write(&mut a);
         let brief = gate::brief(&a, &headline);
-        let mut v = View::read(&a);
         v.host.brief = Some(brief);
         v.write(&mut a);
         self.commit(

@@ -3,13 +3,9 @@
 
 use serde_json::Value;
 
-use super::state::{Checkpoint, Spent, View};
 use crate::artifact::{Artifact, TaskStatus};
 use crate::memory::GateRisk;
-
-/// The gates the runner adds to the engine's.
-pub const BUDGET: &str = "budget";
-pub const FAILURE: &str = "failure";
+use crate::state::{Checkpoint, Spent, StopGate, WorkflowState};
 
 /// How an answer to a checkpoint is to be carried out.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,35 +25,35 @@ pub enum Answer {
 }
 
 /// What a gate risks when `AUTO_PROCEED` would take its recommended option.
-pub fn risk(gate: &str) -> GateRisk {
+pub fn risk(gate: StopGate) -> GateRisk {
     match gate {
         // The recommended finishing choice is `keep`, which changes nothing.
-        "scope_decision" | "finish" => GateRisk::Ordinary,
+        StopGate::ScopeDecision | StopGate::Finish => GateRisk::Ordinary,
         _ => GateRisk::FailureStop,
     }
 }
 
 /// The question for a gate.
-pub fn checkpoint(gate: &str, reason: &str, brief: String) -> Checkpoint {
+pub fn checkpoint(gate: StopGate, reason: &str, brief: String) -> Checkpoint {
     let (question, options, recommended): (String, Vec<&str>, Option<&str>) = match gate {
-        "scope_decision" => (
+        StopGate::ScopeDecision => (
             format!("{reason}. Fix the critical issues only, or all issues?"),
             vec!["critical only", "all issues", "abort"],
             Some("all issues"),
         ),
-        "circuit_breaker" => (
+        StopGate::CircuitBreaker => (
             format!(
                 "{reason}. Allow one more remediation cycle, accept the work as it is (the open findings are deferred and the work is marked unverified), or abort?"
             ),
             vec!["one more cycle", "accept", "abort"],
             None,
         ),
-        "finish" => (
+        StopGate::Finish => (
             format!("{reason}. Merge it into the base branch (fast-forward), keep the branch, or discard it?"),
             vec!["merge", "keep", "discard"],
             Some("keep"),
         ),
-        BUDGET => (
+        StopGate::Budget => (
             format!("{reason}. Raise the budget (resume with --budget-usd or --budget-tokens and --answer continue) or abort?"),
             vec!["continue", "abort"],
             None,
@@ -69,7 +65,7 @@ pub fn checkpoint(gate: &str, reason: &str, brief: String) -> Checkpoint {
         ),
     };
     Checkpoint {
-        gate: gate.to_string(),
+        gate,
         question,
         options: options.into_iter().map(str::to_string).collect(),
         recommended: recommended.map(str::to_string),
@@ -155,7 +151,10 @@ pub fn spent_line(s: &Spent) -> String {
 /// The decision-ready brief: the request, every task with its verdict, the remediation cycles,
 /// the proof, what was spent, and why the workflow stands where it does.
 pub fn brief(artifact: &Value, headline: &str) -> String {
-    let v = View::read(artifact);
+    let v = match WorkflowState::read(artifact) {
+        Ok(v) => v,
+        Err(e) => return format!("{headline}\nthe workflow state does not read: {e}\n"),
+    };
     let a = Artifact::from_json(artifact.clone()).unwrap_or_default();
     let mut out = String::new();
     out.push_str(headline);
@@ -242,7 +241,7 @@ mod tests {
     #[test]
     fn option_gates_take_an_option_or_say_which_ones_exist() {
         let cp = checkpoint(
-            "scope_decision",
+            StopGate::ScopeDecision,
             "critical and high findings",
             String::new(),
         );
@@ -273,11 +272,15 @@ mod tests {
             );
             assert!(err.contains("--answer \"all issues\""), "{bad}: {err}");
         }
-        let finish = checkpoint("finish", "verified", String::new());
+        let finish = checkpoint(StopGate::Finish, "verified", String::new());
         assert_eq!(read_answer(&finish, "MERGE"), Ok(Answer::Finish("merge")));
         assert!(read_answer(&finish, "merge it").is_err());
         assert!(read_answer(&finish, "keep going").is_err());
-        let free = checkpoint("clarification", "the planner needs answers", String::new());
+        let free = checkpoint(
+            StopGate::Clarification,
+            "the planner needs answers",
+            String::new(),
+        );
         assert_eq!(read_answer(&free, "use postgres"), Ok(Answer::Retry));
         // Free text that starts with `abort` is guidance, not the word alone.
         assert_eq!(read_answer(&free, "abort please"), Ok(Answer::Retry));

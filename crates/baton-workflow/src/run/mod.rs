@@ -11,11 +11,11 @@
 pub mod agent;
 mod decide;
 mod dispatch;
+mod error;
 mod finish;
 pub mod gate;
 pub mod graph;
 mod routing;
-pub mod state;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,10 +35,13 @@ use crate::engine::{decide, Action, Change, Inputs};
 use crate::memory::{Finalization, MemoryDir, MemoryFile};
 use crate::outputs::{self, AgentOutputs, ReadOnlyReport};
 use crate::route::WorkflowKind;
-use crate::store::{EventKind, NewEvent, OpenWorkflow, StoreError, WorkflowStore};
+pub use crate::state;
+use crate::state::{RunState, StateError, StopGate, WorkflowState, WorktreeOffer};
+use crate::store::{EventKind, NewEvent, OpenWorkflow, WorkflowStore};
+pub use agent::{ExecLauncher, Launch, Launcher, Recheck};
+pub use error::RunError;
 use gate::Answer;
 pub use routing::{tiebreak, TIEBREAK_TIMEOUT};
-use state::{RunState, View};
 
 /// A line for a person watching (`baton run` prints it on stderr).
 pub type Observer = Arc<dyn Fn(&str) + Send + Sync>;
@@ -99,10 +102,11 @@ pub enum Outcome {
 /// Where a workflow whose artifact is `artifact` stands, if it is not running: completed, stopped
 /// or failed with its brief, or waiting at its checkpoint. `None` while it runs (or was
 /// interrupted). `baton run`, `baton resume` and the workflow resource of `baton mcp` read it here.
-pub fn outcome_of(id: &str, artifact: &Value) -> Option<Outcome> {
-    let v = View::read(artifact);
+/// A state that does not decode is an error naming the field.
+pub fn outcome_of(id: &str, artifact: &Value) -> Result<Option<Outcome>, StateError> {
+    let v = WorkflowState::read(artifact)?;
     let id = id.to_string();
-    match v.state {
+    Ok(match v.state {
         RunState::Completed => {
             let brief = v.host.brief.clone().unwrap_or_default();
             Some(Outcome::Completed { id, brief })
@@ -119,22 +123,11 @@ pub fn outcome_of(id: &str, artifact: &Value) -> Option<Outcome> {
             let checkpoint = v
                 .checkpoint
                 .clone()
-                .unwrap_or_else(|| gate::checkpoint(gate::FAILURE, "", String::new()));
+                .unwrap_or_else(|| gate::checkpoint(StopGate::Failure, "", String::new()));
             Some(Outcome::Checkpoint { id, checkpoint })
         }
         RunState::Running => None,
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// Refused before anything ran (bad config, bad answer, no such workflow): exit 2.
-    #[error("{0}")]
-    Refused(String),
-    #[error("{0}")]
-    Failed(String),
+    })
 }
 
 /// Starts a workflow and drives it until it completes, stops or waits at a checkpoint.
@@ -143,10 +136,18 @@ pub async fn start(
     opts: &StartOptions,
     cancel: &CancellationToken,
 ) -> Result<Outcome, RunError> {
+    start_with(env, &ExecLauncher, opts, cancel).await
+}
+
+/// [`start`] launching role agents through `launcher`.
+pub async fn start_with(
+    env: &RunEnv,
+    launcher: &dyn Launcher,
+    opts: &StartOptions,
+    cancel: &CancellationToken,
+) -> Result<Outcome, RunError> {
     if opts.kind == WorkflowKind::Orient {
-        return Err(RunError::Refused(
-            "ORIENT answers inline and keeps no record: use `orient`".into(),
-        ));
+        return Err(RunError::OrientHasNoRecord);
     }
     check_tiers(env)?;
     let root = project_root(env);
@@ -162,23 +163,23 @@ pub async fn start(
     let memory = MemoryDir::new(&root);
     let report = memory
         .ensure()
-        .map_err(|e| RunError::Failed(format!("memory: {e}")))?;
+        .map_err(|e| RunError::Memory(e.to_string()))?;
     let settings = memory
         .session_settings()
-        .map_err(|e| RunError::Failed(format!("memory: {e}")))?;
+        .map_err(|e| RunError::Memory(e.to_string()))?;
     let wf = store.create(opts.kind, &opts.request)?;
     let id = wf.id().to_string();
     if let Some(lock) = &mut tree_lock {
         lock.note_owner(&format!("workflow {id}"));
     }
-    let runner = Runner::new(env, wf, cancel);
+    let runner = Runner::new(env, launcher, wf, cancel);
     let mut a = runner.artifact();
     if opts.kind == WorkflowKind::Build {
         a["build_scope"] = json!(if trivial { "trivial" } else { "standard" });
         a["phase_cursor"] = json!("phase-1");
         a["normalized_phases"] = json!([{"phase_id": "phase-1", "title": opts.request}]);
     }
-    let mut v = View::read(&a);
+    let mut v = WorkflowState::read(&a)?;
     v.tasks = graph::initial(opts.kind, trivial, &id);
     v.host.auto_proceed = settings.auto_proceed;
     v.host.budget_usd = opts.budget_usd.or(env.delegate.config.workflow.budget_usd);
@@ -200,7 +201,7 @@ pub async fn start(
                 v.host.worktree_offer = Some(offer);
             }
             Err(e) => {
-                v.host.worktree_offer = Some("failed".into());
+                v.host.worktree_offer = Some(WorktreeOffer::Failed);
                 worktree_error = Some(e);
             }
         }
@@ -240,7 +241,7 @@ pub async fn start(
     ev.details = Some(json!({"tasks": v.tasks.iter().map(|t| &t.id).collect::<Vec<_>>()}));
     runner.commit(ev, a)?;
     runner.say(&format!("workflow {id} started"));
-    if let Some(wt) = &View::read(&runner.artifact()).host.worktree {
+    if let Some(wt) = &WorkflowState::read(&runner.artifact())?.host.worktree {
         runner.say(&format!(
             "working in worktree {} on branch {}",
             wt.path.display(),
@@ -248,11 +249,9 @@ pub async fn start(
         ));
     }
     if let Some(e) = worktree_error {
-        runner.fail(format!(
-            "cannot create the workflow's worktree: {e} (resume with --answer to run in place instead)"
-        ))?;
+        runner.fail(RunError::Worktree(e))?;
     } else if let Some(e) = tree_busy {
-        runner.fail(e)?;
+        runner.fail(RunError::TreeBusy(e))?;
     }
     let outcome = runner.drive().await;
     drop(tree_lock);
@@ -268,15 +267,44 @@ pub async fn resume(
     budget_tokens: Option<u64>,
     cancel: &CancellationToken,
 ) -> Result<Outcome, RunError> {
+    let how = Resume {
+        answer,
+        budget_usd,
+        budget_tokens,
+    };
+    resume_with(env, &ExecLauncher, id, how, cancel).await
+}
+
+/// What a resume brings: the answer to the checkpoint, new budget limits.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Resume<'a> {
+    pub answer: Option<&'a str>,
+    pub budget_usd: Option<f64>,
+    pub budget_tokens: Option<u64>,
+}
+
+/// [`resume`] launching role agents through `launcher`.
+pub async fn resume_with(
+    env: &RunEnv,
+    launcher: &dyn Launcher,
+    id: &str,
+    how: Resume<'_>,
+    cancel: &CancellationToken,
+) -> Result<Outcome, RunError> {
+    let Resume {
+        answer,
+        budget_usd,
+        budget_tokens,
+    } = how;
     check_tiers(env)?;
     let store = WorkflowStore::new(env.delegate.state.clone());
     let wf = store.open(id)?;
-    let runner = Runner::new(env, wf, cancel);
+    let runner = Runner::new(env, launcher, wf, cancel);
     let mut a = runner.artifact();
-    let mut v = View::read(&a);
+    let mut v = WorkflowState::read(&a)?;
     // A workflow that works in the project's tree holds the tree's lock while it goes on (taken
     // below, once it is clear that it goes on).
-    let claim_tree = |v: &View| match v.host.worktree {
+    let claim_tree = |v: &WorkflowState| match v.host.worktree {
         Some(_) => Ok(None),
         None => store.claim_tree(&format!("workflow {id}")).map(Some),
     };
@@ -287,28 +315,21 @@ pub async fn resume(
     }
     match (v.state, answer) {
         (RunState::Completed | RunState::Stopped, _) => {
-            return Err(RunError::Refused(format!(
-                "workflow {id} is {}: there is nothing to resume",
-                v.state.as_str()
-            )))
+            return Err(RunError::NothingToResume {
+                id: id.to_string(),
+                state: v.state,
+            })
         }
         (RunState::Checkpoint, None) => {
             let cp = v.checkpoint.clone();
             return Ok(Outcome::Checkpoint {
                 id: id.to_string(),
-                checkpoint: cp.unwrap_or_else(|| gate::checkpoint(gate::FAILURE, "", String::new())),
+                checkpoint: cp
+                    .unwrap_or_else(|| gate::checkpoint(StopGate::Failure, "", String::new())),
             });
         }
-        (RunState::Failed, None) => {
-            return Err(RunError::Refused(format!(
-                "workflow {id} stopped on a failure: give `--answer` with guidance for a retry, or `--answer abort`"
-            )))
-        }
-        (RunState::Running, Some(_)) => {
-            return Err(RunError::Refused(format!(
-                "workflow {id} waits on no question: resume it without --answer"
-            )))
-        }
+        (RunState::Failed, None) => return Err(RunError::AnswerNeeded { id: id.to_string() }),
+        (RunState::Running, Some(_)) => return Err(RunError::NoQuestion { id: id.to_string() }),
         (RunState::Running, None) => {
             tree_lock = claim_tree(&v)?;
             let mut reason = "resumed".to_string();
@@ -327,7 +348,9 @@ pub async fn resume(
                     a["normalized_phases"] = json!([{"phase_id": "phase-1", "title": request}]);
                 }
                 v.tasks = graph::initial(kind, trivial, id);
-                v.host.worktree_offer = Some("skipped: resumed before the graph was recorded".into());
+                v.host.worktree_offer = Some(WorktreeOffer::Skipped(
+                    "resumed before the graph was recorded".into(),
+                ));
                 reason = format!("resumed; {} tasks recorded", v.tasks.len());
             }
             v.write(&mut a);
@@ -336,12 +359,12 @@ pub async fn resume(
         (RunState::Checkpoint | RunState::Failed, Some(text)) => {
             let cp = v.checkpoint.clone().unwrap_or_else(|| {
                 gate::checkpoint(
-                    gate::FAILURE,
+                    StopGate::Failure,
                     v.host.failure.as_deref().unwrap_or("stopped"),
                     String::new(),
                 )
             });
-            let choice = gate::read_answer(&cp, text).map_err(RunError::Refused)?;
+            let choice = gate::read_answer(&cp, text).map_err(RunError::BadAnswer)?;
             // Merging a worktree's branch changes the project's tree too.
             tree_lock = match choice {
                 Answer::Finish("merge") => Some(store.claim_tree(&format!("workflow {id}"))?),
@@ -365,10 +388,10 @@ fn isolate_build(
     trivial: bool,
     asked: Option<bool>,
     auto: bool,
-) -> Result<(Option<baton_exec::worktree::ChildWorktree>, String), String> {
+) -> Result<(Option<baton_exec::worktree::ChildWorktree>, WorktreeOffer), String> {
     use baton_exec::worktree::{create_child_worktree, Isolated};
     if trivial {
-        return Ok((None, "skipped: trivial scope".into()));
+        return Ok((None, WorktreeOffer::Skipped("trivial scope".into())));
     }
     let git = |arg: &str| {
         baton_git::Git::new(root)
@@ -379,22 +402,18 @@ fn isolate_build(
     };
     if let (Some(dir), Some(common)) = (git("--git-dir"), git("--git-common-dir")) {
         if dir != common {
-            return Ok((None, "skipped: already in a linked worktree".into()));
+            let why = "already in a linked worktree".into();
+            return Ok((None, WorktreeOffer::Skipped(why)));
         }
     }
     match asked {
-        Some(false) => return Ok((None, "declined".into())),
-        None if !auto => {
-            return Ok((
-                None,
-                "declined: not asked for (--worktree, or AUTO_PROCEED, takes it)".into(),
-            ))
-        }
+        Some(false) => return Ok((None, WorktreeOffer::Declined)),
+        None if !auto => return Ok((None, WorktreeOffer::NotAsked)),
         Some(true) | None => {}
     }
     match create_child_worktree(root, &env.delegate.worktree_root, id) {
-        Ok(Isolated::Worktree(wt)) => Ok((Some(wt), "accepted".into())),
-        Ok(Isolated::Fallback { reason, .. }) => Ok((None, format!("skipped: {reason}"))),
+        Ok(Isolated::Worktree(wt)) => Ok((Some(wt), WorktreeOffer::Accepted)),
+        Ok(Isolated::Fallback { reason, .. }) => Ok((None, WorktreeOffer::Skipped(reason))),
         Err(e) => Err(e.to_string()),
     }
 }
@@ -404,7 +423,7 @@ fn check_tiers(env: &RunEnv) -> Result<(), RunError> {
     let tiers = tier_config(env);
     for role in Role::ALL {
         if let Ok(spec) = baton_roles::find_role(&env.delegate.role_dirs, role.name()) {
-            tier_for(&spec, &tiers).map_err(|e| RunError::Refused(e.to_string()))?;
+            tier_for(&spec, &tiers).map_err(|e| RunError::Tier(e.to_string()))?;
         }
     }
     Ok(())
@@ -474,6 +493,7 @@ fn tree_digest(root: &Path, untracked: bool) -> Option<String> {
 
 struct Runner<'a> {
     env: &'a RunEnv,
+    launcher: &'a dyn Launcher,
     id: String,
     wf: Mutex<OpenWorkflow>,
     cancel: &'a CancellationToken,
@@ -482,10 +502,16 @@ struct Runner<'a> {
 }
 
 impl<'a> Runner<'a> {
-    pub(super) fn new(env: &'a RunEnv, wf: OpenWorkflow, cancel: &'a CancellationToken) -> Self {
+    pub(super) fn new(
+        env: &'a RunEnv,
+        launcher: &'a dyn Launcher,
+        wf: OpenWorkflow,
+        cancel: &'a CancellationToken,
+    ) -> Self {
         Runner {
             id: wf.id().to_string(),
             env,
+            launcher,
             wf: Mutex::new(wf),
             cancel,
             appended: AtomicU64::new(0),
@@ -500,7 +526,7 @@ impl<'a> Runner<'a> {
     }
 
     /// Where the agents work: the workflow's worktree, else the project.
-    pub(super) fn work_dir(&self, v: &View) -> PathBuf {
+    pub(super) fn work_dir(&self, v: &WorkflowState) -> PathBuf {
         v.host
             .worktree
             .as_ref()
@@ -541,10 +567,10 @@ impl<'a> Runner<'a> {
                 });
             }
             let a = self.artifact();
-            if let Some(outcome) = outcome_of(&self.id, &a) {
+            if let Some(outcome) = outcome_of(&self.id, &a)? {
                 return Ok(outcome);
             }
-            let v = View::read(&a);
+            let v = WorkflowState::read(&a)?;
             let open: Vec<String> = v
                 .host
                 .batch
@@ -574,7 +600,7 @@ pub fn action_name(action: Action) -> String {
 /// The role spec of a read-only ORIENT answer.
 pub fn orient_role(env: &RunEnv) -> Result<RoleSpec, RunError> {
     baton_roles::find_role(&env.delegate.role_dirs, "scout")
-        .map_err(|e| RunError::Refused(format!("ORIENT runs the `scout` role: {e}")))
+        .map_err(|e| RunError::NoScout(e.to_string()))
 }
 
 /// ORIENT: one read-only agent answers; no graph, no record.
@@ -609,11 +635,11 @@ pub async fn orient(
         &|_pid| {},
     )
     .await
-    .map_err(|e| RunError::Failed(e.message));
+    .map_err(|e| RunError::Orient(e.message));
     let _ = std::fs::remove_dir_all(&dir);
     let d = d?;
     match d.output.error {
-        Some(e) => Err(RunError::Failed(e)),
+        Some(e) => Err(RunError::Orient(e)),
         None => Ok(d.output.text),
     }
 }
@@ -624,7 +650,9 @@ fn tempfile_dir() -> Result<PathBuf, RunError> {
         std::process::id(),
         rand::random::<u32>()
     ));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| RunError::Failed(format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(&dir).map_err(|e| RunError::Io {
+        path: dir.clone(),
+        message: e.to_string(),
+    })?;
     Ok(dir)
 }

@@ -1,20 +1,70 @@
-//! Running a unit's validation commands: directly (no shell), in the unit's worktree, in their own
-//! process group, one after another, stopping at the first that fails. stdout and stderr share
-//! one pipe so the evidence keeps their order; it is bounded to its start and its end.
+//! The guarded command runner: commands run directly (no shell), in a given folder, through the
+//! process guard in their own process group, one after another, stopping at the first that
+//! fails, optionally sandboxed and with provider keys hidden. stdout and stderr share one pipe so
+//! the evidence keeps their order; it is bounded to its start and its end. Flow runs a unit's
+//! validation commands with it (re-exported as `baton_flow::validate`), a workflow the
+//! scenario commands of a verifier's pass.
 
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use baton_exec::executor::{POST_EXIT_HARD, POST_EXIT_IDLE};
 use baton_process::{GroupGuard, Signal};
 use baton_text::ByteSink;
 use baton_tool::{EnvFilter, SandboxPolicy};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::event::CheckResult;
-use crate::units::ValidationCommand;
+use crate::executor::{POST_EXIT_HARD, POST_EXIT_IDLE};
+
+/// One validation command, run directly (never through a shell) in the unit's worktree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ValidationCommand {
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+}
+
+impl ValidationCommand {
+    /// The command as a person would type it, for messages (arguments with spaces are quoted).
+    pub fn display(&self) -> String {
+        std::iter::once(&self.command)
+            .chain(self.args.iter())
+            .map(|a| quote(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:=@%,".contains(c));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+/// One validation command's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckResult {
+    /// The command as typed (for people; it was run without a shell).
+    pub command: String,
+    pub ok: bool,
+    pub exit_code: Option<i32>,
+    /// Why it did not run or did not finish (cannot start, timed out, killed by a signal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// stdout and stderr interleaved, bounded.
+    pub output: String,
+    pub duration_ms: u64,
+}
 
 /// Bytes of a command's output kept as evidence.
 pub const EVIDENCE_BOUND: usize = 16 * 1024;

@@ -1,0 +1,555 @@
+//! The workflow state the runner owns: what it keeps in the artifact besides cc10x's own fields,
+//! decoded strictly, and the merge patch that records a change of the artifact as one event.
+//!
+//! Top-level keys (read by `baton status` and `baton log`): `run_state`, `checkpoint`, `spent`
+//! and `tasks`. The runner's own bookkeeping sits under `run`. A key that is absent reads as its
+//! default (a record before the key existed); a key that is present but does not decode (an
+//! unknown task status, a wrong type) is a [`StateError`] naming the field — never a default, so
+//! a record this baton cannot read is refused instead of restarting its graph.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::artifact::{Artifact, Task};
+use crate::engine::{Action, Gate};
+
+/// Where a workflow stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    #[default]
+    Running,
+    /// Waiting for `baton resume --answer`.
+    Checkpoint,
+    Completed,
+    /// Stopped by a failure (a malformed contract, a refused pass, a failed agent); `baton resume
+    /// --answer` retries with the answer as guidance.
+    Failed,
+    /// Stopped by the user's answer; final.
+    Stopped,
+}
+
+impl RunState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Running => "running",
+            RunState::Checkpoint => "checkpoint",
+            RunState::Completed => "completed",
+            RunState::Failed => "failed",
+            RunState::Stopped => "stopped",
+        }
+    }
+}
+
+/// The gate a checkpoint stops at: the engine's gates and the runner's own (`budget`,
+/// `failure`, `finish`). The serde names are the record's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopGate {
+    Clarification,
+    ScopeDecision,
+    CheckpointDecision,
+    PhaseBlocked,
+    CircuitBreaker,
+    /// The next dispatch would pass the budget.
+    Budget,
+    /// A failure stopped the workflow; the answer is guidance for a retry.
+    Failure,
+    /// The finishing choice of a BUILD in its own worktree.
+    Finish,
+}
+
+impl StopGate {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopGate::Clarification => "clarification",
+            StopGate::ScopeDecision => "scope_decision",
+            StopGate::CheckpointDecision => "checkpoint_decision",
+            StopGate::PhaseBlocked => "phase_blocked",
+            StopGate::CircuitBreaker => "circuit_breaker",
+            StopGate::Budget => "budget",
+            StopGate::Failure => "failure",
+            StopGate::Finish => "finish",
+        }
+    }
+}
+
+impl std::fmt::Display for StopGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<Gate> for StopGate {
+    fn from(g: Gate) -> StopGate {
+        match g {
+            Gate::Clarification => StopGate::Clarification,
+            Gate::ScopeDecision => StopGate::ScopeDecision,
+            Gate::CheckpointDecision => StopGate::CheckpointDecision,
+            Gate::PhaseBlocked => StopGate::PhaseBlocked,
+            Gate::CircuitBreaker => StopGate::CircuitBreaker,
+        }
+    }
+}
+
+/// A question the workflow waits on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub gate: StopGate,
+    pub question: String,
+    /// The answers the runner understands; an empty list takes free text.
+    #[serde(default)]
+    pub options: Vec<String>,
+    #[serde(default)]
+    pub recommended: Option<String>,
+    /// What the user needs to decide: what happened, what was spent, what is open.
+    #[serde(default)]
+    pub brief: String,
+}
+
+/// Tokens and money spent by the workflow's dispatches.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Spent {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// The priced part; dispatches without a price add nothing here and count below.
+    pub cost_usd: f64,
+    pub unpriced_dispatches: u32,
+    pub dispatches: u32,
+    /// The most one dispatch has cost so far (tokens, dollars): the estimate of the next.
+    pub max_dispatch_tokens: u64,
+    pub max_dispatch_usd: f64,
+}
+
+impl Spent {
+    pub fn tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+}
+
+/// What one dispatched task returned.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TaskOutput {
+    pub role: String,
+    /// The agent's final message (bounded by the output cap).
+    pub text: String,
+    /// Whether the working tree changed while the agent ran (write roles).
+    pub changed: Option<bool>,
+    /// The child failed before it could answer (spawn error, timeout, model failure).
+    pub error: Option<String>,
+    /// The verifier's passing scenario commands, run again by baton after it answered.
+    pub host_checks: Vec<HostCheck>,
+}
+
+/// One scenario command of a verifier's PASS, run again by the host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HostCheck {
+    pub command: String,
+    pub ok: bool,
+    pub exit_code: Option<i32>,
+    pub error: Option<String>,
+}
+
+/// The runner's bookkeeping, under `run` in the artifact.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Host {
+    /// The engine's action being carried out.
+    pub next: Option<Action>,
+    pub next_reason: Option<String>,
+    /// The tasks dispatched for `next`: once all are completed their outputs are decided.
+    pub batch: Vec<String>,
+    pub outputs: BTreeMap<String, TaskOutput>,
+    /// Dispatches per phase: the attempt number of record and replay keys.
+    pub dispatch_counts: BTreeMap<String, u32>,
+    /// Remediation tasks whose re-checks were spawned: no longer shown to the engine.
+    pub consumed_remfix: Vec<String>,
+    /// Extra remediation cycles the user granted at the circuit breaker.
+    pub breaker_allowance: u32,
+    /// The user's last answer, handed to the next dispatch.
+    pub guidance: Option<String>,
+    pub answers: Vec<Value>,
+    pub failure: Option<String>,
+    pub brief: Option<String>,
+    /// `git status --porcelain` + `git diff` digest when the workflow started.
+    pub baseline: Option<String>,
+    pub auto_proceed: bool,
+    /// BUILD isolation: the worktree the agents work in (on branch `baton/<id>`), when taken.
+    pub worktree: Option<baton_exec::worktree::ChildWorktree>,
+    /// What became of the worktree offer.
+    pub worktree_offer: Option<WorktreeOffer>,
+    /// The finishing choice taken (`merge`, `keep`, `discard`) and what it did.
+    pub finished: Option<String>,
+    /// Memory was finalized (it is written once, even when the finishing choice comes later).
+    pub memory_done: bool,
+    /// The completion headline, kept while the finishing choice is asked.
+    pub headline: Option<String>,
+    /// Budget limits in force (from the command line or the config).
+    pub budget_usd: Option<f64>,
+    pub budget_tokens: Option<u64>,
+}
+
+/// What became of a BUILD's worktree offer (`run.worktree_offer`), written as the text the
+/// record has always held: `accepted`, `declined`, `declined: not asked for …`, `skipped: <why>`
+/// or `failed`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorktreeOffer {
+    Accepted,
+    /// Declined on the command line (`--no-worktree`) or at the prompt.
+    Declined,
+    /// Not asked for, and `AUTO_PROCEED` is off.
+    NotAsked,
+    /// Not offered: trivial scope, already in a linked worktree, no git, a resume before the
+    /// graph was recorded …
+    Skipped(String),
+    /// Making the worktree failed (the workflow stopped saying why).
+    Failed,
+}
+
+const NOT_ASKED: &str = "declined: not asked for (--worktree, or AUTO_PROCEED, takes it)";
+
+impl WorktreeOffer {
+    pub fn text(&self) -> String {
+        match self {
+            WorktreeOffer::Accepted => "accepted".into(),
+            WorktreeOffer::Declined => "declined".into(),
+            WorktreeOffer::NotAsked => NOT_ASKED.into(),
+            WorktreeOffer::Skipped(why) => format!("skipped: {why}"),
+            WorktreeOffer::Failed => "failed".into(),
+        }
+    }
+}
+
+impl Serialize for WorktreeOffer {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text())
+    }
+}
+
+impl<'de> Deserialize<'de> for WorktreeOffer {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Ok(match text.as_str() {
+            "accepted" => WorktreeOffer::Accepted,
+            "declined" => WorktreeOffer::Declined,
+            NOT_ASKED => WorktreeOffer::NotAsked,
+            "failed" => WorktreeOffer::Failed,
+            other => match other.strip_prefix("skipped: ") {
+                Some(why) => WorktreeOffer::Skipped(why.to_string()),
+                None => {
+                    return Err(serde::de::Error::custom(format!(
+                        "unknown worktree offer {other:?}: expected accepted, declined, failed or skipped: <why>"
+                    )))
+                }
+            },
+        })
+    }
+}
+
+/// The runner's typed state: the artifact keys it owns, decoded strictly.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WorkflowState {
+    pub state: RunState,
+    pub checkpoint: Option<Checkpoint>,
+    pub spent: Spent,
+    pub tasks: Vec<Task>,
+    pub host: Host,
+}
+
+/// A key of the workflow record that does not decode: where (`tasks[2].status`) and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("field `{field}` does not read: {message}")]
+pub struct StateError {
+    /// The path of the field in the artifact, as `serde_path_to_error` spells it.
+    pub field: String,
+    pub message: String,
+    /// The path as keys and indexes, to find the event or snapshot line that wrote it.
+    pub segments: Vec<Segment>,
+}
+
+/// One step of a field's path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+/// The keys the runner owns, as they are decoded: absent (or null) is the default.
+#[derive(Deserialize)]
+struct Keys {
+    #[serde(default)]
+    run_state: Option<RunState>,
+    #[serde(default)]
+    checkpoint: Option<Checkpoint>,
+    #[serde(default)]
+    spent: Option<Spent>,
+    #[serde(default)]
+    tasks: Option<Vec<Task>>,
+    #[serde(default)]
+    run: Option<Host>,
+}
+
+/// The line of the JSON text `bytes` (a snapshot) where the record stops decoding (the runner's
+/// keys, else cc10x's typed artifact fields).
+pub fn error_line(bytes: &[u8]) -> Option<usize> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    if let Err(e) = serde_path_to_error::deserialize::<_, Keys>(&mut de) {
+        return Some(e.into_inner().line()).filter(|l| *l > 0);
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match serde_path_to_error::deserialize::<_, Artifact>(&mut de) {
+        Ok(_) => None,
+        Err(e) => Some(e.into_inner().line()).filter(|l| *l > 0),
+    }
+}
+
+fn state_error(e: serde_path_to_error::Error<serde_json::Error>) -> StateError {
+    let segments = e
+        .path()
+        .iter()
+        .filter_map(|s| match s {
+            serde_path_to_error::Segment::Map { key } => Some(Segment::Key(key.clone())),
+            serde_path_to_error::Segment::Seq { index } => Some(Segment::Index(*index)),
+            _ => None,
+        })
+        .collect();
+    StateError {
+        field: e.path().to_string(),
+        message: e.into_inner().to_string(),
+        segments,
+    }
+}
+
+impl WorkflowState {
+    /// Decodes the runner's keys of `artifact`; a key that is there but does not decode is an
+    /// error naming it.
+    pub fn read(artifact: &Value) -> Result<WorkflowState, StateError> {
+        let keys: Keys = serde_path_to_error::deserialize(artifact).map_err(state_error)?;
+        Ok(WorkflowState {
+            state: keys.run_state.unwrap_or_default(),
+            checkpoint: keys.checkpoint,
+            spent: keys.spent.unwrap_or_default(),
+            tasks: keys.tasks.unwrap_or_default(),
+            host: keys.run.unwrap_or_default(),
+        })
+    }
+
+    /// Writes the state back into `artifact`.
+    pub fn write(&self, artifact: &mut Value) {
+        let Value::Object(a) = artifact else { return };
+        let put = |a: &mut Map<String, Value>, k: &str, v: Value| {
+            a.insert(k.to_string(), v);
+        };
+        put(a, "run_state", Value::String(self.state.as_str().into()));
+        put(
+            a,
+            "checkpoint",
+            serde_json::to_value(&self.checkpoint).unwrap_or(Value::Null),
+        );
+        put(
+            a,
+            "spent",
+            serde_json::to_value(&self.spent).unwrap_or(Value::Null),
+        );
+        put(
+            a,
+            "tasks",
+            serde_json::to_value(&self.tasks).unwrap_or(Value::Null),
+        );
+        put(
+            a,
+            "run",
+            serde_json::to_value(&self.host).unwrap_or(Value::Null),
+        );
+    }
+
+    /// [`WorkflowState::read`], and cc10x's artifact fields the engine reads typed
+    /// ([`Artifact`]) decode too: what the store checks before it hands a record out.
+    pub fn check(artifact: &Value) -> Result<WorkflowState, StateError> {
+        let state = WorkflowState::read(artifact)?;
+        serde_path_to_error::deserialize::<_, Artifact>(artifact).map_err(state_error)?;
+        Ok(state)
+    }
+
+    pub fn task(&self, id: &str) -> Option<&Task> {
+        self.tasks.iter().find(|t| t.id == id)
+    }
+
+    pub fn task_mut(&mut self, id: &str) -> Option<&mut Task> {
+        self.tasks.iter_mut().find(|t| t.id == id)
+    }
+}
+
+/// Applies a JSON merge patch (RFC 7386): objects merge key by key, `null` removes a key, any
+/// other value replaces what was there.
+pub fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(fields) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let Value::Object(t) = target else {
+        return;
+    };
+    for (k, v) in fields {
+        if v.is_null() {
+            t.remove(k);
+        } else {
+            merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
+        }
+    }
+}
+
+/// Whether `value` holds the field at `path` (every key and index present).
+pub fn holds(value: &Value, path: &[Segment]) -> bool {
+    let mut at = value;
+    for s in path {
+        let next = match s {
+            Segment::Key(k) => at.get(k),
+            Segment::Index(i) => at.get(*i),
+        };
+        match next {
+            Some(v) => at = v,
+            None => return false,
+        }
+    }
+    true
+}
+
+/// The JSON merge patch (RFC 7386) that turns `old` into `new`. A key whose new value is `null`
+/// is removed by the patch, so a field set to null reads back as absent (every reader treats
+/// the two alike).
+pub fn diff(old: &Value, new: &Value) -> Option<Value> {
+    match (old, new) {
+        (Value::Object(o), Value::Object(n)) => {
+            let mut patch = Map::new();
+            for (k, nv) in n {
+                match o.get(k) {
+                    Some(ov) => {
+                        if let Some(p) = diff(ov, nv) {
+                            patch.insert(k.clone(), p);
+                        }
+                    }
+                    None if nv.is_null() => {}
+                    None => {
+                        patch.insert(k.clone(), strip_nulls(nv));
+                    }
+                }
+            }
+            for k in o.keys() {
+                if !n.contains_key(k) {
+                    patch.insert(k.clone(), Value::Null);
+                }
+            }
+            (!patch.is_empty()).then_some(Value::Object(patch))
+        }
+        (o, n) if o == n => None,
+        (_, Value::Object(_)) => Some(strip_nulls(new)),
+        (_, n) => Some(n.clone()),
+    }
+}
+
+/// An object value as a patch adds it: its null members are absent.
+fn strip_nulls(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), strip_nulls(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_diff_applied_as_a_merge_patch_gives_the_new_value_minus_its_nulls() {
+        let old = json!({"a": 1, "b": {"c": [1, 2], "d": "x"}, "gone": true, "n": null});
+        let new =
+            json!({"a": 1, "b": {"c": [1, 2, 3], "e": {"f": null, "g": 2}}, "n": 5, "z": null});
+        let patch = diff(&old, &new).expect("a change");
+        let mut applied = old.clone();
+        merge_patch(&mut applied, &patch);
+        assert_eq!(
+            applied,
+            json!({"a": 1, "b": {"c": [1, 2, 3], "e": {"g": 2}}, "n": 5})
+        );
+        assert_eq!(diff(&new, &new), None);
+    }
+
+    #[test]
+    fn the_view_round_trips_through_the_artifact() {
+        let mut artifact = json!({"workflow_uuid": "wf-x"});
+        let mut v = WorkflowState::read(&artifact).unwrap();
+        assert_eq!(v.state, RunState::Running);
+        v.state = RunState::Checkpoint;
+        v.spent.input_tokens = 7;
+        v.host.batch = vec!["t1".into()];
+        v.write(&mut artifact);
+        let back = WorkflowState::read(&artifact).unwrap();
+        assert_eq!(back, v);
+        assert_eq!(artifact["run_state"], "checkpoint");
+    }
+
+    /// An unknown value is an error naming its field, never the default: a task list that does
+    /// not decode must not read as an empty graph.
+    #[test]
+    fn a_key_that_does_not_decode_is_an_error_naming_the_field() {
+        let artifact = json!({
+            "run_state": "running",
+            "tasks": [{"id": "t1", "status": "pending"}, {"id": "t2", "status": "bogus"}],
+        });
+        let e = WorkflowState::read(&artifact).unwrap_err();
+        assert_eq!(e.field, "tasks[1].status");
+        assert!(e.message.contains("bogus"), "{e}");
+        assert_eq!(
+            e.segments,
+            [
+                Segment::Key("tasks".into()),
+                Segment::Index(1),
+                Segment::Key("status".into())
+            ]
+        );
+        assert!(holds(&artifact, &e.segments));
+        let e = WorkflowState::read(&json!({"run_state": "paused"})).unwrap_err();
+        assert_eq!(e.field, "run_state");
+        let e = WorkflowState::read(&json!({"run": {"next": "fly_away"}})).unwrap_err();
+        assert_eq!(e.field, "run.next");
+        for offer in [
+            WorktreeOffer::Accepted,
+            WorktreeOffer::Declined,
+            WorktreeOffer::NotAsked,
+            WorktreeOffer::Skipped("trivial scope".into()),
+            WorktreeOffer::Failed,
+        ] {
+            let text = serde_json::to_value(&offer).unwrap();
+            assert_eq!(text, json!(offer.text()));
+            assert_eq!(
+                serde_json::from_value::<WorktreeOffer>(text).unwrap(),
+                offer
+            );
+        }
+        let e = WorkflowState::read(&json!({"run": {"worktree_offer": "maybe"}})).unwrap_err();
+        assert_eq!(e.field, "run.worktree_offer");
+        // cc10x's typed fields are checked too.
+        let e = WorkflowState::check(&json!({"remediation_history": [{"event": 7}]})).unwrap_err();
+        assert_eq!(e.field, "remediation_history[0].event");
+        // Absent and null keys are the defaults.
+        let v = WorkflowState::read(&json!({"checkpoint": null})).unwrap();
+        assert_eq!(v, WorkflowState::default());
+    }
+}

@@ -1,0 +1,413 @@
+//! An in-process runner: `baton run` / `baton resume`'s loop driven through a scripted
+//! [`Launcher`] (no binary, no child process, no model). Each role answers with the text the test
+//! set for its n-th call, else for all its calls; every launch is recorded with its prompt.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use baton_exec::delegate::DelegateEnv;
+use baton_exec::executor::Executor;
+use baton_exec::types::Limits;
+use baton_exec::ExecError;
+use baton_model::routes::ProcessEnv;
+use baton_protocol::config::Config;
+use baton_protocol::Usage;
+use baton_roles::RoleDirs;
+use baton_state::StateDir;
+use baton_workflow::route::WorkflowKind;
+use baton_workflow::run::agent::Dispatched;
+use baton_workflow::run::state::{HostCheck, TaskOutput};
+use baton_workflow::run::{
+    self, Launch, Launcher, Outcome, Recheck, Resume, RunEnv, RunError, StartOptions,
+};
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// One launch the runner made.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub role: String,
+    pub phase: String,
+    pub prompt: String,
+}
+
+#[derive(Default)]
+struct Script {
+    /// Role → answer for every call.
+    answers: BTreeMap<String, String>,
+    /// (role, n) → answer for its n-th call (from 1).
+    nth: BTreeMap<(String, u32), String>,
+    calls: Vec<Call>,
+    /// Commands whose re-run by the host fails (exit 1).
+    failing_checks: Vec<String>,
+    usage: Usage,
+    cost_usd: Option<f64>,
+}
+
+/// The scripted launcher.
+#[derive(Clone, Default)]
+pub struct Scripted(Arc<Mutex<Script>>);
+
+impl Scripted {
+    fn script(&self) -> std::sync::MutexGuard<'_, Script> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Launcher for Scripted {
+    fn launch<'a>(
+        &'a self,
+        _env: &'a RunEnv,
+        l: Launch<'a>,
+    ) -> BoxFuture<'a, Result<Dispatched, ExecError>> {
+        let role = l.spec.name().to_string();
+        let mut s = self.script();
+        let n = s.calls.iter().filter(|c| c.role == role).count() as u32 + 1;
+        s.calls.push(Call {
+            role: role.clone(),
+            phase: l.task.phase.clone().unwrap_or_default(),
+            prompt: l.prompt.clone(),
+        });
+        let text = s
+            .nth
+            .get(&(role.clone(), n))
+            .or_else(|| s.answers.get(&role))
+            .cloned();
+        let (usage, cost_usd) = (s.usage, s.cost_usd);
+        drop(s);
+        Box::pin(async move {
+            let error = text
+                .is_none()
+                .then(|| format!("the test gave {role} no answer"));
+            Ok(Dispatched {
+                output: TaskOutput {
+                    role,
+                    text: text.unwrap_or_default(),
+                    error,
+                    ..TaskOutput::default()
+                },
+                usage,
+                cost_usd,
+                route: "scripted".into(),
+                backend: "scripted",
+                duration_seconds: 0.0,
+                exit_code: Some(0),
+            })
+        })
+    }
+
+    fn recheck<'a>(&'a self, _env: &'a RunEnv, c: Recheck<'a>) -> BoxFuture<'a, Option<HostCheck>> {
+        let fails = self.script().failing_checks.iter().any(|f| f == c.command);
+        Box::pin(async move {
+            Some(HostCheck {
+                command: c.command.to_string(),
+                ok: !fails,
+                exit_code: Some(i32::from(fails)),
+                error: None,
+            })
+        })
+    }
+}
+
+/// A project folder, its run environment and the scripted agents.
+pub struct Harness {
+    /// The project folder (removed on drop).
+    _dir: tempfile::TempDir,
+    pub env: RunEnv,
+    pub agents: Scripted,
+}
+
+impl Harness {
+    pub fn new() -> Harness {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let root = dir.path().to_path_buf();
+        let delegate = DelegateEnv {
+            config: Config::default(),
+            role_dirs: RoleDirs {
+                user: None,
+                project: None,
+                project_trusted: true,
+            },
+            cwd: root.clone(),
+            state: StateDir::for_project(&root),
+            worktree_root: root.join("worktrees"),
+            baton_exe: PathBuf::from("/nonexistent/baton"),
+            limits: Limits {
+                idle_timeout: Duration::from_secs(60),
+                max_timeout: Duration::from_secs(120),
+            },
+            output_cap: 50 * 1024,
+            env: Arc::new(ProcessEnv),
+            reload: None,
+        };
+        let env = RunEnv {
+            delegate,
+            executor: Arc::new(Executor::new(2)),
+            record: None,
+            replay: None,
+            crash_after: None,
+            observer: None,
+        };
+        Harness {
+            _dir: dir,
+            env,
+            agents: Scripted::default(),
+        }
+    }
+
+    /// `role` answers `text` on every call.
+    pub fn answer(&self, role: &str, text: &str) -> &Self {
+        self.agents
+            .script()
+            .answers
+            .insert(role.to_string(), text.to_string());
+        self
+    }
+
+    /// `role` answers `text` on its `n`-th call.
+    pub fn answer_nth(&self, role: &str, n: u32, text: &str) -> &Self {
+        self.agents
+            .script()
+            .nth
+            .insert((role.to_string(), n), text.to_string());
+        self
+    }
+
+    /// The host's re-run of `command` fails (exit 1).
+    pub fn failing_check(&self, command: &str) -> &Self {
+        self.agents
+            .script()
+            .failing_checks
+            .push(command.to_string());
+        self
+    }
+
+    /// What every dispatch reports it spent.
+    pub fn spend(&self, input_tokens: u64, output_tokens: u64, cost_usd: Option<f64>) -> &Self {
+        let mut s = self.agents.script();
+        s.usage.input_tokens = input_tokens;
+        s.usage.output_tokens = output_tokens;
+        s.cost_usd = cost_usd;
+        self
+    }
+
+    /// The agents of a BUILD that passes everything.
+    pub fn happy(&self) -> &Self {
+        self.answer("component-builder", BUILDER_PASS)
+            .answer("code-reviewer", REVIEW_APPROVE)
+            .answer("failure-hunter", HUNT_CLEAN)
+            .answer("integration-verifier", VERIFY_PASS)
+            .answer("doc-syncer", DOCS_SKIPPED)
+    }
+
+    pub fn calls(&self) -> Vec<Call> {
+        self.agents.script().calls.clone()
+    }
+
+    pub fn calls_of(&self, role: &str) -> Vec<Call> {
+        self.calls()
+            .into_iter()
+            .filter(|c| c.role == role)
+            .collect()
+    }
+
+    pub fn phases(&self) -> Vec<String> {
+        self.calls().into_iter().map(|c| c.phase).collect()
+    }
+
+    fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+            .block_on(f)
+    }
+
+    pub fn run(&self, opts: StartOptions) -> Result<Outcome, RunError> {
+        let cancel = CancellationToken::new();
+        Self::block_on(run::start_with(&self.env, &self.agents, &opts, &cancel))
+    }
+
+    pub fn build(&self, request: &str) -> Result<Outcome, RunError> {
+        self.run(start(request, false))
+    }
+
+    pub fn resume(&self, id: &str, how: Resume<'_>) -> Result<Outcome, RunError> {
+        let cancel = CancellationToken::new();
+        Self::block_on(run::resume_with(&self.env, &self.agents, id, how, &cancel))
+    }
+
+    pub fn answer_checkpoint(&self, id: &str, answer: &str) -> Result<Outcome, RunError> {
+        self.resume(
+            id,
+            Resume {
+                answer: Some(answer),
+                ..Resume::default()
+            },
+        )
+    }
+
+    /// The workflow's artifact as the store reads it.
+    pub fn artifact(&self, id: &str) -> Value {
+        baton_workflow::store::WorkflowStore::new(self.env.delegate.state.clone())
+            .load(id)
+            .expect("the record reads")
+            .artifact
+    }
+}
+
+/// A BUILD of `request`, trivial or standard, with no budget and no worktree.
+pub fn start(request: &str, trivial: bool) -> StartOptions {
+    StartOptions {
+        request: request.to_string(),
+        kind: WorkflowKind::Build,
+        trivial,
+        budget_usd: None,
+        budget_tokens: None,
+        isolate: Some(false),
+    }
+}
+
+/// The workflow id of any outcome.
+pub fn id_of(o: &Outcome) -> String {
+    match o {
+        Outcome::Completed { id, .. }
+        | Outcome::Checkpoint { id, .. }
+        | Outcome::Failed { id, .. }
+        | Outcome::Stopped { id, .. }
+        | Outcome::Interrupted { id } => id.clone(),
+    }
+}
+
+// The contracts the agents answer with (the texts of `baton-cli`'s workflow e2e snippets).
+
+pub const BUILDER_PASS: &str = r#"Added the feature.
+
+### Router Contract (MACHINE-READABLE)
+```yaml
+STATUS: PASS
+CONFIDENCE: 85
+PHASE_ID: phase-1
+PHASE_STATUS: completed
+PHASE_EXIT_READY: true
+CHECKPOINT_TYPE: none
+PROOF_STATUS: passed
+BUILD_PREFLIGHT_EMITTED: true
+INPUTS: []
+EXPECTED_ARTIFACTS: [feature.txt]
+TDD_RED_EXIT: 1
+TDD_RED_REASON_KIND: behavioral
+TDD_RED_REASON: the feature test failed before the change
+TDD_GREEN_EXIT: 0
+TEST_SEAMS: []
+SEAM_GATE_STATUS: not_applicable
+SCENARIOS:
+  - name: feature works
+    command: test -f feature.txt
+    expected: exit 0
+    actual: exit 0
+    exit_code: 0
+    status: PASS
+ASSUMPTIONS: []
+DECISIONS: []
+BLOCKED_ITEMS: []
+SKIPPED_ITEMS: []
+SCOPE_INCREASES: []
+BLOCKING: false
+NEXT_ACTION: review
+REMEDIATION_NEEDED: false
+REQUIRES_REMEDIATION: false
+REMEDIATION_REASON: null
+MEMORY_NOTES: null
+```
+"#;
+
+pub const REVIEW_APPROVE: &str = r#"CONTRACT {"s":"APPROVE","b":false,"cr":0}
+## Review: Approve
+
+### Critical Issues
+- none
+
+### Checked
+- src/feature.rs:1 the line is there
+- src/feature.rs:2 no stray output
+- src/main.rs:1 unchanged
+"#;
+
+pub const REVIEW_CRITICAL: &str = r#"CONTRACT {"s":"CHANGES_REQUESTED","b":true,"cr":1}
+## Review: Changes Requested
+
+### Critical Issues
+- [90] feature.txt:1 the feature is never wired in
+
+REMEDIATION_NEEDED: true
+REMEDIATION_REASON: the feature is never wired in
+REMEDIATION_SCOPE_REQUESTED: ALL_ISSUES
+"#;
+
+pub const REVIEW_CRITICAL_AND_HIGH: &str = r#"CONTRACT {"s":"CHANGES_REQUESTED","b":true,"cr":1}
+## Review: Changes Requested
+
+### Critical Issues
+- [90] feature.txt:1 the feature is never wired in
+
+### High Issues
+- [80] feature.txt:2 errors are swallowed
+
+REMEDIATION_NEEDED: true
+REMEDIATION_REASON: wire the feature in
+REMEDIATION_SCOPE_REQUESTED: ALL_ISSUES
+"#;
+
+pub const HUNT_CLEAN: &str = r#"CONTRACT {"s":"CLEAN","b":false,"cr":0}
+## Error Handling Audit: Clean
+
+### Critical Issues
+- none
+
+SCOPE: feature.txt
+FILES_SCANNED: 1
+ERROR_HANDLING_SITES_INSPECTED: 2
+REMEDIATION_NEEDED: false
+REMEDIATION_SCOPE_REQUESTED: N/A
+"#;
+
+pub const VERIFY_PASS: &str = r#"CONTRACT {"s":"PASS","b":false,"cr":0}
+## Verification: PASS
+
+### Router Contract
+```yaml
+SCENARIOS_TOTAL: 1
+SCENARIOS_PASSED: 1
+SCENARIOS_FAILED: 0
+SCENARIO_ROWS:
+  - name: feature file exists
+    command: test -f feature.txt
+    expected: exit 0
+    actual: exit 0
+    exit_code: 0
+    status: PASS
+EVIDENCE:
+  scenarios:
+    - "feature file exists | test -f feature.txt -> exit 0"
+REMEDIATION_NEEDED: false
+REVERT_RECOMMENDED: false
+```
+"#;
+
+pub const DOCS_SKIPPED: &str = r#"### Router Contract (MACHINE-READABLE)
+```yaml
+STATUS: SKIPPED
+IMPACT_LEVEL: none
+DOC_LAYERS_EVALUATED: [README]
+DOC_FILES_UPDATED: []
+DOC_FILES_SKIPPED: [README]
+SKIP_REASON: no user-facing change
+AUDIT_DOCS_CREATED: []
+AUDIT_DOCS_UPDATED: []
+MEMORY_NOTES: null
+```
+"#;

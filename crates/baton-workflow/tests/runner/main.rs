@@ -1,0 +1,242 @@
+//! The runner's decisions in-process, through a scripted launcher: remediation cycles and the
+//! circuit breaker, the scope gate and its answer, the budget stop, and the host's re-check of a
+//! verifier's pass. Milliseconds each; `baton-cli`'s workflow e2e tests prove the same through
+//! the binary and real child processes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::new_without_default)]
+
+mod harness;
+
+use baton_workflow::run::state::{RunState, StopGate, WorkflowState};
+use baton_workflow::run::{Outcome, Resume, RunError};
+use harness::*;
+
+#[test]
+fn a_build_runs_the_full_graph_and_ends_verified() {
+    let h = Harness::new();
+    h.happy();
+    let o = h.build("add a feature file").unwrap();
+    let Outcome::Completed { id, brief } = &o else {
+        panic!("{o:?}")
+    };
+    assert!(brief.contains("proof: passed"), "{brief}");
+    let mut phases = h.phases();
+    phases[1..3].sort();
+    assert_eq!(
+        phases,
+        [
+            "build-implement",
+            "build-hunt",
+            "build-review",
+            "build-verify",
+            "build-doc-sync"
+        ]
+    );
+    let a = h.artifact(id);
+    let s = WorkflowState::read(&a).unwrap();
+    assert_eq!(s.state, RunState::Completed);
+    assert!(s.tasks.iter().all(|t| !t.is_open()));
+    assert_eq!(s.host.outputs["t4"].host_checks.len(), 1);
+    assert!(s.host.outputs["t4"].host_checks[0].ok);
+    // Adversarial dispatches get no memory summary.
+    let review = &h.calls_of("code-reviewer")[0].prompt;
+    assert!(!review.contains("## Memory Summary"), "{review}");
+}
+
+#[test]
+fn remediation_stops_at_the_circuit_breaker_after_three_cycles() {
+    let h = Harness::new();
+    h.happy().answer("code-reviewer", REVIEW_CRITICAL);
+    let o = h.build("add a feature file").unwrap();
+    let Outcome::Checkpoint { id, checkpoint } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(checkpoint.gate, StopGate::CircuitBreaker);
+    assert_eq!(checkpoint.options, ["one more cycle", "accept", "abort"]);
+    assert!(
+        checkpoint.brief.contains("remediation cycles: 3"),
+        "{}",
+        checkpoint.brief
+    );
+    let a = h.artifact(id);
+    assert_eq!(a["pending_gate"], "circuit_breaker");
+    assert_eq!(a["remediation_history"].as_array().unwrap().len(), 3);
+    // The builder ran once for the phase and once per cycle; the verifier never ran.
+    assert_eq!(h.calls_of("component-builder").len(), 4);
+    assert!(h.calls_of("integration-verifier").is_empty());
+    // The remediation prompt says what to fix.
+    assert!(h.calls_of("component-builder")[1]
+        .prompt
+        .contains("the feature is never wired in"));
+    // Abort is final; a second resume is refused (exit 2 in the CLI).
+    let o = h.answer_checkpoint(id, "abort").unwrap();
+    assert!(matches!(o, Outcome::Stopped { .. }), "{o:?}");
+    let e = h.resume(id, Resume::default()).unwrap_err();
+    assert!(matches!(
+        e,
+        RunError::NothingToResume {
+            state: RunState::Stopped,
+            ..
+        }
+    ));
+    assert!(e.is_refusal());
+    assert_eq!(
+        e.to_string(),
+        format!("workflow {id} is stopped: there is nothing to resume")
+    );
+}
+
+#[test]
+fn one_more_cycle_at_the_circuit_breaker_grants_one_remediation() {
+    let h = Harness::new();
+    h.happy().answer("code-reviewer", REVIEW_CRITICAL);
+    let id = id_of(&h.build("add a feature file").unwrap());
+    assert_eq!(h.calls_of("component-builder").len(), 4);
+    // The next review approves: the workflow goes on to the verifier and completes.
+    let reviews = h.calls_of("code-reviewer").len() as u32;
+    h.answer_nth("code-reviewer", reviews + 1, REVIEW_APPROVE);
+    let o = h.answer_checkpoint(&id, "one more cycle").unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    assert_eq!(h.calls_of("code-reviewer").len() as u32, reviews + 1);
+    assert_eq!(h.calls_of("integration-verifier").len(), 1);
+    let s = WorkflowState::read(&h.artifact(&id)).unwrap();
+    assert_eq!(s.host.breaker_allowance, 1);
+}
+
+#[test]
+fn a_scope_checkpoint_is_answered_and_the_workflow_completes() {
+    let h = Harness::new();
+    h.happy()
+        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
+    let o = h.build("add a feature file").unwrap();
+    let Outcome::Checkpoint { id, checkpoint } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(checkpoint.gate, StopGate::ScopeDecision);
+    assert_eq!(checkpoint.options, ["critical only", "all issues", "abort"]);
+    // An answer that is no option is refused and changes nothing.
+    let before = h.artifact(id);
+    let e = h.answer_checkpoint(id, "abort please").unwrap_err();
+    assert!(matches!(e, RunError::BadAnswer(_)) && e.is_refusal(), "{e}");
+    assert!(
+        e.to_string().contains("critical only, all issues, abort"),
+        "{e}"
+    );
+    assert_eq!(h.artifact(id), before);
+    let o = h.answer_checkpoint(id, "Critical Only").unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    let s = WorkflowState::read(&h.artifact(id)).unwrap();
+    let remfix: Vec<_> = s
+        .tasks
+        .iter()
+        .filter(|t| t.kind == Some(baton_workflow::artifact::TaskKind::Remfix))
+        .collect();
+    assert_eq!(remfix.len(), 1);
+    assert_eq!(remfix[0].scope.as_deref(), Some("CRITICAL_ONLY"));
+    let mut phases = h.phases();
+    phases[1..3].sort();
+    phases[4..6].sort();
+    assert_eq!(
+        phases,
+        [
+            "build-implement",
+            "build-hunt",
+            "build-review",
+            "build-implement",
+            "re-hunt",
+            "re-review",
+            "build-verify",
+            "build-doc-sync"
+        ]
+    );
+    assert_eq!(s.host.answers.len(), 1);
+    assert_eq!(s.host.answers[0]["gate"], "scope_decision");
+}
+
+#[test]
+fn a_token_budget_stops_before_the_next_dispatch_and_resume_with_more_completes() {
+    let h = Harness::new();
+    h.happy().spend(2000, 500, None);
+    let mut opts = start("add a feature file", true);
+    opts.budget_tokens = Some(4000);
+    let o = h.run(opts).unwrap();
+    let Outcome::Checkpoint { id, checkpoint } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(checkpoint.gate, StopGate::Budget);
+    assert_eq!(checkpoint.options, ["continue", "abort"]);
+    assert!(
+        checkpoint
+            .question
+            .contains("2500 of 4000 tokens spent, 1500 left, a dispatch has taken up to 2500"),
+        "{}",
+        checkpoint.question
+    );
+    assert_eq!(h.phases(), ["build-implement"]);
+    let s = WorkflowState::read(&h.artifact(id)).unwrap();
+    assert_eq!((s.spent.tokens(), s.spent.dispatches), (2500, 1));
+    assert_eq!(s.spent.unpriced_dispatches, 1);
+    // More budget and `continue`: the verifier runs and the workflow completes.
+    let more = Resume {
+        answer: Some("continue"),
+        budget_tokens: Some(100_000),
+        ..Resume::default()
+    };
+    let o = h.resume(id, more).unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    assert_eq!(h.phases(), ["build-implement", "build-verify"]);
+}
+
+#[test]
+fn a_usd_budget_stops_on_priced_dispatches() {
+    let h = Harness::new();
+    h.happy().spend(1000, 200, Some(0.0052));
+    let mut opts = start("add a feature file", true);
+    opts.budget_usd = Some(0.008);
+    let o = h.run(opts).unwrap();
+    let Outcome::Checkpoint { checkpoint, .. } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(checkpoint.gate, StopGate::Budget);
+    assert!(
+        checkpoint
+            .question
+            .contains("$0.0052 of $0.0080 spent, $0.0028 left"),
+        "{}",
+        checkpoint.question
+    );
+    assert_eq!(h.phases(), ["build-implement"]);
+}
+
+#[test]
+fn a_verifier_pass_whose_scenario_fails_when_the_host_runs_it_stops_the_workflow() {
+    let h = Harness::new();
+    h.happy().failing_check("test -f feature.txt");
+    let o = h.run(start("add a feature file", true)).unwrap();
+    let Outcome::Failed { id, brief } = &o else {
+        panic!("{o:?}")
+    };
+    let why = "t2 (integration-verifier) reported PASS, but its scenario `test -f feature.txt` exits 1 when baton ran it";
+    assert!(brief.contains(why), "{brief}");
+    let s = WorkflowState::read(&h.artifact(id)).unwrap();
+    assert_eq!(s.state, RunState::Failed);
+    assert_eq!(s.host.failure.as_deref(), Some(why));
+    // A failed workflow takes guidance for a retry, not a bare resume.
+    let e = h.resume(id, Resume::default()).unwrap_err();
+    assert!(matches!(e, RunError::AnswerNeeded { .. }), "{e}");
+}
+
+#[test]
+fn an_agent_without_a_contract_stops_the_workflow_naming_the_task() {
+    let h = Harness::new();
+    h.happy()
+        .answer("component-builder", "I added the feature, all good.");
+    let o = h.run(start("add a feature file", true)).unwrap();
+    let Outcome::Failed { brief, .. } = &o else {
+        panic!("{o:?}")
+    };
+    assert!(
+        brief.contains("t1 (component-builder) returned no valid contract"),
+        "{brief}"
+    );
+    assert!(h.calls_of("integration-verifier").is_empty());
+}
