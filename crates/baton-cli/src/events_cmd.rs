@@ -8,7 +8,7 @@ use anyhow::Result;
 use baton_events::{Cursor, Event, Feed, Filter};
 use baton_protocol::SourceKind;
 
-use crate::exit;
+use crate::exit::Exit;
 use crate::project::{project_context, state_dir};
 
 #[derive(clap::Args)]
@@ -34,7 +34,7 @@ pub struct EventsArgs {
     cwd: Option<PathBuf>,
 }
 
-pub fn run(args: EventsArgs) -> Result<u8> {
+pub fn run(args: EventsArgs) -> Result<Exit> {
     let kinds = args
         .kind
         .iter()
@@ -79,10 +79,10 @@ pub fn run(args: EventsArgs) -> Result<u8> {
     ) {
         Ok(()) => {}
         // The reader of the output went away (`baton events | head`): done.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(exit::OK),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(Exit::Ok),
         Err(e) => return Err(e.into()),
     }
-    Ok(if failed { exit::FAILED } else { exit::OK })
+    Ok(if failed { Exit::Failed } else { Exit::Ok })
 }
 
 /// One line for people: time, position, and the event's name and short fields. What the model
