@@ -147,11 +147,7 @@ pub fn run(args: DemoArgs) -> Result<Exit> {
         budget_tokens: None,
         isolate: Some(false),
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = crate::signals::runtime()?;
     let cancel = CancellationToken::new();
     let result = rt.block_on(async {
         let _signalled = crate::signals::watch_signals(cancel.clone());

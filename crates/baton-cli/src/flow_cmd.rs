@@ -216,11 +216,7 @@ where
     F: for<'a> FnOnce(&'a FlowEnv, &'a CancellationToken) -> FlowFuture<'a>,
 {
     let env = flow_env(common)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = crate::signals::runtime()?;
     let cancel = CancellationToken::new();
     let (result, signalled) = rt.block_on(async {
         let signalled = crate::signals::watch_signals(cancel.clone());

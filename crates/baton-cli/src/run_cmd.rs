@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use baton_exec::delegate::DelegateEnv;
 use baton_exec::executor::Executor;
 use baton_workflow::route::{route, route_as, WorkflowKind};
@@ -125,14 +125,6 @@ pub fn workflow_env(
     }
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")
-}
-
 fn check_budget(common: &Common) -> Result<()> {
     if let Some(b) = common.budget_usd {
         if !(b.is_finite() && b > 0.0) {
@@ -161,7 +153,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         None => route(&args.request),
     };
     let env = env(&args.common)?;
-    let rt = runtime()?;
+    let rt = crate::signals::runtime()?;
     let decision = if decision.conflict() && args.workflow.is_none() {
         let (d, note) = rt.block_on(run::tiebreak(&env.delegate.config, &args.request, decision));
         if let Some(note) = note {
@@ -242,7 +234,7 @@ pub fn resume(args: ResumeArgs) -> Result<Exit> {
         Ok(id) => id,
         Err(e) => return Ok(failed(&args.common, &RunError::Refused(e))),
     };
-    let rt = runtime()?;
+    let rt = crate::signals::runtime()?;
     let cancel = CancellationToken::new();
     let (result, signalled) = rt.block_on(async {
         let signalled = crate::signals::watch_signals(cancel.clone());

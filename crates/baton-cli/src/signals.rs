@@ -1,4 +1,5 @@
-//! Signal handling shared by the commands that run work: SIGINT and SIGTERM cancel it.
+//! What the commands that run work share: their async runtime, and SIGINT and SIGTERM cancelling
+//! the work.
 
 use tokio_util::sync::CancellationToken;
 
@@ -26,4 +27,14 @@ pub fn watch_signals(cancel: CancellationToken) -> CancellationToken {
         cancel.cancel();
     });
     by_signal
+}
+
+/// The runtime of a command that runs work (`run`, `task`, `flow`, `demo`): two worker threads.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    use anyhow::Context as _;
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
 }

@@ -233,14 +233,6 @@ pub fn run(args: TaskArgs) -> Result<Exit> {
     }
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")
-}
-
 fn start(args: TaskArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd.clone())?;
     let req = request_from_args(&args)?;
@@ -276,7 +268,7 @@ fn start(args: TaskArgs) -> Result<Exit> {
         })
     };
     let run_id = background::new_task_id();
-    let rt = runtime()?;
+    let rt = crate::signals::runtime()?;
     let (report, cancelled) = rt.block_on(async {
         let cancel = CancellationToken::new();
         let signalled = watch_signals(cancel.clone());
@@ -346,7 +338,7 @@ fn supervise_inner(
     let state = background::load(&store, id)?;
     // `baton task cancel` may signal as soon as the task is recorded as started: the handlers
     // must be in place before that, or the signal kills the supervisor without a report.
-    let rt = runtime()?;
+    let rt = crate::signals::runtime()?;
     let cancel = CancellationToken::new();
     let _signalled = {
         let _entered = rt.enter();
