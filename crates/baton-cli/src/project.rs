@@ -13,7 +13,7 @@ use baton_exec::types::{Limits, DEFAULT_OUTPUT_CAP};
 use baton_exec::worktree::default_worktree_root;
 use baton_model::routes::{read_key_file, ProcessEnv};
 use baton_protocol::config::Config;
-use baton_roles::{load_roles, RoleDirs};
+use baton_roles::{load_role_files, RoleDirs};
 use baton_state::project_root;
 use baton_state::StateDir;
 use baton_text::redact::Redactor;
@@ -127,7 +127,7 @@ pub fn role_dirs(project_root: &Path) -> RoleDirs {
 /// Warns on stderr, one line each, of the bad role files a command skips: those that do not
 /// define one of the roles it `asked` for (a bad file of an asked role fails the lookup instead).
 pub fn warn_skipped_roles(dirs: &RoleDirs, asked: &[&str]) {
-    for bad in load_roles(dirs).skipped(asked) {
+    for bad in load_role_files(dirs).skipped(asked) {
         errln!("baton: warning: skipped role file {}", bad.one_line());
     }
 }

@@ -425,9 +425,26 @@ impl RoleSet {
 
 /// All effective roles, and every file that could not be used.
 pub fn load_roles(dirs: &RoleDirs) -> RoleSet {
+    load(dirs, |_| true)
+}
+
+/// The user's and the project's role files only: what they define and which are bad (the
+/// built-ins, which are never bad, are not parsed).
+pub fn load_role_files(dirs: &RoleDirs) -> RoleSet {
+    load(dirs, |_| false)
+}
+
+/// The roles of `dirs` over the built-ins `builtin` picks by name: each built-in is a YAML
+/// parse, and a session needs one of them.
+fn load(dirs: &RoleDirs, builtin: impl Fn(&str) -> bool) -> RoleSet {
     let mut by_name: BTreeMap<String, RoleSpec> = BTreeMap::new();
     let mut bad = Vec::new();
-    match builtin_roles() {
+    let builtins: Result<Vec<RoleSpec>, RoleError> = BUILTIN
+        .iter()
+        .filter(|(name, _)| builtin(name))
+        .map(|(name, text)| parse_role(text, &format!("<built-in {name}>"), RoleSource::Builtin))
+        .collect();
+    match builtins {
         Ok(roles) => by_name.extend(roles.into_iter().map(|r| (r.meta.name.clone(), r))),
         Err(error) => bad.push(BadRole { name: None, error }),
     }
@@ -478,12 +495,24 @@ pub fn load_roles(dirs: &RoleDirs) -> RoleSet {
 
 /// The effective role of one name (see [`RoleSet::get`]).
 pub fn find_role(dirs: &RoleDirs, name: &str) -> Result<RoleSpec, RoleError> {
-    load_roles(dirs).get(name)
+    // Only the built-in of that name is parsed; the others matter only to the list of known
+    // roles an unknown name is answered with.
+    load(dirs, |n| n == name)
+        .get(name)
+        .or_else(|_| load_roles(dirs).get(name))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_builtin_is_listed_under_the_name_it_declares() {
+        for (key, text) in BUILTIN {
+            let role = parse_role(text, key, RoleSource::Builtin).unwrap();
+            assert_eq!(role.meta.name, key);
+        }
+    }
 
     #[test]
     fn builtins_parse_and_only_the_implementer_may_delegate() {
