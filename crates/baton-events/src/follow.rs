@@ -60,7 +60,18 @@ impl Watcher {
 
     /// Watches every log folder that exists, and for each that does not the nearest existing
     /// ancestor (up to the root); removes watches no longer needed.
+    ///
+    /// A folder created below an ancestor before its watch was in place sends no event, so the
+    /// watches are set again until a pass adds none: what was created before a watch is found by
+    /// the next pass, what is created after it is reported by it.
     pub fn arm(&mut self) -> std::io::Result<()> {
+        while self.arm_once()? {}
+        Ok(())
+    }
+
+    /// One pass of [`Watcher::arm`]; true when it added a watch.
+    fn arm_once(&mut self) -> std::io::Result<bool> {
+        let mut added = false;
         let mut wanted: Vec<(PathBuf, bool)> = Vec::new();
         for t in &self.targets {
             if t.is_dir() {
@@ -105,6 +116,7 @@ impl Watcher {
             match self.inotify.add_watch(&dir, flags) {
                 Ok(wd) => {
                     self.watches.insert(wd, (dir, is_target));
+                    added = true;
                 }
                 // Gone between the check and the watch: the next rescan sees it.
                 Err(nix::errno::Errno::ENOENT) => {}
@@ -116,7 +128,7 @@ impl Watcher {
                 }
             }
         }
-        Ok(())
+        Ok(added)
     }
 
     /// Blocks until a watched folder changes, then says what changed (re-arming the watches when
