@@ -33,21 +33,8 @@ fn journal(dir: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn model(req: &RecordedRequest) -> String {
-    req.body["model"].as_str().unwrap_or("").to_string()
-}
-
 fn last_user_text(req: &RecordedRequest) -> String {
     req.last_user_text().unwrap_or_default()
-}
-
-/// The tool result answering call `id` in a request.
-fn result_of(req: &RecordedRequest, id: &str) -> String {
-    req.tool_results()
-        .into_iter()
-        .find(|r| r.call_id == id)
-        .map(|r| r.text)
-        .unwrap_or_else(|| panic!("no result for {id}"))
 }
 
 /// An ordinary session: a test awaits the typed events of a write as they come, then the end.
@@ -128,17 +115,17 @@ async fn calls_outside_the_rules_are_refused_with_the_rule_and_nothing_runs() {
     routed(&server, dir.path(), "what is here?").await;
     assert!(!dir.path().join("coordinator-ran").exists());
     let reqs = server.model_requests();
-    let refused = result_of(&reqs[1], "c1");
+    let refused = reqs[1].result_of("c1");
     assert!(refused.contains("coordinator-environment"), "{refused}");
-    let refused = result_of(&reqs[3], "e1");
+    let refused = reqs[3].result_of("e1");
     assert!(refused.contains("`participant`"), "{refused}");
     // The plain answer went back to the Executor with the rule.
-    assert_eq!(model(&reqs[4]), EXEC);
+    assert_eq!(reqs[4].model(), Some(EXEC));
     assert!(last_user_text(&reqs[4]).contains("only through the `return` tool"));
-    let refused = result_of(&reqs[6], "c3");
+    let refused = reqs[6].result_of("c3");
     assert!(refused.contains("`assessment` is empty"), "{refused}");
     // The report's limitation reached the Coordinator.
-    assert!(result_of(&reqs[5], "c2").contains("I listed nothing"));
+    assert!(reqs[5].result_of("c2").contains("I listed nothing"));
     server.assert_tool_results_answer_calls();
 }
 
@@ -231,7 +218,7 @@ async fn every_rule_a_model_can_break_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     routed(&server, dir.path(), "check the folder").await;
     let reqs = server.model_requests();
-    let last = |m: &str| reqs.iter().rev().find(|r| model(r) == m).unwrap();
+    let last = |m: &str| reqs.iter().rev().find(|r| r.model() == Some(m)).unwrap();
     let (coord, exec) = (last(COORD), last(EXEC));
     for (req, id, rule) in [
         (coord, "c1", "assess-report"),
@@ -247,11 +234,11 @@ async fn every_rule_a_model_can_break_is_refused_by_name() {
         (coord, "c7", "one-assignment"),
         (coord, "c8", "close-outstanding"),
     ] {
-        let answer = result_of(req, id);
+        let answer = req.result_of(id);
         assert!(answer.contains(&format!("`{rule}`")), "{id}: {answer}");
     }
-    assert!(result_of(coord, "c9").contains("The folder is fine."));
-    assert!(!result_of(coord, "c10").contains("rule"));
+    assert!(coord.result_of("c9").contains("The folder is fine."));
+    assert!(!coord.result_of("c10").contains("rule"));
     let types: Vec<String> = journal(dir.path())
         .iter()
         .map(|r| r["type"].as_str().unwrap().to_string())

@@ -61,10 +61,6 @@ fn chat(p: &Sandbox, args: &[&str], input: &str) -> Output {
     out
 }
 
-fn model(req: &RecordedRequest) -> String {
-    req.body["model"].as_str().unwrap_or("").to_string()
-}
-
 /// The conversation items a request sends, without Anthropic's moving cache breakpoints.
 fn items(req: &RecordedRequest) -> Vec<Value> {
     req.items()
@@ -138,7 +134,10 @@ fn an_assignment_runs_on_the_executor_and_only_the_selected_evidence_reaches_the
             "{kind}"
         );
         let reqs = server.model_requests();
-        let models: Vec<String> = reqs.iter().map(model).collect();
+        let models: Vec<String> = reqs
+            .iter()
+            .map(|r| r.model().unwrap_or_default().to_string())
+            .collect();
         assert_eq!(
             models,
             [COORD, EXEC, EXEC, EXEC, EXEC, COORD, COORD],
@@ -147,7 +146,8 @@ fn an_assignment_runs_on_the_executor_and_only_the_selected_evidence_reaches_the
         server.assert_tool_results_answer_calls();
         // The Coordinator's second request: its first plus the delegate call and its result,
         // which holds the report and the selected read (with its digest), not the write.
-        let coord: Vec<&RecordedRequest> = reqs.iter().filter(|r| model(r) == COORD).collect();
+        let coord: Vec<&RecordedRequest> =
+            reqs.iter().filter(|r| r.model() == Some(COORD)).collect();
         assert_prefix_stable(&coord, kind);
         let sent = serde_json::to_string(&items(coord[1])).unwrap();
         assert!(sent.contains("hello.txt now holds hi"), "{kind}: {sent}");
@@ -170,7 +170,7 @@ fn an_assignment_runs_on_the_executor_and_only_the_selected_evidence_reaches_the
             "{kind}: {exec_tools:?}"
         );
         // The Executor's requests are prefix-stable too, and its tool results name their refs.
-        let exec: Vec<&RecordedRequest> = reqs.iter().filter(|r| model(r) == EXEC).collect();
+        let exec: Vec<&RecordedRequest> = reqs.iter().filter(|r| r.model() == Some(EXEC)).collect();
         assert_prefix_stable(&exec, kind);
         let exec_sent = serde_json::to_string(&items(exec[2])).unwrap();
         assert!(exec_sent.contains("[ref ctx:t2]"), "{kind}: {exec_sent}");
@@ -250,15 +250,6 @@ fn last_user_text(req: &RecordedRequest) -> String {
     req.last_user_text().unwrap_or_default()
 }
 
-/// The tool result answering call `id` in a request.
-fn result_of(req: &RecordedRequest, id: &str) -> String {
-    req.tool_results()
-        .into_iter()
-        .find(|r| r.call_id == id)
-        .map(|r| r.text)
-        .unwrap_or_else(|| panic!("no result for {id}"))
-}
-
 /// A bash call that says it started, then waits for the test's `go` file.
 fn held_bash(p: &Sandbox) -> Value {
     let started = p.work().join("started");
@@ -320,10 +311,13 @@ fn new_input_interrupts_the_executor_with_a_partial_report_and_resume_continues_
         String::from_utf8_lossy(&out.stderr)
     );
     let reqs = server.model_requests();
-    let models: Vec<String> = reqs.iter().map(model).collect();
+    let models: Vec<String> = reqs
+        .iter()
+        .map(|r| r.model().unwrap_or_default().to_string())
+        .collect();
     assert_eq!(models, [COORD, EXEC, COORD, EXEC, COORD]);
     // The Coordinator got the host's partial report (the bash result), then the user's words.
-    let partial = result_of(&reqs[2], "c1");
+    let partial = reqs[2].result_of("c1");
     assert!(partial.contains("written by the host"), "{partial}");
     assert!(partial.contains("interrupted"), "{partial}");
     assert!(partial.contains("still outstanding"), "{partial}");
@@ -412,7 +406,7 @@ fn a_killed_session_recovers_its_assignment_and_resume_finishes_it() {
         .unwrap();
     assert_eq!(lost_report["report"]["by_host"], true);
     let reqs = server.model_requests();
-    assert_eq!(model(&reqs[2]), COORD);
+    assert_eq!(reqs[2].model(), Some(COORD));
     let told = last_user_text(&reqs[2]);
     assert!(
         told.contains("recorded the execution of assignment a1 as lost"),
@@ -423,9 +417,9 @@ fn a_killed_session_recovers_its_assignment_and_resume_finishes_it() {
         "{told}"
     );
     assert!(told.ends_with("what happened?"), "{told}");
-    assert_eq!(model(&reqs[3]), EXEC);
+    assert_eq!(reqs[3].model(), Some(EXEC));
     assert!(last_user_text(&reqs[3]).contains("resumed assignment a1"));
-    assert_eq!(model(&reqs[4]), COORD);
+    assert_eq!(reqs[4].model(), Some(COORD));
     assert!(last_user_text(&reqs[4]).contains("Checked again after the crash"));
     server.assert_tool_results_answer_calls();
 }
@@ -445,8 +439,8 @@ fn a_manual_hold_lasts_across_a_restart() {
     let id = session_id(&String::from_utf8_lossy(&out.stdout));
     chat(&["chat", "--json", "--resume", &id], "again\n");
     let reqs = server.model_requests();
-    assert_eq!(model(&reqs[0]), EXEC);
-    assert_eq!(model(&reqs[1]), EXEC, "the hold survived the restart");
+    assert_eq!(reqs[0].model(), Some(EXEC));
+    assert_eq!(reqs[1].model(), Some(EXEC), "the hold survived the restart");
     // A manual session is ordinary: no Runtime State block in the user's words.
     assert_eq!(last_user_text(&reqs[1]), "again");
     let controls: Vec<Value> = journal(&p)
@@ -517,14 +511,14 @@ fn the_coordinator_acts_only_through_act_bounded_run_inside_an_open_scope() {
         "acted\n"
     );
     let reqs = server.model_requests();
-    assert!(reqs.iter().all(|r| model(r) == COORD));
-    assert!(result_of(&reqs[1], "c1").contains("Write short sentences."));
-    let refused = result_of(&reqs[2], "c2");
+    assert!(reqs.iter().all(|r| r.model() == Some(COORD)));
+    assert!(reqs[1].result_of("c1").contains("Write short sentences."));
+    let refused = reqs[2].result_of("c2");
     assert!(refused.contains("coordinator-environment"), "{refused}");
-    let refused = result_of(&reqs[3], "c3");
+    let refused = reqs[3].result_of("c3");
     assert!(refused.contains("coordinator-environment"), "{refused}");
-    assert!(result_of(&reqs[5], "c5").contains("the notes"));
-    let refused = result_of(&reqs[7], "c7");
+    assert!(reqs[5].result_of("c5").contains("the notes"));
+    let refused = reqs[7].result_of("c7");
     assert!(refused.contains("coordinator-environment"), "{refused}");
     assert!(!p.work().join("late").exists());
     let closes: Vec<String> = journal(&p)
@@ -565,12 +559,12 @@ fn a_manual_hold_on_the_coordinator_is_an_ordinary_session_with_every_tool() {
         "held\n"
     );
     let reqs = server.model_requests();
-    assert_eq!(model(&reqs[0]), COORD);
+    assert_eq!(reqs[0].model(), Some(COORD));
     let offered = reqs[0].offered_tools();
     for t in ["bash", "edit", "write", "read"] {
         assert!(offered.contains(&t), "{t} not offered: {offered:?}");
     }
-    assert!(!result_of(&reqs[1], "c1").contains("coordinator-environment"));
+    assert!(!reqs[1].result_of("c1").contains("coordinator-environment"));
 }
 
 #[test]
@@ -600,7 +594,7 @@ fn new_user_input_ends_the_coordinators_act_bounded_scope() {
     );
     assert!(!p.work().join("late").exists());
     let reqs = server.model_requests();
-    let refused = result_of(&reqs[3], "c2");
+    let refused = reqs[3].result_of("c2");
     assert!(refused.contains("coordinator-environment"), "{refused}");
     let closes: Vec<String> = journal(&p)
         .iter()
@@ -654,7 +648,10 @@ fn controls_set_in_later_processes_are_all_recorded() {
         "five\n",
     );
     let reqs = server.model_requests();
-    let models: Vec<String> = reqs.iter().map(model).collect();
+    let models: Vec<String> = reqs
+        .iter()
+        .map(|r| r.model().unwrap_or_default().to_string())
+        .collect();
     assert_eq!(models, [EXEC, COORD, EXEC, COORD, COORD, COORD]);
     // With routing off the Coordinator's seat is an ordinary session: bash by schema, and it ran.
     assert!(reqs[4].offered_tools().contains(&"bash"));
@@ -720,9 +717,9 @@ fn input_joins_a_held_executor_instead_of_stopping_it() {
     );
     let reqs = server.model_requests();
     assert_eq!(reqs.len(), 2, "one task, its input joined");
-    assert!(reqs.iter().all(|r| model(r) == EXEC));
-    assert!(result_of(&reqs[1], "e1").contains("went"));
-    let second = result_of(&reqs[1], "e2");
+    assert!(reqs.iter().all(|r| r.model() == Some(EXEC)));
+    assert!(reqs[1].result_of("e1").contains("went"));
+    let second = reqs[1].result_of("e2");
     assert!(!second.contains("not run"), "{second}");
     assert_eq!(
         std::fs::read_to_string(p.work().join("second.txt")).unwrap(),

@@ -108,6 +108,15 @@ impl RecordedRequest {
             .collect()
     }
 
+    /// The text of the tool result answering call `call_id`; a test's failure when there is none.
+    pub fn result_of(&self, call_id: &str) -> String {
+        self.tool_results()
+            .into_iter()
+            .find(|r| r.call_id == call_id)
+            .map(|r| r.text)
+            .unwrap_or_else(|| panic!("no result for {call_id}"))
+    }
+
     /// The text of the last user turn.
     pub fn last_user_text(&self) -> Option<String> {
         self.messages()

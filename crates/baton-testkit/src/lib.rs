@@ -170,6 +170,7 @@
 //! In code, the same is [`MockServerBuilder::rule`] with a [`ScriptRule`], or
 //! [`MockServerBuilder::when`] with any predicate.
 
+mod contracts;
 mod conversation;
 pub mod fixture;
 mod json;

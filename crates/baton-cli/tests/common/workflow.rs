@@ -12,148 +12,55 @@ use serde_json::Value;
 /// The workflow roles the harness replaces with scripts: all nine built-in ones.
 pub use baton_roles::WORKFLOW_ROLES as ROLES;
 
-pub const BUILDER_PASS: &str = r#"echo "change $n" >> feature.txt
+pub const BUILDER_PASS: &str = concat!(
+    r#"echo "change $n" >> feature.txt
 cat <<'EOF'
-Added the feature.
+"#,
+    baton_testkit::contract!(BUILDER_PASS),
+    "EOF\n"
+);
 
-### Router Contract (MACHINE-READABLE)
-```yaml
-STATUS: PASS
-CONFIDENCE: 85
-PHASE_ID: phase-1
-PHASE_STATUS: completed
-PHASE_EXIT_READY: true
-CHECKPOINT_TYPE: none
-PROOF_STATUS: passed
-BUILD_PREFLIGHT_EMITTED: true
-INPUTS: []
-EXPECTED_ARTIFACTS: [feature.txt]
-TDD_RED_EXIT: 1
-TDD_RED_REASON_KIND: behavioral
-TDD_RED_REASON: the feature test failed before the change
-TDD_GREEN_EXIT: 0
-TEST_SEAMS: []
-SEAM_GATE_STATUS: not_applicable
-SCENARIOS:
-  - name: feature works
-    command: test -f feature.txt
-    expected: exit 0
-    actual: exit 0
-    exit_code: 0
-    status: PASS
-ASSUMPTIONS: []
-DECISIONS: []
-BLOCKED_ITEMS: []
-SKIPPED_ITEMS: []
-SCOPE_INCREASES: []
-BLOCKING: false
-NEXT_ACTION: review
-REMEDIATION_NEEDED: false
-REQUIRES_REMEDIATION: false
-REMEDIATION_REASON: null
-MEMORY_NOTES: null
-```
-EOF
-"#;
+pub const REVIEW_APPROVE: &str = concat!(
+    r#"cat <<'EOF'
+"#,
+    baton_testkit::contract!(REVIEW_APPROVE),
+    "EOF\n"
+);
 
-pub const REVIEW_APPROVE: &str = r#"cat <<'EOF'
-CONTRACT {"s":"APPROVE","b":false,"cr":0}
-## Review: Approve
+pub const REVIEW_CRITICAL: &str = concat!(
+    r#"cat <<'EOF'
+"#,
+    baton_testkit::contract!(REVIEW_CRITICAL),
+    "EOF\n"
+);
 
-### Critical Issues
-- none
+pub const REVIEW_CRITICAL_AND_HIGH: &str = concat!(
+    r#"cat <<'EOF'
+"#,
+    baton_testkit::contract!(REVIEW_CRITICAL_AND_HIGH),
+    "EOF\n"
+);
 
-### Checked
-- src/feature.rs:1 the line is there
-- src/feature.rs:2 no stray output
-- src/main.rs:1 unchanged
-EOF
-"#;
+pub const HUNT_CLEAN: &str = concat!(
+    r#"cat <<'EOF'
+"#,
+    baton_testkit::contract!(HUNT_CLEAN),
+    "EOF\n"
+);
 
-pub const REVIEW_CRITICAL: &str = r#"cat <<'EOF'
-CONTRACT {"s":"CHANGES_REQUESTED","b":true,"cr":1}
-## Review: Changes Requested
+pub const VERIFY_PASS: &str = concat!(
+    r#"cat <<'EOF'
+"#,
+    baton_testkit::contract!(VERIFY_PASS),
+    "EOF\n"
+);
 
-### Critical Issues
-- [90] feature.txt:1 the feature is never wired in
-
-REMEDIATION_NEEDED: true
-REMEDIATION_REASON: the feature is never wired in
-REMEDIATION_SCOPE_REQUESTED: ALL_ISSUES
-EOF
-"#;
-
-pub const REVIEW_CRITICAL_AND_HIGH: &str = r#"cat <<'EOF'
-CONTRACT {"s":"CHANGES_REQUESTED","b":true,"cr":1}
-## Review: Changes Requested
-
-### Critical Issues
-- [90] feature.txt:1 the feature is never wired in
-
-### High Issues
-- [80] feature.txt:2 errors are swallowed
-
-REMEDIATION_NEEDED: true
-REMEDIATION_REASON: wire the feature in
-REMEDIATION_SCOPE_REQUESTED: ALL_ISSUES
-EOF
-"#;
-
-pub const HUNT_CLEAN: &str = r#"cat <<'EOF'
-CONTRACT {"s":"CLEAN","b":false,"cr":0}
-## Error Handling Audit: Clean
-
-### Critical Issues
-- none
-
-SCOPE: feature.txt
-FILES_SCANNED: 1
-ERROR_HANDLING_SITES_INSPECTED: 2
-REMEDIATION_NEEDED: false
-REMEDIATION_SCOPE_REQUESTED: N/A
-EOF
-"#;
-
-pub const VERIFY_PASS: &str = r#"cat <<'EOF'
-CONTRACT {"s":"PASS","b":false,"cr":0}
-## Verification: PASS
-
-### Router Contract
-```yaml
-SCENARIOS_TOTAL: 1
-SCENARIOS_PASSED: 1
-SCENARIOS_FAILED: 0
-SCENARIO_ROWS:
-  - name: feature file exists
-    command: test -f feature.txt
-    expected: exit 0
-    actual: exit 0
-    exit_code: 0
-    status: PASS
-EVIDENCE:
-  scenarios:
-    - "feature file exists | test -f feature.txt -> exit 0"
-REMEDIATION_NEEDED: false
-REVERT_RECOMMENDED: false
-```
-EOF
-"#;
-
-pub const DOCS_SKIPPED: &str = r#"cat <<'EOF'
-### Router Contract (MACHINE-READABLE)
-```yaml
-STATUS: SKIPPED
-IMPACT_LEVEL: none
-DOC_LAYERS_EVALUATED: [README]
-DOC_FILES_UPDATED: []
-DOC_FILES_SKIPPED: [README]
-SKIP_REASON: no user-facing change
-AUDIT_DOCS_CREATED: []
-AUDIT_DOCS_UPDATED: []
-MEMORY_NOTES: null
-```
-EOF
-"#;
+pub const DOCS_SKIPPED: &str = concat!(
+    r#"cat <<'EOF'
+"#,
+    baton_testkit::contract!(DOCS_SKIPPED),
+    "EOF\n"
+);
 
 /// The text a snippet's `cat <<'EOF'` prints: the contract itself, for tests whose agents say it
 /// some other way (a mock model's answer).
