@@ -21,6 +21,8 @@ pub struct Artifact {
     /// Compatibility alias; must equal `workflow_uuid`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workflow_id: Option<String>,
+    /// What the user asked for, in their words.
+    pub user_request: Option<String>,
     /// `None` is cc10x's transitional `pending`, before routing has decided.
     #[serde(with = "workflow_type")]
     pub workflow_type: Option<WorkflowKind>,
@@ -38,7 +40,7 @@ pub struct Artifact {
     /// The only BUILD phase that may run next.
     pub phase_cursor: Option<String>,
     /// Planner-approved executable phases; each has at least a `phase_id`.
-    pub normalized_phases: Vec<Value>,
+    pub normalized_phases: Vec<NormalizedPhase>,
     pub research_quality: ResearchQuality,
     pub research_rounds: Vec<Value>,
     pub task_ids: Map<String, Value>,
@@ -222,6 +224,48 @@ impl HistoryEntry {
             reason: Some(reason.to_string()),
             extra: Map::new(),
         }
+    }
+}
+
+/// One planner-approved phase of a BUILD (`normalized_phases`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NormalizedPhase {
+    pub phase_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Every other key (objective, files, checks …), kept as read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl NormalizedPhase {
+    pub fn new(phase_id: &str, title: Option<&str>) -> NormalizedPhase {
+        NormalizedPhase {
+            phase_id: phase_id.to_string(),
+            title: title.map(str::to_string),
+            extra: Map::new(),
+        }
+    }
+}
+
+/// One finished research round, as `research_rounds` keeps it: why, how each backend did and
+/// where its file is.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResearchRound {
+    pub reason: Option<String>,
+    pub web: Option<String>,
+    pub github: Option<String>,
+    pub quality: Option<String>,
+    pub web_file: Option<String>,
+    pub github_file: Option<String>,
+    pub at: String,
+}
+
+impl ResearchRound {
+    /// The round as the artifact's list holds it.
+    pub fn to_json(&self) -> Value {
+        // Strings and options always serialise.
+        serde_json::to_value(self).unwrap_or(Value::Null)
     }
 }
 

@@ -167,11 +167,28 @@ pub struct DecidedDetails {
     #[serde(default)]
     pub created: Vec<String>,
     #[serde(default)]
-    pub findings: Vec<Value>,
+    pub findings: Vec<LoggedFinding>,
     #[serde(default)]
     pub dropped_findings: Vec<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// One finding of a decision's batch, as the log keeps it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct LoggedFinding {
+    /// `critical`, `major`, `minor` …
+    pub severity: String,
+    /// `file:line`, when the finding names one.
+    #[serde(default)]
+    pub location: Option<String>,
+    pub text: String,
+    /// The roles that raised it.
+    #[serde(default)]
+    pub raised_by: Vec<String>,
+    /// Raised by both the reviewer and the hunter at one place.
+    #[serde(default)]
+    pub cross_confirmed: bool,
 }
 
 /// `agent_started`: the task's phase, id and role, and how it was launched.

@@ -173,7 +173,7 @@ pub struct Host {
     pub breaker_allowance: u32,
     /// The user's last answer, handed to the next dispatch.
     pub guidance: Option<String>,
-    pub answers: Vec<Value>,
+    pub answers: Vec<GivenAnswer>,
     pub failure: Option<String>,
     pub brief: Option<String>,
     /// `git status --porcelain` + `git diff` digest when the workflow started.
@@ -192,6 +192,15 @@ pub struct Host {
     /// Budget limits in force (from the command line or the config).
     pub budget_usd: Option<f64>,
     pub budget_tokens: Option<u64>,
+}
+
+/// An answer the user gave at a checkpoint, in their exact words.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GivenAnswer {
+    pub gate: StopGate,
+    pub answer: String,
+    /// RFC 3339 UTC time of the answer.
+    pub at: String,
 }
 
 /// What became of a BUILD's worktree offer (`run.worktree_offer`), written as the text the
@@ -371,9 +380,7 @@ impl WorkflowState {
     /// [`WorkflowState::read`], and cc10x's artifact fields the engine reads typed
     /// ([`Artifact`]) decode too: what the store checks before it hands a record out.
     pub fn check(artifact: &Value) -> Result<WorkflowState, StateError> {
-        let state = WorkflowState::read(artifact)?;
-        serde_path_to_error::deserialize::<_, Artifact>(artifact).map_err(state_error)?;
-        Ok(state)
+        Record::read(artifact).map(|r| r.state)
     }
 
     pub fn task(&self, id: &str) -> Option<&Task> {
@@ -382,6 +389,43 @@ impl WorkflowState {
 
     pub fn task_mut(&mut self, id: &str) -> Option<&mut Task> {
         self.tasks.iter_mut().find(|t| t.id == id)
+    }
+}
+
+/// The keys of the record the runner owns (the rest is cc10x's artifact).
+const RUNNER_KEYS: [&str; 5] = ["run_state", "checkpoint", "spent", "tasks", "run"];
+
+/// The whole workflow record, typed: cc10x's artifact and the runner's state. The runner reads
+/// it once per step, changes it through the engine's `Change`s and its own typed transitions,
+/// and the store records the difference as a merge patch.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Record {
+    pub artifact: Artifact,
+    pub state: WorkflowState,
+}
+
+impl Record {
+    pub fn new(artifact: Artifact, state: WorkflowState) -> Record {
+        Record { artifact, state }
+    }
+
+    /// Decodes a record strictly: a field of either part that is there but does not decode is
+    /// an error naming it.
+    pub fn read(value: &Value) -> Result<Record, StateError> {
+        let state = WorkflowState::read(value)?;
+        let mut artifact: Artifact =
+            serde_path_to_error::deserialize(value).map_err(state_error)?;
+        for k in RUNNER_KEYS {
+            artifact.extra.remove(k);
+        }
+        Ok(Record { artifact, state })
+    }
+
+    /// The record as the store keeps it.
+    pub fn to_value(&self) -> Value {
+        let mut v = self.artifact.to_json();
+        self.state.write(&mut v);
+        v
     }
 }
 

@@ -72,6 +72,25 @@ impl NewEvent {
     }
 }
 
+impl From<EventBody> for NewEvent {
+    /// A typed event as the flat fields [`OpenWorkflow::append`] takes (it checks them back
+    /// into the same body).
+    fn from(body: EventBody) -> NewEvent {
+        let f = body.fields();
+        NewEvent {
+            event: body.kind(),
+            phase: f.phase,
+            task_id: f.task_id,
+            agent: f.agent,
+            decision: f.decision,
+            reason: f.reason,
+            duration_seconds: f.duration_seconds,
+            details: f.details,
+            delta: None,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("workflow id: {0}")]

@@ -1,7 +1,7 @@
 //! The BUILD and DEBUG chain: remediation re-checks, merged findings, builder or investigator,
 //! reviewer, verifier (the phase exit) and doc-syncer.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::{
     Action, Change, Draft, FollowUp, Gate, MAX_INVESTIGATION_CONTINUATIONS, MAX_REMEDIATION_CYCLES,
@@ -293,7 +293,7 @@ impl Draft<'_> {
             .a
             .normalized_phases
             .iter()
-            .filter_map(|p| p.get("phase_id").and_then(Value::as_str))
+            .map(|p| p.phase_id.as_str())
             .collect();
         let position = cursor
             .as_deref()

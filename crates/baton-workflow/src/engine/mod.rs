@@ -586,6 +586,7 @@ impl<'a> Draft<'a> {
 mod tests {
     use super::chain::next_phase_id;
     use super::*;
+    use crate::artifact::NormalizedPhase;
     use crate::outputs::{MergedFindings, RemfixReport};
     use pretty_assertions::assert_eq;
 
@@ -726,8 +727,8 @@ mod tests {
     fn a_listed_next_phase_is_built_next() {
         let mut artifact = build(None);
         artifact.normalized_phases = vec![
-            json!({"phase_id": "phase-2"}),
-            json!({"phase_id": "wire-up"}),
+            NormalizedPhase::new("phase-2", None),
+            NormalizedPhase::new("wire-up", None),
         ];
         let mut inputs = Inputs::default();
         inputs.outputs.verifier = Some(crate::outputs::VerifierReport {

@@ -1,19 +1,17 @@
 //! Deciding: the batch's contracts read into the engine's inputs, the engine's decision
 //! applied, and the next batch set up.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::*;
-use crate::state::{RunState, WorkflowState};
+use crate::artifact::{HistoryEntry, ResearchRound};
+use crate::event::{Decided, DecidedDetails, EventBody, LoggedFinding};
+use crate::state::{Record, RunState, WorkflowState};
 
 impl Runner<'_> {
     /// The engine inputs from the batch's outputs, or why they cannot be believed.
-    pub(super) fn outputs_of(
-        &self,
-        a: &Value,
-        v: &WorkflowState,
-    ) -> Result<AgentOutputs, RunError> {
-        let kind = self.kind();
+    pub(super) fn outputs_of(&self, v: &WorkflowState) -> Result<AgentOutputs, RunError> {
+        let kind = self.kind;
         let mut out = AgentOutputs::default();
         let mut reviewer = None;
         let mut hunter = None;
@@ -140,7 +138,6 @@ impl Runner<'_> {
                 }
             }
         }
-        let _ = a;
         Ok(out)
     }
 
@@ -156,24 +153,22 @@ impl Runner<'_> {
     /// Stops the workflow on a failure; `baton resume --answer` retries.
     pub(super) fn fail(&self, failure: RunError) -> Result<(), RunError> {
         let reason = failure.to_string();
-        let mut a = self.artifact();
-        let mut v = WorkflowState::read(&a)?;
-        v.state = RunState::Failed;
-        v.host.failure = Some(reason.clone());
-        v.checkpoint = None;
-        v.write(&mut a);
+        let mut r = self.record();
+        r.state.state = RunState::Failed;
+        r.state.host.failure = Some(reason.clone());
+        r.state.checkpoint = None;
         self.say(&format!("stopped: {reason}"));
-        self.commit(NewEvent::new(EventKind::WorkflowFailed).reason(reason), a)
+        self.commit(NewEvent::new(EventKind::WorkflowFailed).reason(reason), r)
     }
 
     /// Asks the engine what the batch's outputs mean, and sets up what comes next.
-    pub(super) fn decide_and_act(&self, a: Value, v: WorkflowState) -> Result<(), RunError> {
-        let outputs = match self.outputs_of(&a, &v) {
+    pub(super) fn decide_and_act(&self, r: Record) -> Result<(), RunError> {
+        let v = &r.state;
+        let outputs = match self.outputs_of(v) {
             Ok(o) => o,
             Err(problem) => return self.fail(problem),
         };
-        let artifact =
-            Artifact::from_json(a.clone()).map_err(|e| RunError::Artifact(e.to_string()))?;
+        let artifact = &r.artifact;
         let mut engine_view = artifact.clone();
         let allowance = v.host.breaker_allowance as usize;
         let keep = engine_view
@@ -193,16 +188,13 @@ impl Runner<'_> {
             ..Inputs::default()
         };
         let d = decide(&engine_view, &inputs);
-        let mut new = d.apply(&artifact).to_json();
-        if let Some(r) = &research {
+        let mut new = d.apply(artifact);
+        if let Some(outcome) = &research {
             // cc10x persists every finished round: the engine caps rounds by this list.
-            let round = research_round(&v, r);
-            match new.get_mut("research_rounds").and_then(Value::as_array_mut) {
-                Some(rounds) => rounds.push(round),
-                None => new["research_rounds"] = json!([round]),
-            }
+            new.research_rounds
+                .push(research_round(v, outcome).to_json());
         }
-        let mut nv = WorkflowState::read(&new)?;
+        let mut nv = v.clone();
         for u in &d.task_updates {
             if let Some(t) = nv.task_mut(&u.task) {
                 t.status = Some(u.status);
@@ -219,7 +211,7 @@ impl Runner<'_> {
             })
             .unwrap_or("router")
             .to_string();
-        let found = what_was_found(&v);
+        let found = what_was_found(v);
         for f in &d.follow_up_tasks {
             let reason = match (f.kind, &found) {
                 (TaskKind::Remfix, Some(found)) => format!("{}: {found}", f.reason),
@@ -227,7 +219,7 @@ impl Runner<'_> {
             };
             let (phase, blocked_by) = match f.kind {
                 TaskKind::Remfix => (
-                    if self.kind() == WorkflowKind::Debug {
+                    if self.kind == WorkflowKind::Debug {
                         "debug-investigate"
                     } else {
                         "build-implement"
@@ -292,17 +284,23 @@ impl Runner<'_> {
         }
         nv.host.next = Some(action);
         nv.host.next_reason = Some(d.reason.clone());
-        let mut ev = NewEvent::new(EventKind::Decided).reason(d.reason.clone());
-        ev.decision = Some(action_name(action));
-        ev.phase = artifact.phase_cursor.clone();
-        let (findings, dropped) = findings_ledger(&v);
-        for d in &dropped {
-            if let Some(h) = new["status_history"].as_array_mut() {
-                h.push(json!({"event": "finding_dropped", "reason": d, "at": baton_state::now_rfc3339()}));
-            }
+        let (findings, dropped) = findings_ledger(v);
+        for why in &dropped {
+            let mut entry = HistoryEntry::new("finding_dropped", None, why);
+            entry.ts = Some(baton_state::now_rfc3339());
+            new.status_history.push(entry);
         }
-        ev.details =
-            Some(json!({"created": created, "findings": findings, "dropped_findings": dropped}));
+        let ev = EventBody::Decided(Decided {
+            phase: artifact.phase_cursor.clone(),
+            action: Some(action_name(action)),
+            reason: Some(d.reason.clone()),
+            details: Some(DecidedDetails {
+                created,
+                findings,
+                dropped_findings: dropped,
+                ..DecidedDetails::default()
+            }),
+        });
         self.say(&format!("-> {}: {}", action_name(action), d.reason));
         if graph::phases_for(action).is_some() {
             let mut batch = graph::runnable_for(&nv.tasks, action);
@@ -323,8 +321,7 @@ impl Runner<'_> {
                 }
             }
             if batch.is_empty() {
-                nv.write(&mut new);
-                self.commit(ev, new)?;
+                self.commit(ev, Record::new(new, nv))?;
                 return self.fail(RunError::NothingRunnable {
                     action: action_name(action),
                 });
@@ -334,8 +331,7 @@ impl Runner<'_> {
                 nv.host.guidance = None;
                 nv.host.failure = None;
             }
-            nv.write(&mut new);
-            return self.commit(ev, new);
+            return self.commit(ev, Record::new(new, nv));
         }
         match action {
             Action::MemoryFinalize
@@ -344,15 +340,13 @@ impl Runner<'_> {
             | Action::PresentBrief
             | Action::PresentReport
             | Action::AnswerInline => {
-                nv.write(&mut new);
-                self.commit(ev, new)?;
+                self.commit(ev, Record::new(new, nv))?;
                 self.finish(action, &d.reason)
             }
             _ => {
                 // A stop: a gate makes it a checkpoint, none a failure. The batch stays, so an
                 // answer can retry it.
-                nv.write(&mut new);
-                self.commit(ev, new)?;
+                self.commit(ev, Record::new(new, nv))?;
                 match d.pending_gate {
                     Some(g) => self.stop_at(g.into(), &d.reason),
                     None => self.fail(RunError::EngineStop(d.reason.clone())),
@@ -366,7 +360,7 @@ impl Runner<'_> {
 /// at one `file:line` is cross-confirmed); after a verifier, the latest review findings checked
 /// against its `### Reviewer Finding Validation` — the ones it could not confirm are dropped and
 /// returned as the second list (degraded critical ones are kept).
-fn findings_ledger(v: &WorkflowState) -> (Vec<Value>, Vec<String>) {
+fn findings_ledger(v: &WorkflowState) -> (Vec<LoggedFinding>, Vec<String>) {
     use contract::merge::{apply_validation, findings_in, merge_findings, validations_in};
     let text_of = |role: Role, ids: &mut dyn Iterator<Item = &String>| {
         ids.filter_map(|id| v.host.outputs.get(id))
@@ -390,14 +384,12 @@ fn findings_ledger(v: &WorkflowState) -> (Vec<Value>, Vec<String>) {
     };
     let findings = kept
         .iter()
-        .map(|m| {
-            json!({
-                "severity": m.finding.severity.name(),
-                "location": m.finding.location.as_ref().map(ToString::to_string),
-                "text": m.finding.text,
-                "raised_by": m.raised_by.iter().map(|r| r.name()).collect::<Vec<_>>(),
-                "cross_confirmed": m.cross_confirmed,
-            })
+        .map(|m| LoggedFinding {
+            severity: m.finding.severity.name().to_string(),
+            location: m.finding.location.as_ref().map(ToString::to_string),
+            text: m.finding.text.clone(),
+            raised_by: m.raised_by.iter().map(|r| r.name().to_string()).collect(),
+            cross_confirmed: m.cross_confirmed,
         })
         .collect();
     (findings, dropped.into_iter().map(|d| d.reason).collect())
@@ -448,13 +440,16 @@ fn new_node_phase(action: Action) -> Option<&'static str> {
 
 /// One finished research round, as the artifact's `research_rounds` keeps it: why, how each
 /// backend did and where its file is.
-fn research_round(v: &WorkflowState, r: &outputs::ResearchOutcome) -> Value {
-    let mut round = json!({
-        "reason": Value::Null,
-        "web": r.web_status, "github": r.github_status, "quality": r.overall_quality,
-        "web_file": Value::Null, "github_file": Value::Null,
-        "at": baton_state::now_rfc3339(),
-    });
+fn research_round(v: &WorkflowState, r: &outputs::ResearchOutcome) -> ResearchRound {
+    let mut round = ResearchRound {
+        reason: None,
+        web: r.web_status.clone(),
+        github: r.github_status.clone(),
+        quality: r.overall_quality.clone(),
+        web_file: None,
+        github_file: None,
+        at: baton_state::now_rfc3339(),
+    };
     for id in &v.host.batch {
         let (Some(t), Some(o)) = (v.task(id), v.host.outputs.get(id)) else {
             continue;
@@ -462,14 +457,9 @@ fn research_round(v: &WorkflowState, r: &outputs::ResearchOutcome) -> Value {
         if o.role != Role::Researcher.name() {
             continue;
         }
-        if round["reason"].is_null() {
-            round["reason"] = json!(t.reason);
+        if round.reason.is_none() {
+            round.reason = t.reason.clone();
         }
-        let key = if t.phase.as_deref() == Some("research-github") {
-            "github_file"
-        } else {
-            "web_file"
-        };
         let file = contract::parse(Role::Researcher, &o.text)
             .ok()
             .and_then(|c| match c.contract {
@@ -477,7 +467,11 @@ fn research_round(v: &WorkflowState, r: &outputs::ResearchOutcome) -> Value {
                 _ => None,
             })
             .filter(|f| !f.trim().is_empty());
-        round[key] = json!(file);
+        if t.phase.as_deref() == Some("research-github") {
+            round.github_file = file;
+        } else {
+            round.web_file = file;
+        }
     }
     round
 }

@@ -1,9 +1,10 @@
 //! Dispatching a batch: the budget check, one agent per task, the recorded result.
 
-use serde_json::{json, Value};
-
 use super::*;
-use crate::state::{HostCheck, RunState, StopGate, TaskOutput, WorkflowState};
+use crate::event::{
+    AgentCompleted, AgentCompletedDetails, AgentStarted, AgentStartedDetails, EventBody, EventUsage,
+};
+use crate::state::{HostCheck, Record, RunState, StopGate, TaskOutput, WorkflowState};
 
 /// Scenario commands of one verifier PASS that are run again.
 pub const MAX_RECHECKS: usize = 8;
@@ -13,12 +14,8 @@ pub const RECHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 impl Runner<'_> {
     /// Before a dispatch: stops at a checkpoint when the next dispatches would pass the budget.
     /// A dispatch is estimated at the most one has cost so far.
-    pub(super) fn within_budget(
-        &self,
-        mut a: Value,
-        v: &WorkflowState,
-        n: usize,
-    ) -> Result<bool, RunError> {
+    pub(super) fn within_budget(&self, mut r: Record, n: usize) -> Result<bool, RunError> {
+        let v = &r.state;
         let s = &v.spent;
         let over_tokens = v
             .host
@@ -42,14 +39,11 @@ impl Runner<'_> {
             ),
             (None, None) => return Ok(true),
         };
-        let mut v = v.clone();
-        v.state = RunState::Checkpoint;
-        v.write(&mut a);
-        let brief = gate::brief(&a, &format!("budget stop: {reason}"));
-        v.checkpoint = Some(gate::checkpoint(StopGate::Budget, &reason, brief));
-        v.write(&mut a);
+        r.state.state = RunState::Checkpoint;
+        let brief = gate::brief_of(&r, &format!("budget stop: {reason}"));
+        r.state.checkpoint = Some(gate::checkpoint(StopGate::Budget, &reason, brief));
         self.say(&format!("budget stop: {reason}"));
-        self.commit(NewEvent::new(EventKind::BudgetStopped).reason(reason), a)?;
+        self.commit(NewEvent::new(EventKind::BudgetStopped).reason(reason), r)?;
         Ok(false)
     }
 
@@ -76,28 +70,21 @@ impl Runner<'_> {
         Ok(())
     }
 
-    pub(super) fn kind(&self) -> WorkflowKind {
-        Artifact::from_json(self.artifact())
-            .ok()
-            .and_then(|a| a.workflow_type)
-            .unwrap_or(WorkflowKind::Build)
-    }
-
     /// The role that runs a task; a remediation in DEBUG goes to the investigator.
     pub(super) fn role_of(&self, t: &Task) -> Option<Role> {
         let kind = t.kind?;
         let phase = t.phase.as_deref().unwrap_or("");
         let origin = t.origin.as_deref().unwrap_or("router");
         role_for_task(kind, phase, origin).or(match kind {
-            TaskKind::Remfix if self.kind() == WorkflowKind::Debug => Some(Role::BugInvestigator),
+            TaskKind::Remfix if self.kind == WorkflowKind::Debug => Some(Role::BugInvestigator),
             TaskKind::Remfix => Some(Role::ComponentBuilder),
             _ => None,
         })
     }
 
     pub(super) async fn dispatch_one(&self, id: &str) -> Result<(), RunError> {
-        let a = self.artifact();
-        let v = WorkflowState::read(&a)?;
+        let r = self.record();
+        let v = &r.state;
         let Some(task) = v.task(id).cloned() else {
             return Err(RunError::UnknownTask { id: id.to_string() });
         };
@@ -118,39 +105,44 @@ impl Runner<'_> {
         };
         // Research needs a backend: only a user or project `researcher` role provides one.
         if role == Role::Researcher && spec.source == baton_protocol::role::RoleSource::Builtin {
-            return self.record_unavailable_research(a, v, &task);
+            return self.record_unavailable_research(r, &task);
         }
         let class =
             tier_for(&spec, &tier_config(self.env)).map_err(|e| RunError::Tier(e.to_string()))?;
         let phase = task.phase.clone().unwrap_or_default();
         let attempt = v.host.dispatch_counts.get(&phase).copied().unwrap_or(0) + 1;
-        let prompt = self.prompt(&a, &v, &task, role);
+        let prompt = self.prompt(&r, &task, role);
         let (prompt, bias) = if agent::adversarial(role) {
             agent::scan_bias(&prompt)
         } else {
             (prompt, Vec::new())
         };
-        let work = self.work_dir(&v);
+        let work = self.work_dir(v);
         // Write roles must change the tree to pass; read-only ones must leave its tracked files alone.
         let untracked = !role.is_read_only();
         let before = tree_digest(&work, untracked);
         {
-            let mut a = self.artifact();
-            let mut v = WorkflowState::read(&a)?;
-            if let Some(t) = v.task_mut(id) {
+            let mut r = self.record();
+            if let Some(t) = r.state.task_mut(id) {
                 t.status = Some(TaskStatus::InProgress);
             }
-            v.host.dispatch_counts.insert(phase.clone(), attempt);
-            v.write(&mut a);
-            let mut ev = NewEvent::new(EventKind::AgentStarted).phase(phase.clone());
-            ev.task_id = Some(id.to_string());
-            ev.agent = Some(role.name().to_string());
-            ev.details = Some(json!({
-                "role": spec.name(), "class": class.to_string(), "attempt": attempt,
-                "backend": baton_exec::delegate::backend_of(&self.env.delegate, &spec).as_str(),
-                "bias_phrases_removed": bias,
-            }));
-            self.commit(ev, a)?;
+            r.state.host.dispatch_counts.insert(phase.clone(), attempt);
+            let backend = baton_exec::delegate::backend_of(&self.env.delegate, &spec);
+            let ev = EventBody::AgentStarted(AgentStarted {
+                phase: Some(phase.clone()),
+                task_id: Some(id.to_string()),
+                agent: Some(role.name().to_string()),
+                reason: None,
+                details: Some(AgentStartedDetails {
+                    role: Some(spec.name().to_string()),
+                    class: Some(class.to_string()),
+                    attempt: Some(attempt),
+                    backend: Some(backend.as_str().to_string()),
+                    bias_phrases_removed: Some(bias),
+                    ..AgentStartedDetails::default()
+                }),
+            });
+            self.commit(ev, r)?;
         }
         self.say(&format!(
             "{id} {phase}: {} on {class} (attempt {attempt})",
@@ -199,8 +191,8 @@ impl Runner<'_> {
             (Some(b), Some(after)) => Some(*b != after),
             _ => None,
         };
-        let mut a = self.artifact();
-        let mut v = WorkflowState::read(&a)?;
+        let mut r = self.record();
+        let v = &mut r.state;
         if let Some(t) = v.task_mut(id) {
             t.status = Some(TaskStatus::Completed);
         }
@@ -225,24 +217,35 @@ impl Runner<'_> {
             None if tokens > 0 => s.unpriced_dispatches += 1,
             None => {}
         }
-        v.write(&mut a);
         let verdict = match &d.output.error {
             Some(_) => "error".to_string(),
             None => contract::parse(role, &d.output.text)
                 .map(|c| c.outcome.verdict().name().to_string())
                 .unwrap_or_else(|_| "no contract".into()),
         };
-        let mut ev = NewEvent::new(EventKind::AgentCompleted).phase(phase.clone());
-        ev.task_id = Some(id.to_string());
-        ev.agent = Some(role.name().to_string());
-        ev.decision = Some(verdict.clone());
-        ev.duration_seconds = Some(d.duration_seconds);
-        ev.details = Some(json!({
-            "role": spec.name(), "route": d.route, "backend": d.backend, "exit_code": d.exit_code,
-            "usage": {"input_tokens": d.usage.input_tokens, "output_tokens": d.usage.output_tokens},
-            "cost_usd": d.cost_usd, "changed": changed, "error": d.output.error,
-        }));
-        self.commit(ev, a)?;
+        let ev = EventBody::AgentCompleted(AgentCompleted {
+            phase: Some(phase.clone()),
+            task_id: Some(id.to_string()),
+            agent: Some(role.name().to_string()),
+            verdict: Some(verdict.clone()),
+            reason: None,
+            duration_seconds: Some(d.duration_seconds),
+            details: Some(AgentCompletedDetails {
+                role: Some(spec.name().to_string()),
+                route: Some(d.route.clone()),
+                backend: Some(d.backend.to_string()),
+                exit_code: Some(d.exit_code),
+                usage: Some(EventUsage {
+                    input_tokens: d.usage.input_tokens,
+                    output_tokens: d.usage.output_tokens,
+                }),
+                cost_usd: Some(d.cost_usd),
+                changed: Some(changed),
+                error: Some(d.output.error.clone()),
+                ..AgentCompletedDetails::default()
+            }),
+        });
+        self.commit(ev, r)?;
         self.say(&format!(
             "{id} {phase}: {} → {verdict} ({:.1}s, {tokens} tokens)",
             spec.name(),
@@ -294,10 +297,10 @@ impl Runner<'_> {
     /// No research backend: the round's result is `UNAVAILABLE`, recorded without a dispatch.
     pub(super) fn record_unavailable_research(
         &self,
-        mut a: Value,
-        mut v: WorkflowState,
+        mut r: Record,
         task: &Task,
     ) -> Result<(), RunError> {
+        let v = &mut r.state;
         let text = format!(
             "research unavailable: no research backend is configured\n\n### Router Contract (MACHINE-READABLE)\n```yaml\nSTATUS: UNAVAILABLE\nFILE_PATH: null\nBACKEND_MODE: none\nSOURCES_ATTEMPTED: []\nSOURCES_USED: []\nQUALITY_LEVEL: none\n{}: 0\nWHAT_CHANGED_RECOMMENDATION: null\nMEMORY_NOTES: null\n```\n",
             if task.phase.as_deref() == Some("research-github") {
@@ -317,18 +320,20 @@ impl Runner<'_> {
                 ..TaskOutput::default()
             },
         );
-        v.write(&mut a);
-        let mut ev = NewEvent::new(EventKind::AgentCompleted)
-            .phase(task.phase.clone().unwrap_or_default())
-            .reason("no research backend configured: UNAVAILABLE");
-        ev.task_id = Some(task.id.clone());
-        ev.agent = Some(Role::Researcher.name().into());
-        ev.decision = Some("unavailable".into());
-        self.commit(ev, a)
+        let ev = EventBody::AgentCompleted(AgentCompleted {
+            phase: Some(task.phase.clone().unwrap_or_default()),
+            task_id: Some(task.id.clone()),
+            agent: Some(Role::Researcher.name().into()),
+            verdict: Some("unavailable".into()),
+            reason: Some("no research backend configured: UNAVAILABLE".into()),
+            ..AgentCompleted::default()
+        });
+        self.commit(ev, r)
     }
 
     /// The scaffold of one dispatch.
-    pub(super) fn prompt(&self, a: &Value, v: &WorkflowState, task: &Task, role: Role) -> String {
+    pub(super) fn prompt(&self, r: &Record, task: &Task, role: Role) -> String {
+        let (a, v) = (&r.artifact, &r.state);
         let memory = MemoryDir::new(&self.root);
         let cut = |s: String| s.chars().take(2000).collect::<String>();
         let summary = memory.read(MemoryFile::ActiveContext).ok().map(cut);
@@ -360,10 +365,10 @@ impl Runner<'_> {
         let last_problem = v.host.failure.clone().filter(|_| v.host.guidance.is_some());
         // The investigator or planner after a research round reads where its files are.
         let research_files = matches!(role, Role::BugInvestigator | Role::Planner)
-            .then(|| a.get("research_rounds")?.as_array()?.last().cloned())
+            .then(|| a.research_rounds.last())
             .flatten()
-            .map(|r| {
-                let file = |k: &str| r[k].as_str().unwrap_or("Unavailable").to_string();
+            .map(|round| {
+                let file = |k: &str| round[k].as_str().unwrap_or("Unavailable").to_string();
                 format!("Web: {}\nGitHub: {}", file("web_file"), file("github_file"))
             });
         let artifact_path = self
@@ -377,8 +382,8 @@ impl Runner<'_> {
             artifact_path: &artifact_path,
             task,
             role,
-            request: a.get("user_request").and_then(Value::as_str).unwrap_or(""),
-            plan_file: a.get("plan_file").and_then(Value::as_str),
+            request: a.user_request.as_deref().unwrap_or(""),
+            plan_file: a.plan_file.as_deref(),
             memory_summary: summary.as_deref(),
             patterns: patterns.as_deref(),
             guidance: v.host.guidance.as_deref(),

@@ -1,28 +1,33 @@
 //! Ending and answering: checkpoints, the user's answers, memory finalization and the brief.
 
-use serde_json::{json, Value};
-
 use super::*;
-use crate::state::{Checkpoint, RunState, StopGate, WorkflowState};
+use crate::artifact::HistoryEntry;
+use crate::event::{
+    AnswerDetails, CheckpointAnswered, CheckpointDetails, CheckpointRequested, EventBody,
+};
+use crate::state::{Checkpoint, GivenAnswer, Record, RunState, StopGate};
 
 impl Runner<'_> {
     /// Waits at a checkpoint, or takes its recommended option under `AUTO_PROCEED`.
     pub(super) fn stop_at(&self, gate_name: StopGate, reason: &str) -> Result<(), RunError> {
-        let mut a = self.artifact();
-        let mut v = WorkflowState::read(&a)?;
-        let brief = gate::brief(&a, &format!("checkpoint: {gate_name}"));
+        let mut r = self.record();
+        let brief = gate::brief_of(&r, &format!("checkpoint: {gate_name}"));
         let cp = gate::checkpoint(gate_name, reason, brief);
-        let auto = v.host.auto_proceed
+        let auto = r.state.host.auto_proceed
             && gate::risk(gate_name) == crate::memory::GateRisk::Ordinary
             && cp.recommended.is_some();
-        v.state = RunState::Checkpoint;
-        v.checkpoint = Some(cp.clone());
-        v.write(&mut a);
-        let mut ev = NewEvent::new(EventKind::CheckpointRequested)
-            .phase(gate_name.as_str())
-            .reason(cp.question.clone());
-        ev.details = Some(json!({"options": cp.options, "recommended": cp.recommended}));
-        self.commit(ev, a.clone())?;
+        r.state.state = RunState::Checkpoint;
+        r.state.checkpoint = Some(cp.clone());
+        let ev = EventBody::CheckpointRequested(CheckpointRequested {
+            gate: Some(gate_name.as_str().to_string()),
+            question: Some(cp.question.clone()),
+            details: Some(CheckpointDetails {
+                options: cp.options.clone(),
+                recommended: cp.recommended.clone(),
+                ..CheckpointDetails::default()
+            }),
+        });
+        self.commit(ev, r)?;
         if auto {
             let pick = cp.recommended.clone().unwrap_or_default();
             let choice = gate::read_answer(&cp, &pick).map_err(RunError::BadAnswer)?;
@@ -36,8 +41,7 @@ impl Runner<'_> {
                 )],
             );
             self.say(&format!("AUTO_PROCEED: {gate_name} → {pick}"));
-            let v = WorkflowState::read(&self.artifact())?;
-            return self.answer(a, v, &cp, &pick, choice);
+            return self.answer(self.record(), &cp, &pick, choice);
         }
         self.say(&format!("checkpoint {gate_name}: {}", cp.question));
         Ok(())
@@ -46,12 +50,25 @@ impl Runner<'_> {
     /// Records the user's answer (their exact words) and sets up what it asks for.
     pub(super) fn answer(
         &self,
-        mut a: Value,
-        mut v: WorkflowState,
+        r: Record,
         cp: &Checkpoint,
         text: &str,
         choice: Answer,
     ) -> Result<(), RunError> {
+        let Record {
+            artifact: mut a,
+            state: mut v,
+        } = r;
+        let answered = |choice: Option<String>| {
+            EventBody::CheckpointAnswered(CheckpointAnswered {
+                gate: Some(cp.gate.as_str().to_string()),
+                choice,
+                details: Some(AnswerDetails {
+                    answer: text.to_string(),
+                    ..AnswerDetails::default()
+                }),
+            })
+        };
         // The finishing choice acts first: when git refuses, nothing is recorded and the
         // question stays.
         let finished = match (&choice, &v.host.worktree) {
@@ -60,12 +77,14 @@ impl Runner<'_> {
             }
             _ => None,
         };
-        v.host
-            .answers
-            .push(json!({"gate": cp.gate, "answer": text, "at": baton_state::now_rfc3339()}));
+        v.host.answers.push(GivenAnswer {
+            gate: cp.gate,
+            answer: text.to_string(),
+            at: baton_state::now_rfc3339(),
+        });
         v.checkpoint = None;
         v.state = RunState::Running;
-        a["pending_gate"] = Value::Null;
+        a.pending_gate = None;
         match choice {
             Answer::Abort => {
                 v.state = RunState::Stopped;
@@ -82,36 +101,25 @@ impl Runner<'_> {
                     &format!("review findings, scope {scope}"),
                     Vec::new(),
                 );
-                let mut entry = crate::artifact::HistoryEntry::new(
+                let mut entry = HistoryEntry::new(
                     "remediation_created",
-                    a.get("phase_cursor").and_then(Value::as_str),
+                    a.phase_cursor.as_deref(),
                     &format!("scope decision: {scope}"),
                 );
-                entry.extra.insert("origin".into(), json!("code-reviewer"));
-                if let Some(h) = a
-                    .get_mut("remediation_history")
-                    .and_then(Value::as_array_mut)
-                {
-                    h.push(serde_json::to_value(entry).unwrap_or(Value::Null));
-                }
+                entry.extra.insert("origin".into(), "code-reviewer".into());
+                a.remediation_history.push(entry);
                 v.host.batch = vec![t.id.clone()];
                 v.host.next = Some(Action::CreateRemfix);
                 v.tasks.push(t);
             }
             Answer::Accept => {
                 v.host.guidance = None;
-                v.write(&mut a);
-                let mut ev = NewEvent::new(EventKind::CheckpointAnswered).phase(cp.gate.as_str());
-                ev.details = Some(json!({"answer": text}));
-                self.commit(ev, a)?;
+                self.commit(answered(None), Record::new(a, v))?;
                 return self.finish(Action::MemoryFinalize, "accepted at the circuit breaker: the open findings are deferred and the work is unverified");
             }
             Answer::Finish(_) => {
                 v.host.finished = finished.or(Some("no worktree to finish".into()));
-                v.write(&mut a);
-                let mut ev = NewEvent::new(EventKind::CheckpointAnswered).phase(cp.gate.as_str());
-                ev.details = Some(json!({"answer": text}));
-                self.commit(ev, a)?;
+                self.commit(answered(None), Record::new(a, v))?;
                 return self.finish(Action::MemoryFinalize, "");
             }
             Answer::OneMoreCycle => {
@@ -137,7 +145,7 @@ impl Runner<'_> {
                 let replan = batch
                     .iter()
                     .any(|id| v.task(id).and_then(|t| t.phase.as_deref()) == Some("plan-create"));
-                if replan && self.kind() == WorkflowKind::Plan {
+                if replan && self.kind == WorkflowKind::Plan {
                     for t in v.tasks.iter_mut() {
                         let review = ["plan-review-gap-1", "re-plan", "plan-review-gap-2"];
                         if t.status == Some(TaskStatus::Deleted)
@@ -149,47 +157,39 @@ impl Runner<'_> {
                 }
             }
         }
-        v.write(&mut a);
-        let mut ev = NewEvent::new(EventKind::CheckpointAnswered).phase(cp.gate.as_str());
-        ev.details = Some(json!({"answer": text}));
-        ev.decision = Some(format!("{choice:?}"));
-        self.commit(ev, a)
+        self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v))
     }
 
     /// Ends the workflow: memory finalized inline (a failed write stops it), the brief recorded.
     pub(super) fn finish(&self, action: Action, reason: &str) -> Result<(), RunError> {
-        if !WorkflowState::read(&self.artifact())?.host.memory_done
-            && !self.finalize_memory(action)?
-        {
+        if !self.record().state.host.memory_done && !self.finalize_memory(action)? {
             return Ok(());
         }
-        let a = self.artifact();
-        let mut v = WorkflowState::read(&a)?;
-        let art = Artifact::from_json(a.clone()).unwrap_or_default();
-        let kind = art.workflow_type.unwrap_or(WorkflowKind::Build);
-        let proven = art.proof_status.as_deref() == Some("passed");
-        let headline = match v.host.headline.clone() {
+        let mut r = self.record();
+        let proven = r.artifact.proof_status.as_deref() == Some("passed");
+        let headline = match r.state.host.headline.clone() {
             Some(h) => h,
-            None => self.headline(&a, action, reason),
+            None => self.headline(&r.artifact, action, reason),
         };
-        if let (Some(wt), None, WorkflowKind::Build, true) =
-            (v.host.worktree.clone(), &v.host.finished, kind, proven)
-        {
+        if let (Some(wt), None, WorkflowKind::Build, true) = (
+            r.state.host.worktree.clone(),
+            &r.state.host.finished,
+            self.kind,
+            proven,
+        ) {
             // The finishing choice works on a commit: the workflow's changes, on its branch.
-            let request = a.get("user_request").and_then(Value::as_str).unwrap_or("");
+            let request = r.artifact.user_request.as_deref().unwrap_or("");
             if let Err(e) = commit_worktree(&wt, request) {
                 return self.fail(RunError::Commit {
                     branch: wt.branch.clone(),
                     message: e,
                 });
             }
-            let mut a = a;
-            v.host.headline = Some(headline.clone());
-            v.write(&mut a);
+            r.state.host.headline = Some(headline.clone());
             self.commit(
                 NewEvent::new(EventKind::ArtifactUpdated)
                     .reason(format!("the work is committed on {}", wt.branch)),
-                a,
+                r,
             )?;
             return self.stop_at(
                 StopGate::Finish,
@@ -205,17 +205,16 @@ impl Runner<'_> {
 
     /// Finalizes memory; `false` when that failed and the workflow stopped.
     fn finalize_memory(&self, action: Action) -> Result<bool, RunError> {
-        let mut a = self.artifact();
-        let mut v = WorkflowState::read(&a)?;
-        let art = Artifact::from_json(a.clone()).unwrap_or_default();
-        let kind = art.workflow_type.unwrap_or(WorkflowKind::Build);
+        let mut r = self.record();
+        let (art, v) = (&r.artifact, &mut r.state);
+        let kind = self.kind;
         let proven = art.proof_status.as_deref() == Some("passed");
         let needs_proof = matches!(kind, WorkflowKind::Build | WorkflowKind::Debug);
         let accepted = v
             .host
             .answers
             .iter()
-            .any(|x| x["gate"] == "circuit_breaker")
+            .any(|x| x.gate == StopGate::CircuitBreaker)
             && action == Action::MemoryFinalize
             && !proven;
         let mut fin = Finalization::new(self.id.clone(), time::OffsetDateTime::now_utc());
@@ -228,7 +227,7 @@ impl Runner<'_> {
             "{} {}: {} ({verdict})",
             kind.as_str(),
             self.id,
-            a.get("user_request").and_then(Value::as_str).unwrap_or("")
+            art.user_request.as_deref().unwrap_or("")
         ));
         for o in v.host.outputs.values() {
             if o.role == Role::IntegrationVerifier.name() {
@@ -280,18 +279,16 @@ impl Runner<'_> {
             return Ok(false);
         }
         v.host.memory_done = true;
-        v.write(&mut a);
         self.commit(
             NewEvent::new(EventKind::MemoryFinalized)
                 .reason(format!("{} updated", memory.dir().display())),
-            a,
+            r,
         )?;
         Ok(true)
     }
 
-    fn headline(&self, a: &Value, action: Action, reason: &str) -> String {
-        let art = Artifact::from_json(a.clone()).unwrap_or_default();
-        let kind = art.workflow_type.unwrap_or(WorkflowKind::Build);
+    fn headline(&self, art: &Artifact, action: Action, reason: &str) -> String {
+        let kind = self.kind;
         let proven = art.proof_status.as_deref() == Some("passed");
         let needs_proof = matches!(kind, WorkflowKind::Build | WorkflowKind::Debug);
         match (kind, action) {
@@ -316,16 +313,12 @@ impl Runner<'_> {
 
     /// Marks the workflow completed with its brief.
     fn complete(&self, headline: String) -> Result<(), RunError> {
-        let mut a = self.artifact();
-        let mut v = WorkflowState::read(&a)?;
-        v.state = RunState::Completed;
-        v.write(&mut a);
-        let brief = gate::brief(&a, &headline);
-        v.host.brief = Some(brief);
-        v.write(&mut a);
+        let mut r = self.record();
+        r.state.state = RunState::Completed;
+        r.state.host.brief = Some(gate::brief_of(&r, &headline));
         self.commit(
             NewEvent::new(EventKind::WorkflowCompleted).reason(headline),
-            a,
+            r,
         )
     }
 }

@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use crate::artifact::{Artifact, TaskStatus};
+use crate::artifact::TaskStatus;
 use crate::memory::GateRisk;
-use crate::state::{Checkpoint, Spent, StopGate, WorkflowState};
+use crate::state::{Checkpoint, Record, Spent, StopGate};
 
 /// How an answer to a checkpoint is to be carried out.
 #[derive(Debug, Clone, PartialEq)]
@@ -151,15 +151,19 @@ pub fn spent_line(s: &Spent) -> String {
 /// The decision-ready brief: the request, every task with its verdict, the remediation cycles,
 /// the proof, what was spent, and why the workflow stands where it does.
 pub fn brief(artifact: &Value, headline: &str) -> String {
-    let v = match WorkflowState::read(artifact) {
-        Ok(v) => v,
-        Err(e) => return format!("{headline}\nthe workflow state does not read: {e}\n"),
-    };
-    let a = Artifact::from_json(artifact.clone()).unwrap_or_default();
+    match Record::read(artifact) {
+        Ok(r) => brief_of(&r, headline),
+        Err(e) => format!("{headline}\nthe workflow state does not read: {e}\n"),
+    }
+}
+
+/// [`brief`] of a decoded record.
+pub fn brief_of(r: &Record, headline: &str) -> String {
+    let (a, v) = (&r.artifact, &r.state);
     let mut out = String::new();
     out.push_str(headline);
     out.push('\n');
-    if let Some(r) = artifact.get("user_request").and_then(Value::as_str) {
+    if let Some(r) = &a.user_request {
         out.push_str(&format!("request: {r}\n"));
     }
     out.push_str("tasks:\n");

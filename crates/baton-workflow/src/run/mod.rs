@@ -25,19 +25,20 @@ use baton_exec::delegate::DelegateEnv;
 use baton_exec::executor::Executor;
 use baton_exec::ExecErrorCode;
 use baton_protocol::role::RoleSpec;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::artifact::{Artifact, Task, TaskKind, TaskStatus};
+use crate::artifact::{Artifact, NormalizedPhase, Task, TaskKind, TaskStatus};
 use crate::contract::{self, Outcome as ContractOutcome, Role};
 use crate::dispatch::{role_for_task, tier_for, TierConfig};
 use crate::engine::{decide, Action, Change, Inputs};
+use crate::event::{TaskCreated, TaskCreatedDetails};
 use crate::memory::{Finalization, MemoryDir, MemoryFile};
 use crate::outputs::{self, AgentOutputs, ReadOnlyReport};
 use crate::route::WorkflowKind;
 pub use crate::state;
-use crate::state::{RunState, StateError, StopGate, WorkflowState, WorktreeOffer};
-use crate::store::{EventKind, NewEvent, OpenWorkflow, WorkflowStore};
+use crate::state::{Record, RunState, StateError, StopGate, WorkflowState, WorktreeOffer};
+use crate::store::{EventBody, EventKind, NewEvent, OpenWorkflow, WorkflowStore};
 pub use agent::{ExecLauncher, Launch, Launcher, Recheck};
 pub use error::RunError;
 use gate::Answer;
@@ -104,20 +105,25 @@ pub enum Outcome {
 /// interrupted). `baton run`, `baton resume` and the workflow resource of `baton mcp` read it here.
 /// A state that does not decode is an error naming the field.
 pub fn outcome_of(id: &str, artifact: &Value) -> Result<Option<Outcome>, StateError> {
-    let v = WorkflowState::read(artifact)?;
+    Ok(outcome(id, &Record::read(artifact)?))
+}
+
+/// [`outcome_of`] a decoded record.
+fn outcome(id: &str, r: &Record) -> Option<Outcome> {
+    let v = &r.state;
     let id = id.to_string();
-    Ok(match v.state {
+    match v.state {
         RunState::Completed => {
             let brief = v.host.brief.clone().unwrap_or_default();
             Some(Outcome::Completed { id, brief })
         }
         RunState::Failed => Some(Outcome::Failed {
             id,
-            brief: gate::brief(artifact, "workflow stopped on a failure"),
+            brief: gate::brief_of(r, "workflow stopped on a failure"),
         }),
         RunState::Stopped => Some(Outcome::Stopped {
             id,
-            brief: gate::brief(artifact, "workflow stopped by the user"),
+            brief: gate::brief_of(r, "workflow stopped by the user"),
         }),
         RunState::Checkpoint => {
             let checkpoint = v
@@ -127,7 +133,7 @@ pub fn outcome_of(id: &str, artifact: &Value) -> Result<Option<Outcome>, StateEr
             Some(Outcome::Checkpoint { id, checkpoint })
         }
         RunState::Running => None,
-    })
+    }
 }
 
 /// Starts a workflow and drives it until it completes, stops or waits at a checkpoint.
@@ -172,14 +178,12 @@ pub async fn start_with(
     if let Some(lock) = &mut tree_lock {
         lock.note_owner(&format!("workflow {id}"));
     }
-    let runner = Runner::new(env, launcher, wf, cancel);
-    let mut a = runner.artifact();
+    let runner = Runner::new(env, launcher, wf, cancel)?;
+    let mut r = runner.record();
     if opts.kind == WorkflowKind::Build {
-        a["build_scope"] = json!(if trivial { "trivial" } else { "standard" });
-        a["phase_cursor"] = json!("phase-1");
-        a["normalized_phases"] = json!([{"phase_id": "phase-1", "title": opts.request}]);
+        first_phase(&mut r.artifact, trivial);
     }
-    let mut v = WorkflowState::read(&a)?;
+    let v = &mut r.state;
     v.tasks = graph::initial(opts.kind, trivial, &id);
     v.host.auto_proceed = settings.auto_proceed;
     v.host.budget_usd = opts.budget_usd.or(env.delegate.config.workflow.budget_usd);
@@ -223,25 +227,29 @@ pub async fn start_with(
         .as_ref()
         .map_or(root.clone(), |w| w.path.clone());
     v.host.baseline = tree_digest(&work, true);
-    v.write(&mut a);
     let healed: Vec<String> = report
         .healed
         .iter()
         .map(|(f, h)| format!("{}: {}", f.file_name(), h.join(", ")))
         .collect();
-    let mut ev = NewEvent::new(EventKind::TaskCreated).reason(format!(
-        "{} tasks{}",
-        v.tasks.len(),
-        if healed.is_empty() {
-            String::new()
-        } else {
-            format!("; memory healed ({})", healed.join("; "))
-        }
-    ));
-    ev.details = Some(json!({"tasks": v.tasks.iter().map(|t| &t.id).collect::<Vec<_>>()}));
-    runner.commit(ev, a)?;
+    let ev = EventBody::TaskCreated(TaskCreated {
+        reason: Some(format!(
+            "{} tasks{}",
+            v.tasks.len(),
+            if healed.is_empty() {
+                String::new()
+            } else {
+                format!("; memory healed ({})", healed.join("; "))
+            }
+        )),
+        details: Some(TaskCreatedDetails {
+            tasks: v.tasks.iter().map(|t| t.id.clone()).collect(),
+            ..TaskCreatedDetails::default()
+        }),
+    });
+    runner.commit(ev, r)?;
     runner.say(&format!("workflow {id} started"));
-    if let Some(wt) = &WorkflowState::read(&runner.artifact())?.host.worktree {
+    if let Some(wt) = &runner.record().state.host.worktree {
         runner.say(&format!(
             "working in worktree {} on branch {}",
             wt.path.display(),
@@ -299,9 +307,8 @@ pub async fn resume_with(
     check_tiers(env)?;
     let store = WorkflowStore::new(env.delegate.state.clone());
     let wf = store.open(id)?;
-    let runner = Runner::new(env, launcher, wf, cancel);
-    let mut a = runner.artifact();
-    let mut v = WorkflowState::read(&a)?;
+    let runner = Runner::new(env, launcher, wf, cancel)?;
+    let mut r = runner.record();
     // A workflow that works in the project's tree holds the tree's lock while it goes on (taken
     // below, once it is clear that it goes on).
     let claim_tree = |v: &WorkflowState| match v.host.worktree {
@@ -310,18 +317,19 @@ pub async fn resume_with(
     };
     let tree_lock;
     if budget_usd.is_some() || budget_tokens.is_some() {
-        v.host.budget_usd = budget_usd.or(v.host.budget_usd);
-        v.host.budget_tokens = budget_tokens.or(v.host.budget_tokens);
+        let host = &mut r.state.host;
+        host.budget_usd = budget_usd.or(host.budget_usd);
+        host.budget_tokens = budget_tokens.or(host.budget_tokens);
     }
-    match (v.state, answer) {
+    match (r.state.state, answer) {
         (RunState::Completed | RunState::Stopped, _) => {
             return Err(RunError::NothingToResume {
                 id: id.to_string(),
-                state: v.state,
+                state: r.state.state,
             })
         }
         (RunState::Checkpoint, None) => {
-            let cp = v.checkpoint.clone();
+            let cp = r.state.checkpoint.clone();
             return Ok(Outcome::Checkpoint {
                 id: id.to_string(),
                 checkpoint: cp
@@ -331,36 +339,29 @@ pub async fn resume_with(
         (RunState::Failed, None) => return Err(RunError::AnswerNeeded { id: id.to_string() }),
         (RunState::Running, Some(_)) => return Err(RunError::NoQuestion { id: id.to_string() }),
         (RunState::Running, None) => {
-            tree_lock = claim_tree(&v)?;
+            tree_lock = claim_tree(&r.state)?;
             let mut reason = "resumed".to_string();
-            if v.tasks.is_empty() {
+            if r.state.tasks.is_empty() {
                 // Killed between the record's first event and its task graph: nothing ran, so
                 // the graph is made now, in place (the worktree offer is not made again).
-                let kind = Artifact::from_json(a.clone())
-                    .ok()
-                    .and_then(|x| x.workflow_type)
-                    .unwrap_or(WorkflowKind::Build);
-                let trivial = a.get("build_scope").and_then(Value::as_str) == Some("trivial");
-                if kind == WorkflowKind::Build && a.get("phase_cursor").is_none_or(Value::is_null) {
-                    a["build_scope"] = json!("standard");
-                    a["phase_cursor"] = json!("phase-1");
-                    let request = a.get("user_request").cloned().unwrap_or(Value::Null);
-                    a["normalized_phases"] = json!([{"phase_id": "phase-1", "title": request}]);
+                let kind = runner.kind;
+                let trivial = r.artifact.build_scope.as_deref() == Some("trivial");
+                if kind == WorkflowKind::Build && r.artifact.phase_cursor.is_none() {
+                    first_phase(&mut r.artifact, false);
                 }
-                v.tasks = graph::initial(kind, trivial, id);
-                v.host.worktree_offer = Some(WorktreeOffer::Skipped(
+                r.state.tasks = graph::initial(kind, trivial, id);
+                r.state.host.worktree_offer = Some(WorktreeOffer::Skipped(
                     "resumed before the graph was recorded".into(),
                 ));
-                reason = format!("resumed; {} tasks recorded", v.tasks.len());
+                reason = format!("resumed; {} tasks recorded", r.state.tasks.len());
             }
-            v.write(&mut a);
-            runner.commit(NewEvent::new(EventKind::ArtifactUpdated).reason(reason), a)?;
+            runner.commit(NewEvent::new(EventKind::ArtifactUpdated).reason(reason), r)?;
         }
         (RunState::Checkpoint | RunState::Failed, Some(text)) => {
-            let cp = v.checkpoint.clone().unwrap_or_else(|| {
+            let cp = r.state.checkpoint.clone().unwrap_or_else(|| {
                 gate::checkpoint(
                     StopGate::Failure,
-                    v.host.failure.as_deref().unwrap_or("stopped"),
+                    r.state.host.failure.as_deref().unwrap_or("stopped"),
                     String::new(),
                 )
             });
@@ -368,14 +369,21 @@ pub async fn resume_with(
             // Merging a worktree's branch changes the project's tree too.
             tree_lock = match choice {
                 Answer::Finish("merge") => Some(store.claim_tree(&format!("workflow {id}"))?),
-                _ => claim_tree(&v)?,
+                _ => claim_tree(&r.state)?,
             };
-            runner.answer(a, v, &cp, text, choice)?;
+            runner.answer(r, &cp, text, choice)?;
         }
     }
     let outcome = runner.drive().await;
     drop(tree_lock);
     outcome
+}
+
+/// A BUILD's one phase, titled with the request (`trivial` or `standard` scope).
+fn first_phase(a: &mut Artifact, trivial: bool) {
+    a.build_scope = Some(if trivial { "trivial" } else { "standard" }.into());
+    a.phase_cursor = Some("phase-1".into());
+    a.normalized_phases = vec![NormalizedPhase::new("phase-1", a.user_request.as_deref())];
 }
 
 /// The worktree offer of a BUILD: skipped for trivial scope and inside a linked worktree; taken
@@ -491,11 +499,19 @@ fn tree_digest(root: &Path, untracked: bool) -> Option<String> {
     Some(format!("{:016x}", h.finish()))
 }
 
+/// The open log and the record it holds, decoded.
+struct Open {
+    log: OpenWorkflow,
+    record: Record,
+}
+
 struct Runner<'a> {
     env: &'a RunEnv,
     launcher: &'a dyn Launcher,
     id: String,
-    wf: Mutex<OpenWorkflow>,
+    /// The workflow's type, fixed when it was created.
+    kind: WorkflowKind,
+    wf: Mutex<Open>,
     cancel: &'a CancellationToken,
     appended: AtomicU64,
     root: PathBuf,
@@ -507,16 +523,18 @@ impl<'a> Runner<'a> {
         launcher: &'a dyn Launcher,
         wf: OpenWorkflow,
         cancel: &'a CancellationToken,
-    ) -> Self {
-        Runner {
+    ) -> Result<Self, RunError> {
+        let record = Record::read(wf.artifact())?;
+        Ok(Runner {
             id: wf.id().to_string(),
+            kind: record.artifact.workflow_type.unwrap_or(WorkflowKind::Build),
             env,
             launcher,
-            wf: Mutex::new(wf),
+            wf: Mutex::new(Open { log: wf, record }),
             cancel,
             appended: AtomicU64::new(0),
             root: project_root(env),
-        }
+        })
     }
 
     pub(super) fn say(&self, line: &str) {
@@ -533,22 +551,25 @@ impl<'a> Runner<'a> {
             .map_or_else(|| self.root.clone(), |w| w.path.clone())
     }
 
-    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, OpenWorkflow> {
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Open> {
         match self.wf.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         }
     }
 
-    pub(super) fn artifact(&self) -> Value {
-        self.lock().artifact().clone()
+    /// The workflow's record as it stands.
+    pub(super) fn record(&self) -> Record {
+        self.lock().record.clone()
     }
 
-    /// Records `ev` with the change from the current artifact to `new` as its delta.
-    pub(super) fn commit(&self, mut ev: NewEvent, new: Value) -> Result<(), RunError> {
+    /// Records `ev` with the change from the current record to `new` as its delta.
+    pub(super) fn commit(&self, ev: impl Into<NewEvent>, new: Record) -> Result<(), RunError> {
+        let mut ev: NewEvent = ev.into();
         let mut wf = self.lock();
-        ev.delta = state::diff(wf.artifact(), &new);
-        wf.append(ev)?;
+        ev.delta = state::diff(wf.log.artifact(), &new.to_value());
+        wf.log.append(ev)?;
+        wf.record = Record::read(wf.log.artifact())?;
         drop(wf);
         let n = self.appended.fetch_add(1, Ordering::SeqCst) + 1;
         if self.env.crash_after == Some(n) {
@@ -566,11 +587,11 @@ impl<'a> Runner<'a> {
                     id: self.id.clone(),
                 });
             }
-            let a = self.artifact();
-            if let Some(outcome) = outcome_of(&self.id, &a)? {
+            let r = self.record();
+            if let Some(outcome) = outcome(&self.id, &r) {
                 return Ok(outcome);
             }
-            let v = WorkflowState::read(&a)?;
+            let v = &r.state;
             let open: Vec<String> = v
                 .host
                 .batch
@@ -579,11 +600,11 @@ impl<'a> Runner<'a> {
                 .cloned()
                 .collect();
             if open.is_empty() {
-                self.decide_and_act(a, v)?;
-            } else if !self.within_budget(a, &v, open.len())? {
+                self.decide_and_act(r)?;
+            } else if !self.within_budget(r.clone(), open.len())? {
                 continue;
             } else {
-                self.dispatch_batch(&v, open).await?;
+                self.dispatch_batch(&r.state, open).await?;
             }
         }
     }

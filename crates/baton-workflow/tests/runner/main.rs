@@ -149,7 +149,7 @@ fn a_scope_checkpoint_is_answered_and_the_workflow_completes() {
         ]
     );
     assert_eq!(s.host.answers.len(), 1);
-    assert_eq!(s.host.answers[0]["gate"], "scope_decision");
+    assert_eq!(s.host.answers[0].gate, StopGate::ScopeDecision);
 }
 
 #[test]
