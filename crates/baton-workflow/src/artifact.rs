@@ -10,7 +10,23 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+pub use crate::contract::{PlanMode, ProofStatus, VerificationRigor};
 use crate::route::WorkflowKind;
+
+closed_set!(
+    /// How much of the BUILD graph runs: builder → verifier → memory, or the full chain.
+    BuildScope { Trivial = "trivial", Standard = "standard" }
+);
+closed_set!(
+    /// Where the plan's gap review stands.
+    PlanningReviewStatus {
+        NotStarted = "not_started",
+        PendingReview = "pending_review",
+        FindingsReceived = "findings_received",
+        Passed = "passed",
+        NeedsClarification = "needs_clarification",
+    }
+);
 
 /// The workflow artifact. Field names are cc10x's.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -28,14 +44,11 @@ pub struct Artifact {
     pub workflow_type: Option<WorkflowKind>,
     pub plan_file: Option<String>,
     pub design_file: Option<String>,
-    /// `direct`, `execution_plan` or `decision_rfc`.
-    pub plan_mode: Option<String>,
-    /// `trivial` or `standard` once BUILD preparation has assessed the scope.
-    pub build_scope: Option<String>,
-    /// `standard` or `critical_path`.
-    pub verification_rigor: Option<String>,
-    /// `passed`, `gaps_found` or `human_needed`.
-    pub proof_status: Option<String>,
+    pub plan_mode: Option<PlanMode>,
+    /// Set once BUILD preparation has assessed the scope.
+    pub build_scope: Option<BuildScope>,
+    pub verification_rigor: Option<VerificationRigor>,
+    pub proof_status: Option<ProofStatus>,
     pub intent: Intent,
     /// The only BUILD phase that may run next.
     pub phase_cursor: Option<String>,
@@ -53,8 +66,7 @@ pub struct Artifact {
     pub telemetry: Telemetry,
     pub quality: Quality,
     pub planning_review_runs: u32,
-    /// `not_started`, `pending_review`, `findings_received`, `passed`, `needs_clarification`.
-    pub planning_review_status: Option<String>,
+    pub planning_review_status: Option<PlanningReviewStatus>,
     pub planning_review_findings: Vec<Value>,
     /// What memory finalisation has persisted so far.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -295,33 +307,35 @@ pub enum TaskStatus {
     Deleted,
 }
 
-/// The phases a task may name (`phase:`).
-pub const PHASES: &[&str] = &[
-    "build",
-    "build-implement",
-    "build-review",
-    "build-hunt",
-    "build-verify",
-    "build-doc-sync",
-    "build-finish",
-    "debug",
-    "debug-investigate",
-    "debug-review",
-    "debug-verify",
-    "review",
-    "review-audit",
-    "plan",
-    "plan-create",
-    "plan-review-gap-1",
-    "plan-review-gap-2",
-    "memory-finalize",
-    "re-review",
-    "re-hunt",
-    "re-verify",
-    "re-plan",
-    "research-web",
-    "research-github",
-];
+closed_set!(
+    /// The phases a task may name (`phase:`): the nodes of the workflows' task graphs.
+    Phase {
+        Build = "build",
+        BuildImplement = "build-implement",
+        BuildReview = "build-review",
+        BuildHunt = "build-hunt",
+        BuildVerify = "build-verify",
+        BuildDocSync = "build-doc-sync",
+        BuildFinish = "build-finish",
+        Debug = "debug",
+        DebugInvestigate = "debug-investigate",
+        DebugReview = "debug-review",
+        DebugVerify = "debug-verify",
+        Review = "review",
+        ReviewAudit = "review-audit",
+        Plan = "plan",
+        PlanCreate = "plan-create",
+        PlanReviewGap1 = "plan-review-gap-1",
+        PlanReviewGap2 = "plan-review-gap-2",
+        MemoryFinalize = "memory-finalize",
+        ReReview = "re-review",
+        ReHunt = "re-hunt",
+        ReVerify = "re-verify",
+        RePlan = "re-plan",
+        ResearchWeb = "research-web",
+        ResearchGithub = "research-github",
+    }
+);
 
 /// The agents a task may name as its origin (`origin:`).
 pub const ORIGINS: &[&str] = &[
@@ -365,6 +379,11 @@ impl fmt::Display for MetadataError {
 }
 
 impl Task {
+    /// The graph node the task is, when its phase names one.
+    pub fn node(&self) -> Option<Phase> {
+        self.phase.as_deref().and_then(Phase::parse)
+    }
+
     /// Checks the seven metadata lines: all present (`N/A` where a field does not apply), `wf:`
     /// a workflow uuid, `phase:`, `origin:` and `scope:` from their closed sets, a real origin
     /// on a remediation task and a real reason on remediation and research tasks. Every
@@ -407,10 +426,11 @@ impl Task {
         }
         if phase_ok {
             let phase = self.phase.as_deref().unwrap_or_default();
-            if !PHASES.contains(&phase) {
+            if Phase::parse(phase).is_none() {
+                let all: Vec<&str> = Phase::ALL.iter().map(|p| p.word()).collect();
                 errors.push(MetadataError {
                     field: "phase",
-                    fix: format!("{phase:?} is not a phase; use one of {}", PHASES.join(", ")),
+                    fix: format!("{phase:?} is not a phase; use one of {}", all.join(", ")),
                 });
             }
         }

@@ -368,6 +368,19 @@ impl PlannerReport {
         }
         if blank(&self.plan_mode) || blank(&self.verification_rigor) {
             p.push("PLAN_MODE and VERIFICATION_RIGOR must be explicit".to_string());
+        } else {
+            let mode = self.plan_mode.as_deref().unwrap_or_default();
+            if crate::contract::PlanMode::parse(mode).is_none() {
+                p.push(format!(
+                    "PLAN_MODE {mode:?} is not direct, execution_plan or decision_rfc"
+                ));
+            }
+            let rigor = self.verification_rigor.as_deref().unwrap_or_default();
+            if crate::contract::VerificationRigor::parse(rigor).is_none() {
+                p.push(format!(
+                    "VERIFICATION_RIGOR {rigor:?} is not standard or critical_path"
+                ));
+            }
         }
         if self.confidence.is_some_and(|c| c < 50.0) {
             p.push("CONFIDENCE is below 50".to_string());

@@ -92,52 +92,40 @@ fn list<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<T>, 
     Option::<Vec<T>>::deserialize(d).map(Option::unwrap_or_default)
 }
 
-macro_rules! status_enum {
-    ($(#[$doc:meta])* $name:ident { $($variant:ident = $word:literal),+ $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-        pub enum $name { $(#[serde(rename = $word)] $variant),+ }
-        impl $name {
-            /// The word as the contract writes it.
-            pub fn word(self) -> &'static str { match self { $($name::$variant => $word),+ } }
-        }
-    };
-}
-
-status_enum!(BuilderStatus { Pass = "PASS", Fail = "FAIL" });
-status_enum!(InvestigatorStatus { Fixed = "FIXED", Investigating = "INVESTIGATING", Blocked = "BLOCKED" });
-status_enum!(PlannerStatus {
+closed_set!(BuilderStatus { Pass = "PASS", Fail = "FAIL" });
+closed_set!(InvestigatorStatus { Fixed = "FIXED", Investigating = "INVESTIGATING", Blocked = "BLOCKED" });
+closed_set!(PlannerStatus {
     PlanCreated = "PLAN_CREATED",
     DecisionRfcCreated = "DECISION_RFC_CREATED",
     NeedsClarification = "NEEDS_CLARIFICATION",
 });
-status_enum!(DocSyncStatus { Complete = "COMPLETE", Skipped = "SKIPPED", Partial = "PARTIAL", Fail = "FAIL" });
-status_enum!(ResearchStatus {
+closed_set!(DocSyncStatus { Complete = "COMPLETE", Skipped = "SKIPPED", Partial = "PARTIAL", Fail = "FAIL" });
+closed_set!(ResearchStatus {
     Complete = "COMPLETE",
     Partial = "PARTIAL",
     Degraded = "DEGRADED",
     Unavailable = "UNAVAILABLE",
 });
-status_enum!(PhaseStatus { Completed = "completed", Partial = "partial", Blocked = "blocked" });
-status_enum!(CheckpointType {
+closed_set!(PhaseStatus { Completed = "completed", Partial = "partial", Blocked = "blocked" });
+closed_set!(CheckpointType {
     None = "none",
     HumanVerify = "human_verify",
     Decision = "decision",
     HumanAction = "human_action",
 });
-status_enum!(ProofStatus { Passed = "passed", GapsFound = "gaps_found", HumanNeeded = "human_needed" });
-status_enum!(
+closed_set!(ProofStatus { Passed = "passed", GapsFound = "gaps_found", HumanNeeded = "human_needed" });
+closed_set!(
     /// Why the first (failing) test run failed: a behaviour, or an error before any test ran.
     RedReasonKind { Behavioral = "behavioral", Error = "error" }
 );
-status_enum!(SeamGateStatus {
+closed_set!(SeamGateStatus {
     Confirmed = "confirmed",
     Disagreed = "disagreed",
     Proposed = "proposed",
     NotApplicable = "not_applicable",
 });
-status_enum!(VerificationRigor { Standard = "standard", CriticalPath = "critical_path" });
-status_enum!(PlanMode { Direct = "direct", ExecutionPlan = "execution_plan", DecisionRfc = "decision_rfc" });
+closed_set!(VerificationRigor { Standard = "standard", CriticalPath = "critical_path" });
+closed_set!(PlanMode { Direct = "direct", ExecutionPlan = "execution_plan", DecisionRfc = "decision_rfc" });
 
 /// component-builder: one phase built test-first.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -15,38 +15,38 @@ use std::collections::BTreeMap;
 use baton_protocol::role::RoleSpec;
 use baton_protocol::ModelClass;
 
-use crate::artifact::TaskKind;
+use crate::artifact::{Phase, TaskKind};
 use crate::contract::Role;
 
 /// Every phase an agent runs in, and the role that runs it. The other phases of
-/// [`crate::artifact::PHASES`] (`build`, `build-finish`, `debug`, `review`, `plan`,
+/// [`Phase`] (`build`, `build-finish`, `debug`, `review`, `plan`,
 /// `memory-finalize`) belong to the workflow itself: no agent is dispatched for them.
-pub const PHASE_ROLES: [(&str, Role); 18] = [
-    ("build-implement", Role::ComponentBuilder),
-    ("build-review", Role::CodeReviewer),
-    ("build-hunt", Role::FailureHunter),
-    ("build-verify", Role::IntegrationVerifier),
-    ("build-doc-sync", Role::DocSyncer),
-    ("debug-investigate", Role::BugInvestigator),
-    ("debug-review", Role::CodeReviewer),
-    ("debug-verify", Role::IntegrationVerifier),
-    ("review-audit", Role::CodeReviewer),
-    ("plan-create", Role::Planner),
-    ("plan-review-gap-1", Role::PlanGapReviewer),
-    ("plan-review-gap-2", Role::PlanGapReviewer),
-    ("re-review", Role::CodeReviewer),
-    ("re-hunt", Role::FailureHunter),
-    ("re-verify", Role::IntegrationVerifier),
-    ("re-plan", Role::Planner),
-    ("research-web", Role::Researcher),
-    ("research-github", Role::Researcher),
+pub const PHASE_ROLES: [(Phase, Role); 18] = [
+    (Phase::BuildImplement, Role::ComponentBuilder),
+    (Phase::BuildReview, Role::CodeReviewer),
+    (Phase::BuildHunt, Role::FailureHunter),
+    (Phase::BuildVerify, Role::IntegrationVerifier),
+    (Phase::BuildDocSync, Role::DocSyncer),
+    (Phase::DebugInvestigate, Role::BugInvestigator),
+    (Phase::DebugReview, Role::CodeReviewer),
+    (Phase::DebugVerify, Role::IntegrationVerifier),
+    (Phase::ReviewAudit, Role::CodeReviewer),
+    (Phase::PlanCreate, Role::Planner),
+    (Phase::PlanReviewGap1, Role::PlanGapReviewer),
+    (Phase::PlanReviewGap2, Role::PlanGapReviewer),
+    (Phase::ReReview, Role::CodeReviewer),
+    (Phase::ReHunt, Role::FailureHunter),
+    (Phase::ReVerify, Role::IntegrationVerifier),
+    (Phase::RePlan, Role::Planner),
+    (Phase::ResearchWeb, Role::Researcher),
+    (Phase::ResearchGithub, Role::Researcher),
 ];
 
 /// The role dispatched for a phase; `None` for a phase no agent runs.
 pub fn role_for_phase(phase: &str) -> Option<Role> {
     PHASE_ROLES
         .iter()
-        .find(|(p, _)| *p == phase)
+        .find(|(p, _)| p.word() == phase)
         .map(|(_, r)| *r)
 }
 

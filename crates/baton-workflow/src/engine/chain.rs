@@ -7,7 +7,9 @@ use super::{
     Action, Change, Draft, FollowUp, Gate, MAX_INVESTIGATION_CONTINUATIONS, MAX_REMEDIATION_CYCLES,
     MAX_RESEARCH_ROUNDS,
 };
-use crate::artifact::{Convergence, HistoryEntry, Task, TaskKind, TaskStatus};
+use crate::artifact::{
+    BuildScope, Convergence, HistoryEntry, Phase, ProofStatus, Task, TaskKind, TaskStatus,
+};
 use crate::outputs::{BuilderReport, InvestigatorReport};
 use crate::route::WorkflowKind;
 
@@ -122,7 +124,7 @@ impl Draft<'_> {
                 }
                 self.result("builder", json!({"status": "PASS", "phase_id": phase}));
                 if !b.scope_increases.is_empty() && !self.full_graph() {
-                    self.changes.push(Change::BuildScope("standard".into()));
+                    self.changes.push(Change::BuildScope(BuildScope::Standard));
                     self.changes.push(Change::Status(HistoryEntry::new(
                         "build_scope_escalated",
                         phase.as_deref(),
@@ -146,8 +148,8 @@ impl Draft<'_> {
                         status: state.into(),
                     });
                 }
-                if let Some(proof) = &b.proof_status {
-                    self.changes.push(Change::ProofStatus(proof.clone()));
+                if let Some(proof) = b.proof_status.as_deref().and_then(ProofStatus::parse) {
+                    self.changes.push(Change::ProofStatus(proof));
                 }
                 let items = b.blocked_items.join("; ");
                 if b.checkpoint_type.as_deref() == Some("decision") {
@@ -218,7 +220,7 @@ impl Draft<'_> {
                         .research_reason
                         .clone()
                         .unwrap_or("external research".into());
-                    for phase in ["research-web", "research-github"] {
+                    for phase in [Phase::ResearchWeb.word(), Phase::ResearchGithub.word()] {
                         self.follow_ups.push(FollowUp {
                             kind: TaskKind::Research,
                             phase: phase.into(),
@@ -242,7 +244,7 @@ impl Draft<'_> {
                 let continuations = self
                     .tasks
                     .iter()
-                    .filter(|t| t.phase.as_deref() == Some("debug-investigate"))
+                    .filter(|t| t.node() == Some(Phase::DebugInvestigate))
                     .count()
                     .saturating_sub(1);
                 if continuations >= MAX_INVESTIGATION_CONTINUATIONS {
@@ -258,7 +260,7 @@ impl Draft<'_> {
                         .unwrap_or("Continue investigation".into());
                     self.follow_ups.push(FollowUp {
                         kind: TaskKind::Agent,
-                        phase: "debug-investigate".into(),
+                        phase: Phase::DebugInvestigate.word().into(),
                         scope: "N/A".into(),
                         reason: reason.clone(),
                     });
@@ -278,7 +280,7 @@ impl Draft<'_> {
 
     /// The verifier passed: the phase exits, the cursor moves, and the chain's tail follows.
     pub(super) fn phase_exit(&mut self, kind: WorkflowKind) -> (Action, String) {
-        self.changes.push(Change::ProofStatus("passed".into()));
+        self.changes.push(Change::ProofStatus(ProofStatus::Passed));
         if kind == WorkflowKind::Debug {
             return self.memory_finalize("fix verified");
         }
@@ -354,16 +356,16 @@ impl Draft<'_> {
         let verifier_pending = self.tasks.iter().any(|t| {
             t.is_open()
                 && matches!(
-                    t.phase.as_deref(),
-                    Some("build-verify" | "debug-verify" | "re-verify")
+                    t.node(),
+                    Some(Phase::BuildVerify | Phase::DebugVerify | Phase::ReVerify)
                 )
         });
-        let mut phases = vec![("re-review", TaskKind::Agent)];
+        let mut phases = vec![(Phase::ReReview.word(), TaskKind::Agent)];
         if hunt {
-            phases.push(("re-hunt", TaskKind::Agent));
+            phases.push((Phase::ReHunt.word(), TaskKind::Agent));
         }
         if !verifier_pending {
-            phases.push(("re-verify", TaskKind::Reverify));
+            phases.push((Phase::ReVerify.word(), TaskKind::Reverify));
         }
         for (phase, kind) in phases {
             self.follow_ups.push(FollowUp {

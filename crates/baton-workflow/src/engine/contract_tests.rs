@@ -6,7 +6,7 @@
 use pretty_assertions::assert_eq;
 
 use super::{decide, Action, Change, Inputs};
-use crate::artifact::{Artifact, Task, TaskKind, TaskStatus};
+use crate::artifact::{Artifact, ProofStatus, Task, TaskKind, TaskStatus};
 use crate::contract::Role;
 use crate::outputs::from_contract_tests::{checked, example, parsed};
 use crate::outputs::{
@@ -22,7 +22,7 @@ fn artifact(kind: WorkflowKind, scope: Option<&str>) -> Artifact {
     Artifact {
         workflow_uuid: WF.into(),
         workflow_type: Some(kind),
-        build_scope: scope.map(str::to_string),
+        build_scope: scope.and_then(crate::artifact::BuildScope::parse),
         phase_cursor: Some("phase-1".into()),
         ..Artifact::default()
     }
@@ -254,7 +254,9 @@ fn a_verifier_pass_exits_the_phase_and_a_critical_issue_remediates() {
         },
     );
     assert_eq!(d.action, Action::MemoryFinalize);
-    assert!(d.changes.contains(&Change::ProofStatus("passed".into())));
+    assert!(d
+        .changes
+        .contains(&Change::ProofStatus(ProofStatus::Passed)));
 
     let critical = example(Role::IntegrationVerifier).replace("\"cr\":0", "\"cr\":1");
     let out = from_contract(&parsed(Role::IntegrationVerifier, &critical));

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::artifact::{
-    check_workflow_uuid, Artifact, Convergence, HistoryEntry, MemorySync, Task, TaskKind,
-    TaskStatus,
+    check_workflow_uuid, Artifact, BuildScope, Convergence, HistoryEntry, MemorySync, PlanMode,
+    PlanningReviewStatus, ProofStatus, Task, TaskKind, TaskStatus, VerificationRigor,
 };
 use crate::outputs::AgentOutputs;
 use crate::route::WorkflowKind;
@@ -154,17 +154,17 @@ pub enum Change {
         status: String,
     },
     Convergence(Convergence),
-    ProofStatus(String),
+    ProofStatus(ProofStatus),
     PendingGate(Option<Gate>),
-    BuildScope(String),
+    BuildScope(BuildScope),
     Plan {
         file: String,
-        mode: Option<String>,
-        rigor: Option<String>,
+        mode: Option<PlanMode>,
+        rigor: Option<VerificationRigor>,
     },
     DesignFile(String),
     PlanningReview {
-        status: String,
+        status: PlanningReviewStatus,
         runs: u32,
     },
     ResearchQuality {
@@ -194,21 +194,21 @@ impl Change {
                 a.phase_status.insert(phase.clone(), json!(status));
             }
             Change::Convergence(c) => a.quality.convergence_state = *c,
-            Change::ProofStatus(p) => a.proof_status = Some(p.clone()),
+            Change::ProofStatus(p) => a.proof_status = Some(*p),
             Change::PendingGate(g) => a.pending_gate = g.map(|g| g.as_str().to_string()),
-            Change::BuildScope(s) => a.build_scope = Some(s.clone()),
+            Change::BuildScope(s) => a.build_scope = Some(*s),
             Change::Plan { file, mode, rigor } => {
                 a.plan_file = Some(file.clone());
                 if mode.is_some() {
-                    a.plan_mode = mode.clone();
+                    a.plan_mode = *mode;
                 }
                 if rigor.is_some() {
-                    a.verification_rigor = rigor.clone();
+                    a.verification_rigor = *rigor;
                 }
             }
             Change::DesignFile(f) => a.design_file = Some(f.clone()),
             Change::PlanningReview { status, runs } => {
-                a.planning_review_status = Some(status.clone());
+                a.planning_review_status = Some(*status);
                 a.planning_review_runs = *runs;
             }
             Change::ResearchQuality {
@@ -530,7 +530,7 @@ impl<'a> Draft<'a> {
     }
 
     fn full_graph(&self) -> bool {
-        self.a.build_scope.as_deref() == Some("standard")
+        self.a.build_scope == Some(BuildScope::Standard)
     }
 
     /// Remediation cycles so far: the artifact's history is authoritative, tasks can only add.
@@ -573,8 +573,10 @@ impl<'a> Draft<'a> {
     }
 
     fn memory_finalize(&mut self, why: &str) -> (Action, String) {
-        let proven = self.a.proof_status.as_deref() == Some("passed")
-            || self.changes.contains(&Change::ProofStatus("passed".into()));
+        let proven = self.a.proof_status == Some(ProofStatus::Passed)
+            || self
+                .changes
+                .contains(&Change::ProofStatus(ProofStatus::Passed));
         if proven {
             self.changes.push(Change::Convergence(Convergence::Stable));
         }
@@ -596,7 +598,7 @@ mod tests {
         Artifact {
             workflow_uuid: WF.into(),
             workflow_type: Some(WorkflowKind::Build),
-            build_scope: scope.map(str::to_string),
+            build_scope: scope.and_then(BuildScope::parse),
             phase_cursor: Some("phase-2".into()),
             ..Artifact::default()
         }

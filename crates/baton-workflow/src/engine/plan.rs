@@ -4,7 +4,10 @@
 use serde_json::json;
 
 use super::{Action, Change, Draft, Gate, TaskUpdate};
-use crate::artifact::{Convergence, MemorySync, Task, TaskStatus};
+use crate::artifact::{
+    Convergence, MemorySync, Phase, PlanMode, PlanningReviewStatus, Task, TaskStatus,
+    VerificationRigor,
+};
 use crate::outputs::ReadOnlyReport;
 
 impl Draft<'_> {
@@ -23,11 +26,11 @@ impl Draft<'_> {
             }
         }
         if let Some(p) = &outputs.planner {
-            let replanned = self.node_done("re-plan");
+            let replanned = self.node_done(Phase::RePlan);
             match p.status.as_str() {
                 "NEEDS_CLARIFICATION" => {
                     if !replanned {
-                        self.prune(&["plan-review-gap-1", "re-plan", "plan-review-gap-2"]);
+                        self.prune(&[Phase::PlanReviewGap1, Phase::RePlan, Phase::PlanReviewGap2]);
                     }
                     let reason = p
                         .remediation_reason
@@ -42,10 +45,17 @@ impl Draft<'_> {
                     }
                     self.changes.push(Change::Plan {
                         file: p.plan_file.clone().unwrap_or_default(),
-                        mode: p.plan_mode.clone(),
-                        rigor: p.verification_rigor.clone(),
+                        mode: p.plan_mode.as_deref().and_then(PlanMode::parse),
+                        rigor: p
+                            .verification_rigor
+                            .as_deref()
+                            .and_then(VerificationRigor::parse),
                     });
-                    self.complete_node(if replanned { "re-plan" } else { "plan-create" });
+                    self.complete_node(if replanned {
+                        Phase::RePlan
+                    } else {
+                        Phase::PlanCreate
+                    });
                 }
                 other => {
                     return self.invalid("planner", &[format!("STATUS {other:?} is not a state")])
@@ -57,12 +67,12 @@ impl Draft<'_> {
                 return self.invalid("plan-gap-reviewer", &[format!("STATUS {:?}", r.status)]);
             };
             // The second pass is the one after a re-plan.
-            let pass = if self.node_done("re-plan") { 2 } else { 1 };
+            let pass = if self.node_done(Phase::RePlan) { 2 } else { 1 };
             let runs = (self.a.planning_review_runs + 1).max(pass);
             self.complete_node(if pass == 2 {
-                "plan-review-gap-2"
+                Phase::PlanReviewGap2
             } else {
-                "plan-review-gap-1"
+                Phase::PlanReviewGap1
             });
             self.result(
                 "planning_reviewer",
@@ -70,20 +80,20 @@ impl Draft<'_> {
             );
             if passes {
                 self.changes.push(Change::PlanningReview {
-                    status: "passed".into(),
+                    status: PlanningReviewStatus::Passed,
                     runs,
                 });
-                self.prune(&["re-plan", "plan-review-gap-2"]);
+                self.prune(&[Phase::RePlan, Phase::PlanReviewGap2]);
             } else if pass == 1 {
                 self.changes.push(Change::PlanningReview {
-                    status: "findings_received".into(),
+                    status: PlanningReviewStatus::FindingsReceived,
                     runs,
                 });
                 self.changes
                     .push(Change::Convergence(Convergence::NeedsIteration));
             } else {
                 self.changes.push(Change::PlanningReview {
-                    status: "needs_clarification".into(),
+                    status: PlanningReviewStatus::NeedsClarification,
                     runs,
                 });
                 let reason = r
@@ -96,20 +106,18 @@ impl Draft<'_> {
         self.next_plan_node();
     }
 
-    pub(super) fn node(&self, phase: &str) -> Option<&Task> {
-        self.tasks
-            .iter()
-            .find(|t| t.phase.as_deref() == Some(phase))
+    pub(super) fn node(&self, phase: Phase) -> Option<&Task> {
+        self.tasks.iter().find(|t| t.node() == Some(phase))
     }
 
-    pub(super) fn node_done(&self, phase: &str) -> bool {
+    pub(super) fn node_done(&self, phase: Phase) -> bool {
         self.node(phase)
             .is_some_and(|t| t.status == Some(TaskStatus::Completed))
     }
 
-    pub(super) fn set_status(&mut self, phases: &[&str], status: TaskStatus) {
+    pub(super) fn set_status(&mut self, phases: &[Phase], status: TaskStatus) {
         for t in self.tasks.iter_mut() {
-            if t.is_open() && t.phase.as_deref().is_some_and(|p| phases.contains(&p)) {
+            if t.is_open() && t.node().is_some_and(|p| phases.contains(&p)) {
                 t.status = Some(status);
                 self.task_updates.push(TaskUpdate {
                     task: t.id.clone(),
@@ -119,12 +127,12 @@ impl Draft<'_> {
         }
     }
 
-    pub(super) fn complete_node(&mut self, phase: &str) {
+    pub(super) fn complete_node(&mut self, phase: Phase) {
         self.set_status(&[phase], TaskStatus::Completed);
     }
 
     /// Marks unused review branches deleted, so nothing stays blocked on them.
-    pub(super) fn prune(&mut self, phases: &[&str]) {
+    pub(super) fn prune(&mut self, phases: &[Phase]) {
         self.set_status(phases, TaskStatus::Deleted);
     }
 
@@ -145,35 +153,40 @@ impl Draft<'_> {
             .changes
             .iter()
             .any(|c| matches!(c, Change::PlanningReview { .. }));
-        match runnable.as_deref() {
-            Some("plan-create") if self.a.design_file.is_some() || self.has_design() => self
-                .decide(
+        match runnable.as_deref().map(|p| (Phase::parse(p), p)) {
+            Some((Some(Phase::PlanCreate), _))
+                if self.a.design_file.is_some() || self.has_design() =>
+            {
+                self.decide(
                     Action::RunPlannerWithDesignFile,
                     "plan from the design file",
-                ),
-            Some("plan-create") => self.decide(Action::RunPlanner, "create the plan"),
-            Some(p @ ("plan-review-gap-1" | "plan-review-gap-2")) => {
+                )
+            }
+            Some((Some(Phase::PlanCreate), _)) => {
+                self.decide(Action::RunPlanner, "create the plan")
+            }
+            Some((Some(p @ (Phase::PlanReviewGap1 | Phase::PlanReviewGap2)), _)) => {
                 if !reviewed {
                     self.changes.push(Change::PlanningReview {
-                        status: "pending_review".into(),
+                        status: PlanningReviewStatus::PendingReview,
                         runs,
                     });
                 }
-                let action = if p == "plan-review-gap-1" {
+                let action = if p == Phase::PlanReviewGap1 {
                     Action::RunPlanReviewPass1
                 } else {
                     Action::RunPlanReviewPass2
                 };
                 self.decide(action, "fresh review of the saved plan")
             }
-            Some("re-plan") => {
+            Some((Some(Phase::RePlan), _)) => {
                 self.decide(Action::RunPlannerReplan, "revise the plan after findings")
             }
-            Some("memory-finalize") => {
+            Some((Some(Phase::MemoryFinalize), _)) => {
                 let (action, reason) = self.memory_finalize("plan reviewed");
                 self.decide(action, reason)
             }
-            Some(other) => self.stop(
+            Some((_, other)) => self.stop(
                 Action::StopInvalidOutput,
                 None,
                 format!("PLAN graph node {other:?} is not a PLAN phase"),

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::*;
+use crate::artifact::Phase;
 use crate::artifact::{HistoryEntry, ResearchRound};
 use crate::event::{Decided, DecidedDetails, EventBody, LoggedFinding};
 use crate::state::{Record, RunState, WorkflowState};
@@ -111,7 +112,7 @@ impl Runner<'_> {
                     reviewer = Some(checked);
                 }
                 Role::FailureHunter => hunter = Some(checked),
-                Role::Researcher if task.phase.as_deref() == Some("research-github") => {
+                Role::Researcher if task.node() == Some(Phase::ResearchGithub) => {
                     github = Some(checked)
                 }
                 Role::Researcher => web = Some(checked),
@@ -129,7 +130,7 @@ impl Runner<'_> {
                     .tasks
                     .iter()
                     .rev()
-                    .filter(|t| t.phase.as_deref() == Some("debug-investigate"))
+                    .filter(|t| t.node() == Some(Phase::DebugInvestigate))
                     .find_map(|t| v.host.outputs.get(&t.id));
                 if let Some(o) = last {
                     if let Ok(c) = contract::parse(Role::BugInvestigator, &o.text) {
@@ -220,9 +221,9 @@ impl Runner<'_> {
             let (phase, blocked_by) = match f.kind {
                 TaskKind::Remfix => (
                     if self.kind == WorkflowKind::Debug {
-                        "debug-investigate"
+                        Phase::DebugInvestigate.word()
                     } else {
-                        "build-implement"
+                        Phase::BuildImplement.word()
                     }
                     .to_string(),
                     Vec::new(),
@@ -430,9 +431,9 @@ fn what_was_found(v: &WorkflowState) -> Option<String> {
 /// investigation) when the graph holds no open one.
 fn new_node_phase(action: Action) -> Option<&'static str> {
     match action {
-        Action::RunBuilder => Some("build-implement"),
+        Action::RunBuilder => Some(Phase::BuildImplement.word()),
         Action::RunInvestigator | Action::ContinueInvestigation | Action::ReinvokeInvestigator => {
-            Some("debug-investigate")
+            Some(Phase::DebugInvestigate.word())
         }
         _ => None,
     }
@@ -467,7 +468,7 @@ fn research_round(v: &WorkflowState, r: &outputs::ResearchOutcome) -> ResearchRo
                 _ => None,
             })
             .filter(|f| !f.trim().is_empty());
-        if t.phase.as_deref() == Some("research-github") {
+        if t.node() == Some(Phase::ResearchGithub) {
             round.github_file = file;
         } else {
             round.web_file = file;

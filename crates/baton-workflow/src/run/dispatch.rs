@@ -1,6 +1,7 @@
 //! Dispatching a batch: the budget check, one agent per task, the recorded result.
 
 use super::*;
+use crate::artifact::Phase;
 use crate::event::{
     AgentCompleted, AgentCompletedDetails, AgentStarted, AgentStartedDetails, EventBody, EventUsage,
 };
@@ -303,7 +304,7 @@ impl Runner<'_> {
         let v = &mut r.state;
         let text = format!(
             "research unavailable: no research backend is configured\n\n### Router Contract (MACHINE-READABLE)\n```yaml\nSTATUS: UNAVAILABLE\nFILE_PATH: null\nBACKEND_MODE: none\nSOURCES_ATTEMPTED: []\nSOURCES_USED: []\nQUALITY_LEVEL: none\n{}: 0\nWHAT_CHANGED_RECOMMENDATION: null\nMEMORY_NOTES: null\n```\n",
-            if task.phase.as_deref() == Some("research-github") {
+            if task.node() == Some(Phase::ResearchGithub) {
                 "IMPLEMENTATIONS_FOUND"
             } else {
                 "KEY_FINDINGS_COUNT"

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::artifact::HistoryEntry;
+use crate::artifact::Phase;
 use crate::event::{
     AnswerDetails, CheckpointAnswered, CheckpointDetails, CheckpointRequested, EventBody,
 };
@@ -95,7 +96,7 @@ impl Runner<'_> {
                     &v.tasks,
                     &self.id,
                     TaskKind::Remfix,
-                    "build-implement",
+                    Phase::BuildImplement.word(),
                     "code-reviewer",
                     scope,
                     &format!("review findings, scope {scope}"),
@@ -144,10 +145,14 @@ impl Runner<'_> {
                 // engine pruned the review branch when plan-create asked).
                 let replan = batch
                     .iter()
-                    .any(|id| v.task(id).and_then(|t| t.phase.as_deref()) == Some("plan-create"));
+                    .any(|id| v.task(id).and_then(Task::node) == Some(Phase::PlanCreate));
                 if replan && self.kind == WorkflowKind::Plan {
                     for t in v.tasks.iter_mut() {
-                        let review = ["plan-review-gap-1", "re-plan", "plan-review-gap-2"];
+                        let review = [
+                            Phase::PlanReviewGap1.word(),
+                            Phase::RePlan.word(),
+                            Phase::PlanReviewGap2.word(),
+                        ];
                         if t.status == Some(TaskStatus::Deleted)
                             && t.phase.as_deref().is_some_and(|p| review.contains(&p))
                         {
@@ -166,7 +171,7 @@ impl Runner<'_> {
             return Ok(());
         }
         let mut r = self.record();
-        let proven = r.artifact.proof_status.as_deref() == Some("passed");
+        let proven = r.artifact.proof_status == Some(ProofStatus::Passed);
         let headline = match r.state.host.headline.clone() {
             Some(h) => h,
             None => self.headline(&r.artifact, action, reason),
@@ -208,7 +213,7 @@ impl Runner<'_> {
         let mut r = self.record();
         let (art, v) = (&r.artifact, &mut r.state);
         let kind = self.kind;
-        let proven = art.proof_status.as_deref() == Some("passed");
+        let proven = art.proof_status == Some(ProofStatus::Passed);
         let needs_proof = matches!(kind, WorkflowKind::Build | WorkflowKind::Debug);
         let accepted = v
             .host
@@ -289,7 +294,7 @@ impl Runner<'_> {
 
     fn headline(&self, art: &Artifact, action: Action, reason: &str) -> String {
         let kind = self.kind;
-        let proven = art.proof_status.as_deref() == Some("passed");
+        let proven = art.proof_status == Some(ProofStatus::Passed);
         let needs_proof = matches!(kind, WorkflowKind::Build | WorkflowKind::Debug);
         match (kind, action) {
             (WorkflowKind::Plan, _) => format!(

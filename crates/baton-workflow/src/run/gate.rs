@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::artifact::TaskStatus;
+use crate::artifact::{ProofStatus, TaskStatus};
 use crate::memory::GateRisk;
 use crate::state::{Checkpoint, Record, Spent, StopGate};
 
@@ -220,7 +220,7 @@ pub fn brief_of(r: &Record, headline: &str) -> String {
     }
     out.push_str(&format!(
         "proof: {}\n",
-        a.proof_status.as_deref().unwrap_or("none")
+        a.proof_status.map_or("none", ProofStatus::word)
     ));
     out.push_str(&format!("spent: {}\n", spent_line(&v.spent)));
     if let Some(f) = &v.host.finished {

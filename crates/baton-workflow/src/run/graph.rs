@@ -1,17 +1,17 @@
 //! The task graphs of each workflow type, and which tasks carry out an engine action.
 
-use crate::artifact::{Task, TaskKind, TaskStatus};
+use crate::artifact::{Phase, Task, TaskKind, TaskStatus};
 use crate::engine::Action;
 use crate::route::WorkflowKind;
 
 /// One task to add: its phase, kind, blockers (by index into the same list or by id) and reason.
 struct Node {
-    phase: &'static str,
+    phase: Phase,
     kind: TaskKind,
     blocked_by: &'static [usize],
 }
 
-const fn n(phase: &'static str, kind: TaskKind, blocked_by: &'static [usize]) -> Node {
+const fn n(phase: Phase, kind: TaskKind, blocked_by: &'static [usize]) -> Node {
     Node {
         phase,
         kind,
@@ -27,39 +27,39 @@ fn template(kind: WorkflowKind, trivial: bool) -> Vec<Node> {
     use TaskKind::{Agent, Memory};
     match kind {
         WorkflowKind::Build if trivial => vec![
-            n("build-implement", Agent, &[]),
-            n("build-verify", Agent, &[0]),
-            n("memory-finalize", Memory, &[1]),
+            n(Phase::BuildImplement, Agent, &[]),
+            n(Phase::BuildVerify, Agent, &[0]),
+            n(Phase::MemoryFinalize, Memory, &[1]),
         ],
         WorkflowKind::Build => vec![
-            n("build-implement", Agent, &[]),
-            n("build-review", Agent, &[0]),
-            n("build-hunt", Agent, &[0]),
-            n("build-verify", Agent, &[1, 2]),
-            n("build-doc-sync", Agent, &[3]),
-            n("memory-finalize", Memory, &[4]),
+            n(Phase::BuildImplement, Agent, &[]),
+            n(Phase::BuildReview, Agent, &[0]),
+            n(Phase::BuildHunt, Agent, &[0]),
+            n(Phase::BuildVerify, Agent, &[1, 2]),
+            n(Phase::BuildDocSync, Agent, &[3]),
+            n(Phase::MemoryFinalize, Memory, &[4]),
         ],
         WorkflowKind::Debug => vec![
-            n("debug-investigate", Agent, &[]),
-            n("debug-review", Agent, &[0]),
-            n("debug-verify", Agent, &[1]),
-            n("memory-finalize", Memory, &[2]),
+            n(Phase::DebugInvestigate, Agent, &[]),
+            n(Phase::DebugReview, Agent, &[0]),
+            n(Phase::DebugVerify, Agent, &[1]),
+            n(Phase::MemoryFinalize, Memory, &[2]),
         ],
         WorkflowKind::Review => vec![
-            n("review-audit", Agent, &[]),
-            n("memory-finalize", Memory, &[0]),
+            n(Phase::ReviewAudit, Agent, &[]),
+            n(Phase::MemoryFinalize, Memory, &[0]),
         ],
         WorkflowKind::Plan => vec![
-            n("plan-create", Agent, &[]),
-            n("plan-review-gap-1", Agent, &[0]),
-            n("re-plan", Agent, &[1]),
-            n("plan-review-gap-2", Agent, &[2]),
-            n("memory-finalize", Memory, &[3]),
+            n(Phase::PlanCreate, Agent, &[]),
+            n(Phase::PlanReviewGap1, Agent, &[0]),
+            n(Phase::RePlan, Agent, &[1]),
+            n(Phase::PlanReviewGap2, Agent, &[2]),
+            n(Phase::MemoryFinalize, Memory, &[3]),
         ],
         // Read-only reports: one agent, then memory.
         WorkflowKind::Triage | WorkflowKind::CodebaseHealth => vec![
-            n("review-audit", Agent, &[]),
-            n("memory-finalize", Memory, &[0]),
+            n(Phase::ReviewAudit, Agent, &[]),
+            n(Phase::MemoryFinalize, Memory, &[0]),
         ],
         WorkflowKind::Orient => Vec::new(),
     }
@@ -111,7 +111,14 @@ pub fn initial(kind: WorkflowKind, trivial: bool, wf: &str) -> Vec<Task> {
             .map(|i| format!("t{}", i + 1))
             .collect();
         let t = task(
-            &tasks, wf, node.kind, node.phase, "router", "N/A", "N/A", blocked_by,
+            &tasks,
+            wf,
+            node.kind,
+            node.phase.word(),
+            "router",
+            "N/A",
+            "N/A",
+            blocked_by,
         );
         tasks.push(t);
     }
@@ -131,26 +138,29 @@ pub fn unblocked(tasks: &[Task], t: &Task) -> bool {
 }
 
 /// The phases whose tasks carry out `action`; `None` for an action that dispatches no agent.
-pub fn phases_for(action: Action) -> Option<&'static [&'static str]> {
+pub fn phases_for(action: Action) -> Option<&'static [Phase]> {
     Some(match action {
-        Action::RunBuilder => &["build-implement"],
-        Action::RunReviewAndHunt | Action::SpawnRecheckTasks => {
-            &["build-review", "build-hunt", "re-review", "re-hunt"]
-        }
-        Action::RunVerifier => &["build-verify", "debug-verify", "re-verify"],
-        Action::RunDocSyncer => &["build-doc-sync"],
+        Action::RunBuilder => &[Phase::BuildImplement],
+        Action::RunReviewAndHunt | Action::SpawnRecheckTasks => &[
+            Phase::BuildReview,
+            Phase::BuildHunt,
+            Phase::ReReview,
+            Phase::ReHunt,
+        ],
+        Action::RunVerifier => &[Phase::BuildVerify, Phase::DebugVerify, Phase::ReVerify],
+        Action::RunDocSyncer => &[Phase::BuildDocSync],
         Action::RunInvestigator | Action::ContinueInvestigation | Action::ReinvokeInvestigator => {
-            &["debug-investigate"]
+            &[Phase::DebugInvestigate]
         }
-        Action::DebugReview => &["debug-review"],
+        Action::DebugReview => &[Phase::DebugReview],
         Action::RunReviewer | Action::RunTriageAgent | Action::RunArchitectureScanner => {
-            &["review-audit"]
+            &[Phase::ReviewAudit]
         }
-        Action::RunPlanner | Action::RunPlannerWithDesignFile => &["plan-create"],
-        Action::RunPlanReviewPass1 => &["plan-review-gap-1"],
-        Action::RunPlannerReplan => &["re-plan"],
-        Action::RunPlanReviewPass2 => &["plan-review-gap-2"],
-        Action::SpawnResearch => &["research-web", "research-github"],
+        Action::RunPlanner | Action::RunPlannerWithDesignFile => &[Phase::PlanCreate],
+        Action::RunPlanReviewPass1 => &[Phase::PlanReviewGap1],
+        Action::RunPlannerReplan => &[Phase::RePlan],
+        Action::RunPlanReviewPass2 => &[Phase::PlanReviewGap2],
+        Action::SpawnResearch => &[Phase::ResearchWeb, Phase::ResearchGithub],
         Action::CreateRemfix | Action::ReturnRemfixForProof => &[],
         _ => return None,
     })
@@ -173,8 +183,7 @@ pub fn runnable_for(tasks: &[Task], action: Action) -> Vec<String> {
             if remfix {
                 t.kind == Some(TaskKind::Remfix)
             } else {
-                t.kind != Some(TaskKind::Remfix)
-                    && t.phase.as_deref().is_some_and(|p| phases.contains(&p))
+                t.kind != Some(TaskKind::Remfix) && t.node().is_some_and(|p| phases.contains(&p))
             }
         })
         .map(|t| t.id.clone())

@@ -28,7 +28,9 @@ use baton_protocol::role::RoleSpec;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::artifact::{Artifact, NormalizedPhase, Task, TaskKind, TaskStatus};
+use crate::artifact::{
+    Artifact, BuildScope, NormalizedPhase, ProofStatus, Task, TaskKind, TaskStatus,
+};
 use crate::contract::{self, Outcome as ContractOutcome, Role};
 use crate::dispatch::{role_for_task, tier_for, TierConfig};
 use crate::engine::{decide, Action, Change, Inputs};
@@ -345,7 +347,7 @@ pub async fn resume_with(
                 // Killed between the record's first event and its task graph: nothing ran, so
                 // the graph is made now, in place (the worktree offer is not made again).
                 let kind = runner.kind;
-                let trivial = r.artifact.build_scope.as_deref() == Some("trivial");
+                let trivial = r.artifact.build_scope == Some(BuildScope::Trivial);
                 if kind == WorkflowKind::Build && r.artifact.phase_cursor.is_none() {
                     first_phase(&mut r.artifact, false);
                 }
@@ -381,7 +383,11 @@ pub async fn resume_with(
 
 /// A BUILD's one phase, titled with the request (`trivial` or `standard` scope).
 fn first_phase(a: &mut Artifact, trivial: bool) {
-    a.build_scope = Some(if trivial { "trivial" } else { "standard" }.into());
+    a.build_scope = Some(if trivial {
+        BuildScope::Trivial
+    } else {
+        BuildScope::Standard
+    });
     a.phase_cursor = Some("phase-1".into());
     a.normalized_phases = vec![NormalizedPhase::new("phase-1", a.user_request.as_deref())];
 }
