@@ -20,6 +20,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
+use baton_app::exit::{AfterWorkBegan as _, Exit};
+use baton_app::project::{delegate_env, output_cap, project_context};
 use baton_exec::delegate::{parse_request, render_report, resolve_roles, run_delegation, Progress};
 use baton_exec::types::DEFAULT_OUTPUT_CAP;
 use baton_workflow::route::{route, route_as, WorkflowKind};
@@ -42,11 +44,9 @@ use crate::documents::{
     DelegateAnswer, ModelsDocument, RolesDocument, RouteDocument, WorkflowOutcome,
     WorkflowStatusAnswer,
 };
-use crate::exit::{AfterWorkBegan as _, Exit};
 use crate::mcp_result::{document_result, text_result};
 use crate::mcp_runtime::{ProgressForward, SharedExecutor};
 use crate::mcp_tool::{boxed, input, output, Answer, Call, ToolDef, READ_ONLY, RUNS_AGENTS};
-use crate::project::{delegate_env, output_cap, project_context};
 
 #[derive(Args, Debug)]
 pub struct McpArgs {
@@ -189,7 +189,7 @@ pub const TOOLS: [ToolDef; 7] = [
             boxed(async move {
                 let _: NoArguments = call.parse(args)?;
                 let ctx = call.project()?;
-                let doc = crate::info_cmd::models_json(&ctx);
+                let doc = baton_app::info::models_json(&ctx);
                 Ok(document_result(&doc, true, output_cap(&ctx)))
             })
         },
@@ -207,7 +207,7 @@ pub const TOOLS: [ToolDef; 7] = [
             boxed(async move {
                 let _: NoArguments = call.parse(args)?;
                 let ctx = call.project()?;
-                let doc = crate::info_cmd::roles_json(&ctx);
+                let doc = baton_app::info::roles_json(&ctx);
                 Ok(document_result(&doc, true, output_cap(&ctx)))
             })
         },
@@ -225,7 +225,7 @@ pub const TOOLS: [ToolDef; 7] = [
             boxed(async move {
                 let req: WorkflowStatusRequest = call.parse(args)?;
                 let ctx = call.project()?;
-                let doc = crate::workflow_cmd::status_json(&ctx, req.id.as_deref())
+                let doc = baton_app::workflow::status_json(&ctx, req.id.as_deref())
                     .map_err(|e| format!("{}: `id`: {e}", call.tool))?;
                 Ok(document_result(&doc, true, output_cap(&ctx)))
             })
@@ -360,7 +360,7 @@ async fn delegate(call: &Call, args: Option<JsonObject>) -> Answer {
             let names: Vec<String> = req.entries.iter().map(|e| e.name.clone()).collect();
             Arc::new(move |i, ev| {
                 let n = names.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
-                if let Some(line) = crate::task_logs::describe_entry(&n, &ev) {
+                if let Some(line) = baton_app::task_log::describe_entry(&n, &ev) {
                     say(&line);
                 }
             })
@@ -415,7 +415,7 @@ fn check_budget(tool: &str, usd: Option<f64>, tokens: Option<u64>) -> Result<(),
 /// with the next step as a tool call) and the document of `baton run --json`. A failed workflow
 /// is a tool error, with the same document.
 fn outcome_result(outcome: &Outcome, cap: usize) -> CallToolResult {
-    let doc = crate::run_cmd::outcome_document(outcome);
+    let doc = baton_app::workflow::outcome_document(outcome);
     let text = match outcome {
         Outcome::Completed { brief, .. } | Outcome::Stopped { brief, .. } => {
             brief.trim_end().to_string()
@@ -452,7 +452,9 @@ fn run_env(call: &Call, observer: Option<Observer>) -> Result<RunEnv, String> {
     let ctx = call.project()?;
     let delegate = delegate_env(&ctx).map_err(|e| format!("{}: {e:#}", call.tool))?;
     let executor = call.executor.get(&delegate)?;
-    Ok(crate::run_cmd::workflow_env(delegate, executor, observer))
+    Ok(baton_app::workflow::workflow_env(
+        delegate, executor, observer,
+    ))
 }
 
 /// `run_workflow`: routing (with the model tiebreak of a conflict, as `baton run`), then
@@ -491,7 +493,7 @@ async fn run_workflow(call: &Call, args: Option<JsonObject>) -> Answer {
     let cancel = &call.context.ct;
     let result = if decision.workflow == WorkflowKind::Orient {
         run::orient(&env, &req.request, cancel).await.map(|text| {
-            let doc = crate::run_cmd::answer_document(&text);
+            let doc = baton_app::workflow::answer_document(&text);
             text_result(text.trim_end(), &doc, true, cap)
         })
     } else {
@@ -521,7 +523,7 @@ async fn workflow_resume(call: &Call, args: Option<JsonObject>) -> Answer {
     let env = run_env(call, progress.observer())?;
     let cap = env.delegate.output_cap;
     let store = WorkflowStore::new(env.delegate.state.clone());
-    let id = crate::run_cmd::pick(&store, req.id.as_deref())
+    let id = baton_app::workflow::pick(&store, req.id.as_deref())
         .map_err(|e| format!("{name}: `id`: {e}"))?;
     let result = run::resume(
         &env,
