@@ -1,8 +1,8 @@
-//! baton's application layer, shared by the `baton` commands and its MCP server:
-//! the typed documents they print with `--json` and answer with as `structuredContent`
-//! (`documents`), from which the MCP output schemas are derived; the project a command runs in
-//! (`project`, `config`, `trust`); the builders of the documents that read it (`info`,
-//! `workflow`, `tasks`, `task_log`, `flow`); and how a command ends (`exit`).
+//! baton's application layer, shared by the `baton` commands and its MCP server (`baton-mcp`):
+//! the project a command runs in (`project`, `config`, `trust`); the typed documents they print
+//! with `--json` and answer with as `structuredContent` (`documents`), from which the MCP output
+//! schemas are derived; the builders of the documents that read the project (`info`, `workflow`,
+//! `tasks`, `task_log`, `flow`); and how a command ends (`exit`).
 
 /// `eprintln!` with known provider keys written as `[REDACTED]`, as all of baton's messages on
 /// stderr (the same as `baton-cli`'s).

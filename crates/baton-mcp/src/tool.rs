@@ -17,7 +17,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::mcp_runtime::SharedExecutor;
+use crate::runtime::SharedExecutor;
 
 /// A tool's hints to the client.
 #[derive(Clone, Copy, Debug)]

@@ -5,6 +5,9 @@
 
 use std::time::Duration;
 
+use baton_app::documents::{
+    DelegateAnswer, TaskCancelDocument, TaskDocument, TaskStatusDocument, TaskWaitDocument,
+};
 use baton_app::project::{output_cap, state_dir, ProjectContext};
 use baton_app::tasks::{cancel_document, poll_wait};
 use baton_exec::delegate::DelegateRequest;
@@ -12,11 +15,8 @@ use rmcp::model::JsonObject;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::documents::{
-    DelegateAnswer, TaskCancelDocument, TaskDocument, TaskStatusDocument, TaskWaitDocument,
-};
-use crate::mcp_result::document_result;
-use crate::mcp_tool::{boxed, input, output, Answer, Call, Hints, ToolDef, READ_ONLY};
+use crate::result::document_result;
+use crate::tool::{boxed, input, output, Answer, Call, Hints, ToolDef, READ_ONLY};
 
 /// `task_status` and `task_cancel` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use baton_app::documents::{FlowDocument, FlowStatusList};
 use baton_app::project::{delegate_env, output_cap};
 use baton_flow::{FlowError, FlowStatus, Phase};
 use baton_protocol::ModelClass;
@@ -15,10 +16,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::documents::{FlowDocument, FlowStatusList};
-use crate::mcp_result::{document_result, text_result};
-use crate::mcp_runtime::ProgressForward;
-use crate::mcp_tool::{boxed, input, output, Answer, Call, Hints, ToolDef, READ_ONLY, RUNS_AGENTS};
+use crate::result::{document_result, text_result};
+use crate::runtime::ProgressForward;
+use crate::tool::{boxed, input, output, Answer, Call, Hints, ToolDef, READ_ONLY, RUNS_AGENTS};
 
 /// `flow_status` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -166,7 +166,7 @@ fn report_result(status: &FlowStatus, cap: usize) -> CallToolResult {
     let ok = !matches!(status.phase, Phase::Failed);
     text_result(
         text.trim_end(),
-        &crate::documents::FlowDocument::report(status),
+        &baton_app::documents::FlowDocument::report(status),
         ok,
         cap,
     )
@@ -178,7 +178,7 @@ fn flow_status(call: &Call, args: Option<JsonObject>) -> Answer {
     let flows = baton_flow::status(&ctx.cwd, req.id.as_deref(), &[])
         .map_err(|e| format!("{}: {e}", call.tool))?;
     let doc = FlowStatusList {
-        flows: crate::documents::FlowDocument::status_lines(&flows),
+        flows: baton_app::documents::FlowDocument::status_lines(&flows),
     };
     Ok(document_result(&doc, true, output_cap(&ctx)))
 }
