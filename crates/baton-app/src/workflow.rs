@@ -1,7 +1,8 @@
 //! The project's workflows as documents: `baton status --json` and `baton resume`'s choice of a
 //! workflow, the MCP `workflow_status` tool and workflow resources, and what a run's outcome
-//! answers with. Records are read defensively (see `baton-cli`'s `workflow_cmd`): every artifact
-//! key may be missing; a damaged record is an error naming the damage.
+//! answers with. Records are read defensively: every artifact key may be missing; each record is
+//! checked as `baton resume` would read it ([`summarize`]), and a damaged one is an error naming
+//! the damage, never the state its snapshot claims.
 
 use std::sync::Arc;
 
