@@ -1,6 +1,6 @@
 //! The JSON documents baton prints with `--json` and answers over MCP as `structuredContent`:
 //! one typed struct each, shared by the commands and the MCP tools, so the two cannot drift, and
-//! each MCP tool's output schema is derived from the struct it answers with (mcp_tool.rs).
+//! each MCP tool's output schema is derived from the struct it answers with (`baton-mcp`'s `tool`).
 //!
 //! A value of another crate's type (a Flow's status, a delegation's report, a checkpoint, a
 //! model's info) is kept as that type and serialized as it serializes itself; its schema is a

@@ -1,5 +1,26 @@
-//! baton's application layer, shared by the `baton` commands and its MCP server: the typed
-//! documents they print with `--json` and answer with as `structuredContent` (`documents`), from
-//! which the MCP output schemas are derived.
+//! baton's application layer, shared by the `baton` commands and its MCP server (`baton-mcp`):
+//! the project a command runs in (`project`, `config`, `trust`); the typed documents they print
+//! with `--json` and answer with as `structuredContent` (`documents`), from which the MCP output
+//! schemas are derived; the builders of the documents that read the project (`info`, `workflow`,
+//! `tasks`, `task_log`, `flow`); and how a command ends (`exit`).
 
+/// `eprintln!` with known provider keys written as `[REDACTED]`, as all of baton's messages on
+/// stderr (the same as `baton-cli`'s).
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let text = format!($($arg)*);
+        let _ = writeln!(std::io::stderr().lock(), "{}", baton_text::redact::redact(&text));
+    }};
+}
+
+pub mod config;
 pub mod documents;
+pub mod exit;
+pub mod flow;
+pub mod info;
+pub mod project;
+pub mod task_log;
+pub mod tasks;
+pub mod trust;
+pub mod workflow;

@@ -10,6 +10,10 @@ use baton_agent::agent::{
 };
 use baton_agent::session::{SessionHeader, SessionStore};
 use baton_agent::tools::{builtin_tools, SandboxMode, SandboxPolicy, Tool};
+use baton_app::exit::{AfterWorkBegan as _, Exit};
+use baton_app::project::{
+    now_rfc3339, project_context, role_dirs, state_dir, warn_skipped_roles, ProjectContext,
+};
 use baton_model::replay::{Recorder, Replay};
 use baton_model::retry::RetryPolicy;
 use baton_model::routes::{
@@ -22,11 +26,7 @@ use baton_roles::{find_role, parse_role};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use crate::exit::{AfterWorkBegan as _, Exit};
 use crate::printer::Printer;
-use crate::project::{
-    now_rfc3339, project_context, role_dirs, state_dir, warn_skipped_roles, ProjectContext,
-};
 use crate::signals::watch_signals;
 
 #[derive(Args, Debug)]
@@ -145,8 +145,8 @@ fn delegation_tools(
         return (Vec::new(), Vec::new());
     }
     let setup = || -> Result<(Arc<baton_exec::delegate::DelegateEnv>, Arc<baton_exec::executor::Executor>)> {
-        let env = Arc::new(crate::project::delegate_env(ctx)?);
-        let executor = Arc::new(crate::project::executor_for(&env)?);
+        let env = Arc::new(baton_app::project::delegate_env(ctx)?);
+        let executor = Arc::new(baton_app::project::executor_for(&env)?);
         Ok((env, executor))
     };
     let (env, executor) = match setup() {

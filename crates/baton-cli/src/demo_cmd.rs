@@ -9,13 +9,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use baton_app::exit::Exit;
+use baton_app::project::project_context;
 use baton_workflow::route::route;
 use baton_workflow::run::{self, Outcome, RunEnv, StartOptions};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
-
-use crate::exit::Exit;
-use crate::project::project_context;
 
 /// The request the recording answers.
 pub const REQUEST: &str = "add a --shout flag to greet.sh that prints the greeting in capitals";
@@ -121,14 +120,14 @@ pub fn run(args: DemoArgs) -> Result<Exit> {
     errln!("baton demo: the role agents replay a recording shipped in baton; their tools run for real, no model is called");
     errln!("{}", route(REQUEST).headline());
     let ctx = project_context(Some(project.clone()))?;
-    let mut delegate = crate::project::delegate_env(&ctx)?;
+    let mut delegate = baton_app::project::delegate_env(&ctx)?;
     // The demo's roles are the built-in ones, whatever the user has installed.
     delegate.role_dirs = baton_roles::RoleDirs {
         user: None,
         project: None,
         project_trusted: true,
     };
-    let executor = crate::project::executor_for(&delegate)?;
+    let executor = baton_app::project::executor_for(&delegate)?;
     let env = RunEnv {
         delegate,
         executor: Arc::new(executor),

@@ -15,6 +15,8 @@ use crate::documents::{
 };
 use anyhow::{Context, Result};
 use baton_agent::tools::{SandboxMode, SandboxPolicy, SandboxSupport};
+use baton_app::exit::Exit;
+use baton_app::project::project_context;
 use baton_model::probe::list_models;
 use baton_model::routes::{
     api_root, check_route, provider_config, route_profile, ProcessEnv, RouteError,
@@ -23,9 +25,6 @@ use baton_model::ModelError;
 use baton_protocol::config::{Config, ProviderConfig, ProviderKind};
 use baton_protocol::{ModelClass, Route};
 use clap::Args;
-
-use crate::exit::Exit;
-use crate::project::project_context;
 
 /// How long one provider may take to answer.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);

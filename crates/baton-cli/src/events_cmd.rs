@@ -5,11 +5,10 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 use anyhow::Result;
+use baton_app::exit::Exit;
+use baton_app::project::{project_context, state_dir};
 use baton_events::{Cursor, Event, Feed, Filter};
 use baton_protocol::SourceKind;
-
-use crate::exit::Exit;
-use crate::project::{project_context, state_dir};
 
 #[derive(clap::Args)]
 pub struct EventsArgs {

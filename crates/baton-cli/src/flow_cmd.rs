@@ -15,15 +15,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use baton_app::exit::Exit;
+use baton_app::flow::flow_env_with;
+use baton_app::project::{project_context, role_dirs, warn_skipped_roles};
 use baton_flow::render::{describe, report};
-use baton_flow::{CrashHook, CrashMode, FlowEnv, FlowError, FlowStatus, Notice, Observer, Phase};
+use baton_flow::{FlowEnv, FlowError, FlowStatus, Notice, Observer, Phase};
 use baton_protocol::ModelClass;
 use clap::{Args, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::documents::{ErrorDocument, FlowDocument};
-use crate::exit::Exit;
-use crate::project::{project_context, role_dirs, warn_skipped_roles};
 
 #[derive(Args, Debug)]
 pub struct FlowArgs {
@@ -158,8 +159,8 @@ pub fn run(args: FlowArgs) -> Result<Exit> {
 
 fn flow_env(common: &Common) -> Result<FlowEnv> {
     let ctx = project_context(common.cwd.clone())?;
-    let delegate = crate::project::delegate_env(&ctx)?;
-    let executor = crate::project::executor_for(&delegate)?;
+    let delegate = baton_app::project::delegate_env(&ctx)?;
+    let executor = baton_app::project::executor_for(&delegate)?;
     let json_mode = common.json;
     let tty = std::io::stderr().is_terminal();
     let observer: Observer = Arc::new(move |n: Notice<'_>| match n {
@@ -189,22 +190,6 @@ fn flow_env(common: &Common) -> Result<FlowEnv> {
         }
     });
     Ok(flow_env_with(delegate, Arc::new(executor), Some(observer)))
-}
-
-/// The environment a Flow runs in, for `baton flow` and `baton mcp`: the project's delegation
-/// settings, the executor its units share, the crash hook of the tests (`BATON_FLOW_CRASH_AT`)
-/// and who hears of each event.
-pub fn flow_env_with(
-    delegate: baton_exec::delegate::DelegateEnv,
-    executor: Arc<baton_exec::executor::Executor>,
-    observer: Option<Observer>,
-) -> FlowEnv {
-    let mut env = FlowEnv::new(delegate, executor);
-    env.crash = std::env::var("BATON_FLOW_CRASH_AT")
-        .ok()
-        .and_then(|s| CrashHook::parse(&s, CrashMode::Kill));
-    env.observer = observer;
-    env
 }
 
 type FlowFuture<'a> =

@@ -4,9 +4,8 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
+use baton_app::exit::Exit;
 use clap::Args;
-
-use crate::exit::Exit;
 
 #[derive(Args, Debug)]
 pub struct InitArgs {
@@ -83,7 +82,7 @@ default_class = "balanced"
 
 pub fn run(args: InitArgs) -> Result<Exit> {
     // The config is not loaded: `--force` must work over a file baton cannot read.
-    let cwd = crate::project::working_dir(args.cwd)?;
+    let cwd = baton_app::project::working_dir(args.cwd)?;
     let dir = baton_state::project_root(&cwd).join(".baton");
     let path = dir.join("config.toml");
     if path.exists() && !args.force {

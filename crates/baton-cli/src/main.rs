@@ -26,26 +26,16 @@ macro_rules! errln {
 }
 
 mod agent_cmd;
-mod config;
 mod demo_cmd;
 mod doctor_cmd;
 mod documents;
 mod events_cmd;
-mod exit;
 mod flow_cmd;
 mod info_cmd;
 mod init_cmd;
 mod mcp_cmd;
-mod mcp_flow;
-mod mcp_http;
-mod mcp_resources;
-mod mcp_result;
-mod mcp_runtime;
-mod mcp_tasks;
-mod mcp_tool;
 mod model_fallbacks;
 mod printer;
-mod project;
 mod repair_cmd;
 mod run_cmd;
 mod session_routing;
@@ -55,7 +45,6 @@ mod task_cmd;
 mod task_logs;
 mod task_status_view;
 mod term;
-mod trust;
 mod trust_cmd;
 mod workflow_cmd;
 mod workflow_route_cmd;
@@ -63,8 +52,8 @@ mod workflow_route_cmd;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use baton_app::exit::Exit;
 use clap::{Parser, Subcommand};
-use exit::Exit;
 
 #[derive(Parser)]
 #[command(

@@ -17,13 +17,12 @@ use std::path::PathBuf;
 
 use crate::documents::{DamageDocument, RepairDocument};
 use anyhow::Result;
+use baton_app::exit::Exit;
+use baton_app::project::{project_context, state_dir};
 use baton_state::damage::{keep_intact, set_aside};
 use baton_state::{Damage, JsonlLog, LogError, StateDir};
 use baton_workflow::store::{StoreError, WorkflowStore};
 use clap::Args;
-
-use crate::exit::Exit;
-use crate::project::{project_context, state_dir};
 
 #[derive(Args)]
 pub struct RepairArgs {

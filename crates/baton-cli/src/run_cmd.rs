@@ -5,17 +5,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Result;
-use baton_exec::delegate::DelegateEnv;
-use baton_exec::executor::Executor;
+use baton_app::exit::Exit;
+use baton_app::project::project_context;
+use baton_app::workflow::{answer_document, outcome_document, pick, workflow_env};
 use baton_workflow::route::{route, route_as, WorkflowKind};
 use baton_workflow::run::{self, Observer, Outcome, RunEnv, RunError, StartOptions};
-use baton_workflow::store::{StoreError, WorkflowStore};
+use baton_workflow::store::WorkflowStore;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use crate::documents::{ErrorDocument, WorkflowOutcome};
-use crate::exit::Exit;
-use crate::project::project_context;
+use crate::documents::ErrorDocument;
 
 #[derive(Args, Debug, Clone)]
 struct Common {
@@ -77,8 +76,8 @@ pub struct ResumeArgs {
 
 fn env(common: &Common) -> Result<RunEnv> {
     let ctx = project_context(common.cwd.clone())?;
-    let delegate = crate::project::delegate_env(&ctx)?;
-    let executor = crate::project::executor_for(&delegate)?;
+    let delegate = baton_app::project::delegate_env(&ctx)?;
+    let executor = baton_app::project::executor_for(&delegate)?;
     for (flag, dir) in [("--record", &common.record), ("--replay", &common.replay)] {
         if let Some(d) = dir {
             if !d.is_dir() {
@@ -103,26 +102,6 @@ fn env(common: &Common) -> Result<RunEnv> {
     env.record = abs(&common.record);
     env.replay = abs(&common.replay);
     Ok(env)
-}
-
-/// The environment a workflow runs in, for `baton run`, `baton resume` and `baton mcp`: the
-/// project's delegation settings, the executor its dispatches share, the crash hook of the tests
-/// (`BATON_WORKFLOW_CRASH_AT`) and who hears of each step; no recording or replay.
-pub fn workflow_env(
-    delegate: DelegateEnv,
-    executor: Arc<Executor>,
-    observer: Option<Observer>,
-) -> RunEnv {
-    RunEnv {
-        delegate,
-        executor,
-        record: None,
-        replay: None,
-        crash_after: std::env::var("BATON_WORKFLOW_CRASH_AT")
-            .ok()
-            .and_then(|s| s.trim().parse().ok()),
-        observer,
-    }
 }
 
 fn check_budget(common: &Common) -> Result<()> {
@@ -252,64 +231,6 @@ pub fn resume(args: ResumeArgs) -> Result<Exit> {
     Ok(report(&args.common, result, signalled))
 }
 
-/// The workflow `resume` means: the id or unique prefix given, else the newest unfinished one.
-pub fn pick(store: &WorkflowStore, id: Option<&str>) -> Result<String, String> {
-    let ids = store.list();
-    match id {
-        Some(want) => {
-            let hits: Vec<&String> = ids.iter().filter(|i| i.starts_with(want)).collect();
-            match hits.as_slice() {
-                [one] => Ok((*one).clone()),
-                [] => Err(format!(
-                    "no workflow {want}: `baton status` lists the workflows of this project"
-                )),
-                many => Err(format!(
-                    "{want} matches {} workflows ({}): give more of the id",
-                    many.len(),
-                    many.iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )),
-            }
-        }
-        None => {
-            // Each record is checked as `resume` would read it: a missing snapshot is derived
-            // from the log again, a damaged record is not passed over when it may be the one
-            // meant (newer than the workflow that would be taken).
-            let mut newest_open = None;
-            let mut damaged = None;
-            for i in ids.iter().rev() {
-                match store.load(i) {
-                    Ok(l) => {
-                        let done = matches!(
-                            l.artifact.get("run_state").and_then(|v| v.as_str()),
-                            Some("completed" | "stopped")
-                        );
-                        if !done {
-                            newest_open = Some(i.clone());
-                            break;
-                        }
-                    }
-                    Err(StoreError::Log(baton_state::LogError::Damaged(d))) => {
-                        damaged.get_or_insert((i.clone(), d));
-                    }
-                    Err(_) => {}
-                }
-            }
-            match (damaged, newest_open) {
-                (Some((i, d)), _) => Err(format!(
-                    "workflow {i} may be the one waiting, but its record is damaged: {d}; or name the workflow to resume: `baton resume ID`"
-                )),
-                (None, Some(i)) => Ok(i),
-                (None, None) => {
-                    Err("no workflow waits to be resumed: `baton status` lists them".to_string())
-                }
-            }
-        }
-    }
-}
-
 fn failed(common: &Common, e: &RunError) -> Exit {
     let code = if e.is_refusal() {
         Exit::Refused
@@ -374,29 +295,5 @@ fn report(common: &Common, result: Result<Outcome, RunError>, signalled: bool) -
                 Exit::Failed
             }
         }
-    }
-}
-
-/// The document `--json` prints for an outcome of `baton run` or `baton resume` (and
-/// `run_workflow` / `workflow_resume` of `baton mcp` answer): `{"type": "workflow.<outcome>",
-/// "id", "brief" | "checkpoint"}`.
-pub fn outcome_document(outcome: &Outcome) -> WorkflowOutcome {
-    match outcome.clone() {
-        Outcome::Completed { id, brief } => WorkflowOutcome::Completed { id, brief },
-        Outcome::Checkpoint { id, checkpoint } => WorkflowOutcome::Checkpoint {
-            id,
-            checkpoint: crate::documents::to_value(&checkpoint),
-        },
-        Outcome::Failed { id, brief } => WorkflowOutcome::Failed { id, brief },
-        Outcome::Stopped { id, brief } => WorkflowOutcome::Stopped { id, brief },
-        Outcome::Interrupted { id } => WorkflowOutcome::Interrupted { id },
-    }
-}
-
-/// The document of ORIENT's inline answer.
-pub fn answer_document(text: &str) -> WorkflowOutcome {
-    WorkflowOutcome::Answer {
-        workflow: "ORIENT".to_string(),
-        answer: text.to_string(),
     }
 }

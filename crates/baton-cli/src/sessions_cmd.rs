@@ -5,9 +5,8 @@ use std::path::PathBuf;
 use crate::documents::{SessionDocument, SessionsDocument};
 use anyhow::Result;
 use baton_agent::session::{list, SessionInfo};
-
-use crate::exit::Exit;
-use crate::project::{project_context, state_dir};
+use baton_app::exit::Exit;
+use baton_app::project::{project_context, state_dir};
 
 /// Characters of the task shown in the text listing.
 const TASK_WIDTH: usize = 60;

@@ -6,6 +6,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use baton_app::exit::{AfterWorkBegan as _, Exit};
+use baton_app::project::{
+    delegate_env, executor_for, project_context, state_dir, warn_skipped_roles, ProjectContext,
+};
+use baton_app::tasks::{cancel_document, poll_wait, start_background, WaitEnd};
 use baton_exec::background::{self, Phase, TaskEvent};
 use baton_exec::delegate::{
     derive_name, parse_request, render_report, render_usage, resolve_roles, run_delegation,
@@ -15,14 +20,7 @@ use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::documents::{
-    TaskCancelDocument, TaskDocument, TaskStatusDocument, TaskUnreadable, TaskWaitDocument,
-};
-use crate::exit::{AfterWorkBegan as _, Exit};
-use crate::project::{
-    delegate_env, executor_for, now_rfc3339, project_context, state_dir, warn_skipped_roles,
-    ProjectContext,
-};
+use crate::documents::{TaskDocument, TaskStatusDocument, TaskUnreadable};
 use crate::signals::watch_signals;
 use crate::task_status_view::Status;
 
@@ -286,19 +284,6 @@ fn start(args: TaskArgs) -> Result<Exit> {
     Ok(report_exit(&report, cancelled))
 }
 
-pub(crate) fn start_background(ctx: &ProjectContext, req: &DelegateRequest) -> Result<String> {
-    // Best effort: outside git there is nothing to exclude from.
-    let _ = state_dir(ctx).ensure_excluded();
-    let exe = std::env::current_exe().context("cannot find the baton executable")?;
-    Ok(background::start(
-        &exe,
-        &state_dir(ctx),
-        &ctx.cwd,
-        req,
-        now_rfc3339(),
-    )?)
-}
-
 /// Runs a recorded background task; any error before the work ends is recorded as
 /// `task.failed`, so `wait` and `status` never wait on a supervisor that gave up.
 fn supervise(cwd: &Path, id: &str) -> Result<Exit> {
@@ -467,55 +452,6 @@ fn status(cwd: Option<PathBuf>, id: Option<String>, json_mode: bool) -> Result<E
     Ok(if damaged { Exit::Failed } else { Exit::Ok })
 }
 
-/// How a background task ended, as `wait` reports it.
-pub(crate) enum WaitEnd {
-    /// It failed before running any entry: why.
-    FailedBeforeRunning(String),
-    /// It finished (done, failed or cancelled): its report.
-    Report(DelegateReport),
-}
-
-impl WaitEnd {
-    /// The document of `baton task wait --json` (and the MCP `task_wait` tool).
-    pub(crate) fn document(&self, id: &str) -> TaskWaitDocument {
-        match self {
-            WaitEnd::FailedBeforeRunning(why) => TaskWaitDocument::Failed {
-                id: id.to_string(),
-                message: why.clone(),
-            },
-            WaitEnd::Report(report) => TaskWaitDocument::Report {
-                id: id.to_string(),
-                report: report.clone(),
-            },
-        }
-    }
-
-    pub(crate) fn ok(&self) -> bool {
-        matches!(self, WaitEnd::Report(r) if r.ok())
-    }
-}
-
-/// One look at a task for `wait`: `None` while it starts or runs, how it ended once it has, an
-/// error if its supervisor exited without finishing it.
-pub(crate) fn poll_wait(store: &baton_state::StateDir, id: &str) -> Result<Option<WaitEnd>> {
-    let state = background::load(store, id)?;
-    Ok(match state.phase() {
-        Phase::Failed if state.report.is_none() => Some(WaitEnd::FailedBeforeRunning(
-            state.failure.clone().unwrap_or_default(),
-        )),
-        Phase::Done | Phase::Failed => Some(WaitEnd::Report(state.report.clone().unwrap_or(
-            DelegateReport {
-                mode: state.request.mode,
-                entries: Vec::new(),
-            },
-        ))),
-        Phase::Interrupted => {
-            bail!("background task {id} was interrupted: its supervisor exited without finishing (see {})", store.task_log(id)?.display())
-        }
-        Phase::Starting | Phase::Running => None,
-    })
-}
-
 fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<Exit> {
     let ctx = project_context(cwd)?;
     let store = state_dir(&ctx);
@@ -542,72 +478,6 @@ fn wait(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<Exit> {
             }
         });
     }
-}
-
-/// Stops a background task (see `baton task cancel`) and says what was done: the document of
-/// `baton task cancel --json` (and the MCP `task_cancel` tool), whose `message` is the text the
-/// command prints.
-pub(crate) fn cancel_document(
-    store: &baton_state::StateDir,
-    id: &str,
-) -> Result<TaskCancelDocument> {
-    let state = background::load(store, id)?;
-    let phase = state.phase();
-    let (action, stopped, message) = match (phase, state.supervisor_process()) {
-        (Phase::Running | Phase::Starting, Some(process)) => {
-            // The recorded start time makes sure the signal goes to the supervisor, never to a
-            // process that got its pid after it exited.
-            if process.signal(baton_process::Signal::SIGTERM) {
-                (
-                    "signalled",
-                    0,
-                    format!("cancelling {id}; `baton task wait {id}` shows the final report"),
-                )
-            } else {
-                (
-                    "none",
-                    0,
-                    format!(
-                        "{id}'s supervisor (pid {}) is gone; nothing to cancel",
-                        process.pid
-                    ),
-                )
-            }
-        }
-        (Phase::Interrupted, _) => {
-            // The supervisor died; whatever of its children still runs (they are normally killed
-            // by their guards with it) is stopped here, each checked by its recorded identity.
-            let live = state.live_children();
-            for (_, p) in &live {
-                p.signal_group(baton_process::Signal::SIGKILL);
-            }
-            let message = if live.is_empty() {
-                format!(
-                    "{id} was interrupted (its supervisor ended without finishing); nothing runs"
-                )
-            } else {
-                format!(
-                    "{id} was interrupted (its supervisor ended without finishing); stopped {} child process group{}",
-                    live.len(),
-                    if live.len() == 1 { "" } else { "s" }
-                )
-            };
-            let action = if live.is_empty() { "none" } else { "stopped" };
-            (action, live.len(), message)
-        }
-        (phase, _) => (
-            "none",
-            0,
-            format!("{id} is {}; nothing to cancel", phase.as_str()),
-        ),
-    };
-    Ok(TaskCancelDocument {
-        id: id.to_string(),
-        phase: phase.as_str().to_string(),
-        action: action.to_string(),
-        stopped_children: stopped,
-        message,
-    })
 }
 
 fn cancel(cwd: Option<PathBuf>, id: &str, json_mode: bool) -> Result<Exit> {

@@ -1,11 +1,10 @@
-//! `baton trust [--cwd DIR] [--json]`: trusts a project's own settings (see `crate::trust`).
+//! `baton trust [--cwd DIR] [--json]`: trusts a project's own settings (see `baton_app::trust`).
 
 use std::path::PathBuf;
 
 use anyhow::Result;
-
-use crate::exit::Exit;
-use crate::trust::{trust, widening_now};
+use baton_app::exit::Exit;
+use baton_app::trust::{trust, widening_now};
 
 /// `baton trust [--cwd DIR]`: trusts the project's config and role files as they are now.
 #[derive(clap::Args, Debug)]
@@ -19,7 +18,7 @@ pub struct TrustArgs {
 }
 
 pub fn run(args: TrustArgs) -> Result<Exit> {
-    let cwd = crate::project::working_dir(args.cwd)?;
+    let cwd = baton_app::project::working_dir(args.cwd)?;
     let root = baton_state::project_root(&cwd);
     let hash = trust(&root)?;
     let (keys, roles) = widening_now(&root);

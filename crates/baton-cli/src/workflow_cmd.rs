@@ -15,17 +15,16 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use baton_state::LogError;
-use baton_workflow::store::{StoreError, WorkflowStore};
+use baton_app::exit::Exit;
+use baton_app::project::{project_context, state_dir};
+use baton_app::workflow::{
+    newest_first, one_line, resolve, status_json, str_at, summarize, time_key, Summary,
+    REQUEST_WIDTH,
+};
+use baton_workflow::store::WorkflowStore;
 use clap::Args;
 use serde_json::Value;
 
-use crate::documents::{StatusDocument, WorkflowEntry, WorkflowStatusAnswer, WorkflowSummary};
-use crate::exit::Exit;
-use crate::project::{project_context, state_dir, ProjectContext};
-
-/// Characters of the request shown in the text listing.
-const REQUEST_WIDTH: usize = 60;
 /// Characters of an event's reason shown in a log line.
 const REASON_WIDTH: usize = 120;
 
@@ -51,78 +50,6 @@ pub struct LogArgs {
     cwd: Option<PathBuf>,
 }
 
-/// One line of terminal-safe text, at most `width` characters (an ellipsis marks a cut).
-fn one_line(text: &str, width: usize) -> String {
-    let first = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    let clean = baton_text::sanitize_line(first);
-    let mut shown: String = clean.chars().take(width).collect();
-    if clean.chars().count() > width || text.trim().lines().count() > 1 {
-        shown.push('…');
-    }
-    shown
-}
-
-fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
-/// A sort key for an RFC 3339 UTC time, fractions of a second included (`07Z` and `07.5Z` do
-/// not compare right as plain text).
-fn time_key(ts: &str) -> (String, String) {
-    let secs: String = ts.chars().take(19).collect();
-    let frac: String = ts
-        .get(19..)
-        .and_then(|rest| rest.strip_prefix('.'))
-        .map(|rest| rest.chars().take_while(char::is_ascii_digit).collect())
-        .unwrap_or_default();
-    (secs, format!("{frac:0<9}"))
-}
-
-/// The workflow ids of the project, newest first: by `created_at` when the snapshot has it,
-/// else by id (ids begin with their creation time).
-fn newest_first(store: &WorkflowStore) -> Vec<String> {
-    let mut ids: Vec<((String, String), String)> = store
-        .list()
-        .into_iter()
-        .map(|id| {
-            let created = store
-                .snapshot(&id)
-                .ok()
-                .flatten()
-                .and_then(|s| str_at(&s, "created_at").map(time_key));
-            // Without a snapshot, the id's own stamp (`wf-20261203T134507Z-…`) stands in.
-            let key = created.unwrap_or_else(|| (id_stamp(&id), String::new()));
-            (key, id)
-        })
-        .collect();
-    ids.sort();
-    ids.reverse();
-    ids.into_iter().map(|(_, id)| id).collect()
-}
-
-/// `wf-20261203T134507Z-…` → `2026-12-03T13:45:07`, comparable with a [`time_key`].
-fn id_stamp(id: &str) -> String {
-    let s = id.strip_prefix("wf-").unwrap_or(id);
-    let d: Vec<char> = s.chars().take(15).collect();
-    if d.len() < 15 || d[8] != 'T' {
-        return String::new();
-    }
-    let p = |r: std::ops::Range<usize>| d[r].iter().collect::<String>();
-    format!(
-        "{}-{}-{}T{}:{}:{}",
-        p(0..4),
-        p(4..6),
-        p(6..8),
-        p(9..11),
-        p(11..13),
-        p(13..15)
-    )
-}
-
 /// One raw line of an event log: its 1-based number and the event, or why it cannot be read.
 type RawEvent = (usize, Result<Value, String>);
 
@@ -144,121 +71,6 @@ fn read_events(path: &Path) -> std::io::Result<Vec<RawEvent>> {
             (n + 1, parsed)
         })
         .collect())
-}
-
-/// What `baton status` knows of one workflow.
-struct Summary {
-    id: String,
-    artifact: Value,
-    /// The last event's kind, for records whose artifact has no `run_state`.
-    last_event: Option<String>,
-    /// The lock holder's note, when a live process holds the lock.
-    holder: Option<String>,
-}
-
-/// The artifact (the snapshot brought up to date with the log, or the fold of the events when
-/// there is none) and the holder. A damaged record is an error naming the damage.
-fn summarize(store: &WorkflowStore, id: &str) -> Result<Summary, String> {
-    let holder = store.holder(id).map_err(|e| e.to_string())?;
-    let loaded = store.load(id).map_err(|e| match e {
-        StoreError::Log(LogError::Damaged(d)) => format!("damaged: {d}"),
-        e => format!("unreadable: {e}"),
-    })?;
-    Ok(Summary {
-        id: id.to_string(),
-        artifact: loaded.artifact,
-        last_event: loaded
-            .last_event
-            .and_then(|k| serde_json::to_value(k).ok())
-            .and_then(|v| v.as_str().map(str::to_string)),
-        holder,
-    })
-}
-
-impl Summary {
-    /// `run_state` as recorded, else what the last event says.
-    fn run_state(&self) -> String {
-        if let Some(s) = str_at(&self.artifact, "run_state") {
-            return s.to_string();
-        }
-        match self.last_event.as_deref() {
-            Some("workflow_completed") => "completed",
-            Some("workflow_failed") => "failed",
-            Some("workflow_stopped" | "budget_stopped") => "stopped",
-            Some("checkpoint_requested") => "checkpoint",
-            Some(_) => "running",
-            None => "unknown",
-        }
-        .to_string()
-    }
-
-    /// The state as shown: `running (pid N)` when a live process holds the lock; `interrupted`
-    /// when the record says running but nothing does.
-    fn state_text(&self) -> String {
-        match (&self.holder, self.run_state().as_str()) {
-            (Some(h), _) if h.is_empty() => "running".into(),
-            (Some(h), _) => format!("running ({h})"),
-            (None, "running") => "interrupted".into(),
-            (None, s) => s.to_string(),
-        }
-    }
-
-    /// What the workflow waits for before it can go on.
-    fn waiting_for(&self) -> String {
-        let a = &self.artifact;
-        let gate = str_at(a, "pending_gate");
-        if self.holder.is_some() {
-            return match gate {
-                Some(g) => format!("the running process (gate {})", one_line(g, 40)),
-                None => "the running process".into(),
-            };
-        }
-        match self.run_state().as_str() {
-            "checkpoint" => checkpoint_text(a.get("checkpoint"), gate),
-            "running" => "nothing runs it: it was interrupted".into(),
-            s @ ("completed" | "failed" | "stopped") => format!("nothing ({s})"),
-            _ => match gate {
-                Some(g) => format!("gate {}", one_line(g, 40)),
-                None => "unknown".into(),
-            },
-        }
-    }
-}
-
-/// `gate G: "question" (options: a, b; recommended: a)`, with `baton resume --answer`.
-fn checkpoint_text(cp: Option<&Value>, pending_gate: Option<&str>) -> String {
-    let cp = cp.unwrap_or(&Value::Null);
-    let mut text = match str_at(cp, "gate").or(pending_gate) {
-        Some(gate) => format!("an answer at gate {}", one_line(gate, 40)),
-        None => "an answer".to_string(),
-    };
-    if let Some(q) = str_at(cp, "question") {
-        text.push_str(&format!(": \"{}\"", one_line(q, REQUEST_WIDTH)));
-    }
-    let options: Vec<String> = cp
-        .get("options")
-        .and_then(Value::as_array)
-        .map(|o| {
-            o.iter()
-                .map(|v| one_line(v.as_str().unwrap_or(&v.to_string()), 30))
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut extra = Vec::new();
-    if !options.is_empty() {
-        extra.push(format!("options: {}", options.join(", ")));
-    }
-    if let Some(r) = cp.get("recommended").filter(|r| !r.is_null()) {
-        extra.push(format!(
-            "recommended: {}",
-            one_line(r.as_str().unwrap_or(&r.to_string()), 30)
-        ));
-    }
-    if !extra.is_empty() {
-        text.push_str(&format!(" ({})", extra.join("; ")));
-    }
-    text.push_str(" — `baton resume --answer`");
-    text
 }
 
 /// `1200 in / 300 out tokens, $0.0042`; `unpriced` when tokens were spent at no known price.
@@ -285,33 +97,6 @@ fn spent_text(spent: Option<&Value>) -> String {
         _ => {}
     }
     text
-}
-
-fn summary_json(s: &Summary) -> WorkflowSummary {
-    let a = &s.artifact;
-    let pid = s
-        .holder
-        .as_deref()
-        .and_then(|h| h.strip_prefix("pid "))
-        .and_then(|p| p.trim().parse::<u64>().ok());
-    let field = |k: &str| a.get(k).cloned();
-    WorkflowSummary {
-        id: s.id.clone(),
-        workflow_type: field("workflow_type"),
-        run_state: s.run_state(),
-        state: s.state_text(),
-        running: s.holder.is_some(),
-        holder: s.holder.clone(),
-        pid,
-        phase_cursor: field("phase_cursor"),
-        pending_gate: field("pending_gate"),
-        checkpoint: field("checkpoint"),
-        waiting_for: s.waiting_for(),
-        spent: field("spent"),
-        created_at: field("created_at"),
-        updated_at: field("updated_at"),
-        request: field("user_request"),
-    }
 }
 
 fn print_summary(s: &Summary) {
@@ -361,74 +146,6 @@ pub fn status(args: StatusArgs) -> Result<Exit> {
         }
     }
     Ok(Exit::Ok)
-}
-
-/// The document of `baton status --json` (`{"workflows": [summary, …]}`, newest first; an unreadable
-/// workflow as `{"id", "error"}`), or with `id` (an id, a unique prefix of one, or `last`) that one
-/// workflow's summary. The error names the fix.
-pub fn status_json(ctx: &ProjectContext, id: Option<&str>) -> Result<WorkflowStatusAnswer, String> {
-    let store = WorkflowStore::new(state_dir(ctx));
-    if let Some(wanted) = id {
-        let id = resolve(&store, wanted)?;
-        return summarize(&store, &id)
-            .map(|s| WorkflowStatusAnswer::One(Box::new(summary_json(&s))));
-    }
-    let workflows: Vec<WorkflowEntry> = newest_first(&store)
-        .iter()
-        .map(|id| match summarize(&store, id) {
-            Ok(s) => WorkflowEntry::Summary(Box::new(summary_json(&s))),
-            Err(e) => WorkflowEntry::Unreadable {
-                id: id.clone(),
-                error: e,
-            },
-        })
-        .collect();
-    Ok(WorkflowStatusAnswer::All(StatusDocument { workflows }))
-}
-
-/// One workflow as `baton mcp` serves it as a resource: its id (`wanted` is an id, a unique
-/// prefix of one, or `last`), its summary (the document `workflow_status` answers with) and its
-/// artifact (the snapshot, or the fold of the events when there is none).
-pub fn record(
-    ctx: &ProjectContext,
-    wanted: &str,
-) -> Result<(String, WorkflowSummary, Value), String> {
-    let store = WorkflowStore::new(state_dir(ctx));
-    let id = resolve(&store, wanted)?;
-    let s = summarize(&store, &id)?;
-    Ok((id, summary_json(&s), s.artifact))
-}
-
-/// The id `wanted` names: `last` (the newest), a whole id, or a prefix of exactly one.
-fn resolve(store: &WorkflowStore, wanted: &str) -> Result<String, String> {
-    let ids = newest_first(store);
-    let fix = "`baton status` lists the workflows of this project";
-    if wanted == "last" {
-        return ids
-            .into_iter()
-            .next()
-            .ok_or_else(|| format!("no workflows in this project yet; {fix}"));
-    }
-    if ids.iter().any(|id| id == wanted) {
-        return Ok(wanted.to_string());
-    }
-    let matches: Vec<&String> = ids.iter().filter(|id| id.starts_with(wanted)).collect();
-    match matches.as_slice() {
-        [one] => Ok((*one).clone()),
-        [] => Err(format!(
-            "no workflow `{}`: {fix} (a unique prefix of an id, or `last`, is enough)",
-            baton_text::sanitize_line(wanted)
-        )),
-        many => Err(format!(
-            "`{}` matches {} workflows ({}): give more of the id",
-            baton_text::sanitize_line(wanted),
-            many.len(),
-            many.iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    }
 }
 
 /// An RFC 3339 time without its fraction of a second (`2026-12-03T13:45:07Z`).
@@ -565,6 +282,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use baton_app::workflow::id_stamp;
     use serde_json::json;
 
     #[test]

@@ -2,11 +2,11 @@
 //! the rule. It reads no config, writes nothing and calls no model.
 
 use anyhow::{bail, Result};
+use baton_app::exit::Exit;
 use baton_workflow::route::{route, route_as, Decision, WorkflowKind};
 use clap::Args;
 
 use crate::documents::RouteDocument;
-use crate::exit::Exit;
 
 #[derive(Args, Debug)]
 pub struct RouteArgs {

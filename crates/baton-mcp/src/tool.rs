@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use baton_app::project::{project_context, ProjectContext};
 use rmcp::handler::server::common::{schema_for_input, schema_for_output};
 use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use rmcp::service::RequestContext;
@@ -16,8 +17,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::mcp_runtime::SharedExecutor;
-use crate::project::{project_context, ProjectContext};
+use crate::runtime::SharedExecutor;
 
 /// A tool's hints to the client.
 #[derive(Clone, Copy, Debug)]

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 /// Known provider keys are redacted, and the document is bounded by `cap` bytes of JSON (the
 /// project's `executor.output_cap_bytes`, as for a delegation's output): see [`bound`].
 pub fn document_result(doc: &impl Serialize, ok: bool, cap: usize) -> CallToolResult {
-    let structured = bound(redacted(&crate::documents::to_value(doc)), cap);
+    let structured = bound(redacted(&baton_app::documents::to_value(doc)), cap);
     let text = structured.to_string();
     with_content(text, structured, ok)
 }
@@ -22,7 +22,7 @@ pub fn text_result(text: &str, doc: &impl Serialize, ok: bool, cap: usize) -> Ca
     let text = baton_text::truncate(&text, cap, baton_text::Keep::Head).into_owned();
     with_content(
         text,
-        bound(redacted(&crate::documents::to_value(doc)), cap),
+        bound(redacted(&baton_app::documents::to_value(doc)), cap),
         ok,
     )
 }

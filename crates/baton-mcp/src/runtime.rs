@@ -24,8 +24,9 @@ impl SharedExecutor {
         if let Some(e) = slot.as_ref() {
             return Ok(e.clone());
         }
-        let e =
-            Arc::new(crate::project::executor_for(env).map_err(|e| format!("baton mcp: {e:#}"))?);
+        let e = Arc::new(
+            baton_app::project::executor_for(env).map_err(|e| format!("baton mcp: {e:#}"))?,
+        );
         *slot = Some(e.clone());
         Ok(e)
     }

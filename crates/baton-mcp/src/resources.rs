@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use baton_app::documents::WorkflowResource;
+use baton_app::project::{output_cap, project_context, state_dir, ProjectContext};
 use baton_workflow::run::{outcome_of, Outcome};
 use rmcp::model::{
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
@@ -26,9 +28,6 @@ use rmcp::service::Peer;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
-
-use crate::documents::WorkflowResource;
-use crate::project::{output_cap, project_context, state_dir, ProjectContext};
 
 /// How often the subscribed resources of a session are read again.
 pub const POLL: Duration = Duration::from_millis(500);
@@ -93,7 +92,7 @@ fn not_found(uri: &str, why: &str) -> ErrorData {
 /// checkpoint's brief while it waits at one, and the brief of its tasks so far while it runs or
 /// was interrupted.
 fn workflow_doc(ctx: &ProjectContext, id: &str) -> Result<Value, String> {
-    let (id, summary, artifact) = crate::workflow_cmd::record(ctx, id)?;
+    let (id, summary, artifact) = baton_app::workflow::record(ctx, id)?;
     let outcome = outcome_of(&id, &artifact).map_err(|e| format!("workflow {id}: {e}"))?;
     let brief = match outcome {
         Some(
@@ -107,7 +106,7 @@ fn workflow_doc(ctx: &ProjectContext, id: &str) -> Result<Value, String> {
             &format!("workflow {id} has not ended (see `workflow.state`)"),
         ),
     };
-    Ok(crate::documents::to_value(&WorkflowResource {
+    Ok(baton_app::documents::to_value(&WorkflowResource {
         workflow: summary,
         brief,
     }))
@@ -123,16 +122,16 @@ fn content(ctx: &ProjectContext, target: &Target) -> Result<(String, &'static st
         }
         Target::Flow(id) => {
             let flows = baton_flow::status(&ctx.cwd, Some(id), &[]).map_err(|e| e.to_string())?;
-            let line = crate::documents::FlowDocument::status_lines(&flows)
+            let line = baton_app::documents::FlowDocument::status_lines(&flows)
                 .into_iter()
                 .next()
                 .ok_or_else(|| format!("no Flow `{id}`"))?;
-            Ok((pretty(&crate::documents::to_value(&line)), JSON))
+            Ok((pretty(&baton_app::documents::to_value(&line)), JSON))
         }
         Target::TaskLog(id) => {
             let events =
                 baton_exec::background::events(&state_dir(ctx), id).map_err(|e| e.to_string())?;
-            let mut text = crate::task_logs::lines(&events).join("\n");
+            let mut text = baton_app::task_log::lines(&events).join("\n");
             text.push('\n');
             let cap = output_cap(ctx);
             let text = baton_text::truncate(&text, cap, baton_text::Keep::Tail).into_owned();
@@ -186,8 +185,8 @@ fn resource(uri: String, name: &str, title: String, description: String, mime: &
 pub fn list(cwd: &Path) -> Result<Vec<Resource>, ErrorData> {
     let ctx = context(cwd)?;
     let mut out = Vec::new();
-    let status = crate::workflow_cmd::status_json(&ctx, None)
-        .map(|doc| crate::documents::to_value(&doc))
+    let status = baton_app::workflow::status_json(&ctx, None)
+        .map(|doc| baton_app::documents::to_value(&doc))
         .unwrap_or_default();
     for w in status["workflows"].as_array().into_iter().flatten() {
         let Some(id) = w["id"].as_str() else { continue };

@@ -1,22 +1,22 @@
 //! The background-task side of `baton mcp`: `delegate_task` with `background: true` and the
 //! `task_status`, `task_wait` and `task_cancel` tools. Each does what `baton task --background`,
-//! `baton task status`, `wait` and `cancel` do, through the same functions of `task_cmd`, and
+//! `baton task status`, `wait` and `cancel` do, through the same functions (`baton_app::tasks`), and
 //! answers with the document their `--json` prints. See docs/mcp.md.
 
 use std::time::Duration;
 
+use baton_app::documents::{
+    DelegateAnswer, TaskCancelDocument, TaskDocument, TaskStatusDocument, TaskWaitDocument,
+};
+use baton_app::project::{output_cap, state_dir, ProjectContext};
+use baton_app::tasks::{cancel_document, poll_wait};
 use baton_exec::delegate::DelegateRequest;
 use rmcp::model::JsonObject;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::documents::{
-    DelegateAnswer, TaskCancelDocument, TaskDocument, TaskStatusDocument, TaskWaitDocument,
-};
-use crate::mcp_result::document_result;
-use crate::mcp_tool::{boxed, input, output, Answer, Call, Hints, ToolDef, READ_ONLY};
-use crate::project::{output_cap, state_dir, ProjectContext};
-use crate::task_cmd::{cancel_document, poll_wait};
+use crate::result::document_result;
+use crate::tool::{boxed, input, output, Answer, Call, Hints, ToolDef, READ_ONLY};
 
 /// `task_status` and `task_cancel` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -85,7 +85,7 @@ pub const TOOLS: [ToolDef; 3] = [
 /// the supervisor as `baton task --background` does and answers with the document of
 /// `baton task --background --json`.
 pub fn start(ctx: &ProjectContext, req: &DelegateRequest) -> Answer {
-    let id = crate::task_cmd::start_background(ctx, req)
+    let id = baton_app::tasks::start_background(ctx, req)
         .map_err(|e| format!("delegate_task: cannot start the background task: {e:#}"))?;
     Ok(document_result(
         &DelegateAnswer::Background(TaskDocument::Background { id }),

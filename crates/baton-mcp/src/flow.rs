@@ -1,12 +1,14 @@
 //! The Flow tools of `baton mcp`: `flow_status`, `flow_start`, `flow_continue`, `flow_resume` and
 //! `flow_abandon`. Each does what the `baton flow` command of its name does, through the same
-//! functions of `baton_flow` and the environment `flow_cmd` builds, and answers with the
+//! functions of `baton_flow` and the environment `baton flow` builds (`baton_app::flow`), and answers with the
 //! documents their `--json` prints. The three that drive a Flow send each event `baton flow`
 //! describes as a progress notification and stop resumably when the call is cancelled. See
 //! docs/mcp.md.
 
 use std::sync::Arc;
 
+use baton_app::documents::{FlowDocument, FlowStatusList};
+use baton_app::project::{delegate_env, output_cap};
 use baton_flow::{FlowError, FlowStatus, Phase};
 use baton_protocol::ModelClass;
 use rmcp::model::{CallToolResult, JsonObject};
@@ -14,11 +16,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::documents::{FlowDocument, FlowStatusList};
-use crate::mcp_result::{document_result, text_result};
-use crate::mcp_runtime::ProgressForward;
-use crate::mcp_tool::{boxed, input, output, Answer, Call, Hints, ToolDef, READ_ONLY, RUNS_AGENTS};
-use crate::project::{delegate_env, output_cap};
+use crate::result::{document_result, text_result};
+use crate::runtime::ProgressForward;
+use crate::tool::{boxed, input, output, Answer, Call, Hints, ToolDef, READ_ONLY, RUNS_AGENTS};
 
 /// `flow_status` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -166,7 +166,7 @@ fn report_result(status: &FlowStatus, cap: usize) -> CallToolResult {
     let ok = !matches!(status.phase, Phase::Failed);
     text_result(
         text.trim_end(),
-        &crate::documents::FlowDocument::report(status),
+        &baton_app::documents::FlowDocument::report(status),
         ok,
         cap,
     )
@@ -178,7 +178,7 @@ fn flow_status(call: &Call, args: Option<JsonObject>) -> Answer {
     let flows = baton_flow::status(&ctx.cwd, req.id.as_deref(), &[])
         .map_err(|e| format!("{}: {e}", call.tool))?;
     let doc = FlowStatusList {
-        flows: crate::documents::FlowDocument::status_lines(&flows),
+        flows: baton_app::documents::FlowDocument::status_lines(&flows),
     };
     Ok(document_result(&doc, true, output_cap(&ctx)))
 }
@@ -189,7 +189,7 @@ fn flow_abandon(call: &Call, args: Option<JsonObject>) -> Answer {
     let ctx = call.project()?;
     let delegate = delegate_env(&ctx).map_err(|e| format!("{name}: {e:#}"))?;
     let executor = call.executor.get(&delegate)?;
-    let env = crate::flow_cmd::flow_env_with(delegate, executor, None);
+    let env = baton_app::flow::flow_env_with(delegate, executor, None);
     let status = baton_flow::abandon(&env, req.id.as_deref(), req.reason.as_deref())
         .map_err(|e| flow_error(name, &e))?;
     Ok(report_result(&status, output_cap(&ctx)))
@@ -251,7 +251,7 @@ async fn drive(call: &Call, drive: Drive) -> Answer {
         });
         o
     });
-    let env = crate::flow_cmd::flow_env_with(delegate, executor, observer);
+    let env = baton_app::flow::flow_env_with(delegate, executor, observer);
     let cancel = &call.context.ct;
     let result = match drive {
         Drive::Start(units) => baton_flow::start(&env, &units, cancel).await,

@@ -1,0 +1,108 @@
+//! A background task's events as lines of text (`baton task logs`, MCP task resources), and one
+//! delegation entry's event as a line (also the progress of `delegate_task` over MCP).
+
+use baton_exec::background::TaskEvent;
+use baton_exec::delegate::{EntryEvent, EntryStatus};
+use baton_exec::Activity;
+
+/// The lines `baton task logs ID` prints for these events (terminal-safe).
+pub fn lines(events: &[TaskEvent]) -> Vec<String> {
+    let mut names = Vec::new();
+    events
+        .iter()
+        .filter_map(|ev| describe(ev, &mut names))
+        .map(|line| baton_text::sanitize_line(&line).into_owned())
+        .collect()
+}
+
+/// One event as a line, or `None` for events too fine-grained to show (thinking, token counts).
+/// `names` holds the entries' names, learnt from `task.created`.
+pub fn describe(ev: &TaskEvent, names: &mut Vec<String>) -> Option<String> {
+    let name = |i: usize| -> String { names.get(i).cloned().unwrap_or_else(|| format!("#{i}")) };
+    Some(match ev {
+        TaskEvent::Created {
+            id,
+            created,
+            request,
+            ..
+        } => {
+            *names = request.entries.iter().map(|e| e.name.clone()).collect();
+            format!(
+                "{created} {id} created: {} of {} entr{} ({})",
+                request.mode.as_str(),
+                request.entries.len(),
+                if request.entries.len() == 1 {
+                    "y"
+                } else {
+                    "ies"
+                },
+                request
+                    .entries
+                    .iter()
+                    .map(|e| format!("{} as {}", e.name, e.role))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+        TaskEvent::Spawned { pid, .. } => format!("supervisor spawned (pid {pid})"),
+        TaskEvent::Started { pid, .. } => format!("supervisor running (pid {pid})"),
+        TaskEvent::Failed { message } => format!("task failed: {message}"),
+        TaskEvent::Entry { index, event } => return describe_entry(&name(*index), event),
+        TaskEvent::Completed { report } => {
+            let done = report
+                .entries
+                .iter()
+                .filter(|e| e.status == EntryStatus::Done)
+                .count();
+            format!(
+                "completed: {done} of {} entr{} done",
+                report.entries.len(),
+                if report.entries.len() == 1 {
+                    "y"
+                } else {
+                    "ies"
+                }
+            )
+        }
+    })
+}
+
+fn word(s: EntryStatus) -> &'static str {
+    match s {
+        EntryStatus::Done => "done",
+        EntryStatus::Failed => "failed",
+        EntryStatus::Stopped => "stopped",
+        EntryStatus::Skipped => "skipped",
+    }
+}
+
+/// One event of a delegation's entry `n` as a line (the log of `baton task logs`, the progress
+/// of `delegate_task` over MCP), or `None` for events too fine-grained to show.
+pub fn describe_entry(n: &str, event: &EntryEvent) -> Option<String> {
+    Some(match event {
+        EntryEvent::Queued { role, .. } => format!("[{n}] queued ({role})"),
+        EntryEvent::Launching {
+            model, cwd, note, ..
+        } => format!(
+            "[{n}] launching {model} in {cwd}{}",
+            note.as_ref().map(|t| format!(" — {t}")).unwrap_or_default()
+        ),
+        EntryEvent::Activity { activity } => match activity {
+            Activity::Started { pid, .. } => format!("[{n}] child running (pid {pid})"),
+            Activity::ToolStart { tool, path, .. } => format!(
+                "[{n}] {tool}{}",
+                path.as_ref().map(|p| format!(" {p}")).unwrap_or_default()
+            ),
+            Activity::ToolEnd { tool, is_error, .. } => {
+                if *is_error {
+                    format!("[{n}] {tool} failed")
+                } else {
+                    return None;
+                }
+            }
+            Activity::MessageEnd { turn } => format!("[{n}] turn {turn} ended"),
+            Activity::Thinking | Activity::Tokens { .. } => return None,
+        },
+        EntryEvent::Finished { status } => format!("[{n}] {}", word(*status)),
+    })
+}

@@ -1,0 +1,27 @@
+//! baton's MCP server (`baton mcp`, docs/mcp.md) on the official Rust SDK,
+//! `rmcp`: the server and its `TOOLS` table (`server`), the Flow tools (`flow`), the background
+//! task tools (`tasks`), streamable HTTP (`http`), resources and their subscriptions
+//! (`resources`), bounded and redacted results (`result`), the shared executor and progress
+//! (`runtime`) and what a tool is (`tool`). Every answer is a document of `baton_app`, built by
+//! the same function as the matching `--json` command.
+
+/// `eprintln!` with known provider keys written as `[REDACTED]`, as all of baton's messages on
+/// stderr (the same as `baton-cli`'s).
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let text = format!($($arg)*);
+        let _ = writeln!(std::io::stderr().lock(), "{}", baton_text::redact::redact(&text));
+    }};
+}
+
+pub mod flow;
+pub mod http;
+pub mod resources;
+pub mod result;
+pub mod runtime;
+pub mod server;
+pub mod tasks;
+pub mod tool;
+
+pub use server::{run, Options};
