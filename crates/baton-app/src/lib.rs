@@ -4,15 +4,8 @@
 //! schemas are derived; the builders of the documents that read the project (`info`, `workflow`,
 //! `tasks`, `task_log`, `flow`); and how a command ends (`exit`).
 
-/// `eprintln!` with known provider keys written as `[REDACTED]`, as all of baton's messages on
-/// stderr (the same as `baton-cli`'s).
-macro_rules! errln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let text = format!($($arg)*);
-        let _ = writeln!(std::io::stderr().lock(), "{}", baton_text::redact::redact(&text));
-    }};
-}
+#[macro_use]
+extern crate baton_text;
 
 pub mod config;
 pub mod documents;

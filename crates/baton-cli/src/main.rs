@@ -1,29 +1,7 @@
 //! The `baton` command.
 
-/// `println!` that never panics: when the reader of stdout goes away (`baton task --json | head`),
-/// output is dropped and the work goes on to its normal end (children stopped, state recorded).
-/// Known provider keys are written as `[REDACTED]` (`baton_text::redact`).
-macro_rules! outln {
-    () => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock());
-    }};
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let text = format!($($arg)*);
-        let _ = writeln!(std::io::stdout().lock(), "{}", baton_text::redact::redact(&text));
-    }};
-}
-
-/// `eprintln!` with known provider keys written as `[REDACTED]`: all of baton's own messages on
-/// stderr go through it.
-macro_rules! errln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let text = format!($($arg)*);
-        let _ = writeln!(std::io::stderr().lock(), "{}", baton_text::redact::redact(&text));
-    }};
-}
+#[macro_use]
+extern crate baton_text;
 
 mod agent_cmd;
 mod demo_cmd;

@@ -5,15 +5,8 @@
 //! (`runtime`) and what a tool is (`tool`). Every answer is a document of `baton_app`, built by
 //! the same function as the matching `--json` command.
 
-/// `eprintln!` with known provider keys written as `[REDACTED]`, as all of baton's messages on
-/// stderr (the same as `baton-cli`'s).
-macro_rules! errln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let text = format!($($arg)*);
-        let _ = writeln!(std::io::stderr().lock(), "{}", baton_text::redact::redact(&text));
-    }};
-}
+#[macro_use]
+extern crate baton_text;
 
 pub mod flow;
 pub mod http;

@@ -18,6 +18,33 @@
 //!   task entries, roles, cassettes, config) as text, refusing anything that is not a regular
 //!   file or holds more than [`input::INPUT_CAP`] (16 MiB).
 
+/// `println!` with known provider keys written as `[REDACTED]` (see [`redact`]): every line baton
+/// prints on stdout goes through it. Brought into a crate with `#[macro_use] extern crate
+/// baton_text;`.
+#[macro_export]
+macro_rules! outln {
+    () => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock());
+    }};
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let text = format!($($arg)*);
+        let _ = writeln!(std::io::stdout().lock(), "{}", $crate::redact::redact(&text));
+    }};
+}
+
+/// `eprintln!` with known provider keys written as `[REDACTED]`: all of baton's own messages on
+/// stderr go through it.
+#[macro_export]
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let text = format!($($arg)*);
+        let _ = writeln!(std::io::stderr().lock(), "{}", $crate::redact::redact(&text));
+    }};
+}
+
 use std::borrow::Cow;
 use std::collections::VecDeque;
 
