@@ -320,6 +320,7 @@ pub fn workflow_env(
             .ok()
             .and_then(|s| s.trim().parse().ok()),
         observer,
+        events: None,
     }
 }
 

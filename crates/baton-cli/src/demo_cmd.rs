@@ -137,6 +137,7 @@ pub fn run(args: DemoArgs) -> Result<Exit> {
         observer: Some(Arc::new(|line: &str| {
             errln!("baton run: {}", baton_text::sanitize_line(line))
         })),
+        events: None,
     };
     let opts = StartOptions {
         request: REQUEST.to_string(),

@@ -14,7 +14,7 @@ use common::workflow::*;
 use pretty_assertions::assert_eq;
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
 use rmcp::service::PeerRequestOptions;
-use serde_json::json;
+use serde_json::{json, Value};
 
 #[tokio::test]
 async fn run_workflow_completes_a_build_and_reports_progress() {
@@ -53,15 +53,33 @@ async fn run_workflow_completes_a_build_and_reports_progress() {
     // Worked in place: the builder's change is in the project's own tree.
     assert!(wf.sb.work().join("feature.txt").is_file());
 
+    // The route's headline, then every event the workflow recorded, as `baton events` prints it,
+    // in the order of its log.
     let messages = progress_messages(&recorder, 3).await;
     assert!(messages[0].starts_with("-> BUILD workflow"), "{messages:?}");
-    assert!(
-        messages
-            .iter()
-            .any(|m| m == &format!("workflow {id} started")),
-        "{messages:?}"
-    );
-    assert!(messages.len() >= 5, "{messages:?}");
+    let events: Vec<&str> = messages[1..]
+        .iter()
+        .map(|m| {
+            let rest = m
+                .strip_prefix(&format!("{id} "))
+                .unwrap_or_else(|| panic!("{m}"));
+            rest.split(' ').next().unwrap()
+        })
+        .collect();
+    let o = wf.run(&["events", "--json", "--id", &id]);
+    assert!(o.status.success(), "{}", err(&o));
+    let logged: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["event"]["event"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(events, logged, "{messages:?}");
+    assert_eq!(events[0], "workflow_started");
+    assert_eq!(events.last(), Some(&"workflow_completed"));
 
     let status = call(&client, "workflow_status", json!({"id": id})).await;
     assert_eq!(status.is_error, Some(false), "{status:?}");

@@ -15,9 +15,11 @@
 //! - [`Payload`]: the typed event of each kind, the log's own record type.
 //! - [`feed`]: reading the logs from a [`Cursor`] on, in order, whole lines only.
 //! - [`follow`]: waiting for new lines and new logs with inotify.
+//! - [`live`]: the same events in-process, as this process appends them.
 
 pub mod feed;
 pub mod follow;
+pub mod live;
 
 use baton_protocol::{ProjectEvent, SourceKind};
 use serde::{Deserialize, Serialize};
@@ -26,6 +28,7 @@ use serde_json::Value;
 pub use baton_protocol::{Cursor, Position, Source};
 pub use feed::{Feed, FeedError, Filter};
 pub use follow::Watcher;
+pub use live::Live;
 
 /// One event of the feed.
 pub type Event = ProjectEvent<Payload>;

@@ -4,11 +4,14 @@
 //! `baton flow status --json`, `baton task logs`), passes through the redactor of known provider
 //! keys, and a task log is bounded by the executor's output cap.
 //!
-//! Subscriptions are watched by polling: while a session has some, one task of that session reads
-//! each subscribed resource every [`POLL`] and sends `notifications/resources/updated` when what a
-//! read answers has changed since the last look, whoever changed it (this server's tools or a
-//! `baton` command in another terminal). The task ends with the last unsubscribe, when the
-//! session ends or when the client's transport is closed. See docs/mcp.md.
+//! Subscriptions are driven by the project event feed (`baton-events`, inotify): while a session
+//! has some, a follower of the feed names each log that gained an event, whoever appended it (this
+//! server's tools or a `baton` command in another terminal); the session's task reads the
+//! subscribed resources of those logs again and sends `notifications/resources/updated` for each
+//! whose answer changed. What no log line records (a process that died, seen by a lock) is
+//! caught by reading every subscribed resource again each [`LIVENESS`]. The task ends with the
+//! last unsubscribe, when the session ends or when the client's transport is closed. See
+//! docs/mcp.md.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::BTreeMap;
@@ -19,6 +22,8 @@ use std::time::Duration;
 
 use baton_app::documents::WorkflowResource;
 use baton_app::project::{output_cap, project_context, state_dir, ProjectContext};
+use baton_events::{Cursor, Feed, Filter, Source};
+use baton_protocol::SourceKind;
 use baton_workflow::run::{outcome_of, Outcome};
 use rmcp::model::{
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
@@ -29,8 +34,9 @@ use rmcp::{ErrorData, RoleServer};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-/// How often the subscribed resources of a session are read again.
-pub const POLL: Duration = Duration::from_millis(500);
+/// How often the subscribed resources of a session are read again when no event came: what no
+/// log line records (a run that died) shows within it.
+pub const LIVENESS: Duration = Duration::from_secs(5);
 
 /// The URI forms, as error messages name them.
 pub const FORMS: &str = "baton://workflows/{id}, baton://flows/{id} and baton://tasks/{id}/log";
@@ -73,6 +79,17 @@ fn target(uri: &str) -> Result<Target, ErrorData> {
             ),
             Some(json!({"uri": uri})),
         )),
+    }
+}
+
+impl Target {
+    /// The log whose events change what the target answers.
+    fn source(&self) -> Source {
+        match self {
+            Target::Workflow(id) => Source::new(SourceKind::Workflow, id),
+            Target::Flow(id) => Source::new(SourceKind::Flow, id),
+            Target::TaskLog(id) => Source::new(SourceKind::Task, id),
+        }
     }
 }
 
@@ -370,30 +387,64 @@ impl Subscriptions {
     }
 }
 
-/// The watcher of one session: every [`POLL`], reads each subscribed resource again (off the
-/// async threads) and notifies the ones whose answer changed. Ends when stopped, when the
-/// session's subscriptions are dropped with its server, or when the client is gone.
+/// The watcher of one session: reads again the subscribed resources whose logs gained events
+/// (and all of them each [`LIVENESS`]) off the async threads, and notifies the ones whose answer
+/// changed. Ends when stopped, when the session's subscriptions are dropped with its server, or
+/// when the client is gone.
 async fn watch(
     watched: Weak<Mutex<Watched>>,
     cwd: PathBuf,
     peer: Peer<RoleServer>,
     stop: CancellationToken,
 ) {
+    let mut appended = follow(&cwd);
     loop {
-        tokio::select! {
+        // `None`: read every subscribed resource; else those of the logs named.
+        let touched: Option<Vec<Source>> = tokio::select! {
             _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(POLL) => {}
-        }
+            next = async {
+                match appended.as_mut() {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => match next {
+                Some(first) => {
+                    let mut sources = vec![first];
+                    while let Some(Ok(s)) = appended.as_mut().map(|rx| rx.try_recv()) {
+                        sources.push(s);
+                    }
+                    Some(sources)
+                }
+                None => {
+                    // The follower stopped (no inotify): the liveness reads go on.
+                    appended = None;
+                    continue;
+                }
+            },
+            _ = tokio::time::sleep(LIVENESS) => None,
+        };
         if peer.is_transport_closed() {
             return;
         }
         let uris: Vec<String> = match watched.upgrade() {
             Some(w) => match w.lock() {
-                Ok(w) => w.uris.keys().cloned().collect(),
+                Ok(w) => w
+                    .uris
+                    .keys()
+                    .filter(|uri| match (&touched, target(uri)) {
+                        (None, _) => true,
+                        (Some(sources), Ok(t)) => sources.contains(&t.source()),
+                        (Some(_), Err(_)) => false,
+                    })
+                    .cloned()
+                    .collect(),
                 Err(_) => return,
             },
             None => return,
         };
+        if uris.is_empty() {
+            continue;
+        }
         let dir = cwd.clone();
         let Ok(now) = tokio::task::spawn_blocking(move || {
             uris.into_iter()
@@ -434,6 +485,35 @@ async fn watch(
             }
         }
     }
+}
+
+/// A follower of the project's workflow, Flow and task logs on a thread of its own: the log of
+/// each event appended from now on, as `baton events --follow` sees it. `None` when the project
+/// or inotify cannot be used (the liveness reads remain). The thread ends at the first event
+/// after the receiver is dropped.
+fn follow(cwd: &Path) -> Option<tokio::sync::mpsc::UnboundedReceiver<Source>> {
+    let ctx = project_context(Some(cwd.to_path_buf())).ok()?;
+    let state = state_dir(&ctx);
+    let root = state.project_root().unwrap_or(cwd).to_path_buf();
+    let filter = Filter {
+        kinds: vec![SourceKind::Workflow, SourceKind::Flow, SourceKind::Task],
+        ids: Vec::new(),
+    };
+    let mut feed = Feed::new(state, filter, Cursor::default());
+    // What is there now is not news: the follower starts after it.
+    let _ = feed.poll();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::Builder::new()
+        .name("baton-mcp-feed".into())
+        .spawn(move || {
+            let mut emit = |e: &baton_events::Event| {
+                tx.send(e.source.clone())
+                    .map_err(|_| std::io::Error::other("unsubscribed"))
+            };
+            let _ = baton_events::follow::stream(&mut feed, &root, true, &mut emit, &mut |_| {});
+        })
+        .ok()?;
+    Some(rx)
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use baton_exec::delegate::DelegateEnv;
 use baton_exec::executor::Executor;
-use baton_workflow::run::Observer;
+use baton_workflow::event::WorkflowEvent;
+use baton_workflow::run::{EventObserver, Observer};
 use rmcp::model::ProgressNotificationParam;
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
@@ -77,6 +78,16 @@ impl ProgressForward {
                     let _ = tx.send(baton_text::sanitize_line(line).into_owned());
                 }
             }
+        }))
+    }
+
+    /// The event subscriber a `RunEnv` takes: each event the workflow records goes out as one
+    /// notification, the line `baton events` prints for it.
+    pub fn workflow_events(&self) -> Option<EventObserver> {
+        let say = self.observer()?;
+        Some(Arc::new(move |e: &WorkflowEvent| {
+            let line = baton_events::Payload::Workflow(e.clone()).summary();
+            say(&format!("{} {line}", e.wf));
         }))
     }
 

@@ -29,7 +29,7 @@ use baton_app::project::{delegate_env, output_cap, project_context};
 use baton_exec::delegate::{parse_request, render_report, resolve_roles, run_delegation, Progress};
 use baton_exec::types::DEFAULT_OUTPUT_CAP;
 use baton_workflow::route::{route, route_as, WorkflowKind};
-use baton_workflow::run::{self, Observer, Outcome, RunEnv, StartOptions};
+use baton_workflow::run::{self, Outcome, RunEnv, StartOptions};
 use baton_workflow::store::WorkflowStore;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -444,14 +444,14 @@ fn outcome_result(outcome: &Outcome, cap: usize) -> CallToolResult {
 }
 
 /// The environment of a workflow run by a call: the same as `baton run`'s, with this server's
-/// executor and the call's progress as its observer.
-fn run_env(call: &Call, observer: Option<Observer>) -> Result<RunEnv, String> {
+/// executor, and each event the workflow records sent as the call's progress.
+fn run_env(call: &Call, progress: &ProgressForward) -> Result<RunEnv, String> {
     let ctx = call.project()?;
     let delegate = delegate_env(&ctx).map_err(|e| format!("{}: {e:#}", call.tool))?;
     let executor = call.executor.get(&delegate)?;
-    Ok(baton_app::workflow::workflow_env(
-        delegate, executor, observer,
-    ))
+    let mut env = baton_app::workflow::workflow_env(delegate, executor, None);
+    env.events = progress.workflow_events();
+    Ok(env)
 }
 
 /// `run_workflow`: routing (with the model tiebreak of a conflict, as `baton run`), then
@@ -473,7 +473,7 @@ async fn run_workflow(call: &Call, args: Option<JsonObject>) -> Answer {
         None => None,
     };
     let progress = ProgressForward::new(&call.context);
-    let env = run_env(call, progress.observer())?;
+    let env = run_env(call, &progress)?;
     let cap = env.delegate.output_cap;
     let decision = match kind {
         Some(k) => route_as(&req.request, k),
@@ -517,7 +517,7 @@ async fn workflow_resume(call: &Call, args: Option<JsonObject>) -> Answer {
     let req: WorkflowResumeRequest = call.parse(args)?;
     check_budget(name, req.budget_usd, req.budget_tokens)?;
     let progress = ProgressForward::new(&call.context);
-    let env = run_env(call, progress.observer())?;
+    let env = run_env(call, &progress)?;
     let cap = env.delegate.output_cap;
     let store = WorkflowStore::new(env.delegate.state.clone());
     let id = baton_app::workflow::pick(&store, req.id.as_deref())

@@ -4,7 +4,8 @@
 //! Publishing never blocks and never fails: every subscriber has its own unbounded queue, and a
 //! subscriber that went away (its [`Subscription`] dropped) is forgotten at the next publish.
 //! It is not durable: the logs under `.baton/state/` stay the record, and `baton events` reads
-//! them; a bus only saves the in-process reader the wait. Nothing publishes to one yet.
+//! them; a bus only saves the in-process reader the wait. Every `baton_state::JsonlLog` publishes
+//! its appended lines on `baton_state::appended()`.
 
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Mutex;

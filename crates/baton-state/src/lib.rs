@@ -21,8 +21,8 @@ pub use damage::Damage;
 pub use ids::{check_id, IdError, IdKind};
 pub use lock::{FileLock, LockError};
 pub use log::{
-    commit_file, now_rfc3339, parse_records, read_snapshot, stage_file, write_snapshot, Durability,
-    JsonlLog, LogError,
+    appended, commit_file, now_rfc3339, parse_records, read_snapshot, stage_file, write_snapshot,
+    Appended, Durability, JsonlLog, LogError,
 };
 
 /// The file in a frozen-roles folder naming the process that uses it.

@@ -87,6 +87,25 @@ pub enum Durability {
     Written,
 }
 
+/// A line a [`JsonlLog`] of this process appended: where (the log's path and the byte offset at
+/// which the line starts) and the line itself (without its `\n`). Published on [`appended`]
+/// once the line is written (and fsynced when the log's durability asks for it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    pub path: PathBuf,
+    pub offset: u64,
+    pub line: std::sync::Arc<str>,
+}
+
+/// The in-process fan-out of every line appended to a [`JsonlLog`] by this process: the same
+/// lines, at the same offsets, that a reader of the files sees, without reading them back.
+/// Publishing costs nothing while no one subscribes.
+pub fn appended() -> &'static baton_protocol::EventBus<Appended> {
+    static BUS: std::sync::OnceLock<baton_protocol::EventBus<Appended>> =
+        std::sync::OnceLock::new();
+    BUS.get_or_init(baton_protocol::EventBus::new)
+}
+
 /// An append-only log of `E`s, one JSON value per line.
 ///
 /// A line is complete when it ends with `\n`. A process killed mid-write leaves an incomplete
@@ -193,9 +212,33 @@ impl<E: Serialize + DeserializeOwned> JsonlLog<E> {
         self.file
             .write_all(line.as_bytes())
             .map_err(io(&self.path))?;
-        match self.durability {
-            Durability::Fsync => self.file.sync_data().map_err(io(&self.path)),
-            Durability::Written => Ok(()),
+        if self.durability == Durability::Fsync {
+            self.file.sync_data().map_err(io(&self.path))?;
+        }
+        self.publish(&line);
+        Ok(())
+    }
+
+    /// Hands the lines of `text` (just written, ending at the file's offset) to [`appended`].
+    fn publish(&mut self, text: &str) {
+        let bus = appended();
+        if bus.subscribers() == 0 {
+            return;
+        }
+        use std::io::Seek;
+        // The offset of this descriptor is the end of this write (O_APPEND), whatever other
+        // processes append after it.
+        let Ok(end) = self.file.stream_position() else {
+            return;
+        };
+        let mut offset = end.saturating_sub(text.len() as u64);
+        for line in text.split_inclusive('\n') {
+            bus.publish(&Appended {
+                path: self.path.clone(),
+                offset,
+                line: line.trim_end_matches('\n').into(),
+            });
+            offset += line.len() as u64;
         }
     }
 }
@@ -216,10 +259,11 @@ impl<E: Serialize + DeserializeOwned> JsonlLog<E> {
         self.file
             .write_all(text.as_bytes())
             .map_err(io(&self.path))?;
-        match self.durability {
-            Durability::Fsync => self.file.sync_data().map_err(io(&self.path)),
-            Durability::Written => Ok(()),
+        if self.durability == Durability::Fsync {
+            self.file.sync_data().map_err(io(&self.path))?;
         }
+        self.publish(&text);
+        Ok(())
     }
 }
 

@@ -49,6 +49,10 @@ pub use routing::{tiebreak, TIEBREAK_TIMEOUT};
 /// A line for a person watching (`baton run` prints it on stderr).
 pub type Observer = Arc<dyn Fn(&str) + Send + Sync>;
 
+/// A subscriber to the workflow's events: each one as it is recorded (fsynced), typed — the
+/// same record `baton events` reads from the log. The MCP server's progress is built from them.
+pub type EventObserver = Arc<dyn Fn(&crate::event::WorkflowEvent) + Send + Sync>;
+
 /// Where and with what workflows run.
 #[derive(Clone)]
 pub struct RunEnv {
@@ -62,6 +66,8 @@ pub struct RunEnv {
     /// Test hook (`BATON_WORKFLOW_CRASH_AT=N`): SIGKILL this process right after its N-th event.
     pub crash_after: Option<u64>,
     pub observer: Option<Observer>,
+    /// Gets every event of the workflow as it is recorded.
+    pub events: Option<EventObserver>,
 }
 
 /// What `baton run` starts.
@@ -181,6 +187,10 @@ pub async fn start_with(
         lock.note_owner(&format!("workflow {id}"));
     }
     let runner = Runner::new(env, launcher, wf, cancel)?;
+    if let Some(o) = &env.events {
+        // The record's first event was written by the store.
+        store.events(&id)?.iter().for_each(|e| o(e));
+    }
     let mut r = runner.record();
     if opts.kind == WorkflowKind::Build {
         first_phase(&mut r.artifact, trivial);
@@ -574,9 +584,12 @@ impl<'a> Runner<'a> {
         let mut ev: NewEvent = ev.into();
         let mut wf = self.lock();
         ev.delta = state::diff(wf.log.artifact(), &new.to_value());
-        wf.log.append(ev)?;
+        let recorded = wf.log.append(ev)?;
         wf.record = Record::read(wf.log.artifact())?;
         drop(wf);
+        if let Some(o) = &self.env.events {
+            o(&recorded);
+        }
         let n = self.appended.fetch_add(1, Ordering::SeqCst) + 1;
         if self.env.crash_after == Some(n) {
             // The fault test's kill point: as abrupt as `kill -9`.

@@ -16,6 +16,7 @@ use baton_protocol::config::Config;
 use baton_protocol::Usage;
 use baton_roles::RoleDirs;
 use baton_state::StateDir;
+use baton_workflow::event::WorkflowEvent;
 use baton_workflow::route::WorkflowKind;
 use baton_workflow::run::agent::Dispatched;
 use baton_workflow::run::state::{HostCheck, TaskOutput};
@@ -118,6 +119,8 @@ pub struct Harness {
     _dir: tempfile::TempDir,
     pub env: RunEnv,
     pub agents: Scripted,
+    /// Every event the runner handed its subscriber, in order.
+    pub seen: Arc<Mutex<Vec<WorkflowEvent>>>,
 }
 
 impl Harness {
@@ -143,18 +146,25 @@ impl Harness {
             env: Arc::new(ProcessEnv),
             reload: None,
         };
-        let env = RunEnv {
+        let mut env = RunEnv {
             delegate,
             executor: Arc::new(Executor::new(2)),
             record: None,
             replay: None,
             crash_after: None,
             observer: None,
+            events: None,
         };
+        let seen: Arc<Mutex<Vec<WorkflowEvent>>> = Arc::default();
+        let sink = seen.clone();
+        env.events = Some(Arc::new(move |e: &WorkflowEvent| {
+            sink.lock().unwrap().push(e.clone());
+        }));
         Harness {
             _dir: dir,
             env,
             agents: Scripted::default(),
+            seen,
         }
     }
 
@@ -248,6 +258,13 @@ impl Harness {
                 ..Resume::default()
             },
         )
+    }
+
+    /// The workflow's events as the store reads them from its log.
+    pub fn events(&self, id: &str) -> Vec<WorkflowEvent> {
+        baton_workflow::store::WorkflowStore::new(self.env.delegate.state.clone())
+            .events(id)
+            .expect("the log reads")
     }
 
     /// The workflow's artifact as the store reads it.

@@ -19,6 +19,8 @@ fn a_build_runs_the_full_graph_and_ends_verified() {
         panic!("{o:?}")
     };
     assert!(brief.contains("proof: passed"), "{brief}");
+    // The subscriber got every event of the log, in order, as it was recorded.
+    assert_eq!(*h.seen.lock().unwrap(), h.events(id));
     let mut phases = h.phases();
     phases[1..3].sort();
     assert_eq!(
