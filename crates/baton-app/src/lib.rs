@@ -13,6 +13,7 @@ pub mod exit;
 pub mod flow;
 pub mod info;
 pub mod project;
+pub mod settings;
 pub mod task_log;
 pub mod tasks;
 pub mod trust;

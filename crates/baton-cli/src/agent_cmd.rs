@@ -5,15 +5,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use baton_agent::agent::{
-    self, AgentSpec, Fallback, Inbox, RunSummary, Submission, DEFAULT_MAX_TURNS,
-};
+use baton_agent::agent::{self, AgentSpec, Fallback, Inbox, RunSummary, Submission};
 use baton_agent::session::{SessionHeader, SessionStore};
-use baton_agent::tools::{builtin_tools, SandboxMode, SandboxPolicy, Tool};
+use baton_agent::tools::{builtin_tools, SandboxMode, Tool};
 use baton_app::exit::{AfterWorkBegan as _, Exit};
 use baton_app::project::{
     now_rfc3339, project_context, role_dirs, state_dir, warn_skipped_roles, ProjectContext,
 };
+use baton_app::settings::{process_env, AgentFlags, AgentSettings};
 use baton_model::replay::{Recorder, Replay};
 use baton_model::retry::RetryPolicy;
 use baton_model::routes::{
@@ -127,10 +126,6 @@ fn read_task(task: Option<String>, resuming: bool) -> Result<String> {
     }
 }
 
-fn env_var(key: &str) -> Option<String> {
-    std::env::var(key).ok().filter(|v| !v.trim().is_empty())
-}
-
 /// The delegation tools of a main session that its role lists (`listed`), and the policy
 /// sections for its system prompt. When the role lists none, nothing is set up. When delegation
 /// cannot be set up (no state folder for worktrees, a bad `executor` key), the session runs
@@ -235,12 +230,12 @@ fn choose_route(
         .model
         .clone()
         .map(|m| ("--model", m))
-        .or_else(|| env_var("BATON_MODEL").map(|m| ("BATON_MODEL", m)));
+        .or_else(|| process_env("BATON_MODEL").map(|m| ("BATON_MODEL", m)));
     let explicit_class = args
         .model_class
         .clone()
         .map(|c| ("--model-class", c))
-        .or_else(|| env_var("BATON_MODEL_CLASS").map(|c| ("BATON_MODEL_CLASS", c)));
+        .or_else(|| process_env("BATON_MODEL_CLASS").map(|c| ("BATON_MODEL_CLASS", c)));
     let resolved = if let Some((from, text)) = explicit_route.filter(|_| args.model_class.is_none())
     {
         let route: Route = text.parse().map_err(|e| anyhow::anyhow!("{from}: {e}"))?;
@@ -451,28 +446,16 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
         None => provider,
     };
 
-    // First match wins; an error names where the bad value came from.
-    let (max_turns, source) = match (
-        args.max_turns,
-        env_var("BATON_MAX_TURNS"),
-        config.agent.max_turns,
-    ) {
-        (Some(n), _, _) => (n, "--max-turns"),
-        (None, Some(v), _) => (
-            v.trim().parse::<u32>().map_err(|_| {
-                anyhow::anyhow!("BATON_MAX_TURNS=`{v}` must be a whole number of at least 2")
-            })?,
-            "BATON_MAX_TURNS",
-        ),
-        (None, None, Some(n)) => (n, "agent.max_turns"),
-        (None, None, None) => (DEFAULT_MAX_TURNS, "the default"),
-    };
-    // The last turn is reserved for the handoff report: below 2 no turn would be left to work.
-    if max_turns < 2 {
-        bail!(
-            "{source} must be at least 2 (it is {max_turns}): the last turn is reserved for the handoff report, so 2 gives one working turn and the report"
-        );
-    }
+    let settings = AgentSettings::resolve(
+        &AgentFlags {
+            max_turns: args.max_turns,
+            sandbox: args.sandbox,
+        },
+        role.meta.sandbox,
+        config,
+        &ctx.project_root,
+        &process_env,
+    )?;
     let route = {
         let mut r = resolved.route.clone();
         if r.thinking.is_none() {
@@ -493,25 +476,6 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
             })
             .collect();
 
-    let context_files = config
-        .agent
-        .context_files
-        .clone()
-        .unwrap_or_else(|| vec!["AGENTS.md".into(), "CLAUDE.md".into()]);
-    if let Some(bad) = context_files
-        .iter()
-        .find(|n| !baton_agent::agent::context_file_name_ok(n))
-    {
-        anyhow::bail!(
-            "agent.context_files: `{bad}` is not a path inside the project; context files are read \
-             into every prompt, so they must be relative paths under the project root without `..`"
-        );
-    }
-    let sandbox = SandboxPolicy::from_config(
-        config,
-        SandboxPolicy::choose_mode(args.sandbox, role.meta.sandbox, config.sandbox.mode),
-        &ctx.project_root,
-    );
     // The session's temp dir: `TMPDIR` of its commands, writable in the sandbox, removed at the end.
     let tmp_dir = SessionTmp::new();
 
@@ -523,20 +487,6 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
         (Vec::new(), Vec::new())
     } else {
         delegation_tools(&ctx, args.json, &role.meta.tools)
-    };
-
-    let heartbeat = match env_var("BATON_HEARTBEAT") {
-        Some(v) => {
-            let d = v
-                .parse::<baton_protocol::config::HumanDuration>()
-                .map_err(|e| anyhow::anyhow!("BATON_HEARTBEAT: {e}"))?
-                .0;
-            if d.is_zero() {
-                bail!("BATON_HEARTBEAT={v}: the heartbeat interval must be more than 0: give one such as 30s, or unset it for the default");
-            }
-            d.max(std::time::Duration::from_millis(10))
-        }
-        None => baton_agent::agent::DEFAULT_HEARTBEAT,
     };
 
     let session_id = match &resumed {
@@ -581,7 +531,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
         route,
         provider,
         retry,
-        max_turns,
+        max_turns: settings.max_turns,
         max_output_tokens: resolved
             .profile
             .options
@@ -589,20 +539,16 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
             .or(resolved.provider.max_output_tokens),
         root: ctx.project_root.clone(),
         cwd: ctx.cwd.clone(),
-        bash_timeout: config
-            .agent
-            .bash_timeout
-            .map(|d| d.0)
-            .unwrap_or(baton_agent::tools::DEFAULT_BASH_TIMEOUT),
-        context_files,
+        bash_timeout: settings.bash_timeout,
+        context_files: settings.context_files,
         prices: config.prices.clone(),
         env_filter: baton_agent::tools::EnvFilter::for_config(config),
-        sandbox,
+        sandbox: settings.sandbox,
         tmp_dir: Some(tmp_dir.0.clone()),
         tools: builtin_tools(),
         host_tools,
         extra_instructions,
-        heartbeat,
+        heartbeat: settings.heartbeat,
         fallbacks,
         routing,
     };
