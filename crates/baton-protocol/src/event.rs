@@ -3,9 +3,6 @@
 //! The schema is documented in `docs/protocol.md`; [`PROTOCOL_VERSION`] changes whenever a field is
 //! removed or its meaning changes (adding optional fields does not bump it).
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Serialize};
 
 use crate::message::Usage;
@@ -147,55 +144,7 @@ pub struct UnknownValue {
     pub expected: String,
 }
 
-/// A closed set of wire strings: one enum whose serde form, [`as_str`](Self::as_str),
-/// [`FromStr`] and `ALL` are generated from one list, so they cannot disagree.
-macro_rules! wire_enum {
-    (
-        $(#[$meta:meta])*
-        pub enum $name:ident ($set:literal) {
-            $( $(#[$vmeta:meta])* $variant:ident = $wire:literal, )+
-        }
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        pub enum $name {
-            $( $(#[$vmeta])* #[serde(rename = $wire)] $variant, )+
-        }
-
-        impl $name {
-            /// Every member, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            /// The wire string.
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $( $name::$variant => $wire, )+
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl FromStr for $name {
-            type Err = UnknownValue;
-
-            fn from_str(s: &str) -> Result<Self, UnknownValue> {
-                $( if s == $wire { return Ok($name::$variant); } )+
-                Err(UnknownValue {
-                    set: $set,
-                    value: s.to_string(),
-                    expected: [$($wire),+].join(", "),
-                })
-            }
-        }
-    };
-}
-
-wire_enum! {
+crate::closed_set! {
     /// The code of an [`ErrorInfo`] in `turn.failed` and `turn.retrying`.
     pub enum ErrorCode ("error code") {
         /// The account sent too much too fast (HTTP 429 without a quota error); retried after a
@@ -240,7 +189,7 @@ wire_enum! {
     }
 }
 
-wire_enum! {
+crate::closed_set! {
     /// How a session ended.
     pub enum Outcome ("outcome") {
         /// The model stopped calling tools and answered.
@@ -252,7 +201,7 @@ wire_enum! {
     }
 }
 
-wire_enum! {
+crate::closed_set! {
     /// Why a session ended without a plain answer: the `reason` of `session.completed`.
     pub enum EndReason ("end reason") {
         /// The turn limit was reached; the final message is the handoff report.
@@ -330,6 +279,8 @@ mod tests {
 
     use super::*;
     use pretty_assertions::assert_eq;
+    use std::fmt;
+    use std::str::FromStr;
 
     /// The serde form, `as_str` and `FromStr` of every member agree, and nothing else parses.
     fn round_trips<T>(all: &[T])

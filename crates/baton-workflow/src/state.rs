@@ -15,70 +15,38 @@ use serde_json::{Map, Value};
 use crate::artifact::{Artifact, Task};
 use crate::engine::{Action, Gate};
 
-/// Where a workflow stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum RunState {
-    #[default]
-    Running,
-    /// Waiting for `baton resume --answer`.
-    Checkpoint,
-    Completed,
-    /// Stopped by a failure (a malformed contract, a refused pass, a failed agent); `baton resume
-    /// --answer` retries with the answer as guidance.
-    Failed,
-    /// Stopped by the user's answer; final.
-    Stopped,
-}
-
-impl RunState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunState::Running => "running",
-            RunState::Checkpoint => "checkpoint",
-            RunState::Completed => "completed",
-            RunState::Failed => "failed",
-            RunState::Stopped => "stopped",
-        }
+baton_protocol::closed_set! {
+    /// Where a workflow stands.
+    #[derive(Default)]
+    pub enum RunState ("run state") {
+        #[default]
+        Running = "running",
+        /// Waiting for `baton resume --answer`.
+        Checkpoint = "checkpoint",
+        Completed = "completed",
+        /// Stopped by a failure (a malformed contract, a refused pass, a failed agent); `baton
+        /// resume --answer` retries with the answer as guidance.
+        Failed = "failed",
+        /// Stopped by the user's answer; final.
+        Stopped = "stopped",
     }
 }
 
-/// The gate a checkpoint stops at: the engine's gates and the runner's own (`budget`,
-/// `failure`, `finish`). The serde names are the record's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopGate {
-    Clarification,
-    ScopeDecision,
-    CheckpointDecision,
-    PhaseBlocked,
-    CircuitBreaker,
-    /// The next dispatch would pass the budget.
-    Budget,
-    /// A failure stopped the workflow; the answer is guidance for a retry.
-    Failure,
-    /// The finishing choice of a BUILD in its own worktree.
-    Finish,
-}
-
-impl StopGate {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StopGate::Clarification => "clarification",
-            StopGate::ScopeDecision => "scope_decision",
-            StopGate::CheckpointDecision => "checkpoint_decision",
-            StopGate::PhaseBlocked => "phase_blocked",
-            StopGate::CircuitBreaker => "circuit_breaker",
-            StopGate::Budget => "budget",
-            StopGate::Failure => "failure",
-            StopGate::Finish => "finish",
-        }
-    }
-}
-
-impl std::fmt::Display for StopGate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+baton_protocol::closed_set! {
+    /// The gate a checkpoint stops at: the engine's gates and the runner's own (`budget`,
+    /// `failure`, `finish`). The words are the record's.
+    pub enum StopGate ("gate") {
+        Clarification = "clarification",
+        ScopeDecision = "scope_decision",
+        CheckpointDecision = "checkpoint_decision",
+        PhaseBlocked = "phase_blocked",
+        CircuitBreaker = "circuit_breaker",
+        /// The next dispatch would pass the budget.
+        Budget = "budget",
+        /// A failure stopped the workflow; the answer is guidance for a retry.
+        Failure = "failure",
+        /// The finishing choice of a BUILD in its own worktree.
+        Finish = "finish",
     }
 }
 

@@ -80,26 +80,14 @@ pub enum Action {
     ApplySkill,
 }
 
-/// The user decision a workflow waits on (`pending_gate`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Gate {
-    Clarification,
-    ScopeDecision,
-    CheckpointDecision,
-    PhaseBlocked,
-    CircuitBreaker,
-}
-
-impl Gate {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Gate::Clarification => "clarification",
-            Gate::ScopeDecision => "scope_decision",
-            Gate::CheckpointDecision => "checkpoint_decision",
-            Gate::PhaseBlocked => "phase_blocked",
-            Gate::CircuitBreaker => "circuit_breaker",
-        }
+baton_protocol::closed_set! {
+    /// The user decision a workflow waits on (`pending_gate`).
+    pub enum Gate ("gate") {
+        Clarification = "clarification",
+        ScopeDecision = "scope_decision",
+        CheckpointDecision = "checkpoint_decision",
+        PhaseBlocked = "phase_blocked",
+        CircuitBreaker = "circuit_breaker",
     }
 }
 
