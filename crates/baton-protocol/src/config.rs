@@ -277,30 +277,17 @@ impl Config {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ProviderKind {
-    /// OpenAI-compatible Chat Completions (`POST {base_url}/chat/completions`): OpenAI, Ollama, llama.cpp, vLLM, OpenRouter.
-    #[serde(rename = "openai")]
-    OpenAi,
-    /// OpenAI Responses API (`POST {base_url}/responses`).
-    #[serde(rename = "openai-responses")]
-    OpenAiResponses,
-    /// Anthropic Messages (`POST {base_url}/v1/messages`).
-    #[serde(rename = "anthropic")]
-    Anthropic,
-    /// Plays a cassette file; no network.
-    #[serde(rename = "replay")]
-    Replay,
-}
-
-impl ProviderKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderKind::OpenAi => "openai",
-            ProviderKind::OpenAiResponses => "openai-responses",
-            ProviderKind::Anthropic => "anthropic",
-            ProviderKind::Replay => "replay",
-        }
+crate::closed_set! {
+    /// The wire format a provider speaks (`kind`).
+    pub enum ProviderKind ("provider kind") {
+        /// OpenAI-compatible Chat Completions (`POST {base_url}/chat/completions`): OpenAI, Ollama, llama.cpp, vLLM, OpenRouter.
+        OpenAi = "openai",
+        /// OpenAI Responses API (`POST {base_url}/responses`).
+        OpenAiResponses = "openai-responses",
+        /// Anthropic Messages (`POST {base_url}/v1/messages`).
+        Anthropic = "anthropic",
+        /// Plays a cassette file; no network.
+        Replay = "replay",
     }
 }
 

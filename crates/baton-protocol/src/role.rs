@@ -50,31 +50,19 @@ pub struct RoleFrontmatter {
     pub sandbox: Option<crate::sandbox::SandboxMode>,
 }
 
-/// The agent program a delegated task runs in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BackendKind {
-    /// `baton agent --json`, the native child.
-    Baton,
-    /// `pi --mode json -p --no-session`.
-    Pi,
-    /// `codex exec --json`.
-    Codex,
-    /// `claude -p --output-format stream-json`.
-    Claude,
-    /// Any executable: the task on stdin, context in `BATON_*` variables, stdout as the result.
-    Command,
-}
-
-impl BackendKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BackendKind::Baton => "baton",
-            BackendKind::Pi => "pi",
-            BackendKind::Codex => "codex",
-            BackendKind::Claude => "claude",
-            BackendKind::Command => "command",
-        }
+crate::closed_set! {
+    /// The agent program a delegated task runs in.
+    pub enum BackendKind ("backend") {
+        /// `baton agent --json`, the native child.
+        Baton = "baton",
+        /// `pi --mode json -p --no-session`.
+        Pi = "pi",
+        /// `codex exec --json`.
+        Codex = "codex",
+        /// `claude -p --output-format stream-json`.
+        Claude = "claude",
+        /// Any executable: the task on stdin, context in `BATON_*` variables, stdout as the result.
+        Command = "command",
     }
 }
 

@@ -11,20 +11,12 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-/// The two participants of a routed session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Profile {
-    Coordinator,
-    Executor,
-}
-
-impl Profile {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Profile::Coordinator => "coordinator",
-            Profile::Executor => "executor",
-        }
+baton_protocol::closed_set! {
+    /// The two participants of a routed session.
+    #[derive(PartialOrd, Ord)]
+    pub enum Profile ("participant") {
+        Coordinator = "coordinator",
+        Executor = "executor",
     }
 }
 
