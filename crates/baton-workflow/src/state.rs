@@ -285,6 +285,12 @@ pub fn error_line(bytes: &[u8]) -> Option<usize> {
     }
 }
 
+/// Decodes a `T` from `value`. Only a value that does not decode is read again, tracking the path,
+/// to name the field (the tracking costs about as much as the decode).
+fn decode<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, StateError> {
+    T::deserialize(value).or_else(|_| serde_path_to_error::deserialize(value).map_err(state_error))
+}
+
 fn state_error(e: serde_path_to_error::Error<serde_json::Error>) -> StateError {
     let segments = e
         .path()
@@ -306,7 +312,7 @@ impl WorkflowState {
     /// Decodes the runner's keys of `artifact`; a key that is there but does not decode is an
     /// error naming it.
     pub fn read(artifact: &Value) -> Result<WorkflowState, StateError> {
-        let keys: Keys = serde_path_to_error::deserialize(artifact).map_err(state_error)?;
+        let keys: Keys = decode(artifact)?;
         Ok(WorkflowState {
             state: keys.run_state.unwrap_or_default(),
             checkpoint: keys.checkpoint,
@@ -381,8 +387,7 @@ impl Record {
     /// an error naming it.
     pub fn read(value: &Value) -> Result<Record, StateError> {
         let state = WorkflowState::read(value)?;
-        let mut artifact: Artifact =
-            serde_path_to_error::deserialize(value).map_err(state_error)?;
+        let mut artifact: Artifact = decode(value)?;
         for k in RUNNER_KEYS {
             artifact.extra.remove(k);
         }
