@@ -32,15 +32,13 @@
 //! no choices) → usage. `Stop` is sent at `data: [DONE]`, or at the end of the body when a
 //! `finish_reason` arrived but `[DONE]` did not.
 
-use std::time::Duration;
-
 use baton_protocol::config::{OutputTokensField, ReasoningReplay};
 use baton_protocol::{AssistantPart, Message, StopReason, Usage};
 use serde_json::{json, Value};
 
 use crate::catalog::{Profile, ThinkingPlan};
 use crate::error::ModelError;
-use crate::http::{classify_error_object, Ctx, Endpoint};
+use crate::http::{classify_error_object, Connection, Ctx, Endpoint};
 use crate::provider::{EventStream, Provider};
 use crate::sse::{EventParser, SseEvent};
 use crate::types::{ModelRequest, StreamEvent};
@@ -57,26 +55,12 @@ pub struct OpenAiChat {
 pub const CHAT_REASONING: &str = "chat:";
 
 impl OpenAiChat {
-    /// `base_url` is the API root, such as `https://api.openai.com/v1`; requests go to
+    /// `connection.base_url` is the API root, such as `https://api.openai.com/v1`; requests go to
     /// `{base_url}/chat/completions`. Without an API key no `authorization` header is sent.
-    pub fn new(
-        name: String,
-        base_url: String,
-        api_key: Option<String>,
-        headers: Vec<(String, String)>,
-        stream_idle_timeout: Duration,
-        profile: Profile,
-    ) -> Self {
+    pub fn new(connection: Connection, profile: Profile) -> Self {
         OpenAiChat {
+            endpoint: Endpoint::new(connection, "/chat/completions"),
             profile,
-            endpoint: Endpoint::new(
-                name,
-                &base_url,
-                "/chat/completions",
-                api_key,
-                headers,
-                stream_idle_timeout,
-            ),
         }
     }
 }
@@ -253,7 +237,7 @@ fn replay_reasoning(parts: &[AssistantPart], replay: ReasoningReplay, msg: &mut 
 }
 
 impl ChatParser {
-    fn new(ctx: Ctx) -> Self {
+    pub(crate) fn new(ctx: Ctx) -> Self {
         ChatParser {
             ctx,
             calls: Vec::new(),
@@ -261,16 +245,6 @@ impl ChatParser {
             reasoning: None,
         }
     }
-}
-
-/// Decodes a Chat Completions event stream (the raw response body).
-#[cfg(test)]
-pub(crate) fn decode(
-    ctx: Ctx,
-    body: crate::sse::testing::EventStreamBody,
-    idle: Duration,
-) -> EventStream {
-    crate::sse::pump(body, ChatParser::new(ctx.clone()), ctx, idle)
 }
 
 /// How a streamed tool call is recognised in later fragments.
@@ -289,7 +263,7 @@ struct ChatCall {
     open: bool,
 }
 
-struct ChatParser {
+pub(crate) struct ChatParser {
     ctx: Ctx,
     /// Tool calls in order of first appearance; the position is the event index.
     calls: Vec<ChatCall>,
@@ -537,11 +511,11 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::sse::testing::{run, same_for_every_split, EventStreamBody};
+    use crate::sse::testing::{decode, run, same_for_every_split, EventStreamBody};
     use crate::types::AssistantTurn;
 
     fn make(body: EventStreamBody) -> EventStream {
-        decode(Ctx::new("local", "qwen"), body, Duration::from_secs(5))
+        decode(ChatParser::new, Ctx::new("local", "qwen"), body)
     }
 
     /// Reasoning, text with multi-byte characters, two tool calls whose argument fragments

@@ -33,15 +33,13 @@
 //! `response.completed` / `response.incomplete` → usage and `Stop`; `response.failed` and `error`
 //! → `ModelError::Stream`. Other event types are ignored.
 
-use std::time::Duration;
-
 use baton_protocol::config::ThinkingStyle;
 use baton_protocol::{AssistantPart, Message, StopReason, Usage};
 use serde_json::{json, Value};
 
 use crate::catalog::{Profile, ThinkingPlan};
 use crate::error::ModelError;
-use crate::http::{classify_error_object, Ctx, Endpoint};
+use crate::http::{classify_error_object, Connection, Ctx, Endpoint};
 use crate::provider::{EventStream, Provider};
 use crate::sse::{EventParser, SseEvent};
 use crate::types::{ModelRequest, StreamEvent};
@@ -54,26 +52,12 @@ pub struct OpenAiResponses {
 }
 
 impl OpenAiResponses {
-    /// `base_url` is the API root, such as `https://api.openai.com/v1`; requests go to
+    /// `connection.base_url` is the API root, such as `https://api.openai.com/v1`; requests go to
     /// `{base_url}/responses`.
-    pub fn new(
-        name: String,
-        base_url: String,
-        api_key: Option<String>,
-        headers: Vec<(String, String)>,
-        stream_idle_timeout: Duration,
-        profile: Profile,
-    ) -> Self {
+    pub fn new(connection: Connection, profile: Profile) -> Self {
         OpenAiResponses {
+            endpoint: Endpoint::new(connection, "/responses"),
             profile,
-            endpoint: Endpoint::new(
-                name,
-                &base_url,
-                "/responses",
-                api_key,
-                headers,
-                stream_idle_timeout,
-            ),
         }
     }
 }
@@ -207,23 +191,13 @@ pub fn request_body(request: &ModelRequest, profile: &Profile) -> Value {
 }
 
 impl ResponsesParser {
-    fn new(ctx: Ctx) -> Self {
+    pub(crate) fn new(ctx: Ctx) -> Self {
         ResponsesParser {
             ctx,
             items: Vec::new(),
             tools: 0,
         }
     }
-}
-
-/// Decodes a Responses event stream (the raw response body).
-#[cfg(test)]
-pub(crate) fn decode(
-    ctx: Ctx,
-    body: crate::sse::testing::EventStreamBody,
-    idle: Duration,
-) -> EventStream {
-    crate::sse::pump(body, ResponsesParser::new(ctx.clone()), ctx, idle)
 }
 
 enum ItemKind {
@@ -239,7 +213,7 @@ struct Item {
     kind: ItemKind,
 }
 
-struct ResponsesParser {
+pub(crate) struct ResponsesParser {
     ctx: Ctx,
     items: Vec<Item>,
     tools: usize,
@@ -499,11 +473,11 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::sse::testing::{run, same_for_every_split, EventStreamBody};
+    use crate::sse::testing::{decode, run, same_for_every_split, EventStreamBody};
     use crate::types::AssistantTurn;
 
     fn make(body: EventStreamBody) -> EventStream {
-        decode(Ctx::new("openai", "gpt-5"), body, Duration::from_secs(5))
+        decode(ResponsesParser::new, Ctx::new("openai", "gpt-5"), body)
     }
 
     /// A reasoning item with two summary parts, a message, two function calls whose argument
