@@ -57,16 +57,11 @@ pub(super) fn launch(
         model_label = route.clone();
     }
     if let Some(l) = level {
-        let effort = match l {
-            ThinkingLevel::Off => "none",
-            ThinkingLevel::Minimal => "minimal",
-            ThinkingLevel::Low => "low",
-            ThinkingLevel::Medium => "medium",
-            ThinkingLevel::High => "high",
-            ThinkingLevel::Xhigh => "xhigh",
-        };
         args.push("-c".into());
-        args.push(format!("model_reasoning_effort={}", toml_string(effort)));
+        args.push(format!(
+            "model_reasoning_effort={}",
+            toml_string(l.effort())
+        ));
     }
     // The role's `sandbox` is passed on (codex's modes have the same names). Without one:
     // codex's own default may be read-only; a role that edits or runs commands needs writes to
