@@ -412,22 +412,22 @@ mod tests {
     fn pi_launch() {
         let mut s = spec(BackendKind::Pi);
         let l = launch_for(&s).unwrap();
+        // Every pi launch starts the same and ends with the role's body.
+        let pi = |middle: &[&'static str]| -> Vec<&str> {
+            let head = ["--mode", "json", "-p", "--no-session"];
+            let tail = ["--append-system-prompt", "You are a scout."];
+            [&head[..], middle, &tail[..]].concat()
+        };
         assert_eq!(
             l.args,
-            [
-                "--mode",
-                "json",
-                "-p",
-                "--no-session",
+            pi(&[
                 "--provider",
                 "local",
                 "--model",
                 "qwen2.5-coder:7b",
                 "--tools",
-                "read,grep",
-                "--append-system-prompt",
-                "You are a scout."
-            ]
+                "read,grep"
+            ])
         );
         assert_eq!(l.stdin.as_deref(), Some("--look at the notes"));
         assert_eq!(l.format, StreamFormat::Pi);
@@ -440,19 +440,7 @@ mod tests {
         assert_eq!(l.program, PathBuf::from("pi"));
         assert_eq!(
             l.args,
-            [
-                "--mode",
-                "json",
-                "-p",
-                "--no-session",
-                "--model",
-                "sonnet",
-                "--thinking",
-                "low",
-                "--no-tools",
-                "--append-system-prompt",
-                "You are a scout."
-            ]
+            pi(&["--model", "sonnet", "--thinking", "low", "--no-tools"])
         );
         s.thinking = Some("loud".into());
         assert_eq!(launch_for(&s).unwrap_err().code, ExecErrorCode::Prepare);
@@ -463,15 +451,21 @@ mod tests {
         let mut s = spec(BackendKind::Codex);
         s.route = Some("mock/gpt-5.5:medium".into());
         let l = launch_for(&s).unwrap();
-        assert_eq!(
-            l.args,
-            [
+        // Every codex launch starts the same in the task's directory and reads stdin.
+        let codex = |middle: &[&'static str]| -> Vec<&str> {
+            let head = [
                 "exec",
                 "--json",
                 "--skip-git-repo-check",
                 "--ephemeral",
                 "--cd",
                 "/work/dir",
+            ];
+            [&head[..], middle, &["-"][..]].concat()
+        };
+        assert_eq!(
+            l.args,
+            codex(&[
                 "-m",
                 "gpt-5.5",
                 "-c",
@@ -479,9 +473,8 @@ mod tests {
                 "-c",
                 "model_reasoning_effort=\"medium\"",
                 "--sandbox",
-                "read-only",
-                "-"
-            ]
+                "read-only"
+            ])
         );
         assert_eq!(
             l.stdin.as_deref(),
@@ -490,20 +483,7 @@ mod tests {
         s.route = None;
         s.role = role(&["read", "edit", "bash"], None);
         let l = launch_for(&s).unwrap();
-        assert_eq!(
-            l.args,
-            [
-                "exec",
-                "--json",
-                "--skip-git-repo-check",
-                "--ephemeral",
-                "--cd",
-                "/work/dir",
-                "--sandbox",
-                "workspace-write",
-                "-"
-            ]
-        );
+        assert_eq!(l.args, codex(&["--sandbox", "workspace-write"]));
     }
 
     #[test]
