@@ -148,6 +148,37 @@ pub(crate) fn peer_model(route: &str) -> PeerModel {
     }
 }
 
+/// The model a peer program runs and how the launch names it: the route's parts (see
+/// [`peer_model`]), the thinking level (the given one, else the route's) and the label (the route
+/// as given, or `default`).
+pub(crate) struct PeerChoice {
+    pub model: Option<PeerModel>,
+    pub level: Option<ThinkingLevel>,
+    pub label: String,
+}
+
+impl PeerChoice {
+    /// The peer's [`Launch::task`], labelled with this model and thinking level.
+    pub fn launch(
+        self,
+        spec: &TaskSpec,
+        program: PathBuf,
+        args: Vec<String>,
+        format: StreamFormat,
+    ) -> Launch {
+        Launch::task(spec, program, args, format, self.label, self.level)
+    }
+}
+
+pub(crate) fn peer_choice(spec: &TaskSpec, thinking: Option<ThinkingLevel>) -> PeerChoice {
+    let model = spec.route.as_deref().map(peer_model);
+    PeerChoice {
+        level: thinking.or(model.as_ref().and_then(|m| m.thinking)),
+        label: spec.route.clone().unwrap_or_else(|| "default".into()),
+        model,
+    }
+}
+
 // ------------------------------------------------------------------------------------------------
 // Parsing
 
@@ -272,6 +303,42 @@ impl ThinkingPulse {
     }
     pub fn reset(&mut self) {
         self.on = false;
+    }
+}
+
+/// What every event-stream parser keeps alike: the thinking pulse, and the counts that go into
+/// its [`ParsedEnd`] (usage of the turns that ended, turns, tool calls started).
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    pub pulse: ThinkingPulse,
+    pub usage: Usage,
+    pub turns: u32,
+    pub tools_started: u32,
+}
+
+impl Tally {
+    /// A tool call started: thinking is over, the call is counted and its start reported.
+    pub fn tool_start(
+        &mut self,
+        id: &str,
+        tool: &str,
+        path: Option<&str>,
+        out: &mut Vec<Activity>,
+    ) {
+        self.pulse.reset();
+        self.tools_started += 1;
+        out.extend(crate::limits::tool_start(id, tool, path));
+    }
+
+    /// The end so far: `final_text` and these counts, without a final event.
+    pub fn end(&self, final_text: String) -> ParsedEnd {
+        ParsedEnd {
+            final_text,
+            usage: self.usage,
+            turns: self.turns,
+            tools_started: self.tools_started,
+            ..ParsedEnd::new()
+        }
     }
 }
 
