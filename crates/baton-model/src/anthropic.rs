@@ -556,7 +556,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::sse::testing::{decode, run, same_for_every_split, EventStreamBody};
+    use crate::sse::testing::{assert_decodes, decode, run, EventStreamBody};
     use crate::types::AssistantTurn;
 
     fn make(body: EventStreamBody) -> EventStream {
@@ -615,45 +615,45 @@ mod tests {
 
     #[test]
     fn tool_turn_is_identical_under_every_chunking() {
-        let (_, turn) = same_for_every_split(TOOL_TURN.as_bytes(), &make);
-        assert_eq!(
-            turn,
-            Ok(AssistantTurn {
+        assert_decodes(
+            TOOL_TURN,
+            &make,
+            AssistantTurn {
                 parts: vec![
                     AssistantPart::Reasoning {
                         text: "Two reads — in parallel.".into(),
                         signature: Some("EqQBCgIYAhIM".into()),
-                        provider_id: None
+                        provider_id: None,
                     },
                     AssistantPart::Reasoning {
                         text: String::new(),
                         signature: Some("opaque==".into()),
-                        provider_id: Some(REDACTED_THINKING.into())
+                        provider_id: Some(REDACTED_THINKING.into()),
                     },
                     AssistantPart::Text {
-                        text: "Reading both 📄".into()
+                        text: "Reading both 📄".into(),
                     },
                     AssistantPart::ToolCall {
                         id: "toolu_A".into(),
                         name: "read".into(),
                         arguments: r#"{"path": "a.rs"}"#.into(),
-                        provider_data: None
+                        provider_data: None,
                     },
                     AssistantPart::ToolCall {
                         id: "toolu_B".into(),
                         name: "list".into(),
                         arguments: "{}".into(),
-                        provider_data: None
+                        provider_data: None,
                     },
                 ],
                 usage: Usage {
                     input_tokens: 2112,
                     cached_input_tokens: 2000,
                     output_tokens: 230,
-                    cache_write_tokens: 100
+                    cache_write_tokens: 100,
                 },
                 stop_reason: StopReason::ToolUse,
-            })
+            },
         );
     }
 
@@ -674,21 +674,21 @@ mod tests {
             "event: message_stop\r\n",
             "data: {\"type\":\"message_stop\"}\r\n\r\n",
         );
-        let (_, turn) = same_for_every_split(text_only.as_bytes(), &make);
-        assert_eq!(
-            turn,
-            Ok(AssistantTurn {
+        assert_decodes(
+            text_only,
+            &make,
+            AssistantTurn {
                 parts: vec![AssistantPart::Text {
-                    text: "Done: ñ".into()
+                    text: "Done: ñ".into(),
                 }],
                 usage: Usage {
                     input_tokens: 5,
                     cached_input_tokens: 0,
                     output_tokens: 7,
-                    cache_write_tokens: 0
+                    cache_write_tokens: 0,
                 },
                 stop_reason: StopReason::MaxTokens,
-            })
+            },
         );
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()

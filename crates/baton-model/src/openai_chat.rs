@@ -511,7 +511,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::sse::testing::{decode, run, same_for_every_split, EventStreamBody};
+    use crate::sse::testing::{assert_decodes, decode, run, same_for_every_split, EventStreamBody};
     use crate::types::AssistantTurn;
 
     fn make(body: EventStreamBody) -> EventStream {
@@ -606,28 +606,28 @@ mod tests {
             "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"wörld\"},\"finish_reason\":\"length\"}]}\r\n\r\n",
             "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":3}}\r\n\r\n",
         );
-        let (_, turn) = same_for_every_split(body.as_bytes(), &make);
-        assert_eq!(
-            turn,
-            Ok(AssistantTurn {
+        assert_decodes(
+            body,
+            &make,
+            AssistantTurn {
                 parts: vec![
                     AssistantPart::Reasoning {
                         text: "hmm".into(),
                         signature: None,
-                        provider_id: Some("chat:reasoning".into())
+                        provider_id: Some("chat:reasoning".into()),
                     },
                     AssistantPart::Text {
-                        text: "Hello, wörld".into()
+                        text: "Hello, wörld".into(),
                     },
                 ],
                 usage: Usage {
                     input_tokens: 10,
                     cached_input_tokens: 0,
                     output_tokens: 3,
-                    cache_write_tokens: 0
+                    cache_write_tokens: 0,
                 },
                 stop_reason: StopReason::MaxTokens,
-            })
+            },
         );
     }
 

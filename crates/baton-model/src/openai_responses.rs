@@ -473,7 +473,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::sse::testing::{decode, run, same_for_every_split, EventStreamBody};
+    use crate::sse::testing::{assert_decodes, decode, run, EventStreamBody};
     use crate::types::AssistantTurn;
 
     fn make(body: EventStreamBody) -> EventStream {
@@ -525,40 +525,40 @@ mod tests {
 
     #[test]
     fn tool_turn_is_identical_under_every_chunking() {
-        let (_, turn) = same_for_every_split(TOOL_TURN.as_bytes(), &make);
-        assert_eq!(
-            turn,
-            Ok(AssistantTurn {
+        assert_decodes(
+            TOOL_TURN,
+            &make,
+            AssistantTurn {
                 parts: vec![
                     AssistantPart::Reasoning {
                         text: "**Plan** – read\n\nthen run".into(),
                         signature: Some("gAAAA-enc".into()),
-                        provider_id: Some("rs_1".into())
+                        provider_id: Some("rs_1".into()),
                     },
                     AssistantPart::Text {
-                        text: "Let me look ∑ first.".into()
+                        text: "Let me look ∑ first.".into(),
                     },
                     AssistantPart::ToolCall {
                         id: "call_X".into(),
                         name: "read".into(),
                         arguments: r#"{"path":"README.md"}"#.into(),
-                        provider_data: None
+                        provider_data: None,
                     },
                     AssistantPart::ToolCall {
                         id: "call_Y".into(),
                         name: "grep".into(),
                         arguments: r#"{"pattern":"TODO"}"#.into(),
-                        provider_data: None
+                        provider_data: None,
                     },
                 ],
                 usage: Usage {
                     input_tokens: 3000,
                     cached_input_tokens: 2048,
                     output_tokens: 410,
-                    cache_write_tokens: 0
+                    cache_write_tokens: 0,
                 },
                 stop_reason: StopReason::ToolUse,
-            })
+            },
         );
     }
 
@@ -571,28 +571,28 @@ mod tests {
             "data: {\"type\":\"response.output_text.delta\",\"output_index\":1,\"item_id\":\"m\",\"delta\":\"Über\"}\n\n",
             "data: {\"type\":\"response.incomplete\",\"response\":{\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"usage\":{\"input_tokens\":9,\"output_tokens\":16}}}\n\n",
         );
-        let (_, turn) = same_for_every_split(body.as_bytes(), &make);
-        assert_eq!(
-            turn,
-            Ok(AssistantTurn {
+        assert_decodes(
+            body,
+            &make,
+            AssistantTurn {
                 parts: vec![
                     AssistantPart::Reasoning {
                         text: String::new(),
                         signature: None,
-                        provider_id: Some("rs_9".into())
+                        provider_id: Some("rs_9".into()),
                     },
                     AssistantPart::Text {
-                        text: "Über".into()
+                        text: "Über".into(),
                     },
                 ],
                 usage: Usage {
                     input_tokens: 9,
                     cached_input_tokens: 0,
                     output_tokens: 16,
-                    cache_write_tokens: 0
+                    cache_write_tokens: 0,
                 },
                 stop_reason: StopReason::MaxTokens,
-            })
+            },
         );
     }
 

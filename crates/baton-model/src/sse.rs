@@ -329,6 +329,16 @@ pub(crate) mod testing {
         pump(body, parser(ctx.clone()), ctx, Duration::from_secs(5))
     }
 
+    /// Asserts that `body` decodes to `want`, the same under every chunking.
+    pub fn assert_decodes(
+        body: &str,
+        make: &dyn Fn(EventStreamBody) -> EventStream,
+        want: AssistantTurn,
+    ) {
+        let (_, turn) = same_for_every_split(body.as_bytes(), make);
+        assert_eq!(turn, Ok(want));
+    }
+
     /// Asserts that every split of `bytes` into two chunks, and fixed chunkings of 1, 2, 3 and 7
     /// bytes, yield exactly the outcome of the whole body in one chunk. Returns that outcome.
     pub fn same_for_every_split(
