@@ -247,6 +247,20 @@ impl ChatParser {
     }
 }
 
+/// An OpenAI usage object: the `input` tokens (the cached ones under
+/// `{input}_details.cached_tokens`) and the `output` tokens. Chat Completions names them
+/// `prompt_tokens` and `completion_tokens`, the Responses API `input_tokens` and `output_tokens`.
+pub(crate) fn openai_usage(usage: &Value, input: &str, output: &str) -> Usage {
+    let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    let details = usage.get(format!("{input}_details"));
+    Usage {
+        input_tokens: n(usage.get(input)),
+        cached_input_tokens: n(details.and_then(|d| d.get("cached_tokens"))),
+        output_tokens: n(usage.get(output)),
+        cache_write_tokens: 0,
+    }
+}
+
 /// How a streamed tool call is recognised in later fragments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum CallKey {
@@ -477,16 +491,8 @@ impl EventParser for ChatParser {
             }
         }
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
-            let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
             out.push(StreamEvent::Usage {
-                usage: Usage {
-                    input_tokens: n(usage.get("prompt_tokens")),
-                    cached_input_tokens: n(usage
-                        .get("prompt_tokens_details")
-                        .and_then(|d| d.get("cached_tokens"))),
-                    output_tokens: n(usage.get("completion_tokens")),
-                    cache_write_tokens: 0,
-                },
+                usage: openai_usage(usage, "prompt_tokens", "completion_tokens"),
             });
         }
         Ok(())

@@ -34,12 +34,13 @@
 //! → `ModelError::Stream`. Other event types are ignored.
 
 use baton_protocol::config::ThinkingStyle;
-use baton_protocol::{AssistantPart, Message, StopReason, Usage};
+use baton_protocol::{AssistantPart, Message, StopReason};
 use serde_json::{json, Value};
 
 use crate::catalog::{Profile, ThinkingPlan};
 use crate::error::ModelError;
 use crate::http::{classify_error_object, Connection, Ctx, Endpoint};
+use crate::openai_chat::openai_usage;
 use crate::provider::{EventStream, Provider};
 use crate::sse::{EventParser, SseEvent};
 use crate::types::{ModelRequest, StreamEvent};
@@ -362,16 +363,8 @@ impl ResponsesParser {
         let empty = json!({});
         let response = msg.get("response").unwrap_or(&empty);
         if let Some(u) = response.get("usage").filter(|u| u.is_object()) {
-            let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
             out.push(StreamEvent::Usage {
-                usage: Usage {
-                    input_tokens: n(u.get("input_tokens")),
-                    cached_input_tokens: n(u
-                        .get("input_tokens_details")
-                        .and_then(|d| d.get("cached_tokens"))),
-                    output_tokens: n(u.get("output_tokens")),
-                    cache_write_tokens: 0,
-                },
+                usage: openai_usage(u, "input_tokens", "output_tokens"),
             });
         }
         let incomplete = str_of(response, "status") == Some("incomplete")
@@ -469,7 +462,7 @@ impl EventParser for ResponsesParser {
 #[cfg(test)]
 mod tests {
     use baton_protocol::config::ProviderKind;
-    use baton_protocol::{ThinkingLevel, ToolSpec};
+    use baton_protocol::{ThinkingLevel, ToolSpec, Usage};
     use pretty_assertions::assert_eq;
 
     use super::*;
