@@ -15,6 +15,7 @@ use std::time::Duration;
 use baton_model::catalog::Profile;
 use baton_model::openai_chat::OpenAiChat;
 use baton_model::retry::RetryPolicy;
+use baton_model::Connection;
 use baton_protocol::config::ProviderKind;
 use baton_protocol::role::{RoleFrontmatter, RoleSource, RoleSpec};
 use baton_protocol::{AgentEvent, Route};
@@ -191,12 +192,15 @@ fn joined(r: Result<RunSummary, tokio::task::JoinError>) -> RunSummary {
 }
 
 fn provider(base_url: &str, model: &str) -> Arc<dyn baton_model::Provider> {
+    let connection = Connection {
+        name: "mock".into(),
+        base_url: format!("{}/v1", base_url.trim_end_matches('/')),
+        api_key: None,
+        headers: Vec::new(),
+        stream_idle_timeout: Duration::from_secs(30),
+    };
     Arc::new(OpenAiChat::new(
-        "mock".into(),
-        format!("{}/v1", base_url.trim_end_matches('/')),
-        None,
-        Vec::new(),
-        Duration::from_secs(30),
+        connection,
         Profile::builtin(ProviderKind::OpenAi, model),
     ))
 }

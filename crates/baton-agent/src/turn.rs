@@ -222,6 +222,24 @@ pub(crate) async fn run_tools(
         path: Option<String>,
         tool: Result<Arc<dyn Tool>, ToolOutput>,
     }
+    impl Prepared {
+        /// The call's item with `status`, and with its output (and the path the tool reported)
+        /// once there is one.
+        fn item(&self, status: ItemStatus, out: Option<&ToolOutput>) -> Item {
+            let path = out
+                .and_then(|o| o.path.clone())
+                .or_else(|| self.path.clone());
+            tool_item(
+                &self.item_id,
+                &self.call_id,
+                &self.name,
+                &self.args,
+                &path,
+                status,
+                out,
+            )
+        }
+    }
     let offered_names: Vec<&str> = offered.iter().map(|t| t.name()).collect();
     let mut prepared = Vec::new();
     for (call_id, name, raw) in calls {
@@ -249,26 +267,18 @@ pub(crate) async fn run_tools(
                 ),
             },
         };
-        let path = tool_path_hint(&args);
-        emit(AgentEvent::ItemStarted {
-            item: tool_item(
-                &item_id,
-                call_id,
-                name,
-                &args,
-                &path,
-                ItemStatus::InProgress,
-                None,
-            ),
-        });
-        prepared.push(Prepared {
+        let p = Prepared {
             item_id,
             call_id: call_id.clone(),
             name: name.clone(),
+            path: tool_path_hint(&args),
             args,
-            path,
             tool,
+        };
+        emit(AgentEvent::ItemStarted {
+            item: p.item(ItemStatus::InProgress, None),
         });
+        prepared.push(p);
     }
 
     let mut outputs: Vec<Option<(ToolOutput, ItemStatus)>> =
@@ -282,15 +292,7 @@ pub(crate) async fn run_tools(
                 for (k, p) in prepared.iter().enumerate().skip(i) {
                     let out = error_output(format!("not run: {why}"));
                     emit(AgentEvent::ItemCompleted {
-                        item: tool_item(
-                            &p.item_id,
-                            &p.call_id,
-                            &p.name,
-                            &p.args,
-                            &p.path,
-                            ItemStatus::Declined,
-                            Some(&out),
-                        ),
+                        item: p.item(ItemStatus::Declined, Some(&out)),
                     });
                     outputs[k] = Some((out, ItemStatus::Declined));
                 }
@@ -340,7 +342,7 @@ pub(crate) async fn run_tools(
                 _ = tick.tick() => {
                     for p in &prepared[i..batch_end] {
                         emit(AgentEvent::ItemUpdated {
-                            item: tool_item(&p.item_id, &p.call_id, &p.name, &p.args, &p.path, ItemStatus::InProgress, None),
+                            item: p.item(ItemStatus::InProgress, None),
                         });
                     }
                 }
@@ -349,15 +351,7 @@ pub(crate) async fn run_tools(
         for (k, r) in results.into_iter().enumerate() {
             let p = &prepared[i + k];
             emit(AgentEvent::ItemCompleted {
-                item: tool_item(
-                    &p.item_id,
-                    &p.call_id,
-                    &p.name,
-                    &p.args,
-                    &r.0.path.clone().or_else(|| p.path.clone()),
-                    r.1,
-                    Some(&r.0),
-                ),
+                item: p.item(r.1, Some(&r.0)),
             });
             outputs[i + k] = Some(r);
         }

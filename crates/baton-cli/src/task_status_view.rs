@@ -12,7 +12,7 @@ use baton_exec::Activity;
 /// Most rows shown at once; at capacity the oldest finished row makes room.
 const CAPACITY: usize = 8;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Row {
     index: usize,
     name: String,
@@ -115,18 +115,7 @@ impl Status {
                 None => {
                     b.rows.push(Row {
                         index,
-                        name: String::new(),
-                        role: String::new(),
-                        model: String::new(),
-                        thinking: None,
-                        started: None,
-                        ended: None,
-                        status: None,
-                        tool: None,
-                        turns: 0,
-                        tools: 0,
-                        tokens: 0,
-                        finished_seq: 0,
+                        ..Row::default()
                     });
                     let last = b.rows.len() - 1;
                     &mut b.rows[last]
@@ -324,14 +313,7 @@ mod tests {
             role: "reviewer".into(),
             model: model.into(),
             thinking: thinking.map(str::to_string),
-            started: None,
-            ended: None,
-            status: None,
-            tool: None,
-            turns: 0,
-            tools: 0,
-            tokens: 0,
-            finished_seq: 0,
+            ..Row::default()
         }
     }
 

@@ -8,7 +8,7 @@ use std::process::Output;
 use baton_state::StateDir;
 use baton_testkit::fixture::{assert_exit, json_lines, Sandbox};
 use baton_workflow::route::WorkflowKind;
-use baton_workflow::store::{EventKind, NewEvent, OpenWorkflow, WorkflowStore};
+use baton_workflow::store::{EventKind, Fields, NewEvent, OpenWorkflow, WorkflowStore};
 use serde_json::{json, Value};
 
 /// A sandbox whose working directory is a project root (it holds `.baton/`), and its store.
@@ -172,35 +172,44 @@ fn status_with_no_workflows_says_so_and_lists_an_unreadable_record_with_its_erro
 fn with_agents(store: &WorkflowStore) -> String {
     let mut wf = store.create(WorkflowKind::Build, "add a flag").unwrap();
     wf.append(NewEvent {
-        phase: Some("build".into()),
-        task_id: Some("t1".into()),
-        details: Some(
-            json!({"role": "builder", "route": "fast", "backend": "baton", "attempt": 1}),
-        ),
+        fields: Fields {
+            phase: Some("build".into()),
+            task_id: Some("t1".into()),
+            details: Some(
+                json!({"role": "builder", "route": "fast", "backend": "baton", "attempt": 1}),
+            ),
+            ..Fields::default()
+        },
         ..NewEvent::new(EventKind::AgentStarted)
     })
     .unwrap();
     wf.append(NewEvent {
-        phase: Some("build".into()),
-        task_id: Some("t1".into()),
-        agent: Some("builder".into()),
-        decision: Some("pass".into()),
-        duration_seconds: Some(62.5),
-        details: Some(json!({"role": "builder", "route": "fast", "exit_code": 0,
-                             "usage": {"input_tokens": 1200, "output_tokens": 300}, "cost_usd": 0.0042})),
+        fields: Fields {
+            phase: Some("build".into()),
+            task_id: Some("t1".into()),
+            agent: Some("builder".into()),
+            decision: Some("pass".into()),
+            duration_seconds: Some(62.5),
+            details: Some(json!({"role": "builder", "route": "fast", "exit_code": 0,
+                                 "usage": {"input_tokens": 1200, "output_tokens": 300}, "cost_usd": 0.0042})),
+            ..Fields::default()
+        },
         ..NewEvent::new(EventKind::AgentCompleted)
     })
     .unwrap();
     wf.append(NewEvent {
-        phase: Some("review".into()),
-        task_id: Some("t2".into()),
-        agent: Some("reviewer".into()),
-        decision: Some("fail".into()),
-        duration_seconds: Some(3.0),
-        details: Some(
-            json!({"role": "reviewer", "usage": {"input_tokens": 500, "output_tokens": 100},
-                             "cost_usd": null}),
-        ),
+        fields: Fields {
+            phase: Some("review".into()),
+            task_id: Some("t2".into()),
+            agent: Some("reviewer".into()),
+            decision: Some("fail".into()),
+            duration_seconds: Some(3.0),
+            details: Some(
+                json!({"role": "reviewer", "usage": {"input_tokens": 500, "output_tokens": 100},
+                                 "cost_usd": null}),
+            ),
+            ..Fields::default()
+        },
         ..NewEvent::new(EventKind::AgentCompleted)
     })
     .unwrap();

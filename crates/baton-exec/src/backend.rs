@@ -148,6 +148,37 @@ pub(crate) fn peer_model(route: &str) -> PeerModel {
     }
 }
 
+/// The model a peer program runs and how the launch names it: the route's parts (see
+/// [`peer_model`]), the thinking level (the given one, else the route's) and the label (the route
+/// as given, or `default`).
+pub(crate) struct PeerChoice {
+    pub model: Option<PeerModel>,
+    pub level: Option<ThinkingLevel>,
+    pub label: String,
+}
+
+impl PeerChoice {
+    /// The peer's [`Launch::task`], labelled with this model and thinking level.
+    pub fn launch(
+        self,
+        spec: &TaskSpec,
+        program: PathBuf,
+        args: Vec<String>,
+        format: StreamFormat,
+    ) -> Launch {
+        Launch::task(spec, program, args, format, self.label, self.level)
+    }
+}
+
+pub(crate) fn peer_choice(spec: &TaskSpec, thinking: Option<ThinkingLevel>) -> PeerChoice {
+    let model = spec.route.as_deref().map(peer_model);
+    PeerChoice {
+        level: thinking.or(model.as_ref().and_then(|m| m.thinking)),
+        label: spec.route.clone().unwrap_or_else(|| "default".into()),
+        model,
+    }
+}
+
 // ------------------------------------------------------------------------------------------------
 // Parsing
 
@@ -272,6 +303,42 @@ impl ThinkingPulse {
     }
     pub fn reset(&mut self) {
         self.on = false;
+    }
+}
+
+/// What every event-stream parser keeps alike: the thinking pulse, and the counts that go into
+/// its [`ParsedEnd`] (usage of the turns that ended, turns, tool calls started).
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    pub pulse: ThinkingPulse,
+    pub usage: Usage,
+    pub turns: u32,
+    pub tools_started: u32,
+}
+
+impl Tally {
+    /// A tool call started: thinking is over, the call is counted and its start reported.
+    pub fn tool_start(
+        &mut self,
+        id: &str,
+        tool: &str,
+        path: Option<&str>,
+        out: &mut Vec<Activity>,
+    ) {
+        self.pulse.reset();
+        self.tools_started += 1;
+        out.extend(crate::limits::tool_start(id, tool, path));
+    }
+
+    /// The end so far: `final_text` and these counts, without a final event.
+    pub fn end(&self, final_text: String) -> ParsedEnd {
+        ParsedEnd {
+            final_text,
+            usage: self.usage,
+            turns: self.turns,
+            tools_started: self.tools_started,
+            ..ParsedEnd::new()
+        }
     }
 }
 
@@ -412,22 +479,22 @@ mod tests {
     fn pi_launch() {
         let mut s = spec(BackendKind::Pi);
         let l = launch_for(&s).unwrap();
+        // Every pi launch starts the same and ends with the role's body.
+        let pi = |middle: &[&'static str]| -> Vec<&str> {
+            let head = ["--mode", "json", "-p", "--no-session"];
+            let tail = ["--append-system-prompt", "You are a scout."];
+            [&head[..], middle, &tail[..]].concat()
+        };
         assert_eq!(
             l.args,
-            [
-                "--mode",
-                "json",
-                "-p",
-                "--no-session",
+            pi(&[
                 "--provider",
                 "local",
                 "--model",
                 "qwen2.5-coder:7b",
                 "--tools",
-                "read,grep",
-                "--append-system-prompt",
-                "You are a scout."
-            ]
+                "read,grep"
+            ])
         );
         assert_eq!(l.stdin.as_deref(), Some("--look at the notes"));
         assert_eq!(l.format, StreamFormat::Pi);
@@ -440,19 +507,7 @@ mod tests {
         assert_eq!(l.program, PathBuf::from("pi"));
         assert_eq!(
             l.args,
-            [
-                "--mode",
-                "json",
-                "-p",
-                "--no-session",
-                "--model",
-                "sonnet",
-                "--thinking",
-                "low",
-                "--no-tools",
-                "--append-system-prompt",
-                "You are a scout."
-            ]
+            pi(&["--model", "sonnet", "--thinking", "low", "--no-tools"])
         );
         s.thinking = Some("loud".into());
         assert_eq!(launch_for(&s).unwrap_err().code, ExecErrorCode::Prepare);
@@ -463,15 +518,21 @@ mod tests {
         let mut s = spec(BackendKind::Codex);
         s.route = Some("mock/gpt-5.5:medium".into());
         let l = launch_for(&s).unwrap();
-        assert_eq!(
-            l.args,
-            [
+        // Every codex launch starts the same in the task's directory and reads stdin.
+        let codex = |middle: &[&'static str]| -> Vec<&str> {
+            let head = [
                 "exec",
                 "--json",
                 "--skip-git-repo-check",
                 "--ephemeral",
                 "--cd",
                 "/work/dir",
+            ];
+            [&head[..], middle, &["-"][..]].concat()
+        };
+        assert_eq!(
+            l.args,
+            codex(&[
                 "-m",
                 "gpt-5.5",
                 "-c",
@@ -479,9 +540,8 @@ mod tests {
                 "-c",
                 "model_reasoning_effort=\"medium\"",
                 "--sandbox",
-                "read-only",
-                "-"
-            ]
+                "read-only"
+            ])
         );
         assert_eq!(
             l.stdin.as_deref(),
@@ -490,20 +550,7 @@ mod tests {
         s.route = None;
         s.role = role(&["read", "edit", "bash"], None);
         let l = launch_for(&s).unwrap();
-        assert_eq!(
-            l.args,
-            [
-                "exec",
-                "--json",
-                "--skip-git-repo-check",
-                "--ephemeral",
-                "--cd",
-                "/work/dir",
-                "--sandbox",
-                "workspace-write",
-                "-"
-            ]
-        );
+        assert_eq!(l.args, codex(&["--sandbox", "workspace-write"]));
     }
 
     #[test]

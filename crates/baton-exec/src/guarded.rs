@@ -346,6 +346,24 @@ mod tests {
         }
     }
 
+    /// Runs `commands` in `dir` with no extra environment and the default rules.
+    async fn run_plain(
+        commands: &[ValidationCommand],
+        dir: &Path,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Validation {
+        run_validation(
+            commands,
+            dir,
+            &[],
+            &CommandRules::default(),
+            timeout,
+            cancel,
+        )
+        .await
+    }
+
     #[tokio::test]
     async fn stops_at_the_first_failure_with_interleaved_output() {
         let dir = tempfile::tempdir().unwrap();
@@ -402,15 +420,7 @@ mod tests {
         assert!(refused_write(&results[0].output), "{results:?}");
         assert!(dir.path().join("inside.txt").is_file());
         assert!(!escape.exists());
-        let v = run_validation(
-            &commands,
-            dir.path(),
-            &[],
-            &CommandRules::default(),
-            Duration::from_secs(30),
-            &cancel,
-        )
-        .await;
+        let v = run_plain(&commands, dir.path(), Duration::from_secs(30), &cancel).await;
         assert!(matches!(v, Validation::Passed(_)), "{v:?}");
         assert!(escape.is_file());
         // Sandboxed by default; `flow.validation_sandbox = false` turns it off.
@@ -428,22 +438,18 @@ mod tests {
     async fn a_missing_program_and_a_timeout_are_failures() {
         let dir = tempfile::tempdir().unwrap();
         let cancel = CancellationToken::new();
-        let v = run_validation(
+        let v = run_plain(
             &[cmd("definitely-not-a-program-xyz", &[])],
             dir.path(),
-            &[],
-            &CommandRules::default(),
             Duration::from_secs(30),
             &cancel,
         )
         .await;
         let Validation::Failed(r) = v else { panic!() };
         assert!(r[0].error.as_deref().unwrap().contains("cannot start"));
-        let v = run_validation(
+        let v = run_plain(
             &[cmd("sh", &["-c", "sleep 5 & sleep 5"])],
             dir.path(),
-            &[],
-            &CommandRules::default(),
             Duration::from_millis(200),
             &cancel,
         )
@@ -466,11 +472,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cancel = CancellationToken::new();
         let started = Instant::now();
-        let v = run_validation(
+        let v = run_plain(
             &[cmd("sh", &["-c", "setsid sleep 100 & echo ok"])],
             dir.path(),
-            &[],
-            &CommandRules::default(),
             Duration::from_secs(60),
             &cancel,
         )
@@ -495,11 +499,9 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(100)).await;
             c.cancel();
         });
-        let v = run_validation(
+        let v = run_plain(
             &[cmd("sleep", &["100"])],
             dir.path(),
-            &[],
-            &CommandRules::default(),
             Duration::from_secs(60),
             &cancel,
         )

@@ -54,24 +54,24 @@ pub fn describe(r: &Record) -> Option<String> {
         FlowEvent::Derived {
             unit,
             base,
+            noop: true,
+            ..
+        } => format!(
+            "{unit}: the rebase dropped every commit (no-op at {})",
+            short(base)
+        ),
+        FlowEvent::Derived {
+            unit,
+            base,
             tip,
             commits,
-            noop,
-        } => {
-            if *noop {
-                format!(
-                    "{unit}: the rebase dropped every commit (no-op at {})",
-                    short(base)
-                )
-            } else {
-                format!(
-                    "{unit}: {} commit(s) {}..{}",
-                    commits.len(),
-                    short(base),
-                    short(tip)
-                )
-            }
-        }
+            ..
+        } => format!(
+            "{unit}: {} commit(s) {}..{}",
+            commits.len(),
+            short(base),
+            short(tip)
+        ),
         FlowEvent::Validating { unit, .. } => format!("{unit}: validating"),
         FlowEvent::Validated { unit, results, .. } => {
             format!("{unit}: validation passed ({} command(s))", results.len())

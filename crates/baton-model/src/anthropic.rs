@@ -34,14 +34,12 @@
 //! `cache_read_input_tokens`, `cache_write_tokens` = `cache_creation_input_tokens` (priced
 //! above plain input).
 
-use std::time::Duration;
-
 use baton_protocol::{AssistantPart, Message, StopReason, Usage};
 use serde_json::{json, Value};
 
 use crate::catalog::{Profile, ThinkingPlan};
 use crate::error::ModelError;
-use crate::http::{classify_error_object, Ctx, Endpoint};
+use crate::http::{classify_error_object, Connection, Ctx, Endpoint};
 use crate::provider::{EventStream, Provider};
 use crate::sse::{EventParser, SseEvent};
 use crate::types::{ModelRequest, StreamEvent};
@@ -60,26 +58,12 @@ pub struct Anthropic {
 }
 
 impl Anthropic {
-    /// `base_url` is the API root, such as `https://api.anthropic.com`; requests go to
+    /// `connection.base_url` is the API root, such as `https://api.anthropic.com`; requests go to
     /// `{base_url}/v1/messages`. `profile` holds the model's facts (thinking API, output limit)
     /// and the route's options.
-    pub fn new(
-        name: String,
-        base_url: String,
-        api_key: Option<String>,
-        headers: Vec<(String, String)>,
-        stream_idle_timeout: Duration,
-        profile: Profile,
-    ) -> Self {
+    pub fn new(connection: Connection, profile: Profile) -> Self {
         Anthropic {
-            endpoint: Endpoint::new(
-                name,
-                &base_url,
-                "/v1/messages",
-                api_key,
-                headers,
-                stream_idle_timeout,
-            ),
+            endpoint: Endpoint::new(connection, "/v1/messages"),
             profile,
         }
     }
@@ -297,7 +281,7 @@ pub fn request_body(request: &ModelRequest, profile: &Profile) -> Value {
 }
 
 impl AnthropicParser {
-    fn new(ctx: Ctx) -> Self {
+    pub(crate) fn new(ctx: Ctx) -> Self {
         AnthropicParser {
             ctx,
             blocks: Vec::new(),
@@ -306,16 +290,6 @@ impl AnthropicParser {
             stop: None,
         }
     }
-}
-
-/// Decodes an Anthropic Messages event stream (the raw response body).
-#[cfg(test)]
-pub(crate) fn decode(
-    ctx: Ctx,
-    body: crate::sse::testing::EventStreamBody,
-    idle: Duration,
-) -> EventStream {
-    crate::sse::pump(body, AnthropicParser::new(ctx.clone()), ctx, idle)
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -366,7 +340,7 @@ enum Block {
     Other,
 }
 
-struct AnthropicParser {
+pub(crate) struct AnthropicParser {
     ctx: Ctx,
     /// Content blocks by their stream `index`.
     blocks: Vec<(u64, Block)>,
@@ -582,14 +556,14 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::sse::testing::{run, same_for_every_split, EventStreamBody};
+    use crate::sse::testing::{assert_decodes, decode, run, EventStreamBody};
     use crate::types::AssistantTurn;
 
     fn make(body: EventStreamBody) -> EventStream {
         decode(
+            AnthropicParser::new,
             Ctx::new("anthropic", "claude-sonnet-4"),
             body,
-            Duration::from_secs(5),
         )
     }
 
@@ -641,45 +615,45 @@ mod tests {
 
     #[test]
     fn tool_turn_is_identical_under_every_chunking() {
-        let (_, turn) = same_for_every_split(TOOL_TURN.as_bytes(), &make);
-        assert_eq!(
-            turn,
-            Ok(AssistantTurn {
+        assert_decodes(
+            TOOL_TURN,
+            &make,
+            AssistantTurn {
                 parts: vec![
                     AssistantPart::Reasoning {
                         text: "Two reads — in parallel.".into(),
                         signature: Some("EqQBCgIYAhIM".into()),
-                        provider_id: None
+                        provider_id: None,
                     },
                     AssistantPart::Reasoning {
                         text: String::new(),
                         signature: Some("opaque==".into()),
-                        provider_id: Some(REDACTED_THINKING.into())
+                        provider_id: Some(REDACTED_THINKING.into()),
                     },
                     AssistantPart::Text {
-                        text: "Reading both 📄".into()
+                        text: "Reading both 📄".into(),
                     },
                     AssistantPart::ToolCall {
                         id: "toolu_A".into(),
                         name: "read".into(),
                         arguments: r#"{"path": "a.rs"}"#.into(),
-                        provider_data: None
+                        provider_data: None,
                     },
                     AssistantPart::ToolCall {
                         id: "toolu_B".into(),
                         name: "list".into(),
                         arguments: "{}".into(),
-                        provider_data: None
+                        provider_data: None,
                     },
                 ],
                 usage: Usage {
                     input_tokens: 2112,
                     cached_input_tokens: 2000,
                     output_tokens: 230,
-                    cache_write_tokens: 100
+                    cache_write_tokens: 100,
                 },
                 stop_reason: StopReason::ToolUse,
-            })
+            },
         );
     }
 
@@ -700,21 +674,21 @@ mod tests {
             "event: message_stop\r\n",
             "data: {\"type\":\"message_stop\"}\r\n\r\n",
         );
-        let (_, turn) = same_for_every_split(text_only.as_bytes(), &make);
-        assert_eq!(
-            turn,
-            Ok(AssistantTurn {
+        assert_decodes(
+            text_only,
+            &make,
+            AssistantTurn {
                 parts: vec![AssistantPart::Text {
-                    text: "Done: ñ".into()
+                    text: "Done: ñ".into(),
                 }],
                 usage: Usage {
                     input_tokens: 5,
                     cached_input_tokens: 0,
                     output_tokens: 7,
-                    cache_write_tokens: 0
+                    cache_write_tokens: 0,
                 },
                 stop_reason: StopReason::MaxTokens,
-            })
+            },
         );
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()

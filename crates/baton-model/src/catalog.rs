@@ -149,14 +149,7 @@ impl ModelInfo {
     /// The accepted word nearest to the level: the same word when accepted; `xhigh` becomes
     /// `max` when only that is above `high`; otherwise the nearest accepted word, lower on a tie.
     fn effort_word(&self, level: ThinkingLevel) -> Option<String> {
-        let want = match level {
-            ThinkingLevel::Off => "none",
-            ThinkingLevel::Minimal => "minimal",
-            ThinkingLevel::Low => "low",
-            ThinkingLevel::Medium => "medium",
-            ThinkingLevel::High => "high",
-            ThinkingLevel::Xhigh => "xhigh",
-        };
+        let want = level.effort();
         let accepted: Vec<&String> = self.efforts.iter().filter(|w| *w != "none").collect();
         if accepted.is_empty() {
             return Some(want.to_string());

@@ -127,6 +127,18 @@ pub(crate) fn header_map(
 }
 
 /// One streaming POST: what a provider needs to open a turn.
+/// How a network provider reaches its server: the provider's name (in errors), the API root
+/// (such as `https://api.openai.com/v1`), the key, extra headers and how long an open stream may
+/// stay silent. It has no `Debug`: the key and the headers may hold credentials.
+#[derive(Clone)]
+pub struct Connection {
+    pub name: String,
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub stream_idle_timeout: Duration,
+}
+
 /// The HTTP side every SSE provider shares: where it posts, with which key and headers. `Debug`
 /// never prints the key or the headers (which may hold credentials).
 pub(crate) struct Endpoint {
@@ -139,21 +151,14 @@ pub(crate) struct Endpoint {
 }
 
 impl Endpoint {
-    /// `base_url` is the API root; requests go to `{base_url}{path}`.
-    pub fn new(
-        name: String,
-        base_url: &str,
-        path: &str,
-        api_key: Option<String>,
-        headers: Vec<(String, String)>,
-        idle_timeout: Duration,
-    ) -> Self {
+    /// Requests go to `{base_url}{path}`.
+    pub fn new(connection: Connection, path: &str) -> Self {
         Endpoint {
-            name,
-            url: format!("{}{path}", base_url.trim_end_matches('/')),
-            api_key,
-            headers,
-            idle_timeout,
+            url: format!("{}{path}", connection.base_url.trim_end_matches('/')),
+            name: connection.name,
+            api_key: connection.api_key,
+            headers: connection.headers,
+            idle_timeout: connection.stream_idle_timeout,
             client: build_client(),
         }
     }
@@ -650,12 +655,14 @@ mod endpoint_tests {
     #[test]
     fn debug_output_never_shows_the_key_or_headers() {
         let e = Endpoint::new(
-            "p".into(),
-            "http://127.0.0.1:1/v1/",
+            Connection {
+                name: "p".into(),
+                base_url: "http://127.0.0.1:1/v1/".into(),
+                api_key: Some("sk-secret".into()),
+                headers: vec![("x-token".into(), "hidden".into())],
+                stream_idle_timeout: Duration::from_secs(1),
+            },
             "/responses",
-            Some("sk-secret".into()),
-            vec![("x-token".into(), "hidden".into())],
-            Duration::from_secs(1),
         );
         assert_eq!(e.url, "http://127.0.0.1:1/v1/responses");
         let shown = format!("{e:?}");

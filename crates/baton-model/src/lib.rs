@@ -21,5 +21,6 @@ pub mod types;
 mod wire_tests;
 
 pub use error::ModelError;
+pub use http::Connection;
 pub use provider::{EventStream, Provider};
 pub use types::{AssistantTurn, ModelRequest, StreamEvent, TurnAccumulator};

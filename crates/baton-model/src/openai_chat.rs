@@ -32,15 +32,13 @@
 //! no choices) → usage. `Stop` is sent at `data: [DONE]`, or at the end of the body when a
 //! `finish_reason` arrived but `[DONE]` did not.
 
-use std::time::Duration;
-
 use baton_protocol::config::{OutputTokensField, ReasoningReplay};
 use baton_protocol::{AssistantPart, Message, StopReason, Usage};
 use serde_json::{json, Value};
 
 use crate::catalog::{Profile, ThinkingPlan};
 use crate::error::ModelError;
-use crate::http::{classify_error_object, Ctx, Endpoint};
+use crate::http::{classify_error_object, Connection, Ctx, Endpoint};
 use crate::provider::{EventStream, Provider};
 use crate::sse::{EventParser, SseEvent};
 use crate::types::{ModelRequest, StreamEvent};
@@ -57,26 +55,12 @@ pub struct OpenAiChat {
 pub const CHAT_REASONING: &str = "chat:";
 
 impl OpenAiChat {
-    /// `base_url` is the API root, such as `https://api.openai.com/v1`; requests go to
+    /// `connection.base_url` is the API root, such as `https://api.openai.com/v1`; requests go to
     /// `{base_url}/chat/completions`. Without an API key no `authorization` header is sent.
-    pub fn new(
-        name: String,
-        base_url: String,
-        api_key: Option<String>,
-        headers: Vec<(String, String)>,
-        stream_idle_timeout: Duration,
-        profile: Profile,
-    ) -> Self {
+    pub fn new(connection: Connection, profile: Profile) -> Self {
         OpenAiChat {
+            endpoint: Endpoint::new(connection, "/chat/completions"),
             profile,
-            endpoint: Endpoint::new(
-                name,
-                &base_url,
-                "/chat/completions",
-                api_key,
-                headers,
-                stream_idle_timeout,
-            ),
         }
     }
 }
@@ -253,7 +237,7 @@ fn replay_reasoning(parts: &[AssistantPart], replay: ReasoningReplay, msg: &mut 
 }
 
 impl ChatParser {
-    fn new(ctx: Ctx) -> Self {
+    pub(crate) fn new(ctx: Ctx) -> Self {
         ChatParser {
             ctx,
             calls: Vec::new(),
@@ -263,14 +247,18 @@ impl ChatParser {
     }
 }
 
-/// Decodes a Chat Completions event stream (the raw response body).
-#[cfg(test)]
-pub(crate) fn decode(
-    ctx: Ctx,
-    body: crate::sse::testing::EventStreamBody,
-    idle: Duration,
-) -> EventStream {
-    crate::sse::pump(body, ChatParser::new(ctx.clone()), ctx, idle)
+/// An OpenAI usage object: the `input` tokens (the cached ones under
+/// `{input}_details.cached_tokens`) and the `output` tokens. Chat Completions names them
+/// `prompt_tokens` and `completion_tokens`, the Responses API `input_tokens` and `output_tokens`.
+pub(crate) fn openai_usage(usage: &Value, input: &str, output: &str) -> Usage {
+    let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    let details = usage.get(format!("{input}_details"));
+    Usage {
+        input_tokens: n(usage.get(input)),
+        cached_input_tokens: n(details.and_then(|d| d.get("cached_tokens"))),
+        output_tokens: n(usage.get(output)),
+        cache_write_tokens: 0,
+    }
 }
 
 /// How a streamed tool call is recognised in later fragments.
@@ -289,7 +277,7 @@ struct ChatCall {
     open: bool,
 }
 
-struct ChatParser {
+pub(crate) struct ChatParser {
     ctx: Ctx,
     /// Tool calls in order of first appearance; the position is the event index.
     calls: Vec<ChatCall>,
@@ -503,16 +491,8 @@ impl EventParser for ChatParser {
             }
         }
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
-            let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
             out.push(StreamEvent::Usage {
-                usage: Usage {
-                    input_tokens: n(usage.get("prompt_tokens")),
-                    cached_input_tokens: n(usage
-                        .get("prompt_tokens_details")
-                        .and_then(|d| d.get("cached_tokens"))),
-                    output_tokens: n(usage.get("completion_tokens")),
-                    cache_write_tokens: 0,
-                },
+                usage: openai_usage(usage, "prompt_tokens", "completion_tokens"),
             });
         }
         Ok(())
@@ -537,11 +517,11 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::sse::testing::{run, same_for_every_split, EventStreamBody};
+    use crate::sse::testing::{assert_decodes, decode, run, same_for_every_split, EventStreamBody};
     use crate::types::AssistantTurn;
 
     fn make(body: EventStreamBody) -> EventStream {
-        decode(Ctx::new("local", "qwen"), body, Duration::from_secs(5))
+        decode(ChatParser::new, Ctx::new("local", "qwen"), body)
     }
 
     /// Reasoning, text with multi-byte characters, two tool calls whose argument fragments
@@ -632,28 +612,28 @@ mod tests {
             "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"wörld\"},\"finish_reason\":\"length\"}]}\r\n\r\n",
             "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":3}}\r\n\r\n",
         );
-        let (_, turn) = same_for_every_split(body.as_bytes(), &make);
-        assert_eq!(
-            turn,
-            Ok(AssistantTurn {
+        assert_decodes(
+            body,
+            &make,
+            AssistantTurn {
                 parts: vec![
                     AssistantPart::Reasoning {
                         text: "hmm".into(),
                         signature: None,
-                        provider_id: Some("chat:reasoning".into())
+                        provider_id: Some("chat:reasoning".into()),
                     },
                     AssistantPart::Text {
-                        text: "Hello, wörld".into()
+                        text: "Hello, wörld".into(),
                     },
                 ],
                 usage: Usage {
                     input_tokens: 10,
                     cached_input_tokens: 0,
                     output_tokens: 3,
-                    cache_write_tokens: 0
+                    cache_write_tokens: 0,
                 },
                 stop_reason: StopReason::MaxTokens,
-            })
+            },
         );
     }
 

@@ -33,15 +33,14 @@
 //! `response.completed` / `response.incomplete` → usage and `Stop`; `response.failed` and `error`
 //! → `ModelError::Stream`. Other event types are ignored.
 
-use std::time::Duration;
-
 use baton_protocol::config::ThinkingStyle;
-use baton_protocol::{AssistantPart, Message, StopReason, Usage};
+use baton_protocol::{AssistantPart, Message, StopReason};
 use serde_json::{json, Value};
 
 use crate::catalog::{Profile, ThinkingPlan};
 use crate::error::ModelError;
-use crate::http::{classify_error_object, Ctx, Endpoint};
+use crate::http::{classify_error_object, Connection, Ctx, Endpoint};
+use crate::openai_chat::openai_usage;
 use crate::provider::{EventStream, Provider};
 use crate::sse::{EventParser, SseEvent};
 use crate::types::{ModelRequest, StreamEvent};
@@ -54,26 +53,12 @@ pub struct OpenAiResponses {
 }
 
 impl OpenAiResponses {
-    /// `base_url` is the API root, such as `https://api.openai.com/v1`; requests go to
+    /// `connection.base_url` is the API root, such as `https://api.openai.com/v1`; requests go to
     /// `{base_url}/responses`.
-    pub fn new(
-        name: String,
-        base_url: String,
-        api_key: Option<String>,
-        headers: Vec<(String, String)>,
-        stream_idle_timeout: Duration,
-        profile: Profile,
-    ) -> Self {
+    pub fn new(connection: Connection, profile: Profile) -> Self {
         OpenAiResponses {
+            endpoint: Endpoint::new(connection, "/responses"),
             profile,
-            endpoint: Endpoint::new(
-                name,
-                &base_url,
-                "/responses",
-                api_key,
-                headers,
-                stream_idle_timeout,
-            ),
         }
     }
 }
@@ -207,23 +192,13 @@ pub fn request_body(request: &ModelRequest, profile: &Profile) -> Value {
 }
 
 impl ResponsesParser {
-    fn new(ctx: Ctx) -> Self {
+    pub(crate) fn new(ctx: Ctx) -> Self {
         ResponsesParser {
             ctx,
             items: Vec::new(),
             tools: 0,
         }
     }
-}
-
-/// Decodes a Responses event stream (the raw response body).
-#[cfg(test)]
-pub(crate) fn decode(
-    ctx: Ctx,
-    body: crate::sse::testing::EventStreamBody,
-    idle: Duration,
-) -> EventStream {
-    crate::sse::pump(body, ResponsesParser::new(ctx.clone()), ctx, idle)
 }
 
 enum ItemKind {
@@ -239,7 +214,7 @@ struct Item {
     kind: ItemKind,
 }
 
-struct ResponsesParser {
+pub(crate) struct ResponsesParser {
     ctx: Ctx,
     items: Vec<Item>,
     tools: usize,
@@ -388,16 +363,8 @@ impl ResponsesParser {
         let empty = json!({});
         let response = msg.get("response").unwrap_or(&empty);
         if let Some(u) = response.get("usage").filter(|u| u.is_object()) {
-            let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
             out.push(StreamEvent::Usage {
-                usage: Usage {
-                    input_tokens: n(u.get("input_tokens")),
-                    cached_input_tokens: n(u
-                        .get("input_tokens_details")
-                        .and_then(|d| d.get("cached_tokens"))),
-                    output_tokens: n(u.get("output_tokens")),
-                    cache_write_tokens: 0,
-                },
+                usage: openai_usage(u, "input_tokens", "output_tokens"),
             });
         }
         let incomplete = str_of(response, "status") == Some("incomplete")
@@ -495,15 +462,15 @@ impl EventParser for ResponsesParser {
 #[cfg(test)]
 mod tests {
     use baton_protocol::config::ProviderKind;
-    use baton_protocol::{ThinkingLevel, ToolSpec};
+    use baton_protocol::{ThinkingLevel, ToolSpec, Usage};
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::sse::testing::{run, same_for_every_split, EventStreamBody};
+    use crate::sse::testing::{assert_decodes, decode, run, EventStreamBody};
     use crate::types::AssistantTurn;
 
     fn make(body: EventStreamBody) -> EventStream {
-        decode(Ctx::new("openai", "gpt-5"), body, Duration::from_secs(5))
+        decode(ResponsesParser::new, Ctx::new("openai", "gpt-5"), body)
     }
 
     /// A reasoning item with two summary parts, a message, two function calls whose argument
@@ -551,40 +518,40 @@ mod tests {
 
     #[test]
     fn tool_turn_is_identical_under_every_chunking() {
-        let (_, turn) = same_for_every_split(TOOL_TURN.as_bytes(), &make);
-        assert_eq!(
-            turn,
-            Ok(AssistantTurn {
+        assert_decodes(
+            TOOL_TURN,
+            &make,
+            AssistantTurn {
                 parts: vec![
                     AssistantPart::Reasoning {
                         text: "**Plan** – read\n\nthen run".into(),
                         signature: Some("gAAAA-enc".into()),
-                        provider_id: Some("rs_1".into())
+                        provider_id: Some("rs_1".into()),
                     },
                     AssistantPart::Text {
-                        text: "Let me look ∑ first.".into()
+                        text: "Let me look ∑ first.".into(),
                     },
                     AssistantPart::ToolCall {
                         id: "call_X".into(),
                         name: "read".into(),
                         arguments: r#"{"path":"README.md"}"#.into(),
-                        provider_data: None
+                        provider_data: None,
                     },
                     AssistantPart::ToolCall {
                         id: "call_Y".into(),
                         name: "grep".into(),
                         arguments: r#"{"pattern":"TODO"}"#.into(),
-                        provider_data: None
+                        provider_data: None,
                     },
                 ],
                 usage: Usage {
                     input_tokens: 3000,
                     cached_input_tokens: 2048,
                     output_tokens: 410,
-                    cache_write_tokens: 0
+                    cache_write_tokens: 0,
                 },
                 stop_reason: StopReason::ToolUse,
-            })
+            },
         );
     }
 
@@ -597,28 +564,28 @@ mod tests {
             "data: {\"type\":\"response.output_text.delta\",\"output_index\":1,\"item_id\":\"m\",\"delta\":\"Über\"}\n\n",
             "data: {\"type\":\"response.incomplete\",\"response\":{\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"usage\":{\"input_tokens\":9,\"output_tokens\":16}}}\n\n",
         );
-        let (_, turn) = same_for_every_split(body.as_bytes(), &make);
-        assert_eq!(
-            turn,
-            Ok(AssistantTurn {
+        assert_decodes(
+            body,
+            &make,
+            AssistantTurn {
                 parts: vec![
                     AssistantPart::Reasoning {
                         text: String::new(),
                         signature: None,
-                        provider_id: Some("rs_9".into())
+                        provider_id: Some("rs_9".into()),
                     },
                     AssistantPart::Text {
-                        text: "Über".into()
+                        text: "Über".into(),
                     },
                 ],
                 usage: Usage {
                     input_tokens: 9,
                     cached_input_tokens: 0,
                     output_tokens: 16,
-                    cache_write_tokens: 0
+                    cache_write_tokens: 0,
                 },
                 stop_reason: StopReason::MaxTokens,
-            })
+            },
         );
     }
 

@@ -16,6 +16,7 @@ use baton_protocol::{ModelClass, Route, Usage};
 use crate::anthropic::Anthropic;
 use crate::catalog::{model_info, Profile, ThinkingPlan};
 use crate::error::ModelError;
+use crate::http::Connection;
 use crate::openai_chat::OpenAiChat;
 use crate::openai_responses::OpenAiResponses;
 use crate::provider::Provider;
@@ -396,39 +397,22 @@ pub fn build_provider(
 ) -> Result<Arc<dyn Provider>, ModelError> {
     let p = &resolved.provider;
     let name = resolved.route.provider.clone();
-    let headers: Vec<(String, String)> = p
-        .headers
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let idle = p.stream_idle_timeout.map(|d| d.0).unwrap_or(DEFAULT_IDLE);
-    let key = resolved.api_key.clone();
+    let connection = Connection {
+        name: name.clone(),
+        base_url: api_root(p),
+        api_key: resolved.api_key.clone(),
+        headers: p
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        stream_idle_timeout: p.stream_idle_timeout.map(|d| d.0).unwrap_or(DEFAULT_IDLE),
+    };
     let profile = resolved.profile.clone();
     Ok(match p.kind {
-        ProviderKind::OpenAi => Arc::new(OpenAiChat::new(
-            name,
-            api_root(p),
-            key,
-            headers,
-            idle,
-            profile,
-        )),
-        ProviderKind::OpenAiResponses => Arc::new(OpenAiResponses::new(
-            name,
-            api_root(p),
-            key,
-            headers,
-            idle,
-            profile,
-        )),
-        ProviderKind::Anthropic => Arc::new(Anthropic::new(
-            name,
-            api_root(p),
-            key,
-            headers,
-            idle,
-            profile,
-        )),
+        ProviderKind::OpenAi => Arc::new(OpenAiChat::new(connection, profile)),
+        ProviderKind::OpenAiResponses => Arc::new(OpenAiResponses::new(connection, profile)),
+        ProviderKind::Anthropic => Arc::new(Anthropic::new(connection, profile)),
         ProviderKind::Replay => {
             let path = p
                 .cassette

@@ -319,6 +319,26 @@ pub(crate) mod testing {
 
     pub type EventStreamBody = Pin<Box<dyn Stream<Item = Result<Vec<u8>, std::io::Error>> + Send>>;
 
+    /// Decodes a recorded body with the parser a provider's `new` makes for `ctx`, as the
+    /// provider's stream would (five seconds of silence end it).
+    pub fn decode<P: EventParser>(
+        parser: fn(Ctx) -> P,
+        ctx: Ctx,
+        body: EventStreamBody,
+    ) -> EventStream {
+        pump(body, parser(ctx.clone()), ctx, Duration::from_secs(5))
+    }
+
+    /// Asserts that `body` decodes to `want`, the same under every chunking.
+    pub fn assert_decodes(
+        body: &str,
+        make: &dyn Fn(EventStreamBody) -> EventStream,
+        want: AssistantTurn,
+    ) {
+        let (_, turn) = same_for_every_split(body.as_bytes(), make);
+        assert_eq!(turn, Ok(want));
+    }
+
     /// Asserts that every split of `bytes` into two chunks, and fixed chunkings of 1, 2, 3 and 7
     /// bytes, yield exactly the outcome of the whole body in one chunk. Returns that outcome.
     pub fn same_for_every_split(

@@ -4,16 +4,17 @@
 //! tools. The shapes come from the providers' API references and public recordings; the
 //! assertions cover what each server needs back (reasoning fields, signatures, call ids).
 
-use std::time::Duration;
-
 use baton_protocol::config::{OutputTokensField, ProviderKind};
 use baton_protocol::{AssistantPart, Message, StopReason, ThinkingLevel, Usage};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
+use crate::anthropic::AnthropicParser;
 use crate::catalog::Profile;
 use crate::http::Ctx;
-use crate::sse::testing::same_for_every_split;
+use crate::openai_chat::ChatParser;
+use crate::openai_responses::ResponsesParser;
+use crate::sse::testing::{self, same_for_every_split};
 use crate::types::{AssistantTurn, ModelRequest};
 use crate::{anthropic, openai_chat, openai_responses};
 
@@ -27,13 +28,12 @@ fn fixture(name: &str) -> String {
 
 /// Decodes a fixture with the parser of `kind`, the same under every chunking.
 fn decode(kind: ProviderKind, name: &str) -> AssistantTurn {
-    let idle = Duration::from_secs(5);
-    let make = |body: crate::sse::testing::EventStreamBody| {
+    let make = |body: testing::EventStreamBody| {
         let ctx = Ctx::new("p", "m");
         match kind {
-            ProviderKind::OpenAi => openai_chat::decode(ctx, body, idle),
-            ProviderKind::OpenAiResponses => openai_responses::decode(ctx, body, idle),
-            ProviderKind::Anthropic => anthropic::decode(ctx, body, idle),
+            ProviderKind::OpenAi => testing::decode(ChatParser::new, ctx, body),
+            ProviderKind::OpenAiResponses => testing::decode(ResponsesParser::new, ctx, body),
+            ProviderKind::Anthropic => testing::decode(AnthropicParser::new, ctx, body),
             ProviderKind::Replay => unreachable!(),
         }
     };

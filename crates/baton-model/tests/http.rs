@@ -12,7 +12,7 @@ use baton_model::error::ErrorKind;
 use baton_model::openai_chat::OpenAiChat;
 use baton_model::openai_responses::OpenAiResponses;
 use baton_model::retry::{run_turn, RetryPolicy, TurnProgress};
-use baton_model::{AssistantTurn, ModelError, ModelRequest, Provider};
+use baton_model::{AssistantTurn, Connection, ModelError, ModelRequest, Provider};
 use baton_protocol::config::ProviderKind;
 use baton_protocol::{AssistantPart, Message, StopReason, ThinkingLevel, ToolSpec, Usage};
 use baton_testkit::{Fault, MockServer, RecordedRequest, Turn};
@@ -30,31 +30,24 @@ enum Format {
 const FORMATS: [Format; 3] = [Format::Chat, Format::Responses, Format::Anthropic];
 
 fn provider(format: Format, server: &MockServer, idle: Duration) -> Arc<dyn Provider> {
-    let headers = vec![("x-extra".to_string(), "on".to_string())];
-    let key = Some("test-key".to_string());
+    let connection = |base_url: String| Connection {
+        name: "mock".into(),
+        base_url,
+        api_key: Some("test-key".to_string()),
+        headers: vec![("x-extra".to_string(), "on".to_string())],
+        stream_idle_timeout: idle,
+    };
     match format {
         Format::Chat => Arc::new(OpenAiChat::new(
-            "mock".into(),
-            format!("{}/v1", server.url()),
-            key,
-            headers,
-            idle,
+            connection(format!("{}/v1", server.url())),
             Profile::builtin(ProviderKind::OpenAi, "mock-model"),
         )),
         Format::Responses => Arc::new(OpenAiResponses::new(
-            "mock".into(),
-            format!("{}/v1/", server.url()),
-            key,
-            headers,
-            idle,
+            connection(format!("{}/v1/", server.url())),
             Profile::builtin(ProviderKind::OpenAiResponses, "mock-model"),
         )),
         Format::Anthropic => Arc::new(Anthropic::new(
-            "mock".into(),
-            server.url(),
-            key,
-            headers,
-            idle,
+            connection(server.url()),
             Profile::builtin(ProviderKind::Anthropic, "mock-model"),
         )),
     }
@@ -482,11 +475,13 @@ async fn nothing_listening_is_a_connect_error() {
     let port = listener.local_addr().unwrap().port();
     drop(listener);
     let p = OpenAiChat::new(
-        "local".into(),
-        format!("http://127.0.0.1:{port}/v1"),
-        None,
-        vec![],
-        Duration::from_secs(5),
+        Connection {
+            name: "local".into(),
+            base_url: format!("http://127.0.0.1:{port}/v1"),
+            api_key: None,
+            headers: vec![],
+            stream_idle_timeout: Duration::from_secs(5),
+        },
         Profile::builtin(ProviderKind::OpenAi, "m"),
     );
     let err = match p.stream(&request(vec![Message::user("hi")])).await {

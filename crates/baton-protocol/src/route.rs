@@ -38,6 +38,14 @@ impl ThinkingLevel {
             ThinkingLevel::Xhigh => "xhigh",
         }
     }
+
+    /// The level as an OpenAI-style reasoning effort word: `none` for off, else its own name.
+    pub fn effort(self) -> &'static str {
+        match self {
+            ThinkingLevel::Off => "none",
+            level => level.as_str(),
+        }
+    }
 }
 
 impl fmt::Display for ThinkingLevel {

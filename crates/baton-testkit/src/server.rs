@@ -130,28 +130,27 @@ impl MockServerBuilder {
     /// looking at the queue. Rules are tried in the order they were added.
     /// The predicate runs while the server's state is locked: keep it quick.
     pub fn when(
-        mut self,
+        self,
         predicate: impl Fn(&RecordedRequest) -> bool + Send + Sync + 'static,
         step: impl Into<Step>,
     ) -> Self {
-        self.rules.push(Rule {
-            predicate: Arc::new(predicate),
-            step: step.into(),
-            once: false,
-        });
-        self
+        self.add_rule(Arc::new(predicate), step.into(), false)
     }
 
     /// Like [`when`](Self::when), but the rule is removed after its first use.
     pub fn when_once(
-        mut self,
+        self,
         predicate: impl Fn(&RecordedRequest) -> bool + Send + Sync + 'static,
         step: impl Into<Step>,
     ) -> Self {
+        self.add_rule(Arc::new(predicate), step.into(), true)
+    }
+
+    fn add_rule(mut self, predicate: Predicate, step: Step, once: bool) -> Self {
         self.rules.push(Rule {
-            predicate: Arc::new(predicate),
-            step: step.into(),
-            once: true,
+            predicate,
+            step,
+            once,
         });
         self
     }

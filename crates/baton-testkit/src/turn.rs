@@ -162,34 +162,43 @@ impl Turn {
     }
 
     pub fn with_tool_call(
-        mut self,
+        self,
         id: impl Into<String>,
         name: impl Into<String>,
         arguments: impl IntoArguments,
     ) -> Self {
-        self.parts.push(Part::ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments: arguments.into_arguments(),
-            namespace: None,
-        });
-        self
+        self.push_tool_call(id.into(), None, name.into(), arguments.into_arguments())
     }
 
     /// A tool call of `name` in `namespace` (see [`Part::ToolCall`]), e.g. a Codex MCP tool:
     /// `with_namespaced_tool_call("call_1", "mcp__baton", "route", args)`.
     pub fn with_namespaced_tool_call(
-        mut self,
+        self,
         id: impl Into<String>,
         namespace: impl Into<String>,
         name: impl Into<String>,
         arguments: impl IntoArguments,
     ) -> Self {
+        self.push_tool_call(
+            id.into(),
+            Some(namespace.into()),
+            name.into(),
+            arguments.into_arguments(),
+        )
+    }
+
+    fn push_tool_call(
+        mut self,
+        id: String,
+        namespace: Option<String>,
+        name: String,
+        arguments: String,
+    ) -> Self {
         self.parts.push(Part::ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments: arguments.into_arguments(),
-            namespace: Some(namespace.into()),
+            id,
+            name,
+            arguments,
+            namespace,
         });
         self
     }

@@ -915,27 +915,32 @@ mod tests {
             .collect();
         assert_eq!(items, want);
 
-        assert_eq!(
-            body(&mem, MemoryFile::ActiveContext, "Learnings"),
-            "- retries need jitter\n\n"
-        );
-        assert_eq!(
-            body(&mem, MemoryFile::Patterns, "Common Gotchas"),
-            "- the banner caches: clear it on retry\n- [Deferred]: rename the retry module\n\n"
-        );
-        assert_eq!(
-            body(&mem, MemoryFile::Progress, "Verification"),
-            "- `cargo test` -> exit 0\n\n"
-        );
-        assert_eq!(
-            body(&mem, MemoryFile::Progress, "Tasks"),
-            "- [x] fix banner\n\n"
-        );
-        // Only this workflow's memory_task_id line is gone.
-        assert_eq!(
-            body(&mem, MemoryFile::ActiveContext, "References"),
-            "- [cc10x-internal] memory_task_id: 8 wf:wf-10\n\n"
-        );
+        for (file, section, want) in [
+            (
+                MemoryFile::ActiveContext,
+                "Learnings",
+                "- retries need jitter\n\n",
+            ),
+            (
+                MemoryFile::Patterns,
+                "Common Gotchas",
+                "- the banner caches: clear it on retry\n- [Deferred]: rename the retry module\n\n",
+            ),
+            (
+                MemoryFile::Progress,
+                "Verification",
+                "- `cargo test` -> exit 0\n\n",
+            ),
+            (MemoryFile::Progress, "Tasks", "- [x] fix banner\n\n"),
+            // Only this workflow's memory_task_id line is gone.
+            (
+                MemoryFile::ActiveContext,
+                "References",
+                "- [cc10x-internal] memory_task_id: 8 wf:wf-10\n\n",
+            ),
+        ] {
+            assert_eq!(body(&mem, file, section), want, "{file} {section}");
+        }
         for file in MemoryFile::ALL {
             assert_eq!(body(&mem, file, "Last Updated"), "2026-12-03T14:00:00Z\n\n");
             assert!(!mem.dir().join(format!(".{file}.tmp")).exists());

@@ -25,19 +25,14 @@ use serde_json::{json, Map, Value};
 
 use crate::route::WorkflowKind;
 
-pub use crate::event::{EventBody, EventKind, WorkflowEvent};
+pub use crate::event::{EventBody, EventKind, Fields, WorkflowEvent};
 
 /// What a caller gives [`OpenWorkflow::append`]; the store adds `seq`, `ts` and `wf`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewEvent {
     pub event: EventKind,
-    pub phase: Option<String>,
-    pub task_id: Option<String>,
-    pub agent: Option<String>,
-    pub decision: Option<String>,
-    pub reason: Option<String>,
-    pub duration_seconds: Option<f64>,
-    pub details: Option<Value>,
+    /// The flat fields the kind is checked and built from.
+    pub fields: Fields,
     pub delta: Option<Value>,
 }
 
@@ -45,13 +40,7 @@ impl NewEvent {
     pub fn new(event: EventKind) -> NewEvent {
         NewEvent {
             event,
-            phase: None,
-            task_id: None,
-            agent: None,
-            decision: None,
-            reason: None,
-            duration_seconds: None,
-            details: None,
+            fields: Fields::default(),
             delta: None,
         }
     }
@@ -62,12 +51,12 @@ impl NewEvent {
     }
 
     pub fn phase(mut self, phase: impl Into<String>) -> NewEvent {
-        self.phase = Some(phase.into());
+        self.fields.phase = Some(phase.into());
         self
     }
 
     pub fn reason(mut self, reason: impl Into<String>) -> NewEvent {
-        self.reason = Some(reason.into());
+        self.fields.reason = Some(reason.into());
         self
     }
 }
@@ -76,16 +65,9 @@ impl From<EventBody> for NewEvent {
     /// A typed event as the flat fields [`OpenWorkflow::append`] takes (it checks them back
     /// into the same body).
     fn from(body: EventBody) -> NewEvent {
-        let f = body.fields();
         NewEvent {
             event: body.kind(),
-            phase: f.phase,
-            task_id: f.task_id,
-            agent: f.agent,
-            decision: f.decision,
-            reason: f.reason,
-            duration_seconds: f.duration_seconds,
-            details: f.details,
+            fields: body.fields(),
             delta: None,
         }
     }
@@ -586,7 +568,7 @@ impl WorkflowStore {
 
 impl NewEvent {
     pub fn decision(mut self, decision: impl Into<String>) -> NewEvent {
-        self.decision = Some(decision.into());
+        self.fields.decision = Some(decision.into());
         self
     }
 }
@@ -615,16 +597,7 @@ impl OpenWorkflow {
     /// by the next [`WorkflowStore::open`].
     pub fn append(&mut self, event: NewEvent) -> Result<WorkflowEvent, StoreError> {
         let kind = event.event;
-        let fields = crate::event::Fields {
-            phase: event.phase,
-            task_id: event.task_id,
-            agent: event.agent,
-            decision: event.decision,
-            reason: event.reason,
-            duration_seconds: event.duration_seconds,
-            details: event.details,
-        };
-        let body = EventBody::from_fields(kind, fields)
+        let body = EventBody::from_fields(kind, event.fields)
             .map_err(|message| StoreError::BadEvent { kind, message })?;
         let record = WorkflowEvent {
             seq: self.seq + 1,

@@ -149,17 +149,11 @@ fn edit_file(ctx: &ToolContext, req: &Request) -> ToolOutput {
         .map(|(i, _)| i)
         .collect();
     if starts.len() > 1 && !req.all {
-        let lines: Vec<String> = starts
-            .iter()
-            .take(10)
-            .map(|&i| line_of(&content, i).to_string())
-            .collect();
-        let more = if starts.len() > 10 { ", …" } else { "" };
         return ToolOutput::error(format!(
-            "`old_string` occurs {} times in `{raw}` (at lines {}{more}); include more surrounding lines to make \
+            "`old_string` occurs {} times in `{raw}` (at lines {}); include more surrounding lines to make \
              it unique, or set `replace_all: true` to replace every occurrence",
             starts.len(),
-            lines.join(", ")
+            first_lines(&content, &starts)
         ));
     }
     let updated = if req.all {
@@ -179,16 +173,10 @@ fn edit_file(ctx: &ToolContext, req: &Request) -> ToolOutput {
             plural(count_lines(&new), "line", "lines")
         )
     } else {
-        let lines: Vec<String> = starts
-            .iter()
-            .take(10)
-            .map(|&i| line_of(&content, i).to_string())
-            .collect();
-        let more = if starts.len() > 10 { ", …" } else { "" };
         format!(
-            "Edited `{raw}`: replaced {} occurrences (at lines {}{more}).",
+            "Edited `{raw}`: replaced {} occurrences (at lines {}).",
             starts.len(),
-            lines.join(", ")
+            first_lines(&content, &starts)
         )
     };
     if crlf {
@@ -214,6 +202,18 @@ fn choose_variant(content: &str, old: &str, new: &str) -> Option<(String, String
         }
     }
     None
+}
+
+/// The lines of the first ten occurrences starting at `starts`, comma-separated (`, …` when
+/// there are more).
+fn first_lines(content: &str, starts: &[usize]) -> String {
+    let lines: Vec<String> = starts
+        .iter()
+        .take(10)
+        .map(|&i| line_of(content, i).to_string())
+        .collect();
+    let more = if starts.len() > 10 { ", …" } else { "" };
+    format!("{}{more}", lines.join(", "))
 }
 
 /// The 1-based line holding byte `offset`.

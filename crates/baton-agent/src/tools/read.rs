@@ -307,20 +307,21 @@ mod tests {
             out.output,
             "     2\tb\n     3\tc\n\n[showed lines 2-3 of 4; continue with offset=4]"
         );
-        let out = read_str(b"a\nb\nc\nd\ne", 1, 2);
-        assert!(
-            out.output
-                .ends_with("[showed lines 1-2 of 5; continue with offset=3]"),
-            "{}",
-            out.output
-        );
-        let out = read_str(b"a\nb\nc\nd\n", 2, 2);
-        assert!(
-            out.output
-                .ends_with("[showed lines 2-3 of 4; continue with offset=4]"),
-            "{}",
-            out.output
-        );
+        for (content, offset, note) in [
+            (
+                &b"a\nb\nc\nd\ne"[..],
+                1,
+                "[showed lines 1-2 of 5; continue with offset=3]",
+            ),
+            (
+                b"a\nb\nc\nd\n",
+                2,
+                "[showed lines 2-3 of 4; continue with offset=4]",
+            ),
+        ] {
+            let out = read_str(content, offset, 2);
+            assert!(out.output.ends_with(note), "{}", out.output);
+        }
         let out = read_str(b"a\nb\nc", 3, 10);
         assert_eq!(out.output, "     3\tc\n");
         let out = read_str(b"a\nb\n", 3, 10);

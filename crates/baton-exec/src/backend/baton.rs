@@ -6,10 +6,10 @@ use baton_protocol::{EndReason, ErrorCode, ItemStatus, Outcome, Route, ThinkingL
 use serde::Deserialize;
 
 use super::{
-    found_at, json_event, prepare, program_key, Malformed, ParsedEnd, StreamParser, TaskSpec,
-    ThinkingPulse, Verdict,
+    found_at, json_event, prepare, program_key, Malformed, ParsedEnd, StreamParser, Tally,
+    TaskSpec, Verdict,
 };
-use crate::limits::{scan_prefix, tool_end, tool_start};
+use crate::limits::{scan_prefix, tool_end};
 use crate::types::{Activity, ExecError, Launch, StreamFormat};
 
 /// `<baton> agent --json (--role-file FILE | --role NAME) [--model ROUTE] [--max-turns N] --cwd DIR -`
@@ -164,10 +164,7 @@ impl From<WireUsage> for Usage {
 #[derive(Default)]
 pub(crate) struct BatonParser {
     end: Option<ParsedEnd>,
-    pulse: ThinkingPulse,
-    usage: Usage,
-    turn: u32,
-    tools_started: u32,
+    tally: Tally,
     last_message: String,
     last_error: Option<String>,
 }
@@ -175,6 +172,14 @@ pub(crate) struct BatonParser {
 impl BatonParser {
     fn end(&mut self) -> &mut ParsedEnd {
         self.end.get_or_insert_with(ParsedEnd::new)
+    }
+
+    /// A turn started or completed: thinking is over, and the turn count is at least its number.
+    fn turn_event(&mut self, turn: Option<u32>) {
+        self.tally.pulse.reset();
+        if let Some(t) = turn {
+            self.tally.turns = self.tally.turns.max(t);
+        }
     }
 }
 
@@ -184,13 +189,8 @@ impl StreamParser for BatonParser {
             return Ok(());
         };
         match ev.kind.as_ref() {
-            "turn.started" => {
-                self.pulse.reset();
-                if let Some(t) = ev.turn {
-                    self.turn = self.turn.max(t);
-                }
-            }
-            "item.delta" => self.pulse.thinking(out),
+            "turn.started" => self.turn_event(ev.turn),
+            "item.delta" => self.tally.pulse.thinking(out),
             "item.started" | "item.completed" => {
                 let Some(item) = ev.item else {
                     return Err(Malformed(format!("{} without an item", ev.kind)));
@@ -198,44 +198,44 @@ impl StreamParser for BatonParser {
                 let started = ev.kind == "item.started";
                 match item.kind.as_ref() {
                     "tool_call" => {
-                        self.pulse.reset();
                         let call_id = item.call_id.as_deref().unwrap_or("");
                         let tool = item.tool.as_deref().unwrap_or("");
-                        let activity = if started {
-                            self.tools_started += 1;
-                            tool_start(call_id, tool, item.path.as_deref())
+                        if started {
+                            self.tally
+                                .tool_start(call_id, tool, item.path.as_deref(), out);
                         } else {
+                            self.tally.pulse.reset();
                             let failed = match item.status {
                                 Some(ItemStatus::Failed | ItemStatus::Declined) => true,
                                 Some(ItemStatus::Completed | ItemStatus::InProgress) | None => {
                                     false
                                 }
                             };
-                            tool_end(call_id, tool, failed)
-                        };
-                        out.extend(activity);
+                            out.extend(tool_end(call_id, tool, failed));
+                        }
                     }
                     "agent_message" => {
                         if started {
-                            self.pulse.thinking(out);
+                            self.tally.pulse.thinking(out);
                         } else if let Some(text) = item.text {
                             self.last_message = text.into_owned();
                         }
                     }
-                    "reasoning" if started => self.pulse.thinking(out),
+                    "reasoning" if started => self.tally.pulse.thinking(out),
                     _ => {}
                 }
             }
             "turn.completed" => {
-                self.pulse.reset();
-                if let Some(t) = ev.turn {
-                    self.turn = self.turn.max(t);
-                }
+                self.turn_event(ev.turn);
                 if let Some(u) = ev.usage {
-                    self.usage.add(&u.into());
+                    self.tally.usage.add(&u.into());
                 }
-                out.push(Activity::MessageEnd { turn: self.turn });
-                out.push(Activity::Tokens { usage: self.usage });
+                out.push(Activity::MessageEnd {
+                    turn: self.tally.turns,
+                });
+                out.push(Activity::Tokens {
+                    usage: self.tally.usage,
+                });
             }
             "turn.failed" => {
                 if let Some(e) = ev.error {
@@ -250,9 +250,9 @@ impl StreamParser for BatonParser {
                 let end = ParsedEnd {
                     final_text: ev.final_message.map(Cow::into_owned).unwrap_or_default(),
                     final_omitted: 0,
-                    usage: ev.usage.map(Usage::from).unwrap_or(self.usage),
-                    turns: ev.turns.unwrap_or(self.turn),
-                    tools_started: self.tools_started,
+                    usage: ev.usage.map(Usage::from).unwrap_or(self.tally.usage),
+                    turns: ev.turns.unwrap_or(self.tally.turns),
+                    tools_started: self.tally.tools_started,
                     stop_reason: stop_reason(ev.outcome, ev.reason),
                     error_message: self.last_error.clone(),
                     verdict: verdict(ev.outcome, ev.reason),
@@ -274,10 +274,9 @@ impl StreamParser for BatonParser {
                 let call_id = found_at(&found, &["item", "call_id"]);
                 let tool = found_at(&found, &["item", "tool"]);
                 if let (true, Some(call_id), Some(tool)) = (is_tool, call_id, tool) {
-                    self.pulse.reset();
-                    self.tools_started += 1;
                     let path = found_at(&found, &["item", "path"]).map(|f| f.value.as_str());
-                    out.extend(tool_start(&call_id.value, &tool.value, path));
+                    self.tally
+                        .tool_start(&call_id.value, &tool.value, path, out);
                 }
             }
             Some("session.completed") => {
@@ -302,9 +301,9 @@ impl StreamParser for BatonParser {
                     .unwrap_or_default();
                 let omitted = len.saturating_sub(text.len());
                 let (usage, turns, tools_started, error) = (
-                    self.usage,
-                    self.turn,
-                    self.tools_started,
+                    self.tally.usage,
+                    self.tally.turns,
+                    self.tally.tools_started,
                     self.last_error.clone(),
                 );
                 let end = self.end();
@@ -327,12 +326,8 @@ impl StreamParser for BatonParser {
         match &self.end {
             Some(end) => end.clone(),
             None => ParsedEnd {
-                final_text: self.last_message.clone(),
-                usage: self.usage,
-                turns: self.turn,
-                tools_started: self.tools_started,
                 error_message: self.last_error.clone(),
-                ..ParsedEnd::new()
+                ..self.tally.end(self.last_message.clone())
             },
         }
     }

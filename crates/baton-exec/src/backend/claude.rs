@@ -15,10 +15,10 @@ use serde::de::{self, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use super::{
-    found_at, json_event, peer_model, program_of, Malformed, ParsedEnd, StreamParser, TaskSpec,
-    ThinkingPulse, Verdict,
+    found_at, json_event, peer_choice, program_of, Malformed, ParsedEnd, StreamParser, Tally,
+    TaskSpec, Verdict,
 };
-use crate::limits::{scan_prefix, tool_end, tool_start};
+use crate::limits::{scan_prefix, tool_end};
 use crate::types::{Activity, ExecError, Launch, StreamFormat};
 
 /// Claude Code tools that change things; those a role does not allow are disallowed outright.
@@ -58,14 +58,10 @@ pub(super) fn launch(
     let mut args: Vec<String> = ["-p", "--output-format", "stream-json", "--verbose"]
         .map(String::from)
         .to_vec();
-    let mut level = thinking;
-    let mut model_label = "default".to_string();
-    if let Some(route) = &spec.route {
-        let m = peer_model(route);
+    let peer = peer_choice(spec, thinking);
+    if let Some(m) = &peer.model {
         args.push("--model".into());
         args.push(m.model.clone());
-        level = level.or(m.thinking);
-        model_label = route.clone();
     }
     if let Some(n) = spec.max_turns {
         args.push("--max-turns".into());
@@ -110,7 +106,7 @@ pub(super) fn launch(
         args.push(denied.join(","));
     }
     let mut env = Vec::new();
-    if let Some(l) = level {
+    if let Some(l) = peer.level {
         let budget = match l {
             ThinkingLevel::Off => "0",
             ThinkingLevel::Minimal => "1024",
@@ -123,14 +119,7 @@ pub(super) fn launch(
     }
     Ok(Launch {
         env,
-        ..Launch::task(
-            spec,
-            program,
-            args,
-            StreamFormat::Claude,
-            model_label,
-            level,
-        )
+        ..peer.launch(spec, program, args, StreamFormat::Claude)
     })
 }
 
@@ -243,13 +232,10 @@ impl From<ClaudeUsage> for Usage {
 
 #[derive(Default)]
 pub(crate) struct ClaudeParser {
-    pulse: ThinkingPulse,
-    /// Usage of messages that have ended.
-    usage: Usage,
+    /// Usage of messages that have ended, turns and tool calls.
+    tally: Tally,
     /// The message being streamed: its id and latest usage.
     current: Option<(String, Usage)>,
-    turns: u32,
-    tools_started: u32,
     /// Tool calls without a result yet: id → tool name.
     open: Vec<(String, String)>,
     last_text: String,
@@ -260,18 +246,20 @@ pub(crate) struct ClaudeParser {
 impl ClaudeParser {
     fn close_message(&mut self, out: &mut Vec<Activity>) {
         if let Some((_, u)) = self.current.take() {
-            self.usage.add(&u);
-            self.pulse.reset();
-            out.push(Activity::MessageEnd { turn: self.turns });
-            out.push(Activity::Tokens { usage: self.usage });
+            self.tally.usage.add(&u);
+            self.tally.pulse.reset();
+            out.push(Activity::MessageEnd {
+                turn: self.tally.turns,
+            });
+            out.push(Activity::Tokens {
+                usage: self.tally.usage,
+            });
         }
     }
 
     fn start_tool(&mut self, id: &str, name: &str, path: Option<&str>, out: &mut Vec<Activity>) {
-        self.pulse.reset();
-        self.tools_started += 1;
         self.open.push((id.to_string(), name.to_string()));
-        out.extend(tool_start(id, name, path));
+        self.tally.tool_start(id, name, path, out);
     }
 }
 
@@ -289,7 +277,7 @@ impl StreamParser for ClaudeParser {
                 let same = self.current.as_ref().is_some_and(|(cur, _)| cur == id);
                 if !same {
                     self.close_message(out);
-                    self.turns += 1;
+                    self.tally.turns += 1;
                     self.current = Some((id.to_string(), Usage::default()));
                 }
                 if let (Some(u), Some((_, cur))) = (msg.usage, self.current.as_mut()) {
@@ -301,12 +289,12 @@ impl StreamParser for ClaudeParser {
                 for block in msg.content.map(|b| b.0).unwrap_or_default() {
                     match block.kind.as_ref() {
                         "text" => {
-                            self.pulse.thinking(out);
+                            self.tally.pulse.thinking(out);
                             if let Some(t) = block.text {
                                 self.last_text = t.into_owned();
                             }
                         }
-                        "thinking" | "redacted_thinking" => self.pulse.thinking(out),
+                        "thinking" | "redacted_thinking" => self.tally.pulse.thinking(out),
                         "tool_use" | "server_tool_use" => {
                             let input = block.input.as_ref();
                             let path = input.and_then(|i| {
@@ -339,7 +327,7 @@ impl StreamParser for ClaudeParser {
                         continue;
                     };
                     let (id, name) = self.open.remove(pos);
-                    self.pulse.reset();
+                    self.tally.pulse.reset();
                     out.extend(tool_end(&id, &name, block.is_error.unwrap_or(false)));
                 }
             }
@@ -360,9 +348,9 @@ impl StreamParser for ClaudeParser {
                         (Some(_) | None, _) => self.last_text.clone(),
                     },
                     final_omitted: 0,
-                    usage: ev.usage.map(Usage::from).unwrap_or(self.usage),
-                    turns: ev.num_turns.unwrap_or(self.turns),
-                    tools_started: self.tools_started,
+                    usage: ev.usage.map(Usage::from).unwrap_or(self.tally.usage),
+                    turns: ev.num_turns.unwrap_or(self.tally.turns),
+                    tools_started: self.tally.tools_started,
                     stop_reason: Some(subtype.to_string()),
                     error_message: if failed {
                         result.or_else(|| Some(subtype.to_string()))
@@ -411,17 +399,14 @@ impl StreamParser for ClaudeParser {
         match &self.end {
             Some(end) => end.clone(),
             None => {
-                let mut usage = self.usage;
+                let mut usage = self.tally.usage;
                 if let Some((_, u)) = &self.current {
                     usage.add(u);
                 }
                 ParsedEnd {
-                    final_text: self.last_text.clone(),
                     usage,
-                    turns: self.turns,
-                    tools_started: self.tools_started,
                     stop_reason: self.last_stop.clone(),
-                    ..ParsedEnd::new()
+                    ..self.tally.end(self.last_text.clone())
                 }
             }
         }

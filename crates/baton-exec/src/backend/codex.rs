@@ -14,10 +14,10 @@ use baton_protocol::{ThinkingLevel, Usage};
 use serde::Deserialize;
 
 use super::{
-    found_at, json_event, peer_model, program_of, Malformed, ParsedEnd, StreamParser, TaskSpec,
-    ThinkingPulse, Verdict,
+    found_at, json_event, peer_choice, program_of, Malformed, ParsedEnd, StreamParser, Tally,
+    TaskSpec, Verdict,
 };
-use crate::limits::{scan_prefix, tool_end, tool_start};
+use crate::limits::{scan_prefix, tool_end};
 use crate::types::{Activity, ExecError, Launch, StreamFormat};
 
 /// Tools that change files or run commands: a role with one of them runs in codex's
@@ -43,30 +43,21 @@ pub(super) fn launch(
     .map(String::from)
     .to_vec();
     args.push(spec.cwd.display().to_string());
-    let mut level = thinking;
-    let mut model_label = "default".to_string();
-    if let Some(route) = &spec.route {
-        let m = peer_model(route);
+    let peer = peer_choice(spec, thinking);
+    if let Some(m) = &peer.model {
         args.push("-m".into());
         args.push(m.model.clone());
         if let Some(p) = &m.provider {
             args.push("-c".into());
             args.push(format!("model_provider={}", toml_string(p)));
         }
-        level = level.or(m.thinking);
-        model_label = route.clone();
     }
-    if let Some(l) = level {
-        let effort = match l {
-            ThinkingLevel::Off => "none",
-            ThinkingLevel::Minimal => "minimal",
-            ThinkingLevel::Low => "low",
-            ThinkingLevel::Medium => "medium",
-            ThinkingLevel::High => "high",
-            ThinkingLevel::Xhigh => "xhigh",
-        };
+    if let Some(l) = peer.level {
         args.push("-c".into());
-        args.push(format!("model_reasoning_effort={}", toml_string(effort)));
+        args.push(format!(
+            "model_reasoning_effort={}",
+            toml_string(l.effort())
+        ));
     }
     // The role's `sandbox` is passed on (codex's modes have the same names). Without one:
     // codex's own default may be read-only; a role that edits or runs commands needs writes to
@@ -88,7 +79,7 @@ pub(super) fn launch(
     };
     Ok(Launch {
         stdin: Some(stdin),
-        ..Launch::task(spec, program, args, StreamFormat::Codex, model_label, level)
+        ..peer.launch(spec, program, args, StreamFormat::Codex)
     })
 }
 
@@ -173,10 +164,7 @@ fn item_tool<'i>(kind: &str, tool: Option<&'i str>) -> Option<Cow<'i, str>> {
 
 #[derive(Default)]
 pub(crate) struct CodexParser {
-    pulse: ThinkingPulse,
-    usage: Usage,
-    turns: u32,
-    tools_started: u32,
+    tally: Tally,
     /// Tool items started and not yet completed (few at a time).
     open: Vec<String>,
     final_text: String,
@@ -186,10 +174,8 @@ pub(crate) struct CodexParser {
 
 impl CodexParser {
     fn start(&mut self, id: &str, tool: &str, path: Option<&str>, out: &mut Vec<Activity>) {
-        self.pulse.reset();
-        self.tools_started += 1;
         self.open.push(id.to_string());
-        out.extend(tool_start(id, tool, path));
+        self.tally.tool_start(id, tool, path, out);
     }
 }
 
@@ -200,8 +186,8 @@ impl StreamParser for CodexParser {
         };
         match ev.kind.as_ref() {
             "turn.started" => {
-                self.pulse.reset();
-                self.turns += 1;
+                self.tally.pulse.reset();
+                self.tally.turns += 1;
             }
             "item.started" | "item.updated" | "item.completed" => {
                 let Some(item) = ev.item else {
@@ -226,16 +212,16 @@ impl StreamParser for CodexParser {
                     return Ok(());
                 }
                 match item.kind.as_ref() {
-                    "reasoning" => self.pulse.thinking(out),
+                    "reasoning" => self.tally.pulse.thinking(out),
                     "agent_message" => {
-                        self.pulse.thinking(out);
+                        self.tally.pulse.thinking(out);
                         if completed {
                             if let Some(text) = item.text {
                                 self.final_text = text.into_owned();
                             }
-                            self.pulse.reset();
+                            self.tally.pulse.reset();
                             out.push(Activity::MessageEnd {
-                                turn: self.turns.max(1),
+                                turn: self.tally.turns.max(1),
                             });
                         }
                     }
@@ -243,16 +229,18 @@ impl StreamParser for CodexParser {
                 }
             }
             "turn.completed" => {
-                self.pulse.reset();
+                self.tally.pulse.reset();
                 if let Some(u) = ev.usage {
-                    self.usage.add(&Usage {
+                    self.tally.usage.add(&Usage {
                         input_tokens: u.input_tokens,
                         cached_input_tokens: u.cached_input_tokens,
                         output_tokens: u.output_tokens,
                         cache_write_tokens: 0,
                     });
                 }
-                out.push(Activity::Tokens { usage: self.usage });
+                out.push(Activity::Tokens {
+                    usage: self.tally.usage,
+                });
                 self.error = None;
                 self.verdict = Some(Verdict::Completed);
             }
@@ -290,11 +278,6 @@ impl StreamParser for CodexParser {
 
     fn finish(&mut self) -> ParsedEnd {
         ParsedEnd {
-            final_text: self.final_text.clone(),
-            final_omitted: 0,
-            usage: self.usage,
-            turns: self.turns,
-            tools_started: self.tools_started,
             stop_reason: match self.verdict {
                 Some(Verdict::Completed) => Some("completed".into()),
                 Some(Verdict::Failed) => Some("failed".into()),
@@ -302,6 +285,7 @@ impl StreamParser for CodexParser {
             },
             error_message: self.error.clone(),
             verdict: self.verdict.unwrap_or(Verdict::NoFinal),
+            ..self.tally.end(self.final_text.clone())
         }
     }
 }

@@ -15,10 +15,10 @@ use serde::de::{self, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use super::{
-    found_at, json_event, peer_model, program_of, Malformed, ParsedEnd, StreamParser, TaskSpec,
-    ThinkingPulse, Verdict,
+    found_at, json_event, peer_choice, program_of, Malformed, ParsedEnd, StreamParser, Tally,
+    TaskSpec, Verdict,
 };
-use crate::limits::{scan_prefix, tool_end, tool_start};
+use crate::limits::{scan_prefix, tool_end};
 use crate::types::{Activity, ExecError, Launch, StreamFormat};
 
 /// `pi --mode json -p --no-session [--provider P] [--model M] [--thinking L]
@@ -33,20 +33,16 @@ pub(super) fn launch(
     let mut args: Vec<String> = ["--mode", "json", "-p", "--no-session"]
         .map(String::from)
         .to_vec();
-    let mut model_label = "default".to_string();
-    let mut level = thinking;
-    if let Some(route) = &spec.route {
-        let m = peer_model(route);
+    let peer = peer_choice(spec, thinking);
+    if let Some(m) = &peer.model {
         if let Some(p) = &m.provider {
             args.push("--provider".into());
             args.push(p.clone());
         }
         args.push("--model".into());
         args.push(m.model.clone());
-        level = level.or(m.thinking);
-        model_label = route.clone();
     }
-    if let Some(l) = level {
+    if let Some(l) = peer.level {
         args.push("--thinking".into());
         args.push(l.as_str().into());
     }
@@ -69,14 +65,7 @@ pub(super) fn launch(
         args.push("--append-system-prompt".into());
         args.push(spec.role.body.clone());
     }
-    Ok(Launch::task(
-        spec,
-        program,
-        args,
-        StreamFormat::Pi,
-        model_label,
-        level,
-    ))
+    Ok(peer.launch(spec, program, args, StreamFormat::Pi))
 }
 
 #[derive(Deserialize)]
@@ -192,22 +181,11 @@ struct Block<'a> {
 
 #[derive(Default)]
 pub(crate) struct PiParser {
-    pulse: ThinkingPulse,
-    usage: Usage,
-    turns: u32,
-    tools_started: u32,
+    tally: Tally,
     final_text: String,
     stop_reason: Option<String>,
     error: Option<String>,
     done: bool,
-}
-
-impl PiParser {
-    fn tool_start(&mut self, id: &str, name: &str, path: Option<&str>, out: &mut Vec<Activity>) {
-        self.pulse.reset();
-        self.tools_started += 1;
-        out.extend(tool_start(id, name, path));
-    }
 }
 
 impl StreamParser for PiParser {
@@ -216,11 +194,11 @@ impl StreamParser for PiParser {
             return Ok(());
         };
         match ev.kind.as_ref() {
-            "turn_start" => self.pulse.reset(),
+            "turn_start" => self.tally.pulse.reset(),
             "message_update" => {
                 let kind = ev.update.as_ref().map(|u| u.kind.as_ref()).unwrap_or("");
                 if kind.starts_with("text_") || kind.starts_with("thinking_") {
-                    self.pulse.thinking(out);
+                    self.tally.pulse.thinking(out);
                 }
             }
             "message_end" => {
@@ -230,10 +208,10 @@ impl StreamParser for PiParser {
                 if msg.role.as_deref() != Some("assistant") {
                     return Ok(());
                 }
-                self.pulse.reset();
-                self.turns += 1;
+                self.tally.pulse.reset();
+                self.tally.turns += 1;
                 if let Some(u) = msg.usage {
-                    self.usage.add(&u.into());
+                    self.tally.usage.add(&u.into());
                 }
                 if let Some(TextOf(text)) = msg.content {
                     if !text.trim().is_empty() {
@@ -243,17 +221,21 @@ impl StreamParser for PiParser {
                 self.stop_reason = msg.stop_reason.map(Cow::into_owned);
                 // A later success clears an earlier (retried) error.
                 self.error = msg.error_message.map(Cow::into_owned);
-                out.push(Activity::MessageEnd { turn: self.turns });
-                out.push(Activity::Tokens { usage: self.usage });
+                out.push(Activity::MessageEnd {
+                    turn: self.tally.turns,
+                });
+                out.push(Activity::Tokens {
+                    usage: self.tally.usage,
+                });
             }
             "tool_execution_start" => {
                 let id = ev.tool_call_id.as_deref().unwrap_or("");
                 let name = ev.tool_name.as_deref().unwrap_or("");
                 let path = ev.args.as_ref().and_then(|a| a.path.as_deref());
-                self.tool_start(id, name, path, out);
+                self.tally.tool_start(id, name, path, out);
             }
             "tool_execution_end" => {
-                self.pulse.reset();
+                self.tally.pulse.reset();
                 let id = ev.tool_call_id.as_deref().unwrap_or("");
                 let name = ev.tool_name.as_deref().unwrap_or("");
                 out.extend(tool_end(id, name, ev.is_error.unwrap_or(false)));
@@ -274,7 +256,7 @@ impl StreamParser for PiParser {
                 if let (Some(id), Some(name)) = (id, name) {
                     let path = found_at(&found, &["args", "path"]).map(|f| f.value.clone());
                     let (id, name) = (id.value.clone(), name.value.clone());
-                    self.tool_start(&id, &name, path.as_deref(), out);
+                    self.tally.tool_start(&id, &name, path.as_deref(), out);
                 }
             }
             // The whole conversation rides on agent_end, so it is the line most likely to be long.
@@ -290,19 +272,15 @@ impl StreamParser for PiParser {
             match self.stop_reason.as_deref() {
                 Some("error" | "aborted") => Verdict::Failed,
                 Some("length") => Verdict::TokenLimit,
-                Some(_) | None if self.turns == 0 => Verdict::Failed,
+                Some(_) | None if self.tally.turns == 0 => Verdict::Failed,
                 Some(_) | None => Verdict::Completed,
             }
         };
         ParsedEnd {
-            final_text: self.final_text.clone(),
-            final_omitted: 0,
-            usage: self.usage,
-            turns: self.turns,
-            tools_started: self.tools_started,
             stop_reason: self.stop_reason.clone(),
             error_message: self.error.clone(),
             verdict,
+            ..self.tally.end(self.final_text.clone())
         }
     }
 }

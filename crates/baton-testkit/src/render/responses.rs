@@ -64,26 +64,34 @@ fn responses_done_item(part: &Part, ctx: &Ctx<'_>, index: usize) -> J {
             "summary": vec![summary_part(text)],
             "encrypted_content": format!("enc_mock{}_{index}", ctx.seq),
         },
-        Part::ToolCall {
-            id,
-            name,
-            arguments,
-            namespace,
-        } => {
-            let mut item = obj! {
-                "id": item_id("fc", ctx, index),
-                "type": "function_call",
-                "status": "completed",
-                "arguments": arguments,
-                "call_id": call_id(id, "call_mock", ctx, index),
-                "name": name,
-            };
-            if let Some(ns) = namespace {
-                item.push("namespace", ns);
-            }
-            item
-        }
+        Part::ToolCall { arguments, .. } => function_call_item(part, ctx, index, Some(arguments)),
     }
+}
+
+/// The `function_call` item of a tool call part: in progress without its arguments (as
+/// `response.output_item.added` has it), or completed with them.
+fn function_call_item(part: &Part, ctx: &Ctx<'_>, index: usize, arguments: Option<&str>) -> J {
+    let Part::ToolCall {
+        id,
+        name,
+        namespace,
+        ..
+    } = part
+    else {
+        return J::Null;
+    };
+    let mut item = obj! {
+        "id": item_id("fc", ctx, index),
+        "type": "function_call",
+        "status": if arguments.is_some() { "completed" } else { "in_progress" },
+        "arguments": arguments.unwrap_or(""),
+        "call_id": call_id(id, "call_mock", ctx, index),
+        "name": name,
+    };
+    if let Some(ns) = namespace {
+        item.push("namespace", ns);
+    }
+    item
 }
 
 /// Collects Responses events, numbering them as they are added.
@@ -99,6 +107,38 @@ impl ResponsesEvents {
             vec![("sequence_number", J::from(self.out.len()))],
         );
         self.out.push(event_frame(kind, &payload));
+    }
+
+    /// Streams `text` into a content or summary part: the part added empty, the text in pieces,
+    /// the text done, the part done. `kinds` names the part's and the text's events, `part`
+    /// makes the part around a text, `at` adds the item's fields, and `with_text` what each delta
+    /// and the done text carry beside the text.
+    fn stream_text(
+        &mut self,
+        (part_kind, text_kind): (&str, &str),
+        text: &str,
+        part: fn(&str) -> J,
+        at: impl Fn(J) -> J,
+        with_text: impl Fn(J) -> J,
+    ) {
+        self.push(
+            &format!("response.{part_kind}.added"),
+            at(obj! { "part": part("") }),
+        );
+        for piece in pieces(text, TEXT_PIECE_BYTES) {
+            self.push(
+                &format!("response.{text_kind}.delta"),
+                at(with_text(obj! { "delta": piece })),
+            );
+        }
+        self.push(
+            &format!("response.{text_kind}.done"),
+            at(with_text(obj! { "text": text })),
+        );
+        self.push(
+            &format!("response.{part_kind}.done"),
+            at(obj! { "part": part(text) }),
+        );
     }
 
     /// `response.created` and `response.in_progress`.
@@ -132,23 +172,16 @@ pub(super) fn responses_events(turn: &Turn, ctx: &Ctx<'_>) -> Vec<String> {
                         },
                     },
                 );
-                ev.push(
-                    "response.content_part.added",
-                    at(obj! { "part": output_text_part("") }),
-                );
-                for piece in pieces(text, TEXT_PIECE_BYTES) {
-                    ev.push(
-                        "response.output_text.delta",
-                        at(obj! { "delta": piece, "logprobs": J::Arr(Vec::new()) }),
-                    );
-                }
-                ev.push(
-                    "response.output_text.done",
-                    at(obj! { "text": text, "logprobs": J::Arr(Vec::new()) }),
-                );
-                ev.push(
-                    "response.content_part.done",
-                    at(obj! { "part": output_text_part(text) }),
+                let with_logprobs = |mut fields: J| {
+                    fields.push("logprobs", J::Arr(Vec::new()));
+                    fields
+                };
+                ev.stream_text(
+                    ("content_part", "output_text"),
+                    text,
+                    output_text_part,
+                    at,
+                    with_logprobs,
                 );
             }
             Part::Reasoning(text) => {
@@ -170,46 +203,19 @@ pub(super) fn responses_events(turn: &Turn, ctx: &Ctx<'_>) -> Vec<String> {
                         "item": obj! { "id": &id, "type": "reasoning", "summary": J::Arr(Vec::new()) },
                     },
                 );
-                ev.push(
-                    "response.reasoning_summary_part.added",
-                    at(obj! { "part": summary_part("") }),
-                );
-                for piece in pieces(text, TEXT_PIECE_BYTES) {
-                    ev.push(
-                        "response.reasoning_summary_text.delta",
-                        at(obj! { "delta": piece }),
-                    );
-                }
-                ev.push(
-                    "response.reasoning_summary_text.done",
-                    at(obj! { "text": text }),
-                );
-                ev.push(
-                    "response.reasoning_summary_part.done",
-                    at(obj! { "part": summary_part(text) }),
+                ev.stream_text(
+                    ("reasoning_summary_part", "reasoning_summary_text"),
+                    text,
+                    summary_part,
+                    at,
+                    |fields| fields,
                 );
             }
-            Part::ToolCall {
-                id,
-                name,
-                arguments,
-                namespace,
-            } => {
+            Part::ToolCall { arguments, .. } => {
                 let fc = item_id("fc", ctx, i);
-                let mut item = obj! {
-                    "id": &fc,
-                    "type": "function_call",
-                    "status": "in_progress",
-                    "arguments": "",
-                    "call_id": call_id(id, "call_mock", ctx, i),
-                    "name": name,
-                };
-                if let Some(ns) = namespace {
-                    item.push("namespace", ns);
-                }
                 ev.push(
                     "response.output_item.added",
-                    obj! { "output_index": i, "item": item },
+                    obj! { "output_index": i, "item": function_call_item(part, ctx, i, None) },
                 );
                 for piece in pieces(arguments, ARGUMENTS_PIECE_BYTES) {
                     ev.push(

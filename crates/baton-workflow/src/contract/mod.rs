@@ -43,9 +43,9 @@ pub use readonly::{
 };
 pub use write::{
     BuilderContract, BuilderStatus, CheckpointType, DebugCloseout, DocSyncContract, DocSyncStatus,
-    FeedbackLoop, InvestigatorContract, InvestigatorStatus, PhaseStatus, PlanMode, PlannerContract,
-    PlannerStatus, ProofStatus, RedReasonKind, ResearchContract, ResearchStatus, SeamGateStatus,
-    VerificationRigor,
+    FeedbackLoop, InvestigatorContract, InvestigatorStatus, List, PhaseStatus, PlanMode,
+    PlannerContract, PlannerStatus, ProofStatus, RedReasonKind, ResearchContract, ResearchStatus,
+    SeamGateStatus, VerificationRigor,
 };
 
 /// The roles whose contracts baton validates.

@@ -87,9 +87,22 @@ pub(crate) fn missing_fields(role: Role, fields: &Map<String, Value>) -> Vec<Str
     missing
 }
 
-/// A list that may also be written as null (nothing applies).
-fn list<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<T>, D::Error> {
-    Option::<Vec<T>>::deserialize(d).map(Option::unwrap_or_default)
+/// A list field that may also be written as null or left out (nothing applies).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct List<T>(pub Vec<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // A missing field reaches here as a missing option, so it needs no `#[serde(default)]`.
+        Option::<Vec<T>>::deserialize(d).map(|list| List(list.unwrap_or_default()))
+    }
+}
+
+impl<T> std::ops::Deref for List<T> {
+    type Target = Vec<T>;
+    fn deref(&self) -> &Vec<T> {
+        &self.0
+    }
 }
 
 closed_set!(BuilderStatus { Pass = "PASS", Fail = "FAIL" });
@@ -139,29 +152,20 @@ pub struct BuilderContract {
     pub checkpoint_type: Option<CheckpointType>,
     pub proof_status: Option<ProofStatus>,
     pub build_preflight_emitted: Option<bool>,
-    #[serde(default, deserialize_with = "list")]
-    pub inputs: Vec<Value>,
-    #[serde(default, deserialize_with = "list")]
-    pub expected_artifacts: Vec<Value>,
+    pub inputs: List<Value>,
+    pub expected_artifacts: List<Value>,
     pub tdd_red_exit: Option<i64>,
     pub tdd_red_reason_kind: Option<RedReasonKind>,
     pub tdd_red_reason: Option<String>,
     pub tdd_green_exit: Option<i64>,
-    #[serde(default, deserialize_with = "list")]
-    pub test_seams: Vec<Value>,
+    pub test_seams: List<Value>,
     pub seam_gate_status: Option<SeamGateStatus>,
-    #[serde(default, deserialize_with = "list")]
-    pub scenarios: Vec<Scenario>,
-    #[serde(default, deserialize_with = "list")]
-    pub assumptions: Vec<Value>,
-    #[serde(default, deserialize_with = "list")]
-    pub decisions: Vec<Value>,
-    #[serde(default, deserialize_with = "list")]
-    pub blocked_items: Vec<Value>,
-    #[serde(default, deserialize_with = "list")]
-    pub skipped_items: Vec<Value>,
-    #[serde(default, deserialize_with = "list")]
-    pub scope_increases: Vec<Value>,
+    pub scenarios: List<Scenario>,
+    pub assumptions: List<Value>,
+    pub decisions: List<Value>,
+    pub blocked_items: List<Value>,
+    pub skipped_items: List<Value>,
+    pub scope_increases: List<Value>,
     pub blocking: Option<bool>,
     pub next_action: Option<Value>,
     pub remediation_needed: Option<bool>,
@@ -208,12 +212,9 @@ pub struct InvestigatorContract {
     pub defense_in_depth: Option<Value>,
     pub debug_closeout: Option<DebugCloseout>,
     pub blast_radius_scan: Option<Value>,
-    #[serde(default, deserialize_with = "list")]
-    pub scenarios: Vec<Scenario>,
-    #[serde(default, deserialize_with = "list")]
-    pub assumptions: Vec<Value>,
-    #[serde(default, deserialize_with = "list")]
-    pub decisions: Vec<Value>,
+    pub scenarios: List<Scenario>,
+    pub assumptions: List<Value>,
+    pub decisions: List<Value>,
     pub blocking: Option<bool>,
     pub next_action: Option<Value>,
     pub remediation_needed: Option<bool>,
@@ -233,34 +234,24 @@ pub struct PlannerContract {
     pub verification_rigor: Option<VerificationRigor>,
     pub confidence: Option<u32>,
     pub plan_file: Option<String>,
-    #[serde(default, deserialize_with = "list")]
-    pub phases: Vec<Value>,
-    #[serde(default, deserialize_with = "list")]
-    pub risks_identified: Vec<Value>,
-    #[serde(default, deserialize_with = "list")]
-    pub scenarios: Vec<Scenario>,
-    #[serde(default, deserialize_with = "list")]
-    pub assumptions: Vec<Value>,
-    #[serde(default, deserialize_with = "list")]
-    pub decisions: Vec<Value>,
-    #[serde(default, deserialize_with = "list")]
-    pub open_decisions: Vec<Value>,
+    pub phases: List<Value>,
+    pub risks_identified: List<Value>,
+    pub scenarios: List<Scenario>,
+    pub assumptions: List<Value>,
+    pub decisions: List<Value>,
+    pub open_decisions: List<Value>,
     pub differences_from_agreement: Option<Value>,
     pub recommended_defaults: Option<Value>,
-    #[serde(default, deserialize_with = "list")]
-    pub alternatives: Vec<Value>,
-    #[serde(default, deserialize_with = "list")]
-    pub drawbacks: Vec<Value>,
-    #[serde(default, deserialize_with = "list")]
-    pub provable_properties: Vec<Value>,
+    pub alternatives: List<Value>,
+    pub drawbacks: List<Value>,
+    pub provable_properties: List<Value>,
     pub blocking: Option<bool>,
     pub next_action: Option<Value>,
     pub remediation_needed: Option<bool>,
     pub requires_remediation: Option<bool>,
     pub remediation_reason: Option<String>,
     pub gate_passed: Option<bool>,
-    #[serde(default, deserialize_with = "list")]
-    pub user_input_needed: Vec<Value>,
+    pub user_input_needed: List<Value>,
     pub memory_notes: Option<Value>,
 }
 
@@ -270,17 +261,12 @@ pub struct PlannerContract {
 pub struct DocSyncContract {
     pub status: DocSyncStatus,
     pub impact_level: Option<String>,
-    #[serde(default, deserialize_with = "list")]
-    pub doc_layers_evaluated: Vec<Value>,
-    #[serde(default, deserialize_with = "list")]
-    pub doc_files_updated: Vec<Value>,
-    #[serde(default, deserialize_with = "list")]
-    pub doc_files_skipped: Vec<Value>,
+    pub doc_layers_evaluated: List<Value>,
+    pub doc_files_updated: List<Value>,
+    pub doc_files_skipped: List<Value>,
     pub skip_reason: Option<String>,
-    #[serde(default, deserialize_with = "list")]
-    pub audit_docs_created: Vec<Value>,
-    #[serde(default, deserialize_with = "list")]
-    pub audit_docs_updated: Vec<Value>,
+    pub audit_docs_created: List<Value>,
+    pub audit_docs_updated: List<Value>,
     pub memory_notes: Option<Value>,
 }
 
@@ -291,10 +277,8 @@ pub struct ResearchContract {
     pub status: ResearchStatus,
     pub file_path: Option<String>,
     pub backend_mode: Option<String>,
-    #[serde(default, deserialize_with = "list")]
-    pub sources_attempted: Vec<Value>,
-    #[serde(default, deserialize_with = "list")]
-    pub sources_used: Vec<Value>,
+    pub sources_attempted: List<Value>,
+    pub sources_used: List<Value>,
     pub quality_level: Option<String>,
     pub key_findings_count: Option<u64>,
     pub implementations_found: Option<Value>,
@@ -479,10 +463,10 @@ fn judged(unmet: Vec<String>) -> Outcome {
     }
 }
 
-fn need(unmet: &mut Vec<String>, ok: bool, condition: &str) {
-    if !ok {
-        unmet.push(condition.to_string());
-    }
+/// Adds the conditions of `checks` that do not hold to `unmet`, in order.
+fn need<'a>(unmet: &mut Vec<String>, checks: impl IntoIterator<Item = (bool, &'a str)>) {
+    let failed = checks.into_iter().filter(|(ok, _)| !ok);
+    unmet.extend(failed.map(|(_, condition)| condition.to_string()));
 }
 
 fn builder_outcome(c: &BuilderContract) -> Outcome {
@@ -494,58 +478,43 @@ fn builder_outcome(c: &BuilderContract) -> Outcome {
     let mut u = Vec::new();
     need(
         &mut u,
-        c.tdd_red_exit == Some(1),
-        "TDD_RED_EXIT must be 1 (a failing test first)",
-    );
-    need(
-        &mut u,
-        c.tdd_red_reason_kind == Some(RedReasonKind::Behavioral),
-        "TDD_RED_REASON_KIND must be behavioral (a RED from an import, syntax or collection error does not count)",
-    );
-    need(
-        &mut u,
-        nonblank(&c.tdd_red_reason),
-        "TDD_RED_REASON must say why the test failed",
-    );
-    need(
-        &mut u,
-        c.tdd_green_exit == Some(0),
-        "TDD_GREEN_EXIT must be 0",
-    );
-    need(
-        &mut u,
-        c.build_preflight_emitted == Some(true),
-        "BUILD_PREFLIGHT_EMITTED must be true",
-    );
-    need(
-        &mut u,
-        c.phase_status == Some(PhaseStatus::Completed),
-        "PHASE_STATUS must be completed",
-    );
-    need(
-        &mut u,
-        c.phase_exit_ready == Some(true),
-        "PHASE_EXIT_READY must be true",
-    );
-    need(
-        &mut u,
-        c.proof_status == Some(ProofStatus::Passed),
-        "PROOF_STATUS must be passed",
-    );
-    need(
-        &mut u,
-        c.blocked_items.is_empty(),
-        "BLOCKED_ITEMS must be empty",
-    );
-    need(
-        &mut u,
-        c.blocking != Some(true),
-        "BLOCKING must not be true",
-    );
-    need(
-        &mut u,
-        c.scenarios.iter().any(Scenario::is_proven_pass),
-        "SCENARIOS must hold a PASS scenario with name, command, expected, actual and exit_code",
+        [
+            (
+                c.tdd_red_exit == Some(1),
+                "TDD_RED_EXIT must be 1 (a failing test first)",
+            ),
+            (
+                c.tdd_red_reason_kind == Some(RedReasonKind::Behavioral),
+                "TDD_RED_REASON_KIND must be behavioral (a RED from an import, syntax or collection error does not count)",
+            ),
+            (
+                nonblank(&c.tdd_red_reason),
+                "TDD_RED_REASON must say why the test failed",
+            ),
+            (c.tdd_green_exit == Some(0), "TDD_GREEN_EXIT must be 0"),
+            (
+                c.build_preflight_emitted == Some(true),
+                "BUILD_PREFLIGHT_EMITTED must be true",
+            ),
+            (
+                c.phase_status == Some(PhaseStatus::Completed),
+                "PHASE_STATUS must be completed",
+            ),
+            (
+                c.phase_exit_ready == Some(true),
+                "PHASE_EXIT_READY must be true",
+            ),
+            (
+                c.proof_status == Some(ProofStatus::Passed),
+                "PROOF_STATUS must be passed",
+            ),
+            (c.blocked_items.is_empty(), "BLOCKED_ITEMS must be empty"),
+            (c.blocking != Some(true), "BLOCKING must not be true"),
+            (
+                c.scenarios.iter().any(Scenario::is_proven_pass),
+                "SCENARIOS must hold a PASS scenario with name, command, expected, actual and exit_code",
+            ),
+        ],
     );
     match c.seam_gate_status {
         None => u.push("SEAM_GATE_STATUS must be set".into()),
@@ -592,19 +561,18 @@ fn investigator_outcome(role: Role, c: &InvestigatorContract) -> Result<Outcome,
     let mut u = Vec::new();
     need(
         &mut u,
-        c.verification_rigor.is_some(),
-        "VERIFICATION_RIGOR must be set",
-    );
-    need(&mut u, c.tdd_red_exit == Some(1), "TDD_RED_EXIT must be 1");
-    need(
-        &mut u,
-        c.tdd_green_exit == Some(0),
-        "TDD_GREEN_EXIT must be 0",
-    );
-    need(
-        &mut u,
-        substantive(&c.blast_radius_scan),
-        "BLAST_RADIUS_SCAN must not be empty",
+        [
+            (
+                c.verification_rigor.is_some(),
+                "VERIFICATION_RIGOR must be set",
+            ),
+            (c.tdd_red_exit == Some(1), "TDD_RED_EXIT must be 1"),
+            (c.tdd_green_exit == Some(0), "TDD_GREEN_EXIT must be 0"),
+            (
+                substantive(&c.blast_radius_scan),
+                "BLAST_RADIUS_SCAN must not be empty",
+            ),
+        ],
     );
     if c.needs_external_research != Some(true) {
         let complete = |prefix: &str| {
@@ -614,39 +582,43 @@ fn investigator_outcome(role: Role, c: &InvestigatorContract) -> Result<Outcome,
         };
         need(
             &mut u,
-            !c.scenarios.is_empty(),
-            "SCENARIOS must not be empty",
-        );
-        need(
-            &mut u,
-            complete("Regression:"),
-            "a \"Regression:\" scenario with command, expected, actual and exit_code is required",
+            [
+                (!c.scenarios.is_empty(), "SCENARIOS must not be empty"),
+                (
+                    complete("Regression:"),
+                    "a \"Regression:\" scenario with command, expected, actual and exit_code is required",
+                ),
+            ],
         );
         let not_applicable = nonblank(&c.variants_not_applicable) && c.variants_covered == Some(0);
         if !not_applicable {
             need(
                 &mut u,
-                c.variants_covered.unwrap_or(0) >= 1 && complete("Variant:"),
-                "VARIANTS_COVERED >= 1 with a \"Variant:\" scenario, or VARIANTS_NOT_APPLICABLE with a reason and VARIANTS_COVERED 0",
+                [(
+                    c.variants_covered.unwrap_or(0) >= 1 && complete("Variant:"),
+                    "VARIANTS_COVERED >= 1 with a \"Variant:\" scenario, or VARIANTS_NOT_APPLICABLE with a reason and VARIANTS_COVERED 0",
+                )],
             );
         }
     }
     let lp = c.feedback_loop.clone().unwrap_or_default();
-    need(
-        &mut u,
-        nonblank(&lp.rung) && !no_loop && nonblank(&lp.command),
-        "FEEDBACK_LOOP needs a rung other than none and its command",
-    );
     let close = c.debug_closeout.clone().unwrap_or_default();
     need(
         &mut u,
-        close.instrumentation_removed == Some(true),
-        "DEBUG_CLOSEOUT.instrumentation_removed must be true",
-    );
-    need(
-        &mut u,
-        close.repro_no_longer_fires == Some(true),
-        "DEBUG_CLOSEOUT.repro_no_longer_fires must be true",
+        [
+            (
+                nonblank(&lp.rung) && !no_loop && nonblank(&lp.command),
+                "FEEDBACK_LOOP needs a rung other than none and its command",
+            ),
+            (
+                close.instrumentation_removed == Some(true),
+                "DEBUG_CLOSEOUT.instrumentation_removed must be true",
+            ),
+            (
+                close.repro_no_longer_fires == Some(true),
+                "DEBUG_CLOSEOUT.repro_no_longer_fires must be true",
+            ),
+        ],
     );
     Ok(judged(u))
 }
@@ -660,57 +632,48 @@ fn planner_outcome(c: &PlannerContract, fields: &Map<String, Value>) -> Outcome 
     let mut u = Vec::new();
     need(
         &mut u,
-        nonblank(&c.plan_file),
-        "PLAN_FILE must name the saved plan",
-    );
-    need(&mut u, c.plan_mode.is_some(), "PLAN_MODE must be set");
-    need(
-        &mut u,
-        c.verification_rigor.is_some(),
-        "VERIFICATION_RIGOR must be set",
-    );
-    need(
-        &mut u,
-        c.confidence.is_some_and(|n| n >= 50),
-        "CONFIDENCE must be at least 50",
-    );
-    need(
-        &mut u,
-        c.gate_passed == Some(true),
-        "GATE_PASSED must be true",
-    );
-    need(
-        &mut u,
-        !c.scenarios.is_empty(),
-        "SCENARIOS must not be empty",
-    );
-    need(
-        &mut u,
-        c.open_decisions.is_empty(),
-        "OPEN_DECISIONS must be empty (open decisions make it NEEDS_CLARIFICATION)",
-    );
-    need(
-        &mut u,
-        fields.contains_key("DIFFERENCES_FROM_AGREEMENT"),
-        "DIFFERENCES_FROM_AGREEMENT must be present",
+        [
+            (nonblank(&c.plan_file), "PLAN_FILE must name the saved plan"),
+            (c.plan_mode.is_some(), "PLAN_MODE must be set"),
+            (
+                c.verification_rigor.is_some(),
+                "VERIFICATION_RIGOR must be set",
+            ),
+            (
+                c.confidence.is_some_and(|n| n >= 50),
+                "CONFIDENCE must be at least 50",
+            ),
+            (c.gate_passed == Some(true), "GATE_PASSED must be true"),
+            (!c.scenarios.is_empty(), "SCENARIOS must not be empty"),
+            (
+                c.open_decisions.is_empty(),
+                "OPEN_DECISIONS must be empty (open decisions make it NEEDS_CLARIFICATION)",
+            ),
+            (
+                fields.contains_key("DIFFERENCES_FROM_AGREEMENT"),
+                "DIFFERENCES_FROM_AGREEMENT must be present",
+            ),
+        ],
     );
     if c.plan_mode == Some(PlanMode::DecisionRfc) {
         need(
             &mut u,
-            c.alternatives.len() >= 2,
-            "a decision RFC needs at least 2 ALTERNATIVES",
-        );
-        need(
-            &mut u,
-            !c.drawbacks.is_empty(),
-            "a decision RFC needs DRAWBACKS",
+            [
+                (
+                    c.alternatives.len() >= 2,
+                    "a decision RFC needs at least 2 ALTERNATIVES",
+                ),
+                (!c.drawbacks.is_empty(), "a decision RFC needs DRAWBACKS"),
+            ],
         );
     }
     if c.verification_rigor == Some(VerificationRigor::CriticalPath) {
         need(
             &mut u,
-            !c.provable_properties.is_empty(),
-            "critical_path rigor needs PROVABLE_PROPERTIES",
+            [(
+                !c.provable_properties.is_empty(),
+                "critical_path rigor needs PROVABLE_PROPERTIES",
+            )],
         );
     }
     judged(u)
@@ -729,16 +692,19 @@ fn doc_sync_outcome(c: &DocSyncContract) -> Outcome {
         DocSyncStatus::Skipped => {
             need(
                 &mut u,
-                nonblank(&c.skip_reason),
-                "SKIPPED needs a SKIP_REASON",
+                [(nonblank(&c.skip_reason), "SKIPPED needs a SKIP_REASON")],
             );
         }
         DocSyncStatus::Complete | DocSyncStatus::Partial => {
-            need(&mut u, layers, "DOC_LAYERS_EVALUATED must not be empty");
             need(
                 &mut u,
-                wrote,
-                "DOC_FILES_UPDATED or AUDIT_DOCS_CREATED must name at least one file",
+                [
+                    (layers, "DOC_LAYERS_EVALUATED must not be empty"),
+                    (
+                        wrote,
+                        "DOC_FILES_UPDATED or AUDIT_DOCS_CREATED must name at least one file",
+                    ),
+                ],
             );
         }
     }

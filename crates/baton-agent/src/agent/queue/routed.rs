@@ -192,23 +192,43 @@ impl Routed {
                         assignment = Some(a);
                     }
                 }
-                Message::Tool {
-                    call_id,
-                    tool,
-                    output,
-                    is_error,
-                } => {
-                    let args = call_args(&executor[..i], call_id);
-                    let body = view::strip_ref_line(output);
-                    self.add_tool_evidence(tool, &args, body, *is_error, assignment.clone());
-                }
-                Message::Assistant { parts } => {
-                    let text = assistant_text(parts);
-                    if !text.trim().is_empty() {
-                        self.evidence.add_message(&text, assignment.clone());
-                    }
+                m => {
+                    // A recorded tool result carries the reference line `observe` added.
+                    self.add_evidence(&executor[..i], m, view::strip_ref_line, assignment.clone());
                 }
             }
+        }
+    }
+
+    /// Adds the evidence an Executor message carries: a tool result's output (as `body` reads
+    /// it), with the arguments of its call among `earlier`, or an assistant message's text.
+    /// Returns the tool result's evidence id.
+    fn add_evidence(
+        &mut self,
+        earlier: &[Message],
+        m: &Message,
+        body: fn(&str) -> &str,
+        assignment: Option<String>,
+    ) -> Option<String> {
+        match m {
+            Message::Tool {
+                call_id,
+                tool,
+                output,
+                is_error,
+            } => {
+                let args = call_args(earlier, call_id);
+                let id = self.add_tool_evidence(tool, &args, body(output), *is_error, assignment);
+                Some(id)
+            }
+            Message::Assistant { parts } => {
+                let text = assistant_text(parts);
+                if !text.trim().is_empty() {
+                    self.evidence.add_message(&text, assignment);
+                }
+                None
+            }
+            Message::User { .. } => None,
         }
     }
 
@@ -238,26 +258,11 @@ impl Routed {
             return;
         }
         let assignment = self.journal.state().outstanding().map(|a| a.id.clone());
-        match m {
-            Message::Tool {
-                call_id,
-                tool,
-                output,
-                is_error,
-            } => {
-                let args = call_args(&seat.messages, call_id);
-                let id = self.add_tool_evidence(tool, &args, output, *is_error, assignment);
-                if self.projection {
-                    output.push_str(&view::ref_line(&id));
-                }
+        let id = self.add_evidence(&seat.messages, m, |output| output, assignment);
+        if let (Some(id), Message::Tool { output, .. }) = (id, m) {
+            if self.projection {
+                output.push_str(&view::ref_line(&id));
             }
-            Message::Assistant { parts } => {
-                let text = assistant_text(parts);
-                if !text.trim().is_empty() {
-                    self.evidence.add_message(&text, assignment);
-                }
-            }
-            Message::User { .. } => {}
         }
     }
 }
