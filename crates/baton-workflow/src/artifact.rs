@@ -427,7 +427,7 @@ impl Task {
         if phase_ok {
             let phase = self.phase.as_deref().unwrap_or_default();
             if Phase::parse(phase).is_none() {
-                let all: Vec<&str> = Phase::ALL.iter().map(|p| p.word()).collect();
+                let all: Vec<&str> = Phase::ALL.iter().map(|p| p.as_str()).collect();
                 errors.push(MetadataError {
                     field: "phase",
                     fix: format!("{phase:?} is not a phase; use one of {}", all.join(", ")),

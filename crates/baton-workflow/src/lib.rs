@@ -27,27 +27,15 @@
 //! Launching agents, task graphs run against them and `baton run` are not built yet;
 //! `docs/workflows.md` says what is there and what is not.
 
-/// A closed set of words (a status, a mode): an enum whose serde names are the words, with
-/// `word()` to write one, `parse()` to read one and `Display`. One derive for every such set of
-/// the crate.
+/// A closed set of words of the workflow records and contracts: `baton_protocol::closed_set!`
+/// (serde names, `as_str`, `parse`, `FromStr`, `ALL`, `Display` from one list), the set named
+/// after the enum in its parse errors.
 macro_rules! closed_set {
     ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $word:literal),+ $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-        pub enum $name { $($(#[$vdoc])* #[serde(rename = $word)] $variant),+ }
-        impl $name {
-            /// Every member, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-            /// The word as the record and the contract write it.
-            pub const fn word(self) -> &'static str { match self { $($name::$variant => $word),+ } }
-            /// The member a word names.
-            pub fn parse(word: &str) -> Option<$name> {
-                $name::ALL.iter().copied().find(|m| m.word() == word)
-            }
-        }
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.word())
+        baton_protocol::closed_set! {
+            $(#[$doc])*
+            pub enum $name (stringify!($name)) {
+                $($(#[$vdoc])* $variant = $word),+
             }
         }
     };

@@ -17,7 +17,7 @@ macro_rules! verdict_enum {
         pub enum $name { $($variant),+ }
         impl $name {
             /// The status as the envelope writes it.
-            pub fn word(self) -> &'static str { match self { $($name::$variant => $word),+ } }
+            pub fn as_str(self) -> &'static str { match self { $($name::$variant => $word),+ } }
             fn from_word(w: &str) -> Option<Self> {
                 let w = text::status_word(w);
                 $(if w == $word { return Some($name::$variant); })+
@@ -352,7 +352,7 @@ pub(crate) fn parse(role: Role, output: &str) -> Result<Checked, ContractError> 
             cited.sort();
             cited.dedup();
             let outcome = match effective {
-                ReviewStatus::ChangesRequested => Outcome::NotPassed { status: effective.word().into() },
+                ReviewStatus::ChangesRequested => Outcome::NotPassed { status: effective.as_str().into() },
                 ReviewStatus::Approve if common.findings.is_empty() && cited.len() < 3 => {
                     Outcome::NeedsVerification {
                         reason: format!(
@@ -389,7 +389,7 @@ pub(crate) fn parse(role: Role, output: &str) -> Result<Checked, ContractError> 
                     None => count_field(role, &fields, "SITES_INSPECTED")?,
                 };
             let outcome = match effective {
-                HuntStatus::IssuesFound => Outcome::NotPassed { status: effective.word().into() },
+                HuntStatus::IssuesFound => Outcome::NotPassed { status: effective.as_str().into() },
                 HuntStatus::Clean if files_scanned.unwrap_or(0) == 0 || sites_inspected.unwrap_or(0) == 0 => {
                     Outcome::NeedsVerification {
                         reason: "CLEAN needs a stated scan scope: FILES_SCANNED and ERROR_HANDLING_SITES_INSPECTED above 0".into(),
@@ -500,8 +500,8 @@ fn plan_gap(
             Some(s) if s != status => {
                 notes.push(format!(
                     "PLANNING_REVIEW_STATUS {} disagrees with {}; FINDINGS counts",
-                    s.word(),
-                    status.word()
+                    s.as_str(),
+                    status.as_str()
                 ));
                 status = PlanGapStatus::Findings;
             }

@@ -418,7 +418,7 @@ pub(crate) fn check_typed(
                     note: "research is partial".into(),
                 },
                 s => Outcome::NotPassed {
-                    status: s.word().into(),
+                    status: s.as_str().into(),
                 },
             };
             (Contract::Research(c), outcome)
@@ -523,7 +523,7 @@ fn builder_outcome(c: &BuilderContract) -> Outcome {
             if c.test_seams.is_empty() {
                 u.push(format!(
                     "SEAM_GATE_STATUS {} needs a non-empty TEST_SEAMS",
-                    s.word()
+                    s.as_str()
                 ));
             }
             if s == SeamGateStatus::Disagreed && c.decisions.is_empty() {
@@ -555,7 +555,7 @@ fn investigator_outcome(role: Role, c: &InvestigatorContract) -> Result<Outcome,
     }
     if c.status != InvestigatorStatus::Fixed {
         return Ok(Outcome::NotPassed {
-            status: c.status.word().into(),
+            status: c.status.as_str().into(),
         });
     }
     let mut u = Vec::new();
@@ -626,7 +626,7 @@ fn investigator_outcome(role: Role, c: &InvestigatorContract) -> Result<Outcome,
 fn planner_outcome(c: &PlannerContract, fields: &Map<String, Value>) -> Outcome {
     if c.status == PlannerStatus::NeedsClarification {
         return Outcome::NotPassed {
-            status: c.status.word().into(),
+            status: c.status.as_str().into(),
         };
     }
     let mut u = Vec::new();

@@ -46,7 +46,7 @@ pub const PHASE_ROLES: [(Phase, Role); 18] = [
 pub fn role_for_phase(phase: &str) -> Option<Role> {
     PHASE_ROLES
         .iter()
-        .find(|(p, _)| p.word() == phase)
+        .find(|(p, _)| p.as_str() == phase)
         .map(|(_, r)| *r)
 }
 

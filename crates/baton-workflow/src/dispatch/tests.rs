@@ -41,8 +41,8 @@ fn the_table_covers_every_agent_phase_of_the_workflows() {
     ];
     for phase in Phase::ALL {
         assert_eq!(
-            role_for_phase(phase.word()).is_none(),
-            workflow_owned.contains(&phase.word()),
+            role_for_phase(phase.as_str()).is_none(),
+            workflow_owned.contains(&phase.as_str()),
             "{phase}"
         );
     }

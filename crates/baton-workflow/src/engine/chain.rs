@@ -220,7 +220,7 @@ impl Draft<'_> {
                         .research_reason
                         .clone()
                         .unwrap_or("external research".into());
-                    for phase in [Phase::ResearchWeb.word(), Phase::ResearchGithub.word()] {
+                    for phase in [Phase::ResearchWeb.as_str(), Phase::ResearchGithub.as_str()] {
                         self.follow_ups.push(FollowUp {
                             kind: TaskKind::Research,
                             phase: phase.into(),
@@ -260,7 +260,7 @@ impl Draft<'_> {
                         .unwrap_or("Continue investigation".into());
                     self.follow_ups.push(FollowUp {
                         kind: TaskKind::Agent,
-                        phase: Phase::DebugInvestigate.word().into(),
+                        phase: Phase::DebugInvestigate.as_str().into(),
                         scope: "N/A".into(),
                         reason: reason.clone(),
                     });
@@ -360,12 +360,12 @@ impl Draft<'_> {
                     Some(Phase::BuildVerify | Phase::DebugVerify | Phase::ReVerify)
                 )
         });
-        let mut phases = vec![(Phase::ReReview.word(), TaskKind::Agent)];
+        let mut phases = vec![(Phase::ReReview.as_str(), TaskKind::Agent)];
         if hunt {
-            phases.push((Phase::ReHunt.word(), TaskKind::Agent));
+            phases.push((Phase::ReHunt.as_str(), TaskKind::Agent));
         }
         if !verifier_pending {
-            phases.push((Phase::ReVerify.word(), TaskKind::Reverify));
+            phases.push((Phase::ReVerify.as_str(), TaskKind::Reverify));
         }
         for (phase, kind) in phases {
             self.follow_ups.push(FollowUp {

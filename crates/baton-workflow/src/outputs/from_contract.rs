@@ -92,8 +92,8 @@ pub fn findings_from(reviewer: Option<&Checked>, hunter: Option<&Checked>) -> Me
 /// anything; any other status or role gives an empty, unproven report.
 pub fn remfix_proof(checked: &Checked) -> RemfixReport {
     let (seams, scenarios): (&[Value], &[ContractScenario]) = match &checked.contract {
-        Contract::Builder(c) if c.status.word() == "PASS" => (&c.test_seams, &c.scenarios),
-        Contract::Investigator(c) if c.status.word() == "FIXED" => (&[], &c.scenarios),
+        Contract::Builder(c) if c.status.as_str() == "PASS" => (&c.test_seams, &c.scenarios),
+        Contract::Investigator(c) if c.status.as_str() == "FIXED" => (&[], &c.scenarios),
         _ => return RemfixReport::default(),
     };
     let passing = || {
@@ -137,8 +137,8 @@ pub fn research_from(web: Option<&Checked>, github: Option<&Checked>) -> Researc
         .max()
         .map_or_else(|| "none".to_string(), |(_, q)| q);
     ResearchOutcome {
-        web_status: web.map(|r| r.status.word().to_string()),
-        github_status: github.map(|r| r.status.word().to_string()),
+        web_status: web.map(|r| r.status.as_str().to_string()),
+        github_status: github.map(|r| r.status.as_str().to_string()),
         overall_quality: Some(overall),
     }
 }
@@ -178,20 +178,20 @@ fn read_only_common(c: &Checked) -> Option<&ReadOnlyCommon> {
 
 fn builder(c: &BuilderContract) -> BuilderReport {
     BuilderReport {
-        status: c.status.word().into(),
+        status: c.status.as_str().into(),
         confidence: c.confidence.map(f64::from),
         phase_id: c.phase_id.clone(),
-        phase_status: c.phase_status.map(|s| s.word().into()),
+        phase_status: c.phase_status.map(|s| s.as_str().into()),
         phase_exit_ready: c.phase_exit_ready,
-        checkpoint_type: c.checkpoint_type.map(|s| s.word().into()),
-        proof_status: c.proof_status.map(|s| s.word().into()),
+        checkpoint_type: c.checkpoint_type.map(|s| s.as_str().into()),
+        proof_status: c.proof_status.map(|s| s.as_str().into()),
         build_preflight_emitted: c.build_preflight_emitted,
         tdd_red_exit: c.tdd_red_exit,
-        tdd_red_reason_kind: c.tdd_red_reason_kind.map(|s| s.word().into()),
+        tdd_red_reason_kind: c.tdd_red_reason_kind.map(|s| s.as_str().into()),
         tdd_red_reason: c.tdd_red_reason.clone(),
         tdd_green_exit: c.tdd_green_exit,
         test_seams: strings(&c.test_seams),
-        seam_gate_status: c.seam_gate_status.map(|s| s.word().into()),
+        seam_gate_status: c.seam_gate_status.map(|s| s.as_str().into()),
         scenarios: scenarios(&c.scenarios),
         decisions: c.decisions.to_vec(),
         blocked_items: strings(&c.blocked_items),
@@ -202,8 +202,8 @@ fn builder(c: &BuilderContract) -> BuilderReport {
 
 fn investigator(c: &InvestigatorContract) -> InvestigatorReport {
     InvestigatorReport {
-        status: c.status.word().into(),
-        verification_rigor: c.verification_rigor.map(|r| r.word().into()),
+        status: c.status.as_str().into(),
+        verification_rigor: c.verification_rigor.map(|r| r.as_str().into()),
         root_cause: c.root_cause.as_ref().and_then(text),
         tdd_red_exit: c.tdd_red_exit,
         tdd_green_exit: c.tdd_green_exit,
@@ -232,9 +232,9 @@ fn planner(c: &PlannerContract) -> PlannerReport {
         Some(other) => vec![other.clone()],
     };
     PlannerReport {
-        status: c.status.word().into(),
-        plan_mode: c.plan_mode.map(|m| m.word().into()),
-        verification_rigor: c.verification_rigor.map(|r| r.word().into()),
+        status: c.status.as_str().into(),
+        plan_mode: c.plan_mode.map(|m| m.as_str().into()),
+        verification_rigor: c.verification_rigor.map(|r| r.as_str().into()),
         plan_file: c.plan_file.clone(),
         confidence: c.confidence.map(f64::from),
         gate_passed: c.gate_passed,
@@ -252,7 +252,7 @@ fn planner(c: &PlannerContract) -> PlannerReport {
 
 fn doc_sync(c: &DocSyncContract) -> DocSyncReport {
     DocSyncReport {
-        status: c.status.word().into(),
+        status: c.status.as_str().into(),
         impact_level: c.impact_level.clone(),
         doc_layers_evaluated: strings(&c.doc_layers_evaluated),
         doc_files_updated: strings(&c.doc_files_updated),
@@ -263,7 +263,7 @@ fn doc_sync(c: &DocSyncContract) -> DocSyncReport {
 
 fn reviewer(c: &ReviewContract) -> ReviewerReport {
     ReviewerReport {
-        verdict: Some(c.status.word().into()),
+        verdict: Some(c.status.as_str().into()),
         heading: None,
         critical_issues: narrow(c.common.critical_count),
         remediation_needed: c.common.fields.remediation_needed == Some(true),
@@ -274,7 +274,7 @@ fn reviewer(c: &ReviewContract) -> ReviewerReport {
 fn verifier(c: &VerifyContract) -> VerifierReport {
     let a = &c.accounting;
     VerifierReport {
-        status: Some(c.status.word().into()),
+        status: Some(c.status.as_str().into()),
         critical_issues: narrow(c.common.critical_count),
         scenarios_total: Some(narrow(a.scenarios_total)),
         scenarios_passed: Some(narrow(a.scenarios_passed)),
@@ -288,7 +288,7 @@ fn verifier(c: &VerifyContract) -> VerifierReport {
 
 fn plan_review(c: &PlanGapContract) -> PlanReviewReport {
     PlanReviewReport {
-        status: c.status.word().into(),
+        status: c.status.as_str().into(),
         blocking_findings_count: narrow(c.blocking_findings),
         replan_needed: c.replan_needed == Some(true),
         replan_reason: c.replan_reason.clone(),

@@ -221,9 +221,9 @@ impl Runner<'_> {
             let (phase, blocked_by) = match f.kind {
                 TaskKind::Remfix => (
                     if self.kind == WorkflowKind::Debug {
-                        Phase::DebugInvestigate.word()
+                        Phase::DebugInvestigate.as_str()
                     } else {
-                        Phase::BuildImplement.word()
+                        Phase::BuildImplement.as_str()
                     }
                     .to_string(),
                     Vec::new(),
@@ -431,9 +431,9 @@ fn what_was_found(v: &WorkflowState) -> Option<String> {
 /// investigation) when the graph holds no open one.
 fn new_node_phase(action: Action) -> Option<&'static str> {
     match action {
-        Action::RunBuilder => Some(Phase::BuildImplement.word()),
+        Action::RunBuilder => Some(Phase::BuildImplement.as_str()),
         Action::RunInvestigator | Action::ContinueInvestigation | Action::ReinvokeInvestigator => {
-            Some(Phase::DebugInvestigate.word())
+            Some(Phase::DebugInvestigate.as_str())
         }
         _ => None,
     }

@@ -96,7 +96,7 @@ impl Runner<'_> {
                     &v.tasks,
                     &self.id,
                     TaskKind::Remfix,
-                    Phase::BuildImplement.word(),
+                    Phase::BuildImplement.as_str(),
                     "code-reviewer",
                     scope,
                     &format!("review findings, scope {scope}"),
@@ -149,9 +149,9 @@ impl Runner<'_> {
                 if replan && self.kind == WorkflowKind::Plan {
                     for t in v.tasks.iter_mut() {
                         let review = [
-                            Phase::PlanReviewGap1.word(),
-                            Phase::RePlan.word(),
-                            Phase::PlanReviewGap2.word(),
+                            Phase::PlanReviewGap1.as_str(),
+                            Phase::RePlan.as_str(),
+                            Phase::PlanReviewGap2.as_str(),
                         ];
                         if t.status == Some(TaskStatus::Deleted)
                             && t.phase.as_deref().is_some_and(|p| review.contains(&p))

@@ -220,7 +220,7 @@ pub fn brief_of(r: &Record, headline: &str) -> String {
     }
     out.push_str(&format!(
         "proof: {}\n",
-        a.proof_status.map_or("none", ProofStatus::word)
+        a.proof_status.map_or("none", ProofStatus::as_str)
     ));
     out.push_str(&format!("spent: {}\n", spent_line(&v.spent)));
     if let Some(f) = &v.host.finished {

@@ -114,7 +114,7 @@ pub fn initial(kind: WorkflowKind, trivial: bool, wf: &str) -> Vec<Task> {
             &tasks,
             wf,
             node.kind,
-            node.phase.word(),
+            node.phase.as_str(),
             "router",
             "N/A",
             "N/A",
