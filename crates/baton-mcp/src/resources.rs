@@ -397,7 +397,7 @@ async fn watch(
     peer: Peer<RoleServer>,
     stop: CancellationToken,
 ) {
-    let mut appended = follow(&cwd);
+    let mut appended = Some(follow(&cwd));
     loop {
         // `None`: read every subscribed resource; else those of the logs named.
         let touched: Option<Vec<Source>> = tokio::select! {
@@ -413,7 +413,8 @@ async fn watch(
                     while let Some(Ok(s)) = appended.as_mut().map(|rx| rx.try_recv()) {
                         sources.push(s);
                     }
-                    Some(sources)
+                    // `None` among them: everything is read again.
+                    sources.into_iter().collect::<Option<Vec<Source>>>()
                 }
                 None => {
                     // The follower stopped (no inotify): the liveness reads go on.
@@ -487,33 +488,40 @@ async fn watch(
     }
 }
 
-/// A follower of the project's workflow, Flow and task logs on a thread of its own: the log of
-/// each event appended from now on, as `baton events --follow` sees it. `None` when the project
-/// or inotify cannot be used (the liveness reads remain). The thread ends at the first event
-/// after the receiver is dropped.
-fn follow(cwd: &Path) -> Option<tokio::sync::mpsc::UnboundedReceiver<Source>> {
-    let ctx = project_context(Some(cwd.to_path_buf())).ok()?;
-    let state = state_dir(&ctx);
-    let root = state.project_root().unwrap_or(cwd).to_path_buf();
-    let filter = Filter {
-        kinds: vec![SourceKind::Workflow, SourceKind::Flow, SourceKind::Task],
-        ids: Vec::new(),
-    };
-    let mut feed = Feed::new(state, filter, Cursor::default());
-    // What is there now is not news: the follower starts after it.
-    let _ = feed.poll();
+/// A follower of the project's workflow, Flow and task logs on a thread of its own (its first
+/// read of every log stays off the async threads): `None` once that first read is done (what
+/// changed before it is found by reading every subscribed resource again), then the log of each
+/// event appended after it, as `baton events --follow` sees it. The channel closes when the
+/// project or inotify cannot be used (the liveness reads remain). The thread ends at the first
+/// event after the receiver is dropped.
+fn follow(cwd: &Path) -> tokio::sync::mpsc::UnboundedReceiver<Option<Source>> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    std::thread::Builder::new()
+    let cwd = cwd.to_path_buf();
+    let _ = std::thread::Builder::new()
         .name("baton-mcp-feed".into())
         .spawn(move || {
+            let Ok(ctx) = project_context(Some(cwd.clone())) else {
+                return;
+            };
+            let state = state_dir(&ctx);
+            let root = state.project_root().unwrap_or(&cwd).to_path_buf();
+            let filter = Filter {
+                kinds: vec![SourceKind::Workflow, SourceKind::Flow, SourceKind::Task],
+                ids: Vec::new(),
+            };
+            let mut feed = Feed::new(state, filter, Cursor::default());
+            // What is there now is not news: the follower starts after it.
+            let _ = feed.poll();
+            if tx.send(None).is_err() {
+                return;
+            }
             let mut emit = |e: &baton_events::Event| {
-                tx.send(e.source.clone())
+                tx.send(Some(e.source.clone()))
                     .map_err(|_| std::io::Error::other("unsubscribed"))
             };
             let _ = baton_events::follow::stream(&mut feed, &root, true, &mut emit, &mut |_| {});
-        })
-        .ok()?;
-    Some(rx)
+        });
+    rx
 }
 
 #[cfg(test)]
