@@ -64,6 +64,40 @@ fn a_build_runs_the_full_graph_and_ends_verified() {
         .contains("## Memory Summary"));
 }
 
+/// `--trivial` whose builder reports that the scope grew: the workflow escalates to the full
+/// graph (reviewer, hunter, doc-syncer added; the verifier waits for the review) and completes.
+#[test]
+fn a_trivial_build_whose_scope_grows_escalates_and_completes() {
+    let wf = Wf::new();
+    wf.happy();
+    wf.answer(
+        "component-builder",
+        &BUILDER_PASS.replace("SCOPE_INCREASES: []", "SCOPE_INCREASES: [a second module]"),
+    );
+    let o = wf.run(&["run", "--trivial", "add a feature file"]);
+    assert_exit(&o, 0);
+    assert!(out(&o).contains("proof: passed"), "{}", out(&o));
+    let mut phases = wf.dispatched();
+    phases[1..3].sort();
+    assert_eq!(
+        phases,
+        [
+            "build-implement",
+            "build-hunt",
+            "build-review",
+            "build-verify",
+            "build-doc-sync"
+        ]
+    );
+    let snap = wf.snapshot();
+    assert_eq!(snap["build_scope"], "standard");
+    assert!(snap["status_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|h| h["event"] == "build_scope_escalated"));
+}
+
 #[test]
 fn prose_without_a_contract_stops_the_workflow() {
     let wf = Wf::new();

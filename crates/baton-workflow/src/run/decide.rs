@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::*;
 use crate::artifact::Phase;
-use crate::artifact::{HistoryEntry, ResearchRound};
+use crate::artifact::{BuildScope, HistoryEntry, ResearchRound};
 use crate::event::{Decided, DecidedDetails, EventBody, LoggedFinding};
 use crate::state::{Record, RunState, WorkflowState};
 
@@ -203,6 +203,14 @@ impl Runner<'_> {
         }
         // Follow-up tasks; a re-verify waits for the re-checks created with it.
         let mut created: Vec<String> = Vec::new();
+        // The scope grew: the trivial graph gets the full chain's tasks.
+        let escalated = d
+            .changes
+            .iter()
+            .any(|c| matches!(c, Change::BuildScope(BuildScope::Standard)));
+        if escalated && artifact.build_scope == Some(BuildScope::Trivial) {
+            created.extend(graph::escalate(&mut nv.tasks, &self.id));
+        }
         let origin = d
             .changes
             .iter()

@@ -101,6 +101,61 @@ pub fn task(
     }
 }
 
+/// Escalates a trivial BUILD's graph to the full one (cc10x: the scope grew): a reviewer and a
+/// hunter after the builder, a doc-syncer after the verifier; the open verifier then also waits
+/// for the review and the hunt, and the open memory task for the doc-sync. Nothing is added to a
+/// graph that has a reviewer already. Returns the new tasks' ids.
+pub fn escalate(tasks: &mut Vec<Task>, wf: &str) -> Vec<String> {
+    let last = |tasks: &[Task], p: Phase| tasks.iter().rev().position(|t| t.node() == Some(p));
+    let has_review = last(tasks, Phase::BuildReview).is_some();
+    let Some(builder) = tasks
+        .iter()
+        .rev()
+        .find(|t| t.node() == Some(Phase::BuildImplement))
+        .map(|t| t.id.clone())
+    else {
+        return Vec::new();
+    };
+    if has_review {
+        return Vec::new();
+    }
+    let why = "scope grew beyond trivial: the full review chain runs";
+    let mut created = Vec::new();
+    let mut add = |tasks: &mut Vec<Task>, phase: Phase, blocked_by: Vec<String>| {
+        let t = task(
+            tasks,
+            wf,
+            TaskKind::Agent,
+            phase.as_str(),
+            "router",
+            "N/A",
+            why,
+            blocked_by,
+        );
+        created.push(t.id.clone());
+        tasks.push(t);
+        created.last().cloned().unwrap_or_default()
+    };
+    let review = add(tasks, Phase::BuildReview, vec![builder.clone()]);
+    let hunt = add(tasks, Phase::BuildHunt, vec![builder]);
+    let verify = tasks
+        .iter_mut()
+        .rev()
+        .find(|t| t.node() == Some(Phase::BuildVerify) && t.is_open());
+    if let Some(v) = verify {
+        v.blocked_by.extend([review, hunt]);
+        let verify_id = v.id.clone();
+        let docs = add(tasks, Phase::BuildDocSync, vec![verify_id]);
+        for m in tasks
+            .iter_mut()
+            .filter(|t| t.node() == Some(Phase::MemoryFinalize) && t.is_open())
+        {
+            m.blocked_by = vec![docs.clone()];
+        }
+    }
+    created
+}
+
 /// The tasks a workflow starts with, every one checked.
 pub fn initial(kind: WorkflowKind, trivial: bool, wf: &str) -> Vec<Task> {
     let mut tasks: Vec<Task> = Vec::new();

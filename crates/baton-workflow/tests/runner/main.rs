@@ -242,3 +242,40 @@ fn an_agent_without_a_contract_stops_the_workflow_naming_the_task() {
     );
     assert!(h.calls_of("integration-verifier").is_empty());
 }
+
+/// A trivial BUILD whose builder reports that the scope grew escalates to the full graph: the
+/// reviewer, the hunter and the doc-syncer are added for the built phase, the verifier waits for
+/// the review, and the workflow completes (cc10x build-workflow: escalation re-blocks).
+#[test]
+fn a_trivial_build_whose_scope_grows_escalates_to_the_full_graph() {
+    let h = Harness::new();
+    h.happy();
+    let grown = BUILDER_PASS.replace("SCOPE_INCREASES: []", "SCOPE_INCREASES: [a second module]");
+    h.answer("component-builder", &grown);
+    let o = h.run(start("add a feature file", true)).unwrap();
+    let Outcome::Completed { id, .. } = &o else {
+        panic!("{o:?}")
+    };
+    let mut phases = h.phases();
+    phases[1..3].sort();
+    assert_eq!(
+        phases,
+        [
+            "build-implement",
+            "build-hunt",
+            "build-review",
+            "build-verify",
+            "build-doc-sync"
+        ]
+    );
+    let a = h.artifact(id);
+    assert_eq!(a["build_scope"], "standard");
+    let s = WorkflowState::read(&a).unwrap();
+    assert!(s.tasks.iter().all(|t| !t.is_open()), "{:?}", s.tasks);
+    let verify = s
+        .tasks
+        .iter()
+        .find(|t| t.phase.as_deref() == Some("build-verify"))
+        .unwrap();
+    assert_eq!(verify.blocked_by.len(), 3, "{verify:?}");
+}
