@@ -98,6 +98,9 @@ fn one_more_cycle_at_the_circuit_breaker_grants_one_remediation() {
     h.answer_nth("code-reviewer", reviews + 1, REVIEW_APPROVE);
     let o = h.answer_checkpoint(&id, "one more cycle").unwrap();
     assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    // The breaker stopped after the third fix, before its re-checks: the extra cycle lets them
+    // run on the fixed code (no fourth fix is needed when that review approves).
+    assert_eq!(h.calls_of("component-builder").len(), 4);
     assert_eq!(h.calls_of("code-reviewer").len() as u32, reviews + 1);
     assert_eq!(h.calls_of("integration-verifier").len(), 1);
     let s = WorkflowState::read(&h.artifact(&id)).unwrap();
@@ -278,4 +281,23 @@ fn a_trivial_build_whose_scope_grows_escalates_to_the_full_graph() {
         .find(|t| t.phase.as_deref() == Some("build-verify"))
         .unwrap();
     assert_eq!(verify.blocked_by.len(), 3, "{verify:?}");
+}
+
+/// "one more cycle" grants exactly one more remediation: when the review of the third fix still
+/// asks for changes, a fourth fix runs and the breaker stops the workflow again.
+#[test]
+fn one_more_cycle_is_exactly_one_more_fix() {
+    let h = Harness::new();
+    h.happy().answer("code-reviewer", REVIEW_CRITICAL);
+    let id = id_of(&h.build("add a feature file").unwrap());
+    assert_eq!(h.calls_of("component-builder").len(), 4);
+    let o = h.answer_checkpoint(&id, "one more cycle").unwrap();
+    let Outcome::Checkpoint { checkpoint, .. } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(checkpoint.gate, StopGate::CircuitBreaker);
+    assert_eq!(h.calls_of("component-builder").len(), 5);
+    let a = h.artifact(&id);
+    assert_eq!(a["remediation_history"].as_array().unwrap().len(), 4);
+    assert!(h.calls_of("integration-verifier").is_empty());
 }
