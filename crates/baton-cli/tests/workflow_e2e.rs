@@ -440,7 +440,7 @@ fn json_outcomes_and_resume_without_an_id_or_by_prefix() {
     let doc: Value = serde_json::from_str(out(&o).trim()).unwrap();
     assert_eq!(doc["type"], "workflow.checkpoint");
     assert_eq!(doc["checkpoint"]["gate"], "scope_decision");
-    assert_eq!(doc["checkpoint"]["recommended"], "all issues");
+    assert_eq!(doc["checkpoint"]["recommended"], "critical only");
     let id = wf.id();
     assert_eq!(doc["id"], id.as_str());
     // A prefix that matches nothing is refused; no id takes the newest unfinished workflow.

@@ -14,6 +14,18 @@ use crate::outputs::{BuilderReport, InvestigatorReport};
 use crate::route::WorkflowKind;
 
 impl Draft<'_> {
+    /// Whether the review being decided re-checks a fix made with scope `CRITICAL_ONLY`.
+    fn rechecking_critical_only(&self) -> bool {
+        self.tasks
+            .iter()
+            .rev()
+            .find(|t| t.node() == Some(Phase::ReReview))
+            .is_some_and(|t| {
+                t.status == Some(TaskStatus::Completed)
+                    && t.scope.as_deref() == Some("CRITICAL_ONLY")
+            })
+    }
+
     /// BUILD and DEBUG: remediation loop, merged findings, builder or investigator, reviewer,
     /// verifier, doc-syncer — each may stop the chain; what passes moves it on.
     pub(super) fn write_chain(&mut self, kind: WorkflowKind) {
@@ -22,7 +34,27 @@ impl Draft<'_> {
             self.recheck(kind, &remfix);
             return;
         }
-        if let Some(f) = &outputs.findings {
+        // A re-review after a CRITICAL_ONLY fix: only critical findings are fixed again; HIGH ones
+        // are deferred unless they turn critical (cc10x remediation: re-review scope).
+        let critical_only = self.rechecking_critical_only();
+        let deferred = outputs
+            .findings
+            .as_ref()
+            .is_some_and(|f| critical_only && f.critical_issues == 0 && f.high_issues > 0);
+        if deferred {
+            self.changes.push(Change::Status(HistoryEntry::new(
+                "findings_deferred",
+                self.a.phase_cursor.as_deref(),
+                "HIGH findings after a CRITICAL_ONLY fix are deferred, not fixed",
+            )));
+        }
+        if let Some(f) = outputs.findings.as_ref().filter(|_| critical_only) {
+            if f.critical_issues > 0 {
+                self.remediate("code-reviewer", "CRITICAL_ONLY", "critical findings remain");
+                return;
+            }
+        }
+        if let Some(f) = outputs.findings.as_ref().filter(|_| !critical_only) {
             if kind == WorkflowKind::Build && f.critical_issues > 0 && f.high_issues > 0 {
                 if self.remediation_cycles() >= MAX_REMEDIATION_CYCLES {
                     self.remediate("code-reviewer", "N/A", "critical and high findings");
@@ -59,6 +91,12 @@ impl Draft<'_> {
         if let Some(r) = &outputs.reviewer {
             match r.approves() {
                 None => return self.invalid("reviewer", &["no readable verdict".into()]),
+                Some(false) if deferred => {
+                    next = Some((
+                        Action::RunVerifier,
+                        "critical findings fixed; the HIGH ones are deferred".to_string(),
+                    ))
+                }
                 Some(false) => {
                     let reason = r
                         .remediation_reason

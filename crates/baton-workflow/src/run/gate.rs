@@ -39,7 +39,7 @@ pub fn checkpoint(gate: StopGate, reason: &str, brief: String) -> Checkpoint {
         StopGate::ScopeDecision => (
             format!("{reason}. Fix the critical issues only, or all issues?"),
             vec!["critical only", "all issues", "abort"],
-            Some("all issues"),
+            Some("critical only"),
         ),
         StopGate::CircuitBreaker => (
             format!(
@@ -274,7 +274,7 @@ mod tests {
                 err.contains("critical only, all issues, abort"),
                 "{bad}: {err}"
             );
-            assert!(err.contains("--answer \"all issues\""), "{bad}: {err}");
+            assert!(err.contains("--answer \"critical only\""), "{bad}: {err}");
         }
         let finish = checkpoint(StopGate::Finish, "verified", String::new());
         assert_eq!(read_answer(&finish, "MERGE"), Ok(Answer::Finish("merge")));

@@ -301,3 +301,44 @@ fn one_more_cycle_is_exactly_one_more_fix() {
     assert_eq!(a["remediation_history"].as_array().unwrap().len(), 4);
     assert!(h.calls_of("integration-verifier").is_empty());
 }
+
+/// The re-review after a `CRITICAL_ONLY` fix does not reopen HIGH findings: they are deferred
+/// (recorded in `status_history`), the verifier runs and the workflow completes with one fix.
+#[test]
+fn a_critical_only_re_review_does_not_reopen_high_findings() {
+    const REVIEW_HIGH_ONLY: &str = r#"CONTRACT {"s":"CHANGES_REQUESTED","b":false,"cr":0}
+## Review: Changes Requested
+
+### Critical Issues
+- none
+
+### High Issues
+- [80] feature.txt:2 errors are swallowed
+
+REMEDIATION_NEEDED: true
+REMEDIATION_REASON: errors are swallowed
+REMEDIATION_SCOPE_REQUESTED: N/A
+"#;
+    let h = Harness::new();
+    h.happy()
+        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH)
+        .answer_nth("code-reviewer", 2, REVIEW_HIGH_ONLY);
+    let o = h.build("add a feature file").unwrap();
+    let Outcome::Checkpoint { id, checkpoint } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(checkpoint.recommended.as_deref(), Some("critical only"));
+    let o = h.answer_checkpoint(id, "critical only").unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    // One fix (the builder's first run and the critical-only fix), two reviews, one verifier.
+    assert_eq!(h.calls_of("component-builder").len(), 2);
+    assert_eq!(h.calls_of("code-reviewer").len(), 2);
+    assert_eq!(h.calls_of("integration-verifier").len(), 1);
+    let a = h.artifact(id);
+    assert_eq!(a["remediation_history"].as_array().unwrap().len(), 1);
+    assert!(a["status_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["event"] == "findings_deferred"));
+}
