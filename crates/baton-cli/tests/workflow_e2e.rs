@@ -98,6 +98,45 @@ fn a_trivial_build_whose_scope_grows_escalates_and_completes() {
         .any(|h| h["event"] == "build_scope_escalated"));
 }
 
+/// The phase's base is recorded before its builder runs and named to the reviewer, the hunter
+/// and the verifier; in place, it is a commit of the tree as it was, so the change they diff is
+/// the builder's alone, not the user's earlier uncommitted edit.
+#[test]
+fn reviewers_are_told_the_phase_base_which_leaves_out_the_user_s_own_edits() {
+    let wf = Wf::new();
+    wf.happy();
+    wf.sb.write("README", "hello, edited by the user\n");
+    let o = wf.run(&["run", "add a feature file"]);
+    assert_exit(&o, 0);
+    let base = wf.snapshot()["results"]["git_base_sha"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(base.len(), 40, "{base}");
+    for role in ["code-reviewer", "failure-hunter", "integration-verifier"] {
+        let prompt = wf.prompt(role, 1);
+        assert!(
+            prompt.contains(&format!("its change is `git diff {base}`")),
+            "{role}: {prompt}"
+        );
+    }
+    assert!(!wf.prompt("component-builder", 1).contains("## Base"));
+    let diff = std::process::Command::new("git")
+        .args(["diff", "--name-only", &base])
+        .current_dir(wf.sb.work())
+        .output()
+        .unwrap();
+    let names = String::from_utf8_lossy(&diff.stdout);
+    assert!(!names.contains("README"), "{names}");
+    // feature.txt is new (untracked): the reviewers find it through `git status`.
+    let status = std::process::Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(wf.sb.work())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&status.stdout).contains("feature.txt"));
+}
+
 #[test]
 fn prose_without_a_contract_stops_the_workflow() {
     let wf = Wf::new();

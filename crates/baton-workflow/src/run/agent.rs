@@ -82,7 +82,13 @@ pub struct Scaffold<'a> {
     pub last_problem: Option<&'a str>,
     /// After a research round: where its web and GitHub files are (`Unavailable` when none).
     pub research_files: Option<&'a str>,
+    /// The phase's recorded base (`results.git_base_sha`): what the roles that read the change
+    /// diff against; `unavailable` when git could not record one.
+    pub base: Option<&'a str>,
 }
+
+/// The base recorded when git could not give one.
+pub const UNAVAILABLE_BASE: &str = "unavailable";
 
 /// The prompt of one dispatch, in seed 001's scaffold order.
 pub fn scaffold(s: &Scaffold<'_>) -> String {
@@ -133,6 +139,19 @@ pub fn scaffold(s: &Scaffold<'_>) -> String {
         p.push_str("## Research Files\n");
         p.push_str(r.trim());
         p.push_str("\n\n");
+    }
+    let reads_change = matches!(
+        s.role,
+        Role::CodeReviewer | Role::FailureHunter | Role::IntegrationVerifier | Role::DocSyncer
+    );
+    match s.base.filter(|_| reads_change) {
+        Some(UNAVAILABLE_BASE) => p.push_str(
+            "## Base\nNo base was recorded for this phase (git could not be read): review the working tree's changes (`git diff HEAD`, and `git status --porcelain` for new files), and say in your report that no base was available.\n\n",
+        ),
+        Some(sha) => p.push_str(&format!(
+            "## Base\nThis phase began at `{sha}`: its change is `git diff {sha}` (tracked files, committed or not) and the new files `git status --porcelain` lists as untracked. Review that change, not what was in the tree before it.\n\n"
+        )),
+        None => {}
     }
     if let Some(f) = s.previous_findings.filter(|f| !f.trim().is_empty()) {
         p.push_str("## Previous Agent Findings\n");
@@ -446,12 +465,17 @@ mod tests {
             previous_findings: None,
             last_problem: None,
             research_files: None,
+            base: Some("0123abcd"),
         };
         let review = scaffold(&s(Role::CodeReviewer));
+        assert!(review.contains(
+            "## Base\nThis phase began at `0123abcd`: its change is `git diff 0123abcd`"
+        ));
         assert!(!review.contains("Memory Summary"));
         assert!(review.contains("## Project Patterns"));
         assert!(review.starts_with("## Task Context\n- Task ID: t2\n"));
         let build = scaffold(&s(Role::ComponentBuilder));
         assert!(build.contains("## Memory Summary\nwe decided to cache"));
+        assert!(!build.contains("## Base"));
     }
 }

@@ -127,6 +127,24 @@ impl Runner<'_> {
             if let Some(t) = r.state.task_mut(id) {
                 t.status = Some(TaskStatus::InProgress);
             }
+            // The phase's base, recorded once before its builder first runs (cc10x 11a): what
+            // the review, the hunt and the verification diff against.
+            let phase_id = r.artifact.phase_cursor.clone();
+            let recorded = r
+                .artifact
+                .results
+                .get("git_base_phase")
+                .and_then(|p| p.as_str());
+            if task.node() == Some(Phase::BuildImplement)
+                && task.kind != Some(TaskKind::Remfix)
+                && phase_id.is_some()
+                && recorded != phase_id.as_deref()
+            {
+                let base = tree_base(&work);
+                let results = &mut r.artifact.results;
+                results.insert("git_base_sha".into(), base.into());
+                results.insert("git_base_phase".into(), phase_id.into());
+            }
             r.state.host.dispatch_counts.insert(phase.clone(), attempt);
             let backend = baton_exec::delegate::backend_of(&self.env.delegate, &spec);
             let ev = EventBody::AgentStarted(AgentStarted {
@@ -391,6 +409,7 @@ impl Runner<'_> {
             previous_findings: findings.as_deref(),
             last_problem: last_problem.as_deref(),
             research_files: research_files.as_deref(),
+            base: a.results.get("git_base_sha").and_then(|b| b.as_str()),
         })
     }
 }

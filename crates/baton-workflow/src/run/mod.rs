@@ -467,6 +467,24 @@ fn project_root(env: &RunEnv) -> PathBuf {
         .unwrap_or_else(|| env.delegate.cwd.clone())
 }
 
+/// The base a phase's change is diffed against: a commit of the working tree as it is now
+/// (`git stash create`: tracked files, committed or not, without touching the tree or the index),
+/// or `HEAD` when nothing is uncommitted; [`agent::UNAVAILABLE_BASE`] outside git. So an in-place
+/// build's review does not include the user's own earlier edits.
+fn tree_base(root: &Path) -> String {
+    let git = |args: &[&str]| {
+        baton_git::Git::new(root)
+            .run_output(args)
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    git(&["stash", "create"])
+        .or_else(|| git(&["rev-parse", "--verify", "HEAD"]))
+        .unwrap_or_else(|| agent::UNAVAILABLE_BASE.to_string())
+}
+
 /// A digest of the working tree's state (`git status` and `git diff`), to tell whether a write
 /// agent changed anything; `None` outside a git repository.
 ///
