@@ -73,6 +73,9 @@ pub struct Artifact {
     pub memory_sync: Option<MemorySync>,
     /// The user decision the workflow waits on, if any.
     pub pending_gate: Option<String>,
+    /// Findings left open on purpose (HIGH ones after a `CRITICAL_ONLY` fix), each as the log's
+    /// `LoggedFinding` with its `phase`; listed in the brief.
+    pub deferred_findings: Vec<Value>,
     /// Append-only summaries of the router's decisions.
     pub status_history: Vec<HistoryEntry>,
     /// One entry per remediation cycle; authoritative for the circuit breaker.

@@ -294,6 +294,19 @@ impl Runner<'_> {
         nv.host.next = Some(action);
         nv.host.next_reason = Some(d.reason.clone());
         let (findings, dropped) = findings_ledger(v);
+        let deferring = d
+            .changes
+            .iter()
+            .any(|c| matches!(c, Change::Status(e) if e.event == "findings_deferred"));
+        if deferring {
+            for f in findings.iter().filter(|f| f.severity != "critical") {
+                let mut entry = serde_json::to_value(f).unwrap_or_default();
+                if let Some(o) = entry.as_object_mut() {
+                    o.insert("phase".into(), artifact.phase_cursor.clone().into());
+                }
+                new.deferred_findings.push(entry);
+            }
+        }
         for why in &dropped {
             let mut entry = HistoryEntry::new("finding_dropped", None, why);
             entry.ts = Some(baton_state::now_rfc3339());

@@ -218,6 +218,16 @@ pub fn brief_of(r: &Record, headline: &str) -> String {
             ));
         }
     }
+    if !a.deferred_findings.is_empty() {
+        out.push_str(&format!(
+            "deferred findings: {}\n",
+            a.deferred_findings.len()
+        ));
+        for f in &a.deferred_findings {
+            let field = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("");
+            out.push_str(&format!("  - [{}] {}\n", field("severity"), field("text")));
+        }
+    }
     out.push_str(&format!(
         "proof: {}\n",
         a.proof_status.map_or("none", ProofStatus::as_str)

@@ -329,7 +329,13 @@ REMEDIATION_SCOPE_REQUESTED: N/A
     };
     assert_eq!(checkpoint.recommended.as_deref(), Some("critical only"));
     let o = h.answer_checkpoint(id, "critical only").unwrap();
-    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    let Outcome::Completed { brief, .. } = &o else {
+        panic!("{o:?}")
+    };
+    assert!(
+        brief.contains("deferred findings: 1\n  - [high] feature.txt:2 errors are swallowed"),
+        "{brief}"
+    );
     // One fix (the builder's first run and the critical-only fix), two reviews, one verifier.
     assert_eq!(h.calls_of("component-builder").len(), 2);
     assert_eq!(h.calls_of("code-reviewer").len(), 2);
@@ -341,4 +347,12 @@ REMEDIATION_SCOPE_REQUESTED: N/A
         .unwrap()
         .iter()
         .any(|e| e["event"] == "findings_deferred"));
+    let deferred = a["deferred_findings"].as_array().unwrap();
+    assert_eq!(deferred.len(), 1, "{deferred:?}");
+    assert!(deferred[0]["text"]
+        .as_str()
+        .unwrap()
+        .ends_with("errors are swallowed"));
+    assert_eq!(deferred[0]["severity"], "high");
+    assert_eq!(deferred[0]["phase"], "phase-1");
 }
