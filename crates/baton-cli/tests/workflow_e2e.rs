@@ -379,6 +379,12 @@ fn discard_removes_the_worktree_and_its_branch_and_leaves_main_alone() {
     wf.happy();
     assert_exit(&wf.run(&["run", "--worktree", "add a feature file"]), 4);
     let id = wf.id();
+    // Discard is asked again before anything is deleted.
+    let o = wf.run(&["resume", &id, "--answer", "discard"]);
+    assert_exit(&o, 4);
+    assert!(out(&o).contains("Answer discard again"), "{}", out(&o));
+    assert!(branches(&wf).contains(&format!("baton/{id}")));
+    assert_eq!(wf.snapshot()["checkpoint"]["gate"], "confirm_discard");
     let o = wf.run(&["resume", &id, "--answer", "discard"]);
     assert_exit(&o, 0);
     assert!(out(&o).contains("finish: discarded"), "{}", out(&o));

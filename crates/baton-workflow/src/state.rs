@@ -47,6 +47,8 @@ baton_protocol::closed_set! {
         Failure = "failure",
         /// The finishing choice of a BUILD in its own worktree.
         Finish = "finish",
+        /// `discard` at the finishing choice, asked again before the work is deleted.
+        ConfirmDiscard = "confirm_discard",
     }
 }
 

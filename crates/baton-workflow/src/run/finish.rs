@@ -70,6 +70,25 @@ impl Runner<'_> {
                 }),
             })
         };
+        // Discarding deletes the workflow's work: it is asked again before anything is removed.
+        if choice == Answer::Finish("discard") && cp.gate == StopGate::Finish {
+            if let Some(wt) = v.host.worktree.clone() {
+                v.host.answers.push(GivenAnswer {
+                    gate: cp.gate,
+                    answer: text.to_string(),
+                    at: baton_state::now_rfc3339(),
+                });
+                v.checkpoint = None;
+                v.state = RunState::Running;
+                self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v))?;
+                let what = format!(
+                    "Discarding deletes worktree {} and branch {} with all of this workflow's work",
+                    wt.path.display(),
+                    wt.branch
+                );
+                return self.stop_at(StopGate::ConfirmDiscard, &what);
+            }
+        }
         // The finishing choice acts first: when git refuses, nothing is recorded and the
         // question stays.
         let finished = match (&choice, &v.host.worktree) {

@@ -53,6 +53,11 @@ pub fn checkpoint(gate: StopGate, reason: &str, brief: String) -> Checkpoint {
             vec!["merge", "keep", "discard"],
             Some("keep"),
         ),
+        StopGate::ConfirmDiscard => (
+            format!("{reason}. Answer discard again to delete them, or keep the branch?"),
+            vec!["discard", "keep"],
+            Some("keep"),
+        ),
         StopGate::Budget => (
             format!("{reason}. Raise the budget (resume with --budget-usd or --budget-tokens and --answer continue) or abort?"),
             vec!["continue", "abort"],
