@@ -143,3 +143,22 @@ MEMORY_NOTES: null
 "#
     };
 }
+
+/// The phases a full BUILD dispatches, in order; the reviewer and the hunter run together, so
+/// they stand sorted.
+pub const FULL_BUILD: [&str; 5] = [
+    "build-implement",
+    "build-hunt",
+    "build-review",
+    "build-verify",
+    "build-doc-sync",
+];
+
+/// Asserts that `dispatched` (the phases in dispatch order) is one full BUILD: the reviewer and
+/// the hunter in either order.
+pub fn assert_full_build(mut dispatched: Vec<String>) {
+    if dispatched.len() >= 3 {
+        dispatched[1..3].sort();
+    }
+    assert_eq!(dispatched, FULL_BUILD, "the phases dispatched");
+}

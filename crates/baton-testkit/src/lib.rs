@@ -171,6 +171,7 @@
 //! [`MockServerBuilder::when`] with any predicate.
 
 mod contracts;
+pub use contracts::{assert_full_build, FULL_BUILD};
 mod conversation;
 pub mod fixture;
 mod json;
