@@ -146,6 +146,7 @@ pub fn run(args: DemoArgs) -> Result<Exit> {
         budget_usd: None,
         budget_tokens: None,
         isolate: Some(false),
+        plan: None,
     };
     let rt = crate::signals::runtime()?;
     let cancel = CancellationToken::new();

@@ -13,6 +13,7 @@ mod info_cmd;
 mod init_cmd;
 mod mcp_cmd;
 mod model_fallbacks;
+mod plan_cmd;
 mod printer;
 mod repair_cmd;
 mod run_cmd;
@@ -61,6 +62,9 @@ enum Command {
     Run(run_cmd::RunArgs),
     /// Continue a workflow after a crash or an interruption, or answer its checkpoint.
     Resume(run_cmd::ResumeArgs),
+    /// Check a plan file (`baton plan check FILE`) or approve it (`baton plan approve FILE`) for
+    /// `baton run --plan FILE`.
+    Plan(plan_cmd::PlanArgs),
     /// Show which workflow a request would run as, the signals and the rule that decided (nothing else).
     Route(workflow_route_cmd::RouteArgs),
     /// List the project's workflows, newest first: state, phase, what each waits for, what it spent.
@@ -183,6 +187,7 @@ fn main() -> ExitCode {
         Command::Task(args) => task_cmd::run(args),
         Command::Flow(args) => flow_cmd::run(args),
         Command::Route(args) => workflow_route_cmd::run(args),
+        Command::Plan(args) => plan_cmd::run(args),
         Command::Demo(args) => demo_cmd::run(args),
         Command::Run(args) => run_cmd::run(args),
         Command::Resume(args) => run_cmd::resume(args),

@@ -42,8 +42,14 @@ struct Common {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// What to do, in words: routed to BUILD, DEBUG, PLAN, REVIEW or ORIENT.
-    request: String,
+    /// What to do, in words: routed to BUILD, DEBUG, PLAN, REVIEW or ORIENT. With --plan it is
+    /// optional (the plan's title stands for it).
+    #[arg(required_unless_present = "plan")]
+    request: Option<String>,
+    /// BUILD the phases of this plan file in order, each built, reviewed and verified before the
+    /// next (see `baton plan check`). A plan approved and then edited is refused.
+    #[arg(long, value_name = "FILE", conflicts_with = "trivial")]
+    plan: Option<PathBuf>,
     /// Run this workflow instead of routing (BUILD, DEBUG, PLAN, REVIEW, ORIENT, TRIAGE,
     /// CODEBASE-HEALTH).
     #[arg(long, value_name = "W")]
@@ -121,20 +127,30 @@ fn check_budget(common: &Common) -> Result<()> {
 }
 
 pub fn run(args: RunArgs) -> Result<Exit> {
-    if args.request.trim().is_empty() {
-        anyhow::bail!(
+    let request = match (&args.request, &args.plan) {
+        (Some(r), _) if !r.trim().is_empty() => r.clone(),
+        (_, Some(plan)) => plan_request(plan),
+        _ => anyhow::bail!(
             "the request is empty: say what to do, e.g. baton run \"add a --verbose flag\""
-        );
-    }
+        ),
+    };
     check_budget(&args.common)?;
-    let decision = match args.workflow {
-        Some(w) => route_as(&args.request, w),
-        None => route(&args.request),
+    if let (Some(w), Some(_)) = (args.workflow, &args.plan) {
+        if w != WorkflowKind::Build {
+            anyhow::bail!(
+                "--plan runs a BUILD, not {w}: drop --workflow, or give --workflow BUILD"
+            );
+        }
+    }
+    let decision = match (args.workflow, &args.plan) {
+        (_, Some(_)) => route_as(&request, WorkflowKind::Build),
+        (Some(w), None) => route_as(&request, w),
+        (None, None) => route(&request),
     };
     let env = env(&args.common)?;
     let rt = crate::signals::runtime()?;
-    let decision = if decision.conflict() && args.workflow.is_none() {
-        let (d, note) = rt.block_on(run::tiebreak(&env.delegate.config, &args.request, decision));
+    let decision = if decision.conflict() && args.workflow.is_none() && args.plan.is_none() {
+        let (d, note) = rt.block_on(run::tiebreak(&env.delegate.config, &request, decision));
         if let Some(note) = note {
             errln!("baton run: {}", baton_text::sanitize_line(&note));
         }
@@ -147,7 +163,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
     if decision.workflow == WorkflowKind::Orient {
         let result = rt.block_on(async {
             let signalled = crate::signals::watch_signals(cancel.clone());
-            let r = run::orient(&env, &args.request, &cancel).await;
+            let r = run::orient(&env, &request, &cancel).await;
             (r, signalled.is_cancelled())
         });
         return match result {
@@ -172,12 +188,13 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         _ => None,
     };
     let opts = StartOptions {
-        request: args.request.clone(),
+        request: request.clone(),
         kind: decision.workflow,
         trivial: args.trivial,
         budget_usd: args.common.budget_usd,
         budget_tokens: args.common.budget_tokens,
         isolate,
+        plan: args.plan.clone(),
     };
     let (result, signalled) = rt.block_on(async {
         let signalled = crate::signals::watch_signals(cancel.clone());
@@ -185,6 +202,19 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         (r, signalled.is_cancelled())
     });
     Ok(report(&args.common, result, signalled))
+}
+
+/// The request a planned BUILD stands for when none is given: the plan's title, else its path.
+fn plan_request(plan: &std::path::Path) -> String {
+    std::fs::read_to_string(plan)
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.trim().strip_prefix("# ").map(|h| h.trim().to_string()))
+        })
+        .filter(|t| !t.is_empty())
+        .map(|t| format!("Build the plan: {t}"))
+        .unwrap_or_else(|| format!("Build the plan {}", plan.display()))
 }
 
 /// The worktree offer, on a terminal: `Some(answer)`; `None` elsewhere (the runner then takes it

@@ -501,6 +501,7 @@ async fn run_workflow(call: &Call, args: Option<JsonObject>) -> Answer {
             budget_usd: req.budget_usd,
             budget_tokens: req.budget_tokens,
             isolate: Some(false),
+            plan: None,
         };
         run::start(&env, &opts, cancel)
             .await

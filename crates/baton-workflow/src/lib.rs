@@ -48,6 +48,7 @@ pub mod engine;
 pub mod event;
 pub mod memory;
 pub mod outputs;
+pub mod plan_file;
 pub mod route;
 pub mod run;
 pub mod state;

@@ -41,6 +41,8 @@ baton_protocol::closed_set! {
         CheckpointDecision = "checkpoint_decision",
         PhaseBlocked = "phase_blocked",
         CircuitBreaker = "circuit_breaker",
+        /// Every phase of a planned BUILD verified: run a final whole-branch review or skip it.
+        FinalReview = "final_review",
         /// The next dispatch would pass the budget.
         Budget = "budget",
         /// A failure stopped the workflow; the answer is guidance for a retry.
@@ -60,6 +62,7 @@ impl From<Gate> for StopGate {
             Gate::CheckpointDecision => StopGate::CheckpointDecision,
             Gate::PhaseBlocked => StopGate::PhaseBlocked,
             Gate::CircuitBreaker => StopGate::CircuitBreaker,
+            Gate::FinalReview => StopGate::FinalReview,
         }
     }
 }

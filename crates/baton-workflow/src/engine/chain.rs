@@ -14,16 +14,50 @@ use crate::outputs::{BuilderReport, InvestigatorReport};
 use crate::route::WorkflowKind;
 
 impl Draft<'_> {
-    /// Whether the review being decided re-checks a fix made with scope `CRITICAL_ONLY`.
+    /// Whether the review being decided re-checks a fix made with scope `CRITICAL_ONLY`: the
+    /// latest re-review, unless a phase's builder came after it.
     fn rechecking_critical_only(&self) -> bool {
         self.tasks
             .iter()
             .rev()
-            .find(|t| t.node() == Some(Phase::ReReview))
+            .find(|t| {
+                t.node() == Some(Phase::ReReview)
+                    || (t.node() == Some(Phase::BuildImplement)
+                        && t.kind != Some(TaskKind::Remfix)
+                        && t.status == Some(TaskStatus::Completed))
+            })
             .is_some_and(|t| {
-                t.status == Some(TaskStatus::Completed)
+                t.node() == Some(Phase::ReReview)
+                    && t.status == Some(TaskStatus::Completed)
                     && t.scope.as_deref() == Some("CRITICAL_ONLY")
             })
+    }
+
+    /// Where the final whole-branch review stands (`results.final_branch_review`): the runner
+    /// records `running` with its task when the user chose it; a task made after that one (the
+    /// fix, its re-checks) means its findings are being fixed.
+    fn final_review(&self) -> FinalReview {
+        let Some(f) = self.a.results.get("final_branch_review") else {
+            return FinalReview::NotOffered;
+        };
+        if f.get("status").and_then(|s| s.as_str()) != Some("running") {
+            return FinalReview::Done;
+        }
+        let task = f.get("task").and_then(|t| t.as_str());
+        let at = task.and_then(|t| self.tasks.iter().position(|x| x.id == t));
+        // Every task made after it (the fix, its re-checks) is its remediation.
+        match at {
+            Some(i) if i + 1 < self.tasks.len() => FinalReview::Fixing,
+            _ => FinalReview::Reviewing,
+        }
+    }
+
+    /// After the last phase (and the final review): the docs, then memory.
+    fn chain_tail(&mut self, why: &str) -> (Action, String) {
+        if self.full_graph() && self.inputs.outputs.doc_syncer.is_none() {
+            return (Action::RunDocSyncer, format!("{why}: sync the docs"));
+        }
+        self.memory_finalize(why)
     }
 
     /// BUILD and DEBUG: remediation loop, merged findings, builder or investigator, reviewer,
@@ -104,6 +138,10 @@ impl Draft<'_> {
                         .unwrap_or("changes requested".into());
                     return self.remediate("code-reviewer", "ALL_ISSUES", &reason);
                 }
+                Some(true) if self.final_review() == FinalReview::Reviewing => {
+                    self.result("final_branch_review", json!({"status": "clean"}));
+                    next = Some(self.chain_tail("the final whole-branch review is clean"));
+                }
                 Some(true) => next = Some((Action::RunVerifier, "review approved".to_string())),
             }
         }
@@ -123,7 +161,11 @@ impl Draft<'_> {
                 }
                 return self.remediate("integration-verifier", "ALL_ISSUES", "verification failed");
             }
-            next = Some(self.phase_exit(kind));
+            let (action, reason) = self.phase_exit(kind);
+            if action == Action::OfferFinalReview {
+                return self.stop(action, Some(Gate::FinalReview), reason);
+            }
+            next = Some((action, reason));
         }
         if let Some(doc) = &outputs.doc_syncer {
             let problems = doc.problems();
@@ -341,21 +383,36 @@ impl Draft<'_> {
         let next_listed = position
             .and_then(|i| listed.get(i + 1))
             .map(|p| p.to_string());
-        let next = next_listed
-            .clone()
-            .or_else(|| cursor.as_deref().and_then(next_phase_id));
-        self.changes.push(Change::PhaseCursor(next.clone()));
+        // Past the last listed phase the cursor is empty; with no phases listed (an artifact
+        // from elsewhere) it moves to the next number.
+        let next = match listed.is_empty() {
+            true => cursor.as_deref().and_then(next_phase_id),
+            false => next_listed.clone(),
+        };
+        if cursor.is_some() || next.is_some() {
+            self.changes.push(Change::PhaseCursor(next.clone()));
+        }
         if let Some(n) = next_listed {
             self.changes.push(Change::Convergence(Convergence::Pending));
             return (Action::RunBuilder, format!("phase exit passed: build {n}"));
         }
-        if self.full_graph() && self.inputs.outputs.doc_syncer.is_none() {
-            return (
-                Action::RunDocSyncer,
-                "last phase verified: sync the docs".into(),
-            );
+        match self.final_review() {
+            FinalReview::NotOffered if listed.len() > 1 && self.full_graph() => {
+                return (
+                    Action::OfferFinalReview,
+                    format!(
+                        "all {} phases verified: a final review of the whole branch looks for what crosses phases",
+                        listed.len()
+                    ),
+                )
+            }
+            FinalReview::Fixing => {
+                self.result("final_branch_review", json!({"status": "fixed"}));
+                return self.chain_tail("the final review's findings are fixed and verified");
+            }
+            _ => {}
         }
-        self.memory_finalize("last phase verified")
+        self.chain_tail("last phase verified")
     }
 
     /// A remediation finished: circuit breaker, proof of the fix, then the re-check tasks.
@@ -421,6 +478,18 @@ impl Draft<'_> {
         self.changes.push(Change::Convergence(Convergence::Pending));
         self.decide(Action::SpawnRecheckTasks, "remediation proven: re-check it");
     }
+}
+
+/// Where the final whole-branch review of a planned BUILD stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FinalReview {
+    NotOffered,
+    /// Chosen: its reviewer's verdict is being decided.
+    Reviewing,
+    /// Its findings are being fixed and re-checked.
+    Fixing,
+    /// Clean, fixed or skipped.
+    Done,
 }
 
 /// `phase-1` → `phase-2`: the id with its trailing number incremented.

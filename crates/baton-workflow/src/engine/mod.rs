@@ -67,6 +67,8 @@ pub enum Action {
     PauseForScopeDecision,
     PauseForCheckpointDecision,
     PauseForCircuitBreaker,
+    /// Every phase of a planned BUILD verified: a final whole-branch review is offered.
+    OfferFinalReview,
     StopForBlockedPhase,
     StopForFailure,
     StopInvalidOutput,
@@ -88,6 +90,8 @@ baton_protocol::closed_set! {
         CheckpointDecision = "checkpoint_decision",
         PhaseBlocked = "phase_blocked",
         CircuitBreaker = "circuit_breaker",
+        /// Every phase verified: run a final whole-branch review, or skip to finishing.
+        FinalReview = "final_review",
     }
 }
 

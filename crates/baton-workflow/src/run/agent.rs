@@ -85,6 +85,8 @@ pub struct Scaffold<'a> {
     /// The phase's recorded base (`results.git_base_sha`): what the roles that read the change
     /// diff against; `unavailable` when git could not record one.
     pub base: Option<&'a str>,
+    /// A planned BUILD's phase-local hand-off: the current phase (and the intent contract).
+    pub phase: Option<&'a str>,
 }
 
 /// The base recorded when git could not give one.
@@ -121,6 +123,10 @@ pub fn scaffold(s: &Scaffold<'_>) -> String {
             Some(r) => p.push_str(&format!("{r}\n\n")),
             None => p.push_str("See plan/design files, or the request above.\n\n"),
         }
+    }
+    if let Some(phase) = s.phase {
+        p.push_str(phase.trim_end());
+        p.push_str("\n\n");
     }
     if !adversarial(s.role) {
         if let Some(m) = s.memory_summary.filter(|m| !m.trim().is_empty()) {
@@ -466,6 +472,7 @@ mod tests {
             last_problem: None,
             research_files: None,
             base: Some("0123abcd"),
+            phase: None,
         };
         let review = scaffold(&s(Role::CodeReviewer));
         assert!(review.contains(

@@ -257,6 +257,10 @@ impl Runner<'_> {
                 },
                 blocked_by,
             );
+            let mut t = t;
+            if let Some(plan) = &new.plan_file {
+                t.plan = Some(plan.clone());
+            }
             if let Err(errors) = t.validate() {
                 return self.fail(RunError::InvalidTask {
                     task: t.id.clone(),
@@ -326,6 +330,17 @@ impl Runner<'_> {
         self.say(&format!("-> {}: {}", action_name(action), d.reason));
         if graph::phases_for(action).is_some() {
             let mut batch = graph::runnable_for(&nv.tasks, action);
+            // A planned BUILD's next phase: its builder, reviewer, hunter and verifier.
+            let next_phase = (action == Action::RunBuilder && self.kind == WorkflowKind::Build)
+                .then(|| plan::current(&new))
+                .flatten()
+                .filter(|_| new.plan_file.is_some() && new.results.contains_key("plan"))
+                .map(|(_, p)| plan::builder_reason(p));
+            if let (true, Some(reason), Some(key)) =
+                (batch.is_empty(), next_phase, new.plan_file.clone())
+            {
+                batch.push(graph::phase_chain(&mut nv.tasks, &self.id, &key, &reason));
+            }
             if batch.is_empty() {
                 if let Some(phase) = new_node_phase(action) {
                     let t = graph::task(

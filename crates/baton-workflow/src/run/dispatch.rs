@@ -112,6 +112,33 @@ impl Runner<'_> {
             tier_for(&spec, &tier_config(self.env)).map_err(|e| RunError::Tier(e.to_string()))?;
         let phase = task.phase.clone().unwrap_or_default();
         let attempt = v.host.dispatch_counts.get(&phase).copied().unwrap_or(0) + 1;
+        // Before a planned phase's builder first runs, its plan is still the one the workflow
+        // trusted (cc10x plan_trust_gate, again before each phase).
+        let new_phase = task.node() == Some(Phase::BuildImplement)
+            && task.kind != Some(TaskKind::Remfix)
+            && r.artifact.phase_cursor.as_deref()
+                != r.artifact
+                    .results
+                    .get("git_base_phase")
+                    .and_then(|p| p.as_str());
+        let mut r = r;
+        if new_phase {
+            let mut checked = r.clone();
+            let state = &self.env.delegate.state;
+            if let Err(e) = plan::recheck(&mut checked.artifact, state, &self.root, &self.id) {
+                return self.fail(e);
+            }
+            if checked.artifact.results.get("plan") != r.artifact.results.get("plan") {
+                let why = "the plan was edited and approved again: its phases are taken anew";
+                self.say(why);
+                self.commit(
+                    NewEvent::new(EventKind::ArtifactUpdated).reason(why),
+                    checked.clone(),
+                )?;
+                r = self.record();
+            }
+        }
+        let v = &r.state;
         let prompt = self.prompt(&r, &task, role);
         let (prompt, bias) = if agent::adversarial(role) {
             agent::scan_bias(&prompt)
@@ -142,8 +169,14 @@ impl Runner<'_> {
             {
                 let base = tree_base(&work);
                 let results = &mut r.artifact.results;
+                if !results.contains_key("workflow_base_sha") {
+                    results.insert("workflow_base_sha".into(), base.clone().into());
+                }
                 results.insert("git_base_sha".into(), base.into());
-                results.insert("git_base_phase".into(), phase_id.into());
+                results.insert(
+                    "git_base_phase".into(),
+                    r.artifact.phase_cursor.clone().into(),
+                );
             }
             r.state.host.dispatch_counts.insert(phase.clone(), attempt);
             let backend = baton_exec::delegate::backend_of(&self.env.delegate, &spec);
@@ -396,6 +429,13 @@ impl Runner<'_> {
             .state
             .workflows()
             .join(format!("{}.json", self.id));
+        // The final whole-branch review and its fix wave read every phase's change.
+        let base = match final_review(a) {
+            Some("running" | "fixing") => a.results.get("workflow_base_sha"),
+            _ => a.results.get("git_base_sha"),
+        }
+        .and_then(|b| b.as_str())
+        .map(str::to_string);
         agent::scaffold(&agent::Scaffold {
             wf: &self.id,
             artifact_path: &artifact_path,
@@ -409,7 +449,20 @@ impl Runner<'_> {
             previous_findings: findings.as_deref(),
             last_problem: last_problem.as_deref(),
             research_files: research_files.as_deref(),
-            base: a.results.get("git_base_sha").and_then(|b| b.as_str()),
+            base: base.as_deref(),
+            phase: plan::brief(
+                a,
+                matches!(role, Role::ComponentBuilder | Role::IntegrationVerifier),
+            )
+            .as_deref(),
         })
     }
+}
+
+/// Where the final whole-branch review stands (`results.final_branch_review.status`).
+pub(super) fn final_review(a: &Artifact) -> Option<&str> {
+    a.results
+        .get("final_branch_review")
+        .and_then(|f| f.get("status"))
+        .and_then(|s| s.as_str())
 }

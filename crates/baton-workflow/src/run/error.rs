@@ -28,6 +28,12 @@ pub enum RunError {
     Tier(String),
     #[error("ORIENT runs the `scout` role: {0}")]
     NoScout(String),
+    /// `--plan FILE` that fails the plan trust gate (format, open decisions, missing sections).
+    #[error(transparent)]
+    Plan(#[from] crate::plan_file::PlanError),
+    /// `--plan FILE` whose content changed since it was approved, or whose approvals do not read.
+    #[error("{0}")]
+    PlanNotTrusted(String),
     #[error("workflow {id} is {}: there is nothing to resume", state.as_str())]
     NothingToResume { id: String, state: RunState },
     #[error("workflow {id} stopped on a failure: give `--answer` with guidance for a retry, or `--answer abort`")]
@@ -130,6 +136,8 @@ impl RunError {
                 | RunError::OrientHasNoRecord
                 | RunError::Tier(_)
                 | RunError::NoScout(_)
+                | RunError::Plan(_)
+                | RunError::PlanNotTrusted(_)
                 | RunError::NothingToResume { .. }
                 | RunError::AnswerNeeded { .. }
                 | RunError::NoQuestion { .. }

@@ -111,7 +111,7 @@ impl Runner<'_> {
                 v.host.failure = Some(format!("stopped at the {} checkpoint: {text}", cp.gate));
             }
             Answer::Scope(scope) => {
-                let t = graph::task(
+                let mut t = graph::task(
                     &v.tasks,
                     &self.id,
                     TaskKind::Remfix,
@@ -126,6 +126,7 @@ impl Runner<'_> {
                     a.phase_cursor.as_deref(),
                     &format!("scope decision: {scope}"),
                 );
+                t.plan = a.plan_file.clone().or(t.plan);
                 entry.extra.insert("origin".into(), "code-reviewer".into());
                 a.remediation_history.push(entry);
                 v.host.batch = vec![t.id.clone()];
@@ -141,6 +142,29 @@ impl Runner<'_> {
                 v.host.finished = finished.or(Some("no worktree to finish".into()));
                 self.commit(answered(None), Record::new(a, v))?;
                 return self.finish(Action::MemoryFinalize, "");
+            }
+            Answer::FinalReview(run) => {
+                let status = if run {
+                    let mut t = graph::task(
+                        &v.tasks,
+                        &self.id,
+                        TaskKind::Agent,
+                        Phase::BuildReview.as_str(),
+                        "router",
+                        "N/A",
+                        "Final whole-branch review: read every phase's change together and look for what crosses phases (a seam one phase made and another misuses, contracts that drifted, abstractions duplicated or diverged)",
+                        Vec::new(),
+                    );
+                    t.plan = a.plan_file.clone().or(t.plan);
+                    let id = t.id.clone();
+                    v.tasks.push(t);
+                    v.host.batch = vec![id.clone()];
+                    v.host.next = Some(Action::RunReviewAndHunt);
+                    serde_json::json!({"status": "running", "task": id})
+                } else {
+                    serde_json::json!({"status": "skipped"})
+                };
+                a.results.insert("final_branch_review".into(), status);
             }
             Answer::OneMoreCycle => {
                 v.host.breaker_allowance += 1;
@@ -317,10 +341,10 @@ impl Runner<'_> {
         let needs_proof = matches!(kind, WorkflowKind::Build | WorkflowKind::Debug);
         match (kind, action) {
             (WorkflowKind::Plan, _) => format!(
-                "PLAN workflow {} completed: the plan is {}. Build it with: baton run --workflow build \"implement the plan in {}\"",
+                "PLAN workflow {} completed: the plan is {}. {}",
                 self.id,
                 art.plan_file.as_deref().unwrap_or("(no file)"),
-                art.plan_file.as_deref().unwrap_or("the plan")
+                self.plan_next_step(art)
             ),
             (WorkflowKind::Review, Action::OfferBuildTransition) => format!(
                 "REVIEW workflow {} completed: changes requested ({reason}). Fix them with: baton run --workflow build \"fix the review findings\"",
@@ -332,6 +356,34 @@ impl Runner<'_> {
                 self.id
             ),
             _ => format!("{} workflow {} completed: {reason}", kind.as_str(), self.id),
+        }
+    }
+
+    /// After a PLAN: a plan file that passes the plan checks is approved at its content (the
+    /// gap review passed it) and the exact command to build it is given; one that does not is
+    /// named with its problems.
+    fn plan_next_step(&self, art: &Artifact) -> String {
+        let Some(file) = art.plan_file.as_deref() else {
+            return "No plan file was named.".into();
+        };
+        let path = self.root.join(file);
+        match crate::plan_file::PlanFile::read(&path) {
+            Ok(p) => {
+                let approvals =
+                    crate::plan_file::Approvals::new(&self.env.delegate.state, &self.root);
+                let by = format!("PLAN workflow {}", self.id);
+                match approvals.approve(&path, &p.sha256, &by) {
+                    Ok(_) => format!(
+                        "It is approved as it is now ({} phases). Build it phase by phase with: baton run --plan {file}",
+                        p.phases.len()
+                    ),
+                    Err(e) => format!("It could not be approved ({e}). Build it with: baton run --plan {file}"),
+                }
+            }
+            Err(e) => format!(
+                "It cannot be built phase by phase yet: {}. Fix it (baton plan check {file}), then: baton run --plan {file}",
+                e.problems.join("; ")
+            ),
         }
     }
 

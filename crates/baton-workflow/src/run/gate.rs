@@ -22,13 +22,15 @@ pub enum Answer {
     Retry,
     /// The finishing choice: `merge`, `keep` or `discard` the workflow's branch.
     Finish(&'static str),
+    /// Every phase verified: run the final whole-branch review (`true`) or skip it.
+    FinalReview(bool),
 }
 
 /// What a gate risks when `AUTO_PROCEED` would take its recommended option.
 pub fn risk(gate: StopGate) -> GateRisk {
     match gate {
         // The recommended finishing choice is `keep`, which changes nothing.
-        StopGate::ScopeDecision | StopGate::Finish => GateRisk::Ordinary,
+        StopGate::ScopeDecision | StopGate::Finish | StopGate::FinalReview => GateRisk::Ordinary,
         _ => GateRisk::FailureStop,
     }
 }
@@ -47,6 +49,11 @@ pub fn checkpoint(gate: StopGate, reason: &str, brief: String) -> Checkpoint {
             ),
             vec!["one more cycle", "accept", "abort"],
             None,
+        ),
+        StopGate::FinalReview => (
+            format!("{reason}. Run a final review of the whole branch (one reviewer over every phase's change; its findings get one fix wave and a re-verification), or skip to finishing?"),
+            vec!["run", "skip"],
+            Some("run"),
         ),
         StopGate::Finish => (
             format!("{reason}. Merge it into the base branch (fast-forward), keep the branch, or discard it?"),
@@ -113,6 +120,8 @@ pub fn read_answer(cp: &Checkpoint, answer: &str) -> Result<Answer, String> {
         "merge" => Answer::Finish("merge"),
         "keep" => Answer::Finish("keep"),
         "discard" => Answer::Finish("discard"),
+        "run" => Answer::FinalReview(true),
+        "skip" => Answer::FinalReview(false),
         "abort" => Answer::Abort,
         _ => Answer::Retry,
     })

@@ -156,6 +156,65 @@ pub fn escalate(tasks: &mut Vec<Task>, wf: &str) -> Vec<String> {
     created
 }
 
+/// The tasks of one more phase of a planned BUILD: its builder, then reviewer ‖ hunter, then
+/// its verifier; the open doc-sync task (the chain's tail) waits for this verifier now. Every
+/// task names the plan file. Returns the builder's id.
+pub fn phase_chain(tasks: &mut Vec<Task>, wf: &str, plan: &str, builder_reason: &str) -> String {
+    let add = |tasks: &mut Vec<Task>, phase: Phase, reason: &str, blocked_by: Vec<String>| {
+        let mut t = task(
+            tasks,
+            wf,
+            TaskKind::Agent,
+            phase.as_str(),
+            "router",
+            "N/A",
+            reason,
+            blocked_by,
+        );
+        t.plan = Some(plan.to_string());
+        let id = t.id.clone();
+        tasks.push(t);
+        id
+    };
+    let builder = add(tasks, Phase::BuildImplement, builder_reason, Vec::new());
+    let review = add(
+        tasks,
+        Phase::BuildReview,
+        "Review the current phase",
+        vec![builder.clone()],
+    );
+    let hunt = add(
+        tasks,
+        Phase::BuildHunt,
+        "Audit the current phase's blast radius",
+        vec![builder.clone()],
+    );
+    let verify = add(
+        tasks,
+        Phase::BuildVerify,
+        "Phase exit verification",
+        vec![review, hunt],
+    );
+    for t in tasks
+        .iter_mut()
+        .filter(|t| t.node() == Some(Phase::BuildDocSync) && t.is_open())
+    {
+        t.blocked_by = vec![verify.clone()];
+    }
+    builder
+}
+
+/// A planned BUILD's first graph: the full graph, every task naming the plan file, the builder
+/// told its phase.
+pub fn planned(tasks: &mut [Task], plan: &str, builder_reason: &str) {
+    for t in tasks.iter_mut() {
+        t.plan = Some(plan.to_string());
+        if t.node() == Some(Phase::BuildImplement) {
+            t.reason = Some(builder_reason.to_string());
+        }
+    }
+}
+
 /// The tasks a workflow starts with, every one checked.
 pub fn initial(kind: WorkflowKind, trivial: bool, wf: &str) -> Vec<Task> {
     let mut tasks: Vec<Task> = Vec::new();

@@ -15,6 +15,7 @@ mod error;
 mod finish;
 pub mod gate;
 pub mod graph;
+mod plan;
 mod routing;
 
 use std::path::{Path, PathBuf};
@@ -82,6 +83,9 @@ pub struct StartOptions {
     /// BUILD: work in an isolated worktree on branch `baton/<id>` (`Some(true)`), in place
     /// (`Some(false)`), or as `AUTO_PROCEED` says (`None`: taken under it, declined otherwise).
     pub isolate: Option<bool>,
+    /// BUILD: execute this plan file's phases in order (`baton run --plan`); checked by the plan
+    /// trust gate before anything is recorded.
+    pub plan: Option<PathBuf>,
 }
 
 /// Where a workflow stands when `baton run` or `baton resume` returns.
@@ -165,6 +169,28 @@ pub async fn start_with(
     }
     check_tiers(env)?;
     let root = project_root(env);
+    let plan = match &opts.plan {
+        Some(_) if opts.kind != WorkflowKind::Build => {
+            return Err(RunError::Refused(format!(
+                "--plan runs a BUILD, not {}: drop --workflow, or give --workflow BUILD",
+                opts.kind
+            )))
+        }
+        Some(_) if opts.trivial => {
+            return Err(RunError::Refused(
+                "--plan and --trivial do not go together: planned work always takes the full graph; drop --trivial".into(),
+            ))
+        }
+        Some(p) => {
+            let path = if p.is_absolute() {
+                p.clone()
+            } else {
+                env.delegate.cwd.join(p)
+            };
+            Some(plan::trust(&env.delegate.state, &root, &path)?)
+        }
+        None => None,
+    };
     let store = WorkflowStore::new(env.delegate.state.clone());
     // The working tree is locked before anything is written, unless the BUILD is sure to work in
     // a worktree of its own; released below when a worktree is made after all.
@@ -195,8 +221,14 @@ pub async fn start_with(
     if opts.kind == WorkflowKind::Build {
         first_phase(&mut r.artifact, trivial);
     }
+    if let Some((p, key)) = &plan {
+        plan::apply(&mut r.artifact, p, key);
+    }
     let v = &mut r.state;
     v.tasks = graph::initial(opts.kind, trivial, &id);
+    if let (Some((_, key)), Some((_, phase))) = (&plan, plan::current(&r.artifact)) {
+        graph::planned(&mut v.tasks, key, &plan::builder_reason(phase));
+    }
     v.host.auto_proceed = settings.auto_proceed;
     v.host.budget_usd = opts.budget_usd.or(env.delegate.config.workflow.budget_usd);
     v.host.budget_tokens = opts

@@ -285,6 +285,7 @@ pub fn start(request: &str, trivial: bool) -> StartOptions {
         budget_usd: None,
         budget_tokens: None,
         isolate: Some(false),
+        plan: None,
     }
 }
 

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::new_without_default)]
 
 mod harness;
+mod planned;
 
 use baton_workflow::run::state::{RunState, StopGate, WorkflowState};
 use baton_workflow::run::{Outcome, Resume, RunError};

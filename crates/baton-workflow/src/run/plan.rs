@@ -1,0 +1,242 @@
+//! A planned BUILD (`baton run --plan FILE`): the plan trust gate before anything is recorded,
+//! the plan's phases in the artifact, the check before each phase that the plan is still the one
+//! approved, and the phase-local brief each dispatch of a phase gets.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use super::RunError;
+use crate::artifact::{Artifact, BuildScope, HistoryEntry, NormalizedPhase};
+use crate::plan_file::{ApprovalState, Approvals, PlanFile};
+
+/// cc10x's `plan_trust_gate`: the plan reads and passes every check (explicit mode and rigor,
+/// no open decision, the two required sections, each phase's objective, exit criteria and test
+/// seams), and it is the content that was approved. A plan never approved is approved now, by
+/// the user who named it; one approved and then edited is refused until approved again.
+pub fn trust(
+    state: &baton_state::StateDir,
+    root: &Path,
+    path: &Path,
+) -> Result<(PlanFile, String), RunError> {
+    let plan = PlanFile::read(path)?;
+    let approvals = Approvals::new(state, root);
+    let key = approvals.key(path);
+    match approvals
+        .check(path, &plan.sha256)
+        .map_err(RunError::PlanNotTrusted)?
+    {
+        ApprovalState::Approved(_) => {}
+        ApprovalState::New => {
+            approvals
+                .approve(path, &plan.sha256, "baton run --plan")
+                .map_err(RunError::PlanNotTrusted)?;
+        }
+        ApprovalState::Changed(a) => return Err(RunError::PlanNotTrusted(changed(&key, &a))),
+    }
+    Ok((plan, key))
+}
+
+fn changed(key: &str, a: &crate::plan_file::Approval) -> String {
+    format!(
+        "plan {key} changed since it was approved ({}, by {}): read the change, then approve it again with `baton plan approve {key}`",
+        a.approved_at, a.by
+    )
+}
+
+/// The artifact of a planned BUILD: standard scope (planned work never takes the trivial graph),
+/// the plan's file, mode, rigor, phases and intent, the cursor on its first phase, and the hash
+/// it was trusted at under `results.plan`.
+pub fn apply(a: &mut Artifact, plan: &PlanFile, key: &str) {
+    a.build_scope = Some(BuildScope::Standard);
+    a.plan_file = Some(key.to_string());
+    a.plan_mode = Some(plan.plan_mode);
+    a.verification_rigor = Some(plan.verification_rigor);
+    a.normalized_phases = plan.normalized_phases();
+    a.phase_cursor = a.normalized_phases.first().map(|p| p.phase_id.clone());
+    a.intent.goal = plan.title.clone().or(a.intent.goal.take());
+    a.intent.acceptance_criteria = plan.acceptance_criteria.clone();
+    a.intent.open_decisions = Vec::new();
+    a.intent
+        .extra
+        .insert("approved_decisions".into(), json!(plan.decisions));
+    a.results.insert(
+        "plan".into(),
+        json!({"file": key, "sha256": plan.sha256, "phases": plan.phases.len()}),
+    );
+}
+
+/// Before a phase's builder: the plan on disk is still the one the workflow trusted. Edited and
+/// approved again (`baton plan approve`), its phases are taken anew (those already completed
+/// keep their status) and the new hash recorded; edited and not approved, the workflow stops
+/// naming the fix. `Ok(false)`: nothing to check (no plan).
+pub fn recheck(
+    a: &mut Artifact,
+    state: &baton_state::StateDir,
+    root: &Path,
+    wf: &str,
+) -> Result<bool, RunError> {
+    let Some(recorded) = a
+        .results
+        .get("plan")
+        .and_then(|p| p.get("sha256"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+    else {
+        return Ok(false);
+    };
+    let Some(key) = a.plan_file.clone() else {
+        return Ok(false);
+    };
+    let path: PathBuf = root.join(&key);
+    let plan = PlanFile::read(&path).map_err(|e| {
+        RunError::PlanNotTrusted(format!(
+            "{e}\n(the plan changed under workflow {wf}: fix it, approve it with `baton plan approve {key}`, then `baton resume {wf} --answer retry`)"
+        ))
+    })?;
+    if plan.sha256 == recorded {
+        return Ok(true);
+    }
+    let approvals = Approvals::new(state, root);
+    match approvals
+        .check(&path, &plan.sha256)
+        .map_err(RunError::PlanNotTrusted)?
+    {
+        ApprovalState::Approved(_) => {
+            apply_reapproved(a, &plan, &key);
+            Ok(true)
+        }
+        ApprovalState::New | ApprovalState::Changed(_) => Err(RunError::PlanNotTrusted(format!(
+            "plan {key} changed since workflow {wf} started from it: read the change, approve it with `baton plan approve {key}`, then `baton resume {wf} --answer retry`"
+        ))),
+    }
+}
+
+fn apply_reapproved(a: &mut Artifact, plan: &PlanFile, key: &str) {
+    let cursor = a.phase_cursor.clone();
+    let status = a.phase_status.clone();
+    apply(a, plan, key);
+    a.phase_status = status;
+    // The cursor stays on the phase it was on when the new plan still has it, else the first
+    // phase not completed.
+    let completed = |p: &NormalizedPhase| {
+        a.phase_status
+            .get(&p.phase_id)
+            .and_then(Value::as_str)
+            .is_some_and(|s| s == "completed")
+    };
+    a.phase_cursor = cursor
+        .filter(|c| a.normalized_phases.iter().any(|p| &p.phase_id == c))
+        .or_else(|| {
+            a.normalized_phases
+                .iter()
+                .find(|p| !completed(p))
+                .map(|p| p.phase_id.clone())
+        });
+    a.status_history.push(HistoryEntry::new(
+        "plan_reapproved",
+        a.phase_cursor.as_deref(),
+        &format!(
+            "the plan was edited and approved again (sha256 {})",
+            plan.sha256
+        ),
+    ));
+}
+
+/// The phase at the cursor, with its number and the count of phases.
+pub fn current(a: &Artifact) -> Option<(usize, &NormalizedPhase)> {
+    let c = a.phase_cursor.as_deref()?;
+    a.normalized_phases
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.phase_id == c)
+        .map(|(i, p)| (i + 1, p))
+}
+
+/// The reason line of a phase's builder task.
+pub fn builder_reason(p: &NormalizedPhase) -> String {
+    match p.title.as_deref().filter(|t| !t.trim().is_empty()) {
+        Some(t) => format!("Execute approved phase {}: {t}", p.phase_id),
+        None => format!("Execute approved phase {}", p.phase_id),
+    }
+}
+
+/// The phase-local hand-off (cc10x build preparation 13): only the current phase — its
+/// objective, files, checks, exit criteria, test seams and checkpoint type — and, for the roles
+/// that build or judge against it, the intent contract (goal, acceptance criteria, approved
+/// decisions). `None` outside a planned BUILD.
+pub fn brief(a: &Artifact, with_intent: bool) -> Option<String> {
+    let (n, p) = current(a)?;
+    a.results.get("plan")?;
+    let total = a.normalized_phases.len();
+    let list = |k: &str| -> Vec<String> {
+        p.extra
+            .get(k)
+            .and_then(Value::as_array)
+            .map(|v| {
+                v.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut s = format!("## Current Phase\nPhase {n} of {total}: `{}`", p.phase_id);
+    if let Some(t) = &p.title {
+        s.push_str(&format!(" — {t}"));
+    }
+    s.push_str("\nWork on this phase only; later phases are built after it is verified.\n");
+    if let Some(o) = p.extra.get("objective").and_then(Value::as_str) {
+        s.push_str(&format!("- Objective: {o}\n"));
+    }
+    for (label, key) in [
+        ("Files", "files"),
+        ("Inputs", "inputs"),
+        ("Expected artifacts", "expected_artifacts"),
+        ("Required checks", "checks"),
+        ("Exit criteria", "exit_criteria"),
+        ("Test seams", "test_seams"),
+    ] {
+        let items = list(key);
+        if !items.is_empty() {
+            s.push_str(&format!("- {label}:\n"));
+            for i in items {
+                s.push_str(&format!("  - {i}\n"));
+            }
+        }
+    }
+    if let Some(c) = p
+        .extra
+        .get("checkpoint_type")
+        .and_then(Value::as_str)
+        .filter(|c| *c != "none")
+    {
+        s.push_str(&format!("- Checkpoint type: {c}\n"));
+    }
+    if with_intent {
+        s.push_str("\n## Intent Contract\n");
+        if let Some(g) = &a.intent.goal {
+            s.push_str(&format!("- Goal: {g}\n"));
+        }
+        if !a.intent.acceptance_criteria.is_empty() {
+            s.push_str("- Acceptance criteria:\n");
+            for c in &a.intent.acceptance_criteria {
+                s.push_str(&format!("  - {c}\n"));
+            }
+        }
+        let decisions: Vec<&str> = a
+            .intent
+            .extra
+            .get("approved_decisions")
+            .and_then(Value::as_array)
+            .map(|v| v.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if !decisions.is_empty() {
+            s.push_str("- Approved decisions (in force):\n");
+            for d in decisions {
+                s.push_str(&format!("  - {d}\n"));
+            }
+        }
+    }
+    Some(s)
+}

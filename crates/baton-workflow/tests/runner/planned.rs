@@ -1,0 +1,264 @@
+//! A planned BUILD (`baton run --plan`): the plan trust gate, one phase at a time with its own
+//! builder, review, hunt and verification, the cursor moving only after a phase verifies, and the
+//! final whole-branch review.
+
+use std::path::PathBuf;
+
+use baton_workflow::plan_file::{Approvals, PlanFile};
+use baton_workflow::run::state::{StopGate, WorkflowState};
+use baton_workflow::run::{Outcome, RunError, StartOptions};
+use serde_json::json;
+
+use crate::harness::*;
+
+/// A plan of `phases` phases with these open decisions.
+fn plan_text(phases: usize, open: &str) -> String {
+    let mut yaml = String::new();
+    for i in 1..=phases {
+        yaml.push_str(&format!(
+            "- phase_id: phase-{i}\n  title: Part {i}\n  objective: build part {i}\n  files: [src/part{i}.rs]\n  checks: [sh test.sh part{i}]\n  exit_criteria: [part {i} answers]\n  test_seams: [part{i}::run]\n"
+        ));
+    }
+    format!(
+        "# Three parts\n\nplan_mode: execution_plan\nverification_rigor: standard\n\n## Acceptance Criteria\n- every part answers\n\n## Phases\n```yaml\n{yaml}```\n\n## Decisions\n- parts live in src/\n\n## Open Decisions\n{open}\n\n## Differences from agreement\nNone\n"
+    )
+}
+
+fn write_plan(h: &Harness, text: &str) -> PathBuf {
+    let path = h.env.delegate.cwd.join("docs/plans/parts.md");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn planned(path: PathBuf) -> StartOptions {
+    StartOptions {
+        plan: Some(path),
+        ..start("build the three parts", false)
+    }
+}
+
+#[test]
+fn a_three_phase_plan_builds_each_phase_then_reviews_the_whole_branch() {
+    let h = Harness::new();
+    h.happy()
+        // Phase 2's review finds a critical issue; its re-review approves.
+        .answer_nth("code-reviewer", 2, REVIEW_CRITICAL);
+    let path = write_plan(&h, &plan_text(3, "None"));
+    let o = h.run(planned(path)).unwrap();
+    let Outcome::Checkpoint { id, checkpoint } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(checkpoint.gate, StopGate::FinalReview);
+    assert_eq!(checkpoint.options, ["run", "skip"]);
+    assert_eq!(checkpoint.recommended.as_deref(), Some("run"));
+    // Phase by phase: one builder each, plus the fix of phase 2.
+    let builders = h.calls_of("component-builder");
+    assert_eq!(builders.len(), 4);
+    for (call, n) in builders.iter().zip([1, 2, 2, 3]) {
+        assert!(
+            call.prompt.contains(&format!(
+                "## Current Phase\nPhase {n} of 3: `phase-{n}` — Part {n}"
+            )),
+            "{}",
+            call.prompt
+        );
+    }
+    assert!(builders[1].prompt.contains("- Objective: build part 2"));
+    assert!(builders[1]
+        .prompt
+        .contains("- Exit criteria:\n  - part 2 answers"));
+    assert!(builders[1].prompt.contains("- Test seams:\n  - part2::run"));
+    assert!(builders[1]
+        .prompt
+        .contains("## Intent Contract\n- Goal: Three parts"));
+    assert!(builders[1]
+        .prompt
+        .contains("Execute approved phase phase-2: Part 2"));
+    assert!(
+        builders[2].prompt.contains("Remediation"),
+        "{}",
+        builders[2].prompt
+    );
+    // Each phase is reviewed and verified before the next is built; reviewers see the phase
+    // but not the plan's reasons.
+    let reviews = h.calls_of("code-reviewer");
+    assert_eq!(reviews.len(), 4, "phase 1, phase 2, its re-review, phase 3");
+    assert!(reviews[3].prompt.contains("Phase 3 of 3"));
+    assert!(!reviews[0].prompt.contains("Intent Contract"));
+    let verifiers = h.calls_of("integration-verifier");
+    assert_eq!(verifiers.len(), 3);
+    assert!(verifiers[2].prompt.contains("Phase 3 of 3"));
+    let a = h.artifact(id);
+    assert_eq!(a["phase_cursor"], json!(null));
+    assert_eq!(
+        a["phase_status"],
+        json!({"phase-1": "completed", "phase-2": "completed", "phase-3": "completed"})
+    );
+    assert_eq!(a["plan_file"], "docs/plans/parts.md");
+    assert_eq!(
+        a["intent"]["acceptance_criteria"],
+        json!(["every part answers"])
+    );
+    assert_eq!(a["remediation_history"].as_array().unwrap().len(), 1);
+    let s = WorkflowState::read(&a).unwrap();
+    assert!(s
+        .tasks
+        .iter()
+        .all(|t| t.plan.as_deref() == Some("docs/plans/parts.md")));
+    // The cursor moved only on a verification: the order of phases in the calls.
+    let order: Vec<String> = h.calls().iter().map(|c| c.phase.clone()).collect();
+    let verify_at: Vec<usize> = order
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| *p == "build-verify")
+        .map(|(i, _)| i)
+        .collect();
+    let build_at: Vec<usize> = order
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| *p == "build-implement")
+        .map(|(i, _)| i)
+        .collect();
+    assert!(
+        build_at[1] > verify_at[0] && build_at[3] > verify_at[1],
+        "{order:?}"
+    );
+
+    // The final review: one reviewer over the whole branch, then the docs and memory.
+    let o = h.answer_checkpoint(id, "run").unwrap();
+    let Outcome::Completed { brief, .. } = &o else {
+        panic!("{o:?}")
+    };
+    assert!(brief.contains("proof: passed"), "{brief}");
+    let reviews = h.calls_of("code-reviewer");
+    assert_eq!(reviews.len(), 5);
+    assert!(reviews[4].prompt.contains("Final whole-branch review"));
+    assert_eq!(h.calls_of("integration-verifier").len(), 3);
+    assert_eq!(h.calls_of("doc-syncer").len(), 1);
+    let a = h.artifact(id);
+    assert_eq!(a["results"]["final_branch_review"]["status"], "clean");
+}
+
+#[test]
+fn final_review_findings_get_one_fix_and_a_re_verification() {
+    let h = Harness::new();
+    h.happy().answer_nth("code-reviewer", 3, REVIEW_CRITICAL);
+    let path = write_plan(&h, &plan_text(2, "None"));
+    let o = h.run(planned(path)).unwrap();
+    let id = id_of(&o);
+    let o = h.answer_checkpoint(&id, "run").unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    // Builders: 2 phases + 1 fix; reviewers: 2 phases + final + re-review; verifiers: 2 + 1.
+    assert_eq!(h.calls_of("component-builder").len(), 3);
+    assert_eq!(h.calls_of("code-reviewer").len(), 4);
+    assert_eq!(h.calls_of("integration-verifier").len(), 3);
+    let a = h.artifact(&id);
+    assert_eq!(a["results"]["final_branch_review"]["status"], "fixed");
+}
+
+#[test]
+fn skipping_the_final_review_goes_to_the_docs() {
+    let h = Harness::new();
+    h.happy();
+    let path = write_plan(&h, &plan_text(2, "None"));
+    let id = id_of(&h.run(planned(path)).unwrap());
+    let o = h.answer_checkpoint(&id, "skip").unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    assert_eq!(h.calls_of("code-reviewer").len(), 2);
+    assert_eq!(
+        h.artifact(&id)["results"]["final_branch_review"]["status"],
+        "skipped"
+    );
+}
+
+#[test]
+fn a_plan_with_an_open_decision_is_refused_before_anything_runs() {
+    let h = Harness::new();
+    h.happy();
+    let path = write_plan(&h, &plan_text(2, "- which separator?"));
+    let e = h.run(planned(path)).unwrap_err();
+    assert!(matches!(e, RunError::Plan(_)), "{e:?}");
+    assert!(e.is_refusal());
+    let msg = e.to_string();
+    assert!(
+        msg.contains("open decision \"which separator?\" is not made"),
+        "{msg}"
+    );
+    assert!(h.calls().is_empty());
+    let workflows = h.env.delegate.state.workflows();
+    assert!(!workflows.exists() || std::fs::read_dir(&workflows).unwrap().next().is_none());
+}
+
+#[test]
+fn a_plan_edited_after_its_approval_is_refused_until_approved_again() {
+    let h = Harness::new();
+    h.happy();
+    let path = write_plan(&h, &plan_text(2, "None"));
+    let approvals = Approvals::new(&h.env.delegate.state, &h.env.delegate.cwd);
+    let p = PlanFile::read(&path).unwrap();
+    approvals.approve(&path, &p.sha256, "test").unwrap();
+    std::fs::write(
+        &path,
+        plan_text(2, "None").replace("part 2 answers", "it compiles"),
+    )
+    .unwrap();
+    let e = h.run(planned(path.clone())).unwrap_err();
+    assert!(matches!(e, RunError::PlanNotTrusted(_)), "{e:?}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("plan docs/plans/parts.md changed since it was approved")
+            && msg.contains("baton plan approve docs/plans/parts.md"),
+        "{msg}"
+    );
+    assert!(h.calls().is_empty());
+    let edited = PlanFile::read(&path).unwrap();
+    approvals.approve(&path, &edited.sha256, "test").unwrap();
+    let o = h.run(planned(path)).unwrap();
+    assert!(matches!(o, Outcome::Checkpoint { .. }), "{o:?}");
+}
+
+#[test]
+fn a_plan_edited_during_the_build_stops_it_before_the_next_phase() {
+    let h = Harness::new();
+    h.happy()
+        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
+    let path = write_plan(&h, &plan_text(2, "None"));
+    let o = h.run(planned(path.clone())).unwrap();
+    let Outcome::Checkpoint { id, checkpoint } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(checkpoint.gate, StopGate::ScopeDecision);
+    // While it waits, the plan is edited: phase 2 is not built from it.
+    let edited = plan_text(2, "None").replace("build part 2", "build part 2 faster");
+    std::fs::write(&path, &edited).unwrap();
+    let o = h.answer_checkpoint(id, "critical only").unwrap();
+    let Outcome::Failed { brief, .. } = &o else {
+        panic!("{o:?}")
+    };
+    assert!(
+        brief.contains("plan docs/plans/parts.md changed since workflow"),
+        "{brief}"
+    );
+    assert_eq!(
+        h.calls_of("component-builder").len(),
+        2,
+        "phase 1 and its fix only"
+    );
+    // Approved again, the retry builds phase 2 from the new plan.
+    let approvals = Approvals::new(&h.env.delegate.state, &h.env.delegate.cwd);
+    let p = PlanFile::read(&path).unwrap();
+    approvals.approve(&path, &p.sha256, "test").unwrap();
+    let o = h.answer_checkpoint(id, "retry").unwrap();
+    assert!(matches!(o, Outcome::Checkpoint { .. }), "{o:?}");
+    let builders = h.calls_of("component-builder");
+    assert!(
+        builders[2].prompt.contains("build part 2 faster"),
+        "{}",
+        builders[2].prompt
+    );
+    let a = h.artifact(id);
+    assert_eq!(a["results"]["plan"]["sha256"], p.sha256.as_str());
+    let history = a["status_history"].as_array().unwrap();
+    assert!(history.iter().any(|e| e["event"] == "plan_reapproved"));
+}
