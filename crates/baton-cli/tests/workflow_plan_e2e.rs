@@ -1,0 +1,166 @@
+//! `baton run --plan FILE` and `baton plan check|approve` end to end: the real binary, real git,
+//! scripted roles (see `common::workflow`). A three-phase plan builds one phase at a time, each
+//! reviewer told its own phase's base; a plan with an open decision, or edited after its
+//! approval, is refused before anything is dispatched.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::new_without_default)]
+
+mod common;
+
+use baton_testkit::fixture::assert_exit;
+use common::workflow::*;
+
+/// A builder that changes a tracked file too, so that each phase's base is its own commit.
+const BUILDER_TRACKED: &str = concat!(
+    r#"echo "change $n" >> feature.txt
+echo "phase change $n" >> README
+cat <<'EOF'
+"#,
+    baton_testkit::contract!(BUILDER_PASS),
+    "EOF\n"
+);
+
+fn plan_text(phases: usize, open: &str) -> String {
+    let mut yaml = String::new();
+    for i in 1..=phases {
+        yaml.push_str(&format!(
+            "- phase_id: phase-{i}\n  title: Part {i}\n  objective: build part {i}\n  files: [feature.txt]\n  checks: [test -f feature.txt]\n  exit_criteria: [feature.txt has part {i}]\n  test_seams: [feature.txt]\n"
+        ));
+    }
+    format!(
+        "# Three parts\n\nplan_mode: execution_plan\nverification_rigor: standard\n\n## Phases\n```yaml\n{yaml}```\n\n## Open Decisions\n{open}\n\n## Differences from agreement\nNone\n"
+    )
+}
+
+/// The sha a prompt's `## Base` section names.
+fn base_of(prompt: &str) -> String {
+    let at = prompt.find("This phase began at `").expect("a base") + "This phase began at `".len();
+    prompt[at..].split('`').next().unwrap().to_string()
+}
+
+#[test]
+fn a_three_phase_plan_builds_phase_by_phase_with_each_phase_s_base_and_a_final_review() {
+    let wf = Wf::new();
+    wf.happy()
+        .answer("component-builder", BUILDER_TRACKED)
+        .answer_nth("code-reviewer", 2, REVIEW_CRITICAL);
+    wf.sb.write("docs/plans/parts.md", &plan_text(3, "None"));
+    wf.sb.commit_all("the plan");
+    let check = wf.run(&["plan", "check", "docs/plans/parts.md"]);
+    assert_exit(&check, 0);
+    assert!(out(&check).starts_with("plan docs/plans/parts.md: execution_plan, standard rigor, 3 phases\n  phase-1 Part 1 — exit: feature.txt has part 1\n"), "{}", out(&check));
+    assert!(out(&check).contains("not approved yet"), "{}", out(&check));
+
+    let o = wf.run(&["run", "--plan", "docs/plans/parts.md", "--no-worktree"]);
+    assert_exit(&o, 4);
+    assert!(err(&o).contains("checkpoint final_review"), "{}", err(&o));
+    // One builder per phase, and one fix in phase 2.
+    assert_eq!(wf.calls("component-builder"), 4);
+    for (n, phase) in [(1, 1), (2, 2), (3, 2), (4, 3)] {
+        assert!(
+            wf.prompt("component-builder", n)
+                .contains(&format!("Phase {phase} of 3: `phase-{phase}`")),
+            "builder call {n}"
+        );
+    }
+    // Each reviewer is told its phase's base: a real commit, a new one each phase; the
+    // re-review of phase 2 keeps phase 2's.
+    assert_eq!(wf.calls("code-reviewer"), 4);
+    let bases: Vec<String> = (1..=4)
+        .map(|n| base_of(&wf.prompt("code-reviewer", n)))
+        .collect();
+    assert_ne!(bases[0], bases[1]);
+    assert_eq!(bases[1], bases[2]);
+    assert_ne!(bases[2], bases[3]);
+    for b in &bases {
+        let t = wf.sb.git(&["cat-file", "-t", b]);
+        assert_eq!(t.trim(), "commit", "{b}");
+    }
+    // Phase 3's base holds phase 2's change: its review does not see it again.
+    let shown = wf.sb.git(&["show", &format!("{}:README", bases[3])]);
+    assert!(shown.contains("phase change 3"), "{shown}");
+    let events = wf.events();
+    let cursor_moves: Vec<String> = events
+        .iter()
+        .filter_map(|e| e["delta"].get("phase_cursor"))
+        .map(|c| c.as_str().unwrap_or("null").to_string())
+        .collect();
+    // The record starts with no cursor; it moves only when a phase verified.
+    assert_eq!(
+        cursor_moves,
+        ["null", "phase-1", "phase-2", "phase-3", "null"]
+    );
+
+    for (i, e) in events.iter().enumerate().skip(2) {
+        if e["delta"].get("phase_cursor").is_some() {
+            let last_agent = events[..i]
+                .iter()
+                .rev()
+                .find(|e| e["event"] == "agent_completed")
+                .unwrap();
+            assert_eq!(last_agent["phase"], "build-verify", "{e}");
+        }
+    }
+    // The final review reads the whole branch: from the first phase's base.
+    let o = wf.run(&["resume", "--answer", "run"]);
+    assert_exit(&o, 0);
+    assert!(out(&o).contains("proof: passed"), "{}", out(&o));
+    assert_eq!(wf.calls("code-reviewer"), 5);
+    let last = wf.prompt("code-reviewer", 5);
+    assert!(last.contains("Final whole-branch review"), "{last}");
+    assert_eq!(base_of(&last), bases[0]);
+    let snap = wf.snapshot();
+    assert_eq!(snap["results"]["final_branch_review"]["status"], "clean");
+    assert_eq!(snap["plan_file"], "docs/plans/parts.md");
+}
+
+#[test]
+fn a_plan_with_an_open_decision_or_edited_after_approval_is_refused_before_any_dispatch() {
+    let wf = Wf::new();
+    wf.happy();
+    wf.sb.write("plan.md", &plan_text(2, "- CSV or JSON?"));
+    let o = wf.run(&["run", "--plan", "plan.md", "--no-worktree"]);
+    assert_exit(&o, 2);
+    assert!(
+        err(&o).contains("plan")
+            && err(&o).contains("open decision \"CSV or JSON?\" is not made: decide it"),
+        "{}",
+        err(&o)
+    );
+    let check = wf.run(&["plan", "check", "plan.md"]);
+    assert_exit(&check, 2);
+    assert!(err(&check).contains("open decision"), "{}", err(&check));
+
+    wf.sb.write("plan.md", &plan_text(2, "- [x] CSV"));
+    let o = wf.run(&["plan", "approve", "plan.md"]);
+    assert_exit(&o, 0);
+    assert!(
+        out(&o).contains("build it with `baton run --plan plan.md`"),
+        "{}",
+        out(&o)
+    );
+    wf.sb.write("plan.md", &plan_text(2, "- [x] JSON"));
+    let o = wf.run(&["run", "--plan", "plan.md", "--no-worktree"]);
+    assert_exit(&o, 2);
+    assert!(
+        err(&o).contains("plan plan.md changed since it was approved")
+            && err(&o).contains("baton plan approve plan.md"),
+        "{}",
+        err(&o)
+    );
+    let check = wf.run(&["plan", "check", "plan.md"]);
+    assert_exit(&check, 0);
+    assert!(
+        out(&check).contains("changed since it was approved"),
+        "{}",
+        out(&check)
+    );
+    // Nothing was dispatched and no workflow was recorded.
+    assert_eq!(wf.calls("component-builder"), 0);
+    assert!(
+        !wf.sb.work().join(".baton/state/workflows").exists()
+            || std::fs::read_dir(wf.sb.work().join(".baton/state/workflows"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
+}
