@@ -36,6 +36,7 @@ pub const WIDENING: &[&str] = &[
     "providers.*.api_key_file",
     "flow.validation_sandbox",
     "agent.context_files",
+    "workflow.install",
 ];
 
 /// Whether `value` at `key` only narrows what runs (so it applies untrusted).
@@ -45,6 +46,7 @@ fn narrows(key: &str, value: &toml::Value) -> bool {
         "sandbox.network" => value.as_bool() == Some(false),
         "flow.validation_sandbox" => value.as_bool() == Some(true),
         "executor.backend" => value.as_str() == Some("baton"),
+        "workflow.install" => value.as_str() == Some("off"),
         _ => false,
     }
 }

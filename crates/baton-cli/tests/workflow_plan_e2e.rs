@@ -164,3 +164,90 @@ fn a_plan_with_an_open_decision_or_edited_after_approval_is_refused_before_any_d
                 .is_none()
     );
 }
+
+/// A suite with one test failing before the build: the BUILD (whose verifier even re-runs the
+/// whole suite as its scenario) completes, the failure listed as pre-existing.
+#[test]
+fn a_test_failing_before_the_build_is_listed_as_pre_existing_and_the_build_completes() {
+    let wf = Wf::new();
+    wf.happy();
+    let verify = VERIFY_PASS.replace("test -f feature.txt", "sh tests.sh");
+    wf.answer("integration-verifier", &verify);
+    wf.sb.write(
+        "tests.sh",
+        "echo 'running 2 tests'\necho 'test math::add ... ok'\necho 'test math::div ... FAILED'\nexit 101\n",
+    );
+    wf.sb.write(
+        ".baton/config.toml",
+        "[workflow]\ntest_command = \"sh tests.sh\"\n",
+    );
+    wf.sb.commit_all("a suite with a failing test");
+    let o = wf.run(&["run", "add a feature file", "--no-worktree"]);
+    assert_exit(&o, 0);
+    assert!(
+        out(&o).contains(
+            "pre-existing failures (failing before the build, not blamed on it): math::div"
+        ),
+        "{}",
+        out(&o)
+    );
+    assert!(
+        err(&o).contains("baseline: 1 test already fails before the build (math::div)"),
+        "{}",
+        err(&o)
+    );
+    let snap = wf.snapshot();
+    assert_eq!(
+        snap["results"]["baseline"]["failures"],
+        serde_json::json!(["math::div"])
+    );
+    let checks = snap["run"]["outputs"]
+        .as_object()
+        .unwrap()
+        .values()
+        .find_map(|o| {
+            o.get("host_checks")
+                .filter(|c| !c.as_array().unwrap().is_empty())
+        })
+        .unwrap()
+        .clone();
+    assert_eq!(checks[0]["command"], "sh tests.sh");
+    assert_eq!(checks[0]["exit_code"], 101);
+    assert_eq!(checks[0]["ok"], true);
+    assert_eq!(checks[0]["preexisting"], serde_json::json!(["math::div"]));
+    assert!(wf
+        .prompt("integration-verifier", 1)
+        .contains("already had these tests failing: math::div"));
+}
+
+/// The same suite after a builder broke a test that passed: the host's re-run names it.
+#[test]
+fn a_test_the_build_broke_stops_the_workflow_naming_it() {
+    let wf = Wf::new();
+    wf.happy();
+    wf.answer(
+        "component-builder",
+        &BUILDER_PASS.replace(
+            "echo \"change $n\" >> feature.txt",
+            "echo \"change $n\" >> feature.txt\nsed -i 's/math::add ... ok/math::add ... FAILED/' tests.sh",
+        ),
+    );
+    wf.sb.write(
+        "tests.sh",
+        "echo 'test math::add ... ok'\necho 'test math::div ... FAILED'\nexit 101\n",
+    );
+    wf.sb.write(
+        ".baton/config.toml",
+        "[workflow]\ntest_command = \"sh tests.sh\"\n",
+    );
+    wf.sb.commit_all("a suite with a failing test");
+    let o = wf.run(&["run", "add a feature file", "--no-worktree"]);
+    assert_exit(&o, 1);
+    assert!(
+        err(&o).contains(
+            "`sh tests.sh` exits 101 with tests failing that passed before the build: math::add"
+        ),
+        "{}",
+        err(&o)
+    );
+}

@@ -182,6 +182,18 @@ pub struct WorkflowConfig {
     /// The same for tokens (input plus output). `baton run --budget-tokens` overrides it.
     #[serde(default)]
     pub budget_tokens: Option<u64>,
+    /// BUILD in a fresh worktree: the command that installs the tree's dependencies before the
+    /// baseline test run (`sh -c`, unconfined, provider keys hidden; needs `baton trust` in the
+    /// project's own file). Default: detected from the lockfile (`npm ci`, `cargo fetch`, …) and
+    /// run in the sandbox with the network on. `"off"`: none.
+    #[serde(default)]
+    pub install: Option<String>,
+    /// BUILD: the project's test command, run once before the first builder (the clean
+    /// baseline: which tests already fail) and again after each verifier's pass (only new
+    /// failures block). Default: detected (`cargo test`, `npm test`, `go test ./...`, pytest,
+    /// `make test`). `"off"`: no baseline.
+    #[serde(default)]
+    pub test_command: Option<String>,
 }
 
 /// Cognitive routing (`baton agent --routing`, `baton chat`): the two participants' routes.

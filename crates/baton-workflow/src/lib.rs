@@ -42,6 +42,7 @@ macro_rules! closed_set {
 }
 
 pub mod artifact;
+pub mod baseline;
 pub mod contract;
 pub mod dispatch;
 pub mod engine;

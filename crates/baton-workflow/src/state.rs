@@ -126,6 +126,15 @@ pub struct HostCheck {
     pub ok: bool,
     pub exit_code: Option<i32>,
     pub error: Option<String>,
+    /// Failing tests the output shows that the clean baseline did not have.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub new_failures: Vec<String>,
+    /// Failing tests the baseline already had: listed, not blamed on this change.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preexisting: Vec<String>,
+    /// What the command printed (its tail; read for failing tests, never recorded).
+    #[serde(skip)]
+    pub output: String,
 }
 
 /// The runner's bookkeeping, under `run` in the artifact.

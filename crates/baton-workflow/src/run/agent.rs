@@ -87,6 +87,8 @@ pub struct Scaffold<'a> {
     pub base: Option<&'a str>,
     /// A planned BUILD's phase-local hand-off: the current phase (and the intent contract).
     pub phase: Option<&'a str>,
+    /// For the verifier: the clean baseline (which tests failed before the build).
+    pub baseline: Option<&'a str>,
 }
 
 /// The base recorded when git could not give one.
@@ -159,6 +161,10 @@ pub fn scaffold(s: &Scaffold<'_>) -> String {
         )),
         None => {}
     }
+    if let Some(b) = s.baseline {
+        p.push_str(b.trim_end());
+        p.push_str("\n\n");
+    }
     if let Some(f) = s.previous_findings.filter(|f| !f.trim().is_empty()) {
         p.push_str("## Previous Agent Findings\n");
         p.push_str(f.trim());
@@ -219,6 +225,10 @@ pub struct Recheck<'a> {
     pub spec: &'a RoleSpec,
     pub timeout: std::time::Duration,
     pub cancel: &'a CancellationToken,
+    /// Whether it may reach the network (a dependency install).
+    pub network: bool,
+    /// `false`: unconfined (the user's own `workflow.install`).
+    pub confined: bool,
 }
 
 /// How the runner reaches outside its process.
@@ -271,9 +281,19 @@ impl Launcher for ExecLauncher {
             let config = &env.delegate.config;
             let mode =
                 baton_sandbox::Policy::choose_mode(None, c.spec.meta.sandbox, config.sandbox.mode);
+            let mut policy = baton_sandbox::Policy::from_config(config, mode, c.cwd);
+            if c.network {
+                // An install: the network, and the package managers' caches under HOME.
+                policy.network = true;
+                if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+                    for d in [".cargo", ".npm", ".cache", ".local/share/pnpm", "go/pkg"] {
+                        policy.writable_roots.push(home.join(d));
+                    }
+                }
+            }
             let rules = baton_exec::guarded::CommandRules {
                 env_filter: baton_tool::EnvFilter::for_config(config),
-                sandbox: Some(baton_sandbox::Policy::from_config(config, mode, c.cwd)),
+                sandbox: c.confined.then_some(policy),
             };
             let command = baton_exec::guarded::ValidationCommand {
                 command: "sh".into(),
@@ -298,6 +318,8 @@ impl Launcher for ExecLauncher {
                 ok: r.ok,
                 exit_code: r.exit_code,
                 error: r.error,
+                output: r.output,
+                ..HostCheck::default()
             })
         })
     }
@@ -473,6 +495,7 @@ mod tests {
             research_files: None,
             base: Some("0123abcd"),
             phase: None,
+            baseline: None,
         };
         let review = scaffold(&s(Role::CodeReviewer));
         assert!(review.contains(

@@ -80,7 +80,12 @@ impl Runner<'_> {
                     role: role_name,
                     command: c.command.clone(),
                     how: match (c.exit_code, &c.error) {
-                        (Some(code), _) => format!("exits {code}"),
+                        (Some(code), _) if !c.new_failures.is_empty() => format!(
+                            "exits {code} with tests failing that passed before the build: {}",
+                            c.new_failures.join(", ")
+                        ),
+                        (Some(code), Some(e)) => format!("exits {code} ({e})"),
+                        (Some(code), None) => format!("exits {code}"),
                         (None, Some(e)) => format!("did not finish ({e})"),
                         (None, None) => "did not finish".to_string(),
                     },

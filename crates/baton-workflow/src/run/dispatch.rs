@@ -128,12 +128,27 @@ impl Runner<'_> {
             if let Err(e) = plan::recheck(&mut checked.artifact, state, &self.root, &self.id) {
                 return self.fail(e);
             }
+            let mut why = Vec::new();
             if checked.artifact.results.get("plan") != r.artifact.results.get("plan") {
-                let why = "the plan was edited and approved again: its phases are taken anew";
-                self.say(why);
+                let w = "the plan was edited and approved again: its phases are taken anew";
+                self.say(w);
+                why.push(w.to_string());
+            }
+            // The clean baseline, once, before the first builder (cc10x build 0b, 0c).
+            if self.kind == WorkflowKind::Build
+                && !checked.artifact.results.contains_key("baseline")
+            {
+                let work = self.work_dir(&checked.state);
+                self.record_baseline(&mut checked, &work).await;
+                if self.cancel.is_cancelled() {
+                    return Ok(());
+                }
+                why.push(baseline_reason(&checked.artifact));
+            }
+            if !why.is_empty() {
                 self.commit(
-                    NewEvent::new(EventKind::ArtifactUpdated).reason(why),
-                    checked.clone(),
+                    NewEvent::new(EventKind::ArtifactUpdated).reason(why.join("; ")),
+                    checked,
                 )?;
                 r = self.record();
             }
@@ -251,7 +266,10 @@ impl Runner<'_> {
         let mut out = d.output.clone();
         out.changed = changed;
         if role == Role::IntegrationVerifier && out.error.is_none() {
-            out.host_checks = self.recheck_scenarios(&spec, &out.text, &work).await;
+            let artifact = r.artifact.clone();
+            out.host_checks = self
+                .recheck_scenarios(&artifact, &spec, &out.text, &work)
+                .await;
         }
         out.role = role.name().to_string();
         v.host.outputs.insert(id.to_string(), out);
@@ -311,6 +329,7 @@ impl Runner<'_> {
     /// at most [`MAX_RECHECKS`] commands of [`RECHECK_TIMEOUT`] each). Nothing runs for a FAIL.
     pub(super) async fn recheck_scenarios(
         &self,
+        artifact: &Artifact,
         spec: &baton_protocol::role::RoleSpec,
         text: &str,
         work: &Path,
@@ -337,11 +356,20 @@ impl Runner<'_> {
                 spec,
                 timeout: RECHECK_TIMEOUT,
                 cancel: self.cancel,
+                network: false,
+                confined: true,
             };
-            let Some(c) = self.launcher.recheck(self.env, check).await else {
-                break;
+            let Some(mut c) = self.launcher.recheck(self.env, check).await else {
+                return checks;
             };
+            self.against_baseline(artifact, &mut c);
             checks.push(c);
+        }
+        // The whole suite again: only failures the baseline did not have block.
+        if checks.iter().all(|c| c.ok) {
+            if let Some(c) = self.suite_check(artifact, work).await {
+                checks.push(c);
+            }
         }
         checks
     }
@@ -450,6 +478,10 @@ impl Runner<'_> {
             last_problem: last_problem.as_deref(),
             research_files: research_files.as_deref(),
             base: base.as_deref(),
+            baseline: (role == Role::IntegrationVerifier)
+                .then(|| baseline::prompt_section(a))
+                .flatten()
+                .as_deref(),
             phase: plan::brief(
                 a,
                 matches!(role, Role::ComponentBuilder | Role::IntegrationVerifier),
@@ -465,4 +497,21 @@ pub(super) fn final_review(a: &Artifact) -> Option<&str> {
         .get("final_branch_review")
         .and_then(|f| f.get("status"))
         .and_then(|s| s.as_str())
+}
+
+/// The event reason of a recorded baseline.
+fn baseline_reason(a: &Artifact) -> String {
+    match baseline::recorded(a) {
+        Some(b) if b.is_recorded() => format!(
+            "baseline recorded: {} failing before the build{}",
+            b.failures.len(),
+            if b.failures.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", b.failures.join(", "))
+            }
+        ),
+        Some(b) => format!("baseline unavailable: {}", b.reason.unwrap_or_default()),
+        None => "baseline not recorded".into(),
+    }
 }

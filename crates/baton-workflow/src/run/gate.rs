@@ -242,6 +242,24 @@ pub fn brief_of(r: &Record, headline: &str) -> String {
             out.push_str(&format!("  - [{}] {}\n", field("severity"), field("text")));
         }
     }
+    if let Some(b) = a.results.get("baseline") {
+        let failures: Vec<&str> = b
+            .get("failures")
+            .and_then(Value::as_array)
+            .map(|f| f.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        match b.get("status").and_then(Value::as_str) {
+            Some("recorded") if failures.is_empty() => {}
+            Some("recorded") => out.push_str(&format!(
+                "pre-existing failures (failing before the build, not blamed on it): {}\n",
+                failures.join(", ")
+            )),
+            _ => out.push_str(&format!(
+                "baseline: unavailable ({}): every test failure was suspect\n",
+                b.get("reason").and_then(Value::as_str).unwrap_or("")
+            )),
+        }
+    }
     out.push_str(&format!(
         "proof: {}\n",
         a.proof_status.map_or("none", ProofStatus::as_str)

@@ -9,6 +9,7 @@
 //! recorded is dispatched again.
 
 pub mod agent;
+mod baseline;
 mod decide;
 mod dispatch;
 mod error;

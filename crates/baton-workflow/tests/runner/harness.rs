@@ -44,6 +44,10 @@ struct Script {
     calls: Vec<Call>,
     /// Commands whose re-run by the host fails (exit 1).
     failing_checks: Vec<String>,
+    /// Command → (exit code, output) of a host run.
+    outputs: BTreeMap<String, (i32, String)>,
+    /// Every command the host ran, in order.
+    commands: Vec<String>,
     usage: Usage,
     cost_usd: Option<f64>,
 }
@@ -101,13 +105,22 @@ impl Launcher for Scripted {
     }
 
     fn recheck<'a>(&'a self, _env: &'a RunEnv, c: Recheck<'a>) -> BoxFuture<'a, Option<HostCheck>> {
-        let fails = self.script().failing_checks.iter().any(|f| f == c.command);
+        let mut s = self.script();
+        s.commands.push(c.command.to_string());
+        let fails = s.failing_checks.iter().any(|f| f == c.command);
+        let output = s.outputs.get(c.command).cloned();
+        drop(s);
         Box::pin(async move {
+            let (exit, output) = match output {
+                Some((exit, text)) => (exit, text),
+                None => (i32::from(fails), String::new()),
+            };
             Some(HostCheck {
                 command: c.command.to_string(),
-                ok: !fails,
-                exit_code: Some(i32::from(fails)),
-                error: None,
+                ok: exit == 0,
+                exit_code: Some(exit),
+                output,
+                ..HostCheck::default()
             })
         })
     }
@@ -193,6 +206,20 @@ impl Harness {
             .failing_checks
             .push(command.to_string());
         self
+    }
+
+    /// The host's run of `command` exits `exit` printing `output`.
+    pub fn command_output(&self, command: &str, exit: i32, output: &str) -> &Self {
+        self.agents
+            .script()
+            .outputs
+            .insert(command.to_string(), (exit, output.to_string()));
+        self
+    }
+
+    /// Every command the host ran, in order.
+    pub fn host_commands(&self) -> Vec<String> {
+        self.agents.script().commands.clone()
     }
 
     /// What every dispatch reports it spent.

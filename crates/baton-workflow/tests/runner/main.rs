@@ -4,6 +4,7 @@
 //! the binary and real child processes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::new_without_default)]
 
+mod baseline;
 mod harness;
 mod planned;
 
