@@ -341,13 +341,63 @@ fn a_plan_reviewed_clean_completes_and_names_the_build_command() {
     assert!(err(&o).starts_with("-> PLAN workflow"), "{}", err(&o));
     let text = out(&o);
     assert!(text.contains("docs/plan.md"), "{text}");
-    assert!(text.contains("baton run --workflow build"), "{text}");
+    // The planner's file is no plan baton can build phase by phase: it says why and how.
+    assert!(
+        text.contains("It cannot be built phase by phase yet: plan_mode is missing")
+            && text.contains("the `## Phases` section is missing")
+            && text.contains(
+                "Fix it (baton plan check docs/plan.md), then: baton run --plan docs/plan.md"
+            ),
+        "{text}"
+    );
     assert_eq!(wf.dispatched(), ["plan-create", "plan-review-gap-1"]);
     assert!(wf.sb.work().join("docs/plan.md").exists());
     let snap = wf.snapshot();
     assert_eq!(snap["run_state"], "completed");
     assert_eq!(snap["plan_file"], "docs/plan.md");
     assert_eq!(wf.calls("component-builder"), 0);
+}
+
+/// A planner that writes a plan in baton's format: the PLAN approves it and names the exact
+/// command, and that command builds it phase by phase.
+#[test]
+fn a_clean_plan_is_approved_and_its_command_builds_it_phase_by_phase() {
+    let wf = Wf::new();
+    let planner = PLANNER_CREATED.replace(
+        "mkdir -p docs && echo \"plan $n\" >> docs/plan.md",
+        "mkdir -p docs && cat > docs/plan.md <<'PLAN'\n# Storage migration\n\nplan_mode: execution_plan\nverification_rigor: standard\n\n## Phases\n```yaml\n- phase_id: phase-1\n  title: schema\n  objective: add the new table\n  exit_criteria: [the table exists]\n  test_seams: [feature.txt]\n- phase_id: phase-2\n  title: copy\n  objective: copy the rows\n  exit_criteria: [every row is copied]\n  test_seams: [feature.txt]\n```\n\n## Open Decisions\nNone\n\n## Differences from agreement\nNone\nPLAN",
+    );
+    wf.answer("planner", &planner)
+        .answer("plan-gap-reviewer", PLAN_REVIEW_PASS)
+        .happy();
+    let o = wf.run(&["run", "plan the storage migration"]);
+    assert_exit(&o, 0);
+    let text = out(&o);
+    assert!(
+        text.contains("It is approved as it is now (2 phases). Build it phase by phase with: baton run --plan docs/plan.md"),
+        "{text}"
+    );
+    let approvals: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(wf.sb.work().join(".baton/state/plans.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(approvals["docs/plan.md"]["by"]
+        .as_str()
+        .unwrap()
+        .starts_with("PLAN workflow wf-"));
+    // The command it named: two phases, then the final review (skipped), docs and memory.
+    std::fs::remove_dir_all(wf.sb.work().join(".baton/state/workflows")).unwrap();
+    let o = wf.run(&["run", "--plan", "docs/plan.md", "--no-worktree"]);
+    assert_exit(&o, 4);
+    assert!(err(&o).contains("-> BUILD workflow"), "{}", err(&o));
+    assert_eq!(wf.calls("component-builder"), 2);
+    let o = wf.run(&["resume", "--answer", "skip"]);
+    assert_exit(&o, 0);
+    assert!(
+        out(&o).contains("Build the plan: Storage migration"),
+        "{}",
+        out(&o)
+    );
 }
 
 #[test]
