@@ -418,6 +418,13 @@ fn plan_findings_lead_to_a_replan_and_a_second_review() {
         ]
     );
     assert_eq!(wf.calls("planner"), 2);
+    // The re-plan is handed what the gap review found.
+    let replan = wf.prompt("planner", 2);
+    assert!(
+        replan.contains("## Previous Agent Findings")
+            && replan.contains("REPLAN_REASON: the plan has no rollback step"),
+        "{replan}"
+    );
     assert_eq!(wf.snapshot()["run_state"], "completed");
 }
 

@@ -160,6 +160,8 @@ pub struct VerifierReport {
     pub scenarios_failed: Option<u32>,
     pub scenario_rows: Vec<Scenario>,
     pub evidence: Evidence,
+    /// A failing verifier whose findings or remediation reason say `REVERT`.
+    pub revert: bool,
 }
 
 impl VerifierReport {
@@ -484,6 +486,8 @@ impl RemfixReport {
 pub struct MergedFindings {
     pub critical_issues: u32,
     pub high_issues: u32,
+    /// HIGH findings only the failure-hunter raised (cc10x remediation row 2).
+    pub hunter_only_high: u32,
 }
 
 /// How a research round went, per backend (`COMPLETE`, `PARTIAL`, `DEGRADED`, `UNAVAILABLE`).

@@ -43,6 +43,10 @@ baton_protocol::closed_set! {
         CircuitBreaker = "circuit_breaker",
         /// Every phase of a planned BUILD verified: run a final whole-branch review or skip it.
         FinalReview = "final_review",
+        /// The reviewer approves, the failure-hunter reports HIGH issues.
+        HunterFindings = "hunter_findings",
+        /// The verifier failed recommending a revert.
+        RevertDecision = "revert_decision",
         /// The next dispatch would pass the budget.
         Budget = "budget",
         /// A failure stopped the workflow; the answer is guidance for a retry.
@@ -63,6 +67,8 @@ impl From<Gate> for StopGate {
             Gate::PhaseBlocked => StopGate::PhaseBlocked,
             Gate::CircuitBreaker => StopGate::CircuitBreaker,
             Gate::FinalReview => StopGate::FinalReview,
+            Gate::HunterFindings => StopGate::HunterFindings,
+            Gate::RevertDecision => StopGate::RevertDecision,
         }
     }
 }

@@ -52,6 +52,23 @@ impl Draft<'_> {
         }
     }
 
+    /// Whether the user chose to proceed past the hunter's HIGH findings in this phase.
+    fn hunter_findings_accepted(&self) -> bool {
+        self.a
+            .results
+            .get("hunter_findings")
+            .is_some_and(|d| d.get("phase") == Some(&json!(self.a.phase_cursor)))
+    }
+
+    /// Whether the user answered `fix` at this phase's revert gate (the fix runs; a later
+    /// revert recommendation in the phase is asked again only in a new phase).
+    fn revert_declined(&self) -> bool {
+        self.a
+            .results
+            .get("revert_decision")
+            .is_some_and(|d| d.get("phase") == Some(&json!(self.a.phase_cursor)))
+    }
+
     /// After the last phase (and the final review): the docs, then memory.
     fn chain_tail(&mut self, why: &str) -> (Action, String) {
         if self.full_graph() && self.inputs.outputs.doc_syncer.is_none() {
@@ -101,7 +118,28 @@ impl Draft<'_> {
                 }
                 return;
             }
-            if f.critical_issues > 0 || f.high_issues > 0 {
+            // cc10x remediation row 2: the reviewer approves and only the hunter reports HIGH
+            // issues (no critical one): the user decides, once per phase.
+            let reviewer_approves =
+                outputs.reviewer.as_ref().and_then(|r| r.approves()) == Some(true);
+            let hunter_only = kind == WorkflowKind::Build
+                && f.critical_issues == 0
+                && f.high_issues > 0
+                && f.hunter_only_high == f.high_issues
+                && reviewer_approves;
+            if hunter_only && !self.hunter_findings_accepted() {
+                self.stop(
+                    Action::PauseForHunterFindings,
+                    Some(Gate::HunterFindings),
+                    format!(
+                        "the reviewer approves, but the failure-hunter reports {} HIGH issue{}",
+                        f.high_issues,
+                        if f.high_issues == 1 { "" } else { "s" }
+                    ),
+                );
+                return;
+            }
+            if (f.critical_issues > 0 || f.high_issues > 0) && !hunter_only {
                 self.remediate("code-reviewer", "ALL_ISSUES", "review findings");
                 return;
             }
@@ -151,6 +189,13 @@ impl Draft<'_> {
                 return self.invalid("verifier", &problems);
             }
             self.result("verifier", json!({"passed": v.passed()}));
+            if !v.passed() && v.revert && !self.revert_declined() {
+                return self.stop(
+                    Action::PauseForRevertDecision,
+                    Some(Gate::RevertDecision),
+                    "the verifier failed and recommends reverting this phase's change",
+                );
+            }
             if !v.passed() {
                 if outputs.builder.as_ref().is_some_and(|b| b.status == "PASS") {
                     self.changes.push(Change::Status(HistoryEntry::new(

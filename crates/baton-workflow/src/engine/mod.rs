@@ -69,6 +69,10 @@ pub enum Action {
     PauseForCircuitBreaker,
     /// Every phase of a planned BUILD verified: a final whole-branch review is offered.
     OfferFinalReview,
+    /// The reviewer approves but the failure-hunter reports HIGH issues: remediate or proceed.
+    PauseForHunterFindings,
+    /// The verifier failed and recommends reverting: revert or fix.
+    PauseForRevertDecision,
     StopForBlockedPhase,
     StopForFailure,
     StopInvalidOutput,
@@ -92,6 +96,10 @@ baton_protocol::closed_set! {
         CircuitBreaker = "circuit_breaker",
         /// Every phase verified: run a final whole-branch review, or skip to finishing.
         FinalReview = "final_review",
+        /// The reviewer approves, the hunter reports HIGH issues: remediate or proceed.
+        HunterFindings = "hunter_findings",
+        /// The verifier failed recommending a revert: revert or create a fix.
+        RevertDecision = "revert_decision",
     }
 }
 
@@ -667,7 +675,7 @@ mod tests {
         let mut inputs = Inputs::default();
         inputs.outputs.findings = Some(MergedFindings {
             critical_issues: 1,
-            high_issues: 0,
+            ..MergedFindings::default()
         });
         let d = decide(&artifact, &inputs);
         assert_eq!(d.action, Action::PauseForCircuitBreaker);

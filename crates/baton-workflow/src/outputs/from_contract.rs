@@ -23,7 +23,7 @@ use crate::contract::merge::{merge_findings, Finding, Severity};
 use crate::contract::scenario::{Scenario as ContractScenario, ScenarioStatus};
 use crate::contract::{
     BuilderContract, Checked, Contract, DocSyncContract, InvestigatorContract, PlanGapContract,
-    PlannerContract, ReadOnlyCommon, ResearchContract, ResearchStatus, ReviewContract,
+    PlannerContract, ReadOnlyCommon, ResearchContract, ResearchStatus, ReviewContract, Role,
     VerifyContract,
 };
 
@@ -80,9 +80,15 @@ pub fn findings_from(reviewer: Option<&Checked>, hunter: Option<&Checked>) -> Me
         .map(|common| common.critical_count)
         .max()
         .unwrap_or(0);
+    let hunter_only_high = merged
+        .iter()
+        .filter(|m| m.finding.severity == Severity::High)
+        .filter(|m| m.raised_by.iter().all(|r| *r == Role::FailureHunter))
+        .count() as u64;
     MergedFindings {
         critical_issues: narrow(count(Severity::Critical).max(stated)),
         high_issues: narrow(count(Severity::High)),
+        hunter_only_high: narrow(hunter_only_high),
     }
 }
 
@@ -283,7 +289,20 @@ fn verifier(c: &VerifyContract) -> VerifierReport {
         evidence: Evidence {
             scenarios: a.evidence.scenarios.clone(),
         },
+        revert: c.common.fields.revert_recommended == Some(true)
+            || c.common
+                .findings
+                .iter()
+                .map(|f| f.text.as_str())
+                .chain(c.common.fields.remediation_reason.as_deref())
+                .any(says_revert),
     }
+}
+
+/// Whether a verifier's text recommends reverting: the word `REVERT` in capitals.
+fn says_revert(text: &str) -> bool {
+    text.split(|c: char| !c.is_ascii_alphabetic())
+        .any(|w| w == "REVERT")
 }
 
 fn plan_review(c: &PlanGapContract) -> PlanReviewReport {

@@ -66,6 +66,7 @@ fn a_critical_finding_both_raise_at_one_line_counts_once() {
         MergedFindings {
             critical_issues: 1,
             high_issues: 1,
+            hunter_only_high: 0,
         }
     );
     let elsewhere = parsed(Role::FailureHunter, &hunt("src/c.rs:7", 1));

@@ -25,12 +25,15 @@ use crate::artifact::{Task, TaskKind};
 use crate::contract::Role;
 use crate::state::{HostCheck, TaskOutput};
 
-/// Phrases that pre-judge a reviewer's verdict (seed 001's anti-anchoring guard).
-pub const BIAS_PHRASES: [&str; 6] = [
+/// Phrases that pre-judge a reviewer's verdict: cc10x's self-check blocklist (seed 001's
+/// anti-anchoring guard; `don't treat` stands for "don't treat X as a defect").
+pub const BIAS_PHRASES: [&str; 8] = [
     "do not flag",
     "don't treat",
+    "don't worry about",
     "at most minor",
     "the plan chose",
+    "already verified, just",
     "should be fine",
     "no need to check",
 ];
@@ -41,6 +44,12 @@ pub fn adversarial(role: Role) -> bool {
         role,
         Role::CodeReviewer | Role::FailureHunter | Role::PlanGapReviewer
     )
+}
+
+/// Roles whose prompt is scanned for bias phrases before dispatch: the adversarial ones, the
+/// verifier and the investigator (cc10x's dispatch-prompt rules for read-only agents).
+pub fn bias_scanned(role: Role) -> bool {
+    adversarial(role) || matches!(role, Role::IntegrationVerifier | Role::BugInvestigator)
 }
 
 /// Removes every line holding a bias phrase; returns the prompt and the phrases found.
@@ -470,6 +479,21 @@ mod tests {
         let (clean, none) = scan_bias("Review the change.\n");
         assert!(none.is_empty());
         assert_eq!(clean, "Review the change.\n");
+        // All eight of cc10x's blocklist, in any case.
+        let (_, all) = scan_bias(
+            "Do not flag a\nDon't treat b as a defect\nDon't worry about c\nAt most Minor\nthe plan chose d\nAlready verified, just look\nshould be fine\nNo need to check e\n",
+        );
+        assert_eq!(all, BIAS_PHRASES);
+        for role in [
+            Role::CodeReviewer,
+            Role::FailureHunter,
+            Role::PlanGapReviewer,
+            Role::IntegrationVerifier,
+            Role::BugInvestigator,
+        ] {
+            assert!(bias_scanned(role), "{role:?}");
+        }
+        assert!(!bias_scanned(Role::ComponentBuilder));
     }
 
     #[test]

@@ -402,7 +402,7 @@ impl Runner<'_> {
 /// at one `file:line` is cross-confirmed); after a verifier, the latest review findings checked
 /// against its `### Reviewer Finding Validation` — the ones it could not confirm are dropped and
 /// returned as the second list (degraded critical ones are kept).
-fn findings_ledger(v: &WorkflowState) -> (Vec<LoggedFinding>, Vec<String>) {
+pub(super) fn findings_ledger(v: &WorkflowState) -> (Vec<LoggedFinding>, Vec<String>) {
     use contract::merge::{apply_validation, findings_in, merge_findings, validations_in};
     let text_of = |role: Role, ids: &mut dyn Iterator<Item = &String>| {
         ids.filter_map(|id| v.host.outputs.get(id))

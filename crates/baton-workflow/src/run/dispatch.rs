@@ -155,7 +155,7 @@ impl Runner<'_> {
         }
         let v = &r.state;
         let prompt = self.prompt(&r, &task, role);
-        let (prompt, bias) = if agent::adversarial(role) {
+        let (prompt, bias) = if agent::bias_scanned(role) {
             agent::scan_bias(&prompt)
         } else {
             (prompt, Vec::new())
@@ -441,6 +441,18 @@ impl Runner<'_> {
                 }
             }
             lines.join("\n")
+        });
+        // The re-plan is handed the gap review's findings it answers (cc10x plan-workflow).
+        let findings = findings.or_else(|| {
+            (task.node() == Some(Phase::RePlan)).then(|| {
+                v.tasks
+                    .iter()
+                    .rev()
+                    .filter(|t| t.node() == Some(Phase::PlanReviewGap1))
+                    .find_map(|t| v.host.outputs.get(&t.id))
+                    .map(|o| o.text.chars().take(6000).collect::<String>())
+                    .unwrap_or_default()
+            })
         });
         let last_problem = v.host.failure.clone().filter(|_| v.host.guidance.is_some());
         // The investigator or planner after a research round reads where its files are.

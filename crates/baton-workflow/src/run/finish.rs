@@ -6,7 +6,7 @@ use crate::artifact::Phase;
 use crate::event::{
     AnswerDetails, CheckpointAnswered, CheckpointDetails, CheckpointRequested, EventBody,
 };
-use crate::state::{Checkpoint, GivenAnswer, Record, RunState, StopGate};
+use crate::state::{Checkpoint, GivenAnswer, Record, RunState, StopGate, WorkflowState};
 
 impl Runner<'_> {
     /// Waits at a checkpoint, or takes its recommended option under `AUTO_PROCEED`.
@@ -111,27 +111,65 @@ impl Runner<'_> {
                 v.host.failure = Some(format!("stopped at the {} checkpoint: {text}", cp.gate));
             }
             Answer::Scope(scope) => {
-                let mut t = graph::task(
-                    &v.tasks,
-                    &self.id,
-                    TaskKind::Remfix,
-                    Phase::BuildImplement.as_str(),
-                    "code-reviewer",
-                    scope,
-                    &format!("review findings, scope {scope}"),
-                    Vec::new(),
+                let reason = format!("review findings, scope {scope}");
+                let why = format!("scope decision: {scope}");
+                self.add_remfix(&mut a, &mut v, scope, "code-reviewer", &reason, &why);
+            }
+            Answer::Remediate => {
+                let (origin, reason) = match cp.gate {
+                    StopGate::HunterFindings => {
+                        ("failure-hunter", "the failure-hunter's HIGH findings")
+                    }
+                    _ => ("integration-verifier", "verification failed"),
+                };
+                if cp.gate == StopGate::RevertDecision {
+                    let d = serde_json::json!({"phase": a.phase_cursor, "choice": "fix"});
+                    a.results.insert("revert_decision".into(), d);
+                }
+                let why = format!("{} answered: remediate", cp.gate);
+                self.add_remfix(&mut a, &mut v, "ALL_ISSUES", origin, reason, &why);
+            }
+            Answer::Proceed => {
+                // The findings go on the deferred list, with their phase; the batch is decided
+                // again and the chain goes on to the verifier.
+                let d = serde_json::json!({"phase": a.phase_cursor, "choice": "proceed"});
+                a.results.insert("hunter_findings".into(), d);
+                for f in decide::findings_ledger(&v).0 {
+                    let mut entry = serde_json::to_value(&f).unwrap_or_default();
+                    if let Some(o) = entry.as_object_mut() {
+                        o.insert("phase".into(), a.phase_cursor.clone().into());
+                    }
+                    a.deferred_findings.push(entry);
+                }
+            }
+            Answer::Revert => {
+                v.state = RunState::Stopped;
+                let base = a
+                    .results
+                    .get("git_base_sha")
+                    .and_then(serde_json::Value::as_str)
+                    .filter(|b| *b != agent::UNAVAILABLE_BASE)
+                    .map(str::to_string);
+                let how = match base {
+                    Some(b) => format!(
+                        "to put the phase's base back: git restore --source {b} --worktree -- . (and `git clean -n` lists the files it added)"
+                    ),
+                    None => "no base was recorded: revert the phase's change by hand".into(),
+                };
+                v.host.failure = Some(format!(
+                    "reverted at the revert_decision checkpoint (the verifier failed and recommended it): {how}"
+                ));
+                let memory = MemoryDir::new(&self.root);
+                let _ = memory.append(
+                    MemoryFile::ActiveContext,
+                    "Decisions",
+                    &[format!(
+                        "Revert chosen for {} phase {} after a failed verification ({})",
+                        self.id,
+                        a.phase_cursor.as_deref().unwrap_or("?"),
+                        text.trim()
+                    )],
                 );
-                let mut entry = HistoryEntry::new(
-                    "remediation_created",
-                    a.phase_cursor.as_deref(),
-                    &format!("scope decision: {scope}"),
-                );
-                t.plan = a.plan_file.clone().or(t.plan);
-                entry.extra.insert("origin".into(), "code-reviewer".into());
-                a.remediation_history.push(entry);
-                v.host.batch = vec![t.id.clone()];
-                v.host.next = Some(Action::CreateRemfix);
-                v.tasks.push(t);
             }
             Answer::Accept => {
                 v.host.guidance = None;
@@ -206,6 +244,35 @@ impl Runner<'_> {
             }
         }
         self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v))
+    }
+
+    /// A remediation the user's answer asked for: its task (the batch), its history entry.
+    fn add_remfix(
+        &self,
+        a: &mut Artifact,
+        v: &mut WorkflowState,
+        scope: &str,
+        origin: &str,
+        reason: &str,
+        why: &str,
+    ) {
+        let mut t = graph::task(
+            &v.tasks,
+            &self.id,
+            TaskKind::Remfix,
+            Phase::BuildImplement.as_str(),
+            origin,
+            scope,
+            reason,
+            Vec::new(),
+        );
+        t.plan = a.plan_file.clone().or(t.plan);
+        let mut entry = HistoryEntry::new("remediation_created", a.phase_cursor.as_deref(), why);
+        entry.extra.insert("origin".into(), origin.into());
+        a.remediation_history.push(entry);
+        v.host.batch = vec![t.id.clone()];
+        v.host.next = Some(Action::CreateRemfix);
+        v.tasks.push(t);
     }
 
     /// Ends the workflow: memory finalized inline (a failed write stops it), the brief recorded.

@@ -24,13 +24,22 @@ pub enum Answer {
     Finish(&'static str),
     /// Every phase verified: run the final whole-branch review (`true`) or skip it.
     FinalReview(bool),
+    /// The hunter's HIGH findings or the verifier's failure: create the fix.
+    Remediate,
+    /// The hunter's HIGH findings: go on, the findings deferred.
+    Proceed,
+    /// The verifier recommends reverting: stop, the revert left to the user.
+    Revert,
 }
 
 /// What a gate risks when `AUTO_PROCEED` would take its recommended option.
 pub fn risk(gate: StopGate) -> GateRisk {
     match gate {
         // The recommended finishing choice is `keep`, which changes nothing.
-        StopGate::ScopeDecision | StopGate::Finish | StopGate::FinalReview => GateRisk::Ordinary,
+        StopGate::ScopeDecision
+        | StopGate::Finish
+        | StopGate::FinalReview
+        | StopGate::HunterFindings => GateRisk::Ordinary,
         _ => GateRisk::FailureStop,
     }
 }
@@ -48,6 +57,16 @@ pub fn checkpoint(gate: StopGate, reason: &str, brief: String) -> Checkpoint {
                 "{reason}. Allow one more remediation cycle, accept the work as it is (the open findings are deferred and the work is marked unverified), or abort?"
             ),
             vec!["one more cycle", "accept", "abort"],
+            None,
+        ),
+        StopGate::HunterFindings => (
+            format!("{reason}. Remediate them (one fix, then re-review, re-hunt and verification), or proceed with them deferred (listed in the brief)?"),
+            vec!["remediate", "proceed"],
+            Some("remediate"),
+        ),
+        StopGate::RevertDecision => (
+            format!("{reason}. Revert (the workflow stops; the brief gives the command that puts the phase's base back), or create a fix?"),
+            vec!["revert", "fix"],
             None,
         ),
         StopGate::FinalReview => (
@@ -121,6 +140,9 @@ pub fn read_answer(cp: &Checkpoint, answer: &str) -> Result<Answer, String> {
         "keep" => Answer::Finish("keep"),
         "discard" => Answer::Finish("discard"),
         "run" => Answer::FinalReview(true),
+        "remediate" | "fix" => Answer::Remediate,
+        "proceed" => Answer::Proceed,
+        "revert" => Answer::Revert,
         "skip" => Answer::FinalReview(false),
         "abort" => Answer::Abort,
         _ => Answer::Retry,

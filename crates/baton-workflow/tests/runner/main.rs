@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::new_without_default)]
 
 mod baseline;
+mod gates;
 mod harness;
 mod planned;
 

@@ -1,0 +1,130 @@
+//! cc10x remediation rows the user decides: the reviewer approves while only the failure-hunter
+//! reports HIGH issues (row 2), and a failed verification that recommends reverting (2d).
+
+use baton_workflow::run::state::{RunState, StopGate, WorkflowState};
+use baton_workflow::run::Outcome;
+
+use crate::harness::*;
+
+const HUNT_HIGH: &str = r#"CONTRACT {"s":"ISSUES_FOUND","b":false,"cr":0}
+## Error Handling Audit: Issues Found
+
+### High Issues
+- [85] feature.txt:3 a write error is ignored
+
+REMEDIATION_NEEDED: true
+REMEDIATION_REASON: handle the write error
+REMEDIATION_SCOPE_REQUESTED: ALL_ISSUES
+"#;
+
+const VERIFY_FAIL_REVERT: &str = r#"CONTRACT {"s":"FAIL","b":true,"cr":1}
+## Verification: FAIL
+
+### Critical Issues
+- [95] feature.txt:1 the change breaks every caller
+
+### Router Contract
+```yaml
+SCENARIOS_TOTAL: 1
+SCENARIOS_PASSED: 0
+SCENARIOS_FAILED: 1
+SCENARIO_ROWS:
+  - name: feature file exists
+    command: test -f feature.txt
+    expected: exit 0
+    actual: exit 1
+    exit_code: 1
+    status: FAIL
+EVIDENCE:
+  scenarios:
+    - "feature file exists | test -f feature.txt -> exit 1"
+REMEDIATION_NEEDED: true
+REVERT_RECOMMENDED: true
+```
+"#;
+
+#[test]
+fn hunter_only_high_findings_ask_and_remediate_when_told() {
+    let h = Harness::new();
+    h.happy().answer_nth("failure-hunter", 1, HUNT_HIGH);
+    let o = h.build("add a feature file").unwrap();
+    let Outcome::Checkpoint { id, checkpoint } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(checkpoint.gate, StopGate::HunterFindings);
+    assert_eq!(checkpoint.options, ["remediate", "proceed"]);
+    assert!(checkpoint
+        .question
+        .starts_with("the reviewer approves, but the failure-hunter reports 1 HIGH issue."));
+    // Nothing was fixed without asking.
+    assert_eq!(h.calls_of("component-builder").len(), 1);
+    let o = h.answer_checkpoint(id, "remediate").unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    let builders = h.calls_of("component-builder");
+    assert_eq!(builders.len(), 2);
+    assert!(builders[1]
+        .prompt
+        .contains("the failure-hunter's HIGH findings"));
+    let a = h.artifact(id);
+    assert_eq!(a["remediation_history"][0]["origin"], "failure-hunter");
+}
+
+#[test]
+fn hunter_only_high_findings_can_be_deferred_and_the_build_goes_on() {
+    let h = Harness::new();
+    h.happy().answer("failure-hunter", HUNT_HIGH);
+    let id = id_of(&h.build("add a feature file").unwrap());
+    let o = h.answer_checkpoint(&id, "proceed").unwrap();
+    let Outcome::Completed { brief, .. } = &o else {
+        panic!("{o:?}")
+    };
+    assert!(
+        brief.contains("deferred findings: 1\n  - [high] feature.txt:3 a write error is ignored"),
+        "{brief}"
+    );
+    assert_eq!(h.calls_of("component-builder").len(), 1, "no fix");
+    assert_eq!(h.calls_of("integration-verifier").len(), 1);
+    let a = h.artifact(&id);
+    assert_eq!(a["deferred_findings"][0]["phase"], "phase-1");
+}
+
+#[test]
+fn a_verifier_recommending_a_revert_asks_and_revert_stops_with_the_command() {
+    let h = Harness::new();
+    h.happy().answer("integration-verifier", VERIFY_FAIL_REVERT);
+    let o = h.build("add a feature file").unwrap();
+    let Outcome::Checkpoint { id, checkpoint } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(checkpoint.gate, StopGate::RevertDecision);
+    assert_eq!(checkpoint.options, ["revert", "fix"]);
+    assert_eq!(checkpoint.recommended, None, "AUTO_PROCEED never reverts");
+    let o = h.answer_checkpoint(id, "revert").unwrap();
+    let Outcome::Stopped { brief, .. } = &o else {
+        panic!("{o:?}")
+    };
+    assert!(
+        brief.contains("reverted at the revert_decision checkpoint"),
+        "{brief}"
+    );
+    let s = WorkflowState::read(&h.artifact(id)).unwrap();
+    assert_eq!(s.state, RunState::Stopped);
+    let memory =
+        std::fs::read_to_string(h.env.delegate.cwd.join(".baton/memory/activeContext.md")).unwrap();
+    assert!(memory.contains("Revert chosen for"), "{memory}");
+}
+
+#[test]
+fn fix_at_the_revert_gate_creates_the_remediation() {
+    let h = Harness::new();
+    h.happy()
+        .answer_nth("integration-verifier", 1, VERIFY_FAIL_REVERT);
+    let id = id_of(&h.build("add a feature file").unwrap());
+    let o = h.answer_checkpoint(&id, "fix").unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    assert_eq!(h.calls_of("component-builder").len(), 2);
+    assert_eq!(
+        h.artifact(&id)["remediation_history"][0]["origin"],
+        "integration-verifier"
+    );
+}
