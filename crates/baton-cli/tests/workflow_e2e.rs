@@ -328,7 +328,7 @@ fn a_build_in_a_worktree_ends_with_the_finishing_choice_and_merge_lands_it() {
     let o = wf.run(&["run", "--worktree", "add a feature file"]);
     assert_exit(&o, 4);
     let text = out(&o);
-    assert!(text.contains("merge | keep | discard"), "{text}");
+    assert!(text.contains("merge | keep | pr | discard"), "{text}");
     let id = wf.id();
     // The agents worked in the worktree: the main checkout is untouched so far.
     assert!(!wf.sb.work().join("feature.txt").exists());

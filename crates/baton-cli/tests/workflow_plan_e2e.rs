@@ -251,3 +251,97 @@ fn a_test_the_build_broke_stops_the_workflow_naming_it() {
         err(&o)
     );
 }
+
+/// A suite that reads the project's own tree: `local.flag` there breaks a test.
+const SUITE_READING_THE_TREE: &str = "echo 'test math::div ... FAILED'\nif [ -f local.flag ]; then echo 'test local::flag ... FAILED'; else echo 'test local::flag ... ok'; fi\nexit 101\n";
+
+fn worktree_build_with_a_suite(wf: &Wf) -> String {
+    wf.happy();
+    wf.sb.write("tests.sh", SUITE_READING_THE_TREE);
+    wf.sb.write(
+        ".baton/config.toml",
+        "[workflow]\ntest_command = \"sh tests.sh\"\n",
+    );
+    wf.sb.commit_all("a suite");
+    let o = wf.run(&["run", "--worktree", "add a feature file"]);
+    assert_exit(&o, 4);
+    assert!(
+        out(&o).contains("merge | keep | pr | discard"),
+        "{}",
+        out(&o)
+    );
+    wf.id()
+}
+
+/// cc10x's merge-then-cleanup order: the suite runs on the merged tree before the worktree and
+/// the branch go; green (only the baseline's failure), both are removed.
+#[test]
+fn merge_runs_the_suite_on_the_merged_tree_before_removing_anything() {
+    let wf = Wf::new();
+    let id = worktree_build_with_a_suite(&wf);
+    let o = wf.run(&["resume", &id, "--answer", "merge"]);
+    assert_exit(&o, 0);
+    assert!(
+        out(&o).contains("`sh tests.sh` on the merged tree fails only where it failed before (math::div); the worktree and the branch are removed"),
+        "{}",
+        out(&o)
+    );
+    assert!(wf.sb.work().join("feature.txt").exists());
+    assert_eq!(wf.sb.git(&["branch", "--list", "baton/*"]).trim(), "");
+}
+
+/// A new failure on the merged tree: the merge stays, the worktree and the branch are kept.
+#[test]
+fn a_merge_that_breaks_the_merged_tree_keeps_the_worktree_and_the_branch() {
+    let wf = Wf::new();
+    let id = worktree_build_with_a_suite(&wf);
+    wf.sb.write("local.flag", "the user's own local state\n");
+    let o = wf.run(&["resume", &id, "--answer", "merge"]);
+    assert_exit(&o, 0);
+    assert!(
+        out(&o).contains(
+            "but on the merged tree `sh tests.sh` has new failures: local::flag: the worktree"
+        ),
+        "{}",
+        out(&o)
+    );
+    assert!(wf.sb.git(&["branch", "--list", "baton/*"]).contains(&id));
+    let wt = wf.snapshot()["run"]["worktree"]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(std::path::Path::new(&wt).exists());
+}
+
+/// `pr` pushes the branch (never forced) and keeps the worktree.
+#[test]
+fn pr_pushes_the_branch_and_keeps_the_worktree() {
+    let wf = Wf::new();
+    let remote = wf.sb.path("remote.git");
+    let init = std::process::Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&remote)
+        .status()
+        .unwrap();
+    assert!(init.success());
+    wf.sb
+        .git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    let id = worktree_build_with_a_suite(&wf);
+    let o = wf.run(&["resume", &id, "--answer", "pr"]);
+    assert_exit(&o, 0);
+    assert!(
+        out(&o).contains(&format!("pushed branch baton/{id} to origin")),
+        "{}",
+        out(&o)
+    );
+    let pushed = wf.sb.git(&["ls-remote", "origin"]);
+    assert!(
+        pushed.contains(&format!("refs/heads/baton/{id}")),
+        "{pushed}"
+    );
+    let wt = wf.snapshot()["run"]["worktree"]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(std::path::Path::new(&wt).exists());
+}

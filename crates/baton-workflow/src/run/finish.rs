@@ -93,7 +93,9 @@ impl Runner<'_> {
         // question stays.
         let finished = match (&choice, &v.host.worktree) {
             (Answer::Finish(c), Some(wt)) => {
-                Some(apply_finish(&self.root, wt, c).map_err(RunError::FinishChoice)?)
+                let artifact = a.clone();
+                let verify = || self.post_merge_check(&artifact);
+                Some(apply_finish(&self.root, wt, c, &verify).map_err(RunError::FinishChoice)?)
             }
             _ => None,
         };
@@ -246,6 +248,52 @@ impl Runner<'_> {
         self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v))
     }
 
+    /// After a merge into the project's tree: the test suite on the merged result, against the
+    /// baseline. `Ok(Some(what))` green, `Ok(None)` no baseline to check, `Err(what)` new
+    /// failures (or a suite that no longer runs).
+    fn post_merge_check(&self, a: &Artifact) -> Result<Option<String>, String> {
+        if !baseline::recorded(a).is_some_and(|b| b.is_recorded()) {
+            return Ok(None);
+        }
+        // The suite runs through the async launcher; answering is synchronous, so it gets a
+        // runtime of its own on a scoped thread.
+        let check = std::thread::scope(|s| {
+            s.spawn(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .ok()
+                    .and_then(|rt| rt.block_on(self.suite_check(a, &self.root)))
+            })
+            .join()
+            .ok()
+            .flatten()
+        });
+        match check {
+            None => Err("the test suite could not be run".into()),
+            Some(c) if c.ok => Ok(Some(match c.preexisting.is_empty() {
+                true => format!("`{}` passes on the merged tree", c.command),
+                false => format!(
+                    "`{}` on the merged tree fails only where it failed before ({})",
+                    c.command,
+                    c.preexisting.join(", ")
+                ),
+            })),
+            Some(c) => Err(match c.new_failures.is_empty() {
+                true => format!(
+                    "`{}` fails ({})",
+                    c.command,
+                    c.error.unwrap_or_else(|| format!("exit {:?}", c.exit_code))
+                ),
+                false => format!(
+                    "`{}` has new failures: {}",
+                    c.command,
+                    c.new_failures.join(", ")
+                ),
+            }),
+        }
+    }
+
     /// A remediation the user's answer asked for: its task (the batch), its history entry.
     fn add_remfix(
         &self,
@@ -306,10 +354,20 @@ impl Runner<'_> {
                     .reason(format!("the work is committed on {}", wt.branch)),
                 r,
             )?;
+            // Deferred findings are surfaced before the choice, never dropped (cc10x 1a).
+            let deferred = match self.record().artifact.deferred_findings.len() {
+                0 => String::new(),
+                n => format!(
+                    ". {n} deferred finding{} stay{} open (listed in the brief): fix, file or accept {} before merging",
+                    if n == 1 { "" } else { "s" },
+                    if n == 1 { "s" } else { "" },
+                    if n == 1 { "it" } else { "them" }
+                ),
+            };
             return self.stop_at(
                 StopGate::Finish,
                 &format!(
-                    "{headline}. The work is committed on branch {} (worktree {})",
+                    "{headline}. The work is committed on branch {} (worktree {}){deferred}",
                     wt.branch,
                     wt.path.display()
                 ),
@@ -514,10 +572,14 @@ fn git(dir: &std::path::Path, args: &[&str]) -> Result<String, String> {
 }
 
 /// Carries out the finishing choice on the workflow's branch; the text says what was done.
+/// `merge` keeps cc10x's merge-then-cleanup order: the fast-forward, then `verify` on the merged
+/// tree (the test suite against the baseline), and only when that is green the worktree's
+/// removal, then the branch's.
 pub(super) fn apply_finish(
     root: &std::path::Path,
     wt: &baton_exec::worktree::ChildWorktree,
     choice: &str,
+    verify: &dyn Fn() -> Result<Option<String>, String>,
 ) -> Result<String, String> {
     let path = wt.path.display().to_string();
     match choice {
@@ -526,9 +588,31 @@ pub(super) fn apply_finish(
             git(root, &["merge", "--ff-only", "-q", &wt.branch]).map_err(|e| {
                 format!("{e}\nthe base branch {head} moved on: rebase {} onto it (in {path}) and answer merge again, or answer keep", wt.branch)
             })?;
+            let checked = match verify() {
+                Err(broken) => {
+                    return Ok(format!(
+                        "merged {} into {head} (fast-forward), but on the merged tree {broken}: the worktree {path} and the branch are kept — fix it there, or revert the merge (git reset --keep ORIG_HEAD)",
+                        wt.branch
+                    ))
+                }
+                Ok(Some(green)) => format!("; {green}"),
+                Ok(None) => String::new(),
+            };
             git(root, &["worktree", "remove", &path])?;
             git(root, &["branch", "-d", &wt.branch])?;
-            Ok(format!("merged {} into {head} (fast-forward); the worktree and the branch are removed", wt.branch))
+            Ok(format!("merged {} into {head} (fast-forward){checked}; the worktree and the branch are removed", wt.branch))
+        }
+        "pr" => {
+            // Pushed as it is, never forced; the worktree stays (the user still needs it).
+            let remote = git(root, &["remote"])?;
+            let Some(remote) = remote.lines().find(|r| *r == "origin").or(remote.lines().next()) else {
+                return Err("the repository has no remote to push to: add one (git remote add origin URL) and answer pr again, or answer keep".into());
+            };
+            git(&wt.path, &["push", "-u", remote, &wt.branch])?;
+            Ok(format!(
+                "pushed branch {} to {remote} (worktree {path} kept). Open the pull request: gh pr create --head {} --fill",
+                wt.branch, wt.branch
+            ))
         }
         "keep" => Ok(format!(
             "kept branch {} (worktree {path}). For a pull request: git push -u origin {} && gh pr create --head {} --fill",
@@ -539,6 +623,6 @@ pub(super) fn apply_finish(
             git(root, &["branch", "-D", &wt.branch])?;
             Ok(format!("discarded: worktree {path} and branch {} removed", wt.branch))
         }
-        other => Err(format!("{other:?} is not a finishing choice: merge, keep or discard")),
+        other => Err(format!("{other:?} is not a finishing choice: merge, keep, pr or discard")),
     }
 }

@@ -75,8 +75,8 @@ pub fn checkpoint(gate: StopGate, reason: &str, brief: String) -> Checkpoint {
             Some("run"),
         ),
         StopGate::Finish => (
-            format!("{reason}. Merge it into the base branch (fast-forward), keep the branch, or discard it?"),
-            vec!["merge", "keep", "discard"],
+            format!("{reason}. Merge it into the base branch (fast-forward, then the test suite on the merged tree before the worktree and branch go), keep the branch, push it for a pull request, or discard it?"),
+            vec!["merge", "keep", "pr", "discard"],
             Some("keep"),
         ),
         StopGate::ConfirmDiscard => (
@@ -139,6 +139,7 @@ pub fn read_answer(cp: &Checkpoint, answer: &str) -> Result<Answer, String> {
         "merge" => Answer::Finish("merge"),
         "keep" => Answer::Finish("keep"),
         "discard" => Answer::Finish("discard"),
+        "pr" => Answer::Finish("pr"),
         "run" => Answer::FinalReview(true),
         "remediate" | "fix" => Answer::Remediate,
         "proceed" => Answer::Proceed,
