@@ -205,6 +205,16 @@ fn debug_fixes_reviews_verifies_and_ends_proven() {
         wf.dispatched(),
         ["debug-investigate", "debug-review", "debug-verify"]
     );
+    // Memory keeps DEBUG's reset marker and the result beneath it.
+    let active =
+        std::fs::read_to_string(wf.sb.work().join(".baton/memory/activeContext.md")).unwrap();
+    let id = wf.id();
+    assert!(
+        active.contains(&format!(
+            "- [DEBUG-RESET: wf:{id}]\n- DEBUG {id}: fix the crash in the parser (verified)"
+        )),
+        "{active}"
+    );
     let snap = wf.snapshot();
     assert_eq!(snap["run_state"], "completed");
     assert_eq!(snap["proof_status"], "passed");
@@ -385,6 +395,18 @@ fn a_clean_plan_is_approved_and_its_command_builds_it_phase_by_phase() {
         .as_str()
         .unwrap()
         .starts_with("PLAN workflow wf-"));
+    // Memory points at the plan and says what comes next.
+    let active =
+        std::fs::read_to_string(wf.sb.work().join(".baton/memory/activeContext.md")).unwrap();
+    assert!(active.contains("- Plan: docs/plan.md"), "{active}");
+    assert!(
+        active.contains("- Plan saved: docs/plan.md (wf-"),
+        "{active}"
+    );
+    assert!(
+        active.contains("## Next Steps\n1. Execute plan: baton run --plan docs/plan.md"),
+        "{active}"
+    );
     // The command it named: two phases, then the final review (skipped), docs and memory.
     std::fs::remove_dir_all(wf.sb.work().join(".baton/state/workflows")).unwrap();
     let o = wf.run(&["run", "--plan", "docs/plan.md", "--no-worktree"]);

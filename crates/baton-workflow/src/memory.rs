@@ -214,6 +214,14 @@ pub struct Finalization {
     pub completed_item: Option<String>,
     /// When given, replaces the body of `progress.md ## Tasks` (the workflow's task snapshot).
     pub tasks: Option<Vec<String>>,
+    /// → `activeContext.md ## Recent Changes` (PLAN: `Plan saved: …`; DEBUG: the reset marker
+    /// and the result).
+    pub recent_changes: Vec<String>,
+    /// When given, replaces the body of `activeContext.md ## Next Steps`.
+    pub next_steps: Option<Vec<String>>,
+    /// `activeContext.md ## References` lines `- {key}: {value}`, each replacing the line of the
+    /// same key (PLAN: `Plan`).
+    pub references: Vec<(String, String)>,
 }
 
 impl Finalization {
@@ -227,6 +235,9 @@ impl Finalization {
             deferred: Vec::new(),
             completed_item: None,
             tasks: None,
+            recent_changes: Vec::new(),
+            next_steps: None,
+            references: Vec::new(),
         }
     }
 }
@@ -407,16 +418,38 @@ fn finalize_edits<'a>(
     match file {
         MemoryFile::ActiveContext => {
             let learnings = bullets("", &fin.learnings);
+            let recent = bullets("", &fin.recent_changes);
             let wf = format!("wf:{}", fin.workflow_id);
-            vec![
+            let refs: Vec<(String, String)> = fin
+                .references
+                .iter()
+                .map(|(k, v)| (format!("- {k}:"), bullet("", &format!("{k}: {v}"))))
+                .collect();
+            let mut edits: Vec<(&'static str, BodyEdit<'a>)> = vec![
                 ("Learnings", Box::new(move |b| append_lines(b, &learnings))),
+                (
+                    "Recent Changes",
+                    Box::new(move |b| append_lines(b, &recent)),
+                ),
                 (
                     "References",
                     Box::new(move |b| {
-                        drop_lines(b, |l| l.contains("memory_task_id") && has_token(l, &wf))
+                        let kept = drop_lines(b, |l| {
+                            (l.contains("memory_task_id") && has_token(l, &wf))
+                                || refs
+                                    .iter()
+                                    .any(|(key, _)| l.trim_start().starts_with(key.as_str()))
+                        });
+                        let new: Vec<String> = refs.iter().map(|(_, line)| line.clone()).collect();
+                        append_lines(&kept, &new)
                     }),
                 ),
-            ]
+            ];
+            if let Some(steps) = &fin.next_steps {
+                let lines: Vec<String> = steps.clone();
+                edits.push(("Next Steps", Box::new(move |b| replace_body(b, &lines))));
+            }
+            edits
         }
         MemoryFile::Patterns => {
             let mut lines = bullets("", &fin.gotchas);

@@ -15,7 +15,9 @@ mod from_contract;
 #[cfg(test)]
 pub(crate) mod from_contract_tests;
 
-pub use from_contract::{findings_from, from_contract, remfix_proof, research_from};
+pub use from_contract::{
+    findings_from, from_contract, memory_notes, remfix_proof, research_from, MemoryNotes,
+};
 
 /// Everything that came back since the last decision. `None`: that agent did not report.
 #[derive(Clone, Debug, Default, PartialEq)]

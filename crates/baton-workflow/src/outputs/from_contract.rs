@@ -355,3 +355,102 @@ fn strings(values: &[Value]) -> Vec<String> {
 fn narrow(n: u64) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
+
+/// What an agent asked memory to keep: its `MEMORY_NOTES` (a write role's YAML: an object of
+/// `learnings`, `patterns`, `verification`, `deferred`, or a string or list, taken as
+/// learnings) or `### Memory Notes` (a read-only role's bullets, sorted by a `Learnings:`,
+/// `Patterns:`, `Verification:` or `Deferred:` prefix; else learnings).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MemoryNotes {
+    pub learnings: Vec<String>,
+    pub patterns: Vec<String>,
+    pub verification: Vec<String>,
+    pub deferred: Vec<String>,
+}
+
+impl MemoryNotes {
+    pub fn is_empty(&self) -> bool {
+        self.learnings.is_empty()
+            && self.patterns.is_empty()
+            && self.verification.is_empty()
+            && self.deferred.is_empty()
+    }
+
+    fn bucket(&mut self, key: &str) -> Option<&mut Vec<String>> {
+        Some(match key.trim().to_lowercase().as_str() {
+            "learnings" | "learning" => &mut self.learnings,
+            "patterns" | "pattern" | "gotchas" | "gotcha" => &mut self.patterns,
+            "verification" => &mut self.verification,
+            "deferred" => &mut self.deferred,
+            _ => return None,
+        })
+    }
+}
+
+/// The memory notes of one checked contract.
+pub fn memory_notes(c: &Checked) -> MemoryNotes {
+    let yaml = match &c.contract {
+        Contract::Builder(b) => b.memory_notes.as_ref(),
+        Contract::Investigator(i) => i.memory_notes.as_ref(),
+        Contract::Planner(p) => p.memory_notes.as_ref(),
+        Contract::DocSync(d) => d.memory_notes.as_ref(),
+        Contract::Research(r) => r.memory_notes.as_ref(),
+        _ => None,
+    };
+    let mut notes = MemoryNotes::default();
+    let strings = |v: &Value| -> Vec<String> {
+        match v {
+            Value::String(s) if !s.trim().is_empty() => vec![s.trim().to_string()],
+            Value::Array(items) => items
+                .iter()
+                .filter_map(|i| match i {
+                    Value::String(s) => Some(s.trim().to_string()),
+                    Value::Null => None,
+                    // `- a: b` in a YAML list reads as a one-key map: it meant the text.
+                    Value::Object(m) if m.len() == 1 => m.iter().next().map(|(k, v)| match v {
+                        Value::String(s) => format!("{k}: {s}"),
+                        other => format!("{k}: {other}"),
+                    }),
+                    other => Some(other.to_string()),
+                })
+                .filter(|s| !s.is_empty())
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    match yaml {
+        Some(Value::Object(map)) => {
+            for (k, v) in map {
+                let items = strings(v);
+                if let Some(b) = notes.bucket(k) {
+                    b.extend(items);
+                } else {
+                    notes.learnings.extend(items);
+                }
+            }
+        }
+        Some(v) => notes.learnings.extend(strings(v)),
+        None => {}
+    }
+    if let Some(text) = read_only_common(c).and_then(|r| r.memory_notes.as_deref()) {
+        for line in text.lines() {
+            let l = line
+                .trim()
+                .trim_start_matches(['-', '*'])
+                .trim()
+                .replace("**", "");
+            if l.is_empty() || l.eq_ignore_ascii_case("none") {
+                continue;
+            }
+            match l.split_once(':') {
+                Some((k, v)) if notes.bucket(k).is_some() && !v.trim().is_empty() => {
+                    if let Some(b) = notes.bucket(k) {
+                        b.push(v.trim().to_string());
+                    }
+                }
+                _ => notes.learnings.push(l),
+            }
+        }
+    }
+    notes
+}

@@ -424,6 +424,77 @@ impl Runner<'_> {
                 fin.deferred.extend(r.reason.clone());
             }
         }
+        // What the agents asked memory to keep (their MEMORY_NOTES), in task order.
+        for t in &v.tasks {
+            let Some(o) = v.host.outputs.get(&t.id) else {
+                continue;
+            };
+            let Some(role) = Role::from_name(&o.role) else {
+                continue;
+            };
+            if let Ok(c) = contract::parse(role, &o.text) {
+                let n = outputs::memory_notes(&c);
+                fin.learnings.extend(n.learnings);
+                fin.gotchas.extend(n.patterns);
+                fin.verification.extend(n.verification);
+                fin.deferred.extend(n.deferred);
+            }
+        }
+        // Findings left open, and tests that failed before the build, are not forgotten.
+        for f in &art.deferred_findings {
+            let field = |k: &str| f.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
+            fin.deferred.push(format!(
+                "[{}] {} ({}, {})",
+                field("severity"),
+                field("text"),
+                field("phase"),
+                self.id
+            ));
+        }
+        if let Some(b) =
+            baseline::recorded(art).filter(|b| b.is_recorded() && !b.failures.is_empty())
+        {
+            fin.gotchas.push(format!(
+                "Tests failing before {} started (pre-existing, not its doing): {}",
+                self.id,
+                b.failures.join(", ")
+            ));
+        }
+        dedup(&mut fin.learnings);
+        dedup(&mut fin.gotchas);
+        dedup(&mut fin.deferred);
+        match kind {
+            WorkflowKind::Plan => {
+                if let Some(plan) = &art.plan_file {
+                    fin.references.push(("Plan".into(), plan.clone()));
+                    fin.recent_changes
+                        .push(format!("Plan saved: {plan} ({})", self.id));
+                    if action == Action::MemoryFinalize {
+                        fin.next_steps =
+                            Some(vec![format!("1. Execute plan: baton run --plan {plan}")]);
+                    }
+                }
+                if let Some(design) = &art.design_file {
+                    fin.references.push(("Design".into(), design.clone()));
+                }
+            }
+            WorkflowKind::Debug => {
+                fin.recent_changes
+                    .push(format!("[DEBUG-RESET: wf:{}]", self.id));
+                fin.recent_changes.push(format!(
+                    "DEBUG {}: {} ({verdict})",
+                    self.id,
+                    art.user_request.as_deref().unwrap_or("")
+                ));
+            }
+            WorkflowKind::Build => {
+                if let Some(plan) = &art.plan_file {
+                    fin.recent_changes
+                        .push(format!("Built plan {plan} ({}, {verdict})", self.id));
+                }
+            }
+            _ => {}
+        }
         for t in v.tasks.iter_mut() {
             if t.kind == Some(TaskKind::Memory) && t.is_open() {
                 t.status = Some(TaskStatus::Completed);
@@ -522,6 +593,12 @@ impl Runner<'_> {
             r,
         )
     }
+}
+
+/// Drops repeated entries, keeping the first of each.
+fn dedup(items: &mut Vec<String>) {
+    let mut seen = std::collections::BTreeSet::new();
+    items.retain(|i| seen.insert(i.clone()));
 }
 
 /// Commits everything the workflow changed in its worktree (nothing to commit is fine).

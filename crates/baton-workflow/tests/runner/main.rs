@@ -7,6 +7,7 @@
 mod baseline;
 mod gates;
 mod harness;
+mod memory;
 mod planned;
 
 use baton_workflow::run::state::{RunState, StopGate, WorkflowState};

@@ -1,0 +1,49 @@
+//! Memory finalization writes what the workflow learned: the agents' MEMORY_NOTES, the findings
+//! left open, the tests that failed before the build.
+
+use baton_workflow::run::Outcome;
+
+use crate::harness::*;
+
+fn memory(h: &Harness, file: &str) -> String {
+    std::fs::read_to_string(h.env.delegate.cwd.join(".baton/memory").join(file)).unwrap()
+}
+
+#[test]
+fn the_agents_memory_notes_and_the_open_findings_reach_memory() {
+    let h = Harness::new();
+    let builder = BUILDER_PASS.replace(
+        "MEMORY_NOTES: null",
+        "MEMORY_NOTES:\n  learnings: [the flag parser lives in cli.rs]\n  patterns: [feature.txt is generated: never edit it by hand]\n  verification: [test -f feature.txt passed]",
+    );
+    let review = REVIEW_APPROVE.to_string()
+        + "\n### Memory Notes\n- **Learnings:** reviewers should read cli.rs first\n- Patterns: errors are logged, never swallowed\n";
+    h.happy()
+        .answer("component-builder", &builder)
+        .answer("code-reviewer", &review);
+    let o = h.build("add a feature file").unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    let active = memory(&h, "activeContext.md");
+    assert!(
+        active.contains("- the flag parser lives in cli.rs"),
+        "{active}"
+    );
+    assert!(
+        active.contains("- reviewers should read cli.rs first"),
+        "{active}"
+    );
+    let patterns = memory(&h, "patterns.md");
+    assert!(
+        patterns.contains("- feature.txt is generated: never edit it by hand"),
+        "{patterns}"
+    );
+    assert!(
+        patterns.contains("- errors are logged, never swallowed"),
+        "{patterns}"
+    );
+    let progress = memory(&h, "progress.md");
+    assert!(
+        progress.contains("- test -f feature.txt passed"),
+        "{progress}"
+    );
+}
