@@ -76,6 +76,8 @@ pub struct Artifact {
     /// Findings left open on purpose (HIGH ones after a `CRITICAL_ONLY` fix), each as the log's
     /// `LoggedFinding` with its `phase`; listed in the brief.
     pub deferred_findings: Vec<Value>,
+    /// Requirement → phase → verification → remediation, as the workflow went.
+    pub traceability: Traceability,
     /// Append-only summaries of the router's decisions.
     pub status_history: Vec<HistoryEntry>,
     /// One entry per remediation cycle; authoritative for the circuit breaker.
@@ -260,6 +262,65 @@ impl NormalizedPhase {
             title: title.map(str::to_string),
             extra: Map::new(),
         }
+    }
+}
+
+/// What a workflow was asked for and how each part was built, checked and fixed: `baton log`,
+/// the event feed and the views read the chain from here.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Traceability {
+    /// The acceptance criteria (a plan's), else the request.
+    pub requirements: Vec<String>,
+    pub phases: Vec<TracedPhase>,
+    /// One entry per verification.
+    pub verification: Vec<TracedCheck>,
+    /// One entry per remediation task.
+    pub remediation: Vec<TracedFix>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TracedPhase {
+    pub phase_id: String,
+    pub title: Option<String>,
+    /// `completed`, `blocked`, `partial` as `phase_status` says; `None` while open.
+    pub status: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TracedCheck {
+    pub phase: Option<String>,
+    pub task: String,
+    pub passed: bool,
+    pub scenarios: u32,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TracedFix {
+    pub phase: Option<String>,
+    pub task: String,
+    pub scope: String,
+    pub origin: String,
+    pub reason: String,
+}
+
+impl Traceability {
+    /// The phases as the artifact lists them, with their status.
+    pub fn sync_phases(&mut self, phases: &[NormalizedPhase], status: &Map<String, Value>) {
+        self.phases = phases
+            .iter()
+            .map(|p| TracedPhase {
+                phase_id: p.phase_id.clone(),
+                title: p.title.clone(),
+                status: status
+                    .get(&p.phase_id)
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            })
+            .collect();
     }
 }
 

@@ -272,9 +272,14 @@ impl Runner<'_> {
                     errors: errors.iter().map(ToString::to_string).collect(),
                 });
             }
+            if t.kind == Some(TaskKind::Remfix) {
+                new.traceability.remediation.push(traced_fix(&t, &new));
+            }
             created.push(t.id.clone());
             nv.tasks.push(t);
         }
+        let (normalized, status) = (new.normalized_phases.clone(), new.phase_status.clone());
+        new.traceability.sync_phases(&normalized, &status);
         let action = d.action;
         match action {
             Action::SpawnRecheckTasks => {
@@ -373,7 +378,18 @@ impl Runner<'_> {
                 nv.host.guidance = None;
                 nv.host.failure = None;
             }
-            return self.commit(ev, Record::new(new, nv));
+            let fixes: Vec<Task> = nv
+                .tasks
+                .iter()
+                .filter(|t| t.kind == Some(TaskKind::Remfix))
+                .filter(|t| !v.tasks.iter().any(|o| o.id == t.id))
+                .cloned()
+                .collect();
+            self.commit(ev, Record::new(new, nv))?;
+            for t in &fixes {
+                self.remediation_created(t)?;
+            }
+            return Ok(());
         }
         match action {
             Action::MemoryFinalize
@@ -395,6 +411,35 @@ impl Runner<'_> {
                 }
             }
         }
+    }
+}
+
+impl Runner<'_> {
+    /// cc10x's `remediation_created` event for a remediation task just recorded.
+    pub(super) fn remediation_created(&self, t: &Task) -> Result<(), RunError> {
+        let r = self.record();
+        let cycle = r.artifact.remediation_history.len();
+        let ev = EventBody::RemediationCreated(crate::event::Fields {
+            phase: r.artifact.phase_cursor.clone(),
+            task_id: Some(t.id.clone()),
+            agent: t.origin.clone(),
+            decision: t.scope.clone(),
+            reason: t.reason.clone(),
+            details: Some(serde_json::json!({"cycle": cycle})),
+            ..crate::event::Fields::default()
+        });
+        self.commit(ev, r)
+    }
+}
+
+/// A remediation task as `traceability.remediation` keeps it.
+pub(super) fn traced_fix(t: &Task, a: &Artifact) -> crate::artifact::TracedFix {
+    crate::artifact::TracedFix {
+        phase: a.phase_cursor.clone(),
+        task: t.id.clone(),
+        scope: t.scope.clone().unwrap_or_default(),
+        origin: t.origin.clone().unwrap_or_default(),
+        reason: t.reason.clone().unwrap_or_default(),
     }
 }
 

@@ -321,7 +321,62 @@ impl Runner<'_> {
             spec.name(),
             d.duration_seconds
         ));
+        if d.output.error.is_none() {
+            self.persist_result(id, role, &phase)?;
+        }
         Ok(())
+    }
+
+    /// cc10x's `contract_parsed` / `result_persisted`: the agent's contract read, its result
+    /// under `results.<role>`, its task under `task_ids`, a verifier's evidence under
+    /// `evidence` and its outcome in `traceability.verification` — one event.
+    fn persist_result(&self, id: &str, role: Role, phase: &str) -> Result<(), RunError> {
+        let mut r = self.record();
+        let Some(o) = r.state.host.outputs.get(id).cloned() else {
+            return Ok(());
+        };
+        let cursor = r.artifact.phase_cursor.clone();
+        let (decision, reason, source) = match contract::parse(role, &o.text) {
+            Ok(c) => {
+                let verdict = c.outcome.verdict().name().to_string();
+                if let Some(v) = outputs::from_contract(&c).verifier {
+                    r.artifact.evidence.insert(
+                        role.name().into(),
+                        serde_json::json!({"task": id, "scenarios": v.evidence.scenarios}),
+                    );
+                    r.artifact
+                        .traceability
+                        .verification
+                        .push(crate::artifact::TracedCheck {
+                            phase: cursor.clone(),
+                            task: id.to_string(),
+                            passed: v.passed(),
+                            scenarios: v.scenario_rows.len() as u32,
+                        });
+                }
+                (
+                    verdict,
+                    None,
+                    Some(format!("{:?}", c.source).to_lowercase()),
+                )
+            }
+            Err(e) => ("no contract".to_string(), Some(e.to_string()), None),
+        };
+        r.artifact.results.insert(
+            role.name().into(),
+            serde_json::json!({"task": id, "phase": cursor, "node": phase, "verdict": decision}),
+        );
+        r.artifact.task_ids.insert(phase.to_string(), id.into());
+        let ev = EventBody::ContractParsed(crate::event::Fields {
+            phase: Some(phase.to_string()),
+            task_id: Some(id.to_string()),
+            agent: Some(role.name().to_string()),
+            decision: Some(decision),
+            reason,
+            details: source.map(|s| serde_json::json!({"source": s})),
+            ..crate::event::Fields::default()
+        });
+        self.commit(ev, r)
     }
 
     /// A verifier's PASS is checked where the host can: each passing scenario's command runs

@@ -29,6 +29,16 @@ impl Runner<'_> {
             }),
         });
         self.commit(ev, r)?;
+        if gate_name == StopGate::ScopeDecision {
+            let r = self.record();
+            let ev = EventBody::ScopeDecisionRequested(crate::event::Fields {
+                phase: r.artifact.phase_cursor.clone(),
+                reason: Some(reason.to_string()),
+                details: Some(serde_json::json!({"options": cp.options})),
+                ..crate::event::Fields::default()
+            });
+            self.commit(ev, r)?;
+        }
         if auto {
             let pick = cp.recommended.clone().unwrap_or_default();
             let choice = gate::read_answer(&cp, &pick).map_err(RunError::BadAnswer)?;
@@ -245,7 +255,32 @@ impl Runner<'_> {
                 }
             }
         }
-        self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v))
+        let fix = match choice {
+            Answer::Scope(_) | Answer::Remediate => v
+                .host
+                .batch
+                .first()
+                .and_then(|id| v.task(id))
+                .filter(|t| t.kind == Some(TaskKind::Remfix))
+                .cloned(),
+            _ => None,
+        };
+        let scope_gate = cp.gate == StopGate::ScopeDecision;
+        self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v))?;
+        if scope_gate {
+            let r = self.record();
+            let ev = EventBody::ScopeDecisionResolved(crate::event::Fields {
+                phase: r.artifact.phase_cursor.clone(),
+                decision: Some(text.trim().to_string()),
+                reason: Some(format!("{choice:?}")),
+                ..crate::event::Fields::default()
+            });
+            self.commit(ev, r)?;
+        }
+        match fix {
+            Some(t) => self.remediation_created(&t),
+            None => Ok(()),
+        }
     }
 
     /// After a merge into the project's tree: the test suite on the merged result, against the
@@ -315,6 +350,7 @@ impl Runner<'_> {
             Vec::new(),
         );
         t.plan = a.plan_file.clone().or(t.plan);
+        a.traceability.remediation.push(decide::traced_fix(&t, a));
         let mut entry = HistoryEntry::new("remediation_created", a.phase_cursor.as_deref(), why);
         entry.extra.insert("origin".into(), origin.into());
         a.remediation_history.push(entry);

@@ -225,6 +225,13 @@ pub async fn start_with(
     if let Some((p, key)) = &plan {
         plan::apply(&mut r.artifact, p, key);
     }
+    let a = &mut r.artifact;
+    a.traceability.requirements = match a.intent.acceptance_criteria.is_empty() {
+        true => vec![opts.request.clone()],
+        false => a.intent.acceptance_criteria.clone(),
+    };
+    let (normalized, status) = (a.normalized_phases.clone(), a.phase_status.clone());
+    a.traceability.sync_phases(&normalized, &status);
     let v = &mut r.state;
     v.tasks = graph::initial(opts.kind, trivial, &id);
     if let (Some((_, key)), Some((_, phase))) = (&plan, plan::current(&r.artifact)) {

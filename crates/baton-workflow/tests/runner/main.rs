@@ -131,6 +131,27 @@ fn a_scope_checkpoint_is_answered_and_the_workflow_completes() {
         .collect();
     assert_eq!(remfix.len(), 1);
     assert_eq!(remfix[0].scope.as_deref(), Some("CRITICAL_ONLY"));
+    // cc10x's scope events frame the question and its answer; the fix is announced.
+    let kinds: Vec<String> = h
+        .events(id)
+        .iter()
+        .map(|e| {
+            serde_json::to_value(e.kind())
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .filter(|k| k.starts_with("scope_decision") || k == "remediation_created")
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "scope_decision_requested",
+            "scope_decision_resolved",
+            "remediation_created"
+        ]
+    );
     let mut phases = h.phases();
     phases[1..3].sort();
     phases[4..6].sort();

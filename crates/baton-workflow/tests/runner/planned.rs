@@ -138,6 +138,40 @@ fn a_three_phase_plan_builds_each_phase_then_reviews_the_whole_branch() {
     assert_eq!(h.calls_of("doc-syncer").len(), 1);
     let a = h.artifact(id);
     assert_eq!(a["results"]["final_branch_review"]["status"], "clean");
+    // Requirement → phase → verification → remediation, in the artifact and the events.
+    let t = &a["traceability"];
+    assert_eq!(t["requirements"], json!(["every part answers"]));
+    assert_eq!(
+        t["phases"],
+        json!([
+            {"phase_id": "phase-1", "title": "Part 1", "status": "completed"},
+            {"phase_id": "phase-2", "title": "Part 2", "status": "completed"},
+            {"phase_id": "phase-3", "title": "Part 3", "status": "completed"}
+        ])
+    );
+    let checks: Vec<(&str, bool)> = t["verification"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["phase"].as_str().unwrap(), c["passed"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(
+        checks,
+        [("phase-1", true), ("phase-2", true), ("phase-3", true)]
+    );
+    assert_eq!(t["remediation"][0]["phase"], "phase-2");
+    assert_eq!(t["remediation"][0]["origin"], "code-reviewer");
+    assert_eq!(a["task_ids"]["build-verify"].as_str().is_some(), true);
+    assert_eq!(a["results"]["component-builder"]["verdict"], "pass");
+    let events = h.events(id);
+    let count = |kind: &str| {
+        events
+            .iter()
+            .filter(|e| serde_json::to_value(e.kind()).unwrap() == kind)
+            .count()
+    };
+    assert_eq!(count("contract_parsed"), h.calls().len());
+    assert_eq!(count("remediation_created"), 1);
 }
 
 #[test]
