@@ -161,7 +161,7 @@ fn a_three_phase_plan_builds_each_phase_then_reviews_the_whole_branch() {
     );
     assert_eq!(t["remediation"][0]["phase"], "phase-2");
     assert_eq!(t["remediation"][0]["origin"], "code-reviewer");
-    assert_eq!(a["task_ids"]["build-verify"].as_str().is_some(), true);
+    assert!(a["task_ids"]["build-verify"].as_str().is_some());
     assert_eq!(a["results"]["component-builder"]["verdict"], "pass");
     let events = h.events(id);
     let count = |kind: &str| {
