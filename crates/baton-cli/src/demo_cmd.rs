@@ -147,6 +147,7 @@ pub fn run(args: DemoArgs) -> Result<Exit> {
         budget_tokens: None,
         isolate: Some(false),
         plan: None,
+        assess_scope: false,
     };
     let rt = crate::signals::runtime()?;
     let cancel = CancellationToken::new();

@@ -182,7 +182,13 @@ pub fn run(args: RunArgs) -> Result<Exit> {
     let isolate = match (args.worktree, args.no_worktree) {
         (true, _) => Some(true),
         (_, true) => Some(false),
-        _ if decision.workflow == WorkflowKind::Build && !args.trivial && !args.common.json => {
+        _ if decision.workflow == WorkflowKind::Build
+            && !args.trivial
+            && !args.common.json
+            && (args.plan.is_some()
+                || baton_workflow::route::scope::assess(&request)
+                    == baton_workflow::route::scope::Scope::Standard) =>
+        {
             ask_worktree()
         }
         _ => None,
@@ -195,6 +201,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         budget_tokens: args.common.budget_tokens,
         isolate,
         plan: args.plan.clone(),
+        assess_scope: true,
     };
     let (result, signalled) = rt.block_on(async {
         let signalled = crate::signals::watch_signals(cancel.clone());

@@ -422,6 +422,72 @@ fn a_clean_plan_is_approved_and_its_command_builds_it_phase_by_phase() {
     );
 }
 
+/// A request whose words say it is a small single change takes the reduced graph unasked.
+#[test]
+fn a_plainly_trivial_request_takes_the_reduced_graph() {
+    let wf = Wf::new();
+    wf.happy();
+    let o = wf.run(&["run", "rename the greeting in README"]);
+    assert_exit(&o, 0);
+    assert!(
+        err(&o).contains("scope: trivial (rename, no file named)"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(wf.dispatched(), ["build-implement", "build-verify"]);
+    assert_eq!(wf.snapshot()["build_scope"], "trivial");
+}
+
+const BROAD: &str = "refactor the storage layer across src/db.rs, src/cache.rs and src/api.rs";
+
+/// Broad work is asked "plan first or build directly" before anything is dispatched.
+#[test]
+fn broad_work_is_asked_plan_first_and_building_directly_runs_the_full_graph() {
+    let wf = Wf::new();
+    wf.happy();
+    let o = wf.run(&["run", BROAD]);
+    assert_exit(&o, 4);
+    assert!(
+        out(&o).contains("plan first | build directly"),
+        "{}",
+        out(&o)
+    );
+    assert!(
+        err(&o).contains("scope: broad (refactor, across, 3 files named)"),
+        "{}",
+        err(&o)
+    );
+    assert!(wf.dispatched().is_empty());
+    let o = wf.run(&["resume", "--answer", "build directly"]);
+    assert_exit(&o, 0);
+    baton_testkit::assert_full_build(wf.dispatched());
+    let kinds: Vec<String> = wf
+        .events()
+        .iter()
+        .map(|e| e["event"].as_str().unwrap().to_string())
+        .filter(|k| k.starts_with("scope_decision"))
+        .collect();
+    assert_eq!(
+        kinds,
+        ["scope_decision_requested", "scope_decision_resolved"]
+    );
+}
+
+#[test]
+fn plan_first_turns_the_build_into_a_plan() {
+    let wf = Wf::new();
+    wf.answer("planner", PLANNER_CREATED)
+        .answer("plan-gap-reviewer", PLAN_REVIEW_PASS);
+    assert_exit(&wf.run(&["run", BROAD]), 4);
+    let o = wf.run(&["resume", "--answer", "plan first"]);
+    assert_exit(&o, 0);
+    assert!(out(&o).starts_with("PLAN workflow"), "{}", out(&o));
+    assert_eq!(wf.dispatched(), ["plan-create", "plan-review-gap-1"]);
+    let snap = wf.snapshot();
+    assert_eq!(snap["workflow_type"], "PLAN");
+    assert_eq!(wf.calls("component-builder"), 0);
+}
+
 #[test]
 fn plan_findings_lead_to_a_replan_and_a_second_review() {
     let wf = Wf::new();

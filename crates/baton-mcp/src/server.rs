@@ -502,6 +502,7 @@ async fn run_workflow(call: &Call, args: Option<JsonObject>) -> Answer {
             budget_tokens: req.budget_tokens,
             isolate: Some(false),
             plan: None,
+            assess_scope: !req.trivial,
         };
         run::start(&env, &opts, cancel)
             .await

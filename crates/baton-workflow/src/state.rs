@@ -43,6 +43,8 @@ baton_protocol::closed_set! {
         CircuitBreaker = "circuit_breaker",
         /// Every phase of a planned BUILD verified: run a final whole-branch review or skip it.
         FinalReview = "final_review",
+        /// A BUILD whose request spans several concerns: plan first, or build directly.
+        PlanFirst = "plan_first",
         /// The reviewer approves, the failure-hunter reports HIGH issues.
         HunterFindings = "hunter_findings",
         /// The verifier failed recommending a revert.
@@ -171,6 +173,10 @@ pub struct Host {
     pub worktree: Option<baton_exec::worktree::ChildWorktree>,
     /// What became of the worktree offer.
     pub worktree_offer: Option<WorktreeOffer>,
+    /// The worktree answer `baton run` was given (`--worktree`: `true`), kept for an offer made
+    /// later (after `build directly`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolate_asked: Option<bool>,
     /// The finishing choice taken (`merge`, `keep`, `discard`) and what it did.
     pub finished: Option<String>,
     /// Memory was finalized (it is written once, even when the finishing choice comes later).

@@ -35,6 +35,7 @@
 //! ([`route_as`]) selects them.
 
 mod lexicon;
+pub mod scope;
 pub mod tiebreak;
 mod words;
 

@@ -12,7 +12,7 @@ use crate::state::{Record, RunState, WorkflowState};
 impl Runner<'_> {
     /// The engine inputs from the batch's outputs, or why they cannot be believed.
     pub(super) fn outputs_of(&self, v: &WorkflowState) -> Result<AgentOutputs, RunError> {
-        let kind = self.kind;
+        let kind = self.kind();
         let mut out = AgentOutputs::default();
         let mut reviewer = None;
         let mut hunter = None;
@@ -233,7 +233,7 @@ impl Runner<'_> {
             };
             let (phase, blocked_by) = match f.kind {
                 TaskKind::Remfix => (
-                    if self.kind == WorkflowKind::Debug {
+                    if self.kind() == WorkflowKind::Debug {
                         Phase::DebugInvestigate.as_str()
                     } else {
                         Phase::BuildImplement.as_str()
@@ -341,7 +341,7 @@ impl Runner<'_> {
         if graph::phases_for(action).is_some() {
             let mut batch = graph::runnable_for(&nv.tasks, action);
             // A planned BUILD's next phase: its builder, reviewer, hunter and verifier.
-            let next_phase = (action == Action::RunBuilder && self.kind == WorkflowKind::Build)
+            let next_phase = (action == Action::RunBuilder && self.kind() == WorkflowKind::Build)
                 .then(|| plan::current(&new))
                 .flatten()
                 .filter(|_| new.plan_file.is_some() && new.results.contains_key("plan"))

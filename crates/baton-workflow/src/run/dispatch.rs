@@ -77,7 +77,7 @@ impl Runner<'_> {
         let phase = t.phase.as_deref().unwrap_or("");
         let origin = t.origin.as_deref().unwrap_or("router");
         role_for_task(kind, phase, origin).or(match kind {
-            TaskKind::Remfix if self.kind == WorkflowKind::Debug => Some(Role::BugInvestigator),
+            TaskKind::Remfix if self.kind() == WorkflowKind::Debug => Some(Role::BugInvestigator),
             TaskKind::Remfix => Some(Role::ComponentBuilder),
             _ => None,
         })
@@ -135,7 +135,7 @@ impl Runner<'_> {
                 why.push(w.to_string());
             }
             // The clean baseline, once, before the first builder (cc10x build 0b, 0c).
-            if self.kind == WorkflowKind::Build
+            if self.kind() == WorkflowKind::Build
                 && !checked.artifact.results.contains_key("baseline")
             {
                 let work = self.work_dir(&checked.state);

@@ -6,7 +6,9 @@ use crate::artifact::Phase;
 use crate::event::{
     AnswerDetails, CheckpointAnswered, CheckpointDetails, CheckpointRequested, EventBody,
 };
-use crate::state::{Checkpoint, GivenAnswer, Record, RunState, StopGate, WorkflowState};
+use crate::state::{
+    Checkpoint, GivenAnswer, Record, RunState, StopGate, WorkflowState, WorktreeOffer,
+};
 
 impl Runner<'_> {
     /// Waits at a checkpoint, or takes its recommended option under `AUTO_PROCEED`.
@@ -29,7 +31,7 @@ impl Runner<'_> {
             }),
         });
         self.commit(ev, r)?;
-        if gate_name == StopGate::ScopeDecision {
+        if matches!(gate_name, StopGate::ScopeDecision | StopGate::PlanFirst) {
             let r = self.record();
             let ev = EventBody::ScopeDecisionRequested(crate::event::Fields {
                 phase: r.artifact.phase_cursor.clone(),
@@ -193,6 +195,57 @@ impl Runner<'_> {
                 self.commit(answered(None), Record::new(a, v))?;
                 return self.finish(Action::MemoryFinalize, "");
             }
+            Answer::PlanFirst(true) => {
+                // The workflow becomes a PLAN: the BUILD's tasks are pruned, PLAN's are added.
+                for t in v.tasks.iter_mut() {
+                    t.status = Some(TaskStatus::Deleted);
+                }
+                let offset = v.tasks.len();
+                for mut t in graph::initial(WorkflowKind::Plan, false, &self.id) {
+                    let shift = |id: &str| {
+                        let n: usize = id.trim_start_matches('t').parse().unwrap_or(0);
+                        format!("t{}", n + offset)
+                    };
+                    t.id = shift(&t.id);
+                    t.blocked_by = t.blocked_by.iter().map(|b| shift(b)).collect();
+                    v.tasks.push(t);
+                }
+                a.workflow_type = Some(WorkflowKind::Plan);
+                a.build_scope = None;
+                a.phase_cursor = None;
+                a.normalized_phases = Vec::new();
+                a.traceability.phases = Vec::new();
+                a.status_history.push(HistoryEntry::new(
+                    "scope_decision",
+                    None,
+                    "plan first: the BUILD became a PLAN",
+                ));
+                v.host.worktree_offer = Some(WorktreeOffer::Skipped("planned first".into()));
+            }
+            Answer::PlanFirst(false) => {
+                a.status_history
+                    .push(HistoryEntry::new("scope_decision", None, "build directly"));
+                // The worktree offer that waited for this answer.
+                let auto = v.host.auto_proceed;
+                match isolate_build(
+                    self.env,
+                    &self.root,
+                    &self.id,
+                    false,
+                    v.host.isolate_asked,
+                    auto,
+                ) {
+                    Ok((wt, offer)) => {
+                        v.host.worktree = wt;
+                        v.host.worktree_offer = Some(offer);
+                    }
+                    Err(e) => {
+                        v.host.worktree_offer = Some(WorktreeOffer::Failed);
+                        v.state = RunState::Failed;
+                        v.host.failure = Some(RunError::Worktree(e).to_string());
+                    }
+                }
+            }
             Answer::FinalReview(run) => {
                 let status = if run {
                     let mut t = graph::task(
@@ -239,7 +292,7 @@ impl Runner<'_> {
                 let replan = batch
                     .iter()
                     .any(|id| v.task(id).and_then(Task::node) == Some(Phase::PlanCreate));
-                if replan && self.kind == WorkflowKind::Plan {
+                if replan && self.kind() == WorkflowKind::Plan {
                     for t in v.tasks.iter_mut() {
                         let review = [
                             Phase::PlanReviewGap1.as_str(),
@@ -265,7 +318,7 @@ impl Runner<'_> {
                 .cloned(),
             _ => None,
         };
-        let scope_gate = cp.gate == StopGate::ScopeDecision;
+        let scope_gate = matches!(cp.gate, StopGate::ScopeDecision | StopGate::PlanFirst);
         self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v))?;
         if scope_gate {
             let r = self.record();
@@ -373,7 +426,7 @@ impl Runner<'_> {
         if let (Some(wt), None, WorkflowKind::Build, true) = (
             r.state.host.worktree.clone(),
             &r.state.host.finished,
-            self.kind,
+            self.kind(),
             proven,
         ) {
             // The finishing choice works on a commit: the workflow's changes, on its branch.
@@ -416,7 +469,7 @@ impl Runner<'_> {
     fn finalize_memory(&self, action: Action) -> Result<bool, RunError> {
         let mut r = self.record();
         let (art, v) = (&r.artifact, &mut r.state);
-        let kind = self.kind;
+        let kind = self.kind();
         let proven = art.proof_status == Some(ProofStatus::Passed);
         let needs_proof = matches!(kind, WorkflowKind::Build | WorkflowKind::Debug);
         let accepted = v
@@ -568,7 +621,7 @@ impl Runner<'_> {
     }
 
     fn headline(&self, art: &Artifact, action: Action, reason: &str) -> String {
-        let kind = self.kind;
+        let kind = self.kind();
         let proven = art.proof_status == Some(ProofStatus::Passed);
         let needs_proof = matches!(kind, WorkflowKind::Build | WorkflowKind::Debug);
         match (kind, action) {

@@ -30,6 +30,8 @@ pub enum Answer {
     Proceed,
     /// The verifier recommends reverting: stop, the revert left to the user.
     Revert,
+    /// Broad work: plan it first (`true`, the workflow becomes a PLAN) or build directly.
+    PlanFirst(bool),
 }
 
 /// What a gate risks when `AUTO_PROCEED` would take its recommended option.
@@ -39,7 +41,8 @@ pub fn risk(gate: StopGate) -> GateRisk {
         StopGate::ScopeDecision
         | StopGate::Finish
         | StopGate::FinalReview
-        | StopGate::HunterFindings => GateRisk::Ordinary,
+        | StopGate::HunterFindings
+        | StopGate::PlanFirst => GateRisk::Ordinary,
         _ => GateRisk::FailureStop,
     }
 }
@@ -68,6 +71,11 @@ pub fn checkpoint(gate: StopGate, reason: &str, brief: String) -> Checkpoint {
             format!("{reason}. Revert (the workflow stops; the brief gives the command that puts the phase's base back), or create a fix?"),
             vec!["revert", "fix"],
             None,
+        ),
+        StopGate::PlanFirst => (
+            format!("{reason}. Plan it first (a PLAN workflow writes a phased plan that `baton run --plan` then builds phase by phase), or build it directly as one phase?"),
+            vec!["plan first", "build directly"],
+            Some("plan first"),
         ),
         StopGate::FinalReview => (
             format!("{reason}. Run a final review of the whole branch (one reviewer over every phase's change; its findings get one fix wave and a re-verification), or skip to finishing?"),
@@ -141,6 +149,8 @@ pub fn read_answer(cp: &Checkpoint, answer: &str) -> Result<Answer, String> {
         "discard" => Answer::Finish("discard"),
         "pr" => Answer::Finish("pr"),
         "run" => Answer::FinalReview(true),
+        "plan first" => Answer::PlanFirst(true),
+        "build directly" => Answer::PlanFirst(false),
         "remediate" | "fix" => Answer::Remediate,
         "proceed" => Answer::Proceed,
         "revert" => Answer::Revert,

@@ -87,6 +87,10 @@ pub struct StartOptions {
     /// BUILD: execute this plan file's phases in order (`baton run --plan`); checked by the plan
     /// trust gate before anything is recorded.
     pub plan: Option<PathBuf>,
+    /// BUILD without `trivial` or a plan: assess the scope from the request (cc10x build 4) —
+    /// clearly trivial work takes the reduced graph, clearly broad work is asked "plan first or
+    /// build directly" before anything is dispatched.
+    pub assess_scope: bool,
 }
 
 /// Where a workflow stands when `baton run` or `baton resume` returns.
@@ -193,9 +197,17 @@ pub async fn start_with(
         None => None,
     };
     let store = WorkflowStore::new(env.delegate.state.clone());
+    let scope =
+        (opts.kind == WorkflowKind::Build && opts.assess_scope && !opts.trivial && plan.is_none())
+            .then(|| crate::route::scope::assess(&opts.request));
+    let broad = match &scope {
+        Some(crate::route::scope::Scope::Broad(signals)) => Some(signals.join(", ")),
+        _ => None,
+    };
     // The working tree is locked before anything is written, unless the BUILD is sure to work in
     // a worktree of its own; released below when a worktree is made after all.
-    let trivial = opts.kind == WorkflowKind::Build && opts.trivial;
+    let trivial = opts.kind == WorkflowKind::Build
+        && (opts.trivial || matches!(scope, Some(crate::route::scope::Scope::Trivial(_))));
     let isolated = opts.kind == WorkflowKind::Build && !trivial && opts.isolate == Some(true);
     let mut tree_lock = match isolated {
         true => None,
@@ -242,8 +254,28 @@ pub async fn start_with(
     v.host.budget_tokens = opts
         .budget_tokens
         .or(env.delegate.config.workflow.budget_tokens);
+    if let Some(s) = &scope {
+        let (how, signals) = match s {
+            crate::route::scope::Scope::Trivial(x) => ("trivial", x.join(", ")),
+            crate::route::scope::Scope::Broad(x) => ("broad: plan first is offered", x.join(", ")),
+            crate::route::scope::Scope::Standard => ("standard", "no clear signal".into()),
+        };
+        r.artifact
+            .status_history
+            .push(crate::artifact::HistoryEntry::new(
+                "scope_assessed",
+                None,
+                &format!("{how} ({signals})"),
+            ));
+    }
     let mut worktree_error = None;
-    if opts.kind == WorkflowKind::Build {
+    // Broad work is asked first: the worktree offer waits for `build directly`.
+    v.host.isolate_asked = opts.isolate;
+    if broad.is_some() {
+        v.host.worktree_offer = Some(WorktreeOffer::Skipped(
+            "waiting for the plan-first question".into(),
+        ));
+    } else if opts.kind == WorkflowKind::Build {
         match isolate_build(
             env,
             &root,
@@ -301,6 +333,16 @@ pub async fn start_with(
     });
     runner.commit(ev, r)?;
     runner.say(&format!("workflow {id} started"));
+    match &scope {
+        Some(crate::route::scope::Scope::Trivial(s)) => runner.say(&format!(
+            "scope: trivial ({}): builder, then verifier (a scope increase escalates to the full graph)",
+            s.join(", ")
+        )),
+        Some(crate::route::scope::Scope::Broad(s)) => {
+            runner.say(&format!("scope: broad ({})", s.join(", ")))
+        }
+        _ => {}
+    }
     if let Some(wt) = &runner.record().state.host.worktree {
         runner.say(&format!(
             "working in worktree {} on branch {}",
@@ -312,6 +354,11 @@ pub async fn start_with(
         runner.fail(RunError::Worktree(e))?;
     } else if let Some(e) = tree_busy {
         runner.fail(RunError::TreeBusy(e))?;
+    } else if let Some(signals) = broad {
+        runner.stop_at(
+            StopGate::PlanFirst,
+            &format!("This BUILD looks like more than one change ({signals})"),
+        )?;
     }
     let outcome = runner.drive().await;
     drop(tree_lock);
@@ -396,7 +443,7 @@ pub async fn resume_with(
             if r.state.tasks.is_empty() {
                 // Killed between the record's first event and its task graph: nothing ran, so
                 // the graph is made now, in place (the worktree offer is not made again).
-                let kind = runner.kind;
+                let kind = runner.kind();
                 let trivial = r.artifact.build_scope == Some(BuildScope::Trivial);
                 if kind == WorkflowKind::Build && r.artifact.phase_cursor.is_none() {
                     first_phase(&mut r.artifact, false);
@@ -583,8 +630,7 @@ struct Runner<'a> {
     env: &'a RunEnv,
     launcher: &'a dyn Launcher,
     id: String,
-    /// The workflow's type, fixed when it was created.
-    kind: WorkflowKind,
+
     wf: Mutex<Open>,
     cancel: &'a CancellationToken,
     appended: AtomicU64,
@@ -601,7 +647,6 @@ impl<'a> Runner<'a> {
         let record = Record::read(wf.artifact())?;
         Ok(Runner {
             id: wf.id().to_string(),
-            kind: record.artifact.workflow_type.unwrap_or(WorkflowKind::Build),
             env,
             launcher,
             wf: Mutex::new(Open { log: wf, record }),
@@ -609,6 +654,15 @@ impl<'a> Runner<'a> {
             appended: AtomicU64::new(0),
             root: project_root(env),
         })
+    }
+
+    /// The workflow's type (a BUILD the user chose to plan first becomes a PLAN).
+    pub(super) fn kind(&self) -> WorkflowKind {
+        self.lock()
+            .record
+            .artifact
+            .workflow_type
+            .unwrap_or(WorkflowKind::Build)
     }
 
     pub(super) fn say(&self, line: &str) {

@@ -313,6 +313,7 @@ pub fn start(request: &str, trivial: bool) -> StartOptions {
         budget_tokens: None,
         isolate: Some(false),
         plan: None,
+        assess_scope: false,
     }
 }
 

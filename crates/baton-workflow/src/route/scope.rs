@@ -1,0 +1,173 @@
+//! A BUILD's scope from its request (cc10x build preparation 4): clearly trivial work takes the
+//! reduced graph without a question; work that clearly spans several concerns is asked "Plan
+//! first (Recommended) / Build directly"; everything else is a standard BUILD. The signals are
+//! the request's words only, so the rules lean to the middle: a request is trivial or broad only
+//! when its words say so plainly.
+
+/// What the request's words say about its scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// One small, single change (the signals that said so).
+    Trivial(Vec<String>),
+    /// Neither clearly trivial nor clearly broad.
+    Standard,
+    /// Several concerns, files or modules (the signals that said so).
+    Broad(Vec<String>),
+}
+
+/// Words of small, single changes.
+const TRIVIAL_WORDS: &[&str] = &[
+    "typo",
+    "typos",
+    "spelling",
+    "misspelled",
+    "rename",
+    "bump",
+    "whitespace",
+    "one-line",
+    "one-liner",
+    "comment",
+    "wording",
+];
+
+/// Words of work that spans modules or needs design.
+const BROAD_WORDS: &[&str] = &[
+    "refactor",
+    "migrate",
+    "migration",
+    "redesign",
+    "rewrite",
+    "architecture",
+    "across",
+    "overhaul",
+    "end-to-end",
+    "subsystem",
+    "multiple",
+];
+
+/// Assesses a BUILD request's scope.
+pub fn assess(request: &str) -> Scope {
+    let lower = request.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let bare = |w: &str| {
+        w.trim_matches(|c: char| !c.is_alphanumeric() && c != '-')
+            .to_string()
+    };
+    let files: Vec<&str> = request
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| matches!(c, '`' | '"' | '\'' | ',' | ';' | '(' | ')')))
+        .filter(|w| looks_like_path(w))
+        .collect();
+    let mut broad = Vec::new();
+    for w in &words {
+        let w = bare(w);
+        if BROAD_WORDS.contains(&w.as_str()) && !broad.contains(&w) {
+            broad.push(w);
+        }
+    }
+    if files.len() >= 3 {
+        broad.push(format!("{} files named", files.len()));
+    }
+    let concerns = 1
+        + lower.matches(" and also ").count()
+        + lower.matches("; ").count()
+        + lower.matches(" then ").count()
+        + lower.matches(" as well as ").count();
+    if concerns >= 3 {
+        broad.push(format!("{concerns} concerns"));
+    }
+    if words.len() > 60 {
+        broad.push(format!("{} words", words.len()));
+    }
+    if broad.len() >= 2 {
+        return Scope::Broad(broad);
+    }
+    let trivial: Vec<String> = words
+        .iter()
+        .map(|w| bare(w))
+        .filter(|w| TRIVIAL_WORDS.contains(&w.as_str()))
+        .collect();
+    if !trivial.is_empty()
+        && broad.is_empty()
+        && words.len() <= 15
+        && files.len() <= 1
+        && concerns == 1
+    {
+        let mut signals = trivial;
+        signals.dedup();
+        signals.push(match files.len() {
+            0 => "no file named".into(),
+            _ => "one file".into(),
+        });
+        return Scope::Trivial(signals);
+    }
+    Scope::Standard
+}
+
+/// A word that names a file: a path with a slash and a dot, or a name with a known extension.
+fn looks_like_path(w: &str) -> bool {
+    let ext = w.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    let known = [
+        "rs", "py", "ts", "tsx", "js", "jsx", "go", "java", "kt", "c", "h", "cc", "cpp", "rb",
+        "md", "toml", "yaml", "yml", "json", "sh", "css", "html", "sql", "swift",
+    ];
+    w.len() > 2
+        && !w.ends_with('.')
+        && (known.contains(&ext) || (w.contains('/') && w.contains('.')))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_small_changes_are_trivial() {
+        for r in [
+            "fix the typo in README.md",
+            "rename the config key timeout_ms",
+            "bump the version to 1.2.0",
+        ] {
+            assert!(matches!(assess(r), Scope::Trivial(_)), "{r}");
+        }
+        assert_eq!(
+            assess("fix the typo in README.md"),
+            Scope::Trivial(vec!["typo".into(), "one file".into()])
+        );
+    }
+
+    #[test]
+    fn work_across_modules_is_broad_and_the_rest_standard() {
+        let r = "refactor the storage layer across src/db.rs, src/cache.rs and src/api.rs";
+        assert_eq!(
+            assess(r),
+            Scope::Broad(vec![
+                "refactor".into(),
+                "across".into(),
+                "3 files named".into()
+            ])
+        );
+        assert!(matches!(
+            assess(
+                "migrate the users table to postgres; update the API; then rewrite the admin page"
+            ),
+            Scope::Broad(_)
+        ));
+        for r in [
+            "add a feature file",
+            "add a --verbose flag",
+            "fix the crash in the parser",
+            "rename the config key and migrate every caller across the codebase",
+        ] {
+            assert!(!matches!(assess(r), Scope::Trivial(_)), "{r}");
+        }
+        assert_eq!(assess("add a --verbose flag"), Scope::Standard);
+        // A trivial word in a long or multi-file request is not trivial.
+        assert_eq!(
+            assess("fix the typo in src/a.rs and src/b.rs"),
+            Scope::Standard
+        );
+    }
+}
