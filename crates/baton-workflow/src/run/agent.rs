@@ -125,7 +125,7 @@ pub fn scaffold(s: &Scaffold<'_>) -> String {
     p.push_str("\n\n## Requirements\n");
     if t.kind == Some(TaskKind::Remfix) {
         p.push_str(&format!(
-            "Remediation (scope {}): {}\nFix what the findings name, prove the fix with a test, and report the covering test, its command and its output in your contract's SCENARIOS.\n\n",
+            "Remediation (scope {}): {}\nFix what the findings name, prove the fix with a test, and report the covering test, its command and its output in your contract's SCENARIOS.\nBefore changing code, restate each finding in one line and confirm in the code that it holds. A finding you can prove false with a command may be disputed instead of applied: write `FINDING_DISPUTED: <the finding>`, `VERIFY_COMMAND: <the command>` and `VERIFY_OUTPUT: <what it printed>` lines; baton runs the command and the verifier rules. A dispute without a proving command is void and the finding stands.\n\n",
             t.scope.as_deref().unwrap_or("ALL_ISSUES"),
             t.reason.as_deref().unwrap_or("fix the findings")
         ));

@@ -35,7 +35,7 @@ impl Runner<'_> {
 
     /// Runs `command` in `work` through the launcher (the verifier role's sandbox unless
     /// `confined` is false); `None` when cancelled or there is no verifier role.
-    async fn host_run(
+    pub(super) async fn host_run(
         &self,
         command: &str,
         work: &Path,

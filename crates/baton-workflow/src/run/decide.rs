@@ -11,7 +11,11 @@ use crate::state::{Record, RunState, WorkflowState};
 
 impl Runner<'_> {
     /// The engine inputs from the batch's outputs, or why they cannot be believed.
-    pub(super) fn outputs_of(&self, v: &WorkflowState) -> Result<AgentOutputs, RunError> {
+    pub(super) fn outputs_of(
+        &self,
+        a: &Artifact,
+        v: &WorkflowState,
+    ) -> Result<AgentOutputs, RunError> {
         let kind = self.kind();
         let mut out = AgentOutputs::default();
         let mut reviewer = None;
@@ -90,6 +94,31 @@ impl Runner<'_> {
                         (None, None) => "did not finish".to_string(),
                     },
                 });
+            }
+            if role == Role::IntegrationVerifier {
+                // The disputes waiting for this verifier: each ruled on, none rejected by a pass.
+                let disputes = super::dispute::recorded(a);
+                if let Some(d) = disputes.iter().find(|d| d.status == "pending") {
+                    return Err(RunError::Dispute {
+                        task: task_id,
+                        message: format!(
+                            "did not rule on the disputed finding {:?}: it must write DISPUTE_UPHELD or DISPUTE_REJECTED for it",
+                            d.finding
+                        ),
+                    });
+                }
+                let rejected = disputes
+                    .iter()
+                    .find(|d| d.status == "rejected" && d.ruled_by.as_deref() == Some(id));
+                if let (Some(d), true) = (rejected, checked.advances()) {
+                    return Err(RunError::Dispute {
+                        task: task_id,
+                        message: format!(
+                            "rejected the dispute of {:?} (the finding stands) yet passed: a standing finding is a FAIL until it is fixed",
+                            d.finding
+                        ),
+                    });
+                }
             }
             if matches!(kind, WorkflowKind::Triage | WorkflowKind::CodebaseHealth) {
                 let report = self
@@ -170,7 +199,7 @@ impl Runner<'_> {
     /// Asks the engine what the batch's outputs mean, and sets up what comes next.
     pub(super) fn decide_and_act(&self, r: Record) -> Result<(), RunError> {
         let v = &r.state;
-        let outputs = match self.outputs_of(v) {
+        let outputs = match self.outputs_of(&r.artifact, v) {
             Ok(o) => o,
             Err(problem) => return self.fail(problem),
         };

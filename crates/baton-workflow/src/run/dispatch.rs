@@ -270,6 +270,32 @@ impl Runner<'_> {
             out.host_checks = self
                 .recheck_scenarios(&artifact, &spec, &out.text, &work)
                 .await;
+            // The verifier rules on the disputes that waited for it.
+            let mut disputes = dispute::recorded(&r.artifact);
+            if disputes.iter().any(|d| d.status == "pending") {
+                dispute::rule(&mut disputes, &dispute::rulings(&out.text), id);
+                dispute::record(&mut r.artifact, &disputes);
+            }
+        }
+        if task.kind == Some(TaskKind::Remfix) && out.error.is_none() {
+            // A fix that disputes findings: the host runs each proving command itself.
+            let mut found = dispute::parse(id, &out.text);
+            for d in found
+                .iter_mut()
+                .filter(|d| d.status == "pending")
+                .take(MAX_RECHECKS)
+            {
+                let command = d.command.clone().unwrap_or_default();
+                let ran = self
+                    .host_run(&command, &work, RECHECK_TIMEOUT, false, true)
+                    .await;
+                d.host_exit_code = ran.and_then(|c| c.exit_code);
+            }
+            if !found.is_empty() {
+                let mut all = dispute::recorded(&r.artifact);
+                all.extend(found);
+                dispute::record(&mut r.artifact, &all);
+            }
         }
         out.role = role.name().to_string();
         v.host.outputs.insert(id.to_string(), out);
@@ -546,7 +572,16 @@ impl Runner<'_> {
             research_files: research_files.as_deref(),
             base: base.as_deref(),
             baseline: (role == Role::IntegrationVerifier)
-                .then(|| baseline::prompt_section(a))
+                .then(|| {
+                    let parts: Vec<String> = [
+                        baseline::prompt_section(a),
+                        dispute::prompt_section(&dispute::recorded(a)),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                    (!parts.is_empty()).then(|| parts.join("\n"))
+                })
                 .flatten()
                 .as_deref(),
             phase: plan::brief(

@@ -102,6 +102,9 @@ pub enum RunError {
         command: String,
         how: String,
     },
+    /// A verifier that left a disputed finding unruled, or passed over one it rejected.
+    #[error("{task} (integration-verifier) {message}")]
+    Dispute { task: String, message: String },
     /// A TRIAGE or CODEBASE-HEALTH report that could not be saved.
     #[error("{0}")]
     ReportWrite(String),

@@ -12,6 +12,7 @@ pub mod agent;
 mod baseline;
 mod decide;
 mod dispatch;
+mod dispute;
 mod error;
 mod finish;
 pub mod gate;

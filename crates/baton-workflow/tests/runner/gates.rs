@@ -128,3 +128,73 @@ fn fix_at_the_revert_gate_creates_the_remediation() {
         "integration-verifier"
     );
 }
+
+/// The fix agent disputes the finding with a proving command: the host runs it, the verifier is
+/// told and rules; a verifier that does not rule stops the workflow.
+fn disputing(h: &Harness) {
+    let fix = BUILDER_PASS.replace(
+        "Added the feature.",
+        "Checked the finding first.\nFINDING_DISPUTED: the feature is never wired in\nVERIFY_COMMAND: grep -n wire feature.txt\nVERIFY_OUTPUT: 1: wire()\nADJUDICATOR: integration-verifier",
+    );
+    h.happy()
+        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL)
+        .answer_nth("component-builder", 2, &fix);
+}
+
+#[test]
+fn a_disputed_finding_is_checked_by_the_host_and_ruled_by_the_verifier() {
+    let h = Harness::new();
+    disputing(&h);
+    let upheld = VERIFY_PASS.to_string() + "\nDISPUTE_UPHELD: the feature is never wired in\n";
+    h.answer("integration-verifier", &upheld);
+    let o = h.build("add a feature file").unwrap();
+    let Outcome::Completed { id, .. } = &o else {
+        panic!("{o:?}")
+    };
+    assert!(h
+        .host_commands()
+        .contains(&"grep -n wire feature.txt".to_string()));
+    let verify = &h.calls_of("integration-verifier")[0].prompt;
+    assert!(
+        verify.contains("## Disputed Findings")
+            && verify.contains("- the feature is never wired in\n  - command: `grep -n wire feature.txt`\n  - the fix agent's output: 1: wire()\n  - baton's own run: exit 0"),
+        "{verify}"
+    );
+    let d = &h.artifact(id)["results"]["disputes"][0];
+    assert_eq!(d["status"], "upheld");
+    assert_eq!(d["host_exit_code"], 0);
+}
+
+#[test]
+fn a_verifier_that_does_not_rule_on_a_dispute_stops_the_workflow() {
+    let h = Harness::new();
+    disputing(&h);
+    let o = h.build("add a feature file").unwrap();
+    let Outcome::Failed { brief, .. } = &o else {
+        panic!("{o:?}")
+    };
+    assert!(
+        brief.contains("(integration-verifier) did not rule on the disputed finding \"the feature is never wired in\""),
+        "{brief}"
+    );
+}
+
+#[test]
+fn a_dispute_without_a_command_is_void_and_the_finding_stands() {
+    let h = Harness::new();
+    let fix = BUILDER_PASS.replace(
+        "Added the feature.",
+        "FINDING_DISPUTED: the feature is never wired in (it looks fine to me)",
+    );
+    h.happy()
+        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL)
+        .answer_nth("component-builder", 2, &fix);
+    let o = h.build("add a feature file").unwrap();
+    let Outcome::Completed { id, .. } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(h.artifact(id)["results"]["disputes"][0]["status"], "void");
+    assert!(!h.calls_of("integration-verifier")[0]
+        .prompt
+        .contains("## Disputed Findings"));
+}
