@@ -244,3 +244,49 @@ async fn a_cancelled_run_workflow_stops_and_resumes() {
     assert_eq!(wf.calls("component-builder"), 2);
     client.cancel().await.unwrap();
 }
+
+/// `run_workflow` with `plan`: a planned BUILD stops at the final review; a plan with an open
+/// decision is a tool error naming it, before anything runs.
+#[tokio::test]
+async fn run_workflow_builds_a_plan_and_refuses_an_untrustworthy_one() {
+    let wf = Wf::new();
+    wf.happy();
+    let phase = |i: u32| {
+        format!("- phase_id: phase-{i}\n  title: Part {i}\n  objective: build part {i}\n  exit_criteria: [part {i} exists]\n  test_seams: [feature.txt]\n")
+    };
+    let plan = |open: &str| {
+        format!(
+            "# Parts\n\nplan_mode: execution_plan\nverification_rigor: standard\n\n## Phases\n```yaml\n{}{}```\n\n## Open Decisions\n{open}\n\n## Differences from agreement\nNone\n",
+            phase(1),
+            phase(2)
+        )
+    };
+    wf.sb.write("bad.md", &plan("- which format?"));
+    wf.sb.write("good.md", &plan("None"));
+    let recorder = Recorder::default();
+    let client = connect(&wf.sb, &recorder).await;
+    let result = call(
+        &client,
+        "run_workflow",
+        json!({"request": "build it", "plan": "bad.md"}),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert!(
+        text(&result).contains("open decision \"which format?\" is not made"),
+        "{}",
+        text(&result)
+    );
+    assert_eq!(wf.calls("component-builder"), 0);
+    let result = call(
+        &client,
+        "run_workflow",
+        json!({"request": "build it", "plan": "good.md"}),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let doc = structured(&result);
+    assert_eq!(doc["type"], "workflow.checkpoint");
+    assert_eq!(doc["checkpoint"]["gate"], "final_review");
+    assert_eq!(wf.calls("component-builder"), 2);
+}

@@ -120,6 +120,10 @@ pub struct RunWorkflowRequest {
     /// BUILD: the reduced graph (builder, verifier, memory) for a one-file change.
     #[serde(default)]
     trivial: bool,
+    /// BUILD the phases of this plan file (a path in the project) one at a time, as `baton run
+    /// --plan` does; refused with every problem named when the plan fails its checks.
+    #[serde(default)]
+    plan: Option<String>,
     /// Stop at a checkpoint before a dispatch that would take the spend past this many US
     /// dollars.
     #[serde(default)]
@@ -472,6 +476,12 @@ async fn run_workflow(call: &Call, args: Option<JsonObject>) -> Answer {
         ),
         None => None,
     };
+    if req.plan.is_some() && kind.is_some_and(|k| k != WorkflowKind::Build) {
+        return Err(format!(
+            "{name}: `plan` runs a BUILD: drop `workflow`, or give \"BUILD\""
+        ));
+    }
+    let kind = kind.or(req.plan.as_ref().map(|_| WorkflowKind::Build));
     let progress = ProgressForward::new(&call.context);
     let env = run_env(call, &progress)?;
     let cap = env.delegate.output_cap;
@@ -501,7 +511,7 @@ async fn run_workflow(call: &Call, args: Option<JsonObject>) -> Answer {
             budget_usd: req.budget_usd,
             budget_tokens: req.budget_tokens,
             isolate: Some(false),
-            plan: None,
+            plan: req.plan.as_ref().map(std::path::PathBuf::from),
             assess_scope: !req.trivial,
         };
         run::start(&env, &opts, cancel)
