@@ -98,6 +98,8 @@ pub struct Scaffold<'a> {
     pub phase: Option<&'a str>,
     /// For the verifier: the clean baseline (which tests failed before the build).
     pub baseline: Option<&'a str>,
+    /// `patterns.md ## Project SKILL_HINTS`, when it lists any.
+    pub skill_hints: Option<&'a str>,
 }
 
 /// The base recorded when git could not give one.
@@ -151,7 +153,14 @@ pub fn scaffold(s: &Scaffold<'_>) -> String {
         p.push_str(pat.trim());
         p.push_str("\n\n");
     }
-    p.push_str("## SKILL_HINTS\nNone\n\n");
+    p.push_str("## SKILL_HINTS\n");
+    p.push_str(
+        s.skill_hints
+            .map(str::trim)
+            .filter(|h| !h.is_empty())
+            .unwrap_or("None"),
+    );
+    p.push_str("\n\n");
     if let Some(r) = s.research_files {
         p.push_str("## Research Files\n");
         p.push_str(r.trim());
@@ -520,6 +529,7 @@ mod tests {
             base: Some("0123abcd"),
             phase: None,
             baseline: None,
+            skill_hints: None,
         };
         let review = scaffold(&s(Role::CodeReviewer));
         assert!(review.contains(

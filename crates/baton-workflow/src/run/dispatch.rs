@@ -499,6 +499,20 @@ impl Runner<'_> {
         let cut = |s: String| s.chars().take(2000).collect::<String>();
         let summary = memory.read(MemoryFile::ActiveContext).ok().map(cut);
         let patterns = memory.read(MemoryFile::Patterns).ok().map(cut);
+        // The project's skill hints, without the template's comment lines.
+        let skill_hints = memory
+            .sections(MemoryFile::Patterns)
+            .ok()
+            .and_then(|s| s.into_iter().find(|s| s.name == "Project SKILL_HINTS"))
+            .map(|s| {
+                s.body
+                    .lines()
+                    .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with("<!--"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .filter(|h| !h.is_empty())
+            .map(cut);
         // The verifier and a remediation see what the latest read-only agents found.
         let remfix = task.kind == Some(TaskKind::Remfix);
         let findings = (role == Role::IntegrationVerifier || remfix).then(|| {
@@ -571,6 +585,7 @@ impl Runner<'_> {
             last_problem: last_problem.as_deref(),
             research_files: research_files.as_deref(),
             base: base.as_deref(),
+            skill_hints: skill_hints.as_deref(),
             baseline: (role == Role::IntegrationVerifier)
                 .then(|| {
                     let parts: Vec<String> = [

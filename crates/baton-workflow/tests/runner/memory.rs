@@ -47,3 +47,26 @@ fn the_agents_memory_notes_and_the_open_findings_reach_memory() {
         "{progress}"
     );
 }
+
+#[test]
+fn the_project_s_skill_hints_reach_every_dispatch() {
+    let h = Harness::new();
+    h.happy();
+    let dir = h.env.delegate.cwd.join(".baton/memory");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("patterns.md"),
+        "# Project patterns\n\n## User Standards\n\n## Common Gotchas\n\n## Project SKILL_HINTS\n- rust-testing: tests live beside the code\n\n## Last Updated\n",
+    )
+    .unwrap();
+    let o = h.build("add a feature file").unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    for call in h.calls() {
+        assert!(
+            call.prompt
+                .contains("## SKILL_HINTS\n- rust-testing: tests live beside the code\n"),
+            "{}",
+            call.prompt
+        );
+    }
+}
