@@ -452,6 +452,15 @@ fn findings_both_raise_are_cross_confirmed_and_ones_the_verifier_refutes_are_dro
         .unwrap()
         .iter()
         .any(|h| h["event"] == "finding_dropped"));
+    // The minor finding was deferred when the review raised it, and left the list when the
+    // verifier refuted it.
+    assert_eq!(wf.snapshot()["deferred_findings"], serde_json::json!([]));
+    let deferred_once = wf.events().iter().any(|e| {
+        e["delta"]["deferred_findings"]
+            .as_array()
+            .is_some_and(|d| d.iter().any(|f| f["location"] == "src/minor.rs:2"))
+    });
+    assert!(deferred_once);
 }
 
 #[test]

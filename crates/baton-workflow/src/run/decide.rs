@@ -336,18 +336,37 @@ impl Runner<'_> {
         }
         nv.host.next = Some(action);
         nv.host.next_reason = Some(d.reason.clone());
-        let (findings, dropped) = findings_ledger(v);
+        let (findings, dropped_with_text) = ledger_and_dropped(v);
+        // A finding the verifier refuted is not deferred either.
+        new.deferred_findings.retain(|e| {
+            !dropped_with_text
+                .iter()
+                .any(|(_, text)| e.get("text").and_then(Value::as_str) == Some(text.as_str()))
+        });
+        let dropped: Vec<String> = dropped_with_text.into_iter().map(|(why, _)| why).collect();
         let deferring = d
             .changes
             .iter()
             .any(|c| matches!(c, Change::Status(e) if e.event == "findings_deferred"));
-        if deferring {
-            for f in findings.iter().filter(|f| f.severity != "critical") {
-                let mut entry = serde_json::to_value(f).unwrap_or_default();
-                if let Some(o) = entry.as_object_mut() {
-                    o.insert("phase".into(), artifact.phase_cursor.clone().into());
-                }
-                new.deferred_findings.push(entry);
+        // Findings that do not block roll up into deferred_findings, with their phase (cc10x:
+        // no finding silently discarded): the minor ones of every review and hunt, and the HIGH
+        // ones a CRITICAL_ONLY re-review defers.
+        let reviewed = v.host.batch.iter().any(|id| {
+            v.host.outputs.get(id).is_some_and(|o| {
+                o.role == Role::CodeReviewer.name() || o.role == Role::FailureHunter.name()
+            })
+        });
+        let verified = v.host.batch.iter().any(|id| {
+            v.host
+                .outputs
+                .get(id)
+                .is_some_and(|o| o.role == Role::IntegrationVerifier.name())
+        });
+        for f in &findings {
+            let minor = matches!(f.severity.as_str(), "low" | "medium");
+            let high = f.severity == "high";
+            if (reviewed && !verified && minor) || (deferring && (minor || high)) {
+                defer(&mut new, f, artifact.phase_cursor.as_deref());
             }
         }
         for why in &dropped {
@@ -461,6 +480,22 @@ impl Runner<'_> {
     }
 }
 
+/// Adds a finding to `deferred_findings` with its phase, once.
+fn defer(a: &mut Artifact, f: &LoggedFinding, phase: Option<&str>) {
+    let mut entry = serde_json::to_value(f).unwrap_or_default();
+    if let Some(o) = entry.as_object_mut() {
+        o.insert("phase".into(), phase.into());
+    }
+    let same = |e: &Value| {
+        e.get("text") == entry.get("text")
+            && e.get("location") == entry.get("location")
+            && e.get("phase") == entry.get("phase")
+    };
+    if !a.deferred_findings.iter().any(same) {
+        a.deferred_findings.push(entry);
+    }
+}
+
 /// A remediation task as `traceability.remediation` keeps it.
 pub(super) fn traced_fix(t: &Task, a: &Artifact) -> crate::artifact::TracedFix {
     crate::artifact::TracedFix {
@@ -477,6 +512,12 @@ pub(super) fn traced_fix(t: &Task, a: &Artifact) -> crate::artifact::TracedFix {
 /// against its `### Reviewer Finding Validation` — the ones it could not confirm are dropped and
 /// returned as the second list (degraded critical ones are kept).
 pub(super) fn findings_ledger(v: &WorkflowState) -> (Vec<LoggedFinding>, Vec<String>) {
+    let (kept, dropped) = ledger_and_dropped(v);
+    (kept, dropped.into_iter().map(|(why, _)| why).collect())
+}
+
+/// [`findings_ledger`], each dropped finding with its text.
+fn ledger_and_dropped(v: &WorkflowState) -> (Vec<LoggedFinding>, Vec<(String, String)>) {
     use contract::merge::{apply_validation, findings_in, merge_findings, validations_in};
     let text_of = |role: Role, ids: &mut dyn Iterator<Item = &String>| {
         ids.filter_map(|id| v.host.outputs.get(id))
@@ -508,7 +549,11 @@ pub(super) fn findings_ledger(v: &WorkflowState) -> (Vec<LoggedFinding>, Vec<Str
             cross_confirmed: m.cross_confirmed,
         })
         .collect();
-    (findings, dropped.into_iter().map(|d| d.reason).collect())
+    let dropped = dropped
+        .into_iter()
+        .map(|d| (d.reason, d.finding.finding.text))
+        .collect();
+    (findings, dropped)
 }
 
 /// What the batch's agents asked to fix, in one line: the first `REMEDIATION_REASON` they gave,

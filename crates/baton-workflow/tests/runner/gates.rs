@@ -198,3 +198,29 @@ fn a_dispute_without_a_command_is_void_and_the_finding_stands() {
         .prompt
         .contains("## Disputed Findings"));
 }
+
+/// A minor finding does not block the phase, and does not evaporate either.
+#[test]
+fn minor_findings_roll_up_into_the_deferred_list() {
+    let h = Harness::new();
+    let review = REVIEW_APPROVE.replace(
+        "### Checked",
+        "### Minor Issues\n- src/names.rs:4 a name could be clearer\n\n### Checked",
+    );
+    h.happy().answer("code-reviewer", &review);
+    let o = h.build("add a feature file").unwrap();
+    let Outcome::Completed { id, brief } = &o else {
+        panic!("{o:?}")
+    };
+    assert!(
+        brief.contains("deferred findings: 1\n  - [medium] src/names.rs:4 a name could be clearer")
+            || brief
+                .contains("deferred findings: 1\n  - [low] src/names.rs:4 a name could be clearer"),
+        "{brief}"
+    );
+    assert_eq!(h.calls_of("component-builder").len(), 1, "nothing to fix");
+    assert_eq!(h.artifact(id)["deferred_findings"][0]["phase"], "phase-1");
+    let memory =
+        std::fs::read_to_string(h.env.delegate.cwd.join(".baton/memory/patterns.md")).unwrap();
+    assert!(memory.contains("[Deferred]: ["), "{memory}");
+}
