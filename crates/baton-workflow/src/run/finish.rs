@@ -82,16 +82,20 @@ impl Runner<'_> {
                 }),
             })
         };
+        // The answer is kept word for word and the workflow runs again.
+        let settle = |v: &mut WorkflowState| {
+            v.host.answers.push(GivenAnswer {
+                gate: cp.gate,
+                answer: text.to_string(),
+                at: baton_state::now_rfc3339(),
+            });
+            v.checkpoint = None;
+            v.state = RunState::Running;
+        };
         // Discarding deletes the workflow's work: it is asked again before anything is removed.
         if choice == Answer::Finish("discard") && cp.gate == StopGate::Finish {
             if let Some(wt) = v.host.worktree.clone() {
-                v.host.answers.push(GivenAnswer {
-                    gate: cp.gate,
-                    answer: text.to_string(),
-                    at: baton_state::now_rfc3339(),
-                });
-                v.checkpoint = None;
-                v.state = RunState::Running;
+                settle(&mut v);
                 self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v))?;
                 let what = format!(
                     "Discarding deletes worktree {} and branch {} with all of this workflow's work",
@@ -111,13 +115,7 @@ impl Runner<'_> {
             }
             _ => None,
         };
-        v.host.answers.push(GivenAnswer {
-            gate: cp.gate,
-            answer: text.to_string(),
-            at: baton_state::now_rfc3339(),
-        });
-        v.checkpoint = None;
-        v.state = RunState::Running;
+        settle(&mut v);
         a.pending_gate = None;
         match choice {
             Answer::Abort => {

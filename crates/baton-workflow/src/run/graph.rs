@@ -101,6 +101,33 @@ pub fn task(
     }
 }
 
+/// Adds a router-made agent task of `phase` (naming `plan` when given); returns its id.
+fn push_agent(
+    tasks: &mut Vec<Task>,
+    wf: &str,
+    phase: Phase,
+    reason: &str,
+    blocked_by: Vec<String>,
+    plan: Option<&str>,
+) -> String {
+    let mut t = task(
+        tasks,
+        wf,
+        TaskKind::Agent,
+        phase.as_str(),
+        "router",
+        "N/A",
+        reason,
+        blocked_by,
+    );
+    if let Some(p) = plan {
+        t.plan = Some(p.to_string());
+    }
+    let id = t.id.clone();
+    tasks.push(t);
+    id
+}
+
 /// Escalates a trivial BUILD's graph to the full one (cc10x: the scope grew): a reviewer and a
 /// hunter after the builder, a doc-syncer after the verifier; the open verifier then also waits
 /// for the review and the hunt, and the open memory task for the doc-sync. Nothing is added to a
@@ -122,19 +149,9 @@ pub fn escalate(tasks: &mut Vec<Task>, wf: &str) -> Vec<String> {
     let why = "scope grew beyond trivial: the full review chain runs";
     let mut created = Vec::new();
     let mut add = |tasks: &mut Vec<Task>, phase: Phase, blocked_by: Vec<String>| {
-        let t = task(
-            tasks,
-            wf,
-            TaskKind::Agent,
-            phase.as_str(),
-            "router",
-            "N/A",
-            why,
-            blocked_by,
-        );
-        created.push(t.id.clone());
-        tasks.push(t);
-        created.last().cloned().unwrap_or_default()
+        let id = push_agent(tasks, wf, phase, why, blocked_by, None);
+        created.push(id.clone());
+        id
     };
     let review = add(tasks, Phase::BuildReview, vec![builder.clone()]);
     let hunt = add(tasks, Phase::BuildHunt, vec![builder]);
@@ -161,20 +178,7 @@ pub fn escalate(tasks: &mut Vec<Task>, wf: &str) -> Vec<String> {
 /// task names the plan file. Returns the builder's id.
 pub fn phase_chain(tasks: &mut Vec<Task>, wf: &str, plan: &str, builder_reason: &str) -> String {
     let add = |tasks: &mut Vec<Task>, phase: Phase, reason: &str, blocked_by: Vec<String>| {
-        let mut t = task(
-            tasks,
-            wf,
-            TaskKind::Agent,
-            phase.as_str(),
-            "router",
-            "N/A",
-            reason,
-            blocked_by,
-        );
-        t.plan = Some(plan.to_string());
-        let id = t.id.clone();
-        tasks.push(t);
-        id
+        push_agent(tasks, wf, phase, reason, blocked_by, Some(plan))
     };
     let builder = add(tasks, Phase::BuildImplement, builder_reason, Vec::new());
     let review = add(
