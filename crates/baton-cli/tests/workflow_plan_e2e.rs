@@ -345,3 +345,43 @@ fn pr_pushes_the_branch_and_keeps_the_worktree() {
         .to_string();
     assert!(std::path::Path::new(&wt).exists());
 }
+
+/// A fresh worktree gets its dependencies installed (here the project's own, trusted
+/// `workflow.install`) before the baseline run; in place nothing is installed.
+#[test]
+fn a_fresh_worktree_is_installed_before_the_baseline() {
+    let wf = Wf::new();
+    wf.happy();
+    wf.sb.write("tests.sh", "echo 'test a ... ok'\n");
+    wf.sb.write(
+        ".baton/config.toml",
+        "[workflow]\ntest_command = \"sh tests.sh\"\ninstall = \"echo deps > installed.txt\"\n",
+    );
+    wf.sb.commit_all("a suite and an install step");
+    let o = wf.run(&["run", "--worktree", "add a feature file"]);
+    assert_exit(&o, 4);
+    assert!(
+        err(&o).contains("installing dependencies: echo deps > installed.txt"),
+        "{}",
+        err(&o)
+    );
+    let snap = wf.snapshot();
+    assert_eq!(snap["results"]["deps"]["status"], "installed");
+    assert_eq!(snap["results"]["baseline"]["status"], "recorded");
+    let wt = snap["run"]["worktree"]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(std::path::Path::new(&wt).join("installed.txt").is_file());
+    // In place: the tree's dependencies are the user's.
+    let wf = Wf::new();
+    wf.happy();
+    wf.sb.write(
+        ".baton/config.toml",
+        "[workflow]\ninstall = \"echo deps > installed.txt\"\n",
+    );
+    wf.sb.commit_all("an install step");
+    assert_exit(&wf.run(&["run", "--no-worktree", "add a feature file"]), 0);
+    assert_eq!(wf.snapshot()["results"]["deps"]["status"], "skipped");
+    assert!(!wf.sb.work().join("installed.txt").exists());
+}
