@@ -55,6 +55,9 @@ pub enum BlockReason {
     ValidationFailed,
     /// The reviewer answered with anything but `PASS`.
     ReviewFindings,
+    /// The change is too large for one review packet (more than
+    /// [`crate::engine::REVIEW_MAX_PATCH_BYTES`] or [`crate::engine::REVIEW_MAX_PATHS`]).
+    ReviewPacketTooLarge,
 }
 
 impl BlockReason {
@@ -66,6 +69,7 @@ impl BlockReason {
             BlockReason::Diverged => "branch diverged",
             BlockReason::ValidationFailed => "validation failed",
             BlockReason::ReviewFindings => "review findings",
+            BlockReason::ReviewPacketTooLarge => "review packet too large",
         }
     }
 }

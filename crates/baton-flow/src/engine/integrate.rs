@@ -549,27 +549,52 @@ impl Run<'_> {
                 )?))
             }
         };
-        let patch_path = self
+        // The packet's limits (seed 004's REVIEW_MAX_PATCH_BYTES, REVIEW_MAX_PATHS): a change
+        // too large to review in one packet blocks the unit with the reason.
+        let paths = patch
+            .split(|b| *b == b'\n')
+            .filter(|l| l.starts_with(b"diff --git "))
+            .count();
+        if patch.len() > REVIEW_MAX_PATCH_BYTES || paths > REVIEW_MAX_PATHS {
+            let evidence = format!(
+                "the change {base}..{tip} is too large for one review packet: {} bytes in {paths} files \
+                 (at most {REVIEW_MAX_PATCH_BYTES} bytes and {REVIEW_MAX_PATHS} files): split the unit, \
+                 or judge it without `review`",
+                patch.len()
+            );
+            return Ok(ControlFlow::Break(self.block(
+                u,
+                BlockReason::ReviewPacketTooLarge,
+                evidence,
+            )?));
+        }
+        // The record's copy under Main's flow folder, and the reviewer's in its own worktree
+        // (its workspace: a reviewer reads nothing outside it), under the excluded `.baton/state/`.
+        let record_path = self
             .store
             .flow_dir(&state.id)?
             .join("patches")
             .join(format!("{id}-{}.patch", u.attempt));
-        let written = patch_path
-            .parent()
-            .map_or(Ok(()), baton_state::create_own_dir)
-            .and_then(|()| std::fs::write(&patch_path, &patch));
-        if let Err(e) = written {
-            return Ok(ControlFlow::Break(self.fail(
-                FailureKind::Infrastructure,
-                Some(id),
-                format!("cannot write {}: {e}", patch_path.display()),
-            )?));
+        let patch_path = path
+            .join(".baton")
+            .join("state")
+            .join("review")
+            .join(format!("{id}-{}.patch", u.attempt));
+        for target in [&record_path, &patch_path] {
+            if let Err(e) = write_packet(target, &patch) {
+                return Ok(ControlFlow::Break(self.fail(
+                    FailureKind::Infrastructure,
+                    Some(id),
+                    format!("cannot write the review packet {}: {e}", target.display()),
+                )?));
+            }
         }
         self.emit(FlowEvent::Reviewing {
             unit: id.to_string(),
             base: base.to_string(),
             tip: tip.to_string(),
-            patch_path: patch_path.clone(),
+            // The durable copy; the reviewer reads its own in the worktree.
+            patch_path: record_path.clone(),
             model_class: u.model_class,
         })?;
         let task = reviewer_task(u, criterion, path, base, tip, &patch_path);
@@ -586,6 +611,8 @@ impl Run<'_> {
             ),
         ];
         let result = self.run_child(&reviewer, u, task, path, env, None).await;
+        // The worktree's copy goes once read (the record keeps its own).
+        let _ = std::fs::remove_file(&patch_path);
         let r = match result {
             Ok(r) => r,
             Err(e) if e.code == ExecErrorCode::Aborted => {
@@ -690,4 +717,24 @@ impl Run<'_> {
         })?;
         Ok(Step::Done)
     }
+}
+
+/// Writes a review packet: its folder made without following a link (`create_own_dir`), an
+/// existing file or link at the name removed, the file created new — a link a unit's implementer
+/// planted in its worktree never redirects the write.
+fn write_packet(target: &Path, patch: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(dir) = target.parent() {
+        baton_state::create_own_dir(dir)?;
+    }
+    match std::fs::remove_file(target) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(target)?;
+    f.write_all(patch)?;
+    f.sync_all()
 }
