@@ -213,6 +213,7 @@ fn role() -> RoleSpec {
             tools: TOOLS.iter().map(|t| t.to_string()).collect(),
             skills: Vec::new(),
             mcp: Vec::new(),
+            extensions: Vec::new(),
             isolation: None,
             model_class: None,
             backend: None,

@@ -127,8 +127,21 @@ pub fn role_dirs(project_root: &Path) -> RoleDirs {
 /// Warns on stderr, one line each, of the bad role files a command skips: those that do not
 /// define one of the roles it `asked` for (a bad file of an asked role fails the lookup instead).
 pub fn warn_skipped_roles(dirs: &RoleDirs, asked: &[&str]) {
-    for bad in load_role_files(dirs).skipped(asked) {
+    let set = load_role_files(dirs);
+    for bad in set.skipped(asked) {
         errln!("baton: warning: skipped role file {}", bad.one_line());
+    }
+    // A pi role's extensions: read, not loaded.
+    for r in set
+        .roles
+        .iter()
+        .filter(|r| asked.contains(&r.meta.name.as_str()) && !r.meta.extensions.is_empty())
+    {
+        errln!(
+            "baton: warning: role {} lists pi extensions ({}): baton loads none of them, they are skipped; list MCP servers under `mcp:` instead",
+            r.meta.name,
+            r.meta.extensions.join(", ")
+        );
     }
 }
 
@@ -147,6 +160,15 @@ pub fn delegate_env(ctx: &ProjectContext) -> Result<DelegateEnv> {
             .map_or(Limits::default().idle_timeout, |d| d.0),
         max_timeout: e.max_timeout.map_or(Limits::default().max_timeout, |d| d.0),
     };
+    // seed 004: a child's whole-run limit is longer than its idle limit (else the idle one
+    // could never fire first and a quiet child dies at the whole-run limit instead).
+    if limits.max_timeout <= limits.idle_timeout {
+        anyhow::bail!(
+            "executor.max_timeout ({}s) must be longer than executor.idle_timeout ({}s): raise max_timeout or lower idle_timeout (defaults 30m and 10m)",
+            limits.max_timeout.as_secs(),
+            limits.idle_timeout.as_secs()
+        );
+    }
     let output_cap = output_cap(ctx);
     Ok(DelegateEnv {
         worktree_root: default_worktree_root(e.worktree_root.as_deref())?,

@@ -729,3 +729,34 @@ fn a_key_a_child_prints_is_redacted_from_reports_and_task_logs() {
     }
     assert_eq!(files, 2, "the events and the supervisor's log");
 }
+
+/// seed 004 compatibility: a pi role's `extensions` read and are named in a warning; a
+/// whole-run limit not longer than the idle one is refused before anything runs.
+#[test]
+fn pi_extensions_are_named_and_a_max_timeout_under_the_idle_one_is_refused() {
+    let p = project("");
+    role(&p, "echoer", "extensions: [web-search]\n", "echo done");
+    let out = p.run(&["task", "--role", "echoer", "--name", "a", "go"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("role echoer lists pi extensions (web-search): baton loads none of them"),
+        "{err}"
+    );
+    let p = project("[executor]\nidle_timeout = \"40m\"\n");
+    role(&p, "echoer", "", "echo done");
+    let out = p.run(&["task", "--role", "echoer", "--name", "a", "go"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "executor.max_timeout (1800s) must be longer than executor.idle_timeout (2400s)"
+        ),
+        "{err}"
+    );
+}

@@ -386,6 +386,7 @@ mod tests {
                 tools: tools.iter().map(|t| t.to_string()).collect(),
                 skills: vec![],
                 mcp: vec![],
+                extensions: vec![],
                 isolation: None,
                 model_class: None,
                 backend: None,

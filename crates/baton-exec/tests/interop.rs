@@ -61,6 +61,7 @@ fn role(tools: &[&str]) -> RoleSpec {
             tools: tools.iter().map(|t| t.to_string()).collect(),
             skills: vec![],
             mcp: vec![],
+            extensions: vec![],
             isolation: None,
             model_class: None,
             backend: None,

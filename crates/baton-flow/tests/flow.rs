@@ -127,7 +127,11 @@ async fn happy_path_integrates_in_declared_order_and_rebases_onto_advanced_main(
     assert!(packet.contains(b.tip.as_deref().unwrap()), "{packet}");
     // The record keeps the patch; the reviewer was given its own copy in the unit's worktree.
     let patch = b.patch_path.clone().unwrap();
-    let given = b.path.clone().unwrap().join(".baton/state/review/b-0.patch");
+    let given = b
+        .path
+        .clone()
+        .unwrap()
+        .join(".baton/state/review/b-0.patch");
     assert!(packet.contains(&given.display().to_string()), "{packet}");
     let expected = fx
         .main()

@@ -35,6 +35,10 @@ pub struct RoleFrontmatter {
     pub skills: Vec<String>,
     #[serde(default)]
     pub mcp: Vec<String>,
+    /// pi's `extensions` array, accepted so a pi role file reads: baton loads no pi extension
+    /// (each is named in a warning when the role is used; MCP servers go under `mcp`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<String>,
     #[serde(default)]
     pub isolation: Option<Isolation>,
     #[serde(default)]

@@ -507,6 +507,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_pi_role_with_extensions_reads_and_keeps_them_named() {
+        let text = "---\nname: researcher\ndescription: web research\ntools: [read]\nskills: []\nextensions: [web-search, ./ext/fetch.ts]\n---\nResearch.\n";
+        let role = parse_role(text, "researcher.md", RoleSource::Builtin).unwrap();
+        assert_eq!(role.meta.extensions, ["web-search", "./ext/fetch.ts"]);
+    }
+
+    #[test]
     fn each_builtin_is_listed_under_the_name_it_declares() {
         for (key, text) in BUILTIN {
             let role = parse_role(text, key, RoleSource::Builtin).unwrap();

@@ -27,7 +27,7 @@ pub struct TaskEntry {
     /// Explicit route provider/model[:thinking]; only when the user asked for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, alias = "modelClass", skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "baton_tool::args::model_class_schema")]
     pub model_class: Option<ModelClass>,
     /// Only when the user asked for it.
@@ -106,9 +106,17 @@ pub fn parse_request(v: &Value) -> Result<DelegateRequest, String> {
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err("`background` must be true or false".into()),
     };
-    let has_single = ["role", "name", "task", "model", "model_class", "thinking"]
-        .iter()
-        .any(|k| obj.contains_key(*k));
+    let has_single = [
+        "role",
+        "name",
+        "task",
+        "model",
+        "model_class",
+        "modelClass",
+        "thinking",
+    ]
+    .iter()
+    .any(|k| obj.contains_key(*k));
     let shapes = [
         has_single,
         obj.contains_key("tasks"),
@@ -124,6 +132,7 @@ pub fn parse_request(v: &Value) -> Result<DelegateRequest, String> {
             "task",
             "model",
             "model_class",
+            "modelClass",
             "thinking",
             "tasks",
             "chain",
@@ -256,6 +265,18 @@ fn parse_thinking(t: &str) -> Result<ThinkingLevel, String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn model_class_takes_flow_s_spelling_too() {
+        let r = parse_request(
+            &json!({"role": "scout", "name": "a", "task": "t", "modelClass": "fast"}),
+        )
+        .unwrap();
+        assert_eq!(r.entries[0].model_class, Some(ModelClass::Fast));
+        let r = parse_request(&json!({"tasks": [{"role": "scout", "name": "a", "task": "t", "modelClass": "balanced"}]}))
+            .unwrap();
+        assert_eq!(r.entries[0].model_class, Some(ModelClass::Balanced));
+    }
 
     #[test]
     fn exactly_one_shape_is_accepted() {

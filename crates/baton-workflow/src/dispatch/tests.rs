@@ -12,6 +12,7 @@ fn role(name: &str, class: Option<ModelClass>) -> RoleSpec {
             tools: vec!["read".into()],
             skills: vec![],
             mcp: vec![],
+            extensions: vec![],
             isolation: None,
             model_class: class,
             backend: None,
