@@ -15,6 +15,7 @@ pub mod info;
 pub mod project;
 pub mod settings;
 pub mod task_log;
+pub mod task_tools;
 pub mod tasks;
 pub mod trust;
 pub mod workflow;

@@ -160,6 +160,7 @@ fn delegation_tools(
         }
     });
     let flow_env = Arc::new(baton_flow::FlowEnv::new((*env).clone(), executor.clone()));
+    let state = env.state.clone();
     let all: [Arc<dyn Tool>; 3] = [
         Arc::new(baton_exec::tool::DelegateTool {
             env,
@@ -172,7 +173,11 @@ fn delegation_tools(
         }),
         Arc::new(baton_flow::tool::DelegateFlowContinueTool { env: flow_env }),
     ];
-    let tools: Vec<Arc<dyn Tool>> = all.into_iter().filter(|t| lists(t.name())).collect();
+    let mut tools: Vec<Arc<dyn Tool>> = all.into_iter().filter(|t| lists(t.name())).collect();
+    // A session that delegates hears back from its background delegations.
+    if lists("delegate_task") {
+        tools.extend(baton_app::task_tools::tools(state));
+    }
     let mut policies = Vec::new();
     if lists("delegate_task") {
         policies.push(baton_exec::tool::MAIN_POLICY.to_string());
@@ -392,7 +397,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
         Some(_) | None => args.role.clone(),
     };
     setup.role = role_name.clone();
-    let role = match &args.role_file {
+    let mut role = match &args.role_file {
         Some(path) => {
             let text = baton_text::input::read_input(path)
                 .map_err(|e| anyhow::anyhow!("--role-file {}: {e}", path.display()))?;
@@ -409,6 +414,15 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
         }
     };
     setup.role = role.meta.name.clone();
+    // A role that delegates also hears back from its background delegations: `delegate_task`
+    // brings `task_status`, `task_wait` and `task_cancel` with it.
+    if role.meta.tools.iter().any(|t| t == "delegate_task") {
+        for t in ["task_status", "task_wait", "task_cancel"] {
+            if !role.meta.tools.iter().any(|x| x == t) {
+                role.meta.tools.push(t.to_string());
+            }
+        }
+    }
     let resumed_model = resumed.as_ref().map(|(_, h, _)| h.model.clone());
     let routed = requested.is_some()
         || resumed.as_ref().is_some_and(|(_, h, _)| {

@@ -760,3 +760,62 @@ fn pi_extensions_are_named_and_a_max_timeout_under_the_idle_one_is_refused() {
         "{err}"
     );
 }
+
+/// A main session that delegates hears back from a background delegation: `task_wait` gives it
+/// the report, as `baton task wait` would (seed 004: delegations report to Main).
+#[test]
+fn a_main_session_waits_for_its_background_delegation_and_reads_the_report() {
+    let p = project("");
+    role(&p, "echoer", "", "echo \"echoed by $BATON_TASK_NAME\"");
+    let out = p.run(&[
+        "task",
+        "--background",
+        "--role",
+        "echoer",
+        "--name",
+        "bg",
+        "t",
+    ]);
+    assert_exit(&out, 0);
+    let id = stdout(&out).trim().to_string();
+    let server = baton_testkit::MockServer::builder()
+        .turn(baton_testkit::Turn::tool_call(
+            "call_w",
+            "task_wait",
+            json!({"id": id}),
+        ))
+        .turn(baton_testkit::Turn::tool_call(
+            "call_s",
+            "task_status",
+            json!({"id": "t-nonexistent"}),
+        ))
+        .turn(baton_testkit::Turn::text("The delegation reported back."))
+        .start_blocking();
+    std::fs::write(
+        p.config_file(),
+        format!(
+            "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"MOCK_API_KEY\"\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let out = p.run(&[
+        "agent",
+        "--json",
+        "--role",
+        "implementer",
+        "--model",
+        "mock/m",
+        "check on it",
+    ]);
+    assert_exit(&out, 0);
+    let requests = server.model_requests();
+    let offered = requests[0].offered_tools();
+    for t in ["delegate_task", "task_status", "task_wait", "task_cancel"] {
+        assert!(offered.contains(&t), "{t} not offered: {offered:?}");
+    }
+    let waited = &requests[1].tool_results()[0].text;
+    assert!(waited.contains("echoed by bg"), "{waited}");
+    let status = requests[2].tool_results().last().cloned().unwrap();
+    assert!(status.text.contains("task_status: `id`"), "{}", status.text);
+}

@@ -80,7 +80,7 @@ impl Tool for DelegateTool {
         if req.background {
             return match background::start(&self.env.baton_exe, &self.env.state, &self.env.cwd, &req, (self.now)()) {
                 Ok(id) => ToolOutput::ok(format!(
-                    "Started background task {id}. Check it with `baton task status {id}`; `baton task wait {id}` prints its report when it ends."
+                    "Started background task {id}. Check it with the `task_status` tool (id {id}); `task_wait` gives its report when it ends, `task_cancel` stops it. (From a shell: `baton task status|wait|cancel {id}`.)"
                 )),
                 Err(e) => ToolOutput::error(e.to_string()),
             };
