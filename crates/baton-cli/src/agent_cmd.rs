@@ -161,7 +161,7 @@ fn delegation_tools(
     });
     let flow_env = Arc::new(baton_flow::FlowEnv::new((*env).clone(), executor.clone()));
     let state = env.state.clone();
-    let all: [Arc<dyn Tool>; 3] = [
+    let all: [Arc<dyn Tool>; 5] = [
         Arc::new(baton_exec::tool::DelegateTool {
             env,
             executor,
@@ -171,7 +171,13 @@ fn delegation_tools(
         Arc::new(baton_flow::tool::DelegateFlowTool {
             env: flow_env.clone(),
         }),
-        Arc::new(baton_flow::tool::DelegateFlowContinueTool { env: flow_env }),
+        Arc::new(baton_flow::tool::DelegateFlowContinueTool {
+            env: flow_env.clone(),
+        }),
+        Arc::new(baton_flow::tool::DelegateFlowResumeTool {
+            env: flow_env.clone(),
+        }),
+        Arc::new(baton_flow::tool::DelegateFlowAbandonTool { env: flow_env }),
     ];
     let mut tools: Vec<Arc<dyn Tool>> = all.into_iter().filter(|t| lists(t.name())).collect();
     // A session that delegates hears back from its background delegations.
@@ -416,10 +422,23 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
     setup.role = role.meta.name.clone();
     // A role that delegates also hears back from its background delegations: `delegate_task`
     // brings `task_status`, `task_wait` and `task_cancel` with it.
-    if role.meta.tools.iter().any(|t| t == "delegate_task") {
-        for t in ["task_status", "task_wait", "task_cancel"] {
-            if !role.meta.tools.iter().any(|x| x == t) {
-                role.meta.tools.push(t.to_string());
+    // Likewise a role with the Flow tools can resume or give up an interrupted Flow.
+    let implied: [(&str, &[&str]); 2] = [
+        (
+            "delegate_task",
+            &["task_status", "task_wait", "task_cancel"],
+        ),
+        (
+            "delegate_flow",
+            &["delegate_flow_resume", "delegate_flow_abandon"],
+        ),
+    ];
+    for (listed, brings) in implied {
+        if role.meta.tools.iter().any(|t| t == listed) {
+            for t in brings {
+                if !role.meta.tools.iter().any(|x| x == t) {
+                    role.meta.tools.push(t.to_string());
+                }
             }
         }
     }

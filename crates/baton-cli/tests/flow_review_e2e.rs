@@ -99,3 +99,63 @@ fn a_change_too_large_for_one_packet_blocks_the_unit_with_the_reason() {
     );
     assert!(server.model_requests().is_empty(), "no reviewer ran");
 }
+
+/// An interrupted Flow no longer blocks an agent session: a role with the Flow tools resumes it
+/// with `delegate_flow_resume` (or gives it up with `delegate_flow_abandon`).
+#[test]
+fn an_agent_session_resumes_an_interrupted_flow() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call("call_f", "delegate_flow_resume", json!({})))
+        .turn(Turn::text("resumed"))
+        .start_blocking();
+    let sb = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .env("BATON_MAX_SUBAGENTS", "1")
+        .mock_provider(&server, "openai", "");
+    sb.init_repo("main");
+    sb.write("README", "hello\n");
+    let _roles = baton_testkit::fixture::FlowRoles::install(&sb);
+    // The session's role lists delegate_flow only: resume and abandon come with it.
+    sb.write(
+        ".baton/roles/lead.md",
+        "---\nname: lead\ndescription: drives Flows\ntools: [read, delegate_flow]\n---\nLead.\n",
+    );
+    sb.commit_all("initial");
+    let units = sb.path("units.json");
+    std::fs::write(&units, r#"{"units": [
+  {"id": "a", "name": "Add a", "task": "Add a.txt", "validation": [{"command": "test", "args": ["-f", "a.txt"]}]},
+  {"id": "b", "name": "Add b", "task": "Add b.txt", "validation": [{"command": "test", "args": ["-f", "b.txt"]}]}
+]}"#).unwrap();
+    let units = units.display().to_string();
+    let out = sb.run_with(
+        &["flow", "start", &units],
+        &[("BATON_FLOW_CRASH_AT", "unit.merged@a")],
+    );
+    assert_eq!(out.status.code(), None, "killed");
+    let out = sb.run(&[
+        "agent",
+        "--json",
+        "--role",
+        "lead",
+        "--model",
+        "mock/m",
+        "finish the flow",
+    ]);
+    assert_exit(&out, 0);
+    let offered = server.model_requests()[0]
+        .offered_tools()
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>();
+    assert!(
+        offered.contains(&"delegate_flow_resume".to_string()),
+        "{offered:?}"
+    );
+    assert!(
+        offered.contains(&"delegate_flow_abandon".to_string()),
+        "{offered:?}"
+    );
+    let result = &server.model_requests()[1].tool_results()[0].text;
+    assert!(result.contains("completed"), "{result}");
+    assert_eq!(sb.subjects("main"), ["unit b", "unit a", "initial"]);
+}

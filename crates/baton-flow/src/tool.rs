@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::engine::{continue_flow, start, FlowEnv, FlowError, FlowStatus};
+use crate::engine::{abandon, continue_flow, resume, start, FlowEnv, FlowError, FlowStatus};
 use crate::render::report;
 use crate::state::Phase;
 use crate::units::{parse_units, UnitSpec};
@@ -22,7 +22,8 @@ pub const FLOW_POLICY: &str = "# Flow\n\
 - Use Flow only for changes that commute. Units that touch the same files, APIs, schemas, lockfiles or generated output must be combined into one unit or sequenced (for example with a `delegate_task` chain) instead.\n\
 - A unit is {id, name, task, validation: [{command, args}], model_class?, review?}. Write each task so it stands alone. Validation commands run directly, without a shell, and are the authority on objective checks; add `review` only for a judgment they cannot make. Choose `model_class` as for delegate_task: `fast` normally, `balanced` for obviously complex work.\n\
 - The repository must be on a branch with a clean, committed working tree.\n\
-- A unit that blocks (implementer failure, no commits, uncommitted changes, failing validation, review findings) pauses the Flow. Call `delegate_flow_continue` once with concrete guidance drawn from the evidence; a second block ends the Flow. A Flow that ends early keeps its unfinished worktrees for you to reslice; integrated units stay integrated.";
+- A unit that blocks (implementer failure, no commits, uncommitted changes, failing validation, review findings) pauses the Flow. Call `delegate_flow_continue` once with concrete guidance drawn from the evidence; a second block ends the Flow. A Flow that ends early keeps its unfinished worktrees for you to reslice; integrated units stay integrated.\n\
+- Only one Flow is active at a time. An interrupted one (its run was stopped) goes on with `delegate_flow_resume`; a paused or interrupted one you will not finish is given up with `delegate_flow_abandon` (merged units stay merged, the rest stay in their worktrees).";
 
 /// `delegate_flow`.
 pub struct DelegateFlowTool {
@@ -59,16 +60,92 @@ fn render(result: Result<FlowStatus, FlowError>) -> ToolOutput {
         Ok(status) => {
             let text = report(&status);
             match status.phase {
-                Phase::Completed => ToolOutput::ok(text),
+                Phase::Completed | Phase::Abandoned => ToolOutput::ok(text),
                 Phase::Paused => ToolOutput::error(format!(
-                    "{text}\n\nCall delegate_flow_continue({{guidance, model_class?}}) to repair the blocked unit once."
+                    "{text}\n\nCall delegate_flow_continue({{guidance, model_class?}}) to repair the blocked unit once, or delegate_flow_abandon({{reason?}}) to give the Flow up."
                 )),
-                Phase::Running | Phase::Interrupted | Phase::Failed | Phase::Abandoned => {
-                    ToolOutput::error(text)
-                }
+                Phase::Interrupted => ToolOutput::error(format!(
+                    "{text}\n\nCall delegate_flow_resume({{}}) to continue it, or delegate_flow_abandon({{reason?}}) to give it up."
+                )),
+                Phase::Running | Phase::Failed => ToolOutput::error(text),
             }
         }
-        Err(e) => ToolOutput::error(e.to_string()),
+        Err(e) => ToolOutput::error(format!(
+            "{e}\n(in this session: delegate_flow_resume continues an interrupted Flow, delegate_flow_abandon gives one up)"
+        )),
+    }
+}
+
+/// `delegate_flow_resume`: `baton flow resume` for the session's interrupted Flow.
+pub struct DelegateFlowResumeTool {
+    pub env: Arc<FlowEnv>,
+}
+
+/// `delegate_flow_abandon`: `baton flow abandon` for the session's paused or interrupted Flow.
+pub struct DelegateFlowAbandonTool {
+    pub env: Arc<FlowEnv>,
+}
+
+/// What `delegate_flow_abandon` takes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AbandonArgs {
+    /// Why the Flow is given up (kept in its record).
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+#[async_trait::async_trait]
+impl Tool for DelegateFlowResumeTool {
+    fn name(&self) -> &'static str {
+        "delegate_flow_resume"
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "delegate_flow_resume".into(),
+            description: "Continue the interrupted Flow (its run was stopped or killed) from the first unit not yet merged; a unit already merged is never merged again.".into(),
+            parameters: json!({"type": "object", "properties": {}}),
+        }
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    async fn run(&self, _args: Value, ctx: &ToolContext) -> ToolOutput {
+        render(resume(&self.env, None, &ctx.cancel).await)
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for DelegateFlowAbandonTool {
+    fn name(&self) -> &'static str {
+        "delegate_flow_abandon"
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "delegate_flow_abandon".into(),
+            description: "Give up the paused or interrupted Flow: nothing more runs, merged units stay merged, the other units' worktrees and branches are kept.".into(),
+            parameters: schema_for::<AbandonArgs>(),
+        }
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    async fn run(&self, args: Value, _ctx: &ToolContext) -> ToolOutput {
+        let args = match parse_tool_args::<AbandonArgs>(
+            "delegate_flow_abandon",
+            r#"{"reason": "the units overlap"}"#,
+            args,
+        ) {
+            Ok(a) => a,
+            Err(msg) => return ToolOutput::error(msg),
+        };
+        render(abandon(&self.env, None, args.reason.as_deref()))
     }
 }
 

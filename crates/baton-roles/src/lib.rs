@@ -17,8 +17,16 @@ pub const KNOWN_TOOLS: [&str; 7] = ["read", "write", "edit", "bash", "grep", "fi
 
 /// Names of the delegation tools a role may list. A main session is offered one only when its
 /// role lists it; children never get them, whatever their role lists.
-pub const DELEGATION_TOOLS: [&str; 3] =
-    ["delegate_task", "delegate_flow", "delegate_flow_continue"];
+pub const DELEGATION_TOOLS: [&str; 8] = [
+    "delegate_task",
+    "delegate_flow",
+    "delegate_flow_continue",
+    "delegate_flow_resume",
+    "delegate_flow_abandon",
+    "task_status",
+    "task_wait",
+    "task_cancel",
+];
 
 /// Whether `name` is one of the [`DELEGATION_TOOLS`].
 pub fn is_delegation_tool(name: &str) -> bool {
