@@ -819,3 +819,23 @@ fn a_main_session_waits_for_its_background_delegation_and_reads_the_report() {
     let status = requests[2].tool_results().last().cloned().unwrap();
     assert!(status.text.contains("task_status: `id`"), "{}", status.text);
 }
+
+/// Everything Main is shown counts against the output cap (seed 004): a child's long error text
+/// is cut with the marker like its answer would be.
+#[test]
+fn a_child_s_error_text_is_bounded_by_the_output_cap() {
+    let p = project("[executor]\noutput_cap_bytes = 300\n");
+    role(
+        &p,
+        "noisy",
+        "",
+        "yes 'a line of noise on stderr' | head -c 6000 >&2; exit 3",
+    );
+    let out = p.run(&["task", "--json", "--role", "noisy", "--name", "n", "go"]);
+    let doc = baton_testkit::fixture::task_report(&out);
+    let e = &doc["entries"][0];
+    assert_eq!(e["status"], "failed", "{doc}");
+    let message = e["error"]["message"].as_str().unwrap();
+    assert!(message.contains("bytes omitted"), "{message}");
+    assert!(message.len() < 400, "{} bytes: {message}", message.len());
+}

@@ -197,11 +197,21 @@ pub async fn run_delegation(
     // cut does not depend on which finished first. A chain step's `{previous}` got the step's
     // whole answer (each child alone is bounded by the same cap).
     let budget = OutputBudget::new(env.output_cap);
-    // The marker each child's own bound put there is replaced: the one left counts every byte
-    // cut, by either bound.
+    // Everything Main is shown counts (seed 004): an entry's error, notes and recovery text are
+    // taken first — short, and what Main needs to act — then its answer. The marker each child's
+    // own bound put in the answer is replaced: the one left counts every byte cut, by either bound.
     let entries = entries
         .into_iter()
         .map(|mut e| {
+            if let Some(err) = &mut e.error {
+                err.message = budget.take(&err.message);
+            }
+            for n in &mut e.notes {
+                *n = budget.take(n);
+            }
+            if let Some(r) = e.worktree.as_mut().and_then(|w| w.recovery.as_mut()) {
+                *r = budget.take(r);
+            }
             (e.output, e.omitted) = budget.retake(&e.output, e.omitted);
             e
         })
