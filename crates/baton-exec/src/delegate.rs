@@ -239,11 +239,14 @@ async fn run_entry(
     let started = Instant::now();
     let isolated: Arc<Mutex<Option<Isolated>>> = Arc::new(Mutex::new(None));
     let model_label: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+    // What the route choice wants the caller to know (skipped routes, a peer's own default).
+    let route_notes: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
     let mut notes = Vec::new();
     let backend = backend_of(env, role);
     let prepare = {
         let isolated = isolated.clone();
         let model_label = model_label.clone();
+        let route_notes = route_notes.clone();
         let progress = progress.clone();
         let task = task.clone();
         move || async move {
@@ -251,6 +254,9 @@ async fn run_entry(
             let current = env.refreshed();
             let env = &current;
             let route = child_route(env, backend, &e.route_choice(), role)?;
+            if let Ok(mut slot) = route_notes.lock() {
+                *slot = route.notes.clone();
+            }
             let mut cwd = env.cwd.clone();
             let mut note = None;
             if role.meta.isolation == Some(Isolation::Worktree) {
@@ -415,6 +421,9 @@ async fn run_entry(
             "ran in the working directory, not a worktree: {reason}"
         )),
         None => {}
+    }
+    if let Ok(route) = route_notes.lock() {
+        notes.extend(route.iter().cloned());
     }
     let model = model_label.lock().ok().and_then(|m| m.clone());
     let duration_ms = started.elapsed().as_millis() as u64;

@@ -25,6 +25,33 @@ pub fn backend_of(env: &DelegateEnv, role: &RoleSpec) -> BackendKind {
 pub struct ChildRoute {
     pub model: Option<String>,
     pub thinking: Option<ThinkingLevel>,
+    /// What the caller should know about the choice (a route a peer cannot serve was skipped,
+    /// or no route was left and the peer's own default model runs).
+    pub notes: Vec<String>,
+}
+
+/// Whether a peer agent can run `route`: Codex serves OpenAI's APIs, Claude Code Anthropic's,
+/// pi any provider. The provider's kind is baton's config (or a built-in provider's); an unknown
+/// provider is taken at its word for pi only.
+fn peer_serves(env: &DelegateEnv, backend: BackendKind, route: &Route) -> Result<(), String> {
+    use baton_protocol::config::ProviderKind;
+    let kind = baton_model::routes::provider_config(&env.config, &route.provider).map(|p| p.kind);
+    let ok = match backend {
+        BackendKind::Codex => matches!(
+            kind,
+            Some(ProviderKind::OpenAi | ProviderKind::OpenAiResponses)
+        ),
+        BackendKind::Claude => kind == Some(ProviderKind::Anthropic),
+        _ => true,
+    };
+    match ok {
+        true => Ok(()),
+        false => Err(format!(
+            "{} cannot run {route} (its provider is {})",
+            backend.as_str(),
+            kind.map_or("unknown".to_string(), |k| k.as_str().to_string())
+        )),
+    }
 }
 
 /// What the caller chose for one child's model; the role and the config decide what is left
@@ -103,8 +130,10 @@ pub fn plan_launch(env: &DelegateEnv, plan: LaunchPlan<'_>) -> Result<Launch, Ex
 
 /// The model of a child by backend. `baton` children get a route checked against baton's own
 /// providers and keys ([`entry_route`]). Peer agents (pi, codex, claude) use their own logins, so
-/// their `model` is passed through unchecked (a bare model name is fine), and a class maps to its
-/// first configured route without a credential check; with neither, the peer's default applies.
+/// an explicit `model` is passed through (a bare model name is fine). A class — the entry's, the
+/// role's, else `models.default_class` — maps to its routes in order, primary then fallbacks
+/// (seed 004): the first one the peer can serve ([`peer_serves`]) is taken, each skipped one
+/// named in a note; when none is left the peer's own default model runs, and a note says so.
 pub fn child_route(
     env: &DelegateEnv,
     backend: BackendKind,
@@ -122,9 +151,11 @@ pub fn child_route(
             Ok(ChildRoute {
                 model: Some(model.to_string()),
                 thinking,
+                notes: Vec::new(),
             })
         }
         BackendKind::Pi | BackendKind::Codex | BackendKind::Claude => {
+            let mut notes = Vec::new();
             let from_route = |r: &Route| {
                 let mut m = r.clone();
                 let t = m.thinking.take();
@@ -139,21 +170,44 @@ pub fn child_route(
                     Err(_) => (Some(m.trim().to_string()), None),
                 }
             } else {
-                let class = e.model_class.or(role.meta.model_class);
-                match class
-                    .and_then(|c| env.config.models.class(c))
-                    .and_then(|l| l.routes().first().copied().cloned())
-                {
+                let class = e
+                    .model_class
+                    .or(role.meta.model_class)
+                    .unwrap_or_else(|| default_class(&env.config));
+                let routes: Vec<Route> = env
+                    .config
+                    .models
+                    .class(class)
+                    .map(|l| l.routes().into_iter().cloned().collect())
+                    .unwrap_or_default();
+                let mut chosen = None;
+                for r in &routes {
+                    match peer_serves(env, backend, r) {
+                        Ok(()) => {
+                            chosen = Some(r.clone());
+                            break;
+                        }
+                        Err(why) => notes.push(format!("skipped route {r}: {why}")),
+                    }
+                }
+                match chosen {
                     Some(r) => {
                         let (m, t) = from_route(&r);
                         (Some(m), t)
                     }
-                    None => (None, None),
+                    None => {
+                        notes.push(format!(
+                            "no route of class {class} that {} can run is configured: its own default model runs",
+                            backend.as_str()
+                        ));
+                        (None, None)
+                    }
                 }
             };
             Ok(ChildRoute {
                 model,
                 thinking: thinking.or(route_thinking),
+                notes,
             })
         }
     }
@@ -250,6 +304,39 @@ mod route_tests {
     }
 
     #[test]
+    fn a_peer_skips_the_routes_it_cannot_serve_in_order() {
+        let scout = builtin_roles()
+            .unwrap()
+            .into_iter()
+            .find(|r| r.meta.name == "scout")
+            .unwrap();
+        let mut config = Config::default();
+        config.models.fast = Some(RouteList::Many(vec![
+            "anthropic/claude-haiku".parse().unwrap(),
+            "openai/gpt-5-mini:low".parse().unwrap(),
+        ]));
+        let env = env(config);
+        // Codex serves OpenAI's APIs only: the Anthropic primary is skipped, named.
+        let r = child_route(&env, BackendKind::Codex, &entry(None, Some("fast")), &scout).unwrap();
+        assert_eq!(r.model.as_deref(), Some("openai/gpt-5-mini"));
+        assert_eq!(r.thinking, Some(ThinkingLevel::Low));
+        assert_eq!(
+            r.notes,
+            ["skipped route anthropic/claude-haiku: codex cannot run anthropic/claude-haiku (its provider is anthropic)"]
+        );
+        // Claude Code takes the primary; pi takes whatever comes first.
+        let r = child_route(
+            &env,
+            BackendKind::Claude,
+            &entry(None, Some("fast")),
+            &scout,
+        )
+        .unwrap();
+        assert_eq!(r.model.as_deref(), Some("anthropic/claude-haiku"));
+        assert!(r.notes.is_empty());
+    }
+
+    #[test]
     fn peers_take_models_unchecked_and_baton_children_need_usable_routes() {
         let scout = builtin_roles()
             .unwrap()
@@ -273,19 +360,21 @@ mod route_tests {
             r,
             ChildRoute {
                 model: Some("gpt-5.5".into()),
-                thinking: None
+                thinking: None,
+                notes: vec![],
             }
         );
-        // A class maps to its first route without a credential check.
+        // A class maps to its first route the peer can serve, without a credential check.
         let r = child_route(&env, BackendKind::Pi, &entry(None, Some("fast")), &scout).unwrap();
         assert_eq!(
             r,
             ChildRoute {
                 model: Some("anthropic/claude-haiku".into()),
-                thinking: Some(ThinkingLevel::Low)
+                thinking: Some(ThinkingLevel::Low),
+                notes: vec![],
             }
         );
-        // Nothing chosen and the role's class unset in config: the peer's default model.
+        // Nothing chosen and the role's class unset in config: the peer's default model, said.
         let r = child_route(
             &env,
             BackendKind::Claude,
@@ -293,7 +382,11 @@ mod route_tests {
             &scout,
         )
         .unwrap();
-        assert_eq!(r, ChildRoute::default());
+        assert_eq!((r.model, r.thinking), (None, None));
+        assert_eq!(
+            r.notes,
+            ["no route of class balanced that claude can run is configured: its own default model runs"]
+        );
         // A baton child checks the route against baton's providers and keys.
         let e =
             child_route(&env, BackendKind::Baton, &entry(None, Some("fast")), &scout).unwrap_err();
