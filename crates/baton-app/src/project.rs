@@ -207,7 +207,7 @@ pub fn executor_for(env: &DelegateEnv) -> Result<Executor> {
     if n == 0 {
         bail!("executor.max_concurrency must be at least 1");
     }
-    Ok(Executor::new(n))
+    Ok(Executor::new(n).with_project_slots(env.state.root().join("slots")))
 }
 
 pub use baton_state::now_rfc3339;

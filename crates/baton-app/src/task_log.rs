@@ -101,6 +101,7 @@ pub fn describe_entry(n: &str, event: &EntryEvent) -> Option<String> {
                 }
             }
             Activity::MessageEnd { turn } => format!("[{n}] turn {turn} ended"),
+            Activity::Waiting { reason } => format!("[{n}] waiting: {reason}"),
             Activity::Thinking | Activity::Tokens { .. } => return None,
         },
         EntryEvent::Finished { status } => format!("[{n}] {}", word(*status)),

@@ -340,7 +340,9 @@ fn supervise_inner(
             let keep = match &event {
                 EntryEvent::Activity { activity } => matches!(
                     activity,
-                    baton_exec::Activity::ToolStart { .. } | baton_exec::Activity::Started { .. }
+                    baton_exec::Activity::ToolStart { .. }
+                        | baton_exec::Activity::Started { .. }
+                        | baton_exec::Activity::Waiting { .. }
                 ),
                 EntryEvent::Queued { .. }
                 | EntryEvent::Launching { .. }

@@ -172,6 +172,9 @@ impl Status {
                         row.tokens = usage.input_tokens + usage.output_tokens;
                         None
                     }
+                    Activity::Waiting { reason } => {
+                        Some(format!("[{}] waiting: {reason}", row.name))
+                    }
                 },
                 EntryEvent::Finished { status } => {
                     row.status = Some(*status);

@@ -839,3 +839,62 @@ fn a_child_s_error_text_is_bounded_by_the_output_cap() {
     assert!(message.contains("bytes omitted"), "{message}");
     assert!(message.len() < 400, "{} bytes: {message}", message.len());
 }
+
+/// One cap for the project, not one per process (seed 004: up to N children per Main): with a
+/// cap of 1, a second background delegation waits — and says so — until the first one's child
+/// ends, then runs.
+#[test]
+fn the_concurrency_cap_holds_across_background_tasks_of_one_project() {
+    let p = project("");
+    role(
+        &p,
+        "gated",
+        "",
+        "touch \"started-$BATON_TASK_NAME\"; while [ ! -f release ]; do sleep 0.02; done; echo ok",
+    );
+    let one = [("BATON_MAX_SUBAGENTS", "1")];
+    let start = |name: &str| {
+        let out = p.run_with(
+            &[
+                "task",
+                "--background",
+                "--role",
+                "gated",
+                "--name",
+                name,
+                "t",
+            ],
+            &one,
+        );
+        assert_exit(&out, 0);
+        stdout(&out).trim().to_string()
+    };
+    let a = start("a");
+    assert!(wait_until(Duration::from_secs(20), || p
+        .work()
+        .join("started-a")
+        .exists()));
+    let b = start("b");
+    let events = p
+        .work()
+        .join(format!(".baton/state/tasks/{b}.events.jsonl"));
+    assert!(wait_until(Duration::from_secs(20), || {
+        std::fs::read_to_string(&events).is_ok_and(|t| t.contains("\"waiting\""))
+    }));
+    assert!(
+        !p.work().join("started-b").exists(),
+        "b started while a held the only slot"
+    );
+    std::fs::write(p.work().join("release"), "").unwrap();
+    for id in [&a, &b] {
+        let out = p.run(&["task", "wait", id]);
+        assert_exit(&out, 0);
+    }
+    assert!(p.work().join("started-b").exists());
+    let logs = p.run(&["task", "logs", &b]);
+    assert!(
+        stdout(&logs).contains("waiting: all 1 project slots are taken"),
+        "{}",
+        stdout(&logs)
+    );
+}

@@ -62,6 +62,9 @@ const STDERR_CHUNK: usize = 8 * 1024;
 pub struct Executor {
     permits: Arc<Semaphore>,
     max: usize,
+    /// The project-wide ceiling, across processes: `slot-<i>.lock` files under this folder, one
+    /// held (flock) by each running child of any baton process of the project.
+    slots: Option<Arc<std::path::PathBuf>>,
 }
 
 /// Why the executor stopped a child before it ended by itself.
@@ -80,6 +83,64 @@ impl Executor {
         Executor {
             permits: Arc::new(Semaphore::new(max)),
             max,
+            slots: None,
+        }
+    }
+
+    /// The same cap also held project-wide: a child starts only when one of `max` slot files
+    /// under `dir` is free, whichever baton process of the project (a foreground call, each
+    /// background supervisor, a Flow, a workflow) runs it (seed 004: one cap per Main).
+    pub fn with_project_slots(mut self, dir: std::path::PathBuf) -> Self {
+        self.slots = Some(Arc::new(dir));
+        self
+    }
+
+    /// A free project slot, held until the returned lock drops; waits (polling, cancellable),
+    /// saying so once through `on_activity`. `None` without project slots.
+    async fn project_slot(
+        &self,
+        cancel: &CancellationToken,
+        on_activity: &mut (dyn FnMut(Activity) + Send),
+    ) -> Result<Option<baton_state::FileLock>, ExecError> {
+        let Some(dir) = &self.slots else {
+            return Ok(None);
+        };
+        baton_state::create_own_dir(dir).map_err(|e| {
+            ExecError::new(
+                ExecErrorCode::Prepare,
+                format!("cannot create {}: {e}", dir.display()),
+            )
+        })?;
+        let mut said = false;
+        loop {
+            for i in 0..self.max {
+                match baton_state::FileLock::try_acquire(&dir.join(format!("slot-{i}.lock"))) {
+                    Ok(Some(lock)) => return Ok(Some(lock)),
+                    Ok(None) => {}
+                    Err(e) => {
+                        return Err(ExecError::new(
+                            ExecErrorCode::Prepare,
+                            format!("cannot take a project slot in {}: {e}", dir.display()),
+                        ))
+                    }
+                }
+            }
+            if !said {
+                said = true;
+                on_activity(Activity::Waiting {
+                    reason: format!(
+                        "all {} project slots are taken by other baton processes of this project",
+                        self.max
+                    ),
+                });
+            }
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => {
+                    return Err(ExecError::new(ExecErrorCode::Aborted, "cancelled while waiting for a project slot"));
+                }
+                _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+            }
         }
     }
 
@@ -117,6 +178,7 @@ impl Executor {
                 ExecError::new(ExecErrorCode::Aborted, "the executor was shut down")
             })?,
         };
+        let _slot = self.project_slot(cancel, on_activity).await?;
         let launch = prepare().await.map_err(|e| ExecError {
             code: ExecErrorCode::Prepare,
             ..e

@@ -87,6 +87,9 @@ pub enum Activity {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         start_time: Option<u64>,
     },
+    /// The child waits to start: every slot of the project-wide ceiling is taken by another baton
+    /// process of the project (`reason` says how many).
+    Waiting { reason: String },
     /// The model is thinking or streaming text.
     Thinking,
     ToolStart {

@@ -30,18 +30,16 @@ pub struct ChildRoute {
     pub notes: Vec<String>,
 }
 
-/// Whether a peer agent can run `route`: Codex serves OpenAI's APIs, Claude Code Anthropic's,
-/// pi any provider. The provider's kind is baton's config (or a built-in provider's); an unknown
-/// provider is taken at its word for pi only.
+/// Whether a peer agent can run `route`: Claude Code runs Claude models (an Anthropic provider,
+/// or a model named `claude…` behind another provider name), Codex does not, pi runs any. The
+/// provider's kind is baton's config (or a built-in provider's).
 fn peer_serves(env: &DelegateEnv, backend: BackendKind, route: &Route) -> Result<(), String> {
     use baton_protocol::config::ProviderKind;
     let kind = baton_model::routes::provider_config(&env.config, &route.provider).map(|p| p.kind);
+    let claude = kind == Some(ProviderKind::Anthropic) || route.model.starts_with("claude");
     let ok = match backend {
-        BackendKind::Codex => matches!(
-            kind,
-            Some(ProviderKind::OpenAi | ProviderKind::OpenAiResponses)
-        ),
-        BackendKind::Claude => kind == Some(ProviderKind::Anthropic),
+        BackendKind::Codex => !claude,
+        BackendKind::Claude => claude,
         _ => true,
     };
     match ok {
