@@ -728,3 +728,53 @@ fn input_joins_a_held_executor_instead_of_stopping_it() {
     assert_eq!(last_user_text(&reqs[1]), "also note the time");
     assert!(journal(&p).iter().all(|r| r["type"] != "execution_started"));
 }
+
+/// seed 000: a report never rides along with new work whose outcome it has not seen. An Executor
+/// turn of `[bash, return]` runs the command and refuses the return; the next turn returns.
+#[test]
+fn a_return_in_the_same_turn_as_new_work_is_refused_and_the_work_runs() {
+    let server = MockServer::builder()
+        .steps(
+            vec![
+                Turn::tool_call(
+                    "c1",
+                    "delegate",
+                    json!({"operation": "assign", "contract": "Create done.txt and report."}),
+                ),
+                Turn::tool_call("e1", "bash", json!({"command": "echo ok > done.txt && echo made"}))
+                    .with_tool_call(
+                        "e2",
+                        "return",
+                        json!({"operation": "submit", "report": "done.txt exists.", "outcome": "completed"}),
+                    ),
+                Turn::tool_call(
+                    "e3",
+                    "return",
+                    json!({"operation": "submit", "report": "done.txt exists: the command printed made.", "outcome": "completed"}),
+                ),
+                Turn::tool_call(
+                    "c2",
+                    "unit",
+                    json!({"operation": "close", "outcome": "accepted", "assessment": "reported"}),
+                ),
+                Turn::text("Done."),
+            ]
+            .into_iter()
+            .map(Into::into),
+        )
+        .start_blocking();
+    let p = project(&server, "openai");
+    run(&p, &["agent", "--routing", "auto", "make done.txt"]);
+    assert!(p.work().join("done.txt").is_file(), "the work ran");
+    let requests = server.model_requests();
+    let refused = requests
+        .iter()
+        .flat_map(|r| r.tool_results())
+        .find(|t| t.text.contains("return refused"))
+        .expect("the combined return was refused");
+    assert!(
+        refused.text.contains("this turn also runs new work (bash)"),
+        "{}",
+        refused.text
+    );
+}

@@ -25,6 +25,14 @@ pub(crate) async fn run_calls(
         .map(|c| act_run(seat, c).unwrap_or_else(|| c.clone()))
         .collect();
     let calls = &calls[..];
+    // seed 000: never combine new task work with a report that assumes its unseen outcome — a
+    // `return` in a turn that also runs environment calls is refused (the work runs; the report
+    // comes in a turn of its own, after its results are read).
+    let new_work: Vec<&str> = calls
+        .iter()
+        .filter(|c| rtools::owner(&c.1).is_none())
+        .map(|c| c.1.as_str())
+        .collect();
     let mut i = 0;
     while i < calls.len() {
         if i > 0 {
@@ -41,6 +49,15 @@ pub(crate) async fn run_calls(
             }
         }
         let (call_id, name, raw) = &calls[i];
+        if name == "return" && !new_work.is_empty() {
+            let why = format!(
+                "return refused: this turn also runs new work ({}) whose results your report has not seen; read them, then return in a turn of its own",
+                new_work.join(", ")
+            );
+            results.push(refused(s, &calls[i], &why));
+            i += 1;
+            continue;
+        }
         if rtools::owner(name).is_some() {
             let args: Value = serde_json::from_str(if raw.trim().is_empty() { "{}" } else { raw })
                 .unwrap_or(Value::Null);
