@@ -282,6 +282,25 @@ pub fn decide(
                     ),
                 ));
             }
+            // A blocked result is not accepted (seed 000: an honest disposition): the latest
+            // report of the unit says whether its result stands.
+            let latest = unit
+                .assignments
+                .iter()
+                .rev()
+                .filter_map(|a| state.assignment(a))
+                .find(|a| a.status == AssignmentStatus::Returned)
+                .and_then(|a| a.reports.last().map(|r| (a.id.clone(), r.outcome)));
+            if let (Disposition::Accepted, Some((id, ReportOutcome::Blocked))) =
+                (disposition, latest)
+            {
+                return Err(refuse(
+                    "close-blocked",
+                    format!(
+                        "the report of assignment {id} is blocked: a blocked result cannot be accepted — assign the missing work again, or close the unit `cancelled` or `deferred` with why"
+                    ),
+                ));
+            }
             Ok(vec![Event::UnitClosed {
                 unit: unit.id.clone(),
                 disposition: *disposition,

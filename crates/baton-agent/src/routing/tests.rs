@@ -245,6 +245,37 @@ fn replace_needs_a_quiescent_outstanding_assignment_in_an_open_unit() {
 }
 
 #[test]
+fn a_blocked_report_cannot_be_accepted_but_can_be_closed_honestly() {
+    let mut w = World::automatic();
+    w.assign("fix it");
+    w.start();
+    w.op(
+        Executor,
+        Op::Submit {
+            report: "blocked: the API key is missing".into(),
+            outcome: ReportOutcome::Blocked,
+            limitations: vec![],
+        },
+    );
+    let close = |d| Op::Close {
+        disposition: d,
+        assessment: "the report says blocked".into(),
+    };
+    let r = w.refused(Coordinator, close(Disposition::Accepted));
+    assert_eq!(r.rule, "close-blocked");
+    assert!(
+        r.message.contains("a blocked result cannot be accepted"),
+        "{}",
+        r.message
+    );
+    w.op(Coordinator, close(Disposition::Deferred));
+    assert_eq!(
+        w.state.units[0].closed.as_ref().unwrap().disposition,
+        Disposition::Deferred
+    );
+}
+
+#[test]
 fn close_is_refused_while_an_assignment_is_outstanding_and_accept_needs_a_report() {
     let mut w = World::automatic();
     let close = |d| Op::Close {
