@@ -778,3 +778,60 @@ fn a_return_in_the_same_turn_as_new_work_is_refused_and_the_work_runs() {
         refused.text
     );
 }
+
+/// `/interrupt` is not new input: it stops the Executor (whose partial report is saved) and then
+/// the whole task — the Coordinator is not woken to carry on (seed 000: stopping is immediate).
+#[test]
+fn interrupt_stops_the_executor_and_the_task_without_waking_the_coordinator() {
+    use std::io::Write;
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "c1",
+            "delegate",
+            json!({"operation": "assign", "contract": "Run the long check and report."}),
+        ))
+        .start_blocking();
+    let p = project(&server, "openai");
+    server.push(Turn::tool_call("e1", "bash", held_bash(&p)));
+    let mut child = p
+        .baton(&["chat", "--json", "--routing", "auto", "--no-wait"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "run the check").unwrap();
+    assert!(baton_testkit::fixture::wait_until(
+        std::time::Duration::from_secs(60),
+        || p.work().join("started").exists()
+    ));
+    writeln!(stdin, "/interrupt").unwrap();
+    stdin.flush().unwrap();
+    std::fs::write(p.work().join("go"), "").unwrap();
+    let ended = || {
+        journal(&p)
+            .iter()
+            .any(|r| r["type"] == "execution_ended" && r["how"] == "interrupted")
+    };
+    assert!(baton_testkit::fixture::wait_until(
+        std::time::Duration::from_secs(60),
+        ended
+    ));
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    // The task ended interrupted: the session exits 130, as a stopped task does.
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Coordinator, Executor — and no third request: nobody told the Coordinator to go on.
+    let models: Vec<String> = server
+        .model_requests()
+        .iter()
+        .map(|r| r.model().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(models, [COORD, EXEC]);
+}

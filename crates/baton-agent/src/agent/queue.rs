@@ -722,6 +722,19 @@ struct PollState<'a, 'b> {
 
 impl PollState<'_, '_> {
     fn poll(&mut self, seat: Option<Profile>, flow: &mut Flow) -> Option<String> {
+        // An interrupt that stopped the Executor stops the whole task: once its report is saved,
+        // the Coordinator stops at its next safe point instead of going on (seed 000: stopping
+        // is immediate; `/interrupt` is not new input).
+        if seat != Some(Profile::Executor) {
+            if let Some(i) = self
+                .held
+                .iter()
+                .position(|s| matches!(s, Submission::Interrupt))
+            {
+                self.held.remove(i);
+                flow.stopped = true;
+            }
+        }
         while let Ok(sub) = self.inbox.rx.try_recv() {
             match sub {
                 Submission::Input(text) => {
@@ -733,6 +746,8 @@ impl PollState<'_, '_> {
                 Submission::Interrupt => {
                     if seat == Some(Profile::Executor) {
                         flow.interrupted = true;
+                        // Kept for the Coordinator's next poll: the task stops there too.
+                        self.held.push_back(Submission::Interrupt);
                     } else {
                         flow.stopped = true;
                     }
