@@ -835,3 +835,66 @@ fn interrupt_stops_the_executor_and_the_task_without_waking_the_coordinator() {
         .collect();
     assert_eq!(models, [COORD, EXEC]);
 }
+
+/// With projection off there is nothing to select: the Executor is not offered `project`, and
+/// a call to it anyway is refused saying so.
+#[test]
+fn with_projection_off_the_executor_is_not_offered_project() {
+    let server = MockServer::builder()
+        .steps(
+            vec![
+                Turn::tool_call(
+                    "c1",
+                    "delegate",
+                    json!({"operation": "assign", "contract": "Say hello."}),
+                ),
+                Turn::tool_call(
+                    "e1",
+                    "project",
+                    json!({"operation": "add", "refs": ["ctx:t1"]}),
+                ),
+                Turn::tool_call(
+                    "e2",
+                    "return",
+                    json!({"operation": "submit", "report": "hello", "outcome": "completed"}),
+                ),
+                Turn::tool_call(
+                    "c2",
+                    "unit",
+                    json!({"operation": "close", "outcome": "accepted", "assessment": "said"}),
+                ),
+                Turn::text("Done."),
+            ]
+            .into_iter()
+            .map(Into::into),
+        )
+        .start_blocking();
+    let p = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .mock_provider(
+            &server,
+            "openai",
+            &format!("\n[routing]\ncoordinator = \"mock/{COORD}\"\nexecutor = \"mock/{EXEC}\"\nprojection = false\n"),
+        );
+    run(&p, &["agent", "--routing", "auto", "say hello"]);
+    let requests = server.model_requests();
+    let exec = requests
+        .iter()
+        .find(|r| r.model() == Some(EXEC))
+        .expect("an Executor request");
+    let offered = exec.offered_tools();
+    assert!(
+        offered.contains(&"return") && !offered.contains(&"project"),
+        "{offered:?}"
+    );
+    let refused = requests
+        .iter()
+        .flat_map(|r| r.tool_results())
+        .find(|t| t.text.contains("projection is off in this session"))
+        .expect("the project call was refused");
+    assert!(
+        refused.text.contains("nothing to select"),
+        "{}",
+        refused.text
+    );
+}

@@ -149,11 +149,16 @@ impl Routed {
             Some(COORDINATOR_SECTION),
             coordinator,
         ));
+        // With projection off there is nothing to select: the Executor is not offered `project`.
+        let mut executor_tools = rtools::specs(Profile::Executor);
+        if !spec.projection {
+            executor_tools.retain(|t| t.name != "project");
+        }
         r.executor = Some(Seat::new(
             s.spec,
             Some(Profile::Executor),
             spec.executor.clone(),
-            rtools::specs(Profile::Executor),
+            executor_tools,
             Some(EXECUTOR_SECTION),
             executor,
         ));

@@ -242,6 +242,11 @@ async fn routing_call(
     flow: &mut Flow,
 ) -> ToolOutput {
     let who = seat.profile.unwrap_or(Profile::Coordinator);
+    if name == "project" && s.routed.as_ref().is_some_and(|r| !r.projection) {
+        return error_output(
+            "projection is off in this session: there is nothing to select; state your evidence in the report itself".into(),
+        );
+    }
     let call = match rtools::parse(name, args) {
         Ok(c) => c,
         Err(e) => return error_output(e),
