@@ -133,6 +133,41 @@ impl Harness {
         Ran { summary, events }
     }
 
+    /// Starts `task` on a task of its own, with the session's inbox open: the returned sender
+    /// submits more (user input while it works, `/interrupt`, …); the session ends once the
+    /// sender is dropped and nothing is left to do.
+    pub fn start_open(self, task: &str) -> (Live, mpsc::UnboundedSender<crate::agent::Submission>) {
+        let (tx, events) = mpsc::unbounded_channel();
+        let (inbox_tx, mut inbox) = crate::agent::Inbox::channel();
+        let _ = inbox_tx.send(crate::agent::Submission::Input(task.to_string()));
+        let cancel = CancellationToken::new();
+        let token = cancel.clone();
+        let done = tokio::spawn(async move {
+            let mut emit = move |e: AgentEvent| {
+                let _ = tx.send(e);
+            };
+            let mut store = None;
+            agent::serve(
+                &self.spec,
+                Vec::new(),
+                false,
+                &mut store,
+                &token,
+                &mut inbox,
+                &mut emit,
+            )
+            .await
+        });
+        (
+            Live {
+                events,
+                done,
+                cancel,
+            },
+            inbox_tx,
+        )
+    }
+
     /// Starts `task` on a task of its own; the events arrive as they are emitted.
     pub fn start(self, task: &str) -> Live {
         let (tx, events) = mpsc::unbounded_channel();

@@ -262,3 +262,63 @@ async fn every_rule_a_model_can_break_is_refused_by_name() {
     assert_eq!(ends, ["failed", "returned"]);
     server.assert_tool_results_answer_calls();
 }
+
+/// Input that arrives while the Executor's model is still generating a turn stops the Executor
+/// before any call of that turn runs (seed 000: a prepared request honours a stop at once). The
+/// mock (on a runtime of its own) holds the Executor's answer until the test has submitted the
+/// input.
+#[test]
+fn input_during_generation_stops_the_executor_before_the_turn_s_first_call() {
+    let (arrived_tx, arrived_rx) = std::sync::mpsc::channel::<()>();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let arrived_tx = std::sync::Mutex::new(arrived_tx);
+    let release_rx = std::sync::Mutex::new(release_rx);
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran.txt");
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "c1",
+            "delegate",
+            json!({"operation": "assign", "contract": "Write ran.txt."}),
+        ))
+        .turn(Turn::tool_call(
+            "e1",
+            "bash",
+            json!({"command": format!("touch '{}'", marker.display())}),
+        ))
+        .turn(Turn::text("Stopped, as asked."))
+        .on_request(move |r| {
+            if r.model() == Some(EXEC) {
+                let _ = arrived_tx.lock().unwrap().send(());
+                let _ = release_rx.lock().unwrap().recv();
+            }
+        })
+        .start_blocking();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (live, inbox) = Harness::openai(&server.url(), COORD, dir.path())
+            .routed(COORD, EXEC, dir.path().join("session.journal"))
+            .start_open("write ran.txt");
+        // The Executor's request is in flight: the user speaks, then its turn comes back.
+        tokio::task::spawn_blocking(move || arrived_rx.recv().unwrap())
+            .await
+            .unwrap();
+        inbox
+            .send(baton_agent::agent::Submission::Input("wait, do not".into()))
+            .unwrap();
+        release_tx.send(()).unwrap();
+        drop(inbox);
+        let _ = live.finish().await;
+    });
+    assert!(!marker.exists(), "the turn's first call ran after the stop");
+    let ends: Vec<String> = journal(dir.path())
+        .iter()
+        .filter(|r| r["type"] == "execution_ended")
+        .map(|r| r["how"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ends, ["interrupted"]);
+}

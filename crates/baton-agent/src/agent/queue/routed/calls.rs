@@ -35,18 +35,19 @@ pub(crate) async fn run_calls(
         .collect();
     let mut i = 0;
     while i < calls.len() {
-        if i > 0 {
-            let stop = if flow.returned {
-                Some("the assignment returned; the rest of the turn was not run".to_string())
-            } else {
-                s.poll(acting(s, seat), &mut flow)
-            };
-            if let Some(why) = stop {
-                for call in &calls[i..] {
-                    results.push(refused(s, call, &format!("not run: {why}")));
-                }
-                break;
+        // Before every call, the first included: input that arrived while the model generated
+        // this turn stops a working Executor before any of the turn runs (seed 000: a prepared
+        // request honours a stop immediately).
+        let stop = if flow.returned {
+            Some("the assignment returned; the rest of the turn was not run".to_string())
+        } else {
+            s.poll(acting(s, seat), &mut flow)
+        };
+        if let Some(why) = stop {
+            for call in &calls[i..] {
+                results.push(refused(s, call, &format!("not run: {why}")));
             }
+            break;
         }
         let (call_id, name, raw) = &calls[i];
         if name == "return" && !new_work.is_empty() {
