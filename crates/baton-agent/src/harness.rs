@@ -168,33 +168,10 @@ impl Harness {
         )
     }
 
-    /// Starts `task` on a task of its own; the events arrive as they are emitted.
+    /// Starts `task` on a task of its own; the events arrive as they are emitted. The inbox
+    /// holds only the task (as `baton agent` does).
     pub fn start(self, task: &str) -> Live {
-        let (tx, events) = mpsc::unbounded_channel();
-        let cancel = CancellationToken::new();
-        let token = cancel.clone();
-        let task = task.to_string();
-        let done = tokio::spawn(async move {
-            let mut emit = move |e: AgentEvent| {
-                let _ = tx.send(e);
-            };
-            let mut store = None;
-            agent::run(
-                &self.spec,
-                Vec::new(),
-                task,
-                false,
-                &mut store,
-                &token,
-                &mut emit,
-            )
-            .await
-        });
-        Live {
-            events,
-            done,
-            cancel,
-        }
+        self.start_open(task).0
     }
 }
 

@@ -165,6 +165,16 @@ fn a_plan_with_an_open_decision_or_edited_after_approval_is_refused_before_any_d
     );
 }
 
+/// The project's test suite is `sh tests.sh` with this script, committed with the config.
+fn with_suite(wf: &Wf, script: &str) {
+    wf.sb.write("tests.sh", script);
+    wf.sb.write(
+        ".baton/config.toml",
+        "[workflow]\ntest_command = \"sh tests.sh\"\n",
+    );
+    wf.sb.commit_all("a suite");
+}
+
 /// A suite with one test failing before the build: the BUILD (whose verifier even re-runs the
 /// whole suite as its scenario) completes, the failure listed as pre-existing.
 #[test]
@@ -173,15 +183,7 @@ fn a_test_failing_before_the_build_is_listed_as_pre_existing_and_the_build_compl
     wf.happy();
     let verify = VERIFY_PASS.replace("test -f feature.txt", "sh tests.sh");
     wf.answer("integration-verifier", &verify);
-    wf.sb.write(
-        "tests.sh",
-        "echo 'running 2 tests'\necho 'test math::add ... ok'\necho 'test math::div ... FAILED'\nexit 101\n",
-    );
-    wf.sb.write(
-        ".baton/config.toml",
-        "[workflow]\ntest_command = \"sh tests.sh\"\n",
-    );
-    wf.sb.commit_all("a suite with a failing test");
+    with_suite(&wf, "echo 'running 2 tests'\necho 'test math::add ... ok'\necho 'test math::div ... FAILED'\nexit 101\n");
     let o = wf.run(&["run", "add a feature file", "--no-worktree"]);
     assert_exit(&o, 0);
     assert!(
@@ -232,15 +234,10 @@ fn a_test_the_build_broke_stops_the_workflow_naming_it() {
             "echo \"change $n\" >> feature.txt\nsed -i 's/math::add ... ok/math::add ... FAILED/' tests.sh",
         ),
     );
-    wf.sb.write(
-        "tests.sh",
+    with_suite(
+        &wf,
         "echo 'test math::add ... ok'\necho 'test math::div ... FAILED'\nexit 101\n",
     );
-    wf.sb.write(
-        ".baton/config.toml",
-        "[workflow]\ntest_command = \"sh tests.sh\"\n",
-    );
-    wf.sb.commit_all("a suite with a failing test");
     let o = wf.run(&["run", "add a feature file", "--no-worktree"]);
     assert_exit(&o, 1);
     assert!(
@@ -257,12 +254,7 @@ const SUITE_READING_THE_TREE: &str = "echo 'test math::div ... FAILED'\nif [ -f 
 
 fn worktree_build_with_a_suite(wf: &Wf) -> String {
     wf.happy();
-    wf.sb.write("tests.sh", SUITE_READING_THE_TREE);
-    wf.sb.write(
-        ".baton/config.toml",
-        "[workflow]\ntest_command = \"sh tests.sh\"\n",
-    );
-    wf.sb.commit_all("a suite");
+    with_suite(wf, SUITE_READING_THE_TREE);
     let o = wf.run(&["run", "--worktree", "add a feature file"]);
     assert_exit(&o, 4);
     assert!(

@@ -293,6 +293,14 @@ mod route_tests {
         }
     }
 
+    fn scout() -> RoleSpec {
+        builtin_roles()
+            .unwrap()
+            .into_iter()
+            .find(|r| r.meta.name == "scout")
+            .unwrap()
+    }
+
     fn entry(model: Option<&str>, class: Option<&str>) -> RouteChoice {
         RouteChoice {
             model: model.map(str::to_string),
@@ -303,11 +311,7 @@ mod route_tests {
 
     #[test]
     fn a_peer_skips_the_routes_it_cannot_serve_in_order() {
-        let scout = builtin_roles()
-            .unwrap()
-            .into_iter()
-            .find(|r| r.meta.name == "scout")
-            .unwrap();
+        let scout = scout();
         let mut config = Config::default();
         config.models.fast = Some(RouteList::Many(vec![
             "anthropic/claude-haiku".parse().unwrap(),
@@ -336,11 +340,7 @@ mod route_tests {
 
     #[test]
     fn peers_take_models_unchecked_and_baton_children_need_usable_routes() {
-        let scout = builtin_roles()
-            .unwrap()
-            .into_iter()
-            .find(|r| r.meta.name == "scout")
-            .unwrap();
+        let scout = scout();
         let mut config = Config::default();
         config.models.fast = Some(RouteList::One(
             "anthropic/claude-haiku:low".parse().unwrap(),
