@@ -441,8 +441,13 @@ fn a_manual_hold_lasts_across_a_restart() {
     let reqs = server.model_requests();
     assert_eq!(reqs[0].model(), Some(EXEC));
     assert_eq!(reqs[1].model(), Some(EXEC), "the hold survived the restart");
-    // A manual session is ordinary: no Runtime State block in the user's words.
-    assert_eq!(last_user_text(&reqs[1]), "again");
+    // A manual session is ordinary, and the host's Runtime State block says so.
+    let again = last_user_text(&reqs[1]);
+    assert!(again.ends_with("\n\nagain"), "{again}");
+    assert!(
+        again.contains("control: manual (executor)") && again.contains("routing does not apply"),
+        "{again}"
+    );
     let controls: Vec<Value> = journal(&p)
         .into_iter()
         .filter(|r| r["type"] == "control_set")
@@ -725,7 +730,7 @@ fn input_joins_a_held_executor_instead_of_stopping_it() {
         std::fs::read_to_string(p.work().join("second.txt")).unwrap(),
         "second\n"
     );
-    assert_eq!(last_user_text(&reqs[1]), "also note the time");
+    assert!(last_user_text(&reqs[1]).ends_with("\n\nalso note the time"));
     assert!(journal(&p).iter().all(|r| r["type"] != "execution_started"));
 }
 
@@ -897,4 +902,89 @@ fn with_projection_off_the_executor_is_not_offered_project() {
         "{}",
         refused.text
     );
+}
+
+/// seed 000:33-35, 441: a manual hold is the ordinary session over the shared conversation. The
+/// held Executor gets no routing prompt, tools or `[ref]` lines, and is told what the user and
+/// the Coordinator said; once the hold is released, the Coordinator is told what was asked and
+/// done under it — but not the Executor's assignment work, which reached it as a report.
+#[test]
+fn a_hold_shares_the_conversation_both_ways() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "c1",
+            "delegate",
+            json!({"operation": "assign", "contract": "Write a.txt holding a."}),
+        ))
+        .turn(Turn::tool_call(
+            "e1",
+            "bash",
+            json!({"command": "echo a > a.txt"}),
+        ))
+        .turn(Turn::tool_call(
+            "e2",
+            "return",
+            json!({"operation": "submit", "report": "a.txt holds a.", "outcome": "completed"}),
+        ))
+        .turn(Turn::text("A is done."))
+        .turn(Turn::tool_call(
+            "h1",
+            "bash",
+            json!({"command": "echo b > b.txt"}),
+        ))
+        .turn(Turn::text("did B"))
+        .turn(Turn::text("B was done under your hold."))
+        .start_blocking();
+    let p = project(&server, "anthropic");
+    chat(
+        &p,
+        &["chat", "--json", "--routing", "auto"],
+        "make A\n/profile executor\nnow do B\n/profile auto\nwhat happened?\n",
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.work().join("b.txt")).unwrap(),
+        "b\n"
+    );
+    let reqs = server.model_requests();
+    assert_eq!(reqs.len(), 7);
+    let held = &reqs[4];
+    assert_eq!(held.model(), Some(EXEC));
+    let offered = held.offered_tools();
+    for t in ["return", "project", "delegate"] {
+        assert!(
+            !offered.contains(&t),
+            "{t} offered under a hold: {offered:?}"
+        );
+    }
+    let body = held.body.to_string();
+    assert!(
+        !body.contains("Cognitive routing"),
+        "the routing prompt stayed"
+    );
+    assert!(!body.contains("[ref ctx:"), "reference lines stayed");
+    let told = last_user_text(held);
+    for want in [
+        "control: manual (executor)",
+        "user (to the coordinator): make A",
+        "coordinator ran delegate assign",
+        "coordinator: A is done.",
+    ] {
+        assert!(told.contains(want), "{want} missing:\n{told}");
+    }
+    assert!(told.ends_with("\n\nnow do B"), "{told}");
+    let released = last_user_text(&reqs[6]);
+    assert_eq!(reqs[6].model(), Some(COORD));
+    for want in [
+        "control: automatic",
+        "user (to the executor): now do B",
+        "executor ran bash `echo b > b.txt`",
+        "executor: did B",
+    ] {
+        assert!(released.contains(want), "{want} missing:\n{released}");
+    }
+    assert!(
+        !released.contains("echo a > a.txt"),
+        "assignment work leaked:\n{released}"
+    );
+    assert!(released.ends_with("\n\nwhat happened?"), "{released}");
 }

@@ -82,8 +82,9 @@ pub(crate) struct Seat {
     system: String,
     offered: Vec<Arc<dyn Tool>>,
     specs: Vec<ToolSpec>,
-    /// The Coordinator's tools under a manual hold, when they differ from `specs`.
-    manual_specs: Option<Vec<ToolSpec>>,
+    /// A routed seat's prompt and tools when routing does not apply (a manual hold, routing
+    /// off): the ordinary session's — every role tool by schema, no routing section or tools.
+    ordinary: Option<(String, Vec<ToolSpec>)>,
     pub(crate) messages: Vec<Message>,
     pub(crate) last_text: String,
 }
@@ -124,11 +125,12 @@ impl Seat {
         names.extend(extra.iter().map(|s| s.name.clone()));
         let mut specs: Vec<ToolSpec> = advertised.iter().map(|t| t.spec()).collect();
         specs.extend(extra.iter().cloned());
-        // Held manually, the Coordinator's seat is an ordinary session: every tool by schema.
-        let manual_specs = coordinator.then(|| {
-            let mut all: Vec<ToolSpec> = offered.iter().map(|t| t.spec()).collect();
-            all.extend(extra);
-            all
+        // Held manually or with routing off, a routed seat is an ordinary session (seed 000:33-35):
+        // every role tool by schema, and neither the routing section nor the routing tools.
+        let ordinary = profile.map(|_| {
+            let all: Vec<String> = offered.iter().map(|t| t.name().to_string()).collect();
+            let system = system_prompt(spec, &all, !coordinator);
+            (system, offered.iter().map(|t| t.spec()).collect())
         });
         let mut system = system_prompt(spec, &names, !coordinator);
         if let Some(section) = extra_section {
@@ -149,7 +151,7 @@ impl Seat {
             system,
             offered,
             specs,
-            manual_specs,
+            ordinary,
             messages,
             last_text: String::new(),
         }
@@ -550,14 +552,23 @@ impl Session<'_> {
         handoff: bool,
     ) -> Result<AssistantTurn, Drive> {
         let spec = self.spec;
+        let (system, tools, messages) = match (&seat.ordinary, routed::ordinary(self)) {
+            (Some((system, tools)), true) => (
+                system.clone(),
+                tools.clone(),
+                routed::without_refs(&seat.messages),
+            ),
+            _ => (
+                seat.system.clone(),
+                seat.specs.clone(),
+                seat.messages.clone(),
+            ),
+        };
         let mut request = ModelRequest {
             model: seat.chain[seat.active].route.model.clone(),
-            system: seat.system.clone(),
-            messages: seat.messages.clone(),
-            tools: match (&seat.manual_specs, routed::ordinary(self)) {
-                (Some(all), true) => all.clone(),
-                _ => seat.specs.clone(),
-            },
+            system,
+            messages,
+            tools,
             thinking: seat.chain[seat.active].route.thinking,
             max_output_tokens: seat.chain[seat.active].max_output_tokens,
             tools_disabled: handoff,

@@ -167,9 +167,10 @@ impl EvidenceTable {
     }
 }
 
-/// The host's Runtime State block, as `profile` reads it: control, who is responsible, the unit,
-/// the assignment and any handoff not yet delivered. An observation, not user input.
-pub fn runtime_state(state: &RoutingState, profile: Profile) -> String {
+/// The host's Runtime State block, as `profile` reads it: control, who is responsible, the
+/// projection mode, the Coordinator's open `act_bounded` scope, the unit, the assignment and any
+/// handoff not yet delivered. An observation, not user input.
+pub fn runtime_state(state: &RoutingState, profile: Profile, projection: bool) -> String {
     let mut s = String::from("<runtime-state source=\"host\">\n");
     s.push_str(&format!(
         "control: {}; you are the {}; responsible now: {}\n",
@@ -177,6 +178,22 @@ pub fn runtime_state(state: &RoutingState, profile: Profile) -> String {
         profile.as_str(),
         state.responsible().map_or("nobody", Profile::as_str)
     ));
+    if state.control != Control::Automatic {
+        s.push_str("routing does not apply: you work as an ordinary session, with every tool of the role\n");
+    }
+    s.push_str(if projection {
+        "projection: on (the Executor selects the evidence the Coordinator sees)\n"
+    } else {
+        "projection: off (the Coordinator sees the Executor's evidence unfiltered)\n"
+    });
+    match &state.act_bounded {
+        Some(a) => s.push_str(&format!(
+            "act_bounded: open — {}; stop when {}\n",
+            one_line(&a.scope),
+            one_line(&a.stop_condition)
+        )),
+        None => s.push_str("act_bounded: none open\n"),
+    }
     match state.open_unit() {
         Some(u) => s.push_str(&format!(
             "unit: {} (open) — {}\n",
@@ -234,15 +251,15 @@ fn one_line(text: &str) -> String {
 
 /// What the Executor gets for an execution of assignment `id`: the Runtime State and the
 /// contract, or, for `/resume`, the note that it continues where the last execution stopped.
-pub fn contract_message(state: &RoutingState, id: &str, resumed: bool) -> String {
+pub fn contract_message(state: &RoutingState, id: &str, resumed: bool, projection: bool) -> String {
     let Some(a) = state.assignment(id) else {
-        return runtime_state(state, Profile::Executor);
+        return runtime_state(state, Profile::Executor, projection);
     };
     let unit = state
         .unit(&a.unit)
         .map(|u| format!("{} — {}", u.id, one_line(&u.outcome)))
         .unwrap_or_default();
-    let mut s = runtime_state(state, Profile::Executor);
+    let mut s = runtime_state(state, Profile::Executor, projection);
     if resumed {
         s.push_str(&format!(
             "\n\nThe user resumed assignment {} (unit {unit}). Its last execution stopped before it returned; check the partial effects it left, then continue the contract below.\n",
@@ -269,7 +286,7 @@ pub fn report_message(
     evidence: &EvidenceTable,
     projection: bool,
 ) -> String {
-    let mut s = runtime_state(state, Profile::Coordinator);
+    let mut s = runtime_state(state, Profile::Coordinator, projection);
     let Some(a) = state.assignment(id) else {
         return s;
     };

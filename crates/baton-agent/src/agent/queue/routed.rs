@@ -23,6 +23,7 @@ use crate::turn::{error_output, tool_item};
 
 /// What the Executor is told when it ends a turn with a plain answer.
 mod calls;
+mod conversation;
 pub(crate) use calls::run_calls;
 
 pub(crate) const RETURN_NUDGE: &str = "<host>Your work on this assignment ends only through the `return` tool (operation `submit`, with your report, its outcome and limitations); a plain answer reaches nobody. Continue, or submit your report now.</host>";
@@ -59,6 +60,9 @@ pub(crate) struct Routed {
     /// The assignment whose execution a restart found running and recorded `lost`: its host
     /// report goes to the Coordinator with the next user input (or `/resume` replaces it).
     recovered: Option<String>,
+    /// How far each seat has been told of the other's view: `[the Coordinator through the
+    /// Executor's messages, the Executor through the Coordinator's]` (`conversation.rs`).
+    seen: [usize; 2],
 }
 
 impl Routed {
@@ -81,6 +85,10 @@ impl Routed {
             }
         }
         let [coordinator, executor] = seats;
+        let seen = [
+            conversation::seen_through(&coordinator),
+            conversation::seen_through(&executor),
+        ];
         let run = format!("p{}", journal.len());
         let fresh = journal.is_empty();
         let mut r = Routed {
@@ -91,6 +99,7 @@ impl Routed {
             evidence: EvidenceTable::default(),
             projection: spec.projection,
             recovered: None,
+            seen,
         };
         r.rebuild_evidence(&executor);
         // The Executor's last words in its last execution: nothing before the last contract
@@ -262,10 +271,18 @@ impl Routed {
         if seat.profile != Some(Profile::Executor) {
             return;
         }
-        let assignment = self.journal.state().outstanding().map(|a| a.id.clone());
+        // Under a hold the Executor works as an ordinary session: its work belongs to no
+        // assignment and its results carry no reference line.
+        let automatic = self.journal.state().control == Control::Automatic;
+        let assignment = self
+            .journal
+            .state()
+            .outstanding()
+            .map(|a| a.id.clone())
+            .filter(|_| automatic);
         let id = self.add_evidence(&seat.messages, m, |output| output, assignment);
         if let (Some(id), Message::Tool { output, .. }) = (id, m) {
-            if self.projection {
+            if self.projection && automatic {
                 output.push_str(&view::ref_line(&id));
             }
         }
@@ -409,36 +426,67 @@ pub(crate) fn must_return(s: &Session<'_>, seat: &Seat) -> bool {
         && state(s).is_some_and(|st| st.control == Control::Automatic)
 }
 
-/// User input as it joins `seat`'s view: for the Coordinator under automatic control, after the
-/// host's Runtime State block. New input ends an open `act_bounded` scope.
+/// User input as it joins `seat`'s view, under every control after the host's Runtime State
+/// block and what the other seat did meanwhile (`conversation.rs`); for the Coordinator under
+/// automatic control after a restart, the report the host saved for the lost execution too. New
+/// input ends an open `act_bounded` scope.
 pub(crate) fn user_message(s: &mut Session<'_>, seat: &Seat, text: String) -> Message {
     end_scope(s, "new user input");
-    match state(s) {
-        Some(st)
-            if st.control == Control::Automatic && seat.profile == Some(Profile::Coordinator) =>
-        {
-            // After a restart, the report the host saved for the lost execution comes first.
-            let recovered = s
-                .routed
-                .as_mut()
-                .and_then(|r| r.recovered.take())
-                .map(|id| {
-                    format!(
-                        "After a restart the host recorded the execution of assignment {id} as lost:\n\n{}\n\n",
-                        report_for(s, &id)
-                    )
-                })
-                .unwrap_or_default();
-            let Some(st) = state(s) else {
-                return Message::user(text);
-            };
-            Message::user(format!(
-                "{}\n\n{recovered}{text}",
-                view::runtime_state(st, Profile::Coordinator)
-            ))
-        }
-        _ => Message::user(text),
-    }
+    let Some(profile) = seat.profile else {
+        return Message::user(text);
+    };
+    let automatic = state(s).is_some_and(|st| st.control == Control::Automatic);
+    let recovered = if automatic && profile == Profile::Coordinator {
+        s.routed
+            .as_mut()
+            .and_then(|r| r.recovered.take())
+            .map(|id| {
+                format!(
+                    "After a restart the host recorded the execution of assignment {id} as lost:\n\n{}\n\n",
+                    report_for(s, &id)
+                )
+            })
+            .unwrap_or_default()
+    } else {
+        String::new()
+    };
+    let Some(r) = s.routed.as_mut() else {
+        return Message::user(text);
+    };
+    let (mine, other_profile, other) = match profile {
+        Profile::Coordinator => (0, Profile::Executor, r.executor.as_ref()),
+        Profile::Executor => (1, Profile::Coordinator, r.coordinator.as_ref()),
+    };
+    let update = other.and_then(|o| {
+        let u = conversation::update(other_profile, &o.messages, r.seen[mine]);
+        r.seen[mine] = o.messages.len();
+        u
+    });
+    let block = view::runtime_state(r.journal.state(), profile, r.projection);
+    let update = update.map(|u| format!("{u}\n\n")).unwrap_or_default();
+    Message::user(format!("{block}\n\n{update}{recovered}{text}"))
+}
+
+/// Strips the reference lines from the tool results of `messages`: a seat working as an ordinary
+/// session is not shown them (seed 000:33-35).
+pub(crate) fn without_refs(messages: &[Message]) -> Vec<Message> {
+    messages
+        .iter()
+        .map(|m| match m {
+            Message::Tool {
+                call_id,
+                tool,
+                output,
+                is_error,
+            } => Message::Tool {
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                output: view::strip_ref_line(output).to_string(),
+                is_error: *is_error,
+            },
+            m => m.clone(),
+        })
+        .collect()
 }
 
 /// A user task: to the Coordinator under automatic control, to the held profile's seat under
@@ -553,8 +601,10 @@ async fn execute(s: &mut Session<'_>, id: &str, resumed: bool, op: &str) -> Resu
     let Some(mut seat) = take_seat(s, Profile::Executor) else {
         return Err("the routed session lost the Executor's seat".into());
     };
-    let contract = state(s)
-        .map(|st| view::contract_message(st, id, resumed))
+    let contract = s
+        .routed
+        .as_ref()
+        .map(|r| view::contract_message(r.journal.state(), id, resumed, r.projection))
         .unwrap_or_default();
     s.push(&mut seat, Message::user(contract));
     // The host's report quotes this execution's last words, never an earlier one's.

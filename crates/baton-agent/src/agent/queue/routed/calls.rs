@@ -347,7 +347,11 @@ async fn routing_call(
                 }
                 Op::Close { .. } => ok(format!(
                     "{}\n\nThe unit is closed. Answer the user, or assign the next outcome.",
-                    view::runtime_state(st, Profile::Coordinator)
+                    view::runtime_state(
+                        st,
+                        Profile::Coordinator,
+                        s.routed.as_ref().is_some_and(|r| r.projection)
+                    )
                 )),
                 Op::OpenActBounded(_) => ok("act_bounded scope open: `act_bounded run` your environment tools (`tool`, `arguments`) within it, and `act_bounded close` it with its `result` at its stop condition. New user input or your next delegation also ends it.".into()),
                 Op::CloseActBounded { .. } => ok("act_bounded scope closed.".into()),
