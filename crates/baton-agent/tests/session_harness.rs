@@ -87,7 +87,7 @@ async fn calls_outside_the_rules_are_refused_with_the_rule_and_nothing_runs() {
         .turn(Turn::tool_call(
             "c2",
             "delegate",
-            json!({"operation": "assign", "contract": "Say what is in the folder."}),
+            json!({"operation": "assign", "unit_outcome": "The user's request is done.", "contract": "Say what is in the folder."}),
         ))
         // The Executor tries the Coordinator's tool, then ends with a plain answer, is sent
         // back, and returns.
@@ -160,7 +160,7 @@ async fn every_rule_a_model_can_break_is_refused_by_name() {
         .turn(Turn::tool_call(
             "c6",
             "delegate",
-            json!({"operation": "assign", "contract": "Check the folder."}),
+            json!({"operation": "assign", "unit_outcome": "The user's request is done.", "contract": "Check the folder."}),
         ))
         .turn(Turn::tool_call(
             "e1",
@@ -238,6 +238,13 @@ async fn every_rule_a_model_can_break_is_refused_by_name() {
         assert!(answer.contains(&format!("`{rule}`")), "{id}: {answer}");
     }
     assert!(coord.result_of("c9").contains("The folder is fine."));
+    // The replacement's contract tells the Executor what it replaces and why (seed 000:312).
+    assert!(
+        exec.body
+            .to_string()
+            .contains("It replaces assignment a1, because: the first attempt failed"),
+        "the replace reason did not reach the Executor"
+    );
     assert!(!coord.result_of("c10").contains("rule"));
     let types: Vec<String> = journal(dir.path())
         .iter()
@@ -279,7 +286,7 @@ fn input_during_generation_stops_the_executor_before_the_turn_s_first_call() {
         .turn(Turn::tool_call(
             "c1",
             "delegate",
-            json!({"operation": "assign", "contract": "Write ran.txt."}),
+            json!({"operation": "assign", "unit_outcome": "The user's request is done.", "contract": "Write ran.txt."}),
         ))
         .turn(Turn::tool_call(
             "e1",
@@ -321,4 +328,71 @@ fn input_during_generation_stops_the_executor_before_the_turn_s_first_call() {
         .map(|r| r["how"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(ends, ["interrupted"]);
+}
+
+/// seed 000:312, 421, 427: an assignment whose execution failed is withdrawn with `delegate
+/// cancel` and a reason, and its unit then closes `cancelled`; the detail view says why.
+#[tokio::test]
+async fn a_failed_assignment_is_cancelled_and_its_unit_closed_honestly() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "c1",
+            "delegate",
+            json!({"operation": "assign", "unit_outcome": "The folder is checked.", "contract": "Check the folder."}),
+        ))
+        .turn(Turn::text("plain one"))
+        .turn(Turn::text("plain two"))
+        .turn(Turn::text("plain three"))
+        .turn(Turn::tool_call(
+            "c2",
+            "delegate",
+            json!({"operation": "cancel", "reason": "the user no longer needs it"}),
+        ))
+        .turn(Turn::tool_call(
+            "c3",
+            "unit",
+            json!({"operation": "close", "outcome": "cancelled", "assessment": "not needed"}),
+        ))
+        .turn(Turn::tool_call(
+            "c4",
+            "unit",
+            json!({"operation": "inspect", "view": "detail", "ref": "a1"}),
+        ))
+        .turn(Turn::text("Dropped."))
+        .start()
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    routed(&server, dir.path(), "check the folder").await;
+    let reqs = server.model_requests();
+    let coord = reqs
+        .iter()
+        .rev()
+        .find(|r| r.model() == Some(COORD))
+        .unwrap();
+    assert!(
+        coord.result_of("c1").contains("delegate cancel"),
+        "{}",
+        coord.result_of("c1")
+    );
+    assert!(coord
+        .result_of("c2")
+        .contains("The assignment is cancelled"));
+    assert!(
+        !coord.result_of("c3").contains("rule"),
+        "{}",
+        coord.result_of("c3")
+    );
+    let detail = coord.result_of("c4");
+    for want in [
+        "a1 of unit u1 — cancelled",
+        "cancelled: the user no longer needs it",
+        "execution e1: failed",
+    ] {
+        assert!(detail.contains(want), "{want} missing: {detail}");
+    }
+    let types: Vec<Value> = journal(dir.path())
+        .into_iter()
+        .map(|r| r["type"].clone())
+        .collect();
+    assert!(types.contains(&json!("assignment_cancelled")), "{types:?}");
 }

@@ -90,13 +90,14 @@ fn investigate_and_fix() -> Vec<Turn> {
         Turn::tool_call(
             "c1",
             "delegate",
-            json!({"operation": "assign", "contract": "Create hello.txt holding `hi`, read it back, and return the read as evidence."}),
+            json!({"operation": "assign", "unit_outcome": "The user's request is done.", "contract": "Create hello.txt holding `hi`, read it back, and return the read as evidence."}),
         ),
         Turn::tool_call(
             "e1",
             "write",
             json!({"path": "hello.txt", "content": "hi\n"}),
-        ),
+        )
+        .with_text("Writing it first."),
         Turn::tool_call("e2", "read", json!({"path": "hello.txt"})),
         Turn::tool_call(
             "e3",
@@ -174,6 +175,11 @@ fn an_assignment_runs_on_the_executor_and_only_the_selected_evidence_reaches_the
         assert_prefix_stable(&exec, kind);
         let exec_sent = serde_json::to_string(&items(exec[2])).unwrap();
         assert!(exec_sent.contains("[ref ctx:t2]"), "{kind}: {exec_sent}");
+        // The Executor's own words before a call are named too, so it can select them.
+        assert!(
+            exec_sent.contains("[ref ctx:t1; your message before this call: ctx:m1]"),
+            "{kind}: {exec_sent}"
+        );
         // The journal records the unit, the assignment, the execution, the report and the close.
         let journal = std::fs::read_dir(p.state_home().join("baton/sessions"))
             .ok()
@@ -267,7 +273,7 @@ fn new_input_interrupts_the_executor_with_a_partial_report_and_resume_continues_
         .turn(Turn::tool_call(
             "c1",
             "delegate",
-            json!({"operation": "assign", "contract": "Run the long check and report."}),
+            json!({"operation": "assign", "unit_outcome": "The user's request is done.", "contract": "Run the long check and report."}),
         ))
         .start_blocking();
     let p = project(&server, "openai");
@@ -341,7 +347,7 @@ fn a_killed_session_recovers_its_assignment_and_resume_finishes_it() {
         .turn(Turn::tool_call(
             "c1",
             "delegate",
-            json!({"operation": "assign", "contract": "Run the long check."}),
+            json!({"operation": "assign", "unit_outcome": "The user's request is done.", "contract": "Run the long check."}),
         ))
         .start_blocking();
     let p = project(&server, "anthropic");
@@ -744,7 +750,7 @@ fn a_return_in_the_same_turn_as_new_work_is_refused_and_the_work_runs() {
                 Turn::tool_call(
                     "c1",
                     "delegate",
-                    json!({"operation": "assign", "contract": "Create done.txt and report."}),
+                    json!({"operation": "assign", "unit_outcome": "The user's request is done.", "contract": "Create done.txt and report."}),
                 ),
                 Turn::tool_call("e1", "bash", json!({"command": "echo ok > done.txt && echo made"}))
                     .with_tool_call(
@@ -793,7 +799,7 @@ fn interrupt_stops_the_executor_and_the_task_without_waking_the_coordinator() {
         .turn(Turn::tool_call(
             "c1",
             "delegate",
-            json!({"operation": "assign", "contract": "Run the long check and report."}),
+            json!({"operation": "assign", "unit_outcome": "The user's request is done.", "contract": "Run the long check and report."}),
         ))
         .start_blocking();
     let p = project(&server, "openai");
@@ -841,8 +847,9 @@ fn interrupt_stops_the_executor_and_the_task_without_waking_the_coordinator() {
     assert_eq!(models, [COORD, EXEC]);
 }
 
-/// With projection off there is nothing to select: the Executor is not offered `project`, and
-/// a call to it anyway is refused saying so.
+/// With projection off there is nothing to select: the Executor is not offered `project`, a
+/// call to it anyway is refused saying so, and the Coordinator gets the assignment's evidence
+/// unfiltered, each piece labelled with the call that produced it (seed 000:36, 372, 378).
 #[test]
 fn with_projection_off_the_executor_is_not_offered_project() {
     let server = MockServer::builder()
@@ -851,8 +858,9 @@ fn with_projection_off_the_executor_is_not_offered_project() {
                 Turn::tool_call(
                     "c1",
                     "delegate",
-                    json!({"operation": "assign", "contract": "Say hello."}),
+                    json!({"operation": "assign", "unit_outcome": "The user's request is done.", "contract": "Say hello."}),
                 ),
+                Turn::tool_call("e0", "bash", json!({"command": "echo unfiltered-hello"})),
                 Turn::tool_call(
                     "e1",
                     "project",
@@ -902,6 +910,20 @@ fn with_projection_off_the_executor_is_not_offered_project() {
         "{}",
         refused.text
     );
+    let report = requests
+        .iter()
+        .rev()
+        .find(|r| r.model() == Some(COORD))
+        .unwrap()
+        .result_of("c1");
+    for want in [
+        "The Executor's evidence (projection off: unfiltered)",
+        "<evidence ref=\"ctx:t1\" of=\"bash `echo unfiltered-hello`\"",
+        "unfiltered-hello\n",
+        "projection: off",
+    ] {
+        assert!(report.contains(want), "{want} missing:\n{report}");
+    }
 }
 
 /// seed 000:33-35, 441: a manual hold is the ordinary session over the shared conversation. The
@@ -914,7 +936,7 @@ fn a_hold_shares_the_conversation_both_ways() {
         .turn(Turn::tool_call(
             "c1",
             "delegate",
-            json!({"operation": "assign", "contract": "Write a.txt holding a."}),
+            json!({"operation": "assign", "unit_outcome": "The user's request is done.", "contract": "Write a.txt holding a."}),
         ))
         .turn(Turn::tool_call(
             "e1",
@@ -987,4 +1009,34 @@ fn a_hold_shares_the_conversation_both_ways() {
         "assignment work leaked:\n{released}"
     );
     assert!(released.ends_with("\n\nwhat happened?"), "{released}");
+}
+
+/// seed 000:473: an `act_bounded` scope ends when its applicability changes — a `/profile`.
+#[test]
+fn a_control_change_ends_the_coordinators_act_bounded_scope() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "c1",
+            "act_bounded",
+            json!({"operation": "open", "scope": "look at the folder", "expected_result": "a listing",
+                   "authority": "the user asked", "stop_condition": "after one listing",
+                   "inseparable": "the listing is the answer", "delegation_loss": "a round trip"}),
+        ))
+        .turn(Turn::text("Scope open."))
+        .turn(Turn::text("Held."))
+        .start_blocking();
+    let p = project(&server, "openai");
+    chat(
+        &p,
+        &["chat", "--json", "--routing", "auto"],
+        "look yourself\n/profile coordinator\nhi\n",
+    );
+    let closes: Vec<String> = journal(&p)
+        .iter()
+        .filter(|r| r["type"] == "act_bounded_closed")
+        .map(|r| r["reason"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(closes, ["the control changed"]);
+    let held = last_user_text(&server.model_requests()[2]);
+    assert!(held.contains("act_bounded: none open"), "{held}");
 }

@@ -12,11 +12,27 @@ pub const MAX_LIMITATIONS: usize = 32;
 /// The most references one `project add` may select, and the most selected at once.
 pub const MAX_PROJECTED: usize = 64;
 
+/// The parts of a report beside its result, outcome and limitations (seed 000:369).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReportDetails {
+    pub corrected_assumptions: Vec<String>,
+    pub partial_effects: Vec<String>,
+    /// Why the Executor returns: required for a `partial` or `blocked` outcome.
+    pub reason: Option<String>,
+}
+
 /// A call of a participant's routing tool (or of an environment tool, to be checked).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
     Assign {
         contract: String,
+        /// The outcome of the unit this assignment opens, in the Coordinator's words: required
+        /// when no unit is open, refused when one is.
+        unit_outcome: Option<String>,
+    },
+    /// `delegate cancel`: withdraw the outstanding assignment nobody is executing.
+    Cancel {
+        reason: String,
     },
     Replace {
         contract: String,
@@ -36,6 +52,7 @@ pub enum Op {
         report: String,
         outcome: ReportOutcome,
         limitations: Vec<String>,
+        details: ReportDetails,
     },
     Retry,
     ProjectAdd {
@@ -59,6 +76,7 @@ impl Op {
     fn owner(&self) -> Option<Profile> {
         match self {
             Op::Assign { .. }
+            | Op::Cancel { .. }
             | Op::Replace { .. }
             | Op::Close { .. }
             | Op::Assess
@@ -74,6 +92,7 @@ impl Op {
     fn name(&self) -> String {
         match self {
             Op::Assign { .. } => "delegate assign".into(),
+            Op::Cancel { .. } => "delegate cancel".into(),
             Op::Replace { .. } => "delegate replace".into(),
             Op::Close { .. } => "unit close".into(),
             Op::Assess => "unit assess".into(),
@@ -176,7 +195,10 @@ pub fn decide(
             }
             Ok(Vec::new())
         }
-        Op::Assign { contract } => {
+        Op::Assign {
+            contract,
+            unit_outcome,
+        } => {
             non_empty("contract", contract)?;
             if let Some(a) = state.outstanding() {
                 return Err(refuse(
@@ -188,13 +210,29 @@ pub fn decide(
                 ));
             }
             let mut events = Vec::new();
-            let unit = match state.open_unit() {
-                Some(u) => u.id.clone(),
-                None => {
+            let unit = match (state.open_unit(), unit_outcome) {
+                (Some(u), None) => u.id.clone(),
+                (Some(u), Some(_)) => {
+                    return Err(refuse(
+                        "unit-outcome",
+                        format!(
+                            "unit {} is open for its own outcome: leave `unit_outcome` out to assign more work toward it, or `unit close` it first",
+                            u.id
+                        ),
+                    ))
+                }
+                (None, None) => {
+                    return Err(refuse(
+                        "unit-outcome",
+                        "no unit is open: `unit_outcome` states the outcome this assignment's unit is for, in your words (what must be true when you accept it)",
+                    ))
+                }
+                (None, Some(outcome)) => {
+                    non_empty("unit_outcome", outcome)?;
                     let unit = state.next_id("u");
                     events.push(Event::UnitOpened {
                         unit: unit.clone(),
-                        outcome: first_line(contract),
+                        outcome: outcome.trim().to_string(),
                     });
                     unit
                 }
@@ -250,6 +288,28 @@ pub fn decide(
             close_act_bounded(state, &mut events);
             Ok(events)
         }
+        Op::Cancel { reason } => {
+            non_empty("reason", reason)?;
+            let Some(a) = state.outstanding() else {
+                return Err(refuse(
+                    "cancel-outstanding",
+                    "no assignment is outstanding: there is nothing to cancel",
+                ));
+            };
+            if a.executions.iter().any(|e| e.ended.is_none()) {
+                return Err(refuse(
+                    "cancel-quiescent",
+                    format!(
+                        "assignment {} is executing: it can be cancelled only while no execution of it runs",
+                        a.id
+                    ),
+                ));
+            }
+            Ok(vec![Event::AssignmentCancelled {
+                assignment: a.id.clone(),
+                reason: reason.trim().to_string(),
+            }])
+        }
         Op::Close {
             disposition,
             assessment,
@@ -262,7 +322,7 @@ pub fn decide(
                 return Err(refuse(
                     "close-outstanding",
                     format!(
-                        "assignment {} is outstanding: a unit cannot be closed before its assignment returns",
+                        "assignment {} is outstanding: a unit cannot be closed before its assignment returns — `delegate cancel` it (with why) first if its work is no longer wanted",
                         a.id
                     ),
                 ));
@@ -358,8 +418,20 @@ pub fn decide(
             report,
             outcome,
             limitations,
+            details,
         } => {
             non_empty("report", report)?;
+            if *outcome != ReportOutcome::Completed
+                && details
+                    .reason
+                    .as_deref()
+                    .is_none_or(|r| r.trim().is_empty())
+            {
+                return Err(refuse(
+                    "return-reason",
+                    "a `partial` or `blocked` report needs `reason`: why you return before the contract is done (what stopped you, what is needed)",
+                ));
+            }
             if limitations.len() > MAX_LIMITATIONS {
                 return Err(refuse(
                     "limitations",
@@ -382,6 +454,10 @@ pub fn decide(
                         limitations: limitations.clone(),
                         evidence: state.projection.clone(),
                         by_host: false,
+                        corrected_assumptions: details.corrected_assumptions.clone(),
+                        partial_effects: details.partial_effects.clone(),
+                        reason: details.reason.clone().filter(|r| !r.trim().is_empty()),
+                        withdrawn: state.withdrawn.clone(),
                     },
                     handoff: handoff.clone(),
                 },
@@ -507,12 +583,6 @@ fn non_empty(field: &'static str, value: &str) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// The first line of a contract, at most 200 bytes: the outcome of a unit it opens.
-fn first_line(text: &str) -> String {
-    let line = text.trim().lines().next().unwrap_or("").trim();
-    baton_text::truncate(line, 200, baton_text::Keep::Head).into_owned()
-}
-
 /// The host gives the Executor its turn on the outstanding assignment: a new execution.
 pub fn start_execution(state: &RoutingState) -> Option<Vec<Event>> {
     let a = state.outstanding()?;
@@ -540,6 +610,9 @@ pub fn host_return(
     let why = match how {
         ExecutionEnd::Interrupted => "The execution was interrupted by new user input",
         ExecutionEnd::Failed => "The execution failed before the Executor returned",
+        ExecutionEnd::LimitReached => {
+            "The execution reached the session's turn limit before the Executor returned"
+        }
         ExecutionEnd::Lost => "The execution was lost when the session's process ended",
         ExecutionEnd::Returned => "The execution ended",
     };
@@ -564,6 +637,10 @@ pub fn host_return(
                 limitations,
                 evidence: state.projection.clone(),
                 by_host: true,
+                corrected_assumptions: Vec::new(),
+                partial_effects: Vec::new(),
+                reason: Some(why.to_string()),
+                withdrawn: state.withdrawn.clone(),
             },
             handoff: handoff.clone(),
         },

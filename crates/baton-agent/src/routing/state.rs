@@ -86,6 +86,8 @@ pub enum AssignmentStatus {
     Returned,
     /// Replaced by a later assignment before it returned.
     Superseded,
+    /// Withdrawn by the Coordinator before it returned (`delegate cancel`).
+    Cancelled,
 }
 
 /// A saved contract for the Executor.
@@ -101,6 +103,9 @@ pub struct Assignment {
     /// The reason it was replaced, and by which assignment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded: Option<Superseded>,
+    /// Why the Coordinator cancelled it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -124,8 +129,10 @@ pub enum ExecutionEnd {
     Returned,
     /// New user input stopped it; the host saved a partial report.
     Interrupted,
-    /// Its model failed or it hit a limit without returning.
+    /// Its model failed without returning.
     Failed,
+    /// It reached the session's turn limit without returning.
+    LimitReached,
     /// Found running after a restart: the process that ran it is gone.
     Lost,
 }
@@ -142,6 +149,25 @@ pub struct Report {
     /// Written by the host (an interruption, a failure), not submitted by the Executor.
     #[serde(default)]
     pub by_host: bool,
+    /// Assumptions of the contract the work showed to be wrong, each with the correction.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub corrected_assumptions: Vec<String>,
+    /// What the work changed that stays changed (files written, commands with effects).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partial_effects: Vec<String>,
+    /// Why the Executor returns now (required unless the outcome is `completed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Evidence selected and then withdrawn before the report was saved, with the reasons.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withdrawn: Vec<Withdrawal>,
+}
+
+/// Evidence the Executor withdrew from its selection, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Withdrawal {
+    pub refs: Vec<String>,
+    pub reason: String,
 }
 
 /// A transfer between the participants: a contract down or a report up.
@@ -216,6 +242,11 @@ pub enum Event {
     HandoffConfigured {
         handoff: String,
     },
+    /// `delegate cancel`: the outstanding assignment is withdrawn before it returned.
+    AssignmentCancelled {
+        assignment: String,
+        reason: String,
+    },
     HandoffBlocked {
         handoff: String,
         reason: String,
@@ -262,6 +293,7 @@ impl Event {
             Event::Assigned { .. } => "assigned",
             Event::Replaced { .. } => "replaced",
             Event::HandoffConfigured { .. } => "handoff_configured",
+            Event::AssignmentCancelled { .. } => "assignment_cancelled",
             Event::HandoffBlocked { .. } => "handoff_blocked",
             Event::ExecutionStarted { .. } => "execution_started",
             Event::ExecutionEnded { .. } => "execution_ended",
@@ -306,6 +338,9 @@ pub struct RoutingState {
     pub act_bounded: Option<ActBounded>,
     /// The evidence the Executor selected for the Coordinator in the current assignment.
     pub projection: Vec<String>,
+    /// What it withdrew from that selection, with its reasons.
+    #[serde(default)]
+    pub withdrawn: Vec<Withdrawal>,
     /// The keys of the records applied: (op, type, step).
     #[serde(skip)]
     applied: BTreeSet<(String, String, String)>,
@@ -320,6 +355,7 @@ impl Default for RoutingState {
             handoffs: Vec::new(),
             act_bounded: None,
             projection: Vec::new(),
+            withdrawn: Vec::new(),
             applied: BTreeSet::new(),
         }
     }
@@ -416,6 +452,7 @@ impl RoutingState {
                         }
                     }
                     self.projection.clear();
+                    self.withdrawn.clear();
                 }
             }
             Event::HandoffBlocked { handoff, reason } => {
@@ -496,7 +533,31 @@ impl RoutingState {
                     }
                 }
             }
-            Event::ProjectionRemoved { refs, .. } => self.projection.retain(|p| !refs.contains(p)),
+            Event::ProjectionRemoved { refs, reason } => {
+                self.projection.retain(|p| !refs.contains(p));
+                self.withdrawn.push(Withdrawal {
+                    refs: refs.clone(),
+                    reason: reason.clone(),
+                });
+            }
+            Event::AssignmentCancelled { assignment, reason } => {
+                let a = self
+                    .assignment_mut(assignment)
+                    .ok_or_else(|| bad(format!("no assignment {assignment}")))?;
+                a.status = AssignmentStatus::Cancelled;
+                a.cancelled = Some(reason.clone());
+                for h in self
+                    .handoffs
+                    .iter_mut()
+                    .filter(|h| &h.assignment == assignment)
+                {
+                    if matches!(h.state, HandoffState::Pending | HandoffState::Blocked) {
+                        h.state = HandoffState::Superseded;
+                    }
+                }
+                self.projection.clear();
+                self.withdrawn.clear();
+            }
         }
         self.applied.insert(key);
         Ok(true)
@@ -526,6 +587,7 @@ impl RoutingState {
             executions: Vec::new(),
             reports: Vec::new(),
             superseded: None,
+            cancelled: None,
         });
         self.handoffs.push(Handoff {
             id: handoff.to_string(),
@@ -536,6 +598,7 @@ impl RoutingState {
             reason: None,
         });
         self.projection.clear();
+        self.withdrawn.clear();
         Ok(())
     }
 
@@ -631,7 +694,12 @@ impl RoutingState {
         let a = self.outstanding()?;
         let last = a.executions.last()?;
         match last.ended {
-            Some(ExecutionEnd::Interrupted | ExecutionEnd::Failed | ExecutionEnd::Lost) => Some(a),
+            Some(
+                ExecutionEnd::Interrupted
+                | ExecutionEnd::Failed
+                | ExecutionEnd::LimitReached
+                | ExecutionEnd::Lost,
+            ) => Some(a),
             Some(ExecutionEnd::Returned) | None => None,
         }
     }

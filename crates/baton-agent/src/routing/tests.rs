@@ -3,7 +3,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::journal::Journal;
-use super::rules::{decide, host_return, start_execution, Op, Refusal, MAX_LIMITATIONS};
+use super::rules::{
+    decide, host_return, start_execution, Op, Refusal, ReportDetails, MAX_LIMITATIONS,
+};
 use super::state::*;
 
 use Profile::{Coordinator, Executor};
@@ -62,11 +64,18 @@ impl World {
         r
     }
 
+    /// Assigns `contract`; when no unit is open, its first line is the new unit's outcome.
     fn assign(&mut self, contract: &str) {
+        let unit_outcome = self
+            .state
+            .open_unit()
+            .is_none()
+            .then(|| contract.lines().next().unwrap_or("").to_string());
         self.op(
             Coordinator,
             Op::Assign {
                 contract: contract.into(),
+                unit_outcome,
             },
         );
     }
@@ -83,6 +92,7 @@ impl World {
                 report: text.into(),
                 outcome: ReportOutcome::Completed,
                 limitations: vec![],
+                details: Default::default(),
             },
         );
     }
@@ -119,6 +129,7 @@ fn each_participant_is_refused_the_others_tools_and_calls_out_of_turn() {
         Executor,
         Op::Assign {
             contract: "x".into(),
+            unit_outcome: Some("x".into()),
         },
     );
     assert_eq!(r.rule, "participant");
@@ -128,6 +139,7 @@ fn each_participant_is_refused_the_others_tools_and_calls_out_of_turn() {
             report: "x".into(),
             outcome: ReportOutcome::Completed,
             limitations: vec![],
+            details: Default::default(),
         },
     );
     assert_eq!(r.rule, "participant");
@@ -255,6 +267,10 @@ fn a_blocked_report_cannot_be_accepted_but_can_be_closed_honestly() {
             report: "blocked: the API key is missing".into(),
             outcome: ReportOutcome::Blocked,
             limitations: vec![],
+            details: ReportDetails {
+                reason: Some("no key".into()),
+                ..Default::default()
+            },
         },
     );
     let close = |d| Op::Close {
@@ -334,6 +350,10 @@ fn a_report_is_bounded_and_a_blocked_transfer_is_retried_without_a_payload() {
             report: "r".into(),
             outcome: ReportOutcome::Partial,
             limitations: too_many,
+            details: ReportDetails {
+                reason: Some("out of time".into()),
+                ..Default::default()
+            },
         },
     );
     assert_eq!(r.rule, "limitations");
@@ -400,6 +420,7 @@ fn routing_tools_need_automatic_control_and_manual_holds_a_profile() {
         Coordinator,
         Op::Assign {
             contract: "x".into(),
+            unit_outcome: Some("x".into()),
         },
     );
     assert_eq!(r.rule, "automatic-only");
@@ -452,6 +473,7 @@ fn journal_with_an_assignment(path: &std::path::Path) -> Journal {
         Coordinator,
         &Op::Assign {
             contract: "build the parser".into(),
+            unit_outcome: Some("a parser".into()),
         },
         &known,
     )
@@ -583,4 +605,159 @@ fn project_remove_needs_references() {
         },
     );
     assert_eq!(r.rule, "argument");
+}
+
+/// seed 000:39: a unit is the Coordinator's outcome, stated when it opens.
+#[test]
+fn a_new_unit_needs_the_coordinators_outcome_and_an_open_one_takes_none() {
+    let mut w = World::automatic();
+    let r = w.refused(
+        Coordinator,
+        Op::Assign {
+            contract: "Run the tests.".into(),
+            unit_outcome: None,
+        },
+    );
+    assert_eq!(r.rule, "unit-outcome");
+    assert!(r.message.contains("`unit_outcome`"), "{}", r.message);
+    w.op(
+        Coordinator,
+        Op::Assign {
+            contract: "Run the tests and report the failures.".into(),
+            unit_outcome: Some("  The suite passes again.  ".into()),
+        },
+    );
+    assert_eq!(w.state.units[0].outcome, "The suite passes again.");
+    w.start();
+    w.submit("two failures");
+    let r = w.refused(
+        Coordinator,
+        Op::Assign {
+            contract: "Fix them.".into(),
+            unit_outcome: Some("another".into()),
+        },
+    );
+    assert_eq!(r.rule, "unit-outcome");
+    w.assign("Fix them.");
+    assert_eq!(w.state.units.len(), 1);
+}
+
+/// seed 000:312, 421, 427: an interrupted assignment whose work is no longer wanted is cancelled
+/// with a reason (never while it runs), and the unit can then be closed honestly.
+#[test]
+fn an_outstanding_assignment_is_cancelled_with_a_reason_then_the_unit_closes() {
+    let mut w = World::automatic();
+    w.assign("Migrate the database.");
+    w.start();
+    let r = w.refused(
+        Coordinator,
+        Op::Cancel {
+            reason: "the user changed course".into(),
+        },
+    );
+    // While the Executor works, the Coordinator is not the one responsible.
+    assert_eq!(r.rule, "responsibility");
+    let ev = host_return(&w.state, ExecutionEnd::Interrupted, "", vec![]).unwrap();
+    w.commit(ev);
+    let r = w.refused(
+        Coordinator,
+        Op::Close {
+            disposition: Disposition::Cancelled,
+            assessment: "dropped".into(),
+        },
+    );
+    assert!(r.message.contains("delegate cancel"), "{}", r.message);
+    let r = w.refused(Coordinator, Op::Cancel { reason: " ".into() });
+    assert_eq!(r.rule, "argument");
+    w.op(
+        Coordinator,
+        Op::Cancel {
+            reason: "the user wants a report first".into(),
+        },
+    );
+    let a = &w.state.assignments[0];
+    assert_eq!(a.status, AssignmentStatus::Cancelled);
+    assert_eq!(
+        a.cancelled.as_deref(),
+        Some("the user wants a report first")
+    );
+    assert!(w.state.resumable().is_none());
+    assert_eq!(w.state.responsible(), Some(Coordinator));
+    let r = w.refused(
+        Coordinator,
+        Op::Cancel {
+            reason: "again".into(),
+        },
+    );
+    assert_eq!(r.rule, "cancel-outstanding");
+    w.op(
+        Coordinator,
+        Op::Close {
+            disposition: Disposition::Cancelled,
+            assessment: "the user changed course".into(),
+        },
+    );
+}
+
+/// seed 000:369: a report states why it returns early, its corrected assumptions, its partial
+/// effects, and what was withdrawn from the selection.
+#[test]
+fn a_report_carries_its_reason_corrections_effects_and_withdrawals() {
+    let mut w = World::automatic();
+    w.assign("Upgrade the parser.");
+    w.start();
+    w.op(
+        Executor,
+        Op::ProjectAdd {
+            refs: vec!["ctx:t1".into(), "ctx:t2".into()],
+        },
+    );
+    w.op(
+        Executor,
+        Op::ProjectRemove {
+            refs: vec!["ctx:t1".into()],
+            reason: "it was the old build's output".into(),
+        },
+    );
+    let partial = |reason: Option<&str>| Op::Submit {
+        report: "half done".into(),
+        outcome: ReportOutcome::Partial,
+        limitations: vec![],
+        details: ReportDetails {
+            corrected_assumptions: vec!["the parser is not generated: it is hand-written".into()],
+            partial_effects: vec!["src/parse.rs rewritten".into()],
+            reason: reason.map(str::to_string),
+        },
+    };
+    let r = w.refused(Executor, partial(None));
+    assert_eq!(r.rule, "return-reason");
+    w.op(Executor, partial(Some("the grammar needs a decision")));
+    let rep = &w.state.assignments[0].reports[0];
+    assert_eq!(rep.reason.as_deref(), Some("the grammar needs a decision"));
+    assert_eq!(rep.partial_effects, ["src/parse.rs rewritten"]);
+    assert_eq!(rep.evidence, ["ctx:t2"]);
+    assert_eq!(
+        rep.withdrawn,
+        [Withdrawal {
+            refs: vec!["ctx:t1".into()],
+            reason: "it was the old build's output".into()
+        }]
+    );
+    assert!(
+        w.state.withdrawn.is_empty(),
+        "the withdrawals went up with the report"
+    );
+    let detail = super::view::inspect_units(&w.state, "detail", Some("a1"), 0, 20).unwrap();
+    for want in [
+        "a1 of unit u1 — returned",
+        "contract:\nUpgrade the parser.",
+        "why it returned: the grammar needs a decision",
+        "corrected assumption: the parser is not generated",
+        "partial effect: src/parse.rs rewritten",
+        "evidence: ctx:t2",
+        "withdrawn: ctx:t1 (it was the old build's output)",
+        "handoff h2: report revision 1 — delivered",
+    ] {
+        assert!(detail.contains(want), "{want} missing:\n{detail}");
+    }
 }

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::rules::Op;
+use super::rules::{Op, ReportDetails};
 use super::state::{ActBounded, Disposition, Profile, ReportOutcome};
 
 /// The routing tools of each participant, by name.
@@ -36,12 +36,20 @@ pub fn owner(name: &str) -> Option<Profile> {
 struct DelegateArgs {
     /// `assign` saves a new assignment for the Executor and hands control to it; `replace`
     /// supersedes the outstanding assignment (only while no execution of it runs and its unit's
-    /// outcome still holds).
+    /// outcome still holds); `cancel` withdraws it (only while no execution of it runs), with a
+    /// reason.
     operation: DelegateOperation,
-    /// The contract: the question or result and why it matters, the established facts and the
-    /// approach, constraints and freedoms, the evidence needed for assessment, and when to return.
-    contract: String,
-    /// `replace` only: why the outstanding assignment is replaced, and what stays covered.
+    /// assign / replace: the contract — the question or result and why it matters, the
+    /// established facts and the approach, constraints and freedoms, the evidence needed for
+    /// assessment, and when to return.
+    #[serde(default)]
+    contract: Option<String>,
+    /// assign, when no unit is open: the outcome the new unit is for, in your words — what must
+    /// be true for you to accept it. Leave it out while a unit is open.
+    #[serde(default)]
+    unit_outcome: Option<String>,
+    /// replace / cancel: why the outstanding assignment is replaced or withdrawn, and what stays
+    /// covered.
     #[serde(default)]
     reason: Option<String>,
 }
@@ -51,6 +59,7 @@ struct DelegateArgs {
 enum DelegateOperation {
     Assign,
     Replace,
+    Cancel,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -148,6 +157,17 @@ struct ReturnArgs {
     /// submit: what the report does not establish (at most 32).
     #[serde(default)]
     limitations: Option<Vec<String>>,
+    /// submit: assumptions of the contract your work showed to be wrong, each with the
+    /// correction.
+    #[serde(default)]
+    corrected_assumptions: Option<Vec<String>>,
+    /// submit: what your work changed that stays changed (files written, commands with effects),
+    /// above all when you stop before the contract is done.
+    #[serde(default)]
+    partial_effects: Option<Vec<String>>,
+    /// submit: why you return now; required for a partial or blocked outcome.
+    #[serde(default)]
+    reason: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -166,6 +186,12 @@ struct ProjectArgs {
     /// inspect: selected, assignment, active (not selected) or history.
     #[serde(default)]
     scope: Option<String>,
+    /// inspect: where to continue (the `cursor` a previous answer gave).
+    #[serde(default)]
+    cursor: Option<usize>,
+    /// inspect: how many references, 1 to 200 (default 50).
+    #[serde(default)]
+    limit: Option<usize>,
     /// add / remove: `ctx:` references (at most 64 per call), as shown under tool results.
     #[serde(default)]
     refs: Option<Vec<String>>,
@@ -194,6 +220,8 @@ pub enum Call {
     },
     InspectProjection {
         scope: String,
+        cursor: usize,
+        limit: usize,
     },
     /// `act_bounded run`: the Coordinator's environment call inside its scope.
     ActRun {
@@ -222,7 +250,7 @@ pub fn specs(profile: Profile) -> Vec<ToolSpec> {
         Profile::Coordinator => vec![
             spec::<DelegateArgs>(
                 "delegate",
-                "Hand work to the Executor: `assign` a contract (the host runs the Executor and answers with its report and the evidence it selected), or `replace` the outstanding assignment with a corrected contract and a reason.",
+                "Hand work to the Executor: `assign` a contract (with `unit_outcome` when it starts a new unit; the host runs the Executor and answers with its report and the evidence it selected), `replace` the outstanding assignment with a corrected contract and a reason, or `cancel` it with a reason when its work is no longer wanted.",
             ),
             spec::<UnitArgs>(
                 "unit",
@@ -236,7 +264,7 @@ pub fn specs(profile: Profile) -> Vec<ToolSpec> {
         Profile::Executor => vec![
             spec::<ReturnArgs>(
                 "return",
-                "End your work on the assignment: `submit` your report (outcome completed, partial or blocked, with limitations), or `retry` the unchanged saved report after a blocked transfer.",
+                "End your work on the assignment: `submit` your report (the result; outcome completed, partial or blocked; limitations, corrected assumptions, partial effects, and the reason you return), or `retry` the unchanged saved report after a blocked transfer.",
             ),
             spec::<ProjectArgs>(
                 "project",
@@ -266,12 +294,21 @@ pub fn parse(name: &str, args: &Value) -> Result<Call, String> {
             let a: DelegateArgs = de(name, args)?;
             match a.operation {
                 DelegateOperation::Assign => Call::Op(Op::Assign {
-                    contract: a.contract,
+                    contract: need("contract", a.contract)?,
+                    unit_outcome: a.unit_outcome,
                 }),
                 DelegateOperation::Replace => Call::Op(Op::Replace {
-                    contract: a.contract,
+                    contract: need("contract", a.contract)?,
                     reason: need("reason", a.reason)?,
                 }),
+                DelegateOperation::Cancel => {
+                    if a.contract.is_some() || a.unit_outcome.is_some() {
+                        return Err("`delegate`: `cancel` takes only `reason`: it withdraws the outstanding assignment (assign new work afterwards)".into());
+                    }
+                    Call::Op(Op::Cancel {
+                        reason: need("reason", a.reason)?,
+                    })
+                }
             }
         }
         "unit" => {
@@ -339,9 +376,20 @@ pub fn parse(name: &str, args: &Value) -> Result<Call, String> {
                             .to_string()
                     })?,
                     limitations: a.limitations.unwrap_or_default(),
+                    details: ReportDetails {
+                        corrected_assumptions: a.corrected_assumptions.unwrap_or_default(),
+                        partial_effects: a.partial_effects.unwrap_or_default(),
+                        reason: a.reason,
+                    },
                 }),
                 ReturnOperation::Retry => {
-                    if a.report.is_some() || a.outcome.is_some() || a.limitations.is_some() {
+                    if a.report.is_some()
+                        || a.outcome.is_some()
+                        || a.limitations.is_some()
+                        || a.corrected_assumptions.is_some()
+                        || a.partial_effects.is_some()
+                        || a.reason.is_some()
+                    {
                         return Err("`return`: `retry` takes no payload: it resends the saved report unchanged (use `submit` for a new revision)".into());
                     }
                     Call::Op(Op::Retry)
@@ -351,9 +399,19 @@ pub fn parse(name: &str, args: &Value) -> Result<Call, String> {
         "project" => {
             let a: ProjectArgs = de(name, args)?;
             match a.operation {
-                ProjectOperation::Inspect => Call::InspectProjection {
-                    scope: a.scope.unwrap_or_else(|| "selected".into()),
-                },
+                ProjectOperation::Inspect => {
+                    let limit = a.limit.unwrap_or(50);
+                    if !(1..=200).contains(&limit) {
+                        return Err(format!(
+                            "`project`: bad argument `limit`: {limit}: give 1 to 200"
+                        ));
+                    }
+                    Call::InspectProjection {
+                        scope: a.scope.unwrap_or_else(|| "selected".into()),
+                        cursor: a.cursor.unwrap_or(0),
+                        limit,
+                    }
+                }
                 ProjectOperation::Add => Call::Op(Op::ProjectAdd {
                     refs: a.refs.unwrap_or_default(),
                 }),

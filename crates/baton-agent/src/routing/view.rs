@@ -6,6 +6,9 @@
 use sha2::{Digest, Sha256};
 
 use super::rules::MAX_PROJECTED;
+
+/// The most evidence, in bytes of bodies, a report carries to the Coordinator with projection off.
+pub const MAX_UNFILTERED: usize = 64 * 1024;
 use super::state::{
     AssignmentStatus, Control, ExecutionEnd, HandoffState, Profile, ReportOutcome, RoutingState,
 };
@@ -43,9 +46,13 @@ pub fn sha256_hex(text: &str) -> String {
         .collect()
 }
 
-/// The line the host adds under each tool result the Executor sees, naming its reference.
-pub fn ref_line(id: &str) -> String {
-    format!("\n[ref {id}]")
+/// The line the host adds under each tool result the Executor sees, naming its reference (and
+/// that of the Executor's message before the call, `said`, when it had text).
+pub fn ref_line(id: &str, said: Option<&str>) -> String {
+    match said {
+        Some(m) => format!("\n[ref {id}; your message before this call: {m}]"),
+        None => format!("\n[ref {id}]"),
+    }
 }
 
 /// A tool result's text without the reference line the host added.
@@ -103,6 +110,13 @@ impl EvidenceTable {
         self.get(id).is_some()
     }
 
+    /// Everything produced under `assignment`, in order.
+    pub fn of_assignment<'a>(&'a self, assignment: &'a str) -> impl Iterator<Item = &'a Evidence> {
+        self.items
+            .iter()
+            .filter(move |e| e.assignment.as_deref() == Some(assignment))
+    }
+
     /// The instructional reads made under `assignment`, projected without being asked.
     pub fn instructional(&self, assignment: &str) -> Vec<String> {
         self.items
@@ -120,6 +134,8 @@ impl EvidenceTable {
         scope: &str,
         selected: &[String],
         assignment: Option<&str>,
+        cursor: usize,
+        limit: usize,
     ) -> Result<String, String> {
         let rows: Vec<&Evidence> = match scope {
             "selected" => selected.iter().filter_map(|id| self.get(id)).collect(),
@@ -140,12 +156,19 @@ impl EvidenceTable {
                 ))
             }
         };
+        let total = rows.len();
+        let page: Vec<&Evidence> = rows.into_iter().skip(cursor).take(limit).collect();
         let mut out = format!(
-            "{} reference(s), {} of at most {MAX_PROJECTED} selected:\n",
-            rows.len(),
-            selected.len()
+            "{total} reference(s), {} of at most {MAX_PROJECTED} selected{}:\n",
+            selected.len(),
+            if cursor > 0 || page.len() < total {
+                format!("; showing {} from {cursor}", page.len())
+            } else {
+                String::new()
+            }
         );
-        for e in rows {
+        let next = cursor + page.len();
+        for e in page {
             out.push_str(&format!(
                 "{} {}{} — {} bytes, sha256 {}{}\n",
                 e.id,
@@ -162,6 +185,9 @@ impl EvidenceTable {
                     ""
                 }
             ));
+        }
+        if next < total {
+            out.push_str(&format!("(more: cursor {next})\n"));
         }
         Ok(out)
     }
@@ -241,6 +267,7 @@ fn end_word(how: ExecutionEnd) -> &'static str {
         ExecutionEnd::Returned => "returned",
         ExecutionEnd::Interrupted => "interrupted",
         ExecutionEnd::Failed => "failed",
+        ExecutionEnd::LimitReached => "stopped at the turn limit",
         ExecutionEnd::Lost => "lost",
     }
 }
@@ -270,6 +297,20 @@ pub fn contract_message(state: &RoutingState, id: &str, resumed: bool, projectio
             "\n\nAssignment {} from the Coordinator (unit {unit}):\n",
             a.id
         ));
+        // A replacement says what it replaces and why (seed 000:312).
+        if let Some(old) = state
+            .assignments
+            .iter()
+            .find(|o| o.superseded.as_ref().is_some_and(|x| x.by == a.id))
+        {
+            if let Some(sup) = &old.superseded {
+                s.push_str(&format!(
+                    "It replaces assignment {}, because: {}\n",
+                    old.id,
+                    sup.reason.trim()
+                ));
+            }
+        }
     }
     s.push_str("\n<contract>\n");
     s.push_str(a.contract.trim());
@@ -306,36 +347,95 @@ pub fn report_message(
         outcome_word(r.outcome),
         r.text.trim()
     ));
-    if a.status == AssignmentStatus::Outstanding {
-        s.push_str("\nThe assignment is still outstanding: the user can `/resume` it, or you can `replace` it; it cannot be closed before it returns.\n");
+    if let Some(why) = &r.reason {
+        s.push_str(&format!("\nWhy it returns: {}\n", why.trim()));
     }
-    let mut gaps: Vec<String> = Vec::new();
-    if projection {
-        let mut shown = 0;
-        for id in &r.evidence {
-            match evidence.get(id) {
-                Some(e) => {
-                    if shown == 0 {
-                        s.push_str("\nEvidence selected for you:\n");
-                    }
-                    shown += 1;
-                    s.push_str(&format!(
-                        "\n<evidence ref=\"{}\" of=\"{}\" sha256=\"{}\">\n{}\n</evidence>\n",
-                        e.id,
-                        e.label,
-                        e.sha256,
-                        e.body.trim_end()
-                    ));
-                }
-                None => gaps.push(format!("{id} was selected but is not available")),
+    for (title, items) in [
+        ("Corrected assumptions", &r.corrected_assumptions),
+        ("Partial effects (changes that stay)", &r.partial_effects),
+    ] {
+        if !items.is_empty() {
+            s.push_str(&format!("\n{title}:\n"));
+            for i in items {
+                s.push_str(&format!("- {}\n", i.trim()));
             }
         }
-        if shown == 0 {
-            gaps.push(
-                "no evidence was selected: the report's claims come without their tool results"
-                    .into(),
-            );
+    }
+    if a.status == AssignmentStatus::Outstanding {
+        s.push_str("\nThe assignment is still outstanding: the user can `/resume` it, or you can `replace` it or `delegate cancel` it; the unit cannot be closed before it returns or is cancelled.\n");
+    }
+    let mut gaps: Vec<String> = Vec::new();
+    let shown: Vec<&Evidence> = if projection {
+        for id in &r.evidence {
+            if evidence.get(id).is_none() {
+                gaps.push(format!("{id} was selected but is not available"));
+            }
         }
+        r.evidence
+            .iter()
+            .filter_map(|id| evidence.get(id))
+            .collect()
+    } else {
+        // Projection off: the Coordinator sees the assignment's evidence unfiltered, up to a
+        // bound; what does not fit is named, never dropped silently.
+        let mut size = 0;
+        let mut kept = Vec::new();
+        for e in evidence.of_assignment(&a.id) {
+            if size + e.body.len() > MAX_UNFILTERED {
+                gaps.push(format!(
+                    "{} ({}, {} bytes) left out: unfiltered evidence is bounded to {} KiB per report",
+                    e.id,
+                    e.label,
+                    e.body.len(),
+                    MAX_UNFILTERED / 1024
+                ));
+                continue;
+            }
+            size += e.body.len();
+            kept.push(e);
+        }
+        kept
+    };
+    if !shown.is_empty() {
+        s.push_str(if projection {
+            "\nEvidence selected for you:\n"
+        } else {
+            "\nThe Executor's evidence (projection off: unfiltered):\n"
+        });
+    }
+    for e in &shown {
+        s.push_str(&format!(
+            "\n<evidence ref=\"{}\" of=\"{}\" sha256=\"{}\">\n{}\n</evidence>\n",
+            e.id,
+            e.label.replace('"', "'"),
+            e.sha256,
+            e.body.trim_end()
+        ));
+    }
+    if shown.is_empty() {
+        gaps.push(if projection {
+            "no evidence was selected: the report's claims come without their tool results".into()
+        } else {
+            "the Executor produced no evidence under this assignment".into()
+        });
+    }
+    if projection {
+        // Instructional reads always go up; one that did not fit the selection is named.
+        for e in evidence.of_assignment(&a.id) {
+            if e.instructional && !r.evidence.contains(&e.id) {
+                gaps.push(format!(
+                    "the instructional read {} ({}) was not projected: the selection holds at most {MAX_PROJECTED} references",
+                    e.id, e.label
+                ));
+            }
+        }
+    }
+    for w in &r.withdrawn {
+        gaps.push(format!(
+            "the Executor withdrew {} from the selection: {}",
+            w.refs.join(", "),
+            w.reason.trim()
+        ));
     }
     gaps.extend(r.limitations.iter().cloned());
     if !gaps.is_empty() {
@@ -415,11 +515,33 @@ pub fn inspect_units(
             let Some(a) = state.assignment(r) else {
                 return Err(format!("`ref` {r} names no unit or assignment"));
             };
+            let status = match a.status {
+                AssignmentStatus::Outstanding => "outstanding",
+                AssignmentStatus::Returned => "returned",
+                AssignmentStatus::Superseded => "superseded",
+                AssignmentStatus::Cancelled => "cancelled",
+            };
             let mut s = format!(
-                "{} of unit {} — {:?}\ncontract:\n{}\n",
-                a.id, a.unit, a.status, a.contract
-            )
-            .to_lowercase();
+                "{} of unit {} — {status}\ncontract:\n{}\n",
+                a.id,
+                a.unit,
+                a.contract.trim()
+            );
+            if let Some(sup) = &a.superseded {
+                s.push_str(&format!("replaced by {}: {}\n", sup.by, sup.reason.trim()));
+            }
+            if let Some(old) = state
+                .assignments
+                .iter()
+                .find(|o| o.superseded.as_ref().is_some_and(|x| x.by == a.id))
+            {
+                if let Some(sup) = &old.superseded {
+                    s.push_str(&format!("replaces {}: {}\n", old.id, sup.reason.trim()));
+                }
+            }
+            if let Some(why) = &a.cancelled {
+                s.push_str(&format!("cancelled: {}\n", why.trim()));
+            }
             for e in &a.executions {
                 s.push_str(&format!(
                     "execution {}: {}\n",
@@ -434,6 +556,48 @@ pub fn inspect_units(
                     outcome_word(rep.outcome),
                     if rep.by_host { ", by the host" } else { "" },
                     rep.text.trim()
+                ));
+                let mut field = |name: &str, items: &[String]| {
+                    for i in items {
+                        s.push_str(&format!("  {name}: {}\n", i.trim()));
+                    }
+                };
+                field("why it returned", rep.reason.as_slice());
+                field("limitation", &rep.limitations);
+                field("corrected assumption", &rep.corrected_assumptions);
+                field("partial effect", &rep.partial_effects);
+                if !rep.evidence.is_empty() {
+                    s.push_str(&format!("  evidence: {}\n", rep.evidence.join(", ")));
+                }
+                for w in &rep.withdrawn {
+                    s.push_str(&format!(
+                        "  withdrawn: {} ({})\n",
+                        w.refs.join(", "),
+                        w.reason.trim()
+                    ));
+                }
+            }
+            for h in state.handoffs.iter().filter(|h| h.assignment == a.id) {
+                s.push_str(&format!(
+                    "handoff {}: {}{} — {}{}\n",
+                    h.id,
+                    match h.kind {
+                        super::state::HandoffKind::Contract => "contract",
+                        super::state::HandoffKind::Report => "report",
+                    },
+                    h.revision
+                        .map(|r| format!(" revision {r}"))
+                        .unwrap_or_default(),
+                    match h.state {
+                        HandoffState::Pending => "pending",
+                        HandoffState::Configured => "delivered",
+                        HandoffState::Blocked => "blocked",
+                        HandoffState::Superseded => "superseded",
+                    },
+                    h.reason
+                        .as_deref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
                 ));
             }
             Ok(s)
@@ -476,14 +640,18 @@ mod tests {
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
         assert!(t.known("ctx:t1") && !t.known("ctx:t2"));
-        let body = format!("output{}", ref_line("ctx:t1"));
+        let body = format!("output{}", ref_line("ctx:t1", None));
+        assert_eq!(
+            strip_ref_line(&format!("o{}", ref_line("ctx:t2", Some("ctx:m1")))),
+            "o"
+        );
         assert_eq!(strip_ref_line(&body), "output");
         assert_eq!(strip_ref_line("no ref here"), "no ref here");
         let listing = t
-            .inspect("assignment", &["ctx:m1".into()], Some("a1"))
+            .inspect("assignment", &["ctx:m1".into()], Some("a1"), 0, 50)
             .unwrap();
         assert!(listing.contains("ctx:t1 read a.rs (a1)"), "{listing}");
         assert!(listing.contains("selected"));
-        assert!(t.inspect("everything", &[], None).is_err());
+        assert!(t.inspect("everything", &[], None, 0, 50).is_err());
     }
 }

@@ -63,14 +63,21 @@ fn routed_script(s: &Scenario, held: &Value) -> Script {
     let mut results = 0;
     let mut selected: Vec<String> = Vec::new();
     let mut held_at = None;
+    let mut unit_open = false;
     for (i, act) in s.acts.iter().enumerate() {
         let id = format!("k{i}");
         match act {
-            Act::Assign(contract) => turns.push(Turn::tool_call(
-                id,
-                "delegate",
-                json!({"operation": "assign", "contract": contract}),
-            )),
+            Act::Assign(contract) => {
+                // The first assignment of a unit states the unit's outcome.
+                let args = if unit_open {
+                    json!({"operation": "assign", "contract": contract})
+                } else {
+                    let outcome = contract.split(". ").next().unwrap_or(contract);
+                    json!({"operation": "assign", "contract": contract, "unit_outcome": outcome})
+                };
+                unit_open = true;
+                turns.push(Turn::tool_call(id, "delegate", args));
+            }
             Act::Replace(contract, reason) => turns.push(Turn::tool_call(
                 id,
                 "delegate",
@@ -103,15 +110,23 @@ fn routed_script(s: &Scenario, held: &Value) -> Script {
                 turns.push(Turn::tool_call(
                     id,
                     "return",
-                    json!({"operation": "submit", "report": report, "outcome": outcome, "limitations": limitations}),
+                    if *outcome == "completed" {
+                        json!({"operation": "submit", "report": report, "outcome": outcome, "limitations": limitations})
+                    } else {
+                        let reason = limitations.first().copied().unwrap_or("stopped before the contract was done");
+                        json!({"operation": "submit", "report": report, "outcome": outcome, "limitations": limitations, "reason": reason})
+                    },
                 ));
             }
             Act::Stray(text) => turns.push(Turn::text(*text)),
-            Act::Close(assessment) => turns.push(Turn::tool_call(
-                id,
-                "unit",
-                json!({"operation": "close", "outcome": "accepted", "assessment": assessment}),
-            )),
+            Act::Close(assessment) => {
+                unit_open = false;
+                turns.push(Turn::tool_call(
+                    id,
+                    "unit",
+                    json!({"operation": "close", "outcome": "accepted", "assessment": assessment}),
+                ))
+            }
             Act::Answer(text) => turns.push(Turn::text(*text)),
             Act::Typed(_) => {}
         }

@@ -63,6 +63,8 @@ pub(crate) struct Routed {
     /// How far each seat has been told of the other's view: `[the Coordinator through the
     /// Executor's messages, the Executor through the Coordinator's]` (`conversation.rs`).
     seen: [usize; 2],
+    /// The reference of the Executor's latest message with text, until a tool result names it.
+    said: Option<String>,
 }
 
 impl Routed {
@@ -100,6 +102,7 @@ impl Routed {
             projection: spec.projection,
             recovered: None,
             seen,
+            said: None,
         };
         r.rebuild_evidence(&executor);
         // The Executor's last words in its last execution: nothing before the last contract
@@ -216,7 +219,7 @@ impl Routed {
 
     /// Adds the evidence an Executor message carries: a tool result's output (as `body` reads
     /// it), with the arguments of its call among `earlier`, or an assistant message's text.
-    /// Returns the tool result's evidence id.
+    /// Returns its evidence id.
     fn add_evidence(
         &mut self,
         earlier: &[Message],
@@ -237,10 +240,7 @@ impl Routed {
             }
             Message::Assistant { parts } => {
                 let text = assistant_text(parts);
-                if !text.trim().is_empty() {
-                    self.evidence.add_message(&text, assignment);
-                }
-                None
+                (!text.trim().is_empty()).then(|| self.evidence.add_message(&text, assignment))
             }
             Message::User { .. } => None,
         }
@@ -255,10 +255,8 @@ impl Routed {
         assignment: Option<String>,
     ) -> String {
         let path = tool_path_hint(args);
-        let label = match &path {
-            Some(p) => format!("{tool} {p}"),
-            None => tool.to_string(),
-        };
+        // The label says which call produced the output: its path, command or operation.
+        let label = conversation::call_hint(tool, args);
         let instructional =
             tool == "read" && !is_error && path.as_deref().is_some_and(is_instructional);
         self.evidence
@@ -281,10 +279,17 @@ impl Routed {
             .map(|a| a.id.clone())
             .filter(|_| automatic);
         let id = self.add_evidence(&seat.messages, m, |output| output, assignment);
-        if let (Some(id), Message::Tool { output, .. }) = (id, m) {
-            if self.projection && automatic {
-                output.push_str(&view::ref_line(&id));
+        match (id, m) {
+            (Some(id), Message::Tool { output, .. }) => {
+                // The reference line also names the Executor's own words before the call, so
+                // it can select them too.
+                let said = self.said.take();
+                if self.projection && automatic {
+                    output.push_str(&view::ref_line(&id, said.as_deref()));
+                }
             }
+            (id, Message::Assistant { .. }) => self.said = id,
+            _ => {}
         }
     }
 }
@@ -546,8 +551,12 @@ pub(crate) fn end_scope(s: &mut Session<'_>, why: &str) {
     }
 }
 
-/// `/profile`: records the new control (a manual hold lasts until the user changes it).
+/// `/profile`: records the new control (a manual hold lasts until the user changes it). A
+/// change ends the Coordinator's open `act_bounded` scope: what it applied to changed.
 pub(crate) fn control(s: &mut Session<'_>, c: Control) {
+    if state(s).is_some_and(|st| st.control != c) {
+        end_scope(s, "the control changed");
+    }
     let n = state(s).map_or(0, |st| st.units.len() + st.assignments.len());
     let op = format!("control-{}-{n}-{}", s.ids.next(), c.describe());
     if let Err(e) = commit(s, &op, "control", vec![Event::ControlSet { control: c }]) {

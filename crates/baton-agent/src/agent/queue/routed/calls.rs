@@ -270,7 +270,11 @@ async fn routing_call(
                 Err(e) => error_output(format!("`unit`: {e}")),
             }
         }
-        Call::InspectProjection { scope } => {
+        Call::InspectProjection {
+            scope,
+            cursor,
+            limit,
+        } => {
             if let Err(r) = rules::caller(st, who, Some(Profile::Executor), "project inspect") {
                 return error_output(r.to_string());
             }
@@ -280,7 +284,7 @@ async fn routing_call(
             let assignment = st.outstanding().map(|a| a.id.clone());
             match r
                 .evidence
-                .inspect(&scope, &st.projection, assignment.as_deref())
+                .inspect(&scope, &st.projection, assignment.as_deref(), cursor, limit)
             {
                 Ok(t) => ok(t),
                 Err(e) => error_output(format!("`project`: {e}")),
@@ -345,6 +349,14 @@ async fn routing_call(
                         .unwrap_or_default();
                     ok(report_for(s, &id))
                 }
+                Op::Cancel { .. } => ok(format!(
+                    "{}\n\nThe assignment is cancelled. Assign the unit's missing work again, or close the unit `cancelled` or `deferred` with why.",
+                    view::runtime_state(
+                        st,
+                        Profile::Coordinator,
+                        s.routed.as_ref().is_some_and(|r| r.projection)
+                    )
+                )),
                 Op::Close { .. } => ok(format!(
                     "{}\n\nThe unit is closed. Answer the user, or assign the next outcome.",
                     view::runtime_state(
@@ -368,7 +380,25 @@ async fn routing_call(
                         }
                         _ => {
                             flow.returned = true;
-                            ok("Report saved and delivered to the Coordinator. Your work on this assignment has ended.".into())
+                            // The receipt: which revision reached the Coordinator, by which handoff.
+                            let receipt = st
+                                .assignments
+                                .iter()
+                                .rev()
+                                .find_map(|a| {
+                                    let h = st.last_handoff(
+                                        &a.id,
+                                        crate::routing::state::HandoffKind::Report,
+                                    )?;
+                                    Some(format!(
+                                        "Report revision {} of assignment {} saved and delivered to the Coordinator (handoff {}).",
+                                        h.revision.unwrap_or(0),
+                                        a.id,
+                                        h.id
+                                    ))
+                                })
+                                .unwrap_or_else(|| "Report saved and delivered to the Coordinator.".into());
+                            ok(format!("{receipt} Your work on this assignment has ended."))
                         }
                     }
                 }
