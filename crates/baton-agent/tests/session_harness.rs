@@ -282,6 +282,7 @@ fn input_during_generation_stops_the_executor_before_the_turn_s_first_call() {
     let release_rx = std::sync::Mutex::new(release_rx);
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("ran.txt");
+    let held = std::sync::atomic::AtomicBool::new(false);
     let server = MockServer::builder()
         .turn(Turn::tool_call(
             "c1",
@@ -293,9 +294,12 @@ fn input_during_generation_stops_the_executor_before_the_turn_s_first_call() {
             "bash",
             json!({"command": format!("touch '{}'", marker.display())}),
         ))
+        // Its last turn, where only `return` runs: a plain answer, so the host writes the report.
+        .turn(Turn::text("Nothing ran."))
         .turn(Turn::text("Stopped, as asked."))
         .on_request(move |r| {
-            if r.model() == Some(EXEC) {
+            // Only the Executor's first request is held.
+            if r.model() == Some(EXEC) && !held.swap(true, std::sync::atomic::Ordering::SeqCst) {
                 let _ = arrived_tx.lock().unwrap().send(());
                 let _ = release_rx.lock().unwrap().recv();
             }
@@ -395,4 +399,70 @@ async fn a_failed_assignment_is_cancelled_and_its_unit_closed_honestly() {
         .map(|r| r["type"].clone())
         .collect();
     assert!(types.contains(&json!("assignment_cancelled")), "{types:?}");
+}
+
+/// seed 000:387: at its turn limit the Executor writes its own report in a last turn where only
+/// `return` runs; the execution ends `limit_reached` (not `failed`) and the assignment stays
+/// outstanding for `/resume`. An Executor that does not return then gets the host's report.
+#[tokio::test]
+async fn at_its_turn_limit_the_executor_writes_its_own_report() {
+    for returns in [true, false] {
+        let last = if returns {
+            Turn::tool_call(
+                "e3",
+                "return",
+                json!({"operation": "submit", "report": "Listed the folder twice; not done.", "outcome": "partial",
+                       "reason": "the turn limit", "partial_effects": ["none"]}),
+            )
+        } else {
+            Turn::text("I ran out of turns.")
+        };
+        let server = MockServer::builder()
+            .turn(Turn::tool_call(
+                "c1",
+                "delegate",
+                json!({"operation": "assign", "unit_outcome": "The folder is listed.", "contract": "List the folder."}),
+            ))
+            .turn(Turn::tool_call("e1", "bash", json!({"command": "ls"})))
+            .turn(Turn::tool_call("e2", "bash", json!({"command": "ls -a"})))
+            .turn(last)
+            .turn(Turn::text("Partly done."))
+            .start()
+            .await;
+        let dir = tempfile::tempdir().unwrap();
+        let mut h = Harness::openai(&server.url(), COORD, dir.path()).routed(
+            COORD,
+            EXEC,
+            dir.path().join("session.journal"),
+        );
+        h.spec_mut().max_turns = 3;
+        let ran = h.run("list the folder").await;
+        assert_eq!(ran.summary.outcome, Outcome::Completed, "{:?}", ran.summary);
+        let reqs = server.model_requests();
+        let limit = &reqs[3];
+        assert_eq!(limit.model(), Some(EXEC));
+        assert_eq!(limit.offered_tools(), reqs[2].offered_tools());
+        assert!(last_user_text(limit).contains("turn limit (3 turns)"));
+        let report = reqs[4].result_of("c1");
+        if returns {
+            assert!(
+                report.contains("by the Executor after it was stopped"),
+                "{report}"
+            );
+            assert!(
+                report.contains("Why it returns: the turn limit"),
+                "{report}"
+            );
+        } else {
+            assert!(report.contains("written by the host"), "{report}");
+            assert!(report.contains("turn limit"), "{report}");
+        }
+        assert!(report.contains("still outstanding"), "{report}");
+        let ends: Vec<String> = journal(dir.path())
+            .iter()
+            .filter(|r| r["type"] == "execution_ended")
+            .map(|r| r["how"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(ends, ["limit_reached"], "returns: {returns}");
+    }
 }

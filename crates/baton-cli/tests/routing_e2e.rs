@@ -278,6 +278,17 @@ fn new_input_interrupts_the_executor_with_a_partial_report_and_resume_continues_
         .start_blocking();
     let p = project(&server, "openai");
     server.push(Turn::tool_call("e1", "bash", held_bash(&p)));
+    // Stopped, the Executor writes its own report in a turn where only `return` runs: its bash
+    // call there is not run.
+    server.push(
+        Turn::tool_call(
+            "s1",
+            "return",
+            json!({"operation": "submit", "report": "The check was still running; it printed went.", "outcome": "partial",
+                   "reason": "stopped by new user input", "partial_effects": ["none: the check writes nothing"]}),
+        )
+        .with_tool_call("s2", "bash", json!({"command": "touch sneaked"})),
+    );
     // After the interruption: the Coordinator takes the user's words.
     server.push(Turn::text("Noted; the check was stopped."));
     // /resume: a new execution returns; the Coordinator answers.
@@ -305,7 +316,7 @@ fn new_input_interrupts_the_executor_with_a_partial_report_and_resume_continues_
     std::fs::write(p.work().join("go"), "").unwrap();
     assert!(baton_testkit::fixture::wait_until(
         std::time::Duration::from_secs(60),
-        || server.model_requests().len() >= 3
+        || server.model_requests().len() >= 4
     ));
     writeln!(stdin, "/resume").unwrap();
     drop(stdin);
@@ -321,16 +332,29 @@ fn new_input_interrupts_the_executor_with_a_partial_report_and_resume_continues_
         .iter()
         .map(|r| r.model().unwrap_or_default().to_string())
         .collect();
-    assert_eq!(models, [COORD, EXEC, COORD, EXEC, COORD]);
-    // The Coordinator got the host's partial report (the bash result), then the user's words.
-    let partial = reqs[2].result_of("c1");
-    assert!(partial.contains("written by the host"), "{partial}");
-    assert!(partial.contains("interrupted"), "{partial}");
+    assert_eq!(models, [COORD, EXEC, EXEC, COORD, EXEC, COORD]);
+    // The stopped Executor was told why; only its `return` ran.
+    assert_eq!(reqs[2].offered_tools(), reqs[1].offered_tools());
+    assert!(last_user_text(&reqs[2]).contains("New user input stopped your work"));
+    assert!(
+        !p.work().join("sneaked").exists(),
+        "a call beside the return ran"
+    );
+    // The Coordinator got the Executor's own partial report, then the user's words.
+    let partial = reqs[3].result_of("c1");
+    assert!(
+        partial.contains("by the Executor after it was stopped"),
+        "{partial}"
+    );
+    assert!(
+        partial.contains("Why it returns: stopped by new user input"),
+        "{partial}"
+    );
     assert!(partial.contains("still outstanding"), "{partial}");
-    assert!(last_user_text(&reqs[2]).contains("I changed my mind"));
+    assert!(last_user_text(&reqs[3]).contains("I changed my mind"));
     // The resumed execution was told so, and its report reached the Coordinator.
-    assert!(last_user_text(&reqs[3]).contains("resumed assignment a1"));
-    assert!(last_user_text(&reqs[4]).contains("The check finished: went."));
+    assert!(last_user_text(&reqs[4]).contains("resumed assignment a1"));
+    assert!(last_user_text(&reqs[5]).contains("The check finished: went."));
     let ends: Vec<String> = journal(&p)
         .iter()
         .filter(|r| r["type"] == "execution_ended")
@@ -1037,6 +1061,67 @@ fn a_control_change_ends_the_coordinators_act_bounded_scope() {
         .map(|r| r["reason"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(closes, ["the control changed"]);
-    let held = last_user_text(&server.model_requests()[2]);
-    assert!(held.contains("act_bounded: none open"), "{held}");
+    // The scope is gone from the host's block after the change.
+    let reqs = server.model_requests();
+    let held = last_user_text(&reqs[2]);
+    assert!(!held.contains("act_bounded:"), "{held}");
+}
+
+/// seed 000:206, seed 003:278: a `/profile` typed while a seat works takes effect at the next
+/// safe boundary (the end of the running call's turn), not after the whole task: the held
+/// Executor stops there, and the next input goes to the newly held Coordinator.
+#[test]
+fn a_profile_change_mid_task_takes_effect_at_the_next_safe_boundary() {
+    use std::io::Write;
+    let server = MockServer::builder().start_blocking();
+    let p = project(&server, "openai");
+    server.push(Turn::tool_call("e1", "bash", held_bash(&p)));
+    server.push(Turn::text("coordinator here"));
+    let mut child = p
+        .baton(&["chat", "--json", "--routing", "executor", "--no-wait"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "run the check").unwrap();
+    assert!(baton_testkit::fixture::wait_until(
+        std::time::Duration::from_secs(60),
+        || p.work().join("started").exists()
+    ));
+    writeln!(stdin, "/profile coordinator").unwrap();
+    writeln!(stdin, "hi").unwrap();
+    stdin.flush().unwrap();
+    std::fs::write(p.work().join("go"), "").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reqs = server.model_requests();
+    let models: Vec<&str> = reqs.iter().map(|r| r.model().unwrap_or_default()).collect();
+    assert_eq!(
+        models,
+        [EXEC, COORD],
+        "the Executor went on after the change"
+    );
+    let told = last_user_text(&reqs[1]);
+    assert!(told.contains("control: manual (coordinator)"), "{told}");
+    assert!(told.ends_with("\n\nhi"), "{told}");
+    let controls: Vec<Value> = journal(&p)
+        .into_iter()
+        .filter(|r| r["type"] == "control_set")
+        .map(|r| r["control"].clone())
+        .collect();
+    assert_eq!(
+        controls,
+        [
+            json!({"mode": "manual", "profile": "executor"}),
+            json!({"mode": "manual", "profile": "coordinator"})
+        ]
+    );
 }

@@ -368,6 +368,33 @@ pub fn resolve_class(
     Err(RouteError::NoUsableRoute { class, reasons })
 }
 
+/// Whether `route` can honour thinking `level` (the route's own `:level` when `level` is `None`):
+/// a model known to take no thinking field at all cannot think at any level but `off`. A route
+/// of an unknown provider, or with no level asked, passes (other checks name those).
+pub fn honours_thinking(
+    config: &Config,
+    route: &Route,
+    level: Option<baton_protocol::ThinkingLevel>,
+) -> Result<(), String> {
+    let Some(level) = level.or(route.thinking) else {
+        return Ok(());
+    };
+    if level == baton_protocol::ThinkingLevel::Off {
+        return Ok(());
+    }
+    let Some(p) = provider_config(config, &route.provider) else {
+        return Ok(());
+    };
+    let info = model_info(p.kind, &route.provider, &route.model, &config.model_info);
+    match (info.known, info.thinking) {
+        (true, baton_protocol::config::ThinkingStyle::None) => Err(format!(
+            "{}/{} takes no thinking level ({}), and {level} was asked",
+            route.provider, route.model, info.source
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The class used when nothing chooses one.
 pub fn default_class(config: &Config) -> ModelClass {
     config.models.default_class.unwrap_or(ModelClass::Balanced)

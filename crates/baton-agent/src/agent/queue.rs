@@ -162,6 +162,17 @@ impl Seat {
     }
 }
 
+/// The tools a turn may call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Offer {
+    All,
+    /// The handoff turn at the turn limit: none.
+    None,
+    /// The Executor's last turn, to write its own report: the same tools are offered (so the
+    /// request stays prefix-stable), but only `return` calls run.
+    ReturnOnly,
+}
+
 /// How one drive of a seat ended.
 pub(crate) enum Drive {
     /// The model stopped: a plain answer (`reason` `None`), or a limit, a refusal, an error or a
@@ -460,11 +471,27 @@ impl Session<'_> {
             // The last turn is the handoff report, whatever the limit: with a limit of 1 it is the
             // only turn (the CLI refuses limits below 2, as such a session cannot do any work).
             let handoff = turn_in_task == max_turns;
+            // The Executor's last turn is its own report: it may only `return` (seed 000:387).
+            if handoff && routed::must_return(self, seat) {
+                let note = routed::limit_note(max_turns);
+                routed::set_stopping(
+                    self,
+                    Some(crate::routing::state::ExecutionEnd::LimitReached),
+                );
+                let returned = Box::pin(self.return_turn(seat, turn, note)).await;
+                routed::set_stopping(self, None);
+                return match returned {
+                    Ok(true) => Drive::Returned,
+                    Ok(false) => ended(Some(EndReason::TurnLimit), seat.last_text.clone()),
+                    Err(end) => end,
+                };
+            }
             if handoff {
                 self.push(seat, Message::user(handoff_request(max_turns)));
             }
             (self.emit)(AgentEvent::TurnStarted { turn });
-            let assistant = match self.take_turn(seat, turn, handoff).await {
+            let tools = if handoff { Offer::None } else { Offer::All };
+            let assistant = match self.take_turn(seat, turn, tools).await {
                 Ok(a) => a,
                 Err(end) => return end,
             };
@@ -513,6 +540,27 @@ impl Session<'_> {
             // The end of a turn's calls is a safe point too.
             if !flow.returned {
                 self.poll(routed::acting(self, seat), &mut flow);
+                // A `/profile` typed meanwhile takes effect here (seed 003: a safe boundary); the
+                // seat goes on only when the new control still gives it the work.
+                if self.routed.is_some() {
+                    let mut kept = VecDeque::new();
+                    while let Some(sub) = self.held.pop_front() {
+                        match sub {
+                            Submission::Control(c) => routed::control(self, c),
+                            other => kept.push_back(other),
+                        }
+                    }
+                    self.held = kept;
+                    if !routed::keeps_working(self, seat) {
+                        // An Executor stopped on its assignment leaves a report; any
+                        // other seat stops its task.
+                        if seat.profile == Some(Profile::Executor) && routed::executing(self) {
+                            flow.interrupted = true;
+                        } else {
+                            flow.stopped = true;
+                        }
+                    }
+                }
             }
             if flow.returned {
                 return Drive::Returned;
@@ -543,13 +591,58 @@ impl Session<'_> {
         }
     }
 
+    /// The Executor's one last turn, to write its own report (after a stop or at its turn
+    /// limit, `note` says which): only its `return` calls run; any other call of the turn is
+    /// dropped unrun. `Ok(true)` when its report went up.
+    pub(crate) async fn return_turn(
+        &mut self,
+        seat: &mut Seat,
+        turn: u32,
+        note: String,
+    ) -> Result<bool, Drive> {
+        self.push(seat, Message::user(note));
+        (self.emit)(AgentEvent::TurnStarted { turn });
+        let assistant = self.take_turn(seat, turn, Offer::ReturnOnly).await?;
+        let text = assistant.text();
+        if !text.trim().is_empty() {
+            seat.last_text = text;
+        }
+        let parts: Vec<AssistantPart> = assistant
+            .parts
+            .iter()
+            .filter(|p| !matches!(p, AssistantPart::ToolCall { name, .. } if name != "return"))
+            .cloned()
+            .collect();
+        let calls: Vec<(String, String, String)> = parts
+            .iter()
+            .filter_map(|p| match p {
+                AssistantPart::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                    ..
+                } => Some((id.clone(), name.clone(), arguments.clone())),
+                _ => None,
+            })
+            .collect();
+        self.push(seat, Message::Assistant { parts });
+        if calls.is_empty() {
+            return Ok(false);
+        }
+        let (results, flow) = self.run_calls(seat, &calls, turn).await;
+        for m in results {
+            self.push(seat, m);
+        }
+        Ok(flow.returned)
+    }
+
     /// One model turn on `seat`'s route, failing over to the next route of its class when the
     /// route fails in a way another may not; the turn's usage counted.
     async fn take_turn(
         &mut self,
         seat: &mut Seat,
         turn: u32,
-        handoff: bool,
+        offer: Offer,
     ) -> Result<AssistantTurn, Drive> {
         let spec = self.spec;
         let (system, tools, messages) = match (&seat.ordinary, routed::ordinary(self)) {
@@ -571,7 +664,7 @@ impl Session<'_> {
             tools,
             thinking: seat.chain[seat.active].route.thinking,
             max_output_tokens: seat.chain[seat.active].max_output_tokens,
-            tools_disabled: handoff,
+            tools_disabled: offer == Offer::None,
             cache_key: Some(match seat.tag() {
                 Some(t) => format!("{}-{t}", spec.session_id),
                 None => spec.session_id.clone(),

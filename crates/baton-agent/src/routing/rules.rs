@@ -454,6 +454,7 @@ pub fn decide(
                         limitations: limitations.clone(),
                         evidence: state.projection.clone(),
                         by_host: false,
+                        stopped: false,
                         corrected_assumptions: details.corrected_assumptions.clone(),
                         partial_effects: details.partial_effects.clone(),
                         reason: details.reason.clone().filter(|r| !r.trim().is_empty()),
@@ -583,6 +584,34 @@ fn non_empty(field: &'static str, value: &str) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// The events of a `return submit` made in the Executor's last turn after a stop: the report is
+/// the Executor's, marked `stopped` (the assignment stays outstanding), and the execution ends
+/// `how` (interrupted, or at its turn limit) instead of `returned`.
+pub fn stopped_submit(events: Vec<Event>, how: ExecutionEnd) -> Vec<Event> {
+    events
+        .into_iter()
+        .map(|e| match e {
+            Event::ReportSaved {
+                assignment,
+                mut report,
+                handoff,
+            } => {
+                report.stopped = true;
+                Event::ReportSaved {
+                    assignment,
+                    report,
+                    handoff,
+                }
+            }
+            Event::ExecutionEnded {
+                execution,
+                how: ExecutionEnd::Returned,
+            } => Event::ExecutionEnded { execution, how },
+            e => e,
+        })
+        .collect()
+}
+
 /// The host gives the Executor its turn on the outstanding assignment: a new execution.
 pub fn start_execution(state: &RoutingState) -> Option<Vec<Event>> {
     let a = state.outstanding()?;
@@ -637,6 +666,7 @@ pub fn host_return(
                 limitations,
                 evidence: state.projection.clone(),
                 by_host: true,
+                stopped: false,
                 corrected_assumptions: Vec::new(),
                 partial_effects: Vec::new(),
                 reason: Some(why.to_string()),

@@ -149,6 +149,10 @@ pub struct Report {
     /// Written by the host (an interruption, a failure), not submitted by the Executor.
     #[serde(default)]
     pub by_host: bool,
+    /// Submitted by the Executor in its last turn after a stop (new user input, its turn
+    /// limit): the assignment stays outstanding, as for a host report.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
     /// Assumptions of the contract the work showed to be wrong, each with the correction.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub corrected_assumptions: Vec<String>,
@@ -446,7 +450,7 @@ impl RoutingState {
                             .reports
                             .iter()
                             .find(|r| Some(r.revision) == revision)
-                            .is_some_and(|r| r.by_host);
+                            .is_some_and(|r| r.by_host || r.stopped);
                         if !by_host {
                             a.status = AssignmentStatus::Returned;
                         }

@@ -208,17 +208,17 @@ pub fn runtime_state(state: &RoutingState, profile: Profile, projection: bool) -
         s.push_str("routing does not apply: you work as an ordinary session, with every tool of the role\n");
     }
     s.push_str(if projection {
-        "projection: on (the Executor selects the evidence the Coordinator sees)\n"
+        "projection: on\n"
     } else {
-        "projection: off (the Coordinator sees the Executor's evidence unfiltered)\n"
+        "projection: off (evidence goes up unfiltered)\n"
     });
-    match &state.act_bounded {
-        Some(a) => s.push_str(&format!(
+    // The Coordinator's open scope, when there is one.
+    if let Some(a) = &state.act_bounded {
+        s.push_str(&format!(
             "act_bounded: open — {}; stop when {}\n",
             one_line(&a.scope),
             one_line(&a.stop_condition)
-        )),
-        None => s.push_str("act_bounded: none open\n"),
+        ));
     }
     match state.open_unit() {
         Some(u) => s.push_str(&format!(
@@ -337,6 +337,8 @@ pub fn report_message(
     };
     let who = if r.by_host {
         "written by the host"
+    } else if r.stopped {
+        "by the Executor after it was stopped"
     } else {
         "by the Executor"
     };
@@ -554,7 +556,13 @@ pub fn inspect_units(
                     "report revision {} ({}{}): {}\n",
                     rep.revision,
                     outcome_word(rep.outcome),
-                    if rep.by_host { ", by the host" } else { "" },
+                    if rep.by_host {
+                        ", by the host"
+                    } else if rep.stopped {
+                        ", by the Executor after a stop"
+                    } else {
+                        ""
+                    },
                     rep.text.trim()
                 ));
                 let mut field = |name: &str, items: &[String]| {
@@ -627,6 +635,34 @@ pub fn parse_profile(word: &str) -> Result<Control, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::state::ActBounded;
+
+    #[test]
+    fn the_runtime_state_names_the_projection_mode_and_an_open_scope() {
+        let mut st = RoutingState::default();
+        st.control = Control::Automatic;
+        let block = runtime_state(&st, Profile::Coordinator, true);
+        assert!(block.contains("projection: on\n"), "{block}");
+        assert!(!block.contains("act_bounded"), "{block}");
+        st.act_bounded = Some(ActBounded {
+            scope: "list the folder\nonly it".into(),
+            expected_result: "a listing".into(),
+            authority: "asked".into(),
+            stop_condition: "after one listing".into(),
+            inseparable: "x".into(),
+            delegation_loss: "y".into(),
+        });
+        let block = runtime_state(&st, Profile::Coordinator, false);
+        assert!(block.contains("projection: off"), "{block}");
+        assert!(
+            block.contains("act_bounded: open — list the folder; stop when after one listing\n"),
+            "{block}"
+        );
+        st.control = Control::Inactive;
+        let block = runtime_state(&st, Profile::Coordinator, true);
+        assert!(block.contains("routing does not apply"), "{block}");
+    }
+
     use super::*;
 
     #[test]

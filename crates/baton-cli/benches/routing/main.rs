@@ -128,7 +128,17 @@ fn routed_script(s: &Scenario, held: &Value) -> Script {
                 ))
             }
             Act::Answer(text) => turns.push(Turn::text(*text)),
-            Act::Typed(_) => {}
+            // Stopped by the user's words, the Executor writes its own report in a last turn.
+            Act::Typed(_) => {
+                results += 1;
+                evidence.push(std::mem::take(&mut selected));
+                turns.push(Turn::tool_call(
+                    id,
+                    "return",
+                    json!({"operation": "submit", "report": "Stopped while the whole suite ran; I changed nothing.",
+                           "outcome": "partial", "reason": "stopped by new user input"}),
+                ));
+            }
         }
     }
     Script {

@@ -180,7 +180,10 @@ pub fn child_route(
                     .unwrap_or_default();
                 let mut chosen = None;
                 for r in &routes {
-                    match peer_serves(env, backend, r) {
+                    let serves = peer_serves(env, backend, r).and_then(|()| {
+                        baton_model::routes::honours_thinking(&env.config, r, thinking)
+                    });
+                    match serves {
                         Ok(()) => {
                             chosen = Some(r.clone());
                             break;
@@ -227,9 +230,45 @@ pub fn entry_route(
             .model_class
             .or(role.meta.model_class)
             .unwrap_or_else(|| default_class(&env.config));
-        resolve_class(&env.config, class, env.env.as_ref())
-            .map_err(|err| prepare(err.to_string()))?
-            .route
+        match e.thinking {
+            // A level asked for skips the routes that cannot honour it, primary to fallback
+            // (seed 004): each skipped one is named when none is left.
+            Some(level) => {
+                let routes: Vec<Route> = env
+                    .config
+                    .models
+                    .class(class)
+                    .map(|l| l.routes().into_iter().cloned().collect())
+                    .unwrap_or_default();
+                let mut skipped = Vec::new();
+                let mut chosen = None;
+                for r in routes {
+                    match baton_model::routes::honours_thinking(&env.config, &r, Some(level))
+                        .and_then(|()| {
+                            check_route(&env.config, &r, env.env.as_ref())
+                                .map(|_| ())
+                                .map_err(|e| e.to_string())
+                        }) {
+                        Ok(()) => {
+                            chosen = Some(r);
+                            break;
+                        }
+                        Err(why) => skipped.push(format!("  - {r}: {why}")),
+                    }
+                }
+                chosen.ok_or_else(|| {
+                    prepare(format!(
+                        "no route of class {class} can run at thinking level {level}:\n{}",
+                        skipped.join("\n")
+                    ))
+                })?
+            }
+            None => {
+                resolve_class(&env.config, class, env.env.as_ref())
+                    .map_err(|err| prepare(err.to_string()))?
+                    .route
+            }
+        }
     };
     if let Some(t) = e.thinking {
         route.thinking = Some(t);
@@ -307,6 +346,38 @@ mod route_tests {
             model_class: class.map(|c| c.parse().unwrap()),
             thinking: None,
         }
+    }
+
+    /// seed 004 (lines 38, 412): a requested thinking level skips the routes whose model takes
+    /// none, for `baton` children and peers alike.
+    #[test]
+    fn a_thinking_level_skips_the_routes_that_cannot_honour_it() {
+        let scout = scout();
+        let mut config = Config::default();
+        config.models.fast = Some(RouteList::Many(vec![
+            "openai/gpt-4o".parse().unwrap(),
+            "openai/o3".parse().unwrap(),
+        ]));
+        let env = env(config);
+        let mut choice = entry(None, Some("fast"));
+        choice.thinking = Some(ThinkingLevel::High);
+        let r = child_route(&env, BackendKind::Codex, &choice, &scout).unwrap();
+        assert_eq!(r.model.as_deref(), Some("openai/o3"));
+        assert_eq!(r.thinking, Some(ThinkingLevel::High));
+        assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+        assert!(
+            r.notes[0].starts_with("skipped route openai/gpt-4o: "),
+            "{:?}",
+            r.notes
+        );
+        assert!(
+            r.notes[0].contains("takes no thinking level"),
+            "{:?}",
+            r.notes
+        );
+        // With no level asked, the primary is taken.
+        let r = child_route(&env, BackendKind::Codex, &entry(None, Some("fast")), &scout).unwrap();
+        assert_eq!(r.model.as_deref(), Some("openai/gpt-4o"));
     }
 
     #[test]

@@ -26,6 +26,22 @@ mod calls;
 mod conversation;
 pub(crate) use calls::run_calls;
 
+/// What the Executor is told in its last turn after new user input stopped it.
+const STOP_NOTE: &str = "<host>New user input stopped your work on this assignment; it goes to the Coordinator. Do not start anything new. Write your own report now with `return` (operation `submit`): outcome partial or blocked, what is done and established, the partial effects your work left, and the reason (stopped by new user input). Only `return` runs in this turn.</host>";
+
+/// What the Executor is told in its last turn at the session's turn limit.
+pub(crate) fn limit_note(max_turns: u32) -> String {
+    format!("<host>You have reached the turn limit ({max_turns} turns) of this execution. Do not start anything new. Write your own report now with `return` (operation `submit`): outcome partial or blocked, what is done and established, the partial effects your work left, and the reason (the turn limit). Only `return` runs in this turn.</host>")
+}
+
+/// Marks (or clears) the Executor's last turn after a stop: a report submitted in it keeps the
+/// assignment outstanding and ends the execution `how`.
+pub(crate) fn set_stopping(s: &mut Session<'_>, how: Option<ExecutionEnd>) {
+    if let Some(r) = s.routed.as_mut() {
+        r.stopping = how;
+    }
+}
+
 pub(crate) const RETURN_NUDGE: &str = "<host>Your work on this assignment ends only through the `return` tool (operation `submit`, with your report, its outcome and limitations); a plain answer reaches nobody. Continue, or submit your report now.</host>";
 
 /// The Coordinator's and the Executor's sections of the system prompt.
@@ -65,6 +81,8 @@ pub(crate) struct Routed {
     seen: [usize; 2],
     /// The reference of the Executor's latest message with text, until a tool result names it.
     said: Option<String>,
+    /// Set while the Executor writes its own report after a stop: how its execution ends.
+    stopping: Option<ExecutionEnd>,
 }
 
 impl Routed {
@@ -103,6 +121,7 @@ impl Routed {
             recovered: None,
             seen,
             said: None,
+            stopping: None,
         };
         r.rebuild_evidence(&executor);
         // The Executor's last words in its last execution: nothing before the last contract
@@ -424,6 +443,25 @@ pub(crate) fn acting(s: &Session<'_>, seat: &Seat) -> Option<Profile> {
     seat.profile.filter(|_| !ordinary(s))
 }
 
+/// Whether an execution of an assignment runs now.
+pub(crate) fn executing(s: &Session<'_>) -> bool {
+    state(s).is_some_and(|st| st.running().is_some())
+}
+
+/// Whether `seat`, working now, still has the work under the current control: the Coordinator
+/// under automatic or inactive control, the Executor on a running assignment under automatic
+/// control, the held profile's seat (with no assignment running) under a manual hold.
+pub(crate) fn keeps_working(s: &Session<'_>, seat: &Seat) -> bool {
+    let Some(st) = state(s) else {
+        return true;
+    };
+    match (st.control, seat.profile) {
+        (Control::Automatic, Some(Profile::Executor)) => st.running().is_some(),
+        (Control::Automatic | Control::Inactive, p) => p != Some(Profile::Executor),
+        (Control::Manual { profile }, p) => p == Some(profile) && st.running().is_none(),
+    }
+}
+
 /// Whether `seat` is the Executor under automatic control, whose work ends only through
 /// `return`.
 pub(crate) fn must_return(s: &Session<'_>, seat: &Seat) -> bool {
@@ -618,15 +656,45 @@ async fn execute(s: &mut Session<'_>, id: &str, resumed: bool, op: &str) -> Resu
     s.push(&mut seat, Message::user(contract));
     // The host's report quotes this execution's last words, never an earlier one's.
     seat.last_text.clear();
-    let d = Box::pin(s.drive(&mut seat)).await;
+    let mut d = Box::pin(s.drive(&mut seat)).await;
+    // Stopped by new input (not by `/interrupt`, which stops at once), the Executor writes its
+    // own report in one last turn where only `return` runs (seed 000:387).
+    let stop = s
+        .held
+        .iter()
+        .any(|h| matches!(h, super::Submission::Interrupt));
+    let automatic = state(s).is_some_and(|st| st.control == Control::Automatic);
+    if matches!(d, Drive::Interrupted) && !stop && automatic && !s.cancel.is_cancelled() {
+        s.turns += 1;
+        let turn = s.turns;
+        set_stopping(s, Some(ExecutionEnd::Interrupted));
+        let returned = Box::pin(s.return_turn(&mut seat, turn, STOP_NOTE.to_string())).await;
+        set_stopping(s, None);
+        if let Ok(true) = returned {
+            d = Drive::Returned;
+        }
+    }
     let last = seat.last_text.clone();
     put_seat(s, seat);
     let (how, text, gaps) = match d {
         Drive::Returned => return Ok(()),
+        Drive::Ended {
+            reason: Some(EndReason::TurnLimit),
+            text,
+            ..
+        } => (
+            ExecutionEnd::LimitReached,
+            if text.trim().is_empty() { last } else { text },
+            vec!["the Executor reached the turn limit before it returned".to_string()],
+        ),
         Drive::Interrupted => (
             ExecutionEnd::Interrupted,
             last,
-            vec!["stopped by new user input before the Executor returned".to_string()],
+            vec![if automatic {
+                "stopped by new user input before the Executor returned".to_string()
+            } else {
+                "stopped by a change of control before the Executor returned".to_string()
+            }],
         ),
         Drive::Ended { reason, text, .. } => (
             ExecutionEnd::Failed,

@@ -324,6 +324,13 @@ async fn routing_call(
                     };
                 }
             }
+            // A report written in the Executor's last turn after a stop keeps the assignment
+            // outstanding and says how the execution ended.
+            if let (Op::Submit { .. }, Some(how)) =
+                (&operation, s.routed.as_ref().and_then(|r| r.stopping))
+            {
+                events = rules::stopped_submit(events, how);
+            }
             if let Err(e) = commit(s, op, &format!("turn-{op}"), events) {
                 return error_output(e);
             }
