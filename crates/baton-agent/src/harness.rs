@@ -74,6 +74,7 @@ impl Harness {
                 },
                 max_turns: 20,
                 max_output_tokens: None,
+                context_window: None,
                 root: root.to_path_buf(),
                 cwd: root.to_path_buf(),
                 bash_timeout: crate::tools::DEFAULT_BASH_TIMEOUT,
@@ -105,6 +106,7 @@ impl Harness {
                 },
                 provider: provider(&self.base_url, model),
                 max_output_tokens: None,
+                context_window: None,
             }]
         };
         self.spec.routing = Some(RoutingSpec {

@@ -48,6 +48,15 @@ pub enum Line {
     Route {
         model: String,
     },
+    /// The view of `seat` (the session's, when `None`) was compacted: from here on it is
+    /// `summary` (a user message) followed by `kept`, its most recent messages as the view
+    /// keeps them (long tool outputs shortened). The messages before stay in the transcript.
+    Compacted {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seat: Option<String>,
+        summary: String,
+        kept: Vec<Message>,
+    },
 }
 
 /// What `baton sessions` shows of a transcript.
@@ -140,6 +149,11 @@ impl SessionStore {
                 Line::Session(h) => header = Some(h),
                 Line::Message { message, seat } => messages.push((seat, message)),
                 Line::Route { model } => route = Some(model),
+                Line::Compacted {
+                    seat,
+                    summary,
+                    kept,
+                } => compact_view(&mut messages, seat, summary, kept),
                 Line::Ended { .. } => {}
             }
         }
@@ -187,6 +201,21 @@ impl SessionStore {
         Ok(())
     }
 
+    /// Records that `seat`'s view is `summary` followed by `kept` from now on.
+    pub fn compacted(
+        &mut self,
+        seat: Option<&str>,
+        summary: &str,
+        kept: &[Message],
+    ) -> Result<(), SessionError> {
+        self.log.append(&Line::Compacted {
+            seat: seat.map(str::to_string),
+            summary: summary.to_string(),
+            kept: kept.to_vec(),
+        })?;
+        Ok(())
+    }
+
     /// Records that the session runs on route `model` from now on.
     pub fn route_changed(&mut self, model: &str) -> Result<(), SessionError> {
         self.log.append(&Line::Route {
@@ -200,6 +229,19 @@ impl SessionStore {
         self.log.append(&Line::Ended { outcome, reason })?;
         Ok(())
     }
+}
+
+/// Replays a `compacted` line on the messages read so far: `seat`'s earlier messages give way
+/// to the summary and the kept ones; other seats' messages stay.
+fn compact_view(
+    messages: &mut Vec<SeatMessage>,
+    seat: Option<String>,
+    summary: String,
+    kept: Vec<Message>,
+) {
+    messages.retain(|(s, _)| *s != seat);
+    messages.push((seat.clone(), Message::user(summary)));
+    messages.extend(kept.into_iter().map(|m| (seat.clone(), m)));
 }
 
 /// Reads a transcript without opening it for writing.
@@ -221,6 +263,7 @@ pub fn read_info(state: &StateDir, id: &str) -> Result<SessionInfo, SessionError
                 ended = None;
             }
             Line::Ended { outcome, reason } => ended = Some((outcome, reason)),
+            Line::Compacted { .. } => {}
         }
     }
     let mut header = header.ok_or_else(|| SessionError::NoHeader {

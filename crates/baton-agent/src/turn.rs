@@ -23,6 +23,9 @@ pub struct Fallback {
     pub provider: Arc<dyn Provider>,
     /// The output token limit of the route's provider.
     pub max_output_tokens: Option<u32>,
+    /// The route's context window in tokens (the model table or `[model_info]`), when known:
+    /// the session compacts before a request would not fit.
+    pub context_window: Option<u32>,
 }
 
 /// Longest tool output copied into an event; the model still sees the whole (bounded) output.

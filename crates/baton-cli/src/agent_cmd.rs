@@ -570,6 +570,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
             .options
             .max_output_tokens
             .or(resolved.provider.max_output_tokens),
+        context_window: resolved.profile.info.context_window,
         root: ctx.project_root.clone(),
         cwd: ctx.cwd.clone(),
         bash_timeout: settings.bash_timeout,

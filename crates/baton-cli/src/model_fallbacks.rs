@@ -47,6 +47,7 @@ pub fn class_fallbacks(
                         .options
                         .max_output_tokens
                         .or(checked.provider.max_output_tokens),
+                    context_window: checked.profile.info.context_window,
                 });
             }
             Err(e) => errln!("baton: route {route} cannot be failed over to: {e}"),

@@ -358,6 +358,19 @@ impl Printer {
             AgentEvent::TurnFailed { error, .. } => {
                 self.err_line(&format!("baton: {}", error.message), false)
             }
+            AgentEvent::SessionCompacted {
+                seat,
+                trigger,
+                tokens_before,
+                tokens_after,
+                kept,
+            } => self.err_line(
+                &format!(
+                    "baton: {}context compacted ({trigger}): about {tokens_before} → {tokens_after} tokens, the last {kept} message(s) kept verbatim",
+                    seat.as_deref().map(|s| format!("{s}'s ")).unwrap_or_default()
+                ),
+                false,
+            ),
             AgentEvent::TurnRouteChanged {
                 from, to, error, ..
             } => self.err_line(

@@ -54,6 +54,7 @@ fn seat_chain(
             .options
             .max_output_tokens
             .or(resolved.provider.max_output_tokens),
+        context_window: resolved.profile.info.context_window,
     };
     Ok(std::iter::once(first)
         .chain(crate::model_fallbacks::class_fallbacks(
@@ -103,6 +104,14 @@ pub fn parse_line(line: &str) -> Result<Option<Submission>, String> {
     let Some(command) = t.strip_prefix('/') else {
         return Ok(Some(Submission::Input(line.trim_end().to_string())));
     };
+    if let Some(rest) = command.strip_prefix("compact") {
+        if rest.is_empty() || rest.starts_with(char::is_whitespace) {
+            let focus = rest.trim();
+            return Ok(Some(Submission::Compact(
+                (!focus.is_empty()).then(|| focus.to_string()),
+            )));
+        }
+    }
     let mut words = command.split_whitespace();
     match (words.next(), words.next(), words.next()) {
         (Some("profile"), Some(p), None) => parse_profile(p)
@@ -113,7 +122,7 @@ pub fn parse_line(line: &str) -> Result<Option<Submission>, String> {
         (Some("interrupt"), None, None) => Ok(Some(Submission::Interrupt)),
         (Some("quit" | "exit"), None, None) => Ok(None),
         _ => Err(format!(
-            "unknown command `{t}`: the commands are /profile coordinator|executor|auto, /resume, /interrupt and /quit"
+            "unknown command `{t}`: the commands are /profile coordinator|executor|auto, /resume, /interrupt, /compact [focus] and /quit"
         )),
     }
 }

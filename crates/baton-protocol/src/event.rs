@@ -63,6 +63,21 @@ pub enum AgentEvent {
         /// Why `from` failed.
         error: ErrorInfo,
     },
+    /// The session's view was compacted: everything before the `kept` most recent messages was
+    /// replaced by a summary the model wrote. The transcript keeps everything.
+    #[serde(rename = "session.compacted")]
+    SessionCompacted {
+        /// In a routed session, the participant whose view was compacted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seat: Option<String>,
+        /// `auto` (the next request would not fit the context window) or `manual`.
+        trigger: String,
+        /// The estimated input tokens of the view before and after.
+        tokens_before: u64,
+        tokens_after: u64,
+        /// How many recent messages were kept verbatim.
+        kept: usize,
+    },
     #[serde(rename = "item.started")]
     ItemStarted { item: Item },
     /// Streamed text for an `agent_message` or `reasoning` item that has started.

@@ -43,6 +43,8 @@ pub struct AgentSpec {
     pub retry: RetryPolicy,
     pub max_turns: u32,
     pub max_output_tokens: Option<u32>,
+    /// The route's context window in tokens, when known (see [`Fallback::context_window`]).
+    pub context_window: Option<u32>,
     /// Workspace root: tools may only touch files under it.
     pub root: PathBuf,
     pub cwd: PathBuf,

@@ -29,6 +29,7 @@ use crate::turn::{
     StreamingItems, Toolbox,
 };
 
+mod compact;
 mod routed;
 
 /// What a session is asked to do, in the order it arrives.
@@ -42,6 +43,9 @@ pub enum Submission {
     Resume,
     /// Stop the current task at the next safe point.
     Interrupt,
+    /// `/compact [focus]`: summarise the conversation now (the Coordinator's view in a routed
+    /// session), optionally focused on what the words say.
+    Compact(Option<String>),
 }
 
 /// The receiving end of a session's submissions; the session ends when every sender is gone and
@@ -87,6 +91,8 @@ pub(crate) struct Seat {
     ordinary: Option<(String, Vec<ToolSpec>)>,
     pub(crate) messages: Vec<Message>,
     pub(crate) last_text: String,
+    /// What the last request of this seat was counted at (`compact.rs`).
+    fit: compact::Fit,
 }
 
 impl Seat {
@@ -154,6 +160,7 @@ impl Seat {
             ordinary,
             messages,
             last_text: String::new(),
+            fit: compact::Fit::default(),
         }
     }
 
@@ -309,6 +316,7 @@ pub async fn serve(
                 route: spec.route.clone(),
                 provider: spec.provider.clone(),
                 max_output_tokens: spec.max_output_tokens,
+                context_window: spec.context_window,
             })
             .chain(spec.fallbacks.iter().cloned())
             .collect();
@@ -346,6 +354,20 @@ pub async fn serve(
             }
             (Submission::Input(text), None) => last = routed::task(&mut s, text).await,
             (Submission::Control(c), None) => routed::control(&mut s, c),
+            (Submission::Compact(focus), Some(seat)) => {
+                let turn = s.turns;
+                if let Err(end) = s
+                    .compact(seat, turn, compact::Trigger::Manual, focus.as_deref())
+                    .await
+                {
+                    last = end;
+                }
+            }
+            (Submission::Compact(focus), None) => {
+                if let Err(end) = routed::compact(&mut s, focus.as_deref()).await {
+                    last = end;
+                }
+            }
             (Submission::Resume, None) => {
                 if let Some(d) = routed::resume(&mut s).await {
                     last = d;
@@ -488,6 +510,10 @@ impl Session<'_> {
             }
             if handoff {
                 self.push(seat, Message::user(handoff_request(max_turns)));
+            }
+            // A view that would not fit the route's context window is compacted first.
+            if let Err(end) = self.fit(seat, turn).await {
+                return end;
             }
             (self.emit)(AgentEvent::TurnStarted { turn });
             let tools = if handoff { Offer::None } else { Offer::All };
@@ -644,6 +670,7 @@ impl Session<'_> {
         turn: u32,
         offer: Offer,
     ) -> Result<AssistantTurn, Drive> {
+        let sent = seat.messages.len();
         let spec = self.spec;
         let (system, tools, messages) = match (&seat.ordinary, routed::ordinary(self)) {
             (Some((system, tools)), true) => (
@@ -746,6 +773,10 @@ impl Session<'_> {
         };
         close_open_items(open_items, ItemStatus::Completed, self.emit);
         self.usage.add(&assistant.usage);
+        seat.fit = compact::Fit {
+            last_input: assistant.usage.input_tokens,
+            counted: Some(sent),
+        };
         // Each turn is priced at the route that ran it.
         let turn_cost = cost(
             &spec.prices,

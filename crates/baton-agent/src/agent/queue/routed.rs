@@ -510,6 +510,32 @@ pub(crate) fn user_message(s: &mut Session<'_>, seat: &Seat, text: String) -> Me
     Message::user(format!("{block}\n\n{update}{recovered}{text}"))
 }
 
+/// `/compact` in a routed session: the Coordinator's view is summarised (the Executor's view
+/// keeps its evidence references, which count its messages).
+pub(crate) async fn compact(s: &mut Session<'_>, focus: Option<&str>) -> Result<(), Drive> {
+    let Some(mut seat) = take_seat(s, Profile::Coordinator) else {
+        return Ok(());
+    };
+    let turn = s.turns;
+    let r = Box::pin(s.compact(&mut seat, turn, super::compact::Trigger::Manual, focus)).await;
+    put_seat(s, seat);
+    r
+}
+
+/// After `seat`'s view was compacted (its messages before `cut` replaced by one summary), the
+/// other seat's place in it moves with it: what it had not been told of is in the summary.
+pub(crate) fn compacted(s: &mut Session<'_>, seat: &Seat, cut: usize) {
+    let Some(r) = s.routed.as_mut() else {
+        return;
+    };
+    let other = match seat.profile {
+        Some(Profile::Coordinator) => 1,
+        Some(Profile::Executor) => 0,
+        None => return,
+    };
+    r.seen[other] = r.seen[other].saturating_sub(cut) + 1;
+}
+
 /// Strips the reference lines from the tool results of `messages`: a seat working as an ordinary
 /// session is not shown them (seed 000:33-35).
 pub(crate) fn without_refs(messages: &[Message]) -> Vec<Message> {
