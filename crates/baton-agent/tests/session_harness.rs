@@ -466,3 +466,70 @@ async fn at_its_turn_limit_the_executor_writes_its_own_report() {
         assert_eq!(ends, ["limit_reached"], "returns: {returns}");
     }
 }
+
+/// [14/18] compaction in a routed session: the Coordinator's view is compacted when a report
+/// fills its window, and the host state (the journal) is untouched: the unit still closes.
+#[tokio::test]
+async fn a_routed_coordinator_compacts_its_view_and_keeps_the_journal() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "c1",
+            "delegate",
+            json!({"operation": "assign", "unit_outcome": "The xs are printed.", "contract": "Print 30000 x and select the output."}),
+        ))
+        .turn(Turn::tool_call(
+            "e1",
+            "bash",
+            json!({"command": "head -c 30000 /dev/zero | tr '\\0' x; echo; echo printed"}),
+        ))
+        .turn(Turn::tool_call(
+            "e2",
+            "project",
+            json!({"operation": "add", "refs": ["ctx:t1"]}),
+        ))
+        .turn(Turn::tool_call(
+            "e3",
+            "return",
+            json!({"operation": "submit", "report": "Printed them; the output is selected.", "outcome": "completed"}),
+        ))
+        // The Coordinator's view no longer fits: the summary first.
+        .turn(Turn::text("## Goal\nPrint xs.\n## State\nAssignment a1 returned: printed."))
+        .turn(Turn::tool_call(
+            "c2",
+            "unit",
+            json!({"operation": "close", "outcome": "accepted", "assessment": "the selected output shows them"}),
+        ))
+        .turn(Turn::text("Printed."))
+        .start()
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = Harness::openai(&server.url(), COORD, dir.path()).routed(
+        COORD,
+        EXEC,
+        dir.path().join("session.journal"),
+    );
+    if let Some(r) = h.spec_mut().routing.as_mut() {
+        r.coordinator[0].context_window = Some(8000);
+    }
+    let ran = h.run("print the xs").await;
+    assert_eq!(ran.summary.outcome, Outcome::Completed, "{:?}", ran.summary);
+    let reqs = server.model_requests();
+    let models: Vec<&str> = reqs.iter().map(|r| r.model().unwrap_or_default()).collect();
+    assert_eq!(models, [COORD, EXEC, EXEC, EXEC, COORD, COORD, COORD]);
+    assert!(last_user_text(&reqs[4]).contains("about to be compacted"));
+    let after = reqs[5].messages();
+    assert!(
+        after.iter().any(|m| m.text.starts_with("<context-summary")),
+        "{after:?}"
+    );
+    assert!(
+        !reqs[6].result_of("c2").contains("rule"),
+        "{}",
+        reqs[6].result_of("c2")
+    );
+    let types: Vec<Value> = journal(dir.path())
+        .into_iter()
+        .map(|r| r["type"].clone())
+        .collect();
+    assert!(types.contains(&json!("unit_closed")), "{types:?}");
+}

@@ -65,9 +65,13 @@ pub struct AgentArgs {
     /// `delegate_flow_continue`) to the model, even when the role lists them.
     #[arg(long)]
     no_delegate: bool,
-    /// Continue the session with this id.
+    /// Continue the session with this id (a unique prefix, or `last`).
     #[arg(long, value_name = "ID")]
     resume: Option<String>,
+    /// With --resume: summarise the session's conversation first, as `/compact` does in `baton
+    /// chat` (the transcript keeps everything); the task, when given, runs after it.
+    #[arg(long, requires = "resume")]
+    compact: bool,
     /// Route the session between a Coordinator and an Executor (their routes are
     /// `routing.coordinator` and `routing.executor`): `auto`, or hold one profile, `coordinator`
     /// or `executor`; `off` stops routing. A resumed routed session keeps its control without it.
@@ -368,8 +372,11 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
     // A chat reads its input as it goes: a task given with it is only its first line.
     let task = match args.chat {
         Some(_) => args.task.clone().filter(|t| !t.trim().is_empty()),
+        // `--resume ID --compact` alone compacts and ends.
+        None if args.compact && args.task.is_none() => None,
         None => Some(read_task(args.task.clone(), args.resume.is_some())?),
     };
+    let compact = args.compact;
     let requested = args
         .routing
         .as_deref()
@@ -600,6 +607,9 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
         let mut printer = Printer::new(json);
         // The queue pair's input: one task, or (`baton chat`) the lines of stdin as they come.
         let (tx, mut inbox, idle) = Inbox::with_idle_signal();
+        if compact {
+            let _ = tx.send(Submission::Compact(None));
+        }
         if let Some(task) = task {
             let _ = tx.send(Submission::Input(task));
         }

@@ -222,3 +222,52 @@ fn slash_compact_summarises_on_demand() {
         .iter()
         .any(|e| e["type"] == "session.compacted" && e["trigger"] == "manual"));
 }
+
+/// `baton agent --resume ID --compact` compacts a saved session and ends; `--compact` without
+/// `--resume` is refused.
+#[test]
+fn agent_resume_compact_compacts_a_saved_session() {
+    let server = MockServer::builder()
+        .turn(Turn::text("First answer."))
+        .turn(Turn::text(SUMMARY))
+        .start_blocking();
+    let p = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .mock_provider(&server, "openai", "");
+    let out = p.run(&["agent", "--json", "--model", "mock/m", "one"]);
+    assert_eq!(out.status.code(), Some(0));
+    let id = json_lines(&out)[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = p.run(&[
+        "agent",
+        "--json",
+        "--model",
+        "mock/m",
+        "--resume",
+        &id,
+        "--compact",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        server.model_requests().len(),
+        2,
+        "one summary request, no task"
+    );
+    assert!(json_lines(&out)
+        .iter()
+        .any(|e| e["type"] == "session.compacted" && e["kept"] == 1));
+    let transcript =
+        std::fs::read_to_string(p.work().join(format!(".baton/state/sessions/{id}.jsonl")))
+            .unwrap();
+    assert!(transcript.contains("\"type\":\"compacted\""));
+    let out = p.run(&["agent", "--compact", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--resume"));
+}
