@@ -75,6 +75,7 @@ impl Harness {
                 max_turns: 20,
                 max_output_tokens: None,
                 context_window: None,
+                compaction: None,
                 root: root.to_path_buf(),
                 cwd: root.to_path_buf(),
                 bash_timeout: crate::tools::DEFAULT_BASH_TIMEOUT,

@@ -578,6 +578,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
             .max_output_tokens
             .or(resolved.provider.max_output_tokens),
         context_window: resolved.profile.info.context_window,
+        compaction: crate::model_fallbacks::compaction_route(config)?,
         root: ctx.project_root.clone(),
         cwd: ctx.cwd.clone(),
         bash_timeout: settings.bash_timeout,

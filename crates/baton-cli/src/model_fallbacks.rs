@@ -6,6 +6,28 @@ use baton_model::routes::{build_provider, check_route, ProcessEnv, ResolvedRoute
 use baton_protocol::config::Config;
 use baton_protocol::ThinkingLevel;
 
+/// The route of `agent.compaction_class`, when set: the one that writes the summaries of a
+/// compaction. A class with no usable route is an error naming the key.
+pub fn compaction_route(config: &Config) -> anyhow::Result<Option<Fallback>> {
+    let Some(class) = config.agent.compaction_class else {
+        return Ok(None);
+    };
+    let resolved = baton_model::routes::resolve_class(config, class, &ProcessEnv)
+        .map_err(|e| anyhow::anyhow!("agent.compaction_class = \"{class}\": {e}"))?;
+    let provider = build_provider(&resolved, &ProcessEnv)
+        .map_err(|e| anyhow::anyhow!("agent.compaction_class = \"{class}\": {e}"))?;
+    Ok(Some(Fallback {
+        route: resolved.route.clone(),
+        provider,
+        max_output_tokens: resolved
+            .profile
+            .options
+            .max_output_tokens
+            .or(resolved.provider.max_output_tokens),
+        context_window: resolved.profile.info.context_window,
+    }))
+}
+
 /// The routes of the class `resolved` was chosen from that come after it and can be used now,
 /// each with its provider: where the session fails over to when its route runs out of quota or
 /// stays overloaded. None for a route given explicitly, by flag, variable or a resumed session.

@@ -271,3 +271,64 @@ fn agent_resume_compact_compacts_a_saved_session() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--resume"));
 }
+
+/// `agent.compaction_class` names the class whose route writes the summary; a class with no
+/// route is refused before anything is sent, naming the key.
+#[test]
+fn the_compaction_class_writes_the_summary() {
+    let server = MockServer::builder()
+        .turn(Turn::text("First answer."))
+        .turn(Turn::text(SUMMARY))
+        .start_blocking();
+    let p = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .mock_provider(
+            &server,
+            "openai",
+            "\n[models]\nfast = \"mock/summary-model\"\n\n[agent]\ncompaction_class = \"fast\"\n",
+        );
+    let out = p.run(&["agent", "--json", "--model", "mock/main-model", "one"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = json_lines(&out)[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = p.run(&[
+        "agent",
+        "--json",
+        "--model",
+        "mock/main-model",
+        "--resume",
+        &id,
+        "--compact",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reqs = server.model_requests();
+    assert_eq!(reqs[0].model(), Some("main-model"));
+    assert_eq!(reqs[1].model(), Some("summary-model"));
+    let bad = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .mock_provider(
+            &server,
+            "openai",
+            "\n[agent]\ncompaction_class = \"frontier\"\n",
+        );
+    let out = bad.run(&["agent", "--model", "mock/main-model", "one"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("agent.compaction_class = \"frontier\""),
+        "{err}"
+    );
+    assert_eq!(server.model_requests().len(), 2, "nothing was sent");
+}

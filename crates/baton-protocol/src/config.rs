@@ -437,6 +437,10 @@ pub struct AgentConfig {
     /// Project files added to the system prompt when present. Default `["AGENTS.md", "CLAUDE.md"]`.
     #[serde(default)]
     pub context_files: Option<Vec<String>>,
+    /// The model class whose route writes the summary when a session compacts; unset: the
+    /// session's own route.
+    #[serde(default)]
+    pub compaction_class: Option<crate::ModelClass>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -45,6 +45,9 @@ pub struct AgentSpec {
     pub max_output_tokens: Option<u32>,
     /// The route's context window in tokens, when known (see [`Fallback::context_window`]).
     pub context_window: Option<u32>,
+    /// The route that writes compaction summaries (`agent.compaction_class`); `None`: the
+    /// seat's own route.
+    pub compaction: Option<Fallback>,
     /// Workspace root: tools may only touch files under it.
     pub root: PathBuf,
     pub cwd: PathBuf,

@@ -109,8 +109,14 @@ impl Session<'_> {
         focus: Option<&str>,
     ) -> Result<(), Drive> {
         let before = estimate(seat);
-        let route = seat.chain[seat.active].clone();
-        let window = route.context_window.unwrap_or(0);
+        let window = seat.chain[seat.active].context_window.unwrap_or(0);
+        let own = seat.chain[seat.active].route.to_string();
+        // The summary is written by `agent.compaction_class`'s route when set.
+        let route = self
+            .spec
+            .compaction
+            .clone()
+            .unwrap_or_else(|| seat.chain[seat.active].clone());
         // The most recent messages that fit a quarter of the window stay verbatim, from an
         // assistant message on (so no tool result loses its call).
         let budget = u64::from(window.max(8192)) * BYTES_PER_TOKEN / 4;
@@ -147,7 +153,7 @@ impl Session<'_> {
             return match trigger {
                 Trigger::Manual => Ok(()),
                 Trigger::Auto => Err(compaction_failed(
-                    &route.route.to_string(),
+                    &own,
                     window,
                     "the most recent turn alone does not fit the window",
                 )),
@@ -197,17 +203,11 @@ impl Session<'_> {
                 }
                 a.text()
             }
-            Err(e) => {
-                return Err(compaction_failed(
-                    &route.route.to_string(),
-                    window,
-                    &e.to_string(),
-                ))
-            }
+            Err(e) => return Err(compaction_failed(&own, window, &e.to_string())),
         };
         if summary.trim().is_empty() {
             return Err(compaction_failed(
-                &route.route.to_string(),
+                &own,
                 window,
                 "the model wrote an empty summary",
             ));
@@ -238,7 +238,7 @@ impl Session<'_> {
         if let Some(store) = self.store.as_mut() {
             if let Err(e) = store.compacted(seat.tag(), &text, &tail) {
                 return Err(compaction_failed(
-                    &route.route.to_string(),
+                    &own,
                     window,
                     &format!("the transcript could not record it: {e}"),
                 ));
