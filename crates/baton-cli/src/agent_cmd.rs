@@ -455,10 +455,18 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
             baton_agent::routing::journal::path(&state, &h.session_id).exists()
         });
     let coordinator = config.routing.coordinator.as_deref().filter(|_| routed);
+    let role_class = baton_roles::role_class(&role, config);
+    if let (Some(asked), None) = (role.meta.model_class, role_class) {
+        errln!(
+            "baton: the built-in role {} asks for class {asked}, which has no route: using models.default_class ({})",
+            role.meta.name,
+            default_class(config)
+        );
+    }
     let (resolved, provider) = choose_route(
         &args,
         &ctx,
-        role.meta.model_class,
+        role_class,
         resumed_model.as_deref(),
         coordinator,
     )?;

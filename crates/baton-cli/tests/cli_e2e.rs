@@ -6,6 +6,7 @@
 use std::process::Output;
 
 use baton_testkit::fixture::{assert_exit, files_under, workspace_root, Sandbox};
+use baton_testkit::{MockServer, Turn};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
@@ -649,4 +650,80 @@ fn task_logs_prints_the_events_and_follows_until_the_task_ends() {
         "{}",
         stderr(&missing)
     );
+}
+
+/// [14/18] the first hour: the README's local quick start, run as written — its TOML block in
+/// the user config (only the server's address changed to the mock's), then each command of its
+/// `sh` block. The built-in `implementer` asks for `balanced`, which that config does not set:
+/// the session runs on `models.default_class` and says so.
+#[test]
+fn the_readme_local_quick_start_works_as_written() {
+    let readme =
+        std::fs::read_to_string(baton_testkit::fixture::workspace_root().join("README.md"))
+            .unwrap();
+    let section = readme
+        .split("**Local Ollama or llama.cpp**:")
+        .nth(1)
+        .expect("the README's local quick start");
+    let block = |fence: &str| -> String {
+        let start = section.find(fence).expect(fence) + fence.len();
+        let end = start + section[start..].find("```").unwrap();
+        section[start..end].to_string()
+    };
+    let toml = block("```toml\n");
+    let commands = block("```sh\n");
+    let server = MockServer::builder()
+        .turn(Turn::text("Fixed the test."))
+        .start_blocking();
+    let p = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
+    let toml = toml.replace("http://127.0.0.1:11434/v1", &format!("{}/v1", server.url()));
+    assert!(
+        toml.contains(&server.url()),
+        "the README's address changed: {toml}"
+    );
+    let user_config = p.config_home().join("baton/config.toml");
+    std::fs::create_dir_all(user_config.parent().unwrap()).unwrap();
+    std::fs::write(&user_config, toml).unwrap();
+    let mut ran = 0;
+    for line in commands.lines() {
+        let line = line.split(" #").next().unwrap().trim();
+        let Some(rest) = line.strip_prefix("baton ") else {
+            continue;
+        };
+        // The words of the line: plain ones, and one double-quoted string.
+        let mut args: Vec<String> = Vec::new();
+        let mut rest = rest.trim();
+        while !rest.is_empty() {
+            if let Some(q) = rest.strip_prefix('"') {
+                let end = q.find('"').unwrap();
+                args.push(q[..end].to_string());
+                rest = q[end + 1..].trim_start();
+            } else {
+                let end = rest.find(' ').unwrap_or(rest.len());
+                args.push(rest[..end].to_string());
+                rest = rest[end..].trim_start();
+            }
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = p.run(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "`baton {line}`:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if args[0] == "agent" {
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("asks for class balanced, which has no route: using models.default_class (fast)"),
+                "{err}"
+            );
+        }
+        ran += 1;
+    }
+    assert_eq!(ran, 2, "the README's commands: {commands}");
+    let reqs = server.model_requests();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].model(), Some("qwen2.5-coder:7b"));
 }

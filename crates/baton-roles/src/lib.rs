@@ -28,6 +28,22 @@ pub const DELEGATION_TOOLS: [&str; 8] = [
     "task_cancel",
 ];
 
+/// The model class a session of `role` runs on when nothing more explicit (a flag, a request's
+/// `model`/`model_class`) chooses one: the role's `model_class` — except that a built-in role's
+/// class with no route in `config` gives way, so a config that sets only `models.default_class`
+/// (and its class) works with every built-in role. `None`: the role names no class, or gave way;
+/// the caller uses `models.default_class`. A user or project role's class always stands.
+pub fn role_class(
+    role: &RoleSpec,
+    config: &baton_protocol::config::Config,
+) -> Option<baton_protocol::ModelClass> {
+    let class = role.meta.model_class?;
+    match (&role.source, config.models.class(class)) {
+        (RoleSource::Builtin, None) => None,
+        _ => Some(class),
+    }
+}
+
 /// Whether `name` is one of the [`DELEGATION_TOOLS`].
 pub fn is_delegation_tool(name: &str) -> bool {
     DELEGATION_TOOLS.contains(&name)
@@ -513,6 +529,32 @@ pub fn find_role(dirs: &RoleDirs, name: &str) -> Result<RoleSpec, RoleError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [14/18]: a built-in role's class with no route gives way to `models.default_class`; a
+    /// configured class, and any class of a user or project role, stands.
+    #[test]
+    fn a_builtin_roles_unset_class_gives_way_and_others_stand() {
+        use baton_protocol::config::{Config, RouteList};
+        use baton_protocol::ModelClass;
+        let implementer = builtin_roles()
+            .unwrap()
+            .into_iter()
+            .find(|r| r.meta.name == "implementer")
+            .unwrap();
+        assert_eq!(implementer.meta.model_class, Some(ModelClass::Balanced));
+        let mut config = Config::default();
+        config.models.fast = Some(RouteList::Many(vec!["local/q:7b".parse().unwrap()]));
+        assert_eq!(role_class(&implementer, &config), None);
+        config.models.balanced = Some(RouteList::Many(vec!["local/q:32b".parse().unwrap()]));
+        assert_eq!(
+            role_class(&implementer, &config),
+            Some(ModelClass::Balanced)
+        );
+        let mut mine = implementer.clone();
+        mine.source = RoleSource::Project(".baton/roles/implementer.md".into());
+        mine.meta.model_class = Some(ModelClass::Frontier);
+        assert_eq!(role_class(&mine, &config), Some(ModelClass::Frontier));
+    }
 
     #[test]
     fn a_pi_role_with_extensions_reads_and_keeps_them_named() {

@@ -16,7 +16,6 @@ use baton_protocol::{
     AgentEvent, AssistantPart, EndReason, ErrorCode, ErrorInfo, ItemStatus, Message, Outcome,
     RouteUsage, SandboxInfo, StopReason, ToolSpec, Usage, PROTOCOL_VERSION,
 };
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{handoff_request, system_prompt, AgentSpec, Fallback, RunSummary};
@@ -30,7 +29,11 @@ use crate::turn::{
 };
 
 mod compact;
+mod inbox;
 mod routed;
+
+pub use inbox::Inbox;
+use inbox::PollState;
 
 /// What a session is asked to do, in the order it arrives.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,34 +49,6 @@ pub enum Submission {
     /// `/compact [focus]`: summarise the conversation now (the Coordinator's view in a routed
     /// session), optionally focused on what the words say.
     Compact(Option<String>),
-}
-
-/// The receiving end of a session's submissions; the session ends when every sender is gone and
-/// nothing is left to do.
-pub struct Inbox {
-    rx: mpsc::UnboundedReceiver<Submission>,
-    /// Told each time the session waits for its next submission (a script feeding a session
-    /// line by line sends the next line then).
-    idle: Option<std::sync::mpsc::Sender<()>>,
-}
-
-impl Inbox {
-    pub fn channel() -> (mpsc::UnboundedSender<Submission>, Inbox) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (tx, Inbox { rx, idle: None })
-    }
-
-    /// The same, and a receiver that gets `()` whenever the session is idle.
-    pub fn with_idle_signal() -> (
-        mpsc::UnboundedSender<Submission>,
-        Inbox,
-        std::sync::mpsc::Receiver<()>,
-    ) {
-        let (tx, mut inbox) = Inbox::channel();
-        let (itx, irx) = std::sync::mpsc::channel();
-        inbox.idle = Some(itx);
-        (tx, inbox, irx)
-    }
 }
 
 /// One participant's place in a session: its routes, prompt, tools and view of the conversation.
@@ -845,58 +820,6 @@ impl Session<'_> {
             ctx,
         };
         run_tools(toolbox, calls, ids, &mut **emit, &mut stop).await
-    }
-}
-
-/// The inbox and held queue, borrowed apart from the rest of the session: user input is held
-/// for later, and stops a working Executor; an interrupt stops the Executor or the task.
-struct PollState<'a, 'b> {
-    inbox: &'a mut &'b mut Inbox,
-    held: &'a mut VecDeque<Submission>,
-}
-
-impl PollState<'_, '_> {
-    fn poll(&mut self, seat: Option<Profile>, flow: &mut Flow) -> Option<String> {
-        // An interrupt that stopped the Executor stops the whole task: once its report is saved,
-        // the Coordinator stops at its next safe point instead of going on (seed 000: stopping
-        // is immediate; `/interrupt` is not new input).
-        if seat != Some(Profile::Executor) {
-            if let Some(i) = self
-                .held
-                .iter()
-                .position(|s| matches!(s, Submission::Interrupt))
-            {
-                self.held.remove(i);
-                flow.stopped = true;
-            }
-        }
-        while let Ok(sub) = self.inbox.rx.try_recv() {
-            match sub {
-                Submission::Input(text) => {
-                    self.held.push_back(Submission::Input(text));
-                    if seat == Some(Profile::Executor) {
-                        flow.interrupted = true;
-                    }
-                }
-                Submission::Interrupt => {
-                    if seat == Some(Profile::Executor) {
-                        flow.interrupted = true;
-                        // Kept for the Coordinator's next poll: the task stops there too.
-                        self.held.push_back(Submission::Interrupt);
-                    } else {
-                        flow.stopped = true;
-                    }
-                }
-                other => self.held.push_back(other),
-            }
-        }
-        if flow.interrupted {
-            Some("new user input stopped the Executor; its work goes to the Coordinator".into())
-        } else if flow.stopped {
-            Some("the user interrupted the task".into())
-        } else {
-            None
-        }
     }
 }
 

@@ -170,7 +170,7 @@ pub fn child_route(
             } else {
                 let class = e
                     .model_class
-                    .or(role.meta.model_class)
+                    .or(baton_roles::role_class(role, &env.config))
                     .unwrap_or_else(|| default_class(&env.config));
                 let routes: Vec<Route> = env
                     .config
@@ -228,7 +228,7 @@ pub fn entry_route(
     } else {
         let class = e
             .model_class
-            .or(role.meta.model_class)
+            .or(baton_roles::role_class(role, &env.config))
             .unwrap_or_else(|| default_class(&env.config));
         match e.thinking {
             // A level asked for skips the routes that cannot honour it, primary to fallback
