@@ -30,6 +30,8 @@ pub(crate) struct Printer {
     color: bool,
     /// Whether the last thing written to stdout ended a line.
     at_line_start: bool,
+    /// The last answer written off a terminal at `input.completed`.
+    answered: Option<String>,
     /// Ids of agent-message items, whose deltas are the streamed answer.
     message_items: Vec<String>,
     /// The streamed text of open items, redacted as it comes.
@@ -116,6 +118,7 @@ impl Printer {
             out_tty,
             color,
             at_line_start: true,
+            answered: None,
             message_items: Vec::new(),
             streams: BTreeMap::new(),
             spinner: None,
@@ -358,6 +361,18 @@ impl Printer {
             AgentEvent::TurnFailed { error, .. } => {
                 self.err_line(&format!("baton: {}", error.message), false)
             }
+            // Off a terminal, each input's answer is written as it completes (`baton chat`
+            // answers every line); `finish` does not write it again.
+            AgentEvent::InputCompleted { final_message, .. } => {
+                if !self.out_tty {
+                    self.answer(&final_message);
+                    if !self.at_line_start {
+                        self.out_raw("\n");
+                        self.at_line_start = true;
+                    }
+                    self.answered = Some(final_message);
+                }
+            }
             AgentEvent::SessionCompacted {
                 seat,
                 trigger,
@@ -398,7 +413,7 @@ impl Printer {
                 let rest = self.flush(&item_id);
                 self.answer(&rest);
             }
-        } else {
+        } else if self.answered.as_deref() != Some(s.final_message.as_str()) {
             self.answer(&s.final_message);
         }
         if !self.at_line_start {

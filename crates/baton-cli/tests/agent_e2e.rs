@@ -198,6 +198,54 @@ fn text_mode_streams_the_answer_and_one_line_per_tool() {
     server.assert_tool_results_answer_calls();
 }
 
+/// [14/18] the first hour: `printf 'a\nb\nc\n' | baton chat` writes each answer as it completes,
+/// not only the last; `--json` has an `input.completed` per line.
+#[test]
+fn chat_off_a_terminal_writes_every_answer() {
+    use std::io::Write;
+    let server = MockServer::builder()
+        .turn(Turn::text("Answer a."))
+        .turn(Turn::text("Answer b."))
+        .turn(Turn::text("Answer c."))
+        .start_blocking();
+    let p = project(&server, "openai", "");
+    let mut c = p
+        .baton(&["chat", "--model", "mock/m"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(b"a\nb\nc\n").unwrap();
+    let out = c.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Answer a.\nAnswer b.\nAnswer c.\n"
+    );
+    let server = MockServer::builder()
+        .turn(Turn::text("One."))
+        .turn(Turn::text("Two."))
+        .start_blocking();
+    let p = project(&server, "openai", "");
+    let mut c = p
+        .baton(&["chat", "--json", "--model", "mock/m"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(b"one\ntwo\n").unwrap();
+    let out = c.wait_with_output().unwrap();
+    let answers: Vec<String> = events(&out)
+        .into_iter()
+        .filter_map(|e| match e {
+            AgentEvent::InputCompleted { final_message, .. } => Some(final_message),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answers, ["One.", "Two."]);
+}
+
 #[test]
 fn a_tool_outside_the_role_is_declined_and_never_run() {
     for kind in KINDS {

@@ -63,6 +63,15 @@ pub enum AgentEvent {
         /// Why `from` failed.
         error: ErrorInfo,
     },
+    /// The session finished the work of one input (the task of `baton agent`, a line of `baton
+    /// chat`, a `/resume`) and waits for the next: `final_message` is its answer, `reason` why it
+    /// stopped early (as in `session.completed`).
+    #[serde(rename = "input.completed")]
+    InputCompleted {
+        final_message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<EndReason>,
+    },
     /// The session's view was compacted: everything before the `kept` most recent messages was
     /// replaced by a summary the model wrote. The transcript keeps everything.
     #[serde(rename = "session.compacted")]

@@ -321,6 +321,7 @@ pub async fn serve(
         if s.cancel.is_cancelled() {
             break;
         }
+        let mut answers = matches!(sub, Submission::Input(_));
         match (sub, main.as_mut()) {
             (Submission::Input(text), Some(seat)) => {
                 let m = Message::user(text);
@@ -346,6 +347,7 @@ pub async fn serve(
             (Submission::Resume, None) => {
                 if let Some(d) = routed::resume(&mut s).await {
                     last = d;
+                    answers = true;
                 }
             }
             // An ordinary session has no control or assignments; nothing runs while idle.
@@ -354,6 +356,14 @@ pub async fn serve(
         }
         if s.cancel.is_cancelled() {
             break;
+        }
+        if answers {
+            if let Drive::Ended { reason, text, .. } = &last {
+                (s.emit)(AgentEvent::InputCompleted {
+                    final_message: text.clone(),
+                    reason: *reason,
+                });
+            }
         }
     }
     if s.cancel.is_cancelled()
