@@ -143,6 +143,11 @@ async fn check(config: &Config, name: &str) -> Check {
         Err(e @ ModelError::Connect { .. }) => {
             c.verdict = "unreachable";
             c.message = e.to_string();
+            if is_loopback(&c.url) {
+                c.message.push_str(
+                    " — is it running? Start the local server first: `ollama serve` (Ollama), or `llama-server -m MODEL.gguf --jinja --port PORT` (llama.cpp: `--jinja` turns tool calling on)",
+                );
+            }
         }
         Err(
             e @ (ModelError::StreamCut { .. }
@@ -156,6 +161,17 @@ async fn check(config: &Config, name: &str) -> Check {
         }
     }
     c
+}
+
+/// Whether an API root points at this machine.
+fn is_loopback(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or("");
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.split(':').next().unwrap_or(""),
+    };
+    host == "localhost" || host == "::1" || host.starts_with("127.")
 }
 
 fn verdict_text(c: &Check) -> String {
@@ -269,7 +285,21 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
         out
     });
     let (sandbox_ok, abi, mode, sandbox_text) = sandbox_check(config);
-    let routes = route_checks(config);
+    let mut routes = route_checks(config);
+    // A route is only as usable as its provider: one whose provider failed its check says why.
+    for r in &mut routes {
+        if let Some(c) = checks
+            .iter()
+            .find(|c| c.name == r.route.provider && c.verdict != "ok")
+        {
+            r.result = Err(format!(
+                "its provider {} is {}: {}",
+                c.name,
+                verdict_text(c),
+                baton_text::sanitize_line(&c.message)
+            ));
+        }
+    }
     let all_ok = sandbox_ok
         && checks.iter().all(|c| c.verdict == "ok")
         && routes.iter().all(|r| r.result.is_ok());

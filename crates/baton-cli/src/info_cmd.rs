@@ -51,7 +51,7 @@ pub fn models(cwd: Option<PathBuf>, json_mode: bool) -> Result<Exit> {
                                 outln!("          · {r} usable (fallback)");
                             } else {
                                 chosen = true;
-                                outln!("          ✓ {r} resolves now");
+                                outln!("          ✓ {r} is chosen now (configured, key set; `baton doctor` asks its server)");
                             }
                             for line in describe(&resolved.profile, r) {
                                 outln!("            {line}");

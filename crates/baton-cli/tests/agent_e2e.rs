@@ -747,7 +747,12 @@ fn roles_and_models_commands_report_sources_and_resolution() {
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("✗ ghost/x"), "{text}");
-    assert!(text.contains("✓ mock/small resolves now"), "{text}");
+    assert!(
+        text.contains(
+            "✓ mock/small is chosen now (configured, key set; `baton doctor` asks its server)"
+        ),
+        "{text}"
+    );
     assert!(text.contains("models.balanced"), "{text}");
     server.assert_tool_results_answer_calls();
 }

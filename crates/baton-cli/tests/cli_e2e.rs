@@ -400,7 +400,8 @@ fn doctor_checks_each_provider_with_a_real_request_and_never_prints_a_key() {
          [providers.claude]\nkind = \"anthropic\"\nbase_url = \"{url}\"\napi_key_env = \"GOOD_KEY\"\n\
          [providers.wrong]\nkind = \"openai-responses\"\nbase_url = \"{url}/v1\"\napi_key_env = \"WRONG_KEY\"\n\
          [providers.nokey]\nkind = \"openai\"\nbase_url = \"{url}/v1\"\napi_key_env = \"UNSET_KEY_FOR_DOCTOR\"\n\
-         [providers.down]\nkind = \"openai\"\nbase_url = \"http://{closed}/v1\"\n"
+         [providers.down]\nkind = \"openai\"\nbase_url = \"http://{closed}/v1\"\n\
+         [models]\nfast = \"nokey/gpt-5.5\"\nbalanced = \"down/gpt-5.5\"\n"
     );
     let sb = sandbox()
         .baton_config(&config)
@@ -499,6 +500,20 @@ fn doctor_checks_each_provider_with_a_real_request_and_never_prints_a_key() {
         assert!(text.lines().any(|l| l == line), "no line {line:?} in:\n{text}");
     }
     assert!(text.contains("✗ down (openai, http://"), "{text}");
+    // A route is only as good as its provider ([14/18]: doctor once showed it green), and an
+    // unreachable local server gets the way to start one.
+    assert!(
+        text.contains("✗ fast route nokey/gpt-5.5: its provider nokey is key missing: set the environment variable UNSET_KEY_FOR_DOCTOR"),
+        "{text}"
+    );
+    assert!(
+        text.contains("✗ balanced route down/gpt-5.5: its provider down is unreachable"),
+        "{text}"
+    );
+    assert!(
+        text.contains("is it running?") && text.contains("--jinja"),
+        "{text}"
+    );
 
     // Only the providers that work, and a sandbox mode that needs no Landlock: all ok, exit 0.
     let sb = sandbox()
