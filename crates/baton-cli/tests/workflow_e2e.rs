@@ -126,7 +126,7 @@ fn prose_without_a_contract_stops_the_workflow() {
     let o = wf.run(&["run", "add a feature file"]);
     assert_exit(&o, 1);
     assert!(
-        out(&o).contains("returned no valid contract"),
+        out(&o).contains("ended without the contract baton needs to go on"),
         "{}",
         out(&o)
     );

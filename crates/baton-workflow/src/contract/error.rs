@@ -119,6 +119,17 @@ fn expected_form(role: Role) -> String {
     }
 }
 
+impl ContractError {
+    /// What is wrong, without the fix addressed to the agent: the part a user reads.
+    pub fn problem(&self) -> String {
+        let full = self.to_string();
+        match full.rfind(". Fix: ") {
+            Some(i) => full[..i].to_string(),
+            None => full,
+        }
+    }
+}
+
 impl fmt::Display for ContractError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let role = self.role();

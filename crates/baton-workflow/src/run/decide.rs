@@ -44,7 +44,7 @@ impl Runner<'_> {
                 contract::parse(role, &o.text).map_err(|e| RunError::MalformedContract {
                     task: task_id.clone(),
                     role: role_name.clone(),
-                    message: e.to_string(),
+                    message: e.problem(),
                 })?;
             match &checked.outcome {
                 ContractOutcome::PassRefused { unmet } => {

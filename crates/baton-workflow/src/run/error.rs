@@ -70,8 +70,9 @@ pub enum RunError {
     },
     #[error("{task}: no contract for role `{role}`")]
     NoContractRole { task: String, role: String },
-    /// The agent's answer holds no contract that validates.
-    #[error("{task} ({role}) returned no valid contract: {message}")]
+    /// The agent's answer holds no contract that validates. Said to the user: which agent, what
+    /// was wrong, where its answer is, and what they can do (the CLI adds `baton resume`).
+    #[error("the {role} agent of task {task} ended without the contract baton needs to go on ({message}); nothing after it ran. Its answer is in `baton log` (the task's dispatch). You can run it again with guidance, give the role a stronger model class (`[workflow.tiers]` `{role} = \"frontier\"`), or override the role with `.baton/roles/{role}.md`")]
     MalformedContract {
         task: String,
         role: String,

@@ -254,10 +254,18 @@ fn an_agent_without_a_contract_stops_the_workflow_naming_the_task() {
     let Outcome::Failed { brief, .. } = &o else {
         panic!("{o:?}")
     };
-    assert!(
-        brief.contains("t1 (component-builder) returned no valid contract"),
-        "{brief}"
-    );
+    // Said to the user: which agent, what was wrong (not the fix meant for the agent), where its
+    // answer is, and what they can do.
+    for want in [
+        "the component-builder agent of task t1 ended without the contract baton needs",
+        "component-builder: no contract, only prose",
+        "`baton log`",
+        "`[workflow.tiers]` `component-builder = \"frontier\"`",
+        "`.baton/roles/component-builder.md`",
+    ] {
+        assert!(brief.contains(want), "{want} missing: {brief}");
+    }
+    assert!(!brief.contains("Fix: "), "{brief}");
     assert!(h.calls_of("integration-verifier").is_empty());
 }
 
