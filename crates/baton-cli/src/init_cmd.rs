@@ -48,14 +48,14 @@ base_url = "http://127.0.0.1:11434/v1"
 
 # ── Model classes: a route, or a list tried in order before launch (first usable one wins). ──
 [models]
-fast = ["ollama/qwen2.5-coder:7b", "openai/gpt-4.1-mini"]
-balanced = ["openai/gpt-4.1:medium", "anthropic/claude-sonnet-4-5:medium"]
-frontier = ["anthropic/claude-opus-4-1:high", "openai/gpt-5:high"]
+fast = ["ollama/qwen2.5-coder:7b", "openai/gpt-5-mini:low"]
+balanced = ["openai/gpt-5.2:medium", "anthropic/claude-sonnet-4-6:medium"]
+frontier = ["anthropic/claude-opus-4-6:high", "openai/gpt-5.2:high"]
 # fav = "ollama/qwen2.5-coder:32b"
 default_class = "balanced"
 
 # Prices in USD per million tokens; with one, the summary shows the cost.
-# [prices."openai/gpt-4.1-mini"]
+# [prices."openai/gpt-5-mini"]
 # input = 0.4
 # cached_input = 0.1
 # output = 1.6

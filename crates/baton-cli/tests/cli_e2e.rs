@@ -197,6 +197,36 @@ fn init_writes_a_starter_config_that_baton_loads_and_nothing_else() {
         .collect();
     assert_eq!(set, [true, true, true, false]);
     assert_eq!(doc["classes"][0]["resolves"], "ollama/qwen2.5-coder:7b");
+    // [14/18] the first hour: every hosted route it writes names a model the table knows, and
+    // the thinking level it asks for is really sent (no retired names, no ignored `:medium`).
+    let out = sb.run_with(
+        &["models", "--json"],
+        &[("OPENAI_API_KEY", "k"), ("ANTHROPIC_API_KEY", "k")],
+    );
+    let doc = document(&out);
+    let mut checked = 0;
+    for class in doc["classes"].as_array().unwrap() {
+        for r in class["routes"].as_array().unwrap_or(&Vec::new()) {
+            let route = r["route"].as_str().unwrap();
+            if route.starts_with("ollama/") {
+                continue;
+            }
+            assert_eq!(r["usable"], true, "{r}");
+            assert_eq!(
+                r["model_info"]["known"], true,
+                "{route} is not in the model table: {r}"
+            );
+            if route.contains(':') {
+                let sent = r["thinking_sent"].as_str().unwrap_or_default();
+                assert!(
+                    !sent.contains("not sent"),
+                    "{route}: its level is never sent: {r}"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 5);
 }
 
 #[test]
