@@ -314,8 +314,10 @@ fn clean(common: &Common, id: Option<&str>, yes: bool, force: bool) -> Result<Ex
                 "{}",
                 if plans.iter().all(|p| p.items.is_empty()) {
                     "nothing to clean"
-                } else {
+                } else if force {
                     "nothing to remove"
+                } else {
+                    "nothing to remove without --force: what is listed above holds work of its own (commits Main lacks, or uncommitted changes); `baton flow clean --yes --force` removes it too"
                 }
             );
         }

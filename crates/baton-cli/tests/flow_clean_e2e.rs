@@ -159,7 +159,19 @@ fn an_unmerged_branch_and_uncommitted_changes_are_kept_without_force() {
         )),
         "{said}"
     );
-    assert!(said.contains("nothing to remove"), "{said}");
+    // The advice names the flags that work ([14/18]: a bare `clean` once removed nothing here).
+    assert!(
+        said.contains("nothing to remove without --force")
+            && said.contains("`baton flow clean --yes --force` removes it too"),
+        "{said}"
+    );
+    let status = text(&fx.sb.run(&["flow", "status", &id]));
+    assert!(
+        status.contains(
+            "`baton flow clean --yes` removes the ones holding no work of their own; add `--force`"
+        ),
+        "{status}"
+    );
     assert_eq!(fx.sb.worktrees().len(), 2);
     assert_eq!(fx.sb.branches().len(), 3);
 

@@ -264,13 +264,15 @@ pub fn report(status: &FlowStatus) -> String {
             if !setup_failed {
                 out.push_str(
                     "Units already integrated stay integrated. The worktrees listed above are kept: \
-                     inspect them, reslice the work, and start a new Flow (`baton flow clean` removes them).\n",
+                     inspect them, reslice the work, and start a new Flow. To remove them: \
+                     `baton flow clean --yes` removes the ones holding no work of their own; a unit \
+                     with commits Main lacks or uncommitted changes is kept until `--force` is added.\n",
                 );
             }
         }
         (Some(FlowEnd::Abandoned { reason }), _) => {
             out.push_str(&format!(
-                "Abandoned{}. The worktrees listed above are kept (`baton flow clean` removes them).\n",
+                "Abandoned{}. The worktrees listed above are kept: `baton flow clean --yes` removes the ones holding no work of their own; add `--force` for those with commits Main lacks or uncommitted changes.\n",
                 reason
                     .as_ref()
                     .map(|r| format!(": {}", clean(r)))

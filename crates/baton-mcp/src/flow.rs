@@ -135,7 +135,7 @@ pub const TOOLS: [ToolDef; 5] = [
         name: "flow_abandon",
         description: "Give up a paused or interrupted baton Flow, as `baton flow abandon` does: \
              nothing more runs, merged units stay merged, the other units' worktrees and branches \
-             are kept for a person to look at (`baton flow clean` removes them). Runs no agent. \
+             are kept for a person to look at (`baton flow clean --yes` removes them, with `--force` for those holding work of their own). Runs no agent. \
              Answers with the Flow's final report.",
         input: input::<FlowAbandonRequest>,
         output: output::<FlowDocument>,
