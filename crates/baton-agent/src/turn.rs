@@ -45,6 +45,7 @@ pub(crate) fn route_usage(prices: &BTreeMap<String, Price>, route: &Route) -> Ro
         turns: 0,
         usage: Usage::default(),
         cost_usd: cost(prices, route, &Usage::default()),
+        seat: None,
     }
 }
 
@@ -421,6 +422,7 @@ mod tests {
             turns,
             usage: Usage::default(),
             cost_usd,
+            seat: None,
         }
     }
 

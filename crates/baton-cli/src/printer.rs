@@ -442,8 +442,10 @@ impl Printer {
     }
 }
 
-/// The routes of a session that failed over, with each one's turns and cost:
-/// ` · routes a/x (1 turn, $0.0010) → b/y (2 turns)`; empty for a session on one route.
+/// The routes of a session that ran on more than one, with each one's turns and cost:
+/// ` · routes a/x (1 turn, $0.0010) → b/y (2 turns)` after a failover; in a routed session each
+/// names its participant: ` · coordinator a/x (2 turns), executor b/y (5 turns)`. Empty for a
+/// session on one route.
 fn routes_summary(routes: &[baton_protocol::RouteUsage]) -> String {
     if routes.len() < 2 {
         return String::new();
@@ -453,10 +455,19 @@ fn routes_summary(routes: &[baton_protocol::RouteUsage]) -> String {
         .map(|r| {
             let turns = if r.turns == 1 { "turn" } else { "turns" };
             let cost = r.cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default();
-            format!("{} ({} {turns}{cost})", r.model, r.turns)
+            let seat = r
+                .seat
+                .as_deref()
+                .map(|s| format!("{s} "))
+                .unwrap_or_default();
+            format!("{seat}{} ({} {turns}{cost})", r.model, r.turns)
         })
         .collect();
-    format!(" · routes {}", each.join(" → "))
+    if routes.iter().any(|r| r.seat.is_some()) {
+        format!(" · {}", each.join(", "))
+    } else {
+        format!(" · routes {}", each.join(" → "))
+    }
 }
 
 fn first_line(s: &str) -> String {

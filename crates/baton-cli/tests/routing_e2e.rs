@@ -1125,3 +1125,47 @@ fn a_profile_change_mid_task_takes_effect_at_the_next_safe_boundary() {
         ]
     );
 }
+
+/// [14/18] the first hour: the summary of a routed session says which route was the
+/// Coordinator's and which the Executor's (in text and in `session.completed`).
+#[test]
+fn the_summary_names_each_participants_route() {
+    let server = MockServer::builder()
+        .steps(investigate_and_fix().into_iter().map(Into::into))
+        .start_blocking();
+    let p = project(&server, "openai");
+    let out = run(&p, &["agent", "--routing", "auto", "make hello.txt"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "· coordinator mock/{COORD} (3 turns), executor mock/{EXEC} (4 turns)"
+        )),
+        "{err}"
+    );
+    let server = MockServer::builder()
+        .steps(investigate_and_fix().into_iter().map(Into::into))
+        .start_blocking();
+    let p = project(&server, "openai");
+    let out = run(
+        &p,
+        &["agent", "--json", "--routing", "auto", "make hello.txt"],
+    );
+    let done: Value = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "session.completed")
+        .unwrap();
+    let seats: Vec<(&str, &str)> = done["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["seat"].as_str().unwrap(), r["model"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        seats,
+        [
+            ("coordinator", "mock/coord-model"),
+            ("executor", "mock/exec-model")
+        ]
+    );
+}

@@ -148,6 +148,9 @@ pub struct RouteUsage {
     /// Present when the config has a price for the route.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// In a routed session, the participant that ran on it (`coordinator` or `executor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seat: Option<String>,
 }
 
 /// A stable error code and a human message.

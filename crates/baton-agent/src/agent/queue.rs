@@ -121,7 +121,10 @@ impl Seat {
         }
         let used = chain
             .first()
-            .map(|f| route_usage(&spec.prices, &f.route))
+            .map(|f| RouteUsage {
+                seat: profile.map(|p| p.as_str().to_string()),
+                ..route_usage(&spec.prices, &f.route)
+            })
             .into_iter()
             .collect();
         Seat {
@@ -724,7 +727,10 @@ impl Session<'_> {
                             );
                         }
                     }
-                    seat.used.push(route_usage(&spec.prices, &next.route));
+                    seat.used.push(RouteUsage {
+                        seat: seat.tag().map(str::to_string),
+                        ..route_usage(&spec.prices, &next.route)
+                    });
                     seat.active += 1;
                 }
                 (r, _) => break (r, open),
