@@ -32,6 +32,8 @@ pub(crate) struct Printer {
     at_line_start: bool,
     /// The last answer written off a terminal at `input.completed`.
     answered: Option<String>,
+    /// Whether stderr is a terminal (lines are fitted to its width).
+    err_tty: bool,
     /// Ids of agent-message items, whose deltas are the streamed answer.
     message_items: Vec<String>,
     /// The streamed text of open items, redacted as it comes.
@@ -90,13 +92,14 @@ impl Printer {
     pub(crate) fn new(json: bool) -> Self {
         let err_tty = std::io::stderr().is_terminal();
         let color = err_tty && std::env::var_os("NO_COLOR").is_none();
-        let printer = Printer::with_output(
+        let mut printer = Printer::with_output(
             json,
             Box::new(std::io::stdout()),
             Box::new(std::io::stderr()),
             std::io::stdout().is_terminal(),
             color,
         );
+        printer.err_tty = err_tty;
         if err_tty && !json {
             printer.with_spinner()
         } else {
@@ -119,6 +122,7 @@ impl Printer {
             color,
             at_line_start: true,
             answered: None,
+            err_tty: false,
             message_items: Vec::new(),
             streams: BTreeMap::new(),
             spinner: None,
@@ -322,14 +326,20 @@ impl Printer {
                         spinner.end(&item.id);
                     }
                     let what = tool_summary(&tool, &arguments, path.as_deref());
+                    // A refusal or an error says why in full on its line: on a terminal it is
+                    // fitted to the width at a word boundary, elsewhere it is not cut.
+                    let room = if self.err_tty {
+                        crate::term::stderr_columns()
+                            .saturating_sub(tool.len() + what.chars().count() + 16)
+                            .max(40)
+                    } else {
+                        usize::MAX
+                    };
+                    let why = |o: &Option<String>| reason_line(o.as_deref().unwrap_or(""), room);
                     let status = match (item.status, exit_code) {
-                        (ItemStatus::Declined, _) => {
-                            format!("declined: {}", first_line(output.as_deref().unwrap_or("")))
-                        }
+                        (ItemStatus::Declined, _) => format!("declined: {}", why(&output)),
                         (ItemStatus::Failed, Some(c)) => format!("exit {c}"),
-                        (ItemStatus::Failed, None) => {
-                            format!("error: {}", first_line(output.as_deref().unwrap_or("")))
-                        }
+                        (ItemStatus::Failed, None) => format!("error: {}", why(&output)),
                         (ItemStatus::Completed | ItemStatus::InProgress, Some(c)) => {
                             format!("exit {c}")
                         }
@@ -470,6 +480,21 @@ fn routes_summary(routes: &[baton_protocol::RouteUsage]) -> String {
     }
 }
 
+/// The first line of `s`, at most `room` characters: cut at the last word boundary that fits,
+/// with `…`.
+fn reason_line(s: &str, room: usize) -> String {
+    let line = s.lines().next().unwrap_or("").trim_end();
+    if line.chars().count() <= room {
+        return line.to_string();
+    }
+    let head: String = line.chars().take(room.saturating_sub(1)).collect();
+    let cut = head
+        .rfind(' ')
+        .filter(|&i| i > head.len() / 2)
+        .unwrap_or(head.len());
+    format!("{}…", head[..cut].trim_end())
+}
+
 fn first_line(s: &str) -> String {
     let line = s.lines().next().unwrap_or("");
     let mut out: String = line.chars().take(120).collect();
@@ -558,6 +583,7 @@ fn routing_line(record: &serde_json::Value, responsible: Option<&str>) -> Option
 
 #[cfg(test)]
 mod tests {
+
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use std::sync::{Arc, Mutex};
@@ -566,6 +592,19 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_reason_is_cut_at_a_word_boundary_only_when_it_does_not_fit() {
+        let why = "refused by the routing rule `coordinator-environment`: the Coordinator does not run tools";
+        assert_eq!(reason_line(why, usize::MAX), why);
+        assert_eq!(reason_line(&format!("{why}\nmore"), 500), why);
+        let cut = reason_line(why, 60);
+        assert_eq!(
+            cut,
+            "refused by the routing rule `coordinator-environment`: the…"
+        );
+        assert!(cut.chars().count() <= 60);
+    }
 
     /// A writer whose bytes the test reads back.
     #[derive(Clone, Default)]
