@@ -163,6 +163,14 @@ pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<Exit>
         return Ok(Exit::Ok);
     }
     let config = &ctx.config.config;
+    // The name column is as wide as the longest name, so long names keep the columns aligned.
+    let w = set
+        .roles
+        .iter()
+        .map(|r| r.meta.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(14);
     for r in &set.roles {
         let (backend, isolation, sandbox) = effective(r, config);
         let class = r
@@ -171,7 +179,7 @@ pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<Exit>
             .map(|c| c.to_string())
             .unwrap_or_else(|| "-".into());
         outln!(
-            "{:<14} {:<9} tools=[{}] backend={} isolation={} sandbox={}  {}",
+            "{:<w$} {:<9} tools=[{}] backend={} isolation={} sandbox={}  {}",
             r.meta.name,
             class,
             r.meta.tools.join(","),
@@ -180,7 +188,7 @@ pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<Exit>
             sandbox,
             source_text(&r.source)
         );
-        outln!("               {}", r.meta.description);
+        outln!("{:w$} {}", "", r.meta.description);
     }
     if !invalid.is_empty() {
         outln!();

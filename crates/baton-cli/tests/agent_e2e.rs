@@ -731,6 +731,18 @@ fn roles_and_models_commands_report_sources_and_resolution() {
         text.contains("project ") && text.contains("scout.md"),
         "{text}"
     );
+    // The columns stay aligned with names longer than the default column
+    // ("integration-verifier"): every role line's class starts in the same column.
+    assert!(text.contains("integration-verifier"), "{text}");
+    let class_at: std::collections::BTreeSet<usize> = text
+        .lines()
+        .filter(|l| !l.starts_with(' ') && l.contains("tools=["))
+        .map(|l| {
+            let name = l.split_whitespace().next().unwrap();
+            name.len() + l[name.len()..].len() - l[name.len()..].trim_start().len()
+        })
+        .collect();
+    assert_eq!(class_at.len(), 1, "misaligned columns:\n{text}");
     let out = p.run(&["roles", "check"]);
     assert_eq!(out.status.code(), Some(0));
     std::fs::write(
