@@ -53,6 +53,7 @@ enum FlowAction {
     },
     /// Show one Flow, or list the Flows of this repository.
     Status {
+        /// The Flow's id (a unique prefix is enough); without it, every Flow of the project.
         id: Option<String>,
         #[command(flatten)]
         common: Common,
@@ -72,12 +73,14 @@ enum FlowAction {
     },
     /// Continue an interrupted Flow from the first unit not yet integrated.
     Resume {
+        /// The interrupted Flow's id; without it, the project's active Flow.
         id: Option<String>,
         #[command(flatten)]
         common: Common,
     },
     /// Give up a paused or interrupted Flow; its worktrees and branches are kept.
     Abandon {
+        /// The Flow's id; without it, the project's active Flow.
         id: Option<String>,
         /// Why, for the record.
         #[arg(long)]

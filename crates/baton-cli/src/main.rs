@@ -98,6 +98,7 @@ enum Command {
     Roles {
         #[command(subcommand)]
         action: Option<RolesAction>,
+        /// Directory inside the project whose roles are listed (default: the current one).
         #[arg(long, global = true)]
         cwd: Option<PathBuf>,
         /// Print one JSON document instead of text.

@@ -68,38 +68,49 @@ pub struct TaskArgs {
 enum TaskAction {
     /// Show a background task (or all of them).
     Status {
+        /// One task's id (a unique prefix is enough); without it, every task of the project.
         id: Option<String>,
+        /// One JSON document instead of text.
         #[arg(long)]
         json: bool,
+        /// A folder inside the project (default: the current one).
         #[arg(long)]
         cwd: Option<PathBuf>,
     },
     /// Wait for a background task to finish and print its report.
     Wait {
+        /// The task's id (a unique prefix is enough; `baton task status` lists them).
         id: String,
+        /// The report as one JSON document.
         #[arg(long)]
         json: bool,
+        /// A folder inside the project (default: the current one).
         #[arg(long)]
         cwd: Option<PathBuf>,
     },
     /// Print a background task's recorded events, one line each (`--follow`: and the new ones
     /// until it ends, then exit as `wait` does).
     Logs {
+        /// The task's id (a unique prefix is enough; `baton task status` lists them).
         id: String,
+        /// Keep printing new events as they are recorded until the task ends.
         #[arg(long, short)]
         follow: bool,
         /// The events as recorded, one JSON object per line.
         #[arg(long)]
         json: bool,
+        /// A folder inside the project (default: the current one).
         #[arg(long)]
         cwd: Option<PathBuf>,
     },
     /// Stop a background task: its children are killed and its worktrees finalized.
     Cancel {
+        /// The task's id (a unique prefix is enough; `baton task status` lists them).
         id: String,
         /// What was done, as one JSON object.
         #[arg(long)]
         json: bool,
+        /// A folder inside the project (default: the current one).
         #[arg(long)]
         cwd: Option<PathBuf>,
     },

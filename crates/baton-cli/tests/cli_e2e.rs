@@ -772,3 +772,52 @@ fn the_readme_local_quick_start_works_as_written() {
     assert_eq!(reqs.len(), 1);
     assert_eq!(reqs[0].model(), Some("qwen2.5-coder:7b"));
 }
+
+/// [14/18] the first hour: every option and argument of every command says what it is in
+/// `--help` (several said nothing). Subcommands are found from each `--help` itself.
+#[test]
+fn every_option_of_every_command_has_help() {
+    let sb = sandbox();
+    let mut queue: Vec<Vec<String>> = vec![vec![]];
+    let mut empty: Vec<String> = Vec::new();
+    let mut seen = 0;
+    while let Some(path) = queue.pop() {
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("--help");
+        let text = stdout(&sb.run(&args));
+        seen += 1;
+        let mut in_commands = false;
+        for line in text.lines() {
+            if line.ends_with(':') && !line.starts_with(' ') {
+                in_commands = line == "Commands:";
+                continue;
+            }
+            let t = line.trim_start();
+            if in_commands {
+                let name = t.split_whitespace().next().unwrap_or("");
+                if !name.is_empty()
+                    && name != "help"
+                    && line.starts_with("  ")
+                    && !line.starts_with("   ")
+                {
+                    let mut sub = path.clone();
+                    sub.push(name.to_string());
+                    queue.push(sub);
+                }
+                continue;
+            }
+            let bare = t.starts_with('-') || t.starts_with('<') || t.starts_with('[');
+            let described = t.split("  ").skip(1).any(|part| !part.trim().is_empty());
+            if bare && !described && !t.starts_with("-h, --help") && !t.starts_with("-V, --version")
+            {
+                empty.push(format!("baton {}: {t}", path.join(" ")));
+            }
+        }
+    }
+    assert!(seen > 25, "only {seen} commands were found");
+    assert!(
+        empty.is_empty(),
+        "options without help:\n{}",
+        empty.join("\n")
+    );
+}
