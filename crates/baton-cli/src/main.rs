@@ -76,7 +76,11 @@ enum Command {
     Events(events_cmd::EventsArgs),
     /// Show what is damaged in a workflow, Flow, session or task record; --apply rebuilds it from its intact part.
     Repair(repair_cmd::RepairArgs),
-    /// Serve baton to an MCP client (Claude Code, Codex, …) over stdio: route, models, roles, workflow_status, delegate_task.
+    /// Serve baton to an MCP client (Claude Code, Codex, …) over stdio (or streamable HTTP with
+    /// --http). Tools: route, models, roles; delegate_task, task_status, task_wait, task_cancel;
+    /// run_workflow, workflow_status, workflow_resume; flow_start, flow_status, flow_continue,
+    /// flow_resume, flow_abandon. Resources: baton://workflows/{id}, baton://flows/{id},
+    /// baton://tasks/{id}/log. See docs/mcp.md.
     Mcp(mcp_cmd::McpArgs),
     /// Write a commented starter `.baton/config.toml` in the project (nothing else).
     Init(init_cmd::InitArgs),

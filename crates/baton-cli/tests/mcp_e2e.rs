@@ -76,6 +76,14 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
             "task_cancel"
         ]
     );
+    // `baton mcp --help` names every tool the server lists ([14/18]: it named 5 of 15).
+    let help = String::from_utf8_lossy(&sb.run(&["mcp", "--help"]).stdout).to_string();
+    for name in &names {
+        assert!(
+            help.contains(name),
+            "`baton mcp --help` lacks {name}:\n{help}"
+        );
+    }
     for t in tools[..4].iter().chain(&tools[7..8]) {
         let a = t.annotations.as_ref().unwrap();
         assert_eq!(
