@@ -161,11 +161,15 @@ pub fn parse_role(text: &str, origin: &str, source: RoleSource) -> Result<RoleSp
         let line = e
             .location()
             .map_or(FRONTMATTER_FIRST_LINE, |l| l.line() + FRONTMATTER_FIRST_LINE - 1);
+        let message = e.to_string();
+        let hint = baton_text::yaml_quoting_hint(&message)
+            .map(|h| format!("; {h}"))
+            .unwrap_or_default();
         invalid(
             line,
             format!(
-                "frontmatter: {} (required: name, description, tools; optional: skills, mcp, isolation, model_class, backend, command, sandbox)",
-                shift_lines(&e.to_string(), FRONTMATTER_FIRST_LINE - 1)
+                "frontmatter: {}{hint} (required: name, description, tools; optional: skills, mcp, isolation, model_class, backend, command, sandbox)",
+                shift_lines(&message, FRONTMATTER_FIRST_LINE - 1)
             ),
         )
     })?;
@@ -529,6 +533,25 @@ pub fn find_role(dirs: &RoleDirs, name: &str) -> Result<RoleSpec, RoleError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [14/18] the first hour: a YAML slip in a role's frontmatter suggests quoting.
+    #[test]
+    fn a_colon_in_an_unquoted_value_suggests_quoting() {
+        let text = "---\nname: critic\ndescription: Reviews code: finds bugs\ntools: [read]\n---\nBe critical.\n";
+        let err = parse_role(
+            text,
+            ".baton/roles/critic.md",
+            RoleSource::Project("x".into()),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("must be quoted"), "{err}");
+        assert!(
+            err.contains("description: \"Reviews code: finds bugs\""),
+            "{err}"
+        );
+        assert!(err.contains(":3"), "the line is named: {err}");
+    }
 
     /// [14/18]: a built-in role's class with no route gives way to `models.default_class`; a
     /// configured class, and any class of a user or project role, stands.

@@ -275,6 +275,22 @@ fn complete_utf8_prefix(bytes: &[u8]) -> usize {
 
 /// Whether `c` could move a terminal's cursor, change its state or break a line: a C0 or C1
 /// control (newline and tab included), DEL, or U+2028 / U+2029.
+/// A hint for a YAML parse error a person made by hand: most come from a plain value holding
+/// `: ` or ` #`, or starting with a character YAML reserves, which quoting fixes. `None` for
+/// other errors.
+pub fn yaml_quoting_hint(message: &str) -> Option<&'static str> {
+    const SHAPES: [&str; 5] = [
+        "mapping values are not allowed",
+        "did not find expected",
+        "found character that cannot start any token",
+        "could not find expected ':'",
+        "block sequence entries are not allowed",
+    ];
+    SHAPES.iter().any(|s| message.contains(s)).then_some(
+        "a value holding `: ` or ` #`, or starting with `*`, `&`, `!`, `|`, `>`, `%`, `@`, `[` or `{`, must be quoted, e.g. description: \"Reviews code: finds bugs\"",
+    )
+}
+
 pub fn is_control(c: char) -> bool {
     c.is_control() || c == '\u{2028}' || c == '\u{2029}'
 }

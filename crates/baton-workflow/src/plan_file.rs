@@ -387,8 +387,11 @@ fn phases_of(lines: &[&str], problems: &mut Vec<String>) -> Vec<PlanPhase> {
     let phases: Vec<PlanPhase> = match serde_norway::from_str::<Vec<PlanPhase>>(&yaml) {
         Ok(p) => p,
         Err(e) => {
+            let hint = baton_text::yaml_quoting_hint(&e.to_string())
+                .map(|h| format!("; {h}"))
+                .unwrap_or_default();
             problems.push(format!(
-                "the `## Phases` block does not read as a list of phases: {e} (each phase takes phase_id, title, objective, files, checks, exit_criteria, test_seams, inputs, expected_artifacts, checkpoint_type)"
+                "the `## Phases` block does not read as a list of phases: {e}{hint} (each phase takes phase_id, title, objective, files, checks, exit_criteria, test_seams, inputs, expected_artifacts, checkpoint_type)"
             ));
             return Vec::new();
         }
