@@ -57,12 +57,12 @@ pub fn poll_wait(store: &baton_state::StateDir, id: &str) -> Result<Option<WaitE
         Phase::Failed if state.report.is_none() => Some(WaitEnd::FailedBeforeRunning(
             state.failure.clone().unwrap_or_default(),
         )),
-        Phase::Done | Phase::Failed => Some(WaitEnd::Report(state.report.clone().unwrap_or(
-            DelegateReport {
+        Phase::Done | Phase::Failed | Phase::Cancelled => Some(WaitEnd::Report(
+            state.report.clone().unwrap_or(DelegateReport {
                 mode: state.request.mode,
                 entries: Vec::new(),
-            },
-        ))),
+            }),
+        )),
         Phase::Interrupted => {
             bail!("background task {id} was interrupted: its supervisor exited without finishing (see {})", store.task_log(id)?.display())
         }

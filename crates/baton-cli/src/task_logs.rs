@@ -43,7 +43,7 @@ pub fn logs(cwd: Option<PathBuf>, id: &str, follow: bool, json_mode: bool) -> Re
         match phase {
             Phase::Starting | Phase::Running => std::thread::sleep(FOLLOW_POLL),
             Phase::Done => return Ok(Exit::Ok),
-            Phase::Failed => return Ok(Exit::Failed),
+            Phase::Failed | Phase::Cancelled => return Ok(Exit::Failed),
             Phase::Interrupted => {
                 errln!("baton: background task {id} was interrupted: its supervisor ended without finishing");
                 return Ok(Exit::Failed);

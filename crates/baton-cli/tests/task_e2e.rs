@@ -334,6 +334,11 @@ fn background_tasks_outlive_the_cli_and_can_be_cancelled() {
     let waited = p.run(&["task", "wait", &id, "--json"]);
     assert_exit(&waited, 1);
     assert_eq!(report(&waited)["entries"][0]["status"], "stopped");
+    // A cancelled task says so ([14/18]: it said `failed`).
+    let s: Value =
+        serde_json::from_str(stdout(&p.run(&["task", "status", &id, "--json"])).trim()).unwrap();
+    assert_eq!(s["phase"], "cancelled", "{s}");
+    assert!(stdout(&p.run(&["task", "status", &id])).contains(&format!("{id}  cancelled")));
     let bad = p.run(&["task", "status", "tnope"]);
     assert_eq!(bad.status.code(), Some(2));
 }

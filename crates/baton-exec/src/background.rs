@@ -184,8 +184,10 @@ pub enum Phase {
     Running,
     /// Finished; every entry done.
     Done,
-    /// Finished; some entry failed or was stopped.
+    /// Finished; some entry failed.
     Failed,
+    /// Finished because it was cancelled (`baton task cancel`): entries stopped, none failed.
+    Cancelled,
     /// The supervisor is gone without finishing (killed, machine restarted).
     Interrupted,
 }
@@ -197,6 +199,7 @@ impl Phase {
             Phase::Running => "running",
             Phase::Done => "done",
             Phase::Failed => "failed",
+            Phase::Cancelled => "cancelled",
             Phase::Interrupted => "interrupted",
         }
     }
@@ -209,6 +212,12 @@ impl TaskState {
         }
         match (&self.report, self.supervisor) {
             (Some(r), _) if r.ok() => Phase::Done,
+            (Some(r), _)
+                if r.entries.iter().any(|e| e.status == EntryStatus::Stopped)
+                    && !r.entries.iter().any(|e| e.status == EntryStatus::Failed) =>
+            {
+                Phase::Cancelled
+            }
             (Some(_), _) => Phase::Failed,
             (None, Some(p)) if p.is_alive() => Phase::Running,
             (None, Some(_)) => Phase::Interrupted,
