@@ -62,22 +62,47 @@ pub fn run(cwd: Option<PathBuf>, json_mode: bool) -> Result<Exit> {
         );
         return Ok(Exit::Ok);
     }
-    for i in &infos {
-        // The task is the user's or a parent agent's text: one line, terminal-safe.
-        let task = baton_text::sanitize_line(first_line(&i.task));
-        let mut shown: String = task.chars().take(TASK_WIDTH).collect();
-        if task.chars().count() > TASK_WIDTH {
-            shown.push('…');
+    // One row per session under a header, each column as wide as its widest cell.
+    let rows: Vec<[String; 6]> = infos
+        .iter()
+        .map(|i| {
+            // The task is the user's or a parent agent's text: one line, terminal-safe.
+            let task = baton_text::sanitize_line(first_line(&i.task));
+            let mut shown: String = task.chars().take(TASK_WIDTH).collect();
+            if task.chars().count() > TASK_WIDTH {
+                shown.push('…');
+            }
+            [
+                i.header.session_id.clone(),
+                crate::term::short_time(&i.header.created),
+                baton_text::sanitize_line(&i.header.role).into_owned(),
+                baton_text::sanitize_line(&i.header.model).into_owned(),
+                outcome_text(i),
+                shown,
+            ]
+        })
+        .collect();
+    let header = ["ID", "CREATED", "ROLE", "ROUTE", "OUTCOME", "TASK"].map(String::from);
+    let mut widths = [0usize; 6];
+    for row in std::iter::once(&header).chain(&rows) {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
         }
-        outln!(
-            "{}  {}  {:<11}  {}  {}  {}",
-            i.header.session_id,
-            i.header.created,
-            baton_text::sanitize_line(&i.header.role),
-            baton_text::sanitize_line(&i.header.model),
-            outcome_text(i),
-            shown
-        );
+    }
+    for row in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .enumerate()
+            .map(|(k, (c, w))| {
+                if k == 5 {
+                    c.clone()
+                } else {
+                    format!("{c:<w$}")
+                }
+            })
+            .collect();
+        outln!("{}", cells.join("  ").trim_end());
     }
     errln!(
         "baton: continue one with `baton agent --resume ID` (a unique prefix of the id, or `last`)"

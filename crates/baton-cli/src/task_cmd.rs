@@ -400,7 +400,7 @@ fn print_state(state: &background::TaskState, json_mode: bool) {
         state.request.mode.as_str(),
         state.entries.len(),
         if state.entries.len() == 1 { "y" } else { "ies" },
-        state.created
+        crate::term::short_time(&state.created)
     );
     let live = state.live_children();
     for (i, (name, role, s)) in state.entries.iter().enumerate() {

@@ -20,3 +20,37 @@ pub fn stderr_columns() -> usize {
         .filter(|c| *c > 0)
         .unwrap_or(80)
 }
+
+/// An RFC 3339 timestamp as a person reads it in a table: `2026-12-05 05:57:23` (to the second,
+/// `UTC` when it was recorded in UTC); anything else is shown as it is.
+pub fn short_time(ts: &str) -> String {
+    let b = ts.as_bytes();
+    if ts.len() < 19 || !ts.is_char_boundary(19) || b[10] != b'T' {
+        return ts.to_string();
+    }
+    let utc = ts.ends_with('Z') || ts.ends_with("+00:00");
+    format!(
+        "{} {}{}",
+        &ts[..10],
+        &ts[11..19],
+        if utc { " UTC" } else { "" }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_time;
+
+    #[test]
+    fn timestamps_are_shown_to_the_second() {
+        assert_eq!(
+            short_time("2026-12-05T05:57:23.123456789Z"),
+            "2026-12-05 05:57:23 UTC"
+        );
+        assert_eq!(
+            short_time("2026-12-05T05:57:23+02:00"),
+            "2026-12-05 05:57:23"
+        );
+        assert_eq!(short_time("yesterday"), "yesterday");
+    }
+}

@@ -368,18 +368,32 @@ fn sessions_lists_saved_sessions_and_resume_takes_a_prefix_or_last() {
     assert_exit(&out, 0);
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines.len(), 4, "{text}");
+    // A header, and columns aligned under it ([14/18]: no header, nanosecond timestamps).
     assert!(
-        lines[0].starts_with(&first) && lines[0].ends_with("completed  first task"),
+        lines[0].starts_with("ID") && lines[0].ends_with("OUTCOME               TASK"),
+        "{text}"
+    );
+    let task_at = lines[0].find("TASK").unwrap();
+    assert!(
+        lines[1].starts_with(&first)
+            && lines[1].contains("completed")
+            && lines[1].ends_with("first task"),
+        "{text}"
+    );
+    assert_eq!(lines[1].find("first task"), Some(task_at), "{text}");
+    assert!(
+        lines[2].contains("scout") && lines[2].contains("failed (model_error)  second task"),
         "{text}"
     );
     assert!(
-        lines[1].contains("scout") && lines[1].ends_with("failed (model_error)  second task"),
+        lines[3].contains("unfinished") && lines[3].ends_with("\u{fffd}]0;third task\u{fffd}"),
         "{text}"
     );
+    let created = lines[1].split("  ").nth(1).unwrap();
     assert!(
-        lines[2].ends_with("unfinished  \u{fffd}]0;third task\u{fffd}"),
-        "{text}"
+        created.len() == 23 && created.ends_with(" UTC") && !created.contains('.'),
+        "the creation time to the second: {created:?}"
     );
 
     // An ambiguous prefix names the candidates and runs nothing.
