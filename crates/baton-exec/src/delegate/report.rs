@@ -202,16 +202,49 @@ pub fn render_usage(
         if let Some(c) = cost {
             total_cost = Some(total_cost.unwrap_or(0.0) + c);
         }
-        lines.push(format!(
-            "  {} ({}): {}",
-            e.name,
-            e.role,
+        // A command child calls no model: its line says so instead of a row of zeros.
+        let text = if e.model.is_none() && e.usage == Usage::default() {
+            format!("no model (a command) · {}", duration_text(e.duration_ms))
+        } else {
             usage_text(&e.usage, cost, e.duration_ms)
-        ));
+        };
+        lines.push(format!("  {} ({}): {text}", e.name, e.role));
     }
+    let any_model = report.entries.iter().any(|e| e.model.is_some());
     lines.push(format!(
         "  total: {}",
-        usage_text(&total, total_cost, total_ms)
+        if any_model || total != Usage::default() {
+            usage_text(&total, total_cost, total_ms)
+        } else {
+            duration_text(total_ms)
+        }
     ));
     format!("usage:\n{}", lines.join("\n"))
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use super::*;
+
+    #[test]
+    fn a_command_child_has_no_row_of_zeros() {
+        let mut e = skipped(
+            0,
+            &serde_json::from_value(
+                serde_json::json!({"role": "echoer", "name": "ping", "task": "x"}),
+            )
+            .unwrap(),
+        );
+        e.status = EntryStatus::Done;
+        e.duration_ms = 1200;
+        let report = DelegateReport {
+            mode: Mode::Single,
+            entries: vec![e],
+        };
+        let text = render_usage(&report, &Default::default());
+        assert_eq!(
+            text,
+            "usage:\n  ping (echoer): no model (a command) · 1.2s\n  total: 1.2s"
+        );
+    }
 }
