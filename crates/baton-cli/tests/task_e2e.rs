@@ -902,4 +902,12 @@ fn the_concurrency_cap_holds_across_background_tasks_of_one_project() {
         "{}",
         stdout(&logs)
     );
+    // The child's answer is in the log once the task is done ([14/18]: it never was).
+    let followed = p.run(&["task", "logs", &b, "--follow"]);
+    assert_exit(&followed, 0);
+    assert!(
+        stdout(&followed).contains("[b] answer:\n  ok"),
+        "{}",
+        stdout(&followed)
+    );
 }
