@@ -34,4 +34,23 @@ fn the_demo_runs_a_whole_build_with_one_remediation_and_ends_verified() {
             "{phase} missing in\n{err}"
         );
     }
+    // The brief lists the tasks in the order they ran, and names the host's own step
+    // ([14/18]: id order, and a blank role for memory-finalize).
+    let listed: Vec<&str> = out
+        .lines()
+        .skip_while(|l| *l != "tasks:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  t"))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(
+        listed,
+        ["t1", "t2", "t3", "t7", "t8", "t9", "t4", "t5", "t6"],
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("  t6 memory-finalize") && l.contains(" host")),
+        "{out}"
+    );
 }

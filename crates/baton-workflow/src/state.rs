@@ -155,6 +155,9 @@ pub struct Host {
     /// The tasks dispatched for `next`: once all are completed their outputs are decided.
     pub batch: Vec<String>,
     pub outputs: BTreeMap<String, TaskOutput>,
+    /// The tasks whose outputs came in, in the order they came (the brief lists tasks so).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub finished_order: Vec<String>,
     /// Dispatches per phase: the attempt number of record and replay keys.
     pub dispatch_counts: BTreeMap<String, u32>,
     /// Remediation tasks whose re-checks were spawned: no longer shown to the engine.

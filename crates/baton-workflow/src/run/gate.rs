@@ -195,6 +195,29 @@ pub fn spent_line(s: &Spent) -> String {
     line
 }
 
+/// The tasks in the order they ran: those whose outputs came in, in that order, then the rest
+/// (the host's own steps, tasks not run) in id order (`t2` before `t10`). A remediation's fix and
+/// re-review so come before the verifier that waited for them, as they ran.
+fn run_order<'a>(
+    tasks: &'a [crate::artifact::Task],
+    finished: &[String],
+) -> Vec<&'a crate::artifact::Task> {
+    let num = |id: &str| {
+        id.trim_start_matches('t')
+            .parse::<u64>()
+            .unwrap_or(u64::MAX)
+    };
+    let mut out: Vec<&crate::artifact::Task> = finished
+        .iter()
+        .filter_map(|id| tasks.iter().find(|t| &t.id == id))
+        .collect();
+    let mut rest: Vec<&crate::artifact::Task> =
+        tasks.iter().filter(|t| !finished.contains(&t.id)).collect();
+    rest.sort_by_key(|t| (num(&t.id), t.id.clone()));
+    out.extend(rest);
+    out
+}
+
 /// The decision-ready brief: the request, every task with its verdict, the remediation cycles,
 /// the proof, what was spent, and why the workflow stands where it does.
 pub fn brief(artifact: &Value, headline: &str) -> String {
@@ -214,19 +237,19 @@ pub fn brief_of(r: &Record, headline: &str) -> String {
         out.push_str(&format!("request: {r}\n"));
     }
     out.push_str("tasks:\n");
-    for t in &v.tasks {
+    for t in run_order(&v.tasks, &v.host.finished_order) {
         let status = match t.status {
             Some(TaskStatus::Completed) => "done",
             Some(TaskStatus::Deleted) => "pruned",
             Some(TaskStatus::InProgress) => "running",
             Some(TaskStatus::Pending) | None => "pending",
         };
-        let role = v
-            .host
-            .outputs
-            .get(&t.id)
-            .map(|o| o.role.as_str())
-            .unwrap_or("");
+        // A memory step is the host's own work: no agent ran it.
+        let role = match (v.host.outputs.get(&t.id), t.kind) {
+            (Some(o), _) => o.role.as_str(),
+            (None, Some(crate::artifact::TaskKind::Memory)) => "host",
+            (None, _) => "",
+        };
         let verdict = v
             .host
             .outputs
