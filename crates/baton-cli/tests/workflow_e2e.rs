@@ -132,6 +132,13 @@ fn prose_without_a_contract_stops_the_workflow() {
     );
     assert_eq!(wf.dispatched(), ["build-implement"]);
     assert_eq!(wf.snapshot()["run_state"], "failed");
+    // Its task row says so ([14/18]: it said `done`).
+    let text = out(&o);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("  t1 build-implement"))
+        .unwrap_or_else(|| panic!("no t1 row in:\n{text}"));
+    assert!(row.contains(" failed "), "{row}");
 }
 
 #[test]

@@ -238,7 +238,15 @@ pub fn brief_of(r: &Record, headline: &str) -> String {
     }
     out.push_str("tasks:\n");
     for t in run_order(&v.tasks, &v.host.finished_order) {
+        let output = v.host.outputs.get(&t.id);
+        // A dispatch that failed, or whose answer holds no valid contract, is not `done`.
+        let failed = output.is_some_and(|o| {
+            o.error.is_some()
+                || crate::contract::Role::from_name(&o.role)
+                    .is_some_and(|r| crate::contract::parse(r, &o.text).is_err())
+        });
         let status = match t.status {
+            _ if failed => "failed",
             Some(TaskStatus::Completed) => "done",
             Some(TaskStatus::Deleted) => "pruned",
             Some(TaskStatus::InProgress) => "running",
