@@ -8,11 +8,34 @@ use baton_exec::Activity;
 /// The lines `baton task logs ID` prints for these events (terminal-safe).
 pub fn lines(events: &[TaskEvent]) -> Vec<String> {
     let mut names = Vec::new();
-    events
+    let mut out = Vec::new();
+    for ev in events {
+        if let Some(line) = describe(ev, &mut names) {
+            out.push(baton_text::sanitize_line(&line).into_owned());
+            out.extend(answers(ev));
+        }
+    }
+    out
+}
+
+/// After a task's `completed` event, each child's answer: a `[name] answer:` line, then its
+/// lines indented (terminal-safe). Nothing for other events.
+pub fn answers(ev: &TaskEvent) -> Vec<String> {
+    let TaskEvent::Completed { report } = ev else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in report
+        .entries
         .iter()
-        .filter_map(|ev| describe(ev, &mut names))
-        .map(|line| baton_text::sanitize_line(&line).into_owned())
-        .collect()
+        .filter(|e| !e.output.trim().is_empty())
+    {
+        out.push(format!("[{}] answer:", baton_text::sanitize_line(&e.name)));
+        for l in e.output.trim_end().lines() {
+            out.push(format!("  {}", baton_text::sanitize_line(l)));
+        }
+    }
+    out
 }
 
 /// One event as a line, or `None` for events too fine-grained to show (thinking, token counts).

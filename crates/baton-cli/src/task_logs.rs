@@ -35,17 +35,8 @@ pub fn logs(cwd: Option<PathBuf>, id: &str, follow: bool, json_mode: bool) -> Re
             } else if let Some(line) = describe(ev, &mut names) {
                 outln!("{}", baton_text::sanitize_line(&line));
                 // The children's answers, once the task is done: what `wait` would print.
-                if let background::TaskEvent::Completed { report } = ev {
-                    for e in report
-                        .entries
-                        .iter()
-                        .filter(|e| !e.output.trim().is_empty())
-                    {
-                        outln!("[{}] answer:", baton_text::sanitize_line(&e.name));
-                        for l in e.output.trim_end().lines() {
-                            outln!("  {}", baton_text::sanitize_line(l));
-                        }
-                    }
+                for line in baton_app::task_log::answers(ev) {
+                    outln!("{line}");
                 }
             }
         }
