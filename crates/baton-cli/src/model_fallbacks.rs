@@ -16,8 +16,19 @@ pub fn compaction_route(config: &Config) -> anyhow::Result<Option<Fallback>> {
         .map_err(|e| anyhow::anyhow!("agent.compaction_class = \"{class}\": {e}"))?;
     let provider = build_provider(&resolved, &ProcessEnv)
         .map_err(|e| anyhow::anyhow!("agent.compaction_class = \"{class}\": {e}"))?;
-    Ok(Some(Fallback {
-        route: resolved.route.clone(),
+    Ok(Some(fallback(&resolved, resolved.route.clone(), provider)))
+}
+
+/// The session's view of a resolved route on `route` (its own, with a thinking level added):
+/// the provider, the output limit (the route's option, else the provider's) and the context
+/// window of the model table.
+pub fn fallback(
+    resolved: &ResolvedRoute,
+    route: baton_protocol::Route,
+    provider: std::sync::Arc<dyn baton_model::Provider>,
+) -> Fallback {
+    Fallback {
+        route,
         provider,
         max_output_tokens: resolved
             .profile
@@ -25,7 +36,7 @@ pub fn compaction_route(config: &Config) -> anyhow::Result<Option<Fallback>> {
             .max_output_tokens
             .or(resolved.provider.max_output_tokens),
         context_window: resolved.profile.info.context_window,
-    }))
+    }
 }
 
 /// The routes of the class `resolved` was chosen from that come after it and can be used now,
@@ -61,16 +72,7 @@ pub fn class_fallbacks(
                 if route.thinking.is_none() {
                     route.thinking = thinking;
                 }
-                fallbacks.push(Fallback {
-                    route,
-                    provider,
-                    max_output_tokens: checked
-                        .profile
-                        .options
-                        .max_output_tokens
-                        .or(checked.provider.max_output_tokens),
-                    context_window: checked.profile.info.context_window,
-                });
+                fallbacks.push(fallback(&checked, route, provider));
             }
             Err(e) => errln!("baton: route {route} cannot be failed over to: {e}"),
         }

@@ -46,16 +46,7 @@ fn seat_chain(
     if route.thinking.is_none() {
         route.thinking = thinking;
     }
-    let first = Fallback {
-        route,
-        provider,
-        max_output_tokens: resolved
-            .profile
-            .options
-            .max_output_tokens
-            .or(resolved.provider.max_output_tokens),
-        context_window: resolved.profile.info.context_window,
-    };
+    let first = crate::model_fallbacks::fallback(&resolved, route, provider);
     Ok(std::iter::once(first)
         .chain(crate::model_fallbacks::class_fallbacks(
             config, &resolved, thinking,
