@@ -31,6 +31,27 @@ fn big_output() -> Turn {
     )
 }
 
+/// The id of the session a `--json` run started.
+fn session_of(out: &std::process::Output) -> String {
+    json_lines(out)[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// `baton ARGS` in `p`; it must exit 0 (stderr shown otherwise).
+fn ok(p: &Sandbox, args: &[&str]) -> std::process::Output {
+    let out = p.run(args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "baton {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 const SUMMARY: &str = "## Goal\nPrint the xs.\n## State\nPrinted 20000 x with bash; done.";
 
 #[test]
@@ -43,18 +64,15 @@ fn a_full_window_is_compacted_and_the_session_goes_on_from_the_summary() {
             .turn(Turn::text("Again, from the summary."))
             .start_blocking();
         let p = project(&server, kind);
-        let out = p.run(&[
-            "agent",
-            "--json",
-            "--model",
-            "mock/small-model",
-            "print the xs",
-        ]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{kind}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = ok(
+            &p,
+            &[
+                "agent",
+                "--json",
+                "--model",
+                "mock/small-model",
+                "print the xs",
+            ],
         );
         let events = json_lines(&out);
         let compacted: Vec<&Value> = events
@@ -115,14 +133,7 @@ fn a_full_window_is_compacted_and_the_session_goes_on_from_the_summary() {
             transcript.contains(&"x".repeat(10000)),
             "{kind}: the transcript lost the output"
         );
-        let out = p.run(&["agent", "--json", "--resume", &id, "again"]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{kind}: {}{}",
-            String::from_utf8_lossy(&out.stderr),
-            String::from_utf8_lossy(&out.stdout)
-        );
+        ok(&p, &["agent", "--json", "--resume", &id, "again"]);
         let reqs = server.model_requests();
         let resumed = reqs[3].messages();
         assert!(
@@ -234,26 +245,19 @@ fn agent_resume_compact_compacts_a_saved_session() {
     let p = Sandbox::new()
         .baton_exe(env!("CARGO_BIN_EXE_baton"))
         .mock_provider(&server, "openai", "");
-    let out = p.run(&["agent", "--json", "--model", "mock/m", "one"]);
-    assert_eq!(out.status.code(), Some(0));
-    let id = json_lines(&out)[0]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let out = p.run(&[
-        "agent",
-        "--json",
-        "--model",
-        "mock/m",
-        "--resume",
-        &id,
-        "--compact",
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = ok(&p, &["agent", "--json", "--model", "mock/m", "one"]);
+    let id = session_of(&out);
+    let out = ok(
+        &p,
+        &[
+            "agent",
+            "--json",
+            "--model",
+            "mock/m",
+            "--resume",
+            &id,
+            "--compact",
+        ],
     );
     assert_eq!(
         server.model_requests().len(),
@@ -287,31 +291,22 @@ fn the_compaction_class_writes_the_summary() {
             "openai",
             "\n[models]\nfast = \"mock/summary-model\"\n\n[agent]\ncompaction_class = \"fast\"\n",
         );
-    let out = p.run(&["agent", "--json", "--model", "mock/main-model", "one"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = ok(
+        &p,
+        &["agent", "--json", "--model", "mock/main-model", "one"],
     );
-    let id = json_lines(&out)[0]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let out = p.run(&[
-        "agent",
-        "--json",
-        "--model",
-        "mock/main-model",
-        "--resume",
-        &id,
-        "--compact",
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let id = session_of(&out);
+    ok(
+        &p,
+        &[
+            "agent",
+            "--json",
+            "--model",
+            "mock/main-model",
+            "--resume",
+            &id,
+            "--compact",
+        ],
     );
     let reqs = server.model_requests();
     assert_eq!(reqs[0].model(), Some("main-model"));

@@ -256,6 +256,27 @@ fn last_user_text(req: &RecordedRequest) -> String {
     req.last_user_text().unwrap_or_default()
 }
 
+/// `baton chat --json --routing CONTROL --no-wait` in `p`, told to "run the check" (a script's
+/// first step being [`held_bash`]), once that call has started: the child and its stdin, to type
+/// into while the call waits for `go`.
+fn held_chat(p: &Sandbox, control: &str) -> (std::process::Child, std::process::ChildStdin) {
+    use std::io::Write;
+    let mut child = p
+        .baton(&["chat", "--json", "--routing", control, "--no-wait"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "run the check").unwrap();
+    assert!(baton_testkit::fixture::wait_until(
+        std::time::Duration::from_secs(60),
+        || p.work().join("started").exists()
+    ));
+    (child, stdin)
+}
+
 /// A bash call that says it started, then waits for the test's `go` file.
 fn held_bash(p: &Sandbox) -> Value {
     let started = p.work().join("started");
@@ -298,18 +319,7 @@ fn new_input_interrupts_the_executor_with_a_partial_report_and_resume_continues_
         json!({"operation": "submit", "report": "The check finished: went.", "outcome": "completed"}),
     ));
     server.push(Turn::text("The check is done."));
-    let mut child = p
-        .baton(&["chat", "--json", "--routing", "auto", "--no-wait"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, "run the check").unwrap();
-    assert!(baton_testkit::fixture::wait_until(
-        std::time::Duration::from_secs(60),
-        || p.work().join("started").exists()
-    ));
+    let (child, mut stdin) = held_chat(&p, "auto");
     writeln!(stdin, "stop the check, I changed my mind").unwrap();
     stdin.flush().unwrap();
     // The input is acted on after the running call, which the test now lets finish.
@@ -726,19 +736,7 @@ fn input_joins_a_held_executor_instead_of_stopping_it() {
         json!({"command": "echo second > second.txt"}),
     ));
     server.push(Turn::text("Seen: the check went, and your note."));
-    let mut child = p
-        .baton(&["chat", "--json", "--routing", "executor", "--no-wait"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, "run the check").unwrap();
-    assert!(baton_testkit::fixture::wait_until(
-        std::time::Duration::from_secs(60),
-        || p.work().join("started").exists()
-    ));
+    let (child, mut stdin) = held_chat(&p, "executor");
     writeln!(stdin, "also note the time").unwrap();
     stdin.flush().unwrap();
     std::fs::write(p.work().join("go"), "").unwrap();
@@ -828,19 +826,7 @@ fn interrupt_stops_the_executor_and_the_task_without_waking_the_coordinator() {
         .start_blocking();
     let p = project(&server, "openai");
     server.push(Turn::tool_call("e1", "bash", held_bash(&p)));
-    let mut child = p
-        .baton(&["chat", "--json", "--routing", "auto", "--no-wait"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, "run the check").unwrap();
-    assert!(baton_testkit::fixture::wait_until(
-        std::time::Duration::from_secs(60),
-        || p.work().join("started").exists()
-    ));
+    let (child, mut stdin) = held_chat(&p, "auto");
     writeln!(stdin, "/interrupt").unwrap();
     stdin.flush().unwrap();
     std::fs::write(p.work().join("go"), "").unwrap();
@@ -1077,19 +1063,7 @@ fn a_profile_change_mid_task_takes_effect_at_the_next_safe_boundary() {
     let p = project(&server, "openai");
     server.push(Turn::tool_call("e1", "bash", held_bash(&p)));
     server.push(Turn::text("coordinator here"));
-    let mut child = p
-        .baton(&["chat", "--json", "--routing", "executor", "--no-wait"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, "run the check").unwrap();
-    assert!(baton_testkit::fixture::wait_until(
-        std::time::Duration::from_secs(60),
-        || p.work().join("started").exists()
-    ));
+    let (child, mut stdin) = held_chat(&p, "executor");
     writeln!(stdin, "/profile coordinator").unwrap();
     writeln!(stdin, "hi").unwrap();
     stdin.flush().unwrap();
