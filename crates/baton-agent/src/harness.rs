@@ -83,6 +83,7 @@ impl Harness {
                 sandbox: baton_tool::SandboxPolicy::default(),
                 tmp_dir: None,
                 context_files: Vec::new(),
+                skills: Vec::new(),
                 prices: Default::default(),
                 tools: builtin_tools(),
                 host_tools: Vec::new(),

@@ -128,6 +128,12 @@ pub struct RoleDocument {
     pub isolation: String,
     pub sandbox: String,
     pub source: RoleSourceDocument,
+    /// The skills the role names.
+    pub skills: Vec<String>,
+    /// How the skills reach a child of this backend, when not as named (peer CLIs that find
+    /// their own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skills_note: Option<String>,
 }
 
 /// Where a role came from.
@@ -140,6 +146,34 @@ pub enum RoleSourceDocument {
     User { path: String },
     #[serde(rename = "project")]
     Project { path: String },
+}
+
+// ---------------------------------------------------------------- baton skills
+
+/// `baton skills --json`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SkillsDocument {
+    /// The skills in force, by name.
+    pub skills: Vec<SkillDocument>,
+    /// Skills of a name an earlier folder already has: not used.
+    pub shadowed: Vec<SkillDocument>,
+    /// The `SKILL.md` files that cannot be used, `file: problem`.
+    pub invalid: Vec<String>,
+    /// The folders looked in, in order.
+    pub folders: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SkillDocument {
+    pub name: String,
+    pub description: String,
+    /// `project` (.baton/skills), `claude` (.claude/skills), `agents` (.agents/skills), `user`
+    /// or `config` (`skills.paths`).
+    pub source: String,
+    /// The skill's `SKILL.md`.
+    pub path: String,
+    /// The roles that name it.
+    pub roles: Vec<String>,
 }
 
 /// `baton roles check --json`.

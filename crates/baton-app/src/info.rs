@@ -1,5 +1,6 @@
-//! The documents of `baton models --json` and `baton roles --json` (and the MCP `models` and
-//! `roles` tools): the model classes with their routes, and the effective roles.
+//! The documents of `baton models --json`, `baton roles --json` and `baton skills --json` (and the
+//! MCP `models` and `roles` tools): the model classes with their routes, the effective roles, and
+//! the skills.
 
 use baton_model::routes::{check_route, default_class, ProcessEnv};
 use baton_protocol::role::{BackendKind, Isolation, RoleSource};
@@ -8,7 +9,7 @@ use baton_roles::load_roles;
 
 use crate::documents::{
     to_value, ModelClassDocument, ModelsDocument, RoleDocument, RoleSourceDocument, RolesDocument,
-    RouteCheck,
+    RouteCheck, SkillDocument, SkillsDocument,
 };
 use crate::project::{role_dirs, ProjectContext};
 
@@ -123,9 +124,76 @@ pub fn roles_json(ctx: &ProjectContext) -> RolesDocument {
                 isolation: isolation.to_string(),
                 sandbox: sandbox.to_string(),
                 source: source_json(&r.source),
+                skills: r.meta.skills.clone(),
+                skills_note: skills_note(backend, &r.meta.skills).map(str::to_string),
             }
         })
         .collect();
     let invalid: Vec<String> = set.bad.iter().map(|b| b.one_line()).collect();
     RolesDocument { roles, invalid }
+}
+
+/// How a role's named skills reach a child of `backend`, when not as named: `baton` children and
+/// pi get exactly them; the other peers find their own.
+pub fn skills_note(backend: BackendKind, skills: &[String]) -> Option<&'static str> {
+    if skills.is_empty() {
+        return None;
+    }
+    match backend {
+        BackendKind::Baton | BackendKind::Pi => None,
+        BackendKind::Claude => {
+            Some("not passed: Claude Code has no way to be given skills; it loads those of its own .claude/skills folders")
+        }
+        BackendKind::Codex => {
+            Some("not passed: Codex has no way to be given skills; it loads those of its own .agents/skills folders")
+        }
+        BackendKind::Command => Some("not passed: a command child has no skills"),
+    }
+}
+
+/// The names roles select that no skill folder has, one line each: `role R (source): …`.
+pub fn unknown_skills(ctx: &ProjectContext, set: &baton_roles::RoleSet) -> Vec<String> {
+    let skills = crate::project::skills(ctx);
+    let mut out = Vec::new();
+    for r in &set.roles {
+        let (_, missing) = skills.select(&r.meta.skills);
+        for name in missing {
+            out.push(format!(
+                "role {} ({}): skill `{name}` is in none of the skill folders: add .baton/skills/{name}/SKILL.md, or remove it from `skills` (see `baton skills`)",
+                r.meta.name,
+                match &r.source {
+                    RoleSource::Builtin => "built-in".to_string(),
+                    RoleSource::User(p) | RoleSource::Project(p) => p.clone(),
+                }
+            ));
+        }
+    }
+    out
+}
+
+/// `baton skills --json`: every skill found, the roles naming each, the shadowed and bad ones.
+pub fn skills_json(ctx: &ProjectContext) -> SkillsDocument {
+    let set = crate::project::skills(ctx);
+    let roles = load_roles(&role_dirs(&ctx.project_root));
+    let doc = |k: &baton_roles::skills::Skill| SkillDocument {
+        name: k.name.clone(),
+        description: k.description.clone(),
+        source: k.origin.as_str().to_string(),
+        path: k.file().display().to_string(),
+        roles: roles
+            .roles
+            .iter()
+            .filter(|r| r.meta.skills.contains(&k.name))
+            .map(|r| r.meta.name.clone())
+            .collect(),
+    };
+    SkillsDocument {
+        skills: set.skills.values().map(doc).collect(),
+        shadowed: set.shadowed.iter().map(doc).collect(),
+        invalid: set.bad.iter().map(|b| b.to_string()).collect(),
+        folders: crate::project::skill_dirs(ctx)
+            .iter()
+            .map(|d| d.path.display().to_string())
+            .collect(),
+    }
 }

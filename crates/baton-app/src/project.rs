@@ -124,6 +124,27 @@ pub fn role_dirs(project_root: &Path) -> RoleDirs {
     }
 }
 
+/// The folders the project's skills are looked up in, in order (`skills.paths` adds,
+/// `skills.ignore` removes).
+pub fn skill_dirs(ctx: &ProjectContext) -> Vec<baton_roles::skills::SkillDir> {
+    let s = &ctx.config.config.skills;
+    let home = std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    baton_roles::skills::skill_dirs(
+        &ctx.project_root,
+        user_config_dir().as_deref(),
+        &s.paths,
+        &s.ignore,
+        home.as_deref(),
+    )
+}
+
+/// Every skill of the project, by name.
+pub fn skills(ctx: &ProjectContext) -> baton_roles::skills::SkillSet {
+    baton_roles::skills::discover(&skill_dirs(ctx))
+}
+
 /// Warns on stderr, one line each, of the bad role files a command skips: those that do not
 /// define one of the roles it `asked` for (a bad file of an asked role fails the lookup instead).
 pub fn warn_skipped_roles(dirs: &RoleDirs, asked: &[&str]) {

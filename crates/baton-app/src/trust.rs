@@ -36,6 +36,7 @@ pub const WIDENING: &[&str] = &[
     "providers.*.api_key_file",
     "flow.validation_sandbox",
     "agent.context_files",
+    "skills.paths",
     "workflow.install",
 ];
 

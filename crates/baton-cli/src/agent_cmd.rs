@@ -77,6 +77,10 @@ pub struct AgentArgs {
     /// or `executor`; `off` stops routing. A resumed routed session keeps its control without it.
     #[arg(long, value_name = "CONTROL")]
     routing: Option<String>,
+    /// Offer exactly this skill (a folder holding SKILL.md) instead of the ones found in the skill
+    /// folders; repeatable. How a delegating session passes a child its role's skills.
+    #[arg(long, value_name = "DIR")]
+    skill: Vec<PathBuf>,
     /// The task; `-` reads it from stdin. Optional with --resume.
     task: Option<String>,
     /// Set by `baton chat`: read input lines as the session goes.
@@ -128,6 +132,56 @@ fn read_task(task: Option<String>, resuming: bool) -> Result<String> {
         None if resuming => Ok("Continue where you left off.".to_string()),
         None => bail!("missing TASK: pass what the agent should do, e.g. baton agent \"fix the failing test\", or - to read it from stdin"),
     }
+}
+
+/// The skills a session is offered: those given with `--skill` (a delegating Main resolved
+/// them); else in a main session every skill of the project (bad skill files named in a warning
+/// each), in a delegated child exactly those its role names (seed 004: no ambient discovery in
+/// children; a name not found is named in a warning and skipped). None without the `read`
+/// tool, which is how a skill is opened.
+fn session_skills(
+    ctx: &ProjectContext,
+    role: &baton_protocol::role::RoleSpec,
+    is_child: bool,
+    given: &[PathBuf],
+) -> Vec<baton_agent::agent::SkillRef> {
+    let set = baton_app::project::skills(ctx);
+    let chosen: Vec<baton_roles::skills::Skill> = if !given.is_empty() {
+        let (found, bad) = baton_roles::skills::load_given(given);
+        for b in bad {
+            errln!("baton: warning: skipped skill {b}");
+        }
+        found
+    } else if is_child {
+        let (found, missing) = set.select(&role.meta.skills);
+        for name in missing {
+            errln!(
+                "baton: warning: role {} names skill `{name}`, which is in none of the skill folders (see `baton skills`): skipped",
+                role.meta.name
+            );
+        }
+        found
+    } else {
+        for bad in &set.bad {
+            errln!("baton: warning: skipped skill {bad}");
+        }
+        set.skills.into_values().collect()
+    };
+    if !chosen.is_empty() && !role.meta.tools.iter().any(|t| t == "read") {
+        errln!(
+            "baton: warning: role {} has no `read` tool, so its skills ({}) cannot be opened: add `read` to its tools",
+            role.meta.name,
+            chosen.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", ")
+        );
+    }
+    chosen
+        .into_iter()
+        .map(|k| baton_agent::agent::SkillRef {
+            name: k.name,
+            description: k.description,
+            dir: k.dir,
+        })
+        .collect()
 }
 
 /// The delegation tools of a main session that its role lists (`listed`), and the policy
@@ -537,6 +591,8 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
         delegation_tools(&ctx, args.json, &role.meta.tools)
     };
 
+    let skills = session_skills(&ctx, &role, is_child, &args.skill);
+
     let session_id = match &resumed {
         Some((_, header, _)) => header.session_id.clone(),
         None => uuid::Uuid::now_v7().to_string(),
@@ -591,6 +647,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
         cwd: ctx.cwd.clone(),
         bash_timeout: settings.bash_timeout,
         context_files: settings.context_files,
+        skills,
         prices: config.prices.clone(),
         env_filter: baton_agent::tools::EnvFilter::for_config(config),
         sandbox: settings.sandbox,

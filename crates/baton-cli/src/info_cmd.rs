@@ -132,8 +132,10 @@ pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<Exit>
     let ctx = project_context(cwd)?;
     let dirs: RoleDirs = role_dirs(&ctx.project_root);
     let set = load_roles(&dirs);
-    let invalid: Vec<String> = set.bad.iter().map(|b| b.one_line()).collect();
+    let mut invalid: Vec<String> = set.bad.iter().map(|b| b.one_line()).collect();
     if check {
+        // A role that names a skill no folder has is invalid too.
+        invalid.extend(baton_app::info::unknown_skills(&ctx, &set));
         for bad in &invalid {
             errln!("baton: {bad}");
         }
@@ -189,11 +191,65 @@ pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<Exit>
             source_text(&r.source)
         );
         outln!("{:w$} {}", "", r.meta.description);
+        if !r.meta.skills.is_empty() {
+            let note = baton_app::info::skills_note(backend, &r.meta.skills)
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default();
+            outln!("{:w$} skills=[{}]{note}", "", r.meta.skills.join(","));
+        }
     }
     if !invalid.is_empty() {
         outln!();
         outln!("invalid role files (skipped; `baton roles check` reports them and exits 2):");
         for bad in &invalid {
+            outln!("  {bad}");
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+/// `baton skills`: every skill found (name, where, the roles naming it, when it applies), the
+/// shadowed ones and the files that cannot be used.
+pub fn skills(cwd: Option<PathBuf>, json_mode: bool) -> Result<Exit> {
+    let ctx = project_context(cwd)?;
+    let doc = baton_app::info::skills_json(&ctx);
+    if json_mode {
+        crate::documents::print(&doc);
+        return Ok(Exit::Ok);
+    }
+    if doc.skills.is_empty() {
+        outln!(
+            "no skills: a skill is a folder holding SKILL.md (frontmatter `name`, `description`) in one of: {}",
+            doc.folders.join(", ")
+        );
+    }
+    let w = doc
+        .skills
+        .iter()
+        .map(|k| k.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(12);
+    for k in &doc.skills {
+        let roles = if k.roles.is_empty() {
+            "-".to_string()
+        } else {
+            k.roles.join(",")
+        };
+        outln!("{:<w$} {:<8} roles={roles}  {}", k.name, k.source, k.path);
+        outln!("{:w$} {}", "", k.description);
+    }
+    if !doc.shadowed.is_empty() {
+        outln!();
+        outln!("shadowed (a folder looked in earlier has a skill of the same name):");
+        for k in &doc.shadowed {
+            outln!("  {} {}", k.name, k.path);
+        }
+    }
+    if !doc.invalid.is_empty() {
+        outln!();
+        outln!("invalid skills (skipped):");
+        for bad in &doc.invalid {
             outln!("  {bad}");
         }
     }

@@ -109,6 +109,15 @@ enum Command {
         #[arg(long, global = true)]
         json: bool,
     },
+    /// List the skills sessions are offered (name, where it was found, the roles that name it).
+    Skills {
+        /// Directory inside the project (default: the current one).
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        /// Print one JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the saved agent sessions (oldest first): id, when, role, route, outcome, task.
     Sessions {
         /// Directory inside the project (default: the current one).
@@ -208,6 +217,7 @@ fn main() -> ExitCode {
         Command::Roles { action, cwd, json } => {
             info_cmd::roles(cwd, matches!(action, Some(RolesAction::Check)), json)
         }
+        Command::Skills { cwd, json } => info_cmd::skills(cwd, json),
         Command::Sessions { cwd, json } => sessions_cmd::run(cwd, json),
         Command::Completions { shell } => completions(shell),
     };

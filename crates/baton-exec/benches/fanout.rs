@@ -331,6 +331,7 @@ fn spec(ctx: &Ctx, i: usize, run_id: &str, role_file: PathBuf) -> TaskSpec {
             ("BATON_TASK_INDEX".into(), i.to_string()),
             ("BATON_RUN_ID".into(), run_id.to_string()),
         ],
+        skills: Vec::new(),
     }
 }
 

@@ -57,6 +57,9 @@ pub struct TaskSpec {
     pub max_turns: Option<u32>,
     /// Added to the child's environment after the variables baton sets.
     pub extra_env: Vec<(String, String)>,
+    /// The folders of the skills the role names, resolved by Main: a `baton` child and pi get
+    /// each as `--skill DIR`; Claude Code and Codex have no way to be given skills.
+    pub skills: Vec<PathBuf>,
 }
 
 /// The program a backend runs when config names none: the running baton binary for `baton`, the
@@ -410,6 +413,7 @@ mod tests {
             role_file: None,
             max_turns: Some(7),
             extra_env: vec![("EXTRA".into(), "1".into())],
+            skills: Vec::new(),
         }
     }
 
@@ -417,6 +421,7 @@ mod tests {
     fn baton_launch() {
         let mut s = spec(BackendKind::Baton);
         s.thinking = Some("high".into());
+        s.skills = vec![PathBuf::from("/p/.baton/skills/style")];
         let l = launch_for(&s).unwrap();
         assert_eq!(
             l,
@@ -431,6 +436,8 @@ mod tests {
                     "local/qwen2.5-coder:7b:high",
                     "--max-turns",
                     "7",
+                    "--skill",
+                    "/p/.baton/skills/style",
                     "--cwd",
                     "/work/dir",
                     "-"
@@ -450,6 +457,7 @@ mod tests {
             }
         );
         s.role_file = Some("/tmp/role.md".into());
+        s.skills.clear();
         s.route = None;
         s.thinking = None;
         s.max_turns = None;
@@ -483,7 +491,7 @@ mod tests {
         // Every pi launch starts the same and ends with the role's body.
         let pi = |middle: &[&'static str]| -> Vec<&str> {
             let head = ["--mode", "json", "-p", "--no-session"];
-            let tail = ["--append-system-prompt", "You are a scout."];
+            let tail = ["--no-skills", "--append-system-prompt", "You are a scout."];
             [&head[..], middle, &tail[..]].concat()
         };
         assert_eq!(
@@ -509,6 +517,14 @@ mod tests {
         assert_eq!(
             l.args,
             pi(&["--model", "sonnet", "--thinking", "low", "--no-tools"])
+        );
+        // Exactly the role's skills, each by its folder, and none of pi's own.
+        s.skills = vec![PathBuf::from("/p/.baton/skills/style")];
+        let l = launch_for(&s).unwrap();
+        let at = l.args.iter().position(|a| a == "--no-skills").unwrap();
+        assert_eq!(
+            l.args[at..at + 3],
+            ["--no-skills", "--skill", "/p/.baton/skills/style"]
         );
         s.thinking = Some("loud".into());
         assert_eq!(launch_for(&s).unwrap_err().code, ExecErrorCode::Prepare);

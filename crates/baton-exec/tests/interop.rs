@@ -85,6 +85,7 @@ fn spec(backend: BackendKind, program: PathBuf, work: &Path, route: &str) -> Tas
         role_file: None,
         max_turns: None,
         extra_env: vec![],
+        skills: Vec::new(),
     }
 }
 

@@ -36,6 +36,8 @@ pub struct Config {
     pub workflow: WorkflowConfig,
     #[serde(default)]
     pub routing: RoutingConfig,
+    #[serde(default)]
+    pub skills: SkillsConfig,
     /// Facts about models, keyed by a model-name pattern (`*` matches any run of characters),
     /// optionally prefixed with `provider/`; they extend or override the built-in table.
     #[serde(default)]
@@ -194,6 +196,20 @@ pub struct WorkflowConfig {
     /// `make test`). `"off"`: no baseline.
     #[serde(default)]
     pub test_command: Option<String>,
+}
+
+/// Where skills are looked up besides the defaults (`.baton/skills/`, `.claude/skills/`,
+/// `.agents/skills/`, `~/.config/baton/skills/`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillsConfig {
+    /// More folders of skills, looked up after the defaults; relative to the project root, or
+    /// `~/…`.
+    #[serde(default)]
+    pub paths: Vec<String>,
+    /// Default folders not to look in, as written above (`.claude/skills`, `~/.config/baton/skills`).
+    #[serde(default)]
+    pub ignore: Vec<String>,
 }
 
 /// Cognitive routing (`baton agent --routing`, `baton chat`): the two participants' routes.

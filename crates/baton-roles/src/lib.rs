@@ -7,6 +7,8 @@
 //! A bad file does not hide the good ones: [`load_roles`] returns both, and only a lookup of the
 //! name a bad file declares fails.
 
+pub mod skills;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -255,7 +257,7 @@ fn shift_lines(text: &str, by: usize) -> String {
     out
 }
 
-fn split_frontmatter(rest: &str) -> Option<(&str, &str)> {
+pub(crate) fn split_frontmatter(rest: &str) -> Option<(&str, &str)> {
     let mut offset = 0;
     for line in rest.split_inclusive('\n') {
         if line.trim_end() == "---" {

@@ -30,8 +30,9 @@ const WORKTREE_ADMIN_CONTROLS: &[&str] = &["commondir", "gitdir", "config.worktr
 pub const BATON_DIR: &str = ".baton";
 
 /// The project settings of the peer CLIs baton may launch later in the same folder (Claude Code's
-/// hooks and MCP servers, Codex's and Pi's config): protected when they exist.
-const PEER_SETTINGS: &[&str] = &[".claude", ".mcp.json", ".codex", ".pi"];
+/// hooks, MCP servers and skills, Codex's and Pi's config, the `.agents/skills/` Codex reads and
+/// baton offers as skills): protected when they exist.
+const PEER_SETTINGS: &[&str] = &[".claude", ".mcp.json", ".codex", ".pi", ".agents"];
 
 /// Whether `dir` looks like a git dir (not a work tree): it holds `HEAD`, `objects` and `refs`.
 fn is_git_dir(dir: &Path) -> bool {
@@ -90,7 +91,7 @@ pub fn prepare_root(root: &Path) {
 
 /// The paths inside the writable folder `root` that a confined command may not change, those that
 /// exist now: `.baton/`, the peer CLIs' project settings (`.claude/`, `.mcp.json`, `.codex/`,
-/// `.pi/`), the `.git` entry itself when it is a linked worktree's pointer file, and
+/// `.pi/`, `.agents/`), the `.git` entry itself when it is a linked worktree's pointer file, and
 /// the control files of the git dir (`config`, `hooks/`, `info/`, `modules/`, a linked worktree's
 /// `commondir`, `gitdir` and `config.worktree`) when `root` holds one or is one (the common dir
 /// of a linked worktree is a writable root of its own).

@@ -49,7 +49,7 @@ fn watched_files(protected: &[PathBuf]) -> Vec<PathBuf> {
                 vec![p.join("roles"), p.join("skills")]
             }
             "hooks" | "info" => vec![p.clone()],
-            "modules" | ".claude" | ".codex" | ".pi" => Vec::new(),
+            "modules" | ".claude" | ".codex" | ".pi" | ".agents" => Vec::new(),
             _ => {
                 out.push(p.clone());
                 Vec::new()

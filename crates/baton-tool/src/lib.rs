@@ -48,6 +48,8 @@ pub struct ToolContext {
     /// The temp dir of the session: `bash` commands get it as `TMPDIR`, and a sandboxed command
     /// may write in it. `None`: `TMPDIR` is left alone and no temp dir is writable.
     pub tmp_dir: Option<PathBuf>,
+    /// Folders outside `root` that `read` may also read (the session's skills): never written.
+    pub read_roots: Vec<PathBuf>,
 }
 
 impl ToolContext {
@@ -64,6 +66,7 @@ impl ToolContext {
             env_filter: EnvFilter::default(),
             sandbox: SandboxPolicy::default(),
             tmp_dir: None,
+            read_roots: Vec::new(),
         }
     }
 

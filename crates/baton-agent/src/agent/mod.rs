@@ -60,6 +60,9 @@ pub struct AgentSpec {
     pub tmp_dir: Option<PathBuf>,
     /// File names looked up in `root` and added to the system prompt.
     pub context_files: Vec<String>,
+    /// The skills the session is offered by name and description (their folders are readable
+    /// with `read`, even outside the root).
+    pub skills: Vec<SkillRef>,
     pub prices: BTreeMap<String, Price>,
     /// Every tool the host has; the role's `tools` list picks which are offered.
     pub tools: Vec<Arc<dyn Tool>>,
@@ -80,6 +83,14 @@ pub struct AgentSpec {
 }
 
 pub use crate::turn::Fallback;
+
+/// A skill offered to a session: its name, when it applies, and its folder (holding `SKILL.md`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillRef {
+    pub name: String,
+    pub description: String,
+    pub dir: PathBuf,
+}
 
 /// Default interval of `item.updated` heartbeats for running tool calls.
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(30);
@@ -125,6 +136,20 @@ pub fn system_prompt(spec: &AgentSpec, offered: &[String], host_sections: bool) 
         s.push('\n');
         s.push_str(section.trim());
         s.push('\n');
+    }
+    if !spec.skills.is_empty() && offered.iter().any(|t| t == "read") {
+        s.push_str(
+            "\n# Skills\n\nA skill holds instructions for one kind of work. When a task matches a skill's description, \
+             read its SKILL.md with `read` before you start and follow it; files it mentions are in its folder.\n\n",
+        );
+        for k in &spec.skills {
+            s.push_str(&format!(
+                "- {}: {} ({})\n",
+                k.name,
+                k.description,
+                k.dir.join("SKILL.md").display()
+            ));
+        }
     }
     for name in &spec.context_files {
         let Some(text) = read_context_file(&spec.root, name) else {

@@ -240,6 +240,7 @@ pub async fn serve(
         env_filter: spec.env_filter.clone(),
         sandbox: spec.sandbox.clone(),
         tmp_dir: spec.tmp_dir.clone(),
+        read_roots: spec.skills.iter().map(|s| s.dir.clone()).collect(),
     };
     emit(AgentEvent::SessionStarted {
         protocol_version: PROTOCOL_VERSION,

@@ -2,7 +2,7 @@
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use baton_tool::args::{parse_tool_args, schema_for, Count};
 use schemars::JsonSchema;
@@ -86,9 +86,13 @@ fn read_file(ctx: &ToolContext, raw: &str, offset: u64, limit: u64) -> ToolOutpu
         Ok(ws) => ws,
         Err(e) => return ToolOutput::error(e.0),
     };
-    let abs = match ws.resolve(raw) {
-        Ok(p) => p,
-        Err(e) => return ToolOutput::error(e.0),
+    // A file of one of the session's skills, outside the root, is read beneath its skill's folder.
+    let (abs, beneath) = match ws.resolve(raw) {
+        Ok(p) => (p, ws.root.clone()),
+        Err(e) => match read_root_of(ctx, &ws, raw) {
+            Some(found) => found,
+            None => return ToolOutput::error(e.0),
+        },
     };
     let meta = match fs::metadata(&abs) {
         Ok(m) => m,
@@ -110,7 +114,7 @@ fn read_file(ctx: &ToolContext, raw: &str, offset: u64, limit: u64) -> ToolOutpu
             "`{raw}` is not a regular file (a device, socket or pipe); `read` only reads regular files"
         ));
     }
-    let file = match super::fsutil::open_read(&ws.root, &abs) {
+    let file = match super::fsutil::open_read(&beneath, &abs) {
         Ok(f) => f,
         Err(e) => return ToolOutput::error(format!("cannot open `{raw}`: {e}")),
     };
@@ -118,6 +122,24 @@ fn read_file(ctx: &ToolContext, raw: &str, offset: u64, limit: u64) -> ToolOutpu
         Ok(out) => out,
         Err(e) => ToolOutput::error(format!("error while reading `{raw}`: {e}")),
     }
+}
+
+/// The real path of `raw` and the read root it lies in, when it is a file under one of
+/// `ctx.read_roots` (each resolved to its real path; the file is then opened beneath it, so no
+/// link inside leads out).
+fn read_root_of(ctx: &ToolContext, ws: &Workspace, raw: &str) -> Option<(PathBuf, PathBuf)> {
+    let given = Path::new(raw);
+    let joined = if given.is_absolute() {
+        given.to_path_buf()
+    } else {
+        ws.cwd.join(given)
+    };
+    let real = fs::canonicalize(&joined).ok()?;
+    ctx.read_roots
+        .iter()
+        .filter_map(|r| fs::canonicalize(r).ok())
+        .find(|r| real.starts_with(r))
+        .map(|r| (real, r))
 }
 
 /// Names in the same directory that the model may have meant, as a sentence to append.

@@ -12,7 +12,8 @@ use super::{
 use crate::limits::{scan_prefix, tool_end};
 use crate::types::{Activity, ExecError, Launch, StreamFormat};
 
-/// `<baton> agent --json (--role-file FILE | --role NAME) [--model ROUTE] [--max-turns N] --cwd DIR -`
+/// `<baton> agent --json (--role-file FILE | --role NAME) [--model ROUTE] [--max-turns N]
+/// [--skill DIR]… --cwd DIR -`
 /// with the task on stdin.
 pub(super) fn launch(
     spec: &TaskSpec,
@@ -64,6 +65,11 @@ pub(super) fn launch(
     if let Some(n) = spec.max_turns {
         args.push("--max-turns".into());
         args.push(n.to_string());
+    }
+    // The role's skills as Main resolved them (seed 004: through Main's registry).
+    for dir in &spec.skills {
+        args.push("--skill".into());
+        args.push(dir.display().to_string());
     }
     args.push("--cwd".into());
     args.push(spec.cwd.display().to_string());

@@ -61,6 +61,12 @@ pub(super) fn launch(
         args.push("--tools".into());
         args.push(tools.join(","));
     }
+    // Exactly the role's skills: none of pi's own discovery (seed 004).
+    args.push("--no-skills".into());
+    for dir in &spec.skills {
+        args.push("--skill".into());
+        args.push(dir.display().to_string());
+    }
     if !spec.role.body.trim().is_empty() {
         args.push("--append-system-prompt".into());
         args.push(spec.role.body.clone());

@@ -109,6 +109,10 @@ pub fn plan_launch(env: &DelegateEnv, plan: LaunchPlan<'_>) -> Result<Launch, Ex
         role_file,
         max_turns: None,
         extra_env,
+        skills: match backend {
+            BackendKind::Baton | BackendKind::Pi => role_skills(env, role),
+            BackendKind::Codex | BackendKind::Claude | BackendKind::Command => Vec::new(),
+        },
     })?;
     if backend == BackendKind::Command {
         // A command child is as much the model's doing as a `bash` call (a role file names it):
@@ -124,6 +128,34 @@ pub fn plan_launch(env: &DelegateEnv, plan: LaunchPlan<'_>) -> Result<Launch, Ex
         });
     }
     Ok(launch)
+}
+
+/// The folders of the skills `role` names, found in Main's skill folders (seed 004: role skill
+/// names resolve through Main's registry); a name that is in none is named in a warning (on the
+/// stderr of the process that launches the child) and skipped.
+fn role_skills(env: &DelegateEnv, role: &RoleSpec) -> Vec<PathBuf> {
+    if role.meta.skills.is_empty() {
+        return Vec::new();
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let root = env.state.project_root().unwrap_or(&env.cwd);
+    let dirs = baton_roles::skills::skill_dirs(
+        root,
+        baton_tool::protect::user_config_dir(home.as_deref()).as_deref(),
+        &env.config.skills.paths,
+        &env.config.skills.ignore,
+        home.as_deref(),
+    );
+    let (found, missing) = baton_roles::skills::discover(&dirs).select(&role.meta.skills);
+    for name in missing {
+        eprintln!(
+            "baton: warning: role {} names skill `{name}`, which is in none of the skill folders (see `baton skills`): skipped",
+            role.meta.name
+        );
+    }
+    found.into_iter().map(|k| k.dir).collect()
 }
 
 /// The model of a child by backend. `baton` children get a route checked against baton's own

@@ -321,9 +321,9 @@ fn before_has(
     matches!(probe.apply(r), Ok(false))
 }
 
-/// Whether a path is instructional material: a role or skill file.
-/// Whether a path is instructional material: a file under a `.baton/roles/` or `.baton/skills/`
-/// folder, or a file named `SKILL.md`. A path with a `..` component never is (it could lead
+/// Whether a path is instructional material: a role or skill file — a file under a
+/// `.baton/roles/`, `.baton/skills/`, `.claude/skills/` or `.agents/skills/` folder, or a file
+/// named `SKILL.md`. A path with a `..` component never is (it could lead
 /// anywhere), nor is an empty one.
 fn is_instructional(path: &str) -> bool {
     use std::path::Component;
@@ -342,9 +342,12 @@ fn is_instructional(path: &str) -> bool {
         return false;
     };
     *file == "SKILL.md"
-        || dirs
-            .windows(2)
-            .any(|w| w[0] == ".baton" && (w[1] == "roles" || w[1] == "skills"))
+        || dirs.windows(2).any(|w| {
+            matches!(
+                (w[0], w[1]),
+                (".baton", "roles" | "skills") | (".claude" | ".agents", "skills")
+            )
+        })
 }
 
 fn assistant_text(parts: &[AssistantPart]) -> String {
@@ -766,6 +769,8 @@ mod instructional_tests {
             "docs/SKILL.md",
             "/home/u/p/.baton/skills/x/y.md",
             "./.baton/skills/x/SKILL.md",
+            ".claude/skills/pdf/forms.md",
+            ".agents/skills/pdf/scripts/fill.py",
         ] {
             assert!(is_instructional(yes), "{yes}");
         }
@@ -776,6 +781,8 @@ mod instructional_tests {
             "xSKILL.md",
             ".baton/roles",
             "src/main.rs",
+            ".claude/settings.json",
+            ".agents/notes.md",
             "",
         ] {
             assert!(!is_instructional(no), "{no}");
