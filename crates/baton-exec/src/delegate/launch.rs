@@ -130,6 +130,21 @@ pub fn plan_launch(env: &DelegateEnv, plan: LaunchPlan<'_>) -> Result<Launch, Ex
     Ok(launch)
 }
 
+/// Main's skills: those of the project's and the user's skill folders and `skills.paths`.
+pub fn skills(env: &DelegateEnv) -> baton_roles::skills::SkillSet {
+    let home = std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let root = env.state.project_root().unwrap_or(&env.cwd);
+    baton_roles::skills::discover(&baton_roles::skills::skill_dirs(
+        root,
+        baton_tool::protect::user_config_dir(home.as_deref()).as_deref(),
+        &env.config.skills.paths,
+        &env.config.skills.ignore,
+        home.as_deref(),
+    ))
+}
+
 /// The folders of the skills `role` names, found in Main's skill folders (seed 004: role skill
 /// names resolve through Main's registry); a name that is in none is named in a warning (on the
 /// stderr of the process that launches the child) and skipped.
@@ -137,18 +152,7 @@ fn role_skills(env: &DelegateEnv, role: &RoleSpec) -> Vec<PathBuf> {
     if role.meta.skills.is_empty() {
         return Vec::new();
     }
-    let home = std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from);
-    let root = env.state.project_root().unwrap_or(&env.cwd);
-    let dirs = baton_roles::skills::skill_dirs(
-        root,
-        baton_tool::protect::user_config_dir(home.as_deref()).as_deref(),
-        &env.config.skills.paths,
-        &env.config.skills.ignore,
-        home.as_deref(),
-    );
-    let (found, missing) = baton_roles::skills::discover(&dirs).select(&role.meta.skills);
+    let (found, missing) = skills(env).select(&role.meta.skills);
     for name in missing {
         eprintln!(
             "baton: warning: role {} names skill `{name}`, which is in none of the skill folders (see `baton skills`): skipped",

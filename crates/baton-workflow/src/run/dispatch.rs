@@ -95,7 +95,7 @@ impl Runner<'_> {
                 phase: task.phase.clone(),
             });
         };
-        let spec = match baton_roles::find_role(&self.env.delegate.role_dirs, role.name()) {
+        let mut spec = match baton_roles::find_role(&self.env.delegate.role_dirs, role.name()) {
             Ok(s) => s,
             Err(e) => {
                 return self.fail(RunError::Role {
@@ -104,6 +104,7 @@ impl Runner<'_> {
                 })
             }
         };
+        self.add_hinted_skills(&mut spec);
         // Research needs a backend: only a user or project `researcher` role provides one.
         if role == Role::Researcher && spec.source == baton_protocol::role::RoleSource::Builtin {
             return self.record_unavailable_research(r, &task);
@@ -496,15 +497,10 @@ impl Runner<'_> {
         self.commit(ev, r)
     }
 
-    /// The scaffold of one dispatch.
-    pub(super) fn prompt(&self, r: &Record, task: &Task, role: Role) -> String {
-        let (a, v) = (&r.artifact, &r.state);
-        let memory = MemoryDir::new(&self.root);
-        let cut = |s: String| s.chars().take(2000).collect::<String>();
-        let summary = memory.read(MemoryFile::ActiveContext).ok().map(cut);
-        let patterns = memory.read(MemoryFile::Patterns).ok().map(cut);
-        // The project's skill hints, without the template's comment lines.
-        let skill_hints = memory
+    /// The project's skill hints (`patterns.md ## Project SKILL_HINTS`), without the template's
+    /// comment lines.
+    fn skill_hints(&self) -> Option<String> {
+        MemoryDir::new(&self.root)
             .sections(MemoryFile::Patterns)
             .ok()
             .and_then(|s| s.into_iter().find(|s| s.name == "Project SKILL_HINTS"))
@@ -516,7 +512,30 @@ impl Runner<'_> {
                     .join("\n")
             })
             .filter(|h| !h.is_empty())
-            .map(cut);
+    }
+
+    /// Adds to `spec`'s skills those the skill hints name that exist (cc10x: a hinted skill is
+    /// loaded for the dispatched agent; one that does not exist stays a hint in the prompt).
+    fn add_hinted_skills(&self, spec: &mut baton_protocol::role::RoleSpec) {
+        let Some(hints) = self.skill_hints() else {
+            return;
+        };
+        let known = baton_exec::delegate::skills(&self.env.delegate);
+        for name in hinted_names(&hints) {
+            if known.get(name).is_some() && !spec.meta.skills.iter().any(|s| s == name) {
+                spec.meta.skills.push(name.to_string());
+            }
+        }
+    }
+
+    /// The scaffold of one dispatch.
+    pub(super) fn prompt(&self, r: &Record, task: &Task, role: Role) -> String {
+        let (a, v) = (&r.artifact, &r.state);
+        let memory = MemoryDir::new(&self.root);
+        let cut = |s: String| s.chars().take(2000).collect::<String>();
+        let summary = memory.read(MemoryFile::ActiveContext).ok().map(cut);
+        let patterns = memory.read(MemoryFile::Patterns).ok().map(cut);
+        let skill_hints = self.skill_hints().map(cut);
         // The verifier and a remediation see what the latest read-only agents found.
         let remfix = task.kind == Some(TaskKind::Remfix);
         let findings = (role == Role::IntegrationVerifier || remfix).then(|| {
@@ -635,4 +654,21 @@ fn baseline_reason(a: &Artifact) -> String {
         Some(b) => format!("baseline unavailable: {}", b.reason.unwrap_or_default()),
         None => "baseline not recorded".into(),
     }
+}
+
+/// The skill names hint lines give: `- name: what it is for` (or `* name …`, the name possibly in
+/// backticks), each the first word of a list item.
+fn hinted_names(hints: &str) -> Vec<&str> {
+    hints
+        .lines()
+        .filter_map(|l| {
+            l.trim_start()
+                .strip_prefix("- ")
+                .or_else(|| l.trim_start().strip_prefix("* "))
+        })
+        .filter_map(|item| {
+            let word = item.split([':', ' ', '\t']).next()?.trim_matches('`');
+            (!word.is_empty()).then_some(word)
+        })
+        .collect()
 }

@@ -33,6 +33,8 @@ pub struct Call {
     pub role: String,
     pub phase: String,
     pub prompt: String,
+    /// The skills the dispatched role was given.
+    pub skills: Vec<String>,
 }
 
 #[derive(Default)]
@@ -75,6 +77,7 @@ impl Launcher for Scripted {
             role: role.clone(),
             phase: l.task.phase.clone().unwrap_or_default(),
             prompt: l.prompt.clone(),
+            skills: l.spec.meta.skills.clone(),
         });
         let text = s
             .nth

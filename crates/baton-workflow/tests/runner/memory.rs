@@ -56,7 +56,15 @@ fn the_project_s_skill_hints_reach_every_dispatch() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("patterns.md"),
-        "# Project patterns\n\n## User Standards\n\n## Common Gotchas\n\n## Project SKILL_HINTS\n- rust-testing: tests live beside the code\n\n## Last Updated\n",
+        "# Project patterns\n\n## User Standards\n\n## Common Gotchas\n\n## Project SKILL_HINTS\n- rust-testing: tests live beside the code\n- `ghost`: no such skill\n\n## Last Updated\n",
+    )
+    .unwrap();
+    // A hinted skill that exists is given to every dispatched agent; `ghost` stays a hint.
+    let skill = h.env.delegate.cwd.join(".baton/skills/rust-testing");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: rust-testing\ndescription: How this project tests Rust\n---\nTests live beside the code.\n",
     )
     .unwrap();
     let o = h.build("add a feature file").unwrap();
@@ -68,5 +76,6 @@ fn the_project_s_skill_hints_reach_every_dispatch() {
             "{}",
             call.prompt
         );
+        assert_eq!(call.skills, ["rust-testing"], "{}", call.role);
     }
 }
