@@ -105,6 +105,66 @@ pub struct RouteCheck {
     /// Why it cannot be used (unusable routes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Its price, when it has one (null: unpriced, costs are not counted).
+    pub price: Option<PriceDocument>,
+}
+
+/// A route's price in USD per million tokens, and where it comes from.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PriceDocument {
+    pub input: f64,
+    pub output: f64,
+    pub cached_input: f64,
+    /// Null: 1.25 × input (the provider reports no cache writes, or none was given).
+    pub cache_write: Option<f64>,
+    /// `config` (`[prices."provider/model"]`), `built-in` (the table) or `provider`
+    /// (`[prices."provider/*"]`, zero for a local server).
+    pub source: String,
+    /// For the built-in table: what it was read from, and when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_on: Option<String>,
+}
+
+impl PriceDocument {
+    /// The price of `route` under `prices`, when it has one.
+    pub fn of(
+        prices: &std::collections::BTreeMap<String, baton_protocol::config::Price>,
+        route: &baton_protocol::Route,
+    ) -> Option<PriceDocument> {
+        use baton_model::prices::{price_of, PriceSource, READ_ON, SOURCE};
+        let (p, source) = price_of(prices, route)?;
+        let builtin = source == PriceSource::BuiltIn;
+        Some(PriceDocument {
+            input: p.input,
+            output: p.output,
+            cached_input: p.cached_input.unwrap_or(p.input),
+            cache_write: p.cache_write,
+            source: source.as_str().to_string(),
+            read_from: builtin.then(|| SOURCE.to_string()),
+            read_on: builtin.then(|| READ_ON.to_string()),
+        })
+    }
+
+    /// One line: `$3 in / $15 out per Mtok, cached $0.3, cache write $3.75 (built-in, read 2026-12-05)`.
+    pub fn line(&self) -> String {
+        let write = self
+            .cache_write
+            .map(|w| format!(", cache write ${w}"))
+            .unwrap_or_default();
+        let whence = match (&self.read_on, self.source.as_str()) {
+            (Some(on), _) => format!("built-in, read {on}"),
+            (None, "provider") if self.input == 0.0 && self.output == 0.0 => {
+                "a local server: free unless [prices] says otherwise".to_string()
+            }
+            (None, s) => s.to_string(),
+        };
+        format!(
+            "price ${} in / ${} out per Mtok, cached ${}{write} ({whence})",
+            self.input, self.output, self.cached_input
+        )
+    }
 }
 
 // ---------------------------------------------------------------- baton roles

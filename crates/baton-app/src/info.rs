@@ -8,8 +8,8 @@ use baton_protocol::ModelClass;
 use baton_roles::load_roles;
 
 use crate::documents::{
-    to_value, ModelClassDocument, ModelsDocument, RoleDocument, RoleSourceDocument, RolesDocument,
-    RouteCheck, SkillDocument, SkillsDocument,
+    to_value, ModelClassDocument, ModelsDocument, PriceDocument, RoleDocument, RoleSourceDocument,
+    RolesDocument, RouteCheck, SkillDocument, SkillsDocument,
 };
 use crate::project::{role_dirs, ProjectContext};
 
@@ -36,6 +36,7 @@ pub fn models_json(ctx: &ProjectContext) -> ModelsDocument {
                                 ),
                                 options: Some(to_value(&resolved.profile.options)),
                                 error: None,
+                                price: PriceDocument::of(&config.prices, r),
                             },
                             Err(e) => RouteCheck {
                                 route: r.to_string(),
@@ -44,6 +45,7 @@ pub fn models_json(ctx: &ProjectContext) -> ModelsDocument {
                                 thinking_sent: None,
                                 options: None,
                                 error: Some(e.to_string()),
+                                price: PriceDocument::of(&config.prices, r),
                             },
                         })
                         .collect()

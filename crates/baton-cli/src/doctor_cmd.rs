@@ -143,7 +143,7 @@ async fn check(config: &Config, name: &str) -> Check {
         Err(e @ ModelError::Connect { .. }) => {
             c.verdict = "unreachable";
             c.message = e.to_string();
-            if is_loopback(&c.url) {
+            if baton_model::prices::is_loopback(&c.url) {
                 c.message.push_str(
                     " — is it running? Start the local server first: `ollama serve` (Ollama), or `llama-server -m MODEL.gguf --jinja --port PORT` (llama.cpp: `--jinja` turns tool calling on)",
                 );
@@ -161,17 +161,6 @@ async fn check(config: &Config, name: &str) -> Check {
         }
     }
     c
-}
-
-/// Whether an API root points at this machine.
-fn is_loopback(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split('/').next().unwrap_or("");
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => authority.split(':').next().unwrap_or(""),
-    };
-    host == "localhost" || host == "::1" || host.starts_with("127.")
 }
 
 fn verdict_text(c: &Check) -> String {

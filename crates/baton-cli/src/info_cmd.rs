@@ -56,6 +56,7 @@ pub fn models(cwd: Option<PathBuf>, json_mode: bool) -> Result<Exit> {
                             for line in describe(&resolved.profile, r) {
                                 outln!("            {line}");
                             }
+                            outln!("            {}", price_line(config, r));
                         }
                         Err(e) => outln!("          ✗ {r}: {e}"),
                     }
@@ -64,6 +65,17 @@ pub fn models(cwd: Option<PathBuf>, json_mode: bool) -> Result<Exit> {
         }
     }
     Ok(Exit::Ok)
+}
+
+/// A route's price and where it comes from, or how to give it one.
+pub fn price_line(config: &baton_protocol::config::Config, r: &Route) -> String {
+    match baton_app::documents::PriceDocument::of(&config.prices, r) {
+        Some(p) => p.line(),
+        None => format!(
+            "unpriced: costs and --budget-usd do not count it; give it [prices.\"{}/{}\"] (docs/config.md)",
+            r.provider, r.model
+        ),
+    }
 }
 
 /// What the model table and the route options make of a route, for `baton models` and

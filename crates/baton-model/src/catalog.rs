@@ -390,7 +390,7 @@ pub fn glob_match(pattern: &str, name: &str) -> bool {
 }
 
 /// The model name without a vendor prefix (`openai/gpt-5` → `gpt-5`).
-fn bare(model: &str) -> &str {
+pub(crate) fn bare(model: &str) -> &str {
     model.rsplit('/').next().unwrap_or(model)
 }
 

@@ -10,6 +10,7 @@ pub mod error;
 mod http;
 pub mod openai_chat;
 pub mod openai_responses;
+pub mod prices;
 pub mod probe;
 pub mod provider;
 pub mod replay;

@@ -453,11 +453,11 @@ pub fn build_provider(
     })
 }
 
-/// Cost in USD of `usage` on `route`, when the price table has an entry for `provider/model`.
-/// Cache writes cost `cache_write`, by default 1.25 × `input` (Anthropic's five-minute writes).
+/// Cost in USD of `usage` on `route`, when it has a price ([`crate::prices::price_of`]: the
+/// config's `[prices]`, the built-in table, the provider's `provider/*` entry). Cache writes cost
+/// `cache_write`, by default 1.25 × `input` (Anthropic's five-minute writes).
 pub fn cost(prices: &BTreeMap<String, Price>, route: &Route, usage: &Usage) -> Option<f64> {
-    let key = format!("{}/{}", route.provider, route.model);
-    let price = prices.get(&key)?;
+    let (price, _) = crate::prices::price_of(prices, route)?;
     let cached = usage.cached_input_tokens.min(usage.input_tokens);
     let written = usage.cache_write_tokens.min(usage.input_tokens - cached);
     let fresh = usage.input_tokens - cached - written;
