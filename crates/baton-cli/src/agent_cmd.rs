@@ -281,6 +281,7 @@ fn choose_route(
                 base_url: None,
                 api_key_env: None,
                 api_key_file: None,
+                local: None,
                 headers: Default::default(),
                 cassette: Some(path.display().to_string()),
                 max_output_tokens: None,

@@ -801,9 +801,19 @@ fn cost_comes_from_the_price_table() {
         other => panic!("{other:?}"),
     }
     server.assert_tool_results_answer_calls();
-    // Unpriced routes carry no cost.
+    // A local server's unknown model is free.
     let server = MockServer::builder().turn(Turn::text("x")).start_blocking();
     let p = project(&server, "openai", "");
+    let out = p.run(&["agent", "--json", "--model", "mock/free", "x"]);
+    match events(&out).last().unwrap() {
+        AgentEvent::SessionCompleted { cost_usd, .. } => assert_eq!(*cost_usd, Some(0.0)),
+        other => panic!("{other:?}"),
+    }
+    // A server that is not local (`local = false`) leaves an unknown model unpriced: no cost.
+    let server = MockServer::builder().turn(Turn::text("x")).start_blocking();
+    let p = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .mock_provider(&server, "openai", "local = false\n");
     let out = p.run(&["agent", "--json", "--model", "mock/free", "x"]);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("cost_usd"));
     server.assert_tool_results_answer_calls();

@@ -147,7 +147,7 @@ fn roles_json_is_one_document_with_backend_isolation_and_sandbox() {
         &json!({
             "name": "tester", "description": "Writes tests.", "model_class": "fast",
             "tools": ["read", "bash"], "backend": "baton", "isolation": "none",
-            "sandbox": "read-only", "source": {"kind": "project", "path": path},
+            "sandbox": "read-only", "source": {"kind": "project", "path": path}, "skills": [],
         })
     );
     let out = sb.run(&["roles", "check", "--json"]);

@@ -35,13 +35,19 @@ fn a_known_model_is_priced_by_the_table_and_the_config_wins() {
     let p = project(&server, "");
     // claude-sonnet-4-5: $3 in, $15 out per million tokens.
     let cost = session_cost(&p, "mock/claude-sonnet-4-5").as_f64().unwrap();
-    assert!((cost - (100.0 * 3.0 + 20.0 * 15.0) / 1e6).abs() < 1e-12, "{cost}");
+    assert!(
+        (cost - (100.0 * 3.0 + 20.0 * 15.0) / 1e6).abs() < 1e-12,
+        "{cost}"
+    );
     let p = project(
         &server,
         "[prices.\"mock/claude-sonnet-4-5\"]\ninput = 1.0\noutput = 2.0\n",
     );
     let cost = session_cost(&p, "mock/claude-sonnet-4-5").as_f64().unwrap();
-    assert!((cost - (100.0 * 1.0 + 20.0 * 2.0) / 1e6).abs() < 1e-12, "{cost}");
+    assert!(
+        (cost - (100.0 * 1.0 + 20.0 * 2.0) / 1e6).abs() < 1e-12,
+        "{cost}"
+    );
 }
 
 #[test]
@@ -80,11 +86,15 @@ fn a_local_server_s_other_models_are_free_and_a_remote_one_s_unpriced() {
     let out = remote.run(&["models"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("unpriced: costs and --budget-usd do not count it; give it [prices.\"far/my-model\"]"),
+        text.contains(
+            "unpriced: costs and --budget-usd do not count it; give it [prices.\"far/my-model\"]"
+        ),
         "{text}"
     );
     assert!(
-        text.contains("price $1.25 in / $10 out per Mtok, cached $0.125 (built-in, read 2026-12-05)"),
+        text.contains(
+            "price $1.25 in / $10 out per Mtok, cached $0.125 (built-in, read 2026-12-05)"
+        ),
         "{text}"
     );
 }

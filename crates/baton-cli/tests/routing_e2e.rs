@@ -1112,7 +1112,7 @@ fn the_summary_names_each_participants_route() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(&format!(
-            "· coordinator mock/{COORD} (3 turns), executor mock/{EXEC} (4 turns)"
+            "· coordinator mock/{COORD} (3 turns, $0.0000), executor mock/{EXEC} (4 turns, $0.0000)"
         )),
         "{err}"
     );

@@ -121,6 +121,12 @@ fn project(server: &MockServer, extra: &str) -> Sandbox {
     repo(Sandbox::new().mock_provider(server, "openai", &format!("{MODELS}{extra}")))
 }
 
+/// [`project`] whose provider is not a local server (`local = false`): its models are unpriced
+/// unless `[prices]` names them, as a remote server's would be.
+fn remote_project(server: &MockServer) -> Sandbox {
+    repo(Sandbox::new().mock_provider(server, "openai", &format!("local = false\n{MODELS}")))
+}
+
 fn out(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -324,7 +330,7 @@ fn a_build_runs_through_real_baton_children_and_counts_their_tokens_and_cost() {
 #[test]
 fn a_token_budget_stops_before_the_verifier_and_resume_with_more_completes() {
     let server = mock();
-    let sb = project(&server, "");
+    let sb = remote_project(&server);
     // After the builder (2500 tokens), one more dispatch estimated alike would pass 4000.
     let o = sb.run(&[
         "run",
@@ -398,7 +404,7 @@ fn a_usd_budget_stops_on_priced_routes() {
 #[test]
 fn unpriced_dispatches_are_reported_as_unpriced_not_free() {
     let server = mock();
-    let sb = project(&server, "");
+    let sb = remote_project(&server);
     let o = sb.run(&["run", "add a feature file", "--trivial"]);
     assert_exit(&o, 0);
     let brief = out(&o);

@@ -215,14 +215,19 @@ pub fn is_loopback(url: &str) -> bool {
     host == "localhost" || host == "::1" || host.starts_with("127.")
 }
 
-/// Gives every local provider of `config` (a loopback `base_url`, or a cassette) the price zero
+/// Gives every local provider of `config` (`local = true`, else a loopback `base_url` or a
+/// cassette) the price zero
 /// for the models neither `[prices]` nor the built-in table prices, unless `[prices."NAME/*"]`
 /// says otherwise.
 pub fn price_local_servers(config: &mut baton_protocol::config::Config) {
     use baton_protocol::config::ProviderKind;
-    for (name, p) in &config.providers {
-        let local =
-            p.kind == ProviderKind::Replay || p.base_url.as_deref().is_some_and(is_loopback);
+    // The config's providers and the built-in ones it does not redefine (ollama).
+    let mut providers = crate::routes::builtin_providers();
+    providers.extend(config.providers.clone());
+    for (name, p) in &providers {
+        let local = p.local.unwrap_or(
+            p.kind == ProviderKind::Replay || p.base_url.as_deref().is_some_and(is_loopback),
+        );
         if local {
             config
                 .prices

@@ -29,6 +29,7 @@ pub fn builtin_providers() -> BTreeMap<String, ProviderConfig> {
         base_url: base_url.map(str::to_string),
         api_key_env: key.map(str::to_string),
         api_key_file: None,
+        local: None,
         headers: BTreeMap::new(),
         cassette: None,
         max_output_tokens: None,

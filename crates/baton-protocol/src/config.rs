@@ -332,6 +332,10 @@ pub struct ProviderConfig {
     /// File holding the API key (first line); `~/` is expanded.
     #[serde(default)]
     pub api_key_file: Option<String>,
+    /// Whether the server runs on this machine, so that the models the price table does not
+    /// know cost nothing unless `[prices]` names them. Default: its `base_url` is loopback.
+    #[serde(default)]
+    pub local: Option<bool>,
     /// Extra HTTP headers sent with every request.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
