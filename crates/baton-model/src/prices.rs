@@ -194,14 +194,14 @@ fn undated(name: &str) -> Option<&str> {
 /// The price of `route` and where it comes from (see the module for the order).
 pub fn price_of(prices: &BTreeMap<String, Price>, route: &Route) -> Option<(Price, PriceSource)> {
     if let Some(p) = prices.get(&format!("{}/{}", route.provider, route.model)) {
-        return Some((p.clone(), PriceSource::Config));
+        return Some((*p, PriceSource::Config));
     }
     if let Some(p) = builtin(&route.model) {
         return Some((p, PriceSource::BuiltIn));
     }
     prices
         .get(&format!("{}/*", route.provider))
-        .map(|p| (p.clone(), PriceSource::Provider))
+        .map(|p| (*p, PriceSource::Provider))
 }
 
 /// Whether an API root points at this machine (`localhost`, `127.*`, `::1`).
