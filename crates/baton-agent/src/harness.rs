@@ -87,6 +87,7 @@ impl Harness {
                 prices: Default::default(),
                 tools: builtin_tools(),
                 host_tools: Vec::new(),
+                mcp_tools: Vec::new(),
                 extra_instructions: Vec::new(),
                 heartbeat: agent::DEFAULT_HEARTBEAT,
                 fallbacks: Vec::new(),

@@ -558,7 +558,21 @@ pub struct DoctorDocument {
     pub ok: bool,
     pub providers: Vec<DoctorProvider>,
     pub routes: Vec<DoctorRoute>,
+    /// Each configured MCP server, started and asked for its tools.
+    pub mcp_servers: Vec<DoctorMcpServer>,
     pub sandbox: DoctorSandbox,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DoctorMcpServer {
+    pub name: String,
+    pub optional: bool,
+    /// It started (or answered) and listed its tools.
+    pub ok: bool,
+    /// The names of its tools, as the server gives them (offered as `mcp__NAME__TOOL`).
+    pub tools: Vec<String>,
+    /// Why it is not ok, with its stderr tail.
+    pub message: String,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

@@ -173,6 +173,21 @@ pub fn unknown_skills(ctx: &ProjectContext, set: &baton_roles::RoleSet) -> Vec<S
     out
 }
 
+/// The MCP servers roles select that the config does not define, one line each.
+pub fn unknown_mcp_servers(ctx: &ProjectContext, set: &baton_roles::RoleSet) -> Vec<String> {
+    let servers = &ctx.config.config.mcp_servers;
+    let mut out = Vec::new();
+    for r in &set.roles {
+        for name in r.meta.mcp.iter().filter(|n| !servers.contains_key(*n)) {
+            out.push(format!(
+                "role {}: MCP server `{name}` is not configured: add [mcp_servers.{name}] (docs/config.md), or remove it from `mcp`",
+                r.meta.name
+            ));
+        }
+    }
+    out
+}
+
 /// `baton skills --json`: every skill found, the roles naming each, the shadowed and bad ones.
 pub fn skills_json(ctx: &ProjectContext) -> SkillsDocument {
     let set = crate::project::skills(ctx);

@@ -2,7 +2,8 @@
 //! the project a command runs in (`project`, `config`, `trust`); the typed documents they print
 //! with `--json` and answer with as `structuredContent` (`documents`), from which the MCP output
 //! schemas are derived; the builders of the documents that read the project (`info`, `workflow`,
-//! `tasks`, `task_log`, `flow`); and how a command ends (`exit`).
+//! `tasks`, `task_log`, `flow`); the MCP servers a session uses as tools (`mcp_servers`); and how
+//! a command ends (`exit`).
 
 #[macro_use]
 extern crate baton_text;
@@ -12,6 +13,7 @@ pub mod documents;
 pub mod exit;
 pub mod flow;
 pub mod info;
+pub mod mcp_servers;
 pub mod project;
 pub mod settings;
 pub mod task_log;

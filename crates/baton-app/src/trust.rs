@@ -37,6 +37,8 @@ pub const WIDENING: &[&str] = &[
     "flow.validation_sandbox",
     "agent.context_files",
     "skills.paths",
+    "mcp_servers",
+    "agent.mcp_servers",
     "workflow.install",
 ];
 

@@ -594,6 +594,20 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
 
     let skills = session_skills(&ctx, &role, is_child, &args.skill);
 
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    // The MCP servers the session uses, started before the transcript is created: one that
+    // cannot start fails the session with nothing half-written.
+    let mcp_names = baton_app::mcp_servers::selected(config, &role.meta.mcp, !is_child);
+    let mcp = runtime
+        .block_on(baton_app::mcp_servers::start(config, &mcp_names, &ctx.cwd))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    for w in &mcp.warnings {
+        errln!("baton: warning: {w}");
+    }
+
     let session_id = match &resumed {
         Some((_, header, _)) => header.session_id.clone(),
         None => uuid::Uuid::now_v7().to_string(),
@@ -655,15 +669,12 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
         tmp_dir: Some(tmp_dir.0.clone()),
         tools: builtin_tools(),
         host_tools,
+        mcp_tools: mcp.tools.clone(),
         extra_instructions,
         heartbeat: settings.heartbeat,
         fallbacks,
         routing,
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
     let json = args.json;
     let chat = args.chat;
     setup.streaming = true;
@@ -709,6 +720,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
         (summary, interrupted.is_cancelled())
     });
     let (summary, interrupted) = summary;
+    runtime.block_on(mcp.shutdown());
     if let (Some(path), Some(rec)) = (&args.record, &recorder) {
         // The model was called: a cassette that cannot be saved is a failure, not a refusal.
         rec.save(path)

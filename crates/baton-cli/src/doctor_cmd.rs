@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::documents::{
-    to_value, DoctorDocument, DoctorProvider, DoctorRoute, DoctorSandbox, RouteSends,
+    to_value, DoctorDocument, DoctorMcpServer, DoctorProvider, DoctorRoute, DoctorSandbox,
+    RouteSends,
 };
 use anyhow::{Context, Result};
 use baton_agent::tools::{SandboxMode, SandboxPolicy, SandboxSupport};
@@ -273,6 +274,32 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
         }
         out
     });
+    // Each configured MCP server, started (or reached) and asked for its tools, one at a time.
+    let mcp: Vec<DoctorMcpServer> = rt.block_on(async {
+        let mut out = Vec::new();
+        for name in config.mcp_servers.keys() {
+            let one = [name.clone()];
+            let (ok, tools, message) =
+                match baton_app::mcp_servers::start(config, &one, &ctx.cwd).await {
+                    Ok(s) => {
+                        let tools = s.listed.first().map(|(_, t)| t.clone()).unwrap_or_default();
+                        let message = s.warnings.join("; ");
+                        let ok = s.warnings.is_empty();
+                        s.shutdown().await;
+                        (ok, tools, message)
+                    }
+                    Err(e) => (false, Vec::new(), e),
+                };
+            out.push(DoctorMcpServer {
+                name: name.clone(),
+                optional: config.mcp_servers[name].optional,
+                ok,
+                tools,
+                message,
+            });
+        }
+        out
+    });
     let (sandbox_ok, abi, mode, sandbox_text) = sandbox_check(config);
     let mut routes = route_checks(config);
     // A route is only as usable as its provider: one whose provider failed its check says why.
@@ -291,6 +318,7 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
     }
     let all_ok = sandbox_ok
         && checks.iter().all(|c| c.verdict == "ok")
+        && mcp.iter().all(|m| m.ok || m.optional)
         && routes.iter().all(|r| r.result.is_ok());
     if args.json {
         let providers: Vec<DoctorProvider> = checks
@@ -325,6 +353,7 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
             ok: all_ok,
             providers,
             routes,
+            mcp_servers: mcp,
             sandbox: DoctorSandbox {
                 ok: sandbox_ok,
                 landlock_abi: abi,
@@ -370,6 +399,19 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
                     }
                 }
                 Err(e) => outln!("✗ {} route {}: {e}", r.class, r.route),
+            }
+        }
+        for m in &mcp {
+            if m.ok {
+                outln!(
+                    "✓ MCP server {}: {} tool(s): {}",
+                    m.name,
+                    m.tools.len(),
+                    m.tools.join(", ")
+                );
+            } else {
+                let optional = if m.optional { " (optional)" } else { "" };
+                outln!("✗ MCP server {}{optional}: {}", m.name, m.message);
             }
         }
         outln!(

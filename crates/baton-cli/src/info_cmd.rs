@@ -148,6 +148,7 @@ pub fn roles(cwd: Option<PathBuf>, check: bool, json_mode: bool) -> Result<Exit>
     if check {
         // A role that names a skill no folder has is invalid too.
         invalid.extend(baton_app::info::unknown_skills(&ctx, &set));
+        invalid.extend(baton_app::info::unknown_mcp_servers(&ctx, &set));
         for bad in &invalid {
             errln!("baton: {bad}");
         }

@@ -38,6 +38,9 @@ pub struct Config {
     pub routing: RoutingConfig,
     #[serde(default)]
     pub skills: SkillsConfig,
+    /// MCP servers whose tools a session may be given (a role's `mcp`, `agent.mcp_servers`).
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
     /// Facts about models, keyed by a model-name pattern (`*` matches any run of characters),
     /// optionally prefixed with `provider/`; they extend or override the built-in table.
     #[serde(default)]
@@ -198,6 +201,77 @@ pub struct WorkflowConfig {
     pub test_command: Option<String>,
 }
 
+/// `[mcp_servers.NAME]`: an MCP server, started over stdio (`command`) or reached over streamable
+/// HTTP (`url`). Trusted code the user chose: baton does not sandbox it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// The program of a stdio server, looked up on `PATH` unless it holds a `/`.
+    #[serde(default)]
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Variables set for a stdio server.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Variables of baton's environment a stdio server gets although they hold credentials
+    /// (provider keys and the like are removed otherwise).
+    #[serde(default)]
+    pub env_vars: Vec<String>,
+    /// The working directory of a stdio server (default: the session's).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// The endpoint of a streamable HTTP server.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// The variable holding the bearer token sent to an HTTP server.
+    #[serde(default)]
+    pub bearer_token_env: Option<String>,
+    /// A server that fails to start is skipped with a warning instead of failing the session.
+    #[serde(default)]
+    pub optional: bool,
+    /// How long starting the server and listing its tools may take (default 30s).
+    #[serde(default)]
+    pub startup_timeout: Option<HumanDuration>,
+    /// How long one tool call may take (default 10m).
+    #[serde(default)]
+    pub tool_timeout: Option<HumanDuration>,
+}
+
+/// Checks one `[mcp_servers.NAME]`: a usable name and exactly one of `command` and `url`.
+fn check_mcp_server(name: &str, m: &McpServerConfig) -> Result<(), String> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(format!(
+            "[mcp_servers.\"{name}\"]: a server name uses only letters, digits, `-` and `_` (it becomes part of each tool's name, mcp__NAME__TOOL)"
+        ));
+    }
+    match (&m.command, &m.url) {
+        (Some(_), Some(_)) => Err(format!(
+            "mcp_servers.{name}: give `command` (a stdio server) or `url` (a streamable HTTP server), not both"
+        )),
+        (None, None) => Err(format!(
+            "mcp_servers.{name}: give `command` (and `args`) to start a stdio server, or `url` to reach an HTTP one"
+        )),
+        (Some(c), None) if c.trim().is_empty() => Err(format!(
+            "mcp_servers.{name}.command is empty: name the server's program, e.g. command = \"npx\""
+        )),
+        (None, Some(u)) if !(u.starts_with("http://") || u.starts_with("https://")) => Err(format!(
+            "mcp_servers.{name}.url = \"{u}\": give an http:// or https:// address"
+        )),
+        (Some(_), None) if m.bearer_token_env.is_some() => Err(format!(
+            "mcp_servers.{name}.bearer_token_env applies to a `url` server only: remove it, or pass the token in `env`"
+        )),
+        (None, Some(_)) if !m.env.is_empty() || !m.env_vars.is_empty() || !m.args.is_empty() || m.cwd.is_some() => Err(format!(
+            "mcp_servers.{name}: `args`, `env`, `env_vars` and `cwd` apply to a `command` server only: remove them"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Where skills are looked up besides the defaults (`.baton/skills/`, `.claude/skills/`,
 /// `.agents/skills/`, `~/.config/baton/skills/`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -258,6 +332,26 @@ impl Config {
                 p.stream_idle_timeout,
                 "5m",
             ));
+        }
+        for (name, m) in &self.mcp_servers {
+            durations.push((
+                format!("mcp_servers.{name}.startup_timeout"),
+                m.startup_timeout,
+                "30s",
+            ));
+            durations.push((
+                format!("mcp_servers.{name}.tool_timeout"),
+                m.tool_timeout,
+                "10m",
+            ));
+            check_mcp_server(name, m)?;
+        }
+        for name in &self.agent.mcp_servers {
+            if !self.mcp_servers.contains_key(name) {
+                return Err(format!(
+                    "agent.mcp_servers names `{name}`, which has no [mcp_servers.{name}] table: add one (command or url), or remove the name"
+                ));
+            }
         }
         for (key, value, default) in durations {
             if value.is_some_and(|d| d.0.is_zero()) {
@@ -461,6 +555,9 @@ pub struct AgentConfig {
     /// session's own route.
     #[serde(default)]
     pub compaction_class: Option<crate::ModelClass>,
+    /// The MCP servers (`[mcp_servers.NAME]`) every main session gets, besides its role's `mcp`.
+    #[serde(default)]
+    pub mcp_servers: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

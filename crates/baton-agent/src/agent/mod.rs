@@ -69,6 +69,10 @@ pub struct AgentSpec {
     /// Tools the host adds in a main session (delegation). The role's `tools` list picks which of
     /// them are offered too: it is the only authority on what a session may call.
     pub host_tools: Vec<Arc<dyn Tool>>,
+    /// The tools of the session's MCP servers (`mcp__SERVER__TOOL`): offered as they are, the
+    /// role's `mcp` having chosen the servers. Environment tools: a routed Coordinator runs them
+    /// only inside an `act_bounded` scope.
+    pub mcp_tools: Vec<Arc<dyn Tool>>,
     /// Sections appended to the system prompt (the main-side delegation policy).
     pub extra_instructions: Vec<String>,
     /// How often running tool calls are reported again (`item.updated`) while they run.

@@ -93,6 +93,7 @@ impl Seat {
             .iter()
             .chain(host_tools.iter())
             .filter(|t| spec.role.meta.tools.iter().any(|n| n == t.name()))
+            .chain(spec.mcp_tools.iter())
             .cloned()
             .collect();
         // The Coordinator runs its other environment tools through `act_bounded run`: they stay
