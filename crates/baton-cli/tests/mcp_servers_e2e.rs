@@ -362,3 +362,51 @@ fn roles_check_refuses_a_role_naming_an_unconfigured_server() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_routed_coordinator_reaches_a_server_s_tools_only_through_act_bounded() {
+    let route = json!({"request": "fix the failing login test"});
+    let server = MockServer::builder()
+        // Called directly: refused, as every environment tool of the Coordinator is.
+        .turn(Turn::tool_call("c1", "mcp__baton__route", route.clone()))
+        .turn(Turn::tool_call(
+            "c2",
+            "act_bounded",
+            json!({"operation": "open", "scope": "ask baton how it routes", "expected_result": "the workflow",
+                   "authority": "the user asked", "stop_condition": "after one call",
+                   "inseparable": "the answer is the judgment", "delegation_loss": "a contract would hold the answer"}),
+        ))
+        .turn(Turn::tool_call(
+            "c3",
+            "act_bounded",
+            json!({"operation": "run", "tool": "mcp__baton__route", "arguments": route}),
+        ))
+        .turn(Turn::text("It goes to DEBUG."))
+        .start_blocking();
+    let p = project(
+        &server,
+        "[agent]\nmcp_servers = [\"baton\"]\n[routing]\ncoordinator = \"mock/coord\"\nexecutor = \"mock/exec\"\n",
+    );
+    let out = p.run(&[
+        "agent",
+        "--json",
+        "--routing",
+        "auto",
+        "where does this go?",
+    ]);
+    assert_exit(&out, 0);
+    let reqs = server.model_requests();
+    // Not advertised to the Coordinator: it runs them through `act_bounded run`.
+    assert!(
+        !reqs[0]
+            .offered_tools()
+            .iter()
+            .any(|t| t.starts_with("mcp__")),
+        "{:?}",
+        reqs[0].offered_tools()
+    );
+    let refused = reqs[1].result_of("c1");
+    assert!(refused.contains("coordinator-environment"), "{refused}");
+    let ran = reqs[3].result_of("c3");
+    assert!(ran.contains("DEBUG"), "{ran}");
+}
