@@ -110,7 +110,7 @@ pub fn load(project_root: &Path) -> Result<LoadedConfig> {
         .check()
         .map_err(|e| anyhow::anyhow!("config (merged from {}): {e}", names()))?;
     let mut config = config;
-    baton_model::prices::price_local_servers(&mut config);
+    baton_model::routes::price_local_servers(&mut config);
     Ok(LoadedConfig {
         config,
         files,

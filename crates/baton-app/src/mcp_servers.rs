@@ -161,9 +161,10 @@ async fn start_one(
                 )
             })?;
         let tail = Arc::new(Mutex::new(VecDeque::<u8>::new()));
+        let mut reader = None;
         if let Some(mut err) = stderr {
             let tail = tail.clone();
-            tokio::spawn(async move {
+            reader = Some(tokio::spawn(async move {
                 let mut buf = [0u8; 1024];
                 while let Ok(n) = err.read(&mut buf).await {
                     if n == 0 {
@@ -175,18 +176,28 @@ async fn start_one(
                         t.pop_front();
                     }
                 }
-            });
+            }));
         }
         let served = tokio::time::timeout(startup, ().serve(transport)).await;
-        let with_tail = |msg: String| with_stderr(msg, &tail);
-        let client = served
-            .map_err(|_| {
-                with_tail(format!(
-                    "it did not answer `initialize` within {}",
-                    secs(startup)
-                ))
-            })?
-            .map_err(|e| with_tail(format!("it did not start as an MCP server: {e}")))?;
+        let msg = match served {
+            Ok(Ok(c)) => Ok(c),
+            Err(_) => Err(format!(
+                "it did not answer `initialize` within {}",
+                secs(startup)
+            )),
+            Ok(Err(e)) => Err(format!("it did not start as an MCP server: {e}")),
+        };
+        let client = match msg {
+            Ok(c) => c,
+            Err(msg) => {
+                // A server that exited has closed its stderr: read it to the end (briefly, in
+                // case something it started still holds it open).
+                if let Some(r) = reader {
+                    let _ = tokio::time::timeout(Duration::from_secs(2), r).await;
+                }
+                return Err(with_stderr(msg, &tail));
+            }
+        };
         (client, link, Some(tail))
     };
     let tools = match tokio::time::timeout(startup, client.list_all_tools()).await {

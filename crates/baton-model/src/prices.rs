@@ -5,7 +5,7 @@
 //! How a route is priced, first match wins ([`price_of`]): the config's `[prices."provider/model"]`;
 //! this table, by model name (without a vendor prefix, and without a date suffix such as
 //! `-20250929` when the dated name is not listed itself); the config's `[prices."provider/*"]`,
-//! which the config loader sets to zero for a local server (a loopback `base_url`, or a cassette)
+//! which the config loader sets to zero for a local server (`routes::price_local_servers`) (a loopback `base_url`, or a cassette)
 //! unless the user wrote one; else the route is unpriced.
 //!
 //! Long-context tiers (a higher price for requests over 200,000 or 272,000 input tokens on some
@@ -213,28 +213,6 @@ pub fn is_loopback(url: &str) -> bool {
         None => authority.split(':').next().unwrap_or(""),
     };
     host == "localhost" || host == "::1" || host.starts_with("127.")
-}
-
-/// Gives every local provider of `config` (`local = true`, else a loopback `base_url` or a
-/// cassette) the price zero
-/// for the models neither `[prices]` nor the built-in table prices, unless `[prices."NAME/*"]`
-/// says otherwise.
-pub fn price_local_servers(config: &mut baton_protocol::config::Config) {
-    use baton_protocol::config::ProviderKind;
-    // The config's providers and the built-in ones it does not redefine (ollama).
-    let mut providers = crate::routes::builtin_providers();
-    providers.extend(config.providers.clone());
-    for (name, p) in &providers {
-        let local = p.local.unwrap_or(
-            p.kind == ProviderKind::Replay || p.base_url.as_deref().is_some_and(is_loopback),
-        );
-        if local {
-            config
-                .prices
-                .entry(format!("{name}/*"))
-                .or_insert_with(free);
-        }
-    }
 }
 
 /// The price of every model of a local server: nothing.

@@ -454,6 +454,31 @@ pub fn build_provider(
     })
 }
 
+/// Gives every local provider of `config` (`local = true`, else a loopback `base_url` or a
+/// cassette) the price zero
+/// for the models neither `[prices]` nor the built-in table prices, unless `[prices."NAME/*"]`
+/// says otherwise.
+pub fn price_local_servers(config: &mut baton_protocol::config::Config) {
+    use baton_protocol::config::ProviderKind;
+    // The config's providers and the built-in ones it does not redefine (ollama).
+    let mut providers = builtin_providers();
+    providers.extend(config.providers.clone());
+    for (name, p) in &providers {
+        let local = p.local.unwrap_or(
+            p.kind == ProviderKind::Replay
+                || p.base_url
+                    .as_deref()
+                    .is_some_and(crate::prices::is_loopback),
+        );
+        if local {
+            config
+                .prices
+                .entry(format!("{name}/*"))
+                .or_insert_with(crate::prices::free);
+        }
+    }
+}
+
 /// Cost in USD of `usage` on `route`, when it has a price ([`crate::prices::price_of`]: the
 /// config's `[prices]`, the built-in table, the provider's `provider/*` entry). Cache writes cost
 /// `cache_write`, by default 1.25 × `input` (Anthropic's five-minute writes).
