@@ -240,6 +240,9 @@ pub struct ParsedEnd {
     /// An error the child reported (model failure and the like).
     pub error_message: Option<String>,
     pub verdict: Verdict,
+    /// What the child said its run cost in USD (Claude Code's `total_cost_usd`); `None`: it did
+    /// not say, and its tokens are priced with the price table.
+    pub cost_usd: Option<f64>,
 }
 
 impl ParsedEnd {
@@ -253,6 +256,7 @@ impl ParsedEnd {
             stop_reason: None,
             error_message: None,
             verdict: Verdict::NoFinal,
+            cost_usd: None,
         }
     }
 }

@@ -432,6 +432,10 @@ async fn run_entry(
         Ok(r) => r.omitted,
         Err(err) => err.partial.as_ref().map_or(0, |p| p.omitted),
     };
+    let cost_usd = match &result {
+        Ok(r) => r.cost_usd,
+        Err(err) => err.partial.as_ref().and_then(|p| p.cost_usd),
+    };
     let (status, output, error, usage, turns) = match result {
         Ok(ChildResult {
             status,
@@ -500,6 +504,7 @@ async fn run_entry(
         error,
         model,
         usage,
+        cost_usd,
         turns,
         duration_ms,
         worktree,

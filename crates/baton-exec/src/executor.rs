@@ -455,6 +455,7 @@ async fn supervise(
         tools_started: end.tools_started,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         error_message: end.error_message.clone(),
+        cost_usd: end.cost_usd,
         skipped,
     };
     let failed = |code: ExecErrorCode, message: String, partial: ChildResult| ExecError {

@@ -140,6 +140,9 @@ pub struct ChildResult {
     /// The error the child reported (a model failure and the like), when it gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
+    /// What the child said its run cost in USD (Claude Code's `total_cost_usd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     /// Stdout lines that were not parsed.
     #[serde(default)]
     pub skipped: SkippedLines,

@@ -92,6 +92,7 @@ fn baton_stream() {
             stop_reason: Some("completed".into()),
             error_message: None,
             verdict: Verdict::Completed,
+            cost_usd: None,
         }
     );
     assert_eq!(skipped, SkippedLines::default());
@@ -138,6 +139,7 @@ fn pi_ok(name: &str) {
             stop_reason: Some("stop".into()),
             error_message: None,
             verdict: Verdict::Completed,
+            cost_usd: None,
         },
         "{name}"
     );
@@ -228,6 +230,7 @@ fn codex_stream() {
             stop_reason: Some("completed".into()),
             error_message: None,
             verdict: Verdict::Completed,
+            cost_usd: None,
         }
     );
     assert_eq!(skipped, SkippedLines::default());
@@ -318,6 +321,8 @@ fn claude_stream() {
             stop_reason: Some("success".into()),
             error_message: None,
             verdict: Verdict::Completed,
+            // Claude Code's own price of its run.
+            cost_usd: Some(0.0123),
         }
     );
     assert_eq!(skipped, SkippedLines::default());

@@ -479,21 +479,33 @@ pub fn price_local_servers(config: &mut baton_protocol::config::Config) {
     }
 }
 
+/// Cost in USD of `usage` under a child's model label: a route `provider/model[:thinking]`, else a
+/// bare model name a peer CLI ran (priced by the built-in table only), when it has a price.
+pub fn cost_of_label(prices: &BTreeMap<String, Price>, label: &str, usage: &Usage) -> Option<f64> {
+    match label.parse::<Route>() {
+        Ok(r) => cost(prices, &r, usage),
+        Err(_) => Some(charge(&crate::prices::builtin(label)?, usage)),
+    }
+}
+
 /// Cost in USD of `usage` on `route`, when it has a price ([`crate::prices::price_of`]: the
 /// config's `[prices]`, the built-in table, the provider's `provider/*` entry). Cache writes cost
 /// `cache_write`, by default 1.25 × `input` (Anthropic's five-minute writes).
 pub fn cost(prices: &BTreeMap<String, Price>, route: &Route, usage: &Usage) -> Option<f64> {
     let (price, _) = crate::prices::price_of(prices, route)?;
+    Some(charge(&price, usage))
+}
+
+/// What `usage` costs at `price`, in USD.
+fn charge(price: &Price, usage: &Usage) -> f64 {
     let cached = usage.cached_input_tokens.min(usage.input_tokens);
     let written = usage.cache_write_tokens.min(usage.input_tokens - cached);
     let fresh = usage.input_tokens - cached - written;
     let per = 1_000_000.0;
-    Some(
-        fresh as f64 * price.input / per
-            + cached as f64 * price.cached_input.unwrap_or(price.input) / per
-            + written as f64 * price.cache_write.unwrap_or(price.input * 1.25) / per
-            + usage.output_tokens as f64 * price.output / per,
-    )
+    fresh as f64 * price.input / per
+        + cached as f64 * price.cached_input.unwrap_or(price.input) / per
+        + written as f64 * price.cache_write.unwrap_or(price.input * 1.25) / per
+        + usage.output_tokens as f64 * price.output / per
 }
 
 #[cfg(test)]
@@ -513,6 +525,22 @@ mod tests {
             }
         }
         c
+    }
+
+    #[test]
+    fn a_peer_s_bare_model_name_is_priced_by_the_table() {
+        let usage = Usage {
+            input_tokens: 1_000_000,
+            output_tokens: 100_000,
+            ..Usage::default()
+        };
+        let prices = BTreeMap::new();
+        // claude-sonnet-4-5: $3 in, $15 out.
+        let c = cost_of_label(&prices, "claude-sonnet-4-5", &usage).unwrap();
+        assert!((c - 4.5).abs() < 1e-9, "{c}");
+        assert_eq!(cost_of_label(&prices, "sonnet", &usage), None);
+        let c = cost_of_label(&prices, "anthropic/claude-sonnet-4-5:high", &usage).unwrap();
+        assert!((c - 4.5).abs() < 1e-9, "{c}");
     }
 
     #[test]

@@ -262,6 +262,7 @@ impl StreamParser for BatonParser {
                     stop_reason: stop_reason(ev.outcome, ev.reason),
                     error_message: self.last_error.clone(),
                     verdict: verdict(ev.outcome, ev.reason),
+                    cost_usd: None,
                 };
                 self.end = Some(end);
             }
@@ -322,6 +323,7 @@ impl StreamParser for BatonParser {
                     stop_reason: stop_reason(outcome, reason),
                     error_message: error,
                     verdict: verdict(outcome, reason),
+                    cost_usd: None,
                 };
             }
             _ => {}
@@ -433,6 +435,7 @@ mod tests {
                 stop_reason: Some("completed".into()),
                 error_message: None,
                 verdict: Verdict::Completed,
+                cost_usd: None,
             }
         );
     }

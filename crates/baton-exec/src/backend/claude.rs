@@ -4,7 +4,7 @@
 //! `tool_use` → [`Activity::ToolStart`] with `input.file_path`/`path`/`notebook_path` as the path;
 //! per-message `usage`; `stop_reason`), `user` messages (`tool_result` blocks → [`Activity::ToolEnd`]),
 //! and the final `result` (`subtype` `success` or `error_*`, `is_error`, `result`, `num_turns`,
-//! `usage`). Claude repeats one message id over several events (one per content block), so a
+//! `usage`, `total_cost_usd`). Claude repeats one message id over several events (one per content block), so a
 //! message ends — [`Activity::MessageEnd`] and [`Activity::Tokens`] — when the next message or the
 //! result arrives. `system` events are skipped.
 
@@ -139,6 +139,8 @@ struct Line<'a> {
     num_turns: Option<u32>,
     #[serde(default)]
     usage: Option<ClaudeUsage>,
+    #[serde(default)]
+    total_cost_usd: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -358,6 +360,8 @@ impl StreamParser for ClaudeParser {
                         None
                     },
                     verdict,
+                    // Claude Code prices its own run; a number that is not one is not taken.
+                    cost_usd: ev.total_cost_usd.filter(|c| c.is_finite() && *c >= 0.0),
                 });
             }
             _ => {}

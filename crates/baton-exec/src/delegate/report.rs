@@ -77,6 +77,10 @@ pub struct EntryReport {
     pub error: Option<ExecErrorInfo>,
     pub model: Option<String>,
     pub usage: Usage,
+    /// What the child said its run cost (Claude Code's `total_cost_usd`); `None`: its tokens are
+    /// priced with the price table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     pub turns: u32,
     pub duration_ms: u64,
     pub worktree: Option<WorktreeReport>,
@@ -116,6 +120,7 @@ pub(super) fn skipped(i: usize, e: &TaskEntry) -> EntryReport {
         error: None,
         model: None,
         usage: Usage::default(),
+        cost_usd: None,
         turns: 0,
         duration_ms: 0,
         worktree: None,
@@ -191,10 +196,8 @@ pub fn render_usage(
     let mut lines = Vec::new();
     for e in &report.entries {
         let cost = e
-            .model
-            .as_deref()
-            .and_then(|m| m.parse::<baton_protocol::Route>().ok())
-            .and_then(|r| baton_model::routes::cost(prices, &r, &e.usage));
+            .cost_usd
+            .or_else(|| baton_model::routes::cost_of_label(prices, e.model.as_deref()?, &e.usage));
         total.input_tokens += e.usage.input_tokens;
         total.cached_input_tokens += e.usage.cached_input_tokens;
         total.output_tokens += e.usage.output_tokens;

@@ -15,7 +15,7 @@ use baton_exec::delegate::{
 use baton_exec::executor::OutputBudget;
 use baton_exec::{ChildStatus, ExecError, ExecErrorCode};
 use baton_protocol::role::{BackendKind, RoleSpec};
-use baton_protocol::{ModelClass, Route, Usage};
+use baton_protocol::{ModelClass, Usage};
 
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
@@ -403,6 +403,8 @@ pub async fn run(
         };
         child_route(d, backend, &choice, spec)?
     };
+    // The model the child runs, to price its tokens when it does not say what it cost.
+    let priced_model = route.model.clone();
     let route_label = match (&route.model, backend) {
         (Some(m), _) => match route.thinking {
             Some(t) => format!("{m}:{t}"),
@@ -412,7 +414,6 @@ pub async fn run(
         (None, _) if replaying => "replay".into(),
         (None, b) => format!("{} default", b.as_str()),
     };
-    let priced_route: Option<Route> = route.model.as_deref().and_then(|m| m.parse().ok());
     let role_file = match backend {
         BackendKind::Baton => Some(write_frozen_role(roles_dir, attempt as usize, spec)?),
         _ => None,
@@ -443,9 +444,14 @@ pub async fn run(
         .executor
         .run(prepare, d.limits, &budget, cancel, &mut on_activity)
         .await?;
-    let cost_usd = priced_route
-        .as_ref()
-        .and_then(|r| baton_model::routes::cost(&d.config.prices, r, &result.usage));
+    // What the child said it cost (Claude Code), else its tokens at the route's price.
+    let cost_usd = result.cost_usd.or_else(|| {
+        baton_model::routes::cost_of_label(
+            &d.config.prices,
+            priced_model.as_deref()?,
+            &result.usage,
+        )
+    });
     let error = match result.status {
         ChildStatus::Success => None,
         ChildStatus::Failure => Some(result.error_message.clone().unwrap_or_else(|| {
