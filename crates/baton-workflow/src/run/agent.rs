@@ -100,6 +100,9 @@ pub struct Scaffold<'a> {
     pub baseline: Option<&'a str>,
     /// `patterns.md ## Project SKILL_HINTS`, when it lists any.
     pub skill_hints: Option<&'a str>,
+    /// What governs where standing instructions disagree (the skill precedence gate), when more
+    /// than one source is in force.
+    pub precedence: Option<&'a str>,
 }
 
 /// The base recorded when git could not give one.
@@ -161,6 +164,9 @@ pub fn scaffold(s: &Scaffold<'_>) -> String {
             .unwrap_or("None"),
     );
     p.push_str("\n\n");
+    if let Some(pr) = s.precedence {
+        p.push_str(pr);
+    }
     if let Some(r) = s.research_files {
         p.push_str("## Research Files\n");
         p.push_str(r.trim());
@@ -536,6 +542,7 @@ mod tests {
             phase: None,
             baseline: None,
             skill_hints: None,
+            precedence: None,
         };
         let review = scaffold(&s(Role::CodeReviewer));
         assert!(review.contains(

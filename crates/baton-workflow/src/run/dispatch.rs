@@ -154,8 +154,45 @@ impl Runner<'_> {
                 r = self.record();
             }
         }
+        // Skill precedence (cc10x skill_precedence_gate): when standing instructions of more
+        // than one source are in force, the engine says which governs; the resolution is
+        // recorded once per set of sources and every dispatch is told.
+        let precedence = self.instruction_sources(&r, &spec);
+        if precedence.len() >= 2 {
+            let key = precedence
+                .iter()
+                .map(|i| i.text.as_str())
+                .collect::<Vec<_>>()
+                .join("; ");
+            if r.artifact
+                .results
+                .get("precedence")
+                .and_then(|v| v.as_str())
+                != Some(key.as_str())
+            {
+                let d = crate::engine::decide(
+                    &r.artifact,
+                    &crate::engine::Inputs {
+                        instructions: precedence.clone(),
+                        ..crate::engine::Inputs::default()
+                    },
+                );
+                let mut resolved = r.clone();
+                resolved.artifact = d.apply(&r.artifact);
+                resolved
+                    .artifact
+                    .results
+                    .insert("precedence".into(), serde_json::Value::String(key));
+                self.commit(
+                    NewEvent::new(EventKind::ArtifactUpdated).reason(d.reason.clone()),
+                    resolved,
+                )?;
+                r = self.record();
+            }
+        }
         let v = &r.state;
-        let prompt = self.prompt(&r, &task, role);
+        let section = (precedence.len() >= 2).then(|| precedence_section(&precedence));
+        let prompt = self.prompt(&r, &task, role, section.as_deref());
         let (prompt, bias) = if agent::bias_scanned(role) {
             agent::scan_bias(&prompt)
         } else {
@@ -514,6 +551,58 @@ impl Runner<'_> {
             .filter(|h| !h.is_empty())
     }
 
+    /// The standing instructions in force for a dispatch of `spec`, strongest first: the
+    /// project's standards (`patterns.md ## User Standards`, or a CLAUDE.md / AGENTS.md), the
+    /// approved plan, the skills the agent is given. The request itself always leads and is not
+    /// listed.
+    fn instruction_sources(
+        &self,
+        r: &Record,
+        spec: &baton_protocol::role::RoleSpec,
+    ) -> Vec<crate::engine::Instruction> {
+        use crate::engine::{Instruction, InstructionSource};
+        let mut out = Vec::new();
+        let standards = MemoryDir::new(&self.root)
+            .sections(MemoryFile::Patterns)
+            .ok()
+            .and_then(|s| s.into_iter().find(|s| s.name == "User Standards"))
+            .is_some_and(|s| {
+                s.body
+                    .lines()
+                    .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with("<!--"))
+            });
+        let files: Vec<&str> = ["CLAUDE.md", "AGENTS.md"]
+            .into_iter()
+            .filter(|f| self.root.join(f).is_file())
+            .collect();
+        if standards || !files.is_empty() {
+            let mut what: Vec<String> = files.iter().map(|f| f.to_string()).collect();
+            if standards {
+                what.insert(0, "patterns.md User Standards".into());
+            }
+            out.push(Instruction {
+                source: InstructionSource::ProjectStandard,
+                text: format!("project standards ({})", what.join(", ")),
+            });
+        }
+        if r.artifact.results.contains_key("plan") {
+            out.push(Instruction {
+                source: InstructionSource::ApprovedPlan,
+                text: format!(
+                    "the approved plan ({})",
+                    r.artifact.plan_file.as_deref().unwrap_or("recorded")
+                ),
+            });
+        }
+        if !spec.meta.skills.is_empty() {
+            out.push(Instruction {
+                source: InstructionSource::DomainSkill,
+                text: format!("skills ({})", spec.meta.skills.join(", ")),
+            });
+        }
+        out
+    }
+
     /// Adds to `spec`'s skills those the skill hints name that exist (cc10x: a hinted skill is
     /// loaded for the dispatched agent; one that does not exist stays a hint in the prompt).
     fn add_hinted_skills(&self, spec: &mut baton_protocol::role::RoleSpec) {
@@ -529,7 +618,13 @@ impl Runner<'_> {
     }
 
     /// The scaffold of one dispatch.
-    pub(super) fn prompt(&self, r: &Record, task: &Task, role: Role) -> String {
+    pub(super) fn prompt(
+        &self,
+        r: &Record,
+        task: &Task,
+        role: Role,
+        precedence: Option<&str>,
+    ) -> String {
         let (a, v) = (&r.artifact, &r.state);
         let memory = MemoryDir::new(&self.root);
         let cut = |s: String| s.chars().take(2000).collect::<String>();
@@ -609,6 +704,7 @@ impl Runner<'_> {
             research_files: research_files.as_deref(),
             base: base.as_deref(),
             skill_hints: skill_hints.as_deref(),
+            precedence,
             baseline: (role == Role::IntegrationVerifier)
                 .then(|| {
                     let parts: Vec<String> = [
@@ -654,6 +750,16 @@ fn baseline_reason(a: &Artifact) -> String {
         Some(b) => format!("baseline unavailable: {}", b.reason.unwrap_or_default()),
         None => "baseline not recorded".into(),
     }
+}
+
+/// The prompt's section on what governs where standing instructions disagree.
+fn precedence_section(sources: &[crate::engine::Instruction]) -> String {
+    let listed: Vec<&str> = sources.iter().map(|i| i.text.as_str()).collect();
+    format!(
+        "## Instruction Precedence\nWhere instructions disagree, the stronger governs: the user request, then {}, then your role's instructions, then your own judgement. Now {} govern how; the request says what is done. Precedence never dismisses a reviewer's finding because the plan or a skill asked for what it found.\n\n",
+        listed.join(", then "),
+        listed[0]
+    )
 }
 
 /// The skill names hint lines give: `- name: what it is for` (or `* name …`, the name possibly in

@@ -79,3 +79,53 @@ fn the_project_s_skill_hints_reach_every_dispatch() {
         assert_eq!(call.skills, ["rust-testing"], "{}", call.role);
     }
 }
+
+#[test]
+fn competing_instructions_are_resolved_once_and_every_dispatch_is_told() {
+    let h = Harness::new();
+    h.happy();
+    let dir = h.env.delegate.cwd.join(".baton/memory");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("patterns.md"),
+        "# Project patterns\n\n## User Standards\n- tabs, not spaces\n\n## Common Gotchas\n\n## Project SKILL_HINTS\n- rust-testing: tests live beside the code\n\n## Last Updated\n",
+    )
+    .unwrap();
+    let skill = h.env.delegate.cwd.join(".baton/skills/rust-testing");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: rust-testing\ndescription: How this project tests Rust\n---\nSpaces are fine in tests.\n",
+    )
+    .unwrap();
+    let o = h.build("add a feature file").unwrap();
+    let Outcome::Completed { id, .. } = &o else {
+        panic!("{o:?}")
+    };
+    // Project standards outrank a skill: every dispatch is told so.
+    for call in h.calls() {
+        assert!(
+            call.prompt.contains(
+                "## Instruction Precedence\nWhere instructions disagree, the stronger governs: the user request, then project standards (patterns.md User Standards), then skills (rust-testing), then your role's instructions"
+            ),
+            "{}",
+            call.prompt
+        );
+    }
+    // Resolved (and recorded) once, not at every dispatch.
+    let a = h.artifact(id);
+    let resolved: Vec<&serde_json::Value> = a["status_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "precedence_resolved")
+        .collect();
+    assert_eq!(resolved.len(), 1, "{resolved:?}");
+    assert!(
+        resolved[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("ProjectStandard governs"),
+        "{resolved:?}"
+    );
+}
