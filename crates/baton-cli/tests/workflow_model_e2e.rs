@@ -380,6 +380,33 @@ fn a_token_budget_stops_before_the_verifier_and_resume_with_more_completes() {
 }
 
 #[test]
+fn a_usd_budget_stops_without_a_price_table_on_a_model_the_built_in_table_knows() {
+    let server = mock();
+    // No [prices]: the builder's class runs claude-sonnet-4-5, priced by the built-in table
+    // ($3 in, $15 out per million tokens).
+    let sb = repo(Sandbox::new().mock_provider(
+        &server,
+        "openai",
+        "[models]\nfast = \"mock/fast-m\"\nbalanced = \"mock/claude-sonnet-4-5\"\nfrontier = \"mock/front-m\"\n",
+    ));
+    // The builder: 2200 in, 300 out = $0.0111; another such dispatch would pass $0.015.
+    let o = sb.run(&[
+        "run",
+        "add a feature file",
+        "--trivial",
+        "--budget-usd",
+        "0.015",
+    ]);
+    assert_exit(&o, 4);
+    let text = out(&o);
+    assert!(
+        text.contains("$0.0111 of $0.0150 spent, $0.0039 left"),
+        "{text}"
+    );
+    assert_eq!(snapshot(&sb)["checkpoint"]["gate"], "budget");
+}
+
+#[test]
 fn a_usd_budget_stops_on_priced_routes() {
     let server = mock();
     let sb = project(&server, PRICES);
