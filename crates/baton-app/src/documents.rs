@@ -587,6 +587,9 @@ pub struct DoctorProvider {
     pub verdict: String,
     pub status: Option<u16>,
     pub message: String,
+    /// It answers, but not as a session needs (a llama.cpp server whose template takes no tools).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 /// A class route: what it sends (ok) or why it cannot be used.

@@ -52,6 +52,8 @@ struct Check {
     verdict: &'static str,
     status: Option<u16>,
     message: String,
+    /// Something that works but not as a session needs it (a llama.cpp server without tools).
+    warning: Option<String>,
 }
 
 /// Every provider the config defines, and every provider a class route names.
@@ -87,6 +89,7 @@ async fn check(config: &Config, name: &str) -> Check {
             verdict: "not_configured",
             status: None,
             message: format!("a model class names it but there is no [providers.{name}] table (kind, base_url, api_key_env)"),
+            warning: None,
         };
     };
     let mut c = Check {
@@ -97,6 +100,7 @@ async fn check(config: &Config, name: &str) -> Check {
         verdict: "ok",
         status: None,
         message: String::new(),
+        warning: None,
     };
     let route = Route {
         provider: name.into(),
@@ -132,6 +136,14 @@ async fn check(config: &Config, name: &str) -> Check {
             c.message = match list.models {
                 Some(n) => format!("GET {} listed {n} model(s)", list.url),
                 None => format!("GET {} answered", list.url),
+            };
+            // A local llama.cpp server says whether its chat template takes tools.
+            if baton_model::prices::is_loopback(&c.url)
+                && baton_model::probe::llama_tool_support(&p, PROBE_TIMEOUT).await == Some(false)
+            {
+                c.warning = Some(
+                    "this llama.cpp server's chat template does not take tools (/props: chat_template_caps.supports_tools = false), so the tools baton offers never reach the model: start llama-server with --jinja and a model whose template supports tool calls".into(),
+                );
             }
         }
         Err(ModelError::Http {
@@ -331,6 +343,7 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
                 verdict: c.verdict.to_string(),
                 status: c.status,
                 message: c.message.clone(),
+                warning: c.warning.clone(),
             })
             .collect();
         let routes = routes
@@ -388,6 +401,9 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
             );
             if !c.message.is_empty() {
                 outln!("    {}", baton_text::sanitize_line(&c.message));
+            }
+            if let Some(w) = &c.warning {
+                outln!("    ⚠ {w}");
             }
         }
         for r in &routes {

@@ -200,3 +200,68 @@ fn models_shows_what_each_route_resolved_to() {
     assert!(routes.iter().all(|r| r["ok"] == true), "{doc}");
     assert_eq!(routes[0]["model_info"]["thinking"], "budget", "{doc}");
 }
+
+/// A llama.cpp-like server on loopback answering `/v1/models` and `/props` (its chat template's
+/// capabilities), `n` requests, then it stops.
+fn llama_like(supports_tools: bool, n: usize) -> (String, std::thread::JoinHandle<()>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        for stream in listener.incoming().take(n) {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            // The rest of the request head.
+            let mut h = String::new();
+            while reader.read_line(&mut h).unwrap() > 2 {
+                h.clear();
+            }
+            let body = if line.starts_with("GET /props") {
+                json!({"chat_template_caps": {"supports_tools": supports_tools}}).to_string()
+            } else {
+                json!({"object": "list", "data": [{"id": "gemma"}]}).to_string()
+            };
+            write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
+        }
+    });
+    (url, handle)
+}
+
+#[test]
+fn doctor_warns_when_a_local_llama_server_takes_no_tools() {
+    for supports in [false, true] {
+        let (url, server) = llama_like(supports, 2);
+        let p = Sandbox::new()
+            .baton_exe(env!("CARGO_BIN_EXE_baton"))
+            .baton_config(&format!(
+                "[providers.llama]\nkind = \"openai\"\nbase_url = \"{url}\"\n[models]\nbalanced = \"llama/gemma\"\n"
+            ));
+        let out = p.run(&["doctor", "--json"]);
+        server.join().unwrap();
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let llama = doc["providers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "llama")
+            .unwrap()
+            .clone();
+        assert_eq!(llama["verdict"], "ok", "{llama}");
+        if supports {
+            assert_eq!(llama.get("warning"), None, "{llama}");
+        } else {
+            let w = llama["warning"].as_str().unwrap();
+            assert!(
+                w.contains("--jinja") && w.contains("supports_tools = false"),
+                "{w}"
+            );
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! One cheap, authenticated request to a provider, to check it before a session depends on it
 //! (`baton doctor`): the list of its models. `GET {base_url}/models` for the OpenAI kinds,
-//! `GET {base_url}/v1/models` for Anthropic. No tokens are spent.
+//! `GET {base_url}/v1/models` for Anthropic. No tokens are spent. For a local llama.cpp server,
+//! also whether its chat template takes tools ([`llama_tool_support`]).
 
 use std::time::Duration;
 
@@ -81,4 +82,28 @@ pub async fn list_models(
         .ok()
         .and_then(|v| v.get("data").and_then(|d| d.as_array()).map(Vec::len));
     Ok(Some(ModelList { url, models }))
+}
+
+/// Whether a llama.cpp server's chat template takes tools, as its `GET {root}/props` says
+/// (`chat_template_caps.supports_tools`; `root` is the API root without its `/v1`). `None` when
+/// the server gives no such answer (it is not llama.cpp, or an older one). Without tool support
+/// (a template without tools, or a server started without `--jinja`) the tools baton offers never
+/// reach the model.
+pub async fn llama_tool_support(provider: &ProviderConfig, timeout: Duration) -> Option<bool> {
+    if provider.kind != ProviderKind::OpenAi {
+        return None;
+    }
+    let root = api_root(provider);
+    let base = root.strip_suffix("/v1").unwrap_or(&root);
+    let url = format!("{base}/props");
+    let client = build_client().ok()?;
+    let response = with_timeout(timeout, client.get(&url).send()).await?.ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    let text = read_bounded(response, timeout).await;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.get("chat_template_caps")?
+        .get("supports_tools")?
+        .as_bool()
 }
