@@ -189,6 +189,10 @@ fn completion_text(ev: &Value) -> Vec<String> {
             parts.push(format!("exit {code}"));
         }
     }
+    // The agent's own session: `baton agent --resume ID` or its transcript.
+    if let Some(s) = details.get("session").and_then(Value::as_str) {
+        parts.push(format!("session {}", one_line(s, 64)));
+    }
     parts
 }
 

@@ -325,6 +325,17 @@ fn a_build_runs_through_real_baton_children_and_counts_their_tokens_and_cost() {
         line("build-hunt").contains("700 in / 120 out tokens"),
         "{log}"
     );
+    // Each dispatch names the child's own session, whose transcript baton keeps.
+    let session = builder
+        .split("session ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no session in {builder}"))
+        .split_whitespace()
+        .next()
+        .unwrap();
+    let o = sb.run(&["sessions", "--json"]);
+    assert_exit(&o, 0);
+    assert!(out(&o).contains(session), "{session} not in {}", out(&o));
 }
 
 #[test]

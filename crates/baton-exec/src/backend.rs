@@ -243,6 +243,9 @@ pub struct ParsedEnd {
     /// What the child said its run cost in USD (Claude Code's `total_cost_usd`); `None`: it did
     /// not say, and its tokens are priced with the price table.
     pub cost_usd: Option<f64>,
+    /// The child's own session id, when its stream names it (`baton` agent: `session.started`;
+    /// Claude Code: `result`): where its whole conversation is kept.
+    pub session_id: Option<String>,
 }
 
 impl ParsedEnd {
@@ -257,6 +260,7 @@ impl ParsedEnd {
             error_message: None,
             verdict: Verdict::NoFinal,
             cost_usd: None,
+            session_id: None,
         }
     }
 }

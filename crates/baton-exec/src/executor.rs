@@ -456,6 +456,7 @@ async fn supervise(
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         error_message: end.error_message.clone(),
         cost_usd: end.cost_usd,
+        session_id: end.session_id.clone(),
         skipped,
     };
     let failed = |code: ExecErrorCode, message: String, partial: ChildResult| ExecError {

@@ -143,6 +143,9 @@ pub struct ChildResult {
     /// What the child said its run cost in USD (Claude Code's `total_cost_usd`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// The child's own session id, when its stream named it (see `ParsedEnd::session_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
     /// Stdout lines that were not parsed.
     #[serde(default)]
     pub skipped: SkippedLines,

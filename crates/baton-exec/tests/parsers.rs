@@ -93,6 +93,7 @@ fn baton_stream() {
             error_message: None,
             verdict: Verdict::Completed,
             cost_usd: None,
+            session_id: None,
         }
     );
     assert_eq!(skipped, SkippedLines::default());
@@ -140,6 +141,7 @@ fn pi_ok(name: &str) {
             error_message: None,
             verdict: Verdict::Completed,
             cost_usd: None,
+            session_id: None,
         },
         "{name}"
     );
@@ -231,6 +233,7 @@ fn codex_stream() {
             error_message: None,
             verdict: Verdict::Completed,
             cost_usd: None,
+            session_id: None,
         }
     );
     assert_eq!(skipped, SkippedLines::default());
@@ -323,6 +326,7 @@ fn claude_stream() {
             verdict: Verdict::Completed,
             // Claude Code's own price of its run.
             cost_usd: Some(0.0123),
+            session_id: None,
         }
     );
     assert_eq!(skipped, SkippedLines::default());

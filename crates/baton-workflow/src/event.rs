@@ -264,6 +264,9 @@ pub struct AgentCompletedDetails {
         skip_serializing_if = "Option::is_none"
     )]
     pub error: Option<Option<String>>,
+    /// The agent's own session id (its transcript), when its stream named it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

@@ -111,6 +111,8 @@ struct Line<'a> {
     turns: Option<u32>,
     #[serde(default, borrow)]
     error: Option<ErrorBody<'a>>,
+    #[serde(default, borrow)]
+    session_id: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -173,6 +175,8 @@ pub(crate) struct BatonParser {
     tally: Tally,
     last_message: String,
     last_error: Option<String>,
+    /// The session id `session.started` gave.
+    session_id: Option<String>,
 }
 
 impl BatonParser {
@@ -195,6 +199,7 @@ impl StreamParser for BatonParser {
             return Ok(());
         };
         match ev.kind.as_ref() {
+            "session.started" => self.session_id = ev.session_id.map(Cow::into_owned),
             "turn.started" => self.turn_event(ev.turn),
             "item.delta" => self.tally.pulse.thinking(out),
             "item.started" | "item.completed" => {
@@ -263,6 +268,7 @@ impl StreamParser for BatonParser {
                     error_message: self.last_error.clone(),
                     verdict: verdict(ev.outcome, ev.reason),
                     cost_usd: None,
+                    session_id: None,
                 };
                 self.end = Some(end);
             }
@@ -324,6 +330,7 @@ impl StreamParser for BatonParser {
                     error_message: error,
                     verdict: verdict(outcome, reason),
                     cost_usd: None,
+                    session_id: None,
                 };
             }
             _ => {}
@@ -331,13 +338,15 @@ impl StreamParser for BatonParser {
     }
 
     fn finish(&mut self) -> ParsedEnd {
-        match &self.end {
+        let mut end = match &self.end {
             Some(end) => end.clone(),
             None => ParsedEnd {
                 error_message: self.last_error.clone(),
                 ..self.tally.end(self.last_message.clone())
             },
-        }
+        };
+        end.session_id = self.session_id.clone();
+        end
     }
 }
 
@@ -436,6 +445,7 @@ mod tests {
                 error_message: None,
                 verdict: Verdict::Completed,
                 cost_usd: None,
+                session_id: None,
             }
         );
     }

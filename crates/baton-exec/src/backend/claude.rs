@@ -141,6 +141,8 @@ struct Line<'a> {
     usage: Option<ClaudeUsage>,
     #[serde(default)]
     total_cost_usd: Option<f64>,
+    #[serde(default, borrow)]
+    session_id: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -362,6 +364,7 @@ impl StreamParser for ClaudeParser {
                     verdict,
                     // Claude Code prices its own run; a number that is not one is not taken.
                     cost_usd: ev.total_cost_usd.filter(|c| c.is_finite() && *c >= 0.0),
+                    session_id: ev.session_id.map(Cow::into_owned),
                 });
             }
             _ => {}

@@ -222,6 +222,9 @@ pub struct Dispatched {
     pub backend: &'static str,
     pub duration_seconds: f64,
     pub exit_code: Option<i32>,
+    /// The agent's own session id, when its stream named it (`baton agent` children, Claude
+    /// Code): `baton sessions` and `--resume` know it.
+    pub session_id: Option<String>,
 }
 
 /// One role agent to launch.
@@ -483,6 +486,7 @@ pub async fn run(
         backend: backend.as_str(),
         duration_seconds: started.elapsed().as_secs_f64(),
         exit_code: result.exit_code,
+        session_id: result.session_id.clone(),
     })
 }
 

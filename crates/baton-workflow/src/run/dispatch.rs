@@ -290,6 +290,7 @@ impl Runner<'_> {
                 backend: "",
                 duration_seconds: 0.0,
                 exit_code: None,
+                session_id: None,
             },
         };
         let changed = match (&before, tree_digest(&work, untracked)) {
@@ -378,6 +379,7 @@ impl Runner<'_> {
                 cost_usd: Some(d.cost_usd),
                 changed: Some(changed),
                 error: Some(d.output.error.clone()),
+                session: d.session_id.clone(),
                 ..AgentCompletedDetails::default()
             }),
         });

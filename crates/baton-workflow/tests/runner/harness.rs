@@ -103,6 +103,7 @@ impl Launcher for Scripted {
                 backend: "scripted",
                 duration_seconds: 0.0,
                 exit_code: Some(0),
+                session_id: None,
             })
         })
     }
