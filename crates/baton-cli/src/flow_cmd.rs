@@ -78,6 +78,16 @@ enum FlowAction {
         #[command(flatten)]
         common: Common,
     },
+    /// Land one unit a failed Flow kept, without running its implementer again: rebased onto Main
+    /// as it is now, validated, reviewed when its unit asks, merged fast-forward.
+    Land {
+        /// The failed Flow's id (a unique prefix is enough).
+        id: String,
+        /// The unit to land (`baton flow status ID` lists them).
+        unit: String,
+        #[command(flatten)]
+        common: Common,
+    },
     /// Give up a paused or interrupted Flow; its worktrees and branches are kept.
     Abandon {
         /// The Flow's id; without it, the project's active Flow.
@@ -140,6 +150,27 @@ pub fn run(args: FlowArgs) -> Result<Exit> {
         FlowAction::Resume { id, common } => drive(&common, |env, cancel| {
             Box::pin(async move { baton_flow::resume(env, id.as_deref(), cancel).await })
         }),
+        FlowAction::Land { id, unit, common } => {
+            let env = flow_env(&common)?;
+            let rt = crate::signals::runtime()?;
+            let cancel = CancellationToken::new();
+            let result = rt.block_on(async {
+                let _signalled = crate::signals::watch_signals(cancel.clone());
+                baton_flow::land(&env, &id, &unit, &cancel).await
+            });
+            match result {
+                // The Flow stays failed: the exit says whether the unit landed.
+                Ok(s) => {
+                    print_final(&common, &s);
+                    let landed = s
+                        .state
+                        .unit_index(&unit)
+                        .is_some_and(|i| s.state.units[i].status.is_done());
+                    Ok(if landed { Exit::Ok } else { Exit::Failed })
+                }
+                Err(e) => Ok(failed(&common, &e)),
+            }
+        }
         FlowAction::Abandon { id, reason, common } => {
             let env = flow_env(&common)?;
             match baton_flow::abandon(&env, id.as_deref(), reason.as_deref()) {

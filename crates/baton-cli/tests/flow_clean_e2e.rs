@@ -309,3 +309,61 @@ fn on_a_terminal_it_asks_and_removes_only_after_a_yes() {
     assert_eq!(fx.sb.worktrees().len(), 0);
     assert_eq!(fx.sb.branches(), ["main"]);
 }
+
+#[test]
+fn a_failed_flow_s_later_unit_lands_through_the_binary() {
+    let fx = Fx::new();
+    // a and b both rewrite README: b's rebase conflicts after a lands, and the Flow fails at b.
+    for u in ["a", "b"] {
+        fx.roles.implementer(
+            u,
+            None,
+            &format!("echo '{u} was here' > README\ntouch {u}.txt\ngit add -A\ngit -c user.name=I -c user.email=i@x commit -qm 'unit {u}'\n"),
+        );
+    }
+    fx.roles.implementer("c", None, COMMIT_OWN_FILE);
+    let units = fx.sb.path("units3.json");
+    std::fs::write(
+        &units,
+        r#"{"units": [
+  {"id": "a", "name": "A", "task": "a", "validation": [{"command": "test", "args": ["-f", "a.txt"]}]},
+  {"id": "b", "name": "B", "task": "b", "validation": [{"command": "test", "args": ["-f", "b.txt"]}]},
+  {"id": "c", "name": "C", "task": "c", "validation": [{"command": "test", "args": ["-f", "c.txt"]}]}
+]}"#,
+    )
+    .unwrap();
+    let out = fx.sb.run(&["flow", "start", units.to_str().unwrap()]);
+    assert_exit(&out, 1);
+    let said = text(&out);
+    assert!(
+        said.contains("Implemented and not yet landed: c."),
+        "{said}"
+    );
+    let id = said
+        .split("baton flow land ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{said}"))
+        .to_string();
+    // The failed unit cannot be landed as it is: refused, exit 2.
+    let out = fx.sb.run(&["flow", "land", &id, "b"]);
+    assert_exit(&out, 2);
+    assert!(text(&out).contains("failed at unit b"), "{}", text(&out));
+    let out = fx.sb.run(&["flow", "land", &id, "c"]);
+    assert_exit(&out, 0);
+    let flow = status_json(&fx.sb, &id);
+    assert_eq!(flow["phase"], "failed");
+    let c = flow["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["spec"]["id"] == "c")
+        .unwrap()
+        .clone();
+    assert_eq!(c["status"], "integrated", "{c}");
+    assert!(fx.sb.work().join("c.txt").is_file());
+    assert_eq!(
+        fx.roles.calls().iter().filter(|c| c.contains("c")).count(),
+        1
+    );
+}

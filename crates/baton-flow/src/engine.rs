@@ -44,7 +44,7 @@ use crate::validate::{bounded, run_validation, Validation, EVIDENCE_BOUND};
 
 pub use clean::{clean, clean_plan, CleanPlan};
 pub use entry::{
-    abandon, continue_flow, new_flow_id, repair, resume, start, status, unit_worktree_id,
+    abandon, continue_flow, land, new_flow_id, repair, resume, start, status, unit_worktree_id,
 };
 
 /// The line in `info/exclude` that keeps Flow's own state out of `git status`.

@@ -142,6 +142,7 @@ pub enum DriverCommand {
     Start,
     Continue,
     Resume,
+    Land,
 }
 
 /// One step of a Flow.
@@ -295,6 +296,10 @@ pub enum FlowEvent {
     /// here only finishes the removal.
     #[serde(rename = "flow.setup_aborting")]
     SetupAborting { unit: String, message: String },
+    /// `baton flow land`: a unit a failed Flow kept is integrated on its own, onto Main as it is
+    /// now (`main`: where the Flow left it, or a commit the user added on top).
+    #[serde(rename = "unit.landing")]
+    Landing { unit: String, main: String },
     /// The driving process stopped before the end; `baton flow resume` continues.
     #[serde(rename = "flow.halted")]
     Halted { reason: String },
@@ -343,6 +348,7 @@ impl FlowEvent {
             FlowEvent::Merged { .. } => "unit.merged",
             FlowEvent::Cleaning { .. } => "unit.cleaning",
             FlowEvent::Finished { .. } => "unit.finished",
+            FlowEvent::Landing { .. } => "unit.landing",
             FlowEvent::SetupAborting { .. } => "flow.setup_aborting",
             FlowEvent::Halted { .. } => "flow.halted",
             FlowEvent::Completed { .. } => "flow.completed",
@@ -356,7 +362,8 @@ impl FlowEvent {
     /// The unit the event is about, if any.
     pub fn unit(&self) -> Option<&str> {
         match self {
-            FlowEvent::WorktreeCreating { unit, .. }
+            FlowEvent::Landing { unit, .. }
+            | FlowEvent::WorktreeCreating { unit, .. }
             | FlowEvent::WorktreeCreated { unit, .. }
             | FlowEvent::ImplementerStarted { unit, .. }
             | FlowEvent::ImplementerSpawned { unit, .. }

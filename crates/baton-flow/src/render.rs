@@ -124,6 +124,9 @@ pub fn describe(r: &Record) -> Option<String> {
             "{unit}: cannot create its worktree ({}); removing the worktrees already created",
             clean(message)
         ),
+        FlowEvent::Landing { unit, main } => {
+            format!("{unit}: landing onto Main at {}", short(main))
+        }
         FlowEvent::Halted { reason } => format!("stopped: {}", clean(reason)),
         FlowEvent::Completed { .. } => "completed".into(),
         FlowEvent::Failed { kind, unit, .. } => match unit {
@@ -262,6 +265,25 @@ pub fn report(status: &FlowStatus) -> String {
                 clean(message)
             ));
             if !setup_failed {
+                // The later units whose implementation is done can land on their own.
+                let landable: Vec<&str> = st
+                    .units
+                    .iter()
+                    .filter(|u| {
+                        !u.status.is_done()
+                            && unit.as_deref() != Some(u.spec.id.as_str())
+                            && u.implementer.as_ref().is_some_and(|r| r.ok)
+                            && u.path.is_some()
+                    })
+                    .map(|u| u.spec.id.as_str())
+                    .collect();
+                if !landable.is_empty() {
+                    out.push_str(&format!(
+                        "Implemented and not yet landed: {}. Land one without running it again: `baton flow land {} UNIT` (rebased onto Main as it is, validated, reviewed when asked, merged fast-forward; resolve the failed unit by hand on Main first if a later unit needs it).\n",
+                        landable.join(", "),
+                        st.id
+                    ));
+                }
                 out.push_str(
                     "Units already integrated stay integrated. The worktrees listed above are kept: \
                      inspect them, reslice the work, and start a new Flow. To remove them: \

@@ -386,6 +386,10 @@ impl FlowState {
                 }
             }
             FlowEvent::ImplementersSettled => self.settled = true,
+            FlowEvent::Landing { main, .. } => {
+                self.main_oid = main.clone();
+                self.halted = None;
+            }
             FlowEvent::Rebasing { unit, onto, .. } => {
                 if let Some(u) = self.unit_mut(unit) {
                     u.status = UnitStatus::Rebasing;

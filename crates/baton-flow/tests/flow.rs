@@ -12,8 +12,8 @@ use baton_flow::event::{BlockReason, FailureKind, UnitOutcome};
 use baton_flow::lock::RepoLock;
 use baton_flow::state::FlowEnd;
 use baton_flow::{
-    abandon, continue_flow, resume, start, status, CrashHook, CrashMode, FlowError, FlowEvent,
-    FlowStatus, FlowStore, Notice, Phase, UnitSpec, UnitStatus, ValidationCommand,
+    abandon, continue_flow, land, resume, start, status, CrashHook, CrashMode, FlowError,
+    FlowEvent, FlowStatus, FlowStore, Notice, Phase, UnitSpec, UnitStatus, ValidationCommand,
 };
 use baton_protocol::ModelClass;
 use common::{reviewed, unit, Fx};
@@ -211,6 +211,68 @@ async fn a_rebase_conflict_ends_the_flow_and_keeps_the_worktrees() {
     assert!(fx.repo().join("a.txt").is_file());
     let again = run(&fx, &[unit("d")]).await;
     assert_eq!(again.phase, Phase::Completed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_later_unit_of_a_failed_flow_lands_without_running_again() {
+    let fx = Fx::new();
+    for u in ["a", "b"] {
+        fx.roles.implementer(
+            u,
+            None,
+            &format!("echo '{u} was here' > README\ntouch {u}.txt\ngit add -A\ngit -c user.name=I -c user.email=i@x commit -qm 'unit {u}'\n"),
+        );
+    }
+    let check = |u: UnitSpec| with_validation(u, "test", &["-f", "c.txt"]);
+    let s = run(&fx, &[unit("a"), unit("b"), check(unit("c")), unit("d")]).await;
+    assert_eq!(s.phase, Phase::Failed);
+    let id = s.state.id.clone();
+    let implementer_runs = fx.roles.calls().len();
+    let cancel = CancellationToken::new();
+    // Refused: the unit the Flow failed at, one already integrated, one that is not there.
+    let e = land(&fx.env(4), &id, "b", &cancel).await.unwrap_err();
+    assert!(e.to_string().contains("failed at unit b"), "{e}");
+    let e = land(&fx.env(4), &id, "a", &cancel).await.unwrap_err();
+    assert!(e.to_string().contains("already integrated"), "{e}");
+    let e = land(&fx.env(4), &id, "zz", &cancel).await.unwrap_err();
+    assert!(e.to_string().contains("its units are a, b, c, d"), "{e}");
+
+    // The user resolves b by hand on Main, then lands c: rebased onto that, validated, merged.
+    std::fs::write(fx.repo().join("README"), "a and b were here\n").unwrap();
+    std::fs::write(fx.repo().join("b.txt"), "").unwrap();
+    let main = fx.git(&fx.repo());
+    main.run(["add", "-A"]).unwrap();
+    main.run([
+        "-c",
+        "user.name=U",
+        "-c",
+        "user.email=u@x",
+        "commit",
+        "-qm",
+        "b by hand",
+    ])
+    .unwrap();
+    let s = land(&fx.env(4), &id, "c", &cancel).await.unwrap();
+    assert_eq!(s.phase, Phase::Failed, "the Flow stays failed");
+    let c = &s.state.units[s.state.unit_index("c").unwrap()];
+    assert_eq!(
+        c.status,
+        UnitStatus::Integrated,
+        "{}",
+        baton_flow::render::report(&s)
+    );
+    assert_eq!(c.validation.len(), 1, "landed units are validated");
+    assert_eq!(fx.subjects(), ["unit c", "b by hand", "unit a", "initial"]);
+    assert!(fx.repo().join("c.txt").is_file());
+    // Nothing was implemented again; its worktree is gone, d's is kept.
+    assert_eq!(fx.roles.calls().len(), implementer_runs);
+    assert!(c.path.as_ref().is_none_or(|p| !p.exists()));
+    assert!(kinds(&fx, &id).contains(&"unit.landing@c".to_string()));
+
+    // Main moved off the Flow's line: refused, naming why.
+    main.run(["reset", "-q", "--hard", "HEAD~3"]).unwrap();
+    let e = land(&fx.env(4), &id, "d", &cancel).await.unwrap_err();
+    assert!(e.to_string().contains("no longer holds the commit"), "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,4 @@
-//! The entry points: start, continue, resume, abandon, status, and taking over a Flow.
+//! The entry points: start, continue, resume, land, abandon, status, and taking over a Flow.
 
 use super::checkout::{listing, main_status};
 use super::*;
@@ -242,6 +242,106 @@ pub async fn resume(
         command: DriverCommand::Resume,
     })?;
     run.drive().await?;
+    Ok(run.status())
+}
+
+/// Lands unit `unit` of the failed Flow `id` on its own, without running its implementer again:
+/// the unit is rebased onto Main as it is now, validated, reviewed when its unit asks, and merged
+/// fast-forward, exactly as the Flow would have (seed 004's integration steps). Main must be clean
+/// on its branch, at the commit the Flow left it or at one the user added on top (having resolved
+/// the failed unit by hand, say). The Flow stays failed; the unit is integrated, or blocked with
+/// the evidence (a landing is not repaired: fix it by hand, or land it again after a fix).
+pub async fn land(
+    env: &FlowEnv,
+    id: &str,
+    unit: &str,
+    cancel: &CancellationToken,
+) -> Result<FlowStatus, FlowError> {
+    let (run, state) = take_over_from_async(env, Some(id), cancel).await?;
+    let failed_at = match &state.end {
+        Some(crate::state::FlowEnd::Failed { unit, .. }) => unit.clone(),
+        _ => {
+            return Err(FlowError::WrongPhase(format!(
+                "Flow {} is {}: `land` integrates a unit that a failed Flow kept{}",
+                state.id,
+                state.phase(false).as_str(),
+                hint(&state)
+            )))
+        }
+    };
+    let Some(i) = state.unit_index(unit) else {
+        let names: Vec<&str> = state.units.iter().map(|u| u.spec.id.as_str()).collect();
+        return Err(InputError {
+            field: "unit".into(),
+            message: format!(
+                "Flow {} has no unit `{unit}`; its units are {}",
+                state.id,
+                names.join(", ")
+            ),
+        }
+        .into());
+    };
+    let u = &state.units[i];
+    if u.status.is_done() {
+        return Err(FlowError::WrongPhase(format!(
+            "unit {unit} of Flow {} is already {}",
+            state.id,
+            u.status.as_str()
+        )));
+    }
+    if failed_at.as_deref() == Some(unit) {
+        return Err(FlowError::WrongPhase(format!(
+            "the Flow failed at unit {unit}: it cannot be landed as it is; resolve it by hand in its worktree or branch (`baton flow status {}` shows them), then land the units after it",
+            state.id
+        )));
+    }
+    if !u.implementer.as_ref().is_some_and(|r| r.ok) || u.path.is_none() {
+        return Err(FlowError::WrongPhase(format!(
+            "unit {unit} of Flow {} has no finished implementation to land (its implementer did not finish well): start a new Flow for it",
+            state.id
+        )));
+    }
+    // Main: clean, on its branch, at the Flow's commit or one the user added on top of it.
+    let main_st = main_status(&run.main, &[])
+        .map_err(|e| FlowError::Refused(format!("cannot read Main: {e}")))?;
+    let head = main_st.head.clone().unwrap_or_default();
+    if main_st.branch.as_deref() != Some(state.main_branch.as_str()) || !main_st.clean() {
+        return Err(FlowError::Refused(format!(
+            "Main's checkout {} must be clean on {} to land a unit (it is on {}{}):\n{}",
+            state.repo_root.display(),
+            state.main_branch,
+            main_st.branch.as_deref().unwrap_or("a detached HEAD"),
+            if main_st.clean() {
+                ""
+            } else {
+                ", with uncommitted changes"
+            },
+            listing(&main_st)
+        )));
+    }
+    let descends = head == state.main_oid
+        || run
+            .main
+            .is_ancestor(&state.main_oid, &head)
+            .map_err(|e| FlowError::Refused(format!("cannot read Main: {e}")))?;
+    if !descends {
+        return Err(FlowError::Refused(format!(
+            "Main ({}) no longer holds the commit the Flow left it at ({}): land needs Main at that commit or at one built on it",
+            state.main_branch,
+            &state.main_oid[..state.main_oid.len().min(12)]
+        )));
+    }
+    run.emit(FlowEvent::Driver {
+        pid: std::process::id(),
+        command: DriverCommand::Land,
+    })?;
+    run.emit(FlowEvent::Landing {
+        unit: unit.to_string(),
+        main: head,
+    })?;
+    let result = run.integrate(i).await;
+    run.snapshot();
+    result?;
     Ok(run.status())
 }
 
