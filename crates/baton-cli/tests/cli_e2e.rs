@@ -522,6 +522,8 @@ fn doctor_checks_each_provider_with_a_real_request_and_never_prints_a_key() {
                 "/v1/models".into(),
                 Some(format!("Bearer {GOOD}"))
             ),
+            // A local server that answered is asked for its llama.cpp /props, without the key.
+            ("GET".into(), "/props".into(), None),
             (
                 "GET".into(),
                 "/v1/models".into(),

@@ -93,7 +93,8 @@ fn baton_stream() {
             error_message: None,
             verdict: Verdict::Completed,
             cost_usd: None,
-            session_id: None,
+            // The child's own session, from `session.started`.
+            session_id: Some("01a236ff-78f5-77b6-bf95-c699b2501dbd".into()),
         }
     );
     assert_eq!(skipped, SkippedLines::default());
@@ -326,7 +327,7 @@ fn claude_stream() {
             verdict: Verdict::Completed,
             // Claude Code's own price of its run.
             cost_usd: Some(0.0123),
-            session_id: None,
+            session_id: Some("5f0c7d7e-3f43-4a8e-9a51-0f8b4c1d2e3f".into()),
         }
     );
     assert_eq!(skipped, SkippedLines::default());

@@ -445,7 +445,7 @@ mod tests {
                 error_message: None,
                 verdict: Verdict::Completed,
                 cost_usd: None,
-                session_id: None,
+                session_id: Some("0193…".into()),
             }
         );
     }
