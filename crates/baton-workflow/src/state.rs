@@ -191,6 +191,25 @@ pub struct Host {
     pub budget_tokens: Option<u64>,
 }
 
+impl Host {
+    /// Records that task `id`'s output came in. The tasks of one parallel batch are kept in the
+    /// batch's order, whichever finished first, so the brief lists the same run the same way.
+    pub fn finished(&mut self, id: &str) {
+        self.finished_order.retain(|x| x != id);
+        self.finished_order.push(id.to_string());
+        let in_batch = |x: &String| self.batch.iter().position(|b| b == x);
+        let tail = self
+            .finished_order
+            .iter()
+            .rev()
+            .take_while(|x| in_batch(x).is_some())
+            .count();
+        let n = self.finished_order.len();
+        let batch = &self.batch;
+        self.finished_order[n - tail..].sort_by_key(|x| batch.iter().position(|b| b == x));
+    }
+}
+
 /// An answer the user gave at a checkpoint, in their exact words.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GivenAnswer {
@@ -521,6 +540,23 @@ mod tests {
 
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_parallel_batch_is_listed_in_its_own_order_whichever_finished_first() {
+        let mut h = Host {
+            batch: vec!["t8".into(), "t9".into()],
+            ..Host::default()
+        };
+        h.finished("t7");
+        h.finished("t9");
+        h.finished("t8");
+        assert_eq!(h.finished_order, ["t7", "t8", "t9"]);
+        // A later batch keeps the earlier order and sorts only its own.
+        h.batch = vec!["t4".into(), "t5".into()];
+        h.finished("t5");
+        h.finished("t4");
+        assert_eq!(h.finished_order, ["t7", "t8", "t9", "t4", "t5"]);
+    }
 
     #[test]
     fn a_diff_applied_as_a_merge_patch_gives_the_new_value_minus_its_nulls() {

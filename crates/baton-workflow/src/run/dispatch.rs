@@ -338,8 +338,7 @@ impl Runner<'_> {
         }
         out.role = role.name().to_string();
         v.host.outputs.insert(id.to_string(), out);
-        v.host.finished_order.retain(|x| x != id);
-        v.host.finished_order.push(id.to_string());
+        v.host.finished(id);
         let s = &mut v.spent;
         s.dispatches += 1;
         s.input_tokens += d.usage.input_tokens;
@@ -515,8 +514,7 @@ impl Runner<'_> {
         if let Some(t) = v.task_mut(&task.id) {
             t.status = Some(TaskStatus::Completed);
         }
-        v.host.finished_order.retain(|x| x != &task.id);
-        v.host.finished_order.push(task.id.clone());
+        v.host.finished(&task.id);
         v.host.outputs.insert(
             task.id.clone(),
             TaskOutput {
