@@ -13,6 +13,14 @@ use serde_json::json;
 
 const BATON: &str = env!("CARGO_BIN_EXE_baton");
 
+/// How many MCP tools (`mcp__…`) a request offered.
+fn mcp_tools(req: &baton_testkit::RecordedRequest) -> usize {
+    req.offered_tools()
+        .iter()
+        .filter(|t| t.starts_with("mcp__"))
+        .count()
+}
+
 fn project(server: &MockServer, extra: &str) -> Sandbox {
     Sandbox::new().baton_exe(BATON).mock_provider(
         server,
@@ -137,24 +145,8 @@ fn a_child_gets_only_its_role_s_servers() {
     );
     assert_exit(&out, 0);
     let reqs = server.model_requests();
-    assert!(
-        !reqs[0]
-            .offered_tools()
-            .iter()
-            .any(|t| t.starts_with("mcp__")),
-        "{:?}",
-        reqs[0].offered_tools()
-    );
-    assert_eq!(
-        reqs[1]
-            .offered_tools()
-            .iter()
-            .filter(|t| t.starts_with("mcp__baton__"))
-            .count(),
-        15,
-        "{:?}",
-        reqs[1].offered_tools()
-    );
+    assert_eq!(mcp_tools(&reqs[0]), 0, "{:?}", reqs[0].offered_tools());
+    assert_eq!(mcp_tools(&reqs[1]), 15, "{:?}", reqs[1].offered_tools());
 }
 
 /// The pids of the processes whose command line contains `needle`.
@@ -397,14 +389,7 @@ fn a_routed_coordinator_reaches_a_server_s_tools_only_through_act_bounded() {
     assert_exit(&out, 0);
     let reqs = server.model_requests();
     // Not advertised to the Coordinator: it runs them through `act_bounded run`.
-    assert!(
-        !reqs[0]
-            .offered_tools()
-            .iter()
-            .any(|t| t.starts_with("mcp__")),
-        "{:?}",
-        reqs[0].offered_tools()
-    );
+    assert_eq!(mcp_tools(&reqs[0]), 0, "{:?}", reqs[0].offered_tools());
     let refused = reqs[1].result_of("c1");
     assert!(refused.contains("coordinator-environment"), "{refused}");
     let ran = reqs[3].result_of("c3");

@@ -260,9 +260,33 @@ fn skills_lists_them_and_roles_check_refuses_an_unknown_name() {
             && stderr.contains("skill `ghost` is in none of the skill folders"),
         "{stderr}"
     );
+    // A Claude Code role cannot be given its skills: `baton roles` says so.
+    p.write(
+        ".baton/roles/peer.md",
+        "---\nname: peer\ndescription: a peer\ntools: [read]\nskills: [style]\nbackend: claude\n---\nBody.\n",
+    );
     let out = p.run(&["roles"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("skills=[style,ghost]"), "{text}");
+    assert!(
+        text.contains("skills=[style] (not passed: Claude Code has no way to be given skills"),
+        "{text}"
+    );
+    let out = p.run(&["roles", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let peer = doc["roles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "peer")
+        .unwrap();
+    assert!(
+        peer["skills_note"]
+            .as_str()
+            .unwrap()
+            .contains(".claude/skills"),
+        "{peer}"
+    );
 }
 
 #[test]

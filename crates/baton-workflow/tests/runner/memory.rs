@@ -48,18 +48,18 @@ fn the_agents_memory_notes_and_the_open_findings_reach_memory() {
     );
 }
 
-#[test]
-fn the_project_s_skill_hints_reach_every_dispatch() {
+/// A happy BUILD harness whose project has `patterns.md` with these User Standards and
+/// SKILL_HINTS lines, and the skill `rust-testing` in `.baton/skills/`.
+fn with_patterns_and_skill(standards: &str, hints: &str) -> Harness {
     let h = Harness::new();
     h.happy();
     let dir = h.env.delegate.cwd.join(".baton/memory");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("patterns.md"),
-        "# Project patterns\n\n## User Standards\n\n## Common Gotchas\n\n## Project SKILL_HINTS\n- rust-testing: tests live beside the code\n- `ghost`: no such skill\n\n## Last Updated\n",
+        format!("# Project patterns\n\n## User Standards\n{standards}\n## Common Gotchas\n\n## Project SKILL_HINTS\n{hints}\n## Last Updated\n"),
     )
     .unwrap();
-    // A hinted skill that exists is given to every dispatched agent; `ghost` stays a hint.
     let skill = h.env.delegate.cwd.join(".baton/skills/rust-testing");
     std::fs::create_dir_all(&skill).unwrap();
     std::fs::write(
@@ -67,6 +67,16 @@ fn the_project_s_skill_hints_reach_every_dispatch() {
         "---\nname: rust-testing\ndescription: How this project tests Rust\n---\nTests live beside the code.\n",
     )
     .unwrap();
+    h
+}
+
+#[test]
+fn the_project_s_skill_hints_reach_every_dispatch() {
+    // A hinted skill that exists is given to every dispatched agent; `ghost` stays a hint.
+    let h = with_patterns_and_skill(
+        "",
+        "- rust-testing: tests live beside the code\n- `ghost`: no such skill\n",
+    );
     let o = h.build("add a feature file").unwrap();
     assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
     for call in h.calls() {
@@ -82,22 +92,10 @@ fn the_project_s_skill_hints_reach_every_dispatch() {
 
 #[test]
 fn competing_instructions_are_resolved_once_and_every_dispatch_is_told() {
-    let h = Harness::new();
-    h.happy();
-    let dir = h.env.delegate.cwd.join(".baton/memory");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("patterns.md"),
-        "# Project patterns\n\n## User Standards\n- tabs, not spaces\n\n## Common Gotchas\n\n## Project SKILL_HINTS\n- rust-testing: tests live beside the code\n\n## Last Updated\n",
-    )
-    .unwrap();
-    let skill = h.env.delegate.cwd.join(".baton/skills/rust-testing");
-    std::fs::create_dir_all(&skill).unwrap();
-    std::fs::write(
-        skill.join("SKILL.md"),
-        "---\nname: rust-testing\ndescription: How this project tests Rust\n---\nSpaces are fine in tests.\n",
-    )
-    .unwrap();
+    let h = with_patterns_and_skill(
+        "- tabs, not spaces\n",
+        "- rust-testing: tests live beside the code\n",
+    );
     let o = h.build("add a feature file").unwrap();
     let Outcome::Completed { id, .. } = &o else {
         panic!("{o:?}")
