@@ -313,6 +313,8 @@ fn doctor_starts_each_server_and_lists_its_tools() {
         "[mcp_servers.broken]\ncommand = \"sh\"\nargs = [\"-c\", \"echo no such database >&2; exit 1\"]\n",
     );
     let out = p.run(&["doctor", "--json"]);
+    // A server that is not optional and cannot start fails the check.
+    assert_exit(&out, 1);
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let servers = doc["mcp_servers"].as_array().unwrap();
     let baton = servers.iter().find(|s| s["name"] == "baton").unwrap();

@@ -149,6 +149,7 @@ fn a_read_may_not_leave_a_skill_folder_through_a_link_or_reach_beside_it() {
 fn a_child_gets_exactly_the_skills_its_role_names() {
     let server = MockServer::builder()
         .turn(Turn::text("Restyled."))
+        .turn(Turn::text("Listed."))
         .start_blocking();
     let p = project(&server).env("BATON_CHILD", "1");
     let out = p.run(&["agent", "--json", "--role", "styler", "restyle main.rs"]);
@@ -170,6 +171,20 @@ fn a_child_gets_exactly_the_skills_its_role_names() {
         !section.contains("pdf") && !section.contains("review-checklist"),
         "{section}"
     );
+
+    // Without `read` a skill cannot be opened: none is offered, and a warning says why.
+    p.write(
+        ".baton/roles/blind.md",
+        "---\nname: blind\ndescription: lists\ntools: [ls]\nskills: [style]\n---\nList.\n",
+    );
+    let out = p.run(&["agent", "--json", "--role", "blind", "list"]);
+    assert_exit(&out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("role blind has no `read` tool, so its skills (style) cannot be opened"),
+        "{stderr}"
+    );
+    assert!(!system_prompt(&server, 1).contains("# Skills"));
 }
 
 #[test]
