@@ -79,7 +79,7 @@ enum Command {
     /// Serve baton to an MCP client (Claude Code, Codex, …) over stdio (or streamable HTTP with
     /// --http). Tools: route, models, roles; delegate_task, task_status, task_wait, task_cancel;
     /// run_workflow, workflow_status, workflow_resume; flow_start, flow_status, flow_continue,
-    /// flow_resume, flow_abandon. Resources: baton://workflows/{id}, baton://flows/{id},
+    /// flow_resume, flow_land, flow_abandon. Resources: baton://workflows/{id}, baton://flows/{id},
     /// baton://tasks/{id}/log. See docs/mcp.md.
     Mcp(mcp_cmd::McpArgs),
     /// Write a commented starter `.baton/config.toml` in the project (nothing else).

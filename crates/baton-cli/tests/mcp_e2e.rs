@@ -70,6 +70,7 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
             "flow_start",
             "flow_continue",
             "flow_resume",
+            "flow_land",
             "flow_abandon",
             "task_status",
             "task_wait",
@@ -140,8 +141,8 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
         (a.read_only_hint, a.destructive_hint, a.idempotent_hint),
         (Some(false), Some(true), Some(false))
     );
-    // The workflow runners change the project; flow_status only reads, the Flow drivers change
-    // the project, abandoning is destructive but idempotent; of the background-task tools status
+    // The workflow runners change the project; flow_status only reads, the Flow drivers (and
+    // flow_land) change the project, abandoning is destructive but idempotent; of the background-task tools status
     // and wait only read, cancel is destructive.
     let hints: Vec<_> = tools[5..]
         .iter()
@@ -156,6 +157,7 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
             (Some(false), Some(true), Some(false)),
             (Some(false), Some(true), Some(false)),
             (Some(true), Some(false), Some(true)),
+            (Some(false), Some(true), Some(false)),
             (Some(false), Some(true), Some(false)),
             (Some(false), Some(true), Some(false)),
             (Some(false), Some(true), Some(false)),

@@ -59,6 +59,7 @@ async fn the_flow_tools_are_listed_with_true_annotations() {
     assert_eq!(hints("flow_start"), drives);
     assert_eq!(hints("flow_continue"), drives);
     assert_eq!(hints("flow_resume"), drives);
+    assert_eq!(hints("flow_land"), drives);
     // Abandoning runs no agent, and a second one changes nothing more.
     assert_eq!(
         hints("flow_abandon"),
@@ -247,5 +248,47 @@ async fn flow_resume_finishes_a_flow_whose_driver_was_killed() {
     let again = call(&client, "flow_resume", json!({"id": id})).await;
     assert_eq!(again.is_error, Some(true));
     assert!(text(&again).contains("completed"), "{}", text(&again));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn flow_land_lands_a_later_unit_of_a_failed_flow() {
+    let (sb, roles) = repo();
+    // a and b both rewrite README: the Flow fails at b's rebase; c is implemented and kept.
+    for u in ["a", "b"] {
+        roles.implementer(
+            u,
+            None,
+            &format!("echo '{u} was here' > README\ntouch {u}.txt\ngit add -A\ngit -c user.name=I -c user.email=i@x commit -qm 'unit {u}'\n"),
+        );
+    }
+    roles.implementer("c", None, COMMIT_OWN_FILE);
+    let unit = |id: &str| {
+        json!({"id": id, "name": id, "task": id,
+               "validation": [{"command": "test", "args": ["-f", format!("{id}.txt")]}]})
+    };
+    let client = connect(&sb, &Recorder::default()).await;
+    let failed = call(
+        &client,
+        "flow_start",
+        json!({"units": {"units": [unit("a"), unit("b"), unit("c")]}}),
+    )
+    .await;
+    assert_eq!(failed.is_error, Some(true), "{failed:?}");
+    assert!(
+        text(&failed).contains("Implemented and not yet landed: c."),
+        "{}",
+        text(&failed)
+    );
+    let id = structured(&failed)["flow"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let refused = call(&client, "flow_land", json!({"id": id, "unit": "b"})).await;
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    let landed = call(&client, "flow_land", json!({"id": id, "unit": "c"})).await;
+    assert_eq!(landed.is_error, Some(false), "{}", text(&landed));
+    assert_eq!(structured(&landed)["flow"]["phase"], "failed");
+    assert_eq!(sb.subjects("main"), ["unit c", "unit a", "initial"]);
     client.cancel().await.unwrap();
 }

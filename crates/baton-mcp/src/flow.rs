@@ -1,5 +1,5 @@
-//! The Flow tools of `baton mcp`: `flow_status`, `flow_start`, `flow_continue`, `flow_resume` and
-//! `flow_abandon`. Each does what the `baton flow` command of its name does, through the same
+//! The Flow tools of `baton mcp`: `flow_status`, `flow_start`, `flow_continue`, `flow_resume`,
+//! `flow_land` and `flow_abandon`. Each does what the `baton flow` command of its name does, through the same
 //! functions of `baton_flow` and the environment `baton flow` builds (`baton_app::flow`), and answers with the
 //! documents their `--json` prints. The three that drive a Flow send each event `baton flow`
 //! describes as a progress notification and stop resumably when the call is cancelled. See
@@ -64,6 +64,16 @@ pub struct FlowResumeRequest {
     id: Option<String>,
 }
 
+/// `flow_land` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlowLandRequest {
+    /// The failed Flow: its id or a unique prefix of one.
+    id: String,
+    /// The unit to land (its `id` in the units document).
+    unit: String,
+}
+
 /// `flow_abandon` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -77,7 +87,7 @@ pub struct FlowAbandonRequest {
 }
 
 /// The Flow tools.
-pub const TOOLS: [ToolDef; 5] = [
+pub const TOOLS: [ToolDef; 6] = [
     ToolDef {
         name: "flow_status",
         description: "Show this repository's baton Flows (a Flow runs a list of units, each built \
@@ -132,6 +142,20 @@ pub const TOOLS: [ToolDef; 5] = [
         handler: |call, args| boxed(async move { flow_resume(&call, args).await }),
     },
     ToolDef {
+        name: "flow_land",
+        description: "Land one unit that a failed baton Flow kept, as `baton flow land` does, \
+             without running its implementer again: the unit is rebased onto the branch as it is \
+             now, validated, reviewed when its unit asks for review, and merged fast-forward. \
+             Main must be clean, at the commit the Flow left it or at one built on it (resolve \
+             the failed unit there first if a later unit needs it). The Flow stays failed; the \
+             call is an error when the unit did not land (the report has the evidence). A failed \
+             Flow's report names the units that can be landed.",
+        input: input::<FlowLandRequest>,
+        output: output::<FlowDocument>,
+        hints: RUNS_AGENTS,
+        handler: |call, args| boxed(async move { flow_land(&call, args).await }),
+    },
+    ToolDef {
         name: "flow_abandon",
         description: "Give up a paused or interrupted baton Flow, as `baton flow abandon` does: \
              nothing more runs, merged units stay merged, the other units' worktrees and branches \
@@ -151,7 +175,7 @@ pub const TOOLS: [ToolDef; 5] = [
 
 /// The result of a tool that drove or ended a Flow: the report a person reads, with the next step
 /// as a tool call, and the document of `baton flow … --json`. A failed Flow is a tool error.
-fn report_result(status: &FlowStatus, cap: usize) -> CallToolResult {
+fn report_result(status: &FlowStatus, cap: usize, ok: bool) -> CallToolResult {
     let mut text = baton_flow::render::report(status);
     let id = &status.state.id;
     match status.phase {
@@ -163,7 +187,6 @@ fn report_result(status: &FlowStatus, cap: usize) -> CallToolResult {
         )),
         _ => {}
     }
-    let ok = !matches!(status.phase, Phase::Failed);
     text_result(
         text.trim_end(),
         &baton_app::documents::FlowDocument::report(status),
@@ -192,7 +215,8 @@ fn flow_abandon(call: &Call, args: Option<JsonObject>) -> Answer {
     let env = baton_app::flow::flow_env_with(delegate, executor, None);
     let status = baton_flow::abandon(&env, req.id.as_deref(), req.reason.as_deref())
         .map_err(|e| flow_error(name, &e))?;
-    Ok(report_result(&status, output_cap(&ctx)))
+    let ok = !matches!(status.phase, Phase::Failed);
+    Ok(report_result(&status, output_cap(&ctx), ok))
 }
 
 async fn flow_start(call: &Call, args: Option<JsonObject>) -> Answer {
@@ -226,11 +250,17 @@ async fn flow_resume(call: &Call, args: Option<JsonObject>) -> Answer {
     drive(call, Drive::Resume(req)).await
 }
 
+async fn flow_land(call: &Call, args: Option<JsonObject>) -> Answer {
+    let req: FlowLandRequest = call.parse(args)?;
+    drive(call, Drive::Land(req)).await
+}
+
 /// What a driving tool does, its arguments checked before anything runs.
 enum Drive {
     Start(Vec<baton_flow::UnitSpec>),
     Continue(FlowContinueRequest, Option<ModelClass>),
     Resume(FlowResumeRequest),
+    Land(FlowLandRequest),
 }
 
 /// Drives a Flow with the server's executor, each event `baton flow` describes sent as progress.
@@ -253,17 +283,30 @@ async fn drive(call: &Call, drive: Drive) -> Answer {
     });
     let env = baton_app::flow::flow_env_with(delegate, executor, observer);
     let cancel = &call.context.ct;
+    // A landing leaves the Flow failed: the call succeeds when the unit landed.
+    let landing = match &drive {
+        Drive::Land(req) => Some(req.unit.clone()),
+        _ => None,
+    };
     let result = match drive {
         Drive::Start(units) => baton_flow::start(&env, &units, cancel).await,
         Drive::Continue(req, class) => {
             baton_flow::continue_flow(&env, req.id.as_deref(), &req.guidance, class, cancel).await
         }
         Drive::Resume(req) => baton_flow::resume(&env, req.id.as_deref(), cancel).await,
+        Drive::Land(req) => baton_flow::land(&env, &req.id, &req.unit, cancel).await,
     };
     drop(env);
     progress.finish().await;
     let status = result.map_err(|e| flow_error(name, &e))?;
-    Ok(report_result(&status, cap))
+    let ok = match landing {
+        Some(unit) => status
+            .state
+            .unit_index(&unit)
+            .is_some_and(|i| status.state.units[i].status.is_done()),
+        None => !matches!(status.phase, Phase::Failed),
+    };
+    Ok(report_result(&status, cap, ok))
 }
 
 /// A refusal or failure of a Flow command as a tool error's message (an unacceptable input

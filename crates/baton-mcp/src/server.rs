@@ -75,8 +75,8 @@ end, or with `background: true` at once with a task id that `task_status`, `task
 project) and answers with its brief or the checkpoint it waits on; `workflow_resume` answers a \
 checkpoint or continues an interrupted workflow; `flow_start` runs a baton Flow (a list of units, \
 each built in its own worktree, validated, reviewed and merged in order); `flow_continue` repairs \
-the blocked unit of a paused Flow with guidance, `flow_resume` continues an interrupted Flow and \
-`flow_abandon` gives one up. The project's workflows, Flows and background task logs are also \
+the blocked unit of a paused Flow with guidance, `flow_resume` continues an interrupted Flow, \
+`flow_land` lands one unit a failed Flow kept, and `flow_abandon` gives one up. The project's workflows, Flows and background task logs are also \
 resources (`baton://workflows/{id}`, `baton://flows/{id}`, `baton://tasks/{id}/log`) to read or \
 subscribe to.";
 
@@ -701,7 +701,7 @@ mod tests {
             names.len(),
             "a tool is declared twice: {names:?}"
         );
-        assert_eq!(names.len(), 15, "{names:?}");
+        assert_eq!(names.len(), 16, "{names:?}");
         for t in all() {
             let tool = t.tool().unwrap_or_else(|e| panic!("{}: {e:?}", t.name));
             let output = tool.output_schema.unwrap_or_else(|| panic!("{}", t.name));
