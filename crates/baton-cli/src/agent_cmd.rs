@@ -145,7 +145,6 @@ fn session_skills(
     is_child: bool,
     given: &[PathBuf],
 ) -> Vec<baton_agent::agent::SkillRef> {
-    let set = baton_app::project::skills(ctx);
     let chosen: Vec<baton_roles::skills::Skill> = if !given.is_empty() {
         let (found, bad) = baton_roles::skills::load_given(given);
         for b in bad {
@@ -153,7 +152,11 @@ fn session_skills(
         }
         found
     } else if is_child {
-        let (found, missing) = set.select(&role.meta.skills);
+        // A child looks skills up only when its role names some.
+        if role.meta.skills.is_empty() {
+            return Vec::new();
+        }
+        let (found, missing) = baton_app::project::skills(ctx).select(&role.meta.skills);
         for name in missing {
             errln!(
                 "baton: warning: role {} names skill `{name}`, which is in none of the skill folders (see `baton skills`): skipped",
@@ -162,6 +165,7 @@ fn session_skills(
         }
         found
     } else {
+        let set = baton_app::project::skills(ctx);
         for bad in &set.bad {
             errln!("baton: warning: skipped skill {bad}");
         }
