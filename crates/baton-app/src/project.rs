@@ -127,17 +127,7 @@ pub fn role_dirs(project_root: &Path) -> RoleDirs {
 /// The folders the project's skills are looked up in, in order (`skills.paths` adds,
 /// `skills.ignore` removes).
 pub fn skill_dirs(ctx: &ProjectContext) -> Vec<baton_roles::skills::SkillDir> {
-    let s = &ctx.config.config.skills;
-    let home = std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from);
-    baton_roles::skills::skill_dirs(
-        &ctx.project_root,
-        user_config_dir().as_deref(),
-        &s.paths,
-        &s.ignore,
-        home.as_deref(),
-    )
+    baton_exec::delegate::skill_dirs(&ctx.project_root, &ctx.config.config)
 }
 
 /// Every skill of the project, by name.

@@ -7,7 +7,7 @@
 
 mod common;
 
-use baton_testkit::fixture::{FlowRoles, Sandbox, COMMIT_OWN_FILE};
+use baton_testkit::fixture::{rewrite_readme, FlowRoles, Sandbox, COMMIT_OWN_FILE};
 use common::mcp::{call, connect, progress_messages, structured, text, Recorder};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
@@ -256,11 +256,7 @@ async fn flow_land_lands_a_later_unit_of_a_failed_flow() {
     let (sb, roles) = repo();
     // a and b both rewrite README: the Flow fails at b's rebase; c is implemented and kept.
     for u in ["a", "b"] {
-        roles.implementer(
-            u,
-            None,
-            &format!("echo '{u} was here' > README\ntouch {u}.txt\ngit add -A\ngit -c user.name=I -c user.email=i@x commit -qm 'unit {u}'\n"),
-        );
+        roles.implementer(u, None, &rewrite_readme(u));
     }
     roles.implementer("c", None, COMMIT_OWN_FILE);
     let unit = |id: &str| {

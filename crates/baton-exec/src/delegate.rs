@@ -23,8 +23,8 @@ use tokio_util::sync::CancellationToken;
 use baton_model::routes::Env;
 
 pub use launch::{
-    backend_of, child_route, plan_launch, skills, write_frozen_role, ChildRoute, LaunchPlan,
-    RouteChoice,
+    backend_of, child_route, plan_launch, skill_dirs, skills, write_frozen_role, ChildRoute,
+    LaunchPlan, RouteChoice,
 };
 pub use report::{
     render_report, render_usage, DelegateReport, EntryEvent, EntryReport, EntryStatus,

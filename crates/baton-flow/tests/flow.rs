@@ -16,6 +16,7 @@ use baton_flow::{
     FlowEvent, FlowStatus, FlowStore, Notice, Phase, UnitSpec, UnitStatus, ValidationCommand,
 };
 use baton_protocol::ModelClass;
+use baton_testkit::fixture::rewrite_readme;
 use common::{reviewed, unit, Fx};
 use pretty_assertions::assert_eq;
 use tokio_util::sync::CancellationToken;
@@ -185,11 +186,7 @@ async fn implementers_really_run_at_the_same_time() {
 async fn a_rebase_conflict_ends_the_flow_and_keeps_the_worktrees() {
     let fx = Fx::new();
     for u in ["a", "b"] {
-        fx.roles.implementer(
-            u,
-            None,
-            &format!("echo '{u} was here' > README\ntouch {u}.txt\ngit add -A\ngit -c user.name=I -c user.email=i@x commit -qm 'unit {u}'\n"),
-        );
+        fx.roles.implementer(u, None, &rewrite_readme(u));
     }
     let s = run(&fx, &[unit("a"), unit("b"), unit("c")]).await;
     assert_eq!(s.phase, Phase::Failed);
@@ -217,11 +214,7 @@ async fn a_rebase_conflict_ends_the_flow_and_keeps_the_worktrees() {
 async fn a_later_unit_of_a_failed_flow_lands_without_running_again() {
     let fx = Fx::new();
     for u in ["a", "b"] {
-        fx.roles.implementer(
-            u,
-            None,
-            &format!("echo '{u} was here' > README\ntouch {u}.txt\ngit add -A\ngit -c user.name=I -c user.email=i@x commit -qm 'unit {u}'\n"),
-        );
+        fx.roles.implementer(u, None, &rewrite_readme(u));
     }
     let check = |u: UnitSpec| with_validation(u, "test", &["-f", "c.txt"]);
     let s = run(&fx, &[unit("a"), unit("b"), check(unit("c")), unit("d")]).await;

@@ -501,6 +501,12 @@ fi
 echo "done $BATON_FLOW_UNIT"
 "#;
 
+/// Shell code for a Flow implementer of `unit` that rewrites `README` and adds `<unit>.txt`, in one
+/// commit `unit <unit>`: two such units conflict when the second is rebased onto the first.
+pub fn rewrite_readme(unit: &str) -> String {
+    format!("echo '{unit} was here' > README\ntouch {unit}.txt\ngit add -A\ngit -c user.name=I -c user.email=i@x commit -qm 'unit {unit}'\n")
+}
+
 /// `command`-backend `implementer` and `reviewer` roles in a sandbox's repository, each a shell
 /// script whose behaviour a test writes per unit and attempt. By default the implementer runs
 /// [`COMMIT_OWN_FILE`] and the reviewer answers `PASS`.

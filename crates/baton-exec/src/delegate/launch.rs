@@ -130,19 +130,29 @@ pub fn plan_launch(env: &DelegateEnv, plan: LaunchPlan<'_>) -> Result<Launch, Ex
     Ok(launch)
 }
 
-/// Main's skills: those of the project's and the user's skill folders and `skills.paths`.
-pub fn skills(env: &DelegateEnv) -> baton_roles::skills::SkillSet {
+/// The folders the skills of the project at `project_root` are looked up in, in order: the
+/// project's, the user's (`$XDG_CONFIG_HOME/baton/skills`, else `~/.config/baton/skills`), then
+/// `skills.paths`, less `skills.ignore`.
+pub fn skill_dirs(
+    project_root: &Path,
+    config: &baton_protocol::config::Config,
+) -> Vec<baton_roles::skills::SkillDir> {
     let home = std::env::var_os("HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from);
-    let root = env.state.project_root().unwrap_or(&env.cwd);
-    baton_roles::skills::discover(&baton_roles::skills::skill_dirs(
-        root,
+    baton_roles::skills::skill_dirs(
+        project_root,
         baton_tool::protect::user_config_dir(home.as_deref()).as_deref(),
-        &env.config.skills.paths,
-        &env.config.skills.ignore,
+        &config.skills.paths,
+        &config.skills.ignore,
         home.as_deref(),
-    ))
+    )
+}
+
+/// Main's skills: those of the project's and the user's skill folders and `skills.paths`.
+pub fn skills(env: &DelegateEnv) -> baton_roles::skills::SkillSet {
+    let root = env.state.project_root().unwrap_or(&env.cwd);
+    baton_roles::skills::discover(&skill_dirs(root, &env.config))
 }
 
 /// The folders of the skills `role` names, found in Main's skill folders (seed 004: role skill
