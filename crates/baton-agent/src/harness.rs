@@ -34,6 +34,7 @@ const TOOLS: [&str; 7] = ["read", "write", "edit", "bash", "grep", "find", "ls"]
 pub struct Harness {
     spec: AgentSpec,
     base_url: String,
+    approver: Option<Arc<dyn crate::agent::Approver>>,
 }
 
 /// A finished session: how it ended and every event it emitted, in order.
@@ -48,6 +49,8 @@ pub struct Live {
     done: tokio::task::JoinHandle<RunSummary>,
     /// Cancels the session (as SIGINT does for `baton agent`).
     pub cancel: CancellationToken,
+    /// Stops the streaming model turn at once (the terminal UI's Esc).
+    pub interrupter: crate::agent::Interrupter,
 }
 
 impl Harness {
@@ -92,8 +95,10 @@ impl Harness {
                 heartbeat: agent::DEFAULT_HEARTBEAT,
                 fallbacks: Vec::new(),
                 routing: None,
+                approval: baton_protocol::ApprovalPolicy::Never,
             },
             base_url: base_url.to_string(),
+            approver: None,
         }
     }
 
@@ -122,6 +127,17 @@ impl Harness {
         self
     }
 
+    /// Asks `approver` before tool calls, as `policy` says.
+    pub fn approvals(
+        mut self,
+        policy: baton_protocol::ApprovalPolicy,
+        approver: Option<Arc<dyn crate::agent::Approver>>,
+    ) -> Harness {
+        self.spec.approval = policy;
+        self.approver = approver;
+        self
+    }
+
     /// The session's spec, for what the constructors do not set.
     pub fn spec_mut(&mut self) -> &mut AgentSpec {
         &mut self.spec
@@ -144,6 +160,10 @@ impl Harness {
     pub fn start_open(self, task: &str) -> (Live, mpsc::UnboundedSender<crate::agent::Submission>) {
         let (tx, events) = mpsc::unbounded_channel();
         let (inbox_tx, mut inbox) = crate::agent::Inbox::channel();
+        if let Some(a) = self.approver.clone() {
+            inbox.set_approver(a);
+        }
+        let interrupter = inbox.interrupter();
         let _ = inbox_tx.send(crate::agent::Submission::Input(task.to_string()));
         let cancel = CancellationToken::new();
         let token = cancel.clone();
@@ -168,6 +188,7 @@ impl Harness {
                 events,
                 done,
                 cancel,
+                interrupter,
             },
             inbox_tx,
         )

@@ -205,8 +205,24 @@ pub(crate) struct Toolbox<'a> {
     pub(crate) ctx: &'a ToolContext,
 }
 
+/// The session's approvals as one batch of calls runs: its policy, who answers, the tools
+/// approved for the whole session, and (set here) why the session must fail closed.
+pub(crate) struct Approvals<'a> {
+    pub(crate) policy: baton_protocol::ApprovalPolicy,
+    pub(crate) approver: Option<Arc<dyn crate::agent::Approver>>,
+    pub(crate) always: &'a mut std::collections::BTreeSet<String>,
+    pub(crate) unavailable: Option<String>,
+}
+
+impl Approvals<'_> {
+    fn needs(&self, tool: &Arc<dyn Tool>) -> bool {
+        self.policy.asks(tool.read_only()) && !self.always.contains(tool.name())
+    }
+}
+
 pub(crate) async fn run_tools(
     toolbox: Toolbox<'_>,
+    approvals: &mut Approvals<'_>,
     calls: &[(String, String, String)],
     ids: &mut ItemIds,
     emit: &mut (dyn FnMut(AgentEvent) + Send),
@@ -303,10 +319,76 @@ pub(crate) async fn run_tools(
                 break;
             }
         }
+        // A call that needs the user's approval runs alone, once answered.
+        if let Ok(tool) = &prepared[i].tool {
+            if approvals.needs(tool) {
+                let p = &prepared[i];
+                let refusal = match &approvals.approver {
+                    None => {
+                        let why = format!(
+                            "`{}` needs approval (agent.approval = \"{}\") and this session has no one to ask: run it in `baton tui`, or pass --approval never (the sandbox still bounds every command)",
+                            p.name, approvals.policy
+                        );
+                        approvals.unavailable = Some(why.clone());
+                        Some(format!("not run: {why}"))
+                    }
+                    Some(approver) => {
+                        let answer = approver
+                            .ask(baton_protocol::ApprovalRequest {
+                                item_id: p.item_id.clone(),
+                                tool: p.name.clone(),
+                                arguments: p.args.clone(),
+                                path: p.path.clone(),
+                            })
+                            .await;
+                        match answer {
+                            baton_protocol::ApprovalAnswer::Yes => None,
+                            baton_protocol::ApprovalAnswer::Always => {
+                                approvals.always.insert(p.name.clone());
+                                None
+                            }
+                            baton_protocol::ApprovalAnswer::No { feedback } => {
+                                Some(if feedback.trim().is_empty() {
+                                    "the user declined this call; it was not run".to_string()
+                                } else {
+                                    format!(
+                                        "the user declined this call; it was not run. The user says: {}",
+                                        feedback.trim()
+                                    )
+                                })
+                            }
+                        }
+                    }
+                };
+                if let Some(text) = refusal {
+                    let out = error_output(text);
+                    emit(AgentEvent::ItemCompleted {
+                        item: p.item(ItemStatus::Declined, Some(&out)),
+                    });
+                    outputs[i] = Some((out, ItemStatus::Declined));
+                    if approvals.unavailable.is_some() {
+                        // Fails closed: nothing after it runs either.
+                        for (k, p) in prepared.iter().enumerate().skip(i + 1) {
+                            let out = error_output("not run: the session stopped: an earlier call needed an approval no one could give".into());
+                            emit(AgentEvent::ItemCompleted {
+                                item: p.item(ItemStatus::Declined, Some(&out)),
+                            });
+                            outputs[k] = Some((out, ItemStatus::Declined));
+                        }
+                        break;
+                    }
+                    i += 1;
+                    continue;
+                }
+            }
+        }
+        let asks_alone = |t: &Arc<dyn Tool>| approvals.needs(t);
         let batch_end = match &prepared[i].tool {
-            Ok(t) if t.read_only() => {
+            Ok(t) if t.read_only() && !asks_alone(t) => {
                 let mut j = i + 1;
-                while j < prepared.len() && matches!(&prepared[j].tool, Ok(t) if t.read_only()) {
+                while j < prepared.len()
+                    && matches!(&prepared[j].tool, Ok(t) if t.read_only() && !asks_alone(t))
+                {
                     j += 1;
                 }
                 j

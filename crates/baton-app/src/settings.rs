@@ -16,6 +16,10 @@ use baton_sandbox::Policy as SandboxPolicy;
 pub struct AgentFlags {
     pub max_turns: Option<u32>,
     pub sandbox: Option<SandboxMode>,
+    pub approval: Option<baton_protocol::ApprovalPolicy>,
+    /// A delegated child (`BATON_CHILD=1`): headless, its parent's delegation was the approval,
+    /// so `agent.approval` does not apply to it (only `--approval`).
+    pub child: bool,
 }
 
 /// The settings of one session.
@@ -31,6 +35,9 @@ pub struct AgentSettings {
     pub bash_timeout: Duration,
     /// The sandbox of the session's commands.
     pub sandbox: SandboxPolicy,
+    /// When the session asks before a tool call: `--approval`, else `agent.approval` (not in a
+    /// child), else never.
+    pub approval: baton_protocol::ApprovalPolicy,
 }
 
 /// Reads a variable of the environment; blank is unset.
@@ -62,6 +69,10 @@ impl AgentSettings {
                 .map(|d| d.0)
                 .unwrap_or(baton_agent::tools::DEFAULT_BASH_TIMEOUT),
             sandbox: SandboxPolicy::from_config(config, mode, root),
+            approval: flags
+                .approval
+                .or(config.agent.approval.filter(|_| !flags.child))
+                .unwrap_or_default(),
         })
     }
 }

@@ -40,6 +40,7 @@ pub const WIDENING: &[&str] = &[
     "mcp_servers",
     "agent.mcp_servers",
     "workflow.install",
+    "agent.approval",
 ];
 
 /// Whether `value` at `key` only narrows what runs (so it applies untrusted).
@@ -50,6 +51,7 @@ fn narrows(key: &str, value: &toml::Value) -> bool {
         "flow.validation_sandbox" => value.as_bool() == Some(true),
         "executor.backend" => value.as_str() == Some("baton"),
         "workflow.install" => value.as_str() == Some("off"),
+        "agent.approval" => matches!(value.as_str(), Some("on-write" | "always")),
         _ => false,
     }
 }

@@ -61,6 +61,11 @@ pub struct AgentArgs {
     /// role's `sandbox`, else `sandbox.mode`, else workspace-write).
     #[arg(long, value_name = "MODE")]
     sandbox: Option<SandboxMode>,
+    /// Ask before tool calls: never, on-write (every call that is not read-only) or always
+    /// (default: agent.approval, else never). A session without a terminal UI to ask fails
+    /// closed at the first call that needs an answer.
+    #[arg(long, value_name = "POLICY")]
+    pub(crate) approval: Option<baton_protocol::ApprovalPolicy>,
     /// Do not offer the delegation tools (`delegate_task`, `delegate_flow`,
     /// `delegate_flow_continue`) to the model, even when the role lists them.
     #[arg(long)]
@@ -557,6 +562,8 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
         &AgentFlags {
             max_turns: args.max_turns,
             sandbox: args.sandbox,
+            approval: args.approval,
+            child: std::env::var_os("BATON_CHILD").is_some_and(|v| !v.is_empty()),
         },
         role.meta.sandbox,
         config,
@@ -678,6 +685,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
         heartbeat: settings.heartbeat,
         fallbacks,
         routing,
+        approval: settings.approval,
     };
     let json = args.json;
     let chat = args.chat;
@@ -740,7 +748,9 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
 fn exit_code(s: &RunSummary, interrupted: bool) -> Exit {
     match s.reason {
         None => Exit::Ok,
-        Some(EndReason::ModelError | EndReason::Refused) => Exit::Failed,
+        Some(EndReason::ModelError | EndReason::Refused | EndReason::ApprovalUnavailable) => {
+            Exit::Failed
+        }
         Some(EndReason::NotStarted) => Exit::Refused,
         Some(EndReason::Cancelled) => Exit::Interrupted,
         // A signal that arrived as the session reached a limit still counts as the interruption.

@@ -558,6 +558,10 @@ pub struct AgentConfig {
     /// The MCP servers (`[mcp_servers.NAME]`) every main session gets, besides its role's `mcp`.
     #[serde(default)]
     pub mcp_servers: Vec<String>,
+    /// When a main session asks its front end before a tool call runs: `never` (default),
+    /// `on-write` or `always` (`--approval` overrides it).
+    #[serde(default)]
+    pub approval: Option<crate::ApprovalPolicy>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

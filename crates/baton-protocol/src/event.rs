@@ -244,6 +244,9 @@ crate::closed_set! {
         /// Refused before the session started (bad input or config); nothing was sent to a
         /// model and no transcript was written.
         NotStarted = "not_started",
+        /// A tool call needed the user's approval (`agent.approval`) and no one could answer: a
+        /// headless session fails closed at the first such call, which did not run.
+        ApprovalUnavailable = "approval_unavailable",
     }
 }
 
@@ -252,7 +255,10 @@ impl EndReason {
     pub fn outcome(self) -> Outcome {
         match self {
             EndReason::TurnLimit | EndReason::MaxTokens | EndReason::Cancelled => Outcome::Partial,
-            EndReason::ModelError | EndReason::Refused | EndReason::NotStarted => Outcome::Failed,
+            EndReason::ModelError
+            | EndReason::Refused
+            | EndReason::NotStarted
+            | EndReason::ApprovalUnavailable => Outcome::Failed,
         }
     }
 }

@@ -6,6 +6,7 @@
 //! - [`role`]: role specifications (parsed from Markdown elsewhere).
 //! - [`config`]: the TOML config file schema.
 //! - [`sandbox`]: the sandbox modes of model-chosen commands.
+//! - [`approval`]: the approval policy and what the loop asks its front end before a tool call.
 //! - [`bus`]: an in-process fan-out of events to subscribers (no I/O: channels).
 //! - [`project_event`]: the envelope, positions and cursors of the project event feed
 //!   (`baton events`).
@@ -78,6 +79,7 @@ macro_rules! closed_set {
     };
 }
 
+pub mod approval;
 pub mod bus;
 pub mod config;
 pub mod event;
@@ -87,6 +89,7 @@ pub mod role;
 pub mod route;
 pub mod sandbox;
 
+pub use approval::{ApprovalAnswer, ApprovalPolicy, ApprovalRequest};
 pub use bus::{EventBus, Subscription};
 pub use event::{
     AgentEvent, EndReason, ErrorCode, ErrorInfo, Item, ItemKind, ItemStatus, Outcome, RouteUsage,

@@ -32,8 +32,8 @@ mod compact;
 mod inbox;
 mod routed;
 
-pub use inbox::Inbox;
 use inbox::PollState;
+pub use inbox::{Inbox, Interrupter};
 
 /// What a session is asked to do, in the order it arrives.
 #[derive(Debug, Clone, PartialEq)]
@@ -183,6 +183,9 @@ pub(crate) struct Flow {
     pub(crate) interrupted: bool,
     /// The user interrupted the task.
     pub(crate) stopped: bool,
+    /// A call needed an approval no one could give (`agent.approval` in a headless session):
+    /// the session fails closed, with this message.
+    pub(crate) approval_unavailable: Option<String>,
 }
 
 pub(crate) struct Session<'a> {
@@ -200,6 +203,10 @@ pub(crate) struct Session<'a> {
     pub(crate) routed: Option<routed::Routed>,
     /// The routes every seat ran on, for the summary.
     finished_routes: Vec<RouteUsage>,
+    /// Tools the user approved "always" for this session.
+    pub(crate) always_approved: std::collections::BTreeSet<String>,
+    /// The interrupter's count when the current input began: a later interrupt stops its turns.
+    interrupt_seen: u64,
 }
 
 /// Runs an ordinary one-task session: `task` after `messages` (an earlier transcript, possibly
@@ -274,6 +281,8 @@ pub async fn serve(
         held: VecDeque::new(),
         routed: None,
         finished_routes: Vec::new(),
+        always_approved: Default::default(),
+        interrupt_seen: 0,
     };
     let mut main = None;
     match &spec.routing {
@@ -327,6 +336,9 @@ pub async fn serve(
             break;
         }
         let mut answers = matches!(sub, Submission::Input(_));
+        if answers {
+            s.interrupt_seen = s.inbox.interrupter.count();
+        }
         match (sub, main.as_mut()) {
             (Submission::Input(text), Some(seat)) => {
                 let m = Message::user(text);
@@ -578,6 +590,16 @@ impl Session<'_> {
                     }
                 }
             }
+            if let Some(message) = flow.approval_unavailable.take() {
+                return Drive::Ended {
+                    reason: Some(EndReason::ApprovalUnavailable),
+                    text: message.clone(),
+                    error: Some(ErrorInfo {
+                        code: ErrorCode::Config,
+                        message,
+                    }),
+                };
+            }
             if flow.returned {
                 return Drive::Returned;
             }
@@ -691,20 +713,38 @@ impl Session<'_> {
         let (result, open_items) = loop {
             let current = &seat.chain[seat.active];
             aim(&mut request, current);
+            // An ordinary session's streaming turn stops at once when the front end interrupts
+            // (nothing of the turn has run: tools run only after a complete turn); a routed one
+            // stops at its safe points, where the Executor leaves its report.
+            let interrupter = (self.routed.is_none()).then(|| self.inbox.interrupter.clone());
+            let seen = self.interrupt_seen;
             let (r, open) = {
                 let emit = &mut *self.emit;
                 let mut streaming = StreamingItems::new(&mut self.ids);
                 let mut on_progress =
                     |p: baton_model::retry::TurnProgress<'_>| streaming.progress(turn, p, emit);
-                let r = run_turn(
+                let turn_future = run_turn(
                     current.provider.as_ref(),
                     &request,
                     &spec.retry,
                     self.cancel,
                     &mut on_progress,
-                )
-                .await;
+                );
+                let r = match &interrupter {
+                    Some(i) => tokio::select! {
+                        r = turn_future => Some(r),
+                        _ = i.after(seen) => None,
+                    },
+                    None => Some(turn_future.await),
+                };
                 (r, streaming.open)
+            };
+            let Some(r) = r else {
+                close_open_items(open, ItemStatus::Failed, self.emit);
+                return Err(ended(
+                    Some(EndReason::Cancelled),
+                    cancelled_message(&seat.last_text),
+                ));
             };
             match (r, seat.chain.get(seat.active + 1)) {
                 (Err(e), Some(next)) if e.fails_over() => {
@@ -824,8 +864,16 @@ impl Session<'_> {
             inbox,
             held,
             ctx,
+            always_approved,
             ..
         } = self;
+        let approver = inbox.approver.clone();
+        let mut approvals = crate::turn::Approvals {
+            policy: spec.approval,
+            approver,
+            always: always_approved,
+            unavailable: None,
+        };
         let mut poll = |flow: &mut Flow| {
             let mut probe = PollState { inbox, held };
             probe.poll(profile, flow)
@@ -837,7 +885,9 @@ impl Session<'_> {
             role: &spec.role.meta.name,
             ctx,
         };
-        run_tools(toolbox, calls, ids, &mut **emit, &mut stop).await
+        let results = run_tools(toolbox, &mut approvals, calls, ids, &mut **emit, &mut stop).await;
+        flow.approval_unavailable = approvals.unavailable;
+        results
     }
 }
 

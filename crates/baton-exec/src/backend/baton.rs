@@ -359,7 +359,8 @@ fn verdict(outcome: Option<Outcome>, reason: Option<EndReason>) -> Verdict {
             EndReason::Cancelled
             | EndReason::ModelError
             | EndReason::Refused
-            | EndReason::NotStarted,
+            | EndReason::NotStarted
+            | EndReason::ApprovalUnavailable,
         )
         | None => match outcome {
             Some(Outcome::Completed) => Verdict::Completed,

@@ -15,12 +15,68 @@ pub struct Inbox {
     /// Told each time the session waits for its next submission (a script feeding a session
     /// line by line sends the next line then).
     pub(super) idle: Option<std::sync::mpsc::Sender<()>>,
+    /// Who answers approvals (`agent.approval`): none in a headless session.
+    pub(super) approver: Option<std::sync::Arc<dyn crate::agent::Approver>>,
+    /// Stops a model turn as it streams (Esc in the terminal UI).
+    pub(super) interrupter: Interrupter,
+}
+
+/// Stops the model turn that streams now, at once (the terminal UI's Esc), as well as sending
+/// [`Submission::Interrupt`] for the safe points. Each turn watches the count it started with,
+/// so an interrupt between turns stops nothing but what the submission stops.
+#[derive(Clone, Default)]
+pub struct Interrupter {
+    inner: std::sync::Arc<(std::sync::atomic::AtomicU64, tokio::sync::Notify)>,
+}
+
+impl Interrupter {
+    pub fn interrupt(&self) {
+        self.inner
+            .0
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.1.notify_waiters();
+    }
+
+    pub(crate) fn count(&self) -> u64 {
+        self.inner.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Resolves once an interrupt comes after `seen`.
+    pub(crate) async fn after(&self, seen: u64) {
+        loop {
+            let notified = self.inner.1.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.count() != seen {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 impl Inbox {
     pub fn channel() -> (mpsc::UnboundedSender<Submission>, Inbox) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (tx, Inbox { rx, idle: None })
+        (
+            tx,
+            Inbox {
+                rx,
+                idle: None,
+                approver: None,
+                interrupter: Interrupter::default(),
+            },
+        )
+    }
+
+    /// Approvals (`agent.approval`) are asked of `approver`.
+    pub fn set_approver(&mut self, approver: std::sync::Arc<dyn crate::agent::Approver>) {
+        self.approver = Some(approver);
+    }
+
+    /// The handle that stops a streaming model turn at once.
+    pub fn interrupter(&self) -> Interrupter {
+        self.interrupter.clone()
     }
 
     /// The same, and a receiver that gets `()` whenever the session is idle.

@@ -97,7 +97,7 @@ pub(crate) async fn run_calls(
                         let ran = s.run_environment(seat, &allowed, &mut flow).await;
                         results.extend(ran);
                         allowed.clear();
-                        if flow.interrupted || flow.stopped {
+                        if flow.interrupted || flow.stopped || flow.approval_unavailable.is_some() {
                             // Stopped at a safe point: this call and the rest do not run.
                             for call in &calls[j..] {
                                 results.push(refused(
@@ -119,7 +119,7 @@ pub(crate) async fn run_calls(
             let ran = s.run_environment(seat, &allowed, &mut flow).await;
             results.extend(ran);
         }
-        if flow.interrupted || flow.stopped {
+        if flow.interrupted || flow.stopped || flow.approval_unavailable.is_some() {
             // The runner already answered the calls it did not start.
             break;
         }
