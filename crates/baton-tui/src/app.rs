@@ -1,0 +1,678 @@
+//! The event loop: messages in (the session's events, approvals, keys), requests out, and
+//! frames drawn by a scheduler that merges redraw requests, draws at most 60 times a second,
+//! and — when nothing animates — sleeps until the next message, so an idle screen costs nothing.
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use baton_protocol::{AgentEvent, ApprovalAnswer, ApprovalRequest};
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
+use ratatui::text::Line;
+use ratatui::widgets::{Paragraph, Widget};
+
+use crate::composer::{parse, Parsed, COMMANDS};
+use crate::keymap::{Action, Keymap};
+use crate::render::{self, Overlay, Ui, SPINNER_MS};
+use crate::term::{self, Mode, Tui};
+use crate::theme::Theme;
+use crate::view::{Body, Level, Phase, View};
+
+/// The shortest time between two frames: 60 a second at most.
+pub const FRAME: Duration = Duration::from_micros(16_667);
+
+/// Answers an approval; called once.
+pub type Reply = Box<dyn FnOnce(ApprovalAnswer) + Send>;
+
+/// What reaches the loop.
+pub enum Msg {
+    Agent(AgentEvent),
+    Approval(ApprovalRequest, Reply),
+    Term(Event),
+    /// The session is over (its task ended): no more events come.
+    Closed,
+}
+
+/// What the UI asks of the session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    Input(String),
+    /// Esc: stop the running turn now.
+    Interrupt,
+    Compact(Option<String>),
+    /// `/profile WORD`.
+    Profile(String),
+    Resume,
+}
+
+/// How the UI starts.
+pub struct Options {
+    pub mode: Mode,
+    pub theme: Theme,
+    pub keymap: Keymap,
+    pub branch: Option<String>,
+    /// A routed session's two routes (Coordinator, Executor).
+    pub seats: Option<(String, String)>,
+    pub context_window: Option<u32>,
+    pub approval_policy: String,
+    /// A first message to send.
+    pub first: Option<String>,
+}
+
+/// How the UI ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TuiEnd {
+    /// The outcome the session ended with, when it did.
+    pub ended: Option<baton_protocol::Outcome>,
+}
+
+/// The state of the loop, apart from the terminal: what a test drives without one.
+pub struct App {
+    pub view: View,
+    pub ui: Ui,
+    reply: Option<Reply>,
+    pub quit: bool,
+    started: Instant,
+    /// Bytes to write outside a frame (OSC 52).
+    pub raw: Vec<u8>,
+    /// The editor was asked for (Ctrl+G): the loop suspends the terminal for it.
+    pub want_editor: bool,
+    /// Ctrl+L: the next frame redraws everything.
+    pub want_clear: bool,
+}
+
+impl App {
+    pub fn new(opts: &Options) -> App {
+        let mut ui = Ui::new(opts.theme, opts.keymap.clone());
+        ui.branch = opts.branch.clone();
+        ui.seats = opts.seats.clone();
+        ui.approval_policy = opts.approval_policy.clone();
+        App {
+            view: View::new(opts.context_window),
+            ui,
+            reply: None,
+            quit: false,
+            started: Instant::now(),
+            raw: Vec::new(),
+            want_editor: false,
+            want_clear: false,
+        }
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    /// Handles one message; `send` passes requests to the session (an error is shown).
+    pub fn handle(&mut self, msg: Msg, send: &mut dyn FnMut(Request) -> Result<(), String>) {
+        let now = self.now_ms();
+        match msg {
+            Msg::Agent(ev) => {
+                let turn_end = matches!(
+                    ev,
+                    AgentEvent::TurnCompleted { .. } | AgentEvent::InputCompleted { .. }
+                );
+                self.view.apply(&ev, now);
+                // Queued input goes in at a turn's end: it joins the conversation at the next
+                // safe point and steers the next turn.
+                if turn_end {
+                    for text in self.view.flush_queue(now) {
+                        if let Err(e) = send(Request::Input(text)) {
+                            self.view.say(Level::Error, e);
+                        }
+                    }
+                }
+            }
+            Msg::Approval(req, reply) => {
+                self.view.ask(req);
+                self.reply = Some(reply);
+            }
+            Msg::Term(Event::Key(key)) if key.kind != KeyEventKind::Release => self.key(key, send),
+            Msg::Term(Event::Paste(text)) => {
+                self.view.rev += 1;
+                match &mut self.ui.overlay {
+                    Some(Overlay::Feedback(f)) => f.push_str(&text),
+                    _ => self.ui.composer.paste(&text),
+                }
+            }
+            Msg::Term(Event::Mouse(m)) => {
+                self.view.rev += 1;
+                match m.kind {
+                    MouseEventKind::ScrollUp => self.ui.scroll += 3,
+                    MouseEventKind::ScrollDown => self.ui.scroll = self.ui.scroll.saturating_sub(3),
+                    _ => {}
+                }
+            }
+            Msg::Term(Event::Resize(..)) => self.view.rev += 1,
+            Msg::Term(_) => {}
+            Msg::Closed => {
+                if !matches!(self.view.phase, Phase::Ended { .. }) {
+                    self.view.phase = Phase::Ended {
+                        outcome: baton_protocol::Outcome::Failed,
+                    };
+                }
+                self.view.rev += 1;
+            }
+        }
+    }
+
+    fn answer(&mut self, answer: ApprovalAnswer) {
+        self.view.approval = None;
+        self.ui.overlay = None;
+        self.view.rev += 1;
+        if let Some(reply) = self.reply.take() {
+            reply(answer);
+        }
+    }
+
+    fn key(&mut self, key: KeyEvent, send: &mut dyn FnMut(Request) -> Result<(), String>) {
+        self.view.rev += 1;
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        // The approval modal takes every key.
+        if self.view.approval.is_some() {
+            if let Some(Overlay::Feedback(text)) = &mut self.ui.overlay {
+                match key.code {
+                    KeyCode::Enter => {
+                        let feedback = std::mem::take(text);
+                        self.answer(ApprovalAnswer::No { feedback });
+                    }
+                    KeyCode::Esc => self.ui.overlay = None,
+                    KeyCode::Backspace => {
+                        text.pop();
+                    }
+                    KeyCode::Char(c) if !ctrl => text.push(c),
+                    _ => {}
+                }
+                return;
+            }
+            match key.code {
+                KeyCode::Char('1' | 'y') => self.answer(ApprovalAnswer::Yes),
+                KeyCode::Char('2' | 'a') => self.answer(ApprovalAnswer::Always),
+                KeyCode::Char('3' | 'n') => {
+                    self.ui.overlay = Some(Overlay::Feedback(String::new()))
+                }
+                KeyCode::Esc => self.answer(ApprovalAnswer::No {
+                    feedback: String::new(),
+                }),
+                _ => {}
+            }
+            return;
+        }
+        if self.ui.overlay == Some(Overlay::Help) {
+            if matches!(
+                key.code,
+                KeyCode::Esc | KeyCode::Char('q' | '?') | KeyCode::F(1) | KeyCode::Enter
+            ) {
+                self.ui.overlay = None;
+            }
+            return;
+        }
+        if let Some(q) = &mut self.ui.composer.search {
+            match key.code {
+                KeyCode::Enter => self.ui.composer.end_search(true),
+                KeyCode::Esc => self.ui.composer.end_search(false),
+                KeyCode::Backspace => {
+                    q.pop();
+                }
+                KeyCode::Char('r') if ctrl => {}
+                KeyCode::Char(c) if !ctrl => q.push(c),
+                _ => self.ui.composer.end_search(false),
+            }
+            return;
+        }
+        if let Some(f) = self.ui.focus {
+            let handled = match key.code {
+                KeyCode::Char('j') | KeyCode::Down => {
+                    self.ui.focus = Some((f + 1).min(self.view.entries.len().saturating_sub(1)));
+                    true
+                }
+                KeyCode::Char('k') | KeyCode::Up => {
+                    self.ui.focus = Some(f.saturating_sub(1));
+                    true
+                }
+                KeyCode::Enter | KeyCode::Char(' ') => {
+                    self.toggle(f);
+                    true
+                }
+                KeyCode::Char('y') => {
+                    self.copy(f);
+                    true
+                }
+                KeyCode::Esc => {
+                    self.ui.focus = None;
+                    self.ui.scroll = 0;
+                    true
+                }
+                _ => false,
+            };
+            if handled {
+                return;
+            }
+            self.ui.focus = None;
+        }
+        let action = self.ui.keymap.action(&key);
+        match action {
+            Some(Action::Submit) => self.submit(send),
+            Some(Action::Newline) => self.ui.composer.insert('\n'),
+            Some(Action::Interrupt) => {
+                if matches!(self.view.phase, Phase::Working { .. }) {
+                    self.interrupt(send);
+                }
+            }
+            Some(Action::Cancel) => {
+                if matches!(self.view.phase, Phase::Working { .. }) {
+                    self.interrupt(send);
+                } else if !self.ui.composer.is_empty() {
+                    self.ui.composer.set("");
+                } else {
+                    self.quit = true;
+                }
+            }
+            Some(Action::Quit) => {
+                if self.ui.composer.is_empty() {
+                    self.quit = true;
+                } else {
+                    self.ui.composer.delete();
+                }
+            }
+            Some(Action::HistoryPrev) => {
+                if !self.ui.composer.on_first_line() {
+                    self.ui.composer.vertical(true);
+                } else if self.ui.composer.is_empty() && !self.view.queued.is_empty() {
+                    // A queued message comes back to be edited.
+                    if let Some(q) = self.view.queued.pop() {
+                        self.ui.composer.set(&q);
+                    }
+                } else {
+                    self.ui.composer.history_prev();
+                }
+            }
+            Some(Action::HistoryNext) => {
+                if self.ui.composer.on_last_line() {
+                    self.ui.composer.history_next();
+                } else {
+                    self.ui.composer.vertical(false);
+                }
+            }
+            Some(Action::HistorySearch) => self.ui.composer.search = Some(String::new()),
+            Some(Action::ScrollUp) => self.ui.scroll += self.ui.page.saturating_sub(1).max(1),
+            Some(Action::ScrollDown) => {
+                self.ui.scroll = self
+                    .ui
+                    .scroll
+                    .saturating_sub(self.ui.page.saturating_sub(1).max(1))
+            }
+            Some(Action::ScrollTop) => self.ui.scroll = usize::MAX / 4,
+            Some(Action::ScrollBottom) => self.ui.scroll = 0,
+            Some(Action::FocusPrev) => {
+                let n = self.view.entries.len();
+                if n > 0 {
+                    self.ui.focus = Some(n - 1);
+                }
+            }
+            Some(Action::FocusNext) => {}
+            Some(Action::Expand) => {
+                let target = self.ui.focus.or_else(|| {
+                    self.view
+                        .entries
+                        .iter()
+                        .rposition(|e| matches!(e.body, Body::Tool(_) | Body::Reasoning { .. }))
+                });
+                if let Some(i) = target {
+                    self.toggle(i);
+                }
+            }
+            Some(Action::Copy) => {
+                if let Some(i) = self.ui.focus.or(self.view.entries.len().checked_sub(1)) {
+                    self.copy(i);
+                }
+            }
+            Some(Action::Help) => self.ui.overlay = Some(Overlay::Help),
+            Some(Action::Complete) => self.ui.composer.complete(),
+            Some(Action::Editor) => self.want_editor = true,
+            Some(Action::Redraw) => self.want_clear = true,
+            Some(Action::DeleteWord) => self.ui.composer.delete_word(),
+            None => match key.code {
+                KeyCode::Char('?') if self.ui.composer.is_empty() => {
+                    self.ui.overlay = Some(Overlay::Help)
+                }
+                KeyCode::Char(c) if !ctrl => self.ui.composer.insert(c),
+                KeyCode::Backspace => self.ui.composer.backspace(),
+                KeyCode::Delete => self.ui.composer.delete(),
+                KeyCode::Left => self.ui.composer.left(),
+                KeyCode::Right => self.ui.composer.right(),
+                KeyCode::Home => self.ui.composer.home(),
+                KeyCode::End => self.ui.composer.end(),
+                _ => {}
+            },
+        }
+    }
+
+    fn interrupt(&mut self, send: &mut dyn FnMut(Request) -> Result<(), String>) {
+        if let Err(e) = send(Request::Interrupt) {
+            self.view.say(Level::Error, e);
+        }
+    }
+
+    fn toggle(&mut self, i: usize) {
+        if !self.ui.expanded.remove(&i) {
+            self.ui.expanded.insert(i);
+        }
+    }
+
+    /// The entry's text on the clipboard (OSC 52).
+    fn copy(&mut self, i: usize) {
+        let Some(e) = self.view.entries.get(i) else {
+            return;
+        };
+        let text = match &e.body {
+            Body::User { text } | Body::Assistant { text, .. } | Body::Reasoning { text, .. } => {
+                text.clone()
+            }
+            Body::Tool(c) => {
+                let mut t = c.summary();
+                if let Some(o) = &c.output {
+                    t.push('\n');
+                    t.push_str(o);
+                }
+                t
+            }
+            Body::Notice { text, .. } => text.clone(),
+            Body::Routing { what, detail, .. } => format!("{what}: {detail}"),
+        };
+        self.raw.extend(term::osc52(&text));
+        self.view.say(
+            Level::Info,
+            format!("copied {} characters", text.chars().count()),
+        );
+    }
+
+    fn submit(&mut self, send: &mut dyn FnMut(Request) -> Result<(), String>) {
+        if self.ui.composer.text().trim().is_empty() {
+            return;
+        }
+        let text = self.ui.composer.take();
+        let now = self.now_ms();
+        match parse(&text) {
+            Parsed::Text(t) => {
+                let working = matches!(self.view.phase, Phase::Working { .. });
+                if matches!(self.view.phase, Phase::Ended { .. }) {
+                    self.view.say(Level::Warn, "the session has ended: quit (ctrl+d) and resume it with `baton tui --resume last`");
+                    return;
+                }
+                self.view.user(&t, now);
+                if !working {
+                    if let Err(e) = send(Request::Input(t)) {
+                        self.view.say(Level::Error, e);
+                    }
+                }
+            }
+            Parsed::Command { name, rest } => self.command(&name, &rest, send),
+        }
+    }
+
+    fn command(
+        &mut self,
+        name: &str,
+        rest: &str,
+        send: &mut dyn FnMut(Request) -> Result<(), String>,
+    ) {
+        let v = &self.view;
+        let result = match name {
+            "help" => {
+                self.ui.overlay = Some(Overlay::Help);
+                Ok(())
+            }
+            "quit" | "exit" => {
+                self.quit = true;
+                Ok(())
+            }
+            "status" => {
+                let s = &v.session;
+                let text = format!(
+                    "session {} · role {} · route {} · sandbox {} · approval {} · {} turns · cwd {}",
+                    s.id,
+                    s.role,
+                    s.model,
+                    s.sandbox.as_deref().unwrap_or("?"),
+                    self.ui.approval_policy,
+                    v.turns,
+                    s.cwd
+                );
+                self.view.say(Level::Info, text);
+                Ok(())
+            }
+            "cost" => {
+                let u = &v.usage;
+                let cost = v
+                    .cost_usd
+                    .map(|c| format!("${c:.4}"))
+                    .unwrap_or_else(|| "unpriced (see `baton models`)".into());
+                let text = format!(
+                    "{} turns · input {} (cached {}) · output {} tokens · {cost}",
+                    v.turns, u.input_tokens, u.cached_input_tokens, u.output_tokens
+                );
+                self.view.say(Level::Info, text);
+                Ok(())
+            }
+            "compact" => send(Request::Compact(
+                (!rest.is_empty()).then(|| rest.to_string()),
+            )),
+            "profile" => send(Request::Profile(rest.to_string())),
+            "resume" => send(Request::Resume),
+            "interrupt" => send(Request::Interrupt),
+            "model" => {
+                let text = format!("route {} · another route: quit and start `baton tui --model provider/model` (or --model-class)", v.session.model);
+                self.view.say(Level::Info, text);
+                Ok(())
+            }
+            "role" => {
+                let text = format!("role {} · another role: quit and start `baton tui --role NAME` (`baton roles` lists them)", v.session.role);
+                self.view.say(Level::Info, text);
+                Ok(())
+            }
+            other => {
+                let names: Vec<&str> = COMMANDS.iter().map(|c| c.0).collect();
+                Err(format!(
+                    "unknown command /{other}: the commands are {}",
+                    names.join(", ")
+                ))
+            }
+        };
+        if let Err(e) = result {
+            self.view.say(Level::Error, e);
+        }
+    }
+}
+
+/// Runs the UI on this thread until the user quits: messages from `rx` (a thread of its own
+/// reads the terminal into `tx`), requests through `send`.
+pub fn run(
+    opts: Options,
+    tx: Sender<Msg>,
+    rx: Receiver<Msg>,
+    send: &mut dyn FnMut(Request) -> Result<(), String>,
+) -> anyhow::Result<TuiEnd> {
+    let mut app = App::new(&opts);
+    let mut terminal = term::start(opts.mode)?;
+    std::thread::spawn(move || {
+        while let Ok(ev) = crossterm::event::read() {
+            if tx.send(Msg::Term(ev)).is_err() {
+                break;
+            }
+        }
+    });
+    if let Some(first) = opts.first.clone() {
+        app.view.user(&first, 0);
+        if let Err(e) = send(Request::Input(first)) {
+            app.view.say(Level::Error, e);
+        }
+    }
+    let result = event_loop(&mut app, &mut terminal, opts.mode, &rx, send);
+    term::restore(opts.mode);
+    result?;
+    Ok(TuiEnd {
+        ended: match app.view.phase {
+            Phase::Ended { outcome } => Some(outcome),
+            _ => None,
+        },
+    })
+}
+
+fn event_loop(
+    app: &mut App,
+    terminal: &mut Tui,
+    mode: Mode,
+    rx: &Receiver<Msg>,
+    send: &mut dyn FnMut(Request) -> Result<(), String>,
+) -> anyhow::Result<()> {
+    let mut drawn_rev = u64::MAX;
+    let mut last_frame: Option<Instant> = None;
+    let mut last_tick = 0u64;
+    loop {
+        // Draw when something changed, at most once a frame.
+        let now = Instant::now();
+        let due = last_frame.map(|t| t + FRAME).unwrap_or(now);
+        let tick = app.view.animating().then(|| app.now_ms() / SPINNER_MS);
+        let changed = app.view.rev != drawn_rev || tick.is_some_and(|t| t != last_tick);
+        if changed && now >= due {
+            if app.want_clear {
+                app.want_clear = false;
+                terminal.clear()?;
+            }
+            if mode.inline {
+                emit_settled(app, terminal)?;
+            }
+            let now_ms = app.now_ms();
+            terminal.draw(|f| render::draw(f, &app.view, &mut app.ui, now_ms))?;
+            terminal.backend_mut().writer_mut().commit()?;
+            drawn_rev = app.view.rev;
+            last_tick = tick.unwrap_or(last_tick);
+            last_frame = Some(now);
+        }
+        if !app.raw.is_empty() {
+            let raw = std::mem::take(&mut app.raw);
+            terminal.backend_mut().writer_mut().raw(&raw)?;
+        }
+        if app.quit {
+            return Ok(());
+        }
+        if app.want_editor {
+            app.want_editor = false;
+            edit_in_editor(app, terminal, mode)?;
+            continue;
+        }
+        // Sleep until a message, the next frame (a pending change) or the next spinner step;
+        // with nothing pending and nothing animating, until a message.
+        let pending = app.view.rev != drawn_rev;
+        let wake = if pending {
+            Some(due.max(now))
+        } else if app.view.animating() {
+            let next_tick_ms = (app.now_ms() / SPINNER_MS + 1) * SPINNER_MS;
+            Some(Instant::now() + Duration::from_millis(next_tick_ms.saturating_sub(app.now_ms())))
+        } else {
+            None
+        };
+        let first = match wake {
+            None => rx.recv().ok(),
+            Some(at) => match rx.recv_timeout(at.saturating_duration_since(Instant::now())) {
+                Ok(m) => Some(m),
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => None,
+            },
+        };
+        let Some(first) = first else {
+            return Ok(());
+        };
+        app.handle(first, send);
+        // Everything already waiting goes into the same frame.
+        while let Ok(m) = rx.try_recv() {
+            app.handle(m, send);
+            if app.quit {
+                break;
+            }
+        }
+    }
+}
+
+/// Inline mode: the entries that will not change any more go to the terminal's scrollback,
+/// once, above the live area; the live area draws the rest.
+fn emit_settled(app: &mut App, terminal: &mut Tui) -> anyhow::Result<()> {
+    let width = terminal.size()?.width;
+    let now = app.now_ms();
+    let start = app.ui.first;
+    let mut end = start;
+    while end < app.view.entries.len() && settled(&app.view, end) {
+        end += 1;
+    }
+    if end == start {
+        return Ok(());
+    }
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    for i in start..end {
+        if i > 0 {
+            lines.push(Line::default());
+        }
+        lines.extend(render::entry_lines(
+            &app.view.entries[i],
+            width as usize,
+            false,
+            now,
+            &app.ui.theme,
+        ));
+    }
+    app.ui.first = end;
+    // ratatui inserts at most the screen's height at a time.
+    for chunk in lines.chunks(usize::from(terminal.size()?.height.max(1))) {
+        let chunk = chunk.to_vec();
+        terminal.insert_before(chunk.len() as u16, |buf| {
+            Paragraph::new(chunk).render(buf.area, buf);
+        })?;
+    }
+    Ok(())
+}
+
+/// An entry that will not change: not streaming, not a running call.
+fn settled(view: &View, i: usize) -> bool {
+    match &view.entries[i].body {
+        Body::Assistant { streaming, .. } | Body::Reasoning { streaming, .. } => !streaming,
+        Body::Tool(c) => c.ended_ms.is_some(),
+        _ => true,
+    }
+}
+
+/// Ctrl+G: the composer's text in `$VISUAL` / `$EDITOR` (else `vi`), the terminal handed over
+/// meanwhile.
+fn edit_in_editor(app: &mut App, terminal: &mut Tui, mode: Mode) -> anyhow::Result<()> {
+    let editor = std::env::var("VISUAL")
+        .or_else(|_| std::env::var("EDITOR"))
+        .ok()
+        .filter(|e| !e.trim().is_empty())
+        .unwrap_or_else(|| "vi".into());
+    let file = std::env::temp_dir().join(format!("baton-compose-{}.md", std::process::id()));
+    std::fs::write(&file, app.ui.composer.text())?;
+    term::restore(mode);
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{editor} \"$1\""))
+        .arg("sh")
+        .arg(&file)
+        .status();
+    *terminal = term::start(mode)?;
+    match status {
+        Ok(s) if s.success() => {
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            app.ui.composer.set(text.trim_end_matches('\n'));
+        }
+        Ok(s) => app.view.say(
+            Level::Warn,
+            format!("{editor} exited with {s}: the input is unchanged"),
+        ),
+        Err(e) => app.view.say(
+            Level::Error,
+            format!("cannot run {editor}: {e}: set $EDITOR"),
+        ),
+    }
+    let _ = std::fs::remove_file(&file);
+    app.view.rev += 1;
+    Ok(())
+}

@@ -1,0 +1,690 @@
+//! The view drawn into a ratatui frame: the transcript (virtualised), queued input, the
+//! composer, the status line and the overlays.
+//!
+//! The transcript is laid out from its end upwards and only until the screen (plus the scroll
+//! offset) is filled: a frame at 10,000 entries costs what a frame at ten does. Each entry's
+//! lines are cached by width, revision, fold state and — for a running call only — its clock.
+
+use std::collections::HashSet;
+
+use baton_protocol::ItemStatus;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::Frame;
+use unicode_width::UnicodeWidthStr;
+
+use crate::composer::{Composer, COMMANDS};
+use crate::keymap::Keymap;
+use crate::markdown::{self, wrap};
+use crate::theme::Theme;
+use crate::view::{Body, Entry, Level, Phase, ToolCell, View};
+
+/// Spinner frames; one every 125 ms (8 a second).
+const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
+pub const SPINNER_MS: u64 = 125;
+/// Lines of a call's output shown expanded, and of a diff shown folded.
+const OUTPUT_LINES: usize = 40;
+const DIFF_LINES: usize = 8;
+
+/// What covers the screen now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Overlay {
+    Help,
+    /// The approval modal is typing the "no" feedback.
+    Feedback(String),
+}
+
+/// Everything the UI keeps beside the view.
+pub struct Ui {
+    pub composer: Composer,
+    pub keymap: Keymap,
+    pub theme: Theme,
+    /// Rows scrolled up from the end; 0 follows the end.
+    pub scroll: usize,
+    pub focus: Option<usize>,
+    pub expanded: HashSet<usize>,
+    pub overlay: Option<Overlay>,
+    pub branch: Option<String>,
+    /// The routes of a routed session's two participants.
+    pub seats: Option<(String, String)>,
+    pub approval_policy: String,
+    cache: Vec<Option<Cached>>,
+    /// The transcript's height at the last frame (for page scrolling).
+    pub page: usize,
+    /// Inline mode: the entries before this one are in the terminal's scrollback.
+    pub first: usize,
+}
+
+struct Cached {
+    key: (u32, u16, bool, bool, u64),
+    lines: Vec<Line<'static>>,
+}
+
+impl Ui {
+    pub fn new(theme: Theme, keymap: Keymap) -> Ui {
+        Ui {
+            composer: Composer::default(),
+            keymap,
+            theme,
+            scroll: 0,
+            focus: None,
+            expanded: HashSet::new(),
+            overlay: None,
+            branch: None,
+            seats: None,
+            approval_policy: "never".into(),
+            cache: Vec::new(),
+            page: 10,
+            first: 0,
+        }
+    }
+
+    /// Forgets every laid-out entry (a theme change).
+    pub fn clear_cache(&mut self) {
+        self.cache.clear();
+    }
+
+    /// The lines of entry `i` at `width`, from the cache when nothing they show changed.
+    fn lines(&mut self, view: &View, i: usize, width: u16, now_ms: u64) -> &[Line<'static>] {
+        let entry = &view.entries[i];
+        let gap = i > 0 && gap_before(&view.entries[i - 1], entry);
+        let expanded = self.expanded.contains(&i);
+        // A running call shows its clock and spinner: its lines change with time.
+        let clock = match &entry.body {
+            Body::Tool(c) if c.ended_ms.is_none() => now_ms / SPINNER_MS + 1,
+            _ => 0,
+        };
+        let key = (entry.rev, width, expanded, gap, clock);
+        if self.cache.len() < view.entries.len() {
+            self.cache.resize_with(view.entries.len(), || None);
+        }
+        let fresh = !matches!(&self.cache[i], Some(c) if c.key == key);
+        if fresh {
+            let mut lines = Vec::new();
+            if gap {
+                lines.push(Line::default());
+            }
+            lines.extend(entry_lines(
+                entry,
+                width as usize,
+                expanded,
+                now_ms,
+                &self.theme,
+            ));
+            self.cache[i] = Some(Cached { key, lines });
+        }
+        match &self.cache[i] {
+            Some(c) => &c.lines,
+            None => &[],
+        }
+    }
+
+    /// Rows from the transcript's end to the start of entry `i` (to bring it into view).
+    fn rows_after(&mut self, view: &View, i: usize, width: u16, now_ms: u64) -> (usize, usize) {
+        let mut below = 0;
+        for k in (i + 1..view.entries.len()).rev() {
+            below += self.lines(view, k, width, now_ms).len();
+        }
+        (below, self.lines(view, i, width, now_ms).len())
+    }
+}
+
+/// A blank line between entries, but not between consecutive tool calls.
+fn gap_before(prev: &Entry, entry: &Entry) -> bool {
+    !(matches!(entry.body, Body::Tool(_) | Body::Reasoning { .. })
+        && matches!(prev.body, Body::Tool(_) | Body::Reasoning { .. }))
+}
+
+fn spinner(now_ms: u64) -> &'static str {
+    SPINNER[(now_ms / SPINNER_MS) as usize % SPINNER.len()]
+}
+
+fn secs(ms: u64) -> String {
+    if ms < 60_000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60)
+    }
+}
+
+/// The lines of one entry at `width` columns (the 2-column gutter is not included).
+pub fn entry_lines(
+    entry: &Entry,
+    width: usize,
+    expanded: bool,
+    now_ms: u64,
+    t: &Theme,
+) -> Vec<Line<'static>> {
+    let width = width.max(10);
+    match &entry.body {
+        Body::User { text } => {
+            let clean = baton_text::sanitize_terminal(text).replace('\t', "    ");
+            let mut out = Vec::new();
+            for (n, l) in clean.lines().enumerate() {
+                let first = if n == 0 { "› " } else { "  " };
+                out.extend(wrap(
+                    vec![Span::styled(l.to_string(), t.user)],
+                    width,
+                    first,
+                    "  ",
+                ));
+            }
+            if out.is_empty() {
+                out.push(Line::from(Span::styled("›", t.user)));
+            }
+            out
+        }
+        Body::Assistant { text, streaming } => {
+            let lines = markdown::render(text, width, t, *streaming);
+            if lines.is_empty() && *streaming {
+                return vec![Line::from(Span::styled("…", t.dim))];
+            }
+            lines
+        }
+        Body::Reasoning { text, streaming } => {
+            let words = text.split_whitespace().count();
+            let head = if *streaming { "thinking…" } else { "thought" };
+            let mut out = vec![Line::from(vec![
+                Span::styled(format!("∴ {head} "), t.dim),
+                Span::styled(
+                    format!(
+                        "({words} words{})",
+                        if expanded { "" } else { ", ctrl+o to read" }
+                    ),
+                    t.dim,
+                ),
+            ])];
+            if expanded {
+                let clean = baton_text::sanitize_terminal(text).into_owned();
+                for l in clean.lines() {
+                    out.extend(wrap(
+                        vec![Span::styled(l.to_string(), t.dim)],
+                        width,
+                        "  ",
+                        "  ",
+                    ));
+                }
+            }
+            out
+        }
+        Body::Tool(cell) => tool_lines(cell, width, expanded, now_ms, t),
+        Body::Notice { level, text } => {
+            let (mark, style) = match level {
+                Level::Info => ("·", t.dim),
+                Level::Warn => ("!", t.warn),
+                Level::Error => ("✗", t.error),
+            };
+            let clean = baton_text::sanitize_terminal(text).into_owned();
+            let mut out = Vec::new();
+            for (n, l) in clean.lines().enumerate() {
+                let first = if n == 0 {
+                    format!("{mark} ")
+                } else {
+                    "  ".into()
+                };
+                out.extend(wrap(
+                    vec![Span::styled(l.to_string(), style)],
+                    width,
+                    &first,
+                    "  ",
+                ));
+            }
+            out
+        }
+        Body::Routing {
+            what,
+            detail,
+            responsible,
+        } => {
+            let mut text = what.clone();
+            if !detail.is_empty() {
+                text.push_str(": ");
+                text.push_str(&baton_text::sanitize_line(detail));
+            }
+            if let Some(r) = responsible {
+                text.push_str(&format!("  → {r}"));
+            }
+            wrap(vec![Span::styled(text, t.accent)], width, "⇄ ", "  ")
+        }
+    }
+}
+
+fn tool_lines(
+    cell: &ToolCell,
+    width: usize,
+    expanded: bool,
+    now_ms: u64,
+    t: &Theme,
+) -> Vec<Line<'static>> {
+    let (glyph, style) = match cell.status {
+        ItemStatus::InProgress => (spinner(now_ms), t.accent),
+        ItemStatus::Completed => ("✓", t.ok),
+        ItemStatus::Failed => ("✗", t.error),
+        ItemStatus::Declined => ("⊘", t.warn),
+    };
+    let mut tail = format!("  {}", secs(cell.elapsed_ms(now_ms)));
+    if let Some(code) = cell.exit_code.filter(|c| *c != 0) {
+        tail.push_str(&format!("  exit {code}"));
+    }
+    let head = format!("{glyph} {} ", cell.tool);
+    let room = width.saturating_sub(head.width() + tail.width());
+    let summary = baton_text::fit_columns(&cell.summary(), room).into_owned();
+    let mut out = vec![Line::from(vec![
+        Span::styled(head, style),
+        Span::styled(summary, t.text),
+        Span::styled(tail, t.dim),
+    ])];
+    if let Some(diff) = cell.diff() {
+        let shown = if expanded {
+            diff.len()
+        } else {
+            diff.len().min(DIFF_LINES)
+        };
+        for (sign, line) in &diff[..shown] {
+            let st = if *sign == '+' { t.added } else { t.removed };
+            let text = baton_text::sanitize_line(line).into_owned();
+            out.push(Line::from(Span::styled(
+                baton_text::fit_columns(&format!("  {sign} {text}"), width).into_owned(),
+                st,
+            )));
+        }
+        if shown < diff.len() {
+            out.push(Line::from(Span::styled(
+                format!("  … {} more lines (ctrl+o)", diff.len() - shown),
+                t.dim,
+            )));
+        }
+    }
+    let declined = cell.status == ItemStatus::Declined;
+    if expanded || declined {
+        if let Some(output) = &cell.output {
+            let clean = baton_text::sanitize_terminal(output).replace('\t', "    ");
+            let lines: Vec<&str> = clean.lines().collect();
+            let limit = if expanded { OUTPUT_LINES } else { 2 };
+            for l in lines.iter().take(limit) {
+                out.extend(markdown::wrap_chars(
+                    &[Span::styled(l.to_string(), t.dim)],
+                    width.saturating_sub(4),
+                    "  │ ",
+                ));
+            }
+            if lines.len() > limit {
+                out.push(Line::from(Span::styled(
+                    format!("  │ … {} more lines", lines.len() - limit),
+                    t.dim,
+                )));
+            }
+        }
+    }
+    out
+}
+
+/// Draws the whole screen.
+pub fn draw(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, now_ms: u64) {
+    let area = frame.area();
+    if area.width < 4 || area.height < 3 {
+        return;
+    }
+    let t = ui.theme;
+    let width = area.width;
+    // The composer: its lines (at most 6, at most a third of the screen), one line of border.
+    let comp_lines = ui
+        .composer
+        .text()
+        .split('\n')
+        .count()
+        .clamp(1, 6)
+        .min((area.height as usize / 3).max(1));
+    let queued = view.queued.len().min(3);
+    let [body, queue_area, comp_area, status_area] = Layout::vertical([
+        Constraint::Min(1),
+        Constraint::Length(queued as u16),
+        Constraint::Length(comp_lines as u16 + 1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+
+    draw_transcript(frame, view, ui, body, now_ms);
+
+    for (k, q) in view.queued.iter().take(queued).enumerate() {
+        let text = format!("↳ queued: {}", baton_text::sanitize_line(q));
+        frame.buffer_mut().set_line(
+            queue_area.x,
+            queue_area.y + k as u16,
+            &Line::from(Span::styled(
+                baton_text::fit_columns(&text, width as usize).into_owned(),
+                t.dim,
+            )),
+            width,
+        );
+    }
+
+    draw_composer(frame, view, ui, comp_area);
+    draw_status(frame, view, ui, status_area, now_ms);
+
+    // The command filter, above the composer.
+    let matches = ui.composer.command_matches();
+    if !matches.is_empty() && ui.overlay.is_none() {
+        let h = (matches.len() as u16).min(body.height);
+        let popup = Rect::new(body.x, body.y + body.height - h, width, h);
+        frame.render_widget(Clear, popup);
+        for (k, (c, what)) in matches.iter().take(h as usize).enumerate() {
+            let line = Line::from(vec![
+                Span::styled(format!(" {c:<11}"), t.accent),
+                Span::styled(what.to_string(), t.dim),
+            ]);
+            frame
+                .buffer_mut()
+                .set_line(popup.x, popup.y + k as u16, &line, width);
+        }
+    }
+
+    if view.approval.is_some() {
+        draw_approval(frame, view, ui, area);
+    } else if ui.overlay == Some(Overlay::Help) {
+        draw_help(frame, ui, area);
+    }
+}
+
+fn draw_transcript(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, area: Rect, now_ms: u64) {
+    let height = area.height as usize;
+    ui.page = height.max(1);
+    let inner = area.width.saturating_sub(2).max(1);
+    // Bring the focused entry into view.
+    if let Some(f) = ui.focus.filter(|f| *f < view.entries.len()) {
+        let (below, len) = ui.rows_after(view, f, inner, now_ms);
+        if below < ui.scroll {
+            ui.scroll = below;
+        } else if below + len > ui.scroll + height {
+            ui.scroll = (below + len).saturating_sub(height);
+        }
+    }
+    // From the end upwards until the screen and the scroll offset are filled.
+    let need = height + ui.scroll;
+    let mut rows: Vec<(usize, Line<'static>)> = Vec::new();
+    let mut got = 0;
+    let mut reached_top = true;
+    for i in (ui.first.min(view.entries.len())..view.entries.len()).rev() {
+        if got >= need {
+            reached_top = false;
+            break;
+        }
+        let lines = ui.lines(view, i, inner, now_ms);
+        got += lines.len();
+        for l in lines.iter().rev() {
+            rows.push((i, l.clone()));
+        }
+    }
+    // Scrolled past the start: stop at it.
+    if reached_top && ui.scroll > got.saturating_sub(height) {
+        ui.scroll = got.saturating_sub(height);
+    }
+    let buf = frame.buffer_mut();
+    // rows[0] is the last line; the screen's bottom row shows rows[scroll].
+    for y in 0..height {
+        let k = ui.scroll + (height - 1 - y);
+        let Some((i, line)) = rows.get(k) else {
+            continue;
+        };
+        let focused = ui.focus == Some(*i);
+        let gutter = if focused {
+            Span::styled("▌ ", ui.theme.accent)
+        } else {
+            Span::raw("  ")
+        };
+        let yy = area.y + y as u16;
+        buf.set_line(area.x, yy, &Line::from(gutter), 2);
+        buf.set_line(area.x + 2, yy, line, inner);
+    }
+    if ui.scroll > 0 {
+        let note = format!(" ↓ {} more rows · ctrl+end ", ui.scroll);
+        let w = note.width() as u16;
+        if w < area.width {
+            buf.set_string(
+                area.x + area.width - w,
+                area.y + area.height - 1,
+                note,
+                ui.theme.status,
+            );
+        }
+    }
+}
+
+fn draw_composer(frame: &mut Frame<'_>, view: &View, ui: &Ui, area: Rect) {
+    let t = ui.theme;
+    let title = match (&ui.composer.search, &view.phase) {
+        (Some(q), _) => {
+            let m = ui.composer.search_match().unwrap_or("no match");
+            format!(" search: {q} → {} ", baton_text::sanitize_line(m))
+        }
+        (None, Phase::Working { .. }) => " Enter queues for the next turn · Esc interrupts ".into(),
+        (None, Phase::Ended { .. }) => " the session ended · ctrl+d quits ".into(),
+        (None, Phase::Idle) => " ? help · / commands ".into(),
+    };
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .border_style(t.dim)
+        .title(Span::styled(
+            baton_text::fit_columns(&title, area.width as usize).into_owned(),
+            t.dim,
+        ));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let text = ui.composer.text();
+    let lines: Vec<&str> = text.split('\n').collect();
+    let (row, col) = ui.composer.cursor_pos();
+    let h = inner.height as usize;
+    let first = (row + 1).saturating_sub(h);
+    for (k, l) in lines.iter().skip(first).take(h).enumerate() {
+        let prefix = if first + k == 0 { "› " } else { "  " };
+        let shown = format!("{prefix}{}", baton_text::sanitize_line(l));
+        frame
+            .buffer_mut()
+            .set_string(inner.x, inner.y + k as u16, shown, t.text);
+    }
+    if ui.overlay.is_none() && view.approval.is_none() {
+        let x = inner.x + ((col + 2) as u16).min(inner.width.saturating_sub(1));
+        let y = inner.y + (row - first) as u16;
+        frame.set_cursor_position((x, y));
+    }
+}
+
+/// The status line's parts, most important first; those that do not fit are dropped.
+pub fn status_parts(view: &View, ui: &Ui, now_ms: u64) -> Vec<String> {
+    let mut parts = Vec::new();
+    parts.push(match view.phase {
+        Phase::Working { since_ms } => format!(
+            "{} working {}",
+            spinner(now_ms),
+            secs(now_ms.saturating_sub(since_ms))
+        ),
+        Phase::Idle => "● ready".into(),
+        Phase::Ended { outcome } => format!("■ {outcome}"),
+    });
+    match (&ui.seats, &view.routing) {
+        (Some((c, e)), r) => {
+            let who = r
+                .as_ref()
+                .and_then(|r| r.responsible.as_deref())
+                .unwrap_or("coordinator");
+            let (cm, em) = if who == "executor" {
+                ("", "*")
+            } else {
+                ("*", "")
+            };
+            parts.push(format!("C{cm} {c} · E{em} {e}"));
+        }
+        (None, _) => parts.push(view.session.model.clone()),
+    }
+    if let Some(w) = view.context_window.filter(|w| *w > 0) {
+        parts.push(format!("ctx {}%", view.context_used * 100 / u64::from(w)));
+    }
+    let tokens = view.usage.input_tokens + view.usage.output_tokens;
+    parts.push(format!("{} tok", human(tokens)));
+    parts.push(match view.cost_usd {
+        Some(c) => format!("${c:.4}"),
+        None => "$ unpriced".into(),
+    });
+    if let Some(b) = &ui.branch {
+        parts.push(format!("⎇ {b}"));
+    }
+    if let Some(s) = &view.session.sandbox {
+        parts.push(s.clone());
+    }
+    if ui.approval_policy != "never" {
+        parts.push(format!("approval {}", ui.approval_policy));
+    }
+    parts
+}
+
+fn human(n: u64) -> String {
+    if n >= 1_000_000 {
+        format!("{:.1}M", n as f64 / 1e6)
+    } else if n >= 1000 {
+        format!("{:.1}k", n as f64 / 1e3)
+    } else {
+        n.to_string()
+    }
+}
+
+fn draw_status(frame: &mut Frame<'_>, view: &View, ui: &Ui, area: Rect, now_ms: u64) {
+    let parts = status_parts(view, ui, now_ms);
+    let mut text = String::new();
+    for p in parts {
+        let sep = if text.is_empty() { "" } else { " │ " };
+        if text.width() + sep.width() + p.width() > area.width as usize {
+            break;
+        }
+        text.push_str(sep);
+        text.push_str(&p);
+    }
+    let buf = frame.buffer_mut();
+    buf.set_style(area, ui.theme.status);
+    buf.set_string(
+        area.x,
+        area.y,
+        baton_text::fit_columns(&text, area.width as usize),
+        ui.theme.status,
+    );
+}
+
+fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
+}
+
+fn draw_approval(frame: &mut Frame<'_>, view: &View, ui: &Ui, area: Rect) {
+    let Some(req) = &view.approval else { return };
+    let t = ui.theme;
+    let cell = ToolCell {
+        item_id: req.item_id.clone(),
+        tool: req.tool.clone(),
+        arguments: req.arguments.clone(),
+        path: req.path.clone(),
+        status: ItemStatus::InProgress,
+        started_ms: 0,
+        ended_ms: None,
+        output: None,
+        exit_code: None,
+    };
+    let mut lines = vec![Line::from(vec![
+        Span::styled(format!("{} ", req.tool), t.heading),
+        Span::styled(cell.summary(), t.text),
+    ])];
+    if let Some(diff) = cell.diff() {
+        for (sign, l) in diff.iter().take(6) {
+            let st = if *sign == '+' { t.added } else { t.removed };
+            lines.push(Line::from(Span::styled(
+                format!("{sign} {}", baton_text::sanitize_line(l)),
+                st,
+            )));
+        }
+    }
+    lines.push(Line::default());
+    match &ui.overlay {
+        Some(Overlay::Feedback(text)) => {
+            lines.push(Line::from(Span::styled(
+                "Tell the model why (Enter sends, Esc goes back):",
+                t.text,
+            )));
+            lines.push(Line::from(Span::styled(
+                format!("› {}", baton_text::sanitize_line(text)),
+                t.user,
+            )));
+        }
+        _ => {
+            lines.push(Line::from(Span::styled("1  yes", t.ok)));
+            lines.push(Line::from(Span::styled(
+                format!("2  yes, and always `{}` this session", req.tool),
+                t.ok,
+            )));
+            lines.push(Line::from(Span::styled(
+                "3  no, and tell the model what to do instead",
+                t.warn,
+            )));
+        }
+    }
+    let h = lines.len() as u16 + 2;
+    let w = area.width.saturating_sub(4).clamp(20, 80);
+    let r = centered(area, w, h);
+    frame.render_widget(Clear, r);
+    let p = Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+        Block::bordered()
+            .title(Span::styled(" approve this call? ", t.warn))
+            .border_style(t.warn),
+    );
+    frame.render_widget(p, r);
+}
+
+fn draw_help(frame: &mut Frame<'_>, ui: &Ui, area: Rect) {
+    let t = ui.theme;
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    for (keys, what) in ui.keymap.help() {
+        lines.push(Line::from(vec![
+            Span::styled(format!("{keys:<22}"), t.accent),
+            Span::styled(what.to_string(), t.text),
+        ]));
+    }
+    lines.push(Line::default());
+    for (c, what) in COMMANDS {
+        lines.push(Line::from(vec![
+            Span::styled(format!("{c:<22}"), t.accent),
+            Span::styled(what.to_string(), t.text),
+        ]));
+    }
+    lines.push(Line::default());
+    lines.push(Line::from(Span::styled(
+        "focused entry: j/k move · Enter expands · y copies · Esc leaves",
+        t.dim,
+    )));
+    lines.push(Line::from(Span::styled(
+        "keys: ~/.config/baton/keys.toml · Esc closes",
+        t.dim,
+    )));
+    let r = centered(
+        area,
+        area.width.saturating_sub(2).min(90),
+        area.height.saturating_sub(2).max(3),
+    );
+    frame.render_widget(Clear, r);
+    frame.render_widget(
+        Paragraph::new(lines).block(
+            Block::bordered()
+                .title(" help ")
+                .border_style(t.dim)
+                .style(Style::default()),
+        ),
+        r,
+    );
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,511 @@
+//! The view model of a session and its reducer: [`View::apply`] folds one
+//! [`AgentEvent`] in. Pure: the time of an event is passed in (milliseconds since the UI
+//! started), so the same events at the same times always give the same view.
+
+use std::collections::HashMap;
+
+use baton_protocol::{
+    AgentEvent, ApprovalRequest, EndReason, ItemKind, ItemStatus, Outcome, Usage,
+};
+use serde_json::Value;
+
+/// One entry of the transcript.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub body: Body,
+    /// Bumped at every change: the layout cache keys on it.
+    pub rev: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    /// What the user sent.
+    User {
+        text: String,
+    },
+    /// The model's answer; `streaming` until its item completes.
+    Assistant {
+        text: String,
+        streaming: bool,
+    },
+    /// The model's reasoning, folded unless expanded.
+    Reasoning {
+        text: String,
+        streaming: bool,
+    },
+    Tool(ToolCell),
+    /// Something the host says: a retry, a failover, a compaction, the end.
+    Notice {
+        level: Level,
+        text: String,
+    },
+    /// A routed session's host recorded a step (a handoff, a report …), with the participant
+    /// responsible after it.
+    Routing {
+        what: String,
+        detail: String,
+        responsible: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+}
+
+/// A tool call: one line, expandable to its output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCell {
+    pub item_id: String,
+    pub tool: String,
+    pub arguments: Value,
+    pub path: Option<String>,
+    pub status: ItemStatus,
+    /// When it started and (once done) ended, in the UI's milliseconds.
+    pub started_ms: u64,
+    pub ended_ms: Option<u64>,
+    pub output: Option<String>,
+    pub exit_code: Option<i32>,
+}
+
+impl ToolCell {
+    /// The call in one line: what it works on (a command, a path, a pattern …).
+    pub fn summary(&self) -> String {
+        let arg = |k: &str| self.arguments.get(k).and_then(Value::as_str);
+        let text = match self.tool.as_str() {
+            "bash" => arg("command").map(str::to_string),
+            "grep" | "glob" | "find" => arg("pattern").map(|p| match arg("path") {
+                Some(path) => format!("{p}  in {path}"),
+                None => p.to_string(),
+            }),
+            "delegate_task" => arg("task").map(|t| match arg("role") {
+                Some(r) => format!("{r}: {t}"),
+                None => t.to_string(),
+            }),
+            _ => None,
+        };
+        let text = text
+            .or_else(|| self.path.clone())
+            .or_else(|| arg("path").map(str::to_string))
+            .unwrap_or_else(|| match &self.arguments {
+                Value::Object(m) if m.is_empty() => String::new(),
+                v => v.to_string(),
+            });
+        // One line: the first line of a multi-line command.
+        let first = text.lines().next().unwrap_or("").to_string();
+        let more = text.lines().count() > 1;
+        baton_text::sanitize_line(&if more { format!("{first} …") } else { first }).into_owned()
+    }
+
+    /// Elapsed milliseconds: to its end, or (running) to `now_ms`.
+    pub fn elapsed_ms(&self, now_ms: u64) -> u64 {
+        self.ended_ms
+            .unwrap_or(now_ms)
+            .saturating_sub(self.started_ms)
+    }
+
+    /// The lines of an edit or a write as a diff: `-` old, `+` new.
+    pub fn diff(&self) -> Option<Vec<(char, String)>> {
+        let arg = |k: &str| self.arguments.get(k).and_then(Value::as_str);
+        match self.tool.as_str() {
+            "edit" => {
+                let old = arg("old_string")?;
+                let new = arg("new_string")?;
+                let mut lines: Vec<(char, String)> =
+                    old.lines().map(|l| ('-', l.to_string())).collect();
+                lines.extend(new.lines().map(|l| ('+', l.to_string())));
+                Some(lines)
+            }
+            "write" => Some(
+                arg("content")?
+                    .lines()
+                    .map(|l| ('+', l.to_string()))
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// Where the session is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Waiting for input.
+    Idle,
+    /// Working on an input since then.
+    Working { since_ms: u64 },
+    /// The session ended.
+    Ended { outcome: Outcome },
+}
+
+/// What `session.started` said.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionInfo {
+    pub id: String,
+    pub role: String,
+    pub model: String,
+    pub cwd: String,
+    pub sandbox: Option<String>,
+    pub resumed: bool,
+}
+
+/// A routed session: who is responsible now.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Routing {
+    pub responsible: Option<String>,
+}
+
+/// The whole view of a session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct View {
+    pub entries: Vec<Entry>,
+    /// Item id → its entry.
+    index: HashMap<String, usize>,
+    pub session: SessionInfo,
+    pub phase: Phase,
+    pub turns: u32,
+    pub usage: Usage,
+    /// The sum of the priced turns; `None` until one is priced.
+    pub cost_usd: Option<f64>,
+    /// The input tokens of the last request: how full the context is.
+    pub context_used: u64,
+    /// The route's context window, when known.
+    pub context_window: Option<u32>,
+    pub routing: Option<Routing>,
+    /// Input sent while a task runs, not yet taken by the session.
+    pub queued: Vec<String>,
+    /// A tool call waiting for the user's approval.
+    pub approval: Option<ApprovalRequest>,
+    /// Bumped at every change of anything shown: the frame scheduler redraws only then.
+    pub rev: u64,
+}
+
+impl Default for View {
+    fn default() -> Self {
+        View::new(None)
+    }
+}
+
+impl View {
+    pub fn new(context_window: Option<u32>) -> View {
+        View {
+            entries: Vec::new(),
+            index: HashMap::new(),
+            session: SessionInfo::default(),
+            phase: Phase::Idle,
+            turns: 0,
+            usage: Usage::default(),
+            cost_usd: None,
+            context_used: 0,
+            context_window,
+            routing: None,
+            queued: Vec::new(),
+            approval: None,
+            rev: 0,
+        }
+    }
+
+    fn push(&mut self, body: Body) -> usize {
+        self.entries.push(Entry { body, rev: 0 });
+        self.entries.len() - 1
+    }
+
+    fn notice(&mut self, level: Level, text: impl Into<String>) {
+        self.push(Body::Notice {
+            level,
+            text: text.into(),
+        });
+    }
+
+    fn entry_of(&mut self, item_id: &str) -> Option<&mut Entry> {
+        let i = *self.index.get(item_id)?;
+        let e = self.entries.get_mut(i)?;
+        e.rev += 1;
+        Some(e)
+    }
+
+    /// The user sent `text`: shown now, and the session works (or it is queued while it works).
+    pub fn user(&mut self, text: &str, now_ms: u64) {
+        self.rev += 1;
+        if matches!(self.phase, Phase::Working { .. }) {
+            self.queued.push(text.to_string());
+            return;
+        }
+        self.push(Body::User {
+            text: text.to_string(),
+        });
+        self.phase = Phase::Working { since_ms: now_ms };
+    }
+
+    /// A note of the UI itself (a command's answer, an error of the composer).
+    pub fn say(&mut self, level: Level, text: impl Into<String>) {
+        self.rev += 1;
+        self.notice(level, text);
+    }
+
+    /// Folds one event in.
+    pub fn apply(&mut self, event: &AgentEvent, now_ms: u64) {
+        self.rev += 1;
+        match event {
+            AgentEvent::SessionStarted {
+                session_id,
+                role,
+                model,
+                cwd,
+                resumed,
+                sandbox,
+                ..
+            } => {
+                self.session = SessionInfo {
+                    id: session_id.clone(),
+                    role: role.clone(),
+                    model: model.clone(),
+                    cwd: cwd.clone(),
+                    sandbox: sandbox.as_ref().map(|s| s.mode.to_string()),
+                    resumed: *resumed,
+                };
+                if *resumed {
+                    self.notice(Level::Info, format!("resumed session {session_id}"));
+                }
+            }
+            AgentEvent::TurnStarted { turn } => {
+                self.turns = self.turns.max(*turn);
+                if !matches!(self.phase, Phase::Working { .. }) {
+                    self.phase = Phase::Working { since_ms: now_ms };
+                }
+            }
+            AgentEvent::TurnRetrying {
+                turn,
+                attempt,
+                delay_ms,
+                error,
+            } => self.notice(
+                Level::Warn,
+                format!(
+                    "turn {turn}: retrying (attempt {attempt}) in {:.1}s: {}",
+                    *delay_ms as f64 / 1000.0,
+                    error.message
+                ),
+            ),
+            AgentEvent::TurnRouteChanged {
+                from, to, error, ..
+            } => {
+                self.session.model = to.clone();
+                self.notice(
+                    Level::Warn,
+                    format!("{from} failed ({}): continuing on {to}", error.message),
+                );
+            }
+            AgentEvent::InputCompleted { reason, .. } => {
+                self.phase = Phase::Idle;
+                match reason {
+                    None => {}
+                    Some(EndReason::Cancelled) => self.notice(Level::Warn, "interrupted"),
+                    Some(r) => self.notice(Level::Warn, format!("stopped: {r}")),
+                }
+            }
+            AgentEvent::SessionCompacted {
+                trigger,
+                tokens_before,
+                tokens_after,
+                seat,
+                ..
+            } => {
+                self.context_used = *tokens_after;
+                let whose = seat
+                    .as_deref()
+                    .map(|s| format!(" ({s})"))
+                    .unwrap_or_default();
+                self.notice(
+                    Level::Info,
+                    format!("context compacted{whose}, {trigger}: {tokens_before} → {tokens_after} tokens"),
+                );
+            }
+            AgentEvent::ItemStarted { item } => {
+                let body = match &item.kind {
+                    ItemKind::AgentMessage { text } => Body::Assistant {
+                        text: text.clone(),
+                        streaming: true,
+                    },
+                    ItemKind::Reasoning { text } => Body::Reasoning {
+                        text: text.clone(),
+                        streaming: true,
+                    },
+                    ItemKind::ToolCall {
+                        tool,
+                        arguments,
+                        path,
+                        output,
+                        exit_code,
+                        ..
+                    } => Body::Tool(ToolCell {
+                        item_id: item.id.clone(),
+                        tool: tool.clone(),
+                        arguments: arguments.clone(),
+                        path: path.clone(),
+                        status: item.status,
+                        started_ms: now_ms,
+                        ended_ms: None,
+                        output: output.clone(),
+                        exit_code: *exit_code,
+                    }),
+                };
+                let i = self.push(body);
+                self.index.insert(item.id.clone(), i);
+            }
+            AgentEvent::ItemDelta { item_id, delta } => {
+                if let Some(e) = self.entry_of(item_id) {
+                    if let Body::Assistant { text, .. } | Body::Reasoning { text, .. } = &mut e.body
+                    {
+                        text.push_str(delta);
+                    }
+                }
+            }
+            AgentEvent::ItemCompleted { item } | AgentEvent::ItemUpdated { item } => {
+                let done = matches!(event, AgentEvent::ItemCompleted { .. });
+                if !self.index.contains_key(&item.id) {
+                    // Completed without a start (a call refused before it began): shown now.
+                    self.apply(&AgentEvent::ItemStarted { item: item.clone() }, now_ms);
+                }
+                if let Some(e) = self.entry_of(&item.id) {
+                    match (&mut e.body, &item.kind) {
+                        (
+                            Body::Assistant { text, streaming }
+                            | Body::Reasoning { text, streaming },
+                            ItemKind::AgentMessage { text: t } | ItemKind::Reasoning { text: t },
+                        ) => {
+                            if done {
+                                *text = t.clone();
+                                *streaming = false;
+                            }
+                        }
+                        (
+                            Body::Tool(cell),
+                            ItemKind::ToolCall {
+                                output,
+                                exit_code,
+                                path,
+                                ..
+                            },
+                        ) => {
+                            cell.status = item.status;
+                            if done {
+                                cell.ended_ms = Some(now_ms);
+                                cell.output = output.clone();
+                                cell.exit_code = *exit_code;
+                                if path.is_some() {
+                                    cell.path = path.clone();
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                if done && self.approval.as_ref().is_some_and(|a| a.item_id == item.id) {
+                    self.approval = None;
+                }
+            }
+            AgentEvent::TurnCompleted {
+                usage, cost_usd, ..
+            } => {
+                self.usage.input_tokens += usage.input_tokens;
+                self.usage.cached_input_tokens += usage.cached_input_tokens;
+                self.usage.output_tokens += usage.output_tokens;
+                self.usage.cache_write_tokens += usage.cache_write_tokens;
+                self.context_used = usage.input_tokens + usage.output_tokens;
+                if let Some(c) = cost_usd {
+                    self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + c);
+                }
+            }
+            AgentEvent::TurnFailed { turn, error } => self.notice(
+                Level::Error,
+                format!("turn {turn} failed ({}): {}", error.code, error.message),
+            ),
+            AgentEvent::RoutingRecorded {
+                record,
+                responsible,
+            } => {
+                let routing = self.routing.get_or_insert_with(Routing::default);
+                routing.responsible = responsible.clone();
+                let what = record
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("routing")
+                    .to_string();
+                let detail = [
+                    "objective",
+                    "summary",
+                    "status",
+                    "reason",
+                    "profile",
+                    "control",
+                ]
+                .iter()
+                .find_map(|k| match record.get(*k) {
+                    Some(Value::String(s)) => Some(s.clone()),
+                    Some(v @ Value::Object(_)) => Some(v.to_string()),
+                    _ => None,
+                })
+                .unwrap_or_default();
+                self.push(Body::Routing {
+                    what,
+                    detail,
+                    responsible: responsible.clone(),
+                });
+            }
+            AgentEvent::SessionCompleted {
+                outcome,
+                reason,
+                error,
+                ..
+            } => {
+                self.phase = Phase::Ended { outcome: *outcome };
+                let why = match (reason, error) {
+                    (_, Some(e)) => format!(": {}", e.message),
+                    (Some(r), None) => format!(": {r}"),
+                    (None, None) => String::new(),
+                };
+                let level = match outcome {
+                    Outcome::Completed => Level::Info,
+                    Outcome::Partial => Level::Warn,
+                    Outcome::Failed => Level::Error,
+                };
+                self.notice(level, format!("session {outcome}{why}"));
+            }
+        }
+    }
+
+    /// Hands the queued input to the session: each becomes a user entry, and the session works
+    /// (the app sends them at a turn's end, so they join the conversation at the next safe point
+    /// and steer the next turn; until then they can be edited).
+    pub fn flush_queue(&mut self, now_ms: u64) -> Vec<String> {
+        if self.queued.is_empty() {
+            return Vec::new();
+        }
+        self.rev += 1;
+        let texts = std::mem::take(&mut self.queued);
+        for t in &texts {
+            self.push(Body::User { text: t.clone() });
+        }
+        if !matches!(self.phase, Phase::Working { .. } | Phase::Ended { .. }) {
+            self.phase = Phase::Working { since_ms: now_ms };
+        }
+        texts
+    }
+
+    /// A tool call asks for approval.
+    pub fn ask(&mut self, request: ApprovalRequest) {
+        self.rev += 1;
+        self.approval = Some(request);
+    }
+
+    /// Whether anything moves on screen by itself (a spinner, a running call's clock).
+    pub fn animating(&self) -> bool {
+        matches!(self.phase, Phase::Working { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests;
