@@ -91,6 +91,9 @@ pub struct AgentArgs {
     /// Set by `baton chat`: read input lines as the session goes.
     #[arg(skip)]
     chat: Option<ChatInput>,
+    /// Set by `baton tui`: the terminal UI is the session's front end.
+    #[arg(skip)]
+    pub(crate) tui: Option<crate::tui_cmd::TuiFront>,
 }
 
 /// How `baton chat` feeds the session.
@@ -435,6 +438,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
     setup.cwd = ctx.cwd.display().to_string();
     // A chat reads its input as it goes: a task given with it is only its first line.
     let task = match args.chat {
+        _ if args.tui.is_some() => args.task.clone().filter(|t| !t.trim().is_empty()),
         Some(_) => args.task.clone().filter(|t| !t.trim().is_empty()),
         // `--resume ID --compact` alone compacts and ends.
         None if args.compact && args.task.is_none() => None,
@@ -600,7 +604,8 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
     let (host_tools, extra_instructions) = if is_child || args.no_delegate {
         (Vec::new(), Vec::new())
     } else {
-        delegation_tools(&ctx, args.json, &role.meta.tools)
+        // The terminal UI owns the screen: no live status lines of delegations on stderr.
+        delegation_tools(&ctx, args.json || args.tui.is_some(), &role.meta.tools)
     };
 
     let skills = session_skills(&ctx, &role, is_child, &args.skill);
@@ -690,6 +695,47 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
     let json = args.json;
     let chat = args.chat;
     setup.streaming = true;
+    if let Some(front) = args.tui {
+        let branch = baton_git::Git::new(&ctx.cwd)
+            .current_branch()
+            .ok()
+            .flatten();
+        let history = messages;
+        let (summary, err) = runtime.block_on(async {
+            let cancel = CancellationToken::new();
+            let _signals = watch_signals(cancel.clone());
+            let mut store = Some(store);
+            let r = crate::tui_cmd::serve(
+                front, &spec, history, resuming, &mut store, &cancel, task, branch,
+            )
+            .await;
+            if let Some(store) = store.as_mut() {
+                if let Ok(s) = &r {
+                    if let Err(e) = store.end(s.outcome, s.reason) {
+                        errln!(
+                            "baton: cannot record the end of the session in its transcript: {e}"
+                        );
+                    }
+                }
+            }
+            match r {
+                Ok(s) => (Some(s), None),
+                Err(e) => (None, Some(e)),
+            }
+        });
+        runtime.block_on(mcp.shutdown());
+        if let Some(e) = err {
+            return Err(e);
+        }
+        if let Some(s) = &summary {
+            errln!(
+                "baton: session {session_id}: {} ({} turns); continue it with `baton tui --resume {session_id}`",
+                s.outcome,
+                s.turns
+            );
+        }
+        return Ok(Exit::Ok);
+    }
     let summary = runtime.block_on(async move {
         let cancel = CancellationToken::new();
         let interrupted = watch_signals(cancel.clone());

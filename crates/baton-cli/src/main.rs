@@ -25,6 +25,7 @@ mod task_logs;
 mod task_status_view;
 mod term;
 mod trust_cmd;
+mod tui_cmd;
 mod workflow_cmd;
 mod workflow_route_cmd;
 
@@ -42,13 +43,16 @@ use clap::{Parser, Subcommand};
 )]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand)]
 enum Command {
     /// Run one headless coding agent on a task.
     Agent(agent_cmd::AgentArgs),
+    /// The interactive session in a terminal UI (also `baton` alone on a terminal): streaming
+    /// transcript, composer, interrupts, approvals, status line.
+    Tui(tui_cmd::TuiArgs),
     /// A line-based agent session: each line is input; /profile coordinator|executor|auto,
     /// /resume, /interrupt and /quit steer a routed session. Works in a terminal and in a pipe.
     Chat(agent_cmd::ChatArgs),
@@ -195,7 +199,32 @@ fn main() -> ExitCode {
         )
         .with_writer(|| RedactedStderr)
         .init();
-    let result = match cli.command {
+    let Some(command) = cli.command else {
+        // `baton` alone: the terminal UI on a terminal, else the help.
+        use std::io::IsTerminal as _;
+        if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+            return finish(tui_cmd::run(tui_cmd::TuiArgs::default_args()));
+        }
+        use clap::CommandFactory as _;
+        let _ = Cli::command().print_help();
+        return ExitCode::from(Exit::Refused);
+    };
+    finish(dispatch(command))
+}
+
+fn finish(result: anyhow::Result<Exit>) -> ExitCode {
+    match result {
+        Ok(code) => code.into(),
+        Err(e) => {
+            errln!("baton: {e:#}");
+            Exit::of_error(&e).into()
+        }
+    }
+}
+
+fn dispatch(command: Command) -> anyhow::Result<Exit> {
+    match command {
+        Command::Tui(args) => tui_cmd::run(args),
         Command::Agent(args) => agent_cmd::run(args),
         Command::Chat(args) => agent_cmd::chat(args),
         Command::Task(args) => task_cmd::run(args),
@@ -220,13 +249,6 @@ fn main() -> ExitCode {
         Command::Skills { cwd, json } => info_cmd::skills(cwd, json),
         Command::Sessions { cwd, json } => sessions_cmd::run(cwd, json),
         Command::Completions { shell } => completions(shell),
-    };
-    match result {
-        Ok(code) => code.into(),
-        Err(e) => {
-            errln!("baton: {e:#}");
-            Exit::of_error(&e).into()
-        }
     }
 }
 

@@ -182,6 +182,7 @@ mod rules;
 mod script;
 mod server;
 mod turn;
+pub mod vt;
 
 pub use conversation::{assert_tool_results_answer_calls, Message, Role, ToolCall, ToolResult};
 pub use render::{
