@@ -161,14 +161,22 @@ pub async fn serve(
         context_window: spec.context_window,
         approval_policy: spec.approval.to_string(),
         first: task,
+        history: history
+            .iter()
+            .filter(|(seat, _)| seat.is_none() || seat.as_deref() == Some("coordinator"))
+            .map(|(_, m)| m.clone())
+            .collect(),
     };
     let ui_tx = mtx.clone();
     let quit = cancel.clone();
     let ui = std::thread::spawn(move || {
         let mut send = move |r: Request| submit(&tx, &interrupter, r);
         let end = baton_tui::run(opts, ui_tx, mrx, &mut send);
-        // The user quit: whatever still runs stops (the transcript keeps what was done).
-        quit.cancel();
+        // The user quit while work runs: it stops (the transcript keeps what was done). Quit
+        // while idle, the inbox closes and the session ends as its last input did.
+        if end.as_ref().map_or(true, |e| e.working) {
+            quit.cancel();
+        }
         end
     });
     let events = mtx.clone();

@@ -82,11 +82,18 @@ impl Vt {
                     let Ok(mut s) = sink.lock() else { break };
                     s.bytes.extend_from_slice(chunk);
                     s.parser.process(chunk);
-                    let asks = chunk.windows(4).filter(|w| *w == b"\x1b[6n").count();
+                    let count = |q: &[u8]| chunk.windows(q.len()).filter(|w| *w == q).count();
                     let (row, col) = s.parser.screen().cursor_position();
-                    (0..asks)
-                        .map(|_| format!("\x1b[{};{}R", row + 1, col + 1))
-                        .collect::<String>()
+                    let mut reply = String::new();
+                    for _ in 0..count(b"\x1b[6n") {
+                        reply.push_str(&format!("\x1b[{};{}R", row + 1, col + 1));
+                    }
+                    // Device attributes (asked after the keyboard-protocol query): a VT220
+                    // that does not speak the keyboard protocol.
+                    for _ in 0..count(b"\x1b[c") {
+                        reply.push_str("\x1b[?62;22c");
+                    }
+                    reply
                 };
                 if !reply.is_empty() {
                     let _ = answer.write_all(reply.as_bytes());
@@ -173,15 +180,21 @@ impl Vt {
         self.child.id()
     }
 
-    /// Waits for the child to exit (at most `limit`, then kills it and panics).
-    pub fn wait(mut self, limit: Duration) -> ExitStatus {
+    /// Waits for the child to exit (at most `limit`, then kills it and panics), and for the
+    /// last of what it wrote to be read.
+    pub fn wait(&mut self, limit: Duration) -> ExitStatus {
         let mut status = None;
         crate::fixture::wait_until(limit, || {
             status = self.child.try_wait().ok().flatten();
             status.is_some()
         });
         match status {
-            Some(s) => s,
+            Some(s) => {
+                crate::fixture::wait_until(limit, || {
+                    self.shared.lock().map(|s| s.closed).unwrap_or(true)
+                });
+                s
+            }
             None => {
                 let _ = self.child.kill();
                 let _ = self.child.wait();

@@ -56,6 +56,8 @@ pub struct Options {
     pub approval_policy: String,
     /// A first message to send.
     pub first: Option<String>,
+    /// The conversation so far of a resumed session.
+    pub history: Vec<baton_protocol::Message>,
 }
 
 /// How the UI ended.
@@ -63,6 +65,8 @@ pub struct Options {
 pub struct TuiEnd {
     /// The outcome the session ended with, when it did.
     pub ended: Option<baton_protocol::Outcome>,
+    /// The user quit while the session worked: what runs must be stopped.
+    pub working: bool,
 }
 
 /// The state of the loop, apart from the terminal: what a test drives without one.
@@ -501,6 +505,7 @@ pub fn run(
             }
         }
     });
+    app.view.history(&opts.history);
     if let Some(first) = opts.first.clone() {
         app.view.user(&first, 0);
         if let Err(e) = send(Request::Input(first)) {
@@ -515,6 +520,7 @@ pub fn run(
             Phase::Ended { outcome } => Some(outcome),
             _ => None,
         },
+        working: matches!(app.view.phase, Phase::Working { .. }) || app.view.approval.is_some(),
     })
 }
 

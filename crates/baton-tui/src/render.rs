@@ -527,14 +527,14 @@ pub fn status_parts(view: &View, ui: &Ui, now_ms: u64) -> Vec<String> {
         Some(c) => format!("${c:.4}"),
         None => "$ unpriced".into(),
     });
+    if ui.approval_policy != "never" {
+        parts.push(format!("approval {}", ui.approval_policy));
+    }
     if let Some(b) = &ui.branch {
         parts.push(format!("⎇ {b}"));
     }
     if let Some(s) = &view.session.sandbox {
         parts.push(s.clone());
-    }
-    if ui.approval_policy != "never" {
-        parts.push(format!("approval {}", ui.approval_policy));
     }
     parts
 }

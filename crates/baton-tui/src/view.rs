@@ -495,6 +495,79 @@ impl View {
         texts
     }
 
+    /// The conversation of a resumed session, as entries (its calls completed, with their
+    /// results; reasoning folded).
+    pub fn history(&mut self, messages: &[baton_protocol::Message]) {
+        use baton_protocol::{AssistantPart, Message};
+        self.rev += 1;
+        for m in messages {
+            match m {
+                Message::User { text } => {
+                    self.push(Body::User { text: text.clone() });
+                }
+                Message::Assistant { parts } => {
+                    for p in parts {
+                        match p {
+                            AssistantPart::Text { text } if !text.trim().is_empty() => {
+                                self.push(Body::Assistant {
+                                    text: text.clone(),
+                                    streaming: false,
+                                });
+                            }
+                            AssistantPart::Reasoning { text, .. } if !text.trim().is_empty() => {
+                                self.push(Body::Reasoning {
+                                    text: text.clone(),
+                                    streaming: false,
+                                });
+                            }
+                            AssistantPart::ToolCall {
+                                id,
+                                name,
+                                arguments,
+                                ..
+                            } => {
+                                let args: Value = serde_json::from_str(arguments)
+                                    .unwrap_or_else(|_| Value::String(arguments.clone()));
+                                let i = self.push(Body::Tool(ToolCell {
+                                    item_id: id.clone(),
+                                    tool: name.clone(),
+                                    path: args
+                                        .get("path")
+                                        .and_then(Value::as_str)
+                                        .map(str::to_string),
+                                    arguments: args,
+                                    status: ItemStatus::Completed,
+                                    started_ms: 0,
+                                    ended_ms: Some(0),
+                                    output: None,
+                                    exit_code: None,
+                                }));
+                                self.index.insert(format!("history:{id}"), i);
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                Message::Tool {
+                    call_id,
+                    output,
+                    is_error,
+                    ..
+                } => {
+                    if let Some(&i) = self.index.get(&format!("history:{call_id}")) {
+                        if let Some(Body::Tool(c)) = self.entries.get_mut(i).map(|e| &mut e.body) {
+                            c.output = Some(output.clone());
+                            if *is_error {
+                                c.status = ItemStatus::Failed;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        self.index.retain(|k, _| !k.starts_with("history:"));
+    }
+
     /// A tool call asks for approval.
     pub fn ask(&mut self, request: ApprovalRequest) {
         self.rev += 1;
