@@ -223,7 +223,7 @@ impl Keymap {
         let name = key_name(key)?;
         self.keys
             .iter()
-            .find(|(_, ks)| ks.iter().any(|k| *k == name))
+            .find(|(_, ks)| ks.contains(&name))
             .map(|(a, _)| *a)
     }
 

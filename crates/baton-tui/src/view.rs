@@ -2,7 +2,7 @@
 //! [`AgentEvent`] in. Pure: the time of an event is passed in (milliseconds since the UI
 //! started), so the same events at the same times always give the same view.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use baton_protocol::{
     AgentEvent, ApprovalRequest, EndReason, ItemKind, ItemStatus, Outcome, Usage,
@@ -162,7 +162,7 @@ pub struct Routing {
 pub struct View {
     pub entries: Vec<Entry>,
     /// Item id → its entry.
-    index: HashMap<String, usize>,
+    index: BTreeMap<String, usize>,
     pub session: SessionInfo,
     pub phase: Phase,
     pub turns: u32,
@@ -192,7 +192,7 @@ impl View {
     pub fn new(context_window: Option<u32>) -> View {
         View {
             entries: Vec::new(),
-            index: HashMap::new(),
+            index: BTreeMap::new(),
             session: SessionInfo::default(),
             phase: Phase::Idle,
             turns: 0,
@@ -375,11 +375,9 @@ impl View {
                             Body::Assistant { text, streaming }
                             | Body::Reasoning { text, streaming },
                             ItemKind::AgentMessage { text: t } | ItemKind::Reasoning { text: t },
-                        ) => {
-                            if done {
-                                *text = t.clone();
-                                *streaming = false;
-                            }
+                        ) if done => {
+                            *text = t.clone();
+                            *streaming = false;
                         }
                         (
                             Body::Tool(cell),
