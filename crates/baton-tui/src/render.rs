@@ -55,6 +55,8 @@ pub struct Ui {
     pub page: usize,
     /// Inline mode: the entries before this one are in the terminal's scrollback.
     pub first: usize,
+    /// Rows the help overlay is scrolled down.
+    pub help_scroll: u16,
 }
 
 struct Cached {
@@ -78,6 +80,7 @@ impl Ui {
             cache: Vec::new(),
             page: 10,
             first: 0,
+            help_scroll: 0,
         }
     }
 
@@ -646,39 +649,62 @@ fn draw_approval(frame: &mut Frame<'_>, view: &View, ui: &Ui, area: Rect) {
 
 fn draw_help(frame: &mut Frame<'_>, ui: &Ui, area: Rect) {
     let t = ui.theme;
+    let r = centered(area, area.width.saturating_sub(2).min(96), area.height);
+    let inner = r.width.saturating_sub(2) as usize;
+    let mut rows: Vec<(String, String)> = ui
+        .keymap
+        .help()
+        .into_iter()
+        .map(|(k, w)| (k, w.to_string()))
+        .collect();
+    rows.push((String::new(), String::new()));
+    rows.extend(COMMANDS.iter().map(|(c, w)| (c.to_string(), w.to_string())));
+    rows.push((String::new(), String::new()));
+    rows.push((
+        "j k Enter y Esc".into(),
+        "on a focused entry: move, expand, copy, leave".into(),
+    ));
+    rows.push((
+        "keys.toml".into(),
+        "~/.config/baton/keys.toml changes the keys".into(),
+    ));
+    let key_col = rows.iter().map(|(k, _)| k.width()).max().unwrap_or(0) + 2;
+    // Narrow: each key on its own line, what it does under it.
+    let two_lines = inner < key_col + 30;
     let mut lines: Vec<Line<'static>> = Vec::new();
-    for (keys, what) in ui.keymap.help() {
-        lines.push(Line::from(vec![
-            Span::styled(format!("{keys:<22}"), t.accent),
-            Span::styled(what.to_string(), t.text),
-        ]));
+    for (k, w) in rows {
+        if k.is_empty() {
+            lines.push(Line::default());
+        } else if two_lines {
+            lines.push(Line::from(Span::styled(k, t.accent)));
+            lines.extend(wrap(vec![Span::styled(w, t.text)], inner, "  ", "  "));
+        } else {
+            let pad = format!("{k:<key_col$}");
+            lines.extend(
+                wrap(
+                    vec![Span::styled(w, t.text)],
+                    inner,
+                    &pad,
+                    &" ".repeat(key_col),
+                )
+                .into_iter()
+                .enumerate()
+                .map(|(n, mut l)| {
+                    if n == 0 {
+                        if let Some(first) = l.spans.first_mut() {
+                            first.style = t.accent;
+                        }
+                    }
+                    l
+                }),
+            );
+        }
     }
-    lines.push(Line::default());
-    for (c, what) in COMMANDS {
-        lines.push(Line::from(vec![
-            Span::styled(format!("{c:<22}"), t.accent),
-            Span::styled(what.to_string(), t.text),
-        ]));
-    }
-    lines.push(Line::default());
-    lines.push(Line::from(Span::styled(
-        "focused entry: j/k move · Enter expands · y copies · Esc leaves",
-        t.dim,
-    )));
-    lines.push(Line::from(Span::styled(
-        "keys: ~/.config/baton/keys.toml · Esc closes",
-        t.dim,
-    )));
-    let r = centered(
-        area,
-        area.width.saturating_sub(2).min(90),
-        area.height.saturating_sub(2).max(3),
-    );
     frame.render_widget(Clear, r);
     frame.render_widget(
-        Paragraph::new(lines).block(
+        Paragraph::new(lines).scroll((ui.help_scroll, 0)).block(
             Block::bordered()
-                .title(" help ")
+                .title(" help · ↑↓ scroll · Esc closes ")
                 .border_style(t.dim)
                 .style(Style::default()),
         ),

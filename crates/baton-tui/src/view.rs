@@ -579,4 +579,4 @@ impl View {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -1,1 +1,283 @@
+//! Snapshots of every view, drawn into ratatui's `TestBackend` and written with their styles:
+//! each row's text, then the runs of cells whose style is not the default.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use baton_protocol::{AgentEvent, ApprovalRequest, Item, ItemKind, ItemStatus};
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::style::{Color, Modifier};
+use ratatui::Terminal;
+use serde_json::json;
+
+use super::*;
+use crate::keymap::Keymap;
+use crate::theme::Theme;
+use crate::view::View;
+
+/// The buffer as text with its styles: `NN|text`, then `  ^a-b fg/bg/mods` for each run.
+pub(crate) fn styled(buf: &Buffer) -> String {
+    let area = buf.area;
+    let mut out = String::new();
+    for y in 0..area.height {
+        let mut text = String::new();
+        let mut runs: Vec<(u16, u16, String)> = Vec::new();
+        let mut skip = 0;
+        for x in 0..area.width {
+            let cell = &buf[(x, y)];
+            if skip > 0 {
+                skip -= 1;
+            } else {
+                text.push_str(cell.symbol());
+                skip = unicode_width::UnicodeWidthStr::width(cell.symbol()).saturating_sub(1);
+            }
+            let st = style_name(cell.fg, cell.bg, cell.modifier);
+            match runs.last_mut() {
+                Some((_, end, s)) if *s == st && *end + 1 == x => *end = x,
+                _ => runs.push((x, x, st)),
+            }
+        }
+        out.push_str(&format!("{y:02}|{}\n", text.trim_end()));
+        for (a, b, s) in runs.into_iter().filter(|r| !r.2.is_empty()) {
+            out.push_str(&format!("  ^{a}-{b} {s}\n"));
+        }
+    }
+    out
+}
+
+fn style_name(fg: Color, bg: Color, m: Modifier) -> String {
+    let mut parts = Vec::new();
+    if fg != Color::Reset {
+        parts.push(format!("fg={fg}"));
+    }
+    if bg != Color::Reset {
+        parts.push(format!("bg={bg}"));
+    }
+    if !m.is_empty() {
+        parts.push(format!("{m:?}").to_lowercase());
+    }
+    parts.join(" ")
+}
+
+fn item(id: &str, status: ItemStatus, kind: ItemKind) -> Item {
+    Item {
+        id: id.into(),
+        status,
+        kind,
+    }
+}
+
+/// A session showing every kind of entry: the reducer's fixture, a user message, a Markdown
+/// answer with code and a table, an edit as a diff, and a call still running.
+pub(crate) fn fixture() -> View {
+    let mut v = View::new(Some(200_000));
+    v.user("Fix the failing parser test and explain what was wrong.", 0);
+    for (e, t) in crate::view::tests::every_kind() {
+        if !matches!(e, AgentEvent::SessionCompleted { .. }) {
+            v.apply(&e, t);
+        }
+    }
+    v.apply(&AgentEvent::TurnStarted { turn: 3 }, 3000);
+    v.apply(
+        &AgentEvent::ItemCompleted {
+            item: item(
+                "e",
+                ItemStatus::Completed,
+                ItemKind::ToolCall {
+                    call_id: "c-e".into(),
+                    tool: "edit".into(),
+                    arguments: json!({"path": "src/parse.rs", "old_string": "let n = s.len();", "new_string": "let n = s.chars().count();\nassert!(n > 0);"}),
+                    path: Some("src/parse.rs".into()),
+                    output: Some("edited src/parse.rs".into()),
+                    exit_code: None,
+                },
+            ),
+        },
+        3100,
+    );
+    let answer = "## What was wrong\nThe parser counted **bytes**, not characters, so `é` broke it.\n\n```rust\nlet n = s.chars().count(); // chars\n```\n\n| file | change |\n|---|---|\n| src/parse.rs | count chars |\n\n1. fixed the count\n2. added an assert\n";
+    v.apply(
+        &AgentEvent::ItemStarted {
+            item: item(
+                "a",
+                ItemStatus::InProgress,
+                ItemKind::AgentMessage {
+                    text: String::new(),
+                },
+            ),
+        },
+        3200,
+    );
+    v.apply(
+        &AgentEvent::ItemCompleted {
+            item: item(
+                "a",
+                ItemStatus::Completed,
+                ItemKind::AgentMessage {
+                    text: answer.into(),
+                },
+            ),
+        },
+        3300,
+    );
+    v.apply(
+        &AgentEvent::ItemStarted {
+            item: item(
+                "b",
+                ItemStatus::InProgress,
+                ItemKind::ToolCall {
+                    call_id: "c-b".into(),
+                    tool: "bash".into(),
+                    arguments: json!({"command": "cargo test -p parser"}),
+                    path: None,
+                    output: None,
+                    exit_code: None,
+                },
+            ),
+        },
+        3400,
+    );
+    v
+}
+
+const NOW: u64 = 5_650;
+
+fn ui(theme: Theme) -> Ui {
+    let mut ui = Ui::new(theme, Keymap::default());
+    ui.branch = Some("main".into());
+    ui
+}
+
+fn draw_at(view: &View, ui: &mut Ui, w: u16, h: u16) -> String {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| draw(f, view, ui, NOW)).unwrap();
+    styled(t.backend().buffer())
+}
+
+#[test]
+fn the_session_view_at_every_size_in_both_themes() {
+    let view = fixture();
+    for (name, theme) in [("dark", Theme::dark()), ("light", Theme::light())] {
+        for w in [40, 80, 120, 200] {
+            for h in [10, 24, 50] {
+                let mut u = ui(theme);
+                insta::assert_snapshot!(
+                    format!("session_{name}_{w}x{h}"),
+                    draw_at(&view, &mut u, w, h)
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn overlays_and_states() {
+    let view = fixture();
+    let approval = ApprovalRequest {
+        item_id: "w".into(),
+        tool: "write".into(),
+        arguments: json!({"path": "notes.md", "content": "# Notes\nfirst line\n"}),
+        path: Some("notes.md".into()),
+    };
+    let cases: Vec<(&str, u16, u16, Box<dyn Fn(&mut View, &mut Ui)>)> = vec![
+        (
+            "help",
+            80,
+            24,
+            Box::new(|_, u| u.overlay = Some(Overlay::Help)),
+        ),
+        (
+            "help_small",
+            40,
+            10,
+            Box::new(|_, u| u.overlay = Some(Overlay::Help)),
+        ),
+        ("approval", 80, 24, {
+            let a = approval.clone();
+            Box::new(move |v, _| v.ask(a.clone()))
+        }),
+        ("approval_small", 40, 10, {
+            let a = approval.clone();
+            Box::new(move |v, _| v.ask(a.clone()))
+        }),
+        ("approval_feedback", 80, 24, {
+            let a = approval.clone();
+            Box::new(move |v, u| {
+                v.ask(a.clone());
+                u.overlay = Some(Overlay::Feedback("use notes.txt".into()));
+            })
+        }),
+        ("commands", 80, 24, Box::new(|_, u| u.composer.set("/co"))),
+        (
+            "history_search",
+            80,
+            24,
+            Box::new(|_, u| {
+                u.composer.set("run the tests again");
+                u.composer.take();
+                u.composer.search = Some("tests".into());
+            }),
+        ),
+        (
+            "queued",
+            80,
+            24,
+            Box::new(|v, _| v.queued.push("also update the changelog".into())),
+        ),
+        (
+            "focused_expanded",
+            80,
+            24,
+            Box::new(|v, u| {
+                let i = v.entries.iter().position(|e| matches!(&e.body, Body::Tool(c) if c.tool == "bash" && c.output.is_some())).unwrap();
+                u.focus = Some(i);
+                u.expanded.insert(i);
+                let r = v
+                    .entries
+                    .iter()
+                    .position(|e| matches!(e.body, Body::Reasoning { .. }))
+                    .unwrap();
+                u.expanded.insert(r);
+            }),
+        ),
+        ("scrolled", 80, 24, Box::new(|_, u| u.scroll = 7)),
+        (
+            "multiline_composer",
+            80,
+            24,
+            Box::new(|_, u| u.composer.set("first line\nsecond line\nthird")),
+        ),
+        (
+            "routed",
+            120,
+            24,
+            Box::new(|_, u| u.seats = Some(("mock/frontier".into(), "mock/fast".into()))),
+        ),
+    ];
+    for (name, w, h, setup) in cases {
+        let mut v = view.clone();
+        let mut u = ui(Theme::dark());
+        setup(&mut v, &mut u);
+        insta::assert_snapshot!(name, draw_at(&v, &mut u, w, h));
+    }
+}
+
+#[test]
+fn a_frame_lays_out_only_the_entries_it_shows() {
+    let mut view = View::new(None);
+    for n in 0..10_000 {
+        view.user(&format!("question {n}"), n);
+        view.apply(
+            &AgentEvent::InputCompleted {
+                final_message: String::new(),
+                reason: None,
+            },
+            n,
+        );
+    }
+    let mut u = ui(Theme::dark());
+    let screen = draw_at(&view, &mut u, 80, 24);
+    assert!(screen.contains("question 9999"));
+    // Only the entries on screen (and the one cut at its top) were laid out.
+    let laid_out = u.cache.iter().filter(|c| c.is_some()).count();
+    assert!(laid_out <= 12, "{laid_out} entries laid out");
+}

@@ -1,10 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use baton_protocol::sandbox::SandboxMode;
 use baton_protocol::{
     ErrorCode, ErrorInfo, Item, ItemKind, ItemStatus, Outcome, SandboxInfo, Usage,
 };
 use pretty_assertions::assert_eq;
-use baton_protocol::sandbox::SandboxMode;
 use serde_json::json;
 
 use super::*;
@@ -67,46 +67,131 @@ pub(crate) fn every_kind() -> Vec<(AgentEvent, u64)> {
         (AgentEvent::TurnStarted { turn: 1 }, 10),
         (
             AgentEvent::ItemStarted {
-                item: item("r", ItemStatus::InProgress, ItemKind::Reasoning { text: String::new() }),
+                item: item(
+                    "r",
+                    ItemStatus::InProgress,
+                    ItemKind::Reasoning {
+                        text: String::new(),
+                    },
+                ),
             },
             11,
         ),
-        (AgentEvent::ItemDelta { item_id: "r".into(), delta: "let me look".into() }, 12),
+        (
+            AgentEvent::ItemDelta {
+                item_id: "r".into(),
+                delta: "let me look".into(),
+            },
+            12,
+        ),
         (
             AgentEvent::ItemCompleted {
-                item: item("r", ItemStatus::Completed, ItemKind::Reasoning { text: "let me look".into() }),
+                item: item(
+                    "r",
+                    ItemStatus::Completed,
+                    ItemKind::Reasoning {
+                        text: "let me look".into(),
+                    },
+                ),
             },
             13,
         ),
         (
             AgentEvent::ItemStarted {
-                item: item("m", ItemStatus::InProgress, ItemKind::AgentMessage { text: String::new() }),
+                item: item(
+                    "m",
+                    ItemStatus::InProgress,
+                    ItemKind::AgentMessage {
+                        text: String::new(),
+                    },
+                ),
             },
             14,
         ),
-        (AgentEvent::ItemDelta { item_id: "m".into(), delta: "Running ".into() }, 15),
-        (AgentEvent::ItemDelta { item_id: "m".into(), delta: "the tests.".into() }, 16),
+        (
+            AgentEvent::ItemDelta {
+                item_id: "m".into(),
+                delta: "Running ".into(),
+            },
+            15,
+        ),
+        (
+            AgentEvent::ItemDelta {
+                item_id: "m".into(),
+                delta: "the tests.".into(),
+            },
+            16,
+        ),
         (
             AgentEvent::ItemCompleted {
-                item: item("m", ItemStatus::Completed, ItemKind::AgentMessage { text: "Running the tests.".into() }),
+                item: item(
+                    "m",
+                    ItemStatus::Completed,
+                    ItemKind::AgentMessage {
+                        text: "Running the tests.".into(),
+                    },
+                ),
             },
             17,
         ),
-        (AgentEvent::TurnCompleted { turn: 1, usage: usage.clone(), cost_usd: Some(0.01) }, 18),
-        (AgentEvent::ItemStarted { item: tool("t", ItemStatus::InProgress, None) }, 20),
-        (AgentEvent::ItemUpdated { item: tool("t", ItemStatus::InProgress, None) }, 1020),
-        (AgentEvent::ItemCompleted { item: tool("t", ItemStatus::Completed, Some("ok: 12 passed")) }, 2520),
-        (AgentEvent::ItemCompleted { item: tool("d", ItemStatus::Declined, Some("not run: policy")) }, 2521),
+        (
+            AgentEvent::TurnCompleted {
+                turn: 1,
+                usage: usage.clone(),
+                cost_usd: Some(0.01),
+            },
+            18,
+        ),
+        (
+            AgentEvent::ItemStarted {
+                item: tool("t", ItemStatus::InProgress, None),
+            },
+            20,
+        ),
+        (
+            AgentEvent::ItemUpdated {
+                item: tool("t", ItemStatus::InProgress, None),
+            },
+            1020,
+        ),
+        (
+            AgentEvent::ItemCompleted {
+                item: tool("t", ItemStatus::Completed, Some("ok: 12 passed")),
+            },
+            2520,
+        ),
+        (
+            AgentEvent::ItemCompleted {
+                item: tool("d", ItemStatus::Declined, Some("not run: policy")),
+            },
+            2521,
+        ),
         (AgentEvent::TurnStarted { turn: 2 }, 2600),
         (
-            AgentEvent::TurnRetrying { turn: 2, attempt: 2, delay_ms: 1500, error: err("busy") },
+            AgentEvent::TurnRetrying {
+                turn: 2,
+                attempt: 2,
+                delay_ms: 1500,
+                error: err("busy"),
+            },
             2601,
         ),
         (
-            AgentEvent::TurnRouteChanged { turn: 2, from: "mock/a".into(), to: "mock/b".into(), error: err("quota") },
+            AgentEvent::TurnRouteChanged {
+                turn: 2,
+                from: "mock/a".into(),
+                to: "mock/b".into(),
+                error: err("quota"),
+            },
             2602,
         ),
-        (AgentEvent::TurnFailed { turn: 2, error: err("still busy") }, 2603),
+        (
+            AgentEvent::TurnFailed {
+                turn: 2,
+                error: err("still busy"),
+            },
+            2603,
+        ),
         (
             AgentEvent::SessionCompacted {
                 seat: Some("coordinator".into()),
@@ -124,8 +209,21 @@ pub(crate) fn every_kind() -> Vec<(AgentEvent, u64)> {
             },
             2605,
         ),
-        (AgentEvent::InputCompleted { final_message: "stopped".into(), reason: Some(EndReason::Cancelled) }, 2606),
-        (AgentEvent::TurnCompleted { turn: 2, usage, cost_usd: None }, 2607),
+        (
+            AgentEvent::InputCompleted {
+                final_message: "stopped".into(),
+                reason: Some(EndReason::Cancelled),
+            },
+            2606,
+        ),
+        (
+            AgentEvent::TurnCompleted {
+                turn: 2,
+                usage,
+                cost_usd: None,
+            },
+            2607,
+        ),
         (
             AgentEvent::SessionCompleted {
                 outcome: Outcome::Partial,
@@ -156,8 +254,12 @@ fn summary(v: &View) -> Vec<String> {
         .iter()
         .map(|e| match &e.body {
             Body::User { text } => format!("user {text}"),
-            Body::Assistant { text, streaming } => format!("assistant {text:?} streaming={streaming}"),
-            Body::Reasoning { text, streaming } => format!("reasoning {text:?} streaming={streaming}"),
+            Body::Assistant { text, streaming } => {
+                format!("assistant {text:?} streaming={streaming}")
+            }
+            Body::Reasoning { text, streaming } => {
+                format!("reasoning {text:?} streaming={streaming}")
+            }
             Body::Tool(c) => format!(
                 "tool {} {:?} {} {:?} {:?} {}ms",
                 c.tool,
@@ -168,7 +270,11 @@ fn summary(v: &View) -> Vec<String> {
                 c.elapsed_ms(9999)
             ),
             Body::Notice { level, text } => format!("{level:?} {text}"),
-            Body::Routing { what, detail, responsible } => format!("routing {what} {detail} {responsible:?}"),
+            Body::Routing {
+                what,
+                detail,
+                responsible,
+            } => format!("routing {what} {detail} {responsible:?}"),
         })
         .collect()
 }
@@ -204,7 +310,12 @@ fn every_event_kind_folds_into_the_view_asserted_whole() {
             resumed: true,
         }
     );
-    assert_eq!(v.phase, Phase::Ended { outcome: Outcome::Partial });
+    assert_eq!(
+        v.phase,
+        Phase::Ended {
+            outcome: Outcome::Partial
+        }
+    );
     assert_eq!(v.turns, 2);
     assert_eq!(
         v.usage,
@@ -217,7 +328,12 @@ fn every_event_kind_folds_into_the_view_asserted_whole() {
     );
     assert_eq!(v.cost_usd, Some(0.01));
     assert_eq!(v.context_used, 1500);
-    assert_eq!(v.routing, Some(Routing { responsible: Some("executor".into()) }));
+    assert_eq!(
+        v.routing,
+        Some(Routing {
+            responsible: Some("executor".into())
+        })
+    );
     assert!(v.queued.is_empty() && v.approval.is_none());
     // One change per event, and one more: the call completed without a start is started first.
     assert_eq!(v.rev, every_kind().len() as u64 + 1);
@@ -251,7 +367,13 @@ fn input_sent_while_working_is_queued_then_handed_over_at_a_turn_s_end() {
     assert_eq!(v.flush_queue(9), vec!["also do this".to_string()]);
     assert!(v.queued.is_empty());
     assert_eq!(summary(&v), vec!["user first", "user also do this"]);
-    v.apply(&AgentEvent::InputCompleted { final_message: "ok".into(), reason: None }, 10);
+    v.apply(
+        &AgentEvent::InputCompleted {
+            final_message: "ok".into(),
+            reason: None,
+        },
+        10,
+    );
     assert_eq!(v.phase, Phase::Idle);
     assert!(v.flush_queue(11).is_empty());
 }
@@ -266,7 +388,12 @@ fn an_approval_is_asked_and_cleared_when_its_call_completes() {
         path: None,
     });
     assert!(v.approval.is_some());
-    v.apply(&AgentEvent::ItemCompleted { item: tool("t", ItemStatus::Declined, Some("no")) }, 1);
+    v.apply(
+        &AgentEvent::ItemCompleted {
+            item: tool("t", ItemStatus::Declined, Some("no")),
+        },
+        1,
+    );
     assert!(v.approval.is_none());
 }
 
@@ -278,8 +405,14 @@ fn a_resumed_conversation_becomes_entries_with_each_call_s_result() {
         Message::user("fix it"),
         Message::Assistant {
             parts: vec![
-                AssistantPart::Reasoning { text: "hm".into(), signature: None, provider_id: None },
-                AssistantPart::Text { text: "Looking.".into() },
+                AssistantPart::Reasoning {
+                    text: "hm".into(),
+                    signature: None,
+                    provider_id: None,
+                },
+                AssistantPart::Text {
+                    text: "Looking.".into(),
+                },
                 AssistantPart::ToolCall {
                     id: "c1".into(),
                     name: "read".into(),
@@ -288,7 +421,12 @@ fn a_resumed_conversation_becomes_entries_with_each_call_s_result() {
                 },
             ],
         },
-        Message::Tool { call_id: "c1".into(), tool: "read".into(), output: "boom".into(), is_error: true },
+        Message::Tool {
+            call_id: "c1".into(),
+            tool: "read".into(),
+            output: "boom".into(),
+            is_error: true,
+        },
     ]);
     assert_eq!(
         summary(&v),
