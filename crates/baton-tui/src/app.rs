@@ -202,11 +202,18 @@ impl App {
             return;
         }
         if self.ui.overlay == Some(Overlay::Help) {
-            if matches!(
-                key.code,
-                KeyCode::Esc | KeyCode::Char('q' | '?') | KeyCode::F(1) | KeyCode::Enter
-            ) {
-                self.ui.overlay = None;
+            match key.code {
+                KeyCode::Esc | KeyCode::Char('q' | '?') | KeyCode::F(1) | KeyCode::Enter => {
+                    self.ui.overlay = None;
+                    self.ui.help_scroll = 0;
+                }
+                KeyCode::Down | KeyCode::Char('j') => self.ui.help_scroll += 1,
+                KeyCode::Up | KeyCode::Char('k') => {
+                    self.ui.help_scroll = self.ui.help_scroll.saturating_sub(1)
+                }
+                KeyCode::PageDown => self.ui.help_scroll += 10,
+                KeyCode::PageUp => self.ui.help_scroll = self.ui.help_scroll.saturating_sub(10),
+                _ => {}
             }
             return;
         }
