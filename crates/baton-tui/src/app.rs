@@ -19,6 +19,9 @@ use crate::view::{Body, Level, Phase, View};
 
 /// The shortest time between two frames: 60 a second at most.
 pub const FRAME: Duration = Duration::from_micros(16_667);
+/// The shortest time between a frame and the one echoing a key: typing is never held for a
+/// stream's frame slot, and a key adds at most one frame.
+pub const KEY_FRAME: Duration = Duration::from_millis(4);
 
 /// Answers an approval; called once.
 pub type Reply = Box<dyn FnOnce(ApprovalAnswer) + Send>;
@@ -82,6 +85,8 @@ pub struct App {
     pub want_editor: bool,
     /// Ctrl+L: the next frame redraws everything.
     pub want_clear: bool,
+    /// When set, how long each frame took to build and write (the benchmarks read it).
+    pub frame_times: Option<Vec<Duration>>,
 }
 
 impl App {
@@ -99,6 +104,7 @@ impl App {
             raw: Vec::new(),
             want_editor: false,
             want_clear: false,
+            frame_times: None,
         }
     }
 
@@ -531,7 +537,9 @@ pub fn run(
     })
 }
 
-fn event_loop(
+/// The loop itself, on any terminal (the benchmarks give it one writing to memory): until the
+/// user quits or every sender of `rx` is gone.
+pub fn event_loop(
     app: &mut App,
     terminal: &mut Tui,
     mode: Mode,
@@ -539,12 +547,15 @@ fn event_loop(
     send: &mut dyn FnMut(Request) -> Result<(), String>,
 ) -> anyhow::Result<()> {
     let mut drawn_rev = u64::MAX;
+    // A key typed since the last frame: its echo is drawn after `KEY_FRAME`, not a whole frame.
+    let mut typed = false;
     let mut last_frame: Option<Instant> = None;
     let mut last_tick = 0u64;
     loop {
         // Draw when something changed, at most once a frame.
         let now = Instant::now();
-        let due = last_frame.map(|t| t + FRAME).unwrap_or(now);
+        let gap = if typed { KEY_FRAME } else { FRAME };
+        let due = last_frame.map(|t| t + gap).unwrap_or(now);
         let tick = app.view.animating().then(|| app.now_ms() / SPINNER_MS);
         let changed = app.view.rev != drawn_rev || tick.is_some_and(|t| t != last_tick);
         if changed && now >= due {
@@ -556,9 +567,14 @@ fn event_loop(
                 emit_settled(app, terminal)?;
             }
             let now_ms = app.now_ms();
+            let began = Instant::now();
             terminal.draw(|f| render::draw(f, &app.view, &mut app.ui, now_ms))?;
             terminal.backend_mut().writer_mut().commit()?;
+            if let Some(times) = &mut app.frame_times {
+                times.push(began.elapsed());
+            }
             drawn_rev = app.view.rev;
+            typed = false;
             last_tick = tick.unwrap_or(last_tick);
             last_frame = Some(now);
         }
@@ -596,15 +612,22 @@ fn event_loop(
         let Some(first) = first else {
             return Ok(());
         };
+        typed |= is_input(&first);
         app.handle(first, send);
         // Everything already waiting goes into the same frame.
         while let Ok(m) = rx.try_recv() {
+            typed |= is_input(&m);
             app.handle(m, send);
             if app.quit {
                 break;
             }
         }
     }
+}
+
+/// What the user typed or pasted: drawn sooner than a stream's next frame.
+fn is_input(m: &Msg) -> bool {
+    matches!(m, Msg::Term(Event::Key(_) | Event::Paste(_)))
 }
 
 /// Inline mode: the entries that will not change any more go to the terminal's scrollback,

@@ -30,6 +30,64 @@ pub fn settled(text: &str) -> &str {
     &done[..cut.min(done.len())]
 }
 
+/// What is kept of a streaming answer between frames: its lines up to a block boundary.
+#[derive(Debug, Clone, Default)]
+pub struct Streamed {
+    boundary: usize,
+    width: usize,
+    lines: Vec<Line<'static>>,
+}
+
+/// The last place in `text` (the start of a line) where rendering may be split: no code fence is
+/// open before it, neither the line before nor the line at it is blank or a table row. Lines on
+/// either side then render the same apart as together.
+fn boundary(text: &str) -> usize {
+    let mut best = 0;
+    let mut open = false;
+    let mut prev_ok = false;
+    let mut pos = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim();
+        let splittable = !t.is_empty() && !t.starts_with('|');
+        if pos > 0 && !open && prev_ok && splittable {
+            best = pos;
+        }
+        if t.starts_with("```") {
+            open = !open;
+        }
+        prev_ok = splittable && !t.starts_with("```") && !open;
+        pos += line.len();
+    }
+    best
+}
+
+/// [`render`] of a streaming `text`, the lines before its last block boundary kept in `cache`
+/// and extended as the text grows: a frame renders the new lines only, not the whole answer.
+pub fn render_streaming(
+    text: &str,
+    width: usize,
+    theme: &Theme,
+    cache: &mut Streamed,
+) -> Vec<Line<'static>> {
+    let settled = settled(text);
+    let b = boundary(settled);
+    if cache.width != width || b < cache.boundary || cache.boundary > settled.len() {
+        *cache = Streamed {
+            boundary: 0,
+            width,
+            lines: Vec::new(),
+        };
+    }
+    if b > cache.boundary {
+        let more = render(&settled[cache.boundary..b], width, theme, false);
+        cache.lines.extend(more);
+        cache.boundary = b;
+    }
+    let mut out = cache.lines.clone();
+    out.extend(render(&settled[cache.boundary..], width, theme, false));
+    out
+}
+
 /// `text` as lines at most `width` columns wide.
 pub fn render(text: &str, width: usize, theme: &Theme, streaming: bool) -> Vec<Line<'static>> {
     let width = width.max(8);
@@ -572,6 +630,27 @@ mod tests {
             .spans
             .iter()
             .any(|s| s.content == " // c" || s.content == "// c"));
+    }
+
+    #[test]
+    fn a_streaming_answer_rendered_in_pieces_equals_it_rendered_whole() {
+        let t = Theme::dark();
+        let text = "# Plan\nFirst **step** here.\n\n- a\n- b\n```rust\nfn x() {}\n\nlet y = 1;\n```\nAfter the code.\n| h | i |\n|---|---|\n| 1 | 2 |\nEnd line.\n\n> quote\nlast";
+        for width in [12, 30, 80] {
+            let mut cache = Streamed::default();
+            for cut in 0..=text.len() {
+                if !text.is_char_boundary(cut) {
+                    continue;
+                }
+                let part = &text[..cut];
+                let pieces = render_streaming(part, width, &t, &mut cache);
+                assert_eq!(
+                    plain(&pieces),
+                    plain(&render(part, width, &t, true)),
+                    "width {width}, cut {cut}: {part:?}"
+                );
+            }
+        }
     }
 
     #[test]

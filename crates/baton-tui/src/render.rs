@@ -51,12 +51,30 @@ pub struct Ui {
     pub seats: Option<(String, String)>,
     pub approval_policy: String,
     cache: Vec<Option<Cached>>,
+    /// The streaming answers' kept lines (`markdown::render_streaming`).
+    streams: std::collections::HashMap<usize, markdown::Streamed>,
     /// The transcript's height at the last frame (for page scrolling).
     pub page: usize,
     /// Inline mode: the entries before this one are in the terminal's scrollback.
     pub first: usize,
     /// Rows the help overlay is scrolled down.
     pub help_scroll: u16,
+    /// The transcript as the last frame drew it, and what it was drawn from.
+    memo: Option<(MemoKey, ratatui::buffer::Buffer)>,
+}
+
+/// Everything the transcript's pixels depend on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct MemoKey {
+    rev: u64,
+    entries: usize,
+    area: Rect,
+    scroll: usize,
+    focus: Option<usize>,
+    expanded: Vec<usize>,
+    first: usize,
+    /// The spinner step, while a call runs near the end.
+    clock: u64,
 }
 
 struct Cached {
@@ -78,15 +96,18 @@ impl Ui {
             seats: None,
             approval_policy: "never".into(),
             cache: Vec::new(),
+            streams: Default::default(),
             page: 10,
             first: 0,
             help_scroll: 0,
+            memo: None,
         }
     }
 
     /// Forgets every laid-out entry (a theme change).
     pub fn clear_cache(&mut self) {
         self.cache.clear();
+        self.memo = None;
     }
 
     /// The lines of entry `i` at `width`, from the cache when nothing they show changed.
@@ -109,13 +130,35 @@ impl Ui {
             if gap {
                 lines.push(Line::default());
             }
-            lines.extend(entry_lines(
-                entry,
-                width as usize,
-                expanded,
-                now_ms,
-                &self.theme,
-            ));
+            match &entry.body {
+                // A streaming answer: only what is new since the last frame is laid out.
+                Body::Assistant {
+                    text,
+                    streaming: true,
+                } => {
+                    let cache = self.streams.entry(i).or_default();
+                    let body = markdown::render_streaming(
+                        text,
+                        (width as usize).max(10),
+                        &self.theme,
+                        cache,
+                    );
+                    if body.is_empty() {
+                        lines.push(Line::from(Span::styled("…", self.theme.dim)));
+                    }
+                    lines.extend(body);
+                }
+                _ => {
+                    self.streams.remove(&i);
+                    lines.extend(entry_lines(
+                        entry,
+                        width as usize,
+                        expanded,
+                        now_ms,
+                        &self.theme,
+                    ));
+                }
+            }
             self.cache[i] = Some(Cached { key, lines });
         }
         match &self.cache[i] {
@@ -392,6 +435,48 @@ pub fn draw(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, now_ms: u64) {
 }
 
 fn draw_transcript(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, area: Rect, now_ms: u64) {
+    // Nothing it shows changed (a spinner tick of the status line): the last frame's transcript.
+    let running = view
+        .entries
+        .iter()
+        .rev()
+        .take(64)
+        .any(|e| matches!(&e.body, Body::Tool(c) if c.ended_ms.is_none()));
+    let mut expanded: Vec<usize> = ui.expanded.iter().copied().collect();
+    expanded.sort_unstable();
+    let key = MemoKey {
+        rev: view.transcript_rev,
+        entries: view.entries.len(),
+        area,
+        scroll: ui.scroll,
+        focus: ui.focus,
+        expanded,
+        first: ui.first,
+        clock: if running { now_ms / SPINNER_MS + 1 } else { 0 },
+    };
+    if let Some((k, memo)) = &ui.memo {
+        if *k == key {
+            frame.buffer_mut().merge(memo);
+            return;
+        }
+    }
+    draw_transcript_now(frame, view, ui, area, now_ms);
+    let buf = frame.buffer_mut();
+    let mut memo = ratatui::buffer::Buffer::empty(area);
+    for y in area.top()..area.bottom() {
+        for x in area.left()..area.right() {
+            memo[(x, y)] = buf[(x, y)].clone();
+        }
+    }
+    // Scrolling may have been clamped while drawing.
+    let key = MemoKey {
+        scroll: ui.scroll,
+        ..key
+    };
+    ui.memo = Some((key, memo));
+}
+
+fn draw_transcript_now(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, area: Rect, now_ms: u64) {
     let height = area.height as usize;
     ui.page = height.max(1);
     let inner = area.width.saturating_sub(2).max(1);
@@ -415,10 +500,11 @@ fn draw_transcript(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, area: Rect, 
             break;
         }
         let lines = ui.lines(view, i, inner, now_ms);
-        got += lines.len();
-        for l in lines.iter().rev() {
+        // Only the rows that can reach the screen are copied.
+        for l in lines.iter().rev().take(need - got) {
             rows.push((i, l.clone()));
         }
+        got += lines.len();
     }
     // Scrolled past the start: stop at it.
     if reached_top && ui.scroll > got.saturating_sub(height) {

@@ -180,6 +180,9 @@ pub struct View {
     pub approval: Option<ApprovalRequest>,
     /// Bumped at every change of anything shown: the frame scheduler redraws only then.
     pub rev: u64,
+    /// Bumped at every change of the entries: a frame that finds it unchanged reuses the
+    /// transcript it drew last.
+    pub transcript_rev: u64,
 }
 
 impl Default for View {
@@ -204,10 +207,12 @@ impl View {
             queued: Vec::new(),
             approval: None,
             rev: 0,
+            transcript_rev: 0,
         }
     }
 
     fn push(&mut self, body: Body) -> usize {
+        self.transcript_rev += 1;
         self.entries.push(Entry { body, rev: 0 });
         self.entries.len() - 1
     }
@@ -223,6 +228,7 @@ impl View {
         let i = *self.index.get(item_id)?;
         let e = self.entries.get_mut(i)?;
         e.rev += 1;
+        self.transcript_rev += 1;
         Some(e)
     }
 
@@ -552,6 +558,7 @@ impl View {
                     is_error,
                     ..
                 } => {
+                    self.transcript_rev += 1;
                     if let Some(&i) = self.index.get(&format!("history:{call_id}")) {
                         if let Some(Body::Tool(c)) = self.entries.get_mut(i).map(|e| &mut e.body) {
                             c.output = Some(output.clone());
