@@ -178,7 +178,8 @@ fn overlays_and_states() {
         arguments: json!({"path": "notes.md", "content": "# Notes\nfirst line\n"}),
         path: Some("notes.md".into()),
     };
-    let cases: Vec<(&str, u16, u16, Box<dyn Fn(&mut View, &mut Ui)>)> = vec![
+    type Setup = Box<dyn Fn(&mut View, &mut Ui)>;
+    let cases: Vec<(&str, u16, u16, Setup)> = vec![
         (
             "help",
             80,

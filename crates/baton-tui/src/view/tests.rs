@@ -137,7 +137,7 @@ pub(crate) fn every_kind() -> Vec<(AgentEvent, u64)> {
         (
             AgentEvent::TurnCompleted {
                 turn: 1,
-                usage: usage.clone(),
+                usage,
                 cost_usd: Some(0.01),
             },
             18,
