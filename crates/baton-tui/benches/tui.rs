@@ -5,6 +5,7 @@
 //! Frames go through the real loop (`app::event_loop`) and the real frame writer into memory,
 //! on a fixed-size viewport, except the frame-build and resize figures, which draw into
 //! ratatui's `TestBackend` (layout and render to a buffer, what every frame does first).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
 use std::io::Write;
 use std::sync::mpsc::{channel, Sender};
