@@ -34,7 +34,7 @@ const TOOLS: [&str; 7] = ["read", "write", "edit", "bash", "grep", "find", "ls"]
 pub struct Harness {
     spec: AgentSpec,
     base_url: String,
-    approver: Option<Arc<dyn crate::agent::Approver>>,
+    approver: Option<Arc<dyn crate::approval::Approver>>,
 }
 
 /// A finished session: how it ended and every event it emitted, in order.
@@ -131,7 +131,7 @@ impl Harness {
     pub fn approvals(
         mut self,
         policy: baton_protocol::ApprovalPolicy,
-        approver: Option<Arc<dyn crate::agent::Approver>>,
+        approver: Option<Arc<dyn crate::approval::Approver>>,
     ) -> Harness {
         self.spec.approval = policy;
         self.approver = approver;

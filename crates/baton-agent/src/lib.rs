@@ -1,6 +1,7 @@
 //! The agent runtime: loop, tools, transcripts.
 
 pub mod agent;
+pub mod approval;
 pub mod harness;
 pub mod routing;
 pub mod session;

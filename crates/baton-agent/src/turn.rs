@@ -209,7 +209,7 @@ pub(crate) struct Toolbox<'a> {
 /// approved for the whole session, and (set here) why the session must fail closed.
 pub(crate) struct Approvals<'a> {
     pub(crate) policy: baton_protocol::ApprovalPolicy,
-    pub(crate) approver: Option<Arc<dyn crate::agent::Approver>>,
+    pub(crate) approver: Option<Arc<dyn crate::approval::Approver>>,
     pub(crate) always: &'a mut std::collections::BTreeSet<String>,
     pub(crate) unavailable: Option<String>,
 }

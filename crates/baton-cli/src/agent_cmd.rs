@@ -93,7 +93,7 @@ pub struct AgentArgs {
     chat: Option<ChatInput>,
     /// Set by `baton tui`: the terminal UI is the session's front end.
     #[arg(skip)]
-    pub(crate) tui: Option<crate::tui_cmd::TuiFront>,
+    pub(crate) tui: Option<crate::tui_session::TuiFront>,
 }
 
 /// How `baton chat` feeds the session.
@@ -705,7 +705,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
             let cancel = CancellationToken::new();
             let _signals = watch_signals(cancel.clone());
             let mut store = Some(store);
-            let r = crate::tui_cmd::serve(
+            let r = crate::tui_session::serve(
                 front, &spec, history, resuming, &mut store, &cancel, task, branch,
             )
             .await;

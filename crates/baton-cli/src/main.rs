@@ -26,6 +26,7 @@ mod task_status_view;
 mod term;
 mod trust_cmd;
 mod tui_cmd;
+mod tui_session;
 mod workflow_cmd;
 mod workflow_route_cmd;
 

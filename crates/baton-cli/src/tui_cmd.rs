@@ -1,25 +1,17 @@
 //! `baton tui` (and `baton` alone on a terminal): an interactive session in the terminal UI of
 //! `baton-tui`. The session is the one `baton agent` and `baton chat` run — same role, route,
-//! sandbox, tools, transcript — with the UI as its front end: its events drawn, its input,
-//! interrupts and approvals coming from the keyboard.
+//! sandbox, tools, transcript — with the UI as its front end (`tui_session`).
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::{bail, Result};
-use baton_agent::agent::{self, AgentSpec, Approver, Inbox, RunSummary, Submission};
-use baton_agent::session::SessionStore;
 use baton_app::exit::Exit;
-use baton_protocol::{ApprovalAnswer, ApprovalRequest, Message};
 use baton_tui::term::Mode;
-use baton_tui::theme::{Theme, ThemeName};
-use baton_tui::{Msg, Request};
+use baton_tui::theme::ThemeName;
 use clap::Args;
-use tokio::sync::mpsc::UnboundedSender;
-use tokio_util::sync::CancellationToken;
 
 use crate::agent_cmd::AgentArgs;
+use crate::tui_session::TuiFront;
 
 #[derive(Args, Debug)]
 pub struct TuiArgs {
@@ -49,13 +41,6 @@ impl TuiArgs {
     }
 }
 
-/// How the session's front end is the UI.
-#[derive(Debug)]
-pub struct TuiFront {
-    pub mode: Mode,
-    pub theme: ThemeName,
-}
-
 pub fn run(args: TuiArgs) -> Result<Exit> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         bail!("baton tui needs a terminal on stdin and stdout: for a pipe or a script, use `baton chat` (lines in) or `baton agent --json` (events out)");
@@ -69,135 +54,4 @@ pub fn run(args: TuiArgs) -> Result<Exit> {
         theme: args.theme.unwrap_or_default(),
     });
     crate::agent_cmd::run(agent)
-}
-
-/// The keymap of `~/.config/baton/keys.toml` (or `$XDG_CONFIG_HOME/baton/keys.toml`).
-fn keymap() -> Result<baton_tui::keymap::Keymap> {
-    let dir = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
-    match dir {
-        Some(d) => baton_tui::keymap::Keymap::load(&d.join("baton").join("keys.toml")),
-        None => Ok(baton_tui::keymap::Keymap::default()),
-    }
-}
-
-/// The UI's answer to an approval, through its message channel.
-struct TuiApprover {
-    tx: std::sync::mpsc::Sender<Msg>,
-}
-
-#[async_trait::async_trait]
-impl Approver for TuiApprover {
-    async fn ask(&self, request: ApprovalRequest) -> ApprovalAnswer {
-        let (otx, orx) = tokio::sync::oneshot::channel();
-        let reply: baton_tui::app::Reply = Box::new(move |a| {
-            let _ = otx.send(a);
-        });
-        let closed = ApprovalAnswer::No {
-            feedback: "the terminal UI closed before the user answered".into(),
-        };
-        if self.tx.send(Msg::Approval(request, reply)).is_err() {
-            return closed;
-        }
-        orx.await.unwrap_or(closed)
-    }
-}
-
-/// A request of the UI as the session's submission.
-fn submit(
-    tx: &UnboundedSender<Submission>,
-    interrupter: &agent::Interrupter,
-    r: Request,
-) -> Result<(), String> {
-    let sub = match r {
-        Request::Input(t) => Submission::Input(t),
-        Request::Interrupt => {
-            interrupter.interrupt();
-            Submission::Interrupt
-        }
-        Request::Compact(focus) => Submission::Compact(focus),
-        Request::Profile(word) => baton_agent::routing::view::parse_profile(&word)
-            .map(Submission::Control)
-            .map_err(|e| format!("/profile: {e}"))?,
-        Request::Resume => Submission::Resume,
-    };
-    tx.send(sub).map_err(|_| {
-        "the session has ended: quit (ctrl+d) and resume it with `baton tui --resume last`"
-            .to_string()
-    })
-}
-
-/// Serves the session with the UI as its front end, until the user quits (which cancels what
-/// still runs) or the session ends and the user quits after reading it.
-#[allow(clippy::too_many_arguments)]
-pub async fn serve(
-    front: TuiFront,
-    spec: &AgentSpec,
-    history: Vec<(Option<String>, Message)>,
-    resuming: bool,
-    store: &mut Option<SessionStore>,
-    cancel: &CancellationToken,
-    task: Option<String>,
-    branch: Option<String>,
-) -> Result<RunSummary> {
-    let (tx, mut inbox) = Inbox::channel();
-    let (mtx, mrx) = std::sync::mpsc::channel::<Msg>();
-    inbox.set_approver(Arc::new(TuiApprover { tx: mtx.clone() }));
-    let interrupter = inbox.interrupter();
-    let seats = spec.routing.as_ref().and_then(|r| {
-        Some((
-            r.coordinator.first()?.route.to_string(),
-            r.executor.first()?.route.to_string(),
-        ))
-    });
-    let opts = baton_tui::Options {
-        mode: front.mode,
-        theme: Theme::of(front.theme),
-        keymap: keymap()?,
-        branch,
-        seats,
-        context_window: spec.context_window,
-        approval_policy: spec.approval.to_string(),
-        first: task,
-        history: history
-            .iter()
-            .filter(|(seat, _)| seat.is_none() || seat.as_deref() == Some("coordinator"))
-            .map(|(_, m)| m.clone())
-            .collect(),
-    };
-    let ui_tx = mtx.clone();
-    let quit = cancel.clone();
-    let ui = std::thread::spawn(move || {
-        let mut send = move |r: Request| submit(&tx, &interrupter, r);
-        let end = baton_tui::run(opts, ui_tx, mrx, &mut send);
-        // The user quit while work runs: it stops (the transcript keeps what was done). Quit
-        // while idle, the inbox closes and the session ends as its last input did.
-        if end.as_ref().map_or(true, |e| e.working) {
-            quit.cancel();
-        }
-        end
-    });
-    let events = mtx.clone();
-    let summary = agent::serve(
-        spec,
-        history,
-        resuming,
-        store,
-        cancel,
-        &mut inbox,
-        &mut |ev| {
-            let _ = events.send(Msg::Agent(ev));
-        },
-    )
-    .await;
-    let _ = mtx.send(Msg::Closed);
-    drop(mtx);
-    let end = tokio::task::spawn_blocking(move || ui.join())
-        .await
-        .map_err(|e| anyhow::anyhow!("the terminal UI failed: {e}"))?
-        .map_err(|_| anyhow::anyhow!("the terminal UI panicked"))??;
-    let _ = end;
-    Ok(summary)
 }

@@ -4,6 +4,7 @@
 
 mod queue;
 
+pub use crate::approval::Approver;
 pub use queue::{run, serve, Inbox, Interrupter, Submission};
 
 use std::collections::BTreeMap;
@@ -86,14 +87,6 @@ pub struct AgentSpec {
     pub routing: Option<crate::routing::RoutingSpec>,
     /// When the loop asks its front end (the inbox's [`Approver`]) before a tool call runs.
     pub approval: baton_protocol::ApprovalPolicy,
-}
-
-/// A front end that answers approvals: the terminal UI asks its user. A session whose policy asks
-/// and whose inbox has none fails closed at the first call that needs an answer.
-#[async_trait::async_trait]
-pub trait Approver: Send + Sync {
-    async fn ask(&self, request: baton_protocol::ApprovalRequest)
-        -> baton_protocol::ApprovalAnswer;
 }
 
 pub use crate::turn::Fallback;

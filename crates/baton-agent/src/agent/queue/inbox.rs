@@ -16,7 +16,7 @@ pub struct Inbox {
     /// line by line sends the next line then).
     pub(super) idle: Option<std::sync::mpsc::Sender<()>>,
     /// Who answers approvals (`agent.approval`): none in a headless session.
-    pub(super) approver: Option<std::sync::Arc<dyn crate::agent::Approver>>,
+    pub(super) approver: Option<std::sync::Arc<dyn crate::approval::Approver>>,
     /// Stops a model turn as it streams (Esc in the terminal UI).
     pub(super) interrupter: Interrupter,
 }
@@ -70,7 +70,7 @@ impl Inbox {
     }
 
     /// Approvals (`agent.approval`) are asked of `approver`.
-    pub fn set_approver(&mut self, approver: std::sync::Arc<dyn crate::agent::Approver>) {
+    pub fn set_approver(&mut self, approver: std::sync::Arc<dyn crate::approval::Approver>) {
         self.approver = Some(approver);
     }
 
