@@ -21,6 +21,7 @@ pub mod app;
 pub mod composer;
 pub mod keymap;
 pub mod markdown;
+pub mod project;
 pub mod render;
 pub mod term;
 pub mod theme;
