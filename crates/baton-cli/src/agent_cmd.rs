@@ -204,6 +204,7 @@ fn delegation_tools(
     ctx: &ProjectContext,
     json: bool,
     listed: &[String],
+    ui: Option<std::sync::mpsc::Sender<baton_tui::Msg>>,
 ) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
     let lists = |name: &str| listed.iter().any(|t| t == name);
     if !listed.iter().any(|t| baton_roles::is_delegation_tool(t)) {
@@ -224,8 +225,11 @@ fn delegation_tools(
     let status = Arc::new(crate::task_status_view::Status::new(
         !json && std::io::stderr().is_terminal(),
     ));
+    let ui = ui.map(std::sync::Mutex::new);
     let progress: baton_exec::delegate::Progress = Arc::new(move |i, ev| {
-        if !json {
+        if let Some(tx) = ui.as_ref().and_then(|m| m.lock().ok()) {
+            let _ = tx.send(baton_tui::Msg::Delegation(i, ev));
+        } else if !json {
             status.event(i, &ev);
         }
     });
@@ -604,8 +608,13 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
     let (host_tools, extra_instructions) = if is_child || args.no_delegate {
         (Vec::new(), Vec::new())
     } else {
-        // The terminal UI owns the screen: no live status lines of delegations on stderr.
-        delegation_tools(&ctx, args.json || args.tui.is_some(), &role.meta.tools)
+        // The terminal UI owns the screen: delegations report into its side panel instead.
+        delegation_tools(
+            &ctx,
+            args.json || args.tui.is_some(),
+            &role.meta.tools,
+            args.tui.as_ref().map(|f| f.tx.clone()),
+        )
     };
 
     let skills = session_skills(&ctx, &role, is_child, &args.skill);
@@ -705,8 +714,9 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
             let cancel = CancellationToken::new();
             let _signals = watch_signals(cancel.clone());
             let mut store = Some(store);
+            let project = (state.clone(), ctx.project_root.clone());
             let r = crate::tui_session::serve(
-                front, &spec, history, resuming, &mut store, &cancel, task, branch,
+                front, &spec, history, resuming, &mut store, &cancel, task, branch, project,
             )
             .await;
             if let Some(store) = store.as_mut() {

@@ -27,6 +27,7 @@ mod term;
 mod trust_cmd;
 mod tui_cmd;
 mod tui_session;
+mod tui_work;
 mod workflow_cmd;
 mod workflow_route_cmd;
 

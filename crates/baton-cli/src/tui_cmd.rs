@@ -24,9 +24,14 @@ pub struct TuiArgs {
     /// Capture the mouse (wheel scrolls the transcript; selecting text then needs Shift).
     #[arg(long)]
     pub mouse: bool,
-    /// Colours for a dark or a light terminal (default: tui.theme, else dark).
+    /// Colours for a dark or a light terminal (default dark).
     #[arg(long, value_name = "THEME")]
     pub theme: Option<ThemeName>,
+    /// Follow a workflow, Flow, background task or session another process runs (one that
+    /// Claude Code started through `baton mcp`, say): read-only, but a checkpoint it waits on
+    /// can be answered and a Flow continued, abandoned or cleaned.
+    #[arg(long, value_name = "ID")]
+    pub attach: Option<String>,
 }
 
 impl TuiArgs {
@@ -45,13 +50,69 @@ pub fn run(args: TuiArgs) -> Result<Exit> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         bail!("baton tui needs a terminal on stdin and stdout: for a pipe or a script, use `baton chat` (lines in) or `baton agent --json` (events out)");
     }
+    if let Some(id) = &args.attach {
+        return attach(&args, id);
+    }
     let mut agent = args.agent;
-    agent.tui = Some(TuiFront {
+    agent.tui = Some(TuiFront::new(
+        Mode {
+            inline: args.inline,
+            mouse: args.mouse,
+        },
+        args.theme.unwrap_or_default(),
+    ));
+    crate::agent_cmd::run(agent)
+}
+
+/// `baton tui --attach ID`: the UI on another process's work, through the project event feed.
+fn attach(args: &TuiArgs, id: &str) -> Result<Exit> {
+    use baton_tui::Attach;
+    let ctx = baton_app::project::project_context(None)?;
+    let state = baton_app::project::state_dir(&ctx);
+    let exists = |p: std::path::PathBuf| p.exists();
+    let what = if exists(state.workflows().join(format!("{id}.events.jsonl"))) {
+        Attach::Workflow(id.to_string())
+    } else if exists(state.flows().join(format!("{id}.events.jsonl"))) {
+        Attach::Flow(id.to_string())
+    } else if exists(state.tasks().join(format!("{id}.events.jsonl"))) {
+        Attach::Task(id.to_string())
+    } else if exists(state.sessions().join(format!("{id}.jsonl"))) {
+        Attach::Session(id.to_string())
+    } else {
+        bail!("--attach {id}: no workflow, Flow, background task or session of this project has that id: `baton status`, `baton flow status`, `baton task status` and `baton sessions` list them");
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    crate::tui_work::follow(
+        state.clone(),
+        ctx.project_root.clone(),
+        vec![id.to_string()],
+        tx.clone(),
+    );
+    let opts = baton_tui::Options {
         mode: Mode {
             inline: args.inline,
             mouse: args.mouse,
         },
-        theme: args.theme.unwrap_or_default(),
-    });
-    crate::agent_cmd::run(agent)
+        theme: baton_tui::theme::Theme::of(args.theme.unwrap_or_default()),
+        keymap: crate::tui_session::keymap()?,
+        branch: baton_git::Git::new(&ctx.cwd)
+            .current_branch()
+            .ok()
+            .flatten(),
+        seats: None,
+        context_window: None,
+        approval_policy: "never".into(),
+        first: None,
+        history: Vec::new(),
+        attach: Some(what),
+    };
+    let notes = tx.clone();
+    let root = ctx.project_root.clone();
+    let mut send =
+        move |r: baton_tui::Request| match crate::tui_work::act(&root, &state, &notes, &r) {
+            Some(done) => done,
+            None => Err("attached: read-only; start your own session with `baton tui`".to_string()),
+        };
+    baton_tui::run(opts, tx, rx, &mut send)?;
+    Ok(Exit::Ok)
 }

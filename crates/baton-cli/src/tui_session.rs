@@ -19,10 +19,26 @@ use tokio_util::sync::CancellationToken;
 pub struct TuiFront {
     pub mode: Mode,
     pub theme: ThemeName,
+    /// The UI's messages: made before the session is set up, so that its delegations report
+    /// into the UI's side panel.
+    pub tx: std::sync::mpsc::Sender<Msg>,
+    pub rx: std::sync::mpsc::Receiver<Msg>,
+}
+
+impl TuiFront {
+    pub fn new(mode: Mode, theme: ThemeName) -> TuiFront {
+        let (tx, rx) = std::sync::mpsc::channel();
+        TuiFront {
+            mode,
+            theme,
+            tx,
+            rx,
+        }
+    }
 }
 
 /// The keymap of `~/.config/baton/keys.toml` (or `$XDG_CONFIG_HOME/baton/keys.toml`).
-fn keymap() -> Result<baton_tui::keymap::Keymap> {
+pub fn keymap() -> Result<baton_tui::keymap::Keymap> {
     let dir = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -62,6 +78,12 @@ fn submit(
     r: Request,
 ) -> Result<(), String> {
     let sub = match r {
+        Request::Answer { .. }
+        | Request::FlowContinue { .. }
+        | Request::FlowAbandon { .. }
+        | Request::FlowClean { .. }
+        | Request::CancelTask { .. }
+        | Request::OpenLog { .. } => return Err("not a request of the session".into()),
         Request::Input(t) => Submission::Input(t),
         Request::Interrupt => {
             interrupter.interrupt();
@@ -91,9 +113,17 @@ pub async fn serve(
     cancel: &CancellationToken,
     task: Option<String>,
     branch: Option<String>,
+    project: (baton_state::StateDir, PathBuf),
 ) -> Result<RunSummary> {
     let (tx, mut inbox) = Inbox::channel();
-    let (mtx, mrx) = std::sync::mpsc::channel::<Msg>();
+    let TuiFront {
+        mode,
+        theme,
+        tx: mtx,
+        rx: mrx,
+    } = front;
+    let (state, root) = project;
+    crate::tui_work::follow(state.clone(), root.clone(), Vec::new(), mtx.clone());
     inbox.set_approver(Arc::new(TuiApprover { tx: mtx.clone() }));
     let interrupter = inbox.interrupter();
     let seats = spec.routing.as_ref().and_then(|r| {
@@ -103,8 +133,8 @@ pub async fn serve(
         ))
     });
     let opts = baton_tui::Options {
-        mode: front.mode,
-        theme: Theme::of(front.theme),
+        mode,
+        theme: Theme::of(theme),
         keymap: keymap()?,
         branch,
         seats,
@@ -116,11 +146,16 @@ pub async fn serve(
             .filter(|(seat, _)| seat.is_none() || seat.as_deref() == Some("coordinator"))
             .map(|(_, m)| m.clone())
             .collect(),
+        attach: None,
     };
     let ui_tx = mtx.clone();
     let quit = cancel.clone();
     let ui = std::thread::spawn(move || {
-        let mut send = move |r: Request| submit(&tx, &interrupter, r);
+        let notes = ui_tx.clone();
+        let mut send = move |r: Request| match crate::tui_work::act(&root, &state, &notes, &r) {
+            Some(done) => done,
+            None => submit(&tx, &interrupter, r),
+        };
         let end = baton_tui::run(opts, ui_tx, mrx, &mut send);
         // The user quit while work runs: it stops (the transcript keeps what was done). Quit
         // while idle, the inbox closes and the session ends as its last input did.

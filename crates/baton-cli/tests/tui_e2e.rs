@@ -255,3 +255,165 @@ fn a_resumed_session_of_ten_thousand_entries_shows_its_end_and_survives_a_resize
     vt.send(b"\x04");
     assert!(vt.wait(WAIT).success());
 }
+
+mod common;
+
+/// The one log of `kind` (`flows`, `tasks`) in the sandbox's state folder: its id.
+fn only_id(sb: &Sandbox, kind: &str) -> String {
+    let dir = sb.work().join(".baton/state").join(kind);
+    let ids: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".events.jsonl").map(str::to_string)
+        })
+        .collect();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    ids[0].clone()
+}
+
+#[test]
+fn attached_to_a_workflow_at_its_checkpoint_the_form_answers_it_with_the_user_s_words() {
+    use common::workflow::*;
+    let wf = Wf::new();
+    wf.happy()
+        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
+    baton_testkit::fixture::assert_exit(&wf.run(&["run", "add a feature file"]), 4);
+    let id = wf.id();
+    let mut cmd = wf.sb.baton(&["tui", "--attach", &id]);
+    cmd.env("TERM", "xterm-256color");
+    let mut vt = Vt::spawn(cmd, 110, 32).unwrap();
+    let screen = vt
+        .wait_for(WAIT, |s| {
+            s.contains("checkpoint: scope_decision") && s.contains("1  critical only")
+        })
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert!(screen.contains(&format!("workflow {id}")), "{screen}");
+    assert!(screen.contains("✗ t2 code-reviewer"), "{screen}");
+    vt.send(b"1");
+    vt.wait_for(WAIT, |s| {
+        s.contains("your answer") && s.contains("› critical only")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\r");
+    vt.wait_for(WAIT, |s| s.contains("y / n"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"y");
+    // `baton resume --answer` runs the workflow on, detached; the view follows it to its end.
+    let screen = vt
+        .wait_for(Duration::from_secs(60), |s| {
+            s.contains("completed") && s.contains("doc-syncer")
+        })
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert!(screen.contains("↻ 1/3"), "the remediation cycle: {screen}");
+    let answered: Vec<serde_json::Value> = wf
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "checkpoint_answered")
+        .collect();
+    assert_eq!(answered.len(), 1);
+    assert_eq!(answered[0]["details"]["answer"], "critical only");
+    assert_eq!(wf.snapshot()["run_state"], "completed");
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+}
+
+#[test]
+fn attached_to_a_flow_another_process_ran_the_view_shows_its_units_and_abandons_it() {
+    let (sb, roles) = Sandbox::flow_repo(env!("CARGO_BIN_EXE_baton"));
+    roles.reviewer("b", None, "printf 'FAIL: b.txt is wrong'");
+    let units = sb.path("units.json");
+    std::fs::write(
+        &units,
+        r#"{"units": [
+ {"id": "a", "name": "Add a", "task": "Add a.txt", "validation": [{"command": "test", "args": ["-f", "a.txt"]}], "review": "check a"},
+ {"id": "b", "name": "Add b", "task": "Add b.txt", "validation": [{"command": "test", "args": ["-f", "b.txt"]}], "review": "check b"}
+]}"#,
+    )
+    .unwrap();
+    let out = sb.run(&["flow", "start", &units.display().to_string()]);
+    baton_testkit::fixture::assert_exit(&out, 4);
+    let id = only_id(&sb, "flows");
+    let mut cmd = sb.baton(&["tui", "--attach", &id]);
+    cmd.env("TERM", "xterm-256color");
+    let mut vt = Vt::spawn(cmd, 100, 24).unwrap();
+    let screen = vt
+        .wait_for(WAIT, |s| {
+            s.contains("unit implement") && s.contains("FAIL: b.txt is wrong")
+        })
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert!(screen.contains("b blocked (review findings)"), "{screen}");
+    let rows: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.starts_with("│a    ") || l.starts_with("│b    "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{screen}");
+    assert!(
+        rows[0].contains("✓         –         ✓         ✓         ✓"),
+        "{screen}"
+    );
+    assert!(
+        rows[1].contains("✓         ✓         ✓         ✗         ·"),
+        "{screen}"
+    );
+    vt.send(b"a");
+    vt.wait_for(WAIT, |s| s.contains("abandon flow"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"y");
+    vt.wait_for(WAIT, |s| s.contains("abandoned"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    let log = std::fs::read_to_string(
+        sb.work()
+            .join(format!(".baton/state/flows/{id}.events.jsonl")),
+    )
+    .unwrap();
+    assert!(log.contains("\"flow.abandoned\""), "{log}");
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+}
+
+#[test]
+fn the_side_panel_shows_a_background_task_of_another_process_and_cancels_it() {
+    let server = MockServer::builder().start_blocking();
+    let sb = project(&server);
+    sb.write(
+        ".baton/roles/gated.md",
+        "---\nname: gated\ndescription: waits\ntools: []\nbackend: command\ncommand: [sh, -c, \"cat >/dev/null; while [ ! -f release ]; do sleep 0.02; done; echo released\"]\n---\nWait.\n",
+    );
+    let mut vt = tui(&sb, &[], 110, 30);
+    vt.wait_for(WAIT, |s| s.contains("? help")).unwrap();
+    vt.send(b"\x14"); // Ctrl+T
+    vt.wait_for(WAIT, |s| s.contains("nothing yet"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    let out = sb.run(&[
+        "task",
+        "--background",
+        "--role",
+        "gated",
+        "--name",
+        "bg",
+        "t",
+    ]);
+    baton_testkit::fixture::assert_exit(&out, 0);
+    let task = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    vt.wait_for(WAIT, |s| {
+        s.contains("running (1)") && s.contains("bg · gated")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"x");
+    vt.wait_for(WAIT, |s| s.contains(&format!("cancel task {task}")))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"y");
+    let screen = vt
+        .wait_for(WAIT, |s| s.contains("failed (1)"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert!(screen.contains("bg · gated"), "{screen}");
+    let status = sb.run(&["task", "status", &task, "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(doc["phase"], "cancelled", "{doc}");
+    vt.send(b"\x1b"); // closes the panel
+    vt.wait_for(WAIT, |s| !s.contains("x cancels"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+}

@@ -245,6 +245,7 @@ fn live(view: View, sink: Sink) -> (Sender<Msg>, std::thread::JoinHandle<App>) {
             approval_policy: "never".into(),
             first: None,
             history: Vec::new(),
+            attach: None,
         };
         let mut app = App::new(&opts);
         app.view = view;

@@ -33,6 +33,17 @@ pub enum Msg {
     Term(Event),
     /// The session is over (its task ended): no more events come.
     Closed,
+    /// An event of the project feed (tasks, Flows, workflows).
+    Project(Box<baton_events::Event>),
+    /// The session's own delegation: an entry's progress.
+    Delegation(usize, baton_exec::delegate::EntryEvent),
+    /// Text to read (a task's log), answering [`Request::OpenLog`].
+    Text {
+        title: String,
+        lines: Vec<String>,
+    },
+    /// A line the front end wants shown (an action's outcome).
+    Note(String),
 }
 
 /// What the UI asks of the session.
@@ -45,6 +56,30 @@ pub enum Request {
     /// `/profile WORD`.
     Profile(String),
     Resume,
+    /// Answer a workflow's checkpoint with the user's exact words (as `baton resume --answer`).
+    Answer {
+        workflow: String,
+        text: String,
+    },
+    /// `baton flow continue --guidance`.
+    FlowContinue {
+        flow: String,
+        guidance: String,
+    },
+    FlowAbandon {
+        flow: String,
+    },
+    FlowClean {
+        flow: String,
+    },
+    /// `baton task cancel`.
+    CancelTask {
+        task: String,
+    },
+    /// A background task's log, to read.
+    OpenLog {
+        task: String,
+    },
 }
 
 /// How the UI starts.
@@ -61,6 +96,18 @@ pub struct Options {
     pub first: Option<String>,
     /// The conversation so far of a resumed session.
     pub history: Vec<baton_protocol::Message>,
+    /// `--attach`: follow this work of another process, read-only (but for a checkpoint's
+    /// answer and the panel's actions).
+    pub attach: Option<Attach>,
+}
+
+/// What `baton tui --attach ID` follows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attach {
+    Workflow(String),
+    Flow(String),
+    Task(String),
+    Session(String),
 }
 
 /// How the UI ended.
@@ -87,11 +134,39 @@ pub struct App {
     pub want_clear: bool,
     /// When set, how long each frame took to build and write (the benchmarks read it).
     pub frame_times: Option<Vec<Duration>>,
+    /// Attached to another process's work: nothing is sent to a session.
+    pub attached: Option<Attach>,
 }
 
 impl App {
     pub fn new(opts: &Options) -> App {
         let mut ui = Ui::new(opts.theme, opts.keymap.clone());
+        match &opts.attach {
+            Some(Attach::Workflow(id)) => {
+                ui.panel = crate::panel::Panel {
+                    open: true,
+                    pinned: true,
+                    detail: Some(crate::panel::Detail::Workflow(id.clone())),
+                    ..Default::default()
+                }
+            }
+            Some(Attach::Flow(id)) => {
+                ui.panel = crate::panel::Panel {
+                    open: true,
+                    pinned: true,
+                    detail: Some(crate::panel::Detail::Flow(id.clone())),
+                    ..Default::default()
+                }
+            }
+            Some(Attach::Task(_)) => {
+                ui.panel = crate::panel::Panel {
+                    open: true,
+                    pinned: true,
+                    ..Default::default()
+                }
+            }
+            Some(Attach::Session(_)) | None => {}
+        }
         ui.branch = opts.branch.clone();
         ui.seats = opts.seats.clone();
         ui.approval_policy = opts.approval_policy.clone();
@@ -105,6 +180,7 @@ impl App {
             want_editor: false,
             want_clear: false,
             frame_times: None,
+            attached: opts.attach.clone(),
         }
     }
 
@@ -154,6 +230,39 @@ impl App {
             }
             Msg::Term(Event::Resize(..)) => self.view.rev += 1,
             Msg::Term(_) => {}
+            Msg::Project(e) => {
+                self.view.rev += 1;
+                // An attached session's transcript, as it is written.
+                if let baton_events::Payload::Session(line) = &e.event {
+                    use baton_agent::session::Line;
+                    match line {
+                        Line::Message { message, seat }
+                            if seat.as_deref().is_none_or(|s| s == "coordinator") =>
+                        {
+                            self.view.history(std::slice::from_ref(message))
+                        }
+                        Line::Session(h) => {
+                            self.view.session.id.clone_from(&h.session_id);
+                            self.view.session.role.clone_from(&h.role);
+                            self.view.session.model.clone_from(&h.model);
+                        }
+                        Line::Ended { outcome, .. } => {
+                            self.view.phase = Phase::Ended { outcome: *outcome }
+                        }
+                        _ => {}
+                    }
+                }
+                self.view.project.apply(&e, now);
+            }
+            Msg::Delegation(i, e) => {
+                self.view.rev += 1;
+                self.view.project.delegation(i, &e, now);
+            }
+            Msg::Text { title, lines } => {
+                self.view.rev += 1;
+                self.ui.panel.viewer = Some((title, lines, 0));
+            }
+            Msg::Note(text) => self.view.say(Level::Info, text),
             Msg::Closed => {
                 if !matches!(self.view.phase, Phase::Ended { .. }) {
                     self.view.phase = Phase::Ended {
@@ -206,6 +315,17 @@ impl App {
                 _ => {}
             }
             return;
+        }
+        if self.ui.panel.open {
+            let (request, handled) = self.ui.panel.key(key, &self.view.project);
+            if let Some(r) = request {
+                if let Err(e) = send(r) {
+                    self.view.say(Level::Error, e);
+                }
+            }
+            if handled {
+                return;
+            }
         }
         if self.ui.overlay == Some(Overlay::Help) {
             match key.code {
@@ -344,6 +464,9 @@ impl App {
                 }
             }
             Some(Action::Help) => self.ui.overlay = Some(Overlay::Help),
+            Some(Action::Panel) => {
+                self.ui.panel.open = !self.ui.panel.open || self.ui.panel.pinned;
+            }
             Some(Action::Complete) => self.ui.composer.complete(),
             Some(Action::Editor) => self.want_editor = true,
             Some(Action::Redraw) => self.want_clear = true,
@@ -410,6 +533,9 @@ impl App {
         let text = self.ui.composer.take();
         let now = self.now_ms();
         match parse(&text) {
+            Parsed::Text(_) if self.attached.is_some() => {
+                self.view.say(Level::Warn, "attached: read-only (a checkpoint is answered in the panel, Ctrl+T); start your own session with `baton tui`");
+            }
             Parsed::Text(t) => {
                 let working = matches!(self.view.phase, Phase::Working { .. });
                 if matches!(self.view.phase, Phase::Ended { .. }) {

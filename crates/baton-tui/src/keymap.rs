@@ -32,6 +32,7 @@ pub enum Action {
     Expand,
     Copy,
     Help,
+    Panel,
     Complete,
     Editor,
     Redraw,
@@ -141,6 +142,12 @@ pub const ACTIONS: &[(Action, &str, &[&str], &str)] = &[
         "help",
         &["f1"],
         "this help (also ? on an empty composer)",
+    ),
+    (
+        Action::Panel,
+        "panel",
+        &["ctrl+t", "f2"],
+        "the side panel: delegations, tasks, Flows, workflows",
     ),
     (
         Action::Complete,

@@ -21,10 +21,11 @@ pub mod app;
 pub mod composer;
 pub mod keymap;
 pub mod markdown;
+pub mod panel;
 pub mod project;
 pub mod render;
 pub mod term;
 pub mod theme;
 pub mod view;
 
-pub use app::{run, Msg, Options, Request, TuiEnd};
+pub use app::{run, Attach, Msg, Options, Request, TuiEnd};

@@ -560,4 +560,4 @@ fn entry(row: &mut Row, event: &EntryEvent, now_ms: u64) {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

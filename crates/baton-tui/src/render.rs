@@ -59,6 +59,8 @@ pub struct Ui {
     pub first: usize,
     /// Rows the help overlay is scrolled down.
     pub help_scroll: u16,
+    /// The side panel.
+    pub panel: crate::panel::Panel,
     /// The transcript as the last frame drew it, and what it was drawn from.
     memo: Option<(MemoKey, ratatui::buffer::Buffer)>,
 }
@@ -100,6 +102,7 @@ impl Ui {
             page: 10,
             first: 0,
             help_scroll: 0,
+            panel: Default::default(),
             memo: None,
         }
     }
@@ -392,7 +395,27 @@ pub fn draw(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, now_ms: u64) {
     ])
     .areas(area);
 
-    draw_transcript(frame, view, ui, body, now_ms);
+    // The side panel: beside the transcript on a wide screen, over it on a narrow one.
+    let (body_t, panel_area) = if ui.panel.open {
+        // A Flow's or a workflow's view, or a log, takes the whole width.
+        let wide = ui.panel.detail.is_some() || ui.panel.viewer.is_some();
+        if ui.panel.pinned || wide || width < 100 {
+            (None, Some(body))
+        } else {
+            let pw = (width * 2 / 5).max(36);
+            let [l, r] =
+                Layout::horizontal([Constraint::Min(30), Constraint::Length(pw)]).areas(body);
+            (Some(l), Some(r))
+        }
+    } else {
+        (Some(body), None)
+    };
+    if let Some(b) = body_t {
+        draw_transcript(frame, view, ui, b, now_ms);
+    }
+    if let Some(p) = panel_area {
+        crate::panel::draw(frame, &ui.panel, &view.project, p, now_ms, &ui.theme);
+    }
 
     for (k, q) in view.queued.iter().take(queued).enumerate() {
         let text = format!("↳ queued: {}", baton_text::sanitize_line(q));
@@ -605,17 +628,21 @@ pub fn status_parts(view: &View, ui: &Ui, now_ms: u64) -> Vec<String> {
             };
             parts.push(format!("C{cm} {c} · E{em} {e}"));
         }
+        // Attached to another process's work: no session of its own.
+        (None, _) if view.session.model.is_empty() => parts.push("attached · read-only".into()),
         (None, _) => parts.push(view.session.model.clone()),
     }
-    if let Some(w) = view.context_window.filter(|w| *w > 0) {
-        parts.push(format!("ctx {}%", view.context_used * 100 / u64::from(w)));
+    if !view.session.model.is_empty() {
+        if let Some(w) = view.context_window.filter(|w| *w > 0) {
+            parts.push(format!("ctx {}%", view.context_used * 100 / u64::from(w)));
+        }
+        let tokens = view.usage.input_tokens + view.usage.output_tokens;
+        parts.push(format!("{} tok", human(tokens)));
+        parts.push(match view.cost_usd {
+            Some(c) => format!("${c:.4}"),
+            None => "$ unpriced".into(),
+        });
     }
-    let tokens = view.usage.input_tokens + view.usage.output_tokens;
-    parts.push(format!("{} tok", human(tokens)));
-    parts.push(match view.cost_usd {
-        Some(c) => format!("${c:.4}"),
-        None => "$ unpriced".into(),
-    });
     if ui.approval_policy != "never" {
         parts.push(format!("approval {}", ui.approval_policy));
     }

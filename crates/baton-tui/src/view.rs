@@ -178,6 +178,8 @@ pub struct View {
     pub queued: Vec<String>,
     /// A tool call waiting for the user's approval.
     pub approval: Option<ApprovalRequest>,
+    /// The project's work beside the session (the side panel).
+    pub project: crate::project::Project,
     /// Bumped at every change of anything shown: the frame scheduler redraws only then.
     pub rev: u64,
     /// Bumped at every change of the entries: a frame that finds it unchanged reuses the
@@ -206,6 +208,7 @@ impl View {
             routing: None,
             queued: Vec::new(),
             approval: None,
+            project: Default::default(),
             rev: 0,
             transcript_rev: 0,
         }

@@ -262,6 +262,196 @@ fn overlays_and_states() {
     }
 }
 
+/// The fixture session with the project's work beside it: a blocked Flow, a finished task, a
+/// workflow stopped at its checkpoint, and two delegations of the session.
+fn with_work() -> View {
+    use baton_exec::delegate::EntryEvent;
+    let mut v = fixture();
+    let events = crate::project::tests::fixture_events();
+    // The workflow up to its checkpoint only.
+    let mut wf = 0;
+    for (k, e) in events.iter().enumerate() {
+        if e.source.kind == baton_protocol::SourceKind::Workflow {
+            wf += 1;
+            if wf > 12 {
+                continue;
+            }
+        }
+        v.project.apply(e, k as u64 * 40);
+    }
+    v.project.delegation(
+        0,
+        &EntryEvent::Queued {
+            name: "map auth".into(),
+            role: "scout".into(),
+        },
+        3000,
+    );
+    v.project.delegation(
+        0,
+        &EntryEvent::Launching {
+            model: "mock/fast".into(),
+            thinking: None,
+            cwd: "/p".into(),
+            note: None,
+        },
+        3100,
+    );
+    v.project.delegation(
+        0,
+        &EntryEvent::Activity {
+            activity: baton_exec::types::Activity::ToolStart {
+                call_id: "c".into(),
+                tool: "grep".into(),
+                path: Some("src/auth".into()),
+            },
+        },
+        3200,
+    );
+    v.project.delegation(
+        1,
+        &EntryEvent::Queued {
+            name: "fix login".into(),
+            role: "implementer".into(),
+        },
+        3000,
+    );
+    v.project.delegation(
+        1,
+        &EntryEvent::Finished {
+            status: baton_exec::delegate::EntryStatus::Done,
+        },
+        5000,
+    );
+    v
+}
+
+#[test]
+fn the_side_panel_and_the_views_it_opens() {
+    use crate::panel::{Detail, Form, Panel};
+    use crate::Request;
+    let view = with_work();
+    let flow = "20261205-085300-0830".to_string();
+    let workflow = "wf-20261204T212108Z-27931c09".to_string();
+    let cases: Vec<(&str, u16, u16, Panel)> = vec![
+        (
+            "panel_wide",
+            140,
+            30,
+            Panel {
+                open: true,
+                ..Panel::default()
+            },
+        ),
+        (
+            "panel_narrow",
+            80,
+            24,
+            Panel {
+                open: true,
+                selected: 1,
+                ..Panel::default()
+            },
+        ),
+        (
+            "panel_small",
+            40,
+            10,
+            Panel {
+                open: true,
+                ..Panel::default()
+            },
+        ),
+        (
+            "flow_view",
+            100,
+            24,
+            Panel {
+                open: true,
+                detail: Some(Detail::Flow(flow.clone())),
+                ..Panel::default()
+            },
+        ),
+        (
+            "flow_guidance",
+            100,
+            24,
+            Panel {
+                open: true,
+                detail: Some(Detail::Flow(flow.clone())),
+                form: Some(Form::Guidance {
+                    flow: flow.clone(),
+                    text: "create b.txt with the right words".into(),
+                }),
+                ..Panel::default()
+            },
+        ),
+        (
+            "workflow_checkpoint",
+            100,
+            30,
+            Panel {
+                open: true,
+                detail: Some(Detail::Workflow(workflow.clone())),
+                ..Panel::default()
+            },
+        ),
+        (
+            "workflow_confirm",
+            100,
+            30,
+            Panel {
+                open: true,
+                detail: Some(Detail::Workflow(workflow.clone())),
+                form: Some(Form::Confirm {
+                    question: "answer workflow wf-1 with “critical only”?".into(),
+                    request: Request::Answer {
+                        workflow: workflow.clone(),
+                        text: "critical only".into(),
+                    },
+                }),
+                ..Panel::default()
+            },
+        ),
+        (
+            "attached_flow",
+            80,
+            24,
+            Panel {
+                open: true,
+                pinned: true,
+                detail: Some(Detail::Flow(flow.clone())),
+                ..Panel::default()
+            },
+        ),
+        (
+            "task_log",
+            80,
+            24,
+            Panel {
+                open: true,
+                viewer: Some((
+                    "task t1".into(),
+                    vec!["[hb] started (helper)".into(), "[hb] done".into()],
+                    0,
+                )),
+                ..Panel::default()
+            },
+        ),
+    ];
+    for (name, w, h, panel) in cases {
+        let mut u = ui(Theme::dark());
+        let mut v = view.clone();
+        if panel.pinned {
+            // Attached: no session of its own.
+            v = View::new(None);
+            v.project = view.project.clone();
+        }
+        u.panel = panel;
+        insta::assert_snapshot!(name, draw_at(&v, &mut u, w, h));
+    }
+}
+
 #[test]
 fn a_frame_lays_out_only_the_entries_it_shows() {
     let mut view = View::new(None);

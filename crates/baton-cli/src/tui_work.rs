@@ -1,0 +1,144 @@
+//! The project's work in the terminal UI: the project event feed followed into the UI (its side
+//! panel and `--attach`), and the actions the panel asks for, carried out by this same `baton`
+//! program as the CLI would (`baton resume --answer`, `baton flow continue|abandon|clean`, `baton
+//! task cancel`), so each writes the same durable record the CLI writes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc::Sender;
+
+use baton_events::{Cursor, Feed, Filter};
+use baton_protocol::SourceKind;
+use baton_state::StateDir;
+use baton_tui::{Msg, Request};
+
+/// Follows the project's task, Flow and workflow logs (and, attached, `ids` only, a session's
+/// too) into the UI, on a thread of its own, from their start.
+pub fn follow(state: StateDir, root: PathBuf, ids: Vec<String>, tx: Sender<Msg>) {
+    let kinds = if ids.is_empty() {
+        vec![SourceKind::Task, SourceKind::Flow, SourceKind::Workflow]
+    } else {
+        Vec::new()
+    };
+    std::thread::spawn(move || {
+        let mut feed = Feed::new(state, Filter { kinds, ids }, Cursor::default());
+        let note = tx.clone();
+        let mut emit = |e: &baton_events::Event| -> std::io::Result<()> {
+            tx.send(Msg::Project(Box::new(e.clone())))
+                .map_err(|_| std::io::Error::other("the UI is gone"))
+        };
+        let mut report = |e: &baton_events::FeedError| {
+            let _ = note.send(Msg::Note(format!("event feed: {e}")));
+        };
+        let _ = baton_events::follow::stream(&mut feed, &root, true, &mut emit, &mut report);
+    });
+}
+
+/// `baton ARGS` in the project, detached from the UI (its own session: it goes on when the UI
+/// quits), its output in `.baton/state/tui/NAME.log`.
+fn detached(root: &Path, state: &StateDir, name: &str, args: &[&str]) -> Result<PathBuf, String> {
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find baton's own program: {e}"))?;
+    let dir = state.root().join("tui");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let log = dir.join(format!("{name}.log"));
+    let out = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| format!("{}: {e}", log.display()))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(args)
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err);
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: setsid between fork and exec is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    cmd.spawn()
+        .map_err(|e| format!("cannot start baton {}: {e}", args.join(" ")))?;
+    Ok(log)
+}
+
+/// Carries out a request of the panel; `false` when it is not one (a session's own request).
+pub fn act(
+    root: &Path,
+    state: &StateDir,
+    tx: &Sender<Msg>,
+    r: &Request,
+) -> Option<Result<(), String>> {
+    let started = |what: String, log: Result<PathBuf, String>| {
+        log.map(|l| {
+            let _ = tx.send(Msg::Note(format!("{what} (its output: {})", l.display())));
+        })
+    };
+    Some(match r {
+        Request::Answer { workflow, text } => started(
+            format!(
+                "answering workflow {workflow}: `baton resume {workflow} --answer …` runs it on"
+            ),
+            detached(
+                root,
+                state,
+                &format!("resume-{workflow}"),
+                &["resume", workflow, "--answer", text],
+            ),
+        ),
+        Request::FlowContinue { flow, guidance } => started(
+            format!("continuing flow {flow}"),
+            detached(
+                root,
+                state,
+                &format!("flow-continue-{flow}"),
+                &["flow", "continue", "--guidance", guidance],
+            ),
+        ),
+        Request::FlowAbandon { flow } => started(
+            format!("abandoning flow {flow}"),
+            detached(
+                root,
+                state,
+                &format!("flow-abandon-{flow}"),
+                &["flow", "abandon", "--reason", "abandoned from baton tui"],
+            ),
+        ),
+        Request::FlowClean { flow } => started(
+            format!("cleaning flow {flow}"),
+            detached(
+                root,
+                state,
+                &format!("flow-clean-{flow}"),
+                &["flow", "clean", flow, "--yes"],
+            ),
+        ),
+        Request::CancelTask { task } => started(
+            format!("cancelling task {task}"),
+            detached(
+                root,
+                state,
+                &format!("task-cancel-{task}"),
+                &["task", "cancel", task],
+            ),
+        ),
+        Request::OpenLog { task } => match baton_exec::background::events(state, task) {
+            Ok(events) => {
+                let _ = tx.send(Msg::Text {
+                    title: format!("task {task}"),
+                    lines: baton_app::task_log::lines(&events),
+                });
+                Ok(())
+            }
+            Err(e) => Err(format!("task {task}: {e}")),
+        },
+        Request::Input(_)
+        | Request::Interrupt
+        | Request::Compact(_)
+        | Request::Profile(_)
+        | Request::Resume => return None,
+    })
+}

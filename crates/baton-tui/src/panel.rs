@@ -1,0 +1,558 @@
+//! The side panel (Ctrl+T): every delegation of the session and every background task, Flow
+//! and workflow of the project, grouped needs you / running / done, one live row each; and the
+//! views it opens — a Flow's units × steps, a workflow's dispatch graph with its checkpoint
+//! form, a task's log — with the actions the CLI has, each confirmed first.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
+use ratatui::Frame;
+use unicode_width::UnicodeWidthStr;
+
+use crate::app::Request;
+use crate::markdown::wrap;
+use crate::project::{Kind, Project, Row, State, Step, STEPS};
+use crate::theme::Theme;
+
+/// What the panel shows beside its list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Detail {
+    Flow(String),
+    Workflow(String),
+}
+
+/// A question the panel asks before it acts, or text it takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Form {
+    /// The words answering a workflow's checkpoint.
+    Answer { workflow: String, text: String },
+    /// Guidance for a blocked Flow unit's repair (`flow continue --guidance`).
+    Guidance { flow: String, text: String },
+    /// `y` does it, anything else does not.
+    Confirm { question: String, request: Request },
+}
+
+/// The panel's state.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Panel {
+    pub open: bool,
+    pub selected: usize,
+    pub detail: Option<Detail>,
+    pub form: Option<Form>,
+    /// Read-only text (a task's log): its title and lines, and how far it is scrolled.
+    pub viewer: Option<(String, Vec<String>, usize)>,
+    /// Attached (`--attach`): the panel is the whole UI and cannot be closed.
+    pub pinned: bool,
+}
+
+fn glyph(step: Step) -> &'static str {
+    match step {
+        Step::Pending => "·",
+        Step::Running => "◐",
+        Step::Done => "✓",
+        Step::Failed => "✗",
+        Step::Skipped => "–",
+    }
+}
+
+fn state_glyph(s: State) -> &'static str {
+    match s {
+        State::NeedsInput => "?",
+        State::Running => "◐",
+        State::Done => "✓",
+        State::Failed => "✗",
+    }
+}
+
+fn secs(ms: u64) -> String {
+    if ms < 60_000 {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60)
+    }
+}
+
+impl Panel {
+    /// Handles a key while the panel is open; the request it makes, if any. `false` in the
+    /// second place when the key was not the panel's.
+    pub fn key(&mut self, key: KeyEvent, project: &Project) -> (Option<Request>, bool) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if let Some(form) = &mut self.form {
+            match form {
+                Form::Confirm { request, .. } => {
+                    let r = (key.code == KeyCode::Char('y')).then(|| request.clone());
+                    self.form = None;
+                    return (r, true);
+                }
+                Form::Answer { text, .. } | Form::Guidance { text, .. } => match key.code {
+                    KeyCode::Esc => self.form = None,
+                    KeyCode::Backspace => {
+                        text.pop();
+                    }
+                    KeyCode::Enter if !text.trim().is_empty() => {
+                        let request = match form {
+                            Form::Answer { workflow, text } => Request::Answer {
+                                workflow: workflow.clone(),
+                                text: text.trim().to_string(),
+                            },
+                            Form::Guidance { flow, text } => Request::FlowContinue {
+                                flow: flow.clone(),
+                                guidance: text.trim().to_string(),
+                            },
+                            Form::Confirm { .. } => return (None, true),
+                        };
+                        let question = match &request {
+                            Request::Answer { workflow, text } => {
+                                format!("answer workflow {workflow} with “{text}”?")
+                            }
+                            Request::FlowContinue { flow, guidance } => {
+                                format!("continue flow {flow} with “{guidance}”?")
+                            }
+                            _ => String::new(),
+                        };
+                        self.form = Some(Form::Confirm { question, request });
+                    }
+                    KeyCode::Char(c) if !ctrl => text.push(c),
+                    _ => {}
+                },
+            }
+            return (None, true);
+        }
+        if let Some((_, lines, scroll)) = &mut self.viewer {
+            match key.code {
+                KeyCode::Esc | KeyCode::Char('q') => self.viewer = None,
+                KeyCode::Down | KeyCode::Char('j') => {
+                    *scroll = (*scroll + 1).min(lines.len().saturating_sub(1))
+                }
+                KeyCode::Up | KeyCode::Char('k') => *scroll = scroll.saturating_sub(1),
+                KeyCode::PageDown => *scroll = (*scroll + 20).min(lines.len().saturating_sub(1)),
+                KeyCode::PageUp => *scroll = scroll.saturating_sub(20),
+                _ => {}
+            }
+            return (None, true);
+        }
+        // Control keys are the app's (quit, the panel's own toggle, help …).
+        if ctrl {
+            return (None, false);
+        }
+        let rows = project.grouped();
+        if let Some(detail) = self.detail.clone() {
+            match (key.code, &detail) {
+                (KeyCode::Esc, _) if !self.pinned => self.detail = None,
+                (KeyCode::Char('c'), Detail::Flow(id)) => {
+                    self.form = Some(Form::Guidance {
+                        flow: id.clone(),
+                        text: String::new(),
+                    })
+                }
+                (KeyCode::Char('a'), Detail::Flow(id)) => {
+                    self.form = Some(Form::Confirm {
+                        question: format!("abandon flow {id}? (its kept work stays until `clean`)"),
+                        request: Request::FlowAbandon { flow: id.clone() },
+                    })
+                }
+                (KeyCode::Char('l'), Detail::Flow(id)) => {
+                    self.form = Some(Form::Confirm {
+                        question: format!("clean flow {id}: remove its worktrees and branches?"),
+                        request: Request::FlowClean { flow: id.clone() },
+                    })
+                }
+                (KeyCode::Char(c), Detail::Workflow(id)) if !ctrl => {
+                    if let Some(cp) = project
+                        .workflows
+                        .get(id)
+                        .and_then(|w| w.checkpoint.as_ref())
+                    {
+                        // A digit picks an option; other characters start free text.
+                        let text = c
+                            .to_digit(10)
+                            .and_then(|d| cp.options.get((d as usize).checked_sub(1)?))
+                            .cloned()
+                            .unwrap_or_else(|| c.to_string());
+                        self.form = Some(Form::Answer {
+                            workflow: id.clone(),
+                            text,
+                        });
+                    }
+                }
+                _ => return (None, !matches!(key.code, KeyCode::Esc)),
+            }
+            return (None, true);
+        }
+        match key.code {
+            KeyCode::Down | KeyCode::Char('j') => {
+                self.selected = (self.selected + 1).min(rows.len().saturating_sub(1))
+            }
+            KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
+            KeyCode::Enter => {
+                if let Some(row) = rows.get(self.selected) {
+                    match row.kind {
+                        Kind::Flow => self.detail = Some(Detail::Flow(row.id.clone())),
+                        Kind::Workflow => self.detail = Some(Detail::Workflow(row.id.clone())),
+                        Kind::Task => {
+                            return (
+                                Some(Request::OpenLog {
+                                    task: row.id.clone(),
+                                }),
+                                true,
+                            )
+                        }
+                        Kind::Delegation => {}
+                    }
+                }
+            }
+            KeyCode::Char('x') => {
+                if let Some(row) = rows
+                    .get(self.selected)
+                    .filter(|r| r.kind == Kind::Task && r.state == State::Running)
+                {
+                    self.form = Some(Form::Confirm {
+                        question: format!("cancel task {} ({})?", row.id, row.name),
+                        request: Request::CancelTask {
+                            task: row.id.clone(),
+                        },
+                    });
+                }
+            }
+            KeyCode::Esc if !self.pinned => self.open = false,
+            _ => return (None, false),
+        }
+        (None, true)
+    }
+}
+
+/// One row of the list, in two lines: what and where.
+fn row_lines(
+    row: &Row,
+    selected: bool,
+    width: usize,
+    now_ms: u64,
+    t: &Theme,
+) -> Vec<Line<'static>> {
+    let style = match row.state {
+        State::NeedsInput => t.warn,
+        State::Running => t.accent,
+        State::Done => t.ok,
+        State::Failed => t.error,
+    };
+    let mut figures = Vec::new();
+    if row.turns > 0 {
+        figures.push(format!("{}t", row.turns));
+    }
+    if row.tokens > 0 {
+        figures.push(format!("{}k tok", row.tokens / 1000));
+    }
+    if let Some(c) = row.cost_usd {
+        figures.push(format!("${c:.3}"));
+    }
+    figures.push(secs(row.elapsed_ms(now_ms)));
+    let right = figures.join(" ");
+    let marker = if selected { "▶" } else { " " };
+    let left = format!(
+        "{marker}{} {} · {}",
+        state_glyph(row.state),
+        row.name,
+        row.role
+    );
+    let room = width.saturating_sub(right.width() + 1);
+    let left = baton_text::fit_columns(&baton_text::sanitize_line(&left), room).into_owned();
+    let pad = " ".repeat(width.saturating_sub(left.width() + right.width()));
+    let first = Line::from(vec![
+        Span::styled(
+            left,
+            if selected {
+                style.patch(t.selected)
+            } else {
+                style
+            },
+        ),
+        Span::raw(pad),
+        Span::styled(right, t.dim),
+    ]);
+    let now = match (&row.tool, &row.path) {
+        (Some(tool), Some(p)) => format!("{tool} {p}"),
+        (Some(tool), None) => tool.clone(),
+        _ => row.detail.clone(),
+    };
+    let second = Line::from(Span::styled(
+        baton_text::fit_columns(&format!("   {}", baton_text::sanitize_line(&now)), width)
+            .into_owned(),
+        t.dim,
+    ));
+    vec![first, second]
+}
+
+/// Draws the panel into `area`.
+pub fn draw(
+    frame: &mut Frame<'_>,
+    panel: &Panel,
+    project: &Project,
+    area: Rect,
+    now_ms: u64,
+    t: &Theme,
+) {
+    frame.render_widget(Clear, area);
+    let block = Block::bordered().border_style(t.dim).title(Span::styled(
+        match &panel.detail {
+            Some(Detail::Flow(id)) => format!(" flow {id} "),
+            Some(Detail::Workflow(id)) => format!(" workflow {id} "),
+            None => " work · Enter opens · x cancels · Esc closes ".into(),
+        },
+        t.dim,
+    ));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let width = inner.width as usize;
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    match &panel.detail {
+        None => {
+            let rows = project.grouped();
+            if rows.is_empty() {
+                lines.push(Line::from(Span::styled(
+                    "nothing yet: delegations, background tasks, Flows and workflows show here",
+                    t.dim,
+                )));
+            }
+            let mut group = None;
+            for (k, row) in rows.iter().enumerate() {
+                if group != Some(row.state) {
+                    group = Some(row.state);
+                    let n = rows.iter().filter(|r| r.state == row.state).count();
+                    lines.push(Line::from(Span::styled(
+                        format!("{} ({n})", row.state.heading()),
+                        t.heading,
+                    )));
+                }
+                lines.extend(row_lines(row, k == panel.selected, width, now_ms, t));
+            }
+        }
+        Some(Detail::Flow(id)) => flow_lines(project, id, width, &mut lines, t),
+        Some(Detail::Workflow(id)) => workflow_lines(project, id, width, &mut lines, t),
+    }
+    // Keep the selected row in view.
+    let selected_line = lines
+        .iter()
+        .position(|l| l.spans.first().is_some_and(|s| s.content.starts_with('▶')))
+        .unwrap_or(0);
+    let skip = (selected_line + 2).saturating_sub(inner.height as usize);
+    frame.render_widget(
+        Paragraph::new(lines.into_iter().skip(skip).collect::<Vec<_>>()),
+        inner,
+    );
+    if let Some((title, text, scroll)) = &panel.viewer {
+        let shown: Vec<Line<'static>> = text
+            .iter()
+            .skip(*scroll)
+            .map(|l| {
+                Line::from(Span::styled(
+                    baton_text::sanitize_line(l).into_owned(),
+                    t.text,
+                ))
+            })
+            .collect();
+        frame.render_widget(Clear, area);
+        frame.render_widget(
+            Paragraph::new(shown).block(Block::bordered().border_style(t.dim).title(Span::styled(
+                format!(" {title} · ↑↓ scroll · Esc closes "),
+                t.dim,
+            ))),
+            area,
+        );
+    }
+    if let Some(form) = &panel.form {
+        draw_form(frame, form, area, t);
+    }
+}
+
+fn flow_lines(
+    project: &Project,
+    id: &str,
+    width: usize,
+    lines: &mut Vec<Line<'static>>,
+    t: &Theme,
+) {
+    let Some(flow) = project.flows.get(id) else {
+        return;
+    };
+    let row = project
+        .rows
+        .iter()
+        .find(|r| r.kind == Kind::Flow && r.id == id);
+    if let Some(r) = row {
+        lines.extend(wrap(
+            vec![Span::styled(r.detail.clone(), t.text)],
+            width,
+            "",
+            "  ",
+        ));
+    }
+    lines.push(Line::default());
+    let name_w = flow
+        .units
+        .iter()
+        .map(|u| u.id.width())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut head = format!("{:<name_w$} ", "unit");
+    for s in STEPS {
+        head.push_str(&format!("{:<10}", s));
+    }
+    head.push_str("base..tip");
+    lines.push(Line::from(Span::styled(head, t.heading)));
+    for u in &flow.units {
+        let mut spans = vec![Span::styled(format!("{:<name_w$} ", u.id), t.text)];
+        for s in u.steps {
+            let st = match s {
+                Step::Done => t.ok,
+                Step::Failed => t.error,
+                Step::Running => t.accent,
+                Step::Pending | Step::Skipped => t.dim,
+            };
+            spans.push(Span::styled(format!("{:<10}", glyph(s)), st));
+        }
+        let range = match (&u.base, &u.tip) {
+            (Some(b), Some(tip)) => format!("{b}..{tip}"),
+            _ => String::new(),
+        };
+        spans.push(Span::styled(range, t.dim));
+        lines.push(Line::from(spans));
+        if let Some(note) = &u.note {
+            lines.extend(wrap(
+                vec![Span::styled(note.clone(), t.warn)],
+                width,
+                "  ! ",
+                "    ",
+            ));
+        }
+        if let Some(review) = u.review.as_ref().filter(|_| u.steps[3] == Step::Failed) {
+            for l in review.lines().take(6) {
+                lines.extend(wrap(
+                    vec![Span::styled(
+                        baton_text::sanitize_line(l).into_owned(),
+                        t.dim,
+                    )],
+                    width,
+                    "  │ ",
+                    "  │ ",
+                ));
+            }
+        }
+    }
+    lines.push(Line::default());
+    lines.push(Line::from(Span::styled(
+        "c continue --guidance · a abandon · l clean · Esc back",
+        t.dim,
+    )));
+}
+
+fn workflow_lines(
+    project: &Project,
+    id: &str,
+    width: usize,
+    lines: &mut Vec<Line<'static>>,
+    t: &Theme,
+) {
+    let Some(wf) = project.workflows.get(id) else {
+        return;
+    };
+    lines.push(Line::from(Span::styled(
+        format!("{} · {}", wf.kind, wf.phase),
+        t.heading,
+    )));
+    for n in &wf.nodes {
+        let st = match n.state {
+            Step::Done => t.ok,
+            Step::Failed => t.error,
+            Step::Running => t.accent,
+            Step::Pending | Step::Skipped => t.dim,
+        };
+        let cycle = if n.attempt > 1 {
+            format!(" ↻ {}/3", n.attempt - 1)
+        } else {
+            String::new()
+        };
+        let verdict = n
+            .verdict
+            .as_deref()
+            .map(|v| format!(" {v}"))
+            .unwrap_or_default();
+        lines.push(Line::from(vec![
+            Span::styled(format!("{} ", glyph(n.state)), st),
+            Span::styled(format!("{} {}", n.task_id, n.agent), t.text),
+            Span::styled(format!(" ({}){verdict}{cycle}", n.phase), t.dim),
+        ]));
+    }
+    if let Some(note) = &wf.note {
+        lines.extend(wrap(
+            vec![Span::styled(
+                baton_text::sanitize_line(note).into_owned(),
+                t.dim,
+            )],
+            width,
+            "",
+            "",
+        ));
+    }
+    if let Some(cp) = &wf.checkpoint {
+        lines.push(Line::default());
+        lines.push(Line::from(Span::styled(
+            format!("checkpoint: {}", cp.gate),
+            t.warn,
+        )));
+        lines.extend(wrap(
+            vec![Span::styled(
+                baton_text::sanitize_line(&cp.question).into_owned(),
+                t.text,
+            )],
+            width,
+            "",
+            "",
+        ));
+        for (k, o) in cp.options.iter().enumerate() {
+            let rec = if cp.recommended.as_deref() == Some(o.as_str()) {
+                "  (recommended)"
+            } else {
+                ""
+            };
+            lines.push(Line::from(Span::styled(
+                format!("{}  {o}{rec}", k + 1),
+                t.accent,
+            )));
+        }
+        lines.push(Line::from(Span::styled(
+            "a number picks an option; or type your answer · Esc back",
+            t.dim,
+        )));
+    }
+}
+
+fn draw_form(frame: &mut Frame<'_>, form: &Form, area: Rect, t: &Theme) {
+    let (title, body) = match form {
+        Form::Answer { text, .. } => (" your answer (Enter) ", format!("› {text}")),
+        Form::Guidance { text, .. } => (" guidance for the repair (Enter) ", format!("› {text}")),
+        Form::Confirm { question, .. } => (" confirm ", format!("{question}  y / n")),
+    };
+    let w = area.width.saturating_sub(2).max(10);
+    let lines = wrap(
+        vec![Span::styled(
+            baton_text::sanitize_line(&body).into_owned(),
+            t.text,
+        )],
+        w.saturating_sub(2) as usize,
+        "",
+        "",
+    );
+    let h = (lines.len() as u16 + 2).min(area.height);
+    let r = Rect::new(area.x + 1, area.y + area.height.saturating_sub(h + 1), w, h);
+    frame.render_widget(Clear, r);
+    frame.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+            Block::bordered()
+                .border_style(t.warn)
+                .title(Span::styled(title, t.warn)),
+        ),
+        r,
+    );
+}
