@@ -327,7 +327,7 @@ impl Project {
                     u.note = Some(format!(
                         "{}: {}",
                         reason.as_str(),
-                        baton_text::sanitize_line(evidence)
+                        baton_text::sanitize_line(&evidence.replace('\n', " "))
                     ));
                     if let Some(s) = u.steps.iter_mut().find(|s| **s == Step::Running) {
                         *s = Step::Failed;
