@@ -46,41 +46,7 @@ pub enum Msg {
     Note(String),
 }
 
-/// What the UI asks of the session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Request {
-    Input(String),
-    /// Esc: stop the running turn now.
-    Interrupt,
-    Compact(Option<String>),
-    /// `/profile WORD`.
-    Profile(String),
-    Resume,
-    /// Answer a workflow's checkpoint with the user's exact words (as `baton resume --answer`).
-    Answer {
-        workflow: String,
-        text: String,
-    },
-    /// `baton flow continue --guidance`.
-    FlowContinue {
-        flow: String,
-        guidance: String,
-    },
-    FlowAbandon {
-        flow: String,
-    },
-    FlowClean {
-        flow: String,
-    },
-    /// `baton task cancel`.
-    CancelTask {
-        task: String,
-    },
-    /// A background task's log, to read.
-    OpenLog {
-        task: String,
-    },
-}
+pub use crate::request::Request;
 
 /// How the UI starts.
 pub struct Options {

@@ -24,6 +24,7 @@ pub mod markdown;
 pub mod panel;
 pub mod project;
 pub mod render;
+pub mod request;
 pub mod term;
 pub mod theme;
 pub mod view;

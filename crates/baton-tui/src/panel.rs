@@ -10,9 +10,9 @@ use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 use unicode_width::UnicodeWidthStr;
 
-use crate::app::Request;
 use crate::markdown::wrap;
 use crate::project::{Kind, Project, Row, State, Step, STEPS};
+use crate::request::Request;
 use crate::theme::Theme;
 
 /// What the panel shows beside its list.

@@ -1,4 +1,4 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 //! The project reducer over logs the real binary wrote: a Flow whose second unit the reviewer
 //! blocked, a background task, and a BUILD workflow stopped at its scope checkpoint.
 

@@ -1,0 +1,38 @@
+//! What the UI asks of its front end: the session's submissions, and the project actions of
+//! the side panel.
+
+/// What the UI asks of the session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    Input(String),
+    /// Esc: stop the running turn now.
+    Interrupt,
+    Compact(Option<String>),
+    /// `/profile WORD`.
+    Profile(String),
+    Resume,
+    /// Answer a workflow's checkpoint with the user's exact words (as `baton resume --answer`).
+    Answer {
+        workflow: String,
+        text: String,
+    },
+    /// `baton flow continue --guidance`.
+    FlowContinue {
+        flow: String,
+        guidance: String,
+    },
+    FlowAbandon {
+        flow: String,
+    },
+    FlowClean {
+        flow: String,
+    },
+    /// `baton task cancel`.
+    CancelTask {
+        task: String,
+    },
+    /// A background task's log, to read.
+    OpenLog {
+        task: String,
+    },
+}
