@@ -83,6 +83,8 @@ fn submit(
         | Request::FlowAbandon { .. }
         | Request::FlowClean { .. }
         | Request::CancelTask { .. }
+        | Request::Run { .. }
+        | Request::Shell { .. }
         | Request::OpenLog { .. } => return Err("not a request of the session".into()),
         Request::Input(t) => Submission::Input(t),
         Request::Interrupt => {
@@ -124,6 +126,7 @@ pub async fn serve(
     } = front;
     let (state, root) = project;
     crate::tui_work::follow(state.clone(), root.clone(), Vec::new(), mtx.clone());
+    crate::tui_work::list_files(spec.cwd.clone(), mtx.clone());
     inbox.set_approver(Arc::new(TuiApprover { tx: mtx.clone() }));
     let interrupter = inbox.interrupter();
     let seats = spec.routing.as_ref().and_then(|r| {
@@ -150,11 +153,18 @@ pub async fn serve(
     };
     let ui_tx = mtx.clone();
     let quit = cancel.clone();
+    let runtime = tokio::runtime::Handle::current();
+    let tool_ctx = Arc::new(shell_context(spec, cancel));
     let ui = std::thread::spawn(move || {
         let notes = ui_tx.clone();
-        let mut send = move |r: Request| match crate::tui_work::act(&root, &state, &notes, &r) {
-            Some(done) => done,
-            None => submit(&tx, &interrupter, r),
+        let mut send = move |r: Request| match (&r, crate::tui_work::act(&root, &state, &notes, &r))
+        {
+            (_, Some(done)) => done,
+            (Request::Shell { command }, None) => {
+                shell(&runtime, &tool_ctx, command.clone(), notes.clone());
+                Ok(())
+            }
+            (_, None) => submit(&tx, &interrupter, r),
         };
         let end = baton_tui::run(opts, ui_tx, mrx, &mut send);
         // The user quit while work runs: it stops (the transcript keeps what was done). Quit
@@ -185,4 +195,42 @@ pub async fn serve(
         .map_err(|_| anyhow::anyhow!("the terminal UI panicked"))??;
     let _ = end;
     Ok(summary)
+}
+
+/// The context `!` commands run in: the session's own `bash` tool's (its root, sandbox, key
+/// filter and temp dir), cancelled with the session.
+fn shell_context(spec: &AgentSpec, cancel: &CancellationToken) -> baton_agent::tools::ToolContext {
+    baton_agent::tools::ToolContext {
+        root: spec.root.clone(),
+        cwd: spec.cwd.clone(),
+        bash_timeout: spec.bash_timeout,
+        cancel: cancel.clone(),
+        env_filter: spec.env_filter.clone(),
+        sandbox: spec.sandbox.clone(),
+        tmp_dir: spec.tmp_dir.clone(),
+        read_roots: Vec::new(),
+    }
+}
+
+/// Runs a `!` command as the session's `bash` tool would (sandboxed, under the process guard,
+/// bounded), and hands its output to the UI.
+fn shell(
+    runtime: &tokio::runtime::Handle,
+    ctx: &Arc<baton_agent::tools::ToolContext>,
+    command: String,
+    tx: std::sync::mpsc::Sender<Msg>,
+) {
+    use baton_agent::tools::Tool as _;
+    let ctx = ctx.clone();
+    runtime.spawn(async move {
+        let out = baton_agent::tools::BashTool
+            .run(serde_json::json!({ "command": command }), &ctx)
+            .await;
+        let _ = tx.send(Msg::Shell {
+            command,
+            output: out.output,
+            exit_code: out.exit_code,
+            ok: !out.is_error,
+        });
+    });
 }

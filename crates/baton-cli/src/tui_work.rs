@@ -125,6 +125,10 @@ pub fn act(
                 &["task", "cancel", task],
             ),
         ),
+        Request::Run { request } => started(
+            format!("started the workflow `baton run {request:?}`; it shows in the panel"),
+            detached(root, state, "run", &["run", request]),
+        ),
         Request::OpenLog { task } => match baton_exec::background::events(state, task) {
             Ok(events) => {
                 let _ = tx.send(Msg::Text {
@@ -136,9 +140,33 @@ pub fn act(
             Err(e) => Err(format!("task {task}: {e}")),
         },
         Request::Input(_)
+        | Request::Shell { .. }
         | Request::Interrupt
         | Request::Compact(_)
         | Request::Profile(_)
         | Request::Resume => return None,
     })
+}
+
+/// The most files `@` mentions offer.
+const MENTION_FILES: usize = 20_000;
+
+/// Lists the project's files (as git would: ignored files left out) for `@` mentions, on a
+/// thread, and hands them to the UI.
+pub fn list_files(root: PathBuf, tx: Sender<Msg>) {
+    std::thread::spawn(move || {
+        let mut files = Vec::new();
+        for entry in ignore::WalkBuilder::new(&root).build().flatten() {
+            if files.len() >= MENTION_FILES {
+                break;
+            }
+            if entry.file_type().is_some_and(|t| t.is_file()) {
+                if let Ok(rel) = entry.path().strip_prefix(&root) {
+                    files.push(rel.to_string_lossy().into_owned());
+                }
+            }
+        }
+        files.sort();
+        let _ = tx.send(Msg::Files(files));
+    });
 }

@@ -417,3 +417,74 @@ fn the_side_panel_shows_a_background_task_of_another_process_and_cancels_it() {
     vt.send(b"\x04");
     assert!(vt.wait(WAIT).success());
 }
+
+#[test]
+fn a_bang_command_runs_in_the_sandbox_and_its_output_goes_with_the_next_message() {
+    let server = MockServer::builder()
+        .turn(Turn::text("Seen."))
+        .start_blocking();
+    let sb = project(&server);
+    sb.write("notes.txt", "hello\n");
+    let mut vt = tui(&sb, &[], 100, 30);
+    vt.wait_for(WAIT, |s| s.contains("? help")).unwrap();
+    vt.send(b"!wc -l notes.txt; touch /ran-outside\r");
+    let screen = vt
+        .wait_for(WAIT, |s| {
+            s.contains("1 notes.txt") && s.contains("! wc -l notes.txt")
+        })
+        .unwrap_or_else(|s| panic!("{s}"));
+    // Confined like the model's own commands: nothing outside the project may be written.
+    assert!(
+        screen.contains("Read-only file system") || screen.contains("Permission denied"),
+        "{screen}"
+    );
+    assert!(
+        server.model_requests().is_empty(),
+        "a ! command is not a message"
+    );
+    vt.send(b"what did it say?\r");
+    vt.wait_for(WAIT, |s| s.contains("Seen.") && s.contains("● ready"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    let asked = server.model_requests()[0].last_user_text().unwrap();
+    assert!(
+        asked.contains("I ran `wc -l notes.txt; touch /ran-outside`"),
+        "{asked}"
+    );
+    assert!(
+        asked.contains("1 notes.txt") && asked.ends_with("what did it say?"),
+        "{asked}"
+    );
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+}
+
+#[test]
+fn slash_run_starts_a_workflow_that_the_side_panel_follows_to_its_end() {
+    use common::workflow::*;
+    let wf = Wf::new();
+    wf.happy();
+    // The workflow's roles are scripts; the session itself is never asked anything.
+    let server = MockServer::builder().start_blocking();
+    wf.sb.write(
+        ".baton/config.toml",
+        &format!(
+            "[providers.mock]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"MOCK_API_KEY\"\n",
+            server.url()
+        ),
+    );
+    let mut cmd = wf.sb.baton(&["tui", "--model", "mock/m"]);
+    cmd.env("TERM", "xterm-256color").env("MOCK_API_KEY", "k");
+    let mut vt = Vt::spawn(cmd, 120, 30).unwrap();
+    vt.wait_for(WAIT, |s| s.contains("? help"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"/run \"add a feature file\"\r");
+    let screen = vt
+        .wait_for(Duration::from_secs(60), |s| {
+            s.contains("done (1)") && s.contains("✓ workflow wf-")
+        })
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert!(screen.contains("started the workflow"), "{screen}");
+    assert_eq!(wf.snapshot()["run_state"], "completed");
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+}

@@ -44,6 +44,15 @@ pub enum Msg {
     },
     /// A line the front end wants shown (an action's outcome).
     Note(String),
+    /// The project's files, for `@` mentions (listed on a thread while the UI starts).
+    Files(Vec<String>),
+    /// A `!` command ran (or failed to), in the session's sandbox.
+    Shell {
+        command: String,
+        output: String,
+        exit_code: Option<i32>,
+        ok: bool,
+    },
 }
 
 pub use crate::request::Request;
@@ -102,6 +111,8 @@ pub struct App {
     pub frame_times: Option<Vec<Duration>>,
     /// Attached to another process's work: nothing is sent to a session.
     pub attached: Option<Attach>,
+    /// `!` commands run since the last message, as the context that goes with the next one.
+    pub shell_context: Vec<String>,
 }
 
 impl App {
@@ -147,6 +158,7 @@ impl App {
             want_clear: false,
             frame_times: None,
             attached: opts.attach.clone(),
+            shell_context: Vec::new(),
         }
     }
 
@@ -229,6 +241,29 @@ impl App {
                 self.ui.panel.viewer = Some((title, lines, 0));
             }
             Msg::Note(text) => self.view.say(Level::Info, text),
+            Msg::Files(files) => {
+                self.view.rev += 1;
+                self.ui.files = files;
+            }
+            Msg::Shell {
+                command,
+                output,
+                exit_code,
+                ok,
+            } => {
+                self.view.shell(&command, &output, exit_code, ok, now);
+                let code = exit_code
+                    .map(|c| format!(" (exit {c})"))
+                    .unwrap_or_default();
+                self.shell_context.push(format!(
+                    "I ran `{command}` in the terminal{code}; its output:\n```\n{}\n```",
+                    baton_text::truncate(
+                        &output,
+                        16 * 1024,
+                        baton_text::Keep::Ends { head_percent: 30 }
+                    )
+                ));
+            }
             Msg::Closed => {
                 if !matches!(self.view.phase, Phase::Ended { .. }) {
                     self.view.phase = Phase::Ended {
@@ -433,7 +468,17 @@ impl App {
             Some(Action::Panel) => {
                 self.ui.panel.open = !self.ui.panel.open || self.ui.panel.pinned;
             }
-            Some(Action::Complete) => self.ui.composer.complete(),
+            Some(Action::Complete) => {
+                let best = self.ui.composer.mention().and_then(|(_, q)| {
+                    crate::composer::fuzzy(q, &self.ui.files, 1)
+                        .first()
+                        .map(|s| s.to_string())
+                });
+                match best {
+                    Some(path) => self.ui.composer.complete_mention(&path),
+                    None => self.ui.composer.complete(),
+                }
+            }
             Some(Action::Editor) => self.want_editor = true,
             Some(Action::Redraw) => self.want_clear = true,
             Some(Action::DeleteWord) => self.ui.composer.delete_word(),
@@ -498,11 +543,40 @@ impl App {
         }
         let text = self.ui.composer.take();
         let now = self.now_ms();
+        // `!command`: a shell command in the sandbox; its output goes with the next message.
+        if let Some(command) = text
+            .trim()
+            .strip_prefix('!')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+        {
+            if self.attached.is_some() {
+                self.view.say(
+                    Level::Warn,
+                    "attached: read-only; start your own session with `baton tui`",
+                );
+                return;
+            }
+            let command = command.to_string();
+            if let Err(e) = send(Request::Shell { command }) {
+                self.view.say(Level::Error, e);
+            }
+            return;
+        }
         match parse(&text) {
             Parsed::Text(_) if self.attached.is_some() => {
                 self.view.say(Level::Warn, "attached: read-only (a checkpoint is answered in the panel, Ctrl+T); start your own session with `baton tui`");
             }
             Parsed::Text(t) => {
+                // What `!` commands showed since the last message goes with it.
+                let t = if self.shell_context.is_empty() {
+                    t
+                } else {
+                    let mut full = std::mem::take(&mut self.shell_context).join("\n\n");
+                    full.push_str("\n\n");
+                    full.push_str(&t);
+                    full
+                };
                 let working = matches!(self.view.phase, Phase::Working { .. });
                 if matches!(self.view.phase, Phase::Ended { .. }) {
                     self.view.say(Level::Warn, "the session has ended: quit (ctrl+d) and resume it with `baton tui --resume last`");
@@ -573,6 +647,15 @@ impl App {
                 let text = format!("route {} · another route: quit and start `baton tui --model provider/model` (or --model-class)", v.session.model);
                 self.view.say(Level::Info, text);
                 Ok(())
+            }
+            "run" => {
+                let request = rest.trim().trim_matches('"').trim().to_string();
+                if request.is_empty() {
+                    Err("/run needs the request: /run \"add a --verbose flag\"".to_string())
+                } else {
+                    self.ui.panel.open = true;
+                    send(Request::Run { request })
+                }
             }
             "role" => {
                 let text = format!("role {} · another role: quit and start `baton tui --role NAME` (`baton roles` lists them)", v.session.role);

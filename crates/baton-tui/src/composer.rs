@@ -25,6 +25,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "routed sessions: continue the interrupted assignment",
     ),
     ("/interrupt", "stop the running task (Esc)"),
+    ("/run", "start a workflow: /run \"add a --verbose flag\""),
     ("/model", "the session's route (start another with --model)"),
     ("/role", "the session's role (start another with --role)"),
     ("/quit", "end the session"),
@@ -292,6 +293,74 @@ impl Composer {
     }
 }
 
+impl Composer {
+    /// The `@` mention the cursor is in: where its `@` is, and what follows it so far.
+    pub fn mention(&self) -> Option<(usize, &str)> {
+        let before = &self.text[..self.cursor];
+        let start = before
+            .rfind(|c: char| c.is_whitespace())
+            .map(|k| k + 1)
+            .unwrap_or(0);
+        let word = &before[start..];
+        word.strip_prefix('@').map(|q| (start, q))
+    }
+
+    /// Replaces the mention at the cursor with `@path` and a space.
+    pub fn complete_mention(&mut self, path: &str) {
+        if let Some((start, _)) = self.mention() {
+            let insert = format!("@{path} ");
+            self.text.replace_range(start..self.cursor, &insert);
+            self.cursor = start + insert.len();
+        }
+    }
+}
+
+/// The `n` best of `candidates` for `query`, a fuzzy match: its characters in order (case
+/// ignored); a match in the file name, at a word start and in a run scores higher, a shorter
+/// path breaks ties. An empty query gives the first `n`.
+pub fn fuzzy<'a>(query: &str, candidates: &'a [String], n: usize) -> Vec<&'a str> {
+    let q: Vec<char> = query.to_lowercase().chars().collect();
+    let mut scored: Vec<(i64, &str)> = candidates
+        .iter()
+        .filter_map(|c| score(&q, c).map(|s| (s, c.as_str())))
+        .collect();
+    scored.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then(a.1.len().cmp(&b.1.len()))
+            .then(a.1.cmp(b.1))
+    });
+    scored.into_iter().take(n).map(|(_, c)| c).collect()
+}
+
+fn score(q: &[char], candidate: &str) -> Option<i64> {
+    let name_start = candidate.rfind('/').map(|k| k + 1).unwrap_or(0);
+    let mut score = 0i64;
+    let mut qi = 0;
+    let mut prev: Option<usize> = None;
+    let mut prev_char = '/';
+    for (k, c) in candidate.char_indices() {
+        if qi == q.len() {
+            break;
+        }
+        if c.to_lowercase().eq(std::iter::once(q[qi])) {
+            score += 1;
+            if k >= name_start {
+                score += 2;
+            }
+            if matches!(prev_char, '/' | '_' | '-' | '.' | ' ') {
+                score += 3;
+            }
+            if prev.is_some_and(|p| p + prev_char.len_utf8() == k) {
+                score += 4;
+            }
+            prev = Some(k);
+            qi += 1;
+        }
+        prev_char = c;
+    }
+    (qi == q.len()).then_some(score)
+}
+
 /// A line of the composer parsed: a command, or text for the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Parsed {
@@ -365,6 +434,39 @@ mod tests {
         assert_eq!(d.text(), "a");
         assert_eq!(c.take(), format!("a{long}"));
         assert_eq!(c.history(), &["a[pasted 20 lines #1]".to_string()]);
+    }
+
+    #[test]
+    fn an_at_mention_completes_to_the_best_fuzzy_match() {
+        let files: Vec<String> = [
+            "src/main.rs",
+            "src/parser/mod.rs",
+            "docs/parsing.md",
+            "README.md",
+            "crates/parse_util.rs",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        // A match in the file name ranks above one in a folder name.
+        assert_eq!(
+            fuzzy("pars", &files, 3),
+            vec![
+                "docs/parsing.md",
+                "crates/parse_util.rs",
+                "src/parser/mod.rs"
+            ]
+        );
+        assert_eq!(fuzzy("readme", &files, 5), vec!["README.md"]);
+        assert_eq!(fuzzy("zzz", &files, 5), Vec::<&str>::new());
+        let mut c = Composer::default();
+        c.set("look at @pars");
+        assert_eq!(c.mention(), Some((8, "pars")));
+        c.complete_mention("src/parser/mod.rs");
+        assert_eq!(c.text(), "look at @src/parser/mod.rs ");
+        assert_eq!(c.mention(), None);
+        c.set("mail me@home");
+        assert_eq!(c.mention(), None, "an @ inside a word is no mention");
     }
 
     #[test]

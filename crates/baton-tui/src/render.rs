@@ -61,6 +61,8 @@ pub struct Ui {
     pub help_scroll: u16,
     /// The side panel.
     pub panel: crate::panel::Panel,
+    /// The project's files, for `@` mentions.
+    pub files: Vec<String>,
     /// The transcript as the last frame drew it, and what it was drawn from.
     memo: Option<(MemoKey, ratatui::buffer::Buffer)>,
 }
@@ -103,6 +105,7 @@ impl Ui {
             first: 0,
             help_scroll: 0,
             panel: Default::default(),
+            files: Vec::new(),
             memo: None,
         }
     }
@@ -347,11 +350,17 @@ fn tool_lines(
         }
     }
     let declined = cell.status == ItemStatus::Declined;
-    if expanded || declined {
+    // The user's own `!` command shows its output.
+    let shell = cell.tool == "!";
+    if expanded || declined || shell {
         if let Some(output) = &cell.output {
             let clean = baton_text::sanitize_terminal(output).replace('\t', "    ");
             let lines: Vec<&str> = clean.lines().collect();
-            let limit = if expanded { OUTPUT_LINES } else { 2 };
+            let limit = match (expanded, shell) {
+                (true, _) => OUTPUT_LINES,
+                (false, true) => 12,
+                (false, false) => 2,
+            };
             for l in lines.iter().take(limit) {
                 out.extend(markdown::wrap_chars(
                     &[Span::styled(l.to_string(), t.dim)],
@@ -433,6 +442,25 @@ pub fn draw(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, now_ms: u64) {
     draw_composer(frame, view, ui, comp_area);
     draw_status(frame, view, ui, status_area, now_ms);
 
+    // The `@` mention's matches, above the composer (Tab takes the first).
+    if let Some((_, q)) = ui.composer.mention() {
+        let found = crate::composer::fuzzy(q, &ui.files, 6);
+        if !found.is_empty() && ui.overlay.is_none() {
+            let h = (found.len() as u16).min(body.height);
+            let popup = Rect::new(body.x, body.y + body.height - h, width, h);
+            frame.render_widget(Clear, popup);
+            for (k, f) in found.iter().take(h as usize).enumerate() {
+                let style = if k == 0 { t.accent } else { t.dim };
+                let line = Line::from(Span::styled(
+                    format!(" @{}", baton_text::sanitize_line(f)),
+                    style,
+                ));
+                frame
+                    .buffer_mut()
+                    .set_line(popup.x, popup.y + k as u16, &line, width);
+            }
+        }
+    }
     // The command filter, above the composer.
     let matches = ui.composer.command_matches();
     if !matches.is_empty() && ui.overlay.is_none() {

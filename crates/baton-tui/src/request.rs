@@ -35,4 +35,12 @@ pub enum Request {
     OpenLog {
         task: String,
     },
+    /// `/run "request"`: start a workflow (`baton run`), followed in the side panel.
+    Run {
+        request: String,
+    },
+    /// `!command`: run a shell command in the session's sandbox, as its `bash` tool does.
+    Shell {
+        command: String,
+    },
 }

@@ -75,7 +75,7 @@ impl ToolCell {
     pub fn summary(&self) -> String {
         let arg = |k: &str| self.arguments.get(k).and_then(Value::as_str);
         let text = match self.tool.as_str() {
-            "bash" => arg("command").map(str::to_string),
+            "bash" | "!" => arg("command").map(str::to_string),
             "grep" | "glob" | "find" => arg("pattern").map(|p| match arg("path") {
                 Some(path) => format!("{p}  in {path}"),
                 None => p.to_string(),
@@ -574,6 +574,33 @@ impl View {
             }
         }
         self.index.retain(|k, _| !k.starts_with("history:"));
+    }
+
+    /// A `!` command the user ran: shown as a call of `!`, done.
+    pub fn shell(
+        &mut self,
+        command: &str,
+        output: &str,
+        exit_code: Option<i32>,
+        ok: bool,
+        now_ms: u64,
+    ) {
+        self.rev += 1;
+        self.push(Body::Tool(ToolCell {
+            item_id: format!("shell-{}", self.entries.len()),
+            tool: "!".into(),
+            arguments: serde_json::json!({ "command": command }),
+            path: None,
+            status: if ok {
+                ItemStatus::Completed
+            } else {
+                ItemStatus::Failed
+            },
+            started_ms: now_ms,
+            ended_ms: Some(now_ms),
+            output: Some(output.to_string()),
+            exit_code,
+        }));
     }
 
     /// A tool call asks for approval.

@@ -253,6 +253,37 @@ fn overlays_and_states() {
             24,
             Box::new(|_, u| u.seats = Some(("mock/frontier".into(), "mock/fast".into()))),
         ),
+        (
+            "mention",
+            80,
+            24,
+            Box::new(|_, u| {
+                u.files = [
+                    "src/main.rs",
+                    "src/parser/mod.rs",
+                    "docs/parsing.md",
+                    "README.md",
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+                u.composer.set("look at @pars");
+            }),
+        ),
+        (
+            "shell",
+            80,
+            24,
+            Box::new(|v, _| {
+                v.shell(
+                    "cargo fmt --check && echo ok",
+                    "Diff in src/lib.rs at line 3:\n-fn  x() {}\n+fn x() {}\n",
+                    Some(1),
+                    false,
+                    5600,
+                );
+            }),
+        ),
     ];
     for (name, w, h, setup) in cases {
         let mut v = view.clone();
