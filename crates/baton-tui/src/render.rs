@@ -63,8 +63,8 @@ pub struct Ui {
     pub panel: crate::panel::Panel,
     /// The project's files, for `@` mentions.
     pub files: Vec<String>,
-    /// The transcript as the last frame drew it, and what it was drawn from.
-    memo: Option<(MemoKey, ratatui::buffer::Buffer)>,
+    /// The transcript as the last frame drew it (per lane), and what it was drawn from.
+    memo: [Option<(MemoKey, ratatui::buffer::Buffer)>; 3],
 }
 
 /// Everything the transcript's pixels depend on.
@@ -106,14 +106,14 @@ impl Ui {
             help_scroll: 0,
             panel: Default::default(),
             files: Vec::new(),
-            memo: None,
+            memo: [None, None, None],
         }
     }
 
     /// Forgets every laid-out entry (a theme change).
     pub fn clear_cache(&mut self) {
         self.cache.clear();
-        self.memo = None;
+        self.memo = [None, None, None];
     }
 
     /// The lines of entry `i` at `width`, from the cache when nothing they show changed.
@@ -420,7 +420,39 @@ pub fn draw(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, now_ms: u64) {
         (Some(body), None)
     };
     if let Some(b) = body_t {
-        draw_transcript(frame, view, ui, b, now_ms);
+        // A routed session on a wide screen: the Coordinator's lane and the Executor's.
+        if ui.seats.is_some() && b.width >= 100 {
+            let [l, r] =
+                Layout::horizontal([Constraint::Ratio(1, 2), Constraint::Ratio(1, 2)]).areas(b);
+            for (lane, area, title) in [
+                (Lane::Coordinator, l, " Coordinator "),
+                (Lane::Executor, r, " Executor "),
+            ] {
+                let responsible = view
+                    .routing
+                    .as_ref()
+                    .and_then(|r| r.responsible.as_deref())
+                    .unwrap_or("coordinator");
+                let active = (lane == Lane::Executor) == (responsible == "executor");
+                let style = if active { t.accent } else { t.dim };
+                let block = Block::default()
+                    .borders(Borders::TOP)
+                    .border_style(style)
+                    .title(Span::styled(
+                        if active {
+                            format!("{title}· responsible ")
+                        } else {
+                            title.to_string()
+                        },
+                        style,
+                    ));
+                let inner = block.inner(area);
+                frame.render_widget(block, area);
+                draw_transcript(frame, view, ui, inner, now_ms, lane);
+            }
+        } else {
+            draw_transcript(frame, view, ui, b, now_ms, Lane::All);
+        }
     }
     if let Some(p) = panel_area {
         crate::panel::draw(frame, &ui.panel, &view.project, p, now_ms, &ui.theme);
@@ -485,7 +517,38 @@ pub fn draw(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, now_ms: u64) {
     }
 }
 
-fn draw_transcript(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, area: Rect, now_ms: u64) {
+/// Which entries a transcript area shows: all, or one participant's lane of a routed session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    All,
+    Coordinator,
+    Executor,
+}
+
+impl Lane {
+    fn shows(self, e: &Entry) -> bool {
+        match self {
+            Lane::All => true,
+            Lane::Coordinator => e.seat.is_none() || matches!(e.body, Body::Routing { .. }),
+            Lane::Executor => {
+                e.seat.as_deref() == Some("executor") || matches!(e.body, Body::Routing { .. })
+            }
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+fn draw_transcript(
+    frame: &mut Frame<'_>,
+    view: &View,
+    ui: &mut Ui,
+    area: Rect,
+    now_ms: u64,
+    lane: Lane,
+) {
     // Nothing it shows changed (a spinner tick of the status line): the last frame's transcript.
     let running = view
         .entries
@@ -505,13 +568,13 @@ fn draw_transcript(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, area: Rect, 
         first: ui.first,
         clock: if running { now_ms / SPINNER_MS + 1 } else { 0 },
     };
-    if let Some((k, memo)) = &ui.memo {
+    if let Some((k, memo)) = &ui.memo[lane.index()] {
         if *k == key {
             frame.buffer_mut().merge(memo);
             return;
         }
     }
-    draw_transcript_now(frame, view, ui, area, now_ms);
+    draw_transcript_now(frame, view, ui, area, now_ms, lane);
     let buf = frame.buffer_mut();
     let mut memo = ratatui::buffer::Buffer::empty(area);
     for y in area.top()..area.bottom() {
@@ -524,10 +587,17 @@ fn draw_transcript(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, area: Rect, 
         scroll: ui.scroll,
         ..key
     };
-    ui.memo = Some((key, memo));
+    ui.memo[lane.index()] = Some((key, memo));
 }
 
-fn draw_transcript_now(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, area: Rect, now_ms: u64) {
+fn draw_transcript_now(
+    frame: &mut Frame<'_>,
+    view: &View,
+    ui: &mut Ui,
+    area: Rect,
+    now_ms: u64,
+    lane: Lane,
+) {
     let height = area.height as usize;
     ui.page = height.max(1);
     let inner = area.width.saturating_sub(2).max(1);
@@ -549,6 +619,9 @@ fn draw_transcript_now(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, area: Re
         if got >= need {
             reached_top = false;
             break;
+        }
+        if !lane.shows(&view.entries[i]) {
+            continue;
         }
         let lines = ui.lines(view, i, inner, now_ms);
         // Only the rows that can reach the screen are copied.

@@ -15,6 +15,9 @@ pub struct Entry {
     pub body: Body,
     /// Bumped at every change: the layout cache keys on it.
     pub rev: u32,
+    /// In a routed session, the participant responsible when it was made (`executor` for the
+    /// Executor's work; `None` for the Coordinator's and for routing steps, shown in both lanes).
+    pub seat: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -216,7 +219,15 @@ impl View {
 
     fn push(&mut self, body: Body) -> usize {
         self.transcript_rev += 1;
-        self.entries.push(Entry { body, rev: 0 });
+        let seat = match &body {
+            Body::Routing { .. } | Body::User { .. } => None,
+            _ => self
+                .routing
+                .as_ref()
+                .and_then(|r| r.responsible.clone())
+                .filter(|s| s == "executor"),
+        };
+        self.entries.push(Entry { body, rev: 0, seat });
         self.entries.len() - 1
     }
 

@@ -483,6 +483,85 @@ fn the_side_panel_and_the_views_it_opens() {
     }
 }
 
+/// A routed session: the Coordinator assigns, the Executor works and reports, the Coordinator
+/// answers — drawn as two lanes.
+#[test]
+fn a_routed_session_on_a_wide_screen_is_two_lanes() {
+    let mut v = View::new(Some(100_000));
+    let msg = |id: &str, text: &str| {
+        [
+            AgentEvent::ItemStarted {
+                item: item(
+                    id,
+                    ItemStatus::InProgress,
+                    ItemKind::AgentMessage {
+                        text: String::new(),
+                    },
+                ),
+            },
+            AgentEvent::ItemCompleted {
+                item: item(
+                    id,
+                    ItemStatus::Completed,
+                    ItemKind::AgentMessage { text: text.into() },
+                ),
+            },
+        ]
+    };
+    let routing = |kind: &str, detail: &str, who: &str| AgentEvent::RoutingRecorded {
+        record: json!({"op": "o", "step": "s", "type": kind, "objective": detail}),
+        responsible: Some(who.into()),
+    };
+    v.user("make the parser count characters", 0);
+    for e in msg("c1", "I will hand this to the Executor with a contract.") {
+        v.apply(&e, 10);
+    }
+    v.apply(
+        &routing("assigned", "count chars in parse()", "executor"),
+        20,
+    );
+    v.apply(
+        &AgentEvent::ItemCompleted {
+            item: item(
+                "e1",
+                ItemStatus::Completed,
+                ItemKind::ToolCall {
+                    call_id: "x".into(),
+                    tool: "edit".into(),
+                    arguments: json!({"path": "src/parse.rs", "old_string": "len()", "new_string": "chars().count()"}),
+                    path: Some("src/parse.rs".into()),
+                    output: None,
+                    exit_code: None,
+                },
+            ),
+        },
+        30,
+    );
+    for e in msg("e2", "Done: parse() counts chars; tests pass.") {
+        v.apply(&e, 40);
+    }
+    v.apply(&routing("report_saved", "completed", "coordinator"), 50);
+    for e in msg("c2", "Accepted the report.") {
+        v.apply(&e, 60);
+    }
+    let seats: Vec<Option<&str>> = v.entries.iter().map(|e| e.seat.as_deref()).collect();
+    assert_eq!(
+        seats,
+        vec![
+            None,
+            None,
+            None,
+            Some("executor"),
+            Some("executor"),
+            None,
+            None
+        ]
+    );
+    let mut u = ui(Theme::dark());
+    u.seats = Some(("mock/frontier".into(), "mock/fast".into()));
+    insta::assert_snapshot!("routed_lanes", draw_at(&v, &mut u, 140, 20));
+}
+
 #[test]
 fn a_frame_lays_out_only_the_entries_it_shows() {
     let mut view = View::new(None);
