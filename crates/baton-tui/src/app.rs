@@ -823,7 +823,7 @@ fn emit_settled(app: &mut App, terminal: &mut Tui) -> anyhow::Result<()> {
         if i > 0 {
             lines.push(Line::default());
         }
-        lines.extend(render::entry_lines(
+        lines.extend(crate::cells::entry_lines(
             &app.view.entries[i],
             width as usize,
             false,

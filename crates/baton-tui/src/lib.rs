@@ -18,9 +18,11 @@
 //!   second, and no timer at all when nothing animates, so an idle screen writes nothing.
 
 pub mod app;
+pub mod cells;
 pub mod composer;
 pub mod keymap;
 pub mod markdown;
+pub mod overlay;
 pub mod panel;
 pub mod project;
 pub mod render;

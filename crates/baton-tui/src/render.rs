@@ -7,34 +7,21 @@
 
 use std::collections::HashSet;
 
-use baton_protocol::ItemStatus;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Clear};
 use ratatui::Frame;
 use unicode_width::UnicodeWidthStr;
 
-use crate::composer::{Composer, COMMANDS};
+pub use crate::cells::SPINNER_MS;
+use crate::cells::{entry_lines, gap_before, secs, spinner};
+use crate::composer::Composer;
 use crate::keymap::Keymap;
-use crate::markdown::{self, wrap};
+use crate::markdown;
+pub use crate::overlay::Overlay;
+use crate::overlay::{draw_approval, draw_help};
 use crate::theme::Theme;
-use crate::view::{Body, Entry, Level, Phase, ToolCell, View};
-
-/// Spinner frames; one every 125 ms (8 a second).
-const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
-pub const SPINNER_MS: u64 = 125;
-/// Lines of a call's output shown expanded, and of a diff shown folded.
-const OUTPUT_LINES: usize = 40;
-const DIFF_LINES: usize = 8;
-
-/// What covers the screen now.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Overlay {
-    Help,
-    /// The approval modal is typing the "no" feedback.
-    Feedback(String),
-}
+use crate::view::{Body, Entry, Phase, View};
 
 /// Everything the UI keeps beside the view.
 pub struct Ui {
@@ -183,202 +170,6 @@ impl Ui {
     }
 }
 
-/// A blank line between entries, but not between consecutive tool calls.
-fn gap_before(prev: &Entry, entry: &Entry) -> bool {
-    !(matches!(entry.body, Body::Tool(_) | Body::Reasoning { .. })
-        && matches!(prev.body, Body::Tool(_) | Body::Reasoning { .. }))
-}
-
-fn spinner(now_ms: u64) -> &'static str {
-    SPINNER[(now_ms / SPINNER_MS) as usize % SPINNER.len()]
-}
-
-fn secs(ms: u64) -> String {
-    if ms < 60_000 {
-        format!("{:.1}s", ms as f64 / 1000.0)
-    } else {
-        format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60)
-    }
-}
-
-/// The lines of one entry at `width` columns (the 2-column gutter is not included).
-pub fn entry_lines(
-    entry: &Entry,
-    width: usize,
-    expanded: bool,
-    now_ms: u64,
-    t: &Theme,
-) -> Vec<Line<'static>> {
-    let width = width.max(10);
-    match &entry.body {
-        Body::User { text } => {
-            let clean = baton_text::sanitize_terminal(text).replace('\t', "    ");
-            let mut out = Vec::new();
-            for (n, l) in clean.lines().enumerate() {
-                let first = if n == 0 { "› " } else { "  " };
-                out.extend(wrap(
-                    vec![Span::styled(l.to_string(), t.user)],
-                    width,
-                    first,
-                    "  ",
-                ));
-            }
-            if out.is_empty() {
-                out.push(Line::from(Span::styled("›", t.user)));
-            }
-            out
-        }
-        Body::Assistant { text, streaming } => {
-            let lines = markdown::render(text, width, t, *streaming);
-            if lines.is_empty() && *streaming {
-                return vec![Line::from(Span::styled("…", t.dim))];
-            }
-            lines
-        }
-        Body::Reasoning { text, streaming } => {
-            let words = text.split_whitespace().count();
-            let head = if *streaming { "thinking…" } else { "thought" };
-            let mut out = vec![Line::from(vec![
-                Span::styled(format!("∴ {head} "), t.dim),
-                Span::styled(
-                    format!(
-                        "({words} words{})",
-                        if expanded { "" } else { ", ctrl+o to read" }
-                    ),
-                    t.dim,
-                ),
-            ])];
-            if expanded {
-                let clean = baton_text::sanitize_terminal(text).into_owned();
-                for l in clean.lines() {
-                    out.extend(wrap(
-                        vec![Span::styled(l.to_string(), t.dim)],
-                        width,
-                        "  ",
-                        "  ",
-                    ));
-                }
-            }
-            out
-        }
-        Body::Tool(cell) => tool_lines(cell, width, expanded, now_ms, t),
-        Body::Notice { level, text } => {
-            let (mark, style) = match level {
-                Level::Info => ("·", t.dim),
-                Level::Warn => ("!", t.warn),
-                Level::Error => ("✗", t.error),
-            };
-            let clean = baton_text::sanitize_terminal(text).into_owned();
-            let mut out = Vec::new();
-            for (n, l) in clean.lines().enumerate() {
-                let first = if n == 0 {
-                    format!("{mark} ")
-                } else {
-                    "  ".into()
-                };
-                out.extend(wrap(
-                    vec![Span::styled(l.to_string(), style)],
-                    width,
-                    &first,
-                    "  ",
-                ));
-            }
-            out
-        }
-        Body::Routing {
-            what,
-            detail,
-            responsible,
-        } => {
-            let mut text = what.clone();
-            if !detail.is_empty() {
-                text.push_str(": ");
-                text.push_str(&baton_text::sanitize_line(detail));
-            }
-            if let Some(r) = responsible {
-                text.push_str(&format!("  → {r}"));
-            }
-            wrap(vec![Span::styled(text, t.accent)], width, "⇄ ", "  ")
-        }
-    }
-}
-
-fn tool_lines(
-    cell: &ToolCell,
-    width: usize,
-    expanded: bool,
-    now_ms: u64,
-    t: &Theme,
-) -> Vec<Line<'static>> {
-    let (glyph, style) = match cell.status {
-        ItemStatus::InProgress => (spinner(now_ms), t.accent),
-        ItemStatus::Completed => ("✓", t.ok),
-        ItemStatus::Failed => ("✗", t.error),
-        ItemStatus::Declined => ("⊘", t.warn),
-    };
-    let mut tail = format!("  {}", secs(cell.elapsed_ms(now_ms)));
-    if let Some(code) = cell.exit_code.filter(|c| *c != 0) {
-        tail.push_str(&format!("  exit {code}"));
-    }
-    let head = format!("{glyph} {} ", cell.tool);
-    let room = width.saturating_sub(head.width() + tail.width());
-    let summary = baton_text::fit_columns(&cell.summary(), room).into_owned();
-    let mut out = vec![Line::from(vec![
-        Span::styled(head, style),
-        Span::styled(summary, t.text),
-        Span::styled(tail, t.dim),
-    ])];
-    if let Some(diff) = cell.diff() {
-        let shown = if expanded {
-            diff.len()
-        } else {
-            diff.len().min(DIFF_LINES)
-        };
-        for (sign, line) in &diff[..shown] {
-            let st = if *sign == '+' { t.added } else { t.removed };
-            let text = baton_text::sanitize_line(line).into_owned();
-            out.push(Line::from(Span::styled(
-                baton_text::fit_columns(&format!("  {sign} {text}"), width).into_owned(),
-                st,
-            )));
-        }
-        if shown < diff.len() {
-            out.push(Line::from(Span::styled(
-                format!("  … {} more lines (ctrl+o)", diff.len() - shown),
-                t.dim,
-            )));
-        }
-    }
-    let declined = cell.status == ItemStatus::Declined;
-    // The user's own `!` command shows its output.
-    let shell = cell.tool == "!";
-    if expanded || declined || shell {
-        if let Some(output) = &cell.output {
-            let clean = baton_text::sanitize_terminal(output).replace('\t', "    ");
-            let lines: Vec<&str> = clean.lines().collect();
-            let limit = match (expanded, shell) {
-                (true, _) => OUTPUT_LINES,
-                (false, true) => 12,
-                (false, false) => 2,
-            };
-            for l in lines.iter().take(limit) {
-                out.extend(markdown::wrap_chars(
-                    &[Span::styled(l.to_string(), t.dim)],
-                    width.saturating_sub(4),
-                    "  │ ",
-                ));
-            }
-            if lines.len() > limit {
-                out.push(Line::from(Span::styled(
-                    format!("  │ … {} more lines", lines.len() - limit),
-                    t.dim,
-                )));
-            }
-        }
-    }
-    out
-}
-
 /// Draws the whole screen.
 pub fn draw(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, now_ms: u64) {
     let area = frame.area();
@@ -511,9 +302,9 @@ pub fn draw(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, now_ms: u64) {
     }
 
     if view.approval.is_some() {
-        draw_approval(frame, view, ui, area);
+        draw_approval(frame, view, ui.overlay.as_ref(), ui.theme, area);
     } else if ui.overlay == Some(Overlay::Help) {
-        draw_help(frame, ui, area);
+        draw_help(frame, &ui.keymap, ui.help_scroll, ui.theme, area);
     }
 }
 
@@ -784,145 +575,6 @@ fn draw_status(frame: &mut Frame<'_>, view: &View, ui: &Ui, area: Rect, now_ms: 
         area.y,
         baton_text::fit_columns(&text, area.width as usize),
         ui.theme.status,
-    );
-}
-
-fn centered(area: Rect, w: u16, h: u16) -> Rect {
-    let w = w.min(area.width);
-    let h = h.min(area.height);
-    Rect::new(
-        area.x + (area.width - w) / 2,
-        area.y + (area.height - h) / 2,
-        w,
-        h,
-    )
-}
-
-fn draw_approval(frame: &mut Frame<'_>, view: &View, ui: &Ui, area: Rect) {
-    let Some(req) = &view.approval else { return };
-    let t = ui.theme;
-    let cell = ToolCell {
-        item_id: req.item_id.clone(),
-        tool: req.tool.clone(),
-        arguments: req.arguments.clone(),
-        path: req.path.clone(),
-        status: ItemStatus::InProgress,
-        started_ms: 0,
-        ended_ms: None,
-        output: None,
-        exit_code: None,
-    };
-    let mut lines = vec![Line::from(vec![
-        Span::styled(format!("{} ", req.tool), t.heading),
-        Span::styled(cell.summary(), t.text),
-    ])];
-    if let Some(diff) = cell.diff() {
-        for (sign, l) in diff.iter().take(6) {
-            let st = if *sign == '+' { t.added } else { t.removed };
-            lines.push(Line::from(Span::styled(
-                format!("{sign} {}", baton_text::sanitize_line(l)),
-                st,
-            )));
-        }
-    }
-    lines.push(Line::default());
-    match &ui.overlay {
-        Some(Overlay::Feedback(text)) => {
-            lines.push(Line::from(Span::styled(
-                "Tell the model why (Enter sends, Esc goes back):",
-                t.text,
-            )));
-            lines.push(Line::from(Span::styled(
-                format!("› {}", baton_text::sanitize_line(text)),
-                t.user,
-            )));
-        }
-        _ => {
-            lines.push(Line::from(Span::styled("1  yes", t.ok)));
-            lines.push(Line::from(Span::styled(
-                format!("2  yes, and always `{}` this session", req.tool),
-                t.ok,
-            )));
-            lines.push(Line::from(Span::styled(
-                "3  no, and tell the model what to do instead",
-                t.warn,
-            )));
-        }
-    }
-    let h = lines.len() as u16 + 2;
-    let w = area.width.saturating_sub(4).clamp(20, 80);
-    let r = centered(area, w, h);
-    frame.render_widget(Clear, r);
-    let p = Paragraph::new(lines).wrap(Wrap { trim: false }).block(
-        Block::bordered()
-            .title(Span::styled(" approve this call? ", t.warn))
-            .border_style(t.warn),
-    );
-    frame.render_widget(p, r);
-}
-
-fn draw_help(frame: &mut Frame<'_>, ui: &Ui, area: Rect) {
-    let t = ui.theme;
-    let r = centered(area, area.width.saturating_sub(2).min(96), area.height);
-    let inner = r.width.saturating_sub(2) as usize;
-    let mut rows: Vec<(String, String)> = ui
-        .keymap
-        .help()
-        .into_iter()
-        .map(|(k, w)| (k, w.to_string()))
-        .collect();
-    rows.push((String::new(), String::new()));
-    rows.extend(COMMANDS.iter().map(|(c, w)| (c.to_string(), w.to_string())));
-    rows.push((String::new(), String::new()));
-    rows.push((
-        "j k Enter y Esc".into(),
-        "on a focused entry: move, expand, copy, leave".into(),
-    ));
-    rows.push((
-        "keys.toml".into(),
-        "~/.config/baton/keys.toml changes the keys".into(),
-    ));
-    let key_col = rows.iter().map(|(k, _)| k.width()).max().unwrap_or(0) + 2;
-    // Narrow: each key on its own line, what it does under it.
-    let two_lines = inner < key_col + 30;
-    let mut lines: Vec<Line<'static>> = Vec::new();
-    for (k, w) in rows {
-        if k.is_empty() {
-            lines.push(Line::default());
-        } else if two_lines {
-            lines.push(Line::from(Span::styled(k, t.accent)));
-            lines.extend(wrap(vec![Span::styled(w, t.text)], inner, "  ", "  "));
-        } else {
-            let pad = format!("{k:<key_col$}");
-            lines.extend(
-                wrap(
-                    vec![Span::styled(w, t.text)],
-                    inner,
-                    &pad,
-                    &" ".repeat(key_col),
-                )
-                .into_iter()
-                .enumerate()
-                .map(|(n, mut l)| {
-                    if n == 0 {
-                        if let Some(first) = l.spans.first_mut() {
-                            first.style = t.accent;
-                        }
-                    }
-                    l
-                }),
-            );
-        }
-    }
-    frame.render_widget(Clear, r);
-    frame.render_widget(
-        Paragraph::new(lines).scroll((ui.help_scroll, 0)).block(
-            Block::bordered()
-                .title(" help · ↑↓ scroll · Esc closes ")
-                .border_style(t.dim)
-                .style(Style::default()),
-        ),
-        r,
     );
 }
 

@@ -1,0 +1,165 @@
+//! The overlays over the whole screen: the approval modal and the help.
+
+use baton_protocol::ItemStatus;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
+use ratatui::Frame;
+use unicode_width::UnicodeWidthStr;
+
+use crate::composer::COMMANDS;
+use crate::keymap::Keymap;
+use crate::markdown::wrap;
+use crate::theme::Theme;
+use crate::view::{ToolCell, View};
+
+/// What covers the screen now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Overlay {
+    Help,
+    /// The approval modal is typing the "no" feedback.
+    Feedback(String),
+}
+
+fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
+}
+
+pub(crate) fn draw_approval(
+    frame: &mut Frame<'_>,
+    view: &View,
+    overlay: Option<&Overlay>,
+    t: Theme,
+    area: Rect,
+) {
+    let Some(req) = &view.approval else { return };
+    let cell = ToolCell {
+        item_id: req.item_id.clone(),
+        tool: req.tool.clone(),
+        arguments: req.arguments.clone(),
+        path: req.path.clone(),
+        status: ItemStatus::InProgress,
+        started_ms: 0,
+        ended_ms: None,
+        output: None,
+        exit_code: None,
+    };
+    let mut lines = vec![Line::from(vec![
+        Span::styled(format!("{} ", req.tool), t.heading),
+        Span::styled(cell.summary(), t.text),
+    ])];
+    if let Some(diff) = cell.diff() {
+        for (sign, l) in diff.iter().take(6) {
+            let st = if *sign == '+' { t.added } else { t.removed };
+            lines.push(Line::from(Span::styled(
+                format!("{sign} {}", baton_text::sanitize_line(l)),
+                st,
+            )));
+        }
+    }
+    lines.push(Line::default());
+    match overlay {
+        Some(Overlay::Feedback(text)) => {
+            lines.push(Line::from(Span::styled(
+                "Tell the model why (Enter sends, Esc goes back):",
+                t.text,
+            )));
+            lines.push(Line::from(Span::styled(
+                format!("› {}", baton_text::sanitize_line(text)),
+                t.user,
+            )));
+        }
+        _ => {
+            lines.push(Line::from(Span::styled("1  yes", t.ok)));
+            lines.push(Line::from(Span::styled(
+                format!("2  yes, and always `{}` this session", req.tool),
+                t.ok,
+            )));
+            lines.push(Line::from(Span::styled(
+                "3  no, and tell the model what to do instead",
+                t.warn,
+            )));
+        }
+    }
+    let h = lines.len() as u16 + 2;
+    let w = area.width.saturating_sub(4).clamp(20, 80);
+    let r = centered(area, w, h);
+    frame.render_widget(Clear, r);
+    let p = Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+        Block::bordered()
+            .title(Span::styled(" approve this call? ", t.warn))
+            .border_style(t.warn),
+    );
+    frame.render_widget(p, r);
+}
+
+pub(crate) fn draw_help(frame: &mut Frame<'_>, keymap: &Keymap, scroll: u16, t: Theme, area: Rect) {
+    let r = centered(area, area.width.saturating_sub(2).min(96), area.height);
+    let inner = r.width.saturating_sub(2) as usize;
+    let mut rows: Vec<(String, String)> = keymap
+        .help()
+        .into_iter()
+        .map(|(k, w)| (k, w.to_string()))
+        .collect();
+    rows.push((String::new(), String::new()));
+    rows.extend(COMMANDS.iter().map(|(c, w)| (c.to_string(), w.to_string())));
+    rows.push((String::new(), String::new()));
+    rows.push((
+        "j k Enter y Esc".into(),
+        "on a focused entry: move, expand, copy, leave".into(),
+    ));
+    rows.push((
+        "keys.toml".into(),
+        "~/.config/baton/keys.toml changes the keys".into(),
+    ));
+    let key_col = rows.iter().map(|(k, _)| k.width()).max().unwrap_or(0) + 2;
+    // Narrow: each key on its own line, what it does under it.
+    let two_lines = inner < key_col + 30;
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    for (k, w) in rows {
+        if k.is_empty() {
+            lines.push(Line::default());
+        } else if two_lines {
+            lines.push(Line::from(Span::styled(k, t.accent)));
+            lines.extend(wrap(vec![Span::styled(w, t.text)], inner, "  ", "  "));
+        } else {
+            let pad = format!("{k:<key_col$}");
+            lines.extend(
+                wrap(
+                    vec![Span::styled(w, t.text)],
+                    inner,
+                    &pad,
+                    &" ".repeat(key_col),
+                )
+                .into_iter()
+                .enumerate()
+                .map(|(n, mut l)| {
+                    if n == 0 {
+                        if let Some(first) = l.spans.first_mut() {
+                            first.style = t.accent;
+                        }
+                    }
+                    l
+                }),
+            );
+        }
+    }
+    frame.render_widget(Clear, r);
+    frame.render_widget(
+        Paragraph::new(lines).scroll((scroll, 0)).block(
+            Block::bordered()
+                .title(" help · ↑↓ scroll · Esc closes ")
+                .border_style(t.dim)
+                .style(Style::default()),
+        ),
+        r,
+    );
+}
