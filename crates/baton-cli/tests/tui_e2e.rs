@@ -488,3 +488,202 @@ fn slash_run_starts_a_workflow_that_the_side_panel_follows_to_its_end() {
     vt.send(b"\x04");
     assert!(vt.wait(WAIT).success());
 }
+
+/// The journal records of a routed session in `sb` (its one journal).
+fn journal_types(sb: &Sandbox) -> Vec<serde_json::Value> {
+    let dir = sb.work().join(".baton/state/sessions");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        if e.path().extension().is_some_and(|x| x == "journal") {
+            for line in std::fs::read_to_string(e.path())
+                .unwrap_or_default()
+                .lines()
+            {
+                if let Ok(v) = serde_json::from_str(line) {
+                    out.push(v);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_routed_session_is_driven_by_keys_through_an_interruption_and_a_resume() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "c1",
+            "delegate",
+            json!({"operation": "assign", "unit_outcome": "The user's request is done.", "contract": "Run the long check and report."}),
+        ))
+        .start_blocking();
+    let sb = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .mock_provider(
+            &server,
+            "openai",
+            "\n[retry]\ninitial_delay = \"1ms\"\nmax_delay = \"20ms\"\n\n[routing]\ncoordinator = \"mock/coord-model\"\nexecutor = \"mock/exec-model\"\n",
+        );
+    let started = sb.work().join("started");
+    let go = sb.work().join("go");
+    server.push(Turn::tool_call(
+        "e1",
+        "bash",
+        json!({"command": format!(
+            "touch '{}'; i=0; while [ ! -f '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 7; sleep 0.01; done; echo went",
+            started.display(), go.display()
+        )}),
+    ));
+    server.push(Turn::tool_call(
+        "e2",
+        "return",
+        json!({"operation": "submit", "report": "The check finished: went.", "outcome": "completed"}),
+    ));
+    server.push(Turn::text("The check is done."));
+    let mut cmd = sb.baton(&["tui", "--routing", "auto"]);
+    cmd.env("TERM", "xterm-256color");
+    let mut vt = Vt::spawn(cmd, 140, 30).unwrap();
+    vt.wait_for(WAIT, |s| s.contains("? help"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"run the check\r");
+    assert!(baton_testkit::fixture::wait_until(WAIT, || started.exists()));
+    let screen = vt
+        .wait_for(WAIT, |s| s.contains("Executor · responsible"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert!(
+        screen.contains("C mock/coord-model · E* mock/exec-model"),
+        "{screen}"
+    );
+    // Esc stops the Executor at its next safe point, after the running call.
+    vt.send(b"\x1b");
+    std::fs::write(&go, "").unwrap();
+    assert!(baton_testkit::fixture::wait_until(WAIT, || {
+        journal_types(&sb)
+            .iter()
+            .any(|r| r["type"] == "execution_ended" && r["how"] == "interrupted")
+    }));
+    vt.wait_for(WAIT, |s| {
+        s.contains("! interrupted") && s.contains("● ready")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"/resume\r");
+    let screen = vt
+        .wait_for(WAIT, |s| {
+            s.contains("The check is done.") && s.contains("● ready")
+        })
+        .unwrap_or_else(|s| panic!("{s}"));
+    // The Executor's call is in its lane (the right half), the Coordinator's answer in the left.
+    let call = screen.lines().find(|l| l.contains("bash touch")).unwrap();
+    assert!(call.find("bash touch").unwrap() > 70, "{screen}");
+    let answer = screen
+        .lines()
+        .find(|l| l.contains("The check is done."))
+        .unwrap();
+    assert!(answer.find("The check is done.").unwrap() < 70, "{screen}");
+    let models: Vec<String> = server
+        .model_requests()
+        .iter()
+        .map(|r| r.model().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        models,
+        ["coord-model", "exec-model", "exec-model", "coord-model"]
+    );
+    let ends: Vec<String> = journal_types(&sb)
+        .iter()
+        .filter(|r| r["type"] == "execution_ended")
+        .map(|r| r["how"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ends, ["interrupted", "returned"]);
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+}
+
+#[test]
+fn inline_mode_writes_finished_entries_to_the_scrollback_and_the_mouse_only_when_asked() {
+    let server = MockServer::builder()
+        .turn(Turn::text("First answer."))
+        .start_blocking();
+    let sb = project(&server);
+    let mut vt = tui(&sb, &["--inline"], 80, 24);
+    vt.wait_for(WAIT, |s| s.contains("? help"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"hello\r");
+    vt.wait_for(WAIT, |s| {
+        s.contains("First answer.") && s.contains("● ready")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+    let bytes = vt.bytes();
+    // The main screen: no alternate screen; no mouse mode without --mouse.
+    assert_eq!(count(&bytes, b"\x1b[?1049h"), 0);
+    assert_eq!(count(&bytes, b"\x1b[?1000h"), 0);
+    // After the UI is gone the conversation stays on the screen, in the terminal's own text.
+    let screen = vt.screen();
+    assert!(
+        screen.contains("› hello") && screen.contains("First answer."),
+        "{screen}"
+    );
+
+    let mut vt = tui(&sb, &["--mouse"], 80, 24);
+    vt.wait_for(WAIT, |s| s.contains("? help"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+    assert!(
+        count(&vt.bytes(), b"\x1b[?1000h") > 0,
+        "--mouse captures the mouse"
+    );
+}
+
+#[test]
+fn ctrl_g_edits_the_input_in_the_editor_and_y_copies_an_entry_with_osc_52() {
+    let server = MockServer::builder()
+        .turn(Turn::text("Copied text."))
+        .start_blocking();
+    let sb = project(&server);
+    // An "editor" that writes the message into the file it is given.
+    let editor = sb.path("editor.sh");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\nprintf 'written in the editor' > \"$1\"\n",
+    )
+    .unwrap();
+    let mut cmd = sb.baton(&["tui", "--model", "mock/mock-model"]);
+    cmd.env("TERM", "xterm-256color")
+        .env("EDITOR", format!("sh {}", editor.display()))
+        .env_remove("VISUAL");
+    let mut vt = Vt::spawn(cmd, 80, 24).unwrap();
+    vt.wait_for(WAIT, |s| s.contains("? help"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\x07"); // Ctrl+G
+    vt.wait_for(WAIT, |s| s.contains("› written in the editor"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\r");
+    vt.wait_for(WAIT, |s| {
+        s.contains("Copied text.") && s.contains("● ready")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    assert_eq!(
+        server.model_requests()[0].last_user_text().as_deref(),
+        Some("written in the editor")
+    );
+    // Alt+Up focuses the last entry; y copies it.
+    vt.send(b"\x1b[1;3A");
+    vt.wait_for(WAIT, |s| s.contains("▌"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"y");
+    vt.wait_for(WAIT, |s| s.contains("copied"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    // OSC 52 with the answer in base64 ("Copied text." is Q29waWVkIHRleHQu).
+    assert!(count(&vt.bytes(), b"\x1b]52;c;Q29waWVkIHRleHQu\x07") == 1);
+    vt.send(b"\x1b");
+    vt.wait_for(WAIT, |s| !s.contains("▌"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+}

@@ -118,6 +118,7 @@ pub struct App {
 impl App {
     pub fn new(opts: &Options) -> App {
         let mut ui = Ui::new(opts.theme, opts.keymap.clone());
+        ui.attached = opts.attach.is_some();
         match &opts.attach {
             Some(Attach::Workflow(id)) => {
                 ui.panel = crate::panel::Panel {
@@ -686,11 +687,19 @@ pub fn run(
 ) -> anyhow::Result<TuiEnd> {
     let mut app = App::new(&opts);
     let mut terminal = term::start(opts.mode)?;
-    std::thread::spawn(move || {
-        while let Ok(ev) = crossterm::event::read() {
-            if tx.send(Msg::Term(ev)).is_err() {
-                break;
-            }
+    let inline = opts.mode.inline;
+    std::thread::spawn(move || loop {
+        // Inline, ratatui asks the terminal where the cursor is (on a resize): the reader must
+        // let go of the terminal now and then for the answer to reach it. Full screen nothing
+        // asks, and the reader waits for input without waking.
+        if inline && !matches!(crossterm::event::poll(Duration::from_millis(100)), Ok(true)) {
+            continue;
+        }
+        let Ok(ev) = crossterm::event::read() else {
+            break;
+        };
+        if tx.send(Msg::Term(ev)).is_err() {
+            break;
         }
     });
     app.view.history(&opts.history);
@@ -736,7 +745,10 @@ pub fn event_loop(
         if changed && now >= due {
             if app.want_clear {
                 app.want_clear = false;
-                terminal.clear()?;
+                // Everything drawn again: a resize to the same size clears the viewport and
+                // forgets what was drawn (`clear` would ask the terminal where the cursor is).
+                let size = terminal.size()?;
+                terminal.resize(ratatui::layout::Rect::new(0, 0, size.width, size.height))?;
             }
             if mode.inline {
                 emit_settled(app, terminal)?;

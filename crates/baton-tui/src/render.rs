@@ -50,6 +50,8 @@ pub struct Ui {
     pub panel: crate::panel::Panel,
     /// The project's files, for `@` mentions.
     pub files: Vec<String>,
+    /// Attached to another process's work (`--attach`): no session of its own.
+    pub attached: bool,
     /// The transcript as the last frame drew it (per lane), and what it was drawn from.
     memo: [Option<(MemoKey, ratatui::buffer::Buffer)>; 3],
 }
@@ -93,6 +95,7 @@ impl Ui {
             help_scroll: 0,
             panel: Default::default(),
             files: Vec::new(),
+            attached: false,
             memo: [None, None, None],
         }
     }
@@ -521,10 +524,10 @@ pub fn status_parts(view: &View, ui: &Ui, now_ms: u64) -> Vec<String> {
             parts.push(format!("C{cm} {c} · E{em} {e}"));
         }
         // Attached to another process's work: no session of its own.
-        (None, _) if view.session.model.is_empty() => parts.push("attached · read-only".into()),
+        (None, _) if ui.attached => parts.push("attached · read-only".into()),
         (None, _) => parts.push(view.session.model.clone()),
     }
-    if !view.session.model.is_empty() {
+    if !ui.attached {
         if let Some(w) = view.context_window.filter(|w| *w > 0) {
             parts.push(format!("ctx {}%", view.context_used * 100 / u64::from(w)));
         }

@@ -477,6 +477,7 @@ fn the_side_panel_and_the_views_it_opens() {
             // Attached: no session of its own.
             v = View::new(None);
             v.project = view.project.clone();
+            u.attached = true;
         }
         u.panel = panel;
         insta::assert_snapshot!(name, draw_at(&v, &mut u, w, h));
