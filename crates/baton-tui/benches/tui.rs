@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use baton_protocol::{AgentEvent, Item, ItemKind, ItemStatus, Usage};
-use baton_tui::app::{event_loop, App, Msg, Options, Request};
+use baton_tui::app::{App, Msg, Options, Request};
+use baton_tui::frames::event_loop;
 use baton_tui::keymap::Keymap;
 use baton_tui::render::{self, Ui};
 use baton_tui::term::{FrameWriter, Mode};

@@ -25,6 +25,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "routed sessions: continue the interrupted assignment",
     ),
     ("/interrupt", "stop the running task (Esc)"),
+    (
+        "/flow",
+        "the newest Flow's view: units × steps, continue, abandon, clean",
+    ),
     ("/run", "start a workflow: /run \"add a --verbose flag\""),
     ("/model", "the session's route (start another with --model)"),
     ("/role", "the session's role (start another with --role)"),

@@ -14,12 +14,14 @@
 //!   overridable in `~/.config/baton/keys.toml`.
 //! - [`term`]: the terminal: alternate screen (or inline), raw mode, bracketed paste, no mouse
 //!   capture unless asked, and every frame wrapped in synchronized output (DEC mode 2026).
-//! - [`app`]: the event loop and its frame scheduler — redraws merged and capped at 60 frames a
+//! - [`app`]: the UI's state and what each message and key does.
+//! - [`frames`]: the event loop and its frame scheduler — redraws merged and capped at 60 frames a
 //!   second, and no timer at all when nothing animates, so an idle screen writes nothing.
 
 pub mod app;
 pub mod cells;
 pub mod composer;
+pub mod frames;
 pub mod keymap;
 pub mod markdown;
 pub mod overlay;
@@ -31,4 +33,5 @@ pub mod term;
 pub mod theme;
 pub mod view;
 
-pub use app::{run, Attach, Msg, Options, Request, TuiEnd};
+pub use app::{Attach, Msg, Options, Request, TuiEnd};
+pub use frames::run;
