@@ -154,7 +154,7 @@ pub async fn serve(
     let ui_tx = mtx.clone();
     let quit = cancel.clone();
     let runtime = tokio::runtime::Handle::current();
-    let tool_ctx = Arc::new(shell_context(spec, cancel));
+    let tool_ctx = Arc::new(spec.tool_context(cancel));
     let ui = std::thread::spawn(move || {
         let notes = ui_tx.clone();
         let mut send = move |r: Request| match (&r, crate::tui_work::act(&root, &state, &notes, &r))
@@ -195,21 +195,6 @@ pub async fn serve(
         .map_err(|_| anyhow::anyhow!("the terminal UI panicked"))??;
     let _ = end;
     Ok(summary)
-}
-
-/// The context `!` commands run in: the session's own `bash` tool's (its root, sandbox, key
-/// filter and temp dir), cancelled with the session.
-fn shell_context(spec: &AgentSpec, cancel: &CancellationToken) -> baton_agent::tools::ToolContext {
-    baton_agent::tools::ToolContext {
-        root: spec.root.clone(),
-        cwd: spec.cwd.clone(),
-        bash_timeout: spec.bash_timeout,
-        cancel: cancel.clone(),
-        env_filter: spec.env_filter.clone(),
-        sandbox: spec.sandbox.clone(),
-        tmp_dir: spec.tmp_dir.clone(),
-        read_roots: Vec::new(),
-    }
 }
 
 /// Runs a `!` command as the session's `bash` tool would (sandboxed, under the process guard,

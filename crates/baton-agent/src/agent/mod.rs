@@ -89,6 +89,27 @@ pub struct AgentSpec {
     pub approval: baton_protocol::ApprovalPolicy,
 }
 
+impl AgentSpec {
+    /// What the session's tools run with: its root and folder, the `bash` timeout, the sandbox,
+    /// the key filter, the temp dir and (readable) skill folders; cancelled with `cancel`. The
+    /// terminal UI's `!` commands run with it too.
+    pub fn tool_context(
+        &self,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> crate::tools::ToolContext {
+        crate::tools::ToolContext {
+            root: self.root.clone(),
+            cwd: self.cwd.clone(),
+            bash_timeout: self.bash_timeout,
+            cancel: cancel.clone(),
+            env_filter: self.env_filter.clone(),
+            sandbox: self.sandbox.clone(),
+            tmp_dir: self.tmp_dir.clone(),
+            read_roots: self.skills.iter().map(|s| s.dir.clone()).collect(),
+        }
+    }
+}
+
 pub use crate::turn::Fallback;
 
 /// A skill offered to a session: its name, when it applies, and its folder (holding `SKILL.md`).

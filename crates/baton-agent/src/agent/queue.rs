@@ -240,16 +240,7 @@ pub async fn serve(
     inbox: &mut Inbox,
     emit: &mut (dyn FnMut(AgentEvent) + Send),
 ) -> RunSummary {
-    let ctx = ToolContext {
-        root: spec.root.clone(),
-        cwd: spec.cwd.clone(),
-        bash_timeout: spec.bash_timeout,
-        cancel: cancel.clone(),
-        env_filter: spec.env_filter.clone(),
-        sandbox: spec.sandbox.clone(),
-        tmp_dir: spec.tmp_dir.clone(),
-        read_roots: spec.skills.iter().map(|s| s.dir.clone()).collect(),
-    };
+    let ctx = spec.tool_context(cancel);
     emit(AgentEvent::SessionStarted {
         protocol_version: PROTOCOL_VERSION,
         session_id: spec.session_id.clone(),
