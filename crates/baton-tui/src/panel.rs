@@ -478,10 +478,13 @@ fn workflow_lines(
             .as_deref()
             .map(|v| format!(" {v}"))
             .unwrap_or_default();
+        // What a workflow's log says is shown as text only (its fields come from agents' output
+        // through the runner).
+        let clean = |s: String| baton_text::sanitize_line(&s).into_owned();
         lines.push(Line::from(vec![
             Span::styled(format!("{} ", glyph(n.state)), st),
-            Span::styled(format!("{} {}", n.task_id, n.agent), t.text),
-            Span::styled(format!(" ({}){verdict}{cycle}", n.phase), t.dim),
+            Span::styled(clean(format!("{} {}", n.task_id, n.agent)), t.text),
+            Span::styled(clean(format!(" ({}){verdict}{cycle}", n.phase)), t.dim),
         ]));
     }
     if let Some(note) = &wf.note {
@@ -517,7 +520,7 @@ fn workflow_lines(
                 ""
             };
             lines.push(Line::from(Span::styled(
-                format!("{}  {o}{rec}", k + 1),
+                baton_text::sanitize_line(&format!("{}  {o}{rec}", k + 1)).into_owned(),
                 t.accent,
             )));
         }
