@@ -461,6 +461,7 @@ fn workflow_lines(
         format!("{} · {}", wf.kind, wf.phase),
         t.heading,
     )));
+    lines.push(budget_line(&wf.spent, width, t));
     for n in &wf.nodes {
         let st = match n.state {
             Step::Done => t.ok,
@@ -558,4 +559,38 @@ fn draw_form(frame: &mut Frame<'_>, form: &Form, area: Rect, t: &Theme) {
         ),
         r,
     );
+}
+
+/// The spending, and against a budget a gauge: `$0.0111 of $0.0150 ███████░░░ 74%`.
+fn budget_line(s: &crate::project::Spent, width: usize, t: &Theme) -> Line<'static> {
+    let mut text = format!("spent ${:.4}", s.cost_usd);
+    if s.tokens() > 0 {
+        text.push_str(&format!(" · {} tokens", s.tokens()));
+    }
+    let Some(share) = s.share() else {
+        return Line::from(Span::styled(format!("{text} · no budget"), t.dim));
+    };
+    let limits: Vec<String> = [
+        s.budget_usd.map(|b| format!("${b:.4}")),
+        s.budget_tokens.map(|b| format!("{b} tokens")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    text.push_str(&format!(" of {} ", limits.join(" / ")));
+    let room = width.saturating_sub(text.width() + 6).clamp(4, 20);
+    let filled = ((share.min(1.0)) * room as f64).round() as usize;
+    let style = if share >= 0.9 {
+        t.error
+    } else if share >= 0.7 {
+        t.warn
+    } else {
+        t.ok
+    };
+    Line::from(vec![
+        Span::styled(text, t.dim),
+        Span::styled("█".repeat(filled), style),
+        Span::styled("░".repeat(room - filled), t.dim),
+        Span::styled(format!(" {:.0}%", share * 100.0), style),
+    ])
 }

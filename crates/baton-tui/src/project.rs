@@ -160,6 +160,61 @@ pub struct Workflow {
     pub nodes: Vec<Node>,
     pub checkpoint: Option<Checkpoint>,
     pub note: Option<String>,
+    /// What it spent so far and its budget, from the record's changes (`spent`, `run.budget_*`).
+    pub spent: Spent,
+}
+
+/// A workflow's spending and budget.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Spent {
+    pub cost_usd: f64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub budget_usd: Option<f64>,
+    pub budget_tokens: Option<u64>,
+}
+
+impl Spent {
+    /// Folds one change of the workflow record (a JSON merge patch: only what changed) in.
+    fn apply(&mut self, delta: &serde_json::Value) {
+        let spent = &delta["spent"];
+        if let Some(c) = spent["cost_usd"].as_f64() {
+            self.cost_usd = c;
+        }
+        if let Some(n) = spent["input_tokens"].as_u64() {
+            self.input_tokens = n;
+        }
+        if let Some(n) = spent["output_tokens"].as_u64() {
+            self.output_tokens = n;
+        }
+        let run = &delta["run"];
+        if let Some(b) = run["budget_usd"].as_f64() {
+            self.budget_usd = Some(b);
+        }
+        if let Some(b) = run["budget_tokens"].as_u64() {
+            self.budget_tokens = Some(b);
+        }
+    }
+
+    pub fn tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+
+    /// The share of the budget spent (the larger of the two budgets' shares), when there is one.
+    pub fn share(&self) -> Option<f64> {
+        let usd = self
+            .budget_usd
+            .filter(|b| *b > 0.0)
+            .map(|b| self.cost_usd / b);
+        let tok = self
+            .budget_tokens
+            .filter(|b| *b > 0)
+            .map(|b| self.tokens() as f64 / b as f64);
+        match (usd, tok) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 /// Everything the panel and the views show.
@@ -206,7 +261,7 @@ impl Project {
         match &event.event {
             Payload::Task(t) => self.task(&id, t, now_ms),
             Payload::Flow(r) => self.flow(&id, &r.event, now_ms),
-            Payload::Workflow(w) => self.workflow(&id, &w.body, now_ms),
+            Payload::Workflow(w) => self.workflow(&id, w, now_ms),
             Payload::Session(_) | Payload::Routing(_) => {}
         }
     }
@@ -403,8 +458,12 @@ impl Project {
         };
     }
 
-    fn workflow(&mut self, id: &str, body: &EventBody, now_ms: u64) {
+    fn workflow(&mut self, id: &str, ev: &baton_workflow::store::WorkflowEvent, now_ms: u64) {
+        let body = &ev.body;
         let wf = self.workflows.entry(id.to_string()).or_default();
+        if let Some(d) = &ev.delta {
+            wf.spent.apply(d);
+        }
         let mut state = None;
         match body {
             EventBody::WorkflowStarted(s) => {
@@ -493,7 +552,10 @@ impl Project {
             }
         };
         let kind = wf.kind.clone();
+        let spent = wf.spent;
         let row = self.row(Kind::Workflow, id, None, now_ms);
+        row.cost_usd = (spent.cost_usd > 0.0).then_some(spent.cost_usd);
+        row.tokens = spent.tokens();
         row.name = format!("workflow {id}");
         row.role = kind.to_lowercase();
         row.detail = detail;

@@ -163,6 +163,32 @@ fn a_workflow_at_its_checkpoint_needs_the_user_with_the_gate_s_options() {
 }
 
 #[test]
+fn a_workflow_s_spending_and_budget_come_from_its_record_s_changes() {
+    // The fixture's start, and a change that sets a budget and spends against it (as the
+    // runner's `artifact_updated` patches do).
+    let mut events: Vec<Event> = fixture_events()
+        .into_iter()
+        .filter(|e| e.source.kind == SourceKind::Workflow)
+        .take(2)
+        .collect();
+    let line = r#"{"seq":3,"ts":"2026-12-04T21:21:09Z","wf":"wf-20261204T212108Z-27931c09","event":"artifact_updated","phase":null,"task_id":null,"agent":null,"decision":null,"reason":"spent","delta":{"run":{"budget_usd":0.015},"spent":{"cost_usd":0.0111,"input_tokens":1200,"output_tokens":300}}}"#;
+    events.extend(self::events(
+        SourceKind::Workflow,
+        "wf-20261204T212108Z-27931c09",
+        line,
+    ));
+    let p = fold(&events);
+    let s = p.workflows["wf-20261204T212108Z-27931c09"].spent;
+    assert_eq!(
+        (s.cost_usd, s.tokens(), s.budget_usd, s.budget_tokens),
+        (0.0111, 1500, Some(0.015), None)
+    );
+    assert!((s.share().unwrap() - 0.74).abs() < 1e-9);
+    assert_eq!(p.rows[0].cost_usd, Some(0.0111));
+    assert_eq!(p.rows[0].tokens, 1500);
+}
+
+#[test]
 fn folding_the_feed_in_chunks_equals_folding_it_at_once() {
     let all = fixture_events();
     let whole = fold(&all);

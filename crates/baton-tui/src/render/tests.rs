@@ -310,6 +310,28 @@ fn with_work() -> View {
         }
         v.project.apply(e, k as u64 * 40);
     }
+    // A budget, and spending against it.
+    let line = r#"{"seq":13,"ts":"2026-12-04T21:21:09Z","wf":"wf-20261204T212108Z-27931c09","event":"artifact_updated","phase":null,"task_id":null,"agent":null,"decision":null,"reason":"spent","delta":{"run":{"budget_usd":0.015},"spent":{"cost_usd":0.0111,"input_tokens":1200,"output_tokens":300}}}"#;
+    let source = baton_protocol::Source::new(
+        baton_protocol::SourceKind::Workflow,
+        "wf-20261204T212108Z-27931c09",
+    );
+    v.project.apply(
+        &baton_protocol::ProjectEvent {
+            pos: baton_protocol::Position {
+                source: source.clone(),
+                offset: 0,
+            },
+            source,
+            ts: None,
+            event: baton_events::Payload::parse(
+                baton_protocol::SourceKind::Workflow,
+                line.as_bytes(),
+            )
+            .unwrap(),
+        },
+        2900,
+    );
     v.project.delegation(
         0,
         &EntryEvent::Queued {
