@@ -84,6 +84,7 @@ fn submit(
         | Request::FlowClean { .. }
         | Request::CancelTask { .. }
         | Request::Run { .. }
+        | Request::OpenFile { .. }
         | Request::Shell { .. }
         | Request::OpenLog { .. } => return Err("not a request of the session".into()),
         Request::Input(t) => Submission::Input(t),

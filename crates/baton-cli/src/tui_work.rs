@@ -139,6 +139,26 @@ pub fn act(
             }
             Err(e) => Err(format!("task {task}: {e}")),
         },
+        Request::OpenFile { title, path } => {
+            // Only the project's own records (a review packet under `.baton/state/`).
+            let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+            if !real(path).starts_with(real(state.root())) {
+                return Some(Err(format!(
+                    "{}: not a file of this project's records",
+                    path.display()
+                )));
+            }
+            match baton_text::input::read_input(path) {
+                Ok(text) => {
+                    let _ = tx.send(Msg::Text {
+                        title: title.clone(),
+                        lines: text.lines().map(str::to_string).collect(),
+                    });
+                    Ok(())
+                }
+                Err(e) => Err(format!("{}: {e}", path.display())),
+            }
+        }
         Request::Input(_)
         | Request::Shell { .. }
         | Request::Interrupt

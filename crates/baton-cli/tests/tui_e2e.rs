@@ -345,7 +345,7 @@ fn attached_to_a_flow_another_process_ran_the_view_shows_its_units_and_abandons_
     assert!(screen.contains("b blocked (review findings)"), "{screen}");
     let rows: Vec<&str> = screen
         .lines()
-        .filter(|l| l.starts_with("│a    ") || l.starts_with("│b    "))
+        .filter(|l| l.starts_with("│▸a    ") || l.starts_with("│ b    "))
         .collect();
     assert_eq!(rows.len(), 2, "{screen}");
     assert!(
@@ -356,6 +356,30 @@ fn attached_to_a_flow_another_process_ran_the_view_shows_its_units_and_abandons_
         rows[1].contains("✓         ✓         ✓         ✗         ·"),
         "{screen}"
     );
+    // Unit b: its validation and review, then the review packet the reviewer was given.
+    vt.send(b"j");
+    vt.wait_for(WAIT, |s| s.contains("│▸b"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\r");
+    let text = vt
+        .wait_for(WAIT, |s| s.contains("unit b: validation and review"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert!(
+        text.contains("✓ test -f b.txt") && text.contains("  FAIL: b.txt is wrong"),
+        "{text}"
+    );
+    vt.send(b"\x1b");
+    // (An Esc followed at once by a key would read as Alt+key: wait until it was taken.)
+    vt.wait_for(WAIT, |s| !s.contains("unit b: validation and review"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"p");
+    let packet = vt
+        .wait_for(WAIT, |s| s.contains("unit b: the review packet"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert!(packet.contains("b.txt"), "{packet}");
+    vt.send(b"\x1b");
+    vt.wait_for(WAIT, |s| !s.contains("unit b: the review packet"))
+        .unwrap_or_else(|s| panic!("{s}"));
     vt.send(b"a");
     vt.wait_for(WAIT, |s| s.contains("abandon flow"))
         .unwrap_or_else(|s| panic!("{s}"));

@@ -820,3 +820,43 @@ mod tests {
         assert!(text.ends_with("a.txt\n```\n\nuse it"), "{text}");
     }
 }
+
+#[cfg(test)]
+mod panel_keys {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn enter_in_a_flow_view_opens_the_unit_s_validation_and_review() {
+        let mut a = App::new(&Options {
+            mode: Mode {
+                inline: false,
+                mouse: false,
+            },
+            theme: Theme::dark(),
+            keymap: Keymap::default(),
+            branch: None,
+            seats: None,
+            context_window: None,
+            approval_policy: "never".into(),
+            first: None,
+            history: Vec::new(),
+            attach: Some(Attach::Flow("20261205-085300-0830".into())),
+        });
+        for e in crate::project::tests::fixture_events() {
+            a.handle(Msg::Project(Box::new(e)), &mut |_| Ok(()));
+        }
+        let press = |a: &mut App, code: KeyCode| {
+            a.handle(
+                Msg::Term(Event::Key(KeyEvent::new(code, KeyModifiers::NONE))),
+                &mut |_| Ok(()),
+            )
+        };
+        press(&mut a, KeyCode::Char('j'));
+        assert_eq!(a.ui.panel.unit, 1);
+        press(&mut a, KeyCode::Enter);
+        let (title, lines, _) = a.ui.panel.viewer.clone().unwrap();
+        assert_eq!(title, "unit b: validation and review");
+        assert!(lines.iter().any(|l| l == "✓ test -f b.txt"), "{lines:?}");
+    }
+}

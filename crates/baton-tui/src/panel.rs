@@ -44,6 +44,8 @@ pub struct Panel {
     pub viewer: Option<(String, Vec<String>, usize)>,
     /// Attached (`--attach`): the panel is the whole UI and cannot be closed.
     pub pinned: bool,
+    /// The unit selected in a Flow's view.
+    pub unit: usize,
 }
 
 fn glyph(step: Step) -> &'static str {
@@ -140,6 +142,43 @@ impl Panel {
         if let Some(detail) = self.detail.clone() {
             match (key.code, &detail) {
                 (KeyCode::Esc, _) if !self.pinned => self.detail = None,
+                (KeyCode::Down | KeyCode::Char('j'), Detail::Flow(id)) => {
+                    let n = project.flows.get(id).map_or(0, |f| f.units.len());
+                    self.unit = (self.unit + 1).min(n.saturating_sub(1));
+                }
+                (KeyCode::Up | KeyCode::Char('k'), Detail::Flow(_)) => {
+                    self.unit = self.unit.saturating_sub(1)
+                }
+                (KeyCode::Enter, Detail::Flow(id)) => {
+                    if let Some(u) = project.flows.get(id).and_then(|f| f.units.get(self.unit)) {
+                        self.viewer = Some((
+                            format!("unit {}: validation and review", u.id),
+                            unit_text(u),
+                            0,
+                        ));
+                    }
+                }
+                (KeyCode::Char('p'), Detail::Flow(id)) => {
+                    if let Some(u) = project.flows.get(id).and_then(|f| f.units.get(self.unit)) {
+                        return match &u.packet {
+                            Some(path) => (
+                                Some(Request::OpenFile {
+                                    title: format!("unit {}: the review packet", u.id),
+                                    path: path.clone(),
+                                }),
+                                true,
+                            ),
+                            None => {
+                                self.viewer = Some((
+                                    format!("unit {}", u.id),
+                                    vec!["no review packet: the unit was not reviewed".into()],
+                                    0,
+                                ));
+                                (None, true)
+                            }
+                        };
+                    }
+                }
                 (KeyCode::Char('c'), Detail::Flow(id)) => {
                     self.form = Some(Form::Guidance {
                         flow: id.clone(),
@@ -327,7 +366,7 @@ pub fn draw(
                 lines.extend(row_lines(row, k == panel.selected, width, now_ms, t));
             }
         }
-        Some(Detail::Flow(id)) => flow_lines(project, id, width, &mut lines, t),
+        Some(Detail::Flow(id)) => flow_lines(project, id, panel.unit, width, &mut lines, t),
         Some(Detail::Workflow(id)) => workflow_lines(project, id, width, &mut lines, t),
     }
     // Keep the selected row in view.
@@ -368,6 +407,7 @@ pub fn draw(
 fn flow_lines(
     project: &Project,
     id: &str,
+    selected: usize,
     width: usize,
     lines: &mut Vec<Line<'static>>,
     t: &Theme,
@@ -395,14 +435,15 @@ fn flow_lines(
         .max()
         .unwrap_or(4)
         .max(4);
-    let mut head = format!("{:<name_w$} ", "unit");
+    let mut head = format!(" {:<name_w$} ", "unit");
     for s in STEPS {
         head.push_str(&format!("{:<10}", s));
     }
     head.push_str("base..tip");
     lines.push(Line::from(Span::styled(head, t.heading)));
-    for u in &flow.units {
-        let mut spans = vec![Span::styled(format!("{:<name_w$} ", u.id), t.text)];
+    for (k, u) in flow.units.iter().enumerate() {
+        let marker = if k == selected { "▸" } else { " " };
+        let mut spans = vec![Span::styled(format!("{marker}{:<name_w$} ", u.id), t.text)];
         for s in u.steps {
             let st = match s {
                 Step::Done => t.ok,
@@ -442,7 +483,7 @@ fn flow_lines(
     }
     lines.push(Line::default());
     lines.push(Line::from(Span::styled(
-        "c continue --guidance · a abandon · l clean · Esc back",
+        "j/k unit · Enter its validation and review · p review packet · c continue --guidance · a abandon · l clean · Esc back",
         t.dim,
     )));
 }
@@ -593,4 +634,29 @@ fn budget_line(s: &crate::project::Spent, width: usize, t: &Theme) -> Line<'stat
         Span::styled("░".repeat(room - filled), t.dim),
         Span::styled(format!(" {:.0}%", share * 100.0), style),
     ])
+}
+
+/// A unit's validation (each command, passed or not, and its output) and its reviewer's words.
+fn unit_text(u: &crate::project::Unit) -> Vec<String> {
+    let mut out = vec![format!("unit {} ({})", u.id, u.name)];
+    if u.validation.is_empty() {
+        out.push("validation: not run".into());
+    }
+    for (command, ok, output) in &u.validation {
+        out.push(format!("{} {command}", if *ok { "✓" } else { "✗" }));
+        out.extend(output.lines().map(|l| format!("  {l}")));
+    }
+    out.push(String::new());
+    match &u.review {
+        Some(r) => {
+            out.push("review:".into());
+            out.extend(r.lines().map(|l| format!("  {l}")));
+        }
+        None => out.push("review: none".into()),
+    }
+    if let Some(note) = &u.note {
+        out.push(String::new());
+        out.push(format!("blocked: {note}"));
+    }
+    out
 }

@@ -121,6 +121,10 @@ pub struct Unit {
     pub note: Option<String>,
     /// The reviewer's output, when it reviewed.
     pub review: Option<String>,
+    /// Each validation command of the last run: the command, whether it passed, its output.
+    pub validation: Vec<(String, bool, String)>,
+    /// The review packet the reviewer was given (a patch file of the Flow's record).
+    pub packet: Option<std::path::PathBuf>,
 }
 
 /// A Flow's view: units × steps.
@@ -356,9 +360,20 @@ impl Project {
             FlowEvent::Validating { .. } => set(flow, 2, Step::Running),
             FlowEvent::Validated { results, .. } => {
                 let ok = results.iter().all(|r| r.ok);
-                set(flow, 2, if ok { Step::Done } else { Step::Failed })
+                set(flow, 2, if ok { Step::Done } else { Step::Failed });
+                if let Some(u) = unit_index.and_then(|i| flow.units.get_mut(i)) {
+                    u.validation = results
+                        .iter()
+                        .map(|r| (r.command.clone(), r.ok, r.output.clone()))
+                        .collect();
+                }
             }
-            FlowEvent::Reviewing { .. } => set(flow, 3, Step::Running),
+            FlowEvent::Reviewing { patch_path, .. } => {
+                set(flow, 3, Step::Running);
+                if let Some(u) = unit_index.and_then(|i| flow.units.get_mut(i)) {
+                    u.packet = Some(patch_path.clone());
+                }
+            }
             FlowEvent::Reviewed {
                 approved, output, ..
             } => {

@@ -524,7 +524,16 @@ pub fn status_parts(view: &View, ui: &Ui, now_ms: u64) -> Vec<String> {
             parts.push(format!("C{cm} {c} · E{em} {e}"));
         }
         // Attached to another process's work: no session of its own.
-        (None, _) if ui.attached => parts.push("attached · read-only".into()),
+        (None, _) if ui.attached => {
+            parts.push("attached · read-only".into());
+            // The transcript is hidden: its last notice (an action's outcome) shows here.
+            if let Some(text) = view.entries.iter().rev().find_map(|e| match &e.body {
+                Body::Notice { text, .. } => Some(text),
+                _ => None,
+            }) {
+                parts.push(baton_text::sanitize_line(text).into_owned());
+            }
+        }
         (None, _) => parts.push(view.session.model.clone()),
     }
     if !ui.attached {

@@ -39,6 +39,11 @@ pub enum Request {
     Run {
         request: String,
     },
+    /// A file of the project's own records to read (a Flow unit's review packet).
+    OpenFile {
+        title: String,
+        path: std::path::PathBuf,
+    },
     /// `!command`: run a shell command in the session's sandbox, as its `bash` tool does.
     Shell {
         command: String,
