@@ -108,11 +108,13 @@ fn attach(args: &TuiArgs, id: &str) -> Result<Exit> {
     };
     let notes = tx.clone();
     let root = ctx.project_root.clone();
+    let state_for_log = state.clone();
     let mut send =
         move |r: baton_tui::Request| match crate::tui_work::act(&root, &state, &notes, &r) {
             Some(done) => done,
             None => Err("attached: read-only; start your own session with `baton tui`".to_string()),
         };
+    let _stderr = crate::tui_work::StderrToLog::new(&state_for_log);
     baton_tui::run(opts, tx, rx, &mut send)?;
     Ok(Exit::Ok)
 }

@@ -158,6 +158,7 @@ pub async fn serve(
     let tool_ctx = Arc::new(spec.tool_context(cancel));
     let ui = std::thread::spawn(move || {
         let notes = ui_tx.clone();
+        let log_state = state.clone();
         let mut send = move |r: Request| match (&r, crate::tui_work::act(&root, &state, &notes, &r))
         {
             (_, Some(done)) => done,
@@ -167,7 +168,10 @@ pub async fn serve(
             }
             (_, None) => submit(&tx, &interrupter, r),
         };
-        let end = baton_tui::run(opts, ui_tx, mrx, &mut send);
+        let end = {
+            let _stderr = crate::tui_work::StderrToLog::new(&log_state);
+            baton_tui::run(opts, ui_tx, mrx, &mut send)
+        };
         // The user quit while work runs: it stops (the transcript keeps what was done). Quit
         // while idle, the inbox closes and the session ends as its last input did.
         if end.as_ref().map_or(true, |e| e.working) {

@@ -190,3 +190,52 @@ pub fn list_files(root: PathBuf, tx: Sender<Msg>) {
         let _ = tx.send(Msg::Files(files));
     });
 }
+
+/// While the UI owns the terminal, what the process writes to stderr (a warning, a log line)
+/// would tear its screen: it goes to `.baton/state/tui/stderr.log` instead, and stderr comes
+/// back when this is dropped.
+pub struct StderrToLog {
+    saved: Option<std::os::fd::OwnedFd>,
+}
+
+impl StderrToLog {
+    pub fn new(state: &StateDir) -> StderrToLog {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        let dir = state.root().join("tui");
+        let file = std::fs::create_dir_all(&dir).and_then(|_| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join("stderr.log"))
+        });
+        let Ok(file) = file else {
+            return StderrToLog { saved: None };
+        };
+        // SAFETY: dup and dup2 on descriptors this process owns.
+        unsafe {
+            let saved = libc::dup(2);
+            if saved < 0 {
+                return StderrToLog { saved: None };
+            }
+            if libc::dup2(file.as_raw_fd(), 2) < 0 {
+                libc::close(saved);
+                return StderrToLog { saved: None };
+            }
+            StderrToLog {
+                saved: Some(OwnedFd::from_raw_fd(saved)),
+            }
+        }
+    }
+}
+
+impl Drop for StderrToLog {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        if let Some(saved) = &self.saved {
+            // SAFETY: dup2 of a descriptor this value owns back onto stderr.
+            unsafe {
+                libc::dup2(saved.as_raw_fd(), 2);
+            }
+        }
+    }
+}
