@@ -127,6 +127,6 @@ pub fn describe_entry(n: &str, event: &EntryEvent) -> Option<String> {
             Activity::Waiting { reason } => format!("[{n}] waiting: {reason}"),
             Activity::Thinking | Activity::Tokens { .. } => return None,
         },
-        EntryEvent::Finished { status } => format!("[{n}] {}", word(*status)),
+        EntryEvent::Finished { status, .. } => format!("[{n}] {}", word(*status)),
     })
 }

@@ -176,7 +176,7 @@ impl Status {
                         Some(format!("[{}] waiting: {reason}", row.name))
                     }
                 },
-                EntryEvent::Finished { status } => {
+                EntryEvent::Finished { status, .. } => {
                     row.status = Some(*status);
                     row.ended = Some(now);
                     row.tool = None;

@@ -85,6 +85,7 @@ fn submit(
         | Request::CancelTask { .. }
         | Request::Run { .. }
         | Request::OpenFile { .. }
+        | Request::OpenSession { .. }
         | Request::Shell { .. }
         | Request::OpenLog { .. } => return Err("not a request of the session".into()),
         Request::Input(t) => Submission::Input(t),

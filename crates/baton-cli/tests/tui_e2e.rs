@@ -711,3 +711,65 @@ fn ctrl_g_edits_the_input_in_the_editor_and_y_copies_an_entry_with_osc_52() {
     vt.send(b"\x04");
     assert!(vt.wait(WAIT).success());
 }
+
+#[test]
+fn a_delegation_shows_in_the_panel_and_opens_the_child_s_own_transcript() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "c1",
+            "delegate_task",
+            json!({"role": "helper", "name": "look", "task": "find the answer in notes.txt"}),
+        ))
+        // The child (offered only `read`) answers from the same server.
+        .when(
+            |r| r.offered_tools() == ["read"],
+            Turn::text("Found it: 42."),
+        )
+        .turn(Turn::text("The helper found 42."))
+        .start_blocking();
+    let sb = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .mock_provider(
+            &server,
+            "openai",
+            "[models]\ndefault_class = \"balanced\"\nbalanced = \"mock/m\"\n",
+        );
+    sb.write(
+        ".baton/roles/helper.md",
+        "---\nname: helper\ndescription: looks things up\ntools: [read]\n---\nLook it up.\n",
+    );
+    let mut cmd = sb.baton(&["tui"]);
+    cmd.env("TERM", "xterm-256color");
+    let mut vt = Vt::spawn(cmd, 120, 30).unwrap();
+    vt.wait_for(WAIT, |s| s.contains("? help"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"ask a helper\r");
+    vt.wait_for(WAIT, |s| {
+        s.contains("The helper found 42.") && s.contains("● ready")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\x14"); // Ctrl+T
+    vt.wait_for(WAIT, |s| {
+        s.contains("done (1)") && s.contains("look · helper")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\r");
+    let screen = vt
+        .wait_for(WAIT, |s| {
+            s.contains("(read-only)") && s.contains("Found it: 42.")
+        })
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert!(
+        screen.contains("› find the answer in notes.txt"),
+        "{screen}"
+    );
+    assert!(screen.contains("role helper"), "{screen}");
+    vt.send(b"q");
+    vt.wait_for(WAIT, |s| !s.contains("(read-only)"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\x1b");
+    vt.wait_for(WAIT, |s| !s.contains("x cancels"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+}

@@ -306,7 +306,7 @@ pub fn load(state: &StateDir, id: &str) -> Result<TaskState, TaskStoreError> {
                 }
             }
             TaskEvent::Entry { index, event } => match (state.as_mut(), event) {
-                (Some(s), EntryEvent::Finished { status }) => {
+                (Some(s), EntryEvent::Finished { status, .. }) => {
                     if let Some(slot) = s.entries.get_mut(index) {
                         slot.2 = Some(status);
                     }

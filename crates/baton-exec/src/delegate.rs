@@ -162,6 +162,7 @@ pub async fn run_delegation(
                         i,
                         EntryEvent::Finished {
                             status: EntryStatus::Skipped,
+                            session: None,
                         },
                     );
                     out.push(skipped(i, e));
@@ -436,6 +437,10 @@ async fn run_entry(
         Ok(r) => r.cost_usd,
         Err(err) => err.partial.as_ref().and_then(|p| p.cost_usd),
     };
+    let session = match &result {
+        Ok(r) => r.session_id.clone(),
+        Err(err) => err.partial.as_ref().and_then(|p| p.session_id.clone()),
+    };
     let (status, output, error, usage, turns) = match result {
         Ok(ChildResult {
             status,
@@ -493,7 +498,13 @@ async fn run_entry(
             )
         }
     };
-    progress(index, EntryEvent::Finished { status });
+    progress(
+        index,
+        EntryEvent::Finished {
+            status,
+            session: session.clone(),
+        },
+    );
     EntryReport {
         index,
         name: e.name.clone(),
@@ -509,5 +520,6 @@ async fn run_entry(
         duration_ms,
         worktree,
         notes,
+        session_id: session,
     }
 }

@@ -229,6 +229,11 @@ impl Panel {
                     match row.kind {
                         Kind::Flow => self.detail = Some(Detail::Flow(row.id.clone())),
                         Kind::Workflow => self.detail = Some(Detail::Workflow(row.id.clone())),
+                        // A child's own transcript when it named one, else (a task) its log.
+                        Kind::Task | Kind::Delegation if row.session.is_some() => {
+                            let id = row.session.clone().unwrap_or_default();
+                            return (Some(Request::OpenSession { id }), true);
+                        }
                         Kind::Task => {
                             return (
                                 Some(Request::OpenLog {
@@ -237,7 +242,13 @@ impl Panel {
                                 true,
                             )
                         }
-                        Kind::Delegation => {}
+                        Kind::Delegation => {
+                            self.viewer = Some((
+                                format!("{} · {}", row.name, row.role),
+                                vec!["no transcript yet: a child's own session shows once it finished and named it (a baton child does; pi, Codex, Claude Code and command children keep their own)".into()],
+                                0,
+                            ));
+                        }
                     }
                 }
             }

@@ -66,6 +66,8 @@ pub struct Row {
     pub ended_ms: Option<u64>,
     /// A short line on where it is (a Flow's unit step, a workflow's phase or question).
     pub detail: String,
+    /// A delegated child's own session, once it finished (its transcript can be read).
+    pub session: Option<String>,
 }
 
 impl Row {
@@ -85,6 +87,7 @@ impl Row {
             started_ms: Some(now_ms),
             ended_ms: None,
             detail: String::new(),
+            session: None,
         }
     }
 
@@ -297,6 +300,9 @@ impl Project {
                     row.state = finished(e.status);
                     row.tokens = e.usage.input_tokens + e.usage.output_tokens;
                     row.cost_usd = e.cost_usd.or(row.cost_usd);
+                    if e.session_id.is_some() {
+                        row.session.clone_from(&e.session_id);
+                    }
                     row.tool = None;
                     row.path = None;
                     row.ended_ms.get_or_insert(now_ms);
@@ -626,7 +632,8 @@ fn entry(row: &mut Row, event: &EntryEvent, now_ms: u64) {
             Activity::Waiting { reason } => row.detail = format!("waiting: {reason}"),
             Activity::Started { .. } | Activity::Thinking => {}
         },
-        EntryEvent::Finished { status } => {
+        EntryEvent::Finished { status, session } => {
+            row.session.clone_from(session);
             row.state = finished(*status);
             row.tool = None;
             row.path = None;

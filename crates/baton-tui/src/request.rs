@@ -39,6 +39,10 @@ pub enum Request {
     Run {
         request: String,
     },
+    /// A delegated child's transcript, to read (`sessions/<id>.jsonl` of the project).
+    OpenSession {
+        id: String,
+    },
     /// A file of the project's own records to read (a Flow unit's review packet).
     OpenFile {
         title: String,

@@ -27,6 +27,10 @@ pub enum EntryEvent {
     },
     Finished {
         status: EntryStatus,
+        /// The child's own session id, when its stream named it (a `baton` child's transcript:
+        /// `sessions/<id>.jsonl` of the folder it ran in).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
     },
 }
 
@@ -84,6 +88,9 @@ pub struct EntryReport {
     pub turns: u32,
     pub duration_ms: u64,
     pub worktree: Option<WorktreeReport>,
+    /// The child's own session id, when its stream named it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
     /// Things the caller should know (ran in the working directory instead of a worktree, …).
     pub notes: Vec<String>,
 }
@@ -124,6 +131,7 @@ pub(super) fn skipped(i: usize, e: &TaskEntry) -> EntryReport {
         turns: 0,
         duration_ms: 0,
         worktree: None,
+        session_id: None,
         notes: vec!["not run: an earlier chain step did not succeed".into()],
     }
 }

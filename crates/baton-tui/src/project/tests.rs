@@ -259,9 +259,11 @@ fn a_session_s_delegations_are_rows_per_call_and_entry() {
         1,
         &EntryEvent::Finished {
             status: EntryStatus::Failed,
+            session: Some("0190-child".into()),
         },
         9,
     );
+    assert_eq!(p.rows[1].session.as_deref(), Some("0190-child"));
     // A second call starts again at entry 0: new rows.
     p.delegation(
         0,

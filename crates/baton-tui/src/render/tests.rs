@@ -372,6 +372,7 @@ fn with_work() -> View {
     v.project.delegation(
         1,
         &EntryEvent::Finished {
+            session: None,
             status: baton_exec::delegate::EntryStatus::Done,
         },
         5000,
