@@ -858,5 +858,9 @@ mod panel_keys {
         let (title, lines, _) = a.ui.panel.viewer.clone().unwrap();
         assert_eq!(title, "unit b: validation and review");
         assert!(lines.iter().any(|l| l == "✓ test -f b.txt"), "{lines:?}");
+        assert!(
+            lines.iter().any(|l| l == "  done b"),
+            "the implementer's answer: {lines:?}"
+        );
     }
 }

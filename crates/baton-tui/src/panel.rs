@@ -650,6 +650,14 @@ fn budget_line(s: &crate::project::Spent, width: usize, t: &Theme) -> Line<'stat
 /// A unit's validation (each command, passed or not, and its output) and its reviewer's words.
 fn unit_text(u: &crate::project::Unit) -> Vec<String> {
     let mut out = vec![format!("unit {} ({})", u.id, u.name)];
+    match &u.implementer {
+        Some(text) => {
+            out.push("implementer:".into());
+            out.extend(text.lines().map(|l| format!("  {l}")));
+        }
+        None => out.push("implementer: not finished".into()),
+    }
+    out.push(String::new());
     if u.validation.is_empty() {
         out.push("validation: not run".into());
     }

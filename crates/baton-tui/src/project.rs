@@ -124,6 +124,8 @@ pub struct Unit {
     pub note: Option<String>,
     /// The reviewer's output, when it reviewed.
     pub review: Option<String>,
+    /// The implementer's last answer (its output, and its stderr when it failed).
+    pub implementer: Option<String>,
     /// Each validation command of the last run: the command, whether it passed, its output.
     pub validation: Vec<(String, bool, String)>,
     /// The review packet the reviewer was given (a patch file of the Flow's record).
@@ -343,7 +345,15 @@ impl Project {
                 set(flow, 0, Step::Running)
             }
             FlowEvent::ImplementerFinished { result, .. } => {
-                set(flow, 0, if result.ok { Step::Done } else { Step::Failed })
+                set(flow, 0, if result.ok { Step::Done } else { Step::Failed });
+                if let Some(u) = unit_index.and_then(|i| flow.units.get_mut(i)) {
+                    let mut text = result.output.clone();
+                    if !result.ok && !result.stderr.trim().is_empty() {
+                        text.push_str("\nstderr:\n");
+                        text.push_str(&result.stderr);
+                    }
+                    u.implementer = Some(text);
+                }
             }
             FlowEvent::Rebasing { .. } => set(flow, 1, Step::Running),
             FlowEvent::Rebased { base, head, .. } => {
