@@ -279,6 +279,7 @@ impl Printer {
             } => errln!("baton: {}", sandbox_header(&sandbox)),
             AgentEvent::SessionStarted { sandbox: None, .. }
             | AgentEvent::ItemUpdated { .. }
+            | AgentEvent::EvidenceReferenced { .. }
             | AgentEvent::TurnStarted { .. }
             | AgentEvent::TurnCompleted { .. }
             | AgentEvent::SessionCompleted { .. } => {}

@@ -602,6 +602,8 @@ fn a_routed_session_is_driven_by_keys_through_an_interruption_and_a_resume() {
     // The Executor's call is in its lane (the right half), the Coordinator's answer in the left.
     let call = screen.lines().find(|l| l.contains("bash touch")).unwrap();
     assert!(call.find("bash touch").unwrap() > 70, "{screen}");
+    // With its evidence reference, by which the Executor would select it.
+    assert!(call.contains("ctx:t1"), "{screen}");
     let answer = screen
         .lines()
         .find(|l| l.contains("The check is done."))

@@ -114,6 +114,15 @@ pub enum AgentEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         responsible: Option<String>,
     },
+    /// A routed session's Executor tool result joined its view with an evidence reference
+    /// (`ctx:t3`): the name by which the Executor selects it for the Coordinator (`project`) and a
+    /// report cites it.
+    #[serde(rename = "evidence.referenced")]
+    EvidenceReferenced {
+        /// The tool call whose result it is (the `call_id` of its `tool_call` item).
+        call_id: String,
+        reference: String,
+    },
     #[serde(rename = "session.completed")]
     SessionCompleted {
         outcome: Outcome,

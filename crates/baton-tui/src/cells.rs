@@ -153,10 +153,17 @@ fn tool_lines(
     if let Some(code) = cell.exit_code.filter(|c| *c != 0) {
         tail.push_str(&format!("  exit {code}"));
     }
+    // A routed Executor's result: its evidence reference, and a star once it is selected for
+    // the Coordinator.
+    if let Some(r) = &cell.reference {
+        tail.push_str(&format!("  {}", baton_text::sanitize_line(r)));
+    }
     let head = format!("{glyph} {} ", cell.tool);
-    let room = width.saturating_sub(head.width() + tail.width());
+    let star = if cell.selected { "★ " } else { "" };
+    let room = width.saturating_sub(head.width() + tail.width() + star.width());
     let summary = baton_text::fit_columns(&cell.summary(), room).into_owned();
     let mut out = vec![Line::from(vec![
+        Span::styled(star.to_string(), t.warn),
         Span::styled(head, style),
         Span::styled(summary, t.text),
         Span::styled(tail, t.dim),

@@ -43,6 +43,9 @@ pub(crate) fn draw_approval(
     let Some(req) = &view.approval else { return };
     let cell = ToolCell {
         item_id: req.item_id.clone(),
+        call_id: String::new(),
+        reference: None,
+        selected: false,
         tool: req.tool.clone(),
         arguments: req.arguments.clone(),
         path: req.path.clone(),

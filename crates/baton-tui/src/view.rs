@@ -62,6 +62,12 @@ pub enum Level {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCell {
     pub item_id: String,
+    /// The provider's call id (an evidence reference names the call by it).
+    pub call_id: String,
+    /// In a routed session, the Executor result's evidence reference (`ctx:t3`), and whether
+    /// the Executor selected it for the Coordinator.
+    pub reference: Option<String>,
+    pub selected: bool,
     pub tool: String,
     pub arguments: Value,
     pub path: Option<String>,
@@ -354,14 +360,17 @@ impl View {
                         streaming: true,
                     },
                     ItemKind::ToolCall {
+                        call_id,
                         tool,
                         arguments,
                         path,
                         output,
                         exit_code,
-                        ..
                     } => Body::Tool(ToolCell {
                         item_id: item.id.clone(),
+                        call_id: call_id.clone(),
+                        reference: None,
+                        selected: false,
                         tool: tool.clone(),
                         arguments: arguments.clone(),
                         path: path.clone(),
@@ -437,6 +446,20 @@ impl View {
                     self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + c);
                 }
             }
+            AgentEvent::EvidenceReferenced { call_id, reference } => {
+                if let Some(e) = self
+                    .entries
+                    .iter_mut()
+                    .rev()
+                    .find(|e| matches!(&e.body, Body::Tool(c) if c.call_id == *call_id))
+                {
+                    if let Body::Tool(c) = &mut e.body {
+                        c.reference = Some(reference.clone());
+                    }
+                    e.rev += 1;
+                    self.transcript_rev += 1;
+                }
+            }
             AgentEvent::TurnFailed { turn, error } => self.notice(
                 Level::Error,
                 format!("turn {turn} failed ({}): {}", error.code, error.message),
@@ -447,6 +470,7 @@ impl View {
             } => {
                 let routing = self.routing.get_or_insert_with(Routing::default);
                 routing.responsible = responsible.clone();
+                self.mark_selected(record);
                 let what = record
                     .get("type")
                     .and_then(Value::as_str)
@@ -465,6 +489,15 @@ impl View {
                     Some(Value::String(s)) => Some(s.clone()),
                     Some(v @ Value::Object(_)) => Some(v.to_string()),
                     _ => None,
+                })
+                // A selection names its references.
+                .or_else(|| {
+                    record.get("refs").and_then(Value::as_array).map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
                 })
                 .unwrap_or_default();
                 self.push(Body::Routing {
@@ -548,6 +581,9 @@ impl View {
                                     .unwrap_or_else(|_| Value::String(arguments.clone()));
                                 let i = self.push(Body::Tool(ToolCell {
                                     item_id: id.clone(),
+                                    call_id: id.clone(),
+                                    reference: None,
+                                    selected: false,
                                     tool: name.clone(),
                                     path: args
                                         .get("path")
@@ -587,6 +623,39 @@ impl View {
         self.index.retain(|k, _| !k.starts_with("history:"));
     }
 
+    /// The Executor's selection of evidence changed (`project` add or remove), or a report named
+    /// what it cites: the cells with those references are marked (or unmarked).
+    fn mark_selected(&mut self, record: &Value) {
+        let refs = |v: &Value| -> Vec<String> {
+            v.as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let (refs, on) = match record.get("type").and_then(Value::as_str) {
+            Some("projection_added") => (refs(&record["refs"]), true),
+            Some("projection_removed") => (refs(&record["refs"]), false),
+            Some("report_saved") => (refs(&record["report"]["evidence"]), true),
+            _ => return,
+        };
+        if refs.is_empty() {
+            return;
+        }
+        for e in &mut self.entries {
+            if let Body::Tool(c) = &mut e.body {
+                if c.reference.as_ref().is_some_and(|r| refs.contains(r)) && c.selected != on {
+                    c.selected = on;
+                    e.rev += 1;
+                    self.transcript_rev += 1;
+                }
+            }
+        }
+    }
+
     /// A `!` command the user ran: shown as a call of `!`, done.
     pub fn shell(
         &mut self,
@@ -599,6 +668,9 @@ impl View {
         self.rev += 1;
         self.push(Body::Tool(ToolCell {
             item_id: format!("shell-{}", self.entries.len()),
+            call_id: String::new(),
+            reference: None,
+            selected: false,
             tool: "!".into(),
             arguments: serde_json::json!({ "command": command }),
             path: None,

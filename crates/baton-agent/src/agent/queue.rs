@@ -445,7 +445,13 @@ impl Session<'_> {
     /// Appends a message to `seat`'s view and to the transcript.
     pub(crate) fn push(&mut self, seat: &mut Seat, mut m: Message) {
         if let Some(r) = self.routed.as_mut() {
-            r.observe(seat, &mut m);
+            if let (Some(reference), Message::Tool { call_id, .. }) = (r.observe(seat, &mut m), &m)
+            {
+                (self.emit)(AgentEvent::EvidenceReferenced {
+                    call_id: call_id.clone(),
+                    reference,
+                });
+            }
         }
         if let Some(s) = self.store.as_mut() {
             if let Err(e) = s.append_to(seat.tag(), &m) {

@@ -561,6 +561,20 @@ fn a_routed_session_on_a_wide_screen_is_two_lanes() {
         },
         30,
     );
+    v.apply(
+        &AgentEvent::EvidenceReferenced {
+            call_id: "x".into(),
+            reference: "ctx:t1".into(),
+        },
+        31,
+    );
+    v.apply(
+        &AgentEvent::RoutingRecorded {
+            record: json!({"op": "o", "step": "s", "type": "projection_added", "refs": ["ctx:t1"]}),
+            responsible: Some("executor".into()),
+        },
+        32,
+    );
     for e in msg("e2", "Done: parse() counts chars; tests pass.") {
         v.apply(&e, 40);
     }
@@ -576,6 +590,7 @@ fn a_routed_session_on_a_wide_screen_is_two_lanes() {
             None,
             None,
             Some("executor"),
+            None, // the projection step: both lanes
             Some("executor"),
             None,
             None

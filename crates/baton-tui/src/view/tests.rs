@@ -161,6 +161,13 @@ pub(crate) fn every_kind() -> Vec<(AgentEvent, u64)> {
             2520,
         ),
         (
+            AgentEvent::EvidenceReferenced {
+                call_id: "c-t".into(),
+                reference: "ctx:t1".into(),
+            },
+            2520,
+        ),
+        (
             AgentEvent::ItemCompleted {
                 item: tool("d", ItemStatus::Declined, Some("not run: policy")),
             },
@@ -205,6 +212,13 @@ pub(crate) fn every_kind() -> Vec<(AgentEvent, u64)> {
         (
             AgentEvent::RoutingRecorded {
                 record: json!({"op": "o1", "step": "t2", "type": "assigned", "objective": "fix the test"}),
+                responsible: Some("executor".into()),
+            },
+            2605,
+        ),
+        (
+            AgentEvent::RoutingRecorded {
+                record: json!({"op": "o2", "step": "t3", "type": "projection_added", "refs": ["ctx:t1"]}),
                 responsible: Some("executor".into()),
             },
             2605,
@@ -261,13 +275,18 @@ fn summary(v: &View) -> Vec<String> {
                 format!("reasoning {text:?} streaming={streaming}")
             }
             Body::Tool(c) => format!(
-                "tool {} {:?} {} {:?} {:?} {}ms",
+                "tool {} {:?} {} {:?} {:?} {}ms{}{}",
                 c.tool,
                 c.status,
                 c.summary(),
                 c.output,
                 c.exit_code,
-                c.elapsed_ms(9999)
+                c.elapsed_ms(9999),
+                c.reference
+                    .as_deref()
+                    .map(|r| format!(" {r}"))
+                    .unwrap_or_default(),
+                if c.selected { " selected" } else { "" }
             ),
             Body::Notice { level, text } => format!("{level:?} {text}"),
             Body::Routing {
@@ -288,13 +307,14 @@ fn every_event_kind_folds_into_the_view_asserted_whole() {
             "Info resumed session s-1",
             "reasoning \"let me look\" streaming=false",
             "assistant \"Running the tests.\" streaming=false",
-            "tool bash Completed cargo test … Some(\"ok: 12 passed\") Some(0) 2500ms",
+            "tool bash Completed cargo test … Some(\"ok: 12 passed\") Some(0) 2500ms ctx:t1 selected",
             "tool bash Declined cargo test … Some(\"not run: policy\") Some(0) 0ms",
             "Warn turn 2: retrying (attempt 2) in 1.5s: busy",
             "Warn mock/a failed (quota): continuing on mock/b",
             "Error turn 2 failed (overloaded): still busy",
             "Info context compacted (coordinator), auto: 9000 → 1500 tokens",
             "routing assigned fix the test Some(\"executor\")",
+            "routing projection_added ctx:t1 Some(\"executor\")",
             "Warn interrupted",
             "Warn session partial: cancelled",
         ]

@@ -284,9 +284,10 @@ impl Routed {
 
     /// Book-keeping of a message about to join `seat`'s view: the Executor's tool results get
     /// a reference (and a line naming it), its messages with text a reference too.
-    pub(crate) fn observe(&mut self, seat: &Seat, m: &mut Message) {
+    /// The reference a tool result got, when it got one.
+    pub(crate) fn observe(&mut self, seat: &Seat, m: &mut Message) -> Option<String> {
         if seat.profile != Some(Profile::Executor) {
-            return;
+            return None;
         }
         // Under a hold the Executor works as an ordinary session: its work belongs to no
         // assignment and its results carry no reference line.
@@ -305,10 +306,15 @@ impl Routed {
                 let said = self.said.take();
                 if self.projection && automatic {
                     output.push_str(&view::ref_line(&id, said.as_deref()));
+                    return Some(id);
                 }
+                None
             }
-            (id, Message::Assistant { .. }) => self.said = id,
-            _ => {}
+            (id, Message::Assistant { .. }) => {
+                self.said = id;
+                None
+            }
+            _ => None,
         }
     }
 }
