@@ -186,6 +186,25 @@ mod tests {
             max_turns: Some(3),
             ..AgentFlags::default()
         };
+        // Approvals: the flag, else the config (not in a child), else never.
+        let mut c = config.clone();
+        c.agent.approval = Some(baton_protocol::ApprovalPolicy::OnWrite);
+        let s = AgentSettings::resolve(&AgentFlags::default(), None, &c, Path::new("/p"), &none)
+            .unwrap();
+        assert_eq!(s.approval, baton_protocol::ApprovalPolicy::OnWrite);
+        let child = AgentFlags {
+            child: true,
+            ..AgentFlags::default()
+        };
+        let s = AgentSettings::resolve(&child, None, &c, Path::new("/p"), &none).unwrap();
+        assert_eq!(s.approval, baton_protocol::ApprovalPolicy::Never);
+        let flag = AgentFlags {
+            approval: Some(baton_protocol::ApprovalPolicy::Always),
+            child: true,
+            ..AgentFlags::default()
+        };
+        let s = AgentSettings::resolve(&flag, None, &c, Path::new("/p"), &none).unwrap();
+        assert_eq!(s.approval, baton_protocol::ApprovalPolicy::Always);
         assert_eq!(resolve(flags, &config, &env).unwrap().max_turns, 3);
         // The sandbox: the flag, else the role, else the config, else workspace-write.
         let s = resolve(AgentFlags::default(), &config, &none).unwrap();

@@ -291,4 +291,13 @@ validation_sandbox = true
         assert_eq!(t["providers"]["p"]["kind"].as_str(), Some("openai"));
         assert_eq!(t["flow"]["validation_sandbox"].as_bool(), Some(true));
     }
+
+    #[test]
+    fn a_project_may_ask_for_more_approvals_but_not_switch_the_user_s_off() {
+        let mut asks: toml::Table = toml::from_str("[agent]\napproval = \"on-write\"\n").unwrap();
+        assert!(strip_widening(&mut asks).is_empty());
+        assert_eq!(asks["agent"]["approval"].as_str(), Some("on-write"));
+        let mut never: toml::Table = toml::from_str("[agent]\napproval = \"never\"\n").unwrap();
+        assert_eq!(strip_widening(&mut never), ["agent.approval"]);
+    }
 }
