@@ -446,11 +446,17 @@ fn flow_lines(
         .max()
         .unwrap_or(4)
         .max(4);
+    // Narrow: short step names, no base..tip column.
+    let narrow = width < name_w + 2 + 5 * 10 + 18;
+    let col = if narrow { 5 } else { 10 };
     let mut head = format!(" {:<name_w$} ", "unit");
     for s in STEPS {
-        head.push_str(&format!("{:<10}", s));
+        let s = if narrow { &s[..3] } else { s };
+        head.push_str(&format!("{s:<col$}"));
     }
-    head.push_str("base..tip");
+    if !narrow {
+        head.push_str("base..tip");
+    }
     lines.push(Line::from(Span::styled(head, t.heading)));
     for (k, u) in flow.units.iter().enumerate() {
         let marker = if k == selected { "▸" } else { " " };
@@ -462,10 +468,10 @@ fn flow_lines(
                 Step::Running => t.accent,
                 Step::Pending | Step::Skipped => t.dim,
             };
-            spans.push(Span::styled(format!("{:<10}", glyph(s)), st));
+            spans.push(Span::styled(format!("{:<col$}", glyph(s)), st));
         }
         let range = match (&u.base, &u.tip) {
-            (Some(b), Some(tip)) => format!("{b}..{tip}"),
+            (Some(b), Some(tip)) if !narrow => format!("{b}..{tip}"),
             _ => String::new(),
         };
         spans.push(Span::styled(range, t.dim));
@@ -493,10 +499,15 @@ fn flow_lines(
         }
     }
     lines.push(Line::default());
-    lines.push(Line::from(Span::styled(
-        "j/k unit · Enter its validation and review · p review packet · c continue --guidance · a abandon · l clean · Esc back",
-        t.dim,
-    )));
+    lines.extend(wrap(
+        vec![Span::styled(
+            "j/k unit · Enter its validation and review · p review packet · c continue --guidance · a abandon · l clean · Esc back",
+            t.dim,
+        )],
+        width,
+        "",
+        "",
+    ));
 }
 
 fn workflow_lines(

@@ -601,6 +601,72 @@ fn a_routed_session_on_a_wide_screen_is_two_lanes() {
     insta::assert_snapshot!("routed_lanes", draw_at(&v, &mut u, 140, 20));
 }
 
+/// Every view at every size: 40/80/120/200 columns × 10/24/50 rows, in both themes, one
+/// snapshot per view and theme holding its twelve sizes.
+#[test]
+fn every_view_at_every_size_in_both_themes() {
+    use crate::panel::{Detail, Panel};
+    let work = with_work();
+    let approval = ApprovalRequest {
+        item_id: "w".into(),
+        tool: "edit".into(),
+        arguments: json!({"path": "src/parse.rs", "old_string": "len()", "new_string": "chars().count()"}),
+        path: Some("src/parse.rs".into()),
+    };
+    type Setup = Box<dyn Fn(&mut View, &mut Ui)>;
+    let views: Vec<(&str, Setup)> = vec![
+        (
+            "panel",
+            Box::new(|_, u| {
+                u.panel = Panel {
+                    open: true,
+                    ..Panel::default()
+                }
+            }),
+        ),
+        (
+            "flow",
+            Box::new(|_, u| {
+                u.panel = Panel {
+                    open: true,
+                    detail: Some(Detail::Flow("20261205-085300-0830".into())),
+                    ..Panel::default()
+                }
+            }),
+        ),
+        (
+            "workflow",
+            Box::new(|_, u| {
+                u.panel = Panel {
+                    open: true,
+                    detail: Some(Detail::Workflow("wf-20261204T212108Z-27931c09".into())),
+                    ..Panel::default()
+                }
+            }),
+        ),
+        ("help", Box::new(|_, u| u.overlay = Some(Overlay::Help))),
+        ("approval", {
+            let a = approval.clone();
+            Box::new(move |v, _| v.ask(a.clone()))
+        }),
+    ];
+    for (name, setup) in &views {
+        for (theme_name, theme) in [("dark", Theme::dark()), ("light", Theme::light())] {
+            let mut all = String::new();
+            for w in [40, 80, 120, 200] {
+                for h in [10, 24, 50] {
+                    let mut v = work.clone();
+                    let mut u = ui(theme);
+                    setup(&mut v, &mut u);
+                    all.push_str(&format!("── {w}x{h} ──\n"));
+                    all.push_str(&draw_at(&v, &mut u, w, h));
+                }
+            }
+            insta::assert_snapshot!(format!("sizes_{name}_{theme_name}"), all);
+        }
+    }
+}
+
 #[test]
 fn a_frame_lays_out_only_the_entries_it_shows() {
     let mut view = View::new(None);
