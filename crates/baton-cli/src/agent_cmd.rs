@@ -56,7 +56,7 @@ pub struct AgentArgs {
     cwd: Option<PathBuf>,
     /// Print the event stream (docs/protocol.md) as JSON lines instead of text.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Confine `bash` commands: read-only, workspace-write or danger-full-access (default: the
     /// role's `sandbox`, else `sandbox.mode`, else workspace-write).
     #[arg(long, value_name = "MODE")]
@@ -87,7 +87,7 @@ pub struct AgentArgs {
     #[arg(long, value_name = "DIR")]
     skill: Vec<PathBuf>,
     /// The task; `-` reads it from stdin. Optional with --resume.
-    task: Option<String>,
+    pub(crate) task: Option<String>,
     /// Set by `baton chat`: read input lines as the session goes.
     #[arg(skip)]
     chat: Option<ChatInput>,

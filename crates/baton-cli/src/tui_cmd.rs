@@ -50,6 +50,12 @@ pub fn run(args: TuiArgs) -> Result<Exit> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         bail!("baton tui needs a terminal on stdin and stdout: for a pipe or a script, use `baton chat` (lines in) or `baton agent --json` (events out)");
     }
+    if args.agent.json {
+        bail!("baton tui --json: the terminal UI prints no events; for the JSON event stream use `baton agent --json` (or `baton chat --json`)");
+    }
+    if args.agent.task.as_deref() == Some("-") {
+        bail!("baton tui -: stdin is the terminal the UI reads keys from; pass the first message as an argument, or type it in the UI");
+    }
     if let Some(id) = &args.attach {
         return attach(&args, id);
     }

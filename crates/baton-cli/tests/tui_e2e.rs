@@ -775,3 +775,34 @@ fn a_delegation_shows_in_the_panel_and_opens_the_child_s_own_transcript() {
     vt.send(b"\x04");
     assert!(vt.wait(WAIT).success());
 }
+
+#[test]
+fn off_a_terminal_or_with_what_it_cannot_do_baton_tui_refuses_with_the_way_on() {
+    let server = MockServer::builder().start_blocking();
+    let sb = project(&server);
+    // A pipe: `baton` alone prints its help; `baton tui` names the commands for a pipe.
+    let out = sb.run(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Usage: baton"));
+    let out = sb.run(&["tui"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("needs a terminal") && err.contains("baton chat"),
+        "{err}"
+    );
+    // On a terminal: --json and a task on stdin are refused, naming what to use.
+    for (args, says) in [
+        (&["--json"][..], "baton agent --json"),
+        (&["-"][..], "pass the first message as an argument"),
+        (
+            &["--attach", "nope"][..],
+            "no workflow, Flow, background task or session",
+        ),
+    ] {
+        let mut vt = tui(&sb, args, 240, 10);
+        let status = vt.wait(WAIT);
+        assert_eq!(status.code(), Some(2), "{args:?}");
+        assert!(vt.screen().contains(says), "{args:?}: {}", vt.screen());
+    }
+}
