@@ -17,6 +17,7 @@ mod plan_cmd;
 mod printer;
 mod repair_cmd;
 mod run_cmd;
+mod serve_cmd;
 mod session_routing;
 mod sessions_cmd;
 mod signals;
@@ -88,6 +89,8 @@ enum Command {
     /// flow_resume, flow_land, flow_abandon. Resources: baton://workflows/{id}, baton://flows/{id},
     /// baton://tasks/{id}/log. See docs/mcp.md.
     Mcp(mcp_cmd::McpArgs),
+    /// The project's web dashboard: its workflows, Flows, tasks and sessions, live, on loopback.
+    Serve(serve_cmd::ServeArgs),
     /// Write a commented starter `.baton/config.toml` in the project (nothing else).
     Init(init_cmd::InitArgs),
     /// Check every configured provider (key set, one cheap real request) and the sandbox.
@@ -242,6 +245,7 @@ fn dispatch(command: Command) -> anyhow::Result<Exit> {
         Command::Repair(args) => repair_cmd::run(args),
         Command::Init(args) => init_cmd::run(args),
         Command::Mcp(args) => mcp_cmd::run(args),
+        Command::Serve(args) => serve_cmd::run(args),
         Command::Doctor(args) => doctor_cmd::run(args),
         Command::Trust(args) => trust_cmd::run(args),
         Command::Models { cwd, json } => info_cmd::models(cwd, json),

@@ -1,0 +1,367 @@
+//! End-to-end tests of `baton serve`: the built binary serving on 127.0.0.1, asked over real
+//! HTTP — who may ask (token, `Host`, `Origin`, CSRF), the live event stream and its resume, and
+//! an action carried out as the CLI carries it out.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use baton_testkit::fixture::{assert_exit, wait_until, Sandbox};
+use futures::StreamExt as _;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// `baton serve ARGS` running in `sb`; its base URL; killed when dropped.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(sb: &Sandbox, args: &[&str]) -> Server {
+    let mut all = vec!["serve"];
+    all.extend_from_slice(args);
+    let mut child = sb
+        .baton(&all)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let start = line.find("http://").unwrap_or_else(|| panic!("{line}"));
+    let url = line[start..].split_whitespace().next().unwrap();
+    let url = url
+        .trim_end_matches("?token=…")
+        .trim_end_matches('/')
+        .to_string();
+    Server { child, url }
+}
+
+fn project() -> Sandbox {
+    let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
+    sb.write(
+        ".baton/roles/helper.md",
+        "---\nname: helper\ndescription: answers\ntools: []\nbackend: command\ncommand: [sh, -c, \"cat >/dev/null; echo helped\"]\n---\nHelp.\n",
+    );
+    sb.write(
+        ".baton/roles/gated.md",
+        "---\nname: gated\ndescription: waits\ntools: []\nbackend: command\ncommand: [sh, -c, \"cat >/dev/null; while [ ! -f release ]; do sleep 0.02; done; echo released\"]\n---\nWait.\n",
+    );
+    sb
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder().timeout(WAIT).build().unwrap()
+}
+
+/// One server-sent event: its id and data.
+#[derive(Debug, Clone, PartialEq)]
+struct Sse {
+    id: Option<String>,
+    data: serde_json::Value,
+}
+
+/// Reads events from `/api/events` (resuming after `last`) until `enough` says so.
+async fn read_events(base: &str, last: Option<&str>, enough: impl Fn(&[Sse]) -> bool) -> Vec<Sse> {
+    let mut req = client().get(format!("{base}/api/events"));
+    if let Some(id) = last {
+        req = req.header("Last-Event-ID", id);
+    }
+    let res = req.send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    let mut stream = res.bytes_stream();
+    let mut buf = String::new();
+    let mut out: Vec<Sse> = Vec::new();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !enough(&out) {
+        let chunk = tokio::time::timeout_at(deadline, stream.next())
+            .await
+            .unwrap_or_else(|_| panic!("no more events; got {out:#?}"))
+            .unwrap()
+            .unwrap();
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            let mut id = None;
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id:") {
+                    id = Some(v.trim().to_string());
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim_start());
+                }
+            }
+            if !data.is_empty() {
+                out.push(Sse {
+                    id,
+                    data: serde_json::from_str(&data).unwrap(),
+                });
+            }
+        }
+    }
+    out
+}
+
+fn names(events: &[Sse]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| {
+            let ev = &e.data["event"];
+            ev["type"]
+                .as_str()
+                .or(ev["event"].as_str())
+                .unwrap_or("?")
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn off_loopback_it_needs_a_token_and_every_request_without_it_gets_401() {
+    let sb = project();
+    let out = sb.run(&["serve", "--addr", "0.0.0.0:0"]);
+    assert_exit(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("a token is required") && err.contains("--token"),
+        "{err}"
+    );
+
+    let server = serve(&sb, &["--addr", "0.0.0.0:0", "--token", "s3cret-token"]);
+    let port = server.url.rsplit(':').next().unwrap().to_string();
+    let base = format!("http://127.0.0.1:{port}");
+    rt().block_on(async {
+        let c = client();
+        let res = c.get(format!("{base}/")).send().await.unwrap();
+        assert_eq!(res.status(), 401);
+        let res = c.get(format!("{base}/api/events")).send().await.unwrap();
+        assert_eq!(res.status(), 401);
+        let res = c
+            .get(format!("{base}/"))
+            .bearer_auth("wrong-token!")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 401);
+        let res = c
+            .get(format!("{base}/"))
+            .bearer_auth("s3cret-token")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        // The page opened with ?token= sets the cookie its own requests then carry.
+        let res = c
+            .get(format!("{base}/?token=s3cret-token"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        let cookie = res.headers()["set-cookie"].to_str().unwrap().to_string();
+        assert!(
+            cookie.starts_with("baton_token=s3cret-token") && cookie.contains("HttpOnly"),
+            "{cookie}"
+        );
+        let res = c
+            .get(format!("{base}/app.js"))
+            .header("Cookie", "baton_token=s3cret-token")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+    });
+}
+
+#[test]
+fn a_foreign_origin_or_host_gets_403_and_an_action_needs_the_page_s_csrf_token() {
+    let sb = project();
+    let server = serve(&sb, &["--addr", "127.0.0.1:0"]);
+    let base = server.url.clone();
+    rt().block_on(async {
+        let c = client();
+        let page = c.get(format!("{base}/")).send().await.unwrap();
+        assert_eq!(page.status(), 200);
+        let html = page.text().await.unwrap();
+        let csrf = html
+            .split("name=\"baton-csrf\" content=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap()
+            .to_string();
+        assert_eq!(csrf.len(), 32, "{html}");
+        // A DNS-rebound name, and a page of another origin.
+        let res = c
+            .get(format!("{base}/"))
+            .header("Host", "evil.example")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 403);
+        let res = c
+            .get(format!("{base}/api/events"))
+            .header("Origin", "http://evil.example")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 403);
+        // An action without the token, with a wrong one, then with the page's.
+        let cancel = format!("{base}/api/tasks/t0000000000000000/cancel");
+        let res = c.post(&cancel).send().await.unwrap();
+        assert_eq!(res.status(), 403);
+        let res = c
+            .post(&cancel)
+            .header("X-Baton-CSRF", "0".repeat(32))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 403);
+        let res = c
+            .post(&cancel)
+            .header("X-Baton-CSRF", &csrf)
+            .header("Origin", &base)
+            .send()
+            .await
+            .unwrap();
+        // Past the checks: `baton task cancel` answers that there is no such task.
+        assert_eq!(res.status(), 409, "{}", res.text().await.unwrap());
+    });
+}
+
+#[test]
+fn the_live_stream_follows_the_cli_and_a_reconnect_resumes_with_no_gap_and_no_duplicate() {
+    let sb = project();
+    // A task that ran before the page opened.
+    let out = sb.run(&[
+        "task",
+        "--background",
+        "--role",
+        "helper",
+        "--name",
+        "first",
+        "t",
+    ]);
+    assert_exit(&out, 0);
+    let first = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(wait_until(WAIT, || {
+        let out = sb.run(&["task", "status", &first, "--json"]);
+        String::from_utf8_lossy(&out.stdout).contains("\"done\"")
+    }));
+    let server = serve(&sb, &["--addr", "127.0.0.1:0"]);
+    let base = server.url.clone();
+    rt().block_on(async {
+        // The whole past, in order, up to its completion.
+        let past = read_events(&base, None, |ev| {
+            names(ev).iter().any(|n| n == "task.completed")
+        })
+        .await;
+        let n = names(&past);
+        assert_eq!(n.first().map(String::as_str), Some("task.created"), "{n:?}");
+        assert!(past.iter().all(|e| e.id.is_some()));
+        // A reconnect after the second event gets the third on, exactly.
+        let resumed = read_events(&base, past[1].id.as_deref(), |ev| {
+            ev.len() >= past.len() - 2
+        })
+        .await;
+        assert_eq!(resumed[..past.len() - 2], past[2..], "no gap, no duplicate");
+        // Live: a task started from the CLI while the page is open appears in it.
+        let last = past.last().unwrap().id.clone().unwrap();
+        let mut cmd = sb.baton(&[
+            "task",
+            "--background",
+            "--role",
+            "helper",
+            "--name",
+            "second",
+            "t",
+        ]);
+        let started = tokio::task::spawn_blocking(move || {
+            let out = cmd.stdin(Stdio::null()).output().unwrap();
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        });
+        let live = read_events(&base, Some(&last), |ev| {
+            names(ev).iter().any(|n| n == "task.created")
+        })
+        .await;
+        let second = started.await.unwrap();
+        assert_eq!(live[0].data["source"]["id"], second.as_str(), "{live:#?}");
+        assert_eq!(live[0].data["source"]["kind"], "task");
+    });
+}
+
+#[test]
+fn cancel_in_the_page_stops_the_task_as_the_cli_does() {
+    let sb = project();
+    let out = sb.run(&[
+        "task",
+        "--background",
+        "--role",
+        "gated",
+        "--name",
+        "held",
+        "t",
+    ]);
+    assert_exit(&out, 0);
+    let task = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let server = serve(&sb, &["--addr", "127.0.0.1:0"]);
+    let base = server.url.clone();
+    rt().block_on(async {
+        let c = client();
+        let html = c
+            .get(format!("{base}/"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let csrf = html
+            .split("name=\"baton-csrf\" content=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap()
+            .to_string();
+        // Wait until the task runs (its child started).
+        read_events(&base, None, |ev| {
+            names(ev).iter().any(|n| n == "task.started")
+        })
+        .await;
+        let res = c
+            .post(format!("{base}/api/tasks/{task}/cancel"))
+            .header("X-Baton-CSRF", &csrf)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    });
+    // The cancel is asked for; the task's supervisor stops its child and records it.
+    let doc = || -> serde_json::Value {
+        serde_json::from_slice(&sb.run(&["task", "status", &task, "--json"]).stdout).unwrap()
+    };
+    let pid = doc()["pid"].as_u64().unwrap() as u32;
+    assert!(
+        wait_until(WAIT, || doc()["phase"] == "cancelled"),
+        "{}",
+        doc()
+    );
+    // No process of it is left (its supervisor's process group went with it).
+    assert!(wait_until(WAIT, || !baton_process::alive(pid)));
+    assert!(!sb.work().join("release").exists());
+}

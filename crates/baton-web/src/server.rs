@@ -1,0 +1,187 @@
+//! The routes of `baton serve`, the embedded page and the server itself.
+//!
+//! | route | what |
+//! | --- | --- |
+//! | `GET /` | the page (its CSRF token in a `<meta>`; `?token=` also sets the token cookie) |
+//! | `GET /app.js`, `GET /app.css` | the page's script and style, embedded, hand-written |
+//! | `GET /api/events` | the project event feed as server-sent events (`Last-Event-ID` resumes) |
+//! | `POST /api/tasks/{id}/cancel` | `baton task cancel ID`, as the CLI does it |
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{Context as _, Result};
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::sse::{KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use baton_events::Cursor;
+use baton_state::StateDir;
+
+use crate::guard::{self, Guard};
+
+const INDEX: &str = include_str!("assets/index.html");
+const APP_JS: &str = include_str!("assets/app.js");
+const APP_CSS: &str = include_str!("assets/app.css");
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub addr: SocketAddr,
+    pub token: Option<String>,
+    /// The project's root and state folder.
+    pub root: PathBuf,
+    pub state: StateDir,
+    /// This `baton` program: actions run its CLI commands, so they write what the CLI writes.
+    pub exe: PathBuf,
+}
+
+#[derive(Clone)]
+struct App {
+    opts: Options,
+    guard: Guard,
+}
+
+async fn index(
+    State(app): State<App>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    let page = INDEX.replace("{{CSRF}}", &app.guard.csrf);
+    match (q.get("token"), &app.opts.token) {
+        // The token of the first load becomes a cookie, so the page's own requests carry it.
+        (Some(t), Some(_)) => (
+            [(
+                header::SET_COOKIE,
+                format!("baton_token={t}; HttpOnly; SameSite=Strict; Path=/"),
+            )],
+            Html(page),
+        )
+            .into_response(),
+        _ => Html(page).into_response(),
+    }
+}
+
+async fn app_js() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        APP_JS,
+    )
+        .into_response()
+}
+
+async fn app_css() -> Response {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], APP_CSS).into_response()
+}
+
+async fn events(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    let given = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| q.get("since").cloned())
+        .unwrap_or_default();
+    let since: Cursor = match given.parse() {
+        Ok(c) => c,
+        Err(e) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "baton serve: Last-Event-ID / since `{}`: {e}\n",
+                    baton_text::sanitize_line(&given)
+                ),
+            )
+                .into_response()
+        }
+    };
+    let stream = crate::live::events(app.opts.state.clone(), app.opts.root.clone(), since);
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// `baton task cancel ID`, run as the CLI runs it; its output is the answer.
+async fn cancel_task(State(app): State<App>, UrlPath(id): UrlPath<String>) -> Response {
+    if baton_state::check_id(baton_state::IdKind::Record, &id).is_err() {
+        return (StatusCode::BAD_REQUEST, "baton serve: not a task id\n").into_response();
+    }
+    let exe = app.opts.exe.clone();
+    let root = app.opts.root.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(exe)
+            .args(["task", "cancel", &id])
+            .current_dir(root)
+            .stdin(std::process::Stdio::null())
+            .output()
+    })
+    .await;
+    match out {
+        Ok(Ok(o)) => {
+            let status = if o.status.success() {
+                StatusCode::OK
+            } else {
+                StatusCode::CONFLICT
+            };
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            (status, baton_text::sanitize_terminal(&text).into_owned()).into_response()
+        }
+        Ok(Err(e)) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("baton serve: cannot run baton: {e}\n"),
+        )
+            .into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("baton serve: {e}\n"),
+        )
+            .into_response(),
+    }
+}
+
+/// The router for `guard`.
+fn router(opts: Options, guard: Guard) -> Router {
+    let app = App {
+        opts,
+        guard: guard.clone(),
+    };
+    Router::new()
+        .route("/", get(index))
+        .route("/app.js", get(app_js))
+        .route("/app.css", get(app_css))
+        .route("/api/events", get(events))
+        .route("/api/tasks/{id}/cancel", post(cancel_task))
+        .with_state(app)
+        .layer(axum::middleware::from_fn_with_state(guard, guard::check))
+}
+
+/// Serves until the process is stopped; `ready` gets the bound address (its real port) once it
+/// accepts connections.
+pub async fn serve(opts: Options, ready: impl FnOnce(SocketAddr)) -> Result<()> {
+    if let Some(why) = guard::refusal(&opts.addr, opts.token.as_deref()) {
+        anyhow::bail!("{why}");
+    }
+    let listener = tokio::net::TcpListener::bind(opts.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", opts.addr))?;
+    let local = listener
+        .local_addr()
+        .context("cannot read the bound address")?;
+    let guard = Guard {
+        token: opts.token.clone().filter(|t| !t.is_empty()),
+        local,
+        csrf: uuid::Uuid::new_v4().simple().to_string(),
+    };
+    ready(local);
+    axum::serve(listener, router(opts, guard))
+        .await
+        .context("the dashboard's server failed")
+}
