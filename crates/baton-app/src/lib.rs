@@ -8,6 +8,7 @@
 #[macro_use]
 extern crate baton_text;
 
+pub mod actions;
 pub mod config;
 pub mod documents;
 pub mod exit;

@@ -4,9 +4,9 @@
 //! task cancel`), so each writes the same durable record the CLI writes.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::mpsc::Sender;
 
+use baton_app::actions::Action;
 use baton_events::{Cursor, Feed, Filter};
 use baton_protocol::SourceKind;
 use baton_state::StateDir;
@@ -34,37 +34,6 @@ pub fn follow(state: StateDir, root: PathBuf, ids: Vec<String>, tx: Sender<Msg>)
     });
 }
 
-/// `baton ARGS` in the project, detached from the UI (its own session: it goes on when the UI
-/// quits), its output in `.baton/state/tui/NAME.log`.
-fn detached(root: &Path, state: &StateDir, name: &str, args: &[&str]) -> Result<PathBuf, String> {
-    let exe =
-        std::env::current_exe().map_err(|e| format!("cannot find baton's own program: {e}"))?;
-    let dir = state.root().join("tui");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let log = dir.join(format!("{name}.log"));
-    let out = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let err = out
-        .try_clone()
-        .map_err(|e| format!("{}: {e}", log.display()))?;
-    let mut cmd = Command::new(exe);
-    cmd.args(args)
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err);
-    use std::os::unix::process::CommandExt as _;
-    // SAFETY: setsid between fork and exec is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    cmd.spawn()
-        .map_err(|e| format!("cannot start baton {}: {e}", args.join(" ")))?;
-    Ok(log)
-}
-
 /// Carries out a request of the panel; `false` when it is not one (a session's own request).
 pub fn act(
     root: &Path,
@@ -77,58 +46,34 @@ pub fn act(
             let _ = tx.send(Msg::Note(format!("{what} (its output: {})", l.display())));
         })
     };
+    let action = match r {
+        Request::Answer { workflow, text } => Some(Action::Answer {
+            workflow: workflow.clone(),
+            text: text.clone(),
+        }),
+        Request::FlowContinue { flow, guidance } => Some(Action::FlowContinue {
+            flow: flow.clone(),
+            guidance: guidance.clone(),
+        }),
+        Request::FlowAbandon { flow } => Some(Action::FlowAbandon { flow: flow.clone() }),
+        Request::FlowClean { flow } => Some(Action::FlowClean { flow: flow.clone() }),
+        Request::CancelTask { task } => Some(Action::CancelTask { task: task.clone() }),
+        Request::Run { request } => Some(Action::Run {
+            request: request.clone(),
+        }),
+        _ => None,
+    };
+    if let Some(action) = action {
+        let exe = match std::env::current_exe() {
+            Ok(e) => e,
+            Err(e) => return Some(Err(format!("cannot find baton's own program: {e}"))),
+        };
+        return Some(started(
+            action.describe(),
+            baton_app::actions::start(&exe, root, state, &action),
+        ));
+    }
     Some(match r {
-        Request::Answer { workflow, text } => started(
-            format!(
-                "answering workflow {workflow}: `baton resume {workflow} --answer …` runs it on"
-            ),
-            detached(
-                root,
-                state,
-                &format!("resume-{workflow}"),
-                &["resume", workflow, "--answer", text],
-            ),
-        ),
-        Request::FlowContinue { flow, guidance } => started(
-            format!("continuing flow {flow}"),
-            detached(
-                root,
-                state,
-                &format!("flow-continue-{flow}"),
-                &["flow", "continue", "--guidance", guidance],
-            ),
-        ),
-        Request::FlowAbandon { flow } => started(
-            format!("abandoning flow {flow}"),
-            detached(
-                root,
-                state,
-                &format!("flow-abandon-{flow}"),
-                &["flow", "abandon", "--reason", "abandoned from baton tui"],
-            ),
-        ),
-        Request::FlowClean { flow } => started(
-            format!("cleaning flow {flow}"),
-            detached(
-                root,
-                state,
-                &format!("flow-clean-{flow}"),
-                &["flow", "clean", flow, "--yes"],
-            ),
-        ),
-        Request::CancelTask { task } => started(
-            format!("cancelling task {task}"),
-            detached(
-                root,
-                state,
-                &format!("task-cancel-{task}"),
-                &["task", "cancel", task],
-            ),
-        ),
-        Request::Run { request } => started(
-            format!("started the workflow `baton run {request:?}`; it shows in the panel"),
-            detached(root, state, "run", &["run", request]),
-        ),
         Request::OpenLog { task } => match baton_exec::background::events(state, task) {
             Ok(events) => {
                 let _ = tx.send(Msg::Text {
@@ -169,6 +114,13 @@ pub fn act(
                 Err(e) => Err(format!("{}: {e}", path.display())),
             }
         }
+        // The actions were carried out above.
+        Request::Answer { .. }
+        | Request::FlowContinue { .. }
+        | Request::FlowAbandon { .. }
+        | Request::FlowClean { .. }
+        | Request::CancelTask { .. }
+        | Request::Run { .. } => return None,
         Request::Input(_)
         | Request::Shell { .. }
         | Request::Interrupt

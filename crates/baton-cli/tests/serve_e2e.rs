@@ -240,8 +240,8 @@ fn a_foreign_origin_or_host_gets_403_and_an_action_needs_the_page_s_csrf_token()
             .send()
             .await
             .unwrap();
-        // Past the checks: `baton task cancel` answers that there is no such task.
-        assert_eq!(res.status(), 409, "{}", res.text().await.unwrap());
+        // Past the checks: the action started (`baton task cancel` then finds no such task).
+        assert_eq!(res.status(), 202, "{}", res.text().await.unwrap());
     });
 }
 
@@ -349,7 +349,7 @@ fn cancel_in_the_page_stops_the_task_as_the_cli_does() {
             .send()
             .await
             .unwrap();
-        assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+        assert_eq!(res.status(), 202, "{}", res.text().await.unwrap());
     });
     // The cancel is asked for; the task's supervisor stops its child and records it.
     let doc = || -> serde_json::Value {
@@ -364,4 +364,126 @@ fn cancel_in_the_page_stops_the_task_as_the_cli_does() {
     // No process of it is left (its supervisor's process group went with it).
     assert!(wait_until(WAIT, || !baton_process::alive(pid)));
     assert!(!sb.work().join("release").exists());
+}
+
+mod common;
+
+/// The page's CSRF token.
+async fn csrf(base: &str) -> String {
+    let html = client()
+        .get(format!("{base}/"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    html.split("name=\"baton-csrf\" content=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn a_checkpoint_answered_in_the_page_resumes_the_workflow_to_its_end_with_the_user_s_words() {
+    use common::workflow::*;
+    let wf = Wf::new();
+    wf.happy()
+        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
+    assert_exit(&wf.run(&["run", "add a feature file"]), 4);
+    let id = wf.id();
+    let server = serve(&wf.sb, &["--addr", "127.0.0.1:0"]);
+    let base = server.url.clone();
+    rt().block_on(async {
+        let token = csrf(&base).await;
+        let c = client();
+        let url = format!("{base}/api/workflows/{id}/answer");
+        // An empty answer is refused; the gate's option is taken.
+        let res = c
+            .post(&url)
+            .header("X-Baton-CSRF", &token)
+            .body("  ")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 400);
+        let res = c
+            .post(&url)
+            .header("X-Baton-CSRF", &token)
+            .body("Critical only")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 202, "{}", res.text().await.unwrap());
+        // The page sees it through to the end.
+        let seen = read_events(&base, None, |ev| {
+            names(ev).iter().any(|n| n == "workflow_completed")
+        })
+        .await;
+        assert!(names(&seen).iter().any(|n| n == "checkpoint_answered"));
+    });
+    let answered: Vec<serde_json::Value> = wf
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "checkpoint_answered")
+        .collect();
+    assert_eq!(answered.len(), 1);
+    assert_eq!(answered[0]["details"]["answer"], "Critical only");
+    assert_eq!(wf.snapshot()["run_state"], "completed");
+}
+
+#[test]
+fn a_flow_abandoned_in_the_page_is_abandoned_on_disk() {
+    let (sb, roles) = Sandbox::flow_repo(env!("CARGO_BIN_EXE_baton"));
+    roles.reviewer("b", None, "printf 'FAIL: b.txt is wrong'");
+    let units = sb.path("units.json");
+    std::fs::write(
+        &units,
+        r#"{"units": [
+ {"id": "a", "name": "Add a", "task": "Add a.txt", "validation": [{"command": "test", "args": ["-f", "a.txt"]}], "review": "check a"},
+ {"id": "b", "name": "Add b", "task": "Add b.txt", "validation": [{"command": "test", "args": ["-f", "b.txt"]}], "review": "check b"}
+]}"#,
+    )
+    .unwrap();
+    assert_exit(&sb.run(&["flow", "start", &units.display().to_string()]), 4);
+    let flows = sb.work().join(".baton/state/flows");
+    let id = std::fs::read_dir(&flows)
+        .unwrap()
+        .filter_map(|e| {
+            e.unwrap()
+                .file_name()
+                .into_string()
+                .unwrap()
+                .strip_suffix(".events.jsonl")
+                .map(str::to_string)
+        })
+        .next()
+        .unwrap();
+    let server = serve(&sb, &["--addr", "127.0.0.1:0"]);
+    let base = server.url.clone();
+    rt().block_on(async {
+        let token = csrf(&base).await;
+        let c = client();
+        let res = c
+            .post(format!("{base}/api/flows/{id}/dance"))
+            .header("X-Baton-CSRF", &token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 404);
+        let res = c
+            .post(format!("{base}/api/flows/{id}/abandon"))
+            .header("X-Baton-CSRF", &token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 202, "{}", res.text().await.unwrap());
+        read_events(&base, None, |ev| {
+            names(ev).iter().any(|n| n == "flow.abandoned")
+        })
+        .await;
+    });
+    let log = std::fs::read_to_string(flows.join(format!("{id}.events.jsonl"))).unwrap();
+    assert!(log.contains("\"flow.abandoned\""), "{log}");
 }

@@ -5,7 +5,12 @@
 //! | `GET /` | the page (its CSRF token in a `<meta>`; `?token=` also sets the token cookie) |
 //! | `GET /app.js`, `GET /app.css` | the page's script and style, embedded, hand-written |
 //! | `GET /api/events` | the project event feed as server-sent events (`Last-Event-ID` resumes) |
-//! | `POST /api/tasks/{id}/cancel` | `baton task cancel ID`, as the CLI does it |
+//! | `POST /api/tasks/{id}/cancel` | `baton task cancel ID` |
+//! | `POST /api/workflows/{id}/answer` | `baton resume ID --answer BODY` (the body is the exact words) |
+//! | `POST /api/flows/{id}/continue`, `…/abandon`, `…/clean` | `baton flow continue --guidance BODY`, `abandon`, `clean ID --yes` |
+//!
+//! Each action runs this `baton`'s own CLI command, detached (`baton_app::actions`): it writes
+//! what the CLI writes, and the page follows it through the feed.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -17,6 +22,7 @@ use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use baton_app::actions::Action;
 use baton_events::Cursor;
 use baton_state::StateDir;
 
@@ -105,46 +111,72 @@ async fn events(
         .into_response()
 }
 
-/// `baton task cancel ID`, run as the CLI runs it; its output is the answer.
-async fn cancel_task(State(app): State<App>, UrlPath(id): UrlPath<String>) -> Response {
-    if baton_state::check_id(baton_state::IdKind::Record, &id).is_err() {
-        return (StatusCode::BAD_REQUEST, "baton serve: not a task id\n").into_response();
-    }
-    let exe = app.opts.exe.clone();
-    let root = app.opts.root.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(exe)
-            .args(["task", "cancel", &id])
-            .current_dir(root)
-            .stdin(std::process::Stdio::null())
-            .output()
-    })
-    .await;
-    match out {
-        Ok(Ok(o)) => {
-            let status = if o.status.success() {
-                StatusCode::OK
-            } else {
-                StatusCode::CONFLICT
-            };
-            let text = format!(
-                "{}{}",
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            );
-            (status, baton_text::sanitize_terminal(&text).into_owned()).into_response()
-        }
-        Ok(Err(e)) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("baton serve: cannot run baton: {e}\n"),
+/// Starts `action` as the CLI's own command, detached; 202 with what it does, or 400.
+fn act(app: &App, action: Action) -> Response {
+    match baton_app::actions::start(&app.opts.exe, &app.opts.root, &app.opts.state, &action) {
+        Ok(log) => (
+            StatusCode::ACCEPTED,
+            format!("{} (its output: {})\n", action.describe(), log.display()),
         )
             .into_response(),
         Err(e) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("baton serve: {e}\n"),
+            StatusCode::BAD_REQUEST,
+            format!("baton serve: {}\n", baton_text::sanitize_line(&e)),
         )
             .into_response(),
     }
+}
+
+/// The body of an action: the user's exact words, or what to say when it is empty.
+fn words(body: &str, what: &str) -> Result<String, String> {
+    if body.trim().is_empty() {
+        return Err(format!(
+            "baton serve: the {what} is empty: send the words as the request's body\n"
+        ));
+    }
+    Ok(body.to_string())
+}
+
+fn bad(text: String) -> Response {
+    (StatusCode::BAD_REQUEST, text).into_response()
+}
+
+async fn answer(
+    State(app): State<App>,
+    UrlPath(workflow): UrlPath<String>,
+    body: String,
+) -> Response {
+    match words(&body, "answer") {
+        Ok(text) => act(&app, Action::Answer { workflow, text }),
+        Err(e) => bad(e),
+    }
+}
+
+async fn flow_action(
+    State(app): State<App>,
+    UrlPath((flow, what)): UrlPath<(String, String)>,
+    body: String,
+) -> Response {
+    let action = match what.as_str() {
+        "continue" => match words(&body, "guidance") {
+            Ok(guidance) => Action::FlowContinue { flow, guidance },
+            Err(e) => return bad(e),
+        },
+        "abandon" => Action::FlowAbandon { flow },
+        "clean" => Action::FlowClean { flow },
+        _ => {
+            return (
+                StatusCode::NOT_FOUND,
+                "baton serve: a Flow's actions are continue, abandon and clean\n",
+            )
+                .into_response()
+        }
+    };
+    act(&app, action)
+}
+
+async fn cancel_task(State(app): State<App>, UrlPath(task): UrlPath<String>) -> Response {
+    act(&app, Action::CancelTask { task })
 }
 
 /// The router for `guard`.
@@ -159,6 +191,8 @@ fn router(opts: Options, guard: Guard) -> Router {
         .route("/app.css", get(app_css))
         .route("/api/events", get(events))
         .route("/api/tasks/{id}/cancel", post(cancel_task))
+        .route("/api/workflows/{id}/answer", post(answer))
+        .route("/api/flows/{id}/{action}", post(flow_action))
         .with_state(app)
         .layer(axum::middleware::from_fn_with_state(guard, guard::check))
 }

@@ -2,7 +2,7 @@
 // Every text from the feed goes into the page with textContent: nothing a model wrote becomes
 // markup.
 const csrf = document.querySelector('meta[name="baton-csrf"]').content;
-const rows = new Map(); // "kind/id" -> {kind, id, state, last, at}
+const rows = new Map(); // "kind/id" -> {kind, id, state, last, at, checkpoint}
 
 function stateOf(kind, name, prev) {
   if (kind === 'workflow') {
@@ -57,6 +57,84 @@ function render(kind) {
   }));
 }
 
+// What waits for the user: a workflow's checkpoint (its options, or free words) and a Flow that
+// stopped (continue with guidance, or abandon). Each answer is confirmed, then sent as the CLI
+// would send it; the page follows the result through the feed.
+function renderNeeds() {
+  const box = document.getElementById('needs');
+  const waiting = [...rows.values()].filter((r) => r.state === 'needs');
+  if (waiting.length === 0) {
+    const p = document.createElement('p');
+    p.className = 'empty';
+    p.textContent = 'Nothing waits for you.';
+    box.replaceChildren(p);
+    return;
+  }
+  box.replaceChildren(...waiting.map((r) => {
+    const card = document.createElement('form');
+    card.className = 'need';
+    card.setAttribute('aria-label', `${r.kind} ${r.id}`);
+    const title = document.createElement('h3');
+    title.textContent = `${r.kind} ${r.id}`;
+    card.append(title);
+    const say = document.createElement('p');
+    if (r.kind === 'workflow' && r.checkpoint) {
+      say.textContent = `${r.checkpoint.gate}: ${r.checkpoint.question}`;
+      card.append(say);
+      for (const option of r.checkpoint.options) {
+        const b = document.createElement('button');
+        b.type = 'button';
+        b.textContent = option;
+        b.addEventListener('click', () => act(`/api/workflows/${encodeURIComponent(r.id)}/answer`, option, `Answer “${option}”?`));
+        card.append(b);
+      }
+      const label = document.createElement('label');
+      label.textContent = 'or your own words ';
+      const input = document.createElement('input');
+      input.name = 'answer';
+      label.append(input);
+      const send = document.createElement('button');
+      send.type = 'submit';
+      send.textContent = 'answer';
+      card.append(label, send);
+      card.addEventListener('submit', (ev) => {
+        ev.preventDefault();
+        if (input.value.trim()) act(`/api/workflows/${encodeURIComponent(r.id)}/answer`, input.value, `Answer “${input.value}”?`);
+      });
+    } else if (r.kind === 'flow') {
+      say.textContent = r.last;
+      card.append(say);
+      const label = document.createElement('label');
+      label.textContent = 'guidance ';
+      const input = document.createElement('input');
+      input.name = 'guidance';
+      label.append(input);
+      const go = document.createElement('button');
+      go.type = 'submit';
+      go.textContent = 'continue';
+      const stop = document.createElement('button');
+      stop.type = 'button';
+      stop.textContent = 'abandon';
+      stop.addEventListener('click', () => act(`/api/flows/${encodeURIComponent(r.id)}/abandon`, '', `Abandon flow ${r.id}?`));
+      card.append(label, go, stop);
+      card.addEventListener('submit', (ev) => {
+        ev.preventDefault();
+        if (input.value.trim()) act(`/api/flows/${encodeURIComponent(r.id)}/continue`, input.value, `Continue flow ${r.id} with this guidance?`);
+      });
+    } else {
+      say.textContent = r.last;
+      card.append(say);
+    }
+    return card;
+  }));
+}
+
+async function act(url, body, question) {
+  if (!confirm(question)) return;
+  const res = await fetch(url, { method: 'POST', headers: { 'X-Baton-CSRF': csrf, 'Content-Type': 'text/plain' }, body });
+  if (!res.ok) alert(await res.text());
+}
+
 async function cancel(id) {
   if (!confirm(`Cancel task ${id}?`)) return;
   const res = await fetch(`/api/tasks/${encodeURIComponent(id)}/cancel`, { method: 'POST', headers: { 'X-Baton-CSRF': csrf } });
@@ -74,6 +152,14 @@ source.onmessage = (m) => {
   const key = `${kind}/${e.source.id}`;
   const name = nameOf(e.event);
   const prev = rows.get(key);
-  rows.set(key, { kind, id: e.source.id, state: stateOf(kind, name, prev && prev.state), last: name, at: e.ts || (prev && prev.at) });
+  let checkpoint = prev && prev.checkpoint;
+  if (name === 'checkpoint_requested') {
+    const d = e.event.details || {};
+    checkpoint = { gate: e.event.phase || '', question: e.event.reason || '', options: d.options || [] };
+  } else if (name === 'checkpoint_answered') {
+    checkpoint = undefined;
+  }
+  rows.set(key, { kind, id: e.source.id, state: stateOf(kind, name, prev && prev.state), last: name, at: e.ts || (prev && prev.at), checkpoint });
   render(kind);
+  renderNeeds();
 };
