@@ -1,0 +1,88 @@
+//! `baton serve`'s page in a real headless browser (Debian's Chromium, driven by playwright-core
+//! from `crates/baton-web/tests/browser`): a workflow the CLI stopped at its checkpoint is
+//! answered in the page and followed to its end; axe reports no violation. Outside CI the test
+//! is skipped with a note when Chromium or the npm packages are missing; in CI (`.ci/run` installs
+//! both) that is a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+use baton_testkit::fixture::{assert_exit, skip_live, workspace_root};
+use common::workflow::*;
+
+#[test]
+fn a_checkpoint_is_answered_in_the_page_in_a_headless_browser_and_axe_finds_nothing() {
+    let chromium = std::env::var_os("BATON_CHROMIUM")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "/usr/bin/chromium".into());
+    let browser_dir = workspace_root().join("crates/baton-web/tests/browser");
+    if !chromium.is_file() || !browser_dir.join("node_modules/playwright-core").is_dir() {
+        skip_live(
+            "browser",
+            "BATON_CHROMIUM",
+            "install Debian's chromium and run `npm ci --prefix crates/baton-web/tests/browser`",
+        );
+        return;
+    }
+    let wf = Wf::new();
+    wf.happy()
+        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
+    assert_exit(&wf.run(&["run", "add a feature file"]), 4);
+    let id = wf.id();
+    let mut server = wf
+        .sb
+        .baton(&["serve", "--addr", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line[line.find("http://").unwrap()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let shots = workspace_root().join("target/web-screenshots");
+    let out = std::process::Command::new("node")
+        .arg(browser_dir.join("page.mjs"))
+        .args([url.as_str(), id.as_str()])
+        .arg(&shots)
+        .env("BATON_CHROMIUM", &chromium)
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        out.status.success(),
+        "the browser run failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(result["violations"], serde_json::json!([]), "{result}");
+    assert!(
+        result["question"]
+            .as_str()
+            .unwrap()
+            .starts_with("scope_decision: critical and high findings"),
+        "{result}"
+    );
+    assert_eq!(result["last"], "workflow_completed");
+    // The page's answer is the same record the CLI writes: the option's exact words.
+    let answered: Vec<serde_json::Value> = wf
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "checkpoint_answered")
+        .collect();
+    assert_eq!(answered.len(), 1);
+    assert_eq!(answered[0]["details"]["answer"], "critical only");
+    assert!(shots.join("needs-you.png").is_file() && shots.join("done.png").is_file());
+}

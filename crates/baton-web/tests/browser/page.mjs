@@ -1,0 +1,41 @@
+// Drives `baton serve`'s page in Debian's headless Chromium: a workflow waiting at its
+// checkpoint shows under "Needs you"; its option is clicked (the confirmation accepted); the page
+// follows the workflow to its end; axe finds no violation; a screenshot of each state is kept.
+//
+// node page.mjs BASE_URL WORKFLOW_ID SCREENSHOT_DIR
+import { chromium } from 'playwright-core';
+import { AxeBuilder } from '@axe-core/playwright';
+import { mkdirSync } from 'node:fs';
+
+const [base, workflow, shots] = process.argv.slice(2);
+mkdirSync(shots, { recursive: true });
+const browser = await chromium.launch({
+  executablePath: process.env.BATON_CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync'],
+});
+const result = { violations: [] };
+try {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  page.on('dialog', (d) => d.accept());
+  await page.goto(base);
+  const row = `#workflows tbody tr[data-id="${workflow}"]`;
+  await page.waitForSelector(`${row} td.needs`, { timeout: 30000 });
+  const card = page.locator(`form.need[aria-label="workflow ${workflow}"]`);
+  await card.waitFor({ timeout: 30000 });
+  result.question = await card.locator('p').textContent();
+  await page.screenshot({ path: `${shots}/needs-you.png`, fullPage: true });
+  const axe = await new AxeBuilder({ page }).analyze();
+  result.violations.push(...axe.violations.map((v) => `${v.id}: ${v.help}`));
+  await card.getByRole('button', { name: 'critical only' }).click();
+  await page.waitForSelector(`${row} td.done`, { timeout: 60000 });
+  result.last = await page.locator(`${row} td`).nth(2).textContent();
+  await page.screenshot({ path: `${shots}/done.png`, fullPage: true });
+  const after = await new AxeBuilder({ page }).analyze();
+  result.violations.push(...after.violations.map((v) => `${v.id}: ${v.help}`));
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify(result));
