@@ -102,12 +102,20 @@ async fn read_events(base: &str, last: Option<&str>, enough: impl Fn(&[Sse]) -> 
             let block: String = buf.drain(..end + 2).collect();
             let mut id = None;
             let mut data = String::new();
+            let mut kind = None;
             for line in block.lines() {
                 if let Some(v) = line.strip_prefix("id:") {
                     id = Some(v.trim().to_string());
                 } else if let Some(v) = line.strip_prefix("data:") {
                     data.push_str(v.trim_start());
+                } else if let Some(v) = line.strip_prefix("event:") {
+                    kind = Some(v.trim().to_string());
                 }
+            }
+            // A note or an error of the server is not a feed event.
+            if let Some(k) = kind {
+                eprintln!("server said ({k}): {data}");
+                continue;
             }
             if !data.is_empty() {
                 out.push(Sse {
@@ -430,7 +438,13 @@ fn a_checkpoint_answered_in_the_page_resumes_the_workflow_to_its_end_with_the_us
         .collect();
     assert_eq!(answered.len(), 1);
     assert_eq!(answered[0]["details"]["answer"], "Critical only");
-    assert_eq!(wf.snapshot()["run_state"], "completed");
+    // The record's snapshot is written after its events: wait for it.
+    assert!(
+        baton_testkit::fixture::wait_until(Duration::from_secs(30), || wf.snapshot()["run_state"]
+            == "completed"),
+        "{}",
+        wf.snapshot()
+    );
 }
 
 #[test]

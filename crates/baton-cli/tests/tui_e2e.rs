@@ -313,7 +313,13 @@ fn attached_to_a_workflow_at_its_checkpoint_the_form_answers_it_with_the_user_s_
         .collect();
     assert_eq!(answered.len(), 1);
     assert_eq!(answered[0]["details"]["answer"], "critical only");
-    assert_eq!(wf.snapshot()["run_state"], "completed");
+    // The record's snapshot is written after its events: wait for it.
+    assert!(
+        baton_testkit::fixture::wait_until(Duration::from_secs(30), || wf.snapshot()["run_state"]
+            == "completed"),
+        "{}",
+        wf.snapshot()
+    );
     vt.send(b"\x04");
     assert!(vt.wait(WAIT).success());
 }
@@ -508,7 +514,13 @@ fn slash_run_starts_a_workflow_that_the_side_panel_follows_to_its_end() {
         })
         .unwrap_or_else(|s| panic!("{s}"));
     assert!(screen.contains("started the workflow"), "{screen}");
-    assert_eq!(wf.snapshot()["run_state"], "completed");
+    // The record's snapshot is written after its events: wait for it.
+    assert!(
+        baton_testkit::fixture::wait_until(Duration::from_secs(30), || wf.snapshot()["run_state"]
+            == "completed"),
+        "{}",
+        wf.snapshot()
+    );
     vt.send(b"\x04");
     assert!(vt.wait(WAIT).success());
 }
