@@ -76,6 +76,33 @@ fn a_checkpoint_is_answered_in_the_page_in_a_headless_browser_and_axe_finds_noth
         "{result}"
     );
     assert_eq!(result["last"], "workflow_completed");
+    // The workflow's view: every dispatch in order, the remediation's second builder run among
+    // them, each with its bar on the timeline.
+    let rows: Vec<Vec<String>> = serde_json::from_value(result["dispatches"].clone()).unwrap();
+    let agents: Vec<&str> = rows.iter().map(|r| r[1].as_str()).collect();
+    assert_eq!(
+        agents,
+        [
+            "component-builder",
+            "code-reviewer",
+            "failure-hunter",
+            "component-builder",
+            "code-reviewer",
+            "failure-hunter",
+            "integration-verifier",
+            "doc-syncer"
+        ],
+        "{result}"
+    );
+    assert_eq!(rows[1][3], "fail", "{result}");
+    assert_eq!(result["bars"], 8);
+    assert!(
+        result["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("BUILD · done · 8 dispatches"),
+        "{result}"
+    );
     // The page's answer is the same record the CLI writes: the option's exact words.
     let answered: Vec<serde_json::Value> = wf
         .events()

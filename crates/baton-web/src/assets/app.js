@@ -43,6 +43,17 @@ function render(kind) {
       tr.append(td);
     }
     tr.children[1].className = r.state;
+    if (kind === 'workflow') {
+      const id = tr.children[0];
+      id.textContent = '';
+      const open = document.createElement('button');
+      open.type = 'button';
+      open.className = 'link';
+      open.textContent = r.id;
+      open.setAttribute('aria-label', `open workflow ${r.id}`);
+      open.addEventListener('click', () => { openWorkflow = r.id; renderDetail(); });
+      id.append(open);
+    }
     if (kind === 'task') {
       const td = tr.children[3];
       td.textContent = '';
@@ -129,6 +140,45 @@ function renderNeeds() {
   }));
 }
 
+// One workflow: its dispatches as a table, each with a bar on one time scale (a waterfall).
+let openWorkflow = null;
+function renderDetail() {
+  const section = document.getElementById('detail');
+  const r = openWorkflow && rows.get(`workflow/${openWorkflow}`);
+  if (!r) { section.hidden = true; return; }
+  section.hidden = false;
+  document.getElementById('h-detail').textContent = `Workflow ${r.id}`;
+  const nodes = [...(r.nodes || new Map()).values()];
+  const cost = nodes.reduce((sum, n) => sum + (n.cost || 0), 0);
+  document.getElementById('detail-summary').textContent =
+    `${r.kind === 'workflow' ? r.type || '' : ''} · ${r.state} · ${nodes.length} dispatches · $${cost.toFixed(4)}`;
+  const t0 = Math.min(...nodes.map((n) => n.start));
+  const t1 = Math.max(...nodes.map((n) => n.end || Date.now()));
+  const span = Math.max(t1 - t0, 1);
+  const body = document.querySelector('#dispatches tbody');
+  body.replaceChildren(...nodes.map((n) => {
+    const tr = document.createElement('tr');
+    const secs = n.end ? ((n.end - n.start) / 1000).toFixed(2) + 's' : 'running';
+    for (const text of [n.task, n.agent, n.phase, n.verdict || '', n.cost ? `$${n.cost.toFixed(4)}` : '', secs]) {
+      const td = document.createElement('td');
+      td.textContent = text;
+      tr.append(td);
+    }
+    const td = document.createElement('td');
+    td.className = 'lane';
+    const bar = document.createElement('div');
+    bar.className = `bar ${n.verdict === 'fail' ? 'failed' : n.end ? 'done' : 'running'}`;
+    bar.style.marginLeft = `${((n.start - t0) / span) * 100}%`;
+    bar.style.width = `${Math.max((((n.end || Date.now()) - n.start) / span) * 100, 0.5)}%`;
+    bar.setAttribute('role', 'img');
+    bar.setAttribute('aria-label', `${n.agent} from ${((n.start - t0) / 1000).toFixed(2)}s for ${secs}`);
+    td.append(bar);
+    tr.append(td);
+    return tr;
+  }));
+}
+document.getElementById('detail-close').addEventListener('click', () => { openWorkflow = null; renderDetail(); });
+
 async function act(url, body, question) {
   if (!confirm(question)) return;
   const res = await fetch(url, { method: 'POST', headers: { 'X-Baton-CSRF': csrf, 'Content-Type': 'text/plain' }, body });
@@ -159,7 +209,25 @@ source.onmessage = (m) => {
   } else if (name === 'checkpoint_answered') {
     checkpoint = undefined;
   }
-  rows.set(key, { kind, id: e.source.id, state: stateOf(kind, name, prev && prev.state), last: name, at: e.ts || (prev && prev.at), checkpoint });
+  const nodes = (prev && prev.nodes) || new Map();
+  let type = prev && prev.type;
+  if (kind === 'workflow') {
+    const ev = e.event;
+    // Milliseconds are enough (the log's times have nanoseconds).
+    const at = Date.parse((e.ts || ev.ts || '').replace(/(\.\d{3})\d+/, '$1')) || Date.now();
+    if (name === 'workflow_started') type = ev.decision || type;
+    if (name === 'agent_started' && ev.task_id) {
+      nodes.set(ev.task_id, { task: ev.task_id, agent: ev.agent || '', phase: ev.phase || '', start: at });
+    }
+    if (name === 'agent_completed' && ev.task_id && nodes.has(ev.task_id)) {
+      const n = nodes.get(ev.task_id);
+      n.end = at;
+      n.verdict = ev.decision || '';
+      n.cost = (ev.details && ev.details.cost_usd) || 0;
+    }
+  }
+  rows.set(key, { kind, id: e.source.id, state: stateOf(kind, name, prev && prev.state), last: name, at: e.ts || (prev && prev.at), checkpoint, nodes, type });
   render(kind);
   renderNeeds();
+  if (kind === 'workflow' && e.source.id === openWorkflow) renderDetail();
 };

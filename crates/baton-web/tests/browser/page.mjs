@@ -35,6 +35,16 @@ try {
   await page.screenshot({ path: `${shots}/done.png`, fullPage: true });
   const after = await new AxeBuilder({ page }).analyze();
   result.violations.push(...after.violations.map((v) => `${v.id}: ${v.help}`));
+  // The workflow's own view: its dispatches and their waterfall.
+  await page.getByRole('button', { name: `open workflow ${workflow}` }).click();
+  await page.waitForSelector('#detail:not([hidden]) #dispatches tbody tr');
+  result.dispatches = await page.locator('#dispatches tbody tr').evaluateAll((trs) =>
+    trs.map((tr) => [...tr.children].slice(0, 4).map((td) => td.textContent)));
+  result.bars = await page.locator('#dispatches .bar').count();
+  result.summary = await page.locator('#detail-summary').textContent();
+  await page.screenshot({ path: `${shots}/workflow.png`, fullPage: true });
+  const detail = await new AxeBuilder({ page }).analyze();
+  result.violations.push(...detail.violations.map((v) => `${v.id}: ${v.help}`));
 } finally {
   await browser.close();
 }
