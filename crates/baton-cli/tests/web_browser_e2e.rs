@@ -13,8 +13,13 @@ use std::process::Stdio;
 use baton_testkit::fixture::{assert_exit, skip_live, workspace_root};
 use common::workflow::*;
 
-#[test]
-fn a_checkpoint_is_answered_in_the_page_in_a_headless_browser_and_axe_finds_nothing() {
+/// Runs `script` (in crates/baton-web/tests/browser) with `baton serve` of `sb` and `id`; its
+/// JSON result. `None` when the browser or the packages are missing (skipped, or a failure in CI).
+fn browse(
+    sb: &baton_testkit::fixture::Sandbox,
+    script: &str,
+    id: &str,
+) -> Option<serde_json::Value> {
     let chromium = std::env::var_os("BATON_CHROMIUM")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| "/usr/bin/chromium".into());
@@ -25,15 +30,9 @@ fn a_checkpoint_is_answered_in_the_page_in_a_headless_browser_and_axe_finds_noth
             "BATON_CHROMIUM",
             "install Debian's chromium and run `npm ci --prefix crates/baton-web/tests/browser`",
         );
-        return;
+        return None;
     }
-    let wf = Wf::new();
-    wf.happy()
-        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
-    assert_exit(&wf.run(&["run", "add a feature file"]), 4);
-    let id = wf.id();
-    let mut server = wf
-        .sb
+    let mut server = sb
         .baton(&["serve", "--addr", "127.0.0.1:0"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -49,11 +48,10 @@ fn a_checkpoint_is_answered_in_the_page_in_a_headless_browser_and_axe_finds_noth
         .next()
         .unwrap()
         .to_string();
-    let shots = workspace_root().join("target/web-screenshots");
     let out = std::process::Command::new("node")
-        .arg(browser_dir.join("page.mjs"))
-        .args([url.as_str(), id.as_str()])
-        .arg(&shots)
+        .arg(browser_dir.join(script))
+        .args([url.as_str(), id])
+        .arg(workspace_root().join("target/web-screenshots"))
         .env("BATON_CHROMIUM", &chromium)
         .output()
         .unwrap();
@@ -65,8 +63,73 @@ fn a_checkpoint_is_answered_in_the_page_in_a_headless_browser_and_axe_finds_noth
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let result: serde_json::Value =
-        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    Some(
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap(),
+    )
+}
+
+#[test]
+fn a_blocked_flow_is_shown_units_by_steps_and_abandoned_in_the_page() {
+    let (sb, roles) = baton_testkit::fixture::Sandbox::flow_repo(env!("CARGO_BIN_EXE_baton"));
+    roles.reviewer("b", None, "printf 'FAIL: b.txt is wrong'");
+    let units = sb.path("units.json");
+    std::fs::write(
+        &units,
+        r#"{"units": [
+ {"id": "a", "name": "Add a", "task": "Add a.txt", "validation": [{"command": "test", "args": ["-f", "a.txt"]}], "review": "check a"},
+ {"id": "b", "name": "Add b", "task": "Add b.txt", "validation": [{"command": "test", "args": ["-f", "b.txt"]}], "review": "check b"}
+]}"#,
+    )
+    .unwrap();
+    assert_exit(&sb.run(&["flow", "start", &units.display().to_string()]), 4);
+    let flows = sb.work().join(".baton/state/flows");
+    let id = std::fs::read_dir(&flows)
+        .unwrap()
+        .filter_map(|e| {
+            e.unwrap()
+                .file_name()
+                .into_string()
+                .unwrap()
+                .strip_suffix(".events.jsonl")
+                .map(str::to_string)
+        })
+        .next()
+        .unwrap();
+    let Some(result) = browse(&sb, "flow.mjs", &id) else {
+        return;
+    };
+    assert_eq!(result["violations"], serde_json::json!([]), "{result}");
+    assert_eq!(
+        result["units"],
+        serde_json::json!([
+            ["a", "✓", "–", "✓", "✓", "✓"],
+            ["b", "✓", "✓", "✓", "✗", "·"]
+        ]),
+        "{result}"
+    );
+    assert!(
+        result["notes"]
+            .as_str()
+            .unwrap()
+            .contains("FAIL: b.txt is wrong"),
+        "{result}"
+    );
+    assert_eq!(result["last"], "flow.abandoned");
+    let log = std::fs::read_to_string(flows.join(format!("{id}.events.jsonl"))).unwrap();
+    assert!(log.contains("\"flow.abandoned\""));
+}
+
+#[test]
+fn a_checkpoint_is_answered_in_the_page_in_a_headless_browser_and_axe_finds_nothing() {
+    let wf = Wf::new();
+    wf.happy()
+        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
+    assert_exit(&wf.run(&["run", "add a feature file"]), 4);
+    let id = wf.id();
+    let Some(result) = browse(&wf.sb, "page.mjs", &id) else {
+        return;
+    };
+    let shots = workspace_root().join("target/web-screenshots");
     assert_eq!(result["violations"], serde_json::json!([]), "{result}");
     assert!(
         result["question"]

@@ -43,6 +43,17 @@ function render(kind) {
       tr.append(td);
     }
     tr.children[1].className = r.state;
+    if (kind === 'flow') {
+      const id = tr.children[0];
+      id.textContent = '';
+      const open = document.createElement('button');
+      open.type = 'button';
+      open.className = 'link';
+      open.textContent = r.id;
+      open.setAttribute('aria-label', `open flow ${r.id}`);
+      open.addEventListener('click', () => { openFlow = r.id; renderFlow(); });
+      id.append(open);
+    }
     if (kind === 'workflow') {
       const id = tr.children[0];
       id.textContent = '';
@@ -179,6 +190,72 @@ function renderDetail() {
 }
 document.getElementById('detail-close').addEventListener('click', () => { openWorkflow = null; renderDetail(); });
 
+// One Flow: its units × steps, from the unit.* events.
+const STEPS = ['implement', 'rebase', 'validate', 'review', 'merge'];
+const GLYPH = { pending: '·', running: '◐', done: '✓', failed: '✗', skipped: '–' };
+function foldFlow(r, ev, name) {
+  r.units = r.units || new Map();
+  if (name === 'flow.created') {
+    for (const u of ev.units || []) r.units.set(u.id, { id: u.id, steps: STEPS.map(() => 'pending'), note: '' });
+    return;
+  }
+  const u = ev.unit && r.units.get(ev.unit);
+  if (!u) return;
+  const set = (k, v) => { u.steps[k] = v; };
+  switch (name) {
+    case 'unit.implementer_started': case 'unit.implementer_spawned': set(0, 'running'); break;
+    case 'unit.implementer_finished': set(0, ev.result && ev.result.ok ? 'done' : 'failed'); break;
+    case 'unit.derived': if (u.steps[1] === 'pending') set(1, 'skipped'); u.base = ev.base; u.tip = ev.tip; break;
+    case 'unit.rebasing': set(1, 'running'); break;
+    case 'unit.rebased': set(1, 'done'); u.base = ev.base; u.tip = ev.head; break;
+    case 'unit.validating': set(2, 'running'); break;
+    case 'unit.validated': set(2, (ev.results || []).every((x) => x.ok) ? 'done' : 'failed'); break;
+    case 'unit.reviewing': set(3, 'running'); break;
+    case 'unit.reviewed': set(3, ev.approved ? 'done' : 'failed'); u.review = ev.output; break;
+    case 'unit.blocked': u.note = `${ev.reason}: ${ev.evidence}`; { const k = u.steps.indexOf('running'); if (k >= 0) set(k, 'failed'); } break;
+    case 'unit.merging': set(4, 'running'); break;
+    case 'unit.merged': set(4, 'done'); u.tip = ev.tip; if (u.steps[3] === 'pending') set(3, 'skipped'); break;
+    default: break;
+  }
+}
+
+let openFlow = null;
+function renderFlow() {
+  const section = document.getElementById('flow-detail');
+  const r = openFlow && rows.get(`flow/${openFlow}`);
+  if (!r) { section.hidden = true; return; }
+  section.hidden = false;
+  document.getElementById('h-flow').textContent = `Flow ${r.id}`;
+  const units = [...(r.units || new Map()).values()];
+  const merged = units.filter((u) => u.steps[4] === 'done').length;
+  document.getElementById('flow-summary').textContent = `${r.state} · ${merged}/${units.length} merged · last: ${r.last}`;
+  document.querySelector('#units tbody').replaceChildren(...units.map((u) => {
+    const tr = document.createElement('tr');
+    tr.dataset.unit = u.id;
+    const th = document.createElement('th');
+    th.scope = 'row';
+    th.textContent = u.id;
+    tr.append(th);
+    u.steps.forEach((st, k) => {
+      const td = document.createElement('td');
+      td.textContent = GLYPH[st];
+      td.className = st === 'done' ? 'done' : st === 'failed' ? 'failed' : st === 'running' ? 'running' : '';
+      td.setAttribute('aria-label', `${STEPS[k]}: ${st}`);
+      tr.append(td);
+    });
+    const range = document.createElement('td');
+    range.textContent = u.base && u.tip ? `${u.base.slice(0, 8)}..${u.tip.slice(0, 8)}` : '';
+    tr.append(range);
+    return tr;
+  }));
+  document.getElementById('flow-notes').replaceChildren(...units.filter((u) => u.note || (u.review && u.steps[3] === 'failed')).map((u) => {
+    const p = document.createElement('p');
+    p.textContent = `${u.id}: ${u.note || ''}${u.review && u.steps[3] === 'failed' ? ` — review: ${u.review}` : ''}`;
+    return p;
+  }));
+}
+document.getElementById('flow-close').addEventListener('click', () => { openFlow = null; renderFlow(); });
+
 async function act(url, body, question) {
   if (!confirm(question)) return;
   const res = await fetch(url, { method: 'POST', headers: { 'X-Baton-CSRF': csrf, 'Content-Type': 'text/plain' }, body });
@@ -226,8 +303,11 @@ source.onmessage = (m) => {
       n.cost = (ev.details && ev.details.cost_usd) || 0;
     }
   }
-  rows.set(key, { kind, id: e.source.id, state: stateOf(kind, name, prev && prev.state), last: name, at: e.ts || (prev && prev.at), checkpoint, nodes, type });
+  const row = { kind, id: e.source.id, state: stateOf(kind, name, prev && prev.state), last: name, at: e.ts || (prev && prev.at), checkpoint, nodes, type, units: prev && prev.units };
+  if (kind === 'flow') foldFlow(row, e.event, name);
+  rows.set(key, row);
   render(kind);
   renderNeeds();
   if (kind === 'workflow' && e.source.id === openWorkflow) renderDetail();
+  if (kind === 'flow' && e.source.id === openFlow) renderFlow();
 };
