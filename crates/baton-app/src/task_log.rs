@@ -1,9 +1,86 @@
-//! A background task's events as lines of text (`baton task logs`, MCP task resources), and one
+//! A background task's events as lines of text (`baton task logs`, MCP task resources), a session's
+//! transcript as lines to read (the front ends' viewers), and one
 //! delegation entry's event as a line (also the progress of `delegate_task` over MCP).
 
 use baton_exec::background::TaskEvent;
 use baton_exec::delegate::{EntryEvent, EntryStatus};
 use baton_exec::Activity;
+
+/// A background task's log as the lines `baton task logs ID` prints (terminal-safe).
+pub fn read(state: &baton_state::StateDir, id: &str) -> Result<Vec<String>, String> {
+    baton_exec::background::events(state, id)
+        .map(|events| lines(&events))
+        .map_err(|e| format!("task {id}: {e}"))
+}
+
+/// A session's transcript as lines to read: each message, a tool call with its arguments and the
+/// start of its result.
+pub fn transcript(state: &baton_state::StateDir, id: &str) -> Result<Vec<String>, String> {
+    use baton_agent::session::Line;
+    use baton_protocol::{AssistantPart, Message};
+    baton_state::check_id(baton_state::IdKind::Record, id).map_err(|e| e.to_string())?;
+    let path = state.sessions().join(format!("{id}.jsonl"));
+    if !path.exists() {
+        return Err(format!(
+            "session {id}: no transcript in {} (a child that ran in a worktree kept it there, and it went with the worktree)",
+            state.sessions().display()
+        ));
+    }
+    let text =
+        baton_text::input::read_input(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        let line: Line = serde_json::from_str(raw)
+            .map_err(|e| format!("{} line {}: {e}", path.display(), n + 1))?;
+        match line {
+            Line::Session(h) => out.push(format!(
+                "session {} · role {} · {}",
+                h.session_id, h.role, h.model
+            )),
+            Line::Message { message, seat } => {
+                let who = seat.map(|s| format!("[{s}] ")).unwrap_or_default();
+                match message {
+                    Message::User { text } => {
+                        out.push(String::new());
+                        out.extend(text.lines().map(|l| format!("{who}› {l}")));
+                    }
+                    Message::Assistant { parts } => {
+                        for p in parts {
+                            match p {
+                                AssistantPart::Text { text } => {
+                                    out.extend(text.lines().map(|l| format!("{who}{l}")))
+                                }
+                                AssistantPart::Reasoning { .. } => {}
+                                AssistantPart::ToolCall {
+                                    name, arguments, ..
+                                } => {
+                                    let args = baton_text::truncate(
+                                        &arguments,
+                                        200,
+                                        baton_text::Keep::Head,
+                                    );
+                                    out.push(format!("{who}⚙ {name} {args}"));
+                                }
+                            }
+                        }
+                    }
+                    Message::Tool {
+                        output, is_error, ..
+                    } => {
+                        let mark = if is_error { "✗" } else { "→" };
+                        for l in output.lines().take(6) {
+                            out.push(format!("{who}  {mark} {l}"));
+                        }
+                    }
+                }
+            }
+            Line::Ended { outcome, .. } => out.push(format!("— ended {outcome}")),
+            Line::Route { model } => out.push(format!("— now on {model}")),
+            Line::Compacted { .. } => out.push("— compacted".into()),
+        }
+    }
+    Ok(out)
+}
 
 /// The lines `baton task logs ID` prints for these events (terminal-safe).
 pub fn lines(events: &[TaskEvent]) -> Vec<String> {

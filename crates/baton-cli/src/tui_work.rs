@@ -74,17 +74,17 @@ pub fn act(
         ));
     }
     Some(match r {
-        Request::OpenLog { task } => match baton_exec::background::events(state, task) {
-            Ok(events) => {
+        Request::OpenLog { task } => match baton_app::task_log::read(state, task) {
+            Ok(lines) => {
                 let _ = tx.send(Msg::Text {
                     title: format!("task {task}"),
-                    lines: baton_app::task_log::lines(&events),
+                    lines,
                 });
                 Ok(())
             }
-            Err(e) => Err(format!("task {task}: {e}")),
+            Err(e) => Err(e),
         },
-        Request::OpenSession { id } => match transcript(state, id) {
+        Request::OpenSession { id } => match baton_app::task_log::transcript(state, id) {
             Ok(lines) => {
                 let _ = tx.send(Msg::Text {
                     title: format!("session {id} (read-only)"),
@@ -200,73 +200,4 @@ impl Drop for StderrToLog {
             }
         }
     }
-}
-
-/// A session's transcript as lines to read: each message, a tool call with its arguments and the
-/// start of its result.
-fn transcript(state: &StateDir, id: &str) -> Result<Vec<String>, String> {
-    use baton_agent::session::Line;
-    use baton_protocol::{AssistantPart, Message};
-    baton_state::check_id(baton_state::IdKind::Record, id).map_err(|e| e.to_string())?;
-    let path = state.sessions().join(format!("{id}.jsonl"));
-    if !path.exists() {
-        return Err(format!(
-            "session {id}: no transcript in {} (a child that ran in a worktree kept it there, and it went with the worktree)",
-            state.sessions().display()
-        ));
-    }
-    let text =
-        baton_text::input::read_input(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut out = Vec::new();
-    for (n, raw) in text.lines().enumerate() {
-        let line: Line = serde_json::from_str(raw)
-            .map_err(|e| format!("{} line {}: {e}", path.display(), n + 1))?;
-        match line {
-            Line::Session(h) => out.push(format!(
-                "session {} · role {} · {}",
-                h.session_id, h.role, h.model
-            )),
-            Line::Message { message, seat } => {
-                let who = seat.map(|s| format!("[{s}] ")).unwrap_or_default();
-                match message {
-                    Message::User { text } => {
-                        out.push(String::new());
-                        out.extend(text.lines().map(|l| format!("{who}› {l}")));
-                    }
-                    Message::Assistant { parts } => {
-                        for p in parts {
-                            match p {
-                                AssistantPart::Text { text } => {
-                                    out.extend(text.lines().map(|l| format!("{who}{l}")))
-                                }
-                                AssistantPart::Reasoning { .. } => {}
-                                AssistantPart::ToolCall {
-                                    name, arguments, ..
-                                } => {
-                                    let args = baton_text::truncate(
-                                        &arguments,
-                                        200,
-                                        baton_text::Keep::Head,
-                                    );
-                                    out.push(format!("{who}⚙ {name} {args}"));
-                                }
-                            }
-                        }
-                    }
-                    Message::Tool {
-                        output, is_error, ..
-                    } => {
-                        let mark = if is_error { "✗" } else { "→" };
-                        for l in output.lines().take(6) {
-                            out.push(format!("{who}  {mark} {l}"));
-                        }
-                    }
-                }
-            }
-            Line::Ended { outcome, .. } => out.push(format!("— ended {outcome}")),
-            Line::Route { model } => out.push(format!("— now on {model}")),
-            Line::Compacted { .. } => out.push("— compacted".into()),
-        }
-    }
-    Ok(out)
 }

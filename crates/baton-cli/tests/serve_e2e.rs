@@ -501,3 +501,80 @@ fn a_flow_abandoned_in_the_page_is_abandoned_on_disk() {
     let log = std::fs::read_to_string(flows.join(format!("{id}.events.jsonl"))).unwrap();
     assert!(log.contains("\"flow.abandoned\""), "{log}");
 }
+
+#[test]
+fn a_task_s_log_and_a_session_s_transcript_are_read_through_the_api() {
+    use baton_testkit::{MockServer, Turn};
+    let mock = MockServer::builder()
+        .turn(Turn::text("Hello from the model."))
+        .start_blocking();
+    let sb = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .mock_provider(&mock, "openai", "");
+    sb.write(
+        ".baton/roles/helper.md",
+        "---\nname: helper\ndescription: answers\ntools: []\nbackend: command\ncommand: [sh, -c, \"cat >/dev/null; echo helped\"]\n---\nHelp.\n",
+    );
+    let out = sb.run(&["agent", "--json", "--model", "mock/m", "say hello"]);
+    assert_exit(&out, 0);
+    let started: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    let session = started["session_id"].as_str().unwrap().to_string();
+    let out = sb.run(&[
+        "task",
+        "--background",
+        "--role",
+        "helper",
+        "--name",
+        "first",
+        "t",
+    ]);
+    assert_exit(&out, 0);
+    let task = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(wait_until(WAIT, || {
+        String::from_utf8_lossy(&sb.run(&["task", "status", &task, "--json"]).stdout)
+            .contains("\"done\"")
+    }));
+    let server = serve(&sb, &["--addr", "127.0.0.1:0"]);
+    let base = server.url.clone();
+    rt().block_on(async {
+        let c = client();
+        let log: Vec<String> = c
+            .get(format!("{base}/api/tasks/{task}/log"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert!(log.iter().any(|l| l.contains("helped")), "{log:?}");
+        let transcript: Vec<String> = c
+            .get(format!("{base}/api/sessions/{session}/transcript"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert!(
+            transcript.iter().any(|l| l == "› say hello"),
+            "{transcript:?}"
+        );
+        assert!(
+            transcript.iter().any(|l| l == "Hello from the model."),
+            "{transcript:?}"
+        );
+        let res = c
+            .get(format!("{base}/api/sessions/0190-none/transcript"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 404);
+        let res = c
+            .get(format!("{base}/api/tasks/..%2Fx/log"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 400);
+    });
+}

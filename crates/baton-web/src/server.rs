@@ -5,6 +5,8 @@
 //! | `GET /` | the page (its CSRF token in a `<meta>`; `?token=` also sets the token cookie) |
 //! | `GET /app.js`, `GET /app.css` | the page's script and style, embedded, hand-written |
 //! | `GET /api/events` | the project event feed as server-sent events (`Last-Event-ID` resumes) |
+//! | `GET /api/tasks/{id}/log` | a task's log, as `baton task logs` prints it (a JSON array of lines) |
+//! | `GET /api/sessions/{id}/transcript` | a session's transcript as lines to read (JSON array) |
 //! | `POST /api/tasks/{id}/cancel` | `baton task cancel ID` |
 //! | `POST /api/workflows/{id}/answer` | `baton resume ID --answer BODY` (the body is the exact words) |
 //! | `POST /api/flows/{id}/continue`, `…/abandon`, `…/clean` | `baton flow continue --guidance BODY`, `abandon`, `clean ID --yes` |
@@ -175,6 +177,33 @@ async fn flow_action(
     act(&app, action)
 }
 
+/// Lines to read, as a JSON array; 404 with the reason when there is nothing to read.
+fn lines(read: Result<Vec<String>, String>) -> Response {
+    match read {
+        Ok(lines) => (
+            [(header::CONTENT_TYPE, "application/json")],
+            serde_json::to_string(&lines).unwrap_or_else(|_| "[]".into()),
+        )
+            .into_response(),
+        Err(e) => (
+            StatusCode::NOT_FOUND,
+            format!("baton serve: {}\n", baton_text::sanitize_line(&e)),
+        )
+            .into_response(),
+    }
+}
+
+async fn task_log(State(app): State<App>, UrlPath(task): UrlPath<String>) -> Response {
+    if let Err(e) = baton_state::check_id(baton_state::IdKind::Record, &task) {
+        return (StatusCode::BAD_REQUEST, format!("baton serve: {e}\n")).into_response();
+    }
+    lines(baton_app::task_log::read(&app.opts.state, &task))
+}
+
+async fn transcript(State(app): State<App>, UrlPath(id): UrlPath<String>) -> Response {
+    lines(baton_app::task_log::transcript(&app.opts.state, &id))
+}
+
 async fn cancel_task(State(app): State<App>, UrlPath(task): UrlPath<String>) -> Response {
     act(&app, Action::CancelTask { task })
 }
@@ -191,6 +220,8 @@ fn router(opts: Options, guard: Guard) -> Router {
         .route("/app.css", get(app_css))
         .route("/api/events", get(events))
         .route("/api/tasks/{id}/cancel", post(cancel_task))
+        .route("/api/tasks/{id}/log", get(task_log))
+        .route("/api/sessions/{id}/transcript", get(transcript))
         .route("/api/workflows/{id}/answer", post(answer))
         .route("/api/flows/{id}/{action}", post(flow_action))
         .with_state(app)

@@ -43,6 +43,19 @@ function render(kind) {
       tr.append(td);
     }
     tr.children[1].className = r.state;
+    if (kind === 'task' || kind === 'session') {
+      const id = tr.children[0];
+      id.textContent = '';
+      const open = document.createElement('button');
+      open.type = 'button';
+      open.className = 'link';
+      open.textContent = r.id;
+      const what = kind === 'task' ? 'log' : 'transcript';
+      open.setAttribute('aria-label', `open ${kind} ${r.id} ${what}`);
+      const url = kind === 'task' ? `/api/tasks/${encodeURIComponent(r.id)}/log` : `/api/sessions/${encodeURIComponent(r.id)}/transcript`;
+      open.addEventListener('click', () => view(`${kind} ${r.id}: ${what}`, url));
+      id.append(open);
+    }
     if (kind === 'flow') {
       const id = tr.children[0];
       id.textContent = '';
@@ -255,6 +268,16 @@ function renderFlow() {
   }));
 }
 document.getElementById('flow-close').addEventListener('click', () => { openFlow = null; renderFlow(); });
+
+// A task's log or a session's transcript, read-only, as text.
+async function view(title, url) {
+  const res = await fetch(url);
+  const text = res.ok ? (await res.json()).join('\n') : await res.text();
+  document.getElementById('h-viewer').textContent = title;
+  document.getElementById('viewer-text').textContent = text;
+  document.getElementById('viewer').hidden = false;
+}
+document.getElementById('viewer-close').addEventListener('click', () => { document.getElementById('viewer').hidden = true; });
 
 async function act(url, body, question) {
   if (!confirm(question)) return;
