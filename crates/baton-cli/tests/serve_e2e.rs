@@ -50,13 +50,11 @@ fn serve(sb: &Sandbox, args: &[&str]) -> Server {
 
 fn project() -> Sandbox {
     let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
-    sb.write(
-        ".baton/roles/helper.md",
-        "---\nname: helper\ndescription: answers\ntools: []\nbackend: command\ncommand: [sh, -c, \"cat >/dev/null; echo helped\"]\n---\nHelp.\n",
-    );
-    sb.write(
-        ".baton/roles/gated.md",
-        "---\nname: gated\ndescription: waits\ntools: []\nbackend: command\ncommand: [sh, -c, \"cat >/dev/null; while [ ! -f release ]; do sleep 0.02; done; echo released\"]\n---\nWait.\n",
+    common::command_role(&sb, "helper", "cat >/dev/null; echo helped");
+    common::command_role(
+        &sb,
+        "gated",
+        "cat >/dev/null; while [ ! -f release ]; do sleep 0.02; done; echo released",
     );
     sb
 }
@@ -205,16 +203,8 @@ fn a_foreign_origin_or_host_gets_403_and_an_action_needs_the_page_s_csrf_token()
     let base = server.url.clone();
     rt().block_on(async {
         let c = client();
-        let page = c.get(format!("{base}/")).send().await.unwrap();
-        assert_eq!(page.status(), 200);
-        let html = page.text().await.unwrap();
-        let csrf = html
-            .split("name=\"baton-csrf\" content=\"")
-            .nth(1)
-            .and_then(|r| r.split('"').next())
-            .unwrap()
-            .to_string();
-        assert_eq!(csrf.len(), 32, "{html}");
+        let csrf = csrf(&base).await;
+        assert_eq!(csrf.len(), 32, "{csrf}");
         // A DNS-rebound name, and a page of another origin.
         let res = c
             .get(format!("{base}/"))
@@ -332,20 +322,7 @@ fn cancel_in_the_page_stops_the_task_as_the_cli_does() {
     let base = server.url.clone();
     rt().block_on(async {
         let c = client();
-        let html = c
-            .get(format!("{base}/"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        let csrf = html
-            .split("name=\"baton-csrf\" content=\"")
-            .nth(1)
-            .and_then(|r| r.split('"').next())
-            .unwrap()
-            .to_string();
+        let csrf = csrf(&base).await;
         // Wait until the task runs (its child started).
         read_events(&base, None, |ev| {
             names(ev).iter().any(|n| n == "task.started")
@@ -378,14 +355,9 @@ mod common;
 
 /// The page's CSRF token.
 async fn csrf(base: &str) -> String {
-    let html = client()
-        .get(format!("{base}/"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = client().get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
     html.split("name=\"baton-csrf\" content=\"")
         .nth(1)
         .and_then(|r| r.split('"').next())
@@ -396,11 +368,7 @@ async fn csrf(base: &str) -> String {
 #[test]
 fn a_checkpoint_answered_in_the_page_resumes_the_workflow_to_its_end_with_the_user_s_words() {
     use common::workflow::*;
-    let wf = Wf::new();
-    wf.happy()
-        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
-    assert_exit(&wf.run(&["run", "add a feature file"]), 4);
-    let id = wf.id();
+    let (wf, id) = Wf::at_scope_checkpoint();
     let server = serve(&wf.sb, &["--addr", "127.0.0.1:0"]);
     let base = server.url.clone();
     rt().block_on(async {
@@ -438,42 +406,12 @@ fn a_checkpoint_answered_in_the_page_resumes_the_workflow_to_its_end_with_the_us
         .collect();
     assert_eq!(answered.len(), 1);
     assert_eq!(answered[0]["details"]["answer"], "Critical only");
-    // The record's snapshot is written after its events: wait for it.
-    assert!(
-        baton_testkit::fixture::wait_until(Duration::from_secs(30), || wf.snapshot()["run_state"]
-            == "completed"),
-        "{}",
-        wf.snapshot()
-    );
+    wf.wait_completed();
 }
 
 #[test]
 fn a_flow_abandoned_in_the_page_is_abandoned_on_disk() {
-    let (sb, roles) = Sandbox::flow_repo(env!("CARGO_BIN_EXE_baton"));
-    roles.reviewer("b", None, "printf 'FAIL: b.txt is wrong'");
-    let units = sb.path("units.json");
-    std::fs::write(
-        &units,
-        r#"{"units": [
- {"id": "a", "name": "Add a", "task": "Add a.txt", "validation": [{"command": "test", "args": ["-f", "a.txt"]}], "review": "check a"},
- {"id": "b", "name": "Add b", "task": "Add b.txt", "validation": [{"command": "test", "args": ["-f", "b.txt"]}], "review": "check b"}
-]}"#,
-    )
-    .unwrap();
-    assert_exit(&sb.run(&["flow", "start", &units.display().to_string()]), 4);
-    let flows = sb.work().join(".baton/state/flows");
-    let id = std::fs::read_dir(&flows)
-        .unwrap()
-        .filter_map(|e| {
-            e.unwrap()
-                .file_name()
-                .into_string()
-                .unwrap()
-                .strip_suffix(".events.jsonl")
-                .map(str::to_string)
-        })
-        .next()
-        .unwrap();
+    let (sb, id) = common::blocked_flow();
     let server = serve(&sb, &["--addr", "127.0.0.1:0"]);
     let base = server.url.clone();
     rt().block_on(async {
@@ -498,7 +436,11 @@ fn a_flow_abandoned_in_the_page_is_abandoned_on_disk() {
         })
         .await;
     });
-    let log = std::fs::read_to_string(flows.join(format!("{id}.events.jsonl"))).unwrap();
+    let log = std::fs::read_to_string(
+        sb.work()
+            .join(format!(".baton/state/flows/{id}.events.jsonl")),
+    )
+    .unwrap();
     assert!(log.contains("\"flow.abandoned\""), "{log}");
 }
 
@@ -511,10 +453,7 @@ fn a_task_s_log_and_a_session_s_transcript_are_read_through_the_api() {
     let sb = Sandbox::new()
         .baton_exe(env!("CARGO_BIN_EXE_baton"))
         .mock_provider(&mock, "openai", "");
-    sb.write(
-        ".baton/roles/helper.md",
-        "---\nname: helper\ndescription: answers\ntools: []\nbackend: command\ncommand: [sh, -c, \"cat >/dev/null; echo helped\"]\n---\nHelp.\n",
-    );
+    common::command_role(&sb, "helper", "cat >/dev/null; echo helped");
     let out = sb.run(&["agent", "--json", "--model", "mock/m", "say hello"]);
     assert_exit(&out, 0);
     let started: serde_json::Value =

@@ -258,28 +258,10 @@ fn a_resumed_session_of_ten_thousand_entries_shows_its_end_and_survives_a_resize
 
 mod common;
 
-/// The one log of `kind` (`flows`, `tasks`) in the sandbox's state folder: its id.
-fn only_id(sb: &Sandbox, kind: &str) -> String {
-    let dir = sb.work().join(".baton/state").join(kind);
-    let ids: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| {
-            let name = e.unwrap().file_name().into_string().unwrap();
-            name.strip_suffix(".events.jsonl").map(str::to_string)
-        })
-        .collect();
-    assert_eq!(ids.len(), 1, "{ids:?}");
-    ids[0].clone()
-}
-
 #[test]
 fn attached_to_a_workflow_at_its_checkpoint_the_form_answers_it_with_the_user_s_words() {
     use common::workflow::*;
-    let wf = Wf::new();
-    wf.happy()
-        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
-    baton_testkit::fixture::assert_exit(&wf.run(&["run", "add a feature file"]), 4);
-    let id = wf.id();
+    let (wf, id) = Wf::at_scope_checkpoint();
     let mut cmd = wf.sb.baton(&["tui", "--attach", &id]);
     cmd.env("TERM", "xterm-256color");
     let mut vt = Vt::spawn(cmd, 110, 32).unwrap();
@@ -313,33 +295,14 @@ fn attached_to_a_workflow_at_its_checkpoint_the_form_answers_it_with_the_user_s_
         .collect();
     assert_eq!(answered.len(), 1);
     assert_eq!(answered[0]["details"]["answer"], "critical only");
-    // The record's snapshot is written after its events: wait for it.
-    assert!(
-        baton_testkit::fixture::wait_until(Duration::from_secs(30), || wf.snapshot()["run_state"]
-            == "completed"),
-        "{}",
-        wf.snapshot()
-    );
+    wf.wait_completed();
     vt.send(b"\x04");
     assert!(vt.wait(WAIT).success());
 }
 
 #[test]
 fn attached_to_a_flow_another_process_ran_the_view_shows_its_units_and_abandons_it() {
-    let (sb, roles) = Sandbox::flow_repo(env!("CARGO_BIN_EXE_baton"));
-    roles.reviewer("b", None, "printf 'FAIL: b.txt is wrong'");
-    let units = sb.path("units.json");
-    std::fs::write(
-        &units,
-        r#"{"units": [
- {"id": "a", "name": "Add a", "task": "Add a.txt", "validation": [{"command": "test", "args": ["-f", "a.txt"]}], "review": "check a"},
- {"id": "b", "name": "Add b", "task": "Add b.txt", "validation": [{"command": "test", "args": ["-f", "b.txt"]}], "review": "check b"}
-]}"#,
-    )
-    .unwrap();
-    let out = sb.run(&["flow", "start", &units.display().to_string()]);
-    baton_testkit::fixture::assert_exit(&out, 4);
-    let id = only_id(&sb, "flows");
+    let (sb, id) = common::blocked_flow();
     let mut cmd = sb.baton(&["tui", "--attach", &id]);
     cmd.env("TERM", "xterm-256color");
     let mut vt = Vt::spawn(cmd, 100, 24).unwrap();
@@ -406,9 +369,10 @@ fn attached_to_a_flow_another_process_ran_the_view_shows_its_units_and_abandons_
 fn the_side_panel_shows_a_background_task_of_another_process_and_cancels_it() {
     let server = MockServer::builder().start_blocking();
     let sb = project(&server);
-    sb.write(
-        ".baton/roles/gated.md",
-        "---\nname: gated\ndescription: waits\ntools: []\nbackend: command\ncommand: [sh, -c, \"cat >/dev/null; while [ ! -f release ]; do sleep 0.02; done; echo released\"]\n---\nWait.\n",
+    common::command_role(
+        &sb,
+        "gated",
+        "cat >/dev/null; while [ ! -f release ]; do sleep 0.02; done; echo released",
     );
     let mut vt = tui(&sb, &[], 110, 30);
     vt.wait_for(WAIT, |s| s.contains("? help")).unwrap();
@@ -514,13 +478,7 @@ fn slash_run_starts_a_workflow_that_the_side_panel_follows_to_its_end() {
         })
         .unwrap_or_else(|s| panic!("{s}"));
     assert!(screen.contains("started the workflow"), "{screen}");
-    // The record's snapshot is written after its events: wait for it.
-    assert!(
-        baton_testkit::fixture::wait_until(Duration::from_secs(30), || wf.snapshot()["run_state"]
-            == "completed"),
-        "{}",
-        wf.snapshot()
-    );
+    wf.wait_completed();
     vt.send(b"\x04");
     assert!(vt.wait(WAIT).success());
 }

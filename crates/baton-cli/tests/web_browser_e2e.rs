@@ -10,7 +10,7 @@ mod common;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use baton_testkit::fixture::{assert_exit, skip_live, workspace_root};
+use baton_testkit::fixture::{skip_live, workspace_root};
 use common::workflow::*;
 
 /// Runs `script` (in crates/baton-web/tests/browser) with `baton serve` of `sb` and `id`; its
@@ -70,31 +70,7 @@ fn browse(
 
 #[test]
 fn a_blocked_flow_is_shown_units_by_steps_and_abandoned_in_the_page() {
-    let (sb, roles) = baton_testkit::fixture::Sandbox::flow_repo(env!("CARGO_BIN_EXE_baton"));
-    roles.reviewer("b", None, "printf 'FAIL: b.txt is wrong'");
-    let units = sb.path("units.json");
-    std::fs::write(
-        &units,
-        r#"{"units": [
- {"id": "a", "name": "Add a", "task": "Add a.txt", "validation": [{"command": "test", "args": ["-f", "a.txt"]}], "review": "check a"},
- {"id": "b", "name": "Add b", "task": "Add b.txt", "validation": [{"command": "test", "args": ["-f", "b.txt"]}], "review": "check b"}
-]}"#,
-    )
-    .unwrap();
-    assert_exit(&sb.run(&["flow", "start", &units.display().to_string()]), 4);
-    let flows = sb.work().join(".baton/state/flows");
-    let id = std::fs::read_dir(&flows)
-        .unwrap()
-        .filter_map(|e| {
-            e.unwrap()
-                .file_name()
-                .into_string()
-                .unwrap()
-                .strip_suffix(".events.jsonl")
-                .map(str::to_string)
-        })
-        .next()
-        .unwrap();
+    let (sb, id) = common::blocked_flow();
     let Some(result) = browse(&sb, "flow.mjs", &id) else {
         return;
     };
@@ -115,17 +91,17 @@ fn a_blocked_flow_is_shown_units_by_steps_and_abandoned_in_the_page() {
         "{result}"
     );
     assert_eq!(result["last"], "flow.abandoned");
-    let log = std::fs::read_to_string(flows.join(format!("{id}.events.jsonl"))).unwrap();
+    let log = std::fs::read_to_string(
+        sb.work()
+            .join(format!(".baton/state/flows/{id}.events.jsonl")),
+    )
+    .unwrap();
     assert!(log.contains("\"flow.abandoned\""));
 }
 
 #[test]
 fn a_checkpoint_is_answered_in_the_page_in_a_headless_browser_and_axe_finds_nothing() {
-    let wf = Wf::new();
-    wf.happy()
-        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
-    assert_exit(&wf.run(&["run", "add a feature file"]), 4);
-    let id = wf.id();
+    let (wf, id) = Wf::at_scope_checkpoint();
     let Some(result) = browse(&wf.sb, "page.mjs", &id) else {
         return;
     };

@@ -110,31 +110,20 @@ impl App {
     pub fn new(opts: &Options) -> App {
         let mut ui = Ui::new(opts.theme, opts.keymap.clone());
         ui.attached = opts.attach.is_some();
-        match &opts.attach {
-            Some(Attach::Workflow(id)) => {
-                ui.panel = crate::panel::Panel {
-                    open: true,
-                    pinned: true,
-                    detail: Some(crate::panel::Detail::Workflow(id.clone())),
-                    ..Default::default()
-                }
-            }
-            Some(Attach::Flow(id)) => {
-                ui.panel = crate::panel::Panel {
-                    open: true,
-                    pinned: true,
-                    detail: Some(crate::panel::Detail::Flow(id.clone())),
-                    ..Default::default()
-                }
-            }
-            Some(Attach::Task(_)) => {
-                ui.panel = crate::panel::Panel {
-                    open: true,
-                    pinned: true,
-                    ..Default::default()
-                }
-            }
-            Some(Attach::Session(_)) | None => {}
+        // Attached to a workflow, a Flow or a task: the panel is the whole UI, on its view.
+        let detail = match &opts.attach {
+            Some(Attach::Workflow(id)) => Some(Some(crate::panel::Detail::Workflow(id.clone()))),
+            Some(Attach::Flow(id)) => Some(Some(crate::panel::Detail::Flow(id.clone()))),
+            Some(Attach::Task(_)) => Some(None),
+            Some(Attach::Session(_)) | None => None,
+        };
+        if let Some(detail) = detail {
+            ui.panel = crate::panel::Panel {
+                open: true,
+                pinned: true,
+                detail,
+                ..Default::default()
+            };
         }
         ui.branch = opts.branch.clone();
         ui.seats = opts.seats.clone();

@@ -16,6 +16,39 @@ pub fn command_role(sb: &baton_testkit::fixture::Sandbox, name: &str, command: &
     );
 }
 
+/// A Flow of two units, `a` and `b`, started by the CLI in a fresh repository and left blocked
+/// by the reviewer's findings on `b` (exit 4); the sandbox and the Flow's id.
+pub fn blocked_flow() -> (baton_testkit::fixture::Sandbox, String) {
+    let (sb, roles) = baton_testkit::fixture::Sandbox::flow_repo(env!("CARGO_BIN_EXE_baton"));
+    roles.reviewer("b", None, "printf 'FAIL: b.txt is wrong'");
+    let units = sb.path("units.json");
+    std::fs::write(
+        &units,
+        r#"{"units": [
+ {"id": "a", "name": "Add a", "task": "Add a.txt", "validation": [{"command": "test", "args": ["-f", "a.txt"]}], "review": "check a"},
+ {"id": "b", "name": "Add b", "task": "Add b.txt", "validation": [{"command": "test", "args": ["-f", "b.txt"]}], "review": "check b"}
+]}"#,
+    )
+    .unwrap();
+    baton_testkit::fixture::assert_exit(
+        &sb.run(&["flow", "start", &units.display().to_string()]),
+        4,
+    );
+    let id = std::fs::read_dir(sb.work().join(".baton/state/flows"))
+        .unwrap()
+        .filter_map(|e| {
+            e.unwrap()
+                .file_name()
+                .into_string()
+                .unwrap()
+                .strip_suffix(".events.jsonl")
+                .map(str::to_string)
+        })
+        .next()
+        .unwrap();
+    (sb, id)
+}
+
 /// A mock model that makes one `bash` call running `command`, then answers "Done.".
 pub fn one_command(command: &str) -> baton_testkit::MockServer {
     baton_testkit::MockServer::builder()

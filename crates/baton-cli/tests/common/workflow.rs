@@ -189,6 +189,28 @@ impl Wf {
             .collect()
     }
 
+    /// A BUILD run by the CLI and stopped at its scope checkpoint (the first review finds
+    /// critical and high issues; exit 4): the workflow and its id.
+    pub fn at_scope_checkpoint() -> (Wf, String) {
+        let wf = Wf::new();
+        wf.happy()
+            .answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
+        baton_testkit::fixture::assert_exit(&wf.run(&["run", "add a feature file"]), 4);
+        let id = wf.id();
+        (wf, id)
+    }
+
+    /// Waits for the record's snapshot to say it completed (it is written after the events).
+    pub fn wait_completed(&self) {
+        assert!(
+            baton_testkit::fixture::wait_until(std::time::Duration::from_secs(30), || {
+                self.snapshot()["run_state"] == "completed"
+            }),
+            "{}",
+            self.snapshot()
+        );
+    }
+
     pub fn happy(&self) -> &Self {
         self.answer("component-builder", BUILDER_PASS)
             .answer("code-reviewer", REVIEW_APPROVE)

@@ -43,40 +43,23 @@ function render(kind) {
       tr.append(td);
     }
     tr.children[1].className = r.state;
-    if (kind === 'task' || kind === 'session') {
+    // The id opens what the row stands for: a task's log, a session's transcript, a Flow's or
+    // a workflow's view.
+    const opens = {
+      task: [`open task ${r.id} log`, () => view(`task ${r.id}: log`, `/api/tasks/${encodeURIComponent(r.id)}/log`)],
+      session: [`open session ${r.id} transcript`, () => view(`session ${r.id}: transcript`, `/api/sessions/${encodeURIComponent(r.id)}/transcript`)],
+      flow: [`open flow ${r.id}`, () => { openFlow = r.id; renderFlow(); }],
+      workflow: [`open workflow ${r.id}`, () => { openWorkflow = r.id; renderDetail(); }],
+    }[kind];
+    if (opens) {
       const id = tr.children[0];
-      id.textContent = '';
       const open = document.createElement('button');
       open.type = 'button';
       open.className = 'link';
       open.textContent = r.id;
-      const what = kind === 'task' ? 'log' : 'transcript';
-      open.setAttribute('aria-label', `open ${kind} ${r.id} ${what}`);
-      const url = kind === 'task' ? `/api/tasks/${encodeURIComponent(r.id)}/log` : `/api/sessions/${encodeURIComponent(r.id)}/transcript`;
-      open.addEventListener('click', () => view(`${kind} ${r.id}: ${what}`, url));
-      id.append(open);
-    }
-    if (kind === 'flow') {
-      const id = tr.children[0];
-      id.textContent = '';
-      const open = document.createElement('button');
-      open.type = 'button';
-      open.className = 'link';
-      open.textContent = r.id;
-      open.setAttribute('aria-label', `open flow ${r.id}`);
-      open.addEventListener('click', () => { openFlow = r.id; renderFlow(); });
-      id.append(open);
-    }
-    if (kind === 'workflow') {
-      const id = tr.children[0];
-      id.textContent = '';
-      const open = document.createElement('button');
-      open.type = 'button';
-      open.className = 'link';
-      open.textContent = r.id;
-      open.setAttribute('aria-label', `open workflow ${r.id}`);
-      open.addEventListener('click', () => { openWorkflow = r.id; renderDetail(); });
-      id.append(open);
+      open.setAttribute('aria-label', opens[0]);
+      open.addEventListener('click', opens[1]);
+      id.replaceChildren(open);
     }
     if (kind === 'task') {
       const td = tr.children[3];
