@@ -681,6 +681,10 @@ mod tests {
     use super::*;
 
     fn app() -> App {
+        app_with(None)
+    }
+
+    fn app_with(attach: Option<Attach>) -> App {
         App::new(&Options {
             mode: Mode {
                 inline: false,
@@ -694,7 +698,7 @@ mod tests {
             approval_policy: "never".into(),
             first: None,
             history: Vec::new(),
-            attach: None,
+            attach,
         })
     }
 
@@ -808,30 +812,10 @@ mod tests {
         );
         assert!(text.ends_with("a.txt\n```\n\nuse it"), "{text}");
     }
-}
-
-#[cfg(test)]
-mod panel_keys {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
 
     #[test]
     fn enter_in_a_flow_view_opens_the_unit_s_validation_and_review() {
-        let mut a = App::new(&Options {
-            mode: Mode {
-                inline: false,
-                mouse: false,
-            },
-            theme: Theme::dark(),
-            keymap: Keymap::default(),
-            branch: None,
-            seats: None,
-            context_window: None,
-            approval_policy: "never".into(),
-            first: None,
-            history: Vec::new(),
-            attach: Some(Attach::Flow("20261205-085300-0830".into())),
-        });
+        let mut a = app_with(Some(Attach::Flow("20261205-085300-0830".into())));
         for e in crate::project::tests::fixture_events() {
             a.handle(Msg::Project(Box::new(e)), &mut |_| Ok(()));
         }
