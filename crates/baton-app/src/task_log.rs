@@ -13,9 +13,47 @@ pub fn read(state: &baton_state::StateDir, id: &str) -> Result<Vec<String>, Stri
         .map_err(|e| format!("task {id}: {e}"))
 }
 
-/// A session's transcript as lines to read: each message, a tool call with its arguments and the
-/// start of its result.
-pub fn transcript(state: &baton_state::StateDir, id: &str) -> Result<Vec<String>, String> {
+/// One entry of a session's transcript as the viewers show it (the web page's transcript view
+/// takes these as JSON; [`transcript`] makes lines of them).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TranscriptEntry {
+    /// In a routed session, the participant the entry belongs to (`coordinator`, `executor`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seat: Option<String>,
+    pub kind: EntryKind,
+    /// The message's text, the tool's output, or the note.
+    pub text: String,
+    /// A tool call's tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A tool call's arguments (JSON text), whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<String>,
+    /// A tool result that is an error.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub error: bool,
+}
+
+/// What a [`TranscriptEntry`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    /// The header: session id, role and model.
+    Session,
+    User,
+    Assistant,
+    ToolCall,
+    ToolResult,
+    /// An ended run, a route change, a compaction.
+    Note,
+}
+
+/// A session's transcript, entry by entry: each message, each tool call with its arguments and
+/// each result. Reasoning is left out.
+pub fn transcript_entries(
+    state: &baton_state::StateDir,
+    id: &str,
+) -> Result<Vec<TranscriptEntry>, String> {
     use baton_agent::session::Line;
     use baton_protocol::{AssistantPart, Message};
     baton_state::check_id(baton_state::IdKind::Record, id).map_err(|e| e.to_string())?;
@@ -28,58 +66,147 @@ pub fn transcript(state: &baton_state::StateDir, id: &str) -> Result<Vec<String>
     }
     let text =
         baton_text::input::read_input(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let entry = |seat: &Option<String>, kind, text: String| TranscriptEntry {
+        seat: seat.clone(),
+        kind,
+        text,
+        name: None,
+        arguments: None,
+        error: false,
+    };
     let mut out = Vec::new();
     for (n, raw) in text.lines().enumerate() {
         let line: Line = serde_json::from_str(raw)
             .map_err(|e| format!("{} line {}: {e}", path.display(), n + 1))?;
         match line {
-            Line::Session(h) => out.push(format!(
-                "session {} · role {} · {}",
-                h.session_id, h.role, h.model
+            Line::Session(h) => out.push(entry(
+                &None,
+                EntryKind::Session,
+                format!("session {} · role {} · {}", h.session_id, h.role, h.model),
             )),
-            Line::Message { message, seat } => {
-                let who = seat.map(|s| format!("[{s}] ")).unwrap_or_default();
-                match message {
-                    Message::User { text } => {
-                        out.push(String::new());
-                        out.extend(text.lines().map(|l| format!("{who}› {l}")));
-                    }
-                    Message::Assistant { parts } => {
-                        for p in parts {
-                            match p {
-                                AssistantPart::Text { text } => {
-                                    out.extend(text.lines().map(|l| format!("{who}{l}")))
-                                }
-                                AssistantPart::Reasoning { .. } => {}
-                                AssistantPart::ToolCall {
-                                    name, arguments, ..
-                                } => {
-                                    let args = baton_text::truncate(
-                                        &arguments,
-                                        200,
-                                        baton_text::Keep::Head,
-                                    );
-                                    out.push(format!("{who}⚙ {name} {args}"));
-                                }
+            Line::Message { message, seat } => match message {
+                Message::User { text } => out.push(entry(&seat, EntryKind::User, text)),
+                Message::Assistant { parts } => {
+                    for p in parts {
+                        match p {
+                            AssistantPart::Text { text } => {
+                                out.push(entry(&seat, EntryKind::Assistant, text))
                             }
-                        }
-                    }
-                    Message::Tool {
-                        output, is_error, ..
-                    } => {
-                        let mark = if is_error { "✗" } else { "→" };
-                        for l in output.lines().take(6) {
-                            out.push(format!("{who}  {mark} {l}"));
+                            AssistantPart::Reasoning { .. } => {}
+                            AssistantPart::ToolCall {
+                                name, arguments, ..
+                            } => out.push(TranscriptEntry {
+                                name: Some(name),
+                                arguments: Some(arguments),
+                                ..entry(&seat, EntryKind::ToolCall, String::new())
+                            }),
                         }
                     }
                 }
+                Message::Tool {
+                    output, is_error, ..
+                } => out.push(TranscriptEntry {
+                    error: is_error,
+                    ..entry(&seat, EntryKind::ToolResult, output)
+                }),
+            },
+            Line::Ended { outcome, .. } => {
+                out.push(entry(&None, EntryKind::Note, format!("ended {outcome}")))
             }
-            Line::Ended { outcome, .. } => out.push(format!("— ended {outcome}")),
-            Line::Route { model } => out.push(format!("— now on {model}")),
-            Line::Compacted { .. } => out.push("— compacted".into()),
+            Line::Route { model } => {
+                out.push(entry(&None, EntryKind::Note, format!("now on {model}")))
+            }
+            Line::Compacted { seat, .. } => {
+                out.push(entry(&seat, EntryKind::Note, "compacted".into()))
+            }
         }
     }
     Ok(out)
+}
+
+/// A session's transcript as lines to read: each message, a tool call with its arguments and the
+/// start of its result.
+pub fn transcript(state: &baton_state::StateDir, id: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for e in transcript_entries(state, id)? {
+        let who = e.seat.as_ref().map(|s| format!("[{s}] ")).unwrap_or_default();
+        match e.kind {
+            EntryKind::Session => out.push(e.text),
+            EntryKind::User => {
+                out.push(String::new());
+                out.extend(e.text.lines().map(|l| format!("{who}› {l}")));
+            }
+            EntryKind::Assistant => out.extend(e.text.lines().map(|l| format!("{who}{l}"))),
+            EntryKind::ToolCall => {
+                let args = baton_text::truncate(
+                    e.arguments.as_deref().unwrap_or(""),
+                    200,
+                    baton_text::Keep::Head,
+                );
+                out.push(format!("{who}⚙ {} {args}", e.name.unwrap_or_default()));
+            }
+            EntryKind::ToolResult => {
+                let mark = if e.error { "✗" } else { "→" };
+                for l in e.text.lines().take(6) {
+                    out.push(format!("{who}  {mark} {l}"));
+                }
+            }
+            EntryKind::Note => out.push(format!("— {}", e.text)),
+        }
+    }
+    Ok(out)
+}
+
+/// The exact review packet (a patch) a Flow's reviewer was given for `unit`: the last one its log
+/// names. Only a file under the project's state folder is read.
+pub fn review_packet(
+    state: &baton_state::StateDir,
+    flow: &str,
+    unit: &str,
+) -> Result<String, String> {
+    let records = baton_flow::store::FlowStore::new(state.clone())
+        .read_records(flow)
+        .map_err(|e| format!("flow {flow}: {e}"))?;
+    let path = records
+        .iter()
+        .rev()
+        .find_map(|r| match &r.event {
+            baton_flow::FlowEvent::Reviewing {
+                unit: u, patch_path, ..
+            } if u == unit => Some(patch_path.clone()),
+            _ => None,
+        })
+        .ok_or_else(|| format!("flow {flow}: unit {unit} was not given to a reviewer"))?;
+    let real = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    if !real(&path).starts_with(real(state.root())) {
+        return Err(format!(
+            "{}: not a file of this project's records",
+            path.display()
+        ));
+    }
+    baton_text::input::read_input(&path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// A workflow's artifact as it stood after event `seq` (its whole record when `None`), and how
+/// many events its log holds: the record at any point of its history.
+pub fn workflow_artifact(
+    state: &baton_state::StateDir,
+    id: &str,
+    seq: Option<u64>,
+) -> Result<(serde_json::Value, u64), String> {
+    let events = baton_workflow::store::WorkflowStore::new(state.clone())
+        .events(id)
+        .map_err(|e| format!("workflow {id}: {e}"))?;
+    let total = events.len() as u64;
+    let upto = match seq {
+        Some(0) => return Err(format!("workflow {id}: seq starts at 1")),
+        Some(n) if n > total => {
+            return Err(format!("workflow {id}: it has {total} events, not {n}"))
+        }
+        Some(n) => n as usize,
+        None => events.len(),
+    };
+    Ok((baton_workflow::store::fold(&events[..upto]), total))
 }
 
 /// The lines `baton task logs ID` prints for these events (terminal-safe).

@@ -90,6 +90,16 @@ fn a_blocked_flow_is_shown_units_by_steps_and_abandoned_in_the_page() {
             .contains("FAIL: b.txt is wrong"),
         "{result}"
     );
+    // Unit b's validation output and the exact packet its reviewer got, as a diff.
+    assert_eq!(result["validation"].as_array().unwrap().len(), 1, "{result}");
+    assert!(
+        result["packetAdded"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l.as_str().unwrap().starts_with("+b")),
+        "{result}"
+    );
     assert_eq!(result["last"], "flow.abandoned");
     let log = std::fs::read_to_string(
         sb.work()
@@ -135,6 +145,22 @@ fn a_checkpoint_is_answered_in_the_page_in_a_headless_browser_and_axe_finds_noth
     );
     assert_eq!(rows[1][3], "fail", "{result}");
     assert_eq!(result["bars"], 8);
+    // The task graph: the builder, reviewer ‖ hunter, verifier, doc-sync and memory, with their
+    // blockedBy edges, and the remediation tasks; every dispatch has a queue time.
+    assert!(result["nodes"].as_u64().unwrap() >= 6, "{result}");
+    assert!(result["edges"].as_u64().unwrap() >= 6, "{result}");
+    assert!(
+        result["graphTitle"]
+            .as_str()
+            .unwrap()
+            .contains("blockedBy edges"),
+        "{result}"
+    );
+    assert_eq!(result["queues"].as_array().unwrap().len(), 8, "{result}");
+    // The verifier's contract lists its scenarios; the artifact travels back to the checkpoint.
+    assert!(!result["scenarios"].as_array().unwrap().is_empty(), "{result}");
+    assert_eq!(result["artifactStatus"], "completed", "{result}");
+    assert_eq!(result["artifactAtCheckpoint"], "scope_decision", "{result}");
     assert!(
         result["summary"]
             .as_str()

@@ -184,6 +184,25 @@ pub fn stream(
     emit: &mut dyn FnMut(&Event) -> std::io::Result<()>,
     report: &mut dyn FnMut(&FeedError),
 ) -> std::io::Result<()> {
+    stream_batches(
+        feed,
+        root,
+        follow,
+        &mut |events| events.iter().try_for_each(&mut *emit),
+        report,
+    )
+}
+
+/// [`stream`], handing over each read's events at once (in order): everything the logs held at
+/// the start, then whatever each wake found appended. A reader that sends events on in batches
+/// (the web dashboard) knows where a read ends.
+pub fn stream_batches(
+    feed: &mut Feed,
+    root: &Path,
+    follow: bool,
+    emit: &mut dyn FnMut(&[Event]) -> std::io::Result<()>,
+    report: &mut dyn FnMut(&FeedError),
+) -> std::io::Result<()> {
     let mut watcher = if follow {
         let mut w = Watcher::new(feed.dirs(), root.to_path_buf())?;
         w.arm()?;
@@ -195,10 +214,10 @@ pub fn stream(
         for e in &errors {
             report(e);
         }
-        for e in &events {
-            emit(e)?;
+        if events.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        emit(&events)
     };
     deliver(feed.poll())?;
     let Some(watcher) = watcher.as_mut() else {

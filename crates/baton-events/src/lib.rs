@@ -21,11 +21,11 @@ pub mod feed;
 pub mod follow;
 pub mod live;
 
-use baton_protocol::{ProjectEvent, SourceKind};
+use baton_protocol::ProjectEvent;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use baton_protocol::{Cursor, Position, Source};
+pub use baton_protocol::{Cursor, Position, Source, SourceKind};
 pub use feed::{Feed, FeedError, Filter};
 pub use follow::Watcher;
 pub use live::Live;

@@ -1,28 +1,111 @@
 //! The project event feed as server-sent events.
 //!
 //! Each connection has a reader of its own, on a thread, following the project's logs from the
-//! cursor the client gives (`Last-Event-ID`, else `?since=`, else the start). Every event is sent
-//! with `id:` the feed's cursor after it, so a client that reconnects with that id gets exactly
-//! the events after it: no gap, no duplicate. The reader hands events over through a bounded
-//! channel and waits while it is full: a slow client is served from the files at its own pace,
-//! never dropped and never buffered without bound.
+//! cursor the client gives (`Last-Event-ID`, else `?since=`, else the start). Events go out in
+//! batches: one message is a JSON array of the events one read of the logs found (split so that
+//! a message stays small), and its `id:` is the feed's cursor after its last event. A client that
+//! reconnects with that id gets exactly the events after it: no gap, no duplicate. The reader
+//! hands messages over through a bounded channel and waits while it is full: a slow client is
+//! served from the files at its own pace, never dropped and never buffered without bound.
+//!
+//! The page needs the feed's shape, not its bulk: a workflow event's `delta` (the artifact's
+//! change) keeps only the task graph, the spending and the budget
+//! (`/api/workflows/{id}/artifact` has the artifact at any event) and a session's long texts are
+//! cut (`/api/sessions/{id}/transcript` has them whole).
 
 use std::convert::Infallible;
 use std::path::PathBuf;
 
 use axum::response::sse::Event as SseEvent;
-use baton_events::{Cursor, Feed, Filter};
+use baton_events::{Cursor, Feed, Filter, SourceKind};
 use baton_state::StateDir;
 use futures::Stream;
+use serde_json::Value;
 
-/// How many events may wait for a slow client before its reader waits too.
-const BACKLOG: usize = 256;
+/// How many messages may wait for a slow client before its reader waits too.
+const BACKLOG: usize = 16;
+/// The data one message carries before the next begins (at least four times the cursor's
+/// length, so that the ids stay a small part of the stream however many logs there are).
+const BATCH_BYTES: usize = 256 * 1024;
+/// How much of a session's text the stream carries.
+const SESSION_TEXT: usize = 400;
 /// How often the logs are read again when they cannot be watched.
 const POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// The feed after `since`, as SSE events (`id` = the cursor after each one, `data` = the event as
-/// `baton events --json` prints it). A log that stops being readable (damage) is an `error`
-/// event naming it; the others go on.
+/// The event as the page gets it: as `baton events --json` prints it, less the bulk.
+pub fn lean(e: &baton_events::Event) -> serde_json::Result<Value> {
+    let mut v = serde_json::to_value(e)?;
+    match e.source.kind {
+        SourceKind::Workflow => {
+            if let Some(ev) = v.get_mut("event").and_then(Value::as_object_mut) {
+                if let Some(delta) = ev.remove("delta") {
+                    let kept = graph_of(&delta);
+                    if !kept.is_empty() {
+                        ev.insert("delta".into(), Value::Object(kept));
+                    }
+                }
+            }
+        }
+        SourceKind::Session => {
+            if let Some(ev) = v.get_mut("event") {
+                shorten(ev);
+            }
+        }
+        _ => {}
+    }
+    Ok(v)
+}
+
+/// Of a workflow event's change, what the page's lists and graph need: the tasks (id, status,
+/// `blockedBy`, phase, origin), what was spent and the budget.
+fn graph_of(delta: &Value) -> serde_json::Map<String, Value> {
+    let mut kept = serde_json::Map::new();
+    if let Some(tasks) = delta.get("tasks").and_then(Value::as_array) {
+        let tasks = tasks
+            .iter()
+            .map(|t| {
+                let mut small = serde_json::Map::new();
+                for k in ["id", "status", "blockedBy", "phase", "origin"] {
+                    if let Some(v) = t.get(k) {
+                        small.insert(k.into(), v.clone());
+                    }
+                }
+                Value::Object(small)
+            })
+            .collect();
+        kept.insert("tasks".into(), Value::Array(tasks));
+    }
+    if let Some(spent) = delta.get("spent") {
+        kept.insert("spent".into(), spent.clone());
+    }
+    let mut run = serde_json::Map::new();
+    for k in ["budget_usd", "budget_tokens"] {
+        if let Some(v) = delta.get("run").and_then(|r| r.get(k)) {
+            run.insert(k.into(), v.clone());
+        }
+    }
+    if !run.is_empty() {
+        kept.insert("run".into(), Value::Object(run));
+    }
+    kept
+}
+
+/// Cuts every string in `v` to [`SESSION_TEXT`] characters.
+fn shorten(v: &mut Value) {
+    match v {
+        Value::String(s) if s.chars().count() > SESSION_TEXT => {
+            let cut: String = s.chars().take(SESSION_TEXT).collect();
+            *s = format!("{cut}…");
+        }
+        Value::Array(items) => items.iter_mut().for_each(shorten),
+        Value::Object(map) => map.values_mut().for_each(shorten),
+        _ => {}
+    }
+}
+
+/// The feed after `since`, as SSE messages (`data` = a JSON array of events, `id` = the cursor
+/// after its last one). A log that stops being readable (damage) is an `error` event naming
+/// it; the others go on.
 pub fn events(
     state: StateDir,
     root: PathBuf,
@@ -34,22 +117,41 @@ pub fn events(
         let mut cursor = since;
         let errors = tx.clone();
         let gone = std::cell::Cell::new(false);
-        let mut emit = |e: &baton_events::Event| -> std::io::Result<()> {
-            cursor.advance(&e.pos);
-            let data = serde_json::to_string(e).map_err(std::io::Error::other)?;
-            let event = SseEvent::default().id(cursor.to_string()).data(data);
-            // Waits while the client is behind; fails once it went away.
-            tx.blocking_send(event).map_err(|_| {
-                gone.set(true);
-                std::io::Error::other("the client went away")
-            })
+        let mut emit = |events: &[baton_events::Event]| -> std::io::Result<()> {
+            let mut data = String::from("[");
+            let mut count = 0usize;
+            let mut limit = BATCH_BYTES.max(4 * cursor_len(&cursor));
+            for (k, e) in events.iter().enumerate() {
+                cursor.advance(&e.pos);
+                let v = lean(e).map_err(std::io::Error::other)?;
+                if count > 0 {
+                    data.push(',');
+                }
+                data.push_str(&v.to_string());
+                count += 1;
+                let last = k + 1 == events.len();
+                if last || data.len() >= limit {
+                    data.push(']');
+                    let message = SseEvent::default()
+                        .id(cursor.to_string())
+                        .data(std::mem::replace(&mut data, String::from("[")));
+                    count = 0;
+                    limit = BATCH_BYTES.max(4 * cursor_len(&cursor));
+                    // Waits while the client is behind; fails once it went away.
+                    tx.blocking_send(message).map_err(|_| {
+                        gone.set(true);
+                        std::io::Error::other("the client went away")
+                    })?;
+                }
+            }
+            Ok(())
         };
         let report = |e: &baton_events::FeedError| {
             let text = baton_text::sanitize_line(&e.to_string()).into_owned();
             let _ = errors.blocking_send(SseEvent::default().event("error").data(text));
         };
         let followed =
-            baton_events::follow::stream(&mut feed, &root, true, &mut emit, &mut &report);
+            baton_events::follow::stream_batches(&mut feed, &root, true, &mut emit, &mut &report);
         if let Err(e) = followed {
             if gone.get() {
                 return;
@@ -65,10 +167,8 @@ pub fn events(
                 for e in &errs {
                     report(e);
                 }
-                for e in &events {
-                    if emit(e).is_err() {
-                        return;
-                    }
+                if !events.is_empty() && emit(&events).is_err() {
+                    return;
                 }
                 std::thread::sleep(POLL);
             }
@@ -78,4 +178,12 @@ pub fn events(
         rx,
         |mut rx| async move { rx.recv().await.map(|e| (Ok(e), rx)) },
     )
+}
+
+/// About how long the cursor is written out (without writing it).
+fn cursor_len(cursor: &Cursor) -> usize {
+    cursor
+        .positions()
+        .map(|p| p.source.id.len() + 24)
+        .sum()
 }

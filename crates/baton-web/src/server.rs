@@ -3,10 +3,12 @@
 //! | route | what |
 //! | --- | --- |
 //! | `GET /` | the page (its CSRF token in a `<meta>`; `?token=` also sets the token cookie) |
-//! | `GET /app.js`, `GET /app.css` | the page's script and style, embedded, hand-written |
+//! | `GET /assets/{file}` | the page's modules and style, embedded, hand-written (gzip when asked) |
 //! | `GET /api/events` | the project event feed as server-sent events (`Last-Event-ID` resumes) |
 //! | `GET /api/tasks/{id}/log` | a task's log, as `baton task logs` prints it (a JSON array of lines) |
-//! | `GET /api/sessions/{id}/transcript` | a session's transcript as lines to read (JSON array) |
+//! | `GET /api/sessions/{id}/transcript` | a session's transcript, entry by entry (JSON array) |
+//! | `GET /api/workflows/{id}/artifact[?seq=N]` | a workflow's artifact, after event N or now |
+//! | `GET /api/flows/{id}/units/{unit}/packet` | the exact review packet a unit's reviewer got |
 //! | `POST /api/tasks/{id}/cancel` | `baton task cancel ID` |
 //! | `POST /api/workflows/{id}/answer` | `baton resume ID --answer BODY` (the body is the exact words) |
 //! | `POST /api/flows/{id}/continue`, `…/abandon`, `…/clean` | `baton flow continue --guidance BODY`, `abandon`, `clean ID --yes` |
@@ -21,7 +23,7 @@ use anyhow::{Context as _, Result};
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::sse::{KeepAlive, Sse};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use baton_app::actions::Action;
@@ -31,8 +33,66 @@ use baton_state::StateDir;
 use crate::guard::{self, Guard};
 
 const INDEX: &str = include_str!("assets/index.html");
-const APP_JS: &str = include_str!("assets/app.js");
-const APP_CSS: &str = include_str!("assets/app.css");
+
+/// The page's files: name, type, text. Hand-written ES modules and a style sheet; no build step.
+const ASSETS: &[(&str, &str, &str)] = &[
+    ("app.js", JS, include_str!("assets/app.js")),
+    ("model.js", JS, include_str!("assets/model.js")),
+    ("vlist.js", JS, include_str!("assets/vlist.js")),
+    ("views.js", JS, include_str!("assets/views.js")),
+    ("app.css", "text/css; charset=utf-8", include_str!("assets/app.css")),
+];
+const JS: &str = "text/javascript; charset=utf-8";
+
+/// A file of the page, as it is and gzipped.
+struct Asset {
+    kind: &'static str,
+    plain: Vec<u8>,
+    gzip: Vec<u8>,
+}
+
+impl Asset {
+    fn new(kind: &'static str, text: &str) -> Asset {
+        use std::io::Write as _;
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        // Writing to memory cannot fail.
+        let _ = z.write_all(text.as_bytes());
+        Asset {
+            kind,
+            plain: text.as_bytes().to_vec(),
+            gzip: z.finish().unwrap_or_default(),
+        }
+    }
+
+    /// The file, gzipped when the request takes it.
+    fn respond(&self, headers: &HeaderMap) -> Response {
+        let gzip = !self.gzip.is_empty()
+            && headers
+                .get(header::ACCEPT_ENCODING)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.split(',').any(|e| e.trim().starts_with("gzip")));
+        let mut out = (
+            [
+                (header::CONTENT_TYPE, self.kind),
+                (header::VARY, "Accept-Encoding"),
+                (header::CACHE_CONTROL, "no-cache"),
+            ],
+            if gzip {
+                self.gzip.clone()
+            } else {
+                self.plain.clone()
+            },
+        )
+            .into_response();
+        if gzip {
+            out.headers_mut().insert(
+                header::CONTENT_ENCODING,
+                axum::http::HeaderValue::from_static("gzip"),
+            );
+        }
+        out
+    }
+}
 
 /// How the server runs.
 #[derive(Debug, Clone)]
@@ -49,38 +109,37 @@ pub struct Options {
 #[derive(Clone)]
 struct App {
     opts: Options,
-    guard: Guard,
+    /// The page (with this server's CSRF token) and its files.
+    page: std::sync::Arc<Asset>,
+    assets: std::sync::Arc<std::collections::BTreeMap<&'static str, Asset>>,
 }
 
 async fn index(
     State(app): State<App>,
+    headers: HeaderMap,
     Query(q): Query<std::collections::HashMap<String, String>>,
 ) -> Response {
-    let page = INDEX.replace("{{CSRF}}", &app.guard.csrf);
-    match (q.get("token"), &app.opts.token) {
-        // The token of the first load becomes a cookie, so the page's own requests carry it.
-        (Some(t), Some(_)) => (
-            [(
-                header::SET_COOKIE,
-                format!("baton_token={t}; HttpOnly; SameSite=Strict; Path=/"),
-            )],
-            Html(page),
-        )
-            .into_response(),
-        _ => Html(page).into_response(),
+    let mut page = app.page.respond(&headers);
+    // The token of the first load becomes a cookie, so the page's own requests carry it.
+    if let (Some(t), Some(_)) = (q.get("token"), &app.opts.token) {
+        if let Ok(v) = axum::http::HeaderValue::from_str(&format!(
+            "baton_token={t}; HttpOnly; SameSite=Strict; Path=/"
+        )) {
+            page.headers_mut().insert(header::SET_COOKIE, v);
+        }
     }
+    page
 }
 
-async fn app_js() -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
-        APP_JS,
-    )
-        .into_response()
-}
-
-async fn app_css() -> Response {
-    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], APP_CSS).into_response()
+async fn asset(
+    State(app): State<App>,
+    headers: HeaderMap,
+    UrlPath(name): UrlPath<String>,
+) -> Response {
+    match app.assets.get(name.as_str()) {
+        Some(a) => a.respond(&headers),
+        None => (StatusCode::NOT_FOUND, "baton serve: no such file\n").into_response(),
+    }
 }
 
 async fn events(
@@ -201,7 +260,57 @@ async fn task_log(State(app): State<App>, UrlPath(task): UrlPath<String>) -> Res
 }
 
 async fn transcript(State(app): State<App>, UrlPath(id): UrlPath<String>) -> Response {
-    lines(baton_app::task_log::transcript(&app.opts.state, &id))
+    match baton_app::task_log::transcript_entries(&app.opts.state, &id) {
+        Ok(entries) => json(&entries),
+        Err(e) => not_found(&e),
+    }
+}
+
+fn json(v: &impl serde::Serialize) -> Response {
+    match serde_json::to_string(v) {
+        Ok(text) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("baton serve: {e}\n")).into_response(),
+    }
+}
+
+fn not_found(e: &str) -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        format!("baton serve: {}\n", baton_text::sanitize_line(e)),
+    )
+        .into_response()
+}
+
+async fn artifact(
+    State(app): State<App>,
+    UrlPath(id): UrlPath<String>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    let seq = match q.get("seq").map(|s| s.parse::<u64>()) {
+        None => None,
+        Some(Ok(n)) => Some(n),
+        Some(Err(_)) => {
+            return bad("baton serve: seq: a positive whole number (the event's seq)\n".into())
+        }
+    };
+    match baton_app::task_log::workflow_artifact(&app.opts.state, &id, seq) {
+        Ok((artifact, events)) => json(&serde_json::json!({
+            "seq": seq.unwrap_or(events),
+            "events": events,
+            "artifact": artifact,
+        })),
+        Err(e) => not_found(&e),
+    }
+}
+
+async fn packet(
+    State(app): State<App>,
+    UrlPath((flow, unit)): UrlPath<(String, String)>,
+) -> Response {
+    match baton_app::task_log::review_packet(&app.opts.state, &flow, &unit) {
+        Ok(text) => ([(header::CONTENT_TYPE, "text/x-diff; charset=utf-8")], text).into_response(),
+        Err(e) => not_found(&e),
+    }
 }
 
 async fn cancel_task(State(app): State<App>, UrlPath(task): UrlPath<String>) -> Response {
@@ -212,16 +321,26 @@ async fn cancel_task(State(app): State<App>, UrlPath(task): UrlPath<String>) -> 
 fn router(opts: Options, guard: Guard) -> Router {
     let app = App {
         opts,
-        guard: guard.clone(),
+        page: std::sync::Arc::new(Asset::new(
+            "text/html; charset=utf-8",
+            &INDEX.replace("{{CSRF}}", &guard.csrf),
+        )),
+        assets: std::sync::Arc::new(
+            ASSETS
+                .iter()
+                .map(|(name, kind, text)| (*name, Asset::new(kind, text)))
+                .collect(),
+        ),
     };
     Router::new()
         .route("/", get(index))
-        .route("/app.js", get(app_js))
-        .route("/app.css", get(app_css))
+        .route("/assets/{file}", get(asset))
         .route("/api/events", get(events))
         .route("/api/tasks/{id}/cancel", post(cancel_task))
         .route("/api/tasks/{id}/log", get(task_log))
         .route("/api/sessions/{id}/transcript", get(transcript))
+        .route("/api/workflows/{id}/artifact", get(artifact))
+        .route("/api/flows/{id}/units/{unit}/packet", get(packet))
         .route("/api/workflows/{id}/answer", post(answer))
         .route("/api/flows/{id}/{action}", post(flow_action))
         .with_state(app)

@@ -1,319 +1,360 @@
-// The dashboard: the project event feed (server-sent events) folded into one row per log.
-// Every text from the feed goes into the page with textContent: nothing a model wrote becomes
-// markup.
+// The dashboard: the project event feed (server-sent events, a batch per message) folded by the
+// model, drawn at most once per frame. Every text from the feed goes into the page as text, never
+// as markup: nothing a model wrote becomes HTML.
+import { Model, STEPS, contract, scenarios } from './model.js';
+import { VList } from './vlist.js';
+import { el, money, secs, graphPicture, diffView, transcriptView, costChart } from './views.js';
+
 const csrf = document.querySelector('meta[name="baton-csrf"]').content;
-const rows = new Map(); // "kind/id" -> {kind, id, state, last, at, checkpoint}
+const model = new Model();
+const $ = (id) => document.getElementById(id);
 
-function stateOf(kind, name, prev) {
-  if (kind === 'workflow') {
-    if (name === 'checkpoint_requested' || name === 'budget_stopped' || name === 'workflow_stopped') return 'needs';
-    if (name === 'workflow_completed') return 'done';
-    if (name === 'workflow_failed') return 'failed';
-    return name === 'checkpoint_answered' || !prev ? 'running' : prev;
-  }
-  if (kind === 'flow') {
-    if (name === 'flow.halted' || name === 'unit.blocked' || name === 'flow.failed') return 'needs';
-    if (name === 'flow.completed' || name === 'flow.abandoned' || name === 'flow.cleaned') return 'done';
-    return prev && prev !== 'needs' ? prev : 'running';
-  }
-  if (kind === 'task') {
-    if (name === 'task.completed') return 'done';
-    if (name === 'task.failed') return 'failed';
-    return 'running';
-  }
-  if (kind === 'session') return name === 'ended' ? 'done' : 'running';
-  return prev || 'running';
+// ---- tabs ---------------------------------------------------------------------------------
+let tab = 'workflows';
+for (const b of document.querySelectorAll('#tabs button')) {
+  b.addEventListener('click', () => {
+    tab = b.dataset.tab;
+    for (const o of document.querySelectorAll('#tabs button')) o.setAttribute('aria-pressed', String(o === b));
+    for (const s of document.querySelectorAll('section.tab')) s.hidden = s.id !== `tab-${tab}`;
+    dirtyAll = true;
+    schedule();
+  });
 }
 
-function nameOf(event) {
-  return event.type || event.event || '?';
+function age(t) {
+  if (!Number.isFinite(t)) return '';
+  const s = Math.max(0, (Date.now() - t) / 1000);
+  return s < 60 ? `${Math.round(s)}s` : s < 3600 ? `${Math.round(s / 60)}m` : s < 86400 ? `${Math.round(s / 3600)}h` : `${Math.round(s / 86400)}d`;
 }
 
-function render(kind) {
-  const table = document.getElementById(kind === 'workflow' ? 'workflows' : kind === 'flow' ? 'flows' : kind === 'task' ? 'tasks' : 'sessions');
-  if (!table) return;
-  const body = table.tBodies[0];
-  const mine = [...rows.values()].filter((r) => r.kind === kind);
-  body.replaceChildren(...mine.map((r) => {
-    const tr = document.createElement('tr');
-    tr.dataset.id = r.id;
-    for (const text of [r.id, r.state, r.last, r.at || '']) {
-      const td = document.createElement('td');
-      td.textContent = text;
-      tr.append(td);
-    }
-    tr.children[1].className = r.state;
-    // The id opens what the row stands for: a task's log, a session's transcript, a Flow's or
-    // a workflow's view.
-    const opens = {
-      task: [`open task ${r.id} log`, () => view(`task ${r.id}: log`, `/api/tasks/${encodeURIComponent(r.id)}/log`)],
-      session: [`open session ${r.id} transcript`, () => view(`session ${r.id}: transcript`, `/api/sessions/${encodeURIComponent(r.id)}/transcript`)],
-      flow: [`open flow ${r.id}`, () => { openFlow = r.id; renderFlow(); }],
-      workflow: [`open workflow ${r.id}`, () => { openWorkflow = r.id; renderDetail(); }],
-    }[kind];
-    if (opens) {
-      const id = tr.children[0];
-      const open = document.createElement('button');
-      open.type = 'button';
-      open.className = 'link';
-      open.textContent = r.id;
-      open.setAttribute('aria-label', opens[0]);
-      open.addEventListener('click', opens[1]);
-      id.replaceChildren(open);
-    }
-    if (kind === 'task') {
-      const td = tr.children[3];
-      td.textContent = '';
-      if (r.state === 'running') {
-        const b = document.createElement('button');
-        b.textContent = 'cancel';
-        b.addEventListener('click', () => cancel(r.id));
-        td.append(b);
-      }
-    }
-    return tr;
-  }));
+function cells(tr, texts) {
+  for (const text of texts) tr.append(el('td', { text: text === undefined || text === null ? '' : String(text) }));
+  return tr;
 }
 
-// What waits for the user: a workflow's checkpoint (its options, or free words) and a Flow that
-// stopped (continue with guidance, or abandon). Each answer is confirmed, then sent as the CLI
-// would send it; the page follows the result through the feed.
+function opener(label, text, go) {
+  return el('button', { type: 'button', class: 'link', 'aria-label': label, text, onclick: go });
+}
+
+// ---- the lists ----------------------------------------------------------------------------
+const workflows = new VList(document.querySelector('#workflows').parentElement, (r) => {
+  const tr = el('tr', { 'data-id': r.id });
+  tr.append(el('td', {}, opener(`open workflow ${r.id}`, r.id, () => openWorkflow(r.id))));
+  cells(tr, [r.type || '', r.state, r.phase || '', r.waits || '', r.tokens || '', money(r.cost), age(r.first), r.last]);
+  tr.children[2].className = r.state;
+  return tr;
+});
+const flows = new VList(document.querySelector('#flows').parentElement, (r) => {
+  const tr = el('tr', { 'data-id': r.id });
+  tr.append(el('td', {}, opener(`open flow ${r.id}`, r.id, () => openFlow(r.id))));
+  const units = [...(r.units || new Map()).values()];
+  cells(tr, [r.state, `${units.filter((u) => u.steps[4] === 'done').length}/${units.length}`, r.last, r.at || '']);
+  tr.children[1].className = r.state;
+  return tr;
+});
+const tasks = new VList(document.querySelector('#tasks').parentElement, (r) => {
+  const tr = el('tr', { 'data-id': r.id });
+  tr.append(el('td', {}, opener(`open task ${r.id} log`, r.id, () => openLog(r.id))));
+  cells(tr, [r.state, r.what || '', r.tokens || '', money(r.cost), r.last]);
+  tr.children[1].className = r.state;
+  const act = el('td');
+  if (r.state === 'running') act.append(el('button', { type: 'button', text: 'cancel', 'aria-label': `cancel task ${r.id}`, onclick: () => post(`/api/tasks/${encodeURIComponent(r.id)}/cancel`, '', `Cancel task ${r.id}?`) }));
+  tr.append(act);
+  return tr;
+});
+const sessions = new VList(document.querySelector('#sessions').parentElement, (r) => {
+  const tr = el('tr', { 'data-id': r.id });
+  tr.append(el('td', {}, opener(`open session ${r.id} transcript`, r.id, () => openTranscript(r.id))));
+  cells(tr, [r.state, r.role || '', r.model || '', r.routed ? 'two lanes' : '', r.last]);
+  tr.children[1].className = r.state;
+  return tr;
+});
+const events = new VList(document.querySelector('#events').parentElement, (x) => cells(el('tr'), [x.at || '', x.kind, x.id, x.name, x.text]));
+
+// The events list, newest first, filtered incrementally: only events not yet looked at are.
+const evFilter = { kind: '', text: '', upto: 0, hits: [] };
+function eventItems() {
+  const kind = $('ev-kind').value;
+  const text = $('ev-text').value.trim().toLowerCase();
+  const all = model.timeline;
+  if (!kind && !text) return { length: all.length, at: (i) => all[all.length - 1 - i] };
+  if (kind !== evFilter.kind || text !== evFilter.text) Object.assign(evFilter, { kind, text, upto: 0, hits: [] });
+  for (let i = evFilter.upto; i < all.length; i++) {
+    const x = all[i];
+    if ((!kind || x.kind === kind) && (!text || `${x.id} ${x.name} ${x.text}`.toLowerCase().includes(text))) evFilter.hits.push(i);
+  }
+  evFilter.upto = all.length;
+  const hits = evFilter.hits;
+  return { length: hits.length, at: (i) => all[hits[hits.length - 1 - i]] };
+}
+
+function workflowItems() {
+  const type = $('wf-type').value;
+  const state = $('wf-state').value;
+  const text = $('wf-text').value.trim().toLowerCase();
+  const rows = model.list('workflow').filter((r) => (!type || r.type === type) && (!state || r.state === state)
+    && (!text || `${r.id} ${r.phase || ''} ${r.waits || ''} ${r.last}`.toLowerCase().includes(text)));
+  $('wf-count').textContent = `${rows.length} shown`;
+  return rows;
+}
+
+const types = new Set();
+for (const id of ['wf-type', 'wf-state', 'wf-text', 'ev-kind', 'ev-text', 'cost-by']) {
+  $(id).addEventListener('input', () => { dirtyAll = true; schedule(); });
+}
+
+// ---- Needs you ----------------------------------------------------------------------------
+const MOST_NEEDS = 50;
 function renderNeeds() {
-  const box = document.getElementById('needs');
-  const waiting = [...rows.values()].filter((r) => r.state === 'needs');
+  const box = $('needs');
+  const waiting = model.needs();
   if (waiting.length === 0) {
-    const p = document.createElement('p');
-    p.className = 'empty';
-    p.textContent = 'Nothing waits for you.';
-    box.replaceChildren(p);
+    box.replaceChildren(el('p', { class: 'empty', text: 'Nothing waits for you.' }));
     return;
   }
-  box.replaceChildren(...waiting.map((r) => {
-    const card = document.createElement('form');
-    card.className = 'need';
-    card.setAttribute('aria-label', `${r.kind} ${r.id}`);
-    const title = document.createElement('h3');
-    title.textContent = `${r.kind} ${r.id}`;
-    card.append(title);
-    const say = document.createElement('p');
-    if (r.kind === 'workflow' && r.checkpoint) {
-      say.textContent = `${r.checkpoint.gate}: ${r.checkpoint.question}`;
-      card.append(say);
-      for (const option of r.checkpoint.options) {
-        const b = document.createElement('button');
-        b.type = 'button';
-        b.textContent = option;
-        b.addEventListener('click', () => act(`/api/workflows/${encodeURIComponent(r.id)}/answer`, option, `Answer “${option}”?`));
-        card.append(b);
-      }
-      const label = document.createElement('label');
-      label.textContent = 'or your own words ';
-      const input = document.createElement('input');
-      input.name = 'answer';
-      label.append(input);
-      const send = document.createElement('button');
-      send.type = 'submit';
-      send.textContent = 'answer';
-      card.append(label, send);
-      card.addEventListener('submit', (ev) => {
-        ev.preventDefault();
-        if (input.value.trim()) act(`/api/workflows/${encodeURIComponent(r.id)}/answer`, input.value, `Answer “${input.value}”?`);
-      });
-    } else if (r.kind === 'flow') {
-      say.textContent = r.last;
-      card.append(say);
-      const label = document.createElement('label');
-      label.textContent = 'guidance ';
-      const input = document.createElement('input');
-      input.name = 'guidance';
-      label.append(input);
-      const go = document.createElement('button');
-      go.type = 'submit';
-      go.textContent = 'continue';
-      const stop = document.createElement('button');
-      stop.type = 'button';
-      stop.textContent = 'abandon';
-      stop.addEventListener('click', () => act(`/api/flows/${encodeURIComponent(r.id)}/abandon`, '', `Abandon flow ${r.id}?`));
-      card.append(label, go, stop);
-      card.addEventListener('submit', (ev) => {
-        ev.preventDefault();
-        if (input.value.trim()) act(`/api/flows/${encodeURIComponent(r.id)}/continue`, input.value, `Continue flow ${r.id} with this guidance?`);
-      });
-    } else {
-      say.textContent = r.last;
-      card.append(say);
-    }
-    return card;
-  }));
+  const cards = waiting.slice(0, MOST_NEEDS).map(needCard);
+  if (waiting.length > MOST_NEEDS) cards.push(el('p', { class: 'empty', text: `and ${waiting.length - MOST_NEEDS} more (the lists have them all)` }));
+  box.replaceChildren(...cards);
 }
 
-// One workflow: its dispatches as a table, each with a bar on one time scale (a waterfall).
-let openWorkflow = null;
-function renderDetail() {
-  const section = document.getElementById('detail');
-  const r = openWorkflow && rows.get(`workflow/${openWorkflow}`);
+function needCard(r) {
+  const card = el('form', { class: 'need', 'aria-label': `${r.kind} ${r.id}` }, el('h3', { text: `${r.kind} ${r.id}` }));
+  if (r.kind === 'workflow' && r.checkpoint) {
+    const c = r.checkpoint;
+    card.append(el('p', { text: `${c.gate}: ${c.question}` }));
+    for (const option of c.options) {
+      card.append(el('button', { type: 'button', text: option, class: option === c.recommended ? 'recommended' : undefined, onclick: () => post(`/api/workflows/${encodeURIComponent(r.id)}/answer`, option, `Answer “${option}”?`) }));
+    }
+    const input = el('input', { name: 'answer' });
+    card.append(el('label', { text: 'or your own words ' }, input), el('button', { type: 'submit', text: 'answer' }));
+    card.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      if (input.value.trim()) post(`/api/workflows/${encodeURIComponent(r.id)}/answer`, input.value, `Answer “${input.value}”?`);
+    });
+  } else if (r.kind === 'flow') {
+    card.append(el('p', { text: r.reason || r.last }));
+    const input = el('input', { name: 'guidance' });
+    card.append(el('label', { text: 'guidance ' }, input), el('button', { type: 'submit', text: 'continue' }),
+      el('button', { type: 'button', text: 'abandon', onclick: () => post(`/api/flows/${encodeURIComponent(r.id)}/abandon`, '', `Abandon flow ${r.id}?`) }));
+    card.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      if (input.value.trim()) post(`/api/flows/${encodeURIComponent(r.id)}/continue`, input.value, `Continue flow ${r.id} with this guidance?`);
+    });
+  } else if (r.kind === 'task') {
+    card.append(el('p', { text: `failed: ${r.reason || r.last}` }), opener(`open task ${r.id} log`, 'its log', () => openLog(r.id)));
+  } else {
+    card.append(el('p', { text: r.reason || r.last }));
+  }
+  return card;
+}
+
+// ---- one workflow -------------------------------------------------------------------------
+let wfOpen = null;
+const dispatches = new VList($('dispatches-box'), (n, i) => {
+  const tr = el('tr', { 'data-task': n.task });
+  tr.append(el('td', {}, opener(`dispatch ${n.key}`, n.key, () => showDispatch(n))));
+  const run = n.end !== undefined ? n.end - n.start : Date.now() - n.start;
+  const queue = Math.max(0, n.start - n.ready);
+  cells(tr, [n.agent, n.phase, n.verdict || '', n.route || '', n.tokens || '', money(n.cost), secs(queue), n.end !== undefined ? secs(run) : 'running']);
+  const s = scale;
+  const lane = el('td', { class: 'lane' });
+  const q = el('div', { class: 'bar queue', role: 'img', 'aria-label': `queued ${secs(queue)}` });
+  q.style.marginLeft = `${((n.ready - s.t0) / s.span) * 100}%`;
+  q.style.width = `${(queue / s.span) * 100}%`;
+  const b = el('div', { class: `bar run ${n.verdict === 'fail' || n.error ? 'failed' : n.end !== undefined ? 'done' : 'running'}`, role: 'img', 'aria-label': `${n.agent} from ${secs(n.start - s.t0)} for ${secs(run)}` });
+  b.style.width = `${Math.max((run / s.span) * 100, 0.5)}%`;
+  lane.append(el('div', { class: 'track' }, q, b));
+  tr.append(lane);
+  return tr;
+});
+let scale = { t0: 0, span: 1 };
+
+function openWorkflow(id) {
+  wfOpen = id;
+  artifactCache = null;
+  $('dispatch-detail').replaceChildren();
+  renderWorkflow(true);
+  const r = model.rows.get(`workflow/${id}`);
+  if (r) $('artifact-seq').value = r.events;
+  loadArtifact();
+  $('detail').scrollIntoView({ block: 'start' });
+}
+
+function renderWorkflow(changed) {
+  const section = $('detail');
+  const r = wfOpen && model.rows.get(`workflow/${wfOpen}`);
   if (!r) { section.hidden = true; return; }
   section.hidden = false;
-  document.getElementById('h-detail').textContent = `Workflow ${r.id}`;
-  const nodes = [...(r.nodes || new Map()).values()];
-  const cost = nodes.reduce((sum, n) => sum + (n.cost || 0), 0);
-  document.getElementById('detail-summary').textContent =
-    `${r.kind === 'workflow' ? r.type || '' : ''} · ${r.state} · ${nodes.length} dispatches · $${cost.toFixed(4)}`;
-  const t0 = Math.min(...nodes.map((n) => n.start));
-  const t1 = Math.max(...nodes.map((n) => n.end || Date.now()));
-  const span = Math.max(t1 - t0, 1);
-  const body = document.querySelector('#dispatches tbody');
-  body.replaceChildren(...nodes.map((n) => {
-    const tr = document.createElement('tr');
-    const secs = n.end ? ((n.end - n.start) / 1000).toFixed(2) + 's' : 'running';
-    for (const text of [n.task, n.agent, n.phase, n.verdict || '', n.cost ? `$${n.cost.toFixed(4)}` : '', secs]) {
-      const td = document.createElement('td');
-      td.textContent = text;
-      tr.append(td);
-    }
-    const td = document.createElement('td');
-    td.className = 'lane';
-    const bar = document.createElement('div');
-    bar.className = `bar ${n.verdict === 'fail' ? 'failed' : n.end ? 'done' : 'running'}`;
-    bar.style.marginLeft = `${((n.start - t0) / span) * 100}%`;
-    bar.style.width = `${Math.max((((n.end || Date.now()) - n.start) / span) * 100, 0.5)}%`;
-    bar.setAttribute('role', 'img');
-    bar.setAttribute('aria-label', `${n.agent} from ${((n.start - t0) / 1000).toFixed(2)}s for ${secs}`);
-    td.append(bar);
-    tr.append(td);
-    return tr;
-  }));
+  $('h-detail').textContent = `Workflow ${r.id}`;
+  const nodes = [...r.nodes.values()];
+  const budget = r.budgetUsd ? ` of $${r.budgetUsd}` : '';
+  $('detail-summary').textContent = `${r.type || ''} · ${r.state} · ${nodes.length} dispatches · ${money(r.cost) || '$0'}${budget} · ${r.tokens} tokens${r.waits ? ` · waits for ${r.waits}` : ''}`;
+  if (!changed) return;
+  $('graph').replaceChildren(graphPicture(r, (task) => { const n = nodes.find((x) => x.task === task); if (n) showDispatch(n); }));
+  const t0 = Math.min(...nodes.map((n) => Math.min(n.ready, n.start)));
+  const t1 = Math.max(...nodes.map((n) => (n.end !== undefined ? n.end : Date.now())));
+  scale = { t0, span: Math.max(t1 - t0, 1) };
+  dispatches.set(nodes);
+  $('findings').replaceChildren(...(r.findings.length ? r.findings.map((f) => el('p', { class: `finding ${f.severity}`, text: `${f.severity}${f.cross_confirmed ? ' (both)' : ''} ${f.location || ''} — ${f.text} [${(f.raised_by || []).join(', ')}]` })) : [el('p', { class: 'empty', text: 'No findings.' })]));
+  const marks = $('artifact-marks');
+  marks.replaceChildren(...r.marks.slice(-12).map((m) => el('button', { type: 'button', class: 'link', text: `${m.seq}: ${m.what}`, onclick: () => { $('artifact-seq').value = m.seq; loadArtifact(); } })));
 }
-document.getElementById('detail-close').addEventListener('click', () => { openWorkflow = null; renderDetail(); });
 
-// One Flow: its units × steps, from the unit.* events.
-const STEPS = ['implement', 'rebase', 'validate', 'review', 'merge'];
+// The artifact at the event asked for: time travel through the record.
+let artifactCache = null;
+async function loadArtifact() {
+  if (!wfOpen) return;
+  const seq = $('artifact-seq').value;
+  const res = await fetch(`/api/workflows/${encodeURIComponent(wfOpen)}/artifact${seq ? `?seq=${encodeURIComponent(seq)}` : ''}`);
+  if (!res.ok) { $('artifact').textContent = await res.text(); return; }
+  const body = await res.json();
+  $('artifact-seq').max = body.events;
+  $('artifact').textContent = JSON.stringify(body.artifact, null, 2);
+  if (body.seq === body.events) artifactCache = body.artifact;
+}
+$('artifact-go').addEventListener('click', loadArtifact);
+
+async function showDispatch(n) {
+  if (!artifactCache) {
+    const res = await fetch(`/api/workflows/${encodeURIComponent(wfOpen)}/artifact`);
+    if (res.ok) artifactCache = (await res.json()).artifact;
+  }
+  const out = (((artifactCache || {}).run || {}).outputs || {})[n.task] || {};
+  const box = $('dispatch-detail');
+  const parts = [el('h4', { text: `${n.key}: ${n.agent} (${n.phase})` })];
+  const c = contract(out.text);
+  const sc = scenarios(c);
+  if (sc.length) parts.push(el('ul', { class: 'scenarios', 'aria-label': 'scenarios' }, ...sc.map((s) => el('li', { class: /PASS/i.test(s.status) ? 'done' : 'failed', text: `${s.status} ${s.name}` }))));
+  parts.push(el('pre', { class: 'contract', tabindex: '0', 'aria-label': 'contract', text: c || out.text || 'no answer recorded' }));
+  if (n.session) parts.push(opener(`open session ${n.session} transcript`, `its transcript (${n.session})`, () => openTranscript(n.session)));
+  box.replaceChildren(...parts);
+}
+$('detail-close').addEventListener('click', () => { wfOpen = null; renderWorkflow(); });
+
+// ---- one Flow -----------------------------------------------------------------------------
+let flowOpen = null;
 const GLYPH = { pending: '·', running: '◐', done: '✓', failed: '✗', skipped: '–' };
-function foldFlow(r, ev, name) {
-  r.units = r.units || new Map();
-  if (name === 'flow.created') {
-    for (const u of ev.units || []) r.units.set(u.id, { id: u.id, steps: STEPS.map(() => 'pending'), note: '' });
-    return;
-  }
-  const u = ev.unit && r.units.get(ev.unit);
-  if (!u) return;
-  const set = (k, v) => { u.steps[k] = v; };
-  switch (name) {
-    case 'unit.implementer_started': case 'unit.implementer_spawned': set(0, 'running'); break;
-    case 'unit.implementer_finished': set(0, ev.result && ev.result.ok ? 'done' : 'failed'); break;
-    case 'unit.derived': if (u.steps[1] === 'pending') set(1, 'skipped'); u.base = ev.base; u.tip = ev.tip; break;
-    case 'unit.rebasing': set(1, 'running'); break;
-    case 'unit.rebased': set(1, 'done'); u.base = ev.base; u.tip = ev.head; break;
-    case 'unit.validating': set(2, 'running'); break;
-    case 'unit.validated': set(2, (ev.results || []).every((x) => x.ok) ? 'done' : 'failed'); break;
-    case 'unit.reviewing': set(3, 'running'); break;
-    case 'unit.reviewed': set(3, ev.approved ? 'done' : 'failed'); u.review = ev.output; break;
-    case 'unit.blocked': u.note = `${ev.reason}: ${ev.evidence}`; { const k = u.steps.indexOf('running'); if (k >= 0) set(k, 'failed'); } break;
-    case 'unit.merging': set(4, 'running'); break;
-    case 'unit.merged': set(4, 'done'); u.tip = ev.tip; if (u.steps[3] === 'pending') set(3, 'skipped'); break;
-    default: break;
-  }
-}
-
-let openFlow = null;
+function openFlow(id) { flowOpen = id; $('unit-detail').replaceChildren(); renderFlow(); $('flow-detail').scrollIntoView({ block: 'start' }); }
 function renderFlow() {
-  const section = document.getElementById('flow-detail');
-  const r = openFlow && rows.get(`flow/${openFlow}`);
+  const section = $('flow-detail');
+  const r = flowOpen && model.rows.get(`flow/${flowOpen}`);
   if (!r) { section.hidden = true; return; }
   section.hidden = false;
-  document.getElementById('h-flow').textContent = `Flow ${r.id}`;
+  $('h-flow').textContent = `Flow ${r.id}`;
   const units = [...(r.units || new Map()).values()];
   const merged = units.filter((u) => u.steps[4] === 'done').length;
-  document.getElementById('flow-summary').textContent = `${r.state} · ${merged}/${units.length} merged · last: ${r.last}`;
+  $('flow-summary').textContent = `${r.state} · ${merged}/${units.length} merged · last: ${r.last}`;
   document.querySelector('#units tbody').replaceChildren(...units.map((u) => {
-    const tr = document.createElement('tr');
-    tr.dataset.unit = u.id;
-    const th = document.createElement('th');
-    th.scope = 'row';
-    th.textContent = u.id;
-    tr.append(th);
+    const tr = el('tr', { 'data-unit': u.id }, el('th', { scope: 'row', text: u.id }));
     u.steps.forEach((st, k) => {
-      const td = document.createElement('td');
-      td.textContent = GLYPH[st];
-      td.className = st === 'done' ? 'done' : st === 'failed' ? 'failed' : st === 'running' ? 'running' : '';
-      td.setAttribute('aria-label', `${STEPS[k]}: ${st}`);
-      tr.append(td);
+      tr.append(el('td', { text: GLYPH[st], class: ['done', 'failed', 'running'].includes(st) ? st : undefined, 'aria-label': `${STEPS[k]}: ${st}` }));
     });
-    const range = document.createElement('td');
-    range.textContent = u.base && u.tip ? `${u.base.slice(0, 8)}..${u.tip.slice(0, 8)}` : '';
-    tr.append(range);
+    tr.append(el('td', { text: u.base && u.tip ? `${u.base.slice(0, 8)}..${u.tip.slice(0, 8)}` : '' }));
+    tr.append(el('td', {}, el('button', { type: 'button', text: 'details', 'aria-label': `unit ${u.id} details`, onclick: () => showUnit(r.id, u) })));
     return tr;
   }));
-  document.getElementById('flow-notes').replaceChildren(...units.filter((u) => u.note || (u.review && u.steps[3] === 'failed')).map((u) => {
-    const p = document.createElement('p');
-    p.textContent = `${u.id}: ${u.note || ''}${u.review && u.steps[3] === 'failed' ? ` — review: ${u.review}` : ''}`;
-    return p;
+  const notes = units.filter((u) => u.note || (u.review && u.steps[3] === 'failed')).map((u) => el('p', { text: `${u.id}: ${u.note || ''}${u.review && u.steps[3] === 'failed' ? ` — review: ${u.review}` : ''}` }));
+  if (r.state === 'needs') {
+    notes.push(el('p', { class: 'hint', text: `To go on: baton flow continue ${r.id} --guidance "…" (one repair of the blocked unit), or baton flow abandon ${r.id} (worktrees kept), then baton flow clean ${r.id}.` }));
+  }
+  $('flow-notes').replaceChildren(...notes);
+}
+
+function showUnit(flow, u) {
+  const parts = [el('h3', { text: `unit ${u.id}${u.name ? `: ${u.name}` : ''}` })];
+  if (u.answer) parts.push(el('h4', { text: 'implementer' }), el('pre', { text: u.answer }));
+  parts.push(el('h4', { text: 'validation' }));
+  if (!u.validation.length) parts.push(el('p', { class: 'empty', text: 'not validated yet' }));
+  for (const v of u.validation) parts.push(el('p', { class: v.ok ? 'done' : 'failed', text: `${v.ok ? '✓' : '✗'} ${v.command}` }), el('pre', { class: 'output', text: v.output || '(no output)' }));
+  if (u.review) parts.push(el('h4', { text: 'review' }), el('pre', { text: u.review }));
+  if (u.packet) {
+    const slot = el('div', { id: 'packet' });
+    parts.push(el('h4', { text: 'review packet' }), el('button', {
+      type: 'button', text: 'show the exact packet', onclick: async () => {
+        const res = await fetch(`/api/flows/${encodeURIComponent(flow)}/units/${encodeURIComponent(u.id)}/packet`);
+        slot.replaceChildren(res.ok ? diffView(await res.text()) : el('p', { text: await res.text() }));
+      },
+    }), slot);
+  }
+  $('unit-detail').replaceChildren(...parts);
+}
+$('flow-close').addEventListener('click', () => { flowOpen = null; renderFlow(); });
+
+// ---- a task's log, a session's transcript -------------------------------------------------
+async function openLog(id) {
+  const res = await fetch(`/api/tasks/${encodeURIComponent(id)}/log`);
+  show(`task ${id}: log`, res.ok ? el('pre', { tabindex: '0', text: (await res.json()).join('\n') }) : el('p', { text: await res.text() }));
+}
+async function openTranscript(id) {
+  const res = await fetch(`/api/sessions/${encodeURIComponent(id)}/transcript`);
+  show(`session ${id}: transcript`, res.ok ? transcriptView(await res.json()) : el('p', { text: await res.text() }));
+}
+function show(title, body) {
+  $('h-viewer').textContent = title;
+  $('viewer-body').replaceChildren(body);
+  $('viewer').hidden = false;
+  $('viewer').scrollIntoView({ block: 'start' });
+}
+$('viewer-close').addEventListener('click', () => { $('viewer').hidden = true; });
+
+// ---- cost ---------------------------------------------------------------------------------
+function renderCost() {
+  const by = $('cost-by').value;
+  const sums = model.costBy(by);
+  const budgetOf = by === 'workflow' ? (k) => { const r = model.rows.get(`workflow/${k}`); return r && r.budgetUsd; } : null;
+  const total = sums.reduce((a, s) => a + s.usd, 0);
+  $('cost-total').textContent = `total ${money(total) || '$0'} over ${model.spend.length} dispatches`;
+  $('cost-key').textContent = by;
+  $('cost-chart').replaceChildren(costChart(sums, by, budgetOf));
+  document.querySelector('#cost tbody').replaceChildren(...sums.slice(0, 200).map((s) => {
+    const budget = budgetOf && budgetOf(s.key);
+    return cells(el('tr'), [s.key, money(s.usd) || '$0', s.tokens, s.count, s.unpriced || '', budget ? `$${budget} (${Math.round((100 * s.usd) / budget)}%)` : '']);
   }));
 }
-document.getElementById('flow-close').addEventListener('click', () => { openFlow = null; renderFlow(); });
 
-// A task's log or a session's transcript, read-only, as text.
-async function view(title, url) {
-  const res = await fetch(url);
-  const text = res.ok ? (await res.json()).join('\n') : await res.text();
-  document.getElementById('h-viewer').textContent = title;
-  document.getElementById('viewer-text').textContent = text;
-  document.getElementById('viewer').hidden = false;
-}
-document.getElementById('viewer-close').addEventListener('click', () => { document.getElementById('viewer').hidden = true; });
-
-async function act(url, body, question) {
+// ---- actions ------------------------------------------------------------------------------
+async function post(url, body, question) {
   if (!confirm(question)) return;
   const res = await fetch(url, { method: 'POST', headers: { 'X-Baton-CSRF': csrf, 'Content-Type': 'text/plain' }, body });
   if (!res.ok) alert(await res.text());
 }
 
-async function cancel(id) {
-  if (!confirm(`Cancel task ${id}?`)) return;
-  const res = await fetch(`/api/tasks/${encodeURIComponent(id)}/cancel`, { method: 'POST', headers: { 'X-Baton-CSRF': csrf } });
-  if (!res.ok) alert(await res.text());
+// ---- drawing, once per frame --------------------------------------------------------------
+let queued = false;
+let dirtyAll = true;
+function schedule() {
+  if (queued) return;
+  queued = true;
+  requestAnimationFrame(draw);
 }
 
-const live = document.getElementById('live');
+function draw() {
+  queued = false;
+  const changed = model.take();
+  const all = dirtyAll;
+  dirtyAll = false;
+  const touches = (kind) => all || [...changed].some((k) => k.startsWith(`${kind}/`));
+  if (all || changed.size) renderNeeds();
+  for (const r of model.rows.values()) if (r.type && !types.has(r.type)) { types.add(r.type); $('wf-type').append(el('option', { text: r.type })); }
+  if (tab === 'workflows' && touches('workflow')) workflows.set(workflowItems());
+  if (tab === 'flows' && touches('flow')) flows.set(model.list('flow'));
+  if (tab === 'tasks' && touches('task')) tasks.set(model.list('task'));
+  if (tab === 'sessions' && touches('session')) sessions.set(model.list('session'));
+  if (tab === 'events' && (all || changed.size)) { const items = eventItems(); $('ev-count').textContent = `${items.length} events`; events.set(items); }
+  if (tab === 'cost' && (all || changed.size)) renderCost();
+  if (wfOpen) renderWorkflow(all || changed.has(`workflow/${wfOpen}`));
+  if (flowOpen && (all || changed.has(`flow/${flowOpen}`))) renderFlow();
+  live.textContent = `live · ${model.timeline.length} events`;
+  document.body.dataset.events = String(model.timeline.length);
+}
+
+// ---- the feed -----------------------------------------------------------------------------
+const live = $('live');
 const source = new EventSource('/api/events');
-source.onopen = () => { live.textContent = 'live'; };
+source.onopen = () => { live.textContent = `live · ${model.timeline.length} events`; };
 source.onerror = () => { live.textContent = 'reconnecting…'; };
 source.onmessage = (m) => {
-  const e = JSON.parse(m.data);
-  const kind = e.source.kind;
-  if (kind === 'routing') return;
-  const key = `${kind}/${e.source.id}`;
-  const name = nameOf(e.event);
-  const prev = rows.get(key);
-  let checkpoint = prev && prev.checkpoint;
-  if (name === 'checkpoint_requested') {
-    const d = e.event.details || {};
-    checkpoint = { gate: e.event.phase || '', question: e.event.reason || '', options: d.options || [] };
-  } else if (name === 'checkpoint_answered') {
-    checkpoint = undefined;
-  }
-  const nodes = (prev && prev.nodes) || new Map();
-  let type = prev && prev.type;
-  if (kind === 'workflow') {
-    const ev = e.event;
-    // Milliseconds are enough (the log's times have nanoseconds).
-    const at = Date.parse((e.ts || ev.ts || '').replace(/(\.\d{3})\d+/, '$1')) || Date.now();
-    if (name === 'workflow_started') type = ev.decision || type;
-    if (name === 'agent_started' && ev.task_id) {
-      nodes.set(ev.task_id, { task: ev.task_id, agent: ev.agent || '', phase: ev.phase || '', start: at });
-    }
-    if (name === 'agent_completed' && ev.task_id && nodes.has(ev.task_id)) {
-      const n = nodes.get(ev.task_id);
-      n.end = at;
-      n.verdict = ev.decision || '';
-      n.cost = (ev.details && ev.details.cost_usd) || 0;
-    }
-  }
-  const row = { kind, id: e.source.id, state: stateOf(kind, name, prev && prev.state), last: name, at: e.ts || (prev && prev.at), checkpoint, nodes, type, units: prev && prev.units };
-  if (kind === 'flow') foldFlow(row, e.event, name);
-  rows.set(key, row);
-  render(kind);
-  renderNeeds();
-  if (kind === 'workflow' && e.source.id === openWorkflow) renderDetail();
-  if (kind === 'flow' && e.source.id === openFlow) renderFlow();
+  model.add(JSON.parse(m.data));
+  schedule();
 };
+source.addEventListener('error', (m) => { if (m.data) live.textContent = `error: ${m.data}`; });

@@ -25,6 +25,7 @@ try {
   const page = await context.newPage();
   page.on('dialog', (d) => d.accept());
   await page.goto(base);
+  await page.getByRole('button', { name: 'Flows', exact: true }).click();
   const row = `#flows tbody tr[data-id="${flow}"]`;
   await page.waitForSelector(`${row} td.needs`, { timeout: 30000 });
   await page.getByRole('button', { name: `open flow ${flow}` }).click();
@@ -32,12 +33,18 @@ try {
   result.units = await page.locator('#units tbody tr').evaluateAll((trs) =>
     trs.map((tr) => [...tr.children].slice(0, 6).map((td) => td.textContent)));
   result.notes = await page.locator('#flow-notes').textContent();
+  // Unit b: its validation output, its review and the exact packet its reviewer got, as a diff.
+  await page.getByRole('button', { name: 'unit b details' }).click();
+  await page.getByRole('button', { name: 'show the exact packet' }).click();
+  await page.waitForSelector('#packet pre.diff');
+  result.validation = await page.locator('#unit-detail pre.output').allTextContents();
+  result.packetAdded = await page.locator('#packet .add').allTextContents();
   await page.screenshot({ path: `${shots}/flow.png`, fullPage: true });
   await axe(page);
   const card = page.locator(`form.need[aria-label="flow ${flow}"]`);
   await card.getByRole('button', { name: 'abandon' }).click();
   await page.waitForSelector(`${row} td.done`, { timeout: 30000 });
-  result.last = await page.locator(`${row} td`).nth(2).textContent();
+  result.last = await page.locator(`${row} td`).nth(3).textContent();
   await page.screenshot({ path: `${shots}/flow-abandoned.png`, fullPage: true });
   await axe(page);
 } finally {

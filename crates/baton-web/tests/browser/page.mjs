@@ -31,16 +31,29 @@ try {
   result.violations.push(...axe.violations.map((v) => `${v.id}: ${v.help}`));
   await card.getByRole('button', { name: 'critical only' }).click();
   await page.waitForSelector(`${row} td.done`, { timeout: 60000 });
-  result.last = await page.locator(`${row} td`).nth(2).textContent();
+  result.last = await page.locator(`${row} td`).nth(8).textContent();
   await page.screenshot({ path: `${shots}/done.png`, fullPage: true });
   const after = await new AxeBuilder({ page }).analyze();
   result.violations.push(...after.violations.map((v) => `${v.id}: ${v.help}`));
   // The workflow's own view: its dispatches and their waterfall.
   await page.getByRole('button', { name: `open workflow ${workflow}` }).click();
-  await page.waitForSelector('#detail:not([hidden]) #dispatches tbody tr');
-  result.dispatches = await page.locator('#dispatches tbody tr').evaluateAll((trs) =>
+  await page.waitForSelector('#detail:not([hidden]) #dispatches tbody tr:not(.spacer)');
+  result.dispatches = await page.locator('#dispatches tbody tr:not(.spacer)').evaluateAll((trs) =>
     trs.map((tr) => [...tr.children].slice(0, 4).map((td) => td.textContent)));
-  result.bars = await page.locator('#dispatches .bar').count();
+  result.bars = await page.locator('#dispatches .bar.run').count();
+  result.queues = await page.locator('#dispatches tbody tr:not(.spacer) td:nth-child(8)').allTextContents();
+  result.edges = await page.locator('#graph path.edge').count();
+  result.nodes = await page.locator('#graph g.node').count();
+  result.graphTitle = await page.locator('#graph title').textContent();
+  // A dispatch's contract and the verifier's scenarios; the artifact at the checkpoint.
+  await page.getByRole('button', { name: /^dispatch t4/ }).click();
+  await page.waitForSelector('#dispatch-detail pre.contract');
+  result.scenarios = await page.locator('#dispatch-detail ul.scenarios li').allTextContents();
+  await page.waitForFunction(() => document.getElementById('artifact').textContent.includes('workflow_id'));
+  result.artifactStatus = JSON.parse(await page.locator('#artifact').textContent()).run_state;
+  await page.locator('#artifact-marks button', { hasText: 'checkpoint' }).first().click();
+  await page.waitForFunction(() => document.getElementById('artifact').textContent.includes('"pending_gate": "scope_decision"'));
+  result.artifactAtCheckpoint = JSON.parse(await page.locator('#artifact').textContent()).pending_gate;
   result.summary = await page.locator('#detail-summary').textContent();
   await page.screenshot({ path: `${shots}/workflow.png`, fullPage: true });
   const detail = await new AxeBuilder({ page }).analyze();

@@ -1,0 +1,168 @@
+// The page's pictures and readers: a workflow's task graph, a diff, a transcript (two lanes for a
+// routed session) and the cost chart. Every text goes in as a text node, never as markup.
+import { layers } from './model.js';
+
+const SVG = 'http://www.w3.org/2000/svg';
+
+// An element with attributes and children (strings become text).
+export function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children) if (c !== null && c !== undefined) e.append(c);
+  return e;
+}
+
+function svg(tag, attrs = {}) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  return e;
+}
+
+export function money(x) {
+  return typeof x === 'number' && x > 0 ? `$${x.toFixed(4)}` : x === 0 ? '$0' : '';
+}
+
+export function secs(msec) {
+  if (!Number.isFinite(msec)) return '';
+  return msec < 1000 ? `${Math.round(msec)}ms` : `${(msec / 1000).toFixed(2)}s`;
+}
+
+const STATUS_CLASS = { completed: 'done', done: 'done', in_progress: 'running', running: 'running', failed: 'failed', blocked: 'failed' };
+
+// A workflow's task graph: one column per layer (a task right of its blockers), an arrow per
+// `blockedBy` edge, a remediation task (origin other than the router) drawn dashed.
+export function graphPicture(row, onPick) {
+  const graph = row.graph || new Map();
+  const cols = layers(graph);
+  const W = 150, H = 46, GX = 50, GY = 14;
+  const pos = new Map();
+  cols.forEach((col, x) => col.forEach((id, y) => pos.set(id, { x: 10 + x * (W + GX), y: 10 + y * (H + GY) })));
+  const width = 20 + cols.length * (W + GX);
+  const height = 20 + Math.max(1, ...cols.map((c) => c.length)) * (H + GY);
+  let edges = 0;
+  const pic = svg('svg', { viewBox: `0 0 ${width} ${height}`, width, height, role: 'img', 'aria-labelledby': 'graph-title' });
+  const title = svg('title', { id: 'graph-title' });
+  pic.append(title);
+  const defs = svg('defs');
+  const marker = svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: 'auto' });
+  marker.append(svg('path', { d: 'M0,0 L10,5 L0,10 z', fill: '#555' }));
+  defs.append(marker);
+  pic.append(defs);
+  for (const [id, g] of graph) {
+    const to = pos.get(id);
+    for (const b of g.blockedBy || []) {
+      const from = pos.get(b);
+      if (!from || !to) continue;
+      edges += 1;
+      const x1 = from.x + W, y1 = from.y + H / 2, x2 = to.x, y2 = to.y + H / 2;
+      pic.append(svg('path', { d: `M${x1},${y1} C${x1 + GX / 2},${y1} ${x2 - GX / 2},${y2} ${x2},${y2}`, class: 'edge', 'marker-end': 'url(#arrow)', 'data-from': b, 'data-to': id }));
+    }
+  }
+  for (const [id, g] of graph) {
+    const p = pos.get(id);
+    if (!p) continue;
+    const remedy = g.origin && g.origin !== 'router';
+    const node = svg('g', { class: `node ${STATUS_CLASS[g.status] || 'pending'}${remedy ? ' remedy' : ''}`, transform: `translate(${p.x},${p.y})`, 'data-task': id });
+    node.append(svg('rect', { width: W, height: H, rx: 6 }));
+    const t1 = svg('text', { x: 8, y: 18 });
+    t1.textContent = `${id} · ${g.status || 'pending'}`;
+    const t2 = svg('text', { x: 8, y: 36, class: 'sub' });
+    t2.textContent = `${g.phase || ''}${remedy ? ' ↻' : ''}`.slice(0, 22);
+    node.append(t1, t2);
+    if (onPick) node.addEventListener('click', () => onPick(id));
+    pic.append(node);
+  }
+  title.textContent = `Task graph: ${graph.size} tasks, ${edges} blockedBy edges, in ${cols.length} layers`;
+  return pic;
+}
+
+// A unified diff, each line classed by its first character.
+export function diffView(text) {
+  const pre = el('pre', { class: 'diff', tabindex: '0', 'aria-label': 'diff' });
+  const lines = String(text).split('\n');
+  for (const line of lines.slice(0, 5000)) {
+    const c = line.startsWith('+++') || line.startsWith('---') ? 'file'
+      : line.startsWith('+') ? 'add' : line.startsWith('-') ? 'del' : line.startsWith('@@') ? 'hunk'
+        : line.startsWith('diff ') ? 'file' : '';
+    pre.append(el('span', { class: c, text: `${line}\n` }));
+  }
+  if (lines.length > 5000) pre.append(el('span', { text: `… ${lines.length - 5000} more lines\n` }));
+  return pre;
+}
+
+// A tool call's change as a diff, where its arguments say old and new text (edit) or the whole
+// new file (write); null otherwise.
+function callDiff(name, args) {
+  let a;
+  try { a = JSON.parse(args || '{}'); } catch { return null; }
+  const path = a.path || a.file_path || a.file || '';
+  const oldText = a.old_string ?? a.old_text ?? a.old;
+  const newText = a.new_string ?? a.new_text ?? a.new;
+  if (typeof oldText === 'string' && typeof newText === 'string') {
+    return diffView([`--- ${path}`, `+++ ${path}`, ...oldText.split('\n').map((l) => `-${l}`), ...newText.split('\n').map((l) => `+${l}`)].join('\n'));
+  }
+  if (/write/.test(name) && typeof a.content === 'string') {
+    return diffView([`+++ ${path}`, ...a.content.split('\n').map((l) => `+${l}`)].join('\n'));
+  }
+  return null;
+}
+
+function entryView(e) {
+  switch (e.kind) {
+    case 'user': return el('div', { class: 'msg user' }, el('span', { class: 'who', text: 'you › ' }), e.text);
+    case 'assistant': return el('div', { class: 'msg assistant' }, e.text);
+    case 'tool_call': {
+      const d = el('details', { class: 'call' }, el('summary', { text: `⚙ ${e.name} ${String(e.arguments || '').slice(0, 120)}` }));
+      d.append(callDiff(e.name, e.arguments) || el('pre', { text: e.arguments || '' }));
+      return d;
+    }
+    case 'tool_result': {
+      const first = String(e.text).split('\n')[0].slice(0, 160);
+      return el('details', { class: `result${e.error ? ' failed' : ''}` }, el('summary', { text: `${e.error ? '✗' : '→'} ${first}` }), el('pre', { text: e.text }));
+    }
+    default: return el('div', { class: 'note', text: `— ${e.text}` });
+  }
+}
+
+// A session's transcript: one column, or two lanes (Coordinator, Executor) when entries carry a
+// seat; an entry without one (a note) goes in both.
+export function transcriptView(entries) {
+  const routed = entries.some((e) => e.seat);
+  if (!routed) return el('div', { class: 'transcript' }, ...entries.map(entryView));
+  const lane = (seat, title) => el('section', { class: 'lane', 'aria-label': `${title} lane` }, el('h3', { text: title }),
+    ...entries.filter((e) => !e.seat || e.seat === seat).map(entryView));
+  return el('div', { class: 'lanes' }, lane('coordinator', 'Coordinator'), lane('executor', 'Executor'));
+}
+
+// Horizontal bars of what was spent per key, with a budget mark where one is known.
+export function costChart(sums, label, budgetOf) {
+  const top = sums.slice(0, 20);
+  const most = Math.max(1e-9, ...top.map((s) => Math.max(s.usd, (budgetOf && budgetOf(s.key)) || 0)));
+  const W = 640, BAR = 22, LABEL = 220;
+  const pic = svg('svg', { viewBox: `0 0 ${W} ${top.length * BAR + 10}`, width: W, height: top.length * BAR + 10, role: 'img', 'aria-labelledby': 'cost-title' });
+  const title = svg('title', { id: 'cost-title' });
+  title.textContent = `Cost by ${label}: ${top.map((s) => `${s.key} ${money(s.usd) || '$0'}`).join(', ') || 'nothing spent'}`;
+  pic.append(title);
+  top.forEach((s, i) => {
+    const y = 5 + i * BAR;
+    const name = svg('text', { x: 0, y: y + 15, class: 'sub' });
+    name.textContent = String(s.key).slice(0, 30);
+    const w = ((W - LABEL - 80) * s.usd) / most;
+    pic.append(name, svg('rect', { x: LABEL, y: y + 3, width: Math.max(w, 1), height: BAR - 8, class: 'spend' }));
+    const v = svg('text', { x: LABEL + Math.max(w, 1) + 6, y: y + 15, class: 'sub' });
+    v.textContent = money(s.usd) || '$0';
+    pic.append(v);
+    const budget = budgetOf && budgetOf(s.key);
+    if (budget) {
+      const bx = LABEL + ((W - LABEL - 80) * budget) / most;
+      pic.append(svg('line', { x1: bx, x2: bx, y1: y, y2: y + BAR - 2, class: 'budget' }));
+    }
+  });
+  return pic;
+}
