@@ -70,7 +70,8 @@ fn client() -> reqwest::Client {
     reqwest::Client::builder().timeout(WAIT).build().unwrap()
 }
 
-/// One server-sent event: its id and data.
+/// One event of the stream: its data, and the message's id when it is the message's last event
+/// (a message is a batch of events; its id is the cursor after the last).
 #[derive(Debug, Clone, PartialEq)]
 struct Sse {
     id: Option<String>,
@@ -116,10 +117,13 @@ async fn read_events(base: &str, last: Option<&str>, enough: impl Fn(&[Sse]) -> 
                 continue;
             }
             if !data.is_empty() {
-                out.push(Sse {
-                    id,
-                    data: serde_json::from_str(&data).unwrap(),
-                });
+                let batch: Vec<serde_json::Value> = serde_json::from_str(&data).unwrap();
+                assert!(!batch.is_empty(), "an empty message");
+                let n = batch.len();
+                out.extend(batch.into_iter().enumerate().map(|(k, data)| Sse {
+                    id: if k + 1 == n { id.clone() } else { None },
+                    data,
+                }));
             }
         }
     }
@@ -187,12 +191,22 @@ fn off_loopback_it_needs_a_token_and_every_request_without_it_gets_401() {
             "{cookie}"
         );
         let res = c
-            .get(format!("{base}/app.js"))
+            .get(format!("{base}/assets/app.js"))
             .header("Cookie", "baton_token=s3cret-token")
             .send()
             .await
             .unwrap();
         assert_eq!(res.status(), 200);
+        // The page's files go gzipped to a client that takes it.
+        let res = c
+            .get(format!("{base}/assets/model.js"))
+            .header("Cookie", "baton_token=s3cret-token")
+            .header("Accept-Encoding", "gzip, br")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        assert_eq!(res.headers()["content-encoding"], "gzip");
     });
 }
 
@@ -272,9 +286,13 @@ fn the_live_stream_follows_the_cli_and_a_reconnect_resumes_with_no_gap_and_no_du
         .await;
         let n = names(&past);
         assert_eq!(n.first().map(String::as_str), Some("task.created"), "{n:?}");
-        assert!(past.iter().all(|e| e.id.is_some()));
-        // A reconnect after the second event gets the third on, exactly.
-        let resumed = read_events(&base, past[1].id.as_deref(), |ev| {
+        // The message's id is the cursor after its last event: one log here, so that event's
+        // position.
+        let end = past.last().unwrap();
+        assert_eq!(end.id.as_deref(), end.data["pos"].as_str(), "{end:?}");
+        // A reconnect after the second event (its cursor: its position) gets the third on,
+        // exactly.
+        let resumed = read_events(&base, past[1].data["pos"].as_str(), |ev| {
             ev.len() >= past.len() - 2
         })
         .await;
@@ -487,7 +505,7 @@ fn a_task_s_log_and_a_session_s_transcript_are_read_through_the_api() {
             .await
             .unwrap();
         assert!(log.iter().any(|l| l.contains("helped")), "{log:?}");
-        let transcript: Vec<String> = c
+        let transcript: Vec<serde_json::Value> = c
             .get(format!("{base}/api/sessions/{session}/transcript"))
             .send()
             .await
@@ -495,14 +513,13 @@ fn a_task_s_log_and_a_session_s_transcript_are_read_through_the_api() {
             .json()
             .await
             .unwrap();
-        assert!(
-            transcript.iter().any(|l| l == "› say hello"),
-            "{transcript:?}"
-        );
-        assert!(
-            transcript.iter().any(|l| l == "Hello from the model."),
-            "{transcript:?}"
-        );
+        let said = |kind: &str, text: &str| {
+            transcript
+                .iter()
+                .any(|e| e["kind"] == kind && e["text"] == text)
+        };
+        assert!(said("user", "say hello"), "{transcript:?}");
+        assert!(said("assistant", "Hello from the model."), "{transcript:?}");
         let res = c
             .get(format!("{base}/api/sessions/0190-none/transcript"))
             .send()
