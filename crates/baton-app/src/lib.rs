@@ -14,6 +14,7 @@ pub mod documents;
 pub mod exit;
 pub mod flow;
 pub mod info;
+pub mod local_http;
 pub mod mcp_servers;
 pub mod project;
 pub mod settings;

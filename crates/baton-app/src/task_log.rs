@@ -129,7 +129,11 @@ pub fn transcript_entries(
 pub fn transcript(state: &baton_state::StateDir, id: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     for e in transcript_entries(state, id)? {
-        let who = e.seat.as_ref().map(|s| format!("[{s}] ")).unwrap_or_default();
+        let who = e
+            .seat
+            .as_ref()
+            .map(|s| format!("[{s}] "))
+            .unwrap_or_default();
         match e.kind {
             EntryKind::Session => out.push(e.text),
             EntryKind::User => {
@@ -172,7 +176,9 @@ pub fn review_packet(
         .rev()
         .find_map(|r| match &r.event {
             baton_flow::FlowEvent::Reviewing {
-                unit: u, patch_path, ..
+                unit: u,
+                patch_path,
+                ..
             } if u == unit => Some(patch_path.clone()),
             _ => None,
         })

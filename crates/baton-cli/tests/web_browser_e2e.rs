@@ -91,7 +91,11 @@ fn a_blocked_flow_is_shown_units_by_steps_and_abandoned_in_the_page() {
         "{result}"
     );
     // Unit b's validation output and the exact packet its reviewer got, as a diff.
-    assert_eq!(result["validation"].as_array().unwrap().len(), 1, "{result}");
+    assert_eq!(
+        result["validation"].as_array().unwrap().len(),
+        1,
+        "{result}"
+    );
     assert!(
         result["packetAdded"]
             .as_array()
@@ -158,7 +162,10 @@ fn a_checkpoint_is_answered_in_the_page_in_a_headless_browser_and_axe_finds_noth
     );
     assert_eq!(result["queues"].as_array().unwrap().len(), 8, "{result}");
     // The verifier's contract lists its scenarios; the artifact travels back to the checkpoint.
-    assert!(!result["scenarios"].as_array().unwrap().is_empty(), "{result}");
+    assert!(
+        !result["scenarios"].as_array().unwrap().is_empty(),
+        "{result}"
+    );
     assert_eq!(result["artifactStatus"], "completed", "{result}");
     assert_eq!(result["artifactAtCheckpoint"], "scope_decision", "{result}");
     assert!(

@@ -8,8 +8,9 @@
 //! loopback address the `Host` header must also name a loopback host or the address itself (403
 //! otherwise). Any other address needs a bearer token (`--token` or `BATON_MCP_TOKEN`): without
 //! one baton refuses to start; with one, every request must carry `Authorization: Bearer TOKEN`
-//! (the scheme in any case) or gets 401, and any `Host` is accepted. rmcp's
-//! `StreamableHttpServerConfig` does the `Host` and `Origin` checks. See docs/mcp.md.
+//! (the scheme in any case) or gets 401, and any `Host` is accepted. The `Host` and `Origin`
+//! checks are `baton_app::local_http`'s, the same `baton serve` applies (rmcp's own are turned
+//! off, so that one rule holds for both servers). See docs/mcp.md.
 
 use std::net::SocketAddr;
 
@@ -37,43 +38,20 @@ pub fn refusal(addr: &SocketAddr, token: Option<&str>) -> Option<String> {
     ))
 }
 
-/// Whether an `Authorization` header value carries `token` with the bearer scheme, which is
-/// case-insensitive (RFC 9110 §11.1): `Bearer`, `bearer` and `BEARER` are the same.
-fn bearer_matches(given: &str, token: &str) -> bool {
-    let Some((scheme, credentials)) = given.split_once(' ') else {
-        return false;
-    };
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return false;
+/// Answers 403 to a request whose `Host` or `Origin` the shared rule refuses.
+async fn check_host_origin(
+    State(local): State<SocketAddr>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let headers = request.headers();
+    let header_of = |name| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(why) =
+        baton_app::local_http::refusal(local, header_of(header::HOST), header_of(header::ORIGIN))
+    {
+        return (StatusCode::FORBIDDEN, format!("baton mcp: {why}\n")).into_response();
     }
-    let credentials = credentials.trim_matches(' ');
-    // The same work whatever the mismatch, so the time taken does not tell how much matched.
-    credentials.len() == token.len()
-        && credentials
-            .bytes()
-            .zip(token.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
-}
-
-/// The origins a browser page served by this server itself would send: the loopback names and
-/// the bound address, each with the real port. Any other `Origin` is refused.
-fn own_origins(local: SocketAddr) -> Vec<String> {
-    let port = local.port();
-    let mut origins = vec![
-        format!("http://127.0.0.1:{port}"),
-        format!("http://localhost:{port}"),
-        format!("http://[::1]:{port}"),
-    ];
-    let ip = local.ip();
-    if !ip.is_unspecified() {
-        let own = SocketAddr::new(ip, port);
-        let own = format!("http://{own}");
-        if !origins.contains(&own) {
-            origins.push(own);
-        }
-    }
-    origins
+    next.run(request).await
 }
 
 /// Answers 401 to a request without `Authorization: Bearer TOKEN`.
@@ -82,7 +60,7 @@ async fn require_token(State(token): State<String>, request: Request, next: Next
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    if !given.is_some_and(|g| bearer_matches(g, &token)) {
+    if !baton_app::local_http::bearer_ok(given, &token) {
         return (
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, "Bearer")],
@@ -109,20 +87,10 @@ where
     let local = listener
         .local_addr()
         .context("cannot read the bound address")?;
-    let config = if addr.ip().is_loopback() {
-        // rmcp's loopback names, and the address itself (e.g. 127.0.0.2).
-        let ip = addr.ip().to_string();
-        StreamableHttpServerConfig::default().with_allowed_hosts([
-            "localhost",
-            "127.0.0.1",
-            "::1",
-            ip.as_str(),
-        ])
-    } else {
-        // Off loopback the token is the protection; clients name the host however they reach it.
-        StreamableHttpServerConfig::default().disable_allowed_hosts()
-    }
-    .with_allowed_origins(own_origins(local));
+    // The Host and Origin checks are the shared ones below; rmcp's are off.
+    let config = StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .disable_allowed_origins();
     let service = StreamableHttpService::new(
         move || Ok(make()),
         LocalSessionManager::default().into(),
@@ -132,51 +100,13 @@ where
     if let Some(token) = token {
         router = router.layer(axum::middleware::from_fn_with_state(token, require_token));
     }
+    // Outermost: a rebound name or another site's page is refused before anything else.
+    let router = router.layer(axum::middleware::from_fn_with_state(
+        local,
+        check_host_origin,
+    ));
     errln!("baton mcp: listening on http://{local}{PATH}");
     axum::serve(listener, router)
         .await
         .context("the MCP HTTP server failed")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_bearer_scheme_is_matched_in_any_case_and_the_token_exactly() {
-        for given in ["Bearer t0k", "bearer t0k", "BEARER t0k", "BeArEr  t0k"] {
-            assert!(bearer_matches(given, "t0k"), "{given}");
-        }
-        for given in [
-            "Bearer t0K",
-            "Bearer t0kk",
-            "Basic t0k",
-            "Bearert0k",
-            "t0k",
-            "Bearer ",
-        ] {
-            assert!(!bearer_matches(given, "t0k"), "{given}");
-        }
-    }
-
-    #[test]
-    fn own_origins_are_the_loopback_names_and_the_bound_address_with_its_port() {
-        let o = own_origins("127.0.0.1:8765".parse().unwrap());
-        assert_eq!(
-            o,
-            [
-                "http://127.0.0.1:8765",
-                "http://localhost:8765",
-                "http://[::1]:8765"
-            ]
-        );
-        let o = own_origins("127.0.0.2:9".parse().unwrap());
-        assert_eq!(o.last().unwrap(), "http://127.0.0.2:9");
-        let o = own_origins("[::1]:9".parse().unwrap());
-        assert_eq!(o.len(), 3);
-        let o = own_origins("0.0.0.0:9".parse().unwrap());
-        assert_eq!(o.len(), 3);
-        let o = own_origins("192.168.1.5:9".parse().unwrap());
-        assert_eq!(o.last().unwrap(), "http://192.168.1.5:9");
-    }
 }

@@ -182,8 +182,5 @@ pub fn events(
 
 /// About how long the cursor is written out (without writing it).
 fn cursor_len(cursor: &Cursor) -> usize {
-    cursor
-        .positions()
-        .map(|p| p.source.id.len() + 24)
-        .sum()
+    cursor.positions().map(|p| p.source.id.len() + 24).sum()
 }

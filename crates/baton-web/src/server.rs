@@ -40,7 +40,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("model.js", JS, include_str!("assets/model.js")),
     ("vlist.js", JS, include_str!("assets/vlist.js")),
     ("views.js", JS, include_str!("assets/views.js")),
-    ("app.css", "text/css; charset=utf-8", include_str!("assets/app.css")),
+    (
+        "app.css",
+        "text/css; charset=utf-8",
+        include_str!("assets/app.css"),
+    ),
 ];
 const JS: &str = "text/javascript; charset=utf-8";
 
@@ -269,7 +273,11 @@ async fn transcript(State(app): State<App>, UrlPath(id): UrlPath<String>) -> Res
 fn json(v: &impl serde::Serialize) -> Response {
     match serde_json::to_string(v) {
         Ok(text) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("baton serve: {e}\n")).into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("baton serve: {e}\n"),
+        )
+            .into_response(),
     }
 }
 
