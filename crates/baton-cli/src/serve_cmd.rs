@@ -37,6 +37,7 @@ pub fn run(args: ServeArgs) -> Result<Exit> {
         root: ctx.project_root.clone(),
         state: state_dir(&ctx),
         exe,
+        prices: ctx.config.config.prices.clone(),
     };
     let runtime = crate::signals::runtime()?;
     let open = args.open;

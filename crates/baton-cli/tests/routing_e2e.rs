@@ -3,6 +3,8 @@
 //! each wire format. Asserted on what the models were sent and on disk.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::process::Output;
 
 use baton_testkit::fixture::Sandbox;
@@ -83,46 +85,11 @@ fn assert_prefix_stable(reqs: &[&RecordedRequest], kind: &str) {
     }
 }
 
-/// The script of one assignment: the Coordinator assigns, the Executor writes, reads back,
-/// selects the read and submits; the Coordinator closes the unit and answers.
-fn investigate_and_fix() -> Vec<Turn> {
-    vec![
-        Turn::tool_call(
-            "c1",
-            "delegate",
-            json!({"operation": "assign", "unit_outcome": "The user's request is done.", "contract": "Create hello.txt holding `hi`, read it back, and return the read as evidence."}),
-        ),
-        Turn::tool_call(
-            "e1",
-            "write",
-            json!({"path": "hello.txt", "content": "hi\n"}),
-        )
-        .with_text("Writing it first."),
-        Turn::tool_call("e2", "read", json!({"path": "hello.txt"})),
-        Turn::tool_call(
-            "e3",
-            "project",
-            json!({"operation": "add", "refs": ["ctx:t2"]}),
-        ),
-        Turn::tool_call(
-            "e4",
-            "return",
-            json!({"operation": "submit", "report": "hello.txt now holds hi; the read shows it.", "outcome": "completed"}),
-        ),
-        Turn::tool_call(
-            "c2",
-            "unit",
-            json!({"operation": "close", "outcome": "accepted", "assessment": "The selected read shows hi."}),
-        ),
-        Turn::text("Done: hello.txt holds hi."),
-    ]
-}
-
 #[test]
 fn an_assignment_runs_on_the_executor_and_only_the_selected_evidence_reaches_the_coordinator() {
     for kind in KINDS {
         let server = MockServer::builder()
-            .steps(investigate_and_fix().into_iter().map(Into::into))
+            .steps(common::investigate_and_fix().into_iter().map(Into::into))
             .start_blocking();
         let p = project(&server, kind);
         let out = run(
@@ -1105,7 +1072,7 @@ fn a_profile_change_mid_task_takes_effect_at_the_next_safe_boundary() {
 #[test]
 fn the_summary_names_each_participants_route() {
     let server = MockServer::builder()
-        .steps(investigate_and_fix().into_iter().map(Into::into))
+        .steps(common::investigate_and_fix().into_iter().map(Into::into))
         .start_blocking();
     let p = project(&server, "openai");
     let out = run(&p, &["agent", "--routing", "auto", "make hello.txt"]);
@@ -1117,7 +1084,7 @@ fn the_summary_names_each_participants_route() {
         "{err}"
     );
     let server = MockServer::builder()
-        .steps(investigate_and_fix().into_iter().map(Into::into))
+        .steps(common::investigate_and_fix().into_iter().map(Into::into))
         .start_blocking();
     let p = project(&server, "openai");
     let out = run(

@@ -13,12 +13,12 @@ use std::process::Stdio;
 use baton_testkit::fixture::{skip_live, workspace_root};
 use common::workflow::*;
 
-/// Runs `script` (in crates/baton-web/tests/browser) with `baton serve` of `sb` and `id`; its
+/// Runs `script` (in crates/baton-web/tests/browser) with `baton serve` of `sb` and `arg`; its
 /// JSON result. `None` when the browser or the packages are missing (skipped, or a failure in CI).
 fn browse(
     sb: &baton_testkit::fixture::Sandbox,
     script: &str,
-    id: &str,
+    arg: &str,
 ) -> Option<serde_json::Value> {
     let chromium = std::env::var_os("BATON_CHROMIUM")
         .map(std::path::PathBuf::from)
@@ -50,7 +50,7 @@ fn browse(
         .to_string();
     let out = std::process::Command::new("node")
         .arg(browser_dir.join(script))
-        .args([url.as_str(), id])
+        .args([url.as_str(), arg])
         .arg(workspace_root().join("target/web-screenshots"))
         .env("BATON_CHROMIUM", &chromium)
         .output()
@@ -184,4 +184,136 @@ fn a_checkpoint_is_answered_in_the_page_in_a_headless_browser_and_axe_finds_noth
     assert_eq!(answered.len(), 1);
     assert_eq!(answered[0]["details"]["answer"], "critical only");
     assert!(shots.join("needs-you.png").is_file() && shots.join("done.png").is_file());
+}
+
+#[test]
+fn every_view_of_a_project_in_every_state_renders_and_axe_finds_nothing() {
+    use serde_json::json;
+    let tour = common::tour::project();
+    let out = tour.wf.sb.run(&["events", "--json"]);
+    let events = String::from_utf8_lossy(&out.stdout).lines().count();
+    let ids = json!({
+        "events": events,
+        "workflow_done": tour.workflow_done, "workflow_checkpoint": tour.workflow_checkpoint,
+        "workflow_failed": tour.workflow_failed, "workflow_running": tour.workflow_running,
+        "flow_done": tour.flow_done, "flow_blocked": tour.flow_blocked,
+        "task_done": tour.task_done, "task_failed": tour.task_failed,
+        "task_running": tour.task_running, "task_cancelled": tour.task_cancelled,
+        "task_priced": tour.task_priced,
+        "session_plain": tour.session_plain, "session_routed": tour.session_routed,
+    });
+    let Some(r) = browse(&tour.wf.sb, "tour.mjs", &ids.to_string()) else {
+        return;
+    };
+    eprintln!("{r:#}");
+    assert_eq!(r["violations"], json!([]), "{r:#}");
+    assert_eq!(r["errors"], json!([]), "{r:#}");
+    // Every event of the feed reached the page, none twice.
+    assert_eq!(r["events"], events);
+    // Needs you: the checkpoint, the blocked Flow and the failed task.
+    let needs = r["needs"].to_string();
+    for want in [
+        format!("workflow {}", tour.workflow_checkpoint),
+        format!("flow {}", tour.flow_blocked),
+        format!("task {}", tour.task_failed),
+    ] {
+        assert!(needs.contains(&want), "{want} not in {needs}");
+    }
+    // A row's state, by id, in a list read from the page (id first, state at `col`).
+    let state = |list: &serde_json::Value, id: &str, col: usize| -> String {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row[0] == id)
+            .unwrap_or_else(|| panic!("{id} not in {list}"))[col]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let w = &r["workflows"];
+    assert_eq!(state(w, &tour.workflow_done, 2), "done");
+    assert_eq!(state(w, &tour.workflow_checkpoint, 2), "needs");
+    assert_eq!(state(w, &tour.workflow_failed, 2), "failed");
+    assert_eq!(state(w, &tour.workflow_running, 2), "running");
+    assert_eq!(state(w, &tour.workflow_checkpoint, 4), "scope_decision");
+    assert_eq!(state(w, &tour.workflow_done, 1), "BUILD");
+    assert_eq!(r["filtered"].as_array().unwrap().len(), 1, "{r:#}");
+    // The completed workflow: its graph and its budget.
+    let done = &r["workflow_done"];
+    assert!(
+        done["summary"].as_str().unwrap().contains("of $2"),
+        "{done}"
+    );
+    assert!(
+        done["nodes"].as_u64().unwrap() >= 5 && done["edges"].as_u64().unwrap() >= 5,
+        "{done}"
+    );
+    assert_eq!(done["dispatches"].as_array().unwrap().len(), 5, "{done}");
+    assert!(r["workflow_failed"]["summary"]
+        .as_str()
+        .unwrap()
+        .contains("failed"));
+    assert_eq!(
+        r["workflow_running"]["dispatches"][0][8], "running",
+        "{r:#}"
+    );
+    // Flows.
+    assert_eq!(state(&r["flows"], &tour.flow_done, 1), "done");
+    assert_eq!(state(&r["flows"], &tour.flow_blocked, 1), "needs");
+    assert_eq!(
+        r["flow_done"],
+        json!([
+            ["c", "✓", "–", "✓", "✓", "✓"],
+            ["d", "✓", "✓", "✓", "✓", "✓"]
+        ])
+    );
+    assert!(r["flow_blocked"]["notes"]
+        .as_str()
+        .unwrap()
+        .contains("baton flow continue"));
+    assert!(r["flow_blocked"]["packet"].as_str().unwrap().contains("+b"));
+    // Tasks in every state; a log.
+    let t = &r["tasks"];
+    assert_eq!(state(t, &tour.task_done, 1), "done");
+    assert_eq!(state(t, &tour.task_failed, 1), "failed");
+    assert_eq!(state(t, &tour.task_cancelled, 1), "cancelled");
+    assert_eq!(state(t, &tour.task_running, 1), "running");
+    assert_eq!(state(t, &tour.task_priced, 1), "done");
+    assert!(r["task_log"].as_str().unwrap().contains("helped"), "{r:#}");
+    // Sessions: the routed one in two lanes, the plain one's write as a diff.
+    assert_eq!(state(&r["sessions"], &tour.session_routed, 4), "two lanes");
+    assert_eq!(r["lanes"], json!(["Coordinator", "Executor"]));
+    assert!(r["executor"].as_str().unwrap().contains("write"), "{r:#}");
+    let diff = r["plain_diff"].to_string();
+    assert!(
+        diff.contains("+first line") && diff.contains("+second line"),
+        "{diff}"
+    );
+    // Events, all and filtered.
+    assert_eq!(r["events_count"], format!("{events} events"));
+    let flow_events = String::from_utf8_lossy(
+        &tour
+            .wf
+            .sb
+            .run(&["events", "--json", "--kind", "flow"])
+            .stdout,
+    )
+    .lines()
+    .count();
+    assert_eq!(r["flow_events"], format!("{flow_events} events"));
+    assert!(r["events_rows"].as_u64().unwrap() <= 100);
+    // Cost: the priced task's model, each workflow against its budget, per role and per day.
+    let by_model = r["cost"]["model"].to_string();
+    assert!(by_model.contains("mock/priced-m"), "{by_model}");
+    // 100 in and 20 out at $3 and $15 per million: $0.0006.
+    assert_eq!(state(&r["cost"]["model"], "mock/priced-m", 1), "$0.0006");
+    let by_workflow = &r["cost"]["workflow"];
+    assert!(
+        state(by_workflow, &tour.workflow_done, 5).starts_with("$2"),
+        "{by_workflow}"
+    );
+    assert_eq!(r["cost"]["day"].as_array().unwrap().len(), 1, "{r:#}");
+    assert!(!r["cost"]["role"].as_array().unwrap().is_empty());
+    // Every view was checked and kept.
+    assert_eq!(r["views"].as_array().unwrap().len(), 12, "{r:#}");
 }

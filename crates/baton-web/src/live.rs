@@ -32,10 +32,24 @@ const SESSION_TEXT: usize = 400;
 /// How often the logs are read again when they cannot be watched.
 const POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// The event as the page gets it: as `baton events --json` prints it, less the bulk.
-pub fn lean(e: &baton_events::Event) -> serde_json::Result<Value> {
+/// The price table the stream prices tasks' children with.
+pub type Prices = std::sync::Arc<std::collections::BTreeMap<String, baton_protocol::config::Price>>;
+
+/// The event as the page gets it: as `baton events --json` prints it, less the bulk; a finished
+/// task's children that did not say what they cost are priced from their tokens, as `baton task`
+/// prices them (`cost_usd`, with `cost_source: "prices"`).
+pub fn lean(e: &baton_events::Event, prices: &Prices) -> serde_json::Result<Value> {
     let mut v = serde_json::to_value(e)?;
     match e.source.kind {
+        SourceKind::Task => {
+            if v["event"]["type"] == "task.completed" {
+                if let Some(entries) = v["event"]["report"]["entries"].as_array_mut() {
+                    for entry in entries {
+                        price(entry, prices);
+                    }
+                }
+            }
+        }
         SourceKind::Workflow => {
             if let Some(ev) = v.get_mut("event").and_then(Value::as_object_mut) {
                 if let Some(delta) = ev.remove("delta") {
@@ -54,6 +68,23 @@ pub fn lean(e: &baton_events::Event) -> serde_json::Result<Value> {
         _ => {}
     }
     Ok(v)
+}
+
+/// Prices one entry of a task's report from its model and tokens, when it has no cost.
+fn price(entry: &mut Value, prices: &Prices) {
+    if entry.get("cost_usd").is_some_and(|c| !c.is_null()) {
+        return;
+    }
+    let Some(model) = entry["model"].as_str() else {
+        return;
+    };
+    let Ok(usage) = serde_json::from_value::<baton_protocol::Usage>(entry["usage"].clone()) else {
+        return;
+    };
+    if let Some(cost) = baton_model::routes::cost_of_label(prices, model, &usage) {
+        entry["cost_usd"] = cost.into();
+        entry["cost_source"] = "prices".into();
+    }
 }
 
 /// Of a workflow event's change, what the page's lists and graph need: the tasks (id, status,
@@ -110,6 +141,7 @@ pub fn events(
     state: StateDir,
     root: PathBuf,
     since: Cursor,
+    prices: Prices,
 ) -> impl Stream<Item = Result<SseEvent, Infallible>> {
     let (tx, rx) = tokio::sync::mpsc::channel::<SseEvent>(BACKLOG);
     std::thread::spawn(move || {
@@ -123,7 +155,7 @@ pub fn events(
             let mut limit = BATCH_BYTES.max(4 * cursor_len(&cursor));
             for (k, e) in events.iter().enumerate() {
                 cursor.advance(&e.pos);
-                let v = lean(e).map_err(std::io::Error::other)?;
+                let v = lean(e, &prices).map_err(std::io::Error::other)?;
                 if count > 0 {
                     data.push(',');
                 }

@@ -108,6 +108,9 @@ pub struct Options {
     pub state: StateDir,
     /// This `baton` program: actions run its CLI commands, so they write what the CLI writes.
     pub exe: PathBuf,
+    /// The price table (`[prices]` over the built-in one): a task's children are priced with it,
+    /// as `baton task` prices them, when they did not say what they cost.
+    pub prices: std::collections::BTreeMap<String, baton_protocol::config::Price>,
 }
 
 #[derive(Clone)]
@@ -170,7 +173,12 @@ async fn events(
                 .into_response()
         }
     };
-    let stream = crate::live::events(app.opts.state.clone(), app.opts.root.clone(), since);
+    let stream = crate::live::events(
+        app.opts.state.clone(),
+        app.opts.root.clone(),
+        since,
+        std::sync::Arc::new(app.opts.prices.clone()),
+    );
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response()

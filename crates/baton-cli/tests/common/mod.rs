@@ -3,6 +3,7 @@
 
 pub mod mcp;
 pub mod schema;
+pub mod tour;
 pub mod workflow;
 
 /// A project role of backend `command` running `sh -c command` (the task arrives on its stdin).
@@ -72,4 +73,41 @@ pub fn bash_result(server: &baton_testkit::MockServer) -> String {
 /// What a refused write says: Landlock's `EACCES` or the read-only mount's `EROFS`.
 pub fn refused_write(text: &str) -> bool {
     text.contains("Permission denied") || text.contains("Read-only file system")
+}
+
+/// The script of one assignment: the Coordinator assigns, the Executor writes, reads back,
+/// selects the read and submits; the Coordinator closes the unit and answers.
+pub fn investigate_and_fix() -> Vec<baton_testkit::Turn> {
+    use baton_testkit::Turn;
+    use serde_json::json;
+    vec![
+        Turn::tool_call(
+            "c1",
+            "delegate",
+            json!({"operation": "assign", "unit_outcome": "The user's request is done.", "contract": "Create hello.txt holding `hi`, read it back, and return the read as evidence."}),
+        ),
+        Turn::tool_call(
+            "e1",
+            "write",
+            json!({"path": "hello.txt", "content": "hi\n"}),
+        )
+        .with_text("Writing it first."),
+        Turn::tool_call("e2", "read", json!({"path": "hello.txt"})),
+        Turn::tool_call(
+            "e3",
+            "project",
+            json!({"operation": "add", "refs": ["ctx:t2"]}),
+        ),
+        Turn::tool_call(
+            "e4",
+            "return",
+            json!({"operation": "submit", "report": "hello.txt now holds hi; the read shows it.", "outcome": "completed"}),
+        ),
+        Turn::tool_call(
+            "c2",
+            "unit",
+            json!({"operation": "close", "outcome": "accepted", "assessment": "The selected read shows hi."}),
+        ),
+        Turn::text("Done: hello.txt holds hi."),
+    ]
 }

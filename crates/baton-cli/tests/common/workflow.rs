@@ -88,7 +88,7 @@ impl Wf {
         Wf::with(Sandbox::new_in(dir))
     }
 
-    fn with(sb: Sandbox) -> Wf {
+    pub fn with(sb: Sandbox) -> Wf {
         let sb = sb.baton_exe(env!("CARGO_BIN_EXE_baton"));
         sb.init_repo("main");
         sb.write("README", "hello\n");

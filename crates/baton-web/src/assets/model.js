@@ -29,7 +29,7 @@ function stateOf(kind, name, prev) {
     return prev && prev !== 'needs' ? prev : 'running';
   }
   if (kind === 'task') {
-    if (name === 'task.completed') return 'done';
+    if (name === 'task.completed') return 'done'; // refined from its report (Model.task)
     if (name === 'task.failed' || name === 'task.cancelled' || name === 'task.lost') return 'failed';
     return prev === 'done' || prev === 'failed' ? prev : 'running';
   }
@@ -95,8 +95,10 @@ export class Model {
     }
     const ev = e.event || {};
     const name = nameOf(ev);
-    const at = e.ts || ev.ts || ev.at || null;
-    const t = ms(at);
+    const at = e.ts || ev.ts || ev.at || ev.created || null;
+    // A line that records no time (a task's progress) takes its log's last known one.
+    const known = this.rows.get(key);
+    const t = at ? ms(at) : known ? known.t : NaN;
     this.timeline.push({ t, at, kind, id: e.source.id, name, text: gist(kind, ev, name), seq: ev.seq });
     if (kind === 'routing') return;
     let row = this.rows.get(key);
@@ -237,6 +239,9 @@ export class Model {
     }
     if (name === 'task.failed') row.reason = ev.message;
     if (name === 'task.completed' && ev.report) {
+      // Every entry done: done; some stopped and none failed: cancelled; else failed.
+      const st = (ev.report.entries || []).map((x) => x.status);
+      row.state = st.every((x) => x === 'done') ? 'done' : st.includes('stopped') && !st.includes('failed') ? 'cancelled' : 'failed';
       for (const entry of ev.report.entries || []) {
         const usage = entry.usage || {};
         const tokens = (usage.input_tokens || 0) + (usage.output_tokens || 0);

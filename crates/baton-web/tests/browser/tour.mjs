@@ -1,0 +1,139 @@
+// Every view of `baton serve`'s page, in Debian's headless Chromium, against a project holding
+// workflows, Flows, tasks and sessions in every state: each view is read back, checked by axe
+// and kept as a screenshot. Prints what it read as one JSON line.
+//
+// node tour.mjs BASE_URL IDS_JSON SCREENSHOT_DIR
+import { chromium } from 'playwright-core';
+import { AxeBuilder } from '@axe-core/playwright';
+import { mkdirSync } from 'node:fs';
+
+const [base, idsJson, shots] = process.argv.slice(2);
+const ids = JSON.parse(idsJson);
+mkdirSync(shots, { recursive: true });
+const browser = await chromium.launch({
+  executablePath: process.env.BATON_CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync'],
+});
+const result = { violations: [], views: [] };
+try {
+  const page = await (await browser.newContext({ viewport: { width: 1400, height: 1000 } })).newPage();
+  page.on('dialog', (d) => d.accept());
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  const view = async (name) => {
+    const r = await new AxeBuilder({ page }).analyze();
+    result.violations.push(...r.violations.map((v) => `${name}: ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`));
+    await page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
+    result.views.push(name);
+  };
+  const rows = (table) => page.locator(`#${table} tbody tr:not(.spacer)`).evaluateAll((trs) =>
+    trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  // The page draws once per frame: wait for two frames after a change.
+  const settle = () => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  const tab = async (name) => {
+    await page.getByRole('button', { name, exact: true }).click();
+    await settle();
+  };
+
+  await page.goto(base);
+  // Everything the feed holds reaches the page.
+  await page.waitForFunction((n) => Number(document.body.dataset.events) >= n, ids.events, { timeout: 30000 });
+  result.events = Number(await page.evaluate(() => document.body.dataset.events));
+  result.needs = await page.locator('#needs form.need h3').allTextContents();
+
+  // Workflows: the list, a filter, and one workflow in each state.
+  await page.waitForSelector(`#workflows tr[data-id="${ids.workflow_running}"]`);
+  result.workflows = await rows('workflows');
+  await view('workflows');
+  await page.selectOption('#wf-state', 'needs');
+  await settle();
+  result.filtered = await rows('workflows');
+  await page.selectOption('#wf-state', '');
+  await settle();
+  for (const [state, id] of [['done', ids.workflow_done], ['failed', ids.workflow_failed], ['running', ids.workflow_running]]) {
+    await page.getByRole('button', { name: `open workflow ${id}` }).click();
+    await page.waitForFunction((i) => document.getElementById('h-detail').textContent === `Workflow ${i}`, id);
+    await page.waitForSelector('#graph svg');
+    result[`workflow_${state}`] = {
+      summary: await page.locator('#detail-summary').textContent(),
+      dispatches: await rows('dispatches'),
+      nodes: await page.locator('#graph g.node').count(),
+      edges: await page.locator('#graph path.edge').count(),
+    };
+    await view(`workflow-${state}`);
+  }
+  await page.getByRole('button', { name: 'close' }).first().click();
+
+  // Flows: the list, the blocked one (a unit's validation and packet) and the landed one.
+  await tab('Flows');
+  await page.waitForSelector(`#flows tr[data-id="${ids.flow_done}"]`);
+  result.flows = await rows('flows');
+  await view('flows');
+  await page.getByRole('button', { name: `open flow ${ids.flow_blocked}` }).click();
+  await page.waitForSelector('#flow-detail:not([hidden]) #units tbody tr');
+  await page.getByRole('button', { name: 'unit b details' }).click();
+  await page.getByRole('button', { name: 'show the exact packet' }).click();
+  await page.waitForSelector('#packet pre.diff');
+  result.flow_blocked = {
+    units: await page.locator('#units tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].slice(0, 6).map((td) => td.textContent))),
+    notes: await page.locator('#flow-notes').textContent(),
+    packet: await page.locator('#packet pre.diff').textContent(),
+  };
+  await view('flow-blocked');
+  await page.getByRole('button', { name: `open flow ${ids.flow_done}` }).click();
+  await page.waitForFunction((i) => document.getElementById('h-flow').textContent === `Flow ${i}`, ids.flow_done);
+  result.flow_done = await page.locator('#units tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].slice(0, 6).map((td) => td.textContent)));
+  await view('flow-done');
+
+  // Tasks: every state, and a log.
+  await tab('Tasks');
+  await page.waitForSelector(`#tasks tr[data-id="${ids.task_running}"]`);
+  result.tasks = await rows('tasks');
+  await page.getByRole('button', { name: `open task ${ids.task_done} log` }).click();
+  await page.waitForSelector('#viewer:not([hidden]) pre');
+  result.task_log = await page.locator('#viewer-body').textContent();
+  await view('tasks');
+
+  // Sessions: a routed one in two lanes, a plain one with its write as a diff.
+  await tab('Sessions');
+  await page.waitForSelector(`#sessions tr[data-id="${ids.session_routed}"]`);
+  result.sessions = await rows('sessions');
+  await page.getByRole('button', { name: `open session ${ids.session_routed} transcript` }).click();
+  await page.waitForSelector('#viewer-body .lanes');
+  result.lanes = await page.locator('#viewer-body .lane h3').allTextContents();
+  result.executor = await page.locator('#viewer-body .lane').nth(1).textContent();
+  await view('session-routed');
+  await page.getByRole('button', { name: `open session ${ids.session_plain} transcript` }).click();
+  await page.waitForSelector('#viewer-body .transcript');
+  await page.locator('#viewer-body details.call summary').first().click();
+  result.plain_diff = await page.locator('#viewer-body details.call .diff .add').allTextContents();
+  await view('session-plain');
+
+  // Events: all of them, then one log kind.
+  await tab('Events');
+  await page.waitForSelector('#events tbody tr:not(.spacer)');
+  result.events_count = await page.locator('#ev-count').textContent();
+  result.events_rows = await page.locator('#events tbody tr:not(.spacer)').count();
+  await page.selectOption('#ev-kind', 'flow');
+  await settle();
+  result.flow_events = await page.locator('#ev-count').textContent();
+  await view('events');
+
+  // Cost: by model, by workflow (against its budget), by role, by day.
+  await tab('Cost');
+  await page.waitForSelector('#cost-chart svg');
+  result.cost = {};
+  for (const by of ['model', 'workflow', 'role', 'day']) {
+    await page.selectOption('#cost-by', by);
+    await settle();
+    result.cost[by] = await rows('cost');
+  }
+  result.cost_total = await page.locator('#cost-total').textContent();
+  await view('cost');
+  result.errors = errors;
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify(result));
