@@ -10,16 +10,12 @@ mod common;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use baton_testkit::fixture::{skip_live, workspace_root};
+use baton_testkit::fixture::{assert_exit, skip_live, workspace_root};
 use common::workflow::*;
 
-/// Runs `script` (in crates/baton-web/tests/browser) with `baton serve` of `sb` and `arg`; its
-/// JSON result. `None` when the browser or the packages are missing (skipped, or a failure in CI).
-fn browse(
-    sb: &baton_testkit::fixture::Sandbox,
-    script: &str,
-    arg: &str,
-) -> Option<serde_json::Value> {
+/// Debian's Chromium and the browser tests' folder, when both are there (else the test is
+/// skipped, or fails in CI).
+fn browser() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     let chromium = std::env::var_os("BATON_CHROMIUM")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| "/usr/bin/chromium".into());
@@ -32,8 +28,13 @@ fn browse(
         );
         return None;
     }
+    Some((chromium, browser_dir))
+}
+
+/// `baton serve --addr ADDR` in `sb`, and its URL once it listens.
+fn start_server(sb: &baton_testkit::fixture::Sandbox, addr: &str) -> (std::process::Child, String) {
     let mut server = sb
-        .baton(&["serve", "--addr", "127.0.0.1:0"])
+        .baton(&["serve", "--addr", addr])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -43,11 +44,23 @@ fn browse(
     BufReader::new(server.stderr.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let url = line[line.find("http://").unwrap()..]
+    let url = line[line.find("http://").unwrap_or_else(|| panic!("{line}"))..]
         .split_whitespace()
         .next()
         .unwrap()
         .to_string();
+    (server, url)
+}
+
+/// Runs `script` (in crates/baton-web/tests/browser) with `baton serve` of `sb` and `arg`; its
+/// JSON result. `None` when the browser or the packages are missing (skipped, or a failure in CI).
+fn browse(
+    sb: &baton_testkit::fixture::Sandbox,
+    script: &str,
+    arg: &str,
+) -> Option<serde_json::Value> {
+    let (chromium, browser_dir) = browser()?;
+    let (mut server, url) = start_server(sb, "127.0.0.1:0");
     let out = std::process::Command::new("node")
         .arg(browser_dir.join(script))
         .args([url.as_str(), arg])
@@ -316,4 +329,102 @@ fn every_view_of_a_project_in_every_state_renders_and_axe_finds_nothing() {
     assert!(!r["cost"]["role"].as_array().unwrap().is_empty());
     // Every view was checked and kept.
     assert_eq!(r["views"].as_array().unwrap().len(), 12, "{r:#}");
+}
+
+#[test]
+fn a_workflow_started_from_the_cli_is_followed_live_through_a_reload_and_a_server_restart() {
+    use std::io::Write as _;
+    let Some((chromium, browser_dir)) = browser() else {
+        return;
+    };
+    let wf = Wf::new();
+    wf.happy();
+    let go = wf.sb.path("go");
+    wf.answer_nth(
+        "component-builder",
+        1,
+        &format!(
+            "while [ ! -f '{}' ]; do sleep 0.02; done\n{BUILDER_PASS}",
+            go.display()
+        ),
+    );
+    // A task whose log the latency probe appends to.
+    common::command_role(&wf.sb, "helper", "cat >/dev/null; echo helped");
+    let out = wf
+        .sb
+        .run(&["task", "--background", "--role", "helper", "t"]);
+    assert_exit(&out, 0);
+    let task = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(baton_testkit::fixture::wait_until(
+        std::time::Duration::from_secs(30),
+        || String::from_utf8_lossy(&wf.sb.run(&["task", "status", &task, "--json"]).stdout)
+            .contains("\"done\"")
+    ));
+    let log = wf
+        .sb
+        .work()
+        .join(format!(".baton/state/tasks/{task}.events.jsonl"));
+    assert!(log.is_file(), "{}", log.display());
+    let (mut server, url) = start_server(&wf.sb, "127.0.0.1:0");
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let mut node = std::process::Command::new("node")
+        .arg(browser_dir.join("live.mjs"))
+        .arg(&url)
+        .arg(&log)
+        .arg(workspace_root().join("target/web-screenshots"))
+        .env("BATON_CHROMIUM", &chromium)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut to_node = node.stdin.take().unwrap();
+    let mut from_node = BufReader::new(node.stdout.take().unwrap()).lines();
+    let mut said = |word: &str| {
+        let line = from_node.next().unwrap().unwrap();
+        assert_eq!(line, word);
+    };
+    said("loaded");
+    let run = wf
+        .sb
+        .baton(&["run", "add a feature file"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    writeln!(to_node, "started").unwrap();
+    said("reloaded");
+    // The server goes away mid-run and comes back on the same address; then the builder goes.
+    let _ = server.kill();
+    let _ = server.wait();
+    let (mut server, _) = start_server(&wf.sb, &addr);
+    std::fs::write(&go, "").unwrap();
+    writeln!(to_node, "restarted").unwrap();
+    drop(to_node);
+    let last = from_node.last().unwrap().unwrap();
+    let status = node.wait().unwrap();
+    let mut run = run;
+    let _ = run.wait();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(status.success(), "{last}");
+    let r: serde_json::Value = serde_json::from_str(&last).unwrap();
+    eprintln!("{r:#}");
+    assert_eq!(r["errors"], serde_json::json!([]));
+    assert_eq!(r["id"], wf.id());
+    // Nothing missed, nothing twice: the page holds exactly the feed.
+    let all = String::from_utf8_lossy(&wf.sb.run(&["events", "--json"]).stdout)
+        .lines()
+        .count();
+    assert_eq!(r["events"], all, "{r:#}");
+    assert_eq!(r["duplicates"], 0, "{r:#}");
+    let p95 = r["latency"]["p95"].as_f64().unwrap();
+    assert!(
+        p95 <= 250.0,
+        "on-disk event to visible: p95 {p95} ms > 250 ms: {r:#}"
+    );
 }

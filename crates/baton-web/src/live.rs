@@ -29,6 +29,8 @@ const BACKLOG: usize = 16;
 const BATCH_BYTES: usize = 256 * 1024;
 /// How much of a session's text the stream carries.
 const SESSION_TEXT: usize = 400;
+/// How soon a browser reconnects after losing the stream.
+const RETRY: std::time::Duration = std::time::Duration::from_millis(300);
 /// How often the logs are read again when they cannot be watched.
 const POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
@@ -144,6 +146,9 @@ pub fn events(
     prices: Prices,
 ) -> impl Stream<Item = Result<SseEvent, Infallible>> {
     let (tx, rx) = tokio::sync::mpsc::channel::<SseEvent>(BACKLOG);
+    // A browser that loses the stream (the server restarted, say) asks again after this long,
+    // with the last id it got.
+    let _ = tx.try_send(SseEvent::default().retry(RETRY));
     std::thread::spawn(move || {
         let mut feed = Feed::new(state, Filter::default(), since.clone());
         let mut cursor = since;

@@ -346,6 +346,7 @@ function draw() {
   if (flowOpen && (all || changed.has(`flow/${flowOpen}`))) renderFlow();
   live.textContent = `live · ${model.timeline.length} events`;
   document.body.dataset.events = String(model.timeline.length);
+  document.body.dataset.duplicates = String(model.duplicates);
 }
 
 // ---- the feed -----------------------------------------------------------------------------

@@ -69,6 +69,7 @@ export class Model {
     this.seen = new Map(); // "kind/id" -> the offset of the last event taken
     this.spend = []; // {t, day, model, role, workflow, usd, tokens}
     this.version = 0;
+    this.duplicates = 0; // events given twice (dropped)
     this.changed = new Set(); // "kind/id" changed since the last take
   }
 
@@ -90,7 +91,7 @@ export class Model {
     const offset = e.pos && e.pos.offset;
     if (offset !== undefined) {
       const before = this.seen.get(key);
-      if (before !== undefined && offset <= before) return;
+      if (before !== undefined && offset <= before) { this.duplicates += 1; return; }
       this.seen.set(key, offset);
     }
     const ev = e.event || {};
@@ -224,7 +225,7 @@ export class Model {
         break;
       case 'unit.reviewing': set(3, 'running'); u.packet = true; break;
       case 'unit.reviewed': set(3, ev.approved ? 'done' : 'failed'); u.review = ev.output; break;
-      case 'unit.blocked': u.note = `${ev.reason}: ${ev.evidence}`; { const k = u.steps.indexOf('running'); if (k >= 0) set(k, 'failed'); } break;
+      case 'unit.blocked': row.reason = `unit ${u.id} blocked: ${ev.reason}`; u.note = `${ev.reason}: ${ev.evidence}`; { const k = u.steps.indexOf('running'); if (k >= 0) set(k, 'failed'); } break;
       case 'unit.repair_started': u.note = ''; break;
       case 'unit.merging': set(4, 'running'); break;
       case 'unit.merged': set(4, 'done'); u.tip = ev.tip; if (u.steps[3] === 'pending') set(3, 'skipped'); break;
@@ -242,6 +243,8 @@ export class Model {
       // Every entry done: done; some stopped and none failed: cancelled; else failed.
       const st = (ev.report.entries || []).map((x) => x.status);
       row.state = st.every((x) => x === 'done') ? 'done' : st.includes('stopped') && !st.includes('failed') ? 'cancelled' : 'failed';
+      const broken = (ev.report.entries || []).find((x) => x.status === 'failed');
+      if (broken) row.reason = `${broken.name}: ${(broken.error && broken.error.message) || 'failed'}`;
       for (const entry of ev.report.entries || []) {
         const usage = entry.usage || {};
         const tokens = (usage.input_tokens || 0) + (usage.output_tokens || 0);

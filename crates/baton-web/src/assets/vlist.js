@@ -45,9 +45,10 @@ export class VList {
     const at = typeof this.items.at === 'function' && !Array.isArray(this.items)
       ? (i) => this.items.at(i)
       : (i) => this.items[i];
-    const rows = [spacer(first * ROW, this.cols)];
+    const rows = [];
+    if (first > 0) rows.push(spacer(first * ROW, this.cols));
     for (let i = first; i < last; i++) rows.push(this.row(at(i), i));
-    rows.push(spacer((n - last) * ROW, this.cols));
+    if (last < n) rows.push(spacer((n - last) * ROW, this.cols));
     this.body.replaceChildren(...rows);
   }
 }
