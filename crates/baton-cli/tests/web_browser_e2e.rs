@@ -428,3 +428,74 @@ fn a_workflow_started_from_the_cli_is_followed_live_through_a_reload_and_a_serve
         "on-disk event to visible: p95 {p95} ms > 250 ms: {r:#}"
     );
 }
+
+/// The benchmark of the page at 100,000 events (`crates/baton-web/tests/browser/bench.mjs`):
+/// first paint and its bytes, then the long lists scrolled, against the same page on a small
+/// project. Run on its own by `.ci/run` (timings on a busy machine say little):
+/// `cargo nextest run -p baton-cli --test web_browser_e2e --run-ignored only`.
+#[test]
+#[ignore = "a benchmark: .ci/run runs it on its own, after the suite"]
+fn bench_the_page_at_100000_events() {
+    let Some((chromium, browser_dir)) = browser() else {
+        return;
+    };
+    let wf = Wf::new();
+    wf.happy();
+    assert_exit(&wf.run(&["run", "add a feature file"]), 0);
+    let id = wf.id();
+    let state = wf.sb.work().join(".baton/state");
+    let template = state.join(format!("workflows/{id}.events.jsonl"));
+    let node = |args: &[&str]| {
+        let out = std::process::Command::new("node")
+            .arg(browser_dir.join("bench.mjs"))
+            .args(args)
+            .env("BATON_CHROMIUM", &chromium)
+            .output()
+            .unwrap();
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "bench.mjs {args:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let last = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap()
+            .to_string();
+        serde_json::from_str::<serde_json::Value>(&last).unwrap()
+    };
+    let count = || {
+        String::from_utf8_lossy(&wf.sb.run(&["events", "--json"]).stdout)
+            .lines()
+            .count()
+            .to_string()
+    };
+    // The small project: the baseline.
+    let (mut server, url) = start_server(&wf.sb, "127.0.0.1:0");
+    let small = node(&["measure", &url, &count(), &id]);
+    let _ = server.kill();
+    let _ = server.wait();
+    // 100,000 events: the logs grown by what the project holds less.
+    let more = 100_000 - count().parse::<usize>().unwrap();
+    let grown = node(&[
+        "grow",
+        &state.display().to_string(),
+        &template.display().to_string(),
+        &more.to_string(),
+    ]);
+    let total = count();
+    assert_eq!(total, "100000");
+    let (mut server, url) = start_server(&wf.sb, "127.0.0.1:0");
+    let big = node(&[
+        "measure",
+        &url,
+        &total,
+        grown["big"].as_str().unwrap(),
+        &small.to_string(),
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(big["misses"], serde_json::json!([]), "{big:#}");
+    assert_eq!(big["events"], 100000);
+}

@@ -188,19 +188,19 @@ pub fn stream(
         feed,
         root,
         follow,
-        &mut |events| events.iter().try_for_each(&mut *emit),
+        &mut |events: Vec<Event>| events.iter().try_for_each(&mut *emit),
         report,
     )
 }
 
-/// [`stream`], handing over each read's events at once (in order): everything the logs held at
+/// [`stream`], handing over each read's events at once (in order, owned): everything the logs held at
 /// the start, then whatever each wake found appended. A reader that sends events on in batches
 /// (the web dashboard) knows where a read ends.
 pub fn stream_batches(
     feed: &mut Feed,
     root: &Path,
     follow: bool,
-    emit: &mut dyn FnMut(&[Event]) -> std::io::Result<()>,
+    emit: &mut dyn FnMut(Vec<Event>) -> std::io::Result<()>,
     report: &mut dyn FnMut(&FeedError),
 ) -> std::io::Result<()> {
     let mut watcher = if follow {
@@ -217,7 +217,7 @@ pub fn stream_batches(
         if events.is_empty() {
             return Ok(());
         }
-        emit(&events)
+        emit(events)
     };
     deliver(feed.poll())?;
     let Some(watcher) = watcher.as_mut() else {

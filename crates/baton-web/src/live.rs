@@ -40,24 +40,22 @@ pub type Prices = std::sync::Arc<std::collections::BTreeMap<String, baton_protoc
 /// The event as the page gets it: as `baton events --json` prints it, less the bulk; a finished
 /// task's children that did not say what they cost are priced from their tokens, as `baton task`
 /// prices them (`cost_usd`, with `cost_source: "prices"`).
-pub fn lean(e: &baton_events::Event, prices: &Prices) -> serde_json::Result<Value> {
-    let mut v = serde_json::to_value(e)?;
+pub fn lean(mut e: baton_events::Event, prices: &Prices) -> serde_json::Result<Value> {
+    // The artifact's change is cut down before anything is copied: it is most of a log's bytes.
+    if let baton_events::Payload::Workflow(w) = &mut e.event {
+        w.delta = w
+            .delta
+            .take()
+            .map(|d| Value::Object(graph_of(&d)))
+            .filter(|d| d.as_object().is_some_and(|m| !m.is_empty()));
+    }
+    let mut v = serde_json::to_value(&e)?;
     match e.source.kind {
         SourceKind::Task => {
             if v["event"]["type"] == "task.completed" {
                 if let Some(entries) = v["event"]["report"]["entries"].as_array_mut() {
                     for entry in entries {
                         price(entry, prices);
-                    }
-                }
-            }
-        }
-        SourceKind::Workflow => {
-            if let Some(ev) = v.get_mut("event").and_then(Value::as_object_mut) {
-                if let Some(delta) = ev.remove("delta") {
-                    let kept = graph_of(&delta);
-                    if !kept.is_empty() {
-                        ev.insert("delta".into(), Value::Object(kept));
                     }
                 }
             }
@@ -154,11 +152,12 @@ pub fn events(
         let mut cursor = since;
         let errors = tx.clone();
         let gone = std::cell::Cell::new(false);
-        let mut emit = |events: &[baton_events::Event]| -> std::io::Result<()> {
+        let mut emit = |events: Vec<baton_events::Event>| -> std::io::Result<()> {
             let mut data = String::from("[");
             let mut count = 0usize;
             let mut limit = BATCH_BYTES.max(4 * cursor_len(&cursor));
-            for (k, e) in events.iter().enumerate() {
+            let n = events.len();
+            for (k, e) in events.into_iter().enumerate() {
                 cursor.advance(&e.pos);
                 let v = lean(e, &prices).map_err(std::io::Error::other)?;
                 if count > 0 {
@@ -166,7 +165,7 @@ pub fn events(
                 }
                 data.push_str(&v.to_string());
                 count += 1;
-                let last = k + 1 == events.len();
+                let last = k + 1 == n;
                 if last || data.len() >= limit {
                     data.push(']');
                     let message = SseEvent::default()
@@ -204,7 +203,7 @@ pub fn events(
                 for e in &errs {
                     report(e);
                 }
-                if !events.is_empty() && emit(&events).is_err() {
+                if !events.is_empty() && emit(events).is_err() {
                     return;
                 }
                 std::thread::sleep(POLL);

@@ -69,7 +69,7 @@ const sessions = new VList(document.querySelector('#sessions').parentElement, (r
   tr.children[1].className = r.state;
   return tr;
 });
-const events = new VList(document.querySelector('#events').parentElement, (x) => cells(el('tr'), [x.at || '', x.kind, x.id, x.name, x.text]));
+const events = new VList(document.querySelector('#events').parentElement, (x) => cells(el('tr'), [Number.isFinite(x.t) ? new Date(x.t).toISOString() : '', x.kind, x.id, x.name, x.text]));
 
 // The events list, newest first, filtered incrementally: only events not yet looked at are.
 const evFilter = { kind: '', text: '', upto: 0, hits: [] };

@@ -59,13 +59,13 @@ function gist(kind, ev, name) {
     if (ev.outcome) bits.push(ev.outcome);
     if (ev.model) bits.push(ev.model);
   }
-  return bits.join(' · ').slice(0, 300);
+  return bits.join(' · ').slice(0, 160);
 }
 
 export class Model {
   constructor() {
     this.rows = new Map(); // "kind/id" -> row
-    this.timeline = []; // every event: {t, at, kind, id, name, text, seq}
+    this.timeline = []; // every event: {t, kind, id, name, text, seq} (kept small: 100,000 of them)
     this.seen = new Map(); // "kind/id" -> the offset of the last event taken
     this.spend = []; // {t, day, model, role, workflow, usd, tokens}
     this.version = 0;
@@ -100,7 +100,7 @@ export class Model {
     // A line that records no time (a task's progress) takes its log's last known one.
     const known = this.rows.get(key);
     const t = at ? ms(at) : known ? known.t : NaN;
-    this.timeline.push({ t, at, kind, id: e.source.id, name, text: gist(kind, ev, name), seq: ev.seq });
+    this.timeline.push({ t, kind, id: e.source.id, name, text: gist(kind, ev, name), seq: ev.seq });
     if (kind === 'routing') return;
     let row = this.rows.get(key);
     if (!row) {
