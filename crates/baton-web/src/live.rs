@@ -51,12 +51,10 @@ pub fn lean(mut e: baton_events::Event, prices: &Prices) -> serde_json::Result<V
     }
     let mut v = serde_json::to_value(&e)?;
     match e.source.kind {
-        SourceKind::Task => {
-            if v["event"]["type"] == "task.completed" {
-                if let Some(entries) = v["event"]["report"]["entries"].as_array_mut() {
-                    for entry in entries {
-                        price(entry, prices);
-                    }
+        SourceKind::Task if v["event"]["type"] == "task.completed" => {
+            if let Some(entries) = v["event"]["report"]["entries"].as_array_mut() {
+                for entry in entries {
+                    price(entry, prices);
                 }
             }
         }

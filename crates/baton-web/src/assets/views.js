@@ -98,6 +98,9 @@ export function diffView(text) {
 
 // A tool call's change as a diff, where its arguments say old and new text (edit) or the whole
 // new file (write); null otherwise.
+// A text's lines, without the empty one after a final newline.
+const linesOf = (text) => text.replace(/\n$/, '').split('\n');
+
 function callDiff(name, args) {
   let a;
   try { a = JSON.parse(args || '{}'); } catch { return null; }
@@ -105,10 +108,10 @@ function callDiff(name, args) {
   const oldText = a.old_string ?? a.old_text ?? a.old;
   const newText = a.new_string ?? a.new_text ?? a.new;
   if (typeof oldText === 'string' && typeof newText === 'string') {
-    return diffView([`--- ${path}`, `+++ ${path}`, ...oldText.split('\n').map((l) => `-${l}`), ...newText.split('\n').map((l) => `+${l}`)].join('\n'));
+    return diffView([`--- ${path}`, `+++ ${path}`, ...linesOf(oldText).map((l) => `-${l}`), ...linesOf(newText).map((l) => `+${l}`)].join('\n'));
   }
   if (/write/.test(name) && typeof a.content === 'string') {
-    return diffView([`+++ ${path}`, ...a.content.split('\n').map((l) => `+${l}`)].join('\n'));
+    return diffView([`+++ ${path}`, ...linesOf(a.content).map((l) => `+${l}`)].join('\n'));
   }
   return null;
 }

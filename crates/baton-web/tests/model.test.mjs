@@ -1,0 +1,100 @@
+// The page's model (src/assets/model.js) under node's test runner, on logs the binary wrote
+// (baton-tui's fixtures: a BUILD with a checkpoint and a remediation, a Flow blocked by its
+// reviewer, a background task). Run by tests/model_js.rs.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { Model, layers, scenarios, contract } from '../src/assets/model.js';
+
+const fixtures = new URL('../../baton-tui/src/project/fixtures/', import.meta.url);
+
+// A log's lines as the feed's events (position = the line's byte offset), the way the stream
+// sends them; a workflow event's delta cut as the server cuts it.
+function feed(kind, file) {
+  const text = readFileSync(new URL(file, fixtures), 'utf8');
+  const out = [];
+  let offset = 0;
+  for (const line of text.split('\n')) {
+    if (line) {
+      const event = JSON.parse(line);
+      const id = kind === 'workflow' ? event.wf : kind === 'flow' ? 'f1' : 't1';
+      if (event.delta) {
+        const d = {};
+        if (event.delta.tasks) d.tasks = event.delta.tasks.map(({ id: i, status, blockedBy, phase, origin }) => ({ id: i, status, blockedBy, phase, origin }));
+        if (event.delta.spent) d.spent = event.delta.spent;
+        event.delta = d;
+      }
+      out.push({ pos: `${kind}/${id}:${offset}`, source: { kind, id }, ts: event.ts || event.at, event });
+    }
+    offset += Buffer.byteLength(line) + 1;
+  }
+  return out;
+}
+
+const all = [...feed('workflow', 'workflow.events.jsonl'), ...feed('flow', 'flow.events.jsonl'), ...feed('task', 'task.events.jsonl')];
+for (const e of all) e.pos = { source: e.source, offset: Number(e.pos.split(':').pop()) };
+
+// What a model holds, as plain data.
+const plain = (m) => JSON.stringify([...m.rows.values()], (k, v) => (v instanceof Map ? [...v.entries()] : v));
+
+test('a BUILD with a checkpoint and a remediation folds to its end', () => {
+  const m = new Model();
+  m.add(all);
+  const [w] = m.list('workflow');
+  assert.equal(w.type, 'BUILD');
+  assert.equal(w.state, 'done');
+  assert.equal(w.nodes.size, 8, JSON.stringify([...w.nodes.keys()]));
+  assert.deepEqual([...w.nodes.values()].map((n) => n.agent).slice(0, 3), ['component-builder', 'code-reviewer', 'failure-hunter']);
+  for (const n of w.nodes.values()) {
+    assert.ok(n.ready <= n.start, `${n.key} ready after it started`);
+    assert.ok(n.end >= n.start, `${n.key} ended before it started`);
+  }
+  assert.ok(w.graph.get('t4').blockedBy.includes('t2'));
+  assert.ok(w.marks.some((x) => x.what.startsWith('checkpoint')));
+  assert.ok(w.findings.length > 0);
+  assert.equal(m.spend.filter((x) => x.workflow === w.id).length, 8);
+  assert.equal(m.spend.length, 9, 'and the task\'s one child');
+});
+
+test('a blocked Flow and a task', () => {
+  const m = new Model();
+  m.add(all);
+  const [f] = m.list('flow');
+  const b = f.units.get('b');
+  assert.deepEqual(b.steps, ['done', 'done', 'done', 'failed', 'pending']);
+  assert.equal(b.validation.length, 1);
+  assert.match(f.reason, /unit b blocked/);
+  const [t] = m.list('task');
+  assert.equal(t.state, 'done');
+  assert.ok(m.needs().some((r) => r.kind === 'flow'));
+});
+
+test('in chunks, or given twice, the model is the same', () => {
+  const once = new Model();
+  once.add(all);
+  const chunked = new Model();
+  for (let i = 0; i < all.length; i += 3) chunked.add(all.slice(i, i + 3));
+  assert.equal(plain(chunked), plain(once));
+  const twice = new Model();
+  twice.add(all);
+  twice.add(all.slice(5, 40));
+  assert.equal(plain(twice), plain(once));
+  assert.equal(twice.duplicates, 35);
+  assert.equal(twice.timeline.length, all.length);
+});
+
+test('graph layers, contracts and scenarios', () => {
+  const g = new Map([['a', { blockedBy: [] }], ['b', { blockedBy: ['a'] }], ['c', { blockedBy: ['a'] }], ['d', { blockedBy: ['b', 'c'] }], ['x', { blockedBy: ['y'] }], ['y', { blockedBy: ['x'] }]]);
+  const cols = layers(g);
+  // Each task right of its blockers; a cycle is drawn, not followed.
+  const at = (id) => cols.findIndex((c) => c.includes(id));
+  assert.equal(at('a'), 0);
+  assert.equal(at('b'), 1);
+  assert.equal(at('c'), 1);
+  assert.equal(at('d'), 2);
+  assert.equal(cols.flat().length, 6);
+  const text = 'Done.\n\n### Router Contract (MACHINE-READABLE)\n```yaml\nSTATUS: PASS\nSCENARIO_ROWS:\n  - name: feature works\n    command: test -f f\n    status: PASS\n  - name: edge\n    status: FAIL\nNEXT: x\n```\n';
+  assert.match(contract(text), /^STATUS: PASS/);
+  assert.deepEqual(scenarios(contract(text)), [{ name: 'feature works', status: 'PASS' }, { name: 'edge', status: 'FAIL' }]);
+  assert.deepEqual(scenarios('no contract'), []);
+});
