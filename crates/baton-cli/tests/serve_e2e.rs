@@ -425,6 +425,37 @@ fn a_checkpoint_answered_in_the_page_resumes_the_workflow_to_its_end_with_the_us
     assert_eq!(answered.len(), 1);
     assert_eq!(answered[0]["details"]["answer"], "Critical only");
     wf.wait_completed();
+    // The same answer given with the CLI writes the same record: event by event, what happened
+    // (times, ids and the artifact's copies of them aside).
+    let (cli, cli_id) = Wf::at_scope_checkpoint();
+    assert_exit(
+        &cli.run(&["resume", &cli_id, "--answer", "Critical only"]),
+        0,
+    );
+    cli.wait_completed();
+    let what = |w: &Wf, id: &str| -> Vec<serde_json::Value> {
+        let work = w.sb.work().display().to_string();
+        w.events()
+            .into_iter()
+            .map(|e| {
+                let reason = e["reason"]
+                    .as_str()
+                    .map(|r| r.replace(id, "ID").replace(&work, "W"));
+                serde_json::json!([
+                    e["seq"],
+                    e["event"],
+                    e["phase"],
+                    e["task_id"],
+                    e["agent"],
+                    e["decision"],
+                    reason,
+                    e["details"]["answer"],
+                    e["details"]["options"]
+                ])
+            })
+            .collect()
+    };
+    assert_eq!(what(&wf, &id), what(&cli, &cli_id));
 }
 
 #[test]
