@@ -94,6 +94,9 @@ pub struct AgentArgs {
     /// Set by `baton tui`: the terminal UI is the session's front end.
     #[arg(skip)]
     pub(crate) tui: Option<crate::tui_session::TuiFront>,
+    /// Set by `baton worker serve`: the worker's log is the session's front end.
+    #[arg(skip)]
+    pub(crate) worker: Option<crate::worker_serve::WorkerFront>,
 }
 
 /// How `baton chat` feeds the session.
@@ -443,6 +446,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
     // A chat reads its input as it goes: a task given with it is only its first line.
     let task = match args.chat {
         _ if args.tui.is_some() => args.task.clone().filter(|t| !t.trim().is_empty()),
+        _ if args.worker.is_some() => None,
         Some(_) => args.task.clone().filter(|t| !t.trim().is_empty()),
         // `--resume ID --compact` alone compacts and ends.
         None if args.compact && args.task.is_none() => None,
@@ -611,7 +615,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
         // The terminal UI owns the screen: delegations report into its side panel instead.
         delegation_tools(
             &ctx,
-            args.json || args.tui.is_some(),
+            args.json || args.tui.is_some() || args.worker.is_some(),
             &role.meta.tools,
             args.tui.as_ref().map(|f| f.tx.clone()),
         )
@@ -704,6 +708,24 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
     let json = args.json;
     let chat = args.chat;
     setup.streaming = true;
+    if let Some(front) = args.worker {
+        let summary = runtime.block_on(async {
+            let cancel = CancellationToken::new();
+            let _signals = watch_signals(cancel.clone());
+            let mut store = Some(store);
+            let s =
+                crate::worker_serve::serve(front, &spec, messages, resuming, &mut store, &cancel)
+                    .await;
+            if let Some(store) = store.as_mut() {
+                if let Err(e) = store.end(s.outcome, s.reason) {
+                    errln!("baton: cannot record the end of the session in its transcript: {e}");
+                }
+            }
+            s
+        });
+        runtime.block_on(mcp.shutdown());
+        return Ok(exit_code(&summary, false));
+    }
     if let Some(front) = args.tui {
         let branch = baton_git::Git::new(&ctx.cwd)
             .current_branch()

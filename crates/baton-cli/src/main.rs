@@ -29,6 +29,8 @@ mod trust_cmd;
 mod tui_cmd;
 mod tui_session;
 mod tui_work;
+mod worker_cmd;
+mod worker_serve;
 mod workflow_cmd;
 mod workflow_route_cmd;
 
@@ -91,6 +93,9 @@ enum Command {
     Mcp(mcp_cmd::McpArgs),
     /// The project's web dashboard: its workflows, Flows, tasks and sessions, live, on loopback.
     Serve(serve_cmd::ServeArgs),
+    /// Managed workers: named, long-lived sessions prompted again and again (start, send, list,
+    /// logs, stop, retire); they survive restarts and are reconciled after a crash.
+    Worker(worker_cmd::WorkerArgs),
     /// Write a commented starter `.baton/config.toml` in the project (nothing else).
     Init(init_cmd::InitArgs),
     /// Check every configured provider (key set, one cheap real request) and the sandbox.
@@ -246,6 +251,7 @@ fn dispatch(command: Command) -> anyhow::Result<Exit> {
         Command::Init(args) => init_cmd::run(args),
         Command::Mcp(args) => mcp_cmd::run(args),
         Command::Serve(args) => serve_cmd::run(args),
+        Command::Worker(args) => worker_cmd::run(args),
         Command::Doctor(args) => doctor_cmd::run(args),
         Command::Trust(args) => trust_cmd::run(args),
         Command::Models { cwd, json } => info_cmd::models(cwd, json),

@@ -17,6 +17,7 @@ pub mod guarded;
 pub mod limits;
 pub mod tool;
 pub mod types;
+pub mod worker;
 pub mod worktree;
 
 pub use types::*;

@@ -38,6 +38,8 @@ pub struct Config {
     pub routing: RoutingConfig,
     #[serde(default)]
     pub skills: SkillsConfig,
+    #[serde(default)]
+    pub workers: WorkersConfig,
     /// MCP servers whose tools a session may be given (a role's `mcp`, `agent.mcp_servers`).
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
@@ -271,6 +273,19 @@ fn check_mcp_server(name: &str, m: &McpServerConfig) -> Result<(), String> {
         _ => Ok(()),
     }
 }
+
+/// Managed workers (`baton worker`): long-lived sessions prompted again and again.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkersConfig {
+    /// How many workers may run at once (their own cap: they take none of
+    /// `executor.max_concurrency`'s slots). Default [`DEFAULT_MAX_WORKERS`].
+    #[serde(default)]
+    pub max: Option<u32>,
+}
+
+/// The default of `workers.max`.
+pub const DEFAULT_MAX_WORKERS: u32 = 4;
 
 /// Where skills are looked up besides the defaults (`.baton/skills/`, `.claude/skills/`,
 /// `.agents/skills/`, `~/.config/baton/skills/`).

@@ -1,0 +1,602 @@
+//! Managed workers (seed 004's managed subagents): a named agent session kept alive in a detached
+//! supervisor, prompted again and again, listed, reconciled after a crash and retired.
+//!
+//! A worker is one log, `.baton/state/workers/<name>.events.jsonl`, every line a [`WorkerEvent`]
+//! appended (fsynced) before anything acts on it:
+//!
+//! - `worker.created` — the launch policy (role, route or class, worktree, budget, idle timeout);
+//! - `worker.spawned` — a supervisor as its starter saw it; `worker.started` — the supervisor,
+//!   from itself, with the session it serves (new or resumed);
+//! - `prompt.queued` — a prompt, recorded before anything delivers it (its id orders nothing:
+//!   the log's order is the order of delivery); `prompt.delivered` — handed to the session, once;
+//!   `prompt.answered` — the answer of that turn with its usage; `prompt.lost` — delivered to a
+//!   supervisor that died before answering: never delivered again unless the user re-sends it
+//!   (`baton worker send NAME --retry`, a new prompt with `retry_of`);
+//! - `worker.stopped` — the supervisor ended (asked to, idle, over its budget, or failed);
+//! - `worker.retired` — stopped for good, its worktree finalized.
+//!
+//! There is no lock: each line is one `write` to a file opened for appending, so concurrent
+//! senders never interleave within a line, and the supervisor delivers prompts in the log's order,
+//! one at a time. What runs is decided from the log and the processes it names (pid and start
+//! time): a worker whose supervisor is gone without `worker.stopped` is `lost`.
+
+use std::path::{Path, PathBuf};
+
+use baton_state::{Durability, IdKind, JsonlLog, LogError, StateDir};
+use serde::{Deserialize, Serialize};
+
+use crate::background::RecordedProcess;
+use crate::worktree::ChildWorktree;
+
+pub type WorkerLog = JsonlLog<WorkerEvent>;
+
+/// The launch policy of a worker, as `baton worker start` recorded it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerSpec {
+    pub name: String,
+    pub role: String,
+    /// A route (`--model`), else a class (`--model-class`), else the role's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_class: Option<String>,
+    /// The directory the session works in (the worktree's, with `--worktree`).
+    pub cwd: PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<ChildWorktree>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
+    /// Seconds without a prompt after which the supervisor stops (not retires) the worker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_secs: Option<u64>,
+    pub created: String,
+}
+
+/// Why a supervisor ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// `baton worker stop` (or `retire`).
+    Asked,
+    /// No prompt for the idle timeout.
+    Idle,
+    /// Its spending reached `--budget-usd`.
+    Budget,
+    /// The session could not go on (its model failed, say): `message` says why.
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum WorkerEvent {
+    #[serde(rename = "worker.created")]
+    Created { spec: WorkerSpec },
+    #[serde(rename = "worker.spawned")]
+    Spawned {
+        pid: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start_time: Option<u64>,
+        at: String,
+    },
+    #[serde(rename = "worker.started")]
+    Started {
+        pid: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start_time: Option<u64>,
+        session: String,
+        resumed: bool,
+        at: String,
+    },
+    #[serde(rename = "prompt.queued")]
+    Queued {
+        id: String,
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_of: Option<String>,
+        at: String,
+    },
+    #[serde(rename = "prompt.delivered")]
+    Delivered { id: String, at: String },
+    #[serde(rename = "prompt.answered")]
+    Answered {
+        id: String,
+        answer: String,
+        /// Why the turn stopped early (a turn limit, a model error), as the session says.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        usage: TurnUsage,
+        at: String,
+    },
+    #[serde(rename = "prompt.lost")]
+    Lost { id: String, at: String },
+    #[serde(rename = "worker.stopped")]
+    Stopped {
+        reason: StopReason,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        at: String,
+    },
+    #[serde(rename = "worker.retired")]
+    Retired {
+        /// What became of its worktree, as a sentence (kept with its branch, removed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        worktree: Option<String>,
+        at: String,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error("worker `{name}` not found in {dir}: `baton worker list` shows the workers")]
+    NotFound { name: String, dir: String },
+    #[error("worker name: {0}")]
+    BadName(#[from] baton_state::IdError),
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error("{path}: its first line is not worker.created: the record is damaged")]
+    NoCreated { path: String },
+    #[error("cannot start the worker's supervisor {program}: {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Where a worker is, as its log and the processes it names say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Spawned; its supervisor has not started its session yet.
+    Starting,
+    /// Its session waits for a prompt.
+    Idle,
+    /// Its session works on a prompt.
+    Working,
+    Stopped,
+    /// Its supervisor is gone without saying it stopped (killed, the machine restarted).
+    Lost,
+    Retired,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Starting => "starting",
+            Phase::Idle => "idle",
+            Phase::Working => "working",
+            Phase::Stopped => "stopped",
+            Phase::Lost => "lost",
+            Phase::Retired => "retired",
+        }
+    }
+
+    /// Whether a supervisor runs (or is about to).
+    pub fn running(self) -> bool {
+        matches!(self, Phase::Starting | Phase::Idle | Phase::Working)
+    }
+}
+
+/// A prompt and what became of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Prompt {
+    pub id: String,
+    pub text: String,
+    pub retry_of: Option<String>,
+    pub queued: String,
+    pub delivered: bool,
+    pub answer: Option<String>,
+    pub reason: Option<String>,
+    pub usage: Option<TurnUsage>,
+    /// Delivered to a supervisor that died before answering.
+    pub lost: bool,
+}
+
+/// A worker's log folded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerState {
+    pub spec: WorkerSpec,
+    pub prompts: Vec<Prompt>,
+    /// The supervisor of the last run (spawned, then started).
+    pub supervisor: Option<RecordedProcess>,
+    /// The session it serves (the last `worker.started`'s).
+    pub session: Option<String>,
+    /// Whether the last run ended (`worker.stopped`) and why.
+    pub stopped: Option<(StopReason, Option<String>)>,
+    pub started: bool,
+    pub retired: Option<Option<String>>,
+    pub last_activity: String,
+}
+
+impl WorkerState {
+    pub fn fold(events: &[WorkerEvent]) -> Option<WorkerState> {
+        let WorkerEvent::Created { spec } = events.first()? else {
+            return None;
+        };
+        let mut s = WorkerState {
+            spec: spec.clone(),
+            prompts: Vec::new(),
+            supervisor: None,
+            session: None,
+            stopped: None,
+            started: false,
+            retired: None,
+            last_activity: spec.created.clone(),
+        };
+        for ev in &events[1..] {
+            s.apply(ev);
+        }
+        Some(s)
+    }
+
+    fn prompt(&mut self, id: &str) -> Option<&mut Prompt> {
+        self.prompts.iter_mut().find(|p| p.id == id)
+    }
+
+    fn apply(&mut self, ev: &WorkerEvent) {
+        match ev {
+            WorkerEvent::Created { .. } => {}
+            WorkerEvent::Spawned {
+                pid,
+                start_time,
+                at,
+            } => {
+                self.supervisor = Some(RecordedProcess {
+                    pid: *pid,
+                    start_time: *start_time,
+                });
+                self.stopped = None;
+                self.started = false;
+                self.last_activity = at.clone();
+            }
+            WorkerEvent::Started {
+                pid,
+                start_time,
+                session,
+                at,
+                ..
+            } => {
+                self.supervisor = Some(RecordedProcess {
+                    pid: *pid,
+                    start_time: *start_time,
+                });
+                self.session = Some(session.clone());
+                self.stopped = None;
+                self.started = true;
+                self.last_activity = at.clone();
+            }
+            WorkerEvent::Queued {
+                id,
+                text,
+                retry_of,
+                at,
+            } => {
+                self.prompts.push(Prompt {
+                    id: id.clone(),
+                    text: text.clone(),
+                    retry_of: retry_of.clone(),
+                    queued: at.clone(),
+                    delivered: false,
+                    answer: None,
+                    reason: None,
+                    usage: None,
+                    lost: false,
+                });
+                self.last_activity = at.clone();
+            }
+            WorkerEvent::Delivered { id, at } => {
+                if let Some(p) = self.prompt(id) {
+                    p.delivered = true;
+                }
+                self.last_activity = at.clone();
+            }
+            WorkerEvent::Answered {
+                id,
+                answer,
+                reason,
+                usage,
+                at,
+            } => {
+                if let Some(p) = self.prompt(id) {
+                    p.answer = Some(answer.clone());
+                    p.reason = reason.clone();
+                    p.usage = Some(usage.clone());
+                }
+                self.last_activity = at.clone();
+            }
+            WorkerEvent::Lost { id, at } => {
+                if let Some(p) = self.prompt(id) {
+                    p.lost = true;
+                }
+                self.last_activity = at.clone();
+            }
+            WorkerEvent::Stopped {
+                reason,
+                message,
+                at,
+            } => {
+                self.stopped = Some((*reason, message.clone()));
+                self.last_activity = at.clone();
+            }
+            WorkerEvent::Retired { worktree, at } => {
+                self.retired = Some(worktree.clone());
+                self.last_activity = at.clone();
+            }
+        }
+    }
+
+    /// Where the worker is, its supervisor's liveness checked now.
+    pub fn phase(&self) -> Phase {
+        if self.retired.is_some() {
+            return Phase::Retired;
+        }
+        if self.stopped.is_some() {
+            return Phase::Stopped;
+        }
+        let Some(sup) = self.supervisor else {
+            return Phase::Stopped;
+        };
+        if !sup.is_alive() {
+            return Phase::Lost;
+        }
+        if !self.started {
+            return Phase::Starting;
+        }
+        if self.in_flight().is_some() {
+            Phase::Working
+        } else {
+            Phase::Idle
+        }
+    }
+
+    /// The prompt delivered and not answered (nor given up as lost).
+    pub fn in_flight(&self) -> Option<&Prompt> {
+        self.prompts
+            .iter()
+            .find(|p| p.delivered && p.answer.is_none() && !p.lost)
+    }
+
+    /// The prompts queued and not yet delivered, in order.
+    pub fn pending(&self) -> impl Iterator<Item = &Prompt> {
+        self.prompts.iter().filter(|p| !p.delivered && !p.lost)
+    }
+
+    /// Turns answered, tokens and cost so far.
+    pub fn totals(&self) -> (u32, u64, f64) {
+        let mut turns = 0;
+        let mut tokens = 0;
+        let mut cost = 0.0;
+        for u in self.prompts.iter().filter_map(|p| p.usage.as_ref()) {
+            turns += 1;
+            tokens += u.input_tokens + u.output_tokens;
+            cost += u.cost_usd.unwrap_or(0.0);
+        }
+        (turns, tokens, cost)
+    }
+}
+
+/// `workers/<name>.events.jsonl`, the name checked.
+pub fn log_path(state: &StateDir, name: &str) -> Result<PathBuf, WorkerError> {
+    baton_state::check_id(IdKind::Worktree, name)?;
+    Ok(state
+        .root()
+        .join("workers")
+        .join(format!("{name}.events.jsonl")))
+}
+
+/// `workers/<name>.log`, the supervisor's own output.
+pub fn output_path(state: &StateDir, name: &str) -> Result<PathBuf, WorkerError> {
+    baton_state::check_id(IdKind::Worktree, name)?;
+    Ok(state.root().join("workers").join(format!("{name}.log")))
+}
+
+/// The names of the project's workers.
+pub fn list(state: &StateDir) -> Vec<String> {
+    StateDir::list_ids(&state.root().join("workers"), ".events.jsonl")
+}
+
+/// A worker's events; not found when it has no log.
+pub fn events(state: &StateDir, name: &str) -> Result<Vec<WorkerEvent>, WorkerError> {
+    let path = log_path(state, name)?;
+    if !path.exists() {
+        return Err(WorkerError::NotFound {
+            name: name.to_string(),
+            dir: state.root().join("workers").display().to_string(),
+        });
+    }
+    Ok(WorkerLog::read(&path)?)
+}
+
+/// A worker's log folded; a log that does not begin with `worker.created` is damage.
+pub fn load(state: &StateDir, name: &str) -> Result<WorkerState, WorkerError> {
+    let evs = events(state, name)?;
+    WorkerState::fold(&evs).ok_or_else(|| WorkerError::NoCreated {
+        path: log_path(state, name)
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+    })
+}
+
+/// Appends `ev` to the worker's existing log.
+pub fn append(state: &StateDir, name: &str, ev: &WorkerEvent) -> Result<(), WorkerError> {
+    let path = log_path(state, name)?;
+    let (mut log, _) = WorkerLog::open(&path, Durability::Fsync)?;
+    log.append(ev)?;
+    Ok(())
+}
+
+/// The identity of the calling process, for `worker.started`.
+pub fn me() -> (u32, Option<u64>) {
+    let pid = std::process::id();
+    (
+        pid,
+        baton_process::Identity::of(pid).ok().map(|i| i.start_time),
+    )
+}
+
+/// Starts the detached supervisor `baton worker serve NAME --project ROOT` in a new session (it
+/// outlives the caller and its terminal), its output in `workers/<name>.log`, and records
+/// `worker.spawned`.
+pub fn spawn(
+    baton_exe: &Path,
+    state: &StateDir,
+    project_root: &Path,
+    name: &str,
+    fresh: bool,
+    at: String,
+) -> Result<RecordedProcess, WorkerError> {
+    use std::os::unix::process::CommandExt;
+    let out_path = output_path(state, name)?;
+    let io = |source: std::io::Error| {
+        WorkerError::Log(LogError::Io {
+            path: out_path.clone(),
+            source,
+        })
+    };
+    let output = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&out_path)
+        .map_err(io)?;
+    let mut cmd = std::process::Command::new(baton_exe);
+    cmd.env("BATON_CHILD", "1")
+        .args(["worker", "serve", name, "--project"])
+        .arg(project_root)
+        .current_dir(project_root)
+        .stdin(std::process::Stdio::null())
+        .stdout(output.try_clone().map_err(io)?)
+        .stderr(output);
+    if fresh {
+        cmd.arg("--fresh");
+    }
+    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::setsid()
+                .map(|_| ())
+                .map_err(std::io::Error::from)
+        });
+    }
+    let child = cmd.spawn().map_err(|source| WorkerError::Spawn {
+        program: baton_exe.display().to_string(),
+        source,
+    })?;
+    let pid = child.id();
+    // The supervisor is reaped by init once this process exits; until then a thread does it.
+    std::thread::spawn(move || {
+        let mut child = child;
+        let _ = child.wait();
+    });
+    let start_time = baton_process::Identity::of(pid).ok().map(|i| i.start_time);
+    append(
+        state,
+        name,
+        &WorkerEvent::Spawned {
+            pid,
+            start_time,
+            at,
+        },
+    )?;
+    Ok(RecordedProcess { pid, start_time })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn spec() -> WorkerSpec {
+        WorkerSpec {
+            name: "w".into(),
+            role: "helper".into(),
+            model: None,
+            model_class: None,
+            cwd: "/tmp".into(),
+            worktree: None,
+            budget_usd: None,
+            idle_timeout_secs: None,
+            created: "t0".into(),
+        }
+    }
+
+    fn queued(id: &str) -> WorkerEvent {
+        WorkerEvent::Queued {
+            id: id.into(),
+            text: format!("do {id}"),
+            retry_of: None,
+            at: "t".into(),
+        }
+    }
+
+    #[test]
+    fn prompts_are_pending_in_flight_answered_or_lost() {
+        let (pid, start_time) = me();
+        let mut evs = vec![
+            WorkerEvent::Created { spec: spec() },
+            WorkerEvent::Started {
+                pid,
+                start_time,
+                session: "s1".into(),
+                resumed: false,
+                at: "t".into(),
+            },
+            queued("p1"),
+            queued("p2"),
+            WorkerEvent::Delivered {
+                id: "p1".into(),
+                at: "t".into(),
+            },
+        ];
+        let s = WorkerState::fold(&evs).unwrap();
+        assert_eq!(s.phase(), Phase::Working);
+        assert_eq!(s.in_flight().unwrap().id, "p1");
+        assert_eq!(
+            s.pending().map(|p| p.id.as_str()).collect::<Vec<_>>(),
+            ["p2"]
+        );
+        evs.push(WorkerEvent::Answered {
+            id: "p1".into(),
+            answer: "done".into(),
+            reason: None,
+            usage: TurnUsage {
+                input_tokens: 10,
+                output_tokens: 2,
+                cost_usd: Some(0.5),
+            },
+            at: "t".into(),
+        });
+        let s = WorkerState::fold(&evs).unwrap();
+        assert_eq!(s.phase(), Phase::Idle);
+        assert_eq!(s.totals(), (1, 12, 0.5));
+        evs.push(WorkerEvent::Delivered {
+            id: "p2".into(),
+            at: "t".into(),
+        });
+        evs.push(WorkerEvent::Lost {
+            id: "p2".into(),
+            at: "t".into(),
+        });
+        let s = WorkerState::fold(&evs).unwrap();
+        assert!(s.in_flight().is_none());
+        assert!(s.prompts[1].lost);
+        // A supervisor that is gone without worker.stopped: lost.
+        let gone = vec![
+            WorkerEvent::Created { spec: spec() },
+            WorkerEvent::Spawned {
+                pid: u32::MAX - 7,
+                start_time: Some(1),
+                at: "t".into(),
+            },
+        ];
+        assert_eq!(WorkerState::fold(&gone).unwrap().phase(), Phase::Lost);
+        assert!(WorkerState::fold(&gone[1..]).is_none());
+    }
+}
