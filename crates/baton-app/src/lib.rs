@@ -22,4 +22,5 @@ pub mod task_log;
 pub mod task_tools;
 pub mod tasks;
 pub mod trust;
+pub mod workers;
 pub mod workflow;

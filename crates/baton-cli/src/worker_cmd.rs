@@ -3,17 +3,15 @@
 //! `worker_serve` is the supervisor's session). See docs/workers.md.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result};
 use baton_app::exit::Exit;
-use baton_app::project::{now_rfc3339, project_context, role_dirs, state_dir, ProjectContext};
-use baton_exec::worker::{self, Phase, StopReason, WorkerEvent, WorkerSpec, WorkerState};
-use baton_model::routes::{check_route, resolve_class, ProcessEnv};
-use baton_protocol::{ModelClass, Route};
+use baton_app::project::{now_rfc3339, project_context, state_dir};
+use baton_app::workers::{self, load, NewWorker, Prompt, Sent};
+use baton_exec::worker::{self, Phase, StopReason, WorkerEvent};
 use baton_state::StateDir;
 use clap::{Args, Subcommand};
-use serde::Serialize;
 
 #[derive(Args, Debug)]
 pub struct WorkerArgs {
@@ -96,9 +94,6 @@ enum WorkerAction {
     },
 }
 
-const START_WAIT: Duration = Duration::from_secs(60);
-const STOP_WAIT: Duration = Duration::from_secs(10);
-
 pub fn run(args: WorkerArgs) -> Result<Exit> {
     if let WorkerAction::Serve {
         name,
@@ -127,9 +122,25 @@ pub fn run(args: WorkerArgs) -> Result<Exit> {
                 model_class,
                 worktree,
                 budget_usd,
-                idle_timeout: idle_timeout.map(|d| d.0),
+                idle_timeout_secs: idle_timeout.map(|d| d.0.as_secs().max(1)),
             };
-            start(&ctx, &state, &name, new, fresh)
+            if idle_timeout.is_some_and(|d| d.0.is_zero()) {
+                anyhow::bail!("--idle-timeout: give a duration more than 0, e.g. 10m");
+            }
+            let exe = std::env::current_exe().context("cannot find the baton program")?;
+            let s = workers::start(&ctx, &state, &exe, &name, new, fresh)?;
+            if let Some(p) = &s.gave_up {
+                errln!(
+                    "baton: worker {name}: the prompt it was working on when it was lost ({p}) is not sent again; `baton worker send {name} --retry` sends it"
+                );
+            }
+            outln!(
+                "worker {name} started (role {}, session {}{})",
+                s.role,
+                s.session,
+                if s.resumed { ", resumed" } else { "" }
+            );
+            Ok(Exit::Ok)
         }
         WorkerAction::Send {
             name,
@@ -138,429 +149,106 @@ pub fn run(args: WorkerArgs) -> Result<Exit> {
             wait: _,
             retry,
             json,
-        } => send(&state, &name, prompt, !no_wait, retry, json),
-        WorkerAction::List { json } => list(&state, json),
-        WorkerAction::Logs { name, follow } => logs(&state, &name, follow),
-        WorkerAction::Stop { name } => stop(&state, &name).map(|_| Exit::Ok),
-        WorkerAction::Retire { name } => retire(&state, &name),
-        WorkerAction::Serve { .. } => unreachable!("handled above"),
-    }
-}
-
-/// A worker's state, or a refusal naming it.
-fn load(state: &StateDir, name: &str) -> Result<WorkerState> {
-    worker::load(state, name).map_err(|e| anyhow::anyhow!("{e}"))
-}
-
-struct NewWorker {
-    role: Option<String>,
-    model: Option<String>,
-    model_class: Option<String>,
-    worktree: bool,
-    budget_usd: Option<f64>,
-    idle_timeout: Option<Duration>,
-}
-
-impl NewWorker {
-    fn given(&self) -> bool {
-        self.role.is_some()
-            || self.model.is_some()
-            || self.model_class.is_some()
-            || self.worktree
-            || self.budget_usd.is_some()
-            || self.idle_timeout.is_some()
-    }
-}
-
-/// Checks a new worker's launch policy before anything is written: the role exists and runs on
-/// baton's own sessions, the route or class resolves, the budget is a positive amount.
-fn check_new(ctx: &ProjectContext, name: &str, new: &NewWorker) -> Result<String> {
-    let Some(role) = new.role.clone() else {
-        bail!("worker {name} does not exist: start it with --role ROLE (and --model or --model-class to choose its route)");
-    };
-    let spec = baton_roles::find_role(&role_dirs(&ctx.project_root), &role)
-        .map_err(|e| anyhow::anyhow!("--role {role}: {e}"))?;
-    if let Some(backend) = spec.meta.backend {
-        if backend != baton_protocol::role::BackendKind::Baton {
-            bail!(
-                "--role {role}: it runs on the `{backend}` backend; a worker runs baton's own session: choose a role without `backend`, or `backend: baton`"
-            );
-        }
-    }
-    let config = &ctx.config.config;
-    if let Some(m) = &new.model {
-        let route: Route = m.parse().map_err(|e| anyhow::anyhow!("--model: {e}"))?;
-        check_route(config, &route, &ProcessEnv).map_err(|e| anyhow::anyhow!("--model: {e}"))?;
-    } else {
-        let class = match &new.model_class {
-            Some(c) => c
-                .parse::<ModelClass>()
-                .map_err(|e| anyhow::anyhow!("--model-class: {e}"))?,
-            None => spec
-                .meta
-                .model_class
-                .unwrap_or_else(|| baton_model::routes::default_class(config)),
-        };
-        resolve_class(config, class, &ProcessEnv)
-            .map_err(|e| anyhow::anyhow!("the worker's model class {class}: {e}"))?;
-    }
-    if let Some(b) = new.budget_usd {
-        if !(b.is_finite() && b > 0.0) {
-            bail!("--budget-usd {b}: give a positive amount of US dollars");
-        }
-    }
-    if new.idle_timeout.is_some_and(|d| d.is_zero()) {
-        bail!("--idle-timeout: give a duration more than 0, e.g. 10m");
-    }
-    Ok(role)
-}
-
-fn start(
-    ctx: &ProjectContext,
-    state: &StateDir,
-    name: &str,
-    new: NewWorker,
-    fresh: bool,
-) -> Result<Exit> {
-    let path = worker::log_path(state, name).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let existing = path.exists();
-    if existing {
-        let w = load(state, name)?;
-        if new.given() {
-            bail!(
-                "worker {name} exists (role {}): `baton worker start {name}` starts it again as it was; retire it to start one with another launch policy",
-                w.spec.role
-            );
-        }
-        match w.phase() {
-            Phase::Retired => {
-                bail!("worker {name} is retired: start a new worker under another name")
+        } => {
+            let prompt = if retry {
+                Prompt::Retry
+            } else {
+                Prompt::Text(match prompt.as_deref() {
+                    None => anyhow::bail!("give the prompt (or `-` to read it from stdin)"),
+                    Some("-") => {
+                        let mut s = String::new();
+                        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+                            .context("cannot read the prompt from stdin")?;
+                        s
+                    }
+                    Some(t) => t.to_string(),
+                })
+            };
+            let sent = workers::send(&state, &name, prompt, !no_wait)?;
+            if json {
+                outln!("{}", serde_json::to_string(&sent)?);
             }
-            p if p.running() => bail!("worker {name} is already {}", p.as_str()),
-            _ => {}
-        }
-    }
-    // The cap, counted before anything is written.
-    let max = ctx
-        .config
-        .config
-        .workers
-        .max
-        .unwrap_or(baton_protocol::config::DEFAULT_MAX_WORKERS);
-    let running = worker::list(state)
-        .iter()
-        .filter(|n| n.as_str() != name)
-        .filter_map(|n| worker::load(state, n).ok())
-        .filter(|w| w.phase().running())
-        .count();
-    if running as u32 >= max {
-        bail!(
-            "{running} workers run and workers.max is {max}: stop one (`baton worker stop NAME`) or raise workers.max"
-        );
-    }
-    if !existing {
-        let role = check_new(ctx, name, &new)?;
-        let worktree = if new.worktree {
-            let root = baton_exec::worktree::default_worktree_root(
-                ctx.config.config.executor.worktree_root.as_deref(),
-            )
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-            match baton_exec::worktree::create_child_worktree(
-                &ctx.cwd,
-                &root,
-                &format!("worker-{name}"),
-            )
-            .map_err(|e| anyhow::anyhow!("--worktree: {e}"))?
-            {
-                baton_exec::worktree::Isolated::Worktree(wt) => Some(wt),
-                baton_exec::worktree::Isolated::Fallback { reason, .. } => {
-                    bail!("--worktree: {reason}")
+            Ok(match sent {
+                Sent::Answered(a) => {
+                    if !json {
+                        outln!("{}", a.answer);
+                    }
+                    if a.reason.is_some() {
+                        Exit::Failed
+                    } else {
+                        Exit::Ok
+                    }
                 }
-            }
-        } else {
-            None
-        };
-        let spec = WorkerSpec {
-            name: name.to_string(),
-            role,
-            model: new.model,
-            model_class: new.model_class,
-            cwd: worktree
-                .as_ref()
-                .map(|w| w.cwd.clone())
-                .unwrap_or_else(|| ctx.cwd.clone()),
-            worktree,
-            budget_usd: new.budget_usd,
-            idle_timeout_secs: new.idle_timeout.map(|d| d.as_secs().max(1)),
-            created: now_rfc3339(),
-        };
-        let mut log = worker::WorkerLog::create(&path, baton_state::Durability::Fsync)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        log.append(&WorkerEvent::Created { spec })
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-    } else if let Ok(w) = load(state, name) {
-        // A prompt a dead supervisor was working on is given up, never re-sent by itself.
-        if w.phase() == Phase::Lost {
-            if let Some(p) = w.in_flight() {
-                append(
-                    state,
-                    name,
-                    &WorkerEvent::Lost {
-                        id: p.id.clone(),
-                        at: now_rfc3339(),
-                    },
-                )?;
-                errln!(
-                    "baton: worker {name}: the prompt it was working on when it was lost ({}) is not sent again; `baton worker send {name} --retry` sends it",
-                    p.id
-                );
-            }
+                Sent::Queued { prompt, .. } => {
+                    if !json {
+                        outln!("{prompt}");
+                    }
+                    Exit::Ok
+                }
+                Sent::Lost { prompt, .. } => {
+                    errln!("baton: worker {name} stopped before answering prompt {prompt}; `baton worker send {name} --retry` sends it again");
+                    Exit::Failed
+                }
+                Sent::Waiting { prompt, state, .. } => {
+                    errln!("baton: worker {name} is {state} and prompt {prompt} waits in its log; `baton worker start {name}` delivers it");
+                    Exit::Failed
+                }
+            })
         }
-    }
-    let exe = std::env::current_exe().context("cannot find the baton program")?;
-    worker::spawn(&exe, state, &ctx.project_root, name, fresh, now_rfc3339())
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    // Started once its supervisor says so (its session set up), or failed if it died first.
-    let since = Instant::now();
-    loop {
-        let w = load(state, name)?;
-        match w.phase() {
-            Phase::Idle | Phase::Working => {
-                outln!(
-                    "worker {name} started (role {}, session {})",
-                    w.spec.role,
-                    w.session.clone().unwrap_or_default()
-                );
+        WorkerAction::List { json } => {
+            let (rows, damaged) = workers::list(&state);
+            for d in &damaged {
+                errln!("baton: {d}");
+            }
+            if json {
+                outln!("{}", serde_json::to_string(&rows)?);
                 return Ok(Exit::Ok);
             }
-            Phase::Starting if since.elapsed() < START_WAIT => {}
-            Phase::Stopped | Phase::Lost | Phase::Starting | Phase::Retired => {
-                let out = worker::output_path(state, name)
-                    .ok()
-                    .and_then(|p| std::fs::read_to_string(p).ok())
-                    .unwrap_or_default();
-                let tail: Vec<&str> = out.lines().rev().take(5).collect();
-                errln!(
-                    "baton: worker {name} did not start ({}): {}",
-                    w.phase().as_str(),
-                    tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-                );
-                return Ok(Exit::Failed);
+            if rows.is_empty() {
+                outln!("no workers: `baton worker start NAME --role ROLE` starts one");
             }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn append(state: &StateDir, name: &str, ev: &WorkerEvent) -> Result<()> {
-    worker::append(state, name, ev).map_err(|e| anyhow::anyhow!("{e}"))
-}
-
-#[derive(Serialize)]
-struct Answer<'a> {
-    worker: &'a str,
-    prompt: &'a str,
-    answer: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'a str>,
-    input_tokens: u64,
-    output_tokens: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cost_usd: Option<f64>,
-}
-
-fn send(
-    state: &StateDir,
-    name: &str,
-    prompt: Option<String>,
-    wait: bool,
-    retry: bool,
-    json: bool,
-) -> Result<Exit> {
-    let w = load(state, name)?;
-    match w.phase() {
-        Phase::Retired => bail!("worker {name} is retired: it takes no prompts"),
-        Phase::Stopped | Phase::Lost => bail!(
-            "worker {name} is {}: start it again with `baton worker start {name}`",
-            w.phase().as_str()
-        ),
-        _ => {}
-    }
-    let (text, retry_of) = if retry {
-        let retried: Vec<&str> = w
-            .prompts
-            .iter()
-            .filter_map(|p| p.retry_of.as_deref())
-            .collect();
-        let Some(p) = w
-            .prompts
-            .iter()
-            .rev()
-            .find(|p| p.lost && !retried.contains(&p.id.as_str()))
-        else {
-            bail!("worker {name} has no lost prompt to send again");
-        };
-        (p.text.clone(), Some(p.id.clone()))
-    } else {
-        let text = match prompt.as_deref() {
-            None => bail!("give the prompt (or `-` to read it from stdin)"),
-            Some("-") => {
-                let mut s = String::new();
-                std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-                    .context("cannot read the prompt from stdin")?;
-                s
-            }
-            Some(t) => t.to_string(),
-        };
-        if text.trim().is_empty() {
-            bail!("the prompt is empty");
-        }
-        (text, None)
-    };
-    let id = uuid::Uuid::now_v7().simple().to_string();
-    append(
-        state,
-        name,
-        &WorkerEvent::Queued {
-            id: id.clone(),
-            text,
-            retry_of,
-            at: now_rfc3339(),
-        },
-    )?;
-    if !wait {
-        outln!("{id}");
-        return Ok(Exit::Ok);
-    }
-    loop {
-        let w = load(state, name)?;
-        let Some(p) = w.prompts.iter().find(|p| p.id == id) else {
-            bail!("worker {name}: prompt {id} is not in its log");
-        };
-        if let (Some(answer), Some(usage)) = (&p.answer, &p.usage) {
-            if json {
-                let doc = Answer {
-                    worker: name,
-                    prompt: &id,
-                    answer,
-                    reason: p.reason.as_deref(),
-                    input_tokens: usage.input_tokens,
-                    output_tokens: usage.output_tokens,
-                    cost_usd: usage.cost_usd,
+            for r in &rows {
+                let lost = match (&r.in_flight, r.state.as_str()) {
+                    (Some(id), "lost") => format!(" · in flight when lost: {id}"),
+                    _ => String::new(),
                 };
-                outln!("{}", serde_json::to_string(&doc)?);
-            } else {
-                outln!("{answer}");
-            }
-            return Ok(if p.reason.is_some() {
-                Exit::Failed
-            } else {
-                Exit::Ok
-            });
-        }
-        if p.lost {
-            errln!("baton: worker {name} stopped before answering prompt {id}; `baton worker send {name} --retry` sends it again");
-            return Ok(Exit::Failed);
-        }
-        match w.phase() {
-            Phase::Stopped | Phase::Lost | Phase::Retired => {
-                errln!(
-                    "baton: worker {name} is {} and prompt {id} waits in its log; `baton worker start {name}` delivers it",
-                    w.phase().as_str()
+                outln!(
+                    "{}  {}  {}  {}  {} turns · {} tokens · ${:.4} · last {}{}{}",
+                    r.name,
+                    r.state,
+                    r.role,
+                    r.route,
+                    r.turns,
+                    r.tokens,
+                    r.cost_usd,
+                    r.last_activity,
+                    r.worktree
+                        .as_ref()
+                        .map(|w| format!(" · worktree {w}"))
+                        .unwrap_or_default(),
+                    lost
                 );
-                return Ok(Exit::Failed);
             }
-            _ => std::thread::sleep(Duration::from_millis(10)),
+            Ok(Exit::Ok)
         }
-    }
-}
-
-#[derive(Serialize)]
-struct Row {
-    name: String,
-    role: String,
-    route: String,
-    state: &'static str,
-    turns: u32,
-    tokens: u64,
-    cost_usd: f64,
-    last_activity: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    worktree: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    session: Option<String>,
-    /// The prompt a lost worker was working on.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    in_flight: Option<String>,
-    queued: usize,
-}
-
-fn list(state: &StateDir, json: bool) -> Result<Exit> {
-    let mut rows = Vec::new();
-    for name in worker::list(state) {
-        let w = match worker::load(state, &name) {
-            Ok(w) => w,
-            Err(e) => {
-                errln!("baton: worker {name}: {e}");
-                continue;
+        WorkerAction::Logs { name, follow } => logs(&state, &name, follow),
+        WorkerAction::Stop { name } => {
+            if workers::stop(&state, &name)? {
+                outln!("worker {name} stopped; `baton worker start {name}` resumes its session");
+            } else {
+                outln!("worker {name} is {}", load(&state, &name)?.phase().as_str());
             }
-        };
-        let (turns, tokens, cost) = w.totals();
-        let phase = w.phase();
-        rows.push(Row {
-            name: name.clone(),
-            role: w.spec.role.clone(),
-            route: w
-                .spec
-                .model
-                .clone()
-                .or_else(|| w.spec.model_class.clone())
-                .unwrap_or_else(|| "(the role's)".into()),
-            state: phase.as_str(),
-            turns,
-            tokens,
-            cost_usd: cost,
-            last_activity: w.last_activity.clone(),
-            worktree: w
-                .spec
-                .worktree
-                .as_ref()
-                .map(|t| t.path.display().to_string()),
-            session: w.session.clone(),
-            in_flight: w.in_flight().map(|p| p.id.clone()),
-            queued: w.pending().count(),
-        });
+            Ok(Exit::Ok)
+        }
+        WorkerAction::Retire { name } => {
+            match workers::retire(&state, &name)? {
+                Some(k) => outln!("worker {name} retired; its worktree: {k}"),
+                None => outln!("worker {name} retired"),
+            }
+            Ok(Exit::Ok)
+        }
+        WorkerAction::Serve { .. } => unreachable!("handled above"),
     }
-    if json {
-        outln!("{}", serde_json::to_string(&rows)?);
-        return Ok(Exit::Ok);
-    }
-    if rows.is_empty() {
-        outln!("no workers: `baton worker start NAME --role ROLE` starts one");
-    }
-    for r in &rows {
-        let lost = match (&r.in_flight, r.state) {
-            (Some(id), "lost") => format!(" · in flight when lost: {id}"),
-            _ => String::new(),
-        };
-        outln!(
-            "{}  {}  {}  {}  {} turns · {} tokens · ${:.4} · last {}{}{}",
-            r.name,
-            r.state,
-            r.role,
-            r.route,
-            r.turns,
-            r.tokens,
-            r.cost_usd,
-            r.last_activity,
-            r.worktree
-                .as_ref()
-                .map(|w| format!(" · worktree {w}"))
-                .unwrap_or_default(),
-            lost
-        );
-    }
-    Ok(Exit::Ok)
 }
 
 /// One line of a worker's log for a person.
@@ -651,98 +339,6 @@ fn logs(state: &StateDir, name: &str, follow: bool) -> Result<Exit> {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-/// Stops the supervisor: SIGTERM, then SIGKILL to its group if it does not end; records
-/// `worker.stopped` when it could not.
-fn stop(state: &StateDir, name: &str) -> Result<bool> {
-    let w = load(state, name)?;
-    let phase = w.phase();
-    if !phase.running() {
-        if phase == Phase::Lost {
-            append(
-                state,
-                name,
-                &WorkerEvent::Stopped {
-                    reason: StopReason::Asked,
-                    message: Some("its supervisor was already gone".into()),
-                    at: now_rfc3339(),
-                },
-            )?;
-        }
-        outln!("worker {name} is {}", phase.as_str());
-        return Ok(false);
-    }
-    let Some(sup) = w.supervisor else {
-        return Ok(false);
-    };
-    sup.signal(baton_process::Signal::SIGTERM);
-    let since = Instant::now();
-    while sup.is_alive() && since.elapsed() < STOP_WAIT {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    if sup.is_alive() {
-        sup.signal_group(baton_process::Signal::SIGKILL);
-        sup.signal(baton_process::Signal::SIGKILL);
-        while sup.is_alive() && since.elapsed() < STOP_WAIT * 2 {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-    let w = load(state, name)?;
-    if w.stopped.is_none() {
-        if let Some(p) = w.in_flight() {
-            append(
-                state,
-                name,
-                &WorkerEvent::Lost {
-                    id: p.id.clone(),
-                    at: now_rfc3339(),
-                },
-            )?;
-        }
-        append(
-            state,
-            name,
-            &WorkerEvent::Stopped {
-                reason: StopReason::Asked,
-                message: Some("killed: it did not stop when asked".into()),
-                at: now_rfc3339(),
-            },
-        )?;
-    }
-    outln!("worker {name} stopped; `baton worker start {name}` resumes its session");
-    Ok(true)
-}
-
-fn retire(state: &StateDir, name: &str) -> Result<Exit> {
-    let w = load(state, name)?;
-    if w.phase() == Phase::Retired {
-        bail!("worker {name} is already retired");
-    }
-    if w.phase().running() || w.phase() == Phase::Lost {
-        stop(state, name)?;
-    }
-    let kept = match &w.spec.worktree {
-        None => None,
-        Some(wt) => {
-            let done = baton_exec::worktree::finalize_child_worktree(wt)
-                .map_err(|e| anyhow::anyhow!("worker {name}: its worktree: {e}"))?;
-            Some(done.to_string())
-        }
-    };
-    append(
-        state,
-        name,
-        &WorkerEvent::Retired {
-            worktree: kept.clone(),
-            at: now_rfc3339(),
-        },
-    )?;
-    match kept {
-        Some(k) => outln!("worker {name} retired; its worktree: {k}"),
-        None => outln!("worker {name} retired"),
-    }
-    Ok(Exit::Ok)
 }
 
 /// The supervisor: the worker's session with its log as the front end.

@@ -1,0 +1,540 @@
+//! Managed workers (`baton worker`, the `worker` tool, the MCP `worker_*` tools): starting,
+//! prompting, listing, stopping and retiring a worker, each answered with a document. The log and
+//! its fold are `baton_exec::worker`; the supervisor's session is the CLI's (`baton worker
+//! serve`), which every front end starts as a detached process of this `baton` program.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use baton_exec::worker::{self, Phase, StopReason, WorkerEvent, WorkerSpec, WorkerState};
+use baton_model::routes::{check_route, resolve_class, ProcessEnv};
+use baton_protocol::{ModelClass, Route};
+use baton_state::StateDir;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::exit::AfterWorkBegan as _;
+use crate::project::{now_rfc3339, role_dirs, ProjectContext};
+
+/// How long `start` waits for the supervisor to set its session up.
+const START_WAIT: Duration = Duration::from_secs(60);
+/// How long `stop` waits after SIGTERM, then after SIGKILL.
+const STOP_WAIT: Duration = Duration::from_secs(10);
+
+/// A worker's state, or a refusal naming it.
+pub fn load(state: &StateDir, name: &str) -> Result<WorkerState> {
+    worker::load(state, name).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// The launch policy of a new worker, as given.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct NewWorker {
+    /// Its role (required for a new worker).
+    pub role: Option<String>,
+    /// Its route, `provider/model[:thinking]`.
+    pub model: Option<String>,
+    /// Its model class, when no route is given.
+    pub model_class: Option<String>,
+    /// Work in a worktree of its own (branch `baton/worker-NAME`).
+    #[serde(default)]
+    pub worktree: bool,
+    /// Stop it (state kept) once it has spent this many US dollars.
+    pub budget_usd: Option<f64>,
+    /// Stop it (not retire it) after this many seconds without a prompt.
+    pub idle_timeout_secs: Option<u64>,
+}
+
+impl NewWorker {
+    fn given(&self) -> bool {
+        self.role.is_some()
+            || self.model.is_some()
+            || self.model_class.is_some()
+            || self.worktree
+            || self.budget_usd.is_some()
+            || self.idle_timeout_secs.is_some()
+    }
+}
+
+/// Checks a new worker's launch policy before anything is written: the role exists and runs on
+/// baton's own sessions, the route or class resolves, the budget is a positive amount.
+pub fn check_new(ctx: &ProjectContext, name: &str, new: &NewWorker) -> Result<String> {
+    let Some(role) = new.role.clone() else {
+        bail!("worker {name} does not exist: start it with --role ROLE (and --model or --model-class to choose its route)");
+    };
+    let spec = baton_roles::find_role(&role_dirs(&ctx.project_root), &role)
+        .map_err(|e| anyhow::anyhow!("--role {role}: {e}"))?;
+    if let Some(backend) = spec.meta.backend {
+        if backend != baton_protocol::role::BackendKind::Baton {
+            bail!(
+                "--role {role}: it runs on the `{backend}` backend; a worker runs baton's own session: choose a role without `backend`, or `backend: baton`"
+            );
+        }
+    }
+    let config = &ctx.config.config;
+    if let Some(m) = &new.model {
+        let route: Route = m.parse().map_err(|e| anyhow::anyhow!("--model: {e}"))?;
+        check_route(config, &route, &ProcessEnv).map_err(|e| anyhow::anyhow!("--model: {e}"))?;
+    } else {
+        let class = match &new.model_class {
+            Some(c) => c
+                .parse::<ModelClass>()
+                .map_err(|e| anyhow::anyhow!("--model-class: {e}"))?,
+            None => spec
+                .meta
+                .model_class
+                .unwrap_or_else(|| baton_model::routes::default_class(config)),
+        };
+        resolve_class(config, class, &ProcessEnv)
+            .map_err(|e| anyhow::anyhow!("the worker's model class {class}: {e}"))?;
+    }
+    if let Some(b) = new.budget_usd {
+        if !(b.is_finite() && b > 0.0) {
+            bail!("--budget-usd {b}: give a positive amount of US dollars");
+        }
+    }
+    if new.idle_timeout_secs == Some(0) {
+        bail!("--idle-timeout: give a duration more than 0, e.g. 10m");
+    }
+    Ok(role)
+}
+
+/// What `start` did.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Started {
+    pub name: String,
+    pub role: String,
+    pub session: String,
+    /// It went on with its own session (a worker started again).
+    pub resumed: bool,
+    /// The prompt a lost worker was working on, given up (`send --retry` sends it again).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gave_up: Option<String>,
+}
+
+/// Starts a new worker, or starts again a stopped or lost one (its own session, unless
+/// `fresh`), with the detached supervisor of `exe` (this `baton`); waits until its session is
+/// set up. Everything is checked before anything is written.
+pub fn start(
+    ctx: &ProjectContext,
+    state: &StateDir,
+    exe: &Path,
+    name: &str,
+    new: NewWorker,
+    fresh: bool,
+) -> Result<Started> {
+    let path = worker::log_path(state, name).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let existing = path.exists();
+    if existing {
+        let w = load(state, name)?;
+        if new.given() {
+            bail!(
+                "worker {name} exists (role {}): `baton worker start {name}` starts it again as it was; retire it to start one with another launch policy",
+                w.spec.role
+            );
+        }
+        match w.phase() {
+            Phase::Retired => {
+                bail!("worker {name} is retired: start a new worker under another name")
+            }
+            p if p.running() => bail!("worker {name} is already {}", p.as_str()),
+            _ => {}
+        }
+    }
+    // The cap, counted before anything is written.
+    let max = ctx
+        .config
+        .config
+        .workers
+        .max
+        .unwrap_or(baton_protocol::config::DEFAULT_MAX_WORKERS);
+    let running = worker::list(state)
+        .iter()
+        .filter(|n| n.as_str() != name)
+        .filter_map(|n| worker::load(state, n).ok())
+        .filter(|w| w.phase().running())
+        .count();
+    if running as u32 >= max {
+        bail!(
+            "{running} workers run and workers.max is {max}: stop one (`baton worker stop NAME`) or raise workers.max"
+        );
+    }
+    if !existing {
+        let role = check_new(ctx, name, &new)?;
+        let worktree = if new.worktree {
+            let root = baton_exec::worktree::default_worktree_root(
+                ctx.config.config.executor.worktree_root.as_deref(),
+            )
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            match baton_exec::worktree::create_child_worktree(
+                &ctx.cwd,
+                &root,
+                &format!("worker-{name}"),
+            )
+            .map_err(|e| anyhow::anyhow!("--worktree: {e}"))?
+            {
+                baton_exec::worktree::Isolated::Worktree(wt) => Some(wt),
+                baton_exec::worktree::Isolated::Fallback { reason, .. } => {
+                    bail!("--worktree: {reason}")
+                }
+            }
+        } else {
+            None
+        };
+        let spec = WorkerSpec {
+            name: name.to_string(),
+            role,
+            model: new.model,
+            model_class: new.model_class,
+            cwd: worktree
+                .as_ref()
+                .map(|w| w.cwd.clone())
+                .unwrap_or_else(|| ctx.cwd.clone()),
+            worktree,
+            budget_usd: new.budget_usd,
+            idle_timeout_secs: new.idle_timeout_secs,
+            created: now_rfc3339(),
+        };
+        let mut log = worker::WorkerLog::create(&path, baton_state::Durability::Fsync)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        log.append(&WorkerEvent::Created { spec })
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    let mut gave_up = None;
+    if let (true, Ok(w)) = (existing, load(state, name)) {
+        // A prompt a dead supervisor was working on is given up, never re-sent by itself.
+        if w.phase() == Phase::Lost {
+            if let Some(p) = w.in_flight() {
+                append(
+                    state,
+                    name,
+                    &WorkerEvent::Lost {
+                        id: p.id.clone(),
+                        at: now_rfc3339(),
+                    },
+                )?;
+                gave_up = Some(p.id.clone());
+            }
+        }
+    }
+    worker::spawn(exe, state, &ctx.project_root, name, fresh, now_rfc3339())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    // Started once its supervisor says so (its session set up), or failed if it died first.
+    let since = Instant::now();
+    loop {
+        let w = load(state, name)?;
+        match w.phase() {
+            Phase::Idle | Phase::Working => {
+                return Ok(Started {
+                    name: name.to_string(),
+                    role: w.spec.role.clone(),
+                    session: w.session.clone().unwrap_or_default(),
+                    resumed: existing && !fresh,
+                    gave_up,
+                });
+            }
+            Phase::Starting if since.elapsed() < START_WAIT => {}
+            Phase::Stopped | Phase::Lost | Phase::Starting | Phase::Retired => {
+                let out = worker::output_path(state, name)
+                    .ok()
+                    .and_then(|p| std::fs::read_to_string(p).ok())
+                    .unwrap_or_default();
+                let tail: Vec<&str> = out.lines().rev().take(5).collect();
+                return Err(anyhow::anyhow!(
+                    "worker {name} did not start ({}): {}",
+                    w.phase().as_str(),
+                    tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+                ))
+                .after_work_began();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn append(state: &StateDir, name: &str, ev: &WorkerEvent) -> Result<()> {
+    worker::append(state, name, ev).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// The answer of one prompt.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Answer {
+    pub worker: String,
+    pub prompt: String,
+    pub answer: String,
+    /// Why the turn stopped early (a turn limit, a model error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// What became of a prompt `send` recorded.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Sent {
+    /// Answered (with `wait`).
+    Answered(Answer),
+    /// Recorded; the worker takes it in its turn (without `wait`).
+    Queued { worker: String, prompt: String },
+    /// The worker stopped before answering it: `send --retry` sends it again.
+    Lost { worker: String, prompt: String },
+    /// The worker stopped (or was lost) with the prompt waiting in its log: `start` delivers it.
+    Waiting {
+        worker: String,
+        prompt: String,
+        state: String,
+    },
+}
+
+/// What to send.
+#[derive(Debug, Clone)]
+pub enum Prompt {
+    Text(String),
+    /// The prompt that was in flight when the worker was lost, again.
+    Retry,
+}
+
+/// Records a prompt for worker `name` (before anything delivers it) and, with `wait`, waits
+/// for its answer.
+pub fn send(state: &StateDir, name: &str, prompt: Prompt, wait: bool) -> Result<Sent> {
+    let w = load(state, name)?;
+    match w.phase() {
+        Phase::Retired => bail!("worker {name} is retired: it takes no prompts"),
+        Phase::Stopped | Phase::Lost => bail!(
+            "worker {name} is {}: start it again with `baton worker start {name}`",
+            w.phase().as_str()
+        ),
+        _ => {}
+    }
+    let (text, retry_of) = if let Prompt::Retry = prompt {
+        let retried: Vec<&str> = w
+            .prompts
+            .iter()
+            .filter_map(|p| p.retry_of.as_deref())
+            .collect();
+        let Some(p) = w
+            .prompts
+            .iter()
+            .rev()
+            .find(|p| p.lost && !retried.contains(&p.id.as_str()))
+        else {
+            bail!("worker {name} has no lost prompt to send again");
+        };
+        (p.text.clone(), Some(p.id.clone()))
+    } else {
+        let Prompt::Text(text) = prompt else {
+            unreachable!("matched above")
+        };
+        if text.trim().is_empty() {
+            bail!("the prompt is empty");
+        }
+        (text, None)
+    };
+    let id = uuid::Uuid::now_v7().simple().to_string();
+    append(
+        state,
+        name,
+        &WorkerEvent::Queued {
+            id: id.clone(),
+            text,
+            retry_of,
+            at: now_rfc3339(),
+        },
+    )?;
+    if !wait {
+        return Ok(Sent::Queued {
+            worker: name.to_string(),
+            prompt: id,
+        });
+    }
+    loop {
+        let w = load(state, name)?;
+        let Some(p) = w.prompts.iter().find(|p| p.id == id) else {
+            bail!("worker {name}: prompt {id} is not in its log");
+        };
+        if let (Some(answer), Some(usage)) = (&p.answer, &p.usage) {
+            return Ok(Sent::Answered(Answer {
+                worker: name.to_string(),
+                prompt: id,
+                answer: answer.clone(),
+                reason: p.reason.clone(),
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                cost_usd: usage.cost_usd,
+            }));
+        }
+        if p.lost {
+            return Ok(Sent::Lost {
+                worker: name.to_string(),
+                prompt: id,
+            });
+        }
+        match w.phase() {
+            Phase::Stopped | Phase::Lost | Phase::Retired => {
+                return Ok(Sent::Waiting {
+                    worker: name.to_string(),
+                    prompt: id,
+                    state: w.phase().as_str().to_string(),
+                });
+            }
+            _ => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
+/// One worker as `list` shows it, its state reconciled with what runs.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Row {
+    pub name: String,
+    pub role: String,
+    /// Its route or class (`(the role's)` when it takes the role's).
+    pub route: String,
+    /// `starting`, `idle`, `working`, `stopped`, `lost` or `retired`.
+    pub state: String,
+    pub turns: u32,
+    pub tokens: u64,
+    pub cost_usd: f64,
+    pub last_activity: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// The prompt in flight (a lost worker's: given up when it starts again).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<String>,
+    /// Prompts waiting to be delivered.
+    pub queued: usize,
+}
+
+/// Every worker, and the records that could not be read (each naming its worker and why).
+pub fn list(state: &StateDir) -> (Vec<Row>, Vec<String>) {
+    let mut rows = Vec::new();
+    let mut damaged = Vec::new();
+    for name in worker::list(state) {
+        let w = match worker::load(state, &name) {
+            Ok(w) => w,
+            Err(e) => {
+                damaged.push(format!("worker {name}: {e}"));
+                continue;
+            }
+        };
+        let (turns, tokens, cost) = w.totals();
+        let phase = w.phase();
+        rows.push(Row {
+            name: name.clone(),
+            role: w.spec.role.clone(),
+            route: w
+                .spec
+                .model
+                .clone()
+                .or_else(|| w.spec.model_class.clone())
+                .unwrap_or_else(|| "(the role's)".into()),
+            state: phase.as_str().to_string(),
+            turns,
+            tokens,
+            cost_usd: cost,
+            last_activity: w.last_activity.clone(),
+            worktree: w
+                .spec
+                .worktree
+                .as_ref()
+                .map(|t| t.path.display().to_string()),
+            session: w.session.clone(),
+            in_flight: w.in_flight().map(|p| p.id.clone()),
+            queued: w.pending().count(),
+        });
+    }
+    (rows, damaged)
+}
+
+/// Stops the supervisor: SIGTERM, then SIGKILL to its group if it does not end; records
+/// `worker.stopped` when it could not. `false` when it was not running.
+pub fn stop(state: &StateDir, name: &str) -> Result<bool> {
+    let w = load(state, name)?;
+    let phase = w.phase();
+    if !phase.running() {
+        if phase == Phase::Lost {
+            append(
+                state,
+                name,
+                &WorkerEvent::Stopped {
+                    reason: StopReason::Asked,
+                    message: Some("its supervisor was already gone".into()),
+                    at: now_rfc3339(),
+                },
+            )?;
+        }
+        return Ok(false);
+    }
+    let Some(sup) = w.supervisor else {
+        return Ok(false);
+    };
+    sup.signal(baton_process::Signal::SIGTERM);
+    let since = Instant::now();
+    while sup.is_alive() && since.elapsed() < STOP_WAIT {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if sup.is_alive() {
+        sup.signal_group(baton_process::Signal::SIGKILL);
+        sup.signal(baton_process::Signal::SIGKILL);
+        while sup.is_alive() && since.elapsed() < STOP_WAIT * 2 {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    let w = load(state, name)?;
+    if w.stopped.is_none() {
+        if let Some(p) = w.in_flight() {
+            append(
+                state,
+                name,
+                &WorkerEvent::Lost {
+                    id: p.id.clone(),
+                    at: now_rfc3339(),
+                },
+            )?;
+        }
+        append(
+            state,
+            name,
+            &WorkerEvent::Stopped {
+                reason: StopReason::Asked,
+                message: Some("killed: it did not stop when asked".into()),
+                at: now_rfc3339(),
+            },
+        )?;
+    }
+    Ok(true)
+}
+
+/// Stops a worker for good and finalizes its worktree as `delegate_task` finalizes a child's:
+/// kept when it holds work (with its branch), removed when it holds none. What became of the
+/// worktree, as a sentence.
+pub fn retire(state: &StateDir, name: &str) -> Result<Option<String>> {
+    let w = load(state, name)?;
+    if w.phase() == Phase::Retired {
+        bail!("worker {name} is already retired");
+    }
+    if w.phase().running() || w.phase() == Phase::Lost {
+        stop(state, name)?;
+    }
+    let kept = match &w.spec.worktree {
+        None => None,
+        Some(wt) => {
+            let done = baton_exec::worktree::finalize_child_worktree(wt)
+                .map_err(|e| anyhow::anyhow!("worker {name}: its worktree: {e}"))?;
+            Some(done.to_string())
+        }
+    };
+    append(
+        state,
+        name,
+        &WorkerEvent::Retired {
+            worktree: kept.clone(),
+            at: now_rfc3339(),
+        },
+    )?;
+    Ok(kept)
+}

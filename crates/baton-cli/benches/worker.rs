@@ -1,0 +1,115 @@
+//! What a managed worker saves: the time from asking to the model being asked (prompt to first
+//! byte on the wire) of `baton worker send` against a fresh `baton agent --resume` of a session
+//! holding the same conversation — both against the mock model, side by side.
+//!
+//! `cargo bench -p baton-cli --bench worker` (release build). Prints the median and p95 of each,
+//! and their ratio; also the whole round trip (the answer printed).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use baton_testkit::fixture::Sandbox;
+use baton_testkit::{MockServer, Turn};
+
+const RUNS: usize = 30;
+
+fn quantiles(mut v: Vec<Duration>) -> (f64, f64) {
+    v.sort();
+    let p = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize].as_secs_f64() * 1000.0;
+    (p(0.5), p(0.95))
+}
+
+/// Runs `cmd` once per prompt; for each, the time until the model was asked and until the
+/// command ended.
+fn measure(
+    arrivals: &Arc<Mutex<Vec<Instant>>>,
+    mut cmd: impl FnMut(usize) -> std::process::Command,
+) -> (Vec<Duration>, Vec<Duration>) {
+    let mut first = Vec::new();
+    let mut whole = Vec::new();
+    for i in 0..RUNS {
+        let before = arrivals.lock().unwrap().len();
+        let t0 = Instant::now();
+        let out = cmd(i).output().unwrap();
+        let t1 = Instant::now();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got = arrivals.lock().unwrap();
+        assert!(got.len() > before, "the model was not asked");
+        first.push(got[before] - t0);
+        whole.push(t1 - t0);
+    }
+    (first, whole)
+}
+
+fn main() {
+    let arrivals: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let seen = arrivals.clone();
+    let server = MockServer::builder()
+        .on_request(move |_| seen.lock().unwrap().push(Instant::now()))
+        .start_blocking();
+    for _ in 0..(2 * RUNS + 2) {
+        server.push(Turn::text("ok"));
+    }
+    let sb = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .mock_provider(&server, "openai", "");
+    sb.write(
+        ".baton/roles/helper.md",
+        "---\nname: helper\ndescription: a worker\ntools: []\n---\nHelp.\n",
+    );
+    let out = sb.run(&[
+        "worker", "start", "b", "--role", "helper", "--model", "mock/m",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (w_first, w_whole) = measure(&arrivals, |i| {
+        sb.baton(&["worker", "send", "b", &format!("prompt {i}")])
+    });
+    let _ = sb.run(&["worker", "stop", "b"]);
+    // The same conversation, resumed by a fresh process for each prompt.
+    let out = sb.run(&[
+        "agent", "--json", "--role", "helper", "--model", "mock/m", "start",
+    ]);
+    let first: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    let session = first["session_id"].as_str().unwrap().to_string();
+    let (r_first, r_whole) = measure(&arrivals, |i| {
+        sb.baton(&[
+            "agent",
+            "--role",
+            "helper",
+            "--model",
+            "mock/m",
+            "--resume",
+            &session,
+            &format!("prompt {i}"),
+        ])
+    });
+    let (wf50, wf95) = quantiles(w_first);
+    let (rf50, rf95) = quantiles(r_first);
+    let (ww50, ww95) = quantiles(w_whole);
+    let (rw50, rw95) = quantiles(r_whole);
+    println!("prompt to first byte on the wire, {RUNS} prompts each (ms):");
+    println!("  baton worker send           median {wf50:7.2}   p95 {wf95:7.2}");
+    println!("  baton agent --resume        median {rf50:7.2}   p95 {rf95:7.2}");
+    println!(
+        "  resume / worker             {:.1}× at the median",
+        rf50 / wf50
+    );
+    println!("prompt to answer printed (ms):");
+    println!("  baton worker send           median {ww50:7.2}   p95 {ww95:7.2}");
+    println!("  baton agent --resume        median {rw50:7.2}   p95 {rw95:7.2}");
+    println!(
+        "  resume / worker             {:.1}× at the median",
+        rw50 / ww50
+    );
+}
