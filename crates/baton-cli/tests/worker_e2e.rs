@@ -393,3 +393,80 @@ fn bad_input_is_refused_before_anything_is_written() {
     assert!(err(&o).contains("workers.max is 1"), "{}", err(&o));
     assert_exit(&sb.run(&["worker", "stop", "one"]), 0);
 }
+
+#[test]
+fn a_worker_stops_at_its_budget_and_after_its_idle_timeout_with_its_state_kept() {
+    let server = MockServer::builder()
+        .turn(Turn::text("a priced answer"))
+        .start_blocking();
+    let sb = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .mock_provider(
+            &server,
+            "openai",
+            "[prices.\"mock/priced-m\"]\ninput = 3.0\noutput = 15.0\n",
+        );
+    sb.write(
+        ".baton/roles/helper.md",
+        "---\nname: helper\ndescription: a worker\ntools: []\n---\nHelp.\n",
+    );
+    // 100 tokens in and 20 out cost $0.0006: past a budget of $0.0005 after the first prompt.
+    assert_exit(
+        &sb.run(&[
+            "worker",
+            "start",
+            "spender",
+            "--role",
+            "helper",
+            "--model",
+            "mock/priced-m",
+            "--budget-usd",
+            "0.0005",
+        ]),
+        0,
+    );
+    assert_eq!(send(&sb, "spender", "spend"), "a priced answer");
+    assert!(wait_until(WAIT, || row(&sb, "spender")["state"] == "stopped"));
+    let r = row(&sb, "spender");
+    assert!(
+        (r["cost_usd"].as_f64().unwrap() - 0.0006).abs() < 1e-9,
+        "{r}"
+    );
+    assert!(r["session"].is_string());
+    let o = sb.run(&["worker", "logs", "spender"]);
+    assert!(out(&o).contains("stopped (budget spent)"), "{}", out(&o));
+    // An idle timeout stops (not retires) a worker.
+    assert_exit(
+        &sb.run(&[
+            "worker",
+            "start",
+            "sleepy",
+            "--role",
+            "helper",
+            "--model",
+            "mock/m",
+            "--idle-timeout",
+            "1s",
+        ]),
+        0,
+    );
+    assert!(wait_until(WAIT, || row(&sb, "sleepy")["state"] == "stopped"));
+    let o = sb.run(&["worker", "logs", "sleepy"]);
+    assert!(out(&o).contains("stopped (idle timeout)"), "{}", out(&o));
+    let o = sb.run(&["worker", "start", "sleepy"]);
+    assert_exit(&o, 0);
+    assert_exit(&sb.run(&["worker", "stop", "sleepy"]), 0);
+    // A budget that is no amount is refused before anything is written.
+    let o = sb.run(&[
+        "worker",
+        "start",
+        "bad",
+        "--role",
+        "helper",
+        "--model",
+        "mock/m",
+        "--budget-usd=0",
+    ]);
+    assert_exit(&o, 2);
+    assert!(err(&o).contains("--budget-usd"), "{}", err(&o));
+}
