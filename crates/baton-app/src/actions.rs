@@ -23,6 +23,9 @@ pub enum Action {
     CancelTask { task: String },
     /// `baton run "request"`.
     Run { request: String },
+    /// `baton worker send NAME TEXT --no-wait`: a prompt for a managed worker, answered in its
+    /// log (the front end follows it through the feed).
+    WorkerSend { worker: String, text: String },
 }
 
 impl Action {
@@ -43,6 +46,9 @@ impl Action {
             Action::FlowClean { flow } => s(&["flow", "clean", flow, "--yes"]),
             Action::CancelTask { task } => s(&["task", "cancel", task]),
             Action::Run { request } => s(&["run", request]),
+            Action::WorkerSend { worker, text } => {
+                s(&["worker", "send", worker, text, "--no-wait"])
+            }
         }
     }
 
@@ -54,6 +60,13 @@ impl Action {
             | Action::FlowAbandon { flow }
             | Action::FlowClean { flow } => flow,
             Action::CancelTask { task } => task,
+            Action::WorkerSend { worker, text } => {
+                if text.trim().is_empty() {
+                    return Err("the prompt is empty: say what the worker should do".into());
+                }
+                return baton_state::check_id(baton_state::IdKind::Worktree, worker)
+                    .map_err(|e| e.to_string());
+            }
             Action::Run { request } => {
                 return if request.trim().is_empty() {
                     Err("the request is empty: say what the workflow should do".into())
@@ -74,6 +87,9 @@ impl Action {
             Action::FlowClean { flow } => format!("flow-clean-{flow}"),
             Action::CancelTask { task } => format!("task-cancel-{task}"),
             Action::Run { .. } => format!("run-{}", uuid::Uuid::now_v7().simple()),
+            Action::WorkerSend { worker, .. } => {
+                format!("worker-send-{worker}-{}", uuid::Uuid::now_v7().simple())
+            }
         }
     }
 
@@ -88,6 +104,9 @@ impl Action {
             Action::FlowClean { flow } => format!("cleaning flow {flow}"),
             Action::CancelTask { task } => format!("cancelling task {task}"),
             Action::Run { request } => format!("started the workflow `baton run {request:?}`"),
+            Action::WorkerSend { worker, .. } => {
+                format!("sent to worker {worker}; its answer shows in the side panel")
+            }
         }
     }
 }

@@ -84,6 +84,7 @@ fn submit(
         | Request::FlowClean { .. }
         | Request::CancelTask { .. }
         | Request::Run { .. }
+        | Request::WorkerSend { .. }
         | Request::OpenFile { .. }
         | Request::OpenSession { .. }
         | Request::Shell { .. }

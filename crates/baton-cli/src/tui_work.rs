@@ -16,7 +16,12 @@ use baton_tui::{Msg, Request};
 /// too) into the UI, on a thread of its own, from their start.
 pub fn follow(state: StateDir, root: PathBuf, ids: Vec<String>, tx: Sender<Msg>) {
     let kinds = if ids.is_empty() {
-        vec![SourceKind::Task, SourceKind::Flow, SourceKind::Workflow]
+        vec![
+            SourceKind::Task,
+            SourceKind::Flow,
+            SourceKind::Workflow,
+            SourceKind::Worker,
+        ]
     } else {
         Vec::new()
     };
@@ -60,6 +65,10 @@ pub fn act(
         Request::CancelTask { task } => Some(Action::CancelTask { task: task.clone() }),
         Request::Run { request } => Some(Action::Run {
             request: request.clone(),
+        }),
+        Request::WorkerSend { worker, text } => Some(Action::WorkerSend {
+            worker: worker.clone(),
+            text: text.clone(),
         }),
         _ => None,
     };
@@ -120,7 +129,8 @@ pub fn act(
         | Request::FlowAbandon { .. }
         | Request::FlowClean { .. }
         | Request::CancelTask { .. }
-        | Request::Run { .. } => return None,
+        | Request::Run { .. }
+        | Request::WorkerSend { .. } => return None,
         Request::Input(_)
         | Request::Shell { .. }
         | Request::Interrupt

@@ -776,3 +776,36 @@ fn off_a_terminal_or_with_what_it_cannot_do_baton_tui_refuses_with_the_way_on() 
         assert!(vt.screen().contains(says), "{args:?}: {}", vt.screen());
     }
 }
+
+#[test]
+fn a_managed_worker_shows_in_the_side_panel_and_is_prompted_with_slash_worker() {
+    let server = MockServer::builder()
+        .turn(Turn::text("the worker's answer\nwith a second line"))
+        .start_blocking();
+    let sb = project(&server);
+    sb.write(
+        ".baton/roles/helper.md",
+        "---\nname: helper\ndescription: a worker\ntools: []\n---\nHelp.\n",
+    );
+    let o = sb.run(&[
+        "worker", "start", "w1", "--role", "helper", "--model", "mock/m",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut vt = tui(&sb, &[], 120, 30);
+    vt.wait_for(WAIT, |s| s.contains("? help"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"/worker w1 summarise the notes\r");
+    let screen = vt
+        .wait_for(WAIT, |s| {
+            s.contains("worker w1 · helper") && s.contains("answered: the worker's answer")
+        })
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert!(screen.contains("sent to worker w1"), "{screen}");
+    let asked = server.model_requests();
+    assert_eq!(asked.len(), 1);
+    assert!(asked[0].body.to_string().contains("summarise the notes"));
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+    let o = sb.run(&["worker", "stop", "w1"]);
+    assert!(o.status.success());
+}

@@ -86,6 +86,7 @@ pub fn location(state: &StateDir, kind: SourceKind) -> (PathBuf, &'static str) {
         SourceKind::Task => (state.tasks(), ".events.jsonl"),
         SourceKind::Flow => (state.flows(), ".events.jsonl"),
         SourceKind::Workflow => (state.workflows(), ".events.jsonl"),
+        SourceKind::Worker => (state.workers(), ".events.jsonl"),
     }
 }
 

@@ -8,6 +8,7 @@
 //! | `task` | `tasks/<id>.events.jsonl` | `baton-exec` (`background::TaskEvent`) | fsync per line |
 //! | `flow` | `flows/<id>.events.jsonl` | `baton-flow` (`Record`: `seq`, `at`, `FlowEvent`) | fsync per line |
 //! | `workflow` | `workflows/<id>.events.jsonl` | `baton-workflow` (`store::WorkflowEvent`) | fsync per line |
+//! | `worker` | `workers/<name>.events.jsonl` | `baton-exec` (`worker::WorkerEvent`) | fsync per line |
 //!
 //! Every one is a `baton_state::JsonlLog`: one JSON value per line, a line committed when its
 //! `\n` is written, a torn last line (no newline) not an event yet.
@@ -45,6 +46,7 @@ pub enum Payload {
     Workflow(baton_workflow::store::WorkflowEvent),
     Flow(baton_flow::Record),
     Task(baton_exec::background::TaskEvent),
+    Worker(baton_exec::worker::WorkerEvent),
     Routing(baton_agent::routing::state::Record),
     Session(baton_agent::session::Line),
 }
@@ -58,6 +60,7 @@ impl Payload {
             SourceKind::Task => Payload::Task(serde_json::from_slice(line)?),
             SourceKind::Flow => Payload::Flow(serde_json::from_slice(line)?),
             SourceKind::Workflow => Payload::Workflow(workflow_event(line)?),
+            SourceKind::Worker => Payload::Worker(serde_json::from_slice(line)?),
         })
     }
 
@@ -69,11 +72,12 @@ impl Payload {
             Payload::Task(_) => SourceKind::Task,
             Payload::Flow(_) => SourceKind::Flow,
             Payload::Workflow(_) => SourceKind::Workflow,
+            Payload::Worker(_) => SourceKind::Worker,
         }
     }
 
-    /// The time the line records (RFC 3339), when it records one: every workflow and Flow
-    /// event, a transcript's header and a task's `task.created`.
+    /// The time the line records (RFC 3339), when it records one: every workflow, Flow and
+    /// worker event, a transcript's header and a task's `task.created`.
     pub fn ts(&self) -> Option<&str> {
         match self {
             Payload::Workflow(e) => Some(workflow_ts(e)),
@@ -82,6 +86,7 @@ impl Payload {
                 Some(created)
             }
             Payload::Session(baton_agent::session::Line::Session(h)) => Some(&h.created),
+            Payload::Worker(w) => Some(w.at()),
             Payload::Task(_) | Payload::Session(_) | Payload::Routing(_) => None,
         }
     }

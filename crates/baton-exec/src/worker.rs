@@ -133,6 +133,23 @@ pub enum WorkerEvent {
     },
 }
 
+impl WorkerEvent {
+    /// When it was recorded (RFC 3339).
+    pub fn at(&self) -> &str {
+        match self {
+            WorkerEvent::Created { spec } => &spec.created,
+            WorkerEvent::Spawned { at, .. }
+            | WorkerEvent::Started { at, .. }
+            | WorkerEvent::Queued { at, .. }
+            | WorkerEvent::Delivered { at, .. }
+            | WorkerEvent::Answered { at, .. }
+            | WorkerEvent::Lost { at, .. }
+            | WorkerEvent::Stopped { at, .. }
+            | WorkerEvent::Retired { at, .. } => at,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
     #[error("worker `{name}` not found in {dir}: `baton worker list` shows the workers")]
@@ -395,12 +412,12 @@ pub fn log_path(state: &StateDir, name: &str) -> Result<PathBuf, WorkerError> {
 /// `workers/<name>.log`, the supervisor's own output.
 pub fn output_path(state: &StateDir, name: &str) -> Result<PathBuf, WorkerError> {
     baton_state::check_id(IdKind::Worktree, name)?;
-    Ok(state.root().join("workers").join(format!("{name}.log")))
+    Ok(state.workers().join(format!("{name}.log")))
 }
 
 /// The names of the project's workers.
 pub fn list(state: &StateDir) -> Vec<String> {
-    StateDir::list_ids(&state.root().join("workers"), ".events.jsonl")
+    StateDir::list_ids(&state.workers(), ".events.jsonl")
 }
 
 /// A worker's events; not found when it has no log.
@@ -409,7 +426,7 @@ pub fn events(state: &StateDir, name: &str) -> Result<Vec<WorkerEvent>, WorkerEr
     if !path.exists() {
         return Err(WorkerError::NotFound {
             name: name.to_string(),
-            dir: state.root().join("workers").display().to_string(),
+            dir: state.workers().display().to_string(),
         });
     }
     Ok(WorkerLog::read(&path)?)

@@ -31,15 +31,18 @@ pub enum SourceKind {
     Flow,
     /// A workflow, `workflows/<id>.events.jsonl`.
     Workflow,
+    /// A managed worker, `workers/<name>.events.jsonl`.
+    Worker,
 }
 
 impl SourceKind {
-    pub const ALL: [SourceKind; 5] = [
+    pub const ALL: [SourceKind; 6] = [
         SourceKind::Session,
         SourceKind::Routing,
         SourceKind::Task,
         SourceKind::Flow,
         SourceKind::Workflow,
+        SourceKind::Worker,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -49,6 +52,7 @@ impl SourceKind {
             SourceKind::Task => "task",
             SourceKind::Flow => "flow",
             SourceKind::Workflow => "workflow",
+            SourceKind::Worker => "worker",
         }
     }
 }

@@ -137,6 +137,12 @@ impl StateDir {
         self.root.join("tasks")
     }
 
+    /// `workers/`: one log per managed worker (`<name>.events.jsonl`) and its supervisor's
+    /// output (`<name>.log`).
+    pub fn workers(&self) -> PathBuf {
+        self.root.join("workers")
+    }
+
     /// `tasks/<id>.events.jsonl`.
     pub fn task_events(&self, id: &str) -> Result<PathBuf, IdError> {
         check_id(IdKind::Record, id)?;

@@ -656,6 +656,19 @@ impl App {
                     send(Request::Run { request })
                 }
             }
+            "worker" => {
+                let rest = rest.trim();
+                match rest.split_once(char::is_whitespace) {
+                    Some((worker, text)) if !text.trim().is_empty() => {
+                        self.ui.panel.open = true;
+                        send(Request::WorkerSend {
+                            worker: worker.to_string(),
+                            text: text.trim().to_string(),
+                        })
+                    }
+                    _ => Err("/worker needs a worker and a prompt: /worker NAME what to do (`baton worker list` shows them)".to_string()),
+                }
+            }
             "role" => {
                 let text = format!("role {} · another role: quit and start `baton tui --role NAME` (`baton roles` lists them)", v.session.role);
                 self.view.say(Level::Info, text);

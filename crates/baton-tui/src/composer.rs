@@ -30,6 +30,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "the newest Flow's view: units × steps, continue, abandon, clean",
     ),
     ("/run", "start a workflow: /run \"add a --verbose flag\""),
+    (
+        "/worker",
+        "prompt a managed worker: /worker NAME what to do (its answer in the side panel)",
+    ),
     ("/model", "the session's route (start another with --model)"),
     ("/role", "the session's role (start another with --role)"),
     ("/quit", "end the session"),

@@ -229,8 +229,9 @@ impl Panel {
                     match row.kind {
                         Kind::Flow => self.detail = Some(Detail::Flow(row.id.clone())),
                         Kind::Workflow => self.detail = Some(Detail::Workflow(row.id.clone())),
-                        // A child's own transcript when it named one, else (a task) its log.
-                        Kind::Task | Kind::Delegation if row.session.is_some() => {
+                        // A child's (or a worker's) own transcript when it named one, else (a
+                        // task) its log.
+                        Kind::Task | Kind::Delegation | Kind::Worker if row.session.is_some() => {
                             let id = row.session.clone().unwrap_or_default();
                             return (Some(Request::OpenSession { id }), true);
                         }
@@ -241,6 +242,13 @@ impl Panel {
                                 }),
                                 true,
                             )
+                        }
+                        Kind::Worker => {
+                            self.viewer = Some((
+                                format!("worker {} · {}", row.name, row.role),
+                                vec!["its session is not set up yet".into()],
+                                0,
+                            ));
                         }
                         Kind::Delegation => {
                             self.viewer = Some((

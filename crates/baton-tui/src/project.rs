@@ -10,6 +10,7 @@ use baton_events::{Event, Payload};
 use baton_exec::background::TaskEvent;
 use baton_exec::delegate::{EntryEvent, EntryStatus};
 use baton_exec::types::Activity;
+use baton_exec::worker::{StopReason, WorkerEvent};
 use baton_flow::FlowEvent;
 use baton_workflow::store::EventBody;
 
@@ -22,6 +23,8 @@ pub enum Kind {
     Task,
     Flow,
     Workflow,
+    /// A managed worker (`baton worker`).
+    Worker,
 }
 
 /// The panel's groups, in the order they are shown.
@@ -271,6 +274,7 @@ impl Project {
             Payload::Task(t) => self.task(&id, t, now_ms),
             Payload::Flow(r) => self.flow(&id, &r.event, now_ms),
             Payload::Workflow(w) => self.workflow(&id, w, now_ms),
+            Payload::Worker(w) => self.worker(&id, w, now_ms),
             Payload::Session(_) | Payload::Routing(_) => {}
         }
     }
@@ -309,6 +313,62 @@ impl Project {
                     row.path = None;
                     row.ended_ms.get_or_insert(now_ms);
                 }
+            }
+        }
+    }
+
+    fn worker(&mut self, id: &str, ev: &WorkerEvent, now_ms: u64) {
+        let first = |t: &str| {
+            let line = t.lines().next().unwrap_or("");
+            baton_text::sanitize_line(&baton_text::truncate(line, 60, baton_text::Keep::Head))
+                .into_owned()
+        };
+        let row = self.row(Kind::Worker, id, None, now_ms);
+        match ev {
+            WorkerEvent::Created { spec } => {
+                row.name = format!("worker {id}");
+                row.role.clone_from(&spec.role);
+                row.detail = "created".into();
+            }
+            WorkerEvent::Spawned { .. } => {
+                row.state = State::Running;
+                row.ended_ms = None;
+                row.detail = "starting".into();
+            }
+            WorkerEvent::Started { session, .. } => {
+                row.state = State::Running;
+                row.ended_ms = None;
+                row.session = Some(session.clone());
+                row.detail = "idle".into();
+            }
+            WorkerEvent::Queued { .. } => {}
+            WorkerEvent::Delivered { .. } => {
+                row.detail = "working".into();
+            }
+            WorkerEvent::Answered { answer, usage, .. } => {
+                row.turns += 1;
+                row.tokens += usage.input_tokens + usage.output_tokens;
+                if let Some(c) = usage.cost_usd {
+                    row.cost_usd = Some(row.cost_usd.unwrap_or(0.0) + c);
+                }
+                row.detail = format!("idle · answered: {}", first(answer));
+            }
+            WorkerEvent::Lost { .. } => {
+                row.detail = "a prompt was lost (`baton worker send NAME --retry`)".into();
+            }
+            WorkerEvent::Stopped { reason, .. } => {
+                row.state = if *reason == StopReason::Failed {
+                    State::Failed
+                } else {
+                    State::Done
+                };
+                row.ended_ms = Some(now_ms);
+                row.detail = format!("stopped ({reason:?})").to_lowercase();
+            }
+            WorkerEvent::Retired { .. } => {
+                row.state = State::Done;
+                row.ended_ms.get_or_insert(now_ms);
+                row.detail = "retired".into();
             }
         }
     }

@@ -39,6 +39,12 @@ pub enum Request {
     Run {
         request: String,
     },
+    /// `/worker NAME prompt`: a prompt for a managed worker (`baton worker send`), its answer
+    /// followed in the side panel.
+    WorkerSend {
+        worker: String,
+        text: String,
+    },
     /// A delegated child's transcript, to read (`sessions/<id>.jsonl` of the project).
     OpenSession {
         id: String,

@@ -301,3 +301,116 @@ fn a_session_s_delegations_are_rows_per_call_and_entry() {
         ]
     );
 }
+
+/// A managed worker's log, typed as `baton worker` writes it.
+pub(crate) fn worker_events(name: &str) -> Vec<Event> {
+    use baton_exec::worker::{TurnUsage, WorkerEvent, WorkerSpec};
+    let at = || "2026-12-05T11:00:00Z".to_string();
+    let evs = vec![
+        WorkerEvent::Created {
+            spec: WorkerSpec {
+                name: name.into(),
+                role: "helper".into(),
+                model: Some("mock/m".into()),
+                model_class: None,
+                cwd: "/tmp/w".into(),
+                worktree: None,
+                budget_usd: None,
+                idle_timeout_secs: None,
+                created: at(),
+            },
+        },
+        WorkerEvent::Spawned {
+            pid: 1,
+            start_time: None,
+            at: at(),
+        },
+        WorkerEvent::Started {
+            pid: 1,
+            start_time: None,
+            session: "01s".into(),
+            resumed: false,
+            at: at(),
+        },
+        WorkerEvent::Queued {
+            id: "p1".into(),
+            text: "summarise the notes".into(),
+            retry_of: None,
+            at: at(),
+        },
+        WorkerEvent::Delivered {
+            id: "p1".into(),
+            at: at(),
+        },
+        WorkerEvent::Answered {
+            id: "p1".into(),
+            answer: "Three notes, all on the parser.\nMore below.".into(),
+            reason: None,
+            usage: TurnUsage {
+                input_tokens: 1200,
+                output_tokens: 300,
+                cost_usd: Some(0.0081),
+            },
+            at: at(),
+        },
+    ];
+    let mut offset = 0;
+    evs.into_iter()
+        .map(|ev| {
+            let source = Source::new(SourceKind::Worker, name);
+            let line = serde_json::to_string(&ev).unwrap();
+            let e = ProjectEvent {
+                pos: Position {
+                    source: source.clone(),
+                    offset,
+                },
+                source,
+                ts: None,
+                event: Payload::parse(SourceKind::Worker, line.as_bytes()).unwrap(),
+            };
+            offset += line.len() as u64 + 1;
+            e
+        })
+        .collect()
+}
+
+#[test]
+fn a_worker_is_one_row_with_its_turns_spending_and_last_answer() {
+    let mut p = Project::default();
+    for (k, e) in worker_events("w1").iter().enumerate() {
+        p.apply(e, k as u64 * 10);
+    }
+    let row = p.rows.iter().find(|r| r.kind == Kind::Worker).unwrap();
+    assert_eq!(row.name, "worker w1");
+    assert_eq!(row.role, "helper");
+    assert_eq!(row.state, State::Running);
+    assert_eq!((row.turns, row.tokens), (1, 1500));
+    assert_eq!(row.cost_usd, Some(0.0081));
+    assert_eq!(row.session.as_deref(), Some("01s"));
+    assert_eq!(
+        row.detail,
+        "idle · answered: Three notes, all on the parser."
+    );
+    let mut stopped = worker_events("w1");
+    let source = Source::new(SourceKind::Worker, "w1");
+    stopped.push(ProjectEvent {
+        pos: Position {
+            source: source.clone(),
+            offset: 9999,
+        },
+        source,
+        ts: None,
+        event: Payload::parse(
+            SourceKind::Worker,
+            br#"{"type":"worker.stopped","reason":"idle","at":"2026-12-05T11:10:00Z"}"#,
+        )
+        .unwrap(),
+    });
+    let mut p = Project::default();
+    for e in &stopped {
+        p.apply(e, 0);
+    }
+    let row = p.rows.iter().find(|r| r.kind == Kind::Worker).unwrap();
+    assert_eq!(row.state, State::Done);
+    assert_eq!(row.detail, "stopped (idle)");
+}

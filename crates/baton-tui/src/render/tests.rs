@@ -687,3 +687,22 @@ fn a_frame_lays_out_only_the_entries_it_shows() {
     let laid_out = u.cache.iter().filter(|c| c.is_some()).count();
     assert!(laid_out <= 12, "{laid_out} entries laid out");
 }
+
+/// A managed worker in the side panel, beside the project's other work: its name and role, its
+/// turns, tokens and cost, and its last answer.
+#[test]
+fn a_worker_row_in_the_side_panel() {
+    let mut v = with_work();
+    for (k, e) in crate::project::tests::worker_events("w1")
+        .iter()
+        .enumerate()
+    {
+        v.project.apply(e, 1000 + k as u64 * 40);
+    }
+    let mut u = ui(Theme::dark());
+    u.panel = crate::panel::Panel {
+        open: true,
+        ..crate::panel::Panel::default()
+    };
+    insta::assert_snapshot!("panel_with_a_worker", draw_at(&v, &mut u, 100, 30));
+}
