@@ -12,7 +12,7 @@ use baton_model::routes::{check_route, resolve_class, ProcessEnv};
 use baton_protocol::{ModelClass, Route};
 use baton_state::StateDir;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::exit::AfterWorkBegan as _;
 use crate::project::{now_rfc3339, role_dirs, ProjectContext};
@@ -28,7 +28,7 @@ pub fn load(state: &StateDir, name: &str) -> Result<WorkerState> {
 }
 
 /// The launch policy of a new worker, as given.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default)]
 pub struct NewWorker {
     /// Its role (required for a new worker).
     pub role: Option<String>,
@@ -37,7 +37,6 @@ pub struct NewWorker {
     /// Its model class, when no route is given.
     pub model_class: Option<String>,
     /// Work in a worktree of its own (branch `baton/worker-NAME`).
-    #[serde(default)]
     pub worktree: bool,
     /// Stop it (state kept) once it has spent this many US dollars.
     pub budget_usd: Option<f64>,
@@ -351,37 +350,10 @@ pub fn send(state: &StateDir, name: &str, prompt: Prompt, wait: bool) -> Result<
         });
     }
     loop {
-        let w = load(state, name)?;
-        let Some(p) = w.prompts.iter().find(|p| p.id == id) else {
-            bail!("worker {name}: prompt {id} is not in its log");
-        };
-        if let (Some(answer), Some(usage)) = (&p.answer, &p.usage) {
-            return Ok(Sent::Answered(Answer {
-                worker: name.to_string(),
-                prompt: id,
-                answer: answer.clone(),
-                reason: p.reason.clone(),
-                input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
-                cost_usd: usage.cost_usd,
-            }));
+        if let Some(done) = outcome(state, name, &id)? {
+            return Ok(done);
         }
-        if p.lost {
-            return Ok(Sent::Lost {
-                worker: name.to_string(),
-                prompt: id,
-            });
-        }
-        match w.phase() {
-            Phase::Stopped | Phase::Lost | Phase::Retired => {
-                return Ok(Sent::Waiting {
-                    worker: name.to_string(),
-                    prompt: id,
-                    state: w.phase().as_str().to_string(),
-                });
-            }
-            _ => std::thread::sleep(Duration::from_millis(10)),
-        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -537,4 +509,134 @@ pub fn retire(state: &StateDir, name: &str) -> Result<Option<String>> {
         },
     )?;
     Ok(kept)
+}
+
+/// One line of a worker's log for a person.
+pub fn describe(ev: &WorkerEvent) -> String {
+    let one = |t: &str| baton_text::truncate(t, 200, baton_text::Keep::Head).replace('\n', " ");
+    match ev {
+        WorkerEvent::Created { spec } => {
+            format!("created: role {} in {}", spec.role, spec.cwd.display())
+        }
+        WorkerEvent::Spawned { pid, at, .. } => format!("{at} supervisor spawned (pid {pid})"),
+        WorkerEvent::Started {
+            session,
+            resumed,
+            at,
+            ..
+        } => format!(
+            "{at} started: session {session}{}",
+            if *resumed { " (resumed)" } else { "" }
+        ),
+        WorkerEvent::Queued {
+            id,
+            text,
+            retry_of,
+            at,
+        } => format!(
+            "{at} prompt {id} queued{}: {}",
+            retry_of
+                .as_ref()
+                .map(|r| format!(" (again, {r})"))
+                .unwrap_or_default(),
+            one(text)
+        ),
+        WorkerEvent::Delivered { id, at } => format!("{at} prompt {id} delivered"),
+        WorkerEvent::Answered {
+            id,
+            answer,
+            usage,
+            at,
+            ..
+        } => format!(
+            "{at} prompt {id} answered ({} in / {} out tokens): {}",
+            usage.input_tokens,
+            usage.output_tokens,
+            one(answer)
+        ),
+        WorkerEvent::Lost { id, at } => format!("{at} prompt {id} lost (not answered)"),
+        WorkerEvent::Stopped {
+            reason,
+            message,
+            at,
+        } => format!(
+            "{at} stopped ({}){}",
+            match reason {
+                StopReason::Asked => "asked",
+                StopReason::Idle => "idle timeout",
+                StopReason::Budget => "budget spent",
+                StopReason::Failed => "failed",
+            },
+            message
+                .as_ref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default()
+        ),
+        WorkerEvent::Retired { worktree, at } => format!(
+            "{at} retired{}",
+            worktree
+                .as_ref()
+                .map(|w| format!(": {w}"))
+                .unwrap_or_default()
+        ),
+    }
+}
+
+/// A worker's log as the lines `baton worker logs NAME` prints (also its MCP resource).
+pub fn log_lines(state: &StateDir, name: &str) -> Result<Vec<String>> {
+    let evs = worker::events(state, name).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(evs.iter().map(describe).collect())
+}
+
+/// What a worker's prompt came to, once: `None` while it waits or runs.
+pub fn outcome(state: &StateDir, name: &str, id: &str) -> Result<Option<Sent>> {
+    let w = load(state, name)?;
+    let Some(p) = w.prompts.iter().find(|p| p.id == id) else {
+        bail!("worker {name}: prompt {id} is not in its log");
+    };
+    if let (Some(answer), Some(usage)) = (&p.answer, &p.usage) {
+        return Ok(Some(Sent::Answered(Answer {
+            worker: name.to_string(),
+            prompt: id.to_string(),
+            answer: answer.clone(),
+            reason: p.reason.clone(),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            cost_usd: usage.cost_usd,
+        })));
+    }
+    if p.lost {
+        return Ok(Some(Sent::Lost {
+            worker: name.to_string(),
+            prompt: id.to_string(),
+        }));
+    }
+    Ok(match w.phase() {
+        Phase::Stopped | Phase::Lost | Phase::Retired => Some(Sent::Waiting {
+            worker: name.to_string(),
+            prompt: id.to_string(),
+            state: w.phase().as_str().to_string(),
+        }),
+        _ => None,
+    })
+}
+
+/// `list`'s answer as one document.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct WorkerList {
+    pub workers: Vec<Row>,
+    /// Records that could not be read, each naming its worker and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub damaged: Vec<String>,
+}
+
+/// What `stop` or `retire` did.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Ended {
+    pub name: String,
+    /// `stopped` (it ran and was stopped), `retired`, or its state when there was nothing to stop.
+    pub state: String,
+    /// What became of its worktree (`retire`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
 }

@@ -88,8 +88,9 @@ enum Command {
     /// Serve baton to an MCP client (Claude Code, Codex, …) over stdio (or streamable HTTP with
     /// --http). Tools: route, models, roles; delegate_task, task_status, task_wait, task_cancel;
     /// run_workflow, workflow_status, workflow_resume; flow_start, flow_status, flow_continue,
-    /// flow_resume, flow_land, flow_abandon. Resources: baton://workflows/{id}, baton://flows/{id},
-    /// baton://tasks/{id}/log. See docs/mcp.md.
+    /// flow_resume, flow_land, flow_abandon; worker_start, worker_send, worker_list, worker_stop,
+    /// worker_retire. Resources: baton://workflows/{id}, baton://flows/{id},
+    /// baton://tasks/{id}/log, baton://workers/{name}/log. See docs/mcp.md.
     Mcp(mcp_cmd::McpArgs),
     /// The project's web dashboard: its workflows, Flows, tasks and sessions, live, on loopback.
     Serve(serve_cmd::ServeArgs),

@@ -251,83 +251,12 @@ pub fn run(args: WorkerArgs) -> Result<Exit> {
     }
 }
 
-/// One line of a worker's log for a person.
-fn describe(ev: &WorkerEvent) -> String {
-    let one = |t: &str| baton_text::truncate(t, 200, baton_text::Keep::Head).replace('\n', " ");
-    match ev {
-        WorkerEvent::Created { spec } => {
-            format!("created: role {} in {}", spec.role, spec.cwd.display())
-        }
-        WorkerEvent::Spawned { pid, at, .. } => format!("{at} supervisor spawned (pid {pid})"),
-        WorkerEvent::Started {
-            session,
-            resumed,
-            at,
-            ..
-        } => format!(
-            "{at} started: session {session}{}",
-            if *resumed { " (resumed)" } else { "" }
-        ),
-        WorkerEvent::Queued {
-            id,
-            text,
-            retry_of,
-            at,
-        } => format!(
-            "{at} prompt {id} queued{}: {}",
-            retry_of
-                .as_ref()
-                .map(|r| format!(" (again, {r})"))
-                .unwrap_or_default(),
-            one(text)
-        ),
-        WorkerEvent::Delivered { id, at } => format!("{at} prompt {id} delivered"),
-        WorkerEvent::Answered {
-            id,
-            answer,
-            usage,
-            at,
-            ..
-        } => format!(
-            "{at} prompt {id} answered ({} in / {} out tokens): {}",
-            usage.input_tokens,
-            usage.output_tokens,
-            one(answer)
-        ),
-        WorkerEvent::Lost { id, at } => format!("{at} prompt {id} lost (not answered)"),
-        WorkerEvent::Stopped {
-            reason,
-            message,
-            at,
-        } => format!(
-            "{at} stopped ({}){}",
-            match reason {
-                StopReason::Asked => "asked",
-                StopReason::Idle => "idle timeout",
-                StopReason::Budget => "budget spent",
-                StopReason::Failed => "failed",
-            },
-            message
-                .as_ref()
-                .map(|m| format!(": {m}"))
-                .unwrap_or_default()
-        ),
-        WorkerEvent::Retired { worktree, at } => format!(
-            "{at} retired{}",
-            worktree
-                .as_ref()
-                .map(|w| format!(": {w}"))
-                .unwrap_or_default()
-        ),
-    }
-}
-
 fn logs(state: &StateDir, name: &str, follow: bool) -> Result<Exit> {
     let mut shown = 0;
     loop {
         let evs = worker::events(state, name).map_err(|e| anyhow::anyhow!("{e}"))?;
         for ev in &evs[shown.min(evs.len())..] {
-            outln!("{}", describe(ev));
+            outln!("{}", workers::describe(ev));
         }
         shown = evs.len();
         if !follow {

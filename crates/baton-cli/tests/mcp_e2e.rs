@@ -74,7 +74,12 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
             "flow_abandon",
             "task_status",
             "task_wait",
-            "task_cancel"
+            "task_cancel",
+            "worker_start",
+            "worker_send",
+            "worker_list",
+            "worker_stop",
+            "worker_retire"
         ]
     );
     // `baton mcp --help` names every tool the server lists ([14/18]: it named 5 of 15).
@@ -165,6 +170,13 @@ async fn initialize_names_the_server_and_lists_the_read_only_tools() {
             (Some(true), Some(false), Some(true)),
             (Some(true), Some(false), Some(true)),
             (Some(false), Some(true), Some(true)),
+            // The worker tools: start and send change things, list only reads, stop is
+            // destructive and idempotent, retire destructive.
+            (Some(false), Some(false), Some(false)),
+            (Some(false), Some(false), Some(false)),
+            (Some(true), Some(false), Some(true)),
+            (Some(false), Some(true), Some(true)),
+            (Some(false), Some(true), Some(false)),
         ]
     );
     client.cancel().await.unwrap();
@@ -510,4 +522,89 @@ fn malformed_requests_get_errors_and_the_server_keeps_serving() {
         by_id[&6]["result"]["structuredContent"]["workflow"],
         "DEBUG"
     );
+}
+
+#[tokio::test]
+async fn a_worker_is_started_prompted_listed_read_and_retired_over_mcp() {
+    use baton_testkit::{MockServer, Turn};
+    let server = MockServer::builder()
+        .turn(Turn::text("first, from the worker"))
+        .turn(Turn::text("second, with the first in mind"))
+        .start()
+        .await;
+    let sb = sandbox().mock_provider(&server, "openai", "");
+    sb.write(
+        ".baton/roles/helper.md",
+        "---\nname: helper\ndescription: a worker\ntools: []\n---\nHelp.\n",
+    );
+    let client = connect(&sb).await;
+    let started = document(
+        &call(
+            &client,
+            "worker_start",
+            json!({"name": "m1", "role": "helper", "model": "mock/m"}),
+        )
+        .await,
+    );
+    assert_eq!(started["name"], "m1");
+    assert_eq!(started["resumed"], false);
+    let first = document(
+        &call(
+            &client,
+            "worker_send",
+            json!({"name": "m1", "prompt": "one"}),
+        )
+        .await,
+    );
+    assert_eq!(first["outcome"], "answered");
+    assert_eq!(first["answer"], "first, from the worker");
+    let second = document(
+        &call(
+            &client,
+            "worker_send",
+            json!({"name": "m1", "prompt": "two"}),
+        )
+        .await,
+    );
+    assert_eq!(second["answer"], "second, with the first in mind");
+    let asked = server.model_requests();
+    assert!(asked[1].body.to_string().contains("first, from the worker"));
+    // The same list the CLI prints.
+    let listed = document(&call(&client, "worker_list", json!({})).await);
+    assert_eq!(listed["workers"][0]["name"], "m1");
+    assert_eq!(listed["workers"][0]["turns"], 2);
+    assert_eq!(
+        listed["workers"],
+        cli_json(&sb, &["worker", "list", "--json"])
+    );
+    // Its log as a resource.
+    let log = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "baton://workers/m1/log",
+        ))
+        .await
+        .unwrap();
+    let rmcp::model::ResourceContents::TextResourceContents { text: log, .. } = &log.contents[0]
+    else {
+        panic!("{log:?}")
+    };
+    assert_eq!(log.matches(" answered ").count(), 2, "{log}");
+    // Bad input is a tool error naming it.
+    let unknown = call(
+        &client,
+        "worker_send",
+        json!({"name": "nobody", "prompt": "hi"}),
+    )
+    .await;
+    assert_eq!(unknown.is_error, Some(true));
+    assert!(
+        text(&unknown).contains("worker `nobody` not found"),
+        "{}",
+        text(&unknown)
+    );
+    let stopped = document(&call(&client, "worker_stop", json!({"name": "m1"})).await);
+    assert_eq!(stopped["state"], "stopped");
+    let retired = document(&call(&client, "worker_retire", json!({"name": "m1"})).await);
+    assert_eq!(retired["state"], "retired");
+    client.cancel().await.unwrap();
 }

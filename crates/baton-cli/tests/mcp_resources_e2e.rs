@@ -146,7 +146,8 @@ async fn workflows_and_task_logs_are_listed_read_and_followed() {
         [
             "baton://workflows/{id}",
             "baton://flows/{id}",
-            "baton://tasks/{id}/log"
+            "baton://tasks/{id}/log",
+            "baton://workers/{name}/log"
         ]
     );
     assert!(client.list_all_resources().await.unwrap().is_empty());

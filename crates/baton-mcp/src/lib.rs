@@ -1,6 +1,6 @@
 //! baton's MCP server (`baton mcp`, docs/mcp.md) on the official Rust SDK,
 //! `rmcp`: the server and its `TOOLS` table (`server`), the Flow tools (`flow`), the background
-//! task tools (`tasks`), streamable HTTP (`http`), resources and their subscriptions
+//! task tools (`tasks`), the managed-worker tools (`workers`), streamable HTTP (`http`), resources and their subscriptions
 //! (`resources`), bounded and redacted results (`result`), the shared executor and progress
 //! (`runtime`) and what a tool is (`tool`). Every answer is a document of `baton_app`, built by
 //! the same function as the matching `--json` command.
@@ -16,5 +16,6 @@ pub mod runtime;
 pub mod server;
 pub mod tasks;
 pub mod tool;
+pub mod workers;
 
 pub use server::{run, Options};

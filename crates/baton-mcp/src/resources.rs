@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 pub const LIVENESS: Duration = Duration::from_secs(5);
 
 /// The URI forms, as error messages name them.
-pub const FORMS: &str = "baton://workflows/{id}, baton://flows/{id} and baton://tasks/{id}/log";
+pub const FORMS: &str = "baton://workflows/{id}, baton://flows/{id}, baton://tasks/{id}/log and baton://workers/{name}/log";
 
 const JSON: &str = "application/json";
 const TEXT: &str = "text/plain";
@@ -50,6 +50,7 @@ enum Target {
     Workflow(String),
     Flow(String),
     TaskLog(String),
+    WorkerLog(String),
 }
 
 /// An id as the stores write them: letters, digits, `-`, `_` and `.` (not `.` or `..` alone).
@@ -72,6 +73,7 @@ fn target(uri: &str) -> Result<Target, ErrorData> {
         ["workflows", id] if plausible_id(id) => Ok(Target::Workflow(id.to_string())),
         ["flows", id] if plausible_id(id) => Ok(Target::Flow(id.to_string())),
         ["tasks", id, "log"] if plausible_id(id) => Ok(Target::TaskLog(id.to_string())),
+        ["workers", name, "log"] if plausible_id(name) => Ok(Target::WorkerLog(name.to_string())),
         _ => Err(ErrorData::invalid_params(
             format!(
                 "`{}` is not a baton resource: the resources are {FORMS} (resources/list lists them)",
@@ -89,6 +91,7 @@ impl Target {
             Target::Workflow(id) => Source::new(SourceKind::Workflow, id),
             Target::Flow(id) => Source::new(SourceKind::Flow, id),
             Target::TaskLog(id) => Source::new(SourceKind::Task, id),
+            Target::WorkerLog(name) => Source::new(SourceKind::Worker, name),
         }
     }
 }
@@ -152,6 +155,15 @@ fn content(ctx: &ProjectContext, target: &Target) -> Result<(String, &'static st
             text.push('\n');
             let cap = output_cap(ctx);
             let text = baton_text::truncate(&text, cap, baton_text::Keep::Tail).into_owned();
+            Ok((text, TEXT))
+        }
+        Target::WorkerLog(name) => {
+            let mut text = baton_app::workers::log_lines(&state_dir(ctx), name)
+                .map_err(|e| format!("{e:#}"))?
+                .join("\n");
+            text.push('\n');
+            let text =
+                baton_text::truncate(&text, output_cap(ctx), baton_text::Keep::Tail).into_owned();
             Ok((text, TEXT))
         }
     }
@@ -266,10 +278,30 @@ pub fn list(cwd: &Path) -> Result<Vec<Resource>, ErrorData> {
             TEXT,
         ));
     }
+    for name in baton_exec::worker::list(&state) {
+        let description = match baton_app::workers::load(&state, &name) {
+            Ok(w) => {
+                let (turns, _, _) = w.totals();
+                format!(
+                    "{}; role {}; {turns} turns",
+                    w.phase().as_str(),
+                    w.spec.role
+                )
+            }
+            Err(e) => format!("unreadable: {}", short(&format!("{e:#}"), 200)),
+        };
+        out.push(resource(
+            format!("baton://workers/{name}/log"),
+            &name,
+            format!("worker {name}: log"),
+            description,
+            TEXT,
+        ));
+    }
     Ok(out)
 }
 
-/// `resources/templates/list`: the three URI forms.
+/// `resources/templates/list`: the four URI forms.
 pub fn templates() -> Vec<ResourceTemplate> {
     vec![
         ResourceTemplate::new("baton://workflows/{id}", "workflow")
@@ -295,6 +327,14 @@ pub fn templates() -> Vec<ResourceTemplate> {
                  true`: the lines `baton task logs ID` prints (created, supervisor running, each \
                  entry's steps and end, completed), the newest kept when it is longer than the \
                  output cap.",
+            )
+            .with_mime_type(TEXT),
+        ResourceTemplate::new("baton://workers/{name}/log", "worker-log")
+            .with_title("A managed worker's log")
+            .with_description(
+                "The log of a managed worker (`worker_start`): created, started (its session), \
+                 each prompt queued, delivered and answered with its usage, lost prompts, \
+                 stopped and retired; the lines `baton worker logs NAME` prints.",
             )
             .with_mime_type(TEXT),
     ]
@@ -506,7 +546,12 @@ fn follow(cwd: &Path) -> tokio::sync::mpsc::UnboundedReceiver<Option<Source>> {
             let state = state_dir(&ctx);
             let root = state.project_root().unwrap_or(&cwd).to_path_buf();
             let filter = Filter {
-                kinds: vec![SourceKind::Workflow, SourceKind::Flow, SourceKind::Task],
+                kinds: vec![
+                    SourceKind::Workflow,
+                    SourceKind::Flow,
+                    SourceKind::Task,
+                    SourceKind::Worker,
+                ],
                 ids: Vec::new(),
             };
             let mut feed = Feed::new(state, filter, Cursor::default());

@@ -294,6 +294,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
         .iter()
         .chain(crate::flow::TOOLS.iter())
         .chain(crate::tasks::TOOLS.iter())
+        .chain(crate::workers::TOOLS.iter())
 }
 
 /// Every tool as `tools/list` shows it.
@@ -701,7 +702,7 @@ mod tests {
             names.len(),
             "a tool is declared twice: {names:?}"
         );
-        assert_eq!(names.len(), 16, "{names:?}");
+        assert_eq!(names.len(), 21, "{names:?}");
         for t in all() {
             let tool = t.tool().unwrap_or_else(|e| panic!("{}: {e:?}", t.name));
             let output = tool.output_schema.unwrap_or_else(|| panic!("{}", t.name));
