@@ -22,5 +22,6 @@ pub mod task_log;
 pub mod task_tools;
 pub mod tasks;
 pub mod trust;
+pub mod worker_tool;
 pub mod workers;
 pub mod workflow;

@@ -261,6 +261,15 @@ fn delegation_tools(
     if lists("delegate_task") {
         tools.extend(baton_app::task_tools::tools(state));
     }
+    if lists("worker") {
+        match std::env::current_exe() {
+            Ok(exe) => tools.push(Arc::new(baton_app::worker_tool::WorkerTool {
+                cwd: ctx.cwd.clone(),
+                exe,
+            })),
+            Err(e) => errln!("baton: the worker tool is off: cannot find this program: {e}"),
+        }
+    }
     let mut policies = Vec::new();
     if lists("delegate_task") {
         policies.push(baton_exec::tool::MAIN_POLICY.to_string());

@@ -470,3 +470,63 @@ fn a_worker_stops_at_its_budget_and_after_its_idle_timeout_with_its_state_kept()
     assert_exit(&o, 2);
     assert!(err(&o).contains("--budget-usd"), "{}", err(&o));
 }
+
+#[test]
+fn a_main_session_whose_role_lists_worker_starts_and_prompts_one_and_children_never_get_it() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "c1",
+            "worker",
+            json!({"op": "start", "name": "aide", "role": "helper", "model": "mock/m"}),
+        ))
+        .turn(Turn::tool_call(
+            "c2",
+            "worker",
+            json!({"op": "send", "name": "aide", "prompt": "count the notes"}),
+        ))
+        .turn(Turn::text("there are three notes"))
+        .turn(Turn::text("The aide says there are three notes."))
+        .start_blocking();
+    let sb = project(&server);
+    sb.write(
+        ".baton/roles/boss.md",
+        "---\nname: boss\ndescription: a main session with a worker\ntools: [worker]\n---\nLead.\n",
+    );
+    let o = sb.run(&["agent", "--role", "boss", "--model", "mock/m", "get help"]);
+    assert_exit(&o, 0);
+    assert!(
+        out(&o).contains("The aide says there are three notes."),
+        "{}",
+        out(&o)
+    );
+    let reqs = server.model_requests();
+    assert_eq!(reqs.len(), 4);
+    // The worker's own request held only its prompt; the main session got its answer back.
+    assert!(reqs[2].body.to_string().contains("count the notes"));
+    assert!(!reqs[2].body.to_string().contains("get help"));
+    let results = reqs[3].tool_results();
+    assert!(
+        results
+            .iter()
+            .any(|r| r.text.contains("there are three notes")),
+        "{results:?}"
+    );
+    let r = row(&sb, "aide");
+    assert_eq!(
+        (r["state"].as_str().unwrap(), r["turns"].as_u64().unwrap()),
+        ("idle", 1)
+    );
+    assert_exit(&sb.run(&["worker", "retire", "aide"]), 0);
+    // A child (BATON_CHILD=1) is never offered it, whatever its role lists.
+    server.push(Turn::text("no tools here"));
+    let o = sb
+        .baton(&["agent", "--role", "boss", "--model", "mock/m", "a child"])
+        .env("BATON_CHILD", "1")
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    let last = server.model_requests().pop().unwrap();
+    let offered: Vec<&str> =
+        baton_testkit::offered_tools(last.wire_format().unwrap(), &last.body).collect();
+    assert!(!offered.contains(&"worker"), "{offered:?}");
+}

@@ -19,7 +19,7 @@ pub const KNOWN_TOOLS: [&str; 7] = ["read", "write", "edit", "bash", "grep", "fi
 
 /// Names of the delegation tools a role may list. A main session is offered one only when its
 /// role lists it; children never get them, whatever their role lists.
-pub const DELEGATION_TOOLS: [&str; 8] = [
+pub const DELEGATION_TOOLS: [&str; 9] = [
     "delegate_task",
     "delegate_flow",
     "delegate_flow_continue",
@@ -28,6 +28,7 @@ pub const DELEGATION_TOOLS: [&str; 8] = [
     "task_status",
     "task_wait",
     "task_cancel",
+    "worker",
 ];
 
 /// The model class a session of `role` runs on when nothing more explicit (a flag, a request's
