@@ -229,8 +229,7 @@ fn a_killed_supervisor_shows_lost_at_once_and_its_prompt_is_sent_again_only_on_r
         let pid = events
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|e| e["type"] == "worker.started")
-            .last()
+            .rfind(|e| e["type"] == "worker.started")
             .unwrap()["pid"]
             .as_u64()
             .unwrap() as i32;
