@@ -27,6 +27,7 @@ enum WorkerAction {
     /// Start a worker (a new one with --role), or start again a stopped or lost one: it resumes
     /// its session (--fresh starts a new one).
     Start {
+        /// The worker's name (letters, digits, `-`, `_`, `.`; it starts with a letter or digit).
         name: String,
         /// The role of a new worker.
         #[arg(long)]
@@ -52,6 +53,7 @@ enum WorkerAction {
     },
     /// Send a prompt (`-`: read it from stdin); by default wait for its answer and print it.
     Send {
+        /// The worker.
         name: String,
         /// The prompt; `-` reads it from stdin. Not with --retry.
         prompt: Option<String>,
@@ -70,19 +72,28 @@ enum WorkerAction {
     },
     /// List the workers: state (reconciled with what really runs), turns, tokens, cost.
     List {
+        /// Print one JSON document (an array of workers).
         #[arg(long)]
         json: bool,
     },
     /// Print a worker's log; --follow keeps printing what is appended.
     Logs {
+        /// The worker.
         name: String,
+        /// Keep printing what is appended, until the worker is retired.
         #[arg(long)]
         follow: bool,
     },
     /// Stop a worker's supervisor; its session and log are kept (`start` resumes it).
-    Stop { name: String },
+    Stop {
+        /// The worker.
+        name: String,
+    },
     /// Stop a worker for good and finalize its worktree (kept when it holds work).
-    Retire { name: String },
+    Retire {
+        /// The worker.
+        name: String,
+    },
     /// The supervisor itself (started by `start`).
     #[command(hide = true)]
     Serve {

@@ -146,7 +146,7 @@ fn a_child_gets_only_its_role_s_servers() {
     assert_exit(&out, 0);
     let reqs = server.model_requests();
     assert_eq!(mcp_tools(&reqs[0]), 0, "{:?}", reqs[0].offered_tools());
-    assert_eq!(mcp_tools(&reqs[1]), 16, "{:?}", reqs[1].offered_tools());
+    assert_eq!(mcp_tools(&reqs[1]), 21, "{:?}", reqs[1].offered_tools());
 }
 
 /// The pids of the processes whose command line contains `needle`.
@@ -335,7 +335,7 @@ fn doctor_starts_each_server_and_lists_its_tools() {
     assert_eq!(doc["ok"], false);
     let out = p.run(&["doctor"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("✓ MCP server baton: 16 tool(s): "), "{text}");
+    assert!(text.contains("✓ MCP server baton: 21 tool(s): "), "{text}");
     assert!(text.contains("✗ MCP server broken: "), "{text}");
 }
 

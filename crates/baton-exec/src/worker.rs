@@ -231,6 +231,8 @@ pub struct WorkerState {
     pub started: bool,
     pub retired: Option<Option<String>>,
     pub last_activity: String,
+    /// The supervisor of the last `worker.started`.
+    started_by: Option<(u32, Option<u64>)>,
 }
 
 impl WorkerState {
@@ -247,6 +249,7 @@ impl WorkerState {
             started: false,
             retired: None,
             last_activity: spec.created.clone(),
+            started_by: None,
         };
         for ev in &events[1..] {
             s.apply(ev);
@@ -261,6 +264,11 @@ impl WorkerState {
     fn apply(&mut self, ev: &WorkerEvent) {
         match ev {
             WorkerEvent::Created { .. } => {}
+            // The starter records the spawn after starting the supervisor, which may already
+            // have started (or even stopped) by then: a spawn of the process that started is old
+            // news.
+            WorkerEvent::Spawned { pid, .. } if self.started_by.is_some_and(|(p, _)| p == *pid) => {
+            }
             WorkerEvent::Spawned {
                 pid,
                 start_time,
@@ -285,6 +293,7 @@ impl WorkerState {
                     pid: *pid,
                     start_time: *start_time,
                 });
+                self.started_by = Some((*pid, *start_time));
                 self.session = Some(session.clone());
                 self.stopped = None;
                 self.started = true;
@@ -614,6 +623,23 @@ mod tests {
             },
         ];
         assert_eq!(WorkerState::fold(&gone).unwrap().phase(), Phase::Lost);
+        // The supervisor wrote `worker.started` before its starter recorded the spawn.
+        let raced = vec![
+            WorkerEvent::Created { spec: spec() },
+            WorkerEvent::Started {
+                pid,
+                start_time,
+                session: "s1".into(),
+                resumed: false,
+                at: "t".into(),
+            },
+            WorkerEvent::Spawned {
+                pid,
+                start_time,
+                at: "t".into(),
+            },
+        ];
+        assert_eq!(WorkerState::fold(&raced).unwrap().phase(), Phase::Idle);
         assert!(WorkerState::fold(&gone[1..]).is_none());
     }
 }
