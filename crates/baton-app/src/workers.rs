@@ -55,6 +55,17 @@ impl NewWorker {
     }
 }
 
+/// The backend a worker of `role` runs on: the role's, else `executor.backend`, else baton.
+pub fn backend_of(
+    ctx: &ProjectContext,
+    role: &baton_protocol::role::RoleSpec,
+) -> baton_protocol::role::BackendKind {
+    role.meta
+        .backend
+        .or(ctx.config.config.executor.backend)
+        .unwrap_or(baton_protocol::role::BackendKind::Baton)
+}
+
 /// Checks a new worker's launch policy before anything is written: the role exists and runs on
 /// baton's own sessions, the route or class resolves, the budget is a positive amount.
 pub fn check_new(ctx: &ProjectContext, name: &str, new: &NewWorker) -> Result<String> {
@@ -63,14 +74,33 @@ pub fn check_new(ctx: &ProjectContext, name: &str, new: &NewWorker) -> Result<St
     };
     let spec = baton_roles::find_role(&role_dirs(&ctx.project_root), &role)
         .map_err(|e| anyhow::anyhow!("--role {role}: {e}"))?;
-    if let Some(backend) = spec.meta.backend {
-        if backend != baton_protocol::role::BackendKind::Baton {
-            bail!(
-                "--role {role}: it runs on the `{backend}` backend; a worker runs baton's own session: choose a role without `backend`, or `backend: baton`"
-            );
-        }
-    }
     let config = &ctx.config.config;
+    let backend = backend_of(ctx, &spec);
+    use baton_protocol::role::BackendKind as B;
+    match backend {
+        B::Baton => {}
+        B::Pi | B::Claude => {
+            // A peer's route is checked as `delegate_task` checks a child's.
+            let env = crate::project::delegate_env(ctx)?;
+            let choice = baton_exec::delegate::RouteChoice {
+                model: new.model.clone(),
+                model_class: match &new.model_class {
+                    Some(c) => Some(
+                        c.parse::<ModelClass>()
+                            .map_err(|e| anyhow::anyhow!("--model-class: {e}"))?,
+                    ),
+                    None => None,
+                },
+                thinking: None,
+            };
+            baton_exec::delegate::child_route(&env, backend, &choice, &spec)
+                .map_err(|e| anyhow::anyhow!("--role {role} on `{backend}`: {e}"))?;
+            return finish_check(new, role);
+        }
+        B::Codex | B::Command => bail!(
+            "--role {role}: it runs on the `{backend}` backend, which cannot keep a conversation between prompts: a worker runs on baton, pi or claude"
+        ),
+    }
     if let Some(m) = &new.model {
         let route: Route = m.parse().map_err(|e| anyhow::anyhow!("--model: {e}"))?;
         check_route(config, &route, &ProcessEnv).map_err(|e| anyhow::anyhow!("--model: {e}"))?;
@@ -87,6 +117,11 @@ pub fn check_new(ctx: &ProjectContext, name: &str, new: &NewWorker) -> Result<St
         resolve_class(config, class, &ProcessEnv)
             .map_err(|e| anyhow::anyhow!("the worker's model class {class}: {e}"))?;
     }
+    finish_check(new, role)
+}
+
+/// The checks every new worker's policy passes, whatever its backend.
+fn finish_check(new: &NewWorker, role: String) -> Result<String> {
     if let Some(b) = new.budget_usd {
         if !(b.is_finite() && b > 0.0) {
             bail!("--budget-usd {b}: give a positive amount of US dollars");

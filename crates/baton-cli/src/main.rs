@@ -30,6 +30,7 @@ mod tui_cmd;
 mod tui_session;
 mod tui_work;
 mod worker_cmd;
+mod worker_peer;
 mod worker_serve;
 mod workflow_cmd;
 mod workflow_route_cmd;

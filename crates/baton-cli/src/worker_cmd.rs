@@ -285,6 +285,28 @@ fn logs(state: &StateDir, name: &str, follow: bool) -> Result<Exit> {
 fn serve(name: &str, project: PathBuf, fresh: bool) -> Result<Exit> {
     let state = StateDir::for_project(&project);
     let w = load(&state, name)?;
+    // A role on a peer CLI: one launch of it per prompt, resuming its own session.
+    let ctx = project_context(Some(w.spec.cwd.clone()))?;
+    let role = baton_roles::find_role(
+        &baton_app::project::role_dirs(&ctx.project_root),
+        &w.spec.role,
+    )?;
+    let backend = workers::backend_of(&ctx, &role);
+    if backend != baton_protocol::role::BackendKind::Baton {
+        let r = crate::worker_peer::serve(&ctx, &state, &w, role, backend, fresh);
+        if let Err(e) = &r {
+            let _ = worker::append(
+                &state,
+                name,
+                &WorkerEvent::Stopped {
+                    reason: StopReason::Failed,
+                    message: Some(format!("{e:#}")),
+                    at: now_rfc3339(),
+                },
+            );
+        }
+        return r;
+    }
     #[derive(clap::Parser)]
     struct Agent {
         #[command(flatten)]

@@ -139,6 +139,7 @@ pub async fn serve(
                             answer: final_message.clone(),
                             reason: reason.map(|r| r.to_string()),
                             usage,
+                            peer_session: None,
                             at: now_rfc3339(),
                         },
                     );

@@ -529,3 +529,161 @@ fn a_main_session_whose_role_lists_worker_starts_and_prompts_one_and_children_ne
         baton_testkit::offered_tools(last.wire_format().unwrap(), &last.body).collect();
     assert!(!offered.contains(&"worker"), "{offered:?}");
 }
+
+/// A peer worker's project: its role on `backend` with `program`, the mock as provider `mock`.
+fn peer_project(
+    server: &MockServer,
+    backend: &str,
+    program: &std::path::Path,
+    kind: &str,
+) -> Sandbox {
+    let sb = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .mock_provider(
+            server,
+            kind,
+            &format!(
+                "[executor]\nprograms = {{ {backend} = \"{}\" }}\n",
+                program.display()
+            ),
+        );
+    sb.init_repo("main");
+    sb.write("README", "hello\n");
+    sb.write(
+        ".baton/roles/peer.md",
+        &format!("---\nname: peer\ndescription: a peer worker\ntools: [read]\nbackend: {backend}\n---\nAnswer briefly.\n"),
+    );
+    sb.commit_all("initial");
+    sb
+}
+
+/// Two prompts to a peer worker: the second request the model gets carries the first turn (the
+/// CLI's own session, resumed); then stop, start again, and a third that still carries both.
+fn peer_worker_keeps_its_conversation(
+    sb: &Sandbox,
+    server: &MockServer,
+    env: &[(&str, &str)],
+    asked: impl Fn() -> Vec<String>,
+) {
+    let o = sb.run_with(
+        &[
+            "worker",
+            "start",
+            "p",
+            "--role",
+            "peer",
+            "--model",
+            "mock/mock-model",
+        ],
+        env,
+    );
+    assert_exit(&o, 0);
+    let send = |prompt: &str| {
+        let o = sb.run_with(&["worker", "send", "p", prompt, "--json"], env);
+        assert_exit(&o, 0);
+        serde_json::from_str::<Value>(out(&o).trim()).unwrap()
+    };
+    let first = send("the first question");
+    assert_eq!(first["answer"], "first peer answer", "{first}");
+    assert!(first["output_tokens"].as_u64().unwrap() > 0, "{first}");
+    let second = send("the second question");
+    assert_eq!(second["answer"], "second peer answer", "{second}");
+    let bodies = asked();
+    let last = bodies.last().unwrap();
+    assert!(
+        last.contains("the first question") && last.contains("first peer answer"),
+        "{last}"
+    );
+    assert_exit(&sb.run_with(&["worker", "stop", "p"], env), 0);
+    assert_exit(&sb.run_with(&["worker", "start", "p"], env), 0);
+    let third = send("the third question");
+    assert_eq!(third["answer"], "third peer answer", "{third}");
+    let bodies = asked();
+    let last = bodies.last().unwrap();
+    assert!(
+        last.contains("the first question") && last.contains("second peer answer"),
+        "{last}"
+    );
+    assert_eq!(row(sb, "p")["turns"], 3);
+    assert_exit(&sb.run_with(&["worker", "retire", "p"], env), 0);
+    let _ = server;
+}
+
+#[test]
+fn a_pi_worker_resumes_pi_s_own_session_between_prompts() {
+    let Some(pi) =
+        baton_testkit::fixture::find_program("BATON_TEST_PI", "bench/node_modules/.bin/pi")
+    else {
+        baton_testkit::fixture::skip_live("pi", "BATON_TEST_PI", "run npm ci --prefix bench");
+        return;
+    };
+    let server = MockServer::builder()
+        .turn(Turn::text("first peer answer"))
+        .turn(Turn::text("second peer answer"))
+        .turn(Turn::text("third peer answer"))
+        .start_blocking();
+    let sb = peer_project(&server, "pi", &pi, "openai");
+    let agent = sb.path("pi-agent");
+    std::fs::create_dir_all(&agent).unwrap();
+    let models = json!({"providers": {"mock": {
+        "baseUrl": format!("{}/v1", server.url()),
+        "api": "openai-completions",
+        "apiKey": "mock",
+        "models": [{"id": "mock-model"}],
+    }}});
+    std::fs::write(agent.join("models.json"), models.to_string()).unwrap();
+    let agent = agent.display().to_string();
+    let env = [
+        ("PI_CODING_AGENT_DIR", agent.as_str()),
+        ("PI_OFFLINE", "1"),
+        ("PI_SKIP_VERSION_CHECK", "1"),
+        ("PI_TELEMETRY", "0"),
+    ];
+    peer_worker_keeps_its_conversation(&sb, &server, &env, || bodies(&server));
+}
+
+#[test]
+fn a_claude_worker_resumes_claude_code_s_own_session_between_prompts() {
+    let Some(claude) =
+        baton_testkit::fixture::find_program("BATON_TEST_CLAUDE", "bench/node_modules/.bin/claude")
+    else {
+        baton_testkit::fixture::skip_live(
+            "claude",
+            "BATON_TEST_CLAUDE",
+            "run npm ci --prefix bench",
+        );
+        return;
+    };
+    // Claude Code's own side requests (titles and the like) get a plain `ok`.
+    let is_ours = |r: &baton_testkit::RecordedRequest| {
+        r.body.to_string().contains("peer question")
+            || r.body.to_string().contains("the first question")
+    };
+    let server = MockServer::builder()
+        .when_once(is_ours, Turn::text("first peer answer"))
+        .when_once(is_ours, Turn::text("second peer answer"))
+        .when_once(is_ours, Turn::text("third peer answer"))
+        .when(|_| true, Turn::text("ok"))
+        .start_blocking();
+    let sb = peer_project(&server, "claude", &claude, "anthropic");
+    let config = sb.home().join(".claude");
+    std::fs::create_dir_all(&config).unwrap();
+    let url = server.url();
+    let config = config.display().to_string();
+    let env = [
+        ("CLAUDE_CONFIG_DIR", config.as_str()),
+        ("ANTHROPIC_BASE_URL", url.as_str()),
+        ("ANTHROPIC_API_KEY", "mock"),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        ("DISABLE_AUTOUPDATER", "1"),
+        ("DISABLE_TELEMETRY", "1"),
+    ];
+    peer_worker_keeps_its_conversation(&sb, &server, &env, || {
+        server
+            .model_requests()
+            .iter()
+            .filter(|r| is_ours(r))
+            .map(|r| r.body.to_string())
+            .collect()
+    });
+}

@@ -113,6 +113,10 @@ pub enum WorkerEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
         usage: TurnUsage,
+        /// A peer worker's session after this prompt (Claude Code's session id), which the
+        /// next prompt resumes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        peer_session: Option<String>,
         at: String,
     },
     #[serde(rename = "prompt.lost")]
@@ -233,6 +237,8 @@ pub struct WorkerState {
     pub last_activity: String,
     /// The supervisor of the last `worker.started`.
     started_by: Option<(u32, Option<u64>)>,
+    /// A peer worker's session as its last answer named it.
+    pub peer_session: Option<String>,
 }
 
 impl WorkerState {
@@ -250,6 +256,7 @@ impl WorkerState {
             retired: None,
             last_activity: spec.created.clone(),
             started_by: None,
+            peer_session: None,
         };
         for ev in &events[1..] {
             s.apply(ev);
@@ -329,8 +336,12 @@ impl WorkerState {
                 answer,
                 reason,
                 usage,
+                peer_session,
                 at,
             } => {
+                if peer_session.is_some() {
+                    self.peer_session.clone_from(peer_session);
+                }
                 if let Some(p) = self.prompt(id) {
                     p.answer = Some(answer.clone());
                     p.reason = reason.clone();
@@ -406,6 +417,50 @@ impl WorkerState {
             cost += u.cost_usd.unwrap_or(0.0);
         }
         (turns, tokens, cost)
+    }
+}
+
+/// How a worker on a peer CLI keeps its conversation between prompts: its own session, resumed.
+///
+/// - `pi`: `--session-dir DIR` instead of `--no-session`, and `--continue` once there is a
+///   session to continue (`resume` given);
+/// - `claude`: `--resume ID` once a prompt has named its session (`resume`);
+/// - `codex`, `command` and `baton` launches are not continued this way (a `baton` worker is a
+///   session of its own): an error that says so.
+pub fn continue_peer_session(
+    launch: &mut crate::types::Launch,
+    backend: baton_protocol::role::BackendKind,
+    dir: &Path,
+    resume: Option<&str>,
+) -> Result<(), String> {
+    use baton_protocol::role::BackendKind as B;
+    match backend {
+        B::Pi => {
+            let at = launch.args.iter().position(|a| a == "--no-session");
+            let dir = dir.display().to_string();
+            match at {
+                Some(i) => {
+                    launch
+                        .args
+                        .splice(i..=i, ["--session-dir".to_string(), dir]);
+                }
+                None => launch.args.extend(["--session-dir".to_string(), dir]),
+            }
+            if resume.is_some() {
+                launch.args.push("--continue".into());
+            }
+            Ok(())
+        }
+        B::Claude => {
+            if let Some(id) = resume {
+                launch.args.extend(["--resume".to_string(), id.to_string()]);
+            }
+            Ok(())
+        }
+        B::Codex | B::Command | B::Baton => Err(format!(
+            "a worker on the `{}` backend cannot keep its conversation between prompts: workers run on baton, pi or claude",
+            backend.as_str()
+        )),
     }
 }
 
@@ -592,6 +647,7 @@ mod tests {
             id: "p1".into(),
             answer: "done".into(),
             reason: None,
+            peer_session: None,
             usage: TurnUsage {
                 input_tokens: 10,
                 output_tokens: 2,

@@ -346,6 +346,7 @@ pub(crate) fn worker_events(name: &str) -> Vec<Event> {
             id: "p1".into(),
             answer: "Three notes, all on the parser.\nMore below.".into(),
             reason: None,
+            peer_session: None,
             usage: TurnUsage {
                 input_tokens: 1200,
                 output_tokens: 300,
