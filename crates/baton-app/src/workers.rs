@@ -384,11 +384,13 @@ pub fn send(state: &StateDir, name: &str, prompt: Prompt, wait: bool) -> Result<
             prompt: id,
         });
     }
+    let watch = worker::LogWatch::new(&worker::log_path(state, name)?);
     loop {
         if let Some(done) = outcome(state, name, &id)? {
             return Ok(done);
         }
-        std::thread::sleep(Duration::from_millis(10));
+        // Woken by the answer's line; the timeout catches a supervisor that died.
+        watch.wait(Duration::from_millis(100));
     }
 }
 

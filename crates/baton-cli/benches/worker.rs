@@ -47,14 +47,16 @@ fn measure(
     (first, whole)
 }
 
-fn main() {
+/// One scenario: the model answers every prompt with `answer`; the worker and the resumed
+/// session hold the same conversation. Prints its figures.
+fn scenario(title: &str, answer: &str) {
     let arrivals: Arc<Mutex<Vec<Instant>>> = Arc::default();
     let seen = arrivals.clone();
     let server = MockServer::builder()
         .on_request(move |_| seen.lock().unwrap().push(Instant::now()))
         .start_blocking();
     for _ in 0..(2 * RUNS + 2) {
-        server.push(Turn::text("ok"));
+        server.push(Turn::text(answer));
     }
     let sb = Sandbox::new()
         .baton_exe(env!("CARGO_BIN_EXE_baton"))
@@ -98,18 +100,29 @@ fn main() {
     let (rf50, rf95) = quantiles(r_first);
     let (ww50, ww95) = quantiles(w_whole);
     let (rw50, rw95) = quantiles(r_whole);
-    println!("prompt to first byte on the wire, {RUNS} prompts each (ms):");
-    println!("  baton worker send           median {wf50:7.2}   p95 {wf95:7.2}");
-    println!("  baton agent --resume        median {rf50:7.2}   p95 {rf95:7.2}");
+    println!("{title}");
+    println!("  prompt to first byte on the wire, {RUNS} prompts each (ms):");
+    println!("    baton worker send           median {wf50:7.2}   p95 {wf95:7.2}");
+    println!("    baton agent --resume        median {rf50:7.2}   p95 {rf95:7.2}");
     println!(
-        "  resume / worker             {:.1}× at the median",
+        "    resume / worker             {:.2}× at the median",
         rf50 / wf50
     );
-    println!("prompt to answer printed (ms):");
-    println!("  baton worker send           median {ww50:7.2}   p95 {ww95:7.2}");
-    println!("  baton agent --resume        median {rw50:7.2}   p95 {rw95:7.2}");
+    println!("  prompt to answer printed (ms):");
+    println!("    baton worker send           median {ww50:7.2}   p95 {ww95:7.2}");
+    println!("    baton agent --resume        median {rw50:7.2}   p95 {rw95:7.2}");
     println!(
-        "  resume / worker             {:.1}× at the median",
+        "    resume / worker             {:.2}× at the median",
         rw50 / ww50
+    );
+}
+
+fn main() {
+    scenario("short answers (a conversation of a few KiB)", "ok");
+    let long = "A line of a long answer, as a model writes when it reads code and explains it.\n"
+        .repeat(100);
+    scenario(
+        "answers of 8 KiB (the conversation grows to about 250 KiB)",
+        &long,
     );
 }

@@ -18,7 +18,7 @@ use baton_protocol::role::{BackendKind, RoleSpec};
 use baton_state::StateDir;
 use tokio_util::sync::CancellationToken;
 
-const POLL: Duration = Duration::from_millis(10);
+const POLL: Duration = Duration::from_millis(100);
 
 fn log(state: &StateDir, name: &str, ev: &WorkerEvent) {
     if let Err(e) = worker::append(state, name, ev) {
@@ -99,6 +99,8 @@ async fn run(
         if w.spec.budget_usd.is_some_and(|b| spent >= b) {
             break StopReason::Budget;
         }
+        // Watched before the log is read: a line that lands in between still wakes the wait.
+        let watch = worker::LogWatch::new(&worker::log_path(state, &name)?);
         let now = match worker::load(state, &name) {
             Ok(s) => s,
             Err(_) => break StopReason::Asked,
@@ -107,9 +109,10 @@ async fn run(
             if idle.is_some_and(|t| since.elapsed() >= t) {
                 break StopReason::Idle;
             }
+            let wake = tokio::task::spawn_blocking(move || watch.wait(POLL));
             tokio::select! {
                 _ = cancel.cancelled() => {}
-                _ = tokio::time::sleep(POLL) => {}
+                _ = wake => {}
             }
             continue;
         };

@@ -18,8 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use baton_app::project::now_rfc3339;
 
-/// How often the log is looked at for a new prompt while the session waits.
-const POLL: Duration = Duration::from_millis(10);
+/// How long the supervisor waits for the log to change before it checks again whether to stop.
+const POLL: Duration = Duration::from_millis(100);
 
 /// What the session's front end needs to know of its worker.
 #[derive(Debug, Clone)]
@@ -217,6 +217,7 @@ fn feed(
         }
         let since = Instant::now();
         let mut seen_len = None;
+        let watch = worker::LogWatch::new(&path);
         let next = loop {
             if done.is_cancelled() {
                 return;
@@ -239,7 +240,8 @@ fn feed(
                 ending.set(StopReason::Idle);
                 return;
             }
-            std::thread::sleep(POLL);
+            // Woken by the next line (inotify); the timeout bounds the idle and stop checks.
+            watch.wait(POLL);
         };
         let (id, text) = next;
         // Recorded before the session sees it: after a crash it is known to have been in flight.

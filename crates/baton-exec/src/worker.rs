@@ -514,6 +514,50 @@ pub fn append(state: &StateDir, name: &str, ev: &WorkerEvent) -> Result<(), Work
     Ok(())
 }
 
+/// Waits for a worker's log to grow: inotify on the file, so a waiter wakes as the line lands
+/// instead of at its next poll (a prompt for the supervisor, an answer for `send`). Where the
+/// file cannot be watched, [`LogWatch::wait`] just sleeps its timeout, and the caller reads the
+/// log again either way.
+pub struct LogWatch {
+    inotify: Option<nix::sys::inotify::Inotify>,
+}
+
+impl LogWatch {
+    pub fn new(path: &Path) -> LogWatch {
+        use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+        let inotify = Inotify::init(InitFlags::IN_CLOEXEC | InitFlags::IN_NONBLOCK)
+            .ok()
+            .filter(|i| {
+                i.add_watch(
+                    path,
+                    AddWatchFlags::IN_MODIFY
+                        | AddWatchFlags::IN_DELETE_SELF
+                        | AddWatchFlags::IN_MOVE_SELF,
+                )
+                .is_ok()
+            });
+        LogWatch { inotify }
+    }
+
+    /// Returns once the log changed or `timeout` passed (whichever first).
+    pub fn wait(&self, timeout: std::time::Duration) {
+        use std::os::fd::AsFd as _;
+        let Some(inotify) = &self.inotify else {
+            std::thread::sleep(timeout);
+            return;
+        };
+        let ms = timeout.as_millis().min(u16::MAX as u128) as u16;
+        let mut fds = [nix::poll::PollFd::new(
+            inotify.as_fd(),
+            nix::poll::PollFlags::POLLIN,
+        )];
+        if nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(ms)).is_ok_and(|n| n > 0) {
+            // Drained: the next wait sleeps until the next change.
+            while inotify.read_events().is_ok_and(|e| !e.is_empty()) {}
+        }
+    }
+}
+
 /// The identity of the calling process, for `worker.started`.
 pub fn me() -> (u32, Option<u64>) {
     let pid = std::process::id();
