@@ -384,13 +384,29 @@ pub fn send(state: &StateDir, name: &str, prompt: Prompt, wait: bool) -> Result<
             prompt: id,
         });
     }
-    let watch = worker::LogWatch::new(&worker::log_path(state, name)?);
+    // The log is looked at again when it grew (a `stat`), every millisecond at first, then less
+    // often: a quick answer is printed at once, a long one costs next to nothing to wait for.
+    // (Not inotify here: closing an inotify instance costs the kernel tens of milliseconds, more
+    // than the answer of a quick prompt takes.)
+    let path = worker::log_path(state, name)?;
+    let started = Instant::now();
+    let mut seen = None;
+    let mut checked = Instant::now();
     loop {
-        if let Some(done) = outcome(state, name, &id)? {
-            return Ok(done);
+        let len = std::fs::metadata(&path).map(|m| m.len()).ok();
+        // Re-read on growth, and once a second anyway (a supervisor that died writes nothing).
+        if len != seen || checked.elapsed() >= Duration::from_secs(1) {
+            seen = len;
+            checked = Instant::now();
+            if let Some(done) = outcome(state, name, &id)? {
+                return Ok(done);
+            }
         }
-        // Woken by the answer's line; the timeout catches a supervisor that died.
-        watch.wait(Duration::from_millis(100));
+        std::thread::sleep(if started.elapsed() < Duration::from_millis(500) {
+            Duration::from_millis(1)
+        } else {
+            Duration::from_millis(25)
+        });
     }
 }
 

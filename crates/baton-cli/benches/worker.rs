@@ -77,6 +77,7 @@ fn scenario(title: &str, answer: &str) {
         sb.baton(&["worker", "send", "b", &format!("prompt {i}")])
     });
     let _ = sb.run(&["worker", "stop", "b"]);
+    let stages = stages(&sb.work().join(".baton/state/workers/b.events.jsonl"));
     // The same conversation, resumed by a fresh process for each prompt.
     let out = sb.run(&[
         "agent", "--json", "--role", "helper", "--model", "mock/m", "start",
@@ -115,6 +116,49 @@ fn scenario(title: &str, answer: &str) {
         "    resume / worker             {:.2}× at the median",
         rw50 / ww50
     );
+    println!(
+        "  inside the worker, medians (ms): queued → delivered {:.2}, delivered → answered {:.2}",
+        stages.0, stages.1
+    );
+}
+
+/// The medians of queued → delivered and delivered → answered, from the worker's log.
+fn stages(log: &std::path::Path) -> (f64, f64) {
+    let text = std::fs::read_to_string(log).unwrap();
+    // Milliseconds into the day of an RFC 3339 UTC time (`…THH:MM:SS.fffZ`): the bench runs in
+    // seconds, so the day never matters.
+    let ms = |at: &str| {
+        let clock = at.split('T').nth(1).unwrap_or("").trim_end_matches('Z');
+        let mut parts = clock.split(':');
+        let h: f64 = parts.next().and_then(|x| x.parse().ok()).unwrap_or(f64::NAN);
+        let m: f64 = parts.next().and_then(|x| x.parse().ok()).unwrap_or(f64::NAN);
+        let s: f64 = parts.next().and_then(|x| x.parse().ok()).unwrap_or(f64::NAN);
+        ((h * 60.0 + m) * 60.0 + s) * 1000.0
+    };
+    let mut at: std::collections::HashMap<(String, String), f64> = Default::default();
+    for l in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        if let (Some(id), Some(t)) = (v["id"].as_str(), v["at"].as_str()) {
+            at.insert((v["type"].as_str().unwrap().to_string(), id.to_string()), ms(t));
+        }
+    }
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    for ((kind, id), t) in &at {
+        if kind == "prompt.queued" {
+            if let Some(d) = at.get(&("prompt.delivered".to_string(), id.clone())) {
+                a.push(d - t);
+                if let Some(x) = at.get(&("prompt.answered".to_string(), id.clone())) {
+                    b.push(x - d);
+                }
+            }
+        }
+    }
+    let med = |mut v: Vec<f64>| {
+        v.sort_by(|x, y| x.partial_cmp(y).unwrap());
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    (med(a), med(b))
 }
 
 fn main() {

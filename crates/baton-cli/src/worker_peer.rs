@@ -90,6 +90,9 @@ async fn run(
         },
     );
     let (_, _, mut spent) = w.totals();
+    // One watch for the supervisor's life (closing an inotify instance is slow); set up before
+    // the log is first read, so a line that lands in between still wakes the wait.
+    let watch = Arc::new(worker::LogWatch::new(&worker::log_path(state, &name)?));
     let idle = w.spec.idle_timeout_secs.map(Duration::from_secs);
     let mut since = Instant::now();
     let reason = loop {
@@ -99,8 +102,6 @@ async fn run(
         if w.spec.budget_usd.is_some_and(|b| spent >= b) {
             break StopReason::Budget;
         }
-        // Watched before the log is read: a line that lands in between still wakes the wait.
-        let watch = worker::LogWatch::new(&worker::log_path(state, &name)?);
         let now = match worker::load(state, &name) {
             Ok(s) => s,
             Err(_) => break StopReason::Asked,
@@ -109,7 +110,8 @@ async fn run(
             if idle.is_some_and(|t| since.elapsed() >= t) {
                 break StopReason::Idle;
             }
-            let wake = tokio::task::spawn_blocking(move || watch.wait(POLL));
+            let w = watch.clone();
+            let wake = tokio::task::spawn_blocking(move || w.wait(POLL));
             tokio::select! {
                 _ = cancel.cancelled() => {}
                 _ = wake => {}

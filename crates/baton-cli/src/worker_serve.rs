@@ -198,6 +198,8 @@ fn feed(
         Ok(p) => p,
         Err(_) => return,
     };
+    // One watch for the supervisor's life (closing an inotify instance is slow).
+    let watch = worker::LogWatch::new(&path);
     loop {
         // The session waits for input (or it ended).
         loop {
@@ -217,7 +219,6 @@ fn feed(
         }
         let since = Instant::now();
         let mut seen_len = None;
-        let watch = worker::LogWatch::new(&path);
         let next = loop {
             if done.is_cancelled() {
                 return;
