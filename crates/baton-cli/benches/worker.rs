@@ -130,16 +130,28 @@ fn stages(log: &std::path::Path) -> (f64, f64) {
     let ms = |at: &str| {
         let clock = at.split('T').nth(1).unwrap_or("").trim_end_matches('Z');
         let mut parts = clock.split(':');
-        let h: f64 = parts.next().and_then(|x| x.parse().ok()).unwrap_or(f64::NAN);
-        let m: f64 = parts.next().and_then(|x| x.parse().ok()).unwrap_or(f64::NAN);
-        let s: f64 = parts.next().and_then(|x| x.parse().ok()).unwrap_or(f64::NAN);
+        let h: f64 = parts
+            .next()
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(f64::NAN);
+        let m: f64 = parts
+            .next()
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(f64::NAN);
+        let s: f64 = parts
+            .next()
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(f64::NAN);
         ((h * 60.0 + m) * 60.0 + s) * 1000.0
     };
     let mut at: std::collections::HashMap<(String, String), f64> = Default::default();
     for l in text.lines() {
         let v: serde_json::Value = serde_json::from_str(l).unwrap();
         if let (Some(id), Some(t)) = (v["id"].as_str(), v["at"].as_str()) {
-            at.insert((v["type"].as_str().unwrap().to_string(), id.to_string()), ms(t));
+            at.insert(
+                (v["type"].as_str().unwrap().to_string(), id.to_string()),
+                ms(t),
+            );
         }
     }
     let mut a = Vec::new();
