@@ -90,8 +90,16 @@ try {
 
   // Scrolls `box` from top to bottom in `steps` jumps, each timed to its rows drawn; the long
   // tasks meanwhile; the most rows the page held.
-  // Each list is scrolled once the page is idle (a reader scrolls a page that has settled).
+  // Each list is scrolled once the page has settled: a second without a long task (what the
+  // load left to do, a collection of its garbage among it, is done), then an idle callback. A
+  // reader scrolls a page that has settled; what scrolling itself costs is what is measured.
   const scroll = (selector, steps) => page.evaluate(async ([sel, n]) => {
+    const quiet = Date.now() + 15000;
+    for (;;) {
+      const seen = window.longTasks.length;
+      await new Promise((res) => setTimeout(res, 1000));
+      if (window.longTasks.length === seen || Date.now() > quiet) break;
+    }
     await new Promise((res) => requestIdleCallback(res, { timeout: 2000 }));
     const box = document.querySelector(sel);
     const frame = () => new Promise((res) => requestAnimationFrame(() => requestAnimationFrame(res)));
