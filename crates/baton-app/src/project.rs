@@ -15,7 +15,7 @@ use baton_model::routes::{read_key_file, ProcessEnv};
 use baton_protocol::config::Config;
 use baton_roles::{load_role_files, RoleDirs};
 use baton_state::project_root;
-use baton_state::StateDir;
+
 use baton_text::redact::Redactor;
 
 use crate::config::{self, user_config_dir, LoadedConfig};
@@ -221,4 +221,4 @@ pub fn executor_for(env: &DelegateEnv) -> Result<Executor> {
     Ok(Executor::new(n).with_project_slots(env.state.root().join("slots")))
 }
 
-pub use baton_state::now_rfc3339;
+pub use baton_state::{now_rfc3339, StateDir};

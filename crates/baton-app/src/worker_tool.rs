@@ -10,7 +10,7 @@ use baton_protocol::ToolSpec;
 use baton_tool::{Tool, ToolContext, ToolOutput};
 use serde_json::{json, Value};
 
-use crate::workers::{self, Ended, NewWorker, Prompt, Sent, WorkerList};
+use crate::workers::{self, NewWorker, Prompt, Sent, WorkerList};
 
 /// The tool, for the project of `cwd`; its workers' supervisors are `exe` (this `baton`).
 pub struct WorkerTool {
@@ -131,31 +131,15 @@ impl Tool for WorkerTool {
             "stop" | "retire" => match need_name() {
                 Err(e) => Err(e),
                 Ok(n) => {
-                    let retire = op == "retire";
-                    tokio::task::spawn_blocking(move || -> anyhow::Result<Ended> {
-                        if retire {
-                            let worktree = workers::retire(&state, &n)?;
-                            Ok(Ended {
-                                name: n,
-                                state: "retired".into(),
-                                worktree,
-                            })
-                        } else {
-                            let was = workers::stop(&state, &n)?;
-                            let now = workers::load(&state, &n)?.phase().as_str().to_string();
-                            Ok(Ended {
-                                name: n,
-                                state: if was { "stopped".into() } else { now },
-                                worktree: None,
-                            })
-                        }
-                    })
-                    .await
-                    .map_err(|e| e.to_string())
-                    .and_then(|r| {
-                        r.map(|d| text(&d))
-                            .map_err(|e| format!("worker {op}: {e:#}"))
-                    })
+                    let op = if op == "retire" {
+                        workers::retire_document
+                    } else {
+                        workers::stop_document
+                    };
+                    tokio::task::spawn_blocking(move || op(&state, &n))
+                        .await
+                        .map_err(|e| e.to_string())
+                        .and_then(|r| r.map(|d| text(&d)).map_err(|e| format!("worker: {e:#}")))
                 }
             },
             other => Err(format!(

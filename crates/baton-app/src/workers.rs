@@ -683,6 +683,27 @@ pub struct WorkerList {
     pub damaged: Vec<String>,
 }
 
+/// `stop` as a document: `stopped`, or the state it was in when there was nothing to stop.
+pub fn stop_document(state: &StateDir, name: &str) -> Result<Ended> {
+    let was = stop(state, name)?;
+    let now = load(state, name)?.phase().as_str().to_string();
+    Ok(Ended {
+        name: name.to_string(),
+        state: if was { "stopped".into() } else { now },
+        worktree: None,
+    })
+}
+
+/// `retire` as a document.
+pub fn retire_document(state: &StateDir, name: &str) -> Result<Ended> {
+    let worktree = retire(state, name)?;
+    Ok(Ended {
+        name: name.to_string(),
+        state: "retired".into(),
+        worktree,
+    })
+}
+
 /// What `stop` or `retire` did.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Ended {

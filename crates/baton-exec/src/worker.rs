@@ -509,7 +509,8 @@ pub fn load(state: &StateDir, name: &str) -> Result<WorkerState, WorkerError> {
 /// Appends `ev` to the worker's existing log.
 pub fn append(state: &StateDir, name: &str, ev: &WorkerEvent) -> Result<(), WorkerError> {
     let path = log_path(state, name)?;
-    let (mut log, _) = WorkerLog::open(&path, Durability::Fsync)?;
+    // Opened without parsing what it holds (a torn last line is still cut first).
+    let (mut log, _) = WorkerLog::open_bytes(&path, Durability::Fsync)?;
     log.append(ev)?;
     Ok(())
 }

@@ -227,42 +227,26 @@ fn list(call: &Call, args: Option<JsonObject>) -> Answer {
 }
 
 async fn stop(call: &Call, args: Option<JsonObject>) -> Answer {
-    let req: NameRequest = call.parse(args)?;
-    let ctx = call.project()?;
-    let cap = output_cap(&ctx);
-    let state = state_dir(&ctx);
-    let name = req.name.clone();
-    let doc = tokio::task::spawn_blocking(move || -> anyhow::Result<Ended> {
-        let was = workers::stop(&state, &name)?;
-        let now = workers::load(&state, &name)?.phase().as_str().to_string();
-        Ok(Ended {
-            name,
-            state: if was { "stopped".into() } else { now },
-            worktree: None,
-        })
-    })
-    .await
-    .map_err(|e| fail(call, e))?
-    .map_err(|e| fail(call, format!("{e:#}")))?;
-    Ok(document_result(&doc, true, cap))
+    ended(call, args, workers::stop_document).await
 }
 
 async fn retire(call: &Call, args: Option<JsonObject>) -> Answer {
+    ended(call, args, workers::retire_document).await
+}
+
+/// `worker_stop` and `worker_retire`: `op` on the worker the arguments name, off the runtime.
+async fn ended(
+    call: &Call,
+    args: Option<JsonObject>,
+    op: fn(&baton_app::project::StateDir, &str) -> anyhow::Result<Ended>,
+) -> Answer {
     let req: NameRequest = call.parse(args)?;
     let ctx = call.project()?;
     let cap = output_cap(&ctx);
     let state = state_dir(&ctx);
-    let name = req.name.clone();
-    let doc = tokio::task::spawn_blocking(move || -> anyhow::Result<Ended> {
-        let worktree = workers::retire(&state, &name)?;
-        Ok(Ended {
-            name,
-            state: "retired".into(),
-            worktree,
-        })
-    })
-    .await
-    .map_err(|e| fail(call, e))?
-    .map_err(|e| fail(call, format!("{e:#}")))?;
+    let doc = tokio::task::spawn_blocking(move || op(&state, &req.name))
+        .await
+        .map_err(|e| fail(call, e))?
+        .map_err(|e| fail(call, format!("{e:#}")))?;
     Ok(document_result(&doc, true, cap))
 }
