@@ -214,6 +214,7 @@ fn every_view_of_a_project_in_every_state_renders_and_axe_finds_nothing() {
         "task_running": tour.task_running, "task_cancelled": tour.task_cancelled,
         "task_priced": tour.task_priced,
         "session_plain": tour.session_plain, "session_routed": tour.session_routed,
+        "worker": tour.worker,
     });
     let Some(r) = browse(&tour.wf.sb, "tour.mjs", &ids.to_string()) else {
         return;
@@ -302,6 +303,12 @@ fn every_view_of_a_project_in_every_state_renders_and_axe_finds_nothing() {
         diff.contains("+first line") && diff.contains("+second line"),
         "{diff}"
     );
+    // The worker: idle after one answered prompt, priced.
+    let w = &r["workers"];
+    assert_eq!(state(w, &tour.worker, 1), "running", "{w}");
+    assert_eq!(state(w, &tour.worker, 4), "1");
+    assert_eq!(state(w, &tour.worker, 6), "$0.0006");
+    assert_eq!(state(w, &tour.worker, 8), "the aide's answer");
     // Events, all and filtered.
     assert_eq!(r["events_count"], format!("{events} events"));
     let flow_events = String::from_utf8_lossy(
@@ -318,8 +325,8 @@ fn every_view_of_a_project_in_every_state_renders_and_axe_finds_nothing() {
     // Cost: the priced task's model, each workflow against its budget, per role and per day.
     let by_model = r["cost"]["model"].to_string();
     assert!(by_model.contains("mock/priced-m"), "{by_model}");
-    // 100 in and 20 out at $3 and $15 per million: $0.0006.
-    assert_eq!(state(&r["cost"]["model"], "mock/priced-m", 1), "$0.0006");
+    // 100 in and 20 out at $3 and $15 per million: $0.0006, the task's and the worker's.
+    assert_eq!(state(&r["cost"]["model"], "mock/priced-m", 1), "$0.0012");
     let by_workflow = &r["cost"]["workflow"];
     assert!(
         state(by_workflow, &tour.workflow_done, 5).starts_with("$2"),
@@ -328,7 +335,7 @@ fn every_view_of_a_project_in_every_state_renders_and_axe_finds_nothing() {
     assert_eq!(r["cost"]["day"].as_array().unwrap().len(), 1, "{r:#}");
     assert!(!r["cost"]["role"].as_array().unwrap().is_empty());
     // Every view was checked and kept.
-    assert_eq!(r["views"].as_array().unwrap().len(), 12, "{r:#}");
+    assert_eq!(r["views"].as_array().unwrap().len(), 13, "{r:#}");
 }
 
 #[test]

@@ -29,6 +29,8 @@ pub struct Tour {
     pub task_priced: String,
     pub session_plain: String,
     pub session_routed: String,
+    /// A managed worker, idle after one answered prompt.
+    pub worker: String,
     /// Created to let the running workflow and task end (`release`).
     go: PathBuf,
     running: Option<Child>,
@@ -37,6 +39,7 @@ pub struct Tour {
 impl Tour {
     /// Lets the running workflow and task end, and waits for the workflow's process.
     pub fn release(&mut self) {
+        let _ = self.wf.sb.run(&["worker", "stop", &self.worker]);
         let _ = std::fs::write(&self.go, "");
         if let Some(mut c) = self.running.take() {
             let _ = c.wait();
@@ -119,6 +122,7 @@ pub fn project() -> Tour {
         Turn::text("Priced answer.").into(),
     ];
     steps.extend(super::investigate_and_fix().into_iter().map(Into::into));
+    steps.push(Turn::text("the aide's answer\nand more").into());
     let mock = MockServer::builder().steps(steps).start_blocking();
     let sb = Sandbox::new().mock_provider(
         &mock,
@@ -224,6 +228,24 @@ pub fn project() -> Tour {
     assert_exit(&out, 0);
     let session_routed = session_of(&out);
 
+    // A managed worker with one answered (priced) prompt.
+    assert_exit(
+        &sb.run(&[
+            "worker",
+            "start",
+            "aide",
+            "--role",
+            "priced",
+            "--model",
+            "mock/priced-m",
+        ]),
+        0,
+    );
+    assert_exit(
+        &sb.run(&["worker", "send", "aide", "summarise the notes"]),
+        0,
+    );
+
     // Running: a task and a workflow whose builder waits for `go`.
     let task_running = task(sb, "gated", "waiting", &[]);
     wait_task(sb, &task_running, "running");
@@ -262,6 +284,7 @@ pub fn project() -> Tour {
         task_priced,
         session_plain,
         session_routed,
+        worker: "aide".into(),
         go,
         running: Some(running),
     }

@@ -69,6 +69,15 @@ const sessions = new VList(document.querySelector('#sessions').parentElement, (r
   tr.children[1].className = r.state;
   return tr;
 });
+const workersList = new VList(document.querySelector('#workers').parentElement, (r) => {
+  const tr = el('tr', { 'data-id': r.id });
+  tr.append(el('td', {}, r.session
+    ? opener(`open worker ${r.id} transcript`, r.id, () => openTranscript(r.session))
+    : r.id));
+  cells(tr, [r.state, r.role || '', r.model || '', r.turns || 0, r.tokens || '', money(r.cost), r.doing || '', r.answer || '']);
+  tr.children[1].className = r.state;
+  return tr;
+});
 const events = new VList(document.querySelector('#events').parentElement, (x) => cells(el('tr'), [Number.isFinite(x.t) ? new Date(x.t).toISOString() : '', x.kind, x.id, x.name, x.text]));
 
 // The events list, newest first, filtered incrementally: only events not yet looked at are.
@@ -340,6 +349,7 @@ function draw() {
   if (tab === 'flows' && touches('flow')) flows.set(model.list('flow'));
   if (tab === 'tasks' && touches('task')) tasks.set(model.list('task'));
   if (tab === 'sessions' && touches('session')) sessions.set(model.list('session'));
+  if (tab === 'workers' && touches('worker')) workersList.set(model.list('worker'));
   if (tab === 'events' && (all || changed.size)) { const items = eventItems(); $('ev-count').textContent = `${items.length} events`; events.set(items); }
   if (tab === 'cost' && (all || changed.size)) renderCost();
   if (wfOpen) renderWorkflow(all || changed.has(`workflow/${wfOpen}`));

@@ -34,6 +34,11 @@ function stateOf(kind, name, prev) {
     return prev === 'done' || prev === 'failed' ? prev : 'running';
   }
   if (kind === 'session') return name === 'ended' ? 'done' : 'running';
+  if (kind === 'worker') {
+    if (name === 'worker.stopped' || name === 'worker.retired') return 'done';
+    if (name === 'worker.spawned' || name === 'worker.started') return 'running';
+    return prev || 'running';
+  }
   return prev || 'running';
 }
 
@@ -54,6 +59,11 @@ function gist(kind, ev, name) {
   } else if (kind === 'task') {
     if (name === 'entry' && ev.event) bits.push(`#${ev.index} ${nameOf(ev.event)}`);
     if (ev.message) bits.push(ev.message);
+  } else if (kind === 'worker') {
+    if (ev.id) bits.push(`prompt ${ev.id}`);
+    if (ev.reason) bits.push(String(ev.reason));
+    if (ev.answer) bits.push(String(ev.answer));
+    if (ev.text) bits.push(String(ev.text));
   } else if (kind === 'session') {
     if (ev.message) bits.push(ev.message.role);
     if (ev.outcome) bits.push(ev.outcome);
@@ -115,6 +125,7 @@ export class Model {
     else if (kind === 'flow') this.flow(row, ev, name);
     else if (kind === 'task') this.task(row, ev, name, t);
     else if (kind === 'session') this.session(row, ev, name);
+    else if (kind === 'worker') this.worker(row, ev, name, t);
     this.changed.add(key);
   }
 
@@ -254,6 +265,31 @@ export class Model {
         if (entry.session_id) row.session = entry.session_id;
         this.spend.push({ t, day: dayOf(t), model: entry.model || '(no route)', role: entry.role || '?', workflow: `task ${row.id}`, usd, tokens, priced: typeof entry.cost_usd === 'number' });
       }
+    }
+  }
+
+  worker(row, ev, name, t) {
+    if (name === 'worker.created' && ev.spec) {
+      row.role = ev.spec.role;
+      row.model = ev.spec.model || ev.spec.model_class || '';
+    }
+    if (name === 'worker.started') { row.session = ev.session; row.doing = 'idle'; }
+    if (name === 'prompt.delivered') row.doing = 'working';
+    if (name === 'prompt.lost') row.doing = 'a prompt was lost (send --retry)';
+    if (name === 'worker.stopped') {
+      row.doing = `stopped (${ev.reason})`;
+      if (ev.reason === 'failed') row.state = 'failed';
+    }
+    if (name === 'worker.retired') row.doing = 'retired';
+    if (name === 'prompt.answered') {
+      const u = ev.usage || {};
+      const tokens = (u.input_tokens || 0) + (u.output_tokens || 0);
+      row.turns = (row.turns || 0) + 1;
+      row.tokens += tokens;
+      row.cost += u.cost_usd || 0;
+      row.doing = 'idle';
+      row.answer = String(ev.answer || '').split('\n')[0].slice(0, 160);
+      this.spend.push({ t, day: dayOf(t), model: row.model || '(the role\'s)', role: row.role || '?', workflow: `worker ${row.id}`, usd: u.cost_usd || 0, tokens, priced: typeof u.cost_usd === 'number' });
     }
   }
 

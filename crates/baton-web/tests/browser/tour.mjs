@@ -111,6 +111,12 @@ try {
   result.plain_diff = await page.locator('#viewer-body details.call .diff .add').allTextContents();
   await view('session-plain');
 
+  // Workers: a managed worker with its turns, cost and last answer.
+  await tab('Workers');
+  await page.waitForSelector(`#workers tr[data-id="${ids.worker}"]`);
+  result.workers = await rows('workers');
+  await view('workers');
+
   // Events: all of them, then one log kind.
   await tab('Events');
   await page.waitForSelector('#events tbody tr:not(.spacer)');
