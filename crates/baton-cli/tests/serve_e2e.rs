@@ -3,7 +3,6 @@
 //! an action carried out as the CLI carries it out.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
@@ -26,21 +25,7 @@ impl Drop for Server {
 }
 
 fn serve(sb: &Sandbox, args: &[&str]) -> Server {
-    let mut all = vec!["serve"];
-    all.extend_from_slice(args);
-    let mut child = sb
-        .baton(&all)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let start = line.find("http://").unwrap_or_else(|| panic!("{line}"));
-    let url = line[start..].split_whitespace().next().unwrap();
+    let (child, url) = common::serve_baton(sb, args);
     let url = url
         .trim_end_matches("?token=…")
         .trim_end_matches('/')

@@ -33,23 +33,7 @@ fn browser() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
 
 /// `baton serve --addr ADDR` in `sb`, and its URL once it listens.
 fn start_server(sb: &baton_testkit::fixture::Sandbox, addr: &str) -> (std::process::Child, String) {
-    let mut server = sb
-        .baton(&["serve", "--addr", addr])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line[line.find("http://").unwrap_or_else(|| panic!("{line}"))..]
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_string();
-    (server, url)
+    common::serve_baton(sb, &["--addr", addr])
 }
 
 /// Runs `script` (in crates/baton-web/tests/browser) with `baton serve` of `sb` and `arg`; its

@@ -111,3 +111,27 @@ pub fn investigate_and_fix() -> Vec<baton_testkit::Turn> {
         Turn::text("Done: hello.txt holds hi."),
     ]
 }
+
+/// `baton serve ARGS` started in `sb`, and the URL it printed once it listens (the real port).
+pub fn serve_baton(
+    sb: &baton_testkit::fixture::Sandbox,
+    args: &[&str],
+) -> (std::process::Child, String) {
+    use std::io::BufRead as _;
+    let mut all = vec!["serve"];
+    all.extend_from_slice(args);
+    let mut child = sb
+        .baton(&all)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let start = line.find("http://").unwrap_or_else(|| panic!("{line}"));
+    let url = line[start..].split_whitespace().next().unwrap().to_string();
+    (child, url)
+}
