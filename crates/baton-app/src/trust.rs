@@ -159,9 +159,39 @@ pub fn is_trusted(root: &Path) -> bool {
         return false;
     };
     let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    file.project
+    let hash = project_hash(&root);
+    if file
+        .project
         .iter()
-        .any(|r| r.path == root && r.hash == project_hash(&root))
+        .any(|r| r.path == root && r.hash == hash)
+    {
+        return true;
+    }
+    // A linked worktree of a trusted project (a Flow unit's, a BUILD's) whose widening settings
+    // and role files are exactly what the user trusted there: the same content, checked out.
+    main_worktree(&root).is_some_and(|main| {
+        file.project
+            .iter()
+            .any(|r| r.path == main && r.hash == hash)
+    })
+}
+
+/// The main worktree of the repository whose linked worktree is `root`; `None` when `root` is
+/// not a linked worktree.
+fn main_worktree(root: &Path) -> Option<PathBuf> {
+    let git = |arg: &str| {
+        baton_git::Git::new(root)
+            .run_output(["rev-parse", "--path-format=absolute", arg])
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+    };
+    let (dir, common) = (git("--git-dir")?, git("--git-common-dir")?);
+    if dir == common || common.file_name()? != ".git" {
+        return None;
+    }
+    let main = common.parent()?;
+    main.canonicalize().ok()
 }
 
 /// Records the project at `root` as trusted with what its files say now; returns the hash.

@@ -48,6 +48,11 @@ enum FlowAction {
     Start {
         /// The units file: `{"units": [{id, name, task, model_class?, validation: [{command, args}], review?}]}`.
         units: PathBuf,
+        /// Implement each unit as a whole gated workflow instead of one implementer: `build`
+        /// (builder → reviewer ‖ hunter → verifier, with remediation), then land them in declared
+        /// order as always.
+        #[arg(long, value_name = "W")]
+        workflow: Option<baton_flow::UnitWorkflow>,
         #[command(flatten)]
         common: Common,
     },
@@ -116,7 +121,11 @@ enum FlowAction {
 
 pub fn run(args: FlowArgs) -> Result<Exit> {
     match args.action {
-        FlowAction::Start { units, common } => {
+        FlowAction::Start {
+            units,
+            workflow,
+            common,
+        } => {
             let units = match baton_flow::read_units_file(&units) {
                 Ok(u) => u,
                 Err(e) => return Ok(failed(&common, &FlowError::Input(e))),
@@ -124,7 +133,7 @@ pub fn run(args: FlowArgs) -> Result<Exit> {
             let ctx = project_context(common.cwd.clone())?;
             warn_skipped_roles(&role_dirs(&ctx.project_root), &["implementer", "reviewer"]);
             drive(&common, |env, cancel| {
-                Box::pin(async move { baton_flow::start(env, &units, cancel).await })
+                Box::pin(async move { baton_flow::start_as(env, &units, workflow, cancel).await })
             })
         }
         FlowAction::Continue {

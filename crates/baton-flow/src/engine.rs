@@ -6,6 +6,7 @@
 //! that ends anywhere — including in the middle of a step — carries on correctly: [`resume`] is
 //! the same driver pointed at an interrupted log.
 
+mod build_unit;
 mod checkout;
 mod clean;
 mod entry;
@@ -34,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::event::{
     BlockReason, ChildSummary, DriverCommand, FailureKind, FlowEvent, FrozenRole, Record,
-    UnitOutcome,
+    UnitOutcome, UnitWorkflow,
 };
 use crate::lock::{LockError, RepoLock};
 use crate::state::{FlowState, Phase, UnitState, UnitStatus};
@@ -44,7 +45,8 @@ use crate::validate::{bounded, run_validation, Validation, EVIDENCE_BOUND};
 
 pub use clean::{clean, clean_plan, CleanPlan};
 pub use entry::{
-    abandon, continue_flow, land, new_flow_id, repair, resume, start, status, unit_worktree_id,
+    abandon, continue_flow, land, new_flow_id, repair, resume, start, start_as, status,
+    unit_worktree_id,
 };
 
 /// The line in `info/exclude` that keeps Flow's own state out of `git status`.

@@ -31,10 +31,10 @@ pub mod units;
 pub use baton_exec::guarded as validate;
 
 pub use engine::{
-    abandon, clean, clean_plan, continue_flow, land, repair, resume, start, status, CleanPlan,
-    FlowEnv, FlowError, FlowStatus, MainNow, Notice, Observer,
+    abandon, clean, clean_plan, continue_flow, land, repair, resume, start, start_as, status,
+    CleanPlan, FlowEnv, FlowError, FlowStatus, MainNow, Notice, Observer,
 };
-pub use event::{CleanItem, FlowEvent, Record};
+pub use event::{CleanItem, FlowEvent, Record, UnitWorkflow};
 pub use state::{FlowState, Phase, UnitStatus};
 pub use store::{CrashHook, CrashMode, FlowStore};
 pub use units::{parse_units, read_units_file, InputError, UnitSpec, ValidationCommand};

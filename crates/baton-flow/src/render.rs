@@ -22,10 +22,15 @@ pub fn describe(r: &Record) -> Option<String> {
             main_branch,
             main_oid,
             units,
+            workflow,
             ..
         } => format!(
-            "flow {id}: {} unit(s) onto {main_branch} at {}",
+            "flow {id}: {} unit(s){} onto {main_branch} at {}",
             units.len(),
+            workflow.map_or(String::new(), |w| format!(
+                ", each a {} workflow",
+                w.as_str()
+            )),
             short(main_oid)
         ),
         FlowEvent::Driver { .. }

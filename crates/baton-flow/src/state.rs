@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::event::{
     BlockReason, CheckResult, ChildSummary, CleanItem, FailureKind, FlowEvent, FrozenRole, Record,
-    UnitOutcome,
+    UnitOutcome, UnitWorkflow,
 };
 use crate::units::UnitSpec;
 
@@ -261,6 +261,9 @@ pub struct FlowState {
     pub worktree_root: PathBuf,
     pub implementer: FrozenRole,
     pub reviewer: Option<FrozenRole>,
+    /// Each unit a whole workflow (`--workflow build`), else one implementer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<UnitWorkflow>,
     pub units: Vec<UnitState>,
     pub settled: bool,
     pub end: Option<FlowEnd>,
@@ -301,6 +304,7 @@ impl FlowState {
                 units,
                 implementer,
                 reviewer,
+                workflow,
             } => Some(FlowState {
                 id: id.clone(),
                 created: created.clone(),
@@ -311,6 +315,7 @@ impl FlowState {
                 worktree_root: worktree_root.clone(),
                 implementer: implementer.clone(),
                 reviewer: reviewer.clone(),
+                workflow: *workflow,
                 units: units.iter().cloned().map(UnitState::new).collect(),
                 settled: false,
                 setup_aborting: None,

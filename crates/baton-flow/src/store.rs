@@ -330,6 +330,7 @@ mod tests {
             main_oid: "0".into(),
             worktree_root: "/w".into(),
             units: Vec::new(),
+            workflow: None,
             implementer: crate::event::FrozenRole {
                 spec,
                 backend: baton_protocol::role::BackendKind::Command,

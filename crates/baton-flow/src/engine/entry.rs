@@ -73,6 +73,17 @@ pub async fn start(
     units: &[UnitSpec],
     cancel: &CancellationToken,
 ) -> Result<FlowStatus, FlowError> {
+    start_as(env, units, None, cancel).await
+}
+
+/// [`start`], each unit implemented by `workflow` (`Some(Build)`: a whole gated BUILD workflow in
+/// the unit's worktree) instead of one implementer child.
+pub async fn start_as(
+    env: &FlowEnv,
+    units: &[UnitSpec],
+    workflow: Option<UnitWorkflow>,
+    cancel: &CancellationToken,
+) -> Result<FlowStatus, FlowError> {
     // The same checks as a units file, whatever the caller built.
     let value = serde_json::to_value(units).map_err(|e| InputError {
         field: "units".into(),
@@ -149,6 +160,7 @@ pub async fn start(
         units,
         implementer,
         reviewer,
+        workflow,
     };
     let state = FlowState::created(&created, 1, &now_rfc3339()).ok_or_else(|| {
         FlowError::Refused("internal: the first event is not flow.created".into())

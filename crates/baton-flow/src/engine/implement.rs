@@ -28,6 +28,9 @@ impl Run<'_> {
                 result,
             });
         };
+        if state.workflow == Some(UnitWorkflow::Build) && u.attempt == 0 {
+            return self.run_build_unit(i, &path).await;
+        }
         let task = implementer_task(&state, &u, &path, interrupted_before);
         let env = vec![
             ("BATON_TASK_NAME".to_string(), u.id().to_string()),
