@@ -41,6 +41,10 @@ pub const WIDENING: &[&str] = &[
     "agent.mcp_servers",
     "workflow.install",
     "agent.approval",
+    "engine.kind",
+    "engine.address",
+    "engine.remote",
+    "engine.api_key_env",
 ];
 
 /// Whether `value` at `key` only narrows what runs (so it applies untrusted).
@@ -52,6 +56,7 @@ fn narrows(key: &str, value: &toml::Value) -> bool {
         "executor.backend" => value.as_str() == Some("baton"),
         "workflow.install" => value.as_str() == Some("off"),
         "agent.approval" => matches!(value.as_str(), Some("on-write" | "always")),
+        "engine.kind" => value.as_str() == Some("local"),
         _ => false,
     }
 }

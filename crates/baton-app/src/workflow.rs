@@ -316,6 +316,7 @@ pub fn workflow_env(
         executor,
         record: None,
         replay: None,
+        max_batches: None,
         crash_after: std::env::var("BATON_WORKFLOW_CRASH_AT")
             .ok()
             .and_then(|s| s.trim().parse().ok()),

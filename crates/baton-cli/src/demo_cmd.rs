@@ -133,6 +133,7 @@ pub fn run(args: DemoArgs) -> Result<Exit> {
         executor: Arc::new(executor),
         record: None,
         replay: Some(recording),
+        max_batches: None,
         crash_after: None,
         observer: Some(Arc::new(|line: &str| {
             errln!("baton run: {}", baton_text::sanitize_line(line))
@@ -148,6 +149,7 @@ pub fn run(args: DemoArgs) -> Result<Exit> {
         isolate: Some(false),
         plan: None,
         assess_scope: false,
+        id: None,
     };
     let rt = crate::signals::runtime()?;
     let cancel = CancellationToken::new();

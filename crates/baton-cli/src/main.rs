@@ -24,6 +24,7 @@ mod signals;
 mod task_cmd;
 mod task_logs;
 mod task_status_view;
+mod temporal_cmd;
 mod term;
 mod trust_cmd;
 mod tui_cmd;
@@ -98,6 +99,9 @@ enum Command {
     /// Managed workers: named, long-lived sessions prompted again and again (start, send, list,
     /// logs, stop, retire); they survive restarts and are reconciled after a crash.
     Worker(worker_cmd::WorkerArgs),
+    /// Run workflow steps on this machine for workflows on Temporal (`baton run --engine
+    /// temporal`): polls the task queue, works in a clone of `engine.remote`. See docs/temporal.md.
+    WorkerNode(temporal_cmd::WorkerNodeArgs),
     /// Write a commented starter `.baton/config.toml` in the project (nothing else).
     Init(init_cmd::InitArgs),
     /// Check every configured provider (key set, one cheap real request) and the sandbox.
@@ -254,6 +258,7 @@ fn dispatch(command: Command) -> anyhow::Result<Exit> {
         Command::Mcp(args) => mcp_cmd::run(args),
         Command::Serve(args) => serve_cmd::run(args),
         Command::Worker(args) => worker_cmd::run(args),
+        Command::WorkerNode(args) => temporal_cmd::worker_node(args),
         Command::Doctor(args) => doctor_cmd::run(args),
         Command::Trust(args) => trust_cmd::run(args),
         Command::Models { cwd, json } => info_cmd::models(cwd, json),

@@ -38,6 +38,13 @@ struct Common {
     /// does not hold stops the workflow.
     #[arg(long, value_name = "DIR")]
     replay: Option<PathBuf>,
+    /// Where the workflow runs: `local` (this machine) or `temporal` (worker nodes polling
+    /// `engine.task_queue`; docs/temporal.md). Default: `engine.kind`, else local.
+    #[arg(long, value_name = "E")]
+    engine: Option<baton_protocol::config::EngineKind>,
+    /// Return after this many dispatch batches, as interrupted (a worker node's step).
+    #[arg(long, value_name = "N", hide = true)]
+    steps: Option<u32>,
 }
 
 #[derive(Args, Debug)]
@@ -65,6 +72,9 @@ pub struct RunArgs {
     /// BUILD: work in the project's own working tree without asking.
     #[arg(long)]
     no_worktree: bool,
+    /// Record the workflow under this id (a worker node's first step: the Temporal workflow's).
+    #[arg(long, value_name = "ID", hide = true)]
+    id: Option<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -105,6 +115,10 @@ fn env(common: &Common) -> Result<RunEnv> {
         }
     });
     let mut env = workflow_env(delegate, Arc::new(executor), Some(observer));
+    if common.steps == Some(0) {
+        anyhow::bail!("--steps 0: give at least one dispatch batch");
+    }
+    env.max_batches = common.steps;
     env.record = abs(&common.record);
     env.replay = abs(&common.replay);
     Ok(env)
@@ -147,6 +161,29 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         (Some(w), None) => route_as(&request, w),
         (None, None) => route(&request),
     };
+    {
+        let ctx = project_context(args.common.cwd.clone())?;
+        let kind = crate::temporal_cmd::engine_kind(args.common.engine, &ctx.config.config);
+        if kind == baton_protocol::config::EngineKind::Temporal {
+            if args.plan.is_some() || args.common.record.is_some() || args.common.replay.is_some() {
+                anyhow::bail!(
+                    "--plan, --record and --replay run with the local engine only: drop them, or give --engine local"
+                );
+            }
+            errln!("{}", baton_text::sanitize_line(&decision.headline()));
+            return crate::temporal_cmd::run(
+                &ctx,
+                crate::temporal_cmd::StartRequest {
+                    request,
+                    kind: decision.workflow,
+                    trivial: args.trivial,
+                    budget_usd: args.common.budget_usd,
+                    budget_tokens: args.common.budget_tokens,
+                    json: args.common.json,
+                },
+            );
+        }
+    }
     let env = env(&args.common)?;
     let rt = crate::signals::runtime()?;
     let decision = if decision.conflict() && args.workflow.is_none() && args.plan.is_none() {
@@ -202,6 +239,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         isolate,
         plan: args.plan.clone(),
         assess_scope: true,
+        id: args.id.clone(),
     };
     let (result, signalled) = rt.block_on(async {
         let signalled = crate::signals::watch_signals(cancel.clone());
@@ -244,6 +282,16 @@ fn ask_worktree() -> Option<bool> {
 
 pub fn resume(args: ResumeArgs) -> Result<Exit> {
     check_budget(&args.common)?;
+    {
+        let ctx = project_context(args.common.cwd.clone())?;
+        let kind = crate::temporal_cmd::engine_kind(args.common.engine, &ctx.config.config);
+        if kind == baton_protocol::config::EngineKind::Temporal {
+            let Some(id) = args.id.as_deref() else {
+                anyhow::bail!("--engine temporal: give the workflow's id (`baton resume --engine temporal ID`)");
+            };
+            return crate::temporal_cmd::resume(&ctx, id, args.answer.as_deref(), args.common.json);
+        }
+    }
     let env = env(&args.common)?;
     let store = WorkflowStore::new(env.delegate.state.clone());
     let id = match pick(&store, args.id.as_deref()) {
@@ -269,12 +317,16 @@ pub fn resume(args: ResumeArgs) -> Result<Exit> {
 }
 
 fn failed(common: &Common, e: &RunError) -> Exit {
+    failed_json(common.json, e)
+}
+
+fn failed_json(json: bool, e: &RunError) -> Exit {
     let code = if e.is_refusal() {
         Exit::Refused
     } else {
         Exit::Failed
     };
-    if common.json {
+    if json {
         crate::documents::print(&ErrorDocument::Workflow {
             message: e.to_string(),
         });
@@ -284,42 +336,56 @@ fn failed(common: &Common, e: &RunError) -> Exit {
 }
 
 fn report(common: &Common, result: Result<Outcome, RunError>, signalled: bool) -> Exit {
+    report_outcome(common.json, result, signalled, false)
+}
+
+/// Prints where a workflow stands (`--json`: its outcome document) and returns the exit code;
+/// `temporal` names the engine in the command that answers a checkpoint.
+pub(crate) fn report_outcome(
+    json: bool,
+    result: Result<Outcome, RunError>,
+    signalled: bool,
+    temporal: bool,
+) -> Exit {
+    let engine = if temporal { " --engine temporal" } else { "" };
     let outcome = match result {
         Ok(o) => o,
-        Err(e) => return failed(common, &e),
+        Err(e) => return failed_json(json, &e),
     };
-    if common.json {
+    if json {
         crate::documents::print(&outcome_document(&outcome));
     }
     match outcome {
         Outcome::Completed { brief, .. } => {
-            if !common.json {
+            if !json {
                 outln!("{}", brief.trim_end());
             }
             Exit::Ok
         }
         Outcome::Checkpoint { id, checkpoint } => {
-            if !common.json {
+            if !json {
                 outln!("{}", checkpoint.brief.trim_end());
                 outln!("question: {}", checkpoint.question);
                 if !checkpoint.options.is_empty() {
                     outln!("options: {}", checkpoint.options.join(" | "));
                 }
-                outln!("answer with: baton resume {id} --answer \"…\"");
+                outln!("answer with: baton resume{engine} {id} --answer \"…\"");
             }
             Exit::Waiting
         }
         Outcome::Failed { id, brief } => {
-            if !common.json {
+            if !json {
                 outln!("{}", brief.trim_end());
-                outln!(
-                    "retry with guidance: baton resume {id} --answer \"…\"  (or --answer abort)"
-                );
+                if !temporal {
+                    outln!(
+                        "retry with guidance: baton resume {id} --answer \"…\"  (or --answer abort)"
+                    );
+                }
             }
             Exit::Failed
         }
         Outcome::Stopped { brief, .. } => {
-            if !common.json {
+            if !json {
                 outln!("{}", brief.trim_end());
             }
             Exit::Failed

@@ -30,9 +30,14 @@ const REASON_WIDTH: usize = 120;
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
+    /// With --engine temporal: the workflow to show (a query of its Temporal workflow).
+    id: Option<String>,
     /// Print one JSON document instead of text.
     #[arg(long)]
     json: bool,
+    /// `temporal`: show a workflow that runs on Temporal (default: `engine.kind`, else local).
+    #[arg(long, value_name = "E")]
+    engine: Option<baton_protocol::config::EngineKind>,
     /// Directory inside the project (default: the current one).
     #[arg(long)]
     cwd: Option<PathBuf>,
@@ -45,6 +50,13 @@ pub struct LogArgs {
     /// Print the events as JSON lines, as they are recorded.
     #[arg(long)]
     json: bool,
+    /// `temporal`: the record of a workflow that runs on Temporal (a query).
+    #[arg(long, value_name = "E")]
+    engine: Option<baton_protocol::config::EngineKind>,
+    /// With --engine temporal: also save the workflow's Temporal history to FILE (JSON), for
+    /// `baton worker-node --check-history`.
+    #[arg(long, value_name = "FILE")]
+    history: Option<PathBuf>,
     /// Directory inside the project (default: the current one).
     #[arg(long)]
     cwd: Option<PathBuf>,
@@ -117,6 +129,16 @@ fn print_summary(s: &Summary) {
 
 pub fn status(args: StatusArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd)?;
+    if crate::temporal_cmd::engine_kind(args.engine, &ctx.config.config)
+        == baton_protocol::config::EngineKind::Temporal
+    {
+        return crate::temporal_cmd::status(&ctx, args.id.as_deref(), args.json);
+    }
+    if let Some(id) = &args.id {
+        anyhow::bail!(
+            "`baton status` lists every workflow of the project; for one, `baton log {id}` (or --engine temporal for one on Temporal)"
+        );
+    }
     if args.json {
         let doc = status_json(&ctx, None).map_err(anyhow::Error::msg)?;
         crate::documents::print(&doc);
@@ -236,6 +258,12 @@ fn event_line(ev: &Value) -> String {
 
 pub fn log(args: LogArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd)?;
+    if args.engine == Some(baton_protocol::config::EngineKind::Temporal) {
+        return crate::temporal_cmd::log(&ctx, &args.wf, args.json, args.history.as_deref());
+    }
+    if args.history.is_some() {
+        anyhow::bail!("--history saves a Temporal history: give --engine temporal");
+    }
     let store = WorkflowStore::new(state_dir(&ctx));
     let id = match resolve(&store, &args.wf) {
         Ok(id) => id,

@@ -514,6 +514,7 @@ async fn run_workflow(call: &Call, args: Option<JsonObject>) -> Answer {
             isolate: Some(false),
             plan: req.plan.as_ref().map(std::path::PathBuf::from),
             assess_scope: !req.trivial,
+            id: None,
         };
         run::start(&env, &opts, cancel)
             .await

@@ -40,6 +40,9 @@ pub struct Config {
     pub skills: SkillsConfig,
     #[serde(default)]
     pub workers: WorkersConfig,
+    /// Where workflows run: the local engine (default) or Temporal.
+    #[serde(default)]
+    pub engine: EngineConfig,
     /// MCP servers whose tools a session may be given (a role's `mcp`, `agent.mcp_servers`).
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
@@ -284,6 +287,71 @@ pub struct WorkersConfig {
     pub max: Option<u32>,
 }
 
+/// Which engine runs workflows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineKind {
+    /// This machine: the JSONL record under `.baton/state/` and this process's executor.
+    #[default]
+    Local,
+    /// A Temporal service: workflows run on `baton worker-node` processes on any machine.
+    Temporal,
+}
+
+impl EngineKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Local => "local",
+            EngineKind::Temporal => "temporal",
+        }
+    }
+}
+
+impl std::str::FromStr for EngineKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "local" => Ok(EngineKind::Local),
+            "temporal" => Ok(EngineKind::Temporal),
+            other => Err(format!("`{other}`: the engine is `local` or `temporal`")),
+        }
+    }
+}
+
+/// `[engine]`: where workflows run (docs/temporal.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineConfig {
+    /// `local` (default) or `temporal`; `baton run --engine` overrides it.
+    #[serde(default)]
+    pub kind: Option<EngineKind>,
+    /// The Temporal frontend, `http://HOST:PORT` (`https://` for TLS). Default
+    /// `http://127.0.0.1:7233`.
+    #[serde(default)]
+    pub address: Option<String>,
+    /// Default `default`.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The task queue workflows and dispatches go to, and `baton worker-node` polls. Default
+    /// `baton`.
+    #[serde(default)]
+    pub task_queue: Option<String>,
+    /// The shared git repository (a URL or a path every worker node reaches) through which the
+    /// work travels between machines.
+    #[serde(default)]
+    pub remote: Option<String>,
+    /// The variable holding a Temporal Cloud API key (sent as a bearer token; implies TLS).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// A dispatch whose node sends no heartbeat for this long is given to another node.
+    /// Default `"30s"`.
+    #[serde(default)]
+    pub heartbeat_timeout: Option<HumanDuration>,
+    /// How long a workflow waits at a checkpoint for an answer before it stops. Default `"168h"` (a week).
+    #[serde(default)]
+    pub checkpoint_timeout: Option<HumanDuration>,
+}
+
 /// The default of `workers.max`.
 pub const DEFAULT_MAX_WORKERS: u32 = 4;
 
@@ -339,6 +407,16 @@ impl Config {
                 "executor.max_timeout".into(),
                 self.executor.max_timeout,
                 "30m",
+            ),
+            (
+                "engine.heartbeat_timeout".into(),
+                self.engine.heartbeat_timeout,
+                "30s",
+            ),
+            (
+                "engine.checkpoint_timeout".into(),
+                self.engine.checkpoint_timeout,
+                "168h",
             ),
         ];
         for (name, p) in &self.providers {

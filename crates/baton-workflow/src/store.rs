@@ -91,6 +91,8 @@ pub enum StoreError {
     TreeBusy { holder: String },
     #[error("no workflow {id} in {dir}: `baton status` lists the workflows of this project")]
     NotFound { id: String, dir: PathBuf },
+    #[error("workflow {id} already has a record here: give another id")]
+    Exists { id: String },
     #[error("the event log of workflow {id} does not start with workflow_started: {path}")]
     NoStart { id: String, path: PathBuf },
     /// An event whose fields do not fit its kind (refused before it is written).
@@ -111,6 +113,11 @@ pub enum StoreError {
 }
 
 /// A new workflow id: `wf-<UTC timestamp>-<8 hex>`.
+/// A new workflow id, as [`WorkflowStore::create`] makes one.
+pub fn fresh_id() -> String {
+    new_id(time::OffsetDateTime::now_utc(), rand::random())
+}
+
 pub fn new_id(now: time::OffsetDateTime, random: u32) -> String {
     let t = now.to_offset(time::UtcOffset::UTC);
     format!(
@@ -423,6 +430,20 @@ impl WorkflowStore {
     /// the initial artifact, and the snapshot.
     pub fn create(&self, kind: WorkflowKind, request: &str) -> Result<OpenWorkflow, StoreError> {
         let id = new_id(time::OffsetDateTime::now_utc(), rand::random());
+        self.create_as(&id, kind, request)
+    }
+
+    /// [`Self::create`] under the id `id`, which must be valid and not yet taken.
+    pub fn create_as(
+        &self,
+        id: &str,
+        kind: WorkflowKind,
+        request: &str,
+    ) -> Result<OpenWorkflow, StoreError> {
+        let id = id.to_string();
+        if self.events_path(&id)?.exists() {
+            return Err(StoreError::Exists { id });
+        }
         let lock = self.lock(&id)?;
         let log = JsonlLog::create(&self.events_path(&id)?, Durability::Fsync)?;
         let ts = now_rfc3339();

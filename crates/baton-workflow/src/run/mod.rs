@@ -71,6 +71,9 @@ pub struct RunEnv {
     pub observer: Option<Observer>,
     /// Gets every event of the workflow as it is recorded.
     pub events: Option<EventObserver>,
+    /// Return (as interrupted) after this many dispatch batches: one step of a workflow a
+    /// Temporal worker node drives (`baton run --steps N`, hidden).
+    pub max_batches: Option<u32>,
 }
 
 /// What `baton run` starts.
@@ -92,6 +95,9 @@ pub struct StartOptions {
     /// clearly trivial work takes the reduced graph, clearly broad work is asked "plan first or
     /// build directly" before anything is dispatched.
     pub assess_scope: bool,
+    /// The record's id instead of a new one (a workflow started on Temporal is recorded under
+    /// the id its Temporal workflow has); refused when it is not a valid id or already taken.
+    pub id: Option<String>,
 }
 
 /// Where a workflow stands when `baton run` or `baton resume` returns.
@@ -221,7 +227,10 @@ pub async fn start_with(
     let settings = memory
         .session_settings()
         .map_err(|e| RunError::Memory(e.to_string()))?;
-    let wf = store.create(opts.kind, &opts.request)?;
+    let wf = match &opts.id {
+        Some(id) => store.create_as(id, opts.kind, &opts.request)?,
+        None => store.create(opts.kind, &opts.request)?,
+    };
     let id = wf.id().to_string();
     if let Some(lock) = &mut tree_lock {
         lock.note_owner(&format!("workflow {id}"));
@@ -455,7 +464,15 @@ pub async fn resume_with(
                 ));
                 reason = format!("resumed; {} tasks recorded", r.state.tasks.len());
             }
-            runner.commit(NewEvent::new(EventKind::ArtifactUpdated).reason(reason), r)?;
+            // A worker node's step (`--steps`) goes on where the last one stopped: nothing
+            // happened in between worth an event, so the record reads as the local engine's.
+            let step = env.max_batches.is_some()
+                && reason == "resumed"
+                && budget_usd.is_none()
+                && budget_tokens.is_none();
+            if !step {
+                runner.commit(NewEvent::new(EventKind::ArtifactUpdated).reason(reason), r)?;
+            }
         }
         (RunState::Checkpoint | RunState::Failed, Some(text)) => {
             let cp = r.state.checkpoint.clone().unwrap_or_else(|| {
@@ -713,6 +730,7 @@ impl<'a> Runner<'a> {
 
     /// Runs until the workflow completes, stops, fails or waits.
     pub(super) async fn drive(&self) -> Result<Outcome, RunError> {
+        let mut batches = 0u32;
         loop {
             if self.cancel.is_cancelled() {
                 return Ok(Outcome::Interrupted {
@@ -736,6 +754,12 @@ impl<'a> Runner<'a> {
             } else if !self.within_budget(r.clone(), open.len())? {
                 continue;
             } else {
+                if self.env.max_batches.is_some_and(|max| batches >= max) {
+                    return Ok(Outcome::Interrupted {
+                        id: self.id.clone(),
+                    });
+                }
+                batches += 1;
                 self.dispatch_batch(&r.state, open).await?;
             }
         }

@@ -168,6 +168,7 @@ impl Harness {
             executor: Arc::new(Executor::new(2)),
             record: None,
             replay: None,
+            max_batches: None,
             crash_after: None,
             observer: None,
             events: None,
@@ -318,6 +319,7 @@ pub fn start(request: &str, trivial: bool) -> StartOptions {
         isolate: Some(false),
         plan: None,
         assess_scope: false,
+        id: None,
     }
 }
 

@@ -1,0 +1,396 @@
+//! Workflows on Temporal from the command line: `baton run/resume/status/log --engine temporal`
+//! (the client: start, answer, query) and `baton worker-node` (a machine that runs their steps).
+//! Built only with the `temporal` feature; without it each says how to get a baton that has it.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use baton_app::exit::Exit;
+use baton_app::project::ProjectContext;
+use baton_protocol::config::{Config, EngineKind};
+use clap::Args;
+
+/// `baton worker-node`: run workflow steps on this machine.
+#[derive(Args, Debug)]
+pub struct WorkerNodeArgs {
+    /// The task queue to poll (default `engine.task_queue`, else `baton`).
+    #[arg(long, value_name = "Q")]
+    pub task_queue: Option<String>,
+    /// Steps this machine runs at once.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub slots: usize,
+    /// Where the node keeps its clone of the remote and the workflows' worktrees (default:
+    /// `$XDG_STATE_HOME/baton/nodes/<task queue>`).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// The node's name in histories and `baton status` (default: host name and pid).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Apply the settings and role files the remote's commits carry, as `baton trust` would in
+    /// each workflow's worktree (only for a remote whose every writer you trust).
+    #[arg(long)]
+    pub trust: bool,
+    /// Replay these saved workflow histories against this binary's workflow code and exit: 0
+    /// when every one replays, 1 naming the first that does not (a changed decision).
+    #[arg(long, value_name = "HISTORY.json", num_args = 1..)]
+    pub check_history: Vec<PathBuf>,
+    /// Directory whose project config (`[engine]`) applies (default: the current one).
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+}
+
+/// The engine a command runs on: its `--engine`, else `engine.kind`, else local.
+pub fn engine_kind(flag: Option<EngineKind>, config: &Config) -> EngineKind {
+    flag.or(config.engine.kind).unwrap_or_default()
+}
+
+/// What `baton run --engine temporal` starts.
+#[cfg_attr(not(feature = "temporal"), allow(dead_code))]
+pub struct StartRequest {
+    pub request: String,
+    pub kind: baton_workflow::route::WorkflowKind,
+    pub trivial: bool,
+    pub budget_usd: Option<f64>,
+    pub budget_tokens: Option<u64>,
+    pub json: bool,
+}
+
+#[cfg(not(feature = "temporal"))]
+mod imp {
+    use super::*;
+
+    fn not_built() -> Result<Exit> {
+        errln!("baton: {}", baton_temporal::NOT_BUILT);
+        Ok(Exit::Refused)
+    }
+
+    pub fn run(_ctx: &ProjectContext, _r: StartRequest) -> Result<Exit> {
+        not_built()
+    }
+    pub fn resume(
+        _ctx: &ProjectContext,
+        _id: &str,
+        _answer: Option<&str>,
+        _json: bool,
+    ) -> Result<Exit> {
+        not_built()
+    }
+    pub fn status(_ctx: &ProjectContext, _id: Option<&str>, _json: bool) -> Result<Exit> {
+        not_built()
+    }
+    pub fn log(
+        _ctx: &ProjectContext,
+        _id: &str,
+        _json: bool,
+        _history: Option<&std::path::Path>,
+    ) -> Result<Exit> {
+        not_built()
+    }
+    pub fn worker_node(_args: WorkerNodeArgs) -> Result<Exit> {
+        not_built()
+    }
+}
+
+#[cfg(feature = "temporal")]
+mod imp {
+    use std::time::Duration;
+
+    use baton_temporal::mapping::{Engine, Status, WorkflowInput};
+    use baton_temporal::node::Node;
+    use baton_temporal::sdk;
+    use baton_workflow::run::Outcome;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+
+    fn engine(ctx: &ProjectContext, task_queue: Option<&str>) -> Result<Engine> {
+        Engine::from_config(&ctx.config.config.engine, task_queue).map_err(anyhow::Error::msg)
+    }
+
+    fn git(dir: &std::path::Path, args: &[&str]) -> Result<String> {
+        baton_git::Git::new(dir)
+            .run(args)
+            .map(|s| s.trim().to_string())
+            .map_err(|e| anyhow::anyhow!("{e}"))
+    }
+
+    pub fn run(ctx: &ProjectContext, r: StartRequest) -> Result<Exit> {
+        use baton_workflow::route::WorkflowKind;
+        if r.kind == WorkflowKind::Orient {
+            anyhow::bail!(
+                "ORIENT answers inline and keeps no record: run it with the local engine (--engine local)"
+            );
+        }
+        let engine = engine(ctx, None)?;
+        let remote = engine.remote().map_err(anyhow::Error::msg)?.to_string();
+        let root = &ctx.project_root;
+        let dirty = git(
+            root,
+            &[
+                "status",
+                "--porcelain",
+                "--",
+                ".",
+                ":(exclude,top).baton/state",
+            ],
+        )?;
+        if !dirty.is_empty() {
+            anyhow::bail!(
+                "the working tree has uncommitted changes, which a workflow on Temporal would not see (it starts from HEAD on the remote): commit or stash them first"
+            );
+        }
+        let base = git(root, &["rev-parse", "HEAD"])
+            .map_err(|e| anyhow::anyhow!("the project has no commit to start from: {e}"))?;
+        let id = baton_workflow::store::fresh_id();
+        let branch = format!("refs/heads/baton/{id}");
+        git(root, &["push", "-q", &remote, &format!("{base}:{branch}")]).map_err(|e| {
+            anyhow::anyhow!("cannot push the starting commit to `engine.remote` ({remote}): {e}")
+        })?;
+        let input = WorkflowInput {
+            id: id.clone(),
+            request: r.request,
+            kind: r.kind.as_str().to_string(),
+            trivial: r.trivial,
+            budget_usd: r.budget_usd,
+            budget_tokens: r.budget_tokens,
+            remote,
+            base,
+            branch,
+            heartbeat_timeout_ms: engine.heartbeat_timeout.as_millis() as u64,
+            checkpoint_timeout_ms: engine.checkpoint_timeout.as_millis() as u64,
+        };
+        let rt = crate::signals::runtime()?;
+        rt.block_on(async {
+            let client = sdk::connect(&engine, "baton client")
+                .await
+                .map_err(anyhow::Error::msg)?;
+            sdk::start(&client, &engine, input)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            if !r.json {
+                errln!(
+                    "baton run: workflow {id} started on Temporal ({}, queue {})",
+                    engine.address,
+                    engine.task_queue
+                );
+            }
+            wait(&client, &id, r.json).await
+        })
+    }
+
+    pub fn resume(
+        ctx: &ProjectContext,
+        id: &str,
+        answer: Option<&str>,
+        json: bool,
+    ) -> Result<Exit> {
+        let engine = engine(ctx, None)?;
+        let rt = crate::signals::runtime()?;
+        rt.block_on(async {
+            let client = sdk::connect(&engine, "baton client")
+                .await
+                .map_err(anyhow::Error::msg)?;
+            if let Some(text) = answer {
+                if let Err(e) = sdk::answer(&client, id, text).await {
+                    errln!("baton: the workflow did not take the answer: {e}");
+                    return Ok(Exit::Refused);
+                }
+            }
+            wait(&client, id, json).await
+        })
+    }
+
+    pub fn status(ctx: &ProjectContext, id: Option<&str>, json: bool) -> Result<Exit> {
+        let Some(id) = id else {
+            anyhow::bail!(
+                "--engine temporal: give the workflow's id (`baton status --engine temporal ID`)"
+            );
+        };
+        let engine = engine(ctx, None)?;
+        let rt = crate::signals::runtime()?;
+        let s = rt.block_on(async {
+            let client = sdk::connect(&engine, "baton client")
+                .await
+                .map_err(anyhow::Error::msg)?;
+            sdk::status(&client, id).await.map_err(anyhow::Error::msg)
+        })?;
+        if json {
+            crate::documents::print(&s);
+        } else {
+            print_status(&s);
+        }
+        Ok(Exit::Ok)
+    }
+
+    pub fn log(
+        ctx: &ProjectContext,
+        id: &str,
+        json: bool,
+        history: Option<&std::path::Path>,
+    ) -> Result<Exit> {
+        let engine = engine(ctx, None)?;
+        let rt = crate::signals::runtime()?;
+        let log = rt.block_on(async {
+            let client = sdk::connect(&engine, "baton client")
+                .await
+                .map_err(anyhow::Error::msg)?;
+            if let Some(path) = history {
+                let bytes = sdk::history_json(&client, id)
+                    .await
+                    .map_err(anyhow::Error::msg)?;
+                std::fs::write(path, bytes)
+                    .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+            }
+            sdk::log(&client, id).await.map_err(anyhow::Error::msg)
+        })?;
+        for line in log.lines() {
+            if json {
+                outln!("{line}");
+            } else if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+                outln!(
+                    "{:>3} {:<18} {}",
+                    v["seq"],
+                    v["event"].as_str().unwrap_or(""),
+                    baton_text::sanitize_line(
+                        v["reason"].as_str().or(v["phase"].as_str()).unwrap_or("")
+                    )
+                );
+            }
+        }
+        Ok(Exit::Ok)
+    }
+
+    fn print_status(s: &Status) {
+        outln!(
+            "{}  {}  {} step(s), {} event(s)",
+            s.id,
+            s.state,
+            s.steps,
+            s.events
+        );
+        outln!("branch {} at {}", s.branch, s.head);
+        if !s.nodes.is_empty() {
+            outln!("steps ran on: {}", s.nodes.join(", "));
+        }
+        if let Some(cp) = &s.checkpoint {
+            outln!("question: {}", cp.question);
+        }
+        if let Some(b) = &s.brief {
+            outln!("{}", b.trim_end());
+        }
+    }
+
+    /// Follows the workflow (its status query) until it completes, stops or waits at a
+    /// checkpoint; Ctrl-C stops following, not the workflow.
+    async fn wait(client: &sdk::Client, id: &str, json: bool) -> Result<Exit> {
+        let cancel = CancellationToken::new();
+        let signalled = crate::signals::watch_signals(cancel.clone());
+        let mut shown = 0usize;
+        let status = loop {
+            let s = sdk::status(client, id).await.map_err(anyhow::Error::msg)?;
+            if !json {
+                for (i, node) in s.nodes.iter().enumerate().skip(shown) {
+                    errln!("baton run: step {} ran on {node}", i + 1);
+                }
+            }
+            shown = s.nodes.len();
+            if !matches!(s.state.as_str(), "starting" | "running" | "answered") {
+                break s;
+            }
+            if let Some(why) = sdk::ended_abnormally(client, id)
+                .await
+                .map_err(anyhow::Error::msg)?
+            {
+                errln!("baton: workflow {id} ended on Temporal without finishing: {why}");
+                return Ok(Exit::Failed);
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+                _ = signalled.cancelled() => {
+                    errln!("baton: stopped following; workflow {id} goes on on Temporal: `baton status --engine temporal {id}`");
+                    return Ok(Exit::Interrupted);
+                }
+            }
+        };
+        let id = id.to_string();
+        let brief = status.brief.clone().unwrap_or_default();
+        let outcome = match status.state.as_str() {
+            "completed" => Outcome::Completed { id, brief },
+            "checkpoint" => match status.checkpoint.clone() {
+                Some(checkpoint) => Outcome::Checkpoint { id, checkpoint },
+                None => Outcome::Failed { id, brief },
+            },
+            "failed" => Outcome::Failed { id, brief },
+            _ => Outcome::Stopped { id, brief },
+        };
+        Ok(crate::run_cmd::report_outcome(
+            json,
+            Ok(outcome),
+            false,
+            true,
+        ))
+    }
+
+    pub fn worker_node(args: WorkerNodeArgs) -> Result<Exit> {
+        let rt = crate::signals::runtime()?;
+        if !args.check_history.is_empty() {
+            return rt.block_on(async {
+                match sdk::check_histories(&args.check_history).await {
+                    Ok(n) => {
+                        outln!("{n} history(ies) replay with this binary");
+                        Ok(Exit::Ok)
+                    }
+                    Err(e) => {
+                        errln!("baton: {e}");
+                        Ok(Exit::Failed)
+                    }
+                }
+            });
+        }
+        if args.slots == 0 {
+            anyhow::bail!("--slots 0: a node runs at least one step at a time");
+        }
+        let ctx = baton_app::project::project_context(args.cwd.clone())?;
+        let engine = engine(&ctx, args.task_queue.as_deref())?;
+        let dir = match &args.dir {
+            Some(d) => std::path::absolute(d)?,
+            None => baton_exec::worktree::default_worktree_root(None)?
+                .parent()
+                .map(|p| p.join("nodes").join(&engine.task_queue))
+                .ok_or_else(|| anyhow::anyhow!("no folder for the node: give --dir"))?,
+        };
+        let name = args.name.clone().unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+            format!("{}-{}", host.trim(), std::process::id())
+        });
+        let node = Node {
+            name: name.clone(),
+            dir: dir.clone(),
+            baton_exe: std::env::current_exe()?,
+            trust: args.trust,
+            env: Vec::new(),
+        };
+        let stop = CancellationToken::new();
+        rt.block_on(async {
+            let signalled = crate::signals::watch_signals(stop.clone());
+            errln!(
+                "baton worker-node {name}: polling {} on {} ({} slot(s)), folder {}",
+                engine.task_queue,
+                engine.address,
+                args.slots,
+                dir.display()
+            );
+            let r = sdk::run_node(&engine, node, args.slots, stop).await;
+            match r {
+                Ok(()) if signalled.is_cancelled() => Ok(Exit::Interrupted),
+                Ok(()) => Ok(Exit::Ok),
+                Err(e) => {
+                    errln!("baton worker-node: {e}");
+                    Ok(Exit::Failed)
+                }
+            }
+        })
+    }
+}
+
+pub use imp::*;

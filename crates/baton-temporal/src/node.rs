@@ -1,0 +1,483 @@
+//! A worker node's side of one step, without Temporal: the cached clone of the shared remote, the
+//! workflow's worktree at the step's head, the record put in place, `baton run/resume --steps 1`
+//! under the process guard (heartbeating while it runs), the commit, and the push of the new head
+//! with `--force-with-lease` to the head the step started from.
+//!
+//! Everything a node keeps is under its folder (`--dir`, default
+//! `$XDG_STATE_HOME/baton/nodes/<task queue>`): `repo/` (one clone of the remote, fetched before
+//! every step) and `work/<workflow>/` (a linked worktree of it per workflow, reset to the step's
+//! head each time). A node's clone is a cache: deleting it loses nothing.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use baton_git::Git;
+use baton_process::GroupGuard;
+use nix::sys::signal::Signal;
+use tokio::io::AsyncReadExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::mapping::{
+    events_in, outcome_from_output, Progress, StepInput, StepResult, MAX_LOG_BYTES,
+};
+
+/// Who and where a worker node is.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// Shown in the history and `baton status` (default: host name and pid).
+    pub name: String,
+    pub dir: PathBuf,
+    /// The `baton` binary the steps run.
+    pub baton_exe: PathBuf,
+    /// Apply the settings and role files the remote's commits carry (`baton trust` in each
+    /// workflow's worktree); without it they are ignored as in any untrusted project.
+    pub trust: bool,
+    /// Added to the environment of the steps' children (tests point them at a mock model).
+    pub env: Vec<(String, String)>,
+}
+
+/// A step that could not be carried out: retried by Temporal (another node may take it).
+#[derive(Debug)]
+pub struct StepError(pub String);
+
+impl std::fmt::Display for StepError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StepError {}
+
+fn fail(what: &str, e: impl std::fmt::Display) -> StepError {
+    StepError(format!("{what}: {e}"))
+}
+
+impl Node {
+    fn git(&self, dir: &Path) -> Git {
+        // A node commits as baton unless the machine's git has an identity of its own.
+        let g = Git::new(dir);
+        if g.run(["var", "GIT_COMMITTER_IDENT"]).is_ok() {
+            return g;
+        }
+        g.with_env("GIT_AUTHOR_NAME", "baton worker node")
+            .with_env("GIT_AUTHOR_EMAIL", "baton@localhost")
+            .with_env("GIT_COMMITTER_NAME", "baton worker node")
+            .with_env("GIT_COMMITTER_EMAIL", "baton@localhost")
+    }
+
+    /// The node's clone of `remote`, fetched: `repo/` under the node's folder.
+    fn clone_of(&self, remote: &str) -> Result<PathBuf, StepError> {
+        let repo = self.dir.join("repo");
+        if !repo.join(".git").exists() {
+            std::fs::create_dir_all(&self.dir)
+                .map_err(|e| fail("cannot create the node's folder", e))?;
+            let out = Git::new(&self.dir)
+                .run_output(["clone", "-q", "--no-checkout", remote, "repo"])
+                .map_err(|e| fail("cannot run git", e))?;
+            if !out.status.success() {
+                return Err(StepError(format!(
+                    "cannot clone {remote}: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                )));
+            }
+            // The record of a workflow is baton's, never the project's content.
+            let exclude = repo.join(".git/info/exclude");
+            let mut text = std::fs::read_to_string(&exclude).unwrap_or_default();
+            if !text.contains("/.baton/state/") {
+                text.push_str("\n/.baton/state/\n");
+                std::fs::create_dir_all(repo.join(".git/info"))
+                    .and_then(|()| std::fs::write(&exclude, text))
+                    .map_err(|e| fail("cannot write the clone's exclude file", e))?;
+            }
+        }
+        let g = Git::new(&repo);
+        g.run(["remote", "set-url", "origin", remote])
+            .map_err(|e| fail("cannot point the node's clone at the remote", e))?;
+        g.run([
+            "fetch",
+            "-q",
+            "--prune",
+            "origin",
+            "+refs/heads/*:refs/remotes/origin/*",
+            "+refs/baton/*:refs/baton/*",
+        ])
+        .map_err(|e| fail(&format!("cannot fetch from {remote}"), e))?;
+        Ok(repo)
+    }
+
+    /// The workflow's worktree, checked out (detached) at `head` with nothing else in it but
+    /// baton's excluded state.
+    fn worktree_at(&self, repo: &Path, id: &str, head: &str) -> Result<PathBuf, StepError> {
+        let work = self.dir.join("work").join(id);
+        let g = Git::new(repo);
+        if !work.join(".git").exists() {
+            std::fs::create_dir_all(self.dir.join("work"))
+                .map_err(|e| fail("cannot create the node's work folder", e))?;
+            let _ = g.run(["worktree", "prune"]);
+            g.run([
+                OsString::from("worktree"),
+                "add".into(),
+                "-q".into(),
+                "--detach".into(),
+                work.clone().into(),
+                head.into(),
+            ])
+            .map_err(|e| fail(&format!("cannot check out {head}"), e))?;
+        } else {
+            let w = Git::new(&work);
+            w.run(["checkout", "-q", "--detach", "-f", head])
+                .map_err(|e| fail(&format!("cannot check out {head}"), e))?;
+            w.run(["reset", "-q", "--hard", head])
+                .map_err(|e| fail("cannot reset the worktree", e))?;
+            w.run(["clean", "-q", "-fd"])
+                .map_err(|e| fail("cannot clean the worktree", e))?;
+        }
+        Ok(work)
+    }
+
+    /// Runs one step: see the module's documentation. `previous` is the last heartbeat of the
+    /// attempt before this one; `beat` sends this attempt's.
+    pub async fn step(
+        &self,
+        input: &StepInput,
+        attempt: u32,
+        previous: Option<Progress>,
+        beat: &(dyn Fn(Progress) + Send + Sync),
+        cancel: &CancellationToken,
+    ) -> Result<StepResult, StepError> {
+        let repo = self.clone_of(&input.remote)?;
+        // An attempt that died after its push: its result stands, the agents do not run again.
+        if let Some(done) = previous.as_ref().and_then(|p| p.done.clone()) {
+            let pushed = step_ref(&input.id, input.step, done.attempt);
+            if self.remote_head(&repo, &pushed)?.as_deref() == Some(done.head.as_str()) {
+                let mut r = *done;
+                r.took_over = previous.clone().map(|mut p| {
+                    p.done = None;
+                    p
+                });
+                r.attempt = attempt;
+                return Ok(r);
+            }
+        }
+        let known = Git::new(&repo)
+            .run_output(["cat-file", "-e", &format!("{}^{{commit}}", input.head)])
+            .map_err(|e| fail("cannot run git", e))?;
+        if !known.status.success() {
+            return Err(StepError(format!(
+                "commit {} is not on {}: the workflow's work is missing from the remote",
+                input.head, input.remote
+            )));
+        }
+        let work = self.worktree_at(&repo, &input.id, &input.head)?;
+        if self.trust {
+            self.trust_worktree(&work).await?;
+        }
+        let state = work.join(".baton/state/workflows");
+        std::fs::create_dir_all(&state).map_err(|e| fail("cannot create the state folder", e))?;
+        let log_path = state.join(format!("{}.events.jsonl", input.id));
+        for suffix in [".events.jsonl", ".json", ".lock"] {
+            let _ = std::fs::remove_file(state.join(format!("{}{suffix}", input.id)));
+        }
+        if !input.log.is_empty() {
+            std::fs::write(&log_path, &input.log)
+                .map_err(|e| fail("cannot write the record", e))?;
+        }
+        let args = step_args(input);
+        let base = Progress {
+            node: self.name.clone(),
+            attempt,
+            events: events_in(&input.log),
+            pid: None,
+            done: None,
+        };
+        let stdout = self
+            .run_child(&work, &args, &log_path, &base, beat, cancel)
+            .await?;
+        let outcome = outcome_from_output(&stdout).map_err(StepError)?;
+        let log =
+            std::fs::read_to_string(&log_path).map_err(|e| fail("cannot read the record", e))?;
+        if log.len() > MAX_LOG_BYTES {
+            return Err(StepError(format!(
+                "the workflow's record is {} bytes, more than a Temporal payload holds ({MAX_LOG_BYTES}); run it with the local engine",
+                log.len()
+            )));
+        }
+        let head = self.commit(&work, input)?;
+        let result = StepResult {
+            log,
+            head: head.clone(),
+            outcome,
+            node: self.name.clone(),
+            attempt,
+            took_over: previous.map(|mut p| {
+                p.done = None;
+                p
+            }),
+        };
+        // The whole result first, then the push: an attempt that takes over after the push finds
+        // this attempt's ref at this head and returns this result. Each attempt pushes a ref of its
+        // own; the workflow's branch moves once, when it completes (`land`).
+        beat(Progress {
+            events: events_in(&result.log),
+            done: Some(Box::new(result.clone())),
+            ..base
+        });
+        if head != input.head {
+            let to = step_ref(&input.id, input.step, attempt);
+            Git::new(&work)
+                .run(["push", "-q", "-f", "origin", &format!("{head}:{to}")])
+                .map_err(|e| fail(&format!("cannot push {head} to {to}"), e))?;
+        }
+        Ok(result)
+    }
+
+    /// The finishing push: `branch` on the remote moved to `head`, leased on `expected` (where the
+    /// workflow started). A branch already at `head` is a landing done before (a retried
+    /// activity); one anywhere else is moved by someone else, and nothing is pushed.
+    pub fn land(
+        &self,
+        remote: &str,
+        branch: &str,
+        expected: &str,
+        head: &str,
+    ) -> Result<(), StepError> {
+        let repo = self.clone_of(remote)?;
+        if self.remote_head(&repo, branch)?.as_deref() == Some(head) {
+            return Ok(());
+        }
+        let lease = format!("--force-with-lease={branch}:{expected}");
+        Git::new(&repo)
+            .run(["push", "-q", &lease, "origin", &format!("{head}:{branch}")])
+            .map(|_| ())
+            .map_err(|e| {
+                fail(
+                    &format!("cannot move {branch} to {head} (expected it at {expected})"),
+                    e,
+                )
+            })
+    }
+
+    fn remote_head(&self, repo: &Path, branch: &str) -> Result<Option<String>, StepError> {
+        let out = Git::new(repo)
+            .run(["ls-remote", "origin", branch])
+            .map_err(|e| fail("cannot read the remote", e))?;
+        Ok(out.split_whitespace().next().map(str::to_string))
+    }
+
+    async fn trust_worktree(&self, work: &Path) -> Result<(), StepError> {
+        let out = tokio::process::Command::new(&self.baton_exe)
+            .arg("trust")
+            .current_dir(work)
+            .envs(self.env.iter().cloned())
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .map_err(|e| fail("cannot run baton trust", e))?;
+        if !out.status.success() {
+            return Err(StepError(format!(
+                "baton trust failed in {}: {}",
+                work.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Runs the step's `baton` under the process guard, in its own group: nothing of it outlives
+    /// this node (the guard kills everything below it when the node dies, even by SIGKILL).
+    /// Heartbeats every second with the record's length.
+    async fn run_child(
+        &self,
+        work: &Path,
+        args: &[String],
+        log_path: &Path,
+        base: &Progress,
+        beat: &(dyn Fn(Progress) + Send + Sync),
+        cancel: &CancellationToken,
+    ) -> Result<String, StepError> {
+        let args: Vec<OsString> = args.iter().map(Into::into).collect();
+        let (cmd, link) = baton_process::guard::guarded(self.baton_exe.as_os_str(), &args, None)
+            .map_err(|e| fail("cannot start the step", e))?;
+        let mut cmd = tokio::process::Command::from(cmd);
+        cmd.current_dir(work)
+            .envs(self.env.iter().cloned())
+            .env_remove("BATON_CHILD")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let mut child = cmd.spawn().map_err(|e| fail("cannot start the step", e))?;
+        let pid = child.id();
+        let mut guard = GroupGuard::with_link(pid, link);
+        let mut out = child.stdout.take();
+        let mut err = child.stderr.take();
+        let read_out = async {
+            let mut s = String::new();
+            if let Some(o) = out.as_mut() {
+                let _ = o.read_to_string(&mut s).await;
+            }
+            s
+        };
+        let read_err = async {
+            let mut s = String::new();
+            if let Some(e) = err.as_mut() {
+                let _ = e.read_to_string(&mut s).await;
+            }
+            s
+        };
+        let beats = async {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                let events = std::fs::read_to_string(log_path)
+                    .map(|l| events_in(&l))
+                    .unwrap_or(base.events);
+                beat(Progress {
+                    events,
+                    pid,
+                    ..base.clone()
+                });
+            }
+        };
+        let run = async { tokio::join!(child.wait(), read_out, read_err) };
+        let (status, stdout, stderr) = tokio::select! {
+            r = run => r,
+            _ = beats => unreachable!("the heartbeat loop never ends"),
+            _ = cancel.cancelled() => {
+                guard.signal(Signal::SIGKILL);
+                return Err(StepError("cancelled".into()));
+            }
+        };
+        guard.signal(Signal::SIGKILL);
+        let status = status.map_err(|e| fail("cannot wait for the step", e))?;
+        if stdout.trim().is_empty() {
+            return Err(StepError(format!(
+                "the step's baton ended ({status}) without an outcome: {}",
+                stderr.trim()
+            )));
+        }
+        Ok(stdout)
+    }
+
+    /// Commits what the step changed (baton's state left out; memory and reports are the
+    /// workflow's and travel with it) and returns the new head.
+    fn commit(&self, work: &Path, input: &StepInput) -> Result<String, StepError> {
+        let g = self.git(work);
+        // `.baton/state/` is excluded in the node's clone, so the record is never staged.
+        g.run(["add", "-A", "--", "."])
+            .map_err(|e| fail("cannot stage the step's change", e))?;
+        let staged = g
+            .run_output(["diff", "--cached", "--quiet"])
+            .map_err(|e| fail("cannot run git", e))?;
+        if !staged.status.success() {
+            let message = format!("baton {} step {}", input.id, input.step);
+            g.run(["commit", "-q", "--no-verify", "-m", &message])
+                .map_err(|e| fail("cannot commit the step's change", e))?;
+        }
+        g.run(["rev-parse", "HEAD"])
+            .map(|s| s.trim().to_string())
+            .map_err(|e| fail("cannot read the new head", e))
+    }
+}
+
+/// The ref one attempt of one step pushes its head to: `refs/baton/<workflow>/step-<n>-<attempt>`.
+pub fn step_ref(id: &str, step: u32, attempt: u32) -> String {
+    format!("refs/baton/{id}/step-{step}-{attempt}")
+}
+
+/// `baton run --id … --steps 1 …` for the first step, `baton resume ID --steps 1 …` after.
+pub fn step_args(input: &StepInput) -> Vec<String> {
+    let mut a: Vec<String> = Vec::new();
+    match (&input.start, input.log.is_empty()) {
+        (Some(s), true) => {
+            a.extend(
+                [
+                    "run",
+                    "--engine",
+                    "local",
+                    "--json",
+                    "--steps",
+                    "1",
+                    "--no-worktree",
+                    "--id",
+                ]
+                .map(String::from),
+            );
+            a.push(input.id.clone());
+            a.extend(["--workflow".to_string(), s.kind.clone()]);
+            if s.trivial {
+                a.push("--trivial".into());
+            }
+            if let Some(b) = s.budget_usd {
+                a.extend(["--budget-usd".to_string(), b.to_string()]);
+            }
+            if let Some(b) = s.budget_tokens {
+                a.extend(["--budget-tokens".to_string(), b.to_string()]);
+            }
+            a.push("--".into());
+            a.push(s.request.clone());
+        }
+        _ => {
+            a.extend(["resume", "--engine", "local", "--json", "--steps", "1"].map(String::from));
+            if let Some(answer) = &input.answer {
+                a.extend(["--answer".to_string(), answer.clone()]);
+            }
+            a.push(input.id.clone());
+        }
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mapping::Start;
+
+    fn input(log: &str, answer: Option<&str>) -> StepInput {
+        StepInput {
+            id: "wf-1".into(),
+            step: 1,
+            remote: "/r".into(),
+            branch: "refs/heads/baton/wf-1".into(),
+            head: "abc".into(),
+            log: log.into(),
+            answer: answer.map(String::from),
+            start: Some(Start {
+                request: "--add a flag".into(),
+                kind: "BUILD".into(),
+                trivial: true,
+                budget_usd: Some(2.5),
+                budget_tokens: None,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_first_step_runs_and_the_others_resume() {
+        let first = step_args(&input("", None));
+        assert_eq!(
+            first[..9],
+            [
+                "run",
+                "--engine",
+                "local",
+                "--json",
+                "--steps",
+                "1",
+                "--no-worktree",
+                "--id",
+                "wf-1"
+            ]
+        );
+        assert!(first.contains(&"--trivial".to_string()));
+        // The request cannot be taken for a flag.
+        assert_eq!(first[first.len() - 2..], ["--", "--add a flag"]);
+        let later = step_args(&input("{}\n", Some("all")));
+        assert_eq!(
+            later,
+            ["resume", "--engine", "local", "--json", "--steps", "1", "--answer", "all", "wf-1"]
+        );
+    }
+}

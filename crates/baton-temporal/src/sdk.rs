@@ -1,0 +1,431 @@
+//! The Temporal driver (feature `temporal`): the workflow, the activities, the worker node and the
+//! client calls.
+//!
+//! The workflow code is deterministic: it decides only from activity results and updates, keeps
+//! its state in ordered types, and waits with the SDK's own timer and condition.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use temporalio_client::Client;
+use temporalio_client::{
+    ClientOptions, Connection, ConnectionOptions, TlsOptions, Url, WorkflowDescribeOptions,
+    WorkflowExecuteUpdateOptions, WorkflowExecutionStatus, WorkflowFetchHistoryOptions,
+    WorkflowGetResultOptions, WorkflowQueryOptions, WorkflowStartOptions,
+};
+use temporalio_macros::{activities, workflow, workflow_methods};
+use temporalio_sdk::activities::{ActivityContext, ActivityError};
+use temporalio_sdk::runtime::worker_tuner::{FixedSizeSlotSupplier, TunerHolder};
+use temporalio_sdk::workflow_replayer::{WorkflowReplayer, WorkflowReplayerOptions};
+use temporalio_sdk::{
+    ActivityOptions, Runtime, SyncWorkflowContext, Worker, WorkerOptions, WorkflowContext,
+    WorkflowContextView, WorkflowResult,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::mapping::{
+    after, check_answer, events_in, Engine, Next, Progress, Start, Status, StepInput, StepOutcome,
+    StepResult, WorkflowInput,
+};
+use crate::node::Node;
+
+/// The Temporal workflow type of a baton workflow.
+pub const WORKFLOW_TYPE: &str = "baton.workflow";
+
+/// A baton workflow on Temporal: its input, and what the steps so far left.
+#[workflow]
+pub struct BatonWorkflow {
+    input: WorkflowInput,
+    status: Status,
+    log: String,
+    answer: Option<String>,
+}
+
+#[workflow_methods]
+impl BatonWorkflow {
+    #[init]
+    fn new(_ctx: &WorkflowContextView, input: WorkflowInput) -> Self {
+        let status = Status {
+            id: input.id.clone(),
+            request: input.request.clone(),
+            state: "starting".into(),
+            head: input.base.clone(),
+            branch: input.branch.clone(),
+            ..Status::default()
+        };
+        BatonWorkflow {
+            input,
+            status,
+            log: String::new(),
+            answer: None,
+        }
+    }
+
+    #[run(name = "baton.workflow")]
+    pub async fn run(ctx: &mut WorkflowContext<Self>) -> WorkflowResult<Status> {
+        let input = ctx.state(|s| s.input.clone());
+        let options = ActivityOptions::with_start_to_close_timeout(Duration::from_secs(6 * 3600))
+            .heartbeat_timeout(Duration::from_millis(input.heartbeat_timeout_ms))
+            .retry_policy(
+                temporalio_common::RetryPolicy::builder()
+                    .initial_interval(Duration::from_millis(500))
+                    .maximum_interval(Duration::from_secs(30))
+                    .maximum_attempts(20)
+                    .build(),
+            )
+            .build();
+        let mut step = 0u32;
+        loop {
+            step += 1;
+            let (log, head, answer) =
+                ctx.state_mut(|s| (s.log.clone(), s.status.head.clone(), s.answer.take()));
+            let start = log.is_empty().then(|| Start {
+                request: input.request.clone(),
+                kind: input.kind.clone(),
+                trivial: input.trivial,
+                budget_usd: input.budget_usd,
+                budget_tokens: input.budget_tokens,
+            });
+            ctx.state_mut(|s| {
+                s.status.state = "running".into();
+                s.status.checkpoint = None;
+            });
+            let r: StepResult = ctx
+                .execute_activity(
+                    NodeActivities::step,
+                    StepInput {
+                        id: input.id.clone(),
+                        step,
+                        remote: input.remote.clone(),
+                        branch: input.branch.clone(),
+                        head,
+                        log,
+                        answer,
+                        start,
+                    },
+                    options.clone(),
+                )
+                .await?;
+            let next = after(&r.outcome);
+            ctx.state_mut(|s| {
+                s.status.steps = step;
+                s.status.head = r.head.clone();
+                s.status.events = events_in(&r.log);
+                s.status.nodes.push(match r.attempt {
+                    1 => r.node.clone(),
+                    n => format!("{}#{n}", r.node),
+                });
+                if let Some(p) = &r.took_over {
+                    s.status.takeovers.push(p.clone());
+                }
+                s.log = r.log.clone();
+                s.status.state = r.outcome.name().into();
+                match &r.outcome {
+                    StepOutcome::Checkpoint { checkpoint } => {
+                        s.status.checkpoint = Some(checkpoint.clone());
+                        s.status.brief = Some(checkpoint.brief.clone());
+                    }
+                    StepOutcome::Completed { brief }
+                    | StepOutcome::Failed { brief }
+                    | StepOutcome::Stopped { brief } => s.status.brief = Some(brief.clone()),
+                    StepOutcome::Running => {}
+                }
+            });
+            match next {
+                Next::Step => continue,
+                Next::WaitForAnswer => {
+                    let timeout = Duration::from_millis(input.checkpoint_timeout_ms);
+                    let answered = temporalio_sdk::workflows::select! {
+                        r = ctx.wait_condition(|s| s.answer.is_some()) => { r?; true }
+                        _ = ctx.timer(timeout) => false,
+                    };
+                    if !answered {
+                        ctx.state_mut(|s| {
+                            s.status.state = "stopped".into();
+                            s.status.brief = Some(format!(
+                                "stopped: no answer at the checkpoint within {}s",
+                                timeout.as_secs()
+                            ));
+                        });
+                        return Ok(ctx.state(|s| s.status.clone()));
+                    }
+                }
+                Next::End => {
+                    if matches!(r.outcome, StepOutcome::Completed { .. }) && r.head != input.base {
+                        ctx.execute_activity(
+                            NodeActivities::land,
+                            Land {
+                                remote: input.remote.clone(),
+                                branch: input.branch.clone(),
+                                expected: input.base.clone(),
+                                head: r.head.clone(),
+                            },
+                            options.clone(),
+                        )
+                        .await?;
+                    }
+                    return Ok(ctx.state(|s| s.status.clone()));
+                }
+            }
+        }
+    }
+
+    #[query]
+    pub fn status(&self, _ctx: &WorkflowContextView) -> Status {
+        self.status.clone()
+    }
+
+    #[query]
+    pub fn log(&self, _ctx: &WorkflowContextView) -> String {
+        self.log.clone()
+    }
+
+    #[update_validator(answer)]
+    fn validate_answer(
+        &self,
+        _ctx: &WorkflowContextView,
+        text: &String,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        if self.answer.is_some() {
+            return Err("an answer is already on its way".into());
+        }
+        check_answer(self.status.checkpoint.as_ref(), text).map_err(Into::into)
+    }
+
+    #[update]
+    pub fn answer(&mut self, _ctx: &mut SyncWorkflowContext<Self>, text: String) -> Status {
+        self.answer = Some(text);
+        self.status.state = "answered".into();
+        self.status.checkpoint = None;
+        self.status.clone()
+    }
+}
+
+/// The finishing push: the workflow's branch to its final head, leased on the base it started at.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Land {
+    pub remote: String,
+    pub branch: String,
+    pub expected: String,
+    pub head: String,
+}
+
+/// The activities a worker node runs.
+pub struct NodeActivities {
+    node: Node,
+}
+
+#[activities]
+impl NodeActivities {
+    /// One step; see [`crate::node`].
+    #[activity(name = "baton.step")]
+    pub async fn step(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: StepInput,
+    ) -> Result<StepResult, ActivityError> {
+        let attempt = ctx.info().attempt;
+        let previous: Option<Progress> = ctx.heartbeat_details().deserialize().ok().flatten();
+        let (tx, mut rx) = tokio::sync::watch::channel(None::<Progress>);
+        let beat = move |p: Progress| {
+            let _ = tx.send(Some(p));
+        };
+        let cancel = CancellationToken::new();
+        let work = self.node.step(&input, attempt, previous, &beat, &cancel);
+        let beats = async {
+            while rx.changed().await.is_ok() {
+                let p = rx.borrow_and_update().clone();
+                if let Some(p) = p {
+                    let _ = ctx.record_heartbeat(p).await;
+                }
+            }
+            std::future::pending::<()>().await;
+        };
+        tokio::select! {
+            r = work => Ok(r?),
+            _ = beats => unreachable!("the heartbeat loop never ends"),
+            _ = ctx.cancelled() => {
+                cancel.cancel();
+                Err(ActivityError::cancelled())
+            }
+        }
+    }
+
+    /// The finishing push.
+    #[activity(name = "baton.land")]
+    pub async fn land(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        l: Land,
+    ) -> Result<(), ActivityError> {
+        Ok(self.node.land(&l.remote, &l.branch, &l.expected, &l.head)?)
+    }
+}
+
+/// A connection to the engine's Temporal service.
+pub async fn connect(engine: &Engine, identity: &str) -> Result<Client, String> {
+    let url = Url::from_str(&engine.address)
+        .map_err(|e| format!("`engine.address` = `{}`: {e}", engine.address))?;
+    let tls = engine.address.starts_with("https://") || engine.api_key.is_some();
+    let options = ConnectionOptions::new(url)
+        .identity(identity.to_string())
+        .maybe_api_key(engine.api_key.clone())
+        .maybe_tls_options(tls.then(TlsOptions::default))
+        .build();
+    let connection = Connection::connect(options).await.map_err(|e| {
+        format!(
+            "cannot reach Temporal at {}: {e} (start one with `temporal server start-dev`, or set `engine.address`)",
+            engine.address
+        )
+    })?;
+    Client::new(
+        connection,
+        ClientOptions::new(engine.namespace.clone()).build(),
+    )
+    .map_err(|e| format!("cannot use namespace {}: {e}", engine.namespace))
+}
+
+/// Starts `input` as a Temporal workflow on the engine's task queue.
+pub async fn start(client: &Client, engine: &Engine, input: WorkflowInput) -> Result<(), String> {
+    let id = input.id.clone();
+    client
+        .start_workflow(
+            BatonWorkflow::run,
+            input,
+            WorkflowStartOptions::new(engine.task_queue.clone(), id.clone()).build(),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("cannot start workflow {id} on Temporal: {e}"))
+}
+
+/// The workflow's status (a query).
+pub async fn status(client: &Client, id: &str) -> Result<Status, String> {
+    client
+        .get_workflow_handle::<BatonWorkflow>(id)
+        .query(BatonWorkflow::status, (), WorkflowQueryOptions::default())
+        .await
+        .map_err(|e| format!("cannot query workflow {id}: {e}"))
+}
+
+/// `Some(why)` when the Temporal workflow ended without a baton outcome: failed (a step that
+/// kept failing on infrastructure), cancelled, terminated or timed out.
+pub async fn ended_abnormally(client: &Client, id: &str) -> Result<Option<String>, String> {
+    let h = client.get_workflow_handle::<BatonWorkflow>(id);
+    let d = h
+        .describe(WorkflowDescribeOptions::default())
+        .await
+        .map_err(|e| format!("cannot describe workflow {id}: {e}"))?;
+    match d.status() {
+        WorkflowExecutionStatus::Running | WorkflowExecutionStatus::Completed => Ok(None),
+        other => Ok(Some(
+            match h.get_result(WorkflowGetResultOptions::default()).await {
+                Err(e) => chain(&e),
+                Ok(_) => format!("{other:?}"),
+            },
+        )),
+    }
+}
+
+/// An error and its causes, one after another.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let m = c.to_string();
+        if !text.contains(&m) {
+            text.push_str(": ");
+            text.push_str(&m);
+        }
+        cause = c.source();
+    }
+    text
+}
+
+/// The workflow's record (a query).
+pub async fn log(client: &Client, id: &str) -> Result<String, String> {
+    client
+        .get_workflow_handle::<BatonWorkflow>(id)
+        .query(BatonWorkflow::log, (), WorkflowQueryOptions::default())
+        .await
+        .map_err(|e| format!("cannot query workflow {id}: {e}"))
+}
+
+/// Answers the checkpoint the workflow waits at (an update; its validator refuses an answer the
+/// gate does not take, and nothing is recorded then).
+pub async fn answer(client: &Client, id: &str, text: &str) -> Result<Status, String> {
+    client
+        .get_workflow_handle::<BatonWorkflow>(id)
+        .execute_update(
+            BatonWorkflow::answer,
+            text.to_string(),
+            WorkflowExecuteUpdateOptions::default(),
+        )
+        .await
+        .map_err(|e| format!("{e}"))
+}
+
+/// The workflow's history as JSON (for `baton worker-node --check-history`).
+pub async fn history_json(client: &Client, id: &str) -> Result<Vec<u8>, String> {
+    client
+        .get_workflow_handle::<BatonWorkflow>(id)
+        .fetch_history(WorkflowFetchHistoryOptions::default())
+        .to_json()
+        .await
+        .map_err(|e| format!("cannot fetch the history of {id}: {e}"))
+}
+
+/// Replays saved histories against this binary's workflow code: `Err` names the first that does
+/// not replay (a change of the workflow's decisions without a patch marker).
+pub async fn check_histories(files: &[std::path::PathBuf]) -> Result<usize, String> {
+    let replayer = WorkflowReplayer::new(
+        WorkflowReplayerOptions::new()
+            .register_workflow::<BatonWorkflow>()
+            .map_err(|e| e.to_string())?
+            .build(),
+    )
+    .map_err(|e| e.to_string())?;
+    for f in files {
+        let bytes = std::fs::read(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
+        let history = temporalio_client::WorkflowHistory::from_json(&bytes)
+            .map_err(|e| format!("{}: not a workflow history: {e}", f.display()))?;
+        replayer
+            .replay_workflow(history)
+            .await
+            .map_err(|e| format!("{} does not replay: {e}", f.display()))?;
+    }
+    Ok(files.len())
+}
+
+/// Runs a worker node until `stop`: polls the task queue for workflow tasks and at most `slots`
+/// steps at once.
+pub async fn run_node(
+    engine: &Engine,
+    node: Node,
+    slots: usize,
+    stop: CancellationToken,
+) -> Result<(), String> {
+    let client = connect(engine, &node.name).await?;
+    let runtime = Runtime::from_current_tokio(Default::default()).map_err(|e| e.to_string())?;
+    let tuner = TunerHolder::builder()
+        .workflow_task_slot_supplier(FixedSizeSlotSupplier::new(100))
+        .activity_task_slot_supplier(FixedSizeSlotSupplier::new(slots))
+        .local_activity_task_slot_supplier(FixedSizeSlotSupplier::new(slots))
+        .nexus_task_slot_supplier(FixedSizeSlotSupplier::new(1))
+        .build();
+    let options = WorkerOptions::new(engine.task_queue.clone())
+        .client_identity_override(node.name.clone())
+        .tuner(tuner)
+        .register_activities(NodeActivities { node })
+        .register_workflow::<BatonWorkflow>()
+        .map_err(|e| e.to_string())?
+        .build();
+    let mut worker = Worker::new(&runtime, client, options).map_err(|e| e.to_string())?;
+    let shutdown = worker.shutdown_handle();
+    tokio::spawn(async move {
+        stop.cancelled().await;
+        shutdown();
+    });
+    worker.run().await.map_err(|e| e.to_string())
+}
