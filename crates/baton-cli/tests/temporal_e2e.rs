@@ -557,8 +557,16 @@ fn a_checkpoint_survives_a_server_restart_and_takes_only_an_answer_its_gate_take
     ]);
     assert_exit(&o, 0);
     assert_eq!(run_json(&o)["type"], "workflow.completed", "{}", err(&o));
+    // The answer is in the record once, word for word, and the rejected one is not.
     let events = c.temporal_log(&id);
-    assert!(events
+    let answered: Vec<&Value> = events
         .iter()
-        .any(|e| e["event"] == "checkpoint_answered" || e.to_string().contains(&options[0])));
+        .filter(|e| e["event"] == "checkpoint_answered")
+        .collect();
+    assert_eq!(answered.len(), 1, "{events:#?}");
+    assert_eq!(answered[0]["details"]["answer"], options[0].as_str());
+    assert!(!events
+        .iter()
+        .any(|e| e.to_string().contains("make it purple")));
+    assert_eq!(events.last().unwrap()["event"], "workflow_completed");
 }
