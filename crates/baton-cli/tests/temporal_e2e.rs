@@ -463,7 +463,7 @@ fn a_node_killed_mid_step_hands_the_step_to_the_other_node_as_attempt_2() {
     let took = &status["takeovers"][0];
     assert_eq!(took["node"], "node-a", "{status:#}");
     assert_eq!(took["attempt"], 1);
-    assert_eq!(took["pid"].as_u64().is_some(), true, "{took}");
+    assert!(took["pid"].as_u64().is_some(), "{took}");
     // Exactly one result of step 1 was pushed: attempt 2's.
     let refs = c.remote_git(&[
         "for-each-ref",

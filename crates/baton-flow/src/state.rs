@@ -676,6 +676,7 @@ mod tests {
                     file: "/r/i.md".into(),
                 },
                 reviewer: None,
+                workflow: None,
             },
         };
         let mut records = vec![

@@ -181,6 +181,8 @@ impl BatonWorkflow {
         self.log.clone()
     }
 
+    // The SDK hands the validator a reference to the update's input type, `String`.
+    #[allow(clippy::ptr_arg)]
     #[update_validator(answer)]
     fn validate_answer(
         &self,
