@@ -53,6 +53,10 @@ enum FlowAction {
         /// order as always.
         #[arg(long, value_name = "W")]
         workflow: Option<baton_flow::UnitWorkflow>,
+        /// `temporal`: implement the units on worker nodes and land them on `engine.remote`
+        /// (docs/temporal.md). Default: `engine.kind`, else local.
+        #[arg(long, value_name = "E")]
+        engine: Option<baton_protocol::config::EngineKind>,
         #[command(flatten)]
         common: Common,
     },
@@ -60,6 +64,9 @@ enum FlowAction {
     Status {
         /// The Flow's id (a unique prefix is enough); without it, every Flow of the project.
         id: Option<String>,
+        /// `temporal`: a Flow that runs on Temporal (its whole id).
+        #[arg(long, value_name = "E")]
+        engine: Option<baton_protocol::config::EngineKind>,
         #[command(flatten)]
         common: Common,
     },
@@ -124,6 +131,7 @@ pub fn run(args: FlowArgs) -> Result<Exit> {
         FlowAction::Start {
             units,
             workflow,
+            engine,
             common,
         } => {
             let units = match baton_flow::read_units_file(&units) {
@@ -131,6 +139,16 @@ pub fn run(args: FlowArgs) -> Result<Exit> {
                 Err(e) => return Ok(failed(&common, &FlowError::Input(e))),
             };
             let ctx = project_context(common.cwd.clone())?;
+            if crate::temporal_cmd::engine_kind(engine, &ctx.config.config)
+                == baton_protocol::config::EngineKind::Temporal
+            {
+                return crate::temporal_cmd::flow_start(
+                    &ctx,
+                    units,
+                    workflow.is_some(),
+                    common.json,
+                );
+            }
             warn_skipped_roles(&role_dirs(&ctx.project_root), &["implementer", "reviewer"]);
             drive(&common, |env, cancel| {
                 Box::pin(async move { baton_flow::start_as(env, &units, workflow, cancel).await })
@@ -190,7 +208,16 @@ pub fn run(args: FlowArgs) -> Result<Exit> {
                 Err(e) => Ok(failed(&common, &e)),
             }
         }
-        FlowAction::Status { id, common } => status(&common, id.as_deref()),
+        FlowAction::Status { id, engine, common } => {
+            if engine == Some(baton_protocol::config::EngineKind::Temporal) {
+                let ctx = project_context(common.cwd.clone())?;
+                let Some(id) = id else {
+                    anyhow::bail!("--engine temporal: give the Flow's id");
+                };
+                return crate::temporal_cmd::flow_status(&ctx, &id, common.json);
+            }
+            status(&common, id.as_deref())
+        }
         FlowAction::Clean {
             id,
             yes,

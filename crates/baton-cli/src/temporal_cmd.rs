@@ -89,6 +89,17 @@ mod imp {
     pub fn worker_node(_args: WorkerNodeArgs) -> Result<Exit> {
         not_built()
     }
+    pub fn flow_start(
+        _ctx: &ProjectContext,
+        _units: Vec<baton_flow::UnitSpec>,
+        _build: bool,
+        _json: bool,
+    ) -> Result<Exit> {
+        not_built()
+    }
+    pub fn flow_status(_ctx: &ProjectContext, _id: &str, _json: bool) -> Result<Exit> {
+        not_built()
+    }
 }
 
 #[cfg(feature = "temporal")]
@@ -258,6 +269,161 @@ mod imp {
             }
         }
         Ok(Exit::Ok)
+    }
+
+    /// `baton flow start --engine temporal`: pushes the current branch to the remote, starts the
+    /// Flow there and follows it to its end.
+    pub fn flow_start(
+        ctx: &ProjectContext,
+        units: Vec<baton_flow::UnitSpec>,
+        build: bool,
+        json: bool,
+    ) -> Result<Exit> {
+        use baton_temporal::flow::FlowInput;
+        if let Some(u) = units.iter().find(|u| u.review.is_some()) {
+            anyhow::bail!(
+                "`{}`: a unit's `review` is judged by the local engine's reviewer only: drop it, or run this Flow with --engine local",
+                u.id
+            );
+        }
+        let engine = engine(ctx, None)?;
+        let remote = engine.remote().map_err(anyhow::Error::msg)?.to_string();
+        let root = &ctx.project_root;
+        let dirty = git(
+            root,
+            &[
+                "status",
+                "--porcelain",
+                "--",
+                ".",
+                ":(exclude,top).baton/state",
+            ],
+        )?;
+        if !dirty.is_empty() {
+            anyhow::bail!(
+                "the working tree has uncommitted changes; commit or stash them first:\n{dirty}"
+            );
+        }
+        let branch = git(root, &["symbolic-ref", "--short", "HEAD"]).map_err(|_| {
+            anyhow::anyhow!("HEAD is detached: check out the branch the units should land on")
+        })?;
+        let base = git(root, &["rev-parse", "HEAD"])?;
+        let target = format!("refs/heads/{branch}");
+        git(root, &["push", "-q", &remote, &format!("{base}:{target}")]).map_err(|e| {
+            anyhow::anyhow!("cannot push {branch} to `engine.remote` ({remote}) as it is here: {e} (pull first if the remote is ahead)")
+        })?;
+        let id = baton_flow::engine::new_flow_id();
+        let input = FlowInput {
+            id: id.clone(),
+            units,
+            build,
+            remote: remote.clone(),
+            target,
+            base,
+            heartbeat_timeout_ms: engine.heartbeat_timeout.as_millis() as u64,
+        };
+        let rt = crate::signals::runtime()?;
+        rt.block_on(async {
+            let client = sdk::connect(&engine, "baton client").await.map_err(anyhow::Error::msg)?;
+            baton_temporal::flow_sdk::start(&client, &engine, input)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            if !json {
+                errln!("baton flow: Flow {id} started on Temporal; units land on {branch} at {remote}");
+            }
+            let cancel = CancellationToken::new();
+            let signalled = crate::signals::watch_signals(cancel.clone());
+            let mut seen: Vec<String> = Vec::new();
+            let status = loop {
+                let s = baton_temporal::flow_sdk::status(&client, &id)
+                    .await
+                    .map_err(anyhow::Error::msg)?;
+                if !json {
+                    for (i, u) in s.units.iter().enumerate() {
+                        let line = format!("{} {}", u.id, u.state);
+                        if seen.get(i) != Some(&line) {
+                            errln!(
+                                "baton flow: unit {} {}{}",
+                                u.id,
+                                u.state,
+                                u.node.as_deref().map(|n| format!(" (on {n})")).unwrap_or_default()
+                            );
+                        }
+                    }
+                    seen = s.units.iter().map(|u| format!("{} {}", u.id, u.state)).collect();
+                }
+                if matches!(s.state.as_str(), "completed" | "failed") {
+                    break s;
+                }
+                if let Some(why) = sdk::ended_abnormally(&client, &id).await.map_err(anyhow::Error::msg)? {
+                    errln!("baton: Flow {id} ended on Temporal without finishing: {why}");
+                    return Ok(Exit::Failed);
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                    _ = signalled.cancelled() => {
+                        errln!("baton: stopped following; Flow {id} goes on on Temporal: `baton flow status --engine temporal {id}`");
+                        return Ok(Exit::Interrupted);
+                    }
+                }
+            };
+            Ok(report_flow(&status, json))
+        })
+    }
+
+    pub fn flow_status(ctx: &ProjectContext, id: &str, json: bool) -> Result<Exit> {
+        let engine = engine(ctx, None)?;
+        let rt = crate::signals::runtime()?;
+        let s = rt.block_on(async {
+            let client = sdk::connect(&engine, "baton client")
+                .await
+                .map_err(anyhow::Error::msg)?;
+            baton_temporal::flow_sdk::status(&client, id)
+                .await
+                .map_err(anyhow::Error::msg)
+        })?;
+        if json {
+            crate::documents::print(&s);
+        } else {
+            print_flow(&s);
+        }
+        Ok(Exit::Ok)
+    }
+
+    fn print_flow(s: &baton_temporal::flow::FlowStatus) {
+        outln!("Flow {}  {}  {} at {}", s.id, s.state, s.target, s.head);
+        for u in &s.units {
+            outln!(
+                "  {:<20} {:<12} {}{}",
+                u.id,
+                u.state,
+                u.node.as_deref().unwrap_or(""),
+                u.why
+                    .as_deref()
+                    .map(|w| format!("\n      {}", baton_text::sanitize_line(w)))
+                    .unwrap_or_default()
+            );
+        }
+    }
+
+    fn report_flow(s: &baton_temporal::flow::FlowStatus, json: bool) -> Exit {
+        if json {
+            crate::documents::print(s);
+        } else {
+            print_flow(s);
+            if s.state == "completed" {
+                outln!(
+                    "landed: {} is at {}; `git pull --ff-only` brings it here",
+                    s.target,
+                    s.head
+                );
+            }
+        }
+        if s.state == "completed" {
+            Exit::Ok
+        } else {
+            Exit::Failed
+        }
     }
 
     fn print_status(s: &Status) {

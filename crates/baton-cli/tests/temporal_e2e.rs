@@ -161,6 +161,11 @@ impl Cluster {
     fn new(server: &Server) -> Cluster {
         let wf = Wf::new();
         wf.happy();
+        Cluster::with(server, wf)
+    }
+
+    /// `wf` (its roles written) with `[engine]` pointing at `server` and a bare remote, committed.
+    fn with(server: &Server, wf: Wf) -> Cluster {
         let remote = wf.sb.path("remote.git");
         Command::new("git")
             .args(["init", "-q", "--bare"])
@@ -189,6 +194,10 @@ impl Cluster {
     }
 
     fn node(&mut self, name: &str) {
+        self.node_with(name, 2);
+    }
+
+    fn node_with(&mut self, name: &str, slots: usize) {
         let dir = self.wf.sb.path(format!("node-{name}"));
         let child = self.wf.sb.spawn(&[
             "worker-node",
@@ -200,7 +209,7 @@ impl Cluster {
             name,
             "--trust",
             "--slots",
-            "2",
+            &slots.to_string(),
         ]);
         self.nodes.push((name.to_string(), child));
     }
@@ -569,4 +578,86 @@ fn a_checkpoint_survives_a_server_restart_and_takes_only_an_answer_its_gate_take
         .iter()
         .any(|e| e.to_string().contains("make it purple")));
     assert_eq!(events.last().unwrap()["event"], "workflow_completed");
+}
+
+#[test]
+fn a_backlog_of_build_workflows_is_implemented_on_two_nodes_and_lands_in_declared_order() {
+    let Some(_) = temporal() else { return };
+    let units = ["alpha", "beta", "gamma"];
+    let wf = backlog(&units);
+    // beta's first review finds a critical issue: one remediation cycle.
+    std::fs::write(
+        wf.scripts.join("beta/code-reviewer.1.sh"),
+        REVIEW_CRITICAL.replace("feature.txt", "beta.txt"),
+    )
+    .unwrap();
+    // alpha's and beta's builders each wait for the other to start: with one slot per node, the
+    // two run at once, on the two nodes.
+    for (me, other) in [("alpha", "beta"), ("beta", "alpha")] {
+        let path = wf.scripts.join(format!("{me}/component-builder.sh"));
+        let pass = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(
+            wf.scripts.join(format!("{me}/component-builder.1.sh")),
+            format!(
+                "touch \"$dir/../{me}.started\"\nwhile [ ! -f \"$dir/../{other}.started\" ]; do sleep 0.05; done\n{pass}"
+            ),
+        )
+        .unwrap();
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let mut c = Cluster::with(&server, wf);
+    c.node_with("node-a", 1);
+    c.node_with("node-b", 1);
+    let file = units_file(&c.wf, &units);
+    let o = c.wf.run(&[
+        "flow",
+        "start",
+        "--engine",
+        "temporal",
+        "--workflow",
+        "build",
+        "--json",
+        file.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    let status = run_json(&o);
+    assert_eq!(status["state"], "completed", "{status:#}\n{}", err(&o));
+    // Landed on the remote's main in declared order, one commit per unit.
+    let subjects = c.remote_git(&["log", "--format=%s", "refs/heads/main"]);
+    let subjects: Vec<&str> = subjects.lines().collect();
+    assert_eq!(
+        &subjects[..3],
+        ["add gamma", "add beta", "add alpha"],
+        "{subjects:?}"
+    );
+    assert_eq!(
+        status["head"].as_str().unwrap(),
+        c.remote_git(&["rev-parse", "refs/heads/main"]).trim()
+    );
+    let tree = c.remote_git(&["ls-tree", "--name-only", "refs/heads/main"]);
+    for u in units {
+        assert!(tree.contains(&format!("{u}.txt")), "{tree}");
+    }
+    assert!(!tree.contains(".baton/memory"), "{tree}");
+    // Both nodes implemented units; beta's BUILD went through remediation.
+    let nodes: Vec<&str> = status["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["node"].as_str().unwrap())
+        .collect();
+    assert!(
+        nodes.contains(&"node-a") && nodes.contains(&"node-b"),
+        "{nodes:?}"
+    );
+    assert_eq!(c.wf.calls_in("beta", "code-reviewer"), 2);
+    assert_eq!(c.wf.calls_in("alpha", "code-reviewer"), 1);
+    // The units' states, as `baton flow status --engine temporal` shows them.
+    let id = status["id"].as_str().unwrap();
+    let o =
+        c.wf.run(&["flow", "status", "--engine", "temporal", "--json", id]);
+    assert_exit(&o, 0);
+    let shown: Value = serde_json::from_str(out(&o).trim()).unwrap();
+    assert_eq!(shown, status);
 }

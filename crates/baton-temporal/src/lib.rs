@@ -19,6 +19,9 @@
 //! - `sdk` (feature `temporal`): the Temporal workflow, the activity, the worker node's loop and
 //!   the client calls `baton run/resume/status --engine temporal` make.
 
+pub mod flow;
+#[cfg(feature = "temporal")]
+pub mod flow_sdk;
 pub mod mapping;
 pub mod node;
 #[cfg(feature = "temporal")]

@@ -38,6 +38,15 @@ pub struct Node {
     pub env: Vec<(String, String)>,
 }
 
+/// What a child run on a node printed.
+#[derive(Debug)]
+pub(crate) struct Ran {
+    pub success: bool,
+    pub status: String,
+    pub stdout: String,
+    pub stderr: String,
+}
+
 /// A step that could not be carried out: retried by Temporal (another node may take it).
 #[derive(Debug)]
 pub struct StepError(pub String);
@@ -55,7 +64,7 @@ fn fail(what: &str, e: impl std::fmt::Display) -> StepError {
 }
 
 impl Node {
-    fn git(&self, dir: &Path) -> Git {
+    pub(crate) fn identity(&self, dir: &Path) -> Git {
         // A node commits as baton unless the machine's git has an identity of its own.
         let g = Git::new(dir);
         if g.run(["var", "GIT_COMMITTER_IDENT"]).is_ok() {
@@ -68,7 +77,7 @@ impl Node {
     }
 
     /// The node's clone of `remote`, fetched: `repo/` under the node's folder.
-    fn clone_of(&self, remote: &str) -> Result<PathBuf, StepError> {
+    pub(crate) fn fetched(&self, remote: &str) -> Result<PathBuf, StepError> {
         let repo = self.dir.join("repo");
         if !repo.join(".git").exists() {
             std::fs::create_dir_all(&self.dir)
@@ -109,7 +118,7 @@ impl Node {
 
     /// The workflow's worktree, checked out (detached) at `head` with nothing else in it but
     /// baton's excluded state.
-    fn worktree_at(&self, repo: &Path, id: &str, head: &str) -> Result<PathBuf, StepError> {
+    pub(crate) fn checkout(&self, repo: &Path, id: &str, head: &str) -> Result<PathBuf, StepError> {
         let work = self.dir.join("work").join(id);
         let g = Git::new(repo);
         if !work.join(".git").exists() {
@@ -147,11 +156,11 @@ impl Node {
         beat: &(dyn Fn(Progress) + Send + Sync),
         cancel: &CancellationToken,
     ) -> Result<StepResult, StepError> {
-        let repo = self.clone_of(&input.remote)?;
+        let repo = self.fetched(&input.remote)?;
         // An attempt that died after its push: its result stands, the agents do not run again.
         if let Some(done) = previous.as_ref().and_then(|p| p.done.clone()) {
             let pushed = step_ref(&input.id, input.step, done.attempt);
-            if self.remote_head(&repo, &pushed)?.as_deref() == Some(done.head.as_str()) {
+            if self.ls_remote(&repo, &pushed)?.as_deref() == Some(done.head.as_str()) {
                 let mut r = *done;
                 r.took_over = previous.clone().map(|mut p| {
                     p.done = None;
@@ -170,9 +179,9 @@ impl Node {
                 input.head, input.remote
             )));
         }
-        let work = self.worktree_at(&repo, &input.id, &input.head)?;
+        let work = self.checkout(&repo, &input.id, &input.head)?;
         if self.trust {
-            self.trust_worktree(&work).await?;
+            self.trust_dir(&work).await?;
         }
         let state = work.join(".baton/state/workflows");
         std::fs::create_dir_all(&state).map_err(|e| fail("cannot create the state folder", e))?;
@@ -243,8 +252,8 @@ impl Node {
         expected: &str,
         head: &str,
     ) -> Result<(), StepError> {
-        let repo = self.clone_of(remote)?;
-        if self.remote_head(&repo, branch)?.as_deref() == Some(head) {
+        let repo = self.fetched(remote)?;
+        if self.ls_remote(&repo, branch)?.as_deref() == Some(head) {
             return Ok(());
         }
         let lease = format!("--force-with-lease={branch}:{expected}");
@@ -259,14 +268,14 @@ impl Node {
             })
     }
 
-    fn remote_head(&self, repo: &Path, branch: &str) -> Result<Option<String>, StepError> {
+    pub(crate) fn ls_remote(&self, repo: &Path, branch: &str) -> Result<Option<String>, StepError> {
         let out = Git::new(repo)
             .run(["ls-remote", "origin", branch])
             .map_err(|e| fail("cannot read the remote", e))?;
         Ok(out.split_whitespace().next().map(str::to_string))
     }
 
-    async fn trust_worktree(&self, work: &Path) -> Result<(), StepError> {
+    pub(crate) async fn trust_dir(&self, work: &Path) -> Result<(), StepError> {
         let out = tokio::process::Command::new(&self.baton_exe)
             .arg("trust")
             .current_dir(work)
@@ -285,9 +294,7 @@ impl Node {
         Ok(())
     }
 
-    /// Runs the step's `baton` under the process guard, in its own group: nothing of it outlives
-    /// this node (the guard kills everything below it when the node dies, even by SIGKILL).
-    /// Heartbeats every second with the record's length.
+    /// Runs the step's `baton`, heartbeating every second with the record's length.
     async fn run_child(
         &self,
         work: &Path,
@@ -297,20 +304,53 @@ impl Node {
         beat: &(dyn Fn(Progress) + Send + Sync),
         cancel: &CancellationToken,
     ) -> Result<String, StepError> {
+        let tick = |pid: u32| {
+            let events = std::fs::read_to_string(log_path)
+                .map(|l| events_in(&l))
+                .unwrap_or(base.events);
+            beat(Progress {
+                events,
+                pid: Some(pid),
+                ..base.clone()
+            });
+        };
+        let run = self.run_plain(work, args, &[], &tick, cancel).await?;
+        if run.stdout.trim().is_empty() {
+            return Err(StepError(format!(
+                "the step's baton ended ({}) without an outcome: {}",
+                run.status,
+                run.stderr.trim()
+            )));
+        }
+        Ok(run.stdout)
+    }
+
+    /// Runs `baton ARGS` in `work` under the process guard, in its own group: nothing of it
+    /// outlives this node (the guard kills everything below it when the node dies, even by
+    /// SIGKILL). Calls `tick` with the child's pid every second while it runs.
+    pub(crate) async fn run_plain(
+        &self,
+        work: &Path,
+        args: &[String],
+        env: &[(String, String)],
+        tick: &(dyn Fn(u32) + Send + Sync),
+        cancel: &CancellationToken,
+    ) -> Result<Ran, StepError> {
         let args: Vec<OsString> = args.iter().map(Into::into).collect();
         let (cmd, link) = baton_process::guard::guarded(self.baton_exe.as_os_str(), &args, None)
             .map_err(|e| fail("cannot start the step", e))?;
         let mut cmd = tokio::process::Command::from(cmd);
         cmd.current_dir(work)
             .envs(self.env.iter().cloned())
+            .envs(env.iter().cloned())
             .env_remove("BATON_CHILD")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
         let mut child = cmd.spawn().map_err(|e| fail("cannot start the step", e))?;
-        let pid = child.id();
-        let mut guard = GroupGuard::with_link(pid, link);
+        let pid = child.id().unwrap_or_default();
+        let mut guard = GroupGuard::with_link(Some(pid), link);
         let mut out = child.stdout.take();
         let mut err = child.stderr.take();
         let read_out = async {
@@ -328,17 +368,10 @@ impl Node {
             s
         };
         let beats = async {
-            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            let mut every = tokio::time::interval(Duration::from_secs(1));
             loop {
-                tick.tick().await;
-                let events = std::fs::read_to_string(log_path)
-                    .map(|l| events_in(&l))
-                    .unwrap_or(base.events);
-                beat(Progress {
-                    events,
-                    pid,
-                    ..base.clone()
-                });
+                every.tick().await;
+                tick(pid);
             }
         };
         let run = async { tokio::join!(child.wait(), read_out, read_err) };
@@ -352,19 +385,18 @@ impl Node {
         };
         guard.signal(Signal::SIGKILL);
         let status = status.map_err(|e| fail("cannot wait for the step", e))?;
-        if stdout.trim().is_empty() {
-            return Err(StepError(format!(
-                "the step's baton ended ({status}) without an outcome: {}",
-                stderr.trim()
-            )));
-        }
-        Ok(stdout)
+        Ok(Ran {
+            success: status.success(),
+            status: status.to_string(),
+            stdout,
+            stderr,
+        })
     }
 
     /// Commits what the step changed (baton's state left out; memory and reports are the
     /// workflow's and travel with it) and returns the new head.
     fn commit(&self, work: &Path, input: &StepInput) -> Result<String, StepError> {
-        let g = self.git(work);
+        let g = self.identity(work);
         // `.baton/state/` is excluded in the node's clone, so the record is never staged.
         g.run(["add", "-A", "--", "."])
             .map_err(|e| fail("cannot stage the step's change", e))?;

@@ -385,6 +385,8 @@ pub async fn check_histories(files: &[std::path::PathBuf]) -> Result<usize, Stri
         WorkflowReplayerOptions::new()
             .register_workflow::<BatonWorkflow>()
             .map_err(|e| e.to_string())?
+            .register_workflow::<crate::flow_sdk::FlowWorkflow>()
+            .map_err(|e| e.to_string())?
             .build(),
     )
     .map_err(|e| e.to_string())?;
@@ -419,8 +421,11 @@ pub async fn run_node(
     let options = WorkerOptions::new(engine.task_queue.clone())
         .client_identity_override(node.name.clone())
         .tuner(tuner)
+        .register_activities(crate::flow_sdk::FlowActivities { node: node.clone() })
         .register_activities(NodeActivities { node })
         .register_workflow::<BatonWorkflow>()
+        .map_err(|e| e.to_string())?
+        .register_workflow::<crate::flow_sdk::FlowWorkflow>()
         .map_err(|e| e.to_string())?
         .build();
     let mut worker = Worker::new(&runtime, client, options).map_err(|e| e.to_string())?;

@@ -134,6 +134,13 @@ impl Wf {
             .unwrap_or(0)
     }
 
+    /// Calls of `role` in Flow unit `unit` (the [`backlog`] runner counts per unit).
+    pub fn calls_in(&self, unit: &str, role: &str) -> u32 {
+        std::fs::read_to_string(self.scripts.join(format!("{unit}/{role}.count")))
+            .map(|s| s.trim().parse().unwrap())
+            .unwrap_or(0)
+    }
+
     pub fn prompt(&self, role: &str, n: u32) -> String {
         std::fs::read_to_string(self.scripts.join(format!("{role}.{n}.prompt"))).unwrap()
     }
@@ -226,4 +233,53 @@ pub fn out(o: &Output) -> String {
 
 pub fn err(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The harness's repository with a unit-aware runner: `scripts/<unit>/<role>[.<n>].sh`.
+pub fn backlog(units: &[&str]) -> Wf {
+    let wf = Wf::new();
+    let scripts = &wf.scripts;
+    std::fs::write(
+        scripts.join("run.sh"),
+        format!(
+            "dir={}/$BATON_FLOW_UNIT\nrole=$1\nn=$(cat \"$dir/$role.count\" 2>/dev/null || echo 0)\nn=$((n+1))\necho $n > \"$dir/$role.count\"\ncat > \"$dir/$role.$n.prompt\"\nf=\"$dir/$role.$n.sh\"\n[ -f \"$f\" ] || f=\"$dir/$role.sh\"\n[ -f \"$f\" ] || {{ echo \"no script for $role call $n in $BATON_FLOW_UNIT\" >&2; exit 9; }}\n. \"$f\"\n",
+            scripts.display()
+        ),
+    )
+    .unwrap();
+    for u in units {
+        let dir = scripts.join(u);
+        std::fs::create_dir_all(&dir).unwrap();
+        // Each unit's builder adds its own file, which its verifier's scenario checks.
+        let own = |s: &str| s.replace("feature.txt", &format!("{u}.txt"));
+        for (role, snippet) in [
+            ("component-builder", BUILDER_PASS),
+            ("code-reviewer", REVIEW_APPROVE),
+            ("failure-hunter", HUNT_CLEAN),
+            ("integration-verifier", VERIFY_PASS),
+            ("doc-syncer", DOCS_SKIPPED),
+        ] {
+            std::fs::write(dir.join(format!("{role}.sh")), own(snippet)).unwrap();
+        }
+    }
+    // The roles are the project's, committed: every unit's worktree has them.
+    wf.sb.commit_all("workflow roles");
+    wf
+}
+
+pub fn units_file(wf: &Wf, units: &[&str]) -> std::path::PathBuf {
+    let list: Vec<Value> = units
+        .iter()
+        .map(|u| {
+            serde_json::json!({
+                "id": u,
+                "name": format!("add {u}"),
+                "task": format!("add the {u} file"),
+                "validation": [{"command": "test", "args": ["-f", format!("{u}.txt")]}],
+            })
+        })
+        .collect();
+    let path = wf.sb.path("units.json");
+    std::fs::write(&path, serde_json::json!({ "units": list }).to_string()).unwrap();
+    path
 }

@@ -71,22 +71,7 @@ impl Run<'_> {
         path: &Path,
     ) -> Result<ChildSummary, String> {
         let config = self.build_config(&state.id)?;
-        let mut task = format!(
-            "{}\n\nThis is unit `{}` ({}) of a Flow: it lands on {} once these commands pass in \
-             its worktree, run directly without a shell:\n",
-            u.spec.task.trim_end(),
-            u.id(),
-            u.spec.name,
-            state.main_branch
-        );
-        for c in &u.spec.validation {
-            task.push_str(&format!("- `{}`\n", c.display()));
-        }
-        if let Some(r) = &u.spec.review {
-            task.push_str(&format!(
-                "\nA reviewer will judge the change against: {r}\n"
-            ));
-        }
+        let task = build_task(&u.spec, &state.main_branch);
         let command = ValidationCommand {
             command: self.env.delegate.baton_exe.display().to_string(),
             args: [
@@ -221,28 +206,53 @@ impl Run<'_> {
         }
     }
 
-    /// Commits everything the BUILD changed in the unit's worktree but baton's own folder, then
-    /// puts that folder back as the branch has it (memory edits of one unit would conflict with
-    /// every other unit's).
     fn commit_unit(&self, path: &Path, u: &UnitState, id: &str) -> Result<(), String> {
-        let git = self.env.git(path);
-        let run = |args: &[&str]| git.run(args).map(|_| ()).map_err(|e| e.to_string());
-        run(&["add", "-A", "--", ".", ":(exclude,top).baton"])?;
-        let staged = git
-            .run_output(["diff", "--cached", "--quiet"])
-            .map_err(|e| e.to_string())?;
-        if !staged.status.success() {
-            let message = format!(
-                "{}\n\nBuilt by baton BUILD {id} (Flow unit {}).",
-                u.spec.name,
-                u.id()
-            );
-            run(&["commit", "-q", "--no-verify", "-m", &message])?;
-        }
-        // Tracked files of `.baton/` back to the branch's; untracked ones (memory) removed. The
-        // state folder is excluded, so `clean` leaves the record alone.
-        let _ = git.run(["checkout", "HEAD", "--", ".baton"]);
-        let _ = git.run(["clean", "-fdq", "--", ".baton"]);
-        Ok(())
+        let message = format!(
+            "{}\n\nBuilt by baton BUILD {id} (Flow unit {}).",
+            u.spec.name,
+            u.id()
+        );
+        commit_change(&self.env.git(path), &message).map(|_| ())
     }
+}
+
+/// The task a unit's BUILD is given: the unit's task, then the commands that validate it on
+/// `main_branch` and its review criterion.
+pub fn build_task(unit: &UnitSpec, main_branch: &str) -> String {
+    let mut task = format!(
+        "{}\n\nThis is unit `{}` ({}) of a Flow: it lands on {main_branch} once these commands pass in \
+         its worktree, run directly without a shell:\n",
+        unit.task.trim_end(),
+        unit.id,
+        unit.name,
+    );
+    for c in &unit.validation {
+        task.push_str(&format!("- `{}`\n", c.display()));
+    }
+    if let Some(r) = &unit.review {
+        task.push_str(&format!(
+            "\nA reviewer will judge the change against: {r}\n"
+        ));
+    }
+    task
+}
+
+/// Commits everything a unit's workflow changed in its worktree but baton's own folder, then puts
+/// that folder back as the branch has it (memory edits of one unit would conflict with every
+/// other unit's). Returns whether there was anything to commit.
+pub fn commit_change(git: &baton_git::Git, message: &str) -> Result<bool, String> {
+    let run = |args: &[&str]| git.run(args).map(|_| ()).map_err(|e| e.to_string());
+    run(&["add", "-A", "--", ".", ":(exclude,top).baton"])?;
+    let staged = git
+        .run_output(["diff", "--cached", "--quiet"])
+        .map_err(|e| e.to_string())?;
+    let changed = !staged.status.success();
+    if changed {
+        run(&["commit", "-q", "--no-verify", "-m", message])?;
+    }
+    // Tracked files of `.baton/` back to the branch's; untracked ones (memory) removed. The
+    // state folder is excluded, so `clean` leaves the record alone.
+    let _ = git.run(["checkout", "HEAD", "--", ".baton"]);
+    let _ = git.run(["clean", "-fdq", "--", ".baton"]);
+    Ok(changed)
 }

@@ -1,0 +1,340 @@
+//! Flows on Temporal: the payloads, and a worker node's two kinds of Flow step.
+//!
+//! A Flow is one Temporal workflow (`baton.flow`, id = the Flow's id). Its units are implemented
+//! as parallel activities (`baton.unit`) on any node: each checks the Flow's base out in a
+//! worktree of the node's clone, runs the unit's implementer there — a whole gated BUILD workflow
+//! with `--workflow build`, else the implementer role — commits the change (baton's own `.baton/`
+//! left out, with a `baton-flow: FLOW/UNIT` trailer) and pushes it to
+//! `refs/baton/<flow>/<unit>-<attempt>`. Then, in declared order, one activity per unit
+//! (`baton.integrate`) rebases it onto the target branch as the earlier units left it, runs its
+//! validation commands (in the sandbox) and moves the target with `--force-with-lease` on the
+//! head it found: the same gate as the local Flow's, on the shared remote.
+
+use std::path::Path;
+use std::time::Duration;
+
+use baton_exec::guarded::{run_validation, CommandRules, Validation};
+use baton_flow::UnitSpec;
+use baton_git::Git;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::mapping::{outcome_from_output, StepOutcome};
+use crate::node::{Node, StepError};
+
+/// What starts a Flow on Temporal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowInput {
+    pub id: String,
+    pub units: Vec<UnitSpec>,
+    /// Each unit a whole BUILD workflow (`--workflow build`), else the implementer role.
+    pub build: bool,
+    pub remote: String,
+    /// `refs/heads/<branch>`: where the units land.
+    pub target: String,
+    /// The target's commit when the Flow started; every unit starts from it.
+    pub base: String,
+    pub heartbeat_timeout_ms: u64,
+}
+
+/// One unit for a node to implement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnitInput {
+    pub flow: String,
+    pub unit: UnitSpec,
+    pub build: bool,
+    pub remote: String,
+    pub target: String,
+    pub base: String,
+}
+
+/// What a node's implementer came to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Implemented {
+    pub unit: String,
+    pub ok: bool,
+    /// The unit's commit on the remote, when it changed anything.
+    pub head: Option<String>,
+    /// The brief, or why it failed.
+    pub summary: String,
+    pub node: String,
+    pub attempt: u32,
+}
+
+/// One unit to land on the target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntegrateInput {
+    pub flow: String,
+    pub unit: UnitSpec,
+    pub remote: String,
+    pub target: String,
+    /// Where the target is expected (the base, then each landed unit's head).
+    pub expected: String,
+    pub base: String,
+    pub head: String,
+}
+
+/// How a unit's landing went. Each is a result, not an activity failure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum Integrated {
+    Landed {
+        sha: String,
+        node: String,
+    },
+    Conflict {
+        paths: Vec<String>,
+        node: String,
+    },
+    Invalid {
+        command: String,
+        output: String,
+        node: String,
+    },
+}
+
+/// A unit as `baton flow status --engine temporal` shows it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UnitRow {
+    pub id: String,
+    pub name: String,
+    /// `pending`, `implementing`, `implemented`, `failed`, `integrated`, `conflict`, `invalid`,
+    /// `skipped` (after an earlier unit stopped the Flow).
+    pub state: String,
+    #[serde(default)]
+    pub node: Option<String>,
+    #[serde(default)]
+    pub head: Option<String>,
+    #[serde(default)]
+    pub why: Option<String>,
+}
+
+/// A Flow on Temporal: its query and its result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FlowStatus {
+    pub id: String,
+    /// `implementing`, `integrating`, `completed`, `failed`.
+    pub state: String,
+    pub target: String,
+    /// The target's head as the Flow left it.
+    pub head: String,
+    pub units: Vec<UnitRow>,
+}
+
+/// The trailer that marks a unit's commit, so a retried landing knows its own.
+pub fn trailer(flow: &str, unit: &str) -> String {
+    format!("baton-flow: {flow}/{unit}")
+}
+
+impl Node {
+    /// Implements one unit: see the module's documentation.
+    pub async fn implement(
+        &self,
+        input: &UnitInput,
+        attempt: u32,
+        beat: &(dyn Fn(u32) + Send + Sync),
+        cancel: &CancellationToken,
+    ) -> Result<Implemented, StepError> {
+        let repo = self.fetched(&input.remote)?;
+        let name = format!("{}-{}", input.flow, input.unit.id);
+        let work = self.checkout(&repo, &name, &input.base)?;
+        if self.trust {
+            self.trust_dir(&work).await?;
+        }
+        let branch = input.target.trim_start_matches("refs/heads/");
+        let args: Vec<String> = if input.build {
+            let task = baton_flow::build_task(&input.unit, branch);
+            [
+                "run",
+                "--engine",
+                "local",
+                "--workflow",
+                "build",
+                "--no-worktree",
+                "--json",
+                "--",
+                task.as_str(),
+            ]
+            .map(String::from)
+            .to_vec()
+        } else {
+            let task = format!(
+                "{}\n\nCommit your finished work; it lands on {branch} once these commands pass, run directly without a shell:\n{}",
+                input.unit.task.trim_end(),
+                input
+                    .unit
+                    .validation
+                    .iter()
+                    .map(|c| format!("- `{}`\n", c.display()))
+                    .collect::<String>()
+            );
+            ["agent", "--role", "implementer", "--", task.as_str()]
+                .map(String::from)
+                .to_vec()
+        };
+        let env = [
+            ("BATON_FLOW_ID".to_string(), input.flow.clone()),
+            ("BATON_FLOW_UNIT".to_string(), input.unit.id.clone()),
+        ];
+        let done = |ok: bool, head: Option<String>, summary: String| Implemented {
+            unit: input.unit.id.clone(),
+            ok,
+            head,
+            summary,
+            node: self.name.clone(),
+            attempt,
+        };
+        let run = self.run_plain(&work, &args, &env, beat, cancel).await?;
+        let (ok, summary) = if input.build {
+            match outcome_from_output(&run.stdout) {
+                Ok(StepOutcome::Completed { brief }) => (true, brief),
+                Ok(o) => (
+                    false,
+                    format!("its BUILD ended {}: {}", o.name(), brief_of(&o)),
+                ),
+                Err(e) => (false, format!("{e}: {}", tail(&run.stderr))),
+            }
+        } else if run.success {
+            (true, tail(&run.stdout))
+        } else {
+            (
+                false,
+                format!("the implementer failed: {}", tail(&run.stderr)),
+            )
+        };
+        if !ok {
+            return Ok(done(false, None, summary));
+        }
+        let message = format!(
+            "{}\n\n{}",
+            input.unit.name,
+            trailer(&input.flow, &input.unit.id)
+        );
+        baton_flow::commit_change(&self.identity(&work), &message).map_err(StepError)?;
+        let head = Git::new(&work)
+            .run(["rev-parse", "HEAD"])
+            .map(|s| s.trim().to_string())
+            .map_err(|e| StepError(format!("cannot read the unit's head: {e}")))?;
+        if head == input.base {
+            return Ok(done(
+                false,
+                None,
+                format!("{summary}\n(the unit changed nothing)"),
+            ));
+        }
+        let to = format!("refs/baton/{}/{}-{attempt}", input.flow, input.unit.id);
+        Git::new(&work)
+            .run(["push", "-q", "-f", "origin", &format!("{head}:{to}")])
+            .map_err(|e| StepError(format!("cannot push {head} to {to}: {e}")))?;
+        Ok(done(true, Some(head), summary))
+    }
+
+    /// Lands one unit on the target: see the module's documentation.
+    pub async fn integrate(
+        &self,
+        input: &IntegrateInput,
+        cancel: &CancellationToken,
+    ) -> Result<Integrated, StepError> {
+        let repo = self.fetched(&input.remote)?;
+        let node = self.name.clone();
+        let now = self.ls_remote(&repo, &input.target)?;
+        if now.as_deref() != Some(input.expected.as_str()) {
+            // Landed by an attempt that died before it returned?
+            if let Some(sha) = &now {
+                let message = Git::new(&repo)
+                    .run(["log", "-1", "--format=%B", sha])
+                    .unwrap_or_default();
+                if message.contains(&trailer(&input.flow, &input.unit.id)) {
+                    return Ok(Integrated::Landed {
+                        sha: sha.clone(),
+                        node,
+                    });
+                }
+            }
+            return Err(StepError(format!(
+                "{} is at {}, not at {} where the Flow left it: someone else moved it",
+                input.target,
+                now.as_deref().unwrap_or("nothing"),
+                input.expected
+            )));
+        }
+        let name = format!("{}-integrate", input.flow);
+        let work = self.checkout(&repo, &name, &input.head)?;
+        let git = self.identity(&work);
+        if input.expected != input.base {
+            let r = git.run_output(["rebase", "-q", "--onto", &input.expected, &input.base]);
+            let ok = r.as_ref().is_ok_and(|o| o.status.success());
+            if !ok {
+                let paths = git
+                    .run(["diff", "--name-only", "--diff-filter=U"])
+                    .unwrap_or_default()
+                    .lines()
+                    .map(str::to_string)
+                    .collect();
+                let _ = git.run(["rebase", "--abort"]);
+                return Ok(Integrated::Conflict { paths, node });
+            }
+        }
+        let rules = CommandRules::for_config(&baton_protocol::config::Config::default(), &work);
+        match run_validation(
+            &input.unit.validation,
+            &work,
+            &[],
+            &rules,
+            Duration::from_secs(30 * 60),
+            cancel,
+        )
+        .await
+        {
+            Validation::Passed(_) => {}
+            Validation::Failed(results) => {
+                let last = results.last().cloned();
+                return Ok(Integrated::Invalid {
+                    command: last.as_ref().map(|r| r.command.clone()).unwrap_or_default(),
+                    output: last.map(|r| r.output).unwrap_or_default(),
+                    node,
+                });
+            }
+            Validation::Cancelled => return Err(StepError("cancelled".into())),
+        }
+        let sha = git
+            .run(["rev-parse", "HEAD"])
+            .map(|s| s.trim().to_string())
+            .map_err(|e| StepError(format!("cannot read the rebased head: {e}")))?;
+        let lease = format!("--force-with-lease={}:{}", input.target, input.expected);
+        git.run([
+            "push",
+            "-q",
+            &lease,
+            "origin",
+            &format!("{sha}:{}", input.target),
+        ])
+        .map_err(|e| StepError(format!("cannot move {} to {sha}: {e}", input.target)))?;
+        Ok(Integrated::Landed { sha, node })
+    }
+}
+
+fn brief_of(o: &StepOutcome) -> String {
+    match o {
+        StepOutcome::Completed { brief }
+        | StepOutcome::Failed { brief }
+        | StepOutcome::Stopped { brief } => tail(brief),
+        StepOutcome::Checkpoint { checkpoint } => checkpoint.question.clone(),
+        StepOutcome::Running => String::new(),
+    }
+}
+
+/// The last 2,000 bytes of a text, on a char boundary.
+fn tail(text: &str) -> String {
+    let t = text.trim_end();
+    let mut start = t.len().saturating_sub(2000);
+    while !t.is_char_boundary(start) {
+        start += 1;
+    }
+    t[start..].to_string()
+}
+
+/// A unit's worktree path under the node's folder, for tests.
+pub fn unit_work(node_dir: &Path, flow: &str, unit: &str) -> std::path::PathBuf {
+    node_dir.join("work").join(format!("{flow}-{unit}"))
+}

@@ -1,0 +1,253 @@
+//! Flows on Temporal (feature `temporal`): the workflow `baton.flow`, its activities
+//! `baton.unit` and `baton.integrate`, and the client calls of `baton flow start/status --engine
+//! temporal`. See [`crate::flow`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use temporalio_client::{WorkflowQueryOptions, WorkflowStartOptions};
+use temporalio_macros::{activities, workflow, workflow_methods};
+use temporalio_sdk::activities::{ActivityContext, ActivityError};
+use temporalio_sdk::{ActivityOptions, WorkflowContext, WorkflowContextView, WorkflowResult};
+use tokio_util::sync::CancellationToken;
+
+use crate::flow::{
+    FlowInput, FlowStatus, Implemented, IntegrateInput, Integrated, UnitInput, UnitRow,
+};
+use crate::mapping::Engine;
+use crate::node::Node;
+use crate::sdk::Client;
+
+/// A Flow on Temporal.
+#[workflow]
+pub struct FlowWorkflow {
+    input: FlowInput,
+    status: FlowStatus,
+}
+
+#[workflow_methods]
+impl FlowWorkflow {
+    #[init]
+    fn new(_ctx: &WorkflowContextView, input: FlowInput) -> Self {
+        let status = FlowStatus {
+            id: input.id.clone(),
+            state: "implementing".into(),
+            target: input.target.clone(),
+            head: input.base.clone(),
+            units: input
+                .units
+                .iter()
+                .map(|u| UnitRow {
+                    id: u.id.clone(),
+                    name: u.name.clone(),
+                    state: "implementing".into(),
+                    ..UnitRow::default()
+                })
+                .collect(),
+        };
+        FlowWorkflow { input, status }
+    }
+
+    #[run(name = "baton.flow")]
+    pub async fn run(ctx: &mut WorkflowContext<Self>) -> WorkflowResult<FlowStatus> {
+        let input = ctx.state(|s| s.input.clone());
+        let options = ActivityOptions::with_start_to_close_timeout(Duration::from_secs(12 * 3600))
+            .heartbeat_timeout(Duration::from_millis(input.heartbeat_timeout_ms))
+            .retry_policy(
+                temporalio_common::RetryPolicy::builder()
+                    .initial_interval(Duration::from_millis(500))
+                    .maximum_interval(Duration::from_secs(30))
+                    .maximum_attempts(20)
+                    .build(),
+            )
+            .build();
+        // Every unit at once, on whichever nodes take them.
+        let work = input.units.iter().map(|u| {
+            ctx.execute_activity(
+                FlowActivities::unit,
+                UnitInput {
+                    flow: input.id.clone(),
+                    unit: u.clone(),
+                    build: input.build,
+                    remote: input.remote.clone(),
+                    target: input.target.clone(),
+                    base: input.base.clone(),
+                },
+                options.clone(),
+            )
+        });
+        let results = temporalio_sdk::workflows::join_all(work).await;
+        let mut implemented: Vec<Option<Implemented>> = Vec::new();
+        for (i, r) in results.into_iter().enumerate() {
+            let r = r?;
+            ctx.state_mut(|s| {
+                let row = &mut s.status.units[i];
+                row.node = Some(match r.attempt {
+                    1 => r.node.clone(),
+                    n => format!("{}#{n}", r.node),
+                });
+                row.head = r.head.clone();
+                if r.ok {
+                    row.state = "implemented".into();
+                } else {
+                    row.state = "failed".into();
+                    row.why = Some(r.summary.clone());
+                }
+            });
+            implemented.push(Some(r));
+        }
+        ctx.state_mut(|s| s.status.state = "integrating".into());
+        // In declared order, each onto the target as the earlier ones left it.
+        let mut expected = input.base.clone();
+        for (i, unit) in input.units.iter().enumerate() {
+            let Some(Implemented {
+                ok: true,
+                head: Some(head),
+                ..
+            }) = implemented[i].take()
+            else {
+                return Ok(ctx.state_mut(|s| stop_at(s, i)));
+            };
+            let landed = ctx
+                .execute_activity(
+                    FlowActivities::integrate,
+                    IntegrateInput {
+                        flow: input.id.clone(),
+                        unit: unit.clone(),
+                        remote: input.remote.clone(),
+                        target: input.target.clone(),
+                        expected: expected.clone(),
+                        base: input.base.clone(),
+                        head,
+                    },
+                    options.clone(),
+                )
+                .await?;
+            match landed {
+                Integrated::Landed { sha, .. } => {
+                    expected = sha.clone();
+                    ctx.state_mut(|s| {
+                        s.status.units[i].state = "integrated".into();
+                        s.status.units[i].head = Some(sha.clone());
+                        s.status.head = sha;
+                    });
+                }
+                Integrated::Conflict { paths, .. } => {
+                    return Ok(ctx.state_mut(|s| {
+                        s.status.units[i].state = "conflict".into();
+                        s.status.units[i].why = Some(format!(
+                            "rebasing onto {} conflicted in {}; its commit stays at refs/baton/{}/{}-*",
+                            s.status.target,
+                            paths.join(", "),
+                            s.status.id,
+                            s.status.units[i].id
+                        ));
+                        stop_at(s, i)
+                    }));
+                }
+                Integrated::Invalid {
+                    command, output, ..
+                } => {
+                    return Ok(ctx.state_mut(|s| {
+                        s.status.units[i].state = "invalid".into();
+                        s.status.units[i].why = Some(format!("`{command}` failed:\n{output}"));
+                        stop_at(s, i)
+                    }));
+                }
+            }
+        }
+        Ok(ctx.state_mut(|s| {
+            s.status.state = "completed".into();
+            s.status.clone()
+        }))
+    }
+
+    #[query]
+    pub fn status(&self, _ctx: &WorkflowContextView) -> FlowStatus {
+        self.status.clone()
+    }
+}
+
+/// The Flow ends at unit `i`: the units after it are skipped.
+fn stop_at(s: &mut FlowWorkflow, i: usize) -> FlowStatus {
+    s.status.state = "failed".into();
+    for row in s.status.units.iter_mut().skip(i + 1) {
+        if row.state != "failed" {
+            row.state = "skipped".into();
+        }
+    }
+    s.status.clone()
+}
+
+/// The Flow activities a worker node runs.
+pub struct FlowActivities {
+    pub node: Node,
+}
+
+#[activities]
+impl FlowActivities {
+    /// Implements one unit.
+    #[activity(name = "baton.unit")]
+    pub async fn unit(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: UnitInput,
+    ) -> Result<Implemented, ActivityError> {
+        let attempt = ctx.info().attempt;
+        let (tx, mut rx) = tokio::sync::watch::channel(None::<u32>);
+        let beat = move |pid: u32| {
+            let _ = tx.send(Some(pid));
+        };
+        let cancel = CancellationToken::new();
+        let work = self.node.implement(&input, attempt, &beat, &cancel);
+        let beats = async {
+            while rx.changed().await.is_ok() {
+                let pid = *rx.borrow_and_update();
+                let _ = ctx.record_heartbeat(pid).await;
+            }
+            std::future::pending::<()>().await;
+        };
+        tokio::select! {
+            r = work => Ok(r?),
+            _ = beats => unreachable!("the heartbeat loop never ends"),
+            _ = ctx.cancelled() => {
+                cancel.cancel();
+                Err(ActivityError::cancelled())
+            }
+        }
+    }
+
+    /// Lands one unit on the target.
+    #[activity(name = "baton.integrate")]
+    pub async fn integrate(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: IntegrateInput,
+    ) -> Result<Integrated, ActivityError> {
+        let cancel = CancellationToken::new();
+        Ok(self.node.integrate(&input, &cancel).await?)
+    }
+}
+
+/// Starts a Flow on the engine's task queue.
+pub async fn start(client: &Client, engine: &Engine, input: FlowInput) -> Result<(), String> {
+    let id = input.id.clone();
+    client
+        .start_workflow(
+            FlowWorkflow::run,
+            input,
+            WorkflowStartOptions::new(engine.task_queue.clone(), id.clone()).build(),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("cannot start Flow {id} on Temporal: {e}"))
+}
+
+/// The Flow's status (a query).
+pub async fn status(client: &Client, id: &str) -> Result<FlowStatus, String> {
+    client
+        .get_workflow_handle::<FlowWorkflow>(id)
+        .query(FlowWorkflow::status, (), WorkflowQueryOptions::default())
+        .await
+        .map_err(|e| format!("cannot query Flow {id}: {e}"))
+}
