@@ -17,6 +17,7 @@ mod plan_cmd;
 mod printer;
 mod repair_cmd;
 mod run_cmd;
+mod run_report;
 mod serve_cmd;
 mod session_routing;
 mod sessions_cmd;

@@ -13,28 +13,25 @@ use clap::Args;
 /// `baton worker-node`: run workflow steps on this machine.
 #[derive(Args, Debug)]
 pub struct WorkerNodeArgs {
-    /// The task queue to poll (default `engine.task_queue`, else `baton`).
+    /// Task queue to poll (default: `engine.task_queue`, else `baton`)
     #[arg(long, value_name = "Q")]
     pub task_queue: Option<String>,
-    /// Steps this machine runs at once.
+    /// Steps this machine runs at once
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub slots: usize,
-    /// Where the node keeps its clone of the remote and the workflows' worktrees (default:
-    /// `$XDG_STATE_HOME/baton/nodes/<task queue>`).
+    /// The node's clone and worktrees (default: $XDG_STATE_HOME/baton/nodes/QUEUE)
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// The node's name in histories and `baton status` (default: host name and pid).
+    /// The node's name in histories and status (default: host and pid)
     #[arg(long)]
     pub name: Option<String>,
-    /// Apply the settings and role files the remote's commits carry, as `baton trust` would in
-    /// each workflow's worktree (only for a remote whose every writer you trust).
+    /// Apply the settings and roles the remote's commits carry (`baton trust` per worktree)
     #[arg(long)]
     pub trust: bool,
-    /// Replay these saved workflow histories against this binary's workflow code and exit: 0
-    /// when every one replays, 1 naming the first that does not (a changed decision).
-    #[arg(long, value_name = "HISTORY.json", num_args = 1..)]
+    /// Replay saved histories against this binary's workflow code, then exit
+    #[arg(long, value_name = "FILE", num_args = 1..)]
     pub check_history: Vec<PathBuf>,
-    /// Directory whose project config (`[engine]`) applies (default: the current one).
+    /// Directory whose project config (`[engine]`) applies
     #[arg(long)]
     pub cwd: Option<PathBuf>,
 }
@@ -106,7 +103,8 @@ mod imp {
 mod imp {
     use std::time::Duration;
 
-    use baton_temporal::mapping::{Engine, Status, WorkflowInput};
+    use baton_temporal::flow::FlowRun;
+    use baton_temporal::mapping::{Engine, Status, WfState, WorkflowInput};
     use baton_temporal::node::Node;
     use baton_temporal::sdk;
     use baton_workflow::run::Outcome;
@@ -352,7 +350,7 @@ mod imp {
                     }
                     seen = s.units.iter().map(|u| format!("{} {}", u.id, u.state)).collect();
                 }
-                if matches!(s.state.as_str(), "completed" | "failed") {
+                if matches!(s.state, FlowRun::Completed | FlowRun::Failed) {
                     break s;
                 }
                 if let Some(why) = sdk::ended_abnormally(&client, &id).await.map_err(anyhow::Error::msg)? {
@@ -411,7 +409,7 @@ mod imp {
             crate::documents::print(s);
         } else {
             print_flow(s);
-            if s.state == "completed" {
+            if s.state == FlowRun::Completed {
                 outln!(
                     "landed: {} is at {}; `git pull --ff-only` brings it here",
                     s.target,
@@ -419,7 +417,7 @@ mod imp {
                 );
             }
         }
-        if s.state == "completed" {
+        if s.state == FlowRun::Completed {
             Exit::Ok
         } else {
             Exit::Failed
@@ -460,7 +458,7 @@ mod imp {
                 }
             }
             shown = s.nodes.len();
-            if !matches!(s.state.as_str(), "starting" | "running" | "answered") {
+            if !s.state.going() {
                 break s;
             }
             if let Some(why) = sdk::ended_abnormally(client, id)
@@ -480,16 +478,16 @@ mod imp {
         };
         let id = id.to_string();
         let brief = status.brief.clone().unwrap_or_default();
-        let outcome = match status.state.as_str() {
-            "completed" => Outcome::Completed { id, brief },
-            "checkpoint" => match status.checkpoint.clone() {
+        let outcome = match status.state {
+            WfState::Completed => Outcome::Completed { id, brief },
+            WfState::Checkpoint => match status.checkpoint.clone() {
                 Some(checkpoint) => Outcome::Checkpoint { id, checkpoint },
                 None => Outcome::Failed { id, brief },
             },
-            "failed" => Outcome::Failed { id, brief },
+            WfState::Failed => Outcome::Failed { id, brief },
             _ => Outcome::Stopped { id, brief },
         };
-        Ok(crate::run_cmd::report_outcome(
+        Ok(crate::run_report::report_outcome(
             json,
             Ok(outcome),
             false,

@@ -661,3 +661,49 @@ fn a_backlog_of_build_workflows_is_implemented_on_two_nodes_and_lands_in_declare
     let shown: Value = serde_json::from_str(out(&o).trim()).unwrap();
     assert_eq!(shown, status);
 }
+
+/// Without `--workflow build` a unit's implementer is the implementer role, a `baton agent` on the
+/// node (here against the mock model): it writes the file, the node commits and lands it.
+#[test]
+fn a_flow_of_implementer_units_lands_from_a_node() {
+    let Some(_) = temporal() else { return };
+    let server_model = baton_testkit::MockServer::builder()
+        .turn(baton_testkit::Turn::tool_call(
+            "c1",
+            "write",
+            serde_json::json!({"path": "solo.txt", "content": "solo\n"}),
+        ))
+        .turn(baton_testkit::Turn::text("Wrote solo.txt."))
+        .start_blocking();
+    let sb = baton_testkit::fixture::Sandbox::new().mock_provider(
+        &server_model,
+        "openai",
+        "[models]\nbalanced = \"mock/m\"\n",
+    );
+    let wf = Wf::with(sb);
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let mut c = Cluster::with(&server, wf);
+    c.node("node-a");
+    let file = units_file(&c.wf, &["solo"]);
+    let o = c.wf.run(&[
+        "flow",
+        "start",
+        "--engine",
+        "temporal",
+        "--json",
+        file.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    let status = run_json(&o);
+    assert_eq!(status["state"], "completed", "{status:#}\n{}", err(&o));
+    assert_eq!(status["units"][0]["state"], "integrated");
+    let head = c.remote_git(&["log", "-1", "--format=%s%n%b", "refs/heads/main"]);
+    assert!(head.starts_with("add solo"), "{head}");
+    assert!(head.contains("baton-flow: "), "{head}");
+    assert_eq!(
+        c.remote_git(&["show", "refs/heads/main:solo.txt"]),
+        "solo\n"
+    );
+    server_model.assert_tool_results_answer_calls();
+}

@@ -135,32 +135,12 @@ pub struct CleanItem {
     pub kept: Option<String>,
 }
 
-/// What implements each unit of a Flow when it is not one implementer child.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum UnitWorkflow {
-    /// A BUILD workflow (builder → reviewer ‖ hunter → verifier, with remediation) run by
-    /// `baton run --workflow build --no-worktree` in the unit's worktree.
-    Build,
-}
-
-impl UnitWorkflow {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            UnitWorkflow::Build => "build",
-        }
-    }
-}
-
-impl std::str::FromStr for UnitWorkflow {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "build" => Ok(UnitWorkflow::Build),
-            other => Err(format!(
-                "`{other}`: a Flow's units run as `build` workflows (or, without --workflow, one implementer each)"
-            )),
-        }
+baton_protocol::closed_set! {
+    /// What implements each unit of a Flow when it is not one implementer child (`--workflow`).
+    pub enum UnitWorkflow ("unit workflow") {
+        /// A BUILD workflow (builder → reviewer ‖ hunter → verifier, with remediation) run by
+        /// `baton run --workflow build --no-worktree` in the unit's worktree.
+        Build = "build",
     }
 }
 

@@ -287,34 +287,15 @@ pub struct WorkersConfig {
     pub max: Option<u32>,
 }
 
-/// Which engine runs workflows.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EngineKind {
-    /// This machine: the JSONL record under `.baton/state/` and this process's executor.
-    #[default]
-    Local,
-    /// A Temporal service: workflows run on `baton worker-node` processes on any machine.
-    Temporal,
-}
-
-impl EngineKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EngineKind::Local => "local",
-            EngineKind::Temporal => "temporal",
-        }
-    }
-}
-
-impl std::str::FromStr for EngineKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "local" => Ok(EngineKind::Local),
-            "temporal" => Ok(EngineKind::Temporal),
-            other => Err(format!("`{other}`: the engine is `local` or `temporal`")),
-        }
+crate::closed_set! {
+    /// Which engine runs workflows (`engine.kind`, `--engine`).
+    #[derive(Default)]
+    pub enum EngineKind ("engine") {
+        /// This machine: the JSONL record under `.baton/state/` and this process's executor.
+        #[default]
+        Local = "local",
+        /// A Temporal service: workflows run on `baton worker-node` processes on any machine.
+        Temporal = "temporal",
     }
 }
 

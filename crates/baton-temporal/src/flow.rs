@@ -93,14 +93,43 @@ pub enum Integrated {
     },
 }
 
+baton_protocol::closed_set! {
+    /// Where a unit of a Flow on Temporal stands.
+    #[derive(Default)]
+    pub enum UnitState ("unit state") {
+        #[default]
+        Implementing = "implementing",
+        Implemented = "implemented",
+        /// Its implementer or BUILD failed, or it changed nothing.
+        Failed = "failed",
+        Integrated = "integrated",
+        /// Its rebase onto the target conflicted.
+        Conflict = "conflict",
+        /// A validation command failed.
+        Invalid = "invalid",
+        /// An earlier unit stopped the Flow.
+        Skipped = "skipped",
+    }
+}
+
+baton_protocol::closed_set! {
+    /// Where a Flow on Temporal stands.
+    #[derive(Default)]
+    pub enum FlowRun ("Flow state") {
+        #[default]
+        Implementing = "implementing",
+        Integrating = "integrating",
+        Completed = "completed",
+        Failed = "failed",
+    }
+}
+
 /// A unit as `baton flow status --engine temporal` shows it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct UnitRow {
     pub id: String,
     pub name: String,
-    /// `pending`, `implementing`, `implemented`, `failed`, `integrated`, `conflict`, `invalid`,
-    /// `skipped` (after an earlier unit stopped the Flow).
-    pub state: String,
+    pub state: UnitState,
     #[serde(default)]
     pub node: Option<String>,
     #[serde(default)]
@@ -113,8 +142,7 @@ pub struct UnitRow {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FlowStatus {
     pub id: String,
-    /// `implementing`, `integrating`, `completed`, `failed`.
-    pub state: String,
+    pub state: FlowRun,
     pub target: String,
     /// The target's head as the Flow left it.
     pub head: String,
@@ -190,7 +218,7 @@ impl Node {
                 Ok(StepOutcome::Completed { brief }) => (true, brief),
                 Ok(o) => (
                     false,
-                    format!("its BUILD ended {}: {}", o.name(), brief_of(&o)),
+                    format!("its BUILD ended {}: {}", o.state(), brief_of(&o)),
                 ),
                 Err(e) => (false, format!("{e}: {}", tail(&run.stderr))),
             }

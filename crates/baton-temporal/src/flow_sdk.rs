@@ -5,18 +5,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use temporalio_client::{WorkflowQueryOptions, WorkflowStartOptions};
+use temporalio_client::{Client, WorkflowQueryOptions, WorkflowStartOptions};
 use temporalio_macros::{activities, workflow, workflow_methods};
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use temporalio_sdk::{ActivityOptions, WorkflowContext, WorkflowContextView, WorkflowResult};
 use tokio_util::sync::CancellationToken;
 
 use crate::flow::{
-    FlowInput, FlowStatus, Implemented, IntegrateInput, Integrated, UnitInput, UnitRow,
+    FlowInput, FlowRun, FlowStatus, Implemented, IntegrateInput, Integrated, UnitInput, UnitRow,
+    UnitState,
 };
 use crate::mapping::Engine;
 use crate::node::Node;
-use crate::sdk::Client;
 
 /// A Flow on Temporal.
 #[workflow]
@@ -31,7 +31,7 @@ impl FlowWorkflow {
     fn new(_ctx: &WorkflowContextView, input: FlowInput) -> Self {
         let status = FlowStatus {
             id: input.id.clone(),
-            state: "implementing".into(),
+            state: FlowRun::Implementing,
             target: input.target.clone(),
             head: input.base.clone(),
             units: input
@@ -40,7 +40,7 @@ impl FlowWorkflow {
                 .map(|u| UnitRow {
                     id: u.id.clone(),
                     name: u.name.clone(),
-                    state: "implementing".into(),
+                    state: UnitState::Implementing,
                     ..UnitRow::default()
                 })
                 .collect(),
@@ -88,15 +88,15 @@ impl FlowWorkflow {
                 });
                 row.head = r.head.clone();
                 if r.ok {
-                    row.state = "implemented".into();
+                    row.state = UnitState::Implemented;
                 } else {
-                    row.state = "failed".into();
+                    row.state = UnitState::Failed;
                     row.why = Some(r.summary.clone());
                 }
             });
             implemented.push(Some(r));
         }
-        ctx.state_mut(|s| s.status.state = "integrating".into());
+        ctx.state_mut(|s| s.status.state = FlowRun::Integrating);
         // In declared order, each onto the target as the earlier ones left it.
         let mut expected = input.base.clone();
         for (i, unit) in input.units.iter().enumerate() {
@@ -127,14 +127,14 @@ impl FlowWorkflow {
                 Integrated::Landed { sha, .. } => {
                     expected = sha.clone();
                     ctx.state_mut(|s| {
-                        s.status.units[i].state = "integrated".into();
+                        s.status.units[i].state = UnitState::Integrated;
                         s.status.units[i].head = Some(sha.clone());
                         s.status.head = sha;
                     });
                 }
                 Integrated::Conflict { paths, .. } => {
                     return Ok(ctx.state_mut(|s| {
-                        s.status.units[i].state = "conflict".into();
+                        s.status.units[i].state = UnitState::Conflict;
                         s.status.units[i].why = Some(format!(
                             "rebasing onto {} conflicted in {}; its commit stays at refs/baton/{}/{}-*",
                             s.status.target,
@@ -149,7 +149,7 @@ impl FlowWorkflow {
                     command, output, ..
                 } => {
                     return Ok(ctx.state_mut(|s| {
-                        s.status.units[i].state = "invalid".into();
+                        s.status.units[i].state = UnitState::Invalid;
                         s.status.units[i].why = Some(format!("`{command}` failed:\n{output}"));
                         stop_at(s, i)
                     }));
@@ -157,7 +157,7 @@ impl FlowWorkflow {
             }
         }
         Ok(ctx.state_mut(|s| {
-            s.status.state = "completed".into();
+            s.status.state = FlowRun::Completed;
             s.status.clone()
         }))
     }
@@ -170,10 +170,10 @@ impl FlowWorkflow {
 
 /// The Flow ends at unit `i`: the units after it are skipped.
 fn stop_at(s: &mut FlowWorkflow, i: usize) -> FlowStatus {
-    s.status.state = "failed".into();
+    s.status.state = FlowRun::Failed;
     for row in s.status.units.iter_mut().skip(i + 1) {
-        if row.state != "failed" {
-            row.state = "skipped".into();
+        if row.state != UnitState::Failed {
+            row.state = UnitState::Skipped;
         }
     }
     s.status.clone()

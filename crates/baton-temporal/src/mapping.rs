@@ -142,13 +142,13 @@ pub enum StepOutcome {
 }
 
 impl StepOutcome {
-    pub fn name(&self) -> &'static str {
+    pub fn state(&self) -> WfState {
         match self {
-            StepOutcome::Running => "running",
-            StepOutcome::Checkpoint { .. } => "checkpoint",
-            StepOutcome::Completed { .. } => "completed",
-            StepOutcome::Failed { .. } => "failed",
-            StepOutcome::Stopped { .. } => "stopped",
+            StepOutcome::Running => WfState::Running,
+            StepOutcome::Checkpoint { .. } => WfState::Checkpoint,
+            StepOutcome::Completed { .. } => WfState::Completed,
+            StepOutcome::Failed { .. } => WfState::Failed,
+            StepOutcome::Stopped { .. } => WfState::Stopped,
         }
     }
 }
@@ -184,13 +184,39 @@ pub struct Progress {
     pub done: Option<Box<StepResult>>,
 }
 
+baton_protocol::closed_set! {
+    /// Where a workflow on Temporal stands (its status query).
+    #[derive(Default)]
+    pub enum WfState ("workflow state") {
+        /// Started; its first step has not returned.
+        #[default]
+        Starting = "starting",
+        Running = "running",
+        /// An answer arrived; the next step takes it.
+        Answered = "answered",
+        Checkpoint = "checkpoint",
+        Completed = "completed",
+        Failed = "failed",
+        Stopped = "stopped",
+    }
+}
+
+impl WfState {
+    /// Still going: a client following it keeps following.
+    pub fn going(self) -> bool {
+        matches!(
+            self,
+            WfState::Starting | WfState::Running | WfState::Answered
+        )
+    }
+}
+
 /// The workflow as `baton status --engine temporal` shows it (a query) and its result.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Status {
     pub id: String,
     pub request: String,
-    /// `starting`, `running`, `checkpoint`, `completed`, `failed`, `stopped`.
-    pub state: String,
+    pub state: WfState,
     pub steps: u32,
     pub head: String,
     pub branch: String,

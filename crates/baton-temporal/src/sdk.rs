@@ -24,6 +24,7 @@ use temporalio_sdk::{
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::mapping::WfState;
 use crate::mapping::{
     after, check_answer, events_in, Engine, Next, Progress, Start, Status, StepInput, StepOutcome,
     StepResult, WorkflowInput,
@@ -49,7 +50,7 @@ impl BatonWorkflow {
         let status = Status {
             id: input.id.clone(),
             request: input.request.clone(),
-            state: "starting".into(),
+            state: WfState::Starting,
             head: input.base.clone(),
             branch: input.branch.clone(),
             ..Status::default()
@@ -88,7 +89,7 @@ impl BatonWorkflow {
                 budget_tokens: input.budget_tokens,
             });
             ctx.state_mut(|s| {
-                s.status.state = "running".into();
+                s.status.state = WfState::Running;
                 s.status.checkpoint = None;
             });
             let r: StepResult = ctx
@@ -120,7 +121,7 @@ impl BatonWorkflow {
                     s.status.takeovers.push(p.clone());
                 }
                 s.log = r.log.clone();
-                s.status.state = r.outcome.name().into();
+                s.status.state = r.outcome.state();
                 match &r.outcome {
                     StepOutcome::Checkpoint { checkpoint } => {
                         s.status.checkpoint = Some(checkpoint.clone());
@@ -142,7 +143,7 @@ impl BatonWorkflow {
                     };
                     if !answered {
                         ctx.state_mut(|s| {
-                            s.status.state = "stopped".into();
+                            s.status.state = WfState::Stopped;
                             s.status.brief = Some(format!(
                                 "stopped: no answer at the checkpoint within {}s",
                                 timeout.as_secs()
@@ -198,7 +199,7 @@ impl BatonWorkflow {
     #[update]
     pub fn answer(&mut self, _ctx: &mut SyncWorkflowContext<Self>, text: String) -> Status {
         self.answer = Some(text);
-        self.status.state = "answered".into();
+        self.status.state = WfState::Answered;
         self.status.checkpoint = None;
         self.status.clone()
     }
