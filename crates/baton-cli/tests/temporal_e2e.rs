@@ -260,19 +260,26 @@ impl Drop for Cluster {
     }
 }
 
-/// The shape of a record: each event's kind, phase and decision, in order.
-fn shape(events: &[Value]) -> Vec<String> {
-    events
-        .iter()
-        .map(|e| {
-            format!(
-                "{} {} {}",
-                e["event"].as_str().unwrap_or(""),
-                e["phase"].as_str().unwrap_or(""),
-                e["decision"].as_str().unwrap_or("")
-            )
-        })
-        .collect()
+/// The shape of a record: each event's kind, phase and decision, in order — but for the order
+/// within one decision's batch, where a reviewer and a hunter finish in either order.
+fn shape(events: &[Value]) -> Vec<Vec<String>> {
+    let mut segments: Vec<Vec<String>> = vec![Vec::new()];
+    for e in events {
+        let line = format!(
+            "{} {} {}",
+            e["event"].as_str().unwrap_or(""),
+            e["phase"].as_str().unwrap_or(""),
+            e["decision"].as_str().unwrap_or("")
+        );
+        if e["event"] == "decided" {
+            segments.push(Vec::new());
+        }
+        segments.last_mut().unwrap().push(line);
+    }
+    for s in &mut segments {
+        s.sort();
+    }
+    segments
 }
 
 fn run_json(o: &std::process::Output) -> Value {
@@ -375,6 +382,10 @@ fn a_build_with_a_remediation_cycle_runs_on_temporal_as_it_runs_locally() {
     let o =
         c.wf.run(&["worker-node", "--check-history", history.to_str().unwrap()]);
     assert_exit(&o, 0);
+    // `BATON_SAVE_HISTORY=FILE` keeps it: how `crates/baton-temporal/tests/fixtures/` got its own.
+    if let Some(keep) = std::env::var_os("BATON_SAVE_HISTORY") {
+        std::fs::copy(&history, keep).unwrap();
+    }
     let changed = c.wf.sb.path("changed.json");
     let text = std::fs::read_to_string(&history).unwrap();
     assert!(

@@ -437,3 +437,85 @@ pub async fn run_node(
     });
     worker.run().await.map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A history of a real run (a BUILD with one remediation cycle, eight steps), saved by
+    /// `temporal_e2e.rs` with `BATON_SAVE_HISTORY`.
+    fn fixture() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/build-remediation.history.json")
+    }
+
+    /// The workflow with one decision changed and no patch marker: a step that leaves the
+    /// workflow running ends it instead of leading to the next step.
+    #[workflow]
+    pub struct Changed {
+        input: WorkflowInput,
+    }
+
+    #[workflow_methods]
+    impl Changed {
+        #[init]
+        fn new(_ctx: &WorkflowContextView, input: WorkflowInput) -> Self {
+            Changed { input }
+        }
+
+        #[run(name = "baton.workflow")]
+        pub async fn run(ctx: &mut WorkflowContext<Self>) -> WorkflowResult<Status> {
+            let input = ctx.state(|s| s.input.clone());
+            let options =
+                ActivityOptions::with_start_to_close_timeout(Duration::from_secs(6 * 3600))
+                    .heartbeat_timeout(Duration::from_millis(input.heartbeat_timeout_ms))
+                    .retry_policy(
+                        temporalio_common::RetryPolicy::builder()
+                            .initial_interval(Duration::from_millis(500))
+                            .maximum_interval(Duration::from_secs(30))
+                            .maximum_attempts(20)
+                            .build(),
+                    )
+                    .build();
+            let _: StepResult = ctx
+                .execute_activity(
+                    NodeActivities::step,
+                    StepInput {
+                        id: input.id.clone(),
+                        step: 1,
+                        remote: input.remote.clone(),
+                        branch: input.branch.clone(),
+                        head: input.base.clone(),
+                        log: String::new(),
+                        answer: None,
+                        start: None,
+                    },
+                    options,
+                )
+                .await?;
+            Ok(Status::default())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_saved_history_replays_and_a_changed_decision_does_not() {
+        assert_eq!(check_histories(&[fixture()]).await, Ok(1));
+        let changed = WorkflowReplayer::new(
+            WorkflowReplayerOptions::new()
+                .register_workflow::<Changed>()
+                .unwrap()
+                .build(),
+        )
+        .unwrap();
+        let bytes = std::fs::read(fixture()).unwrap();
+        let history = temporalio_client::WorkflowHistory::from_json(&bytes).unwrap();
+        let err = changed
+            .replay_workflow(history)
+            .await
+            .expect_err("a changed decision must not replay");
+        assert!(
+            err.to_string().to_lowercase().contains("nondetermin"),
+            "{err}"
+        );
+    }
+}
