@@ -116,6 +116,44 @@ mod imp {
         Engine::from_config(&ctx.config.config.engine, task_queue).map_err(anyhow::Error::msg)
     }
 
+    /// Runs `f` with a client of the project's Temporal service, on this command's runtime.
+    fn on_temporal<T, F, Fut>(ctx: &ProjectContext, f: F) -> Result<T>
+    where
+        F: FnOnce(Engine, sdk::Client) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let engine = engine(ctx, None)?;
+        let rt = crate::signals::runtime()?;
+        rt.block_on(async move {
+            let client = sdk::connect(&engine, "baton client")
+                .await
+                .map_err(anyhow::Error::msg)?;
+            f(engine, client).await
+        })
+    }
+
+    /// The project's `HEAD`, refused when the tree has uncommitted changes (a workflow or Flow on
+    /// Temporal starts from the remote and would not see them).
+    fn clean_head(root: &std::path::Path) -> Result<String> {
+        let dirty = git(
+            root,
+            &[
+                "status",
+                "--porcelain",
+                "--",
+                ".",
+                ":(exclude,top).baton/state",
+            ],
+        )?;
+        if !dirty.is_empty() {
+            anyhow::bail!(
+                "the working tree has uncommitted changes, which work on Temporal would not see (it starts from the remote): commit or stash them first:\n{dirty}"
+            );
+        }
+        git(root, &["rev-parse", "HEAD"])
+            .map_err(|e| anyhow::anyhow!("the project has no commit to start from: {e}"))
+    }
+
     fn git(dir: &std::path::Path, args: &[&str]) -> Result<String> {
         baton_git::Git::new(dir)
             .run(args)
@@ -133,23 +171,7 @@ mod imp {
         let engine = engine(ctx, None)?;
         let remote = engine.remote().map_err(anyhow::Error::msg)?.to_string();
         let root = &ctx.project_root;
-        let dirty = git(
-            root,
-            &[
-                "status",
-                "--porcelain",
-                "--",
-                ".",
-                ":(exclude,top).baton/state",
-            ],
-        )?;
-        if !dirty.is_empty() {
-            anyhow::bail!(
-                "the working tree has uncommitted changes, which a workflow on Temporal would not see (it starts from HEAD on the remote): commit or stash them first"
-            );
-        }
-        let base = git(root, &["rev-parse", "HEAD"])
-            .map_err(|e| anyhow::anyhow!("the project has no commit to start from: {e}"))?;
+        let base = clean_head(root)?;
         let id = baton_workflow::store::fresh_id();
         let branch = format!("refs/heads/baton/{id}");
         git(root, &["push", "-q", &remote, &format!("{base}:{branch}")]).map_err(|e| {
@@ -193,12 +215,7 @@ mod imp {
         answer: Option<&str>,
         json: bool,
     ) -> Result<Exit> {
-        let engine = engine(ctx, None)?;
-        let rt = crate::signals::runtime()?;
-        rt.block_on(async {
-            let client = sdk::connect(&engine, "baton client")
-                .await
-                .map_err(anyhow::Error::msg)?;
+        on_temporal(ctx, |_, client| async move {
             if let Some(text) = answer {
                 if let Err(e) = sdk::answer(&client, id, text).await {
                     errln!("baton: the workflow did not take the answer: {e}");
@@ -215,12 +232,7 @@ mod imp {
                 "--engine temporal: give the workflow's id (`baton status --engine temporal ID`)"
             );
         };
-        let engine = engine(ctx, None)?;
-        let rt = crate::signals::runtime()?;
-        let s = rt.block_on(async {
-            let client = sdk::connect(&engine, "baton client")
-                .await
-                .map_err(anyhow::Error::msg)?;
+        let s = on_temporal(ctx, |_, client| async move {
             sdk::status(&client, id).await.map_err(anyhow::Error::msg)
         })?;
         if json {
@@ -237,12 +249,7 @@ mod imp {
         json: bool,
         history: Option<&std::path::Path>,
     ) -> Result<Exit> {
-        let engine = engine(ctx, None)?;
-        let rt = crate::signals::runtime()?;
-        let log = rt.block_on(async {
-            let client = sdk::connect(&engine, "baton client")
-                .await
-                .map_err(anyhow::Error::msg)?;
+        let log = on_temporal(ctx, |_, client| async move {
             if let Some(path) = history {
                 let bytes = sdk::history_json(&client, id)
                     .await
@@ -287,25 +294,10 @@ mod imp {
         let engine = engine(ctx, None)?;
         let remote = engine.remote().map_err(anyhow::Error::msg)?.to_string();
         let root = &ctx.project_root;
-        let dirty = git(
-            root,
-            &[
-                "status",
-                "--porcelain",
-                "--",
-                ".",
-                ":(exclude,top).baton/state",
-            ],
-        )?;
-        if !dirty.is_empty() {
-            anyhow::bail!(
-                "the working tree has uncommitted changes; commit or stash them first:\n{dirty}"
-            );
-        }
+        let base = clean_head(root)?;
         let branch = git(root, &["symbolic-ref", "--short", "HEAD"]).map_err(|_| {
             anyhow::anyhow!("HEAD is detached: check out the branch the units should land on")
         })?;
-        let base = git(root, &["rev-parse", "HEAD"])?;
         let target = format!("refs/heads/{branch}");
         git(root, &["push", "-q", &remote, &format!("{base}:{target}")]).map_err(|e| {
             anyhow::anyhow!("cannot push {branch} to `engine.remote` ({remote}) as it is here: {e} (pull first if the remote is ahead)")
@@ -370,12 +362,7 @@ mod imp {
     }
 
     pub fn flow_status(ctx: &ProjectContext, id: &str, json: bool) -> Result<Exit> {
-        let engine = engine(ctx, None)?;
-        let rt = crate::signals::runtime()?;
-        let s = rt.block_on(async {
-            let client = sdk::connect(&engine, "baton client")
-                .await
-                .map_err(anyhow::Error::msg)?;
+        let s = on_temporal(ctx, |_, client| async move {
             baton_temporal::flow_sdk::status(&client, id)
                 .await
                 .map_err(anyhow::Error::msg)
@@ -499,7 +486,7 @@ mod imp {
         let rt = crate::signals::runtime()?;
         if !args.check_history.is_empty() {
             return rt.block_on(async {
-                match sdk::check_histories(&args.check_history).await {
+                match baton_temporal::worker::check_histories(&args.check_history).await {
                     Ok(n) => {
                         outln!("{n} history(ies) replay with this binary");
                         Ok(Exit::Ok)
@@ -544,7 +531,7 @@ mod imp {
                 args.slots,
                 dir.display()
             );
-            let r = sdk::run_node(&engine, node, args.slots, stop).await;
+            let r = baton_temporal::worker::run_node(&engine, node, args.slots, stop).await;
             match r {
                 Ok(()) if signalled.is_cancelled() => Ok(Exit::Interrupted),
                 Ok(()) => Ok(Exit::Ok),

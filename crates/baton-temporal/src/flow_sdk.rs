@@ -8,7 +8,7 @@ use std::time::Duration;
 use temporalio_client::{Client, WorkflowQueryOptions, WorkflowStartOptions};
 use temporalio_macros::{activities, workflow, workflow_methods};
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
-use temporalio_sdk::{ActivityOptions, WorkflowContext, WorkflowContextView, WorkflowResult};
+use temporalio_sdk::{WorkflowContext, WorkflowContextView, WorkflowResult};
 use tokio_util::sync::CancellationToken;
 
 use crate::flow::{
@@ -17,6 +17,7 @@ use crate::flow::{
 };
 use crate::mapping::Engine;
 use crate::node::Node;
+use crate::sdk::activity_options;
 
 /// A Flow on Temporal.
 #[workflow]
@@ -51,16 +52,7 @@ impl FlowWorkflow {
     #[run(name = "baton.flow")]
     pub async fn run(ctx: &mut WorkflowContext<Self>) -> WorkflowResult<FlowStatus> {
         let input = ctx.state(|s| s.input.clone());
-        let options = ActivityOptions::with_start_to_close_timeout(Duration::from_secs(12 * 3600))
-            .heartbeat_timeout(Duration::from_millis(input.heartbeat_timeout_ms))
-            .retry_policy(
-                temporalio_common::RetryPolicy::builder()
-                    .initial_interval(Duration::from_millis(500))
-                    .maximum_interval(Duration::from_secs(30))
-                    .maximum_attempts(20)
-                    .build(),
-            )
-            .build();
+        let options = activity_options(Duration::from_secs(12 * 3600), input.heartbeat_timeout_ms);
         // Every unit at once, on whichever nodes take them.
         let work = input.units.iter().map(|u| {
             ctx.execute_activity(

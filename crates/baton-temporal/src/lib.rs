@@ -26,6 +26,8 @@ pub mod mapping;
 pub mod node;
 #[cfg(feature = "temporal")]
 pub mod sdk;
+#[cfg(feature = "temporal")]
+pub mod worker;
 
 pub use mapping::{Progress, Status, StepInput, StepOutcome, StepResult, WorkflowInput};
 

@@ -16,11 +16,8 @@ use temporalio_client::{
 };
 use temporalio_macros::{activities, workflow, workflow_methods};
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
-use temporalio_sdk::runtime::worker_tuner::{FixedSizeSlotSupplier, TunerHolder};
-use temporalio_sdk::workflow_replayer::{WorkflowReplayer, WorkflowReplayerOptions};
 use temporalio_sdk::{
-    ActivityOptions, Runtime, SyncWorkflowContext, Worker, WorkerOptions, WorkflowContext,
-    WorkflowContextView, WorkflowResult,
+    ActivityOptions, SyncWorkflowContext, WorkflowContext, WorkflowContextView, WorkflowResult,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -66,16 +63,7 @@ impl BatonWorkflow {
     #[run(name = "baton.workflow")]
     pub async fn run(ctx: &mut WorkflowContext<Self>) -> WorkflowResult<Status> {
         let input = ctx.state(|s| s.input.clone());
-        let options = ActivityOptions::with_start_to_close_timeout(Duration::from_secs(6 * 3600))
-            .heartbeat_timeout(Duration::from_millis(input.heartbeat_timeout_ms))
-            .retry_policy(
-                temporalio_common::RetryPolicy::builder()
-                    .initial_interval(Duration::from_millis(500))
-                    .maximum_interval(Duration::from_secs(30))
-                    .maximum_attempts(20)
-                    .build(),
-            )
-            .build();
+        let options = activity_options(Duration::from_secs(6 * 3600), input.heartbeat_timeout_ms);
         let mut step = 0u32;
         loop {
             step += 1;
@@ -205,6 +193,21 @@ impl BatonWorkflow {
     }
 }
 
+/// How every baton activity is scheduled: `run_for` at most, a heartbeat at least every
+/// `heartbeat_ms`, and retries for infrastructure only (backing off to 30 s, 20 attempts).
+pub(crate) fn activity_options(run_for: Duration, heartbeat_ms: u64) -> ActivityOptions {
+    ActivityOptions::with_start_to_close_timeout(run_for)
+        .heartbeat_timeout(Duration::from_millis(heartbeat_ms))
+        .retry_policy(
+            temporalio_common::RetryPolicy::builder()
+                .initial_interval(Duration::from_millis(500))
+                .maximum_interval(Duration::from_secs(30))
+                .maximum_attempts(20)
+                .build(),
+        )
+        .build()
+}
+
 /// The finishing push: the workflow's branch to its final head, leased on the base it started at.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Land {
@@ -216,7 +219,7 @@ pub struct Land {
 
 /// The activities a worker node runs.
 pub struct NodeActivities {
-    node: Node,
+    pub node: Node,
 }
 
 #[activities]
@@ -379,68 +382,10 @@ pub async fn history_json(client: &Client, id: &str) -> Result<Vec<u8>, String> 
         .map_err(|e| format!("cannot fetch the history of {id}: {e}"))
 }
 
-/// Replays saved histories against this binary's workflow code: `Err` names the first that does
-/// not replay (a change of the workflow's decisions without a patch marker).
-pub async fn check_histories(files: &[std::path::PathBuf]) -> Result<usize, String> {
-    let replayer = WorkflowReplayer::new(
-        WorkflowReplayerOptions::new()
-            .register_workflow::<BatonWorkflow>()
-            .map_err(|e| e.to_string())?
-            .register_workflow::<crate::flow_sdk::FlowWorkflow>()
-            .map_err(|e| e.to_string())?
-            .build(),
-    )
-    .map_err(|e| e.to_string())?;
-    for f in files {
-        let bytes = std::fs::read(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
-        let history = temporalio_client::WorkflowHistory::from_json(&bytes)
-            .map_err(|e| format!("{}: not a workflow history: {e}", f.display()))?;
-        replayer
-            .replay_workflow(history)
-            .await
-            .map_err(|e| format!("{} does not replay: {e}", f.display()))?;
-    }
-    Ok(files.len())
-}
-
-/// Runs a worker node until `stop`: polls the task queue for workflow tasks and at most `slots`
-/// steps at once.
-pub async fn run_node(
-    engine: &Engine,
-    node: Node,
-    slots: usize,
-    stop: CancellationToken,
-) -> Result<(), String> {
-    let client = connect(engine, &node.name).await?;
-    let runtime = Runtime::from_current_tokio(Default::default()).map_err(|e| e.to_string())?;
-    let tuner = TunerHolder::builder()
-        .workflow_task_slot_supplier(FixedSizeSlotSupplier::new(100))
-        .activity_task_slot_supplier(FixedSizeSlotSupplier::new(slots))
-        .local_activity_task_slot_supplier(FixedSizeSlotSupplier::new(slots))
-        .nexus_task_slot_supplier(FixedSizeSlotSupplier::new(1))
-        .build();
-    let options = WorkerOptions::new(engine.task_queue.clone())
-        .client_identity_override(node.name.clone())
-        .tuner(tuner)
-        .register_activities(crate::flow_sdk::FlowActivities { node: node.clone() })
-        .register_activities(NodeActivities { node })
-        .register_workflow::<BatonWorkflow>()
-        .map_err(|e| e.to_string())?
-        .register_workflow::<crate::flow_sdk::FlowWorkflow>()
-        .map_err(|e| e.to_string())?
-        .build();
-    let mut worker = Worker::new(&runtime, client, options).map_err(|e| e.to_string())?;
-    let shutdown = worker.shutdown_handle();
-    tokio::spawn(async move {
-        stop.cancelled().await;
-        shutdown();
-    });
-    worker.run().await.map_err(|e| e.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use temporalio_sdk::workflow_replayer::{WorkflowReplayer, WorkflowReplayerOptions};
 
     /// A history of a real run (a BUILD with one remediation cycle, eight steps), saved by
     /// `temporal_e2e.rs` with `BATON_SAVE_HISTORY`.
@@ -467,16 +412,7 @@ mod tests {
         pub async fn run(ctx: &mut WorkflowContext<Self>) -> WorkflowResult<Status> {
             let input = ctx.state(|s| s.input.clone());
             let options =
-                ActivityOptions::with_start_to_close_timeout(Duration::from_secs(6 * 3600))
-                    .heartbeat_timeout(Duration::from_millis(input.heartbeat_timeout_ms))
-                    .retry_policy(
-                        temporalio_common::RetryPolicy::builder()
-                            .initial_interval(Duration::from_millis(500))
-                            .maximum_interval(Duration::from_secs(30))
-                            .maximum_attempts(20)
-                            .build(),
-                    )
-                    .build();
+                activity_options(Duration::from_secs(6 * 3600), input.heartbeat_timeout_ms);
             let _: StepResult = ctx
                 .execute_activity(
                     NodeActivities::step,
@@ -499,7 +435,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_saved_history_replays_and_a_changed_decision_does_not() {
-        assert_eq!(check_histories(&[fixture()]).await, Ok(1));
+        assert_eq!(crate::worker::check_histories(&[fixture()]).await, Ok(1));
         let changed = WorkflowReplayer::new(
             WorkflowReplayerOptions::new()
                 .register_workflow::<Changed>()
