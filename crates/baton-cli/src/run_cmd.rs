@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use baton_app::exit::Exit;
-use baton_app::project::project_context;
+use baton_app::project::{project_context, ProjectContext};
 use baton_app::workflow::{answer_document, pick, workflow_env};
 use baton_workflow::route::{route, route_as, WorkflowKind};
 use baton_workflow::run::{self, Observer, Outcome, RunEnv, RunError, StartOptions};
@@ -88,9 +88,10 @@ pub struct ResumeArgs {
     common: Common,
 }
 
-fn env(common: &Common) -> Result<RunEnv> {
-    let ctx = project_context(common.cwd.clone())?;
-    let delegate = baton_app::project::delegate_env(&ctx)?;
+/// The project's workflow environment; `ctx` is read once per command (reading it again would
+/// repeat its warnings, and its trust question on a terminal).
+fn env(ctx: &ProjectContext, common: &Common) -> Result<RunEnv> {
+    let delegate = baton_app::project::delegate_env(ctx)?;
     let executor = baton_app::project::executor_for(&delegate)?;
     for (flag, dir) in [("--record", &common.record), ("--replay", &common.replay)] {
         if let Some(d) = dir {
@@ -159,8 +160,8 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         (Some(w), None) => route_as(&request, w),
         (None, None) => route(&request),
     };
+    let ctx = project_context(args.common.cwd.clone())?;
     {
-        let ctx = project_context(args.common.cwd.clone())?;
         let kind = crate::temporal_cmd::engine_kind(args.common.engine, &ctx.config.config);
         if kind == baton_protocol::config::EngineKind::Temporal {
             if args.plan.is_some() || args.common.record.is_some() || args.common.replay.is_some() {
@@ -182,7 +183,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
             );
         }
     }
-    let env = env(&args.common)?;
+    let env = env(&ctx, &args.common)?;
     let rt = crate::signals::runtime()?;
     let decision = if decision.conflict() && args.workflow.is_none() && args.plan.is_none() {
         let (d, note) = rt.block_on(run::tiebreak(&env.delegate.config, &request, decision));
@@ -280,8 +281,8 @@ fn ask_worktree() -> Option<bool> {
 
 pub fn resume(args: ResumeArgs) -> Result<Exit> {
     check_budget(&args.common)?;
+    let ctx = project_context(args.common.cwd.clone())?;
     {
-        let ctx = project_context(args.common.cwd.clone())?;
         let kind = crate::temporal_cmd::engine_kind(args.common.engine, &ctx.config.config);
         if kind == baton_protocol::config::EngineKind::Temporal {
             let Some(id) = args.id.as_deref() else {
@@ -290,7 +291,7 @@ pub fn resume(args: ResumeArgs) -> Result<Exit> {
             return crate::temporal_cmd::resume(&ctx, id, args.answer.as_deref(), args.common.json);
         }
     }
-    let env = env(&args.common)?;
+    let env = env(&ctx, &args.common)?;
     let store = WorkflowStore::new(env.delegate.state.clone());
     let id = match pick(&store, args.id.as_deref()) {
         Ok(id) => id,
