@@ -205,6 +205,21 @@ pub fn trust(root: &Path) -> Result<String> {
         .canonicalize()
         .with_context(|| format!("cannot resolve {}", root.display()))?;
     let path = trust_file().context("no home folder: set HOME or XDG_CONFIG_HOME")?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    // Read, change, write under a lock: two `baton trust` at once (worker nodes trusting their
+    // worktrees side by side) must not lose each other's record.
+    let lock_path = path.with_extension("toml.lock");
+    let _lock =
+        baton_state::FileLock::acquire_within(&lock_path, std::time::Duration::from_secs(30))
+            .with_context(|| format!("cannot lock {}", lock_path.display()))?
+            .with_context(|| {
+                format!(
+                    "{} is held by another process for 30 s",
+                    lock_path.display()
+                )
+            })?;
     let mut file = read_file()?;
     let hash = project_hash(&root);
     file.project.retain(|r| r.path != root);
@@ -212,11 +227,8 @@ pub fn trust(root: &Path) -> Result<String> {
         path: root,
         hash: hash.clone(),
     });
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
     let text = toml::to_string(&file).context("cannot write the trust records")?;
-    let tmp = path.with_extension("toml.tmp");
+    let tmp = path.with_extension(format!("toml.{}.tmp", std::process::id()));
     std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(hash)

@@ -129,8 +129,10 @@ fn print_summary(s: &Summary) {
 
 pub fn status(args: StatusArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd)?;
-    if crate::temporal_cmd::engine_kind(args.engine, &ctx.config.config)
-        == baton_protocol::config::EngineKind::Temporal
+    // `engine.kind = "temporal"` shows one workflow on Temporal; the listing stays the project's.
+    if (args.engine.is_some() || args.id.is_some())
+        && crate::temporal_cmd::engine_kind(args.engine, &ctx.config.config)
+            == baton_protocol::config::EngineKind::Temporal
     {
         return crate::temporal_cmd::status(&ctx, args.id.as_deref(), args.json);
     }

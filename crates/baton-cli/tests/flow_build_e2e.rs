@@ -129,10 +129,17 @@ fn two_builds_that_touch_the_same_file_stop_the_flow_at_the_second_with_its_work
         let s = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, format!("echo {u} > shared.txt\n{s}")).unwrap();
     }
+    // A project whose engine is Temporal, run here with the local one: the units' BUILDs stay
+    // local too (there is no Temporal server in this test).
+    wf.sb
+        .write(".baton/config.toml", "[engine]\nkind = \"temporal\"\n");
+    wf.sb.commit_all("engine");
     let file = units_file(&wf, &units);
     let o = wf.run(&[
         "flow",
         "start",
+        "--engine",
+        "local",
         "--workflow",
         "build",
         "--json",

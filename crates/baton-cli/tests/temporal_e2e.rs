@@ -214,6 +214,22 @@ impl Cluster {
         self.nodes.push((name.to_string(), child));
     }
 
+    /// Waits until every node in `names` polls the queue for activities (so none of them misses
+    /// the work about to be started).
+    fn wait_polling(&self, server: &Server, names: &[&str]) {
+        let seen = wait_until(Duration::from_secs(60), || {
+            let o = Command::new(temporal().unwrap())
+                .args(["task-queue", "describe", "--task-queue", &self.queue])
+                .args(["--task-queue-type", "activity", "--address"])
+                .arg(server.address())
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&o.stdout);
+            names.iter().all(|n| text.contains(n))
+        });
+        assert!(seen, "the nodes {names:?} never polled {}", self.queue);
+    }
+
     fn kill_node(&mut self, name: &str) {
         let i = self.nodes.iter().position(|(n, _)| n == name).unwrap();
         let (_, mut child) = self.nodes.remove(i);
@@ -620,6 +636,7 @@ fn a_backlog_of_build_workflows_is_implemented_on_two_nodes_and_lands_in_declare
     let mut c = Cluster::with(&server, wf);
     c.node_with("node-a", 1);
     c.node_with("node-b", 1);
+    c.wait_polling(&server, &["node-a", "node-b"]);
     let file = units_file(&c.wf, &units);
     let o = c.wf.run(&[
         "flow",

@@ -1,11 +1,12 @@
 //! `baton flow start --workflow build`: each unit is a whole gated BUILD workflow.
 //!
-//! The unit's implementer is `baton run --workflow build --no-worktree --json TASK`, run in the
-//! unit's worktree under the process guard: builder → reviewer ‖ hunter → verifier, with its
-//! remediation cycles, its memory and its record, exactly as on its own. When the BUILD completes,
-//! Flow commits what it changed (baton's own `.baton/` left out) on the unit's branch; the landing
-//! that follows is Flow's as always (rebase, validation, review, `--ff-only`). A BUILD that stops
-//! at a checkpoint or fails is a failed implementer, naming the workflow to answer.
+//! The unit's implementer is `baton run --engine local --workflow build --no-worktree --json
+//! TASK`, run in the unit's worktree under the process guard: builder → reviewer ‖ hunter →
+//! verifier, with its remediation cycles, its memory and its record, exactly as on its own. When
+//! the BUILD completes, Flow commits what it changed (baton's own `.baton/` left out) on the
+//! unit's branch; the landing that follows is Flow's as always (rebase, validation, review,
+//! `--ff-only`). A BUILD that stops at a checkpoint or fails is a failed implementer, naming the
+//! workflow to answer.
 //!
 //! The BUILD runs with the config this Flow runs with (written to the Flow's folder and handed over
 //! as `BATON_CONFIG`), so a unit's worktree reads no setting the user has not trusted. Its record
@@ -76,6 +77,8 @@ impl Run<'_> {
             command: self.env.delegate.baton_exe.display().to_string(),
             args: [
                 "run",
+                "--engine",
+                "local",
                 "--workflow",
                 "build",
                 "--no-worktree",
