@@ -142,6 +142,9 @@ impl BatonWorkflow {
                 }
                 Next::End => {
                     if matches!(r.outcome, StepOutcome::Completed { .. }) && r.head != input.base {
+                        // Completed once its branch holds the result: a client that follows the
+                        // status reads the branch after it moved.
+                        ctx.state_mut(|s| s.status.state = WfState::Running);
                         ctx.execute_activity(
                             NodeActivities::land,
                             Land {
@@ -153,6 +156,7 @@ impl BatonWorkflow {
                             options.clone(),
                         )
                         .await?;
+                        ctx.state_mut(|s| s.status.state = WfState::Completed);
                     }
                     return Ok(ctx.state(|s| s.status.clone()));
                 }
