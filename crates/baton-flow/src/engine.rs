@@ -43,7 +43,7 @@ use crate::store::{now_rfc3339, CrashHook, FlowLog, FlowStore, StoreError};
 use crate::units::{parse_units, InputError, UnitSpec};
 use crate::validate::{bounded, run_validation, Validation, EVIDENCE_BOUND};
 
-pub use build_unit::{build_task, commit_change};
+pub use build_unit::{build_args, build_task, commit_change};
 pub use clean::{clean, clean_plan, CleanPlan};
 pub use entry::{
     abandon, continue_flow, land, new_flow_id, repair, resume, start, start_as, status,

@@ -31,8 +31,9 @@ pub mod units;
 pub use baton_exec::guarded as validate;
 
 pub use engine::{
-    abandon, build_task, clean, clean_plan, commit_change, continue_flow, land, repair, resume,
-    start, start_as, status, CleanPlan, FlowEnv, FlowError, FlowStatus, MainNow, Notice, Observer,
+    abandon, build_args, build_task, clean, clean_plan, commit_change, continue_flow, land, repair,
+    resume, start, start_as, status, CleanPlan, FlowEnv, FlowError, FlowStatus, MainNow, Notice,
+    Observer,
 };
 pub use event::{CleanItem, FlowEvent, Record, UnitWorkflow};
 pub use state::{FlowState, Phase, UnitStatus};

@@ -171,20 +171,7 @@ impl Node {
         }
         let branch = input.target.trim_start_matches("refs/heads/");
         let args: Vec<String> = if input.build {
-            let task = baton_flow::build_task(&input.unit, branch);
-            [
-                "run",
-                "--engine",
-                "local",
-                "--workflow",
-                "build",
-                "--no-worktree",
-                "--json",
-                "--",
-                task.as_str(),
-            ]
-            .map(String::from)
-            .to_vec()
+            baton_flow::build_args(&baton_flow::build_task(&input.unit, branch))
         } else {
             let task = format!(
                 "{}\n\nCommit your finished work; it lands on {branch} once these commands pass, run directly without a shell:\n{}",

@@ -75,18 +75,7 @@ impl Run<'_> {
         let task = build_task(&u.spec, &state.main_branch);
         let command = ValidationCommand {
             command: self.env.delegate.baton_exe.display().to_string(),
-            args: [
-                "run",
-                "--engine",
-                "local",
-                "--workflow",
-                "build",
-                "--no-worktree",
-                "--json",
-                task.as_str(),
-            ]
-            .map(String::from)
-            .to_vec(),
+            args: build_args(&task),
         };
         let mut env = vec![
             ("BATON_CONFIG".to_string(), config.display().to_string()),
@@ -238,6 +227,25 @@ pub fn build_task(unit: &UnitSpec, main_branch: &str) -> String {
         ));
     }
     task
+}
+
+/// The arguments of `baton` that run a unit's BUILD in its worktree (always on the local engine;
+/// the task after `--`, so one that starts with `-` is not read as a flag).
+pub fn build_args(task: &str) -> Vec<String> {
+    let head = [
+        "run",
+        "--engine",
+        "local",
+        "--workflow",
+        "build",
+        "--no-worktree",
+        "--json",
+        "--",
+    ];
+    head.iter()
+        .map(|a| a.to_string())
+        .chain([task.to_string()])
+        .collect()
 }
 
 /// Commits everything a unit's workflow changed in its worktree but baton's own folder, then puts
