@@ -36,49 +36,87 @@ function opener(label, text, go) {
   return el('button', { type: 'button', class: 'link', 'aria-label': label, text, onclick: go });
 }
 
+// Filling a list row in place (see vlist.js): `put` writes texts into the cells of `tr` from
+// column `from` on, `link` makes column `k` a button that opens something (or plain text when
+// `go` is null). Both make the cell the first time and only change what differs after.
+function put(tr, from, texts) {
+  for (let k = 0; k < texts.length; k++) {
+    const v = texts[k] === undefined || texts[k] === null ? '' : String(texts[k]);
+    const td = cell(tr, from + k);
+    if (td.childNodes.length !== 1 || td.firstChild.nodeType !== Node.TEXT_NODE) td.replaceChildren(v);
+    else if (td.firstChild.data !== v) td.firstChild.data = v;
+  }
+  return tr;
+}
+
+function link(tr, k, label, text, go) {
+  if (!go) return put(tr, k, [text]);
+  const td = cell(tr, k);
+  let b = td.firstChild;
+  if (!b || b.nodeName !== 'BUTTON' || td.childNodes.length !== 1) {
+    b = el('button', { type: 'button', class: 'link', onclick: () => b.go() });
+    td.replaceChildren(b);
+  }
+  b.go = go;
+  if (b.getAttribute('aria-label') !== label) b.setAttribute('aria-label', label);
+  if (b.textContent !== text) b.textContent = text;
+  return tr;
+}
+
+function cell(tr, k) {
+  while (tr.children.length <= k) tr.append(el('td'));
+  return tr.children[k];
+}
+
+function mark(node, name, value) {
+  const v = String(value);
+  if (node.getAttribute(name) !== v) node.setAttribute(name, v);
+}
+
 // ---- the lists ----------------------------------------------------------------------------
-const workflows = new VList(document.querySelector('#workflows').parentElement, (r) => {
-  const tr = el('tr', { 'data-id': r.id });
-  tr.append(el('td', {}, opener(`open workflow ${r.id}`, r.id, () => openWorkflow(r.id))));
-  cells(tr, [r.type || '', r.state, r.phase || '', r.waits || '', r.tokens || '', money(r.cost), age(r.first), r.last]);
+const workflows = new VList(document.querySelector('#workflows').parentElement, (r, i, tr = el('tr')) => {
+  mark(tr, 'data-id', r.id);
+  link(tr, 0, `open workflow ${r.id}`, r.id, () => openWorkflow(r.id));
+  put(tr, 1, [r.type || '', r.state, r.phase || '', r.waits || '', r.tokens || '', money(r.cost), age(r.first), r.last]);
   tr.children[2].className = r.state;
   return tr;
 });
-const flows = new VList(document.querySelector('#flows').parentElement, (r) => {
-  const tr = el('tr', { 'data-id': r.id });
-  tr.append(el('td', {}, opener(`open flow ${r.id}`, r.id, () => openFlow(r.id))));
+const flows = new VList(document.querySelector('#flows').parentElement, (r, i, tr = el('tr')) => {
+  mark(tr, 'data-id', r.id);
+  link(tr, 0, `open flow ${r.id}`, r.id, () => openFlow(r.id));
   const units = [...(r.units || new Map()).values()];
-  cells(tr, [r.state, `${units.filter((u) => u.steps[4] === 'done').length}/${units.length}`, r.last, r.at || '']);
+  put(tr, 1, [r.state, `${units.filter((u) => u.steps[4] === 'done').length}/${units.length}`, r.last, r.at || '']);
   tr.children[1].className = r.state;
   return tr;
 });
-const tasks = new VList(document.querySelector('#tasks').parentElement, (r) => {
-  const tr = el('tr', { 'data-id': r.id });
-  tr.append(el('td', {}, opener(`open task ${r.id} log`, r.id, () => openLog(r.id))));
-  cells(tr, [r.state, r.what || '', r.tokens || '', money(r.cost), r.last]);
+const tasks = new VList(document.querySelector('#tasks').parentElement, (r, i, tr = el('tr')) => {
+  mark(tr, 'data-id', r.id);
+  link(tr, 0, `open task ${r.id} log`, r.id, () => openLog(r.id));
+  put(tr, 1, [r.state, r.what || '', r.tokens || '', money(r.cost), r.last]);
   tr.children[1].className = r.state;
-  const act = el('td');
-  if (r.state === 'running') act.append(el('button', { type: 'button', text: 'cancel', 'aria-label': `cancel task ${r.id}`, onclick: () => post(`/api/tasks/${encodeURIComponent(r.id)}/cancel`, '', `Cancel task ${r.id}?`) }));
-  tr.append(act);
+  const act = cell(tr, 6);
+  const label = `cancel task ${r.id}`;
+  if (r.state !== 'running') act.replaceChildren();
+  else if (!act.firstChild || act.firstChild.getAttribute('aria-label') !== label) {
+    act.replaceChildren(el('button', { type: 'button', text: 'cancel', 'aria-label': label, onclick: () => post(`/api/tasks/${encodeURIComponent(r.id)}/cancel`, '', `Cancel task ${r.id}?`) }));
+  }
   return tr;
 });
-const sessions = new VList(document.querySelector('#sessions').parentElement, (r) => {
-  const tr = el('tr', { 'data-id': r.id });
-  tr.append(el('td', {}, opener(`open session ${r.id} transcript`, r.id, () => openTranscript(r.id))));
-  cells(tr, [r.state, r.role || '', r.model || '', r.routed ? 'two lanes' : '', r.last]);
-  tr.children[1].className = r.state;
-  return tr;
-});
-const workersList = new VList(document.querySelector('#workers').parentElement, (r) => {
-  const tr = el('tr', { 'data-id': r.id });
-  tr.append(el('td', {}, r.session
-    ? opener(`open worker ${r.id} transcript`, r.id, () => openTranscript(r.session))
-    : r.id));
-  cells(tr, [r.state, r.role || '', r.model || '', r.turns || 0, r.tokens || '', money(r.cost), r.doing || '', r.answer || '']);
+const sessions = new VList(document.querySelector('#sessions').parentElement, (r, i, tr = el('tr')) => {
+  mark(tr, 'data-id', r.id);
+  link(tr, 0, `open session ${r.id} transcript`, r.id, () => openTranscript(r.id));
+  put(tr, 1, [r.state, r.role || '', r.model || '', r.routed ? 'two lanes' : '', r.last]);
   tr.children[1].className = r.state;
   return tr;
 });
-const events = new VList(document.querySelector('#events').parentElement, (x) => cells(el('tr'), [Number.isFinite(x.t) ? new Date(x.t).toISOString() : '', x.kind, x.id, x.name, x.text]));
+const workersList = new VList(document.querySelector('#workers').parentElement, (r, i, tr = el('tr')) => {
+  mark(tr, 'data-id', r.id);
+  link(tr, 0, `open worker ${r.id} transcript`, r.id, r.session ? () => openTranscript(r.session) : null);
+  put(tr, 1, [r.state, r.role || '', r.model || '', r.turns || 0, r.tokens || '', money(r.cost), r.doing || '', r.answer || '']);
+  tr.children[1].className = r.state;
+  return tr;
+});
+const events = new VList(document.querySelector('#events').parentElement, (x, i, tr = el('tr')) => put(tr, 0, [Number.isFinite(x.t) ? new Date(x.t).toISOString() : '', x.kind, x.id, x.name, x.text]));
 
 // The events list, newest first, filtered incrementally: only events not yet looked at are.
 const evFilter = { kind: '', text: '', upto: 0, hits: [] };
@@ -159,21 +197,25 @@ function needCard(r) {
 
 // ---- one workflow -------------------------------------------------------------------------
 let wfOpen = null;
-const dispatches = new VList($('dispatches-box'), (n, i) => {
-  const tr = el('tr', { 'data-task': n.task });
-  tr.append(el('td', {}, opener(`dispatch ${n.key}`, n.key, () => showDispatch(n))));
+const dispatches = new VList($('dispatches-box'), (n, i, tr = el('tr')) => {
+  mark(tr, 'data-task', n.task);
+  link(tr, 0, `dispatch ${n.key}`, n.key, () => showDispatch(n));
   const run = n.end !== undefined ? n.end - n.start : Date.now() - n.start;
   const queue = Math.max(0, n.start - n.ready);
-  cells(tr, [n.agent, n.phase, n.verdict || '', n.route || '', n.tokens || '', money(n.cost), secs(queue), n.end !== undefined ? secs(run) : 'running']);
+  put(tr, 1, [n.agent, n.phase, n.verdict || '', n.route || '', n.tokens || '', money(n.cost), secs(queue), n.end !== undefined ? secs(run) : 'running']);
   const s = scale;
-  const lane = el('td', { class: 'lane' });
-  const q = el('div', { class: 'bar queue', role: 'img', 'aria-label': `queued ${secs(queue)}` });
+  const lane = cell(tr, 9);
+  if (!lane.firstChild) {
+    lane.className = 'lane';
+    lane.append(el('div', { class: 'track' }, el('div', { class: 'bar queue', role: 'img' }), el('div', { role: 'img' })));
+  }
+  const [q, b] = lane.firstChild.children;
+  mark(q, 'aria-label', `queued ${secs(queue)}`);
   q.style.marginLeft = `${((n.ready - s.t0) / s.span) * 100}%`;
   q.style.width = `${(queue / s.span) * 100}%`;
-  const b = el('div', { class: `bar run ${n.verdict === 'fail' || n.error ? 'failed' : n.end !== undefined ? 'done' : 'running'}`, role: 'img', 'aria-label': `${n.agent} from ${secs(n.start - s.t0)} for ${secs(run)}` });
+  b.className = `bar run ${n.verdict === 'fail' || n.error ? 'failed' : n.end !== undefined ? 'done' : 'running'}`;
+  mark(b, 'aria-label', `${n.agent} from ${secs(n.start - s.t0)} for ${secs(run)}`);
   b.style.width = `${Math.max((run / s.span) * 100, 0.5)}%`;
-  lane.append(el('div', { class: 'track' }, q, b));
-  tr.append(lane);
   return tr;
 });
 let scale = { t0: 0, span: 1 };

@@ -1,13 +1,20 @@
 // A table that renders only the rows in view: a scrolling box holding one <table> whose body is
 // a spacer row, the visible rows and another spacer. Rows have one fixed height (CSS `--row`),
 // so a list of 100,000 items costs what a list of 40 does.
+//
+// Rows are recycled: the <tr> that showed the first visible item is filled with the new first
+// visible item when the list scrolls, and so on down. Scrolling therefore makes no DOM garbage,
+// whose collection (a full one, tracing every event the page holds) was the longest stall while
+// scrolling a big project.
 
 const ROW = 26; // px, as .vlist tr in app.css
 const OVERSCAN = 8;
 const MOST = 80; // never more rows than this in the DOM, whatever the box's height
 
 export class VList {
-  // `box`: the scrolling element holding a <table> with a <tbody>; `row(item)` makes a <tr>.
+  // `box`: the scrolling element holding a <table> with a <tbody>. `row(item, i, tr)` fills the
+  // row `tr` this list drew before (for another item, or the same one changed) and returns it;
+  // without `tr` it makes a new row.
   constructor(box, row) {
     this.box = box;
     this.body = box.querySelector('tbody');
@@ -16,6 +23,11 @@ export class VList {
     this.cols = box.querySelectorAll('thead th').length || 1;
     this.shown = null; // [first, last, version] of what is drawn
     this.version = 0;
+    this.top = spacer(this.cols);
+    this.bottom = spacer(this.cols);
+    this.rows = []; // the <tr>s between the spacers, in order
+    this.spare = []; // rows taken out, filled again before any new one is made
+    this.body.replaceChildren(this.top, this.bottom);
     box.addEventListener('scroll', () => this.draw(), { passive: true });
   }
 
@@ -42,24 +54,47 @@ export class VList {
     const s = this.shown;
     if (s && s[0] === first && s[1] === last && s[2] === this.version) return;
     this.shown = [first, last, this.version];
-    const at = typeof this.items.at === 'function' && !Array.isArray(this.items)
-      ? (i) => this.items.at(i)
-      : (i) => this.items[i];
-    const rows = [];
-    if (first > 0) rows.push(spacer(first * ROW, this.cols));
-    for (let i = first; i < last; i++) rows.push(this.row(at(i), i));
-    if (last < n) rows.push(spacer((n - last) * ROW, this.cols));
-    this.body.replaceChildren(...rows);
+    const items = this.items;
+    const at = typeof items.at === 'function' && !Array.isArray(items) ? (i) => items.at(i) : (i) => items[i];
+    const rows = this.rows;
+    // A focused control in a row about to show another item would act on that item: it loses
+    // focus, as it did when rows were made anew.
+    const focused = document.activeElement;
+    const holdsFocus = this.body.contains(focused);
+    for (let k = 0; k < last - first; k++) {
+      const i = first + k;
+      const old = rows[k];
+      if (holdsFocus && old && old.index !== i && old.contains(focused)) focused.blur();
+      const tr = this.row(at(i), i, old || this.spare.pop());
+      tr.index = i;
+      if (tr === old) continue;
+      if (old) old.replaceWith(tr);
+      else this.bottom.before(tr);
+      rows[k] = tr;
+    }
+    while (rows.length > last - first) {
+      const tr = rows.pop();
+      tr.remove();
+      this.spare.push(tr); // kept for when the window grows again (near the ends it is shorter)
+    }
+    size(this.top, first * ROW);
+    size(this.bottom, (n - last) * ROW);
   }
 }
 
-function spacer(px, cols) {
+function spacer(cols) {
   const tr = document.createElement('tr');
   tr.className = 'spacer';
   tr.setAttribute('aria-hidden', 'true');
+  tr.hidden = true;
   const td = document.createElement('td');
   td.colSpan = cols;
-  td.style.height = `${px}px`;
   tr.append(td);
   return tr;
+}
+
+function size(tr, px) {
+  tr.hidden = px === 0;
+  const h = `${px}px`;
+  if (tr.firstChild.style.height !== h) tr.firstChild.style.height = h;
 }
