@@ -285,12 +285,6 @@ mod imp {
         json: bool,
     ) -> Result<Exit> {
         use baton_temporal::flow::FlowInput;
-        if let Some(u) = units.iter().find(|u| u.review.is_some()) {
-            anyhow::bail!(
-                "`{}`: a unit's `review` is judged by the local engine's reviewer only: drop it, or run this Flow with --engine local",
-                u.id
-            );
-        }
         let engine = engine(ctx, None)?;
         let remote = engine.remote().map_err(anyhow::Error::msg)?.to_string();
         let root = &ctx.project_root;

@@ -735,3 +735,177 @@ fn a_flow_of_implementer_units_lands_from_a_node() {
     );
     server_model.assert_tool_results_answer_calls();
 }
+
+/// A Flow of one unit `solo` with a `review` criterion, on one node, against a mock model whose
+/// turns are the implementer's (write `solo.txt`) then the reviewer's (read the packet it is
+/// handed, then `answer`). Returns what must outlive the test (dropped last to first: the
+/// nodes before the server, the server before its folder), the model and `flow start`'s output.
+fn reviewed_flow(
+    answer: &str,
+) -> (
+    tempfile::TempDir,
+    Server,
+    Cluster,
+    baton_testkit::MockServer,
+    std::process::Output,
+) {
+    let model = baton_testkit::MockServer::builder()
+        .turn(baton_testkit::Turn::tool_call(
+            "c1",
+            "write",
+            serde_json::json!({"path": "solo.txt", "content": "solo\n"}),
+        ))
+        .turn(baton_testkit::Turn::text("Wrote solo.txt."))
+        .turn(baton_testkit::Turn::tool_call(
+            "r1",
+            "read",
+            serde_json::json!({"path": ".baton/state/review/solo-1.patch"}),
+        ))
+        .turn(baton_testkit::Turn::text(answer))
+        .start_blocking();
+    let sb = baton_testkit::fixture::Sandbox::new().mock_provider(
+        &model,
+        "openai",
+        "[models]\nbalanced = \"mock/m\"\n",
+    );
+    let wf = Wf::with(sb);
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let mut c = Cluster::with(&server, wf);
+    c.node("node-a");
+    let units = serde_json::json!({"units": [{
+        "id": "solo", "name": "add solo", "task": "add the solo file",
+        "validation": [{"command": "test", "args": ["-f", "solo.txt"]}],
+        "review": "solo.txt says hello",
+    }]});
+    let file = c.wf.sb.path("units.json");
+    std::fs::write(&file, units.to_string()).unwrap();
+    let o = c.wf.run(&[
+        "flow",
+        "start",
+        "--engine",
+        "temporal",
+        "--json",
+        file.to_str().unwrap(),
+    ]);
+    (scratch, server, c, model, o)
+}
+
+#[test]
+fn a_unit_s_review_is_judged_on_the_node_from_the_packet_and_its_pass_lands_it() {
+    let Some(_) = temporal() else { return };
+    let (_scratch, _server, c, model, o) = reviewed_flow("PASS");
+    assert_exit(&o, 0);
+    let status = run_json(&o);
+    assert_eq!(status["state"], "completed", "{status:#}\n{}", err(&o));
+    assert_eq!(status["units"][0]["state"], "integrated");
+    assert_eq!(
+        c.remote_git(&["show", "refs/heads/main:solo.txt"]),
+        "solo\n"
+    );
+    // The reviewer was asked with the criterion, and read the exact change onto the target.
+    let requests = model.model_requests();
+    assert_eq!(requests.len(), 4, "implementer 2 turns, reviewer 2");
+    let task = requests[2].last_user_text().unwrap_or_default();
+    assert!(task.contains("solo.txt says hello"), "{task}");
+    assert!(task.contains("/.baton/state/review/solo-1.patch"), "{task}");
+    let read = &requests[3].tool_results()[0].text;
+    assert!(
+        read.contains("diff --git a/solo.txt b/solo.txt") && read.contains("+solo"),
+        "{read}"
+    );
+    // The packet went with the review; nothing of it reached the branch.
+    let tree = c.remote_git(&["ls-tree", "-r", "--name-only", "refs/heads/main"]);
+    assert!(!tree.contains(".baton/state"), "{tree}");
+}
+
+#[test]
+fn a_unit_its_reviewer_does_not_pass_ends_the_flow_rejected_and_the_target_stays() {
+    let Some(_) = temporal() else { return };
+    let (_scratch, _server, c, _model, o) = reviewed_flow("solo.txt says solo, not hello.");
+    assert_exit(&o, 1);
+    let status = run_json(&o);
+    assert_eq!(status["state"], "failed", "{status:#}\n{}", err(&o));
+    let unit = &status["units"][0];
+    assert_eq!(unit["state"], "rejected", "{status:#}");
+    let why = unit["why"].as_str().unwrap();
+    assert!(
+        why.contains("only `PASS` approves") && why.contains("says solo, not hello"),
+        "{why}"
+    );
+    let flow = status["id"].as_str().unwrap();
+    assert!(why.contains(&format!("refs/baton/{flow}/solo-")), "{why}");
+    // The target did not move; the unit's commit is kept on the remote.
+    assert_eq!(
+        c.remote_git(&["rev-parse", "refs/heads/main"]).trim(),
+        status["head"].as_str().unwrap()
+    );
+    let kept = c.remote_git(&[
+        "for-each-ref",
+        "--format=%(refname)",
+        &format!("refs/baton/{flow}/"),
+    ]);
+    assert_eq!(kept.trim(), format!("refs/baton/{flow}/solo-1"));
+    assert!(c
+        .remote_git(&["show", &format!("refs/baton/{flow}/solo-1:solo.txt")])
+        .contains("solo"));
+}
+
+#[test]
+fn a_checkpoint_nobody_answers_stops_the_workflow_at_the_checkpoint_timeout() {
+    let Some(_) = temporal() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let mut c = Cluster::new(&server);
+    c.wf.answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
+    let config = c.wf.sb.work().join(".baton/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("checkpoint_timeout = \"2s\"\n");
+    c.wf.sb.write(".baton/config.toml", &text);
+    c.wf.sb.commit_all("a short checkpoint timeout");
+    c.node("node-a");
+    let o = c.wf.run(&[
+        "run",
+        "--engine",
+        "temporal",
+        "--workflow",
+        "build",
+        "--json",
+        "add a feature file",
+    ]);
+    assert_exit(&o, 4);
+    let doc = run_json(&o);
+    let id = doc["id"].as_str().unwrap().to_string();
+    let option = doc["checkpoint"]["options"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The server's timer ends the wait; nothing else does.
+    assert!(wait_until(Duration::from_secs(60), || {
+        let o = c.wf.run(&["status", "--engine", "temporal", "--json", &id]);
+        o.status.success()
+            && serde_json::from_str::<Value>(out(&o).trim()).is_ok_and(|s| s["state"] == "stopped")
+    }));
+    let status = c.status(&id);
+    let brief = status["brief"].as_str().unwrap_or_default();
+    assert!(
+        brief.contains("no answer at the checkpoint within 2s"),
+        "{status:#}"
+    );
+    // A late answer is refused and changes nothing; the branch never moved.
+    let o =
+        c.wf.run(&["resume", "--engine", "temporal", &id, "--answer", &option]);
+    assert_exit(&o, 2);
+    assert!(err(&o).contains("did not take the answer"), "{}", err(&o));
+    assert_eq!(c.status(&id)["state"], "stopped");
+    let start = Command::new("git")
+        .arg("-C")
+        .arg(c.wf.sb.work())
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        c.remote_git(&["rev-parse", &format!("refs/heads/baton/{id}")]),
+        String::from_utf8_lossy(&start.stdout)
+    );
+}

@@ -13,6 +13,7 @@ mod entry;
 mod evidence;
 mod implement;
 mod integrate;
+pub mod review;
 mod setup;
 
 use std::path::{Path, PathBuf};
@@ -53,11 +54,7 @@ pub use entry::{
 /// The line in `info/exclude` that keeps Flow's own state out of `git status`.
 pub const STATE_EXCLUDE: &str = "/.baton/state/";
 
-/// The largest patch one review packet holds (seed 004's `REVIEW_MAX_PATCH_BYTES`; the value is
-/// baton's: a reviewer model reads 512 KiB of diff in one sitting).
-pub const REVIEW_MAX_PATCH_BYTES: usize = 512 * 1024;
-/// The most files one review packet covers (seed 004's `REVIEW_MAX_PATHS`; baton's value).
-pub const REVIEW_MAX_PATHS: usize = 200;
+pub use review::{REVIEW_MAX_PATCH_BYTES, REVIEW_MAX_PATHS};
 
 /// Something a caller may want to show while a Flow runs.
 #[derive(Debug, Clone, Copy)]

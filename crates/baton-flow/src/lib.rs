@@ -30,6 +30,7 @@ pub mod tool;
 pub mod units;
 pub use baton_exec::guarded as validate;
 
+pub use engine::review;
 pub use engine::{
     abandon, build_args, build_task, clean, clean_plan, commit_change, continue_flow, land, repair,
     resume, start, start_as, status, CleanPlan, FlowEnv, FlowError, FlowStatus, MainNow, Notice,

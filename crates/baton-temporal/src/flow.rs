@@ -7,13 +7,15 @@
 //! left out, with a `baton-flow: FLOW/UNIT` trailer) and pushes it to
 //! `refs/baton/<flow>/<unit>-<attempt>`. Then, in declared order, one activity per unit
 //! (`baton.integrate`) rebases it onto the target branch as the earlier units left it, runs its
-//! validation commands (in the sandbox) and moves the target with `--force-with-lease` on the
-//! head it found: the same gate as the local Flow's, on the shared remote.
+//! validation commands (in the sandbox), has the project's reviewer judge it when the unit asks
+//! for `review`, and moves the target with `--force-with-lease` on the head it found: the same
+//! gate as the local Flow's, on the shared remote.
 
 use std::path::Path;
 use std::time::Duration;
 
-use baton_exec::guarded::{run_validation, CommandRules, Validation};
+use baton_exec::delegate::{DelegateReport, EntryReport, EntryStatus};
+use baton_exec::guarded::{bounded, run_validation, CommandRules, Validation, EVIDENCE_BOUND};
 use baton_flow::UnitSpec;
 use baton_git::Git;
 use serde::{Deserialize, Serialize};
@@ -91,6 +93,11 @@ pub enum Integrated {
         output: String,
         node: String,
     },
+    /// The unit asked for review and its reviewer did not approve it (or could not be asked).
+    Rejected {
+        findings: String,
+        node: String,
+    },
 }
 
 baton_protocol::closed_set! {
@@ -107,6 +114,8 @@ baton_protocol::closed_set! {
         Conflict = "conflict",
         /// A validation command failed.
         Invalid = "invalid",
+        /// Its reviewer did not approve it.
+        Rejected = "rejected",
         /// An earlier unit stopped the Flow.
         Skipped = "skipped",
     }
@@ -170,23 +179,6 @@ impl Node {
             self.trust_dir(&work).await?;
         }
         let branch = input.target.trim_start_matches("refs/heads/");
-        let args: Vec<String> = if input.build {
-            baton_flow::build_args(&baton_flow::build_task(&input.unit, branch))
-        } else {
-            let task = format!(
-                "{}\n\nCommit your finished work; it lands on {branch} once these commands pass, run directly without a shell:\n{}",
-                input.unit.task.trim_end(),
-                input
-                    .unit
-                    .validation
-                    .iter()
-                    .map(|c| format!("- `{}`\n", c.display()))
-                    .collect::<String>()
-            );
-            ["agent", "--role", "implementer", "--", task.as_str()]
-                .map(String::from)
-                .to_vec()
-        };
         let env = [
             ("BATON_FLOW_ID".to_string(), input.flow.clone()),
             ("BATON_FLOW_UNIT".to_string(), input.unit.id.clone()),
@@ -199,8 +191,9 @@ impl Node {
             node: self.name.clone(),
             attempt,
         };
-        let run = self.run_plain(&work, &args, &env, beat, cancel).await?;
         let (ok, summary) = if input.build {
+            let args = baton_flow::build_args(&baton_flow::build_task(&input.unit, branch));
+            let run = self.run_plain(&work, &args, &env, beat, cancel).await?;
             match outcome_from_output(&run.stdout) {
                 Ok(StepOutcome::Completed { brief }) => (true, brief),
                 Ok(o) => (
@@ -209,13 +202,29 @@ impl Node {
                 ),
                 Err(e) => (false, format!("{e}: {}", tail(&run.stderr))),
             }
-        } else if run.success {
-            (true, tail(&run.stdout))
         } else {
-            (
-                false,
-                format!("the implementer failed: {}", tail(&run.stderr)),
-            )
+            let task = format!(
+                "{}\n\nCommit your finished work; it lands on {branch} once these commands pass, run directly without a shell:\n{}",
+                input.unit.task.trim_end(),
+                input
+                    .unit
+                    .validation
+                    .iter()
+                    .map(|c| format!("- `{}`\n", c.display()))
+                    .collect::<String>()
+            );
+            // A session in the unit's worktree, which is its isolation (`baton task` would give
+            // the built-in implementer, `isolation: worktree`, a worktree of its own).
+            let args = ["agent", "--role", "implementer", "--", task.as_str()].map(String::from);
+            let run = self.run_plain(&work, &args, &env, beat, cancel).await?;
+            if run.code == Some(0) {
+                (true, tail(&run.stdout))
+            } else {
+                (
+                    false,
+                    format!("the implementer failed: {}", tail(&run.stderr)),
+                )
+            }
         };
         if !ok {
             return Ok(done(false, None, summary));
@@ -248,6 +257,8 @@ impl Node {
     pub async fn integrate(
         &self,
         input: &IntegrateInput,
+        attempt: u32,
+        beat: &(dyn Fn(u32) + Send + Sync),
         cancel: &CancellationToken,
     ) -> Result<Integrated, StepError> {
         let repo = self.fetched(&input.remote)?;
@@ -316,6 +327,16 @@ impl Node {
             .run(["rev-parse", "HEAD"])
             .map(|s| s.trim().to_string())
             .map_err(|e| StepError(format!("cannot read the rebased head: {e}")))?;
+        if let Some(criterion) = &input.unit.review {
+            let at = Reviewing {
+                work: &work,
+                sha: &sha,
+                attempt,
+            };
+            if let Some(findings) = self.review(input, criterion, at, beat, cancel).await? {
+                return Ok(Integrated::Rejected { findings, node });
+            }
+        }
         let lease = format!("--force-with-lease={}:{}", input.target, input.expected);
         git.run([
             "push",
@@ -326,6 +347,124 @@ impl Node {
         ])
         .map_err(|e| StepError(format!("cannot move {} to {sha}: {e}", input.target)))?;
         Ok(Integrated::Landed { sha, node })
+    }
+}
+
+/// What a review looks at: the integration worktree, checked out at the rebased head.
+struct Reviewing<'a> {
+    work: &'a Path,
+    sha: &'a str,
+    attempt: u32,
+}
+
+impl Node {
+    /// Asks the project's `reviewer` role (as the node's worktree resolves it, trusted with
+    /// `--trust`) to judge the unit's change onto the target against its criterion: the local
+    /// Flow's packet, task and reading of the answer ([`baton_flow::review`]). `None` when it
+    /// approves; else what to show.
+    async fn review(
+        &self,
+        input: &IntegrateInput,
+        criterion: &str,
+        at: Reviewing<'_>,
+        beat: &(dyn Fn(u32) + Send + Sync),
+        cancel: &CancellationToken,
+    ) -> Result<Option<String>, StepError> {
+        use baton_flow::review::{
+            packet_in, reviewer_task, too_large, verdict, write_packet, Ended, Verdict,
+        };
+        let unit = &input.unit.id;
+        let base = input.expected.as_str();
+        let patch = Git::new(at.work)
+            .diff(base, at.sha)
+            .map_err(|e| StepError(format!("cannot write the review patch: {e}")))?;
+        if let Some(why) = too_large(&patch, base, at.sha) {
+            return Ok(Some(why));
+        }
+        let packet = packet_in(at.work, unit, at.attempt);
+        write_packet(&packet, &patch).map_err(|e| {
+            StepError(format!(
+                "cannot write the review packet {}: {e}",
+                packet.display()
+            ))
+        })?;
+        let task = reviewer_task(&input.unit, criterion, at.work, base, at.sha, &packet);
+        let env = [
+            ("BATON_TASK_NAME", unit.clone()),
+            ("BATON_FLOW_ID", input.flow.clone()),
+            ("BATON_FLOW_UNIT", unit.clone()),
+            ("BATON_FLOW_ATTEMPT", at.attempt.to_string()),
+            ("BATON_FLOW_BASE", base.to_string()),
+            ("BATON_FLOW_TIP", at.sha.to_string()),
+            ("BATON_FLOW_PATCH", packet.display().to_string()),
+        ]
+        .map(|(k, v)| (k.to_string(), v));
+        let run = self
+            .run_role(at.work, "reviewer", &task, &env, beat, cancel)
+            .await;
+        let _ = std::fs::remove_file(&packet);
+        let e = match run? {
+            Ok(e) => e,
+            Err(why) => return Ok(Some(format!("the reviewer could not run: {why}"))),
+        };
+        let ended = match e.status {
+            EntryStatus::Done => Ended::Clean,
+            EntryStatus::Failed | EntryStatus::Stopped => Ended::Unclean(e.status.as_str().into()),
+            EntryStatus::Skipped => Ended::Killed,
+        };
+        Ok(match verdict(&ended, &e.output) {
+            Verdict::Approved => None,
+            Verdict::Findings(text) => Some(bounded(&text, EVIDENCE_BOUND)),
+            Verdict::NoAnswer => Some(format!(
+                "the reviewer did not answer ({}): {}",
+                e.status.as_str(),
+                entry_why(&e)
+            )),
+        })
+    }
+
+    /// Runs `role` on `task` in `work` through baton's executor (`baton task --role ROLE
+    /// --json`), as the local Flow runs its reviewer: a role on any backend works, under the same
+    /// limits. The entry's report; `Err` with why when baton refused the task (a role that
+    /// does not resolve, say), which no retry would change.
+    async fn run_role(
+        &self,
+        work: &Path,
+        role: &str,
+        task: &str,
+        env: &[(String, String)],
+        beat: &(dyn Fn(u32) + Send + Sync),
+        cancel: &CancellationToken,
+    ) -> Result<Result<EntryReport, String>, StepError> {
+        let args = ["task", "--role", role, "--json", "--", task].map(String::from);
+        let run = self.run_plain(work, &args, env, beat, cancel).await?;
+        #[derive(Deserialize)]
+        struct Line {
+            report: DelegateReport,
+        }
+        let report = run
+            .stdout
+            .lines()
+            .rev()
+            .filter(|l| l.contains("\"type\":\"report\""))
+            .find_map(|l| serde_json::from_str::<Line>(l).ok());
+        match report.and_then(|l| l.report.entries.into_iter().next()) {
+            Some(entry) => Ok(Ok(entry)),
+            None if run.code == Some(2) => Ok(Err(tail(&run.stderr))),
+            None => Err(StepError(format!(
+                "`baton task --role {role}` gave no report ({}): {}",
+                run.status,
+                tail(&run.stderr)
+            ))),
+        }
+    }
+}
+
+/// Why an entry did not end well: its error, else what it said.
+fn entry_why(e: &EntryReport) -> String {
+    match &e.error {
+        Some(err) => format!("{}: {}", err.code, tail(&err.message)),
+        None => tail(&e.output),
     }
 }
 

@@ -2,6 +2,7 @@
 //! `baton.unit` and `baton.integrate`, and the client calls of `baton flow start/status --engine
 //! temporal`. See [`crate::flow`].
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -146,6 +147,16 @@ impl FlowWorkflow {
                         stop_at(s, i)
                     }));
                 }
+                Integrated::Rejected { findings, .. } => {
+                    return Ok(ctx.state_mut(|s| {
+                        s.status.units[i].state = UnitState::Rejected;
+                        s.status.units[i].why = Some(format!(
+                            "{findings}\nIts commit stays at refs/baton/{}/{}-*",
+                            s.status.id, s.status.units[i].id
+                        ));
+                        stop_at(s, i)
+                    }));
+                }
             }
         }
         Ok(ctx.state_mut(|s| {
@@ -186,38 +197,60 @@ impl FlowActivities {
         input: UnitInput,
     ) -> Result<Implemented, ActivityError> {
         let attempt = ctx.info().attempt;
-        let (tx, mut rx) = tokio::sync::watch::channel(None::<u32>);
-        let beat = move |pid: u32| {
-            let _ = tx.send(Some(pid));
-        };
-        let cancel = CancellationToken::new();
-        let work = self.node.implement(&input, attempt, &beat, &cancel);
-        let beats = async {
-            while rx.changed().await.is_ok() {
-                let pid = *rx.borrow_and_update();
-                let _ = ctx.record_heartbeat(pid).await;
-            }
-            std::future::pending::<()>().await;
-        };
-        tokio::select! {
-            r = work => Ok(r?),
-            _ = beats => unreachable!("the heartbeat loop never ends"),
-            _ = ctx.cancelled() => {
-                cancel.cancel();
-                Err(ActivityError::cancelled())
-            }
-        }
+        beating(&ctx, |beat, cancel| async move {
+            self.node.implement(&input, attempt, &*beat, &cancel).await
+        })
+        .await
     }
 
-    /// Lands one unit on the target.
+    /// Lands one unit on the target (its review included).
     #[activity(name = "baton.integrate")]
     pub async fn integrate(
         self: Arc<Self>,
-        _ctx: ActivityContext,
+        ctx: ActivityContext,
         input: IntegrateInput,
     ) -> Result<Integrated, ActivityError> {
-        let cancel = CancellationToken::new();
-        Ok(self.node.integrate(&input, &cancel).await?)
+        let attempt = ctx.info().attempt;
+        beating(&ctx, |beat, cancel| async move {
+            self.node.integrate(&input, attempt, &*beat, &cancel).await
+        })
+        .await
+    }
+}
+
+/// What a Flow activity's work calls with the pid of the child it runs.
+type Beat = Arc<dyn Fn(u32) + Send + Sync>;
+
+/// Runs a Flow activity's work, heartbeating every second with the pid of the child it runs
+/// (none while it runs git or a validation command, which still beat), and cancelling the
+/// work (its child killed) when the activity is cancelled.
+async fn beating<T, F>(
+    ctx: &ActivityContext,
+    work: impl FnOnce(Beat, CancellationToken) -> F,
+) -> Result<T, ActivityError>
+where
+    F: std::future::Future<Output = Result<T, crate::node::StepError>>,
+{
+    let pid = Arc::new(AtomicU32::new(0));
+    let seen = pid.clone();
+    let beat: Beat = Arc::new(move |p: u32| seen.store(p, Ordering::Relaxed));
+    let cancel = CancellationToken::new();
+    let run = work(beat, cancel.clone());
+    let beats = async {
+        let mut every = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            every.tick().await;
+            let p = pid.load(Ordering::Relaxed);
+            let _ = ctx.record_heartbeat((p != 0).then_some(p)).await;
+        }
+    };
+    tokio::select! {
+        r = run => Ok(r?),
+        _ = beats => unreachable!("the heartbeat loop never ends"),
+        _ = ctx.cancelled() => {
+            cancel.cancel();
+            Err(ActivityError::cancelled())
+        }
     }
 }
 

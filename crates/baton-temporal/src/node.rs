@@ -41,7 +41,8 @@ pub struct Node {
 /// What a child run on a node printed.
 #[derive(Debug)]
 pub(crate) struct Ran {
-    pub success: bool,
+    /// The exit code; `None` when a signal ended it.
+    pub code: Option<i32>,
     pub status: String,
     pub stdout: String,
     pub stderr: String,
@@ -386,7 +387,7 @@ impl Node {
         guard.signal(Signal::SIGKILL);
         let status = status.map_err(|e| fail("cannot wait for the step", e))?;
         Ok(Ran {
-            success: status.success(),
+            code: status.code(),
             status: status.to_string(),
             stdout,
             stderr,

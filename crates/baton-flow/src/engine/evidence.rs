@@ -154,37 +154,3 @@ pub(super) fn implementer_task(
     }
     t
 }
-
-pub(super) fn reviewer_task(
-    u: &UnitState,
-    criterion: &str,
-    path: &Path,
-    base: &str,
-    tip: &str,
-    patch: &Path,
-) -> String {
-    let packet = serde_json::json!({
-        "base": base,
-        "tip": tip,
-        "patchPath": patch.display().to_string(),
-    });
-    let validation: Vec<String> = u
-        .spec
-        .validation
-        .iter()
-        .map(|c| format!("`{}`", c.display()))
-        .collect();
-    format!(
-        "Review one Flow unit against one criterion. Its validation ({}) already passed and is the authority on \
-         objective checks: judge only the criterion.\n\n\
-         Unit `{}`: {}\n\n## Criterion\n\n{}\n\n## Review packet\n\n{packet}\n\n\
-         The patch file is the exact change `base..tip` and is authoritative. You are in the unit's worktree ({}), \
-         checked out at the tip; read other files only for context the patch refers to. Do not modify anything.\n\n\
-         Answer with exactly `PASS` and nothing else when the change meets the criterion. Otherwise list the findings.",
-        validation.join(", "),
-        u.spec.id,
-        u.spec.name,
-        criterion.trim_end(),
-        path.display()
-    )
-}

@@ -1,7 +1,8 @@
 //! Integrating one unit, in its numbered steps, and its review.
 
 use super::checkout::{listing, main_problem, main_status, untracked_paths, THEN_RESUME};
-use super::evidence::{child_evidence, reviewer_task, summarize, validation_evidence};
+use super::evidence::{child_evidence, summarize, validation_evidence};
+use super::review::{packet_in, reviewer_task, too_large, verdict, write_packet, Ended, Verdict};
 use std::ops::ControlFlow;
 
 use super::*;
@@ -551,17 +552,7 @@ impl Run<'_> {
         };
         // The packet's limits (seed 004's REVIEW_MAX_PATCH_BYTES, REVIEW_MAX_PATHS): a change
         // too large to review in one packet blocks the unit with the reason.
-        let paths = patch
-            .split(|b| *b == b'\n')
-            .filter(|l| l.starts_with(b"diff --git "))
-            .count();
-        if patch.len() > REVIEW_MAX_PATCH_BYTES || paths > REVIEW_MAX_PATHS {
-            let evidence = format!(
-                "the change {base}..{tip} is too large for one review packet: {} bytes in {paths} files \
-                 (at most {REVIEW_MAX_PATCH_BYTES} bytes and {REVIEW_MAX_PATHS} files): split the unit, \
-                 or judge it without `review`",
-                patch.len()
-            );
+        if let Some(evidence) = too_large(&patch, base, tip) {
             return Ok(ControlFlow::Break(self.block(
                 u,
                 BlockReason::ReviewPacketTooLarge,
@@ -575,11 +566,7 @@ impl Run<'_> {
             .flow_dir(&state.id)?
             .join("patches")
             .join(format!("{id}-{}.patch", u.attempt));
-        let patch_path = path
-            .join(".baton")
-            .join("state")
-            .join("review")
-            .join(format!("{id}-{}.patch", u.attempt));
+        let patch_path = packet_in(path, id, u.attempt);
         for target in [&record_path, &patch_path] {
             if let Err(e) = write_packet(target, &patch) {
                 return Ok(ControlFlow::Break(self.fail(
@@ -597,7 +584,7 @@ impl Run<'_> {
             patch_path: record_path.clone(),
             model_class: u.model_class,
         })?;
-        let task = reviewer_task(u, criterion, path, base, tip, &patch_path);
+        let task = reviewer_task(&u.spec, criterion, path, base, tip, &patch_path);
         let env = vec![
             ("BATON_TASK_NAME".to_string(), id.to_string()),
             ("BATON_FLOW_ID".to_string(), state.id.clone()),
@@ -633,9 +620,13 @@ impl Run<'_> {
         };
         // A reviewer that exited non-zero but said something answered: anything but an exact
         // `PASS` is a finding. Only no answer at all (or a death by signal) is a failure.
-        let answered = r.status == ChildStatus::Success
-            || (r.exit_code.is_some() && !r.output.trim().is_empty());
-        if !answered {
+        let ended = match (r.status, r.exit_code) {
+            (ChildStatus::Success, _) => Ended::Clean,
+            (ChildStatus::Failure, Some(c)) => Ended::Unclean(format!("exit code {c}")),
+            (ChildStatus::Failure, None) => Ended::Killed,
+        };
+        let said = verdict(&ended, &r.output);
+        if said == Verdict::NoAnswer {
             return Ok(ControlFlow::Break(self.fail(
                 FailureKind::ReviewerFailed,
                 Some(id),
@@ -646,32 +637,20 @@ impl Run<'_> {
                 ),
             )?));
         }
-        let approved = r.status == ChildStatus::Success && r.output.trim() == "PASS";
-        let output = bounded(&r.output, EVIDENCE_BOUND);
         self.emit(FlowEvent::Reviewed {
             unit: id.to_string(),
             base: base.to_string(),
             tip: tip.to_string(),
-            approved,
-            output: output.clone(),
+            approved: said == Verdict::Approved,
+            output: bounded(&r.output, EVIDENCE_BOUND),
         })?;
-        if approved {
-            Ok(ControlFlow::Continue(()))
-        } else {
-            let exit = match (r.status, r.exit_code) {
-                (ChildStatus::Success, _) | (ChildStatus::Failure, None) => String::new(),
-                (ChildStatus::Failure, Some(c)) => format!(", exit code {c}"),
-            };
-            let evidence = if output.trim().is_empty() {
-                format!("the reviewer answered with nothing (only `PASS` approves{exit})")
-            } else {
-                format!("the reviewer's findings (only `PASS` approves{exit}):\n{output}")
-            };
-            Ok(ControlFlow::Break(self.block(
+        match said {
+            Verdict::Findings(text) => Ok(ControlFlow::Break(self.block(
                 u,
                 BlockReason::ReviewFindings,
-                evidence,
-            )?))
+                bounded(&text, EVIDENCE_BOUND),
+            )?)),
+            _ => Ok(ControlFlow::Continue(())),
         }
     }
 
@@ -717,24 +696,4 @@ impl Run<'_> {
         })?;
         Ok(Step::Done)
     }
-}
-
-/// Writes a review packet: its folder made without following a link (`create_own_dir`), an
-/// existing file or link at the name removed, the file created new — a link a unit's implementer
-/// planted in its worktree never redirects the write.
-fn write_packet(target: &Path, patch: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    if let Some(dir) = target.parent() {
-        baton_state::create_own_dir(dir)?;
-    }
-    match std::fs::remove_file(target) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-        _ => {}
-    }
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(target)?;
-    f.write_all(patch)?;
-    f.sync_all()
 }
