@@ -116,11 +116,20 @@ fn ask_trust() -> bool {
     matches!(line.trim().to_lowercase().as_str(), "y" | "yes")
 }
 
+/// Trusted now, and asked again each time the roles are loaded (see [`baton_roles::Trust`]).
+fn trust_of(project_root: &Path) -> baton_roles::Trust {
+    if !crate::trust::is_trusted(project_root) {
+        return baton_roles::Trust::No;
+    }
+    let root = project_root.to_path_buf();
+    baton_roles::Trust::Recheck(std::sync::Arc::new(move || crate::trust::is_trusted(&root)))
+}
+
 pub fn role_dirs(project_root: &Path) -> RoleDirs {
     RoleDirs {
         user: user_config_dir().map(|d| d.join("roles")),
         project: Some(project_root.join(".baton").join("roles")),
-        project_trusted: crate::trust::is_trusted(project_root),
+        project_trusted: trust_of(project_root),
     }
 }
 

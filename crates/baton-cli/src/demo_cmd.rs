@@ -125,7 +125,7 @@ pub fn run(args: DemoArgs) -> Result<Exit> {
     delegate.role_dirs = baton_roles::RoleDirs {
         user: None,
         project: None,
-        project_trusted: true,
+        project_trusted: baton_roles::Trust::Yes,
     };
     let executor = baton_app::project::executor_for(&delegate)?;
     let env = RunEnv {

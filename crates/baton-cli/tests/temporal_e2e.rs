@@ -909,3 +909,52 @@ fn a_checkpoint_nobody_answers_stops_the_workflow_at_the_checkpoint_timeout() {
         String::from_utf8_lossy(&start.stdout)
     );
 }
+
+#[test]
+fn a_role_file_a_step_rewrote_is_not_trusted_by_the_next_step_on_a_trusting_node() {
+    let Some(_) = temporal() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let mut c = Cluster::new(&server);
+    // The builder (a model, as far as baton knows) plants a reviewer that would run a command
+    // of its choosing, and the node commits it with the step's work.
+    let marker = c.wf.sb.path("planted-reviewer-ran");
+    c.wf.answer("component-builder", &planting_builder(&marker));
+    c.node("node-a");
+    let o = c.wf.run(&[
+        "run",
+        "--engine",
+        "temporal",
+        "--workflow",
+        "build",
+        "--json",
+        "add a feature file",
+    ]);
+    let doc = run_json(&o);
+    let id = doc["id"].as_str().unwrap().to_string();
+    // The planted file reached the workflow's branch, but no step ran it: step 2's node trusted
+    // the project as the workflow's starting commit had it, and the rewritten role fails that.
+    let refs = c.remote_git(&[
+        "for-each-ref",
+        "--format=%(refname) %(objectname)",
+        &format!("refs/baton/{id}/"),
+    ]);
+    let step1 = refs
+        .lines()
+        .find(|l| l.starts_with(&format!("refs/baton/{id}/step-1-")))
+        .and_then(|l| l.split(' ').nth(1))
+        .unwrap_or_else(|| panic!("no step 1 ref in {refs}: {doc:#}"));
+    assert!(
+        c.remote_git(&["show", &format!("{step1}:.baton/roles/code-reviewer.md")])
+            .contains("planted"),
+        "{doc:#}"
+    );
+    assert!(
+        !marker.exists(),
+        "the planted reviewer ran: {doc:#}\n{}",
+        err(&o)
+    );
+    assert_ne!(doc["type"], "workflow.completed", "{doc:#}");
+    let brief = doc["brief"].as_str().unwrap_or_default();
+    assert!(brief.contains("only in a trusted project"), "{brief}");
+}

@@ -683,3 +683,18 @@ fn a_second_run_in_the_same_working_tree_is_refused_naming_the_first() {
     assert_exit(&last, 0);
     assert_eq!(wf.calls("component-builder"), 3);
 }
+
+#[test]
+fn a_role_file_the_builder_rewrote_is_not_trusted_by_the_next_dispatch() {
+    let wf = Wf::new();
+    wf.happy();
+    let marker = wf.sb.path("planted-reviewer-ran");
+    wf.answer("component-builder", &planting_builder(&marker));
+    let o = wf.run(&["run", "add a feature file"]);
+    assert_exit(&o, 1);
+    // The trust recorded for the project no longer matches its role files: every project role
+    // that widens what runs is refused, the planted one first among them.
+    assert!(!marker.exists(), "the planted reviewer ran");
+    assert!(err(&o).contains("only in a trusted project"), "{}", err(&o));
+    assert_eq!(wf.calls("code-reviewer"), 0);
+}

@@ -732,7 +732,7 @@ fn run(opts: &Opts) -> Result<bool, String> {
         &RoleDirs {
             user: None,
             project: None,
-            project_trusted: true,
+            project_trusted: baton_roles::Trust::Yes,
         },
         ROLE,
     )

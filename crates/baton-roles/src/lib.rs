@@ -388,10 +388,41 @@ pub fn load_dir(dir: &Path, source: fn(String) -> RoleSource) -> DirRoles {
 pub struct RoleDirs {
     pub user: Option<PathBuf>,
     pub project: Option<PathBuf>,
-    /// Whether the project's roles may widen what runs (`baton trust`): when false, a project
-    /// role with another backend than baton's own agent or `sandbox: danger-full-access` is
-    /// not used ([`RoleError::Untrusted`]).
-    pub project_trusted: bool,
+    /// Whether the project's roles may widen what runs (`baton trust`): when it does not hold, a
+    /// project role with another backend than baton's own agent or `sandbox:
+    /// danger-full-access` is not used ([`RoleError::Untrusted`]).
+    pub project_trusted: Trust,
+}
+
+/// Whether a project's roles may widen what runs.
+#[derive(Clone)]
+pub enum Trust {
+    Yes,
+    No,
+    /// Asked again each time the roles are loaded: a project trusted when a run began stops
+    /// being trusted the moment its role files or widening settings change (an agent of the run
+    /// rewrote one), so a later dispatch never uses a role file on the trust given before.
+    Recheck(std::sync::Arc<dyn Fn() -> bool + Send + Sync>),
+}
+
+impl Trust {
+    pub fn holds(&self) -> bool {
+        match self {
+            Trust::Yes => true,
+            Trust::No => false,
+            Trust::Recheck(check) => check(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Trust {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Trust::Yes => "Yes",
+            Trust::No => "No",
+            Trust::Recheck(_) => "Recheck",
+        })
+    }
 }
 
 /// What a role file asks for that widens what runs unconfined: another backend than baton's own
@@ -485,7 +516,7 @@ fn load(dirs: &RoleDirs, builtin: impl Fn(&str) -> bool) -> RoleSet {
     ] {
         if let Some(d) = dir {
             let mut found = load_dir(d, source);
-            if std::ptr::eq(dir, &dirs.project) && !dirs.project_trusted {
+            if std::ptr::eq(dir, &dirs.project) && !dirs.project_trusted.holds() {
                 let (kept, untrusted): (Vec<RoleSpec>, Vec<RoleSpec>) = found
                     .roles
                     .into_iter()
@@ -716,7 +747,7 @@ mod tests {
         let dirs = RoleDirs {
             user: None,
             project: Some(project),
-            project_trusted: true,
+            project_trusted: Trust::Yes,
         };
         let set = load_roles(&dirs);
         assert!(set.bad.is_empty(), "{:?}", set.bad);
@@ -794,7 +825,7 @@ mod tests {
         let dirs = RoleDirs {
             user: Some(user.clone()),
             project: Some(project.clone()),
-            project_trusted: true,
+            project_trusted: Trust::Yes,
         };
         let scout = find_role(&dirs, "scout").unwrap();
         assert_eq!(scout.body, "project scout");
@@ -815,6 +846,32 @@ mod tests {
         let e = set.get("scout").unwrap_err();
         assert!(matches!(e, RoleError::Duplicate { .. }), "{e}");
         assert_eq!(set.get("mine").unwrap().body, "user mine");
+    }
+
+    #[test]
+    fn a_rechecked_trust_is_asked_at_every_load() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(
+            project.join("runner.md"),
+            "---\nname: runner\ndescription: d\ntools: []\nbackend: command\ncommand: [true]\n---\nRun.\n",
+        )
+        .unwrap();
+        let trusted = std::sync::Arc::new(AtomicBool::new(true));
+        let now = trusted.clone();
+        let dirs = RoleDirs {
+            user: None,
+            project: Some(project),
+            project_trusted: Trust::Recheck(std::sync::Arc::new(move || {
+                now.load(Ordering::SeqCst)
+            })),
+        };
+        assert!(find_role(&dirs, "runner").is_ok());
+        trusted.store(false, Ordering::SeqCst);
+        let e = find_role(&dirs, "runner").unwrap_err();
+        assert!(matches!(e, RoleError::Untrusted { .. }), "{e}");
     }
 
     #[test]
@@ -853,7 +910,7 @@ mod tests {
         let dirs = RoleDirs {
             user: Some(user.clone()),
             project: Some(project.clone()),
-            project_trusted: true,
+            project_trusted: Trust::Yes,
         };
         let set = load_roles(&dirs);
         let names: Vec<_> = set.roles.iter().map(|r| r.meta.name.as_str()).collect();

@@ -174,10 +174,9 @@ impl Node {
     ) -> Result<Implemented, StepError> {
         let repo = self.fetched(&input.remote)?;
         let name = format!("{}-{}", input.flow, input.unit.id);
-        let work = self.checkout(&repo, &name, &input.base)?;
-        if self.trust {
-            self.trust_dir(&work).await?;
-        }
+        let work = self
+            .trusted_checkout(&repo, &name, Some(&input.base), &input.base)
+            .await?;
         let branch = input.target.trim_start_matches("refs/heads/");
         let env = [
             ("BATON_FLOW_ID".to_string(), input.flow.clone()),
@@ -285,7 +284,11 @@ impl Node {
             )));
         }
         let name = format!("{}-integrate", input.flow);
-        let work = self.checkout(&repo, &name, &input.head)?;
+        // Trusted as the Flow's base was: its reviewer is the project's own only while no unit
+        // changed the reviewer's role file or the widening settings.
+        let work = self
+            .trusted_checkout(&repo, &name, Some(&input.base), &input.head)
+            .await?;
         let git = self.identity(&work);
         if input.expected != input.base {
             let r = git.run_output(["rebase", "-q", "--onto", &input.expected, &input.base]);

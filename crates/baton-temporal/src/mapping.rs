@@ -100,6 +100,11 @@ pub struct StepInput {
     pub remote: String,
     pub branch: String,
     pub head: String,
+    /// The commit the workflow started from, as its starter pushed it: a trusting node trusts
+    /// the project's widening settings and role files as they are there, never as a step left
+    /// them. Absent (a step of an older baton): the node trusts nothing.
+    #[serde(default)]
+    pub base: Option<String>,
     /// The workflow's event log so far (JSON lines); empty before the first step.
     pub log: String,
     /// The answer to the checkpoint the last step stopped at.

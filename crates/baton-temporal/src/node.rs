@@ -180,10 +180,9 @@ impl Node {
                 input.head, input.remote
             )));
         }
-        let work = self.checkout(&repo, &input.id, &input.head)?;
-        if self.trust {
-            self.trust_dir(&work).await?;
-        }
+        let work = self
+            .trusted_checkout(&repo, &input.id, input.base.as_deref(), &input.head)
+            .await?;
         let state = work.join(".baton/state/workflows");
         std::fs::create_dir_all(&state).map_err(|e| fail("cannot create the state folder", e))?;
         let log_path = state.join(format!("{}.events.jsonl", input.id));
@@ -276,7 +275,31 @@ impl Node {
         Ok(out.split_whitespace().next().map(str::to_string))
     }
 
-    pub(crate) async fn trust_dir(&self, work: &Path) -> Result<(), StepError> {
+    /// Checks `head` out in the worktree `name`. A trusting node (`--trust`) first checks out
+    /// `trusted` — the commit the workflow or Flow started from, as its starter pushed it — and
+    /// runs `baton trust` on that, then checks `head` out over it. What a step or a unit's agent
+    /// changed since in the widening settings or role files then fails baton's own hash check
+    /// and is ignored, as it is in a local worktree: no model gets its own writes trusted by the
+    /// next step. Without `trusted` nothing is trusted.
+    pub(crate) async fn trusted_checkout(
+        &self,
+        repo: &Path,
+        name: &str,
+        trusted: Option<&str>,
+        head: &str,
+    ) -> Result<PathBuf, StepError> {
+        let Some(trusted) = trusted.filter(|_| self.trust) else {
+            return self.checkout(repo, name, head);
+        };
+        let work = self.checkout(repo, name, trusted)?;
+        self.trust_dir(&work).await?;
+        if head != trusted {
+            self.checkout(repo, name, head)?;
+        }
+        Ok(work)
+    }
+
+    async fn trust_dir(&self, work: &Path) -> Result<(), StepError> {
         let out = tokio::process::Command::new(&self.baton_exe)
             .arg("trust")
             .current_dir(work)
@@ -475,6 +498,7 @@ mod tests {
             remote: "/r".into(),
             branch: "refs/heads/baton/wf-1".into(),
             head: "abc".into(),
+            base: Some("abc".into()),
             log: log.into(),
             answer: answer.map(String::from),
             start: Some(Start {

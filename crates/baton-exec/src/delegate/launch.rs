@@ -365,7 +365,7 @@ mod route_tests {
             role_dirs: RoleDirs {
                 user: None,
                 project: None,
-                project_trusted: true,
+                project_trusted: baton_roles::Trust::Yes,
             },
             cwd: PathBuf::from("/tmp"),
             state: StateDir::at("/tmp/.baton/state"),

@@ -69,7 +69,7 @@ impl Fx {
             role_dirs: RoleDirs {
                 user: None,
                 project: Some(self.repo().join(".baton").join("roles")),
-                project_trusted: true,
+                project_trusted: baton_roles::Trust::Yes,
             },
             cwd: self.repo(),
             state: baton_state::StateDir::for_project(&self.repo()),

@@ -149,7 +149,7 @@ impl Harness {
             role_dirs: RoleDirs {
                 user: None,
                 project: None,
-                project_trusted: true,
+                project_trusted: baton_roles::Trust::Yes,
             },
             cwd: root.clone(),
             state: StateDir::for_project(&root),
