@@ -97,6 +97,10 @@ enum FlowAction {
         id: String,
         /// The unit to land (`baton flow status ID` lists them).
         unit: String,
+        /// `temporal`: a unit of a Flow that ran on Temporal, landed by a worker node on
+        /// `engine.remote` (docs/temporal.md).
+        #[arg(long, value_name = "E")]
+        engine: Option<baton_protocol::config::EngineKind>,
         #[command(flatten)]
         common: Common,
     },
@@ -177,7 +181,16 @@ pub fn run(args: FlowArgs) -> Result<Exit> {
         FlowAction::Resume { id, common } => drive(&common, |env, cancel| {
             Box::pin(async move { baton_flow::resume(env, id.as_deref(), cancel).await })
         }),
-        FlowAction::Land { id, unit, common } => {
+        FlowAction::Land {
+            id,
+            unit,
+            engine,
+            common,
+        } => {
+            if engine == Some(baton_protocol::config::EngineKind::Temporal) {
+                let ctx = project_context(common.cwd.clone())?;
+                return crate::temporal_cmd::flow_land(&ctx, &id, &unit, common.json);
+            }
             let env = flow_env(&common)?;
             let rt = crate::signals::runtime()?;
             let cancel = CancellationToken::new();

@@ -97,6 +97,9 @@ mod imp {
     pub fn flow_status(_ctx: &ProjectContext, _id: &str, _json: bool) -> Result<Exit> {
         not_built()
     }
+    pub fn flow_land(_ctx: &ProjectContext, _id: &str, _unit: &str, _json: bool) -> Result<Exit> {
+        not_built()
+    }
 }
 
 #[cfg(feature = "temporal")]
@@ -305,53 +308,144 @@ mod imp {
             target,
             base,
             heartbeat_timeout_ms: engine.heartbeat_timeout.as_millis() as u64,
+            implemented: Default::default(),
+            onto: None,
         };
         let rt = crate::signals::runtime()?;
         rt.block_on(async {
-            let client = sdk::connect(&engine, "baton client").await.map_err(anyhow::Error::msg)?;
+            let client = sdk::connect(&engine, "baton client")
+                .await
+                .map_err(anyhow::Error::msg)?;
             baton_temporal::flow_sdk::start(&client, &engine, input)
                 .await
                 .map_err(anyhow::Error::msg)?;
             if !json {
-                errln!("baton flow: Flow {id} started on Temporal; units land on {branch} at {remote}");
+                errln!(
+                    "baton flow: Flow {id} started on Temporal; units land on {branch} at {remote}"
+                );
             }
-            let cancel = CancellationToken::new();
-            let signalled = crate::signals::watch_signals(cancel.clone());
-            let mut seen: Vec<String> = Vec::new();
-            let status = loop {
-                let s = baton_temporal::flow_sdk::status(&client, &id)
-                    .await
-                    .map_err(anyhow::Error::msg)?;
-                if !json {
-                    for (i, u) in s.units.iter().enumerate() {
-                        let line = format!("{} {}", u.id, u.state);
-                        if seen.get(i) != Some(&line) {
-                            errln!(
-                                "baton flow: unit {} {}{}",
-                                u.id,
-                                u.state,
-                                u.node.as_deref().map(|n| format!(" (on {n})")).unwrap_or_default()
-                            );
-                        }
-                    }
-                    seen = s.units.iter().map(|u| format!("{} {}", u.id, u.state)).collect();
-                }
-                if matches!(s.state, FlowRun::Completed | FlowRun::Failed) {
-                    break s;
-                }
-                if let Some(why) = sdk::ended_abnormally(&client, &id).await.map_err(anyhow::Error::msg)? {
-                    errln!("baton: Flow {id} ended on Temporal without finishing: {why}");
-                    return Ok(Exit::Failed);
-                }
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_millis(250)) => {}
-                    _ = signalled.cancelled() => {
-                        errln!("baton: stopped following; Flow {id} goes on on Temporal: `baton flow status --engine temporal {id}`");
-                        return Ok(Exit::Interrupted);
+            follow_flow(&client, &id, json).await
+        })
+    }
+
+    /// Follows a Flow on Temporal to its end, printing each unit's changes (unless `json`), and
+    /// reports it.
+    async fn follow_flow(client: &sdk::Client, id: &str, json: bool) -> Result<Exit> {
+        let cancel = CancellationToken::new();
+        let signalled = crate::signals::watch_signals(cancel.clone());
+        let mut seen: Vec<String> = Vec::new();
+        let status = loop {
+            let s = baton_temporal::flow_sdk::status(client, id)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            if !json {
+                for (i, u) in s.units.iter().enumerate() {
+                    let line = format!("{} {}", u.id, u.state);
+                    if seen.get(i) != Some(&line) {
+                        errln!(
+                            "baton flow: unit {} {}{}",
+                            u.id,
+                            u.state,
+                            u.node
+                                .as_deref()
+                                .map(|n| format!(" (on {n})"))
+                                .unwrap_or_default()
+                        );
                     }
                 }
+                seen = s
+                    .units
+                    .iter()
+                    .map(|u| format!("{} {}", u.id, u.state))
+                    .collect();
+            }
+            if matches!(s.state, FlowRun::Completed | FlowRun::Failed) {
+                break s;
+            }
+            if let Some(why) = sdk::ended_abnormally(client, id)
+                .await
+                .map_err(anyhow::Error::msg)?
+            {
+                errln!("baton: Flow {id} ended on Temporal without finishing: {why}");
+                return Ok(Exit::Failed);
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                _ = signalled.cancelled() => {
+                    errln!("baton: stopped following; Flow {id} goes on on Temporal: `baton flow status --engine temporal {id}`");
+                    return Ok(Exit::Interrupted);
+                }
+            }
+        };
+        Ok(report_flow(&status, json))
+    }
+
+    /// `baton flow land --engine temporal ID UNIT`: lands one unit a failed Flow on Temporal
+    /// implemented, without implementing it again: a Flow of that one unit, implemented, onto
+    /// the target as it is now (`ID-land-UNIT`).
+    pub fn flow_land(ctx: &ProjectContext, id: &str, unit: &str, json: bool) -> Result<Exit> {
+        use baton_temporal::flow::{FlowInput, UnitState};
+        use baton_temporal::flow_sdk;
+        let root = ctx.project_root.clone();
+        on_temporal(ctx, |engine, client| async move {
+            let input = flow_sdk::input(&client, id)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            let status = flow_sdk::status(&client, id)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            if !matches!(status.state, FlowRun::Completed | FlowRun::Failed) {
+                anyhow::bail!(
+                    "Flow {id} is still {}: land a unit once it has ended",
+                    status.state
+                );
+            }
+            let names = || {
+                status
+                    .units
+                    .iter()
+                    .map(|u| u.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             };
-            Ok(report_flow(&status, json))
+            let Some(row) = status.units.iter().find(|u| u.id == unit) else {
+                anyhow::bail!("Flow {id} has no unit `{unit}`: its units are {}", names());
+            };
+            if row.state == UnitState::Integrated {
+                anyhow::bail!(
+                    "unit `{unit}` of Flow {id} already landed, at {}",
+                    row.head.as_deref().unwrap_or("?")
+                );
+            }
+            let (Some(head), Some(spec)) =
+                (row.head.clone(), input.units.iter().find(|u| u.id == unit))
+            else {
+                anyhow::bail!(
+                    "unit `{unit}` of Flow {id} has no commit to land ({}): start a new Flow for it",
+                    row.why.as_deref().map(baton_text::sanitize_line).unwrap_or_else(|| row.state.to_string().into())
+                );
+            };
+            let onto = git(&root, &["ls-remote", &input.remote, &input.target])
+                .ok()
+                .and_then(|l| l.split_whitespace().next().map(str::to_string))
+                .ok_or_else(|| {
+                    anyhow::anyhow!("cannot read {} on {}", input.target, input.remote)
+                })?;
+            let land_id = format!("{id}-land-{unit}");
+            let land = FlowInput {
+                id: land_id.clone(),
+                units: vec![spec.clone()],
+                implemented: [(unit.to_string(), head)].into(),
+                onto: Some(onto),
+                ..input
+            };
+            flow_sdk::start(&client, &engine, land)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            if !json {
+                errln!("baton flow: landing unit {unit} of Flow {id} on Temporal as {land_id}");
+            }
+            follow_flow(&client, &land_id, json).await
         })
     }
 

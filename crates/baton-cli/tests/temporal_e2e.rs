@@ -958,3 +958,71 @@ fn a_role_file_a_step_rewrote_is_not_trusted_by_the_next_step_on_a_trusting_node
     let brief = doc["brief"].as_str().unwrap_or_default();
     assert!(brief.contains("only in a trusted project"), "{brief}");
 }
+
+#[test]
+fn flow_land_lands_a_unit_a_failed_flow_on_temporal_kept_once_and_only_once() {
+    let Some(_) = temporal() else { return };
+    let units = ["alpha", "beta"];
+    let wf = backlog(&units);
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let mut c = Cluster::with(&server, wf);
+    c.node("node-a");
+    // alpha's validation cannot pass: the Flow stops there, and beta, implemented, is skipped.
+    let file = units_file(&c.wf, &units);
+    let mut list: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    list["units"][0]["validation"] = serde_json::json!([{"command": "false", "args": []}]);
+    std::fs::write(&file, list.to_string()).unwrap();
+    let start = |args: &[&str]| {
+        let mut all = vec!["flow"];
+        all.extend_from_slice(args);
+        c.wf.run(&all)
+    };
+    let o = start(&[
+        "start",
+        "--engine",
+        "temporal",
+        "--workflow",
+        "build",
+        "--json",
+        file.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 1);
+    let status = run_json(&o);
+    let flow = status["id"].as_str().unwrap().to_string();
+    assert_eq!(status["units"][0]["state"], "invalid", "{status:#}");
+    assert_eq!(status["units"][1]["state"], "skipped", "{status:#}");
+    let base = c.remote_git(&["rev-parse", "refs/heads/main"]);
+
+    // A unit it does not have is refused, naming the ones it has.
+    let o = start(&["land", "--engine", "temporal", &flow, "gamma"]);
+    assert_exit(&o, 2);
+    assert!(err(&o).contains("its units are alpha, beta"), "{}", err(&o));
+
+    // beta lands from its kept commit: no agent runs again.
+    let builds = c.wf.calls_in("beta", "component-builder");
+    let o = start(&["land", "--engine", "temporal", "--json", &flow, "beta"]);
+    assert_exit(&o, 0);
+    let landed = run_json(&o);
+    assert_eq!(landed["state"], "completed", "{landed:#}\n{}", err(&o));
+    assert_eq!(landed["id"], format!("{flow}-land-beta"));
+    assert_eq!(landed["units"][0]["state"], "integrated", "{landed:#}");
+    assert_eq!(c.wf.calls_in("beta", "component-builder"), builds);
+    let head = c.remote_git(&["rev-parse", "refs/heads/main"]);
+    assert_ne!(head, base);
+    assert_eq!(landed["head"].as_str().unwrap(), head.trim());
+    let message = c.remote_git(&["log", "-1", "--format=%s%n%b", "refs/heads/main"]);
+    assert!(message.starts_with("add beta"), "{message}");
+    assert!(
+        message.contains(&format!("baton-flow: {flow}/beta")),
+        "{message}"
+    );
+    assert!(c
+        .remote_git(&["ls-tree", "--name-only", "refs/heads/main"])
+        .contains("beta.txt"));
+
+    // Landing it again finds it on main and changes nothing.
+    let o = start(&["land", "--engine", "temporal", "--json", &flow, "beta"]);
+    assert_exit(&o, 0);
+    assert_eq!(c.remote_git(&["rev-parse", "refs/heads/main"]), head);
+}

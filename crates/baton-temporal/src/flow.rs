@@ -11,6 +11,7 @@
 //! for `review`, and moves the target with `--force-with-lease` on the head it found: the same
 //! gate as the local Flow's, on the shared remote.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -37,6 +38,13 @@ pub struct FlowInput {
     /// The target's commit when the Flow started; every unit starts from it.
     pub base: String,
     pub heartbeat_timeout_ms: u64,
+    /// Units already implemented, by id: their commits, landed without implementing them again
+    /// (`baton flow land --engine temporal`).
+    #[serde(default)]
+    pub implemented: BTreeMap<String, String>,
+    /// Where the target is when the target moved on since `base` (a landing); else `base`.
+    #[serde(default)]
+    pub onto: Option<String>,
 }
 
 /// One unit for a node to implement.
@@ -262,14 +270,37 @@ impl Node {
     ) -> Result<Integrated, StepError> {
         let repo = self.fetched(&input.remote)?;
         let node = self.name.clone();
+        // The mark of the unit's commit (its Flow's trailer; a landing's commit keeps the
+        // trailer of the Flow that implemented it).
+        let mark = Git::new(&repo)
+            .run(["log", "-1", "--format=%B", &input.head])
+            .ok()
+            .and_then(|m| {
+                m.lines()
+                    .find(|l| l.starts_with("baton-flow: "))
+                    .map(|l| l.trim_end().to_string())
+            })
+            .unwrap_or_else(|| trailer(&input.flow, &input.unit.id));
         let now = self.ls_remote(&repo, &input.target)?;
-        if now.as_deref() != Some(input.expected.as_str()) {
+        if now.as_deref() == Some(input.expected.as_str()) {
+            // Already on the target (landed before, by `flow land` or by hand)? Nothing to do.
+            let range = format!("{}..{}", input.base, input.expected);
+            let messages = Git::new(&repo)
+                .run(["log", "--format=%B", &range])
+                .unwrap_or_default();
+            if messages.lines().any(|l| l.trim_end() == mark) {
+                return Ok(Integrated::Landed {
+                    sha: input.expected.clone(),
+                    node,
+                });
+            }
+        } else {
             // Landed by an attempt that died before it returned?
             if let Some(sha) = &now {
                 let message = Git::new(&repo)
                     .run(["log", "-1", "--format=%B", sha])
                     .unwrap_or_default();
-                if message.contains(&trailer(&input.flow, &input.unit.id)) {
+                if message.lines().any(|l| l.trim_end() == mark) {
                     return Ok(Integrated::Landed {
                         sha: sha.clone(),
                         node,

@@ -54,31 +54,49 @@ impl FlowWorkflow {
     pub async fn run(ctx: &mut WorkflowContext<Self>) -> WorkflowResult<FlowStatus> {
         let input = ctx.state(|s| s.input.clone());
         let options = activity_options(Duration::from_secs(12 * 3600), input.heartbeat_timeout_ms);
-        // Every unit at once, on whichever nodes take them.
-        let work = input.units.iter().map(|u| {
-            ctx.execute_activity(
-                FlowActivities::unit,
-                UnitInput {
-                    flow: input.id.clone(),
-                    unit: u.clone(),
-                    build: input.build,
-                    remote: input.remote.clone(),
-                    target: input.target.clone(),
-                    base: input.base.clone(),
-                },
-                options.clone(),
-            )
-        });
-        let results = temporalio_sdk::workflows::join_all(work).await;
+        // Every unit at once, on whichever nodes take them; a landing's units come implemented.
+        let work = input
+            .units
+            .iter()
+            .filter(|u| !input.implemented.contains_key(&u.id))
+            .map(|u| {
+                ctx.execute_activity(
+                    FlowActivities::unit,
+                    UnitInput {
+                        flow: input.id.clone(),
+                        unit: u.clone(),
+                        build: input.build,
+                        remote: input.remote.clone(),
+                        target: input.target.clone(),
+                        base: input.base.clone(),
+                    },
+                    options.clone(),
+                )
+            });
+        let mut results = temporalio_sdk::workflows::join_all(work).await.into_iter();
         let mut implemented: Vec<Option<Implemented>> = Vec::new();
-        for (i, r) in results.into_iter().enumerate() {
-            let r = r?;
+        for (i, unit) in input.units.iter().enumerate() {
+            let r = match input.implemented.get(&unit.id) {
+                Some(head) => Implemented {
+                    unit: unit.id.clone(),
+                    ok: true,
+                    head: Some(head.clone()),
+                    summary: String::new(),
+                    node: String::new(),
+                    attempt: 0,
+                },
+                None => match results.next() {
+                    Some(r) => r?,
+                    None => unreachable!("one result per unit implemented here"),
+                },
+            };
             ctx.state_mut(|s| {
                 let row = &mut s.status.units[i];
-                row.node = Some(match r.attempt {
-                    1 => r.node.clone(),
-                    n => format!("{}#{n}", r.node),
-                });
+                row.node = match r.attempt {
+                    0 => None,
+                    1 => Some(r.node.clone()),
+                    n => Some(format!("{}#{n}", r.node)),
+                };
                 row.head = r.head.clone();
                 if r.ok {
                     row.state = UnitState::Implemented;
@@ -91,7 +109,7 @@ impl FlowWorkflow {
         }
         ctx.state_mut(|s| s.status.state = FlowRun::Integrating);
         // In declared order, each onto the target as the earlier ones left it.
-        let mut expected = input.base.clone();
+        let mut expected = input.onto.clone().unwrap_or_else(|| input.base.clone());
         for (i, unit) in input.units.iter().enumerate() {
             let Some(Implemented {
                 ok: true,
@@ -168,6 +186,12 @@ impl FlowWorkflow {
     #[query]
     pub fn status(&self, _ctx: &WorkflowContextView) -> FlowStatus {
         self.status.clone()
+    }
+
+    /// What started it (`baton flow land` reads a unit's spec here).
+    #[query]
+    pub fn input(&self, _ctx: &WorkflowContextView) -> FlowInput {
+        self.input.clone()
     }
 }
 
@@ -273,6 +297,15 @@ pub async fn status(client: &Client, id: &str) -> Result<FlowStatus, String> {
     client
         .get_workflow_handle::<FlowWorkflow>(id)
         .query(FlowWorkflow::status, (), WorkflowQueryOptions::default())
+        .await
+        .map_err(|e| format!("cannot query Flow {id}: {e}"))
+}
+
+/// What started a Flow (a query).
+pub async fn input(client: &Client, id: &str) -> Result<FlowInput, String> {
+    client
+        .get_workflow_handle::<FlowWorkflow>(id)
+        .query(FlowWorkflow::input, (), WorkflowQueryOptions::default())
         .await
         .map_err(|e| format!("cannot query Flow {id}: {e}"))
 }
