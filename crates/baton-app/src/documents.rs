@@ -561,6 +561,24 @@ pub struct DoctorDocument {
     /// Each configured MCP server, started and asked for its tools.
     pub mcp_servers: Vec<DoctorMcpServer>,
     pub sandbox: DoctorSandbox,
+    /// The Temporal engine, when `engine.kind = "temporal"` applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<DoctorEngine>,
+}
+
+/// `baton doctor`'s check of the Temporal engine: the service reached, the remote read, the
+/// worker nodes that poll the task queue.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DoctorEngine {
+    pub ok: bool,
+    pub address: String,
+    pub namespace: String,
+    pub task_queue: String,
+    pub remote: Option<String>,
+    /// The names of the worker nodes that polled the task queue lately.
+    pub nodes: Vec<String>,
+    /// What is wrong and how to fix it; empty when `ok`.
+    pub message: String,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

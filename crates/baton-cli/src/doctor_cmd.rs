@@ -313,6 +313,9 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
         out
     });
     let (sandbox_ok, abi, mode, sandbox_text) = sandbox_check(config);
+    // The Temporal engine, when it is the one `baton run` uses here.
+    let engine = (config.engine.kind == Some(baton_protocol::config::EngineKind::Temporal))
+        .then(|| rt.block_on(crate::temporal_cmd::doctor(&ctx)));
     let mut routes = route_checks(config);
     // A route is only as usable as its provider: one whose provider failed its check says why.
     for r in &mut routes {
@@ -331,7 +334,8 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
     let all_ok = sandbox_ok
         && checks.iter().all(|c| c.verdict == "ok")
         && mcp.iter().all(|m| m.ok || m.optional)
-        && routes.iter().all(|r| r.result.is_ok());
+        && routes.iter().all(|r| r.result.is_ok())
+        && engine.as_ref().is_none_or(|e| e.ok);
     if args.json {
         let providers: Vec<DoctorProvider> = checks
             .iter()
@@ -373,6 +377,7 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
                 mode: mode.to_string(),
                 message: sandbox_text,
             },
+            engine,
         });
     } else {
         if checks.is_empty() {
@@ -434,6 +439,23 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
             "{} sandbox: {sandbox_text}",
             if sandbox_ok { "✓" } else { "✗" }
         );
+        if let Some(e) = &engine {
+            if e.ok {
+                outln!(
+                    "✓ engine: Temporal at {} (namespace {}, queue {}), remote {}; node(s) polling: {}",
+                    e.address,
+                    e.namespace,
+                    e.task_queue,
+                    e.remote.as_deref().unwrap_or(""),
+                    e.nodes.join(", ")
+                );
+            } else {
+                outln!(
+                    "✗ engine: Temporal: {}",
+                    baton_text::sanitize_line(&e.message)
+                );
+            }
+        }
     }
     Ok(if all_ok { Exit::Ok } else { Exit::Failed })
 }

@@ -100,6 +100,18 @@ mod imp {
     pub fn flow_land(_ctx: &ProjectContext, _id: &str, _unit: &str, _json: bool) -> Result<Exit> {
         not_built()
     }
+    pub async fn doctor(ctx: &ProjectContext) -> baton_app::documents::DoctorEngine {
+        let e = &ctx.config.config.engine;
+        baton_app::documents::DoctorEngine {
+            ok: false,
+            address: e.address.clone().unwrap_or_default(),
+            namespace: e.namespace.clone().unwrap_or_default(),
+            task_queue: e.task_queue.clone().unwrap_or_default(),
+            remote: e.remote.clone(),
+            nodes: Vec::new(),
+            message: "engine.kind is \"temporal\" but this baton was built without Temporal: build one with `cargo build --release -p baton-cli --features temporal`, or set engine.kind = \"local\"".into(),
+        }
+    }
 }
 
 #[cfg(feature = "temporal")]
@@ -201,6 +213,7 @@ mod imp {
             sdk::start(&client, &engine, input)
                 .await
                 .map_err(anyhow::Error::msg)?;
+            warn_if_no_node(&client, &engine).await;
             if !r.json {
                 errln!(
                     "baton run: workflow {id} started on Temporal ({}, queue {})",
@@ -319,6 +332,7 @@ mod imp {
             baton_temporal::flow_sdk::start(&client, &engine, input)
                 .await
                 .map_err(anyhow::Error::msg)?;
+            warn_if_no_node(&client, &engine).await;
             if !json {
                 errln!(
                     "baton flow: Flow {id} started on Temporal; units land on {branch} at {remote}"
@@ -326,6 +340,101 @@ mod imp {
             }
             follow_flow(&client, &id, json).await
         })
+    }
+
+    /// Says so when no worker node polls the queue: the work waits, with nothing to say why.
+    async fn warn_if_no_node(client: &sdk::Client, engine: &Engine) {
+        if let Ok(nodes) = sdk::pollers(client, engine).await {
+            if nodes.is_empty() {
+                errln!(
+                    "baton: no worker node polls task queue {q} yet: the work waits until one does (`baton worker-node --task-queue {q}`)",
+                    q = engine.task_queue
+                );
+            }
+        }
+    }
+
+    /// `baton doctor`'s check of the engine: the service, the remote, the nodes polling.
+    pub async fn doctor(ctx: &ProjectContext) -> baton_app::documents::DoctorEngine {
+        let mut d = baton_app::documents::DoctorEngine {
+            ok: false,
+            address: String::new(),
+            namespace: String::new(),
+            task_queue: String::new(),
+            remote: None,
+            nodes: Vec::new(),
+            message: String::new(),
+        };
+        let engine = match engine(ctx, None) {
+            Ok(e) => e,
+            Err(e) => {
+                d.message = e.to_string();
+                return d;
+            }
+        };
+        d.address = engine.address.clone();
+        d.namespace = engine.namespace.clone();
+        d.task_queue = engine.task_queue.clone();
+        d.remote = engine.remote.clone();
+        let reach = tokio::time::timeout(
+            Duration::from_secs(10),
+            sdk::connect(&engine, "baton doctor"),
+        );
+        let client = match reach.await {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                d.message = e;
+                return d;
+            }
+            Err(_) => {
+                d.message = format!("no answer from Temporal at {} within 10 s", engine.address);
+                return d;
+            }
+        };
+        let remote = match engine.remote() {
+            Ok(r) => r.to_string(),
+            Err(e) => {
+                d.message = e;
+                return d;
+            }
+        };
+        let read = tokio::process::Command::new("git")
+            .args(["ls-remote", "-q", "--heads", &remote])
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(std::process::Stdio::null())
+            .output();
+        match tokio::time::timeout(Duration::from_secs(20), read).await {
+            Ok(Ok(o)) if o.status.success() => {}
+            Ok(Ok(o)) => {
+                d.message = format!(
+                    "cannot read `engine.remote` ({remote}): {}",
+                    baton_text::sanitize_line(String::from_utf8_lossy(&o.stderr).trim())
+                );
+                return d;
+            }
+            Ok(Err(e)) => {
+                d.message = format!("cannot run git: {e}");
+                return d;
+            }
+            Err(_) => {
+                d.message = format!("`engine.remote` ({remote}) did not answer within 20 s");
+                return d;
+            }
+        }
+        match sdk::pollers(&client, &engine).await {
+            Ok(nodes) if nodes.is_empty() => {
+                d.message = format!(
+                    "no worker node polls task queue {}: start one with `baton worker-node --task-queue {}` (add `--trust` to use this project's roles and settings)",
+                    engine.task_queue, engine.task_queue
+                );
+            }
+            Ok(nodes) => {
+                d.nodes = nodes;
+                d.ok = true;
+            }
+            Err(e) => d.message = e,
+        }
+        d
     }
 
     /// Follows a Flow on Temporal to its end, printing each unit's changes (unless `json`), and
@@ -442,6 +551,7 @@ mod imp {
             flow_sdk::start(&client, &engine, land)
                 .await
                 .map_err(anyhow::Error::msg)?;
+            warn_if_no_node(&client, &engine).await;
             if !json {
                 errln!("baton flow: landing unit {unit} of Flow {id} on Temporal as {land_id}");
             }

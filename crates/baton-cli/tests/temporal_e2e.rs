@@ -1026,3 +1026,114 @@ fn flow_land_lands_a_unit_a_failed_flow_on_temporal_kept_once_and_only_once() {
     assert_exit(&o, 0);
     assert_eq!(c.remote_git(&["rev-parse", "refs/heads/main"]), head);
 }
+
+#[test]
+fn doctor_checks_the_engine_the_remote_and_that_a_node_polls() {
+    let Some(_) = temporal() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let mut c = Cluster::new(&server);
+    c.wf.sb.write(
+        ".baton/config.toml",
+        &format!(
+            "{}kind = \"temporal\"\n",
+            std::fs::read_to_string(c.wf.sb.work().join(".baton/config.toml")).unwrap()
+        ),
+    );
+    // No node yet: nothing could run, and doctor says so and how to start one.
+    let o = c.wf.run(&["doctor"]);
+    assert_exit(&o, 1);
+    assert!(
+        out(&o).contains(&format!(
+            "✗ engine: Temporal: no worker node polls task queue {}",
+            c.queue
+        )),
+        "{}",
+        out(&o)
+    );
+    assert!(
+        out(&o).contains("baton worker-node --task-queue"),
+        "{}",
+        out(&o)
+    );
+    c.node("node-a");
+    c.wait_polling(&server, &["node-a"]);
+    let o = c.wf.run(&["doctor", "--json"]);
+    assert_exit(&o, 0);
+    let doc: Value = serde_json::from_str(out(&o).trim()).unwrap();
+    assert_eq!(doc["engine"]["ok"], true, "{doc:#}");
+    assert_eq!(
+        doc["engine"]["nodes"],
+        serde_json::json!(["node-a"]),
+        "{doc:#}"
+    );
+    // A remote nobody can read is named.
+    let config = c.wf.sb.work().join(".baton/config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    c.wf.sb.write(
+        ".baton/config.toml",
+        &text.replace(c.remote.to_str().unwrap(), "/nonexistent/remote.git"),
+    );
+    let o = c.wf.run(&["doctor"]);
+    assert_exit(&o, 1);
+    assert!(
+        out(&o)
+            .contains("✗ engine: Temporal: cannot read `engine.remote` (/nonexistent/remote.git)"),
+        "{}",
+        out(&o)
+    );
+    // A server that is not there is named, with how to start one.
+    c.wf.sb.write(
+        ".baton/config.toml",
+        &text.replace(&server.address(), "127.0.0.1:1"),
+    );
+    let o = c.wf.run(&["doctor"]);
+    assert_exit(&o, 1);
+    assert!(
+        out(&o).contains("cannot reach Temporal at http://127.0.0.1:1"),
+        "{}",
+        out(&o)
+    );
+}
+
+#[test]
+fn a_run_with_no_node_polling_says_so_and_goes_on_when_one_comes() {
+    let Some(_) = temporal() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let mut c = Cluster::new(&server);
+    let mut run = c.wf.sb.spawn(&[
+        "run",
+        "--engine",
+        "temporal",
+        "--workflow",
+        "build",
+        "add a feature file",
+    ]);
+    // Its stderr, read line by line until the warning, on a thread of its own.
+    let stderr = run.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let warned = loop {
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) if line.contains("no worker node polls task queue") => break line,
+            Ok(_) => {}
+            Err(e) => panic!("no warning: {e}"),
+        }
+    };
+    assert!(
+        warned.contains(&format!("baton worker-node --task-queue {}", c.queue)),
+        "{warned}"
+    );
+    c.node("node-a");
+    let status = run.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}

@@ -297,6 +297,41 @@ pub async fn connect(engine: &Engine, identity: &str) -> Result<Client, String> 
     .map_err(|e| format!("cannot use namespace {}: {e}", engine.namespace))
 }
 
+/// The identities of the worker nodes that lately polled the engine's task queue for steps
+/// (the server remembers a poller for a few minutes after its last poll).
+pub async fn pollers(client: &Client, engine: &Engine) -> Result<Vec<String>, String> {
+    use temporalio_common::protos::temporal::api::enums::v1::TaskQueueType;
+    use temporalio_common::protos::temporal::api::taskqueue::v1::TaskQueue;
+    use temporalio_common::protos::temporal::api::workflowservice::v1::DescribeTaskQueueRequest;
+    let request = DescribeTaskQueueRequest {
+        namespace: engine.namespace.clone(),
+        task_queue: Some(TaskQueue {
+            name: engine.task_queue.clone(),
+            ..Default::default()
+        }),
+        task_queue_type: TaskQueueType::Activity as i32,
+        ..Default::default()
+    };
+    let response = client
+        .connection()
+        .workflow_service()
+        .describe_task_queue(temporalio_client::tonic::Request::new(request))
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot describe task queue {}: {}",
+                engine.task_queue,
+                e.message()
+            )
+        })?;
+    Ok(response
+        .into_inner()
+        .pollers
+        .into_iter()
+        .map(|p| p.identity)
+        .collect())
+}
+
 /// Starts `input` as a Temporal workflow on the engine's task queue.
 pub async fn start(client: &Client, engine: &Engine, input: WorkflowInput) -> Result<(), String> {
     let id = input.id.clone();
