@@ -239,6 +239,19 @@ impl Cluster {
         let _ = child.wait();
     }
 
+    /// `baton run --engine temporal --workflow build --json "add a feature file"`.
+    fn run_build(&self) -> std::process::Output {
+        self.wf.run(&[
+            "run",
+            "--engine",
+            "temporal",
+            "--workflow",
+            "build",
+            "--json",
+            "add a feature file",
+        ])
+    }
+
     fn remote_git(&self, args: &[&str]) -> String {
         let o = Command::new("git")
             .arg("--git-dir")
@@ -325,15 +338,7 @@ fn a_build_with_a_remediation_cycle_runs_on_temporal_as_it_runs_locally() {
     let mut c = Cluster::new(&server);
     c.wf.answer_nth("code-reviewer", 1, REVIEW_CRITICAL);
     c.node("node-a");
-    let o = c.wf.run(&[
-        "run",
-        "--engine",
-        "temporal",
-        "--workflow",
-        "build",
-        "--json",
-        "add a feature file",
-    ]);
+    let o = c.run_build();
     assert_exit(&o, 0);
     let doc = run_json(&o);
     assert_eq!(doc["type"], "workflow.completed", "{doc:#}\n{}", err(&o));
@@ -540,15 +545,7 @@ fn a_checkpoint_survives_a_server_restart_and_takes_only_an_answer_its_gate_take
     let mut c = Cluster::new(&server);
     c.wf.answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
     c.node("node-a");
-    let o = c.wf.run(&[
-        "run",
-        "--engine",
-        "temporal",
-        "--workflow",
-        "build",
-        "--json",
-        "add a feature file",
-    ]);
+    let o = c.run_build();
     assert_exit(&o, 4);
     let doc = run_json(&o);
     assert_eq!(doc["type"], "workflow.checkpoint", "{doc:#}");
@@ -864,15 +861,7 @@ fn a_checkpoint_nobody_answers_stops_the_workflow_at_the_checkpoint_timeout() {
     c.wf.sb.write(".baton/config.toml", &text);
     c.wf.sb.commit_all("a short checkpoint timeout");
     c.node("node-a");
-    let o = c.wf.run(&[
-        "run",
-        "--engine",
-        "temporal",
-        "--workflow",
-        "build",
-        "--json",
-        "add a feature file",
-    ]);
+    let o = c.run_build();
     assert_exit(&o, 4);
     let doc = run_json(&o);
     let id = doc["id"].as_str().unwrap().to_string();
@@ -921,15 +910,7 @@ fn a_role_file_a_step_rewrote_is_not_trusted_by_the_next_step_on_a_trusting_node
     let marker = c.wf.sb.path("planted-reviewer-ran");
     c.wf.answer("component-builder", &planting_builder(&marker));
     c.node("node-a");
-    let o = c.wf.run(&[
-        "run",
-        "--engine",
-        "temporal",
-        "--workflow",
-        "build",
-        "--json",
-        "add a feature file",
-    ]);
+    let o = c.run_build();
     let doc = run_json(&o);
     let id = doc["id"].as_str().unwrap().to_string();
     // The planted file reached the workflow's branch, but no step ran it: step 2's node trusted
