@@ -204,6 +204,7 @@ mod imp {
             branch,
             heartbeat_timeout_ms: engine.heartbeat_timeout.as_millis() as u64,
             checkpoint_timeout_ms: engine.checkpoint_timeout.as_millis() as u64,
+            resumed: None,
         };
         let rt = crate::signals::runtime()?;
         rt.block_on(async {
@@ -231,8 +232,35 @@ mod imp {
         answer: Option<&str>,
         json: bool,
     ) -> Result<Exit> {
-        on_temporal(ctx, |_, client| async move {
+        on_temporal(ctx, |engine, client| async move {
             if let Some(text) = answer {
+                // A failed workflow has ended on Temporal: a new run of the same id goes on from
+                // its record, its stopped agents running again with the answer as guidance.
+                let now = sdk::status(&client, id).await.map_err(anyhow::Error::msg)?;
+                if now.state == WfState::Failed {
+                    let input = sdk::input(&client, id).await.map_err(anyhow::Error::msg)?;
+                    let log = sdk::log(&client, id).await.map_err(anyhow::Error::msg)?;
+                    let resumed = baton_temporal::mapping::Resumed {
+                        log,
+                        head: now.head.clone(),
+                        steps: now.steps,
+                        answer: text.to_string(),
+                    };
+                    let next = WorkflowInput {
+                        resumed: Some(resumed),
+                        ..input
+                    };
+                    sdk::start(&client, &engine, next)
+                        .await
+                        .map_err(anyhow::Error::msg)?;
+                    warn_if_no_node(&client, &engine).await;
+                    if !json {
+                        errln!(
+                            "baton resume: workflow {id} goes on on Temporal with your guidance"
+                        );
+                    }
+                    return wait(&client, id, json).await;
+                }
                 if let Err(e) = sdk::answer(&client, id, text).await {
                     errln!("baton: the workflow did not take the answer: {e}");
                     return Ok(Exit::Refused);

@@ -1118,3 +1118,53 @@ fn a_run_with_no_node_polling_says_so_and_goes_on_when_one_comes() {
     let status = run.wait().unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+#[test]
+fn a_failed_workflow_goes_on_with_guidance_as_a_new_run_of_the_same_id() {
+    let Some(_) = temporal() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let mut c = Cluster::new(&server);
+    // The first builder says nothing baton can use: the workflow fails there.
+    c.wf.answer_nth("component-builder", 1, "echo 'I could not do it'\n");
+    c.node("node-a");
+    let o = c.run_build();
+    assert_exit(&o, 1);
+    let doc = run_json(&o);
+    assert_eq!(doc["type"], "workflow.failed", "{doc:#}");
+    let id = doc["id"].as_str().unwrap().to_string();
+    let failed = c.status(&id);
+    let o = c.wf.run(&[
+        "resume",
+        "--engine",
+        "temporal",
+        "--json",
+        &id,
+        "--answer",
+        "write the feature file this time",
+    ]);
+    assert_exit(&o, 0);
+    let done = run_json(&o);
+    assert_eq!(done["type"], "workflow.completed", "{done:#}\n{}", err(&o));
+    // The builder ran again, with the guidance; the record goes on from the failed run's.
+    assert_eq!(c.wf.calls("component-builder"), 2);
+    assert!(c
+        .wf
+        .prompt("component-builder", 2)
+        .contains("write the feature file this time"));
+    let status = c.status(&id);
+    assert!(
+        status["steps"].as_u64() > failed["steps"].as_u64(),
+        "{failed:#}\n{status:#}"
+    );
+    let events = c.temporal_log(&id);
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    let failed_at = kinds.iter().position(|k| *k == "workflow_failed").unwrap();
+    assert!(
+        kinds[failed_at..].contains(&"workflow_completed"),
+        "{kinds:?}"
+    );
+    let head = c.remote_git(&["rev-parse", &format!("refs/heads/baton/{id}")]);
+    let tree = c.remote_git(&["ls-tree", "-r", "--name-only", head.trim()]);
+    assert!(tree.contains("feature.txt"), "{tree}");
+}

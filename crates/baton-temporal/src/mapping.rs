@@ -89,6 +89,22 @@ pub struct WorkflowInput {
     pub branch: String,
     pub heartbeat_timeout_ms: u64,
     pub checkpoint_timeout_ms: u64,
+    /// Set when this run goes on from an earlier run of the same id that failed: `baton resume
+    /// --engine temporal ID --answer TEXT`.
+    #[serde(default)]
+    pub resumed: Option<Resumed>,
+}
+
+/// Where a failed run left its workflow, and the guidance its stopped agents run again with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resumed {
+    /// The record the failed run ended with.
+    pub log: String,
+    /// The branch's head it ended at.
+    pub head: String,
+    /// The steps it ran: this run's are numbered on from there.
+    pub steps: u32,
+    pub answer: String,
 }
 
 /// One step for a worker node: continue the record `log` from commit `head`.

@@ -44,19 +44,32 @@ pub struct BatonWorkflow {
 impl BatonWorkflow {
     #[init]
     fn new(_ctx: &WorkflowContextView, input: WorkflowInput) -> Self {
+        // A run that goes on from a failed one starts from its record, head and step count,
+        // with the guidance as the answer its first step takes.
+        let (log, head, steps, answer) = match &input.resumed {
+            Some(r) => (
+                r.log.clone(),
+                r.head.clone(),
+                r.steps,
+                Some(r.answer.clone()),
+            ),
+            None => (String::new(), input.base.clone(), 0, None),
+        };
         let status = Status {
             id: input.id.clone(),
             request: input.request.clone(),
             state: WfState::Starting,
-            head: input.base.clone(),
+            head,
             branch: input.branch.clone(),
+            steps,
+            events: events_in(&log),
             ..Status::default()
         };
         BatonWorkflow {
             input,
             status,
-            log: String::new(),
-            answer: None,
+            log,
+            answer,
         }
     }
 
@@ -64,7 +77,7 @@ impl BatonWorkflow {
     pub async fn run(ctx: &mut WorkflowContext<Self>) -> WorkflowResult<Status> {
         let input = ctx.state(|s| s.input.clone());
         let options = activity_options(Duration::from_secs(6 * 3600), input.heartbeat_timeout_ms);
-        let mut step = 0u32;
+        let mut step = ctx.state(|s| s.status.steps);
         loop {
             step += 1;
             let (log, head, answer) =
@@ -173,6 +186,12 @@ impl BatonWorkflow {
     #[query]
     pub fn log(&self, _ctx: &WorkflowContextView) -> String {
         self.log.clone()
+    }
+
+    /// What started this run (`baton resume` of a failed workflow starts the next from it).
+    #[query]
+    pub fn input(&self, _ctx: &WorkflowContextView) -> WorkflowInput {
+        self.input.clone()
     }
 
     // The SDK hands the validator a reference to the update's input type, `String`.
@@ -387,6 +406,15 @@ fn chain(e: &dyn std::error::Error) -> String {
         cause = c.source();
     }
     text
+}
+
+/// What started the workflow's latest run (a query).
+pub async fn input(client: &Client, id: &str) -> Result<WorkflowInput, String> {
+    client
+        .get_workflow_handle::<BatonWorkflow>(id)
+        .query(BatonWorkflow::input, (), WorkflowQueryOptions::default())
+        .await
+        .map_err(|e| format!("cannot query workflow {id}: {e}"))
 }
 
 /// The workflow's record (a query).
