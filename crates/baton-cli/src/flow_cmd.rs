@@ -80,6 +80,10 @@ enum FlowAction {
         model_class: Option<String>,
         /// The Flow (default: the repository's active one).
         id: Option<String>,
+        /// `temporal`: a Flow on Temporal that failed at a unit: that unit is implemented again
+        /// with the guidance, then it and the units after it land (docs/temporal.md).
+        #[arg(long, value_name = "E")]
+        engine: Option<baton_protocol::config::EngineKind>,
         #[command(flatten)]
         common: Common,
     },
@@ -162,8 +166,19 @@ pub fn run(args: FlowArgs) -> Result<Exit> {
             guidance,
             model_class,
             id,
+            engine,
             common,
         } => {
+            if engine == Some(baton_protocol::config::EngineKind::Temporal) {
+                let ctx = project_context(common.cwd.clone())?;
+                let Some(id) = id else {
+                    anyhow::bail!("--engine temporal: give the Flow's id");
+                };
+                if model_class.is_some() {
+                    anyhow::bail!("--model-class: not on Temporal; set the unit's `model_class` in the units file");
+                }
+                return crate::temporal_cmd::flow_continue(&ctx, &id, &guidance, common.json);
+            }
             let class = match model_class.as_deref().map(str::parse::<ModelClass>) {
                 None => None,
                 Some(Ok(c)) => Some(c),

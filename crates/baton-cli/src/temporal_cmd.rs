@@ -100,6 +100,14 @@ mod imp {
     pub fn flow_land(_ctx: &ProjectContext, _id: &str, _unit: &str, _json: bool) -> Result<Exit> {
         not_built()
     }
+    pub fn flow_continue(
+        _ctx: &ProjectContext,
+        _id: &str,
+        _guidance: &str,
+        _json: bool,
+    ) -> Result<Exit> {
+        not_built()
+    }
     pub async fn doctor(ctx: &ProjectContext) -> baton_app::documents::DoctorEngine {
         let e = &ctx.config.config.engine;
         baton_app::documents::DoctorEngine {
@@ -367,6 +375,105 @@ mod imp {
                 );
             }
             follow_flow(&client, &id, json).await
+        })
+    }
+
+    /// `baton flow continue --engine temporal ID --guidance TEXT`: a Flow on Temporal that
+    /// stopped at a unit goes on as a new Flow (`ID-continue`, or `…-continue-N` on a
+    /// continuation): that unit implemented again from the branch as it is now, with the
+    /// guidance and what stopped it; the units after it that were implemented land from their
+    /// commits, the others are implemented too.
+    pub fn flow_continue(
+        ctx: &ProjectContext,
+        id: &str,
+        guidance: &str,
+        json: bool,
+    ) -> Result<Exit> {
+        use baton_temporal::flow::{FlowInput, UnitState};
+        use baton_temporal::flow_sdk;
+        if guidance.trim().is_empty() {
+            anyhow::bail!("--guidance is empty: say what the implementer should do differently");
+        }
+        let root = ctx.project_root.clone();
+        on_temporal(ctx, |engine, client| async move {
+            let input = flow_sdk::input(&client, id)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            let status = flow_sdk::status(&client, id)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            if status.state != FlowRun::Failed {
+                anyhow::bail!(
+                    "Flow {id} is {}: only a Flow that stopped at a unit goes on",
+                    status.state
+                );
+            }
+            let Some(stop) = status.units.iter().position(|u| {
+                matches!(
+                    u.state,
+                    UnitState::Failed
+                        | UnitState::Conflict
+                        | UnitState::Invalid
+                        | UnitState::Rejected
+                )
+            }) else {
+                anyhow::bail!("Flow {id} has no unit that stopped it");
+            };
+            let row = &status.units[stop];
+            let mut units = Vec::new();
+            let mut implemented = std::collections::BTreeMap::new();
+            for (i, spec) in input.units.iter().enumerate().skip(stop) {
+                let mut spec = spec.clone();
+                if i == stop {
+                    spec.task = format!(
+                        "{}\n\n## Guidance\n\n{}\n\n## What stopped it before\n\n{}: {}",
+                        spec.task.trim_end(),
+                        guidance.trim(),
+                        row.state,
+                        row.why.as_deref().unwrap_or("")
+                    );
+                } else if let (UnitState::Skipped, Some(head)) =
+                    (status.units[i].state, &status.units[i].head)
+                {
+                    implemented.insert(spec.id.clone(), head.clone());
+                }
+                units.push(spec);
+            }
+            let onto = git(&root, &["ls-remote", &input.remote, &input.target])
+                .ok()
+                .and_then(|l| l.split_whitespace().next().map(str::to_string))
+                .ok_or_else(|| {
+                    anyhow::anyhow!("cannot read {} on {}", input.target, input.remote)
+                })?;
+            let next_id = match id.rsplit_once("-continue") {
+                Some((flow, "")) => format!("{flow}-continue-2"),
+                Some((flow, n)) => match n.strip_prefix('-').and_then(|n| n.parse::<u32>().ok()) {
+                    Some(n) => format!("{flow}-continue-{}", n + 1),
+                    None => format!("{id}-continue"),
+                },
+                None => format!("{id}-continue"),
+            };
+            let next = FlowInput {
+                id: next_id.clone(),
+                units,
+                implemented,
+                // Every unit starts from the branch as it is now (a kept commit's rebase replays
+                // only its own change onto it).
+                base: onto,
+                onto: None,
+                ..input
+            };
+            flow_sdk::start(&client, &engine, next)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            warn_if_no_node(&client, &engine).await;
+            if !json {
+                errln!(
+                    "baton flow: Flow {id} goes on on Temporal as {next_id}, from unit {}",
+                    row.id
+                );
+            }
+            follow_flow(&client, &next_id, json).await
         })
     }
 

@@ -1168,3 +1168,71 @@ fn a_failed_workflow_goes_on_with_guidance_as_a_new_run_of_the_same_id() {
     let tree = c.remote_git(&["ls-tree", "-r", "--name-only", head.trim()]);
     assert!(tree.contains("feature.txt"), "{tree}");
 }
+
+#[test]
+fn flow_continue_implements_the_stopping_unit_again_with_guidance_and_lands_the_rest() {
+    let Some(_) = temporal() else { return };
+    let units = ["alpha", "beta"];
+    let wf = backlog(&units);
+    // alpha's validation wants a file its first BUILD does not write; its second does.
+    let pass = std::fs::read_to_string(wf.scripts.join("alpha/component-builder.sh")).unwrap();
+    std::fs::write(
+        wf.scripts.join("alpha/component-builder.2.sh"),
+        format!("echo fixed > fixed.txt\n{pass}"),
+    )
+    .unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let mut c = Cluster::with(&server, wf);
+    c.node("node-a");
+    let file = units_file(&c.wf, &units);
+    let mut list: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    list["units"][0]["validation"] =
+        serde_json::json!([{"command": "test", "args": ["-f", "fixed.txt"]}]);
+    std::fs::write(&file, list.to_string()).unwrap();
+    let o = c.wf.run(&[
+        "flow",
+        "start",
+        "--engine",
+        "temporal",
+        "--workflow",
+        "build",
+        "--json",
+        file.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 1);
+    let status = run_json(&o);
+    let flow = status["id"].as_str().unwrap().to_string();
+    assert_eq!(status["units"][0]["state"], "invalid", "{status:#}");
+    let beta_builds = c.wf.calls_in("beta", "component-builder");
+
+    let o = c.wf.run(&[
+        "flow",
+        "continue",
+        "--engine",
+        "temporal",
+        "--json",
+        "--guidance",
+        "write fixed.txt too",
+        &flow,
+    ]);
+    assert_exit(&o, 0);
+    let next = run_json(&o);
+    assert_eq!(next["id"], format!("{flow}-continue"), "{next:#}");
+    assert_eq!(next["state"], "completed", "{next:#}\n{}", err(&o));
+    // alpha was built again, told what to do and what stopped it; beta landed from its commit.
+    assert_eq!(c.wf.calls_in("alpha", "component-builder"), 2);
+    let prompt =
+        std::fs::read_to_string(c.wf.scripts.join("alpha/component-builder.2.prompt")).unwrap();
+    assert!(prompt.contains("write fixed.txt too"), "{prompt}");
+    assert!(prompt.contains("invalid"), "{prompt}");
+    assert_eq!(c.wf.calls_in("beta", "component-builder"), beta_builds);
+    let subjects = c.remote_git(&["log", "--format=%s", "refs/heads/main"]);
+    let subjects: Vec<&str> = subjects.lines().collect();
+    assert_eq!(&subjects[..2], ["add beta", "add alpha"], "{subjects:?}");
+    let tree = c.remote_git(&["ls-tree", "--name-only", "refs/heads/main"]);
+    assert!(
+        tree.contains("fixed.txt") && tree.contains("beta.txt"),
+        "{tree}"
+    );
+}
