@@ -359,6 +359,7 @@ mod imp {
             heartbeat_timeout_ms: engine.heartbeat_timeout.as_millis() as u64,
             implemented: Default::default(),
             onto: None,
+            origin: None,
         };
         let rt = crate::signals::runtime()?;
         rt.block_on(async {
@@ -389,7 +390,7 @@ mod imp {
         guidance: &str,
         json: bool,
     ) -> Result<Exit> {
-        use baton_temporal::flow::{FlowInput, UnitState};
+        use baton_temporal::flow::{FlowInput, Origin, UnitState};
         use baton_temporal::flow_sdk;
         if guidance.trim().is_empty() {
             anyhow::bail!("--guidance is empty: say what the implementer should do differently");
@@ -453,10 +454,15 @@ mod imp {
                 },
                 None => format!("{id}-continue"),
             };
+            let origin = input.origin.clone().unwrap_or_else(|| Origin {
+                id: id.to_string(),
+                base: input.base.clone(),
+            });
             let next = FlowInput {
                 id: next_id.clone(),
                 units,
                 implemented,
+                origin: Some(origin),
                 // Every unit starts from the branch as it is now (a kept commit's rebase replays
                 // only its own change onto it).
                 base: onto,
@@ -475,6 +481,32 @@ mod imp {
             }
             follow_flow(&client, &next_id, json).await
         })
+    }
+
+    /// Between two polls of a followed workflow or Flow (`what`): how the command ends when the
+    /// Temporal workflow ended without a baton outcome, or when the user stopped following (it
+    /// goes on; `look` reads it); else nothing, after a pause.
+    async fn between_polls(
+        client: &sdk::Client,
+        id: &str,
+        what: &str,
+        look: &str,
+        signalled: &CancellationToken,
+    ) -> Result<Option<Exit>> {
+        if let Some(why) = sdk::ended_abnormally(client, id)
+            .await
+            .map_err(anyhow::Error::msg)?
+        {
+            errln!("baton: {what} {id} ended on Temporal without finishing: {why}");
+            return Ok(Some(Exit::Failed));
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(200)) => Ok(None),
+            _ = signalled.cancelled() => {
+                errln!("baton: stopped following; {what} {id} goes on on Temporal: `{look} {id}`");
+                Ok(Some(Exit::Interrupted))
+            }
+        }
     }
 
     /// Says so when no worker node polls the queue: the work waits, with nothing to say why.
@@ -606,19 +638,9 @@ mod imp {
             if matches!(s.state, FlowRun::Completed | FlowRun::Failed) {
                 break s;
             }
-            if let Some(why) = sdk::ended_abnormally(client, id)
-                .await
-                .map_err(anyhow::Error::msg)?
-            {
-                errln!("baton: Flow {id} ended on Temporal without finishing: {why}");
-                return Ok(Exit::Failed);
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
-                _ = signalled.cancelled() => {
-                    errln!("baton: stopped following; Flow {id} goes on on Temporal: `baton flow status --engine temporal {id}`");
-                    return Ok(Exit::Interrupted);
-                }
+            let look = "baton flow status --engine temporal";
+            if let Some(exit) = between_polls(client, id, "Flow", look, &signalled).await? {
+                return Ok(exit);
             }
         };
         Ok(report_flow(&status, json))
@@ -628,7 +650,7 @@ mod imp {
     /// implemented, without implementing it again: a Flow of that one unit, implemented, onto
     /// the target as it is now (`ID-land-UNIT`).
     pub fn flow_land(ctx: &ProjectContext, id: &str, unit: &str, json: bool) -> Result<Exit> {
-        use baton_temporal::flow::{FlowInput, UnitState};
+        use baton_temporal::flow::{FlowInput, Origin, UnitState};
         use baton_temporal::flow_sdk;
         let root = ctx.project_root.clone();
         on_temporal(ctx, |engine, client| async move {
@@ -676,11 +698,16 @@ mod imp {
                     anyhow::anyhow!("cannot read {} on {}", input.target, input.remote)
                 })?;
             let land_id = format!("{id}-land-{unit}");
+            let origin = input.origin.clone().unwrap_or_else(|| Origin {
+                id: id.to_string(),
+                base: input.base.clone(),
+            });
             let land = FlowInput {
                 id: land_id.clone(),
                 units: vec![spec.clone()],
                 implemented: [(unit.to_string(), head)].into(),
                 onto: Some(onto),
+                origin: Some(origin),
                 ..input
             };
             flow_sdk::start(&client, &engine, land)
@@ -781,19 +808,9 @@ mod imp {
             if !s.state.going() {
                 break s;
             }
-            if let Some(why) = sdk::ended_abnormally(client, id)
-                .await
-                .map_err(anyhow::Error::msg)?
-            {
-                errln!("baton: workflow {id} ended on Temporal without finishing: {why}");
-                return Ok(Exit::Failed);
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(200)) => {}
-                _ = signalled.cancelled() => {
-                    errln!("baton: stopped following; workflow {id} goes on on Temporal: `baton status --engine temporal {id}`");
-                    return Ok(Exit::Interrupted);
-                }
+            let look = "baton status --engine temporal";
+            if let Some(exit) = between_polls(client, id, "workflow", look, &signalled).await? {
+                return Ok(exit);
             }
         };
         let id = id.to_string();

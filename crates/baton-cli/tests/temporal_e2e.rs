@@ -252,6 +252,20 @@ impl Cluster {
         ])
     }
 
+    /// `baton flow start --engine temporal --workflow build --json UNITS_FILE`.
+    fn flow_build(&self, units: &Path) -> std::process::Output {
+        self.wf.run(&[
+            "flow",
+            "start",
+            "--engine",
+            "temporal",
+            "--workflow",
+            "build",
+            "--json",
+            units.to_str().unwrap(),
+        ])
+    }
+
     fn remote_git(&self, args: &[&str]) -> String {
         let o = Command::new("git")
             .arg("--git-dir")
@@ -635,16 +649,7 @@ fn a_backlog_of_build_workflows_is_implemented_on_two_nodes_and_lands_in_declare
     c.node_with("node-b", 1);
     c.wait_polling(&server, &["node-a", "node-b"]);
     let file = units_file(&c.wf, &units);
-    let o = c.wf.run(&[
-        "flow",
-        "start",
-        "--engine",
-        "temporal",
-        "--workflow",
-        "build",
-        "--json",
-        file.to_str().unwrap(),
-    ]);
+    let o = c.flow_build(&file);
     assert_exit(&o, 0);
     let status = run_json(&o);
     assert_eq!(status["state"], "completed", "{status:#}\n{}", err(&o));
@@ -959,15 +964,7 @@ fn flow_land_lands_a_unit_a_failed_flow_on_temporal_kept_once_and_only_once() {
         all.extend_from_slice(args);
         c.wf.run(&all)
     };
-    let o = start(&[
-        "start",
-        "--engine",
-        "temporal",
-        "--workflow",
-        "build",
-        "--json",
-        file.to_str().unwrap(),
-    ]);
+    let o = c.flow_build(&file);
     assert_exit(&o, 1);
     let status = run_json(&o);
     let flow = status["id"].as_str().unwrap().to_string();
@@ -1190,16 +1187,7 @@ fn flow_continue_implements_the_stopping_unit_again_with_guidance_and_lands_the_
     list["units"][0]["validation"] =
         serde_json::json!([{"command": "test", "args": ["-f", "fixed.txt"]}]);
     std::fs::write(&file, list.to_string()).unwrap();
-    let o = c.wf.run(&[
-        "flow",
-        "start",
-        "--engine",
-        "temporal",
-        "--workflow",
-        "build",
-        "--json",
-        file.to_str().unwrap(),
-    ]);
+    let o = c.flow_build(&file);
     assert_exit(&o, 1);
     let status = run_json(&o);
     let flow = status["id"].as_str().unwrap().to_string();

@@ -45,6 +45,18 @@ pub struct FlowInput {
     /// Where the target is when the target moved on since `base` (a landing); else `base`.
     #[serde(default)]
     pub onto: Option<String>,
+    /// The Flow this one goes on from (`flow land`, `flow continue`): its id is in the units'
+    /// trailers, and its starting commit is what trusting nodes trust.
+    #[serde(default)]
+    pub origin: Option<Origin>,
+}
+
+/// The Flow a landing or a continuation goes on from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Origin {
+    pub id: String,
+    /// Its starting commit, as its starter pushed it.
+    pub base: String,
 }
 
 /// One unit for a node to implement.
@@ -56,6 +68,9 @@ pub struct UnitInput {
     pub remote: String,
     pub target: String,
     pub base: String,
+    /// The Flow this one goes on from: its trailer and its trusted starting commit.
+    #[serde(default)]
+    pub origin: Option<Origin>,
 }
 
 /// What a node's implementer came to.
@@ -82,6 +97,9 @@ pub struct IntegrateInput {
     pub expected: String,
     pub base: String,
     pub head: String,
+    /// The Flow this one goes on from: its trailer and its trusted starting commit.
+    #[serde(default)]
+    pub origin: Option<Origin>,
 }
 
 /// How a unit's landing went. Each is a result, not an activity failure.
@@ -182,8 +200,9 @@ impl Node {
     ) -> Result<Implemented, StepError> {
         let repo = self.fetched(&input.remote)?;
         let name = format!("{}-{}", input.flow, input.unit.id);
+        let trusted = input.origin.as_ref().map_or(&input.base, |o| &o.base);
         let work = self
-            .trusted_checkout(&repo, &name, Some(&input.base), &input.base)
+            .trusted_checkout(&repo, &name, Some(trusted), &input.base)
             .await?;
         let branch = input.target.trim_start_matches("refs/heads/");
         let env = [
@@ -236,11 +255,8 @@ impl Node {
         if !ok {
             return Ok(done(false, None, summary));
         }
-        let message = format!(
-            "{}\n\n{}",
-            input.unit.name,
-            trailer(&input.flow, &input.unit.id)
-        );
+        let origin = input.origin.as_ref().map_or(&input.flow, |o| &o.id);
+        let message = format!("{}\n\n{}", input.unit.name, trailer(origin, &input.unit.id));
         baton_flow::commit_change(&self.identity(&work), &message).map_err(StepError)?;
         let head = Git::new(&work)
             .run(["rev-parse", "HEAD"])
@@ -270,31 +286,11 @@ impl Node {
     ) -> Result<Integrated, StepError> {
         let repo = self.fetched(&input.remote)?;
         let node = self.name.clone();
-        // The mark of the unit's commit (its Flow's trailer; a landing's commit keeps the
-        // trailer of the Flow that implemented it).
-        let mark = Git::new(&repo)
-            .run(["log", "-1", "--format=%B", &input.head])
-            .ok()
-            .and_then(|m| {
-                m.lines()
-                    .find(|l| l.starts_with("baton-flow: "))
-                    .map(|l| l.trim_end().to_string())
-            })
-            .unwrap_or_else(|| trailer(&input.flow, &input.unit.id));
+        // Trailers name the Flow that first ran the unit (a landing's or continuation's origin).
+        let origin = input.origin.as_ref().map_or(&input.flow, |o| &o.id);
+        let mark = trailer(origin, &input.unit.id);
         let now = self.ls_remote(&repo, &input.target)?;
-        if now.as_deref() == Some(input.expected.as_str()) {
-            // Already on the target (landed before, by `flow land` or by hand)? Nothing to do.
-            let range = format!("{}..{}", input.base, input.expected);
-            let messages = Git::new(&repo)
-                .run(["log", "--format=%B", &range])
-                .unwrap_or_default();
-            if messages.lines().any(|l| l.trim_end() == mark) {
-                return Ok(Integrated::Landed {
-                    sha: input.expected.clone(),
-                    node,
-                });
-            }
-        } else {
+        if now.as_deref() != Some(input.expected.as_str()) {
             // Landed by an attempt that died before it returned?
             if let Some(sha) = &now {
                 let message = Git::new(&repo)
@@ -317,8 +313,9 @@ impl Node {
         let name = format!("{}-integrate", input.flow);
         // Trusted as the Flow's base was: its reviewer is the project's own only while no unit
         // changed the reviewer's role file or the widening settings.
+        let trusted = input.origin.as_ref().map_or(&input.base, |o| &o.base);
         let work = self
-            .trusted_checkout(&repo, &name, Some(&input.base), &input.head)
+            .trusted_checkout(&repo, &name, Some(trusted), &input.head)
             .await?;
         let git = self.identity(&work);
         if input.expected != input.base {
@@ -334,6 +331,15 @@ impl Node {
                 let _ = git.run(["rebase", "--abort"]);
                 return Ok(Integrated::Conflict { paths, node });
             }
+        }
+        let rebased = git
+            .run(["rev-parse", "HEAD"])
+            .map(|s| s.trim().to_string())
+            .map_err(|e| StepError(format!("cannot read the rebased head: {e}")))?;
+        if rebased == input.expected {
+            // Every commit of the unit became empty on the target: its change is there already
+            // (landed before). Judged by content, not by a message a model could write.
+            return Ok(Integrated::Landed { sha: rebased, node });
         }
         let rules = CommandRules::for_config(&baton_protocol::config::Config::default(), &work);
         match run_validation(
@@ -357,10 +363,7 @@ impl Node {
             }
             Validation::Cancelled => return Err(StepError("cancelled".into())),
         }
-        let sha = git
-            .run(["rev-parse", "HEAD"])
-            .map(|s| s.trim().to_string())
-            .map_err(|e| StepError(format!("cannot read the rebased head: {e}")))?;
+        let sha = rebased;
         if let Some(criterion) = &input.unit.review {
             let at = Reviewing {
                 work: &work,
@@ -416,12 +419,13 @@ impl Node {
             return Ok(Some(why));
         }
         let packet = packet_in(at.work, unit, at.attempt);
-        write_packet(&packet, &patch).map_err(|e| {
-            StepError(format!(
+        if let Err(e) = write_packet(&packet, &patch) {
+            // Something the unit's tree holds is in the way (a link, a file): its own doing.
+            return Ok(Some(format!(
                 "cannot write the review packet {}: {e}",
                 packet.display()
-            ))
-        })?;
+            )));
+        }
         let task = reviewer_task(&input.unit, criterion, at.work, base, at.sha, &packet);
         let env = [
             ("BATON_TASK_NAME", unit.clone()),

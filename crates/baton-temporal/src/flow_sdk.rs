@@ -69,6 +69,7 @@ impl FlowWorkflow {
                         remote: input.remote.clone(),
                         target: input.target.clone(),
                         base: input.base.clone(),
+                        origin: input.origin.clone(),
                     },
                     options.clone(),
                 )
@@ -130,6 +131,7 @@ impl FlowWorkflow {
                         expected: expected.clone(),
                         base: input.base.clone(),
                         head,
+                        origin: input.origin.clone(),
                     },
                     options.clone(),
                 )
