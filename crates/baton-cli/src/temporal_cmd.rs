@@ -390,7 +390,7 @@ mod imp {
         guidance: &str,
         json: bool,
     ) -> Result<Exit> {
-        use baton_temporal::flow::{FlowInput, Origin, UnitState};
+        use baton_temporal::flow::{FlowInput, UnitState};
         use baton_temporal::flow_sdk;
         if guidance.trim().is_empty() {
             anyhow::bail!("--guidance is empty: say what the implementer should do differently");
@@ -440,12 +440,7 @@ mod imp {
                 }
                 units.push(spec);
             }
-            let onto = git(&root, &["ls-remote", &input.remote, &input.target])
-                .ok()
-                .and_then(|l| l.split_whitespace().next().map(str::to_string))
-                .ok_or_else(|| {
-                    anyhow::anyhow!("cannot read {} on {}", input.target, input.remote)
-                })?;
+            let (onto, origin) = going_on(&root, id, &input)?;
             let next_id = match id.rsplit_once("-continue") {
                 Some((flow, "")) => format!("{flow}-continue-2"),
                 Some((flow, n)) => match n.strip_prefix('-').and_then(|n| n.parse::<u32>().ok()) {
@@ -454,10 +449,6 @@ mod imp {
                 },
                 None => format!("{id}-continue"),
             };
-            let origin = input.origin.clone().unwrap_or_else(|| Origin {
-                id: id.to_string(),
-                base: input.base.clone(),
-            });
             let next = FlowInput {
                 id: next_id.clone(),
                 units,
@@ -507,6 +498,27 @@ mod imp {
                 Ok(Some(Exit::Interrupted))
             }
         }
+    }
+
+    /// What a Flow that goes on from Flow `id` (`flow land`, `flow continue`) starts from: the
+    /// target's commit on the remote now, and the origin it keeps (`id`'s, or the one `id` kept).
+    fn going_on(
+        root: &std::path::Path,
+        id: &str,
+        input: &baton_temporal::flow::FlowInput,
+    ) -> Result<(String, baton_temporal::flow::Origin)> {
+        let onto = git(root, &["ls-remote", &input.remote, &input.target])
+            .ok()
+            .and_then(|l| l.split_whitespace().next().map(str::to_string))
+            .ok_or_else(|| anyhow::anyhow!("cannot read {} on {}", input.target, input.remote))?;
+        let origin = input
+            .origin
+            .clone()
+            .unwrap_or_else(|| baton_temporal::flow::Origin {
+                id: id.to_string(),
+                base: input.base.clone(),
+            });
+        Ok((onto, origin))
     }
 
     /// Says so when no worker node polls the queue: the work waits, with nothing to say why.
@@ -650,7 +662,7 @@ mod imp {
     /// implemented, without implementing it again: a Flow of that one unit, implemented, onto
     /// the target as it is now (`ID-land-UNIT`).
     pub fn flow_land(ctx: &ProjectContext, id: &str, unit: &str, json: bool) -> Result<Exit> {
-        use baton_temporal::flow::{FlowInput, Origin, UnitState};
+        use baton_temporal::flow::{FlowInput, UnitState};
         use baton_temporal::flow_sdk;
         let root = ctx.project_root.clone();
         on_temporal(ctx, |engine, client| async move {
@@ -691,17 +703,8 @@ mod imp {
                     row.why.as_deref().map(baton_text::sanitize_line).unwrap_or_else(|| row.state.to_string().into())
                 );
             };
-            let onto = git(&root, &["ls-remote", &input.remote, &input.target])
-                .ok()
-                .and_then(|l| l.split_whitespace().next().map(str::to_string))
-                .ok_or_else(|| {
-                    anyhow::anyhow!("cannot read {} on {}", input.target, input.remote)
-                })?;
+            let (onto, origin) = going_on(&root, id, &input)?;
             let land_id = format!("{id}-land-{unit}");
-            let origin = input.origin.clone().unwrap_or_else(|| Origin {
-                id: id.to_string(),
-                base: input.base.clone(),
-            });
             let land = FlowInput {
                 id: land_id.clone(),
                 units: vec![spec.clone()],

@@ -705,15 +705,7 @@ fn a_flow_of_implementer_units_lands_from_a_node() {
         ))
         .turn(baton_testkit::Turn::text("Wrote solo.txt."))
         .start_blocking();
-    let sb = baton_testkit::fixture::Sandbox::new().mock_provider(
-        &server_model,
-        "openai",
-        "[models]\nbalanced = \"mock/m\"\n",
-    );
-    let wf = Wf::with(sb);
-    let scratch = tempfile::tempdir().unwrap();
-    let server = Server::start(&scratch.path().join("temporal.db"));
-    let mut c = Cluster::with(&server, wf);
+    let (_scratch, _server, mut c) = on_mock_model(&server_model);
     c.node("node-a");
     let file = units_file(&c.wf, &["solo"]);
     let o = c.wf.run(&[
@@ -736,6 +728,20 @@ fn a_flow_of_implementer_units_lands_from_a_node() {
         "solo\n"
     );
     server_model.assert_tool_results_answer_calls();
+}
+
+/// A project whose agents are on the mock `model`, with a Temporal server and its cluster (no
+/// node yet). Keep the folder and the server for as long as the cluster.
+fn on_mock_model(model: &baton_testkit::MockServer) -> (tempfile::TempDir, Server, Cluster) {
+    let sb = baton_testkit::fixture::Sandbox::new().mock_provider(
+        model,
+        "openai",
+        "[models]\nbalanced = \"mock/m\"\n",
+    );
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let c = Cluster::with(&server, Wf::with(sb));
+    (scratch, server, c)
 }
 
 /// A Flow of one unit `solo` with a `review` criterion, on one node, against a mock model whose
@@ -765,15 +771,7 @@ fn reviewed_flow(
         ))
         .turn(baton_testkit::Turn::text(answer))
         .start_blocking();
-    let sb = baton_testkit::fixture::Sandbox::new().mock_provider(
-        &model,
-        "openai",
-        "[models]\nbalanced = \"mock/m\"\n",
-    );
-    let wf = Wf::with(sb);
-    let scratch = tempfile::tempdir().unwrap();
-    let server = Server::start(&scratch.path().join("temporal.db"));
-    let mut c = Cluster::with(&server, wf);
+    let (scratch, server, mut c) = on_mock_model(&model);
     c.node("node-a");
     let units = serde_json::json!({"units": [{
         "id": "solo", "name": "add solo", "task": "add the solo file",
