@@ -42,6 +42,13 @@ pub enum GitError {
         value: String,
         reason: &'static str,
     },
+    /// The `.git` of a pinned work tree is no longer what it was when pinned (see [`crate::pin`]).
+    #[error(
+        "refused to run git: {} was replaced since baton pinned this repository (a command moved, \
+         removed or rewrote it); nothing was run. Put the repository's `.git` back, then run again",
+        dot_git.display()
+    )]
+    Replaced { dot_git: PathBuf },
     /// A file under the git directory could not be read or written.
     #[error("{}: {source}", path.display())]
     Io {
@@ -59,6 +66,7 @@ impl GitError {
             GitError::Spawn { .. }
             | GitError::Parse { .. }
             | GitError::InvalidArgument { .. }
+            | GitError::Replaced { .. }
             | GitError::Io { .. } => None,
         }
     }

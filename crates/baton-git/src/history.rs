@@ -210,9 +210,11 @@ impl Git {
     /// Stages everything (respecting `.gitignore`) and commits it; `None` when there was nothing to
     /// commit. Hooks are not run: this is baton's own bookkeeping commit, not a person's.
     pub fn commit_all(&self, message: &str) -> Result<Option<String>> {
-        self.run(["add", "--all"])?;
+        // `add --all` looks into the work tree of every embedded repository (gitlink) whatever
+        // `--ignore-submodules` says: the drivers their own configs declare are switched off too.
+        self.with_embedded_drivers_off()?.run(["add", "--all"])?;
         let staged =
-            !self.run_predicate(["diff", "--cached", "--quiet", "--ignore-submodules=none"])?;
+            !self.run_predicate(["diff", "--cached", "--quiet", "--ignore-submodules=dirty"])?;
         if !staged {
             return Ok(None);
         }

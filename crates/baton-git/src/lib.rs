@@ -31,6 +31,7 @@
 
 mod error;
 mod history;
+pub mod pin;
 mod status;
 mod worktree;
 
@@ -79,75 +80,94 @@ pub const HARDENED: &[&str] = &[
     "rebase.gpgSign=false",
     "merge.verifySignatures=false",
     "diff.external=",
+    // Never into a submodule or an embedded repository: its config is not the repository's.
+    "submodule.recurse=false",
+    "diff.ignoreSubmodules=dirty",
+    "status.submoduleSummary=false",
 ];
 
-/// The config files of the repository `dir` is in: its git dir's `config` and
-/// `config.worktree`, and for a linked worktree the common dir's. Read without running git.
-fn repo_config_files(dir: &Path) -> Vec<PathBuf> {
-    let Some(dot_git) = dir.ancestors().map(|d| d.join(".git")).find(|p| p.exists()) else {
-        return Vec::new();
-    };
-    let mut dirs = Vec::new();
-    if dot_git.is_dir() {
-        dirs.push(dot_git);
-    } else if let Ok(text) = fs::read_to_string(&dot_git) {
-        if let Some(g) = text.trim().strip_prefix("gitdir:") {
-            let base = dot_git.parent().unwrap_or(Path::new("/"));
-            let gitdir = base.join(g.trim());
-            if let Ok(common) = fs::read_to_string(gitdir.join("commondir")) {
-                dirs.push(gitdir.join(common.trim()));
-            }
-            dirs.push(gitdir);
-        }
-    }
-    dirs.iter()
-        .flat_map(|d| [d.join("config"), d.join("config.worktree")])
-        .filter(|p| p.is_file())
-        .collect()
-}
+/// The keys of a driver whose program git runs on its own (by attribute, without being asked):
+/// filters (`clean`, `smudge`, `process`) and merge drivers.
+const DRIVER_PROGRAMS: &[(&str, &[&str])] = &[
+    ("filter", &["clean", "smudge", "process"]),
+    ("merge", &["driver"]),
+];
 
-/// `-c` settings that switch off every filter driver the repository's own config files declare
-/// (`[filter "NAME"]`): empty `clean`, `smudge` and `process` commands run nothing, and
-/// `required=false` lets content pass through unchanged.
-pub fn repo_filter_overrides(dir: &Path) -> Vec<String> {
-    let mut names = std::collections::BTreeSet::new();
-    for file in repo_config_files(dir) {
-        let Ok(text) = fs::read_to_string(&file) else {
-            continue;
+/// The drivers (`filter` / `merge` section, subsection name) that the repository's own config
+/// declares, as git itself reads that config: `git config --list --show-scope -z` run with the
+/// environment of `cmd`, so whatever git follows (`commondir`, `config.worktree`, includes, a
+/// `.git` file's target) is what baton learns, and names are matched as git matches them
+/// (section names case-insensitively). Listing config runs nothing. Only the `local` and
+/// `worktree` scopes count: the user's own (`global`) drivers, such as LFS, still apply.
+fn repo_drivers(cmd: &Command) -> std::collections::BTreeSet<(String, String)> {
+    let mut list = Command::new(cmd.get_program());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => list.env(k, v),
+            None => list.env_remove(k),
         };
-        for line in text.lines() {
-            let l = line.trim();
-            let Some(inner) = l.strip_prefix('[').and_then(|r| r.split(']').next()) else {
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        list.current_dir(dir);
+    }
+    // `--no-pager -C DIR` as the real call has them.
+    let args: Vec<&OsStr> = cmd.get_args().take(3).collect();
+    list.args(args)
+        .args(["config", "--list", "--show-scope", "-z"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut names = std::collections::BTreeSet::new();
+    let Ok(out) = list.output() else {
+        return names;
+    };
+    let fields: Vec<&[u8]> = out.stdout.split(|b| *b == 0).collect();
+    for pair in fields.chunks(2) {
+        let [scope, entry] = pair else { continue };
+        if !matches!(*scope, b"local" | b"worktree") {
+            continue;
+        }
+        let key = entry.split(|b| *b == b'\n').next().unwrap_or_default();
+        let key = String::from_utf8_lossy(key);
+        for (section, programs) in DRIVER_PROGRAMS {
+            let Some(rest) = key.strip_prefix(section).and_then(|r| r.strip_prefix('.')) else {
                 continue;
             };
-            let inner = inner.trim();
-            // `[filter "name"]`, or the old `[filter.name]`.
-            let name = if let Some(rest) = inner.strip_prefix("filter") {
-                let rest = rest.trim_start();
-                if let Some(q) = rest.strip_prefix('"') {
-                    q.strip_suffix('"').map(str::to_string)
-                } else {
-                    rest.strip_prefix('.').map(str::to_lowercase)
+            // `SUBSECTION.KEY`: the subsection may hold dots, the key does not.
+            if let Some((name, program)) = rest.rsplit_once('.') {
+                if programs.contains(&program) && !name.is_empty() {
+                    names.insert(((*section).to_string(), name.to_string()));
                 }
-            } else {
-                None
-            };
-            if let Some(n) = name.filter(|n| !n.is_empty() && !n.contains('=')) {
-                names.insert(n);
             }
         }
     }
     names
+}
+
+/// `-c` settings that switch off every driver in `drivers`: empty filter commands run nothing
+/// and `required=false` lets content pass through unchanged; a merge driver becomes `false`,
+/// so a file it would have merged is a conflict, never a program of the repository's choosing.
+fn driver_overrides(drivers: &std::collections::BTreeSet<(String, String)>) -> Vec<String> {
+    drivers
         .iter()
-        .flat_map(|n| {
-            [
+        .flat_map(|(section, n)| match section.as_str() {
+            "filter" => vec![
                 format!("filter.{n}.clean="),
                 format!("filter.{n}.smudge="),
                 format!("filter.{n}.process="),
                 format!("filter.{n}.required=false"),
-            ]
+            ],
+            _ => vec![format!("merge.{n}.driver=false")],
         })
         .collect()
+}
+
+/// The `-c` settings that switch off every filter and merge driver the repository at `dir`
+/// declares in its own config, as git reads it (see [`Git`]'s hardening).
+pub fn repo_filter_overrides(dir: &Path) -> Vec<String> {
+    let git = Git::new(dir);
+    let cmd = git.base_command();
+    driver_overrides(&repo_drivers(&cmd))
 }
 
 /// A handle on a directory inside (or meant to become) a git repository.
@@ -206,29 +226,33 @@ impl Git {
         self.run(["init", "-q", "-b", initial_branch]).map(drop)
     }
 
-    fn command<I, S>(&self, args: I) -> (Command, Vec<String>)
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
+    /// This handle, with the filter and merge drivers of every embedded repository (a gitlink of
+    /// the index with a `.git` of its own) switched off as well (see [`repo_filter_overrides`]).
+    fn with_embedded_drivers_off(&self) -> Result<Git> {
+        let listing = self.run_bytes(["ls-files", "--stage", "-z"])?;
+        let mut out = self.clone();
+        let top = self.toplevel()?;
+        for entry in listing.split(|b| *b == 0) {
+            // `MODE OID STAGE\tPATH`
+            let Some(path) = entry.strip_prefix(b"160000 ") else {
+                continue;
+            };
+            let Some(tab) = path.iter().position(|b| *b == b'\t') else {
+                continue;
+            };
+            let sub = top.join(bytes_to_path(&path[tab + 1..]));
+            if sub.join(".git").symlink_metadata().is_ok() {
+                out.config.extend(repo_filter_overrides(&sub));
+            }
+        }
+        Ok(out)
+    }
+
+    /// `git --no-pager -C DIR` with baton's environment and the repository pinned (see
+    /// [`pin`]), before any `-c` setting or argument.
+    fn base_command(&self) -> Command {
         let mut cmd = Command::new("git");
         cmd.arg("--no-pager").arg("-C").arg(&self.dir);
-        for setting in HARDENED
-            .iter()
-            .map(|s| (*s).to_string())
-            .chain(repo_filter_overrides(&self.dir))
-        {
-            cmd.arg("-c").arg(setting);
-        }
-        for setting in &self.config {
-            cmd.arg("-c").arg(setting);
-        }
-        let mut shown = Vec::new();
-        for arg in args {
-            let arg = arg.as_ref();
-            shown.push(arg.to_string_lossy().into_owned());
-            cmd.arg(arg);
-        }
         for var in REPO_SELECTING_VARS {
             cmd.env_remove(var);
         }
@@ -243,13 +267,44 @@ impl Git {
             .env("GIT_SEQUENCE_EDITOR", "true")
             .env("GIT_OPTIONAL_LOCKS", "0")
             .env("GIT_ADVICE", "0");
+        cmd
+    }
+
+    fn command<I, S>(&self, args: I) -> Result<(Command, Vec<String>)>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut cmd = self.base_command();
+        let args: Vec<S> = args.into_iter().collect();
+        let initializing = args.first().is_some_and(|a| a.as_ref() == "init");
+        if !initializing {
+            if let Some(pin) = pin::pinned_for(&self.dir)? {
+                cmd.env("GIT_DIR", &pin.git_dir)
+                    .env("GIT_COMMON_DIR", &pin.common_dir)
+                    .env("GIT_WORK_TREE", &pin.top);
+            }
+        }
+        let drivers = driver_overrides(&repo_drivers(&cmd));
+        for setting in HARDENED.iter().map(|s| (*s).to_string()).chain(drivers) {
+            cmd.arg("-c").arg(setting);
+        }
+        for setting in &self.config {
+            cmd.arg("-c").arg(setting);
+        }
+        let mut shown = Vec::new();
+        for arg in &args {
+            let arg = arg.as_ref();
+            shown.push(arg.to_string_lossy().into_owned());
+            cmd.arg(arg);
+        }
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        (cmd, shown)
+        Ok((cmd, shown))
     }
 
     /// Runs git and returns its raw output whatever its exit status; only a failure to start is an error.
@@ -267,7 +322,7 @@ impl Git {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let (mut cmd, shown) = self.command(args);
+        let (mut cmd, shown) = self.command(args)?;
         match cmd.output() {
             Ok(out) => Ok((out, shown)),
             Err(source) => Err(GitError::Spawn {

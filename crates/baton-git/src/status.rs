@@ -13,7 +13,7 @@ impl Git {
             "status",
             "--porcelain=v1",
             "--untracked-files=all",
-            "--ignore-submodules=none",
+            "--ignore-submodules=dirty",
         ])
     }
 
@@ -23,7 +23,7 @@ impl Git {
             "status",
             "--porcelain=v1",
             "--untracked-files=normal",
-            "--ignore-submodules=none",
+            "--ignore-submodules=dirty",
         ])?;
         Ok(out.trim().is_empty())
     }
@@ -37,7 +37,7 @@ impl Git {
             "--porcelain=v2",
             "--branch",
             "--untracked-files=normal",
-            "--ignore-submodules=none",
+            "--ignore-submodules=dirty",
         ];
         if !pathspec.is_empty() {
             args.push("--");

@@ -651,3 +651,104 @@ fn nothing_a_repository_configures_runs_from_baton_s_git() {
         .collect();
     assert!(ran.is_empty(), "planted programs ran: {ran:?}");
 }
+
+/// What git would read besides `.git/config` — a `commondir` the model created, a
+/// `config.worktree` under `extensions.worktreeConfig`, an include, a section name in another
+/// case, a merge driver, an embedded repository added as a gitlink — runs nothing from baton's
+/// git either: baton learns what to switch off from git's own reading of the config.
+#[test]
+fn drivers_git_reads_from_anywhere_in_the_repository_never_run_from_baton_s_git() {
+    let (tmp, g) = repo(false);
+    let dir = g.dir().to_path_buf();
+    let marks = tmp.path().join("marks");
+    fs::create_dir(&marks).unwrap();
+    let m = marks.display();
+    // `;` starts a comment in a config file: the program is a script.
+    let evil = tmp.path().join("evil.sh");
+    fs::write(&evil, format!("#!/bin/sh\ntouch {m}/$1\ncat\n")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&evil, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let e = evil.display();
+    let filter = |name: &str| format!("\tclean = {e} {name}-clean\n\tsmudge = {e} {name}-smudge\n");
+    // 1. A commondir sending git to a folder with a config of the model's.
+    let x = dir.join(".git/x");
+    fs::create_dir(&x).unwrap();
+    for link in ["objects", "refs", "HEAD"] {
+        std::os::unix::fs::symlink(dir.join(".git").join(link), x.join(link)).unwrap();
+    }
+    let mut config = fs::read_to_string(dir.join(".git/config")).unwrap();
+    config.push_str(&format!("[Filter \"c\"]\n{}", filter("commondir")));
+    config.push_str(&format!("[merge \"m\"]\n\tdriver = {e} merge-driver\n"));
+    config.push_str("[extensions]\n\tworktreeConfig = true\n[include]\n\tpath = inc\n");
+    fs::write(x.join("config"), config).unwrap();
+    fs::write(
+        x.join("inc"),
+        format!("[filter \"i\"]\n{}", filter("include")),
+    )
+    .unwrap();
+    fs::write(dir.join(".git/commondir"), "x\n").unwrap();
+    // 2. A config.worktree, read under extensions.worktreeConfig.
+    fs::write(
+        dir.join(".git/config.worktree"),
+        format!("[FILTER \"w\"]\n{}", filter("worktree")),
+    )
+    .unwrap();
+    write(
+        &dir,
+        ".gitattributes",
+        "c.txt filter=c\ni.txt filter=i\nw.txt filter=w\nm.txt merge=m\n",
+    );
+    // 3. An embedded repository with a filter of its own, added as a gitlink.
+    let sub = dir.join("sub");
+    git(&sub).init("main").unwrap();
+    fs::write(
+        sub.join(".git/config"),
+        format!(
+            "{}[filter \"s\"]\n{}",
+            fs::read_to_string(sub.join(".git/config")).unwrap(),
+            filter("embedded")
+        ),
+    )
+    .unwrap();
+    write(&sub, ".gitattributes", "* filter=s\n");
+    write(&sub, "f.txt", "f\n");
+    git(&sub).commit_all("sub").unwrap().unwrap();
+    write(&sub, "f.txt", "changed\n");
+    // A driver git really reads is one baton learns (and switches off).
+    let learned = baton_git::repo_filter_overrides(&dir).join(" ");
+    for name in [
+        "filter.c.clean=",
+        "filter.i.smudge=",
+        "filter.w.clean=",
+        "merge.m.driver=false",
+    ] {
+        assert!(learned.contains(name), "{name} in {learned}");
+    }
+    for f in ["c.txt", "i.txt", "w.txt", "m.txt"] {
+        write(&dir, f, "one\n");
+    }
+    g.status_porcelain().unwrap();
+    g.checkout_status(&[]).unwrap();
+    g.is_clean().unwrap();
+    g.commit_all("files").unwrap().unwrap();
+    let base = g.head_oid().unwrap().unwrap();
+    // A merge through the driver: both sides change m.txt.
+    g.worktree_add(&tmp.path().join("wt"), "unit", "main")
+        .unwrap();
+    let side = g.at(tmp.path().join("wt"));
+    write(side.dir(), "m.txt", "unit\n");
+    side.commit_all("unit m").unwrap().unwrap();
+    write(&dir, "m.txt", "main\n");
+    write(&dir, "c.txt", "two\n");
+    g.status_porcelain().unwrap();
+    g.commit_all("main m").unwrap().unwrap();
+    let _ = side.rebase("main");
+    g.diff(&base, "main").unwrap();
+    let ran: Vec<String> = fs::read_dir(&marks)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(ran.is_empty(), "planted programs ran: {ran:?}");
+}
