@@ -56,6 +56,15 @@ pub fn working_dir(cwd: Option<PathBuf>) -> Result<PathBuf> {
 pub fn project_context(cwd: Option<PathBuf>) -> Result<ProjectContext> {
     let cwd = working_dir(cwd)?;
     let project_root = project_root(&cwd);
+    for nested in baton_state::nested_baton_dirs(&cwd, &project_root) {
+        errln!(
+            "baton: warning: {} is inside the repository at {}, so it is the repository's content, \
+             not a project: its settings, roles and skills are not read (the project is the \
+             repository's top)",
+            nested.display(),
+            project_root.display()
+        );
+    }
     let mut config = config::load(&project_root)?;
     baton_text::redact::install(Redactor::new(known_secrets(&config.config)));
     if !config.ignored.is_empty() {

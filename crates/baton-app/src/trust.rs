@@ -34,6 +34,12 @@ pub const WIDENING: &[&str] = &[
     "providers.*.base_url",
     "providers.*.api_key_env",
     "providers.*.api_key_file",
+    // Where requests go and what they carry: a header can replace the user's key.
+    "providers.*.headers",
+    "providers.*.kind",
+    // What a run costs: a price of 0 would make `--budget-usd` never stop a run.
+    "prices",
+    "sandbox.unix_sockets",
     "flow.validation_sandbox",
     "agent.context_files",
     "skills.paths",
@@ -184,19 +190,13 @@ pub fn is_trusted(root: &Path) -> bool {
 /// The main worktree of the repository whose linked worktree is `root`; `None` when `root` is
 /// not a linked worktree.
 fn main_worktree(root: &Path) -> Option<PathBuf> {
-    let git = |arg: &str| {
-        baton_git::Git::new(root)
-            .run_output(["rev-parse", "--path-format=absolute", arg])
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-    };
-    let (dir, common) = (git("--git-dir")?, git("--git-common-dir")?);
-    if dir == common || common.file_name()? != ".git" {
+    // Both sides must agree (`baton_git::linked_worktree_of`): a `.git` file that only names a
+    // trusted repository's git dir carries none of its trust.
+    let (_, common) = baton_git::linked_worktree_of(root)?;
+    if common.file_name()? != ".git" {
         return None;
     }
-    let main = common.parent()?;
-    main.canonicalize().ok()
+    common.parent()?.canonicalize().ok()
 }
 
 /// Records the project at `root` as trusted with what its files say now; returns the hash.

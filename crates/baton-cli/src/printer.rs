@@ -159,10 +159,11 @@ impl Printer {
         if text.is_empty() {
             return;
         }
+        // A pipe may end in a terminal too (`| less -R`, `| cat`): escapes are never written raw.
         if self.out_tty {
             self.out_raw(&baton_text::sanitize_terminal(text));
         } else {
-            self.out_raw(text);
+            self.out_raw(&baton_text::escape_controls(text));
         }
         self.at_line_start = text.ends_with('\n');
     }

@@ -43,7 +43,9 @@ use std::process::{Command, Output, Stdio};
 pub use error::{GitError, Result};
 pub use history::{CommitSummary, RebaseOutcome};
 pub use status::{CheckoutStatus, Operation};
-pub use worktree::{add_exclude_in, common_dir_of, git_dir_of, WorktreeInfo, WORKTREE_LOCK_FILE};
+pub use worktree::{
+    add_exclude_in, common_dir_of, git_dir_of, linked_worktree_of, WorktreeInfo, WORKTREE_LOCK_FILE,
+};
 
 /// The all-zero object id git prints for an unborn `HEAD` in `worktree list`.
 const ZERO_OID_CHARS: char = '0';

@@ -173,6 +173,34 @@ pub fn common_dir_of(root: &Path) -> Option<PathBuf> {
     }
 }
 
+/// A linked worktree at `root` as both sides say it is: `root/.git` is a `gitdir:` file naming
+/// an admin dir `COMMON/worktrees/NAME` whose own `gitdir` file names `root/.git` back, and whose
+/// `commondir` names `COMMON`. Returns the admin dir and the common dir, canonical. `None` when
+/// either side disagrees: a folder whose `.git` file merely names another repository's git dir
+/// is not that repository's worktree, and gets none of its rights (writing its git dir, its
+/// trust). Read without running git.
+pub fn linked_worktree_of(root: &Path) -> Option<(PathBuf, PathBuf)> {
+    let dot_git = root.join(".git");
+    if !dot_git.symlink_metadata().ok()?.is_file() {
+        return None;
+    }
+    let admin = fs::canonicalize(git_dir_of(root)?).ok()?;
+    let common =
+        fs::canonicalize(admin.join(fs::read_to_string(admin.join("commondir")).ok()?.trim()))
+            .ok()?;
+    if admin.parent()? != common.join("worktrees") {
+        return None;
+    }
+    let back = fs::read_to_string(admin.join("gitdir")).ok()?;
+    let back = Path::new(back.trim());
+    let back = if back.is_absolute() {
+        back.to_path_buf()
+    } else {
+        admin.join(back)
+    };
+    (fs::canonicalize(back).ok()? == fs::canonicalize(&dot_git).ok()?).then_some((admin, common))
+}
+
 /// Adds `pattern` as a line of `info/exclude` in the git common directory `common_dir`, unless
 /// that exact line is already there.
 pub fn add_exclude_in(common_dir: &Path, pattern: &str) -> Result<()> {

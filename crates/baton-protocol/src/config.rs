@@ -160,11 +160,19 @@ pub struct SandboxConfig {
     #[serde(default)]
     pub network: Option<bool>,
     /// Files and folders sandboxed commands may not read (they read as empty); `~/` is the
-    /// home folder. Default: `~/.ssh`, `~/.aws`, `~/.config/gh`, `~/.netrc`,
-    /// `~/.docker/config.json`, `~/.git-credentials`, `~/.config/gcloud`, `~/.kube`. Provider
-    /// `api_key_file`s and baton's own config folder are always hidden.
+    /// home folder. Default: the credentials of common tools, of the peers baton launches and
+    /// of package registries (`~/.ssh`, `~/.aws`, `~/.codex/auth.json`, `~/.npmrc`, `~/.gnupg`,
+    /// …; the list is in docs/security.md). Provider `api_key_file`s and baton's own config
+    /// folder are always hidden.
     #[serde(default)]
     pub deny_read: Option<Vec<String>>,
+    /// Unix-domain sockets sandboxed commands may connect to (`~/` is the home folder). Empty
+    /// (the default): no command may create a Unix-domain socket at all (`socketpair` still
+    /// works), so none can reach a host service through one (a tmux or screen server, D-Bus,
+    /// an ssh-agent, Docker). Listing any path lets commands create them, and so connect to any
+    /// socket they can see: list only what the project's commands need.
+    #[serde(default)]
+    pub unix_sockets: Vec<String>,
 }
 
 /// Flow settings.

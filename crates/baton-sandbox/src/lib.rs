@@ -58,6 +58,9 @@ pub struct Policy {
     /// Files and folders the command may not read (they read as empty). Missing ones are
     /// skipped.
     pub hidden: Vec<PathBuf>,
+    /// Unix-domain sockets the command may connect to (`sandbox.unix_sockets`); empty: it may
+    /// create no Unix-domain socket.
+    pub unix_sockets: Vec<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -164,6 +167,13 @@ pub struct Spec {
     pub network: bool,
     pub landlock_abi: i32,
     pub namespace: Namespace,
+    /// Folders bound onto themselves so they cannot be renamed, removed or replaced (each
+    /// writable root's `.git`).
+    #[serde(default)]
+    pub pinned: Vec<PathBuf>,
+    /// Whether the command may create Unix-domain sockets (`sandbox.unix_sockets` lists some).
+    #[serde(default)]
+    pub unix_sockets: bool,
 }
 
 impl Policy {
@@ -203,6 +213,7 @@ impl Policy {
             writable_roots,
             network: cfg.network.unwrap_or(false),
             hidden,
+            unix_sockets: cfg.unix_sockets.iter().map(|r| expand(r)).collect(),
         }
     }
 
@@ -240,12 +251,15 @@ impl Policy {
         out.extend(tmp.map(Path::to_path_buf));
         if self.mode == SandboxMode::WorkspaceWrite {
             // A linked worktree keeps its index, refs and objects in the repository's common
-            // git dir, outside the worktree: committing there is part of working in it.
-            if let Some(common) =
-                baton_git::common_dir_of(workspace).map(|c| std::fs::canonicalize(&c).unwrap_or(c))
-            {
+            // git dir, outside the worktree: committing there is part of working in it. Only a
+            // worktree both sides agree on: a `.git` file that merely names another
+            // repository's git dir widens nothing.
+            if let Some((admin, common)) = baton_git::linked_worktree_of(workspace) {
                 if !common.starts_with(workspace) {
                     out.push(common);
+                    // Its own admin dir (index, HEAD), under the common dir's read-only
+                    // `worktrees/`.
+                    out.push(admin);
                 }
             }
             out.extend(self.writable_roots.iter().filter(|p| p.exists()).cloned());
@@ -299,6 +313,12 @@ impl Policy {
         let writable = self.writable(workspace, tmp);
         for w in writable.iter().filter(|w| w.is_dir()) {
             protect::prepare_root(w);
+            // baton's own git in this work tree uses the git dir resolved now, and refuses
+            // once `.git` is not what it was (see `baton_git::pin`).
+            baton_git::pin::pin(w).map_err(|e| SandboxError::Root {
+                path: w.clone(),
+                message: e.to_string(),
+            })?;
         }
         let protected = protected_in_all(&writable);
         let hidden = self
@@ -306,6 +326,11 @@ impl Policy {
             .iter()
             .filter(|h| h.symlink_metadata().is_ok())
             .filter_map(|h| std::fs::canonicalize(h).ok())
+            .collect();
+        let pinned = writable
+            .iter()
+            .map(|w| w.join(".git"))
+            .filter(|g| g.symlink_metadata().is_ok_and(|m| m.is_dir()))
             .collect();
         Ok(Spec {
             mode: self.mode,
@@ -315,6 +340,8 @@ impl Policy {
             network: self.network,
             landlock_abi: support.landlock_abi,
             namespace,
+            pinned,
+            unix_sockets: !self.unix_sockets.is_empty(),
         })
     }
 }

@@ -42,7 +42,12 @@ struct Mounts {
     writable: Vec<CString>,
     /// Writable roots that lie under a protected path: bound writable again after it.
     writable_again: Vec<CString>,
+    /// Folders bound onto themselves (a root's `.git`): a mount point cannot be renamed,
+    /// removed or replaced.
+    pinned: Vec<CString>,
     protected: Vec<CString>,
+    /// Protected paths inside a folder of `writable_again`: read-only again after it.
+    protected_again: Vec<CString>,
     hidden_dirs: Vec<CString>,
     hidden_files: Vec<CString>,
 }
@@ -107,6 +112,12 @@ pub(super) fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
     // SAFETY: getuid and getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let under_protected = |w: &PathBuf| spec.protected.iter().any(|p| w != p && w.starts_with(p));
+    let again: Vec<&PathBuf> = spec
+        .writable
+        .iter()
+        .filter(|w| under_protected(w))
+        .collect();
+    let under_again = |p: &PathBuf| again.iter().any(|w| p != *w && p.starts_with(w));
     let (hidden_dirs, hidden_files): (Vec<&PathBuf>, Vec<&PathBuf>) =
         spec.hidden.iter().partition(|p| p.is_dir());
     let mounts = Mounts {
@@ -114,14 +125,16 @@ pub(super) fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         uid_map: CString::new(format!("{uid} {uid} 1\n")).unwrap_or_default(),
         gid_map: CString::new(format!("{gid} {gid} 1\n")).unwrap_or_default(),
         writable: c_paths(spec.writable.iter().filter(|w| w.is_dir() || w.is_file()))?,
-        writable_again: c_paths(spec.writable.iter().filter(|w| under_protected(w)))?,
+        writable_again: c_paths(again.iter().copied())?,
+        pinned: c_paths(&spec.pinned)?,
         protected: c_paths(&spec.protected)?,
+        protected_again: c_paths(spec.protected.iter().filter(|p| under_again(p)))?,
         hidden_dirs: c_paths(hidden_dirs)?,
         hidden_files: c_paths(hidden_files)?,
     };
     Ok(Prepared {
         ruleset: created,
-        filter: super::seccomp::filter(spec.network),
+        filter: super::seccomp::filter(spec.network, spec.unix_sockets),
         mounts,
     })
 }
@@ -261,11 +274,17 @@ fn enter_namespace(m: &Mounts) -> std::io::Result<()> {
     for w in &m.writable {
         gone_ok(bind_self(w).and_then(|()| set_read_only(w, false)))?;
     }
+    for g in &m.pinned {
+        gone_ok(bind_self(g))?;
+    }
     for p in &m.protected {
         gone_ok(bind_self(p).and_then(|()| set_read_only(p, true)))?;
     }
     for w in &m.writable_again {
         gone_ok(bind_self(w).and_then(|()| set_read_only(w, false)))?;
+    }
+    for p in &m.protected_again {
+        gone_ok(bind_self(p).and_then(|()| set_read_only(p, true)))?;
     }
     let tmpfs = c"tmpfs";
     let empty = c"size=4k,mode=0500";

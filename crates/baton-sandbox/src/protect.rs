@@ -20,6 +20,9 @@ const GIT_DIR_CONTROLS: &[&str] = &[
     "info",
     "commondir",
     "modules",
+    // The admin dirs of linked worktrees: a model could plant a `config.worktree` or
+    // `commondir` in another worktree's. The sandbox's own worktree admin dir is writable again.
+    "worktrees",
 ];
 
 /// The entries of a linked worktree's admin dir (`GIT_COMMON_DIR/worktrees/NAME/`) that say
@@ -32,7 +35,7 @@ pub const BATON_DIR: &str = ".baton";
 /// The project settings of the peer CLIs baton may launch later in the same folder (Claude Code's
 /// hooks, MCP servers and skills, Codex's and Pi's config, the `.agents/skills/` Codex reads and
 /// baton offers as skills): protected when they exist.
-const PEER_SETTINGS: &[&str] = &[".claude", ".mcp.json", ".codex", ".pi", ".agents"];
+pub const PEER_SETTINGS: &[&str] = &[".claude", ".mcp.json", ".codex", ".pi", ".agents"];
 
 /// Whether `dir` looks like a git dir (not a work tree): it holds `HEAD`, `objects` and `refs`.
 fn is_git_dir(dir: &Path) -> bool {
@@ -74,7 +77,7 @@ pub fn prepare_root(root: &Path) {
         None
     };
     if let Some(dir) = git_dir {
-        for name in ["hooks", "info"] {
+        for name in ["hooks", "info", "modules"] {
             let p = dir.join(name);
             if p.symlink_metadata().is_err() {
                 let _ = std::fs::create_dir(&p);
@@ -134,6 +137,31 @@ pub const DEFAULT_DENY_READ: &[&str] = &[
     "~/.git-credentials",
     "~/.config/gcloud",
     "~/.kube",
+    // The peers baton launches: their logins.
+    "~/.codex/auth.json",
+    "~/.claude/.credentials.json",
+    "~/.claude.json",
+    "~/.pi/agent/auth.json",
+    "~/.gemini/oauth_creds.json",
+    "~/.config/github-copilot",
+    // Package registries' tokens.
+    "~/.cargo/credentials.toml",
+    "~/.cargo/credentials",
+    "~/.npmrc",
+    "~/.yarnrc.yml",
+    "~/.pypirc",
+    "~/.config/pip/pip.conf",
+    "~/.gem/credentials",
+    "~/.m2/settings.xml",
+    "~/.gradle/gradle.properties",
+    // Keys and keyrings.
+    "~/.gnupg",
+    "~/.local/share/keyrings",
+    "~/.password-store",
+    "~/.config/op",
+    "~/.vault-token",
+    "~/.azure",
+    "~/.terraform.d/credentials.tfrc.json",
 ];
 
 /// baton's user config folder (`$XDG_CONFIG_HOME/baton`, else `~/.config/baton`): it holds the

@@ -1,5 +1,6 @@
 //! The seccomp filter of a confined command: no device nodes, no mounts, no host-wide settings,
-//! no kernel modules, no system calls of a foreign ABI; and, when the network is off, no
+//! no kernel modules, no system calls of a foreign ABI, no Unix-domain sockets unless
+//! `sandbox.unix_sockets` lists some; and, when the network is off, no
 //! `AF_INET`, `AF_INET6` or `AF_PACKET` sockets and no io_uring instances.
 //!
 //! Capabilities are dropped as well (`linux.rs`), which already refuses most of these; the filter
@@ -96,7 +97,7 @@ fn family(f: i32) -> u32 {
     u32::try_from(f).unwrap_or(u32::MAX)
 }
 
-fn program(network: bool) -> Vec<Op> {
+fn program(network: bool, unix_sockets: bool) -> Vec<Op> {
     let mut ops = vec![
         Op::Load(OFF_ARCH),
         Op::JumpIfNe(AUDIT_ARCH, Label::DenyPerm),
@@ -114,6 +115,8 @@ fn program(network: bool) -> Vec<Op> {
             num(libc::SYS_io_uring_setup),
             Label::DenyAccess,
         ));
+    }
+    if !network || !unix_sockets {
         ops.push(Op::JumpIfEq(num(libc::SYS_socket), Label::Socket));
     }
     ops.push(Op::Goto(Label::Allow));
@@ -126,10 +129,20 @@ fn program(network: bool) -> Vec<Op> {
         ops.push(Op::JumpIfEq(S_IFBLK, Label::DenyPerm));
         ops.push(Op::Goto(Label::Allow));
     }
-    if !network {
+    if !network || !unix_sockets {
         ops.push(Op::Mark(Label::Socket));
         ops.push(Op::Load(off_arg(0)));
-        for f in [libc::AF_INET, libc::AF_INET6, libc::AF_PACKET] {
+        // Pathname Unix sockets are not in Landlock's reach: a host service listening on one
+        // (tmux, screen, D-Bus, an ssh-agent, Docker) would run what a command asks, outside
+        // the sandbox. `socketpair` is another call and stays allowed.
+        let mut families = Vec::new();
+        if !network {
+            families.extend([libc::AF_INET, libc::AF_INET6, libc::AF_PACKET]);
+        }
+        if !unix_sockets {
+            families.push(libc::AF_UNIX);
+        }
+        for f in families {
             ops.push(Op::JumpIfEq(family(f), Label::DenyAccess));
         }
         ops.push(Op::Goto(Label::Allow));
@@ -144,8 +157,8 @@ fn program(network: bool) -> Vec<Op> {
 }
 
 /// The filter as BPF instructions, its jumps resolved.
-pub(super) fn filter(network: bool) -> Vec<libc::sock_filter> {
-    let ops = program(network);
+pub(super) fn filter(network: bool, unix_sockets: bool) -> Vec<libc::sock_filter> {
+    let ops = program(network, unix_sockets);
     // Where each label lands, counting real instructions only.
     let mut at = Vec::new();
     let mut n = 0usize;

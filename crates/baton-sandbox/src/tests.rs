@@ -217,6 +217,7 @@ fn the_header_lists_what_may_be_written() {
         writable_roots: vec![tmp.path().to_path_buf()],
         network: false,
         hidden: Vec::new(),
+        unix_sockets: Vec::new(),
     };
     assert_eq!(
         p.writable(ws.path(), None),
@@ -415,4 +416,112 @@ fn an_unprivileged_user_gets_the_same_protections_through_a_user_namespace() {
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("3 passed"), "{text}");
+}
+
+/// `.git` can be neither renamed, removed nor replaced by a `gitdir:` file, and the control
+/// entries git would read if they appeared (`modules/`, a linked worktree's admin files under
+/// `worktrees/`) are read-only whether they existed or not; committing still works.
+#[test]
+fn git_dir_cannot_be_moved_or_replaced_and_new_controls_cannot_appear_in_folders() {
+    let ws = repo();
+    let git = |args: &[&str], dir: &Path| {
+        assert!(Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(dir)
+            .status()
+            .unwrap()
+            .success());
+    };
+    git(&["commit", "-q", "--allow-empty", "-m", "init"], ws.path());
+    let wt_parent = tempfile::tempdir().unwrap();
+    let wt = wt_parent.path().join("wt");
+    git(
+        &["worktree", "add", "-q", wt.to_str().unwrap(), "-b", "unit"],
+        ws.path(),
+    );
+    let script = "mv .git .g; echo mv=$?; echo 'gitdir: .g2' > p; mv -T p .git; echo rm=$?; \
+        mkdir .git/modules/x; echo modules=$?; \
+        echo '[filter \"p\"]' > .git/worktrees/wt/config.worktree; echo admin=$?; \
+        git -c user.name=t -c user.email=t@t commit -q --allow-empty -m m && echo committed";
+    let out = run(
+        &policy(SandboxMode::WorkspaceWrite),
+        ws.path(),
+        None,
+        script,
+    );
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    for step in ["mv", "rm", "modules", "admin"] {
+        assert!(!text.contains(&format!("{step}=0")), "{step}: {text}");
+    }
+    assert!(ws.path().join(".git/HEAD").is_file(), "{text}");
+    assert!(!ws.path().join(".git/modules/x").exists());
+    assert!(!ws.path().join(".git/worktrees/wt/config.worktree").exists());
+    assert!(text.contains("committed"), "{text}");
+    // In the linked worktree: its own admin dir stays writable (index, HEAD), its control
+    // files do not, and the common dir's config neither.
+    let script = "echo x > f.txt; git add f.txt && \
+        git -c user.name=t -c user.email=t@t commit -q -m unit && echo committed; \
+        echo x > \"$(git rev-parse --git-dir)/commondir\"; echo commondir=$?; \
+        echo '[core]' >> \"$(git rev-parse --git-common-dir)/config\"; echo config=$?";
+    let out = run(&policy(SandboxMode::WorkspaceWrite), &wt, None, script);
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("committed"), "{text}");
+    assert!(!text.contains("commondir=0"), "{text}");
+    assert!(!text.contains("config=0"), "{text}");
+}
+
+/// A folder whose `.git` file names another repository's git dir is not its worktree: that
+/// repository's git dir is not writable from it.
+#[test]
+fn a_folder_posing_as_a_linked_worktree_gets_no_rights_to_the_repository_it_names() {
+    let victim = repo();
+    let poser = tempfile::tempdir().unwrap();
+    std::fs::write(
+        poser.path().join(".git"),
+        format!("gitdir: {}\n", victim.path().join(".git").display()),
+    )
+    .unwrap();
+    let writable = policy(SandboxMode::WorkspaceWrite).writable(poser.path(), None);
+    assert!(
+        !writable.iter().any(|w| w.starts_with(victim.path())),
+        "{writable:?}"
+    );
+}
+
+/// Pathname Unix sockets are refused unless `sandbox.unix_sockets` lists some: a host service
+/// listening on one would otherwise run what the command asks, outside the sandbox.
+#[test]
+fn unix_sockets_are_refused_unless_listed() {
+    let ws = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let script = format!(
+        "python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"{}\"); print(\"connected\")'; \
+         python3 -c 'import socket; a,b=socket.socketpair(); a.send(b\"x\"); print(\"pair\", b.recv(1))'",
+        path.display()
+    );
+    let out = run(
+        &policy(SandboxMode::WorkspaceWrite),
+        ws.path(),
+        None,
+        &script,
+    );
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!text.contains("connected"), "{text}");
+    assert!(text.contains("Permission denied"), "{text}");
+    assert!(text.contains("pair b'x'"), "socketpair still works: {text}");
+    let allowed = Policy {
+        unix_sockets: vec![path.clone()],
+        ..policy(SandboxMode::WorkspaceWrite)
+    };
+    let out = run(&allowed, ws.path(), None, &script);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("connected"),
+        "{out:?}"
+    );
 }

@@ -1,17 +1,26 @@
-//! Defence in depth behind the protected paths: the host takes a picture of the control files
-//! before a model command runs and compares after it. Should anything have changed them anyway
-//! (a kernel or configuration where the read-only binds did not hold), the host puts them back as
-//! they were, deletes what was added, and tells the model and the transcript what it undid.
+//! Defence in depth behind the protected paths: the host takes a picture of every file a model
+//! command must not change before it runs and compares after it. Should anything have changed
+//! anyway (a kernel or configuration where the read-only binds did not hold, or a control file
+//! that did not exist, which no bind can cover), the host puts back what changed, removes what
+//! the command created, and tells the model and the transcript what it undid.
 //!
-//! Only the small control files are watched, not all of `.baton/` (its `state/` is baton's own
-//! writing): the git dir's `config`, `config.worktree`, `hooks/`, `info/`, a linked worktree's
-//! `.git` file and admin files, and `.baton/config.toml`, `.baton/roles/`, `.baton/skills/`.
+//! What is watched in each writable root (see [`watched`]): the git dir's control entries
+//! whether they exist or not (`config`, `config.worktree`, `commondir`, `hooks/`, `info/`,
+//! `modules/`, each linked worktree's `commondir`, `gitdir` and `config.worktree`), `.baton/`'s
+//! `config.toml`, `roles/` and `skills/`, and the peer CLIs' settings (`.claude/`, `.mcp.json`,
+//! `.codex/`, `.pi/`, `.agents/`), folders recursively.
+//!
+//! The rule that makes the repair safe: **it never removes or rewrites a file it did not see the
+//! command create or change.** A file that was there before the command is only ever put back as
+//! it was; only a path that was absent in the picture and present after is removed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Files larger than this are compared by size and time only and cannot be put back.
 const MAX_KEPT: u64 = 256 * 1024;
+/// At most this many entries are pictured under one watched folder.
+const MAX_ENTRIES: usize = 4096;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Seen {
@@ -19,6 +28,7 @@ struct Seen {
     mtime_ns: i128,
     ino: u64,
     mode: u32,
+    is_dir: bool,
     bytes: Option<Vec<u8>>,
 }
 
@@ -33,185 +43,207 @@ fn seen(path: &Path) -> Option<Seen> {
         mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
         ino: m.ino(),
         mode: m.mode(),
+        is_dir: m.is_dir(),
         bytes,
     })
 }
 
-/// The watched files under `roots`' protected paths (files themselves, and the files directly in
-/// the watched folders).
-fn watched_files(protected: &[PathBuf]) -> Vec<PathBuf> {
+/// The git dir entries git reads as control, whether they exist or not.
+const GIT_CONTROLS: &[&str] = &[
+    "config",
+    "config.worktree",
+    "commondir",
+    "hooks",
+    "info",
+    "modules",
+];
+const ADMIN_CONTROLS: &[&str] = &["commondir", "gitdir", "config.worktree"];
+const BATON_CONTROLS: &[&str] = &["config.toml", "roles", "skills"];
+
+/// The paths watched in the writable folders `roots`, existing or not.
+pub fn watched(roots: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for p in protected {
-        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        let dirs: Vec<PathBuf> = match name {
-            crate::protect::BATON_DIR => {
-                out.push(p.join("config.toml"));
-                vec![p.join("roles"), p.join("skills")]
-            }
-            "hooks" | "info" => vec![p.clone()],
-            "modules" | ".claude" | ".codex" | ".pi" | ".agents" => Vec::new(),
-            _ => {
-                out.push(p.clone());
-                Vec::new()
-            }
+    for root in roots.iter().filter(|r| r.is_dir()) {
+        let dot_git = root.join(".git");
+        let git_dir = if dot_git.is_dir() && !dot_git.is_symlink() {
+            Some(dot_git.clone())
+        } else if root.join("HEAD").is_file() && root.join("objects").is_dir() {
+            Some(root.clone())
+        } else {
+            None
         };
-        for d in dirs {
-            if let Ok(entries) = std::fs::read_dir(&d) {
-                out.extend(entries.flatten().map(|e| e.path()));
-            }
-            // A file that appears later in the folder is caught by the folder's listing.
-            out.push(d);
+        if dot_git.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
+            out.push(dot_git);
         }
+        if let Some(g) = git_dir {
+            out.extend(GIT_CONTROLS.iter().map(|n| g.join(n)));
+            if let Ok(entries) = std::fs::read_dir(g.join("worktrees")) {
+                for e in entries.flatten() {
+                    out.extend(ADMIN_CONTROLS.iter().map(|n| e.path().join(n)));
+                }
+            }
+        }
+        let baton = root.join(crate::protect::BATON_DIR);
+        out.extend(BATON_CONTROLS.iter().map(|n| baton.join(n)));
+        out.extend(crate::protect::PEER_SETTINGS.iter().map(|n| root.join(n)));
     }
     out.sort();
     out.dedup();
     out
 }
 
-/// A picture of the protected control files, taken before a command.
+/// `path` and, for a folder, everything below it (links not followed), at most [`MAX_ENTRIES`];
+/// `false` when the folder held more (the picture is incomplete).
+fn picture(path: &Path, out: &mut BTreeMap<PathBuf, Option<Seen>>) -> bool {
+    let s = seen(path);
+    let is_dir = s.as_ref().is_some_and(|s| s.is_dir);
+    out.insert(path.to_path_buf(), s);
+    if !is_dir {
+        return true;
+    }
+    let mut stack = vec![path.to_path_buf()];
+    let mut n = 0;
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            n += 1;
+            if n > MAX_ENTRIES {
+                return false;
+            }
+            let p = e.path();
+            let s = seen(&p);
+            if s.as_ref().is_some_and(|s| s.is_dir) {
+                stack.push(p.clone());
+            }
+            out.insert(p, s);
+        }
+    }
+    true
+}
+
+/// A picture of the watched paths, taken before a command.
 #[derive(Debug, Default)]
 pub struct Watch {
+    watched: Vec<PathBuf>,
     before: BTreeMap<PathBuf, Option<Seen>>,
-    dirs: Vec<PathBuf>,
-    /// Watched folders that did not exist: one that appears is removed.
-    absent: Vec<PathBuf>,
+    /// Watched folders too large to picture whole: nothing under them is ever removed.
+    incomplete: Vec<PathBuf>,
+}
+
+fn unchanged(a: &Option<Seen>, b: &Option<Seen>) -> bool {
+    match (a, b) {
+        // Content kept: compare what it says (a put-back file has a new inode and time).
+        (Some(a), Some(b)) if a.bytes.is_some() && b.bytes.is_some() => {
+            a.bytes == b.bytes && a.mode == b.mode
+        }
+        (Some(a), Some(b)) if a.is_dir && b.is_dir => a.mode == b.mode,
+        (Some(a), Some(b)) => {
+            a.len == b.len && a.mtime_ns == b.mtime_ns && a.ino == b.ino && a.mode == b.mode
+        }
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+fn outcome(path: &Path, what: &str, ok: bool, done: &str) -> String {
+    let done = if ok {
+        done.to_string()
+    } else {
+        format!("could not be {done}")
+    };
+    format!("{}: {what}; {done}", path.display())
 }
 
 impl Watch {
-    /// Takes the picture of the control files among `protected` (see [`crate::Policy::protected`]).
-    pub fn of(protected: &[PathBuf]) -> Watch {
-        let files = watched_files(protected);
-        let dirs = files.iter().filter(|f| f.is_dir()).cloned().collect();
-        let absent = files
-            .iter()
-            .filter(|f| {
-                f.symlink_metadata().is_err()
-                    && matches!(
-                        f.file_name().and_then(|n| n.to_str()),
-                        Some("roles" | "skills")
-                    )
-            })
-            .cloned()
-            .collect();
+    /// Takes the picture of what is watched in the writable folders `roots` (see [`watched`]).
+    pub fn of(roots: &[PathBuf]) -> Watch {
+        let watched = watched(roots);
+        let mut before = BTreeMap::new();
+        let mut incomplete = Vec::new();
+        for w in &watched {
+            if !picture(w, &mut before) {
+                incomplete.push(w.clone());
+            }
+        }
         Watch {
-            absent,
-            before: files
-                .into_iter()
-                .filter(|f| {
-                    !f.is_dir()
-                        && !matches!(
-                            f.file_name().and_then(|n| n.to_str()),
-                            Some("roles" | "skills")
-                        )
-                })
-                .map(|f| {
-                    let s = seen(&f);
-                    (f, s)
-                })
-                .collect(),
-            dirs,
+            watched,
+            before,
+            incomplete,
         }
     }
 
-    /// Compares with now; puts back what changed (and removes what was added) where it can.
-    /// Returns one line per path that had changed, saying what was done.
+    /// Compares with now: puts back what changed, removes what the command created. Returns
+    /// one line per path that had changed, saying what was done.
     pub fn restore(&self) -> Vec<String> {
+        let mut now = BTreeMap::new();
+        for w in &self.watched {
+            picture(w, &mut now);
+        }
         let mut out = Vec::new();
-        for (path, before) in &self.before {
-            let now = seen(path);
-            let same = match (&now, before) {
-                // Content kept: compare what it says (a put-back file has a new inode and time).
-                (Some(a), Some(b)) if a.bytes.is_some() && b.bytes.is_some() => {
-                    a.bytes == b.bytes && a.mode == b.mode
-                }
-                (Some(a), Some(b)) => {
-                    a.len == b.len && a.mtime_ns == b.mtime_ns && a.ino == b.ino && a.mode == b.mode
-                }
-                (None, None) => true,
-                _ => false,
-            };
-            if same {
+        // Created: absent from the picture. The outermost created path is removed whole (what
+        // lies below it was created with it).
+        let mut removed: Vec<PathBuf> = Vec::new();
+        for (path, s) in &now {
+            let Some(s) = s else { continue };
+            if matches!(self.before.get(path), Some(Some(_))) {
                 continue;
             }
-            out.push(match before {
-                Some(Seen {
-                    bytes: Some(bytes),
-                    mode,
-                    ..
-                }) => {
+            if removed
+                .iter()
+                .chain(&self.incomplete)
+                .any(|r| path.starts_with(r))
+            {
+                continue;
+            }
+            // A folder that was there keeps what was in it; only the new path goes.
+            let ok = if s.is_dir {
+                std::fs::remove_dir_all(path).is_ok()
+            } else {
+                std::fs::remove_file(path).is_ok()
+            };
+            out.push(outcome(path, "added", ok, "removed"));
+            removed.push(path.clone());
+        }
+        // Changed or removed: put back what was kept, parents first.
+        for (path, before) in &self.before {
+            let Some(b) = before else { continue };
+            let current = now.get(path).cloned().flatten();
+            if unchanged(&current, before) {
+                continue;
+            }
+            if b.is_dir {
+                use std::os::unix::fs::PermissionsExt;
+                let ok = std::fs::create_dir_all(path).is_ok()
+                    && std::fs::set_permissions(
+                        path,
+                        std::fs::Permissions::from_mode(b.mode & 0o7777),
+                    )
+                    .is_ok();
+                if current.is_none() || current.is_some_and(|c| !c.is_dir) {
+                    out.push(outcome(path, "removed", ok, "put back"));
+                }
+                continue;
+            }
+            out.push(match &b.bytes {
+                Some(bytes) => {
                     use std::os::unix::fs::PermissionsExt;
-                    let _ = std::fs::remove_file(path);
+                    if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+                        let _ = std::fs::remove_dir_all(path);
+                    } else {
+                        let _ = std::fs::remove_file(path);
+                    }
                     let ok = std::fs::write(path, bytes).is_ok()
                         && std::fs::set_permissions(
                             path,
-                            std::fs::Permissions::from_mode(mode & 0o7777),
+                            std::fs::Permissions::from_mode(b.mode & 0o7777),
                         )
                         .is_ok();
-                    format!(
-                        "{}: changed; {}",
-                        path.display(),
-                        if ok {
-                            "put back"
-                        } else {
-                            "could not be put back"
-                        }
-                    )
+                    outcome(path, "changed", ok, "put back")
                 }
-                Some(_) => format!("{}: changed (too large to put back)", path.display()),
-                None => {
-                    let ok = std::fs::remove_file(path).is_ok();
-                    format!(
-                        "{}: added; {}",
-                        path.display(),
-                        if ok {
-                            "removed"
-                        } else {
-                            "could not be removed"
-                        }
-                    )
-                }
+                None => format!("{}: changed (too large to put back)", path.display()),
             });
-        }
-        for d in &self.absent {
-            if d.symlink_metadata().is_ok() {
-                let ok = std::fs::remove_dir_all(d)
-                    .or_else(|_| std::fs::remove_file(d))
-                    .is_ok();
-                out.push(format!(
-                    "{}: added; {}",
-                    d.display(),
-                    if ok {
-                        "removed"
-                    } else {
-                        "could not be removed"
-                    }
-                ));
-            }
-        }
-        for d in &self.dirs {
-            let Ok(entries) = std::fs::read_dir(d) else {
-                continue;
-            };
-            for e in entries.flatten() {
-                let p = e.path();
-                if self.before.contains_key(&p) || self.dirs.contains(&p) {
-                    continue;
-                }
-                let ok = if p.is_dir() && !p.is_symlink() {
-                    std::fs::remove_dir_all(&p).is_ok()
-                } else {
-                    std::fs::remove_file(&p).is_ok()
-                };
-                out.push(format!(
-                    "{}: added; {}",
-                    p.display(),
-                    if ok {
-                        "removed"
-                    } else {
-                        "could not be removed"
-                    }
-                ));
-            }
         }
         out
     }
@@ -221,41 +253,99 @@ impl Watch {
 mod tests {
     use super::*;
 
-    #[test]
-    fn changed_control_files_are_put_back_and_added_ones_removed() {
+    fn repo() -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();
         let git = d.path().join(".git");
         std::fs::create_dir_all(git.join("hooks")).unwrap();
         std::fs::create_dir_all(git.join("info")).unwrap();
+        std::fs::create_dir_all(git.join("objects")).unwrap();
+        std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::write(git.join("config"), "[core]\n").unwrap();
         std::fs::write(git.join("hooks/pre-commit.sample"), "#!/bin/sh\n").unwrap();
+        d
+    }
+
+    #[test]
+    fn changed_control_files_are_put_back_and_created_ones_removed() {
+        let d = repo();
+        let git = d.path().join(".git");
         std::fs::create_dir_all(d.path().join(".baton/roles")).unwrap();
-        let protected = vec![
-            d.path().join(".baton"),
-            git.join("config"),
-            git.join("hooks"),
-            git.join("info"),
-        ];
-        let w = Watch::of(&protected);
+        let w = Watch::of(&[d.path().to_path_buf()]);
         assert!(w.restore().is_empty(), "nothing changed yet");
         std::fs::write(git.join("config"), "[core]\n\tfsmonitor = evil\n").unwrap();
         std::fs::write(git.join("hooks/post-commit"), "#!/bin/sh\nevil\n").unwrap();
         std::fs::write(git.join("info/attributes"), "* filter=evil\n").unwrap();
+        std::fs::write(git.join("commondir"), "x\n").unwrap();
+        std::fs::write(git.join("config.worktree"), "[filter \"p\"]\n").unwrap();
         std::fs::write(d.path().join(".baton/config.toml"), "[sandbox]\n").unwrap();
         std::fs::write(d.path().join(".baton/roles/x.md"), "evil").unwrap();
         std::fs::create_dir_all(d.path().join(".baton/skills/s")).unwrap();
+        std::fs::create_dir_all(d.path().join(".claude/skills")).unwrap();
+        std::fs::write(d.path().join(".mcp.json"), "{}").unwrap();
         let undone = w.restore();
-        assert_eq!(undone.len(), 6, "{undone:?}");
+        assert_eq!(undone.len(), 10, "{undone:#?}");
         assert!(!d.path().join(".baton/skills").exists());
         assert_eq!(
             std::fs::read_to_string(git.join("config")).unwrap(),
             "[core]\n"
         );
-        assert!(!git.join("hooks/post-commit").exists());
-        assert!(!git.join("info/attributes").exists());
-        assert!(!d.path().join(".baton/config.toml").exists());
-        assert!(!d.path().join(".baton/roles/x.md").exists());
+        for gone in [
+            ".git/hooks/post-commit",
+            ".git/info/attributes",
+            ".git/commondir",
+            ".git/config.worktree",
+            ".baton/config.toml",
+            ".baton/roles/x.md",
+            ".claude",
+            ".mcp.json",
+        ] {
+            assert!(!d.path().join(gone).exists(), "{gone}");
+        }
         assert!(git.join("hooks/pre-commit.sample").is_file());
+        assert!(d.path().join(".baton/roles").is_dir());
         assert!(w.restore().is_empty());
+    }
+
+    /// The defect of the last round: a committed skill (a folder with files) was deleted as
+    /// "added" after every command. Nothing that was there before is ever removed or rewritten.
+    #[test]
+    fn files_that_were_there_before_are_never_removed() {
+        let d = repo();
+        let skill = d.path().join(".baton/skills/notes");
+        std::fs::create_dir_all(skill.join("refs")).unwrap();
+        std::fs::write(skill.join("SKILL.md"), "---\nname: notes\n---\nbody\n").unwrap();
+        std::fs::write(skill.join("refs/a.md"), "a\n").unwrap();
+        std::fs::create_dir_all(d.path().join(".claude/agents")).unwrap();
+        std::fs::write(d.path().join(".claude/agents/r.md"), "r\n").unwrap();
+        std::fs::write(d.path().join(".baton/config.toml"), "[agent]\n").unwrap();
+        let w = Watch::of(&[d.path().to_path_buf()]);
+        assert_eq!(w.restore(), Vec::<String>::new());
+        assert!(skill.join("SKILL.md").is_file());
+        assert!(skill.join("refs/a.md").is_file());
+        assert!(d.path().join(".claude/agents/r.md").is_file());
+        // A command that removed and rewrote them: put back, and only what it added goes.
+        std::fs::remove_dir_all(&skill).unwrap();
+        std::fs::write(d.path().join(".claude/agents/r.md"), "evil\n").unwrap();
+        std::fs::write(d.path().join(".claude/agents/new.md"), "new\n").unwrap();
+        let undone = w.restore();
+        assert!(!undone.is_empty());
+        assert_eq!(
+            std::fs::read_to_string(skill.join("SKILL.md")).unwrap(),
+            "---\nname: notes\n---\nbody\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(skill.join("refs/a.md")).unwrap(),
+            "a\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(d.path().join(".claude/agents/r.md")).unwrap(),
+            "r\n"
+        );
+        assert!(!d.path().join(".claude/agents/new.md").exists());
+        assert_eq!(
+            std::fs::read_to_string(d.path().join(".baton/config.toml")).unwrap(),
+            "[agent]\n"
+        );
+        assert!(w.restore().is_empty(), "{:?}", w.restore());
     }
 }

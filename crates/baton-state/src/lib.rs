@@ -39,15 +39,32 @@ fn parse_owner(text: &str) -> Option<baton_process::Identity> {
 /// The line `info/exclude` gets so that `.baton/state/` never shows up as untracked files.
 pub const STATE_EXCLUDE: &str = "/.baton/state/";
 
-/// The project root for a working directory: the nearest ancestor holding `.baton/` or `.git`,
-/// else the directory itself. Its `.baton/state` is the project's [`StateDir`].
+/// The project root for a working directory: the top of the git work tree it is in (the nearest
+/// ancestor holding `.git`), else the nearest ancestor holding `.baton/`, else the directory
+/// itself. A `.baton/` below the work tree's top is the repository's content, not a project of
+/// its own ([`nested_baton_dirs`]): a model that wrote `pkg/.baton/config.toml` does not make
+/// `pkg/` a project whose settings apply when the user runs baton there. Its `.baton/state` is
+/// the project's [`StateDir`].
 pub fn project_root(cwd: &Path) -> PathBuf {
+    if let Some(top) = cwd.ancestors().find(|d| d.join(".git").exists()) {
+        return top.to_path_buf();
+    }
     for dir in cwd.ancestors() {
-        if dir.join(".baton").is_dir() || dir.join(".git").exists() {
+        if dir.join(".baton").is_dir() {
             return dir.to_path_buf();
         }
     }
     cwd.to_path_buf()
+}
+
+/// The `.baton/` folders between `cwd` and its project root `root` (below the root): settings
+/// baton does not read, which a command run there names in a warning.
+pub fn nested_baton_dirs(cwd: &Path, root: &Path) -> Vec<PathBuf> {
+    cwd.ancestors()
+        .take_while(|d| *d != root && d.starts_with(root))
+        .map(|d| d.join(".baton"))
+        .filter(|b| b.is_dir())
+        .collect()
 }
 
 /// A project's state folder, `<project root>/.baton/state`.

@@ -30,7 +30,8 @@ macro_rules! outln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
         let text = format!($($arg)*);
-        let _ = writeln!(std::io::stdout().lock(), "{}", $crate::redact::redact(&text));
+        let text = $crate::redact::redact(&text);
+        let _ = writeln!(std::io::stdout().lock(), "{}", $crate::escape_controls(&text));
     }};
 }
 
@@ -41,7 +42,8 @@ macro_rules! errln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
         let text = format!($($arg)*);
-        let _ = writeln!(std::io::stderr().lock(), "{}", $crate::redact::redact(&text));
+        let text = $crate::redact::redact(&text);
+        let _ = writeln!(std::io::stderr().lock(), "{}", $crate::escape_controls(&text));
     }};
 }
 
@@ -306,6 +308,28 @@ pub fn sanitize_terminal(text: &str) -> Cow<'_, str> {
     replace_controls(text, |c| c == '\n' || c == '\t')
 }
 
+/// `text` safe to write to a terminal or a pipe that may end in one: every [`is_control`]
+/// character but newline and tab is written as a visible escape (`\x1b`, `\r`, `\u{2028}`), so
+/// no escape sequence (a clipboard write, a cleared screen, a hidden line) reaches the terminal
+/// and the reader sees that one was there. Borrowed when there was nothing to escape. Every line
+/// baton prints through [`outln!`] and [`errln!`] goes through it.
+pub fn escape_controls(text: &str) -> Cow<'_, str> {
+    let bad = |c: char| is_control(c) && c != '\n' && c != '\t';
+    if !text.chars().any(bad) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if !bad(c) => out.push(c),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// At most `cols` terminal columns of `text` (one line, already sanitised): cut on a character
 /// boundary and ended with `…` when it is wider. Wide characters (CJK, most emoji) count two
 /// columns, combining marks none.
@@ -356,6 +380,16 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+
+    #[test]
+    fn controls_are_escaped_visibly_but_lines_and_tabs_stay() {
+        let evil = "a\x1b]52;c;SGVsbG8=\x07b\r\x1b[2J\tc\n\u{2028}d";
+        assert_eq!(
+            escape_controls(evil),
+            "a\\x1b]52;c;SGVsbG8=\\x07b\\r\\x1b[2J\tc\n\\u{2028}d"
+        );
+        assert!(matches!(escape_controls("plain\ttext\n"), Cow::Borrowed(_)));
+    }
 
     #[test]
     fn fit_columns_counts_terminal_columns() {

@@ -222,7 +222,7 @@ async fn run_command(
         .sandbox
         .prepare(&ctx.root, ctx.tmp_dir.as_deref())
         .and_then(|c| {
-            watch = c.spec().map(|s| baton_tool::Watch::of(&s.protected));
+            watch = c.spec().map(|s| baton_tool::Watch::of(&s.writable));
             c.apply(cmd.as_std_mut(), link.is_guarded())
         })
     {
