@@ -213,3 +213,78 @@ async fn an_interrupt_stops_a_streaming_turn_at_once_and_the_session_takes_new_i
     let summary = live.finish().await;
     assert_eq!(summary.outcome, Outcome::Completed);
 }
+
+/// Esc (or `/interrupt`) while a `bash` call runs kills the command's whole process group at
+/// once, whatever it started in the background, and ends the turn: nothing the command would
+/// have done after the interrupt happens, and no process of it is alive a second later.
+#[tokio::test]
+async fn an_interrupt_kills_the_running_command_at_once() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "b1",
+            "bash",
+            json!({"command": "sleep 60 & echo $! > bg.pid; echo $$ > sh.pid; sleep 60; touch after.txt"}),
+        ))
+        .turn(Turn::text("unreachable"))
+        .start()
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let (mut live, tx) =
+        Harness::openai(&server.url(), "mock-model", dir.path()).start_open("wait a minute");
+    let started = root.clone();
+    let up = tokio::task::spawn_blocking(move || {
+        baton_testkit::fixture::wait_until(std::time::Duration::from_secs(20), || {
+            ["bg.pid", "sh.pid"]
+                .iter()
+                .all(|f| std::fs::read_to_string(started.join(f)).is_ok_and(|t| t.ends_with('\n')))
+        })
+    })
+    .await
+    .unwrap();
+    assert!(up, "the command started");
+    let pids: Vec<String> = ["bg.pid", "sh.pid"]
+        .iter()
+        .map(|f| {
+            std::fs::read_to_string(root.join(f))
+                .unwrap()
+                .trim()
+                .to_string()
+        })
+        .collect();
+    let interrupted = std::time::Instant::now();
+    live.interrupter.interrupt();
+    tx.send(baton_agent::agent::Submission::Interrupt).unwrap();
+    let reason = live
+        .next(|e| match e {
+            AgentEvent::InputCompleted { reason, .. } => Some(*reason),
+            _ => None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(reason, Some(EndReason::Cancelled));
+    let gone = tokio::task::spawn_blocking(move || {
+        baton_testkit::fixture::wait_until(std::time::Duration::from_secs(1), || {
+            pids.iter().all(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/stat")).map_or(true, |s| {
+                    s.split(") ").nth(1).is_some_and(|r| r.starts_with('Z'))
+                })
+            })
+        })
+    })
+    .await
+    .unwrap();
+    assert!(
+        gone,
+        "a process of the interrupted command is still alive 1 s later"
+    );
+    assert!(interrupted.elapsed() < std::time::Duration::from_secs(5));
+    assert!(!root.join("after.txt").exists());
+    assert_eq!(
+        server.model_requests().len(),
+        1,
+        "no turn after the interrupt"
+    );
+    drop(tx);
+    let _ = live.finish().await;
+}

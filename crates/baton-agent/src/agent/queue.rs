@@ -179,8 +179,10 @@ pub(crate) enum Drive {
 pub(crate) struct Flow {
     /// The Executor's report went up: its drive ends.
     pub(crate) returned: bool,
-    /// New user input stops the Executor.
+    /// New user input (or an interrupt) stops the Executor.
     pub(crate) interrupted: bool,
+    /// What stopped the Executor was the user's interrupt, not new input.
+    pub(crate) by_interrupt: bool,
     /// The user interrupted the task.
     pub(crate) stopped: bool,
     /// A call needed an approval no one could give (`agent.approval` in a headless session):
@@ -862,9 +864,17 @@ impl Session<'_> {
             held,
             ctx,
             always_approved,
+            interrupt_seen,
             ..
         } = self;
         let approver = inbox.approver.clone();
+        // An interrupt (Esc, `/interrupt`) stops the running call at once: its command's process
+        // group is killed and the call returns what it had done, the same for every front end.
+        let interrupter = inbox.interrupter.clone();
+        let seen = *interrupt_seen;
+        let call_cancel = ctx.cancel.child_token();
+        let mut call_ctx = ctx.clone();
+        call_ctx.cancel = call_cancel.clone();
         let mut approvals = crate::turn::Approvals {
             policy: spec.approval,
             approver,
@@ -880,9 +890,19 @@ impl Session<'_> {
             heartbeat: spec.heartbeat,
             offered: &seat.offered,
             role: &spec.role.meta.name,
-            ctx,
+            ctx: &call_ctx,
         };
-        let results = run_tools(toolbox, &mut approvals, calls, ids, &mut **emit, &mut stop).await;
+        let results = {
+            let tools = run_tools(toolbox, &mut approvals, calls, ids, &mut **emit, &mut stop);
+            tokio::pin!(tools);
+            tokio::select! {
+                r = &mut tools => r,
+                () = interrupter.after(seen) => {
+                    call_cancel.cancel();
+                    tools.await
+                }
+            }
+        };
         flow.approval_unavailable = approvals.unavailable;
         results
     }

@@ -125,6 +125,7 @@ impl PollState<'_, '_> {
                 Submission::Interrupt => {
                     if seat == Some(Profile::Executor) {
                         flow.interrupted = true;
+                        flow.by_interrupt = true;
                         // Kept for the Coordinator's next poll: the task stops there too.
                         self.held.push_back(Submission::Interrupt);
                     } else {
@@ -134,7 +135,13 @@ impl PollState<'_, '_> {
                 other => self.held.push_back(other),
             }
         }
-        if flow.interrupted {
+        if flow.interrupted && flow.by_interrupt {
+            Some(
+                "the user interrupted the Executor (a running command was killed); its work goes \
+                 to the Coordinator"
+                    .into(),
+            )
+        } else if flow.interrupted {
             Some("new user input stopped the Executor; its work goes to the Coordinator".into())
         } else if flow.stopped {
             Some("the user interrupted the task".into())
