@@ -32,6 +32,7 @@ mod compact;
 mod inbox;
 mod routed;
 
+pub(crate) use inbox::Flow;
 use inbox::PollState;
 pub use inbox::{Inbox, Interrupter};
 
@@ -172,22 +173,6 @@ pub(crate) enum Drive {
     Returned,
     /// New user input stopped the Executor after an atomic tool call.
     Interrupted,
-}
-
-/// What the tool calls of a turn asked of the loop.
-#[derive(Default)]
-pub(crate) struct Flow {
-    /// The Executor's report went up: its drive ends.
-    pub(crate) returned: bool,
-    /// New user input (or an interrupt) stops the Executor.
-    pub(crate) interrupted: bool,
-    /// What stopped the Executor was the user's interrupt, not new input.
-    pub(crate) by_interrupt: bool,
-    /// The user interrupted the task.
-    pub(crate) stopped: bool,
-    /// A call needed an approval no one could give (`agent.approval` in a headless session):
-    /// the session fails closed, with this message.
-    pub(crate) approval_unavailable: Option<String>,
 }
 
 pub(crate) struct Session<'a> {
@@ -871,10 +856,8 @@ impl Session<'_> {
         // An interrupt (Esc, `/interrupt`) stops the running call at once: its command's process
         // group is killed and the call returns what it had done, the same for every front end.
         let interrupter = inbox.interrupter.clone();
-        let seen = *interrupt_seen;
-        let call_cancel = ctx.cancel.child_token();
         let mut call_ctx = ctx.clone();
-        call_ctx.cancel = call_cancel.clone();
+        call_ctx.cancel = ctx.cancel.child_token();
         let mut approvals = crate::turn::Approvals {
             policy: spec.approval,
             approver,
@@ -892,17 +875,10 @@ impl Session<'_> {
             role: &spec.role.meta.name,
             ctx: &call_ctx,
         };
-        let results = {
-            let tools = run_tools(toolbox, &mut approvals, calls, ids, &mut **emit, &mut stop);
-            tokio::pin!(tools);
-            tokio::select! {
-                r = &mut tools => r,
-                () = interrupter.after(seen) => {
-                    call_cancel.cancel();
-                    tools.await
-                }
-            }
-        };
+        let tools = run_tools(toolbox, &mut approvals, calls, ids, &mut **emit, &mut stop);
+        let results = interrupter
+            .cancelling(*interrupt_seen, &call_ctx.cancel, tools)
+            .await;
         flow.approval_unavailable = approvals.unavailable;
         results
     }

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use tokio::sync::mpsc;
 
-use super::{Flow, Submission};
+use super::Submission;
 use crate::routing::state::Profile;
 
 /// The receiving end of a session's submissions; the session ends when every sender is gone and
@@ -41,6 +41,24 @@ impl Interrupter {
         self.inner.0.load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// Runs `calls` (a turn's tool calls, whose own token is `token`); an interrupt after `seen`
+    /// cancels `token`, and the calls then end with what they had done.
+    pub(crate) async fn cancelling<T>(
+        &self,
+        seen: u64,
+        token: &tokio_util::sync::CancellationToken,
+        calls: impl std::future::Future<Output = T>,
+    ) -> T {
+        tokio::pin!(calls);
+        tokio::select! {
+            r = &mut calls => r,
+            () = self.after(seen) => {
+                token.cancel();
+                calls.await
+            }
+        }
+    }
+
     /// Resolves once an interrupt comes after `seen`.
     pub(crate) async fn after(&self, seen: u64) {
         loop {
@@ -53,6 +71,22 @@ impl Interrupter {
             notified.await;
         }
     }
+}
+
+/// What the tool calls of a turn asked of the loop.
+#[derive(Default)]
+pub(crate) struct Flow {
+    /// The Executor's report went up: its drive ends.
+    pub(crate) returned: bool,
+    /// New user input (or an interrupt) stops the Executor.
+    pub(crate) interrupted: bool,
+    /// What stopped the Executor was the user's interrupt, not new input.
+    pub(crate) by_interrupt: bool,
+    /// The user interrupted the task.
+    pub(crate) stopped: bool,
+    /// A call needed an approval no one could give (`agent.approval` in a headless session):
+    /// the session fails closed, with this message.
+    pub(crate) approval_unavailable: Option<String>,
 }
 
 impl Inbox {
