@@ -107,7 +107,7 @@ fn replaced(top: &Path) -> GitError {
 /// inside a pinned work tree that holds a repository of its own (a nested `.git`) is not
 /// pinned; a pinned work tree whose `.git` is gone is still pinned (and refused).
 pub(crate) fn pinned_for(dir: &Path) -> Result<Option<Pinned>> {
-    let all = pins();
+    let mut all = pins();
     if all.is_empty() {
         return Ok(None);
     }
@@ -128,10 +128,25 @@ pub(crate) fn pinned_for(dir: &Path) -> Result<Option<Pinned>> {
     if nearest.is_some_and(|n| n != p.top) {
         return Ok(None);
     }
-    if identity(&p.top.join(".git")).as_ref() != Some(&p.dot_git) {
-        return Err(replaced(&p.top));
+    let now = identity(&p.top.join(".git"));
+    if now.as_ref() == Some(&p.dot_git) {
+        return Ok(Some(p.clone()));
     }
-    Ok(Some(p.clone()))
+    // A linked worktree removed and added again at the same path (a Flow unit's, a node's
+    // step) is the same repository's: both sides of the new pointer must agree, and name the
+    // pinned common dir. A sandboxed command can write neither side.
+    match (now, crate::worktree::linked_worktree_of(&p.top)) {
+        (Some(now), Some((admin, common))) if common == p.common_dir => {
+            let mut renewed = p.clone();
+            renewed.git_dir = admin;
+            renewed.dot_git = now;
+            let top = renewed.top.clone();
+            all.retain(|x| x.top != top);
+            all.push(renewed.clone());
+            Ok(Some(renewed))
+        }
+        _ => Err(replaced(&p.top)),
+    }
 }
 
 /// Forgets every pin (tests).
@@ -165,6 +180,38 @@ mod tests {
         std::fs::create_dir(top.join("sub")).unwrap();
         let err = Git::new(top.join("sub")).status_porcelain().unwrap_err();
         assert!(matches!(err, GitError::Replaced { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_linked_worktree_added_again_at_the_same_path_is_pinned_again() {
+        let d = repo();
+        let top = std::fs::canonicalize(d.path()).unwrap();
+        let g = Git::new(&top)
+            .with_env("GIT_AUTHOR_NAME", "t")
+            .with_env("GIT_AUTHOR_EMAIL", "t@t")
+            .with_env("GIT_COMMITTER_NAME", "t")
+            .with_env("GIT_COMMITTER_EMAIL", "t@t");
+        g.run(["commit", "-q", "--allow-empty", "-m", "i"]).unwrap();
+        let wt = top.join("wt");
+        g.worktree_add(&wt, "u1", "main").unwrap();
+        pin(&wt).unwrap().unwrap();
+        g.worktree_remove(&wt, true).unwrap();
+        g.worktree_add(&wt, "u2", "main").unwrap();
+        assert_eq!(
+            Git::new(&wt).current_branch().unwrap().as_deref(),
+            Some("u2")
+        );
+        // A pointer naming another repository is still refused.
+        let other = repo();
+        std::fs::write(
+            wt.join(".git"),
+            format!("gitdir: {}\n", other.path().join(".git").display()),
+        )
+        .unwrap();
+        assert!(matches!(
+            Git::new(&wt).status_porcelain(),
+            Err(GitError::Replaced { .. })
+        ));
     }
 
     #[test]
