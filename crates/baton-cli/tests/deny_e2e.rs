@@ -7,25 +7,7 @@
 
 mod common;
 
-use common::{bash_result, one_command};
-
-use baton_testkit::fixture::{assert_exit, Sandbox};
-use baton_testkit::MockServer;
-
-fn project(server: &MockServer) -> Sandbox {
-    let p = Sandbox::new()
-        .baton_exe(env!("CARGO_BIN_EXE_baton"))
-        .mock_provider(server, "openai", "");
-    p.init_repo("main");
-    p.write("README", "hi\n");
-    p.commit_all("init");
-    p
-}
-
-fn agent(p: &Sandbox) {
-    let out = p.run(&["agent", "--json", "--model", "mock/m", "go"]);
-    assert_exit(&out, 0);
-}
+use common::{agent_go as agent, attacked_project as project, bash_result, one_command};
 
 fn marks(dir: &std::path::Path) -> Vec<String> {
     std::fs::read_dir(dir)

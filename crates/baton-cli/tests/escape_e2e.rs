@@ -6,27 +6,11 @@
 
 mod common;
 
-use common::{bash_result, one_command};
+use common::{agent_go as agent, attacked_project as project, bash_result, one_command};
 
-use baton_testkit::fixture::{assert_exit, Sandbox};
+use baton_testkit::fixture::Sandbox;
 use baton_testkit::{MockServer, Turn};
 use serde_json::json;
-
-fn project(server: &MockServer) -> Sandbox {
-    let p = Sandbox::new()
-        .baton_exe(env!("CARGO_BIN_EXE_baton"))
-        .mock_provider(server, "openai", "");
-    p.init_repo("main");
-    p.write("README", "hi\n");
-    p.commit_all("init");
-    p
-}
-
-fn agent(p: &Sandbox) -> String {
-    let out = p.run(&["agent", "--json", "--model", "mock/m", "go"]);
-    assert_exit(&out, 0);
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 #[test]
 fn a_model_command_cannot_plant_git_config_hooks_attributes_or_baton_config() {

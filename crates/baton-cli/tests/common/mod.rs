@@ -62,6 +62,24 @@ pub fn one_command(command: &str) -> baton_testkit::MockServer {
         .start_blocking()
 }
 
+/// A committed repository on `main` whose sessions talk to `server`: what an attack runs in.
+pub fn attacked_project(server: &baton_testkit::MockServer) -> baton_testkit::fixture::Sandbox {
+    let p = baton_testkit::fixture::Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .mock_provider(server, "openai", "");
+    p.init_repo("main");
+    p.write("README", "hi\n");
+    p.commit_all("init");
+    p
+}
+
+/// One `baton agent --json` session in `p` that must exit 0; its stdout.
+pub fn agent_go(p: &baton_testkit::fixture::Sandbox) -> String {
+    let out = p.run(&["agent", "--json", "--model", "mock/m", "go"]);
+    baton_testkit::fixture::assert_exit(&out, 0);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// What the model got back from its one `bash` call.
 pub fn bash_result(server: &baton_testkit::MockServer) -> String {
     let requests = server.model_requests();
