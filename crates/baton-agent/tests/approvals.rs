@@ -173,6 +173,24 @@ async fn a_headless_session_whose_policy_asks_fails_closed_at_the_first_such_cal
     );
 }
 
+/// What the terminal UI does on Esc (the immediate stop and the submission for the safe
+/// points); the input then ends as cancelled.
+async fn interrupt_and_see_it_cancelled(
+    live: &mut baton_agent::harness::Live,
+    tx: &tokio::sync::mpsc::UnboundedSender<baton_agent::agent::Submission>,
+) {
+    live.interrupter.interrupt();
+    tx.send(baton_agent::agent::Submission::Interrupt).unwrap();
+    let reason = live
+        .next(|e| match e {
+            AgentEvent::InputCompleted { reason, .. } => Some(*reason),
+            _ => None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(reason, Some(EndReason::Cancelled));
+}
+
 #[tokio::test]
 async fn an_interrupt_stops_a_streaming_turn_at_once_and_the_session_takes_new_input() {
     // A slow answer: 400 chunks 50 ms apart would take 20 s.
@@ -189,16 +207,7 @@ async fn an_interrupt_stops_a_streaming_turn_at_once_and_the_session_takes_new_i
     live.next(|e| matches!(e, AgentEvent::ItemDelta { .. }).then_some(()))
         .await
         .unwrap();
-    live.interrupter.interrupt();
-    tx.send(baton_agent::agent::Submission::Interrupt).unwrap();
-    let reason = live
-        .next(|e| match e {
-            AgentEvent::InputCompleted { reason, .. } => Some(*reason),
-            _ => None,
-        })
-        .await
-        .unwrap();
-    assert_eq!(reason, Some(EndReason::Cancelled));
+    interrupt_and_see_it_cancelled(&mut live, &tx).await;
     tx.send(baton_agent::agent::Submission::Input("and now?".into()))
         .unwrap();
     let answer = live
@@ -253,16 +262,7 @@ async fn an_interrupt_kills_the_running_command_at_once() {
         })
         .collect();
     let interrupted = std::time::Instant::now();
-    live.interrupter.interrupt();
-    tx.send(baton_agent::agent::Submission::Interrupt).unwrap();
-    let reason = live
-        .next(|e| match e {
-            AgentEvent::InputCompleted { reason, .. } => Some(*reason),
-            _ => None,
-        })
-        .await
-        .unwrap();
-    assert_eq!(reason, Some(EndReason::Cancelled));
+    interrupt_and_see_it_cancelled(&mut live, &tx).await;
     let gone = tokio::task::spawn_blocking(move || {
         baton_testkit::fixture::wait_until(std::time::Duration::from_secs(1), || {
             pids.iter().all(|p| {

@@ -96,26 +96,13 @@ const DRIVER_PROGRAMS: &[(&str, &[&str])] = &[
 ];
 
 /// The drivers (`filter` / `merge` section, subsection name) that the repository's own config
-/// declares, as git itself reads that config: `git config --list --show-scope -z` run with the
-/// environment of `cmd`, so whatever git follows (`commondir`, `config.worktree`, includes, a
+/// declares, as git itself reads that config: `git config --list --show-scope -z` run as `list`
+/// (a [`Git::pinned_command`]), so whatever git follows (`commondir`, `config.worktree`, includes, a
 /// `.git` file's target) is what baton learns, and names are matched as git matches them
 /// (section names case-insensitively). Listing config runs nothing. Only the `local` and
 /// `worktree` scopes count: the user's own (`global`) drivers, such as LFS, still apply.
-fn repo_drivers(cmd: &Command) -> std::collections::BTreeSet<(String, String)> {
-    let mut list = Command::new(cmd.get_program());
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => list.env(k, v),
-            None => list.env_remove(k),
-        };
-    }
-    if let Some(dir) = cmd.get_current_dir() {
-        list.current_dir(dir);
-    }
-    // `--no-pager -C DIR` as the real call has them.
-    let args: Vec<&OsStr> = cmd.get_args().take(3).collect();
-    list.args(args)
-        .args(["config", "--list", "--show-scope", "-z"])
+fn repo_drivers(mut list: Command) -> std::collections::BTreeSet<(String, String)> {
+    list.args(["config", "--list", "--show-scope", "-z"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
@@ -166,10 +153,9 @@ fn driver_overrides(drivers: &std::collections::BTreeSet<(String, String)>) -> V
 
 /// The `-c` settings that switch off every filter and merge driver the repository at `dir`
 /// declares in its own config, as git reads it (see [`Git`]'s hardening).
-pub fn repo_filter_overrides(dir: &Path) -> Vec<String> {
-    let git = Git::new(dir);
-    let cmd = git.base_command();
-    driver_overrides(&repo_drivers(&cmd))
+pub fn repo_filter_overrides(dir: &Path) -> Result<Vec<String>> {
+    let list = Git::new(dir).pinned_command(false)?;
+    Ok(driver_overrides(&repo_drivers(list)))
 }
 
 /// A handle on a directory inside (or meant to become) a git repository.
@@ -231,9 +217,9 @@ impl Git {
     /// This handle, with the filter and merge drivers of every embedded repository (a gitlink of
     /// the index with a `.git` of its own) switched off as well (see [`repo_filter_overrides`]).
     fn with_embedded_drivers_off(&self) -> Result<Git> {
-        let listing = self.run_bytes(["ls-files", "--stage", "-z"])?;
+        // `:/`: the whole work tree, paths printed relative to this directory.
+        let listing = self.run_bytes(["ls-files", "--stage", "-z", "--", ":/"])?;
         let mut out = self.clone();
-        let top = self.toplevel()?;
         for entry in listing.split(|b| *b == 0) {
             // `MODE OID STAGE\tPATH`
             let Some(path) = entry.strip_prefix(b"160000 ") else {
@@ -242,16 +228,15 @@ impl Git {
             let Some(tab) = path.iter().position(|b| *b == b'\t') else {
                 continue;
             };
-            let sub = top.join(bytes_to_path(&path[tab + 1..]));
+            let sub = self.dir.join(bytes_to_path(&path[tab + 1..]));
             if sub.join(".git").symlink_metadata().is_ok() {
-                out.config.extend(repo_filter_overrides(&sub));
+                out.config.extend(repo_filter_overrides(&sub)?);
             }
         }
         Ok(out)
     }
 
-    /// `git --no-pager -C DIR` with baton's environment and the repository pinned (see
-    /// [`pin`]), before any `-c` setting or argument.
+    /// `git --no-pager -C DIR` with baton's environment, before any `-c` setting or argument.
     fn base_command(&self) -> Command {
         let mut cmd = Command::new("git");
         cmd.arg("--no-pager").arg("-C").arg(&self.dir);
@@ -272,14 +257,11 @@ impl Git {
         cmd
     }
 
-    fn command<I, S>(&self, args: I) -> Result<(Command, Vec<String>)>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
+    /// [`Git::base_command`] with the repository pinned (see [`pin`]) unless `initializing` (a
+    /// `git init` makes a repository of its own); [`GitError::Replaced`] when the pinned `.git`
+    /// is no longer what it was.
+    fn pinned_command(&self, initializing: bool) -> Result<Command> {
         let mut cmd = self.base_command();
-        let args: Vec<S> = args.into_iter().collect();
-        let initializing = args.first().is_some_and(|a| a.as_ref() == "init");
         if !initializing {
             if let Some(pin) = pin::pinned_for(&self.dir)? {
                 cmd.env("GIT_DIR", &pin.git_dir)
@@ -287,7 +269,18 @@ impl Git {
                     .env("GIT_WORK_TREE", &pin.top);
             }
         }
-        let drivers = driver_overrides(&repo_drivers(&cmd));
+        Ok(cmd)
+    }
+
+    fn command<I, S>(&self, args: I) -> Result<(Command, Vec<String>)>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let args: Vec<S> = args.into_iter().collect();
+        let initializing = args.first().is_some_and(|a| a.as_ref() == "init");
+        let mut cmd = self.pinned_command(initializing)?;
+        let drivers = driver_overrides(&repo_drivers(self.pinned_command(initializing)?));
         for setting in HARDENED.iter().map(|s| (*s).to_string()).chain(drivers) {
             cmd.arg("-c").arg(setting);
         }

@@ -149,11 +149,6 @@ pub(crate) fn pinned_for(dir: &Path) -> Result<Option<Pinned>> {
     }
 }
 
-/// Forgets every pin (tests).
-pub fn forget_all() {
-    pins().clear();
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -717,7 +717,7 @@ fn drivers_git_reads_from_anywhere_in_the_repository_never_run_from_baton_s_git(
     git(&sub).commit_all("sub").unwrap().unwrap();
     write(&sub, "f.txt", "changed\n");
     // A driver git really reads is one baton learns (and switches off).
-    let learned = baton_git::repo_filter_overrides(&dir).join(" ");
+    let learned = baton_git::repo_filter_overrides(&dir).unwrap().join(" ");
     for name in [
         "filter.c.clean=",
         "filter.i.smudge=",

@@ -82,6 +82,9 @@ pub enum SandboxError {
     /// The Landlock ruleset could not be built.
     #[error("sandbox: cannot build the Landlock rules: {0}")]
     Rules(String),
+    /// The repository of the workspace could not be pinned (its `.git` changed since it was).
+    #[error("sandbox: {0}")]
+    Repository(String),
     /// The spec handed to the guard does not decode.
     #[error("sandbox: the confinement handed to the guard is damaged: {0}")]
     Spec(String),
@@ -313,13 +316,10 @@ impl Policy {
         let writable = self.writable(workspace, tmp);
         for w in writable.iter().filter(|w| w.is_dir()) {
             protect::prepare_root(w);
-            // baton's own git in this work tree uses the git dir resolved now, and refuses
-            // once `.git` is not what it was (see `baton_git::pin`).
-            baton_git::pin::pin(w).map_err(|e| SandboxError::Root {
-                path: w.clone(),
-                message: e.to_string(),
-            })?;
         }
+        // baton's own git in the workspace uses the git dir resolved now, and refuses once
+        // `.git` is not what it was (see `baton_git::pin`).
+        baton_git::pin::pin(workspace).map_err(|e| SandboxError::Repository(e.to_string()))?;
         let protected = protected_in_all(&writable);
         let hidden = self
             .hidden

@@ -18,6 +18,11 @@ fn run(policy: &Policy, workspace: &Path, tmp: Option<&Path>, script: &str) -> O
     cmd.output().unwrap()
 }
 
+/// What a command printed, stdout then stderr.
+fn both(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr)
+}
+
 fn policy(mode: SandboxMode) -> Policy {
     Policy {
         mode,
@@ -299,8 +304,7 @@ fn the_repository_s_control_files_and_baton_dir_are_read_only_inside_the_workspa
         None,
         script,
     );
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let text = both(&out);
     assert!(ws.path().join("src.txt").is_file(), "{text}");
     let config = std::fs::read_to_string(ws.path().join(".git/config")).unwrap();
     assert_eq!(config.matches("[core]").count(), 1, "{config}");
@@ -412,8 +416,7 @@ fn an_unprivileged_user_gets_the_same_protections_through_a_user_namespace() {
         .current_dir("/tmp")
         .output()
         .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let text = both(&out);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("3 passed"), "{text}");
 }
@@ -450,8 +453,7 @@ fn git_dir_cannot_be_moved_or_replaced_and_new_controls_cannot_appear_in_folders
         None,
         script,
     );
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let text = both(&out);
     for step in ["mv", "rm", "modules", "admin"] {
         assert!(!text.contains(&format!("{step}=0")), "{step}: {text}");
     }
@@ -466,8 +468,7 @@ fn git_dir_cannot_be_moved_or_replaced_and_new_controls_cannot_appear_in_folders
         echo x > \"$(git rev-parse --git-dir)/commondir\"; echo commondir=$?; \
         echo '[core]' >> \"$(git rev-parse --git-common-dir)/config\"; echo config=$?";
     let out = run(&policy(SandboxMode::WorkspaceWrite), &wt, None, script);
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let text = both(&out);
     assert!(text.contains("committed"), "{text}");
     assert!(!text.contains("commondir=0"), "{text}");
     assert!(!text.contains("config=0"), "{text}");
@@ -510,8 +511,7 @@ fn unix_sockets_are_refused_unless_listed() {
         None,
         &script,
     );
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let text = both(&out);
     assert!(!text.contains("connected"), "{text}");
     assert!(text.contains("Permission denied"), "{text}");
     assert!(text.contains("pair b'x'"), "socketpair still works: {text}");

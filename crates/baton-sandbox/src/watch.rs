@@ -8,7 +8,8 @@
 //! whether they exist or not (`config`, `config.worktree`, `commondir`, `hooks/`, `info/`,
 //! `modules/`, each linked worktree's `commondir`, `gitdir` and `config.worktree`), `.baton/`'s
 //! `config.toml`, `roles/` and `skills/`, and the peer CLIs' settings (`.claude/`, `.mcp.json`,
-//! `.codex/`, `.pi/`, `.agents/`), folders recursively.
+//! `.codex/`, `.pi/`, `.agents/`), folders recursively (`modules/` only as itself), with at most
+//! 8 MiB of content kept.
 //!
 //! The rule that makes the repair safe: **it never removes or rewrites a file it did not see the
 //! command create or change.** A file that was there before the command is only ever put back as
@@ -21,6 +22,13 @@ use std::path::{Path, PathBuf};
 const MAX_KEPT: u64 = 256 * 1024;
 /// At most this many entries are pictured under one watched folder.
 const MAX_ENTRIES: usize = 4096;
+/// At most this many bytes of content are kept in one picture; past it, files are compared by
+/// size and time only (and cannot be put back).
+const MAX_KEPT_TOTAL: u64 = 8 * 1024 * 1024;
+/// Watched folders pictured as themselves only, not what is in them: `.git/modules/` holds
+/// whole git dirs of submodules (read-only to commands); one created where there was none is
+/// still removed.
+const LEAVES: &[&str] = &["modules"];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Seen {
@@ -32,12 +40,15 @@ struct Seen {
     bytes: Option<Vec<u8>>,
 }
 
-fn seen(path: &Path) -> Option<Seen> {
+/// What `path` is now; its content too when it is a small file and `budget` allows.
+fn seen(path: &Path, budget: &mut u64) -> Option<Seen> {
     use std::os::unix::fs::MetadataExt;
     let m = path.symlink_metadata().ok()?;
-    let bytes = (m.is_file() && m.len() <= MAX_KEPT)
-        .then(|| std::fs::read(path).ok())
-        .flatten();
+    let keep = m.is_file() && m.len() <= MAX_KEPT && m.len() <= *budget;
+    let bytes = keep.then(|| std::fs::read(path).ok()).flatten();
+    if let Some(b) = &bytes {
+        *budget -= b.len() as u64;
+    }
     Some(Seen {
         len: m.len(),
         mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
@@ -94,11 +105,15 @@ pub fn watched(roots: &[PathBuf]) -> Vec<PathBuf> {
 
 /// `path` and, for a folder, everything below it (links not followed), at most [`MAX_ENTRIES`];
 /// `false` when the folder held more (the picture is incomplete).
-fn picture(path: &Path, out: &mut BTreeMap<PathBuf, Option<Seen>>) -> bool {
-    let s = seen(path);
+fn picture(path: &Path, out: &mut BTreeMap<PathBuf, Option<Seen>>, budget: &mut u64) -> bool {
+    let s = seen(path, budget);
     let is_dir = s.as_ref().is_some_and(|s| s.is_dir);
     out.insert(path.to_path_buf(), s);
-    if !is_dir {
+    let leaf = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| LEAVES.contains(&n));
+    if !is_dir || leaf {
         return true;
     }
     let mut stack = vec![path.to_path_buf()];
@@ -113,7 +128,7 @@ fn picture(path: &Path, out: &mut BTreeMap<PathBuf, Option<Seen>>) -> bool {
                 return false;
             }
             let p = e.path();
-            let s = seen(&p);
+            let s = seen(&p, budget);
             if s.as_ref().is_some_and(|s| s.is_dir) {
                 stack.push(p.clone());
             }
@@ -162,8 +177,9 @@ impl Watch {
         let watched = watched(roots);
         let mut before = BTreeMap::new();
         let mut incomplete = Vec::new();
+        let mut budget = MAX_KEPT_TOTAL;
         for w in &watched {
-            if !picture(w, &mut before) {
+            if !picture(w, &mut before, &mut budget) {
                 incomplete.push(w.clone());
             }
         }
@@ -177,9 +193,11 @@ impl Watch {
     /// Compares with now: puts back what changed, removes what the command created. Returns
     /// one line per path that had changed, saying what was done.
     pub fn restore(&self) -> Vec<String> {
+        // Content is compared only where it was kept: the same budget as the picture.
         let mut now = BTreeMap::new();
+        let mut budget = MAX_KEPT_TOTAL;
         for w in &self.watched {
-            picture(w, &mut now);
+            picture(w, &mut now, &mut budget);
         }
         let mut out = Vec::new();
         // Created: absent from the picture. The outermost created path is removed whole (what

@@ -309,10 +309,12 @@ pub fn sanitize_terminal(text: &str) -> Cow<'_, str> {
 }
 
 /// `text` safe to write to a terminal or a pipe that may end in one: every [`is_control`]
-/// character but newline and tab is written as a visible escape (`\x1b`, `\r`, `\u{2028}`), so
+/// character but newline and tab is written as a visible escape (`\u001b`, `\r`, `\u2028`), so
 /// no escape sequence (a clipboard write, a cleared screen, a hidden line) reaches the terminal
-/// and the reader sees that one was there. Borrowed when there was nothing to escape. Every line
-/// baton prints through [`outln!`] and [`errln!`] goes through it.
+/// and the reader sees that one was there. The escapes are JSON's: a `--json` line (where
+/// serde leaves DEL, C1 controls and U+2028 raw) stays valid JSON with the same value.
+/// Borrowed when there was nothing to escape. Every line baton prints through [`outln!`] and
+/// [`errln!`] goes through it.
 pub fn escape_controls(text: &str) -> Cow<'_, str> {
     let bad = |c: char| is_control(c) && c != '\n' && c != '\t';
     if !text.chars().any(bad) {
@@ -323,8 +325,7 @@ pub fn escape_controls(text: &str) -> Cow<'_, str> {
         match c {
             c if !bad(c) => out.push(c),
             '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push_str(&format!("\\u{:04x}", c as u32)),
         }
     }
     Cow::Owned(out)
@@ -386,8 +387,14 @@ mod tests {
         let evil = "a\x1b]52;c;SGVsbG8=\x07b\r\x1b[2J\tc\n\u{2028}d";
         assert_eq!(
             escape_controls(evil),
-            "a\\x1b]52;c;SGVsbG8=\\x07b\\r\\x1b[2J\tc\n\\u{2028}d"
+            "a\\u001b]52;c;SGVsbG8=\\u0007b\\r\\u001b[2J\tc\n\\u2028d"
         );
+        // A JSON line keeps its value: serde leaves DEL, C1 and U+2028 raw.
+        let value = "x\u{9b}2J\u{7f}\u{2028}y";
+        let line = serde_json::to_string(&value).unwrap();
+        let escaped = escape_controls(&line);
+        assert!(!has_controls(&escaped), "{escaped}");
+        assert_eq!(serde_json::from_str::<String>(&escaped).unwrap(), value);
         assert!(matches!(escape_controls("plain\ttext\n"), Cow::Borrowed(_)));
     }
 
