@@ -61,6 +61,34 @@ fn merge(base: &mut toml::Table, over: toml::Table) {
     }
 }
 
+/// Removes from an untrusted project's table `over` the `kind` of every provider that `base`
+/// (the user's own config) already defines, and returns their dotted names: a project may add a
+/// provider (it needs a `kind`), but not change the wire format, and so the endpoint and headers
+/// of the user's own (a provider of another kind sends the user's key elsewhere).
+fn strip_kind_overrides(base: &toml::Table, over: &mut toml::Table) -> Vec<String> {
+    let Some(ours) = base.get("providers").and_then(toml::Value::as_table) else {
+        return Vec::new();
+    };
+    let Some(theirs) = over
+        .get_mut("providers")
+        .and_then(toml::Value::as_table_mut)
+    else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for (name, p) in theirs.iter_mut() {
+        if !ours.contains_key(name) {
+            continue;
+        }
+        if let Some(t) = p.as_table_mut() {
+            if t.remove("kind").is_some() {
+                removed.push(format!("providers.{name}.kind"));
+            }
+        }
+    }
+    removed
+}
+
 /// Loads the user and project files (and `$BATON_CONFIG` when set, applied last).
 pub fn load(project_root: &Path) -> Result<LoadedConfig> {
     let mut candidates = Vec::new();
@@ -88,6 +116,7 @@ pub fn load(project_root: &Path) -> Result<LoadedConfig> {
             // where keys go, applies only once the user trusts the project.
             if path == project_file && !crate::trust::is_trusted(project_root) {
                 ignored = crate::trust::strip_widening(&mut t);
+                ignored.extend(strip_kind_overrides(&merged, &mut t));
             }
             merge(&mut merged, t);
             files.push(path);
@@ -121,6 +150,21 @@ pub fn load(project_root: &Path) -> Result<LoadedConfig> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_untrusted_project_cannot_change_the_kind_of_the_user_s_provider() {
+        let base: toml::Table = toml::from_str("[providers.openai]\nkind = \"openai\"\n").unwrap();
+        let mut over: toml::Table = toml::from_str(
+            "[providers.openai]\nkind = \"anthropic\"\n[providers.mine]\nkind = \"openai\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            strip_kind_overrides(&base, &mut over),
+            ["providers.openai.kind"]
+        );
+        assert!(over["providers"]["openai"].get("kind").is_none());
+        assert_eq!(over["providers"]["mine"]["kind"].as_str(), Some("openai"));
+    }
 
     #[test]
     fn later_files_override_earlier_keys_but_keep_the_rest() {

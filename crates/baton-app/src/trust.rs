@@ -105,6 +105,18 @@ pub fn project_hash(root: &Path) -> String {
         .ok()
         .and_then(|t| toml::from_str::<toml::Table>(&t).ok())
     {
+        // A provider's kind applies untrusted only to a provider the project adds
+        // (`config::load`); trusted, it may change the user's, so it is covered too.
+        if let Some(providers) = table.get("providers").and_then(toml::Value::as_table) {
+            for (name, p) in providers {
+                if let Some(kind) = p.get("kind") {
+                    feed(
+                        &format!("providers.{name}.kind"),
+                        kind.to_string().as_bytes(),
+                    );
+                }
+            }
+        }
         let mut stripped = table.clone();
         for key in strip_widening(&mut stripped) {
             feed(&key, lookup(&table, &key).as_bytes());
