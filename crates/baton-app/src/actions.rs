@@ -29,25 +29,34 @@ pub enum Action {
 }
 
 impl Action {
-    /// The command's arguments.
+    /// The command's arguments. Text of the user's (an answer, guidance, a request, a prompt)
+    /// is never read as an option: it is an option's value written `--name=TEXT`, or a
+    /// positional after `--`; ids are checked ([`Action::check`]: none starts with `-`).
     pub fn args(&self) -> Vec<String> {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         match self {
-            Action::Answer { workflow, text } => s(&["resume", workflow, "--answer", text]),
-            Action::FlowContinue { guidance, .. } => {
-                s(&["flow", "continue", "--guidance", guidance])
+            Action::Answer { workflow, text } => {
+                s(&["resume", &format!("--answer={text}"), "--", workflow])
             }
-            Action::FlowAbandon { .. } => s(&[
+            Action::FlowContinue { flow, guidance } => s(&[
+                "flow",
+                "continue",
+                &format!("--guidance={guidance}"),
+                "--",
+                flow,
+            ]),
+            Action::FlowAbandon { flow } => s(&[
                 "flow",
                 "abandon",
-                "--reason",
-                "abandoned from a baton front end",
+                "--reason=abandoned from a baton front end",
+                "--",
+                flow,
             ]),
-            Action::FlowClean { flow } => s(&["flow", "clean", flow, "--yes"]),
-            Action::CancelTask { task } => s(&["task", "cancel", task]),
-            Action::Run { request } => s(&["run", request]),
+            Action::FlowClean { flow } => s(&["flow", "clean", "--yes", "--", flow]),
+            Action::CancelTask { task } => s(&["task", "cancel", "--", task]),
+            Action::Run { request } => s(&["run", "--", request]),
             Action::WorkerSend { worker, text } => {
-                s(&["worker", "send", worker, text, "--no-wait"])
+                s(&["worker", "send", "--no-wait", "--", worker, text])
             }
         }
     }
@@ -158,11 +167,24 @@ mod tests {
             workflow: "wf-1".into(),
             text: "critical only".into(),
         };
-        assert_eq!(a.args(), ["resume", "wf-1", "--answer", "critical only"]);
+        assert_eq!(a.args(), ["resume", "--answer=critical only", "--", "wf-1"]);
         assert_eq!(
             Action::FlowClean { flow: "f1".into() }.args(),
-            ["flow", "clean", "f1", "--yes"]
+            ["flow", "clean", "--yes", "--", "f1"]
         );
+        // The Flow of the URL, not the project's active one.
+        assert_eq!(
+            Action::FlowAbandon { flow: "f2".into() }
+                .args()
+                .last()
+                .unwrap(),
+            "f2"
+        );
+        assert!(Action::FlowClean {
+            flow: "--force".into()
+        }
+        .check()
+        .is_err());
         assert!(Action::CancelTask {
             task: "../x".into()
         }

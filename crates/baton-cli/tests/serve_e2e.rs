@@ -458,6 +458,14 @@ fn a_flow_abandoned_in_the_page_is_abandoned_on_disk() {
             .await
             .unwrap();
         assert_eq!(res.status(), 404);
+        // An id that reads as an option is refused before any command runs.
+        let res = c
+            .post(format!("{base}/api/flows/--force/clean"))
+            .header("X-Baton-CSRF", &token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 400);
         let res = c
             .post(format!("{base}/api/flows/{id}/abandon"))
             .header("X-Baton-CSRF", &token)
@@ -476,6 +484,14 @@ fn a_flow_abandoned_in_the_page_is_abandoned_on_disk() {
     )
     .unwrap();
     assert!(log.contains("\"flow.abandoned\""), "{log}");
+    let actions: Vec<String> = std::fs::read_dir(sb.work().join(".baton/state/actions"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !actions.iter().any(|a| a.contains("clean")),
+        "nothing was cleaned: {actions:?}"
+    );
 }
 
 #[test]

@@ -89,8 +89,10 @@ pub fn check_id(kind: IdKind, id: &str) -> Result<(), IdError> {
     if !id.chars().all(|c| kind.allows(c)) {
         return Err(IdError::BadChar { kind, id: shown() });
     }
+    // Every kind: an id is passed to baton's own commands as an argument, and one starting
+    // with `-` would be read as an option (`--force`).
     let start_ok = id.starts_with(|c: char| c.is_ascii_alphanumeric());
-    if !start_ok && kind != IdKind::Record {
+    if !start_ok {
         return Err(IdError::BadStart { kind, id: shown() });
     }
     if kind == IdKind::Worktree && (id.contains("..") || id.ends_with('.') || id.ends_with(".lock"))
@@ -110,7 +112,12 @@ mod tests {
     #[test]
     fn each_kind_has_its_alphabet_and_length() {
         assert!(check_id(IdKind::Record, "20261202T190000Z-1a2b").is_ok());
-        assert!(check_id(IdKind::Record, "-leading-dash-is-fine-for-records").is_ok());
+        for option_like in ["--force", "-x"] {
+            assert!(matches!(
+                check_id(IdKind::Record, option_like),
+                Err(IdError::BadStart { .. })
+            ));
+        }
         assert!(matches!(
             check_id(IdKind::Record, "a_b"),
             Err(IdError::BadChar { .. })

@@ -11,7 +11,7 @@
 //! | `GET /api/flows/{id}/units/{unit}/packet` | the exact review packet a unit's reviewer got |
 //! | `POST /api/tasks/{id}/cancel` | `baton task cancel ID` |
 //! | `POST /api/workflows/{id}/answer` | `baton resume ID --answer BODY` (the body is the exact words) |
-//! | `POST /api/flows/{id}/continue`, `…/abandon`, `…/clean` | `baton flow continue --guidance BODY`, `abandon`, `clean ID --yes` |
+//! | `POST /api/flows/{id}/continue`, `…/abandon`, `…/clean` | `baton flow continue --guidance=BODY -- ID`, `abandon -- ID`, `clean --yes -- ID` |
 //!
 //! Each action runs this `baton`'s own CLI command, detached (`baton_app::actions`): it writes
 //! what the CLI writes, and the page follows it through the feed.
