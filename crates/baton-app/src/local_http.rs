@@ -6,10 +6,90 @@
 //!   server and clients name it however they reach it, so any `Host` passes.
 //! - **Origin** (against other sites' pages): a request that carries `Origin` must name the
 //!   server's own origin, with its real port. A request without one (not a browser) passes.
-//! - **Token**: secrets are compared without telling, by the time taken, how much matched; the
-//!   bearer scheme is case-insensitive (RFC 9110 §11.1).
+//! - **Token**: every request carries one, on loopback too (another user of the machine can
+//!   reach a loopback port): `--token`, else the user's own ([`user_token`], a 0600 file in the
+//!   user's state folder). Secrets are compared without telling, by the time taken, how much
+//!   matched; the bearer scheme is case-insensitive (RFC 9110 §11.1).
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// The file holding the user's token for the server `name` (`serve`, `mcp`):
+/// `$XDG_STATE_HOME/baton/NAME.token`, else `~/.local/state/baton/NAME.token`.
+pub fn user_token_file(name: &str) -> Option<PathBuf> {
+    let var = |v: &str| {
+        std::env::var_os(v)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    let dir = var("XDG_STATE_HOME")
+        .map(|s| s.join("baton"))
+        .or_else(|| var("HOME").map(|h| h.join(".local/state/baton")))?;
+    Some(dir.join(format!("{name}.token")))
+}
+
+/// The user's token for the server `name`, made on first use: two random UUIDs as hex in
+/// [`user_token_file`], created `0600` (no one else can read it, so no one else can use the
+/// server). A file another user owns, or that others may read, is refused with the fix.
+pub fn user_token(name: &str) -> anyhow::Result<(String, PathBuf)> {
+    let file = user_token_file(name).ok_or_else(|| {
+        anyhow::anyhow!("no state folder for the {name} token: set HOME or XDG_STATE_HOME")
+    })?;
+    let token = token_in(&file)?;
+    Ok((token, file))
+}
+
+/// The token in `file`, made there first when it does not exist (see [`user_token`]).
+fn token_in(file: &std::path::Path) -> anyhow::Result<String> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    }
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(file);
+    match made {
+        Ok(mut f) => {
+            let token = format!(
+                "{}{}",
+                uuid::Uuid::new_v4().simple(),
+                uuid::Uuid::new_v4().simple()
+            );
+            f.write_all(token.as_bytes())
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))?;
+            return Ok(token);
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => anyhow::bail!("cannot create {}: {e}", file.display()),
+    }
+    let meta = file
+        .symlink_metadata()
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+    // SAFETY: getuid cannot fail.
+    let me = unsafe { libc::getuid() };
+    if !meta.is_file() || meta.uid() != me || meta.permissions().mode() & 0o077 != 0 {
+        anyhow::bail!(
+            "{} must be a file of yours that only you may read (mode 0600): remove it and run \
+             again to make a new token",
+            file.display()
+        );
+    }
+    let token = std::fs::read_to_string(file)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+    let token = token.trim().to_string();
+    if token.len() < 32 {
+        anyhow::bail!(
+            "{} holds no token (too short): remove it and run again to make a new one",
+            file.display()
+        );
+    }
+    Ok(token)
+}
 
 /// The origins a page served by the server bound to `local` sends: the loopback names and the
 /// bound address, each with the real port.
@@ -87,6 +167,23 @@ pub fn bearer_ok(given: Option<&str>, token: &str) -> bool {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn the_user_token_is_made_once_private_and_refused_when_others_may_read_it() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("state/baton/serve.token");
+        let first = token_in(&file).unwrap();
+        assert_eq!(first.len(), 64);
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(token_in(&file).unwrap(), first, "the same token next time");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = token_in(&file).unwrap_err().to_string();
+        assert!(err.contains("0600") && err.contains("remove it"), "{err}");
+    }
 
     #[test]
     fn hosts_origins_and_tokens() {

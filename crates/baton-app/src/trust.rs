@@ -164,58 +164,105 @@ fn lookup(table: &toml::Table, key: &str) -> String {
 /// At most this many files of the project are hashed for one setting.
 const MAX_RUN_FILES: usize = 256;
 
-/// The project files a setting's value runs: every word of its strings (a command line is
-/// split on white space) that names a file inside the project, taken from the project root or
-/// from a `cwd` the value sets (an MCP server's), and beside each such file the files of the
-/// same folder with the same extension (the modules a script imports from its own folder).
-/// Sorted, at most [`MAX_RUN_FILES`].
-fn run_files(root: &Path, value: &toml::Value) -> Vec<PathBuf> {
-    fn words(v: &toml::Value, out: &mut Vec<String>, cwds: &mut Vec<String>) {
+/// Programs that run the file named after them (their options skipped).
+const INTERPRETERS: &[&str] = &[
+    "sh", "bash", "dash", "zsh", "python", "python3", "node", "deno", "bun", "ruby", "perl", "php",
+    "lua", "uv", "npx", "tsx", "ts-node",
+];
+
+/// The command lines in a setting's value: a string is one (split on white space), an array
+/// one made of its strings, a table with `command` its `command` and `args` (an MCP server);
+/// other tables are searched for these.
+fn command_lines(v: &toml::Value, out: &mut Vec<Vec<String>>, cwds: &mut Vec<String>) {
+    let words = |v: &toml::Value| -> Vec<String> {
         match v {
-            toml::Value::String(s) => out.extend(s.split_whitespace().map(str::to_string)),
-            toml::Value::Array(a) => a.iter().for_each(|x| words(x, out, cwds)),
-            toml::Value::Table(t) => {
-                for (k, x) in t {
-                    if let (true, Some(c)) = (k == "cwd", x.as_str()) {
-                        cwds.push(c.to_string());
-                    }
-                    words(x, out, cwds);
-                }
-            }
-            _ => {}
+            toml::Value::String(s) => s.split_whitespace().map(str::to_string).collect(),
+            toml::Value::Array(a) => a
+                .iter()
+                .filter_map(toml::Value::as_str)
+                .flat_map(str::split_whitespace)
+                .map(str::to_string)
+                .collect(),
+            _ => Vec::new(),
         }
+    };
+    match v {
+        toml::Value::String(_) | toml::Value::Array(_) => out.push(words(v)),
+        toml::Value::Table(t) if t.contains_key("command") => {
+            let mut line = t.get("command").map(words).unwrap_or_default();
+            line.extend(t.get("args").map(words).unwrap_or_default());
+            cwds.extend(
+                t.get("cwd")
+                    .and_then(toml::Value::as_str)
+                    .map(str::to_string),
+            );
+            out.push(line);
+        }
+        toml::Value::Table(t) => t.values().for_each(|x| command_lines(x, out, cwds)),
+        _ => {}
     }
+}
+
+/// The project files a setting's value runs ([`command_lines`]): the program of each command
+/// line, the first word after an interpreter's options (`python3 -u tools/mcp.py`, `sh
+/// setup.sh`), and any word naming an executable file of the project (`./bin/codex`) — taken
+/// from the project root or from a `cwd` the value sets — and beside each such file the files
+/// of its folder with the same extension (the modules a script imports from its own folder).
+/// Files a command only reads or writes (`> out.txt`) are not what it runs. Sorted, at most
+/// [`MAX_RUN_FILES`].
+fn run_files(root: &Path, value: &toml::Value) -> Vec<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
     let Ok(root) = root.canonicalize() else {
         return Vec::new();
     };
-    let (mut ws, mut cwds) = (Vec::new(), Vec::new());
-    words(value, &mut ws, &mut cwds);
+    let (mut lines, mut cwds) = (Vec::new(), Vec::new());
+    command_lines(value, &mut lines, &mut cwds);
     let bases: Vec<PathBuf> = std::iter::once(root.clone())
         .chain(cwds.iter().map(|c| root.join(c)))
         .collect();
-    let mut files = std::collections::BTreeSet::new();
-    for w in &ws {
+    let resolve = |w: &str| -> Option<PathBuf> {
         let w = w.trim_matches(|c| c == '"' || c == '\'');
-        if w.is_empty() || w.starts_with('-') {
-            continue;
-        }
-        for base in &bases {
-            let Ok(file) = base.join(w).canonicalize() else {
-                continue;
-            };
-            if !file.starts_with(&root) || !file.is_file() {
-                continue;
+        bases
+            .iter()
+            .filter_map(|b| b.join(w).canonicalize().ok())
+            .find(|f| f.starts_with(&root) && f.is_file())
+    };
+    let mut ran = Vec::new();
+    for line in &lines {
+        let mut script_next = false;
+        for (i, w) in line.iter().enumerate() {
+            let name = Path::new(w)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or(w);
+            let file = resolve(w);
+            let executable = file.as_ref().is_some_and(|f| {
+                f.metadata()
+                    .is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
+            });
+            if i == 0 || executable || (script_next && !w.starts_with('-')) {
+                ran.extend(file);
+                script_next = false;
             }
-            let ext = file.extension().map(ToOwned::to_owned);
-            if let Some(siblings) = file.parent().and_then(|d| std::fs::read_dir(d).ok()) {
-                files.extend(
-                    siblings.flatten().map(|e| e.path()).filter(|p| {
-                        p.is_file() && ext.is_some() && p.extension() == ext.as_deref()
-                    }),
-                );
+            if INTERPRETERS.contains(&name) {
+                script_next = true;
             }
-            files.insert(file);
         }
+    }
+    let mut files = std::collections::BTreeSet::new();
+    for file in ran {
+        let ext = file.extension().map(ToOwned::to_owned);
+        if let (Some(ext), Some(siblings)) =
+            (&ext, file.parent().and_then(|d| std::fs::read_dir(d).ok()))
+        {
+            files.extend(
+                siblings
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_file() && p.extension() == Some(ext.as_os_str())),
+            );
+        }
+        files.insert(file);
     }
     files.into_iter().take(MAX_RUN_FILES).collect()
 }
@@ -412,7 +459,7 @@ mod tests {
         write(
             ".baton/config.toml",
             "[mcp_servers.tools]\ncommand = \"python3\"\nargs = [\"mcp.py\"]\ncwd = \"tools\"\n\
-             [workflow]\ninstall = \"sh setup.sh --quiet\"\n",
+             [workflow]\ninstall = \"sh setup.sh --quiet > install.log\"\n",
         );
         write(
             ".baton/roles/checker.md",
@@ -425,6 +472,7 @@ mod tests {
         write("README.md", "hi\n");
         let first = project_hash(root);
         write("README.md", "changed\n");
+        write("install.log", "what the install wrote\n");
         assert_eq!(
             project_hash(root),
             first,

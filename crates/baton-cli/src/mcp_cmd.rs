@@ -17,15 +17,30 @@ pub struct McpArgs {
     #[arg(long, value_name = "ADDR")]
     http: Option<std::net::SocketAddr>,
     /// With --http: the bearer token every request must carry (`Authorization: Bearer TOKEN`).
+    /// Default: the user's own, in $XDG_STATE_HOME/baton/mcp.token (made 0600 on first use).
     #[arg(long, env = "BATON_MCP_TOKEN", hide_env_values = true)]
     token: Option<String>,
 }
 
 /// `baton mcp`: serves until the client closes stdin (with `--http`, until stopped).
 pub fn run(args: McpArgs) -> Result<Exit> {
+    // Loopback is reachable by every user of the machine: over HTTP a token is always needed.
+    let token = match (&args.http, args.token.filter(|t| !t.is_empty())) {
+        // Off loopback the token must be given (the server refuses to start without one).
+        (Some(addr), None) if addr.ip().is_loopback() => {
+            let (token, file) = baton_app::local_http::user_token("mcp")?;
+            errln!(
+                "baton mcp: clients send `Authorization: Bearer TOKEN` with the token in {} (only \
+                 you can read it)",
+                file.display()
+            );
+            Some(token)
+        }
+        (_, given) => given,
+    };
     baton_mcp::run(baton_mcp::Options {
         cwd: args.cwd,
         http: args.http,
-        token: args.token,
+        token,
     })
 }

@@ -17,7 +17,8 @@ pub struct ServeArgs {
     #[arg(long, default_value = DEFAULT_ADDR)]
     addr: SocketAddr,
     /// The token every request must carry (`Authorization: Bearer`, or the page opened as
-    /// /?token=TOKEN); required off loopback.
+    /// /?token=TOKEN). Default: the user's own, in $XDG_STATE_HOME/baton/serve.token (made 0600
+    /// on first use), printed in the page's address.
     #[arg(long, env = "BATON_SERVE_TOKEN", hide_env_values = true)]
     token: Option<String>,
     /// Open the page in the browser (`xdg-open`) once the server listens.
@@ -31,9 +32,21 @@ pub struct ServeArgs {
 pub fn run(args: ServeArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd)?;
     let exe = std::env::current_exe().context("cannot find baton's own program")?;
+    // Loopback is reachable by every user of the machine: a token is always needed. The user's
+    // own is shown in full (only they read this terminal); one given with --token is not.
+    // Off loopback the token must be given (the server refuses to start without one).
+    let given = args.token.filter(|t| !t.is_empty());
+    let (token, shown) = match given {
+        Some(t) => (Some(t), "…".to_string()),
+        None if !args.addr.ip().is_loopback() => (None, String::new()),
+        None => {
+            let (t, _) = baton_app::local_http::user_token("serve")?;
+            (Some(t.clone()), t)
+        }
+    };
     let opts = baton_web::Options {
         addr: args.addr,
-        token: args.token.clone(),
+        token: token.clone(),
         root: ctx.project_root.clone(),
         state: state_dir(&ctx),
         exe,
@@ -41,20 +54,14 @@ pub fn run(args: ServeArgs) -> Result<Exit> {
     };
     let runtime = crate::signals::runtime()?;
     let open = args.open;
-    let token = args.token.filter(|t| !t.is_empty());
     runtime.block_on(baton_web::serve(opts, move |local| {
-        let url = match &token {
-            Some(_) => format!("http://{local}/?token=…"),
-            None => format!("http://{local}/"),
-        };
-        errln!("baton serve: listening on {url} (Ctrl+C stops it)");
+        errln!("baton serve: listening on http://{local}/?token={shown} (Ctrl+C stops it)");
         if open {
-            let page = match &token {
-                Some(t) => format!("http://{local}/?token={t}"),
-                None => format!("http://{local}/"),
-            };
             let _ = std::process::Command::new("xdg-open")
-                .arg(page)
+                .arg(format!(
+                    "http://{local}/?token={}",
+                    token.as_deref().unwrap_or_default()
+                ))
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
                 .spawn();

@@ -6,8 +6,7 @@
 
 mod common;
 
-use std::io::{BufRead as _, BufReader};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use baton_testkit::fixture::{wait_until, Sandbox};
@@ -28,6 +27,8 @@ fn sandbox() -> Sandbox {
 struct Server {
     child: Child,
     url: String,
+    /// The user's token the server uses when started without `--token` on loopback.
+    token: Option<String>,
 }
 
 impl Drop for Server {
@@ -40,21 +41,9 @@ impl Drop for Server {
 /// Starts `baton mcp ARGS` and reads the URL it prints on stderr (the rest of stderr is drained
 /// in a thread so the server never blocks on it).
 fn start(sb: &Sandbox, args: &[&str]) -> Server {
-    let mut cmd = sb.baton(&[&["mcp"], args].concat());
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("baton mcp: listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line on stderr: {line:?}"))
-        .to_string();
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    Server { child, url }
+    let (child, url) = common::mcp_http(sb, args);
+    let token = std::fs::read_to_string(sb.state_home().join("baton/mcp.token")).ok();
+    Server { child, url, token }
 }
 
 async fn connect(url: &str, token: Option<&str>) -> RunningService<RoleClient, ()> {
@@ -100,7 +89,7 @@ async fn initialize_list_and_call_over_http() {
         server.url
     );
     assert!(server.url.ends_with("/mcp"), "{}", server.url);
-    let client = connect(&server.url, None).await;
+    let client = connect(&server.url, server.token.as_deref()).await;
     let info = client.peer_info().unwrap();
     assert_eq!(info.server_info.as_ref().unwrap().name, "baton");
     let tools = client.list_all_tools().await.unwrap();
@@ -227,7 +216,8 @@ async fn a_foreign_origin_or_host_is_refused_on_loopback() {
         let mut req = http
             .post(&server.url)
             .header("accept", "application/json, text/event-stream")
-            .json(&init);
+            .json(&init)
+            .bearer_auth(server.token.as_deref().unwrap());
         for (name, value) in headers {
             req = req.header(*name, value);
         }
@@ -282,7 +272,7 @@ async fn a_foreign_origin_or_host_is_refused_on_loopback() {
         assert_eq!(response.status(), 403, "{method}");
     }
     // rmcp's client sends no Origin and works.
-    let client = connect(&server.url, None).await;
+    let client = connect(&server.url, server.token.as_deref()).await;
     let doc = document(&call(&client, "route", json!({"request": "fix the failing test"})).await);
     assert_eq!(doc["workflow"], "DEBUG");
     client.cancel().await.unwrap();
@@ -299,7 +289,7 @@ async fn background_tasks_are_started_followed_and_cancelled() {
     );
     command_role(&sb, "sleeper", "echo $$ > child.pid; exec sleep 60");
     let server = start(&sb, &["--http", "127.0.0.1:0"]);
-    let client = connect(&server.url, None).await;
+    let client = connect(&server.url, server.token.as_deref()).await;
 
     let started = document(
         &call(

@@ -12,8 +12,7 @@
 
 mod common;
 
-use std::io::{BufRead as _, BufReader};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use baton_testkit::fixture::{wait_until, FlowRoles, Sandbox};
@@ -314,6 +313,8 @@ async fn a_flow_is_listed_and_read_as_baton_flow_status_shows_it() {
 struct Server {
     child: Child,
     url: String,
+    /// The user's token the server uses (`baton mcp --http` on loopback).
+    token: String,
 }
 
 impl Drop for Server {
@@ -324,21 +325,9 @@ impl Drop for Server {
 }
 
 fn start_http(sb: &Sandbox) -> Server {
-    let mut cmd = sb.baton(&["mcp", "--http", "127.0.0.1:0"]);
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("baton mcp: listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line on stderr: {line:?}"))
-        .to_string();
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    Server { child, url }
+    let (child, url) = common::mcp_http(sb, &["--http", "127.0.0.1:0"]);
+    let token = std::fs::read_to_string(sb.state_home().join("baton/mcp.token")).unwrap();
+    Server { child, url, token }
 }
 
 // Multi-threaded: `wait_until` blocks its thread while the client's service runs on another.
@@ -356,7 +345,8 @@ async fn over_http_task_log_subscriptions_follow_their_tasks_until_unsubscribed(
     sb.write(".baton/config.toml", "[executor]\noutput_cap_bytes = 160\n");
     let server = start_http(&sb);
     let (tx, mut rx) = unbounded_channel();
-    let config = StreamableHttpClientTransportConfig::with_uri(server.url.as_str());
+    let config = StreamableHttpClientTransportConfig::with_uri(server.url.as_str())
+        .auth_header(server.token.clone());
     let transport = StreamableHttpClientTransport::from_config(config);
     let client = Updates { tx }.serve(transport).await.unwrap();
     let caps = &client.peer_info().unwrap().capabilities;

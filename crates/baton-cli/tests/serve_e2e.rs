@@ -24,13 +24,22 @@ impl Drop for Server {
     }
 }
 
+thread_local! {
+    /// The user's token the server last started on this thread printed: what [`client`] sends.
+    static TOKEN: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// `baton serve ARGS`; its base URL. The user's own token (printed in the page's address when
+/// no `--token` is given) is what [`client`] then sends.
 fn serve(sb: &Sandbox, args: &[&str]) -> Server {
     let (child, url) = common::serve_baton(sb, args);
-    let url = url
-        .trim_end_matches("?token=…")
-        .trim_end_matches('/')
-        .to_string();
-    Server { child, url }
+    let (url, token) = url.split_once("/?token=").unwrap_or((&url, ""));
+    let token = (token != "…" && !token.is_empty()).then(|| token.to_string());
+    TOKEN.with(|t| *t.borrow_mut() = token);
+    Server {
+        child,
+        url: url.trim_end_matches('/').to_string(),
+    }
 }
 
 fn project() -> Sandbox {
@@ -52,7 +61,18 @@ fn rt() -> tokio::runtime::Runtime {
 }
 
 fn client() -> reqwest::Client {
-    reqwest::Client::builder().timeout(WAIT).build().unwrap()
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(t) = TOKEN.with(|t| t.borrow().clone()) {
+        headers.insert(
+            reqwest::header::AUTHORIZATION,
+            format!("Bearer {t}").parse().unwrap(),
+        );
+    }
+    reqwest::Client::builder()
+        .timeout(WAIT)
+        .default_headers(headers)
+        .build()
+        .unwrap()
 }
 
 /// One event of the stream: its data, and the message's id when it is the message's last event
@@ -193,6 +213,42 @@ fn off_loopback_it_needs_a_token_and_every_request_without_it_gets_401() {
         assert_eq!(res.status(), 200);
         assert_eq!(res.headers()["content-encoding"], "gzip");
     });
+}
+
+/// Loopback is reachable by every user of the machine: without `--token` the server uses the
+/// user's own, made 0600 in their state folder and printed in the page's address; a request
+/// without it gets 401.
+#[test]
+fn on_loopback_every_request_needs_the_user_s_token_from_a_private_file() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let sb = project();
+    let server = serve(&sb, &["--addr", "127.0.0.1:0"]);
+    let file = sb.state_home().join("baton/serve.token");
+    let token = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(TOKEN.with(|t| t.borrow().clone()), Some(token.clone()));
+    let base = server.url.clone();
+    rt().block_on(async {
+        let bare = reqwest::Client::builder().timeout(WAIT).build().unwrap();
+        for path in ["/", "/api/events", "/assets/app.js"] {
+            let res = bare.get(format!("{base}{path}")).send().await.unwrap();
+            assert_eq!(res.status(), 401, "{path}");
+        }
+        let res = bare
+            .get(format!("{base}/?token={token}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+    });
+    drop(server);
+    // The same token the next time.
+    let again = serve(&sb, &["--addr", "127.0.0.1:0"]);
+    assert_eq!(TOKEN.with(|t| t.borrow().clone()), Some(token));
+    drop(again);
 }
 
 #[test]

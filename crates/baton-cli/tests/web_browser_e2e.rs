@@ -357,9 +357,12 @@ fn a_workflow_started_from_the_cli_is_followed_live_through_a_reload_and_a_serve
         .join(format!(".baton/state/tasks/{task}.events.jsonl"));
     assert!(log.is_file(), "{}", log.display());
     let (mut server, url) = start_server(&wf.sb, "127.0.0.1:0");
+    // `http://ADDR/?token=…`: the page's address carries the user's token.
     let addr = url
         .trim_start_matches("http://")
-        .trim_end_matches('/')
+        .split('/')
+        .next()
+        .unwrap()
         .to_string();
     let mut node = std::process::Command::new("node")
         .arg(browser_dir.join("live.mjs"))

@@ -80,6 +80,34 @@ pub fn agent_go(p: &baton_testkit::fixture::Sandbox) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Starts `baton mcp ARGS` (with `--http`) and reads the URL it prints on stderr once it
+/// listens; the rest of stderr is drained in a thread so the server never blocks on it.
+pub fn mcp_http(
+    sb: &baton_testkit::fixture::Sandbox,
+    args: &[&str],
+) -> (std::process::Child, String) {
+    use std::io::BufRead as _;
+    let mut cmd = sb.baton(&[&["mcp"], args].concat());
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    let url = loop {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            panic!("baton mcp ended before it listened: {said}");
+        }
+        if let Some(url) = line.trim().strip_prefix("baton mcp: listening on ") {
+            break url.to_string();
+        }
+        said.push_str(&line);
+    };
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    (child, url)
+}
+
 /// What the model got back from its one `bash` call.
 pub fn bash_result(server: &baton_testkit::MockServer) -> String {
     let requests = server.model_requests();
