@@ -15,7 +15,9 @@
 //! plain. The command is `true` by default (the fixed cost is all there is to see);
 //! `--command 'CMD'` measures another. Needs the release binary for the guard:
 //! `cargo build --release -p baton-cli`, then `cargo bench -p baton-agent --bench bash_call`
-//! (`-- --calls N`, default 200 per way).
+//! (`-- --calls N`, default 200 per way; `-- --repo` makes the workspace a git repository with a
+//! committed `.baton/` holding a skill, roles and config, as a real project is: the watch and the
+//! pinned repository then have something to look at).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -45,6 +47,7 @@ fn ms(d: Duration) -> f64 {
 fn main() -> ExitCode {
     let mut calls = 200usize;
     let mut command = "true".to_string();
+    let mut repo = false;
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut baton = root.join("target/release/baton");
     let mut args = std::env::args().skip(1);
@@ -54,8 +57,9 @@ fn main() -> ExitCode {
             "--command" => command = args.next().unwrap_or(command),
             "--baton" => baton = args.next().map(PathBuf::from).unwrap_or(baton),
             "--bench" => {}
+            "--repo" => repo = true,
             "--help" | "-h" => {
-                println!("bash_call [--calls N] [--command CMD] [--baton PATH]");
+                println!("bash_call [--calls N] [--command CMD] [--baton PATH] [--repo]");
                 return ExitCode::SUCCESS;
             }
             other => {
@@ -73,6 +77,9 @@ fn main() -> ExitCode {
     }
     let work = tempfile::tempdir().unwrap();
     let tmp = tempfile::tempdir().unwrap();
+    if repo {
+        make_project(work.path());
+    }
     let mut ways = [
         ("plain", SandboxMode::DangerFullAccess, false),
         ("sandbox", SandboxMode::WorkspaceWrite, false),
@@ -120,7 +127,10 @@ fn main() -> ExitCode {
         (percentile(&s, 0.5), percentile(&s, 0.9))
     };
     let plain = median(&ways[0]).0;
-    println!("bash_call: `{command}`, {calls} calls per way, interleaved; wall time per call");
+    let place = if repo { "a git repository" } else { "a plain folder" };
+    println!(
+        "bash_call: `{command}` in {place}, {calls} calls per way, interleaved; wall time per call"
+    );
     println!(
         "{:<8} {:>10} {:>10} {:>12}",
         "way", "median ms", "p90 ms", "median/plain"
@@ -141,4 +151,36 @@ fn main() -> ExitCode {
         ms(both) - ms(plain)
     );
     ExitCode::SUCCESS
+}
+
+/// A small project as a user has it: a git repository with a commit, and a `.baton/` holding a
+/// config, two roles and a skill with a reference file.
+fn make_project(dir: &std::path::Path) {
+    let files = [
+        (".baton/config.toml", "[agent]\nmax_turns = 40\n"),
+        (".baton/roles/reviewer.md", "---\nname: reviewer\n---\nReview.\n"),
+        (".baton/roles/scout.md", "---\nname: scout\n---\nLook.\n"),
+        (".baton/skills/notes/SKILL.md", "---\nname: notes\n---\nTake notes.\n"),
+        (".baton/skills/notes/refs/style.md", "Short.\n"),
+        ("src/main.rs", "fn main() {}\n"),
+        ("README.md", "A project.\n"),
+    ];
+    for (rel, text) in files {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["add", "-A"],
+        &["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "init"],
+    ] {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
 }

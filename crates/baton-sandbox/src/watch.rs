@@ -34,24 +34,32 @@ const LEAVES: &[&str] = &["modules"];
 struct Seen {
     len: u64,
     mtime_ns: i128,
+    /// Set by the kernel on every change of content or metadata; no command can set it back
+    /// (that takes `CAP_SYS_TIME`), so an equal one means an unchanged file.
+    ctime_ns: i128,
     ino: u64,
     mode: u32,
     is_dir: bool,
     bytes: Option<Vec<u8>>,
 }
 
-/// What `path` is now; its content too when it is a small file and `budget` allows.
-fn seen(path: &Path, budget: &mut u64) -> Option<Seen> {
+/// What `path` is now; its content too when it is a small file and `budget` (the picture
+/// before a command; none after it) allows.
+fn seen(path: &Path, budget: Option<&mut u64>) -> Option<Seen> {
     use std::os::unix::fs::MetadataExt;
     let m = path.symlink_metadata().ok()?;
-    let keep = m.is_file() && m.len() <= MAX_KEPT && m.len() <= *budget;
-    let bytes = keep.then(|| std::fs::read(path).ok()).flatten();
-    if let Some(b) = &bytes {
-        *budget -= b.len() as u64;
-    }
+    let bytes = match budget {
+        Some(budget) if m.is_file() && m.len() <= MAX_KEPT && m.len() <= *budget => {
+            let bytes = std::fs::read(path).ok();
+            *budget -= bytes.as_ref().map_or(0, |b| b.len() as u64);
+            bytes
+        }
+        _ => None,
+    };
     Some(Seen {
         len: m.len(),
         mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        ctime_ns: i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
         ino: m.ino(),
         mode: m.mode(),
         is_dir: m.is_dir(),
@@ -105,8 +113,12 @@ pub fn watched(roots: &[PathBuf]) -> Vec<PathBuf> {
 
 /// `path` and, for a folder, everything below it (links not followed), at most [`MAX_ENTRIES`];
 /// `false` when the folder held more (the picture is incomplete).
-fn picture(path: &Path, out: &mut BTreeMap<PathBuf, Option<Seen>>, budget: &mut u64) -> bool {
-    let s = seen(path, budget);
+fn picture(
+    path: &Path,
+    out: &mut BTreeMap<PathBuf, Option<Seen>>,
+    mut budget: Option<&mut u64>,
+) -> bool {
+    let s = seen(path, budget.as_deref_mut());
     let is_dir = s.as_ref().is_some_and(|s| s.is_dir);
     out.insert(path.to_path_buf(), s);
     let leaf = path
@@ -128,7 +140,7 @@ fn picture(path: &Path, out: &mut BTreeMap<PathBuf, Option<Seen>>, budget: &mut 
                 return false;
             }
             let p = e.path();
-            let s = seen(&p, budget);
+            let s = seen(&p, budget.as_deref_mut());
             if s.as_ref().is_some_and(|s| s.is_dir) {
                 stack.push(p.clone());
             }
@@ -147,15 +159,20 @@ pub struct Watch {
     incomplete: Vec<PathBuf>,
 }
 
-fn unchanged(a: &Option<Seen>, b: &Option<Seen>) -> bool {
-    match (a, b) {
-        // Content kept: compare what it says (a put-back file has a new inode and time).
-        (Some(a), Some(b)) if a.bytes.is_some() && b.bytes.is_some() => {
-            a.bytes == b.bytes && a.mode == b.mode
-        }
+/// Whether `path`, seen `now` (without its content), is as it was `before`.
+fn unchanged(path: &Path, now: &Option<Seen>, before: &Option<Seen>) -> bool {
+    match (now, before) {
+        // A folder's entries are compared one by one; the folder itself by its mode.
         (Some(a), Some(b)) if a.is_dir && b.is_dir => a.mode == b.mode,
-        (Some(a), Some(b)) => {
-            a.len == b.len && a.mtime_ns == b.mtime_ns && a.ino == b.ino && a.mode == b.mode
+        (Some(a), Some(b))
+            if (a.len, a.mtime_ns, a.ctime_ns, a.ino, a.mode, a.is_dir)
+                == (b.len, b.mtime_ns, b.ctime_ns, b.ino, b.mode, b.is_dir) =>
+        {
+            true
+        }
+        // Touched: the same content (a file put back has a new inode and times) is unchanged.
+        (Some(a), Some(b)) if !a.is_dir && b.bytes.is_some() => {
+            a.mode == b.mode && std::fs::read(path).ok() == b.bytes
         }
         (None, None) => true,
         _ => false,
@@ -179,7 +196,7 @@ impl Watch {
         let mut incomplete = Vec::new();
         let mut budget = MAX_KEPT_TOTAL;
         for w in &watched {
-            if !picture(w, &mut before, &mut budget) {
+            if !picture(w, &mut before, Some(&mut budget)) {
                 incomplete.push(w.clone());
             }
         }
@@ -193,11 +210,10 @@ impl Watch {
     /// Compares with now: puts back what changed, removes what the command created. Returns
     /// one line per path that had changed, saying what was done.
     pub fn restore(&self) -> Vec<String> {
-        // Content is compared only where it was kept: the same budget as the picture.
+        // Without content: a file whose status is unchanged is unchanged (see `Seen::ctime_ns`).
         let mut now = BTreeMap::new();
-        let mut budget = MAX_KEPT_TOTAL;
         for w in &self.watched {
-            picture(w, &mut now, &mut budget);
+            picture(w, &mut now, None);
         }
         let mut out = Vec::new();
         // Created: absent from the picture. The outermost created path is removed whole (what
@@ -228,7 +244,7 @@ impl Watch {
         for (path, before) in &self.before {
             let Some(b) = before else { continue };
             let current = now.get(path).cloned().flatten();
-            if unchanged(&current, before) {
+            if unchanged(path, &current, before) {
                 continue;
             }
             if b.is_dir {
@@ -322,6 +338,27 @@ mod tests {
         assert!(git.join("hooks/pre-commit.sample").is_file());
         assert!(d.path().join(".baton/roles").is_dir());
         assert!(w.restore().is_empty());
+    }
+
+    /// A rewrite that keeps the size and sets the modification time back is still seen: the
+    /// kernel's change time moved, and no command can set that back.
+    #[test]
+    fn a_same_size_rewrite_with_its_old_time_is_put_back() {
+        let d = repo();
+        let config = d.path().join(".git/config");
+        let w = Watch::of(&[d.path().to_path_buf()]);
+        let old = std::fs::metadata(&config).unwrap().modified().unwrap();
+        std::fs::write(&config, "[evil]\n").unwrap();
+        assert_eq!(std::fs::metadata(&config).unwrap().len(), "[core]\n".len() as u64);
+        std::fs::File::options()
+            .write(true)
+            .open(&config)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let undone = w.restore();
+        assert_eq!(undone.len(), 1, "{undone:?}");
+        assert_eq!(std::fs::read_to_string(&config).unwrap(), "[core]\n");
     }
 
     /// The defect of the last round: a committed skill (a folder with files) was deleted as
