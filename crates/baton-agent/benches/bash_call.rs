@@ -127,7 +127,11 @@ fn main() -> ExitCode {
         (percentile(&s, 0.5), percentile(&s, 0.9))
     };
     let plain = median(&ways[0]).0;
-    let place = if repo { "a git repository" } else { "a plain folder" };
+    let place = if repo {
+        "a git repository"
+    } else {
+        "a plain folder"
+    };
     println!(
         "bash_call: `{command}` in {place}, {calls} calls per way, interleaved; wall time per call"
     );
@@ -158,9 +162,15 @@ fn main() -> ExitCode {
 fn make_project(dir: &std::path::Path) {
     let files = [
         (".baton/config.toml", "[agent]\nmax_turns = 40\n"),
-        (".baton/roles/reviewer.md", "---\nname: reviewer\n---\nReview.\n"),
+        (
+            ".baton/roles/reviewer.md",
+            "---\nname: reviewer\n---\nReview.\n",
+        ),
         (".baton/roles/scout.md", "---\nname: scout\n---\nLook.\n"),
-        (".baton/skills/notes/SKILL.md", "---\nname: notes\n---\nTake notes.\n"),
+        (
+            ".baton/skills/notes/SKILL.md",
+            "---\nname: notes\n---\nTake notes.\n",
+        ),
         (".baton/skills/notes/refs/style.md", "Short.\n"),
         ("src/main.rs", "fn main() {}\n"),
         ("README.md", "A project.\n"),
@@ -173,7 +183,16 @@ fn make_project(dir: &std::path::Path) {
     for args in [
         &["init", "-q", "-b", "main"][..],
         &["add", "-A"],
-        &["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "init"],
+        &[
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@b",
+            "commit",
+            "-q",
+            "-m",
+            "init",
+        ],
     ] {
         let ok = std::process::Command::new("git")
             .args(args)

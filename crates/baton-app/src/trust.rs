@@ -39,6 +39,8 @@ pub const WIDENING: &[&str] = &[
     // What a run costs: a price of 0 would make `--budget-usd` never stop a run.
     "prices",
     "sandbox.unix_sockets",
+    "sandbox.max_processes",
+    "sandbox.max_memory",
     "flow.validation_sandbox",
     "agent.context_files",
     "skills.paths",

@@ -222,11 +222,26 @@ fn sandbox_check(config: &Config) -> (bool, i32, SandboxMode, String) {
                 abi,
                 mode,
                 format!(
-                    "Landlock ABI {abi} and a {} mount namespace: bash commands run confined ({mode} by default, network {network}, .git control files and .baton/ read-only)",
+                    "Landlock ABI {abi} and a {} mount namespace: bash commands run confined ({mode} by default, network {network}, no Unix sockets{}, .git control files and .baton/ read-only); at most {} processes and {} of memory per command, through {}",
                     match ns {
                         baton_sandbox::Namespace::Mount => "privileged",
                         baton_sandbox::Namespace::User => "user",
-                    }
+                    },
+                    if config.sandbox.unix_sockets.is_empty() { "" } else { " but those listed" },
+                    config
+                        .sandbox
+                        .max_processes
+                        .unwrap_or(baton_sandbox::limits::DEFAULT_MAX_PROCESSES),
+                    format!(
+                        "{:.1} GiB",
+                        config
+                            .sandbox
+                            .max_memory
+                            .map_or_else(baton_sandbox::limits::default_max_memory, |m| m.0)
+                            as f64
+                            / f64::from(1u32 << 30)
+                    ),
+                    baton_sandbox::limits::mechanism()
                 ),
             ),
         },

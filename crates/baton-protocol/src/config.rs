@@ -173,6 +173,13 @@ pub struct SandboxConfig {
     /// socket they can see: list only what the project's commands need.
     #[serde(default)]
     pub unix_sockets: Vec<String>,
+    /// How many processes one command may have running at once (it and all it starts).
+    /// Default 4096.
+    #[serde(default)]
+    pub max_processes: Option<u64>,
+    /// How much memory one command may use (`512M`, `8G`). Default: half of the machine's.
+    #[serde(default)]
+    pub max_memory: Option<HumanSize>,
 }
 
 /// Flow settings.
@@ -379,6 +386,18 @@ impl Config {
     /// names the key, the value and the fix. `baton` runs it on each config file and on the
     /// merged config, so a bad value is refused before anything runs.
     pub fn check(&self) -> Result<(), String> {
+        if let Some(n) = self.sandbox.max_processes.filter(|n| *n < 8) {
+            return Err(format!(
+                "sandbox.max_processes = {n} leaves a command no room to run (a shell and what it \
+                 starts): set 8 or more, or remove it for the default 4096"
+            ));
+        }
+        if let Some(m) = self.sandbox.max_memory.filter(|m| m.0 < 16 << 20) {
+            return Err(format!(
+                "sandbox.max_memory = \"{m}\" is too little for a shell to start: set \"16M\" or \
+                 more, or remove it for the default (half of the machine's memory)"
+            ));
+        }
         let mut durations: Vec<(String, Option<HumanDuration>, &str)> = vec![
             ("agent.bash_timeout".into(), self.agent.bash_timeout, "2m"),
             (
@@ -682,6 +701,67 @@ pub struct ExecutorConfig {
     pub worktree_root: Option<String>,
 }
 
+/// A size in bytes written as a whole number with an optional unit: `K`, `M`, `G`, `T` (powers
+/// of 1024; `KiB`, `MiB`, `GiB`, `TiB` too), e.g. `512M` or `8G`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HumanSize(pub u64);
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("size `{0}` must be a whole number, optionally followed by K, M, G or T, for example \"512M\" or \"8G\"")]
+pub struct SizeParseError(pub String);
+
+impl FromStr for HumanSize {
+    type Err = SizeParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let bad = || SizeParseError(s.to_string());
+        let n: u64 = num.parse().map_err(|_| bad())?;
+        let shift = match unit.trim() {
+            "" | "B" => 0,
+            "K" | "KiB" | "k" => 10,
+            "M" | "MiB" => 20,
+            "G" | "GiB" => 30,
+            "T" | "TiB" => 40,
+            _ => return Err(bad()),
+        };
+        n.checked_mul(1u64 << shift).map(HumanSize).ok_or_else(bad)
+    }
+}
+
+impl fmt::Display for HumanSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (unit, shift) in [("T", 40), ("G", 30), ("M", 20), ("K", 10)] {
+            if self.0 > 0 && self.0.is_multiple_of(1u64 << shift) {
+                return write!(f, "{}{unit}", self.0 >> shift);
+            }
+        }
+        write!(f, "{}", self.0)
+    }
+}
+
+impl Serialize for HumanSize {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for HumanSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Bytes(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Bytes(n) => Ok(HumanSize(n)),
+            Raw::Text(s) => s.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
 /// A duration written as `500ms`, `30s`, `10m` or `2h`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HumanDuration(pub Duration);
@@ -740,6 +820,17 @@ impl<'de> Deserialize<'de> for HumanDuration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_take_units_and_refuse_anything_else() {
+        assert_eq!("512M".parse::<HumanSize>().unwrap(), HumanSize(512 << 20));
+        assert_eq!("8GiB".parse::<HumanSize>().unwrap(), HumanSize(8 << 30));
+        assert_eq!("4096".parse::<HumanSize>().unwrap(), HumanSize(4096));
+        assert_eq!(HumanSize(8 << 30).to_string(), "8G");
+        let err = "8 gigs".parse::<HumanSize>().unwrap_err().to_string();
+        assert!(err.contains("K, M, G or T"), "{err}");
+        assert!("99999999999T".parse::<HumanSize>().is_err());
+    }
 
     #[test]
     fn a_bad_route_in_a_class_says_why() {

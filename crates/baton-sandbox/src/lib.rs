@@ -29,6 +29,7 @@
 //! The environment variable `BATON_SANDBOX_ABI` may lower the Landlock ABI baton believes the
 //! kernel has (`0` simulates a kernel without Landlock); it exists for tests and cannot raise it.
 
+pub mod limits;
 pub mod protect;
 pub mod watch;
 
@@ -61,6 +62,11 @@ pub struct Policy {
     /// Unix-domain sockets the command may connect to (`sandbox.unix_sockets`); empty: it may
     /// create no Unix-domain socket.
     pub unix_sockets: Vec<PathBuf>,
+    /// How many processes the command may run at once (default
+    /// [`limits::DEFAULT_MAX_PROCESSES`]).
+    pub max_processes: Option<u64>,
+    /// How many bytes of memory it may use (default [`limits::default_max_memory`]).
+    pub max_memory: Option<u64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -177,6 +183,9 @@ pub struct Spec {
     /// Whether the command may create Unix-domain sockets (`sandbox.unix_sockets` lists some).
     #[serde(default)]
     pub unix_sockets: bool,
+    /// Its process and memory limits, as the child applies them (see [`limits`]).
+    #[serde(default)]
+    pub limits: limits::Applied,
 }
 
 impl Policy {
@@ -217,6 +226,8 @@ impl Policy {
             network: cfg.network.unwrap_or(false),
             hidden,
             unix_sockets: cfg.unix_sockets.iter().map(|r| expand(r)).collect(),
+            max_processes: cfg.max_processes,
+            max_memory: cfg.max_memory.map(|m| m.0),
         }
     }
 
@@ -342,6 +353,10 @@ impl Policy {
             namespace,
             pinned,
             unix_sockets: !self.unix_sockets.is_empty(),
+            limits: limits::prepare(
+                self.max_processes.unwrap_or(limits::DEFAULT_MAX_PROCESSES),
+                self.max_memory.unwrap_or_else(limits::default_max_memory),
+            ),
         })
     }
 }

@@ -30,6 +30,35 @@ pub(super) struct Prepared {
     ruleset: RulesetCreated,
     filter: Vec<libc::sock_filter>,
     mounts: Mounts,
+    limits: Limits,
+}
+
+/// The process and memory limits, as C strings and numbers made before the fork.
+#[derive(Debug)]
+struct Limits {
+    /// `cgroup.procs` files to join.
+    join: Vec<CString>,
+    nproc: Option<u64>,
+    data: Option<u64>,
+}
+
+/// Joins the command's cgroups and sets its rlimits: before anything else, while `/sys` is still
+/// writable and before the capabilities go.
+fn apply_limits(l: &Limits) -> std::io::Result<()> {
+    for procs in &l.join {
+        write_file(procs.as_bytes_with_nul(), b"0")?;
+    }
+    for (resource, value) in [(libc::RLIMIT_NPROC, l.nproc), (libc::RLIMIT_DATA, l.data)] {
+        if let Some(v) = value {
+            let lim = libc::rlimit {
+                rlim_cur: v,
+                rlim_max: v,
+            };
+            // SAFETY: setrlimit reads the struct.
+            check(unsafe { libc::setrlimit(resource, &lim) })?;
+        }
+    }
+    Ok(())
 }
 
 /// The mount namespace plan, as C strings made before the fork.
@@ -136,6 +165,11 @@ pub(super) fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         ruleset: created,
         filter: super::seccomp::filter(spec.network, spec.unix_sockets),
         mounts,
+        limits: Limits {
+            join: c_paths(&spec.limits.join)?,
+            nproc: spec.limits.nproc,
+            data: spec.limits.data,
+        },
     })
 }
 
@@ -146,11 +180,13 @@ pub(super) fn install(prepared: Prepared, cmd: &mut std::process::Command, cwd: 
     let mut ruleset = Some(prepared.ruleset);
     let filter = prepared.filter;
     let mounts = prepared.mounts;
+    let limits = prepared.limits;
     let hook = move || -> std::io::Result<()> {
         // Runs in the child after fork: only system calls on memory prepared before it.
         let Some(ruleset) = ruleset.take() else {
             return Err(std::io::Error::from_raw_os_error(libc::EPERM));
         };
+        apply_limits(&limits)?;
         enter_namespace(&mounts)?;
         check(unsafe { libc::chdir(cwd.as_ptr()) })?;
         match ruleset.restrict_self() {

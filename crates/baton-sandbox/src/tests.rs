@@ -223,6 +223,8 @@ fn the_header_lists_what_may_be_written() {
         network: false,
         hidden: Vec::new(),
         unix_sockets: Vec::new(),
+        max_processes: None,
+        max_memory: None,
     };
     assert_eq!(
         p.writable(ws.path(), None),
@@ -410,6 +412,7 @@ fn an_unprivileged_user_gets_the_same_protections_through_a_user_namespace() {
             "tests::the_repository_s_control_files_and_baton_dir_are_read_only_inside_the_workspace",
             "tests::hidden_files_read_as_empty_and_capabilities_are_gone",
             "tests::workspace_write_writes_inside_and_nowhere_else",
+            "tests::a_command_gets_a_process_and_a_memory_limit",
         ])
         .env("HOME", "/tmp")
         .env("TMPDIR", "/tmp")
@@ -418,7 +421,7 @@ fn an_unprivileged_user_gets_the_same_protections_through_a_user_namespace() {
         .unwrap();
     let text = both(&out);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("3 passed"), "{text}");
+    assert!(text.contains("4 passed"), "{text}");
 }
 
 /// `.git` can be neither renamed, removed nor replaced by a `gitdir:` file, and the control
@@ -524,4 +527,54 @@ fn unix_sockets_are_refused_unless_listed() {
         String::from_utf8_lossy(&out.stdout).contains("connected"),
         "{out:?}"
     );
+}
+
+/// One command may not start more than `max_processes` processes at once, nor use more than
+/// `max_memory` (a cgroup as root where one can be made, rlimits otherwise: this test runs both
+/// ways, as root and, through the test above, unprivileged).
+#[test]
+fn a_command_gets_a_process_and_a_memory_limit() {
+    let ws = tempfile::tempdir().unwrap();
+    let limited = Policy {
+        max_processes: Some(16),
+        max_memory: Some(128 << 20),
+        ..policy(SandboxMode::WorkspaceWrite)
+    };
+    let forks = "python3 -c '
+import os, time
+n = 0
+for i in range(64):
+    try:
+        pid = os.fork()
+    except OSError as e:
+        print(\"refused\", e.errno)
+        break
+    if pid == 0:
+        os.close(1); os.close(2); time.sleep(2); os._exit(0)
+    n += 1
+print(\"forked\", n)
+'";
+    let out = run(&limited, ws.path(), None, forks);
+    let text = both(&out);
+    assert!(
+        text.contains(&format!("refused {}", libc::EAGAIN)),
+        "{text}"
+    );
+    let forked: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("forked "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(99);
+    assert!(forked < 16, "{text}");
+    let memory = "python3 -c 'b = bytearray(512 * 1024 * 1024); print(\"allocated\", len(b))'";
+    let out = run(&limited, ws.path(), None, memory);
+    assert!(!both(&out).contains("allocated"), "{}", both(&out));
+    // Without the limits the same command runs.
+    let out = run(
+        &policy(SandboxMode::WorkspaceWrite),
+        ws.path(),
+        None,
+        memory,
+    );
+    assert!(both(&out).contains("allocated"), "{}", both(&out));
 }

@@ -349,7 +349,10 @@ mod tests {
         let w = Watch::of(&[d.path().to_path_buf()]);
         let old = std::fs::metadata(&config).unwrap().modified().unwrap();
         std::fs::write(&config, "[evil]\n").unwrap();
-        assert_eq!(std::fs::metadata(&config).unwrap().len(), "[core]\n".len() as u64);
+        assert_eq!(
+            std::fs::metadata(&config).unwrap().len(),
+            "[core]\n".len() as u64
+        );
         std::fs::File::options()
             .write(true)
             .open(&config)
