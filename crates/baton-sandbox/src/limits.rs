@@ -159,10 +159,10 @@ fn user_processes() -> u64 {
 pub fn prepare(max_processes: u64, max_memory: u64) -> Applied {
     let mut applied = Applied::default();
     if is_root() {
-        match command_cgroup("pids", "pids.max", max_processes) {
-            Some(procs) => applied.join.push(procs),
-            None => {}
-        }
+        // Without one, root has no process limit: RLIMIT_NPROC does not apply to it.
+        applied
+            .join
+            .extend(command_cgroup("pids", "pids.max", max_processes));
         match command_cgroup("memory", "memory.limit_in_bytes", max_memory) {
             Some(procs) => applied.join.push(procs),
             None => applied.data = Some(max_memory),
