@@ -217,12 +217,18 @@ fn sandbox_check(config: &Config) -> (bool, i32, SandboxMode, String) {
                 mode,
                 format!("no mount namespace ({why}): every bash call in {mode} mode fails closed; run baton as root, enable unprivileged user namespaces, or set sandbox.mode = \"danger-full-access\" to run commands unconfined"),
             ),
-            Ok(ns) => (
+            Ok(ns) => {
+                let memory = config
+                    .sandbox
+                    .max_memory
+                    .map_or_else(baton_sandbox::limits::default_max_memory, |m| m.0);
+                let memory = memory as f64 / f64::from(1u32 << 30);
+                (
                 true,
                 abi,
                 mode,
                 format!(
-                    "Landlock ABI {abi} and a {} mount namespace: bash commands run confined ({mode} by default, network {network}, no Unix sockets{}, .git control files and .baton/ read-only); at most {} processes and {} of memory per command, through {}",
+                    "Landlock ABI {abi} and a {} mount namespace: bash commands run confined ({mode} by default, network {network}, no Unix sockets{}, .git control files and .baton/ read-only); at most {} processes and {memory:.1} GiB of memory per command, through {}",
                     match ns {
                         baton_sandbox::Namespace::Mount => "privileged",
                         baton_sandbox::Namespace::User => "user",
@@ -232,18 +238,10 @@ fn sandbox_check(config: &Config) -> (bool, i32, SandboxMode, String) {
                         .sandbox
                         .max_processes
                         .unwrap_or(baton_sandbox::limits::DEFAULT_MAX_PROCESSES),
-                    format!(
-                        "{:.1} GiB",
-                        config
-                            .sandbox
-                            .max_memory
-                            .map_or_else(baton_sandbox::limits::default_max_memory, |m| m.0)
-                            as f64
-                            / f64::from(1u32 << 30)
-                    ),
                     baton_sandbox::limits::mechanism()
                 ),
-            ),
+            )
+            }
         },
     }
 }
