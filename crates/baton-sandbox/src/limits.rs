@@ -54,11 +54,27 @@ fn mem_total() -> Option<u64> {
 /// `sandbox.max_memory` when it is not set: half of the machine's memory (4 GiB where it cannot
 /// be read).
 pub fn default_max_memory() -> u64 {
-    mem_total().map_or(4 << 30, |m| m / 2)
+    static HALF: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *HALF.get_or_init(|| mem_total().map_or(4 << 30, |m| m / 2))
 }
 
-/// The folder of `controller`'s v1 hierarchy this process is in, when it is mounted.
-fn own_v1(controller: &str) -> Option<PathBuf> {
+/// The folder of `controller`'s v1 hierarchy this process is in, when it is mounted (asked
+/// once: a process does not move between cgroups on its own).
+fn own_v1(controller: &'static str) -> Option<PathBuf> {
+    static FOUND: std::sync::Mutex<Vec<(&'static str, Option<PathBuf>)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut found = FOUND
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, dir)) = found.iter().find(|(c, _)| *c == controller) {
+        return dir.clone();
+    }
+    let dir = find_v1(controller);
+    found.push((controller, dir.clone()));
+    dir
+}
+
+fn find_v1(controller: &str) -> Option<PathBuf> {
     let mount = Path::new("/sys/fs/cgroup").join(controller);
     let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let path = text.lines().find_map(|l| {
@@ -115,7 +131,7 @@ fn sweep(base: &Path) {
 
 /// A new cgroup for one command under `controller`'s hierarchy, with `file` set to `value`;
 /// its `cgroup.procs`.
-fn command_cgroup(controller: &str, file: &str, value: u64) -> Option<PathBuf> {
+fn command_cgroup(controller: &'static str, file: &str, value: u64) -> Option<PathBuf> {
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     static SWEPT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let base = own_v1(controller)?.join("baton");
