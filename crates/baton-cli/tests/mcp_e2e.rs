@@ -380,9 +380,10 @@ async fn a_cancelled_delegate_task_stops_its_child() {
     let alive = move || std::path::Path::new(&format!("/proc/{pid}")).exists();
     assert!(alive());
     handle.cancel(Some("test".into())).await.unwrap();
+    // Every interrupt kills at once: nothing of the call is alive a second later.
     assert!(
-        wait_until(Duration::from_secs(20), || !alive()),
-        "the child {pid} outlived the cancelled call"
+        wait_until(Duration::from_secs(1), || !alive()),
+        "the child {pid} was alive 1 s after the cancelled call"
     );
     // The server goes on serving.
     let doc = document(&call(&client, "route", json!({"request": "fix the test"})).await);

@@ -551,14 +551,15 @@ fn a_routed_session_is_driven_by_keys_through_an_interruption_and_a_resume() {
         screen.contains("C mock/coord-model · E* mock/exec-model"),
         "{screen}"
     );
-    // Esc stops the Executor at its next safe point, after the running call.
+    // Esc kills the running call at once (it would run until `go` appears) and stops the
+    // Executor, whose report goes up.
     vt.send(b"\x1b");
-    std::fs::write(&go, "").unwrap();
     assert!(baton_testkit::fixture::wait_until(WAIT, || {
         journal_types(&sb)
             .iter()
             .any(|r| r["type"] == "execution_ended" && r["how"] == "interrupted")
     }));
+    std::fs::write(&go, "").unwrap();
     vt.wait_for(WAIT, |s| {
         s.contains("! interrupted") && s.contains("● ready")
     })
@@ -569,6 +570,13 @@ fn a_routed_session_is_driven_by_keys_through_an_interruption_and_a_resume() {
             s.contains("The check is done.") && s.contains("● ready")
         })
         .unwrap_or_else(|s| panic!("{s}"));
+    // The call was killed, not run to its end: the resumed Executor reads that.
+    let killed = server.model_requests()[2].tool_results();
+    assert!(
+        killed[0].text.contains("[cancelled after") && !killed[0].text.contains("went"),
+        "{}",
+        killed[0].text
+    );
     // The Executor's call is in its lane (the right half), the Coordinator's answer in the left.
     let call = screen.lines().find(|l| l.contains("bash touch")).unwrap();
     assert!(call.find("bash touch").unwrap() > 70, "{screen}");
