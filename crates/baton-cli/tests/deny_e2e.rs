@@ -163,22 +163,7 @@ fn missing_peer_settings_a_command_creates_are_removed() {
 /// One `bash` call once started 3,000 processes: a command stops at `sandbox.max_processes`.
 #[test]
 fn a_command_cannot_start_more_processes_than_the_limit() {
-    let server = one_command(
-        "python3 -c '
-import os, time
-n = 0
-for i in range(200):
-    try:
-        pid = os.fork()
-    except OSError as e:
-        print(\"refused\", e.errno)
-        break
-    if pid == 0:
-        os.close(1); os.close(2); time.sleep(5); os._exit(0)
-    n += 1
-print(\"forked\", n)
-'",
-    );
+    let server = one_command(&baton_testkit::attacks::fork_until_refused(200));
     let p = project(&server);
     p.write(".baton/config.toml", "[sandbox]\nmax_processes = 32\n");
     agent(&p);
@@ -187,10 +172,6 @@ print(\"forked\", n)
         result.contains(&format!("refused {}", libc::EAGAIN)),
         "{result}"
     );
-    let forked: u32 = result
-        .lines()
-        .find_map(|l| l.strip_prefix("forked "))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap();
+    let forked = baton_testkit::attacks::forked(&result).unwrap();
     assert!(forked < 32, "{result}");
 }

@@ -540,31 +540,18 @@ fn a_command_gets_a_process_and_a_memory_limit() {
         max_memory: Some(128 << 20),
         ..policy(SandboxMode::WorkspaceWrite)
     };
-    let forks = "python3 -c '
-import os, time
-n = 0
-for i in range(64):
-    try:
-        pid = os.fork()
-    except OSError as e:
-        print(\"refused\", e.errno)
-        break
-    if pid == 0:
-        os.close(1); os.close(2); time.sleep(2); os._exit(0)
-    n += 1
-print(\"forked\", n)
-'";
-    let out = run(&limited, ws.path(), None, forks);
+    let out = run(
+        &limited,
+        ws.path(),
+        None,
+        &baton_testkit::attacks::fork_until_refused(64),
+    );
     let text = both(&out);
     assert!(
         text.contains(&format!("refused {}", libc::EAGAIN)),
         "{text}"
     );
-    let forked: u64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("forked "))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(99);
+    let forked = baton_testkit::attacks::forked(&text).unwrap_or(99);
     assert!(forked < 16, "{text}");
     let memory = "python3 -c 'b = bytearray(512 * 1024 * 1024); print(\"allocated\", len(b))'";
     let out = run(&limited, ws.path(), None, memory);

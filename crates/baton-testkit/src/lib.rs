@@ -170,6 +170,7 @@
 //! In code, the same is [`MockServerBuilder::rule`] with a [`ScriptRule`], or
 //! [`MockServerBuilder::when`] with any predicate.
 
+pub mod attacks;
 mod contracts;
 pub use contracts::{assert_full_build, FULL_BUILD};
 mod conversation;
