@@ -175,3 +175,49 @@ fn a_command_cannot_start_more_processes_than_the_limit() {
     let forked = baton_testkit::attacks::forked(&result).unwrap();
     assert!(forked < 32, "{result}");
 }
+
+/// The file tools run in baton, not in the sandbox, and no watch looks after them: control
+/// paths that do not exist yet are refused by name, and no folder of them is left behind.
+#[test]
+fn the_write_tool_cannot_create_missing_control_files() {
+    use baton_testkit::Turn;
+    let paths = [
+        ".mcp.json",
+        ".claude/settings.json",
+        ".codex/config.toml",
+        ".git/commondir",
+        ".git/config.worktree",
+    ];
+    let mut builder = baton_testkit::MockServer::builder();
+    for (i, path) in paths.iter().enumerate() {
+        builder = builder.turn(Turn::tool_call(
+            &format!("w{i}"),
+            "write",
+            serde_json::json!({"path": path, "content": "planted\n"}),
+        ));
+    }
+    let server = builder.turn(Turn::text("Done.")).start_blocking();
+    let p = project(&server);
+    agent(&p);
+    let results: Vec<String> = server
+        .model_requests()
+        .last()
+        .unwrap()
+        .tool_results()
+        .iter()
+        .map(|r| r.text.clone())
+        .collect();
+    assert_eq!(results.len(), paths.len(), "{results:?}");
+    for (path, result) in paths.iter().zip(&results) {
+        assert!(result.contains("is protected"), "{path}: {result}");
+    }
+    for gone in [
+        ".mcp.json",
+        ".claude",
+        ".codex",
+        ".git/commondir",
+        ".git/config.worktree",
+    ] {
+        assert!(!p.work().join(gone).exists(), "{gone}");
+    }
+}

@@ -116,10 +116,39 @@ pub fn protected_in(root: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Whether `path` (absolute, resolved) is one of `root`'s protected paths or lies under one. The
-/// file tools ask this of the real path of what they opened, so a link cannot lead them around
-/// it.
+/// Whether `path` (absolute, resolved) is one of `root`'s protected paths or lies under one,
+/// **whether or not it exists**: `.baton/`, the peers' settings, the `.git` entry and the git
+/// dir's control entries are protected by name, so a file tool cannot create a missing
+/// `.mcp.json`, `.claude/` or `.git/commondir` either; and a linked worktree's admin files as
+/// [`protected_in`] lists them. The file tools ask this of the path asked for and of the real
+/// path of what they opened, so a link cannot lead them around it.
 pub fn is_protected(roots: &[PathBuf], path: &Path) -> Option<PathBuf> {
+    for root in roots {
+        let Ok(rel) = path.strip_prefix(root) else {
+            continue;
+        };
+        let mut names = rel.components().filter_map(|c| match c {
+            std::path::Component::Normal(n) => n.to_str(),
+            _ => None,
+        });
+        let Some(first) = names.next() else { continue };
+        if first == BATON_DIR || PEER_SETTINGS.contains(&first) {
+            return Some(root.join(first));
+        }
+        if first == ".git" {
+            return Some(match names.next() {
+                Some(second) if GIT_DIR_CONTROLS.contains(&second) => {
+                    root.join(".git").join(second)
+                }
+                Some(_) if !root.join(".git").is_dir() => root.join(".git"),
+                Some(_) => continue,
+                None => root.join(".git"),
+            });
+        }
+        if is_git_dir(root) && GIT_DIR_CONTROLS.contains(&first) {
+            return Some(root.join(first));
+        }
+    }
     roots
         .iter()
         .flat_map(|r| protected_in(r))
@@ -223,6 +252,37 @@ mod tests {
             is_protected(&[root.to_path_buf()], &root.join("src/a.rs")),
             None
         );
+    }
+
+    #[test]
+    fn control_paths_that_do_not_exist_yet_are_protected_by_name() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        std::fs::create_dir_all(root.join(".git/objects")).unwrap();
+        let roots = [root.to_path_buf()];
+        for missing in [
+            ".mcp.json",
+            ".claude/settings.json",
+            ".codex/config.toml",
+            ".agents/skills/x/SKILL.md",
+            ".git/commondir",
+            ".git/config.worktree",
+            ".git/modules/x/config",
+            ".baton/roles/x.md",
+        ] {
+            assert!(
+                is_protected(&roots, &root.join(missing)).is_some(),
+                "{missing}"
+            );
+        }
+        for free in [
+            "src/a.rs",
+            ".git/objects/ab/cdef",
+            ".gitignore",
+            "x/.mcp.json",
+        ] {
+            assert_eq!(is_protected(&roots, &root.join(free)), None, "{free}");
+        }
     }
 
     #[test]

@@ -144,6 +144,19 @@ fn parent_beneath<'a>(root: &Path, path: &'a Path) -> io::Result<(OwnedFd, &'a s
     Ok((dir, name))
 }
 
+/// The error of a write to the protected path `p`.
+fn refused(p: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "{} is protected: the repository's git settings and hooks, baton's own folder \
+             (.baton/) and the peers' settings (.claude/, .mcp.json, .codex/, .pi/, .agents/) are \
+             read-only to the model, whether they exist or not; ask the user to change them",
+            p.display()
+        ),
+    )
+}
+
 /// Where the descriptor `fd` really is (the kernel's own path of what was opened).
 fn real_path_of(fd: BorrowedFd<'_>) -> io::Result<std::path::PathBuf> {
     fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
@@ -159,18 +172,17 @@ fn real_path_of(fd: BorrowedFd<'_>) -> io::Result<std::path::PathBuf> {
 /// of the repository's control files or under `.baton/` (`baton_sandbox::protect`): what the
 /// model may not change through `bash`, it may not change through `write` or `edit`.
 pub(crate) fn atomic_write(root: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    // The path asked for first, before any missing folder of it is made (`.claude/x` must not
+    // leave a `.claude/` behind); then the real path of the folder opened.
+    let roots = [root.to_path_buf()];
+    let asked = root.join(path);
+    if let Some(p) = baton_tool::protect::is_protected(&roots, &asked) {
+        return Err(refused(&p));
+    }
     let (dir, name) = parent_beneath(root, path)?;
     let real_dir = real_path_of(dir.as_fd())?;
-    if let Some(p) = baton_tool::protect::is_protected(&[root.to_path_buf()], &real_dir.join(name))
-    {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "{} is protected: the repository's git settings and hooks and baton's own \
-                 folder (.baton/) are read-only to the model; ask the user to change them",
-                p.display()
-            ),
-        ));
+    if let Some(p) = baton_tool::protect::is_protected(&roots, &real_dir.join(name)) {
+        return Err(refused(&p));
     }
     let name_c = CString::new(name.as_bytes()).map_err(io::Error::other)?;
     // An existing file keeps its permissions (its own, not a link's target's).
