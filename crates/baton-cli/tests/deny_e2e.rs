@@ -191,7 +191,7 @@ fn the_write_tool_cannot_create_missing_control_files() {
     let mut builder = baton_testkit::MockServer::builder();
     for (i, path) in paths.iter().enumerate() {
         builder = builder.turn(Turn::tool_call(
-            &format!("w{i}"),
+            format!("w{i}"),
             "write",
             serde_json::json!({"path": path, "content": "planted\n"}),
         ));
