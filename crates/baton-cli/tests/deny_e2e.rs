@@ -187,6 +187,7 @@ fn the_write_tool_cannot_create_missing_control_files() {
         ".codex/config.toml",
         ".git/commondir",
         ".git/config.worktree",
+        "src/../.pi/settings.json",
     ];
     let mut builder = baton_testkit::MockServer::builder();
     for (i, path) in paths.iter().enumerate() {
@@ -215,6 +216,8 @@ fn the_write_tool_cannot_create_missing_control_files() {
         ".mcp.json",
         ".claude",
         ".codex",
+        ".pi",
+        "src",
         ".git/commondir",
         ".git/config.worktree",
     ] {

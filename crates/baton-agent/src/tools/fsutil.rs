@@ -175,7 +175,17 @@ pub(crate) fn atomic_write(root: &Path, path: &Path, bytes: &[u8]) -> io::Result
     // The path asked for first, before any missing folder of it is made (`.claude/x` must not
     // leave a `.claude/` behind); then the real path of the folder opened.
     let roots = [root.to_path_buf()];
-    let asked = root.join(path);
+    // Lexically: `x/../.claude/y` is `.claude/y`.
+    let mut asked = std::path::PathBuf::new();
+    for c in root.join(path).components() {
+        match c {
+            std::path::Component::ParentDir => {
+                asked.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => asked.push(other),
+        }
+    }
     if let Some(p) = baton_tool::protect::is_protected(&roots, &asked) {
         return Err(refused(&p));
     }
