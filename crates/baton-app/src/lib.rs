@@ -17,6 +17,7 @@ pub mod info;
 pub mod local_http;
 pub mod mcp_servers;
 pub mod project;
+pub mod runtime;
 pub mod settings;
 pub mod task_log;
 pub mod task_tools;

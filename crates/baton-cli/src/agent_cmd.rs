@@ -632,10 +632,7 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
 
     let skills = session_skills(&ctx, &role, is_child, &args.skill);
 
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = baton_app::runtime::current_thread()?;
     // The MCP servers the session uses, started before the transcript is created: one that
     // cannot start fails the session with nothing half-written.
     let mcp_names = baton_app::mcp_servers::selected(config, &role.meta.mcp, !is_child);
@@ -746,10 +743,14 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
             let _signals = watch_signals(cancel.clone());
             let mut store = Some(store);
             let project = (state.clone(), ctx.project_root.clone());
-            let r = crate::tui_session::serve(
-                front, &spec, history, resuming, &mut store, &cancel, task, branch, project,
-            )
-            .await;
+            let start = crate::tui_session::Start {
+                history,
+                resuming,
+                task,
+                branch,
+                project,
+            };
+            let r = crate::tui_session::serve(front, &spec, start, &mut store, &cancel).await;
             if let Some(store) = store.as_mut() {
                 if let Ok(s) = &r {
                     if let Err(e) = store.end(s.outcome, s.reason) {

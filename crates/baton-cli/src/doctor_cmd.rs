@@ -14,7 +14,7 @@ use crate::documents::{
     to_value, DoctorDocument, DoctorMcpServer, DoctorProvider, DoctorRoute, DoctorSandbox,
     RouteSends,
 };
-use anyhow::{Context, Result};
+use anyhow::Result;
 use baton_agent::tools::{SandboxMode, SandboxPolicy, SandboxSupport};
 use baton_app::exit::Exit;
 use baton_app::project::project_context;
@@ -288,10 +288,7 @@ fn route_checks(config: &Config) -> Vec<RouteCheck> {
 pub fn run(args: DoctorArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd)?;
     let config = &ctx.config.config;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = baton_app::runtime::current_thread()?;
     let checks: Vec<Check> = rt.block_on(async {
         let mut out = Vec::new();
         for name in provider_names(config) {

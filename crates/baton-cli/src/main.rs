@@ -191,7 +191,7 @@ fn main() -> ExitCode {
     match std::env::current_exe() {
         Ok(exe) => baton_process::guard::set_program(Some(baton_process::guard::program_for(&exe))),
         Err(e) => {
-            eprintln!(
+            errln!(
                 "baton: cannot find its own program, needed to guard the processes it starts: {e}"
             );
             return ExitCode::from(Exit::Failed);

@@ -31,10 +31,5 @@ pub fn watch_signals(cancel: CancellationToken) -> CancellationToken {
 
 /// The runtime of a command that runs work (`run`, `task`, `flow`, `demo`): two worker threads.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    use anyhow::Context as _;
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")
+    baton_app::runtime::build(2)
 }

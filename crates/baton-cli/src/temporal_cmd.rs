@@ -145,7 +145,15 @@ mod imp {
         F: FnOnce(Engine, sdk::Client) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
-        let engine = engine(ctx, None)?;
+        on_engine(engine(ctx, None)?, f)
+    }
+
+    /// Runs `f` with a client of `engine`'s Temporal service, on this command's runtime.
+    fn on_engine<T, F, Fut>(engine: Engine, f: F) -> Result<T>
+    where
+        F: FnOnce(Engine, sdk::Client) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
         let rt = crate::signals::runtime()?;
         rt.block_on(async move {
             let client = sdk::connect(&engine, "baton client")
@@ -214,22 +222,13 @@ mod imp {
             checkpoint_timeout_ms: engine.checkpoint_timeout.as_millis() as u64,
             resumed: None,
         };
-        let rt = crate::signals::runtime()?;
-        rt.block_on(async {
-            let client = sdk::connect(&engine, "baton client")
-                .await
-                .map_err(anyhow::Error::msg)?;
+        on_engine(engine, |engine, client| async move {
             sdk::start(&client, &engine, input)
                 .await
                 .map_err(anyhow::Error::msg)?;
-            warn_if_no_node(&client, &engine).await;
-            if !r.json {
-                errln!(
-                    "baton run: workflow {id} started on Temporal ({}, queue {})",
+            started(&client, &engine, r.json, format!("baton run: workflow {id} started on Temporal ({}, queue {})",
                     engine.address,
-                    engine.task_queue
-                );
-            }
+                    engine.task_queue)).await;
             wait(&client, &id, r.json).await
         })
     }
@@ -261,12 +260,7 @@ mod imp {
                     sdk::start(&client, &engine, next)
                         .await
                         .map_err(anyhow::Error::msg)?;
-                    warn_if_no_node(&client, &engine).await;
-                    if !json {
-                        errln!(
-                            "baton resume: workflow {id} goes on on Temporal with your guidance"
-                        );
-                    }
+                    started(&client, &engine, json, format!("baton resume: workflow {id} goes on on Temporal with your guidance")).await;
                     return wait(&client, id, json).await;
                 }
                 if let Err(e) = sdk::answer(&client, id, text).await {
@@ -361,20 +355,11 @@ mod imp {
             onto: None,
             origin: None,
         };
-        let rt = crate::signals::runtime()?;
-        rt.block_on(async {
-            let client = sdk::connect(&engine, "baton client")
-                .await
-                .map_err(anyhow::Error::msg)?;
+        on_engine(engine, |engine, client| async move {
             baton_temporal::flow_sdk::start(&client, &engine, input)
                 .await
                 .map_err(anyhow::Error::msg)?;
-            warn_if_no_node(&client, &engine).await;
-            if !json {
-                errln!(
-                    "baton flow: Flow {id} started on Temporal; units land on {branch} at {remote}"
-                );
-            }
+            started(&client, &engine, json, format!("baton flow: Flow {id} started on Temporal; units land on {branch} at {remote}")).await;
             follow_flow(&client, &id, json).await
         })
     }
@@ -463,13 +448,8 @@ mod imp {
             flow_sdk::start(&client, &engine, next)
                 .await
                 .map_err(anyhow::Error::msg)?;
-            warn_if_no_node(&client, &engine).await;
-            if !json {
-                errln!(
-                    "baton flow: Flow {id} goes on on Temporal as {next_id}, from unit {}",
-                    row.id
-                );
-            }
+            started(&client, &engine, json, format!("baton flow: Flow {id} goes on on Temporal as {next_id}, from unit {}",
+                    row.id)).await;
             follow_flow(&client, &next_id, json).await
         })
     }
@@ -519,6 +499,14 @@ mod imp {
                 base: input.base.clone(),
             });
         Ok((onto, origin))
+    }
+
+    /// After starting work: the warning when no node polls, and `line` unless the output is JSON.
+    async fn started(client: &sdk::Client, engine: &Engine, json: bool, line: String) {
+        warn_if_no_node(client, engine).await;
+        if !json {
+            errln!("{line}");
+        }
     }
 
     /// Says so when no worker node polls the queue: the work waits, with nothing to say why.
@@ -577,18 +565,23 @@ mod imp {
                 return d;
             }
         };
-        let read = tokio::process::Command::new("git")
-            .args(["ls-remote", "-q", "--heads", &remote])
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .stdin(std::process::Stdio::null())
-            .output();
+        // Through baton-git (hardened: no prompt, no pager, no repository config), off the
+        // async threads; a remote that hangs is reported after 20 s.
+        let from = remote.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            baton_git::Git::new("/").run_output(["ls-remote", "-q", "--heads", &from])
+        });
         match tokio::time::timeout(Duration::from_secs(20), read).await {
-            Ok(Ok(o)) if o.status.success() => {}
-            Ok(Ok(o)) => {
+            Ok(Ok(Ok(o))) if o.status.success() => {}
+            Ok(Ok(Ok(o))) => {
                 d.message = format!(
                     "cannot read `engine.remote` ({remote}): {}",
                     baton_text::sanitize_line(String::from_utf8_lossy(&o.stderr).trim())
                 );
+                return d;
+            }
+            Ok(Ok(Err(e))) => {
+                d.message = format!("cannot run git: {e}");
                 return d;
             }
             Ok(Err(e)) => {
@@ -716,10 +709,7 @@ mod imp {
             flow_sdk::start(&client, &engine, land)
                 .await
                 .map_err(anyhow::Error::msg)?;
-            warn_if_no_node(&client, &engine).await;
-            if !json {
-                errln!("baton flow: landing unit {unit} of Flow {id} on Temporal as {land_id}");
-            }
+            started(&client, &engine, json, format!("baton flow: landing unit {unit} of Flow {id} on Temporal as {land_id}")).await;
             follow_flow(&client, &land_id, json).await
         })
     }

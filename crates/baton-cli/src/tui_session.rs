@@ -108,18 +108,31 @@ fn submit(
 
 /// Serves the session with the UI as its front end, until the user quits (which cancels what
 /// still runs) or the session ends and the user quits after reading it.
-#[allow(clippy::too_many_arguments)]
+/// What the UI starts from: the conversation so far and what the header shows.
+pub struct Start {
+    pub history: Vec<(Option<String>, Message)>,
+    pub resuming: bool,
+    /// The task the session was started with (`baton tui "…"`).
+    pub task: Option<String>,
+    pub branch: Option<String>,
+    /// The project's state folder and root, whose work the panel follows.
+    pub project: (baton_state::StateDir, PathBuf),
+}
+
 pub async fn serve(
     front: TuiFront,
     spec: &AgentSpec,
-    history: Vec<(Option<String>, Message)>,
-    resuming: bool,
+    start: Start,
     store: &mut Option<SessionStore>,
     cancel: &CancellationToken,
-    task: Option<String>,
-    branch: Option<String>,
-    project: (baton_state::StateDir, PathBuf),
 ) -> Result<RunSummary> {
+    let Start {
+        history,
+        resuming,
+        task,
+        branch,
+        project,
+    } = start;
     let (tx, mut inbox) = Inbox::channel();
     let TuiFront {
         mode,

@@ -462,18 +462,28 @@ type RunOutcome = (Span, Duration, Option<String>);
 /// One task through `Executor::run`, its prepare step doing what `delegate::run_entry`'s does for
 /// the baton backend: write the frozen role file, then `launch_for`. Owns its inputs, so it can
 /// run inside `join_all` or as its own tokio task.
-#[allow(clippy::too_many_arguments)]
-async fn one_run(
+/// What every run of a batch shares (cheap clones).
+#[derive(Clone)]
+struct Shared {
     executor: Executor,
     budget: Arc<OutputBudget>,
     cancel: CancellationToken,
     limits: Limits,
-    template: TaskSpec,
     state: Arc<PathBuf>,
     run_id: Arc<str>,
-    i: usize,
     t0: Instant,
-) -> RunOutcome {
+}
+
+async fn one_run(shared: Shared, template: TaskSpec, i: usize) -> RunOutcome {
+    let Shared {
+        executor,
+        budget,
+        cancel,
+        limits,
+        state,
+        run_id,
+        t0,
+    } = shared;
     // When the run got its permit (prepare starts), and how long prepare took.
     let marks: Mutex<(Option<Instant>, Duration)> = Mutex::new((None, Duration::ZERO));
     let marks_ref = &marks;
@@ -521,21 +531,19 @@ fn run_executor(ctx: &Ctx, rt: &tokio::runtime::Runtime, n: usize, run_id: &str)
             idle_timeout: Duration::from_secs(60),
             max_timeout: Duration::from_secs(300),
         };
-        let state = Arc::new(ctx.env.state.clone());
-        let run_id: Arc<str> = run_id.into();
+        let shared = Shared {
+            executor,
+            budget,
+            cancel,
+            limits,
+            state: Arc::new(ctx.env.state.clone()),
+            run_id: run_id.into(),
+            t0,
+        };
         let runs = (0..n).map(|i| {
-            one_run(
-                executor.clone(),
-                budget.clone(),
-                cancel.clone(),
-                limits,
-                // The role file is written by the run's prepare step.
-                spec(ctx, i, &run_id, PathBuf::new()),
-                state.clone(),
-                run_id.clone(),
-                i,
-                t0,
-            )
+            // The role file is written by the run's prepare step.
+            let template = spec(ctx, i, &shared.run_id, PathBuf::new());
+            one_run(shared.clone(), template, i)
         });
         if ctx.opts.spawned {
             let handles: Vec<_> = runs.map(tokio::spawn).collect();

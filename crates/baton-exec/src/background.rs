@@ -177,31 +177,19 @@ pub struct TaskState {
     pub report: Option<DelegateReport>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    /// Created; the supervisor has not recorded its start yet.
-    Starting,
-    Running,
-    /// Finished; every entry done.
-    Done,
-    /// Finished; some entry failed.
-    Failed,
-    /// Finished because it was cancelled (`baton task cancel`): entries stopped, none failed.
-    Cancelled,
-    /// The supervisor is gone without finishing (killed, machine restarted).
-    Interrupted,
-}
-
-impl Phase {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Starting => "starting",
-            Phase::Running => "running",
-            Phase::Done => "done",
-            Phase::Failed => "failed",
-            Phase::Cancelled => "cancelled",
-            Phase::Interrupted => "interrupted",
-        }
+baton_protocol::closed_set! {
+    pub enum Phase ("phase") {
+        /// Created; the supervisor has not recorded its start yet.
+        Starting = "starting",
+        Running = "running",
+        /// Finished; every entry done.
+        Done = "done",
+        /// Finished; some entry failed.
+        Failed = "failed",
+        /// Finished because it was cancelled (`baton task cancel`): entries stopped, none failed.
+        Cancelled = "cancelled",
+        /// The supervisor is gone without finishing (killed, machine restarted).
+        Interrupted = "interrupted",
     }
 }
 

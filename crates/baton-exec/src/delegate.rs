@@ -117,6 +117,12 @@ pub async fn run_delegation(
     // own, so that a later run can tell the difference.
     env.state.sweep_frozen_roles();
     let _ = env.state.claim_frozen_roles(run_id);
+    let call = Call {
+        env,
+        executor,
+        run_id,
+        cancel,
+    };
     for (i, e) in req.entries.iter().enumerate() {
         progress(
             i,
@@ -135,20 +141,7 @@ pub async fn run_delegation(
                 .enumerate()
                 .map(|(i, (e, role))| {
                     let progress = progress.clone();
-                    async move {
-                        run_entry(
-                            env,
-                            executor,
-                            i,
-                            e,
-                            role,
-                            e.task.clone(),
-                            run_id,
-                            cancel,
-                            progress,
-                        )
-                        .await
-                    }
+                    async move { run_entry(call, i, e, role, e.task.clone(), progress).await }
                 });
             futures::future::join_all(runs).await
         }
@@ -169,18 +162,7 @@ pub async fn run_delegation(
                     continue;
                 }
                 let task = e.task.replace("{previous}", &previous);
-                let r = run_entry(
-                    env,
-                    executor,
-                    i,
-                    e,
-                    role,
-                    task,
-                    run_id,
-                    cancel,
-                    progress.clone(),
-                )
-                .await;
+                let r = run_entry(call, i, e, role, task, progress.clone()).await;
                 if r.status == EntryStatus::Done {
                     previous = r.output.clone();
                 } else {
@@ -224,18 +206,29 @@ pub async fn run_delegation(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What every entry of one delegation shares.
+#[derive(Clone, Copy)]
+struct Call<'a> {
+    env: &'a DelegateEnv,
+    executor: &'a Executor,
+    run_id: &'a str,
+    cancel: &'a CancellationToken,
+}
+
 async fn run_entry(
-    env: &DelegateEnv,
-    executor: &Executor,
+    call: Call<'_>,
     index: usize,
     e: &TaskEntry,
     role: &RoleSpec,
     task: String,
-    run_id: &str,
-    cancel: &CancellationToken,
     progress: Progress,
 ) -> EntryReport {
+    let Call {
+        env,
+        executor,
+        run_id,
+        cancel,
+    } = call;
     // Each child alone is bounded by the call's cap; the shared budget is applied to the report.
     let budget = &OutputBudget::new(env.output_cap);
     let started = Instant::now();

@@ -495,12 +495,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cancel = CancellationToken::new();
         let c = cancel.clone();
+        let started = dir.path().join("started");
         tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            // Cancelled once the command runs.
+            while !started.exists() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
             c.cancel();
         });
         let v = run_plain(
-            &[cmd("sleep", &["100"])],
+            &[cmd("sh", &["-c", "touch started; sleep 100"])],
             dir.path(),
             Duration::from_secs(60),
             &cancel,

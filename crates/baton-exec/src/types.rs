@@ -162,32 +162,17 @@ pub struct SkippedLines {
     pub partial: u32,
 }
 
-/// Stable codes of executor errors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ExecErrorCode {
-    Aborted,
-    Timeout,
-    TurnLimit,
-    TokenLimit,
-    Spawn,
-    Protocol,
-    Prepare,
-    Callback,
-}
-
-impl ExecErrorCode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ExecErrorCode::Aborted => "aborted",
-            ExecErrorCode::Timeout => "timeout",
-            ExecErrorCode::TurnLimit => "turn_limit",
-            ExecErrorCode::TokenLimit => "token_limit",
-            ExecErrorCode::Spawn => "spawn",
-            ExecErrorCode::Protocol => "protocol",
-            ExecErrorCode::Prepare => "prepare",
-            ExecErrorCode::Callback => "callback",
-        }
+baton_protocol::closed_set! {
+    /// Stable codes of executor errors.
+    pub enum ExecErrorCode ("exec error code") {
+        Aborted = "aborted",
+        Timeout = "timeout",
+        TurnLimit = "turn_limit",
+        TokenLimit = "token_limit",
+        Spawn = "spawn",
+        Protocol = "protocol",
+        Prepare = "prepare",
+        Callback = "callback",
     }
 }
 

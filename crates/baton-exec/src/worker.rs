@@ -172,34 +172,23 @@ pub enum WorkerError {
     },
 }
 
-/// Where a worker is, as its log and the processes it names say.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Phase {
-    /// Spawned; its supervisor has not started its session yet.
-    Starting,
-    /// Its session waits for a prompt.
-    Idle,
-    /// Its session works on a prompt.
-    Working,
-    Stopped,
-    /// Its supervisor is gone without saying it stopped (killed, the machine restarted).
-    Lost,
-    Retired,
+baton_protocol::closed_set! {
+    /// Where a worker is, as its log and the processes it names say.
+    pub enum Phase ("phase") {
+        /// Spawned; its supervisor has not started its session yet.
+        Starting = "starting",
+        /// Its session waits for a prompt.
+        Idle = "idle",
+        /// Its session works on a prompt.
+        Working = "working",
+        Stopped = "stopped",
+        /// Its supervisor is gone without saying it stopped (killed, the machine restarted).
+        Lost = "lost",
+        Retired = "retired",
+    }
 }
 
 impl Phase {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Starting => "starting",
-            Phase::Idle => "idle",
-            Phase::Working => "working",
-            Phase::Stopped => "stopped",
-            Phase::Lost => "lost",
-            Phase::Retired => "retired",
-        }
-    }
-
     /// Whether a supervisor runs (or is about to).
     pub fn running(self) -> bool {
         matches!(self, Phase::Starting | Phase::Idle | Phase::Working)

@@ -199,7 +199,8 @@ async fn at_most_n_children_run_and_the_rest_start_in_fifo_order() {
             firsts,
             BTreeSet::from(["start 0".to_string(), "start 1".to_string()])
         );
-        // The queued runs have not even been prepared, let alone started.
+        // The queued runs have not even been prepared, let alone started, within a window:
+        // time is the subject here (nothing may happen), so the test waits it out.
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(lines(&log).len(), 2);
         assert_eq!(exec.running(), 2);
@@ -272,6 +273,7 @@ async fn queued_time_does_not_count_against_timeouts() {
     );
     let control = async {
         wait_for_file(&d.join("up")).await;
+        // Queued longer than the second run's limits: time is the subject.
         tokio::time::sleep(Duration::from_millis(1200)).await;
         release(d.join("hold")).await;
     };

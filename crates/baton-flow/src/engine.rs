@@ -404,7 +404,7 @@ impl Run<'_> {
 }
 
 fn second_block_message(u: &UnitState) -> String {
-    let reason = u.block.as_ref().map_or("blocked", |b| b.reason.as_str());
+    let reason = u.block.as_ref().map_or("blocked", |b| b.reason.label());
     format!(
         "unit {} blocked again after its repair ({reason}); its worktree {} and branch {} are kept for a person to reslice",
         u.id(),

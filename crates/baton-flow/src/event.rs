@@ -61,7 +61,7 @@ pub enum BlockReason {
 }
 
 impl BlockReason {
-    pub fn as_str(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             BlockReason::ImplementerFailed => "implementer failed",
             BlockReason::NoCommits => "no commits",
@@ -93,7 +93,7 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
-    pub fn as_str(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             FailureKind::Setup => "setup failed",
             FailureKind::RebaseConflict => "rebase conflict",

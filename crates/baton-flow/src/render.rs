@@ -89,7 +89,7 @@ pub fn describe(r: &Record) -> Option<String> {
                 format!("{unit}: reviewer reported findings")
             }
         }
-        FlowEvent::Blocked { unit, reason, .. } => format!("{unit}: blocked ({})", reason.as_str()),
+        FlowEvent::Blocked { unit, reason, .. } => format!("{unit}: blocked ({})", reason.label()),
         FlowEvent::RepairStarted { unit, .. } => format!("{unit}: repair started"),
         FlowEvent::Merging { unit, tip } => format!("{unit}: fast-forwarding to {}", short(tip)),
         FlowEvent::Merged {
@@ -135,8 +135,8 @@ pub fn describe(r: &Record) -> Option<String> {
         FlowEvent::Halted { reason } => format!("stopped: {}", clean(reason)),
         FlowEvent::Completed { .. } => "completed".into(),
         FlowEvent::Failed { kind, unit, .. } => match unit {
-            Some(u) => format!("failed at {u}: {}", kind.as_str()),
-            None => format!("failed: {}", kind.as_str()),
+            Some(u) => format!("failed at {u}: {}", kind.label()),
+            None => format!("failed: {}", kind.label()),
         },
         FlowEvent::Abandoned { .. } => "abandoned".into(),
         FlowEvent::FlowCleaning { items, .. } => {
@@ -176,10 +176,10 @@ fn unit_line(n: usize, u: &UnitState) -> String {
         "  {n}. {} ({}): {}",
         u.spec.id,
         clean(&u.spec.name),
-        u.status.as_str()
+        u.status.label()
     );
     if let (UnitStatus::Blocked, Some(b)) = (u.status, &u.block) {
-        s.push_str(&format!(" — {}", b.reason.as_str()));
+        s.push_str(&format!(" — {}", b.reason.label()));
         if b.attempt >= 1 {
             s.push_str(" after its repair");
         }
@@ -266,7 +266,7 @@ pub fn report(status: &FlowStatus) -> String {
                 unit.as_ref()
                     .map(|u| format!(" at {u}"))
                     .unwrap_or_default(),
-                kind.as_str(),
+                kind.label(),
                 clean(message)
             ));
             if !setup_failed {

@@ -42,7 +42,7 @@ pub enum UnitStatus {
 }
 
 impl UnitStatus {
-    pub fn as_str(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             UnitStatus::Pending => "pending",
             UnitStatus::Creating => "creating worktree",
@@ -211,34 +211,23 @@ pub struct CleanRecord {
     pub done: bool,
 }
 
-/// The phase a reader sees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Phase {
-    /// A live process is driving it.
-    Running,
-    /// A unit is blocked; `baton flow continue --guidance …` repairs it once.
-    Paused,
-    /// No process is driving it and it has not ended: `baton flow resume` continues it.
-    Interrupted,
-    Completed,
-    /// Ended without completing; worktrees not integrated are kept.
-    Failed,
-    Abandoned,
+baton_protocol::closed_set! {
+    /// The phase a reader sees.
+    pub enum Phase ("phase") {
+        /// A live process is driving it.
+        Running = "running",
+        /// A unit is blocked; `baton flow continue --guidance …` repairs it once.
+        Paused = "paused",
+        /// No process is driving it and it has not ended: `baton flow resume` continues it.
+        Interrupted = "interrupted",
+        Completed = "completed",
+        /// Ended without completing; worktrees not integrated are kept.
+        Failed = "failed",
+        Abandoned = "abandoned",
+    }
 }
 
 impl Phase {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Running => "running",
-            Phase::Paused => "paused",
-            Phase::Interrupted => "interrupted",
-            Phase::Completed => "completed",
-            Phase::Failed => "failed",
-            Phase::Abandoned => "abandoned",
-        }
-    }
-
     /// Completed, failed or abandoned: nothing more will happen.
     pub fn is_terminal(self) -> bool {
         match self {

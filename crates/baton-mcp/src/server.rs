@@ -654,11 +654,7 @@ pub fn run(args: Options) -> Result<Exit> {
     // Reading the project's config now reports a bad one before serving, and installs the
     // redactor of its known provider keys for every result.
     let cwd = project_context(args.cwd)?.cwd;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = baton_app::runtime::build(1)?;
     let server = BatonServer {
         cwd,
         executor: SharedExecutor::default(),

@@ -22,25 +22,16 @@ pub const SOURCE: &str =
 /// When it was read.
 pub const READ_ON: &str = "2026-12-05";
 
-/// Where a route's price comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PriceSource {
-    /// `[prices."provider/model"]`.
-    Config,
-    /// The built-in table ([`SOURCE`], read [`READ_ON`]).
-    BuiltIn,
-    /// `[prices."provider/*"]`: the provider's price for the models above leave out (zero for a
-    /// local server unless configured).
-    Provider,
-}
-
-impl PriceSource {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PriceSource::Config => "config",
-            PriceSource::BuiltIn => "built-in",
-            PriceSource::Provider => "provider",
-        }
+baton_protocol::closed_set! {
+    /// Where a route's price comes from.
+    pub enum PriceSource ("price source") {
+        /// `[prices."provider/model"]`.
+        Config = "config",
+        /// The built-in table ([`SOURCE`], read [`READ_ON`]).
+        BuiltIn = "built-in",
+        /// `[prices."provider/*"]`: the provider's price for the models above leave out (zero for a
+        /// local server unless configured).
+        Provider = "provider",
     }
 }
 

@@ -25,30 +25,20 @@ const MAX_DESCRIPTION: usize = 1024;
 /// Largest `SKILL.md` read for its frontmatter.
 const MAX_FILE: u64 = 1024 * 1024;
 
-/// Where a skill was found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum SkillOrigin {
-    /// `.baton/skills/` of the project.
-    Project,
-    /// `.claude/skills/` of the project (Claude Code's location).
-    Claude,
-    /// `.agents/skills/` of the project (Codex's location).
-    Agents,
-    /// `skills/` in the user's baton config folder.
-    User,
-    /// A folder `skills.paths` adds.
-    Config,
-}
-
-impl SkillOrigin {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SkillOrigin::Project => "project",
-            SkillOrigin::Claude => "claude",
-            SkillOrigin::Agents => "agents",
-            SkillOrigin::User => "user",
-            SkillOrigin::Config => "config",
-        }
+baton_protocol::closed_set! {
+    /// Where a skill was found.
+    #[derive(PartialOrd, Ord)]
+    pub enum SkillOrigin ("skill origin") {
+        /// `.baton/skills/` of the project.
+        Project = "project",
+        /// `.claude/skills/` of the project (Claude Code's location).
+        Claude = "claude",
+        /// `.agents/skills/` of the project (Codex's location).
+        Agents = "agents",
+        /// `skills/` in the user's baton config folder.
+        User = "user",
+        /// A folder `skills.paths` adds.
+        Config = "config",
     }
 }
 

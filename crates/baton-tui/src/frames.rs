@@ -216,7 +216,12 @@ fn edit_in_editor(app: &mut App, terminal: &mut Tui, mode: Mode) -> anyhow::Resu
         .ok()
         .filter(|e| !e.trim().is_empty())
         .unwrap_or_else(|| "vi".into());
-    let file = std::env::temp_dir().join(format!("baton-compose-{}.md", std::process::id()));
+    // A file of our own (0600, unguessable name), removed when this returns.
+    let compose = tempfile::Builder::new()
+        .prefix("baton-compose-")
+        .suffix(".md")
+        .tempfile()?;
+    let file = compose.path().to_path_buf();
     std::fs::write(&file, app.ui.composer.text())?;
     term::restore(mode);
     let status = std::process::Command::new("sh")
@@ -240,7 +245,7 @@ fn edit_in_editor(app: &mut App, terminal: &mut Tui, mode: Mode) -> anyhow::Resu
             format!("cannot run {editor}: {e}: set $EDITOR"),
         ),
     }
-    let _ = std::fs::remove_file(&file);
+    drop(compose);
     app.view.rev += 1;
     Ok(())
 }

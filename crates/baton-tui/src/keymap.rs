@@ -361,9 +361,8 @@ mod tests {
             map.action(&key(KeyCode::Char('x'), KeyModifiers::NONE)),
             None
         );
-        let dir = std::env::temp_dir().join(format!("baton-keys-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("keys.toml");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("keys.toml");
         std::fs::write(&file, "[keys]\nsubmit = [\"ctrl+s\"]\n").unwrap();
         let map = Keymap::load(&file).unwrap();
         assert_eq!(
@@ -384,6 +383,5 @@ mod tests {
         std::fs::write(&file, "[keys]\nsubmit = [\"hyper+x\"]\n").unwrap();
         let e = Keymap::load(&file).unwrap_err().to_string();
         assert!(e.contains("unknown modifier `hyper`"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -467,12 +467,12 @@ impl Project {
                 state = Some(State::NeedsInput);
                 detail = Some(format!(
                     "{unit} blocked ({}): continue --guidance, or abandon",
-                    reason.as_str()
+                    reason.label()
                 ));
                 if let Some(u) = unit_index.and_then(|i| flow.units.get_mut(i)) {
                     u.note = Some(format!(
                         "{}: {}",
-                        reason.as_str(),
+                        reason.label(),
                         baton_text::sanitize_line(&evidence.replace('\n', " "))
                     ));
                     if let Some(s) = u.steps.iter_mut().find(|s| **s == Step::Running) {

@@ -164,7 +164,7 @@ fn role_skills(env: &DelegateEnv, role: &RoleSpec) -> Vec<PathBuf> {
     }
     let (found, missing) = skills(env).select(&role.meta.skills);
     for name in missing {
-        eprintln!(
+        baton_text::errln!(
             "baton: warning: role {} names skill `{name}`, which is in none of the skill folders (see `baton skills`): skipped",
             role.meta.name
         );

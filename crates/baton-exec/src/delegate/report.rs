@@ -34,24 +34,13 @@ pub enum EntryEvent {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EntryStatus {
-    Done,
-    Failed,
-    Stopped,
-    /// A chain step after a failure; never launched.
-    Skipped,
-}
-
-impl EntryStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EntryStatus::Done => "done",
-            EntryStatus::Failed => "failed",
-            EntryStatus::Stopped => "stopped",
-            EntryStatus::Skipped => "skipped",
-        }
+baton_protocol::closed_set! {
+    pub enum EntryStatus ("entry status") {
+        Done = "done",
+        Failed = "failed",
+        Stopped = "stopped",
+        /// A chain step after a failure; never launched.
+        Skipped = "skipped",
     }
 }
 

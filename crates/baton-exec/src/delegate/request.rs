@@ -67,21 +67,11 @@ fn thinking_level<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ThinkingLeve
         .map_err(serde::de::Error::custom)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    Single,
-    Parallel,
-    Chain,
-}
-
-impl Mode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Single => "single",
-            Mode::Parallel => "parallel",
-            Mode::Chain => "chain",
-        }
+baton_protocol::closed_set! {
+    pub enum Mode ("mode") {
+        Single = "single",
+        Parallel = "parallel",
+        Chain = "chain",
     }
 }
 

@@ -298,7 +298,7 @@ pub async fn land(
         return Err(FlowError::WrongPhase(format!(
             "unit {unit} of Flow {} is already {}",
             state.id,
-            u.status.as_str()
+            u.status.label()
         )));
     }
     if failed_at.as_deref() == Some(unit) {

@@ -142,9 +142,10 @@ pub(super) fn implementer_task(
         ));
     }
     if u.attempt >= 1 {
-        let (reason, evidence) = u.block.as_ref().map_or(("blocked", ""), |b| {
-            (b.reason.as_str(), b.evidence.as_str())
-        });
+        let (reason, evidence) = u
+            .block
+            .as_ref()
+            .map_or(("blocked", ""), |b| (b.reason.label(), b.evidence.as_str()));
         t.push_str(&format!(
             "\n## Repair\n\nThe previous attempt was blocked: {reason}.\n\nEvidence:\n\n{}\n\nGuidance:\n\n{}\n\n\
              This is the unit's only repair: if it blocks again, the Flow stops. The worktree still holds the previous attempt's work.\n",

@@ -11,17 +11,16 @@ use super::text::{self, BlockError};
 use super::write::excerpt;
 use super::{Checked, Contract, Outcome, Role, Source};
 
+/// A verdict set: its words through `closed_set!`, read from an envelope's status word.
 macro_rules! verdict_enum {
     ($name:ident { $($variant:ident = $word:literal),+ $(,)? }) => {
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub enum $name { $($variant),+ }
+        baton_protocol::closed_set! {
+            /// A status as the envelope writes it.
+            pub enum $name (stringify!($name)) { $($variant = $word),+ }
+        }
         impl $name {
-            /// The status as the envelope writes it.
-            pub fn as_str(self) -> &'static str { match self { $($name::$variant => $word),+ } }
             fn from_word(w: &str) -> Option<Self> {
-                let w = text::status_word(w);
-                $(if w == $word { return Some($name::$variant); })+
-                None
+                $name::parse(&text::status_word(w))
             }
         }
     };

@@ -125,33 +125,24 @@ impl FromStr for WorkflowKind {
     }
 }
 
-/// The category of a signal: a row of the routing table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Category {
-    /// Priority 1: something is broken. Routes to DEBUG.
-    Error,
-    /// Priority 2. Routes to PLAN.
-    Plan,
-    /// Priority 3. Routes to REVIEW.
-    Review,
-    /// Priority 4. Routes to ORIENT.
-    Orient,
-    /// Last: a verb asking for new or changed functionality. Routes to BUILD, as does no signal.
-    Build,
+baton_protocol::closed_set! {
+    /// The category of a signal: a row of the routing table.
+    #[derive(PartialOrd, Ord)]
+    pub enum Category ("category") {
+        /// Priority 1: something is broken. Routes to DEBUG.
+        Error = "ERROR",
+        /// Priority 2. Routes to PLAN.
+        Plan = "PLAN",
+        /// Priority 3. Routes to REVIEW.
+        Review = "REVIEW",
+        /// Priority 4. Routes to ORIENT.
+        Orient = "ORIENT",
+        /// Last: a verb asking for new or changed functionality. Routes to BUILD, as does no signal.
+        Build = "BUILD",
+    }
 }
 
 impl Category {
-    /// `ERROR`, `PLAN`, `REVIEW`, `ORIENT`, `BUILD`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Category::Error => "ERROR",
-            Category::Plan => "PLAN",
-            Category::Review => "REVIEW",
-            Category::Orient => "ORIENT",
-            Category::Build => "BUILD",
-        }
-    }
-
     /// The workflow this category routes to.
     pub fn workflow(self) -> WorkflowKind {
         match self {
@@ -172,12 +163,6 @@ impl Category {
             Category::Orient => "an explanation",
             Category::Build => "new functionality",
         }
-    }
-}
-
-impl fmt::Display for Category {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

@@ -285,22 +285,7 @@ impl Launcher for ExecLauncher {
         env: &'a RunEnv,
         l: Launch<'a>,
     ) -> BoxFuture<'a, Result<Dispatched, ExecError>> {
-        Box::pin(async move {
-            run(
-                env,
-                l.wf,
-                l.spec,
-                l.class,
-                l.task,
-                l.attempt,
-                l.prompt,
-                l.cwd,
-                l.roles_dir,
-                l.cancel,
-                &|_pid| {},
-            )
-            .await
-        })
+        Box::pin(async move { run(env, l, &|_pid| {}).await })
     }
 
     fn recheck<'a>(&'a self, env: &'a RunEnv, c: Recheck<'a>) -> BoxFuture<'a, Option<HostCheck>> {
@@ -354,20 +339,22 @@ impl Launcher for ExecLauncher {
 
 /// Runs one role agent for `task` with `prompt`: the route of `class` (none when replaying),
 /// the frozen role file for baton children, the record or replay cassette by phase and attempt.
-#[allow(clippy::too_many_arguments)]
 pub async fn run(
     env: &RunEnv,
-    wf: &str,
-    spec: &RoleSpec,
-    class: ModelClass,
-    task: &Task,
-    attempt: u32,
-    prompt: String,
-    cwd: &Path,
-    roles_dir: &Path,
-    cancel: &CancellationToken,
+    launch: Launch<'_>,
     on_start: &(dyn Fn(u32) + Send + Sync),
 ) -> Result<Dispatched, ExecError> {
+    let Launch {
+        wf,
+        spec,
+        class,
+        task,
+        attempt,
+        prompt,
+        cwd,
+        roles_dir,
+        cancel,
+    } = launch;
     let d = &env.delegate;
     let backend = backend_of(d, spec);
     let phase = task.phase.clone().unwrap_or_else(|| "task".into());

@@ -197,7 +197,7 @@ impl Runner<'_> {
     }
 
     /// Asks the engine what the batch's outputs mean, and sets up what comes next.
-    pub(super) fn decide_and_act(&self, r: Record) -> Result<(), RunError> {
+    pub(super) async fn decide_and_act(&self, r: Record) -> Result<(), RunError> {
         let v = &r.state;
         let outputs = match self.outputs_of(&r.artifact, v) {
             Ok(o) => o,
@@ -276,20 +276,22 @@ impl Runner<'_> {
             let t = graph::task(
                 &nv.tasks,
                 &self.id,
-                f.kind,
-                &phase,
-                if f.kind == TaskKind::Remfix {
-                    &origin
-                } else {
-                    "router"
+                graph::NewTask {
+                    kind: f.kind,
+                    phase: &phase,
+                    origin: if f.kind == TaskKind::Remfix {
+                        &origin
+                    } else {
+                        "router"
+                    },
+                    scope: &f.scope,
+                    reason: if reason.trim().is_empty() {
+                        "N/A"
+                    } else {
+                        &reason
+                    },
+                    blocked_by,
                 },
-                &f.scope,
-                if reason.trim().is_empty() {
-                    "N/A"
-                } else {
-                    &reason
-                },
-                blocked_by,
             );
             let mut t = t;
             if let Some(plan) = &new.plan_file {
@@ -404,12 +406,14 @@ impl Runner<'_> {
                     let t = graph::task(
                         &nv.tasks,
                         &self.id,
-                        TaskKind::Agent,
-                        phase,
-                        "router",
-                        "N/A",
-                        &d.reason,
-                        Vec::new(),
+                        graph::NewTask {
+                            kind: TaskKind::Agent,
+                            phase,
+                            origin: "router",
+                            scope: "N/A",
+                            reason: &d.reason,
+                            blocked_by: Vec::new(),
+                        },
                     );
                     batch.push(t.id.clone());
                     nv.tasks.push(t);
@@ -447,14 +451,14 @@ impl Runner<'_> {
             | Action::PresentReport
             | Action::AnswerInline => {
                 self.commit(ev, Record::new(new, nv))?;
-                self.finish(action, &d.reason)
+                self.finish(action, &d.reason).await
             }
             _ => {
                 // A stop: a gate makes it a checkpoint, none a failure. The batch stays, so an
                 // answer can retry it.
                 self.commit(ev, Record::new(new, nv))?;
                 match d.pending_gate {
-                    Some(g) => self.stop_at(g.into(), &d.reason),
+                    Some(g) => self.stop_at(g.into(), &d.reason).await,
                     None => self.fail(RunError::EngineStop(d.reason.clone())),
                 }
             }

@@ -201,7 +201,7 @@ impl Runner<'_> {
         let work = self.work_dir(v);
         // Write roles must change the tree to pass; read-only ones must leave its tracked files alone.
         let untracked = !role.is_read_only();
-        let before = tree_digest(&work, untracked);
+        let before = tree_digest(&work, untracked).await;
         {
             let mut r = self.record();
             if let Some(t) = r.state.task_mut(id) {
@@ -220,7 +220,7 @@ impl Runner<'_> {
                 && phase_id.is_some()
                 && recorded != phase_id.as_deref()
             {
-                let base = tree_base(&work);
+                let base = tree_base(&work).await;
                 let results = &mut r.artifact.results;
                 if !results.contains_key("workflow_base_sha") {
                     results.insert("workflow_base_sha".into(), base.clone().into());
@@ -293,7 +293,7 @@ impl Runner<'_> {
                 session_id: None,
             },
         };
-        let changed = match (&before, tree_digest(&work, untracked)) {
+        let changed = match (&before, tree_digest(&work, untracked).await) {
             (Some(b), Some(after)) => Some(*b != after),
             _ => None,
         };

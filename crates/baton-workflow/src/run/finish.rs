@@ -12,7 +12,7 @@ use crate::state::{
 
 impl Runner<'_> {
     /// Waits at a checkpoint, or takes its recommended option under `AUTO_PROCEED`.
-    pub(super) fn stop_at(&self, gate_name: StopGate, reason: &str) -> Result<(), RunError> {
+    pub(super) async fn stop_at(&self, gate_name: StopGate, reason: &str) -> Result<(), RunError> {
         let mut r = self.record();
         let brief = gate::brief_of(&r, &format!("checkpoint: {gate_name}"));
         let cp = gate::checkpoint(gate_name, reason, brief);
@@ -54,14 +54,15 @@ impl Runner<'_> {
                 )],
             );
             self.say(&format!("AUTO_PROCEED: {gate_name} → {pick}"));
-            return self.answer(self.record(), &cp, &pick, choice);
+            // Boxed: an answer can stop at a checkpoint again.
+            return Box::pin(self.answer(self.record(), &cp, &pick, choice)).await;
         }
         self.say(&format!("checkpoint {gate_name}: {}", cp.question));
         Ok(())
     }
 
     /// Records the user's answer (their exact words) and sets up what it asks for.
-    pub(super) fn answer(
+    pub(super) async fn answer(
         &self,
         r: Record,
         cp: &Checkpoint,
@@ -102,16 +103,19 @@ impl Runner<'_> {
                     wt.path.display(),
                     wt.branch
                 );
-                return self.stop_at(StopGate::ConfirmDiscard, &what);
+                return self.stop_at(StopGate::ConfirmDiscard, &what).await;
             }
         }
         // The finishing choice acts first: when git refuses, nothing is recorded and the
         // question stays.
         let finished = match (&choice, &v.host.worktree) {
             (Answer::Finish(c), Some(wt)) => {
-                let artifact = a.clone();
-                let verify = || self.post_merge_check(&artifact);
-                Some(apply_finish(&self.root, wt, c, &verify).map_err(RunError::FinishChoice)?)
+                let verify = self.post_merge_check(&a);
+                Some(
+                    apply_finish(&self.root, wt, c, verify)
+                        .await
+                        .map_err(RunError::FinishChoice)?,
+                )
             }
             _ => None,
         };
@@ -186,12 +190,12 @@ impl Runner<'_> {
             Answer::Accept => {
                 v.host.guidance = None;
                 self.commit(answered(None), Record::new(a, v))?;
-                return self.finish(Action::MemoryFinalize, "accepted at the circuit breaker: the open findings are deferred and the work is unverified");
+                return self.finish(Action::MemoryFinalize, "accepted at the circuit breaker: the open findings are deferred and the work is unverified").await;
             }
             Answer::Finish(_) => {
                 v.host.finished = finished.or(Some("no worktree to finish".into()));
                 self.commit(answered(None), Record::new(a, v))?;
-                return self.finish(Action::MemoryFinalize, "");
+                return self.finish(Action::MemoryFinalize, "").await;
             }
             Answer::PlanFirst(true) => {
                 // The workflow becomes a PLAN: the BUILD's tasks are pruned, PLAN's are added.
@@ -246,16 +250,7 @@ impl Runner<'_> {
             }
             Answer::FinalReview(run) => {
                 let status = if run {
-                    let mut t = graph::task(
-                        &v.tasks,
-                        &self.id,
-                        TaskKind::Agent,
-                        Phase::BuildReview.as_str(),
-                        "router",
-                        "N/A",
-                        "Final whole-branch review: read every phase's change together and look for what crosses phases (a seam one phase made and another misuses, contracts that drifted, abstractions duplicated or diverged)",
-                        Vec::new(),
-                    );
+                    let mut t = graph::task(&v.tasks, &self.id, graph::NewTask { kind: TaskKind::Agent, phase: Phase::BuildReview.as_str(), origin: "router", scope: "N/A", reason: "Final whole-branch review: read every phase's change together and look for what crosses phases (a seam one phase made and another misuses, contracts that drifted, abstractions duplicated or diverged)", blocked_by: Vec::new() });
                     t.plan = a.plan_file.clone().or(t.plan);
                     let id = t.id.clone();
                     v.tasks.push(t);
@@ -337,25 +332,11 @@ impl Runner<'_> {
     /// After a merge into the project's tree: the test suite on the merged result, against the
     /// baseline. `Ok(Some(what))` green, `Ok(None)` no baseline to check, `Err(what)` new
     /// failures (or a suite that no longer runs).
-    fn post_merge_check(&self, a: &Artifact) -> Result<Option<String>, String> {
+    async fn post_merge_check(&self, a: &Artifact) -> Result<Option<String>, String> {
         if !baseline::recorded(a).is_some_and(|b| b.is_recorded()) {
             return Ok(None);
         }
-        // The suite runs through the async launcher; answering is synchronous, so it gets a
-        // runtime of its own on a scoped thread.
-        let check = std::thread::scope(|s| {
-            s.spawn(|| {
-                tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .ok()
-                    .and_then(|rt| rt.block_on(self.suite_check(a, &self.root)))
-            })
-            .join()
-            .ok()
-            .flatten()
-        });
-        match check {
+        match self.suite_check(a, &self.root).await {
             None => Err("the test suite could not be run".into()),
             Some(c) if c.ok => Ok(Some(match c.preexisting.is_empty() {
                 true => format!("`{}` passes on the merged tree", c.command),
@@ -393,12 +374,14 @@ impl Runner<'_> {
         let mut t = graph::task(
             &v.tasks,
             &self.id,
-            TaskKind::Remfix,
-            Phase::BuildImplement.as_str(),
-            origin,
-            scope,
-            reason,
-            Vec::new(),
+            graph::NewTask {
+                kind: TaskKind::Remfix,
+                phase: Phase::BuildImplement.as_str(),
+                origin,
+                scope,
+                reason,
+                blocked_by: Vec::new(),
+            },
         );
         t.plan = a.plan_file.clone().or(t.plan);
         a.traceability.remediation.push(decide::traced_fix(&t, a));
@@ -411,7 +394,7 @@ impl Runner<'_> {
     }
 
     /// Ends the workflow: memory finalized inline (a failed write stops it), the brief recorded.
-    pub(super) fn finish(&self, action: Action, reason: &str) -> Result<(), RunError> {
+    pub(super) async fn finish(&self, action: Action, reason: &str) -> Result<(), RunError> {
         if !self.record().state.host.memory_done && !self.finalize_memory(action)? {
             return Ok(());
         }
@@ -451,14 +434,16 @@ impl Runner<'_> {
                     if n == 1 { "it" } else { "them" }
                 ),
             };
-            return self.stop_at(
-                StopGate::Finish,
-                &format!(
-                    "{headline}. The work is committed on branch {} (worktree {}){deferred}",
-                    wt.branch,
-                    wt.path.display()
-                ),
-            );
+            return self
+                .stop_at(
+                    StopGate::Finish,
+                    &format!(
+                        "{headline}. The work is committed on branch {} (worktree {}){deferred}",
+                        wt.branch,
+                        wt.path.display()
+                    ),
+                )
+                .await;
         }
         self.complete(headline)
     }
@@ -739,11 +724,11 @@ fn git(dir: &std::path::Path, args: &[&str]) -> Result<String, String> {
 /// `merge` keeps cc10x's merge-then-cleanup order: the fast-forward, then `verify` on the merged
 /// tree (the test suite against the baseline), and only when that is green the worktree's
 /// removal, then the branch's.
-pub(super) fn apply_finish(
+pub(super) async fn apply_finish(
     root: &std::path::Path,
     wt: &baton_exec::worktree::ChildWorktree,
     choice: &str,
-    verify: &dyn Fn() -> Result<Option<String>, String>,
+    verify: impl std::future::Future<Output = Result<Option<String>, String>>,
 ) -> Result<String, String> {
     let path = wt.path.display().to_string();
     match choice {
@@ -752,7 +737,7 @@ pub(super) fn apply_finish(
             git(root, &["merge", "--ff-only", "-q", &wt.branch]).map_err(|e| {
                 format!("{e}\nthe base branch {head} moved on: rebase {} onto it (in {path}) and answer merge again, or answer keep", wt.branch)
             })?;
-            let checked = match verify() {
+            let checked = match verify.await {
                 Err(broken) => {
                     return Ok(format!(
                         "merged {} into {head} (fast-forward), but on the merged tree {broken}: the worktree {path} and the branch are kept — fix it there, or revert the merge (git reset --keep ORIG_HEAD)",

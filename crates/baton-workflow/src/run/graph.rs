@@ -75,18 +75,26 @@ pub fn next_id(tasks: &[Task]) -> String {
     format!("t{}", max + 1)
 }
 
-/// A task with all seven metadata lines (each one an argument, so none can be forgotten).
-#[allow(clippy::too_many_arguments)]
-pub fn task(
-    tasks: &[Task],
-    wf: &str,
-    kind: TaskKind,
-    phase: &str,
-    origin: &str,
-    scope: &str,
-    reason: &str,
-    blocked_by: Vec<String>,
-) -> Task {
+/// What a new task is and why it was made: each metadata line a field, so none can be forgotten.
+pub struct NewTask<'a> {
+    pub kind: TaskKind,
+    pub phase: &'a str,
+    pub origin: &'a str,
+    pub scope: &'a str,
+    pub reason: &'a str,
+    pub blocked_by: Vec<String>,
+}
+
+/// A task with all seven metadata lines.
+pub fn task(tasks: &[Task], wf: &str, new: NewTask<'_>) -> Task {
+    let NewTask {
+        kind,
+        phase,
+        origin,
+        scope,
+        reason,
+        blocked_by,
+    } = new;
     Task {
         id: next_id(tasks),
         status: Some(TaskStatus::Pending),
@@ -113,12 +121,14 @@ fn push_agent(
     let mut t = task(
         tasks,
         wf,
-        TaskKind::Agent,
-        phase.as_str(),
-        "router",
-        "N/A",
-        reason,
-        blocked_by,
+        NewTask {
+            kind: TaskKind::Agent,
+            phase: phase.as_str(),
+            origin: "router",
+            scope: "N/A",
+            reason,
+            blocked_by,
+        },
     );
     if let Some(p) = plan {
         t.plan = Some(p.to_string());
@@ -231,12 +241,14 @@ pub fn initial(kind: WorkflowKind, trivial: bool, wf: &str) -> Vec<Task> {
         let t = task(
             &tasks,
             wf,
-            node.kind,
-            node.phase.as_str(),
-            "router",
-            "N/A",
-            "N/A",
-            blocked_by,
+            NewTask {
+                kind: node.kind,
+                phase: node.phase.as_str(),
+                origin: "router",
+                scope: "N/A",
+                reason: "N/A",
+                blocked_by,
+            },
         );
         tasks.push(t);
     }

@@ -320,7 +320,7 @@ pub async fn start_with(
         .worktree
         .as_ref()
         .map_or(root.clone(), |w| w.path.clone());
-    v.host.baseline = tree_digest(&work, true);
+    v.host.baseline = tree_digest(&work, true).await;
     let healed: Vec<String> = report
         .healed
         .iter()
@@ -365,10 +365,12 @@ pub async fn start_with(
     } else if let Some(e) = tree_busy {
         runner.fail(RunError::TreeBusy(e))?;
     } else if let Some(signals) = broad {
-        runner.stop_at(
-            StopGate::PlanFirst,
-            &format!("This BUILD looks like more than one change ({signals})"),
-        )?;
+        runner
+            .stop_at(
+                StopGate::PlanFirst,
+                &format!("This BUILD looks like more than one change ({signals})"),
+            )
+            .await?;
     }
     let outcome = runner.drive().await;
     drop(tree_lock);
@@ -488,7 +490,7 @@ pub async fn resume_with(
                 Answer::Finish("merge") => Some(store.claim_tree(&format!("workflow {id}"))?),
                 _ => claim_tree(&r.state)?,
             };
-            runner.answer(r, &cp, text, choice)?;
+            runner.answer(r, &cp, text, choice).await?;
         }
     }
     let outcome = runner.drive().await;
@@ -572,11 +574,28 @@ fn project_root(env: &RunEnv) -> PathBuf {
         .unwrap_or_else(|| env.delegate.cwd.clone())
 }
 
+/// [`tree_base_now`] off the async threads (git blocks).
+async fn tree_base(root: &Path) -> String {
+    let root = root.to_path_buf();
+    tokio::task::spawn_blocking(move || tree_base_now(&root))
+        .await
+        .unwrap_or_else(|_| agent::UNAVAILABLE_BASE.to_string())
+}
+
+/// [`tree_digest_now`] off the async threads (git and reading every untracked file block).
+async fn tree_digest(root: &Path, untracked: bool) -> Option<String> {
+    let root = root.to_path_buf();
+    tokio::task::spawn_blocking(move || tree_digest_now(&root, untracked))
+        .await
+        .ok()
+        .flatten()
+}
+
 /// The base a phase's change is diffed against: a commit of the working tree as it is now
 /// (`git stash create`: tracked files, committed or not, without touching the tree or the index),
 /// or `HEAD` when nothing is uncommitted; [`agent::UNAVAILABLE_BASE`] outside git. So an in-place
 /// build's review does not include the user's own earlier edits.
-fn tree_base(root: &Path) -> String {
+fn tree_base_now(root: &Path) -> String {
     let git = |args: &[&str]| {
         baton_git::Git::new(root)
             .run_output(args)
@@ -595,7 +614,7 @@ fn tree_base(root: &Path) -> String {
 ///
 /// With `untracked` false only tracked files count: what a read-only role (a verifier building
 /// and running tests) may add — build output, caches — is not a change of the project.
-fn tree_digest(root: &Path, untracked: bool) -> Option<String> {
+fn tree_digest_now(root: &Path, untracked: bool) -> Option<String> {
     use std::hash::{Hash, Hasher};
     let git = |args: &[&str]| {
         baton_git::Git::new(root)
@@ -750,7 +769,7 @@ impl<'a> Runner<'a> {
                 .cloned()
                 .collect();
             if open.is_empty() {
-                self.decide_and_act(r)?;
+                self.decide_and_act(r).await?;
             } else if !self.within_budget(r.clone(), open.len())? {
                 continue;
             } else {
@@ -796,40 +815,29 @@ pub async fn orient(
         phase: Some("orient".into()),
         ..Task::default()
     };
-    let dir = tempfile_dir()?;
+    let dir = tempfile::Builder::new()
+        .prefix("baton-orient-")
+        .tempdir()
+        .map_err(|e| RunError::Orient(format!("cannot make a temp dir (TMPDIR): {e}")))?;
     let root = project_root(env);
-    let d = agent::run(
-        env,
-        "orient",
-        &spec,
+    let launch = agent::Launch {
+        wf: "orient",
+        spec: &spec,
         class,
-        &task,
-        1,
-        format!("## User Request\n{request}\n\nAnswer from the code; change nothing.\n"),
-        &root,
-        &dir,
+        task: &task,
+        attempt: 1,
+        prompt: format!("## User Request\n{request}\n\nAnswer from the code; change nothing.\n"),
+        cwd: &root,
+        roles_dir: dir.path(),
         cancel,
-        &|_pid| {},
-    )
-    .await
-    .map_err(|e| RunError::Orient(e.message));
-    let _ = std::fs::remove_dir_all(&dir);
+    };
+    let d = agent::run(env, launch, &|_pid| {})
+        .await
+        .map_err(|e| RunError::Orient(e.message));
+    drop(dir);
     let d = d?;
     match d.output.error {
         Some(e) => Err(RunError::Orient(e)),
         None => Ok(d.output.text),
     }
-}
-
-fn tempfile_dir() -> Result<PathBuf, RunError> {
-    let dir = std::env::temp_dir().join(format!(
-        "baton-orient-{}-{}",
-        std::process::id(),
-        rand::random::<u32>()
-    ));
-    std::fs::create_dir_all(&dir).map_err(|e| RunError::Io {
-        path: dir.clone(),
-        message: e.to_string(),
-    })?;
-    Ok(dir)
 }

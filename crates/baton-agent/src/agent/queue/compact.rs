@@ -30,19 +30,11 @@ const SUMMARY_PROMPT: &str = "<host>The conversation above is about to be compac
 ## Open threads — what remains, questions not answered, the next step.
 ## Last results — the last tool results that matter, quoted briefly (commands with their outcome).</host>";
 
-/// What triggered a compaction.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Trigger {
-    Auto,
-    Manual,
-}
-
-impl Trigger {
-    fn as_str(self) -> &'static str {
-        match self {
-            Trigger::Auto => "auto",
-            Trigger::Manual => "manual",
-        }
+baton_protocol::closed_set! {
+    /// What triggered a compaction.
+    pub(crate) enum Trigger ("trigger") {
+        Auto = "auto",
+        Manual = "manual",
     }
 }
 
