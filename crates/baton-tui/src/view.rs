@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use baton_protocol::{
-    AgentEvent, ApprovalRequest, EndReason, ItemKind, ItemStatus, Outcome, Usage,
+    AgentEvent, ApprovalRequest, EndReason, ErrorInfo, Item, ItemKind, ItemStatus, Outcome, Usage,
 };
 use serde_json::Value;
 
@@ -307,14 +307,7 @@ impl View {
                 attempt,
                 delay_ms,
                 error,
-            } => self.notice(
-                Level::Warn,
-                format!(
-                    "turn {turn}: retrying (attempt {attempt}) in {:.1}s: {}",
-                    *delay_ms as f64 / 1000.0,
-                    error.message
-                ),
-            ),
+            } => self.retrying(*turn, *attempt, *delay_ms, error),
             AgentEvent::TurnRouteChanged {
                 from, to, error, ..
             } => {
@@ -324,66 +317,15 @@ impl View {
                     format!("{from} failed ({}): continuing on {to}", error.message),
                 );
             }
-            AgentEvent::InputCompleted { reason, .. } => {
-                self.phase = Phase::Idle;
-                match reason {
-                    None => {}
-                    Some(EndReason::Cancelled) => self.notice(Level::Warn, "interrupted"),
-                    Some(r) => self.notice(Level::Warn, format!("stopped: {r}")),
-                }
-            }
+            AgentEvent::InputCompleted { reason, .. } => self.input_completed(reason.as_ref()),
             AgentEvent::SessionCompacted {
                 trigger,
                 tokens_before,
                 tokens_after,
                 seat,
                 ..
-            } => {
-                self.context_used = *tokens_after;
-                let whose = seat
-                    .as_deref()
-                    .map(|s| format!(" ({s})"))
-                    .unwrap_or_default();
-                self.notice(
-                    Level::Info,
-                    format!("context compacted{whose}, {trigger}: {tokens_before} → {tokens_after} tokens"),
-                );
-            }
-            AgentEvent::ItemStarted { item } => {
-                let body = match &item.kind {
-                    ItemKind::AgentMessage { text } => Body::Assistant {
-                        text: text.clone(),
-                        streaming: true,
-                    },
-                    ItemKind::Reasoning { text } => Body::Reasoning {
-                        text: text.clone(),
-                        streaming: true,
-                    },
-                    ItemKind::ToolCall {
-                        call_id,
-                        tool,
-                        arguments,
-                        path,
-                        output,
-                        exit_code,
-                    } => Body::Tool(ToolCell {
-                        item_id: item.id.clone(),
-                        call_id: call_id.clone(),
-                        reference: None,
-                        selected: false,
-                        tool: tool.clone(),
-                        arguments: arguments.clone(),
-                        path: path.clone(),
-                        status: item.status,
-                        started_ms: now_ms,
-                        ended_ms: None,
-                        output: output.clone(),
-                        exit_code: *exit_code,
-                    }),
-                };
-                let i = self.push(body);
-                self.index.insert(item.id.clone(), i);
-            }
+            } => self.compacted(seat.as_deref(), trigger, *tokens_before, *tokens_after),
+            AgentEvent::ItemStarted { item } => self.item_started(item, now_ms),
             AgentEvent::ItemDelta { item_id, delta } => {
                 if let Some(e) = self.entry_of(item_id) {
                     if let Body::Assistant { text, .. } | Body::Reasoning { text, .. } = &mut e.body
@@ -392,73 +334,13 @@ impl View {
                     }
                 }
             }
-            AgentEvent::ItemCompleted { item } | AgentEvent::ItemUpdated { item } => {
-                let done = matches!(event, AgentEvent::ItemCompleted { .. });
-                if !self.index.contains_key(&item.id) {
-                    // Completed without a start (a call refused before it began): shown now.
-                    self.apply(&AgentEvent::ItemStarted { item: item.clone() }, now_ms);
-                }
-                if let Some(e) = self.entry_of(&item.id) {
-                    match (&mut e.body, &item.kind) {
-                        (
-                            Body::Assistant { text, streaming }
-                            | Body::Reasoning { text, streaming },
-                            ItemKind::AgentMessage { text: t } | ItemKind::Reasoning { text: t },
-                        ) if done => {
-                            *text = t.clone();
-                            *streaming = false;
-                        }
-                        (
-                            Body::Tool(cell),
-                            ItemKind::ToolCall {
-                                output,
-                                exit_code,
-                                path,
-                                ..
-                            },
-                        ) => {
-                            cell.status = item.status;
-                            if done {
-                                cell.ended_ms = Some(now_ms);
-                                cell.output = output.clone();
-                                cell.exit_code = *exit_code;
-                                if path.is_some() {
-                                    cell.path = path.clone();
-                                }
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                if done && self.approval.as_ref().is_some_and(|a| a.item_id == item.id) {
-                    self.approval = None;
-                }
-            }
+            AgentEvent::ItemCompleted { item } => self.item_changed(item, true, now_ms),
+            AgentEvent::ItemUpdated { item } => self.item_changed(item, false, now_ms),
             AgentEvent::TurnCompleted {
                 usage, cost_usd, ..
-            } => {
-                self.usage.input_tokens += usage.input_tokens;
-                self.usage.cached_input_tokens += usage.cached_input_tokens;
-                self.usage.output_tokens += usage.output_tokens;
-                self.usage.cache_write_tokens += usage.cache_write_tokens;
-                self.context_used = usage.input_tokens + usage.output_tokens;
-                if let Some(c) = cost_usd {
-                    self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + c);
-                }
-            }
+            } => self.turn_completed(usage, *cost_usd),
             AgentEvent::EvidenceReferenced { call_id, reference } => {
-                if let Some(e) = self
-                    .entries
-                    .iter_mut()
-                    .rev()
-                    .find(|e| matches!(&e.body, Body::Tool(c) if c.call_id == *call_id))
-                {
-                    if let Body::Tool(c) = &mut e.body {
-                        c.reference = Some(reference.clone());
-                    }
-                    e.rev += 1;
-                    self.transcript_rev += 1;
-                }
+                self.evidence_referenced(call_id, reference);
             }
             AgentEvent::TurnFailed { turn, error } => self.notice(
                 Level::Error,
@@ -467,65 +349,191 @@ impl View {
             AgentEvent::RoutingRecorded {
                 record,
                 responsible,
-            } => {
-                let routing = self.routing.get_or_insert_with(Routing::default);
-                routing.responsible = responsible.clone();
-                self.mark_selected(record);
-                let what = record
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("routing")
-                    .to_string();
-                let detail = [
-                    "objective",
-                    "summary",
-                    "status",
-                    "reason",
-                    "profile",
-                    "control",
-                ]
-                .iter()
-                .find_map(|k| match record.get(*k) {
-                    Some(Value::String(s)) => Some(s.clone()),
-                    Some(v @ Value::Object(_)) => Some(v.to_string()),
-                    _ => None,
-                })
-                // A selection names its references.
-                .or_else(|| {
-                    record.get("refs").and_then(Value::as_array).map(|a| {
-                        a.iter()
-                            .filter_map(Value::as_str)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    })
-                })
-                .unwrap_or_default();
-                self.push(Body::Routing {
-                    what,
-                    detail,
-                    responsible: responsible.clone(),
-                });
-            }
+            } => self.routing_recorded(record, responsible.as_ref()),
             AgentEvent::SessionCompleted {
                 outcome,
                 reason,
                 error,
                 ..
-            } => {
-                self.phase = Phase::Ended { outcome: *outcome };
-                let why = match (reason, error) {
-                    (_, Some(e)) => format!(": {}", e.message),
-                    (Some(r), None) => format!(": {r}"),
-                    (None, None) => String::new(),
-                };
-                let level = match outcome {
-                    Outcome::Completed => Level::Info,
-                    Outcome::Partial => Level::Warn,
-                    Outcome::Failed => Level::Error,
-                };
-                self.notice(level, format!("session {outcome}{why}"));
+            } => self.session_completed(*outcome, reason.as_ref(), error.as_ref()),
+        }
+    }
+
+    /// A turn is retried: a warning says when and why.
+    fn retrying(&mut self, turn: u32, attempt: u32, delay_ms: u64, error: &ErrorInfo) {
+        self.notice(
+            Level::Warn,
+            format!(
+                "turn {turn}: retrying (attempt {attempt}) in {:.1}s: {}",
+                delay_ms as f64 / 1000.0,
+                error.message
+            ),
+        );
+    }
+
+    /// The input was worked through: the session waits, and a warning says if it was cut short.
+    fn input_completed(&mut self, reason: Option<&EndReason>) {
+        self.phase = Phase::Idle;
+        match reason {
+            None => {}
+            Some(EndReason::Cancelled) => self.notice(Level::Warn, "interrupted"),
+            Some(r) => self.notice(Level::Warn, format!("stopped: {r}")),
+        }
+    }
+
+    /// The context was compacted: its new size, and a notice of the change.
+    fn compacted(&mut self, seat: Option<&str>, trigger: &str, before: u64, after: u64) {
+        self.context_used = after;
+        let whose = seat.map(|s| format!(" ({s})")).unwrap_or_default();
+        self.notice(
+            Level::Info,
+            format!("context compacted{whose}, {trigger}: {before} → {after} tokens"),
+        );
+    }
+
+    /// An item started: a new entry for it (a message, a reasoning or a tool call).
+    fn item_started(&mut self, item: &Item, now_ms: u64) {
+        let body = match &item.kind {
+            ItemKind::AgentMessage { text } => Body::Assistant {
+                text: text.clone(),
+                streaming: true,
+            },
+            ItemKind::Reasoning { text } => Body::Reasoning {
+                text: text.clone(),
+                streaming: true,
+            },
+            ItemKind::ToolCall {
+                call_id,
+                tool,
+                arguments,
+                path,
+                output,
+                exit_code,
+            } => Body::Tool(ToolCell {
+                item_id: item.id.clone(),
+                call_id: call_id.clone(),
+                reference: None,
+                selected: false,
+                tool: tool.clone(),
+                arguments: arguments.clone(),
+                path: path.clone(),
+                status: item.status,
+                started_ms: now_ms,
+                ended_ms: None,
+                output: output.clone(),
+                exit_code: *exit_code,
+            }),
+        };
+        let i = self.push(body);
+        self.index.insert(item.id.clone(), i);
+    }
+
+    /// An item was updated, or completed (`done`): its entry takes the new state.
+    fn item_changed(&mut self, item: &Item, done: bool, now_ms: u64) {
+        if !self.index.contains_key(&item.id) {
+            // Completed without a start (a call refused before it began): shown now.
+            self.apply(&AgentEvent::ItemStarted { item: item.clone() }, now_ms);
+        }
+        if let Some(e) = self.entry_of(&item.id) {
+            match (&mut e.body, &item.kind) {
+                (
+                    Body::Assistant { text, streaming } | Body::Reasoning { text, streaming },
+                    ItemKind::AgentMessage { text: t } | ItemKind::Reasoning { text: t },
+                ) if done => {
+                    *text = t.clone();
+                    *streaming = false;
+                }
+                (
+                    Body::Tool(cell),
+                    ItemKind::ToolCall {
+                        output,
+                        exit_code,
+                        path,
+                        ..
+                    },
+                ) => {
+                    cell.status = item.status;
+                    if done {
+                        cell.ended_ms = Some(now_ms);
+                        cell.output = output.clone();
+                        cell.exit_code = *exit_code;
+                        if path.is_some() {
+                            cell.path = path.clone();
+                        }
+                    }
+                }
+                _ => {}
             }
         }
+        if done && self.approval.as_ref().is_some_and(|a| a.item_id == item.id) {
+            self.approval = None;
+        }
+    }
+
+    /// A turn completed: its usage and cost are added up, and the context's size follows.
+    fn turn_completed(&mut self, usage: &Usage, cost_usd: Option<f64>) {
+        self.usage.input_tokens += usage.input_tokens;
+        self.usage.cached_input_tokens += usage.cached_input_tokens;
+        self.usage.output_tokens += usage.output_tokens;
+        self.usage.cache_write_tokens += usage.cache_write_tokens;
+        self.context_used = usage.input_tokens + usage.output_tokens;
+        if let Some(c) = cost_usd {
+            self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + c);
+        }
+    }
+
+    /// A tool call's result got an evidence reference: the last cell of that call shows it.
+    fn evidence_referenced(&mut self, call_id: &str, reference: &str) {
+        if let Some(e) = self
+            .entries
+            .iter_mut()
+            .rev()
+            .find(|e| matches!(&e.body, Body::Tool(c) if c.call_id == *call_id))
+        {
+            if let Body::Tool(c) = &mut e.body {
+                c.reference = Some(reference.to_string());
+            }
+            e.rev += 1;
+            self.transcript_rev += 1;
+        }
+    }
+
+    /// The host recorded a routing step: who is responsible now, and an entry for the step.
+    fn routing_recorded(&mut self, record: &Value, responsible: Option<&String>) {
+        let routing = self.routing.get_or_insert_with(Routing::default);
+        routing.responsible = responsible.cloned();
+        self.mark_selected(record);
+        let what = record
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("routing")
+            .to_string();
+        self.push(Body::Routing {
+            what,
+            detail: routing_detail(record),
+            responsible: responsible.cloned(),
+        });
+    }
+
+    /// The session ended: the phase says how, and a notice says why.
+    fn session_completed(
+        &mut self,
+        outcome: Outcome,
+        reason: Option<&EndReason>,
+        error: Option<&ErrorInfo>,
+    ) {
+        self.phase = Phase::Ended { outcome };
+        let why = match (reason, error) {
+            (_, Some(e)) => format!(": {}", e.message),
+            (Some(r), None) => format!(": {r}"),
+            (None, None) => String::new(),
+        };
+        let level = match outcome {
+            Outcome::Completed => Level::Info,
+            Outcome::Partial => Level::Warn,
+            Outcome::Failed => Level::Error,
+        };
+        self.notice(level, format!("session {outcome}{why}"));
     }
 
     /// Hands the queued input to the session: each becomes a user entry, and the session works
@@ -696,6 +704,35 @@ impl View {
     pub fn animating(&self) -> bool {
         matches!(self.phase, Phase::Working { .. })
     }
+}
+
+/// The detail shown beside a routing step: its first telling field, or the references a
+/// selection names.
+fn routing_detail(record: &Value) -> String {
+    [
+        "objective",
+        "summary",
+        "status",
+        "reason",
+        "profile",
+        "control",
+    ]
+    .iter()
+    .find_map(|k| match record.get(*k) {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(v @ Value::Object(_)) => Some(v.to_string()),
+        _ => None,
+    })
+    // A selection names its references.
+    .or_else(|| {
+        record.get("refs").and_then(Value::as_array).map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+    })
+    .unwrap_or_default()
 }
 
 #[cfg(test)]
