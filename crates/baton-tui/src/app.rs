@@ -270,32 +270,7 @@ impl App {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         // The approval modal takes every key.
         if self.view.approval.is_some() {
-            if let Some(Overlay::Feedback(text)) = &mut self.ui.overlay {
-                match key.code {
-                    KeyCode::Enter => {
-                        let feedback = std::mem::take(text);
-                        self.answer(ApprovalAnswer::No { feedback });
-                    }
-                    KeyCode::Esc => self.ui.overlay = None,
-                    KeyCode::Backspace => {
-                        text.pop();
-                    }
-                    KeyCode::Char(c) if !ctrl => text.push(c),
-                    _ => {}
-                }
-                return;
-            }
-            match key.code {
-                KeyCode::Char('1' | 'y') => self.answer(ApprovalAnswer::Yes),
-                KeyCode::Char('2' | 'a') => self.answer(ApprovalAnswer::Always),
-                KeyCode::Char('3' | 'n') => {
-                    self.ui.overlay = Some(Overlay::Feedback(String::new()))
-                }
-                KeyCode::Esc => self.answer(ApprovalAnswer::No {
-                    feedback: String::new(),
-                }),
-                _ => {}
-            }
+            self.approval_key(key, ctrl);
             return;
         }
         if self.ui.panel.open {
@@ -310,74 +285,127 @@ impl App {
             }
         }
         if self.ui.overlay == Some(Overlay::Help) {
-            match key.code {
-                KeyCode::Esc | KeyCode::Char('q' | '?') | KeyCode::F(1) | KeyCode::Enter => {
-                    self.ui.overlay = None;
-                    self.ui.help_scroll = 0;
-                }
-                KeyCode::Down | KeyCode::Char('j') => self.ui.help_scroll += 1,
-                KeyCode::Up | KeyCode::Char('k') => {
-                    self.ui.help_scroll = self.ui.help_scroll.saturating_sub(1)
-                }
-                KeyCode::PageDown => self.ui.help_scroll += 10,
-                KeyCode::PageUp => self.ui.help_scroll = self.ui.help_scroll.saturating_sub(10),
-                _ => {}
-            }
+            self.help_key(key);
             return;
         }
-        if let Some(q) = &mut self.ui.composer.search {
-            match key.code {
-                KeyCode::Enter => self.ui.composer.end_search(true),
-                KeyCode::Esc => self.ui.composer.end_search(false),
-                KeyCode::Backspace => {
-                    q.pop();
-                }
-                KeyCode::Char('r') if ctrl => {}
-                KeyCode::Char(c) if !ctrl => q.push(c),
-                _ => self.ui.composer.end_search(false),
-            }
+        if self.ui.composer.search.is_some() {
+            self.search_key(key, ctrl);
             return;
         }
         if let Some(f) = self.ui.focus {
-            let handled = match key.code {
-                KeyCode::Char('j') | KeyCode::Down => {
-                    self.ui.focus = Some((f + 1).min(self.view.entries.len().saturating_sub(1)));
-                    true
-                }
-                KeyCode::Char('k') | KeyCode::Up => {
-                    self.ui.focus = Some(f.saturating_sub(1));
-                    true
-                }
-                KeyCode::Enter | KeyCode::Char(' ') => {
-                    self.toggle(f);
-                    true
-                }
-                KeyCode::Char('y') => {
-                    self.copy(f);
-                    true
-                }
-                KeyCode::Esc => {
-                    self.ui.focus = None;
-                    self.ui.scroll = 0;
-                    true
-                }
-                _ => false,
-            };
-            if handled {
+            if self.focus_key(key, f) {
                 return;
             }
             self.ui.focus = None;
         }
-        let action = self.ui.keymap.action(&key);
+        match self.ui.keymap.action(&key) {
+            Some(action) => self.act(action, send),
+            None => self.type_key(key, ctrl),
+        }
+    }
+
+    /// A key while an approval is asked: an answer, or the feedback typed for a refusal.
+    fn approval_key(&mut self, key: KeyEvent, ctrl: bool) {
+        if let Some(Overlay::Feedback(text)) = &mut self.ui.overlay {
+            match key.code {
+                KeyCode::Enter => {
+                    let feedback = std::mem::take(text);
+                    self.answer(ApprovalAnswer::No { feedback });
+                }
+                KeyCode::Esc => self.ui.overlay = None,
+                KeyCode::Backspace => {
+                    text.pop();
+                }
+                KeyCode::Char(c) if !ctrl => text.push(c),
+                _ => {}
+            }
+            return;
+        }
+        match key.code {
+            KeyCode::Char('1' | 'y') => self.answer(ApprovalAnswer::Yes),
+            KeyCode::Char('2' | 'a') => self.answer(ApprovalAnswer::Always),
+            KeyCode::Char('3' | 'n') => self.ui.overlay = Some(Overlay::Feedback(String::new())),
+            KeyCode::Esc => self.answer(ApprovalAnswer::No {
+                feedback: String::new(),
+            }),
+            _ => {}
+        }
+    }
+
+    /// A key while the help is shown: it scrolls or closes.
+    fn help_key(&mut self, key: KeyEvent) {
+        match key.code {
+            KeyCode::Esc | KeyCode::Char('q' | '?') | KeyCode::F(1) | KeyCode::Enter => {
+                self.ui.overlay = None;
+                self.ui.help_scroll = 0;
+            }
+            KeyCode::Down | KeyCode::Char('j') => self.ui.help_scroll += 1,
+            KeyCode::Up | KeyCode::Char('k') => {
+                self.ui.help_scroll = self.ui.help_scroll.saturating_sub(1)
+            }
+            KeyCode::PageDown => self.ui.help_scroll += 10,
+            KeyCode::PageUp => self.ui.help_scroll = self.ui.help_scroll.saturating_sub(10),
+            _ => {}
+        }
+    }
+
+    /// A key while the history is searched: it edits the query, or ends the search.
+    fn search_key(&mut self, key: KeyEvent, ctrl: bool) {
+        let Some(q) = &mut self.ui.composer.search else {
+            return;
+        };
+        match key.code {
+            KeyCode::Enter => self.ui.composer.end_search(true),
+            KeyCode::Esc => self.ui.composer.end_search(false),
+            KeyCode::Backspace => {
+                q.pop();
+            }
+            KeyCode::Char('r') if ctrl => {}
+            KeyCode::Char(c) if !ctrl => q.push(c),
+            _ => self.ui.composer.end_search(false),
+        }
+    }
+
+    /// A key while entry `f` has the focus: whether it moved, toggled or copied the focus (or
+    /// left it).
+    fn focus_key(&mut self, key: KeyEvent, f: usize) -> bool {
+        match key.code {
+            KeyCode::Char('j') | KeyCode::Down => {
+                self.ui.focus = Some((f + 1).min(self.view.entries.len().saturating_sub(1)));
+                true
+            }
+            KeyCode::Char('k') | KeyCode::Up => {
+                self.ui.focus = Some(f.saturating_sub(1));
+                true
+            }
+            KeyCode::Enter | KeyCode::Char(' ') => {
+                self.toggle(f);
+                true
+            }
+            KeyCode::Char('y') => {
+                self.copy(f);
+                true
+            }
+            KeyCode::Esc => {
+                self.ui.focus = None;
+                self.ui.scroll = 0;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Does what a key bound in the keymap asks.
+    fn act(&mut self, action: Action, send: &mut dyn FnMut(Request) -> Result<(), String>) {
         match action {
-            Some(Action::Submit) => self.submit(send),
-            Some(Action::Newline) => self.ui.composer.insert('\n'),
-            Some(Action::Interrupt) => {
+            Action::Submit => self.submit(send),
+            Action::Newline => self.ui.composer.insert('\n'),
+            Action::Interrupt => {
                 if matches!(self.view.phase, Phase::Working { .. }) {
                     self.interrupt(send);
                 }
             }
-            Some(Action::Cancel) => {
+            Action::Cancel => {
                 if matches!(self.view.phase, Phase::Working { .. }) {
                     self.interrupt(send);
                 } else if !self.ui.composer.is_empty() {
@@ -386,96 +414,110 @@ impl App {
                     self.quit = true;
                 }
             }
-            Some(Action::Quit) => {
+            Action::Quit => {
                 if self.ui.composer.is_empty() {
                     self.quit = true;
                 } else {
                     self.ui.composer.delete();
                 }
             }
-            Some(Action::HistoryPrev) => {
-                if !self.ui.composer.on_first_line() {
-                    self.ui.composer.vertical(true);
-                } else if self.ui.composer.is_empty() && !self.view.queued.is_empty() {
-                    // A queued message comes back to be edited.
-                    if let Some(q) = self.view.queued.pop() {
-                        self.ui.composer.set(&q);
-                    }
-                } else {
-                    self.ui.composer.history_prev();
-                }
-            }
-            Some(Action::HistoryNext) => {
+            Action::HistoryPrev => self.history_prev(),
+            Action::HistoryNext => {
                 if self.ui.composer.on_last_line() {
                     self.ui.composer.history_next();
                 } else {
                     self.ui.composer.vertical(false);
                 }
             }
-            Some(Action::HistorySearch) => self.ui.composer.search = Some(String::new()),
-            Some(Action::ScrollUp) => self.ui.scroll += self.ui.page.saturating_sub(1).max(1),
-            Some(Action::ScrollDown) => {
+            Action::HistorySearch => self.ui.composer.search = Some(String::new()),
+            Action::ScrollUp => self.ui.scroll += self.ui.page.saturating_sub(1).max(1),
+            Action::ScrollDown => {
                 self.ui.scroll = self
                     .ui
                     .scroll
                     .saturating_sub(self.ui.page.saturating_sub(1).max(1))
             }
-            Some(Action::ScrollTop) => self.ui.scroll = usize::MAX / 4,
-            Some(Action::ScrollBottom) => self.ui.scroll = 0,
-            Some(Action::FocusPrev) => {
+            Action::ScrollTop => self.ui.scroll = usize::MAX / 4,
+            Action::ScrollBottom => self.ui.scroll = 0,
+            Action::FocusPrev => {
                 let n = self.view.entries.len();
                 if n > 0 {
                     self.ui.focus = Some(n - 1);
                 }
             }
-            Some(Action::FocusNext) => {}
-            Some(Action::Expand) => {
-                let target = self.ui.focus.or_else(|| {
-                    self.view
-                        .entries
-                        .iter()
-                        .rposition(|e| matches!(e.body, Body::Tool(_) | Body::Reasoning { .. }))
-                });
-                if let Some(i) = target {
-                    self.toggle(i);
-                }
-            }
-            Some(Action::Copy) => {
+            Action::FocusNext => {}
+            Action::Expand => self.expand(),
+            Action::Copy => {
                 if let Some(i) = self.ui.focus.or(self.view.entries.len().checked_sub(1)) {
                     self.copy(i);
                 }
             }
-            Some(Action::Help) => self.ui.overlay = Some(Overlay::Help),
-            Some(Action::Panel) => {
+            Action::Help => self.ui.overlay = Some(Overlay::Help),
+            Action::Panel => {
                 self.ui.panel.open = !self.ui.panel.open || self.ui.panel.pinned;
             }
-            Some(Action::Complete) => {
-                let best = self.ui.composer.mention().and_then(|(_, q)| {
-                    crate::composer::fuzzy(q, &self.ui.files, 1)
-                        .first()
-                        .map(|s| s.to_string())
-                });
-                match best {
-                    Some(path) => self.ui.composer.complete_mention(&path),
-                    None => self.ui.composer.complete(),
-                }
+            Action::Complete => self.complete(),
+            Action::Editor => self.want_editor = true,
+            Action::Redraw => self.want_clear = true,
+            Action::DeleteWord => self.ui.composer.delete_word(),
+        }
+    }
+
+    /// A key bound to nothing: typed into the composer (or `?` on an empty one: the help).
+    fn type_key(&mut self, key: KeyEvent, ctrl: bool) {
+        match key.code {
+            KeyCode::Char('?') if self.ui.composer.is_empty() => {
+                self.ui.overlay = Some(Overlay::Help)
             }
-            Some(Action::Editor) => self.want_editor = true,
-            Some(Action::Redraw) => self.want_clear = true,
-            Some(Action::DeleteWord) => self.ui.composer.delete_word(),
-            None => match key.code {
-                KeyCode::Char('?') if self.ui.composer.is_empty() => {
-                    self.ui.overlay = Some(Overlay::Help)
-                }
-                KeyCode::Char(c) if !ctrl => self.ui.composer.insert(c),
-                KeyCode::Backspace => self.ui.composer.backspace(),
-                KeyCode::Delete => self.ui.composer.delete(),
-                KeyCode::Left => self.ui.composer.left(),
-                KeyCode::Right => self.ui.composer.right(),
-                KeyCode::Home => self.ui.composer.home(),
-                KeyCode::End => self.ui.composer.end(),
-                _ => {}
-            },
+            KeyCode::Char(c) if !ctrl => self.ui.composer.insert(c),
+            KeyCode::Backspace => self.ui.composer.backspace(),
+            KeyCode::Delete => self.ui.composer.delete(),
+            KeyCode::Left => self.ui.composer.left(),
+            KeyCode::Right => self.ui.composer.right(),
+            KeyCode::Home => self.ui.composer.home(),
+            KeyCode::End => self.ui.composer.end(),
+            _ => {}
+        }
+    }
+
+    /// Up in the composer: the line above, a queued message back to edit, or the history's
+    /// previous entry.
+    fn history_prev(&mut self) {
+        if !self.ui.composer.on_first_line() {
+            self.ui.composer.vertical(true);
+        } else if self.ui.composer.is_empty() && !self.view.queued.is_empty() {
+            // A queued message comes back to be edited.
+            if let Some(q) = self.view.queued.pop() {
+                self.ui.composer.set(&q);
+            }
+        } else {
+            self.ui.composer.history_prev();
+        }
+    }
+
+    /// Expands (or folds) the focused entry, or else the last tool call or reasoning.
+    fn expand(&mut self) {
+        let target = self.ui.focus.or_else(|| {
+            self.view
+                .entries
+                .iter()
+                .rposition(|e| matches!(e.body, Body::Tool(_) | Body::Reasoning { .. }))
+        });
+        if let Some(i) = target {
+            self.toggle(i);
+        }
+    }
+
+    /// Tab: completes the `@` mention with the best matching file, or else a command.
+    fn complete(&mut self) {
+        let best = self.ui.composer.mention().and_then(|(_, q)| {
+            crate::composer::fuzzy(q, &self.ui.files, 1)
+                .first()
+                .map(|s| s.to_string())
+        });
+        match best {
+            Some(path) => self.ui.composer.complete_mention(&path),
+            None => self.ui.composer.complete(),
         }
     }
 
