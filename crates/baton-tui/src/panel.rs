@@ -80,145 +80,185 @@ impl Panel {
     /// second place when the key was not the panel's.
     pub fn key(&mut self, key: KeyEvent, project: &Project) -> (Option<Request>, bool) {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        if let Some(form) = &mut self.form {
-            match form {
-                Form::Confirm { request, .. } => {
-                    let r = (key.code == KeyCode::Char('y')).then(|| request.clone());
-                    self.form = None;
-                    return (r, true);
-                }
-                Form::Answer { text, .. } | Form::Guidance { text, .. } => match key.code {
-                    KeyCode::Esc => self.form = None,
-                    KeyCode::Backspace => {
-                        text.pop();
-                    }
-                    KeyCode::Enter if !text.trim().is_empty() => {
-                        let request = match form {
-                            Form::Answer { workflow, text } => Request::Answer {
-                                workflow: workflow.clone(),
-                                text: text.trim().to_string(),
-                            },
-                            Form::Guidance { flow, text } => Request::FlowContinue {
-                                flow: flow.clone(),
-                                guidance: text.trim().to_string(),
-                            },
-                            Form::Confirm { .. } => return (None, true),
-                        };
-                        let question = match &request {
-                            Request::Answer { workflow, text } => {
-                                format!("answer workflow {workflow} with “{text}”?")
-                            }
-                            Request::FlowContinue { flow, guidance } => {
-                                format!("continue flow {flow} with “{guidance}”?")
-                            }
-                            _ => String::new(),
-                        };
-                        self.form = Some(Form::Confirm { question, request });
-                    }
-                    KeyCode::Char(c) if !ctrl => text.push(c),
-                    _ => {}
-                },
-            }
-            return (None, true);
+        if self.form.is_some() {
+            return self.form_key(key, ctrl);
         }
-        if let Some((_, lines, scroll)) = &mut self.viewer {
-            match key.code {
-                KeyCode::Esc | KeyCode::Char('q') => self.viewer = None,
-                KeyCode::Down | KeyCode::Char('j') => {
-                    *scroll = (*scroll + 1).min(lines.len().saturating_sub(1))
-                }
-                KeyCode::Up | KeyCode::Char('k') => *scroll = scroll.saturating_sub(1),
-                KeyCode::PageDown => *scroll = (*scroll + 20).min(lines.len().saturating_sub(1)),
-                KeyCode::PageUp => *scroll = scroll.saturating_sub(20),
-                _ => {}
-            }
+        if self.viewer.is_some() {
+            self.viewer_key(key);
             return (None, true);
         }
         // Control keys are the app's (quit, the panel's own toggle, help …).
         if ctrl {
             return (None, false);
         }
-        let rows = project.grouped();
         if let Some(detail) = self.detail.clone() {
-            match (key.code, &detail) {
-                (KeyCode::Esc, _) if !self.pinned => self.detail = None,
-                (KeyCode::Down | KeyCode::Char('j'), Detail::Flow(id)) => {
-                    let n = project.flows.get(id).map_or(0, |f| f.units.len());
-                    self.unit = (self.unit + 1).min(n.saturating_sub(1));
-                }
-                (KeyCode::Up | KeyCode::Char('k'), Detail::Flow(_)) => {
-                    self.unit = self.unit.saturating_sub(1)
-                }
-                (KeyCode::Enter, Detail::Flow(id)) => {
-                    if let Some(u) = project.flows.get(id).and_then(|f| f.units.get(self.unit)) {
-                        self.viewer = Some((
-                            format!("unit {}: validation and review", u.id),
-                            unit_text(u),
-                            0,
-                        ));
-                    }
-                }
-                (KeyCode::Char('p'), Detail::Flow(id)) => {
-                    if let Some(u) = project.flows.get(id).and_then(|f| f.units.get(self.unit)) {
-                        return match &u.packet {
-                            Some(path) => (
-                                Some(Request::OpenFile {
-                                    title: format!("unit {}: the review packet", u.id),
-                                    path: path.clone(),
-                                }),
-                                true,
-                            ),
-                            None => {
-                                self.viewer = Some((
-                                    format!("unit {}", u.id),
-                                    vec!["no review packet: the unit was not reviewed".into()],
-                                    0,
-                                ));
-                                (None, true)
-                            }
-                        };
-                    }
-                }
-                (KeyCode::Char('c'), Detail::Flow(id)) => {
-                    self.form = Some(Form::Guidance {
-                        flow: id.clone(),
-                        text: String::new(),
-                    })
-                }
-                (KeyCode::Char('a'), Detail::Flow(id)) => {
-                    self.form = Some(Form::Confirm {
-                        question: format!("abandon flow {id}? (its kept work stays until `clean`)"),
-                        request: Request::FlowAbandon { flow: id.clone() },
-                    })
-                }
-                (KeyCode::Char('l'), Detail::Flow(id)) => {
-                    self.form = Some(Form::Confirm {
-                        question: format!("clean flow {id}: remove its worktrees and branches?"),
-                        request: Request::FlowClean { flow: id.clone() },
-                    })
-                }
-                (KeyCode::Char(c), Detail::Workflow(id)) if !ctrl => {
-                    if let Some(cp) = project
-                        .workflows
-                        .get(id)
-                        .and_then(|w| w.checkpoint.as_ref())
-                    {
-                        // A digit picks an option; other characters start free text.
-                        let text = c
-                            .to_digit(10)
-                            .and_then(|d| cp.options.get((d as usize).checked_sub(1)?))
-                            .cloned()
-                            .unwrap_or_else(|| c.to_string());
-                        self.form = Some(Form::Answer {
-                            workflow: id.clone(),
-                            text,
-                        });
-                    }
-                }
-                _ => return (None, !matches!(key.code, KeyCode::Esc)),
-            }
-            return (None, true);
+            return self.detail_key(key, &detail, project, ctrl);
         }
+        self.list_key(key, project)
+    }
+
+    /// A key while a form is open: it answers a confirmation, or edits (and, with Enter,
+    /// confirms) the text of an answer or a guidance.
+    fn form_key(&mut self, key: KeyEvent, ctrl: bool) -> (Option<Request>, bool) {
+        let Some(form) = &mut self.form else {
+            return (None, true);
+        };
+        match form {
+            Form::Confirm { request, .. } => {
+                let r = (key.code == KeyCode::Char('y')).then(|| request.clone());
+                self.form = None;
+                return (r, true);
+            }
+            Form::Answer { text, .. } | Form::Guidance { text, .. } => match key.code {
+                KeyCode::Esc => self.form = None,
+                KeyCode::Backspace => {
+                    text.pop();
+                }
+                KeyCode::Enter if !text.trim().is_empty() => {
+                    let request = match form {
+                        Form::Answer { workflow, text } => Request::Answer {
+                            workflow: workflow.clone(),
+                            text: text.trim().to_string(),
+                        },
+                        Form::Guidance { flow, text } => Request::FlowContinue {
+                            flow: flow.clone(),
+                            guidance: text.trim().to_string(),
+                        },
+                        Form::Confirm { .. } => return (None, true),
+                    };
+                    let question = match &request {
+                        Request::Answer { workflow, text } => {
+                            format!("answer workflow {workflow} with “{text}”?")
+                        }
+                        Request::FlowContinue { flow, guidance } => {
+                            format!("continue flow {flow} with “{guidance}”?")
+                        }
+                        _ => String::new(),
+                    };
+                    self.form = Some(Form::Confirm { question, request });
+                }
+                KeyCode::Char(c) if !ctrl => text.push(c),
+                _ => {}
+            },
+        }
+        (None, true)
+    }
+
+    /// A key while text is read in the viewer: it scrolls or closes.
+    fn viewer_key(&mut self, key: KeyEvent) {
+        let Some((_, lines, scroll)) = &mut self.viewer else {
+            return;
+        };
+        match key.code {
+            KeyCode::Esc | KeyCode::Char('q') => self.viewer = None,
+            KeyCode::Down | KeyCode::Char('j') => {
+                *scroll = (*scroll + 1).min(lines.len().saturating_sub(1))
+            }
+            KeyCode::Up | KeyCode::Char('k') => *scroll = scroll.saturating_sub(1),
+            KeyCode::PageDown => *scroll = (*scroll + 20).min(lines.len().saturating_sub(1)),
+            KeyCode::PageUp => *scroll = scroll.saturating_sub(20),
+            _ => {}
+        }
+    }
+
+    /// A key in a Flow's or a workflow's view: it moves among the units, opens a unit's text
+    /// or packet, asks for an action, or starts a checkpoint's answer.
+    fn detail_key(
+        &mut self,
+        key: KeyEvent,
+        detail: &Detail,
+        project: &Project,
+        ctrl: bool,
+    ) -> (Option<Request>, bool) {
+        match (key.code, detail) {
+            (KeyCode::Esc, _) if !self.pinned => self.detail = None,
+            (KeyCode::Down | KeyCode::Char('j'), Detail::Flow(id)) => {
+                let n = project.flows.get(id).map_or(0, |f| f.units.len());
+                self.unit = (self.unit + 1).min(n.saturating_sub(1));
+            }
+            (KeyCode::Up | KeyCode::Char('k'), Detail::Flow(_)) => {
+                self.unit = self.unit.saturating_sub(1)
+            }
+            (KeyCode::Enter, Detail::Flow(id)) => {
+                if let Some(u) = project.flows.get(id).and_then(|f| f.units.get(self.unit)) {
+                    self.viewer = Some((
+                        format!("unit {}: validation and review", u.id),
+                        unit_text(u),
+                        0,
+                    ));
+                }
+            }
+            (KeyCode::Char('p'), Detail::Flow(id)) => {
+                if let Some(u) = project.flows.get(id).and_then(|f| f.units.get(self.unit)) {
+                    return self.open_packet(u);
+                }
+            }
+            (KeyCode::Char('c'), Detail::Flow(id)) => {
+                self.form = Some(Form::Guidance {
+                    flow: id.clone(),
+                    text: String::new(),
+                })
+            }
+            (KeyCode::Char('a'), Detail::Flow(id)) => {
+                self.form = Some(Form::Confirm {
+                    question: format!("abandon flow {id}? (its kept work stays until `clean`)"),
+                    request: Request::FlowAbandon { flow: id.clone() },
+                })
+            }
+            (KeyCode::Char('l'), Detail::Flow(id)) => {
+                self.form = Some(Form::Confirm {
+                    question: format!("clean flow {id}: remove its worktrees and branches?"),
+                    request: Request::FlowClean { flow: id.clone() },
+                })
+            }
+            (KeyCode::Char(c), Detail::Workflow(id)) if !ctrl => {
+                if let Some(cp) = project
+                    .workflows
+                    .get(id)
+                    .and_then(|w| w.checkpoint.as_ref())
+                {
+                    // A digit picks an option; other characters start free text.
+                    let text = c
+                        .to_digit(10)
+                        .and_then(|d| cp.options.get((d as usize).checked_sub(1)?))
+                        .cloned()
+                        .unwrap_or_else(|| c.to_string());
+                    self.form = Some(Form::Answer {
+                        workflow: id.clone(),
+                        text,
+                    });
+                }
+            }
+            _ => return (None, !matches!(key.code, KeyCode::Esc)),
+        }
+        (None, true)
+    }
+
+    /// `p` on a Flow's unit: its review packet opened, or a note that it has none.
+    fn open_packet(&mut self, u: &crate::project::Unit) -> (Option<Request>, bool) {
+        match &u.packet {
+            Some(path) => (
+                Some(Request::OpenFile {
+                    title: format!("unit {}: the review packet", u.id),
+                    path: path.clone(),
+                }),
+                true,
+            ),
+            None => {
+                self.viewer = Some((
+                    format!("unit {}", u.id),
+                    vec!["no review packet: the unit was not reviewed".into()],
+                    0,
+                ));
+                (None, true)
+            }
+        }
+    }
+
+    /// A key in the list: it moves the selection, opens the selected row, cancels a running
+    /// task, or closes the panel.
+    fn list_key(&mut self, key: KeyEvent, project: &Project) -> (Option<Request>, bool) {
+        let rows = project.grouped();
         match key.code {
             KeyCode::Down | KeyCode::Char('j') => {
                 self.selected = (self.selected + 1).min(rows.len().saturating_sub(1))
@@ -226,38 +266,7 @@ impl Panel {
             KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
             KeyCode::Enter => {
                 if let Some(row) = rows.get(self.selected) {
-                    match row.kind {
-                        Kind::Flow => self.detail = Some(Detail::Flow(row.id.clone())),
-                        Kind::Workflow => self.detail = Some(Detail::Workflow(row.id.clone())),
-                        // A child's (or a worker's) own transcript when it named one, else (a
-                        // task) its log.
-                        Kind::Task | Kind::Delegation | Kind::Worker if row.session.is_some() => {
-                            let id = row.session.clone().unwrap_or_default();
-                            return (Some(Request::OpenSession { id }), true);
-                        }
-                        Kind::Task => {
-                            return (
-                                Some(Request::OpenLog {
-                                    task: row.id.clone(),
-                                }),
-                                true,
-                            )
-                        }
-                        Kind::Worker => {
-                            self.viewer = Some((
-                                format!("worker {} · {}", row.name, row.role),
-                                vec!["its session is not set up yet".into()],
-                                0,
-                            ));
-                        }
-                        Kind::Delegation => {
-                            self.viewer = Some((
-                                format!("{} · {}", row.name, row.role),
-                                vec!["no transcript yet: a child's own session shows once it finished and named it (a baton child does; pi, Codex, Claude Code and command children keep their own)".into()],
-                                0,
-                            ));
-                        }
-                    }
+                    return self.open_row(row);
                 }
             }
             KeyCode::Char('x') => {
@@ -275,6 +284,44 @@ impl Panel {
             }
             KeyCode::Esc if !self.pinned => self.open = false,
             _ => return (None, false),
+        }
+        (None, true)
+    }
+
+    /// Enter on a row: a Flow's or a workflow's view, a transcript, a task's log, or a note
+    /// that there is nothing to read yet.
+    fn open_row(&mut self, row: &Row) -> (Option<Request>, bool) {
+        match row.kind {
+            Kind::Flow => self.detail = Some(Detail::Flow(row.id.clone())),
+            Kind::Workflow => self.detail = Some(Detail::Workflow(row.id.clone())),
+            // A child's (or a worker's) own transcript when it named one, else (a
+            // task) its log.
+            Kind::Task | Kind::Delegation | Kind::Worker if row.session.is_some() => {
+                let id = row.session.clone().unwrap_or_default();
+                return (Some(Request::OpenSession { id }), true);
+            }
+            Kind::Task => {
+                return (
+                    Some(Request::OpenLog {
+                        task: row.id.clone(),
+                    }),
+                    true,
+                )
+            }
+            Kind::Worker => {
+                self.viewer = Some((
+                    format!("worker {} · {}", row.name, row.role),
+                    vec!["its session is not set up yet".into()],
+                    0,
+                ));
+            }
+            Kind::Delegation => {
+                self.viewer = Some((
+                    format!("{} · {}", row.name, row.role),
+                    vec!["no transcript yet: a child's own session shows once it finished and named it (a baton child does; pi, Codex, Claude Code and command children keep their own)".into()],
+                    0,
+                ));
+            }
         }
         (None, true)
     }
