@@ -337,6 +337,42 @@ impl FlowState {
                 self.driver_pid = Some(*pid);
                 self.halted = None;
             }
+            FlowEvent::ImplementersSettled => self.settled = true,
+            FlowEvent::Landing { main, .. } => {
+                self.main_oid = main.clone();
+                self.halted = None;
+            }
+            FlowEvent::WorktreeCreating { .. }
+            | FlowEvent::WorktreeCreated { .. }
+            | FlowEvent::ImplementerStarted { .. }
+            | FlowEvent::ImplementerSpawned { .. }
+            | FlowEvent::ImplementerFinished { .. } => self.apply_implementation(ev),
+            FlowEvent::Rebasing { .. }
+            | FlowEvent::Rebased { .. }
+            | FlowEvent::Derived { .. }
+            | FlowEvent::Validating { .. }
+            | FlowEvent::Validated { .. }
+            | FlowEvent::Reviewing { .. }
+            | FlowEvent::Reviewed { .. } => self.apply_checks(ev),
+            FlowEvent::Blocked { .. }
+            | FlowEvent::RepairStarted { .. }
+            | FlowEvent::Merging { .. }
+            | FlowEvent::Merged { .. }
+            | FlowEvent::Cleaning { .. }
+            | FlowEvent::Finished { .. } => self.apply_landing(ev),
+            FlowEvent::SetupAborting { .. }
+            | FlowEvent::Halted { .. }
+            | FlowEvent::Completed { .. }
+            | FlowEvent::Failed { .. }
+            | FlowEvent::Abandoned { .. }
+            | FlowEvent::FlowCleaning { .. }
+            | FlowEvent::FlowCleaned { .. } => self.apply_end(ev, at),
+        }
+    }
+
+    /// An event of a unit's worktree or implementer: the unit's status and run follow it.
+    fn apply_implementation(&mut self, ev: &FlowEvent) {
+        match ev {
             FlowEvent::WorktreeCreating { unit, worktree_id } => {
                 if let Some(u) = self.unit_mut(unit) {
                     u.status = UnitStatus::Creating;
@@ -379,11 +415,13 @@ impl FlowState {
                     u.implementer = Some(result.clone());
                 }
             }
-            FlowEvent::ImplementersSettled => self.settled = true,
-            FlowEvent::Landing { main, .. } => {
-                self.main_oid = main.clone();
-                self.halted = None;
-            }
+            _ => {}
+        }
+    }
+
+    /// An event of a unit's rebase, validation or review: the unit records what it found.
+    fn apply_checks(&mut self, ev: &FlowEvent) {
+        match ev {
             FlowEvent::Rebasing { unit, onto, .. } => {
                 if let Some(u) = self.unit_mut(unit) {
                     u.status = UnitStatus::Rebasing;
@@ -446,6 +484,13 @@ impl FlowState {
                     u.approved = approved.then(|| (base.clone(), tip.clone()));
                 }
             }
+            _ => {}
+        }
+    }
+
+    /// An event of a unit's block, repair, merge or cleanup: the unit moves on (and Main with a merge).
+    fn apply_landing(&mut self, ev: &FlowEvent) {
+        match ev {
             FlowEvent::Blocked {
                 unit,
                 attempt,
@@ -518,6 +563,13 @@ impl FlowState {
                     u.warnings.extend(warnings.iter().cloned());
                 }
             }
+            _ => {}
+        }
+    }
+
+    /// An event of the Flow's end or cleanup: the Flow records how it ended, or what was cleaned.
+    fn apply_end(&mut self, ev: &FlowEvent, at: &str) {
+        match ev {
             FlowEvent::SetupAborting { unit, message } => {
                 self.setup_aborting = Some((unit.clone(), message.clone()));
             }
@@ -578,6 +630,7 @@ impl FlowState {
                     done: true,
                 });
             }
+            _ => {}
         }
     }
 
