@@ -184,355 +184,453 @@ pub fn decide(
         Op::Environment {
             tool,
             instructional,
-        } => {
-            if who == Profile::Coordinator && state.act_bounded.is_none() && !instructional {
-                return Err(refuse(
-                    "coordinator-environment",
-                    format!(
-                        "the Coordinator does not use environment tools such as `{tool}`: delegate the work with `delegate assign`, or, if judgment and action cannot be separated, `act_bounded open` a scope and `act_bounded run` the tool in it (reading role and skill files needs no scope)"
-                    ),
-                ));
-            }
-            Ok(Vec::new())
-        }
+        } => environment(state, who, tool, *instructional),
         Op::Assign {
             contract,
             unit_outcome,
-        } => {
-            non_empty("contract", contract)?;
-            if let Some(a) = state.outstanding() {
-                return Err(refuse(
-                    "one-assignment",
-                    format!(
-                        "assignment {} is outstanding: wait for its report, or `replace` it while it is quiescent",
-                        a.id
-                    ),
-                ));
-            }
-            let mut events = Vec::new();
-            let unit = match (state.open_unit(), unit_outcome) {
-                (Some(u), None) => u.id.clone(),
-                (Some(u), Some(_)) => {
-                    return Err(refuse(
-                        "unit-outcome",
-                        format!(
-                            "unit {} is open for its own outcome: leave `unit_outcome` out to assign more work toward it, or `unit close` it first",
-                            u.id
-                        ),
-                    ))
-                }
-                (None, None) => {
-                    return Err(refuse(
-                        "unit-outcome",
-                        "no unit is open: `unit_outcome` states the outcome this assignment's unit is for, in your words (what must be true when you accept it)",
-                    ))
-                }
-                (None, Some(outcome)) => {
-                    non_empty("unit_outcome", outcome)?;
-                    let unit = state.next_id("u");
-                    events.push(Event::UnitOpened {
-                        unit: unit.clone(),
-                        outcome: outcome.trim().to_string(),
-                    });
-                    unit
-                }
-            };
-            let assignment = state.next_id("a");
-            let handoff = state.next_id("h");
-            events.push(Event::Assigned {
-                assignment,
-                unit,
-                contract: contract.clone(),
-                handoff: handoff.clone(),
-            });
-            events.push(Event::HandoffConfigured { handoff });
-            close_act_bounded(state, &mut events);
-            Ok(events)
-        }
-        Op::Replace { contract, reason } => {
-            non_empty("contract", contract)?;
-            non_empty("reason", reason)?;
-            let Some(old) = state.outstanding() else {
-                return Err(refuse(
-                    "replace-outstanding",
-                    "no assignment is outstanding: `replace` changes one that has not returned; use `assign` for new work",
-                ));
-            };
-            if old.executions.iter().any(|e| e.ended.is_none()) {
-                return Err(refuse(
-                    "replace-quiescent",
-                    format!("assignment {} is executing: it can be replaced only while no execution of it runs", old.id),
-                ));
-            }
-            if state.unit(&old.unit).is_none_or(|u| u.closed.is_some()) {
-                return Err(refuse(
-                    "replace-unit",
-                    format!(
-                        "the unit of assignment {} is closed: its outcome no longer holds",
-                        old.id
-                    ),
-                ));
-            }
-            let assignment = state.next_id("a");
-            let handoff = state.next_id("h");
-            let mut events = vec![
-                Event::Replaced {
-                    old: old.id.clone(),
-                    assignment,
-                    contract: contract.clone(),
-                    reason: reason.clone(),
-                    handoff: handoff.clone(),
-                },
-                Event::HandoffConfigured { handoff },
-            ];
-            close_act_bounded(state, &mut events);
-            Ok(events)
-        }
-        Op::Cancel { reason } => {
-            non_empty("reason", reason)?;
-            let Some(a) = state.outstanding() else {
-                return Err(refuse(
-                    "cancel-outstanding",
-                    "no assignment is outstanding: there is nothing to cancel",
-                ));
-            };
-            if a.executions.iter().any(|e| e.ended.is_none()) {
-                return Err(refuse(
-                    "cancel-quiescent",
-                    format!(
-                        "assignment {} is executing: it can be cancelled only while no execution of it runs",
-                        a.id
-                    ),
-                ));
-            }
-            Ok(vec![Event::AssignmentCancelled {
-                assignment: a.id.clone(),
-                reason: reason.trim().to_string(),
-            }])
-        }
+        } => assign(state, contract, unit_outcome.as_deref()),
+        Op::Replace { contract, reason } => replace(state, contract, reason),
+        Op::Cancel { reason } => cancel(state, reason),
         Op::Close {
             disposition,
             assessment,
-        } => {
-            non_empty("assessment", assessment)?;
-            let Some(unit) = state.open_unit() else {
-                return Err(refuse("close-open-unit", "no unit is open"));
-            };
-            if let Some(a) = state.outstanding() {
-                return Err(refuse(
-                    "close-outstanding",
-                    format!(
-                        "assignment {} is outstanding: a unit cannot be closed before its assignment returns — `delegate cancel` it (with why) first if its work is no longer wanted",
-                        a.id
-                    ),
-                ));
-            }
-            if *disposition == Disposition::Accepted
-                && !unit.assignments.iter().any(|a| {
-                    state
-                        .assignment(a)
-                        .is_some_and(|a| a.status == AssignmentStatus::Returned)
-                })
-            {
-                return Err(refuse(
-                    "close-evidence",
-                    format!(
-                        "unit {} has no returned report: `accepted` needs a result to accept (close it `cancelled` or `deferred` otherwise)",
-                        unit.id
-                    ),
-                ));
-            }
-            // A blocked result is not accepted (seed 000: an honest disposition): the latest
-            // report of the unit says whether its result stands.
-            let latest = unit
-                .assignments
-                .iter()
-                .rev()
-                .filter_map(|a| state.assignment(a))
-                .find(|a| a.status == AssignmentStatus::Returned)
-                .and_then(|a| a.reports.last().map(|r| (a.id.clone(), r.outcome)));
-            if let (Disposition::Accepted, Some((id, ReportOutcome::Blocked))) =
-                (disposition, latest)
-            {
-                return Err(refuse(
-                    "close-blocked",
-                    format!(
-                        "the report of assignment {id} is blocked: a blocked result cannot be accepted — assign the missing work again, or close the unit `cancelled` or `deferred` with why"
-                    ),
-                ));
-            }
-            Ok(vec![Event::UnitClosed {
-                unit: unit.id.clone(),
-                disposition: *disposition,
-                assessment: assessment.clone(),
-            }])
-        }
-        Op::Assess => {
-            let returned = state.open_unit().is_some_and(|u| {
-                u.assignments.iter().any(|a| {
-                    state
-                        .assignment(a)
-                        .is_some_and(|a| a.status == AssignmentStatus::Returned)
-                })
-            });
-            if !returned {
-                return Err(refuse(
-                    "assess-report",
-                    "the open unit has no returned report to assess",
-                ));
-            }
-            Ok(Vec::new())
-        }
-        Op::OpenActBounded(scope) => {
-            for (field, value) in [
-                ("scope", &scope.scope),
-                ("expected_result", &scope.expected_result),
-                ("authority", &scope.authority),
-                ("stop_condition", &scope.stop_condition),
-                ("inseparable", &scope.inseparable),
-                ("delegation_loss", &scope.delegation_loss),
-            ] {
-                non_empty(field, value)?;
-            }
-            // A new scope replaces an open one: the old one is recorded as ended.
-            let mut events: Vec<Event> =
-                end_act_bounded(state, "a new scope").into_iter().collect();
-            events.push(Event::ActBoundedOpened {
-                scope: scope.clone(),
-            });
-            Ok(events)
-        }
-        Op::CloseActBounded { result } => {
-            non_empty("result", result)?;
-            if state.act_bounded.is_none() {
-                return Err(refuse(
-                    "act-bounded-open",
-                    "no act_bounded scope is open".to_string(),
-                ));
-            }
-            Ok(vec![Event::ActBoundedClosed {
-                reason: format!("its stop condition: {}", result.trim()),
-            }])
-        }
+        } => close_unit(state, *disposition, assessment),
+        Op::Assess => assess(state),
+        Op::OpenActBounded(scope) => open_scope(state, scope),
+        Op::CloseActBounded { result } => close_scope(state, result),
         Op::Submit {
             report,
             outcome,
             limitations,
             details,
-        } => {
-            non_empty("report", report)?;
-            if *outcome != ReportOutcome::Completed
-                && details
-                    .reason
-                    .as_deref()
-                    .is_none_or(|r| r.trim().is_empty())
-            {
-                return Err(refuse(
-                    "return-reason",
-                    "a `partial` or `blocked` report needs `reason`: why you return before the contract is done (what stopped you, what is needed)",
-                ));
-            }
-            if limitations.len() > MAX_LIMITATIONS {
-                return Err(refuse(
-                    "limitations",
-                    format!(
-                        "{} limitations: a report carries at most {MAX_LIMITATIONS}; merge related ones",
-                        limitations.len()
-                    ),
-                ));
-            }
-            let (a, execution) = executing(state)?;
-            let revision = a.reports.len() as u32 + 1;
-            let handoff = state.next_id("h");
-            let mut events = vec![
-                Event::ReportSaved {
-                    assignment: a.id.clone(),
-                    report: Report {
-                        revision,
-                        outcome: *outcome,
-                        text: report.clone(),
-                        limitations: limitations.clone(),
-                        evidence: state.projection.clone(),
-                        by_host: false,
-                        stopped: false,
-                        corrected_assumptions: details.corrected_assumptions.clone(),
-                        partial_effects: details.partial_effects.clone(),
-                        reason: details.reason.clone().filter(|r| !r.trim().is_empty()),
-                        withdrawn: state.withdrawn.clone(),
-                    },
-                    handoff: handoff.clone(),
-                },
-                Event::ExecutionEnded {
-                    execution,
-                    how: ExecutionEnd::Returned,
-                },
-            ];
-            events.push(deliver(&state.projection, handoff, known));
-            Ok(events)
-        }
-        Op::Retry => {
-            let blocked = state.outstanding().and_then(|a| {
-                state
-                    .last_handoff(&a.id, HandoffKind::Report)
-                    .filter(|h| h.state == HandoffState::Blocked)
+        } => submit(
+            state,
+            Submission {
+                report,
+                outcome: *outcome,
+                limitations,
+                details,
+            },
+            known,
+        ),
+        Op::Retry => retry(state, known),
+        Op::ProjectAdd { refs } => project_add(state, refs, known),
+        Op::ProjectRemove { refs, reason } => project_remove(state, refs, reason),
+    }
+}
+
+/// An environment tool: the Coordinator may use one only in an `act_bounded` scope (or to read
+/// role and skill files); it records nothing.
+fn environment(
+    state: &RoutingState,
+    who: Profile,
+    tool: &str,
+    instructional: bool,
+) -> Result<Vec<Event>, Refusal> {
+    if who == Profile::Coordinator && state.act_bounded.is_none() && !instructional {
+        return Err(refuse(
+            "coordinator-environment",
+            format!(
+                "the Coordinator does not use environment tools such as `{tool}`: delegate the work with `delegate assign`, or, if judgment and action cannot be separated, `act_bounded open` a scope and `act_bounded run` the tool in it (reading role and skill files needs no scope)"
+            ),
+        ));
+    }
+    Ok(Vec::new())
+}
+
+/// `delegate assign`: a new assignment (in a new unit when none is open) and its handoff.
+fn assign(
+    state: &RoutingState,
+    contract: &str,
+    unit_outcome: Option<&str>,
+) -> Result<Vec<Event>, Refusal> {
+    non_empty("contract", contract)?;
+    if let Some(a) = state.outstanding() {
+        return Err(refuse(
+            "one-assignment",
+            format!(
+                "assignment {} is outstanding: wait for its report, or `replace` it while it is quiescent",
+                a.id
+            ),
+        ));
+    }
+    let mut events = Vec::new();
+    let unit = assignment_unit(state, unit_outcome, &mut events)?;
+    let assignment = state.next_id("a");
+    let handoff = state.next_id("h");
+    events.push(Event::Assigned {
+        assignment,
+        unit,
+        contract: contract.to_string(),
+        handoff: handoff.clone(),
+    });
+    events.push(Event::HandoffConfigured { handoff });
+    close_act_bounded(state, &mut events);
+    Ok(events)
+}
+
+/// The unit a new assignment works toward: the open one, or one opened for `unit_outcome`
+/// (its event pushed onto `events`).
+fn assignment_unit(
+    state: &RoutingState,
+    unit_outcome: Option<&str>,
+    events: &mut Vec<Event>,
+) -> Result<String, Refusal> {
+    match (state.open_unit(), unit_outcome) {
+        (Some(u), None) => Ok(u.id.clone()),
+        (Some(u), Some(_)) => Err(refuse(
+            "unit-outcome",
+            format!(
+                "unit {} is open for its own outcome: leave `unit_outcome` out to assign more work toward it, or `unit close` it first",
+                u.id
+            ),
+        )),
+        (None, None) => Err(refuse(
+            "unit-outcome",
+            "no unit is open: `unit_outcome` states the outcome this assignment's unit is for, in your words (what must be true when you accept it)",
+        )),
+        (None, Some(outcome)) => {
+            non_empty("unit_outcome", outcome)?;
+            let unit = state.next_id("u");
+            events.push(Event::UnitOpened {
+                unit: unit.clone(),
+                outcome: outcome.trim().to_string(),
             });
-            let Some(h) = blocked else {
-                return Err(refuse(
-                    "retry-blocked",
-                    "no report transfer is blocked: `retry` resends a saved report whose transfer failed; use `submit` for a report",
-                ));
-            };
-            Ok(vec![deliver(&state.projection, h.id.clone(), known)])
-        }
-        Op::ProjectAdd { refs } => {
-            if refs.is_empty() || refs.len() > MAX_PROJECTED {
-                return Err(refuse(
-                    "project-bound",
-                    format!(
-                        "`refs` holds {}: give 1 to {MAX_PROJECTED} references",
-                        refs.len()
-                    ),
-                ));
-            }
-            executing(state)?;
-            for r in refs {
-                if !known(r) {
-                    return Err(refuse(
-                        "project-ref",
-                        format!("`{r}` is not a reference of this assignment: `project inspect` lists them"),
-                    ));
-                }
-            }
-            let new: Vec<String> = refs
-                .iter()
-                .filter(|r| !state.projection.contains(r))
-                .cloned()
-                .collect();
-            if state.projection.len() + new.len() > MAX_PROJECTED {
-                return Err(refuse(
-                    "project-bound",
-                    format!("at most {MAX_PROJECTED} references may be selected at once: remove some first"),
-                ));
-            }
-            Ok(vec![Event::ProjectionAdded { refs: new }])
-        }
-        Op::ProjectRemove { refs, reason } => {
-            non_empty("reason", reason)?;
-            if refs.is_empty() {
-                return Err(refuse(
-                    "argument",
-                    "`refs` is empty: name the references to withdraw",
-                ));
-            }
-            if let Some(r) = refs.iter().find(|r| !state.projection.contains(r)) {
-                return Err(refuse("project-ref", format!("`{r}` is not selected")));
-            }
-            Ok(vec![Event::ProjectionRemoved {
-                refs: refs.clone(),
-                reason: reason.clone(),
-            }])
+            Ok(unit)
         }
     }
+}
+
+/// `delegate replace`: the quiescent outstanding assignment gives way to a new contract.
+fn replace(state: &RoutingState, contract: &str, reason: &str) -> Result<Vec<Event>, Refusal> {
+    non_empty("contract", contract)?;
+    non_empty("reason", reason)?;
+    let Some(old) = state.outstanding() else {
+        return Err(refuse(
+            "replace-outstanding",
+            "no assignment is outstanding: `replace` changes one that has not returned; use `assign` for new work",
+        ));
+    };
+    if old.executions.iter().any(|e| e.ended.is_none()) {
+        return Err(refuse(
+            "replace-quiescent",
+            format!(
+                "assignment {} is executing: it can be replaced only while no execution of it runs",
+                old.id
+            ),
+        ));
+    }
+    if state.unit(&old.unit).is_none_or(|u| u.closed.is_some()) {
+        return Err(refuse(
+            "replace-unit",
+            format!(
+                "the unit of assignment {} is closed: its outcome no longer holds",
+                old.id
+            ),
+        ));
+    }
+    let assignment = state.next_id("a");
+    let handoff = state.next_id("h");
+    let mut events = vec![
+        Event::Replaced {
+            old: old.id.clone(),
+            assignment,
+            contract: contract.to_string(),
+            reason: reason.to_string(),
+            handoff: handoff.clone(),
+        },
+        Event::HandoffConfigured { handoff },
+    ];
+    close_act_bounded(state, &mut events);
+    Ok(events)
+}
+
+/// `delegate cancel`: the quiescent outstanding assignment is withdrawn.
+fn cancel(state: &RoutingState, reason: &str) -> Result<Vec<Event>, Refusal> {
+    non_empty("reason", reason)?;
+    let Some(a) = state.outstanding() else {
+        return Err(refuse(
+            "cancel-outstanding",
+            "no assignment is outstanding: there is nothing to cancel",
+        ));
+    };
+    if a.executions.iter().any(|e| e.ended.is_none()) {
+        return Err(refuse(
+            "cancel-quiescent",
+            format!(
+                "assignment {} is executing: it can be cancelled only while no execution of it runs",
+                a.id
+            ),
+        ));
+    }
+    Ok(vec![Event::AssignmentCancelled {
+        assignment: a.id.clone(),
+        reason: reason.trim().to_string(),
+    }])
+}
+
+/// `unit close`: the open unit ends with `disposition`, once no assignment is outstanding (and,
+/// to be accepted, with a returned report that is not blocked).
+fn close_unit(
+    state: &RoutingState,
+    disposition: Disposition,
+    assessment: &str,
+) -> Result<Vec<Event>, Refusal> {
+    non_empty("assessment", assessment)?;
+    let Some(unit) = state.open_unit() else {
+        return Err(refuse("close-open-unit", "no unit is open"));
+    };
+    if let Some(a) = state.outstanding() {
+        return Err(refuse(
+            "close-outstanding",
+            format!(
+                "assignment {} is outstanding: a unit cannot be closed before its assignment returns — `delegate cancel` it (with why) first if its work is no longer wanted",
+                a.id
+            ),
+        ));
+    }
+    if disposition == Disposition::Accepted
+        && !unit.assignments.iter().any(|a| {
+            state
+                .assignment(a)
+                .is_some_and(|a| a.status == AssignmentStatus::Returned)
+        })
+    {
+        return Err(refuse(
+            "close-evidence",
+            format!(
+                "unit {} has no returned report: `accepted` needs a result to accept (close it `cancelled` or `deferred` otherwise)",
+                unit.id
+            ),
+        ));
+    }
+    // A blocked result is not accepted (seed 000: an honest disposition): the latest
+    // report of the unit says whether its result stands.
+    let latest = unit
+        .assignments
+        .iter()
+        .rev()
+        .filter_map(|a| state.assignment(a))
+        .find(|a| a.status == AssignmentStatus::Returned)
+        .and_then(|a| a.reports.last().map(|r| (a.id.clone(), r.outcome)));
+    if let (Disposition::Accepted, Some((id, ReportOutcome::Blocked))) = (disposition, latest) {
+        return Err(refuse(
+            "close-blocked",
+            format!(
+                "the report of assignment {id} is blocked: a blocked result cannot be accepted — assign the missing work again, or close the unit `cancelled` or `deferred` with why"
+            ),
+        ));
+    }
+    Ok(vec![Event::UnitClosed {
+        unit: unit.id.clone(),
+        disposition,
+        assessment: assessment.to_string(),
+    }])
+}
+
+/// `unit assess`: allowed once the open unit has a returned report; it records nothing.
+fn assess(state: &RoutingState) -> Result<Vec<Event>, Refusal> {
+    let returned = state.open_unit().is_some_and(|u| {
+        u.assignments.iter().any(|a| {
+            state
+                .assignment(a)
+                .is_some_and(|a| a.status == AssignmentStatus::Returned)
+        })
+    });
+    if !returned {
+        return Err(refuse(
+            "assess-report",
+            "the open unit has no returned report to assess",
+        ));
+    }
+    Ok(Vec::new())
+}
+
+/// `act_bounded open`: a scope with every field stated, ending the one open before.
+fn open_scope(state: &RoutingState, scope: &ActBounded) -> Result<Vec<Event>, Refusal> {
+    for (field, value) in [
+        ("scope", &scope.scope),
+        ("expected_result", &scope.expected_result),
+        ("authority", &scope.authority),
+        ("stop_condition", &scope.stop_condition),
+        ("inseparable", &scope.inseparable),
+        ("delegation_loss", &scope.delegation_loss),
+    ] {
+        non_empty(field, value)?;
+    }
+    // A new scope replaces an open one: the old one is recorded as ended.
+    let mut events: Vec<Event> = end_act_bounded(state, "a new scope").into_iter().collect();
+    events.push(Event::ActBoundedOpened {
+        scope: scope.clone(),
+    });
+    Ok(events)
+}
+
+/// `act_bounded close`: the open scope reached its stop condition.
+fn close_scope(state: &RoutingState, result: &str) -> Result<Vec<Event>, Refusal> {
+    non_empty("result", result)?;
+    if state.act_bounded.is_none() {
+        return Err(refuse(
+            "act-bounded-open",
+            "no act_bounded scope is open".to_string(),
+        ));
+    }
+    Ok(vec![Event::ActBoundedClosed {
+        reason: format!("its stop condition: {}", result.trim()),
+    }])
+}
+
+/// The arguments of a `return submit`.
+struct Submission<'a> {
+    report: &'a str,
+    outcome: ReportOutcome,
+    limitations: &'a [String],
+    details: &'a ReportDetails,
+}
+
+/// `return submit`: the Executor's report is saved, its execution ends, and the report's
+/// transfer is configured (or blocked on unknown evidence).
+fn submit(
+    state: &RoutingState,
+    submission: Submission<'_>,
+    known: &dyn Fn(&str) -> bool,
+) -> Result<Vec<Event>, Refusal> {
+    let Submission {
+        report,
+        outcome,
+        limitations,
+        details,
+    } = submission;
+    non_empty("report", report)?;
+    if outcome != ReportOutcome::Completed
+        && details
+            .reason
+            .as_deref()
+            .is_none_or(|r| r.trim().is_empty())
+    {
+        return Err(refuse(
+            "return-reason",
+            "a `partial` or `blocked` report needs `reason`: why you return before the contract is done (what stopped you, what is needed)",
+        ));
+    }
+    if limitations.len() > MAX_LIMITATIONS {
+        return Err(refuse(
+            "limitations",
+            format!(
+                "{} limitations: a report carries at most {MAX_LIMITATIONS}; merge related ones",
+                limitations.len()
+            ),
+        ));
+    }
+    let (a, execution) = executing(state)?;
+    let revision = a.reports.len() as u32 + 1;
+    let handoff = state.next_id("h");
+    let mut events = vec![
+        Event::ReportSaved {
+            assignment: a.id.clone(),
+            report: Report {
+                revision,
+                outcome,
+                text: report.to_string(),
+                limitations: limitations.to_vec(),
+                evidence: state.projection.clone(),
+                by_host: false,
+                stopped: false,
+                corrected_assumptions: details.corrected_assumptions.clone(),
+                partial_effects: details.partial_effects.clone(),
+                reason: details.reason.clone().filter(|r| !r.trim().is_empty()),
+                withdrawn: state.withdrawn.clone(),
+            },
+            handoff: handoff.clone(),
+        },
+        Event::ExecutionEnded {
+            execution,
+            how: ExecutionEnd::Returned,
+        },
+    ];
+    events.push(deliver(&state.projection, handoff, known));
+    Ok(events)
+}
+
+/// `return retry`: the blocked transfer of the saved report is tried again.
+fn retry(state: &RoutingState, known: &dyn Fn(&str) -> bool) -> Result<Vec<Event>, Refusal> {
+    let blocked = state.outstanding().and_then(|a| {
+        state
+            .last_handoff(&a.id, HandoffKind::Report)
+            .filter(|h| h.state == HandoffState::Blocked)
+    });
+    let Some(h) = blocked else {
+        return Err(refuse(
+            "retry-blocked",
+            "no report transfer is blocked: `retry` resends a saved report whose transfer failed; use `submit` for a report",
+        ));
+    };
+    Ok(vec![deliver(&state.projection, h.id.clone(), known)])
+}
+
+/// `project add`: known references of the running assignment join the selection, within its
+/// bound.
+fn project_add(
+    state: &RoutingState,
+    refs: &[String],
+    known: &dyn Fn(&str) -> bool,
+) -> Result<Vec<Event>, Refusal> {
+    if refs.is_empty() || refs.len() > MAX_PROJECTED {
+        return Err(refuse(
+            "project-bound",
+            format!(
+                "`refs` holds {}: give 1 to {MAX_PROJECTED} references",
+                refs.len()
+            ),
+        ));
+    }
+    executing(state)?;
+    for r in refs {
+        if !known(r) {
+            return Err(refuse(
+                "project-ref",
+                format!(
+                    "`{r}` is not a reference of this assignment: `project inspect` lists them"
+                ),
+            ));
+        }
+    }
+    let new: Vec<String> = refs
+        .iter()
+        .filter(|r| !state.projection.contains(r))
+        .cloned()
+        .collect();
+    if state.projection.len() + new.len() > MAX_PROJECTED {
+        return Err(refuse(
+            "project-bound",
+            format!(
+                "at most {MAX_PROJECTED} references may be selected at once: remove some first"
+            ),
+        ));
+    }
+    Ok(vec![Event::ProjectionAdded { refs: new }])
+}
+
+/// `project remove`: selected references are withdrawn, with why.
+fn project_remove(
+    state: &RoutingState,
+    refs: &[String],
+    reason: &str,
+) -> Result<Vec<Event>, Refusal> {
+    non_empty("reason", reason)?;
+    if refs.is_empty() {
+        return Err(refuse(
+            "argument",
+            "`refs` is empty: name the references to withdraw",
+        ));
+    }
+    if let Some(r) = refs.iter().find(|r| !state.projection.contains(r)) {
+        return Err(refuse("project-ref", format!("`{r}` is not selected")));
+    }
+    Ok(vec![Event::ProjectionRemoved {
+        refs: refs.to_vec(),
+        reason: reason.to_string(),
+    }])
 }
 
 /// The outstanding assignment and the execution the Executor is in.
