@@ -387,155 +387,57 @@ impl RoutingState {
             kind: r.event.kind().to_string(),
             message,
         };
-        match &r.event {
-            Event::ControlSet { control } => self.control = *control,
-            Event::UnitOpened { unit, outcome } => {
-                if self.unit(unit).is_some() {
-                    return Err(bad(format!("unit {unit} exists")));
-                }
-                self.units.push(Unit {
-                    id: unit.clone(),
-                    outcome: outcome.clone(),
-                    assignments: Vec::new(),
-                    closed: None,
-                });
+        let applied = match &r.event {
+            Event::ControlSet { control } => {
+                self.control = *control;
+                Ok(())
             }
+            Event::UnitOpened { unit, outcome } => self.add_unit(unit, outcome),
             Event::Assigned {
                 assignment,
                 unit,
                 contract,
                 handoff,
-            } => {
-                self.add_assignment(assignment, unit, contract, handoff)
-                    .map_err(bad)?;
-            }
+            } => self.add_assignment(assignment, unit, contract, handoff),
             Event::Replaced {
                 old,
                 assignment,
                 contract,
                 reason,
                 handoff,
-            } => {
-                let unit = {
-                    let a = self
-                        .assignment_mut(old)
-                        .ok_or_else(|| bad(format!("no assignment {old}")))?;
-                    a.status = AssignmentStatus::Superseded;
-                    a.superseded = Some(Superseded {
-                        by: assignment.clone(),
-                        reason: reason.clone(),
-                    });
-                    a.unit.clone()
-                };
-                for h in self.handoffs.iter_mut().filter(|h| &h.assignment == old) {
-                    if matches!(h.state, HandoffState::Pending | HandoffState::Blocked) {
-                        h.state = HandoffState::Superseded;
-                    }
-                }
-                self.add_assignment(assignment, &unit, contract, handoff)
-                    .map_err(bad)?;
-            }
-            Event::HandoffConfigured { handoff } => {
-                let h = self
-                    .handoff_mut(handoff)
-                    .ok_or_else(|| bad(format!("no handoff {handoff}")))?;
-                h.state = HandoffState::Configured;
-                h.reason = None;
-                if h.kind == HandoffKind::Report {
-                    let (a, revision) = (h.assignment.clone(), h.revision);
-                    if let Some(a) = self.assignment_mut(&a) {
-                        // A report the host wrote for a stopped execution leaves the assignment
-                        // outstanding: `/resume` continues it, or the Coordinator replaces it.
-                        let by_host = a
-                            .reports
-                            .iter()
-                            .find(|r| Some(r.revision) == revision)
-                            .is_some_and(|r| r.by_host || r.stopped);
-                        if !by_host {
-                            a.status = AssignmentStatus::Returned;
-                        }
-                    }
-                    self.projection.clear();
-                    self.withdrawn.clear();
-                }
-            }
-            Event::HandoffBlocked { handoff, reason } => {
-                let h = self
-                    .handoff_mut(handoff)
-                    .ok_or_else(|| bad(format!("no handoff {handoff}")))?;
-                h.state = HandoffState::Blocked;
-                h.reason = Some(reason.clone());
-            }
+            } => self.replace(old, assignment, contract, reason, handoff),
+            Event::HandoffConfigured { handoff } => self.configure_handoff(handoff),
+            Event::HandoffBlocked { handoff, reason } => self.block_handoff(handoff, reason),
             Event::ExecutionStarted {
                 assignment,
                 execution,
-            } => {
-                let a = self
-                    .assignment_mut(assignment)
-                    .ok_or_else(|| bad(format!("no assignment {assignment}")))?;
-                a.executions.push(Execution {
-                    id: execution.clone(),
-                    ended: None,
-                });
-            }
-            Event::ExecutionEnded { execution, how } => {
-                let e = self
-                    .assignments
-                    .iter_mut()
-                    .flat_map(|a| a.executions.iter_mut())
-                    .find(|e| &e.id == execution)
-                    .ok_or_else(|| bad(format!("no execution {execution}")))?;
-                e.ended = Some(*how);
-            }
+            } => self.start_execution(assignment, execution),
+            Event::ExecutionEnded { execution, how } => self.end_execution(execution, *how),
             Event::ReportSaved {
                 assignment,
                 report,
                 handoff,
-            } => {
-                let a = self
-                    .assignment_mut(assignment)
-                    .ok_or_else(|| bad(format!("no assignment {assignment}")))?;
-                a.reports.push(report.clone());
-                // A new revision takes the place of an earlier one not yet delivered.
-                for h in self.handoffs.iter_mut().filter(|h| {
-                    &h.assignment == assignment
-                        && h.kind == HandoffKind::Report
-                        && matches!(h.state, HandoffState::Pending | HandoffState::Blocked)
-                }) {
-                    h.state = HandoffState::Superseded;
-                }
-                self.handoffs.push(Handoff {
-                    id: handoff.clone(),
-                    kind: HandoffKind::Report,
-                    assignment: assignment.clone(),
-                    revision: Some(report.revision),
-                    state: HandoffState::Pending,
-                    reason: None,
-                });
-            }
+            } => self.save_report(assignment, report, handoff),
             Event::UnitClosed {
                 unit,
                 disposition,
                 assessment,
-            } => {
-                let u = self
-                    .units
-                    .iter_mut()
-                    .find(|u| &u.id == unit)
-                    .ok_or_else(|| bad(format!("no unit {unit}")))?;
-                u.closed = Some(Closed {
-                    disposition: *disposition,
-                    assessment: assessment.clone(),
-                });
+            } => self.close_unit(unit, *disposition, assessment),
+            Event::ActBoundedOpened { scope } => {
+                self.act_bounded = Some(scope.clone());
+                Ok(())
             }
-            Event::ActBoundedOpened { scope } => self.act_bounded = Some(scope.clone()),
-            Event::ActBoundedClosed { .. } => self.act_bounded = None,
+            Event::ActBoundedClosed { .. } => {
+                self.act_bounded = None;
+                Ok(())
+            }
             Event::ProjectionAdded { refs } => {
                 for r in refs {
                     if !self.projection.contains(r) {
                         self.projection.push(r.clone());
                     }
                 }
+                Ok(())
             }
             Event::ProjectionRemoved { refs, reason } => {
                 self.projection.retain(|p| !refs.contains(p));
@@ -543,28 +445,192 @@ impl RoutingState {
                     refs: refs.clone(),
                     reason: reason.clone(),
                 });
+                Ok(())
             }
             Event::AssignmentCancelled { assignment, reason } => {
-                let a = self
-                    .assignment_mut(assignment)
-                    .ok_or_else(|| bad(format!("no assignment {assignment}")))?;
-                a.status = AssignmentStatus::Cancelled;
-                a.cancelled = Some(reason.clone());
-                for h in self
-                    .handoffs
-                    .iter_mut()
-                    .filter(|h| &h.assignment == assignment)
-                {
-                    if matches!(h.state, HandoffState::Pending | HandoffState::Blocked) {
-                        h.state = HandoffState::Superseded;
-                    }
-                }
-                self.projection.clear();
-                self.withdrawn.clear();
+                self.cancel_assignment(assignment, reason)
             }
-        }
+        };
+        applied.map_err(bad)?;
         self.applied.insert(key);
         Ok(true)
+    }
+
+    /// `unit_opened`: a new unit for `outcome`.
+    fn add_unit(&mut self, unit: &str, outcome: &str) -> Result<(), String> {
+        if self.unit(unit).is_some() {
+            return Err(format!("unit {unit} exists"));
+        }
+        self.units.push(Unit {
+            id: unit.to_string(),
+            outcome: outcome.to_string(),
+            assignments: Vec::new(),
+            closed: None,
+        });
+        Ok(())
+    }
+
+    /// `replaced`: the old assignment is superseded (with its undelivered handoffs),
+    /// and the new one joins its unit.
+    fn replace(
+        &mut self,
+        old: &str,
+        assignment: &str,
+        contract: &str,
+        reason: &str,
+        handoff: &str,
+    ) -> Result<(), String> {
+        let unit = {
+            let a = self
+                .assignment_mut(old)
+                .ok_or_else(|| format!("no assignment {old}"))?;
+            a.status = AssignmentStatus::Superseded;
+            a.superseded = Some(Superseded {
+                by: assignment.to_string(),
+                reason: reason.to_string(),
+            });
+            a.unit.clone()
+        };
+        for h in self.handoffs.iter_mut().filter(|h| h.assignment == old) {
+            if matches!(h.state, HandoffState::Pending | HandoffState::Blocked) {
+                h.state = HandoffState::Superseded;
+            }
+        }
+        self.add_assignment(assignment, &unit, contract, handoff)
+    }
+
+    /// `handoff_configured`: the handoff is delivered; a delivered report returns its assignment
+    /// (unless the host wrote it for a stopped execution) and empties the selection.
+    fn configure_handoff(&mut self, handoff: &str) -> Result<(), String> {
+        let h = self
+            .handoff_mut(handoff)
+            .ok_or_else(|| format!("no handoff {handoff}"))?;
+        h.state = HandoffState::Configured;
+        h.reason = None;
+        if h.kind == HandoffKind::Report {
+            let (a, revision) = (h.assignment.clone(), h.revision);
+            if let Some(a) = self.assignment_mut(&a) {
+                // A report the host wrote for a stopped execution leaves the assignment
+                // outstanding: `/resume` continues it, or the Coordinator replaces it.
+                let by_host = a
+                    .reports
+                    .iter()
+                    .find(|r| Some(r.revision) == revision)
+                    .is_some_and(|r| r.by_host || r.stopped);
+                if !by_host {
+                    a.status = AssignmentStatus::Returned;
+                }
+            }
+            self.projection.clear();
+            self.withdrawn.clear();
+        }
+        Ok(())
+    }
+
+    /// `handoff_blocked`: the handoff waits, with why.
+    fn block_handoff(&mut self, handoff: &str, reason: &str) -> Result<(), String> {
+        let h = self
+            .handoff_mut(handoff)
+            .ok_or_else(|| format!("no handoff {handoff}"))?;
+        h.state = HandoffState::Blocked;
+        h.reason = Some(reason.to_string());
+        Ok(())
+    }
+
+    /// `execution_started`: a new execution of the assignment.
+    fn start_execution(&mut self, assignment: &str, execution: &str) -> Result<(), String> {
+        let a = self
+            .assignment_mut(assignment)
+            .ok_or_else(|| format!("no assignment {assignment}"))?;
+        a.executions.push(Execution {
+            id: execution.to_string(),
+            ended: None,
+        });
+        Ok(())
+    }
+
+    /// `execution_ended`: the execution records how it ended.
+    fn end_execution(&mut self, execution: &str, how: ExecutionEnd) -> Result<(), String> {
+        let e = self
+            .assignments
+            .iter_mut()
+            .flat_map(|a| a.executions.iter_mut())
+            .find(|e| e.id == execution)
+            .ok_or_else(|| format!("no execution {execution}"))?;
+        e.ended = Some(how);
+        Ok(())
+    }
+
+    /// `report_saved`: the report joins its assignment, and its handoff replaces any earlier
+    /// revision's not yet delivered.
+    fn save_report(
+        &mut self,
+        assignment: &str,
+        report: &Report,
+        handoff: &str,
+    ) -> Result<(), String> {
+        let a = self
+            .assignment_mut(assignment)
+            .ok_or_else(|| format!("no assignment {assignment}"))?;
+        a.reports.push(report.clone());
+        // A new revision takes the place of an earlier one not yet delivered.
+        for h in self.handoffs.iter_mut().filter(|h| {
+            h.assignment == assignment
+                && h.kind == HandoffKind::Report
+                && matches!(h.state, HandoffState::Pending | HandoffState::Blocked)
+        }) {
+            h.state = HandoffState::Superseded;
+        }
+        self.handoffs.push(Handoff {
+            id: handoff.to_string(),
+            kind: HandoffKind::Report,
+            assignment: assignment.to_string(),
+            revision: Some(report.revision),
+            state: HandoffState::Pending,
+            reason: None,
+        });
+        Ok(())
+    }
+
+    /// `unit_closed`: the unit records its disposition and the Coordinator's assessment.
+    fn close_unit(
+        &mut self,
+        unit: &str,
+        disposition: Disposition,
+        assessment: &str,
+    ) -> Result<(), String> {
+        let u = self
+            .units
+            .iter_mut()
+            .find(|u| u.id == unit)
+            .ok_or_else(|| format!("no unit {unit}"))?;
+        u.closed = Some(Closed {
+            disposition,
+            assessment: assessment.to_string(),
+        });
+        Ok(())
+    }
+
+    /// `assignment_cancelled`: the assignment is withdrawn with its undelivered handoffs, and
+    /// the selection is emptied.
+    fn cancel_assignment(&mut self, assignment: &str, reason: &str) -> Result<(), String> {
+        let a = self
+            .assignment_mut(assignment)
+            .ok_or_else(|| format!("no assignment {assignment}"))?;
+        a.status = AssignmentStatus::Cancelled;
+        a.cancelled = Some(reason.to_string());
+        for h in self
+            .handoffs
+            .iter_mut()
+            .filter(|h| h.assignment == assignment)
+        {
+            if matches!(h.state, HandoffState::Pending | HandoffState::Blocked) {
+                h.state = HandoffState::Superseded;
+            }
+        }
+        self.projection.clear();
+        self.withdrawn.clear();
+        Ok(())
     }
 
     fn add_assignment(
