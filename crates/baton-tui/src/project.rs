@@ -375,161 +375,8 @@ impl Project {
 
     fn flow(&mut self, id: &str, ev: &FlowEvent, now_ms: u64) {
         let flow = self.flows.entry(id.to_string()).or_default();
-        let unit_index = ev
-            .unit()
-            .and_then(|u| flow.units.iter().position(|x| x.id == u));
-        let set = |flow: &mut Flow, step: usize, s: Step| {
-            if let Some(u) = unit_index.and_then(|i| flow.units.get_mut(i)) {
-                u.steps[step] = s;
-            }
-        };
-        let mut state = None;
-        let mut detail = None;
-        match ev {
-            FlowEvent::Created {
-                units, main_branch, ..
-            } => {
-                flow.main_branch.clone_from(main_branch);
-                flow.units = units
-                    .iter()
-                    .map(|u| Unit {
-                        id: u.id.clone(),
-                        name: u.name.clone(),
-                        ..Unit::default()
-                    })
-                    .collect();
-                state = Some(State::Running);
-                detail = Some(format!("{} units onto {main_branch}", units.len()));
-            }
-            FlowEvent::ImplementerStarted { .. } | FlowEvent::ImplementerSpawned { .. } => {
-                set(flow, 0, Step::Running)
-            }
-            FlowEvent::ImplementerFinished { result, .. } => {
-                set(flow, 0, if result.ok { Step::Done } else { Step::Failed });
-                if let Some(u) = unit_index.and_then(|i| flow.units.get_mut(i)) {
-                    let mut text = result.output.clone();
-                    if !result.ok && !result.stderr.trim().is_empty() {
-                        text.push_str("\nstderr:\n");
-                        text.push_str(&result.stderr);
-                    }
-                    u.implementer = Some(text);
-                }
-            }
-            FlowEvent::Rebasing { .. } => set(flow, 1, Step::Running),
-            FlowEvent::Rebased { base, head, .. } => {
-                set(flow, 1, Step::Done);
-                if let Some(u) = unit_index.and_then(|i| flow.units.get_mut(i)) {
-                    u.base = Some(short(base));
-                    u.tip = Some(short(head));
-                }
-            }
-            FlowEvent::Derived { base, tip, .. } => {
-                if let Some(u) = unit_index.and_then(|i| flow.units.get_mut(i)) {
-                    // Not rebased: it was made on the Flow's base already.
-                    if u.steps[1] == Step::Pending {
-                        u.steps[1] = Step::Skipped;
-                    }
-                    u.base = Some(short(base));
-                    u.tip = Some(short(tip));
-                }
-            }
-            FlowEvent::Validating { .. } => set(flow, 2, Step::Running),
-            FlowEvent::Validated { results, .. } => {
-                let ok = results.iter().all(|r| r.ok);
-                set(flow, 2, if ok { Step::Done } else { Step::Failed });
-                if let Some(u) = unit_index.and_then(|i| flow.units.get_mut(i)) {
-                    u.validation = results
-                        .iter()
-                        .map(|r| (r.command.clone(), r.ok, r.output.clone()))
-                        .collect();
-                }
-            }
-            FlowEvent::Reviewing { patch_path, .. } => {
-                set(flow, 3, Step::Running);
-                if let Some(u) = unit_index.and_then(|i| flow.units.get_mut(i)) {
-                    u.packet = Some(patch_path.clone());
-                }
-            }
-            FlowEvent::Reviewed {
-                approved, output, ..
-            } => {
-                set(flow, 3, if *approved { Step::Done } else { Step::Failed });
-                if let Some(u) = unit_index.and_then(|i| flow.units.get_mut(i)) {
-                    u.review = Some(output.clone());
-                }
-            }
-            FlowEvent::Blocked {
-                unit,
-                reason,
-                evidence,
-                ..
-            } => {
-                state = Some(State::NeedsInput);
-                detail = Some(format!(
-                    "{unit} blocked ({}): continue --guidance, or abandon",
-                    reason.label()
-                ));
-                if let Some(u) = unit_index.and_then(|i| flow.units.get_mut(i)) {
-                    u.note = Some(format!(
-                        "{}: {}",
-                        reason.label(),
-                        baton_text::sanitize_line(&evidence.replace('\n', " "))
-                    ));
-                    if let Some(s) = u.steps.iter_mut().find(|s| **s == Step::Running) {
-                        *s = Step::Failed;
-                    }
-                }
-            }
-            FlowEvent::Merging { .. } => set(flow, 4, Step::Running),
-            FlowEvent::Merged { tip, .. } => {
-                set(flow, 4, Step::Done);
-                if let Some(u) = unit_index.and_then(|i| flow.units.get_mut(i)) {
-                    u.tip = Some(short(tip));
-                    if u.steps[3] == Step::Pending {
-                        u.steps[3] = Step::Skipped;
-                    }
-                }
-            }
-            FlowEvent::Halted { reason } => {
-                state = Some(State::NeedsInput);
-                detail = Some(format!("halted: {}", baton_text::sanitize_line(reason)));
-            }
-            FlowEvent::Completed { .. } => {
-                state = Some(State::Done);
-                flow.outcome = Some("completed".into());
-                detail = Some("completed".into());
-            }
-            FlowEvent::Failed { message, unit, .. } => {
-                state = Some(State::NeedsInput);
-                flow.outcome = Some("failed".into());
-                detail = Some(format!(
-                    "failed{}: {}",
-                    unit.as_deref()
-                        .map(|u| format!(" at {u}"))
-                        .unwrap_or_default(),
-                    baton_text::sanitize_line(message)
-                ));
-            }
-            FlowEvent::Abandoned { .. } => {
-                state = Some(State::Done);
-                flow.outcome = Some("abandoned".into());
-                detail = Some("abandoned".into());
-            }
-            _ => {}
-        }
-        // The row: where the Flow is, from its units.
-        let running = flow.units.iter().find_map(|u| {
-            u.steps
-                .iter()
-                .position(|s| *s == Step::Running)
-                .map(|k| format!("{}: {}", u.id, STEPS[k]))
-        });
-        let merged = flow
-            .units
-            .iter()
-            .filter(|u| u.steps[4] == Step::Done)
-            .count();
-        let total = flow.units.len();
+        let (state, detail) = flow.apply(ev);
+        let detail = flow.row_detail(state, detail);
         let row = self.row(Kind::Flow, id, None, now_ms);
         row.name = format!("flow {id}");
         row.role = "flow".into();
@@ -539,14 +386,7 @@ impl Project {
                 row.ended_ms = Some(now_ms);
             }
         }
-        row.detail = match (detail, running) {
-            (Some(d), _) if state != Some(State::Running) => {
-                format!("{d} · {merged}/{total} merged")
-            }
-            (_, Some(r)) => format!("{r} · {merged}/{total} merged"),
-            (Some(d), None) => d,
-            (None, None) => format!("{merged}/{total} merged"),
-        };
+        row.detail = detail;
     }
 
     fn workflow(&mut self, id: &str, ev: &baton_workflow::store::WorkflowEvent, now_ms: u64) {
@@ -661,6 +501,193 @@ impl Project {
         let mut rows: Vec<&Row> = self.rows.iter().collect();
         rows.sort_by_key(|r| r.state);
         rows
+    }
+}
+
+impl Flow {
+    /// Folds one event of the Flow in; the state and the detail its row takes, when the event
+    /// sets them.
+    fn apply(&mut self, ev: &FlowEvent) -> (Option<State>, Option<String>) {
+        let unit_index = ev
+            .unit()
+            .and_then(|u| self.units.iter().position(|x| x.id == u));
+        let mut state = None;
+        let mut detail = None;
+        match ev {
+            FlowEvent::Created {
+                units, main_branch, ..
+            } => {
+                self.main_branch.clone_from(main_branch);
+                self.units = units
+                    .iter()
+                    .map(|u| Unit {
+                        id: u.id.clone(),
+                        name: u.name.clone(),
+                        ..Unit::default()
+                    })
+                    .collect();
+                state = Some(State::Running);
+                detail = Some(format!("{} units onto {main_branch}", units.len()));
+            }
+            FlowEvent::Blocked {
+                unit,
+                reason,
+                evidence,
+                ..
+            } => {
+                state = Some(State::NeedsInput);
+                detail = Some(format!(
+                    "{unit} blocked ({}): continue --guidance, or abandon",
+                    reason.label()
+                ));
+                if let Some(u) = unit_index.and_then(|i| self.units.get_mut(i)) {
+                    u.note = Some(format!(
+                        "{}: {}",
+                        reason.label(),
+                        baton_text::sanitize_line(&evidence.replace('\n', " "))
+                    ));
+                    if let Some(s) = u.steps.iter_mut().find(|s| **s == Step::Running) {
+                        *s = Step::Failed;
+                    }
+                }
+            }
+            FlowEvent::Halted { reason } => {
+                state = Some(State::NeedsInput);
+                detail = Some(format!("halted: {}", baton_text::sanitize_line(reason)));
+            }
+            FlowEvent::Completed { .. } => {
+                state = Some(State::Done);
+                self.outcome = Some("completed".into());
+                detail = Some("completed".into());
+            }
+            FlowEvent::Failed { message, unit, .. } => {
+                state = Some(State::NeedsInput);
+                self.outcome = Some("failed".into());
+                detail = Some(format!(
+                    "failed{}: {}",
+                    unit.as_deref()
+                        .map(|u| format!(" at {u}"))
+                        .unwrap_or_default(),
+                    baton_text::sanitize_line(message)
+                ));
+            }
+            FlowEvent::Abandoned { .. } => {
+                state = Some(State::Done);
+                self.outcome = Some("abandoned".into());
+                detail = Some("abandoned".into());
+            }
+            _ => self.apply_step(ev, unit_index),
+        }
+        (state, detail)
+    }
+
+    /// Folds in an event of a unit's step (implement, rebase, validate, review, merge): the
+    /// step's mark and what the unit shows of it.
+    fn apply_step(&mut self, ev: &FlowEvent, unit_index: Option<usize>) {
+        match ev {
+            FlowEvent::ImplementerStarted { .. } | FlowEvent::ImplementerSpawned { .. } => {
+                self.set(unit_index, 0, Step::Running)
+            }
+            FlowEvent::ImplementerFinished { result, .. } => {
+                let step = if result.ok { Step::Done } else { Step::Failed };
+                self.set(unit_index, 0, step);
+                if let Some(u) = unit_index.and_then(|i| self.units.get_mut(i)) {
+                    let mut text = result.output.clone();
+                    if !result.ok && !result.stderr.trim().is_empty() {
+                        text.push_str("\nstderr:\n");
+                        text.push_str(&result.stderr);
+                    }
+                    u.implementer = Some(text);
+                }
+            }
+            FlowEvent::Rebasing { .. } => self.set(unit_index, 1, Step::Running),
+            FlowEvent::Rebased { base, head, .. } => {
+                self.set(unit_index, 1, Step::Done);
+                if let Some(u) = unit_index.and_then(|i| self.units.get_mut(i)) {
+                    u.base = Some(short(base));
+                    u.tip = Some(short(head));
+                }
+            }
+            FlowEvent::Derived { base, tip, .. } => {
+                if let Some(u) = unit_index.and_then(|i| self.units.get_mut(i)) {
+                    // Not rebased: it was made on the Flow's base already.
+                    if u.steps[1] == Step::Pending {
+                        u.steps[1] = Step::Skipped;
+                    }
+                    u.base = Some(short(base));
+                    u.tip = Some(short(tip));
+                }
+            }
+            FlowEvent::Validating { .. } => self.set(unit_index, 2, Step::Running),
+            FlowEvent::Validated { results, .. } => {
+                let ok = results.iter().all(|r| r.ok);
+                self.set(unit_index, 2, if ok { Step::Done } else { Step::Failed });
+                if let Some(u) = unit_index.and_then(|i| self.units.get_mut(i)) {
+                    u.validation = results
+                        .iter()
+                        .map(|r| (r.command.clone(), r.ok, r.output.clone()))
+                        .collect();
+                }
+            }
+            FlowEvent::Reviewing { patch_path, .. } => {
+                self.set(unit_index, 3, Step::Running);
+                if let Some(u) = unit_index.and_then(|i| self.units.get_mut(i)) {
+                    u.packet = Some(patch_path.clone());
+                }
+            }
+            FlowEvent::Reviewed {
+                approved, output, ..
+            } => {
+                let step = if *approved { Step::Done } else { Step::Failed };
+                self.set(unit_index, 3, step);
+                if let Some(u) = unit_index.and_then(|i| self.units.get_mut(i)) {
+                    u.review = Some(output.clone());
+                }
+            }
+            FlowEvent::Merging { .. } => self.set(unit_index, 4, Step::Running),
+            FlowEvent::Merged { tip, .. } => {
+                self.set(unit_index, 4, Step::Done);
+                if let Some(u) = unit_index.and_then(|i| self.units.get_mut(i)) {
+                    u.tip = Some(short(tip));
+                    if u.steps[3] == Step::Pending {
+                        u.steps[3] = Step::Skipped;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Marks step `step` of the unit at `unit_index` (when there is one) `s`.
+    fn set(&mut self, unit_index: Option<usize>, step: usize, s: Step) {
+        if let Some(u) = unit_index.and_then(|i| self.units.get_mut(i)) {
+            u.steps[step] = s;
+        }
+    }
+
+    /// The detail of the Flow's row: where the Flow is, from its units, after the event's own
+    /// `detail` (which wins unless the Flow just started).
+    fn row_detail(&self, state: Option<State>, detail: Option<String>) -> String {
+        let running = self.units.iter().find_map(|u| {
+            u.steps
+                .iter()
+                .position(|s| *s == Step::Running)
+                .map(|k| format!("{}: {}", u.id, STEPS[k]))
+        });
+        let merged = self
+            .units
+            .iter()
+            .filter(|u| u.steps[4] == Step::Done)
+            .count();
+        let total = self.units.len();
+        match (detail, running) {
+            (Some(d), _) if state != Some(State::Running) => {
+                format!("{d} · {merged}/{total} merged")
+            }
+            (_, Some(r)) => format!("{r} · {merged}/{total} merged"),
+            (Some(d), None) => d,
+            (None, None) => format!("{merged}/{total} merged"),
+        }
     }
 }
 
