@@ -467,42 +467,12 @@ pub fn inspect_units(
     cursor: usize,
     limit: usize,
 ) -> Result<String, String> {
-    let unit_line = |u: &super::state::Unit| {
-        let status = match &u.closed {
-            None => "open".to_string(),
-            Some(c) => format!("closed {:?}", c.disposition).to_lowercase(),
-        };
-        format!(
-            "{} ({status}) — {}; assignments: {}\n",
-            u.id,
-            one_line(&u.outcome),
-            if u.assignments.is_empty() {
-                "none".into()
-            } else {
-                u.assignments.join(", ")
-            }
-        )
-    };
     match view {
         "current" => Ok(match state.open_unit() {
             Some(u) => unit_line(u),
             None => "no unit is open\n".into(),
         }),
-        "history" => {
-            let page: Vec<String> = state
-                .units
-                .iter()
-                .skip(cursor)
-                .take(limit)
-                .map(unit_line)
-                .collect();
-            let mut s = page.concat();
-            let next = cursor + page.len();
-            if next < state.units.len() {
-                s.push_str(&format!("(more: cursor {next})\n"));
-            }
-            Ok(if s.is_empty() { "no units\n".into() } else { s })
-        }
+        "history" => Ok(units_page(state, cursor, limit)),
         "detail" => {
             let Some(r) = reference else {
                 return Err("`detail` needs `ref`: a unit id (u1) or an assignment id (a1)".into());
@@ -517,103 +487,159 @@ pub fn inspect_units(
             let Some(a) = state.assignment(r) else {
                 return Err(format!("`ref` {r} names no unit or assignment"));
             };
-            let status = match a.status {
-                AssignmentStatus::Outstanding => "outstanding",
-                AssignmentStatus::Returned => "returned",
-                AssignmentStatus::Superseded => "superseded",
-                AssignmentStatus::Cancelled => "cancelled",
-            };
-            let mut s = format!(
-                "{} of unit {} — {status}\ncontract:\n{}\n",
-                a.id,
-                a.unit,
-                a.contract.trim()
-            );
-            if let Some(sup) = &a.superseded {
-                s.push_str(&format!("replaced by {}: {}\n", sup.by, sup.reason.trim()));
-            }
-            if let Some(old) = state
-                .assignments
-                .iter()
-                .find(|o| o.superseded.as_ref().is_some_and(|x| x.by == a.id))
-            {
-                if let Some(sup) = &old.superseded {
-                    s.push_str(&format!("replaces {}: {}\n", old.id, sup.reason.trim()));
-                }
-            }
-            if let Some(why) = &a.cancelled {
-                s.push_str(&format!("cancelled: {}\n", why.trim()));
-            }
-            for e in &a.executions {
-                s.push_str(&format!(
-                    "execution {}: {}\n",
-                    e.id,
-                    e.ended.map_or("running", end_word)
-                ));
-            }
-            for rep in &a.reports {
-                s.push_str(&format!(
-                    "report revision {} ({}{}): {}\n",
-                    rep.revision,
-                    outcome_word(rep.outcome),
-                    if rep.by_host {
-                        ", by the host"
-                    } else if rep.stopped {
-                        ", by the Executor after a stop"
-                    } else {
-                        ""
-                    },
-                    rep.text.trim()
-                ));
-                let mut field = |name: &str, items: &[String]| {
-                    for i in items {
-                        s.push_str(&format!("  {name}: {}\n", i.trim()));
-                    }
-                };
-                field("why it returned", rep.reason.as_slice());
-                field("limitation", &rep.limitations);
-                field("corrected assumption", &rep.corrected_assumptions);
-                field("partial effect", &rep.partial_effects);
-                if !rep.evidence.is_empty() {
-                    s.push_str(&format!("  evidence: {}\n", rep.evidence.join(", ")));
-                }
-                for w in &rep.withdrawn {
-                    s.push_str(&format!(
-                        "  withdrawn: {} ({})\n",
-                        w.refs.join(", "),
-                        w.reason.trim()
-                    ));
-                }
-            }
-            for h in state.handoffs.iter().filter(|h| h.assignment == a.id) {
-                s.push_str(&format!(
-                    "handoff {}: {}{} — {}{}\n",
-                    h.id,
-                    match h.kind {
-                        super::state::HandoffKind::Contract => "contract",
-                        super::state::HandoffKind::Report => "report",
-                    },
-                    h.revision
-                        .map(|r| format!(" revision {r}"))
-                        .unwrap_or_default(),
-                    match h.state {
-                        HandoffState::Pending => "pending",
-                        HandoffState::Configured => "delivered",
-                        HandoffState::Blocked => "blocked",
-                        HandoffState::Superseded => "superseded",
-                    },
-                    h.reason
-                        .as_deref()
-                        .map(|r| format!(": {r}"))
-                        .unwrap_or_default()
-                ));
-            }
-            Ok(s)
+            Ok(assignment_detail(state, a))
         }
         other => Err(format!(
             "`view` is `{other}`: use current, history or detail"
         )),
     }
+}
+
+/// One unit in a line: its id, whether it is open, its outcome and its assignments.
+fn unit_line(u: &super::state::Unit) -> String {
+    let status = match &u.closed {
+        None => "open".to_string(),
+        Some(c) => format!("closed {:?}", c.disposition).to_lowercase(),
+    };
+    format!(
+        "{} ({status}) — {}; assignments: {}\n",
+        u.id,
+        one_line(&u.outcome),
+        if u.assignments.is_empty() {
+            "none".into()
+        } else {
+            u.assignments.join(", ")
+        }
+    )
+}
+
+/// The `history` view: up to `limit` units from `cursor`, and the cursor of the next page.
+fn units_page(state: &RoutingState, cursor: usize, limit: usize) -> String {
+    let page: Vec<String> = state
+        .units
+        .iter()
+        .skip(cursor)
+        .take(limit)
+        .map(unit_line)
+        .collect();
+    let mut s = page.concat();
+    let next = cursor + page.len();
+    if next < state.units.len() {
+        s.push_str(&format!("(more: cursor {next})\n"));
+    }
+    if s.is_empty() {
+        "no units\n".into()
+    } else {
+        s
+    }
+}
+
+/// The `detail` view of an assignment: its contract, what replaced or cancelled it, its
+/// executions, reports and handoffs.
+fn assignment_detail(state: &RoutingState, a: &super::state::Assignment) -> String {
+    let status = match a.status {
+        AssignmentStatus::Outstanding => "outstanding",
+        AssignmentStatus::Returned => "returned",
+        AssignmentStatus::Superseded => "superseded",
+        AssignmentStatus::Cancelled => "cancelled",
+    };
+    let mut s = format!(
+        "{} of unit {} — {status}\ncontract:\n{}\n",
+        a.id,
+        a.unit,
+        a.contract.trim()
+    );
+    if let Some(sup) = &a.superseded {
+        s.push_str(&format!("replaced by {}: {}\n", sup.by, sup.reason.trim()));
+    }
+    if let Some(old) = state
+        .assignments
+        .iter()
+        .find(|o| o.superseded.as_ref().is_some_and(|x| x.by == a.id))
+    {
+        if let Some(sup) = &old.superseded {
+            s.push_str(&format!("replaces {}: {}\n", old.id, sup.reason.trim()));
+        }
+    }
+    if let Some(why) = &a.cancelled {
+        s.push_str(&format!("cancelled: {}\n", why.trim()));
+    }
+    for e in &a.executions {
+        s.push_str(&format!(
+            "execution {}: {}\n",
+            e.id,
+            e.ended.map_or("running", end_word)
+        ));
+    }
+    for rep in &a.reports {
+        push_report_detail(&mut s, rep);
+    }
+    for h in state.handoffs.iter().filter(|h| h.assignment == a.id) {
+        s.push_str(&handoff_line(h));
+    }
+    s
+}
+
+/// A report in the `detail` view: its revision, outcome, author and text, then each of its
+/// fields on a line.
+fn push_report_detail(s: &mut String, rep: &super::state::Report) {
+    s.push_str(&format!(
+        "report revision {} ({}{}): {}\n",
+        rep.revision,
+        outcome_word(rep.outcome),
+        if rep.by_host {
+            ", by the host"
+        } else if rep.stopped {
+            ", by the Executor after a stop"
+        } else {
+            ""
+        },
+        rep.text.trim()
+    ));
+    let mut field = |name: &str, items: &[String]| {
+        for i in items {
+            s.push_str(&format!("  {name}: {}\n", i.trim()));
+        }
+    };
+    field("why it returned", rep.reason.as_slice());
+    field("limitation", &rep.limitations);
+    field("corrected assumption", &rep.corrected_assumptions);
+    field("partial effect", &rep.partial_effects);
+    if !rep.evidence.is_empty() {
+        s.push_str(&format!("  evidence: {}\n", rep.evidence.join(", ")));
+    }
+    for w in &rep.withdrawn {
+        s.push_str(&format!(
+            "  withdrawn: {} ({})\n",
+            w.refs.join(", "),
+            w.reason.trim()
+        ));
+    }
+}
+
+/// A handoff in the `detail` view: what it carries and where its transfer is.
+fn handoff_line(h: &super::state::Handoff) -> String {
+    format!(
+        "handoff {}: {}{} — {}{}\n",
+        h.id,
+        match h.kind {
+            super::state::HandoffKind::Contract => "contract",
+            super::state::HandoffKind::Report => "report",
+        },
+        h.revision
+            .map(|r| format!(" revision {r}"))
+            .unwrap_or_default(),
+        match h.state {
+            HandoffState::Pending => "pending",
+            HandoffState::Configured => "delivered",
+            HandoffState::Blocked => "blocked",
+            HandoffState::Superseded => "superseded",
+        },
+        h.reason
+            .as_deref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default()
+    )
 }
 
 /// The control a `/profile` word asks for.
