@@ -3,7 +3,7 @@
 
 use crate::engine::FlowStatus;
 use crate::event::{CleanItem, FailureKind, FlowEvent, Record};
-use crate::state::{FlowEnd, Phase, UnitState, UnitStatus};
+use crate::state::{FlowEnd, FlowState, Phase, UnitState, UnitStatus};
 use crate::validate::bounded;
 
 fn short(oid: &str) -> &str {
@@ -201,17 +201,7 @@ fn unit_line(n: usize, u: &UnitState) -> String {
 pub fn report(status: &FlowStatus) -> String {
     let st = &status.state;
     // Where the log left Main, then where git shows it now (the two differ when Main moved).
-    let now = match &status.main_now {
-        None => String::new(),
-        Some(m) => {
-            let head = m.head.as_deref().map_or("no commit", short);
-            match m.branch.as_deref() {
-                Some(b) if b == st.main_branch => format!("; {b} is now at {head}"),
-                Some(b) => format!("; the checkout is now on {b} at {head}"),
-                None => format!("; the checkout is now at a detached HEAD, {head}"),
-            }
-        }
-    };
+    let now = main_now(status);
     let mut out = format!(
         "Flow {}: {} — {} unit(s) onto {} (started at {}, left at {}{now})\n",
         st.id,
@@ -221,7 +211,6 @@ pub fn report(status: &FlowStatus) -> String {
         short(&st.start_oid),
         short(&st.main_oid)
     );
-    let main_problem = status.main_now.as_ref().and_then(|m| m.problem.as_deref());
     // A failed setup removed its worktrees (its message names any it could not remove).
     let setup_failed = matches!(
         &st.end,
@@ -231,27 +220,70 @@ pub fn report(status: &FlowStatus) -> String {
         })
     );
     for (i, u) in st.units.iter().enumerate() {
-        out.push_str(&unit_line(i + 1, u));
-        out.push('\n');
-        let keeps_worktree =
-            !setup_failed && !u.status.is_done() && !matches!(u.status, UnitStatus::Pending);
-        if u.cleaned {
-            out.push_str("     worktree and branch removed by `baton flow clean`\n");
-        } else if keeps_worktree {
-            if let (Some(p), Some(b)) = (&u.path, &u.branch) {
-                out.push_str(&format!("     worktree {} (branch {b})\n", p.display()));
+        push_unit(&mut out, i + 1, u, setup_failed);
+    }
+    push_end(&mut out, status, setup_failed);
+    if let Some(c) = &st.clean {
+        let text = if c.done {
+            clean_summary(&c.items)
+        } else {
+            "clean: cut short; `baton flow clean` finishes it".to_string()
+        };
+        out.push_str(&format!(
+            "Cleaned at {}{}: {}\n",
+            c.at,
+            if c.force { " (--force)" } else { "" },
+            text.trim_start_matches("clean: ")
+        ));
+    }
+    out.trim_end().to_string()
+}
+
+/// Where git shows Main's checkout now, as the end of the report's first line (empty when it
+/// could not be read).
+fn main_now(status: &FlowStatus) -> String {
+    match &status.main_now {
+        None => String::new(),
+        Some(m) => {
+            let head = m.head.as_deref().map_or("no commit", short);
+            match m.branch.as_deref() {
+                Some(b) if b == status.state.main_branch => format!("; {b} is now at {head}"),
+                Some(b) => format!("; the checkout is now on {b} at {head}"),
+                None => format!("; the checkout is now at a detached HEAD, {head}"),
             }
-        }
-        if let (UnitStatus::Blocked | UnitStatus::Failed, Some(b)) = (u.status, &u.block) {
-            out.push_str("     evidence:\n");
-            for line in clean(&b.evidence).lines() {
-                out.push_str(&format!("       {line}\n"));
-            }
-        }
-        for w in &u.warnings {
-            out.push_str(&format!("     warning: {}\n", clean(w)));
         }
     }
+}
+
+/// Unit `n` in the report: its line, its worktree (when kept), the evidence of its block or
+/// failure, and its warnings.
+fn push_unit(out: &mut String, n: usize, u: &UnitState, setup_failed: bool) {
+    out.push_str(&unit_line(n, u));
+    out.push('\n');
+    let keeps_worktree =
+        !setup_failed && !u.status.is_done() && !matches!(u.status, UnitStatus::Pending);
+    if u.cleaned {
+        out.push_str("     worktree and branch removed by `baton flow clean`\n");
+    } else if keeps_worktree {
+        if let (Some(p), Some(b)) = (&u.path, &u.branch) {
+            out.push_str(&format!("     worktree {} (branch {b})\n", p.display()));
+        }
+    }
+    if let (UnitStatus::Blocked | UnitStatus::Failed, Some(b)) = (u.status, &u.block) {
+        out.push_str("     evidence:\n");
+        for line in clean(&b.evidence).lines() {
+            out.push_str(&format!("       {line}\n"));
+        }
+    }
+    for w in &u.warnings {
+        out.push_str(&format!("     warning: {}\n", clean(w)));
+    }
+}
+
+/// How the Flow ended, or (while it has not) what drives it or the next step to take.
+fn push_end(out: &mut String, status: &FlowStatus, setup_failed: bool) {
+    let st = &status.state;
+    let main_problem = status.main_now.as_ref().and_then(|m| m.problem.as_deref());
     match (&st.end, status.phase) {
         (
             Some(FlowEnd::Failed {
@@ -270,31 +302,7 @@ pub fn report(status: &FlowStatus) -> String {
                 clean(message)
             ));
             if !setup_failed {
-                // The later units whose implementation is done can land on their own.
-                let landable: Vec<&str> = st
-                    .units
-                    .iter()
-                    .filter(|u| {
-                        !u.status.is_done()
-                            && unit.as_deref() != Some(u.spec.id.as_str())
-                            && u.implementer.as_ref().is_some_and(|r| r.ok)
-                            && u.path.is_some()
-                    })
-                    .map(|u| u.spec.id.as_str())
-                    .collect();
-                if !landable.is_empty() {
-                    out.push_str(&format!(
-                        "Implemented and not yet landed: {}. Land one without running it again: `baton flow land {} UNIT` (rebased onto Main as it is, validated, reviewed when asked, merged fast-forward; resolve the failed unit by hand on Main first if a later unit needs it).\n",
-                        landable.join(", "),
-                        st.id
-                    ));
-                }
-                out.push_str(
-                    "Units already integrated stay integrated. The worktrees listed above are kept: \
-                     inspect them, reslice the work, and start a new Flow. To remove them: \
-                     `baton flow clean --yes` removes the ones holding no work of their own; a unit \
-                     with commits Main lacks or uncommitted changes is kept until `--force` is added.\n",
-                );
+                push_after_failure(out, st, unit.as_deref());
             }
         }
         (Some(FlowEnd::Abandoned { reason }), _) => {
@@ -336,18 +344,34 @@ pub fn report(status: &FlowStatus) -> String {
         }
         (None, Phase::Completed | Phase::Failed | Phase::Abandoned) => {}
     }
-    if let Some(c) = &st.clean {
-        let text = if c.done {
-            clean_summary(&c.items)
-        } else {
-            "clean: cut short; `baton flow clean` finishes it".to_string()
-        };
+}
+
+/// After a failure (not of the setup): the later units that can land on their own, and what
+/// becomes of the kept worktrees.
+fn push_after_failure(out: &mut String, st: &FlowState, failed: Option<&str>) {
+    // The later units whose implementation is done can land on their own.
+    let landable: Vec<&str> = st
+        .units
+        .iter()
+        .filter(|u| {
+            !u.status.is_done()
+                && failed != Some(u.spec.id.as_str())
+                && u.implementer.as_ref().is_some_and(|r| r.ok)
+                && u.path.is_some()
+        })
+        .map(|u| u.spec.id.as_str())
+        .collect();
+    if !landable.is_empty() {
         out.push_str(&format!(
-            "Cleaned at {}{}: {}\n",
-            c.at,
-            if c.force { " (--force)" } else { "" },
-            text.trim_start_matches("clean: ")
+            "Implemented and not yet landed: {}. Land one without running it again: `baton flow land {} UNIT` (rebased onto Main as it is, validated, reviewed when asked, merged fast-forward; resolve the failed unit by hand on Main first if a later unit needs it).\n",
+            landable.join(", "),
+            st.id
         ));
     }
-    out.trim_end().to_string()
+    out.push_str(
+        "Units already integrated stay integrated. The worktrees listed above are kept: \
+         inspect them, reslice the work, and start a new Flow. To remove them: \
+         `baton flow clean --yes` removes the ones holding no work of their own; a unit \
+         with commits Main lacks or uncommitted changes is kept until `--force` is added.\n",
+    );
 }
