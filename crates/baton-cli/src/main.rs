@@ -26,6 +26,8 @@ mod task_cmd;
 mod task_logs;
 mod task_status_view;
 mod temporal_cmd;
+#[cfg(feature = "temporal")]
+mod temporal_doctor;
 mod term;
 mod trust_cmd;
 mod tui_cmd;
