@@ -156,6 +156,9 @@ def make_repo(tmp: Path, env: dict) -> Path:
 def run_flow(baton: Path, tmp: Path) -> dict:
     env = env_for(tmp)
     repo = make_repo(tmp, env)
+    # The implementer role runs a `command`: baton runs a project's command roles only once the
+    # user trusted the project (`baton trust`), as a user of this repository would.
+    subprocess.run([str(baton), "trust"], cwd=repo, env=env, check=True, capture_output=True)
     units = [
         {
             "id": f"u{i}",

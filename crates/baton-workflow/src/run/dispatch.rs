@@ -61,12 +61,18 @@ impl Runner<'_> {
                 .is_some_and(Role::is_read_only)
         });
         if read_only && open.len() > 1 {
-            let runs = open.iter().map(|id| self.dispatch_one(id));
+            // The tree as the batch starts, read once (only tracked files count for read-only
+            // roles): each dispatch then records its start before its first wait, so the batch's
+            // events keep the batch's order.
+            let before = tree_digest(&self.work_dir(v), false).await;
+            let runs = open
+                .iter()
+                .map(|id| self.dispatch_one(id, Some(before.clone())));
             for r in futures::future::join_all(runs).await {
                 r?;
             }
         } else if let Some(first) = open.first() {
-            self.dispatch_one(first).await?;
+            self.dispatch_one(first, None).await?;
         }
         Ok(())
     }
@@ -83,7 +89,13 @@ impl Runner<'_> {
         })
     }
 
-    pub(super) async fn dispatch_one(&self, id: &str) -> Result<(), RunError> {
+    /// Runs one task to its end; `before` is the tree's digest as its batch started, when the
+    /// batch read it.
+    pub(super) async fn dispatch_one(
+        &self,
+        id: &str,
+        before: Option<Option<String>>,
+    ) -> Result<(), RunError> {
         let r = self.record();
         let v = &r.state;
         let Some(task) = v.task(id).cloned() else {
@@ -201,7 +213,10 @@ impl Runner<'_> {
         let work = self.work_dir(v);
         // Write roles must change the tree to pass; read-only ones must leave its tracked files alone.
         let untracked = !role.is_read_only();
-        let before = tree_digest(&work, untracked).await;
+        let before = match before {
+            Some(b) => b,
+            None => tree_digest(&work, untracked).await,
+        };
         {
             let mut r = self.record();
             if let Some(t) = r.state.task_mut(id) {
@@ -220,16 +235,7 @@ impl Runner<'_> {
                 && phase_id.is_some()
                 && recorded != phase_id.as_deref()
             {
-                let base = tree_base(&work).await;
-                let results = &mut r.artifact.results;
-                if !results.contains_key("workflow_base_sha") {
-                    results.insert("workflow_base_sha".into(), base.clone().into());
-                }
-                results.insert("git_base_sha".into(), base.into());
-                results.insert(
-                    "git_base_phase".into(),
-                    r.artifact.phase_cursor.clone().into(),
-                );
+                record_phase_base(&mut r.artifact, tree_base(&work).await);
             }
             r.state.host.dispatch_counts.insert(phase.clone(), attempt);
             let backend = baton_exec::delegate::backend_of(&self.env.delegate, &spec);
@@ -777,4 +783,13 @@ fn hinted_names(hints: &str) -> Vec<&str> {
             (!word.is_empty()).then_some(word)
         })
         .collect()
+}
+/// Records `base` as the phase's base (and the workflow's, the first time).
+fn record_phase_base(a: &mut Artifact, base: String) {
+    let results = &mut a.results;
+    if !results.contains_key("workflow_base_sha") {
+        results.insert("workflow_base_sha".into(), base.clone().into());
+    }
+    results.insert("git_base_sha".into(), base.into());
+    results.insert("git_base_phase".into(), a.phase_cursor.clone().into());
 }
