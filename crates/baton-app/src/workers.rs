@@ -389,16 +389,19 @@ pub fn send(state: &StateDir, name: &str, prompt: Prompt, wait: bool) -> Result<
     // (Not inotify here: closing an inotify instance costs the kernel tens of milliseconds, more
     // than the answer of a quick prompt takes.)
     let path = worker::log_path(state, name)?;
+    let mut follower = worker::Follower::new(state, name)?;
     let started = Instant::now();
     let mut seen = None;
     let mut checked = Instant::now();
     loop {
         let len = std::fs::metadata(&path).map(|m| m.len()).ok();
-        // Re-read on growth, and once a second anyway (a supervisor that died writes nothing).
+        // Read on growth (only what was appended), and once a second anyway (a supervisor that
+        // died writes nothing).
         if len != seen || checked.elapsed() >= Duration::from_secs(1) {
             seen = len;
             checked = Instant::now();
-            if let Some(done) = outcome(state, name, &id)? {
+            let w = follower.refresh().map_err(|e| anyhow::anyhow!("{e}"))?;
+            if let Some(done) = outcome_of(w, name, &id)? {
                 return Ok(done);
             }
         }
@@ -643,7 +646,11 @@ pub fn log_lines(state: &StateDir, name: &str) -> Result<Vec<String>> {
 
 /// What a worker's prompt came to, once: `None` while it waits or runs.
 pub fn outcome(state: &StateDir, name: &str, id: &str) -> Result<Option<Sent>> {
-    let w = load(state, name)?;
+    outcome_of(&load(state, name)?, name, id)
+}
+
+/// [`outcome`] of a worker's state as read.
+fn outcome_of(w: &WorkerState, name: &str, id: &str) -> Result<Option<Sent>> {
     let Some(p) = w.prompts.iter().find(|p| p.id == id) else {
         bail!("worker {name}: prompt {id} is not in its log");
     };

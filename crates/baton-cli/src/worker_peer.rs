@@ -26,6 +26,16 @@ fn log(state: &StateDir, name: &str, ev: &WorkerEvent) {
     }
 }
 
+/// One watch for the supervisor's life (closing an inotify instance is slow), set up before the
+/// log is first read so that a line landing in between still wakes the wait, and the follower
+/// that reads only what the log gained.
+fn follow(state: &StateDir, name: &str) -> Result<(Arc<worker::LogWatch>, worker::Follower)> {
+    Ok((
+        Arc::new(worker::LogWatch::new(&worker::log_path(state, name)?)),
+        worker::Follower::new(state, name)?,
+    ))
+}
+
 /// Serves worker `name` on `backend` until it is stopped.
 pub fn serve(
     ctx: &ProjectContext,
@@ -90,9 +100,7 @@ async fn run(
         },
     );
     let (_, _, mut spent) = w.totals();
-    // One watch for the supervisor's life (closing an inotify instance is slow); set up before
-    // the log is first read, so a line that lands in between still wakes the wait.
-    let watch = Arc::new(worker::LogWatch::new(&worker::log_path(state, &name)?));
+    let (watch, mut follower) = follow(state, &name)?;
     let idle = w.spec.idle_timeout_secs.map(Duration::from_secs);
     let mut since = Instant::now();
     let reason = loop {
@@ -102,9 +110,8 @@ async fn run(
         if w.spec.budget_usd.is_some_and(|b| spent >= b) {
             break StopReason::Budget;
         }
-        let now = match worker::load(state, &name) {
-            Ok(s) => s,
-            Err(_) => break StopReason::Asked,
+        let Ok(now) = follower.refresh() else {
+            break StopReason::Asked;
         };
         let Some(p) = now.pending().next().map(|p| (p.id.clone(), p.text.clone())) else {
             if idle.is_some_and(|t| since.elapsed() >= t) {

@@ -200,6 +200,10 @@ fn feed(
     };
     // One watch for the supervisor's life (closing an inotify instance is slow).
     let watch = worker::LogWatch::new(&path);
+    // Reads only what the log gained (answers make it long).
+    let Ok(mut follower) = worker::Follower::new(&front.state, &front.name) else {
+        return;
+    };
     loop {
         // The session waits for input (or it ended).
         loop {
@@ -231,7 +235,7 @@ fn feed(
             }
             if len != seen_len {
                 seen_len = len;
-                if let Ok(state) = worker::load(&front.state, &front.name) {
+                if let Ok(state) = follower.refresh() {
                     if let Some(p) = state.pending().next() {
                         break (p.id.clone(), p.text.clone());
                     }

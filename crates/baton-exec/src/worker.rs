@@ -495,6 +495,74 @@ pub fn load(state: &StateDir, name: &str) -> Result<WorkerState, WorkerError> {
     })
 }
 
+/// A worker's state kept current by reading only what its log gained since the last look: a
+/// waiter looks at every change, and reading the whole log each time costs as much as the log
+/// is long (answers included). Anything irregular (a line that does not read, a log that
+/// shrank or went away) reads the whole log again through [`load`], so the errors are its own.
+pub struct Follower {
+    dir: StateDir,
+    name: String,
+    path: PathBuf,
+    /// The bytes of the log folded so far (whole lines only).
+    offset: u64,
+    state: Option<WorkerState>,
+}
+
+impl Follower {
+    pub fn new(dir: &StateDir, name: &str) -> Result<Follower, WorkerError> {
+        Ok(Follower {
+            dir: dir.clone(),
+            name: name.to_string(),
+            path: log_path(dir, name)?,
+            offset: 0,
+            state: None,
+        })
+    }
+
+    /// The worker's state with what was appended since the last call.
+    pub fn refresh(&mut self) -> Result<&WorkerState, WorkerError> {
+        if self.read_new().is_none() {
+            self.offset = 0;
+            self.state = None;
+            if self.read_new().is_none() {
+                // The whole log does not fold: `load` names why.
+                load(&self.dir, &self.name)?;
+            }
+        }
+        self.state.as_ref().ok_or_else(|| WorkerError::NoCreated {
+            path: self.path.display().to_string(),
+        })
+    }
+
+    /// Folds the whole lines appended since `offset`; `None` when they do not read.
+    fn read_new(&mut self) -> Option<()> {
+        use std::io::{Read as _, Seek as _, SeekFrom};
+        let mut file = std::fs::File::open(&self.path).ok()?;
+        let len = file.metadata().ok()?.len();
+        if len < self.offset {
+            return None;
+        }
+        file.seek(SeekFrom::Start(self.offset)).ok()?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).ok()?;
+        let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        let mut events = Vec::new();
+        for line in bytes[..whole].split(|b| *b == b'\n') {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            events.push(serde_json::from_slice::<WorkerEvent>(line).ok()?);
+        }
+        match &mut self.state {
+            Some(s) => events.iter().for_each(|ev| s.apply(ev)),
+            None if events.is_empty() => return None,
+            None => self.state = Some(WorkerState::fold(&events)?),
+        }
+        self.offset += whole as u64;
+        Some(())
+    }
+}
+
 /// Appends `ev` to the worker's existing log.
 pub fn append(state: &StateDir, name: &str, ev: &WorkerEvent) -> Result<(), WorkerError> {
     let path = log_path(state, name)?;
@@ -649,6 +717,40 @@ mod tests {
             retry_of: None,
             at: "t".into(),
         }
+    }
+
+    #[test]
+    fn a_follower_reads_only_what_was_appended_and_a_damaged_line_is_load_s_error() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        let st = StateDir::at(dir.path());
+        let path = log_path(&st, "w").unwrap();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut log = WorkerLog::create(&path, Durability::Fsync).unwrap();
+        log.append(&WorkerEvent::Created { spec: spec() }).unwrap();
+        let mut f = Follower::new(&st, "w").unwrap();
+        assert_eq!(f.refresh().unwrap().pending().count(), 0);
+        log.append(&queued("p1")).unwrap();
+        log.append(&queued("p2")).unwrap();
+        let ids = |s: &WorkerState| s.pending().map(|p| p.id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(f.refresh().unwrap()), ["p1", "p2"]);
+        assert_eq!(f.offset, std::fs::metadata(&path).unwrap().len());
+        // A line still being written is left for the next look.
+        let mut raw = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        let line = serde_json::to_string(&queued("p3")).unwrap();
+        raw.write_all(&line.as_bytes()[..10]).unwrap();
+        assert_eq!(ids(f.refresh().unwrap()), ["p1", "p2"]);
+        raw.write_all(&line.as_bytes()[10..]).unwrap();
+        raw.write_all(b"\n").unwrap();
+        assert_eq!(ids(f.refresh().unwrap()), ["p1", "p2", "p3"]);
+        assert_eq!(ids(f.refresh().unwrap()), ids(&load(&st, "w").unwrap()));
+        // A line that does not read: the error is the whole log's, as `load` gives it.
+        raw.write_all(b"not json\n").unwrap();
+        let e = f.refresh().unwrap_err().to_string();
+        assert_eq!(e, load(&st, "w").unwrap_err().to_string());
     }
 
     #[test]
