@@ -51,29 +51,33 @@ pub async fn doctor(ctx: &ProjectContext) -> baton_app::documents::DoctorEngine 
         }
     };
     // Through baton-git (hardened: no prompt, no pager, no repository config), off the
-    // async threads; a remote that hangs is reported after 20 s.
+    // async threads; a remote that hangs is killed and reported after 20 s (a blocking task
+    // left running would hold the runtime's shutdown).
     let from = remote.clone();
     let read = tokio::task::spawn_blocking(move || {
-        baton_git::Git::new("/").run_output(["ls-remote", "-q", "--heads", &from])
+        baton_git::Git::new("/").run_output_within(
+            ["ls-remote", "-q", "--heads", &from],
+            Duration::from_secs(20),
+        )
     });
-    match tokio::time::timeout(Duration::from_secs(20), read).await {
-        Ok(Ok(Ok(o))) if o.status.success() => {}
-        Ok(Ok(Ok(o))) => {
+    match read.await {
+        Ok(Ok(Some(o))) if o.status.success() => {}
+        Ok(Ok(Some(o))) => {
             d.message = format!(
                 "cannot read `engine.remote` ({remote}): {}",
                 baton_text::sanitize_line(String::from_utf8_lossy(&o.stderr).trim())
             );
             return d;
         }
-        Ok(Ok(Err(e))) => {
-            d.message = format!("cannot run git: {e}");
-            return d;
-        }
         Ok(Err(e)) => {
             d.message = format!("cannot run git: {e}");
             return d;
         }
-        Err(_) => {
+        Err(e) => {
+            d.message = format!("cannot run git: {e}");
+            return d;
+        }
+        Ok(Ok(None)) => {
             d.message = format!("`engine.remote` ({remote}) did not answer within 20 s");
             return d;
         }

@@ -9,16 +9,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+#[path = "common/source.rs"]
+mod source;
+use source::{rust_files, without_tests, workspace};
+
 /// The longest a source file may be, counting the lines before its `#[cfg(test)]` module.
 const MAX_LINES: usize = 900;
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .and_then(Path::parent)
-        .expect("the workspace root")
-        .to_path_buf()
-}
 
 fn crates() -> Vec<(String, PathBuf)> {
     let mut out: Vec<(String, PathBuf)> = fs::read_dir(workspace().join("crates"))
@@ -107,29 +103,6 @@ fn the_documented_crate_graph_is_the_declared_one() {
         "docs/architecture.md:\n{}",
         wrong.join("\n")
     );
-}
-
-/// Every `.rs` file under `dir`, recursively.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
-/// The text of a file before its unit-test module.
-fn without_tests(text: &str) -> &str {
-    match text.find("#[cfg(test)]\nmod tests") {
-        Some(at) => &text[..at],
-        None => text,
-    }
 }
 
 #[test]

@@ -311,6 +311,66 @@ impl Git {
         self.output(args).map(|(out, _)| out)
     }
 
+    /// [`Git::run_output`] for at most `limit`: `None` when git was still running then. It runs
+    /// in a process group of its own, which is killed whole at the limit (git and the transport
+    /// helpers it started), so nothing outlives the call — a remote that does not answer.
+    pub fn run_output_within<I, S>(
+        &self,
+        args: I,
+        limit: std::time::Duration,
+    ) -> Result<Option<Output>>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        use std::io::Read as _;
+        use std::os::unix::process::CommandExt as _;
+        let (mut cmd, shown) = self.command(args)?;
+        cmd.process_group(0);
+        let spawn_error = |source| GitError::Spawn {
+            args: shown.clone(),
+            source,
+        };
+        let mut child = cmd.spawn().map_err(spawn_error)?;
+        // Both pipes drained meanwhile, so a long answer cannot stall git on a full pipe.
+        let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                if let Some(mut p) = pipe {
+                    let _ = p.read_to_end(&mut bytes);
+                }
+                bytes
+            })
+        };
+        let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+        let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
+        let deadline = std::time::Instant::now() + limit;
+        let status = loop {
+            match child.try_wait().map_err(spawn_error)? {
+                Some(status) => break Some(status),
+                None if std::time::Instant::now() >= deadline => {
+                    if let Ok(group) = i32::try_from(child.id()) {
+                        // SAFETY: kill(2) on the group this call made; no memory is shared.
+                        unsafe { libc::kill(-group, libc::SIGKILL) };
+                    }
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break None;
+                }
+                None => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        };
+        let (stdout, stderr) = (
+            out.join().unwrap_or_default(),
+            err.join().unwrap_or_default(),
+        );
+        Ok(status.map(|status| Output {
+            status,
+            stdout,
+            stderr,
+        }))
+    }
+
     /// Runs git to its end: its output and the arguments as shown in errors.
     fn output<I, S>(&self, args: I) -> Result<(Output, Vec<String>)>
     where

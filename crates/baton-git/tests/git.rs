@@ -752,3 +752,35 @@ fn drivers_git_reads_from_anywhere_in_the_repository_never_run_from_baton_s_git(
         .collect();
     assert!(ran.is_empty(), "planted programs ran: {ran:?}");
 }
+
+/// A git that does not answer within the limit is killed with everything it started (its
+/// process group), and the call says so instead of waiting.
+#[test]
+fn a_git_past_its_limit_is_killed_with_what_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("shell.pid");
+    let g = Git::new(dir.path()).with_config(
+        "alias.hang",
+        &format!("!echo $$ > {}; sleep 30", pid_file.display()),
+    );
+    let quick = g
+        .run_output_within(["--version"], std::time::Duration::from_secs(30))
+        .unwrap()
+        .expect("git --version answers");
+    assert!(quick.status.success());
+    let hung = g
+        .run_output_within(["hang"], std::time::Duration::from_millis(500))
+        .unwrap();
+    assert!(hung.is_none(), "{hung:?}");
+    // The alias's shell (a grandchild of the call) is gone too: dead, or a zombie not yet reaped.
+    let pid = fs::read_to_string(&pid_file).unwrap().trim().to_string();
+    let stat = Path::new("/proc").join(&pid).join("stat");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while fs::read_to_string(&stat).is_ok_and(|s| !s.contains(") Z ")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "shell {pid} still runs"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
