@@ -97,6 +97,8 @@ pub fn id_stamp(id: &str) -> String {
 pub struct Summary {
     pub id: String,
     pub artifact: Value,
+    /// The same, decoded (the store hands out only a record that decodes).
+    pub record: baton_workflow::state::Record,
     /// The last event's kind, for records whose artifact has no `run_state`.
     pub last_event: Option<String>,
     /// The lock holder's note, when a live process holds the lock.
@@ -114,6 +116,7 @@ pub fn summarize(store: &WorkflowStore, id: &str) -> Result<Summary, String> {
     Ok(Summary {
         id: id.to_string(),
         artifact: loaded.artifact,
+        record: loaded.record,
         last_event: loaded
             .last_event
             .and_then(|k| serde_json::to_value(k).ok())
@@ -264,11 +267,11 @@ pub fn status_json(ctx: &ProjectContext, id: Option<&str>) -> Result<WorkflowSta
 pub fn record(
     ctx: &ProjectContext,
     wanted: &str,
-) -> Result<(String, WorkflowSummary, Value), String> {
+) -> Result<(String, WorkflowSummary, baton_workflow::state::Record), String> {
     let store = WorkflowStore::new(state_dir(ctx));
     let id = resolve(&store, wanted)?;
     let s = summarize(&store, &id)?;
-    Ok((id, summary_json(&s), s.artifact))
+    Ok((id, summary_json(&s), s.record))
 }
 
 /// The id `wanted` names: `last` (the newest), a whole id, or a prefix of exactly one.

@@ -24,7 +24,7 @@ use baton_app::documents::WorkflowResource;
 use baton_app::project::{output_cap, project_context, state_dir, ProjectContext};
 use baton_events::{Cursor, Feed, Filter, Source};
 use baton_protocol::SourceKind;
-use baton_workflow::run::{outcome_of, Outcome};
+use baton_workflow::run::{outcome, Outcome};
 use rmcp::model::{
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
     ResourceUpdatedNotificationParam,
@@ -112,17 +112,16 @@ fn not_found(uri: &str, why: &str) -> ErrorData {
 /// checkpoint's brief while it waits at one, and the brief of its tasks so far while it runs or
 /// was interrupted.
 fn workflow_doc(ctx: &ProjectContext, id: &str) -> Result<Value, String> {
-    let (id, summary, artifact) = baton_app::workflow::record(ctx, id)?;
-    let outcome = outcome_of(&id, &artifact).map_err(|e| format!("workflow {id}: {e}"))?;
-    let brief = match outcome {
+    let (id, summary, record) = baton_app::workflow::record(ctx, id)?;
+    let brief = match outcome(&id, &record) {
         Some(
             Outcome::Completed { brief, .. }
             | Outcome::Failed { brief, .. }
             | Outcome::Stopped { brief, .. },
         ) => brief,
         Some(Outcome::Checkpoint { checkpoint, .. }) => checkpoint.brief,
-        Some(Outcome::Interrupted { .. }) | None => baton_workflow::run::gate::brief(
-            &artifact,
+        Some(Outcome::Interrupted { .. }) | None => baton_workflow::run::gate::brief_of(
+            &record,
             &format!("workflow {id} has not ended (see `workflow.state`)"),
         ),
     };

@@ -84,6 +84,9 @@ pub struct Artifact {
     pub remediation_history: Vec<HistoryEntry>,
     pub created_at: Option<String>,
     pub updated_at: Option<String>,
+    /// The last event the artifact includes (the store sets it with `updated_at`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_seq: Option<u64>,
     /// Every other key, kept as read.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

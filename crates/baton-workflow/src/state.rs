@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::artifact::{Artifact, Task};
+use crate::artifact::{Artifact, HistoryEntry, ProofStatus, Task, VerificationRigor};
+use crate::route::WorkflowKind;
 use crate::engine::{Action, Gate};
 
 baton_protocol::closed_set! {
@@ -429,6 +430,38 @@ pub struct Record {
 impl Record {
     pub fn new(artifact: Artifact, state: WorkflowState) -> Record {
         Record { artifact, state }
+    }
+
+    /// The record a new workflow starts with (made at `ts`): cc10x's artifact skeleton, and a
+    /// runner state that has done nothing yet.
+    pub fn initial(id: &str, kind: WorkflowKind, request: &str, ts: &str) -> Record {
+        let started = HistoryEntry {
+            event: "workflow_started".into(),
+            ts: Some(ts.into()),
+            ..HistoryEntry::default()
+        };
+        let mut artifact = Artifact {
+            workflow_uuid: id.into(),
+            workflow_id: Some(id.into()),
+            user_request: Some(request.into()),
+            workflow_type: Some(kind),
+            verification_rigor: Some(VerificationRigor::Standard),
+            proof_status: Some(ProofStatus::GapsFound),
+            status_history: vec![started],
+            created_at: Some(ts.into()),
+            updated_at: Some(ts.into()),
+            ..Artifact::default()
+        };
+        artifact.quality.scenario_coverage = 0.into();
+        // cc10x's keys that baton writes for its readers and never reads itself.
+        for (k, v) in [
+            ("state_root", Value::from(".baton")),
+            ("execution_mode", Value::from("subagent_dispatch")),
+            ("memory_notes", Value::Array(Vec::new())),
+        ] {
+            artifact.extra.insert(k.into(), v);
+        }
+        Record::new(artifact, WorkflowState::default())
     }
 
     /// Decodes a record strictly: a field of either part that is there but does not decode is

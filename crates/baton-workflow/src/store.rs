@@ -24,6 +24,7 @@ use baton_state::{
 use serde_json::{json, Map, Value};
 
 use crate::route::WorkflowKind;
+use crate::state::Record;
 
 pub use crate::event::{EventBody, EventKind, Fields, WorkflowEvent};
 
@@ -133,41 +134,6 @@ pub fn new_id(now: time::OffsetDateTime, random: u32) -> String {
 
 pub use crate::state::merge_patch;
 
-/// The artifact a new workflow starts with: the fields of the cc10x artifact skeleton.
-pub fn initial_artifact(id: &str, kind: WorkflowKind, request: &str, ts: &str) -> Value {
-    json!({
-        "workflow_uuid": id,
-        "workflow_id": id,
-        "workflow_type": kind.as_str(),
-        "state_root": ".baton",
-        "user_request": request,
-        "plan_file": null,
-        "plan_mode": null,
-        "build_scope": null,
-        "worktree": null,
-        "execution_mode": "subagent_dispatch",
-        "verification_rigor": "standard",
-        "proof_status": "gaps_found",
-        "traceability": {"requirements": [], "phases": [], "verification": [], "remediation": []},
-        "intent": {"goal": null, "non_goals": [], "constraints": [], "acceptance_criteria": [], "open_decisions": []},
-        "normalized_phases": [],
-        "phase_cursor": null,
-        "task_ids": {},
-        "phase_status": {},
-        "deferred_findings": [],
-        "results": {},
-        "evidence": {},
-        "telemetry": {"workflow_wall_clock_seconds": 0, "loop_counts": {"re_review": 0, "re_hunt": 0, "re_verify": 0}},
-        "quality": {"confidence": null, "evidence_complete": false, "scenario_coverage": 0, "convergence_state": "pending"},
-        "memory_notes": [],
-        "pending_gate": null,
-        "status_history": [{"event": "workflow_started", "ts": ts, "phase": null}],
-        "remediation_history": [],
-        "created_at": ts,
-        "updated_at": ts,
-    })
-}
-
 /// Applies one event to the artifact: its delta, and `updated_at` / `event_seq` (the last event
 /// the artifact includes, which lets a resume fold only the events after the snapshot).
 fn apply(artifact: &mut Value, ev: &WorkflowEvent) {
@@ -195,8 +161,17 @@ pub fn fold(events: &[WorkflowEvent]) -> Value {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Loaded {
     pub artifact: Value,
+    /// The artifact decoded (it is checked to decode before it is handed out).
+    pub record: crate::state::Record,
     pub seq: u64,
     pub last_event: Option<EventKind>,
+}
+
+/// The artifact a log adds up to, before it is checked to decode.
+struct Folded {
+    artifact: Value,
+    seq: u64,
+    last_event: Option<EventKind>,
 }
 
 /// Reads the log bytes `bytes` of workflow `id` against its snapshot (read from
@@ -235,11 +210,11 @@ fn load_bytes(
         .and_then(|s| s.get("event_seq").and_then(Value::as_u64))
         .filter(|at| *at >= 1);
     if let (false, Some(s), Some(at)) = (full, &snapshot, at) {
-        if let Some((loaded, tail)) = fold_tail(&lines, &parse, s, at)? {
+        if let Some((folded, tail)) = fold_tail(&lines, &parse, s, at)? {
             let applied: Vec<(usize, &WorkflowEvent)> =
                 tail.iter().rev().map(|(n, e)| (*n, e)).collect();
             let snap = snapshot_bytes.map(|b| (snapshot_path, b));
-            return checked(loaded, path, &applied, snap);
+            return checked(folded, path, &applied, snap);
         }
     }
     let events = lines
@@ -266,25 +241,33 @@ fn load_bytes(
         }
         _ => (fold(&events), &numbered[..], None),
     };
-    let loaded = Loaded {
+    let folded = Folded {
         artifact,
         seq: last,
         last_event: events.last().map(WorkflowEvent::kind),
     };
-    checked(loaded, path, applied, snap)
+    checked(folded, path, applied, snap)
 }
 
 /// `loaded` when the runner's state in its artifact decodes; else the error naming where the
 /// field that does not was written: the last of the `applied` events (line number, event) whose
 /// delta holds it, else the snapshot the events were applied to (its path and bytes).
 fn checked(
-    loaded: Loaded,
+    folded: Folded,
     path: &std::path::Path,
     applied: &[(usize, &WorkflowEvent)],
     snapshot: Option<(&std::path::Path, &[u8])>,
 ) -> Result<Loaded, StoreError> {
-    let Err(e) = crate::state::WorkflowState::check(&loaded.artifact) else {
-        return Ok(loaded);
+    let e = match crate::state::Record::read(&folded.artifact) {
+        Ok(record) => {
+            return Ok(Loaded {
+                artifact: folded.artifact,
+                record,
+                seq: folded.seq,
+                last_event: folded.last_event,
+            })
+        }
+        Err(e) => e,
     };
     let in_event = applied.iter().rev().find(|(_, ev)| {
         ev.delta
@@ -324,7 +307,7 @@ fn fold_tail(
     parse: &dyn Fn(&Line<'_>) -> Result<WorkflowEvent, StoreError>,
     snapshot: &Value,
     at: u64,
-) -> Result<Option<(Loaded, Vec<(usize, WorkflowEvent)>)>, StoreError> {
+) -> Result<Option<(Folded, Vec<(usize, WorkflowEvent)>)>, StoreError> {
     let mut tail: Vec<(usize, WorkflowEvent)> = Vec::new();
     for line in lines.lines.iter().rev() {
         let ev = parse(line)?;
@@ -340,12 +323,12 @@ fn fold_tail(
                 apply(&mut artifact, ev);
                 last = ev.seq;
             }
-            let loaded = Loaded {
+            let folded = Folded {
                 artifact,
                 seq: last,
                 last_event: Some(last_event),
             };
-            return Ok(Some((loaded, tail)));
+            return Ok(Some((folded, tail)));
         }
         tail.push((line.number, ev));
     }
@@ -364,7 +347,10 @@ pub struct OpenWorkflow {
     id: String,
     log: JsonlLog<WorkflowEvent>,
     snapshot: PathBuf,
+    /// The artifact as the snapshot holds it (the disk edge: deltas are computed against it).
     artifact: Value,
+    /// The same, decoded: what the runner reads and changes.
+    record: Record,
     seq: u64,
     _lock: FileLock,
 }
@@ -452,13 +438,14 @@ impl WorkflowStore {
             id: id.clone(),
             log,
             artifact: Value::Object(Map::new()),
+            record: Record::default(),
             seq: 0,
             _lock: lock,
         };
-        wf.append(
-            NewEvent::new(EventKind::WorkflowStarted)
-                .decision(kind.as_str())
-                .delta(initial_artifact(&id, kind, request, &ts)),
+        let initial = Record::initial(&id, kind, request, &ts);
+        wf.commit(
+            NewEvent::new(EventKind::WorkflowStarted).decision(kind.as_str()),
+            &initial,
         )?;
         Ok(wf)
     }
@@ -486,6 +473,7 @@ impl WorkflowStore {
             log,
             snapshot,
             artifact: loaded.artifact,
+            record: loaded.record,
             _lock: lock,
         })
     }
@@ -613,9 +601,24 @@ impl OpenWorkflow {
         self.seq == 0
     }
 
-    /// Appends an event (on disk when this returns), applies its delta and rewrites the
-    /// snapshot. Events first: a crash after the log line and before the snapshot is repaired
-    /// by the next [`WorkflowStore::open`].
+    /// The record as of the last event, decoded.
+    pub fn record(&self) -> &Record {
+        &self.record
+    }
+
+    /// Records `event` with the change from the current record to `new` as its delta (the one
+    /// place a typed record becomes a merge patch). The current record is then the artifact
+    /// decoded, as a resume would read it: what is not recorded (a check's output) and what
+    /// a patch cannot say (a null inside a result) are not carried on in memory.
+    pub fn commit(&mut self, event: NewEvent, new: &Record) -> Result<WorkflowEvent, StoreError> {
+        let delta = crate::state::diff(&self.artifact, &new.to_value());
+        self.append(NewEvent { delta, ..event })
+    }
+
+    /// Appends an event with its delta as given (a record's first event, and tests that write
+    /// a record by hand). The artifact it makes must decode: else nothing is written. Events
+    /// first: the log line is on disk before the snapshot is rewritten, and a crash between the
+    /// two is repaired by the next [`WorkflowStore::open`].
     pub fn append(&mut self, event: NewEvent) -> Result<WorkflowEvent, StoreError> {
         let kind = event.event;
         let body = EventBody::from_fields(kind, event.fields)
@@ -627,9 +630,16 @@ impl OpenWorkflow {
             body,
             delta: event.delta,
         };
+        let mut next = self.artifact.clone();
+        apply(&mut next, &record);
+        let decoded = Record::read(&next).map_err(|e| StoreError::BadEvent {
+            kind,
+            message: format!("its delta leaves a record that does not read: {e}"),
+        })?;
         self.log.append(&record)?;
         self.seq = record.seq;
-        apply(&mut self.artifact, &record);
+        self.artifact = next;
+        self.record = decoded;
         write_snapshot(&self.snapshot, &self.artifact)?;
         Ok(record)
     }
@@ -803,7 +813,10 @@ mod tests {
                 .with_file_name(format!("{id}.json.damaged"))]
         );
         let loaded = store.load(&id).unwrap();
-        assert_eq!((loaded.seq, loaded.artifact.get("run_state")), (2, None));
+        assert_eq!(
+            (loaded.seq, loaded.record.state.state),
+            (2, crate::state::RunState::Running)
+        );
         assert_eq!(store.repair(&id).unwrap(), None);
     }
 
@@ -854,6 +867,38 @@ mod tests {
         assert_eq!((damage.line, damage.intact, aside.len()), (3, 2, 2));
         assert_eq!(store.load(&id).unwrap().seq, 2);
         assert_eq!(store.events(&id).unwrap().len(), 2);
+    }
+
+    /// An event whose delta would leave a record the runner cannot read is refused before it
+    /// is written: the log, the snapshot and the record in memory are as they were.
+    #[test]
+    fn a_delta_that_leaves_an_unreadable_record_writes_nothing() {
+        let (_dir, store) = store();
+        let mut wf = store.create(WorkflowKind::Build, "x").unwrap();
+        let id = wf.id().to_string();
+        let log = std::fs::read(store.events_path(&id).unwrap()).unwrap();
+        let snapshot = std::fs::read(store.snapshot_path(&id).unwrap()).unwrap();
+        let before = wf.record().clone();
+        let err = wf
+            .append(NewEvent::new(EventKind::ArtifactUpdated).delta(json!({"run_state": "dozing"})))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`run_state`"), "{err}");
+        assert_eq!(std::fs::read(store.events_path(&id).unwrap()).unwrap(), log);
+        assert_eq!(
+            std::fs::read(store.snapshot_path(&id).unwrap()).unwrap(),
+            snapshot
+        );
+        assert_eq!((wf.record(), wf.len()), (&before, 1));
+        // A typed change goes in as the patch from the record it started from.
+        let mut next = wf.record().clone();
+        next.artifact.phase_cursor = Some("phase-1".into());
+        let ev = wf
+            .commit(NewEvent::new(EventKind::ArtifactUpdated), &next)
+            .unwrap();
+        assert_eq!(ev.delta, Some(json!({"phase_cursor": "phase-1"})));
+        assert_eq!(wf.record().artifact.phase_cursor.as_deref(), Some("phase-1"));
+        assert_eq!(wf.record().artifact.event_seq, Some(2));
     }
 
     #[test]

@@ -220,14 +220,6 @@ fn run_order<'a>(
 
 /// The decision-ready brief: the request, every task with its verdict, the remediation cycles,
 /// the proof, what was spent, and why the workflow stands where it does.
-pub fn brief(artifact: &Value, headline: &str) -> String {
-    match Record::read(artifact) {
-        Ok(r) => brief_of(&r, headline),
-        Err(e) => format!("{headline}\nthe workflow state does not read: {e}\n"),
-    }
-}
-
-/// [`brief`] of a decoded record.
 pub fn brief_of(r: &Record, headline: &str) -> String {
     let (a, v) = (&r.artifact, &r.state);
     let mut out = String::new();

@@ -28,7 +28,6 @@ use baton_exec::delegate::DelegateEnv;
 use baton_exec::executor::Executor;
 use baton_exec::ExecErrorCode;
 use baton_protocol::role::RoleSpec;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::artifact::{
@@ -42,7 +41,7 @@ use crate::memory::{Finalization, MemoryDir, MemoryFile};
 use crate::outputs::{self, AgentOutputs, ReadOnlyReport};
 use crate::route::WorkflowKind;
 pub use crate::state;
-use crate::state::{Record, RunState, StateError, StopGate, WorkflowState, WorktreeOffer};
+use crate::state::{Record, RunState, StopGate, WorkflowState, WorktreeOffer};
 use crate::store::{EventBody, EventKind, NewEvent, OpenWorkflow, WorkflowStore};
 pub use agent::{ExecLauncher, Launch, Launcher, Recheck};
 pub use error::RunError;
@@ -124,16 +123,10 @@ pub enum Outcome {
     },
 }
 
-/// Where a workflow whose artifact is `artifact` stands, if it is not running: completed, stopped
-/// or failed with its brief, or waiting at its checkpoint. `None` while it runs (or was
-/// interrupted). `baton run`, `baton resume` and the workflow resource of `baton mcp` read it here.
-/// A state that does not decode is an error naming the field.
-pub fn outcome_of(id: &str, artifact: &Value) -> Result<Option<Outcome>, StateError> {
-    Ok(outcome(id, &Record::read(artifact)?))
-}
-
-/// [`outcome_of`] a decoded record.
-fn outcome(id: &str, r: &Record) -> Option<Outcome> {
+/// Where a workflow stands if it is not running: completed, stopped or failed with its brief,
+/// or waiting at its checkpoint. `None` while it runs (or was interrupted). `baton run`, `baton
+/// resume` and the workflow resource of `baton mcp` read it here.
+pub fn outcome(id: &str, r: &Record) -> Option<Outcome> {
     let v = &r.state;
     let id = id.to_string();
     match v.state {
@@ -657,18 +650,12 @@ fn tree_digest_now(root: &Path, untracked: bool) -> Option<String> {
     Some(format!("{:016x}", h.finish()))
 }
 
-/// The open log and the record it holds, decoded.
-struct Open {
-    log: OpenWorkflow,
-    record: Record,
-}
-
 struct Runner<'a> {
     env: &'a RunEnv,
     launcher: &'a dyn Launcher,
     id: String,
 
-    wf: Mutex<Open>,
+    wf: Mutex<OpenWorkflow>,
     cancel: &'a CancellationToken,
     appended: AtomicU64,
     root: PathBuf,
@@ -681,12 +668,11 @@ impl<'a> Runner<'a> {
         wf: OpenWorkflow,
         cancel: &'a CancellationToken,
     ) -> Result<Self, RunError> {
-        let record = Record::read(wf.artifact())?;
         Ok(Runner {
             id: wf.id().to_string(),
             env,
             launcher,
-            wf: Mutex::new(Open { log: wf, record }),
+            wf: Mutex::new(wf),
             cancel,
             appended: AtomicU64::new(0),
             root: project_root(env),
@@ -696,7 +682,7 @@ impl<'a> Runner<'a> {
     /// The workflow's type (a BUILD the user chose to plan first becomes a PLAN).
     pub(super) fn kind(&self) -> WorkflowKind {
         self.lock()
-            .record
+            .record()
             .artifact
             .workflow_type
             .unwrap_or(WorkflowKind::Build)
@@ -716,7 +702,7 @@ impl<'a> Runner<'a> {
             .map_or_else(|| self.root.clone(), |w| w.path.clone())
     }
 
-    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Open> {
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, OpenWorkflow> {
         match self.wf.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
@@ -725,17 +711,12 @@ impl<'a> Runner<'a> {
 
     /// The workflow's record as it stands.
     pub(super) fn record(&self) -> Record {
-        self.lock().record.clone()
+        self.lock().record().clone()
     }
 
     /// Records `ev` with the change from the current record to `new` as its delta.
     pub(super) fn commit(&self, ev: impl Into<NewEvent>, new: Record) -> Result<(), RunError> {
-        let mut ev: NewEvent = ev.into();
-        let mut wf = self.lock();
-        ev.delta = state::diff(wf.log.artifact(), &new.to_value());
-        let recorded = wf.log.append(ev)?;
-        wf.record = Record::read(wf.log.artifact())?;
-        drop(wf);
+        let recorded = self.lock().commit(ev.into(), &new)?;
         if let Some(o) = &self.env.events {
             o(&recorded);
         }
