@@ -5,12 +5,15 @@
 //! passes through (`results`, `evidence`, `task_ids`, …). Every struct keeps the keys it does not
 //! know in an `extra` map, so reading an artifact and writing it back loses nothing.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-pub use crate::contract::{PlanMode, ProofStatus, VerificationRigor};
+pub use crate::contract::{PhaseStatus, PlanMode, ProofStatus, VerificationRigor};
+use crate::event::LoggedFinding;
+use crate::results::Results;
 use crate::route::WorkflowKind;
 
 closed_set!(
@@ -55,11 +58,12 @@ pub struct Artifact {
     /// Planner-approved executable phases; each has at least a `phase_id`.
     pub normalized_phases: Vec<NormalizedPhase>,
     pub research_quality: ResearchQuality,
-    pub research_rounds: Vec<Value>,
+    pub research_rounds: Vec<ResearchRound>,
     pub task_ids: Map<String, Value>,
-    pub phase_status: Map<String, Value>,
-    /// Structured agent results, by agent.
-    pub results: Map<String, Value>,
+    /// How each plan phase ended, by phase id; absent while it is open.
+    pub phase_status: BTreeMap<String, PhaseStatus>,
+    /// What the host and the agents recorded, by key.
+    pub results: Results,
     /// Proof of work, by agent.
     pub evidence: Map<String, Value>,
     /// Measurement only: never a reason to advance or block.
@@ -75,7 +79,7 @@ pub struct Artifact {
     pub pending_gate: Option<String>,
     /// Findings left open on purpose (HIGH ones after a `CRITICAL_ONLY` fix), each as the log's
     /// `LoggedFinding` with its `phase`; listed in the brief.
-    pub deferred_findings: Vec<Value>,
+    pub deferred_findings: Vec<DeferredFinding>,
     /// Requirement → phase → verification → remediation, as the workflow went.
     pub traceability: Traceability,
     /// Append-only summaries of the router's decisions.
@@ -287,8 +291,8 @@ pub struct Traceability {
 pub struct TracedPhase {
     pub phase_id: String,
     pub title: Option<String>,
-    /// `completed`, `blocked`, `partial` as `phase_status` says; `None` while open.
-    pub status: Option<String>,
+    /// As `phase_status` says; `None` while open.
+    pub status: Option<PhaseStatus>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -312,16 +316,17 @@ pub struct TracedFix {
 
 impl Traceability {
     /// The phases as the artifact lists them, with their status.
-    pub fn sync_phases(&mut self, phases: &[NormalizedPhase], status: &Map<String, Value>) {
+    pub fn sync_phases(
+        &mut self,
+        phases: &[NormalizedPhase],
+        status: &BTreeMap<String, PhaseStatus>,
+    ) {
         self.phases = phases
             .iter()
             .map(|p| TracedPhase {
                 phase_id: p.phase_id.clone(),
                 title: p.title.clone(),
-                status: status
-                    .get(&p.phase_id)
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
+                status: status.get(&p.phase_id).copied(),
             })
             .collect();
     }
@@ -340,11 +345,21 @@ pub struct ResearchRound {
     pub at: String,
 }
 
-impl ResearchRound {
-    /// The round as the artifact's list holds it.
-    pub fn to_json(&self) -> Value {
-        // Strings and options always serialise.
-        serde_json::to_value(self).unwrap_or(Value::Null)
+/// A finding left open on purpose, as `deferred_findings` keeps it: the log's finding and the
+/// phase it was deferred at.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeferredFinding {
+    #[serde(flatten)]
+    pub finding: LoggedFinding,
+    #[serde(default)]
+    pub phase: Option<String>,
+}
+
+impl DeferredFinding {
+    /// The same finding at the same place in the same phase.
+    pub fn same(&self, other: &DeferredFinding) -> bool {
+        (&self.finding.text, &self.finding.location, &self.phase)
+            == (&other.finding.text, &other.finding.location, &other.phase)
     }
 }
 

@@ -50,6 +50,7 @@ pub mod event;
 pub mod memory;
 pub mod outputs;
 pub mod plan_file;
+pub mod results;
 pub mod route;
 pub mod run;
 pub mod state;

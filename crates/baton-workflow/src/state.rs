@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::artifact::{Artifact, HistoryEntry, ProofStatus, Task, VerificationRigor};
-use crate::route::WorkflowKind;
 use crate::engine::{Action, Gate};
+use crate::route::WorkflowKind;
 
 baton_protocol::closed_set! {
     /// Where a workflow stands.

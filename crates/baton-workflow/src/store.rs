@@ -748,12 +748,13 @@ mod tests {
             .unwrap();
         let behind = std::fs::read(store.snapshot_path(&id).unwrap()).unwrap();
         wf.append(
-            NewEvent::new(EventKind::AgentCompleted).delta(json!({"results": {"builder": "PASS"}})),
+            NewEvent::new(EventKind::AgentCompleted)
+                .delta(json!({"results": {"builder": {"status": "PASS"}}})),
         )
         .unwrap();
         drop(wf);
         let all = fold(&store.events(&id).unwrap());
-        assert_eq!(all["results"]["builder"], "PASS");
+        assert_eq!(all["results"]["builder"]["status"], "PASS");
         assert_eq!(all["event_seq"], 3);
         std::fs::write(store.snapshot_path(&id).unwrap(), &behind).unwrap();
         let wf = store.open(&id).unwrap();
@@ -897,7 +898,10 @@ mod tests {
             .commit(NewEvent::new(EventKind::ArtifactUpdated), &next)
             .unwrap();
         assert_eq!(ev.delta, Some(json!({"phase_cursor": "phase-1"})));
-        assert_eq!(wf.record().artifact.phase_cursor.as_deref(), Some("phase-1"));
+        assert_eq!(
+            wf.record().artifact.phase_cursor.as_deref(),
+            Some("phase-1")
+        );
         assert_eq!(wf.record().artifact.event_seq, Some(2));
     }
 

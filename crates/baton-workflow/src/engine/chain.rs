@@ -1,16 +1,16 @@
 //! The BUILD and DEBUG chain: remediation re-checks, merged findings, builder or investigator,
 //! reviewer, verifier (the phase exit) and doc-syncer.
 
-use serde_json::json;
-
 use super::{
     Action, Change, Draft, FollowUp, Gate, MAX_INVESTIGATION_CONTINUATIONS, MAX_REMEDIATION_CYCLES,
     MAX_RESEARCH_ROUNDS,
 };
+use crate::artifact::PhaseStatus;
 use crate::artifact::{
     BuildScope, Convergence, HistoryEntry, Phase, ProofStatus, Task, TaskKind, TaskStatus,
 };
 use crate::outputs::{BuilderReport, InvestigatorReport};
+use crate::results::AgentResult;
 use crate::route::WorkflowKind;
 
 impl Draft<'_> {
@@ -37,13 +37,13 @@ impl Draft<'_> {
     /// records `running` with its task when the user chose it; a task made after that one (the
     /// fix, its re-checks) means its findings are being fixed.
     fn final_review(&self) -> FinalReview {
-        let Some(f) = self.a.results.get("final_branch_review") else {
+        let Some(f) = &self.a.results.final_branch_review else {
             return FinalReview::NotOffered;
         };
-        if f.get("status").and_then(|s| s.as_str()) != Some("running") {
+        if f.status != "running" {
             return FinalReview::Done;
         }
-        let task = f.get("task").and_then(|t| t.as_str());
+        let task = f.task.as_deref();
         let at = task.and_then(|t| self.tasks.iter().position(|x| x.id == t));
         // Every task made after it (the fix, its re-checks) is its remediation.
         match at {
@@ -56,8 +56,9 @@ impl Draft<'_> {
     fn hunter_findings_accepted(&self) -> bool {
         self.a
             .results
-            .get("hunter_findings")
-            .is_some_and(|d| d.get("phase") == Some(&json!(self.a.phase_cursor)))
+            .hunter_findings
+            .as_ref()
+            .is_some_and(|d| d.at(self.a.phase_cursor.as_deref()))
     }
 
     /// Whether the user answered `fix` at this phase's revert gate (the fix runs; a later
@@ -65,8 +66,9 @@ impl Draft<'_> {
     fn revert_declined(&self) -> bool {
         self.a
             .results
-            .get("revert_decision")
-            .is_some_and(|d| d.get("phase") == Some(&json!(self.a.phase_cursor)))
+            .revert_decision
+            .as_ref()
+            .is_some_and(|d| d.at(self.a.phase_cursor.as_deref()))
     }
 
     /// After the last phase (and the final review): the docs, then memory.
@@ -177,7 +179,7 @@ impl Draft<'_> {
                     return self.remediate("code-reviewer", "ALL_ISSUES", &reason);
                 }
                 Some(true) if self.final_review() == FinalReview::Reviewing => {
-                    self.result("final_branch_review", json!({"status": "clean"}));
+                    self.changes.push(Change::FinalReview("clean"));
                     next = Some(self.chain_tail("the final whole-branch review is clean"));
                 }
                 Some(true) => next = Some((Action::RunVerifier, "review approved".to_string())),
@@ -188,7 +190,13 @@ impl Draft<'_> {
             if !problems.is_empty() {
                 return self.invalid("verifier", &problems);
             }
-            self.result("verifier", json!({"passed": v.passed()}));
+            self.result(
+                "verifier",
+                AgentResult {
+                    passed: Some(v.passed()),
+                    ..AgentResult::default()
+                },
+            );
             if !v.passed() && v.revert && !self.revert_declined() {
                 return self.stop(
                     Action::PauseForRevertDecision,
@@ -223,7 +231,10 @@ impl Draft<'_> {
             let partial = doc.status == "PARTIAL";
             self.result(
                 "doc_syncer",
-                json!({"status": doc.status, "doc_sync_partial": partial}),
+                AgentResult {
+                    doc_sync_partial: Some(partial),
+                    ..AgentResult::status(&doc.status)
+                },
             );
             next = Some(self.memory_finalize("documentation synced"));
         }
@@ -247,7 +258,13 @@ impl Draft<'_> {
                     self.invalid("builder", &problems);
                     return None;
                 }
-                self.result("builder", json!({"status": "PASS", "phase_id": phase}));
+                self.result(
+                    "builder",
+                    AgentResult {
+                        phase_id: phase.clone(),
+                        ..AgentResult::status("PASS")
+                    },
+                );
                 if !b.scope_increases.is_empty() && !self.full_graph() {
                     self.changes.push(Change::BuildScope(BuildScope::Standard));
                     self.changes.push(Change::Status(HistoryEntry::new(
@@ -270,7 +287,10 @@ impl Draft<'_> {
                 if let Some(p) = &phase {
                     self.changes.push(Change::PhaseStatus {
                         phase: p.clone(),
-                        status: state.into(),
+                        status: match state {
+                            "blocked" => PhaseStatus::Blocked,
+                            _ => PhaseStatus::Partial,
+                        },
                     });
                 }
                 if let Some(proof) = b.proof_status.as_deref().and_then(ProofStatus::parse) {
@@ -319,7 +339,7 @@ impl Draft<'_> {
                     self.invalid("investigator", &problems);
                     return false;
                 }
-                self.result("investigator", json!({"status": "FIXED"}));
+                self.result("investigator", AgentResult::status("FIXED"));
                 true
             }
             "BLOCKED" if i.needs_external_research => {
@@ -413,7 +433,7 @@ impl Draft<'_> {
         if let Some(c) = &cursor {
             self.changes.push(Change::PhaseStatus {
                 phase: c.clone(),
-                status: "completed".into(),
+                status: PhaseStatus::Completed,
             });
         }
         let listed: Vec<&str> = self
@@ -452,7 +472,7 @@ impl Draft<'_> {
                 )
             }
             FinalReview::Fixing => {
-                self.result("final_branch_review", json!({"status": "fixed"}));
+                self.changes.push(Change::FinalReview("fixed"));
                 return self.chain_tail("the final review's findings are fixed and verified");
             }
             _ => {}

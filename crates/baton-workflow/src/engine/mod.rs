@@ -8,13 +8,14 @@
 //! clears it.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::artifact::{
-    check_workflow_uuid, Artifact, BuildScope, Convergence, HistoryEntry, MemorySync, PlanMode,
-    PlanningReviewStatus, ProofStatus, Task, TaskKind, TaskStatus, VerificationRigor,
+    check_workflow_uuid, Artifact, BuildScope, Convergence, HistoryEntry, MemorySync, PhaseStatus,
+    PlanMode, PlanningReviewStatus, ProofStatus, Task, TaskKind, TaskStatus, VerificationRigor,
 };
 use crate::outputs::AgentOutputs;
+use crate::results::AgentResult;
 use crate::route::WorkflowKind;
 
 mod chain;
@@ -151,7 +152,7 @@ pub enum Change {
     PhaseCursor(Option<String>),
     PhaseStatus {
         phase: String,
-        status: String,
+        status: PhaseStatus,
     },
     Convergence(Convergence),
     ProofStatus(ProofStatus),
@@ -175,8 +176,10 @@ pub enum Change {
     MemorySync(MemorySync),
     Result {
         agent: String,
-        value: Value,
+        value: AgentResult,
     },
+    /// Where the final whole-branch review stands (`clean`, `fixed`).
+    FinalReview(&'static str),
     LoopCounts {
         re_review: u32,
         re_hunt: u32,
@@ -191,7 +194,7 @@ impl Change {
         match self {
             Change::PhaseCursor(c) => a.phase_cursor = c.clone(),
             Change::PhaseStatus { phase, status } => {
-                a.phase_status.insert(phase.clone(), json!(status));
+                a.phase_status.insert(phase.clone(), *status);
             }
             Change::Convergence(c) => a.quality.convergence_state = *c,
             Change::ProofStatus(p) => a.proof_status = Some(*p),
@@ -234,7 +237,13 @@ impl Change {
                 s.next_step_persisted = m.next_step_persisted.or(s.next_step_persisted);
             }
             Change::Result { agent, value } => {
-                a.results.insert(agent.clone(), value.clone());
+                a.results.agents.insert(agent.clone(), Some(value.clone()));
+            }
+            Change::FinalReview(status) => {
+                a.results.final_branch_review = Some(crate::results::FinalReview {
+                    status: status.to_string(),
+                    task: None,
+                });
             }
             Change::LoopCounts {
                 re_review,
@@ -380,7 +389,7 @@ impl<'a> Draft<'a> {
         );
     }
 
-    fn result(&mut self, agent: &str, value: Value) {
+    fn result(&mut self, agent: &str, value: AgentResult) {
         self.changes.push(Change::Result {
             agent: agent.to_string(),
             value,

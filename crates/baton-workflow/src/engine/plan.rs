@@ -1,14 +1,13 @@
 //! PLAN (design hand-off, planner, the bounded fresh-review graph), REVIEW (advisory) and the
 //! read-only workflows' reports.
 
-use serde_json::json;
-
 use super::{Action, Change, Draft, Gate, TaskUpdate};
 use crate::artifact::{
     Convergence, MemorySync, Phase, PlanMode, PlanningReviewStatus, Task, TaskStatus,
     VerificationRigor,
 };
 use crate::outputs::ReadOnlyReport;
+use crate::results::AgentResult;
 
 impl Draft<'_> {
     /// PLAN: design hand-off, planner, fresh review — then the next node of the review graph.
@@ -76,7 +75,10 @@ impl Draft<'_> {
             });
             self.result(
                 "planning_reviewer",
-                json!({"status": r.status, "pass": pass}),
+                AgentResult {
+                    pass: Some(pass),
+                    ..AgentResult::status(&r.status)
+                },
             );
             if passes {
                 self.changes.push(Change::PlanningReview {
@@ -241,7 +243,13 @@ impl Draft<'_> {
                 &["a status and the path written are required".into()],
             );
         }
-        self.result(agent, json!({"status": r.status, "path": r.path}));
+        self.result(
+            agent,
+            AgentResult {
+                path: r.path.clone(),
+                ..AgentResult::status(&r.status)
+            },
+        );
         if r.blocking {
             return self.stop(
                 Action::AskUser,

@@ -16,9 +16,7 @@ pub const SUITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(90
 
 /// The recorded baseline, if any.
 pub(super) fn recorded(a: &Artifact) -> Option<Baseline> {
-    a.results
-        .get("baseline")
-        .and_then(|b| serde_json::from_value(b.clone()).ok())
+    a.results.baseline.clone()
 }
 
 /// The dependency install of a fresh tree at `work` and whether it runs in the sandbox: the
@@ -151,14 +149,8 @@ impl Runner<'_> {
             ),
         });
         let results = &mut r.artifact.results;
-        results.insert(
-            "deps".into(),
-            serde_json::to_value(&deps).unwrap_or_default(),
-        );
-        results.insert(
-            "baseline".into(),
-            serde_json::to_value(&baseline).unwrap_or_default(),
-        );
+        results.deps = Some(deps);
+        results.baseline = Some(baseline);
     }
 
     /// After a verifier's pass: a scenario command that failed when re-run counts as passing

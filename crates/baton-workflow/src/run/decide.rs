@@ -226,8 +226,7 @@ impl Runner<'_> {
         let mut new = d.apply(artifact);
         if let Some(outcome) = &research {
             // cc10x persists every finished round: the engine caps rounds by this list.
-            new.research_rounds
-                .push(research_round(v, outcome).to_json());
+            new.research_rounds.push(research_round(v, outcome));
         }
         let mut nv = v.clone();
         for u in &d.task_updates {
@@ -343,7 +342,7 @@ impl Runner<'_> {
         new.deferred_findings.retain(|e| {
             !dropped_with_text
                 .iter()
-                .any(|(_, text)| e.get("text").and_then(Value::as_str) == Some(text.as_str()))
+                .any(|(_, text)| &e.finding.text == text)
         });
         let dropped: Vec<String> = dropped_with_text.into_iter().map(|(why, _)| why).collect();
         let deferring = d
@@ -394,7 +393,7 @@ impl Runner<'_> {
             let next_phase = (action == Action::RunBuilder && self.kind() == WorkflowKind::Build)
                 .then(|| plan::current(&new))
                 .flatten()
-                .filter(|_| new.plan_file.is_some() && new.results.contains_key("plan"))
+                .filter(|_| new.plan_file.is_some() && new.results.plan.is_some())
                 .map(|(_, p)| plan::builder_reason(p));
             if let (true, Some(reason), Some(key)) =
                 (batch.is_empty(), next_phase, new.plan_file.clone())
@@ -486,16 +485,11 @@ impl Runner<'_> {
 
 /// Adds a finding to `deferred_findings` with its phase, once.
 fn defer(a: &mut Artifact, f: &LoggedFinding, phase: Option<&str>) {
-    let mut entry = serde_json::to_value(f).unwrap_or_default();
-    if let Some(o) = entry.as_object_mut() {
-        o.insert("phase".into(), phase.into());
-    }
-    let same = |e: &Value| {
-        e.get("text") == entry.get("text")
-            && e.get("location") == entry.get("location")
-            && e.get("phase") == entry.get("phase")
+    let entry = crate::artifact::DeferredFinding {
+        finding: f.clone(),
+        phase: phase.map(str::to_string),
     };
-    if !a.deferred_findings.iter().any(same) {
+    if !a.deferred_findings.iter().any(|e| e.same(&entry)) {
         a.deferred_findings.push(entry);
     }
 }

@@ -5,6 +5,7 @@ use crate::artifact::Phase;
 use crate::event::{
     AgentCompleted, AgentCompletedDetails, AgentStarted, AgentStartedDetails, EventBody, EventUsage,
 };
+use crate::results::AgentResult;
 use crate::state::{HostCheck, Record, RunState, StopGate, TaskOutput, WorkflowState};
 
 /// Scenario commands of one verifier PASS that are run again.
@@ -129,11 +130,7 @@ impl Runner<'_> {
         // trusted (cc10x plan_trust_gate, again before each phase).
         let new_phase = task.node() == Some(Phase::BuildImplement)
             && task.kind != Some(TaskKind::Remfix)
-            && r.artifact.phase_cursor.as_deref()
-                != r.artifact
-                    .results
-                    .get("git_base_phase")
-                    .and_then(|p| p.as_str());
+            && r.artifact.phase_cursor != r.artifact.results.git_base_phase;
         let mut r = r;
         if new_phase {
             let mut checked = r.clone();
@@ -142,15 +139,13 @@ impl Runner<'_> {
                 return self.fail(e);
             }
             let mut why = Vec::new();
-            if checked.artifact.results.get("plan") != r.artifact.results.get("plan") {
+            if checked.artifact.results.plan != r.artifact.results.plan {
                 let w = "the plan was edited and approved again: its phases are taken anew";
                 self.say(w);
                 why.push(w.to_string());
             }
             // The clean baseline, once, before the first builder (cc10x build 0b, 0c).
-            if self.kind() == WorkflowKind::Build
-                && !checked.artifact.results.contains_key("baseline")
-            {
+            if self.kind() == WorkflowKind::Build && checked.artifact.results.baseline.is_none() {
                 let work = self.work_dir(&checked.state);
                 self.record_baseline(&mut checked, &work).await;
                 if self.cancel.is_cancelled() {
@@ -176,12 +171,7 @@ impl Runner<'_> {
                 .map(|i| i.text.as_str())
                 .collect::<Vec<_>>()
                 .join("; ");
-            if r.artifact
-                .results
-                .get("precedence")
-                .and_then(|v| v.as_str())
-                != Some(key.as_str())
-            {
+            if r.artifact.results.precedence.as_deref() != Some(key.as_str()) {
                 let d = crate::engine::decide(
                     &r.artifact,
                     &crate::engine::Inputs {
@@ -191,10 +181,7 @@ impl Runner<'_> {
                 );
                 let mut resolved = r.clone();
                 resolved.artifact = d.apply(&r.artifact);
-                resolved
-                    .artifact
-                    .results
-                    .insert("precedence".into(), serde_json::Value::String(key));
+                resolved.artifact.results.precedence = Some(key);
                 self.commit(
                     NewEvent::new(EventKind::ArtifactUpdated).reason(d.reason.clone()),
                     resolved,
@@ -225,11 +212,7 @@ impl Runner<'_> {
             // The phase's base, recorded once before its builder first runs (cc10x 11a): what
             // the review, the hunt and the verification diff against.
             let phase_id = r.artifact.phase_cursor.clone();
-            let recorded = r
-                .artifact
-                .results
-                .get("git_base_phase")
-                .and_then(|p| p.as_str());
+            let recorded = r.artifact.results.git_base_phase.as_deref();
             if task.node() == Some(Phase::BuildImplement)
                 && task.kind != Some(TaskKind::Remfix)
                 && phase_id.is_some()
@@ -435,9 +418,15 @@ impl Runner<'_> {
             }
             Err(e) => ("no contract".to_string(), Some(e.to_string()), None),
         };
-        r.artifact.results.insert(
+        r.artifact.results.agents.insert(
             role.name().into(),
-            serde_json::json!({"task": id, "phase": cursor, "node": phase, "verdict": decision}),
+            Some(AgentResult {
+                task: Some(id.to_string()),
+                phase: cursor,
+                node: Some(phase.to_string()),
+                verdict: Some(decision.clone()),
+                ..AgentResult::default()
+            }),
         );
         r.artifact.task_ids.insert(phase.to_string(), id.into());
         let ev = EventBody::ContractParsed(crate::event::Fields {
@@ -591,7 +580,7 @@ impl Runner<'_> {
                 text: format!("project standards ({})", what.join(", ")),
             });
         }
-        if r.artifact.results.contains_key("plan") {
+        if r.artifact.results.plan.is_some() {
             out.push(Instruction {
                 source: InstructionSource::ApprovedPlan,
                 text: format!(
@@ -679,8 +668,12 @@ impl Runner<'_> {
             .then(|| a.research_rounds.last())
             .flatten()
             .map(|round| {
-                let file = |k: &str| round[k].as_str().unwrap_or("Unavailable").to_string();
-                format!("Web: {}\nGitHub: {}", file("web_file"), file("github_file"))
+                let file = |f: &Option<String>| f.as_deref().unwrap_or("Unavailable").to_string();
+                format!(
+                    "Web: {}\nGitHub: {}",
+                    file(&round.web_file),
+                    file(&round.github_file)
+                )
             });
         let artifact_path = self
             .env
@@ -690,11 +683,9 @@ impl Runner<'_> {
             .join(format!("{}.json", self.id));
         // The final whole-branch review and its fix wave read every phase's change.
         let base = match final_review(a) {
-            Some("running" | "fixing") => a.results.get("workflow_base_sha"),
-            _ => a.results.get("git_base_sha"),
-        }
-        .and_then(|b| b.as_str())
-        .map(str::to_string);
+            Some("running" | "fixing") => a.results.workflow_base_sha.clone(),
+            _ => a.results.git_base_sha.clone(),
+        };
         agent::scaffold(&agent::Scaffold {
             wf: &self.id,
             artifact_path: &artifact_path,
@@ -736,9 +727,9 @@ impl Runner<'_> {
 /// Where the final whole-branch review stands (`results.final_branch_review.status`).
 pub(super) fn final_review(a: &Artifact) -> Option<&str> {
     a.results
-        .get("final_branch_review")
-        .and_then(|f| f.get("status"))
-        .and_then(|s| s.as_str())
+        .final_branch_review
+        .as_ref()
+        .map(|f| f.status.as_str())
 }
 
 /// The event reason of a recorded baseline.
@@ -787,9 +778,9 @@ fn hinted_names(hints: &str) -> Vec<&str> {
 /// Records `base` as the phase's base (and the workflow's, the first time).
 fn record_phase_base(a: &mut Artifact, base: String) {
     let results = &mut a.results;
-    if !results.contains_key("workflow_base_sha") {
-        results.insert("workflow_base_sha".into(), base.clone().into());
+    if results.workflow_base_sha.is_none() {
+        results.workflow_base_sha = Some(base.clone());
     }
-    results.insert("git_base_sha".into(), base.into());
-    results.insert("git_base_phase".into(), a.phase_cursor.clone().into());
+    results.git_base_sha = Some(base);
+    results.git_base_phase = a.phase_cursor.clone();
 }

@@ -4,42 +4,16 @@
 //! the reviewer who raised it. A dispute with no command is void (the finding stands), one the
 //! verifier does not rule on, or rules against while passing, stops the workflow.
 
-use serde::{Deserialize, Serialize};
-
-/// One dispute, as `results.disputes` keeps it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Dispute {
-    /// The remediation task that raised it.
-    pub task: String,
-    /// The finding, restated by the fix agent.
-    pub finding: String,
-    pub command: Option<String>,
-    /// The output the fix agent says proves the finding false.
-    pub claimed_output: Option<String>,
-    /// The host's own run of the command: its exit code (`None`: it did not finish).
-    pub host_exit_code: Option<i32>,
-    /// `pending` (for the verifier), `void` (no command: the finding stands), `upheld`,
-    /// `rejected`.
-    pub status: String,
-    /// The verifier task that ruled on it.
-    pub ruled_by: Option<String>,
-}
+pub use crate::results::Dispute;
 
 /// The disputes recorded under `results.disputes`.
 pub fn recorded(a: &crate::artifact::Artifact) -> Vec<Dispute> {
-    a.results
-        .get("disputes")
-        .and_then(|d| serde_json::from_value(d.clone()).ok())
-        .unwrap_or_default()
+    a.results.disputes.clone()
 }
 
 /// Records `disputes` under `results.disputes`.
 pub fn record(a: &mut crate::artifact::Artifact, disputes: &[Dispute]) {
-    a.results.insert(
-        "disputes".into(),
-        serde_json::to_value(disputes).unwrap_or_default(),
-    );
+    a.results.disputes = disputes.to_vec();
 }
 
 /// The disputes in a fix agent's report: each `FINDING_DISPUTED:` line with the

@@ -1,11 +1,13 @@
 //! Ending and answering: checkpoints, the user's answers, memory finalization and the brief.
 
 use super::*;
+use crate::artifact::DeferredFinding;
 use crate::artifact::HistoryEntry;
 use crate::artifact::Phase;
 use crate::event::{
     AnswerDetails, CheckpointAnswered, CheckpointDetails, CheckpointRequested, EventBody,
 };
+use crate::results::{FinalReview, GateChoice};
 use crate::state::{
     Checkpoint, GivenAnswer, Record, RunState, StopGate, WorkflowState, WorktreeOffer,
 };
@@ -139,8 +141,10 @@ impl Runner<'_> {
                     _ => ("integration-verifier", "verification failed"),
                 };
                 if cp.gate == StopGate::RevertDecision {
-                    let d = serde_json::json!({"phase": a.phase_cursor, "choice": "fix"});
-                    a.results.insert("revert_decision".into(), d);
+                    a.results.revert_decision = Some(GateChoice {
+                        phase: a.phase_cursor.clone(),
+                        choice: "fix".into(),
+                    });
                 }
                 let why = format!("{} answered: remediate", cp.gate);
                 self.add_remfix(&mut a, &mut v, "ALL_ISSUES", origin, reason, &why);
@@ -148,24 +152,24 @@ impl Runner<'_> {
             Answer::Proceed => {
                 // The findings go on the deferred list, with their phase; the batch is decided
                 // again and the chain goes on to the verifier.
-                let d = serde_json::json!({"phase": a.phase_cursor, "choice": "proceed"});
-                a.results.insert("hunter_findings".into(), d);
-                for f in decide::findings_ledger(&v).0 {
-                    let mut entry = serde_json::to_value(&f).unwrap_or_default();
-                    if let Some(o) = entry.as_object_mut() {
-                        o.insert("phase".into(), a.phase_cursor.clone().into());
-                    }
-                    a.deferred_findings.push(entry);
+                a.results.hunter_findings = Some(GateChoice {
+                    phase: a.phase_cursor.clone(),
+                    choice: "proceed".into(),
+                });
+                for finding in decide::findings_ledger(&v).0 {
+                    a.deferred_findings.push(DeferredFinding {
+                        finding,
+                        phase: a.phase_cursor.clone(),
+                    });
                 }
             }
             Answer::Revert => {
                 v.state = RunState::Stopped;
                 let base = a
                     .results
-                    .get("git_base_sha")
-                    .and_then(serde_json::Value::as_str)
-                    .filter(|b| *b != agent::UNAVAILABLE_BASE)
-                    .map(str::to_string);
+                    .git_base_sha
+                    .clone()
+                    .filter(|b| b != agent::UNAVAILABLE_BASE);
                 let how = match base {
                     Some(b) => format!(
                         "to put the phase's base back: git restore --source {b} --worktree -- . (and `git clean -n` lists the files it added)"
@@ -256,11 +260,17 @@ impl Runner<'_> {
                     v.tasks.push(t);
                     v.host.batch = vec![id.clone()];
                     v.host.next = Some(Action::RunReviewAndHunt);
-                    serde_json::json!({"status": "running", "task": id})
+                    FinalReview {
+                        status: "running".into(),
+                        task: Some(id),
+                    }
                 } else {
-                    serde_json::json!({"status": "skipped"})
+                    FinalReview {
+                        status: "skipped".into(),
+                        task: None,
+                    }
                 };
-                a.results.insert("final_branch_review".into(), status);
+                a.results.final_branch_review = Some(status);
             }
             Answer::OneMoreCycle => {
                 v.host.breaker_allowance += 1;
@@ -514,12 +524,11 @@ impl Runner<'_> {
         }
         // Findings left open, and tests that failed before the build, are not forgotten.
         for f in &art.deferred_findings {
-            let field = |k: &str| f.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
             fin.deferred.push(format!(
                 "[{}] {} ({}, {})",
-                field("severity"),
-                field("text"),
-                field("phase"),
+                f.finding.severity,
+                f.finding.text,
+                f.phase.as_deref().unwrap_or(""),
                 self.id
             ));
         }

@@ -1,8 +1,6 @@
 //! Checkpoints (the questions a workflow stops on), the user's answers to them, and the brief a
 //! finished or stopped workflow prints.
 
-use serde_json::Value;
-
 use crate::artifact::{ProofStatus, TaskStatus};
 use crate::memory::GateRisk;
 use crate::state::{Checkpoint, Record, Spent, StopGate};
@@ -294,25 +292,22 @@ pub fn brief_of(r: &Record, headline: &str) -> String {
             a.deferred_findings.len()
         ));
         for f in &a.deferred_findings {
-            let field = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("");
-            out.push_str(&format!("  - [{}] {}\n", field("severity"), field("text")));
+            out.push_str(&format!(
+                "  - [{}] {}\n",
+                f.finding.severity, f.finding.text
+            ));
         }
     }
-    if let Some(b) = a.results.get("baseline") {
-        let failures: Vec<&str> = b
-            .get("failures")
-            .and_then(Value::as_array)
-            .map(|f| f.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        match b.get("status").and_then(Value::as_str) {
-            Some("recorded") if failures.is_empty() => {}
-            Some("recorded") => out.push_str(&format!(
+    if let Some(b) = &a.results.baseline {
+        match b.is_recorded() {
+            true if b.failures.is_empty() => {}
+            true => out.push_str(&format!(
                 "pre-existing failures (failing before the build, not blamed on it): {}\n",
-                failures.join(", ")
+                b.failures.join(", ")
             )),
-            _ => out.push_str(&format!(
+            false => out.push_str(&format!(
                 "baseline: unavailable ({}): every test failure was suspect\n",
-                b.get("reason").and_then(Value::as_str).unwrap_or("")
+                b.reason.as_deref().unwrap_or("")
             )),
         }
     }

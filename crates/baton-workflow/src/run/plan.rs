@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use super::RunError;
-use crate::artifact::{Artifact, BuildScope, HistoryEntry, NormalizedPhase};
+use crate::artifact::{Artifact, BuildScope, HistoryEntry, NormalizedPhase, PhaseStatus};
 use crate::plan_file::{ApprovalState, Approvals, PlanFile};
 
 /// cc10x's `plan_trust_gate`: the plan reads and passes every check (explicit mode and rigor,
@@ -60,10 +60,11 @@ pub fn apply(a: &mut Artifact, plan: &PlanFile, key: &str) {
     a.intent
         .extra
         .insert("approved_decisions".into(), json!(plan.decisions));
-    a.results.insert(
-        "plan".into(),
-        json!({"file": key, "sha256": plan.sha256, "phases": plan.phases.len()}),
-    );
+    a.results.plan = Some(crate::results::PlanPin {
+        file: key.to_string(),
+        sha256: plan.sha256.clone(),
+        phases: plan.phases.len(),
+    });
 }
 
 /// Before a phase's builder: the plan on disk is still the one the workflow trusted. Edited and
@@ -76,13 +77,7 @@ pub fn recheck(
     root: &Path,
     wf: &str,
 ) -> Result<bool, RunError> {
-    let Some(recorded) = a
-        .results
-        .get("plan")
-        .and_then(|p| p.get("sha256"))
-        .and_then(Value::as_str)
-        .map(str::to_string)
-    else {
+    let Some(recorded) = a.results.plan.as_ref().map(|p| p.sha256.clone()) else {
         return Ok(false);
     };
     let Some(key) = a.plan_file.clone() else {
@@ -119,12 +114,8 @@ fn apply_reapproved(a: &mut Artifact, plan: &PlanFile, key: &str) {
     a.phase_status = status;
     // The cursor stays on the phase it was on when the new plan still has it, else the first
     // phase not completed.
-    let completed = |p: &NormalizedPhase| {
-        a.phase_status
-            .get(&p.phase_id)
-            .and_then(Value::as_str)
-            .is_some_and(|s| s == "completed")
-    };
+    let completed =
+        |p: &NormalizedPhase| a.phase_status.get(&p.phase_id) == Some(&PhaseStatus::Completed);
     a.phase_cursor = cursor
         .filter(|c| a.normalized_phases.iter().any(|p| &p.phase_id == c))
         .or_else(|| {
@@ -167,7 +158,7 @@ pub fn builder_reason(p: &NormalizedPhase) -> String {
 /// decisions). `None` outside a planned BUILD.
 pub fn brief(a: &Artifact, with_intent: bool) -> Option<String> {
     let (n, p) = current(a)?;
-    a.results.get("plan")?;
+    a.results.plan.as_ref()?;
     let total = a.normalized_phases.len();
     let list = |k: &str| -> Vec<String> {
         p.extra
