@@ -317,16 +317,36 @@ pub struct CheckpointShape {
 
 /// `baton run --json` / `baton resume --json`, and the MCP `run_workflow` and
 /// `workflow_resume` tools: how the workflow returned.
+///
+/// A run's outcome is `baton_workflow::run::Outcome` itself (its serde form is this document);
+/// the schema below describes it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-#[serde(tag = "type")]
+#[serde(untagged)]
 pub enum WorkflowOutcome {
+    Returned(#[schemars(with = "OutcomeShape")] baton_workflow::run::Outcome),
+    /// ORIENT answers inline.
+    Answer(OrientAnswer),
+}
+
+/// ORIENT's inline answer: `{"type": "workflow.answer", "workflow": "ORIENT", "answer"}`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(tag = "type", rename = "workflow.answer")]
+pub struct OrientAnswer {
+    pub workflow: String,
+    pub answer: String,
+}
+
+/// The schema of `baton_workflow::run::Outcome`'s serde form.
+#[derive(JsonSchema)]
+#[serde(tag = "type")]
+#[allow(dead_code)] // Only its schema is used.
+enum OutcomeShape {
     #[serde(rename = "workflow.completed")]
     Completed { id: String, brief: String },
     #[serde(rename = "workflow.checkpoint")]
     Checkpoint {
         id: String,
-        #[schemars(with = "CheckpointShape")]
-        checkpoint: Value,
+        checkpoint: CheckpointShape,
     },
     #[serde(rename = "workflow.failed")]
     Failed { id: String, brief: String },
@@ -334,9 +354,6 @@ pub enum WorkflowOutcome {
     Stopped { id: String, brief: String },
     #[serde(rename = "workflow.interrupted")]
     Interrupted { id: String },
-    /// ORIENT answers inline.
-    #[serde(rename = "workflow.answer")]
-    Answer { workflow: String, answer: String },
 }
 
 /// A command that could not do its work, with `--json`: `{"type", "message"}`.

@@ -390,22 +390,13 @@ pub fn pick(store: &WorkflowStore, id: Option<&str>) -> Result<String, String> {
 /// `run_workflow` / `workflow_resume` of `baton mcp` answer): `{"type": "workflow.<outcome>",
 /// "id", "brief" | "checkpoint"}`.
 pub fn outcome_document(outcome: &Outcome) -> WorkflowOutcome {
-    match outcome.clone() {
-        Outcome::Completed { id, brief } => WorkflowOutcome::Completed { id, brief },
-        Outcome::Checkpoint { id, checkpoint } => WorkflowOutcome::Checkpoint {
-            id,
-            checkpoint: crate::documents::to_value(&checkpoint),
-        },
-        Outcome::Failed { id, brief } => WorkflowOutcome::Failed { id, brief },
-        Outcome::Stopped { id, brief } => WorkflowOutcome::Stopped { id, brief },
-        Outcome::Interrupted { id } => WorkflowOutcome::Interrupted { id },
-    }
+    WorkflowOutcome::Returned(outcome.clone())
 }
 
 /// The document of ORIENT's inline answer.
 pub fn answer_document(text: &str) -> WorkflowOutcome {
-    WorkflowOutcome::Answer {
+    WorkflowOutcome::Answer(crate::documents::OrientAnswer {
         workflow: "ORIENT".to_string(),
         answer: text.to_string(),
-    }
+    })
 }

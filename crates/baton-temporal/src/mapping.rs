@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use baton_protocol::config::EngineConfig;
 use baton_workflow::run::state::Checkpoint;
+use baton_workflow::run::Outcome;
 use serde::{Deserialize, Serialize};
 
 /// The largest record a step carries (Temporal refuses payloads over 2 MB; this leaves room for
@@ -287,45 +288,48 @@ pub fn events_in(log: &str) -> usize {
 }
 
 /// The step's outcome from what `baton run/resume --json` printed (its last JSON line).
+/// The last line that is a JSON object with a `type` decides: a workflow outcome (the runner's
+/// own type, read back as it wrote it) or its error document.
 pub fn outcome_from_output(stdout: &str) -> Result<StepOutcome, String> {
     #[derive(Deserialize)]
-    struct Doc {
-        #[serde(rename = "type")]
-        kind: String,
+    struct Refused {
         #[serde(default)]
-        brief: Option<String>,
-        #[serde(default)]
-        checkpoint: Option<Checkpoint>,
-        #[serde(default)]
-        message: Option<String>,
+        message: String,
     }
-    let doc = stdout
+    let (kind, line) = stdout
         .lines()
         .rev()
-        .find_map(|l| serde_json::from_str::<Doc>(l.trim()).ok())
+        .map(str::trim)
+        .find_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            Some((v.get("type")?.as_str()?.to_string(), v))
+        })
         .ok_or_else(|| "the step printed no outcome".to_string())?;
-    let brief = doc.brief.unwrap_or_default();
-    match doc.kind.as_str() {
-        "workflow.interrupted" => Ok(StepOutcome::Running),
-        "workflow.completed" => Ok(StepOutcome::Completed { brief }),
-        "workflow.failed" => Ok(StepOutcome::Failed { brief }),
-        "workflow.stopped" => Ok(StepOutcome::Stopped { brief }),
-        "workflow.checkpoint" => doc
-            .checkpoint
-            .map(|checkpoint| StepOutcome::Checkpoint { checkpoint })
-            .ok_or_else(|| "a checkpoint outcome without its checkpoint".to_string()),
-        "workflow.error" => Err(format!(
-            "the step's runner refused: {}",
-            doc.message.unwrap_or_default()
-        )),
-        other => Err(format!("an outcome the engine does not know: {other}")),
+    if kind == "workflow.error" {
+        let r: Refused = serde_json::from_value(line).map_err(|e| e.to_string())?;
+        return Err(format!("the step's runner refused: {}", r.message));
+    }
+    let outcome: Outcome = serde_json::from_value(line)
+        .map_err(|e| format!("an outcome the engine does not read ({kind}): {e}"))?;
+    Ok(StepOutcome::from(outcome))
+}
+
+impl From<Outcome> for StepOutcome {
+    fn from(o: Outcome) -> StepOutcome {
+        match o {
+            Outcome::Interrupted { .. } => StepOutcome::Running,
+            Outcome::Completed { brief, .. } => StepOutcome::Completed { brief },
+            Outcome::Failed { brief, .. } => StepOutcome::Failed { brief },
+            Outcome::Stopped { brief, .. } => StepOutcome::Stopped { brief },
+            Outcome::Checkpoint { checkpoint, .. } => StepOutcome::Checkpoint { checkpoint },
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use baton_workflow::run::state::StopGate;
+    use baton_workflow::run::state::Gate;
 
     #[test]
     fn outcomes_map_to_what_the_workflow_does_next() {
@@ -344,11 +348,8 @@ mod tests {
             after(&out(r#"{"type":"workflow.failed","id":"w","brief":"b"}"#)),
             Next::End
         );
-        let cp = baton_workflow::run::gate::checkpoint(
-            StopGate::ScopeDecision,
-            "2 issues",
-            "brief".into(),
-        );
+        let cp =
+            baton_workflow::run::gate::checkpoint(Gate::ScopeDecision, "2 issues", "brief".into());
         let line = serde_json::json!({"type": "workflow.checkpoint", "id": "w", "checkpoint": cp})
             .to_string();
         assert_eq!(after(&out(&line)), Next::WaitForAnswer);
@@ -362,11 +363,8 @@ mod tests {
 
     #[test]
     fn the_validator_takes_what_the_gate_takes() {
-        let cp = baton_workflow::run::gate::checkpoint(
-            StopGate::ScopeDecision,
-            "2 issues",
-            String::new(),
-        );
+        let cp =
+            baton_workflow::run::gate::checkpoint(Gate::ScopeDecision, "2 issues", String::new());
         assert!(check_answer(None, "anything").is_err());
         assert!(check_answer(Some(&cp), "").is_err());
         for option in &cp.options {

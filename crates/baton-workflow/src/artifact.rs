@@ -76,7 +76,7 @@ pub struct Artifact {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_sync: Option<MemorySync>,
     /// The user decision the workflow waits on, if any.
-    pub pending_gate: Option<String>,
+    pub pending_gate: Option<crate::state::Gate>,
     /// Findings left open on purpose (HIGH ones after a `CRITICAL_ONLY` fix), each as the log's
     /// `LoggedFinding` with its `phase`; listed in the brief.
     pub deferred_findings: Vec<DeferredFinding>,

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::artifact::{Artifact, HistoryEntry, ProofStatus, Task, VerificationRigor};
-use crate::engine::{Action, Gate};
+use crate::engine::Action;
 use crate::route::WorkflowKind;
 
 baton_protocol::closed_set! {
@@ -34,9 +34,10 @@ baton_protocol::closed_set! {
 }
 
 baton_protocol::closed_set! {
-    /// The gate a checkpoint stops at: the engine's gates and the runner's own (`budget`,
-    /// `failure`, `finish`). The words are the record's.
-    pub enum StopGate ("gate") {
+    /// The user decision a workflow waits on (`pending_gate`) and the gate a checkpoint stops
+    /// at: the engine's gates and the runner's own (`plan_first`, `budget`, `failure`, `finish`,
+    /// `confirm_discard`). One closed set; the words are the record's.
+    pub enum Gate ("gate") {
         Clarification = "clarification",
         ScopeDecision = "scope_decision",
         CheckpointDecision = "checkpoint_decision",
@@ -61,25 +62,10 @@ baton_protocol::closed_set! {
     }
 }
 
-impl From<Gate> for StopGate {
-    fn from(g: Gate) -> StopGate {
-        match g {
-            Gate::Clarification => StopGate::Clarification,
-            Gate::ScopeDecision => StopGate::ScopeDecision,
-            Gate::CheckpointDecision => StopGate::CheckpointDecision,
-            Gate::PhaseBlocked => StopGate::PhaseBlocked,
-            Gate::CircuitBreaker => StopGate::CircuitBreaker,
-            Gate::FinalReview => StopGate::FinalReview,
-            Gate::HunterFindings => StopGate::HunterFindings,
-            Gate::RevertDecision => StopGate::RevertDecision,
-        }
-    }
-}
-
 /// A question the workflow waits on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Checkpoint {
-    pub gate: StopGate,
+    pub gate: Gate,
     pub question: String,
     /// The answers the runner understands; an empty list takes free text.
     #[serde(default)]
@@ -214,7 +200,7 @@ impl Host {
 /// An answer the user gave at a checkpoint, in their exact words.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GivenAnswer {
-    pub gate: StopGate,
+    pub gate: Gate,
     pub answer: String,
     /// RFC 3339 UTC time of the answer.
     pub at: String,

@@ -87,22 +87,7 @@ pub enum Action {
     ApplySkill,
 }
 
-baton_protocol::closed_set! {
-    /// The user decision a workflow waits on (`pending_gate`).
-    pub enum Gate ("gate") {
-        Clarification = "clarification",
-        ScopeDecision = "scope_decision",
-        CheckpointDecision = "checkpoint_decision",
-        PhaseBlocked = "phase_blocked",
-        CircuitBreaker = "circuit_breaker",
-        /// Every phase verified: run a final whole-branch review, or skip to finishing.
-        FinalReview = "final_review",
-        /// The reviewer approves, the hunter reports HIGH issues: remediate or proceed.
-        HunterFindings = "hunter_findings",
-        /// The verifier failed recommending a revert: revert or create a fix.
-        RevertDecision = "revert_decision",
-    }
-}
+pub use crate::state::Gate;
 
 /// Where an instruction comes from, strongest first (the skill precedence order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -198,7 +183,7 @@ impl Change {
             }
             Change::Convergence(c) => a.quality.convergence_state = *c,
             Change::ProofStatus(p) => a.proof_status = Some(*p),
-            Change::PendingGate(g) => a.pending_gate = g.map(|g| g.as_str().to_string()),
+            Change::PendingGate(g) => a.pending_gate = *g,
             Change::BuildScope(s) => a.build_scope = Some(*s),
             Change::Plan { file, mode, rigor } => {
                 a.plan_file = Some(file.clone());

@@ -457,7 +457,7 @@ impl Runner<'_> {
                 // answer can retry it.
                 self.commit(ev, Record::new(new, nv))?;
                 match d.pending_gate {
-                    Some(g) => self.stop_at(g.into(), &d.reason).await,
+                    Some(g) => self.stop_at(g, &d.reason).await,
                     None => self.fail(RunError::EngineStop(d.reason.clone())),
                 }
             }

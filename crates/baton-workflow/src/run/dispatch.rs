@@ -6,7 +6,7 @@ use crate::event::{
     AgentCompleted, AgentCompletedDetails, AgentStarted, AgentStartedDetails, EventBody, EventUsage,
 };
 use crate::results::AgentResult;
-use crate::state::{HostCheck, Record, RunState, StopGate, TaskOutput, WorkflowState};
+use crate::state::{Gate, HostCheck, Record, RunState, TaskOutput, WorkflowState};
 
 /// Scenario commands of one verifier PASS that are run again.
 pub const MAX_RECHECKS: usize = 8;
@@ -43,7 +43,7 @@ impl Runner<'_> {
         };
         r.state.state = RunState::Checkpoint;
         let brief = gate::brief_of(&r, &format!("budget stop: {reason}"));
-        r.state.checkpoint = Some(gate::checkpoint(StopGate::Budget, &reason, brief));
+        r.state.checkpoint = Some(gate::checkpoint(Gate::Budget, &reason, brief));
         self.say(&format!("budget stop: {reason}"));
         self.commit(NewEvent::new(EventKind::BudgetStopped).reason(reason), r)?;
         Ok(false)

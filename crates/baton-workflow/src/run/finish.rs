@@ -8,13 +8,11 @@ use crate::event::{
     AnswerDetails, CheckpointAnswered, CheckpointDetails, CheckpointRequested, EventBody,
 };
 use crate::results::{FinalReview, GateChoice};
-use crate::state::{
-    Checkpoint, GivenAnswer, Record, RunState, StopGate, WorkflowState, WorktreeOffer,
-};
+use crate::state::{Checkpoint, Gate, GivenAnswer, Record, RunState, WorkflowState, WorktreeOffer};
 
 impl Runner<'_> {
     /// Waits at a checkpoint, or takes its recommended option under `AUTO_PROCEED`.
-    pub(super) async fn stop_at(&self, gate_name: StopGate, reason: &str) -> Result<(), RunError> {
+    pub(super) async fn stop_at(&self, gate_name: Gate, reason: &str) -> Result<(), RunError> {
         let mut r = self.record();
         let brief = gate::brief_of(&r, &format!("checkpoint: {gate_name}"));
         let cp = gate::checkpoint(gate_name, reason, brief);
@@ -33,7 +31,7 @@ impl Runner<'_> {
             }),
         });
         self.commit(ev, r)?;
-        if matches!(gate_name, StopGate::ScopeDecision | StopGate::PlanFirst) {
+        if matches!(gate_name, Gate::ScopeDecision | Gate::PlanFirst) {
             let r = self.record();
             let ev = EventBody::ScopeDecisionRequested(crate::event::Fields {
                 phase: r.artifact.phase_cursor.clone(),
@@ -96,7 +94,7 @@ impl Runner<'_> {
             v.state = RunState::Running;
         };
         // Discarding deletes the workflow's work: it is asked again before anything is removed.
-        if choice == Answer::Finish("discard") && cp.gate == StopGate::Finish {
+        if choice == Answer::Finish("discard") && cp.gate == Gate::Finish {
             if let Some(wt) = v.host.worktree.clone() {
                 settle(&mut v);
                 self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v))?;
@@ -105,7 +103,7 @@ impl Runner<'_> {
                     wt.path.display(),
                     wt.branch
                 );
-                return self.stop_at(StopGate::ConfirmDiscard, &what).await;
+                return self.stop_at(Gate::ConfirmDiscard, &what).await;
             }
         }
         // The finishing choice acts first: when git refuses, nothing is recorded and the
@@ -135,12 +133,12 @@ impl Runner<'_> {
             }
             Answer::Remediate => {
                 let (origin, reason) = match cp.gate {
-                    StopGate::HunterFindings => {
+                    Gate::HunterFindings => {
                         ("failure-hunter", "the failure-hunter's HIGH findings")
                     }
                     _ => ("integration-verifier", "verification failed"),
                 };
-                if cp.gate == StopGate::RevertDecision {
+                if cp.gate == Gate::RevertDecision {
                     a.results.revert_decision = Some(GateChoice {
                         phase: a.phase_cursor.clone(),
                         choice: "fix".into(),
@@ -321,7 +319,7 @@ impl Runner<'_> {
                 .cloned(),
             _ => None,
         };
-        let scope_gate = matches!(cp.gate, StopGate::ScopeDecision | StopGate::PlanFirst);
+        let scope_gate = matches!(cp.gate, Gate::ScopeDecision | Gate::PlanFirst);
         self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v))?;
         if scope_gate {
             let r = self.record();
@@ -446,7 +444,7 @@ impl Runner<'_> {
             };
             return self
                 .stop_at(
-                    StopGate::Finish,
+                    Gate::Finish,
                     &format!(
                         "{headline}. The work is committed on branch {} (worktree {}){deferred}",
                         wt.branch,
@@ -469,7 +467,7 @@ impl Runner<'_> {
             .host
             .answers
             .iter()
-            .any(|x| x.gate == StopGate::CircuitBreaker)
+            .any(|x| x.gate == Gate::CircuitBreaker)
             && action == Action::MemoryFinalize
             && !proven;
         let mut fin = Finalization::new(self.id.clone(), time::OffsetDateTime::now_utc());

@@ -3,7 +3,7 @@
 
 use crate::artifact::{ProofStatus, TaskStatus};
 use crate::memory::GateRisk;
-use crate::state::{Checkpoint, Record, Spent, StopGate};
+use crate::state::{Checkpoint, Gate, Record, Spent};
 
 /// How an answer to a checkpoint is to be carried out.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,64 +33,64 @@ pub enum Answer {
 }
 
 /// What a gate risks when `AUTO_PROCEED` would take its recommended option.
-pub fn risk(gate: StopGate) -> GateRisk {
+pub fn risk(gate: Gate) -> GateRisk {
     match gate {
         // The recommended finishing choice is `keep`, which changes nothing.
-        StopGate::ScopeDecision
-        | StopGate::Finish
-        | StopGate::FinalReview
-        | StopGate::HunterFindings
-        | StopGate::PlanFirst => GateRisk::Ordinary,
+        Gate::ScopeDecision
+        | Gate::Finish
+        | Gate::FinalReview
+        | Gate::HunterFindings
+        | Gate::PlanFirst => GateRisk::Ordinary,
         _ => GateRisk::FailureStop,
     }
 }
 
 /// The question for a gate.
-pub fn checkpoint(gate: StopGate, reason: &str, brief: String) -> Checkpoint {
+pub fn checkpoint(gate: Gate, reason: &str, brief: String) -> Checkpoint {
     let (question, options, recommended): (String, Vec<&str>, Option<&str>) = match gate {
-        StopGate::ScopeDecision => (
+        Gate::ScopeDecision => (
             format!("{reason}. Fix the critical issues only, or all issues?"),
             vec!["critical only", "all issues", "abort"],
             Some("critical only"),
         ),
-        StopGate::CircuitBreaker => (
+        Gate::CircuitBreaker => (
             format!(
                 "{reason}. Allow one more remediation cycle, accept the work as it is (the open findings are deferred and the work is marked unverified), or abort?"
             ),
             vec!["one more cycle", "accept", "abort"],
             None,
         ),
-        StopGate::HunterFindings => (
+        Gate::HunterFindings => (
             format!("{reason}. Remediate them (one fix, then re-review, re-hunt and verification), or proceed with them deferred (listed in the brief)?"),
             vec!["remediate", "proceed"],
             Some("remediate"),
         ),
-        StopGate::RevertDecision => (
+        Gate::RevertDecision => (
             format!("{reason}. Revert (the workflow stops; the brief gives the command that puts the phase's base back), or create a fix?"),
             vec!["revert", "fix"],
             None,
         ),
-        StopGate::PlanFirst => (
+        Gate::PlanFirst => (
             format!("{reason}. Plan it first (a PLAN workflow writes a phased plan that `baton run --plan` then builds phase by phase), or build it directly as one phase?"),
             vec!["plan first", "build directly"],
             Some("plan first"),
         ),
-        StopGate::FinalReview => (
+        Gate::FinalReview => (
             format!("{reason}. Run a final review of the whole branch (one reviewer over every phase's change; its findings get one fix wave and a re-verification), or skip to finishing?"),
             vec!["run", "skip"],
             Some("run"),
         ),
-        StopGate::Finish => (
+        Gate::Finish => (
             format!("{reason}. Merge it into the base branch (fast-forward, then the test suite on the merged tree before the worktree and branch go), keep the branch, push it for a pull request, or discard it?"),
             vec!["merge", "keep", "pr", "discard"],
             Some("keep"),
         ),
-        StopGate::ConfirmDiscard => (
+        Gate::ConfirmDiscard => (
             format!("{reason}. Answer discard again to delete them, or keep the branch?"),
             vec!["discard", "keep"],
             Some("keep"),
         ),
-        StopGate::Budget => (
+        Gate::Budget => (
             format!("{reason}. Raise the budget (resume with --budget-usd or --budget-tokens and --answer continue) or abort?"),
             vec!["continue", "abort"],
             None,
@@ -338,7 +338,7 @@ mod tests {
     #[test]
     fn option_gates_take_an_option_or_say_which_ones_exist() {
         let cp = checkpoint(
-            StopGate::ScopeDecision,
+            Gate::ScopeDecision,
             "critical and high findings",
             String::new(),
         );
@@ -369,12 +369,12 @@ mod tests {
             );
             assert!(err.contains("--answer \"critical only\""), "{bad}: {err}");
         }
-        let finish = checkpoint(StopGate::Finish, "verified", String::new());
+        let finish = checkpoint(Gate::Finish, "verified", String::new());
         assert_eq!(read_answer(&finish, "MERGE"), Ok(Answer::Finish("merge")));
         assert!(read_answer(&finish, "merge it").is_err());
         assert!(read_answer(&finish, "keep going").is_err());
         let free = checkpoint(
-            StopGate::Clarification,
+            Gate::Clarification,
             "the planner needs answers",
             String::new(),
         );

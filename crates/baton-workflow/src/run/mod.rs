@@ -41,7 +41,7 @@ use crate::memory::{Finalization, MemoryDir, MemoryFile};
 use crate::outputs::{self, AgentOutputs, ReadOnlyReport};
 use crate::route::WorkflowKind;
 pub use crate::state;
-use crate::state::{Record, RunState, StopGate, WorkflowState, WorktreeOffer};
+use crate::state::{Gate, Record, RunState, WorkflowState, WorktreeOffer};
 use crate::store::{EventBody, EventKind, NewEvent, OpenWorkflow, WorkflowStore};
 pub use agent::{ExecLauncher, Launch, Launcher, Recheck};
 pub use error::RunError;
@@ -99,28 +99,25 @@ pub struct StartOptions {
     pub id: Option<String>,
 }
 
-/// Where a workflow stands when `baton run` or `baton resume` returns.
-#[derive(Debug, Clone, PartialEq)]
+/// Where a workflow stands when `baton run` or `baton resume` returns. The one type for it: its
+/// serde form is the document `--json` prints and MCP answers with (`{"type":
+/// "workflow.<outcome>", "id", "brief" | "checkpoint"}`), and what a Temporal step reads back.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "type")]
 pub enum Outcome {
-    Completed {
-        id: String,
-        brief: String,
-    },
+    #[serde(rename = "workflow.completed")]
+    Completed { id: String, brief: String },
+    #[serde(rename = "workflow.checkpoint")]
     Checkpoint {
         id: String,
         checkpoint: state::Checkpoint,
     },
-    Failed {
-        id: String,
-        brief: String,
-    },
-    Stopped {
-        id: String,
-        brief: String,
-    },
-    Interrupted {
-        id: String,
-    },
+    #[serde(rename = "workflow.failed")]
+    Failed { id: String, brief: String },
+    #[serde(rename = "workflow.stopped")]
+    Stopped { id: String, brief: String },
+    #[serde(rename = "workflow.interrupted")]
+    Interrupted { id: String },
 }
 
 /// Where a workflow stands if it is not running: completed, stopped or failed with its brief,
@@ -146,7 +143,7 @@ pub fn outcome(id: &str, r: &Record) -> Option<Outcome> {
             let checkpoint = v
                 .checkpoint
                 .clone()
-                .unwrap_or_else(|| gate::checkpoint(StopGate::Failure, "", String::new()));
+                .unwrap_or_else(|| gate::checkpoint(Gate::Failure, "", String::new()));
             Some(Outcome::Checkpoint { id, checkpoint })
         }
         RunState::Running => None,
@@ -360,7 +357,7 @@ pub async fn start_with(
     } else if let Some(signals) = broad {
         runner
             .stop_at(
-                StopGate::PlanFirst,
+                Gate::PlanFirst,
                 &format!("This BUILD looks like more than one change ({signals})"),
             )
             .await?;
@@ -437,7 +434,7 @@ pub async fn resume_with(
             return Ok(Outcome::Checkpoint {
                 id: id.to_string(),
                 checkpoint: cp
-                    .unwrap_or_else(|| gate::checkpoint(StopGate::Failure, "", String::new())),
+                    .unwrap_or_else(|| gate::checkpoint(Gate::Failure, "", String::new())),
             });
         }
         (RunState::Failed, None) => return Err(RunError::AnswerNeeded { id: id.to_string() }),
@@ -472,7 +469,7 @@ pub async fn resume_with(
         (RunState::Checkpoint | RunState::Failed, Some(text)) => {
             let cp = r.state.checkpoint.clone().unwrap_or_else(|| {
                 gate::checkpoint(
-                    StopGate::Failure,
+                    Gate::Failure,
                     r.state.host.failure.as_deref().unwrap_or("stopped"),
                     String::new(),
                 )

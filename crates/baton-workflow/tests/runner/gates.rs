@@ -1,7 +1,7 @@
 //! cc10x remediation rows the user decides: the reviewer approves while only the failure-hunter
 //! reports HIGH issues (row 2), and a failed verification that recommends reverting (2d).
 
-use baton_workflow::run::state::{RunState, StopGate, WorkflowState};
+use baton_workflow::run::state::{Gate, RunState, WorkflowState};
 use baton_workflow::run::Outcome;
 
 use crate::harness::*;
@@ -51,7 +51,7 @@ fn hunter_only_high_findings_ask_and_remediate_when_told() {
     let Outcome::Checkpoint { id, checkpoint } = &o else {
         panic!("{o:?}")
     };
-    assert_eq!(checkpoint.gate, StopGate::HunterFindings);
+    assert_eq!(checkpoint.gate, Gate::HunterFindings);
     assert_eq!(checkpoint.options, ["remediate", "proceed"]);
     assert!(checkpoint
         .question
@@ -96,7 +96,7 @@ fn a_verifier_recommending_a_revert_asks_and_revert_stops_with_the_command() {
     let Outcome::Checkpoint { id, checkpoint } = &o else {
         panic!("{o:?}")
     };
-    assert_eq!(checkpoint.gate, StopGate::RevertDecision);
+    assert_eq!(checkpoint.gate, Gate::RevertDecision);
     assert_eq!(checkpoint.options, ["revert", "fix"]);
     assert_eq!(checkpoint.recommended, None, "AUTO_PROCEED never reverts");
     let o = h.answer_checkpoint(id, "revert").unwrap();

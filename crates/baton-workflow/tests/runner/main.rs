@@ -10,7 +10,7 @@ mod harness;
 mod memory;
 mod planned;
 
-use baton_workflow::run::state::{RunState, StopGate, WorkflowState};
+use baton_workflow::run::state::{Gate, RunState, WorkflowState};
 use baton_workflow::run::{Outcome, Resume, RunError};
 use harness::*;
 
@@ -46,7 +46,7 @@ fn remediation_stops_at_the_circuit_breaker_after_three_cycles() {
     let Outcome::Checkpoint { id, checkpoint } = &o else {
         panic!("{o:?}")
     };
-    assert_eq!(checkpoint.gate, StopGate::CircuitBreaker);
+    assert_eq!(checkpoint.gate, Gate::CircuitBreaker);
     assert_eq!(checkpoint.options, ["one more cycle", "accept", "abort"]);
     assert!(
         checkpoint.brief.contains("remediation cycles: 3"),
@@ -110,7 +110,7 @@ fn a_scope_checkpoint_is_answered_and_the_workflow_completes() {
     let Outcome::Checkpoint { id, checkpoint } = &o else {
         panic!("{o:?}")
     };
-    assert_eq!(checkpoint.gate, StopGate::ScopeDecision);
+    assert_eq!(checkpoint.gate, Gate::ScopeDecision);
     assert_eq!(checkpoint.options, ["critical only", "all issues", "abort"]);
     // An answer that is no option is refused and changes nothing.
     let before = h.artifact(id);
@@ -169,7 +169,7 @@ fn a_scope_checkpoint_is_answered_and_the_workflow_completes() {
         ]
     );
     assert_eq!(s.host.answers.len(), 1);
-    assert_eq!(s.host.answers[0].gate, StopGate::ScopeDecision);
+    assert_eq!(s.host.answers[0].gate, Gate::ScopeDecision);
 }
 
 #[test]
@@ -182,7 +182,7 @@ fn a_token_budget_stops_before_the_next_dispatch_and_resume_with_more_completes(
     let Outcome::Checkpoint { id, checkpoint } = &o else {
         panic!("{o:?}")
     };
-    assert_eq!(checkpoint.gate, StopGate::Budget);
+    assert_eq!(checkpoint.gate, Gate::Budget);
     assert_eq!(checkpoint.options, ["continue", "abort"]);
     assert!(
         checkpoint
@@ -216,7 +216,7 @@ fn a_usd_budget_stops_on_priced_dispatches() {
     let Outcome::Checkpoint { checkpoint, .. } = &o else {
         panic!("{o:?}")
     };
-    assert_eq!(checkpoint.gate, StopGate::Budget);
+    assert_eq!(checkpoint.gate, Gate::Budget);
     assert!(
         checkpoint
             .question
@@ -308,7 +308,7 @@ fn one_more_cycle_is_exactly_one_more_fix() {
     let Outcome::Checkpoint { checkpoint, .. } = &o else {
         panic!("{o:?}")
     };
-    assert_eq!(checkpoint.gate, StopGate::CircuitBreaker);
+    assert_eq!(checkpoint.gate, Gate::CircuitBreaker);
     assert_eq!(h.calls_of("component-builder").len(), 5);
     let a = h.artifact(&id);
     assert_eq!(a["remediation_history"].as_array().unwrap().len(), 4);

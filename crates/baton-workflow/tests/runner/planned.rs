@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use baton_workflow::plan_file::{Approvals, PlanFile};
-use baton_workflow::run::state::{StopGate, WorkflowState};
+use baton_workflow::run::state::{Gate, WorkflowState};
 use baton_workflow::run::{Outcome, RunError, StartOptions};
 use serde_json::json;
 
@@ -49,7 +49,7 @@ fn a_three_phase_plan_builds_each_phase_then_reviews_the_whole_branch() {
     let Outcome::Checkpoint { id, checkpoint } = &o else {
         panic!("{o:?}")
     };
-    assert_eq!(checkpoint.gate, StopGate::FinalReview);
+    assert_eq!(checkpoint.gate, Gate::FinalReview);
     assert_eq!(checkpoint.options, ["run", "skip"]);
     assert_eq!(checkpoint.recommended.as_deref(), Some("run"));
     // Phase by phase: one builder each, plus the fix of phase 2.
@@ -262,7 +262,7 @@ fn a_plan_edited_during_the_build_stops_it_before_the_next_phase() {
     let Outcome::Checkpoint { id, checkpoint } = &o else {
         panic!("{o:?}")
     };
-    assert_eq!(checkpoint.gate, StopGate::ScopeDecision);
+    assert_eq!(checkpoint.gate, Gate::ScopeDecision);
     // While it waits, the plan is edited: phase 2 is not built from it.
     let edited = plan_text(2, "None").replace("build part 2", "build part 2 faster");
     std::fs::write(&path, &edited).unwrap();
