@@ -171,20 +171,24 @@ fn status_with_no_workflows_says_so_and_lists_an_unreadable_record_with_its_erro
 /// A workflow with two agent runs, one priced and one not, an engine decision and a checkpoint.
 fn with_agents(store: &WorkflowStore) -> String {
     let mut wf = store.create(WorkflowKind::Build, "add a flag").unwrap();
-    wf.append(NewEvent {
-        fields: Fields {
-            phase: Some("build".into()),
-            task_id: Some("t1".into()),
-            details: Some(
-                json!({"role": "builder", "route": "fast", "backend": "baton", "attempt": 1}),
-            ),
-            ..Fields::default()
-        },
-        ..NewEvent::new(EventKind::AgentStarted)
-    })
+    wf.append(
+        NewEvent::from_fields(
+            EventKind::AgentStarted,
+            Fields {
+                phase: Some("build".into()),
+                task_id: Some("t1".into()),
+                details: Some(
+                    json!({"role": "builder", "route": "fast", "backend": "baton", "attempt": 1}),
+                ),
+                ..Fields::default()
+            },
+        )
+        .unwrap(),
+    )
     .unwrap();
-    wf.append(NewEvent {
-        fields: Fields {
+    wf.append(NewEvent::from_fields(
+        EventKind::AgentCompleted,
+        Fields {
             phase: Some("build".into()),
             task_id: Some("t1".into()),
             agent: Some("builder".into()),
@@ -194,24 +198,27 @@ fn with_agents(store: &WorkflowStore) -> String {
                                  "usage": {"input_tokens": 1200, "output_tokens": 300}, "cost_usd": 0.0042})),
             ..Fields::default()
         },
-        ..NewEvent::new(EventKind::AgentCompleted)
-    })
+    )
+    .unwrap())
     .unwrap();
-    wf.append(NewEvent {
-        fields: Fields {
-            phase: Some("review".into()),
-            task_id: Some("t2".into()),
-            agent: Some("reviewer".into()),
-            decision: Some("fail".into()),
-            duration_seconds: Some(3.0),
-            details: Some(
-                json!({"role": "reviewer", "usage": {"input_tokens": 500, "output_tokens": 100},
+    wf.append(
+        NewEvent::from_fields(
+            EventKind::AgentCompleted,
+            Fields {
+                phase: Some("review".into()),
+                task_id: Some("t2".into()),
+                agent: Some("reviewer".into()),
+                decision: Some("fail".into()),
+                duration_seconds: Some(3.0),
+                details: Some(
+                    json!({"role": "reviewer", "usage": {"input_tokens": 500, "output_tokens": 100},
                                  "cost_usd": null}),
-            ),
-            ..Fields::default()
-        },
-        ..NewEvent::new(EventKind::AgentCompleted)
-    })
+                ),
+                ..Fields::default()
+            },
+        )
+        .unwrap(),
+    )
     .unwrap();
     wf.append(NewEvent::new(EventKind::Decided).decision("create_remediation"))
         .unwrap();

@@ -137,6 +137,16 @@ pub struct Note {
     pub reason: Option<String>,
 }
 
+impl Note {
+    /// A note saying why.
+    pub fn because(reason: impl Into<String>) -> Note {
+        Note {
+            phase: None,
+            reason: Some(reason.into()),
+        }
+    }
+}
+
 /// `task_created`: how many tasks and why, and their ids.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TaskCreated {
@@ -336,6 +346,32 @@ pub struct Fields {
 }
 
 impl EventBody {
+    /// An event of `kind` with nothing but its kind.
+    pub fn empty(kind: EventKind) -> EventBody {
+        use EventBody as B;
+        use EventKind as K;
+        let note = Note::default;
+        match kind {
+            K::WorkflowStarted => B::WorkflowStarted(Started::default()),
+            K::TaskCreated => B::TaskCreated(TaskCreated::default()),
+            K::Decided => B::Decided(Decided::default()),
+            K::AgentStarted => B::AgentStarted(AgentStarted::default()),
+            K::AgentCompleted => B::AgentCompleted(AgentCompleted::default()),
+            K::CheckpointRequested => B::CheckpointRequested(CheckpointRequested::default()),
+            K::CheckpointAnswered => B::CheckpointAnswered(CheckpointAnswered::default()),
+            K::ArtifactUpdated => B::ArtifactUpdated(note()),
+            K::MemoryFinalized => B::MemoryFinalized(note()),
+            K::WorkflowCompleted => B::WorkflowCompleted(note()),
+            K::WorkflowFailed => B::WorkflowFailed(note()),
+            K::BudgetStopped => B::BudgetStopped(note()),
+            K::WorkflowStopped => B::WorkflowStopped(note()),
+            K::ContractParsed => B::ContractParsed(Fields::default()),
+            K::RemediationCreated => B::RemediationCreated(Fields::default()),
+            K::ScopeDecisionRequested => B::ScopeDecisionRequested(Fields::default()),
+            K::ScopeDecisionResolved => B::ScopeDecisionResolved(Fields::default()),
+        }
+    }
+
     pub fn kind(&self) -> EventKind {
         use EventBody as B;
         match self {

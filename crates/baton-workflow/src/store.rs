@@ -28,22 +28,29 @@ use crate::state::Record;
 
 pub use crate::event::{EventBody, EventKind, Fields, WorkflowEvent};
 
-/// What a caller gives [`OpenWorkflow::append`]; the store adds `seq`, `ts` and `wf`.
+/// What a caller gives [`OpenWorkflow::append`] or [`OpenWorkflow::commit`]: the typed event
+/// and the artifact's change; the store adds `seq`, `ts` and `wf`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewEvent {
-    pub event: EventKind,
-    /// The flat fields the kind is checked and built from.
-    pub fields: Fields,
+    pub body: EventBody,
     pub delta: Option<Value>,
 }
 
 impl NewEvent {
+    /// An event of `kind` with nothing but its kind.
     pub fn new(event: EventKind) -> NewEvent {
         NewEvent {
-            event,
-            fields: Fields::default(),
+            body: EventBody::empty(event),
             delta: None,
         }
+    }
+
+    /// An event from the flat fields of its line (a record written by hand); refused, naming
+    /// the field, when they do not fit its kind.
+    pub fn from_fields(kind: EventKind, fields: Fields) -> Result<NewEvent, StoreError> {
+        let body = EventBody::from_fields(kind, fields)
+            .map_err(|message| StoreError::BadEvent { kind, message })?;
+        Ok(NewEvent { body, delta: None })
     }
 
     pub fn delta(mut self, delta: Value) -> NewEvent {
@@ -51,26 +58,36 @@ impl NewEvent {
         self
     }
 
-    pub fn phase(mut self, phase: impl Into<String>) -> NewEvent {
-        self.fields.phase = Some(phase.into());
-        self
+    pub fn phase(self, phase: impl Into<String>) -> NewEvent {
+        let phase = phase.into();
+        self.edit(|f| f.phase = Some(phase))
     }
 
-    pub fn reason(mut self, reason: impl Into<String>) -> NewEvent {
-        self.fields.reason = Some(reason.into());
+    pub fn reason(self, reason: impl Into<String>) -> NewEvent {
+        let reason = reason.into();
+        self.edit(|f| f.reason = Some(reason))
+    }
+
+    pub fn decision(self, decision: impl Into<String>) -> NewEvent {
+        let decision = decision.into();
+        self.edit(|f| f.decision = Some(decision))
+    }
+
+    /// The event with one of its plain text fields set (a field its kind does not keep is
+    /// dropped, as on disk).
+    fn edit(mut self, change: impl FnOnce(&mut Fields)) -> NewEvent {
+        let mut fields = self.body.fields();
+        change(&mut fields);
+        if let Ok(body) = EventBody::from_fields(self.body.kind(), fields) {
+            self.body = body;
+        }
         self
     }
 }
 
 impl From<EventBody> for NewEvent {
-    /// A typed event as the flat fields [`OpenWorkflow::append`] takes (it checks them back
-    /// into the same body).
     fn from(body: EventBody) -> NewEvent {
-        NewEvent {
-            event: body.kind(),
-            fields: body.fields(),
-            delta: None,
-        }
+        NewEvent { body, delta: None }
     }
 }
 
@@ -575,13 +592,6 @@ impl WorkflowStore {
     }
 }
 
-impl NewEvent {
-    pub fn decision(mut self, decision: impl Into<String>) -> NewEvent {
-        self.fields.decision = Some(decision.into());
-        self
-    }
-}
-
 impl OpenWorkflow {
     pub fn id(&self) -> &str {
         &self.id
@@ -620,14 +630,12 @@ impl OpenWorkflow {
     /// first: the log line is on disk before the snapshot is rewritten, and a crash between the
     /// two is repaired by the next [`WorkflowStore::open`].
     pub fn append(&mut self, event: NewEvent) -> Result<WorkflowEvent, StoreError> {
-        let kind = event.event;
-        let body = EventBody::from_fields(kind, event.fields)
-            .map_err(|message| StoreError::BadEvent { kind, message })?;
+        let kind = event.body.kind();
         let record = WorkflowEvent {
             seq: self.seq + 1,
             ts: now_rfc3339(),
             wf: self.id.clone(),
-            body,
+            body: event.body,
             delta: event.delta,
         };
         let mut next = self.artifact.clone();

@@ -193,7 +193,7 @@ impl Runner<'_> {
         r.state.host.failure = Some(reason.clone());
         r.state.checkpoint = None;
         self.say(&format!("stopped: {reason}"));
-        self.commit(NewEvent::new(EventKind::WorkflowFailed).reason(reason), r)
+        self.commit(EventBody::WorkflowFailed(Note::because(reason)), r)
     }
 
     /// Asks the engine what the batch's outputs mean, and sets up what comes next.

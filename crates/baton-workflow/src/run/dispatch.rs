@@ -45,7 +45,7 @@ impl Runner<'_> {
         let brief = gate::brief_of(&r, &format!("budget stop: {reason}"));
         r.state.checkpoint = Some(gate::checkpoint(Gate::Budget, &reason, brief));
         self.say(&format!("budget stop: {reason}"));
-        self.commit(NewEvent::new(EventKind::BudgetStopped).reason(reason), r)?;
+        self.commit(EventBody::BudgetStopped(Note::because(reason)), r)?;
         Ok(false)
     }
 
@@ -155,7 +155,7 @@ impl Runner<'_> {
             }
             if !why.is_empty() {
                 self.commit(
-                    NewEvent::new(EventKind::ArtifactUpdated).reason(why.join("; ")),
+                    EventBody::ArtifactUpdated(Note::because(why.join("; "))),
                     checked,
                 )?;
                 r = self.record();
@@ -183,7 +183,7 @@ impl Runner<'_> {
                 resolved.artifact = d.apply(&r.artifact);
                 resolved.artifact.results.precedence = Some(key);
                 self.commit(
-                    NewEvent::new(EventKind::ArtifactUpdated).reason(d.reason.clone()),
+                    EventBody::ArtifactUpdated(Note::because(d.reason.clone())),
                     resolved,
                 )?;
                 r = self.record();

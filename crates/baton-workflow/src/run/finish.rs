@@ -428,8 +428,10 @@ impl Runner<'_> {
             }
             r.state.host.headline = Some(headline.clone());
             self.commit(
-                NewEvent::new(EventKind::ArtifactUpdated)
-                    .reason(format!("the work is committed on {}", wt.branch)),
+                EventBody::ArtifactUpdated(Note::because(format!(
+                    "the work is committed on {}",
+                    wt.branch
+                ))),
                 r,
             )?;
             // Deferred findings are surfaced before the choice, never dropped (cc10x 1a).
@@ -603,8 +605,10 @@ impl Runner<'_> {
         }
         v.host.memory_done = true;
         self.commit(
-            NewEvent::new(EventKind::MemoryFinalized)
-                .reason(format!("{} updated", memory.dir().display())),
+            EventBody::MemoryFinalized(Note::because(format!(
+                "{} updated",
+                memory.dir().display()
+            ))),
             r,
         )?;
         Ok(true)
@@ -667,10 +671,7 @@ impl Runner<'_> {
         let mut r = self.record();
         r.state.state = RunState::Completed;
         r.state.host.brief = Some(gate::brief_of(&r, &headline));
-        self.commit(
-            NewEvent::new(EventKind::WorkflowCompleted).reason(headline),
-            r,
-        )
+        self.commit(EventBody::WorkflowCompleted(Note::because(headline)), r)
     }
 }
 

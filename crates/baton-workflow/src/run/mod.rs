@@ -36,13 +36,14 @@ use crate::artifact::{
 use crate::contract::{self, Outcome as ContractOutcome, Role};
 use crate::dispatch::{role_for_task, tier_for, TierConfig};
 use crate::engine::{decide, Action, Change, Inputs};
+use crate::event::Note;
 use crate::event::{TaskCreated, TaskCreatedDetails};
 use crate::memory::{Finalization, MemoryDir, MemoryFile};
 use crate::outputs::{self, AgentOutputs, ReadOnlyReport};
 use crate::route::WorkflowKind;
 pub use crate::state;
 use crate::state::{Gate, Record, RunState, WorkflowState, WorktreeOffer};
-use crate::store::{EventBody, EventKind, NewEvent, OpenWorkflow, WorkflowStore};
+use crate::store::{EventBody, NewEvent, OpenWorkflow, WorkflowStore};
 pub use agent::{ExecLauncher, Launch, Launcher, Recheck};
 pub use error::RunError;
 use gate::Answer;
@@ -463,7 +464,7 @@ pub async fn resume_with(
                 && budget_usd.is_none()
                 && budget_tokens.is_none();
             if !step {
-                runner.commit(NewEvent::new(EventKind::ArtifactUpdated).reason(reason), r)?;
+                runner.commit(EventBody::ArtifactUpdated(Note::because(reason)), r)?;
             }
         }
         (RunState::Checkpoint | RunState::Failed, Some(text)) => {
