@@ -22,9 +22,8 @@ use baton_protocol::{AgentEvent, Route};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{self, AgentSpec, RunSummary};
+use crate::agent::{AgentSpec, RunSummary, Session, SessionEnd};
 use crate::routing::RoutingSpec;
-use crate::tools::builtin_tools;
 use crate::turn::Fallback;
 
 /// The tools an ordinary harness session offers: every built-in one.
@@ -46,7 +45,7 @@ pub struct Ran {
 /// A running session whose events a test awaits.
 pub struct Live {
     events: mpsc::UnboundedReceiver<AgentEvent>,
-    done: tokio::task::JoinHandle<RunSummary>,
+    done: SessionEnd,
     /// Cancels the session (as SIGINT does for `baton agent`).
     pub cancel: CancellationToken,
     /// Stops the streaming model turn at once (the terminal UI's Esc).
@@ -58,45 +57,25 @@ impl Harness {
     /// server's root; `/v1` is added), working in `root` with the built-in tools, no sandbox,
     /// retries after 1 ms.
     pub fn openai(base_url: &str, model: &str, root: &Path) -> Harness {
-        let route = Route {
-            provider: "mock".into(),
-            model: model.into(),
-            thinking: None,
-        };
-        let provider = provider(base_url, model);
-        Harness {
-            spec: AgentSpec {
-                session_id: "harness".into(),
-                role: role(),
-                route,
-                provider,
-                retry: RetryPolicy {
-                    max_attempts: 3,
-                    initial_delay: Duration::from_millis(1),
-                    max_delay: Duration::from_millis(20),
-                },
-                max_turns: 20,
-                max_output_tokens: None,
-                context_window: None,
-                compaction: None,
-                root: root.to_path_buf(),
-                cwd: root.to_path_buf(),
-                bash_timeout: crate::tools::DEFAULT_BASH_TIMEOUT,
-                env_filter: baton_tool::EnvFilter::default(),
-                sandbox: baton_tool::SandboxPolicy::default(),
-                tmp_dir: None,
-                context_files: Vec::new(),
-                skills: Vec::new(),
-                prices: Default::default(),
-                tools: builtin_tools(),
-                host_tools: Vec::new(),
-                mcp_tools: Vec::new(),
-                extra_instructions: Vec::new(),
-                heartbeat: agent::DEFAULT_HEARTBEAT,
-                fallbacks: Vec::new(),
-                routing: None,
-                approval: baton_protocol::ApprovalPolicy::Never,
+        let seat = Fallback {
+            route: Route {
+                provider: "mock".into(),
+                model: model.into(),
+                thinking: None,
             },
+            provider: provider(base_url, model),
+            max_output_tokens: None,
+            context_window: None,
+        };
+        let mut spec = AgentSpec::new("harness", role(), seat, root.to_path_buf());
+        spec.retry = RetryPolicy {
+            max_attempts: 3,
+            initial_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(20),
+        };
+        spec.max_turns = 20;
+        Harness {
+            spec,
             base_url: base_url.to_string(),
             approver: None,
         }
@@ -150,7 +129,7 @@ impl Harness {
         while let Some(e) = live.events.recv().await {
             events.push(e);
         }
-        let summary = joined(live.done.await);
+        let summary = live.done.await;
         Ran { summary, events }
     }
 
@@ -158,39 +137,22 @@ impl Harness {
     /// submits more (user input while it works, `/interrupt`, …); the session ends once the
     /// sender is dropped and nothing is left to do.
     pub fn start_open(self, task: &str) -> (Live, mpsc::UnboundedSender<crate::agent::Submission>) {
-        let (tx, events) = mpsc::unbounded_channel();
-        let (inbox_tx, mut inbox) = crate::agent::Inbox::channel();
-        if let Some(a) = self.approver.clone() {
-            inbox.set_approver(a);
+        let mut session = Session::new(Arc::new(self.spec), Vec::new(), false, None);
+        if let Some(a) = self.approver {
+            session = session.approver(a);
         }
-        let interrupter = inbox.interrupter();
-        let _ = inbox_tx.send(crate::agent::Submission::Input(task.to_string()));
-        let cancel = CancellationToken::new();
-        let token = cancel.clone();
-        let done = tokio::spawn(async move {
-            let mut emit = move |e: AgentEvent| {
-                let _ = tx.send(e);
-            };
-            let mut store = None;
-            agent::serve(
-                &self.spec,
-                Vec::new(),
-                false,
-                &mut store,
-                &token,
-                &mut inbox,
-                &mut emit,
-            )
-            .await
-        });
+        let handle = session.spawn();
+        let _ = handle
+            .submissions
+            .send(crate::agent::Submission::Input(task.to_string()));
         (
             Live {
-                events,
-                done,
-                cancel,
-                interrupter,
+                events: handle.events,
+                done: handle.end,
+                cancel: handle.cancel,
+                interrupter: handle.interrupter,
             },
-            inbox_tx,
+            handle.submissions,
         )
     }
 
@@ -216,16 +178,7 @@ impl Live {
     /// Waits for the end of the session (the remaining events are dropped).
     pub async fn finish(mut self) -> RunSummary {
         while self.events.recv().await.is_some() {}
-        joined(self.done.await)
-    }
-}
-
-/// The session's summary; a panic in the session is the test's panic.
-fn joined(r: Result<RunSummary, tokio::task::JoinError>) -> RunSummary {
-    match r {
-        Ok(summary) => summary,
-        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(e) => panic!("the session task ended without a summary: {e}"),
+        self.done.await
     }
 }
 

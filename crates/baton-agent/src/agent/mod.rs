@@ -1,11 +1,14 @@
 //! An agent session: what it runs with ([`AgentSpec`]), what it ends with ([`RunSummary`]) and its
 //! system prompt. The loop itself is `queue.rs`: a queue pair of submissions in and events out,
-//! with one seat for an ordinary session and two for a routed one.
+//! with one seat for an ordinary session and two for a routed one; front ends start it with
+//! [`Session::spawn`] (`spawn.rs`).
 
 mod queue;
+mod spawn;
 
 pub use crate::approval::Approver;
-pub use queue::{run, serve, Inbox, Interrupter, Submission};
+pub use queue::{serve, Inbox, Interrupter, Submission};
+pub use spawn::{Session, SessionEnd, SessionHandle};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -90,6 +93,49 @@ pub struct AgentSpec {
 }
 
 impl AgentSpec {
+    /// A session `session_id` of `role` on `seat` (its route, provider, output limit and context
+    /// window), working in `root` (also its folder), with everything else at its default: the
+    /// built-in tools (the role's list picks), the default retries, turn limit, `bash` timeout
+    /// and heartbeat, the sandbox policy's default, no temp dir, context files, skills, prices,
+    /// host or MCP tools, fallbacks, compaction route or routing, and approvals never asked.
+    /// A session of `baton agent` gets the rest from its resolved config
+    /// (`baton_app::settings::SessionConfig::agent_spec`); the test harness keeps the defaults.
+    pub fn new(
+        session_id: impl Into<String>,
+        role: RoleSpec,
+        seat: Fallback,
+        root: PathBuf,
+    ) -> Self {
+        AgentSpec {
+            session_id: session_id.into(),
+            role,
+            route: seat.route,
+            provider: seat.provider,
+            retry: RetryPolicy::default(),
+            max_turns: DEFAULT_MAX_TURNS,
+            max_output_tokens: seat.max_output_tokens,
+            context_window: seat.context_window,
+            compaction: None,
+            cwd: root.clone(),
+            root,
+            bash_timeout: crate::tools::DEFAULT_BASH_TIMEOUT,
+            env_filter: baton_tool::EnvFilter::default(),
+            sandbox: baton_tool::SandboxPolicy::default(),
+            tmp_dir: None,
+            context_files: Vec::new(),
+            skills: Vec::new(),
+            prices: BTreeMap::new(),
+            tools: crate::tools::builtin_tools(),
+            host_tools: Vec::new(),
+            mcp_tools: Vec::new(),
+            extra_instructions: Vec::new(),
+            heartbeat: DEFAULT_HEARTBEAT,
+            fallbacks: Vec::new(),
+            routing: None,
+            approval: baton_protocol::ApprovalPolicy::Never,
+        }
+    }
+
     /// What the session's tools run with: its root and folder, the `bash` timeout, the sandbox,
     /// the key filter, the temp dir and (readable) skill folders; cancelled with `cancel`. The
     /// terminal UI's `!` commands run with it too.

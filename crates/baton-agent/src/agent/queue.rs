@@ -175,7 +175,8 @@ pub(crate) enum Drive {
     Interrupted,
 }
 
-pub(crate) struct Session<'a> {
+/// A session while [`serve`] runs it: its spec, counters, transcript, inbox and emitter.
+pub(crate) struct Running<'a> {
     pub(crate) spec: &'a AgentSpec,
     pub(crate) ctx: ToolContext,
     pub(crate) ids: ItemIds,
@@ -196,28 +197,10 @@ pub(crate) struct Session<'a> {
     interrupt_seen: u64,
 }
 
-/// Runs an ordinary one-task session: `task` after `messages` (an earlier transcript, possibly
-/// empty), until the model answers, a limit, an error or cancellation.
-pub async fn run(
-    spec: &AgentSpec,
-    messages: Vec<Message>,
-    task: String,
-    resumed: bool,
-    store: &mut Option<SessionStore>,
-    cancel: &CancellationToken,
-    emit: &mut (dyn FnMut(AgentEvent) + Send),
-) -> RunSummary {
-    let (tx, mut inbox) = Inbox::channel();
-    let _ = tx.send(Submission::Input(task));
-    drop(tx);
-    let history = messages.into_iter().map(|m| (None, m)).collect();
-    serve(spec, history, resumed, store, cancel, &mut inbox, emit).await
-}
-
 /// Serves a session until its inbox is closed and empty (or it is cancelled): each submission
 /// in turn. `history` is an earlier transcript, each message with the seat it belongs to (`None`
 /// in an ordinary session). The summary is the last task's end with the whole session's turns,
-/// usage, cost and routes.
+/// usage, cost and routes. Front ends run it through [`super::Session::spawn`].
 pub async fn serve(
     spec: &AgentSpec,
     history: Vec<(Option<String>, Message)>,
@@ -246,7 +229,7 @@ pub async fn serve(
             network: !spec.sandbox.is_confined() || spec.sandbox.network,
         }),
     });
-    let mut s = Session {
+    let mut s = Running {
         spec,
         ctx,
         ids: ItemIds::default(),
@@ -389,7 +372,7 @@ pub async fn serve(
     s.finish(last)
 }
 
-impl Session<'_> {
+impl Running<'_> {
     /// The summary of a session that ended with `last`, and `session.completed`.
     fn finish(&mut self, last: Drive) -> RunSummary {
         let (reason, final_message, error) = match last {
@@ -842,7 +825,7 @@ impl Session<'_> {
         let spec = self.spec;
         // The inbox is looked at through a raw split of `self`: the tool runner borrows the ids
         // and the event sink, the stop check the inbox and the held queue.
-        let Session {
+        let Running {
             ids,
             emit,
             inbox,

@@ -8,7 +8,7 @@ use baton_model::retry::run_turn;
 use baton_model::ModelRequest;
 use baton_protocol::{AgentEvent, EndReason, ErrorCode, ErrorInfo, Message};
 
-use super::{routed, Drive, Seat, Session};
+use super::{routed, Drive, Running, Seat};
 use crate::routing::state::Profile;
 
 /// Bytes per token, for the part of a view no provider has counted yet.
@@ -67,7 +67,7 @@ pub(crate) struct Fit {
     pub(crate) counted: Option<usize>,
 }
 
-impl Session<'_> {
+impl Running<'_> {
     /// Compacts `seat`'s view when its next request would not fit its route's context window
     /// less the reserve for the answer. A route with no known window never compacts. The
     /// Executor's view in a routed session is not compacted: its evidence references count its

@@ -11,7 +11,7 @@
 use baton_protocol::{AgentEvent, AssistantPart, EndReason, ItemStatus, Message};
 use serde_json::Value;
 
-use super::{Drive, Flow, Seat, Session};
+use super::{Drive, Flow, Running, Seat};
 use crate::routing::journal::Journal;
 use crate::routing::rules::{self, Op};
 use crate::routing::state::{Control, Event, ExecutionEnd, Profile};
@@ -36,7 +36,7 @@ pub(crate) fn limit_note(max_turns: u32) -> String {
 
 /// Marks (or clears) the Executor's last turn after a stop: a report submitted in it keeps the
 /// assignment outstanding and ends the execution `how`.
-pub(crate) fn set_stopping(s: &mut Session<'_>, how: Option<ExecutionEnd>) {
+pub(crate) fn set_stopping(s: &mut Running<'_>, how: Option<ExecutionEnd>) {
     if let Some(r) = s.routed.as_mut() {
         r.stopping = how;
     }
@@ -90,7 +90,7 @@ impl Routed {
     /// host report), applies the control asked for at start, and rebuilds both seats and the
     /// evidence table from the transcript.
     pub(crate) fn open(
-        s: &mut Session<'_>,
+        s: &mut Running<'_>,
         spec: &RoutingSpec,
         history: Vec<(Option<String>, Message)>,
     ) -> Result<Routed, String> {
@@ -396,7 +396,7 @@ fn assignment_named(text: &str) -> Option<String> {
     (!id.is_empty()).then_some(id)
 }
 
-fn emit_record(s: &mut Session<'_>, r: &Routed, record: &crate::routing::state::Record) {
+fn emit_record(s: &mut Running<'_>, r: &Routed, record: &crate::routing::state::Record) {
     (s.emit)(AgentEvent::RoutingRecorded {
         record: serde_json::to_value(record).unwrap_or(Value::Null),
         responsible: r
@@ -409,7 +409,7 @@ fn emit_record(s: &mut Session<'_>, r: &Routed, record: &crate::routing::state::
 
 /// Commits `events` of operation `op` and tells the observer; an error is the message a tool
 /// result or the user gets (nothing was recorded, so nothing happened).
-fn commit(s: &mut Session<'_>, op: &str, step: &str, events: Vec<Event>) -> Result<(), String> {
+fn commit(s: &mut Running<'_>, op: &str, step: &str, events: Vec<Event>) -> Result<(), String> {
     let Some(r) = s.routed.as_mut() else {
         return Err("this session is not routed".into());
     };
@@ -436,31 +436,31 @@ fn commit(s: &mut Session<'_>, op: &str, step: &str, events: Vec<Event>) -> Resu
     Ok(())
 }
 
-fn state<'s>(s: &'s Session<'_>) -> Option<&'s crate::routing::state::RoutingState> {
+fn state<'s>(s: &'s Running<'_>) -> Option<&'s crate::routing::state::RoutingState> {
     s.routed.as_ref().map(|r| r.journal.state())
 }
 
 /// Whether a routed session runs as an ordinary one: under a manual hold (on the held seat) or
 /// with routing turned off (on the Coordinator's seat).
-pub(crate) fn ordinary(s: &Session<'_>) -> bool {
+pub(crate) fn ordinary(s: &Running<'_>) -> bool {
     state(s).is_some_and(|st| st.control != Control::Automatic)
 }
 
 /// The participant `seat` acts as under the routing rules: its profile under automatic control,
 /// none otherwise (an ordinary session: new input joins it, it is not stopped for it).
-pub(crate) fn acting(s: &Session<'_>, seat: &Seat) -> Option<Profile> {
+pub(crate) fn acting(s: &Running<'_>, seat: &Seat) -> Option<Profile> {
     seat.profile.filter(|_| !ordinary(s))
 }
 
 /// Whether an execution of an assignment runs now.
-pub(crate) fn executing(s: &Session<'_>) -> bool {
+pub(crate) fn executing(s: &Running<'_>) -> bool {
     state(s).is_some_and(|st| st.running().is_some())
 }
 
 /// Whether `seat`, working now, still has the work under the current control: the Coordinator
 /// under automatic or inactive control, the Executor on a running assignment under automatic
 /// control, the held profile's seat (with no assignment running) under a manual hold.
-pub(crate) fn keeps_working(s: &Session<'_>, seat: &Seat) -> bool {
+pub(crate) fn keeps_working(s: &Running<'_>, seat: &Seat) -> bool {
     let Some(st) = state(s) else {
         return true;
     };
@@ -473,7 +473,7 @@ pub(crate) fn keeps_working(s: &Session<'_>, seat: &Seat) -> bool {
 
 /// Whether `seat` is the Executor under automatic control, whose work ends only through
 /// `return`.
-pub(crate) fn must_return(s: &Session<'_>, seat: &Seat) -> bool {
+pub(crate) fn must_return(s: &Running<'_>, seat: &Seat) -> bool {
     seat.profile == Some(Profile::Executor)
         && state(s).is_some_and(|st| st.control == Control::Automatic)
 }
@@ -482,7 +482,7 @@ pub(crate) fn must_return(s: &Session<'_>, seat: &Seat) -> bool {
 /// block and what the other seat did meanwhile (`conversation.rs`); for the Coordinator under
 /// automatic control after a restart, the report the host saved for the lost execution too. New
 /// input ends an open `act_bounded` scope.
-pub(crate) fn user_message(s: &mut Session<'_>, seat: &Seat, text: String) -> Message {
+pub(crate) fn user_message(s: &mut Running<'_>, seat: &Seat, text: String) -> Message {
     end_scope(s, "new user input");
     let Some(profile) = seat.profile else {
         return Message::user(text);
@@ -521,7 +521,7 @@ pub(crate) fn user_message(s: &mut Session<'_>, seat: &Seat, text: String) -> Me
 
 /// `/compact` in a routed session: the Coordinator's view is summarised (the Executor's view
 /// keeps its evidence references, which count its messages).
-pub(crate) async fn compact(s: &mut Session<'_>, focus: Option<&str>) -> Result<(), Drive> {
+pub(crate) async fn compact(s: &mut Running<'_>, focus: Option<&str>) -> Result<(), Drive> {
     let Some(mut seat) = take_seat(s, Profile::Coordinator) else {
         return Ok(());
     };
@@ -533,7 +533,7 @@ pub(crate) async fn compact(s: &mut Session<'_>, focus: Option<&str>) -> Result<
 
 /// After `seat`'s view was compacted (its messages before `cut` replaced by one summary), the
 /// other seat's place in it moves with it: what it had not been told of is in the summary.
-pub(crate) fn compacted(s: &mut Session<'_>, seat: &Seat, cut: usize) {
+pub(crate) fn compacted(s: &mut Running<'_>, seat: &Seat, cut: usize) {
     let Some(r) = s.routed.as_mut() else {
         return;
     };
@@ -569,7 +569,7 @@ pub(crate) fn without_refs(messages: &[Message]) -> Vec<Message> {
 
 /// A user task: to the Coordinator under automatic control, to the held profile's seat under
 /// manual control (an ordinary session on that route), to the Coordinator's seat when inactive.
-pub(crate) async fn task(s: &mut Session<'_>, text: String) -> Drive {
+pub(crate) async fn task(s: &mut Running<'_>, text: String) -> Drive {
     let profile = match state(s).map(|st| st.control) {
         Some(Control::Manual { profile }) => profile,
         _ => Profile::Coordinator,
@@ -597,7 +597,7 @@ pub(crate) async fn task(s: &mut Session<'_>, text: String) -> Drive {
     d
 }
 
-fn take_seat(s: &mut Session<'_>, p: Profile) -> Option<Seat> {
+fn take_seat(s: &mut Running<'_>, p: Profile) -> Option<Seat> {
     let r = s.routed.as_mut()?;
     match p {
         Profile::Coordinator => r.coordinator.take(),
@@ -605,7 +605,7 @@ fn take_seat(s: &mut Session<'_>, p: Profile) -> Option<Seat> {
     }
 }
 
-fn put_seat(s: &mut Session<'_>, seat: Seat) {
+fn put_seat(s: &mut Running<'_>, seat: Seat) {
     if let Some(r) = s.routed.as_mut() {
         match seat.profile {
             Some(Profile::Executor) => r.executor = Some(seat),
@@ -615,7 +615,7 @@ fn put_seat(s: &mut Session<'_>, seat: Seat) {
 }
 
 /// Ends the Coordinator's open `act_bounded` scope, if any, for `why`.
-pub(crate) fn end_scope(s: &mut Session<'_>, why: &str) {
+pub(crate) fn end_scope(s: &mut Running<'_>, why: &str) {
     if let Some(end) = state(s).and_then(|st| rules::end_act_bounded(st, why)) {
         let op = format!("{}:scope-end", s.turns);
         if let Err(e) = commit(s, &op, "scope", vec![end]) {
@@ -626,7 +626,7 @@ pub(crate) fn end_scope(s: &mut Session<'_>, why: &str) {
 
 /// `/profile`: records the new control (a manual hold lasts until the user changes it). A
 /// change ends the Coordinator's open `act_bounded` scope: what it applied to changed.
-pub(crate) fn control(s: &mut Session<'_>, c: Control) {
+pub(crate) fn control(s: &mut Running<'_>, c: Control) {
     if state(s).is_some_and(|st| st.control != c) {
         end_scope(s, "the control changed");
     }
@@ -639,7 +639,7 @@ pub(crate) fn control(s: &mut Session<'_>, c: Control) {
 
 /// `/resume`: a new execution of the interrupted assignment, whose report then goes to the
 /// Coordinator, who goes on. `None` when nothing is resumable.
-pub(crate) async fn resume(s: &mut Session<'_>) -> Option<Drive> {
+pub(crate) async fn resume(s: &mut Running<'_>) -> Option<Drive> {
     let id = state(s)?.resumable()?.id.clone();
     if state(s)?.control != Control::Automatic {
         return None;
@@ -665,7 +665,7 @@ pub(crate) async fn resume(s: &mut Session<'_>) -> Option<Drive> {
     Some(d)
 }
 
-fn report_for(s: &Session<'_>, id: &str) -> String {
+fn report_for(s: &Running<'_>, id: &str) -> String {
     match s.routed.as_ref() {
         Some(r) => view::report_message(r.journal.state(), id, &r.evidence, r.projection),
         None => String::new(),
@@ -675,7 +675,7 @@ fn report_for(s: &Session<'_>, id: &str) -> String {
 /// Runs the Executor on assignment `id` (a new execution): the contract (or the resume note)
 /// joins its view, it works until it returns, is interrupted or stops; a stop without a report
 /// gets an honest partial report from the host.
-async fn execute(s: &mut Session<'_>, id: &str, resumed: bool, op: &str) -> Result<(), String> {
+async fn execute(s: &mut Running<'_>, id: &str, resumed: bool, op: &str) -> Result<(), String> {
     let Some(events) = state(s).and_then(rules::start_execution) else {
         return Err(format!("assignment {id} has an execution running already"));
     };

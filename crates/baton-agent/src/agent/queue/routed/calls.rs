@@ -6,7 +6,7 @@ use super::*;
 /// Runs a routed seat's tool calls in order: routing tools by the host, environment tools after
 /// the routing rules allow them, the inbox looked at between atomic calls.
 pub(crate) async fn run_calls(
-    s: &mut Session<'_>,
+    s: &mut Running<'_>,
     seat: &mut Seat,
     calls: &[(String, String, String)],
     turn: u32,
@@ -152,7 +152,7 @@ fn act_run(seat: &Seat, call: &(String, String, String)) -> Option<(String, Stri
 
 /// A new item for call `call_id`, announced in progress; its id.
 fn start_item(
-    s: &mut Session<'_>,
+    s: &mut Running<'_>,
     call_id: &str,
     name: &str,
     args: &Value,
@@ -174,7 +174,7 @@ fn start_item(
 }
 
 /// A call answered without running: its item and its error result.
-fn refused(s: &mut Session<'_>, call: &(String, String, String), message: &str) -> Message {
+fn refused(s: &mut Running<'_>, call: &(String, String, String), message: &str) -> Message {
     let (call_id, name, raw) = call;
     let args: Value = serde_json::from_str(raw).unwrap_or(Value::String(raw.clone()));
     let out = error_output(message.to_string());
@@ -201,7 +201,7 @@ fn refused(s: &mut Session<'_>, call: &(String, String, String), message: &str) 
 
 /// The item and result of a routing call the host ran.
 fn finish_item(
-    s: &mut Session<'_>,
+    s: &mut Running<'_>,
     item_id: &str,
     call: &(String, String, String),
     args: &Value,
@@ -235,7 +235,7 @@ fn ok(text: String) -> ToolOutput {
 
 /// One routing tool call of `seat`: parsed, checked by the rules, recorded, then carried out.
 async fn routing_call(
-    s: &mut Session<'_>,
+    s: &mut Running<'_>,
     seat: &Seat,
     name: &str,
     args: &Value,
