@@ -1,15 +1,307 @@
-//! What an agent session runs with, resolved in one place: its flags over the environment
-//! (`BATON_MAX_TURNS`, `BATON_HEARTBEAT`) over the config files (`[agent]`, `[sandbox]`, the
-//! role's `sandbox`) over the defaults. A bad value is an error naming where it came from and
-//! the fix, before anything is written.
+//! What an agent session runs with, resolved in one place before anything is written: its
+//! flags over the environment (`BATON_MODEL`, `BATON_MODEL_CLASS`, `BATON_MAX_TURNS`,
+//! `BATON_HEARTBEAT`, `BATON_REPLAY_FILE`, `BATON_RECORD_FILE`, `BATON_CHILD`) over the config
+//! files (project over user: `[agent]`, `[sandbox]`, `[models]`, `[routing]`, `[retry]`, the
+//! role's file) over the defaults. [`SessionConfig::resolve`] is the one resolve step of a
+//! session (its role, route, fallbacks, limits, sandbox, approvals, skills, MCP servers and
+//! routing) and [`SessionConfig::agent_spec`] the one place the loop's `AgentSpec` is built from
+//! it. A bad value is an error naming where it came from and the fix.
 
-use std::path::Path;
+mod role;
+mod route;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
-use baton_protocol::config::{Config, HumanDuration};
+use baton_agent::agent::{AgentSpec, Fallback, SkillRef};
+use baton_agent::routing::state::Control;
+use baton_agent::routing::RoutingSpec;
+use baton_agent::session::SessionHeader;
+use baton_agent::tools::{EnvFilter, Tool};
+use baton_model::replay::Recorder;
+use baton_model::retry::RetryPolicy;
+use baton_model::routes::ResolvedRoute;
+use baton_model::Provider;
+use baton_protocol::config::{Config, HumanDuration, Price};
+use baton_protocol::role::RoleSpec;
 use baton_protocol::sandbox::SandboxMode;
+use baton_protocol::ApprovalPolicy;
 use baton_sandbox::Policy as SandboxPolicy;
+
+use crate::project::ProjectContext;
+
+/// The role a session runs as when none is named (a resumed session keeps its own).
+pub const DEFAULT_ROLE: &str = "implementer";
+
+/// The flags of a session's command (`baton agent`, `chat`, `tui`, `worker serve`) that settle
+/// its config; `None` or empty when not given.
+#[derive(Debug, Clone, Default)]
+pub struct SessionFlags {
+    /// `--role` ([`DEFAULT_ROLE`] unless named: then a resumed session keeps its own).
+    pub role: String,
+    pub role_file: Option<PathBuf>,
+    /// `--model provider/model[:thinking]`.
+    pub model: Option<String>,
+    pub model_class: Option<String>,
+    pub replay: Option<PathBuf>,
+    pub record: Option<PathBuf>,
+    pub max_turns: Option<u32>,
+    pub sandbox: Option<SandboxMode>,
+    pub approval: Option<ApprovalPolicy>,
+    pub no_delegate: bool,
+    /// `--routing`: the control a routed session starts with.
+    pub routing: Option<Control>,
+    /// `--skill DIR`, repeated.
+    pub skills: Vec<PathBuf>,
+}
+
+/// What a session's config is resolved from.
+#[derive(Clone, Copy)]
+pub struct SessionInputs<'a> {
+    pub ctx: &'a ProjectContext,
+    pub flags: &'a SessionFlags,
+    /// The header of the session resumed (`--resume`), if any.
+    pub resumed: Option<&'a SessionHeader>,
+    /// The session's id: the resumed one's, or the one it is about to get.
+    pub session_id: &'a str,
+    /// The environment ([`process_env`] outside tests).
+    pub env: Env<'a>,
+}
+
+/// What is known of a session while its config is resolved: its role and route so far, for the
+/// event stream of a session refused before it started.
+#[derive(Debug, Clone, Default)]
+pub struct Known {
+    pub role: String,
+    pub model: String,
+}
+
+/// Everything a session runs with, resolved once by [`SessionConfig::resolve`].
+pub struct SessionConfig {
+    /// A delegated child (`BATON_CHILD`, read here and nowhere else): headless, without the
+    /// delegation tools (delegation cannot recurse), `agent.approval` or `agent.mcp_servers`,
+    /// with only the skills its role names.
+    pub child: bool,
+    pub role: RoleSpec,
+    /// Its route (with `agent.thinking` when the route names no level), provider (recorded
+    /// with `--record`), output limit and context window.
+    pub seat: Fallback,
+    /// `--record FILE` (or `BATON_RECORD_FILE`): the cassette file and the recorder every
+    /// route's turns go to, in the order they ran.
+    pub recorder: Option<(PathBuf, Arc<Recorder>)>,
+    /// The later usable routes of its class, to fail over to.
+    pub fallbacks: Vec<Fallback>,
+    /// The route of `agent.compaction_class`.
+    pub compaction: Option<Fallback>,
+    /// Turns, heartbeat, context files, `bash` timeout, sandbox, approvals.
+    pub settings: AgentSettings,
+    pub retry: RetryPolicy,
+    /// Whether it is offered the delegation tools its role lists: not in a child, not with
+    /// `--no-delegate`.
+    pub delegate: bool,
+    pub skills: Vec<SkillRef>,
+    /// The MCP servers it uses as tools: its role's `mcp`, and in a main session
+    /// `agent.mcp_servers`.
+    pub mcp_servers: Vec<String>,
+    /// A routed session's participants and journal.
+    pub routing: Option<RoutingSpec>,
+    pub prices: BTreeMap<String, Price>,
+    /// What its commands do not get of baton's environment.
+    pub env_filter: EnvFilter,
+}
+
+/// What a session runs with besides its config: its id, folders and what the host set up for it.
+pub struct SessionParts {
+    pub session_id: String,
+    pub root: PathBuf,
+    pub cwd: PathBuf,
+    /// The session's temp dir (`TMPDIR` of its commands).
+    pub tmp_dir: Option<PathBuf>,
+    /// The delegation tools the host offers, and their sections of the system prompt.
+    pub host_tools: Vec<Arc<dyn Tool>>,
+    pub extra_instructions: Vec<String>,
+    /// The tools of its MCP servers, started.
+    pub mcp_tools: Vec<Arc<dyn Tool>>,
+}
+
+impl SessionConfig {
+    /// Resolves a session's config; `known` follows what is resolved so far. Warnings (a skipped
+    /// route, role file or skill, a route that cannot be failed over to) go to stderr.
+    pub fn resolve(inputs: &SessionInputs<'_>, known: &mut Known) -> Result<SessionConfig> {
+        let SessionInputs {
+            ctx,
+            flags,
+            resumed,
+            session_id,
+            env,
+        } = *inputs;
+        let config = &ctx.config.config;
+        let child = env("BATON_CHILD").is_some();
+        let (replay, record) = cassettes(flags, env)?;
+        let state = crate::project::state_dir(ctx);
+        let name = match resumed {
+            Some(h) if flags.role == DEFAULT_ROLE => h.role.clone(),
+            Some(_) | None => flags.role.clone(),
+        };
+        known.role = name.clone();
+        let role = role::role(ctx, flags.role_file.as_deref(), &name)?;
+        known.role = role.meta.name.clone();
+        let routed = flags.routing.is_some()
+            || resumed.is_some_and(|h| {
+                baton_agent::routing::journal::path(&state, &h.session_id).exists()
+            });
+        let role_class = baton_roles::role_class(&role, config);
+        if let (Some(asked), None) = (role.meta.model_class, role_class) {
+            errln!(
+                "baton: the built-in role {} asks for class {asked}, which has no route: using models.default_class ({})",
+                role.meta.name,
+                baton_model::routes::default_class(config)
+            );
+        }
+        let ask = route::RouteAsk {
+            replay: replay.as_deref(),
+            model: flags.model.as_deref(),
+            model_class: flags.model_class.as_deref(),
+            resumed: resumed.map(|h| h.model.as_str()),
+            coordinator: config.routing.coordinator.as_deref().filter(|_| routed),
+            role_class,
+        };
+        let (resolved, provider) = route::choose(config, &ask, env)?;
+        known.model = resolved.route.to_string();
+        note_route(&resolved);
+        let recorder = record.map(|path| (path, Arc::new(Recorder::new(provider.clone()))));
+        let provider: Arc<dyn Provider> = match &recorder {
+            Some((_, r)) => r.clone(),
+            None => provider,
+        };
+        let agent_flags = AgentFlags {
+            max_turns: flags.max_turns,
+            sandbox: flags.sandbox,
+            approval: flags.approval,
+            child,
+        };
+        let settings = AgentSettings::resolve(
+            &agent_flags,
+            role.meta.sandbox,
+            config,
+            &ctx.project_root,
+            env,
+        )?;
+        let mut route = resolved.route.clone();
+        if route.thinking.is_none() {
+            route.thinking = config.agent.thinking;
+        }
+        known.model = route.to_string();
+        // With --record, every route's turns go to the one cassette, in the order they ran.
+        let wrap = |mut f: Fallback| {
+            if let Some((_, rec)) = &recorder {
+                f.provider = Arc::new(rec.sharing(f.provider));
+            }
+            f
+        };
+        let fallbacks = route::class_fallbacks(config, &resolved, config.agent.thinking)
+            .into_iter()
+            .map(wrap)
+            .collect();
+        let compaction = route::compaction_route(config)?;
+        let skills = role::skills(ctx, &role, child, &flags.skills);
+        let mcp_servers = crate::mcp_servers::selected(config, &role.meta.mcp, !child);
+        // Checked before the transcript is created: a bad [routing] writes nothing.
+        let routing = route::routing_spec(config, &state, session_id, flags.routing, &wrap)?;
+        Ok(SessionConfig {
+            child,
+            seat: route::fallback(&resolved, route, provider),
+            role,
+            recorder,
+            fallbacks,
+            compaction,
+            settings,
+            retry: RetryPolicy::from_config(&config.retry),
+            delegate: !child && !flags.no_delegate,
+            skills,
+            mcp_servers,
+            routing,
+            prices: config.prices.clone(),
+            env_filter: EnvFilter::for_config(config),
+        })
+    }
+
+    /// The loop's spec of this session: the one place an `AgentSpec` is made from a resolved
+    /// config.
+    pub fn agent_spec(self, parts: SessionParts) -> AgentSpec {
+        let settings = self.settings;
+        AgentSpec {
+            retry: self.retry,
+            max_turns: settings.max_turns,
+            compaction: self.compaction,
+            cwd: parts.cwd,
+            bash_timeout: settings.bash_timeout,
+            env_filter: self.env_filter,
+            sandbox: settings.sandbox,
+            tmp_dir: parts.tmp_dir,
+            context_files: settings.context_files,
+            skills: self.skills,
+            prices: self.prices,
+            host_tools: parts.host_tools,
+            mcp_tools: parts.mcp_tools,
+            extra_instructions: parts.extra_instructions,
+            heartbeat: settings.heartbeat,
+            fallbacks: self.fallbacks,
+            routing: self.routing,
+            approval: settings.approval,
+            ..AgentSpec::new(parts.session_id, self.role, self.seat, parts.root)
+        }
+    }
+}
+
+/// `--replay` / `--record`, else (neither given: a workflow's dispatch, `baton run --record /
+/// --replay`) `BATON_REPLAY_FILE`, else `BATON_RECORD_FILE`. A cassette to record must go to a
+/// folder that exists.
+fn cassettes(flags: &SessionFlags, env: Env<'_>) -> Result<(Option<PathBuf>, Option<PathBuf>)> {
+    let (mut replay, mut record) = (flags.replay.clone(), flags.record.clone());
+    if replay.is_none() && record.is_none() {
+        replay = env("BATON_REPLAY_FILE").map(PathBuf::from);
+        if replay.is_none() {
+            record = env("BATON_RECORD_FILE").map(PathBuf::from);
+        }
+    }
+    if let Some(path) = &record {
+        let parent = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !parent.is_dir() {
+            bail!(
+                "--record {}: the folder {} does not exist: create it or record elsewhere",
+                path.display(),
+                parent.display()
+            );
+        }
+    }
+    Ok((replay, record))
+}
+
+/// What the user should know of the route chosen: the routes skipped on the way, and a thinking
+/// level given to a model the table does not know.
+fn note_route(resolved: &ResolvedRoute) {
+    for s in &resolved.skipped {
+        errln!("baton: skipped route {}", s.trim());
+    }
+    let info = &resolved.profile.info;
+    if let (false, Some(level)) = (info.known, resolved.route.thinking) {
+        if resolved.provider.kind != baton_protocol::config::ProviderKind::Replay {
+            errln!(
+                "baton: note: model `{}` is not in the model table, so :{level} becomes {}; if the model takes other values, describe it with [model_info.\"{}\"] (docs/providers.md)",
+                resolved.route.model,
+                info.thinking_plan(Some(level)),
+                resolved.route.model
+            );
+        }
+    }
+}
 
 /// The flags of `baton agent` / `baton chat` that settle a setting.
 #[derive(Debug, Clone, Default)]
@@ -221,6 +513,45 @@ mod tests {
         assert_eq!(s.sandbox.mode, SandboxMode::DangerFullAccess);
         let s = resolve(AgentFlags::default(), &config, &none).unwrap();
         assert_eq!(s.sandbox.mode, SandboxMode::ReadOnly);
+    }
+
+    #[test]
+    fn a_cassette_flag_beats_the_workflow_s_environment_and_a_recording_needs_its_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("run.cassette").display().to_string();
+        let env = env_of_owned(vec![
+            ("BATON_REPLAY_FILE", "/r/replay.json".into()),
+            ("BATON_RECORD_FILE", file.clone()),
+        ]);
+        let none = SessionFlags::default();
+        assert_eq!(
+            cassettes(&none, &env).unwrap(),
+            (Some(PathBuf::from("/r/replay.json")), None)
+        );
+        let record_only = env_of_owned(vec![("BATON_RECORD_FILE", file.clone())]);
+        assert_eq!(
+            cassettes(&none, &record_only).unwrap(),
+            (None, Some(PathBuf::from(&file)))
+        );
+        // Either flag switches both variables off.
+        let flags = SessionFlags {
+            record: Some(dir.path().join("mine.cassette")),
+            ..SessionFlags::default()
+        };
+        assert_eq!(
+            cassettes(&flags, &env).unwrap(),
+            (None, Some(dir.path().join("mine.cassette")))
+        );
+        let flags = SessionFlags {
+            record: Some(dir.path().join("missing/x.cassette")),
+            ..SessionFlags::default()
+        };
+        let e = cassettes(&flags, &env_of(&[])).unwrap_err();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+    }
+
+    fn env_of_owned(pairs: Vec<(&'static str, String)>) -> impl Fn(&str) -> Option<String> {
+        move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
     }
 
     #[test]

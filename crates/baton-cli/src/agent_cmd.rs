@@ -1,29 +1,20 @@
 //! `baton agent`: one headless agent session.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use baton_agent::agent::{self, AgentSpec, Fallback, Inbox, RunSummary, Submission};
+use baton_agent::agent::{RunSummary, Session, SessionHandle, Submission};
 use baton_agent::session::{SessionHeader, SessionStore};
-use baton_agent::tools::{builtin_tools, SandboxMode, Tool};
+use baton_agent::tools::{SandboxMode, Tool};
 use baton_app::exit::{AfterWorkBegan as _, Exit};
-use baton_app::project::{
-    now_rfc3339, project_context, role_dirs, state_dir, warn_skipped_roles, ProjectContext,
+use baton_app::project::{now_rfc3339, project_context, state_dir, ProjectContext};
+use baton_app::settings::{
+    process_env, Known, SessionConfig, SessionFlags, SessionInputs, SessionParts, DEFAULT_ROLE,
 };
-use baton_app::settings::{process_env, AgentFlags, AgentSettings};
-use baton_model::replay::{Recorder, Replay};
-use baton_model::retry::RetryPolicy;
-use baton_model::routes::{
-    build_provider, check_route, default_class, resolve_class, ProcessEnv, ResolvedRoute,
-};
-use baton_model::Provider;
-use baton_protocol::role::RoleSource;
-use baton_protocol::{AgentEvent, EndReason, ModelClass, Route};
-use baton_roles::{find_role, parse_role};
+use baton_protocol::{AgentEvent, EndReason};
 use clap::Args;
-use tokio_util::sync::CancellationToken;
 
 use crate::printer::Printer;
 use crate::signals::watch_signals;
@@ -31,7 +22,7 @@ use crate::signals::watch_signals;
 #[derive(Args, Debug)]
 pub struct AgentArgs {
     /// The role whose instructions and tools the agent gets.
-    #[arg(long, default_value = "implementer")]
+    #[arg(long, default_value = DEFAULT_ROLE)]
     role: String,
     /// Run as the role defined in this Markdown file instead of looking one up by name.
     #[arg(long, value_name = "FILE", conflicts_with = "role")]
@@ -145,60 +136,6 @@ fn read_task(task: Option<String>, resuming: bool) -> Result<String> {
     }
 }
 
-/// The skills a session is offered: those given with `--skill` (a delegating Main resolved
-/// them); else in a main session every skill of the project (bad skill files named in a warning
-/// each), in a delegated child exactly those its role names (seed 004: no ambient discovery in
-/// children; a name not found is named in a warning and skipped). None without the `read`
-/// tool, which is how a skill is opened.
-fn session_skills(
-    ctx: &ProjectContext,
-    role: &baton_protocol::role::RoleSpec,
-    is_child: bool,
-    given: &[PathBuf],
-) -> Vec<baton_agent::agent::SkillRef> {
-    let chosen: Vec<baton_roles::skills::Skill> = if !given.is_empty() {
-        let (found, bad) = baton_roles::skills::load_given(given);
-        for b in bad {
-            errln!("baton: warning: skipped skill {b}");
-        }
-        found
-    } else if is_child {
-        // A child looks skills up only when its role names some.
-        if role.meta.skills.is_empty() {
-            return Vec::new();
-        }
-        let (found, missing) = baton_app::project::skills(ctx).select(&role.meta.skills);
-        for name in missing {
-            errln!(
-                "baton: warning: role {} names skill `{name}`, which is in none of the skill folders (see `baton skills`): skipped",
-                role.meta.name
-            );
-        }
-        found
-    } else {
-        let set = baton_app::project::skills(ctx);
-        for bad in &set.bad {
-            errln!("baton: warning: skipped skill {bad}");
-        }
-        set.skills.into_values().collect()
-    };
-    if !chosen.is_empty() && !role.meta.tools.iter().any(|t| t == "read") {
-        errln!(
-            "baton: warning: role {} has no `read` tool, so its skills ({}) cannot be opened: add `read` to its tools",
-            role.meta.name,
-            chosen.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", ")
-        );
-    }
-    chosen
-        .into_iter()
-        .map(|k| baton_agent::agent::SkillRef {
-            name: k.name,
-            description: k.description,
-            dir: k.dir,
-        })
-        .collect()
-}
-
 /// The delegation tools of a main session that its role lists (`listed`), and the policy
 /// sections for its system prompt. When the role lists none, nothing is set up. When delegation
 /// cannot be set up (no state folder for worktrees, a bad `executor` key), the session runs
@@ -280,119 +217,24 @@ fn delegation_tools(
     (tools, policies)
 }
 
-/// Chooses the route: --replay > --model > --model-class > BATON_MODEL > BATON_MODEL_CLASS >
-/// the resumed session's route > the role's class > models.default_class.
-fn choose_route(
-    args: &AgentArgs,
-    ctx: &ProjectContext,
-    role_class: Option<ModelClass>,
-    resumed_model: Option<&str>,
-    coordinator: Option<&str>,
-) -> Result<(ResolvedRoute, Arc<dyn Provider>)> {
-    let config = &ctx.config.config;
-    if let Some(path) = &args.replay {
-        let provider = Replay::from_file("replay".into(), path)
-            .map_err(|e| anyhow::anyhow!("--replay {}: {e}", path.display()))?;
-        let route = Route {
-            provider: "replay".into(),
-            model: path
-                .file_stem()
-                .map(|s| s.to_string_lossy().to_string())
-                .unwrap_or_else(|| "cassette".into()),
-            thinking: None,
-        };
-        let resolved = ResolvedRoute {
-            route: route.clone(),
-            class: None,
-            provider: baton_protocol::config::ProviderConfig {
-                kind: baton_protocol::config::ProviderKind::Replay,
-                base_url: None,
-                api_key_env: None,
-                api_key_file: None,
-                local: None,
-                headers: Default::default(),
-                cassette: Some(path.display().to_string()),
-                max_output_tokens: None,
-                stream_idle_timeout: None,
-            },
-            api_key: None,
-            skipped: Vec::new(),
-            profile: baton_model::catalog::Profile::builtin(
-                baton_protocol::config::ProviderKind::Replay,
-                &route.model,
-            ),
-        };
-        return Ok((resolved, Arc::new(provider)));
-    }
-    let explicit_route = args
-        .model
-        .clone()
-        .map(|m| ("--model", m))
-        .or_else(|| process_env("BATON_MODEL").map(|m| ("BATON_MODEL", m)));
-    let explicit_class = args
-        .model_class
-        .clone()
-        .map(|c| ("--model-class", c))
-        .or_else(|| process_env("BATON_MODEL_CLASS").map(|c| ("BATON_MODEL_CLASS", c)));
-    let resolved = if let Some((from, text)) = explicit_route.filter(|_| args.model_class.is_none())
-    {
-        let route: Route = text.parse().map_err(|e| anyhow::anyhow!("{from}: {e}"))?;
-        check_route(config, &route, &ProcessEnv).map_err(|e| anyhow::anyhow!("{from}: {e}"))?
-    } else if let Some((from, text)) = explicit_class {
-        let class: ModelClass = text.parse().map_err(|e| anyhow::anyhow!("{from}: {e}"))?;
-        resolve_class(config, class, &ProcessEnv)?
-    } else if let Some(text) = coordinator {
-        // A routed session's own route is the Coordinator's.
-        match text.parse::<ModelClass>() {
-            Ok(class) => resolve_class(config, class, &ProcessEnv)?,
-            Err(_) => {
-                let route: Route = text
-                    .parse()
-                    .map_err(|e| anyhow::anyhow!("routing.coordinator: {e}"))?;
-                check_route(config, &route, &ProcessEnv)?
-            }
-        }
-    } else if let Some(m) = resumed_model {
-        let route: Route = m
-            .parse()
-            .map_err(|e| anyhow::anyhow!("resumed session model: {e}"))?;
-        check_route(config, &route, &ProcessEnv)?
-    } else {
-        let class = role_class.unwrap_or_else(|| default_class(config));
-        resolve_class(config, class, &ProcessEnv)?
-    };
-    let provider = build_provider(&resolved, &ProcessEnv)?;
-    Ok((resolved, provider))
-}
-
 /// What is known of a session while it is set up, for the `--json` stream of one refused before
 /// it started.
 struct Setup {
-    role: String,
-    model: String,
+    /// Its role and route as far as they are resolved.
+    known: Known,
     cwd: String,
     resumed: bool,
     /// The session's own event stream began: from then on it reports its own end.
     streaming: bool,
 }
 
-pub fn run(mut args: AgentArgs) -> Result<Exit> {
-    // A workflow dispatch (`baton run --record/--replay`) names its cassette in the environment.
-    if args.replay.is_none() && args.record.is_none() {
-        let file = |k: &str| {
-            std::env::var_os(k)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        args.replay = file("BATON_REPLAY_FILE");
-        if args.replay.is_none() {
-            args.record = file("BATON_RECORD_FILE");
-        }
-    }
+pub fn run(args: AgentArgs) -> Result<Exit> {
     let json = args.json;
     let mut setup = Setup {
-        role: args.role.clone(),
-        model: String::new(),
+        known: Known {
+            role: args.role.clone(),
+            model: String::new(),
+        },
         cwd: match &args.cwd {
             Some(c) => c.display().to_string(),
             None => std::env::current_dir()
@@ -421,8 +263,8 @@ fn print_not_started(setup: &Setup, message: String) {
         AgentEvent::SessionStarted {
             protocol_version: baton_protocol::PROTOCOL_VERSION,
             session_id: String::new(),
-            role: setup.role.clone(),
-            model: setup.model.clone(),
+            role: setup.known.role.clone(),
+            model: setup.known.model.clone(),
             cwd: setup.cwd.clone(),
             resumed: setup.resumed,
             sandbox: None,
@@ -452,37 +294,9 @@ fn print_not_started(setup: &Setup, message: String) {
 fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
     let ctx = project_context(args.cwd.clone())?;
     setup.cwd = ctx.cwd.display().to_string();
-    // A chat reads its input as it goes: a task given with it is only its first line.
-    let task = match args.chat {
-        _ if args.tui.is_some() => args.task.clone().filter(|t| !t.trim().is_empty()),
-        _ if args.worker.is_some() => None,
-        Some(_) => args.task.clone().filter(|t| !t.trim().is_empty()),
-        // `--resume ID --compact` alone compacts and ends.
-        None if args.compact && args.task.is_none() => None,
-        None => Some(read_task(args.task.clone(), args.resume.is_some())?),
-    };
-    let compact = args.compact;
-    let requested = args
-        .routing
-        .as_deref()
-        .map(crate::session_routing::parse_control)
-        .transpose()?;
-    if let Some(path) = &args.record {
-        let parent = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        if !parent.is_dir() {
-            bail!(
-                "--record {}: the folder {} does not exist: create it or record elsewhere",
-                path.display(),
-                parent.display()
-            );
-        }
-    }
-    let config = &ctx.config.config;
+    let task = first_task(&args)?;
+    let flags = session_flags(&args)?;
     let state = state_dir(&ctx);
-
     let resumed = match &args.resume {
         Some(wanted) => {
             let id = baton_agent::session::resolve_id(&state, wanted)?;
@@ -490,347 +304,238 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
         }
         None => None,
     };
-    let role_name = match &resumed {
-        Some((_, header, _)) if args.role == "implementer" => header.role.clone(),
-        Some(_) | None => args.role.clone(),
+    let session_id = match &resumed {
+        Some((_, header, _)) => header.session_id.clone(),
+        None => uuid::Uuid::now_v7().to_string(),
     };
-    setup.role = role_name.clone();
-    let mut role = match &args.role_file {
-        Some(path) => {
-            let text = baton_text::input::read_input(path)
-                .map_err(|e| anyhow::anyhow!("--role-file {}: {e}", path.display()))?;
-            parse_role(
-                &text,
-                &path.display().to_string(),
-                RoleSource::Project(path.display().to_string()),
-            )?
-        }
-        None => {
-            let dirs = role_dirs(&ctx.project_root);
-            warn_skipped_roles(&dirs, &[&role_name]);
-            find_role(&dirs, &role_name)?
-        }
+    let inputs = SessionInputs {
+        ctx: &ctx,
+        flags: &flags,
+        resumed: resumed.as_ref().map(|(_, header, _)| header),
+        session_id: &session_id,
+        env: &process_env,
     };
-    setup.role = role.meta.name.clone();
-    // A role that delegates also hears back from its background delegations: `delegate_task`
-    // brings `task_status`, `task_wait` and `task_cancel` with it.
-    // Likewise a role with the Flow tools can resume or give up an interrupted Flow.
-    let implied: [(&str, &[&str]); 2] = [
-        (
-            "delegate_task",
-            &["task_status", "task_wait", "task_cancel"],
-        ),
-        (
-            "delegate_flow",
-            &["delegate_flow_resume", "delegate_flow_abandon"],
-        ),
-    ];
-    for (listed, brings) in implied {
-        if role.meta.tools.iter().any(|t| t == listed) {
-            for t in brings {
-                if !role.meta.tools.iter().any(|x| x == t) {
-                    role.meta.tools.push(t.to_string());
-                }
-            }
-        }
-    }
-    let resumed_model = resumed.as_ref().map(|(_, h, _)| h.model.clone());
-    let routed = requested.is_some()
-        || resumed.as_ref().is_some_and(|(_, h, _)| {
-            baton_agent::routing::journal::path(&state, &h.session_id).exists()
-        });
-    let coordinator = config.routing.coordinator.as_deref().filter(|_| routed);
-    let role_class = baton_roles::role_class(&role, config);
-    if let (Some(asked), None) = (role.meta.model_class, role_class) {
-        errln!(
-            "baton: the built-in role {} asks for class {asked}, which has no route: using models.default_class ({})",
-            role.meta.name,
-            default_class(config)
-        );
-    }
-    let (resolved, provider) = choose_route(
-        &args,
-        &ctx,
-        role_class,
-        resumed_model.as_deref(),
-        coordinator,
-    )?;
-    setup.model = resolved.route.to_string();
-    for s in &resolved.skipped {
-        errln!("baton: skipped route {}", s.trim());
-    }
-    let info = &resolved.profile.info;
-    if let (false, Some(level)) = (info.known, resolved.route.thinking) {
-        if resolved.provider.kind != baton_protocol::config::ProviderKind::Replay {
-            errln!(
-                "baton: note: model `{}` is not in the model table, so :{level} becomes {}; if the model takes other values, describe it with [model_info.\"{}\"] (docs/providers.md)",
-                resolved.route.model,
-                info.thinking_plan(Some(level)),
-                resolved.route.model
-            );
-        }
-    }
-    let recorder = args
-        .record
-        .as_ref()
-        .map(|_| Arc::new(Recorder::new(provider.clone())));
-    let provider: Arc<dyn Provider> = match &recorder {
-        Some(r) => r.clone(),
-        None => provider,
-    };
-
-    let settings = AgentSettings::resolve(
-        &AgentFlags {
-            max_turns: args.max_turns,
-            sandbox: args.sandbox,
-            approval: args.approval,
-            child: std::env::var_os("BATON_CHILD").is_some_and(|v| !v.is_empty()),
-        },
-        role.meta.sandbox,
-        config,
-        &ctx.project_root,
-        &process_env,
-    )?;
-    let route = {
-        let mut r = resolved.route.clone();
-        if r.thinking.is_none() {
-            r.thinking = config.agent.thinking;
-        }
-        r
-    };
-    setup.model = route.to_string();
-    let fallbacks =
-        crate::model_fallbacks::class_fallbacks(config, &resolved, config.agent.thinking)
-            .into_iter()
-            .map(|mut f| {
-                // With --record, every route's turns go to the one cassette, in the order they ran.
-                if let Some(rec) = &recorder {
-                    f.provider = Arc::new(rec.sharing(f.provider));
-                }
-                f
-            })
-            .collect();
+    let config = SessionConfig::resolve(&inputs, &mut setup.known)?;
 
     // The session's temp dir: `TMPDIR` of its commands, writable in the sandbox, removed at the end.
     let tmp_dir = SessionTmp::new();
-
-    // Only a role that lists the delegation tools gets them, and children (BATON_CHILD=1) never
-    // do, so delegation cannot recurse. Set up before the transcript is created, so nothing is
+    // Only a role that lists the delegation tools gets them, and children never do, so
+    // delegation cannot recurse. Set up before the transcript is created, so nothing is
     // half-written if it fails.
-    let is_child = std::env::var_os("BATON_CHILD").is_some_and(|v| !v.is_empty());
-    let (host_tools, extra_instructions) = if is_child || args.no_delegate {
-        (Vec::new(), Vec::new())
-    } else {
+    let (host_tools, extra_instructions) = if config.delegate {
         // The terminal UI owns the screen: delegations report into its side panel instead.
         delegation_tools(
             &ctx,
             args.json || args.tui.is_some() || args.worker.is_some(),
-            &role.meta.tools,
+            &config.role.meta.tools,
             args.tui.as_ref().map(|f| f.tx.clone()),
         )
+    } else {
+        (Vec::new(), Vec::new())
     };
-
-    let skills = session_skills(&ctx, &role, is_child, &args.skill);
 
     let runtime = baton_app::runtime::current_thread()?;
     // The MCP servers the session uses, started before the transcript is created: one that
     // cannot start fails the session with nothing half-written.
-    let mcp_names = baton_app::mcp_servers::selected(config, &role.meta.mcp, !is_child);
     let mcp = runtime
-        .block_on(baton_app::mcp_servers::start(config, &mcp_names, &ctx.cwd))
+        .block_on(baton_app::mcp_servers::start(
+            &ctx.config.config,
+            &config.mcp_servers,
+            &ctx.cwd,
+        ))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     for w in &mcp.warnings {
         errln!("baton: warning: {w}");
     }
 
-    let session_id = match &resumed {
-        Some((_, header, _)) => header.session_id.clone(),
-        None => uuid::Uuid::now_v7().to_string(),
-    };
-    // Checked before the transcript is created: a bad [routing] writes nothing.
-    let routing = crate::session_routing::routing_spec(
-        config,
-        &state,
-        &session_id,
-        requested,
-        &|mut f: Fallback| {
-            if let Some(rec) = &recorder {
-                f.provider = Arc::new(rec.sharing(f.provider));
-            }
-            f
-        },
-    )?;
-    let (store, messages, session_id) = match resumed {
-        Some((store, header, messages)) => (store, messages, header.session_id),
+    let (store, history) = match resumed {
+        Some((store, _, messages)) => (store, messages),
         None => {
-            let id = session_id;
             // Excluding the state folder from git is a convenience: a failure is not fatal.
             let _ = state.ensure_excluded();
             let header = SessionHeader {
-                session_id: id.clone(),
-                role: role.meta.name.clone(),
-                model: route.to_string(),
+                session_id: session_id.clone(),
+                role: config.role.meta.name.clone(),
+                model: config.seat.route.to_string(),
                 cwd: ctx.cwd.display().to_string(),
                 created: now_rfc3339(),
             };
-            (SessionStore::create(&state, &header)?, Vec::new(), id)
+            (SessionStore::create(&state, &header)?, Vec::new())
         }
     };
-    let resuming = args.resume.is_some();
-
-    let retry = RetryPolicy::from_config(&config.retry);
-    let spec = AgentSpec {
+    let recorder = config.recorder.clone();
+    let spec = config.agent_spec(SessionParts {
         session_id: session_id.clone(),
-        role,
-        route,
-        provider,
-        retry,
-        max_turns: settings.max_turns,
-        max_output_tokens: resolved
-            .profile
-            .options
-            .max_output_tokens
-            .or(resolved.provider.max_output_tokens),
-        context_window: resolved.profile.info.context_window,
-        compaction: crate::model_fallbacks::compaction_route(config)?,
         root: ctx.project_root.clone(),
         cwd: ctx.cwd.clone(),
-        bash_timeout: settings.bash_timeout,
-        context_files: settings.context_files,
-        skills,
-        prices: config.prices.clone(),
-        env_filter: baton_agent::tools::EnvFilter::for_config(config),
-        sandbox: settings.sandbox,
         tmp_dir: Some(tmp_dir.0.clone()),
-        tools: builtin_tools(),
         host_tools,
-        mcp_tools: mcp.tools.clone(),
         extra_instructions,
-        heartbeat: settings.heartbeat,
-        fallbacks,
-        routing,
-        approval: settings.approval,
-    };
-    let json = args.json;
-    let chat = args.chat;
+        mcp_tools: mcp.tools.clone(),
+    });
+    let session = Session::new(Arc::new(spec), history, args.resume.is_some(), Some(store));
     setup.streaming = true;
-    if let Some(front) = args.worker {
-        let summary = runtime.block_on(async {
-            let cancel = CancellationToken::new();
-            let _signals = watch_signals(cancel.clone());
-            let mut store = Some(store);
-            let s =
-                crate::worker_serve::serve(front, &spec, messages, resuming, &mut store, &cancel)
-                    .await;
-            if let Some(store) = store.as_mut() {
-                if let Err(e) = store.end(s.outcome, s.reason) {
-                    errln!("baton: cannot record the end of the session in its transcript: {e}");
-                }
-            }
-            s
-        });
-        runtime.block_on(mcp.shutdown());
-        return Ok(exit_code(&summary, false));
-    }
-    if let Some(front) = args.tui {
-        let branch = baton_git::Git::new(&ctx.cwd)
-            .current_branch()
-            .ok()
-            .flatten();
-        let history = messages;
-        let (summary, err) = runtime.block_on(async {
-            let cancel = CancellationToken::new();
-            let _signals = watch_signals(cancel.clone());
-            let mut store = Some(store);
-            let project = (state.clone(), ctx.project_root.clone());
-            let start = crate::tui_session::Start {
-                history,
-                resuming,
+    let front = match (args.worker, args.tui) {
+        (Some(worker), _) => Front::Worker(worker),
+        (None, Some(tui)) => Front::Tui(
+            tui,
+            crate::tui_session::Start {
                 task,
-                branch,
-                project,
-            };
-            let r = crate::tui_session::serve(front, &spec, start, &mut store, &cancel).await;
-            if let Some(store) = store.as_mut() {
-                if let Ok(s) = &r {
-                    if let Err(e) = store.end(s.outcome, s.reason) {
-                        errln!(
-                            "baton: cannot record the end of the session in its transcript: {e}"
-                        );
-                    }
-                }
-            }
-            match r {
-                Ok(s) => (Some(s), None),
-                Err(e) => (None, Some(e)),
-            }
-        });
-        runtime.block_on(mcp.shutdown());
-        if let Some(e) = err {
-            return Err(e);
-        }
-        if let Some(s) = &summary {
+                branch: baton_git::Git::new(&ctx.cwd)
+                    .current_branch()
+                    .ok()
+                    .flatten(),
+                project: (state, ctx.project_root.clone()),
+            },
+        ),
+        (None, None) => Front::Stdio(StdioInput {
+            task,
+            compact: args.compact,
+            chat: args.chat,
+            json: args.json,
+        }),
+    };
+    let ended = runtime.block_on(serve(front, session));
+    runtime.block_on(mcp.shutdown());
+    match ended? {
+        Ended::Worker(summary) => Ok(exit_code(&summary, false)),
+        Ended::Tui(s) => {
             errln!(
                 "baton: session {session_id}: {} ({} turns); continue it with `baton tui --resume {session_id}`",
                 s.outcome,
                 s.turns
             );
+            Ok(Exit::Ok)
         }
-        return Ok(Exit::Ok);
-    }
-    let summary = runtime.block_on(async move {
-        let cancel = CancellationToken::new();
-        let interrupted = watch_signals(cancel.clone());
-        let mut store = Some(store);
-        let mut printer = Printer::new(json);
-        // The queue pair's input: one task, or (`baton chat`) the lines of stdin as they come.
-        let (tx, mut inbox, idle) = Inbox::with_idle_signal();
-        if compact {
-            let _ = tx.send(Submission::Compact(None));
-        }
-        if let Some(task) = task {
-            let _ = tx.send(Submission::Input(task));
-        }
-        let _reader = match chat {
-            Some(c) => Some(crate::session_routing::read_lines(
-                tx,
-                (!c.no_wait).then_some(idle),
-            )),
-            None => {
-                drop(tx);
-                None
+        Ended::Stdio(summary, interrupted) => {
+            if let Some((path, rec)) = &recorder {
+                // The model was called: a cassette that cannot be saved is a failure, not a refusal.
+                rec.save(path)
+                    .map_err(|e| anyhow::anyhow!("--record {}: {e}", path.display()))
+                    .after_work_began()?;
+                if !args.json {
+                    errln!("baton: cassette written to {}", path.display());
+                }
             }
-        };
-        let summary = agent::serve(
-            &spec,
-            messages,
-            resuming,
-            &mut store,
-            &cancel,
-            &mut inbox,
-            &mut |ev| printer.event(ev),
-        )
-        .await;
-        if let Some(store) = store.as_mut() {
-            if let Err(e) = store.end(summary.outcome, summary.reason) {
-                errln!("baton: cannot record the end of the session in its transcript: {e}");
-            }
-        }
-        printer.finish(&summary, &session_id);
-        (summary, interrupted.is_cancelled())
-    });
-    let (summary, interrupted) = summary;
-    runtime.block_on(mcp.shutdown());
-    if let (Some(path), Some(rec)) = (&args.record, &recorder) {
-        // The model was called: a cassette that cannot be saved is a failure, not a refusal.
-        rec.save(path)
-            .map_err(|e| anyhow::anyhow!("--record {}: {e}", path.display()))
-            .after_work_began()?;
-        if !json {
-            errln!("baton: cassette written to {}", path.display());
+            Ok(exit_code(&summary, interrupted))
         }
     }
-    Ok(exit_code(&summary, interrupted))
+}
+
+/// The task the session starts with. A chat reads its input as it goes: a task given with it is
+/// only its first line; the terminal UI's is optional; a worker takes its prompts from its log.
+fn first_task(args: &AgentArgs) -> Result<Option<String>> {
+    Ok(match args.chat {
+        _ if args.tui.is_some() => args.task.clone().filter(|t| !t.trim().is_empty()),
+        _ if args.worker.is_some() => None,
+        Some(_) => args.task.clone().filter(|t| !t.trim().is_empty()),
+        // `--resume ID --compact` alone compacts and ends.
+        None if args.compact && args.task.is_none() => None,
+        None => Some(read_task(args.task.clone(), args.resume.is_some())?),
+    })
+}
+
+/// The arguments that settle the session's config (`baton_app::settings`).
+fn session_flags(args: &AgentArgs) -> Result<SessionFlags> {
+    Ok(SessionFlags {
+        role: args.role.clone(),
+        role_file: args.role_file.clone(),
+        model: args.model.clone(),
+        model_class: args.model_class.clone(),
+        replay: args.replay.clone(),
+        record: args.record.clone(),
+        max_turns: args.max_turns,
+        sandbox: args.sandbox,
+        approval: args.approval,
+        no_delegate: args.no_delegate,
+        routing: args
+            .routing
+            .as_deref()
+            .map(crate::session_routing::parse_control)
+            .transpose()?,
+        skills: args.skill.clone(),
+    })
+}
+
+/// Who the session talks to.
+enum Front {
+    /// `baton worker serve`: the worker's log.
+    Worker(crate::worker_serve::WorkerFront),
+    /// `baton tui`: the terminal UI.
+    Tui(crate::tui_session::TuiFront, crate::tui_session::Start),
+    /// `baton agent` / `baton chat`: the arguments and stdin in, the events printed.
+    Stdio(StdioInput),
+}
+
+/// What `baton agent` / `baton chat` submit and how they print.
+struct StdioInput {
+    task: Option<String>,
+    /// `--resume ID --compact`: a compaction first.
+    compact: bool,
+    chat: Option<ChatInput>,
+    json: bool,
+}
+
+/// How a front end's session ended.
+enum Ended {
+    Worker(RunSummary),
+    Tui(RunSummary),
+    /// With whether a signal interrupted it.
+    Stdio(RunSummary, bool),
+}
+
+/// Runs `session` with `front` as its front end, until it ends.
+async fn serve(front: Front, session: Session) -> Result<Ended> {
+    match front {
+        Front::Worker(worker) => Ok(Ended::Worker(
+            crate::worker_serve::serve(worker, session).await,
+        )),
+        Front::Tui(tui, start) => Ok(Ended::Tui(
+            crate::tui_session::serve(tui, session, start).await?,
+        )),
+        Front::Stdio(input) => {
+            let (summary, interrupted) = serve_stdio(session, input).await;
+            Ok(Ended::Stdio(summary, interrupted))
+        }
+    }
+}
+
+/// `baton agent` / `baton chat`: the task (or, chatting, the lines of stdin as they come) in, the
+/// events printed; the summary, and whether a signal interrupted the session.
+async fn serve_stdio(session: Session, input: StdioInput) -> (RunSummary, bool) {
+    let session_id = session.spec().session_id.clone();
+    let SessionHandle {
+        submissions,
+        mut events,
+        cancel,
+        idle,
+        end,
+        ..
+    } = session.spawn();
+    let interrupted = watch_signals(cancel);
+    let mut printer = Printer::new(input.json);
+    if input.compact {
+        let _ = submissions.send(Submission::Compact(None));
+    }
+    if let Some(task) = input.task {
+        let _ = submissions.send(Submission::Input(task));
+    }
+    let _reader = match input.chat {
+        Some(c) => Some(crate::session_routing::read_lines(
+            submissions,
+            (!c.no_wait).then_some(idle),
+        )),
+        None => {
+            drop(submissions);
+            None
+        }
+    };
+    while let Some(ev) = events.recv().await {
+        printer.event(ev);
+    }
+    let summary = end.await;
+    printer.finish(&summary, &session_id);
+    (summary, interrupted.is_cancelled())
 }
 
 fn exit_code(s: &RunSummary, interrupted: bool) -> Exit {

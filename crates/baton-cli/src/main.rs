@@ -12,7 +12,6 @@ mod flow_cmd;
 mod info_cmd;
 mod init_cmd;
 mod mcp_cmd;
-mod model_fallbacks;
 mod plan_cmd;
 mod printer;
 mod repair_cmd;

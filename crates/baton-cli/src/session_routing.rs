@@ -1,92 +1,20 @@
-//! Cognitive routing from the command line: the `[routing]` routes of the two participants, the
-//! `--routing` control of `baton agent` and `baton chat`, and the line reader of `baton chat`,
+//! Cognitive routing from the command line: the `--routing` control of `baton agent` and `baton
+//! chat` (the participants' `[routing]` routes are resolved with the session's config,
+//! `baton_app::settings`), and the line reader of `baton chat`,
 //! which turns what the user types into submissions (`/profile …`, `/resume`, `/interrupt`,
 //! `/quit`, or input). See docs/routing.md.
 
 use std::io::BufRead;
 
-use anyhow::{bail, Result};
-use baton_agent::agent::{Fallback, Submission};
+use anyhow::Result;
+use baton_agent::agent::Submission;
 use baton_agent::routing::state::Control;
 use baton_agent::routing::view::parse_profile;
-use baton_agent::routing::RoutingSpec;
-use baton_model::routes::{build_provider, check_route, resolve_class, ProcessEnv};
-use baton_protocol::config::Config;
-use baton_protocol::{ModelClass, Route, ThinkingLevel};
-use baton_state::StateDir;
 use tokio::sync::mpsc::UnboundedSender;
 
 /// A `--routing` value: `auto`, `coordinator` or `executor` (a manual hold), or `off`.
 pub fn parse_control(text: &str) -> Result<Control> {
     parse_profile(text).map_err(|e| anyhow::anyhow!("--routing: {e}"))
-}
-
-/// The routes of one participant from its `[routing]` value: a model class (its first usable
-/// route, then the class's later ones to fail over to) or one explicit route.
-fn seat_chain(
-    config: &Config,
-    key: &str,
-    text: &str,
-    thinking: Option<ThinkingLevel>,
-) -> Result<Vec<Fallback>> {
-    let resolved = match text.parse::<ModelClass>() {
-        Ok(class) => resolve_class(config, class, &ProcessEnv)
-            .map_err(|e| anyhow::anyhow!("routing.{key} = \"{text}\": {e}"))?,
-        Err(_) => {
-            let route: Route = text.parse().map_err(|e| {
-                anyhow::anyhow!("routing.{key} = \"{text}\": {e}: give a model class (fast, balanced, frontier, fav) or provider/model[:thinking]")
-            })?;
-            check_route(config, &route, &ProcessEnv)
-                .map_err(|e| anyhow::anyhow!("routing.{key} = \"{text}\": {e}"))?
-        }
-    };
-    let provider = build_provider(&resolved, &ProcessEnv)
-        .map_err(|e| anyhow::anyhow!("routing.{key}: {e}"))?;
-    let mut route = resolved.route.clone();
-    if route.thinking.is_none() {
-        route.thinking = thinking;
-    }
-    let first = crate::model_fallbacks::fallback(&resolved, route, provider);
-    Ok(std::iter::once(first)
-        .chain(crate::model_fallbacks::class_fallbacks(
-            config, &resolved, thinking,
-        ))
-        .collect())
-}
-
-/// The routing of session `session_id`, when `--routing` was given or the session has a routing
-/// journal (a resumed routed session stays routed, keeping its control unless `--routing` says
-/// otherwise). Both routes must be configured.
-pub fn routing_spec(
-    config: &Config,
-    state: &StateDir,
-    session_id: &str,
-    requested: Option<Control>,
-    wrap: &dyn Fn(Fallback) -> Fallback,
-) -> Result<Option<RoutingSpec>> {
-    let journal = baton_agent::routing::journal::path(state, session_id);
-    if requested.is_none() && !journal.exists() {
-        return Ok(None);
-    }
-    let r = &config.routing;
-    let (Some(coordinator), Some(executor)) = (r.coordinator.as_deref(), r.executor.as_deref())
-    else {
-        bail!("routing needs both participants' routes: set `coordinator` and `executor` under [routing] in the config (a model class such as \"frontier\" and \"fast\", or provider/model[:thinking])");
-    };
-    let thinking = config.agent.thinking;
-    let chain = |key, text| -> Result<Vec<Fallback>> {
-        Ok(seat_chain(config, key, text, thinking)?
-            .into_iter()
-            .map(wrap)
-            .collect())
-    };
-    Ok(Some(RoutingSpec {
-        coordinator: chain("coordinator", coordinator)?,
-        executor: chain("executor", executor)?,
-        journal,
-        projection: r.projection.unwrap_or(true),
-        start: requested,
-    }))
 }
 
 /// What a line typed to `baton chat` asks for; `None` ends the input (`/quit`, `/exit`).

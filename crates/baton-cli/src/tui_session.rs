@@ -5,14 +5,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Result;
-use baton_agent::agent::{self, AgentSpec, Approver, Inbox, RunSummary, Submission};
-use baton_agent::session::SessionStore;
-use baton_protocol::{ApprovalAnswer, ApprovalRequest, Message};
+use baton_agent::agent::{self, Approver, RunSummary, Session, SessionHandle, Submission};
+use baton_protocol::{ApprovalAnswer, ApprovalRequest};
 use baton_tui::term::Mode;
 use baton_tui::theme::{Theme, ThemeName};
 use baton_tui::{Msg, Request};
 use tokio::sync::mpsc::UnboundedSender;
-use tokio_util::sync::CancellationToken;
+
+use crate::signals::watch_signals;
 
 /// How the session's front end is the UI.
 #[derive(Debug)]
@@ -106,12 +106,9 @@ fn submit(
     })
 }
 
-/// Serves the session with the UI as its front end, until the user quits (which cancels what
-/// still runs) or the session ends and the user quits after reading it.
-/// What the UI starts from: the conversation so far and what the header shows.
+/// What the UI starts from besides the session: what the header shows and the project whose
+/// work the panel follows.
 pub struct Start {
-    pub history: Vec<(Option<String>, Message)>,
-    pub resuming: bool,
     /// The task the session was started with (`baton tui "…"`).
     pub task: Option<String>,
     pub branch: Option<String>,
@@ -119,21 +116,14 @@ pub struct Start {
     pub project: (baton_state::StateDir, PathBuf),
 }
 
-pub async fn serve(
-    front: TuiFront,
-    spec: &AgentSpec,
-    start: Start,
-    store: &mut Option<SessionStore>,
-    cancel: &CancellationToken,
-) -> Result<RunSummary> {
+/// Serves the session with the UI as its front end, until the user quits (which cancels what
+/// still runs) or the session ends and the user quits after reading it.
+pub async fn serve(front: TuiFront, session: Session, start: Start) -> Result<RunSummary> {
     let Start {
-        history,
-        resuming,
         task,
         branch,
         project,
     } = start;
-    let (tx, mut inbox) = Inbox::channel();
     let TuiFront {
         mode,
         theme,
@@ -141,10 +131,9 @@ pub async fn serve(
         rx: mrx,
     } = front;
     let (state, root) = project;
+    let spec = session.spec().clone();
     crate::tui_work::follow(state.clone(), root.clone(), Vec::new(), mtx.clone());
     crate::tui_work::list_files(spec.cwd.clone(), mtx.clone());
-    inbox.set_approver(Arc::new(TuiApprover { tx: mtx.clone() }));
-    let interrupter = inbox.interrupter();
     let seats = spec.routing.as_ref().and_then(|r| {
         Some((
             r.coordinator.first()?.route.to_string(),
@@ -160,17 +149,29 @@ pub async fn serve(
         context_window: spec.context_window,
         approval_policy: spec.approval.to_string(),
         first: task,
-        history: history
+        history: session
+            .history()
             .iter()
             .filter(|(seat, _)| seat.is_none() || seat.as_deref() == Some("coordinator"))
             .map(|(_, m)| m.clone())
             .collect(),
         attach: None,
     };
+    let SessionHandle {
+        submissions: tx,
+        mut events,
+        cancel,
+        interrupter,
+        end,
+        ..
+    } = session
+        .approver(Arc::new(TuiApprover { tx: mtx.clone() }))
+        .spawn();
+    let _signals = watch_signals(cancel.clone());
     let ui_tx = mtx.clone();
     let quit = cancel.clone();
     let runtime = tokio::runtime::Handle::current();
-    let tool_ctx = Arc::new(spec.tool_context(cancel));
+    let tool_ctx = Arc::new(spec.tool_context(&cancel));
     let ui = std::thread::spawn(move || {
         let notes = ui_tx.clone();
         let log_state = state.clone();
@@ -194,19 +195,10 @@ pub async fn serve(
         }
         end
     });
-    let events = mtx.clone();
-    let summary = agent::serve(
-        spec,
-        history,
-        resuming,
-        store,
-        cancel,
-        &mut inbox,
-        &mut |ev| {
-            let _ = events.send(Msg::Agent(ev));
-        },
-    )
-    .await;
+    while let Some(ev) = events.recv().await {
+        let _ = mtx.send(Msg::Agent(ev));
+    }
+    let summary = end.await;
     let _ = mtx.send(Msg::Closed);
     drop(mtx);
     let end = tokio::task::spawn_blocking(move || ui.join())

@@ -6,17 +6,18 @@
 //! budget; what it was doing is in the log either way.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use baton_agent::agent::{self, AgentSpec, Inbox, RunSummary, Submission};
-use baton_agent::session::SessionStore;
+use baton_agent::agent::{RunSummary, Session, SessionHandle, Submission};
 use baton_exec::worker::{self, StopReason, TurnUsage, WorkerEvent};
-use baton_protocol::{AgentEvent, Message};
+use baton_protocol::AgentEvent;
 use baton_state::StateDir;
 use tokio_util::sync::CancellationToken;
 
 use baton_app::project::now_rfc3339;
+
+use crate::signals::watch_signals;
 
 /// How long the supervisor waits for the log to change before it checks again whether to stop.
 const POLL: Duration = Duration::from_millis(100);
@@ -55,29 +56,80 @@ fn log(front: &WorkerFront, ev: &WorkerEvent) {
     }
 }
 
+/// The prompt the session works on: set by the feeder as it delivers one, cleared once its answer
+/// is in the log (the feeder waits for that before it delivers the next).
+#[derive(Default)]
+struct Current {
+    id: Mutex<Option<String>>,
+    answered: Condvar,
+}
+
+impl Current {
+    fn set(&self, id: String) {
+        if let Ok(mut c) = self.id.lock() {
+            *c = Some(id);
+        }
+    }
+
+    fn get(&self) -> Option<String> {
+        self.id.lock().ok().and_then(|c| c.clone())
+    }
+
+    /// Clears the prompt and wakes the feeder.
+    fn take(&self) -> Option<String> {
+        let id = self.id.lock().ok().and_then(|mut c| c.take());
+        self.answered.notify_all();
+        id
+    }
+
+    /// Waits until no prompt is in flight; false once `done`.
+    fn wait_answered(&self, done: &CancellationToken) -> bool {
+        let Ok(mut c) = self.id.lock() else {
+            return false;
+        };
+        while c.is_some() {
+            if done.is_cancelled() {
+                return false;
+            }
+            c = match self.answered.wait_timeout(c, POLL) {
+                Ok((c, _)) => c,
+                Err(_) => return false,
+            };
+        }
+        true
+    }
+}
+
+/// What the session spent on the prompt it works on, and on all of them.
+struct Spending {
+    turn: TurnUsage,
+    spent: f64,
+}
+
 /// Serves the worker until it is stopped; records `worker.started`, each prompt's delivery and
 /// answer, and `worker.stopped`.
-pub async fn serve(
-    front: WorkerFront,
-    spec: &AgentSpec,
-    history: Vec<(Option<String>, Message)>,
-    resuming: bool,
-    store: &mut Option<SessionStore>,
-    cancel: &CancellationToken,
-) -> RunSummary {
+pub async fn serve(front: WorkerFront, session: Session) -> RunSummary {
     let (pid, start_time) = worker::me();
     log(
         &front,
         &WorkerEvent::Started {
             pid,
             start_time,
-            session: spec.session_id.clone(),
-            resumed: resuming,
+            session: session.spec().session_id.clone(),
+            resumed: session.resumed(),
             at: now_rfc3339(),
         },
     );
-    let (tx, mut inbox, idle) = Inbox::with_idle_signal();
-    let current: Arc<Mutex<Option<String>>> = Arc::default();
+    let SessionHandle {
+        submissions: tx,
+        mut events,
+        cancel,
+        idle,
+        end,
+        ..
+    } = session.spawn();
+    let _signals = watch_signals(cancel.clone());
+    let current: Arc<Current> = Arc::default();
     let ending = Arc::new(Ending::default());
     let over_budget = Arc::new(AtomicBool::new(false));
     let done = CancellationToken::new();
@@ -91,71 +143,21 @@ pub async fn serve(
         );
         std::thread::spawn(move || feed(&front, tx, &idle, &current, &ending, &over_budget, &done))
     };
-    let mut turn = TurnUsage {
-        input_tokens: 0,
-        output_tokens: 0,
-        cost_usd: None,
-    };
     let (_, _, spent_before) = worker::load(&front.state, &front.name)
         .map(|s| s.totals())
         .unwrap_or_default();
-    let mut spent = spent_before;
-    let summary = agent::serve(
-        spec,
-        history,
-        resuming,
-        store,
-        cancel,
-        &mut inbox,
-        &mut |ev| match ev {
-            AgentEvent::TurnCompleted {
-                usage, cost_usd, ..
-            } => {
-                turn.input_tokens += usage.input_tokens;
-                turn.output_tokens += usage.output_tokens;
-                if let Some(c) = cost_usd {
-                    turn.cost_usd = Some(turn.cost_usd.unwrap_or(0.0) + c);
-                }
-            }
-            AgentEvent::InputCompleted {
-                final_message,
-                reason,
-            } => {
-                let id = current.lock().ok().and_then(|mut c| c.take());
-                let usage = std::mem::replace(
-                    &mut turn,
-                    TurnUsage {
-                        input_tokens: 0,
-                        output_tokens: 0,
-                        cost_usd: None,
-                    },
-                );
-                spent += usage.cost_usd.unwrap_or(0.0);
-                if let Some(id) = id {
-                    log(
-                        &front,
-                        &WorkerEvent::Answered {
-                            id,
-                            answer: final_message.clone(),
-                            reason: reason.map(|r| r.to_string()),
-                            usage,
-                            peer_session: None,
-                            at: now_rfc3339(),
-                        },
-                    );
-                }
-                if front.budget_usd.is_some_and(|b| spent >= b) {
-                    over_budget.store(true, Ordering::SeqCst);
-                }
-            }
-            _ => {}
-        },
-    )
-    .await;
+    let mut spending = Spending {
+        turn: no_usage(),
+        spent: spent_before,
+    };
+    while let Some(ev) = events.recv().await {
+        fold(&front, &ev, &mut spending, &current, &over_budget);
+    }
+    let summary = end.await;
     done.cancel();
     let _ = feeder.join();
     // A prompt the session was working on when it ended will not be answered.
-    if let Some(id) = current.lock().ok().and_then(|mut c| c.take()) {
+    if let Some(id) = current.take() {
         log(
             &front,
             &WorkerEvent::Lost {
@@ -183,13 +185,70 @@ pub async fn serve(
     summary
 }
 
+fn no_usage() -> TurnUsage {
+    TurnUsage {
+        input_tokens: 0,
+        output_tokens: 0,
+        cost_usd: None,
+    }
+}
+
+/// One event of the session, as the worker's log records it: a turn's usage is added up, an
+/// input's end answers the prompt in flight (and may spend the budget).
+fn fold(
+    front: &WorkerFront,
+    ev: &AgentEvent,
+    spending: &mut Spending,
+    current: &Current,
+    over_budget: &AtomicBool,
+) {
+    match ev {
+        AgentEvent::TurnCompleted {
+            usage, cost_usd, ..
+        } => {
+            let turn = &mut spending.turn;
+            turn.input_tokens += usage.input_tokens;
+            turn.output_tokens += usage.output_tokens;
+            if let Some(c) = cost_usd {
+                turn.cost_usd = Some(turn.cost_usd.unwrap_or(0.0) + c);
+            }
+        }
+        AgentEvent::InputCompleted {
+            final_message,
+            reason,
+        } => {
+            let usage = std::mem::replace(&mut spending.turn, no_usage());
+            spending.spent += usage.cost_usd.unwrap_or(0.0);
+            if let Some(id) = current.get() {
+                log(
+                    front,
+                    &WorkerEvent::Answered {
+                        id,
+                        answer: final_message.clone(),
+                        reason: reason.map(|r| r.to_string()),
+                        usage,
+                        peer_session: None,
+                        at: now_rfc3339(),
+                    },
+                );
+            }
+            if front.budget_usd.is_some_and(|b| spending.spent >= b) {
+                over_budget.store(true, Ordering::SeqCst);
+            }
+            // Answered: the feeder may deliver the next prompt.
+            current.take();
+        }
+        _ => {}
+    }
+}
+
 /// Hands the log's prompts to the session, in order, each once the session is idle; closes its
 /// input on the idle timeout or once the budget is spent.
 fn feed(
     front: &WorkerFront,
     tx: tokio::sync::mpsc::UnboundedSender<Submission>,
     idle: &std::sync::mpsc::Receiver<()>,
-    current: &Mutex<Option<String>>,
+    current: &Current,
     ending: &Ending,
     over_budget: &AtomicBool,
     done: &CancellationToken,
@@ -210,12 +269,14 @@ fn feed(
             if done.is_cancelled() {
                 return;
             }
-            // Idle, and the last prompt answered: one prompt at a time, never two in one turn.
-            if idle.recv_timeout(Duration::from_millis(100)).is_ok()
-                && current.lock().map(|c| c.is_none()).unwrap_or(false)
-            {
+            if idle.recv_timeout(Duration::from_millis(100)).is_ok() {
                 break;
             }
+        }
+        // And the last prompt's answer is in the log (the session's events are read apart
+        // from it): one prompt at a time, never two in one turn.
+        if !current.wait_answered(done) {
+            return;
         }
         if over_budget.load(Ordering::SeqCst) {
             ending.set(StopReason::Budget);
@@ -257,9 +318,7 @@ fn feed(
                 at: now_rfc3339(),
             },
         );
-        if let Ok(mut c) = current.lock() {
-            *c = Some(id);
-        }
+        current.set(id);
         if tx.send(Submission::Input(text)).is_err() {
             return;
         }

@@ -263,7 +263,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("crates/baton-agent/src/agent/queue.rs", "take_turn", 152),
     ("crates/baton-agent/src/tools/bash.rs", "run_command", 221),
     ("crates/baton-agent/src/turn.rs", "run_tools", 238),
-    ("crates/baton-cli/src/agent_cmd.rs", "run_session", 383),
     ("crates/baton-cli/src/doctor_cmd.rs", "run", 184),
     ("crates/baton-cli/src/printer.rs", "event", 165),
     ("crates/baton-cli/src/worker_cmd.rs", "run", 156),

@@ -201,7 +201,7 @@ pub(crate) struct Running<'a> {
 /// in turn. `history` is an earlier transcript, each message with the seat it belongs to (`None`
 /// in an ordinary session). The summary is the last task's end with the whole session's turns,
 /// usage, cost and routes. Front ends run it through [`super::Session::spawn`].
-pub async fn serve(
+pub(crate) async fn serve(
     spec: &AgentSpec,
     history: Vec<(Option<String>, Message)>,
     resumed: bool,
