@@ -292,11 +292,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         310,
     ),
     ("crates/baton-workflow/src/run/finish.rs", "answer", 266),
-    (
-        "crates/baton-workflow/src/run/finish.rs",
-        "finalize_memory",
-        153,
-    ),
     ("crates/baton-workflow/src/run/mod.rs", "start_with", 206),
 ];
 

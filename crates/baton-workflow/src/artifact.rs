@@ -31,6 +31,35 @@ closed_set!(
     }
 );
 
+baton_protocol::closed_set! {
+    /// The user decision a workflow waits on (`pending_gate`) and the gate a checkpoint stops
+    /// at: the engine's gates and the runner's own (`plan_first`, `budget`, `failure`, `finish`,
+    /// `confirm_discard`). One closed set; the words are the record's.
+    pub enum Gate ("gate") {
+        Clarification = "clarification",
+        ScopeDecision = "scope_decision",
+        CheckpointDecision = "checkpoint_decision",
+        PhaseBlocked = "phase_blocked",
+        CircuitBreaker = "circuit_breaker",
+        /// Every phase of a planned BUILD verified: run a final whole-branch review or skip it.
+        FinalReview = "final_review",
+        /// A BUILD whose request spans several concerns: plan first, or build directly.
+        PlanFirst = "plan_first",
+        /// The reviewer approves, the failure-hunter reports HIGH issues.
+        HunterFindings = "hunter_findings",
+        /// The verifier failed recommending a revert.
+        RevertDecision = "revert_decision",
+        /// The next dispatch would pass the budget.
+        Budget = "budget",
+        /// A failure stopped the workflow; the answer is guidance for a retry.
+        Failure = "failure",
+        /// The finishing choice of a BUILD in its own worktree.
+        Finish = "finish",
+        /// `discard` at the finishing choice, asked again before the work is deleted.
+        ConfirmDiscard = "confirm_discard",
+    }
+}
+
 /// The workflow artifact. Field names are cc10x's.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -76,7 +105,7 @@ pub struct Artifact {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_sync: Option<MemorySync>,
     /// The user decision the workflow waits on, if any.
-    pub pending_gate: Option<crate::state::Gate>,
+    pub pending_gate: Option<Gate>,
     /// Findings left open on purpose (HIGH ones after a `CRITICAL_ONLY` fix), each as the log's
     /// `LoggedFinding` with its `phase`; listed in the brief.
     pub deferred_findings: Vec<DeferredFinding>,
@@ -356,6 +385,15 @@ pub struct DeferredFinding {
 }
 
 impl DeferredFinding {
+    /// The finding as memory keeps it: `[severity] text (phase, workflow)`.
+    pub fn memory_line(&self, wf: &str) -> String {
+        let phase = self.phase.as_deref().unwrap_or("");
+        format!(
+            "[{}] {} ({phase}, {wf})",
+            self.finding.severity, self.finding.text
+        )
+    }
+
     /// The same finding at the same place in the same phase.
     pub fn same(&self, other: &DeferredFinding) -> bool {
         (&self.finding.text, &self.finding.location, &self.phase)

@@ -148,9 +148,59 @@ impl AgentResult {
             ..AgentResult::default()
         }
     }
+
+    /// The verifier's: whether it passed.
+    pub fn verified(passed: bool) -> AgentResult {
+        AgentResult {
+            passed: Some(passed),
+            ..AgentResult::default()
+        }
+    }
+
+    /// The builder's PASS at its phase.
+    pub fn built(phase: Option<String>) -> AgentResult {
+        AgentResult {
+            phase_id: phase,
+            ..AgentResult::status("PASS")
+        }
+    }
+
+    /// The doc syncer's status, and whether it synced only part.
+    pub fn docs_synced(status: &str, partial: bool) -> AgentResult {
+        AgentResult {
+            doc_sync_partial: Some(partial),
+            ..AgentResult::status(status)
+        }
+    }
+}
+
+impl FinalReview {
+    /// Chosen by the user: running as task `task`.
+    pub fn running(task: String) -> FinalReview {
+        FinalReview {
+            status: "running".into(),
+            task: Some(task),
+        }
+    }
+
+    /// Declined by the user.
+    pub fn skipped() -> FinalReview {
+        FinalReview {
+            status: "skipped".into(),
+            task: None,
+        }
+    }
 }
 
 impl GateChoice {
+    /// `choice`, made at `phase`.
+    pub fn new(phase: Option<String>, choice: &str) -> GateChoice {
+        GateChoice {
+            phase,
+            choice: choice.to_string(),
+        }
+    }
+
     /// Whether this choice was made at `phase`.
     pub fn at(&self, phase: Option<&str>) -> bool {
         self.phase.as_deref() == phase

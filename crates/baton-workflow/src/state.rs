@@ -33,34 +33,7 @@ baton_protocol::closed_set! {
     }
 }
 
-baton_protocol::closed_set! {
-    /// The user decision a workflow waits on (`pending_gate`) and the gate a checkpoint stops
-    /// at: the engine's gates and the runner's own (`plan_first`, `budget`, `failure`, `finish`,
-    /// `confirm_discard`). One closed set; the words are the record's.
-    pub enum Gate ("gate") {
-        Clarification = "clarification",
-        ScopeDecision = "scope_decision",
-        CheckpointDecision = "checkpoint_decision",
-        PhaseBlocked = "phase_blocked",
-        CircuitBreaker = "circuit_breaker",
-        /// Every phase of a planned BUILD verified: run a final whole-branch review or skip it.
-        FinalReview = "final_review",
-        /// A BUILD whose request spans several concerns: plan first, or build directly.
-        PlanFirst = "plan_first",
-        /// The reviewer approves, the failure-hunter reports HIGH issues.
-        HunterFindings = "hunter_findings",
-        /// The verifier failed recommending a revert.
-        RevertDecision = "revert_decision",
-        /// The next dispatch would pass the budget.
-        Budget = "budget",
-        /// A failure stopped the workflow; the answer is guidance for a retry.
-        Failure = "failure",
-        /// The finishing choice of a BUILD in its own worktree.
-        Finish = "finish",
-        /// `discard` at the finishing choice, asked again before the work is deleted.
-        ConfirmDiscard = "confirm_discard",
-    }
-}
+pub use crate::artifact::Gate;
 
 /// A question the workflow waits on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -190,13 +190,7 @@ impl Draft<'_> {
             if !problems.is_empty() {
                 return self.invalid("verifier", &problems);
             }
-            self.result(
-                "verifier",
-                AgentResult {
-                    passed: Some(v.passed()),
-                    ..AgentResult::default()
-                },
-            );
+            self.result("verifier", AgentResult::verified(v.passed()));
             if !v.passed() && v.revert && !self.revert_declined() {
                 return self.stop(
                     Action::PauseForRevertDecision,
@@ -229,13 +223,7 @@ impl Draft<'_> {
                 return self.stop(Action::StopForFailure, None, "doc-syncer failed");
             }
             let partial = doc.status == "PARTIAL";
-            self.result(
-                "doc_syncer",
-                AgentResult {
-                    doc_sync_partial: Some(partial),
-                    ..AgentResult::status(&doc.status)
-                },
-            );
+            self.result("doc_syncer", AgentResult::docs_synced(&doc.status, partial));
             next = Some(self.memory_finalize("documentation synced"));
         }
         match next {
@@ -258,13 +246,7 @@ impl Draft<'_> {
                     self.invalid("builder", &problems);
                     return None;
                 }
-                self.result(
-                    "builder",
-                    AgentResult {
-                        phase_id: phase.clone(),
-                        ..AgentResult::status("PASS")
-                    },
-                );
+                self.result("builder", AgentResult::built(phase.clone()));
                 if !b.scope_increases.is_empty() && !self.full_graph() {
                     self.changes.push(Change::BuildScope(BuildScope::Standard));
                     self.changes.push(Change::Status(HistoryEntry::new(

@@ -87,7 +87,7 @@ pub enum Action {
     ApplySkill,
 }
 
-pub use crate::state::Gate;
+pub use crate::artifact::Gate;
 
 /// Where an instruction comes from, strongest first (the skill precedence order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]

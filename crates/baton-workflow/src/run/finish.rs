@@ -139,10 +139,8 @@ impl Runner<'_> {
                     _ => ("integration-verifier", "verification failed"),
                 };
                 if cp.gate == Gate::RevertDecision {
-                    a.results.revert_decision = Some(GateChoice {
-                        phase: a.phase_cursor.clone(),
-                        choice: "fix".into(),
-                    });
+                    a.results.revert_decision =
+                        Some(GateChoice::new(a.phase_cursor.clone(), "fix"));
                 }
                 let why = format!("{} answered: remediate", cp.gate);
                 self.add_remfix(&mut a, &mut v, "ALL_ISSUES", origin, reason, &why);
@@ -150,10 +148,8 @@ impl Runner<'_> {
             Answer::Proceed => {
                 // The findings go on the deferred list, with their phase; the batch is decided
                 // again and the chain goes on to the verifier.
-                a.results.hunter_findings = Some(GateChoice {
-                    phase: a.phase_cursor.clone(),
-                    choice: "proceed".into(),
-                });
+                a.results.hunter_findings =
+                    Some(GateChoice::new(a.phase_cursor.clone(), "proceed"));
                 for finding in decide::findings_ledger(&v).0 {
                     a.deferred_findings.push(DeferredFinding {
                         finding,
@@ -258,15 +254,9 @@ impl Runner<'_> {
                     v.tasks.push(t);
                     v.host.batch = vec![id.clone()];
                     v.host.next = Some(Action::RunReviewAndHunt);
-                    FinalReview {
-                        status: "running".into(),
-                        task: Some(id),
-                    }
+                    FinalReview::running(id)
                 } else {
-                    FinalReview {
-                        status: "skipped".into(),
-                        task: None,
-                    }
+                    FinalReview::skipped()
                 };
                 a.results.final_branch_review = Some(status);
             }
@@ -523,15 +513,9 @@ impl Runner<'_> {
             }
         }
         // Findings left open, and tests that failed before the build, are not forgotten.
-        for f in &art.deferred_findings {
-            fin.deferred.push(format!(
-                "[{}] {} ({}, {})",
-                f.finding.severity,
-                f.finding.text,
-                f.phase.as_deref().unwrap_or(""),
-                self.id
-            ));
-        }
+        let deferred = art.deferred_findings.iter();
+        fin.deferred
+            .extend(deferred.map(|f| f.memory_line(&self.id)));
         if let Some(b) =
             baseline::recorded(art).filter(|b| b.is_recorded() && !b.failures.is_empty())
         {
