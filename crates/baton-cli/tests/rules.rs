@@ -291,7 +291,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "dispatch_one",
         310,
     ),
-    ("crates/baton-workflow/src/run/finish.rs", "answer", 266),
     ("crates/baton-workflow/src/run/mod.rs", "start_with", 206),
 ];
 

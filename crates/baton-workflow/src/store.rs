@@ -182,6 +182,8 @@ pub struct Loaded {
     pub record: crate::state::Record,
     pub seq: u64,
     pub last_event: Option<EventKind>,
+    /// Whether the snapshot on disk already holds every event (nothing to rewrite).
+    pub snapshot_current: bool,
 }
 
 /// The artifact a log adds up to, before it is checked to decode.
@@ -189,6 +191,7 @@ struct Folded {
     artifact: Value,
     seq: u64,
     last_event: Option<EventKind>,
+    snapshot_current: bool,
 }
 
 /// Reads the log bytes `bytes` of workflow `id` against its snapshot (read from
@@ -262,6 +265,7 @@ fn load_bytes(
         artifact,
         seq: last,
         last_event: events.last().map(WorkflowEvent::kind),
+        snapshot_current: false,
     };
     checked(folded, path, applied, snap)
 }
@@ -282,6 +286,7 @@ fn checked(
                 record,
                 seq: folded.seq,
                 last_event: folded.last_event,
+                snapshot_current: folded.snapshot_current,
             })
         }
         Err(e) => e,
@@ -344,6 +349,7 @@ fn fold_tail(
                 artifact,
                 seq: last,
                 last_event: Some(last_event),
+                snapshot_current: tail.is_empty(),
             };
             return Ok(Some((folded, tail)));
         }
@@ -483,7 +489,10 @@ impl WorkflowStore {
         let (loaded, bytes) = self.read(id, false)?;
         let log = JsonlLog::open_read(&events_path, Durability::Fsync, &bytes)?;
         let snapshot = self.snapshot_path(id)?;
-        write_snapshot(&snapshot, &loaded.artifact)?;
+        // Rewritten only when it lags the log (or was lost, unreadable or another's).
+        if !loaded.snapshot_current {
+            write_snapshot(&snapshot, &loaded.artifact)?;
+        }
         Ok(OpenWorkflow {
             id: id.to_string(),
             seq: loaded.seq,
@@ -714,6 +723,12 @@ mod tests {
         assert_eq!(store.holder(&id).unwrap(), None);
         assert_eq!(store.snapshot(&id).unwrap().unwrap(), live);
         assert_eq!(fold(&store.events(&id).unwrap()), live);
+        // A snapshot that holds every event is left as it is (not written again).
+        let inode =
+            |p: PathBuf| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+        let before = inode(store.snapshot_path(&id).unwrap());
+        drop(store.open(&id).unwrap());
+        assert_eq!(inode(store.snapshot_path(&id).unwrap()), before);
         // The snapshot is derived: lost or stale, opening rebuilds it from the events.
         std::fs::remove_file(store.snapshot_path(&id).unwrap()).unwrap();
         let wf = store.open(&id).unwrap();

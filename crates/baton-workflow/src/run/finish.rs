@@ -157,34 +157,7 @@ impl Runner<'_> {
                     });
                 }
             }
-            Answer::Revert => {
-                v.state = RunState::Stopped;
-                let base = a
-                    .results
-                    .git_base_sha
-                    .clone()
-                    .filter(|b| b != agent::UNAVAILABLE_BASE);
-                let how = match base {
-                    Some(b) => format!(
-                        "to put the phase's base back: git restore --source {b} --worktree -- . (and `git clean -n` lists the files it added)"
-                    ),
-                    None => "no base was recorded: revert the phase's change by hand".into(),
-                };
-                v.host.failure = Some(format!(
-                    "reverted at the revert_decision checkpoint (the verifier failed and recommended it): {how}"
-                ));
-                let memory = MemoryDir::new(&self.root);
-                let _ = memory.append(
-                    MemoryFile::ActiveContext,
-                    "Decisions",
-                    &[format!(
-                        "Revert chosen for {} phase {} after a failed verification ({})",
-                        self.id,
-                        a.phase_cursor.as_deref().unwrap_or("?"),
-                        text.trim()
-                    )],
-                );
-            }
+            Answer::Revert => self.revert(&mut a, &mut v, text),
             Answer::Accept => {
                 v.host.guidance = None;
                 self.commit(answered(None), Record::new(a, v))?;
@@ -195,109 +168,14 @@ impl Runner<'_> {
                 self.commit(answered(None), Record::new(a, v))?;
                 return self.finish(Action::MemoryFinalize, "").await;
             }
-            Answer::PlanFirst(true) => {
-                // The workflow becomes a PLAN: the BUILD's tasks are pruned, PLAN's are added.
-                for t in v.tasks.iter_mut() {
-                    t.status = Some(TaskStatus::Deleted);
-                }
-                let offset = v.tasks.len();
-                for mut t in graph::initial(WorkflowKind::Plan, false, &self.id) {
-                    let shift = |id: &str| {
-                        let n: usize = id.trim_start_matches('t').parse().unwrap_or(0);
-                        format!("t{}", n + offset)
-                    };
-                    t.id = shift(&t.id);
-                    t.blocked_by = t.blocked_by.iter().map(|b| shift(b)).collect();
-                    v.tasks.push(t);
-                }
-                a.workflow_type = Some(WorkflowKind::Plan);
-                a.build_scope = None;
-                a.phase_cursor = None;
-                a.normalized_phases = Vec::new();
-                a.traceability.phases = Vec::new();
-                a.status_history.push(HistoryEntry::new(
-                    "scope_decision",
-                    None,
-                    "plan first: the BUILD became a PLAN",
-                ));
-                v.host.worktree_offer = Some(WorktreeOffer::Skipped("planned first".into()));
-            }
-            Answer::PlanFirst(false) => {
-                a.status_history
-                    .push(HistoryEntry::new("scope_decision", None, "build directly"));
-                // The worktree offer that waited for this answer.
-                let auto = v.host.auto_proceed;
-                match isolate_build(
-                    self.env,
-                    &self.root,
-                    &self.id,
-                    false,
-                    v.host.isolate_asked,
-                    auto,
-                ) {
-                    Ok((wt, offer)) => {
-                        v.host.worktree = wt;
-                        v.host.worktree_offer = Some(offer);
-                    }
-                    Err(e) => {
-                        v.host.worktree_offer = Some(WorktreeOffer::Failed);
-                        v.state = RunState::Failed;
-                        v.host.failure = Some(RunError::Worktree(e).to_string());
-                    }
-                }
-            }
-            Answer::FinalReview(run) => {
-                let status = if run {
-                    let mut t = graph::task(&v.tasks, &self.id, graph::NewTask { kind: TaskKind::Agent, phase: Phase::BuildReview.as_str(), origin: "router", scope: "N/A", reason: "Final whole-branch review: read every phase's change together and look for what crosses phases (a seam one phase made and another misuses, contracts that drifted, abstractions duplicated or diverged)", blocked_by: Vec::new() });
-                    t.plan = a.plan_file.clone().or(t.plan);
-                    let id = t.id.clone();
-                    v.tasks.push(t);
-                    v.host.batch = vec![id.clone()];
-                    v.host.next = Some(Action::RunReviewAndHunt);
-                    FinalReview::running(id)
-                } else {
-                    FinalReview::skipped()
-                };
-                a.results.final_branch_review = Some(status);
-            }
+            Answer::PlanFirst(true) => self.plan_first(&mut a, &mut v),
+            Answer::PlanFirst(false) => self.build_directly(&mut a, &mut v),
+            Answer::FinalReview(run) => self.final_review(&mut a, &mut v, run),
             Answer::OneMoreCycle => {
                 v.host.breaker_allowance += 1;
                 v.host.guidance = Some(text.to_string());
             }
-            Answer::Retry => {
-                v.host.guidance = Some(text.to_string());
-                // The stopped tasks run again with the answer.
-                let batch = v.host.batch.clone();
-                for id in &batch {
-                    if let Some(t) = v.task_mut(id) {
-                        if t.kind != Some(TaskKind::Memory) {
-                            t.status = Some(TaskStatus::Pending);
-                        }
-                    }
-                }
-                if batch.is_empty() {
-                    v.host.failure = None;
-                }
-                // A planner's question answered: PLAN restarts with its whole review DAG (the
-                // engine pruned the review branch when plan-create asked).
-                let replan = batch
-                    .iter()
-                    .any(|id| v.task(id).and_then(Task::node) == Some(Phase::PlanCreate));
-                if replan && self.kind() == WorkflowKind::Plan {
-                    for t in v.tasks.iter_mut() {
-                        let review = [
-                            Phase::PlanReviewGap1.as_str(),
-                            Phase::RePlan.as_str(),
-                            Phase::PlanReviewGap2.as_str(),
-                        ];
-                        if t.status == Some(TaskStatus::Deleted)
-                            && t.phase.as_deref().is_some_and(|p| review.contains(&p))
-                        {
-                            t.status = Some(TaskStatus::Pending);
-                        }
-                    }
-                }
-            }
+            Answer::Retry => self.retry(&mut v, text),
         }
         let fix = match choice {
             Answer::Scope(_) | Answer::Remediate => v
@@ -324,6 +202,146 @@ impl Runner<'_> {
         match fix {
             Some(t) => self.remediation_created(&t),
             None => Ok(()),
+        }
+    }
+
+    /// `revert` at the revert gate: the workflow stops, saying how to put the phase's base back,
+    /// and memory keeps the decision.
+    fn revert(&self, a: &mut Artifact, v: &mut WorkflowState, text: &str) {
+        v.state = RunState::Stopped;
+        let base = a
+            .results
+            .git_base_sha
+            .clone()
+            .filter(|b| b != agent::UNAVAILABLE_BASE);
+        let how = match base {
+            Some(b) => format!(
+                "to put the phase's base back: git restore --source {b} --worktree -- . (and `git clean -n` lists the files it added)"
+            ),
+            None => "no base was recorded: revert the phase's change by hand".into(),
+        };
+        v.host.failure = Some(format!(
+            "reverted at the revert_decision checkpoint (the verifier failed and recommended it): {how}"
+        ));
+        let memory = MemoryDir::new(&self.root);
+        let _ = memory.append(
+            MemoryFile::ActiveContext,
+            "Decisions",
+            &[format!(
+                "Revert chosen for {} phase {} after a failed verification ({})",
+                self.id,
+                a.phase_cursor.as_deref().unwrap_or("?"),
+                text.trim()
+            )],
+        );
+    }
+
+    /// `plan` at the plan-first gate: the workflow becomes a PLAN (the BUILD's tasks are pruned,
+    /// PLAN's are added).
+    fn plan_first(&self, a: &mut Artifact, v: &mut WorkflowState) {
+        // The workflow becomes a PLAN: the BUILD's tasks are pruned, PLAN's are added.
+        for t in v.tasks.iter_mut() {
+            t.status = Some(TaskStatus::Deleted);
+        }
+        let offset = v.tasks.len();
+        for mut t in graph::initial(WorkflowKind::Plan, false, &self.id) {
+            let shift = |id: &str| {
+                let n: usize = id.trim_start_matches('t').parse().unwrap_or(0);
+                format!("t{}", n + offset)
+            };
+            t.id = shift(&t.id);
+            t.blocked_by = t.blocked_by.iter().map(|b| shift(b)).collect();
+            v.tasks.push(t);
+        }
+        a.workflow_type = Some(WorkflowKind::Plan);
+        a.build_scope = None;
+        a.phase_cursor = None;
+        a.normalized_phases = Vec::new();
+        a.traceability.phases = Vec::new();
+        a.status_history.push(HistoryEntry::new(
+            "scope_decision",
+            None,
+            "plan first: the BUILD became a PLAN",
+        ));
+        v.host.worktree_offer = Some(WorktreeOffer::Skipped("planned first".into()));
+    }
+
+    /// `build` at the plan-first gate: the worktree offer that waited for this answer.
+    fn build_directly(&self, a: &mut Artifact, v: &mut WorkflowState) {
+        a.status_history
+            .push(HistoryEntry::new("scope_decision", None, "build directly"));
+        // The worktree offer that waited for this answer.
+        let auto = v.host.auto_proceed;
+        match isolate_build(
+            self.env,
+            &self.root,
+            &self.id,
+            false,
+            v.host.isolate_asked,
+            auto,
+        ) {
+            Ok((wt, offer)) => {
+                v.host.worktree = wt;
+                v.host.worktree_offer = Some(offer);
+            }
+            Err(e) => {
+                v.host.worktree_offer = Some(WorktreeOffer::Failed);
+                v.state = RunState::Failed;
+                v.host.failure = Some(RunError::Worktree(e).to_string());
+            }
+        }
+    }
+
+    /// The answer at the final-review gate: the whole-branch review task, or skipped.
+    fn final_review(&self, a: &mut Artifact, v: &mut WorkflowState, run: bool) {
+        let status = if run {
+            let mut t = graph::task(&v.tasks, &self.id, graph::NewTask { kind: TaskKind::Agent, phase: Phase::BuildReview.as_str(), origin: "router", scope: "N/A", reason: "Final whole-branch review: read every phase's change together and look for what crosses phases (a seam one phase made and another misuses, contracts that drifted, abstractions duplicated or diverged)", blocked_by: Vec::new() });
+            t.plan = a.plan_file.clone().or(t.plan);
+            let id = t.id.clone();
+            v.tasks.push(t);
+            v.host.batch = vec![id.clone()];
+            v.host.next = Some(Action::RunReviewAndHunt);
+            FinalReview::running(id)
+        } else {
+            FinalReview::skipped()
+        };
+        a.results.final_branch_review = Some(status);
+    }
+
+    /// `retry`: the stopped tasks run again with the answer as guidance; a planner's question
+    /// answered restarts PLAN with its whole review DAG.
+    fn retry(&self, v: &mut WorkflowState, text: &str) {
+        v.host.guidance = Some(text.to_string());
+        // The stopped tasks run again with the answer.
+        let batch = v.host.batch.clone();
+        for id in &batch {
+            if let Some(t) = v.task_mut(id) {
+                if t.kind != Some(TaskKind::Memory) {
+                    t.status = Some(TaskStatus::Pending);
+                }
+            }
+        }
+        if batch.is_empty() {
+            v.host.failure = None;
+        }
+        // A planner's question answered: PLAN restarts with its whole review DAG (the
+        // engine pruned the review branch when plan-create asked).
+        let replan = batch
+            .iter()
+            .any(|id| v.task(id).and_then(Task::node) == Some(Phase::PlanCreate));
+        if replan && self.kind() == WorkflowKind::Plan {
+            for t in v.tasks.iter_mut() {
+                let review = [
+                    Phase::PlanReviewGap1.as_str(),
+                    Phase::RePlan.as_str(),
+                    Phase::PlanReviewGap2.as_str(),
+                ];
+                if t.status == Some(TaskStatus::Deleted)
+                    && t.phase.as_deref().is_some_and(|p| review.contains(&p))
+                {
+                    t.status = Some(TaskStatus::Pending);
+                }
+            }
         }
     }
 
