@@ -286,11 +286,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "decide_and_act",
         267,
     ),
-    (
-        "crates/baton-workflow/src/run/dispatch.rs",
-        "dispatch_one",
-        310,
-    ),
     ("crates/baton-workflow/src/run/mod.rs", "start_with", 206),
 ];
 

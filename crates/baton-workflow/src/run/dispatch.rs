@@ -126,70 +126,14 @@ impl Runner<'_> {
             tier_for(&spec, &tier_config(self.env)).map_err(|e| RunError::Tier(e.to_string()))?;
         let phase = task.phase.clone().unwrap_or_default();
         let attempt = v.host.dispatch_counts.get(&phase).copied().unwrap_or(0) + 1;
-        // Before a planned phase's builder first runs, its plan is still the one the workflow
-        // trusted (cc10x plan_trust_gate, again before each phase).
-        let new_phase = task.node() == Some(Phase::BuildImplement)
-            && task.kind != Some(TaskKind::Remfix)
-            && r.artifact.phase_cursor != r.artifact.results.git_base_phase;
-        let mut r = r;
-        if new_phase {
-            let mut checked = r.clone();
-            let state = &self.env.delegate.state;
-            if let Err(e) = plan::recheck(&mut checked.artifact, state, &self.root, &self.id) {
-                return self.fail(e);
-            }
-            let mut why = Vec::new();
-            if checked.artifact.results.plan != r.artifact.results.plan {
-                let w = "the plan was edited and approved again: its phases are taken anew";
-                self.say(w);
-                why.push(w.to_string());
-            }
-            // The clean baseline, once, before the first builder (cc10x build 0b, 0c).
-            if self.kind() == WorkflowKind::Build && checked.artifact.results.baseline.is_none() {
-                let work = self.work_dir(&checked.state);
-                self.record_baseline(&mut checked, &work).await;
-                if self.cancel.is_cancelled() {
-                    return Ok(());
-                }
-                why.push(baseline_reason(&checked.artifact));
-            }
-            if !why.is_empty() {
-                self.commit(
-                    EventBody::ArtifactUpdated(Note::because(why.join("; "))),
-                    checked,
-                )?;
-                r = self.record();
-            }
-        }
+        let Some(r) = self.enter_phase(r, &task).await? else {
+            return Ok(());
+        };
         // Skill precedence (cc10x skill_precedence_gate): when standing instructions of more
         // than one source are in force, the engine says which governs; the resolution is
         // recorded once per set of sources and every dispatch is told.
         let precedence = self.instruction_sources(&r, &spec);
-        if precedence.len() >= 2 {
-            let key = precedence
-                .iter()
-                .map(|i| i.text.as_str())
-                .collect::<Vec<_>>()
-                .join("; ");
-            if r.artifact.results.precedence.as_deref() != Some(key.as_str()) {
-                let d = crate::engine::decide(
-                    &r.artifact,
-                    &crate::engine::Inputs {
-                        instructions: precedence.clone(),
-                        ..crate::engine::Inputs::default()
-                    },
-                );
-                let mut resolved = r.clone();
-                resolved.artifact = d.apply(&r.artifact);
-                resolved.artifact.results.precedence = Some(key);
-                self.commit(
-                    EventBody::ArtifactUpdated(Note::because(d.reason.clone())),
-                    resolved,
-                )?;
-                r = self.record();
-            }
-        }
-        let v = &r.state;
+        let r = self.resolve_precedence(r, &precedence)?;
         let section = (precedence.len() >= 2).then(|| precedence_section(&precedence));
         let prompt = self.prompt(&r, &task, role, section.as_deref());
         let (prompt, bias) = if agent::bias_scanned(role) {
@@ -197,51 +141,160 @@ impl Runner<'_> {
         } else {
             (prompt, Vec::new())
         };
-        let work = self.work_dir(v);
+        let work = self.work_dir(&r.state);
+        let one = OneDispatch {
+            id,
+            task: &task,
+            role,
+            spec: &spec,
+            class,
+            phase,
+            attempt,
+            work,
+        };
         // Write roles must change the tree to pass; read-only ones must leave its tracked files alone.
         let untracked = !role.is_read_only();
         let before = match before {
             Some(b) => b,
-            None => tree_digest(&work, untracked).await,
+            None => tree_digest(&one.work, untracked).await,
         };
-        {
-            let mut r = self.record();
-            if let Some(t) = r.state.task_mut(id) {
-                t.status = Some(TaskStatus::InProgress);
-            }
-            // The phase's base, recorded once before its builder first runs (cc10x 11a): what
-            // the review, the hunt and the verification diff against.
-            let phase_id = r.artifact.phase_cursor.clone();
-            let recorded = r.artifact.results.git_base_phase.as_deref();
-            if task.node() == Some(Phase::BuildImplement)
-                && task.kind != Some(TaskKind::Remfix)
-                && phase_id.is_some()
-                && recorded != phase_id.as_deref()
-            {
-                record_phase_base(&mut r.artifact, tree_base(&work).await);
-            }
-            r.state.host.dispatch_counts.insert(phase.clone(), attempt);
-            let backend = baton_exec::delegate::backend_of(&self.env.delegate, &spec);
-            let ev = EventBody::AgentStarted(AgentStarted {
-                phase: Some(phase.clone()),
-                task_id: Some(id.to_string()),
-                agent: Some(role.name().to_string()),
-                reason: None,
-                details: Some(AgentStartedDetails {
-                    role: Some(spec.name().to_string()),
-                    class: Some(class.to_string()),
-                    attempt: Some(attempt),
-                    backend: Some(backend.as_str().to_string()),
-                    bias_phrases_removed: Some(bias),
-                    ..AgentStartedDetails::default()
-                }),
-            });
-            self.commit(ev, r)?;
+        self.record_start(&one, bias).await?;
+        let Some(d) = self.launch(&one, prompt).await else {
+            // Interrupted: the task stays in progress and runs again on resume.
+            return Ok(());
+        };
+        let changed = match (&before, tree_digest(&one.work, untracked).await) {
+            (Some(b), Some(after)) => Some(*b != after),
+            _ => None,
+        };
+        self.record_completion(&one, d, changed).await
+    }
+
+    /// Before a planned phase's builder first runs: its plan is still the one the workflow
+    /// trusted (cc10x plan_trust_gate, again before each phase), and a BUILD's clean baseline is
+    /// recorded once (cc10x build 0b, 0c). `None`: the workflow stopped (the plan changed
+    /// under it) or was cancelled.
+    async fn enter_phase(&self, r: Record, task: &Task) -> Result<Option<Record>, RunError> {
+        let new_phase = task.node() == Some(Phase::BuildImplement)
+            && task.kind != Some(TaskKind::Remfix)
+            && r.artifact.phase_cursor != r.artifact.results.git_base_phase;
+        if !new_phase {
+            return Ok(Some(r));
         }
+        let mut checked = r.clone();
+        let state = &self.env.delegate.state;
+        if let Err(e) = plan::recheck(&mut checked.artifact, state, &self.root, &self.id) {
+            return self.fail(e).map(|()| None);
+        }
+        let mut why = Vec::new();
+        if checked.artifact.results.plan != r.artifact.results.plan {
+            let w = "the plan was edited and approved again: its phases are taken anew";
+            self.say(w);
+            why.push(w.to_string());
+        }
+        if self.kind() == WorkflowKind::Build && checked.artifact.results.baseline.is_none() {
+            let work = self.work_dir(&checked.state);
+            self.record_baseline(&mut checked, &work).await;
+            if self.cancel.is_cancelled() {
+                return Ok(None);
+            }
+            why.push(baseline_reason(&checked.artifact));
+        }
+        if why.is_empty() {
+            return Ok(Some(r));
+        }
+        self.commit(
+            EventBody::ArtifactUpdated(Note::because(why.join("; "))),
+            checked,
+        )?;
+        Ok(Some(self.record()))
+    }
+
+    /// The engine's word on which of `precedence` governs, recorded once per set of sources.
+    fn resolve_precedence(
+        &self,
+        r: Record,
+        precedence: &[crate::engine::Instruction],
+    ) -> Result<Record, RunError> {
+        if precedence.len() < 2 {
+            return Ok(r);
+        }
+        let key = precedence
+            .iter()
+            .map(|i| i.text.as_str())
+            .collect::<Vec<_>>()
+            .join("; ");
+        if r.artifact.results.precedence.as_deref() == Some(key.as_str()) {
+            return Ok(r);
+        }
+        let d = crate::engine::decide(
+            &r.artifact,
+            &crate::engine::Inputs {
+                instructions: precedence.to_vec(),
+                ..crate::engine::Inputs::default()
+            },
+        );
+        let mut resolved = r.clone();
+        resolved.artifact = d.apply(&r.artifact);
+        resolved.artifact.results.precedence = Some(key);
+        self.commit(
+            EventBody::ArtifactUpdated(Note::because(d.reason.clone())),
+            resolved,
+        )?;
+        Ok(self.record())
+    }
+
+    /// The task in progress, the phase's base (recorded once before its builder first runs,
+    /// cc10x 11a: what the review, the hunt and the verification diff against) and the attempt:
+    /// one `agent_started` event.
+    async fn record_start(&self, one: &OneDispatch<'_>, bias: Vec<String>) -> Result<(), RunError> {
+        let mut r = self.record();
+        if let Some(t) = r.state.task_mut(one.id) {
+            t.status = Some(TaskStatus::InProgress);
+        }
+        let phase_id = r.artifact.phase_cursor.clone();
+        let recorded = r.artifact.results.git_base_phase.as_deref();
+        if one.task.node() == Some(Phase::BuildImplement)
+            && one.task.kind != Some(TaskKind::Remfix)
+            && phase_id.is_some()
+            && recorded != phase_id.as_deref()
+        {
+            record_phase_base(&mut r.artifact, tree_base(&one.work).await);
+        }
+        r.state
+            .host
+            .dispatch_counts
+            .insert(one.phase.clone(), one.attempt);
+        let backend = baton_exec::delegate::backend_of(&self.env.delegate, one.spec);
+        let ev = EventBody::AgentStarted(AgentStarted {
+            phase: Some(one.phase.clone()),
+            task_id: Some(one.id.to_string()),
+            agent: Some(one.role.name().to_string()),
+            reason: None,
+            details: Some(AgentStartedDetails {
+                role: Some(one.spec.name().to_string()),
+                class: Some(one.class.to_string()),
+                attempt: Some(one.attempt),
+                backend: Some(backend.as_str().to_string()),
+                bias_phrases_removed: Some(bias),
+                ..AgentStartedDetails::default()
+            }),
+        });
+        self.commit(ev, r)?;
         self.say(&format!(
-            "{id} {phase}: {} on {class} (attempt {attempt})",
-            spec.name()
+            "{} {}: {} on {} (attempt {})",
+            one.id,
+            one.phase,
+            one.spec.name(),
+            one.class,
+            one.attempt
         ));
+        Ok(())
+    }
+
+    /// The agent's run: what it returned (a launch that failed is an output with its error);
+    /// `None` when it was interrupted.
+    async fn launch(&self, one: &OneDispatch<'_>, prompt: String) -> Option<agent::Dispatched> {
         let roles_dir = self
             .env
             .delegate
@@ -251,25 +304,21 @@ impl Runner<'_> {
             .join("roles");
         let launch = agent::Launch {
             wf: &self.id,
-            spec: &spec,
-            class,
-            task: &task,
-            attempt,
+            spec: one.spec,
+            class: one.class,
+            task: one.task,
+            attempt: one.attempt,
             prompt,
-            cwd: &work,
+            cwd: &one.work,
             roles_dir: &roles_dir,
             cancel: self.cancel,
         };
-        let result = self.launcher.launch(self.env, launch).await;
-        let d = match result {
-            Ok(d) => d,
-            Err(e) if e.code == ExecErrorCode::Aborted || self.cancel.is_cancelled() => {
-                // Interrupted: the task stays in progress and runs again on resume.
-                return Ok(());
-            }
-            Err(e) => agent::Dispatched {
+        match self.launcher.launch(self.env, launch).await {
+            Ok(d) => Some(d),
+            Err(e) if e.code == ExecErrorCode::Aborted || self.cancel.is_cancelled() => None,
+            Err(e) => Some(agent::Dispatched {
                 output: TaskOutput {
-                    role: spec.name().to_string(),
+                    role: one.spec.name().to_string(),
                     error: Some(e.message.clone()),
                     ..TaskOutput::default()
                 },
@@ -280,68 +329,32 @@ impl Runner<'_> {
                 duration_seconds: 0.0,
                 exit_code: None,
                 session_id: None,
-            },
-        };
-        let changed = match (&before, tree_digest(&work, untracked).await) {
-            (Some(b), Some(after)) => Some(*b != after),
-            _ => None,
-        };
+            }),
+        }
+    }
+
+    /// What the agent returned, checked by the host where it can (a verifier's scenarios, a
+    /// fix's disputes), what it spent, and its verdict: one `agent_completed` event, then its
+    /// result persisted.
+    async fn record_completion(
+        &self,
+        one: &OneDispatch<'_>,
+        d: agent::Dispatched,
+        changed: Option<bool>,
+    ) -> Result<(), RunError> {
+        let (id, role) = (one.id, one.role);
         let mut r = self.record();
-        let v = &mut r.state;
-        if let Some(t) = v.task_mut(id) {
+        if let Some(t) = r.state.task_mut(id) {
             t.status = Some(TaskStatus::Completed);
         }
         let mut out = d.output.clone();
         out.changed = changed;
-        if role == Role::IntegrationVerifier && out.error.is_none() {
-            let artifact = r.artifact.clone();
-            out.host_checks = self
-                .recheck_scenarios(&artifact, &spec, &out.text, &work)
-                .await;
-            // The verifier rules on the disputes that waited for it.
-            let mut disputes = dispute::recorded(&r.artifact);
-            if disputes.iter().any(|d| d.status == "pending") {
-                dispute::rule(&mut disputes, &dispute::rulings(&out.text), id);
-                dispute::record(&mut r.artifact, &disputes);
-            }
-        }
-        if task.kind == Some(TaskKind::Remfix) && out.error.is_none() {
-            // A fix that disputes findings: the host runs each proving command itself.
-            let mut found = dispute::parse(id, &out.text);
-            for d in found
-                .iter_mut()
-                .filter(|d| d.status == "pending")
-                .take(MAX_RECHECKS)
-            {
-                let command = d.command.clone().unwrap_or_default();
-                let ran = self
-                    .host_run(&command, &work, RECHECK_TIMEOUT, false, true)
-                    .await;
-                d.host_exit_code = ran.and_then(|c| c.exit_code);
-            }
-            if !found.is_empty() {
-                let mut all = dispute::recorded(&r.artifact);
-                all.extend(found);
-                dispute::record(&mut r.artifact, &all);
-            }
-        }
+        self.host_checks(one, &mut r, &mut out).await;
         out.role = role.name().to_string();
+        let v = &mut r.state;
         v.host.outputs.insert(id.to_string(), out);
         v.host.finished(id);
-        let s = &mut v.spent;
-        s.dispatches += 1;
-        s.input_tokens += d.usage.input_tokens;
-        s.output_tokens += d.usage.output_tokens;
-        let tokens = d.usage.input_tokens + d.usage.output_tokens;
-        s.max_dispatch_tokens = s.max_dispatch_tokens.max(tokens);
-        match d.cost_usd {
-            Some(c) => {
-                s.cost_usd += c;
-                s.max_dispatch_usd = s.max_dispatch_usd.max(c);
-            }
-            None if tokens > 0 => s.unpriced_dispatches += 1,
-            None => {}
-        }
+        let tokens = spend(&mut v.spent, &d);
         let verdict = match &d.output.error {
             Some(_) => "error".to_string(),
             None => contract::parse(role, &d.output.text)
@@ -349,14 +362,14 @@ impl Runner<'_> {
                 .unwrap_or_else(|_| "no contract".into()),
         };
         let ev = EventBody::AgentCompleted(AgentCompleted {
-            phase: Some(phase.clone()),
+            phase: Some(one.phase.clone()),
             task_id: Some(id.to_string()),
             agent: Some(role.name().to_string()),
             verdict: Some(verdict.clone()),
             reason: None,
             duration_seconds: Some(d.duration_seconds),
             details: Some(AgentCompletedDetails {
-                role: Some(spec.name().to_string()),
+                role: Some(one.spec.name().to_string()),
                 route: Some(d.route.clone()),
                 backend: Some(d.backend.to_string()),
                 exit_code: Some(d.exit_code),
@@ -373,14 +386,54 @@ impl Runner<'_> {
         });
         self.commit(ev, r)?;
         self.say(&format!(
-            "{id} {phase}: {} → {verdict} ({:.1}s, {tokens} tokens)",
-            spec.name(),
+            "{id} {}: {} → {verdict} ({:.1}s, {tokens} tokens)",
+            one.phase,
+            one.spec.name(),
             d.duration_seconds
         ));
         if d.output.error.is_none() {
-            self.persist_result(id, role, &phase)?;
+            self.persist_result(id, role, &one.phase)?;
         }
         Ok(())
+    }
+
+    /// What the host checks itself in an agent's answer: a verifier's scenario commands (run
+    /// again) and its rulings on the disputes that waited for it; a fix's disputes (each
+    /// proving command run by the host).
+    async fn host_checks(&self, one: &OneDispatch<'_>, r: &mut Record, out: &mut TaskOutput) {
+        if out.error.is_some() {
+            return;
+        }
+        if one.role == Role::IntegrationVerifier {
+            let artifact = r.artifact.clone();
+            out.host_checks = self
+                .recheck_scenarios(&artifact, one.spec, &out.text, &one.work)
+                .await;
+            let mut disputes = dispute::recorded(&r.artifact);
+            if disputes.iter().any(|d| d.status == "pending") {
+                dispute::rule(&mut disputes, &dispute::rulings(&out.text), one.id);
+                dispute::record(&mut r.artifact, &disputes);
+            }
+        }
+        if one.task.kind == Some(TaskKind::Remfix) {
+            let mut found = dispute::parse(one.id, &out.text);
+            for d in found
+                .iter_mut()
+                .filter(|d| d.status == "pending")
+                .take(MAX_RECHECKS)
+            {
+                let command = d.command.clone().unwrap_or_default();
+                let ran = self
+                    .host_run(&command, &one.work, RECHECK_TIMEOUT, false, true)
+                    .await;
+                d.host_exit_code = ran.and_then(|c| c.exit_code);
+            }
+            if !found.is_empty() {
+                let mut all = dispute::recorded(&r.artifact);
+                all.extend(found);
+                dispute::record(&mut r.artifact, &all);
+            }
+        }
     }
 
     /// cc10x's `contract_parsed` / `result_persisted`: the agent's contract read, its result
@@ -783,4 +836,35 @@ fn record_phase_base(a: &mut Artifact, base: String) {
     }
     results.git_base_sha = Some(base);
     results.git_base_phase = a.phase_cursor.clone();
+}
+
+/// One task's dispatch, as its steps share it.
+struct OneDispatch<'a> {
+    id: &'a str,
+    task: &'a Task,
+    role: Role,
+    spec: &'a RoleSpec,
+    class: baton_protocol::ModelClass,
+    phase: String,
+    attempt: u32,
+    /// Where the agent works.
+    work: PathBuf,
+}
+
+/// Adds a dispatch's usage and cost to `s`; its tokens.
+fn spend(s: &mut crate::state::Spent, d: &agent::Dispatched) -> u64 {
+    s.dispatches += 1;
+    s.input_tokens += d.usage.input_tokens;
+    s.output_tokens += d.usage.output_tokens;
+    let tokens = d.usage.input_tokens + d.usage.output_tokens;
+    s.max_dispatch_tokens = s.max_dispatch_tokens.max(tokens);
+    match d.cost_usd {
+        Some(c) => {
+            s.cost_usd += c;
+            s.max_dispatch_usd = s.max_dispatch_usd.max(c);
+        }
+        None if tokens > 0 => s.unpriced_dispatches += 1,
+        None => {}
+    }
+    tokens
 }
