@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::*;
 use crate::artifact::Phase;
 use crate::artifact::{BuildScope, HistoryEntry, ResearchRound};
+use crate::engine::Decision;
 use crate::event::{Decided, DecidedDetails, EventBody, LoggedFinding};
 use crate::state::{Record, RunState, WorkflowState};
 
@@ -199,30 +200,13 @@ impl Runner<'_> {
     /// Asks the engine what the batch's outputs mean, and sets up what comes next.
     pub(super) async fn decide_and_act(&self, r: Record) -> Result<(), RunError> {
         let v = &r.state;
-        let outputs = match self.outputs_of(&r.artifact, v) {
+        let artifact = &r.artifact;
+        let outputs = match self.outputs_of(artifact, v) {
             Ok(o) => o,
             Err(problem) => return self.fail(problem),
         };
-        let artifact = &r.artifact;
-        let mut engine_view = artifact.clone();
-        let allowance = v.host.breaker_allowance as usize;
-        let keep = engine_view
-            .remediation_history
-            .len()
-            .saturating_sub(allowance);
-        engine_view.remediation_history.truncate(keep);
         let research = outputs.research.clone();
-        let inputs = Inputs {
-            tasks: v
-                .tasks
-                .iter()
-                .filter(|t| !v.host.consumed_remfix.contains(&t.id))
-                .cloned()
-                .collect(),
-            outputs,
-            ..Inputs::default()
-        };
-        let d = decide(&engine_view, &inputs);
+        let d = decide(&engine_view(artifact, v), &engine_inputs(v, outputs));
         let mut new = d.apply(artifact);
         if let Some(outcome) = &research {
             // cc10x persists every finished round: the engine caps rounds by this list.
@@ -234,9 +218,65 @@ impl Runner<'_> {
                 t.status = Some(u.status);
             }
         }
-        // Follow-up tasks; a re-verify waits for the re-checks created with it.
+        let created = match self.follow_ups(&d, artifact, v, &mut new, &mut nv) {
+            Ok(c) => c,
+            Err(e) => return self.fail(e),
+        };
+        let (normalized, status) = (new.normalized_phases.clone(), new.phase_status.clone());
+        new.traceability.sync_phases(&normalized, &status);
+        let action = d.action;
+        consume_fixes(action, v, &mut nv);
+        nv.host.next = Some(action);
+        nv.host.next_reason = Some(d.reason.clone());
+        let (findings, dropped) = roll_up_findings(&d, v, artifact, &mut new);
+        let ev = EventBody::Decided(Decided {
+            phase: artifact.phase_cursor.clone(),
+            action: Some(action_name(action)),
+            reason: Some(d.reason.clone()),
+            details: Some(DecidedDetails {
+                created,
+                findings,
+                dropped_findings: dropped,
+                ..DecidedDetails::default()
+            }),
+        });
+        self.say(&format!("-> {}: {}", action_name(action), d.reason));
+        if graph::phases_for(action).is_some() {
+            return self.dispatch_next(&d, ev, new, nv, v);
+        }
+        match action {
+            Action::MemoryFinalize
+            | Action::CreateBuildWorkflow
+            | Action::OfferBuildTransition
+            | Action::PresentBrief
+            | Action::PresentReport
+            | Action::AnswerInline => {
+                self.commit(ev, Record::new(new, nv))?;
+                self.finish(action, &d.reason).await
+            }
+            _ => {
+                // A stop: a gate makes it a checkpoint, none a failure. The batch stays, so an
+                // answer can retry it.
+                self.commit(ev, Record::new(new, nv))?;
+                match d.pending_gate {
+                    Some(g) => self.stop_at(g, &d.reason).await,
+                    None => self.fail(RunError::EngineStop(d.reason.clone())),
+                }
+            }
+        }
+    }
+
+    /// The engine's follow-up tasks added to `nv` (a re-verify waits for the re-checks created
+    /// with it; a grown scope gives the trivial graph the full chain's tasks); their ids.
+    fn follow_ups(
+        &self,
+        d: &Decision,
+        artifact: &Artifact,
+        v: &WorkflowState,
+        new: &mut Artifact,
+        nv: &mut WorkflowState,
+    ) -> Result<Vec<String>, RunError> {
         let mut created: Vec<String> = Vec::new();
-        // The scope grew: the trivial graph gets the full chain's tasks.
         let escalated = d
             .changes
             .iter()
@@ -272,196 +312,100 @@ impl Runner<'_> {
                 TaskKind::Reverify => (f.phase.clone(), created.clone()),
                 _ => (f.phase.clone(), Vec::new()),
             };
-            let t = graph::task(
-                &nv.tasks,
-                &self.id,
-                graph::NewTask {
-                    kind: f.kind,
-                    phase: &phase,
-                    origin: if f.kind == TaskKind::Remfix {
-                        &origin
-                    } else {
-                        "router"
-                    },
-                    scope: &f.scope,
-                    reason: if reason.trim().is_empty() {
-                        "N/A"
-                    } else {
-                        &reason
-                    },
-                    blocked_by,
+            let fix = f.kind == TaskKind::Remfix;
+            let new_task = graph::NewTask {
+                kind: f.kind,
+                phase: &phase,
+                origin: if fix { &origin } else { "router" },
+                scope: &f.scope,
+                reason: if reason.trim().is_empty() {
+                    "N/A"
+                } else {
+                    &reason
                 },
-            );
-            let mut t = t;
+                blocked_by,
+            };
+            let mut t = graph::task(&nv.tasks, &self.id, new_task);
             if let Some(plan) = &new.plan_file {
                 t.plan = Some(plan.clone());
             }
             if let Err(errors) = t.validate() {
-                return self.fail(RunError::InvalidTask {
+                return Err(RunError::InvalidTask {
                     task: t.id.clone(),
                     errors: errors.iter().map(ToString::to_string).collect(),
                 });
             }
-            if t.kind == Some(TaskKind::Remfix) {
-                new.traceability.remediation.push(traced_fix(&t, &new));
+            if fix {
+                new.traceability.remediation.push(traced_fix(&t, new));
             }
             created.push(t.id.clone());
             nv.tasks.push(t);
         }
-        let (normalized, status) = (new.normalized_phases.clone(), new.phase_status.clone());
-        new.traceability.sync_phases(&normalized, &status);
+        Ok(created)
+    }
+
+    /// An action that runs agents: its batch (the runnable tasks of its phases, a planned
+    /// BUILD's next phase, or a new node), recorded with the decision `ev`.
+    fn dispatch_next(
+        &self,
+        d: &Decision,
+        ev: EventBody,
+        new: Artifact,
+        mut nv: WorkflowState,
+        v: &WorkflowState,
+    ) -> Result<(), RunError> {
         let action = d.action;
-        match action {
-            Action::SpawnRecheckTasks => {
-                for t in &v.tasks {
-                    if t.kind == Some(TaskKind::Remfix)
-                        && t.status == Some(TaskStatus::Completed)
-                        && !nv.host.consumed_remfix.contains(&t.id)
-                    {
-                        nv.host.consumed_remfix.push(t.id.clone());
-                    }
-                }
-            }
-            Action::ReturnRemfixForProof => {
-                for t in nv.tasks.iter_mut() {
-                    if t.kind == Some(TaskKind::Remfix)
-                        && t.status == Some(TaskStatus::Completed)
-                        && !v.host.consumed_remfix.contains(&t.id)
-                    {
-                        t.status = Some(TaskStatus::Pending);
-                    }
-                }
-                nv.host.guidance = Some("your fix named no covering test, command and output: run the test that covers it and report them in SCENARIOS".into());
-            }
-            _ => {}
+        let mut batch = graph::runnable_for(&nv.tasks, action);
+        // A planned BUILD's next phase: its builder, reviewer, hunter and verifier.
+        let next_phase = (action == Action::RunBuilder && self.kind() == WorkflowKind::Build)
+            .then(|| plan::current(&new))
+            .flatten()
+            .filter(|_| new.plan_file.is_some() && new.results.plan.is_some())
+            .map(|(_, p)| plan::builder_reason(p));
+        if let (true, Some(reason), Some(key)) =
+            (batch.is_empty(), next_phase, new.plan_file.clone())
+        {
+            batch.push(graph::phase_chain(&mut nv.tasks, &self.id, &key, &reason));
         }
-        nv.host.next = Some(action);
-        nv.host.next_reason = Some(d.reason.clone());
-        let (findings, dropped_with_text) = ledger_and_dropped(v);
-        // A finding the verifier refuted is not deferred either.
-        new.deferred_findings.retain(|e| {
-            !dropped_with_text
-                .iter()
-                .any(|(_, text)| &e.finding.text == text)
-        });
-        let dropped: Vec<String> = dropped_with_text.into_iter().map(|(why, _)| why).collect();
-        let deferring = d
-            .changes
-            .iter()
-            .any(|c| matches!(c, Change::Status(e) if e.event == "findings_deferred"));
-        // Findings that do not block roll up into deferred_findings, with their phase (cc10x:
-        // no finding silently discarded): the minor ones of every review and hunt, and the HIGH
-        // ones a CRITICAL_ONLY re-review defers.
-        let reviewed = v.host.batch.iter().any(|id| {
-            v.host.outputs.get(id).is_some_and(|o| {
-                o.role == Role::CodeReviewer.name() || o.role == Role::FailureHunter.name()
-            })
-        });
-        let verified = v.host.batch.iter().any(|id| {
-            v.host
-                .outputs
-                .get(id)
-                .is_some_and(|o| o.role == Role::IntegrationVerifier.name())
-        });
-        for f in &findings {
-            let minor = matches!(f.severity.as_str(), "low" | "medium");
-            let high = f.severity == "high";
-            if (reviewed && !verified && minor) || (deferring && (minor || high)) {
-                defer(&mut new, f, artifact.phase_cursor.as_deref());
-            }
+        if let (true, Some(phase)) = (batch.is_empty(), new_node_phase(action)) {
+            let t = graph::task(
+                &nv.tasks,
+                &self.id,
+                graph::NewTask {
+                    kind: TaskKind::Agent,
+                    phase,
+                    origin: "router",
+                    scope: "N/A",
+                    reason: &d.reason,
+                    blocked_by: Vec::new(),
+                },
+            );
+            batch.push(t.id.clone());
+            nv.tasks.push(t);
         }
-        for why in &dropped {
-            let mut entry = HistoryEntry::new("finding_dropped", None, why);
-            entry.ts = Some(baton_state::now_rfc3339());
-            new.status_history.push(entry);
-        }
-        let ev = EventBody::Decided(Decided {
-            phase: artifact.phase_cursor.clone(),
-            action: Some(action_name(action)),
-            reason: Some(d.reason.clone()),
-            details: Some(DecidedDetails {
-                created,
-                findings,
-                dropped_findings: dropped,
-                ..DecidedDetails::default()
-            }),
-        });
-        self.say(&format!("-> {}: {}", action_name(action), d.reason));
-        if graph::phases_for(action).is_some() {
-            let mut batch = graph::runnable_for(&nv.tasks, action);
-            // A planned BUILD's next phase: its builder, reviewer, hunter and verifier.
-            let next_phase = (action == Action::RunBuilder && self.kind() == WorkflowKind::Build)
-                .then(|| plan::current(&new))
-                .flatten()
-                .filter(|_| new.plan_file.is_some() && new.results.plan.is_some())
-                .map(|(_, p)| plan::builder_reason(p));
-            if let (true, Some(reason), Some(key)) =
-                (batch.is_empty(), next_phase, new.plan_file.clone())
-            {
-                batch.push(graph::phase_chain(&mut nv.tasks, &self.id, &key, &reason));
-            }
-            if batch.is_empty() {
-                if let Some(phase) = new_node_phase(action) {
-                    let t = graph::task(
-                        &nv.tasks,
-                        &self.id,
-                        graph::NewTask {
-                            kind: TaskKind::Agent,
-                            phase,
-                            origin: "router",
-                            scope: "N/A",
-                            reason: &d.reason,
-                            blocked_by: Vec::new(),
-                        },
-                    );
-                    batch.push(t.id.clone());
-                    nv.tasks.push(t);
-                }
-            }
-            if batch.is_empty() {
-                self.commit(ev, Record::new(new, nv))?;
-                return self.fail(RunError::NothingRunnable {
-                    action: action_name(action),
-                });
-            }
-            nv.host.batch = batch;
-            if !matches!(action, Action::ReturnRemfixForProof) {
-                nv.host.guidance = None;
-                nv.host.failure = None;
-            }
-            let fixes: Vec<Task> = nv
-                .tasks
-                .iter()
-                .filter(|t| t.kind == Some(TaskKind::Remfix))
-                .filter(|t| !v.tasks.iter().any(|o| o.id == t.id))
-                .cloned()
-                .collect();
+        if batch.is_empty() {
             self.commit(ev, Record::new(new, nv))?;
-            for t in &fixes {
-                self.remediation_created(t)?;
-            }
-            return Ok(());
+            return self.fail(RunError::NothingRunnable {
+                action: action_name(action),
+            });
         }
-        match action {
-            Action::MemoryFinalize
-            | Action::CreateBuildWorkflow
-            | Action::OfferBuildTransition
-            | Action::PresentBrief
-            | Action::PresentReport
-            | Action::AnswerInline => {
-                self.commit(ev, Record::new(new, nv))?;
-                self.finish(action, &d.reason).await
-            }
-            _ => {
-                // A stop: a gate makes it a checkpoint, none a failure. The batch stays, so an
-                // answer can retry it.
-                self.commit(ev, Record::new(new, nv))?;
-                match d.pending_gate {
-                    Some(g) => self.stop_at(g, &d.reason).await,
-                    None => self.fail(RunError::EngineStop(d.reason.clone())),
-                }
-            }
+        nv.host.batch = batch;
+        if !matches!(action, Action::ReturnRemfixForProof) {
+            nv.host.guidance = None;
+            nv.host.failure = None;
         }
+        let fixes: Vec<Task> = nv
+            .tasks
+            .iter()
+            .filter(|t| t.kind == Some(TaskKind::Remfix))
+            .filter(|t| !v.tasks.iter().any(|o| o.id == t.id))
+            .cloned()
+            .collect();
+        self.commit(ev, Record::new(new, nv))?;
+        for t in &fixes {
+            self.remediation_created(t)?;
+        }
+        Ok(())
     }
 }
 
@@ -481,6 +425,101 @@ impl Runner<'_> {
         });
         self.commit(ev, r)
     }
+}
+
+/// The artifact as the engine sees it: the remediation cycles the user allowed past the circuit
+/// breaker are not counted.
+fn engine_view(artifact: &Artifact, v: &WorkflowState) -> Artifact {
+    let mut view = artifact.clone();
+    let allowance = v.host.breaker_allowance as usize;
+    let keep = view.remediation_history.len().saturating_sub(allowance);
+    view.remediation_history.truncate(keep);
+    view
+}
+
+/// The engine's inputs: the workflow's tasks (fixes already consumed by their re-checks left
+/// out) and the batch's outputs.
+fn engine_inputs(v: &WorkflowState, outputs: AgentOutputs) -> Inputs {
+    Inputs {
+        tasks: v
+            .tasks
+            .iter()
+            .filter(|t| !v.host.consumed_remfix.contains(&t.id))
+            .cloned()
+            .collect(),
+        outputs,
+        ..Inputs::default()
+    }
+}
+
+/// The fixes an action consumes: re-checks spawned for them, or sent back for proof.
+fn consume_fixes(action: Action, v: &WorkflowState, nv: &mut WorkflowState) {
+    let done =
+        |t: &Task| t.kind == Some(TaskKind::Remfix) && t.status == Some(TaskStatus::Completed);
+    match action {
+        Action::SpawnRecheckTasks => {
+            for t in &v.tasks {
+                if done(t) && !nv.host.consumed_remfix.contains(&t.id) {
+                    nv.host.consumed_remfix.push(t.id.clone());
+                }
+            }
+        }
+        Action::ReturnRemfixForProof => {
+            for t in nv.tasks.iter_mut() {
+                if done(t) && !v.host.consumed_remfix.contains(&t.id) {
+                    t.status = Some(TaskStatus::Pending);
+                }
+            }
+            nv.host.guidance = Some("your fix named no covering test, command and output: run the test that covers it and report them in SCENARIOS".into());
+        }
+        _ => {}
+    }
+}
+
+/// The batch's findings, and the ones the verifier refuted (each with why): findings that do not
+/// block roll up into `deferred_findings` with their phase (cc10x: no finding silently
+/// discarded) — the minor ones of every review and hunt, and the HIGH ones a CRITICAL_ONLY
+/// re-review defers; a refuted one is not deferred and is noted in the status history.
+fn roll_up_findings(
+    d: &Decision,
+    v: &WorkflowState,
+    artifact: &Artifact,
+    new: &mut Artifact,
+) -> (Vec<LoggedFinding>, Vec<String>) {
+    let (findings, dropped_with_text) = ledger_and_dropped(v);
+    new.deferred_findings.retain(|e| {
+        !dropped_with_text
+            .iter()
+            .any(|(_, text)| &e.finding.text == text)
+    });
+    let dropped: Vec<String> = dropped_with_text.into_iter().map(|(why, _)| why).collect();
+    let deferring = d
+        .changes
+        .iter()
+        .any(|c| matches!(c, Change::Status(e) if e.event == "findings_deferred"));
+    let ran = |role: Role| {
+        v.host.batch.iter().any(|id| {
+            v.host
+                .outputs
+                .get(id)
+                .is_some_and(|o| o.role == role.name())
+        })
+    };
+    let reviewed = ran(Role::CodeReviewer) || ran(Role::FailureHunter);
+    let verified = ran(Role::IntegrationVerifier);
+    for f in &findings {
+        let minor = matches!(f.severity.as_str(), "low" | "medium");
+        let high = f.severity == "high";
+        if (reviewed && !verified && minor) || (deferring && (minor || high)) {
+            defer(new, f, artifact.phase_cursor.as_deref());
+        }
+    }
+    for why in &dropped {
+        let mut entry = HistoryEntry::new("finding_dropped", None, why);
+        entry.ts = Some(baton_state::now_rfc3339());
+        new.status_history.push(entry);
+    }
+    (findings, dropped)
 }
 
 /// Adds a finding to `deferred_findings` with its phase, once.
