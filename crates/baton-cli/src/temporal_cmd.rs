@@ -126,7 +126,8 @@ mod imp {
 mod imp {
     use std::time::Duration;
 
-    use baton_temporal::flow::FlowRun;
+    use baton_temporal::flow::{FlowInput, FlowRun};
+    use baton_temporal::flow_sdk;
     use baton_temporal::mapping::{Engine, Status, WfState, WorkflowInput};
     use baton_temporal::node::Node;
     use baton_temporal::sdk;
@@ -223,20 +224,17 @@ mod imp {
             resumed: None,
         };
         on_engine(engine, |engine, client| async move {
-            sdk::start(&client, &engine, input)
-                .await
-                .map_err(anyhow::Error::msg)?;
-            started(
+            start_and_wait(
                 &client,
                 &engine,
+                input,
                 r.json,
                 format!(
                     "baton run: workflow {id} started on Temporal ({}, queue {})",
                     engine.address, engine.task_queue
                 ),
             )
-            .await;
-            wait(&client, &id, r.json).await
+            .await
         })
     }
 
@@ -264,19 +262,16 @@ mod imp {
                         resumed: Some(resumed),
                         ..input
                     };
-                    sdk::start(&client, &engine, next)
-                        .await
-                        .map_err(anyhow::Error::msg)?;
-                    started(
+                    return start_and_wait(
                         &client,
                         &engine,
+                        next,
                         json,
                         format!(
                             "baton resume: workflow {id} goes on on Temporal with your guidance"
                         ),
                     )
                     .await;
-                    return wait(&client, id, json).await;
                 }
                 if let Err(e) = sdk::answer(&client, id, text).await {
                     errln!("baton: the workflow did not take the answer: {e}");
@@ -371,19 +366,16 @@ mod imp {
             origin: None,
         };
         on_engine(engine, |engine, client| async move {
-            baton_temporal::flow_sdk::start(&client, &engine, input)
-                .await
-                .map_err(anyhow::Error::msg)?;
-            started(
+            start_and_follow(
                 &client,
                 &engine,
+                input,
                 json,
                 format!(
                     "baton flow: Flow {id} started on Temporal; units land on {branch} at {remote}"
                 ),
             )
-            .await;
-            follow_flow(&client, &id, json).await
+            .await
         })
     }
 
@@ -468,20 +460,17 @@ mod imp {
                 onto: None,
                 ..input
             };
-            flow_sdk::start(&client, &engine, next)
-                .await
-                .map_err(anyhow::Error::msg)?;
-            started(
+            start_and_follow(
                 &client,
                 &engine,
+                next,
                 json,
                 format!(
                     "baton flow: Flow {id} goes on on Temporal as {next_id}, from unit {}",
                     row.id
                 ),
             )
-            .await;
-            follow_flow(&client, &next_id, json).await
+            .await
         })
     }
 
@@ -532,12 +521,58 @@ mod imp {
         Ok((onto, origin))
     }
 
-    /// After starting work: the warning when no node polls, and `line` unless the output is JSON.
-    async fn started(client: &sdk::Client, engine: &Engine, json: bool, line: String) {
+    /// Starts workflow `input` on Temporal, says `line` and waits for it as `baton run` does.
+    async fn start_and_wait(
+        client: &sdk::Client,
+        engine: &Engine,
+        input: WorkflowInput,
+        json: bool,
+        line: String,
+    ) -> Result<Exit> {
+        let id = input.id.clone();
+        started(
+            client,
+            engine,
+            sdk::start(client, engine, input),
+            (json, line),
+        )
+        .await?;
+        wait(client, &id, json).await
+    }
+
+    /// Starts Flow `input` on Temporal, says `line` and follows it.
+    async fn start_and_follow(
+        client: &sdk::Client,
+        engine: &Engine,
+        input: FlowInput,
+        json: bool,
+        line: String,
+    ) -> Result<Exit> {
+        let id = input.id.clone();
+        started(
+            client,
+            engine,
+            flow_sdk::start(client, engine, input),
+            (json, line),
+        )
+        .await?;
+        follow_flow(client, &id, json).await
+    }
+
+    /// Starting work (`start`), then the warning when no node polls, and `line` unless the
+    /// output is JSON.
+    async fn started(
+        client: &sdk::Client,
+        engine: &Engine,
+        start: impl std::future::Future<Output = Result<(), String>>,
+        (json, line): (bool, String),
+    ) -> Result<()> {
+        start.await.map_err(anyhow::Error::msg)?;
         warn_if_no_node(client, engine).await;
         if !json {
             errln!("{line}");
         }
+        Ok(())
     }
 
     /// Says so when no worker node polls the queue: the work waits, with nothing to say why.
@@ -651,17 +686,14 @@ mod imp {
                 origin: Some(origin),
                 ..input
             };
-            flow_sdk::start(&client, &engine, land)
-                .await
-                .map_err(anyhow::Error::msg)?;
-            started(
+            start_and_follow(
                 &client,
                 &engine,
+                land,
                 json,
                 format!("baton flow: landing unit {unit} of Flow {id} on Temporal as {land_id}"),
             )
-            .await;
-            follow_flow(&client, &land_id, json).await
+            .await
         })
     }
 
