@@ -21,6 +21,7 @@
 pub mod feed;
 pub mod follow;
 pub mod live;
+pub mod projection;
 
 use baton_protocol::ProjectEvent;
 use serde::{Deserialize, Serialize};

@@ -63,7 +63,7 @@ fn state_glyph(s: State) -> &'static str {
         State::NeedsInput => "?",
         State::Running => "◐",
         State::Done => "✓",
-        State::Failed => "✗",
+        State::Failed | State::Cancelled => "✗",
     }
 }
 
@@ -296,7 +296,9 @@ impl Panel {
             Kind::Workflow => self.detail = Some(Detail::Workflow(row.id.clone())),
             // A child's (or a worker's) own transcript when it named one, else (a
             // task) its log.
-            Kind::Task | Kind::Delegation | Kind::Worker if row.session.is_some() => {
+            Kind::Task | Kind::Delegation | Kind::Worker | Kind::Session
+                if row.session.is_some() =>
+            {
                 let id = row.session.clone().unwrap_or_default();
                 return (Some(Request::OpenSession { id }), true);
             }
@@ -315,7 +317,8 @@ impl Panel {
                     0,
                 ));
             }
-            Kind::Delegation => {
+            // The panel has no session rows (the projection keeps sessions apart).
+            Kind::Delegation | Kind::Session => {
                 self.viewer = Some((
                     format!("{} · {}", row.name, row.role),
                     vec!["no transcript yet: a child's own session shows once it finished and named it (a baton child does; pi, Codex, Claude Code and command children keep their own)".into()],
@@ -339,7 +342,7 @@ fn row_lines(
         State::NeedsInput => t.warn,
         State::Running => t.accent,
         State::Done => t.ok,
-        State::Failed => t.error,
+        State::Failed | State::Cancelled => t.error,
     };
     let mut figures = Vec::new();
     if row.turns > 0 {
@@ -727,9 +730,9 @@ fn unit_text(u: &crate::project::Unit) -> Vec<String> {
     if u.validation.is_empty() {
         out.push("validation: not run".into());
     }
-    for (command, ok, output) in &u.validation {
-        out.push(format!("{} {command}", if *ok { "✓" } else { "✗" }));
-        out.extend(output.lines().map(|l| format!("  {l}")));
+    for c in &u.validation {
+        out.push(format!("{} {}", if c.ok { "✓" } else { "✗" }, c.command));
+        out.extend(c.output.lines().map(|l| format!("  {l}")));
     }
     out.push(String::new());
     match &u.review {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Model, layers, scenarios, contract } from '../src/assets/model.js';
 
-const fixtures = new URL('../../baton-tui/src/project/fixtures/', import.meta.url);
+const fixtures = new URL('../../baton-events/src/projection/fixtures/', import.meta.url);
 
 // A log's lines as the feed's events (position = the line's byte offset), the way the stream
 // sends them; a workflow event's delta cut as the server cuts it.

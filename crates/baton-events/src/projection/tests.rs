@@ -1,54 +1,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
-//! The project reducer over logs the real binary wrote: a Flow whose second unit the reviewer
+//! The projection over logs the real binary wrote: a Flow whose second unit the reviewer
 //! blocked, a background task, and a BUILD workflow stopped at its scope checkpoint.
 
-use baton_events::{Event, Payload};
 use baton_protocol::{Position, ProjectEvent, Source, SourceKind};
 use pretty_assertions::assert_eq;
 
+use super::fixtures::{events, fixture_events, worker_events};
 use super::*;
+use crate::{Event, Payload};
 
-fn events(kind: SourceKind, id: &str, log: &str) -> Vec<Event> {
-    let mut offset = 0;
-    log.lines()
-        .map(|line| {
-            let source = Source::new(kind, id);
-            let e = ProjectEvent {
-                pos: Position {
-                    source: source.clone(),
-                    offset,
-                },
-                source,
-                ts: None,
-                event: Payload::parse(kind, line.as_bytes()).unwrap(),
-            };
-            offset += line.len() as u64 + 1;
-            e
-        })
-        .collect()
-}
-
-pub(crate) fn fixture_events() -> Vec<Event> {
-    let mut all = events(
-        SourceKind::Flow,
-        "20261205-085300-0830",
-        include_str!("fixtures/flow.events.jsonl"),
-    );
-    all.extend(events(
-        SourceKind::Task,
-        "t1a245681cbdac0a8",
-        include_str!("fixtures/task.events.jsonl"),
-    ));
-    all.extend(events(
-        SourceKind::Workflow,
-        "wf-20261204T212108Z-27931c09",
-        include_str!("fixtures/workflow.events.jsonl"),
-    ));
-    all
-}
-
-fn fold(events: &[Event]) -> Project {
-    let mut p = Project::default();
+fn fold(events: &[Event]) -> Projection {
+    let mut p = Projection::default();
     for (k, e) in events.iter().enumerate() {
         p.apply(e, k as u64 * 10);
     }
@@ -193,7 +155,7 @@ fn folding_the_feed_in_chunks_equals_folding_it_at_once() {
     let all = fixture_events();
     let whole = fold(&all);
     for size in [1, 3, 7, 50] {
-        let mut p = Project::default();
+        let mut p = Projection::default();
         let mut k = 0u64;
         for chunk in all.chunks(size) {
             let mut part = p.clone();
@@ -210,7 +172,7 @@ fn folding_the_feed_in_chunks_equals_folding_it_at_once() {
 #[test]
 fn a_session_s_delegations_are_rows_per_call_and_entry() {
     use baton_exec::types::Activity;
-    let mut p = Project::default();
+    let mut p = Projection::default();
     p.delegation(
         0,
         &EntryEvent::Queued {
@@ -302,82 +264,9 @@ fn a_session_s_delegations_are_rows_per_call_and_entry() {
     );
 }
 
-/// A managed worker's log, typed as `baton worker` writes it.
-pub(crate) fn worker_events(name: &str) -> Vec<Event> {
-    use baton_exec::worker::{TurnUsage, WorkerEvent, WorkerSpec};
-    let at = || "2026-12-05T11:00:00Z".to_string();
-    let evs = vec![
-        WorkerEvent::Created {
-            spec: WorkerSpec {
-                name: name.into(),
-                role: "helper".into(),
-                model: Some("mock/m".into()),
-                model_class: None,
-                cwd: "/tmp/w".into(),
-                worktree: None,
-                budget_usd: None,
-                idle_timeout_secs: None,
-                created: at(),
-            },
-        },
-        WorkerEvent::Spawned {
-            pid: 1,
-            start_time: None,
-            at: at(),
-        },
-        WorkerEvent::Started {
-            pid: 1,
-            start_time: None,
-            session: "01s".into(),
-            resumed: false,
-            at: at(),
-        },
-        WorkerEvent::Queued {
-            id: "p1".into(),
-            text: "summarise the notes".into(),
-            retry_of: None,
-            at: at(),
-        },
-        WorkerEvent::Delivered {
-            id: "p1".into(),
-            at: at(),
-        },
-        WorkerEvent::Answered {
-            id: "p1".into(),
-            answer: "Three notes, all on the parser.\nMore below.".into(),
-            reason: None,
-            peer_session: None,
-            usage: TurnUsage {
-                input_tokens: 1200,
-                output_tokens: 300,
-                cost_usd: Some(0.0081),
-            },
-            at: at(),
-        },
-    ];
-    let mut offset = 0;
-    evs.into_iter()
-        .map(|ev| {
-            let source = Source::new(SourceKind::Worker, name);
-            let line = serde_json::to_string(&ev).unwrap();
-            let e = ProjectEvent {
-                pos: Position {
-                    source: source.clone(),
-                    offset,
-                },
-                source,
-                ts: None,
-                event: Payload::parse(SourceKind::Worker, line.as_bytes()).unwrap(),
-            };
-            offset += line.len() as u64 + 1;
-            e
-        })
-        .collect()
-}
-
 #[test]
 fn a_worker_is_one_row_with_its_turns_spending_and_last_answer() {
-    let mut p = Project::default();
+    let mut p = Projection::default();
     for (k, e) in worker_events("w1").iter().enumerate() {
         p.apply(e, k as u64 * 10);
     }
@@ -407,11 +296,58 @@ fn a_worker_is_one_row_with_its_turns_spending_and_last_answer() {
         )
         .unwrap(),
     });
-    let mut p = Project::default();
+    let mut p = Projection::default();
     for e in &stopped {
         p.apply(e, 0);
     }
     let row = p.rows.iter().find(|r| r.kind == Kind::Worker).unwrap();
     assert_eq!(row.state, State::Done);
     assert_eq!(row.detail, "stopped (idle)");
+}
+
+#[test]
+fn a_task_is_one_document_and_a_transcript_is_a_session_document() {
+    let p = fold(&fixture_events());
+    let t = p.doc(SourceKind::Task, "t1a245681cbdac0a8").unwrap();
+    assert_eq!(t.kind, Kind::Task);
+    assert_eq!(t.state, State::Done);
+    assert_eq!(t.what.as_deref(), Some("hb: help me"));
+    assert_eq!(t.role, "helper");
+    let log = concat!(
+        r#"{"type":"session","session_id":"s1","role":"main","model":"mock/m","cwd":"/p","created":"2026-12-05T08:53:00Z"}"#,
+        "\n",
+        r#"{"type":"message","message":{"role":"user","text":"hi"},"seat":"executor"}"#,
+        "\n",
+        r#"{"type":"route","model":"mock/n"}"#,
+        "\n",
+        r#"{"type":"ended","outcome":"completed"}"#,
+    );
+    let p = fold(&events(SourceKind::Session, "s1", log));
+    let s = p.doc(SourceKind::Session, "s1").unwrap();
+    assert_eq!(
+        (s.state, s.role.as_str(), s.model.as_deref(), s.routed),
+        (State::Done, "main", Some("mock/n"), true)
+    );
+}
+
+/// The documents of the fixtures, as `baton serve` sends them, are kept in
+/// `fixtures/projection.json`: the page model's node tests read that file, so a change of the
+/// documents' shape shows there (write it again with `BATON_WRITE_FIXTURES=1`).
+#[test]
+fn the_fixtures_documents_are_the_committed_ones() {
+    let mut all = fixture_events();
+    all.extend(worker_events("w1"));
+    let p = fold(&all);
+    let text = serde_json::to_string_pretty(&p.docs()).unwrap() + "\n";
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src/projection/fixtures/projection.json");
+    if std::env::var_os("BATON_WRITE_FIXTURES").is_some() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let kept = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        kept == text,
+        "{} differs from the projection of the fixtures; write it again with BATON_WRITE_FIXTURES=1",
+        path.display()
+    );
 }

@@ -1,0 +1,205 @@
+//! A workflow's document: its dispatches, checkpoint and spending, folded from its typed events
+//! ([`WorkflowEvent`]).
+
+use baton_workflow::store::{EventBody, WorkflowEvent};
+use serde::Serialize;
+
+use super::words::{State, Step};
+
+/// One dispatch of a workflow: a node of its task graph.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Node {
+    pub task_id: String,
+    pub agent: String,
+    pub phase: String,
+    pub state: Step,
+    pub verdict: Option<String>,
+    /// The remediation cycle, from the attempt (1 is the first run).
+    pub attempt: u32,
+}
+
+/// A checkpoint waiting for an answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Checkpoint {
+    pub gate: String,
+    pub question: String,
+    pub options: Vec<String>,
+    pub recommended: Option<String>,
+}
+
+/// A workflow's view: its dispatches in order, and its checkpoint.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Workflow {
+    /// The workflow's type (`BUILD`, `DEBUG` …).
+    pub kind: String,
+    pub phase: String,
+    pub nodes: Vec<Node>,
+    pub checkpoint: Option<Checkpoint>,
+    /// What it waits for while it needs the user: the checkpoint's gate, `budget` or `stopped`.
+    pub waits: Option<String>,
+    /// Why it ended or stopped.
+    pub note: Option<String>,
+    /// What it spent so far and its budget, from the record's changes (`spent`, `run.budget_*`).
+    pub spent: Spent,
+}
+
+/// A workflow's spending and budget.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Spent {
+    pub cost_usd: f64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub budget_usd: Option<f64>,
+    pub budget_tokens: Option<u64>,
+}
+
+impl Spent {
+    /// Folds one change of the workflow record (a JSON merge patch: only what changed) in.
+    fn apply(&mut self, delta: &serde_json::Value) {
+        let spent = &delta["spent"];
+        if let Some(c) = spent["cost_usd"].as_f64() {
+            self.cost_usd = c;
+        }
+        if let Some(n) = spent["input_tokens"].as_u64() {
+            self.input_tokens = n;
+        }
+        if let Some(n) = spent["output_tokens"].as_u64() {
+            self.output_tokens = n;
+        }
+        let run = &delta["run"];
+        if let Some(b) = run["budget_usd"].as_f64() {
+            self.budget_usd = Some(b);
+        }
+        if let Some(b) = run["budget_tokens"].as_u64() {
+            self.budget_tokens = Some(b);
+        }
+    }
+
+    pub fn tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+
+    /// The share of the budget spent (the larger of the two budgets' shares), when there is one.
+    pub fn share(&self) -> Option<f64> {
+        let usd = self
+            .budget_usd
+            .filter(|b| *b > 0.0)
+            .map(|b| self.cost_usd / b);
+        let tok = self
+            .budget_tokens
+            .filter(|b| *b > 0)
+            .map(|b| self.tokens() as f64 / b as f64);
+        match (usd, tok) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+impl Workflow {
+    /// Folds one event in; the state its row takes when the event sets one.
+    pub(super) fn apply(&mut self, ev: &WorkflowEvent) -> Option<State> {
+        if let Some(d) = &ev.delta {
+            self.spent.apply(d);
+        }
+        let mut state = None;
+        match &ev.body {
+            EventBody::WorkflowStarted(s) => {
+                self.kind = s.workflow_type.clone().unwrap_or_default();
+                state = Some(State::Running);
+            }
+            EventBody::AgentStarted(a) => {
+                let task_id = a.task_id.clone().unwrap_or_default();
+                let attempt = a.details.as_ref().and_then(|d| d.attempt).unwrap_or(1);
+                self.phase = a.phase.clone().unwrap_or_default();
+                match self.nodes.iter_mut().find(|n| n.task_id == task_id) {
+                    Some(n) => {
+                        n.state = Step::Running;
+                        n.attempt = attempt;
+                    }
+                    None => self.nodes.push(Node {
+                        task_id,
+                        agent: a.agent.clone().unwrap_or_default(),
+                        phase: a.phase.clone().unwrap_or_default(),
+                        state: Step::Running,
+                        verdict: None,
+                        attempt,
+                    }),
+                }
+                state = Some(State::Running);
+            }
+            EventBody::AgentCompleted(a) => {
+                let task_id = a.task_id.clone().unwrap_or_default();
+                if let Some(n) = self.nodes.iter_mut().find(|n| n.task_id == task_id) {
+                    let failed = a.verdict.as_deref().is_some_and(|v| {
+                        matches!(
+                            v.to_ascii_lowercase().as_str(),
+                            "fail" | "failed" | "blocked" | "changes_requested" | "error"
+                        )
+                    });
+                    n.state = if failed { Step::Failed } else { Step::Done };
+                    n.verdict.clone_from(&a.verdict);
+                }
+            }
+            EventBody::CheckpointRequested(c) => {
+                let d = c.details.clone().unwrap_or_default();
+                let gate = c.gate.clone().unwrap_or_default();
+                self.waits = Some(gate.clone());
+                self.checkpoint = Some(Checkpoint {
+                    gate,
+                    question: c.question.clone().unwrap_or_default(),
+                    options: d.options,
+                    recommended: d.recommended,
+                });
+                state = Some(State::NeedsInput);
+            }
+            EventBody::CheckpointAnswered(_) => {
+                self.checkpoint = None;
+                self.waits = None;
+                state = Some(State::Running);
+            }
+            EventBody::WorkflowCompleted(n) => {
+                self.note = n.reason.clone();
+                self.waits = None;
+                state = Some(State::Done);
+            }
+            EventBody::WorkflowFailed(n) => {
+                self.note = n.reason.clone();
+                self.waits = None;
+                state = Some(State::Failed);
+            }
+            EventBody::BudgetStopped(n) | EventBody::WorkflowStopped(n) => {
+                self.note = n.reason.clone();
+                let budget = matches!(ev.body, EventBody::BudgetStopped(_));
+                self.waits = Some(if budget { "budget" } else { "stopped" }.into());
+                state = Some(State::NeedsInput);
+            }
+            EventBody::Decided(d) => {
+                if let Some(p) = &d.phase {
+                    self.phase.clone_from(p);
+                }
+            }
+            _ => {}
+        }
+        state
+    }
+
+    /// The detail of the workflow's row after an event that set `state` (or none).
+    pub(super) fn row_detail(&self, state: Option<State>) -> String {
+        match (&self.checkpoint, &self.note) {
+            (Some(c), _) => format!("{}: {}", c.gate, baton_text::sanitize_line(&c.question)),
+            (None, Some(n)) if state.is_some_and(|s| s != State::Running) => {
+                baton_text::sanitize_line(n).into_owned()
+            }
+            _ => {
+                let cycles = self.nodes.iter().map(|n| n.attempt).max().unwrap_or(1);
+                let cycle = if cycles > 1 {
+                    format!(" ↻ {}/3", cycles - 1)
+                } else {
+                    String::new()
+                };
+                format!("{} · {}{cycle}", self.kind, self.phase)
+            }
+        }
+    }
+}
