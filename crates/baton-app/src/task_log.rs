@@ -215,6 +215,105 @@ pub fn workflow_artifact(
     Ok((baton_workflow::store::fold(&events[..upto]), total))
 }
 
+/// One dispatch of a workflow as the dashboard shows it: the agent's answer and its contract,
+/// read with the workflow runner's own parser (`baton_workflow::contract::parse`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Dispatch {
+    pub task: String,
+    /// The role the task ran as.
+    pub role: String,
+    /// The agent's final message (bounded by the output cap).
+    pub text: String,
+    /// The child failed before it could answer.
+    pub error: Option<String>,
+    /// The contract, when the answer has one the parser reads.
+    pub contract: Option<ContractDoc>,
+    /// Why the answer's contract did not read (and its fix), when it did not.
+    pub problem: Option<String>,
+}
+
+/// A contract as the parser read it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ContractDoc {
+    /// `pass`, `soft pass`, `needs verification` or `fail`.
+    pub verdict: String,
+    /// Whether the workflow may move past the agent.
+    pub advances: bool,
+    /// Where the status was read: `envelope`, `heading` or `router_contract`.
+    pub source: String,
+    /// The verifier's scenario rows (empty for other roles).
+    pub scenarios: Vec<ScenarioDoc>,
+    /// Overrides the parser applied, one sentence each.
+    pub notes: Vec<String>,
+}
+
+/// One row of a verifier's scenario table.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ScenarioDoc {
+    pub name: String,
+    /// `PASS` or `FAIL`; none when the row states none.
+    pub status: Option<String>,
+    pub command: Option<String>,
+    pub exit_code: Option<i64>,
+}
+
+/// Dispatch `task` of workflow `id`: its answer in the workflow's record now, and its contract.
+pub fn dispatch(state: &baton_state::StateDir, id: &str, task: &str) -> Result<Dispatch, String> {
+    use baton_workflow::contract::{self, Role};
+    let (artifact, _) = workflow_artifact(state, id, None)?;
+    let out = artifact["run"]["outputs"]
+        .get(task)
+        .ok_or_else(|| format!("workflow {id}: no answer of task {task} is recorded"))?;
+    let out: baton_workflow::state::TaskOutput = serde_json::from_value(out.clone())
+        .map_err(|e| format!("workflow {id}: task {task}'s output: {e}"))?;
+    let role = Role::from_name(&out.role);
+    let parsed = role.map(|r| contract::parse(r, &out.text));
+    let problem = match (&parsed, role) {
+        (Some(Err(e)), _) => Some(format!("{}: {}", e.problem(), e.fix())),
+        (_, None) => Some(format!("{}: not a role with a contract", out.role)),
+        _ => None,
+    };
+    Ok(Dispatch {
+        task: task.to_string(),
+        role: out.role,
+        text: out.text,
+        error: out.error,
+        contract: parsed.and_then(Result::ok).map(contract_doc),
+        problem,
+    })
+}
+
+fn contract_doc(c: baton_workflow::contract::Checked) -> ContractDoc {
+    use baton_workflow::contract::{scenario::ScenarioStatus, Contract, Source};
+    let rows = match &c.contract {
+        Contract::Verify(v) => v.accounting.scenario_rows.as_slice(),
+        _ => &[],
+    };
+    ContractDoc {
+        verdict: c.outcome.verdict().name().to_string(),
+        advances: c.advances(),
+        source: match c.source {
+            Source::Envelope => "envelope",
+            Source::Heading => "heading",
+            Source::RouterContract => "router_contract",
+        }
+        .to_string(),
+        scenarios: rows
+            .iter()
+            .map(|s| ScenarioDoc {
+                name: s.name().to_string(),
+                status: s.status.map(|st| match st {
+                    ScenarioStatus::Pass => "PASS".to_string(),
+                    ScenarioStatus::Fail => "FAIL".to_string(),
+                }),
+                command: s.command.clone(),
+                exit_code: s.exit_code,
+            })
+            .collect(),
+        notes: c.notes,
+    }
+}
+
 /// The lines `baton task logs ID` prints for these events (terminal-safe).
 pub fn lines(events: &[TaskEvent]) -> Vec<String> {
     let mut names = Vec::new();

@@ -466,6 +466,54 @@ fn a_checkpoint_answered_in_the_page_resumes_the_workflow_to_its_end_with_the_us
     assert_eq!(answered.len(), 1);
     assert_eq!(answered[0]["details"]["answer"], "Critical only");
     wf.wait_completed();
+    // Where it stands is the projection's document; a dispatch's contract is read by the
+    // runner's own parser (the verifier's scenario rows typed).
+    rt().block_on(async {
+        let docs: Vec<serde_json::Value> = client()
+            .get(format!("{base}/api/projection"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let doc = docs
+            .iter()
+            .find(|d| d["kind"] == "workflow" && d["id"] == id.as_str())
+            .unwrap_or_else(|| panic!("no document of {id}: {docs:#?}"));
+        assert_eq!(doc["state"], "done", "{doc:#}");
+        assert_eq!(doc["workflow"]["kind"], "BUILD", "{doc:#}");
+        assert!(doc["workflow"]["checkpoint"].is_null(), "{doc:#}");
+        let verifier = doc["workflow"]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["agent"] == "integration-verifier")
+            .unwrap()["task_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let d: serde_json::Value = client()
+            .get(format!("{base}/api/workflows/{id}/dispatches/{verifier}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(d["contract"]["verdict"], "pass", "{d:#}");
+        let rows = d["contract"]["scenarios"].as_array().unwrap();
+        assert!(
+            !rows.is_empty() && rows.iter().all(|r| r["status"] == "PASS"),
+            "{d:#}"
+        );
+        let res = client()
+            .get(format!("{base}/api/workflows/{id}/dispatches/t99"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 404);
+    });
     // The same answer given with the CLI writes the same record: event by event, what happened
     // (times, ids and the artifact's copies of them aside). The agents of a parallel batch start
     // in the batch's order but finish in whichever order they finish: within a batch's run of

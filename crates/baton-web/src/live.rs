@@ -17,6 +17,7 @@ use std::convert::Infallible;
 use std::path::PathBuf;
 
 use axum::response::sse::Event as SseEvent;
+use baton_events::projection::{Doc, Projection};
 use baton_events::{Cursor, Feed, Filter, SourceKind};
 use baton_state::StateDir;
 use futures::Stream;
@@ -37,10 +38,9 @@ const POLL: std::time::Duration = std::time::Duration::from_millis(250);
 /// The price table the stream prices tasks' children with.
 pub type Prices = std::sync::Arc<std::collections::BTreeMap<String, baton_protocol::config::Price>>;
 
-/// The event as the page gets it: as `baton events --json` prints it, less the bulk; a finished
-/// task's children that did not say what they cost are priced from their tokens, as `baton task`
-/// prices them (`cost_usd`, with `cost_source: "prices"`).
-pub fn lean(mut e: baton_events::Event, prices: &Prices) -> serde_json::Result<Value> {
+/// The event as the page gets it: as `baton events --json` prints it, less the bulk; the entries
+/// of a finished task that [`price_typed`] priced say so (`cost_source: "prices"`).
+pub fn lean(mut e: baton_events::Event, priced: &[usize]) -> serde_json::Result<Value> {
     // The artifact's change is cut down before anything is copied: it is most of a log's bytes.
     if let baton_events::Payload::Workflow(w) = &mut e.event {
         w.delta = w
@@ -51,10 +51,12 @@ pub fn lean(mut e: baton_events::Event, prices: &Prices) -> serde_json::Result<V
     }
     let mut v = serde_json::to_value(&e)?;
     match e.source.kind {
-        SourceKind::Task if v["event"]["type"] == "task.completed" => {
+        SourceKind::Task if !priced.is_empty() => {
             if let Some(entries) = v["event"]["report"]["entries"].as_array_mut() {
-                for entry in entries {
-                    price(entry, prices);
+                for k in priced {
+                    if let Some(entry) = entries.get_mut(*k) {
+                        entry["cost_source"] = "prices".into();
+                    }
                 }
             }
         }
@@ -68,21 +70,26 @@ pub fn lean(mut e: baton_events::Event, prices: &Prices) -> serde_json::Result<V
     Ok(v)
 }
 
-/// Prices one entry of a task's report from its model and tokens, when it has no cost.
-fn price(entry: &mut Value, prices: &Prices) {
-    if entry.get("cost_usd").is_some_and(|c| !c.is_null()) {
-        return;
-    }
-    let Some(model) = entry["model"].as_str() else {
-        return;
+/// Prices the children of a finished task that did not say what they cost, from their model and
+/// tokens (as `baton task` prices them), before the event is folded or sent; the indices of the
+/// entries it priced.
+pub fn price_typed(e: &mut baton_events::Event, prices: &Prices) -> Vec<usize> {
+    let baton_events::Payload::Task(baton_exec::background::TaskEvent::Completed { report }) =
+        &mut e.event
+    else {
+        return Vec::new();
     };
-    let Ok(usage) = serde_json::from_value::<baton_protocol::Usage>(entry["usage"].clone()) else {
-        return;
-    };
-    if let Some(cost) = baton_model::routes::cost_of_label(prices, model, &usage) {
-        entry["cost_usd"] = cost.into();
-        entry["cost_source"] = "prices".into();
+    let mut priced = Vec::new();
+    for (k, entry) in report.entries.iter_mut().enumerate() {
+        let (None, Some(model)) = (entry.cost_usd, entry.model.as_deref()) else {
+            continue;
+        };
+        if let Some(cost) = baton_model::routes::cost_of_label(prices, model, &entry.usage) {
+            entry.cost_usd = Some(cost);
+            priced.push(k);
+        }
     }
+    priced
 }
 
 /// Of a workflow event's change, what the page's lists and graph need: the tasks (id, status,
@@ -146,37 +153,24 @@ pub fn events(
     // with the last id it got.
     let _ = tx.try_send(SseEvent::default().retry(RETRY));
     std::thread::spawn(move || {
-        let mut feed = Feed::new(state, Filter::default(), since.clone());
-        let mut cursor = since;
+        // The projection is folded from the start of every log, whatever the client resumes
+        // from: the events up to `since` are folded, not sent.
+        let mut feed = Feed::new(state, Filter::default(), Cursor::default());
+        let mut batcher = Batcher {
+            since: since.clone(),
+            cursor: since,
+            projection: Projection::default(),
+            prices,
+        };
         let errors = tx.clone();
         let gone = std::cell::Cell::new(false);
         let mut emit = |events: Vec<baton_events::Event>| -> std::io::Result<()> {
-            let mut data = String::from("[");
-            let mut count = 0usize;
-            let mut limit = BATCH_BYTES.max(4 * cursor_len(&cursor));
-            let n = events.len();
-            for (k, e) in events.into_iter().enumerate() {
-                cursor.advance(&e.pos);
-                let v = lean(e, &prices).map_err(std::io::Error::other)?;
-                if count > 0 {
-                    data.push(',');
-                }
-                data.push_str(&v.to_string());
-                count += 1;
-                let last = k + 1 == n;
-                if last || data.len() >= limit {
-                    data.push(']');
-                    let message = SseEvent::default()
-                        .id(cursor.to_string())
-                        .data(std::mem::replace(&mut data, String::from("[")));
-                    count = 0;
-                    limit = BATCH_BYTES.max(4 * cursor_len(&cursor));
-                    // Waits while the client is behind; fails once it went away.
-                    tx.blocking_send(message).map_err(|_| {
-                        gone.set(true);
-                        std::io::Error::other("the client went away")
-                    })?;
-                }
+            for message in batcher.messages(events)? {
+                // Waits while the client is behind; fails once it went away.
+                tx.blocking_send(message).map_err(|_| {
+                    gone.set(true);
+                    std::io::Error::other("the client went away")
+                })?;
             }
             Ok(())
         };
@@ -212,6 +206,60 @@ pub fn events(
         rx,
         |mut rx| async move { rx.recv().await.map(|e| (Ok(e), rx)) },
     )
+}
+
+/// What one connection holds: the cursor it has sent up to, the projection of everything read.
+struct Batcher {
+    /// Where the client resumed: events at or before it are folded, not sent.
+    since: Cursor,
+    cursor: Cursor,
+    projection: Projection,
+    prices: Prices,
+}
+
+impl Batcher {
+    /// The messages for one read of the logs: for each batch cut at about [`BATCH_BYTES`], a
+    /// `projection` message (the documents of the logs the batch touched, after it), then the
+    /// batch (`id` = the cursor after its last event). The documents come first: a client that
+    /// loses the stream between the two gets the batch again, and the documents with it.
+    fn messages(&mut self, events: Vec<baton_events::Event>) -> std::io::Result<Vec<SseEvent>> {
+        let mut out = Vec::new();
+        let mut data = String::from("[");
+        let mut touched = std::collections::BTreeSet::new();
+        let n = events.len();
+        for (k, mut e) in events.into_iter().enumerate() {
+            let priced = price_typed(&mut e, &self.prices);
+            self.projection.apply(&e, 0);
+            let old = self.since.get(&e.pos.source);
+            if old.is_none_or(|o| e.pos.offset > o) {
+                self.cursor.advance(&e.pos);
+                touched.insert((e.source.kind, e.source.id.clone()));
+                let v = lean(e, &priced).map_err(std::io::Error::other)?;
+                if data.len() > 1 {
+                    data.push(',');
+                }
+                data.push_str(&v.to_string());
+            }
+            let limit = BATCH_BYTES.max(4 * cursor_len(&self.cursor));
+            if data.len() > 1 && (k + 1 == n || data.len() >= limit) {
+                let docs: Vec<Doc> = std::mem::take(&mut touched)
+                    .into_iter()
+                    .filter_map(|(kind, id)| self.projection.doc(kind, &id))
+                    .collect();
+                if !docs.is_empty() {
+                    let text = serde_json::to_string(&docs).map_err(std::io::Error::other)?;
+                    out.push(SseEvent::default().event("projection").data(text));
+                }
+                data.push(']');
+                out.push(
+                    SseEvent::default()
+                        .id(self.cursor.to_string())
+                        .data(std::mem::replace(&mut data, String::from("["))),
+                );
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// About how long the cursor is written out (without writing it).

@@ -4,10 +4,12 @@
 //! | --- | --- |
 //! | `GET /` | the page (its CSRF token in a `<meta>`; `?token=` also sets the token cookie) |
 //! | `GET /assets/{file}` | the page's modules and style, embedded, hand-written (gzip when asked) |
-//! | `GET /api/events` | the project event feed as server-sent events (`Last-Event-ID` resumes) |
+//! | `GET /api/events` | the project event feed as server-sent events (`Last-Event-ID` resumes), each batch after a `projection` message with the documents of the logs it touched |
 //! | `GET /api/tasks/{id}/log` | a task's log, as `baton task logs` prints it (a JSON array of lines) |
 //! | `GET /api/sessions/{id}/transcript` | a session's transcript, entry by entry (JSON array) |
+//! | `GET /api/projection` | every log's document now (`baton_events::projection::Doc`, JSON array) |
 //! | `GET /api/workflows/{id}/artifact[?seq=N]` | a workflow's artifact, after event N or now |
+//! | `GET /api/workflows/{id}/dispatches/{task}` | a dispatch's answer and its contract, parsed |
 //! | `GET /api/flows/{id}/units/{unit}/packet` | the exact review packet a unit's reviewer got |
 //! | `POST /api/tasks/{id}/cancel` | `baton task cancel ID` |
 //! | `POST /api/workflows/{id}/answer` | `baton resume ID --answer BODY` (the body is the exact words) |
@@ -319,6 +321,42 @@ async fn artifact(
     }
 }
 
+async fn dispatch(
+    State(app): State<App>,
+    UrlPath((id, task)): UrlPath<(String, String)>,
+) -> Response {
+    match baton_app::task_log::dispatch(&app.opts.state, &id, &task) {
+        Ok(d) => json(&d),
+        Err(e) => not_found(&e),
+    }
+}
+
+/// Every log's document now: the whole feed folded once (`baton_events::projection`), its
+/// tasks' children priced as the stream prices them.
+async fn projection(State(app): State<App>) -> Response {
+    let prices = std::sync::Arc::new(app.opts.prices.clone());
+    let state = app.opts.state.clone();
+    let folded = tokio::task::spawn_blocking(move || {
+        let mut feed = baton_events::Feed::new(state, Default::default(), Cursor::default());
+        let mut p = baton_events::projection::Projection::default();
+        let (events, errors) = feed.poll();
+        for mut e in events {
+            crate::live::price_typed(&mut e, &prices);
+            p.apply(&e, 0);
+        }
+        (
+            p.docs(),
+            errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+        )
+    })
+    .await;
+    match folded {
+        Ok((docs, errors)) if errors.is_empty() => json(&docs),
+        Ok((_, errors)) => not_found(&errors.join("; ")),
+        Err(e) => not_found(&e.to_string()),
+    }
+}
+
 async fn packet(
     State(app): State<App>,
     UrlPath((flow, unit)): UrlPath<(String, String)>,
@@ -355,7 +393,9 @@ fn router(opts: Options, guard: Guard) -> Router {
         .route("/api/tasks/{id}/cancel", post(cancel_task))
         .route("/api/tasks/{id}/log", get(task_log))
         .route("/api/sessions/{id}/transcript", get(transcript))
+        .route("/api/projection", get(projection))
         .route("/api/workflows/{id}/artifact", get(artifact))
+        .route("/api/workflows/{id}/dispatches/{task}", get(dispatch))
         .route("/api/flows/{id}/units/{unit}/packet", get(packet))
         .route("/api/workflows/{id}/answer", post(answer))
         .route("/api/flows/{id}/{action}", post(flow_action))

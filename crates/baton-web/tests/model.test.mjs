@@ -1,10 +1,12 @@
 // The page's model (src/assets/model.js) under node's test runner, on logs the binary wrote
-// (baton-tui's fixtures: a BUILD with a checkpoint and a remediation, a Flow blocked by its
-// reviewer, a background task). Run by tests/model_js.rs.
+// (the projection's fixtures: a BUILD with a checkpoint and a remediation, a Flow blocked by its
+// reviewer, a background task) and the projection's documents of them, as the server sends them
+// (fixtures/projection.json, kept equal to the Rust fold by baton-events' tests). Run by
+// tests/model_js.rs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { Model, layers, scenarios, contract } from '../src/assets/model.js';
+import { Model, layers } from '../src/assets/model.js';
 
 const fixtures = new URL('../../baton-events/src/projection/fixtures/', import.meta.url);
 
@@ -17,7 +19,7 @@ function feed(kind, file) {
   for (const line of text.split('\n')) {
     if (line) {
       const event = JSON.parse(line);
-      const id = kind === 'workflow' ? event.wf : kind === 'flow' ? 'f1' : 't1';
+      const id = kind === 'workflow' ? event.wf : kind === 'flow' ? '20261205-085300-0830' : 't1a245681cbdac0a8';
       if (event.delta) {
         const d = {};
         if (event.delta.tasks) d.tasks = event.delta.tasks.map(({ id: i, status, blockedBy, phase, origin }) => ({ id: i, status, blockedBy, phase, origin }));
@@ -31,6 +33,9 @@ function feed(kind, file) {
   return out;
 }
 
+// The workflow's, the Flow's and the task's documents (the worker's log is not among the events).
+const docs = JSON.parse(readFileSync(new URL('projection.json', fixtures), 'utf8')).filter((d) => d.kind !== 'worker');
+
 const all = [...feed('workflow', 'workflow.events.jsonl'), ...feed('flow', 'flow.events.jsonl'), ...feed('task', 'task.events.jsonl')];
 for (const e of all) e.pos = { source: e.source, offset: Number(e.pos.split(':').pop()) };
 
@@ -40,6 +45,7 @@ const plain = (m) => JSON.stringify([...m.rows.values()], (k, v) => (v instanceo
 test('a BUILD with a checkpoint and a remediation folds to its end', () => {
   const m = new Model();
   m.add(all);
+  m.project(docs);
   const [w] = m.list('workflow');
   assert.equal(w.type, 'BUILD');
   assert.equal(w.state, 'done');
@@ -59,11 +65,13 @@ test('a BUILD with a checkpoint and a remediation folds to its end', () => {
 test('a blocked Flow and a task', () => {
   const m = new Model();
   m.add(all);
+  m.project(docs);
   const [f] = m.list('flow');
   const b = f.units.get('b');
   assert.deepEqual(b.steps, ['done', 'done', 'done', 'failed', 'pending']);
   assert.equal(b.validation.length, 1);
-  assert.match(f.reason, /unit b blocked/);
+  assert.match(f.reason, /b blocked/);
+  assert.equal(b.validation[0].ok, true);
   const [t] = m.list('task');
   assert.equal(t.state, 'done');
   assert.ok(m.needs().some((r) => r.kind === 'flow'));
@@ -72,18 +80,21 @@ test('a blocked Flow and a task', () => {
 test('in chunks, or given twice, the model is the same', () => {
   const once = new Model();
   once.add(all);
+  once.project(docs);
   const chunked = new Model();
   for (let i = 0; i < all.length; i += 3) chunked.add(all.slice(i, i + 3));
+  chunked.project(docs);
   assert.equal(plain(chunked), plain(once));
   const twice = new Model();
   twice.add(all);
   twice.add(all.slice(5, 40));
+  twice.project(docs);
   assert.equal(plain(twice), plain(once));
   assert.equal(twice.duplicates, 35);
   assert.equal(twice.timeline.length, all.length);
 });
 
-test('graph layers, contracts and scenarios', () => {
+test('graph layers', () => {
   const g = new Map([['a', { blockedBy: [] }], ['b', { blockedBy: ['a'] }], ['c', { blockedBy: ['a'] }], ['d', { blockedBy: ['b', 'c'] }], ['x', { blockedBy: ['y'] }], ['y', { blockedBy: ['x'] }]]);
   const cols = layers(g);
   // Each task right of its blockers; a cycle is drawn, not followed.
@@ -93,8 +104,4 @@ test('graph layers, contracts and scenarios', () => {
   assert.equal(at('c'), 1);
   assert.equal(at('d'), 2);
   assert.equal(cols.flat().length, 6);
-  const text = 'Done.\n\n### Router Contract (MACHINE-READABLE)\n```yaml\nSTATUS: PASS\nSCENARIO_ROWS:\n  - name: feature works\n    command: test -f f\n    status: PASS\n  - name: edge\n    status: FAIL\nNEXT: x\n```\n';
-  assert.match(contract(text), /^STATUS: PASS/);
-  assert.deepEqual(scenarios(contract(text)), [{ name: 'feature works', status: 'PASS' }, { name: 'edge', status: 'FAIL' }]);
-  assert.deepEqual(scenarios('no contract'), []);
 });

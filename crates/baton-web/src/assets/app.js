@@ -1,7 +1,7 @@
 // The dashboard: the project event feed (server-sent events, a batch per message) folded by the
 // model, drawn at most once per frame. Every text from the feed goes into the page as text, never
 // as markup: nothing a model wrote becomes HTML.
-import { Model, STEPS, contract, scenarios } from './model.js';
+import { Model, STEPS } from './model.js';
 import { VList } from './vlist.js';
 import { el, money, secs, graphPicture, diffView, transcriptView, costChart } from './views.js';
 
@@ -222,7 +222,6 @@ let scale = { t0: 0, span: 1 };
 
 function openWorkflow(id) {
   wfOpen = id;
-  artifactCache = null;
   $('dispatch-detail').replaceChildren();
   renderWorkflow(true);
   const r = model.rows.get(`workflow/${id}`);
@@ -252,7 +251,6 @@ function renderWorkflow(changed) {
 }
 
 // The artifact at the event asked for: time travel through the record.
-let artifactCache = null;
 async function loadArtifact() {
   if (!wfOpen) return;
   const seq = $('artifact-seq').value;
@@ -261,22 +259,20 @@ async function loadArtifact() {
   const body = await res.json();
   $('artifact-seq').max = body.events;
   $('artifact').textContent = JSON.stringify(body.artifact, null, 2);
-  if (body.seq === body.events) artifactCache = body.artifact;
 }
 $('artifact-go').addEventListener('click', loadArtifact);
 
+// A dispatch's answer and its contract, as the server's parser read it (the runner's own).
 async function showDispatch(n) {
-  if (!artifactCache) {
-    const res = await fetch(`/api/workflows/${encodeURIComponent(wfOpen)}/artifact`);
-    if (res.ok) artifactCache = (await res.json()).artifact;
-  }
-  const out = (((artifactCache || {}).run || {}).outputs || {})[n.task] || {};
+  const res = await fetch(`/api/workflows/${encodeURIComponent(wfOpen)}/dispatches/${encodeURIComponent(n.task)}`);
+  const d = res.ok ? await res.json() : null;
   const box = $('dispatch-detail');
   const parts = [el('h4', { text: `${n.key}: ${n.agent} (${n.phase})` })];
-  const c = contract(out.text);
-  const sc = scenarios(c);
-  if (sc.length) parts.push(el('ul', { class: 'scenarios', 'aria-label': 'scenarios' }, ...sc.map((s) => el('li', { class: /PASS/i.test(s.status) ? 'done' : 'failed', text: `${s.status} ${s.name}` }))));
-  parts.push(el('pre', { class: 'contract', tabindex: '0', 'aria-label': 'contract', text: c || out.text || 'no answer recorded' }));
+  const c = d && d.contract;
+  if (c) parts.push(el('p', { text: `contract: ${c.verdict} (${c.source})${c.advances ? '' : ', does not advance'}` }));
+  if (c && c.scenarios.length) parts.push(el('ul', { class: 'scenarios', 'aria-label': 'scenarios' }, ...c.scenarios.map((s) => el('li', { class: s.status === 'PASS' ? 'done' : 'failed', text: `${s.status || '?'} ${s.name}` }))));
+  if (d && d.problem) parts.push(el('p', { class: 'failed', text: d.problem }));
+  parts.push(el('pre', { class: 'contract', tabindex: '0', 'aria-label': 'contract', text: (d && (d.text || d.error)) || (res.ok ? 'no answer recorded' : await res.text()) }));
   if (n.session) parts.push(opener(`open session ${n.session} transcript`, `its transcript (${n.session})`, () => openTranscript(n.session)));
   box.replaceChildren(...parts);
 }
@@ -313,7 +309,7 @@ function renderFlow() {
 
 function showUnit(flow, u) {
   const parts = [el('h3', { text: `unit ${u.id}${u.name ? `: ${u.name}` : ''}` })];
-  if (u.answer) parts.push(el('h4', { text: 'implementer' }), el('pre', { text: u.answer }));
+  if (u.implementer) parts.push(el('h4', { text: 'implementer' }), el('pre', { text: u.implementer }));
   parts.push(el('h4', { text: 'validation' }));
   if (!u.validation.length) parts.push(el('p', { class: 'empty', text: 'not validated yet' }));
   for (const v of u.validation) parts.push(el('p', { class: v.ok ? 'done' : 'failed', text: `${v.ok ? '✓' : '✗'} ${v.command}` }), el('pre', { class: 'output', text: v.output || '(no output)' }));
@@ -410,4 +406,9 @@ source.onmessage = (m) => {
   model.add(JSON.parse(m.data));
   schedule();
 };
+// The projection's documents of what the next batch touched: where each log stands.
+source.addEventListener('projection', (m) => {
+  model.project(JSON.parse(m.data));
+  schedule();
+});
 source.addEventListener('error', (m) => { if (m.data) live.textContent = `error: ${m.data}`; });

@@ -1,7 +1,10 @@
-// The page's model: the project event feed folded into one row per log, a timeline of every
-// event, each workflow's dispatches and graph, each Flow's units, and what was spent. Pure: no
-// DOM, so that node can run it too. Events arrive in batches (a JSON array per message); an event
-// whose position the model already holds is dropped, so a batch given twice changes nothing.
+// The page's model: one row per log, a timeline of every event, each workflow's dispatches as a
+// waterfall and its graph, and what was spent. Where a log stands (its state, a workflow's phase,
+// checkpoint and budget, a Flow's units × steps, a task's or worker's figures) is not guessed here:
+// it is the server's projection (`baton_events::projection`), whose documents arrive beside the
+// events (`project`). Pure: no DOM, so that node can run it too. Events arrive in batches (a JSON
+// array per message); an event whose position the model already holds is dropped, so a batch
+// given twice changes nothing.
 
 export const STEPS = ['implement', 'rebase', 'validate', 'review', 'merge'];
 
@@ -13,33 +16,6 @@ export function ms(ts) {
 
 export function nameOf(ev) {
   return (ev && (ev.type || ev.event)) || '?';
-}
-
-function stateOf(kind, name, prev) {
-  if (kind === 'workflow') {
-    if (name === 'checkpoint_requested' || name === 'budget_stopped' || name === 'workflow_stopped') return 'needs';
-    if (name === 'workflow_completed') return 'done';
-    if (name === 'workflow_failed') return 'failed';
-    return name === 'checkpoint_answered' || !prev ? 'running' : prev;
-  }
-  if (kind === 'flow') {
-    if (name === 'flow.halted' || name === 'unit.blocked' || name === 'flow.failed') return 'needs';
-    if (name === 'flow.completed' || name === 'flow.abandoned' || name === 'flow.cleaned') return 'done';
-    if (name === 'flow.cleaning' || name === 'unit.cleaning') return prev || 'done';
-    return prev && prev !== 'needs' ? prev : 'running';
-  }
-  if (kind === 'task') {
-    if (name === 'task.completed') return 'done'; // refined from its report (Model.task)
-    if (name === 'task.failed' || name === 'task.cancelled' || name === 'task.lost') return 'failed';
-    return prev === 'done' || prev === 'failed' ? prev : 'running';
-  }
-  if (kind === 'session') return name === 'ended' ? 'done' : 'running';
-  if (kind === 'worker') {
-    if (name === 'worker.stopped' || name === 'worker.retired') return 'done';
-    if (name === 'worker.spawned' || name === 'worker.started') return 'running';
-    return prev || 'running';
-  }
-  return prev || 'running';
 }
 
 // One sentence on what an event says, for the timeline.
@@ -112,21 +88,45 @@ export class Model {
     const t = at ? ms(at) : known ? known.t : NaN;
     this.timeline.push({ t, kind, id: e.source.id, name, text: gist(kind, ev, name), seq: ev.seq });
     if (kind === 'routing') return;
-    let row = this.rows.get(key);
-    if (!row) {
-      row = { kind, id: e.source.id, state: undefined, events: 0, first: t, tokens: 0, cost: 0 };
-      this.rows.set(key, row);
-    }
+    const row = this.row(kind, e.source.id);
     row.events += 1;
-    row.state = stateOf(kind, name, row.state);
+    if (row.first === undefined) row.first = t;
     row.last = name;
     if (at) { row.at = at; row.t = t; }
     if (kind === 'workflow') this.workflow(row, ev, name, t);
-    else if (kind === 'flow') this.flow(row, ev, name);
     else if (kind === 'task') this.task(row, ev, name, t);
-    else if (kind === 'session') this.session(row, ev, name);
     else if (kind === 'worker') this.worker(row, ev, name, t);
     this.changed.add(key);
+  }
+
+  // The row of a log, made on first sight (by an event or by its document).
+  row(kind, id) {
+    const key = `${kind}/${id}`;
+    let row = this.rows.get(key);
+    if (!row) {
+      row = { kind, id, state: undefined, events: 0, first: undefined, tokens: 0, cost: 0 };
+      this.rows.set(key, row);
+    }
+    return row;
+  }
+
+  // The server's projection: each document says where one log stands now.
+  project(docs) {
+    for (const d of docs) {
+      const row = this.row(d.kind, d.id);
+      row.doc = d;
+      Object.assign(row, { state: d.state, detail: d.detail, role: d.role, model: d.model, session: d.session, tokens: d.tokens, cost: d.cost_usd || 0 });
+      if (d.workflow) {
+        const w = d.workflow;
+        Object.assign(row, { type: w.kind, phase: w.phase, checkpoint: w.checkpoint, waits: w.waits, reason: w.note, budgetUsd: w.spent.budget_usd, tokens: w.spent.input_tokens + w.spent.output_tokens, cost: w.spent.cost_usd });
+      }
+      if (d.flow) Object.assign(row, { units: new Map(d.flow.units.map((u) => [u.id, u])), reason: d.detail });
+      if (d.kind === 'task') Object.assign(row, { what: d.what, reason: d.reason });
+      if (d.kind === 'worker') Object.assign(row, { turns: d.turns, doing: d.detail, answer: d.answer });
+      if (d.kind === 'session') row.routed = d.routed;
+      this.changed.add(`${d.kind}/${d.id}`);
+    }
+    if (docs.length) this.version += 1;
   }
 
   workflow(row, ev, name, t) {
@@ -134,8 +134,6 @@ export class Model {
     row.graph = row.graph || new Map();
     row.findings = row.findings || [];
     row.marks = row.marks || [];
-    if (name === 'workflow_started') row.type = ev.decision || row.type;
-    if (ev.phase && name !== 'checkpoint_requested') row.phase = ev.phase;
     const d = ev.delta || {};
     if (Array.isArray(d.tasks)) {
       for (const task of d.tasks) {
@@ -144,11 +142,6 @@ export class Model {
         row.graph.set(task.id, g);
       }
     }
-    if (d.spent) row.spent = { ...(row.spent || {}), ...d.spent };
-    if (d.run) {
-      if (typeof d.run.budget_usd === 'number') row.budgetUsd = d.run.budget_usd;
-      if (typeof d.run.budget_tokens === 'number') row.budgetTokens = d.run.budget_tokens;
-    }
     if (name === 'task_created' && ev.details && Array.isArray(ev.details.tasks)) {
       for (const id of ev.details.tasks) {
         const g = row.graph.get(id) || { id, blockedBy: [] };
@@ -156,19 +149,10 @@ export class Model {
         row.graph.set(id, g);
       }
     }
-    if (name === 'checkpoint_requested') {
-      const det = ev.details || {};
-      row.checkpoint = { gate: ev.phase || '', question: ev.reason || '', options: det.options || [], recommended: det.recommended, seq: ev.seq };
-      row.marks.push({ seq: ev.seq, what: `checkpoint ${ev.phase || ''}`, t });
-    } else if (name === 'checkpoint_answered') {
-      row.checkpoint = undefined;
-      row.marks.push({ seq: ev.seq, what: `answered ${((ev.details || {}).answer || '').slice(0, 40)}`, t });
-    } else if (name === 'budget_stopped' || name === 'workflow_stopped' || name === 'workflow_failed' || name === 'workflow_completed') {
-      row.waits = name === 'budget_stopped' ? 'budget' : undefined;
-      row.reason = ev.reason || row.reason;
-      row.marks.push({ seq: ev.seq, what: name, t });
-    }
-    row.waits = row.checkpoint ? `${row.checkpoint.gate}` : row.state === 'needs' ? row.waits || name : undefined;
+    // The marks of the record's time travel: checkpoint, answer, stop, end.
+    if (name === 'checkpoint_requested') row.marks.push({ seq: ev.seq, what: `checkpoint ${ev.phase || ''}`, t });
+    else if (name === 'checkpoint_answered') row.marks.push({ seq: ev.seq, what: `answered ${((ev.details || {}).answer || '').slice(0, 40)}`, t });
+    else if (name === 'budget_stopped' || name === 'workflow_stopped' || name === 'workflow_failed' || name === 'workflow_completed') row.marks.push({ seq: ev.seq, what: name, t });
     if (name === 'decided' && ev.details && Array.isArray(ev.details.findings)) {
       for (const f of ev.details.findings) row.findings.push({ ...f, seq: ev.seq });
     }
@@ -191,8 +175,6 @@ export class Model {
         n.route = det.route || det.backend || '';
         n.error = det.error || null;
         n.session = det.session;
-        row.tokens += n.tokens;
-        row.cost += n.cost || 0;
         const g = row.graph.get(ev.task_id);
         if (g) g.done = t;
         this.spend.push({ t, day: dayOf(t), model: n.route || '(no route)', role: n.role || n.agent || '?', workflow: row.id, usd: n.cost || 0, tokens: n.tokens, priced: n.cost !== null });
@@ -212,91 +194,26 @@ export class Model {
     return Math.min(at, fallback);
   }
 
-  flow(row, ev, name) {
-    row.units = row.units || new Map();
-    if (name === 'flow.created') {
-      for (const u of ev.units || []) row.units.set(u.id, { id: u.id, name: u.name, steps: STEPS.map(() => 'pending'), note: '', validation: [] });
-      return;
-    }
-    if (name === 'flow.halted') row.reason = ev.reason;
-    if (name === 'flow.failed') row.reason = ev.message;
-    const u = ev.unit && row.units.get(ev.unit);
-    if (!u) return;
-    const set = (k, v) => { u.steps[k] = v; };
-    switch (name) {
-      case 'unit.implementer_started': case 'unit.implementer_spawned': set(0, 'running'); break;
-      case 'unit.implementer_finished': set(0, ev.result && ev.result.ok ? 'done' : 'failed'); u.answer = ev.result && (ev.result.output || ev.result.summary); break;
-      case 'unit.derived': if (u.steps[1] === 'pending') set(1, 'skipped'); u.base = ev.base; u.tip = ev.tip; break;
-      case 'unit.rebasing': set(1, 'running'); break;
-      case 'unit.rebased': set(1, 'done'); u.base = ev.base; u.tip = ev.head; break;
-      case 'unit.validating': set(2, 'running'); break;
-      case 'unit.validated':
-        set(2, (ev.results || []).every((x) => x.ok) ? 'done' : 'failed');
-        u.validation = (ev.results || []).map((x) => ({ command: [x.command].concat(x.args || []).join(' '), ok: x.ok, output: x.output || '' }));
-        break;
-      case 'unit.reviewing': set(3, 'running'); u.packet = true; break;
-      case 'unit.reviewed': set(3, ev.approved ? 'done' : 'failed'); u.review = ev.output; break;
-      case 'unit.blocked': row.reason = `unit ${u.id} blocked: ${ev.reason}`; u.note = `${ev.reason}: ${ev.evidence}`; { const k = u.steps.indexOf('running'); if (k >= 0) set(k, 'failed'); } break;
-      case 'unit.repair_started': u.note = ''; break;
-      case 'unit.merging': set(4, 'running'); break;
-      case 'unit.merged': set(4, 'done'); u.tip = ev.tip; if (u.steps[3] === 'pending') set(3, 'skipped'); break;
-      default: break;
-    }
-  }
-
+  // What a finished task's children spent (the server priced those that did not say).
   task(row, ev, name, t) {
-    if (name === 'task.created' && ev.request) {
-      const entries = ev.request.entries || [];
-      row.what = entries.map((x) => `${x.name || x.role}: ${x.task || ''}`).join('; ').slice(0, 200);
-    }
-    if (name === 'task.failed') row.reason = ev.message;
-    if (name === 'task.completed' && ev.report) {
-      // Every entry done: done; some stopped and none failed: cancelled; else failed.
-      const st = (ev.report.entries || []).map((x) => x.status);
-      row.state = st.every((x) => x === 'done') ? 'done' : st.includes('stopped') && !st.includes('failed') ? 'cancelled' : 'failed';
-      const broken = (ev.report.entries || []).find((x) => x.status === 'failed');
-      if (broken) row.reason = `${broken.name}: ${(broken.error && broken.error.message) || 'failed'}`;
-      for (const entry of ev.report.entries || []) {
-        const usage = entry.usage || {};
-        const tokens = (usage.input_tokens || 0) + (usage.output_tokens || 0);
-        const usd = typeof entry.cost_usd === 'number' ? entry.cost_usd : 0;
-        row.tokens += tokens;
-        row.cost += usd;
-        if (entry.session_id) row.session = entry.session_id;
-        this.spend.push({ t, day: dayOf(t), model: entry.model || '(no route)', role: entry.role || '?', workflow: `task ${row.id}`, usd, tokens, priced: typeof entry.cost_usd === 'number' });
-      }
+    if (name !== 'task.completed' || !ev.report) return;
+    for (const entry of ev.report.entries || []) {
+      const usage = entry.usage || {};
+      const tokens = (usage.input_tokens || 0) + (usage.output_tokens || 0);
+      const usd = typeof entry.cost_usd === 'number' ? entry.cost_usd : 0;
+      this.spend.push({ t, day: dayOf(t), model: entry.model || '(no route)', role: entry.role || '?', workflow: `task ${row.id}`, usd, tokens, priced: typeof entry.cost_usd === 'number' });
     }
   }
 
+  // What a worker's answered prompts spent, on its spec's model.
   worker(row, ev, name, t) {
-    if (name === 'worker.created' && ev.spec) {
-      row.role = ev.spec.role;
-      row.model = ev.spec.model || ev.spec.model_class || '';
-    }
-    if (name === 'worker.started') { row.session = ev.session; row.doing = 'idle'; }
-    if (name === 'prompt.delivered') row.doing = 'working';
-    if (name === 'prompt.lost') row.doing = 'a prompt was lost (send --retry)';
-    if (name === 'worker.stopped') {
-      row.doing = `stopped (${ev.reason})`;
-      if (ev.reason === 'failed') row.state = 'failed';
-    }
-    if (name === 'worker.retired') row.doing = 'retired';
+    if (name === 'worker.created' && ev.spec) row.spec = { role: ev.spec.role, model: ev.spec.model || ev.spec.model_class || '' };
     if (name === 'prompt.answered') {
       const u = ev.usage || {};
       const tokens = (u.input_tokens || 0) + (u.output_tokens || 0);
-      row.turns = (row.turns || 0) + 1;
-      row.tokens += tokens;
-      row.cost += u.cost_usd || 0;
-      row.doing = 'idle';
-      row.answer = String(ev.answer || '').split('\n')[0].slice(0, 160);
-      this.spend.push({ t, day: dayOf(t), model: row.model || '(the role\'s)', role: row.role || '?', workflow: `worker ${row.id}`, usd: u.cost_usd || 0, tokens, priced: typeof u.cost_usd === 'number' });
+      const spec = row.spec || {};
+      this.spend.push({ t, day: dayOf(t), model: spec.model || '(the role\'s)', role: spec.role || '?', workflow: `worker ${row.id}`, usd: u.cost_usd || 0, tokens, priced: typeof u.cost_usd === 'number' });
     }
-  }
-
-  session(row, ev, name) {
-    if (name === 'session') { row.role = ev.role; row.model = ev.model; }
-    if (name === 'route') row.model = ev.model;
-    if (name === 'message' && ev.seat) row.routed = true;
   }
 
   // The rows of `kind`, newest first.
@@ -356,25 +273,4 @@ export function layers(graph) {
   const cols = [];
   for (const [id, d] of depth) (cols[d] = cols[d] || []).push(id);
   return cols.map((c) => c || []);
-}
-
-// The verifier's scenarios in a contract's text (`SCENARIO_ROWS:` or `SCENARIOS:` items with name and status).
-export function scenarios(text) {
-  const out = [];
-  const m = /(?:SCENARIOS|SCENARIO_ROWS):\s*\n((?:[ \t]+.*\n?)*)/.exec(text || '');
-  if (!m) return out;
-  let cur = null;
-  for (const line of m[1].split('\n')) {
-    const item = /^\s*-\s*name:\s*(.*)$/.exec(line);
-    if (item) { cur = { name: item[1].trim(), status: '' }; out.push(cur); continue; }
-    const st = /^\s*status:\s*(.*)$/.exec(line);
-    if (st && cur) cur.status = st[1].trim();
-  }
-  return out;
-}
-
-// The contract block of an agent's answer (the YAML after `Router Contract`), as text.
-export function contract(text) {
-  const m = /Router Contract[^\n]*\n```(?:yaml)?\n([\s\S]*?)```/.exec(text || '');
-  return m ? m[1] : '';
 }
