@@ -54,7 +54,7 @@ pub fn fixture_events() -> Vec<Event> {
 pub fn worker_events(name: &str) -> Vec<Event> {
     use baton_exec::worker::{TurnUsage, WorkerEvent, WorkerSpec};
     let at = || "2026-12-05T11:00:00Z".to_string();
-    let evs = vec![
+    let evs = [
         WorkerEvent::Created {
             spec: WorkerSpec {
                 name: name.into(),
