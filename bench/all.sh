@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Every benchmark of the project, one after the other, each printing its figures beside its
+# baseline (bench/README.md, and the doc each one names). CI runs this after the tests so a
+# regression shows in the log the day it lands; the figures are read, not asserted (the terminal
+# UI's bench and the dashboard's are the exceptions: they fail when a target is missed).
+#
+#   bash bench/all.sh            # everything (about 20 minutes on 2 cores, most of it building)
+#   bash bench/all.sh store mcp  # only the named ones
+#
+# Names: store bash_call parse fanout worker mcp routing compaction tui agents flow.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+all=(store bash_call parse fanout worker mcp routing compaction tui agents flow)
+wanted=("$@")
+if [ ${#wanted[@]} -eq 0 ]; then
+  wanted=("${all[@]}")
+fi
+
+run() {
+  echo
+  echo "== bench $1: ${*:2}"
+  local start=$SECONDS
+  "${@:2}"
+  echo "== bench $1: $((SECONDS - start)) s"
+}
+
+# The release binaries the Python benches start.
+needs_binary=0
+for name in "${wanted[@]}"; do
+  case "$name" in agents | flow) needs_binary=1 ;; esac
+done
+if [ "$needs_binary" = 1 ]; then
+  cargo build --release -p baton-cli -p baton-testkit --bins
+fi
+
+for name in "${wanted[@]}"; do
+  case "$name" in
+    store) run store cargo bench -p baton-workflow --bench store ;;
+    bash_call) run bash_call cargo bench -p baton-agent --bench bash_call ;;
+    parse) run parse cargo bench -p baton-exec --bench parse ;;
+    fanout) run fanout cargo bench -p baton-exec --bench fanout ;;
+    worker) run worker cargo bench -p baton-cli --bench worker ;;
+    mcp) run mcp cargo bench -p baton-cli --bench mcp ;;
+    routing) run routing cargo bench -p baton-cli --bench routing ;;
+    compaction) run compaction cargo bench -p baton-cli --bench compaction ;;
+    tui) run tui cargo bench -p baton-tui ;;
+    agents) run agents python3 bench/agents.py --agents baton --runs 20 ;;
+    flow) run flow python3 bench/flow.py --runs 2 ;;
+    *)
+      echo "bench/all.sh: no benchmark named $name (the names: ${all[*]})" >&2
+      exit 2
+      ;;
+  esac
+done
