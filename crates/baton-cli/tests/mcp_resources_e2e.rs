@@ -149,7 +149,12 @@ async fn workflows_and_task_logs_are_listed_read_and_followed() {
             "baton://workers/{name}/log"
         ]
     );
-    assert!(client.list_all_resources().await.unwrap().is_empty());
+    // Before any work: only the project's projection, with no document yet.
+    let listed = client.list_all_resources().await.unwrap();
+    let uris: Vec<&str> = listed.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["baton://project"]);
+    let (mime, text) = read(&client, "baton://project").await;
+    assert_eq!((mime.as_str(), text.trim()), ("application/json", "[]"));
 
     // A workflow waiting at a checkpoint, and a background task that ran.
     let doc = call(
@@ -178,7 +183,11 @@ async fn workflows_and_task_logs_are_listed_read_and_followed() {
     let uris: Vec<&str> = listed.iter().map(|r| r.uri.as_str()).collect();
     let wf_uri = format!("baton://workflows/{id}");
     let task_uri = format!("baton://tasks/{task}/log");
-    assert_eq!(uris, [wf_uri.as_str(), task_uri.as_str()]);
+    assert_eq!(
+        uris,
+        ["baton://project", wf_uri.as_str(), task_uri.as_str()]
+    );
+    let listed = &listed[1..];
     assert_eq!(listed[0].name, id);
     assert_eq!(listed[0].mime_type.as_deref(), Some("application/json"));
     assert!(
@@ -196,6 +205,18 @@ async fn workflows_and_task_logs_are_listed_read_and_followed() {
         .as_deref()
         .unwrap()
         .starts_with("done"));
+
+    // The projection: the workflow waits for the user at its checkpoint, the task is done.
+    let (_, text) = read(&client, "baton://project").await;
+    let docs: Vec<Value> = serde_json::from_str(&text).unwrap();
+    let projected = |kind: &str, id: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == kind && d["id"] == id)
+            .unwrap_or_else(|| panic!("no {kind} {id} in {text}"))
+            .clone()
+    };
+    assert_eq!(projected("workflow", &id)["state"], "needs", "{text}");
+    assert_eq!(projected("task", &task)["state"], "done", "{text}");
 
     // The workflow: the summary `workflow_status` answers with, and the checkpoint's brief.
     let record = read_json(&client, &wf_uri).await;

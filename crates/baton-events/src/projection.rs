@@ -175,6 +175,27 @@ pub struct Projection {
     pub rev: u64,
 }
 
+/// Every log's document now: the whole feed of the project's state folder `state` folded once,
+/// each event passed through `prepare` first (the web server and MCP price a task's unpriced
+/// children there); the logs that could not be read, as one error naming each.
+pub fn now(
+    state: baton_state::StateDir,
+    mut prepare: impl FnMut(&mut Event),
+) -> Result<Vec<Doc>, String> {
+    let mut feed = crate::Feed::new(state, Default::default(), Default::default());
+    let mut p = Projection::default();
+    let (events, errors) = feed.poll();
+    if !errors.is_empty() {
+        let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        return Err(errors.join("; "));
+    }
+    for mut e in events {
+        prepare(&mut e);
+        p.apply(&e, 0);
+    }
+    Ok(p.docs())
+}
+
 impl Projection {
     fn row(&mut self, kind: Kind, id: &str, index: Option<usize>, now_ms: u64) -> &mut Row {
         let key = (kind, id.to_string(), index);

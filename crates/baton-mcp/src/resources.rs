@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 pub const LIVENESS: Duration = Duration::from_secs(5);
 
 /// The URI forms, as error messages name them.
-pub const FORMS: &str = "baton://workflows/{id}, baton://flows/{id}, baton://tasks/{id}/log and baton://workers/{name}/log";
+pub const FORMS: &str = "baton://project, baton://workflows/{id}, baton://flows/{id}, baton://tasks/{id}/log and baton://workers/{name}/log";
 
 const JSON: &str = "application/json";
 const TEXT: &str = "text/plain";
@@ -47,6 +47,8 @@ const TEXT: &str = "text/plain";
 /// What a URI names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Target {
+    /// Where every workflow, Flow, task, worker and session stands (the projection).
+    Project,
     Workflow(String),
     Flow(String),
     TaskLog(String),
@@ -70,6 +72,7 @@ fn target(uri: &str) -> Result<Target, ErrorData> {
         .map(|rest| rest.split('/').collect())
         .unwrap_or_default();
     match parts.as_slice() {
+        ["project"] => Ok(Target::Project),
         ["workflows", id] if plausible_id(id) => Ok(Target::Workflow(id.to_string())),
         ["flows", id] if plausible_id(id) => Ok(Target::Flow(id.to_string())),
         ["tasks", id, "log"] if plausible_id(id) => Ok(Target::TaskLog(id.to_string())),
@@ -85,14 +88,15 @@ fn target(uri: &str) -> Result<Target, ErrorData> {
 }
 
 impl Target {
-    /// The log whose events change what the target answers.
-    fn source(&self) -> Source {
-        match self {
+    /// The log whose events change what the target answers; `None`: every log's do.
+    fn source(&self) -> Option<Source> {
+        Some(match self {
+            Target::Project => return None,
             Target::Workflow(id) => Source::new(SourceKind::Workflow, id),
             Target::Flow(id) => Source::new(SourceKind::Flow, id),
             Target::TaskLog(id) => Source::new(SourceKind::Task, id),
             Target::WorkerLog(name) => Source::new(SourceKind::Worker, name),
-        }
+        })
     }
 }
 
@@ -135,6 +139,22 @@ fn workflow_doc(ctx: &ProjectContext, id: &str) -> Result<Value, String> {
 /// none.
 fn content(ctx: &ProjectContext, target: &Target) -> Result<(String, &'static str), String> {
     match target {
+        Target::Project => {
+            // The documents the dashboard reads, tasks' unpriced children priced as it prices them.
+            let prices = &ctx.config.config.prices;
+            let docs = baton_events::projection::now(state_dir(ctx), |e| {
+                if let baton_events::Payload::Task(baton_exec::background::TaskEvent::Completed {
+                    report,
+                }) = &mut e.event
+                {
+                    report.price_unpriced(prices);
+                }
+            })?;
+            Ok((
+                pretty(&serde_json::to_value(&docs).unwrap_or_default()),
+                JSON,
+            ))
+        }
         Target::Workflow(id) => {
             let doc = workflow_doc(ctx, id)?;
             Ok((pretty(&doc), JSON))
@@ -212,7 +232,16 @@ fn resource(uri: String, name: &str, title: String, description: String, mime: &
 /// (oldest first; none outside a git repository) and every background task's log (oldest first).
 pub fn list(cwd: &Path) -> Result<Vec<Resource>, ErrorData> {
     let ctx = context(cwd)?;
-    let mut out = Vec::new();
+    let mut out = vec![resource(
+        "baton://project".into(),
+        "project",
+        "Where the project's work stands".into(),
+        "Every workflow, Flow, background task, worker and session of the project, each as one \
+         document (state, phase, what it waits for, units × steps, spent): the projection the \
+         terminal UI's panel and the dashboard read"
+            .into(),
+        JSON,
+    )];
     let status = baton_app::workflow::status_json(&ctx, None)
         .map(|doc| baton_app::documents::to_value(&doc))
         .unwrap_or_default();
@@ -473,7 +502,7 @@ async fn watch(
                     .keys()
                     .filter(|uri| match (&touched, target(uri)) {
                         (None, _) => true,
-                        (Some(sources), Ok(t)) => sources.contains(&t.source()),
+                        (Some(sources), Ok(t)) => t.source().is_none_or(|s| sources.contains(&s)),
                         (Some(_), Err(_)) => false,
                     })
                     .cloned()

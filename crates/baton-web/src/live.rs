@@ -74,22 +74,12 @@ pub fn lean(mut e: baton_events::Event, priced: &[usize]) -> serde_json::Result<
 /// tokens (as `baton task` prices them), before the event is folded or sent; the indices of the
 /// entries it priced.
 pub fn price_typed(e: &mut baton_events::Event, prices: &Prices) -> Vec<usize> {
-    let baton_events::Payload::Task(baton_exec::background::TaskEvent::Completed { report }) =
-        &mut e.event
-    else {
-        return Vec::new();
-    };
-    let mut priced = Vec::new();
-    for (k, entry) in report.entries.iter_mut().enumerate() {
-        let (None, Some(model)) = (entry.cost_usd, entry.model.as_deref()) else {
-            continue;
-        };
-        if let Some(cost) = baton_model::routes::cost_of_label(prices, model, &entry.usage) {
-            entry.cost_usd = Some(cost);
-            priced.push(k);
+    match &mut e.event {
+        baton_events::Payload::Task(baton_exec::background::TaskEvent::Completed { report }) => {
+            report.price_unpriced(prices)
         }
+        _ => Vec::new(),
     }
-    priced
 }
 
 /// Of a workflow event's change, what the page's lists and graph need: the tasks (id, status,

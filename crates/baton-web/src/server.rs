@@ -337,22 +337,14 @@ async fn projection(State(app): State<App>) -> Response {
     let prices = std::sync::Arc::new(app.opts.prices.clone());
     let state = app.opts.state.clone();
     let folded = tokio::task::spawn_blocking(move || {
-        let mut feed = baton_events::Feed::new(state, Default::default(), Cursor::default());
-        let mut p = baton_events::projection::Projection::default();
-        let (events, errors) = feed.poll();
-        for mut e in events {
-            crate::live::price_typed(&mut e, &prices);
-            p.apply(&e, 0);
-        }
-        (
-            p.docs(),
-            errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
-        )
+        baton_events::projection::now(state, |e| {
+            crate::live::price_typed(e, &prices);
+        })
     })
     .await;
     match folded {
-        Ok((docs, errors)) if errors.is_empty() => json(&docs),
-        Ok((_, errors)) => not_found(&errors.join("; ")),
+        Ok(Ok(docs)) => json(&docs),
+        Ok(Err(errors)) => not_found(&errors),
         Err(e) => not_found(&e.to_string()),
     }
 }

@@ -97,6 +97,26 @@ pub struct DelegateReport {
 }
 
 impl DelegateReport {
+    /// Prices the entries that did not say what they cost, from their model and tokens with
+    /// `prices` (`[prices]` over the built-in table), as `baton task` prices them; the indices of
+    /// the entries it priced.
+    pub fn price_unpriced(
+        &mut self,
+        prices: &std::collections::BTreeMap<String, baton_protocol::config::Price>,
+    ) -> Vec<usize> {
+        let mut priced = Vec::new();
+        for (k, entry) in self.entries.iter_mut().enumerate() {
+            let (None, Some(model)) = (entry.cost_usd, entry.model.as_deref()) else {
+                continue;
+            };
+            if let Some(cost) = baton_model::routes::cost_of_label(prices, model, &entry.usage) {
+                entry.cost_usd = Some(cost);
+                priced.push(k);
+            }
+        }
+        priced
+    }
+
     pub fn ok(&self) -> bool {
         self.entries.iter().all(|e| e.status == EntryStatus::Done)
     }
