@@ -163,6 +163,9 @@ pub struct Intent {
     pub constraints: Vec<String>,
     pub acceptance_criteria: Vec<String>,
     pub open_decisions: Vec<String>,
+    /// The approved plan's decisions, in force.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub approved_decisions: Vec<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -264,6 +267,12 @@ pub struct HistoryEntry {
     pub phase: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// A remediation cycle's origin: the role whose findings it fixes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+    /// A remediation cycle's number (1 for the first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cycle_number: Option<u32>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -272,10 +281,9 @@ impl HistoryEntry {
     pub fn new(event: &str, phase: Option<&str>, reason: &str) -> Self {
         HistoryEntry {
             event: event.to_string(),
-            ts: None,
             phase: phase.map(str::to_string),
             reason: Some(reason.to_string()),
-            extra: Map::new(),
+            ..HistoryEntry::default()
         }
     }
 }
@@ -286,7 +294,27 @@ pub struct NormalizedPhase {
     pub phase_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    /// Every other key (objective, files, checks …), kept as read.
+    /// A plan's phase (`PlanPhase`): what it is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective: Option<String>,
+    /// The files or surfaces it touches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<String>>,
+    /// The commands or checks that prove it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_criteria: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_seams: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_artifacts: Option<Vec<String>>,
+    /// `none`, `decision` or `human-verify`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_type: Option<String>,
+    /// Every other key, kept as read.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -296,7 +324,7 @@ impl NormalizedPhase {
         NormalizedPhase {
             phase_id: phase_id.to_string(),
             title: title.map(str::to_string),
-            extra: Map::new(),
+            ..NormalizedPhase::default()
         }
     }
 }
@@ -372,6 +400,22 @@ pub struct ResearchRound {
     pub web_file: Option<String>,
     pub github_file: Option<String>,
     pub at: String,
+}
+
+/// A verifier's proof of work as baton records it under `evidence.<role>` (cc10x's skeleton has
+/// a list per agent there, so the map itself stays open).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Evidence {
+    pub task: String,
+    pub scenarios: Vec<String>,
+}
+
+impl Evidence {
+    /// As the artifact's `evidence` map holds it.
+    pub fn to_json(&self) -> Value {
+        // Strings only: always serialises.
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
 }
 
 /// A finding left open on purpose, as `deferred_findings` keeps it: the log's finding and the

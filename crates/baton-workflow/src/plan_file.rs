@@ -54,26 +54,18 @@ pub struct PlanPhase {
 impl PlanPhase {
     /// The phase as the workflow artifact's `normalized_phases` keeps it.
     pub fn normalized(&self) -> NormalizedPhase {
-        let mut n = NormalizedPhase::new(&self.phase_id, Some(&self.title));
-        let mut put = |k: &str, v: Value| {
-            n.extra.insert(k.to_string(), v);
-        };
-        put("objective", self.objective.clone().into());
-        put("files", self.files.clone().into());
-        put("checks", self.checks.clone().into());
-        put("exit_criteria", self.exit_criteria.clone().into());
-        put("test_seams", self.test_seams.clone().into());
-        if !self.inputs.is_empty() {
-            put("inputs", self.inputs.clone().into());
+        let some = |v: &Vec<String>| Some(v.clone()).filter(|v| !v.is_empty());
+        NormalizedPhase {
+            objective: Some(self.objective.clone()),
+            files: Some(self.files.clone()),
+            checks: Some(self.checks.clone()),
+            exit_criteria: Some(self.exit_criteria.clone()),
+            test_seams: Some(self.test_seams.clone()),
+            inputs: some(&self.inputs),
+            expected_artifacts: some(&self.expected_artifacts),
+            checkpoint_type: Some(self.checkpoint_type.clone().unwrap_or("none".into())),
+            ..NormalizedPhase::new(&self.phase_id, Some(&self.title))
         }
-        if !self.expected_artifacts.is_empty() {
-            put("expected_artifacts", self.expected_artifacts.clone().into());
-        }
-        put(
-            "checkpoint_type",
-            self.checkpoint_type.clone().unwrap_or("none".into()).into(),
-        );
-        n
     }
 }
 

@@ -8,7 +8,6 @@
 //! clears it.
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::artifact::{
     check_workflow_uuid, Artifact, BuildScope, Convergence, HistoryEntry, MemorySync, PhaseStatus,
@@ -556,8 +555,8 @@ impl<'a> Draft<'a> {
             reason: reason.to_string(),
         });
         let mut entry = HistoryEntry::new("remediation_created", phase.as_deref(), reason);
-        entry.extra.insert("cycle_number".into(), json!(cycles + 1));
-        entry.extra.insert("origin".into(), json!(origin));
+        entry.cycle_number = Some(cycles as u32 + 1);
+        entry.origin = Some(origin.to_string());
         self.changes.push(Change::Remediation(entry));
         self.stop(
             Action::CreateRemfix,
@@ -679,7 +678,7 @@ mod tests {
         assert_eq!(d.action, Action::CreateRemfix);
         let after = d.apply(&artifact);
         assert_eq!(after.remediation_history.len(), 3);
-        assert_eq!(after.remediation_history[2].extra["cycle_number"], json!(3));
+        assert_eq!(after.remediation_history[2].cycle_number, Some(3));
     }
 
     #[test]

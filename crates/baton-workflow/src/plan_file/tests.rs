@@ -34,7 +34,10 @@ fn a_complete_plan_reads_with_its_phases_intent_and_hash() {
     assert_eq!(p.acceptance_criteria, ["export writes a CSV"]);
     assert_eq!(p.sha256.len(), 64);
     let n = p.normalized_phases();
-    assert_eq!(n[2].extra["test_seams"], serde_json::json!(["part3::run"]));
+    assert_eq!(
+        n[2].test_seams.as_deref(),
+        Some(&["part3::run".to_string()][..])
+    );
     assert_eq!(p.intent()["goal"], "Export command");
 }
 

@@ -1,8 +1,6 @@
 //! Deciding: the batch's contracts read into the engine's inputs, the engine's decision
 //! applied, and the next batch set up.
 
-use serde_json::Value;
-
 use super::*;
 use crate::artifact::Phase;
 use crate::artifact::{BuildScope, HistoryEntry, ResearchRound};
@@ -288,7 +286,7 @@ impl Runner<'_> {
             .changes
             .iter()
             .find_map(|c| match c {
-                Change::Remediation(e) => e.extra.get("origin").and_then(Value::as_str),
+                Change::Remediation(e) => e.origin.as_deref(),
                 _ => None,
             })
             .unwrap_or("router")

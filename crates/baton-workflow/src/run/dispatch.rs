@@ -451,7 +451,11 @@ impl Runner<'_> {
                 if let Some(v) = outputs::from_contract(&c).verifier {
                     r.artifact.evidence.insert(
                         role.name().into(),
-                        serde_json::json!({"task": id, "scenarios": v.evidence.scenarios}),
+                        crate::artifact::Evidence {
+                            task: id.to_string(),
+                            scenarios: v.evidence.scenarios.clone(),
+                        }
+                        .to_json(),
                     );
                     r.artifact
                         .traceability

@@ -402,7 +402,7 @@ impl Runner<'_> {
         t.plan = a.plan_file.clone().or(t.plan);
         a.traceability.remediation.push(decide::traced_fix(&t, a));
         let mut entry = HistoryEntry::new("remediation_created", a.phase_cursor.as_deref(), why);
-        entry.extra.insert("origin".into(), origin.into());
+        entry.origin = Some(origin.to_string());
         a.remediation_history.push(entry);
         v.host.batch = vec![t.id.clone()];
         v.host.next = Some(Action::CreateRemfix);

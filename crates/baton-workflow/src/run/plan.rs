@@ -4,8 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
-
 use super::RunError;
 use crate::artifact::{Artifact, BuildScope, HistoryEntry, NormalizedPhase, PhaseStatus};
 use crate::plan_file::{ApprovalState, Approvals, PlanFile};
@@ -57,9 +55,7 @@ pub fn apply(a: &mut Artifact, plan: &PlanFile, key: &str) {
     a.intent.goal = plan.title.clone().or(a.intent.goal.take());
     a.intent.acceptance_criteria = plan.acceptance_criteria.clone();
     a.intent.open_decisions = Vec::new();
-    a.intent
-        .extra
-        .insert("approved_decisions".into(), json!(plan.decisions));
+    a.intent.approved_decisions = plan.decisions.clone();
     a.results.plan = Some(crate::results::PlanPin {
         file: key.to_string(),
         sha256: plan.sha256.clone(),
@@ -160,35 +156,23 @@ pub fn brief(a: &Artifact, with_intent: bool) -> Option<String> {
     let (n, p) = current(a)?;
     a.results.plan.as_ref()?;
     let total = a.normalized_phases.len();
-    let list = |k: &str| -> Vec<String> {
-        p.extra
-            .get(k)
-            .and_then(Value::as_array)
-            .map(|v| {
-                v.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     let mut s = format!("## Current Phase\nPhase {n} of {total}: `{}`", p.phase_id);
     if let Some(t) = &p.title {
         s.push_str(&format!(" — {t}"));
     }
     s.push_str("\nWork on this phase only; later phases are built after it is verified.\n");
-    if let Some(o) = p.extra.get("objective").and_then(Value::as_str) {
+    if let Some(o) = &p.objective {
         s.push_str(&format!("- Objective: {o}\n"));
     }
-    for (label, key) in [
-        ("Files", "files"),
-        ("Inputs", "inputs"),
-        ("Expected artifacts", "expected_artifacts"),
-        ("Required checks", "checks"),
-        ("Exit criteria", "exit_criteria"),
-        ("Test seams", "test_seams"),
+    for (label, items) in [
+        ("Files", &p.files),
+        ("Inputs", &p.inputs),
+        ("Expected artifacts", &p.expected_artifacts),
+        ("Required checks", &p.checks),
+        ("Exit criteria", &p.exit_criteria),
+        ("Test seams", &p.test_seams),
     ] {
-        let items = list(key);
+        let items = items.as_deref().unwrap_or_default();
         if !items.is_empty() {
             s.push_str(&format!("- {label}:\n"));
             for i in items {
@@ -196,12 +180,7 @@ pub fn brief(a: &Artifact, with_intent: bool) -> Option<String> {
             }
         }
     }
-    if let Some(c) = p
-        .extra
-        .get("checkpoint_type")
-        .and_then(Value::as_str)
-        .filter(|c| *c != "none")
-    {
+    if let Some(c) = p.checkpoint_type.as_deref().filter(|c| *c != "none") {
         s.push_str(&format!("- Checkpoint type: {c}\n"));
     }
     if with_intent {
@@ -215,13 +194,7 @@ pub fn brief(a: &Artifact, with_intent: bool) -> Option<String> {
                 s.push_str(&format!("  - {c}\n"));
             }
         }
-        let decisions: Vec<&str> = a
-            .intent
-            .extra
-            .get("approved_decisions")
-            .and_then(Value::as_array)
-            .map(|v| v.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let decisions = &a.intent.approved_decisions;
         if !decisions.is_empty() {
             s.push_str("- Approved decisions (in force):\n");
             for d in decisions {
