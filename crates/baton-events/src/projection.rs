@@ -92,6 +92,7 @@ impl Row {
 /// the dashboard and MCP read ([`Projection::doc`]). The fields a kind does not have stay empty;
 /// a workflow carries its [`Workflow`], a Flow its [`Flow`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Doc {
     pub kind: Kind,
     pub id: String,

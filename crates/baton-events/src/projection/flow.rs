@@ -7,6 +7,7 @@ use super::words::{State, Step, STEPS};
 
 /// One validation command of a unit's last run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Check {
     /// The command as typed.
     pub command: String,
@@ -17,6 +18,7 @@ pub struct Check {
 
 /// One unit of a Flow: its steps and where its branch is.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Unit {
     pub id: String,
     pub name: String,
@@ -38,6 +40,7 @@ pub struct Unit {
 
 /// A Flow's view: units × steps.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Flow {
     pub units: Vec<Unit>,
     pub main_branch: String,

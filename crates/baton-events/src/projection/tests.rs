@@ -351,3 +351,53 @@ fn the_fixtures_documents_are_the_committed_ones() {
         path.display()
     );
 }
+
+/// The documents' TypeScript declarations, derived from these types (`ts-rs`, in tests only), are
+/// kept beside the page's modules in `crates/baton-web/src/assets/projection.d.ts` (not served):
+/// the dashboard's JS is checked against them by `tsc` (`crates/baton-web/tests/types.rs`), so a
+/// change of the documents' shape that the page does not follow fails there. Numbers are
+/// `number` (JSON's), never `bigint`.
+#[test]
+fn the_typescript_declarations_are_the_committed_ones() {
+    use ts_rs::TS;
+    let cfg = ts_rs::Config::new().with_large_int("number");
+    /// A type's doc comment and its declaration, as `ts-rs` exports one (no trailing blanks).
+    fn decl<T: TS>(cfg: &ts_rs::Config) -> String {
+        let text = format!("{}export {}", T::docs().unwrap_or_default(), T::decl(cfg));
+        let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+        format!("\n{}\n", lines.join("\n"))
+    }
+    let decls = [
+        decl::<Doc>(&cfg),
+        decl::<Workflow>(&cfg),
+        decl::<Node>(&cfg),
+        decl::<Checkpoint>(&cfg),
+        decl::<Spent>(&cfg),
+        decl::<Flow>(&cfg),
+        decl::<Unit>(&cfg),
+        decl::<Check>(&cfg),
+        decl::<Kind>(&cfg),
+        decl::<State>(&cfg),
+        decl::<Step>(&cfg),
+    ];
+    let text = String::from(
+        "// The projection's documents (`baton_events::projection::Doc`) as `baton serve` sends them,\n\
+         // derived from the Rust types by baton-events' test\n\
+         // `the_typescript_declarations_are_the_committed_ones`: do not edit, write it again with\n\
+         // BATON_WRITE_TYPES=1.\n",
+    ) + &decls.concat();
+    let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap();
+    let path = crates.join("baton-web/src/assets/projection.d.ts");
+    if std::env::var_os("BATON_WRITE_TYPES").is_some() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let kept = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        kept == text,
+        "{} differs from the declarations of baton_events::projection's documents; write it again \
+         with BATON_WRITE_TYPES=1",
+        path.display()
+    );
+}

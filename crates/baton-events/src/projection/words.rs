@@ -4,6 +4,7 @@
 baton_protocol::closed_set! {
     /// What a row is.
     #[derive(PartialOrd, Ord)]
+    #[cfg_attr(test, derive(ts_rs::TS))]
     pub enum Kind ("row kind") {
         /// A child of this session's `delegate_task`.
         Delegation = "delegation",
@@ -21,6 +22,7 @@ baton_protocol::closed_set! {
 baton_protocol::closed_set! {
     /// Where a thing stands; the panel's groups, in the order they are shown.
     #[derive(PartialOrd, Ord)]
+    #[cfg_attr(test, derive(ts_rs::TS))]
     pub enum State ("state") {
         /// Waiting for the user: a checkpoint, a halted or failed Flow.
         NeedsInput = "needs",
@@ -47,6 +49,7 @@ impl State {
 baton_protocol::closed_set! {
     /// How far one step of a Flow unit (or a workflow's dispatch) went.
     #[derive(Default)]
+    #[cfg_attr(test, derive(ts_rs::TS))]
     pub enum Step ("step") {
         #[default]
         Pending = "pending",

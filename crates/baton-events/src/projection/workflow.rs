@@ -8,6 +8,7 @@ use super::words::{State, Step};
 
 /// One dispatch of a workflow: a node of its task graph.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Node {
     pub task_id: String,
     pub agent: String,
@@ -20,6 +21,7 @@ pub struct Node {
 
 /// A checkpoint waiting for an answer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Checkpoint {
     pub gate: String,
     pub question: String,
@@ -29,6 +31,7 @@ pub struct Checkpoint {
 
 /// A workflow's view: its dispatches in order, and its checkpoint.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Workflow {
     /// The workflow's type (`BUILD`, `DEBUG` …).
     pub kind: String,
@@ -45,6 +48,7 @@ pub struct Workflow {
 
 /// A workflow's spending and budget.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Spent {
     pub cost_usd: f64,
     pub input_tokens: u64,
