@@ -5,20 +5,93 @@
 // events (`project`). Pure: no DOM, so that node can run it too. Events arrive in batches (a JSON
 // array per message); an event whose position the model already holds is dropped, so a batch
 // given twice changes nothing.
+//
+// Checked by `tsc` (`crates/baton-web/tsconfig.json`) against the documents' types, which are
+// derived from the Rust ones (`projection.d.ts`, written by a baton-events test).
+// @ts-check
+
+/**
+ * @typedef {import('./projection').Doc} Doc
+ * @typedef {import('./projection').State} State
+ * @typedef {import('./projection').Checkpoint} Checkpoint
+ * @typedef {import('./projection').Unit} Unit
+ */
+
+/**
+ * One event of the feed as `baton events --json` prints it (its `event` is the log's own line,
+ * not typed here).
+ * @typedef {{source: {kind: string, id: string}, pos?: {offset: number}, ts?: string, event?: any}} FeedEvent
+ */
+
+/**
+ * A task of a workflow's graph, from the record's changes.
+ * @typedef {{id: string, seen?: number, created?: number, done?: number, status?: string, blockedBy?: string[], phase?: string, origin?: string}} GraphTask
+ */
+
+/**
+ * One dispatch of a workflow, from its events (a rerun is a dispatch of its own).
+ * @typedef {{key: string, task: string, agent: string, phase: string, role?: string, class?: string, attempt: number, start: number, ready: number, end?: number, verdict?: string, cost?: number | null, tokens?: number, route?: string, error?: any, session?: string}} Dispatch
+ */
+
+/**
+ * What one dispatch, task child or worker prompt spent.
+ * @typedef {{t: number, day: string, model: string, role: string, workflow: string, usd: number, tokens: number, priced: boolean}} Spend
+ */
+
+/**
+ * One log's row: what its events say (count, times, a workflow's dispatches and graph, a
+ * worker's spec) and, from its document (`project`), where it stands.
+ * @typedef {object} Row
+ * @property {string} kind
+ * @property {string} id
+ * @property {State | undefined} state
+ * @property {number} events
+ * @property {number | undefined} first
+ * @property {number} tokens
+ * @property {number} cost
+ * @property {string} [last]
+ * @property {string} [at]
+ * @property {number} [t]
+ * @property {Doc} [doc]
+ * @property {string} [detail]
+ * @property {string} [role]
+ * @property {string | null} [model]
+ * @property {string | null} [session]
+ * @property {string} [type]
+ * @property {string} [phase]
+ * @property {Checkpoint | null} [checkpoint]
+ * @property {string | null} [waits]
+ * @property {string | null} [reason]
+ * @property {number | null} [budgetUsd]
+ * @property {Map<string, Unit>} [units]
+ * @property {string | null} [what]
+ * @property {number} [turns]
+ * @property {string} [doing]
+ * @property {string | null} [answer]
+ * @property {boolean} [routed]
+ * @property {Map<string, Dispatch>} [nodes]
+ * @property {Map<string, GraphTask>} [graph]
+ * @property {object[]} [findings]
+ * @property {{seq: number, what: string, t: number}[]} [marks]
+ * @property {{role: string, model: string}} [spec]
+ */
 
 export const STEPS = ['implement', 'rebase', 'validate', 'review', 'merge'];
 
 // Milliseconds since the epoch of an RFC 3339 time (its nanoseconds cut to milliseconds).
+/** @param {string | null | undefined} ts */
 export function ms(ts) {
   if (!ts) return NaN;
   return Date.parse(String(ts).replace(/(\.\d{3})\d+/, '$1'));
 }
 
+/** @param {any} ev @returns {string} */
 export function nameOf(ev) {
   return (ev && (ev.type || ev.event)) || '?';
 }
 
 // One sentence on what an event says, for the timeline.
+/** @param {string} kind @param {any} ev @param {string} name */
 function gist(kind, ev, name) {
   const bits = [];
   if (kind === 'workflow') {
@@ -50,15 +123,21 @@ function gist(kind, ev, name) {
 
 export class Model {
   constructor() {
-    this.rows = new Map(); // "kind/id" -> row
-    this.timeline = []; // every event: {t, kind, id, name, text, seq} (kept small: 100,000 of them)
-    this.seen = new Map(); // "kind/id" -> the offset of the last event taken
-    this.spend = []; // {t, day, model, role, workflow, usd, tokens}
+    /** @type {Map<string, Row>} "kind/id" -> row */
+    this.rows = new Map();
+    /** @type {{t: number, kind: string, id: string, name: string, text: string, seq?: number}[]} every event (kept small: 100,000 of them) */
+    this.timeline = [];
+    /** @type {Map<string, number>} "kind/id" -> the offset of the last event taken */
+    this.seen = new Map();
+    /** @type {Spend[]} */
+    this.spend = [];
     this.version = 0;
     this.duplicates = 0; // events given twice (dropped)
-    this.changed = new Set(); // "kind/id" changed since the last take
+    /** @type {Set<string>} "kind/id" changed since the last take */
+    this.changed = new Set();
   }
 
+  /** @param {FeedEvent[]} batch */
   add(batch) {
     for (const e of batch) this.fold(e);
     if (batch.length) this.version += 1;
@@ -71,6 +150,7 @@ export class Model {
     return c;
   }
 
+  /** @param {FeedEvent} e */
   fold(e) {
     const kind = e.source.kind;
     const key = `${kind}/${e.source.id}`;
@@ -83,9 +163,10 @@ export class Model {
     const ev = e.event || {};
     const name = nameOf(ev);
     const at = e.ts || ev.ts || ev.at || ev.created || null;
-    // A line that records no time (a task's progress) takes its log's last known one.
+    // A line that records no time (a task's progress) takes its log's last known one (none when
+    // its row was made by its document, which comes before the batch: NaN, as for no time).
     const known = this.rows.get(key);
-    const t = at ? ms(at) : known ? known.t : NaN;
+    const t = at ? ms(at) : known && known.t !== undefined ? known.t : NaN;
     this.timeline.push({ t, kind, id: e.source.id, name, text: gist(kind, ev, name), seq: ev.seq });
     if (kind === 'routing') return;
     const row = this.row(kind, e.source.id);
@@ -100,6 +181,7 @@ export class Model {
   }
 
   // The row of a log, made on first sight (by an event or by its document).
+  /** @param {string} kind @param {string} id @returns {Row} */
   row(kind, id) {
     const key = `${kind}/${id}`;
     let row = this.rows.get(key);
@@ -111,24 +193,26 @@ export class Model {
   }
 
   // The server's projection: each document says where one log stands now.
+  /** @param {Doc[]} docs */
   project(docs) {
     for (const d of docs) {
       const row = this.row(d.kind, d.id);
       row.doc = d;
-      Object.assign(row, { state: d.state, detail: d.detail, role: d.role, model: d.model, session: d.session, tokens: d.tokens, cost: d.cost_usd || 0 });
+      set(row, { state: d.state, detail: d.detail, role: d.role, model: d.model, session: d.session, tokens: d.tokens, cost: d.cost_usd || 0 });
       if (d.workflow) {
         const w = d.workflow;
-        Object.assign(row, { type: w.kind, phase: w.phase, checkpoint: w.checkpoint, waits: w.waits, reason: w.note, budgetUsd: w.spent.budget_usd, tokens: w.spent.input_tokens + w.spent.output_tokens, cost: w.spent.cost_usd });
+        set(row, { type: w.kind, phase: w.phase, checkpoint: w.checkpoint, waits: w.waits, reason: w.note, budgetUsd: w.spent.budget_usd, tokens: w.spent.input_tokens + w.spent.output_tokens, cost: w.spent.cost_usd });
       }
-      if (d.flow) Object.assign(row, { units: new Map(d.flow.units.map((u) => [u.id, u])), reason: d.detail });
-      if (d.kind === 'task') Object.assign(row, { what: d.what, reason: d.reason });
-      if (d.kind === 'worker') Object.assign(row, { turns: d.turns, doing: d.detail, answer: d.answer });
+      if (d.flow) set(row, { units: new Map(d.flow.units.map((u) => [u.id, u])), reason: d.detail });
+      if (d.kind === 'task') set(row, { what: d.what, reason: d.reason });
+      if (d.kind === 'worker') set(row, { turns: d.turns, doing: d.detail, answer: d.answer });
       if (d.kind === 'session') row.routed = d.routed;
       this.changed.add(`${d.kind}/${d.id}`);
     }
     if (docs.length) this.version += 1;
   }
 
+  /** @param {Row} row @param {any} ev @param {string} name @param {number} t */
   workflow(row, ev, name, t) {
     row.nodes = row.nodes || new Map();
     row.graph = row.graph || new Map();
@@ -144,6 +228,7 @@ export class Model {
     }
     if (name === 'task_created' && ev.details && Array.isArray(ev.details.tasks)) {
       for (const id of ev.details.tasks) {
+        /** @type {GraphTask} */
         const g = row.graph.get(id) || { id, blockedBy: [] };
         if (g.created === undefined) g.created = t;
         row.graph.set(id, g);
@@ -171,30 +256,35 @@ export class Model {
         n.end = t;
         n.verdict = ev.decision || '';
         n.cost = typeof det.cost_usd === 'number' ? det.cost_usd : null;
-        n.tokens = (usage.input_tokens || 0) + (usage.output_tokens || 0);
+        /** @type {number} */
+        const tokens = (usage.input_tokens || 0) + (usage.output_tokens || 0);
+        n.tokens = tokens;
         n.route = det.route || det.backend || '';
         n.error = det.error || null;
         n.session = det.session;
         const g = row.graph.get(ev.task_id);
         if (g) g.done = t;
-        this.spend.push({ t, day: dayOf(t), model: n.route || '(no route)', role: n.role || n.agent || '?', workflow: row.id, usd: n.cost || 0, tokens: n.tokens, priced: n.cost !== null });
+        this.spend.push({ t, day: dayOf(t), model: n.route || '(no route)', role: n.role || n.agent || '?', workflow: row.id, usd: n.cost || 0, tokens, priced: n.cost !== null });
       }
     }
   }
 
   // When `task` became ready to run: its creation, or the end of its last blocker, if later.
+  /** @param {Row} row @param {string} task @param {number} fallback */
   ready(row, task, fallback) {
-    const g = row.graph.get(task);
-    if (!g) return fallback;
+    const graph = row.graph;
+    const g = graph && graph.get(task);
+    if (!graph || !g) return fallback;
     let at = g.created !== undefined ? g.created : g.seen !== undefined ? g.seen : fallback;
     for (const b of g.blockedBy || []) {
-      const bg = row.graph.get(b);
+      const bg = graph.get(b);
       if (bg && bg.done !== undefined && bg.done > at) at = bg.done;
     }
     return Math.min(at, fallback);
   }
 
   // What a finished task's children spent (the server priced those that did not say).
+  /** @param {Row} row @param {any} ev @param {string} name @param {number} t */
   task(row, ev, name, t) {
     if (name !== 'task.completed' || !ev.report) return;
     for (const entry of ev.report.entries || []) {
@@ -206,17 +296,19 @@ export class Model {
   }
 
   // What a worker's answered prompts spent, on its spec's model.
+  /** @param {Row} row @param {any} ev @param {string} name @param {number} t */
   worker(row, ev, name, t) {
     if (name === 'worker.created' && ev.spec) row.spec = { role: ev.spec.role, model: ev.spec.model || ev.spec.model_class || '' };
     if (name === 'prompt.answered') {
       const u = ev.usage || {};
       const tokens = (u.input_tokens || 0) + (u.output_tokens || 0);
-      const spec = row.spec || {};
+      const spec = row.spec || { role: '', model: '' };
       this.spend.push({ t, day: dayOf(t), model: spec.model || '(the role\'s)', role: spec.role || '?', workflow: `worker ${row.id}`, usd: u.cost_usd || 0, tokens, priced: typeof u.cost_usd === 'number' });
     }
   }
 
   // The rows of `kind`, newest first.
+  /** @param {string} kind */
   list(kind) {
     const out = [];
     for (const r of this.rows.values()) if (r.kind === kind) out.push(r);
@@ -236,6 +328,7 @@ export class Model {
 
   // What was spent, summed by `by` (model, role, day, workflow): [{key, usd, tokens, count}],
   // the largest first.
+  /** @param {'model' | 'role' | 'day' | 'workflow'} by */
   costBy(by) {
     const sums = new Map();
     for (const s of this.spend) {
@@ -251,13 +344,22 @@ export class Model {
   }
 }
 
+// A row's fields from its document (checked: a field the row does not have is an error).
+/** @param {Row} row @param {Partial<Row>} fields */
+function set(row, fields) {
+  Object.assign(row, fields);
+}
+
+/** @param {number} t */
 export function dayOf(t) {
   return Number.isFinite(t) ? new Date(t).toISOString().slice(0, 10) : '?';
 }
 
 // The layers of a task graph: each task one column right of its last blocker.
+/** @param {Map<string, GraphTask>} graph @returns {string[][]} */
 export function layers(graph) {
   const depth = new Map();
+  /** @type {(id: string, path: Set<string>) => number} */
   const visit = (id, path) => {
     if (depth.has(id)) return depth.get(id);
     if (path.has(id)) return 0; // a cycle: drawn, not followed
@@ -270,6 +372,7 @@ export function layers(graph) {
     return d;
   };
   for (const id of graph.keys()) visit(id, new Set());
+  /** @type {string[][]} */
   const cols = [];
   for (const [id, d] of depth) (cols[d] = cols[d] || []).push(id);
   return cols.map((c) => c || []);
