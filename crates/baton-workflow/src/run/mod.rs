@@ -160,6 +160,66 @@ pub async fn start(
     start_with(env, &ExecLauncher, opts, cancel).await
 }
 
+/// The plan `--plan` names, trusted (its hash recorded on approval) and read; refused with the
+/// fix when it cannot go with the rest of the options.
+fn trusted_plan(
+    env: &RunEnv,
+    opts: &StartOptions,
+    root: &Path,
+) -> Result<Option<(crate::plan_file::PlanFile, String)>, RunError> {
+    let Some(p) = &opts.plan else {
+        return Ok(None);
+    };
+    if opts.kind != WorkflowKind::Build {
+        return Err(RunError::Refused(format!(
+            "--plan runs a BUILD, not {}: drop --workflow, or give --workflow BUILD",
+            opts.kind
+        )));
+    }
+    if opts.trivial {
+        return Err(RunError::Refused(
+            "--plan and --trivial do not go together: planned work always takes the full graph; drop --trivial".into(),
+        ));
+    }
+    let path = if p.is_absolute() {
+        p.clone()
+    } else {
+        env.delegate.cwd.join(p)
+    };
+    Ok(Some(plan::trust(&env.delegate.state, root, &path)?))
+}
+
+/// The status-history entry of a BUILD's scope assessment: how it was judged and on what.
+fn scope_assessed(s: &crate::route::scope::Scope) -> crate::artifact::HistoryEntry {
+    use crate::route::scope::Scope;
+    let (how, signals) = match s {
+        Scope::Trivial(x) => ("trivial", x.join(", ")),
+        Scope::Broad(x) => ("broad: plan first is offered", x.join(", ")),
+        Scope::Standard => ("standard", "no clear signal".into()),
+    };
+    crate::artifact::HistoryEntry::new("scope_assessed", None, &format!("{how} ({signals})"))
+}
+
+/// The `task_created` event of a new workflow: its tasks, and what memory healing did.
+fn tasks_created(v: &WorkflowState, report: &crate::memory::EnsureReport) -> EventBody {
+    let healed: Vec<String> = report
+        .healed
+        .iter()
+        .map(|(f, h)| format!("{}: {}", f.file_name(), h.join(", ")))
+        .collect();
+    let healed = match healed.is_empty() {
+        true => String::new(),
+        false => format!("; memory healed ({})", healed.join("; ")),
+    };
+    EventBody::TaskCreated(TaskCreated {
+        reason: Some(format!("{} tasks{healed}", v.tasks.len())),
+        details: Some(TaskCreatedDetails {
+            tasks: v.tasks.iter().map(|t| t.id.clone()).collect(),
+            ..TaskCreatedDetails::default()
+        }),
+    })
+}
+
 /// [`start`] launching role agents through `launcher`.
 pub async fn start_with(
     env: &RunEnv,
@@ -172,28 +232,7 @@ pub async fn start_with(
     }
     check_tiers(env)?;
     let root = project_root(env);
-    let plan = match &opts.plan {
-        Some(_) if opts.kind != WorkflowKind::Build => {
-            return Err(RunError::Refused(format!(
-                "--plan runs a BUILD, not {}: drop --workflow, or give --workflow BUILD",
-                opts.kind
-            )))
-        }
-        Some(_) if opts.trivial => {
-            return Err(RunError::Refused(
-                "--plan and --trivial do not go together: planned work always takes the full graph; drop --trivial".into(),
-            ))
-        }
-        Some(p) => {
-            let path = if p.is_absolute() {
-                p.clone()
-            } else {
-                env.delegate.cwd.join(p)
-            };
-            Some(plan::trust(&env.delegate.state, &root, &path)?)
-        }
-        None => None,
-    };
+    let plan = trusted_plan(env, opts, &root)?;
     let store = WorkflowStore::new(env.delegate.state.clone());
     let scope =
         (opts.kind == WorkflowKind::Build && opts.assess_scope && !opts.trivial && plan.is_none())
@@ -256,18 +295,7 @@ pub async fn start_with(
         .budget_tokens
         .or(env.delegate.config.workflow.budget_tokens);
     if let Some(s) = &scope {
-        let (how, signals) = match s {
-            crate::route::scope::Scope::Trivial(x) => ("trivial", x.join(", ")),
-            crate::route::scope::Scope::Broad(x) => ("broad: plan first is offered", x.join(", ")),
-            crate::route::scope::Scope::Standard => ("standard", "no clear signal".into()),
-        };
-        r.artifact
-            .status_history
-            .push(crate::artifact::HistoryEntry::new(
-                "scope_assessed",
-                None,
-                &format!("{how} ({signals})"),
-            ));
+        r.artifact.status_history.push(scope_assessed(s));
     }
     let mut worktree_error = None;
     // Broad work is asked first: the worktree offer waits for `build directly`.
@@ -312,45 +340,9 @@ pub async fn start_with(
         .as_ref()
         .map_or(root.clone(), |w| w.path.clone());
     v.host.baseline = tree_digest(&work, true).await;
-    let healed: Vec<String> = report
-        .healed
-        .iter()
-        .map(|(f, h)| format!("{}: {}", f.file_name(), h.join(", ")))
-        .collect();
-    let ev = EventBody::TaskCreated(TaskCreated {
-        reason: Some(format!(
-            "{} tasks{}",
-            v.tasks.len(),
-            if healed.is_empty() {
-                String::new()
-            } else {
-                format!("; memory healed ({})", healed.join("; "))
-            }
-        )),
-        details: Some(TaskCreatedDetails {
-            tasks: v.tasks.iter().map(|t| t.id.clone()).collect(),
-            ..TaskCreatedDetails::default()
-        }),
-    });
+    let ev = tasks_created(v, &report);
     runner.commit(ev, r)?;
-    runner.say(&format!("workflow {id} started"));
-    match &scope {
-        Some(crate::route::scope::Scope::Trivial(s)) => runner.say(&format!(
-            "scope: trivial ({}): builder, then verifier (a scope increase escalates to the full graph)",
-            s.join(", ")
-        )),
-        Some(crate::route::scope::Scope::Broad(s)) => {
-            runner.say(&format!("scope: broad ({})", s.join(", ")))
-        }
-        _ => {}
-    }
-    if let Some(wt) = &runner.record().state.host.worktree {
-        runner.say(&format!(
-            "working in worktree {} on branch {}",
-            wt.path.display(),
-            wt.branch
-        ));
-    }
+    runner.say_started(&id, scope.as_ref());
     if let Some(e) = worktree_error {
         runner.fail(RunError::Worktree(e))?;
     } else if let Some(e) = tree_busy {
@@ -689,6 +681,28 @@ impl<'a> Runner<'a> {
     pub(super) fn say(&self, line: &str) {
         if let Some(o) = &self.env.observer {
             o(line);
+        }
+    }
+
+    /// What `baton run` says once a workflow's record is started: its id, its scope, where it
+    /// works.
+    fn say_started(&self, id: &str, scope: Option<&crate::route::scope::Scope>) {
+        use crate::route::scope::Scope;
+        self.say(&format!("workflow {id} started"));
+        match scope {
+            Some(Scope::Trivial(s)) => self.say(&format!(
+                "scope: trivial ({}): builder, then verifier (a scope increase escalates to the full graph)",
+                s.join(", ")
+            )),
+            Some(Scope::Broad(s)) => self.say(&format!("scope: broad ({})", s.join(", "))),
+            _ => {}
+        }
+        if let Some(wt) = &self.record().state.host.worktree {
+            self.say(&format!(
+                "working in worktree {} on branch {}",
+                wt.path.display(),
+                wt.branch
+            ));
         }
     }
 
