@@ -25,100 +25,7 @@ impl Runner<'_> {
             let (Some(task), Some(o)) = (v.task(id), v.host.outputs.get(id)) else {
                 continue;
             };
-            if let Some(e) = &o.error {
-                return Err(RunError::Agent {
-                    task: id.clone(),
-                    role: o.role.clone(),
-                    message: e.clone(),
-                });
-            }
-            let role = Role::from_name(&o.role)
-                .or_else(|| self.role_of(task))
-                .ok_or_else(|| RunError::NoContractRole {
-                    task: id.clone(),
-                    role: o.role.clone(),
-                })?;
-            let (task_id, role_name) = (id.clone(), role.name().to_string());
-            let checked =
-                contract::parse(role, &o.text).map_err(|e| RunError::MalformedContract {
-                    task: task_id.clone(),
-                    role: role_name.clone(),
-                    message: e.problem(),
-                })?;
-            match &checked.outcome {
-                ContractOutcome::PassRefused { unmet } => {
-                    return Err(RunError::RefusedPass {
-                        task: task_id,
-                        role: role_name,
-                        unmet: unmet.clone(),
-                    })
-                }
-                ContractOutcome::NeedsVerification { reason } => {
-                    return Err(RunError::UnprovenPass {
-                        task: task_id,
-                        role: role_name,
-                        reason: reason.clone(),
-                    })
-                }
-                _ => {}
-            }
-            if role.is_read_only() && o.changed == Some(true) {
-                return Err(RunError::ReadOnlyEdited {
-                    task: task_id,
-                    role: role_name,
-                });
-            }
-            if checked.advances() && !role.is_read_only() && o.changed == Some(false) {
-                let writes_code = matches!(role, Role::ComponentBuilder | Role::BugInvestigator);
-                if writes_code {
-                    return Err(RunError::NothingChanged {
-                        task: task_id,
-                        role: role_name,
-                    });
-                }
-            }
-            if let Some(c) = o.host_checks.iter().find(|c| !c.ok) {
-                return Err(RunError::HostCheckFailed {
-                    task: task_id,
-                    role: role_name,
-                    command: c.command.clone(),
-                    how: match (c.exit_code, &c.error) {
-                        (Some(code), _) if !c.new_failures.is_empty() => format!(
-                            "exits {code} with tests failing that passed before the build: {}",
-                            c.new_failures.join(", ")
-                        ),
-                        (Some(code), Some(e)) => format!("exits {code} ({e})"),
-                        (Some(code), None) => format!("exits {code}"),
-                        (None, Some(e)) => format!("did not finish ({e})"),
-                        (None, None) => "did not finish".to_string(),
-                    },
-                });
-            }
-            if role == Role::IntegrationVerifier {
-                // The disputes waiting for this verifier: each ruled on, none rejected by a pass.
-                let disputes = super::dispute::recorded(a);
-                if let Some(d) = disputes.iter().find(|d| d.status == "pending") {
-                    return Err(RunError::Dispute {
-                        task: task_id,
-                        message: format!(
-                            "did not rule on the disputed finding {:?}: it must write DISPUTE_UPHELD or DISPUTE_REJECTED for it",
-                            d.finding
-                        ),
-                    });
-                }
-                let rejected = disputes
-                    .iter()
-                    .find(|d| d.status == "rejected" && d.ruled_by.as_deref() == Some(id));
-                if let (Some(d), true) = (rejected, checked.advances()) {
-                    return Err(RunError::Dispute {
-                        task: task_id,
-                        message: format!(
-                            "rejected the dispute of {:?} (the finding stands) yet passed: a standing finding is a FAIL until it is fixed",
-                            d.finding
-                        ),
-                    });
-                }
-            }
+            let (role, checked) = self.believe(a, id, task, o)?;
             if matches!(kind, WorkflowKind::Triage | WorkflowKind::CodebaseHealth) {
                 let report = self
                     .write_report(id, &o.text)
@@ -173,6 +80,103 @@ impl Runner<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// An agent's answer believed: no error, a role, a contract that reads, a pass its own
+    /// checks and the host's support (a read-only role changed nothing, a writing one changed
+    /// something, every host check passed, a verifier ruled on every dispute); else why not.
+    fn believe(
+        &self,
+        a: &Artifact,
+        id: &str,
+        task: &Task,
+        o: &crate::state::TaskOutput,
+    ) -> Result<(Role, contract::Checked), RunError> {
+        if let Some(e) = &o.error {
+            return Err(RunError::Agent {
+                task: id.to_string(),
+                role: o.role.clone(),
+                message: e.clone(),
+            });
+        }
+        let role = Role::from_name(&o.role)
+            .or_else(|| self.role_of(task))
+            .ok_or_else(|| RunError::NoContractRole {
+                task: id.to_string(),
+                role: o.role.clone(),
+            })?;
+        let (task_id, role_name) = (id.to_string(), role.name().to_string());
+        let checked = contract::parse(role, &o.text).map_err(|e| RunError::MalformedContract {
+            task: task_id.clone(),
+            role: role_name.clone(),
+            message: e.problem(),
+        })?;
+        match &checked.outcome {
+            ContractOutcome::PassRefused { unmet } => {
+                return Err(RunError::RefusedPass {
+                    task: task_id,
+                    role: role_name,
+                    unmet: unmet.clone(),
+                })
+            }
+            ContractOutcome::NeedsVerification { reason } => {
+                return Err(RunError::UnprovenPass {
+                    task: task_id,
+                    role: role_name,
+                    reason: reason.clone(),
+                })
+            }
+            _ => {}
+        }
+        if role.is_read_only() && o.changed == Some(true) {
+            return Err(RunError::ReadOnlyEdited {
+                task: task_id,
+                role: role_name,
+            });
+        }
+        if checked.advances() && !role.is_read_only() && o.changed == Some(false) {
+            let writes_code = matches!(role, Role::ComponentBuilder | Role::BugInvestigator);
+            if writes_code {
+                return Err(RunError::NothingChanged {
+                    task: task_id,
+                    role: role_name,
+                });
+            }
+        }
+        if let Some(c) = o.host_checks.iter().find(|c| !c.ok) {
+            return Err(RunError::HostCheckFailed {
+                task: task_id,
+                role: role_name,
+                command: c.command.clone(),
+                how: how_it_failed(c),
+            });
+        }
+        if role == Role::IntegrationVerifier {
+            // The disputes waiting for this verifier: each ruled on, none rejected by a pass.
+            let disputes = super::dispute::recorded(a);
+            if let Some(d) = disputes.iter().find(|d| d.status == "pending") {
+                return Err(RunError::Dispute {
+                    task: task_id,
+                    message: format!(
+                        "did not rule on the disputed finding {:?}: it must write DISPUTE_UPHELD or DISPUTE_REJECTED for it",
+                        d.finding
+                    ),
+                });
+            }
+            let rejected = disputes
+                .iter()
+                .find(|d| d.status == "rejected" && d.ruled_by.as_deref() == Some(id));
+            if let (Some(d), true) = (rejected, checked.advances()) {
+                return Err(RunError::Dispute {
+                    task: task_id,
+                    message: format!(
+                        "rejected the dispute of {:?} (the finding stands) yet passed: a standing finding is a FAIL until it is fixed",
+                        d.finding
+                    ),
+                });
+            }
+        }
+        Ok((role, checked))
     }
 
     /// TRIAGE and CODEBASE-HEALTH: the agent's report, saved under `.baton/reports/`.
@@ -422,6 +426,20 @@ impl Runner<'_> {
             ..crate::event::Fields::default()
         });
         self.commit(ev, r)
+    }
+}
+
+/// How a host check failed, in words.
+fn how_it_failed(c: &crate::state::HostCheck) -> String {
+    match (c.exit_code, &c.error) {
+        (Some(code), _) if !c.new_failures.is_empty() => format!(
+            "exits {code} with tests failing that passed before the build: {}",
+            c.new_failures.join(", ")
+        ),
+        (Some(code), Some(e)) => format!("exits {code} ({e})"),
+        (Some(code), None) => format!("exits {code}"),
+        (None, Some(e)) => format!("did not finish ({e})"),
+        (None, None) => "did not finish".to_string(),
     }
 }
 
