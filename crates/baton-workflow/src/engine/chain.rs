@@ -87,65 +87,9 @@ impl Draft<'_> {
             self.recheck(kind, &remfix);
             return;
         }
-        // A re-review after a CRITICAL_ONLY fix: only critical findings are fixed again; HIGH ones
-        // are deferred unless they turn critical (cc10x remediation: re-review scope).
-        let critical_only = self.rechecking_critical_only();
-        let deferred = outputs
-            .findings
-            .as_ref()
-            .is_some_and(|f| critical_only && f.critical_issues == 0 && f.high_issues > 0);
-        if deferred {
-            self.changes.push(Change::Status(HistoryEntry::new(
-                "findings_deferred",
-                self.a.phase_cursor.as_deref(),
-                "HIGH findings after a CRITICAL_ONLY fix are deferred, not fixed",
-            )));
-        }
-        if let Some(f) = outputs.findings.as_ref().filter(|_| critical_only) {
-            if f.critical_issues > 0 {
-                self.remediate("code-reviewer", "CRITICAL_ONLY", "critical findings remain");
-                return;
-            }
-        }
-        if let Some(f) = outputs.findings.as_ref().filter(|_| !critical_only) {
-            if kind == WorkflowKind::Build && f.critical_issues > 0 && f.high_issues > 0 {
-                if self.remediation_cycles() >= MAX_REMEDIATION_CYCLES {
-                    self.remediate("code-reviewer", "N/A", "critical and high findings");
-                } else {
-                    self.stop(
-                        Action::PauseForScopeDecision,
-                        Some(Gate::ScopeDecision),
-                        "critical and high findings: fix critical only, or all issues",
-                    );
-                }
-                return;
-            }
-            // cc10x remediation row 2: the reviewer approves and only the hunter reports HIGH
-            // issues (no critical one): the user decides, once per phase.
-            let reviewer_approves =
-                outputs.reviewer.as_ref().and_then(|r| r.approves()) == Some(true);
-            let hunter_only = kind == WorkflowKind::Build
-                && f.critical_issues == 0
-                && f.high_issues > 0
-                && f.hunter_only_high == f.high_issues
-                && reviewer_approves;
-            if hunter_only && !self.hunter_findings_accepted() {
-                self.stop(
-                    Action::PauseForHunterFindings,
-                    Some(Gate::HunterFindings),
-                    format!(
-                        "the reviewer approves, but the failure-hunter reports {} HIGH issue{}",
-                        f.high_issues,
-                        if f.high_issues == 1 { "" } else { "s" }
-                    ),
-                );
-                return;
-            }
-            if (f.critical_issues > 0 || f.high_issues > 0) && !hunter_only {
-                self.remediate("code-reviewer", "ALL_ISSUES", "review findings");
-                return;
-            }
-        }
+        let Some(deferred) = self.findings_gate(kind) else {
+            return;
+        };
         let mut next = None;
         if let Some(b) = &outputs.builder {
             match self.builder(b) {
@@ -234,6 +178,73 @@ impl Draft<'_> {
                 "no output this chain reads",
             ),
         }
+    }
+
+    /// The review's and the hunt's findings weighed (cc10x remediation rows): a fix or a
+    /// question when they call for one (`None`: the chain stops here), else whether HIGH
+    /// findings after a CRITICAL_ONLY fix are deferred.
+    fn findings_gate(&mut self, kind: WorkflowKind) -> Option<bool> {
+        let outputs = &self.inputs.outputs;
+        // A re-review after a CRITICAL_ONLY fix: only critical findings are fixed again; HIGH ones
+        // are deferred unless they turn critical (cc10x remediation: re-review scope).
+        let critical_only = self.rechecking_critical_only();
+        let deferred = outputs
+            .findings
+            .as_ref()
+            .is_some_and(|f| critical_only && f.critical_issues == 0 && f.high_issues > 0);
+        if deferred {
+            self.changes.push(Change::Status(HistoryEntry::new(
+                "findings_deferred",
+                self.a.phase_cursor.as_deref(),
+                "HIGH findings after a CRITICAL_ONLY fix are deferred, not fixed",
+            )));
+        }
+        if let Some(f) = outputs.findings.as_ref().filter(|_| critical_only) {
+            if f.critical_issues > 0 {
+                self.remediate("code-reviewer", "CRITICAL_ONLY", "critical findings remain");
+                return None;
+            }
+        }
+        if let Some(f) = outputs.findings.as_ref().filter(|_| !critical_only) {
+            if kind == WorkflowKind::Build && f.critical_issues > 0 && f.high_issues > 0 {
+                if self.remediation_cycles() >= MAX_REMEDIATION_CYCLES {
+                    self.remediate("code-reviewer", "N/A", "critical and high findings");
+                } else {
+                    self.stop(
+                        Action::PauseForScopeDecision,
+                        Some(Gate::ScopeDecision),
+                        "critical and high findings: fix critical only, or all issues",
+                    );
+                }
+                return None;
+            }
+            // cc10x remediation row 2: the reviewer approves and only the hunter reports HIGH
+            // issues (no critical one): the user decides, once per phase.
+            let reviewer_approves =
+                outputs.reviewer.as_ref().and_then(|r| r.approves()) == Some(true);
+            let hunter_only = kind == WorkflowKind::Build
+                && f.critical_issues == 0
+                && f.high_issues > 0
+                && f.hunter_only_high == f.high_issues
+                && reviewer_approves;
+            if hunter_only && !self.hunter_findings_accepted() {
+                self.stop(
+                    Action::PauseForHunterFindings,
+                    Some(Gate::HunterFindings),
+                    format!(
+                        "the reviewer approves, but the failure-hunter reports {} HIGH issue{}",
+                        f.high_issues,
+                        if f.high_issues == 1 { "" } else { "s" }
+                    ),
+                );
+                return None;
+            }
+            if (f.critical_issues > 0 || f.high_issues > 0) && !hunter_only {
+                self.remediate("code-reviewer", "ALL_ISSUES", "review findings");
+                return None;
+            }
+        }
+        Some(deferred)
     }
 
     /// A builder report: `Some(next step)` when the chain goes on, `None` when it stopped.
