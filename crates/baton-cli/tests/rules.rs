@@ -259,8 +259,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         188,
     ),
     ("crates/baton-agent/src/agent/queue.rs", "serve", 170),
-    ("crates/baton-agent/src/agent/queue.rs", "drive", 151),
-    ("crates/baton-agent/src/agent/queue.rs", "take_turn", 152),
     ("crates/baton-agent/src/tools/bash.rs", "run_command", 221),
     ("crates/baton-agent/src/turn.rs", "run_tools", 238),
     ("crates/baton-cli/src/doctor_cmd.rs", "run", 184),

@@ -538,23 +538,7 @@ impl Running<'_> {
                 // A `/profile` typed meanwhile takes effect here (seed 003: a safe boundary); the
                 // seat goes on only when the new control still gives it the work.
                 if self.routed.is_some() {
-                    let mut kept = VecDeque::new();
-                    while let Some(sub) = self.held.pop_front() {
-                        match sub {
-                            Submission::Control(c) => routed::control(self, c),
-                            other => kept.push_back(other),
-                        }
-                    }
-                    self.held = kept;
-                    if !routed::keeps_working(self, seat) {
-                        // An Executor stopped on its assignment leaves a report; any
-                        // other seat stops its task.
-                        if seat.profile == Some(Profile::Executor) && routed::executing(self) {
-                            flow.interrupted = true;
-                        } else {
-                            flow.stopped = true;
-                        }
-                    }
+                    self.take_held_controls(seat, &mut flow);
                 }
             }
             if let Some(message) = flow.approval_unavailable.take() {
@@ -581,19 +565,45 @@ impl Running<'_> {
             }
             // User input that arrived meanwhile joins the conversation here, after the results.
             if routed::acting(self, seat) != Some(Profile::Executor) {
-                let mut kept = VecDeque::new();
-                while let Some(sub) = self.held.pop_front() {
-                    match sub {
-                        Submission::Input(text) => {
-                            let m = routed::user_message(self, seat, text);
-                            self.push(seat, m);
-                        }
-                        other => kept.push_back(other),
-                    }
-                }
-                self.held = kept;
+                self.take_held_inputs(seat);
             }
         }
+    }
+
+    /// The controls (`/profile`, …) held while the turn's calls ran take effect; the seat goes
+    /// on only when the new control still gives it the work (an Executor stopped on its
+    /// assignment leaves a report; any other seat stops its task).
+    fn take_held_controls(&mut self, seat: &mut Seat, flow: &mut Flow) {
+        let mut kept = VecDeque::new();
+        while let Some(sub) = self.held.pop_front() {
+            match sub {
+                Submission::Control(c) => routed::control(self, c),
+                other => kept.push_back(other),
+            }
+        }
+        self.held = kept;
+        if !routed::keeps_working(self, seat) {
+            if seat.profile == Some(Profile::Executor) && routed::executing(self) {
+                flow.interrupted = true;
+            } else {
+                flow.stopped = true;
+            }
+        }
+    }
+
+    /// The user's input held while the turn's calls ran joins the conversation.
+    fn take_held_inputs(&mut self, seat: &mut Seat) {
+        let mut kept = VecDeque::new();
+        while let Some(sub) = self.held.pop_front() {
+            match sub {
+                Submission::Input(text) => {
+                    let m = routed::user_message(self, seat, text);
+                    self.push(seat, m);
+                }
+                other => kept.push_back(other),
+            }
+        }
+        self.held = kept;
     }
 
     /// The Executor's one last turn, to write its own report (after a stop or at its turn
@@ -714,33 +724,9 @@ impl Running<'_> {
                 ));
             };
             match (r, seat.chain.get(seat.active + 1)) {
-                (Err(e), Some(next)) if e.fails_over() => {
+                (Err(e), Some(_)) if e.fails_over() => {
                     close_open_items(open, ItemStatus::Failed, self.emit);
-                    let to = next.route.to_string();
-                    tracing::info!(from = %current.route, %to, %e, "failing over to the next route of the class");
-                    (self.emit)(AgentEvent::TurnRouteChanged {
-                        turn,
-                        from: current.route.to_string(),
-                        to: to.clone(),
-                        error: ErrorInfo {
-                            code: e.code().unwrap_or(ErrorCode::ProviderError),
-                            message: e.to_string(),
-                        },
-                    });
-                    // The transcript's route is the ordinary session's (a routed session's
-                    // seats find their routes again from the config).
-                    if let (Some(s), None) = (self.store.as_mut(), seat.profile) {
-                        if let Err(e) = s.route_changed(&to) {
-                            tracing::warn!(
-                                "could not record the route change in the transcript: {e}"
-                            );
-                        }
-                    }
-                    seat.used.push(RouteUsage {
-                        seat: seat.tag().map(str::to_string),
-                        ..route_usage(&spec.prices, &next.route)
-                    });
-                    seat.active += 1;
+                    self.fail_over(seat, turn, &e);
                 }
                 (r, _) => break (r, open),
             }
@@ -794,6 +780,35 @@ impl Running<'_> {
             cost_usd: turn_cost,
         });
         Ok(assistant)
+    }
+
+    /// The seat's route failed in a way the next route of its class may not: the turn goes on
+    /// there, said (`turn.route_changed`) and, in an ordinary session, recorded in the
+    /// transcript (a routed session's seats find their routes again from the config).
+    fn fail_over(&mut self, seat: &mut Seat, turn: u32, e: &baton_model::ModelError) {
+        let from = seat.chain[seat.active].route.to_string();
+        let next = seat.chain[seat.active + 1].route.clone();
+        let to = next.to_string();
+        tracing::info!(%from, %to, %e, "failing over to the next route of the class");
+        (self.emit)(AgentEvent::TurnRouteChanged {
+            turn,
+            from,
+            to: to.clone(),
+            error: ErrorInfo {
+                code: e.code().unwrap_or(ErrorCode::ProviderError),
+                message: e.to_string(),
+            },
+        });
+        if let (Some(s), None) = (self.store.as_mut(), seat.profile) {
+            if let Err(e) = s.route_changed(&to) {
+                tracing::warn!("could not record the route change in the transcript: {e}");
+            }
+        }
+        seat.used.push(RouteUsage {
+            seat: seat.tag().map(str::to_string),
+            ..route_usage(&self.spec.prices, &next)
+        });
+        seat.active += 1;
     }
 
     /// Runs a turn's tool calls in order. An ordinary seat runs them as the agent always has; a
