@@ -206,42 +206,7 @@ pub fn run(args: WorkerArgs) -> Result<Exit> {
                 }
             })
         }
-        WorkerAction::List { json } => {
-            let (rows, damaged) = workers::list(&state);
-            for d in &damaged {
-                errln!("baton: {d}");
-            }
-            if json {
-                outln!("{}", serde_json::to_string(&rows)?);
-                return Ok(Exit::Ok);
-            }
-            if rows.is_empty() {
-                outln!("no workers: `baton worker start NAME --role ROLE` starts one");
-            }
-            for r in &rows {
-                let lost = match (&r.in_flight, r.state.as_str()) {
-                    (Some(id), "lost") => format!(" · in flight when lost: {id}"),
-                    _ => String::new(),
-                };
-                outln!(
-                    "{}  {}  {}  {}  {} turns · {} tokens · ${:.4} · last {}{}{}",
-                    r.name,
-                    r.state,
-                    r.role,
-                    r.route,
-                    r.turns,
-                    r.tokens,
-                    r.cost_usd,
-                    r.last_activity,
-                    r.worktree
-                        .as_ref()
-                        .map(|w| format!(" · worktree {w}"))
-                        .unwrap_or_default(),
-                    lost
-                );
-            }
-            Ok(Exit::Ok)
-        }
+        WorkerAction::List { json } => list(&state, json),
         WorkerAction::Logs { name, follow } => logs(&state, &name, follow),
         WorkerAction::Stop { name } => {
             if workers::stop(&state, &name)? {
@@ -260,6 +225,44 @@ pub fn run(args: WorkerArgs) -> Result<Exit> {
         }
         WorkerAction::Serve { .. } => unreachable!("handled above"),
     }
+}
+
+/// `baton worker list`: each worker's state, role, route, turns, tokens and cost.
+fn list(state: &StateDir, json: bool) -> Result<Exit> {
+    let (rows, damaged) = workers::list(state);
+    for d in &damaged {
+        errln!("baton: {d}");
+    }
+    if json {
+        outln!("{}", serde_json::to_string(&rows)?);
+        return Ok(Exit::Ok);
+    }
+    if rows.is_empty() {
+        outln!("no workers: `baton worker start NAME --role ROLE` starts one");
+    }
+    for r in &rows {
+        let lost = match (&r.in_flight, r.state.as_str()) {
+            (Some(id), "lost") => format!(" · in flight when lost: {id}"),
+            _ => String::new(),
+        };
+        outln!(
+            "{}  {}  {}  {}  {} turns · {} tokens · ${:.4} · last {}{}{}",
+            r.name,
+            r.state,
+            r.role,
+            r.route,
+            r.turns,
+            r.tokens,
+            r.cost_usd,
+            r.last_activity,
+            r.worktree
+                .as_ref()
+                .map(|w| format!(" · worktree {w}"))
+                .unwrap_or_default(),
+            lost
+        );
+    }
+    Ok(Exit::Ok)
 }
 
 fn logs(state: &StateDir, name: &str, follow: bool) -> Result<Exit> {

@@ -249,11 +249,6 @@ const MAX_FN_LINES: usize = 150;
 /// shrinks (split one into named steps and take it off).
 const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     (
-        "crates/baton-agent/src/agent/queue/compact.rs",
-        "compact",
-        156,
-    ),
-    (
         "crates/baton-agent/src/agent/queue/routed/calls.rs",
         "routing_call",
         188,
@@ -263,7 +258,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("crates/baton-agent/src/turn.rs", "run_tools", 238),
     ("crates/baton-cli/src/doctor_cmd.rs", "run", 184),
     ("crates/baton-cli/src/printer.rs", "event", 165),
-    ("crates/baton-cli/src/worker_cmd.rs", "run", 156),
     ("crates/baton-cli/src/worker_peer.rs", "run", 204),
     ("crates/baton-exec/src/delegate.rs", "run_entry", 301),
     ("crates/baton-exec/src/executor.rs", "supervise", 278),

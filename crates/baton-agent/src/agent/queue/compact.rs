@@ -112,27 +112,7 @@ impl Running<'_> {
         // The most recent messages that fit a quarter of the window stay verbatim, from an
         // assistant message on (so no tool result loses its call).
         let budget = u64::from(window.max(8192)) * BYTES_PER_TOKEN / 4;
-        let mut start = seat.messages.len();
-        let mut size = 0;
-        let mut cut = None;
-        for (i, m) in seat.messages.iter().enumerate().rev() {
-            size += message_bytes(m);
-            if size > budget {
-                break;
-            }
-            if matches!(m, Message::Assistant { .. }) {
-                cut = Some(i);
-            }
-        }
-        if let Some(c) = cut {
-            start = c;
-        } else if let Some(last) = seat
-            .messages
-            .iter()
-            .rposition(|m| matches!(m, Message::Assistant { .. }))
-        {
-            start = last;
-        }
+        let start = kept_from(&seat.messages, budget);
         // Only an earlier summary before the kept messages: summarising it again gains nothing,
         // so the request goes as it is (a provider that refuses it says so).
         let only_summary = start == 1
@@ -204,22 +184,7 @@ impl Running<'_> {
                 "the model wrote an empty summary",
             ));
         }
-        // The user's latest words stay verbatim when they fall before the kept messages.
-        let latest = seat.messages[..start].iter().rev().find_map(|m| match m {
-            Message::User { text } if !text.starts_with("<host>") => Some(text.clone()),
-            _ => None,
-        });
-        let latest_after = seat.messages[start..]
-            .iter()
-            .any(|m| matches!(m, Message::User { .. }));
-        let mut text = format!(
-            "{SUMMARY_OPEN}\nThe conversation before this point was compacted to fit the model's context window; the transcript keeps it. The summary, written by the model:\n\n{}\n</context-summary>",
-            summary.trim()
-        );
-        if let (Some(l), false) = (latest, latest_after) {
-            let l = baton_text::truncate(&l, MAX_LATEST, baton_text::Keep::Head);
-            text.push_str(&format!("\n\nThe user's latest message, verbatim:\n{l}"));
-        }
+        let text = summary_message(&seat.messages, start, &summary);
         // The kept messages fit their budget: long tool outputs among them are shortened.
         let mut tail: Vec<Message> = seat.messages[start..].to_vec();
         if tail.iter().map(message_bytes).sum::<u64>() > budget {
@@ -249,6 +214,50 @@ impl Running<'_> {
         tracing::info!(turn, before, kept, "compacted the context");
         Ok(())
     }
+}
+
+/// Where the messages kept verbatim start: the most recent ones that fit `budget` bytes, from
+/// an assistant message on (so no tool result loses its call); else from the last assistant
+/// message; else none (`messages.len()`).
+fn kept_from(messages: &[Message], budget: u64) -> usize {
+    let mut size = 0;
+    let mut cut = None;
+    for (i, m) in messages.iter().enumerate().rev() {
+        size += message_bytes(m);
+        if size > budget {
+            break;
+        }
+        if matches!(m, Message::Assistant { .. }) {
+            cut = Some(i);
+        }
+    }
+    cut.or_else(|| {
+        messages
+            .iter()
+            .rposition(|m| matches!(m, Message::Assistant { .. }))
+    })
+    .unwrap_or(messages.len())
+}
+
+/// The message that stands for the compacted part: the model's summary, and the user's latest
+/// words verbatim when they fall before the kept messages (from `start`).
+fn summary_message(messages: &[Message], start: usize, summary: &str) -> String {
+    let latest = messages[..start].iter().rev().find_map(|m| match m {
+        Message::User { text } if !text.starts_with("<host>") => Some(text.clone()),
+        _ => None,
+    });
+    let latest_after = messages[start..]
+        .iter()
+        .any(|m| matches!(m, Message::User { .. }));
+    let mut text = format!(
+        "{SUMMARY_OPEN}\nThe conversation before this point was compacted to fit the model's context window; the transcript keeps it. The summary, written by the model:\n\n{}\n</context-summary>",
+        summary.trim()
+    );
+    if let (Some(l), false) = (latest, latest_after) {
+        let l = baton_text::truncate(&l, MAX_LATEST, baton_text::Keep::Head);
+        text.push_str(&format!("\n\nThe user's latest message, verbatim:\n{l}"));
+    }
+    text
 }
 
 /// A message as the summary request sees it: long tool outputs keep their head and tail.
