@@ -6,7 +6,7 @@ use std::io::{IsTerminal, Write};
 
 use baton_agent::agent::RunSummary;
 use baton_agent::tools::SandboxMode;
-use baton_protocol::{AgentEvent, ItemKind, ItemStatus};
+use baton_protocol::{AgentEvent, Item, ItemKind, ItemStatus};
 use baton_text::redact::RedactStream;
 
 /// Renders events as JSON lines on stdout, or as text: the streamed answer on stdout and one line
@@ -292,70 +292,7 @@ impl Printer {
                     errln!("{line}");
                 }
             }
-            AgentEvent::ItemCompleted { item } => match item.kind {
-                ItemKind::AgentMessage { .. } if !self.out_tty => {
-                    if item.status == ItemStatus::Failed {
-                        self.err_line(
-                            "baton: a partial answer was cut off; the turn is being retried (it is not written to stdout)",
-                            false,
-                        );
-                    }
-                }
-                ItemKind::AgentMessage { .. } => {
-                    let rest = self.flush(&item.id);
-                    self.answer(&rest);
-                    if !self.at_line_start {
-                        self.out_raw("\n");
-                        self.at_line_start = true;
-                    }
-                    if item.status == ItemStatus::Failed {
-                        self.err_line(
-                            "baton: the partial answer above was cut off; the turn is being retried",
-                            false,
-                        );
-                    }
-                }
-                ItemKind::Reasoning { .. } => {}
-                ItemKind::ToolCall {
-                    tool,
-                    arguments,
-                    path,
-                    output,
-                    exit_code,
-                    ..
-                } => {
-                    if let Some(spinner) = self.spinner.as_mut() {
-                        spinner.end(&item.id);
-                    }
-                    let what = tool_summary(&tool, &arguments, path.as_deref());
-                    // A refusal or an error says why in full on its line: on a terminal it is
-                    // fitted to the width at a word boundary, elsewhere it is not cut.
-                    let room = if self.err_tty {
-                        crate::term::stderr_columns()
-                            .saturating_sub(tool.len() + what.chars().count() + 16)
-                            .max(40)
-                    } else {
-                        usize::MAX
-                    };
-                    let why = |o: &Option<String>| reason_line(o.as_deref().unwrap_or(""), room);
-                    let status = match (item.status, exit_code) {
-                        (ItemStatus::Declined, _) => format!("declined: {}", why(&output)),
-                        (ItemStatus::Failed, Some(c)) => format!("exit {c}"),
-                        (ItemStatus::Failed, None) => format!("error: {}", why(&output)),
-                        (ItemStatus::Completed | ItemStatus::InProgress, Some(c)) => {
-                            format!("exit {c}")
-                        }
-                        (ItemStatus::Completed | ItemStatus::InProgress, None) => "ok".into(),
-                    };
-                    let what = if what.is_empty() {
-                        what
-                    } else {
-                        format!(" {what}")
-                    };
-                    let line = format!("• {tool}{what} → {status}");
-                    self.err_line(&baton_text::sanitize_line(&line), true);
-                }
-            },
+            AgentEvent::ItemCompleted { item } => self.item_completed(item),
             AgentEvent::TurnRetrying {
                 attempt,
                 delay_ms,
@@ -407,6 +344,75 @@ impl Printer {
                 ),
                 false,
             ),
+        }
+    }
+
+    /// An item's end: an answer flushed (or, off a terminal, a note that it was cut off), a tool
+    /// call's line with how it ended.
+    fn item_completed(&mut self, item: Item) {
+        match item.kind {
+            ItemKind::AgentMessage { .. } if !self.out_tty => {
+                if item.status == ItemStatus::Failed {
+                    self.err_line(
+                        "baton: a partial answer was cut off; the turn is being retried (it is not written to stdout)",
+                        false,
+                    );
+                }
+            }
+            ItemKind::AgentMessage { .. } => {
+                let rest = self.flush(&item.id);
+                self.answer(&rest);
+                if !self.at_line_start {
+                    self.out_raw("\n");
+                    self.at_line_start = true;
+                }
+                if item.status == ItemStatus::Failed {
+                    self.err_line(
+                        "baton: the partial answer above was cut off; the turn is being retried",
+                        false,
+                    );
+                }
+            }
+            ItemKind::Reasoning { .. } => {}
+            ItemKind::ToolCall {
+                tool,
+                arguments,
+                path,
+                output,
+                exit_code,
+                ..
+            } => {
+                if let Some(spinner) = self.spinner.as_mut() {
+                    spinner.end(&item.id);
+                }
+                let what = tool_summary(&tool, &arguments, path.as_deref());
+                // A refusal or an error says why in full on its line: on a terminal it is
+                // fitted to the width at a word boundary, elsewhere it is not cut.
+                let room = if self.err_tty {
+                    crate::term::stderr_columns()
+                        .saturating_sub(tool.len() + what.chars().count() + 16)
+                        .max(40)
+                } else {
+                    usize::MAX
+                };
+                let why = |o: &Option<String>| reason_line(o.as_deref().unwrap_or(""), room);
+                let status = match (item.status, exit_code) {
+                    (ItemStatus::Declined, _) => format!("declined: {}", why(&output)),
+                    (ItemStatus::Failed, Some(c)) => format!("exit {c}"),
+                    (ItemStatus::Failed, None) => format!("error: {}", why(&output)),
+                    (ItemStatus::Completed | ItemStatus::InProgress, Some(c)) => {
+                        format!("exit {c}")
+                    }
+                    (ItemStatus::Completed | ItemStatus::InProgress, None) => "ok".into(),
+                };
+                let what = if what.is_empty() {
+                    what
+                } else {
+                    format!(" {what}")
+                };
+                let line = format!("• {tool}{what} → {status}");
+                self.err_line(&baton_text::sanitize_line(&line), true);
+            }
         }
     }
 
