@@ -260,7 +260,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("crates/baton-cli/src/worker_peer.rs", "run", 204),
     ("crates/baton-exec/src/delegate.rs", "run_entry", 301),
     ("crates/baton-exec/src/executor.rs", "supervise", 278),
-    ("crates/baton-exec/src/guarded.rs", "run_one", 163),
     (
         "crates/baton-workflow/src/contract/readonly.rs",
         "parse",

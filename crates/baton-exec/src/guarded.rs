@@ -140,6 +140,53 @@ pub async fn run_validation(
     Validation::Passed(results)
 }
 
+/// The command of `c` under a guard (nothing it starts outlives it, even outside its group), in
+/// `cwd` with `env` over the rules' filtered environment and, when the rules have one, in their
+/// sandbox; its stdout and stderr into the pipe's two write ends; and the guard's link. Why it
+/// cannot be built, as the check's error.
+fn command(
+    c: &ValidationCommand,
+    cwd: &Path,
+    env: &[(String, String)],
+    rules: &CommandRules,
+    (writer, writer2): (std::io::PipeWriter, std::io::PipeWriter),
+) -> Result<(tokio::process::Command, baton_process::guard::Link), String> {
+    // Under a guard: nothing the command starts outlives it, even outside its group.
+    let args: Vec<std::ffi::OsString> = c.args.iter().map(Into::into).collect();
+    let (guarded, link) =
+        match baton_process::guard::guarded(std::ffi::OsStr::new(&c.command), &args, None) {
+            Ok(x) => x,
+            Err(e) => return Err(format!("cannot start `{}`: {e}", c.command)),
+        };
+    let mut cmd = tokio::process::Command::from(guarded);
+    cmd.current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::from(writer2))
+        .process_group(0);
+    for name in rules.env_filter.hidden_now() {
+        cmd.env_remove(name);
+    }
+    if let Some(policy) = &rules.sandbox {
+        match policy
+            .prepare(cwd, None)
+            .and_then(|c| c.apply(cmd.as_std_mut(), link.is_guarded()))
+        {
+            Ok(()) => {}
+            Err(e) => {
+                return Err(format!(
+                    "cannot start `{}`: {e} (or set flow.validation_sandbox = false)",
+                    c.command
+                ))
+            }
+        }
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Ok((cmd, link))
+}
+
 /// `None` when cancelled.
 async fn run_one(
     c: &ValidationCommand,
@@ -167,47 +214,10 @@ async fn run_one(
         Ok(w) => w,
         Err(e) => return Some(fail(format!("cannot create a pipe: {e}"), String::new())),
     };
-    // Under a guard: nothing the command starts outlives it, even outside its group.
-    let args: Vec<std::ffi::OsString> = c.args.iter().map(Into::into).collect();
-    let (guarded, link) =
-        match baton_process::guard::guarded(std::ffi::OsStr::new(&c.command), &args, None) {
-            Ok(x) => x,
-            Err(e) => {
-                return Some(fail(
-                    format!("cannot start `{}`: {e}", c.command),
-                    String::new(),
-                ))
-            }
-        };
-    let mut cmd = tokio::process::Command::from(guarded);
-    cmd.current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(writer))
-        .stderr(Stdio::from(writer2))
-        .process_group(0);
-    for name in rules.env_filter.hidden_now() {
-        cmd.env_remove(name);
-    }
-    if let Some(policy) = &rules.sandbox {
-        match policy
-            .prepare(cwd, None)
-            .and_then(|c| c.apply(cmd.as_std_mut(), link.is_guarded()))
-        {
-            Ok(()) => {}
-            Err(e) => {
-                return Some(fail(
-                    format!(
-                        "cannot start `{}`: {e} (or set flow.validation_sandbox = false)",
-                        c.command
-                    ),
-                    String::new(),
-                ))
-            }
-        }
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
+    let (mut cmd, link) = match command(c, cwd, env, rules, (writer, writer2)) {
+        Ok(x) => x,
+        Err(e) => return Some(fail(e, String::new())),
+    };
     let mut child = match cmd.spawn() {
         Ok(child) => child,
         Err(e) => {
