@@ -285,6 +285,68 @@ fn route_checks(config: &Config) -> Vec<RouteCheck> {
     out
 }
 
+/// Each configured MCP server, started (or reached) and asked for its tools, one at a time.
+async fn mcp_checks(
+    config: &baton_protocol::config::Config,
+    cwd: &std::path::Path,
+) -> Vec<DoctorMcpServer> {
+    let mut out = Vec::new();
+    for name in config.mcp_servers.keys() {
+        let one = [name.clone()];
+        let (ok, tools, message) = match baton_app::mcp_servers::start(config, &one, cwd).await {
+            Ok(s) => {
+                let tools = s.listed.first().map(|(_, t)| t.clone()).unwrap_or_default();
+                let message = s.warnings.join("; ");
+                let ok = s.warnings.is_empty();
+                s.shutdown().await;
+                (ok, tools, message)
+            }
+            Err(e) => (false, Vec::new(), e),
+        };
+        out.push(DoctorMcpServer {
+            name: name.clone(),
+            optional: config.mcp_servers[name].optional,
+            ok,
+            tools,
+            message,
+        });
+    }
+    out
+}
+
+/// The providers' lines of `baton doctor`: each with its kind, URL and key, and what its check
+/// found.
+fn print_providers(checks: &[Check]) {
+    for c in checks {
+        let kind = c
+            .kind
+            .map(|k| format!(" ({}", k.as_str()))
+            .unwrap_or_default();
+        let at = match (&c.kind, c.url.is_empty()) {
+            (Some(_), false) => format!(", {})", c.url),
+            (Some(_), true) => ")".into(),
+            (None, _) => String::new(),
+        };
+        let key = if c.key.is_empty() {
+            String::new()
+        } else {
+            format!(" · key: {}", c.key)
+        };
+        outln!(
+            "{} {}{kind}{at}{key}: {}",
+            if c.verdict == "ok" { "✓" } else { "✗" },
+            c.name,
+            verdict_text(c)
+        );
+        if !c.message.is_empty() {
+            outln!("    {}", baton_text::sanitize_line(&c.message));
+        }
+        if let Some(w) = &c.warning {
+            outln!("    ⚠ {w}");
+        }
+    }
+}
+
 pub fn run(args: DoctorArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd)?;
     let config = &ctx.config.config;
@@ -296,32 +358,7 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
         }
         out
     });
-    // Each configured MCP server, started (or reached) and asked for its tools, one at a time.
-    let mcp: Vec<DoctorMcpServer> = rt.block_on(async {
-        let mut out = Vec::new();
-        for name in config.mcp_servers.keys() {
-            let one = [name.clone()];
-            let (ok, tools, message) =
-                match baton_app::mcp_servers::start(config, &one, &ctx.cwd).await {
-                    Ok(s) => {
-                        let tools = s.listed.first().map(|(_, t)| t.clone()).unwrap_or_default();
-                        let message = s.warnings.join("; ");
-                        let ok = s.warnings.is_empty();
-                        s.shutdown().await;
-                        (ok, tools, message)
-                    }
-                    Err(e) => (false, Vec::new(), e),
-                };
-            out.push(DoctorMcpServer {
-                name: name.clone(),
-                optional: config.mcp_servers[name].optional,
-                ok,
-                tools,
-                message,
-            });
-        }
-        out
-    });
+    let mcp = rt.block_on(mcp_checks(config, &ctx.cwd));
     let (sandbox_ok, abi, mode, sandbox_text) = sandbox_check(config);
     // The Temporal engine, when it is the one `baton run` uses here.
     let engine = (config.engine.kind == Some(baton_protocol::config::EngineKind::Temporal))
@@ -393,34 +430,7 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
         if checks.is_empty() {
             outln!("providers: none configured; `baton init` writes a starter .baton/config.toml");
         }
-        for c in &checks {
-            let kind = c
-                .kind
-                .map(|k| format!(" ({}", k.as_str()))
-                .unwrap_or_default();
-            let at = match (&c.kind, c.url.is_empty()) {
-                (Some(_), false) => format!(", {})", c.url),
-                (Some(_), true) => ")".into(),
-                (None, _) => String::new(),
-            };
-            let key = if c.key.is_empty() {
-                String::new()
-            } else {
-                format!(" · key: {}", c.key)
-            };
-            outln!(
-                "{} {}{kind}{at}{key}: {}",
-                if c.verdict == "ok" { "✓" } else { "✗" },
-                c.name,
-                verdict_text(c)
-            );
-            if !c.message.is_empty() {
-                outln!("    {}", baton_text::sanitize_line(&c.message));
-            }
-            if let Some(w) = &c.warning {
-                outln!("    ⚠ {w}");
-            }
-        }
+        print_providers(&checks);
         for r in &routes {
             match &r.result {
                 Ok((lines, _)) => {

@@ -256,7 +256,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("crates/baton-agent/src/agent/queue.rs", "serve", 170),
     ("crates/baton-agent/src/tools/bash.rs", "run_command", 221),
     ("crates/baton-agent/src/turn.rs", "run_tools", 238),
-    ("crates/baton-cli/src/doctor_cmd.rs", "run", 184),
     ("crates/baton-cli/src/worker_peer.rs", "run", 204),
     ("crates/baton-exec/src/delegate.rs", "run_entry", 301),
     ("crates/baton-exec/src/executor.rs", "supervise", 278),
