@@ -253,7 +253,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "routing_call",
         188,
     ),
-    ("crates/baton-agent/src/agent/queue.rs", "serve", 170),
     ("crates/baton-agent/src/tools/bash.rs", "run_command", 221),
     ("crates/baton-agent/src/turn.rs", "run_tools", 238),
     ("crates/baton-cli/src/worker_peer.rs", "run", 204),

@@ -211,24 +211,7 @@ pub(crate) async fn serve(
     emit: &mut (dyn FnMut(AgentEvent) + Send),
 ) -> RunSummary {
     let ctx = spec.tool_context(cancel);
-    emit(AgentEvent::SessionStarted {
-        protocol_version: PROTOCOL_VERSION,
-        session_id: spec.session_id.clone(),
-        role: spec.role.meta.name.clone(),
-        model: spec.route.to_string(),
-        cwd: spec.cwd.display().to_string(),
-        resumed,
-        sandbox: Some(SandboxInfo {
-            mode: spec.sandbox.mode,
-            writable: spec
-                .sandbox
-                .writable(&spec.root, spec.tmp_dir.as_deref())
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect(),
-            network: !spec.sandbox.is_confined() || spec.sandbox.network,
-        }),
-    });
+    emit(session_started(spec, resumed));
     let mut s = Running {
         spec,
         ctx,
@@ -261,18 +244,7 @@ pub(crate) async fn serve(
                 });
             }
         },
-        None => {
-            let chain = std::iter::once(Fallback {
-                route: spec.route.clone(),
-                provider: spec.provider.clone(),
-                max_output_tokens: spec.max_output_tokens,
-                context_window: spec.context_window,
-            })
-            .chain(spec.fallbacks.iter().cloned())
-            .collect();
-            let messages = history.into_iter().map(|(_, m)| m).collect();
-            main = Some(Seat::new(spec, None, chain, Vec::new(), None, messages));
-        }
+        None => main = Some(ordinary_seat(spec, history)),
     }
     let mut last = Drive::Ended {
         reason: None,
@@ -344,24 +316,8 @@ pub(crate) async fn serve(
             }
         }
     }
-    if s.cancel.is_cancelled()
-        && !matches!(
-            &last,
-            Drive::Ended {
-                reason: Some(_),
-                ..
-            }
-        )
-    {
-        let text = match &last {
-            Drive::Ended { text, .. } => text.clone(),
-            Drive::Returned | Drive::Interrupted => String::new(),
-        };
-        last = Drive::Ended {
-            reason: Some(EndReason::Cancelled),
-            text: cancelled_message(&text),
-            error: None,
-        };
+    if s.cancel.is_cancelled() {
+        last = cancelled(last);
     }
     if let Some(seat) = main {
         s.finished_routes.extend(seat.used);
@@ -370,6 +326,62 @@ pub(crate) async fn serve(
         s.finished_routes.extend(r.into_routes());
     }
     s.finish(last)
+}
+
+/// `session.started`: who, where, on what route, and the sandbox the session's commands run in.
+fn session_started(spec: &AgentSpec, resumed: bool) -> AgentEvent {
+    AgentEvent::SessionStarted {
+        protocol_version: PROTOCOL_VERSION,
+        session_id: spec.session_id.clone(),
+        role: spec.role.meta.name.clone(),
+        model: spec.route.to_string(),
+        cwd: spec.cwd.display().to_string(),
+        resumed,
+        sandbox: Some(SandboxInfo {
+            mode: spec.sandbox.mode,
+            writable: spec
+                .sandbox
+                .writable(&spec.root, spec.tmp_dir.as_deref())
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+            network: !spec.sandbox.is_confined() || spec.sandbox.network,
+        }),
+    }
+}
+
+/// An ordinary session's one seat: its route, then the class's fallbacks, and its history.
+fn ordinary_seat(spec: &AgentSpec, history: Vec<(Option<String>, Message)>) -> Seat {
+    let chain = std::iter::once(Fallback {
+        route: spec.route.clone(),
+        provider: spec.provider.clone(),
+        max_output_tokens: spec.max_output_tokens,
+        context_window: spec.context_window,
+    })
+    .chain(spec.fallbacks.iter().cloned())
+    .collect();
+    let messages = history.into_iter().map(|(_, m)| m).collect();
+    Seat::new(spec, None, chain, Vec::new(), None, messages)
+}
+
+/// How a cancelled session ends: as `last` when that already says why, else `cancelled` with
+/// what was answered so far.
+fn cancelled(last: Drive) -> Drive {
+    if let Drive::Ended {
+        reason: Some(_), ..
+    } = &last
+    {
+        return last;
+    }
+    let text = match &last {
+        Drive::Ended { text, .. } => text.clone(),
+        Drive::Returned | Drive::Interrupted => String::new(),
+    };
+    Drive::Ended {
+        reason: Some(EndReason::Cancelled),
+        text: cancelled_message(&text),
+        error: None,
+    }
 }
 
 impl Running<'_> {
