@@ -14,7 +14,7 @@ use baton_model::routes::cost;
 use baton_model::{AssistantTurn, ModelRequest};
 use baton_protocol::{
     AgentEvent, AssistantPart, EndReason, ErrorCode, ErrorInfo, ItemStatus, Message, Outcome,
-    RouteUsage, SandboxInfo, StopReason, ToolSpec, Usage, PROTOCOL_VERSION,
+    RouteUsage, StopReason, ToolSpec, Usage,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -31,6 +31,8 @@ use crate::turn::{
 mod compact;
 mod inbox;
 mod routed;
+mod start;
+use start::{cancelled, ordinary_seat, session_started};
 
 pub(crate) use inbox::Flow;
 use inbox::PollState;
@@ -326,62 +328,6 @@ pub(crate) async fn serve(
         s.finished_routes.extend(r.into_routes());
     }
     s.finish(last)
-}
-
-/// `session.started`: who, where, on what route, and the sandbox the session's commands run in.
-fn session_started(spec: &AgentSpec, resumed: bool) -> AgentEvent {
-    AgentEvent::SessionStarted {
-        protocol_version: PROTOCOL_VERSION,
-        session_id: spec.session_id.clone(),
-        role: spec.role.meta.name.clone(),
-        model: spec.route.to_string(),
-        cwd: spec.cwd.display().to_string(),
-        resumed,
-        sandbox: Some(SandboxInfo {
-            mode: spec.sandbox.mode,
-            writable: spec
-                .sandbox
-                .writable(&spec.root, spec.tmp_dir.as_deref())
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect(),
-            network: !spec.sandbox.is_confined() || spec.sandbox.network,
-        }),
-    }
-}
-
-/// An ordinary session's one seat: its route, then the class's fallbacks, and its history.
-fn ordinary_seat(spec: &AgentSpec, history: Vec<(Option<String>, Message)>) -> Seat {
-    let chain = std::iter::once(Fallback {
-        route: spec.route.clone(),
-        provider: spec.provider.clone(),
-        max_output_tokens: spec.max_output_tokens,
-        context_window: spec.context_window,
-    })
-    .chain(spec.fallbacks.iter().cloned())
-    .collect();
-    let messages = history.into_iter().map(|(_, m)| m).collect();
-    Seat::new(spec, None, chain, Vec::new(), None, messages)
-}
-
-/// How a cancelled session ends: as `last` when that already says why, else `cancelled` with
-/// what was answered so far.
-fn cancelled(last: Drive) -> Drive {
-    if let Drive::Ended {
-        reason: Some(_), ..
-    } = &last
-    {
-        return last;
-    }
-    let text = match &last {
-        Drive::Ended { text, .. } => text.clone(),
-        Drive::Returned | Drive::Interrupted => String::new(),
-    };
-    Drive::Ended {
-        reason: Some(EndReason::Cancelled),
-        text: cancelled_message(&text),
-        error: None,
-    }
 }
 
 impl Running<'_> {
