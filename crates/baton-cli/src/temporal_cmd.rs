@@ -126,7 +126,7 @@ mod imp {
 mod imp {
     use std::time::Duration;
 
-    use baton_temporal::flow::{FlowInput, FlowRun};
+    use baton_temporal::flow::FlowRun;
     use baton_temporal::flow_sdk;
     use baton_temporal::mapping::{Engine, Status, WfState, WorkflowInput};
     use baton_temporal::node::Node;
@@ -224,17 +224,21 @@ mod imp {
             resumed: None,
         };
         on_engine(engine, |engine, client| async move {
-            start_and_wait(
+            let followed = input.id.clone();
+            started(
                 &client,
                 &engine,
-                input,
-                r.json,
-                format!(
-                    "baton run: workflow {id} started on Temporal ({}, queue {})",
-                    engine.address, engine.task_queue
+                sdk::start(&client, &engine, input),
+                (
+                    r.json,
+                    format!(
+                        "baton run: workflow {id} started on Temporal ({}, queue {})",
+                        engine.address, engine.task_queue
+                    ),
                 ),
             )
-            .await
+            .await?;
+            wait(&client, &followed, r.json).await
         })
     }
 
@@ -262,16 +266,20 @@ mod imp {
                         resumed: Some(resumed),
                         ..input
                     };
-                    return start_and_wait(
+                    let followed = next.id.clone();
+                    started(
                         &client,
                         &engine,
-                        next,
-                        json,
-                        format!(
+                        sdk::start(&client, &engine, next),
+                        (
+                            json,
+                            format!(
                             "baton resume: workflow {id} goes on on Temporal with your guidance"
                         ),
+                        ),
                     )
-                    .await;
+                    .await?;
+                    return wait(&client, &followed, json).await;
                 }
                 if let Err(e) = sdk::answer(&client, id, text).await {
                     errln!("baton: the workflow did not take the answer: {e}");
@@ -366,16 +374,20 @@ mod imp {
             origin: None,
         };
         on_engine(engine, |engine, client| async move {
-            start_and_follow(
+            let followed = input.id.clone();
+            started(
                 &client,
                 &engine,
-                input,
-                json,
-                format!(
+                flow_sdk::start(&client, &engine, input),
+                (
+                    json,
+                    format!(
                     "baton flow: Flow {id} started on Temporal; units land on {branch} at {remote}"
                 ),
+                ),
             )
-            .await
+            .await?;
+            follow_flow(&client, &followed, json).await
         })
     }
 
@@ -460,17 +472,21 @@ mod imp {
                 onto: None,
                 ..input
             };
-            start_and_follow(
+            let followed = next.id.clone();
+            started(
                 &client,
                 &engine,
-                next,
-                json,
-                format!(
-                    "baton flow: Flow {id} goes on on Temporal as {next_id}, from unit {}",
-                    row.id
+                flow_sdk::start(&client, &engine, next),
+                (
+                    json,
+                    format!(
+                        "baton flow: Flow {id} goes on on Temporal as {next_id}, from unit {}",
+                        row.id
+                    ),
                 ),
             )
-            .await
+            .await?;
+            follow_flow(&client, &followed, json).await
         })
     }
 
@@ -519,44 +535,6 @@ mod imp {
                 base: input.base.clone(),
             });
         Ok((onto, origin))
-    }
-
-    /// Starts workflow `input` on Temporal, says `line` and waits for it as `baton run` does.
-    async fn start_and_wait(
-        client: &sdk::Client,
-        engine: &Engine,
-        input: WorkflowInput,
-        json: bool,
-        line: String,
-    ) -> Result<Exit> {
-        let id = input.id.clone();
-        started(
-            client,
-            engine,
-            sdk::start(client, engine, input),
-            (json, line),
-        )
-        .await?;
-        wait(client, &id, json).await
-    }
-
-    /// Starts Flow `input` on Temporal, says `line` and follows it.
-    async fn start_and_follow(
-        client: &sdk::Client,
-        engine: &Engine,
-        input: FlowInput,
-        json: bool,
-        line: String,
-    ) -> Result<Exit> {
-        let id = input.id.clone();
-        started(
-            client,
-            engine,
-            flow_sdk::start(client, engine, input),
-            (json, line),
-        )
-        .await?;
-        follow_flow(client, &id, json).await
     }
 
     /// Starting work (`start`), then the warning when no node polls, and `line` unless the
@@ -686,14 +664,20 @@ mod imp {
                 origin: Some(origin),
                 ..input
             };
-            start_and_follow(
+            let followed = land.id.clone();
+            started(
                 &client,
                 &engine,
-                land,
-                json,
-                format!("baton flow: landing unit {unit} of Flow {id} on Temporal as {land_id}"),
+                flow_sdk::start(&client, &engine, land),
+                (
+                    json,
+                    format!(
+                        "baton flow: landing unit {unit} of Flow {id} on Temporal as {land_id}"
+                    ),
+                ),
             )
-            .await
+            .await?;
+            follow_flow(&client, &followed, json).await
         })
     }
 
