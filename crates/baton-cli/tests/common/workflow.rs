@@ -108,7 +108,7 @@ impl Wf {
         std::fs::write(
             &runner,
             format!(
-                "dir={}\nrole=$1\nn=$(cat \"$dir/$role.count\" 2>/dev/null || echo 0)\nn=$((n+1))\necho $n > \"$dir/$role.count\"\ncat > \"$dir/$role.$n.prompt\"\nf=\"$dir/$role.$n.sh\"\n[ -f \"$f\" ] || f=\"$dir/$role.sh\"\n[ -f \"$f\" ] || {{ echo \"no script for $role call $n\" >&2; exit 9; }}\n. \"$f\"\n",
+                "dir={}\nrole=$1\nn=$(cat \"$dir/$role.count\" 2>/dev/null || echo 0)\nn=$((n+1))\necho $n > \"$dir/$role.count.$$\"\nmv \"$dir/$role.count.$$\" \"$dir/$role.count\"\ncat > \"$dir/$role.$n.prompt\"\nf=\"$dir/$role.$n.sh\"\n[ -f \"$f\" ] || f=\"$dir/$role.sh\"\n[ -f \"$f\" ] || {{ echo \"no script for $role call $n\" >&2; exit 9; }}\n. \"$f\"\n",
                 scripts.display()
             ),
         )
@@ -251,7 +251,7 @@ pub fn backlog(units: &[&str]) -> Wf {
     std::fs::write(
         scripts.join("run.sh"),
         format!(
-            "dir={}/$BATON_FLOW_UNIT\nrole=$1\nn=$(cat \"$dir/$role.count\" 2>/dev/null || echo 0)\nn=$((n+1))\necho $n > \"$dir/$role.count\"\ncat > \"$dir/$role.$n.prompt\"\nf=\"$dir/$role.$n.sh\"\n[ -f \"$f\" ] || f=\"$dir/$role.sh\"\n[ -f \"$f\" ] || {{ echo \"no script for $role call $n in $BATON_FLOW_UNIT\" >&2; exit 9; }}\n. \"$f\"\n",
+            "dir={}/$BATON_FLOW_UNIT\nrole=$1\nn=$(cat \"$dir/$role.count\" 2>/dev/null || echo 0)\nn=$((n+1))\necho $n > \"$dir/$role.count.$$\"\nmv \"$dir/$role.count.$$\" \"$dir/$role.count\"\ncat > \"$dir/$role.$n.prompt\"\nf=\"$dir/$role.$n.sh\"\n[ -f \"$f\" ] || f=\"$dir/$role.sh\"\n[ -f \"$f\" ] || {{ echo \"no script for $role call $n in $BATON_FLOW_UNIT\" >&2; exit 9; }}\n. \"$f\"\n",
             scripts.display()
         ),
     )
