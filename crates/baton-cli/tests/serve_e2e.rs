@@ -413,6 +413,18 @@ fn cancel_in_the_page_stops_the_task_as_the_cli_does() {
 mod common;
 
 /// The page's CSRF token.
+/// The JSON a GET of `url` answers.
+async fn get_json<T: serde::de::DeserializeOwned>(url: &str) -> T {
+    client()
+        .get(url)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 async fn csrf(base: &str) -> String {
     let page = client().get(format!("{base}/")).send().await.unwrap();
     assert_eq!(page.status(), 200);
@@ -469,14 +481,7 @@ fn a_checkpoint_answered_in_the_page_resumes_the_workflow_to_its_end_with_the_us
     // Where it stands is the projection's document; a dispatch's contract is read by the
     // runner's own parser (the verifier's scenario rows typed).
     rt().block_on(async {
-        let docs: Vec<serde_json::Value> = client()
-            .get(format!("{base}/api/projection"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let docs: Vec<serde_json::Value> = get_json(&format!("{base}/api/projection")).await;
         let doc = docs
             .iter()
             .find(|d| d["kind"] == "workflow" && d["id"] == id.as_str())
@@ -493,14 +498,8 @@ fn a_checkpoint_answered_in_the_page_resumes_the_workflow_to_its_end_with_the_us
             .as_str()
             .unwrap()
             .to_string();
-        let d: serde_json::Value = client()
-            .get(format!("{base}/api/workflows/{id}/dispatches/{verifier}"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let d: serde_json::Value =
+            get_json(&format!("{base}/api/workflows/{id}/dispatches/{verifier}")).await;
         assert_eq!(d["contract"]["verdict"], "pass", "{d:#}");
         let rows = d["contract"]["scenarios"].as_array().unwrap();
         assert!(
