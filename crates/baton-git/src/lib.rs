@@ -29,6 +29,7 @@
 //! [`Git::with_env`] and [`Git::with_config`] — tests use this to give commits an identity without
 //! touching the test process's own environment.
 
+mod drivers;
 mod error;
 mod history;
 pub mod pin;
@@ -40,6 +41,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+pub use drivers::repo_filter_overrides;
 pub use error::{GitError, Result};
 pub use history::{CommitSummary, RebaseOutcome};
 pub use status::{CheckoutStatus, Operation};
@@ -87,76 +89,6 @@ pub const HARDENED: &[&str] = &[
     "diff.ignoreSubmodules=dirty",
     "status.submoduleSummary=false",
 ];
-
-/// The keys of a driver whose program git runs on its own (by attribute, without being asked):
-/// filters (`clean`, `smudge`, `process`) and merge drivers.
-const DRIVER_PROGRAMS: &[(&str, &[&str])] = &[
-    ("filter", &["clean", "smudge", "process"]),
-    ("merge", &["driver"]),
-];
-
-/// The drivers (`filter` / `merge` section, subsection name) that the repository's own config
-/// declares, as git itself reads that config: `git config --list --show-scope -z` run as `list`
-/// (a [`Git::pinned_command`]), so whatever git follows (`commondir`, `config.worktree`, includes, a
-/// `.git` file's target) is what baton learns, and names are matched as git matches them
-/// (section names case-insensitively). Listing config runs nothing. Only the `local` and
-/// `worktree` scopes count: the user's own (`global`) drivers, such as LFS, still apply.
-fn repo_drivers(mut list: Command) -> std::collections::BTreeSet<(String, String)> {
-    list.args(["config", "--list", "--show-scope", "-z"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut names = std::collections::BTreeSet::new();
-    let Ok(out) = list.output() else {
-        return names;
-    };
-    let fields: Vec<&[u8]> = out.stdout.split(|b| *b == 0).collect();
-    for pair in fields.chunks(2) {
-        let [scope, entry] = pair else { continue };
-        if !matches!(*scope, b"local" | b"worktree") {
-            continue;
-        }
-        let key = entry.split(|b| *b == b'\n').next().unwrap_or_default();
-        let key = String::from_utf8_lossy(key);
-        for (section, programs) in DRIVER_PROGRAMS {
-            let Some(rest) = key.strip_prefix(section).and_then(|r| r.strip_prefix('.')) else {
-                continue;
-            };
-            // `SUBSECTION.KEY`: the subsection may hold dots, the key does not.
-            if let Some((name, program)) = rest.rsplit_once('.') {
-                if programs.contains(&program) && !name.is_empty() {
-                    names.insert(((*section).to_string(), name.to_string()));
-                }
-            }
-        }
-    }
-    names
-}
-
-/// `-c` settings that switch off every driver in `drivers`: empty filter commands run nothing
-/// and `required=false` lets content pass through unchanged; a merge driver becomes `false`,
-/// so a file it would have merged is a conflict, never a program of the repository's choosing.
-fn driver_overrides(drivers: &std::collections::BTreeSet<(String, String)>) -> Vec<String> {
-    drivers
-        .iter()
-        .flat_map(|(section, n)| match section.as_str() {
-            "filter" => vec![
-                format!("filter.{n}.clean="),
-                format!("filter.{n}.smudge="),
-                format!("filter.{n}.process="),
-                format!("filter.{n}.required=false"),
-            ],
-            _ => vec![format!("merge.{n}.driver=false")],
-        })
-        .collect()
-}
-
-/// The `-c` settings that switch off every filter and merge driver the repository at `dir`
-/// declares in its own config, as git reads it (see [`Git`]'s hardening).
-pub fn repo_filter_overrides(dir: &Path) -> Result<Vec<String>> {
-    let list = Git::new(dir).pinned_command(false)?;
-    Ok(driver_overrides(&repo_drivers(list)))
-}
 
 /// A handle on a directory inside (or meant to become) a git repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -257,19 +189,17 @@ impl Git {
         cmd
     }
 
-    /// [`Git::base_command`] with the repository pinned (see [`pin`]) unless `initializing` (a
-    /// `git init` makes a repository of its own); [`GitError::Replaced`] when the pinned `.git`
-    /// is no longer what it was.
-    fn pinned_command(&self, initializing: bool) -> Result<Command> {
+    /// [`Git::base_command`] in the pinned repository `pin` when there is one (see [`pin`]); the
+    /// caller gets `pin` from `pin::pinned_for`, which refuses a `.git` replaced since
+    /// ([`GitError::Replaced`]).
+    pub(crate) fn command_in(&self, pin: Option<&pin::Pinned>) -> Command {
         let mut cmd = self.base_command();
-        if !initializing {
-            if let Some(pin) = pin::pinned_for(&self.dir)? {
-                cmd.env("GIT_DIR", &pin.git_dir)
-                    .env("GIT_COMMON_DIR", &pin.common_dir)
-                    .env("GIT_WORK_TREE", &pin.top);
-            }
+        if let Some(pin) = pin {
+            cmd.env("GIT_DIR", &pin.git_dir)
+                .env("GIT_COMMON_DIR", &pin.common_dir)
+                .env("GIT_WORK_TREE", &pin.top);
         }
-        Ok(cmd)
+        cmd
     }
 
     fn command<I, S>(&self, args: I) -> Result<(Command, Vec<String>)>
@@ -279,8 +209,21 @@ impl Git {
     {
         let args: Vec<S> = args.into_iter().collect();
         let initializing = args.first().is_some_and(|a| a.as_ref() == "init");
-        let mut cmd = self.pinned_command(initializing)?;
-        let drivers = driver_overrides(&repo_drivers(self.pinned_command(initializing)?));
+        let pin = if initializing {
+            None
+        } else {
+            pin::pinned_for(&self.dir)?
+        };
+        let mut cmd = self.command_in(pin.as_ref());
+        let words: Vec<&OsStr> = args.iter().map(AsRef::as_ref).collect();
+        let drivers = if drivers::runs_no_driver(&words) {
+            Vec::new()
+        } else {
+            drivers::driver_overrides(&drivers::drivers(
+                self.command_in(pin.as_ref()),
+                pin.as_ref(),
+            ))
+        };
         for setting in HARDENED.iter().map(|s| (*s).to_string()).chain(drivers) {
             cmd.arg("-c").arg(setting);
         }

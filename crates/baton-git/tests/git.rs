@@ -784,3 +784,72 @@ fn a_git_past_its_limit_is_killed_with_what_it_started() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// In a pinned work tree baton keeps what it learned of the repository's drivers while the
+/// config is unchanged: a driver planted in the config afterwards, or in a file the config
+/// includes, still never runs.
+#[test]
+fn a_driver_planted_after_baton_learned_the_config_never_runs_either() {
+    let (tmp, g) = repo(false);
+    let dir = g.dir().to_path_buf();
+    let marks = tmp.path().join("marks");
+    fs::create_dir(&marks).unwrap();
+    // `;` starts a comment in a config file: the program is a script.
+    let evil = tmp.path().join("evil.sh");
+    fs::write(
+        &evil,
+        format!("#!/bin/sh\ntouch {}/$1\ncat\n", marks.display()),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&evil, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let e = evil.display();
+    fs::write(dir.join(".git/info/attributes"), "* filter=evil\n").unwrap();
+    baton_git::pin::pin(&dir).unwrap().unwrap();
+    let config = dir.join(".git/config");
+    settle(&config);
+    // Learned (and kept): nothing to switch off.
+    write(&dir, "a.txt", "one\n");
+    g.status_porcelain().unwrap();
+    g.commit_all("a").unwrap().unwrap();
+    // 1. A filter written into the config itself.
+    let mut text = fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "[filter \"evil\"]\n\tclean = {e} clean\n\tsmudge = {e} smudge\n"
+    ));
+    fs::write(&config, text).unwrap();
+    write(&dir, "a.txt", "two, longer\n");
+    g.status_porcelain().unwrap();
+    g.commit_all("a again").unwrap().unwrap();
+    // 2. A config that includes another file, which gains a filter later.
+    let text = fs::read_to_string(&config).unwrap().replace("evil", "gone");
+    fs::write(&config, format!("{text}[include]\n\tpath = inc\n")).unwrap();
+    fs::write(dir.join(".git/inc"), "").unwrap();
+    settle(&config);
+    g.status_porcelain().unwrap();
+    fs::write(
+        dir.join(".git/inc"),
+        format!("[filter \"evil\"]\n\tclean = {e} included\n"),
+    )
+    .unwrap();
+    write(&dir, "a.txt", "three, longer still\n");
+    g.status_porcelain().unwrap();
+    g.commit_all("a once more").unwrap().unwrap();
+    let ran: Vec<String> = fs::read_dir(&marks)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(ran.is_empty(), "planted programs ran: {ran:?}");
+}
+
+/// Waits until `file` was last changed a while ago: baton keeps what it learned only of a config
+/// changed a while ago.
+fn settle(file: &Path) {
+    let changed = fs::metadata(file).unwrap().modified().unwrap();
+    // Time is the subject here.
+    while changed.elapsed().unwrap_or_default() < std::time::Duration::from_millis(300) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -23,6 +23,11 @@ pub(super) fn open_repo(env_git: &dyn Fn(&Path) -> Git, cwd: &Path) -> Result<Re
         Err(e) => return Err(FlowError::Refused(format!("cannot read the repository: {e}"))),
     };
     let toplevel = std::fs::canonicalize(&toplevel).unwrap_or(toplevel);
+    // Resolved once for the whole Flow: every later git call in Main reads this repository's
+    // git dir (a `.git` replaced or a `commondir` created meanwhile is refused or not read), and
+    // what it learned of the repository's config is kept while that config is unchanged.
+    baton_git::pin::pin(&toplevel)
+        .map_err(|e| FlowError::Refused(format!("cannot read the repository: {e}")))?;
     let common = env_git(&toplevel)
         .git_common_dir()
         .map_err(|e| FlowError::Refused(format!("cannot read the repository: {e}")))?;
