@@ -57,6 +57,14 @@ pub enum Line {
         summary: String,
         kept: Vec<Message>,
     },
+    /// The last `count` messages of `seat`'s view (the session's, when `None`) are taken out of
+    /// it: a turn that never finished because the process running it was lost, given up rather
+    /// than shown to the model again ([`withdraw_unfinished_turn`]). They stay in the transcript.
+    Withdrawn {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seat: Option<String>,
+        count: usize,
+    },
 }
 
 /// What `baton sessions` shows of a transcript.
@@ -154,6 +162,7 @@ impl SessionStore {
                     summary,
                     kept,
                 } => compact_view(&mut messages, seat, summary, kept),
+                Line::Withdrawn { seat, count } => withdraw(&mut messages, &seat, count),
                 Line::Ended { .. } => {}
             }
         }
@@ -244,6 +253,92 @@ fn compact_view(
     messages.extend(kept.into_iter().map(|m| (seat.clone(), m)));
 }
 
+/// Replays a `withdrawn` line: the last `count` messages of `seat`'s view leave it.
+fn withdraw(messages: &mut Vec<SeatMessage>, seat: &Option<String>, count: usize) {
+    let mut left = count;
+    let mut i = messages.len();
+    while left > 0 && i > 0 {
+        i -= 1;
+        if messages[i].0 == *seat {
+            messages.remove(i);
+            left -= 1;
+        }
+    }
+}
+
+/// Where the turn `view` ends in began, when that turn never finished: its user message (never
+/// a compaction's summary, at `floor` and before), with no answer after it that calls no tool.
+fn unfinished_turn(view: &[Message], floor: usize) -> Option<usize> {
+    let start = view
+        .iter()
+        .rposition(|m| matches!(m, Message::User { .. }))
+        .filter(|i| *i >= floor)?;
+    let answered = view[start..].iter().any(|m| match m {
+        Message::Assistant { parts } => !parts
+            .iter()
+            .any(|p| matches!(p, AssistantPart::ToolCall { .. })),
+        Message::User { .. } | Message::Tool { .. } => false,
+    });
+    (!answered).then_some(start)
+}
+
+/// Takes the turn session `id` ends in out of the model's view when that turn never finished
+/// (its process was lost mid-turn): a prompt lost that way is not replayed to the model behind
+/// the user's back when the session goes on. Each seat's view is looked at on its own. Returns
+/// how many messages were withdrawn (they stay in the transcript, after a `withdrawn` line).
+pub fn withdraw_unfinished_turn(state: &StateDir, id: &str) -> Result<usize, SessionError> {
+    let path = state.session(id)?;
+    let (mut log, lines) = JsonlLog::<Line>::open(&path, Durability::Written)
+        .map_err(|e| SessionError::from_log(state, id, e))?;
+    // Each seat's view, with where its compaction summary ends (a turn never reaches before).
+    let mut views: Vec<(Option<String>, Vec<Message>, usize)> = Vec::new();
+    fn view_of<'a>(
+        views: &'a mut Vec<(Option<String>, Vec<Message>, usize)>,
+        seat: &Option<String>,
+    ) -> &'a mut (Option<String>, Vec<Message>, usize) {
+        let i = match views.iter().position(|(s, ..)| s == seat) {
+            Some(i) => i,
+            None => {
+                views.push((seat.clone(), Vec::new(), 0));
+                views.len() - 1
+            }
+        };
+        &mut views[i]
+    }
+    for line in lines {
+        match line {
+            Line::Message { message, seat } => view_of(&mut views, &seat).1.push(message),
+            Line::Compacted {
+                seat,
+                summary,
+                kept,
+            } => {
+                let v = view_of(&mut views, &seat);
+                v.1 = std::iter::once(Message::user(summary))
+                    .chain(kept)
+                    .collect();
+                v.2 = 1;
+            }
+            Line::Withdrawn { seat, count } => {
+                let v = view_of(&mut views, &seat);
+                let keep = v.1.len().saturating_sub(count);
+                v.1.truncate(keep);
+                v.2 = v.2.min(keep);
+            }
+            Line::Session(_) | Line::Route { .. } | Line::Ended { .. } => {}
+        }
+    }
+    let mut withdrawn = 0;
+    for (seat, view, floor) in views {
+        if let Some(start) = unfinished_turn(&view, floor) {
+            let count = view.len() - start;
+            log.append(&Line::Withdrawn { seat, count })?;
+            withdrawn += count;
+        }
+    }
+    Ok(withdrawn)
+}
+
 /// Reads a transcript without opening it for writing.
 pub fn read_info(state: &StateDir, id: &str) -> Result<SessionInfo, SessionError> {
     let path = state.session(id)?;
@@ -263,7 +358,7 @@ pub fn read_info(state: &StateDir, id: &str) -> Result<SessionInfo, SessionError
                 ended = None;
             }
             Line::Ended { outcome, reason } => ended = Some((outcome, reason)),
-            Line::Compacted { .. } => {}
+            Line::Compacted { .. } | Line::Withdrawn { .. } => {}
         }
     }
     let mut header = header.ok_or_else(|| SessionError::NoHeader {
@@ -410,6 +505,77 @@ mod tests {
             SessionStore::open(&state, "../x"),
             Err(SessionError::BadId(_))
         ));
+    }
+
+    fn call(id: &str) -> Message {
+        Message::Assistant {
+            parts: vec![AssistantPart::ToolCall {
+                id: id.into(),
+                name: "bash".into(),
+                arguments: "{}".into(),
+                provider_data: None,
+            }],
+        }
+    }
+
+    fn answer(text: &str) -> Message {
+        Message::Assistant {
+            parts: vec![AssistantPart::Text { text: text.into() }],
+        }
+    }
+
+    #[test]
+    fn a_turn_that_never_finished_is_withdrawn_from_the_view_and_kept_in_the_transcript() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path());
+        let mut store = SessionStore::create(&state, &header("s-1", "now")).unwrap();
+        store.append(&Message::user("one")).unwrap();
+        store.append(&answer("done")).unwrap();
+        store.append(&Message::user("SLOW")).unwrap();
+        store.append(&call("c1")).unwrap();
+        drop(store);
+        assert_eq!(withdraw_unfinished_turn(&state, "s-1").unwrap(), 2);
+        let (_, _, msgs) = SessionStore::open(&state, "s-1").unwrap();
+        assert_eq!(msgs, vec![Message::user("one"), answer("done")]);
+        // Nothing left to withdraw: the view ends in a finished turn.
+        assert_eq!(withdraw_unfinished_turn(&state, "s-1").unwrap(), 0);
+        let text = std::fs::read_to_string(state.session("s-1").unwrap()).unwrap();
+        assert!(
+            text.contains("SLOW") && text.contains("\"withdrawn\""),
+            "{text}"
+        );
+
+        // A finished turn stays, tool calls and all.
+        let mut store = SessionStore::create(&state, &header("s-2", "now")).unwrap();
+        for m in [Message::user("go"), call("c1")] {
+            store.append(&m).unwrap();
+        }
+        store
+            .append(&Message::Tool {
+                call_id: "c1".into(),
+                tool: "bash".into(),
+                output: "ok".into(),
+                is_error: false,
+            })
+            .unwrap();
+        store.append(&answer("all done")).unwrap();
+        drop(store);
+        assert_eq!(withdraw_unfinished_turn(&state, "s-2").unwrap(), 0);
+        assert_eq!(SessionStore::open(&state, "s-2").unwrap().2.len(), 4);
+
+        // A compaction's summary is never withdrawn; the turn after it is.
+        let mut store = SessionStore::create(&state, &header("s-3", "now")).unwrap();
+        store.append(&Message::user("old")).unwrap();
+        store.compacted(None, "summary", &[call("c2")]).unwrap();
+        drop(store);
+        assert_eq!(withdraw_unfinished_turn(&state, "s-3").unwrap(), 0);
+        let mut store = SessionStore::open(&state, "s-3").unwrap().0;
+        store.append(&Message::user("next")).unwrap();
+        drop(store);
+        assert_eq!(withdraw_unfinished_turn(&state, "s-3").unwrap(), 1);
+        let msgs = SessionStore::open(&state, "s-3").unwrap().2;
+        assert_eq!(msgs[0], Message::user("summary"));
+        assert!(!msgs.contains(&Message::user("next")));
     }
 
     fn header(id: &str, created: &str) -> SessionHeader {

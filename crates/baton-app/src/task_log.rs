@@ -119,6 +119,13 @@ pub fn transcript_entries(
             Line::Compacted { seat, .. } => {
                 out.push(entry(&seat, EntryKind::Note, "compacted".into()))
             }
+            Line::Withdrawn { seat, count } => out.push(entry(
+                &seat,
+                EntryKind::Note,
+                format!(
+                    "the last {count} message(s) withdrawn: a turn its process was lost in, given up"
+                ),
+            )),
         }
     }
     Ok(out)

@@ -248,6 +248,16 @@ pub fn start(
                     },
                 )?;
                 gave_up = Some(p.id.clone());
+                // Its turn, begun in the session and never finished, leaves the model's view:
+                // the session goes on without it (`send --retry` sends it once, as new).
+                if let (false, Some(session)) = (fresh, &w.session) {
+                    match baton_agent::session::withdraw_unfinished_turn(state, session) {
+                        Ok(_) | Err(baton_agent::session::SessionError::NotFound { .. }) => {}
+                        Err(e) => bail!(
+                            "worker {name}: cannot take the lost prompt's turn out of session {session}: {e} (`baton worker start {name} --fresh` starts it on a new session)"
+                        ),
+                    }
+                }
             }
         }
     }

@@ -270,12 +270,26 @@ fn a_killed_supervisor_shows_lost_at_once_and_its_prompt_is_sent_again_only_on_r
             session.as_str(),
             "its session resumed"
         );
-        // --retry sends it again, as a new prompt.
+        // The next prompt goes on without the lost one: its turn left the conversation.
+        assert_eq!(send(&sb, "k", "next"), "resumed and idle");
+        let b = bodies(&server);
+        let last = b.last().unwrap();
+        assert!(
+            last.contains("next") && !last.contains("a long job"),
+            "the lost prompt was replayed: {last}"
+        );
+        // --retry sends it again, as a new prompt, once.
+        server.push(Turn::text("retried"));
         let o = sb.run(&["worker", "send", "k", "--retry"]);
         assert_exit(&o, 0);
-        assert_eq!(out(&o).trim(), "resumed and idle");
+        assert_eq!(out(&o).trim(), "retried");
         let b = bodies(&server);
-        assert!(b.last().unwrap().contains("a long job"));
+        assert_eq!(
+            b.last().unwrap().matches("a long job").count(),
+            1,
+            "{}",
+            b.last().unwrap()
+        );
         let o = sb.run(&["worker", "send", "k", "--retry"]);
         assert_exit(&o, 2);
         assert_exit(&sb.run(&["worker", "stop", "k"]), 0);

@@ -464,7 +464,7 @@ impl Projection {
                 doc.state = State::Done;
                 doc.detail = format!("{outcome:?}").to_lowercase();
             }
-            Line::Compacted { .. } => {}
+            Line::Compacted { .. } | Line::Withdrawn { .. } => {}
         }
     }
 
