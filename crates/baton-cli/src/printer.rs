@@ -310,6 +310,9 @@ impl Printer {
             AgentEvent::TurnFailed { error, .. } => {
                 self.err_line(&format!("baton: {}", error.message), false)
             }
+            AgentEvent::InputRefused { input, reason } => {
+                self.err_line(&format!("baton: {input}: {reason}"), false)
+            }
             // Off a terminal, each input's answer is written as it completes (`baton chat`
             // answers every line); `finish` does not write it again.
             AgentEvent::InputCompleted { final_message, .. } => {

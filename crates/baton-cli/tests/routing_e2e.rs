@@ -1110,3 +1110,34 @@ fn the_summary_names_each_participants_route() {
         ]
     );
 }
+
+/// `/resume` with nothing to resume says so (it printed nothing), names what it is for, and asks
+/// no model; under a manual hold it says to switch back first; an ordinary session says it is
+/// not routed.
+#[test]
+fn resume_with_nothing_to_resume_says_why_and_runs_nothing() {
+    let server = MockServer::builder()
+        .turn(Turn::text("hello"))
+        .turn(Turn::text("hello again"))
+        .start_blocking();
+    let p = project(&server, "openai-responses");
+    let out = chat(&p, &["chat", "--routing", "auto"], "hi\n/resume\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("/resume: no assignment was interrupted: nothing to resume"),
+        "{err}"
+    );
+    assert_eq!(server.model_requests().len(), 1, "/resume asked a model");
+    let out = chat(&p, &["chat", "--json", "--routing", "auto"], "/resume\n");
+    let refused: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "input.refused")
+        .collect();
+    assert_eq!(refused.len(), 1, "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(refused[0]["input"], "/resume");
+    let model = format!("mock/{EXEC}");
+    let out = chat(&p, &["chat", "--model", &model], "hi\n/resume\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("this session is not routed"), "{err}");
+}

@@ -72,6 +72,10 @@ pub enum AgentEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<EndReason>,
     },
+    /// An input the session could not act on (a `/resume` with no interrupted assignment, or
+    /// while the control is not automatic): nothing ran, and `reason` says why and what to do.
+    #[serde(rename = "input.refused")]
+    InputRefused { input: String, reason: String },
     /// The session's view was compacted: everything before the `kept` most recent messages was
     /// replaced by a summary the model wrote. The transcript keeps everything.
     #[serde(rename = "session.compacted")]

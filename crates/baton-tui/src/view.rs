@@ -318,6 +318,9 @@ impl View {
                 );
             }
             AgentEvent::InputCompleted { reason, .. } => self.input_completed(reason.as_ref()),
+            AgentEvent::InputRefused { input, reason } => {
+                self.notice(Level::Warn, format!("{input}: {reason}"))
+            }
             AgentEvent::SessionCompacted {
                 trigger,
                 tokens_before,

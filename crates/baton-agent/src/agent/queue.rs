@@ -296,14 +296,22 @@ pub(crate) async fn serve(
                     last = end;
                 }
             }
-            (Submission::Resume, None) => {
-                if let Some(d) = routed::resume(&mut s).await {
+            (Submission::Resume, None) => match routed::resume(&mut s).await {
+                Ok(d) => {
                     last = d;
                     answers = true;
                 }
-            }
+                Err(reason) => (s.emit)(AgentEvent::InputRefused {
+                    input: "/resume".into(),
+                    reason,
+                }),
+            },
+            (Submission::Resume, Some(_)) => (s.emit)(AgentEvent::InputRefused {
+                input: "/resume".into(),
+                reason: "this session is not routed: `/resume` continues an interrupted assignment of a routed session (`--routing auto`)".into(),
+            }),
             // An ordinary session has no control or assignments; nothing runs while idle.
-            (Submission::Control(_) | Submission::Resume | Submission::Interrupt, Some(_))
+            (Submission::Control(_) | Submission::Interrupt, Some(_))
             | (Submission::Interrupt, None) => {}
         }
         if s.cancel.is_cancelled() {

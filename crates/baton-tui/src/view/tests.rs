@@ -224,6 +224,13 @@ pub(crate) fn every_kind() -> Vec<(AgentEvent, u64)> {
             2605,
         ),
         (
+            AgentEvent::InputRefused {
+                input: "/resume".into(),
+                reason: "no assignment was interrupted: nothing to resume".into(),
+            },
+            2605,
+        ),
+        (
             AgentEvent::InputCompleted {
                 final_message: "stopped".into(),
                 reason: Some(EndReason::Cancelled),
@@ -315,6 +322,7 @@ fn every_event_kind_folds_into_the_view_asserted_whole() {
             "Info context compacted (coordinator), auto: 9000 → 1500 tokens",
             "routing assigned fix the test Some(\"executor\")",
             "routing projection_added ctx:t1 Some(\"executor\")",
+            "Warn /resume: no assignment was interrupted: nothing to resume",
             "Warn interrupted",
             "Warn session partial: cancelled",
         ]

@@ -638,11 +638,21 @@ pub(crate) fn control(s: &mut Running<'_>, c: Control) {
 }
 
 /// `/resume`: a new execution of the interrupted assignment, whose report then goes to the
-/// Coordinator, who goes on. `None` when nothing is resumable.
-pub(crate) async fn resume(s: &mut Running<'_>) -> Option<Drive> {
-    let id = state(s)?.resumable()?.id.clone();
-    if state(s)?.control != Control::Automatic {
-        return None;
+/// Coordinator, who goes on. `Err` says why nothing is resumable.
+pub(crate) async fn resume(s: &mut Running<'_>) -> Result<Drive, String> {
+    let nothing = "no assignment was interrupted: nothing to resume (`/resume` continues an assignment stopped by `/interrupt` or a crash)";
+    let id = state(s)
+        .and_then(|st| st.resumable())
+        .map(|a| a.id.clone())
+        .ok_or(nothing)?;
+    if let Some(control) = state(s)
+        .map(|st| st.control)
+        .filter(|c| *c != Control::Automatic)
+    {
+        return Err(format!(
+            "assignment {id} waits, but the control is {}: `/profile auto` first, then `/resume`",
+            control.describe()
+        ));
     }
     if let Some(r) = s.routed.as_mut() {
         r.recovered = None;
@@ -651,7 +661,8 @@ pub(crate) async fn resume(s: &mut Running<'_>) -> Option<Drive> {
     // Whatever scope the Coordinator had open ends here: the user interrupted and resumed.
     end_scope(s, "the user resumed an assignment");
     let outcome = execute(s, &id, true, &op).await;
-    let mut seat = take_seat(s, Profile::Coordinator)?;
+    let mut seat = take_seat(s, Profile::Coordinator)
+        .ok_or("the routed session lost the Coordinator's seat")?;
     let report = match outcome {
         Ok(()) => report_for(s, &id),
         Err(e) => format!("The resumed execution did not run to a report: {e}."),
@@ -662,7 +673,7 @@ pub(crate) async fn resume(s: &mut Running<'_>) -> Option<Drive> {
     );
     let d = Box::pin(s.drive(&mut seat)).await;
     put_seat(s, seat);
-    Some(d)
+    Ok(d)
 }
 
 fn report_for(s: &Running<'_>, id: &str) -> String {
