@@ -50,7 +50,7 @@ pub fn run(args: PlanArgs) -> Result<Exit> {
     let plan = match PlanFile::read(&path) {
         Ok(p) => p,
         Err(e) => {
-            errln!("baton: {}", baton_text::sanitize_line(&e.to_string()));
+            errln!("baton: {}", baton_text::sanitize_terminal(&e.to_string()));
             return Ok(Exit::Refused);
         }
     };

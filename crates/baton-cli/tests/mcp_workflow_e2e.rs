@@ -256,7 +256,7 @@ async fn run_workflow_builds_a_plan_and_refuses_an_untrustworthy_one() {
     };
     let plan = |open: &str| {
         format!(
-            "# Parts\n\nplan_mode: execution_plan\nverification_rigor: standard\n\n## Phases\n```yaml\n{}{}```\n\n## Open Decisions\n{open}\n\n## Differences from agreement\nNone\n",
+            "# Parts\n\nplan_mode: execution_plan\nverification_rigor: standard\n\n## Acceptance Criteria\n- every part is built\n\n## Phases\n```yaml\n{}{}```\n\n## Open Decisions\n{open}\n\n## Differences from agreement\nNone\n",
             phase(1),
             phase(2)
         )

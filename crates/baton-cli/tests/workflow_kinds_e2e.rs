@@ -375,7 +375,7 @@ fn a_clean_plan_is_approved_and_its_command_builds_it_phase_by_phase() {
     let wf = Wf::new();
     let planner = PLANNER_CREATED.replace(
         "mkdir -p docs && echo \"plan $n\" >> docs/plan.md",
-        "mkdir -p docs && cat > docs/plan.md <<'PLAN'\n# Storage migration\n\nplan_mode: execution_plan\nverification_rigor: standard\n\n## Phases\n```yaml\n- phase_id: phase-1\n  title: schema\n  objective: add the new table\n  exit_criteria: [the table exists]\n  test_seams: [feature.txt]\n- phase_id: phase-2\n  title: copy\n  objective: copy the rows\n  exit_criteria: [every row is copied]\n  test_seams: [feature.txt]\n```\n\n## Open Decisions\nNone\n\n## Differences from agreement\nNone\nPLAN",
+        "mkdir -p docs && cat > docs/plan.md <<'PLAN'\n# Storage migration\n\nplan_mode: execution_plan\nverification_rigor: standard\n\n## Acceptance Criteria\n- every part is built\n\n## Phases\n```yaml\n- phase_id: phase-1\n  title: schema\n  objective: add the new table\n  exit_criteria: [the table exists]\n  test_seams: [feature.txt]\n- phase_id: phase-2\n  title: copy\n  objective: copy the rows\n  exit_criteria: [every row is copied]\n  test_seams: [feature.txt]\n```\n\n## Open Decisions\nNone\n\n## Differences from agreement\nNone\nPLAN",
     );
     wf.answer("planner", &planner)
         .answer("plan-gap-reviewer", PLAN_REVIEW_PASS)

@@ -27,7 +27,7 @@ fn plan_text(phases: usize, open: &str) -> String {
         ));
     }
     format!(
-        "# Three parts\n\nplan_mode: execution_plan\nverification_rigor: standard\n\n## Phases\n```yaml\n{yaml}```\n\n## Open Decisions\n{open}\n\n## Differences from agreement\nNone\n"
+        "# Three parts\n\nplan_mode: execution_plan\nverification_rigor: standard\n\n## Acceptance Criteria\n- every part is built\n\n## Phases\n```yaml\n{yaml}```\n\n## Open Decisions\n{open}\n\n## Differences from agreement\nNone\n"
     )
 }
 
@@ -127,6 +127,25 @@ fn a_plan_with_an_open_decision_or_edited_after_approval_is_refused_before_any_d
     let check = wf.run(&["plan", "check", "plan.md"]);
     assert_exit(&check, 2);
     assert!(err(&check).contains("open decision"), "{}", err(&check));
+    // Without acceptance criteria as well: every problem on a line of its own.
+    wf.sb.write(
+        "bare.md",
+        &plan_text(2, "- CSV or JSON?")
+            .replace("## Acceptance Criteria\n- every part is built\n\n", ""),
+    );
+    let check = wf.run(&["plan", "check", "bare.md"]);
+    assert_exit(&check, 2);
+    let text = err(&check);
+    assert!(!text.contains('\u{FFFD}'), "{text}");
+    assert!(
+        text.lines().any(|l| l
+            .trim_start()
+            .starts_with("- `## Acceptance Criteria` is missing"))
+            && text
+                .lines()
+                .any(|l| l.trim_start().starts_with("- open decision")),
+        "{text}"
+    );
 
     wf.sb.write("plan.md", &plan_text(2, "- [x] CSV"));
     let o = wf.run(&["plan", "approve", "plan.md"]);

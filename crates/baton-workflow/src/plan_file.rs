@@ -312,6 +312,19 @@ impl PlanFile {
             .get("acceptance criteria")
             .map(|l| items(l))
             .unwrap_or_default();
+        // cc10x's plan_trust_gate: a plan that is more than a direct change says what must hold
+        // once it is built (field completeness, not presence).
+        if matches!(
+            plan_mode,
+            Some(PlanMode::ExecutionPlan | PlanMode::DecisionRfc)
+        ) && acceptance_criteria.iter().all(|c| c.trim().is_empty())
+        {
+            problems.push(format!(
+                "`## Acceptance Criteria` is {}: with plan_mode {} the plan lists what must hold once it is built, one `- ` item each",
+                if s.sections.contains_key("acceptance criteria") { "empty" } else { "missing" },
+                mode_word.as_deref().unwrap_or("")
+            ));
+        }
         match (plan_mode, verification_rigor) {
             (Some(plan_mode), Some(verification_rigor)) if problems.is_empty() => Ok(PlanFile {
                 path: path.to_path_buf(),

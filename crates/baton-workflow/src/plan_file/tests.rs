@@ -131,3 +131,23 @@ fn approvals_record_the_hash_and_see_a_change() {
         "{e}"
     );
 }
+
+#[test]
+fn a_plan_beyond_a_direct_change_needs_acceptance_criteria() {
+    let whole = plan_text(1, "None");
+    let without = whole.replace("## Acceptance Criteria\n- export writes a CSV\n\n", "");
+    assert_ne!(whole, without);
+    let err = parse(&without).unwrap_err().to_string();
+    assert!(
+        err.contains(
+            "`## Acceptance Criteria` is missing: with plan_mode execution_plan the plan lists"
+        ),
+        "{err}"
+    );
+    let empty = whole.replace("- export writes a CSV\n", "None\n");
+    let err = parse(&empty).unwrap_err().to_string();
+    assert!(err.contains("`## Acceptance Criteria` is empty"), "{err}");
+    // A direct change may go without.
+    let direct = without.replace("plan_mode: execution_plan", "plan_mode: direct");
+    assert!(parse(&direct).is_ok());
+}
