@@ -320,7 +320,14 @@ pub(crate) fn parse(role: Role, output: &str) -> Result<Checked, ContractError> 
         findings,
         fields: typed(role, &fields)?,
         memory_notes: text::section(output, "Memory Notes")
-            .map(|l| l.join("\n").trim().to_string())
+            .map(|l| {
+                l.into_iter()
+                    .take_while(|l| !ends_notes(l))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+                    .trim()
+                    .to_string()
+            })
             .filter(|s| !s.is_empty()),
     };
     let blocked = common.critical_count > 0 || common.blocking == Some(true);
@@ -571,5 +578,22 @@ fn plan_gap(
         replan_needed: bool_field(role, fields, "REPLAN_NEEDED")?,
         replan_reason,
         finding_buckets,
+    })
+}
+
+/// Whether `line` ends a `### Memory Notes` section that no heading closes: the machine lines an
+/// agent writes after its notes (`CONTRACT {…}`, `STATUS: …`, a `KEY: value` in capitals, a
+/// code fence) are its contract, never notes to keep.
+fn ends_notes(line: &str) -> bool {
+    let t = line.trim_start();
+    if t.starts_with("```") || t.starts_with("CONTRACT ") || t.starts_with("CONTRACT{") {
+        return true;
+    }
+    t.split_once(':').is_some_and(|(key, _)| {
+        key.len() > 1
+            && key.starts_with(|c: char| c.is_ascii_uppercase())
+            && key
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
     })
 }

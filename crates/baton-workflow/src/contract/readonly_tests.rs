@@ -48,6 +48,21 @@ fn a_reviewer_envelope_on_line_one() {
 }
 
 #[test]
+fn machine_lines_after_the_memory_notes_are_not_notes() {
+    let out = format!(
+        "CONTRACT {{\"s\":\"APPROVE\",\"b\":false,\"cr\":0}}\n## Review: Approve\n{REVIEW_BODY}- Patterns: one helper compares tokens\nSTATUS: APPROVE\nCONFIDENCE: 90\nCONTRACT {{\"s\":\"APPROVE\"}}\n"
+    );
+    let c = parse(Role::CodeReviewer, &out).unwrap();
+    let Contract::Review(r) = c.contract else {
+        panic!()
+    };
+    assert_eq!(
+        r.common.memory_notes.as_deref(),
+        Some("- auth compares tokens in one place\n- Patterns: one helper compares tokens")
+    );
+}
+
+#[test]
 fn the_heading_stands_in_for_a_missing_or_malformed_envelope() {
     let missing = format!("Reviewed the diff.\n## Review: Changes Requested\n\nREMEDIATION_NEEDED: true\nREMEDIATION_SCOPE_REQUESTED: CRITICAL_ONLY\n{REVIEW_BODY}");
     let c = parse(Role::CodeReviewer, &missing).unwrap();
