@@ -2,8 +2,7 @@
 //! reviewer, verifier (the phase exit) and doc-syncer.
 
 use super::{
-    Action, Change, Draft, FollowUp, Gate, MAX_INVESTIGATION_CONTINUATIONS, MAX_REMEDIATION_CYCLES,
-    MAX_RESEARCH_ROUNDS,
+    Action, Change, Draft, FollowUp, Gate, MAX_INVESTIGATION_CONTINUATIONS, MAX_RESEARCH_ROUNDS,
 };
 use crate::artifact::PhaseStatus;
 use crate::artifact::{
@@ -207,7 +206,7 @@ impl Draft<'_> {
         }
         if let Some(f) = outputs.findings.as_ref().filter(|_| !critical_only) {
             if kind == WorkflowKind::Build && f.critical_issues > 0 && f.high_issues > 0 {
-                if self.remediation_cycles() >= MAX_REMEDIATION_CYCLES {
+                if self.remediation_cycles() >= self.breaker_limit() {
                     self.remediate("code-reviewer", "N/A", "critical and high findings");
                 } else {
                     self.stop(
@@ -481,11 +480,14 @@ impl Draft<'_> {
             .filter(|t| t.kind == Some(TaskKind::Remfix) && t.status == Some(TaskStatus::Completed))
             .count()
             .max(self.a.remediation_history.len());
-        if completed >= MAX_REMEDIATION_CYCLES {
+        if completed >= self.breaker_limit() {
             self.stop(
                 Action::PauseForCircuitBreaker,
                 Some(Gate::CircuitBreaker),
-                format!("{completed} remediation cycles done: a human decides what next"),
+                format!(
+                    "{completed} remediation cycles done{}: a human decides what next",
+                    self.allowed_more()
+                ),
             );
             return;
         }

@@ -119,6 +119,9 @@ pub struct Inputs {
     pub instructions: Vec<Instruction>,
     /// Workflow uuids of earlier sessions.
     pub previous_workflow_ids: Vec<String>,
+    /// Remediation cycles the user allowed past the circuit breaker (`one more cycle`): it trips
+    /// again only after as many more.
+    pub breaker_allowance: usize,
 }
 
 /// A task to create.
@@ -527,6 +530,20 @@ impl<'a> Draft<'a> {
     }
 
     /// Remediation cycles so far: the artifact's history is authoritative, tasks can only add.
+    /// The remediation cycles after which the circuit breaker trips: cc10x's three, and each
+    /// one more the user allowed.
+    fn breaker_limit(&self) -> usize {
+        MAX_REMEDIATION_CYCLES + self.inputs.breaker_allowance
+    }
+
+    /// ` (N more allowed past the breaker)` when the user allowed any.
+    fn allowed_more(&self) -> String {
+        match self.inputs.breaker_allowance {
+            0 => String::new(),
+            n => format!(" ({MAX_REMEDIATION_CYCLES}, and {n} more you allowed)"),
+        }
+    }
+
     fn remediation_cycles(&self) -> usize {
         let tasks = self
             .tasks
@@ -539,11 +556,14 @@ impl<'a> Draft<'a> {
     /// Creates a remediation task unless the circuit breaker asks the user first.
     fn remediate(&mut self, origin: &str, scope: &str, reason: &str) {
         let cycles = self.remediation_cycles();
-        if cycles >= MAX_REMEDIATION_CYCLES {
+        if cycles >= self.breaker_limit() {
             self.stop(
                 Action::PauseForCircuitBreaker,
                 Some(Gate::CircuitBreaker),
-                format!("{cycles} remediation cycles already: ask the user how to proceed"),
+                format!(
+                    "{cycles} remediation cycles already{}: ask the user how to proceed",
+                    self.allowed_more()
+                ),
             );
             return;
         }

@@ -208,7 +208,7 @@ impl Runner<'_> {
             Err(problem) => return self.fail(problem),
         };
         let research = outputs.research.clone();
-        let d = decide(&engine_view(artifact, v), &engine_inputs(v, outputs));
+        let d = decide(artifact, &engine_inputs(v, outputs));
         let mut new = d.apply(artifact);
         if let Some(outcome) = &research {
             // cc10x persists every finished round: the engine caps rounds by this list.
@@ -443,18 +443,8 @@ fn how_it_failed(c: &crate::state::HostCheck) -> String {
     }
 }
 
-/// The artifact as the engine sees it: the remediation cycles the user allowed past the circuit
-/// breaker are not counted.
-fn engine_view(artifact: &Artifact, v: &WorkflowState) -> Artifact {
-    let mut view = artifact.clone();
-    let allowance = v.host.breaker_allowance as usize;
-    let keep = view.remediation_history.len().saturating_sub(allowance);
-    view.remediation_history.truncate(keep);
-    view
-}
-
 /// The engine's inputs: the workflow's tasks (fixes already consumed by their re-checks left
-/// out) and the batch's outputs.
+/// out), the batch's outputs and the cycles the user allowed past the circuit breaker.
 fn engine_inputs(v: &WorkflowState, outputs: AgentOutputs) -> Inputs {
     Inputs {
         tasks: v
@@ -464,6 +454,7 @@ fn engine_inputs(v: &WorkflowState, outputs: AgentOutputs) -> Inputs {
             .cloned()
             .collect(),
         outputs,
+        breaker_allowance: v.host.breaker_allowance as usize,
         ..Inputs::default()
     }
 }
