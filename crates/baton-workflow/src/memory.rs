@@ -186,6 +186,14 @@ pub struct SessionSettings {
 }
 
 impl SessionSettings {
+    /// `DIFF_DRIVEN_DOCS: skip`: the project keeps its docs apart; no doc-syncer runs, and the
+    /// memory step waits for the verifier directly.
+    pub fn skips_doc_sync(&self) -> bool {
+        self.other
+            .get("DIFF_DRIVEN_DOCS")
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("skip"))
+    }
+
     /// Whether a gate of this kind takes its recommended option without asking: only with
     /// `AUTO_PROCEED: true`, and never for a revert, a destructive git step, a failure stop or an
     /// open plan decision (cc10x's trust rule). The choice is to be logged under

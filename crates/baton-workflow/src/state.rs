@@ -124,6 +124,9 @@ pub struct Host {
     pub consumed_remfix: Vec<String>,
     /// Extra remediation cycles the user granted at the circuit breaker.
     pub breaker_allowance: u32,
+    /// `DIFF_DRIVEN_DOCS: skip` was in the session settings at the start: no doc-sync task.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub doc_sync_skipped: bool,
     /// The user's last answer, handed to the next dispatch.
     pub guidance: Option<String>,
     pub answers: Vec<GivenAnswer>,

@@ -72,7 +72,10 @@ impl Draft<'_> {
 
     /// After the last phase (and the final review): the docs, then memory.
     fn chain_tail(&mut self, why: &str) -> (Action, String) {
-        if self.full_graph() && self.inputs.outputs.doc_syncer.is_none() {
+        if self.full_graph()
+            && !self.inputs.doc_sync_skipped
+            && self.inputs.outputs.doc_syncer.is_none()
+        {
             return (Action::RunDocSyncer, format!("{why}: sync the docs"));
         }
         self.memory_finalize(why)

@@ -122,6 +122,8 @@ pub struct Inputs {
     /// Remediation cycles the user allowed past the circuit breaker (`one more cycle`): it trips
     /// again only after as many more.
     pub breaker_allowance: usize,
+    /// `DIFF_DRIVEN_DOCS: skip`: the chain goes from the verifier to memory, no doc-syncer.
+    pub doc_sync_skipped: bool,
 }
 
 /// A task to create.

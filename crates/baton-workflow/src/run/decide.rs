@@ -284,7 +284,11 @@ impl Runner<'_> {
             .iter()
             .any(|c| matches!(c, Change::BuildScope(BuildScope::Standard)));
         if escalated && artifact.build_scope == Some(BuildScope::Trivial) {
-            created.extend(graph::escalate(&mut nv.tasks, &self.id));
+            created.extend(graph::escalate(
+                &mut nv.tasks,
+                &self.id,
+                !nv.host.doc_sync_skipped,
+            ));
         }
         let origin = d
             .changes
@@ -455,6 +459,7 @@ fn engine_inputs(v: &WorkflowState, outputs: AgentOutputs) -> Inputs {
             .collect(),
         outputs,
         breaker_allowance: v.host.breaker_allowance as usize,
+        doc_sync_skipped: v.host.doc_sync_skipped,
         ..Inputs::default()
     }
 }

@@ -142,7 +142,7 @@ fn push_agent(
 /// hunter after the builder, a doc-syncer after the verifier; the open verifier then also waits
 /// for the review and the hunt, and the open memory task for the doc-sync. Nothing is added to a
 /// graph that has a reviewer already. Returns the new tasks' ids.
-pub fn escalate(tasks: &mut Vec<Task>, wf: &str) -> Vec<String> {
+pub fn escalate(tasks: &mut Vec<Task>, wf: &str, doc_sync: bool) -> Vec<String> {
     let last = |tasks: &[Task], p: Phase| tasks.iter().rev().position(|t| t.node() == Some(p));
     let has_review = last(tasks, Phase::BuildReview).is_some();
     let Some(builder) = tasks
@@ -172,12 +172,15 @@ pub fn escalate(tasks: &mut Vec<Task>, wf: &str) -> Vec<String> {
     if let Some(v) = verify {
         v.blocked_by.extend([review, hunt]);
         let verify_id = v.id.clone();
-        let docs = add(tasks, Phase::BuildDocSync, vec![verify_id]);
+        let tail = match doc_sync {
+            true => add(tasks, Phase::BuildDocSync, vec![verify_id]),
+            false => verify_id,
+        };
         for m in tasks
             .iter_mut()
             .filter(|t| t.node() == Some(Phase::MemoryFinalize) && t.is_open())
         {
-            m.blocked_by = vec![docs.clone()];
+            m.blocked_by = vec![tail.clone()];
         }
     }
     created
@@ -209,13 +212,40 @@ pub fn phase_chain(tasks: &mut Vec<Task>, wf: &str, plan: &str, builder_reason: 
         "Phase exit verification",
         vec![review, hunt],
     );
+    // The chain's tail waits for this verifier now: the open doc-sync task, or the memory task
+    // where docs are skipped (`DIFF_DRIVEN_DOCS: skip`).
+    let tail = match tasks
+        .iter()
+        .any(|t| t.node() == Some(Phase::BuildDocSync) && t.is_open())
+    {
+        true => Phase::BuildDocSync,
+        false => Phase::MemoryFinalize,
+    };
     for t in tasks
         .iter_mut()
-        .filter(|t| t.node() == Some(Phase::BuildDocSync) && t.is_open())
+        .filter(|t| t.node() == Some(tail) && t.is_open())
     {
         t.blocked_by = vec![verify.clone()];
     }
     builder
+}
+
+/// `DIFF_DRIVEN_DOCS: skip` (cc10x build-workflow, opt-out check): the doc-sync task is not
+/// made, and what waited for it (the memory task) waits for what it waited for (the verifier).
+pub fn skip_doc_sync(tasks: &mut Vec<Task>) {
+    let docs: Vec<(String, Vec<String>)> = tasks
+        .iter()
+        .filter(|t| t.node() == Some(Phase::BuildDocSync))
+        .map(|t| (t.id.clone(), t.blocked_by.clone()))
+        .collect();
+    tasks.retain(|t| t.node() != Some(Phase::BuildDocSync));
+    for t in tasks.iter_mut() {
+        for (id, before) in &docs {
+            if let Some(i) = t.blocked_by.iter().position(|b| b == id) {
+                t.blocked_by.splice(i..=i, before.iter().cloned());
+            }
+        }
+    }
 }
 
 /// A planned BUILD's first graph: the full graph, every task naming the plan file, the builder

@@ -286,6 +286,10 @@ pub async fn start_with(
     a.traceability.sync_phases(&normalized, &status);
     let v = &mut r.state;
     v.tasks = graph::initial(opts.kind, trivial, &id);
+    v.host.doc_sync_skipped = settings.skips_doc_sync();
+    if v.host.doc_sync_skipped {
+        graph::skip_doc_sync(&mut v.tasks);
+    }
     if let (Some((_, key)), Some((_, phase))) = (&plan, plan::current(&r.artifact)) {
         graph::planned(&mut v.tasks, key, &plan::builder_reason(phase));
     }

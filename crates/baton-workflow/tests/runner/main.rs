@@ -114,7 +114,11 @@ fn a_cycle_allowed_past_the_breaker_is_counted_when_it_trips_again() {
         panic!("{o:?}")
     };
     assert_eq!(checkpoint.gate, Gate::CircuitBreaker);
-    assert_eq!(h.calls_of("component-builder").len(), 5, "the allowed fix ran");
+    assert_eq!(
+        h.calls_of("component-builder").len(),
+        5,
+        "the allowed fix ran"
+    );
     let all = format!("{} {}", checkpoint.question, checkpoint.brief);
     assert!(
         all.contains("4 remediation cycles") && all.contains("1 more you allowed"),

@@ -127,3 +127,50 @@ fn competing_instructions_are_resolved_once_and_every_dispatch_is_told() {
         "{resolved:?}"
     );
 }
+
+/// `DIFF_DRIVEN_DOCS: skip` in the session settings: no doc-sync task is made and the memory
+/// step follows the verifier (cc10x build-workflow's opt-out check).
+#[test]
+fn diff_driven_docs_skip_runs_no_doc_syncer() {
+    let h = Harness::new();
+    h.happy();
+    let o = h.build("add a feature file").unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    assert_eq!(h.calls_of("doc-syncer").len(), 1);
+    let path = h.env.delegate.cwd.join(".baton/memory/activeContext.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replacen(
+        "## Session Settings\n",
+        "## Session Settings\nDIFF_DRIVEN_DOCS: skip\n",
+        1,
+    );
+    assert!(text.contains("DIFF_DRIVEN_DOCS: skip"), "{text}");
+    std::fs::write(&path, text).unwrap();
+    let o = h.build("add another feature file").unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    assert_eq!(
+        h.calls_of("doc-syncer").len(),
+        1,
+        "the doc-syncer ran again"
+    );
+    let s = baton_workflow::state::WorkflowState::read(&h.artifact(&id_of(&o))).unwrap();
+    use baton_workflow::artifact::Phase;
+    assert!(
+        s.tasks
+            .iter()
+            .all(|t| t.node() != Some(Phase::BuildDocSync)),
+        "{:?}",
+        s.tasks
+    );
+    let verifier = s
+        .tasks
+        .iter()
+        .find(|t| t.node() == Some(Phase::BuildVerify))
+        .unwrap();
+    let memory = s
+        .tasks
+        .iter()
+        .find(|t| t.node() == Some(Phase::MemoryFinalize))
+        .unwrap();
+    assert_eq!(memory.blocked_by, [verifier.id.clone()]);
+}
