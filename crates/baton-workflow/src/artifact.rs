@@ -57,6 +57,13 @@ baton_protocol::closed_set! {
         Finish = "finish",
         /// `discard` at the finishing choice, asked again before the work is deleted.
         ConfirmDiscard = "confirm_discard",
+        /// A plan phase with `checkpoint_type: decision`: the user decides before it is built.
+        PhaseDecision = "phase_decision",
+        /// A plan phase with `checkpoint_type: human_action`: the user acts before it is built.
+        HumanAction = "human_action",
+        /// A plan phase with `checkpoint_type: human_verify`: passed its checks, a person
+        /// verifies it before the loop goes on.
+        HumanVerify = "human_verify",
     }
 }
 

@@ -389,7 +389,7 @@ fn phases_of(lines: &[&str], problems: &mut Vec<String>) -> Vec<PlanPhase> {
         problems.push("`## Phases` has no fenced ```yaml block: list the phases in one (phase_id, title, objective, files, checks, exit_criteria, test_seams)".into());
         return Vec::new();
     }
-    let phases: Vec<PlanPhase> = match serde_norway::from_str::<Vec<PlanPhase>>(&yaml) {
+    let mut phases: Vec<PlanPhase> = match serde_norway::from_str::<Vec<PlanPhase>>(&yaml) {
         Ok(p) => p,
         Err(e) => {
             let hint = baton_text::yaml_quoting_hint(&e.to_string())
@@ -405,7 +405,7 @@ fn phases_of(lines: &[&str], problems: &mut Vec<String>) -> Vec<PlanPhase> {
         problems.push("`## Phases` lists no phase: a plan has at least one".into());
     }
     let mut seen = std::collections::BTreeSet::new();
-    for (i, p) in phases.iter().enumerate() {
+    for (i, p) in phases.iter_mut().enumerate() {
         let name = if p.phase_id.trim().is_empty() {
             format!("phase {}", i + 1)
         } else {
@@ -441,10 +441,11 @@ fn phases_of(lines: &[&str], problems: &mut Vec<String>) -> Vec<PlanPhase> {
             ));
         }
         if let Some(c) = &p.checkpoint_type {
-            if !matches!(c.as_str(), "none" | "decision" | "human-verify") {
-                problems.push(format!(
-                    "{name}: checkpoint_type {c:?} is not none, decision or human-verify"
-                ));
+            match checkpoint_word(c) {
+                Some(w) => p.checkpoint_type = Some(w.to_string()),
+                None => problems.push(format!(
+                    "{name}: checkpoint_type {c:?} is not none, human_verify, decision or human_action"
+                )),
             }
         }
     }
@@ -546,3 +547,15 @@ impl Approvals {
 
 #[cfg(test)]
 mod tests;
+
+/// A phase's `checkpoint_type` in cc10x's words (`none`, `human_verify`, `decision`,
+/// `human_action`; a `-` reads as `_`, any case); `None` for another word.
+pub fn checkpoint_word(word: &str) -> Option<&'static str> {
+    match word.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+        "none" => Some("none"),
+        "human_verify" => Some("human_verify"),
+        "decision" => Some("decision"),
+        "human_action" => Some("human_action"),
+        _ => None,
+    }
+}

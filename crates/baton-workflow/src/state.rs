@@ -124,6 +124,17 @@ pub struct Host {
     pub consumed_remfix: Vec<String>,
     /// Extra remediation cycles the user granted at the circuit breaker.
     pub breaker_allowance: u32,
+    /// The plan phase the waiting phase checkpoint (`phase_decision`, `human_action`,
+    /// `human_verify`) is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase_gate: Option<String>,
+    /// The guidance goes to the next batch the engine decides (a phase checkpoint's answer for
+    /// the phase's builder), not only to a retry of the stopped one.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub carry_guidance: bool,
+    /// The phase checkpoints answered, as `GATE:PHASE`: each asks once.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phase_checkpoints: Vec<String>,
     /// `DIFF_DRIVEN_DOCS: skip` was in the session settings at the start: no doc-sync task.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub doc_sync_skipped: bool,

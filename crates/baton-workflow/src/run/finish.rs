@@ -13,7 +13,18 @@ use crate::state::{Checkpoint, Gate, GivenAnswer, Record, RunState, WorkflowStat
 impl Runner<'_> {
     /// Waits at a checkpoint, or takes its recommended option under `AUTO_PROCEED`.
     pub(super) async fn stop_at(&self, gate_name: Gate, reason: &str) -> Result<(), RunError> {
+        self.stop_at_phase(gate_name, reason, None).await
+    }
+
+    /// [`Runner::stop_at`] for a checkpoint about plan phase `phase` (kept in `phase_gate`).
+    pub(super) async fn stop_at_phase(
+        &self,
+        gate_name: Gate,
+        reason: &str,
+        phase: Option<String>,
+    ) -> Result<(), RunError> {
         let mut r = self.record();
+        r.state.host.phase_gate = phase;
         let brief = gate::brief_of(&r, &format!("checkpoint: {gate_name}"));
         let cp = gate::checkpoint(gate_name, reason, brief);
         let auto = r.state.host.auto_proceed
@@ -121,6 +132,10 @@ impl Runner<'_> {
         };
         settle(&mut v);
         a.pending_gate = None;
+        if choice != Answer::Abort && phase_gate(cp.gate) {
+            self.phase_answered(&mut a, &mut v, cp.gate, text);
+            return self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v));
+        }
         match choice {
             Answer::Abort => {
                 v.state = RunState::Stopped;
@@ -378,6 +393,37 @@ impl Runner<'_> {
     }
 
     /// A remediation the user's answer asked for: its task (the batch), its history entry.
+    /// A plan phase's checkpoint answered. Before a `decision` or `human_action` phase the words
+    /// go to its builder (a decision is also kept among the approved decisions); at a
+    /// `human_verify` phase `verified` lets the loop go on, and other words are what a person
+    /// found wrong: a fix runs with them, then the phase is reviewed and verified (and asked)
+    /// again. The loop then decides again from the outputs it stopped on.
+    fn phase_answered(&self, a: &mut Artifact, v: &mut WorkflowState, gate: Gate, text: &str) {
+        let phase = v.host.phase_gate.take().unwrap_or_default();
+        let words = text.trim();
+        if gate == Gate::HumanVerify && !words.eq_ignore_ascii_case("verified") {
+            let reason = format!("a person verifying phase {phase} found: {words}");
+            v.host.guidance = Some(words.to_string());
+            self.add_remfix(a, v, "ALL_ISSUES", "human-verify", &reason, &reason);
+            return;
+        }
+        v.host.phase_checkpoints.push(format!("{gate}:{phase}"));
+        match gate {
+            Gate::HumanVerify => {}
+            Gate::PhaseDecision => {
+                a.intent
+                    .approved_decisions
+                    .push(format!("{phase}: {words}"));
+                v.host.guidance = Some(words.to_string());
+                v.host.carry_guidance = true;
+            }
+            _ => {
+                v.host.guidance = Some(words.to_string());
+                v.host.carry_guidance = true;
+            }
+        }
+    }
+
     fn add_remfix(
         &self,
         a: &mut Artifact,
@@ -784,4 +830,12 @@ pub(super) async fn apply_finish(
         }
         other => Err(format!("{other:?} is not a finishing choice: merge, keep, pr or discard")),
     }
+}
+
+/// Whether `gate` is a plan phase's own checkpoint (its `checkpoint_type`).
+fn phase_gate(gate: Gate) -> bool {
+    matches!(
+        gate,
+        Gate::PhaseDecision | Gate::HumanAction | Gate::HumanVerify
+    )
 }

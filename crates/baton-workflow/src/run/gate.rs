@@ -90,6 +90,21 @@ pub fn checkpoint(gate: Gate, reason: &str, brief: String) -> Checkpoint {
             vec!["discard", "keep"],
             Some("keep"),
         ),
+        Gate::PhaseDecision => (
+            format!("{reason}. Answer with your decision (the phase's builder gets your words, and they join the approved decisions), or `abort`."),
+            Vec::new(),
+            None,
+        ),
+        Gate::HumanAction => (
+            format!("{reason}. Do it, then answer with what you did (the phase's builder gets your words), or `abort`."),
+            Vec::new(),
+            None,
+        ),
+        Gate::HumanVerify => (
+            format!("{reason}. Answer `verified` to go on, or say what is wrong (a fix runs with your words, then the phase is reviewed, verified and shown to you again), or `abort`."),
+            Vec::new(),
+            None,
+        ),
         Gate::Budget => (
             format!("{reason}. Raise the budget (resume with --budget-usd or --budget-tokens and --answer continue) or abort?"),
             vec!["continue", "abort"],

@@ -172,5 +172,5 @@ fn diff_driven_docs_skip_runs_no_doc_syncer() {
         .iter()
         .find(|t| t.node() == Some(Phase::MemoryFinalize))
         .unwrap();
-    assert_eq!(memory.blocked_by, [verifier.id.clone()]);
+    assert_eq!(memory.blocked_by, std::slice::from_ref(&verifier.id));
 }

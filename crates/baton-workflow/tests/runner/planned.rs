@@ -296,3 +296,114 @@ fn a_plan_edited_during_the_build_stops_it_before_the_next_phase() {
     let history = a["status_history"].as_array().unwrap();
     assert!(history.iter().any(|e| e["event"] == "plan_reapproved"));
 }
+
+/// A phase's `checkpoint_type` pauses the loop (cc10x's loop discipline): `decision` and
+/// `human_action` before the phase is built, with the user's words handed to its builder;
+/// `human_verify` after it passed its checks, where `verified` goes on and other words are a
+/// fix that runs before the phase is verified and shown again.
+#[test]
+fn a_phase_s_checkpoint_type_pauses_the_loop_where_a_person_is_needed() {
+    let h = Harness::new();
+    h.happy();
+    let text = plan_text(3, "None")
+        .replace(
+            "  test_seams: [part1::run]\n",
+            "  test_seams: [part1::run]\n  checkpoint_type: decision\n",
+        )
+        .replace(
+            "  test_seams: [part2::run]\n",
+            "  test_seams: [part2::run]\n  checkpoint_type: human_verify\n",
+        )
+        .replace(
+            "  test_seams: [part3::run]\n",
+            "  test_seams: [part3::run]\n  checkpoint_type: human-action\n",
+        );
+    let path = write_plan(&h, &text);
+    let o = h.run(planned(path)).unwrap();
+    let Outcome::Checkpoint { id, checkpoint } = &o else {
+        panic!("{o:?}")
+    };
+    let id = id.clone();
+    assert_eq!(checkpoint.gate, Gate::PhaseDecision);
+    assert!(
+        checkpoint.question.contains("phase-1"),
+        "{}",
+        checkpoint.question
+    );
+    assert_eq!(
+        h.calls_of("component-builder").len(),
+        0,
+        "built before the decision"
+    );
+
+    let o = h.answer_checkpoint(&id, "store the parts as CSV").unwrap();
+    let Outcome::Checkpoint { checkpoint, .. } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(checkpoint.gate, Gate::HumanVerify);
+    assert!(
+        checkpoint.question.contains("phase-2"),
+        "{}",
+        checkpoint.question
+    );
+    let builders = h.calls_of("component-builder");
+    assert_eq!(builders.len(), 2);
+    assert!(
+        builders[0].prompt.contains("store the parts as CSV"),
+        "{}",
+        builders[0].prompt
+    );
+    // Later phases see it among the decisions in force.
+    assert!(builders[1]
+        .prompt
+        .contains("phase-1: store the parts as CSV"));
+    let a = h.artifact(&id);
+    assert!(
+        a["intent"]["approved_decisions"]
+            .to_string()
+            .contains("phase-1: store the parts as CSV"),
+        "{}",
+        a["intent"]
+    );
+    assert_eq!(
+        a["phase_cursor"], "phase-2",
+        "phase 2 exits only once verified"
+    );
+
+    // What the person found wrong is fixed, then the phase is verified and shown again.
+    let o = h
+        .answer_checkpoint(&id, "the header row is missing")
+        .unwrap();
+    let Outcome::Checkpoint { checkpoint, .. } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(checkpoint.gate, Gate::HumanVerify);
+    let builders = h.calls_of("component-builder");
+    assert_eq!(builders.len(), 3);
+    assert!(
+        builders[2].prompt.contains("the header row is missing"),
+        "{}",
+        builders[2].prompt
+    );
+
+    let o = h.answer_checkpoint(&id, "verified").unwrap();
+    let Outcome::Checkpoint { checkpoint, .. } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(checkpoint.gate, Gate::HumanAction);
+    assert!(
+        checkpoint.question.contains("phase-3"),
+        "{}",
+        checkpoint.question
+    );
+    assert_eq!(h.calls_of("component-builder").len(), 3);
+
+    let o = h.answer_checkpoint(&id, "I created the API key").unwrap();
+    let Outcome::Checkpoint { checkpoint, .. } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(checkpoint.gate, Gate::FinalReview);
+    let builders = h.calls_of("component-builder");
+    assert_eq!(builders.len(), 4);
+    assert!(builders[3].prompt.contains("I created the API key"));
+}
