@@ -150,6 +150,7 @@ pub fn run(args: DemoArgs) -> Result<Exit> {
         plan: None,
         assess_scope: false,
         id: None,
+        referenced_plan: false,
     };
     let rt = crate::signals::runtime()?;
     let cancel = CancellationToken::new();

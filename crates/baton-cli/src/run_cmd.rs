@@ -55,6 +55,10 @@ pub struct RunArgs {
     /// next (see `baton plan check`). A plan approved and then edited is refused.
     #[arg(long, value_name = "FILE", conflicts_with = "trivial")]
     plan: Option<PathBuf>,
+    /// BUILD: do not build the plan `.baton/memory/activeContext.md ## References` names (the
+    /// last PLAN's, until it is built and verified); build the request alone.
+    #[arg(long, conflicts_with = "plan")]
+    no_plan: bool,
     /// Run this workflow instead of routing (BUILD, DEBUG, PLAN, REVIEW, ORIENT, TRIAGE,
     /// CODEBASE-HEALTH).
     #[arg(long, value_name = "W")]
@@ -239,6 +243,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         plan: args.plan.clone(),
         assess_scope: true,
         id: args.id.clone(),
+        referenced_plan: !args.no_plan,
     };
     let (result, signalled) = rt.block_on(async {
         let signalled = crate::signals::watch_signals(cancel.clone());

@@ -368,15 +368,75 @@ fn a_plan_reviewed_clean_completes_and_names_the_build_command() {
     assert_eq!(wf.calls("component-builder"), 0);
 }
 
+/// A planner that writes docs/plan.md, a two-phase plan in baton's format.
+fn storage_planner() -> String {
+    PLANNER_CREATED.replace(
+        "mkdir -p docs && echo \"plan $n\" >> docs/plan.md",
+        "mkdir -p docs && cat > docs/plan.md <<'PLAN'\n# Storage migration\n\nplan_mode: execution_plan\nverification_rigor: standard\n\n## Acceptance Criteria\n- every part is built\n\n## Phases\n```yaml\n- phase_id: phase-1\n  title: schema\n  objective: add the new table\n  exit_criteria: [the table exists]\n  test_seams: [feature.txt]\n- phase_id: phase-2\n  title: copy\n  objective: copy the rows\n  exit_criteria: [every row is copied]\n  test_seams: [feature.txt]\n```\n\n## Open Decisions\nNone\n\n## Differences from agreement\nNone\nPLAN",
+    )
+}
+
+/// After a PLAN, a BUILD asked in words builds the plan memory names (cc10x build preparation:
+/// `- Plan:` from activeContext's References); once built and verified the reference is reset,
+/// so the next BUILD is the request alone. A named plan that is missing is asked about.
+#[test]
+fn a_build_after_a_plan_builds_the_plan_memory_names() {
+    let wf = Wf::new();
+    wf.answer("planner", &storage_planner())
+        .answer("plan-gap-reviewer", PLAN_REVIEW_PASS)
+        .happy();
+    assert_exit(&wf.run(&["run", "plan the storage migration"]), 0);
+    std::fs::remove_dir_all(wf.sb.work().join(".baton/state/workflows")).unwrap();
+    let o = wf.run(&["run", "implement the storage migration", "--no-worktree"]);
+    assert_exit(&o, 4);
+    assert!(
+        err(&o).contains("building the plan docs/plan.md: activeContext.md ## References names it"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(wf.calls("component-builder"), 2, "one builder per phase");
+    assert_eq!(wf.snapshot()["plan_file"], "docs/plan.md");
+    assert_exit(&wf.run(&["resume", "--answer", "skip"]), 0);
+    let active =
+        std::fs::read_to_string(wf.sb.work().join(".baton/memory/activeContext.md")).unwrap();
+    assert!(active.contains("- Plan: N/A"), "{active}");
+    // The plan is built: the next BUILD is what it asks for.
+    std::fs::remove_dir_all(wf.sb.work().join(".baton/state/workflows")).unwrap();
+    let o = wf.run(&["run", "rename the greeting in README"]);
+    assert_exit(&o, 0);
+    assert!(!err(&o).contains("building the plan"), "{}", err(&o));
+    assert_eq!(wf.calls("component-builder"), 3);
+
+    // A reference to a plan that is not there: re-plan first, or build without it.
+    let active = active.replace("- Plan: N/A", "- Plan: docs/gone.md");
+    std::fs::write(wf.sb.work().join(".baton/memory/activeContext.md"), active).unwrap();
+    std::fs::remove_dir_all(wf.sb.work().join(".baton/state/workflows")).unwrap();
+    let o = wf.run(&["run", "implement the storage migration", "--no-worktree"]);
+    assert_exit(&o, 4);
+    assert!(
+        out(&o)
+            .contains("The plan docs/gone.md that activeContext.md ## References names is missing")
+            && out(&o).contains("re-plan first | build without plan"),
+        "{}",
+        out(&o)
+    );
+    assert_eq!(
+        wf.calls("component-builder"),
+        3,
+        "nothing built before the answer"
+    );
+    let o = wf.run(&["resume", "--answer", "build without plan"]);
+    assert_exit(&o, 0);
+    assert_eq!(wf.calls("component-builder"), 4);
+    assert!(wf.snapshot()["plan_file"].is_null(), "{}", wf.snapshot());
+}
+
 /// A planner that writes a plan in baton's format: the PLAN approves it and names the exact
 /// command, and that command builds it phase by phase.
 #[test]
 fn a_clean_plan_is_approved_and_its_command_builds_it_phase_by_phase() {
     let wf = Wf::new();
-    let planner = PLANNER_CREATED.replace(
-        "mkdir -p docs && echo \"plan $n\" >> docs/plan.md",
-        "mkdir -p docs && cat > docs/plan.md <<'PLAN'\n# Storage migration\n\nplan_mode: execution_plan\nverification_rigor: standard\n\n## Acceptance Criteria\n- every part is built\n\n## Phases\n```yaml\n- phase_id: phase-1\n  title: schema\n  objective: add the new table\n  exit_criteria: [the table exists]\n  test_seams: [feature.txt]\n- phase_id: phase-2\n  title: copy\n  objective: copy the rows\n  exit_criteria: [every row is copied]\n  test_seams: [feature.txt]\n```\n\n## Open Decisions\nNone\n\n## Differences from agreement\nNone\nPLAN",
-    );
+    let planner = storage_planner();
     wf.answer("planner", &planner)
         .answer("plan-gap-reviewer", PLAN_REVIEW_PASS)
         .happy();

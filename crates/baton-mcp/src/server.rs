@@ -515,6 +515,7 @@ async fn run_workflow(call: &Call, args: Option<JsonObject>) -> Answer {
             plan: req.plan.as_ref().map(std::path::PathBuf::from),
             assess_scope: !req.trivial,
             id: None,
+            referenced_plan: true,
         };
         run::start(&env, &opts, cancel)
             .await

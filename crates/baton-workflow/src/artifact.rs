@@ -57,6 +57,9 @@ baton_protocol::closed_set! {
         Finish = "finish",
         /// `discard` at the finishing choice, asked again before the work is deleted.
         ConfirmDiscard = "confirm_discard",
+        /// The plan `activeContext.md ## References` names is missing: re-plan first, or build
+        /// without a plan.
+        MissingPlan = "missing_plan",
         /// A plan phase with `checkpoint_type: decision`: the user decides before it is built.
         PhaseDecision = "phase_decision",
         /// A plan phase with `checkpoint_type: human_action`: the user acts before it is built.

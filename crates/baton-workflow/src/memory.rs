@@ -318,6 +318,25 @@ impl MemoryDir {
 
     /// The settings under `activeContext.md ## Session Settings`. `AUTO_PROCEED` is off when the
     /// line is absent; a value other than `true` or `false` is an error naming the line.
+    /// The value of `activeContext.md ## References` line `- KEY: value` (backticks dropped);
+    /// `None` when the file, the section or the line is missing, or the value is `N/A`.
+    pub fn reference(&self, key: &str) -> Result<Option<String>, MemoryError> {
+        let Some(text) = read_text(&self.path(MemoryFile::ActiveContext))? else {
+            return Ok(None);
+        };
+        let Some((_, start, end)) = section_span(&text, "References") else {
+            return Ok(None);
+        };
+        Ok(text[start..end].lines().find_map(|raw| {
+            let line = raw.trim();
+            let line = line.strip_prefix("- ").unwrap_or(line);
+            let (k, v) = line.split_once(':')?;
+            let v = v.trim().trim_matches('`').trim();
+            (k.trim().eq_ignore_ascii_case(key) && !v.is_empty() && !v.eq_ignore_ascii_case("n/a"))
+                .then(|| v.to_string())
+        }))
+    }
+
     pub fn session_settings(&self) -> Result<SessionSettings, MemoryError> {
         let path = self.path(MemoryFile::ActiveContext);
         parse_settings(&path, &self.read(MemoryFile::ActiveContext)?)

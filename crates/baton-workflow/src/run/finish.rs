@@ -202,7 +202,10 @@ impl Runner<'_> {
                 .cloned(),
             _ => None,
         };
-        let scope_gate = matches!(cp.gate, Gate::ScopeDecision | Gate::PlanFirst);
+        let scope_gate = matches!(
+            cp.gate,
+            Gate::ScopeDecision | Gate::PlanFirst | Gate::MissingPlan
+        );
         self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v))?;
         if scope_gate {
             let r = self.record();
@@ -620,6 +623,10 @@ impl Runner<'_> {
                 if let Some(plan) = &art.plan_file {
                     fin.recent_changes
                         .push(format!("Built plan {plan} ({}, {verdict})", self.id));
+                    // Built and verified whole: the next BUILD is not this plan again.
+                    if art.proof_status == Some(ProofStatus::Passed) && art.phase_cursor.is_none() {
+                        fin.references.push(("Plan".into(), "N/A".into()));
+                    }
                 }
             }
             _ => {}

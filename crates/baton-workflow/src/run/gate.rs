@@ -40,7 +40,8 @@ pub fn risk(gate: Gate) -> GateRisk {
         | Gate::Finish
         | Gate::FinalReview
         | Gate::HunterFindings
-        | Gate::PlanFirst => GateRisk::Ordinary,
+        | Gate::PlanFirst
+        | Gate::MissingPlan => GateRisk::Ordinary,
         _ => GateRisk::FailureStop,
     }
 }
@@ -74,6 +75,11 @@ pub fn checkpoint(gate: Gate, reason: &str, brief: String) -> Checkpoint {
             format!("{reason}. Plan it first (a PLAN workflow writes a phased plan that `baton run --plan` then builds phase by phase), or build it directly as one phase?"),
             vec!["plan first", "build directly"],
             Some("plan first"),
+        ),
+        Gate::MissingPlan => (
+            format!("{reason}. Re-plan first (a PLAN workflow writes the plan again, then `baton run --plan` builds it), or build without a plan (this request as one phase)?"),
+            vec!["re-plan first", "build without plan"],
+            Some("re-plan first"),
         ),
         Gate::FinalReview => (
             format!("{reason}. Run a final review of the whole branch (one reviewer over every phase's change; its findings get one fix wave and a re-verification), or skip to finishing?"),
@@ -162,8 +168,8 @@ pub fn read_answer(cp: &Checkpoint, answer: &str) -> Result<Answer, String> {
         "discard" => Answer::Finish("discard"),
         "pr" => Answer::Finish("pr"),
         "run" => Answer::FinalReview(true),
-        "plan first" => Answer::PlanFirst(true),
-        "build directly" => Answer::PlanFirst(false),
+        "plan first" | "re-plan first" => Answer::PlanFirst(true),
+        "build directly" | "build without plan" => Answer::PlanFirst(false),
         "remediate" | "fix" => Answer::Remediate,
         "proceed" => Answer::Proceed,
         "revert" => Answer::Revert,

@@ -98,6 +98,10 @@ pub struct StartOptions {
     /// The record's id instead of a new one (a workflow started on Temporal is recorded under
     /// the id its Temporal workflow has); refused when it is not a valid id or already taken.
     pub id: Option<String>,
+    /// BUILD without `plan` or `trivial`: build the plan `activeContext.md ## References` names
+    /// (`- Plan: FILE`, written by the PLAN that saved it) — cc10x build preparation 1-2, 5.
+    /// A named file that is missing is asked about: re-plan first, or build without it.
+    pub referenced_plan: bool,
 }
 
 /// Where a workflow stands when `baton run` or `baton resume` returns. The one type for it: its
@@ -165,9 +169,10 @@ pub async fn start(
 fn trusted_plan(
     env: &RunEnv,
     opts: &StartOptions,
+    referenced: Option<&Path>,
     root: &Path,
 ) -> Result<Option<(crate::plan_file::PlanFile, String)>, RunError> {
-    let Some(p) = &opts.plan else {
+    let Some(p) = opts.plan.as_deref().or(referenced) else {
         return Ok(None);
     };
     if opts.kind != WorkflowKind::Build {
@@ -181,12 +186,36 @@ fn trusted_plan(
             "--plan and --trivial do not go together: planned work always takes the full graph; drop --trivial".into(),
         ));
     }
-    let path = if p.is_absolute() {
-        p.clone()
-    } else {
-        env.delegate.cwd.join(p)
+    let path = match (p.is_absolute(), opts.plan.is_some()) {
+        (true, _) => p.to_path_buf(),
+        (false, true) => env.delegate.cwd.join(p),
+        // Memory names it from the project's root.
+        (false, false) => root.join(p),
     };
     Ok(Some(plan::trust(&env.delegate.state, root, &path)?))
+}
+
+/// The plan a BUILD takes from `activeContext.md ## References` (see
+/// [`StartOptions::referenced_plan`]): the file when it is there, else its name (missing).
+fn referenced_plan(
+    opts: &StartOptions,
+    root: &Path,
+) -> Result<(Option<PathBuf>, Option<String>), RunError> {
+    if !opts.referenced_plan
+        || opts.kind != WorkflowKind::Build
+        || opts.plan.is_some()
+        || opts.trivial
+    {
+        return Ok((None, None));
+    }
+    let named = MemoryDir::new(root)
+        .reference("Plan")
+        .map_err(|e| RunError::Memory(e.to_string()))?;
+    Ok(match named {
+        Some(n) if root.join(&n).is_file() => (Some(PathBuf::from(n)), None),
+        Some(n) => (None, Some(n)),
+        None => (None, None),
+    })
 }
 
 /// The status-history entry of a BUILD's scope assessment: how it was judged and on what.
@@ -232,11 +261,15 @@ pub async fn start_with(
     }
     check_tiers(env)?;
     let root = project_root(env);
-    let plan = trusted_plan(env, opts, &root)?;
+    let (referenced, missing_plan) = referenced_plan(opts, &root)?;
+    let plan = trusted_plan(env, opts, referenced.as_deref(), &root)?;
     let store = WorkflowStore::new(env.delegate.state.clone());
-    let scope =
-        (opts.kind == WorkflowKind::Build && opts.assess_scope && !opts.trivial && plan.is_none())
-            .then(|| crate::route::scope::assess(&opts.request));
+    let scope = (opts.kind == WorkflowKind::Build
+        && opts.assess_scope
+        && !opts.trivial
+        && plan.is_none()
+        && missing_plan.is_none())
+    .then(|| crate::route::scope::assess(&opts.request));
     let broad = match &scope {
         Some(crate::route::scope::Scope::Broad(signals)) => Some(signals.join(", ")),
         _ => None,
@@ -304,7 +337,7 @@ pub async fn start_with(
     let mut worktree_error = None;
     // Broad work is asked first: the worktree offer waits for `build directly`.
     v.host.isolate_asked = opts.isolate;
-    if broad.is_some() {
+    if broad.is_some() || missing_plan.is_some() {
         v.host.worktree_offer = Some(WorktreeOffer::Skipped(
             "waiting for the plan-first question".into(),
         ));
@@ -347,10 +380,22 @@ pub async fn start_with(
     let ev = tasks_created(v, &report);
     runner.commit(ev, r)?;
     runner.say_started(&id, scope.as_ref());
+    if let (Some((_, key)), None) = (&plan, &opts.plan) {
+        runner.say(&format!(
+            "building the plan {key}: activeContext.md ## References names it (`--no-plan` builds the request alone)"
+        ));
+    }
     if let Some(e) = worktree_error {
         runner.fail(RunError::Worktree(e))?;
     } else if let Some(e) = tree_busy {
         runner.fail(RunError::TreeBusy(e))?;
+    } else if let Some(name) = missing_plan {
+        runner
+            .stop_at(
+                Gate::MissingPlan,
+                &format!("The plan {name} that activeContext.md ## References names is missing"),
+            )
+            .await?;
     } else if let Some(signals) = broad {
         runner
             .stop_at(

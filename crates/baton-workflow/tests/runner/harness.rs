@@ -320,6 +320,7 @@ pub fn start(request: &str, trivial: bool) -> StartOptions {
         plan: None,
         assess_scope: false,
         id: None,
+        referenced_plan: false,
     }
 }
 
