@@ -730,3 +730,35 @@ fn a_fast_model_breaks_a_routing_conflict_and_a_bad_answer_leaves_the_rules() {
         assert_eq!(wf.snapshot()["workflow_type"], chosen);
     }
 }
+
+/// cc10x's Intent Readiness Gate: a request of vague words only is asked for specifics before
+/// anything runs, and the answer joins the request the agents get.
+#[test]
+fn a_vague_request_is_asked_for_specifics_before_anything_runs() {
+    let wf = Wf::new();
+    wf.happy();
+    let o = wf.run(&["run", "make it better", "--no-worktree"]);
+    assert_exit(&o, 4);
+    assert!(
+        out(&o).contains("names nothing a check could verify (better)")
+            && out(&o).contains("Say what to change, where, and what will show it is done"),
+        "{}",
+        out(&o)
+    );
+    assert!(wf.dispatched().is_empty());
+    assert!(wf.snapshot().to_string().contains("\"intent_readiness\""));
+    let o = wf.run(&[
+        "resume",
+        "--answer",
+        "print each step with --verbose; README lists the flag",
+    ]);
+    assert_exit(&o, 0);
+    assert!(wf.calls("component-builder") >= 1);
+    let prompt = wf.prompt("component-builder", 1);
+    assert!(
+        prompt.contains("make it better")
+            && prompt
+                .contains("What the user specified when asked: print each step with --verbose"),
+        "{prompt}"
+    );
+}

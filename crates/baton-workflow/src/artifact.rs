@@ -57,6 +57,9 @@ baton_protocol::closed_set! {
         Finish = "finish",
         /// `discard` at the finishing choice, asked again before the work is deleted.
         ConfirmDiscard = "confirm_discard",
+        /// cc10x's Intent Readiness Gate: the request names nothing a scenario could verify
+        /// ("make it better"); its answer says what to do.
+        IntentReadiness = "intent_readiness",
         /// The plan `activeContext.md ## References` names is missing: re-plan first, or build
         /// without a plan.
         MissingPlan = "missing_plan",

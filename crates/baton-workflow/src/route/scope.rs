@@ -119,6 +119,125 @@ fn looks_like_path(w: &str) -> bool {
         && (known.contains(&ext) || (w.contains('/') && w.contains('.')))
 }
 
+/// Words that ask for change without saying what: cc10x's readiness gate asks for specifics
+/// when a request holds nothing else ("make it better" without a metric).
+const VAGUE_WORDS: &[&str] = &[
+    "better",
+    "improve",
+    "improved",
+    "improvement",
+    "improvements",
+    "enhance",
+    "optimize",
+    "optimise",
+    "clean",
+    "cleanup",
+    "cleaner",
+    "tidy",
+    "polish",
+    "nicer",
+    "faster",
+    "quicker",
+    "good",
+    "great",
+    "work",
+    "fix",
+    "update",
+    "change",
+    "tweak",
+    "modernize",
+    "modernise",
+];
+
+/// Words that name nothing in particular (pronouns, articles, courtesy, "the code").
+const FILLER_WORDS: &[&str] = &[
+    "make",
+    "it",
+    "its",
+    "this",
+    "that",
+    "these",
+    "those",
+    "things",
+    "thing",
+    "stuff",
+    "everything",
+    "something",
+    "all",
+    "the",
+    "a",
+    "an",
+    "code",
+    "app",
+    "project",
+    "codebase",
+    "repo",
+    "more",
+    "much",
+    "bit",
+    "little",
+    "some",
+    "please",
+    "can",
+    "could",
+    "would",
+    "you",
+    "we",
+    "i",
+    "me",
+    "my",
+    "our",
+    "just",
+    "do",
+    "so",
+    "to",
+    "up",
+    "overall",
+    "general",
+    "generally",
+    "somehow",
+    "really",
+    "very",
+    "pretty",
+    "lot",
+    "again",
+    "now",
+    "here",
+    "there",
+    "be",
+    "is",
+    "are",
+    "and",
+    "or",
+    "of",
+    "in",
+    "on",
+    "for",
+    "with",
+    "way",
+];
+
+/// cc10x's Intent Readiness Gate, its third condition: a request whose every word is a vague ask
+/// or a filler ("make it better", "improve the code", "clean things up") names no goal any
+/// scenario could verify. The words that made it so; `None` when the request names something
+/// (a word of its own, a file, an identifier, a number).
+pub fn unspecific(request: &str) -> Option<String> {
+    let lower = request.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let vague: Vec<&str> = words
+        .iter()
+        .copied()
+        .filter(|w| VAGUE_WORDS.contains(w))
+        .collect();
+    let named = words
+        .iter()
+        .any(|w| !VAGUE_WORDS.contains(w) && !FILLER_WORDS.contains(w));
+    (!named && !vague.is_empty()).then(|| vague.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,5 +288,28 @@ mod tests {
             assess("fix the typo in src/a.rs and src/b.rs"),
             Scope::Standard
         );
+    }
+
+    #[test]
+    fn a_request_of_vague_words_only_is_unspecific() {
+        for vague in [
+            "make it better",
+            "Improve the code.",
+            "clean things up please",
+            "make it faster",
+            "fix it",
+        ] {
+            assert!(unspecific(vague).is_some(), "{vague}");
+        }
+        for specific in [
+            "make the parser faster",
+            "add a user profile page with avatar upload",
+            "improve error messages in src/cli.rs",
+            "fix the typo in README",
+            "make `parse_args` better",
+            "make it 2x faster",
+        ] {
+            assert_eq!(unspecific(specific), None, "{specific}");
+        }
     }
 }

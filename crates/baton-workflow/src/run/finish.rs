@@ -132,6 +132,23 @@ impl Runner<'_> {
         };
         settle(&mut v);
         a.pending_gate = None;
+        if choice != Answer::Abort && cp.gate == Gate::IntentReadiness {
+            let request = a.user_request.clone().unwrap_or_default();
+            a.user_request = Some(format!(
+                "{}\n\nWhat the user specified when asked: {}",
+                request.trim(),
+                text.trim()
+            ));
+            a.status_history.push(HistoryEntry::new(
+                "intent_readiness",
+                None,
+                "the request was made specific by the user's answer",
+            ));
+            if self.kind() == WorkflowKind::Build {
+                self.offer_worktree(&mut v);
+            }
+            return self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v));
+        }
         if choice != Answer::Abort && phase_gate(cp.gate) {
             self.phase_answered(&mut a, &mut v, cp.gate, text);
             return self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v));
@@ -288,7 +305,11 @@ impl Runner<'_> {
     fn build_directly(&self, a: &mut Artifact, v: &mut WorkflowState) {
         a.status_history
             .push(HistoryEntry::new("scope_decision", None, "build directly"));
-        // The worktree offer that waited for this answer.
+        self.offer_worktree(v);
+    }
+
+    /// The worktree offer that waited for the answer to a question asked first.
+    fn offer_worktree(&self, v: &mut WorkflowState) {
         let auto = v.host.auto_proceed;
         match isolate_build(
             self.env,

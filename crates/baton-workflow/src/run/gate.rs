@@ -76,6 +76,11 @@ pub fn checkpoint(gate: Gate, reason: &str, brief: String) -> Checkpoint {
             vec!["plan first", "build directly"],
             Some("plan first"),
         ),
+        Gate::IntentReadiness => (
+            format!("{reason}. Say what to change, where, and what will show it is done (your words join the request), or `abort`."),
+            Vec::new(),
+            None,
+        ),
         Gate::MissingPlan => (
             format!("{reason}. Re-plan first (a PLAN workflow writes the plan again, then `baton run --plan` builds it), or build without a plan (this request as one phase)?"),
             vec!["re-plan first", "build without plan"],

@@ -264,11 +264,20 @@ pub async fn start_with(
     let (referenced, missing_plan) = referenced_plan(opts, &root)?;
     let plan = trusted_plan(env, opts, referenced.as_deref(), &root)?;
     let store = WorkflowStore::new(env.delegate.state.clone());
+    // cc10x's Intent Readiness Gate (before PLAN or BUILD): a request of vague words only is
+    // asked for specifics before anything runs.
+    let unready = (matches!(opts.kind, WorkflowKind::Build | WorkflowKind::Plan)
+        && opts.assess_scope
+        && plan.is_none()
+        && missing_plan.is_none())
+    .then(|| crate::route::scope::unspecific(&opts.request))
+    .flatten();
     let scope = (opts.kind == WorkflowKind::Build
         && opts.assess_scope
         && !opts.trivial
         && plan.is_none()
-        && missing_plan.is_none())
+        && missing_plan.is_none()
+        && unready.is_none())
     .then(|| crate::route::scope::assess(&opts.request));
     let broad = match &scope {
         Some(crate::route::scope::Scope::Broad(signals)) => Some(signals.join(", ")),
@@ -337,7 +346,7 @@ pub async fn start_with(
     let mut worktree_error = None;
     // Broad work is asked first: the worktree offer waits for `build directly`.
     v.host.isolate_asked = opts.isolate;
-    if broad.is_some() || missing_plan.is_some() {
+    if broad.is_some() || missing_plan.is_some() || unready.is_some() {
         v.host.worktree_offer = Some(WorktreeOffer::Skipped(
             "waiting for the plan-first question".into(),
         ));
@@ -389,6 +398,16 @@ pub async fn start_with(
         runner.fail(RunError::Worktree(e))?;
     } else if let Some(e) = tree_busy {
         runner.fail(RunError::TreeBusy(e))?;
+    } else if let Some(words) = unready {
+        runner
+            .stop_at(
+                Gate::IntentReadiness,
+                &format!(
+                    "\"{}\" names nothing a check could verify ({words}): not what should change, where, or how to tell it is done",
+                    opts.request.trim()
+                ),
+            )
+            .await?;
     } else if let Some(name) = missing_plan {
         runner
             .stop_at(
