@@ -95,25 +95,20 @@ fn reviewers_are_told_the_phase_base_which_leaves_out_the_user_s_own_edits() {
     for role in ["code-reviewer", "failure-hunter", "integration-verifier"] {
         let prompt = wf.prompt(role, 1);
         assert!(
-            prompt.contains(&format!("its change is `git diff {base}`")),
+            prompt.contains(&format!("This phase began at `{base}`"))
+                && prompt.contains(&format!("its change is exactly `git diff {base} ")),
+            "{role}: {prompt}"
+        );
+        // The change is the new feature.txt alone: the user's edit of README is in the base.
+        assert!(
+            prompt.contains("The files it changes:\n```\nA\tfeature.txt\n```"),
             "{role}: {prompt}"
         );
     }
     assert!(!wf.prompt("component-builder", 1).contains("## Base"));
-    let diff = std::process::Command::new("git")
-        .args(["diff", "--name-only", &base])
-        .current_dir(wf.sb.work())
-        .output()
-        .unwrap();
-    let names = String::from_utf8_lossy(&diff.stdout);
-    assert!(!names.contains("README"), "{names}");
-    // feature.txt is new (untracked): the reviewers find it through `git status`.
-    let status = std::process::Command::new("git")
-        .args(["status", "--porcelain"])
-        .current_dir(wf.sb.work())
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&status.stdout).contains("feature.txt"));
+    // The base is the user's tree: README as they edited it.
+    let shown = wf.sb.git(&["show", &format!("{base}:README")]);
+    assert_eq!(shown, "hello, edited by the user\n");
 }
 
 #[test]

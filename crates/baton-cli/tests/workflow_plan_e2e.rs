@@ -394,3 +394,53 @@ fn a_fresh_worktree_is_installed_before_the_baseline() {
     assert_eq!(wf.snapshot()["results"]["deps"]["status"], "skipped");
     assert!(!wf.sb.work().join("installed.txt").exists());
 }
+
+/// Each phase's reviewer reads that phase's change only: phases that add new files get bases of
+/// their own (the tree after the previous phase, new files included), in place and in a
+/// worktree, and a file the user had before the build is never presented as the change.
+#[test]
+fn each_phase_s_review_reads_only_the_files_that_phase_added() {
+    for isolation in ["--no-worktree", "--worktree"] {
+        let wf = Wf::new();
+        let builder = BUILDER_PASS.replace(
+            "echo \"change $n\" >> feature.txt",
+            "echo \"part $n\" > part$n.txt",
+        );
+        wf.happy().answer("component-builder", &builder);
+        wf.sb.write("docs/plans/parts.md", &plan_text(3, "None"));
+        // What the plan's checks look for, there from the start.
+        wf.sb.write("feature.txt", "the feature\n");
+        wf.sb.commit_all("the plan");
+        wf.sb
+            .write("scratch.txt", "the user's own notes, never committed\n");
+        let o = wf.run(&["run", "--plan", "docs/plans/parts.md", isolation]);
+        assert_exit(&o, 4);
+        assert!(err(&o).contains("checkpoint final_review"), "{}", err(&o));
+        assert_eq!(wf.calls("code-reviewer"), 3, "{isolation}");
+        let mut bases = Vec::new();
+        for n in 1..=3 {
+            let prompt = wf.prompt("code-reviewer", n);
+            let at = prompt
+                .find("The files it changes:\n```\n")
+                .unwrap_or_else(|| panic!("{isolation}: reviewer {n} got no file list:\n{prompt}"))
+                + "The files it changes:\n```\n".len();
+            let files: Vec<&str> = prompt[at..]
+                .split("\n```")
+                .next()
+                .unwrap()
+                .lines()
+                .collect();
+            assert_eq!(files, [format!("A\tpart{n}.txt")], "{isolation}: phase {n}");
+            bases.push(base_of(&prompt));
+        }
+        assert_ne!(bases[0], bases[1], "{isolation}");
+        assert_ne!(bases[1], bases[2], "{isolation}");
+        // The scratch file is where it was, unchanged and uncommitted.
+        assert_eq!(
+            std::fs::read_to_string(wf.sb.work().join("scratch.txt")).unwrap(),
+            "the user's own notes, never committed\n"
+        );
+        let status = wf.sb.git(&["status", "--porcelain", "--", "scratch.txt"]);
+        assert_eq!(status.trim(), "?? scratch.txt", "{isolation}");
+    }
+}

@@ -94,6 +94,10 @@ pub struct Scaffold<'a> {
     /// The phase's recorded base (`results.git_base_sha`): what the roles that read the change
     /// diff against; `unavailable` when git could not record one.
     pub base: Option<&'a str>,
+    /// A snapshot of the tree at this dispatch: the change is `base`..`head`.
+    pub head: Option<&'a str>,
+    /// The files the change touches (`git diff --name-status base head`).
+    pub changed_files: Option<&'a str>,
     /// A planned BUILD's phase-local hand-off: the current phase (and the intent contract).
     pub phase: Option<&'a str>,
     /// For the verifier: the clean baseline (which tests failed before the build).
@@ -172,17 +176,25 @@ pub fn scaffold(s: &Scaffold<'_>) -> String {
         p.push_str(r.trim());
         p.push_str("\n\n");
     }
-    let reads_change = matches!(
-        s.role,
-        Role::CodeReviewer | Role::FailureHunter | Role::IntegrationVerifier | Role::DocSyncer
-    );
-    match s.base.filter(|_| reads_change) {
+    match s.base.filter(|_| reads_change(s.role)) {
         Some(UNAVAILABLE_BASE) => p.push_str(
             "## Base\nNo base was recorded for this phase (git could not be read): review the working tree's changes (`git diff HEAD`, and `git status --porcelain` for new files), and say in your report that no base was available.\n\n",
         ),
-        Some(sha) => p.push_str(&format!(
-            "## Base\nThis phase began at `{sha}`: its change is `git diff {sha}` (tracked files, committed or not) and the new files `git status --porcelain` lists as untracked. Review that change, not what was in the tree before it.\n\n"
-        )),
+        Some(sha) => match s.head.filter(|h| *h != UNAVAILABLE_BASE) {
+            Some(head) => {
+                let files = match s.changed_files.map(str::trim) {
+                    Some("") => "\nIt changes no file.".to_string(),
+                    Some(list) => format!("\nThe files it changes:\n```\n{list}\n```"),
+                    None => String::new(),
+                };
+                p.push_str(&format!(
+                    "## Base\nThis phase began at `{sha}` and the tree as it is now is `{head}` (two snapshots of the whole tree, new files included; ignored files and `.baton` left out): its change is exactly `git diff {sha} {head}`.{files}\nReview that change, not what was in the tree before it (files the user had, or earlier phases' work).\n\n"
+                ))
+            }
+            None => p.push_str(&format!(
+                "## Base\nThis phase began at `{sha}`: its change is `git diff {sha}` (tracked files, committed or not) and the new files `git status --porcelain` lists as untracked. Review that change, not what was in the tree before it.\n\n"
+            )),
+        },
         None => {}
     }
     if let Some(b) = s.baseline {
@@ -530,6 +542,8 @@ mod tests {
             last_problem: None,
             research_files: None,
             base: Some("0123abcd"),
+            head: None,
+            changed_files: None,
             phase: None,
             baseline: None,
             skill_hints: None,
@@ -546,4 +560,12 @@ mod tests {
         assert!(build.contains("## Memory Summary\nwe decided to cache"));
         assert!(!build.contains("## Base"));
     }
+}
+
+/// Whether `role` reads the change a phase made (its prompt names the phase's base).
+pub fn reads_change(role: Role) -> bool {
+    matches!(
+        role,
+        Role::CodeReviewer | Role::FailureHunter | Role::IntegrationVerifier | Role::DocSyncer
+    )
 }

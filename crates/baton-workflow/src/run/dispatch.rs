@@ -135,7 +135,20 @@ impl Runner<'_> {
         let precedence = self.instruction_sources(&r, &spec);
         let r = self.resolve_precedence(r, &precedence)?;
         let section = (precedence.len() >= 2).then(|| precedence_section(&precedence));
-        let prompt = self.prompt(&r, &task, role, section.as_deref());
+        // A role that reads the change gets it exactly: the phase's base against the tree now.
+        let change = match (agent::reads_change(role), phase_base(&r.artifact)) {
+            (true, Some(base)) if base != agent::UNAVAILABLE_BASE => {
+                let work = self.work_dir(&r.state);
+                let now = tree_base(&work).await;
+                let files = match now.as_str() {
+                    agent::UNAVAILABLE_BASE => None,
+                    now => changed_files(&work, &base, now).await,
+                };
+                Some((now, files))
+            }
+            _ => None,
+        };
+        let prompt = self.prompt(&r, &task, role, section.as_deref(), change.as_ref());
         let (prompt, bias) = if agent::bias_scanned(role) {
             agent::scan_bias(&prompt)
         } else {
@@ -676,6 +689,7 @@ impl Runner<'_> {
         task: &Task,
         role: Role,
         precedence: Option<&str>,
+        change: Option<&(String, Option<String>)>,
     ) -> String {
         let (a, v) = (&r.artifact, &r.state);
         let memory = MemoryDir::new(&self.root);
@@ -738,11 +752,7 @@ impl Runner<'_> {
             .state
             .workflows()
             .join(format!("{}.json", self.id));
-        // The final whole-branch review and its fix wave read every phase's change.
-        let base = match final_review(a) {
-            Some("running" | "fixing") => a.results.workflow_base_sha.clone(),
-            _ => a.results.git_base_sha.clone(),
-        };
+        let base = phase_base(a);
         agent::scaffold(&agent::Scaffold {
             wf: &self.id,
             artifact_path: &artifact_path,
@@ -757,6 +767,8 @@ impl Runner<'_> {
             last_problem: last_problem.as_deref(),
             research_files: research_files.as_deref(),
             base: base.as_deref(),
+            head: change.map(|(now, _)| now.as_str()),
+            changed_files: change.and_then(|(_, files)| files.as_deref()),
             skill_hints: skill_hints.as_deref(),
             precedence,
             baseline: (role == Role::IntegrationVerifier)
@@ -832,6 +844,15 @@ fn hinted_names(hints: &str) -> Vec<&str> {
         })
         .collect()
 }
+/// The base the roles that read the change diff against: the phase's; for the final
+/// whole-branch review and its fix wave, the workflow's (every phase's change).
+fn phase_base(a: &Artifact) -> Option<String> {
+    match final_review(a) {
+        Some("running" | "fixing") => a.results.workflow_base_sha.clone(),
+        _ => a.results.git_base_sha.clone(),
+    }
+}
+
 /// Records `base` as the phase's base (and the workflow's, the first time).
 fn record_phase_base(a: &mut Artifact, base: String) {
     let results = &mut a.results;

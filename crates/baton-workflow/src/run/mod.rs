@@ -642,22 +642,85 @@ async fn tree_digest(root: &Path, untracked: bool) -> Option<String> {
         .flatten()
 }
 
-/// The base a phase's change is diffed against: a commit of the working tree as it is now
-/// (`git stash create`: tracked files, committed or not, without touching the tree or the index),
-/// or `HEAD` when nothing is uncommitted; [`agent::UNAVAILABLE_BASE`] outside git. So an in-place
-/// build's review does not include the user's own earlier edits.
+/// A snapshot of the working tree as it is now, as a commit no branch points at: tracked files
+/// with their uncommitted changes and the untracked ones too (never ignored files, never baton's
+/// own `.baton` folder), built in a temporary index so the user's index and tree are left alone.
+/// A phase's base is one, taken before its builder first runs; what a reviewer reads is the
+/// diff from it to another taken at its dispatch. Untracked files are in both, so a file the
+/// user had before (a scratch file) is never the change, and a file an earlier phase added is
+/// in the next phase's base. [`agent::UNAVAILABLE_BASE`] outside git.
 fn tree_base_now(root: &Path) -> String {
-    let git = |args: &[&str]| {
-        baton_git::Git::new(root)
-            .run_output(args)
+    snapshot(root).unwrap_or_else(|| agent::UNAVAILABLE_BASE.to_string())
+}
+
+fn snapshot(root: &Path) -> Option<String> {
+    let index = tempfile::Builder::new()
+        .prefix("baton-snapshot-")
+        .tempfile()
+        .ok()?;
+    let git = baton_git::Git::new(root)
+        .with_env("GIT_INDEX_FILE", index.path())
+        .with_env("GIT_AUTHOR_NAME", "baton")
+        .with_env("GIT_AUTHOR_EMAIL", "baton@localhost")
+        .with_env("GIT_COMMITTER_NAME", "baton")
+        .with_env("GIT_COMMITTER_EMAIL", "baton@localhost");
+    let run = |g: &baton_git::Git, args: &[&str]| {
+        g.run_output(args)
             .ok()
             .filter(|o| o.status.success())
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .filter(|s| !s.is_empty())
     };
-    git(&["stash", "create"])
-        .or_else(|| git(&["rev-parse", "--verify", "HEAD"]))
-        .unwrap_or_else(|| agent::UNAVAILABLE_BASE.to_string())
+    let head = run(
+        &baton_git::Git::new(root),
+        &["rev-parse", "--verify", "-q", "HEAD"],
+    )
+    .filter(|h| !h.is_empty());
+    // The user's index, copied: its file stats spare hashing every unchanged file again.
+    let own = run(
+        &baton_git::Git::new(root),
+        &["rev-parse", "--git-path", "index"],
+    )?;
+    let own = match Path::new(&own).is_absolute() {
+        true => PathBuf::from(own),
+        false => root.join(own),
+    };
+    if std::fs::copy(&own, index.path()).is_err() {
+        match &head {
+            Some(h) => run(&git, &["read-tree", h.as_str()])?,
+            None => run(&git, &["read-tree", "--empty"])?,
+        };
+    }
+    run(&git, &["add", "-A", "--", ".", ":(exclude).baton"])?;
+    let tree = run(&git, &["write-tree"])?;
+    let mut args = vec![
+        "commit-tree",
+        tree.as_str(),
+        "-m",
+        "baton: a snapshot of the working tree",
+    ];
+    if let Some(h) = &head {
+        args.extend(["-p", h.as_str()]);
+    }
+    run(&git, &args).filter(|c| !c.is_empty())
+}
+
+/// The files `base` and `now` (two [`tree_base_now`] snapshots) differ in, one `STATUS\tPATH`
+/// line each; `None` when git cannot say.
+fn changed_between(root: &Path, base: &str, now: &str) -> Option<String> {
+    baton_git::Git::new(root)
+        .run_output(["diff", "--name-status", "--no-renames", base, now])
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim_end().to_string())
+}
+
+/// [`changed_between`] off the async threads.
+async fn changed_files(root: &Path, base: &str, now: &str) -> Option<String> {
+    let (root, base, now) = (root.to_path_buf(), base.to_string(), now.to_string());
+    tokio::task::spawn_blocking(move || changed_between(&root, &base, &now))
+        .await
+        .ok()
+        .flatten()
 }
 
 /// A digest of the working tree's state (`git status` and `git diff`), to tell whether a write
