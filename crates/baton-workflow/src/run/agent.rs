@@ -489,6 +489,14 @@ pub async fn run(
     })
 }
 
+/// Whether `role` reads the change a phase made (its prompt names the phase's base).
+pub fn reads_change(role: Role) -> bool {
+    matches!(
+        role,
+        Role::CodeReviewer | Role::FailureHunter | Role::IntegrationVerifier | Role::DocSyncer
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -560,12 +568,4 @@ mod tests {
         assert!(build.contains("## Memory Summary\nwe decided to cache"));
         assert!(!build.contains("## Base"));
     }
-}
-
-/// Whether `role` reads the change a phase made (its prompt names the phase's base).
-pub fn reads_change(role: Role) -> bool {
-    matches!(
-        role,
-        Role::CodeReviewer | Role::FailureHunter | Role::IntegrationVerifier | Role::DocSyncer
-    )
 }
