@@ -178,6 +178,10 @@ pub fn detect_install(dir: &Path) -> Option<&'static str> {
         "cargo fetch"
     } else if has("uv.lock") {
         "uv sync"
+    } else if has("poetry.lock") {
+        "poetry install"
+    } else if has("requirements.txt") {
+        "pip install -r requirements.txt"
     } else if has("go.mod") {
         "go mod download"
     } else {
@@ -277,6 +281,14 @@ mod tests {
         .unwrap();
         std::fs::write(d.path().join("package-lock.json"), "{}").unwrap();
         assert_eq!(detect_install(d.path()), Some("npm ci"));
+        let py = tempfile::tempdir().unwrap();
+        std::fs::write(py.path().join("requirements.txt"), "requests\n").unwrap();
+        assert_eq!(
+            detect_install(py.path()),
+            Some("pip install -r requirements.txt")
+        );
+        std::fs::write(py.path().join("poetry.lock"), "").unwrap();
+        assert_eq!(detect_install(py.path()), Some("poetry install"));
         assert_eq!(detect_test_command(d.path()), Some("npm test"));
     }
 }

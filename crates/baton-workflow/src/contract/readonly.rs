@@ -319,16 +319,7 @@ pub(crate) fn parse(role: Role, output: &str) -> Result<Checked, ContractError> 
             .max(listed_critical),
         findings,
         fields: typed(role, &fields)?,
-        memory_notes: text::section(output, "Memory Notes")
-            .map(|l| {
-                l.into_iter()
-                    .take_while(|l| !ends_notes(l))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-                    .trim()
-                    .to_string()
-            })
-            .filter(|s| !s.is_empty()),
+        memory_notes: memory_notes(output),
     };
     let blocked = common.critical_count > 0 || common.blocking == Some(true);
     let why_blocked = || {
@@ -579,6 +570,13 @@ fn plan_gap(
         replan_reason,
         finding_buckets,
     })
+}
+
+/// The text under `### Memory Notes`, up to the next heading or the first machine line.
+fn memory_notes(output: &str) -> Option<String> {
+    let lines = text::section(output, "Memory Notes")?;
+    let notes: Vec<&str> = lines.into_iter().take_while(|l| !ends_notes(l)).collect();
+    Some(notes.join("\n").trim().to_string()).filter(|s| !s.is_empty())
 }
 
 /// Whether `line` ends a `### Memory Notes` section that no heading closes: the machine lines an

@@ -1,5 +1,6 @@
 //! Dispatching a batch: the budget check, one agent per task, the recorded result.
 
+use super::prompt::phase_base;
 use super::*;
 use crate::artifact::Phase;
 use crate::event::{
@@ -601,7 +602,7 @@ impl Runner<'_> {
 
     /// The project's skill hints (`patterns.md ## Project SKILL_HINTS`), without the template's
     /// comment lines.
-    fn skill_hints(&self) -> Option<String> {
+    pub(super) fn skill_hints(&self) -> Option<String> {
         MemoryDir::new(&self.root)
             .sections(MemoryFile::Patterns)
             .ok()
@@ -681,124 +682,6 @@ impl Runner<'_> {
             }
         }
     }
-
-    /// The scaffold of one dispatch.
-    pub(super) fn prompt(
-        &self,
-        r: &Record,
-        task: &Task,
-        role: Role,
-        precedence: Option<&str>,
-        change: Option<&(String, Option<String>)>,
-    ) -> String {
-        let (a, v) = (&r.artifact, &r.state);
-        let memory = MemoryDir::new(&self.root);
-        let cut = |s: String| s.chars().take(2000).collect::<String>();
-        let summary = memory.read(MemoryFile::ActiveContext).ok().map(cut);
-        let patterns = memory.read(MemoryFile::Patterns).ok().map(cut);
-        let skill_hints = self.skill_hints().map(cut);
-        // The verifier and a remediation see what the latest read-only agents found.
-        let remfix = task.kind == Some(TaskKind::Remfix);
-        let findings = (role == Role::IntegrationVerifier || remfix).then(|| {
-            let mut lines = Vec::new();
-            for t in v.tasks.iter().rev() {
-                let Some(o) = v.host.outputs.get(&t.id) else {
-                    continue;
-                };
-                let read_only = Role::from_name(&o.role).is_some_and(Role::is_read_only);
-                if !read_only {
-                    break;
-                }
-                for f in contract::merge::findings_in(&o.text) {
-                    lines.push(format!("- [{}] {} ({})", f.severity.name(), f.text, o.role));
-                }
-                for l in o.text.lines() {
-                    let l = l.trim().trim_start_matches("- ");
-                    if l.starts_with("REMEDIATION_REASON:") {
-                        lines.push(format!("- {} ({})", l, o.role));
-                    }
-                }
-            }
-            lines.join("\n")
-        });
-        // The re-plan is handed the gap review's findings it answers (cc10x plan-workflow).
-        let findings = findings.or_else(|| {
-            (task.node() == Some(Phase::RePlan)).then(|| {
-                v.tasks
-                    .iter()
-                    .rev()
-                    .filter(|t| t.node() == Some(Phase::PlanReviewGap1))
-                    .find_map(|t| v.host.outputs.get(&t.id))
-                    .map(|o| o.text.chars().take(6000).collect::<String>())
-                    .unwrap_or_default()
-            })
-        });
-        let last_problem = v.host.failure.clone().filter(|_| v.host.guidance.is_some());
-        // The investigator or planner after a research round reads where its files are.
-        let research_files = matches!(role, Role::BugInvestigator | Role::Planner)
-            .then(|| a.research_rounds.last())
-            .flatten()
-            .map(|round| {
-                let file = |f: &Option<String>| f.as_deref().unwrap_or("Unavailable").to_string();
-                format!(
-                    "Web: {}\nGitHub: {}",
-                    file(&round.web_file),
-                    file(&round.github_file)
-                )
-            });
-        let artifact_path = self
-            .env
-            .delegate
-            .state
-            .workflows()
-            .join(format!("{}.json", self.id));
-        let base = phase_base(a);
-        agent::scaffold(&agent::Scaffold {
-            wf: &self.id,
-            artifact_path: &artifact_path,
-            task,
-            role,
-            request: a.user_request.as_deref().unwrap_or(""),
-            plan_file: a.plan_file.as_deref(),
-            memory_summary: summary.as_deref(),
-            patterns: patterns.as_deref(),
-            guidance: v.host.guidance.as_deref(),
-            previous_findings: findings.as_deref(),
-            last_problem: last_problem.as_deref(),
-            research_files: research_files.as_deref(),
-            base: base.as_deref(),
-            head: change.map(|(now, _)| now.as_str()),
-            changed_files: change.and_then(|(_, files)| files.as_deref()),
-            skill_hints: skill_hints.as_deref(),
-            precedence,
-            baseline: (role == Role::IntegrationVerifier)
-                .then(|| {
-                    let parts: Vec<String> = [
-                        baseline::prompt_section(a),
-                        dispute::prompt_section(&dispute::recorded(a)),
-                    ]
-                    .into_iter()
-                    .flatten()
-                    .collect();
-                    (!parts.is_empty()).then(|| parts.join("\n"))
-                })
-                .flatten()
-                .as_deref(),
-            phase: plan::brief(
-                a,
-                matches!(role, Role::ComponentBuilder | Role::IntegrationVerifier),
-            )
-            .as_deref(),
-        })
-    }
-}
-
-/// Where the final whole-branch review stands (`results.final_branch_review.status`).
-pub(super) fn final_review(a: &Artifact) -> Option<&str> {
-    a.results
-        .final_branch_review
-        .as_ref()
-        .map(|f| f.status.as_str())
 }
 
 /// The event reason of a recorded baseline.
@@ -844,15 +727,6 @@ fn hinted_names(hints: &str) -> Vec<&str> {
         })
         .collect()
 }
-/// The base the roles that read the change diff against: the phase's; for the final
-/// whole-branch review and its fix wave, the workflow's (every phase's change).
-fn phase_base(a: &Artifact) -> Option<String> {
-    match final_review(a) {
-        Some("running" | "fixing") => a.results.workflow_base_sha.clone(),
-        _ => a.results.git_base_sha.clone(),
-    }
-}
-
 /// Records `base` as the phase's base (and the workflow's, the first time).
 fn record_phase_base(a: &mut Artifact, base: String) {
     let results = &mut a.results;

@@ -132,25 +132,13 @@ impl Runner<'_> {
         };
         settle(&mut v);
         a.pending_gate = None;
-        if choice != Answer::Abort && cp.gate == Gate::IntentReadiness {
-            let request = a.user_request.clone().unwrap_or_default();
-            a.user_request = Some(format!(
-                "{}\n\nWhat the user specified when asked: {}",
-                request.trim(),
-                text.trim()
-            ));
-            a.status_history.push(HistoryEntry::new(
-                "intent_readiness",
-                None,
-                "the request was made specific by the user's answer",
-            ));
-            if self.kind() == WorkflowKind::Build {
-                self.offer_worktree(&mut v);
+        // A question of the request or of a plan phase: its words are taken, and the loop
+        // decides again from where it stopped.
+        if choice != Answer::Abort && (cp.gate == Gate::IntentReadiness || phase_gate(cp.gate)) {
+            match cp.gate {
+                Gate::IntentReadiness => self.request_made_specific(&mut a, &mut v, text),
+                gate => self.phase_answered(&mut a, &mut v, gate, text),
             }
-            return self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v));
-        }
-        if choice != Answer::Abort && phase_gate(cp.gate) {
-            self.phase_answered(&mut a, &mut v, cp.gate, text);
             return self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v));
         }
         match choice {
@@ -219,21 +207,8 @@ impl Runner<'_> {
                 .cloned(),
             _ => None,
         };
-        let scope_gate = matches!(
-            cp.gate,
-            Gate::ScopeDecision | Gate::PlanFirst | Gate::MissingPlan
-        );
         self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v))?;
-        if scope_gate {
-            let r = self.record();
-            let ev = EventBody::ScopeDecisionResolved(crate::event::Fields {
-                phase: r.artifact.phase_cursor.clone(),
-                decision: Some(text.trim().to_string()),
-                reason: Some(format!("{choice:?}")),
-                ..crate::event::Fields::default()
-            });
-            self.commit(ev, r)?;
-        }
+        self.scope_resolved(cp.gate, text, &choice)?;
         match fix {
             Some(t) => self.remediation_created(&t),
             None => Ok(()),
@@ -417,6 +392,42 @@ impl Runner<'_> {
     }
 
     /// A remediation the user's answer asked for: its task (the batch), its history entry.
+    /// cc10x's `scope_decision_resolved` event, after an answer at a scope question.
+    fn scope_resolved(&self, gate: Gate, text: &str, choice: &Answer) -> Result<(), RunError> {
+        if !matches!(
+            gate,
+            Gate::ScopeDecision | Gate::PlanFirst | Gate::MissingPlan
+        ) {
+            return Ok(());
+        }
+        let r = self.record();
+        let ev = EventBody::ScopeDecisionResolved(crate::event::Fields {
+            phase: r.artifact.phase_cursor.clone(),
+            decision: Some(text.trim().to_string()),
+            reason: Some(format!("{choice:?}")),
+            ..crate::event::Fields::default()
+        });
+        self.commit(ev, r)
+    }
+
+    /// The answer at the intent readiness gate: the request the agents get holds it.
+    fn request_made_specific(&self, a: &mut Artifact, v: &mut WorkflowState, text: &str) {
+        let request = a.user_request.clone().unwrap_or_default();
+        a.user_request = Some(format!(
+            "{}\n\nWhat the user specified when asked: {}",
+            request.trim(),
+            text.trim()
+        ));
+        a.status_history.push(HistoryEntry::new(
+            "intent_readiness",
+            None,
+            "the request was made specific by the user's answer",
+        ));
+        if self.kind() == WorkflowKind::Build {
+            self.offer_worktree(v);
+        }
+    }
+
     /// A plan phase's checkpoint answered. Before a `decision` or `human_action` phase the words
     /// go to its builder (a decision is also kept among the approved decisions); at a
     /// `human_verify` phase `verified` lets the loop go on, and other words are what a person
@@ -616,42 +627,7 @@ impl Runner<'_> {
         dedup(&mut fin.learnings);
         dedup(&mut fin.gotchas);
         dedup(&mut fin.deferred);
-        match kind {
-            WorkflowKind::Plan => {
-                if let Some(plan) = &art.plan_file {
-                    fin.references.push(("Plan".into(), plan.clone()));
-                    fin.recent_changes
-                        .push(format!("Plan saved: {plan} ({})", self.id));
-                    if action == Action::MemoryFinalize {
-                        fin.next_steps =
-                            Some(vec![format!("1. Execute plan: baton run --plan {plan}")]);
-                    }
-                }
-                if let Some(design) = &art.design_file {
-                    fin.references.push(("Design".into(), design.clone()));
-                }
-            }
-            WorkflowKind::Debug => {
-                fin.recent_changes
-                    .push(format!("[DEBUG-RESET: wf:{}]", self.id));
-                fin.recent_changes.push(format!(
-                    "DEBUG {}: {} ({verdict})",
-                    self.id,
-                    art.user_request.as_deref().unwrap_or("")
-                ));
-            }
-            WorkflowKind::Build => {
-                if let Some(plan) = &art.plan_file {
-                    fin.recent_changes
-                        .push(format!("Built plan {plan} ({}, {verdict})", self.id));
-                    // Built and verified whole: the next BUILD is not this plan again.
-                    if art.proof_status == Some(ProofStatus::Passed) && art.phase_cursor.is_none() {
-                        fin.references.push(("Plan".into(), "N/A".into()));
-                    }
-                }
-            }
-            _ => {}
-        }
+        self.workflow_memory(&mut fin, art, action, verdict);
         for t in v.tasks.iter_mut() {
             if t.kind == Some(TaskKind::Memory) && t.is_open() {
                 t.status = Some(TaskStatus::Completed);
@@ -688,6 +664,54 @@ impl Runner<'_> {
             r,
         )?;
         Ok(true)
+    }
+
+    /// What memory keeps of this workflow's kind: a PLAN's plan and design references and next
+    /// step, a DEBUG's result beneath its reset marker, a planned BUILD's plan (the reference
+    /// reset once the plan is built and verified).
+    fn workflow_memory(
+        &self,
+        fin: &mut Finalization,
+        art: &Artifact,
+        action: Action,
+        verdict: &str,
+    ) {
+        let kind = self.kind();
+        match kind {
+            WorkflowKind::Plan => {
+                if let Some(plan) = &art.plan_file {
+                    fin.references.push(("Plan".into(), plan.clone()));
+                    fin.recent_changes
+                        .push(format!("Plan saved: {plan} ({})", self.id));
+                    if action == Action::MemoryFinalize {
+                        fin.next_steps =
+                            Some(vec![format!("1. Execute plan: baton run --plan {plan}")]);
+                    }
+                }
+                if let Some(design) = &art.design_file {
+                    fin.references.push(("Design".into(), design.clone()));
+                }
+            }
+            WorkflowKind::Debug => {
+                // Beneath the `[DEBUG-RESET]` marker the workflow wrote when it started.
+                fin.recent_changes.push(format!(
+                    "DEBUG {}: {} ({verdict})",
+                    self.id,
+                    art.user_request.as_deref().unwrap_or("")
+                ));
+            }
+            WorkflowKind::Build => {
+                if let Some(plan) = &art.plan_file {
+                    fin.recent_changes
+                        .push(format!("Built plan {plan} ({}, {verdict})", self.id));
+                    // Built and verified whole: the next BUILD is not this plan again.
+                    if art.proof_status == Some(ProofStatus::Passed) && art.phase_cursor.is_none() {
+                        fin.references.push(("Plan".into(), "N/A".into()));
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 
     fn headline(&self, art: &Artifact, action: Action, reason: &str) -> String {

@@ -18,7 +18,9 @@ mod finish;
 pub mod gate;
 pub mod graph;
 mod plan;
+mod prompt;
 mod routing;
+mod tree;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,6 +50,7 @@ pub use agent::{ExecLauncher, Launch, Launcher, Recheck};
 pub use error::RunError;
 use gate::Answer;
 pub use routing::{tiebreak, TIEBREAK_TIMEOUT};
+use tree::{changed_files, tree_base, tree_digest};
 
 /// A line for a person watching (`baton run` prints it on stderr).
 pub type Observer = Arc<dyn Fn(&str) + Send + Sync>;
@@ -264,25 +267,7 @@ pub async fn start_with(
     let (referenced, missing_plan) = referenced_plan(opts, &root)?;
     let plan = trusted_plan(env, opts, referenced.as_deref(), &root)?;
     let store = WorkflowStore::new(env.delegate.state.clone());
-    // cc10x's Intent Readiness Gate (before PLAN or BUILD): a request of vague words only is
-    // asked for specifics before anything runs.
-    let unready = (matches!(opts.kind, WorkflowKind::Build | WorkflowKind::Plan)
-        && opts.assess_scope
-        && plan.is_none()
-        && missing_plan.is_none())
-    .then(|| crate::route::scope::unspecific(&opts.request))
-    .flatten();
-    let scope = (opts.kind == WorkflowKind::Build
-        && opts.assess_scope
-        && !opts.trivial
-        && plan.is_none()
-        && missing_plan.is_none()
-        && unready.is_none())
-    .then(|| crate::route::scope::assess(&opts.request));
-    let broad = match &scope {
-        Some(crate::route::scope::Scope::Broad(signals)) => Some(signals.join(", ")),
-        _ => None,
-    };
+    let (first_question, scope) = first_question(opts, plan.is_some(), missing_plan);
     // The working tree is locked before anything is written, unless the BUILD is sure to work in
     // a worktree of its own; released below when a worktree is made after all.
     let trivial = opts.kind == WorkflowKind::Build
@@ -304,6 +289,7 @@ pub async fn start_with(
         None => store.create(opts.kind, &opts.request)?,
     };
     let id = wf.id().to_string();
+    start_marker(&memory, opts.kind, &id)?;
     if let Some(lock) = &mut tree_lock {
         lock.note_owner(&format!("workflow {id}"));
     }
@@ -346,7 +332,7 @@ pub async fn start_with(
     let mut worktree_error = None;
     // Broad work is asked first: the worktree offer waits for `build directly`.
     v.host.isolate_asked = opts.isolate;
-    if broad.is_some() || missing_plan.is_some() || unready.is_some() {
+    if first_question.is_some() {
         v.host.worktree_offer = Some(WorktreeOffer::Skipped(
             "waiting for the plan-first question".into(),
         ));
@@ -398,34 +384,69 @@ pub async fn start_with(
         runner.fail(RunError::Worktree(e))?;
     } else if let Some(e) = tree_busy {
         runner.fail(RunError::TreeBusy(e))?;
-    } else if let Some(words) = unready {
-        runner
-            .stop_at(
-                Gate::IntentReadiness,
-                &format!(
-                    "\"{}\" names nothing a check could verify ({words}): not what should change, where, or how to tell it is done",
-                    opts.request.trim()
-                ),
-            )
-            .await?;
-    } else if let Some(name) = missing_plan {
-        runner
-            .stop_at(
-                Gate::MissingPlan,
-                &format!("The plan {name} that activeContext.md ## References names is missing"),
-            )
-            .await?;
-    } else if let Some(signals) = broad {
-        runner
-            .stop_at(
-                Gate::PlanFirst,
-                &format!("This BUILD looks like more than one change ({signals})"),
-            )
-            .await?;
+    } else if let Some((gate, reason)) = first_question {
+        runner.stop_at(gate, &reason).await?;
     }
     let outcome = runner.drive().await;
     drop(tree_lock);
     outcome
+}
+
+/// The question a new workflow asks before anything runs, if any, and a BUILD's scope as its
+/// request's words say it: cc10x's Intent Readiness Gate (before PLAN or BUILD, a request of vague
+/// words only), a plan memory names that is missing, or broad work (plan first?).
+fn first_question(
+    opts: &StartOptions,
+    planned: bool,
+    missing_plan: Option<String>,
+) -> (Option<(Gate, String)>, Option<crate::route::scope::Scope>) {
+    use crate::route::scope::{self, Scope};
+    let asks = opts.assess_scope && !planned;
+    let unready = (asks && matches!(opts.kind, WorkflowKind::Build | WorkflowKind::Plan))
+        .then(|| scope::unspecific(&opts.request))
+        .flatten();
+    if let Some(words) = unready {
+        let why = format!(
+            "\"{}\" names nothing a check could verify ({words}): not what should change, where, or how to tell it is done",
+            opts.request.trim()
+        );
+        return (Some((Gate::IntentReadiness, why)), None);
+    }
+    if let Some(name) = missing_plan {
+        let why = format!("The plan {name} that activeContext.md ## References names is missing");
+        return (Some((Gate::MissingPlan, why)), None);
+    }
+    let assessed = (asks && opts.kind == WorkflowKind::Build && !opts.trivial)
+        .then(|| scope::assess(&opts.request));
+    let broad = match &assessed {
+        Some(Scope::Broad(signals)) => Some((
+            Gate::PlanFirst,
+            format!(
+                "This BUILD looks like more than one change ({})",
+                signals.join(", ")
+            ),
+        )),
+        _ => None,
+    };
+    (broad, assessed)
+}
+
+/// cc10x's marker rules: a BUILD, DEBUG or PLAN writes its start marker under
+/// `activeContext.md ## Recent Changes` once its id exists.
+fn start_marker(memory: &MemoryDir, kind: WorkflowKind, id: &str) -> Result<(), RunError> {
+    let marker = match kind {
+        WorkflowKind::Build => "BUILD-START",
+        WorkflowKind::Debug => "DEBUG-RESET",
+        WorkflowKind::Plan => "PLAN-START",
+        _ => return Ok(()),
+    };
+    memory
+        .append(
+            MemoryFile::ActiveContext,
+            "Recent Changes",
+            &[format!("[{marker}: wf:{id}]")],
+        )
+        .map_err(|e| RunError::Memory(e.to_string()))
 }
 
 /// Continues a workflow: after a crash or an interruption, or with the answer to its checkpoint.
@@ -623,152 +644,6 @@ fn project_root(env: &RunEnv) -> PathBuf {
         .project_root()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| env.delegate.cwd.clone())
-}
-
-/// [`tree_base_now`] off the async threads (git blocks).
-async fn tree_base(root: &Path) -> String {
-    let root = root.to_path_buf();
-    tokio::task::spawn_blocking(move || tree_base_now(&root))
-        .await
-        .unwrap_or_else(|_| agent::UNAVAILABLE_BASE.to_string())
-}
-
-/// [`tree_digest_now`] off the async threads (git and reading every untracked file block).
-async fn tree_digest(root: &Path, untracked: bool) -> Option<String> {
-    let root = root.to_path_buf();
-    tokio::task::spawn_blocking(move || tree_digest_now(&root, untracked))
-        .await
-        .ok()
-        .flatten()
-}
-
-/// A snapshot of the working tree as it is now, as a commit no branch points at: tracked files
-/// with their uncommitted changes and the untracked ones too (never ignored files, never baton's
-/// own `.baton` folder), built in a temporary index so the user's index and tree are left alone.
-/// A phase's base is one, taken before its builder first runs; what a reviewer reads is the
-/// diff from it to another taken at its dispatch. Untracked files are in both, so a file the
-/// user had before (a scratch file) is never the change, and a file an earlier phase added is
-/// in the next phase's base. [`agent::UNAVAILABLE_BASE`] outside git.
-fn tree_base_now(root: &Path) -> String {
-    snapshot(root).unwrap_or_else(|| agent::UNAVAILABLE_BASE.to_string())
-}
-
-fn snapshot(root: &Path) -> Option<String> {
-    let index = tempfile::Builder::new()
-        .prefix("baton-snapshot-")
-        .tempfile()
-        .ok()?;
-    let git = baton_git::Git::new(root)
-        .with_env("GIT_INDEX_FILE", index.path())
-        .with_env("GIT_AUTHOR_NAME", "baton")
-        .with_env("GIT_AUTHOR_EMAIL", "baton@localhost")
-        .with_env("GIT_COMMITTER_NAME", "baton")
-        .with_env("GIT_COMMITTER_EMAIL", "baton@localhost");
-    let run = |g: &baton_git::Git, args: &[&str]| {
-        g.run_output(args)
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    };
-    let head = run(
-        &baton_git::Git::new(root),
-        &["rev-parse", "--verify", "-q", "HEAD"],
-    )
-    .filter(|h| !h.is_empty());
-    // The user's index, copied: its file stats spare hashing every unchanged file again.
-    let own = run(
-        &baton_git::Git::new(root),
-        &["rev-parse", "--git-path", "index"],
-    )?;
-    let own = match Path::new(&own).is_absolute() {
-        true => PathBuf::from(own),
-        false => root.join(own),
-    };
-    if std::fs::copy(&own, index.path()).is_err() {
-        match &head {
-            Some(h) => run(&git, &["read-tree", h.as_str()])?,
-            None => run(&git, &["read-tree", "--empty"])?,
-        };
-    }
-    run(&git, &["add", "-A", "--", ".", ":(exclude).baton"])?;
-    let tree = run(&git, &["write-tree"])?;
-    let mut args = vec![
-        "commit-tree",
-        tree.as_str(),
-        "-m",
-        "baton: a snapshot of the working tree",
-    ];
-    if let Some(h) = &head {
-        args.extend(["-p", h.as_str()]);
-    }
-    run(&git, &args).filter(|c| !c.is_empty())
-}
-
-/// The files `base` and `now` (two [`tree_base_now`] snapshots) differ in, one `STATUS\tPATH`
-/// line each; `None` when git cannot say.
-fn changed_between(root: &Path, base: &str, now: &str) -> Option<String> {
-    baton_git::Git::new(root)
-        .run_output(["diff", "--name-status", "--no-renames", base, now])
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim_end().to_string())
-}
-
-/// [`changed_between`] off the async threads.
-async fn changed_files(root: &Path, base: &str, now: &str) -> Option<String> {
-    let (root, base, now) = (root.to_path_buf(), base.to_string(), now.to_string());
-    tokio::task::spawn_blocking(move || changed_between(&root, &base, &now))
-        .await
-        .ok()
-        .flatten()
-}
-
-/// A digest of the working tree's state (`git status` and `git diff`), to tell whether a write
-/// agent changed anything; `None` outside a git repository.
-///
-/// With `untracked` false only tracked files count: what a read-only role (a verifier building
-/// and running tests) may add — build output, caches — is not a change of the project.
-fn tree_digest_now(root: &Path, untracked: bool) -> Option<String> {
-    use std::hash::{Hash, Hasher};
-    let git = |args: &[&str]| {
-        baton_git::Git::new(root)
-            .run_output(args)
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| o.stdout)
-    };
-    // baton's own folder (state, memory, reports) is not the agent's work.
-    let status = git(&[
-        "status",
-        "--porcelain=v1",
-        if untracked { "-uall" } else { "-uno" },
-        "--",
-        ".",
-        ":(exclude).baton",
-    ])?;
-    let diff = git(&[
-        "diff",
-        "HEAD",
-        "--no-ext-diff",
-        "--no-textconv",
-        "--binary",
-        "--",
-        ".",
-        ":(exclude).baton",
-    ])
-    .unwrap_or_default();
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    status.hash(&mut h);
-    diff.hash(&mut h);
-    // Untracked files' contents count too.
-    for line in String::from_utf8_lossy(&status).lines() {
-        if let Some(path) = line.strip_prefix("?? ") {
-            if let Ok(bytes) = std::fs::read(root.join(path)) {
-                bytes.hash(&mut h);
-            }
-        }
-    }
-    Some(format!("{:016x}", h.finish()))
 }
 
 struct Runner<'a> {

@@ -394,3 +394,27 @@ REMEDIATION_SCOPE_REQUESTED: N/A
     assert_eq!(deferred[0]["severity"], "high");
     assert_eq!(deferred[0]["phase"], "phase-1");
 }
+
+/// The verifier gets cc10x's hand-off: a block per agent, the reviewer's with its verdict.
+#[test]
+fn the_verifier_gets_the_previous_findings_agent_by_agent_with_the_verdict() {
+    let h = Harness::new();
+    h.happy();
+    let o = h.build("add a feature file").unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    let verifier = &h.calls_of("integration-verifier")[0].prompt;
+    let at = verifier
+        .find("## Previous Agent Findings\n")
+        .unwrap_or_else(|| panic!("{verifier}"));
+    let section = &verifier[at..];
+    assert!(
+        section.starts_with(
+            "## Previous Agent Findings\n### Code Reviewer\n**Verdict:** Approve\n**Critical Issues:**\nNone\n"
+        ),
+        "{section}"
+    );
+    assert!(
+        section.contains("### Failure Hunter\n**Critical Issues:**\nNone\n"),
+        "{section}"
+    );
+}

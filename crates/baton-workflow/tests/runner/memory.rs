@@ -174,3 +174,16 @@ fn diff_driven_docs_skip_runs_no_doc_syncer() {
         .unwrap();
     assert_eq!(memory.blocked_by, std::slice::from_ref(&verifier.id));
 }
+
+/// cc10x's marker rules: a BUILD writes `[BUILD-START: wf:ID]` under `## Recent Changes` as soon
+/// as its id exists (before any agent runs), once.
+#[test]
+fn a_build_writes_its_start_marker_before_any_agent_runs() {
+    let h = Harness::new();
+    h.happy().answer("component-builder", "exit 3\n");
+    let o = h.build("add a feature file").unwrap();
+    let id = id_of(&o);
+    let active = memory(&h, "activeContext.md");
+    let marker = format!("[BUILD-START: wf:{id}]");
+    assert_eq!(active.matches(&marker).count(), 1, "{active}");
+}
