@@ -553,6 +553,36 @@ impl Runner<'_> {
             self.against_baseline(artifact, &mut c);
             checks.push(c);
         }
+        // The phase's own checks (a planned BUILD's `checks`): one the verifier did not run, the
+        // host runs, so a phase never exits on a PASS that left its required checks out.
+        let ran: Vec<String> = report
+            .scenario_rows
+            .iter()
+            .map(|r| words(&r.command))
+            .collect();
+        let required: Vec<String> = plan::current(artifact)
+            .and_then(|(_, p)| p.checks.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| !c.trim().is_empty() && !ran.contains(&words(c)))
+            .collect();
+        for command in required.iter().take(MAX_RECHECKS) {
+            let check = agent::Recheck {
+                command,
+                cwd: work,
+                spec,
+                timeout: RECHECK_TIMEOUT,
+                cancel: self.cancel,
+                network: false,
+                confined: true,
+            };
+            let Some(mut c) = self.launcher.recheck(self.env, check).await else {
+                return checks;
+            };
+            self.against_baseline(artifact, &mut c);
+            c.command = format!("{command} (a check of the phase that the verifier did not run)");
+            checks.push(c);
+        }
         // The whole suite again: only failures the baseline did not have block.
         if checks.iter().all(|c| c.ok) {
             if let Some(c) = self.suite_check(artifact, work).await {
@@ -766,4 +796,9 @@ fn spend(s: &mut crate::state::Spent, d: &agent::Dispatched) -> u64 {
         None => {}
     }
     tokens
+}
+
+/// A command's words, runs of blanks as one: how a phase's check and a scenario are matched.
+fn words(command: &str) -> String {
+    command.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -407,3 +407,31 @@ fn a_phase_s_checkpoint_type_pauses_the_loop_where_a_person_is_needed() {
     assert_eq!(builders.len(), 4);
     assert!(builders[3].prompt.contains("I created the API key"));
 }
+
+/// A phase exits on its own checks, not the verifier's word alone: a check of the phase the
+/// verifier did not run is run by the host, and when it fails the phase does not exit.
+#[test]
+fn a_phase_check_the_verifier_left_out_is_run_by_the_host_and_can_fail_the_phase() {
+    let h = Harness::new();
+    h.happy().failing_check("sh test.sh part1");
+    let path = write_plan(&h, &plan_text(2, "None"));
+    let o = h.run(planned(path)).unwrap();
+    assert!(
+        h.host_commands().iter().any(|c| c == "sh test.sh part1"),
+        "{:?}",
+        h.host_commands()
+    );
+    let id = id_of(&o);
+    let a = h.artifact(&id);
+    assert_eq!(a["phase_cursor"], "phase-1", "the phase exited: {o:?}");
+    let text = format!("{o:?}");
+    assert!(
+        text.contains("sh test.sh part1 (a check of the phase that the verifier did not run)"),
+        "{text}"
+    );
+    assert_eq!(
+        h.calls_of("component-builder").len(),
+        1,
+        "phase 2 was built"
+    );
+}
