@@ -132,6 +132,10 @@ pub struct Host {
     /// the phase's builder), not only to a retry of the stopped one.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub carry_guidance: bool,
+    /// Tasks whose pass was too thin to believe (a rubber stamp) and were asked once more for
+    /// the evidence: a second thin pass stops the workflow.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub asked_for_evidence: Vec<String>,
     /// The phase checkpoints answered, as `GATE:PHASE`: each asks once.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub phase_checkpoints: Vec<String>,

@@ -205,6 +205,11 @@ impl Runner<'_> {
         let artifact = &r.artifact;
         let outputs = match self.outputs_of(artifact, v) {
             Ok(o) => o,
+            Err(RunError::UnprovenPass { task, role, reason })
+                if !v.host.asked_for_evidence.contains(&task) =>
+            {
+                return self.ask_for_evidence(r.clone(), &task, &role, &reason);
+            }
             Err(problem) => return self.fail(problem),
         };
         let research = outputs.research.clone();
@@ -270,6 +275,38 @@ impl Runner<'_> {
                 }
             }
         }
+    }
+
+    /// cc10x's fallback for a pass too thin to believe (a rubber-stamp approval, a clean audit
+    /// with no stated scope): the host cannot read the change itself, so the agent is asked once
+    /// more, told why, for the evidence (the files and lines it read); a second thin pass stops.
+    fn ask_for_evidence(
+        &self,
+        mut r: Record,
+        task: &str,
+        role: &str,
+        reason: &str,
+    ) -> Result<(), RunError> {
+        let v = &mut r.state;
+        v.host.asked_for_evidence.push(task.to_string());
+        if let Some(t) = v.task_mut(task) {
+            t.status = Some(TaskStatus::Pending);
+        }
+        v.host.outputs.remove(task);
+        v.host.guidance = Some(format!(
+            "Your last answer was not believed: {reason}. Review again and cite the file:line of \
+             every place you read (at least three), with what you checked there; report findings \
+             where you have them."
+        ));
+        self.say(&format!(
+            "{task} ({role}): {reason}: asked once more for its evidence"
+        ));
+        self.commit(
+            EventBody::ArtifactUpdated(Note::because(format!(
+                "{task} ({role}) passed too thinly ({reason}): dispatched again for its evidence"
+            ))),
+            r,
+        )
     }
 
     /// The engine's follow-up tasks added to `nv` (a re-verify waits for the re-checks created

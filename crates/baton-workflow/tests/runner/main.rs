@@ -418,3 +418,37 @@ fn the_verifier_gets_the_previous_findings_agent_by_agent_with_the_verdict() {
         "{section}"
     );
 }
+
+const RUBBER_STAMP: &str =
+    "CONTRACT {\"s\":\"APPROVE\",\"b\":false,\"cr\":0}\n## Review: Approve\nLooks good; see src/a.rs:1.\n";
+
+/// cc10x's rubber-stamp fallback: an APPROVE with no findings and too few citations is not a
+/// pass; the reviewer is asked once more, told why, for its evidence, and a real review goes on.
+/// A second rubber stamp stops the workflow.
+#[test]
+fn a_rubber_stamp_approval_is_asked_once_more_for_its_evidence() {
+    let h = Harness::new();
+    h.happy().answer_nth("code-reviewer", 1, RUBBER_STAMP);
+    let o = h.build("add a feature file").unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    let reviews = h.calls_of("code-reviewer");
+    assert_eq!(reviews.len(), 2);
+    assert!(
+        reviews[1]
+            .prompt
+            .contains("Your last answer was not believed")
+            && reviews[1].prompt.contains("file:line citation"),
+        "{}",
+        reviews[1].prompt
+    );
+
+    let h = Harness::new();
+    h.happy().answer("code-reviewer", RUBBER_STAMP);
+    let o = h.build("add a feature file").unwrap();
+    assert!(
+        format!("{o:?}").contains("passed without enough evidence to believe it"),
+        "{o:?}"
+    );
+    assert_eq!(h.calls_of("code-reviewer").len(), 2);
+    assert_eq!(h.calls_of("integration-verifier").len(), 0);
+}
