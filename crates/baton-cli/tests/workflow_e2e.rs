@@ -258,9 +258,15 @@ fn review_is_advisory_and_never_runs_a_write_agent() {
     let wf = Wf::new();
     wf.happy().answer("code-reviewer", REVIEW_CRITICAL);
     let o = wf.run(&["run", "review the feature code"]);
-    assert_exit(&o, 0);
+    // Changes requested: the user is asked whether a BUILD fixes them; nothing is built.
+    assert_exit(&o, 4);
     assert!(err(&o).starts_with("-> REVIEW workflow"), "{}", err(&o));
-    assert!(out(&o).contains("changes requested"), "{}", out(&o));
+    assert!(
+        out(&o).contains("The review requested changes")
+            && out(&o).contains("start build to fix | done for now"),
+        "{}",
+        out(&o)
+    );
     assert_eq!(wf.dispatched(), ["review-audit"]);
     assert_eq!(wf.calls("component-builder"), 0);
     let snap = wf.snapshot();
@@ -269,6 +275,32 @@ fn review_is_advisory_and_never_runs_a_write_agent() {
         .unwrap()
         .iter()
         .all(|t| t["kind"] != "remfix"));
+    let o = wf.run(&["resume", "--answer", "done for now"]);
+    assert_exit(&o, 0);
+    assert!(out(&o).contains("done for now"), "{}", out(&o));
+    assert_eq!(wf.calls("component-builder"), 0);
+}
+
+/// `start build to fix`: the REVIEW goes on as a BUILD whose builder gets the findings.
+#[test]
+fn a_review_s_findings_are_carried_into_the_build_that_fixes_them() {
+    let wf = Wf::new();
+    wf.happy()
+        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL)
+        .answer_nth("code-reviewer", 2, REVIEW_APPROVE);
+    assert_exit(&wf.run(&["run", "review the feature code"]), 4);
+    let o = wf.run(&["resume", "--answer", "start build to fix"]);
+    assert_exit(&o, 0);
+    assert_eq!(wf.calls("component-builder"), 1);
+    let prompt = wf.prompt("component-builder", 1);
+    assert!(
+        prompt.contains("Fix the findings of the review (review the feature code)")
+            && prompt.contains("Fix these review findings:\n- [critical]"),
+        "{prompt}"
+    );
+    let snap = wf.snapshot();
+    assert_eq!(snap["workflow_type"], "BUILD");
+    assert_eq!(snap["run_state"], "completed");
 }
 
 #[test]

@@ -57,6 +57,8 @@ baton_protocol::closed_set! {
         Finish = "finish",
         /// `discard` at the finishing choice, asked again before the work is deleted.
         ConfirmDiscard = "confirm_discard",
+        /// A REVIEW that requested changes: start a BUILD that fixes them, or done for now.
+        BuildTransition = "build_transition",
         /// cc10x's Intent Readiness Gate: the request names nothing a scenario could verify
         /// ("make it better"); its answer says what to do.
         IntentReadiness = "intent_readiness",

@@ -136,6 +136,9 @@ pub struct Host {
     /// the evidence: a second thin pass stops the workflow.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub asked_for_evidence: Vec<String>,
+    /// `done for now` at the REVIEW's build transition: it ends with the findings unfixed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub done_for_now: bool,
     /// The phase checkpoints answered, as `GATE:PHASE`: each asks once.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub phase_checkpoints: Vec<String>,

@@ -256,6 +256,11 @@ impl Runner<'_> {
             return self.dispatch_next(&d, ev, new, nv, v);
         }
         match action {
+            // cc10x: a REVIEW that requests changes asks whether a BUILD fixes them.
+            Action::OfferBuildTransition if !v.host.done_for_now => {
+                self.commit(ev, Record::new(new, nv))?;
+                self.stop_at(Gate::BuildTransition, &d.reason).await
+            }
             Action::MemoryFinalize
             | Action::CreateBuildWorkflow
             | Action::OfferBuildTransition

@@ -1,5 +1,6 @@
 //! Ending and answering: checkpoints, the user's answers, memory finalization and the brief.
 
+use super::answers::phase_gate;
 use super::*;
 use crate::artifact::DeferredFinding;
 use crate::artifact::HistoryEntry;
@@ -8,7 +9,7 @@ use crate::event::{
     AnswerDetails, CheckpointAnswered, CheckpointDetails, CheckpointRequested, EventBody,
 };
 use crate::results::{FinalReview, GateChoice};
-use crate::state::{Checkpoint, Gate, GivenAnswer, Record, RunState, WorkflowState, WorktreeOffer};
+use crate::state::{Checkpoint, Gate, GivenAnswer, Record, RunState, WorkflowState};
 
 impl Runner<'_> {
     /// Waits at a checkpoint, or takes its recommended option under `AUTO_PROCEED`.
@@ -188,6 +189,15 @@ impl Runner<'_> {
                 self.commit(answered(None), Record::new(a, v))?;
                 return self.finish(Action::MemoryFinalize, "").await;
             }
+            Answer::StartBuild(true) => self.review_to_build(&mut a, &mut v),
+            Answer::StartBuild(false) => {
+                v.host.done_for_now = true;
+                a.status_history.push(HistoryEntry::new(
+                    "build_transition",
+                    None,
+                    "done for now: the findings are not fixed",
+                ));
+            }
             Answer::PlanFirst(true) => self.plan_first(&mut a, &mut v),
             Answer::PlanFirst(false) => self.build_directly(&mut a, &mut v),
             Answer::FinalReview(run) => self.final_review(&mut a, &mut v, run),
@@ -244,66 +254,6 @@ impl Runner<'_> {
                 text.trim()
             )],
         );
-    }
-
-    /// `plan` at the plan-first gate: the workflow becomes a PLAN (the BUILD's tasks are pruned,
-    /// PLAN's are added).
-    fn plan_first(&self, a: &mut Artifact, v: &mut WorkflowState) {
-        // The workflow becomes a PLAN: the BUILD's tasks are pruned, PLAN's are added.
-        for t in v.tasks.iter_mut() {
-            t.status = Some(TaskStatus::Deleted);
-        }
-        let offset = v.tasks.len();
-        for mut t in graph::initial(WorkflowKind::Plan, false, &self.id) {
-            let shift = |id: &str| {
-                let n: usize = id.trim_start_matches('t').parse().unwrap_or(0);
-                format!("t{}", n + offset)
-            };
-            t.id = shift(&t.id);
-            t.blocked_by = t.blocked_by.iter().map(|b| shift(b)).collect();
-            v.tasks.push(t);
-        }
-        a.workflow_type = Some(WorkflowKind::Plan);
-        a.build_scope = None;
-        a.phase_cursor = None;
-        a.normalized_phases = Vec::new();
-        a.traceability.phases = Vec::new();
-        a.status_history.push(HistoryEntry::new(
-            "scope_decision",
-            None,
-            "plan first: the BUILD became a PLAN",
-        ));
-        v.host.worktree_offer = Some(WorktreeOffer::Skipped("planned first".into()));
-    }
-
-    /// `build` at the plan-first gate: the worktree offer that waited for this answer.
-    fn build_directly(&self, a: &mut Artifact, v: &mut WorkflowState) {
-        a.status_history
-            .push(HistoryEntry::new("scope_decision", None, "build directly"));
-        self.offer_worktree(v);
-    }
-
-    /// The worktree offer that waited for the answer to a question asked first.
-    fn offer_worktree(&self, v: &mut WorkflowState) {
-        let auto = v.host.auto_proceed;
-        match isolate_build(
-            self.env,
-            &self.root,
-            &self.id,
-            false,
-            v.host.isolate_asked,
-            auto,
-        ) {
-            Ok((wt, offer)) => {
-                v.host.worktree = wt;
-                v.host.worktree_offer = Some(offer);
-            }
-            Err(e) => {
-                v.host.worktree_offer = Some(WorktreeOffer::Failed);
-                v.state = RunState::Failed;
-                v.host.failure = Some(RunError::Worktree(e).to_string());
-            }
-        }
     }
 
     /// The answer at the final-review gate: the whole-branch review task, or skipped.
@@ -410,56 +360,7 @@ impl Runner<'_> {
         self.commit(ev, r)
     }
 
-    /// The answer at the intent readiness gate: the request the agents get holds it.
-    fn request_made_specific(&self, a: &mut Artifact, v: &mut WorkflowState, text: &str) {
-        let request = a.user_request.clone().unwrap_or_default();
-        a.user_request = Some(format!(
-            "{}\n\nWhat the user specified when asked: {}",
-            request.trim(),
-            text.trim()
-        ));
-        a.status_history.push(HistoryEntry::new(
-            "intent_readiness",
-            None,
-            "the request was made specific by the user's answer",
-        ));
-        if self.kind() == WorkflowKind::Build {
-            self.offer_worktree(v);
-        }
-    }
-
-    /// A plan phase's checkpoint answered. Before a `decision` or `human_action` phase the words
-    /// go to its builder (a decision is also kept among the approved decisions); at a
-    /// `human_verify` phase `verified` lets the loop go on, and other words are what a person
-    /// found wrong: a fix runs with them, then the phase is reviewed and verified (and asked)
-    /// again. The loop then decides again from the outputs it stopped on.
-    fn phase_answered(&self, a: &mut Artifact, v: &mut WorkflowState, gate: Gate, text: &str) {
-        let phase = v.host.phase_gate.take().unwrap_or_default();
-        let words = text.trim();
-        if gate == Gate::HumanVerify && !words.eq_ignore_ascii_case("verified") {
-            let reason = format!("a person verifying phase {phase} found: {words}");
-            v.host.guidance = Some(words.to_string());
-            self.add_remfix(a, v, "ALL_ISSUES", "human-verify", &reason, &reason);
-            return;
-        }
-        v.host.phase_checkpoints.push(format!("{gate}:{phase}"));
-        match gate {
-            Gate::HumanVerify => {}
-            Gate::PhaseDecision => {
-                a.intent
-                    .approved_decisions
-                    .push(format!("{phase}: {words}"));
-                v.host.guidance = Some(words.to_string());
-                v.host.carry_guidance = true;
-            }
-            _ => {
-                v.host.guidance = Some(words.to_string());
-                v.host.carry_guidance = true;
-            }
-        }
-    }
-
-    fn add_remfix(
+    pub(super) fn add_remfix(
         &self,
         a: &mut Artifact,
         v: &mut WorkflowState,
@@ -726,7 +627,7 @@ impl Runner<'_> {
                 self.plan_next_step(art)
             ),
             (WorkflowKind::Review, Action::OfferBuildTransition) => format!(
-                "REVIEW workflow {} completed: changes requested ({reason}). Fix them with: baton run --workflow build \"fix the review findings\"",
+                "REVIEW workflow {} completed: changes requested ({reason}); done for now: the findings are not fixed (the review's report is in the record)",
                 self.id
             ),
             _ if needs_proof && !proven => format!(
@@ -882,12 +783,4 @@ pub(super) async fn apply_finish(
         }
         other => Err(format!("{other:?} is not a finishing choice: merge, keep, pr or discard")),
     }
-}
-
-/// Whether `gate` is a plan phase's own checkpoint (its `checkpoint_type`).
-fn phase_gate(gate: Gate) -> bool {
-    matches!(
-        gate,
-        Gate::PhaseDecision | Gate::HumanAction | Gate::HumanVerify
-    )
 }

@@ -30,6 +30,8 @@ pub enum Answer {
     Revert,
     /// Broad work: plan it first (`true`, the workflow becomes a PLAN) or build directly.
     PlanFirst(bool),
+    /// A REVIEW that requested changes: a BUILD fixes them (`true`) or done for now.
+    StartBuild(bool),
 }
 
 /// What a gate risks when `AUTO_PROCEED` would take its recommended option.
@@ -75,6 +77,11 @@ pub fn checkpoint(gate: Gate, reason: &str, brief: String) -> Checkpoint {
             format!("{reason}. Plan it first (a PLAN workflow writes a phased plan that `baton run --plan` then builds phase by phase), or build it directly as one phase?"),
             vec!["plan first", "build directly"],
             Some("plan first"),
+        ),
+        Gate::BuildTransition => (
+            format!("The review requested changes ({reason}). Start a BUILD that fixes them (this workflow goes on as that BUILD, the findings handed to its builder), or done for now (the findings stay in the brief and memory)?"),
+            vec!["start build to fix", "done for now"],
+            Some("start build to fix"),
         ),
         Gate::IntentReadiness => (
             format!("{reason}. Say what to change, where, and what will show it is done (your words join the request), or `abort`."),
@@ -174,6 +181,8 @@ pub fn read_answer(cp: &Checkpoint, answer: &str) -> Result<Answer, String> {
         "pr" => Answer::Finish("pr"),
         "run" => Answer::FinalReview(true),
         "plan first" | "re-plan first" => Answer::PlanFirst(true),
+        "start build to fix" => Answer::StartBuild(true),
+        "done for now" => Answer::StartBuild(false),
         "build directly" | "build without plan" => Answer::PlanFirst(false),
         "remediate" | "fix" => Answer::Remediate,
         "proceed" => Answer::Proceed,

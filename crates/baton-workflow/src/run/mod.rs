@@ -9,6 +9,7 @@
 //! recorded is dispatched again.
 
 pub mod agent;
+mod answers;
 mod baseline;
 mod decide;
 mod dispatch;
@@ -571,7 +572,7 @@ pub async fn resume_with(
 }
 
 /// A BUILD's one phase, titled with the request (`trivial` or `standard` scope).
-fn first_phase(a: &mut Artifact, trivial: bool) {
+pub(super) fn first_phase(a: &mut Artifact, trivial: bool) {
     a.build_scope = Some(if trivial {
         BuildScope::Trivial
     } else {

@@ -1,0 +1,189 @@
+//! What an answer at a question asked before or between the agents' work sets up: a BUILD
+//! turned PLAN or a REVIEW turned BUILD, the worktree offer that waited, a request made specific,
+//! a plan phase's checkpoint.
+
+use super::*;
+use crate::artifact::HistoryEntry;
+use crate::state::{Gate, WorkflowState, WorktreeOffer};
+
+impl Runner<'_> {
+    /// `plan` at the plan-first gate: the workflow becomes a PLAN (the BUILD's tasks are pruned,
+    /// PLAN's are added).
+    pub(super) fn plan_first(&self, a: &mut Artifact, v: &mut WorkflowState) {
+        // The workflow becomes a PLAN: the BUILD's tasks are pruned, PLAN's are added.
+        for t in v.tasks.iter_mut() {
+            t.status = Some(TaskStatus::Deleted);
+        }
+        let offset = v.tasks.len();
+        for mut t in graph::initial(WorkflowKind::Plan, false, &self.id) {
+            let shift = |id: &str| {
+                let n: usize = id.trim_start_matches('t').parse().unwrap_or(0);
+                format!("t{}", n + offset)
+            };
+            t.id = shift(&t.id);
+            t.blocked_by = t.blocked_by.iter().map(|b| shift(b)).collect();
+            v.tasks.push(t);
+        }
+        a.workflow_type = Some(WorkflowKind::Plan);
+        a.build_scope = None;
+        a.phase_cursor = None;
+        a.normalized_phases = Vec::new();
+        a.traceability.phases = Vec::new();
+        a.status_history.push(HistoryEntry::new(
+            "scope_decision",
+            None,
+            "plan first: the BUILD became a PLAN",
+        ));
+        v.host.worktree_offer = Some(WorktreeOffer::Skipped("planned first".into()));
+    }
+
+    /// `start build to fix` after a REVIEW that requested changes (cc10x: a BUILD with the
+    /// reviewer's findings as its input): the workflow goes on as that BUILD — its request
+    /// names the findings, its builder is handed them, the REVIEW's memory step gives way to the
+    /// BUILD's graph, and the worktree offer is made as for any BUILD.
+    pub(super) fn review_to_build(&self, a: &mut Artifact, v: &mut WorkflowState) {
+        let findings: Vec<String> = v
+            .host
+            .batch
+            .iter()
+            .filter_map(|id| v.host.outputs.get(id))
+            .flat_map(|o| crate::contract::merge::findings_in(&o.text))
+            .map(|f| format!("- [{}] {}", f.severity.name(), f.text))
+            .collect();
+        let list = match findings.is_empty() {
+            true => "(the review's report lists them)".to_string(),
+            false => findings.join("\n"),
+        };
+        let asked = a.user_request.clone().unwrap_or_default();
+        a.user_request = Some(format!(
+            "Fix the findings of the review ({}):\n{list}",
+            asked.trim()
+        ));
+        for t in v.tasks.iter_mut().filter(|t| t.is_open()) {
+            t.status = Some(TaskStatus::Deleted);
+        }
+        let offset = v.tasks.len();
+        for mut t in graph::initial(WorkflowKind::Build, false, &self.id) {
+            let shift = |id: &str| {
+                let n: usize = id.trim_start_matches('t').parse().unwrap_or(0);
+                format!("t{}", n + offset)
+            };
+            t.id = shift(&t.id);
+            t.blocked_by = t.blocked_by.iter().map(|b| shift(b)).collect();
+            v.tasks.push(t);
+        }
+        if v.host.doc_sync_skipped {
+            graph::skip_doc_sync(&mut v.tasks);
+        }
+        a.workflow_type = Some(WorkflowKind::Build);
+        super::first_phase(a, false);
+        a.status_history.push(HistoryEntry::new(
+            "build_transition",
+            None,
+            "start build to fix: the REVIEW goes on as a BUILD with its findings",
+        ));
+        // The review's outputs are its own: the BUILD decides from a batch of its own.
+        v.host.batch.clear();
+        v.host.guidance = Some(format!("Fix these review findings:\n{list}"));
+        v.host.carry_guidance = true;
+        self.offer_worktree(v);
+    }
+
+    /// `build` at the plan-first gate: the worktree offer that waited for this answer.
+    pub(super) fn build_directly(&self, a: &mut Artifact, v: &mut WorkflowState) {
+        a.status_history
+            .push(HistoryEntry::new("scope_decision", None, "build directly"));
+        self.offer_worktree(v);
+    }
+
+    /// The worktree offer that waited for the answer to a question asked first.
+    pub(super) fn offer_worktree(&self, v: &mut WorkflowState) {
+        let auto = v.host.auto_proceed;
+        match isolate_build(
+            self.env,
+            &self.root,
+            &self.id,
+            false,
+            v.host.isolate_asked,
+            auto,
+        ) {
+            Ok((wt, offer)) => {
+                v.host.worktree = wt;
+                v.host.worktree_offer = Some(offer);
+            }
+            Err(e) => {
+                v.host.worktree_offer = Some(WorktreeOffer::Failed);
+                v.state = RunState::Failed;
+                v.host.failure = Some(RunError::Worktree(e).to_string());
+            }
+        }
+    }
+
+    /// The answer at the intent readiness gate: the request the agents get holds it.
+    pub(super) fn request_made_specific(
+        &self,
+        a: &mut Artifact,
+        v: &mut WorkflowState,
+        text: &str,
+    ) {
+        let request = a.user_request.clone().unwrap_or_default();
+        a.user_request = Some(format!(
+            "{}\n\nWhat the user specified when asked: {}",
+            request.trim(),
+            text.trim()
+        ));
+        a.status_history.push(HistoryEntry::new(
+            "intent_readiness",
+            None,
+            "the request was made specific by the user's answer",
+        ));
+        if self.kind() == WorkflowKind::Build {
+            self.offer_worktree(v);
+        }
+    }
+
+    /// A plan phase's checkpoint answered. Before a `decision` or `human_action` phase the words
+    /// go to its builder (a decision is also kept among the approved decisions); at a
+    /// `human_verify` phase `verified` lets the loop go on, and other words are what a person
+    /// found wrong: a fix runs with them, then the phase is reviewed and verified (and asked)
+    /// again. The loop then decides again from the outputs it stopped on.
+    pub(super) fn phase_answered(
+        &self,
+        a: &mut Artifact,
+        v: &mut WorkflowState,
+        gate: Gate,
+        text: &str,
+    ) {
+        let phase = v.host.phase_gate.take().unwrap_or_default();
+        let words = text.trim();
+        if gate == Gate::HumanVerify && !words.eq_ignore_ascii_case("verified") {
+            let reason = format!("a person verifying phase {phase} found: {words}");
+            v.host.guidance = Some(words.to_string());
+            self.add_remfix(a, v, "ALL_ISSUES", "human-verify", &reason, &reason);
+            return;
+        }
+        v.host.phase_checkpoints.push(format!("{gate}:{phase}"));
+        match gate {
+            Gate::HumanVerify => {}
+            Gate::PhaseDecision => {
+                a.intent
+                    .approved_decisions
+                    .push(format!("{phase}: {words}"));
+                v.host.guidance = Some(words.to_string());
+                v.host.carry_guidance = true;
+            }
+            _ => {
+                v.host.guidance = Some(words.to_string());
+                v.host.carry_guidance = true;
+            }
+        }
+    }
+}
+
+/// Whether `gate` is a plan phase's own checkpoint (its `checkpoint_type`).
+pub(super) fn phase_gate(gate: Gate) -> bool {
+    matches!(
+        gate,
+        Gate::PhaseDecision | Gate::HumanAction | Gate::HumanVerify
+    )
+}
