@@ -71,18 +71,28 @@ pub fn assess(request: &str) -> Scope {
     if files.len() >= 3 {
         broad.push(format!("{} files named", files.len()));
     }
+    // Separate asks: `A with B and C`, `A; B`, `A, then B`. (`and also` counts once, as
+    // `and`.) Files already counted above are not concerns of their own.
     let concerns = 1
-        + lower.matches(" and also ").count()
+        + lower.matches(" and ").count()
         + lower.matches("; ").count()
         + lower.matches(" then ").count()
-        + lower.matches(" as well as ").count();
-    if concerns >= 3 {
+        + lower.matches(" as well as ").count()
+        + lower.matches(" with ").count()
+        + lower
+            .matches(", ")
+            .count()
+            .saturating_sub(files.len().saturating_sub(1));
+    let several = concerns >= 3 && files.len() < 3;
+    if several {
         broad.push(format!("{concerns} concerns"));
     }
     if words.len() > 60 {
         broad.push(format!("{} words", words.len()));
     }
-    if broad.len() >= 2 {
+    // cc10x build preparation 4: non-trivial work (separable concerns, several file groups) is
+    // asked; one signal of several concerns is enough, other signals need a second.
+    if broad.len() >= 2 || several {
         return Scope::Broad(broad);
     }
     let trivial: Vec<String> = words
@@ -283,6 +293,15 @@ mod tests {
             assert!(!matches!(assess(r), Scope::Trivial(_)), "{r}");
         }
         assert_eq!(assess("add a --verbose flag"), Scope::Standard);
+        // Several separable asks in one request: asked plan first (cc10x: non-trivial).
+        assert_eq!(
+            assess("add a user profile page with avatar upload and settings"),
+            Scope::Broad(vec!["3 concerns".into()])
+        );
+        assert_eq!(
+            assess("add a --verbose flag and document it"),
+            Scope::Standard
+        );
         // A trivial word in a long or multi-file request is not trivial.
         assert_eq!(
             assess("fix the typo in src/a.rs and src/b.rs"),
