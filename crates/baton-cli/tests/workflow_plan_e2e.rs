@@ -297,6 +297,21 @@ fn merge_runs_the_suite_on_the_merged_tree_before_removing_anything() {
     );
     assert!(wf.sb.work().join("feature.txt").exists());
     assert_eq!(wf.sb.git(&["branch", "--list", "baton/*"]).trim(), "");
+    // cc10x: the choice persisted in the artifact, then `build_finished`, then memory.
+    assert_eq!(wf.snapshot()["results"]["finishing"]["choice"], "merge");
+    let kinds: Vec<String> = wf
+        .events()
+        .iter()
+        .map(|e| e["event"].as_str().unwrap_or("").to_string())
+        .collect();
+    let finished = kinds
+        .iter()
+        .position(|k| k == "build_finished")
+        .expect("build_finished");
+    let memory = kinds.iter().position(|k| k == "memory_finalized").unwrap();
+    assert!(finished < memory, "{kinds:?}");
+    let ev = &wf.events()[finished];
+    assert_eq!(ev["decision"], "merge", "{ev}");
 }
 
 /// A new failure on the merged tree: the merge stays, the worktree and the branch are kept.

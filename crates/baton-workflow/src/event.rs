@@ -39,6 +39,8 @@ pub enum EventKind {
     BudgetStopped,
     /// Stopped by the user's answer.
     WorkflowStopped,
+    /// A BUILD's finishing choice was carried out (`decision`: merge, keep, pr or discard).
+    BuildFinished,
 }
 
 /// One line of the log as it is on disk.
@@ -117,11 +119,19 @@ pub enum EventBody {
     WorkflowFailed(Note),
     BudgetStopped(Note),
     WorkflowStopped(Note),
+    BuildFinished(Finished),
     /// The kinds of cc10x's event vocabulary that baton's runner does not write: kept as read.
     ContractParsed(Fields),
     RemediationCreated(Fields),
     ScopeDecisionRequested(Fields),
     ScopeDecisionResolved(Fields),
+}
+
+/// `build_finished`: the finishing choice (`decision`) and what it did (`reason`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Finished {
+    pub choice: Option<String>,
+    pub reason: Option<String>,
 }
 
 /// `workflow_started`: the workflow type (`decision`).
@@ -365,6 +375,7 @@ impl EventBody {
             K::WorkflowFailed => B::WorkflowFailed(note()),
             K::BudgetStopped => B::BudgetStopped(note()),
             K::WorkflowStopped => B::WorkflowStopped(note()),
+            K::BuildFinished => B::BuildFinished(Finished::default()),
             K::ContractParsed => B::ContractParsed(Fields::default()),
             K::RemediationCreated => B::RemediationCreated(Fields::default()),
             K::ScopeDecisionRequested => B::ScopeDecisionRequested(Fields::default()),
@@ -388,6 +399,7 @@ impl EventBody {
             B::WorkflowFailed(_) => EventKind::WorkflowFailed,
             B::BudgetStopped(_) => EventKind::BudgetStopped,
             B::WorkflowStopped(_) => EventKind::WorkflowStopped,
+            B::BuildFinished(_) => EventKind::BuildFinished,
             B::ContractParsed(_) => EventKind::ContractParsed,
             B::RemediationCreated(_) => EventKind::RemediationCreated,
             B::ScopeDecisionRequested(_) => EventKind::ScopeDecisionRequested,
@@ -457,6 +469,10 @@ impl EventBody {
             EventKind::WorkflowFailed => B::WorkflowFailed(note(f)),
             EventKind::BudgetStopped => B::BudgetStopped(note(f)),
             EventKind::WorkflowStopped => B::WorkflowStopped(note(f)),
+            EventKind::BuildFinished => B::BuildFinished(Finished {
+                choice: f.decision,
+                reason: f.reason,
+            }),
             EventKind::ContractParsed => B::ContractParsed(f),
             EventKind::RemediationCreated => B::RemediationCreated(f),
             EventKind::ScopeDecisionRequested => B::ScopeDecisionRequested(f),
@@ -527,6 +543,11 @@ impl EventBody {
             | B::WorkflowFailed(n)
             | B::BudgetStopped(n)
             | B::WorkflowStopped(n) => note(n),
+            B::BuildFinished(b) => Fields {
+                decision: b.choice.clone(),
+                reason: b.reason.clone(),
+                ..Fields::default()
+            },
             B::ContractParsed(f)
             | B::RemediationCreated(f)
             | B::ScopeDecisionRequested(f)

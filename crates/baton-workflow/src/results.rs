@@ -43,6 +43,10 @@ pub struct Results {
     /// The final whole-branch review of a planned BUILD.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub final_branch_review: Option<FinalReview>,
+    /// A BUILD's finishing choice (`merge`, `keep`, `pr` or `discard`), cc10x's
+    /// `results.finishing.choice`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finishing: Option<GateChoice>,
     /// The user's choice at a revert gate, with its phase.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revert_decision: Option<GateChoice>,
@@ -77,7 +81,7 @@ pub struct FinalReview {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct GateChoice {
     pub phase: Option<String>,
-    /// `fix` (revert gate) or `proceed` (hunter findings).
+    /// `fix` (revert gate), `proceed` (hunter findings), or the finishing choice.
     pub choice: String,
 }
 

@@ -184,9 +184,19 @@ impl Runner<'_> {
                 self.commit(answered(None), Record::new(a, v))?;
                 return self.finish(Action::MemoryFinalize, "accepted at the circuit breaker: the open findings are deferred and the work is unverified").await;
             }
-            Answer::Finish(_) => {
-                v.host.finished = finished.or(Some("no worktree to finish".into()));
+            Answer::Finish(choice) => {
+                let did = finished.unwrap_or_else(|| "no worktree to finish".into());
+                v.host.finished = Some(did.clone());
+                a.results.finishing = Some(GateChoice::new(a.phase_cursor.clone(), choice));
                 self.commit(answered(None), Record::new(a, v))?;
+                // cc10x: the finishing decision persisted, then `build_finished`, then memory.
+                self.commit(
+                    EventBody::BuildFinished(crate::event::Finished {
+                        choice: Some(choice.to_string()),
+                        reason: Some(did),
+                    }),
+                    self.record(),
+                )?;
                 return self.finish(Action::MemoryFinalize, "").await;
             }
             Answer::StartBuild(true) => self.review_to_build(&mut a, &mut v),
@@ -393,9 +403,7 @@ impl Runner<'_> {
 
     /// Ends the workflow: memory finalized inline (a failed write stops it), the brief recorded.
     pub(super) async fn finish(&self, action: Action, reason: &str) -> Result<(), RunError> {
-        if !self.record().state.host.memory_done && !self.finalize_memory(action)? {
-            return Ok(());
-        }
+        // cc10x: the finishing choice comes before Memory Update, which then records it.
         let mut r = self.record();
         let proven = r.artifact.proof_status == Some(ProofStatus::Passed);
         let headline = match r.state.host.headline.clone() {
@@ -444,6 +452,9 @@ impl Runner<'_> {
                     ),
                 )
                 .await;
+        }
+        if !self.record().state.host.memory_done && !self.finalize_memory(action)? {
+            return Ok(());
         }
         self.complete(headline)
     }
