@@ -43,6 +43,17 @@ impl Runner<'_> {
             }),
         });
         self.commit(ev, r)?;
+        if gate_name == Gate::ScopeDecision {
+            // cc10x 1a-SCOPE: the pending scope is marked in memory until the answer resolves it.
+            let marker = format!(
+                "[SCOPE-DECISION-PENDING: wf:{} reason:{}]",
+                self.id,
+                reason.trim()
+            );
+            MemoryDir::new(&self.root)
+                .append(MemoryFile::ActiveContext, "Decisions", &[marker])
+                .map_err(|e| RunError::Memory(e.to_string()))?;
+        }
         if matches!(gate_name, Gate::ScopeDecision | Gate::PlanFirst) {
             let r = self.record();
             let ev = EventBody::ScopeDecisionRequested(crate::event::Fields {
@@ -359,6 +370,12 @@ impl Runner<'_> {
             Gate::ScopeDecision | Gate::PlanFirst | Gate::MissingPlan
         ) {
             return Ok(());
+        }
+        if gate == Gate::ScopeDecision {
+            let line = format!("[SCOPE-DECISION-RESOLVED: wf:{} {}]", self.id, text.trim());
+            MemoryDir::new(&self.root)
+                .append(MemoryFile::ActiveContext, "Decisions", &[line])
+                .map_err(|e| RunError::Memory(e.to_string()))?;
         }
         let r = self.record();
         let ev = EventBody::ScopeDecisionResolved(crate::event::Fields {

@@ -137,6 +137,14 @@ fn a_scope_checkpoint_is_answered_and_the_workflow_completes() {
     };
     assert_eq!(checkpoint.gate, Gate::ScopeDecision);
     assert_eq!(checkpoint.options, ["critical only", "all issues", "abort"]);
+    // cc10x 1a-SCOPE: a pending marker in memory, and no fix before the answer.
+    let active =
+        std::fs::read_to_string(h.env.delegate.cwd.join(".baton/memory/activeContext.md")).unwrap();
+    assert!(
+        active.contains(&format!("[SCOPE-DECISION-PENDING: wf:{id} reason:")),
+        "{active}"
+    );
+    assert_eq!(h.calls_of("component-builder").len(), 1);
     // An answer that is no option is refused and changes nothing.
     let before = h.artifact(id);
     let e = h.answer_checkpoint(id, "abort please").unwrap_err();
