@@ -620,6 +620,30 @@ mod tests {
         assert_eq!(role.meta.extensions, ["web-search", "./ext/fetch.ts"]);
     }
 
+    /// cc10x's ORIENT procedure is the scout's: map, one layer of callers, the project's own
+    /// words, no edits, and an offer to route a change it implies.
+    #[test]
+    fn the_scout_follows_orient_s_procedure() {
+        let scout = builtin_roles()
+            .unwrap()
+            .into_iter()
+            .find(|r| r.meta.name == "scout")
+            .unwrap();
+        for step in [
+            "Map first",
+            "Trace one layer up",
+            "the project's own names and terms",
+            "propose no edits",
+            "offering to route it",
+        ] {
+            assert!(scout.body.contains(step), "{step}");
+        }
+        assert_eq!(
+            scout.meta.sandbox.map(|s| s.to_string()).as_deref(),
+            Some("read-only")
+        );
+    }
+
     #[test]
     fn each_builtin_is_listed_under_the_name_it_declares() {
         for (key, text) in BUILTIN {
