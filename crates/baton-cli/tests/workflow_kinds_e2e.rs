@@ -205,13 +205,14 @@ fn debug_fixes_reviews_verifies_and_ends_proven() {
         wf.dispatched(),
         ["debug-investigate", "debug-review", "debug-verify"]
     );
-    // Memory keeps DEBUG's reset marker and the result beneath it.
+    // Memory keeps DEBUG's reset marker (written when it started), one `[DEBUG-N]:` line per
+    // investigation (what the next investigator counts), and the result beneath them.
     let active =
         std::fs::read_to_string(wf.sb.work().join(".baton/memory/activeContext.md")).unwrap();
     let id = wf.id();
     assert!(
         active.contains(&format!(
-            "- [DEBUG-RESET: wf:{id}]\n- DEBUG {id}: fix the crash in the parser (verified)"
+            "- [DEBUG-RESET: wf:{id}]\n- [DEBUG-1]: investigation of wf:{id} → pass\n- DEBUG {id}: fix the crash in the parser (verified)"
         )),
         "{active}"
     );

@@ -408,7 +408,34 @@ impl Runner<'_> {
         if d.output.error.is_none() {
             self.persist_result(id, role, &one.phase)?;
         }
+        if role == Role::BugInvestigator {
+            self.count_attempt(&verdict)?;
+        }
         Ok(())
+    }
+
+    /// cc10x's DEBUG attempt count: each investigator run is a `[DEBUG-N]:` line under
+    /// `activeContext.md ## Recent Changes`, after the workflow's `[DEBUG-RESET]` marker, which
+    /// the next investigator reads in its memory summary.
+    fn count_attempt(&self, verdict: &str) -> Result<(), RunError> {
+        let r = self.record();
+        let n = r
+            .state
+            .tasks
+            .iter()
+            .filter(|t| t.node() == Some(Phase::DebugInvestigate))
+            .filter(|t| r.state.host.outputs.contains_key(&t.id))
+            .count();
+        MemoryDir::new(&self.root)
+            .append(
+                MemoryFile::ActiveContext,
+                "Recent Changes",
+                &[format!(
+                    "[DEBUG-{n}]: investigation of wf:{} → {verdict}",
+                    self.id
+                )],
+            )
+            .map_err(|e| RunError::Memory(e.to_string()))
     }
 
     /// What the host checks itself in an agent's answer: a verifier's scenario commands (run
