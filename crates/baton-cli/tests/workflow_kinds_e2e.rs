@@ -763,3 +763,25 @@ fn a_vague_request_is_asked_for_specifics_before_anything_runs() {
         "{prompt}"
     );
 }
+
+/// cc10x PLAN preparation: the design memory names is restored and handed to the planner.
+#[test]
+fn a_plan_starts_from_the_design_memory_names() {
+    let wf = Wf::new();
+    wf.answer("planner", &storage_planner())
+        .answer("plan-gap-reviewer", PLAN_REVIEW_PASS)
+        .happy();
+    wf.sb
+        .write("docs/design.md", "# Storage\nOne table per tenant.\n");
+    wf.sb.write(
+        ".baton/memory/activeContext.md",
+        "# Active Context\n\n## References\n- Design: docs/design.md\n",
+    );
+    assert_exit(&wf.run(&["run", "plan the storage migration"]), 0);
+    let prompt = wf.prompt("planner", 1);
+    assert!(
+        prompt.contains("## Design File\ndocs/design.md: read it first and plan from it"),
+        "{prompt}"
+    );
+    assert_eq!(wf.snapshot()["design_file"], "docs/design.md");
+}

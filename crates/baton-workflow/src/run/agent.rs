@@ -94,6 +94,8 @@ pub struct Scaffold<'a> {
     /// The phase's recorded base (`results.git_base_sha`): what the roles that read the change
     /// diff against; `unavailable` when git could not record one.
     pub base: Option<&'a str>,
+    /// The design the planner plans from (`design_file`), for the planner only.
+    pub design_file: Option<&'a str>,
     /// A snapshot of the tree at this dispatch: the change is `base`..`head`.
     pub head: Option<&'a str>,
     /// The files the change touches (`git diff --name-status base head`).
@@ -170,6 +172,11 @@ pub fn scaffold(s: &Scaffold<'_>) -> String {
     p.push_str("\n\n");
     if let Some(pr) = s.precedence {
         p.push_str(pr);
+    }
+    if let (Some(d), Role::Planner) = (s.design_file, s.role) {
+        p.push_str(&format!(
+            "## Design File\n{d}: read it first and plan from it (expand it; do not start over).\n\n"
+        ));
     }
     if let Some(r) = s.research_files {
         p.push_str("## Research Files\n");
@@ -552,6 +559,7 @@ mod tests {
             base: Some("0123abcd"),
             head: None,
             changed_files: None,
+            design_file: None,
             phase: None,
             baseline: None,
             skill_hints: None,

@@ -306,6 +306,13 @@ pub async fn start_with(
     if let Some((p, key)) = &plan {
         plan::apply(&mut r.artifact, p, key);
     }
+    // cc10x PLAN preparation 1: the design memory names is restored (when it is there).
+    if opts.kind == WorkflowKind::Plan {
+        r.artifact.design_file = memory
+            .reference("Design")
+            .map_err(|e| RunError::Memory(e.to_string()))?
+            .filter(|d| root.join(d).is_file());
+    }
     let a = &mut r.artifact;
     a.traceability.requirements = match a.intent.acceptance_criteria.is_empty() {
         true => vec![opts.request.clone()],

@@ -71,6 +71,7 @@ impl Runner<'_> {
             last_problem: last_problem.as_deref(),
             research_files: research_files.as_deref(),
             base: base.as_deref(),
+            design_file: a.design_file.as_deref(),
             head: change.map(|(now, _)| now.as_str()),
             changed_files: change.and_then(|(_, files)| files.as_deref()),
             skill_hints: skill_hints.as_deref(),
