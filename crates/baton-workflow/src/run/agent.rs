@@ -94,6 +94,8 @@ pub struct Scaffold<'a> {
     /// The phase's recorded base (`results.git_base_sha`): what the roles that read the change
     /// diff against; `unavailable` when git could not record one.
     pub base: Option<&'a str>,
+    /// The project's domain language (its glossary files), when it has them.
+    pub domain: Option<&'a str>,
     /// The design the planner plans from (`design_file`), for the planner only.
     pub design_file: Option<&'a str>,
     /// A snapshot of the tree at this dispatch: the change is `base`..`head`.
@@ -160,6 +162,11 @@ pub fn scaffold(s: &Scaffold<'_>) -> String {
     if let Some(pat) = s.patterns.filter(|m| !m.trim().is_empty()) {
         p.push_str("## Project Patterns\n");
         p.push_str(pat.trim());
+        p.push_str("\n\n");
+    }
+    if let Some(d) = s.domain.filter(|d| !d.trim().is_empty()) {
+        p.push_str("## Domain Context\n");
+        p.push_str(d.trim());
         p.push_str("\n\n");
     }
     p.push_str("## SKILL_HINTS\n");
@@ -496,6 +503,39 @@ pub async fn run(
     })
 }
 
+/// The files cc10x takes the project's domain language from, at the project's root.
+const DOMAIN_FILES: &[&str] = &[
+    "UBIQUITOUS_LANGUAGE.md",
+    "DOMAIN_GLOSSARY.md",
+    "project-context.md",
+];
+
+/// The project's domain context (cc10x's `## Domain Context`): `UBIQUITOUS_LANGUAGE.md`,
+/// `DOMAIN_GLOSSARY.md`, `docs/domain/*.md` and `project-context.md` at `root`, each under its
+/// name, together at most `cap` characters; `None` when it has none.
+pub fn domain_context(root: &std::path::Path, cap: usize) -> Option<String> {
+    let mut files: Vec<std::path::PathBuf> = DOMAIN_FILES.iter().map(|f| root.join(f)).collect();
+    if let Ok(dir) = std::fs::read_dir(root.join("docs/domain")) {
+        let mut more: Vec<_> = dir
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "md"))
+            .collect();
+        more.sort();
+        files.extend(more);
+    }
+    let mut out = String::new();
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        let name = f.strip_prefix(root).unwrap_or(&f).display().to_string();
+        out.push_str(&format!("### {name}\n{}\n\n", text.trim()));
+    }
+    let out: String = out.chars().take(cap).collect();
+    (!out.trim().is_empty()).then_some(out)
+}
+
 /// Whether `role` reads the change a phase made (its prompt names the phase's base).
 pub fn reads_change(role: Role) -> bool {
     matches!(
@@ -560,6 +600,7 @@ mod tests {
             head: None,
             changed_files: None,
             design_file: None,
+            domain: None,
             phase: None,
             baseline: None,
             skill_hints: None,

@@ -20,6 +20,7 @@ impl Runner<'_> {
         let summary = memory.read(MemoryFile::ActiveContext).ok().map(cut);
         let patterns = memory.read(MemoryFile::Patterns).ok().map(cut);
         let skill_hints = self.skill_hints().map(cut);
+        let domain = agent::domain_context(&self.root, 4000);
         // The verifier and a remediation see what the latest read-only agents found: the
         // verifier in cc10x's per-agent blocks with the reviewer's verdict.
         let remfix = task.kind == Some(TaskKind::Remfix);
@@ -72,6 +73,7 @@ impl Runner<'_> {
             research_files: research_files.as_deref(),
             base: base.as_deref(),
             design_file: a.design_file.as_deref(),
+            domain: domain.as_deref(),
             head: change.map(|(now, _)| now.as_str()),
             changed_files: change.and_then(|(_, files)| files.as_deref()),
             skill_hints: skill_hints.as_deref(),

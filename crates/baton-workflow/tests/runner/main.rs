@@ -460,3 +460,31 @@ fn a_rubber_stamp_approval_is_asked_once_more_for_its_evidence() {
     assert_eq!(h.calls_of("code-reviewer").len(), 2);
     assert_eq!(h.calls_of("integration-verifier").len(), 0);
 }
+
+/// cc10x's `## Domain Context`: the project's glossary files reach every agent's prompt.
+#[test]
+fn the_project_s_domain_language_reaches_the_agents() {
+    let h = Harness::new();
+    h.happy();
+    let root = h.env.delegate.cwd.clone();
+    std::fs::write(
+        root.join("DOMAIN_GLOSSARY.md"),
+        "- Tenant: one paying customer\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("docs/domain")).unwrap();
+    std::fs::write(
+        root.join("docs/domain/billing.md"),
+        "Invoices close monthly.\n",
+    )
+    .unwrap();
+    let o = h.build("add a feature file").unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    let prompt = &h.calls_of("component-builder")[0].prompt;
+    assert!(
+        prompt.contains(
+            "## Domain Context\n### DOMAIN_GLOSSARY.md\n- Tenant: one paying customer\n\n### docs/domain/billing.md\nInvoices close monthly."
+        ),
+        "{prompt}"
+    );
+}
