@@ -785,3 +785,48 @@ fn a_plan_starts_from_the_design_memory_names() {
     );
     assert_eq!(wf.snapshot()["design_file"], "docs/design.md");
 }
+
+/// cc10x's knowledge-compounding check: a bug fixed after three investigations leaves a
+/// solution doc (Problem / What Didn't Work / Solution / Why / Prevention) that memory names;
+/// one fixed at once leaves none.
+#[test]
+fn a_bug_fixed_after_three_investigations_leaves_a_solution_doc() {
+    let wf = Wf::new();
+    debug_happy(&wf);
+    for n in 1..=2 {
+        wf.answer_nth(
+            "bug-investigator",
+            n,
+            &investigator_without_fix("INVESTIGATING"),
+        );
+    }
+    let o = wf.run(&["run", "fix the crash in the parser"]);
+    assert_exit(&o, 0);
+    assert_eq!(wf.calls("bug-investigator"), 3);
+    let id = wf.id();
+    let doc = wf.sb.work().join(format!("docs/solutions/debug/{id}.md"));
+    let text = std::fs::read_to_string(&doc).expect("the solution doc");
+    for part in [
+        "## Problem\nfix the crash in the parser",
+        "## What Didn't Work\n- Attempt 1: INVESTIGATING",
+        "- Attempt 2: INVESTIGATING",
+        "## Solution\n",
+        "## Why\n",
+        "## Prevention\n",
+    ] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+    let active =
+        std::fs::read_to_string(wf.sb.work().join(".baton/memory/activeContext.md")).unwrap();
+    assert!(
+        active.contains(&format!(
+            "Solution doc for {id}: docs/solutions/debug/{id}.md"
+        )),
+        "{active}"
+    );
+
+    let wf = Wf::new();
+    debug_happy(&wf);
+    assert_exit(&wf.run(&["run", "fix the crash in the parser"]), 0);
+    assert!(!wf.sb.work().join("docs/solutions").exists());
+}

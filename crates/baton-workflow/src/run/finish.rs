@@ -200,25 +200,10 @@ impl Runner<'_> {
                 v.host.finished = Some(did.clone());
                 a.results.finishing = Some(GateChoice::new(a.phase_cursor.clone(), choice));
                 self.commit(answered(None), Record::new(a, v))?;
-                // cc10x: the finishing decision persisted, then `build_finished`, then memory.
-                self.commit(
-                    EventBody::BuildFinished(crate::event::Finished {
-                        choice: Some(choice.to_string()),
-                        reason: Some(did),
-                    }),
-                    self.record(),
-                )?;
-                return self.finish(Action::MemoryFinalize, "").await;
+                return self.finished_with(choice, did).await;
             }
             Answer::StartBuild(true) => self.review_to_build(&mut a, &mut v),
-            Answer::StartBuild(false) => {
-                v.host.done_for_now = true;
-                a.status_history.push(HistoryEntry::new(
-                    "build_transition",
-                    None,
-                    "done for now: the findings are not fixed",
-                ));
-            }
+            Answer::StartBuild(false) => done_for_now(&mut a, &mut v),
             Answer::PlanFirst(true) => self.plan_first(&mut a, &mut v),
             Answer::PlanFirst(false) => self.build_directly(&mut a, &mut v),
             Answer::FinalReview(run) => self.final_review(&mut a, &mut v, run),
@@ -363,6 +348,19 @@ impl Runner<'_> {
     }
 
     /// A remediation the user's answer asked for: its task (the batch), its history entry.
+    /// cc10x's order after the finishing choice: the decision persisted (by the caller), then
+    /// `build_finished`, then Memory Update and the end.
+    async fn finished_with(&self, choice: &str, did: String) -> Result<(), RunError> {
+        self.commit(
+            EventBody::BuildFinished(crate::event::Finished {
+                choice: Some(choice.to_string()),
+                reason: Some(did),
+            }),
+            self.record(),
+        )?;
+        self.finish(Action::MemoryFinalize, "").await
+    }
+
     /// cc10x's `scope_decision_resolved` event, after an answer at a scope question.
     fn scope_resolved(&self, gate: Gate, text: &str, choice: &Answer) -> Result<(), RunError> {
         if !matches!(
@@ -557,6 +555,16 @@ impl Runner<'_> {
         dedup(&mut fin.gotchas);
         dedup(&mut fin.deferred);
         self.workflow_memory(&mut fin, art, action, verdict);
+        match self.solution_doc(art, v, proven) {
+            Ok(Some(doc)) => fin
+                .learnings
+                .push(format!("Solution doc for {}: {doc}", self.id)),
+            Ok(None) => {}
+            Err(e) => {
+                self.fail(e)?;
+                return Ok(false);
+            }
+        }
         for t in v.tasks.iter_mut() {
             if t.kind == Some(TaskKind::Memory) && t.is_open() {
                 t.status = Some(TaskStatus::Completed);
@@ -593,6 +601,72 @@ impl Runner<'_> {
             r,
         )?;
         Ok(true)
+    }
+
+    /// cc10x's knowledge-compounding check, its first condition: a DEBUG fixed after three or
+    /// more investigations gets `docs/solutions/debug/<id>.md` (Problem, What Didn't Work,
+    /// Solution, Why, Prevention) from its record; memory's learnings name it. (The other two
+    /// conditions — one defect pattern in three files, a fix that contradicts a recorded
+    /// assumption — need judgement baton does not make.) Its path from the project's root.
+    fn solution_doc(
+        &self,
+        art: &Artifact,
+        v: &WorkflowState,
+        proven: bool,
+    ) -> Result<Option<String>, RunError> {
+        if self.kind() != WorkflowKind::Debug || !proven {
+            return Ok(None);
+        }
+        let reports: Vec<outputs::InvestigatorReport> = v
+            .tasks
+            .iter()
+            .filter(|t| t.node() == Some(Phase::DebugInvestigate))
+            .filter_map(|t| v.host.outputs.get(&t.id))
+            .filter_map(|o| contract::parse(Role::BugInvestigator, &o.text).ok())
+            .filter_map(|c| outputs::from_contract(&c).investigator)
+            .collect();
+        let Some((last, tried)) = reports.split_last().filter(|(_, t)| t.len() >= 2) else {
+            return Ok(None);
+        };
+        let said = |r: &outputs::InvestigatorReport| {
+            r.root_cause
+                .clone()
+                .unwrap_or_else(|| format!("{} (no root cause named)", r.status))
+        };
+        let mut text = format!(
+            "# {}\n\nFrom DEBUG workflow {}, fixed after {} investigations.\n\n## Problem\n{}\n\n## What Didn't Work\n",
+            art.user_request.as_deref().unwrap_or("a bug").trim(),
+            self.id,
+            reports.len(),
+            art.user_request.as_deref().unwrap_or("").trim()
+        );
+        for (n, r) in tried.iter().enumerate() {
+            text.push_str(&format!(
+                "- Attempt {}: {} — {}\n",
+                n + 1,
+                r.status,
+                said(r)
+            ));
+        }
+        text.push_str(&format!("\n## Solution\n{}\n\n## Why\n", said(last)));
+        for s in last.scenarios.iter().filter(|s| s.status == "PASS") {
+            text.push_str(&format!(
+                "- `{}` → exit {}\n",
+                s.command,
+                s.exit_code.map_or("?".into(), |c| c.to_string())
+            ));
+        }
+        text.push_str("\n## Prevention\nKeep the scenarios above in the suite; read this before the next fix in the same place.\n");
+        let rel = format!("docs/solutions/debug/{}.md", self.id);
+        let path = self.work_dir(v).join(&rel);
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&path, text));
+        match written {
+            Ok(()) => Ok(Some(rel)),
+            Err(e) => Err(RunError::MemoryWrite(format!("{}: {e}", path.display()))),
+        }
     }
 
     /// What memory keeps of this workflow's kind: a PLAN's plan and design references and next
@@ -811,4 +885,14 @@ pub(super) async fn apply_finish(
         }
         other => Err(format!("{other:?} is not a finishing choice: merge, keep, pr or discard")),
     }
+}
+
+/// `done for now` at a REVIEW's build transition: it ends with the findings unfixed.
+fn done_for_now(a: &mut Artifact, v: &mut WorkflowState) {
+    v.host.done_for_now = true;
+    a.status_history.push(HistoryEntry::new(
+        "build_transition",
+        None,
+        "done for now: the findings are not fixed",
+    ));
 }
