@@ -53,12 +53,36 @@ fn temporal() -> Option<PathBuf> {
 }
 
 impl Server {
+    /// A dev server on free ports. Ports are picked before the server binds them, and other
+    /// tests pick ports too: a server that exits at once (a port taken meanwhile) is started
+    /// again on new ones.
     fn start(db: &Path) -> Server {
-        let (port, http, metrics) = (free_port(), free_port(), free_port());
-        Server::start_on(db, port, http, metrics)
+        for _ in 0..3 {
+            let (port, http, metrics) = (free_port(), free_port(), free_port());
+            let mut s = Server::spawn_on(db, port, http, metrics);
+            let mut exited = false;
+            let up = wait_until(Duration::from_secs(60), || {
+                exited = matches!(s.child.try_wait(), Ok(Some(_)));
+                exited || s.healthy()
+            });
+            if up && !exited {
+                return s;
+            }
+            assert!(exited, "the Temporal dev server did not come up on {port}");
+        }
+        panic!("the Temporal dev server exited at start three times (ports taken?)");
     }
 
     fn start_on(db: &Path, port: u16, http: u16, metrics: u16) -> Server {
+        let s = Server::spawn_on(db, port, http, metrics);
+        assert!(
+            wait_until(Duration::from_secs(60), || s.healthy()),
+            "the Temporal dev server did not come up on {port}"
+        );
+        s
+    }
+
+    fn spawn_on(db: &Path, port: u16, http: u16, metrics: u16) -> Server {
         let child = Command::new(temporal().unwrap())
             .args([
                 "server",
@@ -80,18 +104,13 @@ impl Server {
             .process_group(0)
             .spawn()
             .unwrap();
-        let s = Server {
+        Server {
             child,
             port,
             db: db.to_path_buf(),
             http,
             metrics,
-        };
-        assert!(
-            wait_until(Duration::from_secs(60), || s.healthy()),
-            "the Temporal dev server did not come up on {port}"
-        );
-        s
+        }
     }
 
     fn healthy(&self) -> bool {
