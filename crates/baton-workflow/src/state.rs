@@ -84,6 +84,10 @@ pub struct TaskOutput {
     pub error: Option<String>,
     /// The verifier's passing scenario commands, run again by baton after it answered.
     pub host_checks: Vec<HostCheck>,
+    /// A remediation's proof (its test command), run again by baton; a failed run or a proof
+    /// that is only the whole suite leaves the fix unproven.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof_check: Option<HostCheck>,
 }
 
 /// One scenario command of a verifier's PASS, run again by the host.
@@ -139,6 +143,9 @@ pub struct Host {
     /// `done for now` at the REVIEW's build transition: it ends with the findings unfixed.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub done_for_now: bool,
+    /// Times the fix in hand was sent back for its proof (reset once a proof is accepted).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub proof_returns: u32,
     /// The phase checkpoints answered, as `GATE:PHASE`: each asks once.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub phase_checkpoints: Vec<String>,
@@ -545,6 +552,11 @@ fn strip_nulls(v: &Value) -> Value {
         ),
         other => other.clone(),
     }
+}
+
+/// serde's `skip_serializing_if` for a count of zero.
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ fn install_command(configured: Option<&str>, work: &Path) -> Option<(String, boo
 
 impl Runner<'_> {
     /// The test command: `workflow.test_command`, else detected; `None` when off or none.
-    fn test_command(&self, work: &Path) -> Result<String, String> {
+    pub(super) fn test_command(&self, work: &Path) -> Result<String, String> {
         match self.env.delegate.config.workflow.test_command.as_deref() {
             Some("off") => Err("workflow.test_command is \"off\"".into()),
             Some(c) if !c.trim().is_empty() => Ok(c.to_string()),

@@ -43,7 +43,12 @@ impl Runner<'_> {
                 continue;
             }
             if task.kind == Some(TaskKind::Remfix) {
-                out.remfix = Some(outputs::remfix_proof(&checked));
+                // A proof baton ran and saw fail (or that is only the whole suite) proves nothing.
+                let rerun_failed = o.proof_check.as_ref().is_some_and(|c| !c.ok);
+                out.remfix = Some(match rerun_failed {
+                    true => outputs::RemfixReport::default(),
+                    false => outputs::remfix_proof(&checked),
+                });
                 continue;
             }
             match role {
@@ -237,6 +242,13 @@ impl Runner<'_> {
         new.traceability.sync_phases(&normalized, &status);
         let action = d.action;
         consume_fixes(action, v, &mut nv);
+        // A fix sent back for its proof twice that still proves nothing stops: a person looks.
+        if action == Action::ReturnRemfixForProof && nv.host.proof_returns > MAX_PROOF_RETURNS {
+            return self.fail(RunError::EngineStop(format!(
+                "the fix was sent back {MAX_PROOF_RETURNS} times for the proof that it was exercised and still gives none ({})",
+                nv.host.guidance.as_deref().unwrap_or("no covering test, command and output")
+            )));
+        }
         nv.host.next = Some(action);
         nv.host.next_reason = Some(d.reason.clone());
         let (findings, dropped) = roll_up_findings(&d, v, artifact, &mut new);
@@ -480,6 +492,9 @@ impl Runner<'_> {
     }
 }
 
+/// Times a fix is sent back for its proof before the workflow stops.
+const MAX_PROOF_RETURNS: u32 = 2;
+
 /// How a host check failed, in words.
 fn how_it_failed(c: &crate::state::HostCheck) -> String {
     match (c.exit_code, &c.error) {
@@ -517,6 +532,7 @@ fn consume_fixes(action: Action, v: &WorkflowState, nv: &mut WorkflowState) {
         |t: &Task| t.kind == Some(TaskKind::Remfix) && t.status == Some(TaskStatus::Completed);
     match action {
         Action::SpawnRecheckTasks => {
+            nv.host.proof_returns = 0;
             for t in &v.tasks {
                 if done(t) && !nv.host.consumed_remfix.contains(&t.id) {
                     nv.host.consumed_remfix.push(t.id.clone());
@@ -524,12 +540,31 @@ fn consume_fixes(action: Action, v: &WorkflowState, nv: &mut WorkflowState) {
             }
         }
         Action::ReturnRemfixForProof => {
+            nv.host.proof_returns += 1;
             for t in nv.tasks.iter_mut() {
                 if done(t) && !v.host.consumed_remfix.contains(&t.id) {
                     t.status = Some(TaskStatus::Pending);
                 }
             }
-            nv.host.guidance = Some("your fix named no covering test, command and output: run the test that covers it and report them in SCENARIOS".into());
+            let failed = v
+                .tasks
+                .iter()
+                .filter(|t| done(t) && !v.host.consumed_remfix.contains(&t.id))
+                .filter_map(|t| v.host.outputs.get(&t.id)?.proof_check.clone())
+                .find(|c| !c.ok);
+            nv.host.guidance = Some(match failed {
+                Some(c) if c.exit_code.is_none() && c.error.is_some() => format!(
+                    "your proof `{}` is not accepted ({}); report the covering test's command and output in SCENARIOS",
+                    c.command,
+                    c.error.clone().unwrap_or_default()
+                ),
+                Some(c) => format!(
+                    "baton ran your proof `{}` and it {}: fix what it shows, then run the test that covers the fix and report its command and output in SCENARIOS",
+                    c.command,
+                    how_it_failed(&c)
+                ),
+                None => "your fix named no covering test, command and output: run the test that covers it and report them in SCENARIOS".into(),
+            });
         }
         _ => {}
     }

@@ -457,6 +457,7 @@ impl Runner<'_> {
             }
         }
         if one.task.kind == Some(TaskKind::Remfix) {
+            out.proof_check = self.check_proof(one, &out.text).await;
             let mut found = dispute::parse(one.id, &out.text);
             for d in found
                 .iter_mut()
@@ -537,6 +538,38 @@ impl Runner<'_> {
             ..crate::event::Fields::default()
         });
         self.commit(ev, r)
+    }
+
+    /// cc10x's proof gate for a fix, checked where the host can: the command the fix names as
+    /// its proof runs again (as a verifier's scenario does). A proof that is only the project's
+    /// whole suite names no covering test, and counts as failed without a run.
+    async fn check_proof(&self, one: &OneDispatch<'_>, text: &str) -> Option<HostCheck> {
+        let role = Role::from_name(one.spec.name()).unwrap_or(one.role);
+        let proof = outputs::remfix_proof(&contract::parse(role, text).ok()?);
+        let command = proof.test_command.filter(|c| !c.trim().is_empty())?;
+        if self
+            .test_command(&one.work)
+            .is_ok_and(|suite| words(&suite) == words(&command))
+        {
+            return Some(HostCheck {
+                command,
+                ok: false,
+                error: Some(
+                    "it is the whole suite: name the tests that cover the fix and run those".into(),
+                ),
+                ..HostCheck::default()
+            });
+        }
+        let check = agent::Recheck {
+            command: &command,
+            cwd: &one.work,
+            spec: one.spec,
+            timeout: RECHECK_TIMEOUT,
+            cancel: self.cancel,
+            network: false,
+            confined: true,
+        };
+        self.launcher.recheck(self.env, check).await
     }
 
     /// A verifier's PASS is checked where the host can: each passing scenario's command runs

@@ -488,3 +488,48 @@ fn the_project_s_domain_language_reaches_the_agents() {
         "{prompt}"
     );
 }
+
+/// cc10x's proof gate for a fix, checked by the host: the fix's proof command runs again, and
+/// one that fails (or that is only the whole suite) sends the fix back for proof, saying why.
+#[test]
+fn a_fix_whose_proof_fails_when_the_host_runs_it_is_sent_back() {
+    let h = Harness::new();
+    let unproven = BUILDER_PASS.replace("command: test -f feature.txt", "command: sh prove-fix.sh");
+    assert_ne!(unproven, BUILDER_PASS);
+    h.happy()
+        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL)
+        .answer_nth("component-builder", 2, &unproven)
+        .failing_check("sh prove-fix.sh");
+    let o = h.build("add a feature file").unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    assert!(h.host_commands().iter().any(|c| c == "sh prove-fix.sh"));
+    let builders = h.calls_of("component-builder");
+    assert_eq!(builders.len(), 3, "the fix was not sent back");
+    assert!(
+        builders[2]
+            .prompt
+            .contains("baton ran your proof `sh prove-fix.sh` and it exits 1"),
+        "{}",
+        builders[2].prompt
+    );
+
+    // The whole suite is no covering test.
+    let mut h = Harness::new();
+    h.env.delegate.config.workflow.test_command = Some("test -f feature.txt".into());
+    h.happy().answer_nth("code-reviewer", 1, REVIEW_CRITICAL);
+    let o = h.build("add a feature file").unwrap();
+    let builders = h.calls_of("component-builder");
+    assert!(
+        builders[2]
+            .prompt
+            .contains("is not accepted (it is the whole suite"),
+        "{}",
+        builders[2].prompt
+    );
+    // Sent back twice and still only the suite: the workflow stops for a person.
+    assert_eq!(builders.len(), 4, "{o:?}");
+    assert!(
+        format!("{o:?}").contains("the fix was sent back 2 times for the proof"),
+        "{o:?}"
+    );
+}
