@@ -7,6 +7,21 @@ use crate::artifact::HistoryEntry;
 use crate::state::{Gate, WorkflowState, WorktreeOffer};
 
 impl Runner<'_> {
+    /// The full graph of `kind` after the tasks the workflow has, its ids and blockers moved
+    /// past theirs.
+    fn add_graph(&self, v: &mut WorkflowState, kind: WorkflowKind) {
+        let offset = v.tasks.len();
+        let shift = |id: &str| {
+            let n: usize = id.trim_start_matches('t').parse().unwrap_or(0);
+            format!("t{}", n + offset)
+        };
+        for mut t in graph::initial(kind, false, &self.id) {
+            t.id = shift(&t.id);
+            t.blocked_by = t.blocked_by.iter().map(|b| shift(b)).collect();
+            v.tasks.push(t);
+        }
+    }
+
     /// `plan` at the plan-first gate: the workflow becomes a PLAN (the BUILD's tasks are pruned,
     /// PLAN's are added).
     pub(super) fn plan_first(&self, a: &mut Artifact, v: &mut WorkflowState) {
@@ -14,16 +29,7 @@ impl Runner<'_> {
         for t in v.tasks.iter_mut() {
             t.status = Some(TaskStatus::Deleted);
         }
-        let offset = v.tasks.len();
-        for mut t in graph::initial(WorkflowKind::Plan, false, &self.id) {
-            let shift = |id: &str| {
-                let n: usize = id.trim_start_matches('t').parse().unwrap_or(0);
-                format!("t{}", n + offset)
-            };
-            t.id = shift(&t.id);
-            t.blocked_by = t.blocked_by.iter().map(|b| shift(b)).collect();
-            v.tasks.push(t);
-        }
+        self.add_graph(v, WorkflowKind::Plan);
         a.workflow_type = Some(WorkflowKind::Plan);
         a.build_scope = None;
         a.phase_cursor = None;
@@ -62,16 +68,7 @@ impl Runner<'_> {
         for t in v.tasks.iter_mut().filter(|t| t.is_open()) {
             t.status = Some(TaskStatus::Deleted);
         }
-        let offset = v.tasks.len();
-        for mut t in graph::initial(WorkflowKind::Build, false, &self.id) {
-            let shift = |id: &str| {
-                let n: usize = id.trim_start_matches('t').parse().unwrap_or(0);
-                format!("t{}", n + offset)
-            };
-            t.id = shift(&t.id);
-            t.blocked_by = t.blocked_by.iter().map(|b| shift(b)).collect();
-            v.tasks.push(t);
-        }
+        self.add_graph(v, WorkflowKind::Build);
         if v.host.doc_sync_skipped {
             graph::skip_doc_sync(&mut v.tasks);
         }

@@ -540,6 +540,32 @@ impl Runner<'_> {
         self.commit(ev, r)
     }
 
+    /// `command` run again by the host, in `work`, under the verifier role's sandbox (`spec`),
+    /// judged against the baseline of `artifact` when given; `None` when cancelled or it could
+    /// not run.
+    async fn rerun(
+        &self,
+        artifact: Option<&Artifact>,
+        spec: &baton_protocol::role::RoleSpec,
+        work: &Path,
+        command: &str,
+    ) -> Option<HostCheck> {
+        let check = agent::Recheck {
+            command,
+            cwd: work,
+            spec,
+            timeout: RECHECK_TIMEOUT,
+            cancel: self.cancel,
+            network: false,
+            confined: true,
+        };
+        let mut c = self.launcher.recheck(self.env, check).await?;
+        if let Some(a) = artifact {
+            self.against_baseline(a, &mut c);
+        }
+        Some(c)
+    }
+
     /// cc10x's proof gate for a fix, checked where the host can: the command the fix names as
     /// its proof runs again (as a verifier's scenario does). A proof that is only the project's
     /// whole suite names no covering test, and counts as failed without a run.
@@ -560,16 +586,7 @@ impl Runner<'_> {
                 ..HostCheck::default()
             });
         }
-        let check = agent::Recheck {
-            command: &command,
-            cwd: &one.work,
-            spec: one.spec,
-            timeout: RECHECK_TIMEOUT,
-            cancel: self.cancel,
-            network: false,
-            confined: true,
-        };
-        self.launcher.recheck(self.env, check).await
+        self.rerun(None, one.spec, &one.work, &command).await
     }
 
     /// A verifier's PASS is checked where the host can: each passing scenario's command runs
@@ -598,19 +615,9 @@ impl Runner<'_> {
             .filter(|r| r.status == "PASS" && !r.command.trim().is_empty())
             .take(MAX_RECHECKS)
         {
-            let check = agent::Recheck {
-                command: &row.command,
-                cwd: work,
-                spec,
-                timeout: RECHECK_TIMEOUT,
-                cancel: self.cancel,
-                network: false,
-                confined: true,
-            };
-            let Some(mut c) = self.launcher.recheck(self.env, check).await else {
+            let Some(c) = self.rerun(Some(artifact), spec, work, &row.command).await else {
                 return checks;
             };
-            self.against_baseline(artifact, &mut c);
             checks.push(c);
         }
         // The phase's own checks (a planned BUILD's `checks`): one the verifier did not run, the
@@ -627,19 +634,9 @@ impl Runner<'_> {
             .filter(|c| !c.trim().is_empty() && !ran.contains(&words(c)))
             .collect();
         for command in required.iter().take(MAX_RECHECKS) {
-            let check = agent::Recheck {
-                command,
-                cwd: work,
-                spec,
-                timeout: RECHECK_TIMEOUT,
-                cancel: self.cancel,
-                network: false,
-                confined: true,
-            };
-            let Some(mut c) = self.launcher.recheck(self.env, check).await else {
+            let Some(mut c) = self.rerun(Some(artifact), spec, work, command).await else {
                 return checks;
             };
-            self.against_baseline(artifact, &mut c);
             c.command = format!("{command} (a check of the phase that the verifier did not run)");
             checks.push(c);
         }
