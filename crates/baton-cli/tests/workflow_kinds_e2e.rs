@@ -830,3 +830,30 @@ fn a_bug_fixed_after_three_investigations_leaves_a_solution_doc() {
     assert_exit(&wf.run(&["run", "fix the crash in the parser"]), 0);
     assert!(!wf.sb.work().join("docs/solutions").exists());
 }
+
+/// A plan memory names is built only as it was approved: one never approved (no PLAN approved
+/// it, nobody ran `baton plan approve`) is refused, naming the fix; the user naming it with
+/// `--plan` approves it as before.
+#[test]
+fn a_plan_memory_names_that_was_never_approved_is_not_built() {
+    let wf = Wf::new();
+    wf.happy();
+    wf.sb.write(
+        "docs/other.md",
+        "# Other\n\nplan_mode: execution_plan\nverification_rigor: standard\n\n## Acceptance Criteria\n- done\n\n## Phases\n```yaml\n- phase_id: phase-1\n  title: one\n  objective: do it\n  exit_criteria: [it is done]\n  test_seams: [feature.txt]\n```\n\n## Open Decisions\nNone\n\n## Differences from agreement\nNone\n",
+    );
+    wf.sb.write(
+        ".baton/memory/activeContext.md",
+        "# Active Context\n\n## References\n- Plan: docs/other.md\n",
+    );
+    let o = wf.run(&["run", "implement the other feature", "--no-worktree"]);
+    assert_exit(&o, 2);
+    assert!(
+        err(&o).contains(
+            "plan docs/other.md, which activeContext.md ## References names, was never approved"
+        ) && err(&o).contains("baton plan approve docs/other.md"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(wf.calls("component-builder"), 0);
+}

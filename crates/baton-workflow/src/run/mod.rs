@@ -196,7 +196,12 @@ fn trusted_plan(
         // Memory names it from the project's root.
         (false, false) => root.join(p),
     };
-    Ok(Some(plan::trust(&env.delegate.state, root, &path)?))
+    Ok(Some(plan::trust_as(
+        &env.delegate.state,
+        root,
+        &path,
+        opts.plan.is_some(),
+    )?))
 }
 
 /// The plan a BUILD takes from `activeContext.md ## References` (see

@@ -12,10 +12,15 @@ use crate::plan_file::{ApprovalState, Approvals, PlanFile};
 /// no open decision, the two required sections, each phase's objective, exit criteria and test
 /// seams), and it is the content that was approved. A plan never approved is approved now, by
 /// the user who named it; one approved and then edited is refused until approved again.
-pub fn trust(
+///
+/// A plan never approved is approved now only when the user named it (`user_named`): one
+/// memory names is built only as it was approved (by the PLAN that wrote it, or `baton plan
+/// approve`).
+pub fn trust_as(
     state: &baton_state::StateDir,
     root: &Path,
     path: &Path,
+    user_named: bool,
 ) -> Result<(PlanFile, String), RunError> {
     let plan = PlanFile::read(path)?;
     let approvals = Approvals::new(state, root);
@@ -25,6 +30,11 @@ pub fn trust(
         .map_err(RunError::PlanNotTrusted)?
     {
         ApprovalState::Approved(_) => {}
+        ApprovalState::New if !user_named => {
+            return Err(RunError::PlanNotTrusted(format!(
+                "plan {key}, which activeContext.md ## References names, was never approved: read it, then `baton plan approve {key}` (or `baton run --no-plan` builds the request alone)"
+            )))
+        }
         ApprovalState::New => {
             approvals
                 .approve(path, &plan.sha256, "baton run --plan")
