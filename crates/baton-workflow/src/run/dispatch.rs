@@ -570,8 +570,7 @@ impl Runner<'_> {
     /// its proof runs again (as a verifier's scenario does). A proof that is only the project's
     /// whole suite names no covering test, and counts as failed without a run.
     async fn check_proof(&self, one: &OneDispatch<'_>, text: &str) -> Option<HostCheck> {
-        let role = Role::from_name(one.spec.name()).unwrap_or(one.role);
-        let proof = outputs::remfix_proof(&contract::parse(role, text).ok()?);
+        let proof = outputs::remfix_proof(&contract::parse(one.role, text).ok()?);
         let command = proof.test_command.filter(|c| !c.trim().is_empty())?;
         if self
             .test_command(&one.work)
