@@ -495,15 +495,16 @@ fn main() {
         );
         spin.push(share);
     }
-    // The same at both sizes: within 10%, or within 0.02% of a core (the clock's noise at
-    // these levels).
+    // The spinner must not cost more with a long transcript: at 10,000 items at most 10% (or
+    // 0.02% of a core, the clock's noise at these levels) above the cost at 1 item. Cheaper is
+    // noise too, not a regression, so the check is one-sided.
     let (a, b) = (spin[0], spin[1]);
-    let same = (b - a).abs() <= (a * 0.10).max(0.02);
+    let not_more = b - a <= (a * 0.10).max(0.02);
     r.line(
         "  spinner CPU, 10,000 items vs 1 item",
         format!("{:.2}x", b / a.max(1e-9)),
-        "same (±10%)",
-        same,
+        "not above (+10%)",
+        not_more,
     );
 
     // 6. Resize at 10,000 items: the first frame at the new size.
