@@ -13,6 +13,103 @@ pub struct LoadedConfig {
     /// The project file's widening keys that were ignored because the project is not trusted
     /// (`crate::trust`), as dotted names.
     pub ignored: Vec<String>,
+    /// Settings a later file sets to another value than an earlier one did, so the earlier
+    /// file's value is not the one that applies (a project's `[models]` over the user's own).
+    pub shadowed: Vec<Shadowed>,
+}
+
+/// A setting one config file sets and a later one sets again, differently.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shadowed {
+    /// The dotted key (`models.fast`, `providers.ollama.base_url`).
+    pub key: String,
+    /// The file whose value no longer applies.
+    pub under: PathBuf,
+    /// The file whose value applies.
+    pub over: PathBuf,
+}
+
+impl Shadowed {
+    /// One line per pair of files: "`over` sets k1, k2 again: its values apply, not those in
+    /// `under`".
+    pub fn lines(all: &[Shadowed]) -> Vec<String> {
+        let mut pairs: Vec<(&Path, &Path, Vec<&str>)> = Vec::new();
+        for s in all {
+            match pairs
+                .iter_mut()
+                .find(|(u, o, _)| *u == s.under.as_path() && *o == s.over.as_path())
+            {
+                Some((_, _, keys)) => keys.push(&s.key),
+                None => pairs.push((&s.under, &s.over, vec![&s.key])),
+            }
+        }
+        pairs
+            .into_iter()
+            .map(|(under, over, keys)| {
+                format!(
+                    "{} sets {} again: its values apply, not those in {}",
+                    over.display(),
+                    keys.join(", "),
+                    under.display()
+                )
+            })
+            .collect()
+    }
+}
+
+/// The leaf keys of `over` that `base` sets to another value, with the file that set each.
+fn shadows(
+    base: &toml::Table,
+    over: &toml::Table,
+    prefix: &str,
+    setter: &std::collections::BTreeMap<String, PathBuf>,
+    file: &Path,
+    out: &mut Vec<Shadowed>,
+) {
+    for (k, v) in over {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match (base.get(k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => {
+                shadows(b, o, &key, setter, file, out)
+            }
+            (Some(b), v) if b != v => {
+                if let Some(under) = setter.get(&key) {
+                    out.push(Shadowed {
+                        key,
+                        under: under.clone(),
+                        over: file.to_path_buf(),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Records `file` as the setter of every leaf key of `t`.
+fn record_setters(
+    t: &toml::Table,
+    prefix: &str,
+    file: &Path,
+    setter: &mut std::collections::BTreeMap<String, PathBuf>,
+) {
+    for (k, v) in t {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            toml::Value::Table(inner) => record_setters(inner, &key, file, setter),
+            _ => {
+                setter.insert(key, file.to_path_buf());
+            }
+        }
+    }
 }
 
 /// `$XDG_CONFIG_HOME/baton`, else `~/.config/baton`.
@@ -110,6 +207,8 @@ pub fn load(project_root: &Path) -> Result<LoadedConfig> {
     let mut merged = toml::Table::new();
     let mut files = Vec::new();
     let mut ignored = Vec::new();
+    let mut shadowed = Vec::new();
+    let mut setter = std::collections::BTreeMap::new();
     for path in candidates {
         if let Some(mut t) = read_file(&path)? {
             // The project's own file is the repository's content: what widens what runs, or
@@ -118,6 +217,8 @@ pub fn load(project_root: &Path) -> Result<LoadedConfig> {
                 ignored = crate::trust::strip_widening(&mut t);
                 ignored.extend(strip_kind_overrides(&merged, &mut t));
             }
+            shadows(&merged, &t, "", &setter, &path, &mut shadowed);
+            record_setters(&t, "", &path, &mut setter);
             merge(&mut merged, t);
             files.push(path);
         }
@@ -144,6 +245,7 @@ pub fn load(project_root: &Path) -> Result<LoadedConfig> {
         config,
         files,
         ignored,
+        shadowed,
     })
 }
 
@@ -197,5 +299,36 @@ mod tests {
         std::fs::write(&p, "[agent]\nmax_turn = 3\n").unwrap();
         let e = read_file(&p).unwrap_err().to_string();
         assert!(e.contains("config.toml") && e.contains("max_turn"), "{e}");
+    }
+
+    #[test]
+    fn a_later_file_that_sets_a_key_differently_is_named_with_the_one_it_shadows() {
+        let (user, project) = (Path::new("/u/config.toml"), Path::new("/p/.baton/config.toml"));
+        let a: toml::Table = toml::from_str(
+            "[models]\nfast = \"a/x\"\nbalanced = \"a/y\"\n[providers.a]\nkind = \"openai\"\n",
+        )
+        .unwrap();
+        let b: toml::Table = toml::from_str(
+            "[models]\nfast = \"b/x\"\nbalanced = \"a/y\"\nfrontier = \"b/z\"\n[providers.a]\nkind = \"openai\"\n",
+        )
+        .unwrap();
+        let mut setter = std::collections::BTreeMap::new();
+        record_setters(&a, "", user, &mut setter);
+        let mut out = Vec::new();
+        shadows(&a, &b, "", &setter, project, &mut out);
+        // Only the key set to another value: the same value, or a key only the project sets,
+        // shadows nothing.
+        assert_eq!(
+            out,
+            [Shadowed {
+                key: "models.fast".into(),
+                under: user.into(),
+                over: project.into(),
+            }]
+        );
+        assert_eq!(
+            Shadowed::lines(&out),
+            ["/p/.baton/config.toml sets models.fast again: its values apply, not those in /u/config.toml"]
+        );
     }
 }

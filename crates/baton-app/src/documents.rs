@@ -573,6 +573,11 @@ pub struct TaskCancelDocument {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct DoctorDocument {
     pub ok: bool,
+    /// The config files read, in the order they apply.
+    pub config_files: Vec<String>,
+    /// Settings a later config file sets again to another value (`key`, and the files `under`,
+    /// whose value does not apply, and `over`, whose value does).
+    pub shadowed: Vec<DoctorShadowed>,
     pub providers: Vec<DoctorProvider>,
     pub routes: Vec<DoctorRoute>,
     /// Each configured MCP server, started and asked for its tools.
@@ -581,6 +586,14 @@ pub struct DoctorDocument {
     /// The Temporal engine, when `engine.kind = "temporal"` applies.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine: Option<DoctorEngine>,
+}
+
+/// A setting one config file sets and a later one sets again, differently.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DoctorShadowed {
+    pub key: String,
+    pub under: String,
+    pub over: String,
 }
 
 /// `baton doctor`'s check of the Temporal engine: the service reached, the remote read, the

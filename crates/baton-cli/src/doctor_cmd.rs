@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::documents::{
-    to_value, DoctorDocument, DoctorMcpServer, DoctorProvider, DoctorRoute, DoctorSandbox,
+    to_value, DoctorDocument, DoctorMcpServer, DoctorProvider, DoctorRoute, DoctorSandbox, DoctorShadowed,
     RouteSends,
 };
 use anyhow::Result;
@@ -378,7 +378,10 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
             ));
         }
     }
-    let all_ok = sandbox_ok
+    // Nothing can run without a provider and a route to it: that is a failure, not "all ok".
+    let runnable = !checks.is_empty() && !routes.is_empty();
+    let all_ok = runnable
+        && sandbox_ok
         && checks.iter().all(|c| c.verdict == "ok")
         && mcp.iter().all(|m| m.ok || m.optional)
         && routes.iter().all(|r| r.result.is_ok())
@@ -415,6 +418,22 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
             .collect();
         crate::documents::print(&DoctorDocument {
             ok: all_ok,
+            config_files: ctx
+                .config
+                .files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect(),
+            shadowed: ctx
+                .config
+                .shadowed
+                .iter()
+                .map(|s| DoctorShadowed {
+                    key: s.key.clone(),
+                    under: s.under.display().to_string(),
+                    over: s.over.display().to_string(),
+                })
+                .collect(),
             providers,
             routes,
             mcp_servers: mcp,
@@ -427,8 +446,16 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
             engine,
         });
     } else {
+        for f in &ctx.config.files {
+            outln!("config: {}", f.display());
+        }
+        for line in baton_app::config::Shadowed::lines(&ctx.config.shadowed) {
+            outln!("note: {line}");
+        }
         if checks.is_empty() {
-            outln!("providers: none configured; `baton init` writes a starter .baton/config.toml");
+            outln!("✗ providers: none configured, so nothing can run; `baton init` writes a starter .baton/config.toml");
+        } else if routes.is_empty() {
+            outln!("✗ models: no class names a route to a configured provider, so nothing can run; set models.fast = \"provider/model\" (`baton models` shows each class)");
         }
         print_providers(&checks);
         for r in &routes {

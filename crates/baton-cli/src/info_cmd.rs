@@ -29,6 +29,9 @@ pub fn models(cwd: Option<PathBuf>, json_mode: bool) -> Result<Exit> {
             outln!("config: {}", f.display());
         }
     }
+    for line in baton_app::config::Shadowed::lines(&ctx.config.shadowed) {
+        outln!("note: {line}");
+    }
     outln!("default class: {}", default_class(config));
     for class in ModelClass::ALL {
         match config.models.class(class) {
@@ -51,7 +54,12 @@ pub fn models(cwd: Option<PathBuf>, json_mode: bool) -> Result<Exit> {
                                 outln!("          · {r} usable (fallback)");
                             } else {
                                 chosen = true;
-                                outln!("          ✓ {r} is chosen now (configured, key set; `baton doctor` asks its server)");
+                                let key = if resolved.api_key.is_some() {
+                                    "key set"
+                                } else {
+                                    "no key configured or needed"
+                                };
+                                outln!("          ✓ {r} is chosen now (configured, {key}; `baton doctor` asks its server)");
                             }
                             for line in describe(&resolved.profile, r) {
                                 outln!("            {line}");

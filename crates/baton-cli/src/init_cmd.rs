@@ -103,6 +103,38 @@ pub fn run(args: InitArgs) -> Result<Exit> {
     tmp.persist(&path)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
     outln!("wrote {}", path.display());
+    trust_what_was_written(&dir);
+    if let Ok(loaded) = baton_app::config::load(dir.parent().unwrap_or(&dir)) {
+        for line in baton_app::config::Shadowed::lines(&loaded.shadowed) {
+            errln!("baton: note: {line}");
+        }
+    }
     errln!("baton: next: set the keys of the providers you use (OPENAI_API_KEY, ANTHROPIC_API_KEY), then `baton doctor` checks each provider and `baton models` shows what each class resolves to");
     Ok(Exit::Ok)
+}
+
+/// The file `baton init` just wrote in front of the user is theirs: the project is trusted with
+/// exactly that content (a later change to a provider, sandbox or other widening line needs
+/// `baton trust` again). Not when the project already has role files that widen what runs:
+/// trusting would take them in too, and nobody has looked at them.
+fn trust_what_was_written(baton_dir: &std::path::Path) {
+    let root = baton_dir.parent().unwrap_or(baton_dir);
+    let (_, roles) = baton_app::trust::widening_now(root);
+    if !roles.is_empty() {
+        errln!(
+            "baton: the project is not trusted: its role files {} widen what runs; read them, then `baton trust` applies them and this config's provider lines",
+            roles.join(", ")
+        );
+        return;
+    }
+    match baton_app::trust::trust(root) {
+        Ok(_) => errln!(
+            "baton: trusted {} with the config as written (edit its provider or sandbox lines later and `baton trust` asks again)",
+            root.display()
+        ),
+        Err(e) => errln!(
+            "baton: warning: cannot record trust for {} ({e:#}); run `baton trust` to apply the provider lines",
+            root.display()
+        ),
+    }
 }

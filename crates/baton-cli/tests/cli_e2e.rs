@@ -229,6 +229,95 @@ fn init_writes_a_starter_config_that_baton_loads_and_nothing_else() {
     assert_eq!(checked, 5);
 }
 
+/// [22/24] The README's steps 2 and 3: the file `baton init` wrote in front of the user is
+/// theirs, so `baton doctor` reads its provider lines as written (not the built-in defaults),
+/// a project value that shadows the user's own config names both files, and nothing runnable
+/// is a failed doctor.
+#[test]
+fn doctor_after_init_reads_the_file_init_wrote_and_names_what_it_shadows() {
+    let sb = sandbox();
+    // Nothing configured: nothing can run, and doctor says so with a failing exit.
+    let out = sb.run(&["doctor"]);
+    assert_exit(&out, 1);
+    assert!(
+        stdout(&out).contains("✗ providers: none configured, so nothing can run"),
+        "{}",
+        stdout(&out)
+    );
+    let user = sb.config_home().join("baton/config.toml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(&user, "[models]\nfast = \"ollama/mine\"\n").unwrap();
+    let out = sb.run(&["init"]);
+    assert_exit(&out, 0);
+    let project = sb.work().canonicalize().unwrap().join(".baton/config.toml");
+    assert!(stderr(&out).contains("trusted"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "note: {} sets models.fast again: its values apply, not those in {}",
+            project.display(),
+            user.display()
+        )),
+        "{}",
+        stderr(&out)
+    );
+    let out = sb.run(&["doctor", "--json"]);
+    assert!(
+        !stderr(&out).contains("not trusted"),
+        "the file init wrote is trusted: {}",
+        stderr(&out)
+    );
+    let doc = document(&out);
+    let ollama = doc["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "ollama")
+        .unwrap()
+        .clone();
+    assert_eq!(ollama["url"], "http://127.0.0.1:11434/v1", "{ollama}");
+    assert_eq!(
+        doc["shadowed"],
+        json!([{"key": "models.fast", "under": user.display().to_string(), "over": project.display().to_string()}])
+    );
+    // `baton models` says the same, and a keyless route is not "key set".
+    let out = sb.run(&["models"]);
+    let text = stdout(&out);
+    assert!(text.contains("note: ") && text.contains("models.fast again"), "{text}");
+    assert!(
+        text.contains("ollama/qwen2.5-coder:7b is chosen now (configured, no key configured or needed"),
+        "{text}"
+    );
+    // Trust covers the content init wrote and only that: a changed endpoint is untrusted again.
+    let edited = std::fs::read_to_string(&project)
+        .unwrap()
+        .replace("http://127.0.0.1:11434/v1", "http://127.0.0.1:9/v1");
+    std::fs::write(&project, edited).unwrap();
+    let out = sb.run(&["models"]);
+    assert!(
+        stderr(&out).contains("is not trusted") && stderr(&out).contains("providers.ollama.base_url"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn init_does_not_trust_role_files_nobody_has_read() {
+    let sb = sandbox().untrusted();
+    sb.write(
+        ".baton/roles/runner.md",
+        "---\nname: runner\ndescription: Runs.\ntools: []\nbackend: command\ncommand: [sh, run.sh]\n---\nRun.\n",
+    );
+    let out = sb.run(&["init"]);
+    assert_exit(&out, 0);
+    assert!(
+        stderr(&out).contains("the project is not trusted: its role files runner"),
+        "{}",
+        stderr(&out)
+    );
+    let out = sb.run(&["models"]);
+    assert!(stderr(&out).contains("is not trusted"), "{}", stderr(&out));
+}
+
 #[test]
 fn init_refuses_to_replace_a_config_unless_forced() {
     let sb = sandbox();
