@@ -303,7 +303,10 @@ mod tests {
 
     #[test]
     fn a_later_file_that_sets_a_key_differently_is_named_with_the_one_it_shadows() {
-        let (user, project) = (Path::new("/u/config.toml"), Path::new("/p/.baton/config.toml"));
+        let (user, project) = (
+            Path::new("/u/config.toml"),
+            Path::new("/p/.baton/config.toml"),
+        );
         let a: toml::Table = toml::from_str(
             "[models]\nfast = \"a/x\"\nbalanced = \"a/y\"\n[providers.a]\nkind = \"openai\"\n",
         )

@@ -154,7 +154,15 @@ impl SessionConfig {
                 baton_agent::routing::journal::path(&state, &h.session_id).exists()
             });
         let role_class = baton_roles::role_class(&role, config);
-        if let (Some(asked), None) = (role.meta.model_class, role_class) {
+        // Said only when it changes what the user would expect: not when a flag or the resumed
+        // session picks the model, not in a child (its parent said it), and not when the user
+        // set `models.default_class` (the fallback is then their own choice).
+        let quiet = flags.model.is_some()
+            || flags.model_class.is_some()
+            || resumed.is_some()
+            || child
+            || config.models.default_class.is_some();
+        if let (Some(asked), None, false) = (role.meta.model_class, role_class, quiet) {
             errln!(
                 "baton: the built-in role {} asks for class {asked}, which has no route: using models.default_class ({})",
                 role.meta.name,

@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::documents::{
-    to_value, DoctorDocument, DoctorMcpServer, DoctorProvider, DoctorRoute, DoctorSandbox, DoctorShadowed,
-    RouteSends,
+    to_value, DoctorDocument, DoctorMcpServer, DoctorProvider, DoctorRoute, DoctorSandbox,
+    DoctorShadowed, RouteSends,
 };
 use anyhow::Result;
 use baton_agent::tools::{SandboxMode, SandboxPolicy, SandboxSupport};

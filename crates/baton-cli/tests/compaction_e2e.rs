@@ -184,6 +184,56 @@ fn a_failed_summary_ends_the_session_with_the_reason() {
 /// `/compact` in `baton chat` summarises on demand, focused by its words.
 #[test]
 fn slash_compact_summarises_on_demand() {
+    // A first message long enough that its summary is smaller; and then, [22/24], a
+    // conversation so short that the summary would be longer, which is refused and leaves the
+    // context as it was.
+    let long_one = "one ".repeat(3000);
+    for (first, shrinks) in [(long_one.trim_end(), true), ("one", false)] {
+        let (out, reqs) = chat_with_compact(first);
+        let events = json_lines(&out);
+        let asked = reqs[2].last_user_text().unwrap();
+        assert!(
+            asked.contains("Focus the summary on: the decisions"),
+            "{asked}"
+        );
+        let after = reqs[3].messages();
+        // The new input follows.
+        assert_eq!(after.last().unwrap().text, "three");
+        if shrinks {
+            assert!(
+                after.iter().any(|m| m.text.starts_with("<context-summary")),
+                "{after:?}"
+            );
+            assert!(!after.iter().any(|m| m.text == first), "{after:?}");
+            assert!(events
+                .iter()
+                .any(|e| e["type"] == "session.compacted" && e["trigger"] == "manual"));
+        } else {
+            assert!(
+                !after.iter().any(|m| m.text.starts_with("<context-summary")),
+                "{after:?}"
+            );
+            assert!(after.iter().any(|m| m.text == first), "{after:?}");
+            assert!(!events.iter().any(|e| e["type"] == "session.compacted"));
+            let refused = events
+                .iter()
+                .find(|e| e["type"] == "input.refused")
+                .expect("the refusal is said");
+            assert_eq!(refused["input"], "/compact");
+            assert!(
+                refused["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("would not make the context smaller"),
+                "{refused}"
+            );
+        }
+    }
+}
+
+/// `baton chat --json` with `first`, `two`, `/compact the decisions`, `three`; its output and
+/// the model requests it made.
+fn chat_with_compact(first: &str) -> (std::process::Output, Vec<baton_testkit::RecordedRequest>) {
     use std::io::Write;
     let server = MockServer::builder()
         .turn(Turn::text("First answer."))
@@ -204,7 +254,7 @@ fn slash_compact_summarises_on_demand() {
     c.stdin
         .take()
         .unwrap()
-        .write_all(b"one\ntwo\n/compact the decisions\nthree\n")
+        .write_all(format!("{first}\ntwo\n/compact the decisions\nthree\n").as_bytes())
         .unwrap();
     let out = c.wait_with_output().unwrap();
     assert_eq!(
@@ -215,23 +265,7 @@ fn slash_compact_summarises_on_demand() {
     );
     let reqs = server.model_requests();
     assert_eq!(reqs.len(), 4);
-    let asked = reqs[2].last_user_text().unwrap();
-    assert!(
-        asked.contains("Focus the summary on: the decisions"),
-        "{asked}"
-    );
-    let after = reqs[3].messages();
-    assert!(
-        after.iter().any(|m| m.text.starts_with("<context-summary")),
-        "{after:?}"
-    );
-    assert!(!after.iter().any(|m| m.text == "one"), "{after:?}");
-    // The kept messages start at the last answer; the new input follows.
-    assert_eq!(after.last().unwrap().text, "three");
-    let events = json_lines(&out);
-    assert!(events
-        .iter()
-        .any(|e| e["type"] == "session.compacted" && e["trigger"] == "manual"));
+    (out, reqs)
 }
 
 /// `baton agent --resume ID --compact` compacts a saved session and ends; `--compact` without
@@ -245,7 +279,12 @@ fn agent_resume_compact_compacts_a_saved_session() {
     let p = Sandbox::new()
         .baton_exe(env!("CARGO_BIN_EXE_baton"))
         .mock_provider(&server, "openai", "");
-    let out = ok(&p, &["agent", "--json", "--model", "mock/m", "one"]);
+    // Long enough that its summary is smaller (a summary that is not is refused).
+    let long = "one ".repeat(3000);
+    let out = ok(
+        &p,
+        &["agent", "--json", "--model", "mock/m", long.trim_end()],
+    );
     let id = session_of(&out);
     let out = ok(
         &p,
@@ -291,9 +330,16 @@ fn the_compaction_class_writes_the_summary() {
             "openai",
             "\n[models]\nfast = \"mock/summary-model\"\n\n[agent]\ncompaction_class = \"fast\"\n",
         );
+    let long = "one ".repeat(3000);
     let out = ok(
         &p,
-        &["agent", "--json", "--model", "mock/main-model", "one"],
+        &[
+            "agent",
+            "--json",
+            "--model",
+            "mock/main-model",
+            long.trim_end(),
+        ],
     );
     let id = session_of(&out);
     ok(

@@ -265,3 +265,59 @@ fn doctor_warns_when_a_local_llama_server_takes_no_tools() {
         }
     }
 }
+
+/// [22/24] A small model on a local server, which the table does not know: the session reads
+/// the server's context from `/props`, asks for at most a quarter of it (a local model without a
+/// limit once wrote for five minutes with nothing on screen), and says before the first request
+/// that the server's chat template takes no tools. A route's own `max_output_tokens` wins.
+#[test]
+fn a_local_model_the_table_does_not_know_gets_a_limit_from_the_server_s_context() {
+    for (route_limit, tools) in [(None, false), (Some(300), true)] {
+        let server = MockServer::builder()
+            .props(
+                json!({"default_generation_settings": {"n_ctx": 16384},
+                       "chat_template_caps": {"supports_tools": tools}})
+                .to_string(),
+            )
+            .turn(Turn::text("hello"))
+            .start_blocking();
+        let extra = route_limit.map_or(String::new(), |n| {
+            format!("[routes.\"local/tiny\"]\nmax_output_tokens = {n}\n")
+        });
+        let p = Sandbox::new()
+            .baton_exe(env!("CARGO_BIN_EXE_baton"))
+            .baton_config(&format!(
+                "[providers.local]\nkind = \"openai\"\nbase_url = \"{}/v1\"\n{extra}",
+                server.url()
+            ));
+        let out = p.run(&["agent", "--model", "local/tiny", "say hello"]);
+        assert_exit(&out, 0);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err.contains("says its chat template takes no tools") && err.contains("--jinja"),
+            !tools,
+            "{err}"
+        );
+        let asked: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
+        assert_eq!(asked, ["/props", "/v1/chat/completions"]);
+        assert_eq!(
+            first_body(&server)["max_tokens"],
+            json!(route_limit.unwrap_or(4096)),
+            "{}",
+            first_body(&server)
+        );
+    }
+    // A server that has no /props (Ollama): the default limit all the same.
+    let server = MockServer::builder()
+        .turn(Turn::text("hello"))
+        .start_blocking();
+    let p = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .baton_config(&format!(
+            "[providers.local]\nkind = \"openai\"\nbase_url = \"{}/v1\"\n",
+            server.url()
+        ));
+    let out = p.run(&["agent", "--model", "local/tiny", "say hello"]);
+    assert_exit(&out, 0);
+    assert_eq!(first_body(&server)["max_tokens"], json!(8192));
+}

@@ -102,8 +102,101 @@ pub async fn llama_tool_support(provider: &ProviderConfig, timeout: Duration) ->
         return None;
     }
     let text = read_bounded(response, timeout).await;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    v.get("chat_template_caps")?
-        .get("supports_tools")?
-        .as_bool()
+    parse_props(&text)?.supports_tools
+}
+
+/// What a llama.cpp server's `/props` says about the model it serves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LlamaProps {
+    /// The context the server was started with (`default_generation_settings.n_ctx`).
+    pub n_ctx: Option<u32>,
+    /// `chat_template_caps.supports_tools`.
+    pub supports_tools: Option<bool>,
+}
+
+/// Reads `/props`; `None` when the text is not JSON or says neither fact.
+pub fn parse_props(text: &str) -> Option<LlamaProps> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let n_ctx = v
+        .get("default_generation_settings")
+        .and_then(|d| d.get("n_ctx"))
+        .or_else(|| v.get("n_ctx"))
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| *n > 0);
+    let supports_tools = v
+        .get("chat_template_caps")
+        .and_then(|c| c.get("supports_tools"))
+        .and_then(serde_json::Value::as_bool);
+    (n_ctx.is_some() || supports_tools.is_some()).then_some(LlamaProps {
+        n_ctx,
+        supports_tools,
+    })
+}
+
+/// `/props` of a Chat Completions server on this machine (plain `http` on a loopback address),
+/// asked without its key, blocking for at most about `timeout` (a session asks before its first
+/// request). `None` for any other server, or when the server does not answer it (Ollama, vLLM).
+pub fn local_props(provider: &ProviderConfig, timeout: Duration) -> Option<LlamaProps> {
+    use std::io::{Read as _, Write as _};
+    if provider.kind != ProviderKind::OpenAi {
+        return None;
+    }
+    let root = api_root(provider);
+    if !crate::prices::is_loopback(&root) {
+        return None;
+    }
+    let url = reqwest::Url::parse(root.strip_suffix("/v1").unwrap_or(&root)).ok()?;
+    if url.scheme() != "http" {
+        return None;
+    }
+    let addr = *url.socket_addrs(|| Some(80)).ok()?.first()?;
+    let mut stream = std::net::TcpStream::connect_timeout(&addr, timeout).ok()?;
+    stream.set_read_timeout(Some(timeout)).ok()?;
+    stream.set_write_timeout(Some(timeout)).ok()?;
+    let path = format!("{}/props", url.path().trim_end_matches('/'));
+    let host = url.host_str()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.0\r\nHost: {host}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    // The answer carries the chat template: allow it 4 MiB.
+    let mut answer = Vec::new();
+    stream.take(4 << 20).read_to_end(&mut answer).ok()?;
+    let text = String::from_utf8_lossy(&answer);
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let ok = head
+        .lines()
+        .next()
+        .is_some_and(|status| status.split_whitespace().nth(1) == Some("200"));
+    if !ok
+        || head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+    {
+        return None;
+    }
+    parse_props(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn props_give_the_context_and_whether_tools_reach_the_model() {
+        let p = parse_props(
+            r#"{"default_generation_settings":{"n_ctx":4096},"chat_template_caps":{"supports_tools":false}}"#,
+        );
+        assert_eq!(
+            p,
+            Some(LlamaProps {
+                n_ctx: Some(4096),
+                supports_tools: Some(false)
+            })
+        );
+        assert_eq!(parse_props(r#"{"error":"not found"}"#), None);
+        assert_eq!(parse_props("not json"), None);
+    }
 }

@@ -294,7 +294,10 @@ pub fn route_profile(
         });
     }
     let key = format!("{}/{}", route.provider, route.model);
-    let options = config.routes.get(&key).copied().unwrap_or_default();
+    let mut options = config.routes.get(&key).copied().unwrap_or_default();
+    if options.max_output_tokens.is_none() && local_unknown(provider, &info) {
+        options.max_output_tokens = Some(local_output_limit(info.context_window));
+    }
     let refuse = |field: &'static str, message: String| RouteError::Options {
         key: key.clone(),
         field,
@@ -343,6 +346,54 @@ pub fn route_profile(
         return Err(refuse("max_output_tokens", "must be at least 1".into()));
     }
     Ok(Profile { info, options })
+}
+
+/// The most a model the table does not know, on a server on this machine, is asked to write
+/// when its route sets no `max_output_tokens`: without a limit a small local model can write for
+/// minutes without a word on screen.
+pub const LOCAL_OUTPUT_LIMIT: u32 = 8192;
+
+/// Whether `info` is a model the table does not know, served by a Chat Completions server on this
+/// machine (Ollama, llama.cpp, vLLM).
+pub fn local_unknown(provider: &ProviderConfig, info: &crate::catalog::ModelInfo) -> bool {
+    !info.known
+        && provider.kind == ProviderKind::OpenAi
+        && crate::prices::is_loopback(&api_root(provider))
+}
+
+/// The output limit of a local model the table does not know: a quarter of its context when the
+/// server says it (`/props`), between 256 and [`LOCAL_OUTPUT_LIMIT`]; else that limit.
+pub fn local_output_limit(context: Option<u32>) -> u32 {
+    context.map_or(LOCAL_OUTPUT_LIMIT, |c| {
+        (c / 4).clamp(256, LOCAL_OUTPUT_LIMIT)
+    })
+}
+
+/// Learns what a local server says about a model the table does not know, before a session's
+/// first request: its context (`/props` `n_ctx`, which also sets the default output limit when
+/// the route sets none) and whether its chat template takes tools. `None` when there is nothing
+/// to ask or no answer.
+pub fn learn_local_server(
+    config: &Config,
+    resolved: &mut ResolvedRoute,
+) -> Option<crate::probe::LlamaProps> {
+    if !local_unknown(&resolved.provider, &resolved.profile.info) {
+        return None;
+    }
+    let props = crate::probe::local_props(&resolved.provider, Duration::from_millis(500))?;
+    if let Some(n) = props.n_ctx {
+        resolved.profile.info.context_window = Some(n);
+        resolved.profile.info.source = format!(
+            "{}; context from the server's /props",
+            resolved.profile.info.source
+        );
+        let key = format!("{}/{}", resolved.route.provider, resolved.route.model);
+        let set = config.routes.get(&key).and_then(|o| o.max_output_tokens);
+        if set.is_none() {
+            resolved.profile.options.max_output_tokens = Some(local_output_limit(Some(n)));
+        }
+    }
+    Some(props)
 }
 
 /// Resolves a class to its first usable route.

@@ -47,7 +47,7 @@ impl RecordedRequest {
     pub fn wire_format(&self) -> Option<WireFormat> {
         match Route::classify(&self.method, self.path_only()) {
             Route::Model(format) => Some(format),
-            Route::ModelList | Route::Unknown => None,
+            Route::ModelList | Route::Props | Route::Unknown => None,
         }
     }
 
@@ -102,6 +102,8 @@ fn strip_cache_control(v: &mut Value) {
 pub(crate) enum Route {
     Model(WireFormat),
     ModelList,
+    /// llama.cpp's `GET /props`.
+    Props,
     Unknown,
 }
 
@@ -123,6 +125,9 @@ impl Route {
         }
         if method.eq_ignore_ascii_case("GET") && path.ends_with("/models") {
             return Route::ModelList;
+        }
+        if method.eq_ignore_ascii_case("GET") && path.ends_with("/props") {
+            return Route::Props;
         }
         Route::Unknown
     }

@@ -69,6 +69,8 @@ struct Shared {
     on_request: Option<RequestHook>,
     /// When set, requests without this key get HTTP 401 (see [`MockServerBuilder::require_key`]).
     key: Option<String>,
+    /// The answer to `GET /props` (see [`MockServerBuilder::props`]).
+    props: Option<String>,
 }
 
 impl Shared {
@@ -86,6 +88,7 @@ pub struct MockServerBuilder {
     port: u16,
     on_request: Option<RequestHook>,
     key: Option<String>,
+    props: Option<String>,
 }
 
 impl MockServerBuilder {
@@ -176,6 +179,13 @@ impl MockServerBuilder {
         self
     }
 
+    /// Answers `GET /props` as a llama.cpp server does, with `props` (JSON text: its
+    /// `default_generation_settings.n_ctx`, `chat_template_caps`); without it `/props` is 404.
+    pub fn props(mut self, props: impl Into<String>) -> Self {
+        self.props = Some(props.into());
+        self
+    }
+
     /// Calls `hook` with every request right after it is recorded.
     pub fn on_request(mut self, hook: impl Fn(&RecordedRequest) + Send + Sync + 'static) -> Self {
         self.on_request = Some(Arc::new(hook));
@@ -197,6 +207,7 @@ impl MockServerBuilder {
             }),
             on_request: self.on_request,
             key: self.key,
+            props: self.props,
         });
         let app = Router::new()
             .fallback(handle)
@@ -271,6 +282,7 @@ impl MockServer {
             port: 0,
             on_request: None,
             key: None,
+            props: None,
         }
     }
 
@@ -348,6 +360,7 @@ enum Decision {
         number: usize,
     },
     ModelList,
+    Props,
     NotFound,
 }
 
@@ -413,7 +426,8 @@ async fn handle(
                 }
             }
             Route::ModelList => Decision::ModelList,
-            Route::Unknown => Decision::NotFound,
+            Route::Props if shared.props.is_some() => Decision::Props,
+            Route::Props | Route::Unknown => Decision::NotFound,
         }
     };
     if let Some(hook) = &shared.on_request {
@@ -444,6 +458,7 @@ async fn handle(
             };
             json_response(StatusCode::OK, list.text())
         }
+        Decision::Props => json_response(StatusCode::OK, shared.props.clone().unwrap_or_default()),
         Decision::NotFound => {
             let message = format!(
                 "baton-testkit mock server: no route for {} {}",

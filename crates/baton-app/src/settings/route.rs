@@ -80,6 +80,15 @@ pub(super) fn choose(
         let class = ask.role_class.unwrap_or_else(|| default_class(config));
         resolve_class(config, class, &ProcessEnv)?
     };
+    let mut resolved = resolved;
+    if let Some(props) = baton_model::routes::learn_local_server(config, &mut resolved) {
+        if props.supports_tools == Some(false) {
+            errln!(
+                "baton: warning: the server of {} says its chat template takes no tools (/props: chat_template_caps.supports_tools = false), so the model cannot read files or run commands: start llama-server with --jinja and a model whose template supports tool calls (README, local quick start)",
+                resolved.route
+            );
+        }
+    }
     let provider = build_provider(&resolved, &ProcessEnv)?;
     Ok((resolved, provider))
 }

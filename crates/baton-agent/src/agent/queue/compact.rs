@@ -45,6 +45,14 @@ fn message_bytes(m: &Message) -> u64 {
 /// The estimated input tokens of `seat`'s next request: the provider's count of the last
 /// request plus an estimate of what came after it, and never less than the whole view's bytes
 /// over [`BYTES_PER_TOKEN`] (a server that reports no usage still gets compacted).
+/// [`estimate`] of `seat` were its view `messages` (the bytes only: no usage has counted them).
+fn estimate_of(seat: &Seat, messages: &[Message]) -> u64 {
+    let all: u64 = messages.iter().map(message_bytes).sum::<u64>()
+        + seat.system.len() as u64
+        + serde_json::to_string(&seat.specs).map_or(0, |s| s.len() as u64);
+    all / BYTES_PER_TOKEN
+}
+
 pub(crate) fn estimate(seat: &Seat) -> u64 {
     let all: u64 = seat.messages.iter().map(message_bytes).sum::<u64>()
         + seat.system.len() as u64
@@ -192,6 +200,31 @@ impl Running<'_> {
             tail = tail.iter().map(|m| shorten_to(m, room)).collect();
         }
         let kept = tail.len();
+        // A summary that does not make the context smaller is not used: nothing is recorded and
+        // the view stays as it was (a manual `/compact` is told why; an automatic one cannot go on).
+        let candidate: Vec<Message> = std::iter::once(Message::user(text.clone()))
+            .chain(tail.iter().cloned())
+            .collect();
+        // Counted the same way on both sides (by bytes): the server's count covers only the old.
+        let (was, after) = (
+            estimate_of(seat, &seat.messages),
+            estimate_of(seat, &candidate),
+        );
+        if after >= was {
+            let why = format!(
+                "the summary would not make the context smaller (about {was} → {after} tokens), so the context is kept as it was"
+            );
+            return match trigger {
+                Trigger::Manual => {
+                    (self.emit)(AgentEvent::InputRefused {
+                        input: "/compact".into(),
+                        reason: why,
+                    });
+                    Ok(())
+                }
+                Trigger::Auto => Err(compaction_failed(&own, window, &why)),
+            };
+        }
         if let Some(store) = self.store.as_mut() {
             if let Err(e) = store.compacted(seat.tag(), &text, &tail) {
                 return Err(compaction_failed(
