@@ -256,6 +256,16 @@ fn every_view_of_a_project_in_every_state_renders_and_axe_finds_nothing() {
         .as_str()
         .unwrap()
         .contains("failed"));
+    // [22/24] Its builder answered without a contract: that dispatch is drawn failed in the
+    // graph and the table, with the reason in words; the completed workflow has none.
+    let failed = &r["workflow_failed"];
+    assert_eq!(failed["failed_nodes"], 1, "{failed:#}");
+    let verdicts = failed["failed_verdicts"].to_string();
+    assert!(
+        verdicts.contains("no contract: ") && verdicts.contains("component-builder"),
+        "{verdicts}"
+    );
+    assert_eq!(r["workflow_done"]["failed_nodes"], 0, "{r:#}");
     assert_eq!(
         r["workflow_running"]["dispatches"][0][8], "running",
         "{r:#}"

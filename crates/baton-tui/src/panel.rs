@@ -63,7 +63,9 @@ fn state_glyph(s: State) -> &'static str {
         State::NeedsInput => "?",
         State::Running => "◐",
         State::Done => "✓",
-        State::Failed | State::Cancelled => "✗",
+        State::Failed => "✗",
+        // Stopped on purpose: not a failure, not a success.
+        State::Cancelled => "⊘",
     }
 }
 
@@ -342,7 +344,8 @@ fn row_lines(
         State::NeedsInput => t.warn,
         State::Running => t.accent,
         State::Done => t.ok,
-        State::Failed | State::Cancelled => t.error,
+        State::Failed => t.error,
+        State::Cancelled => t.warn,
     };
     let mut figures = Vec::new();
     if row.turns > 0 {
@@ -608,6 +611,15 @@ fn workflow_lines(
             Span::styled(clean(format!("{} {}", n.task_id, n.agent)), t.text),
             Span::styled(clean(format!(" ({}){verdict}{cycle}", n.phase)), t.dim),
         ]));
+        // A failed dispatch says why, in words, under its row.
+        if let (Step::Failed, Some(reason)) = (n.state, &n.reason) {
+            lines.extend(wrap(
+                vec![Span::styled(clean(reason.clone()), t.error)],
+                width,
+                "    ",
+                "    ",
+            ));
+        }
     }
     if let Some(note) = &wf.note {
         lines.extend(wrap(

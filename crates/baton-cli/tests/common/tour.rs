@@ -187,7 +187,9 @@ pub fn project() -> Tour {
     assert_exit(&wf.run(&["run", "add a second feature"]), 4);
     let workflow_checkpoint = new_id(&before, ids(sb, "workflows", ".events.jsonl"));
     let before = ids(sb, "workflows", ".events.jsonl");
-    wf.answer_nth("component-builder", 3, "exit 9\n");
+    // The builder answers in prose: no contract, so the workflow fails ([22/24]: drawn as
+    // failed, with the reason, never as a completed step).
+    wf.answer_nth("component-builder", 3, "echo 'Done, all looks fine.'\n");
     let failed = wf.run(&["run", "add a third feature"]);
     let workflow_failed = new_id(&before, ids(sb, "workflows", ".events.jsonl"));
     assert_ne!(failed.status.code(), Some(0), "{}", err(&failed));

@@ -15,6 +15,8 @@ pub struct Node {
     pub phase: String,
     pub state: Step,
     pub verdict: Option<String>,
+    /// Why a dispatch that failed did, in words (its answer held no contract that validates).
+    pub reason: Option<String>,
     /// The remediation cycle, from the attempt (1 is the first run).
     pub attempt: u32,
 }
@@ -127,6 +129,7 @@ impl Workflow {
                         phase: a.phase.clone().unwrap_or_default(),
                         state: Step::Running,
                         verdict: None,
+                        reason: None,
                         attempt,
                     }),
                 }
@@ -135,14 +138,20 @@ impl Workflow {
             EventBody::AgentCompleted(a) => {
                 let task_id = a.task_id.clone().unwrap_or_default();
                 if let Some(n) = self.nodes.iter_mut().find(|n| n.task_id == task_id) {
-                    let failed = a.verdict.as_deref().is_some_and(|v| {
-                        matches!(
-                            v.to_ascii_lowercase().as_str(),
-                            "fail" | "failed" | "blocked" | "changes_requested" | "error"
-                        )
-                    });
+                    let failed = a.verdict.as_deref().is_some_and(failed_verdict);
                     n.state = if failed { Step::Failed } else { Step::Done };
                     n.verdict.clone_from(&a.verdict);
+                }
+            }
+            // The runner's reading of the answer: the reason an answer without a contract failed.
+            EventBody::ContractParsed(c) => {
+                let task_id = c.task_id.clone().unwrap_or_default();
+                if let Some(n) = self.nodes.iter_mut().find(|n| n.task_id == task_id) {
+                    if c.decision.as_deref().is_some_and(failed_verdict) {
+                        n.state = Step::Failed;
+                        n.verdict.clone_from(&c.decision);
+                        n.reason.clone_from(&c.reason);
+                    }
                 }
             }
             EventBody::CheckpointRequested(c) => {
@@ -205,5 +214,77 @@ impl Workflow {
                 format!("{} · {}{cycle}", self.kind, self.phase)
             }
         }
+    }
+}
+
+/// Whether an agent's verdict means its dispatch failed: a failing or blocking contract, an
+/// error, or an answer with no contract at all (prose never advances a workflow).
+pub fn failed_verdict(v: &str) -> bool {
+    matches!(
+        v.to_ascii_lowercase().as_str(),
+        "fail" | "failed" | "blocked" | "changes_requested" | "error" | "no contract"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_workflow::event::{AgentCompleted, AgentStarted, Fields};
+
+    fn event(seq: u64, body: EventBody) -> WorkflowEvent {
+        WorkflowEvent {
+            seq,
+            ts: "2026-12-06T10:00:00Z".into(),
+            wf: "wf-1".into(),
+            body,
+            delta: None,
+        }
+    }
+
+    /// [22/24] A dispatch whose answer held no contract ran to its end, but it failed: it is
+    /// drawn failed, with the runner's reason in words, not as a completed step.
+    #[test]
+    fn a_dispatch_without_a_contract_is_failed_with_its_reason() {
+        let mut wf = Workflow::default();
+        let t1 = Some("t1".to_string());
+        wf.apply(&event(
+            1,
+            EventBody::AgentStarted(AgentStarted {
+                phase: Some("investigate".into()),
+                task_id: t1.clone(),
+                agent: Some("bug-investigator".into()),
+                reason: None,
+                details: None,
+            }),
+        ));
+        wf.apply(&event(
+            2,
+            EventBody::AgentCompleted(AgentCompleted {
+                phase: Some("investigate".into()),
+                task_id: t1.clone(),
+                agent: Some("bug-investigator".into()),
+                verdict: Some("no contract".into()),
+                reason: None,
+                duration_seconds: Some(1.0),
+                details: None,
+            }),
+        ));
+        assert_eq!(wf.nodes[0].state, Step::Failed);
+        wf.apply(&event(
+            3,
+            EventBody::ContractParsed(Fields {
+                task_id: t1,
+                decision: Some("no contract".into()),
+                reason: Some("bug-investigator: no contract, only prose (\"looks fine\")".into()),
+                ..Fields::default()
+            }),
+        ));
+        let n = &wf.nodes[0];
+        assert_eq!(n.state, Step::Failed);
+        assert_eq!(
+            n.reason.as_deref(),
+            Some("bug-investigator: no contract, only prose (\"looks fine\")")
+        );
+        assert!(failed_verdict("Blocked") && !failed_verdict("pass"));
     }
 }

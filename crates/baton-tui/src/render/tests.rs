@@ -307,29 +307,20 @@ fn with_work() -> View {
             if wf > 12 {
                 continue;
             }
+            if wf == 12 {
+                // Before its checkpoint, a dispatch that answered without a contract: drawn
+                // failed with the runner's reason ([22/24]).
+                failed_dispatch(&mut v, k as u64 * 40);
+            }
         }
         v.project.apply(e, k as u64 * 40);
     }
     // A budget, and spending against it.
-    let line = r#"{"seq":13,"ts":"2026-12-04T21:21:09Z","wf":"wf-20261204T212108Z-27931c09","event":"artifact_updated","phase":null,"task_id":null,"agent":null,"decision":null,"reason":"spent","delta":{"run":{"budget_usd":0.015},"spent":{"cost_usd":0.0111,"input_tokens":1200,"output_tokens":300}}}"#;
-    let source = baton_protocol::Source::new(
-        baton_protocol::SourceKind::Workflow,
-        "wf-20261204T212108Z-27931c09",
-    );
-    v.project.apply(
-        &baton_protocol::ProjectEvent {
-            pos: baton_protocol::Position {
-                source: source.clone(),
-                offset: 0,
-            },
-            source,
-            ts: None,
-            event: baton_events::Payload::parse(
-                baton_protocol::SourceKind::Workflow,
-                line.as_bytes(),
-            )
-            .unwrap(),
-        },
+    workflow_lines(
+        &mut v,
+        &[
+            r#"{"seq":13,"ts":"2026-12-04T21:21:09Z","wf":"wf-20261204T212108Z-27931c09","event":"artifact_updated","phase":null,"task_id":null,"agent":null,"decision":null,"reason":"spent","delta":{"run":{"budget_usd":0.015},"spent":{"cost_usd":0.0111,"input_tokens":1200,"output_tokens":300}}}"#,
+        ],
         2900,
     );
     v.project.delegation(
@@ -378,6 +369,46 @@ fn with_work() -> View {
         5000,
     );
     v
+}
+
+/// A dispatch of the fixture workflow that answered in prose: `agent_started`,
+/// `agent_completed` with no contract, and the runner's reason.
+fn failed_dispatch(v: &mut View, at: u64) {
+    workflow_lines(
+        v,
+        &[
+            r#"{"seq":90,"ts":"2026-12-04T21:21:10Z","wf":"wf-20261204T212108Z-27931c09","event":"agent_started","phase":"investigate","task_id":"t9","agent":"bug-investigator","decision":null,"reason":null}"#,
+            r#"{"seq":91,"ts":"2026-12-04T21:21:11Z","wf":"wf-20261204T212108Z-27931c09","event":"agent_completed","phase":"investigate","task_id":"t9","agent":"bug-investigator","decision":"no contract","reason":null}"#,
+            r#"{"seq":92,"ts":"2026-12-04T21:21:11Z","wf":"wf-20261204T212108Z-27931c09","event":"contract_parsed","phase":"investigate","task_id":"t9","agent":"bug-investigator","decision":"no contract","reason":"bug-investigator: no contract, only prose (\"looks fine\")"}"#,
+        ],
+        at,
+    );
+}
+
+/// Folds workflow log lines of the fixture workflow into `v`'s project.
+fn workflow_lines(v: &mut View, lines: &[&str], at: u64) {
+    let source = baton_protocol::Source::new(
+        baton_protocol::SourceKind::Workflow,
+        "wf-20261204T212108Z-27931c09",
+    );
+    for line in lines {
+        v.project.apply(
+            &baton_protocol::ProjectEvent {
+                pos: baton_protocol::Position {
+                    source: source.clone(),
+                    offset: 0,
+                },
+                source: source.clone(),
+                ts: None,
+                event: baton_events::Payload::parse(
+                    baton_protocol::SourceKind::Workflow,
+                    line.as_bytes(),
+                )
+                .unwrap(),
+            },
+            at,
+        );
+    }
 }
 
 #[test]

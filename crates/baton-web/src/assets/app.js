@@ -1,7 +1,7 @@
 // The dashboard: the project event feed (server-sent events, a batch per message) folded by the
 // model, drawn at most once per frame. Every text from the feed goes into the page as text, never
 // as markup: nothing a model wrote becomes HTML.
-import { Model, STEPS } from './model.js';
+import { Model, STEPS, failedVerdict } from './model.js';
 import { VList } from './vlist.js';
 import { el, money, secs, graphPicture, diffView, transcriptView, costChart } from './views.js';
 
@@ -213,7 +213,12 @@ const dispatches = new VList($('dispatches-box'), (n, i, tr = el('tr')) => {
   mark(q, 'aria-label', `queued ${secs(queue)}`);
   q.style.marginLeft = `${((n.ready - s.t0) / s.span) * 100}%`;
   q.style.width = `${(queue / s.span) * 100}%`;
-  b.className = `bar run ${n.verdict === 'fail' || n.error ? 'failed' : n.end !== undefined ? 'done' : 'running'}`;
+  const failed = failedVerdict(n.verdict) || n.error;
+  b.className = `bar run ${failed ? 'failed' : n.end !== undefined ? 'done' : 'running'}`;
+  // A failed dispatch's verdict is drawn as failed, with the reason in words beside it.
+  const v = cell(tr, 3);
+  v.className = failed ? 'failed' : '';
+  if (n.reason) v.textContent = `${n.verdict}: ${n.reason}`;
   mark(b, 'aria-label', `${n.agent} from ${secs(n.start - s.t0)} for ${secs(run)}`);
   b.style.width = `${Math.max((run / s.span) * 100, 0.5)}%`;
   return tr;

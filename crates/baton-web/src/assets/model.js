@@ -30,7 +30,7 @@
 
 /**
  * One dispatch of a workflow, from its events (a rerun is a dispatch of its own).
- * @typedef {{key: string, task: string, agent: string, phase: string, role?: string, class?: string, attempt: number, start: number, ready: number, end?: number, verdict?: string, cost?: number | null, tokens?: number, route?: string, error?: any, session?: string}} Dispatch
+ * @typedef {{key: string, task: string, agent: string, phase: string, role?: string, class?: string, attempt: number, start: number, ready: number, end?: number, verdict?: string, reason?: string, cost?: number | null, tokens?: number, route?: string, error?: any, session?: string}} Dispatch
  */
 
 /**
@@ -77,6 +77,12 @@
  */
 
 export const STEPS = ['implement', 'rebase', 'validate', 'review', 'merge'];
+
+/** Whether an agent's verdict means its dispatch failed (as `failed_verdict` in the projection).
+ * @param {string | undefined} v */
+export function failedVerdict(v) {
+  return ['fail', 'failed', 'blocked', 'changes_requested', 'error', 'no contract'].includes((v || '').toLowerCase());
+}
 
 // Milliseconds since the epoch of an RFC 3339 time (its nanoseconds cut to milliseconds).
 /** @param {string | null | undefined} ts */
@@ -247,6 +253,14 @@ export class Model {
       const attempt = det.attempt || 1;
       const key = attempt > 1 ? `${ev.task_id}#${attempt}` : ev.task_id;
       row.nodes.set(key, { key, task: ev.task_id, agent: ev.agent || '', phase: ev.phase || '', role: det.role, class: det.class, attempt, start: t, ready: this.ready(row, ev.task_id, t) });
+    }
+    // The runner's reading of an answer: why one without a contract failed.
+    if (name === 'contract_parsed' && ev.task_id && failedVerdict(ev.decision)) {
+      const n = [...row.nodes.values()].reverse().find((x) => x.task === ev.task_id);
+      if (n) {
+        n.verdict = ev.decision || '';
+        n.reason = ev.reason || '';
+      }
     }
     if (name === 'agent_completed' && ev.task_id) {
       const n = [...row.nodes.values()].reverse().find((x) => x.task === ev.task_id && x.end === undefined);

@@ -73,6 +73,10 @@ spent: Spent, };
  */
 export type Node = { task_id: string, agent: string, phase: string, state: Step, verdict: string | null,
 /**
+ * Why a dispatch that failed did, in words (its answer held no contract that validates).
+ */
+reason: string | null,
+/**
  * The remediation cycle, from the attempt (1 is the first run).
  */
 attempt: number, };

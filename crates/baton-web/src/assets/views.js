@@ -1,6 +1,6 @@
 // The page's pictures and readers: a workflow's task graph, a diff, a transcript (two lanes for a
 // routed session) and the cost chart. Every text goes in as a text node, never as markup.
-import { layers } from './model.js';
+import { layers, failedVerdict } from './model.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 
@@ -68,10 +68,15 @@ export function graphPicture(row, onPick) {
     const p = pos.get(id);
     if (!p) continue;
     const remedy = g.origin && g.origin !== 'router';
-    const node = svg('g', { class: `node ${STATUS_CLASS[g.status] || 'pending'}${remedy ? ' remedy' : ''}`, transform: `translate(${p.x},${p.y})`, 'data-task': id });
+    // The record calls a task that ran "completed" whatever it answered: a failed verdict (no
+    // contract, blocked, an error) is drawn as the failure it is.
+    const last = [...(row.nodes || new Map()).values()].reverse().find((n) => n.task === id);
+    const failed = last && failedVerdict(last.verdict);
+    const cls = failed ? 'failed' : STATUS_CLASS[g.status] || 'pending';
+    const node = svg('g', { class: `node ${cls}${remedy ? ' remedy' : ''}`, transform: `translate(${p.x},${p.y})`, 'data-task': id });
     node.append(svg('rect', { width: W, height: H, rx: 6 }));
     const t1 = svg('text', { x: 8, y: 18 });
-    t1.textContent = `${id} · ${g.status || 'pending'}`;
+    t1.textContent = `${id} · ${failed ? last.verdict : g.status || 'pending'}`;
     const t2 = svg('text', { x: 8, y: 36, class: 'sub' });
     t2.textContent = `${g.phase || ''}${remedy ? ' ↻' : ''}`.slice(0, 22);
     node.append(t1, t2);

@@ -61,6 +61,8 @@ try {
       dispatches: await rows('dispatches'),
       nodes: await page.locator('#graph g.node').count(),
       edges: await page.locator('#graph path.edge').count(),
+      failed_nodes: await page.locator('#graph g.node.failed').count(),
+      failed_verdicts: await page.locator('#dispatches tbody td.failed').evaluateAll((tds) => tds.map((td) => td.textContent)),
     };
     await view(`workflow-${state}`);
   }
