@@ -177,14 +177,9 @@ impl SessionConfig {
             coordinator: config.routing.coordinator.as_deref().filter(|_| routed),
             role_class,
         };
-        let (resolved, provider) = route::choose(config, &ask, env)?;
+        let (mut resolved, provider) = route::choose(config, &ask, env)?;
         known.model = resolved.route.to_string();
         note_route(&resolved);
-        let recorder = record.map(|path| (path, Arc::new(Recorder::new(provider.clone()))));
-        let provider: Arc<dyn Provider> = match &recorder {
-            Some((_, r)) => r.clone(),
-            None => provider,
-        };
         let agent_flags = AgentFlags {
             max_turns: flags.max_turns,
             sandbox: flags.sandbox,
@@ -198,6 +193,12 @@ impl SessionConfig {
             &ctx.project_root,
             env,
         )?;
+        let provider = route::learn_local(config, &mut resolved, provider)?;
+        let recorder = record.map(|path| (path, Arc::new(Recorder::new(provider.clone()))));
+        let provider: Arc<dyn Provider> = match &recorder {
+            Some((_, r)) => r.clone(),
+            None => provider,
+        };
         let mut route = resolved.route.clone();
         if route.thinking.is_none() {
             route.thinking = config.agent.thinking;

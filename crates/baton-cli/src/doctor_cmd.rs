@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::documents::{
-    to_value, DoctorDocument, DoctorMcpServer, DoctorProvider, DoctorRoute, DoctorSandbox,
-    DoctorShadowed, RouteSends,
+    to_value, DoctorDocument, DoctorEngine, DoctorMcpServer, DoctorProvider, DoctorRoute,
+    DoctorSandbox, DoctorShadowed, RouteSends,
 };
 use anyhow::Result;
 use baton_agent::tools::{SandboxMode, SandboxPolicy, SandboxSupport};
@@ -378,8 +378,20 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
             ));
         }
     }
-    // Nothing can run without a provider and a route to it: that is a failure, not "all ok".
-    let runnable = !checks.is_empty() && !routes.is_empty();
+    // Nothing can run without a provider and a route to it, unless the project's roles run
+    // programs of their own (a `command` or peer backend): that is a failure, not "all ok".
+    let own_programs = baton_roles::load_dir(
+        &ctx.project_root.join(".baton/roles"),
+        baton_protocol::role::RoleSource::Project,
+    )
+    .roles
+    .iter()
+    .any(|r| {
+        r.meta
+            .backend
+            .is_some_and(|b| b != baton_protocol::role::BackendKind::Baton)
+    });
+    let runnable = (!checks.is_empty() && !routes.is_empty()) || own_programs;
     let all_ok = runnable
         && sandbox_ok
         && checks.iter().all(|c| c.verdict == "ok")
@@ -446,63 +458,99 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
             engine,
         });
     } else {
-        for f in &ctx.config.files {
-            outln!("config: {}", f.display());
-        }
-        for line in baton_app::config::Shadowed::lines(&ctx.config.shadowed) {
-            outln!("note: {line}");
-        }
-        if checks.is_empty() {
-            outln!("✗ providers: none configured, so nothing can run; `baton init` writes a starter .baton/config.toml");
-        } else if routes.is_empty() {
-            outln!("✗ models: no class names a route to a configured provider, so nothing can run; set models.fast = \"provider/model\" (`baton models` shows each class)");
-        }
-        print_providers(&checks);
-        for r in &routes {
-            match &r.result {
-                Ok((lines, _)) => {
-                    outln!("✓ {} route {}", r.class, r.route);
-                    for line in lines {
-                        outln!("    {line}");
-                    }
-                }
-                Err(e) => outln!("✗ {} route {}: {e}", r.class, r.route),
-            }
-        }
-        for m in &mcp {
-            if m.ok {
-                outln!(
-                    "✓ MCP server {}: {} tool(s): {}",
-                    m.name,
-                    m.tools.len(),
-                    m.tools.join(", ")
-                );
-            } else {
-                let optional = if m.optional { " (optional)" } else { "" };
-                outln!("✗ MCP server {}{optional}: {}", m.name, m.message);
-            }
-        }
-        outln!(
-            "{} sandbox: {sandbox_text}",
-            if sandbox_ok { "✓" } else { "✗" }
+        print_text(
+            &ctx,
+            &Report {
+                checks: &checks,
+                routes: &routes,
+                mcp: &mcp,
+                sandbox: (sandbox_ok, &sandbox_text),
+                engine: engine.as_ref(),
+                runnable,
+            },
         );
-        if let Some(e) = &engine {
-            if e.ok {
-                outln!(
-                    "✓ engine: Temporal at {} (namespace {}, queue {}), remote {}; node(s) polling: {}",
-                    e.address,
-                    e.namespace,
-                    e.task_queue,
-                    e.remote.as_deref().unwrap_or(""),
-                    e.nodes.join(", ")
-                );
-            } else {
-                outln!(
-                    "✗ engine: Temporal: {}",
-                    baton_text::sanitize_line(&e.message)
-                );
-            }
-        }
     }
     Ok(if all_ok { Exit::Ok } else { Exit::Failed })
+}
+
+/// What `baton doctor` found, for its text form.
+struct Report<'a> {
+    checks: &'a [Check],
+    routes: &'a [RouteCheck],
+    mcp: &'a [DoctorMcpServer],
+    sandbox: (bool, &'a str),
+    engine: Option<&'a DoctorEngine>,
+    runnable: bool,
+}
+
+/// `baton doctor`'s lines: the config files, what shadows what, each provider, route, MCP
+/// server, the sandbox and the engine.
+fn print_text(ctx: &baton_app::project::ProjectContext, r: &Report<'_>) {
+    let Report {
+        checks,
+        routes,
+        mcp,
+        sandbox: (sandbox_ok, sandbox_text),
+        engine,
+        runnable,
+    } = *r;
+    for f in &ctx.config.files {
+        outln!("config: {}", f.display());
+    }
+    for line in baton_app::config::Shadowed::lines(&ctx.config.shadowed) {
+        outln!("note: {line}");
+    }
+    if checks.is_empty() && runnable {
+        outln!("providers: none configured (the project's roles run programs of their own)");
+    } else if checks.is_empty() {
+        outln!("✗ providers: none configured, so nothing can run; `baton init` writes a starter .baton/config.toml");
+    } else if routes.is_empty() && !runnable {
+        outln!("✗ models: no class names a route to a configured provider, so nothing can run; set models.fast = \"provider/model\" (`baton models` shows each class)");
+    }
+    print_providers(checks);
+    for r in routes {
+        match &r.result {
+            Ok((lines, _)) => {
+                outln!("✓ {} route {}", r.class, r.route);
+                for line in lines {
+                    outln!("    {line}");
+                }
+            }
+            Err(e) => outln!("✗ {} route {}: {e}", r.class, r.route),
+        }
+    }
+    for m in mcp {
+        if m.ok {
+            outln!(
+                "✓ MCP server {}: {} tool(s): {}",
+                m.name,
+                m.tools.len(),
+                m.tools.join(", ")
+            );
+        } else {
+            let optional = if m.optional { " (optional)" } else { "" };
+            outln!("✗ MCP server {}{optional}: {}", m.name, m.message);
+        }
+    }
+    outln!(
+        "{} sandbox: {sandbox_text}",
+        if sandbox_ok { "✓" } else { "✗" }
+    );
+    if let Some(e) = &engine {
+        if e.ok {
+            outln!(
+                "✓ engine: Temporal at {} (namespace {}, queue {}), remote {}; node(s) polling: {}",
+                e.address,
+                e.namespace,
+                e.task_queue,
+                e.remote.as_deref().unwrap_or(""),
+                e.nodes.join(", ")
+            );
+        } else {
+            outln!(
+                "✗ engine: Temporal: {}",
+                baton_text::sanitize_line(&e.message)
+            );
+        }
+    }
 }

@@ -1,4 +1,5 @@
-//! `baton init`: a commented starter `.baton/config.toml` in the project, and nothing else.
+//! `baton init`: a commented starter `.baton/config.toml` in the project, and `.baton/.gitignore`
+//! keeping baton's own state and the workflows' memory out of git.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -103,6 +104,7 @@ pub fn run(args: InitArgs) -> Result<Exit> {
     tmp.persist(&path)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
     outln!("wrote {}", path.display());
+    write_gitignore(&dir)?;
     trust_what_was_written(&dir);
     if let Ok(loaded) = baton_app::config::load(dir.parent().unwrap_or(&dir)) {
         for line in baton_app::config::Shadowed::lines(&loaded.shadowed) {
@@ -136,5 +138,34 @@ fn trust_what_was_written(baton_dir: &std::path::Path) {
             "baton: warning: cannot record trust for {} ({e:#}); run `baton trust` to apply the provider lines",
             root.display()
         ),
+    }
+}
+
+/// What `.baton/.gitignore` says: what baton writes as it runs stays out of git, so a workflow
+/// or a session never leaves the tree dirty for the next `baton flow start`.
+pub const GITIGNORE: &str =
+    "# Written by `baton init`. What baton writes as it runs stays out of git:\n\
+# its logs, records and sessions,\n\
+state/\n\
+# and the workflows' memory (activeContext.md, patterns.md, progress.md). Delete this line to\n\
+# share the memory with your team through git.\n\
+memory/\n";
+
+/// Writes `.baton/.gitignore` unless the project has one (it is the user's then).
+fn write_gitignore(baton_dir: &std::path::Path) -> Result<()> {
+    let path = baton_dir.join(".gitignore");
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+    {
+        Ok(mut f) => {
+            f.write_all(GITIGNORE.as_bytes())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            outln!("wrote {}", path.display());
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("cannot write {}", path.display())),
     }
 }

@@ -701,7 +701,7 @@ fn a_cassette_save_failing_after_the_model_ran_exits_1() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("--record"), "{stderr}");
-    assert_eq!(server.requests().len(), 1, "the model was called");
+    assert_eq!(server.model_requests().len(), 1, "the model was called");
     server.assert_tool_results_answer_calls();
 }
 

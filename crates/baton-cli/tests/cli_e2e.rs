@@ -164,11 +164,32 @@ fn init_writes_a_starter_config_that_baton_loads_and_nothing_else() {
     let out = sb.run(&["init"]);
     assert_exit(&out, 0);
     let path = sb.work().join(".baton/config.toml");
+    let ignore = path.with_file_name(".gitignore");
     assert_eq!(
         stdout(&out).trim(),
-        format!("wrote {}", path.canonicalize().unwrap().display())
+        format!(
+            "wrote {}\nwrote {}",
+            path.canonicalize().unwrap().display(),
+            ignore.canonicalize().unwrap().display()
+        )
     );
-    assert_eq!(files_under(&sb.work()), [".baton/config.toml"]);
+    assert_eq!(
+        files_under(&sb.work()),
+        [".baton/.gitignore", ".baton/config.toml"]
+    );
+    // [22/24] Git stays clean: what baton writes as it runs (state, the workflows' memory) is
+    // ignored; the config is the project's to commit.
+    sb.git(&["init", "-q"]);
+    std::fs::create_dir_all(sb.work().join(".baton/memory")).unwrap();
+    std::fs::write(sb.work().join(".baton/memory/activeContext.md"), "# ctx\n").unwrap();
+    std::fs::create_dir_all(sb.work().join(".baton/state/sessions")).unwrap();
+    std::fs::write(sb.work().join(".baton/state/sessions/s.jsonl"), "{}\n").unwrap();
+    let status = sb.git(&["status", "--porcelain", "--untracked-files=all"]);
+    assert_eq!(
+        status.lines().collect::<Vec<_>>(),
+        ["?? .baton/.gitignore", "?? .baton/config.toml"],
+        "{status}"
+    );
     let text = std::fs::read_to_string(&path).unwrap();
     for needle in [
         "[providers.openai]",
@@ -348,7 +369,7 @@ fn init_refuses_to_replace_a_config_unless_forced() {
         .contains("[providers.ollama]"));
     assert_eq!(
         files_under(&sb.work().join(".baton")),
-        ["config.toml"],
+        [".gitignore", "config.toml"],
         "no temp file is left behind"
     );
 }

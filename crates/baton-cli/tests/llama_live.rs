@@ -428,7 +428,10 @@ fn an_agent_session_against_llama_server_runs_a_tool_and_reports_what_the_server
         "4",
         TASK,
     ]);
-    let exchanges = proxy.take();
+    let mut exchanges = proxy.take();
+    // [22/24] Before its first request the session asked the server's /props (the model is
+    // not in the table): its context and whether its template takes tools.
+    let props = (!exchanges.is_empty()).then(|| exchanges.remove(0));
     let context = || {
         format!(
             "stderr:\n{}\nrequests:\n{}\nllama-server log:\n{}",
@@ -448,6 +451,12 @@ fn an_agent_session_against_llama_server_runs_a_tool_and_reports_what_the_server
     assert_eq!(out.status.code(), Some(0), "{}", context());
     let evs = events(&out);
 
+    let props = props.expect("the /props request");
+    assert_eq!(props.request_line, "GET /props HTTP/1.0", "{}", context());
+    let said: Value = serde_json::from_slice(&response_body(&props)).unwrap();
+    let n_ctx = said["default_generation_settings"]["n_ctx"]
+        .as_u64()
+        .unwrap();
     // Two requests: the one that got the tool call, and the one carrying its result.
     assert_eq!(exchanges.len(), 2, "{}", context());
     for ex in &exchanges {
@@ -458,6 +467,9 @@ fn an_agent_session_against_llama_server_runs_a_tool_and_reports_what_the_server
         .map(|e| serde_json::from_slice(&e.body).unwrap())
         .collect();
     let answers: Vec<Streamed> = exchanges.iter().map(streamed).collect();
+    // The server said its context; the route's own `max_output_tokens` (256, below) is what
+    // is sent all the same.
+    assert!(n_ctx > 0, "{said}");
 
     // The first request, whole: the system prompt (the role's text, then what baton adds about
     // the environment), the task, the one tool the role allows and the stream options.

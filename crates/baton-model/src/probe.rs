@@ -180,6 +180,34 @@ pub fn local_props(provider: &ProviderConfig, timeout: Duration) -> Option<Llama
     parse_props(body)
 }
 
+/// Learns what a local server says about a model the table does not know, before a session's
+/// first request: its context (`/props` `n_ctx`, which also sets the default output limit when
+/// the route sets none) and whether its chat template takes tools. `None` when there is nothing
+/// to ask or no answer.
+pub fn learn_local_server(
+    config: &baton_protocol::config::Config,
+    resolved: &mut crate::routes::ResolvedRoute,
+) -> Option<LlamaProps> {
+    if !crate::routes::local_unknown(&resolved.provider, &resolved.profile.info) {
+        return None;
+    }
+    let props = local_props(&resolved.provider, Duration::from_millis(500))?;
+    if let Some(n) = props.n_ctx {
+        resolved.profile.info.context_window = Some(n);
+        resolved.profile.info.source = format!(
+            "{}; context from the server's /props",
+            resolved.profile.info.source
+        );
+        let key = format!("{}/{}", resolved.route.provider, resolved.route.model);
+        let set = config.routes.get(&key).and_then(|o| o.max_output_tokens);
+        if set.is_none() && resolved.provider.max_output_tokens.is_none() {
+            resolved.profile.options.max_output_tokens =
+                Some(crate::routes::local_output_limit(Some(n)));
+        }
+    }
+    Some(props)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

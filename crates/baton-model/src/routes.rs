@@ -295,7 +295,11 @@ pub fn route_profile(
     }
     let key = format!("{}/{}", route.provider, route.model);
     let mut options = config.routes.get(&key).copied().unwrap_or_default();
-    if options.max_output_tokens.is_none() && local_unknown(provider, &info) {
+    // The route's limit, else the provider's, else (a local model nobody described) a default.
+    if options.max_output_tokens.is_none()
+        && provider.max_output_tokens.is_none()
+        && local_unknown(provider, &info)
+    {
         options.max_output_tokens = Some(local_output_limit(info.context_window));
     }
     let refuse = |field: &'static str, message: String| RouteError::Options {
@@ -367,33 +371,6 @@ pub fn local_output_limit(context: Option<u32>) -> u32 {
     context.map_or(LOCAL_OUTPUT_LIMIT, |c| {
         (c / 4).clamp(256, LOCAL_OUTPUT_LIMIT)
     })
-}
-
-/// Learns what a local server says about a model the table does not know, before a session's
-/// first request: its context (`/props` `n_ctx`, which also sets the default output limit when
-/// the route sets none) and whether its chat template takes tools. `None` when there is nothing
-/// to ask or no answer.
-pub fn learn_local_server(
-    config: &Config,
-    resolved: &mut ResolvedRoute,
-) -> Option<crate::probe::LlamaProps> {
-    if !local_unknown(&resolved.provider, &resolved.profile.info) {
-        return None;
-    }
-    let props = crate::probe::local_props(&resolved.provider, Duration::from_millis(500))?;
-    if let Some(n) = props.n_ctx {
-        resolved.profile.info.context_window = Some(n);
-        resolved.profile.info.source = format!(
-            "{}; context from the server's /props",
-            resolved.profile.info.source
-        );
-        let key = format!("{}/{}", resolved.route.provider, resolved.route.model);
-        let set = config.routes.get(&key).and_then(|o| o.max_output_tokens);
-        if set.is_none() {
-            resolved.profile.options.max_output_tokens = Some(local_output_limit(Some(n)));
-        }
-    }
-    Some(props)
 }
 
 /// Resolves a class to its first usable route.

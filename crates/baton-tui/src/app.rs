@@ -159,7 +159,10 @@ impl App {
                 self.view.apply(&ev, now);
                 // Queued input goes in at a turn's end: it joins the conversation at the next
                 // safe point and steers the next turn.
-                if turn_end {
+                // After an interrupt the queue is held until the user sends or edits it.
+                let held = self.ui.hold_queue && !self.view.queued.is_empty();
+                if turn_end && !held {
+                    self.ui.hold_queue = false;
                     for text in self.view.flush_queue(now) {
                         if let Err(e) = send(Request::Input(text)) {
                             self.view.say(Level::Error, e);
@@ -298,7 +301,10 @@ impl App {
             }
             self.ui.focus = None;
         }
+        // Ctrl+C on an empty composer asks for a second press; any other key disarms it.
+        let armed = std::mem::take(&mut self.ui.quit_armed);
         match self.ui.keymap.action(&key) {
+            Some(Action::Cancel) if armed => self.quit = true,
             Some(action) => self.act(action, send),
             None => self.type_key(key, ctrl),
         }
@@ -411,7 +417,8 @@ impl App {
                 } else if !self.ui.composer.is_empty() {
                     self.ui.composer.set("");
                 } else {
-                    self.quit = true;
+                    // Quitting at once sent the next keystrokes to the shell: ask first.
+                    self.ui.quit_armed = true;
                 }
             }
             Action::Quit => {
@@ -521,7 +528,30 @@ impl App {
         }
     }
 
+    /// Sends the queued messages (kept after an interrupt) as the next input.
+    fn send_queued(&mut self, send: &mut dyn FnMut(Request) -> Result<(), String>) {
+        self.ui.hold_queue = false;
+        let now = self.now_ms();
+        for text in self.view.flush_queue(now) {
+            if let Err(e) = send(Request::Input(text)) {
+                self.view.say(Level::Error, e);
+            }
+        }
+    }
+
     fn interrupt(&mut self, send: &mut dyn FnMut(Request) -> Result<(), String>) {
+        // What was queued was meant for after this turn, which the user is stopping: it stays
+        // queued until the user sends it (Enter) or takes it back (Up).
+        self.ui.hold_queue = !self.view.queued.is_empty();
+        if self.ui.hold_queue {
+            self.view.say(
+                Level::Info,
+                format!(
+                    "interrupting: {} queued message(s) stay queued · Enter sends them · ↑ edits the last",
+                    self.view.queued.len()
+                ),
+            );
+        }
         if let Err(e) = send(Request::Interrupt) {
             self.view.say(Level::Error, e);
         }
@@ -561,8 +591,17 @@ impl App {
     }
 
     fn submit(&mut self, send: &mut dyn FnMut(Request) -> Result<(), String>) {
+        let idle = matches!(self.view.phase, Phase::Idle);
         if self.ui.composer.text().trim().is_empty() {
+            // Enter on an empty composer sends what an interrupt left queued.
+            if idle {
+                self.send_queued(send);
+            }
             return;
+        }
+        if idle && !self.view.queued.is_empty() && !self.ui.composer.text().starts_with('/') {
+            // Kept messages go first, in the order they were typed.
+            self.send_queued(send);
         }
         let text = self.ui.composer.take();
         let now = self.now_ms();
@@ -835,6 +874,69 @@ mod tests {
                 Request::Input("second!".into())
             ]
         );
+    }
+
+    fn press(a: &mut App, code: KeyCode, mods: KeyModifiers, sent: &mut Vec<Request>) {
+        a.handle(Msg::Term(Event::Key(KeyEvent::new(code, mods))), &mut |r| {
+            sent.push(r);
+            Ok(())
+        });
+    }
+
+    /// [22/24] Esc stops the turn but what was queued for after it stays queued: nothing is
+    /// sent when the interrupted turn ends; Enter on the empty composer sends it.
+    #[test]
+    fn esc_keeps_queued_messages_queued_until_enter_sends_them() {
+        let mut a = app();
+        let mut sent = Vec::new();
+        typed(&mut a, "first", &mut sent);
+        typed(&mut a, "second", &mut sent);
+        press(&mut a, KeyCode::Esc, KeyModifiers::NONE, &mut sent);
+        assert_eq!(
+            sent,
+            vec![Request::Input("first".into()), Request::Interrupt]
+        );
+        for ev in [
+            AgentEvent::TurnCompleted {
+                turn: 1,
+                usage: Default::default(),
+                cost_usd: None,
+            },
+            AgentEvent::InputCompleted {
+                final_message: String::new(),
+                reason: None,
+            },
+        ] {
+            a.handle(Msg::Agent(ev), &mut |r| {
+                sent.push(r);
+                Ok(())
+            });
+        }
+        assert_eq!(sent.len(), 2, "{sent:?}");
+        assert_eq!(a.view.queued, vec!["second".to_string()]);
+        press(&mut a, KeyCode::Enter, KeyModifiers::NONE, &mut sent);
+        assert_eq!(sent.last(), Some(&Request::Input("second".into())));
+        assert!(a.view.queued.is_empty() && !a.ui.hold_queue);
+    }
+
+    /// [22/24] Ctrl+C on an empty composer asks for a second press (quitting at once sent the
+    /// next keystrokes to the shell); another key in between disarms it.
+    #[test]
+    fn ctrl_c_on_an_empty_composer_quits_on_the_second_press() {
+        let mut a = app();
+        let mut sent = Vec::new();
+        press(&mut a, KeyCode::Char('c'), KeyModifiers::CONTROL, &mut sent);
+        assert!(!a.quit && a.ui.quit_armed);
+        press(&mut a, KeyCode::Char('x'), KeyModifiers::NONE, &mut sent);
+        assert!(!a.quit && !a.ui.quit_armed);
+        // Ctrl+C clears the typed text first, then asks, then quits.
+        press(&mut a, KeyCode::Char('c'), KeyModifiers::CONTROL, &mut sent);
+        assert!(!a.quit && !a.ui.quit_armed && a.ui.composer.is_empty());
+        press(&mut a, KeyCode::Char('c'), KeyModifiers::CONTROL, &mut sent);
+        assert!(!a.quit && a.ui.quit_armed);
+        press(&mut a, KeyCode::Char('c'), KeyModifiers::CONTROL, &mut sent);
+        assert!(a.quit);
+        assert!(sent.is_empty());
     }
 
     #[test]

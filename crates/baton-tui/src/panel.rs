@@ -69,8 +69,20 @@ fn state_glyph(s: State) -> &'static str {
     }
 }
 
+/// A token count as people read it: `45`, `1.2k`, `12k`, `1.5M`.
+fn tokens(n: u64) -> String {
+    match n {
+        0..=999 => n.to_string(),
+        1_000..=9_999 => format!("{:.1}k", n as f64 / 1000.0),
+        10_000..=999_999 => format!("{}k", n / 1000),
+        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
+}
+
 fn secs(ms: u64) -> String {
-    if ms < 60_000 {
+    if ms < 10_000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else if ms < 60_000 {
         format!("{}s", ms / 1000)
     } else {
         format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60)
@@ -352,12 +364,17 @@ fn row_lines(
         figures.push(format!("{}t", row.turns));
     }
     if row.tokens > 0 {
-        figures.push(format!("{}k tok", row.tokens / 1000));
+        figures.push(format!("{} tok", tokens(row.tokens)));
     }
     if let Some(c) = row.cost_usd {
         figures.push(format!("${c:.3}"));
     }
-    figures.push(secs(row.elapsed_ms(now_ms)));
+    // A row that ended as it was read (history folded at once) has no duration worth showing:
+    // "0s" on every finished row said nothing true.
+    let elapsed = row.elapsed_ms(now_ms);
+    if elapsed > 0 || row.ended_ms.is_none() {
+        figures.push(secs(elapsed));
+    }
     let right = figures.join(" ");
     let marker = if selected { "▶" } else { " " };
     let left = format!(
@@ -759,4 +776,21 @@ fn unit_text(u: &crate::project::Unit) -> Vec<String> {
         out.push(format!("blocked: {note}"));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [22/24] 45 tokens once showed as `0k tok` and a one-second step as `0s`.
+    #[test]
+    fn small_figures_read_as_what_they_are() {
+        assert_eq!(tokens(45), "45");
+        assert_eq!(tokens(1_234), "1.2k");
+        assert_eq!(tokens(45_000), "45k");
+        assert_eq!(tokens(2_500_000), "2.5M");
+        assert_eq!(secs(400), "0.4s");
+        assert_eq!(secs(12_300), "12s");
+        assert_eq!(secs(75_000), "1m15s");
+    }
 }

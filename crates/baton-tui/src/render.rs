@@ -52,6 +52,11 @@ pub struct Ui {
     pub files: Vec<String>,
     /// Attached to another process's work (`--attach`): no session of its own.
     pub attached: bool,
+    /// Ctrl+C was pressed on an empty composer: one more press quits, any other key disarms it.
+    pub quit_armed: bool,
+    /// The user interrupted the turn: the queued messages stay queued when it ends (Enter
+    /// sends them, Up takes the last back to edit).
+    pub hold_queue: bool,
     /// The transcript as the last frame drew it (per lane), and what it was drawn from.
     memo: [Option<(MemoKey, ratatui::buffer::Buffer)>; 3],
 }
@@ -96,6 +101,8 @@ impl Ui {
             panel: Default::default(),
             files: Vec::new(),
             attached: false,
+            quit_armed: false,
+            hold_queue: false,
             memo: [None, None, None],
         }
     }
@@ -466,8 +473,13 @@ fn draw_composer(frame: &mut Frame<'_>, view: &View, ui: &Ui, area: Rect) {
             let m = ui.composer.search_match().unwrap_or("no match");
             format!(" search: {q} → {} ", baton_text::sanitize_line(m))
         }
+        (None, _) if ui.quit_armed => " press ctrl+c again to quit ".into(),
         (None, Phase::Working { .. }) => " Enter queues for the next turn · Esc interrupts ".into(),
         (None, Phase::Ended { .. }) => " the session ended · ctrl+d quits ".into(),
+        (None, Phase::Idle) if !view.queued.is_empty() => format!(
+            " {} queued · Enter sends · ↑ edits the last ",
+            view.queued.len()
+        ),
         (None, Phase::Idle) => " ? help · / commands ".into(),
     };
     let block = Block::default()

@@ -80,17 +80,32 @@ pub(super) fn choose(
         let class = ask.role_class.unwrap_or_else(|| default_class(config));
         resolve_class(config, class, &ProcessEnv)?
     };
-    let mut resolved = resolved;
-    if let Some(props) = baton_model::routes::learn_local_server(config, &mut resolved) {
-        if props.supports_tools == Some(false) {
-            errln!(
-                "baton: warning: the server of {} says its chat template takes no tools (/props: chat_template_caps.supports_tools = false), so the model cannot read files or run commands: start llama-server with --jinja and a model whose template supports tool calls (README, local quick start)",
-                resolved.route
-            );
-        }
-    }
     let provider = build_provider(&resolved, &ProcessEnv)?;
     Ok((resolved, provider))
+}
+
+/// What a local server says of a model the table does not know (its context, whether its chat
+/// template takes tools), learned once every setting is checked, so that a refused start sends
+/// nothing: the route's profile takes the server's context and output limit, and the provider
+/// is built again with it. A template without tools is a warning.
+pub(super) fn learn_local(
+    config: &Config,
+    resolved: &mut ResolvedRoute,
+    provider: Arc<dyn Provider>,
+) -> Result<Arc<dyn Provider>> {
+    let Some(props) = baton_model::probe::learn_local_server(config, resolved) else {
+        return Ok(provider);
+    };
+    if props.supports_tools == Some(false) {
+        errln!(
+            "baton: warning: the server of {} says its chat template takes no tools (/props: chat_template_caps.supports_tools = false), so the model cannot read files or run commands: start llama-server with --jinja and a model whose template supports tool calls (README, local quick start)",
+            resolved.route
+        );
+    }
+    if props.n_ctx.is_some() {
+        return Ok(build_provider(resolved, &ProcessEnv)?);
+    }
+    Ok(provider)
 }
 
 /// The route of `--replay FILE`: the cassette played, no config or network needed.

@@ -186,6 +186,26 @@ fn overlays_and_states() {
             24,
             Box::new(|_, u| u.overlay = Some(Overlay::Help)),
         ),
+        // [22/24] Ctrl+C once on an empty composer; messages an interrupt kept queued.
+        (
+            "quit_armed",
+            80,
+            12,
+            Box::new(|v, u| {
+                v.phase = Phase::Idle;
+                u.quit_armed = true;
+            }),
+        ),
+        (
+            "queued_kept",
+            80,
+            12,
+            Box::new(|v, u| {
+                v.phase = Phase::Idle;
+                v.queued = vec!["and add a test".into(), "then run it".into()];
+                u.hold_queue = true;
+            }),
+        ),
         (
             "help_small",
             40,
