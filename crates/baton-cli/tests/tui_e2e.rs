@@ -823,3 +823,34 @@ fn a_managed_worker_shows_in_the_side_panel_and_is_prompted_with_slash_worker() 
     let o = sb.run(&["worker", "stop", "w1"]);
     assert!(o.status.success());
 }
+
+/// [22/24] Ctrl+C on an empty composer used to quit at once, and the next keystrokes went to
+/// the shell: now it asks, a key in between keeps the session (and reaches it), and a second
+/// press quits cleanly.
+#[test]
+fn ctrl_c_on_an_empty_composer_asks_before_it_quits() {
+    let server = MockServer::builder().start_blocking();
+    let sb = project(&server);
+    let mut vt = tui(&sb, &[], 80, 24);
+    vt.wait_for(WAIT, |s| s.contains("? help"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\x03");
+    vt.wait_for(WAIT, |s| s.contains("press ctrl+c again to quit"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    // Still there: the next key is typed into its composer, and the question is gone.
+    vt.send(b"x");
+    vt.wait_for(WAIT, |s| {
+        s.contains("› x") && !s.contains("press ctrl+c again")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    // Ctrl+C clears the text, asks, then quits.
+    vt.send(b"\x03");
+    vt.wait_for(WAIT, |s| !s.contains("› x"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\x03");
+    vt.wait_for(WAIT, |s| s.contains("press ctrl+c again to quit"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\x03");
+    assert!(vt.wait(WAIT).success());
+    assert!(server.model_requests().is_empty());
+}
