@@ -18,6 +18,13 @@ pub struct LoadedConfig {
     pub shadowed: Vec<Shadowed>,
 }
 
+impl LoadedConfig {
+    /// The files read, as text, in the order they apply (the documents' `config_files`).
+    pub fn file_names(&self) -> Vec<String> {
+        self.files.iter().map(|f| f.display().to_string()).collect()
+    }
+}
+
 /// A setting one config file sets and a later one sets again, differently.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shadowed {

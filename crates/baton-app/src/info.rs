@@ -61,12 +61,7 @@ pub fn models_json(ctx: &ProjectContext) -> ModelsDocument {
         })
         .collect();
     ModelsDocument {
-        config_files: ctx
-            .config
-            .files
-            .iter()
-            .map(|f| f.display().to_string())
-            .collect(),
+        config_files: ctx.config.file_names(),
         default_class: default_class(config).to_string(),
         classes,
     }

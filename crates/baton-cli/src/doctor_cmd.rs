@@ -430,12 +430,7 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
             .collect();
         crate::documents::print(&DoctorDocument {
             ok: all_ok,
-            config_files: ctx
-                .config
-                .files
-                .iter()
-                .map(|f| f.display().to_string())
-                .collect(),
+            config_files: ctx.config.file_names(),
             shadowed: ctx
                 .config
                 .shadowed
