@@ -104,7 +104,7 @@ enum Command {
     /// Run workflow steps on this machine for workflows on Temporal (`baton run --engine
     /// temporal`): polls the task queue, works in a clone of `engine.remote`. See docs/temporal.md.
     WorkerNode(temporal_cmd::WorkerNodeArgs),
-    /// Write a commented starter `.baton/config.toml` in the project (nothing else).
+    /// Write a commented starter `.baton/config.toml` and `.baton/.gitignore` in the project, trusted as written.
     Init(init_cmd::InitArgs),
     /// Check every configured provider (key set, one cheap real request) and the sandbox.
     Doctor(doctor_cmd::DoctorArgs),
