@@ -284,13 +284,7 @@ fn a_local_model_the_table_does_not_know_gets_a_limit_from_the_server_s_context(
         let extra = route_limit.map_or(String::new(), |n| {
             format!("[routes.\"local/tiny\"]\nmax_output_tokens = {n}\n")
         });
-        let p = Sandbox::new()
-            .baton_exe(env!("CARGO_BIN_EXE_baton"))
-            .baton_config(&format!(
-                "[providers.local]\nkind = \"openai\"\nbase_url = \"{}/v1\"\n{extra}",
-                server.url()
-            ));
-        let out = p.run(&["agent", "--model", "local/tiny", "say hello"]);
+        let out = local_session(&server, &extra);
         assert_exit(&out, 0);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(
@@ -311,13 +305,19 @@ fn a_local_model_the_table_does_not_know_gets_a_limit_from_the_server_s_context(
     let server = MockServer::builder()
         .turn(Turn::text("hello"))
         .start_blocking();
-    let p = Sandbox::new()
-        .baton_exe(env!("CARGO_BIN_EXE_baton"))
-        .baton_config(&format!(
-            "[providers.local]\nkind = \"openai\"\nbase_url = \"{}/v1\"\n",
-            server.url()
-        ));
-    let out = p.run(&["agent", "--model", "local/tiny", "say hello"]);
+    let out = local_session(&server, "");
     assert_exit(&out, 0);
     assert_eq!(first_body(&server)["max_tokens"], json!(8192));
+}
+
+/// `baton agent --model local/tiny` against `server` as a loopback provider `local`, with
+/// `extra` config.
+fn local_session(server: &MockServer, extra: &str) -> std::process::Output {
+    Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .baton_config(&format!(
+            "[providers.local]\nkind = \"openai\"\nbase_url = \"{}/v1\"\n{extra}",
+            server.url()
+        ))
+        .run(&["agent", "--model", "local/tiny", "say hello"])
 }

@@ -54,10 +54,7 @@ fn estimate_of(seat: &Seat, messages: &[Message]) -> u64 {
 }
 
 pub(crate) fn estimate(seat: &Seat) -> u64 {
-    let all: u64 = seat.messages.iter().map(message_bytes).sum::<u64>()
-        + seat.system.len() as u64
-        + serde_json::to_string(&seat.specs).map_or(0, |s| s.len() as u64);
-    let by_bytes = all / BYTES_PER_TOKEN;
+    let by_bytes = estimate_of(seat, &seat.messages);
     let by_usage = match seat.fit.counted {
         Some(n) if n <= seat.messages.len() => {
             seat.fit.last_input
