@@ -204,6 +204,39 @@ fn frame_build(items: usize) -> Vec<Duration> {
     times
 }
 
+/// The p50 of a frame in which only the spinner's tick moves, at 1 item and at 10,000 items,
+/// drawn alternately in rounds of 50.
+fn spinner_ticks() -> (Duration, Duration) {
+    let mut views = [long_answer(), view_of(10_000)];
+    for v in &mut views {
+        v.user("working on it", 0);
+    }
+    let mut uis = [
+        Ui::new(Theme::dark(), Keymap::default()),
+        Ui::new(Theme::dark(), Keymap::default()),
+    ];
+    let mut terms = [
+        Terminal::new(TestBackend::new(120, 40)).expect("terminal"),
+        Terminal::new(TestBackend::new(120, 40)).expect("terminal"),
+    ];
+    let mut times = [Vec::new(), Vec::new()];
+    let mut tick = 0;
+    for _round in 0..40 {
+        for k in 0..2 {
+            for _ in 0..50 {
+                tick += 1;
+                let began = Instant::now();
+                terms[k]
+                    .draw(|f| render::draw(f, &views[k], &mut uis[k], tick * 125))
+                    .expect("draw");
+                times[k].push(began.elapsed());
+            }
+        }
+    }
+    let [one, many] = times;
+    (pct(one, 0.5), pct(many, 0.5))
+}
+
 /// Bytes written to the terminal, each write with its time.
 #[derive(Clone, Default)]
 struct Sink(Arc<Mutex<Vec<(Instant, Vec<u8>)>>>);
@@ -462,7 +495,6 @@ fn main() {
     );
 
     // 5. Idle with a spinner, at 1 and at 10,000 items: 5 s each.
-    let mut spin = Vec::new();
     // The one item is an answer long enough to fill the screen too: the two differ in the
     // transcript's length only, not in what is on screen.
     for items in [1, 10_000] {
@@ -493,18 +525,26 @@ fn main() {
             "<= 0.5%",
             share <= 0.5,
         );
-        spin.push(share);
     }
-    // The spinner must not cost more with a long transcript: at 10,000 items at most 10% (or
-    // 0.02% of a core, the clock's noise at these levels) above the cost at 1 item. Cheaper is
-    // noise too, not a regression, so the check is one-sided.
-    let (a, b) = (spin[0], spin[1]);
-    let not_more = b - a <= (a * 0.10).max(0.02);
+    // The spinner must not cost more with a long transcript. Its CPU share above is a few
+    // milliseconds of CPU in 5 s, too little to compare between two runs (CI saw 0.88x and 1.15x
+    // on the same code), so the comparison is of what a spinner tick does: one frame in which
+    // only the tick moves, drawn 2,000 times at each size, interleaved in rounds so that the
+    // machine's noise falls on both alike. A cost that grew with the transcript would be
+    // thousands of times larger at 10,000 items; at most 1.5x is the same cost.
+    let (a, b) = spinner_ticks();
+    let ratio = ms(b) / ms(a).max(1e-6);
+    println!(
+        "{:<58} {:>22}   (1 item: p50 {:.3} ms)",
+        "  spinner tick frame, 10,000 items (p50)",
+        format!("{:.3} ms", ms(b)),
+        ms(a)
+    );
     r.line(
-        "  spinner CPU, 10,000 items vs 1 item",
-        format!("{:.2}x", b / a.max(1e-9)),
-        "not above (+10%)",
-        not_more,
+        "  spinner tick frame, 10,000 items vs 1 item (p50)",
+        format!("{ratio:.2}x"),
+        "<= 1.5x",
+        ratio <= 1.5,
     );
 
     // 6. Resize at 10,000 items: the first frame at the new size.
