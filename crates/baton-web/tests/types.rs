@@ -1,10 +1,10 @@
 //! The page's modules against the documents' types: `tsc -p crates/baton-web` (`tsconfig.json`)
-//! checks every module that opts in with `// @ts-check` (`model.js`) against
-//! `src/assets/projection.d.ts`, which baton-events derives from the Rust types
-//! (`baton_events::projection::Doc`). So a document field the page reads that the server does not
-//! send is a failure here. TypeScript comes from the browser tests' packages (`npm ci --prefix
-//! crates/baton-web/tests/browser`); without them or node the test is skipped with a note (a
-//! failure in CI, which installs both).
+//! checks every module that opts in with `// @ts-check` (all four: `model.js`, `vlist.js`,
+//! `views.js`, `app.js`) against `src/assets/projection.d.ts`, which baton-events derives from
+//! the Rust types (`baton_events::projection::Doc`), and against the DOM's. So a document field
+//! the page reads that the server does not send is a failure here. TypeScript comes from the
+//! browser tests' packages (`npm ci --prefix crates/baton-web/tests/browser`); without them or
+//! node the test is skipped with a note (a failure in CI, which installs both).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[test]

@@ -1,37 +1,78 @@
 // The dashboard: the project event feed (server-sent events, a batch per message) folded by the
 // model, drawn at most once per frame. Every text from the feed goes into the page as text, never
 // as markup: nothing a model wrote becomes HTML.
+//
+// Checked by `tsc` (`crates/baton-web/tsconfig.json`) against the documents' types
+// (`projection.d.ts`) and the model's (`model.js`).
+// @ts-check
+
 import { Model, STEPS, failedVerdict } from './model.js';
 import { VList } from './vlist.js';
 import { el, money, secs, graphPicture, diffView, transcriptView, costChart } from './views.js';
 
-const csrf = document.querySelector('meta[name="baton-csrf"]').content;
+/**
+ * @typedef {import('./projection').Unit} Unit
+ * @typedef {import('./projection').Step} Step
+ * @typedef {import('./model.js').Row} Row
+ * @typedef {import('./model.js').Dispatch} Dispatch
+ * @typedef {Model['timeline'][number]} TimelineEvent
+ */
+
+/**
+ * A finding of a workflow's decision, as its log keeps it (`baton_workflow::event::LoggedFinding`,
+ * not derived: written here by hand).
+ * @typedef {{severity: string, location?: string | null, text: string, raised_by?: string[], cross_confirmed?: boolean}} Finding
+ */
+
+/**
+ * A dispatch's answer and its contract as `/api/workflows/{id}/dispatches/{task}` sends them
+ * (`baton_app::task_log::Dispatch`, not derived: written here by hand).
+ * @typedef {object} Answer
+ * @property {string} task
+ * @property {string} role
+ * @property {string} text
+ * @property {string | null} error
+ * @property {{verdict: string, advances: boolean, source: string, scenarios: {name: string, status: string | null}[], notes: string[]} | null} contract
+ * @property {string | null} problem
+ */
+
+/**
+ * A list row's button that opens something: what it opens is `go`, set each time the row is filled.
+ * @typedef {HTMLButtonElement & {go: () => void}} Opener
+ */
+
+const csrf = /** @type {HTMLMetaElement} */ (document.querySelector('meta[name="baton-csrf"]')).content;
 const model = new Model();
-const $ = (id) => document.getElementById(id);
+// An element of the page by its id (index.html, served with this module, has every one asked for).
+const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
 
 // ---- tabs ---------------------------------------------------------------------------------
+/** @type {string | undefined} */
 let tab = 'workflows';
-for (const b of document.querySelectorAll('#tabs button')) {
+for (const b of /** @type {NodeListOf<HTMLButtonElement>} */ (document.querySelectorAll('#tabs button'))) {
   b.addEventListener('click', () => {
     tab = b.dataset.tab;
     for (const o of document.querySelectorAll('#tabs button')) o.setAttribute('aria-pressed', String(o === b));
-    for (const s of document.querySelectorAll('section.tab')) s.hidden = s.id !== `tab-${tab}`;
+    for (const s of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll('section.tab'))) s.hidden = s.id !== `tab-${tab}`;
     dirtyAll = true;
     schedule();
   });
 }
 
+/** @param {number | undefined} t */
 function age(t) {
-  if (!Number.isFinite(t)) return '';
+  if (t === undefined || !Number.isFinite(t)) return '';
   const s = Math.max(0, (Date.now() - t) / 1000);
   return s < 60 ? `${Math.round(s)}s` : s < 3600 ? `${Math.round(s / 60)}m` : s < 86400 ? `${Math.round(s / 3600)}h` : `${Math.round(s / 86400)}d`;
 }
 
+/** @param {HTMLTableRowElement} tr @param {(string | number | null | undefined)[]} texts */
 function cells(tr, texts) {
   for (const text of texts) tr.append(el('td', { text: text === undefined || text === null ? '' : String(text) }));
   return tr;
 }
 
+/** @param {string} label @param {string} text @param {() => void} go */
 function opener(label, text, go) {
   return el('button', { type: 'button', class: 'link', 'aria-label': label, text, onclick: go });
 }
@@ -39,22 +80,28 @@ function opener(label, text, go) {
 // Filling a list row in place (see vlist.js): `put` writes texts into the cells of `tr` from
 // column `from` on, `link` makes column `k` a button that opens something (or plain text when
 // `go` is null). Both make the cell the first time and only change what differs after.
+/** @param {HTMLTableRowElement} tr @param {number} from @param {(string | number | null | undefined)[]} texts */
 function put(tr, from, texts) {
   for (let k = 0; k < texts.length; k++) {
     const v = texts[k] === undefined || texts[k] === null ? '' : String(texts[k]);
     const td = cell(tr, from + k);
-    if (td.childNodes.length !== 1 || td.firstChild.nodeType !== Node.TEXT_NODE) td.replaceChildren(v);
-    else if (td.firstChild.data !== v) td.firstChild.data = v;
+    const first = /** @type {Text} */ (td.firstChild); // a text node where the test says so
+    if (td.childNodes.length !== 1 || first.nodeType !== Node.TEXT_NODE) td.replaceChildren(v);
+    else if (first.data !== v) first.data = v;
   }
   return tr;
 }
 
+/**
+ * @param {HTMLTableRowElement} tr @param {number} k @param {string} label @param {string} text
+ * @param {(() => void) | null} go
+ */
 function link(tr, k, label, text, go) {
   if (!go) return put(tr, k, [text]);
   const td = cell(tr, k);
-  let b = td.firstChild;
+  let b = /** @type {Opener | null} */ (td.firstChild); // an Opener where the test says so
   if (!b || b.nodeName !== 'BUTTON' || td.childNodes.length !== 1) {
-    b = el('button', { type: 'button', class: 'link', onclick: () => b.go() });
+    b = /** @type {Opener} */ (el('button', { type: 'button', class: 'link', onclick: () => /** @type {Opener} */ (b).go() }));
     td.replaceChildren(b);
   }
   b.go = go;
@@ -63,66 +110,78 @@ function link(tr, k, label, text, go) {
   return tr;
 }
 
+/** @param {HTMLTableRowElement} tr @param {number} k */
 function cell(tr, k) {
   while (tr.children.length <= k) tr.append(el('td'));
-  return tr.children[k];
+  return /** @type {HTMLTableCellElement} */ (tr.children[k]);
 }
 
+/** @param {Element} node @param {string} name @param {string | number | undefined} value */
 function mark(node, name, value) {
   const v = String(value);
   if (node.getAttribute(name) !== v) node.setAttribute(name, v);
 }
 
 // ---- the lists ----------------------------------------------------------------------------
-const workflows = new VList(document.querySelector('#workflows').parentElement, (r, i, tr = el('tr')) => {
+// The scrolling box around the list whose <table> is `sel`.
+const boxOf = (/** @type {string} */ sel) => /** @type {HTMLElement} */ (/** @type {Element} */ (document.querySelector(sel)).parentElement);
+/** @type {VList<Row>} */
+const workflows = new VList(boxOf('#workflows'), (r, i, tr = el('tr')) => {
   mark(tr, 'data-id', r.id);
   link(tr, 0, `open workflow ${r.id}`, r.id, () => openWorkflow(r.id));
   put(tr, 1, [r.type || '', r.state, r.phase || '', r.waits || '', r.tokens || '', money(r.cost), age(r.first), r.last]);
-  tr.children[2].className = r.state;
+  tr.children[2].className = r.state || '';
   return tr;
 });
-const flows = new VList(document.querySelector('#flows').parentElement, (r, i, tr = el('tr')) => {
+/** @type {VList<Row>} */
+const flows = new VList(boxOf('#flows'), (r, i, tr = el('tr')) => {
   mark(tr, 'data-id', r.id);
   link(tr, 0, `open flow ${r.id}`, r.id, () => openFlow(r.id));
-  const units = [...(r.units || new Map()).values()];
+  const units = [...(r.units || /** @type {Map<string, Unit>} */ (new Map())).values()];
   put(tr, 1, [r.state, `${units.filter((u) => u.steps[4] === 'done').length}/${units.length}`, r.last, r.at || '']);
-  tr.children[1].className = r.state;
+  tr.children[1].className = r.state || '';
   return tr;
 });
-const tasks = new VList(document.querySelector('#tasks').parentElement, (r, i, tr = el('tr')) => {
+/** @type {VList<Row>} */
+const tasks = new VList(boxOf('#tasks'), (r, i, tr = el('tr')) => {
   mark(tr, 'data-id', r.id);
   link(tr, 0, `open task ${r.id} log`, r.id, () => openLog(r.id));
   put(tr, 1, [r.state, r.what || '', r.tokens || '', money(r.cost), r.last]);
-  tr.children[1].className = r.state;
+  tr.children[1].className = r.state || '';
   const act = cell(tr, 6);
   const label = `cancel task ${r.id}`;
   if (r.state !== 'running') act.replaceChildren();
-  else if (!act.firstChild || act.firstChild.getAttribute('aria-label') !== label) {
+  else if (!act.firstChild || /** @type {Element} */ (act.firstChild).getAttribute('aria-label') !== label) {
     act.replaceChildren(el('button', { type: 'button', text: 'cancel', 'aria-label': label, onclick: () => post(`/api/tasks/${encodeURIComponent(r.id)}/cancel`, '', `Cancel task ${r.id}?`) }));
   }
   return tr;
 });
-const sessions = new VList(document.querySelector('#sessions').parentElement, (r, i, tr = el('tr')) => {
+/** @type {VList<Row>} */
+const sessions = new VList(boxOf('#sessions'), (r, i, tr = el('tr')) => {
   mark(tr, 'data-id', r.id);
   link(tr, 0, `open session ${r.id} transcript`, r.id, () => openTranscript(r.id));
   put(tr, 1, [r.state, r.role || '', r.model || '', r.routed ? 'two lanes' : '', r.last]);
-  tr.children[1].className = r.state;
+  tr.children[1].className = r.state || '';
   return tr;
 });
-const workersList = new VList(document.querySelector('#workers').parentElement, (r, i, tr = el('tr')) => {
+/** @type {VList<Row>} */
+const workersList = new VList(boxOf('#workers'), (r, i, tr = el('tr')) => {
   mark(tr, 'data-id', r.id);
-  link(tr, 0, `open worker ${r.id} transcript`, r.id, r.session ? () => openTranscript(r.session) : null);
+  link(tr, 0, `open worker ${r.id} transcript`, r.id, r.session ? () => openTranscript(/** @type {string} */ (r.session)) : null);
   put(tr, 1, [r.state, r.role || '', r.model || '', r.turns || 0, r.tokens || '', money(r.cost), r.doing || '', r.answer || '']);
-  tr.children[1].className = r.state;
+  tr.children[1].className = r.state || '';
   return tr;
 });
-const events = new VList(document.querySelector('#events').parentElement, (x, i, tr = el('tr')) => put(tr, 0, [Number.isFinite(x.t) ? new Date(x.t).toISOString() : '', x.kind, x.id, x.name, x.text]));
+/** @type {VList<TimelineEvent>} */
+const events = new VList(boxOf('#events'), (x, i, tr = el('tr')) => put(tr, 0, [Number.isFinite(x.t) ? new Date(x.t).toISOString() : '', x.kind, x.id, x.name, x.text]));
 
 // The events list, newest first, filtered incrementally: only events not yet looked at are.
+/** @type {{kind: string, text: string, upto: number, hits: number[]}} */
 const evFilter = { kind: '', text: '', upto: 0, hits: [] };
+/** @returns {import('./vlist.js').Items<TimelineEvent>} */
 function eventItems() {
-  const kind = $('ev-kind').value;
-  const text = $('ev-text').value.trim().toLowerCase();
+  const kind = /** @type {HTMLSelectElement} */ ($('ev-kind')).value;
+  const text = /** @type {HTMLInputElement} */ ($('ev-text')).value.trim().toLowerCase();
   const all = model.timeline;
   if (!kind && !text) return { length: all.length, at: (i) => all[all.length - 1 - i] };
   if (kind !== evFilter.kind || text !== evFilter.text) Object.assign(evFilter, { kind, text, upto: 0, hits: [] });
@@ -136,15 +195,16 @@ function eventItems() {
 }
 
 function workflowItems() {
-  const type = $('wf-type').value;
-  const state = $('wf-state').value;
-  const text = $('wf-text').value.trim().toLowerCase();
+  const type = /** @type {HTMLSelectElement} */ ($('wf-type')).value;
+  const state = /** @type {HTMLSelectElement} */ ($('wf-state')).value;
+  const text = /** @type {HTMLInputElement} */ ($('wf-text')).value.trim().toLowerCase();
   const rows = model.list('workflow').filter((r) => (!type || r.type === type) && (!state || r.state === state)
     && (!text || `${r.id} ${r.phase || ''} ${r.waits || ''} ${r.last}`.toLowerCase().includes(text)));
   $('wf-count').textContent = `${rows.length} shown`;
   return rows;
 }
 
+/** @type {Set<string>} */
 const types = new Set();
 for (const id of ['wf-type', 'wf-state', 'wf-text', 'ev-kind', 'ev-text', 'cost-by']) {
   $(id).addEventListener('input', () => { dirtyAll = true; schedule(); });
@@ -159,11 +219,13 @@ function renderNeeds() {
     box.replaceChildren(el('p', { class: 'empty', text: 'Nothing waits for you.' }));
     return;
   }
+  /** @type {HTMLElement[]} */
   const cards = waiting.slice(0, MOST_NEEDS).map(needCard);
   if (waiting.length > MOST_NEEDS) cards.push(el('p', { class: 'empty', text: `and ${waiting.length - MOST_NEEDS} more (the lists have them all)` }));
   box.replaceChildren(...cards);
 }
 
+/** @param {Row} r */
 function needCard(r) {
   const card = el('form', { class: 'need', 'aria-label': `${r.kind} ${r.id}` }, el('h3', { text: `${r.kind} ${r.id}` }));
   if (r.kind === 'workflow' && r.checkpoint) {
@@ -196,7 +258,9 @@ function needCard(r) {
 }
 
 // ---- one workflow -------------------------------------------------------------------------
+/** @type {string | null} */
 let wfOpen = null;
+/** @type {VList<Dispatch>} */
 const dispatches = new VList($('dispatches-box'), (n, i, tr = el('tr')) => {
   mark(tr, 'data-task', n.task);
   link(tr, 0, `dispatch ${n.key}`, n.key, () => showDispatch(n));
@@ -209,7 +273,8 @@ const dispatches = new VList($('dispatches-box'), (n, i, tr = el('tr')) => {
     lane.className = 'lane';
     lane.append(el('div', { class: 'track' }, el('div', { class: 'bar queue', role: 'img' }), el('div', { role: 'img' })));
   }
-  const [q, b] = lane.firstChild.children;
+  const track = /** @type {HTMLDivElement} */ (lane.firstChild);
+  const [q, b] = /** @type {HTMLCollectionOf<HTMLDivElement>} */ (track.children);
   mark(q, 'aria-label', `queued ${secs(queue)}`);
   q.style.marginLeft = `${((n.ready - s.t0) / s.span) * 100}%`;
   q.style.width = `${(queue / s.span) * 100}%`;
@@ -225,23 +290,25 @@ const dispatches = new VList($('dispatches-box'), (n, i, tr = el('tr')) => {
 });
 let scale = { t0: 0, span: 1 };
 
+/** @param {string} id */
 function openWorkflow(id) {
   wfOpen = id;
   $('dispatch-detail').replaceChildren();
   renderWorkflow(true);
   const r = model.rows.get(`workflow/${id}`);
-  if (r) $('artifact-seq').value = r.events;
+  if (r) /** @type {HTMLInputElement} */ ($('artifact-seq')).value = String(r.events);
   loadArtifact();
   $('detail').scrollIntoView({ block: 'start' });
 }
 
+/** @param {boolean} [changed] */
 function renderWorkflow(changed) {
   const section = $('detail');
   const r = wfOpen && model.rows.get(`workflow/${wfOpen}`);
   if (!r) { section.hidden = true; return; }
   section.hidden = false;
   $('h-detail').textContent = `Workflow ${r.id}`;
-  const nodes = [...r.nodes.values()];
+  const nodes = [...(r.nodes || /** @type {Map<string, Dispatch>} */ (new Map())).values()];
   const budget = r.budgetUsd ? ` of $${r.budgetUsd}` : '';
   $('detail-summary').textContent = `${r.type || ''} · ${r.state} · ${nodes.length} dispatches · ${money(r.cost) || '$0'}${budget} · ${r.tokens} tokens${r.waits ? ` · waits for ${r.waits}` : ''}`;
   if (!changed) return;
@@ -250,42 +317,50 @@ function renderWorkflow(changed) {
   const t1 = Math.max(...nodes.map((n) => (n.end !== undefined ? n.end : Date.now())));
   scale = { t0, span: Math.max(t1 - t0, 1) };
   dispatches.set(nodes);
-  $('findings').replaceChildren(...(r.findings.length ? r.findings.map((f) => el('p', { class: `finding ${f.severity}`, text: `${f.severity}${f.cross_confirmed ? ' (both)' : ''} ${f.location || ''} — ${f.text} [${(f.raised_by || []).join(', ')}]` })) : [el('p', { class: 'empty', text: 'No findings.' })]));
+  const findings = /** @type {Finding[]} */ (r.findings || []);
+  $('findings').replaceChildren(...(findings.length ? findings.map((f) => el('p', { class: `finding ${f.severity}`, text: `${f.severity}${f.cross_confirmed ? ' (both)' : ''} ${f.location || ''} — ${f.text} [${(f.raised_by || []).join(', ')}]` })) : [el('p', { class: 'empty', text: 'No findings.' })]));
   const marks = $('artifact-marks');
-  marks.replaceChildren(...r.marks.slice(-12).map((m) => el('button', { type: 'button', class: 'link', text: `${m.seq}: ${m.what}`, onclick: () => { $('artifact-seq').value = m.seq; loadArtifact(); } })));
+  marks.replaceChildren(...(r.marks || []).slice(-12).map((m) => el('button', { type: 'button', class: 'link', text: `${m.seq}: ${m.what}`, onclick: () => { /** @type {HTMLInputElement} */ ($('artifact-seq')).value = String(m.seq); loadArtifact(); } })));
 }
 
 // The artifact at the event asked for: time travel through the record.
 async function loadArtifact() {
   if (!wfOpen) return;
-  const seq = $('artifact-seq').value;
+  const seq = /** @type {HTMLInputElement} */ ($('artifact-seq')).value;
   const res = await fetch(`/api/workflows/${encodeURIComponent(wfOpen)}/artifact${seq ? `?seq=${encodeURIComponent(seq)}` : ''}`);
   if (!res.ok) { $('artifact').textContent = await res.text(); return; }
+  /** @type {{seq: number, events: number, artifact: unknown}} */
   const body = await res.json();
-  $('artifact-seq').max = body.events;
+  /** @type {HTMLInputElement} */ ($('artifact-seq')).max = String(body.events);
   $('artifact').textContent = JSON.stringify(body.artifact, null, 2);
 }
 $('artifact-go').addEventListener('click', loadArtifact);
 
 // A dispatch's answer and its contract, as the server's parser read it (the runner's own).
+/** @param {Dispatch} n */
 async function showDispatch(n) {
-  const res = await fetch(`/api/workflows/${encodeURIComponent(wfOpen)}/dispatches/${encodeURIComponent(n.task)}`);
+  const res = await fetch(`/api/workflows/${encodeURIComponent(/** @type {string} */ (wfOpen))}/dispatches/${encodeURIComponent(n.task)}`);
+  /** @type {Answer | null} */
   const d = res.ok ? await res.json() : null;
   const box = $('dispatch-detail');
+  /** @type {HTMLElement[]} */
   const parts = [el('h4', { text: `${n.key}: ${n.agent} (${n.phase})` })];
   const c = d && d.contract;
   if (c) parts.push(el('p', { text: `contract: ${c.verdict} (${c.source})${c.advances ? '' : ', does not advance'}` }));
   if (c && c.scenarios.length) parts.push(el('ul', { class: 'scenarios', 'aria-label': 'scenarios' }, ...c.scenarios.map((s) => el('li', { class: s.status === 'PASS' ? 'done' : 'failed', text: `${s.status || '?'} ${s.name}` }))));
   if (d && d.problem) parts.push(el('p', { class: 'failed', text: d.problem }));
   parts.push(el('pre', { class: 'contract', tabindex: '0', 'aria-label': 'contract', text: (d && (d.text || d.error)) || (res.ok ? 'no answer recorded' : await res.text()) }));
-  if (n.session) parts.push(opener(`open session ${n.session} transcript`, `its transcript (${n.session})`, () => openTranscript(n.session)));
+  if (n.session) parts.push(opener(`open session ${n.session} transcript`, `its transcript (${n.session})`, () => openTranscript(/** @type {string} */ (n.session))));
   box.replaceChildren(...parts);
 }
 $('detail-close').addEventListener('click', () => { wfOpen = null; renderWorkflow(); });
 
 // ---- one Flow -----------------------------------------------------------------------------
+/** @type {string | null} */
 let flowOpen = null;
+/** @type {Record<Step, string>} */
 const GLYPH = { pending: '·', running: '◐', done: '✓', failed: '✗', skipped: '–' };
+/** @param {string} id */
 function openFlow(id) { flowOpen = id; $('unit-detail').replaceChildren(); renderFlow(); $('flow-detail').scrollIntoView({ block: 'start' }); }
 function renderFlow() {
   const section = $('flow-detail');
@@ -293,10 +368,10 @@ function renderFlow() {
   if (!r) { section.hidden = true; return; }
   section.hidden = false;
   $('h-flow').textContent = `Flow ${r.id}`;
-  const units = [...(r.units || new Map()).values()];
+  const units = [...(r.units || /** @type {Map<string, Unit>} */ (new Map())).values()];
   const merged = units.filter((u) => u.steps[4] === 'done').length;
   $('flow-summary').textContent = `${r.state} · ${merged}/${units.length} merged · last: ${r.last}`;
-  document.querySelector('#units tbody').replaceChildren(...units.map((u) => {
+  /** @type {HTMLTableSectionElement} */ (document.querySelector('#units tbody')).replaceChildren(...units.map((u) => {
     const tr = el('tr', { 'data-unit': u.id }, el('th', { scope: 'row', text: u.id }));
     u.steps.forEach((st, k) => {
       tr.append(el('td', { text: GLYPH[st], class: ['done', 'failed', 'running'].includes(st) ? st : undefined, 'aria-label': `${STEPS[k]}: ${st}` }));
@@ -312,7 +387,9 @@ function renderFlow() {
   $('flow-notes').replaceChildren(...notes);
 }
 
+/** @param {string} flow @param {Unit} u */
 function showUnit(flow, u) {
+  /** @type {HTMLElement[]} */
   const parts = [el('h3', { text: `unit ${u.id}${u.name ? `: ${u.name}` : ''}` })];
   if (u.implementer) parts.push(el('h4', { text: 'implementer' }), el('pre', { text: u.implementer }));
   parts.push(el('h4', { text: 'validation' }));
@@ -333,14 +410,17 @@ function showUnit(flow, u) {
 $('flow-close').addEventListener('click', () => { flowOpen = null; renderFlow(); });
 
 // ---- a task's log, a session's transcript -------------------------------------------------
+/** @param {string} id */
 async function openLog(id) {
   const res = await fetch(`/api/tasks/${encodeURIComponent(id)}/log`);
   show(`task ${id}: log`, res.ok ? el('pre', { tabindex: '0', text: (await res.json()).join('\n') }) : el('p', { text: await res.text() }));
 }
+/** @param {string} id */
 async function openTranscript(id) {
   const res = await fetch(`/api/sessions/${encodeURIComponent(id)}/transcript`);
   show(`session ${id}: transcript`, res.ok ? transcriptView(await res.json()) : el('p', { text: await res.text() }));
 }
+/** @param {string} title @param {HTMLElement} body */
 function show(title, body) {
   $('h-viewer').textContent = title;
   $('viewer-body').replaceChildren(body);
@@ -351,20 +431,22 @@ $('viewer-close').addEventListener('click', () => { $('viewer').hidden = true; }
 
 // ---- cost ---------------------------------------------------------------------------------
 function renderCost() {
-  const by = $('cost-by').value;
+  // The select's options are the keys costBy sums by.
+  const by = /** @type {'model' | 'role' | 'day' | 'workflow'} */ (/** @type {HTMLSelectElement} */ ($('cost-by')).value);
   const sums = model.costBy(by);
-  const budgetOf = by === 'workflow' ? (k) => { const r = model.rows.get(`workflow/${k}`); return r && r.budgetUsd; } : null;
+  const budgetOf = by === 'workflow' ? (/** @type {string} */ k) => { const r = model.rows.get(`workflow/${k}`); return r && r.budgetUsd; } : null;
   const total = sums.reduce((a, s) => a + s.usd, 0);
   $('cost-total').textContent = `total ${money(total) || '$0'} over ${model.spend.length} dispatches`;
   $('cost-key').textContent = by;
   $('cost-chart').replaceChildren(costChart(sums, by, budgetOf));
-  document.querySelector('#cost tbody').replaceChildren(...sums.slice(0, 200).map((s) => {
+  /** @type {HTMLTableSectionElement} */ (document.querySelector('#cost tbody')).replaceChildren(...sums.slice(0, 200).map((s) => {
     const budget = budgetOf && budgetOf(s.key);
     return cells(el('tr'), [s.key, money(s.usd) || '$0', s.tokens, s.count, s.unpriced || '', budget ? `$${budget} (${Math.round((100 * s.usd) / budget)}%)` : '']);
   }));
 }
 
 // ---- actions ------------------------------------------------------------------------------
+/** @param {string} url @param {string} body @param {string} question */
 async function post(url, body, question) {
   if (!confirm(question)) return;
   const res = await fetch(url, { method: 'POST', headers: { 'X-Baton-CSRF': csrf, 'Content-Type': 'text/plain' }, body });
@@ -385,7 +467,7 @@ function draw() {
   const changed = model.take();
   const all = dirtyAll;
   dirtyAll = false;
-  const touches = (kind) => all || [...changed].some((k) => k.startsWith(`${kind}/`));
+  const touches = (/** @type {string} */ kind) => all || [...changed].some((k) => k.startsWith(`${kind}/`));
   if (all || changed.size) renderNeeds();
   for (const r of model.rows.values()) if (r.type && !types.has(r.type)) { types.add(r.type); $('wf-type').append(el('option', { text: r.type })); }
   if (tab === 'workflows' && touches('workflow')) workflows.set(workflowItems());
@@ -416,4 +498,5 @@ source.addEventListener('projection', (m) => {
   model.project(JSON.parse(m.data));
   schedule();
 });
-source.addEventListener('error', (m) => { if (m.data) live.textContent = `error: ${m.data}`; });
+// The server's `error` message says what went wrong; the connection's own error event has no data.
+source.addEventListener('error', (m) => { const data = /** @type {MessageEvent} */ (m).data; if (data) live.textContent = `error: ${data}`; });

@@ -1,43 +1,88 @@
 // The page's pictures and readers: a workflow's task graph, a diff, a transcript (two lanes for a
 // routed session) and the cost chart. Every text goes in as a text node, never as markup.
+//
+// Checked by `tsc` (`crates/baton-web/tsconfig.json`) against the documents' types
+// (`projection.d.ts`) and the model's (`model.js`).
+// @ts-check
+
 import { layers, failedVerdict } from './model.js';
+
+/**
+ * @typedef {import('./model.js').Row} Row
+ * @typedef {import('./model.js').GraphTask} GraphTask
+ * @typedef {import('./model.js').Dispatch} Dispatch
+ */
+
+/**
+ * An element's attributes: `class`, `text` (its text), `on…` (a listener), any other an
+ * attribute (`true` present and empty; `undefined`, `null` or `false` left out).
+ * @typedef {Record<string, string | number | boolean | null | undefined | EventListener>} Attrs
+ */
+
+/**
+ * One entry of a session's transcript as `/api/sessions/{id}/transcript` sends it
+ * (`baton_app::task_log::TranscriptEntry`, not derived: written here by hand).
+ * @typedef {object} Entry
+ * @property {string} [seat] a routed session's seat (`coordinator`, `executor`)
+ * @property {'session' | 'user' | 'assistant' | 'tool_call' | 'tool_result' | 'note'} kind
+ * @property {string} text
+ * @property {string} [name] a tool call's tool
+ * @property {string} [arguments] a tool call's arguments (JSON text)
+ * @property {boolean} [error] a tool result that is an error
+ */
+
+/**
+ * What was spent under one key (`Model.costBy`).
+ * @typedef {{key: string, usd: number}} Sum
+ */
 
 const SVG = 'http://www.w3.org/2000/svg';
 
 // An element with attributes and children (strings become text).
+/**
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag @param {Attrs} [attrs] @param {...(Node | string | null | undefined)} children
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 export function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
     if (v === undefined || v === null || v === false) continue;
-    if (k === 'class') e.className = v;
-    else if (k === 'text') e.textContent = v;
-    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
-    else e.setAttribute(k, v === true ? '' : v);
+    if (k === 'class') e.className = /** @type {string} */ (v);
+    else if (k === 'text') e.textContent = /** @type {string} */ (v);
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), /** @type {EventListener} */ (v));
+    else e.setAttribute(k, v === true ? '' : /** @type {string} */ (v));
   }
   for (const c of children) if (c !== null && c !== undefined) e.append(c);
   return e;
 }
 
+/** @param {string} tag @param {Record<string, string | number>} [attrs] */
 function svg(tag, attrs = {}) {
   const e = document.createElementNS(SVG, tag);
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
   return e;
 }
 
+/** @param {number | null | undefined} x */
 export function money(x) {
   return typeof x === 'number' && x > 0 ? `$${x.toFixed(4)}` : x === 0 ? '$0' : '';
 }
 
+/** @param {number} msec */
 export function secs(msec) {
   if (!Number.isFinite(msec)) return '';
   return msec < 1000 ? `${Math.round(msec)}ms` : `${(msec / 1000).toFixed(2)}s`;
 }
 
+/** @type {Record<string, string>} */
 const STATUS_CLASS = { completed: 'done', done: 'done', in_progress: 'running', running: 'running', failed: 'failed', blocked: 'failed' };
 
 // A workflow's task graph: one column per layer (a task right of its blockers), an arrow per
 // `blockedBy` edge, a remediation task (origin other than the router) drawn dashed.
+/** @param {Row} row @param {(task: string) => void} [onPick] */
 export function graphPicture(row, onPick) {
+  /** @type {Map<string, GraphTask>} */
   const graph = row.graph || new Map();
   const cols = layers(graph);
   const W = 150, H = 46, GX = 50, GY = 14;
@@ -70,9 +115,9 @@ export function graphPicture(row, onPick) {
     const remedy = g.origin && g.origin !== 'router';
     // The record calls a task that ran "completed" whatever it answered: a failed verdict (no
     // contract, blocked, an error) is drawn as the failure it is.
-    const last = [...(row.nodes || new Map()).values()].reverse().find((n) => n.task === id);
+    const last = [...(row.nodes || /** @type {Map<string, Dispatch>} */ (new Map())).values()].reverse().find((n) => n.task === id);
     const failed = last && failedVerdict(last.verdict);
-    const cls = failed ? 'failed' : STATUS_CLASS[g.status] || 'pending';
+    const cls = failed ? 'failed' : (g.status && STATUS_CLASS[g.status]) || 'pending';
     const node = svg('g', { class: `node ${cls}${remedy ? ' remedy' : ''}`, transform: `translate(${p.x},${p.y})`, 'data-task': id });
     node.append(svg('rect', { width: W, height: H, rx: 6 }));
     const t1 = svg('text', { x: 8, y: 18 });
@@ -88,6 +133,7 @@ export function graphPicture(row, onPick) {
 }
 
 // A unified diff, each line classed by its first character.
+/** @param {string} text */
 export function diffView(text) {
   const pre = el('pre', { class: 'diff', tabindex: '0', 'aria-label': 'diff' });
   const lines = String(text).split('\n');
@@ -104,9 +150,11 @@ export function diffView(text) {
 // A tool call's change as a diff, where its arguments say old and new text (edit) or the whole
 // new file (write); null otherwise.
 // A text's lines, without the empty one after a final newline.
-const linesOf = (text) => text.replace(/\n$/, '').split('\n');
+const linesOf = (/** @type {string} */ text) => text.replace(/\n$/, '').split('\n');
 
+/** @param {string | undefined} name @param {string | undefined} args */
 function callDiff(name, args) {
+  /** @type {any} a tool's own arguments: any JSON */
   let a;
   try { a = JSON.parse(args || '{}'); } catch { return null; }
   const path = a.path || a.file_path || a.file || '';
@@ -115,12 +163,13 @@ function callDiff(name, args) {
   if (typeof oldText === 'string' && typeof newText === 'string') {
     return diffView([`--- ${path}`, `+++ ${path}`, ...linesOf(oldText).map((l) => `-${l}`), ...linesOf(newText).map((l) => `+${l}`)].join('\n'));
   }
-  if (/write/.test(name) && typeof a.content === 'string') {
+  if (/write/.test(name ?? '') && typeof a.content === 'string') {
     return diffView([`+++ ${path}`, ...linesOf(a.content).map((l) => `+${l}`)].join('\n'));
   }
   return null;
 }
 
+/** @param {Entry} e */
 function entryView(e) {
   switch (e.kind) {
     case 'user': return el('div', { class: 'msg user' }, el('span', { class: 'who', text: 'you › ' }), e.text);
@@ -140,15 +189,21 @@ function entryView(e) {
 
 // A session's transcript: one column, or two lanes (Coordinator, Executor) when entries carry a
 // seat; an entry without one (a note) goes in both.
+/** @param {Entry[]} entries */
 export function transcriptView(entries) {
   const routed = entries.some((e) => e.seat);
   if (!routed) return el('div', { class: 'transcript' }, ...entries.map(entryView));
+  /** @param {string} seat @param {string} title */
   const lane = (seat, title) => el('section', { class: 'lane', 'aria-label': `${title} lane` }, el('h3', { text: title }),
     ...entries.filter((e) => !e.seat || e.seat === seat).map(entryView));
   return el('div', { class: 'lanes' }, lane('coordinator', 'Coordinator'), lane('executor', 'Executor'));
 }
 
 // Horizontal bars of what was spent per key, with a budget mark where one is known.
+/**
+ * @param {Sum[]} sums @param {string} label
+ * @param {((key: string) => number | null | undefined) | null} budgetOf
+ */
 export function costChart(sums, label, budgetOf) {
   const top = sums.slice(0, 20);
   const most = Math.max(1e-9, ...top.map((s) => Math.max(s.usd, (budgetOf && budgetOf(s.key)) || 0)));

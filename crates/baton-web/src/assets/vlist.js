@@ -6,32 +6,53 @@
 // visible item when the list scrolls, and so on down. Scrolling therefore makes no DOM garbage,
 // whose collection (a full one, tracing every event the page holds) was the longest stall while
 // scrolling a big project.
+//
+// Checked by `tsc` (`crates/baton-web/tsconfig.json`).
+// @ts-check
+
+/**
+ * A row this list drew, with the index of the item it shows.
+ * @typedef {HTMLTableRowElement & {index?: number}} Row
+ */
+
+/**
+ * What a list shows: an array, or a list read through `at` (the events, newest first).
+ * @template T
+ * @typedef {T[] | {length: number, at(i: number): T}} Items
+ */
 
 const ROW = 26; // px, as .vlist tr in app.css
 const OVERSCAN = 8;
 const MOST = 80; // never more rows than this in the DOM, whatever the box's height
 
+/** @template T */
 export class VList {
   // `box`: the scrolling element holding a <table> with a <tbody>. `row(item, i, tr)` fills the
   // row `tr` this list drew before (for another item, or the same one changed) and returns it;
   // without `tr` it makes a new row.
+  /** @param {HTMLElement} box @param {(item: T, i: number, tr?: Row) => Row} row */
   constructor(box, row) {
     this.box = box;
-    this.body = box.querySelector('tbody');
+    this.body = /** @type {HTMLTableSectionElement} */ (box.querySelector('tbody'));
     this.row = row;
+    /** @type {Items<T>} */
     this.items = [];
     this.cols = box.querySelectorAll('thead th').length || 1;
-    this.shown = null; // [first, last, version] of what is drawn
+    /** @type {[number, number, number] | null} [first, last, version] of what is drawn */
+    this.shown = null;
     this.version = 0;
     this.top = spacer(this.cols);
     this.bottom = spacer(this.cols);
-    this.rows = []; // the <tr>s between the spacers, in order
-    this.spare = []; // rows taken out, filled again before any new one is made
+    /** @type {Row[]} the <tr>s between the spacers, in order */
+    this.rows = [];
+    /** @type {Row[]} rows taken out, filled again before any new one is made */
+    this.spare = [];
     this.body.replaceChildren(this.top, this.bottom);
     box.addEventListener('scroll', () => this.draw(), { passive: true });
   }
 
   // New items (an array, or {length, at(i)} for a list read from the end).
+  /** @param {Items<T>} items */
   set(items) {
     this.items = items;
     this.version += 1;
@@ -55,7 +76,8 @@ export class VList {
     if (s && s[0] === first && s[1] === last && s[2] === this.version) return;
     this.shown = [first, last, this.version];
     const items = this.items;
-    const at = typeof items.at === 'function' && !Array.isArray(items) ? (i) => items.at(i) : (i) => items[i];
+    /** @type {(i: number) => T} */
+    const at = typeof items.at === 'function' && !Array.isArray(items) ? (i) => items.at(i) : (i) => /** @type {T[]} */ (items)[i];
     const rows = this.rows;
     // A focused control in a row about to show another item would act on that item: it loses
     // focus, as it did when rows were made anew.
@@ -64,7 +86,7 @@ export class VList {
     for (let k = 0; k < last - first; k++) {
       const i = first + k;
       const old = rows[k];
-      if (holdsFocus && old && old.index !== i && old.contains(focused)) focused.blur();
+      if (holdsFocus && old && old.index !== i && old.contains(focused)) /** @type {HTMLElement | SVGElement} */ (focused).blur();
       const tr = this.row(at(i), i, old || this.spare.pop());
       tr.index = i;
       if (tr === old) continue;
@@ -73,7 +95,7 @@ export class VList {
       rows[k] = tr;
     }
     while (rows.length > last - first) {
-      const tr = rows.pop();
+      const tr = /** @type {Row} */ (rows.pop());
       tr.remove();
       this.spare.push(tr); // kept for when the window grows again (near the ends it is shorter)
     }
@@ -82,6 +104,7 @@ export class VList {
   }
 }
 
+/** @param {number} cols */
 function spacer(cols) {
   const tr = document.createElement('tr');
   tr.className = 'spacer';
@@ -93,8 +116,10 @@ function spacer(cols) {
   return tr;
 }
 
+/** @param {HTMLTableRowElement} tr @param {number} px */
 function size(tr, px) {
   tr.hidden = px === 0;
   const h = `${px}px`;
-  if (tr.firstChild.style.height !== h) tr.firstChild.style.height = h;
+  const td = /** @type {HTMLTableCellElement} */ (tr.firstChild);
+  if (td.style.height !== h) td.style.height = h;
 }
