@@ -344,7 +344,13 @@ pub enum Prompt {
 /// Records a prompt for worker `name` (before anything delivers it) and, with `wait`, waits
 /// for its answer.
 pub fn send(state: &StateDir, name: &str, prompt: Prompt, wait: bool) -> Result<Sent> {
-    let w = load(state, name)?;
+    // One reading of the log: the state it gives is checked now, and the wait below reads only
+    // what is appended after it.
+    let mut follower = worker::Follower::new(state, name)?;
+    let w = follower
+        .refresh()
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .clone();
     match w.phase() {
         Phase::Retired => bail!("worker {name} is retired: it takes no prompts"),
         Phase::Stopped | Phase::Lost => bail!(
@@ -399,7 +405,6 @@ pub fn send(state: &StateDir, name: &str, prompt: Prompt, wait: bool) -> Result<
     // (Not inotify here: closing an inotify instance costs the kernel tens of milliseconds, more
     // than the answer of a quick prompt takes.)
     let path = worker::log_path(state, name)?;
-    let mut follower = worker::Follower::new(state, name)?;
     let started = Instant::now();
     let mut seen = None;
     let mut checked = Instant::now();

@@ -566,8 +566,9 @@ impl Follower {
 /// Appends `ev` to the worker's existing log.
 pub fn append(state: &StateDir, name: &str, ev: &WorkerEvent) -> Result<(), WorkerError> {
     let path = log_path(state, name)?;
-    // Opened without parsing what it holds (a torn last line is still cut first).
-    let (mut log, _) = WorkerLog::open_bytes(&path, Durability::Fsync)?;
+    // Opened without reading what it holds (a torn last line is still cut first): the log
+    // holds every answer, and a prompt appends to it three times.
+    let mut log = WorkerLog::open_append(&path, Durability::Fsync)?;
     log.append(ev)?;
     Ok(())
 }

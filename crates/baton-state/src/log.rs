@@ -165,6 +165,35 @@ impl<E: Serialize + DeserializeOwned> JsonlLog<E> {
         Ok((log, bytes))
     }
 
+    /// Opens the log at `path` for appending without reading what it holds, for a writer that
+    /// appends to a long log often (a worker's, whose answers make it long): when the log ends
+    /// with a whole line, only its last byte is read. A log that ends with an unfinished line
+    /// (a crash mid-write) is opened as [`JsonlLog::open_bytes`] does, so the torn line is
+    /// checked and cut the same way. Damage further up is not looked for here; the readers
+    /// report it.
+    pub fn open_append(path: &Path, durability: Durability) -> Result<Self, LogError> {
+        use std::io::{Read as _, Seek as _, SeekFrom};
+        let mut file = match std::fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(LogError::NotFound {
+                    path: path.to_path_buf(),
+                })
+            }
+            Err(e) => return Err(io(path)(e)),
+        };
+        let len = file.metadata().map_err(io(path))?.len();
+        let mut last = [0u8; 1];
+        if len > 0 {
+            file.seek(SeekFrom::Start(len - 1)).map_err(io(path))?;
+            file.read_exact(&mut last).map_err(io(path))?;
+        }
+        if len > 0 && last[0] != b'\n' {
+            return Ok(Self::open_bytes(path, durability)?.0);
+        }
+        Self::open_read(path, durability, b"")
+    }
+
     /// Opens for appending the log at `path` whose content, `bytes`, the caller has just read and
     /// checked while nothing else writes it (under its lock): a torn last line is cut off (and
     /// the cut made durable) first.
@@ -481,6 +510,55 @@ mod tests {
         log.append(&ev(3)).unwrap();
         assert_eq!(JsonlLog::<Ev>::read(&path).unwrap(), vec![ev(1), ev(3)]);
         assert!(std::fs::read_to_string(&path).unwrap().ends_with("}\n"));
+    }
+
+    /// `open_append` reads nothing of a log that ends with a whole line, and treats an
+    /// unfinished last line as `open` does: a torn record is cut before the append, a tail of
+    /// NUL bytes is damage and nothing is cut or written.
+    #[test]
+    fn open_append_cuts_a_torn_line_and_refuses_a_damaged_one_as_open_does() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("w.events.jsonl");
+        let mut log = JsonlLog::<Ev>::create(&path, Durability::Written).unwrap();
+        log.append(&ev(1)).unwrap();
+        drop(log);
+        JsonlLog::<Ev>::open_append(&path, Durability::Fsync)
+            .unwrap()
+            .append(&ev(2))
+            .unwrap();
+        assert_eq!(JsonlLog::<Ev>::read(&path).unwrap(), vec![ev(1), ev(2)]);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"n\":3,\"te").unwrap();
+        drop(f);
+        JsonlLog::<Ev>::open_append(&path, Durability::Fsync)
+            .unwrap()
+            .append(&ev(4))
+            .unwrap();
+        assert_eq!(
+            JsonlLog::<Ev>::read(&path).unwrap(),
+            vec![ev(1), ev(2), ev(4)]
+        );
+        let before = std::fs::read(&path).unwrap();
+        let mut damaged = before.clone();
+        damaged.extend_from_slice(b"\0\0\0");
+        std::fs::write(&path, &damaged).unwrap();
+        let err = JsonlLog::<Ev>::open_append(&path, Durability::Fsync)
+            .err()
+            .expect("damage");
+        assert!(err.damage().is_some(), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), damaged);
+        let gone = tmp.path().join("none.jsonl");
+        assert!(matches!(
+            JsonlLog::<Ev>::open_append(&gone, Durability::Fsync),
+            Err(LogError::NotFound { .. })
+        ));
+        // An empty log takes its first line.
+        std::fs::write(&path, b"").unwrap();
+        JsonlLog::<Ev>::open_append(&path, Durability::Fsync)
+            .unwrap()
+            .append(&ev(5))
+            .unwrap();
+        assert_eq!(JsonlLog::<Ev>::read(&path).unwrap(), vec![ev(5)]);
     }
 
     #[test]

@@ -216,6 +216,13 @@ impl MockServerBuilder {
         let task = tokio::spawn(async move {
             // The accept loop only ends with an I/O error on the listener; there is
             // nobody to report it to, and the server simply stops answering.
+            // Small writes (an answer's deltas) go out at once, as a real model server's do:
+            // with Nagle's algorithm on, a reused connection waits for the client's delayed
+            // acknowledgement (40 ms) between them.
+            use axum::serve::ListenerExt as _;
+            let listener = listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             let _ = axum::serve(listener, app).await;
         });
         Ok(MockServer {
