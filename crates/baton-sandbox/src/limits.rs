@@ -4,7 +4,8 @@
 //! Two mechanisms, the first that this machine allows:
 //! - **cgroup v1** (root with the `pids` and `memory` hierarchies writable): each command gets a
 //!   cgroup of its own under baton's (`…/baton/PID-SECS-N`), `pids.max` and
-//!   `memory.limit_in_bytes` set, which the command joins before anything else runs. The limit
+//!   `memory.limit_in_bytes` set, which the command joins (its `tasks` file, while it has one
+//!   thread) before anything else runs. The limit
 //!   counts everything the command starts, and memory beyond it is reclaimed or the command
 //!   killed by the kernel. An empty cgroup older than a minute is removed by the next command.
 //! - **rlimits** otherwise: `RLIMIT_NPROC` (the user's processes at baton's start plus the limit;
@@ -26,7 +27,7 @@ const STALE_SECS: u64 = 60;
 /// What the confined child applies to itself before anything else.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Applied {
-    /// `cgroup.procs` files the command joins (its pids and memory cgroups).
+    /// `tasks` files the command joins (its pids and memory cgroups).
     #[serde(default)]
     pub join: Vec<PathBuf>,
     /// `RLIMIT_NPROC` to set (no pids cgroup).
@@ -130,7 +131,10 @@ fn sweep(base: &Path) {
 }
 
 /// A new cgroup for one command under `controller`'s hierarchy, with `file` set to `value`;
-/// its `cgroup.procs`.
+/// its `tasks` file. The command joins through `tasks`, not `cgroup.procs`: it writes itself
+/// there right after the fork, while it has one thread, so moving the thread moves the process,
+/// and the kernel then skips the global lock a whole-process move takes (one RCU grace period:
+/// 7.7 ms median against 0.08 ms on this machine's 6.18 kernel, once per command).
 fn command_cgroup(controller: &'static str, file: &str, value: u64) -> Option<PathBuf> {
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     static SWEPT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -147,7 +151,7 @@ fn command_cgroup(controller: &'static str, file: &str, value: u64) -> Option<Pa
         let _ = std::fs::remove_dir(&dir);
         return None;
     }
-    Some(dir.join("cgroup.procs"))
+    Some(dir.join("tasks"))
 }
 
 /// The user's processes when first asked (`RLIMIT_NPROC` counts them all).

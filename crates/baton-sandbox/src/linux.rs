@@ -36,7 +36,7 @@ pub(super) struct Prepared {
 /// The process and memory limits, as C strings and numbers made before the fork.
 #[derive(Debug)]
 struct Limits {
-    /// `cgroup.procs` files to join.
+    /// `tasks` files to join (the child has one thread when it writes itself there).
     join: Vec<CString>,
     nproc: Option<u64>,
     data: Option<u64>,
@@ -45,8 +45,8 @@ struct Limits {
 /// Joins the command's cgroups and sets its rlimits: before anything else, while `/sys` is still
 /// writable and before the capabilities go.
 fn apply_limits(l: &Limits) -> std::io::Result<()> {
-    for procs in &l.join {
-        write_file(procs.as_bytes_with_nul(), b"0")?;
+    for tasks in &l.join {
+        write_file(tasks.as_bytes_with_nul(), b"0")?;
     }
     for (resource, value) in [(libc::RLIMIT_NPROC, l.nproc), (libc::RLIMIT_DATA, l.data)] {
         if let Some(v) = value {
