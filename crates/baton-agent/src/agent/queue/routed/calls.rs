@@ -299,126 +299,150 @@ async fn routing_call(
             }
         }
         Call::Op(operation) => {
-            let known = |id: &str| s.routed.as_ref().is_some_and(|r| r.evidence.known(id));
-            let events = match rules::decide(st, who, &operation, &known) {
+            let events = match operation_events(s, st, who, &operation) {
                 Ok(e) => e,
-                Err(r) => return error_output(r.to_string()),
+                Err(e) => return error_output(e),
             };
-            // Instructional reads go up with every report without being asked for.
-            let mut events = events;
-            if let (Op::Submit { .. }, Some(r), Some(a)) =
-                (&operation, s.routed.as_ref(), st.outstanding())
-            {
-                let auto = r.auto_projection(&a.id);
-                if !auto.is_empty() {
-                    let mut probe = st.clone();
-                    let add = Event::ProjectionAdded { refs: auto };
-                    let _ = probe.apply(&crate::routing::state::Record {
-                        op: String::new(),
-                        step: String::new(),
-                        event: add.clone(),
-                    });
-                    events = match rules::decide(&probe, who, &operation, &known) {
-                        Ok(e) => std::iter::once(add).chain(e).collect(),
-                        Err(r) => return error_output(r.to_string()),
-                    };
-                }
-            }
-            // A report written in the Executor's last turn after a stop keeps the assignment
-            // outstanding and says how the execution ended.
-            if let (Op::Submit { .. }, Some(how)) =
-                (&operation, s.routed.as_ref().and_then(|r| r.stopping))
-            {
-                events = rules::stopped_submit(events, how);
-            }
             if let Err(e) = commit(s, op, &format!("turn-{op}"), events) {
                 return error_output(e);
             }
-            let Some(st) = state(s) else {
-                return error_output("this session is not routed".into());
+            recorded_answer(s, operation, op, flow).await
+        }
+    }
+}
+
+/// The events `who`'s `operation` records, as the rules decide them; an error is the refusal.
+fn operation_events(
+    s: &Running<'_>,
+    st: &crate::routing::state::RoutingState,
+    who: Profile,
+    operation: &Op,
+) -> Result<Vec<Event>, String> {
+    let known = |id: &str| s.routed.as_ref().is_some_and(|r| r.evidence.known(id));
+    let events = match rules::decide(st, who, operation, &known) {
+        Ok(e) => e,
+        Err(r) => return Err(r.to_string()),
+    };
+    // Instructional reads go up with every report without being asked for.
+    let mut events = events;
+    if let (Op::Submit { .. }, Some(r), Some(a)) = (operation, s.routed.as_ref(), st.outstanding())
+    {
+        let auto = r.auto_projection(&a.id);
+        if !auto.is_empty() {
+            let mut probe = st.clone();
+            let add = Event::ProjectionAdded { refs: auto };
+            let _ = probe.apply(&crate::routing::state::Record {
+                op: String::new(),
+                step: String::new(),
+                event: add.clone(),
+            });
+            events = match rules::decide(&probe, who, operation, &known) {
+                Ok(e) => std::iter::once(add).chain(e).collect(),
+                Err(r) => return Err(r.to_string()),
             };
-            match operation {
-                Op::Assign { .. } | Op::Replace { .. } => {
-                    let Some(id) = st.outstanding().map(|a| a.id.clone()) else {
-                        return error_output("the assignment was not recorded".into());
-                    };
-                    if let Err(e) = execute(s, &id, false, op).await {
-                        return error_output(format!(
-                            "assignment {id} is saved, but its execution did not run to a report: {e}. A restart recovers it; then `/resume` runs it again or `replace` corrects it."
-                        ));
-                    }
-                    ok(report_for(s, &id))
-                }
-                Op::Assess => {
-                    let id = st
-                        .open_unit()
-                        .and_then(|u| u.assignments.last().cloned())
-                        .unwrap_or_default();
-                    ok(report_for(s, &id))
-                }
-                Op::Cancel { .. } => ok(format!(
-                    "{}\n\nThe assignment is cancelled. Assign the unit's missing work again, or close the unit `cancelled` or `deferred` with why.",
-                    view::runtime_state(
-                        st,
-                        Profile::Coordinator,
-                        s.routed.as_ref().is_some_and(|r| r.projection)
-                    )
-                )),
-                Op::Close { .. } => ok(format!(
-                    "{}\n\nThe unit is closed. Answer the user, or assign the next outcome.",
-                    view::runtime_state(
-                        st,
-                        Profile::Coordinator,
-                        s.routed.as_ref().is_some_and(|r| r.projection)
-                    )
-                )),
-                Op::OpenActBounded(_) => ok("act_bounded scope open: `act_bounded run` your environment tools (`tool`, `arguments`) within it, and `act_bounded close` it with its `result` at its stop condition. New user input or your next delegation also ends it.".into()),
-                Op::CloseActBounded { .. } => ok("act_bounded scope closed.".into()),
-                Op::Submit { .. } | Op::Retry => {
-                    let blocked = st.outstanding().and_then(|a| {
-                        st.last_handoff(&a.id, crate::routing::state::HandoffKind::Report)
-                    });
-                    match blocked {
-                        Some(h) if h.state == crate::routing::state::HandoffState::Blocked => {
-                            error_output(format!(
-                                "your report was saved but its transfer is blocked: {}",
-                                h.reason.as_deref().unwrap_or("no reason recorded")
-                            ))
-                        }
-                        _ => {
-                            flow.returned = true;
-                            // The receipt: which revision reached the Coordinator, by which handoff.
-                            let receipt = st
-                                .assignments
-                                .iter()
-                                .rev()
-                                .find_map(|a| {
-                                    let h = st.last_handoff(
-                                        &a.id,
-                                        crate::routing::state::HandoffKind::Report,
-                                    )?;
-                                    Some(format!(
-                                        "Report revision {} of assignment {} saved and delivered to the Coordinator (handoff {}).",
-                                        h.revision.unwrap_or(0),
-                                        a.id,
-                                        h.id
-                                    ))
-                                })
-                                .unwrap_or_else(|| "Report saved and delivered to the Coordinator.".into());
-                            ok(format!("{receipt} Your work on this assignment has ended."))
-                        }
-                    }
-                }
-                Op::ProjectAdd { .. } | Op::ProjectRemove { .. } => ok(format!(
-                    "selected for the Coordinator: {}",
-                    if st.projection.is_empty() {
-                        "nothing".to_string()
-                    } else {
-                        st.projection.join(", ")
-                    }
-                )),
-                Op::Environment { .. } => ok(String::new()),
+        }
+    }
+    // A report written in the Executor's last turn after a stop keeps the assignment
+    // outstanding and says how the execution ended.
+    if let (Op::Submit { .. }, Some(how)) = (operation, s.routed.as_ref().and_then(|r| r.stopping))
+    {
+        events = rules::stopped_submit(events, how);
+    }
+    Ok(events)
+}
+
+/// The result of `operation` once recorded (operation id `op`): an assignment carried out to its
+/// report, the routing state after a cancel or close, a report's receipt.
+async fn recorded_answer(
+    s: &mut Running<'_>,
+    operation: Op,
+    op: &str,
+    flow: &mut Flow,
+) -> ToolOutput {
+    let Some(st) = state(s) else {
+        return error_output("this session is not routed".into());
+    };
+    match operation {
+        Op::Assign { .. } | Op::Replace { .. } => {
+            let Some(id) = st.outstanding().map(|a| a.id.clone()) else {
+                return error_output("the assignment was not recorded".into());
+            };
+            if let Err(e) = execute(s, &id, false, op).await {
+                return error_output(format!(
+                    "assignment {id} is saved, but its execution did not run to a report: {e}. A restart recovers it; then `/resume` runs it again or `replace` corrects it."
+                ));
             }
+            ok(report_for(s, &id))
+        }
+        Op::Assess => {
+            let id = st
+                .open_unit()
+                .and_then(|u| u.assignments.last().cloned())
+                .unwrap_or_default();
+            ok(report_for(s, &id))
+        }
+        Op::Cancel { .. } => ok(format!(
+            "{}\n\nThe assignment is cancelled. Assign the unit's missing work again, or close the unit `cancelled` or `deferred` with why.",
+            view::runtime_state(
+                st,
+                Profile::Coordinator,
+                s.routed.as_ref().is_some_and(|r| r.projection)
+            )
+        )),
+        Op::Close { .. } => ok(format!(
+            "{}\n\nThe unit is closed. Answer the user, or assign the next outcome.",
+            view::runtime_state(
+                st,
+                Profile::Coordinator,
+                s.routed.as_ref().is_some_and(|r| r.projection)
+            )
+        )),
+        Op::OpenActBounded(_) => ok("act_bounded scope open: `act_bounded run` your environment tools (`tool`, `arguments`) within it, and `act_bounded close` it with its `result` at its stop condition. New user input or your next delegation also ends it.".into()),
+        Op::CloseActBounded { .. } => ok("act_bounded scope closed.".into()),
+        Op::Submit { .. } | Op::Retry => report_receipt(st, flow),
+        Op::ProjectAdd { .. } | Op::ProjectRemove { .. } => ok(format!(
+            "selected for the Coordinator: {}",
+            if st.projection.is_empty() {
+                "nothing".to_string()
+            } else {
+                st.projection.join(", ")
+            }
+        )),
+        Op::Environment { .. } => ok(String::new()),
+    }
+}
+
+/// The answer to a saved report: its receipt (the Executor's work has ended, so `flow` is marked
+/// returned), or an error if its transfer is blocked.
+fn report_receipt(st: &crate::routing::state::RoutingState, flow: &mut Flow) -> ToolOutput {
+    let blocked = st
+        .outstanding()
+        .and_then(|a| st.last_handoff(&a.id, crate::routing::state::HandoffKind::Report));
+    match blocked {
+        Some(h) if h.state == crate::routing::state::HandoffState::Blocked => {
+            error_output(format!(
+                "your report was saved but its transfer is blocked: {}",
+                h.reason.as_deref().unwrap_or("no reason recorded")
+            ))
+        }
+        _ => {
+            flow.returned = true;
+            // The receipt: which revision reached the Coordinator, by which handoff.
+            let receipt = st
+                .assignments
+                .iter()
+                .rev()
+                .find_map(|a| {
+                    let h = st.last_handoff(&a.id, crate::routing::state::HandoffKind::Report)?;
+                    Some(format!(
+                        "Report revision {} of assignment {} saved and delivered to the Coordinator (handoff {}).",
+                        h.revision.unwrap_or(0),
+                        a.id,
+                        h.id
+                    ))
+                })
+                .unwrap_or_else(|| "Report saved and delivered to the Coordinator.".into());
+            ok(format!("{receipt} Your work on this assignment has ended."))
         }
     }
 }
