@@ -172,9 +172,67 @@ async fn run_command(
             "[cancelled before the command started; nothing was run]",
         ));
     }
+    let Started {
+        mut child,
+        rx,
+        mut guard,
+        watch,
+    } = match start(command, cwd, ctx)? {
+        Ok(started) => started,
+        Err(refused) => return Ok(refused),
+    };
+
+    let started = Instant::now();
+    let deadline = started + timeout;
+    let mut out = Output {
+        rx,
+        sink: ByteSink::new(HEAD_BYTES, TAIL_BYTES),
+        buf: vec![0u8; 16 * 1024],
+        eof: false,
+    };
+
+    let end = wait_end(&mut child, &mut out, deadline, ctx).await;
+    let mut notes = stop(&end, &mut child, &mut guard, &mut out).await;
+    // Final sweep, then let the guard's drop send one more SIGKILL (harmless if empty).
+    guard.signal(Signal::SIGKILL);
+    drop(guard);
+    if let Some(undone) = watch.map(|w| w.restore()).filter(|u| !u.is_empty()) {
+        notes.push(format!(
+            "[the command changed files that are read-only to it; baton undid it: {}]",
+            undone.join("; ")
+        ));
+    }
+    Ok(command_output(end, &out.sink, notes, timeout, started))
+}
+
+/// A command started: its shell, the read end of its output pipe, the guard over its process
+/// group, and the watch over the protected files it may not change.
+struct Started {
+    child: tokio::process::Child,
+    rx: tokio::net::unix::pipe::Receiver,
+    guard: GroupGuard,
+    watch: Option<baton_tool::Watch>,
+}
+
+/// The command's output as it is read: the pipe, what is kept of it, the read buffer, and
+/// whether the pipe reached EOF.
+struct Output {
+    rx: tokio::net::unix::pipe::Receiver,
+    sink: ByteSink,
+    buf: Vec<u8>,
+    eof: bool,
+}
+
+/// Spawns `command` in `cwd` under the guard and the context's sandbox, its output into one
+/// pipe; the started command, or the error result when the temp dir or sandbox refuses it.
+fn start(
+    command: &str,
+    cwd: &Path,
+    ctx: &ToolContext,
+) -> std::io::Result<Result<Started, ToolOutput>> {
     // One pipe for both streams. tokio creates it close-on-exec, so no other child spawned
     // concurrently inherits the write end (which would keep the pipe from ever reaching EOF).
-    let (tx, mut rx) = tokio::net::unix::pipe::pipe()?;
+    let (tx, rx) = tokio::net::unix::pipe::pipe()?;
     let out_fd: OwnedFd = tx.into_blocking_fd()?;
     let err_fd = out_fd.try_clone()?;
 
@@ -203,10 +261,10 @@ async fn run_command(
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tmp.is_dir() => {}
             Err(e) => {
-                return Ok(ToolOutput::error(format!(
+                return Ok(Err(ToolOutput::error(format!(
                     "cannot create the session's temp dir {}: {e}",
                     tmp.display()
-                )))
+                ))))
             }
         }
         cmd.env("TMPDIR", tmp);
@@ -226,22 +284,31 @@ async fn run_command(
             c.apply(cmd.as_std_mut(), link.is_guarded())
         })
     {
-        return Ok(ToolOutput::error(e.to_string()));
+        return Ok(Err(ToolOutput::error(e.to_string())));
     }
     let spawned = cmd.spawn();
     // The command object holds our copies of the write end; drop them so EOF can arrive.
     drop(cmd);
-    let mut child = spawned?;
+    let child = spawned?;
     // Kills the group if this future is dropped half-way (the agent loop aborting the call).
-    let mut guard = GroupGuard::with_link(child.id(), link);
+    let guard = GroupGuard::with_link(child.id(), link);
+    Ok(Ok(Started {
+        child,
+        rx,
+        guard,
+        watch,
+    }))
+}
 
-    let started = Instant::now();
-    let deadline = started + timeout;
-    let mut sink = ByteSink::new(HEAD_BYTES, TAIL_BYTES);
-    let mut buf = vec![0u8; 16 * 1024];
-    let mut eof = false;
-
-    let end = loop {
+/// Reads the command's output until it exits, times out at `deadline` or is cancelled; how it
+/// ended.
+async fn wait_end(
+    child: &mut tokio::process::Child,
+    out: &mut Output,
+    deadline: Instant,
+    ctx: &ToolContext,
+) -> End {
+    loop {
         tokio::select! {
             biased;
             _ = ctx.cancel.cancelled() => break End::Cancelled,
@@ -250,15 +317,24 @@ async fn run_command(
                 Ok(s) => End::Exited(s),
                 Err(e) => End::WaitFailed(e),
             },
-            read = rx.read(&mut buf), if !eof => match read {
-                Ok(0) | Err(_) => eof = true,
-                Ok(n) => sink.push(&buf[..n]),
+            read = out.rx.read(&mut out.buf), if !out.eof => match read {
+                Ok(0) | Err(_) => out.eof = true,
+                Ok(n) => out.sink.push(&out.buf[..n]),
             },
         }
-    };
+    }
+}
 
+/// Kills what is left of the command's group as its `end` asks and reads the rest of its
+/// output, for a bounded time; the notes on what was killed or left unread.
+async fn stop(
+    end: &End,
+    child: &mut tokio::process::Child,
+    guard: &mut GroupGuard,
+    out: &mut Output,
+) -> Vec<String> {
     let mut notes: Vec<String> = Vec::new();
-    let drain_for = match &end {
+    let drain_for = match end {
         End::Exited(_) => {
             // The shell is gone; whatever it left running in its group goes too.
             if guard.alive() {
@@ -272,11 +348,7 @@ async fn run_command(
         }
         End::TimedOut => {
             guard.signal(Signal::SIGTERM);
-            let _ = tokio::time::timeout(
-                TERM_GRACE,
-                drain_while(&mut child, &mut rx, &mut sink, &mut eof, &mut buf),
-            )
-            .await;
+            let _ = tokio::time::timeout(TERM_GRACE, drain_while(child, out)).await;
             guard.signal(Signal::SIGKILL);
             let _ = tokio::time::timeout(REAP_WAIT, child.wait()).await;
             DRAIN_AFTER_KILL
@@ -289,12 +361,12 @@ async fn run_command(
     };
     // Read what is left in the pipe, but not forever: a process that escaped the group
     // (setsid, double fork) may hold the write end open indefinitely.
-    if !eof {
+    if !out.eof {
         let drained = tokio::time::timeout(drain_for, async {
             loop {
-                match rx.read(&mut buf).await {
+                match out.rx.read(&mut out.buf).await {
                     Ok(0) | Err(_) => break,
-                    Ok(n) => sink.push(&buf[..n]),
+                    Ok(n) => out.sink.push(&out.buf[..n]),
                 }
             }
         })
@@ -306,16 +378,18 @@ async fn run_command(
             );
         }
     }
-    // Final sweep, then let the guard's drop send one more SIGKILL (harmless if empty).
-    guard.signal(Signal::SIGKILL);
-    drop(guard);
-    if let Some(undone) = watch.map(|w| w.restore()).filter(|u| !u.is_empty()) {
-        notes.push(format!(
-            "[the command changed files that are read-only to it; baton undid it: {}]",
-            undone.join("; ")
-        ));
-    }
+    notes
+}
 
+/// The tool's result: the kept output (`sink`), then a note on how the command ended (it ran
+/// `timeout` at most, from `started`) and the other `notes`.
+fn command_output(
+    end: End,
+    sink: &ByteSink,
+    mut notes: Vec<String>,
+    timeout: Duration,
+    started: Instant,
+) -> ToolOutput {
     let mut text = sink.render();
     if text.is_empty() {
         text.push_str("(no output)");
@@ -380,23 +454,17 @@ async fn run_command(
         text.push_str(&notes.join("\n"));
     }
     out.output = text;
-    Ok(out)
+    out
 }
 
 /// Keeps reading output until the shell exits.
-async fn drain_while(
-    child: &mut tokio::process::Child,
-    rx: &mut tokio::net::unix::pipe::Receiver,
-    sink: &mut ByteSink,
-    eof: &mut bool,
-    buf: &mut [u8],
-) {
+async fn drain_while(child: &mut tokio::process::Child, out: &mut Output) {
     loop {
         tokio::select! {
             _ = child.wait() => return,
-            read = rx.read(buf), if !*eof => match read {
-                Ok(0) | Err(_) => *eof = true,
-                Ok(n) => sink.push(&buf[..n]),
+            read = out.rx.read(&mut out.buf), if !out.eof => match read {
+                Ok(0) | Err(_) => out.eof = true,
+                Ok(n) => out.sink.push(&out.buf[..n]),
             },
         }
     }
