@@ -193,7 +193,6 @@ pub(crate) fn close_open_items(
     }
 }
 
-/// Runs one turn's tool calls: consecutive read-only calls concurrently, others one at a time, in order.
 /// What a seat runs its tools with.
 pub(crate) struct Toolbox<'a> {
     /// How often running calls are reported again.
@@ -220,6 +219,7 @@ impl Approvals<'_> {
     }
 }
 
+/// Runs one turn's tool calls: consecutive read-only calls concurrently, others one at a time, in order.
 pub(crate) async fn run_tools(
     toolbox: Toolbox<'_>,
     approvals: &mut Approvals<'_>,
@@ -234,32 +234,111 @@ pub(crate) async fn run_tools(
         role,
         ctx,
     } = toolbox;
-    struct Prepared {
-        item_id: String,
-        call_id: String,
-        name: String,
-        args: serde_json::Value,
-        path: Option<String>,
-        tool: Result<Arc<dyn Tool>, ToolOutput>,
-    }
-    impl Prepared {
-        /// The call's item with `status`, and with its output (and the path the tool reported)
-        /// once there is one.
-        fn item(&self, status: ItemStatus, out: Option<&ToolOutput>) -> Item {
-            let path = out
-                .and_then(|o| o.path.clone())
-                .or_else(|| self.path.clone());
-            tool_item(
-                &self.item_id,
-                &self.call_id,
-                &self.name,
-                &self.args,
-                &path,
-                status,
-                out,
-            )
+    let prepared = prepare(calls, offered, role, ids, emit);
+
+    let mut outputs: Vec<Option<(ToolOutput, ItemStatus)>> =
+        prepared.iter().map(|_| None).collect();
+    let mut i = 0;
+    while i < prepared.len() {
+        // Between atomic calls the host may stop the rest (new user input for a working
+        // Executor): each call not started gets a result saying why, and nothing of it runs.
+        if i > 0 {
+            if let Some(why) = stop() {
+                let text = format!("not run: {why}");
+                decline_all(&prepared[i..], &mut outputs[i..], &text, emit);
+                break;
+            }
         }
+        // A call that needs the user's approval runs alone, once answered.
+        if let Ok(tool) = &prepared[i].tool {
+            if approvals.needs(tool) {
+                let p = &prepared[i];
+                if let Some(text) = approval_refusal(p, approvals).await {
+                    let out = error_output(text);
+                    emit(AgentEvent::ItemCompleted {
+                        item: p.item(ItemStatus::Declined, Some(&out)),
+                    });
+                    outputs[i] = Some((out, ItemStatus::Declined));
+                    if approvals.unavailable.is_some() {
+                        // Fails closed: nothing after it runs either.
+                        decline_all(
+                            &prepared[i + 1..],
+                            &mut outputs[i + 1..],
+                            "not run: the session stopped: an earlier call needed an approval no one could give",
+                            emit,
+                        );
+                        break;
+                    }
+                    i += 1;
+                    continue;
+                }
+            }
+        }
+        let batch_end = batch_end(&prepared, i, approvals);
+        let results = run_batch(&prepared[i..batch_end], ctx, heartbeat, emit).await;
+        for (k, r) in results.into_iter().enumerate() {
+            let p = &prepared[i + k];
+            emit(AgentEvent::ItemCompleted {
+                item: p.item(r.1, Some(&r.0)),
+            });
+            outputs[i + k] = Some(r);
+        }
+        i = batch_end;
     }
+    prepared
+        .into_iter()
+        .zip(outputs)
+        .map(|(p, o)| {
+            let (out, _) =
+                o.unwrap_or_else(|| (error_output("not run".into()), ItemStatus::Failed));
+            Message::Tool {
+                call_id: p.call_id,
+                tool: p.name,
+                output: out.output,
+                is_error: out.is_error,
+            }
+        })
+        .collect()
+}
+
+/// A tool call as it will run: its item, arguments and tool, or the refusal it gets instead.
+struct Prepared {
+    item_id: String,
+    call_id: String,
+    name: String,
+    args: serde_json::Value,
+    path: Option<String>,
+    tool: Result<Arc<dyn Tool>, ToolOutput>,
+}
+
+impl Prepared {
+    /// The call's item with `status`, and with its output (and the path the tool reported)
+    /// once there is one.
+    fn item(&self, status: ItemStatus, out: Option<&ToolOutput>) -> Item {
+        let path = out
+            .and_then(|o| o.path.clone())
+            .or_else(|| self.path.clone());
+        tool_item(
+            &self.item_id,
+            &self.call_id,
+            &self.name,
+            &self.args,
+            &path,
+            status,
+            out,
+        )
+    }
+}
+
+/// The turn's `calls`, each parsed and matched to a tool of `offered` (or refused), its item
+/// announced in progress; the prepared calls, in order.
+fn prepare(
+    calls: &[(String, String, String)],
+    offered: &[Arc<dyn Tool>],
+    role: &str,
+    ids: &mut ItemIds,
+    emit: &mut (dyn FnMut(AgentEvent) + Send),
+) -> Vec<Prepared> {
     let offered_names: Vec<&str> = offered.iter().map(|t| t.name()).collect();
     let mut prepared = Vec::new();
     for (call_id, name, raw) in calls {
@@ -300,163 +379,132 @@ pub(crate) async fn run_tools(
         });
         prepared.push(p);
     }
-
-    let mut outputs: Vec<Option<(ToolOutput, ItemStatus)>> =
-        prepared.iter().map(|_| None).collect();
-    let mut i = 0;
-    while i < prepared.len() {
-        // Between atomic calls the host may stop the rest (new user input for a working
-        // Executor): each call not started gets a result saying why, and nothing of it runs.
-        if i > 0 {
-            if let Some(why) = stop() {
-                for (k, p) in prepared.iter().enumerate().skip(i) {
-                    let out = error_output(format!("not run: {why}"));
-                    emit(AgentEvent::ItemCompleted {
-                        item: p.item(ItemStatus::Declined, Some(&out)),
-                    });
-                    outputs[k] = Some((out, ItemStatus::Declined));
-                }
-                break;
-            }
-        }
-        // A call that needs the user's approval runs alone, once answered.
-        if let Ok(tool) = &prepared[i].tool {
-            if approvals.needs(tool) {
-                let p = &prepared[i];
-                let refusal = match &approvals.approver {
-                    None => {
-                        let why = format!(
-                            "`{}` needs approval (agent.approval = \"{}\") and this session has no one to ask: run it in `baton tui`, or pass --approval never (the sandbox still bounds every command)",
-                            p.name, approvals.policy
-                        );
-                        approvals.unavailable = Some(why.clone());
-                        Some(format!("not run: {why}"))
-                    }
-                    Some(approver) => {
-                        let answer = approver
-                            .ask(baton_protocol::ApprovalRequest {
-                                item_id: p.item_id.clone(),
-                                tool: p.name.clone(),
-                                arguments: p.args.clone(),
-                                path: p.path.clone(),
-                            })
-                            .await;
-                        match answer {
-                            baton_protocol::ApprovalAnswer::Yes => None,
-                            baton_protocol::ApprovalAnswer::Always => {
-                                approvals.always.insert(p.name.clone());
-                                None
-                            }
-                            baton_protocol::ApprovalAnswer::No { feedback } => {
-                                Some(if feedback.trim().is_empty() {
-                                    "the user declined this call; it was not run".to_string()
-                                } else {
-                                    format!(
-                                        "the user declined this call; it was not run. The user says: {}",
-                                        feedback.trim()
-                                    )
-                                })
-                            }
-                        }
-                    }
-                };
-                if let Some(text) = refusal {
-                    let out = error_output(text);
-                    emit(AgentEvent::ItemCompleted {
-                        item: p.item(ItemStatus::Declined, Some(&out)),
-                    });
-                    outputs[i] = Some((out, ItemStatus::Declined));
-                    if approvals.unavailable.is_some() {
-                        // Fails closed: nothing after it runs either.
-                        for (k, p) in prepared.iter().enumerate().skip(i + 1) {
-                            let out = error_output("not run: the session stopped: an earlier call needed an approval no one could give".into());
-                            emit(AgentEvent::ItemCompleted {
-                                item: p.item(ItemStatus::Declined, Some(&out)),
-                            });
-                            outputs[k] = Some((out, ItemStatus::Declined));
-                        }
-                        break;
-                    }
-                    i += 1;
-                    continue;
-                }
-            }
-        }
-        let asks_alone = |t: &Arc<dyn Tool>| approvals.needs(t);
-        let batch_end = match &prepared[i].tool {
-            Ok(t) if t.read_only() && !asks_alone(t) => {
-                let mut j = i + 1;
-                while j < prepared.len()
-                    && matches!(&prepared[j].tool, Ok(t) if t.read_only() && !asks_alone(t))
-                {
-                    j += 1;
-                }
-                j
-            }
-            Ok(_) | Err(_) => i + 1,
-        };
-        let futures = prepared[i..batch_end].iter().map(|p| async move {
-            match &p.tool {
-                Ok(tool) => {
-                    if ctx.cancel.is_cancelled() {
-                        (
-                            error_output("cancelled before this tool call started".into()),
-                            ItemStatus::Failed,
-                        )
-                    } else {
-                        let out = tool.run(p.args.clone(), ctx).await;
-                        let status = if out.is_error {
-                            ItemStatus::Failed
-                        } else {
-                            ItemStatus::Completed
-                        };
-                        (out, status)
-                    }
-                }
-                Err(refusal) => (refusal.clone(), ItemStatus::Declined),
-            }
-        });
-        // While tools run the model is silent; a heartbeat (`item.updated` for each running call)
-        // tells a supervising executor that the session is alive, so its idle timeout measures
-        // real silence, not a long build.
-        let all = futures::future::join_all(futures);
-        tokio::pin!(all);
-        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat);
-        let results = loop {
-            tokio::select! {
-                r = &mut all => break r,
-                _ = tick.tick() => {
-                    for p in &prepared[i..batch_end] {
-                        emit(AgentEvent::ItemUpdated {
-                            item: p.item(ItemStatus::InProgress, None),
-                        });
-                    }
-                }
-            }
-        };
-        for (k, r) in results.into_iter().enumerate() {
-            let p = &prepared[i + k];
-            emit(AgentEvent::ItemCompleted {
-                item: p.item(r.1, Some(&r.0)),
-            });
-            outputs[i + k] = Some(r);
-        }
-        i = batch_end;
-    }
     prepared
-        .into_iter()
-        .zip(outputs)
-        .map(|(p, o)| {
-            let (out, _) =
-                o.unwrap_or_else(|| (error_output("not run".into()), ItemStatus::Failed));
-            Message::Tool {
-                call_id: p.call_id,
-                tool: p.name,
-                output: out.output,
-                is_error: out.is_error,
+}
+
+/// Declines every call of `calls` with the error `text`, its item completed and its output set.
+fn decline_all(
+    calls: &[Prepared],
+    outputs: &mut [Option<(ToolOutput, ItemStatus)>],
+    text: &str,
+    emit: &mut (dyn FnMut(AgentEvent) + Send),
+) {
+    for (p, output) in calls.iter().zip(outputs) {
+        let out = error_output(text.to_string());
+        emit(AgentEvent::ItemCompleted {
+            item: p.item(ItemStatus::Declined, Some(&out)),
+        });
+        *output = Some((out, ItemStatus::Declined));
+    }
+}
+
+/// Asks for the approval call `p` needs; `None` when it may run, else why it was not run (with
+/// no one to ask, the session is marked to fail closed).
+async fn approval_refusal(p: &Prepared, approvals: &mut Approvals<'_>) -> Option<String> {
+    match &approvals.approver {
+        None => {
+            let why = format!(
+                "`{}` needs approval (agent.approval = \"{}\") and this session has no one to ask: run it in `baton tui`, or pass --approval never (the sandbox still bounds every command)",
+                p.name, approvals.policy
+            );
+            approvals.unavailable = Some(why.clone());
+            Some(format!("not run: {why}"))
+        }
+        Some(approver) => {
+            let answer = approver
+                .ask(baton_protocol::ApprovalRequest {
+                    item_id: p.item_id.clone(),
+                    tool: p.name.clone(),
+                    arguments: p.args.clone(),
+                    path: p.path.clone(),
+                })
+                .await;
+            match answer {
+                baton_protocol::ApprovalAnswer::Yes => None,
+                baton_protocol::ApprovalAnswer::Always => {
+                    approvals.always.insert(p.name.clone());
+                    None
+                }
+                baton_protocol::ApprovalAnswer::No { feedback } => {
+                    Some(if feedback.trim().is_empty() {
+                        "the user declined this call; it was not run".to_string()
+                    } else {
+                        format!(
+                            "the user declined this call; it was not run. The user says: {}",
+                            feedback.trim()
+                        )
+                    })
+                }
             }
-        })
-        .collect()
+        }
+    }
+}
+
+/// The end of the batch that starts at call `i`: the read-only calls that follow it without
+/// needing an approval, or `i` alone.
+fn batch_end(prepared: &[Prepared], i: usize, approvals: &Approvals<'_>) -> usize {
+    let asks_alone = |t: &Arc<dyn Tool>| approvals.needs(t);
+    match &prepared[i].tool {
+        Ok(t) if t.read_only() && !asks_alone(t) => {
+            let mut j = i + 1;
+            while j < prepared.len()
+                && matches!(&prepared[j].tool, Ok(t) if t.read_only() && !asks_alone(t))
+            {
+                j += 1;
+            }
+            j
+        }
+        Ok(_) | Err(_) => i + 1,
+    }
+}
+
+/// Runs the calls of `batch` together, a heartbeat every `heartbeat`; each call's output and
+/// status, in order.
+async fn run_batch(
+    batch: &[Prepared],
+    ctx: &ToolContext,
+    heartbeat: Duration,
+    emit: &mut (dyn FnMut(AgentEvent) + Send),
+) -> Vec<(ToolOutput, ItemStatus)> {
+    let futures = batch.iter().map(|p| async move {
+        match &p.tool {
+            Ok(tool) => {
+                if ctx.cancel.is_cancelled() {
+                    (
+                        error_output("cancelled before this tool call started".into()),
+                        ItemStatus::Failed,
+                    )
+                } else {
+                    let out = tool.run(p.args.clone(), ctx).await;
+                    let status = if out.is_error {
+                        ItemStatus::Failed
+                    } else {
+                        ItemStatus::Completed
+                    };
+                    (out, status)
+                }
+            }
+            Err(refusal) => (refusal.clone(), ItemStatus::Declined),
+        }
+    });
+    // While tools run the model is silent; a heartbeat (`item.updated` for each running call)
+    // tells a supervising executor that the session is alive, so its idle timeout measures
+    // real silence, not a long build.
+    let all = futures::future::join_all(futures);
+    tokio::pin!(all);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat);
+    loop {
+        tokio::select! {
+            r = &mut all => break r,
+            _ = tick.tick() => {
+                for p in batch {
+                    emit(AgentEvent::ItemUpdated {
+                        item: p.item(ItemStatus::InProgress, None),
+                    });
+                }
+            }
+        }
+    }
 }
 
 pub(crate) fn error_output(message: String) -> ToolOutput {
