@@ -250,7 +250,6 @@ const MAX_FN_LINES: usize = 150;
 const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("crates/baton-cli/src/worker_peer.rs", "run", 204),
     ("crates/baton-exec/src/delegate.rs", "run_entry", 301),
-    ("crates/baton-exec/src/executor.rs", "supervise", 278),
     (
         "crates/baton-workflow/src/contract/readonly.rs",
         "parse",

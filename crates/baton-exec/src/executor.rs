@@ -251,6 +251,72 @@ async fn supervise(
     cancel: &CancellationToken,
     on_activity: &mut (dyn FnMut(Activity) + Send),
 ) -> Result<ChildResult, ExecError> {
+    let spawned = spawn_child(&launch)?;
+    // Removed when the child is done.
+    let _child_tmp = spawned.tmp;
+    let mut child = spawned.child;
+    let started = Instant::now();
+    let pid = child.id().unwrap_or(0);
+    let guard = GroupGuard::with_link(Some(pid), spawned.link);
+
+    // The task goes in on its own task, so a child that reads slowly cannot block the reading of
+    // its output; the pipe is closed when the text is written.
+    let writer = match (launch.stdin.clone(), child.stdin.take()) {
+        (Some(text), Some(mut stdin)) => Some(tokio::spawn(async move {
+            let _ = stdin.write_all(text.as_bytes()).await;
+            let _ = stdin.shutdown().await;
+        })),
+        _ => None,
+    };
+
+    let mut watch = Watch {
+        stdout: child.stdout.take(),
+        stderr: child.stderr.take(),
+        out_buf: vec![0u8; STDOUT_CHUNK],
+        err_buf: vec![0u8; STDERR_CHUNK],
+        reader: StreamReader::new(launch.format),
+        // The stderr tail only: the last lines say how a child ended.
+        tail: ByteSink::new(0, STDERR_TAIL),
+        pending: vec![Activity::Started {
+            pid,
+            start_time: baton_process::Identity::of(pid).ok().map(|i| i.start_time),
+        }],
+        limits,
+        max_deadline: started + limits.max_timeout,
+        idle_deadline: started + limits.idle_timeout,
+        stderr_is_activity: launch.format == StreamFormat::Plain,
+        exit_code: None,
+        exited_at: None,
+        last_output: started,
+        stop: None,
+        kill_at: None,
+        guard,
+    };
+
+    if let Err(msg) = deliver(on_activity, &mut watch.pending) {
+        watch.stop = Some(Stop::Callback(msg));
+        watch.guard.signal(Signal::SIGTERM);
+        watch.kill_at = Some(Instant::now() + KILL_GRACE);
+    }
+    watch.run_to_end(&mut child, cancel, on_activity).await;
+    watch.guard.sweep();
+    if let Some(w) = writer {
+        w.abort();
+    }
+    watch.outcome(&launch, budget, started)
+}
+
+/// A child spawned: the process, the link to the guard it runs under, and the temp dir of a
+/// confined child.
+struct Spawned {
+    child: tokio::process::Child,
+    link: baton_process::guard::Link,
+    tmp: Option<tempfile::TempDir>,
+}
+
+/// Spawns the child of `launch` in a process group of its own, under the guard and (a confined
+/// child) its role's sandbox; the spawned child, or why it could not start.
+fn spawn_child(launch: &Launch) -> Result<Spawned, ExecError> {
     if !launch.cwd.is_dir() {
         return Err(ExecError::new(
             ExecErrorCode::Spawn,
@@ -270,7 +336,7 @@ async fn supervise(
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| std::ffi::OsStr::new(v.as_str()));
     let (guarded, link) = baton_process::guard::guarded(launch.program.as_os_str(), &args, path)
-        .map_err(|e| spawn_error(&launch, &e))?;
+        .map_err(|e| spawn_error(launch, &e))?;
     let mut cmd = Command::from(guarded);
     cmd.envs(launch.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&launch.cwd)
@@ -284,7 +350,7 @@ async fn supervise(
         .process_group(0);
     // A confined child (a `command` role): its role's sandbox, with a temp dir of its own, and
     // only the allowed environment.
-    let _child_tmp = match &launch.confine {
+    let tmp = match &launch.confine {
         Some(c) => {
             for name in c.env.hidden_now() {
                 cmd.env_remove(name);
@@ -293,7 +359,7 @@ async fn supervise(
             let tmp = tempfile::Builder::new()
                 .prefix("baton-child-")
                 .tempdir()
-                .map_err(|e| spawn_error(&launch, &e))?;
+                .map_err(|e| spawn_error(launch, &e))?;
             cmd.env("TMPDIR", tmp.path());
             c.policy
                 .prepare(&launch.cwd, Some(tmp.path()))
@@ -308,217 +374,226 @@ async fn supervise(
         }
         None => None,
     };
-    let mut child = cmd.spawn().map_err(|e| spawn_error(&launch, &e))?;
-    let started = Instant::now();
-    let pid = child.id().unwrap_or(0);
-    let mut guard = GroupGuard::with_link(Some(pid), link);
+    let child = cmd.spawn().map_err(|e| spawn_error(launch, &e))?;
+    Ok(Spawned { child, link, tmp })
+}
 
-    // The task goes in on its own task, so a child that reads slowly cannot block the reading of
-    // its output; the pipe is closed when the text is written.
-    let writer = match (launch.stdin.clone(), child.stdin.take()) {
-        (Some(text), Some(mut stdin)) => Some(tokio::spawn(async move {
-            let _ = stdin.write_all(text.as_bytes()).await;
-            let _ = stdin.shutdown().await;
-        })),
-        _ => None,
-    };
+/// One child watched to its end: its pipes and what was read of them, the activity not yet
+/// delivered, its deadlines, how it ended or is being stopped, and the guard of its group.
+struct Watch {
+    stdout: Option<tokio::process::ChildStdout>,
+    stderr: Option<tokio::process::ChildStderr>,
+    out_buf: Vec<u8>,
+    err_buf: Vec<u8>,
+    reader: StreamReader,
+    tail: ByteSink,
+    pending: Vec<Activity>,
+    limits: Limits,
+    max_deadline: Instant,
+    idle_deadline: Instant,
+    stderr_is_activity: bool,
+    exit_code: Option<i32>,
+    exited_at: Option<Instant>,
+    last_output: Instant,
+    stop: Option<Stop>,
+    kill_at: Option<Instant>,
+    /// Last, so it is dropped after the pipes.
+    guard: GroupGuard,
+}
 
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
-    let mut out_buf = vec![0u8; STDOUT_CHUNK];
-    let mut err_buf = vec![0u8; STDERR_CHUNK];
-    let mut reader = StreamReader::new(launch.format);
-    // The stderr tail only: the last lines say how a child ended.
-    let mut tail = ByteSink::new(0, STDERR_TAIL);
-    let start_time = baton_process::Identity::of(pid).ok().map(|i| i.start_time);
-    let mut pending: Vec<Activity> = vec![Activity::Started { pid, start_time }];
-
-    let max_deadline = started + limits.max_timeout;
-    let mut idle_deadline = started + limits.idle_timeout;
-    let stderr_is_activity = launch.format == StreamFormat::Plain;
-    let mut exit_code: Option<i32> = None;
-    let mut exited_at: Option<Instant> = None;
-    let mut last_output = started;
-    let mut stop: Option<Stop> = None;
-    let mut kill_at: Option<Instant> = None;
-
-    if let Err(msg) = deliver(on_activity, &mut pending) {
-        stop = Some(Stop::Callback(msg));
-        guard.signal(Signal::SIGTERM);
-        kill_at = Some(Instant::now() + KILL_GRACE);
-    }
-
-    loop {
-        if exited_at.is_some() && stdout.is_none() && stderr.is_none() {
-            break;
-        }
-        let deadline = match (exited_at, kill_at) {
-            (Some(t), _) => (last_output + POST_EXIT_IDLE).min(t + POST_EXIT_HARD),
-            (None, Some(k)) => k,
-            (None, None) => idle_deadline.min(max_deadline),
-        };
-        let mut begin_stop: Option<Stop> = None;
-        tokio::select! {
-            biased;
-            _ = cancel.cancelled(), if stop.is_none() && exited_at.is_none() => {
-                begin_stop = Some(Stop::Cancelled);
+impl Watch {
+    /// Reads the child's pipes and delivers its activity until it has exited and its pipes are
+    /// done with, stopping it at a cancel, a timeout or a failed callback.
+    async fn run_to_end(
+        &mut self,
+        child: &mut tokio::process::Child,
+        cancel: &CancellationToken,
+        on_activity: &mut (dyn FnMut(Activity) + Send),
+    ) {
+        loop {
+            if self.exited_at.is_some() && self.stdout.is_none() && self.stderr.is_none() {
+                break;
             }
-            _ = sleep_until(deadline) => {
-                let now = Instant::now();
-                if exited_at.is_some() {
-                    // An escaped descendant holds a pipe: stop listening to it.
-                    stdout = None;
-                    stderr = None;
-                } else if kill_at.is_some() {
-                    guard.signal(Signal::SIGKILL);
-                    kill_at = None;
-                } else if now >= max_deadline {
-                    begin_stop = Some(Stop::Max(limits.max_timeout));
-                } else if now >= idle_deadline {
-                    begin_stop = Some(Stop::Idle(limits.idle_timeout));
+            let deadline = match (self.exited_at, self.kill_at) {
+                (Some(t), _) => (self.last_output + POST_EXIT_IDLE).min(t + POST_EXIT_HARD),
+                (None, Some(k)) => k,
+                (None, None) => self.idle_deadline.min(self.max_deadline),
+            };
+            let mut begin_stop: Option<Stop> = None;
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled(), if self.stop.is_none() && self.exited_at.is_none() => {
+                    begin_stop = Some(Stop::Cancelled);
                 }
-            }
-            status = child.wait(), if exited_at.is_none() => {
-                let now = Instant::now();
-                exit_code = status.ok().and_then(|s| s.code());
-                exited_at = Some(now);
-                last_output = last_output.max(now);
-                if stop.is_some() {
-                    guard.signal(Signal::SIGKILL);
-                    kill_at = None;
-                }
-            }
-            n = read_some(&mut stderr, &mut err_buf) => match n {
-                Ok(n) if n > 0 => {
-                    tail.push(&err_buf[..n]);
-                    last_output = Instant::now();
-                    if stderr_is_activity {
-                        idle_deadline = last_output + limits.idle_timeout;
+                _ = sleep_until(deadline) => {
+                    let now = Instant::now();
+                    if self.exited_at.is_some() {
+                        // An escaped descendant holds a pipe: stop listening to it.
+                        self.stdout = None;
+                        self.stderr = None;
+                    } else if self.kill_at.is_some() {
+                        self.guard.signal(Signal::SIGKILL);
+                        self.kill_at = None;
+                    } else if now >= self.max_deadline {
+                        begin_stop = Some(Stop::Max(self.limits.max_timeout));
+                    } else if now >= self.idle_deadline {
+                        begin_stop = Some(Stop::Idle(self.limits.idle_timeout));
                     }
                 }
-                Ok(_) | Err(_) => stderr = None,
-            },
-            n = read_some(&mut stdout, &mut out_buf) => match n {
-                Ok(n) if n > 0 => {
+                status = child.wait(), if self.exited_at.is_none() => {
                     let now = Instant::now();
-                    last_output = now;
-                    idle_deadline = now + limits.idle_timeout;
-                    reader.feed(&out_buf[..n], &mut pending);
+                    self.exit_code = status.ok().and_then(|s| s.code());
+                    self.exited_at = Some(now);
+                    self.last_output = self.last_output.max(now);
+                    if self.stop.is_some() {
+                        self.guard.signal(Signal::SIGKILL);
+                        self.kill_at = None;
+                    }
                 }
-                Ok(_) | Err(_) => stdout = None,
-            },
-        }
-        if stdout.is_none() {
-            reader.eof();
-        }
-        if let Some(reason) = begin_stop {
-            stop = Some(reason);
-            pending.clear();
-            guard.signal(Signal::SIGTERM);
-            kill_at = Some(Instant::now() + KILL_GRACE);
-        }
-        if stop.is_some() {
-            pending.clear();
-        } else if !pending.is_empty() {
-            if let Err(msg) = deliver(on_activity, &mut pending) {
-                stop = Some(Stop::Callback(msg));
-                pending.clear();
-                if exited_at.is_some() {
-                    guard.signal(Signal::SIGKILL);
-                } else {
-                    guard.signal(Signal::SIGTERM);
-                    kill_at = Some(Instant::now() + KILL_GRACE);
-                }
+                n = read_some(&mut self.stderr, &mut self.err_buf) => match n {
+                    Ok(n) if n > 0 => {
+                        self.tail.push(&self.err_buf[..n]);
+                        self.last_output = Instant::now();
+                        if self.stderr_is_activity {
+                            self.idle_deadline = self.last_output + self.limits.idle_timeout;
+                        }
+                    }
+                    Ok(_) | Err(_) => self.stderr = None,
+                },
+                n = read_some(&mut self.stdout, &mut self.out_buf) => match n {
+                    Ok(n) if n > 0 => {
+                        let now = Instant::now();
+                        self.last_output = now;
+                        self.idle_deadline = now + self.limits.idle_timeout;
+                        self.reader.feed(&self.out_buf[..n], &mut self.pending);
+                    }
+                    Ok(_) | Err(_) => self.stdout = None,
+                },
             }
+            if self.stdout.is_none() {
+                self.reader.eof();
+            }
+            self.settle(begin_stop, on_activity);
         }
-    }
-    guard.sweep();
-    if let Some(w) = writer {
-        w.abort();
     }
 
-    let (end, skipped) = reader.finish();
-    let (output, omitted) = if end.final_text.is_empty() && end.final_omitted == 0 {
-        (String::new(), 0)
-    } else {
-        budget.take_counted(&end.final_text, end.final_omitted)
-    };
-    let mut result = ChildResult {
-        status: ChildStatus::Failure,
-        exit_code,
-        output,
-        omitted,
-        stderr: tail.render(),
-        stop_reason: end.stop_reason.clone(),
-        usage: end.usage,
-        turns: end.turns,
-        tools_started: end.tools_started,
-        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        error_message: end.error_message.clone(),
-        cost_usd: end.cost_usd,
-        session_id: end.session_id.clone(),
-        skipped,
-    };
-    let failed = |code: ExecErrorCode, message: String, partial: ChildResult| ExecError {
-        code,
-        message,
-        partial: Some(Box::new(partial)),
-    };
-    if let Some(stop) = stop {
-        return Err(match stop {
-            Stop::Cancelled => failed(
-                ExecErrorCode::Aborted,
-                "cancelled: the child's process group was killed".into(),
-                result,
-            ),
-            Stop::Idle(d) => failed(
-                ExecErrorCode::Timeout,
-                format!("idle timeout: no output from the child for {}", human(d)),
-                result,
-            ),
-            Stop::Max(d) => failed(
-                ExecErrorCode::Timeout,
-                format!("maximum timeout: the child ran longer than {}", human(d)),
-                result,
-            ),
-            Stop::Callback(msg) => failed(ExecErrorCode::Callback, msg, result),
-        });
-    }
-    let exit_ok = exit_code == Some(0);
-    let verdict = match end.verdict {
-        Verdict::NoFinal | Verdict::Failed
-            if launch.format == StreamFormat::Baton && exit_code == Some(3) =>
-        {
-            Verdict::TurnLimit
+    /// After one step: begins the stop `begin_stop` asks for, or delivers the pending activity
+    /// (a callback that fails stops the child).
+    fn settle(&mut self, begin_stop: Option<Stop>, on_activity: &mut (dyn FnMut(Activity) + Send)) {
+        if let Some(reason) = begin_stop {
+            self.stop = Some(reason);
+            self.pending.clear();
+            self.guard.signal(Signal::SIGTERM);
+            self.kill_at = Some(Instant::now() + KILL_GRACE);
         }
-        v => v,
-    };
-    match verdict {
-        Verdict::TurnLimit => Err(failed(
-            ExecErrorCode::TurnLimit,
-            "the child stopped at its turn limit; its output is a handoff report".into(),
-            result,
-        )),
-        Verdict::TokenLimit => Err(failed(
-            ExecErrorCode::TokenLimit,
-            "the model's output token limit cut the child's answer".into(),
-            result,
-        )),
-        Verdict::NoFinal if exit_ok && launch.format != StreamFormat::Plain => Err(failed(
-            ExecErrorCode::Protocol,
-            format!(
-                "`{}` exited 0 without a final event in its {} stream",
-                launch.program.display(),
-                format_name(launch.format)
-            ),
-            result,
-        )),
-        Verdict::NoFinal | Verdict::Failed => Ok(result),
-        Verdict::Completed => {
-            if exit_ok {
-                result.status = ChildStatus::Success;
+        if self.stop.is_some() {
+            self.pending.clear();
+        } else if !self.pending.is_empty() {
+            if let Err(msg) = deliver(on_activity, &mut self.pending) {
+                self.stop = Some(Stop::Callback(msg));
+                self.pending.clear();
+                if self.exited_at.is_some() {
+                    self.guard.signal(Signal::SIGKILL);
+                } else {
+                    self.guard.signal(Signal::SIGTERM);
+                    self.kill_at = Some(Instant::now() + KILL_GRACE);
+                }
             }
-            Ok(result)
+        }
+    }
+
+    /// The child's result (its final text charged to `budget`), or the error that ended the run
+    /// with that result as its partial one.
+    fn outcome(
+        &mut self,
+        launch: &Launch,
+        budget: &OutputBudget,
+        started: Instant,
+    ) -> Result<ChildResult, ExecError> {
+        let exit_code = self.exit_code;
+        let (end, skipped) = self.reader.finish();
+        let (output, omitted) = if end.final_text.is_empty() && end.final_omitted == 0 {
+            (String::new(), 0)
+        } else {
+            budget.take_counted(&end.final_text, end.final_omitted)
+        };
+        let mut result = ChildResult {
+            status: ChildStatus::Failure,
+            exit_code,
+            output,
+            omitted,
+            stderr: self.tail.render(),
+            stop_reason: end.stop_reason.clone(),
+            usage: end.usage,
+            turns: end.turns,
+            tools_started: end.tools_started,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            error_message: end.error_message.clone(),
+            cost_usd: end.cost_usd,
+            session_id: end.session_id.clone(),
+            skipped,
+        };
+        let failed = |code: ExecErrorCode, message: String, partial: ChildResult| ExecError {
+            code,
+            message,
+            partial: Some(Box::new(partial)),
+        };
+        if let Some(stop) = self.stop.take() {
+            return Err(match stop {
+                Stop::Cancelled => failed(
+                    ExecErrorCode::Aborted,
+                    "cancelled: the child's process group was killed".into(),
+                    result,
+                ),
+                Stop::Idle(d) => failed(
+                    ExecErrorCode::Timeout,
+                    format!("idle timeout: no output from the child for {}", human(d)),
+                    result,
+                ),
+                Stop::Max(d) => failed(
+                    ExecErrorCode::Timeout,
+                    format!("maximum timeout: the child ran longer than {}", human(d)),
+                    result,
+                ),
+                Stop::Callback(msg) => failed(ExecErrorCode::Callback, msg, result),
+            });
+        }
+        let exit_ok = exit_code == Some(0);
+        let verdict = match end.verdict {
+            Verdict::NoFinal | Verdict::Failed
+                if launch.format == StreamFormat::Baton && exit_code == Some(3) =>
+            {
+                Verdict::TurnLimit
+            }
+            v => v,
+        };
+        match verdict {
+            Verdict::TurnLimit => Err(failed(
+                ExecErrorCode::TurnLimit,
+                "the child stopped at its turn limit; its output is a handoff report".into(),
+                result,
+            )),
+            Verdict::TokenLimit => Err(failed(
+                ExecErrorCode::TokenLimit,
+                "the model's output token limit cut the child's answer".into(),
+                result,
+            )),
+            Verdict::NoFinal if exit_ok && launch.format != StreamFormat::Plain => Err(failed(
+                ExecErrorCode::Protocol,
+                format!(
+                    "`{}` exited 0 without a final event in its {} stream",
+                    launch.program.display(),
+                    format_name(launch.format)
+                ),
+                result,
+            )),
+            Verdict::NoFinal | Verdict::Failed => Ok(result),
+            Verdict::Completed => {
+                if exit_ok {
+                    result.status = ChildStatus::Success;
+                }
+                Ok(result)
+            }
         }
     }
 }
