@@ -249,7 +249,6 @@ const MAX_FN_LINES: usize = 150;
 /// shrinks (split one into named steps and take it off).
 const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("crates/baton-cli/src/worker_peer.rs", "run", 204),
-    ("crates/baton-exec/src/delegate.rs", "run_entry", 301),
     (
         "crates/baton-workflow/src/contract/readonly.rs",
         "parse",

@@ -35,10 +35,11 @@ pub use request::{
 };
 
 use crate::executor::{Executor, OutputBudget};
-use crate::types::ExecError;
 use crate::types::{Activity, ChildResult, ChildStatus, ExecErrorCode, Limits};
+use crate::types::{ExecError, Launch};
 use crate::worktree::{
-    create_child_worktree, finalize_child_worktree, worktree_id, Finalized, Isolated, WorktreeError,
+    create_child_worktree, finalize_child_worktree, worktree_id, ChildWorktree, Finalized,
+    Isolated, WorktreeError,
 };
 use report::skipped;
 
@@ -226,114 +227,26 @@ async fn run_entry(
     let Call {
         env,
         executor,
-        run_id,
         cancel,
+        ..
     } = call;
     // Each child alone is bounded by the call's cap; the shared budget is applied to the report.
     let budget = &OutputBudget::new(env.output_cap);
     let started = Instant::now();
-    let isolated: Arc<Mutex<Option<Isolated>>> = Arc::new(Mutex::new(None));
-    let model_label: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-    // What the route choice wants the caller to know (skipped routes, a peer's own default).
-    let route_notes: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    let slots = PrepareSlots::default();
     let mut notes = Vec::new();
-    let backend = backend_of(env, role);
+    let entry = Entry {
+        call,
+        index,
+        e,
+        role,
+        backend: backend_of(env, role),
+    };
     let prepare = {
-        let isolated = isolated.clone();
-        let model_label = model_label.clone();
-        let route_notes = route_notes.clone();
+        let slots = slots.clone();
         let progress = progress.clone();
         let task = task.clone();
-        move || async move {
-            // The permit is granted: read the config of this moment.
-            let current = env.refreshed();
-            let env = &current;
-            let route = child_route(env, backend, &e.route_choice(), role)?;
-            if let Ok(mut slot) = route_notes.lock() {
-                *slot = route.notes.clone();
-            }
-            let mut cwd = env.cwd.clone();
-            let mut note = None;
-            if role.meta.isolation == Some(Isolation::Worktree) {
-                let id = worktree_id(run_id, index, &e.name);
-                // git runs off the runtime: on a current-thread runtime it would stall the other
-                // children's output and heartbeats for as long as the checkout takes.
-                let (repo, root) = (env.cwd.clone(), env.worktree_root.clone());
-                let created =
-                    tokio::task::spawn_blocking(move || create_child_worktree(&repo, &root, &id))
-                        .await
-                        .map_err(|err| {
-                            ExecError::new(
-                                ExecErrorCode::Prepare,
-                                format!("the worktree setup stopped: {err}"),
-                            )
-                        })?;
-                match created {
-                    Ok(Isolated::Worktree(wt)) => {
-                        cwd = wt.cwd.clone();
-                        if let Ok(mut slot) = isolated.lock() {
-                            *slot = Some(Isolated::Worktree(wt));
-                        }
-                    }
-                    Ok(Isolated::Fallback { cwd: c, reason }) => {
-                        note = Some(format!(
-                            "ran in the working directory, not a worktree: {reason}"
-                        ));
-                        cwd = c.clone();
-                        if let Ok(mut slot) = isolated.lock() {
-                            *slot = Some(Isolated::Fallback { cwd: c, reason });
-                        }
-                    }
-                    Err(err) => {
-                        return Err(ExecError::new(
-                            ExecErrorCode::Prepare,
-                            format!("cannot create the worktree: {err}"),
-                        ))
-                    }
-                }
-            }
-            let role_file = match backend {
-                BackendKind::Baton => {
-                    let dir = env.state.frozen_roles(run_id).map_err(|e| {
-                        ExecError::new(ExecErrorCode::Prepare, format!("run id: {e}"))
-                    })?;
-                    Some(write_frozen_role(&dir, index, role)?)
-                }
-                BackendKind::Pi
-                | BackendKind::Codex
-                | BackendKind::Claude
-                | BackendKind::Command => None,
-            };
-            let launch = plan_launch(
-                env,
-                LaunchPlan {
-                    role,
-                    backend,
-                    route,
-                    task,
-                    cwd: cwd.clone(),
-                    role_file,
-                    extra_env: vec![
-                        ("BATON_TASK_NAME".into(), e.name.clone()),
-                        ("BATON_TASK_INDEX".into(), index.to_string()),
-                        ("BATON_RUN_ID".into(), run_id.to_string()),
-                    ],
-                },
-            )?;
-            if let Ok(mut slot) = model_label.lock() {
-                *slot = Some(launch.model_label.clone());
-            }
-            progress(
-                index,
-                EntryEvent::Launching {
-                    model: launch.model_label.clone(),
-                    thinking: launch.thinking_label.clone(),
-                    cwd: cwd.display().to_string(),
-                    note: note.clone(),
-                },
-            );
-            Ok(launch)
-        }
+        move || prepare_launch(entry, slots, progress, task)
     };
     let mut on_activity = {
         let progress = progress.clone();
@@ -345,82 +258,18 @@ async fn run_entry(
 
     // Finalize the worktree whatever happened.
     let mut worktree = None;
-    let taken = isolated.lock().ok().and_then(|mut s| s.take());
+    let taken = slots.isolated.lock().ok().and_then(|mut s| s.take());
     match taken {
-        Some(Isolated::Worktree(wt)) => {
-            let mut report = WorktreeReport {
-                path: wt.path.display().to_string(),
-                branch: wt.branch.clone(),
-                kept_path: true,
-                kept_branch: true,
-                commits: Vec::new(),
-                recovery: None,
-            };
-            let finalized = {
-                let wt = wt.clone();
-                tokio::task::spawn_blocking(move || finalize_child_worktree(&wt)).await
-            };
-            match finalized.unwrap_or_else(|err| {
-                Err(WorktreeError::Io {
-                    path: wt.path.clone(),
-                    source: std::io::Error::other(err),
-                })
-            }) {
-                Ok(Finalized::Removed) => {
-                    report.kept_path = false;
-                    report.kept_branch = false;
-                }
-                Ok(Finalized::KeptCommits {
-                    branch,
-                    commits,
-                    path,
-                    path_removed,
-                    warning,
-                }) => {
-                    report.kept_path = !path_removed;
-                    let mut text = format!(
-                        "{} commit(s) kept on branch {branch}: inspect with `git log {branch}`, integrate with `git merge {branch}`",
-                        commits.len()
-                    );
-                    if let Some(w) = warning {
-                        text.push_str(&format!(
-                            "; the worktree at {} was kept: {w}",
-                            path.display()
-                        ));
-                    }
-                    report.recovery = Some(text);
-                    report.commits = commits;
-                }
-                Ok(Finalized::KeptChanges {
-                    path,
-                    branch,
-                    commits,
-                    recovery,
-                    ..
-                }) => {
-                    report.path = path.display().to_string();
-                    report.branch = branch;
-                    report.commits = commits;
-                    report.recovery = Some(recovery);
-                }
-                Err(err) => {
-                    report.recovery = Some(format!(
-                        "the worktree could not be finalized ({err}); it is still at {}",
-                        wt.path.display()
-                    ));
-                }
-            }
-            worktree = Some(report);
-        }
+        Some(Isolated::Worktree(wt)) => worktree = Some(finalize_worktree(wt).await),
         Some(Isolated::Fallback { reason, .. }) => notes.push(format!(
             "ran in the working directory, not a worktree: {reason}"
         )),
         None => {}
     }
-    if let Ok(route) = route_notes.lock() {
+    if let Ok(route) = slots.route_notes.lock() {
         notes.extend(route.iter().cloned());
     }
-    let model = model_label.lock().ok().and_then(|m| m.clone());
+    let model = slots.model_label.lock().ok().and_then(|m| m.clone());
     let duration_ms = started.elapsed().as_millis() as u64;
     let omitted = match &result {
         Ok(r) => r.omitted,
@@ -434,6 +283,253 @@ async fn run_entry(
         Ok(r) => r.session_id.clone(),
         Err(err) => err.partial.as_ref().and_then(|p| p.session_id.clone()),
     };
+    let Ended {
+        status,
+        output,
+        error,
+        usage,
+        turns,
+    } = ended(result);
+    progress(
+        index,
+        EntryEvent::Finished {
+            status,
+            session: session.clone(),
+        },
+    );
+    EntryReport {
+        index,
+        name: e.name.clone(),
+        role: role.meta.name.clone(),
+        status,
+        output,
+        omitted,
+        error,
+        model,
+        usage,
+        cost_usd,
+        turns,
+        duration_ms,
+        worktree,
+        notes,
+        session_id: session,
+    }
+}
+
+/// One entry of a delegation: the call it belongs to, its place in it, its task, its role and
+/// the backend that runs it.
+#[derive(Clone, Copy)]
+struct Entry<'a> {
+    call: Call<'a>,
+    index: usize,
+    e: &'a TaskEntry,
+    role: &'a RoleSpec,
+    backend: BackendKind,
+}
+
+/// What an entry's preparation (run inside the executor's call) leaves for its report: what it
+/// isolated, the model it launched, and what the route choice wants the caller to know
+/// (skipped routes, a peer's own default).
+#[derive(Clone, Default)]
+struct PrepareSlots {
+    isolated: Arc<Mutex<Option<Isolated>>>,
+    model_label: Arc<Mutex<Option<String>>>,
+    route_notes: Arc<Mutex<Vec<String>>>,
+}
+
+/// The entry's launch, prepared once it has its permit: its route, its directory, its frozen
+/// role file, announced through `progress`; what the report needs later goes into `slots`.
+async fn prepare_launch(
+    entry: Entry<'_>,
+    slots: PrepareSlots,
+    progress: Progress,
+    task: String,
+) -> Result<Launch, ExecError> {
+    let Entry {
+        call,
+        index,
+        e,
+        role,
+        backend,
+    } = entry;
+    let run_id = call.run_id;
+    // The permit is granted: read the config of this moment.
+    let current = call.env.refreshed();
+    let env = &current;
+    let route = child_route(env, backend, &e.route_choice(), role)?;
+    if let Ok(mut slot) = slots.route_notes.lock() {
+        *slot = route.notes.clone();
+    }
+    let mut cwd = env.cwd.clone();
+    let mut note = None;
+    if role.meta.isolation == Some(Isolation::Worktree) {
+        (cwd, note) = isolate(env, entry, &slots.isolated).await?;
+    }
+    let role_file = match backend {
+        BackendKind::Baton => {
+            let dir = env
+                .state
+                .frozen_roles(run_id)
+                .map_err(|e| ExecError::new(ExecErrorCode::Prepare, format!("run id: {e}")))?;
+            Some(write_frozen_role(&dir, index, role)?)
+        }
+        BackendKind::Pi | BackendKind::Codex | BackendKind::Claude | BackendKind::Command => None,
+    };
+    let launch = plan_launch(
+        env,
+        LaunchPlan {
+            role,
+            backend,
+            route,
+            task,
+            cwd: cwd.clone(),
+            role_file,
+            extra_env: vec![
+                ("BATON_TASK_NAME".into(), e.name.clone()),
+                ("BATON_TASK_INDEX".into(), index.to_string()),
+                ("BATON_RUN_ID".into(), run_id.to_string()),
+            ],
+        },
+    )?;
+    if let Ok(mut slot) = slots.model_label.lock() {
+        *slot = Some(launch.model_label.clone());
+    }
+    progress(
+        index,
+        EntryEvent::Launching {
+            model: launch.model_label.clone(),
+            thinking: launch.thinking_label.clone(),
+            cwd: cwd.display().to_string(),
+            note: note.clone(),
+        },
+    );
+    Ok(launch)
+}
+
+/// A worktree of its own for the entry's child, recorded in `isolated`: the directory the child
+/// runs in, and a note when there was nothing to isolate and it runs in the working directory.
+async fn isolate(
+    env: &DelegateEnv,
+    entry: Entry<'_>,
+    isolated: &Mutex<Option<Isolated>>,
+) -> Result<(PathBuf, Option<String>), ExecError> {
+    let id = worktree_id(entry.call.run_id, entry.index, &entry.e.name);
+    // git runs off the runtime: on a current-thread runtime it would stall the other
+    // children's output and heartbeats for as long as the checkout takes.
+    let (repo, root) = (env.cwd.clone(), env.worktree_root.clone());
+    let created = tokio::task::spawn_blocking(move || create_child_worktree(&repo, &root, &id))
+        .await
+        .map_err(|err| {
+            ExecError::new(
+                ExecErrorCode::Prepare,
+                format!("the worktree setup stopped: {err}"),
+            )
+        })?;
+    match created {
+        Ok(Isolated::Worktree(wt)) => {
+            let cwd = wt.cwd.clone();
+            if let Ok(mut slot) = isolated.lock() {
+                *slot = Some(Isolated::Worktree(wt));
+            }
+            Ok((cwd, None))
+        }
+        Ok(Isolated::Fallback { cwd: c, reason }) => {
+            let note = Some(format!(
+                "ran in the working directory, not a worktree: {reason}"
+            ));
+            let cwd = c.clone();
+            if let Ok(mut slot) = isolated.lock() {
+                *slot = Some(Isolated::Fallback { cwd: c, reason });
+            }
+            Ok((cwd, note))
+        }
+        Err(err) => Err(ExecError::new(
+            ExecErrorCode::Prepare,
+            format!("cannot create the worktree: {err}"),
+        )),
+    }
+}
+
+/// Finalizes the entry's worktree once its child is done: the report of what was removed and
+/// what was kept (and how to recover it).
+async fn finalize_worktree(wt: ChildWorktree) -> WorktreeReport {
+    let mut report = WorktreeReport {
+        path: wt.path.display().to_string(),
+        branch: wt.branch.clone(),
+        kept_path: true,
+        kept_branch: true,
+        commits: Vec::new(),
+        recovery: None,
+    };
+    let finalized = {
+        let wt = wt.clone();
+        tokio::task::spawn_blocking(move || finalize_child_worktree(&wt)).await
+    };
+    match finalized.unwrap_or_else(|err| {
+        Err(WorktreeError::Io {
+            path: wt.path.clone(),
+            source: std::io::Error::other(err),
+        })
+    }) {
+        Ok(Finalized::Removed) => {
+            report.kept_path = false;
+            report.kept_branch = false;
+        }
+        Ok(Finalized::KeptCommits {
+            branch,
+            commits,
+            path,
+            path_removed,
+            warning,
+        }) => {
+            report.kept_path = !path_removed;
+            let mut text = format!(
+                "{} commit(s) kept on branch {branch}: inspect with `git log {branch}`, integrate with `git merge {branch}`",
+                commits.len()
+            );
+            if let Some(w) = warning {
+                text.push_str(&format!(
+                    "; the worktree at {} was kept: {w}",
+                    path.display()
+                ));
+            }
+            report.recovery = Some(text);
+            report.commits = commits;
+        }
+        Ok(Finalized::KeptChanges {
+            path,
+            branch,
+            commits,
+            recovery,
+            ..
+        }) => {
+            report.path = path.display().to_string();
+            report.branch = branch;
+            report.commits = commits;
+            report.recovery = Some(recovery);
+        }
+        Err(err) => {
+            report.recovery = Some(format!(
+                "the worktree could not be finalized ({err}); it is still at {}",
+                wt.path.display()
+            ));
+        }
+    }
+    report
+}
+
+/// How an entry ended, as its report states it.
+struct Ended {
+    status: EntryStatus,
+    output: String,
+    error: Option<ExecErrorInfo>,
+    usage: Usage,
+    turns: u32,
+}
+
+/// How the entry ended, from its child's `result`: a failure names its exit code and the tail
+/// of its stderr, an error its code (the partial result's answer kept).
+fn ended(result: Result<ChildResult, ExecError>) -> Ended {
     let (status, output, error, usage, turns) = match result {
         Ok(ChildResult {
             status,
@@ -491,28 +587,11 @@ async fn run_entry(
             )
         }
     };
-    progress(
-        index,
-        EntryEvent::Finished {
-            status,
-            session: session.clone(),
-        },
-    );
-    EntryReport {
-        index,
-        name: e.name.clone(),
-        role: role.meta.name.clone(),
+    Ended {
         status,
         output,
-        omitted,
         error,
-        model,
         usage,
-        cost_usd,
         turns,
-        duration_ms,
-        worktree,
-        notes,
-        session_id: session,
     }
 }
