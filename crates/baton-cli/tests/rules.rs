@@ -249,11 +249,6 @@ const MAX_FN_LINES: usize = 150;
 /// shrinks (split one into named steps and take it off).
 const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("crates/baton-cli/src/worker_peer.rs", "run", 204),
-    (
-        "crates/baton-workflow/src/contract/readonly.rs",
-        "parse",
-        188,
-    ),
 ];
 
 /// The functions of `text` (shipped code) and their length in lines.

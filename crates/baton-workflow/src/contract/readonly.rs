@@ -321,157 +321,13 @@ pub(crate) fn parse(role: Role, output: &str) -> Result<Checked, ContractError> 
         fields: typed(role, &fields)?,
         memory_notes: memory_notes(output),
     };
-    let blocked = common.critical_count > 0 || common.blocking == Some(true);
-    let why_blocked = || {
-        if common.critical_count > 0 {
-            format!(
-                "{} critical issue{}",
-                common.critical_count,
-                if common.critical_count == 1 { "" } else { "s" }
-            )
-        } else {
-            "\"b\": true".to_string()
-        }
-    };
     let (contract, outcome) = match role {
-        Role::CodeReviewer => {
-            let claimed =
-                ReviewStatus::from_word(&status).unwrap_or(ReviewStatus::ChangesRequested);
-            let mut effective = claimed;
-            if claimed == ReviewStatus::Approve && blocked {
-                notes.push(format!(
-                    "APPROVE with {} counts as CHANGES_REQUESTED",
-                    why_blocked()
-                ));
-                effective = ReviewStatus::ChangesRequested;
-            }
-            let mut cited: Vec<_> = text::locations(output);
-            cited.sort();
-            cited.dedup();
-            let outcome = match effective {
-                ReviewStatus::ChangesRequested => Outcome::NotPassed { status: effective.as_str().into() },
-                ReviewStatus::Approve if common.findings.is_empty() && cited.len() < 3 => {
-                    Outcome::NeedsVerification {
-                        reason: format!(
-                            "APPROVE with no findings and {} file:line citation{} (fewer than 3) is a rubber stamp",
-                            cited.len(),
-                            if cited.len() == 1 { "" } else { "s" }
-                        ),
-                    }
-                }
-                ReviewStatus::Approve => Outcome::Pass,
-            };
-            let c = ReviewContract {
-                status: effective,
-                claimed,
-                common,
-                citations: cited.len(),
-            };
-            (Contract::Review(c), outcome)
-        }
-        Role::FailureHunter => {
-            let claimed = HuntStatus::from_word(&status).unwrap_or(HuntStatus::IssuesFound);
-            let mut effective = claimed;
-            if claimed == HuntStatus::Clean && blocked {
-                notes.push(format!(
-                    "CLEAN with {} counts as ISSUES_FOUND",
-                    why_blocked()
-                ));
-                effective = HuntStatus::IssuesFound;
-            }
-            let files_scanned = count_field(role, &fields, "FILES_SCANNED")?;
-            let sites_inspected =
-                match count_field(role, &fields, "ERROR_HANDLING_SITES_INSPECTED")? {
-                    Some(n) => Some(n),
-                    None => count_field(role, &fields, "SITES_INSPECTED")?,
-                };
-            let outcome = match effective {
-                HuntStatus::IssuesFound => Outcome::NotPassed { status: effective.as_str().into() },
-                HuntStatus::Clean if files_scanned.unwrap_or(0) == 0 || sites_inspected.unwrap_or(0) == 0 => {
-                    Outcome::NeedsVerification {
-                        reason: "CLEAN needs a stated scan scope: FILES_SCANNED and ERROR_HANDLING_SITES_INSPECTED above 0".into(),
-                    }
-                }
-                HuntStatus::Clean => Outcome::Pass,
-            };
-            let c = HuntContract {
-                status: effective,
-                claimed,
-                common,
-                files_scanned,
-                sites_inspected,
-            };
-            (Contract::Hunt(c), outcome)
-        }
-        Role::IntegrationVerifier => {
-            let missing: Vec<String> = ACCOUNTING_FIELDS
-                .iter()
-                .filter(|f| !fields.contains_key(**f))
-                .map(|f| format!("{f} is missing"))
-                .collect();
-            if !missing.is_empty() {
-                return Err(ContractError::ScenarioAccounting {
-                    role,
-                    problems: missing,
-                });
-            }
-            let accounting: ScenarioAccounting = typed(role, &fields)?;
-            let problems = accounting.problems();
-            if !problems.is_empty() {
-                return Err(ContractError::ScenarioAccounting { role, problems });
-            }
-            let claimed = VerifyStatus::from_word(&status).unwrap_or(VerifyStatus::Fail);
-            let mut effective = claimed;
-            if claimed == VerifyStatus::Pass && blocked {
-                notes.push(format!("PASS with {} counts as FAIL", why_blocked()));
-                effective = VerifyStatus::Fail;
-            }
-            if effective == VerifyStatus::Pass && accounting.scenarios_failed > 0 {
-                notes.push(format!(
-                    "PASS with {} failed scenario(s) counts as FAIL",
-                    accounting.scenarios_failed
-                ));
-                effective = VerifyStatus::Fail;
-            }
-            let outcome = match effective {
-                VerifyStatus::Pass => Outcome::Pass,
-                VerifyStatus::Fail => Outcome::NotPassed {
-                    status: "FAIL".into(),
-                },
-            };
-            let validations = merge::validations_in(output);
-            let c = VerifyContract {
-                status: effective,
-                claimed,
-                common,
-                accounting,
-                validations,
-            };
-            (Contract::Verify(c), outcome)
-        }
+        Role::CodeReviewer => review(&status, common, output, &mut notes),
+        Role::FailureHunter => hunt(role, &status, common, &fields, &mut notes)?,
+        Role::IntegrationVerifier => verify(role, &status, common, &fields, output, &mut notes)?,
         _ => {
             let c = plan_gap(role, &status, envelope.as_ref(), &fields, &mut notes)?;
-            let outcome = if c.status == PlanGapStatus::Findings {
-                Outcome::NotPassed {
-                    status: "FINDINGS".into(),
-                }
-            } else {
-                let mut unmet = Vec::new();
-                if c.blocking_findings != 0 {
-                    unmet.push(format!(
-                        "PASS needs BLOCKING_FINDINGS_COUNT 0, not {}",
-                        c.blocking_findings
-                    ));
-                }
-                if c.replan_needed != Some(false) {
-                    unmet.push("PASS needs REPLAN_NEEDED: false".into());
-                }
-                if unmet.is_empty() {
-                    Outcome::Pass
-                } else {
-                    Outcome::PassRefused { unmet }
-                }
-            };
+            let outcome = plan_gap_outcome(&c);
             (Contract::PlanGap(c), outcome)
         }
     };
@@ -482,6 +338,196 @@ pub(crate) fn parse(role: Role, output: &str) -> Result<Checked, ContractError> 
         outcome,
         notes,
     })
+}
+
+/// Whether the common fields block a pass: a critical issue, or `"b": true`.
+fn blocked(common: &ReadOnlyCommon) -> bool {
+    common.critical_count > 0 || common.blocking == Some(true)
+}
+
+/// What blocks a pass, as a note says it.
+fn why_blocked(common: &ReadOnlyCommon) -> String {
+    if common.critical_count > 0 {
+        format!(
+            "{} critical issue{}",
+            common.critical_count,
+            if common.critical_count == 1 { "" } else { "s" }
+        )
+    } else {
+        "\"b\": true".to_string()
+    }
+}
+
+/// code-reviewer's contract and outcome: a blocked APPROVE counts as CHANGES_REQUESTED, and an
+/// APPROVE with no findings and few citations needs verification.
+fn review(
+    status: &str,
+    common: ReadOnlyCommon,
+    output: &str,
+    notes: &mut Vec<String>,
+) -> (Contract, Outcome) {
+    let claimed = ReviewStatus::from_word(status).unwrap_or(ReviewStatus::ChangesRequested);
+    let mut effective = claimed;
+    if claimed == ReviewStatus::Approve && blocked(&common) {
+        notes.push(format!(
+            "APPROVE with {} counts as CHANGES_REQUESTED",
+            why_blocked(&common)
+        ));
+        effective = ReviewStatus::ChangesRequested;
+    }
+    let mut cited: Vec<_> = text::locations(output);
+    cited.sort();
+    cited.dedup();
+    let outcome = match effective {
+        ReviewStatus::ChangesRequested => Outcome::NotPassed {
+            status: effective.as_str().into(),
+        },
+        ReviewStatus::Approve if common.findings.is_empty() && cited.len() < 3 => {
+            Outcome::NeedsVerification {
+                reason: format!(
+                    "APPROVE with no findings and {} file:line citation{} (fewer than 3) is a rubber stamp",
+                    cited.len(),
+                    if cited.len() == 1 { "" } else { "s" }
+                ),
+            }
+        }
+        ReviewStatus::Approve => Outcome::Pass,
+    };
+    let c = ReviewContract {
+        status: effective,
+        claimed,
+        common,
+        citations: cited.len(),
+    };
+    (Contract::Review(c), outcome)
+}
+
+/// failure-hunter's contract and outcome: a blocked CLEAN counts as ISSUES_FOUND, and a CLEAN
+/// without a stated scan scope needs verification.
+fn hunt(
+    role: Role,
+    status: &str,
+    common: ReadOnlyCommon,
+    fields: &Map<String, Value>,
+    notes: &mut Vec<String>,
+) -> Result<(Contract, Outcome), ContractError> {
+    let claimed = HuntStatus::from_word(status).unwrap_or(HuntStatus::IssuesFound);
+    let mut effective = claimed;
+    if claimed == HuntStatus::Clean && blocked(&common) {
+        notes.push(format!(
+            "CLEAN with {} counts as ISSUES_FOUND",
+            why_blocked(&common)
+        ));
+        effective = HuntStatus::IssuesFound;
+    }
+    let files_scanned = count_field(role, fields, "FILES_SCANNED")?;
+    let sites_inspected = match count_field(role, fields, "ERROR_HANDLING_SITES_INSPECTED")? {
+        Some(n) => Some(n),
+        None => count_field(role, fields, "SITES_INSPECTED")?,
+    };
+    let outcome = match effective {
+        HuntStatus::IssuesFound => Outcome::NotPassed {
+            status: effective.as_str().into(),
+        },
+        HuntStatus::Clean
+            if files_scanned.unwrap_or(0) == 0 || sites_inspected.unwrap_or(0) == 0 =>
+        {
+            Outcome::NeedsVerification {
+                reason: "CLEAN needs a stated scan scope: FILES_SCANNED and ERROR_HANDLING_SITES_INSPECTED above 0".into(),
+            }
+        }
+        HuntStatus::Clean => Outcome::Pass,
+    };
+    let c = HuntContract {
+        status: effective,
+        claimed,
+        common,
+        files_scanned,
+        sites_inspected,
+    };
+    Ok((Contract::Hunt(c), outcome))
+}
+
+/// integration-verifier's contract and outcome: its scenario accounting must be whole and
+/// consistent, and a blocked PASS, or one with failed scenarios, counts as FAIL.
+fn verify(
+    role: Role,
+    status: &str,
+    common: ReadOnlyCommon,
+    fields: &Map<String, Value>,
+    output: &str,
+    notes: &mut Vec<String>,
+) -> Result<(Contract, Outcome), ContractError> {
+    let missing: Vec<String> = ACCOUNTING_FIELDS
+        .iter()
+        .filter(|f| !fields.contains_key(**f))
+        .map(|f| format!("{f} is missing"))
+        .collect();
+    if !missing.is_empty() {
+        return Err(ContractError::ScenarioAccounting {
+            role,
+            problems: missing,
+        });
+    }
+    let accounting: ScenarioAccounting = typed(role, fields)?;
+    let problems = accounting.problems();
+    if !problems.is_empty() {
+        return Err(ContractError::ScenarioAccounting { role, problems });
+    }
+    let claimed = VerifyStatus::from_word(status).unwrap_or(VerifyStatus::Fail);
+    let mut effective = claimed;
+    if claimed == VerifyStatus::Pass && blocked(&common) {
+        notes.push(format!("PASS with {} counts as FAIL", why_blocked(&common)));
+        effective = VerifyStatus::Fail;
+    }
+    if effective == VerifyStatus::Pass && accounting.scenarios_failed > 0 {
+        notes.push(format!(
+            "PASS with {} failed scenario(s) counts as FAIL",
+            accounting.scenarios_failed
+        ));
+        effective = VerifyStatus::Fail;
+    }
+    let outcome = match effective {
+        VerifyStatus::Pass => Outcome::Pass,
+        VerifyStatus::Fail => Outcome::NotPassed {
+            status: "FAIL".into(),
+        },
+    };
+    let validations = merge::validations_in(output);
+    let c = VerifyContract {
+        status: effective,
+        claimed,
+        common,
+        accounting,
+        validations,
+    };
+    Ok((Contract::Verify(c), outcome))
+}
+
+/// plan-gap-reviewer's outcome: FINDINGS does not pass, and a PASS needs no blocking findings
+/// and `REPLAN_NEEDED: false`.
+fn plan_gap_outcome(c: &PlanGapContract) -> Outcome {
+    if c.status == PlanGapStatus::Findings {
+        Outcome::NotPassed {
+            status: "FINDINGS".into(),
+        }
+    } else {
+        let mut unmet = Vec::new();
+        if c.blocking_findings != 0 {
+            unmet.push(format!(
+                "PASS needs BLOCKING_FINDINGS_COUNT 0, not {}",
+                c.blocking_findings
+            ));
+        }
+        if c.replan_needed != Some(false) {
+            unmet.push("PASS needs REPLAN_NEEDED: false".into());
+        }
+        if unmet.is_empty() {
+            Outcome::Pass
+        } else {
+            Outcome::PassRefused { unmet }
+        }
+    }
 }
 
 fn plan_gap(
