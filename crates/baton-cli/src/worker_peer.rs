@@ -103,8 +103,19 @@ async fn run(
     let (watch, mut follower) = follow(state, &name)?;
     let idle = w.spec.idle_timeout_secs.map(Duration::from_secs);
     let mut since = Instant::now();
+    let peer = Peer {
+        state,
+        w,
+        name,
+        role,
+        backend,
+        dir,
+        env,
+        executor,
+        cancel,
+    };
     let reason = loop {
-        if cancel.is_cancelled() {
+        if peer.cancel.is_cancelled() {
             break StopReason::Asked;
         }
         if w.spec.budget_usd.is_some_and(|b| spent >= b) {
@@ -120,88 +131,91 @@ async fn run(
             let w = watch.clone();
             let wake = tokio::task::spawn_blocking(move || w.wait(POLL));
             tokio::select! {
-                _ = cancel.cancelled() => {}
+                _ = peer.cancel.cancelled() => {}
                 _ = wake => {}
             }
             continue;
         };
         let (id, text) = p;
+        if let Some(stop) = peer.answer(id, text, &mut resume, &mut spent).await {
+            break stop;
+        }
+        since = Instant::now();
+    };
+    log(
+        state,
+        &peer.name,
+        &WorkerEvent::Stopped {
+            reason,
+            message: None,
+            at: now_rfc3339(),
+        },
+    );
+    Ok(Exit::Ok)
+}
+
+/// A worker served on a peer CLI: its log, its role and backend, the folder of the CLI's
+/// session, and what launches the CLI.
+struct Peer<'a> {
+    state: &'a StateDir,
+    w: &'a WorkerState,
+    name: String,
+    role: RoleSpec,
+    backend: BackendKind,
+    dir: std::path::PathBuf,
+    env: Arc<baton_exec::delegate::DelegateEnv>,
+    executor: baton_exec::executor::Executor,
+    cancel: CancellationToken,
+}
+
+impl Peer<'_> {
+    /// Answers prompt `id` with one launch of the CLI, recorded as delivered before and answered
+    /// after; `resume` (the session to continue) and `spent` carry over to the next prompt.
+    /// `Some` when a stop cut the launch short: the prompt is recorded as lost.
+    async fn answer(
+        &self,
+        id: String,
+        text: String,
+        resume: &mut Option<String>,
+        spent: &mut f64,
+    ) -> Option<StopReason> {
+        let (state, name, backend) = (self.state, &self.name, self.backend);
         log(
             state,
-            &name,
+            name,
             &WorkerEvent::Delivered {
                 id: id.clone(),
                 at: now_rfc3339(),
             },
         );
-        let choice = RouteChoice {
-            model: w.spec.model.clone(),
-            model_class: w.spec.model_class.as_deref().and_then(|c| c.parse().ok()),
-            thinking: None,
-        };
-        let prepared = child_route(&env, backend, &choice, &role).and_then(|route| {
-            plan_launch(
-                &env,
-                LaunchPlan {
-                    role: &role,
-                    backend,
-                    route,
-                    task: text,
-                    cwd: w.spec.cwd.clone(),
-                    role_file: None,
-                    extra_env: vec![("BATON_WORKER".into(), name.clone())],
-                },
-            )
-        });
         let mut label = String::new();
-        let result = match prepared {
-            Err(e) => Err(e.to_string()),
-            Ok(mut launch) => {
-                match worker::continue_peer_session(&mut launch, backend, &dir, resume.as_deref()) {
-                    Err(e) => Err(e),
-                    Ok(()) => {
-                        label.clone_from(&launch.model_label);
-                        let budget = OutputBudget::new(env.output_cap);
-                        executor
-                            .run(
-                                move || async move { Ok(launch) },
-                                env.limits,
-                                &budget,
-                                &cancel,
-                                &mut |_| {},
-                            )
-                            .await
-                            .map_err(|e| e.to_string())
-                    }
-                }
-            }
-        };
+        let result = self.launch(text, resume.as_deref(), &mut label).await;
         match result {
-            Ok(r) if cancel.is_cancelled() && r.status != ChildStatus::Success => {
+            Ok(r) if self.cancel.is_cancelled() && r.status != ChildStatus::Success => {
                 log(
                     state,
-                    &name,
+                    name,
                     &WorkerEvent::Lost {
                         id,
                         at: now_rfc3339(),
                     },
                 );
-                break StopReason::Asked;
+                return Some(StopReason::Asked);
             }
             Ok(r) => {
                 let cost = r.cost_usd.or_else(|| {
-                    baton_model::routes::cost_of_label(&env.config.prices, &label, &r.usage)
+                    baton_model::routes::cost_of_label(&self.env.config.prices, &label, &r.usage)
                 });
-                spent += cost.unwrap_or(0.0);
+                *spent += cost.unwrap_or(0.0);
                 if r.session_id.is_some() {
                     resume.clone_from(&r.session_id);
                 } else if backend == BackendKind::Pi && r.status == ChildStatus::Success {
-                    resume = Some("continue".into());
+                    *resume = Some("continue".into());
                 }
                 let failed = r.status != ChildStatus::Success;
                 log(
                     state,
-                    &name,
+                    name,
                     &WorkerEvent::Answered {
                         id,
                         answer: r.output.clone(),
@@ -223,7 +237,7 @@ async fn run(
             Err(e) => {
                 log(
                     state,
-                    &name,
+                    name,
                     &WorkerEvent::Answered {
                         id,
                         answer: String::new(),
@@ -239,16 +253,63 @@ async fn run(
                 );
             }
         }
-        since = Instant::now();
-    };
-    log(
-        state,
-        &name,
-        &WorkerEvent::Stopped {
-            reason,
-            message: None,
-            at: now_rfc3339(),
-        },
-    );
-    Ok(Exit::Ok)
+        None
+    }
+
+    /// Launches the CLI once with `text` as its task, continuing the session `resume` names, and
+    /// runs it to its end; its result, or why it could not run. `label` gets the launch's model.
+    async fn launch(
+        &self,
+        text: String,
+        resume: Option<&str>,
+        label: &mut String,
+    ) -> Result<baton_exec::types::ChildResult, String> {
+        let (env, role, backend) = (&self.env, &self.role, self.backend);
+        let choice = RouteChoice {
+            model: self.w.spec.model.clone(),
+            model_class: self
+                .w
+                .spec
+                .model_class
+                .as_deref()
+                .and_then(|c| c.parse().ok()),
+            thinking: None,
+        };
+        let prepared = child_route(env, backend, &choice, role).and_then(|route| {
+            plan_launch(
+                env,
+                LaunchPlan {
+                    role,
+                    backend,
+                    route,
+                    task: text,
+                    cwd: self.w.spec.cwd.clone(),
+                    role_file: None,
+                    extra_env: vec![("BATON_WORKER".into(), self.name.clone())],
+                },
+            )
+        });
+        match prepared {
+            Err(e) => Err(e.to_string()),
+            Ok(mut launch) => {
+                match worker::continue_peer_session(&mut launch, backend, &self.dir, resume) {
+                    Err(e) => Err(e),
+                    Ok(()) => {
+                        label.clone_from(&launch.model_label);
+                        let budget = OutputBudget::new(env.output_cap);
+                        self.executor
+                            .run(
+                                move || async move { Ok(launch) },
+                                env.limits,
+                                &budget,
+                                &self.cancel,
+                                &mut |_| {},
+                            )
+                            .await
+                            .map_err(|e| e.to_string())
+                    }
+                }
+            }
+        }
+    }
 }
