@@ -20,6 +20,16 @@ pub struct McpArgs {
     /// Default: the user's own, in $XDG_STATE_HOME/baton/mcp.token (made 0600 on first use).
     #[arg(long, env = "BATON_MCP_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// The tools offered: `all` (default), `core` (run_workflow, workflow_status,
+    /// workflow_resume, delegate_task, task_status, flow_start, flow_status, flow_continue: about
+    /// half the tool list's tokens), or tool names and `core` separated by commas.
+    #[arg(
+        long,
+        env = "BATON_MCP_TOOLS",
+        default_value = "all",
+        value_name = "SET"
+    )]
+    tools: String,
 }
 
 /// `baton mcp`: serves until the client closes stdin (with `--http`, until stopped).
@@ -38,9 +48,17 @@ pub fn run(args: McpArgs) -> Result<Exit> {
         }
         (_, given) => given,
     };
+    let tools = match baton_mcp::tool_set(&args.tools) {
+        Ok(t) => t,
+        Err(e) => {
+            errln!("baton mcp: {e}");
+            return Ok(Exit::Refused);
+        }
+    };
     baton_mcp::run(baton_mcp::Options {
         cwd: args.cwd,
         http: args.http,
         token,
+        tools,
     })
 }

@@ -609,3 +609,95 @@ async fn a_worker_is_started_prompted_listed_read_and_retired_over_mcp() {
     assert_eq!(retired["state"], "retired");
     client.cancel().await.unwrap();
 }
+
+/// Every `format` in a schema, anywhere in it.
+fn formats(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            if let Some(f) = o.get("format").and_then(Value::as_str) {
+                out.push(f.to_string());
+            }
+            o.values().for_each(|x| formats(x, out));
+        }
+        Value::Array(a) => a.iter().for_each(|x| formats(x, out)),
+        _ => {}
+    }
+}
+
+/// The size of a tool list as a client's model reads it: its JSON, at about four bytes a token.
+fn tokens_of(tools: &[rmcp::model::Tool]) -> usize {
+    serde_json::to_string(tools).unwrap().len() / 4
+}
+
+/// [22/24] `--tools core` offers the everyday tools only (and says so when another is called),
+/// a bad set is refused before serving, and every schema uses only JSON Schema's own formats.
+#[tokio::test]
+async fn tools_core_offers_the_everyday_tools_and_schemas_use_standard_formats() {
+    use rmcp::ServiceExt as _;
+    let sb = sandbox();
+    let client = connect(&sb).await;
+    let every = client.list_all_tools().await.unwrap();
+    let mut seen = Vec::new();
+    for t in &every {
+        formats(&Value::Object((*t.input_schema).clone()), &mut seen);
+        if let Some(o) = &t.output_schema {
+            formats(&Value::Object((**o).clone()), &mut seen);
+        }
+    }
+    assert_eq!(
+        seen,
+        Vec::<String>::new(),
+        "formats JSON Schema does not define"
+    );
+    client.cancel().await.unwrap();
+
+    let cmd = tokio::process::Command::from(sb.baton(&["mcp", "--tools", "core"]));
+    let core = Recorder::default()
+        .serve(rmcp::transport::TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap();
+    let tools = core.list_all_tools().await.unwrap();
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "delegate_task",
+            "flow_continue",
+            "flow_start",
+            "flow_status",
+            "run_workflow",
+            "task_status",
+            "workflow_resume",
+            "workflow_status"
+        ]
+    );
+    let (all_tokens, core_tokens) = (tokens_of(&every), tokens_of(&tools));
+    eprintln!(
+        "tools/list: {} tools ≈ {all_tokens} tokens; --tools core: {} tools ≈ {core_tokens} tokens",
+        every.len(),
+        tools.len()
+    );
+    assert!(
+        core_tokens * 2 < all_tokens,
+        "{core_tokens} of {all_tokens}"
+    );
+    let refused = call(&core, "worker_list", json!({})).await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(
+        text(&refused).contains("no tool `worker_list` on this server"),
+        "{}",
+        text(&refused)
+    );
+    let status = call(&core, "workflow_status", json!({})).await;
+    assert_eq!(status.is_error, Some(false), "{status:?}");
+    core.cancel().await.unwrap();
+
+    let out = sb.run(&["mcp", "--tools", "core,nope"]);
+    assert_exit(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--tools: no tool `nope`") && err.contains("worker_send"),
+        "{err}"
+    );
+}

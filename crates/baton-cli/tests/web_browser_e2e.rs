@@ -238,7 +238,20 @@ fn every_view_of_a_project_in_every_state_renders_and_axe_finds_nothing() {
     assert_eq!(state(w, &tour.workflow_checkpoint, 2), "needs");
     assert_eq!(state(w, &tour.workflow_failed, 2), "failed");
     assert_eq!(state(w, &tour.workflow_running, 2), "running");
-    assert_eq!(state(w, &tour.workflow_checkpoint, 4), "scope_decision");
+    assert_eq!(state(w, &tour.workflow_checkpoint, 5), "scope_decision");
+    // [22/24] What each was asked, in the list and searchable.
+    assert_eq!(state(w, &tour.workflow_done, 3), "add a feature file");
+    let searched = &r["searched"];
+    assert_eq!(searched["count"], "1 shown", "{searched:#}");
+    assert_eq!(
+        searched["rows"][0][0],
+        tour.workflow_failed.as_str(),
+        "{searched:#}"
+    );
+    assert_eq!(
+        searched["rows"][0][3], "add a third feature",
+        "{searched:#}"
+    );
     assert_eq!(state(w, &tour.workflow_done, 1), "BUILD");
     assert_eq!(r["filtered"].as_array().unwrap().len(), 1, "{r:#}");
     // The completed workflow: its graph and its budget.
@@ -294,7 +307,17 @@ fn every_view_of_a_project_in_every_state_renders_and_axe_finds_nothing() {
     assert_eq!(state(t, &tour.task_priced, 1), "done");
     assert!(r["task_log"].as_str().unwrap().contains("helped"), "{r:#}");
     // Sessions: the routed one in two lanes, the plain one's write as a diff.
-    assert_eq!(state(&r["sessions"], &tour.session_routed, 4), "two lanes");
+    assert_eq!(state(&r["sessions"], &tour.session_routed, 5), "two lanes");
+    // [22/24] A session's first prompt and when it started.
+    assert_eq!(state(&r["sessions"], &tour.session_plain, 2), "write notes");
+    assert_eq!(
+        state(&r["sessions"], &tour.session_routed, 2),
+        "make hello.txt"
+    );
+    assert!(
+        state(&r["sessions"], &tour.session_plain, 6).contains(':'),
+        "{r:#}"
+    );
     assert_eq!(r["lanes"], json!(["Coordinator", "Executor"]));
     assert!(r["executor"].as_str().unwrap().contains("write"), "{r:#}");
     let diff = r["plain_diff"].to_string();
@@ -302,12 +325,50 @@ fn every_view_of_a_project_in_every_state_renders_and_axe_finds_nothing() {
         diff.contains("+first line") && diff.contains("+second line"),
         "{diff}"
     );
+    // [22/24] The transcript rendered: the call in one line, the answer's Markdown as such.
+    assert_eq!(
+        r["plain_rendered"],
+        json!({
+            "call": "⚙ write notes.txt",
+            "strong": ["notes.txt"],
+            "items": ["first line", "second line"],
+            "code": ["cat notes.txt"],
+        }),
+        "{r:#}"
+    );
     // The worker: idle after one answered prompt, priced.
     let w = &r["workers"];
     assert_eq!(state(w, &tour.worker, 1), "running", "{w}");
     assert_eq!(state(w, &tour.worker, 4), "1");
     assert_eq!(state(w, &tour.worker, 6), "$0.0006");
     assert_eq!(state(w, &tour.worker, 8), "the aide's answer");
+    // [22/24] A URL per view, which a reload or a pasted link opens again; back closes.
+    let a = &r["addresses"];
+    assert_eq!(
+        a["clicked"],
+        format!("#/workflows/{}", tour.workflow_failed),
+        "{a:#}"
+    );
+    assert_eq!(
+        a["back"],
+        json!({"hash": "#/workflows", "detail_hidden": true}),
+        "{a:#}"
+    );
+    assert_eq!(a["workflow"], format!("Workflow {}", tour.workflow_failed));
+    assert_eq!(a["flow"], format!("Flow {}", tour.flow_done));
+    assert_eq!(
+        a["session"],
+        format!("session {}: transcript", tour.session_plain)
+    );
+    assert_eq!(a["task"], format!("task {}: log", tour.task_done));
+    assert_eq!(a["events_tab"], "Events");
+    assert_eq!(a["reloaded"], "Events");
+    // [22/24] At 800 px nothing scrolls the page sideways.
+    assert_eq!(
+        r["narrow"],
+        json!({"workflows": 0, "workflow": 0, "session": 0}),
+        "{r:#}"
+    );
     // Events, all and filtered.
     assert_eq!(r["events_count"], format!("{events} events"));
     let flow_events = String::from_utf8_lossy(

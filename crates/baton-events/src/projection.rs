@@ -110,7 +110,7 @@ pub struct Doc {
     pub cost_usd: Option<f64>,
     /// The session to read: a task's last child's, a worker's own.
     pub session: Option<String>,
-    /// What a task was asked (each child's name and task).
+    /// What a task was asked (each child's name and task); a session's first prompt.
     pub what: Option<String>,
     /// Why a task failed: the first failed child and its error.
     pub reason: Option<String>,
@@ -456,9 +456,17 @@ impl Projection {
                 doc.state = State::Running;
             }
             Line::Route { model } => doc.model = Some(model.clone()),
-            Line::Message { seat, .. } => {
+            Line::Message { seat, message } => {
                 doc.routed |= seat.is_some();
                 doc.state = State::Running;
+                if let (None, baton_protocol::Message::User { text }) = (&doc.what, message) {
+                    // The user's words, not the host's Runtime State block a routed session
+                    // opens each with (a message of the host's alone is passed over).
+                    let words = baton_agent::routing::view::user_words(text);
+                    if !words.is_empty() {
+                        doc.what = Some(first_prompt(words));
+                    }
+                }
             }
             Line::Ended { outcome, .. } => {
                 doc.state = State::Done;
@@ -507,6 +515,20 @@ impl Projection {
         let mut rows: Vec<&Row> = self.rows.iter().collect();
         rows.sort_by_key(|r| r.state);
         rows
+    }
+}
+
+/// A session's first prompt as its row shows it: the first line that holds something, at most
+/// 200 characters.
+fn first_prompt(text: &str) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    match line.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_string(),
     }
 }
 

@@ -18,4 +18,4 @@ pub mod tasks;
 pub mod tool;
 pub mod workers;
 
-pub use server::{run, Options};
+pub use server::{run, tool_set, Options, CORE_TOOLS};

@@ -58,6 +58,55 @@ pub struct Options {
     pub http: Option<std::net::SocketAddr>,
     /// With `http`: the bearer token every request must carry (`Authorization: Bearer TOKEN`).
     pub token: Option<String>,
+    /// The tools offered (`tools/list`) and taken (`tools/call`); `None` is every tool.
+    pub tools: Option<Vec<&'static str>>,
+}
+
+/// The tools a host needs every day, offered by `--tools core`: run a workflow, see and answer
+/// it, delegate, follow a background task, and run, see and continue a Flow.
+pub const CORE_TOOLS: [&str; 8] = [
+    "run_workflow",
+    "workflow_status",
+    "workflow_resume",
+    "delegate_task",
+    "task_status",
+    "flow_start",
+    "flow_status",
+    "flow_continue",
+];
+
+/// The tools `spec` names (`--tools`): `all`, `core`, or tool names and `core`, separated by
+/// commas. A name that is no tool is an error listing the tools.
+pub fn tool_set(spec: &str) -> Result<Option<Vec<&'static str>>, String> {
+    let mut chosen: Vec<&'static str> = Vec::new();
+    for word in spec.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        match word {
+            "all" => return Ok(None),
+            "core" => chosen.extend(CORE_TOOLS),
+            name => match all().find(|t| t.name == name) {
+                Some(t) => chosen.push(t.name),
+                None => {
+                    let names: Vec<&str> = all().map(|t| t.name).collect();
+                    return Err(format!(
+                        "--tools: no tool `{name}`: give `all`, `core` or tool names separated by commas, from {}",
+                        names.join(", ")
+                    ));
+                }
+            },
+        }
+    }
+    if chosen.is_empty() {
+        return Err(
+            "--tools is empty: give `all`, `core` or tool names separated by commas".into(),
+        );
+    }
+    // In the order `tools/list` has them, each once.
+    Ok(Some(
+        all()
+            .map(|t| t.name)
+            .filter(|n| chosen.contains(n))
+            .collect(),
+    ))
 }
 
 /// What `initialize` tells the client's model about this server.
@@ -159,6 +208,8 @@ pub struct WorkflowResumeRequest {
 #[derive(Clone)]
 struct BatonServer {
     cwd: PathBuf,
+    /// The tools this server offers (`--tools`); `None` is every tool.
+    offered: Option<Arc<[&'static str]>>,
     executor: SharedExecutor,
     /// This session's resource subscriptions (`resources`).
     resources: crate::resources::Subscriptions,
@@ -300,6 +351,13 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
 /// Every tool as `tools/list` shows it.
 pub fn tools() -> Result<Vec<Tool>, ErrorData> {
     all().map(ToolDef::tool).collect()
+}
+
+impl BatonServer {
+    /// The tools this server offers, in `tools/list`'s order.
+    fn offered(&self) -> impl Iterator<Item = &'static ToolDef> + '_ {
+        all().filter(|t| self.offered.as_ref().is_none_or(|o| o.contains(&t.name)))
+    }
 }
 
 /// `delegate_task`'s input schema is the agent tool's (built from
@@ -568,7 +626,11 @@ impl ServerHandler for BatonServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools()?))
+        let tools = self
+            .offered()
+            .map(ToolDef::tool)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -576,7 +638,7 @@ impl ServerHandler for BatonServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let result = match all().find(|t| t.name == request.name.as_ref()) {
+        let result = match self.offered().find(|t| t.name == request.name.as_ref()) {
             Some(t) => {
                 let call = Call {
                     tool: t.name,
@@ -587,10 +649,16 @@ impl ServerHandler for BatonServer {
                 (t.handler)(call, request.arguments).await
             }
             None => {
-                let names: Vec<&str> = all().map(|t| t.name).collect();
+                let names: Vec<&str> = self.offered().map(|t| t.name).collect();
+                let hidden = all().any(|t| t.name == request.name.as_ref());
                 Err(format!(
-                    "no tool `{}`: the tools are {}",
+                    "no tool `{}`{}: the tools are {}",
                     request.name,
+                    if hidden {
+                        " on this server (started with a smaller --tools set; `--tools all` offers it)"
+                    } else {
+                        ""
+                    },
                     names.join(", ")
                 ))
             }
@@ -658,6 +726,7 @@ pub fn run(args: Options) -> Result<Exit> {
     let runtime = baton_app::runtime::build(1)?;
     let server = BatonServer {
         cwd,
+        offered: args.tools.map(Into::into),
         executor: SharedExecutor::default(),
         resources: Default::default(),
     };

@@ -89,8 +89,8 @@ impl ToolDef {
     pub fn tool(&self) -> Result<Tool, ErrorData> {
         let input = (self.input)().map_err(|e| ErrorData::internal_error(e, None))?;
         let h = self.hints;
-        Ok(Tool::new(self.name, self.description, input)
-            .with_raw_output_schema((self.output)())
+        Ok(Tool::new(self.name, self.description, standard(input))
+            .with_raw_output_schema(standard((self.output)()))
             .with_annotations(
                 ToolAnnotations::new()
                     .read_only(h.read_only)
@@ -98,6 +98,57 @@ impl ToolDef {
                     .idempotent(h.idempotent)
                     .open_world(h.open_world),
             ))
+    }
+}
+
+/// The `format`s JSON Schema defines. schemars also writes Rust's own (`uint`, `uint32`,
+/// `int64`, `double` …), which clients such as the MCP Inspector warn about; a number's range
+/// stays in its `minimum` and `maximum`.
+const STANDARD_FORMATS: [&str; 19] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// `schema` with every `format` JSON Schema does not define taken out.
+pub fn standard(schema: Arc<JsonObject>) -> Arc<JsonObject> {
+    fn walk(v: &mut Value) {
+        match v {
+            Value::Object(o) => {
+                let odd = o
+                    .get("format")
+                    .and_then(Value::as_str)
+                    .is_some_and(|f| !STANDARD_FORMATS.contains(&f));
+                if odd {
+                    o.remove("format");
+                }
+                o.values_mut().for_each(walk);
+            }
+            Value::Array(a) => a.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    let mut v = Value::Object(Arc::unwrap_or_clone(schema));
+    walk(&mut v);
+    match v {
+        Value::Object(o) => Arc::new(o),
+        _ => unreachable!("an object stays an object"),
     }
 }
 

@@ -542,9 +542,9 @@ mod tests {
         let mut damaged = before.clone();
         damaged.extend_from_slice(b"\0\0\0");
         std::fs::write(&path, &damaged).unwrap();
-        let err = JsonlLog::<Ev>::open_append(&path, Durability::Fsync)
-            .err()
-            .expect("damage");
+        let Err(err) = JsonlLog::<Ev>::open_append(&path, Durability::Fsync) else {
+            panic!("a NUL tail opened for appending");
+        };
         assert!(err.damage().is_some(), "{err}");
         assert_eq!(std::fs::read(&path).unwrap(), damaged);
         let gone = tmp.path().join("none.jsonl");

@@ -193,6 +193,22 @@ impl EvidenceTable {
     }
 }
 
+/// The user's own words of a user message: what follows the host's Runtime State block and the
+/// conversation update after it, when the message opens with them (a routed session's user
+/// messages do); the whole text otherwise.
+pub fn user_words(text: &str) -> &str {
+    if !text.starts_with("<runtime-state") {
+        return text.trim();
+    }
+    let mut rest = text;
+    for close in ["</runtime-state>", "</conversation-update>"] {
+        if let Some(i) = rest.find(close) {
+            rest = &rest[i + close.len()..];
+        }
+    }
+    rest.trim()
+}
+
 /// The host's Runtime State block, as `profile` reads it: control, who is responsible, the
 /// projection mode, the Coordinator's open `act_bounded` scope, the unit, the assignment and any
 /// handoff not yet delivered. An observation, not user input.

@@ -118,7 +118,10 @@ pub fn project() -> Tour {
             json!({"path": "notes.txt", "content": "first line\nsecond line\n"}),
         )
         .into(),
-        Turn::text("Wrote notes.txt.").into(),
+        Turn::text(
+            "Wrote **notes.txt**:\n\n- first line\n- second line\n\n`cat notes.txt` shows it.",
+        )
+        .into(),
         Turn::text("Priced answer.").into(),
     ];
     steps.extend(super::investigate_and_fix().into_iter().map(Into::into));

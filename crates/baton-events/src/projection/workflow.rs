@@ -37,6 +37,8 @@ pub struct Checkpoint {
 pub struct Workflow {
     /// The workflow's type (`BUILD`, `DEBUG` …).
     pub kind: String,
+    /// What the user asked for, in their words (the record's `user_request`).
+    pub request: Option<String>,
     pub phase: String,
     pub nodes: Vec<Node>,
     pub checkpoint: Option<Checkpoint>,
@@ -107,6 +109,9 @@ impl Workflow {
     pub(super) fn apply(&mut self, ev: &WorkflowEvent) -> Option<State> {
         if let Some(d) = &ev.delta {
             self.spent.apply(d);
+            if let Some(r) = d["user_request"].as_str() {
+                self.request = Some(r.to_string());
+            }
         }
         let mut state = None;
         match &ev.body {

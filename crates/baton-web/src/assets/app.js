@@ -46,24 +46,62 @@ const model = new Model();
 // An element of the page by its id (index.html, served with this module, has every one asked for).
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
 
-// ---- tabs ---------------------------------------------------------------------------------
+// ---- tabs and the address ----------------------------------------------------------------
+// Every view has an address that survives a reload and can be pasted to a teammate:
+// `#/workflows`, `#/flows`, …, and `#/workflows/ID`, `#/flows/ID`, `#/sessions/ID` (its
+// transcript), `#/tasks/ID` (its log). The address is the one source of what is shown: a click
+// sets it, and `route` shows what it says.
+const TABS = ['workflows', 'flows', 'tasks', 'sessions', 'workers', 'events', 'cost'];
 /** @type {string | undefined} */
 let tab = 'workflows';
-for (const b of /** @type {NodeListOf<HTMLButtonElement>} */ (document.querySelectorAll('#tabs button'))) {
-  b.addEventListener('click', () => {
-    tab = b.dataset.tab;
-    for (const o of document.querySelectorAll('#tabs button')) o.setAttribute('aria-pressed', String(o === b));
-    for (const s of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll('section.tab'))) s.hidden = s.id !== `tab-${tab}`;
-    dirtyAll = true;
-    schedule();
-  });
+/** @param {string} t */
+function selectTab(t) {
+  if (tab === t) return;
+  tab = t;
+  for (const o of document.querySelectorAll('#tabs button')) o.setAttribute('aria-pressed', String(/** @type {HTMLElement} */ (o).dataset.tab === t));
+  for (const s of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll('section.tab'))) s.hidden = s.id !== `tab-${t}`;
+  dirtyAll = true;
+  schedule();
 }
+/** @param {string} view @param {string} [id] */
+function go(view, id) {
+  const to = `#/${view}${id ? `/${encodeURIComponent(id)}` : ''}`;
+  if (location.hash === to) route();
+  else location.hash = to;
+}
+// What the address says: its tab, and the workflow, Flow, transcript or log it opens.
+function route() {
+  const [view = '', ...rest] = location.hash.replace(/^#\/?/, '').split('/');
+  const t = TABS.includes(view) ? view : 'workflows';
+  const id = rest.length ? decodeURIComponent(rest.join('/')) : '';
+  selectTab(t);
+  // What the address does not name is closed (the back button closes what it opened).
+  if (wfOpen && !(t === 'workflows' && id === wfOpen)) { wfOpen = null; renderWorkflow(); }
+  if (flowOpen && !(t === 'flows' && id === flowOpen)) { flowOpen = null; renderFlow(); }
+  if (!((t === 'sessions' || t === 'tasks') && id)) $('viewer').hidden = true;
+  if (t === 'workflows' && id && id !== wfOpen) showWorkflow(id);
+  else if (t === 'flows' && id && id !== flowOpen) showFlow(id);
+  else if (t === 'sessions' && id) showTranscript(id);
+  else if (t === 'tasks' && id) showLog(id);
+}
+for (const b of /** @type {NodeListOf<HTMLButtonElement>} */ (document.querySelectorAll('#tabs button'))) {
+  b.addEventListener('click', () => go(/** @type {string} */ (b.dataset.tab)));
+}
+window.addEventListener('hashchange', route);
 
 /** @param {number | undefined} t */
 function age(t) {
   if (t === undefined || !Number.isFinite(t)) return '';
   const s = Math.max(0, (Date.now() - t) / 1000);
   return s < 60 ? `${Math.round(s)}s` : s < 3600 ? `${Math.round(s / 60)}m` : s < 86400 ? `${Math.round(s / 3600)}h` : `${Math.round(s / 86400)}d`;
+}
+
+/** When something began, in the viewer's local time (the date too when not today). @param {number | undefined} t */
+function started(t) {
+  if (t === undefined || !Number.isFinite(t)) return '';
+  const d = new Date(t);
+  const time = d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  return d.toDateString() === new Date().toDateString() ? time : `${d.toLocaleDateString()} ${time}`;
 }
 
 /** @param {HTMLTableRowElement} tr @param {(string | number | null | undefined)[]} texts */
@@ -129,8 +167,9 @@ const boxOf = (/** @type {string} */ sel) => /** @type {HTMLElement} */ (/** @ty
 const workflows = new VList(boxOf('#workflows'), (r, i, tr = el('tr')) => {
   mark(tr, 'data-id', r.id);
   link(tr, 0, `open workflow ${r.id}`, r.id, () => openWorkflow(r.id));
-  put(tr, 1, [r.type || '', r.state, r.phase || '', r.waits || '', r.tokens || '', money(r.cost), age(r.first), r.last]);
+  put(tr, 1, [r.type || '', r.state, r.request || '', r.phase || '', r.waits || '', r.tokens || '', money(r.cost), age(r.first), r.last]);
   tr.children[2].className = r.state || '';
+  mark(tr.children[3], 'title', r.request || '');
   return tr;
 });
 /** @type {VList<Row>} */
@@ -160,7 +199,8 @@ const tasks = new VList(boxOf('#tasks'), (r, i, tr = el('tr')) => {
 const sessions = new VList(boxOf('#sessions'), (r, i, tr = el('tr')) => {
   mark(tr, 'data-id', r.id);
   link(tr, 0, `open session ${r.id} transcript`, r.id, () => openTranscript(r.id));
-  put(tr, 1, [r.state, r.role || '', r.model || '', r.routed ? 'two lanes' : '', r.last]);
+  put(tr, 1, [r.state, r.what || '', r.role || '', r.model || '', r.routed ? 'two lanes' : '', started(r.first), r.last]);
+  mark(tr.children[2], 'title', r.what || '');
   tr.children[1].className = r.state || '';
   return tr;
 });
@@ -199,7 +239,7 @@ function workflowItems() {
   const state = /** @type {HTMLSelectElement} */ ($('wf-state')).value;
   const text = /** @type {HTMLInputElement} */ ($('wf-text')).value.trim().toLowerCase();
   const rows = model.list('workflow').filter((r) => (!type || r.type === type) && (!state || r.state === state)
-    && (!text || `${r.id} ${r.phase || ''} ${r.waits || ''} ${r.last}`.toLowerCase().includes(text)));
+    && (!text || `${r.id} ${r.request || ''} ${r.phase || ''} ${r.waits || ''} ${r.last}`.toLowerCase().includes(text)));
   $('wf-count').textContent = `${rows.length} shown`;
   return rows;
 }
@@ -291,7 +331,9 @@ const dispatches = new VList($('dispatches-box'), (n, i, tr = el('tr')) => {
 let scale = { t0: 0, span: 1 };
 
 /** @param {string} id */
-function openWorkflow(id) {
+function openWorkflow(id) { go('workflows', id); }
+/** @param {string} id */
+function showWorkflow(id) {
   wfOpen = id;
   $('dispatch-detail').replaceChildren();
   renderWorkflow(true);
@@ -353,7 +395,7 @@ async function showDispatch(n) {
   if (n.session) parts.push(opener(`open session ${n.session} transcript`, `its transcript (${n.session})`, () => openTranscript(/** @type {string} */ (n.session))));
   box.replaceChildren(...parts);
 }
-$('detail-close').addEventListener('click', () => { wfOpen = null; renderWorkflow(); });
+$('detail-close').addEventListener('click', () => go('workflows'));
 
 // ---- one Flow -----------------------------------------------------------------------------
 /** @type {string | null} */
@@ -361,7 +403,9 @@ let flowOpen = null;
 /** @type {Record<Step, string>} */
 const GLYPH = { pending: '·', running: '◐', done: '✓', failed: '✗', skipped: '–' };
 /** @param {string} id */
-function openFlow(id) { flowOpen = id; $('unit-detail').replaceChildren(); renderFlow(); $('flow-detail').scrollIntoView({ block: 'start' }); }
+function openFlow(id) { go('flows', id); }
+/** @param {string} id */
+function showFlow(id) { flowOpen = id; $('unit-detail').replaceChildren(); renderFlow(); $('flow-detail').scrollIntoView({ block: 'start' }); }
 function renderFlow() {
   const section = $('flow-detail');
   const r = flowOpen && model.rows.get(`flow/${flowOpen}`);
@@ -407,16 +451,20 @@ function showUnit(flow, u) {
   }
   $('unit-detail').replaceChildren(...parts);
 }
-$('flow-close').addEventListener('click', () => { flowOpen = null; renderFlow(); });
+$('flow-close').addEventListener('click', () => go('flows'));
 
 // ---- a task's log, a session's transcript -------------------------------------------------
 /** @param {string} id */
-async function openLog(id) {
+function openLog(id) { go('tasks', id); }
+/** @param {string} id */
+async function showLog(id) {
   const res = await fetch(`/api/tasks/${encodeURIComponent(id)}/log`);
   show(`task ${id}: log`, res.ok ? el('pre', { tabindex: '0', text: (await res.json()).join('\n') }) : el('p', { text: await res.text() }));
 }
 /** @param {string} id */
-async function openTranscript(id) {
+function openTranscript(id) { go('sessions', id); }
+/** @param {string} id */
+async function showTranscript(id) {
   const res = await fetch(`/api/sessions/${encodeURIComponent(id)}/transcript`);
   show(`session ${id}: transcript`, res.ok ? transcriptView(await res.json()) : el('p', { text: await res.text() }));
 }
@@ -427,7 +475,7 @@ function show(title, body) {
   $('viewer').hidden = false;
   $('viewer').scrollIntoView({ block: 'start' });
 }
-$('viewer-close').addEventListener('click', () => { $('viewer').hidden = true; });
+$('viewer-close').addEventListener('click', () => go(tab || 'workflows'));
 
 // ---- cost ---------------------------------------------------------------------------------
 function renderCost() {
@@ -500,3 +548,6 @@ source.addEventListener('projection', (m) => {
 });
 // The server's `error` message says what went wrong; the connection's own error event has no data.
 source.addEventListener('error', (m) => { const data = /** @type {MessageEvent} */ (m).data; if (data) live.textContent = `error: ${data}`; });
+
+// The address the page was opened at (or reloaded with).
+route();

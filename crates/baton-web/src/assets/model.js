@@ -65,6 +65,7 @@
  * @property {number | null} [budgetUsd]
  * @property {Map<string, Unit>} [units]
  * @property {string | null} [what]
+ * @property {string | null} [request]
  * @property {number} [turns]
  * @property {string} [doing]
  * @property {string | null} [answer]
@@ -207,10 +208,10 @@ export class Model {
       set(row, { state: d.state, detail: d.detail, role: d.role, model: d.model, session: d.session, tokens: d.tokens, cost: d.cost_usd || 0 });
       if (d.workflow) {
         const w = d.workflow;
-        set(row, { type: w.kind, phase: w.phase, checkpoint: w.checkpoint, waits: w.waits, reason: w.note, budgetUsd: w.spent.budget_usd, tokens: w.spent.input_tokens + w.spent.output_tokens, cost: w.spent.cost_usd });
+        set(row, { type: w.kind, request: w.request, phase: w.phase, checkpoint: w.checkpoint, waits: w.waits, reason: w.note, budgetUsd: w.spent.budget_usd, tokens: w.spent.input_tokens + w.spent.output_tokens, cost: w.spent.cost_usd });
       }
       if (d.flow) set(row, { units: new Map(d.flow.units.map((u) => [u.id, u])), reason: d.detail });
-      if (d.kind === 'task') set(row, { what: d.what, reason: d.reason });
+      if (d.kind === 'task' || d.kind === 'session') set(row, { what: d.what, reason: d.reason });
       if (d.kind === 'worker') set(row, { turns: d.turns, doing: d.detail, answer: d.answer });
       if (d.kind === 'session') row.routed = d.routed;
       this.changed.add(`${d.kind}/${d.id}`);

@@ -31,7 +31,7 @@ turns: number, tokens: number, cost_usd: number | null,
  */
 session: string | null,
 /**
- * What a task was asked (each child's name and task).
+ * What a task was asked (each child's name and task); a session's first prompt.
  */
 what: string | null,
 /**
@@ -54,7 +54,11 @@ export type Workflow = {
 /**
  * The workflow's type (`BUILD`, `DEBUG` …).
  */
-kind: string, phase: string, nodes: Array<Node>, checkpoint: Checkpoint | null,
+kind: string,
+/**
+ * What the user asked for, in their words (the record's `user_request`).
+ */
+request: string | null, phase: string, nodes: Array<Node>, checkpoint: Checkpoint | null,
 /**
  * What it waits for while it needs the user: the checkpoint's gate, `budget` or `stopped`.
  */

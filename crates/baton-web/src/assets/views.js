@@ -169,13 +169,86 @@ function callDiff(name, args) {
   return null;
 }
 
+// Markdown as the terminal UI shows it: headings, lists, quotes, fenced code, and `code`,
+// **bold** and *emphasis* inline. Built from text nodes only: nothing a model wrote becomes
+// markup (a link stays its text).
+/** @param {string} text */
+export function markdownView(text) {
+  const box = el('div', { class: 'md' });
+  const lines = String(text).split('\n');
+  /** @type {HTMLElement | null} */
+  let list = null;
+  /** @type {string[]} */
+  let para = [];
+  const flush = () => {
+    if (para.length) box.append(inline(el('p'), para.join(' ')));
+    para = [];
+  };
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const fence = /^\s*(```|~~~)/.exec(line);
+    if (fence) {
+      flush(); list = null;
+      const code = [];
+      for (i++; i < lines.length && !lines[i].trimStart().startsWith(fence[1]); i++) code.push(lines[i]);
+      box.append(el('pre', { class: 'code', text: code.join('\n') }));
+      continue;
+    }
+    const head = /^(#{1,6})\s+(.*)$/.exec(line);
+    const item = /^\s*([-*+]|\d+[.)])\s+(.*)$/.exec(line);
+    const quote = /^>\s?(.*)$/.exec(line);
+    if (head) { flush(); list = null; box.append(inline(el('p', { class: `md-h md-h${head[1].length}` }), head[2])); }
+    else if (item) {
+      flush();
+      const tag = /\d/.test(item[1]) ? 'ol' : 'ul';
+      if (!list || list.tagName.toLowerCase() !== tag) { list = el(tag); box.append(list); }
+      list.append(inline(el('li'), item[2]));
+    } else if (quote) { flush(); list = null; box.append(inline(el('blockquote'), quote[1])); }
+    else if (!line.trim()) { flush(); list = null; }
+    else { list = null; para.push(line.trim()); }
+  }
+  flush();
+  return box;
+}
+
+// `code`, **bold**, *emphasis* and _emphasis_ of one line of Markdown, appended to `node`.
+/** @template {HTMLElement} N @param {N} node @param {string} text @returns {N} */
+function inline(node, text) {
+  const re = /`([^`]+)`|\*\*([^*]+)\*\*|\*([^*\s][^*]*)\*|\b_([^_]+)_\b/g;
+  let at = 0;
+  for (const m of text.matchAll(re)) {
+    const k = m.index ?? 0;
+    if (k > at) node.append(text.slice(at, k));
+    if (m[1] !== undefined) node.append(el('code', { text: m[1] }));
+    else if (m[2] !== undefined) node.append(el('strong', { text: m[2] }));
+    else node.append(el('em', { text: m[3] ?? m[4] }));
+    at = k + m[0].length;
+  }
+  if (at < text.length) node.append(text.slice(at));
+  return node;
+}
+
+// A tool call in one line, as the terminal UI shows it: the tool and what it works on (its
+// command, path or pattern), not its arguments as JSON.
+/** @param {string | undefined} name @param {string | undefined} args */
+export function callLine(name, args) {
+  /** @type {any} a tool's own arguments: any JSON */
+  let a = null;
+  try { a = JSON.parse(args || '{}'); } catch { a = null; }
+  const on = a && typeof a === 'object'
+    ? ['cmd', 'command', 'path', 'file_path', 'pattern', 'query', 'url', 'task'].map((k) => a[k]).find((v) => typeof v === 'string' && v)
+    : undefined;
+  const what = on !== undefined ? String(on).split('\n')[0] : String(args || '');
+  return `⚙ ${name || 'tool'} ${what.slice(0, 120)}`;
+}
+
 /** @param {Entry} e */
 function entryView(e) {
   switch (e.kind) {
     case 'user': return el('div', { class: 'msg user' }, el('span', { class: 'who', text: 'you › ' }), e.text);
-    case 'assistant': return el('div', { class: 'msg assistant' }, e.text);
+    case 'assistant': return el('div', { class: 'msg assistant' }, markdownView(e.text));
     case 'tool_call': {
-      const d = el('details', { class: 'call' }, el('summary', { text: `⚙ ${e.name} ${String(e.arguments || '').slice(0, 120)}` }));
+      const d = el('details', { class: 'call' }, el('summary', { text: callLine(e.name, e.arguments) }));
       d.append(callDiff(e.name, e.arguments) || el('pre', { text: e.arguments || '' }));
       return d;
     }

@@ -52,6 +52,12 @@ try {
   result.filtered = await rows('workflows');
   await page.selectOption('#wf-state', '');
   await settle();
+  // Searching the words a workflow was asked with finds it.
+  await page.fill('#wf-text', 'third feature');
+  await settle();
+  result.searched = { rows: await rows('workflows'), count: await page.locator('#wf-count').textContent() };
+  await page.fill('#wf-text', '');
+  await settle();
   for (const [state, id] of [['done', ids.workflow_done], ['failed', ids.workflow_failed], ['running', ids.workflow_running]]) {
     await page.getByRole('button', { name: `open workflow ${id}` }).click();
     await page.waitForFunction((i) => document.getElementById('h-detail').textContent === `Workflow ${i}`, id);
@@ -111,6 +117,13 @@ try {
   await page.waitForSelector('#viewer-body .transcript');
   await page.locator('#viewer-body details.call summary').first().click();
   result.plain_diff = await page.locator('#viewer-body details.call .diff .add').allTextContents();
+  // Rendered as the terminal UI renders it: the call in one line, the answer's Markdown.
+  result.plain_rendered = {
+    call: await page.locator('#viewer-body details.call summary').first().textContent(),
+    strong: await page.locator('#viewer-body .msg.assistant strong').allTextContents(),
+    items: await page.locator('#viewer-body .msg.assistant li').allTextContents(),
+    code: await page.locator('#viewer-body .msg.assistant code').allTextContents(),
+  };
   await view('session-plain');
 
   // Workers: a managed worker with its turns, cost and last answer.
@@ -140,6 +153,45 @@ try {
   }
   result.cost_total = await page.locator('#cost-total').textContent();
   await view('cost');
+
+  // A URL per view: what a click opened has an address; the address, pasted into a new page or
+  // reloaded, shows the same; the back button closes what a click opened.
+  await tab('Workflows');
+  await page.getByRole('button', { name: `open workflow ${ids.workflow_failed}` }).click();
+  await page.waitForFunction((i) => document.getElementById('h-detail').textContent === `Workflow ${i}`, ids.workflow_failed);
+  result.addresses = { clicked: new URL(page.url()).hash };
+  await page.goBack();
+  await settle();
+  result.addresses.back = { hash: new URL(page.url()).hash, detail_hidden: await page.locator('#detail').isHidden() };
+  const fresh = await (await browser.newContext({ viewport: { width: 1400, height: 1000 } })).newPage();
+  fresh.on('pageerror', (e) => errors.push(String(e)));
+  const opened = async (hash, ready, read) => {
+    await fresh.goto(`${base}${hash}`);
+    await fresh.waitForSelector(ready);
+    return fresh.locator(read).first().textContent();
+  };
+  result.addresses.workflow = await opened(`#/workflows/${ids.workflow_failed}`, '#detail:not([hidden]) #graph svg', '#h-detail');
+  result.addresses.flow = await opened(`#/flows/${ids.flow_done}`, '#flow-detail:not([hidden]) #units tbody tr', '#h-flow');
+  result.addresses.session = await opened(`#/sessions/${ids.session_plain}`, '#viewer:not([hidden]) .transcript', '#h-viewer');
+  result.addresses.task = await opened(`#/tasks/${ids.task_done}`, '#viewer:not([hidden]) pre', '#h-viewer');
+  result.addresses.events_tab = await opened('#/events', '#tab-events:not([hidden])', '#tabs button[aria-pressed="true"]');
+  await fresh.reload();
+  await fresh.waitForSelector('#tab-events:not([hidden])');
+  result.addresses.reloaded = await fresh.locator('#tabs button[aria-pressed="true"]').textContent();
+
+  // 800 px wide: the lists scroll inside their boxes, the page never sideways.
+  await fresh.setViewportSize({ width: 800, height: 900 });
+  const sideways = () => fresh.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  await fresh.goto(`${base}#/workflows`);
+  await fresh.waitForSelector(`#workflows tr[data-id="${ids.workflow_running}"]`);
+  result.narrow = { workflows: await sideways() };
+  await fresh.goto(`${base}#/workflows/${ids.workflow_done}`);
+  await fresh.waitForSelector('#detail:not([hidden]) #graph svg');
+  result.narrow.workflow = await sideways();
+  await fresh.screenshot({ path: `${shots}/narrow-workflow.png`, fullPage: true });
+  await fresh.goto(`${base}#/sessions/${ids.session_routed}`);
+  await fresh.waitForSelector('#viewer-body .lanes');
+  result.narrow.session = await sideways();
   result.errors = errors;
 } finally {
   await browser.close();

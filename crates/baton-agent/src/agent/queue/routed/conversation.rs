@@ -137,13 +137,7 @@ fn starts_in_assignment(messages: &[Message], from: usize) -> bool {
 
 /// The user's own words in a user message the host prefixed with its blocks.
 fn user_words(text: &str) -> String {
-    let mut rest = text;
-    for close in ["</runtime-state>", CLOSE] {
-        if let Some(i) = rest.find(close) {
-            rest = &rest[i + close.len()..];
-        }
-    }
-    rest.trim().to_string()
+    crate::routing::view::user_words(text).to_string()
 }
 
 /// One line's text: indented continuation lines, at most [`MAX_LINE`] bytes, and no tag of the
