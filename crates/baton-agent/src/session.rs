@@ -225,6 +225,16 @@ impl SessionStore {
         Ok(())
     }
 
+    /// Records that the last `count` messages of `seat`'s view (the session's, when `None`)
+    /// leave it (`/clear`); the transcript keeps them.
+    pub fn withdrawn(&mut self, seat: Option<&str>, count: usize) -> Result<(), SessionError> {
+        self.log.append(&Line::Withdrawn {
+            seat: seat.map(str::to_string),
+            count,
+        })?;
+        Ok(())
+    }
+
     /// Records that the session runs on route `model` from now on.
     pub fn route_changed(&mut self, model: &str) -> Result<(), SessionError> {
         self.log.append(&Line::Route {

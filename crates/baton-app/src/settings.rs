@@ -341,6 +341,45 @@ pub struct AgentSettings {
     pub approval: baton_protocol::ApprovalPolicy,
 }
 
+/// `/model NAME`: the routes a session switches to, a model class (its first usable route, then
+/// its later ones to fail over to) or one route, with `thinking` where the route sets none.
+/// An error names what is wrong and what to give instead.
+pub fn switch_routes(
+    config: &Config,
+    text: &str,
+    thinking: Option<baton_protocol::ThinkingLevel>,
+) -> Result<Vec<baton_agent::agent::Fallback>> {
+    route::switch_chain(config, text, thinking)
+}
+
+/// What `/model` can switch to: each class with a usable route (`fast (provider/model)`), then
+/// every route the classes name, each once.
+pub fn route_choices(config: &Config) -> Vec<String> {
+    use baton_protocol::ModelClass;
+    let mut out = Vec::new();
+    let mut routes: Vec<String> = Vec::new();
+    for class in ModelClass::ALL {
+        if let Ok(r) =
+            baton_model::routes::resolve_class(config, class, &baton_model::routes::ProcessEnv)
+        {
+            out.push(format!("{class} ({})", r.route));
+        }
+        for r in config
+            .models
+            .class(class)
+            .map(|l| l.routes())
+            .unwrap_or_default()
+        {
+            let r = r.to_string();
+            if !routes.contains(&r) {
+                routes.push(r);
+            }
+        }
+    }
+    out.extend(routes);
+    out
+}
+
 /// Reads a variable of the environment; blank is unset.
 pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 

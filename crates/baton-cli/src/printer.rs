@@ -347,6 +347,14 @@ impl Printer {
                 ),
                 false,
             ),
+            AgentEvent::SessionRouteSet { from, to } => self.err_line(
+                &format!("baton: route {to} from the next turn (was {from})"),
+                false,
+            ),
+            AgentEvent::SessionCleared { messages } => self.err_line(
+                &format!("baton: conversation cleared ({messages} message(s) out of the model's view)"),
+                false,
+            ),
         }
     }
 

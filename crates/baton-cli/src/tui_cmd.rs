@@ -111,6 +111,7 @@ fn attach(args: &TuiArgs, id: &str) -> Result<Exit> {
         first: None,
         history: Vec::new(),
         attach: Some(what),
+        routes: Vec::new(),
     };
     let notes = tx.clone();
     let root = ctx.project_root.clone();

@@ -71,10 +71,25 @@ impl Approver for TuiApprover {
     }
 }
 
+/// `/model NAME`: the routes it names, read from the project's config as it is now (an edit
+/// applies without a restart), with the session's thinking level where the route sets none.
+fn switch(
+    cwd: &std::path::Path,
+    thinking: Option<baton_protocol::ThinkingLevel>,
+    name: &str,
+) -> Result<Submission, String> {
+    let ctx = baton_app::project::project_context(Some(cwd.to_path_buf()))
+        .map_err(|e| format!("/model: {e:#}"))?;
+    baton_app::settings::switch_routes(&ctx.config.config, name, thinking)
+        .map(|chain| Submission::Routes(agent::RouteSwitch(chain)))
+        .map_err(|e| format!("{e:#}"))
+}
+
 /// A request of the UI as the session's submission.
 fn submit(
     tx: &UnboundedSender<Submission>,
     interrupter: &agent::Interrupter,
+    spec: &baton_agent::agent::AgentSpec,
     r: Request,
 ) -> Result<(), String> {
     let sub = match r {
@@ -95,6 +110,8 @@ fn submit(
             Submission::Interrupt
         }
         Request::Compact(focus) => Submission::Compact(focus),
+        Request::Model(name) => switch(&spec.cwd, spec.route.thinking, &name)?,
+        Request::Clear => Submission::Clear,
         Request::Profile(word) => baton_agent::routing::view::parse_profile(&word)
             .map(Submission::Control)
             .map_err(|e| format!("/profile: {e}"))?,
@@ -156,6 +173,9 @@ pub async fn serve(front: TuiFront, session: Session, start: Start) -> Result<Ru
             .map(|(_, m)| m.clone())
             .collect(),
         attach: None,
+        routes: baton_app::project::project_context(Some(spec.cwd.clone()))
+            .map(|ctx| baton_app::settings::route_choices(&ctx.config.config))
+            .unwrap_or_default(),
     };
     let SessionHandle {
         submissions: tx,
@@ -182,7 +202,7 @@ pub async fn serve(front: TuiFront, session: Session, start: Start) -> Result<Ru
                 shell(&runtime, &tool_ctx, command.clone(), notes.clone());
                 Ok(())
             }
-            (_, None) => submit(&tx, &interrupter, r),
+            (_, None) => submit(&tx, &interrupter, &spec, r),
         };
         let end = {
             let _stderr = crate::tui_work::StderrToLog::new(&log_state);

@@ -135,6 +135,8 @@ pub fn act(
         | Request::Shell { .. }
         | Request::Interrupt
         | Request::Compact(_)
+        | Request::Model(_)
+        | Request::Clear
         | Request::Profile(_)
         | Request::Resume => return None,
     })

@@ -854,3 +854,112 @@ fn ctrl_c_on_an_empty_composer_asks_before_it_quits() {
     assert!(vt.wait(WAIT).success());
     assert!(server.model_requests().is_empty());
 }
+
+/// [22/24] `/model` lists what it can switch to and switches the route from the next turn;
+/// `/clear` starts a new conversation (the model's next request holds none of the messages
+/// before); a resumed session keeps both.
+#[test]
+fn slash_model_switches_the_route_and_slash_clear_starts_a_new_conversation() {
+    let server = MockServer::builder()
+        .turn(Turn::text("First answer."))
+        .turn(Turn::text("Second answer."))
+        .turn(Turn::text("Third answer."))
+        .turn(Turn::text("Fourth answer."))
+        .start_blocking();
+    let sb = project(&server);
+    sb.write(
+        ".baton/config.toml",
+        "[models]\nfast = \"mock/small-model\"\n",
+    );
+    let mut vt = tui(&sb, &[], 110, 30);
+    vt.wait_for(WAIT, |s| s.contains("? help")).unwrap();
+    vt.send(b"alpha-one\r");
+    vt.wait_for(WAIT, |s| {
+        s.contains("First answer.") && s.contains("● ready")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"/model\r");
+    vt.wait_for(WAIT, |s| {
+        s.contains("/model NAME switches") && s.contains("fast (mock/small-model)")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"/model nowhere/x\r");
+    vt.wait_for(WAIT, |s| s.contains("/model nowhere/x:"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"/model fast\r");
+    vt.wait_for(WAIT, |s| {
+        s.contains("route mock/small-model from the next turn")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"beta-two\r");
+    vt.wait_for(WAIT, |s| {
+        s.contains("Second answer.") && s.contains("● ready")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"/clear\r");
+    vt.wait_for(WAIT, |s| s.contains("conversation cleared"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"gamma-three\r");
+    let screen = vt
+        .wait_for(WAIT, |s| {
+            s.contains("Third answer.") && s.contains("● ready")
+        })
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert!(
+        screen.contains("mock/small-model"),
+        "the header shows the new route: {screen}"
+    );
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+
+    let asked = server.model_requests();
+    assert_eq!(asked.len(), 3, "a failed /model and /clear send nothing");
+    // The transcript keeps both: resumed, the session runs on the route it switched to and its
+    // conversation starts at the clear.
+    let sessions: Vec<_> = std::fs::read_dir(sb.work().join(".baton/state/sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    let id = sessions[0]
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    let out = sb.run(&["agent", "--resume", &id, "delta-four"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let asked = server.model_requests();
+    assert_eq!(asked[3].body["model"], "small-model");
+    let resumed = asked[3].prompt_parts().join("\n");
+    assert!(
+        resumed.contains("gamma-three") && !resumed.contains("alpha-one"),
+        "{resumed}"
+    );
+    let models: Vec<&str> = asked
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        models,
+        ["mock-model", "small-model", "small-model", "small-model"]
+    );
+    let said = |i: usize| -> String { asked[i].prompt_parts().join("\n") };
+    assert!(
+        said(1).contains("alpha-one") && said(1).contains("First answer."),
+        "{}",
+        said(1)
+    );
+    assert!(
+        !said(2).contains("alpha-one")
+            && !said(2).contains("beta-two")
+            && !said(2).contains("Second answer.")
+            && said(2).contains("gamma-three"),
+        "after /clear the request holds only the new message: {}",
+        said(2)
+    );
+}

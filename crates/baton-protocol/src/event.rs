@@ -63,6 +63,18 @@ pub enum AgentEvent {
         /// Why `from` failed.
         error: ErrorInfo,
     },
+    /// The user switched the session's route (`/model`): from the next turn on it runs on `to`.
+    #[serde(rename = "session.route_set")]
+    SessionRouteSet {
+        /// The route it ran on, `provider/model[:thinking]`.
+        from: String,
+        /// The route it runs on from now.
+        to: String,
+    },
+    /// The user cleared the conversation (`/clear`): the model's next request holds none of
+    /// the `messages` before (the transcript keeps them).
+    #[serde(rename = "session.cleared")]
+    SessionCleared { messages: usize },
     /// The session finished the work of one input (the task of `baton agent`, a line of `baton
     /// chat`, a `/resume`) and waits for the next: `final_message` is its answer, `reason` why it
     /// stopped early (as in `session.completed`).

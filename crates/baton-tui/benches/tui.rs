@@ -280,6 +280,7 @@ fn live(view: View, sink: Sink) -> (Sender<Msg>, std::thread::JoinHandle<App>) {
             first: None,
             history: Vec::new(),
             attach: None,
+            routes: Vec::new(),
         };
         let mut app = App::new(&opts);
         app.view = view;

@@ -65,6 +65,8 @@ pub struct Options {
     /// `--attach`: follow this work of another process, read-only (but for a checkpoint's
     /// answer and the panel's actions).
     pub attach: Option<Attach>,
+    /// What `/model` can switch to: the configured classes (each with its route) and routes.
+    pub routes: Vec<String>,
 }
 
 /// What `baton tui --attach ID` follows.
@@ -104,6 +106,8 @@ pub struct App {
     pub attached: Option<Attach>,
     /// `!` commands run since the last message, as the context that goes with the next one.
     pub shell_context: Vec<String>,
+    /// What `/model` can switch to ([`Options::routes`]).
+    pub routes: Vec<String>,
 }
 
 impl App {
@@ -140,6 +144,7 @@ impl App {
             frame_times: None,
             attached: opts.attach.clone(),
             shell_context: Vec::new(),
+            routes: opts.routes.clone(),
         }
     }
 
@@ -705,11 +710,21 @@ impl App {
             "profile" => send(Request::Profile(rest.to_string())),
             "resume" => send(Request::Resume),
             "interrupt" => send(Request::Interrupt),
+            "model" if !rest.trim().is_empty() => send(Request::Model(rest.trim().to_string())),
             "model" => {
-                let text = format!("route {} · another route: quit and start `baton tui --model provider/model` (or --model-class)", v.session.model);
+                let choices = if self.routes.is_empty() {
+                    "a model class (fast, balanced, frontier, fav) or provider/model".to_string()
+                } else {
+                    self.routes.join(", ")
+                };
+                let text = format!(
+                    "route {} · /model NAME switches from the next turn: {choices}",
+                    v.session.model
+                );
                 self.view.say(Level::Info, text);
                 Ok(())
             }
+            "clear" => send(Request::Clear),
             "flow" => {
                 let newest = self
                     .view
@@ -793,7 +808,24 @@ mod tests {
             first: None,
             history: Vec::new(),
             attach,
+            routes: vec!["fast (mock/small)".into(), "mock/big".into()],
         })
+    }
+
+    /// [22/24] `/model NAME` and `/clear` go to the session; `/model` alone lists the choices.
+    #[test]
+    fn slash_model_and_clear_are_requests_and_bare_model_lists_the_choices() {
+        let mut a = app();
+        let mut sent = Vec::new();
+        typed(&mut a, "/model fast", &mut sent);
+        typed(&mut a, "/clear", &mut sent);
+        typed(&mut a, "/model", &mut sent);
+        assert_eq!(sent, vec![Request::Model("fast".into()), Request::Clear]);
+        let said = format!("{:?}", a.view.entries.last());
+        assert!(
+            said.contains("/model NAME switches from the next turn: fast (mock/small), mock/big"),
+            "{said}"
+        );
     }
 
     fn typed(app: &mut App, text: &str, sent: &mut Vec<Request>) {

@@ -34,7 +34,14 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "/worker",
         "prompt a managed worker: /worker NAME what to do (its answer in the side panel)",
     ),
-    ("/model", "the session's route (start another with --model)"),
+    (
+        "/model",
+        "the session's route; /model NAME switches (a class or provider/model)",
+    ),
+    (
+        "/clear",
+        "a new conversation: the model sees nothing before",
+    ),
     ("/role", "the session's role (start another with --role)"),
     ("/quit", "end the session"),
 ];

@@ -8,6 +8,10 @@ pub enum Request {
     /// Esc: stop the running turn now.
     Interrupt,
     Compact(Option<String>),
+    /// `/model NAME`: switch the session's route (a class or `provider/model[:thinking]`).
+    Model(String),
+    /// `/clear`: a new conversation.
+    Clear,
     /// `/profile WORD`.
     Profile(String),
     Resume,

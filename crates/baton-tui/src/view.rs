@@ -317,6 +317,20 @@ impl View {
                     format!("{from} failed ({}): continuing on {to}", error.message),
                 );
             }
+            AgentEvent::SessionRouteSet { from, to } => {
+                self.session.model = to.clone();
+                self.notice(
+                    Level::Info,
+                    format!("route {to} from the next turn (was {from})"),
+                );
+            }
+            AgentEvent::SessionCleared { messages } => self.notice(
+                Level::Info,
+                format!(
+                    "conversation cleared: the model sees none of the {messages} message{} above (the transcript keeps them)",
+                    if *messages == 1 { "" } else { "s" }
+                ),
+            ),
             AgentEvent::InputCompleted { reason, .. } => self.input_completed(reason.as_ref()),
             AgentEvent::InputRefused { input, reason } => {
                 self.notice(Level::Warn, format!("{input}: {reason}"))

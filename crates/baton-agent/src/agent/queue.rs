@@ -32,7 +32,10 @@ mod compact;
 mod inbox;
 mod routed;
 mod start;
+mod switch;
+
 use start::{cancelled, ordinary_seat, session_started};
+pub use switch::RouteSwitch;
 
 pub(crate) use inbox::Flow;
 use inbox::PollState;
@@ -52,6 +55,11 @@ pub enum Submission {
     /// `/compact [focus]`: summarise the conversation now (the Coordinator's view in a routed
     /// session), optionally focused on what the words say.
     Compact(Option<String>),
+    /// `/model`: run on these routes from the next turn (the first, then the others to fail
+    /// over to), resolved by the front end from the config.
+    Routes(RouteSwitch),
+    /// `/clear`: a new conversation; the model's view starts empty.
+    Clear,
 }
 
 /// One participant's place in a session: its routes, prompt, tools and view of the conversation.
@@ -306,6 +314,16 @@ pub(crate) async fn serve(
                     reason,
                 }),
             },
+            (Submission::Routes(RouteSwitch(chain)), Some(seat)) => s.switch_routes(seat, chain),
+            (Submission::Clear, Some(seat)) => s.clear(seat),
+            (Submission::Routes(_), None) => (s.emit)(AgentEvent::InputRefused {
+                input: "/model".into(),
+                reason: "a routed session runs its seats on their [routing] routes: set routing.coordinator and routing.executor in the config and resume the session".into(),
+            }),
+            (Submission::Clear, None) => (s.emit)(AgentEvent::InputRefused {
+                input: "/clear".into(),
+                reason: "a routed session's two views cannot be cleared: start a new session".into(),
+            }),
             (Submission::Resume, Some(_)) => (s.emit)(AgentEvent::InputRefused {
                 input: "/resume".into(),
                 reason: "this session is not routed: `/resume` continues an interrupted assignment of a routed session (`--routing auto`)".into(),

@@ -226,19 +226,48 @@ fn seat_chain(
     text: &str,
     thinking: Option<ThinkingLevel>,
 ) -> Result<Vec<Fallback>> {
+    chain_of(
+        config,
+        (
+            &format!("routing.{key} = \"{text}\""),
+            &format!("routing.{key}"),
+        ),
+        text,
+        thinking,
+    )
+}
+
+/// `/model NAME`: the routes a session switches to, as a routed seat's value is read.
+pub(super) fn switch_chain(
+    config: &Config,
+    text: &str,
+    thinking: Option<ThinkingLevel>,
+) -> Result<Vec<Fallback>> {
+    let said = format!("/model {text}");
+    chain_of(config, (&said, &said), text, thinking)
+}
+
+/// A model class's usable routes from its first (or one explicit route), each with its
+/// provider; errors begin with `said` (the first for the name, the second for the provider).
+fn chain_of(
+    config: &Config,
+    said: (&str, &str),
+    text: &str,
+    thinking: Option<ThinkingLevel>,
+) -> Result<Vec<Fallback>> {
+    let (name, key) = said;
     let resolved = match text.parse::<ModelClass>() {
-        Ok(class) => resolve_class(config, class, &ProcessEnv)
-            .map_err(|e| anyhow!("routing.{key} = \"{text}\": {e}"))?,
+        Ok(class) => {
+            resolve_class(config, class, &ProcessEnv).map_err(|e| anyhow!("{name}: {e}"))?
+        }
         Err(_) => {
             let route: Route = text.parse().map_err(|e| {
-                anyhow!("routing.{key} = \"{text}\": {e}: give a model class (fast, balanced, frontier, fav) or provider/model[:thinking]")
+                anyhow!("{name}: {e}: give a model class (fast, balanced, frontier, fav) or provider/model[:thinking]")
             })?;
-            check_route(config, &route, &ProcessEnv)
-                .map_err(|e| anyhow!("routing.{key} = \"{text}\": {e}"))?
+            check_route(config, &route, &ProcessEnv).map_err(|e| anyhow!("{name}: {e}"))?
         }
     };
-    let provider =
-        build_provider(&resolved, &ProcessEnv).map_err(|e| anyhow!("routing.{key}: {e}"))?;
+    let provider = build_provider(&resolved, &ProcessEnv).map_err(|e| anyhow!("{key}: {e}"))?;
     let mut route = resolved.route.clone();
     if route.thinking.is_none() {
         route.thinking = thinking;

@@ -206,6 +206,23 @@ fn overlays_and_states() {
                 u.hold_queue = true;
             }),
         ),
+        // [22/24] `/model` said what it switched to, `/clear` that the model starts fresh.
+        (
+            "model_switched_and_cleared",
+            90,
+            12,
+            Box::new(|v, _| {
+                v.phase = Phase::Idle;
+                v.apply(
+                    &AgentEvent::SessionRouteSet {
+                        from: "mock/mock-model".into(),
+                        to: "mock/small-model".into(),
+                    },
+                    0,
+                );
+                v.apply(&AgentEvent::SessionCleared { messages: 6 }, 0);
+            }),
+        ),
         (
             "help_small",
             40,

@@ -466,3 +466,27 @@ fn a_resumed_conversation_becomes_entries_with_each_call_s_result() {
         ]
     );
 }
+
+/// [22/24] `/model` and `/clear` as the session answers them: the header's route changes, and
+/// each is said in a line.
+#[test]
+fn a_route_switch_and_a_clear_are_said_and_the_route_is_the_new_one() {
+    let v = fold(&[
+        (
+            AgentEvent::SessionRouteSet {
+                from: "mock/a".into(),
+                to: "mock/c".into(),
+            },
+            1,
+        ),
+        (AgentEvent::SessionCleared { messages: 1 }, 2),
+    ]);
+    assert_eq!(v.session.model, "mock/c");
+    assert_eq!(
+        summary(&v),
+        vec![
+            "Info route mock/c from the next turn (was mock/a)",
+            "Info conversation cleared: the model sees none of the 1 message above (the transcript keeps them)",
+        ]
+    );
+}
