@@ -166,7 +166,12 @@ impl Summary {
         match self.run_state().as_str() {
             "checkpoint" => checkpoint_text(a.get("checkpoint"), gate),
             "running" => "nothing runs it: it was interrupted".into(),
-            s @ ("completed" | "failed" | "stopped") => format!("nothing ({s})"),
+            // Failed, it takes the user's guidance: the agents that failed run again with it.
+            "failed" => format!(
+                "your guidance: `baton resume {} --answer \"…\"` runs the failed agents again with it (`--answer abort` ends it)",
+                self.id
+            ),
+            s @ ("completed" | "stopped") => format!("nothing ({s})"),
             _ => match gate {
                 Some(g) => format!("gate {}", one_line(g, 40)),
                 None => "unknown".into(),

@@ -393,10 +393,11 @@ fn print_state(state: &background::TaskState, json_mode: bool) {
         crate::documents::print(&TaskStatusDocument::of(state));
         return;
     }
+    let color = crate::term::stdout_color();
     outln!(
         "{}  {}  {} ({} entr{})  created {}",
         state.id,
-        phase.as_str(),
+        crate::term::marked(phase.as_str(), color),
         state.request.mode.as_str(),
         state.entries.len(),
         if state.entries.len() == 1 { "y" } else { "ies" },
@@ -405,7 +406,7 @@ fn print_state(state: &background::TaskState, json_mode: bool) {
     let live = state.live_children();
     for (i, (name, role, s)) in state.entries.iter().enumerate() {
         let s = match s {
-            Some(s) => s.as_str().to_string(),
+            Some(s) => crate::term::marked(s.as_str(), color),
             None if phase == Phase::Running || phase == Phase::Starting => {
                 "running or queued".to_string()
             }

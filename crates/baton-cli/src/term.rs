@@ -37,9 +37,46 @@ pub fn short_time(ts: &str) -> String {
     )
 }
 
+/// A state as a listing shows it: a symbol before the word, in the state's colour on a terminal
+/// (not with `NO_COLOR`): `✓ completed`, `✗ failed`, `⊘ cancelled`, `■ stopped`,
+/// `? checkpoint` (it waits for you), `◐ running`. The word is kept, so a reader without colour
+/// or symbols loses nothing.
+pub fn marked(state: &str, color: bool) -> String {
+    let word = state.split_whitespace().next().unwrap_or(state);
+    let (mark, code) = match word {
+        "completed" | "done" => ("✓", "32"),
+        "failed" | "damaged" | "unreadable" | "lost" => ("✗", "31"),
+        "cancelled" => ("⊘", "33"),
+        "stopped" | "interrupted" | "blocked" => ("■", "33"),
+        "checkpoint" | "needs" | "waiting" => ("?", "33;1"),
+        "running" | "starting" | "queued" => ("◐", "34"),
+        _ => ("·", "0"),
+    };
+    if color {
+        format!("\x1b[{code}m{mark} {state}\x1b[0m")
+    } else {
+        format!("{mark} {state}")
+    }
+}
+
+/// Whether stdout is a terminal that takes colour (`NO_COLOR` unset).
+pub fn stdout_color() -> bool {
+    use std::io::IsTerminal as _;
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::short_time;
+    use super::{marked, short_time};
+
+    #[test]
+    fn states_carry_their_symbol_and_keep_their_word() {
+        assert_eq!(marked("completed", false), "✓ completed");
+        assert_eq!(marked("cancelled", false), "⊘ cancelled");
+        assert_eq!(marked("failed", false), "✗ failed");
+        assert_eq!(marked("running (pid 7)", false), "◐ running (pid 7)");
+        assert_eq!(marked("failed", true), "\x1b[31m✗ failed\x1b[0m");
+    }
 
     #[test]
     fn timestamps_are_shown_to_the_second() {

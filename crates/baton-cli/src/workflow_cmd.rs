@@ -118,7 +118,7 @@ fn print_summary(s: &Summary) {
         "{}  {}  {}  phase {}  updated {}",
         s.id,
         field("workflow_type", 20),
-        s.state_text(),
+        crate::term::marked(&s.state_text(), crate::term::stdout_color()),
         field("phase_cursor", 40),
         str_at(a, "updated_at").map_or("-".to_string(), whole_seconds)
     );

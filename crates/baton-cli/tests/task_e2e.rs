@@ -338,7 +338,10 @@ fn background_tasks_outlive_the_cli_and_can_be_cancelled() {
     let s: Value =
         serde_json::from_str(stdout(&p.run(&["task", "status", &id, "--json"])).trim()).unwrap();
     assert_eq!(s["phase"], "cancelled", "{s}");
-    assert!(stdout(&p.run(&["task", "status", &id])).contains(&format!("{id}  cancelled")));
+    // [22/24] Drawn as cancelled, not failed: its symbol, and its entry's word.
+    let text = stdout(&p.run(&["task", "status", &id]));
+    assert!(text.contains(&format!("{id}  ⊘ cancelled")), "{text}");
+    assert!(text.contains("bg2 (gated): ■ stopped"), "{text}");
     let bad = p.run(&["task", "status", "tnope"]);
     assert_eq!(bad.status.code(), Some(2));
 }

@@ -86,11 +86,11 @@ fn status_lists_every_workflow_newest_first_with_its_state_and_gate() {
     let (old_at, old_line) = line_with(&text, &done);
     assert!(new_at < old_at, "newest first:\n{text}");
     assert!(
-        new_line.contains("DEBUG  checkpoint  phase plan"),
+        new_line.contains("DEBUG  ? checkpoint  phase plan"),
         "{new_line}"
     );
     assert!(
-        old_line.contains("BUILD  completed  phase verify"),
+        old_line.contains("BUILD  ✓ completed  phase verify"),
         "{old_line}"
     );
     assert!(
@@ -98,6 +98,25 @@ fn status_lists_every_workflow_newest_first_with_its_state_and_gate() {
         "{text}"
     );
     assert!(text.contains("waits for: nothing (completed)"), "{text}");
+    // [22/24] A failed workflow waits for the user's guidance, and says how to give it.
+    let mut wf = store.create(WorkflowKind::Build, "add a flag").unwrap();
+    update(
+        &mut wf,
+        EventKind::WorkflowFailed,
+        json!({"run_state": "failed", "phase_cursor": "build"}),
+    );
+    let id = wf.id().to_string();
+    drop(wf);
+    let out = sb.run(&["status"]);
+    let text = stdout(&out);
+    let (_, failed) = line_with(&text, &id);
+    assert!(failed.contains("BUILD  ✗ failed  phase build"), "{failed}");
+    assert!(
+        text.contains(&format!(
+            "waits for: your guidance: `baton resume {id} --answer \"…\"` runs the failed agents again with it"
+        )),
+        "{text}"
+    );
     assert!(
         text.contains("spent:     1500 in / 400 out tokens, $0.0123"),
         "{text}"
@@ -123,7 +142,7 @@ fn status_says_running_while_a_process_holds_the_lock_and_interrupted_after() {
     assert_exit(&out, 0);
     let pid = std::process::id();
     assert!(
-        stdout(&out).contains(&format!("BUILD  running (pid {pid})  phase build")),
+        stdout(&out).contains(&format!("BUILD  ◐ running (pid {pid})  phase build")),
         "{}",
         stdout(&out)
     );
@@ -134,7 +153,7 @@ fn status_says_running_while_a_process_holds_the_lock_and_interrupted_after() {
     assert!(store.open(wf.id()).is_err());
     drop(wf);
     let text = stdout(&sb.run(&["status"]));
-    assert!(text.contains("BUILD  interrupted  phase build"), "{text}");
+    assert!(text.contains("BUILD  ■ interrupted  phase build"), "{text}");
 }
 
 #[test]
