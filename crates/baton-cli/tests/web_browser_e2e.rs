@@ -213,9 +213,21 @@ fn every_view_of_a_project_in_every_state_renders_and_axe_finds_nothing() {
     assert_eq!(r["errors"], json!([]), "{r:#}");
     // Every event of the feed reached the page, none twice.
     assert_eq!(r["events"], events);
-    // Needs you: the checkpoint, the blocked Flow and the failed task.
+    // Needs you: the checkpoint, the blocked Flow, the failed task and ([22/24]) the failed
+    // workflow, with its reason and a retry with guidance.
     let needs = r["needs"].to_string();
+    let card = &r["failed_card"];
+    assert!(
+        card["text"].as_str().unwrap().starts_with("failed: "),
+        "{card:#}"
+    );
+    assert_eq!(
+        card["buttons"],
+        json!(["retry with guidance", "abort", "its view"]),
+        "{card:#}"
+    );
     for want in [
+        format!("workflow {}", tour.workflow_failed),
         format!("workflow {}", tour.workflow_checkpoint),
         format!("flow {}", tour.flow_blocked),
         format!("task {}", tour.task_failed),

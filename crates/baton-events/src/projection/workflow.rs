@@ -39,6 +39,9 @@ pub struct Workflow {
     pub kind: String,
     /// What the user asked for, in their words (the record's `user_request`).
     pub request: Option<String>,
+    /// The runner's own state (`running`, `checkpoint`, `completed`, `failed`, `stopped`): a
+    /// `failed` workflow takes the user's guidance, a `stopped` one is over.
+    pub run_state: Option<String>,
     pub phase: String,
     pub nodes: Vec<Node>,
     pub checkpoint: Option<Checkpoint>,
@@ -111,6 +114,9 @@ impl Workflow {
             self.spent.apply(d);
             if let Some(r) = d["user_request"].as_str() {
                 self.request = Some(r.to_string());
+            }
+            if let Some(r) = d["run_state"].as_str() {
+                self.run_state = Some(r.to_string());
             }
         }
         let mut state = None;

@@ -280,6 +280,18 @@ function needCard(r) {
       ev.preventDefault();
       if (input.value.trim()) post(`/api/workflows/${encodeURIComponent(r.id)}/answer`, input.value, `Answer “${input.value}”?`);
     });
+  } else if (r.kind === 'workflow' && r.runState === 'failed') {
+    // Failed: its failed agents run again with the user's guidance, or `abort` ends it.
+    const url = `/api/workflows/${encodeURIComponent(r.id)}/answer`;
+    card.append(el('p', { class: 'failed', text: `failed: ${r.reason || r.last}` }));
+    const input = el('input', { name: 'guidance' });
+    card.append(el('label', { text: 'guidance ' }, input), el('button', { type: 'submit', text: 'retry with guidance' }),
+      el('button', { type: 'button', text: 'abort', onclick: () => post(url, 'abort', `Abort workflow ${r.id}?`) }),
+      opener(`view of workflow ${r.id}`, 'its view', () => openWorkflow(r.id)));
+    card.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      if (input.value.trim()) post(url, input.value, `Run workflow ${r.id}'s failed agents again with this guidance?`);
+    });
   } else if (r.kind === 'flow') {
     card.append(el('p', { text: r.reason || r.last }));
     const input = el('input', { name: 'guidance' });

@@ -66,6 +66,7 @@
  * @property {Map<string, Unit>} [units]
  * @property {string | null} [what]
  * @property {string | null} [request]
+ * @property {string | null} [runState]
  * @property {number} [turns]
  * @property {string} [doing]
  * @property {string | null} [answer]
@@ -208,7 +209,7 @@ export class Model {
       set(row, { state: d.state, detail: d.detail, role: d.role, model: d.model, session: d.session, tokens: d.tokens, cost: d.cost_usd || 0 });
       if (d.workflow) {
         const w = d.workflow;
-        set(row, { type: w.kind, request: w.request, phase: w.phase, checkpoint: w.checkpoint, waits: w.waits, reason: w.note, budgetUsd: w.spent.budget_usd, tokens: w.spent.input_tokens + w.spent.output_tokens, cost: w.spent.cost_usd });
+        set(row, { type: w.kind, request: w.request, runState: w.run_state, phase: w.phase, checkpoint: w.checkpoint, waits: w.waits, reason: w.note, budgetUsd: w.spent.budget_usd, tokens: w.spent.input_tokens + w.spent.output_tokens, cost: w.spent.cost_usd });
       }
       if (d.flow) set(row, { units: new Map(d.flow.units.map((u) => [u.id, u])), reason: d.detail });
       if (d.kind === 'task' || d.kind === 'session') set(row, { what: d.what, reason: d.reason });
@@ -335,7 +336,9 @@ export class Model {
   needs() {
     const out = [];
     for (const r of this.rows.values()) {
-      if (r.state === 'needs' || (r.kind === 'task' && r.state === 'failed')) out.push(r);
+      // A failed workflow takes the user's guidance (`baton resume --answer`): it waits for them.
+      const guidance = r.kind === 'workflow' && r.runState === 'failed';
+      if (r.state === 'needs' || guidance || (r.kind === 'task' && r.state === 'failed')) out.push(r);
     }
     out.sort((a, b) => (b.t || 0) - (a.t || 0));
     return out;

@@ -58,7 +58,12 @@ kind: string,
 /**
  * What the user asked for, in their words (the record's `user_request`).
  */
-request: string | null, phase: string, nodes: Array<Node>, checkpoint: Checkpoint | null,
+request: string | null,
+/**
+ * The runner's own state (`running`, `checkpoint`, `completed`, `failed`, `stopped`): a
+ * `failed` workflow takes the user's guidance, a `stopped` one is over.
+ */
+run_state: string | null, phase: string, nodes: Array<Node>, checkpoint: Checkpoint | null,
 /**
  * What it waits for while it needs the user: the checkpoint's gate, `budget` or `stopped`.
  */

@@ -42,6 +42,12 @@ try {
   await page.waitForFunction((n) => Number(document.body.dataset.events) >= n, ids.events, { timeout: 30000 });
   result.events = Number(await page.evaluate(() => document.body.dataset.events));
   result.needs = await page.locator('#needs form.need h3').allTextContents();
+  // A failed workflow waits for guidance: its card says why and offers the retry.
+  const failedCard = page.locator('#needs form.need', { hasText: `workflow ${ids.workflow_failed}` });
+  result.failed_card = {
+    text: await failedCard.locator('p').first().textContent(),
+    buttons: await failedCard.locator('button').allTextContents(),
+  };
 
   // Workflows: the list, a filter, and one workflow in each state.
   await page.waitForSelector(`#workflows tr[data-id="${ids.workflow_running}"]`);
