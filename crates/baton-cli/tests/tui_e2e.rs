@@ -963,3 +963,33 @@ fn slash_model_switches_the_route_and_slash_clear_starts_a_new_conversation() {
         said(2)
     );
 }
+
+/// [22/24] A command's last lines show under its call, as a terminal leaves them, with how many
+/// came before.
+#[test]
+fn a_bash_call_shows_the_last_lines_of_its_output_inline() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "b1",
+            "bash",
+            json!({"command": "for i in 1 2 3 4 5; do echo line-$i; done"}),
+        ))
+        .turn(Turn::text("Printed five lines."))
+        .start_blocking();
+    let sb = project(&server);
+    let mut vt = tui(&sb, &["--approval", "never"], 90, 24);
+    vt.wait_for(WAIT, |s| s.contains("? help")).unwrap();
+    vt.send(b"print five lines\r");
+    let screen = vt
+        .wait_for(WAIT, |s| {
+            s.contains("Printed five lines.") && s.contains("● ready")
+        })
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert!(screen.contains("│ … 2 earlier lines (ctrl+o)"), "{screen}");
+    for shown in ["│ line-3", "│ line-4", "│ line-5"] {
+        assert!(screen.contains(shown), "{shown} in {screen}");
+    }
+    assert!(!screen.contains("line-2"), "{screen}");
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+}

@@ -14,6 +14,8 @@ pub(crate) const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴",
 pub const SPINNER_MS: u64 = 125;
 /// Lines of a call's output shown expanded, and of a diff shown folded.
 const OUTPUT_LINES: usize = 40;
+/// How many of a command's last output lines show under its call.
+const BASH_TAIL: usize = 3;
 const DIFF_LINES: usize = 8;
 
 /// A blank line between entries, but not between consecutive tool calls.
@@ -215,6 +217,32 @@ fn tool_lines(
                 )));
             }
         }
+    } else if cell.tool == "bash" {
+        // A command's last lines, as a terminal leaves them (ctrl+o shows the whole).
+        if let Some(output) = &cell.output {
+            out.extend(output_tail(output, width, t));
+        }
+    }
+    out
+}
+
+/// The last [`BASH_TAIL`] lines of a command's output, under a line counting those before.
+fn output_tail(output: &str, width: usize, t: &Theme) -> Vec<Line<'static>> {
+    let clean = baton_text::sanitize_terminal(output).replace('\t', "    ");
+    let lines: Vec<&str> = clean.lines().filter(|l| !l.trim().is_empty()).collect();
+    let from = lines.len().saturating_sub(BASH_TAIL);
+    let mut out = Vec::new();
+    if from > 0 {
+        out.push(Line::from(Span::styled(
+            format!("  │ … {from} earlier lines (ctrl+o)"),
+            t.dim,
+        )));
+    }
+    for l in &lines[from..] {
+        out.push(Line::from(Span::styled(
+            baton_text::fit_columns(&format!("  │ {l}"), width).into_owned(),
+            t.dim,
+        )));
     }
     out
 }
