@@ -401,8 +401,17 @@ pub fn list(state: &StateDir) -> (Vec<SessionInfo>, Vec<(String, SessionError)>)
     (infos, bad)
 }
 
-/// The id of the session `wanted` names: `last` (the newest), a whole id, or a prefix of exactly
-/// one id.
+/// A session id as a person types it: its last 8 characters, the random end of a time-ordered
+/// id (two sessions of the same hour share the first ones). [`resolve_id`] takes it.
+pub fn short_id(id: &str) -> &str {
+    match id.char_indices().rev().nth(7) {
+        Some((at, _)) => &id[at..],
+        None => id,
+    }
+}
+
+/// The id of the session `wanted` names: `last` (the newest), a whole id, or a prefix or an end
+/// (at least 6 characters: the short id) of exactly one id.
 pub fn resolve_id(state: &StateDir, wanted: &str) -> Result<String, SessionError> {
     let not_found = || SessionError::not_found(state, wanted);
     if wanted == "last" {
@@ -416,9 +425,14 @@ pub fn resolve_id(state: &StateDir, wanted: &str) -> Result<String, SessionError
     if ids.iter().any(|id| id == wanted) {
         return Ok(wanted.to_string());
     }
+    // A prefix, or the id's last characters (its short form, [`short_id`]): time-ordered ids
+    // share their first ones.
     let candidates: Vec<String> = ids
         .into_iter()
-        .filter(|id| !wanted.is_empty() && id.starts_with(wanted))
+        .filter(|id| {
+            !wanted.is_empty()
+                && (id.starts_with(wanted) || (wanted.len() >= 6 && id.ends_with(wanted)))
+        })
         .collect();
     match candidates.as_slice() {
         [] => Err(not_found()),
@@ -671,5 +685,33 @@ mod tests {
         let (infos, bad) = list(&state);
         let ids: Vec<&str> = infos.iter().map(|i| i.header.session_id.as_str()).collect();
         assert_eq!((ids, bad.len()), (vec!["abd-3", "abc-2", "abc-1"], 0));
+    }
+
+    /// Two time-ordered ids of the same hour share their first characters; their last 8 tell
+    /// them apart, and resolve.
+    #[test]
+    fn a_short_id_is_the_id_s_end_and_resolves() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path());
+        let (a, b) = (
+            "0193a5f2-7c1e-7abc-8def-0123456789ab",
+            "0193a5f2-7c1f-7abc-8def-fedcba987654",
+        );
+        for id in [a, b] {
+            SessionStore::create(&state, &header(id, "2026-12-06T16:00:00Z")).unwrap();
+        }
+        assert_eq!((short_id(a), short_id(b)), ("456789ab", "ba987654"));
+        assert_eq!(short_id("abc"), "abc");
+        assert_eq!(resolve_id(&state, "456789ab").unwrap(), a);
+        assert_eq!(resolve_id(&state, "ba987654").unwrap(), b);
+        assert!(matches!(
+            resolve_id(&state, "0193a5f2"),
+            Err(SessionError::Ambiguous { .. })
+        ));
+        // Fewer than 6 characters are a prefix only.
+        assert!(matches!(
+            resolve_id(&state, "7654"),
+            Err(SessionError::NotFound { .. })
+        ));
     }
 }

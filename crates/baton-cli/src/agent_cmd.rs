@@ -44,7 +44,7 @@ pub struct AgentArgs {
     max_turns: Option<u32>,
     /// Directory to work in (default: the current one).
     #[arg(long)]
-    cwd: Option<PathBuf>,
+    pub(crate) cwd: Option<PathBuf>,
     /// Print the event stream (docs/protocol.md) as JSON lines instead of text.
     #[arg(long)]
     pub(crate) json: bool,
@@ -61,9 +61,11 @@ pub struct AgentArgs {
     /// `delegate_flow_continue`) to the model, even when the role lists them.
     #[arg(long)]
     no_delegate: bool,
-    /// Continue the session with this id (a unique prefix, or `last`).
-    #[arg(long, value_name = "ID")]
-    resume: Option<String>,
+    /// Continue the session with this id (a unique prefix, its last 8 characters as `baton
+    /// sessions` and the picker show them, or `last`). `baton tui --resume` alone lists the
+    /// saved sessions to pick from.
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+    pub(crate) resume: Option<String>,
     /// With --resume: summarise the session's conversation first, as `/compact` does in `baton
     /// chat` (the transcript keeps everything); the task, when given, runs after it.
     #[arg(long, requires = "resume")]
@@ -298,6 +300,9 @@ fn run_session(args: AgentArgs, setup: &mut Setup) -> Result<Exit> {
     let flags = session_flags(&args)?;
     let state = state_dir(&ctx);
     let resumed = match &args.resume {
+        Some(wanted) if wanted.is_empty() => anyhow::bail!(
+            "--resume needs the session: its id (a unique prefix or its last 8 characters, as `baton sessions` lists them) or `last`; `baton tui --resume` alone lets you pick one"
+        ),
         Some(wanted) => {
             let id = baton_agent::session::resolve_id(&state, wanted)?;
             Some(SessionStore::open_seats(&state, &id)?)

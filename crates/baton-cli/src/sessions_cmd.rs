@@ -105,7 +105,7 @@ pub fn run(cwd: Option<PathBuf>, json_mode: bool) -> Result<Exit> {
         outln!("{}", cells.join("  ").trim_end());
     }
     errln!(
-        "baton: continue one with `baton agent --resume ID` (a unique prefix of the id, or `last`)"
+        "baton: continue one with `baton tui --resume ID` (a unique prefix of the id, its last 8 characters, or `last`), or pick one with `baton tui --resume`"
     );
     Ok(Exit::Ok)
 }

@@ -60,6 +60,12 @@ pub fn run(args: TuiArgs) -> Result<Exit> {
         return attach(&args, id);
     }
     let mut agent = args.agent;
+    if agent.resume.as_deref() == Some("") {
+        match pick_session(agent.cwd.clone(), args.theme.unwrap_or_default())? {
+            Some(id) => agent.resume = Some(id),
+            None => return Ok(Exit::Ok),
+        }
+    }
     agent.tui = Some(TuiFront::new(
         Mode {
             inline: args.inline,
@@ -68,6 +74,40 @@ pub fn run(args: TuiArgs) -> Result<Exit> {
         args.theme.unwrap_or_default(),
     ));
     crate::agent_cmd::run(agent)
+}
+
+/// `baton tui --resume` alone: the saved sessions, newest first, to pick one from; its id, or
+/// `None` when the user left without one.
+fn pick_session(cwd: Option<std::path::PathBuf>, theme: ThemeName) -> Result<Option<String>> {
+    let ctx = baton_app::project::project_context(cwd)?;
+    let state = baton_app::project::state_dir(&ctx);
+    let (mut infos, _) = baton_agent::session::list(&state);
+    if infos.is_empty() {
+        bail!(
+            "no saved sessions in {} to resume: `baton tui` starts one",
+            state.sessions().display()
+        );
+    }
+    infos.reverse();
+    let choices: Vec<baton_tui::picker::Choice> = infos
+        .iter()
+        .map(|i| baton_tui::picker::Choice {
+            short: baton_agent::session::short_id(&i.header.session_id).to_string(),
+            when: crate::term::short_time(&i.header.created),
+            outcome: i
+                .ended
+                .map_or("unfinished", |(o, _)| o.as_str())
+                .to_string(),
+            route: i.header.model.clone(),
+            task: baton_agent::routing::view::user_words(&i.task)
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .to_string(),
+        })
+        .collect();
+    let picked = baton_tui::picker::pick(&choices, baton_tui::theme::Theme::of(theme))?;
+    Ok(picked.map(|k| infos[k].header.session_id.clone()))
 }
 
 /// `baton tui --attach ID`: the UI on another process's work, through the project event feed.

@@ -993,3 +993,59 @@ fn a_bash_call_shows_the_last_lines_of_its_output_inline() {
     vt.send(b"\x04");
     assert!(vt.wait(WAIT).success());
 }
+
+/// [22/24] `baton tui --resume` alone lists the saved sessions, newest first, with their short
+/// ids and first prompts; the one picked resumes with its conversation.
+#[test]
+fn resume_without_an_id_picks_a_session_from_the_list() {
+    let server = MockServer::builder()
+        .turn(Turn::text("Answer to the older one."))
+        .turn(Turn::text("Answer to the newer one."))
+        .turn(Turn::text("Picked up again."))
+        .start_blocking();
+    let sb = project(&server);
+    for prompt in ["the older question", "the newer question"] {
+        let out = sb.run(&["agent", "--model", "mock/mock-model", prompt]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut vt = tui(&sb, &["--resume"], 110, 20);
+    let list = vt
+        .wait_for(WAIT, |s| {
+            s.contains("Resume a session (2 saved, newest first)")
+        })
+        .unwrap_or_else(|s| panic!("{s}"));
+    let newer = list.find("the newer question").expect("newer listed");
+    let older = list.find("the older question").expect("older listed");
+    assert!(newer < older, "newest first: {list}");
+    // Down to the older one, and Enter.
+    vt.send(b"\x1b[B");
+    vt.send(b"\r");
+    vt.wait_for(WAIT, |s| {
+        s.contains("? help") && s.contains("the older question")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"and again\r");
+    vt.wait_for(WAIT, |s| {
+        s.contains("Picked up again.") && s.contains("● ready")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+    let asked = server.model_requests()[2].prompt_parts().join("\n");
+    assert!(
+        asked.contains("the older question") && !asked.contains("the newer question"),
+        "{asked}"
+    );
+    // Without a terminal session to pick, `baton agent --resume` alone says what to give.
+    let out = sb.run(&["agent", "--resume"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--resume needs the session"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -26,6 +26,7 @@ pub mod keymap;
 pub mod markdown;
 pub mod overlay;
 pub mod panel;
+pub mod picker;
 pub mod project;
 pub mod render;
 pub mod request;
