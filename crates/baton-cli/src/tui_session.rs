@@ -103,7 +103,8 @@ fn submit(
         | Request::OpenFile { .. }
         | Request::OpenSession { .. }
         | Request::Shell { .. }
-        | Request::OpenLog { .. } => return Err("not a request of the session".into()),
+        | Request::OpenLog { .. }
+        | Request::Diff => return Err("not a request of the session".into()),
         Request::Input(t) => Submission::Input(t),
         Request::Interrupt => {
             interrupter.interrupt();
@@ -121,6 +122,66 @@ fn submit(
         "the session has ended: quit (ctrl+d) and resume it with `baton tui --resume last`"
             .to_string()
     })
+}
+
+/// `/diff`: what changed in the project since the session started (`start`, a snapshot of the
+/// tree then, untracked files included), as a diff in the panel's viewer, read on a thread.
+fn diff_since(cwd: &std::path::Path, start: Option<String>, tx: std::sync::mpsc::Sender<Msg>) {
+    let cwd = cwd.to_path_buf();
+    std::thread::spawn(move || {
+        let say = |text: String| {
+            let _ = tx.send(Msg::Note(text));
+        };
+        let Some(start) = start else {
+            return say("/diff: the session's folder is not in a git repository, so there is nothing to compare".into());
+        };
+        let Some(now) = baton_git::snapshot::commit(&cwd) else {
+            return say("/diff: the project's tree could not be read now (git failed)".into());
+        };
+        let git = baton_git::Git::new(&cwd);
+        let out = |args: &[&str]| match git.run_output(args) {
+            Ok(o) if o.status.success() => Ok(String::from_utf8_lossy(&o.stdout).into_owned()),
+            Ok(o) => Err(String::from_utf8_lossy(&o.stderr).trim().to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        let (stat, patch) = match (
+            out(&[
+                "diff",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--stat",
+                "--no-color",
+                &start,
+                &now,
+            ]),
+            out(&[
+                "diff",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--no-color",
+                &start,
+                &now,
+            ]),
+        ) {
+            (Ok(stat), Ok(patch)) => (stat, patch),
+            (Err(e), _) | (_, Err(e)) => {
+                return say(format!("/diff: git could not compare the trees: {e}"))
+            }
+        };
+        if patch.trim().is_empty() {
+            return say("/diff: nothing changed in the project since the session started".into());
+        }
+        let lines = stat
+            .lines()
+            .chain(std::iter::once(""))
+            .chain(patch.lines())
+            .map(|l| baton_text::sanitize_line(l).into_owned())
+            .collect();
+        let _ = tx.send(Msg::Text {
+            title: "what changed since the session started".into(),
+            lines,
+        });
+    });
 }
 
 /// What the UI starts from besides the session: what the header shows and the project whose
@@ -192,12 +253,19 @@ pub async fn serve(front: TuiFront, session: Session, start: Start) -> Result<Ru
     let quit = cancel.clone();
     let runtime = tokio::runtime::Handle::current();
     let tool_ctx = Arc::new(spec.tool_context(&cancel));
+    // The project as the session found it, for `/diff` (`None` outside git).
+    let start_tree = baton_git::snapshot::commit(&spec.cwd);
+    let diff_cwd = spec.cwd.clone();
     let ui = std::thread::spawn(move || {
         let notes = ui_tx.clone();
         let log_state = state.clone();
         let mut send = move |r: Request| match (&r, crate::tui_work::act(&root, &state, &notes, &r))
         {
             (_, Some(done)) => done,
+            (Request::Diff, None) => {
+                diff_since(&diff_cwd, start_tree.clone(), notes.clone());
+                Ok(())
+            }
             (Request::Shell { command }, None) => {
                 shell(&runtime, &tool_ctx, command.clone(), notes.clone());
                 Ok(())

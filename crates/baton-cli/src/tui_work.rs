@@ -137,6 +137,7 @@ pub fn act(
         | Request::Compact(_)
         | Request::Model(_)
         | Request::Clear
+        | Request::Diff
         | Request::Profile(_)
         | Request::Resume => return None,
     })

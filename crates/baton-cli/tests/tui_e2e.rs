@@ -1049,3 +1049,53 @@ fn resume_without_an_id_picks_a_session_from_the_list() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// [22/24] `/diff` shows what changed in the project since the session started: the model's
+/// write, not the files that were there before (a scratch file of the user's included).
+#[test]
+fn slash_diff_shows_what_changed_since_the_session_started() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "w1",
+            "write",
+            json!({"path": "hello.txt", "content": "hello from the model\n"}),
+        ))
+        .turn(Turn::text("Wrote hello.txt."))
+        .start_blocking();
+    let sb = project(&server);
+    sb.init_repo("main");
+    sb.write("README.md", "readme\n");
+    sb.commit_all("first");
+    sb.write("scratch.txt", "the user's own, untracked\n");
+    let mut vt = tui(&sb, &["--approval", "never"], 110, 30);
+    vt.wait_for(WAIT, |s| s.contains("? help")).unwrap();
+    vt.send(b"/diff\r");
+    vt.wait_for(WAIT, |s| s.contains("nothing changed in the project"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"write hello.txt\r");
+    vt.wait_for(WAIT, |s| {
+        s.contains("Wrote hello.txt.") && s.contains("● ready")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"/diff\r");
+    let screen = vt
+        .wait_for(WAIT, |s| s.contains("+hello from the model"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert!(screen.contains("hello.txt | 1 +"), "{screen}");
+    assert!(!screen.contains("scratch.txt"), "{screen}");
+    assert!(
+        screen.contains("what changed since the session started"),
+        "{screen}"
+    );
+    // Esc closes the viewer, Esc again the panel; then the composer has the keys.
+    vt.send(b"\x1b");
+    vt.wait_for(WAIT, |s| {
+        !s.contains("what changed since the session started")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\x1b");
+    vt.wait_for(WAIT, |s| !s.contains("Esc closes"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+}

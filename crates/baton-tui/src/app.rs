@@ -227,6 +227,9 @@ impl App {
             }
             Msg::Text { title, lines } => {
                 self.view.rev += 1;
+                // Shown in the panel's viewer, the panel opened for it (`/diff` asks from the
+                // composer).
+                self.ui.panel.open = true;
                 self.ui.panel.viewer = Some((title, lines, 0));
             }
             Msg::Note(text) => self.view.say(Level::Info, text),
@@ -725,6 +728,7 @@ impl App {
                 Ok(())
             }
             "clear" => send(Request::Clear),
+            "diff" => send(Request::Diff),
             "flow" => {
                 let newest = self
                     .view

@@ -12,6 +12,8 @@ pub enum Request {
     Model(String),
     /// `/clear`: a new conversation.
     Clear,
+    /// `/diff`: what changed in the project since the session started.
+    Diff,
     /// `/profile WORD`.
     Profile(String),
     Resume,

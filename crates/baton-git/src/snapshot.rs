@@ -1,0 +1,147 @@
+//! A snapshot of a working tree as a commit no branch points at: what the runner reads a phase's
+//! change between, and what `/diff` in the terminal UI compares a session's start with.
+
+use std::path::{Path, PathBuf};
+
+/// A snapshot of the working tree as it is now, as a commit no branch points at: tracked files
+/// with their uncommitted changes and the untracked ones too (never ignored files, never baton's
+/// own `.baton` folder), built in a temporary index so the user's index and tree are left alone.
+/// Untracked files are in every snapshot, so one taken before and one after a change differ in
+/// exactly that change (a scratch file the user had before is in both). `None` outside git.
+pub fn commit(root: &Path) -> Option<String> {
+    let index = tempfile::Builder::new()
+        .prefix("baton-snapshot-")
+        .tempfile()
+        .ok()?;
+    let git = crate::Git::new(root)
+        .with_env("GIT_INDEX_FILE", index.path())
+        .with_env("GIT_AUTHOR_NAME", "baton")
+        .with_env("GIT_AUTHOR_EMAIL", "baton@localhost")
+        .with_env("GIT_COMMITTER_NAME", "baton")
+        .with_env("GIT_COMMITTER_EMAIL", "baton@localhost");
+    let run = |g: &crate::Git, args: &[&str]| {
+        g.run_output(args)
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let head = run(
+        &crate::Git::new(root),
+        &["rev-parse", "--verify", "-q", "HEAD"],
+    )
+    .filter(|h| !h.is_empty());
+    // The user's index, copied: its file stats spare hashing every unchanged file again.
+    let own = run(
+        &crate::Git::new(root),
+        &["rev-parse", "--git-path", "index"],
+    )?;
+    let own = match Path::new(&own).is_absolute() {
+        true => PathBuf::from(own),
+        false => root.join(own),
+    };
+    if std::fs::copy(&own, index.path()).is_err() {
+        match &head {
+            Some(h) => run(&git, &["read-tree", h.as_str()])?,
+            None => run(&git, &["read-tree", "--empty"])?,
+        };
+    }
+    // Untracked files past [`SNAPSHOT_FILE_LIMIT`] stay out of every snapshot (a dataset, a
+    // build output that is not ignored): hashing them into the object store at each phase and
+    // each review would grow the repository; left out of both sides, they are never the change.
+    let mut add: Vec<String> = ["add", "-A", "--", ".", ":(exclude).baton"]
+        .map(String::from)
+        .to_vec();
+    add.extend(
+        large_untracked(root)
+            .into_iter()
+            .map(|p| format!(":(exclude,literal){p}")),
+    );
+    let add: Vec<&str> = add.iter().map(String::as_str).collect();
+    run(&git, &add)?;
+    let tree = run(&git, &["write-tree"])?;
+    let mut args = vec![
+        "commit-tree",
+        tree.as_str(),
+        "-m",
+        "baton: a snapshot of the working tree",
+    ];
+    if let Some(h) = &head {
+        args.extend(["-p", h.as_str()]);
+    }
+    run(&git, &args).filter(|c| !c.is_empty())
+}
+
+/// Untracked files larger than this are left out of the snapshots.
+const SNAPSHOT_FILE_LIMIT: u64 = 16 << 20;
+
+/// The untracked, not ignored files under `root` larger than [`SNAPSHOT_FILE_LIMIT`], as paths
+/// from `root`.
+fn large_untracked(root: &Path) -> Vec<String> {
+    let Ok(out) = crate::Git::new(root).run_output([
+        "ls-files",
+        "--others",
+        "--exclude-standard",
+        "-z",
+        "--",
+        ".",
+        ":(exclude).baton",
+    ]) else {
+        return Vec::new();
+    };
+    out.stdout
+        .split(|b| *b == 0)
+        .filter_map(|p| std::str::from_utf8(p).ok())
+        .filter(|p| !p.is_empty())
+        .filter(|p| {
+            std::fs::symlink_metadata(root.join(p))
+                .is_ok_and(|m| m.is_file() && m.len() > SNAPSHOT_FILE_LIMIT)
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = crate::Git::new(dir)
+            .with_env("GIT_AUTHOR_NAME", "t")
+            .with_env("GIT_AUTHOR_EMAIL", "t@localhost")
+            .with_env("GIT_COMMITTER_NAME", "t")
+            .with_env("GIT_COMMITTER_EMAIL", "t@localhost")
+            .run_output(args)
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A snapshot holds tracked changes and new files, never `.baton` or an untracked file past
+    /// the size limit, and leaves the user's index alone.
+    #[test]
+    fn a_snapshot_holds_new_files_but_not_baton_s_folder_or_a_huge_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        git(root, &["init", "-q", "-b", "main"]);
+        std::fs::write(root.join("a.txt"), "one\n").unwrap();
+        git(root, &["add", "a.txt"]);
+        git(root, &["commit", "-q", "-m", "a"]);
+        std::fs::write(root.join("a.txt"), "two\n").unwrap();
+        std::fs::write(root.join("new.txt"), "new\n").unwrap();
+        std::fs::create_dir(root.join(".baton")).unwrap();
+        std::fs::write(root.join(".baton/state.json"), "{}").unwrap();
+        // Sparse: a large file that takes no disk.
+        std::fs::File::create(root.join("data.bin"))
+            .unwrap()
+            .set_len(SNAPSHOT_FILE_LIMIT + 1)
+            .unwrap();
+        let sha = commit(root).unwrap();
+        let files = git(root, &["ls-tree", "-r", "--name-only", &sha]);
+        assert_eq!(files.lines().collect::<Vec<_>>(), ["a.txt", "new.txt"]);
+        assert_eq!(git(root, &["show", &format!("{sha}:a.txt")]), "two\n");
+        // The user's index still has a.txt as committed and nothing else.
+        assert_eq!(git(root, &["diff", "--cached", "--name-only"]), "");
+        assert!(git(root, &["status", "--porcelain"]).contains("?? new.txt"));
+    }
+}
