@@ -42,6 +42,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "/clear",
         "a new conversation: the model sees nothing before",
     ),
+    (
+        "/diff",
+        "what changed in the project since the session started",
+    ),
     ("/role", "the session's role (start another with --role)"),
     ("/quit", "end the session"),
 ];
