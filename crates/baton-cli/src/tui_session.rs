@@ -104,7 +104,8 @@ fn submit(
         | Request::OpenSession { .. }
         | Request::Shell { .. }
         | Request::OpenLog { .. }
-        | Request::Diff => return Err("not a request of the session".into()),
+        | Request::Diff
+        | Request::Approval(_) => return Err("not a request of the session".into()),
         Request::Input(t) => Submission::Input(t),
         Request::Interrupt => {
             interrupter.interrupt();
@@ -243,6 +244,7 @@ pub async fn serve(front: TuiFront, session: Session, start: Start) -> Result<Ru
         mut events,
         cancel,
         interrupter,
+        approval,
         end,
         ..
     } = session
@@ -262,6 +264,10 @@ pub async fn serve(front: TuiFront, session: Session, start: Start) -> Result<Ru
         let mut send = move |r: Request| match (&r, crate::tui_work::act(&root, &state, &notes, &r))
         {
             (_, Some(done)) => done,
+            (Request::Approval(word), None) => word
+                .parse::<baton_protocol::ApprovalPolicy>()
+                .map(|p| approval.set(p))
+                .map_err(|e| format!("approval: {e}")),
             (Request::Diff, None) => {
                 diff_since(&diff_cwd, start_tree.clone(), notes.clone());
                 Ok(())

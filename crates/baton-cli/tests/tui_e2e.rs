@@ -1099,3 +1099,43 @@ fn slash_diff_shows_what_changed_since_the_session_started() {
     vt.send(b"\x04");
     assert!(vt.wait(WAIT).success());
 }
+
+/// [22/24] Shift+Tab changes the approval policy of the running session: started with
+/// `never`, one press makes it `on-write`, and the next write is asked about.
+#[test]
+fn shift_tab_changes_the_approval_policy_from_the_next_call() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "w1",
+            "write",
+            json!({"path": "note.txt", "content": "hello\n"}),
+        ))
+        .turn(Turn::text("Written."))
+        .start_blocking();
+    let sb = project(&server);
+    let mut vt = tui(&sb, &["--approval", "never"], 100, 24);
+    vt.wait_for(WAIT, |s| s.contains("? help")).unwrap();
+    vt.send(b"\x1b[Z");
+    vt.wait_for(WAIT, |s| {
+        // Said in the transcript, and in the status line (the screen's last line).
+        s.contains("approval on-write: asks before every call")
+            && s.lines()
+                .last()
+                .is_some_and(|l| l.contains("approval on-write"))
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"write a note\r");
+    let modal = vt
+        .wait_for(WAIT, |s| s.contains("approve this call?"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert!(modal.contains("write note.txt"), "{modal}");
+    vt.send(b"1");
+    vt.wait_for(WAIT, |s| s.contains("Written.") && s.contains("● ready"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("note.txt")).unwrap(),
+        "hello\n"
+    );
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+}

@@ -475,6 +475,41 @@ impl App {
             Action::Editor => self.want_editor = true,
             Action::Redraw => self.want_clear = true,
             Action::DeleteWord => self.ui.composer.delete_word(),
+            Action::CycleApproval => self.cycle_approval(send),
+        }
+    }
+
+    /// Shift+Tab: the next approval policy, set in the session at once (it applies from the next
+    /// tool call) and shown in the status line once the session took it.
+    fn cycle_approval(&mut self, send: &mut dyn FnMut(Request) -> Result<(), String>) {
+        if self.attached.is_some() {
+            return;
+        }
+        const CYCLE: [(&str, &str); 3] = [
+            (
+                "never",
+                "no call is asked about; the sandbox bounds what runs",
+            ),
+            (
+                "on-write",
+                "asks before every call of a tool that changes something",
+            ),
+            ("always", "asks before every tool call"),
+        ];
+        let at = CYCLE
+            .iter()
+            .position(|(p, _)| *p == self.ui.approval_policy)
+            .map_or(0, |i| (i + 1) % CYCLE.len());
+        let (next, what) = CYCLE[at];
+        match send(Request::Approval(next.to_string())) {
+            Ok(()) => {
+                self.ui.approval_policy = next.to_string();
+                self.view.say(
+                    Level::Info,
+                    format!("approval {next}: {what} (from the next tool call)"),
+                );
+            }
+            Err(e) => self.view.say(Level::Error, e),
         }
     }
 

@@ -37,6 +37,7 @@ pub enum Action {
     Editor,
     Redraw,
     DeleteWord,
+    CycleApproval,
 }
 
 /// Each action: its name in `keys.toml`, its default keys and what it does.
@@ -168,6 +169,12 @@ pub const ACTIONS: &[(Action, &str, &[&str], &str)] = &[
         &["ctrl+w"],
         "delete the word before the cursor",
     ),
+    (
+        Action::CycleApproval,
+        "cycle_approval",
+        &["shift+tab"],
+        "approval policy: never → on-write → always (from the next tool call)",
+    ),
 ];
 
 /// The keys in force: the defaults, overridden per action by `keys.toml`.
@@ -254,7 +261,8 @@ fn key_name(key: &KeyEvent) -> Option<String> {
         KeyCode::Enter => "enter".to_string(),
         KeyCode::Esc => "esc".into(),
         KeyCode::Tab => "tab".into(),
-        KeyCode::BackTab => "backtab".into(),
+        // Shift+Tab, as terminals send it.
+        KeyCode::BackTab => "tab".into(),
         KeyCode::Backspace => "backspace".into(),
         KeyCode::Delete => "delete".into(),
         KeyCode::Up => "up".into(),
@@ -278,7 +286,9 @@ fn key_name(key: &KeyEvent) -> Option<String> {
         name.push_str("alt+");
     }
     // Shift is part of a printed character already.
-    if m.contains(KeyModifiers::SHIFT) && !matches!(key.code, KeyCode::Char(_)) {
+    if (m.contains(KeyModifiers::SHIFT) && !matches!(key.code, KeyCode::Char(_)))
+        || key.code == KeyCode::BackTab
+    {
         name.push_str("shift+");
     }
     name.push_str(&base);
@@ -303,7 +313,6 @@ fn parse_key(text: &str) -> Result<(), String> {
         "enter",
         "esc",
         "tab",
-        "backtab",
         "backspace",
         "delete",
         "up",

@@ -14,6 +14,9 @@ pub enum Request {
     Clear,
     /// `/diff`: what changed in the project since the session started.
     Diff,
+    /// Shift+Tab: the session's approval policy from its next tool call (`never`, `on-write`,
+    /// `always`).
+    Approval(String),
     /// `/profile WORD`.
     Profile(String),
     Resume,

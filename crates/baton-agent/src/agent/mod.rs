@@ -7,7 +7,7 @@ mod queue;
 mod spawn;
 
 pub use crate::approval::Approver;
-pub use queue::{Interrupter, RouteSwitch, Submission};
+pub use queue::{ApprovalSwitch, Interrupter, RouteSwitch, Submission};
 pub use spawn::{Session, SessionEnd, SessionHandle};
 
 use std::collections::BTreeMap;

@@ -39,7 +39,7 @@ pub use switch::RouteSwitch;
 
 pub(crate) use inbox::Flow;
 use inbox::PollState;
-pub use inbox::{Inbox, Interrupter};
+pub use inbox::{ApprovalSwitch, Inbox, Interrupter};
 
 /// What a session is asked to do, in the order it arrives.
 #[derive(Debug, Clone, PartialEq)]
@@ -841,7 +841,7 @@ impl Running<'_> {
         let mut call_ctx = ctx.clone();
         call_ctx.cancel = ctx.cancel.child_token();
         let mut approvals = crate::turn::Approvals {
-            policy: spec.approval,
+            policy: inbox.approval.get().unwrap_or(spec.approval),
             approver,
             always: always_approved,
             unavailable: None,

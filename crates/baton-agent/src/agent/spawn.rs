@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::queue::{serve, Inbox};
-use super::{AgentSpec, Approver, Interrupter, RunSummary, Submission};
+use super::{AgentSpec, ApprovalSwitch, Approver, Interrupter, RunSummary, Submission};
 use crate::session::SessionStore;
 
 /// A session about to start: what it runs with, the conversation it continues and its
@@ -39,6 +39,8 @@ pub struct SessionHandle {
     pub cancel: CancellationToken,
     /// Stops the streaming model turn at once (the terminal UI's Esc).
     pub interrupter: Interrupter,
+    /// Changes the approval policy from the next tool call (the terminal UI's Shift+Tab).
+    pub approval: ApprovalSwitch,
     /// `()` each time the session waits for its next submission (a front end that feeds it one
     /// input at a time sends the next then); unread, it is dropped.
     pub idle: std::sync::mpsc::Receiver<()>,
@@ -123,6 +125,7 @@ impl Session {
             inbox.set_approver(a);
         }
         let interrupter = inbox.interrupter();
+        let approval = inbox.approval_switch();
         let cancel = CancellationToken::new();
         let token = cancel.clone();
         let (tx, events) = mpsc::unbounded_channel();
@@ -148,6 +151,7 @@ impl Session {
             events,
             cancel,
             interrupter,
+            approval,
             idle,
             end: SessionEnd(task),
         }

@@ -19,6 +19,31 @@ pub struct Inbox {
     pub(super) approver: Option<std::sync::Arc<dyn crate::approval::Approver>>,
     /// Stops a model turn as it streams (Esc in the terminal UI).
     pub(super) interrupter: Interrupter,
+    /// The approval policy the front end set while the session runs, over the spec's.
+    pub(super) approval: ApprovalSwitch,
+}
+
+/// The session's approval policy as its front end changes it while the session runs (the
+/// terminal UI's Shift+Tab): read before each batch of tool calls, so a change applies from the
+/// next call. Unset, the session's own policy (`agent.approval`, `--approval`) holds.
+#[derive(Clone, Default, Debug)]
+pub struct ApprovalSwitch(std::sync::Arc<std::sync::Mutex<Option<baton_protocol::ApprovalPolicy>>>);
+
+impl ApprovalSwitch {
+    pub fn set(&self, policy: baton_protocol::ApprovalPolicy) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(policy);
+    }
+
+    /// The policy the front end set, if it set one.
+    pub fn get(&self) -> Option<baton_protocol::ApprovalPolicy> {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// Stops the model turn that streams now, at once (the terminal UI's Esc), as well as sending
@@ -98,6 +123,7 @@ impl Inbox {
                 rx,
                 idle: None,
                 approver: None,
+                approval: ApprovalSwitch::default(),
                 interrupter: Interrupter::default(),
             },
         )
@@ -109,6 +135,11 @@ impl Inbox {
     }
 
     /// The handle that stops a streaming model turn at once.
+    /// The handle a front end changes the session's approval policy through.
+    pub fn approval_switch(&self) -> ApprovalSwitch {
+        self.approval.clone()
+    }
+
     pub fn interrupter(&self) -> Interrupter {
         self.interrupter.clone()
     }
