@@ -1073,10 +1073,13 @@ fn slash_diff_shows_what_changed_since_the_session_started() {
     vt.wait_for(WAIT, |s| s.contains("nothing changed in the project"))
         .unwrap_or_else(|s| panic!("{s}"));
     vt.send(b"write hello.txt\r");
-    vt.wait_for(WAIT, |s| {
-        s.contains("Wrote hello.txt.") && s.contains("● ready")
-    })
-    .unwrap_or_else(|s| panic!("{s}"));
+    let written = vt
+        .wait_for(WAIT, |s| {
+            s.contains("Wrote hello.txt.") && s.contains("● ready")
+        })
+        .unwrap_or_else(|s| panic!("{s}"));
+    // The write's diff carries its lines' numbers.
+    assert!(written.contains("1 + hello from the model"), "{written}");
     vt.send(b"/diff\r");
     let screen = vt
         .wait_for(WAIT, |s| s.contains("+hello from the model"))

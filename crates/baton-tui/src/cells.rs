@@ -176,13 +176,31 @@ fn tool_lines(
         } else {
             diff.len().min(DIFF_LINES)
         };
-        for (sign, line) in &diff[..shown] {
+        // Line numbers where the file's are known, right-aligned in one column.
+        let digits = diff
+            .iter()
+            .filter_map(|(_, n, _)| *n)
+            .max()
+            .map_or(0, |n| n.to_string().len());
+        for (sign, number, line) in &diff[..shown] {
             let st = if *sign == '+' { t.added } else { t.removed };
             let text = baton_text::sanitize_line(line).into_owned();
-            out.push(Line::from(Span::styled(
-                baton_text::fit_columns(&format!("  {sign} {text}"), width).into_owned(),
-                st,
-            )));
+            let num = match number {
+                Some(n) => format!("{n:>digits$} "),
+                None if digits > 0 => " ".repeat(digits + 1),
+                None => String::new(),
+            };
+            out.push(Line::from(vec![
+                Span::styled(format!("  {num}"), t.dim),
+                Span::styled(
+                    baton_text::fit_columns(
+                        &format!("{sign} {text}"),
+                        width.saturating_sub(2 + num.len()),
+                    )
+                    .into_owned(),
+                    st,
+                ),
+            ]));
         }
         if shown < diff.len() {
             out.push(Line::from(Span::styled(

@@ -60,7 +60,7 @@ pub(crate) fn draw_approval(
         Span::styled(cell.summary(), t.text),
     ])];
     if let Some(diff) = cell.diff() {
-        for (sign, l) in diff.iter().take(6) {
+        for (sign, _, l) in diff.iter().take(6) {
             let st = if *sign == '+' { t.added } else { t.removed };
             lines.push(Line::from(Span::styled(
                 format!("{sign} {}", baton_text::sanitize_line(l)),

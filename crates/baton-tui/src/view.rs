@@ -116,21 +116,41 @@ impl ToolCell {
     }
 
     /// The lines of an edit or a write as a diff: `-` old, `+` new.
-    pub fn diff(&self) -> Option<Vec<(char, String)>> {
+    /// The call's change as diff lines: the sign, the line's number in the file where it is
+    /// known (a write's lines from 1; an edit's from the line its result says it replaced at),
+    /// and the text.
+    pub fn diff(&self) -> Option<Vec<(char, Option<usize>, String)>> {
         let arg = |k: &str| self.arguments.get(k).and_then(Value::as_str);
         match self.tool.as_str() {
             "edit" => {
                 let old = arg("old_string")?;
                 let new = arg("new_string")?;
-                let mut lines: Vec<(char, String)> =
-                    old.lines().map(|l| ('-', l.to_string())).collect();
-                lines.extend(new.lines().map(|l| ('+', l.to_string())));
+                // "replaced 1 occurrence at line N": where the edit sits in the file.
+                let at = self.output.as_deref().and_then(|o| {
+                    let rest = o.split("replaced 1 occurrence at line ").nth(1)?;
+                    rest.split(|c: char| !c.is_ascii_digit())
+                        .next()?
+                        .parse::<usize>()
+                        .ok()
+                });
+                let number = |k: usize| at.map(|n| n + k);
+                let mut lines: Vec<(char, Option<usize>, String)> = old
+                    .lines()
+                    .enumerate()
+                    .map(|(k, l)| ('-', number(k), l.to_string()))
+                    .collect();
+                lines.extend(
+                    new.lines()
+                        .enumerate()
+                        .map(|(k, l)| ('+', number(k), l.to_string())),
+                );
                 Some(lines)
             }
             "write" => Some(
                 arg("content")?
                     .lines()
-                    .map(|l| ('+', l.to_string()))
+                    .enumerate()
+                    .map(|(k, l)| ('+', Some(k + 1), l.to_string()))
                     .collect(),
             ),
             _ => None,

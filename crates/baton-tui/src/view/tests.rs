@@ -490,3 +490,44 @@ fn a_route_switch_and_a_clear_are_said_and_the_route_is_the_new_one() {
         ]
     );
 }
+
+/// [22/24] A diff carries the file's line numbers where they are known: a write's from 1, an
+/// edit's from the line its result says it replaced at (none before it ran).
+#[test]
+fn diff_lines_carry_the_file_s_line_numbers() {
+    let call = |tool: &str, args: serde_json::Value, output: Option<&str>| ToolCell {
+        item_id: "i".into(),
+        call_id: "c".into(),
+        reference: None,
+        selected: false,
+        tool: tool.into(),
+        arguments: args,
+        path: None,
+        status: ItemStatus::Completed,
+        started_ms: 0,
+        ended_ms: Some(1),
+        output: output.map(str::to_string),
+        exit_code: None,
+    };
+    let numbers = |c: &ToolCell| -> Vec<(char, Option<usize>)> {
+        c.diff().unwrap().iter().map(|(s, n, _)| (*s, *n)).collect()
+    };
+    let write = call(
+        "write",
+        serde_json::json!({"path": "a", "content": "x\ny\n"}),
+        None,
+    );
+    assert_eq!(numbers(&write), [('+', Some(1)), ('+', Some(2))]);
+    let args = serde_json::json!({"path": "a", "old_string": "a\nb", "new_string": "c"});
+    let done = call(
+        "edit",
+        args.clone(),
+        Some("Edited `a`: replaced 1 occurrence at line 12 (2 lines → 1 line).\n12 c"),
+    );
+    assert_eq!(
+        numbers(&done),
+        [('-', Some(12)), ('-', Some(13)), ('+', Some(12))]
+    );
+    let asked = call("edit", args, None);
+    assert_eq!(numbers(&asked), [('-', None), ('-', None), ('+', None)]);
+}
