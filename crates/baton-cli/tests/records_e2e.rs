@@ -381,8 +381,8 @@ fn one_corrupt_task_log_is_listed_as_damaged_and_the_others_as_usual() {
     assert_exit(&o, 1);
     let text = out(&o);
     for good in [
-        "tgood1  failed",
-        "tgood2  failed",
+        "tgood1  ✗ failed",
+        "tgood2  ✗ failed",
         "n-tgood1 (r)",
         "n-tgood2 (r)",
     ] {
@@ -430,5 +430,5 @@ fn one_corrupt_task_log_is_listed_as_damaged_and_the_others_as_usual() {
     );
     let o = p.run(&["task", "status"]);
     assert_exit(&o, 0);
-    assert!(out(&o).contains("tbad  starting"), "{}", both(&o));
+    assert!(out(&o).contains("tbad  ◐ starting"), "{}", both(&o));
 }

@@ -1097,7 +1097,7 @@ fn slash_diff_shows_what_changed_since_the_session_started() {
     })
     .unwrap_or_else(|s| panic!("{s}"));
     vt.send(b"\x1b");
-    vt.wait_for(WAIT, |s| !s.contains("Esc closes"))
+    vt.wait_for(WAIT, |s| !s.contains("x cancels"))
         .unwrap_or_else(|s| panic!("{s}"));
     vt.send(b"\x04");
     assert!(vt.wait(WAIT).success());
