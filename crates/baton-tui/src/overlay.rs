@@ -33,14 +33,9 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
     )
 }
 
-pub(crate) fn draw_approval(
-    frame: &mut Frame<'_>,
-    view: &View,
-    overlay: Option<&Overlay>,
-    t: Theme,
-    area: Rect,
-) {
-    let Some(req) = &view.approval else { return };
+/// The approval modal's lines: the call, its change, and the choices (or the "no" feedback).
+fn approval_lines(view: &View, overlay: Option<&Overlay>, t: Theme) -> Option<Vec<Line<'static>>> {
+    let req = view.approval.as_ref()?;
     let cell = ToolCell {
         item_id: req.item_id.clone(),
         call_id: String::new(),
@@ -92,16 +87,60 @@ pub(crate) fn draw_approval(
             )));
         }
     }
-    let h = lines.len() as u16 + 2;
-    let w = area.width.saturating_sub(4).clamp(20, 80);
-    let r = centered(area, w, h);
-    frame.render_widget(Clear, r);
+    Some(lines)
+}
+
+/// The rows the approval modal takes (0 without one): the transcript is drawn above it, so the
+/// message that led to the call stays in view.
+pub(crate) fn approval_height(view: &View, overlay: Option<&Overlay>, t: Theme, width: u16) -> u16 {
+    let inner = usize::from(width.saturating_sub(2)).max(1);
+    approval_lines(view, overlay, t).map_or(0, |ls| {
+        let rows: usize = ls.iter().map(|l| l.width().max(1).div_ceil(inner)).sum();
+        u16::try_from(rows + 2).unwrap_or(u16::MAX)
+    })
+}
+
+/// `lines` in `area` (borders included), each taking the rows it wraps to: the change's lines go
+/// first, so the call and the choices stay (a screen too small for those cuts the last).
+fn fitted(mut lines: Vec<Line<'static>>, area: Rect, choices: usize) -> Vec<Line<'static>> {
+    let (room, inner) = (
+        usize::from(area.height.saturating_sub(2)),
+        usize::from(area.width.saturating_sub(2)).max(1),
+    );
+    let rows =
+        |ls: &[Line<'_>]| -> usize { ls.iter().map(|l| l.width().max(1).div_ceil(inner)).sum() };
+    // The call and the last `choices` lines (the choices, or the feedback being typed) stay.
+    while rows(&lines) > room && lines.len() > 1 + choices {
+        // Index 1 is the change (or the blank line before the choices) while there is one.
+        lines.remove(1);
+    }
+    lines
+}
+
+/// The approval modal in `area`: the rows under the transcript, above the composer.
+pub(crate) fn draw_approval(
+    frame: &mut Frame<'_>,
+    view: &View,
+    overlay: Option<&Overlay>,
+    t: Theme,
+    area: Rect,
+) {
+    let Some(lines) = approval_lines(view, overlay, t) else {
+        return;
+    };
+    let choices = if matches!(overlay, Some(Overlay::Feedback(_))) {
+        2
+    } else {
+        3
+    };
+    let lines = fitted(lines, area, choices);
+    frame.render_widget(Clear, area);
     let p = Paragraph::new(lines).wrap(Wrap { trim: false }).block(
         Block::bordered()
             .title(Span::styled(" approve this call? ", t.warn))
             .border_style(t.warn),
     );
-    frame.render_widget(p, r);
+    frame.render_widget(p, area);
 }
 
 pub(crate) fn draw_help(frame: &mut Frame<'_>, keymap: &Keymap, scroll: u16, t: Theme, area: Rect) {

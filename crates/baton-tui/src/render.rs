@@ -19,7 +19,7 @@ use crate::composer::Composer;
 use crate::keymap::Keymap;
 use crate::markdown;
 pub use crate::overlay::Overlay;
-use crate::overlay::{draw_approval, draw_help};
+use crate::overlay::{approval_height, draw_approval, draw_help};
 use crate::theme::Theme;
 use crate::view::{Body, Entry, Phase, View};
 
@@ -205,6 +205,12 @@ pub fn draw(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, now_ms: u64) {
     ])
     .areas(area);
 
+    // An approval takes the rows under the transcript, which is drawn above it: the message
+    // that led to the call stays in view.
+    // On a short screen the modal takes what it needs first (its change's lines give way).
+    let modal_h = approval_height(view, ui.overlay.as_ref(), t, body.width).min(body.height);
+    let [body, modal_area] =
+        Layout::vertical([Constraint::Min(1), Constraint::Length(modal_h)]).areas(body);
     // The side panel: beside the transcript on a wide screen, over it on a narrow one.
     let (body_t, panel_area) = if ui.panel.open {
         // A Flow's or a workflow's view, or a log, takes the whole width.
@@ -312,7 +318,7 @@ pub fn draw(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, now_ms: u64) {
     }
 
     if view.approval.is_some() {
-        draw_approval(frame, view, ui.overlay.as_ref(), ui.theme, area);
+        draw_approval(frame, view, ui.overlay.as_ref(), ui.theme, modal_area);
     } else if ui.overlay == Some(Overlay::Help) {
         draw_help(frame, &ui.keymap, ui.help_scroll, ui.theme, area);
     }
