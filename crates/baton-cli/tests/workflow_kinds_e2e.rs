@@ -430,6 +430,33 @@ fn a_build_after_a_plan_builds_the_plan_memory_names() {
     assert_exit(&o, 0);
     assert_eq!(wf.calls("component-builder"), 4);
     assert!(wf.snapshot()["plan_file"].is_null(), "{}", wf.snapshot());
+
+    // [21/24] A plan `--plan` names that is not there is asked about the same way (it was an
+    // error, exit 2): re-plan first, or build the request without it.
+    std::fs::remove_dir_all(wf.sb.work().join(".baton/state/workflows")).unwrap();
+    let o = wf.run(&[
+        "run",
+        "implement the storage migration",
+        "--plan",
+        "docs/typo.md",
+        "--no-worktree",
+    ]);
+    assert_exit(&o, 4);
+    assert!(
+        out(&o).contains("The plan docs/typo.md that --plan names is missing")
+            && out(&o).contains("re-plan first | build without plan"),
+        "{}\n{}",
+        out(&o),
+        err(&o)
+    );
+    assert_eq!(
+        wf.calls("component-builder"),
+        4,
+        "nothing built before the answer"
+    );
+    let o = wf.run(&["resume", "--answer", "build without plan"]);
+    assert_exit(&o, 0);
+    assert_eq!(wf.calls("component-builder"), 5);
 }
 
 /// A planner that writes a plan in baton's format: the PLAN approves it and names the exact

@@ -168,16 +168,26 @@ pub async fn start(
     start_with(env, &ExecLauncher, opts, cancel).await
 }
 
+/// A plan read and trusted, with its approval key.
+type TrustedPlan = (crate::plan_file::PlanFile, String);
+
+/// A plan the BUILD was told to build that is not there: its name, and who named it.
+struct MissingPlan {
+    name: String,
+    named_by: &'static str,
+}
+
 /// The plan `--plan` names, trusted (its hash recorded on approval) and read; refused with the
-/// fix when it cannot go with the rest of the options.
+/// fix when it cannot go with the rest of the options. A `--plan` file that is not there is not
+/// an error: the workflow asks (re-plan first, or build without it), as for a plan memory names.
 fn trusted_plan(
     env: &RunEnv,
     opts: &StartOptions,
     referenced: Option<&Path>,
     root: &Path,
-) -> Result<Option<(crate::plan_file::PlanFile, String)>, RunError> {
+) -> Result<(Option<TrustedPlan>, Option<MissingPlan>), RunError> {
     let Some(p) = opts.plan.as_deref().or(referenced) else {
-        return Ok(None);
+        return Ok((None, None));
     };
     if opts.kind != WorkflowKind::Build {
         return Err(RunError::Refused(format!(
@@ -196,12 +206,15 @@ fn trusted_plan(
         // Memory names it from the project's root.
         (false, false) => root.join(p),
     };
-    Ok(Some(plan::trust_as(
-        &env.delegate.state,
-        root,
-        &path,
-        opts.plan.is_some(),
-    )?))
+    if opts.plan.is_some() && !path.exists() {
+        let missing = MissingPlan {
+            name: p.display().to_string(),
+            named_by: "--plan",
+        };
+        return Ok((None, Some(missing)));
+    }
+    let trusted = plan::trust_as(&env.delegate.state, root, &path, opts.plan.is_some())?;
+    Ok((Some(trusted), None))
 }
 
 /// The plan a BUILD takes from `activeContext.md ## References` (see
@@ -270,8 +283,12 @@ pub async fn start_with(
     }
     check_tiers(env)?;
     let root = project_root(env);
-    let (referenced, missing_plan) = referenced_plan(opts, &root)?;
-    let plan = trusted_plan(env, opts, referenced.as_deref(), &root)?;
+    let (referenced, missing_referenced) = referenced_plan(opts, &root)?;
+    let (plan, missing_given) = trusted_plan(env, opts, referenced.as_deref(), &root)?;
+    let missing_plan = missing_given.or(missing_referenced.map(|name| MissingPlan {
+        name,
+        named_by: "activeContext.md ## References",
+    }));
     let store = WorkflowStore::new(env.delegate.state.clone());
     let (first_question, scope) = first_question(opts, plan.is_some(), missing_plan);
     // The working tree is locked before anything is written, unless the BUILD is sure to work in
@@ -411,7 +428,7 @@ pub async fn start_with(
 fn first_question(
     opts: &StartOptions,
     planned: bool,
-    missing_plan: Option<String>,
+    missing_plan: Option<MissingPlan>,
 ) -> (Option<(Gate, String)>, Option<crate::route::scope::Scope>) {
     use crate::route::scope::{self, Scope};
     let asks = opts.assess_scope && !planned;
@@ -425,8 +442,8 @@ fn first_question(
         );
         return (Some((Gate::IntentReadiness, why)), None);
     }
-    if let Some(name) = missing_plan {
-        let why = format!("The plan {name} that activeContext.md ## References names is missing");
+    if let Some(MissingPlan { name, named_by }) = missing_plan {
+        let why = format!("The plan {name} that {named_by} names is missing");
         return (Some((Gate::MissingPlan, why)), None);
     }
     let assessed = (asks && opts.kind == WorkflowKind::Build && !opts.trivial)
