@@ -207,15 +207,23 @@ pub(crate) struct Toolbox<'a> {
 /// The session's approvals as one batch of calls runs: its policy, who answers, the tools
 /// approved for the whole session, and (set here) why the session must fail closed.
 pub(crate) struct Approvals<'a> {
+    /// The session's own policy (`agent.approval`, `--approval`).
     pub(crate) policy: baton_protocol::ApprovalPolicy,
+    /// What the front end set while the session runs (Shift+Tab), read at each call.
+    pub(crate) switch: crate::agent::ApprovalSwitch,
     pub(crate) approver: Option<Arc<dyn crate::approval::Approver>>,
     pub(crate) always: &'a mut std::collections::BTreeSet<String>,
     pub(crate) unavailable: Option<String>,
 }
 
 impl Approvals<'_> {
+    /// The policy in force for the next call.
+    fn policy(&self) -> baton_protocol::ApprovalPolicy {
+        self.switch.get().unwrap_or(self.policy)
+    }
+
     fn needs(&self, tool: &Arc<dyn Tool>) -> bool {
-        self.policy.asks(tool.read_only()) && !self.always.contains(tool.name())
+        self.policy().asks(tool.read_only()) && !self.always.contains(tool.name())
     }
 }
 
@@ -405,7 +413,7 @@ async fn approval_refusal(p: &Prepared, approvals: &mut Approvals<'_>) -> Option
         None => {
             let why = format!(
                 "`{}` needs approval (agent.approval = \"{}\") and this session has no one to ask: run it in `baton tui`, or pass --approval never (the sandbox still bounds every command)",
-                p.name, approvals.policy
+                p.name, approvals.policy()
             );
             approvals.unavailable = Some(why.clone());
             Some(format!("not run: {why}"))

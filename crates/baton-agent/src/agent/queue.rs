@@ -841,7 +841,8 @@ impl Running<'_> {
         let mut call_ctx = ctx.clone();
         call_ctx.cancel = ctx.cancel.child_token();
         let mut approvals = crate::turn::Approvals {
-            policy: inbox.approval.get().unwrap_or(spec.approval),
+            policy: spec.approval,
+            switch: inbox.approval.clone(),
             approver,
             always: always_approved,
             unavailable: None,

@@ -24,8 +24,8 @@ pub struct Inbox {
 }
 
 /// The session's approval policy as its front end changes it while the session runs (the
-/// terminal UI's Shift+Tab): read before each batch of tool calls, so a change applies from the
-/// next call. Unset, the session's own policy (`agent.approval`, `--approval`) holds.
+/// terminal UI's Shift+Tab): read at each tool call, so a change applies from the next call.
+/// Unset, the session's own policy (`agent.approval`, `--approval`) holds.
 #[derive(Clone, Default, Debug)]
 pub struct ApprovalSwitch(std::sync::Arc<std::sync::Mutex<Option<baton_protocol::ApprovalPolicy>>>);
 
