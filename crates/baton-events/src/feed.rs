@@ -343,7 +343,7 @@ pub fn complete_lines(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
     })
 }
 
-fn parse_time(ts: &str) -> Option<i128> {
+pub(crate) fn parse_time(ts: &str) -> Option<i128> {
     time::OffsetDateTime::parse(ts, &time::format_description::well_known::Rfc3339)
         .ok()
         .map(|t| t.unix_timestamp_nanos())

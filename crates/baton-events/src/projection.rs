@@ -47,6 +47,10 @@ pub struct Row {
     pub cost_usd: Option<f64>,
     pub started_ms: Option<u64>,
     pub ended_ms: Option<u64>,
+    /// When it began and ended by its events' own times (milliseconds since the epoch): a row
+    /// folded from history ends as it is read, and these still say how long it took.
+    pub began_at_ms: Option<u64>,
+    pub ended_at_ms: Option<u64>,
     /// A short line on where it is (a Flow's unit step, a workflow's phase or question).
     pub detail: String,
     /// A delegated child's own session, once it finished (its transcript can be read).
@@ -73,6 +77,8 @@ impl Row {
             cost_usd: None,
             started_ms: Some(now_ms),
             ended_ms: None,
+            began_at_ms: None,
+            ended_at_ms: None,
             detail: String::new(),
             session: None,
             model: None,
@@ -81,6 +87,11 @@ impl Row {
     }
 
     pub fn elapsed_ms(&self, now_ms: u64) -> u64 {
+        // Ended, by its events' own times when they are known (history folded at once ends
+        // every row as it is read).
+        if let (Some(_), Some(b), Some(e)) = (self.ended_ms, self.began_at_ms, self.ended_at_ms) {
+            return e.saturating_sub(b);
+        }
         match self.started_ms {
             Some(s) => self.ended_ms.unwrap_or(now_ms).saturating_sub(s),
             None => 0,
@@ -234,16 +245,54 @@ impl Projection {
     pub fn apply(&mut self, event: &Event, now_ms: u64) {
         self.rev += 1;
         let id = event.source.id.clone();
-        match &event.event {
+        let kind = match &event.event {
             Payload::Task(t) => {
                 self.task(&id, t, now_ms);
                 self.task_doc(&id, t);
+                Some(Kind::Task)
             }
-            Payload::Flow(r) => self.flow(&id, &r.event, now_ms),
-            Payload::Workflow(w) => self.workflow(&id, w, now_ms),
-            Payload::Worker(w) => self.worker(&id, w, now_ms),
-            Payload::Session(line) => self.session(&id, line),
-            Payload::Routing(_) => {}
+            Payload::Flow(r) => {
+                self.flow(&id, &r.event, now_ms);
+                Some(Kind::Flow)
+            }
+            Payload::Workflow(w) => {
+                self.workflow(&id, w, now_ms);
+                Some(Kind::Workflow)
+            }
+            Payload::Worker(w) => {
+                self.worker(&id, w, now_ms);
+                Some(Kind::Worker)
+            }
+            Payload::Session(line) => {
+                self.session(&id, line);
+                None
+            }
+            Payload::Routing(_) => None,
+        };
+        let wall = event
+            .ts
+            .as_deref()
+            .and_then(crate::feed::parse_time)
+            .and_then(|n| u64::try_from(n / 1_000_000).ok());
+        if let (Some(kind), Some(wall)) = (kind, wall) {
+            self.stamp(kind, &id, wall);
+        }
+    }
+
+    /// The event's own time on the rows of `kind`/`id`: when each began, and when one that has
+    /// ended did (its last event's time, until it ends).
+    fn stamp(&mut self, kind: Kind, id: &str, wall: u64) {
+        for row in self
+            .rows
+            .iter_mut()
+            .filter(|r| r.kind == kind && r.id == id)
+        {
+            row.began_at_ms.get_or_insert(wall);
+            if row.ended_ms.is_some() {
+                row.ended_at_ms.get_or_insert(wall);
+            } else {
+                row.ended_at_ms = None;
+            }
         }
     }
 

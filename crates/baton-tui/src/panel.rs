@@ -369,8 +369,8 @@ fn row_lines(
     if let Some(c) = row.cost_usd {
         figures.push(format!("${c:.3}"));
     }
-    // A row that ended as it was read (history folded at once) has no duration worth showing:
-    // "0s" on every finished row said nothing true.
+    // A finished row's duration comes from its events' own times; one without them that ended
+    // as it was read (history folded at once) shows none: "0s" would say nothing true.
     let elapsed = row.elapsed_ms(now_ms);
     if elapsed > 0 || row.ended_ms.is_none() {
         figures.push(secs(elapsed));

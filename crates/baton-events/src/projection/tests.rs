@@ -401,3 +401,33 @@ fn the_typescript_declarations_are_the_committed_ones() {
         path.display()
     );
 }
+
+/// [22/24] History folded at once ends every row as it is read; its duration comes from the
+/// events' own times (it showed `0s`, then nothing).
+#[test]
+fn a_row_folded_from_history_takes_its_duration_from_its_events_times() {
+    let mut evs: Vec<Event> = fixture_events()
+        .into_iter()
+        .filter(|e| e.source.kind == SourceKind::Workflow)
+        .collect();
+    let last = evs.len() - 1;
+    for (k, e) in evs.iter_mut().enumerate() {
+        e.ts = Some(format!(
+            "2026-12-06T10:00:{:02}.000Z",
+            if k == last { 42 } else { k.min(30) }
+        ));
+    }
+    let p = fold(&evs);
+    let row = p
+        .rows
+        .iter()
+        .find(|r| r.kind == Kind::Workflow)
+        .expect("the workflow's row");
+    assert!(row.ended_ms.is_some(), "{row:?}");
+    assert_eq!(row.elapsed_ms(1_000_000), 42_000, "{row:?}");
+    // Without times, as before: the fold's own clock.
+    let p = fold(&fixture_events());
+    let row = p.rows.iter().find(|r| r.kind == Kind::Workflow).unwrap();
+    let clock = row.ended_ms.unwrap() - row.started_ms.unwrap();
+    assert_eq!(row.elapsed_ms(1_000_000), clock);
+}
