@@ -305,6 +305,12 @@ fn every_view_of_a_project_in_every_state_renders_and_axe_finds_nothing() {
             ["d", "✓", "✓", "✓", "✓", "✓"]
         ])
     );
+    // [22/24] A unit's change, as a diff from the repository.
+    let change = r["unit_change"].as_str().unwrap_or_default();
+    assert!(
+        change.contains("d.txt") && change.contains("+d"),
+        "{change}"
+    );
     assert!(r["flow_blocked"]["notes"]
         .as_str()
         .unwrap()

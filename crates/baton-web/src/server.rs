@@ -11,6 +11,7 @@
 //! | `GET /api/workflows/{id}/artifact[?seq=N]` | a workflow's artifact, after event N or now |
 //! | `GET /api/workflows/{id}/dispatches/{task}` | a dispatch's answer and its contract, parsed |
 //! | `GET /api/flows/{id}/units/{unit}/packet` | the exact review packet a unit's reviewer got |
+//! | `GET /api/flows/{id}/units/{unit}/change` | what a unit changed: `git diff` of its base and tip |
 //! | `POST /api/tasks/{id}/cancel` | `baton task cancel ID` |
 //! | `POST /api/workflows/{id}/answer` | `baton resume ID --answer BODY` (the body is the exact words) |
 //! | `POST /api/flows/{id}/continue`, `…/abandon`, `…/clean` | `baton flow continue --guidance=BODY -- ID`, `abandon -- ID`, `clean --yes -- ID` |
@@ -359,6 +360,23 @@ async fn packet(
     }
 }
 
+async fn unit_change(
+    State(app): State<App>,
+    UrlPath((flow, unit)): UrlPath<(String, String)>,
+) -> Response {
+    let state = app.opts.state.clone();
+    let read =
+        tokio::task::spawn_blocking(move || baton_app::task_log::unit_change(&state, &flow, &unit))
+            .await;
+    match read {
+        Ok(Ok(text)) => {
+            ([(header::CONTENT_TYPE, "text/x-diff; charset=utf-8")], text).into_response()
+        }
+        Ok(Err(e)) => not_found(&e),
+        Err(e) => not_found(&e.to_string()),
+    }
+}
+
 async fn cancel_task(State(app): State<App>, UrlPath(task): UrlPath<String>) -> Response {
     act(&app, Action::CancelTask { task })
 }
@@ -389,6 +407,7 @@ fn router(opts: Options, guard: Guard) -> Router {
         .route("/api/workflows/{id}/artifact", get(artifact))
         .route("/api/workflows/{id}/dispatches/{task}", get(dispatch))
         .route("/api/flows/{id}/units/{unit}/packet", get(packet))
+        .route("/api/flows/{id}/units/{unit}/change", get(unit_change))
         .route("/api/workflows/{id}/answer", post(answer))
         .route("/api/flows/{id}/{action}", post(flow_action))
         .with_state(app)

@@ -452,6 +452,16 @@ function showUnit(flow, u) {
   if (!u.validation.length) parts.push(el('p', { class: 'empty', text: 'not validated yet' }));
   for (const v of u.validation) parts.push(el('p', { class: v.ok ? 'done' : 'failed', text: `${v.ok ? '✓' : '✗'} ${v.command}` }), el('pre', { class: 'output', text: v.output || '(no output)' }));
   if (u.review) parts.push(el('h4', { text: 'review' }), el('pre', { text: u.review }));
+  if (u.base && u.tip) {
+    // What the unit changed: its base..tip as a diff, read from the repository when asked.
+    const slot = el('div', { id: 'unit-change' });
+    parts.push(el('h4', { text: 'change' }), el('button', {
+      type: 'button', text: 'show what it changed', onclick: async () => {
+        const res = await fetch(`/api/flows/${encodeURIComponent(flow)}/units/${encodeURIComponent(u.id)}/change`);
+        slot.replaceChildren(res.ok ? diffView(await res.text()) : el('p', { text: await res.text() }));
+      },
+    }), slot);
+  }
   if (u.packet) {
     const slot = el('div', { id: 'packet' });
     parts.push(el('h4', { text: 'review packet' }), el('button', {

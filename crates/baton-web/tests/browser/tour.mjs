@@ -99,6 +99,11 @@ try {
   await page.getByRole('button', { name: `open flow ${ids.flow_done}` }).click();
   await page.waitForFunction((i) => document.getElementById('h-flow').textContent === `Flow ${i}`, ids.flow_done);
   result.flow_done = await page.locator('#units tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].slice(0, 6).map((td) => td.textContent)));
+  // A landed unit's change, read from the repository.
+  await page.getByRole('button', { name: 'unit d details' }).click();
+  await page.getByRole('button', { name: 'show what it changed' }).click();
+  await page.waitForSelector('#unit-change pre.diff');
+  result.unit_change = await page.locator('#unit-change pre.diff').textContent();
   await view('flow-done');
 
   // Tasks: every state, and a log.
