@@ -1,0 +1,140 @@
+//! [24/24] The Claude Code plugin (`plugins/claude-code/baton`, listed by the repository's
+//! `.claude-plugin/marketplace.json`): validated by Claude Code's own CLI (`claude plugin
+//! validate --strict`), added as a marketplace and installed into a fresh Claude Code home,
+//! whose `plugin details` lists its commands and MCP server; and every command allows only tools
+//! the plugin's MCP server (`baton mcp --tools core`, started from the plugin's own arguments)
+//! offers. Outside CI the test is skipped with a note when Claude Code is missing
+//! (`npm ci --prefix bench`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::process::Stdio;
+
+use baton_testkit::fixture::{assert_exit, find_program, skip_live, workspace_root, Sandbox};
+use common::mcp::Recorder;
+use rmcp::ServiceExt as _;
+use serde_json::Value;
+
+const PLUGIN: &str = "plugins/claude-code/baton";
+
+fn claude() -> Option<std::path::PathBuf> {
+    let found = find_program("BATON_TEST_CLAUDE", "bench/node_modules/.bin/claude");
+    if found.is_none() {
+        skip_live("claude", "BATON_TEST_CLAUDE", "run npm ci --prefix bench");
+    }
+    found
+}
+
+/// The `allowed-tools` of each command file of the plugin, by file name.
+fn allowed_tools() -> Vec<(String, Vec<String>)> {
+    let dir = workspace_root().join(PLUGIN).join("commands");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix("allowed-tools:"))
+            .unwrap_or_else(|| panic!("{}: no allowed-tools", path.display()));
+        let tools = line.split(',').map(|t| t.trim().to_string()).collect();
+        out.push((path.file_name().unwrap().to_string_lossy().into(), tools));
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn claude_code_validates_installs_and_lists_the_plugin() {
+    let Some(claude) = claude() else { return };
+    let root = workspace_root();
+    for target in [root.join(PLUGIN), root.clone()] {
+        let o = std::process::Command::new(&claude)
+            .args(["plugin", "validate", "--strict"])
+            .arg(&target)
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_exit(&o, 0);
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("Validation passed"),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+    // Added as a marketplace and installed into a fresh home, offline.
+    let sb = Sandbox::new();
+    let run = |args: &[&str]| {
+        let o = sb
+            .command(&claude)
+            .args(args)
+            .env("HOME", sb.home())
+            .env("CLAUDE_CONFIG_DIR", sb.home().join(".claude"))
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_exit(&o, 0);
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    run(&["plugin", "marketplace", "add", &root.display().to_string()]);
+    run(&["plugin", "install", "baton@baton"]);
+    let details = run(&["plugin", "details", "baton"]);
+    eprintln!("{details}");
+    assert!(
+        details.contains("Skills (5)  answer, delegate, flow, run, status"),
+        "{details}"
+    );
+    assert!(details.contains("MCP servers (1)  baton"), "{details}");
+}
+
+/// Every tool a command allows is one the plugin's MCP server offers, as the plugin starts it.
+#[tokio::test]
+async fn the_commands_allow_only_tools_the_plugin_s_server_offers() {
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            workspace_root()
+                .join(PLUGIN)
+                .join(".claude-plugin/plugin.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let server = &manifest["mcpServers"]["baton"];
+    assert_eq!(server["command"], "baton");
+    let args: Vec<String> = server["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let cmd = tokio::process::Command::from(sb.baton(&argv));
+    let client = Recorder::default()
+        .serve(rmcp::transport::TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap();
+    let offered: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| format!("mcp__baton__{}", t.name))
+        .collect();
+    client.cancel().await.unwrap();
+    let commands = allowed_tools();
+    assert_eq!(commands.len(), 5, "{commands:?}");
+    for (file, tools) in &commands {
+        for t in tools {
+            assert!(
+                offered.contains(t),
+                "{file} allows {t}, which the server does not offer: {offered:?}"
+            );
+        }
+    }
+}
