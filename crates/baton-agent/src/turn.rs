@@ -210,7 +210,7 @@ pub(crate) struct Approvals<'a> {
     /// The session's own policy (`agent.approval`, `--approval`).
     pub(crate) policy: baton_protocol::ApprovalPolicy,
     /// What the front end set while the session runs (Shift+Tab), read at each call.
-    pub(crate) switch: crate::agent::ApprovalSwitch,
+    pub(crate) switch: crate::approval::ApprovalSwitch,
     pub(crate) approver: Option<Arc<dyn crate::approval::Approver>>,
     pub(crate) always: &'a mut std::collections::BTreeSet<String>,
     pub(crate) unavailable: Option<String>,

@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use tokio::sync::mpsc;
 
 use super::Submission;
+pub use crate::approval::ApprovalSwitch;
 use crate::routing::state::Profile;
 
 /// The receiving end of a session's submissions; the session ends when every sender is gone and
@@ -21,29 +22,6 @@ pub struct Inbox {
     pub(super) interrupter: Interrupter,
     /// The approval policy the front end set while the session runs, over the spec's.
     pub(super) approval: ApprovalSwitch,
-}
-
-/// The session's approval policy as its front end changes it while the session runs (the
-/// terminal UI's Shift+Tab): read at each tool call, so a change applies from the next call.
-/// Unset, the session's own policy (`agent.approval`, `--approval`) holds.
-#[derive(Clone, Default, Debug)]
-pub struct ApprovalSwitch(std::sync::Arc<std::sync::Mutex<Option<baton_protocol::ApprovalPolicy>>>);
-
-impl ApprovalSwitch {
-    pub fn set(&self, policy: baton_protocol::ApprovalPolicy) {
-        *self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(policy);
-    }
-
-    /// The policy the front end set, if it set one.
-    pub fn get(&self) -> Option<baton_protocol::ApprovalPolicy> {
-        *self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
 }
 
 /// Stops the model turn that streams now, at once (the terminal UI's Esc), as well as sending
