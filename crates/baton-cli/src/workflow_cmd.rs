@@ -41,6 +41,11 @@ pub struct StatusArgs {
     /// Directory inside the project (default: the current one).
     #[arg(long)]
     cwd: Option<PathBuf>,
+    /// Print only what waits for you — a checkpoint, a failed workflow that takes guidance, a
+    /// blocked Flow, a failed background task — one line each with the command that answers
+    /// it; nothing when nothing waits (a session-start hook's output).
+    #[arg(long, conflicts_with_all = ["id", "json", "engine"])]
+    needs: bool,
 }
 
 #[derive(Args, Debug)]
@@ -129,6 +134,12 @@ fn print_summary(s: &Summary) {
 
 pub fn status(args: StatusArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd)?;
+    if args.needs {
+        for line in needs_you(&ctx)? {
+            outln!("{}", baton_text::sanitize_line(&line));
+        }
+        return Ok(Exit::Ok);
+    }
     // `engine.kind = "temporal"` shows one workflow on Temporal; the listing stays the project's.
     if (args.engine.is_some() || args.id.is_some())
         && crate::temporal_cmd::engine_kind(args.engine, &ctx.config.config)
@@ -170,6 +181,47 @@ pub fn status(args: StatusArgs) -> Result<Exit> {
         }
     }
     Ok(Exit::Ok)
+}
+
+/// `baton status --needs`: what waits for the user across the project's logs, one line each
+/// with the command that answers it, from the one projection every view reads.
+fn needs_you(ctx: &baton_app::project::ProjectContext) -> Result<Vec<String>> {
+    use baton_events::projection::{Kind, State};
+    let docs = baton_events::projection::now(state_dir(ctx), |_| {}).map_err(anyhow::Error::msg)?;
+    let mut out = Vec::new();
+    for d in &docs {
+        let id = &d.id;
+        let line = match (d.kind, d.state, &d.workflow) {
+            (Kind::Workflow, State::NeedsInput, Some(w)) => match &w.checkpoint {
+                Some(c) => Some(format!(
+                    "workflow {id} waits at {}: {} (options: {}) — baton resume {id} --answer \"…\"",
+                    c.gate,
+                    c.question,
+                    c.options.join(", ")
+                )),
+                None => Some(format!(
+                    "workflow {id} waits ({}): {} — baton resume {id}",
+                    w.waits.as_deref().unwrap_or("stopped"),
+                    w.note.as_deref().unwrap_or("")
+                )),
+            },
+            (Kind::Workflow, _, Some(w)) if w.run_state.as_deref() == Some("failed") => Some(format!(
+                "workflow {id} failed: {} — baton resume {id} --answer \"<your guidance>\" runs its failed agents again (or --answer abort)",
+                w.note.as_deref().unwrap_or("see baton log")
+            )),
+            (Kind::Flow, State::NeedsInput, _) => Some(format!(
+                "flow {id} is blocked: {} — baton flow continue {id} --guidance \"…\" (or baton flow abandon {id})",
+                d.detail
+            )),
+            (Kind::Task, State::Failed, _) => Some(format!(
+                "task {id} failed: {} — baton task logs {id}",
+                d.reason.as_deref().unwrap_or(&d.detail)
+            )),
+            _ => None,
+        };
+        out.extend(line);
+    }
+    Ok(out)
 }
 
 /// An RFC 3339 time without its fraction of a second (`2026-12-03T13:45:07Z`).

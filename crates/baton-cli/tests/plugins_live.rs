@@ -89,6 +89,7 @@ fn claude_code_validates_installs_and_lists_the_plugin() {
         details.contains("Skills (5)  answer, delegate, flow, run, status"),
         "{details}"
     );
+    assert!(details.contains("Hooks (1)  SessionStart"), "{details}");
     assert!(details.contains("MCP servers (1)  baton"), "{details}");
 }
 
@@ -137,4 +138,81 @@ async fn the_commands_allow_only_tools_the_plugin_s_server_offers() {
             );
         }
     }
+}
+
+/// The plugin's `SessionStart` hook runs `baton status --needs` in the project Claude Code
+/// starts in, and what it prints reaches the model: here, a failed workflow and the command that
+/// gives it guidance, in the first request Claude Code sends.
+#[test]
+fn the_session_start_hook_tells_the_model_what_waits_for_the_user() {
+    use baton_testkit::{MockServer, Turn};
+    let Some(claude) = claude() else { return };
+    let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
+    // A workflow that failed and takes guidance.
+    let store =
+        baton_workflow::store::WorkflowStore::new(baton_state::StateDir::for_project(&sb.work()));
+    let mut wf = store
+        .create(baton_workflow::route::WorkflowKind::Build, "add a flag")
+        .unwrap();
+    wf.append(
+        baton_workflow::store::NewEvent::new(baton_workflow::store::EventKind::WorkflowFailed)
+            .reason("the builder answered without a contract")
+            .delta(serde_json::json!({"run_state": "failed"})),
+    )
+    .unwrap();
+    let id = wf.id().to_string();
+    drop(wf);
+    let server = MockServer::builder()
+        .when(|_| true, Turn::text("Noted."))
+        .start_blocking();
+    let home = sb.home();
+    let config = home.join(".claude");
+    let claude_cmd = |args: &[&str]| {
+        let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_baton"))
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        let path = format!(
+            "{}:{}",
+            bin_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut c = sb.command(&claude);
+        c.args(args)
+            .current_dir(sb.work())
+            .env("PATH", path)
+            .env("HOME", &home)
+            .env("CLAUDE_CONFIG_DIR", &config)
+            .env("ANTHROPIC_BASE_URL", server.url())
+            .env("ANTHROPIC_API_KEY", "mock")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .stdin(Stdio::null());
+        c
+    };
+    let root = workspace_root().display().to_string();
+    for args in [
+        vec!["plugin", "marketplace", "add", root.as_str()],
+        vec!["plugin", "install", "baton@baton"],
+    ] {
+        assert_exit(&claude_cmd(&args).output().unwrap(), 0);
+    }
+    let o = claude_cmd(&["-p", "--model", "claude-sonnet-4-5", "--", "hi"])
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    let first = server
+        .model_requests()
+        .into_iter()
+        .map(|r| r.body.to_string())
+        .find(|b| b.contains("hi"))
+        .unwrap_or_default();
+    assert!(
+        first.contains(&format!(
+            "workflow {id} failed: the builder answered without a contract"
+        )) && first.contains(&format!("baton resume {id} --answer")),
+        "the hook's lines are not in the first request: {}",
+        &first[..first.len().min(4000)]
+    );
 }

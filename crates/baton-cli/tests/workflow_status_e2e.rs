@@ -367,3 +367,44 @@ fn json_forms_parse_one_document_and_one_event_per_line() {
     assert_eq!(events[2]["details"]["usage"]["input_tokens"], 1200);
     assert_eq!(events[5]["event"], "checkpoint_requested");
 }
+
+/// [24/24] `baton status --needs`: what waits for you, one line each with the command that
+/// answers it, nothing else (the Claude Code plugin's session-start hook prints it); nothing at
+/// all when nothing waits.
+#[test]
+fn status_needs_lists_only_what_waits_for_the_user_with_the_command() {
+    let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
+    let out = sb.run(&["status", "--needs"]);
+    assert_exit(&out, 0);
+    assert_eq!(stdout(&out), "", "nothing waits in a new project");
+    let store = WorkflowStore::new(StateDir::for_project(&sb.work()));
+    let done = completed(&store);
+    let waiting = at_checkpoint(&store);
+    let mut wf = store.create(WorkflowKind::Build, "add a flag").unwrap();
+    update(
+        &mut wf,
+        EventKind::WorkflowFailed,
+        json!({"run_state": "failed", "phase_cursor": "build"}),
+    );
+    let failed = wf.id().to_string();
+    drop(wf);
+    let out = sb.run(&["status", "--needs"]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(!text.contains(&done), "{text}");
+    assert!(
+        text.contains(&format!(
+            "workflow {waiting} waits at scope_decision: Fix both bugs in one workflow? (options: both, first only) — baton resume {waiting} --answer"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("workflow {failed} failed: "))
+            && text.contains(&format!(
+                "baton resume {failed} --answer \"<your guidance>\""
+            )),
+        "{text}"
+    );
+}

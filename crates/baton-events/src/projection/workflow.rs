@@ -167,13 +167,35 @@ impl Workflow {
             }
             EventBody::CheckpointRequested(c) => {
                 let d = c.details.clone().unwrap_or_default();
-                let gate = c.gate.clone().unwrap_or_default();
+                // What the event leaves out, the record's checkpoint says (the runner writes both).
+                let rec = ev.delta.as_ref().map(|d| &d["checkpoint"]);
+                let rec_str = |k: &str| rec.and_then(|r| r[k].as_str()).map(str::to_string);
+                let gate = c
+                    .gate
+                    .clone()
+                    .or_else(|| rec_str("gate"))
+                    .unwrap_or_default();
+                let options = match d.options.is_empty() {
+                    false => d.options,
+                    true => rec
+                        .and_then(|r| r["options"].as_array())
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|o| o.as_str().map(str::to_string))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                };
                 self.waits = Some(gate.clone());
                 self.checkpoint = Some(Checkpoint {
                     gate,
-                    question: c.question.clone().unwrap_or_default(),
-                    options: d.options,
-                    recommended: d.recommended,
+                    question: c
+                        .question
+                        .clone()
+                        .or_else(|| rec_str("question"))
+                        .unwrap_or_default(),
+                    options,
+                    recommended: d.recommended.or_else(|| rec_str("recommended")),
                 });
                 state = Some(State::NeedsInput);
             }
