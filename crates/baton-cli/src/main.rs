@@ -11,6 +11,7 @@ mod events_cmd;
 mod flow_cmd;
 mod info_cmd;
 mod init_cmd;
+mod install_cmd;
 mod mcp_cmd;
 mod plan_cmd;
 mod printer;
@@ -140,6 +141,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Install baton's plugin into a host: `baton install claude` (its commands, session-start
+    /// hook and MCP server, through Claude Code's own CLI).
+    Install(install_cmd::InstallArgs),
     /// List the saved agent sessions (oldest first): id, when, role, route, outcome, task.
     Sessions {
         /// Directory inside the project (default: the current one).
@@ -268,6 +272,7 @@ fn dispatch(command: Command) -> anyhow::Result<Exit> {
             info_cmd::roles(cwd, matches!(action, Some(RolesAction::Check)), json)
         }
         Command::Skills { cwd, json } => info_cmd::skills(cwd, json),
+        Command::Install(args) => install_cmd::run(args),
         Command::Sessions { cwd, json } => sessions_cmd::run(cwd, json),
         Command::Completions { shell } => completions(shell),
     }

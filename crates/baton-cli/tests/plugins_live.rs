@@ -216,3 +216,89 @@ fn the_session_start_hook_tells_the_model_what_waits_for_the_user() {
         &first[..first.len().min(4000)]
     );
 }
+
+/// Every file under `dir`, as paths from it, sorted.
+fn files_under(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `baton install claude` writes the plugin (every file of the repository's, as it is) to the
+/// data folder and registers it with Claude Code's CLI; run again, it changes nothing; without
+/// Claude Code it says how to get it.
+#[test]
+fn baton_install_claude_writes_and_registers_the_plugin() {
+    let Some(claude) = claude() else { return };
+    let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
+    let data = sb.home().join("data");
+    let install = |claude_cli: &std::path::Path| {
+        let mut c = sb.baton(&["install", "claude", "--claude"]);
+        c.arg(claude_cli)
+            .env("HOME", sb.home())
+            .env("XDG_DATA_HOME", &data)
+            .env("CLAUDE_CONFIG_DIR", sb.home().join(".claude"))
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+        c.output().unwrap()
+    };
+    for _ in 0..2 {
+        let o = install(&claude);
+        assert_exit(&o, 0);
+        assert!(
+            String::from_utf8_lossy(&o.stdout)
+                .contains("Claude Code plugin baton installed (user scope)"),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+    // The files written are the repository's plugin, each as it is.
+    let written = data.join("baton/claude-code");
+    let repo_plugin = workspace_root().join(PLUGIN);
+    let plugin_files = files_under(&repo_plugin);
+    assert_eq!(
+        files_under(&written.join(PLUGIN)),
+        plugin_files,
+        "baton install claude writes every file of {PLUGIN} (install_cmd::FILES)"
+    );
+    for f in &plugin_files {
+        assert_eq!(
+            std::fs::read_to_string(written.join(PLUGIN).join(f)).unwrap(),
+            std::fs::read_to_string(repo_plugin.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    let details = sb
+        .command(&claude)
+        .args(["plugin", "details", "baton"])
+        .env("HOME", sb.home())
+        .env("CLAUDE_CONFIG_DIR", sb.home().join(".claude"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&details.stdout);
+    assert!(
+        text.contains("Skills (5)") && text.contains("Hooks (1)"),
+        "{text}"
+    );
+    // Without Claude Code's CLI: the way to get it, and nothing half-registered.
+    let o = install(std::path::Path::new("/nonexistent/claude"));
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("install Claude Code"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
