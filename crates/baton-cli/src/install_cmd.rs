@@ -12,18 +12,14 @@ use clap::{Args, ValueEnum};
 /// Where a host takes the plugin from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Host {
-    /// Claude Code (its `claude` CLI).
     Claude,
 }
 
 /// Where the host declares it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Scope {
-    /// For you, in every project.
     User,
-    /// For this project, in its shared settings.
     Project,
-    /// For this project, for you alone.
     Local,
 }
 
@@ -39,10 +35,11 @@ impl Scope {
 
 #[derive(Args, Debug)]
 pub struct InstallArgs {
-    /// The host to install the plugin into.
+    /// The host to install the plugin into: `claude` (Claude Code, through its `claude` CLI).
     #[arg(value_enum)]
     host: Host,
-    /// Where the host declares it (default: user).
+    /// Where the host declares it: `user` (you, in every project), `project` (this project's
+    /// shared settings) or `local` (this project, you alone).
     #[arg(long, value_enum, default_value = "user")]
     scope: Scope,
     /// The host's CLI (default: `claude` on PATH).
