@@ -23,16 +23,6 @@ pub enum Scope {
     Local,
 }
 
-impl Scope {
-    fn as_str(self) -> &'static str {
-        match self {
-            Scope::User => "user",
-            Scope::Project => "project",
-            Scope::Local => "local",
-        }
-    }
-}
-
 #[derive(Args, Debug)]
 pub struct InstallArgs {
     /// The host to install the plugin into: `claude` (Claude Code, through its `claude` CLI).
@@ -118,7 +108,13 @@ pub fn run(args: InstallArgs) -> Result<Exit> {
     let claude = args.claude.unwrap_or_else(|| PathBuf::from("claude"));
     let dir = marketplace_dir()?;
     write_files(&dir)?;
-    let scope = args.scope.as_str();
+    // The word the command line takes is the word Claude Code's `--scope` takes.
+    let scope = args
+        .scope
+        .to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_else(|| "user".into());
+    let scope = scope.as_str();
     let dir_text = dir.display().to_string();
     for step in [
         vec![
