@@ -425,6 +425,25 @@ fn a_row_folded_from_history_takes_its_duration_from_its_events_times() {
         .expect("the workflow's row");
     assert!(row.ended_ms.is_some(), "{row:?}");
     assert_eq!(row.elapsed_ms(1_000_000), 42_000, "{row:?}");
+    // A task's rows are its entries: they take their times the same way.
+    let mut evs: Vec<Event> = fixture_events()
+        .into_iter()
+        .filter(|e| e.source.kind == SourceKind::Task)
+        .collect();
+    assert!(evs.len() < 60);
+    for (k, e) in evs.iter_mut().enumerate() {
+        e.ts = Some(format!("2026-12-06T11:00:{k:02}.000Z"));
+    }
+    let p = fold(&evs);
+    let row = p
+        .rows
+        .iter()
+        .find(|r| r.kind == Kind::Task)
+        .expect("the task's row");
+    // Event k is at second k: the entry's time is whole seconds, from its first event to the
+    // one that ended it, not the fold clock's 10 ms steps.
+    let took = row.elapsed_ms(1_000_000);
+    assert!(took >= 1_000 && took % 1_000 == 0, "{took} {row:?}");
     // Without times, as before: the fold's own clock.
     let p = fold(&fixture_events());
     let row = p.rows.iter().find(|r| r.kind == Kind::Workflow).unwrap();
