@@ -6,19 +6,19 @@
 //!
 //! - a command that never runs a driver ([`runs_no_driver`]: it reads refs and objects, never
 //!   the work tree or the index's contents) needs no overrides at all;
-//! - in a pinned work tree ([`crate::pin`]) what was learned is kept, with the identity of every
-//!   config file git reads there (device, inode, size, modification and change times). It is
-//!   used again only while each file is still exactly that, never when the config includes
-//!   another file (which could change unseen), and never from a file changed in the last
-//!   moments before it was read (a change in the same clock tick would keep its times: git's
-//!   own "racy" rule for its index).
+//! - in a pinned work tree ([`crate::pin`]) what was learned is kept with the exact bytes of
+//!   every config file git reads there. It is used again only while each file still holds
+//!   exactly those bytes (read again before each call: a few hundred bytes, against a process),
+//!   and never when the config includes another file (which could change unseen). Content, not
+//!   times: git rewrites its config on calls that change nothing in it (`branch -d` removes a
+//!   section that is not there), and a change in the same clock tick keeps a file's times.
+//!   Work trees of one repository whose config files hold the same bytes share what was
+//!   learned: the local and worktree scopes are those bytes and nothing else.
 
 use std::collections::{BTreeSet, HashMap};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime};
 
 use crate::pin::Pinned;
 use crate::{Git, Result};
@@ -55,36 +55,12 @@ pub(crate) fn runs_no_driver(args: &[&std::ffi::OsStr]) -> bool {
     }
 }
 
-/// A config file is trusted to be unchanged only when it was last changed at least this long
-/// before it was looked at.
-const SETTLED: Duration = Duration::from_millis(100);
+/// What a config file holds: `None` when it does not exist (or cannot be read, which git
+/// would then not read either; an unreadable file is never equal to one that was read).
+type FileText = Option<Vec<u8>>;
 
-/// What a config file was: `None` when it did not exist.
-type FileId = Option<(u64, u64, u64, i64, i64, i64, i64)>;
-
-fn file_id(path: &Path) -> FileId {
-    let m = std::fs::metadata(path).ok()?;
-    Some((
-        m.dev(),
-        m.ino(),
-        m.size(),
-        m.mtime(),
-        m.mtime_nsec(),
-        m.ctime(),
-        m.ctime_nsec(),
-    ))
-}
-
-/// Whether a file with this identity was last changed [`SETTLED`] before `now`.
-fn settled(id: &FileId, now: SystemTime) -> bool {
-    let Some((.., ctime, ctime_nsec)) = *id else {
-        return true;
-    };
-    let (Ok(secs), Ok(nanos)) = (u64::try_from(ctime), u32::try_from(ctime_nsec)) else {
-        return false;
-    };
-    let changed = SystemTime::UNIX_EPOCH + Duration::new(secs, nanos);
-    changed + SETTLED <= now
+fn file_text(path: &Path) -> FileText {
+    std::fs::read(path).ok()
 }
 
 /// The config files git reads for a pinned work tree (its own and the common dir's, with a
@@ -98,12 +74,13 @@ fn config_files(pin: &Pinned) -> [PathBuf; 4] {
     ]
 }
 
-struct Learned {
-    files: Vec<FileId>,
-    drivers: BTreeSet<(String, String)>,
-}
+/// What was learned, by the bytes of the config files it was learned from.
+static LEARNED: Mutex<Option<HashMap<Vec<FileText>, BTreeSet<(String, String)>>>> =
+    Mutex::new(None);
 
-static LEARNED: Mutex<Option<HashMap<(PathBuf, PathBuf), Learned>>> = Mutex::new(None);
+/// How many entries [`LEARNED`] keeps before it starts again (a long-lived process that sees
+/// many configs, such as the dashboard, stays small).
+const LEARNED_MAX: usize = 64;
 
 /// The drivers of the repository `list` runs git in (a [`Git::command_in`]), kept for a
 /// pinned work tree as the module says.
@@ -111,35 +88,27 @@ pub(crate) fn drivers(list: Command, pin: Option<&Pinned>) -> BTreeSet<(String, 
     let Some(pin) = pin else {
         return listed(list).0;
     };
-    let key = (pin.git_dir.clone(), pin.common_dir.clone());
-    let now = SystemTime::now();
-    let files: Vec<FileId> = config_files(pin).iter().map(|f| file_id(f)).collect();
+    let files: Vec<FileText> = config_files(pin).iter().map(|f| file_text(f)).collect();
     {
         let learned = LEARNED
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(l) = learned.as_ref().and_then(|m| m.get(&key)) {
-            if l.files == files {
-                return l.drivers.clone();
-            }
+        if let Some(drivers) = learned.as_ref().and_then(|m| m.get(&files)) {
+            return drivers.clone();
         }
     }
     let (drivers, includes) = listed(list);
+    if includes {
+        return drivers;
+    }
     let mut learned = LEARNED
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let map = learned.get_or_insert_with(HashMap::new);
-    if !includes && files.iter().all(|f| settled(f, now)) {
-        map.insert(
-            key,
-            Learned {
-                files,
-                drivers: drivers.clone(),
-            },
-        );
-    } else {
-        map.remove(&key);
+    if map.len() >= LEARNED_MAX {
+        map.clear();
     }
+    map.insert(files, drivers.clone());
     drivers
 }
 
@@ -245,17 +214,65 @@ mod tests {
         }
     }
 
+    /// What was learned is kept while the config files hold the same bytes (even rewritten by
+    /// git, as `branch -d` does), learned again after a byte changes, and never kept for a
+    /// config that includes another file. `list` here is a script that says what a file holds
+    /// and counts its calls.
     #[test]
-    fn a_config_file_changed_moments_ago_is_not_trusted_to_stay_the_same() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("config");
-        std::fs::write(&f, "x").unwrap();
-        let id = file_id(&f);
-        assert!(!settled(&id, SystemTime::now()));
-        assert!(settled(&id, SystemTime::now() + SETTLED * 2));
-        assert!(settled(
-            &file_id(&dir.path().join("missing")),
-            SystemTime::now()
-        ));
+    fn what_was_learned_is_kept_by_the_config_bytes_and_never_across_an_include() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        let ok = Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&repo)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let config = repo.join(".git/config");
+        // Bytes no other test's repository holds (what was learned is shared by content).
+        let own = format!(
+            "{}[baton-test]\n\tid = {}\n",
+            std::fs::read_to_string(&config).unwrap(),
+            tmp.path().display()
+        );
+        std::fs::write(&config, &own).unwrap();
+        let pin = crate::pin::pin(&repo).unwrap().unwrap();
+        let (answer, calls) = (tmp.path().join("answer"), tmp.path().join("calls"));
+        std::fs::write(&answer, b"local\0filter.one.clean\ncat\0").unwrap();
+        let list = || {
+            let mut c = Command::new("sh");
+            c.arg("-c")
+                .arg(r#"echo >> "$0"; cat "$1""#)
+                .arg(&calls)
+                .arg(&answer);
+            c
+        };
+        let count = || {
+            std::fs::read_to_string(&calls)
+                .unwrap_or_default()
+                .lines()
+                .count()
+        };
+        let one: BTreeSet<_> = [("filter".to_string(), "one".to_string())].into();
+        assert_eq!(drivers(list(), Some(&pin)), one);
+        assert_eq!(drivers(list(), Some(&pin)), one);
+        assert_eq!(count(), 1, "learned once");
+        // Rewritten with the same bytes: still known.
+        std::fs::write(&config, &own).unwrap();
+        assert_eq!(drivers(list(), Some(&pin)), one);
+        assert_eq!(count(), 1);
+        // One byte more: learned again.
+        std::fs::write(&config, format!("{own}\n")).unwrap();
+        std::fs::write(&answer, b"local\0filter.two.smudge\ncat\0").unwrap();
+        let two: BTreeSet<_> = [("filter".to_string(), "two".to_string())].into();
+        assert_eq!(drivers(list(), Some(&pin)), two);
+        assert_eq!(count(), 2);
+        // A config that includes another file is asked every time.
+        std::fs::write(&answer, b"local\0include.path\ninc\0").unwrap();
+        std::fs::write(&config, format!("{own}[include]\n\tpath = inc\n")).unwrap();
+        drivers(list(), Some(&pin));
+        drivers(list(), Some(&pin));
+        assert_eq!(count(), 4);
     }
 }

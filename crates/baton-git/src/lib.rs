@@ -418,16 +418,32 @@ impl Git {
         self.rev_parse_path("--git-dir")
     }
 
+    /// [`Self::git_dir`] and [`Self::git_common_dir`] from one git process (a path holding a
+    /// line break is asked for alone).
+    pub fn git_dirs(&self) -> Result<(PathBuf, PathBuf)> {
+        let out = self.run_bytes(["rev-parse", "--git-dir", "--git-common-dir"])?;
+        let lines: Vec<&[u8]> = trim_newline(&out).split(|b| *b == b'\n').collect();
+        match lines.as_slice() {
+            [dir, common] => Ok((self.absolute(dir), self.absolute(common))),
+            _ => Ok((self.git_dir()?, self.git_common_dir()?)),
+        }
+    }
+
     fn rev_parse_path(&self, flag: &str) -> Result<PathBuf> {
         let out = self.run_bytes(["rev-parse", flag])?;
-        let path = bytes_to_path(trim_newline(&out));
+        Ok(self.absolute(trim_newline(&out)))
+    }
+
+    /// A path git printed, made absolute and canonical.
+    fn absolute(&self, printed: &[u8]) -> PathBuf {
+        let path = bytes_to_path(printed);
         // Older gits print these relative to the directory they ran in.
         let path = if path.is_absolute() {
             path
         } else {
             self.dir.join(path)
         };
-        Ok(fs::canonicalize(&path).unwrap_or(path))
+        fs::canonicalize(&path).unwrap_or(path)
     }
 
     /// The commit `HEAD` points at; `None` while `HEAD` is unborn (a new repository without commits).

@@ -78,7 +78,7 @@ pub fn pin(dir: &Path) -> Result<Option<Pinned>> {
         return Ok(None);
     };
     let git = Git::new(&top);
-    let (Ok(git_dir), Ok(common_dir)) = (git.git_dir(), git.git_common_dir()) else {
+    let Ok((git_dir, common_dir)) = git.git_dirs() else {
         return Ok(None);
     };
     // Resolved from what `.git` was at the start: a change while resolving is not pinned.
