@@ -507,11 +507,24 @@ mod imp {
             errln!("baton: {what} {id} ended on Temporal without finishing: {why}");
             return Ok(Some(Exit::Failed));
         }
+        Ok(pause(id, what, look, signalled).await)
+    }
+
+    /// How long a follower keeps trying to reach Temporal before it gives up.
+    const LOST_FOR: Duration = Duration::from_secs(60);
+
+    /// A pause between two polls; `Some` when the user stopped following meanwhile.
+    async fn pause(
+        id: &str,
+        what: &str,
+        look: &str,
+        signalled: &CancellationToken,
+    ) -> Option<Exit> {
         tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(200)) => Ok(None),
+            _ = tokio::time::sleep(Duration::from_millis(200)) => None,
             _ = signalled.cancelled() => {
                 errln!("baton: stopped following; {what} {id} goes on on Temporal: `{look} {id}`");
-                Ok(Some(Exit::Interrupted))
+                Some(Exit::Interrupted)
             }
         }
     }
@@ -740,7 +753,12 @@ mod imp {
             s.events
         );
         outln!("branch {} at {}", s.branch, s.head);
-        if !s.nodes.is_empty() {
+        if s.nodes_from > 0 {
+            // A running workflow's memo names only the node of its last step.
+            for (step, node) in s.numbered_nodes() {
+                outln!("step {step} ran on: {node}");
+            }
+        } else if !s.nodes.is_empty() {
             outln!("steps ran on: {}", s.nodes.join(", "));
         }
         if let Some(cp) = &s.checkpoint {
@@ -757,14 +775,38 @@ mod imp {
         let cancel = CancellationToken::new();
         let signalled = crate::signals::watch_signals(cancel.clone());
         let mut shown = 0usize;
+        let mut lost: Option<std::time::Instant> = None;
         let status = loop {
-            let s = sdk::status(client, id).await.map_err(anyhow::Error::msg)?;
+            let s = match sdk::status(client, id).await {
+                Ok(s) => s,
+                // The server restarting (or a moment without the network) ends nothing: the
+                // workflow is kept by Temporal. Try again for a minute, saying so once.
+                Err(e) if lost.is_none_or(|t| t.elapsed() < LOST_FOR) => {
+                    if lost.is_none() {
+                        errln!(
+                            "baton: lost Temporal while following {id} ({e}); trying again for {}s",
+                            LOST_FOR.as_secs()
+                        );
+                    }
+                    lost.get_or_insert_with(std::time::Instant::now);
+                    if let Some(exit) =
+                        pause(id, "workflow", "baton status --engine temporal", &signalled).await
+                    {
+                        return Ok(exit);
+                    }
+                    continue;
+                }
+                Err(e) => return Err(anyhow::Error::msg(e)),
+            };
+            lost = None;
             if !json {
-                for (i, node) in s.nodes.iter().enumerate().skip(shown) {
-                    errln!("baton run: step {} ran on {node}", i + 1);
+                for (step, node) in s.numbered_nodes() {
+                    if step > shown {
+                        errln!("baton run: step {step} ran on {node}");
+                    }
                 }
             }
-            shown = s.nodes.len();
+            shown = shown.max(s.nodes_from + s.nodes.len());
             if !s.state.going() {
                 break s;
             }

@@ -452,6 +452,10 @@ fn a_build_with_a_remediation_cycle_runs_on_temporal_as_it_runs_locally() {
         c.wf.run(&["worker-node", "--check-history", changed.to_str().unwrap()]);
     assert_exit(&o, 1);
     assert!(err(&o).contains("does not replay"), "{}", err(&o));
+
+    // With no node up, the status of the completed workflow is its result.
+    c.kill_node("node-a");
+    assert_eq!(c.status(&id), status);
 }
 
 #[test]
@@ -1239,5 +1243,102 @@ fn flow_continue_implements_the_stopping_unit_again_with_guidance_and_lands_the_
     assert!(
         tree.contains("fixed.txt") && tree.contains("beta.txt"),
         "{tree}"
+    );
+}
+
+/// The events of the workflow's history, as `temporal workflow show` gives them.
+fn history_events(server: &Server, id: &str) -> Vec<Value> {
+    let o = Command::new(temporal().unwrap())
+        .args(["workflow", "show", "--output", "json", "--address"])
+        .arg(server.address())
+        .args(["-w", id])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    doc["events"].as_array().cloned().unwrap_or_default()
+}
+
+/// Someone else moved the workflow's branch while it waited at a checkpoint: the landing can
+/// never succeed, so Temporal does not retry it. The workflow fails at once, failed in
+/// Temporal's own view too, and `baton status` says why with no node up.
+#[test]
+fn a_branch_someone_else_moved_fails_the_workflow_at_once_and_status_needs_no_node() {
+    let Some(_) = temporal() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let mut c = Cluster::new(&server);
+    c.wf.answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
+    c.node("node-a");
+    let o = c.run_build();
+    assert_exit(&o, 4);
+    let doc = run_json(&o);
+    assert_eq!(doc["type"], "workflow.checkpoint", "{doc:#}");
+    let id = doc["id"].as_str().unwrap().to_string();
+    let option = doc["checkpoint"]["options"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // While it waits, the branch is moved to a commit of someone else's.
+    let branch = format!("refs/heads/baton/{id}");
+    let base = c.remote_git(&["rev-parse", &branch]).trim().to_string();
+    assert_eq!(base.len(), 40, "the branch is on the remote: {base}");
+    let other = c
+        .remote_git(&[
+            "-c",
+            "user.name=Someone",
+            "-c",
+            "user.email=someone@example.invalid",
+            "commit-tree",
+            &format!("{base}^{{tree}}"),
+            "-p",
+            &base,
+            "-m",
+            "someone else's work",
+        ])
+        .trim()
+        .to_string();
+    assert_eq!(other.len(), 40, "{other}");
+    c.remote_git(&["update-ref", &branch, &other]);
+
+    let o = c.wf.run(&[
+        "resume", "--engine", "temporal", "--json", &id, "--answer", &option,
+    ]);
+    assert_exit(&o, 1);
+    let failed = run_json(&o);
+    assert_eq!(failed["type"], "workflow.failed", "{failed:#}\n{}", err(&o));
+    assert!(
+        failed.to_string().contains("someone else moved"),
+        "{failed:#}\n{}",
+        err(&o)
+    );
+    // Someone else's work stays where they put it.
+    assert_eq!(c.remote_git(&["rev-parse", &branch]).trim(), other);
+    // Temporal says failed too, and tried the landing once.
+    assert_eq!(
+        server.describe(&id)["workflowExecutionInfo"]["status"],
+        "WORKFLOW_EXECUTION_STATUS_FAILED",
+        "{:#}",
+        server.describe(&id)
+    );
+    let events = history_events(&server, &id);
+    let started: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_STARTED")
+        .collect();
+    assert_eq!(
+        started.last().unwrap()["activityTaskStartedEventAttributes"]["attempt"],
+        1,
+        "{started:#?}"
+    );
+
+    // No node up: status still answers, failed, with the reason.
+    c.kill_node("node-a");
+    let status = c.status(&id);
+    assert_eq!(status["state"], "failed", "{status:#}");
+    assert!(
+        status["brief"]
+            .as_str()
+            .is_some_and(|b| b.contains("someone else moved")),
+        "{status:#}"
     );
 }

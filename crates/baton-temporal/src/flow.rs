@@ -257,11 +257,11 @@ impl Node {
         }
         let origin = input.origin.as_ref().map_or(&input.flow, |o| &o.id);
         let message = format!("{}\n\n{}", input.unit.name, trailer(origin, &input.unit.id));
-        baton_flow::commit_change(&self.identity(&work), &message).map_err(StepError)?;
+        baton_flow::commit_change(&self.identity(&work), &message).map_err(StepError::retry)?;
         let head = Git::new(&work)
             .run(["rev-parse", "HEAD"])
             .map(|s| s.trim().to_string())
-            .map_err(|e| StepError(format!("cannot read the unit's head: {e}")))?;
+            .map_err(|e| StepError::retry(format!("cannot read the unit's head: {e}")))?;
         if head == input.base {
             return Ok(done(
                 false,
@@ -272,7 +272,7 @@ impl Node {
         let to = format!("refs/baton/{}/{}-{attempt}", input.flow, input.unit.id);
         Git::new(&work)
             .run(["push", "-q", "-f", "origin", &format!("{head}:{to}")])
-            .map_err(|e| StepError(format!("cannot push {head} to {to}: {e}")))?;
+            .map_err(|e| StepError::retry(format!("cannot push {head} to {to}: {e}")))?;
         Ok(done(true, Some(head), summary))
     }
 
@@ -303,7 +303,7 @@ impl Node {
                     });
                 }
             }
-            return Err(StepError(format!(
+            return Err(StepError::retry(format!(
                 "{} is at {}, not at {} where the Flow left it: someone else moved it",
                 input.target,
                 now.as_deref().unwrap_or("nothing"),
@@ -335,7 +335,7 @@ impl Node {
         let rebased = git
             .run(["rev-parse", "HEAD"])
             .map(|s| s.trim().to_string())
-            .map_err(|e| StepError(format!("cannot read the rebased head: {e}")))?;
+            .map_err(|e| StepError::retry(format!("cannot read the rebased head: {e}")))?;
         if rebased == input.expected {
             // Every commit of the unit became empty on the target: its change is there already
             // (landed before). Judged by content, not by a message a model could write.
@@ -361,7 +361,7 @@ impl Node {
                     node,
                 });
             }
-            Validation::Cancelled => return Err(StepError("cancelled".into())),
+            Validation::Cancelled => return Err(StepError::retry("cancelled")),
         }
         let sha = rebased;
         if let Some(criterion) = &input.unit.review {
@@ -382,7 +382,7 @@ impl Node {
             "origin",
             &format!("{sha}:{}", input.target),
         ])
-        .map_err(|e| StepError(format!("cannot move {} to {sha}: {e}", input.target)))?;
+        .map_err(|e| StepError::retry(format!("cannot move {} to {sha}: {e}", input.target)))?;
         Ok(Integrated::Landed { sha, node })
     }
 }
@@ -414,7 +414,7 @@ impl Node {
         let base = input.expected.as_str();
         let patch = Git::new(at.work)
             .diff(base, at.sha)
-            .map_err(|e| StepError(format!("cannot write the review patch: {e}")))?;
+            .map_err(|e| StepError::retry(format!("cannot write the review patch: {e}")))?;
         if let Some(why) = too_large(&patch, base, at.sha) {
             return Ok(Some(why));
         }
@@ -489,7 +489,7 @@ impl Node {
         match report.and_then(|l| l.report.entries.into_iter().next()) {
             Some(entry) => Ok(Ok(entry)),
             None if run.code == Some(2) => Ok(Err(tail(&run.stderr))),
-            None => Err(StepError(format!(
+            None => Err(StepError::retry(format!(
                 "`baton task --role {role}` gave no report ({}): {}",
                 run.status,
                 tail(&run.stderr)

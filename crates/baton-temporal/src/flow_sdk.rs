@@ -271,7 +271,7 @@ where
         }
     };
     tokio::select! {
-        r = run => Ok(r?),
+        r = run => r.map_err(crate::sdk::activity_error),
         _ = beats => unreachable!("the heartbeat loop never ends"),
         _ = ctx.cancelled() => {
             cancel.cancel();

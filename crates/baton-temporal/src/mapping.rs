@@ -253,6 +253,33 @@ pub struct Status {
     /// Heartbeats of attempts another node took over from.
     #[serde(default)]
     pub takeovers: Vec<Progress>,
+    /// How many steps ran before `nodes[0]`: 0 in the whole status (a query, the result); the
+    /// workflow's memo lists only the last node ([`Status::tail`]).
+    #[serde(default)]
+    pub nodes_from: usize,
+}
+
+impl Status {
+    /// The status as the workflow's memo keeps it (read without a worker; see `sdk::status`):
+    /// what it is now, with the last node only and no takeovers, so that it stays the same
+    /// small size at every step however long the workflow runs.
+    pub fn tail(&self) -> Status {
+        let from = self.nodes_from + self.nodes.len().saturating_sub(1);
+        Status {
+            nodes: self.nodes.last().cloned().into_iter().collect(),
+            nodes_from: from,
+            takeovers: Vec::new(),
+            ..self.clone()
+        }
+    }
+
+    /// Each node with the 1-based number of the step it ran.
+    pub fn numbered_nodes(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (self.nodes_from + i + 1, n.as_str()))
+    }
 }
 
 /// What the workflow does after a step.
@@ -393,5 +420,31 @@ mod tests {
             Engine::from_config(&c, Some("q2")).unwrap().task_queue,
             "q2"
         );
+    }
+
+    #[test]
+    fn a_status_tail_keeps_the_last_node_numbered_as_its_step() {
+        let beat = Progress {
+            node: "a".into(),
+            attempt: 1,
+            events: 4,
+            pid: None,
+            done: None,
+        };
+        let s = Status {
+            steps: 3,
+            nodes: vec!["a".into(), "b".into(), "b#2".into()],
+            takeovers: vec![beat],
+            ..Status::default()
+        };
+        let t = s.tail();
+        assert_eq!(t.numbered_nodes().collect::<Vec<_>>(), vec![(3, "b#2")]);
+        assert!(t.takeovers.is_empty());
+        assert_eq!(t.tail(), t, "a tail of a tail is itself");
+        assert_eq!(
+            s.numbered_nodes().map(|(n, _)| n).collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
+        assert_eq!(Status::default().tail().nodes_from, 0);
     }
 }

@@ -48,20 +48,58 @@ pub(crate) struct Ran {
     pub stderr: String,
 }
 
-/// A step that could not be carried out: retried by Temporal (another node may take it).
+baton_protocol::closed_set! {
+    /// Why a step can never succeed, however often it is tried: Temporal does not retry it (an
+    /// application failure of this type, non-retryable), and the workflow fails at once with it.
+    pub enum FinalFailure ("final failure") {
+        /// The commit a step starts from is not on the remote: the workflow's work is lost.
+        MissingCommit = "baton.MissingCommit",
+        /// The record outgrew what one Temporal payload holds.
+        RecordTooLarge = "baton.RecordTooLarge",
+        /// Someone else moved the workflow's branch (or a Flow's target): the lease is lost.
+        BranchMoved = "baton.BranchMoved",
+        /// baton refused the step (exit 2: its input or the project's config is wrong), or
+        /// would not trust the node's checkout.
+        Refused = "baton.Refused",
+    }
+}
+
+/// A step that could not be carried out. Retried by Temporal (another node may take it) unless
+/// it is `final_`: then no attempt can do better.
 #[derive(Debug)]
-pub struct StepError(pub String);
+pub struct StepError {
+    pub message: String,
+    pub final_: Option<FinalFailure>,
+}
+
+impl StepError {
+    /// A failure a later attempt (on this node or another) may not meet.
+    pub fn retry(message: impl Into<String>) -> StepError {
+        StepError {
+            message: message.into(),
+            final_: None,
+        }
+    }
+
+    /// A failure no attempt can get past.
+    pub fn final_(kind: FinalFailure, message: impl Into<String>) -> StepError {
+        StepError {
+            message: message.into(),
+            final_: Some(kind),
+        }
+    }
+}
 
 impl std::fmt::Display for StepError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
 impl std::error::Error for StepError {}
 
 fn fail(what: &str, e: impl std::fmt::Display) -> StepError {
-    StepError(format!("{what}: {e}"))
+    StepError::retry(format!("{what}: {e}"))
 }
 
 impl Node {
@@ -87,7 +125,7 @@ impl Node {
                 .run_output(["clone", "-q", "--no-checkout", remote, "repo"])
                 .map_err(|e| fail("cannot run git", e))?;
             if !out.status.success() {
-                return Err(StepError(format!(
+                return Err(StepError::retry(format!(
                     "cannot clone {remote}: {}",
                     String::from_utf8_lossy(&out.stderr).trim()
                 )));
@@ -175,10 +213,13 @@ impl Node {
             .run_output(["cat-file", "-e", &format!("{}^{{commit}}", input.head)])
             .map_err(|e| fail("cannot run git", e))?;
         if !known.status.success() {
-            return Err(StepError(format!(
-                "commit {} is not on {}: the workflow's work is missing from the remote",
-                input.head, input.remote
-            )));
+            return Err(StepError::final_(
+                FinalFailure::MissingCommit,
+                format!(
+                    "commit {} is not on {}: the workflow's work is missing from the remote",
+                    input.head, input.remote
+                ),
+            ));
         }
         let work = self
             .trusted_checkout(&repo, &input.id, input.base.as_deref(), &input.head)
@@ -204,11 +245,11 @@ impl Node {
         let stdout = self
             .run_child(&work, &args, &log_path, &base, beat, cancel)
             .await?;
-        let outcome = outcome_from_output(&stdout).map_err(StepError)?;
+        let outcome = outcome_from_output(&stdout).map_err(StepError::retry)?;
         let log =
             std::fs::read_to_string(&log_path).map_err(|e| fail("cannot read the record", e))?;
         if log.len() > MAX_LOG_BYTES {
-            return Err(StepError(format!(
+            return Err(StepError::final_(FinalFailure::RecordTooLarge, format!(
                 "the workflow's record is {} bytes, more than a Temporal payload holds ({MAX_LOG_BYTES}); run it with the local engine",
                 log.len()
             )));
@@ -257,15 +298,24 @@ impl Node {
             return Ok(());
         }
         let lease = format!("--force-with-lease={branch}:{expected}");
-        Git::new(&repo)
-            .run(["push", "-q", &lease, "origin", &format!("{head}:{branch}")])
-            .map(|_| ())
-            .map_err(|e| {
-                fail(
-                    &format!("cannot move {branch} to {head} (expected it at {expected})"),
-                    e,
-                )
-            })
+        let Err(e) =
+            Git::new(&repo).run(["push", "-q", &lease, "origin", &format!("{head}:{branch}")])
+        else {
+            return Ok(());
+        };
+        let what = format!("cannot move {branch} to {head} (expected it at {expected})");
+        // Where the branch is now says whether a retry can help: somewhere else than where the
+        // workflow started (and than its result) is someone else's push, and stays so.
+        match self.ls_remote(&repo, branch)? {
+            Some(now) if now == head => Ok(()),
+            Some(now) if now != expected => Err(StepError::final_(
+                FinalFailure::BranchMoved,
+                format!(
+                    "{what}: someone else moved {branch} to {now}; the workflow's result stays at {head} (land it by hand, or start again from the new {branch})"
+                ),
+            )),
+            _ => Err(fail(&what, e)),
+        }
     }
 
     pub(crate) fn ls_remote(&self, repo: &Path, branch: &str) -> Result<Option<String>, StepError> {
@@ -309,11 +359,14 @@ impl Node {
             .await
             .map_err(|e| fail("cannot run baton trust", e))?;
         if !out.status.success() {
-            return Err(StepError(format!(
-                "baton trust failed in {}: {}",
-                work.display(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
+            return Err(StepError::final_(
+                FinalFailure::Refused,
+                format!(
+                    "baton trust failed in {}: {}",
+                    work.display(),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+            ));
         }
         Ok(())
     }
@@ -340,11 +393,16 @@ impl Node {
         };
         let run = self.run_plain(work, args, &[], &tick, cancel).await?;
         if run.stdout.trim().is_empty() {
-            return Err(StepError(format!(
+            let message = format!(
                 "the step's baton ended ({}) without an outcome: {}",
                 run.status,
                 run.stderr.trim()
-            )));
+            );
+            // Exit 2 is baton refusing what it was given: the same step refuses it again.
+            return Err(match run.code {
+                Some(2) => StepError::final_(FinalFailure::Refused, message),
+                _ => StepError::retry(message),
+            });
         }
         Ok(run.stdout)
     }
@@ -404,7 +462,7 @@ impl Node {
             _ = beats => unreachable!("the heartbeat loop never ends"),
             _ = cancel.cancelled() => {
                 guard.signal(Signal::SIGKILL);
-                return Err(StepError("cancelled".into()));
+                return Err(StepError::retry("cancelled"));
             }
         };
         guard.signal(Signal::SIGKILL);

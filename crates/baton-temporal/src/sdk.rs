@@ -26,10 +26,32 @@ use crate::mapping::{
     after, check_answer, events_in, Engine, Next, Progress, Start, Status, StepInput, StepOutcome,
     StepResult, WorkflowInput,
 };
-use crate::node::Node;
+use crate::node::{FinalFailure, Node, StepError};
 
 /// The Temporal workflow type of a baton workflow.
 pub const WORKFLOW_TYPE: &str = "baton.workflow";
+
+/// The memo key under which a workflow keeps its status ([`Status::tail`]) for readers that
+/// have no worker to query: `baton status`, the `baton run` follower, Temporal's own UI.
+pub const STATUS_MEMO: &str = "baton.status";
+
+/// The patch that brought the status memo and baton's own failures failing the Temporal
+/// workflow: histories recorded before it replay without either.
+const LIVE_STATUS: &str = "baton.live-status";
+
+/// Keeps `$status` in the workflow's memo (see [`STATUS_MEMO`]) through `$ctx`, a workflow's
+/// context or an update's; nothing in a workflow recorded before [`LIVE_STATUS`]. A memo that
+/// cannot be encoded changes nothing the workflow decides: the node says so on its stderr.
+macro_rules! publish {
+    ($ctx:expr, $status:expr) => {
+        if $ctx.patched(LIVE_STATUS) {
+            let value = temporalio_sdk::MemoValue::new($status.tail());
+            if let Err(e) = $ctx.upsert_memo([(STATUS_MEMO, Some(value))]) {
+                eprintln!("baton worker-node: cannot keep the workflow's status in its memo: {e}");
+            }
+        }
+    };
+}
 
 /// A baton workflow on Temporal: its input, and what the steps so far left.
 #[workflow]
@@ -78,6 +100,7 @@ impl BatonWorkflow {
         let input = ctx.state(|s| s.input.clone());
         let options = activity_options(Duration::from_secs(6 * 3600), input.heartbeat_timeout_ms);
         let mut step = ctx.state(|s| s.status.steps);
+        publish!(ctx, ctx.state(|s| s.status.clone()));
         loop {
             step += 1;
             let (log, head, answer) =
@@ -93,7 +116,7 @@ impl BatonWorkflow {
                 s.status.state = WfState::Running;
                 s.status.checkpoint = None;
             });
-            let r: StepResult = ctx
+            let r: Result<StepResult, _> = ctx
                 .execute_activity(
                     NodeActivities::step,
                     StepInput {
@@ -109,7 +132,11 @@ impl BatonWorkflow {
                     },
                     options.clone(),
                 )
-                .await?;
+                .await;
+            let r = match r {
+                Ok(r) => r,
+                Err(e) => return Err(failed(ctx, &format!("step {step}"), e)),
+            };
             let next = after(&r.outcome);
             ctx.state_mut(|s| {
                 s.status.steps = step;
@@ -135,6 +162,7 @@ impl BatonWorkflow {
                     StepOutcome::Running => {}
                 }
             });
+            publish!(ctx, ctx.state(|s| s.status.clone()));
             match next {
                 Next::Step => continue,
                 Next::WaitForAnswer => {
@@ -151,6 +179,7 @@ impl BatonWorkflow {
                                 timeout.as_secs()
                             ));
                         });
+                        publish!(ctx, ctx.state(|s| s.status.clone()));
                         return Ok(ctx.state(|s| s.status.clone()));
                     }
                 }
@@ -159,20 +188,38 @@ impl BatonWorkflow {
                         // Completed once its branch holds the result: a client that follows the
                         // status reads the branch after it moved.
                         ctx.state_mut(|s| s.status.state = WfState::Running);
-                        ctx.execute_activity(
-                            NodeActivities::land,
-                            Land {
-                                remote: input.remote.clone(),
-                                branch: input.branch.clone(),
-                                expected: input.base.clone(),
-                                head: r.head.clone(),
-                            },
-                            options.clone(),
-                        )
-                        .await?;
+                        publish!(ctx, ctx.state(|s| s.status.clone()));
+                        let landed = ctx
+                            .execute_activity(
+                                NodeActivities::land,
+                                Land {
+                                    remote: input.remote.clone(),
+                                    branch: input.branch.clone(),
+                                    expected: input.base.clone(),
+                                    head: r.head.clone(),
+                                },
+                                options.clone(),
+                            )
+                            .await;
+                        if let Err(e) = landed {
+                            return Err(failed(ctx, "landing", e));
+                        }
                         ctx.state_mut(|s| s.status.state = WfState::Completed);
+                        publish!(ctx, ctx.state(|s| s.status.clone()));
                     }
-                    return Ok(ctx.state(|s| s.status.clone()));
+                    let status = ctx.state(|s| s.status.clone());
+                    // baton's own failure is the Temporal workflow's: Temporal's UI and
+                    // `temporal workflow list` show it failed, with baton's reason.
+                    if status.state == WfState::Failed && ctx.patched(LIVE_STATUS) {
+                        let why = status.brief.clone().unwrap_or_else(|| "failed".into());
+                        return Err(temporalio_sdk::WorkflowTermination::failed_application(
+                            temporalio_sdk::ApplicationFailure::builder(why)
+                                .type_name("baton.WorkflowFailed".to_string())
+                                .non_retryable(true)
+                                .build(),
+                        ));
+                    }
+                    return Ok(status);
                 }
             }
         }
@@ -209,10 +256,13 @@ impl BatonWorkflow {
     }
 
     #[update]
-    pub fn answer(&mut self, _ctx: &mut SyncWorkflowContext<Self>, text: String) -> Status {
+    pub fn answer(&mut self, ctx: &mut SyncWorkflowContext<Self>, text: String) -> Status {
         self.answer = Some(text);
         self.status.state = WfState::Answered;
         self.status.checkpoint = None;
+        // The memo says so before the update returns: a follower reading it next sees the
+        // workflow going again, not still at the checkpoint.
+        publish!(ctx, self.status);
         self.status.clone()
     }
 }
@@ -230,6 +280,37 @@ pub(crate) fn activity_options(run_for: Duration, heartbeat_ms: u64) -> Activity
                 .build(),
         )
         .build()
+}
+
+/// An activity that failed for good (a failure no attempt gets past, or the retries spent): the
+/// status says so with its reason, and the workflow fails with it.
+fn failed(
+    ctx: &WorkflowContext<BatonWorkflow>,
+    what: &str,
+    e: temporalio_sdk::ActivityExecutionError,
+) -> temporalio_sdk::WorkflowTermination {
+    let why = chain(&e);
+    ctx.state_mut(|s| {
+        s.status.state = WfState::Failed;
+        s.status.checkpoint = None;
+        s.status.brief = Some(format!("{what} failed: {why}"));
+    });
+    publish!(ctx, ctx.state(|s| s.status.clone()));
+    e.into()
+}
+
+/// A node's failure as Temporal sees it: an application failure named by its kind, which
+/// Temporal does not retry when no attempt can get past it (see [`FinalFailure`]).
+pub(crate) fn activity_error(e: StepError) -> ActivityError {
+    let kind = e.final_;
+    let failure = temporalio_common::error::ApplicationFailure::builder(e.message)
+        .type_name(
+            kind.map_or("baton.StepFailed", FinalFailure::as_str)
+                .to_string(),
+        )
+        .non_retryable(kind.is_some())
+        .build();
+    ActivityError::from(failure)
 }
 
 /// The finishing push: the workflow's branch to its final head, leased on the base it started at.
@@ -273,7 +354,7 @@ impl NodeActivities {
             std::future::pending::<()>().await;
         };
         tokio::select! {
-            r = work => Ok(r?),
+            r = work => r.map_err(activity_error),
             _ = beats => unreachable!("the heartbeat loop never ends"),
             _ = ctx.cancelled() => {
                 cancel.cancel();
@@ -289,7 +370,9 @@ impl NodeActivities {
         _ctx: ActivityContext,
         l: Land,
     ) -> Result<(), ActivityError> {
-        Ok(self.node.land(&l.remote, &l.branch, &l.expected, &l.head)?)
+        self.node
+            .land(&l.remote, &l.branch, &l.expected, &l.head)
+            .map_err(activity_error)
     }
 }
 
@@ -365,13 +448,47 @@ pub async fn start(client: &Client, engine: &Engine, input: WorkflowInput) -> Re
         .map_err(|e| format!("cannot start workflow {id} on Temporal: {e}"))
 }
 
-/// The workflow's status (a query).
+/// The workflow's status, read without a worker: a closed workflow's result, or the status a
+/// running (or failed) one keeps in its memo ([`STATUS_MEMO`]; only the last node is listed
+/// there). A workflow started before the memo existed is queried (a node must be up for that).
+/// One that Temporal ended without a baton outcome (a step that can never succeed, cancelled,
+/// terminated, timed out) is `failed`, with the reason.
 pub async fn status(client: &Client, id: &str) -> Result<Status, String> {
-    client
-        .get_workflow_handle::<BatonWorkflow>(id)
-        .query(BatonWorkflow::status, (), WorkflowQueryOptions::default())
+    let h = client.get_workflow_handle::<BatonWorkflow>(id);
+    let d = h
+        .describe(WorkflowDescribeOptions::default())
         .await
-        .map_err(|e| format!("cannot query workflow {id}: {e}"))
+        .map_err(|e| format!("cannot describe workflow {id}: {e}"))?;
+    let kept: Option<Status> = d.memo().get(STATUS_MEMO).map_err(|e| {
+        format!("workflow {id}: its memo `{STATUS_MEMO}` does not decode as a status: {e}")
+    })?;
+    match (d.status(), kept) {
+        (WorkflowExecutionStatus::Completed, _) => h
+            .get_result(WorkflowGetResultOptions::default())
+            .await
+            .map_err(|e| format!("cannot read the result of workflow {id}: {}", chain(&e))),
+        (WorkflowExecutionStatus::Running, Some(s)) => Ok(s),
+        (WorkflowExecutionStatus::Running, None) => h
+            .query(BatonWorkflow::status, (), WorkflowQueryOptions::default())
+            .await
+            .map_err(|e| format!("cannot query workflow {id}: {e}")),
+        (ended, kept) => {
+            let mut s = kept.unwrap_or_else(|| Status {
+                id: id.to_string(),
+                ..Status::default()
+            });
+            if s.state != WfState::Failed {
+                let why = match h.get_result(WorkflowGetResultOptions::default()).await {
+                    Err(e) => chain(&e),
+                    Ok(_) => format!("{ended:?}"),
+                };
+                s.state = WfState::Failed;
+                s.checkpoint = None;
+                s.brief = Some(format!("ended on Temporal ({ended:?}): {why}"));
+            }
+            Ok(s)
+        }
+    }
 }
 
 /// `Some(why)` when the Temporal workflow ended without a baton outcome: failed (a step that
