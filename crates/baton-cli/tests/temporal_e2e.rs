@@ -217,8 +217,12 @@ impl Cluster {
     }
 
     fn node_with(&mut self, name: &str, slots: usize) {
+        self.node_env(name, slots, &[]);
+    }
+
+    fn node_env(&mut self, name: &str, slots: usize, env: &[(&str, &str)]) {
         let dir = self.wf.sb.path(format!("node-{name}"));
-        let child = self.wf.sb.spawn(&[
+        let mut cmd = self.wf.sb.baton(&[
             "worker-node",
             "--task-queue",
             &self.queue,
@@ -230,6 +234,13 @@ impl Cluster {
             "--slots",
             &slots.to_string(),
         ]);
+        let child = cmd
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         self.nodes.push((name.to_string(), child));
     }
 
@@ -1340,5 +1351,58 @@ fn a_branch_someone_else_moved_fails_the_workflow_at_once_and_status_needs_no_no
             .as_str()
             .is_some_and(|b| b.contains("someone else moved")),
         "{status:#}"
+    );
+}
+
+/// A node that dies right after it pushed a step's result, before Temporal heard of it: the
+/// next attempt finds the result on the remote before it launches anything, and no agent of
+/// that step runs twice.
+#[test]
+fn a_node_that_dies_right_after_its_push_hands_over_its_result_and_no_agent_runs_twice() {
+    let Some(_) = temporal() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let mut c = Cluster::new(&server);
+    c.node_env(
+        "node-a",
+        2,
+        &[(baton_temporal::node::FAULT_EXIT_AFTER_PUSH, "1")],
+    );
+    c.wait_polling(&server, &["node-a"]);
+    let client = c.wf.sb.spawn(&[
+        "run",
+        "--engine",
+        "temporal",
+        "--workflow",
+        "build",
+        "--json",
+        "add a feature file",
+    ]);
+    // node-a runs step 1, pushes, and dies before the activity completes.
+    let (_, mut a) = c.nodes.remove(0);
+    let died = a.wait().unwrap();
+    assert_eq!(died.code(), Some(137), "{died:?}");
+    assert_eq!(c.wf.calls("component-builder"), 1);
+    c.node("node-b");
+    let o = client.wait_with_output().unwrap();
+    assert_exit(&o, 0);
+    let doc = run_json(&o);
+    assert_eq!(doc["type"], "workflow.completed", "{doc:#}\n{}", err(&o));
+    let id = doc["id"].as_str().unwrap();
+    // The builder ran once: attempt 2 of step 1 returned attempt 1's pushed result.
+    assert_eq!(c.wf.calls("component-builder"), 1);
+    let status = c.status(id);
+    assert_eq!(status["nodes"][0], "node-b#2", "{status:#}");
+    assert_eq!(status["takeovers"][0]["node"], "node-a", "{status:#}");
+    let refs = c.remote_git(&[
+        "for-each-ref",
+        "--format=%(refname)",
+        &format!("refs/baton/{id}/"),
+    ]);
+    let step1: Vec<&str> = refs.lines().filter(|r| r.contains("/step-1-")).collect();
+    assert_eq!(
+        step1,
+        [format!("refs/baton/{id}/step-1-1").as_str()],
+        "{refs}"
     );
 }

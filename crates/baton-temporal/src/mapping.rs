@@ -191,8 +191,8 @@ pub struct StepResult {
     pub took_over: Option<Progress>,
 }
 
-/// A step's heartbeat details: how far it got, and once it committed, its whole result (so an
-/// attempt that takes over after the push returns it instead of running the agents again).
+/// A step's heartbeat details: how far it got (an attempt that takes over is given the last
+/// one; a finished result is found on the remote, see `node::result_ref`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Progress {
     pub node: String,
@@ -202,8 +202,6 @@ pub struct Progress {
     /// The child's process id while it runs.
     #[serde(default)]
     pub pid: Option<u32>,
-    #[serde(default)]
-    pub done: Option<Box<StepResult>>,
 }
 
 baton_protocol::closed_set! {
@@ -429,7 +427,6 @@ mod tests {
             attempt: 1,
             events: 4,
             pid: None,
-            done: None,
         };
         let s = Status {
             steps: 3,

@@ -197,17 +197,21 @@ impl Node {
     ) -> Result<StepResult, StepError> {
         let repo = self.fetched(&input.remote)?;
         // An attempt that died after its push: its result stands, the agents do not run again.
-        if let Some(done) = previous.as_ref().and_then(|p| p.done.clone()) {
-            let pushed = step_ref(&input.id, input.step, done.attempt);
-            if self.ls_remote(&repo, &pushed)?.as_deref() == Some(done.head.as_str()) {
-                let mut r = *done;
-                r.took_over = previous.clone().map(|mut p| {
-                    p.done = None;
-                    p
-                });
-                r.attempt = attempt;
-                return Ok(r);
-            }
+        // Looked for before anything is launched, on the remote (a heartbeat may never have
+        // carried it: the SDK sends them at most every few seconds).
+        if let Some(mut r) = self.pushed_result(&repo, input)? {
+            // Returned by this attempt on this node; made by the one it takes over from (its
+            // last heartbeat when one arrived, else what its result says of it).
+            let made = Progress {
+                node: r.node.clone(),
+                attempt: r.attempt,
+                events: events_in(&r.log),
+                pid: None,
+            };
+            r.took_over = Some(previous.unwrap_or(made));
+            r.node = self.name.clone();
+            r.attempt = attempt;
+            return Ok(r);
         }
         let known = Git::new(&repo)
             .run_output(["cat-file", "-e", &format!("{}^{{commit}}", input.head)])
@@ -240,7 +244,6 @@ impl Node {
             attempt,
             events: events_in(&input.log),
             pid: None,
-            done: None,
         };
         let stdout = self
             .run_child(&work, &args, &log_path, &base, beat, cancel)
@@ -261,26 +264,97 @@ impl Node {
             outcome,
             node: self.name.clone(),
             attempt,
-            took_over: previous.map(|mut p| {
-                p.done = None;
-                p
-            }),
+            took_over: previous,
         };
-        // The whole result first, then the push: an attempt that takes over after the push finds
-        // this attempt's ref at this head and returns this result. Each attempt pushes a ref of its
-        // own; the workflow's branch moves once, when it completes (`land`).
+        // The result goes to the remote with the head, in one push: an attempt that takes over
+        // after it finds it there and returns it. Each attempt pushes a head ref of its own; the
+        // workflow's branch moves once, when it completes (`land`).
         beat(Progress {
             events: events_in(&result.log),
-            done: Some(Box::new(result.clone())),
             ..base
         });
-        if head != input.head {
-            let to = step_ref(&input.id, input.step, attempt);
-            Git::new(&work)
-                .run(["push", "-q", "-f", "origin", &format!("{head}:{to}")])
-                .map_err(|e| fail(&format!("cannot push {head} to {to}"), e))?;
+        self.push_result(&work, input, &result)?;
+        if std::env::var_os(FAULT_EXIT_AFTER_PUSH).is_some() {
+            // Fault injection for tests: die as a node killed right after its push would.
+            std::process::exit(137);
         }
         Ok(result)
+    }
+
+    /// Pushes the step's head to its attempt's ref and, in the same atomic push, its whole
+    /// result to the step's result ref ([`result_ref`]): a commit whose parent is the head and
+    /// whose message is the result (with the head the step started from), so that the next
+    /// attempt finds it before it launches anything.
+    fn push_result(
+        &self,
+        work: &Path,
+        input: &StepInput,
+        result: &StepResult,
+    ) -> Result<(), StepError> {
+        let saved = Pushed {
+            from: input.head.clone(),
+            result: result.clone(),
+        };
+        let text =
+            serde_json::to_string(&saved).map_err(|e| fail("cannot encode the result", e))?;
+        let message = work.join(".baton/state/step-result.json");
+        std::fs::write(&message, text).map_err(|e| fail("cannot write the result", e))?;
+        let head = &result.head;
+        let g = self.identity(work);
+        let tree = format!("{head}^{{tree}}");
+        let message = message.to_string_lossy().into_owned();
+        let saved_commit = g
+            .run(["commit-tree", &tree, "-p", head, "-F", &message])
+            .map(|s| s.trim().to_string())
+            .map_err(|e| fail("cannot record the result", e))?;
+        let to = step_ref(&input.id, input.step, result.attempt);
+        let done = result_ref(&input.id, input.step);
+        Git::new(work)
+            .run([
+                "push",
+                "-q",
+                "-f",
+                "--atomic",
+                "origin",
+                &format!("{head}:{to}"),
+                &format!("{saved_commit}:{done}"),
+            ])
+            .map(|_| ())
+            .map_err(|e| fail(&format!("cannot push {head} to {to}"), e))
+    }
+
+    /// The result an earlier attempt of this step pushed ([`Self::push_result`]), when it is
+    /// there and was made from this step's starting head.
+    fn pushed_result(
+        &self,
+        repo: &Path,
+        input: &StepInput,
+    ) -> Result<Option<StepResult>, StepError> {
+        let done = result_ref(&input.id, input.step);
+        let Some(sha) = self.ls_remote(repo, &done)? else {
+            return Ok(None);
+        };
+        let g = Git::new(repo);
+        g.run(["fetch", "-q", "origin", &format!("+{done}:{done}")])
+            .map_err(|e| fail(&format!("cannot fetch {done}"), e))?;
+        let raw = g
+            .run(["cat-file", "commit", &sha])
+            .map_err(|e| fail(&format!("cannot read {done}"), e))?;
+        let (headers, body) = raw.split_once("\n\n").unwrap_or((raw.as_str(), ""));
+        let saved: Pushed = serde_json::from_str(body.trim_end()).map_err(|e| {
+            StepError::final_(
+                FinalFailure::Refused,
+                format!("{done} on the remote does not hold a step's result ({e}): remove it, or start the workflow again"),
+            )
+        })?;
+        let parent = headers
+            .lines()
+            .find_map(|l| l.strip_prefix("parent "))
+            .unwrap_or_default();
+        if saved.from != input.head || parent != saved.result.head {
+            return Ok(None);
+        }
+        Ok(Some(saved.result))
     }
 
     /// The finishing push: `branch` on the remote moved to `head`, leased on `expected` (where the
@@ -494,6 +568,23 @@ impl Node {
             .map(|s| s.trim().to_string())
             .map_err(|e| fail("cannot read the new head", e))
     }
+}
+
+/// Set in a worker node's environment, makes it exit right after a step's push (before the
+/// activity completes): how the tests kill a node at that moment.
+pub const FAULT_EXIT_AFTER_PUSH: &str = "BATON_FAULT_NODE_EXIT_AFTER_PUSH";
+
+/// What [`Node::push_result`] records: the result, and the head the step started from.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Pushed {
+    from: String,
+    result: StepResult,
+}
+
+/// The ref a step's whole result is pushed to, whichever attempt made it:
+/// `refs/baton/<workflow>/result-<n>`.
+pub fn result_ref(id: &str, step: u32) -> String {
+    format!("refs/baton/{id}/result-{step}")
 }
 
 /// The ref one attempt of one step pushes its head to: `refs/baton/<workflow>/step-<n>-<attempt>`.
