@@ -198,7 +198,8 @@ impl Node {
         beat: &(dyn Fn(u32) + Send + Sync),
         cancel: &CancellationToken,
     ) -> Result<Implemented, StepError> {
-        let repo = self.fetched(&input.remote)?;
+        let remote = input.remote.clone();
+        let repo = self.off_thread(move |n| n.fetched(&remote)).await?;
         let name = format!("{}-{}", input.flow, input.unit.id);
         let trusted = input.origin.as_ref().map_or(&input.base, |o| &o.base);
         let work = self
@@ -284,7 +285,8 @@ impl Node {
         beat: &(dyn Fn(u32) + Send + Sync),
         cancel: &CancellationToken,
     ) -> Result<Integrated, StepError> {
-        let repo = self.fetched(&input.remote)?;
+        let remote = input.remote.clone();
+        let repo = self.off_thread(move |n| n.fetched(&remote)).await?;
         let node = self.name.clone();
         // Trailers name the Flow that first ran the unit (a landing's or continuation's origin).
         let origin = input.origin.as_ref().map_or(&input.flow, |o| &o.id);

@@ -118,9 +118,15 @@ impl Node {
     /// The node's clone of `remote`, fetched: `repo/` under the node's folder.
     pub(crate) fn fetched(&self, remote: &str) -> Result<PathBuf, StepError> {
         let repo = self.dir.join("repo");
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| fail("cannot create the node's folder", e))?;
+        // One clone and one fetch at a time: a node's slots (or two nodes given one `--dir`)
+        // would otherwise clone into the same folder, or fight over its ref locks.
+        let lock = std::fs::File::create(self.dir.join("repo.lock"))
+            .map_err(|e| fail("cannot open the node's clone lock", e))?;
+        lock.lock()
+            .map_err(|e| fail("cannot lock the node's clone", e))?;
         if !repo.join(".git").exists() {
-            std::fs::create_dir_all(&self.dir)
-                .map_err(|e| fail("cannot create the node's folder", e))?;
             let out = Git::new(&self.dir)
                 .run_output(["clone", "-q", "--no-checkout", remote, "repo"])
                 .map_err(|e| fail("cannot run git", e))?;
@@ -195,11 +201,25 @@ impl Node {
         beat: &(dyn Fn(Progress) + Send + Sync),
         cancel: &CancellationToken,
     ) -> Result<StepResult, StepError> {
-        let repo = self.fetched(&input.remote)?;
+        // Alive from the start: the activity heartbeats this every second, through the fetch too.
+        beat(Progress {
+            node: self.name.clone(),
+            attempt,
+            events: events_in(&input.log),
+            pid: None,
+        });
+        let (remote, given) = (input.remote.clone(), input.clone());
+        let (repo, pushed) = self
+            .off_thread(move |n| {
+                let repo = n.fetched(&remote)?;
+                let pushed = n.pushed_result(&repo, &given)?;
+                Ok((repo, pushed))
+            })
+            .await?;
         // An attempt that died after its push: its result stands, the agents do not run again.
         // Looked for before anything is launched, on the remote (a heartbeat may never have
         // carried it: the SDK sends them at most every few seconds).
-        if let Some(mut r) = self.pushed_result(&repo, input)? {
+        if let Some(mut r) = pushed {
             // Returned by this attempt on this node; made by the one it takes over from (its
             // last heartbeat when one arrived, else what its result says of it).
             let made = Progress {
@@ -257,7 +277,8 @@ impl Node {
                 log.len()
             )));
         }
-        let head = self.commit(&work, input)?;
+        let (at, given) = (work.clone(), input.clone());
+        let head = self.off_thread(move |n| n.commit(&at, &given)).await?;
         let result = StepResult {
             log,
             head: head.clone(),
@@ -273,7 +294,9 @@ impl Node {
             events: events_in(&result.log),
             ..base
         });
-        self.push_result(&work, input, &result)?;
+        let (at, given, pushed) = (work.clone(), input.clone(), result.clone());
+        self.off_thread(move |n| n.push_result(&at, &given, &pushed))
+            .await?;
         if std::env::var_os(FAULT_EXIT_AFTER_PUSH).is_some() {
             // Fault injection for tests: die as a node killed right after its push would.
             std::process::exit(137);
@@ -412,15 +435,31 @@ impl Node {
         trusted: Option<&str>,
         head: &str,
     ) -> Result<PathBuf, StepError> {
-        let Some(trusted) = trusted.filter(|_| self.trust) else {
-            return self.checkout(repo, name, head);
+        let checkout = |at: &str| {
+            let (repo, name, at) = (repo.to_path_buf(), name.to_string(), at.to_string());
+            self.off_thread(move |n| n.checkout(&repo, &name, &at))
         };
-        let work = self.checkout(repo, name, trusted)?;
+        let Some(trusted) = trusted.filter(|_| self.trust) else {
+            return checkout(head).await;
+        };
+        let work = checkout(trusted).await?;
         self.trust_dir(&work).await?;
         if head != trusted {
-            self.checkout(repo, name, head)?;
+            checkout(head).await?;
         }
         Ok(work)
+    }
+
+    /// Runs `f` (git, files) on a thread of its own: the async threads stay free for the
+    /// activity's heartbeats while a fetch, a checkout or a push takes its time.
+    pub(crate) async fn off_thread<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Node) -> Result<T, StepError> + Send + 'static,
+    ) -> Result<T, StepError> {
+        let node = self.clone();
+        tokio::task::spawn_blocking(move || f(&node))
+            .await
+            .map_err(|e| fail("the step's git work ended", e))?
     }
 
     async fn trust_dir(&self, work: &Path) -> Result<(), StepError> {
@@ -685,5 +724,69 @@ mod tests {
             later,
             ["resume", "--engine", "local", "--json", "--steps", "1", "--answer", "all", "wf-1"]
         );
+    }
+
+    /// A fresh node's slots fetch at the same moment: one clones, the other waits for it and
+    /// fetches into the same clone (neither is told `repo` already exists).
+    #[test]
+    fn slots_of_a_fresh_node_fetching_at_once_share_one_clone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let remote = tmp.path().join("remote.git");
+        let git = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .args(args)
+                .env("GIT_AUTHOR_NAME", "t")
+                .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+                .env("GIT_COMMITTER_NAME", "t")
+                .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+                .status()
+                .unwrap();
+            assert!(ok.success(), "{args:?}");
+        };
+        git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
+        let seed = tmp.path().join("seed");
+        git(&["init", "-q", seed.to_str().unwrap()]);
+        git(&[
+            "-C",
+            seed.to_str().unwrap(),
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "one",
+        ]);
+        git(&[
+            "-C",
+            seed.to_str().unwrap(),
+            "push",
+            "-q",
+            remote.to_str().unwrap(),
+            "HEAD:refs/heads/main",
+        ]);
+        for round in 0..3 {
+            let node = Node {
+                name: "n".into(),
+                dir: tmp.path().join(format!("node-{round}")),
+                baton_exe: "baton".into(),
+                trust: false,
+                env: Vec::new(),
+            };
+            let start = std::sync::Barrier::new(2);
+            let results: Vec<Result<PathBuf, StepError>> = std::thread::scope(|s| {
+                let all: Vec<_> = (0..2)
+                    .map(|_| {
+                        s.spawn(|| {
+                            start.wait();
+                            node.fetched(remote.to_str().unwrap())
+                        })
+                    })
+                    .collect();
+                all.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            for r in results {
+                let repo = r.unwrap_or_else(|e| panic!("round {round}: {e}"));
+                assert!(repo.join(".git").exists());
+            }
+        }
     }
 }

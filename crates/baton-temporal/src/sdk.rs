@@ -344,14 +344,21 @@ impl NodeActivities {
         };
         let cancel = CancellationToken::new();
         let work = self.node.step(&input, attempt, previous, &beat, &cancel);
+        // The latest progress, sent when it changes and again every second (the SDK throttles
+        // what reaches the server), so a step stays alive through a long fetch or push too.
         let beats = async {
-            while rx.changed().await.is_ok() {
+            let mut every = tokio::time::interval(Duration::from_secs(1));
+            let mut open = true;
+            loop {
+                tokio::select! {
+                    changed = rx.changed(), if open => open = changed.is_ok(),
+                    _ = every.tick() => {}
+                }
                 let p = rx.borrow_and_update().clone();
                 if let Some(p) = p {
                     let _ = ctx.record_heartbeat(p).await;
                 }
             }
-            std::future::pending::<()>().await;
         };
         tokio::select! {
             r = work => r.map_err(activity_error),
@@ -371,7 +378,8 @@ impl NodeActivities {
         l: Land,
     ) -> Result<(), ActivityError> {
         self.node
-            .land(&l.remote, &l.branch, &l.expected, &l.head)
+            .off_thread(move |n| n.land(&l.remote, &l.branch, &l.expected, &l.head))
+            .await
             .map_err(activity_error)
     }
 }
