@@ -255,9 +255,14 @@ mod imp {
                 let now = sdk::status(&client, id).await.map_err(anyhow::Error::msg)?;
                 if now.state == WfState::Failed {
                     let input = sdk::input(&client, id).await.map_err(anyhow::Error::msg)?;
-                    let log = sdk::log(&client, id).await.map_err(anyhow::Error::msg)?;
+                    // The record stays where it is on the remote; an older workflow's is queried.
+                    let log = match &now.record_at {
+                        Some(_) => String::new(),
+                        None => sdk::log(&client, id).await.map_err(anyhow::Error::msg)?,
+                    };
                     let resumed = baton_temporal::mapping::Resumed {
                         log,
+                        record_at: now.record_at.clone(),
                         head: now.head.clone(),
                         steps: now.steps,
                         answer: text.to_string(),
@@ -313,7 +318,8 @@ mod imp {
         json: bool,
         history: Option<&std::path::Path>,
     ) -> Result<Exit> {
-        let log = on_temporal(ctx, |_, client| async move {
+        let root = ctx.project_root.clone();
+        let log = on_temporal(ctx, |engine, client| async move {
             if let Some(path) = history {
                 let bytes = sdk::history_json(&client, id)
                     .await
@@ -321,7 +327,15 @@ mod imp {
                 std::fs::write(path, bytes)
                     .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
             }
-            sdk::log(&client, id).await.map_err(anyhow::Error::msg)
+            let status = sdk::status(&client, id).await.map_err(anyhow::Error::msg)?;
+            match &status.record_at {
+                Some(at) => {
+                    let remote = engine.remote().map_err(anyhow::Error::msg)?;
+                    record_at(&root, remote, at)
+                }
+                // A workflow of an older baton carries its record in its history.
+                None => sdk::log(&client, id).await.map_err(anyhow::Error::msg),
+            }
         })?;
         for line in log.lines() {
             if json {
@@ -742,6 +756,27 @@ mod imp {
         } else {
             Exit::Failed
         }
+    }
+
+    /// The record a workflow keeps at `at` on `remote`, read through a scratch bare repository
+    /// (the result's commit holds no files and has no parent: nothing else is fetched). Needs no
+    /// worker node.
+    fn record_at(root: &std::path::Path, remote: &str, at: &str) -> Result<String> {
+        // A remote given as a path is the project's: relative to its root, as `git push` there
+        // reads it.
+        let local = root.join(remote);
+        let remote = if std::path::Path::new(remote).is_relative() && local.exists() {
+            local.to_string_lossy().into_owned()
+        } else {
+            remote.to_string()
+        };
+        let scratch = tempfile::tempdir()?;
+        let g = baton_git::Git::new(scratch.path());
+        g.run(["init", "-q", "--bare"])
+            .map_err(|e| anyhow::anyhow!("cannot make a scratch repository: {e}"))?;
+        baton_temporal::node::read_result(&g, &remote, at)
+            .map(|p| p.result.log)
+            .map_err(|e| anyhow::anyhow!("the workflow's record: {e}"))
     }
 
     fn print_status(s: &Status) {

@@ -447,6 +447,21 @@ fn a_build_with_a_remediation_cycle_runs_on_temporal_as_it_runs_locally() {
     let o =
         c.wf.run(&["worker-node", "--check-history", history.to_str().unwrap()]);
     assert_exit(&o, 0);
+    // The record travels by reference: no event of the history comes near the record's size
+    // (each step's input and result name the ref on the remote that holds it).
+    let record: usize = events.iter().map(|e| e.to_string().len()).sum();
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&history).unwrap()).unwrap();
+    let largest = saved["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.to_string().len())
+        .max()
+        .unwrap();
+    assert!(
+        largest < 4096 && record > 2 * largest,
+        "largest history event {largest} bytes, record {record} bytes"
+    );
     // `BATON_SAVE_HISTORY=FILE` keeps it: how `crates/baton-temporal/tests/fixtures/` got its own.
     if let Some(keep) = std::env::var_os("BATON_SAVE_HISTORY") {
         std::fs::copy(&history, keep).unwrap();

@@ -7,9 +7,16 @@ use baton_workflow::run::state::Checkpoint;
 use baton_workflow::run::Outcome;
 use serde::{Deserialize, Serialize};
 
-/// The largest record a step carries (Temporal refuses payloads over 2 MB; this leaves room for
-/// the rest of the result).
-pub const MAX_LOG_BYTES: usize = 1536 * 1024;
+impl StepResult {
+    /// Events in the record after the step, wherever the record is.
+    pub fn event_count(&self) -> usize {
+        if self.record_at.is_some() {
+            self.events
+        } else {
+            events_in(&self.log)
+        }
+    }
+}
 
 /// `[engine]` resolved: every default applied, the API key read from its variable.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,8 +106,11 @@ pub struct WorkflowInput {
 /// Where a failed run left its workflow, and the guidance its stopped agents run again with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Resumed {
-    /// The record the failed run ended with.
+    /// The record the failed run ended with (empty when it is at `record_at`).
     pub log: String,
+    /// The ref on the remote that holds the record the failed run ended with.
+    #[serde(default)]
+    pub record_at: Option<String>,
     /// The branch's head it ended at.
     pub head: String,
     /// The steps it ran: this run's are numbered on from there.
@@ -122,8 +132,13 @@ pub struct StepInput {
     /// them. Absent (a step of an older baton): the node trusts nothing.
     #[serde(default)]
     pub base: Option<String>,
-    /// The workflow's event log so far (JSON lines); empty before the first step.
+    /// The workflow's event log so far (JSON lines); empty before the first step, and when the
+    /// record is at `record_at`.
     pub log: String,
+    /// The ref on the remote whose result holds the record so far (the step before's
+    /// `node::result_ref`): the record travels by reference, not in the history.
+    #[serde(default)]
+    pub record_at: Option<String>,
     /// The answer to the checkpoint the last step stopped at.
     #[serde(default)]
     pub answer: Option<String>,
@@ -180,7 +195,14 @@ impl StepOutcome {
 /// activity retries are for infrastructure (a node that died, a push that failed).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepResult {
+    /// The record after the step; empty when it is at `record_at`.
     pub log: String,
+    /// The ref on the remote that holds the whole result, the record with it.
+    #[serde(default)]
+    pub record_at: Option<String>,
+    /// Events in the record after the step.
+    #[serde(default)]
+    pub events: usize,
     pub head: String,
     pub outcome: StepOutcome,
     pub node: String,
@@ -251,6 +273,9 @@ pub struct Status {
     /// Heartbeats of attempts another node took over from.
     #[serde(default)]
     pub takeovers: Vec<Progress>,
+    /// The ref on the remote that holds the record (`baton log` reads it there).
+    #[serde(default)]
+    pub record_at: Option<String>,
     /// How many steps ran before `nodes[0]`: 0 in the whole status (a query, the result); the
     /// workflow's memo lists only the last node ([`Status::tail`]).
     #[serde(default)]

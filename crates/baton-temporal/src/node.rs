@@ -19,9 +19,7 @@ use nix::sys::signal::Signal;
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::mapping::{
-    events_in, outcome_from_output, Progress, StepInput, StepResult, MAX_LOG_BYTES,
-};
+use crate::mapping::{events_in, outcome_from_output, Progress, StepInput, StepResult};
 
 /// Who and where a worker node is.
 #[derive(Debug, Clone)]
@@ -54,8 +52,6 @@ baton_protocol::closed_set! {
     pub enum FinalFailure ("final failure") {
         /// The commit a step starts from is not on the remote: the workflow's work is lost.
         MissingCommit = "baton.MissingCommit",
-        /// The record outgrew what one Temporal payload holds.
-        RecordTooLarge = "baton.RecordTooLarge",
         /// Someone else moved the workflow's branch (or a Flow's target): the lease is lost.
         BranchMoved = "baton.BranchMoved",
         /// baton refused the step (exit 2: its input or the project's config is wrong), or
@@ -209,11 +205,17 @@ impl Node {
             pid: None,
         });
         let (remote, given) = (input.remote.clone(), input.clone());
-        let (repo, pushed) = self
+        let (repo, pushed, record) = self
             .off_thread(move |n| {
                 let repo = n.fetched(&remote)?;
                 let pushed = n.pushed_result(&repo, &given)?;
-                Ok((repo, pushed))
+                // The record so far: in the input (a workflow of an older baton), or in the
+                // result the step before pushed.
+                let record = match &given.record_at {
+                    Some(at) if given.log.is_empty() => n.saved_at(&repo, at)?.result.log,
+                    _ => given.log.clone(),
+                };
+                Ok((repo, pushed, record))
             })
             .await?;
         // An attempt that died after its push: its result stands, the agents do not run again.
@@ -231,7 +233,7 @@ impl Node {
             r.took_over = Some(previous.unwrap_or(made));
             r.node = self.name.clone();
             r.attempt = attempt;
-            return Ok(r);
+            return Ok(by_reference(r, input));
         }
         let known = Git::new(&repo)
             .run_output(["cat-file", "-e", &format!("{}^{{commit}}", input.head)])
@@ -254,15 +256,14 @@ impl Node {
         for suffix in [".events.jsonl", ".json", ".lock"] {
             let _ = std::fs::remove_file(state.join(format!("{}{suffix}", input.id)));
         }
-        if !input.log.is_empty() {
-            std::fs::write(&log_path, &input.log)
-                .map_err(|e| fail("cannot write the record", e))?;
+        if !record.is_empty() {
+            std::fs::write(&log_path, &record).map_err(|e| fail("cannot write the record", e))?;
         }
         let args = step_args(input);
         let base = Progress {
             node: self.name.clone(),
             attempt,
-            events: events_in(&input.log),
+            events: events_in(&record),
             pid: None,
         };
         let stdout = self
@@ -271,16 +272,12 @@ impl Node {
         let outcome = outcome_from_output(&stdout).map_err(StepError::retry)?;
         let log =
             std::fs::read_to_string(&log_path).map_err(|e| fail("cannot read the record", e))?;
-        if log.len() > MAX_LOG_BYTES {
-            return Err(StepError::final_(FinalFailure::RecordTooLarge, format!(
-                "the workflow's record is {} bytes, more than a Temporal payload holds ({MAX_LOG_BYTES}); run it with the local engine",
-                log.len()
-            )));
-        }
         let (at, given) = (work.clone(), input.clone());
         let head = self.off_thread(move |n| n.commit(&at, &given)).await?;
         let result = StepResult {
+            events: events_in(&log),
             log,
+            record_at: None,
             head: head.clone(),
             outcome,
             node: self.name.clone(),
@@ -301,7 +298,7 @@ impl Node {
             // Fault injection for tests: die as a node killed right after its push would.
             std::process::exit(137);
         }
-        Ok(result)
+        Ok(by_reference(result, input))
     }
 
     /// Pushes the step's head to its attempt's ref and, in the same atomic push, its whole
@@ -324,10 +321,15 @@ impl Node {
         std::fs::write(&message, text).map_err(|e| fail("cannot write the result", e))?;
         let head = &result.head;
         let g = self.identity(work);
-        let tree = format!("{head}^{{tree}}");
+        // A commit of its own on the empty tree, with no parent: a reader (the next step's
+        // node, `baton log`) fetches the result alone, not the project's history.
+        let empty = g
+            .run(["mktree"])
+            .map(|s| s.trim().to_string())
+            .map_err(|e| fail("cannot record the result", e))?;
         let message = message.to_string_lossy().into_owned();
         let saved_commit = g
-            .run(["commit-tree", &tree, "-p", head, "-F", &message])
+            .run(["commit-tree", &empty, "-F", &message])
             .map(|s| s.trim().to_string())
             .map_err(|e| fail("cannot record the result", e))?;
         let to = step_ref(&input.id, input.step, result.attempt);
@@ -354,30 +356,26 @@ impl Node {
         input: &StepInput,
     ) -> Result<Option<StepResult>, StepError> {
         let done = result_ref(&input.id, input.step);
-        let Some(sha) = self.ls_remote(repo, &done)? else {
+        if self.ls_remote(repo, &done)?.is_none() {
             return Ok(None);
-        };
-        let g = Git::new(repo);
-        g.run(["fetch", "-q", "origin", &format!("+{done}:{done}")])
-            .map_err(|e| fail(&format!("cannot fetch {done}"), e))?;
-        let raw = g
-            .run(["cat-file", "commit", &sha])
-            .map_err(|e| fail(&format!("cannot read {done}"), e))?;
-        let (headers, body) = raw.split_once("\n\n").unwrap_or((raw.as_str(), ""));
-        let saved: Pushed = serde_json::from_str(body.trim_end()).map_err(|e| {
-            StepError::final_(
-                FinalFailure::Refused,
-                format!("{done} on the remote does not hold a step's result ({e}): remove it, or start the workflow again"),
-            )
-        })?;
-        let parent = headers
-            .lines()
-            .find_map(|l| l.strip_prefix("parent "))
-            .unwrap_or_default();
-        if saved.from != input.head || parent != saved.result.head {
+        }
+        let saved = self.saved_at(repo, &done)?;
+        let known = Git::new(repo)
+            .run_output([
+                "cat-file",
+                "-e",
+                &format!("{}^{{commit}}", saved.result.head),
+            ])
+            .is_ok_and(|o| o.status.success());
+        if saved.from != input.head || !known {
             return Ok(None);
         }
         Ok(Some(saved.result))
+    }
+
+    /// The result a step pushed to `at` on the remote (fetched into the node's clone).
+    fn saved_at(&self, repo: &Path, at: &str) -> Result<Pushed, StepError> {
+        read_result(&Git::new(repo), "origin", at)
     }
 
     /// The finishing push: `branch` on the remote moved to `head`, leased on `expected` (where the
@@ -615,9 +613,36 @@ pub const FAULT_EXIT_AFTER_PUSH: &str = "BATON_FAULT_NODE_EXIT_AFTER_PUSH";
 
 /// What [`Node::push_result`] records: the result, and the head the step started from.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct Pushed {
-    from: String,
-    result: StepResult,
+pub struct Pushed {
+    pub from: String,
+    pub result: StepResult,
+}
+
+/// The result a step pushed to the ref `at` of `remote`, fetched into the repository `g` is in
+/// (a node's clone; for `baton log`, a bare scratch repository: the result's commit holds no
+/// files and has no parent, so nothing else comes with it). A ref that holds something else is
+/// an error that names it.
+pub fn read_result(g: &Git, remote: &str, at: &str) -> Result<Pushed, StepError> {
+    g.run(["fetch", "-q", remote, &format!("+{at}:{at}")])
+        .map_err(|e| fail(&format!("cannot fetch {at} from {remote}"), e))?;
+    let raw = g
+        .run(["cat-file", "commit", at])
+        .map_err(|e| fail(&format!("cannot read {at}"), e))?;
+    let body = raw.split_once("\n\n").map_or("", |(_, b)| b);
+    serde_json::from_str(body.trim_end()).map_err(|e| {
+        StepError::final_(
+            FinalFailure::Refused,
+            format!("{at} on {remote} does not hold a step's result ({e}): the workflow's record there is damaged"),
+        )
+    })
+}
+
+/// A step's result as the workflow keeps it: the record left at the step's result ref.
+fn by_reference(mut r: StepResult, input: &StepInput) -> StepResult {
+    r.events = events_in(&r.log);
+    r.log = String::new();
+    r.record_at = Some(result_ref(&input.id, input.step));
+    r
 }
 
 /// The ref a step's whole result is pushed to, whichever attempt made it:
@@ -634,7 +659,10 @@ pub fn step_ref(id: &str, step: u32, attempt: u32) -> String {
 /// `baton run --id … --steps 1 …` for the first step, `baton resume ID --steps 1 …` after.
 pub fn step_args(input: &StepInput) -> Vec<String> {
     let mut a: Vec<String> = Vec::new();
-    match (&input.start, input.log.is_empty()) {
+    match (
+        &input.start,
+        input.log.is_empty() && input.record_at.is_none(),
+    ) {
         (Some(s), true) => {
             a.extend(
                 [
@@ -688,6 +716,7 @@ mod tests {
             head: "abc".into(),
             base: Some("abc".into()),
             log: log.into(),
+            record_at: None,
             answer: answer.map(String::from),
             start: Some(Start {
                 request: "--add a flag".into(),

@@ -58,6 +58,8 @@ macro_rules! publish {
 pub struct BatonWorkflow {
     input: WorkflowInput,
     status: Status,
+    /// The record, when it travels in the history (a workflow of an older baton); else empty,
+    /// and the record is at `status.record_at` on the remote.
     log: String,
     answer: Option<String>,
 }
@@ -68,14 +70,15 @@ impl BatonWorkflow {
     fn new(_ctx: &WorkflowContextView, input: WorkflowInput) -> Self {
         // A run that goes on from a failed one starts from its record, head and step count,
         // with the guidance as the answer its first step takes.
-        let (log, head, steps, answer) = match &input.resumed {
+        let (log, record_at, head, steps, answer) = match &input.resumed {
             Some(r) => (
                 r.log.clone(),
+                r.record_at.clone(),
                 r.head.clone(),
                 r.steps,
                 Some(r.answer.clone()),
             ),
-            None => (String::new(), input.base.clone(), 0, None),
+            None => (String::new(), None, input.base.clone(), 0, None),
         };
         let status = Status {
             id: input.id.clone(),
@@ -85,6 +88,7 @@ impl BatonWorkflow {
             branch: input.branch.clone(),
             steps,
             events: events_in(&log),
+            record_at,
             ..Status::default()
         };
         BatonWorkflow {
@@ -103,9 +107,15 @@ impl BatonWorkflow {
         publish!(ctx, ctx.state(|s| s.status.clone()));
         loop {
             step += 1;
-            let (log, head, answer) =
-                ctx.state_mut(|s| (s.log.clone(), s.status.head.clone(), s.answer.take()));
-            let start = log.is_empty().then(|| Start {
+            let (log, record_at, head, answer) = ctx.state_mut(|s| {
+                (
+                    s.log.clone(),
+                    s.status.record_at.clone(),
+                    s.status.head.clone(),
+                    s.answer.take(),
+                )
+            });
+            let start = (log.is_empty() && record_at.is_none()).then(|| Start {
                 request: input.request.clone(),
                 kind: input.kind.clone(),
                 trivial: input.trivial,
@@ -127,6 +137,7 @@ impl BatonWorkflow {
                         head,
                         base: Some(input.base.clone()),
                         log,
+                        record_at,
                         answer,
                         start,
                     },
@@ -141,7 +152,8 @@ impl BatonWorkflow {
             ctx.state_mut(|s| {
                 s.status.steps = step;
                 s.status.head = r.head.clone();
-                s.status.events = events_in(&r.log);
+                s.status.events = r.event_count();
+                s.status.record_at = r.record_at.clone();
                 s.status.nodes.push(match r.attempt {
                     1 => r.node.clone(),
                     n => format!("{}#{n}", r.node),
@@ -617,6 +629,7 @@ mod tests {
                         head: input.base.clone(),
                         base: Some(input.base.clone()),
                         log: String::new(),
+                        record_at: None,
                         answer: None,
                         start: None,
                     },
@@ -629,7 +642,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_saved_history_replays_and_a_changed_decision_does_not() {
-        assert_eq!(crate::worker::check_histories(&[fixture()]).await, Ok(1));
+        // A history from before the status memo, and one from after it (`baton.live-status`:
+        // memo upserts, the record by reference).
+        let live = fixture().with_file_name("build-remediation-live-status.history.json");
+        assert_eq!(
+            crate::worker::check_histories(&[fixture(), live]).await,
+            Ok(2)
+        );
         let changed = WorkflowReplayer::new(
             WorkflowReplayerOptions::new()
                 .register_workflow::<Changed>()
