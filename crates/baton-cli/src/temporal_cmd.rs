@@ -774,7 +774,7 @@ mod imp {
         let g = baton_git::Git::new(scratch.path());
         g.run(["init", "-q", "--bare"])
             .map_err(|e| anyhow::anyhow!("cannot make a scratch repository: {e}"))?;
-        baton_temporal::node::read_result(&g, &remote, at)
+        baton_temporal::node::read_result(&g, Some(&remote), at)
             .map(|p| p.result.log)
             .map_err(|e| anyhow::anyhow!("the workflow's record: {e}"))
     }

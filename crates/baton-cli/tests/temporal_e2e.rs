@@ -1346,6 +1346,25 @@ fn a_branch_someone_else_moved_fails_the_workflow_at_once_and_status_needs_no_no
         server.describe(&id)
     );
     let events = history_events(&server, &id);
+    // Temporal's UI names each activity: the step and its workflow, the answer it carries,
+    // the landing.
+    let summaries: Vec<String> = events
+        .iter()
+        .filter(|e| e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED")
+        .map(|e| unbase64(e["userMetadata"]["summary"]["data"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(summaries[0], r#""step 1 of BUILD""#, "{summaries:?}");
+    assert!(
+        summaries
+            .iter()
+            .any(|s| s.ends_with(r#"of BUILD, with your answer""#)),
+        "{summaries:?}"
+    );
+    assert_eq!(
+        summaries.last().unwrap(),
+        &format!(r#""land refs/heads/baton/{id}""#),
+        "{summaries:?}"
+    );
     let started: Vec<&Value> = events
         .iter()
         .filter(|e| e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_STARTED")
@@ -1419,4 +1438,23 @@ fn a_node_that_dies_right_after_its_push_hands_over_its_result_and_no_agent_runs
         [format!("refs/baton/{id}/step-1-1").as_str()],
         "{refs}"
     );
+}
+
+/// Standard base64 (how Temporal's JSON carries a payload's bytes), decoded as text.
+fn unbase64(text: &str) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let (mut bits, mut count, mut out) = (0u32, 0u32, Vec::new());
+    for c in text.bytes().filter(|c| *c != b'=') {
+        let Some(v) = ALPHABET.iter().position(|a| *a == c) else {
+            continue;
+        };
+        bits = (bits << 6) | v as u32;
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            out.push((bits >> count) as u8);
+            bits &= (1 << count) - 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }

@@ -356,11 +356,16 @@ impl Node {
         input: &StepInput,
     ) -> Result<Option<StepResult>, StepError> {
         let done = result_ref(&input.id, input.step);
-        if self.ls_remote(repo, &done)?.is_none() {
+        // `fetched` brought every `refs/baton/*` of the remote: a result pushed there is here.
+        let g = Git::new(repo);
+        let here = g
+            .run_output(["rev-parse", "--verify", "-q", &format!("{done}^{{commit}}")])
+            .is_ok_and(|o| o.status.success());
+        if !here {
             return Ok(None);
         }
         let saved = self.saved_at(repo, &done)?;
-        let known = Git::new(repo)
+        let known = g
             .run_output([
                 "cat-file",
                 "-e",
@@ -373,9 +378,9 @@ impl Node {
         Ok(Some(saved.result))
     }
 
-    /// The result a step pushed to `at` on the remote (fetched into the node's clone).
+    /// The result a step pushed to `at` on the remote, in the node's clone since `fetched`.
     fn saved_at(&self, repo: &Path, at: &str) -> Result<Pushed, StepError> {
-        read_result(&Git::new(repo), "origin", at)
+        read_result(&Git::new(repo), None, at)
     }
 
     /// The finishing push: `branch` on the remote moved to `head`, leased on `expected` (where the
@@ -618,13 +623,15 @@ pub struct Pushed {
     pub result: StepResult,
 }
 
-/// The result a step pushed to the ref `at` of `remote`, fetched into the repository `g` is in
-/// (a node's clone; for `baton log`, a bare scratch repository: the result's commit holds no
-/// files and has no parent, so nothing else comes with it). A ref that holds something else is
-/// an error that names it.
-pub fn read_result(g: &Git, remote: &str, at: &str) -> Result<Pushed, StepError> {
-    g.run(["fetch", "-q", remote, &format!("+{at}:{at}")])
-        .map_err(|e| fail(&format!("cannot fetch {at} from {remote}"), e))?;
+/// The result a step pushed to the ref `at`, read in the repository `g` is in: a node's clone
+/// (which fetched it already), or, fetched from `remote` first, a bare scratch repository for
+/// `baton log` (the result's commit holds no files and has no parent, so nothing else comes with
+/// it). A ref that holds something else is an error that names it.
+pub fn read_result(g: &Git, remote: Option<&str>, at: &str) -> Result<Pushed, StepError> {
+    if let Some(remote) = remote {
+        g.run(["fetch", "-q", remote, &format!("+{at}:{at}")])
+            .map_err(|e| fail(&format!("cannot fetch {at} from {remote}"), e))?;
+    }
     let raw = g
         .run(["cat-file", "commit", at])
         .map_err(|e| fail(&format!("cannot read {at}"), e))?;
@@ -632,7 +639,9 @@ pub fn read_result(g: &Git, remote: &str, at: &str) -> Result<Pushed, StepError>
     serde_json::from_str(body.trim_end()).map_err(|e| {
         StepError::final_(
             FinalFailure::Refused,
-            format!("{at} on {remote} does not hold a step's result ({e}): the workflow's record there is damaged"),
+            format!(
+                "{at} does not hold a step's result ({e}): the workflow's record there is damaged"
+            ),
         )
     })
 }

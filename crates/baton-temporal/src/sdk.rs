@@ -126,6 +126,17 @@ impl BatonWorkflow {
                 s.status.state = WfState::Running;
                 s.status.checkpoint = None;
             });
+            // What Temporal's UI shows for the activity: which step, of what, and why it runs.
+            let mut step_options = options.clone();
+            step_options.summary = Some(format!(
+                "step {step} of {}{}",
+                input.kind,
+                if answer.is_some() {
+                    ", with your answer"
+                } else {
+                    ""
+                }
+            ));
             let r: Result<StepResult, _> = ctx
                 .execute_activity(
                     NodeActivities::step,
@@ -141,7 +152,7 @@ impl BatonWorkflow {
                         answer,
                         start,
                     },
-                    options.clone(),
+                    step_options,
                 )
                 .await;
             let r = match r {
@@ -201,6 +212,8 @@ impl BatonWorkflow {
                         // status reads the branch after it moved.
                         ctx.state_mut(|s| s.status.state = WfState::Running);
                         publish!(ctx, ctx.state(|s| s.status.clone()));
+                        let mut land_options = options.clone();
+                        land_options.summary = Some(format!("land {}", input.branch));
                         let landed = ctx
                             .execute_activity(
                                 NodeActivities::land,
@@ -210,7 +223,7 @@ impl BatonWorkflow {
                                     expected: input.base.clone(),
                                     head: r.head.clone(),
                                 },
-                                options.clone(),
+                                land_options,
                             )
                             .await;
                         if let Err(e) = landed {
