@@ -776,6 +776,21 @@ fn a_flow_of_implementer_units_lands_from_a_node() {
         "solo\n"
     );
     server_model.assert_tool_results_answer_calls();
+
+    // Right after its Flow ended, the node stops at the first SIGTERM.
+    let (_, mut node) = c.nodes.remove(0);
+    unsafe {
+        libc::kill(node.id() as i32, libc::SIGTERM);
+    }
+    let stopped = wait_until(Duration::from_secs(10), || {
+        matches!(node.try_wait(), Ok(Some(_)))
+    });
+    if !stopped {
+        let _ = node.kill();
+    }
+    let code = node.wait().unwrap().code();
+    assert!(stopped, "the node still ran 10 s after SIGTERM");
+    assert_eq!(code, Some(130));
 }
 
 /// A project whose agents are on the mock `model`, with a Temporal server and its cluster (no

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::mapping::{outcome_from_output, StepOutcome};
-use crate::node::{Node, StepError};
+use crate::node::{FinalFailure, Node, StepError};
 
 /// What starts a Flow on Temporal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -305,12 +305,16 @@ impl Node {
                     });
                 }
             }
-            return Err(StepError::retry(format!(
-                "{} is at {}, not at {} where the Flow left it: someone else moved it",
-                input.target,
-                now.as_deref().unwrap_or("nothing"),
-                input.expected
-            )));
+            // No attempt can land on a target someone else moved.
+            return Err(StepError::final_(
+                FinalFailure::BranchMoved,
+                format!(
+                    "{} is at {}, not at {} where the Flow left it: someone else moved it",
+                    input.target,
+                    now.as_deref().unwrap_or("nothing"),
+                    input.expected
+                ),
+            ));
         }
         let name = format!("{}-integrate", input.flow);
         // Trusted as the Flow's base was: its reviewer is the project's own only while no unit
@@ -377,14 +381,26 @@ impl Node {
             }
         }
         let lease = format!("--force-with-lease={}:{}", input.target, input.expected);
-        git.run([
+        let pushed = git.run([
             "push",
             "-q",
             &lease,
             "origin",
             &format!("{sha}:{}", input.target),
-        ])
-        .map_err(|e| StepError::retry(format!("cannot move {} to {sha}: {e}", input.target)))?;
+        ]);
+        if let Err(e) = pushed {
+            let what = format!("cannot move {} to {sha}: {e}", input.target);
+            // Where the target is now says whether a retry can help (as for a workflow's
+            // landing): moved meanwhile by someone else, it stays so.
+            return match self.ls_remote(&repo, &input.target)? {
+                Some(now) if now == sha => Ok(Integrated::Landed { sha, node }),
+                Some(now) if now != input.expected => Err(StepError::final_(
+                    FinalFailure::BranchMoved,
+                    format!("{what} (someone else moved it to {now})"),
+                )),
+                _ => Err(StepError::retry(what)),
+            };
+        }
         Ok(Integrated::Landed { sha, node })
     }
 }

@@ -208,7 +208,12 @@ impl Node {
         let (repo, pushed, record) = self
             .off_thread(move |n| {
                 let repo = n.fetched(&remote)?;
-                let pushed = n.pushed_result(&repo, &given)?;
+                // Only a retry can find a result of its own step (a first attempt of a run that
+                // goes on from a failed one must not take the failed run's: it has guidance).
+                let pushed = match attempt {
+                    1 => None,
+                    _ => n.pushed_result(&repo, &given)?,
+                };
                 // The record so far: in the input (a workflow of an older baton), or in the
                 // result the step before pushed.
                 let record = match &given.record_at {
@@ -301,10 +306,10 @@ impl Node {
         Ok(by_reference(result, input))
     }
 
-    /// Pushes the step's head to its attempt's ref and, in the same atomic push, its whole
-    /// result to the step's result ref ([`result_ref`]): a commit whose parent is the head and
-    /// whose message is the result (with the head the step started from), so that the next
-    /// attempt finds it before it launches anything.
+    /// Pushes the step's whole result (with the head it started from) as a blob to the step's
+    /// result ref ([`result_ref`]) and, in the same atomic push, its head to its attempt's ref
+    /// when it made one: the next attempt finds the result before it launches anything, and
+    /// the next step reads the record from it.
     fn push_result(
         &self,
         work: &Path,
@@ -320,32 +325,30 @@ impl Node {
         let message = work.join(".baton/state/step-result.json");
         std::fs::write(&message, text).map_err(|e| fail("cannot write the result", e))?;
         let head = &result.head;
-        let g = self.identity(work);
-        // A commit of its own on the empty tree, with no parent: a reader (the next step's
-        // node, `baton log`) fetches the result alone, not the project's history.
-        let empty = g
-            .run(["mktree"])
-            .map(|s| s.trim().to_string())
-            .map_err(|e| fail("cannot record the result", e))?;
+        let g = Git::new(work);
+        // A blob the ref points at: a reader (the next step's node, `baton log`) fetches the
+        // result alone, not the project's files or history.
         let message = message.to_string_lossy().into_owned();
-        let saved_commit = g
-            .run(["commit-tree", &empty, "-F", &message])
+        let saved_blob = g
+            .run(["hash-object", "-w", "--", &message])
             .map(|s| s.trim().to_string())
             .map_err(|e| fail("cannot record the result", e))?;
         let to = step_ref(&input.id, input.step, result.attempt);
         let done = result_ref(&input.id, input.step);
-        Git::new(work)
-            .run([
-                "push",
-                "-q",
-                "-f",
-                "--atomic",
-                "origin",
-                &format!("{head}:{to}"),
-                &format!("{saved_commit}:{done}"),
-            ])
-            .map(|_| ())
-            .map_err(|e| fail(&format!("cannot push {head} to {to}"), e))
+        let mut push = vec!["push", "-q", "-f", "--atomic", "origin"];
+        // A step that changed nothing has no head of its own to push.
+        let head_ref = format!("{head}:{to}");
+        if *head != input.head {
+            push.push(&head_ref);
+        }
+        let done_ref = format!("{saved_blob}:{done}");
+        push.push(&done_ref);
+        g.run(push).map(|_| ()).map_err(|e| {
+            fail(
+                &format!("cannot push the result of step {} to {done}", input.step),
+                e,
+            )
+        })
     }
 
     /// The result an earlier attempt of this step pushed ([`Self::push_result`]), when it is
@@ -359,7 +362,7 @@ impl Node {
         // `fetched` brought every `refs/baton/*` of the remote: a result pushed there is here.
         let g = Git::new(repo);
         let here = g
-            .run_output(["rev-parse", "--verify", "-q", &format!("{done}^{{commit}}")])
+            .run_output(["rev-parse", "--verify", "-q", &done])
             .is_ok_and(|o| o.status.success());
         if !here {
             return Ok(None);
@@ -625,18 +628,17 @@ pub struct Pushed {
 
 /// The result a step pushed to the ref `at`, read in the repository `g` is in: a node's clone
 /// (which fetched it already), or, fetched from `remote` first, a bare scratch repository for
-/// `baton log` (the result's commit holds no files and has no parent, so nothing else comes with
-/// it). A ref that holds something else is an error that names it.
+/// `baton log` (the ref points at a blob: nothing else comes with it). A ref that holds
+/// something else is an error that names it.
 pub fn read_result(g: &Git, remote: Option<&str>, at: &str) -> Result<Pushed, StepError> {
     if let Some(remote) = remote {
         g.run(["fetch", "-q", remote, &format!("+{at}:{at}")])
             .map_err(|e| fail(&format!("cannot fetch {at} from {remote}"), e))?;
     }
-    let raw = g
-        .run(["cat-file", "commit", at])
+    let text = g
+        .run(["cat-file", "blob", at])
         .map_err(|e| fail(&format!("cannot read {at}"), e))?;
-    let body = raw.split_once("\n\n").map_or("", |(_, b)| b);
-    serde_json::from_str(body.trim_end()).map_err(|e| {
+    serde_json::from_str(text.trim_end()).map_err(|e| {
         StepError::final_(
             FinalFailure::Refused,
             format!(
