@@ -7,11 +7,11 @@
 #   bash bench/all.sh            # everything (about 20 minutes on 2 cores, most of it building)
 #   bash bench/all.sh store mcp  # only the named ones
 #
-# Names: store bash_call parse fanout worker mcp routing compaction tui agents flow.
+# Names: store bash_call parse fanout worker mcp routing compaction tui temporal agents flow.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(store bash_call parse fanout worker mcp routing compaction tui agents flow)
+all=(store bash_call parse fanout worker mcp routing compaction tui temporal agents flow)
 wanted=("$@")
 if [ ${#wanted[@]} -eq 0 ]; then
   wanted=("${all[@]}")
@@ -45,6 +45,7 @@ for name in "${wanted[@]}"; do
     routing) run routing cargo bench -p baton-cli --bench routing ;;
     compaction) run compaction cargo bench -p baton-cli --bench compaction ;;
     tui) run tui cargo bench -p baton-tui ;;
+    temporal) run temporal cargo bench -p baton-cli --features temporal --bench temporal ;;
     agents) run agents python3 bench/agents.py --agents baton --runs 20 ;;
     flow) run flow python3 bench/flow.py --runs 2 ;;
     *)
