@@ -626,9 +626,11 @@ impl ServerHandler for BatonServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // A smaller set is chosen for a host that pays per token: list it compact.
+        let compact = self.offered.is_some();
         let tools = self
             .offered()
-            .map(ToolDef::tool)
+            .map(|t| t.listed(compact))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(ListToolsResult::with_all_items(tools))
     }

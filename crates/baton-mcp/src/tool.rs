@@ -87,17 +87,111 @@ pub struct ToolDef {
 impl ToolDef {
     /// The tool as `tools/list` shows it.
     pub fn tool(&self) -> Result<Tool, ErrorData> {
+        self.listed(false)
+    }
+
+    /// The tool as `tools/list` shows it; `compact` for a server started with a smaller set
+    /// (`--tools core`, …), whose host pays per token for the list: the description's first
+    /// sentence, the input schema with a description only on its own properties (not on what
+    /// they hold) and without schemars' `title`, `$schema` and null defaults, and no output
+    /// schema (the answer still carries its document as structured content).
+    pub fn listed(&self, compact: bool) -> Result<Tool, ErrorData> {
         let input = (self.input)().map_err(|e| ErrorData::internal_error(e, None))?;
         let h = self.hints;
-        Ok(Tool::new(self.name, self.description, standard(input))
-            .with_raw_output_schema(standard((self.output)()))
-            .with_annotations(
-                ToolAnnotations::new()
-                    .read_only(h.read_only)
-                    .destructive(h.destructive)
-                    .idempotent(h.idempotent)
-                    .open_world(h.open_world),
-            ))
+        let tool = if compact {
+            let said = BRIEF.iter().find(|(n, _)| *n == self.name).map_or_else(
+                || first_sentence(self.description),
+                |(_, b)| (*b).to_string(),
+            );
+            Tool::new(self.name, said, brief(standard(input)))
+        } else {
+            Tool::new(self.name, self.description, standard(input))
+                .with_raw_output_schema(standard((self.output)()))
+        };
+        Ok(tool.with_annotations(
+            ToolAnnotations::new()
+                .read_only(h.read_only)
+                .destructive(h.destructive)
+                .idempotent(h.idempotent)
+                .open_world(h.open_world),
+        ))
+    }
+}
+
+/// What a compact list says of the tools a host offers every day (`--tools core`); another tool
+/// says the first sentence of its description.
+const BRIEF: [(&str, &str); 8] = [
+    ("run_workflow", "Run a baton workflow (routed BUILD, DEBUG, PLAN, REVIEW or ORIENT) and return its outcome."),
+    ("workflow_status", "List this project's baton workflows, or show one by id."),
+    ("workflow_resume", "Continue a baton workflow: answer its checkpoint, or go on after a failure with guidance."),
+    ("delegate_task", "Delegate bounded work to child agents of baton roles: one task, parallel `tasks` or a `chain`."),
+    ("task_status", "Show a background task started by delegate_task."),
+    ("flow_start", "Start a baton Flow: units built in parallel worktrees, landed in order."),
+    ("flow_status", "List this repository's baton Flows, or show one by id."),
+    ("flow_continue", "Repair the blocked unit of a paused Flow once, with guidance."),
+];
+
+/// A property's description as a compact list gives it: its first clause.
+fn first_clause(text: &str) -> String {
+    let sentence = first_sentence(text);
+    let end = [" (", "; ", ": "]
+        .iter()
+        .filter_map(|m| sentence.find(m))
+        .min()
+        .unwrap_or(sentence.len());
+    sentence[..end].trim_end_matches('.').to_string()
+}
+
+/// `text` up to the end of its first sentence, on one line.
+fn first_sentence(text: &str) -> String {
+    let end = text
+        .char_indices()
+        .find(|&(i, c)| {
+            let abbreviation = ["e.g", "i.e", "etc"].iter().any(|a| text[..i].ends_with(a));
+            matches!(c, '.' | '!' | '?')
+                && !abbreviation
+                && text[i + 1..].chars().next().is_none_or(char::is_whitespace)
+        })
+        .map_or(text.len(), |(i, _)| i + 1);
+    text[..end].split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `schema` as a compact list shows it (see [`ToolDef::listed`]).
+fn brief(schema: Arc<JsonObject>) -> Arc<JsonObject> {
+    fn walk(v: &mut Value, depth: usize) {
+        match v {
+            Value::Object(o) => {
+                o.remove("title");
+                o.remove("$schema");
+                if o.get("default").is_some_and(Value::is_null) {
+                    o.remove("default");
+                }
+                match o
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(first_clause)
+                {
+                    // A property of the tool's own arguments keeps its first sentence; what
+                    // it holds (array items, their properties) says nothing more.
+                    Some(d) if depth <= 2 => {
+                        o.insert("description".into(), Value::String(d));
+                    }
+                    Some(_) => {
+                        o.remove("description");
+                    }
+                    None => {}
+                }
+                o.values_mut().for_each(|x| walk(x, depth + 1));
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| walk(x, depth)),
+            _ => {}
+        }
+    }
+    let mut v = Value::Object(Arc::unwrap_or_clone(schema));
+    walk(&mut v, 0);
+    match v {
+        Value::Object(o) => Arc::new(o),
+        _ => unreachable!("an object stays an object"),
     }
 }
 

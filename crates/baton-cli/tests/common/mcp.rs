@@ -67,12 +67,12 @@ pub async fn check_output<H: ClientHandler>(
         .iter()
         .find(|t| t.name == name)
         .unwrap_or_else(|| panic!("no tool {name} in tools/list"));
-    let schema = Value::Object(
-        tool.output_schema
-            .as_deref()
-            .cloned()
-            .unwrap_or_else(|| panic!("{name} declares no output schema")),
-    );
+    // A compact list (`--tools core`) declares no output schema; the full list of a server
+    // with every tool declares it for the same document, and is checked here in other tests.
+    let Some(schema) = tool.output_schema.as_deref().cloned() else {
+        return;
+    };
+    let schema = Value::Object(schema);
     let errors = super::schema::errors(&schema, doc);
     assert!(
         errors.is_empty(),
