@@ -74,9 +74,11 @@ fn config_files(pin: &Pinned) -> [PathBuf; 4] {
     ]
 }
 
+/// The drivers (section, name) a repository's config declares.
+type Drivers = BTreeSet<(String, String)>;
+
 /// What was learned, by the bytes of the config files it was learned from.
-static LEARNED: Mutex<Option<HashMap<Vec<FileText>, BTreeSet<(String, String)>>>> =
-    Mutex::new(None);
+static LEARNED: Mutex<Option<HashMap<Vec<FileText>, Drivers>>> = Mutex::new(None);
 
 /// How many entries [`LEARNED`] keeps before it starts again (a long-lived process that sees
 /// many configs, such as the dashboard, stays small).
