@@ -123,18 +123,21 @@ mod imp {
 }
 
 #[cfg(feature = "temporal")]
-mod imp {
-    use std::time::Duration;
+#[path = "temporal_follow.rs"]
+mod follow;
 
+#[cfg(feature = "temporal")]
+mod imp {
     use baton_temporal::flow::FlowRun;
     use baton_temporal::flow_sdk;
-    use baton_temporal::mapping::{Engine, Status, WfState, WorkflowInput};
+    use baton_temporal::mapping::{Engine, WfState, WorkflowInput};
     use baton_temporal::node::Node;
     use baton_temporal::sdk;
-    use baton_workflow::run::Outcome;
     use tokio_util::sync::CancellationToken;
 
     use super::*;
+
+    use super::follow::{between_polls, print_status, record_at, wait};
 
     fn engine(ctx: &ProjectContext, task_queue: Option<&str>) -> Result<Engine> {
         Engine::from_config(&ctx.config.config.engine, task_queue).map_err(anyhow::Error::msg)
@@ -504,45 +507,6 @@ mod imp {
         })
     }
 
-    /// Between two polls of a followed workflow or Flow (`what`): how the command ends when the
-    /// Temporal workflow ended without a baton outcome, or when the user stopped following (it
-    /// goes on; `look` reads it); else nothing, after a pause.
-    async fn between_polls(
-        client: &sdk::Client,
-        id: &str,
-        what: &str,
-        look: &str,
-        signalled: &CancellationToken,
-    ) -> Result<Option<Exit>> {
-        if let Some(why) = sdk::ended_abnormally(client, id)
-            .await
-            .map_err(anyhow::Error::msg)?
-        {
-            errln!("baton: {what} {id} ended on Temporal without finishing: {why}");
-            return Ok(Some(Exit::Failed));
-        }
-        Ok(pause(id, what, look, signalled).await)
-    }
-
-    /// How long a follower keeps trying to reach Temporal before it gives up.
-    const LOST_FOR: Duration = Duration::from_secs(60);
-
-    /// A pause between two polls; `Some` when the user stopped following meanwhile.
-    async fn pause(
-        id: &str,
-        what: &str,
-        look: &str,
-        signalled: &CancellationToken,
-    ) -> Option<Exit> {
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(200)) => None,
-            _ = signalled.cancelled() => {
-                errln!("baton: stopped following; {what} {id} goes on on Temporal: `{look} {id}`");
-                Some(Exit::Interrupted)
-            }
-        }
-    }
-
     /// What a Flow that goes on from Flow `id` (`flow land`, `flow continue`) starts from: the
     /// target's commit on the remote now, and the origin it keeps (`id`'s, or the one `id` kept).
     fn going_on(
@@ -756,117 +720,6 @@ mod imp {
         } else {
             Exit::Failed
         }
-    }
-
-    /// The record a workflow keeps at `at` on `remote`, read through a scratch bare repository
-    /// (the result's commit holds no files and has no parent: nothing else is fetched). Needs no
-    /// worker node.
-    fn record_at(root: &std::path::Path, remote: &str, at: &str) -> Result<String> {
-        // A remote given as a path is the project's: relative to its root, as `git push` there
-        // reads it.
-        let local = root.join(remote);
-        let remote = if std::path::Path::new(remote).is_relative() && local.exists() {
-            local.to_string_lossy().into_owned()
-        } else {
-            remote.to_string()
-        };
-        let scratch = tempfile::tempdir()?;
-        let g = baton_git::Git::new(scratch.path());
-        g.run(["init", "-q", "--bare"])
-            .map_err(|e| anyhow::anyhow!("cannot make a scratch repository: {e}"))?;
-        baton_temporal::node::read_result(&g, Some(&remote), at)
-            .map(|p| p.result.log)
-            .map_err(|e| anyhow::anyhow!("the workflow's record: {e}"))
-    }
-
-    fn print_status(s: &Status) {
-        outln!(
-            "{}  {}  {} step(s), {} event(s)",
-            s.id,
-            s.state,
-            s.steps,
-            s.events
-        );
-        outln!("branch {} at {}", s.branch, s.head);
-        if s.nodes_from > 0 {
-            // A running workflow's memo names only the node of its last step.
-            for (step, node) in s.numbered_nodes() {
-                outln!("step {step} ran on: {node}");
-            }
-        } else if !s.nodes.is_empty() {
-            outln!("steps ran on: {}", s.nodes.join(", "));
-        }
-        if let Some(cp) = &s.checkpoint {
-            outln!("question: {}", cp.question);
-        }
-        if let Some(b) = &s.brief {
-            outln!("{}", b.trim_end());
-        }
-    }
-
-    /// Follows the workflow (its status query) until it completes, stops or waits at a
-    /// checkpoint; Ctrl-C stops following, not the workflow.
-    async fn wait(client: &sdk::Client, id: &str, json: bool) -> Result<Exit> {
-        let cancel = CancellationToken::new();
-        let signalled = crate::signals::watch_signals(cancel.clone());
-        let mut shown = 0usize;
-        let mut lost: Option<std::time::Instant> = None;
-        let status = loop {
-            let s = match sdk::status(client, id).await {
-                Ok(s) => s,
-                // The server restarting (or a moment without the network) ends nothing: the
-                // workflow is kept by Temporal. Try again for a minute, saying so once.
-                Err(e) if lost.is_none_or(|t| t.elapsed() < LOST_FOR) => {
-                    if lost.is_none() {
-                        errln!(
-                            "baton: lost Temporal while following {id} ({e}); trying again for {}s",
-                            LOST_FOR.as_secs()
-                        );
-                    }
-                    lost.get_or_insert_with(std::time::Instant::now);
-                    if let Some(exit) =
-                        pause(id, "workflow", "baton status --engine temporal", &signalled).await
-                    {
-                        return Ok(exit);
-                    }
-                    continue;
-                }
-                Err(e) => return Err(anyhow::Error::msg(e)),
-            };
-            lost = None;
-            if !json {
-                for (step, node) in s.numbered_nodes() {
-                    if step > shown {
-                        errln!("baton run: step {step} ran on {node}");
-                    }
-                }
-            }
-            shown = shown.max(s.nodes_from + s.nodes.len());
-            if !s.state.going() {
-                break s;
-            }
-            let look = "baton status --engine temporal";
-            if let Some(exit) = between_polls(client, id, "workflow", look, &signalled).await? {
-                return Ok(exit);
-            }
-        };
-        let id = id.to_string();
-        let brief = status.brief.clone().unwrap_or_default();
-        let outcome = match status.state {
-            WfState::Completed => Outcome::Completed { id, brief },
-            WfState::Checkpoint => match status.checkpoint.clone() {
-                Some(checkpoint) => Outcome::Checkpoint { id, checkpoint },
-                None => Outcome::Failed { id, brief },
-            },
-            WfState::Failed => Outcome::Failed { id, brief },
-            _ => Outcome::Stopped { id, brief },
-        };
-        Ok(crate::run_report::report_outcome(
-            json,
-            Ok(outcome),
-            false,
-            true,
-        ))
     }
 
     pub fn worker_node(args: WorkerNodeArgs) -> Result<Exit> {

@@ -978,7 +978,10 @@ fn a_role_file_a_step_rewrote_is_not_trusted_by_the_next_step_on_a_trusting_node
     c.node("node-a");
     let o = c.run_build();
     let doc = run_json(&o);
-    let id = doc["id"].as_str().unwrap().to_string();
+    let id = doc["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{doc:#}\n{}", err(&o)))
+        .to_string();
     // The planted file reached the workflow's branch, but no step ran it: step 2's node trusted
     // the project as the workflow's starting commit had it, and the rewritten role fails that.
     let refs = c.remote_git(&[

@@ -47,7 +47,9 @@ macro_rules! publish {
         if $ctx.patched(LIVE_STATUS) {
             let value = temporalio_sdk::MemoValue::new($status.tail());
             if let Err(e) = $ctx.upsert_memo([(STATUS_MEMO, Some(value))]) {
-                eprintln!("baton worker-node: cannot keep the workflow's status in its memo: {e}");
+                baton_text::errln!(
+                    "baton worker-node: cannot keep the workflow's status in its memo: {e}"
+                );
             }
         }
     };
