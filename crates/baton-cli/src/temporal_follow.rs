@@ -138,7 +138,9 @@ pub(super) async fn wait(client: &sdk::Client, id: &str, json: bool) -> Result<E
             break s;
         }
         let look = "baton status --engine temporal";
-        if let Some(exit) = between_polls(client, id, "workflow", look, &signalled).await? {
+        // Not `between_polls`: the status itself says when Temporal ended the workflow (failed,
+        // with its reason), so the outcome is reported as any other.
+        if let Some(exit) = pause(id, "workflow", look, &signalled).await {
             return Ok(exit);
         }
     };

@@ -510,8 +510,11 @@ fn a_node_killed_mid_step_hands_the_step_to_the_other_node_as_attempt_2() {
         "--json",
         "add a feature file",
     ]);
+    // The shell creates the file before it writes the pid into it.
     assert!(
-        wait_until(Duration::from_secs(60), || pid_file.exists()),
+        wait_until(Duration::from_secs(60), || {
+            std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n'))
+        }),
         "the builder never started"
     );
     let builder: u32 = std::fs::read_to_string(&pid_file)

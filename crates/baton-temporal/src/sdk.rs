@@ -503,6 +503,13 @@ pub async fn status(client: &Client, id: &str) -> Result<Status, String> {
             .await
             .map_err(|e| format!("cannot read the result of workflow {id}: {}", chain(&e))),
         (WorkflowExecutionStatus::Running, Some(s)) => Ok(s),
+        // No workflow task has completed yet (no node took it): it has not started.
+        (WorkflowExecutionStatus::Running, None) if d.history_length() < 4 => Ok(Status {
+            id: id.to_string(),
+            state: WfState::Starting,
+            ..Status::default()
+        }),
+        // A workflow of an older baton keeps no memo: ask it (a node must be up).
         (WorkflowExecutionStatus::Running, None) => h
             .query(BatonWorkflow::status, (), WorkflowQueryOptions::default())
             .await
