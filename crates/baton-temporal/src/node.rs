@@ -322,17 +322,27 @@ impl Node {
         };
         let text =
             serde_json::to_string(&saved).map_err(|e| fail("cannot encode the result", e))?;
-        let message = work.join(".baton/state/step-result.json");
-        std::fs::write(&message, text).map_err(|e| fail("cannot write the result", e))?;
+        // Written in the node's own folder, never in the worktree, where the step's agents
+        // could have planted a link in its place.
+        let results = self.dir.join("results");
+        std::fs::create_dir_all(&results).map_err(|e| fail("cannot write the result", e))?;
+        let file = results.join(format!(
+            "{}-{}-{}.json",
+            input.id, input.step, result.attempt
+        ));
+        let _ = std::fs::remove_file(&file);
+        std::fs::write(&file, text).map_err(|e| fail("cannot write the result", e))?;
         let head = &result.head;
         let g = Git::new(work);
         // A blob the ref points at: a reader (the next step's node, `baton log`) fetches the
         // result alone, not the project's files or history.
-        let message = message.to_string_lossy().into_owned();
+        let path = file.to_string_lossy().into_owned();
         let saved_blob = g
-            .run(["hash-object", "-w", "--", &message])
+            .run(["hash-object", "-w", "--", &path])
             .map(|s| s.trim().to_string())
-            .map_err(|e| fail("cannot record the result", e))?;
+            .map_err(|e| fail("cannot record the result", e));
+        let _ = std::fs::remove_file(&file);
+        let saved_blob = saved_blob?;
         let to = step_ref(&input.id, input.step, result.attempt);
         let done = result_ref(&input.id, input.step);
         let mut push = vec!["push", "-q", "-f", "--atomic", "origin"];
