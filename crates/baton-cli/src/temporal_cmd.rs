@@ -700,6 +700,9 @@ mod imp {
                     .unwrap_or_default()
             );
         }
+        if let Some(why) = &s.why {
+            outln!("{}", baton_text::sanitize_line(why));
+        }
     }
 
     fn report_flow(s: &baton_temporal::flow::FlowStatus, json: bool) -> Exit {

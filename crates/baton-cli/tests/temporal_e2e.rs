@@ -794,6 +794,14 @@ fn a_flow_of_implementer_units_lands_from_a_node() {
     let code = node.wait().unwrap().code();
     assert!(stopped, "the node still ran 10 s after SIGTERM");
     assert_eq!(code, Some(130));
+    // With no node up, the Flow's status is its result.
+    let id = status["id"].as_str().unwrap();
+    let o =
+        c.wf.run(&["flow", "status", "--engine", "temporal", "--json", id]);
+    assert_exit(&o, 0);
+    let now: Value = serde_json::from_str(out(&o).trim()).unwrap();
+    assert_eq!(now["state"], "completed", "{now:#}");
+    assert_eq!(now["units"][0]["state"], "integrated", "{now:#}");
 }
 
 /// A project whose agents are on the mock `model`, with a Temporal server and its cluster (no

@@ -182,6 +182,16 @@ pub struct FlowStatus {
     /// The target's head as the Flow left it.
     pub head: String,
     pub units: Vec<UnitRow>,
+    /// Why Temporal ended the Flow without a baton outcome (a failure no attempt got past).
+    #[serde(default)]
+    pub why: Option<String>,
+}
+
+impl FlowStatus {
+    /// The status as the Flow's memo keeps it (at most eight units: all of it).
+    pub fn tail(&self) -> FlowStatus {
+        self.clone()
+    }
 }
 
 /// The trailer that marks a unit's commit, so a retried landing knows its own.

@@ -6,7 +6,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use temporalio_client::{Client, WorkflowQueryOptions, WorkflowStartOptions};
+use temporalio_client::{
+    Client, WorkflowDescribeOptions, WorkflowExecutionStatus, WorkflowGetResultOptions,
+    WorkflowQueryOptions, WorkflowStartOptions,
+};
 use temporalio_macros::{activities, workflow, workflow_methods};
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use temporalio_sdk::{WorkflowContext, WorkflowContextView, WorkflowResult};
@@ -18,7 +21,7 @@ use crate::flow::{
 };
 use crate::mapping::Engine;
 use crate::node::Node;
-use crate::sdk::activity_options;
+use crate::sdk::{activity_options, publish};
 
 /// A Flow on Temporal.
 #[workflow]
@@ -46,6 +49,7 @@ impl FlowWorkflow {
                     ..UnitRow::default()
                 })
                 .collect(),
+            why: None,
         };
         FlowWorkflow { input, status }
     }
@@ -54,6 +58,7 @@ impl FlowWorkflow {
     pub async fn run(ctx: &mut WorkflowContext<Self>) -> WorkflowResult<FlowStatus> {
         let input = ctx.state(|s| s.input.clone());
         let options = activity_options(Duration::from_secs(12 * 3600), input.heartbeat_timeout_ms);
+        publish!(ctx, ctx.state(|s| s.status.clone()));
         // Every unit at once, on whichever nodes take them; a landing's units come implemented.
         let work = input
             .units
@@ -109,6 +114,7 @@ impl FlowWorkflow {
             implemented.push(Some(r));
         }
         ctx.state_mut(|s| s.status.state = FlowRun::Integrating);
+        publish!(ctx, ctx.state(|s| s.status.clone()));
         // In declared order, each onto the target as the earlier ones left it.
         let mut expected = input.onto.clone().unwrap_or_else(|| input.base.clone());
         for (i, unit) in input.units.iter().enumerate() {
@@ -118,7 +124,7 @@ impl FlowWorkflow {
                 ..
             }) = implemented[i].take()
             else {
-                return Ok(ctx.state_mut(|s| stop_at(s, i)));
+                return Ok(ended(ctx, ctx.state_mut(|s| stop_at(s, i))));
             };
             let landed = ctx
                 .execute_activity(
@@ -144,9 +150,10 @@ impl FlowWorkflow {
                         s.status.units[i].head = Some(sha.clone());
                         s.status.head = sha;
                     });
+                    publish!(ctx, ctx.state(|s| s.status.clone()));
                 }
                 Integrated::Conflict { paths, .. } => {
-                    return Ok(ctx.state_mut(|s| {
+                    return Ok(ended(ctx, ctx.state_mut(|s| {
                         s.status.units[i].state = UnitState::Conflict;
                         s.status.units[i].why = Some(format!(
                             "rebasing onto {} conflicted in {}; its commit stays at refs/baton/{}/{}-*",
@@ -156,33 +163,42 @@ impl FlowWorkflow {
                             s.status.units[i].id
                         ));
                         stop_at(s, i)
-                    }));
+                    })));
                 }
                 Integrated::Invalid {
                     command, output, ..
                 } => {
-                    return Ok(ctx.state_mut(|s| {
-                        s.status.units[i].state = UnitState::Invalid;
-                        s.status.units[i].why = Some(format!("`{command}` failed:\n{output}"));
-                        stop_at(s, i)
-                    }));
+                    return Ok(ended(
+                        ctx,
+                        ctx.state_mut(|s| {
+                            s.status.units[i].state = UnitState::Invalid;
+                            s.status.units[i].why = Some(format!("`{command}` failed:\n{output}"));
+                            stop_at(s, i)
+                        }),
+                    ));
                 }
                 Integrated::Rejected { findings, .. } => {
-                    return Ok(ctx.state_mut(|s| {
-                        s.status.units[i].state = UnitState::Rejected;
-                        s.status.units[i].why = Some(format!(
-                            "{findings}\nIts commit stays at refs/baton/{}/{}-*",
-                            s.status.id, s.status.units[i].id
-                        ));
-                        stop_at(s, i)
-                    }));
+                    return Ok(ended(
+                        ctx,
+                        ctx.state_mut(|s| {
+                            s.status.units[i].state = UnitState::Rejected;
+                            s.status.units[i].why = Some(format!(
+                                "{findings}\nIts commit stays at refs/baton/{}/{}-*",
+                                s.status.id, s.status.units[i].id
+                            ));
+                            stop_at(s, i)
+                        }),
+                    ));
                 }
             }
         }
-        Ok(ctx.state_mut(|s| {
-            s.status.state = FlowRun::Completed;
-            s.status.clone()
-        }))
+        Ok(ended(
+            ctx,
+            ctx.state_mut(|s| {
+                s.status.state = FlowRun::Completed;
+                s.status.clone()
+            }),
+        ))
     }
 
     #[query]
@@ -195,6 +211,12 @@ impl FlowWorkflow {
     pub fn input(&self, _ctx: &WorkflowContextView) -> FlowInput {
         self.input.clone()
     }
+}
+
+/// The Flow's last status, kept in its memo too.
+fn ended(ctx: &WorkflowContext<FlowWorkflow>, status: FlowStatus) -> FlowStatus {
+    publish!(ctx, status);
+    status
 }
 
 /// The Flow ends at unit `i`: the units after it are skipped.
@@ -294,13 +316,58 @@ pub async fn start(client: &Client, engine: &Engine, input: FlowInput) -> Result
         .map_err(|e| format!("cannot start Flow {id} on Temporal: {e}"))
 }
 
-/// The Flow's status (a query).
+/// The Flow's status, read without a worker as a workflow's is ([`crate::sdk::status`]): a
+/// completed Flow's result, or the status a running or failed one keeps in its memo. A Flow
+/// Temporal ended without a baton outcome is `failed`, with the reason in `why`.
 pub async fn status(client: &Client, id: &str) -> Result<FlowStatus, String> {
-    client
-        .get_workflow_handle::<FlowWorkflow>(id)
-        .query(FlowWorkflow::status, (), WorkflowQueryOptions::default())
+    let h = client.get_workflow_handle::<FlowWorkflow>(id);
+    let d = h
+        .describe(WorkflowDescribeOptions::default())
         .await
-        .map_err(|e| format!("cannot query Flow {id}: {e}"))
+        .map_err(|e| format!("cannot describe Flow {id}: {e}"))?;
+    let kept: Option<FlowStatus> = d
+        .memo()
+        .get(crate::sdk::STATUS_MEMO)
+        .map_err(|e| format!("Flow {id}: its memo does not decode as a Flow's status: {e}"))?;
+    match (d.status(), kept) {
+        (WorkflowExecutionStatus::Completed, _) => h
+            .get_result(WorkflowGetResultOptions::default())
+            .await
+            .map_err(|e| format!("cannot read the result of Flow {id}: {e}")),
+        (WorkflowExecutionStatus::Running, Some(s)) => Ok(s),
+        (WorkflowExecutionStatus::Running, None) if d.history_length() < 4 => Ok(FlowStatus {
+            id: id.to_string(),
+            state: FlowRun::Implementing,
+            target: String::new(),
+            head: String::new(),
+            units: Vec::new(),
+            why: None,
+        }),
+        // A Flow of an older baton keeps no memo: ask it (a node must be up).
+        (WorkflowExecutionStatus::Running, None) => h
+            .query(FlowWorkflow::status, (), WorkflowQueryOptions::default())
+            .await
+            .map_err(|e| format!("cannot query Flow {id}: {e}")),
+        (ended, kept) => {
+            let mut s = kept.unwrap_or(FlowStatus {
+                id: id.to_string(),
+                state: FlowRun::Failed,
+                target: String::new(),
+                head: String::new(),
+                units: Vec::new(),
+                why: None,
+            });
+            if s.state != FlowRun::Failed || s.why.is_none() {
+                let why = match h.get_result(WorkflowGetResultOptions::default()).await {
+                    Err(e) => e.to_string(),
+                    Ok(_) => format!("{ended:?}"),
+                };
+                s.state = FlowRun::Failed;
+                s.why = Some(format!("ended on Temporal ({ended:?}): {why}"));
+            }
+            Ok(s)
+        }
+    }
 }
 
 /// What started a Flow (a query).

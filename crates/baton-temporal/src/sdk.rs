@@ -37,16 +37,16 @@ pub const STATUS_MEMO: &str = "baton.status";
 
 /// The patch that brought the status memo and baton's own failures failing the Temporal
 /// workflow: histories recorded before it replay without either.
-const LIVE_STATUS: &str = "baton.live-status";
+pub(crate) const LIVE_STATUS: &str = "baton.live-status";
 
 /// Keeps `$status` in the workflow's memo (see [`STATUS_MEMO`]) through `$ctx`, a workflow's
 /// context or an update's; nothing in a workflow recorded before [`LIVE_STATUS`]. A memo that
 /// cannot be encoded changes nothing the workflow decides: the node says so on its stderr.
 macro_rules! publish {
     ($ctx:expr, $status:expr) => {
-        if $ctx.patched(LIVE_STATUS) {
+        if $ctx.patched($crate::sdk::LIVE_STATUS) {
             let value = temporalio_sdk::MemoValue::new($status.tail());
-            if let Err(e) = $ctx.upsert_memo([(STATUS_MEMO, Some(value))]) {
+            if let Err(e) = $ctx.upsert_memo([($crate::sdk::STATUS_MEMO, Some(value))]) {
                 baton_text::errln!(
                     "baton worker-node: cannot keep the workflow's status in its memo: {e}"
                 );
@@ -54,6 +54,7 @@ macro_rules! publish {
         }
     };
 }
+pub(crate) use publish;
 
 /// A baton workflow on Temporal: its input, and what the steps so far left.
 #[workflow]
