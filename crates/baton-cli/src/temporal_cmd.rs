@@ -332,6 +332,9 @@ mod imp {
             }
             let status = sdk::status(&client, id).await.map_err(anyhow::Error::msg)?;
             match &status.record_at {
+                // The remote the workflow started with (a workflow of an older baton does not
+                // say: today's `engine.remote`).
+                Some(at) if !status.remote.is_empty() => record_at(&root, &status.remote, at),
                 Some(at) => {
                     let remote = engine.remote().map_err(anyhow::Error::msg)?;
                     record_at(&root, remote, at)

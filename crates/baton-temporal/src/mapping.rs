@@ -276,6 +276,10 @@ pub struct Status {
     /// The ref on the remote that holds the record (`baton log` reads it there).
     #[serde(default)]
     pub record_at: Option<String>,
+    /// The remote the workflow's work and record travel through (its `engine.remote` when it
+    /// started).
+    #[serde(default)]
+    pub remote: String,
     /// How many steps ran before `nodes[0]`: 0 in the whole status (a query, the result); the
     /// workflow's memo lists only the last node ([`Status::tail`]).
     #[serde(default)]

@@ -92,6 +92,7 @@ impl BatonWorkflow {
             steps,
             events: events_in(&log),
             record_at,
+            remote: input.remote.clone(),
             ..Status::default()
         };
         BatonWorkflow {
