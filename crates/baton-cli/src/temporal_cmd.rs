@@ -137,7 +137,7 @@ mod imp {
 
     use super::*;
 
-    use super::follow::{between_polls, print_status, record_at, wait};
+    use super::follow::{pause, print_status, record_at, wait};
 
     fn engine(ctx: &ProjectContext, task_queue: Option<&str>) -> Result<Engine> {
         Engine::from_config(&ctx.config.config.engine, task_queue).map_err(anyhow::Error::msg)
@@ -596,7 +596,8 @@ mod imp {
                 break s;
             }
             let look = "baton flow status --engine temporal";
-            if let Some(exit) = between_polls(client, id, "Flow", look, &signalled).await? {
+            // The status says when Temporal ended the Flow (failed, with `why`).
+            if let Some(exit) = pause(id, "Flow", look, &signalled).await {
                 return Ok(exit);
             }
         };

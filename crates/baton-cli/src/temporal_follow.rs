@@ -11,28 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 
-/// Between two polls of a followed workflow or Flow (`what`): how the command ends when the
-/// Temporal workflow ended without a baton outcome, or when the user stopped following (it
-/// goes on; `look` reads it); else nothing, after a pause.
-pub(super) async fn between_polls(
-    client: &sdk::Client,
-    id: &str,
-    what: &str,
-    look: &str,
-    signalled: &CancellationToken,
-) -> Result<Option<Exit>> {
-    if let Some(why) = sdk::ended_abnormally(client, id)
-        .await
-        .map_err(anyhow::Error::msg)?
-    {
-        errln!("baton: {what} {id} ended on Temporal without finishing: {why}");
-        return Ok(Some(Exit::Failed));
-    }
-    Ok(pause(id, what, look, signalled).await)
-}
-
 /// How long a follower keeps trying to reach Temporal before it gives up.
-pub(super) const LOST_FOR: Duration = Duration::from_secs(60);
+const LOST_FOR: Duration = Duration::from_secs(60);
 
 /// A pause between two polls; `Some` when the user stopped following meanwhile.
 pub(super) async fn pause(
@@ -138,8 +118,8 @@ pub(super) async fn wait(client: &sdk::Client, id: &str, json: bool) -> Result<E
             break s;
         }
         let look = "baton status --engine temporal";
-        // Not `between_polls`: the status itself says when Temporal ended the workflow (failed,
-        // with its reason), so the outcome is reported as any other.
+        // The status itself says when Temporal ended the workflow (failed, with its reason),
+        // so the outcome is reported as any other.
         if let Some(exit) = pause(id, "workflow", look, &signalled).await {
             return Ok(exit);
         }

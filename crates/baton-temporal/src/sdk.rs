@@ -535,25 +535,6 @@ pub async fn status(client: &Client, id: &str) -> Result<Status, String> {
     }
 }
 
-/// `Some(why)` when the Temporal workflow ended without a baton outcome: failed (a step that
-/// kept failing on infrastructure), cancelled, terminated or timed out.
-pub async fn ended_abnormally(client: &Client, id: &str) -> Result<Option<String>, String> {
-    let h = client.get_workflow_handle::<BatonWorkflow>(id);
-    let d = h
-        .describe(WorkflowDescribeOptions::default())
-        .await
-        .map_err(|e| format!("cannot describe workflow {id}: {e}"))?;
-    match d.status() {
-        WorkflowExecutionStatus::Running | WorkflowExecutionStatus::Completed => Ok(None),
-        other => Ok(Some(
-            match h.get_result(WorkflowGetResultOptions::default()).await {
-                Err(e) => chain(&e),
-                Ok(_) => format!("{other:?}"),
-            },
-        )),
-    }
-}
-
 /// An error and its causes, one after another.
 fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
