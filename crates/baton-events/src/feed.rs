@@ -14,7 +14,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use baton_protocol::{Cursor, Position, ProjectEvent, Source, SourceKind};
-use baton_state::{check_id, IdKind, StateDir};
+use baton_state::{check_id, Appended, IdKind, StateDir};
 
 use crate::{Event, Payload};
 
@@ -102,6 +102,59 @@ struct Log {
     key: Option<i128>,
     /// Set after an error: the log is not read any more.
     stopped: bool,
+}
+
+impl Log {
+    /// The complete line of this log at `offset`, which must be the next one: its event with its
+    /// ordering key (none for a blank line or the cursor's own line), the log read past it; or
+    /// the error that stops the reading of the log there.
+    fn take(
+        &mut self,
+        source: &Source,
+        offset: u64,
+        line: &[u8],
+    ) -> Result<Option<(Option<i128>, Event)>, FeedError> {
+        let end = offset + line.len() as u64 + 1;
+        if self.skip == Some(offset) {
+            self.skip = None;
+            self.next = end;
+            // The line is not shown again, but its time still orders the lines after it.
+            if let Ok(p) = Payload::parse(source.kind, line) {
+                self.key = self.key.max(p.ts().and_then(parse_time));
+            }
+            return Ok(None);
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            self.next = end;
+            return Ok(None);
+        }
+        let damaged = |problem: String| FeedError::Damaged {
+            path: self.path.clone(),
+            offset,
+            problem,
+            id: source.id.clone(),
+        };
+        if line.iter().any(|&b| b < 0x20 && b != b'\t' && b != b'\r') {
+            return Err(damaged("holds NUL or control bytes".into()));
+        }
+        let payload = Payload::parse(source.kind, line)
+            .map_err(|e| damaged(format!("is not a {} event: {e}", source.kind)))?;
+        let ts = payload.ts().map(str::to_string);
+        self.key = self.key.max(ts.as_deref().and_then(parse_time));
+        self.next = end;
+        Ok(Some((
+            self.key,
+            ProjectEvent {
+                pos: Position {
+                    source: source.clone(),
+                    offset,
+                },
+                source: source.clone(),
+                ts,
+                event: payload,
+            },
+        )))
+    }
 }
 
 /// The reader of a project's logs.
@@ -195,6 +248,33 @@ impl Feed {
         (keyed.into_iter().map(|(_, e)| e).collect(), errors)
     }
 
+    /// A line this process appended to a log (as `baton_state::appended` hands it over): taken
+    /// as it is, without reading the file, when it is the next line of that log; otherwise the
+    /// log is read from its file up to its end. A line of a log the filter does not want, or one
+    /// already read, gives nothing.
+    pub fn take_appended(&mut self, appended: &Appended) -> Batch {
+        let dir = appended.path.parent();
+        let name = appended.path.file_name().and_then(|n| n.to_str());
+        let Some(source) = dir.zip(name).and_then(|(d, n)| self.source_of(d, n)) else {
+            return Batch::default();
+        };
+        let log = self.log(&source);
+        let end = appended.offset + appended.line.len() as u64 + 1;
+        if log.stopped || end <= log.next {
+            return Batch::default();
+        }
+        if appended.offset != log.next || log.skip.is_some() {
+            return self.poll_sources([source]);
+        }
+        match log.take(&source, appended.offset, appended.line.as_bytes()) {
+            Ok(event) => (event.into_iter().map(|(_, e)| e).collect(), Vec::new()),
+            Err(e) => {
+                log.stopped = true;
+                (Vec::new(), vec![e])
+            }
+        }
+    }
+
     fn log(&mut self, source: &Source) -> &mut Log {
         let state = &self.state;
         let since = &self.since;
@@ -275,53 +355,12 @@ impl Feed {
         let base = log.next;
         let mut out = Vec::new();
         for (start, line) in complete_lines(&bytes) {
-            let offset = base + start as u64;
-            let end = offset + line.len() as u64 + 1;
-            if log.skip == Some(offset) {
-                log.skip = None;
-                log.next = end;
-                // The line is not shown again, but its time still orders the lines after it.
-                if let Ok(p) = Payload::parse(source.kind, line) {
-                    log.key = log.key.max(p.ts().and_then(parse_time));
-                }
-                continue;
+            match log.take(source, base + start as u64, line) {
+                Ok(Some(event)) => out.push(event),
+                Ok(None) => {}
+                // Read up to the line before: an error on a later line keeps what came before.
+                Err(e) => return Ok((out, Some(e))),
             }
-            if line.iter().all(u8::is_ascii_whitespace) {
-                log.next = end;
-                continue;
-            }
-            let damaged = |problem: String| FeedError::Damaged {
-                path: path.clone(),
-                offset,
-                problem,
-                id: source.id.clone(),
-            };
-            if line.iter().any(|&b| b < 0x20 && b != b'\t' && b != b'\r') {
-                return Ok((out, Some(damaged("holds NUL or control bytes".into()))));
-            }
-            let payload = match Payload::parse(source.kind, line) {
-                Ok(p) => p,
-                Err(e) => {
-                    let problem = format!("is not a {} event: {e}", source.kind);
-                    return Ok((out, Some(damaged(problem))));
-                }
-            };
-            let ts = payload.ts().map(str::to_string);
-            log.key = log.key.max(ts.as_deref().and_then(parse_time));
-            out.push((
-                log.key,
-                ProjectEvent {
-                    pos: Position {
-                        source: source.clone(),
-                        offset,
-                    },
-                    source: source.clone(),
-                    ts,
-                    event: payload,
-                },
-            ));
-            // Read up to here: an error on a later line keeps what came before.
-            log.next = end;
         }
         Ok((out, None))
     }
@@ -392,6 +431,59 @@ mod tests {
             .open(path)
             .unwrap();
         f.write_all(text.as_bytes()).unwrap();
+    }
+
+    /// A line this process appended is taken from memory when it is the next line of its log;
+    /// a line past a gap (another writer's line before it) reads the file; a line already read,
+    /// or of a log of another project, gives nothing; a damaged one stops its log.
+    #[test]
+    fn an_appended_line_is_taken_from_memory_only_when_it_is_the_next_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::at(dir.path().join("state"));
+        let path = state.flows().join("f1.events.jsonl");
+        let one = flow_line(1, 0);
+        append(&path, &one);
+        let mut feed = feed(&state, "");
+        assert_eq!(positions(&feed.poll().0), ["flow/f1:0"]);
+        let appended = |offset: usize, line: &str| Appended {
+            path: path.clone(),
+            offset: offset as u64,
+            line: line.trim_end().into(),
+        };
+
+        // Not in the file: only memory can have given it.
+        let two = flow_line(2, 1);
+        let (events, errors) = feed.take_appended(&appended(one.len(), &two));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(positions(&events), [format!("flow/f1:{}", one.len())]);
+        assert!(feed.take_appended(&appended(one.len(), &two)).0.is_empty());
+
+        let other = flow_line(3, 2);
+        let four = flow_line(4, 3);
+        append(&path, &format!("{two}{other}{four}"));
+        let at_four = one.len() + two.len() + other.len();
+        let (events, _) = feed.take_appended(&appended(at_four, &four));
+        let read_from_file = [
+            format!("flow/f1:{}", one.len() + two.len()),
+            format!("flow/f1:{at_four}"),
+        ];
+        assert_eq!(positions(&events), read_from_file);
+
+        let elsewhere = Appended {
+            path: dir.path().join("other/flows/f1.events.jsonl"),
+            ..appended(at_four + four.len(), &flow_line(5, 4))
+        };
+        assert!(feed.take_appended(&elsewhere).0.is_empty());
+
+        let (events, errors) = feed.take_appended(&appended(at_four + four.len(), "{\"seq\":"));
+        assert!(events.is_empty());
+        assert!(
+            matches!(&errors[..], [FeedError::Damaged { offset, .. }] if *offset == (at_four + four.len()) as u64),
+            "{errors:?}"
+        );
+        let later = appended(at_four + four.len() + 9, &flow_line(6, 5));
+        let (events, errors) = feed.take_appended(&later);
+        assert!(events.is_empty() && errors.is_empty(), "the log is stopped");
     }
 
     fn positions(events: &[Event]) -> Vec<String> {

@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
@@ -23,6 +24,8 @@ pub enum Wake {
     Files(Vec<(PathBuf, OsString)>),
     /// A log folder appeared or went, or the kernel's queue overflowed: read everything.
     Rescan,
+    /// The other file given to [`Watcher::wait_or`] is readable.
+    Other,
 }
 
 #[derive(Debug)]
@@ -134,7 +137,28 @@ impl Watcher {
     /// Blocks until a watched folder changes, then says what changed (re-arming the watches when
     /// folders appeared or went).
     pub fn wait(&mut self) -> std::io::Result<Wake> {
+        self.wait_or(None)
+    }
+
+    /// [`Watcher::wait`], or until `other` is readable ([`Wake::Other`], which comes first when
+    /// both are ready).
+    pub fn wait_or(&mut self, other: Option<BorrowedFd<'_>>) -> std::io::Result<Wake> {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
         loop {
+            let mut fds = vec![PollFd::new(self.inotify.as_fd(), PollFlags::POLLIN)];
+            fds.extend(other.map(|fd| PollFd::new(fd, PollFlags::POLLIN)));
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+            let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
+            if fds.get(1).is_some_and(ready) {
+                return Ok(Wake::Other);
+            }
+            if !ready(&fds[0]) {
+                continue;
+            }
             let events = match self.inotify.read_events() {
                 Ok(e) => e,
                 Err(nix::errno::Errno::EINTR) => continue,
@@ -206,7 +230,7 @@ pub fn stream_batches(
     let mut watcher = if follow {
         let mut w = Watcher::new(feed.dirs(), root.to_path_buf())?;
         w.arm()?;
-        Some(w)
+        Some((w, InProcess::subscribe()?))
     } else {
         None
     };
@@ -220,11 +244,11 @@ pub fn stream_batches(
         emit(events)
     };
     deliver(feed.poll())?;
-    let Some(watcher) = watcher.as_mut() else {
+    let Some((watcher, own)) = watcher.as_mut() else {
         return Ok(());
     };
     loop {
-        let batch = match watcher.wait()? {
+        let batch = match watcher.wait_or(Some(own.wake.as_fd()))? {
             Wake::Rescan => feed.poll(),
             Wake::Files(files) => {
                 let mut sources = Vec::new();
@@ -238,8 +262,46 @@ pub fn stream_batches(
                 }
                 feed.poll_sources(sources)
             }
+            Wake::Other => {
+                let mut batch = crate::feed::Batch::default();
+                for line in own.take() {
+                    let (events, errors) = feed.take_appended(&line);
+                    batch.0.extend(events);
+                    batch.1.extend(errors);
+                }
+                batch
+            }
         };
         deliver(batch)?;
+    }
+}
+
+/// The lines this process appends to its logs ([`baton_state::appended`]), with a socket that
+/// is readable while some wait: a follower in the process that writes gets them as they are
+/// written, from memory, and its file watch then finds them already read.
+struct InProcess {
+    lines: baton_protocol::Subscription<baton_state::Appended>,
+    wake: std::os::unix::net::UnixStream,
+}
+
+impl InProcess {
+    fn subscribe() -> std::io::Result<InProcess> {
+        let (wake, ring) = std::os::unix::net::UnixStream::pair()?;
+        wake.set_nonblocking(true)?;
+        ring.set_nonblocking(true)?;
+        let lines = baton_state::appended().subscribe_waking(move || {
+            // Full means it is readable already.
+            let _ = std::io::Write::write(&mut &ring, &[1]);
+        });
+        Ok(InProcess { lines, wake })
+    }
+
+    /// The lines queued so far; the wake bytes are read first, so a line queued after them
+    /// rings again.
+    fn take(&self) -> Vec<baton_state::Appended> {
+        let mut buf = [0u8; 256];
+        while std::io::Read::read(&mut &self.wake, &mut buf).is_ok_and(|n| n > 0) {}
+        self.lines.drain()
     }
 }
 
@@ -299,5 +361,76 @@ mod tests {
             rx.recv_timeout(Duration::from_millis(50)).is_err(),
             "nothing more"
         );
+    }
+
+    /// What this process appends while a follower runs in it reaches the follower once each,
+    /// as the same events at the same positions a reader of the files gets; another project's
+    /// lines are not among them.
+    #[test]
+    fn what_this_process_appends_is_followed_once_each_as_the_files_hold_it() {
+        use baton_state::{Durability, JsonlLog};
+        use baton_workflow::route::WorkflowKind;
+        use baton_workflow::store::{EventKind, NewEvent, WorkflowStore};
+        use serde_json::{json, Value};
+
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("a");
+        let state = StateDir::for_project(&root);
+        let other = StateDir::for_project(&tmp.path().join("b"));
+        std::fs::create_dir_all(&root).unwrap();
+        let (tx, rx) = channel();
+        let mut feed = Feed::new(state.clone(), Filter::default(), Cursor::default());
+        let follow_root = root.clone();
+        std::thread::spawn(move || {
+            let mut emit = |e: &Event| {
+                tx.send(e.clone())
+                    .map_err(|_| std::io::Error::other("over"))
+            };
+            stream(&mut feed, &follow_root, true, &mut emit, &mut |e| {
+                panic!("{e}")
+            })
+        });
+
+        let mut wf = WorkflowStore::new(state.clone())
+            .create(WorkflowKind::Build, "add a flag")
+            .unwrap();
+        wf.append(NewEvent::new(EventKind::ArtifactUpdated).reason("one"))
+            .unwrap();
+        let mut log: JsonlLog<Value> =
+            JsonlLog::create(&state.flows().join("fl-1.events.jsonl"), Durability::Fsync).unwrap();
+        for n in 1..=3 {
+            log.append_all(&[json!({"seq": n, "at": "2026-12-04T21:00:00Z", "type": "flow.halted", "reason": n.to_string()})])
+                .unwrap();
+        }
+        WorkflowStore::new(other)
+            .create(WorkflowKind::Build, "elsewhere")
+            .unwrap();
+
+        let (mut read, errors) = Feed::new(state, Filter::default(), Cursor::default()).poll();
+        assert!(errors.is_empty(), "{errors:?}");
+        let mut got: Vec<Event> = (0..read.len())
+            .map(|_| rx.recv_timeout(Duration::from_secs(10)).unwrap())
+            .collect();
+        assert!(
+            rx.recv_timeout(Duration::from_millis(100)).is_err(),
+            "each line once"
+        );
+        let order = |e: &Event| (e.source.clone(), e.pos.offset);
+        read.sort_by_key(order);
+        got.sort_by_key(order);
+        assert_eq!(got, read);
+        assert_eq!(read.len(), 5, "{read:?}");
+
+        // A line published with no file behind it reaches the follower only from memory.
+        baton_state::appended().publish(&baton_state::Appended {
+            path: StateDir::for_project(&root)
+                .flows()
+                .join("fl-mem.events.jsonl"),
+            offset: 0,
+            line: r#"{"seq":1,"at":"2026-12-04T21:00:01Z","type":"flow.halted","reason":"m"}"#
+                .into(),
+        });
+        let e = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(e.pos.to_string(), "flow/fl-mem:0");
     }
 }

@@ -15,12 +15,11 @@
 //!
 //! - [`Payload`]: the typed event of each kind, the log's own record type.
 //! - [`feed`]: reading the logs from a [`Cursor`] on, in order, whole lines only.
-//! - [`follow`]: waiting for new lines and new logs with inotify.
-//! - [`live`]: the same events in-process, as this process appends them.
+//! - [`follow`]: waiting for new lines and new logs: with inotify, and from memory for the lines
+//!   this process appends itself.
 
 pub mod feed;
 pub mod follow;
-pub mod live;
 pub mod projection;
 
 use baton_protocol::ProjectEvent;
@@ -30,7 +29,6 @@ use serde_json::Value;
 pub use baton_protocol::{Cursor, Position, Source, SourceKind};
 pub use feed::{Feed, FeedError, Filter};
 pub use follow::Watcher;
-pub use live::Live;
 
 /// One event of the feed.
 pub type Event = ProjectEvent<Payload>;

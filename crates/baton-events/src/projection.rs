@@ -1,6 +1,6 @@
 //! The one projection of the project's durable logs: what each workflow, Flow, background task,
 //! managed worker and session stands at, folded from the typed project event feed (the same
-//! [`Event`]s `baton events` prints and [`crate::Live`] hands over) and, in the terminal UI, from
+//! [`Event`]s `baton events` prints and [`crate::follow`] hands over) and, in the terminal UI, from
 //! the session's own delegation progress. Every view reads it: the terminal UI's side panel (a
 //! [`Row`] each; a Flow's units × steps and a workflow's dispatches for their views), the web
 //! dashboard (a [`Doc`] per log, sent by `baton serve`) and the MCP workflow resource.

@@ -6,15 +6,34 @@
 //! It is not durable: the logs under `.baton/state/` stay the record, and `baton events` reads
 //! them; a bus only saves the in-process reader the wait. Every `baton_state::JsonlLog` publishes
 //! its appended lines on `baton_state::appended()`.
+//!
+//! A subscriber that waits on something else too (a file watch) subscribes with a wake call
+//! ([`EventBus::subscribe_waking`]): the publisher calls it after each event it queued, so the
+//! subscriber can sleep on one poll of both.
 
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Mutex;
 use std::time::Duration;
 
 /// A fan-out of `E`s to every current subscriber, in publish order.
-#[derive(Debug)]
 pub struct EventBus<E> {
-    subscribers: Mutex<Vec<Sender<E>>>,
+    subscribers: Mutex<Vec<Subscriber<E>>>,
+}
+
+/// Called by the publisher after it queued an event for the subscriber.
+type WakeCall = Box<dyn Fn() + Send + Sync>;
+
+struct Subscriber<E> {
+    events: Sender<E>,
+    wake: Option<WakeCall>,
+}
+
+impl<E> std::fmt::Debug for EventBus<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventBus")
+            .field("subscribers", &self.lock().len())
+            .finish()
+    }
 }
 
 impl<E> Default for EventBus<E> {
@@ -31,6 +50,15 @@ pub struct Subscription<E> {
     events: Receiver<E>,
 }
 
+impl<E> EventBus<E> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Subscriber<E>>> {
+        // A publisher that panicked holding the lock left the list whole: keep using it.
+        self.subscribers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 impl<E: Clone> EventBus<E> {
     pub fn new() -> Self {
         EventBus::default()
@@ -38,26 +66,35 @@ impl<E: Clone> EventBus<E> {
 
     /// A new subscriber; it gets the events published from now on.
     pub fn subscribe(&self) -> Subscription<E> {
+        self.add(None)
+    }
+
+    /// A new subscriber whose `wake` the publisher calls after each event it queued for it
+    /// (the event is in the [`Subscription`] by then). `wake` must not block.
+    pub fn subscribe_waking(&self, wake: impl Fn() + Send + Sync + 'static) -> Subscription<E> {
+        self.add(Some(Box::new(wake)))
+    }
+
+    fn add(&self, wake: Option<WakeCall>) -> Subscription<E> {
         let (tx, events) = channel();
-        self.lock().push(tx);
+        self.lock().push(Subscriber { events: tx, wake });
         Subscription { events }
     }
 
     /// Hands `event` to every subscriber; forgets those that went away.
     pub fn publish(&self, event: &E) {
-        self.lock().retain(|s| s.send(event.clone()).is_ok());
+        self.lock().retain(|s| {
+            let queued = s.events.send(event.clone()).is_ok();
+            if let (true, Some(wake)) = (queued, &s.wake) {
+                wake();
+            }
+            queued
+        });
     }
 
     /// How many subscribers there are (those gone are counted until the next publish).
     pub fn subscribers(&self) -> usize {
         self.lock().len()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Sender<E>>> {
-        // A publisher that panicked holding the lock left the list whole: keep using it.
-        self.subscribers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -106,5 +143,30 @@ mod tests {
         let t = std::thread::spawn(move || publisher.publish(&"hello".to_string()));
         assert_eq!(sub.next(Duration::from_secs(10)).as_deref(), Some("hello"));
         t.join().unwrap();
+    }
+
+    /// The wake call runs after the event is queued, once per event, and only for its own
+    /// subscriber.
+    #[test]
+    fn a_waking_subscriber_is_called_after_its_event_is_queued() {
+        use std::sync::Arc;
+        let bus = EventBus::new();
+        let slot: Arc<Mutex<Option<Subscription<u32>>>> = Arc::default();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (at_call, s) = (Arc::clone(&slot), Arc::clone(&seen));
+        let plain = bus.subscribe();
+        let waking = bus.subscribe_waking(move || {
+            let drained = at_call.lock().unwrap().as_ref().map(Subscription::drain);
+            s.lock().unwrap().push(drained.unwrap_or_default());
+        });
+        *slot.lock().unwrap() = Some(waking);
+        bus.publish(&7);
+        bus.publish(&8);
+        assert_eq!(*seen.lock().unwrap(), vec![vec![7], vec![8]]);
+        assert_eq!(
+            plain.drain(),
+            vec![7, 8],
+            "the plain subscriber is not woken, only fed"
+        );
     }
 }
