@@ -1,7 +1,7 @@
-//! `baton install claude`: the Claude Code plugin (`plugins/claude-code/baton`, built into the
-//! binary) written to baton's data folder as a local marketplace, then added and installed with
-//! Claude Code's own CLI. Running it again writes the files again (the plugin loads in place) and
-//! Claude Code keeps its one entry.
+//! `baton install claude|codex`: the host's plugin (`plugins/claude-code/baton` or
+//! `plugins/codex/baton`, built into the binary) written to baton's data folder as a local
+//! marketplace, then added and installed with the host's own CLI. Running it again writes the
+//! files again and the host keeps its one entry.
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +13,7 @@ use clap::{Args, ValueEnum};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Host {
     Claude,
+    Codex,
 }
 
 /// Where the host declares it.
@@ -25,59 +26,117 @@ pub enum Scope {
 
 #[derive(Args, Debug)]
 pub struct InstallArgs {
-    /// The host to install the plugin into: `claude` (Claude Code, through its `claude` CLI).
+    /// The host to install the plugin into: `claude` (Claude Code, through its `claude` CLI) or
+    /// `codex` (Codex, through its `codex` CLI).
     #[arg(value_enum)]
     host: Host,
     /// Where the host declares it: `user` (you, in every project), `project` (this project's
-    /// shared settings) or `local` (this project, you alone).
+    /// shared settings) or `local` (this project, you alone). Codex takes plugins per user only.
     #[arg(long, value_enum, default_value = "user")]
     scope: Scope,
-    /// The host's CLI (default: `claude` on PATH).
+    /// Claude Code's CLI (default: `claude` on PATH).
     #[arg(long, env = "BATON_CLAUDE", value_name = "PATH")]
     claude: Option<PathBuf>,
+    /// Codex's CLI (default: `codex` on PATH).
+    #[arg(long, env = "BATON_CODEX", value_name = "PATH")]
+    codex: Option<PathBuf>,
     /// The project, for --scope project or local (default: the current directory).
     #[arg(long)]
     cwd: Option<PathBuf>,
 }
 
-/// The plugin's files, as the repository holds them (path from the marketplace's root, text).
-const FILES: &[(&str, &str)] = &[
-    (
-        ".claude-plugin/marketplace.json",
-        include_str!("../../../.claude-plugin/marketplace.json"),
-    ),
-    (
-        "plugins/claude-code/baton/.claude-plugin/plugin.json",
-        include_str!("../../../plugins/claude-code/baton/.claude-plugin/plugin.json"),
-    ),
-    (
-        "plugins/claude-code/baton/hooks/hooks.json",
-        include_str!("../../../plugins/claude-code/baton/hooks/hooks.json"),
-    ),
-    (
-        "plugins/claude-code/baton/commands/run.md",
-        include_str!("../../../plugins/claude-code/baton/commands/run.md"),
-    ),
-    (
-        "plugins/claude-code/baton/commands/status.md",
-        include_str!("../../../plugins/claude-code/baton/commands/status.md"),
-    ),
-    (
-        "plugins/claude-code/baton/commands/answer.md",
-        include_str!("../../../plugins/claude-code/baton/commands/answer.md"),
-    ),
-    (
-        "plugins/claude-code/baton/commands/flow.md",
-        include_str!("../../../plugins/claude-code/baton/commands/flow.md"),
-    ),
-    (
-        "plugins/claude-code/baton/commands/delegate.md",
-        include_str!("../../../plugins/claude-code/baton/commands/delegate.md"),
-    ),
+/// A plugin file as the repository holds it: its path from the marketplace's root, and its text.
+macro_rules! files {
+    ($($path:literal),* $(,)?) => {
+        &[$(($path, include_str!(concat!("../../../", $path)))),*]
+    };
+}
+
+/// The Claude Code plugin's files.
+const CLAUDE_FILES: &[(&str, &str)] = files![
+    ".claude-plugin/marketplace.json",
+    "plugins/claude-code/baton/.claude-plugin/plugin.json",
+    "plugins/claude-code/baton/hooks/hooks.json",
+    "plugins/claude-code/baton/commands/run.md",
+    "plugins/claude-code/baton/commands/status.md",
+    "plugins/claude-code/baton/commands/answer.md",
+    "plugins/claude-code/baton/commands/flow.md",
+    "plugins/claude-code/baton/commands/delegate.md",
 ];
 
-/// `$XDG_DATA_HOME/baton/claude-code`, else `~/.local/share/baton/claude-code`.
-fn marketplace_dir() -> Result<PathBuf> {
+/// The Codex plugin's files.
+const CODEX_FILES: &[(&str, &str)] = files![
+    ".agents/plugins/marketplace.json",
+    "plugins/codex/baton/.codex-plugin/plugin.json",
+    "plugins/codex/baton/.mcp.json",
+    "plugins/codex/baton/hooks/hooks.json",
+    "plugins/codex/baton/skills/baton-run/SKILL.md",
+    "plugins/codex/baton/skills/baton-status/SKILL.md",
+    "plugins/codex/baton/skills/baton-answer/SKILL.md",
+    "plugins/codex/baton/skills/baton-flow/SKILL.md",
+    "plugins/codex/baton/skills/baton-delegate/SKILL.md",
+];
+
+/// What installing into one host takes.
+struct Plan {
+    name: &'static str,
+    files: &'static [(&'static str, &'static str)],
+    /// The folder under baton's data folder the marketplace is written to.
+    folder: &'static str,
+    cli: PathBuf,
+    /// How to get the host's CLI.
+    get: &'static str,
+    /// The host's CLI steps, given the marketplace folder and the scope's word.
+    steps: fn(&str, &str) -> Vec<Vec<String>>,
+    /// What the plugin brings, for the closing line.
+    brings: &'static str,
+    /// How to load it.
+    then: &'static str,
+}
+
+/// A command line's words, owned.
+fn words(v: &[&str]) -> Vec<String> {
+    v.iter().map(|w| w.to_string()).collect()
+}
+
+fn plan(args: &InstallArgs) -> Result<Plan> {
+    Ok(match args.host {
+        Host::Claude => Plan {
+            name: "Claude Code",
+            files: CLAUDE_FILES,
+            folder: "claude-code",
+            cli: args.claude.clone().unwrap_or_else(|| PathBuf::from("claude")),
+            get: "install Claude Code (`npm install -g @anthropic-ai/claude-code`) or give its CLI with --claude PATH",
+            steps: |dir, scope| vec![
+                words(&["plugin", "marketplace", "add", dir, "--scope", scope]),
+                words(&["plugin", "install", "baton@baton", "--scope", scope]),
+            ],
+            brings: "/baton:run, /baton:status, /baton:answer, /baton:flow, /baton:delegate",
+            then: "start a new Claude Code session (or /reload-plugins) to load it",
+        },
+        Host::Codex => {
+            if args.scope != Scope::User {
+                bail!("--scope: Codex takes plugins per user only (its config.toml): leave --scope out, or give --scope user");
+            }
+            Plan {
+                name: "Codex",
+                files: CODEX_FILES,
+                folder: "codex",
+                cli: args.codex.clone().unwrap_or_else(|| PathBuf::from("codex")),
+                get: "install Codex (`npm install -g @openai/codex`) or give its CLI with --codex PATH",
+                steps: |dir, _| vec![
+                    words(&["plugin", "marketplace", "add", dir]),
+                    words(&["plugin", "add", "baton@baton"]),
+                ],
+                brings: "the skills baton-run, baton-status, baton-answer, baton-flow, baton-delegate",
+                then: "start a new Codex session to load it; Codex runs the plugin's hook once you trust it (it asks; `/hooks` reviews it)",
+            }
+        }
+    })
+}
+
+/// `$XDG_DATA_HOME/baton/FOLDER`, else `~/.local/share/baton/FOLDER`.
+fn marketplace_dir(folder: &str) -> Result<PathBuf> {
     let var = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())
@@ -86,12 +145,12 @@ fn marketplace_dir() -> Result<PathBuf> {
     let base = var("XDG_DATA_HOME")
         .or_else(|| var("HOME").map(|h| h.join(".local/share")))
         .context("no data folder for the plugin: set HOME or XDG_DATA_HOME")?;
-    Ok(base.join("baton").join("claude-code"))
+    Ok(base.join("baton").join(folder))
 }
 
 /// Writes the plugin's files under `dir`, each whole (replacing what an earlier install wrote).
-fn write_files(dir: &Path) -> Result<()> {
-    for (rel, text) in FILES {
+fn write_files(dir: &Path, files: &[(&str, &str)]) -> Result<()> {
+    for (rel, text) in files {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
@@ -103,31 +162,19 @@ fn write_files(dir: &Path) -> Result<()> {
 }
 
 pub fn run(args: InstallArgs) -> Result<Exit> {
-    let Host::Claude = args.host;
+    let plan = plan(&args)?;
     let cwd = baton_app::project::working_dir(args.cwd)?;
-    let claude = args.claude.unwrap_or_else(|| PathBuf::from("claude"));
-    let dir = marketplace_dir()?;
-    write_files(&dir)?;
+    let dir = marketplace_dir(plan.folder)?;
+    write_files(&dir, plan.files)?;
     // The word the command line takes is the word Claude Code's `--scope` takes.
     let scope = args
         .scope
         .to_possible_value()
         .map(|v| v.get_name().to_string())
         .unwrap_or_else(|| "user".into());
-    let scope = scope.as_str();
     let dir_text = dir.display().to_string();
-    for step in [
-        vec![
-            "plugin",
-            "marketplace",
-            "add",
-            dir_text.as_str(),
-            "--scope",
-            scope,
-        ],
-        vec!["plugin", "install", "baton@baton", "--scope", scope],
-    ] {
-        let out = std::process::Command::new(&claude)
+    for step in (plan.steps)(&dir_text, &scope) {
+        let out = std::process::Command::new(&plan.cli)
             .args(&step)
             .current_dir(&cwd)
             .stdin(std::process::Stdio::null())
@@ -135,14 +182,15 @@ pub fn run(args: InstallArgs) -> Result<Exit> {
         let out = match out {
             Ok(o) => o,
             Err(e) => bail!(
-                "cannot run {} ({e}): install Claude Code (`npm install -g @anthropic-ai/claude-code`) or give its CLI with --claude PATH; the plugin's files are in {dir_text}",
-                claude.display()
+                "cannot run {} ({e}): {}; the plugin's files are in {dir_text}",
+                plan.cli.display(),
+                plan.get
             ),
         };
         if !out.status.success() {
             bail!(
                 "`{} {}` failed: {}{}",
-                claude.display(),
+                plan.cli.display(),
                 step.join(" "),
                 String::from_utf8_lossy(&out.stderr).trim(),
                 String::from_utf8_lossy(&out.stdout).trim()
@@ -150,7 +198,10 @@ pub fn run(args: InstallArgs) -> Result<Exit> {
         }
     }
     outln!(
-        "Claude Code plugin baton installed ({scope} scope) from {dir_text}: /baton:run, /baton:status, /baton:answer, /baton:flow, /baton:delegate, the session-start hook `baton status --needs` and the MCP server `baton mcp --tools core`; start a new Claude Code session (or /reload-plugins) to load it"
+        "{} plugin baton installed ({scope} scope) from {dir_text}: {}, the session-start hook `baton status --needs` and the MCP server `baton mcp --tools core`; {}",
+        plan.name,
+        plan.brings,
+        plan.then
     );
     Ok(Exit::Ok)
 }

@@ -140,15 +140,8 @@ async fn the_commands_allow_only_tools_the_plugin_s_server_offers() {
     }
 }
 
-/// The plugin's `SessionStart` hook runs `baton status --needs` in the project Claude Code
-/// starts in, and what it prints reaches the model: here, a failed workflow and the command that
-/// gives it guidance, in the first request Claude Code sends.
-#[test]
-fn the_session_start_hook_tells_the_model_what_waits_for_the_user() {
-    use baton_testkit::{MockServer, Turn};
-    let Some(claude) = claude() else { return };
-    let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
-    // A workflow that failed and takes guidance.
+/// A workflow in the sandbox's project that failed and takes guidance; its id.
+fn failed_workflow(sb: &Sandbox) -> String {
     let store =
         baton_workflow::store::WorkflowStore::new(baton_state::StateDir::for_project(&sb.work()));
     let mut wf = store
@@ -160,27 +153,41 @@ fn the_session_start_hook_tells_the_model_what_waits_for_the_user() {
             .delta(serde_json::json!({"run_state": "failed"})),
     )
     .unwrap();
-    let id = wf.id().to_string();
-    drop(wf);
+    wf.id().to_string()
+}
+
+/// PATH with the built baton's folder first, so a host starts this baton.
+fn path_with_baton() -> String {
+    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_baton"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// The plugin's `SessionStart` hook runs `baton status --needs` in the project Claude Code
+/// starts in, and what it prints reaches the model: here, a failed workflow and the command that
+/// gives it guidance, in the first request Claude Code sends.
+#[test]
+fn the_session_start_hook_tells_the_model_what_waits_for_the_user() {
+    use baton_testkit::{MockServer, Turn};
+    let Some(claude) = claude() else { return };
+    let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
+    let id = failed_workflow(&sb);
     let server = MockServer::builder()
         .when(|_| true, Turn::text("Noted."))
         .start_blocking();
     let home = sb.home();
     let config = home.join(".claude");
     let claude_cmd = |args: &[&str]| {
-        let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_baton"))
-            .parent()
-            .unwrap()
-            .to_path_buf();
-        let path = format!(
-            "{}:{}",
-            bin_dir.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
         let mut c = sb.command(&claude);
         c.args(args)
             .current_dir(sb.work())
-            .env("PATH", path)
+            .env("PATH", path_with_baton())
             .env("HOME", &home)
             .env("CLAUDE_CONFIG_DIR", &config)
             .env("ANTHROPIC_BASE_URL", server.url())
@@ -271,7 +278,7 @@ fn baton_install_claude_writes_and_registers_the_plugin() {
     assert_eq!(
         files_under(&written.join(PLUGIN)),
         plugin_files,
-        "baton install claude writes every file of {PLUGIN} (install_cmd::FILES)"
+        "baton install claude writes every file of {PLUGIN} (install_cmd::CLAUDE_FILES)"
     );
     for f in &plugin_files {
         assert_eq!(
@@ -298,6 +305,180 @@ fn baton_install_claude_writes_and_registers_the_plugin() {
     assert_ne!(o.status.code(), Some(0));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("install Claude Code"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Codex
+
+const CODEX_PLUGIN: &str = "plugins/codex/baton";
+
+fn codex() -> Option<std::path::PathBuf> {
+    let found = find_program("BATON_TEST_CODEX", "bench/node_modules/.bin/codex");
+    if found.is_none() {
+        skip_live("codex", "BATON_TEST_CODEX", "run npm ci --prefix bench");
+    }
+    found
+}
+
+/// `baton install codex` writes the Codex plugin (every file of the repository's, as it is) and
+/// registers it with Codex's own CLI, twice without a second entry; Codex then lists it installed
+/// and enabled and its MCP server among its servers, and a `codex exec` in a project where a
+/// workflow failed offers the model baton's core tools and the plugin's skills, and runs the
+/// session-start hook (once trusted, as Codex asks) whose line reaches the model. `--scope
+/// project` is refused for Codex.
+#[test]
+fn baton_install_codex_installs_a_plugin_codex_loads() {
+    use baton_testkit::{MockServer, Turn};
+    let Some(codex) = codex() else { return };
+    let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
+    let id = failed_workflow(&sb);
+    let server = MockServer::builder()
+        .when(|_| true, Turn::text("Noted."))
+        .start_blocking();
+    let data = sb.home().join("data");
+    let codex_home = sb.home().join(".codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "approval_policy = \"never\"\ncheck_for_update_on_startup = false\n\
+             model_provider = \"mock\"\nmodel = \"mock-model\"\n\
+             [analytics]\nenabled = false\n\
+             [model_providers.mock]\nname = \"mock\"\nbase_url = \"{}/v1\"\n\
+             wire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let tmp = sb.path("codex-tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let env = |c: &mut std::process::Command| {
+        c.current_dir(sb.work())
+            .env("PATH", path_with_baton())
+            .env("HOME", sb.home())
+            .env("CODEX_HOME", &codex_home)
+            .env("XDG_DATA_HOME", &data)
+            .env("TMPDIR", &tmp)
+            .env("MOCK_API_KEY", "mock")
+            .stdin(Stdio::null());
+    };
+    let install = |scope: &str| {
+        let mut c = sb.baton(&["install", "codex", "--scope", scope, "--codex"]);
+        c.arg(&codex);
+        env(&mut c);
+        c.output().unwrap()
+    };
+    for _ in 0..2 {
+        let o = install("user");
+        assert_exit(&o, 0);
+        assert!(
+            String::from_utf8_lossy(&o.stdout)
+                .contains("Codex plugin baton installed (user scope)"),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+    let written = data.join("baton/codex");
+    let repo_plugin = workspace_root().join(CODEX_PLUGIN);
+    let plugin_files = files_under(&repo_plugin);
+    assert_eq!(
+        files_under(&written.join(CODEX_PLUGIN)),
+        plugin_files,
+        "baton install codex writes every file of {CODEX_PLUGIN} (install_cmd::CODEX_FILES)"
+    );
+    for f in &plugin_files {
+        assert_eq!(
+            std::fs::read_to_string(written.join(CODEX_PLUGIN).join(f)).unwrap(),
+            std::fs::read_to_string(repo_plugin.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    let codex_out = |args: &[&str]| {
+        let mut c = sb.command(&codex);
+        c.args(args);
+        env(&mut c);
+        let o = c.output().unwrap();
+        assert_exit(&o, 0);
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let list: Value = serde_json::from_str(&codex_out(&["plugin", "list", "--json"])).unwrap();
+    let installed = list["installed"].as_array().unwrap();
+    assert_eq!(installed.len(), 1, "one entry after two installs: {list}");
+    assert_eq!(installed[0]["pluginId"], "baton@baton", "{list}");
+    assert_eq!(installed[0]["enabled"], true, "{list}");
+    let servers = codex_out(&["mcp", "list"]);
+    assert!(
+        servers.lines().any(|l| l.starts_with("baton ")
+            && l.contains("mcp --tools core")
+            && l.contains("enabled")),
+        "{servers}"
+    );
+
+    let o = {
+        let mut c = sb.command(&codex);
+        // Codex runs a plugin's hook once the user trusted it (`/hooks` in its terminal UI,
+        // recorded by the hook's hash); this run stands for a user who did.
+        c.args([
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--ephemeral",
+            "--dangerously-bypass-hook-trust",
+            "hi",
+        ]);
+        env(&mut c);
+        c.output().unwrap()
+    };
+    assert_exit(&o, 0);
+    let first = &server.model_requests()[0];
+    let offered: Vec<String> = first.body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["type"] == "namespace" && t["name"] == "mcp__baton")
+        .flat_map(|t| t["tools"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect();
+    let mut core: Vec<String> = baton_mcp::CORE_TOOLS
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+    core.sort();
+    let mut offered_sorted = offered.clone();
+    offered_sorted.sort();
+    assert_eq!(
+        offered_sorted, core,
+        "the plugin's server offers the core tools"
+    );
+    let body = first.body.to_string();
+    for skill in [
+        "baton-run",
+        "baton-status",
+        "baton-answer",
+        "baton-flow",
+        "baton-delegate",
+    ] {
+        assert!(
+            body.contains(skill),
+            "skill {skill} is not offered: {}",
+            &body[..body.len().min(3000)]
+        );
+    }
+    assert!(
+        body.contains(&format!(
+            "workflow {id} failed: the builder answered without a contract"
+        )),
+        "the hook's line is not in the first request: {}",
+        &body[..body.len().min(4000)]
+    );
+
+    let o = install("project");
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("Codex takes plugins per user only"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
