@@ -586,6 +586,27 @@ pub struct DoctorDocument {
     /// The Temporal engine, when `engine.kind = "temporal"` applies.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine: Option<DoctorEngine>,
+    /// baton's plugin in each host it installs into (`baton install`), as the host's own files
+    /// record it; informational: it never makes `ok` false.
+    pub plugins: Vec<DoctorPlugin>,
+}
+
+/// baton's plugin in one host, as the host's own files record it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DoctorPlugin {
+    /// `claude` (Claude Code) or `codex`.
+    pub host: String,
+    /// The host lists `baton@baton` as installed (and, for Codex, enabled).
+    pub installed: bool,
+    /// Where the host keeps its copy of the plugin.
+    pub path: Option<String>,
+    /// The host's copy is the plugin this baton carries: no file differs or is missing.
+    pub current: bool,
+    /// The plugin's files (from the plugin's folder) that differ from this baton's or are missing.
+    pub stale: Vec<String>,
+    /// What it means and what to do (install, install again, or why the host's files could not
+    /// be read).
+    pub message: String,
 }
 
 /// A setting one config file sets and a later one sets again, differently.

@@ -363,6 +363,7 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
     // The Temporal engine, when it is the one `baton run` uses here.
     let engine = (config.engine.kind == Some(baton_protocol::config::EngineKind::Temporal))
         .then(|| rt.block_on(crate::temporal_cmd::doctor(&ctx)));
+    let plugins = crate::install_cmd::installed();
     let mut routes = route_checks(config);
     // A route is only as usable as its provider: one whose provider failed its check says why.
     for r in &mut routes {
@@ -451,6 +452,7 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
                 message: sandbox_text,
             },
             engine,
+            plugins,
         });
     } else {
         print_text(
@@ -464,6 +466,22 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
                 runnable,
             },
         );
+        for p in &plugins {
+            let mark = match (p.installed, p.current) {
+                (true, true) => "✓",
+                (true, false) => "⚠",
+                (false, _) => "·",
+            };
+            let host = if p.host == "claude" {
+                "Claude Code"
+            } else {
+                "Codex"
+            };
+            outln!(
+                "{mark} {host} plugin baton: {}",
+                baton_text::sanitize_line(&p.message)
+            );
+        }
     }
     Ok(if all_ok { Exit::Ok } else { Exit::Failed })
 }

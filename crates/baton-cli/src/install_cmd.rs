@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use baton_app::documents::DoctorPlugin;
 use baton_app::exit::Exit;
 use clap::{Args, ValueEnum};
 
@@ -204,4 +205,164 @@ pub fn run(args: InstallArgs) -> Result<Exit> {
         plan.then
     );
     Ok(Exit::Ok)
+}
+
+/// baton's plugin in each host, as the host's own files record it (`baton doctor`).
+pub fn installed() -> Vec<DoctorPlugin> {
+    vec![claude_installed(), codex_installed()]
+}
+
+/// A folder from `var`, else `~/.REL`.
+fn host_dir(var: &str, rel: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(rel)))
+}
+
+/// The plugin as installed at `path` against the `files` this baton carries under `prefix`.
+fn compared(host: &str, path: PathBuf, files: &[(&str, &str)], prefix: &str) -> DoctorPlugin {
+    let stale: Vec<String> = files
+        .iter()
+        .filter_map(|(rel, text)| Some((rel.strip_prefix(prefix)?, text)))
+        .filter(|(rel, text)| {
+            std::fs::read_to_string(path.join(rel)).ok().as_deref() != Some(**text)
+        })
+        .map(|(rel, _)| rel.to_string())
+        .collect();
+    let message = if stale.is_empty() {
+        "installed, and the same as this baton's".to_string()
+    } else {
+        format!(
+            "installed, but {} of its files differ from this baton's (an older baton installed it): run `baton install {host}` again",
+            stale.len()
+        )
+    };
+    DoctorPlugin {
+        host: host.into(),
+        installed: true,
+        path: Some(path.display().to_string()),
+        current: stale.is_empty(),
+        stale,
+        message,
+    }
+}
+
+fn not_installed(host: &str, why: String) -> DoctorPlugin {
+    DoctorPlugin {
+        host: host.into(),
+        installed: false,
+        path: None,
+        current: false,
+        stale: Vec::new(),
+        message: why,
+    }
+}
+
+/// Claude Code: `plugins/installed_plugins.json` under `CLAUDE_CONFIG_DIR` (else `~/.claude`).
+fn claude_installed() -> DoctorPlugin {
+    let host = "claude";
+    let Some(dir) = host_dir("CLAUDE_CONFIG_DIR", ".claude") else {
+        return not_installed(host, "no HOME: Claude Code's folder is unknown".into());
+    };
+    let file = dir.join("plugins/installed_plugins.json");
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return not_installed(
+                host,
+                "not installed: `baton install claude` installs it".into(),
+            )
+        }
+        Err(e) => return not_installed(host, format!("{}: {e}", file.display())),
+    };
+    let value: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            return not_installed(
+                host,
+                format!("{}: does not read as JSON ({e})", file.display()),
+            )
+        }
+    };
+    let entry = value["plugins"]["baton@baton"]
+        .as_array()
+        .and_then(|a| a.iter().find_map(|e| e["installPath"].as_str()));
+    match entry {
+        Some(path) => compared(
+            host,
+            PathBuf::from(path),
+            CLAUDE_FILES,
+            "plugins/claude-code/baton/",
+        ),
+        None => not_installed(
+            host,
+            "not installed: `baton install claude` installs it".into(),
+        ),
+    }
+}
+
+/// Codex: `[plugins."baton@baton"]` in `config.toml` under `CODEX_HOME` (else `~/.codex`), its
+/// copy in `plugins/cache/baton/baton/VERSION`.
+fn codex_installed() -> DoctorPlugin {
+    let host = "codex";
+    let Some(dir) = host_dir("CODEX_HOME", ".codex") else {
+        return not_installed(host, "no HOME: Codex's folder is unknown".into());
+    };
+    let file = dir.join("config.toml");
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return not_installed(
+                host,
+                "not installed: `baton install codex` installs it".into(),
+            )
+        }
+        Err(e) => return not_installed(host, format!("{}: {e}", file.display())),
+    };
+    let value: toml::Value = match toml::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            return not_installed(
+                host,
+                format!("{}: does not read as TOML ({e})", file.display()),
+            )
+        }
+    };
+    let enabled = value
+        .get("plugins")
+        .and_then(|p| p.get("baton@baton"))
+        .and_then(|p| p.get("enabled"))
+        .and_then(toml::Value::as_bool);
+    match enabled {
+        None => not_installed(
+            host,
+            "not installed: `baton install codex` installs it".into(),
+        ),
+        Some(false) => not_installed(
+            host,
+            format!(
+                "installed but disabled in {}: enable it in Codex (`/plugins`)",
+                file.display()
+            ),
+        ),
+        Some(true) => {
+            let cache = dir.join("plugins/cache/baton/baton");
+            // The version folder Codex copied last.
+            let newest = std::fs::read_dir(&cache).ok().and_then(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter(|e| e.path().join(".codex-plugin/plugin.json").is_file())
+                    .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
+                    .map(|e| e.path())
+            });
+            match newest {
+                Some(path) => compared(host, path, CODEX_FILES, "plugins/codex/baton/"),
+                None => not_installed(
+                    host,
+                    format!("enabled in {}, but Codex has no copy of it under {}: run `baton install codex` again", file.display(), cache.display()),
+                ),
+            }
+        }
+    }
 }

@@ -156,6 +156,22 @@ fn failed_workflow(sb: &Sandbox) -> String {
     wf.id().to_string()
 }
 
+/// `baton doctor --json`'s entry for `host`'s plugin, with `env` applied to the command.
+fn doctor_plugin(sb: &Sandbox, host: &str, env: &dyn Fn(&mut std::process::Command)) -> Value {
+    let mut c = sb.baton(&["doctor", "--json"]);
+    env(&mut c);
+    let o = c.output().unwrap();
+    let doc: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)));
+    doc["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["host"] == host)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {host} plugin in {doc}"))
+}
+
 /// PATH with the built baton's folder first, so a host starts this baton.
 fn path_with_baton() -> String {
     let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_baton"))
@@ -300,6 +316,12 @@ fn baton_install_claude_writes_and_registers_the_plugin() {
         text.contains("Skills (5)") && text.contains("Hooks (1)"),
         "{text}"
     );
+    let found = doctor_plugin(&sb, "claude", &|c: &mut std::process::Command| {
+        c.env("HOME", sb.home())
+            .env("CLAUDE_CONFIG_DIR", sb.home().join(".claude"));
+    });
+    assert_eq!(found["installed"], true, "{found}");
+    assert_eq!(found["current"], true, "{found}");
     // Without Claude Code's CLI: the way to get it, and nothing half-registered.
     let o = install(std::path::Path::new("/nonexistent/claude"));
     assert_ne!(o.status.code(), Some(0));
@@ -371,6 +393,15 @@ fn baton_install_codex_installs_a_plugin_codex_loads() {
         env(&mut c);
         c.output().unwrap()
     };
+    let before = doctor_plugin(&sb, "codex", &env);
+    assert_eq!(before["installed"], false, "{before}");
+    assert!(
+        before["message"]
+            .as_str()
+            .unwrap()
+            .contains("baton install codex"),
+        "{before}"
+    );
     for _ in 0..2 {
         let o = install("user");
         assert_exit(&o, 0);
@@ -409,6 +440,30 @@ fn baton_install_codex_installs_a_plugin_codex_loads() {
     assert_eq!(installed.len(), 1, "one entry after two installs: {list}");
     assert_eq!(installed[0]["pluginId"], "baton@baton", "{list}");
     assert_eq!(installed[0]["enabled"], true, "{list}");
+    // `baton doctor` finds Codex's copy and sees it is this baton's; a file that differs (an
+    // older baton installed it) is named, with the way to mend it.
+    let found = doctor_plugin(&sb, "codex", &env);
+    assert_eq!(found["installed"], true, "{found}");
+    assert_eq!(found["current"], true, "{found}");
+    let copy = std::path::PathBuf::from(found["path"].as_str().unwrap());
+    let skill = copy.join("skills/baton-run/SKILL.md");
+    let kept = std::fs::read_to_string(&skill).unwrap();
+    std::fs::write(&skill, "an older skill\n").unwrap();
+    let stale = doctor_plugin(&sb, "codex", &env);
+    assert_eq!(stale["current"], false, "{stale}");
+    assert_eq!(
+        stale["stale"],
+        serde_json::json!(["skills/baton-run/SKILL.md"]),
+        "{stale}"
+    );
+    assert!(
+        stale["message"]
+            .as_str()
+            .unwrap()
+            .contains("run `baton install codex` again"),
+        "{stale}"
+    );
+    std::fs::write(&skill, kept).unwrap();
     let servers = codex_out(&["mcp", "list"]);
     assert!(
         servers.lines().any(|l| l.starts_with("baton ")
