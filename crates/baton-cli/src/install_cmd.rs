@@ -1,5 +1,5 @@
-//! `baton install claude|codex`: the host's plugin (`plugins/claude-code/baton` or
-//! `plugins/codex/baton`, built into the binary) written to baton's data folder as a local
+//! `baton install claude|codex|gemini`: the host's plugin (`plugins/claude-code/baton`,
+//! `plugins/codex/baton` or `plugins/gemini/baton`, built into the binary) written to baton's data folder as a local
 //! marketplace, then added and installed with the host's own CLI. Running it again writes the
 //! files again and the host keeps its one entry.
 
@@ -15,6 +15,7 @@ use clap::{Args, ValueEnum};
 pub enum Host {
     Claude,
     Codex,
+    Gemini,
 }
 
 /// Where the host declares it.
@@ -27,12 +28,13 @@ pub enum Scope {
 
 #[derive(Args, Debug)]
 pub struct InstallArgs {
-    /// The host to install the plugin into: `claude` (Claude Code, through its `claude` CLI) or
-    /// `codex` (Codex, through its `codex` CLI).
+    /// The host to install the plugin into: `claude` (Claude Code, through its `claude` CLI),
+    /// `codex` (Codex, through its `codex` CLI) or `gemini` (Gemini CLI, through `gemini`).
     #[arg(value_enum)]
     host: Host,
     /// Where the host declares it: `user` (you, in every project), `project` (this project's
-    /// shared settings) or `local` (this project, you alone). Codex takes plugins per user only.
+    /// shared settings) or `local` (this project, you alone). Codex and Gemini CLI take plugins
+    /// per user only.
     #[arg(long, value_enum, default_value = "user")]
     scope: Scope,
     /// Claude Code's CLI (default: `claude` on PATH).
@@ -41,6 +43,9 @@ pub struct InstallArgs {
     /// Codex's CLI (default: `codex` on PATH).
     #[arg(long, env = "BATON_CODEX", value_name = "PATH")]
     codex: Option<PathBuf>,
+    /// Gemini CLI (default: `gemini` on PATH).
+    #[arg(long, env = "BATON_GEMINI", value_name = "PATH")]
+    gemini: Option<PathBuf>,
     /// The project, for --scope project or local (default: the current directory).
     #[arg(long)]
     cwd: Option<PathBuf>,
@@ -78,6 +83,21 @@ const CODEX_FILES: &[(&str, &str)] = files![
     "plugins/codex/baton/skills/baton-delegate/SKILL.md",
 ];
 
+/// The Gemini CLI extension's files.
+const GEMINI_FILES: &[(&str, &str)] = files![
+    "plugins/gemini/baton/gemini-extension.json",
+    "plugins/gemini/baton/GEMINI.md",
+    "plugins/gemini/baton/hooks/hooks.json",
+    "plugins/gemini/baton/commands/baton/run.toml",
+    "plugins/gemini/baton/commands/baton/status.toml",
+    "plugins/gemini/baton/commands/baton/answer.toml",
+    "plugins/gemini/baton/commands/baton/flow.toml",
+    "plugins/gemini/baton/commands/baton/delegate.toml",
+];
+
+/// The Gemini CLI extension's folder under the written marketplace.
+const GEMINI_EXTENSION: &str = "plugins/gemini/baton";
+
 /// What installing into one host takes.
 struct Plan {
     name: &'static str,
@@ -93,6 +113,10 @@ struct Plan {
     brings: &'static str,
     /// How to load it.
     then: &'static str,
+    /// A folder under the written files to run the host's CLI in (else the project).
+    run_in: Option<&'static str>,
+    /// Whether the host has it already, as written there (then the CLI steps are skipped).
+    already: fn(&Path) -> Result<bool>,
 }
 
 /// A command line's words, owned.
@@ -114,6 +138,8 @@ fn plan(args: &InstallArgs) -> Result<Plan> {
             ],
             brings: "/baton:run, /baton:status, /baton:answer, /baton:flow, /baton:delegate",
             then: "start a new Claude Code session (or /reload-plugins) to load it",
+            run_in: None,
+            already: |_| Ok(false),
         },
         Host::Codex => {
             if args.scope != Scope::User {
@@ -131,6 +157,31 @@ fn plan(args: &InstallArgs) -> Result<Plan> {
                 ],
                 brings: "the skills baton-run, baton-status, baton-answer, baton-flow, baton-delegate",
                 then: "start a new Codex session to load it; Codex runs the plugin's hook once you trust it (it asks; `/hooks` reviews it)",
+                run_in: None,
+                already: |_| Ok(false),
+            }
+        }
+        Host::Gemini => {
+            if args.scope != Scope::User {
+                bail!("--scope: Gemini CLI takes extensions per user only (~/.gemini): leave --scope out, or give --scope user");
+            }
+            Plan {
+                name: "Gemini CLI",
+                files: GEMINI_FILES,
+                folder: "gemini",
+                cli: args.gemini.clone().unwrap_or_else(|| PathBuf::from("gemini")),
+                get: "install Gemini CLI (`npm install -g @google/gemini-cli`) or give its CLI with --gemini PATH",
+                steps: |dir, _| vec![words(&[
+                    "extensions",
+                    "link",
+                    &format!("{dir}/{GEMINI_EXTENSION}"),
+                    "--consent",
+                ])],
+                brings: "/baton:run, /baton:status, /baton:answer, /baton:flow, /baton:delegate, its context file",
+                then: "start a new Gemini CLI session to load it",
+                // `--consent` trusts the folder the CLI runs in: baton's own, not the project.
+                run_in: Some(GEMINI_EXTENSION),
+                already: gemini_linked,
             }
         }
     })
@@ -174,10 +225,16 @@ pub fn run(args: InstallArgs) -> Result<Exit> {
         .map(|v| v.get_name().to_string())
         .unwrap_or_else(|| "user".into());
     let dir_text = dir.display().to_string();
-    for step in (plan.steps)(&dir_text, &scope) {
+    let steps = if (plan.already)(&dir)? {
+        Vec::new()
+    } else {
+        (plan.steps)(&dir_text, &scope)
+    };
+    let run_in = plan.run_in.map_or(cwd, |sub| dir.join(sub));
+    for step in steps {
         let out = std::process::Command::new(&plan.cli)
             .args(&step)
-            .current_dir(&cwd)
+            .current_dir(&run_in)
             .stdin(std::process::Stdio::null())
             .output();
         let out = match out {
@@ -207,9 +264,67 @@ pub fn run(args: InstallArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
+/// Gemini CLI's record of its extension `baton`: where it came from and how (`link` or a copy).
+fn gemini_record() -> Result<Option<(PathBuf, String)>> {
+    let Some(home) = host_dir("GEMINI_CLI_HOME", "") else {
+        return Ok(None);
+    };
+    let file = home.join(".gemini/extensions/baton/.gemini-extension-install.json");
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => bail!("{}: {e}", file.display()),
+    };
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{}: does not read as JSON", file.display()))?;
+    let source = v["source"].as_str().unwrap_or_default();
+    Ok(Some((
+        PathBuf::from(source),
+        v["type"].as_str().unwrap_or_default().to_string(),
+    )))
+}
+
+/// Whether Gemini CLI links its extension `baton` to the folder written under `dir` already;
+/// another extension of that name is an error naming it.
+fn gemini_linked(dir: &Path) -> Result<bool> {
+    let ours = dir.join(GEMINI_EXTENSION);
+    match gemini_record()? {
+        None => Ok(false),
+        Some((source, kind)) if kind == "link" && source == ours => Ok(true),
+        Some((source, kind)) => bail!(
+            "Gemini CLI already has an extension named baton ({kind} of {}): remove it with `gemini extensions uninstall baton`, then run `baton install gemini` again",
+            source.display()
+        ),
+    }
+}
+
 /// baton's plugin in each host, as the host's own files record it (`baton doctor`).
 pub fn installed() -> Vec<DoctorPlugin> {
-    vec![claude_installed(), codex_installed()]
+    vec![claude_installed(), codex_installed(), gemini_installed()]
+}
+
+/// Gemini CLI: `~/.gemini/extensions/baton/.gemini-extension-install.json` (its home from
+/// `GEMINI_CLI_HOME`, else `HOME`); a linked extension is read where it links to, a copied one
+/// in place.
+fn gemini_installed() -> DoctorPlugin {
+    let host = "gemini";
+    match gemini_record() {
+        Err(e) => not_installed(host, format!("{e:#}")),
+        Ok(None) => not_installed(
+            host,
+            "not installed: `baton install gemini` installs it".into(),
+        ),
+        Ok(Some((source, kind))) => {
+            let path = if kind == "link" {
+                source
+            } else {
+                host_dir("GEMINI_CLI_HOME", "")
+                    .unwrap_or_default()
+                    .join(".gemini/extensions/baton")
+            };
+            compared(host, path, GEMINI_FILES, "plugins/gemini/baton/")
+        }
+    }
 }
 
 /// A folder from `var`, else `~/.REL`.

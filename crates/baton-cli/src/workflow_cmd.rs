@@ -46,6 +46,11 @@ pub struct StatusArgs {
     /// it; nothing when nothing waits (a session-start hook's output).
     #[arg(long, conflicts_with_all = ["id", "json", "engine"])]
     needs: bool,
+    /// With --needs: print the lines as a session-start hook's JSON answer
+    /// (`{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": …}}`, `{}`
+    /// when nothing waits), for hosts that read only JSON from a hook (Gemini CLI).
+    #[arg(long, requires = "needs")]
+    hook_json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -135,8 +140,24 @@ fn print_summary(s: &Summary) {
 pub fn status(args: StatusArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd)?;
     if args.needs {
-        for line in needs_you(&ctx)? {
-            outln!("{}", baton_text::sanitize_line(&line));
+        let lines: Vec<String> = needs_you(&ctx)?
+            .iter()
+            .map(|l| baton_text::sanitize_line(l).into_owned())
+            .collect();
+        if args.hook_json {
+            let answer = if lines.is_empty() {
+                serde_json::json!({})
+            } else {
+                serde_json::json!({"hookSpecificOutput": {
+                    "hookEventName": "SessionStart",
+                    "additionalContext": lines.join("\n"),
+                }})
+            };
+            outln!("{answer}");
+        } else {
+            for line in lines {
+                outln!("{line}");
+            }
         }
         return Ok(Exit::Ok);
     }

@@ -538,3 +538,125 @@ fn baton_install_codex_installs_a_plugin_codex_loads() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Gemini CLI
+
+const GEMINI_EXTENSION: &str = "plugins/gemini/baton";
+
+fn gemini() -> Option<std::path::PathBuf> {
+    let found = find_program("BATON_TEST_GEMINI", "bench/node_modules/.bin/gemini");
+    if found.is_none() {
+        skip_live("gemini", "BATON_TEST_GEMINI", "run npm ci --prefix bench");
+    }
+    found
+}
+
+/// The Gemini CLI extension passes `gemini extensions validate`; `baton install gemini`, run
+/// twice, writes exactly the repository's extension and links it once, trusting only baton's own
+/// folder (never the project); `gemini extensions list` shows it linked there with its MCP server
+/// and context file; `baton doctor` finds it; the hook's command answers in the JSON Gemini CLI
+/// reads from a hook (a failed workflow's line, `{}` when nothing waits). Gemini CLI cannot run a
+/// session here (it talks only to Google's API), so the hook and commands are not run by it.
+#[test]
+fn baton_install_gemini_links_an_extension_gemini_cli_lists() {
+    let Some(gemini) = gemini() else { return };
+    let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
+    let data = sb.home().join("data");
+    let env = |c: &mut std::process::Command| {
+        c.env("PATH", path_with_baton())
+            .env("XDG_DATA_HOME", &data)
+            .env("NO_BROWSER", "1")
+            .stdin(Stdio::null());
+    };
+    let gemini_out = |args: &[&str], dir: &std::path::Path| {
+        let mut c = sb.command(&gemini);
+        c.args(args).current_dir(dir);
+        env(&mut c);
+        let o = c.output().unwrap();
+        assert_exit(&o, 0);
+        String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
+    };
+    let repo_ext = workspace_root().join(GEMINI_EXTENSION);
+    let validated = gemini_out(
+        &["extensions", "validate", &repo_ext.display().to_string()],
+        &sb.home(),
+    );
+    assert!(validated.contains("successfully validated"), "{validated}");
+
+    let install = |scope: &str| {
+        let mut c = sb.baton(&["install", "gemini", "--scope", scope, "--gemini"]);
+        c.arg(&gemini);
+        env(&mut c);
+        c.output().unwrap()
+    };
+    for _ in 0..2 {
+        let o = install("user");
+        assert_exit(&o, 0);
+        assert!(
+            String::from_utf8_lossy(&o.stdout)
+                .contains("Gemini CLI plugin baton installed (user scope)"),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+    let written = data.join("baton/gemini").join(GEMINI_EXTENSION);
+    let files = files_under(&repo_ext);
+    assert_eq!(files_under(&written), files, "install_cmd::GEMINI_FILES");
+    for f in &files {
+        assert_eq!(
+            std::fs::read_to_string(written.join(f)).unwrap(),
+            std::fs::read_to_string(repo_ext.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    let listed = gemini_out(&["extensions", "list"], &sb.home());
+    assert_eq!(listed.matches("baton (0.1.0)").count(), 1, "{listed}");
+    assert!(
+        listed.contains(&format!("Source: {} (Type: link)", written.display())),
+        "{listed}"
+    );
+    assert!(listed.contains("GEMINI.md"), "{listed}");
+    let servers = listed.split("MCP servers:").nth(1).unwrap_or_default();
+    assert!(servers.lines().any(|l| l.trim() == "baton"), "{listed}");
+    let trusted =
+        std::fs::read_to_string(sb.home().join(".gemini/trustedFolders.json")).unwrap_or_default();
+    assert!(
+        !trusted.contains(&sb.work().display().to_string()),
+        "the project is not trusted behind the user's back: {trusted}"
+    );
+    let found = doctor_plugin(&sb, "gemini", &env);
+    assert_eq!(found["installed"], true, "{found}");
+    assert_eq!(found["current"], true, "{found}");
+
+    // The hook's command, as Gemini CLI runs it: JSON only.
+    let hook = |sb: &Sandbox| {
+        let o = sb.run(&["status", "--needs", "--hook-json"]);
+        assert_exit(&o, 0);
+        serde_json::from_slice::<Value>(&o.stdout).unwrap()
+    };
+    assert_eq!(hook(&sb), serde_json::json!({}));
+    let id = failed_workflow(&sb);
+    let answer = hook(&sb);
+    assert_eq!(
+        answer["hookSpecificOutput"]["hookEventName"],
+        "SessionStart"
+    );
+    let context = answer["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        context.contains(&format!(
+            "workflow {id} failed: the builder answered without a contract"
+        )),
+        "{context}"
+    );
+
+    let o = install("project");
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("per user only"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
