@@ -68,6 +68,9 @@ const CLAUDE_FILES: &[(&str, &str)] = files![
     "plugins/claude-code/baton/commands/answer.md",
     "plugins/claude-code/baton/commands/flow.md",
     "plugins/claude-code/baton/commands/delegate.md",
+    "plugins/claude-code/baton/agents/implementer.md",
+    "plugins/claude-code/baton/agents/scout.md",
+    "plugins/claude-code/baton/agents/reviewer.md",
 ];
 
 /// The Codex plugin's files.
@@ -136,7 +139,7 @@ fn plan(args: &InstallArgs) -> Result<Plan> {
                 words(&["plugin", "marketplace", "add", dir, "--scope", scope]),
                 words(&["plugin", "install", "baton@baton", "--scope", scope]),
             ],
-            brings: "/baton:run, /baton:status, /baton:answer, /baton:flow, /baton:delegate",
+            brings: "/baton:run, /baton:status, /baton:answer, /baton:flow, /baton:delegate, the agents baton:implementer, baton:scout and baton:reviewer",
             then: "start a new Claude Code session (or /reload-plugins) to load it",
             run_in: None,
             already: |_| Ok(false),

@@ -26,17 +26,27 @@ fn claude() -> Option<std::path::PathBuf> {
     found
 }
 
-/// The `allowed-tools` of each command file of the plugin, by file name.
+/// The `allowed-tools` of each command file of the plugin and the `tools` of each agent, by
+/// file name.
 fn allowed_tools() -> Vec<(String, Vec<String>)> {
-    let dir = workspace_root().join(PLUGIN).join("commands");
+    let mut out = Vec::new();
+    for (folder, key) in [("commands", "allowed-tools:"), ("agents", "tools:")] {
+        out.extend(tool_lines(folder, key));
+    }
+    out.sort();
+    out
+}
+
+fn tool_lines(folder: &str, key: &str) -> Vec<(String, Vec<String>)> {
+    let dir = workspace_root().join(PLUGIN).join(folder);
     let mut out = Vec::new();
     for e in std::fs::read_dir(&dir).unwrap() {
         let path = e.unwrap().path();
         let text = std::fs::read_to_string(&path).unwrap();
         let line = text
             .lines()
-            .find_map(|l| l.strip_prefix("allowed-tools:"))
-            .unwrap_or_else(|| panic!("{}: no allowed-tools", path.display()));
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_else(|| panic!("{}: no {key}", path.display()));
         let tools = line.split(',').map(|t| t.trim().to_string()).collect();
         out.push((path.file_name().unwrap().to_string_lossy().into(), tools));
     }
@@ -125,11 +135,13 @@ async fn the_commands_allow_only_tools_the_plugin_s_server_offers() {
         .await
         .unwrap()
         .iter()
-        .map(|t| format!("mcp__baton__{}", t.name))
+        // Claude Code names a plugin's server's tools `mcp__plugin_<plugin>_<server>__<tool>`
+        // (its requests show them so: `the_session_start_hook_tells_the_model_what_waits_for_the_user`).
+        .map(|t| format!("mcp__plugin_baton_baton__{}", t.name))
         .collect();
     client.cancel().await.unwrap();
     let commands = allowed_tools();
-    assert_eq!(commands.len(), 5, "{commands:?}");
+    assert_eq!(commands.len(), 8, "5 commands and 3 agents: {commands:?}");
     for (file, tools) in &commands {
         for t in tools {
             assert!(
@@ -231,6 +243,12 @@ fn the_session_start_hook_tells_the_model_what_waits_for_the_user() {
         .map(|r| r.body.to_string())
         .find(|b| b.contains("hi"))
         .unwrap_or_default();
+    // Every tool a command or an agent allows is named as Claude Code names the plugin's tools.
+    for (file, tools) in allowed_tools() {
+        for t in tools {
+            assert!(first.contains(&t), "{file}: Claude Code offers no {t}");
+        }
+    }
     assert!(
         first.contains(&format!(
             "workflow {id} failed: the builder answered without a contract"
@@ -313,7 +331,7 @@ fn baton_install_claude_writes_and_registers_the_plugin() {
         .unwrap();
     let text = String::from_utf8_lossy(&details.stdout);
     assert!(
-        text.contains("Skills (5)") && text.contains("Hooks (1)"),
+        text.contains("Skills (5)") && text.contains("Agents (3)") && text.contains("Hooks (1)"),
         "{text}"
     );
     let found = doctor_plugin(&sb, "claude", &|c: &mut std::process::Command| {
@@ -659,4 +677,151 @@ fn baton_install_gemini_links_an_extension_gemini_cli_lists() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// The plugin's agents hand their work to baton: Claude Code's `Agent` tool with `baton:scout`
+/// starts a subagent whose only tools are baton's `delegate_task` and `task_status` and whose
+/// instructions say to delegate; its call runs the project's `scout` role as baton's child
+/// process, whose report goes back to the subagent and its answer to the main session.
+#[test]
+fn a_plugin_agent_hands_its_task_to_baton_s_delegation() {
+    use baton_testkit::{MockServer, RecordedRequest, Turn};
+    const DELEGATE: &str = "mcp__plugin_baton_baton__delegate_task";
+    const TASK_STATUS: &str = "mcp__plugin_baton_baton__task_status";
+    let Some(claude) = claude() else { return };
+    let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
+    common::command_role(&sb, "scout", "echo \"scout found: $(cat)\"");
+    let answers = |call: &'static str| {
+        move |r: &RecordedRequest| {
+            r.messages()
+                .last()
+                .is_some_and(|m| m.tool_results.iter().any(|t| t.call_id == call))
+        }
+    };
+    let args =
+        serde_json::json!({"role": "scout", "name": "where", "task": "where is the flag parsed?"});
+    let server = MockServer::builder()
+        .when(
+            answers("toolu_delegate_1"),
+            Turn::text("baton's scout says: main.rs."),
+        )
+        .when(
+            answers("toolu_agent_1"),
+            Turn::text("The scout found it in main.rs."),
+        )
+        .when(
+            |r| r.offered_tools().contains(&DELEGATE) && !r.offered_tools().contains(&"Agent"),
+            Turn::tool_call("toolu_delegate_1", DELEGATE, args.clone()),
+        )
+        // The main session's first request calls the agent; later ones (the agent's result, and
+        // Claude Code's note when the background agent completes) get text.
+        .when(
+            |r| {
+                r.offered_tools().contains(&"Agent")
+                    && !r
+                        .messages()
+                        .iter()
+                        .any(|m| m.role == baton_testkit::Role::Assistant)
+            },
+            Turn::tool_call(
+                "toolu_agent_1",
+                "Agent",
+                serde_json::json!({"subagent_type": "baton:scout", "description": "find the flag",
+                    "prompt": "where is the flag parsed?"}),
+            ),
+        )
+        .when(|_| true, Turn::text("ok"))
+        .start_blocking();
+    let home = sb.home();
+    let config = home.join(".claude");
+    let claude_cmd = |args: &[&str]| {
+        // A bound on the run: a script the mock does not end would otherwise loop.
+        let mut c = sb.command("timeout");
+        c.arg("120")
+            .arg(&claude)
+            .args(args)
+            .current_dir(sb.work())
+            .env("PATH", path_with_baton())
+            .env("HOME", &home)
+            .env("CLAUDE_CONFIG_DIR", &config)
+            .env("ANTHROPIC_BASE_URL", server.url())
+            .env("ANTHROPIC_API_KEY", "mock")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            // Otherwise Claude Code offers MCP tools only through its `ToolSearch` tool.
+            .env("ENABLE_TOOL_SEARCH", "false")
+            .stdin(Stdio::null());
+        c
+    };
+    let root = workspace_root().display().to_string();
+    for args in [
+        vec!["plugin", "marketplace", "add", root.as_str()],
+        vec!["plugin", "install", "baton@baton"],
+    ] {
+        assert_exit(&claude_cmd(&args).output().unwrap(), 0);
+    }
+    let allowed = format!("Agent,{DELEGATE}");
+    let o = claude_cmd(&[
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--model",
+        "claude-sonnet-4-5",
+        "--allowedTools",
+        &allowed,
+        "--",
+        "Ask baton's scout where the flag is parsed.",
+    ])
+    .output()
+    .unwrap();
+    assert_exit(&o, 0);
+    let requests = server.model_requests();
+
+    let sub = requests
+        .iter()
+        .find(|r| r.offered_tools().contains(&DELEGATE) && !r.offered_tools().contains(&"Agent"))
+        .unwrap_or_else(|| panic!("no subagent request: {requests:#?}"));
+    let mut offered = sub.offered_tools();
+    offered.sort();
+    assert_eq!(
+        offered,
+        [DELEGATE, TASK_STATUS],
+        "the agent's tools, and no other"
+    );
+    assert!(
+        sub.body
+            .to_string()
+            .contains("baton's `scout` role does it"),
+        "the agent's instructions: {}",
+        sub.body
+    );
+    // baton ran the role as its child, and its report went back to the subagent.
+    let report = sub_result(&server, "toolu_delegate_1");
+    assert!(report.contains(r#""status":"done""#), "{report}");
+    assert!(
+        report.contains("scout found: where is the flag parsed?"),
+        "{report}"
+    );
+    // Claude Code runs the agent in the background and tells the main session what it answered.
+    assert!(
+        requests.iter().any(|r| r.offered_tools().contains(&"Agent")
+            && r.body.to_string().contains("baton's scout says: main.rs.")),
+        "the agent's answer never reached the main session"
+    );
+}
+
+/// The text of the tool result answering `call_id` in the first request that carries one.
+fn sub_result(server: &baton_testkit::MockServer, call_id: &str) -> String {
+    let requests = server.model_requests();
+    requests
+        .iter()
+        .find_map(|r| {
+            r.tool_results()
+                .into_iter()
+                .find(|t| t.call_id == call_id)
+                .map(|t| t.text)
+        })
+        .unwrap_or_else(|| panic!("no request carried the result of {call_id}: {requests:#?}"))
 }
