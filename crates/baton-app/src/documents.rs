@@ -594,7 +594,7 @@ pub struct DoctorDocument {
 /// baton's plugin in one host, as the host's own files record it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct DoctorPlugin {
-    /// `claude` (Claude Code), `codex` or `gemini` (Gemini CLI).
+    /// `claude` (Claude Code), `codex`, `gemini` (Gemini CLI) or `copilot` (Copilot CLI).
     pub host: String,
     /// The host lists `baton@baton` as installed (and, for Codex, enabled).
     pub installed: bool,

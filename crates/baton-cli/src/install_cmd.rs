@@ -16,6 +16,7 @@ pub enum Host {
     Claude,
     Codex,
     Gemini,
+    Copilot,
 }
 
 /// Where the host declares it.
@@ -29,12 +30,13 @@ pub enum Scope {
 #[derive(Args, Debug)]
 pub struct InstallArgs {
     /// The host to install the plugin into: `claude` (Claude Code, through its `claude` CLI),
-    /// `codex` (Codex, through its `codex` CLI) or `gemini` (Gemini CLI, through `gemini`).
+    /// `codex` (Codex, through its `codex` CLI), `gemini` (Gemini CLI, through `gemini`) or
+    /// `copilot` (Copilot CLI, through `copilot`).
     #[arg(value_enum)]
     host: Host,
     /// Where the host declares it: `user` (you, in every project), `project` (this project's
-    /// shared settings) or `local` (this project, you alone). Codex and Gemini CLI take plugins
-    /// per user only.
+    /// shared settings) or `local` (this project, you alone). Codex, Gemini CLI and Copilot CLI
+    /// take plugins per user only.
     #[arg(long, value_enum, default_value = "user")]
     scope: Scope,
     /// Claude Code's CLI (default: `claude` on PATH).
@@ -46,6 +48,9 @@ pub struct InstallArgs {
     /// Gemini CLI (default: `gemini` on PATH).
     #[arg(long, env = "BATON_GEMINI", value_name = "PATH")]
     gemini: Option<PathBuf>,
+    /// Copilot CLI (default: `copilot` on PATH).
+    #[arg(long, env = "BATON_COPILOT", value_name = "PATH")]
+    copilot: Option<PathBuf>,
     /// The project, for --scope project or local (default: the current directory).
     #[arg(long)]
     cwd: Option<PathBuf>,
@@ -110,15 +115,16 @@ struct Plan {
     cli: PathBuf,
     /// How to get the host's CLI.
     get: &'static str,
-    /// The host's CLI steps, given the marketplace folder and the scope's word.
-    steps: fn(&str, &str) -> Vec<Vec<String>>,
+    /// The host's CLI steps, given the marketplace folder, the scope's word and whether the host
+    /// knows the marketplace already (`already`).
+    steps: fn(&str, &str, bool) -> Vec<Vec<String>>,
     /// What the plugin brings, for the closing line.
     brings: &'static str,
     /// How to load it.
     then: &'static str,
     /// A folder under the written files to run the host's CLI in (else the project).
     run_in: Option<&'static str>,
-    /// Whether the host has it already, as written there (then the CLI steps are skipped).
+    /// Whether the host knows the written marketplace already.
     already: fn(&Path) -> Result<bool>,
 }
 
@@ -135,7 +141,7 @@ fn plan(args: &InstallArgs) -> Result<Plan> {
             folder: "claude-code",
             cli: args.claude.clone().unwrap_or_else(|| PathBuf::from("claude")),
             get: "install Claude Code (`npm install -g @anthropic-ai/claude-code`) or give its CLI with --claude PATH",
-            steps: |dir, scope| vec![
+            steps: |dir, scope, _| vec![
                 words(&["plugin", "marketplace", "add", dir, "--scope", scope]),
                 words(&["plugin", "install", "baton@baton", "--scope", scope]),
             ],
@@ -154,7 +160,7 @@ fn plan(args: &InstallArgs) -> Result<Plan> {
                 folder: "codex",
                 cli: args.codex.clone().unwrap_or_else(|| PathBuf::from("codex")),
                 get: "install Codex (`npm install -g @openai/codex`) or give its CLI with --codex PATH",
-                steps: |dir, _| vec![
+                steps: |dir, _, _| vec![
                     words(&["plugin", "marketplace", "add", dir]),
                     words(&["plugin", "add", "baton@baton"]),
                 ],
@@ -174,17 +180,47 @@ fn plan(args: &InstallArgs) -> Result<Plan> {
                 folder: "gemini",
                 cli: args.gemini.clone().unwrap_or_else(|| PathBuf::from("gemini")),
                 get: "install Gemini CLI (`npm install -g @google/gemini-cli`) or give its CLI with --gemini PATH",
-                steps: |dir, _| vec![words(&[
-                    "extensions",
-                    "link",
-                    &format!("{dir}/{GEMINI_EXTENSION}"),
-                    "--consent",
-                ])],
+                steps: |dir, _, linked| {
+                    if linked {
+                        return Vec::new();
+                    }
+                    vec![words(&[
+                        "extensions",
+                        "link",
+                        &format!("{dir}/{GEMINI_EXTENSION}"),
+                        "--consent",
+                    ])]
+                },
                 brings: "/baton:run, /baton:status, /baton:answer, /baton:flow, /baton:delegate, its context file",
                 then: "start a new Gemini CLI session to load it",
                 // `--consent` trusts the folder the CLI runs in: baton's own, not the project.
                 run_in: Some(GEMINI_EXTENSION),
                 already: gemini_linked,
+            }
+        }
+        Host::Copilot => {
+            if args.scope != Scope::User {
+                bail!("--scope: Copilot CLI takes plugins per user only (~/.copilot): leave --scope out, or give --scope user");
+            }
+            Plan {
+                name: "Copilot CLI",
+                // Copilot CLI reads Claude Code's plugin and marketplace as they are.
+                files: CLAUDE_FILES,
+                folder: "claude-code",
+                cli: args.copilot.clone().unwrap_or_else(|| PathBuf::from("copilot")),
+                get: "install Copilot CLI (`npm install -g @github/copilot`) or give its CLI with --copilot PATH",
+                steps: |dir, _, known| {
+                    let mut steps = Vec::new();
+                    if !known {
+                        steps.push(words(&["plugin", "marketplace", "add", dir]));
+                    }
+                    steps.push(words(&["plugin", "install", "baton@baton"]));
+                    steps
+                },
+                brings: "/baton:run, /baton:status, /baton:answer, /baton:flow, /baton:delegate, the agents baton:implementer, baton:scout and baton:reviewer",
+                then: "start a new Copilot CLI session to load it (it loads the plugin in place)",
+                run_in: None,
+                already: copilot_registered,
             }
         }
     })
@@ -228,11 +264,7 @@ pub fn run(args: InstallArgs) -> Result<Exit> {
         .map(|v| v.get_name().to_string())
         .unwrap_or_else(|| "user".into());
     let dir_text = dir.display().to_string();
-    let steps = if (plan.already)(&dir)? {
-        Vec::new()
-    } else {
-        (plan.steps)(&dir_text, &scope)
-    };
+    let steps = (plan.steps)(&dir_text, &scope, (plan.already)(&dir)?);
     let run_in = plan.run_in.map_or(cwd, |sub| dir.join(sub));
     for step in steps {
         let out = std::process::Command::new(&plan.cli)
@@ -301,9 +333,76 @@ fn gemini_linked(dir: &Path) -> Result<bool> {
     }
 }
 
+/// Copilot CLI's `settings.json` (under `COPILOT_HOME`, else `~/.copilot`), when there is one.
+fn copilot_settings() -> Result<Option<serde_json::Value>> {
+    let Some(dir) = host_dir("COPILOT_HOME", ".copilot") else {
+        return Ok(None);
+    };
+    let file = dir.join("settings.json");
+    match std::fs::read_to_string(&file) {
+        Ok(t) => serde_json::from_str(&t)
+            .map(Some)
+            .with_context(|| format!("{}: does not read as JSON", file.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => bail!("{}: {e}", file.display()),
+    }
+}
+
+/// The folder Copilot CLI knows the marketplace `baton` at, when it knows one.
+fn copilot_marketplace(settings: &serde_json::Value) -> Option<PathBuf> {
+    settings["extraKnownMarketplaces"]["baton"]["source"]["path"]
+        .as_str()
+        .map(PathBuf::from)
+}
+
+/// Whether Copilot CLI knows the marketplace `baton` at `dir` already; at another folder it is
+/// an error naming it (Copilot CLI refuses a second marketplace of that name).
+fn copilot_registered(dir: &Path) -> Result<bool> {
+    match copilot_settings()?.as_ref().and_then(copilot_marketplace) {
+        None => Ok(false),
+        Some(known) if known == dir => Ok(true),
+        Some(known) => bail!(
+            "Copilot CLI already knows a marketplace named baton at {}: remove it with `copilot plugin marketplace remove baton`, then run `baton install copilot` again",
+            known.display()
+        ),
+    }
+}
+
+/// Copilot CLI: `enabledPlugins` and the marketplace in its `settings.json`; it loads the plugin
+/// in place from the marketplace's folder, which is compared.
+fn copilot_installed() -> DoctorPlugin {
+    let host = "copilot";
+    let settings = match copilot_settings() {
+        Err(e) => return not_installed(host, format!("{e:#}")),
+        Ok(s) => s.unwrap_or_default(),
+    };
+    let enabled = settings["enabledPlugins"]["baton@baton"].as_bool();
+    match (enabled, copilot_marketplace(&settings)) {
+        (Some(true), Some(dir)) => compared(
+            host,
+            dir.join("plugins/claude-code/baton"),
+            CLAUDE_FILES,
+            "plugins/claude-code/baton/",
+        ),
+        (Some(false), _) => not_installed(
+            host,
+            "installed but disabled: `copilot plugin enable baton@baton` enables it".into(),
+        ),
+        _ => not_installed(
+            host,
+            "not installed: `baton install copilot` installs it".into(),
+        ),
+    }
+}
+
 /// baton's plugin in each host, as the host's own files record it (`baton doctor`).
 pub fn installed() -> Vec<DoctorPlugin> {
-    vec![claude_installed(), codex_installed(), gemini_installed()]
+    vec![
+        claude_installed(),
+        codex_installed(),
+        gemini_installed(),
+        copilot_installed(),
+    ]
 }
 
 /// Gemini CLI: `~/.gemini/extensions/baton/.gemini-extension-install.json` (its home from

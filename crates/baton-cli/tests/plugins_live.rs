@@ -825,3 +825,85 @@ fn sub_result(server: &baton_testkit::MockServer, call_id: &str) -> String {
         })
         .unwrap_or_else(|| panic!("no request carried the result of {call_id}: {requests:#?}"))
 }
+
+// ---------------------------------------------------------------------------------------------
+// Copilot CLI
+
+fn copilot() -> Option<std::path::PathBuf> {
+    let found = find_program("BATON_TEST_COPILOT", "bench/node_modules/.bin/copilot");
+    if found.is_none() {
+        skip_live("copilot", "BATON_TEST_COPILOT", "run npm ci --prefix bench");
+    }
+    found
+}
+
+/// Copilot CLI takes the Claude Code plugin as it is: `baton install copilot`, run twice, writes
+/// it, registers its marketplace once and installs `baton@baton`, which Copilot CLI lists enabled
+/// and loaded in place from baton's folder, with its MCP server among the plugin servers; `baton
+/// doctor` finds it current. Copilot CLI needs GitHub's service for a session, so no session runs
+/// the plugin here.
+#[test]
+fn baton_install_copilot_installs_the_plugin_copilot_cli_lists() {
+    let Some(copilot) = copilot() else { return };
+    let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
+    let data = sb.home().join("data");
+    let env = |c: &mut std::process::Command| {
+        c.env("PATH", path_with_baton())
+            .env("XDG_DATA_HOME", &data)
+            .stdin(Stdio::null());
+    };
+    let copilot_out = |args: &[&str]| {
+        let mut c = sb.command(&copilot);
+        c.args(args);
+        env(&mut c);
+        let o = c.output().unwrap();
+        assert_exit(&o, 0);
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let before = doctor_plugin(&sb, "copilot", &env);
+    assert_eq!(before["installed"], false, "{before}");
+    let install = |scope: &str| {
+        let mut c = sb.baton(&["install", "copilot", "--scope", scope, "--copilot"]);
+        c.arg(&copilot);
+        env(&mut c);
+        c.output().unwrap()
+    };
+    for _ in 0..2 {
+        let o = install("user");
+        assert_exit(&o, 0);
+        assert!(
+            String::from_utf8_lossy(&o.stdout)
+                .contains("Copilot CLI plugin baton installed (user scope)"),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+    let marketplace = data.join("baton/claude-code");
+    let list: Value = serde_json::from_str(&copilot_out(&["plugin", "list", "--json"])).unwrap();
+    let ours: Vec<&Value> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"] == "baton")
+        .collect();
+    assert_eq!(ours.len(), 1, "one entry after two installs: {list}");
+    assert_eq!(ours[0]["enabled"], true, "{list}");
+    assert_eq!(
+        ours[0]["installedFrom"],
+        marketplace.display().to_string(),
+        "{list}"
+    );
+    let servers = copilot_out(&["mcp", "list"]);
+    let plugin_servers = servers.split("Plugin servers:").nth(1).unwrap_or_default();
+    assert!(
+        plugin_servers
+            .lines()
+            .any(|l| l.trim().starts_with("baton")),
+        "{servers}"
+    );
+    let found = doctor_plugin(&sb, "copilot", &env);
+    assert_eq!(found["installed"], true, "{found}");
+    assert_eq!(found["current"], true, "{found}");
+    let o = install("project");
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+}
