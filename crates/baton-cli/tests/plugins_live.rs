@@ -690,7 +690,12 @@ fn a_plugin_agent_hands_its_task_to_baton_s_delegation() {
     const TASK_STATUS: &str = "mcp__plugin_baton_baton__task_status";
     let Some(claude) = claude() else { return };
     let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
-    common::command_role(&sb, "scout", "echo \"scout found: $(cat)\"");
+    // The role answers, and tries to write outside the project: baton's sandbox refuses it.
+    common::command_role(
+        &sb,
+        "scout",
+        "echo \"scout found: $(cat)\"; touch \"$HOME/escaped\" 2>/dev/null || echo 'outside the project: refused'",
+    );
     let answers = |call: &'static str| {
         move |r: &RecordedRequest| {
             r.messages()
@@ -804,6 +809,9 @@ fn a_plugin_agent_hands_its_task_to_baton_s_delegation() {
         report.contains("scout found: where is the flag parsed?"),
         "{report}"
     );
+    // The child ran confined by baton's sandbox, not with Claude Code's rights.
+    assert!(report.contains("outside the project: refused"), "{report}");
+    assert!(!sb.home().join("escaped").exists());
     // Claude Code runs the agent in the background and tells the main session what it answered.
     assert!(
         requests.iter().any(|r| r.offered_tools().contains(&"Agent")
@@ -906,4 +914,91 @@ fn baton_install_copilot_installs_the_plugin_copilot_cli_lists() {
     assert_eq!(found["current"], true, "{found}");
     let o = install("project");
     assert_eq!(o.status.code(), Some(2), "{o:?}");
+}
+
+/// A plugin command reaches baton with the tools it allows and no other permission: `claude -p
+/// "/baton:delegate scout …"` (no `--allowedTools`) has the model call baton's `delegate_task`,
+/// which runs the project's `scout` role; with a tool name Claude Code does not give the plugin's
+/// tool, the call would be refused in a non-interactive session.
+#[test]
+fn a_plugin_command_reaches_baton_with_the_tools_it_allows() {
+    use baton_testkit::{MockServer, Turn};
+    const DELEGATE: &str = "mcp__plugin_baton_baton__delegate_task";
+    let Some(claude) = claude() else { return };
+    let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
+    common::command_role(&sb, "scout", "echo \"scout found: $(cat)\"");
+    let args =
+        serde_json::json!({"role": "scout", "name": "where", "task": "where is the flag parsed?"});
+    let server = MockServer::builder()
+        .when(
+            |r| {
+                r.messages()
+                    .last()
+                    .is_some_and(|m| !m.tool_results.is_empty())
+            },
+            Turn::text("The scout says main.rs."),
+        )
+        .when(
+            |r| r.offered_tools().contains(&DELEGATE),
+            Turn::tool_call("toolu_cmd_1", DELEGATE, args.clone()),
+        )
+        .when(|_| true, Turn::text("ok"))
+        .start_blocking();
+    let home = sb.home();
+    let config = home.join(".claude");
+    let claude_cmd = |args: &[&str]| {
+        let mut c = sb.command("timeout");
+        c.arg("120")
+            .arg(&claude)
+            .args(args)
+            .current_dir(sb.work())
+            .env("PATH", path_with_baton())
+            .env("HOME", &home)
+            .env("CLAUDE_CONFIG_DIR", &config)
+            .env("ANTHROPIC_BASE_URL", server.url())
+            .env("ANTHROPIC_API_KEY", "mock")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("ENABLE_TOOL_SEARCH", "false")
+            .stdin(Stdio::null());
+        c
+    };
+    let root = workspace_root().display().to_string();
+    for args in [
+        vec!["plugin", "marketplace", "add", root.as_str()],
+        vec!["plugin", "install", "baton@baton"],
+    ] {
+        assert_exit(&claude_cmd(&args).output().unwrap(), 0);
+    }
+    let o = claude_cmd(&[
+        "-p",
+        "--model",
+        "claude-sonnet-4-5",
+        "--",
+        "/baton:delegate scout where is the flag parsed?",
+    ])
+    .output()
+    .unwrap();
+    assert_exit(&o, 0);
+    let requests = server.model_requests();
+    assert!(
+        requests[0]
+            .body
+            .to_string()
+            .contains("Call `delegate_task` of the `baton` MCP server"),
+        "the command's prompt: {}",
+        requests[0].body
+    );
+    let report = sub_result(&server, "toolu_cmd_1");
+    assert!(report.contains(r#""status":"done""#), "{report}");
+    assert!(
+        report.contains("scout found: where is the flag parsed?"),
+        "{report}"
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("The scout says main.rs."),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
 }
