@@ -301,22 +301,19 @@ pub fn run(args: InstallArgs) -> Result<Exit> {
 
 /// Gemini CLI's record of its extension `baton`: where it came from and how (`link` or a copy).
 fn gemini_record() -> Result<Option<(PathBuf, String)>> {
-    let Some(home) = host_dir("GEMINI_CLI_HOME", "") else {
-        return Ok(None);
-    };
-    let file = home.join(".gemini/extensions/baton/.gemini-extension-install.json");
-    let text = match std::fs::read_to_string(&file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => bail!("{}: {e}", file.display()),
-    };
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("{}: does not read as JSON", file.display()))?;
-    let source = v["source"].as_str().unwrap_or_default();
-    Ok(Some((
-        PathBuf::from(source),
-        v["type"].as_str().unwrap_or_default().to_string(),
-    )))
+    let record = host_record(
+        host_dir("GEMINI_CLI_HOME", ""),
+        ".gemini/extensions/baton/.gemini-extension-install.json",
+        json,
+    )
+    .map_err(anyhow::Error::msg)?;
+    Ok(record.map(|(_, v)| {
+        let source = v["source"].as_str().unwrap_or_default();
+        (
+            PathBuf::from(source),
+            v["type"].as_str().unwrap_or_default().to_string(),
+        )
+    }))
 }
 
 /// Whether Gemini CLI links its extension `baton` to the folder written under `dir` already;
@@ -335,17 +332,9 @@ fn gemini_linked(dir: &Path) -> Result<bool> {
 
 /// Copilot CLI's `settings.json` (under `COPILOT_HOME`, else `~/.copilot`), when there is one.
 fn copilot_settings() -> Result<Option<serde_json::Value>> {
-    let Some(dir) = host_dir("COPILOT_HOME", ".copilot") else {
-        return Ok(None);
-    };
-    let file = dir.join("settings.json");
-    match std::fs::read_to_string(&file) {
-        Ok(t) => serde_json::from_str(&t)
-            .map(Some)
-            .with_context(|| format!("{}: does not read as JSON", file.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => bail!("{}: {e}", file.display()),
-    }
+    let record = host_record(host_dir("COPILOT_HOME", ".copilot"), "settings.json", json)
+        .map_err(anyhow::Error::msg)?;
+    Ok(record.map(|(_, v)| v))
 }
 
 /// The folder Copilot CLI knows the marketplace `baton` at, when it knows one.
@@ -388,10 +377,7 @@ fn copilot_installed() -> DoctorPlugin {
             host,
             "installed but disabled: `copilot plugin enable baton@baton` enables it".into(),
         ),
-        _ => not_installed(
-            host,
-            "not installed: `baton install copilot` installs it".into(),
-        ),
+        _ => not_installed(host, not_yet(host)),
     }
 }
 
@@ -412,10 +398,7 @@ fn gemini_installed() -> DoctorPlugin {
     let host = "gemini";
     match gemini_record() {
         Err(e) => not_installed(host, format!("{e:#}")),
-        Ok(None) => not_installed(
-            host,
-            "not installed: `baton install gemini` installs it".into(),
-        ),
+        Ok(None) => not_installed(host, not_yet(host)),
         Ok(Some((source, kind))) => {
             let path = if kind == "link" {
                 source
@@ -465,6 +448,36 @@ fn compared(host: &str, path: PathBuf, files: &[(&str, &str)], prefix: &str) -> 
     }
 }
 
+/// Why a host has no baton plugin yet, and the command that installs it.
+fn not_yet(host: &str) -> String {
+    format!("not installed: `baton install {host}` installs it")
+}
+
+/// A host's record `rel` under its folder `dir`, read and parsed by `parse`: `Ok(None)` when
+/// there is none (no folder, no file); an error names the file and what is wrong with it.
+fn host_record<T>(
+    dir: Option<PathBuf>,
+    rel: &str,
+    parse: impl Fn(&str) -> std::result::Result<T, String>,
+) -> std::result::Result<Option<(PathBuf, T)>, String> {
+    let Some(dir) = dir else { return Ok(None) };
+    let file = dir.join(rel);
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", file.display())),
+    };
+    match parse(&text) {
+        Ok(v) => Ok(Some((file, v))),
+        Err(e) => Err(format!("{}: {e}", file.display())),
+    }
+}
+
+/// `text` as JSON.
+fn json(text: &str) -> std::result::Result<serde_json::Value, String> {
+    serde_json::from_str(text).map_err(|e| format!("does not read as JSON ({e})"))
+}
+
 fn not_installed(host: &str, why: String) -> DoctorPlugin {
     DoctorPlugin {
         host: host.into(),
@@ -479,28 +492,14 @@ fn not_installed(host: &str, why: String) -> DoctorPlugin {
 /// Claude Code: `plugins/installed_plugins.json` under `CLAUDE_CONFIG_DIR` (else `~/.claude`).
 fn claude_installed() -> DoctorPlugin {
     let host = "claude";
-    let Some(dir) = host_dir("CLAUDE_CONFIG_DIR", ".claude") else {
-        return not_installed(host, "no HOME: Claude Code's folder is unknown".into());
-    };
-    let file = dir.join("plugins/installed_plugins.json");
-    let text = match std::fs::read_to_string(&file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return not_installed(
-                host,
-                "not installed: `baton install claude` installs it".into(),
-            )
-        }
-        Err(e) => return not_installed(host, format!("{}: {e}", file.display())),
-    };
-    let value: serde_json::Value = match serde_json::from_str(&text) {
-        Ok(v) => v,
-        Err(e) => {
-            return not_installed(
-                host,
-                format!("{}: does not read as JSON ({e})", file.display()),
-            )
-        }
+    let value = match host_record(
+        host_dir("CLAUDE_CONFIG_DIR", ".claude"),
+        "plugins/installed_plugins.json",
+        json,
+    ) {
+        Err(e) => return not_installed(host, e),
+        Ok(None) => return not_installed(host, not_yet(host)),
+        Ok(Some((_, v))) => v,
     };
     let entry = value["plugins"]["baton@baton"]
         .as_array()
@@ -512,10 +511,7 @@ fn claude_installed() -> DoctorPlugin {
             CLAUDE_FILES,
             "plugins/claude-code/baton/",
         ),
-        None => not_installed(
-            host,
-            "not installed: `baton install claude` installs it".into(),
-        ),
+        None => not_installed(host, not_yet(host)),
     }
 }
 
@@ -524,27 +520,14 @@ fn claude_installed() -> DoctorPlugin {
 fn codex_installed() -> DoctorPlugin {
     let host = "codex";
     let Some(dir) = host_dir("CODEX_HOME", ".codex") else {
-        return not_installed(host, "no HOME: Codex's folder is unknown".into());
+        return not_installed(host, not_yet(host));
     };
-    let file = dir.join("config.toml");
-    let text = match std::fs::read_to_string(&file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return not_installed(
-                host,
-                "not installed: `baton install codex` installs it".into(),
-            )
-        }
-        Err(e) => return not_installed(host, format!("{}: {e}", file.display())),
-    };
-    let value: toml::Value = match toml::from_str(&text) {
-        Ok(v) => v,
-        Err(e) => {
-            return not_installed(
-                host,
-                format!("{}: does not read as TOML ({e})", file.display()),
-            )
-        }
+    let (file, value) = match host_record(Some(dir.clone()), "config.toml", |t| {
+        toml::from_str::<toml::Value>(t).map_err(|e| format!("does not read as TOML ({e})"))
+    }) {
+        Err(e) => return not_installed(host, e),
+        Ok(None) => return not_installed(host, not_yet(host)),
+        Ok(Some(r)) => r,
     };
     let enabled = value
         .get("plugins")
@@ -552,10 +535,7 @@ fn codex_installed() -> DoctorPlugin {
         .and_then(|p| p.get("enabled"))
         .and_then(toml::Value::as_bool);
     match enabled {
-        None => not_installed(
-            host,
-            "not installed: `baton install codex` installs it".into(),
-        ),
+        None => not_installed(host, not_yet(host)),
         Some(false) => not_installed(
             host,
             format!(

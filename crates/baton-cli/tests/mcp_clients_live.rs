@@ -22,7 +22,7 @@ use std::process::{Output, Stdio};
 
 use baton_testkit::fixture::{assert_exit, find_program, skip_live, Sandbox};
 use baton_testkit::{MockServer, RecordedRequest, Role as Speaker, Turn};
-use common::command_role;
+use common::{command_role, result_for};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
@@ -65,20 +65,6 @@ fn answers_a_tool(req: &RecordedRequest) -> bool {
     req.messages()
         .last()
         .is_some_and(|m| m.role == Speaker::Tool)
-}
-
-/// The first model request that carries a tool result for `call_id`, and that result's text.
-fn result_for(server: &MockServer, call_id: &str) -> (RecordedRequest, String) {
-    let requests = server.model_requests();
-    requests
-        .iter()
-        .find_map(|r| {
-            r.tool_results()
-                .into_iter()
-                .find(|t| t.call_id == call_id)
-                .map(|t| (r.clone(), t.text))
-        })
-        .unwrap_or_else(|| panic!("no request carried the result of {call_id}: {requests:#?}"))
 }
 
 // ---------------------------------------------------------------------------------------------

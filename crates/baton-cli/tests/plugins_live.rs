@@ -18,12 +18,55 @@ use serde_json::Value;
 
 const PLUGIN: &str = "plugins/claude-code/baton";
 
-fn claude() -> Option<std::path::PathBuf> {
-    let found = find_program("BATON_TEST_CLAUDE", "bench/node_modules/.bin/claude");
+/// A host's CLI, from `var` or `bench/node_modules/.bin/NAME`; missing, the test is skipped
+/// with a note (a failure with `CI=true`).
+fn host_cli(name: &str, var: &str) -> Option<std::path::PathBuf> {
+    let found = find_program(var, &format!("bench/node_modules/.bin/{name}"));
     if found.is_none() {
-        skip_live("claude", "BATON_TEST_CLAUDE", "run npm ci --prefix bench");
+        skip_live(name, var, "run npm ci --prefix bench");
     }
     found
+}
+
+/// `baton install HOST --HOST CLI` run twice with `env`: each succeeds and says `says`.
+fn install_twice(
+    sb: &Sandbox,
+    host: &str,
+    cli: &std::path::Path,
+    env: &dyn Fn(&mut std::process::Command),
+    says: &str,
+) {
+    for _ in 0..2 {
+        let mut c = sb.baton(&["install", host, &format!("--{host}")]);
+        c.arg(cli);
+        env(&mut c);
+        let o = c.output().unwrap();
+        assert_exit(&o, 0);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains(says), "{out}");
+    }
+}
+
+/// The files under `written` are exactly the repository's `rel` folder's, each as it is.
+fn assert_same_files(written: &std::path::Path, rel: &str) {
+    let repo = workspace_root().join(rel);
+    let files = files_under(&repo);
+    assert_eq!(
+        files_under(written),
+        files,
+        "every file of {rel} (install_cmd)"
+    );
+    for f in &files {
+        assert_eq!(
+            std::fs::read_to_string(written.join(f)).unwrap(),
+            std::fs::read_to_string(repo.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
+
+fn claude() -> Option<std::path::PathBuf> {
+    host_cli("claude", "BATON_TEST_CLAUDE")
 }
 
 /// The `allowed-tools` of each command file of the plugin and the `tools` of each agent, by
@@ -184,6 +227,44 @@ fn doctor_plugin(sb: &Sandbox, host: &str, env: &dyn Fn(&mut std::process::Comma
         .unwrap_or_else(|| panic!("no {host} plugin in {doc}"))
 }
 
+/// Claude Code's CLI in the sandbox's project with `args`: a private home and config folder, the
+/// mock model at `url`, this baton first on `PATH`, MCP tools offered as tools (not behind
+/// `ToolSearch`), and a 120 s bound (a script the mock does not end would otherwise loop).
+fn claude_at(
+    sb: &Sandbox,
+    claude: &std::path::Path,
+    url: &str,
+    args: &[&str],
+) -> std::process::Command {
+    let mut c = sb.command("timeout");
+    c.arg("120")
+        .arg(claude)
+        .args(args)
+        .current_dir(sb.work())
+        .env("PATH", path_with_baton())
+        .env("HOME", sb.home())
+        .env("CLAUDE_CONFIG_DIR", sb.home().join(".claude"))
+        .env("ANTHROPIC_BASE_URL", url)
+        .env("ANTHROPIC_API_KEY", "mock")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("ENABLE_TOOL_SEARCH", "false")
+        .stdin(Stdio::null());
+    c
+}
+
+/// The repository's marketplace added and its plugin installed in the sandbox's Claude Code home.
+fn install_plugin(sb: &Sandbox, claude: &std::path::Path, url: &str) {
+    let root = workspace_root().display().to_string();
+    for args in [
+        vec!["plugin", "marketplace", "add", root.as_str()],
+        vec!["plugin", "install", "baton@baton"],
+    ] {
+        assert_exit(&claude_at(sb, claude, url, &args).output().unwrap(), 0);
+    }
+}
+
 /// PATH with the built baton's folder first, so a host starts this baton.
 fn path_with_baton() -> String {
     let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_baton"))
@@ -209,30 +290,8 @@ fn the_session_start_hook_tells_the_model_what_waits_for_the_user() {
     let server = MockServer::builder()
         .when(|_| true, Turn::text("Noted."))
         .start_blocking();
-    let home = sb.home();
-    let config = home.join(".claude");
-    let claude_cmd = |args: &[&str]| {
-        let mut c = sb.command(&claude);
-        c.args(args)
-            .current_dir(sb.work())
-            .env("PATH", path_with_baton())
-            .env("HOME", &home)
-            .env("CLAUDE_CONFIG_DIR", &config)
-            .env("ANTHROPIC_BASE_URL", server.url())
-            .env("ANTHROPIC_API_KEY", "mock")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("DISABLE_TELEMETRY", "1")
-            .stdin(Stdio::null());
-        c
-    };
-    let root = workspace_root().display().to_string();
-    for args in [
-        vec!["plugin", "marketplace", "add", root.as_str()],
-        vec!["plugin", "install", "baton@baton"],
-    ] {
-        assert_exit(&claude_cmd(&args).output().unwrap(), 0);
-    }
+    let claude_cmd = |args: &[&str]| claude_at(&sb, &claude, &server.url(), args);
+    install_plugin(&sb, &claude, &server.url());
     let o = claude_cmd(&["-p", "--model", "claude-sonnet-4-5", "--", "hi"])
         .output()
         .unwrap();
@@ -284,43 +343,29 @@ fn baton_install_claude_writes_and_registers_the_plugin() {
     let Some(claude) = claude() else { return };
     let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
     let data = sb.home().join("data");
-    let install = |claude_cli: &std::path::Path| {
-        let mut c = sb.baton(&["install", "claude", "--claude"]);
-        c.arg(claude_cli)
-            .env("HOME", sb.home())
+    let env = |c: &mut std::process::Command| {
+        c.env("HOME", sb.home())
             .env("XDG_DATA_HOME", &data)
             .env("CLAUDE_CONFIG_DIR", sb.home().join(".claude"))
             .env("DISABLE_AUTOUPDATER", "1")
             .env("DISABLE_TELEMETRY", "1")
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    };
+    let install = |claude_cli: &std::path::Path| {
+        let mut c = sb.baton(&["install", "claude", "--claude"]);
+        c.arg(claude_cli);
+        env(&mut c);
         c.output().unwrap()
     };
-    for _ in 0..2 {
-        let o = install(&claude);
-        assert_exit(&o, 0);
-        assert!(
-            String::from_utf8_lossy(&o.stdout)
-                .contains("Claude Code plugin baton installed (user scope)"),
-            "{}",
-            String::from_utf8_lossy(&o.stdout)
-        );
-    }
-    // The files written are the repository's plugin, each as it is.
-    let written = data.join("baton/claude-code");
-    let repo_plugin = workspace_root().join(PLUGIN);
-    let plugin_files = files_under(&repo_plugin);
-    assert_eq!(
-        files_under(&written.join(PLUGIN)),
-        plugin_files,
-        "baton install claude writes every file of {PLUGIN} (install_cmd::CLAUDE_FILES)"
+    install_twice(
+        &sb,
+        "claude",
+        &claude,
+        &env,
+        "Claude Code plugin baton installed (user scope)",
     );
-    for f in &plugin_files {
-        assert_eq!(
-            std::fs::read_to_string(written.join(PLUGIN).join(f)).unwrap(),
-            std::fs::read_to_string(repo_plugin.join(f)).unwrap(),
-            "{f}"
-        );
-    }
+    // The files written are the repository's plugin, each as it is.
+    assert_same_files(&data.join("baton/claude-code").join(PLUGIN), PLUGIN);
     let details = sb
         .command(&claude)
         .args(["plugin", "details", "baton"])
@@ -356,11 +401,7 @@ fn baton_install_claude_writes_and_registers_the_plugin() {
 const CODEX_PLUGIN: &str = "plugins/codex/baton";
 
 fn codex() -> Option<std::path::PathBuf> {
-    let found = find_program("BATON_TEST_CODEX", "bench/node_modules/.bin/codex");
-    if found.is_none() {
-        skip_live("codex", "BATON_TEST_CODEX", "run npm ci --prefix bench");
-    }
-    found
+    host_cli("codex", "BATON_TEST_CODEX")
 }
 
 /// `baton install codex` writes the Codex plugin (every file of the repository's, as it is) and
@@ -420,31 +461,14 @@ fn baton_install_codex_installs_a_plugin_codex_loads() {
             .contains("baton install codex"),
         "{before}"
     );
-    for _ in 0..2 {
-        let o = install("user");
-        assert_exit(&o, 0);
-        assert!(
-            String::from_utf8_lossy(&o.stdout)
-                .contains("Codex plugin baton installed (user scope)"),
-            "{}",
-            String::from_utf8_lossy(&o.stdout)
-        );
-    }
-    let written = data.join("baton/codex");
-    let repo_plugin = workspace_root().join(CODEX_PLUGIN);
-    let plugin_files = files_under(&repo_plugin);
-    assert_eq!(
-        files_under(&written.join(CODEX_PLUGIN)),
-        plugin_files,
-        "baton install codex writes every file of {CODEX_PLUGIN} (install_cmd::CODEX_FILES)"
+    install_twice(
+        &sb,
+        "codex",
+        &codex,
+        &env,
+        "Codex plugin baton installed (user scope)",
     );
-    for f in &plugin_files {
-        assert_eq!(
-            std::fs::read_to_string(written.join(CODEX_PLUGIN).join(f)).unwrap(),
-            std::fs::read_to_string(repo_plugin.join(f)).unwrap(),
-            "{f}"
-        );
-    }
+    assert_same_files(&data.join("baton/codex").join(CODEX_PLUGIN), CODEX_PLUGIN);
     let codex_out = |args: &[&str]| {
         let mut c = sb.command(&codex);
         c.args(args);
@@ -563,11 +587,7 @@ fn baton_install_codex_installs_a_plugin_codex_loads() {
 const GEMINI_EXTENSION: &str = "plugins/gemini/baton";
 
 fn gemini() -> Option<std::path::PathBuf> {
-    let found = find_program("BATON_TEST_GEMINI", "bench/node_modules/.bin/gemini");
-    if found.is_none() {
-        skip_live("gemini", "BATON_TEST_GEMINI", "run npm ci --prefix bench");
-    }
-    found
+    host_cli("gemini", "BATON_TEST_GEMINI")
 }
 
 /// The Gemini CLI extension passes `gemini extensions validate`; `baton install gemini`, run
@@ -608,26 +628,15 @@ fn baton_install_gemini_links_an_extension_gemini_cli_lists() {
         env(&mut c);
         c.output().unwrap()
     };
-    for _ in 0..2 {
-        let o = install("user");
-        assert_exit(&o, 0);
-        assert!(
-            String::from_utf8_lossy(&o.stdout)
-                .contains("Gemini CLI plugin baton installed (user scope)"),
-            "{}",
-            String::from_utf8_lossy(&o.stdout)
-        );
-    }
+    install_twice(
+        &sb,
+        "gemini",
+        &gemini,
+        &env,
+        "Gemini CLI plugin baton installed (user scope)",
+    );
     let written = data.join("baton/gemini").join(GEMINI_EXTENSION);
-    let files = files_under(&repo_ext);
-    assert_eq!(files_under(&written), files, "install_cmd::GEMINI_FILES");
-    for f in &files {
-        assert_eq!(
-            std::fs::read_to_string(written.join(f)).unwrap(),
-            std::fs::read_to_string(repo_ext.join(f)).unwrap(),
-            "{f}"
-        );
-    }
+    assert_same_files(&written, GEMINI_EXTENSION);
     let listed = gemini_out(&["extensions", "list"], &sb.home());
     assert_eq!(listed.matches("baton (0.1.0)").count(), 1, "{listed}");
     assert!(
@@ -737,35 +746,8 @@ fn a_plugin_agent_hands_its_task_to_baton_s_delegation() {
         )
         .when(|_| true, Turn::text("ok"))
         .start_blocking();
-    let home = sb.home();
-    let config = home.join(".claude");
-    let claude_cmd = |args: &[&str]| {
-        // A bound on the run: a script the mock does not end would otherwise loop.
-        let mut c = sb.command("timeout");
-        c.arg("120")
-            .arg(&claude)
-            .args(args)
-            .current_dir(sb.work())
-            .env("PATH", path_with_baton())
-            .env("HOME", &home)
-            .env("CLAUDE_CONFIG_DIR", &config)
-            .env("ANTHROPIC_BASE_URL", server.url())
-            .env("ANTHROPIC_API_KEY", "mock")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("DISABLE_TELEMETRY", "1")
-            // Otherwise Claude Code offers MCP tools only through its `ToolSearch` tool.
-            .env("ENABLE_TOOL_SEARCH", "false")
-            .stdin(Stdio::null());
-        c
-    };
-    let root = workspace_root().display().to_string();
-    for args in [
-        vec!["plugin", "marketplace", "add", root.as_str()],
-        vec!["plugin", "install", "baton@baton"],
-    ] {
-        assert_exit(&claude_cmd(&args).output().unwrap(), 0);
-    }
+    let claude_cmd = |args: &[&str]| claude_at(&sb, &claude, &server.url(), args);
+    install_plugin(&sb, &claude, &server.url());
     let allowed = format!("Agent,{DELEGATE}");
     let o = claude_cmd(&[
         "-p",
@@ -803,7 +785,7 @@ fn a_plugin_agent_hands_its_task_to_baton_s_delegation() {
         sub.body
     );
     // baton ran the role as its child, and its report went back to the subagent.
-    let report = sub_result(&server, "toolu_delegate_1");
+    let (_, report) = common::result_for(&server, "toolu_delegate_1");
     assert!(report.contains(r#""status":"done""#), "{report}");
     assert!(
         report.contains("scout found: where is the flag parsed?"),
@@ -820,29 +802,11 @@ fn a_plugin_agent_hands_its_task_to_baton_s_delegation() {
     );
 }
 
-/// The text of the tool result answering `call_id` in the first request that carries one.
-fn sub_result(server: &baton_testkit::MockServer, call_id: &str) -> String {
-    let requests = server.model_requests();
-    requests
-        .iter()
-        .find_map(|r| {
-            r.tool_results()
-                .into_iter()
-                .find(|t| t.call_id == call_id)
-                .map(|t| t.text)
-        })
-        .unwrap_or_else(|| panic!("no request carried the result of {call_id}: {requests:#?}"))
-}
-
 // ---------------------------------------------------------------------------------------------
 // Copilot CLI
 
 fn copilot() -> Option<std::path::PathBuf> {
-    let found = find_program("BATON_TEST_COPILOT", "bench/node_modules/.bin/copilot");
-    if found.is_none() {
-        skip_live("copilot", "BATON_TEST_COPILOT", "run npm ci --prefix bench");
-    }
-    found
+    host_cli("copilot", "BATON_TEST_COPILOT")
 }
 
 /// Copilot CLI takes the Claude Code plugin as it is: `baton install copilot`, run twice, writes
@@ -876,16 +840,13 @@ fn baton_install_copilot_installs_the_plugin_copilot_cli_lists() {
         env(&mut c);
         c.output().unwrap()
     };
-    for _ in 0..2 {
-        let o = install("user");
-        assert_exit(&o, 0);
-        assert!(
-            String::from_utf8_lossy(&o.stdout)
-                .contains("Copilot CLI plugin baton installed (user scope)"),
-            "{}",
-            String::from_utf8_lossy(&o.stdout)
-        );
-    }
+    install_twice(
+        &sb,
+        "copilot",
+        &copilot,
+        &env,
+        "Copilot CLI plugin baton installed (user scope)",
+    );
     let marketplace = data.join("baton/claude-code");
     let list: Value = serde_json::from_str(&copilot_out(&["plugin", "list", "--json"])).unwrap();
     let ours: Vec<&Value> = list
@@ -944,33 +905,8 @@ fn a_plugin_command_reaches_baton_with_the_tools_it_allows() {
         )
         .when(|_| true, Turn::text("ok"))
         .start_blocking();
-    let home = sb.home();
-    let config = home.join(".claude");
-    let claude_cmd = |args: &[&str]| {
-        let mut c = sb.command("timeout");
-        c.arg("120")
-            .arg(&claude)
-            .args(args)
-            .current_dir(sb.work())
-            .env("PATH", path_with_baton())
-            .env("HOME", &home)
-            .env("CLAUDE_CONFIG_DIR", &config)
-            .env("ANTHROPIC_BASE_URL", server.url())
-            .env("ANTHROPIC_API_KEY", "mock")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("DISABLE_TELEMETRY", "1")
-            .env("ENABLE_TOOL_SEARCH", "false")
-            .stdin(Stdio::null());
-        c
-    };
-    let root = workspace_root().display().to_string();
-    for args in [
-        vec!["plugin", "marketplace", "add", root.as_str()],
-        vec!["plugin", "install", "baton@baton"],
-    ] {
-        assert_exit(&claude_cmd(&args).output().unwrap(), 0);
-    }
+    let claude_cmd = |args: &[&str]| claude_at(&sb, &claude, &server.url(), args);
+    install_plugin(&sb, &claude, &server.url());
     let o = claude_cmd(&[
         "-p",
         "--model",
@@ -990,7 +926,7 @@ fn a_plugin_command_reaches_baton_with_the_tools_it_allows() {
         "the command's prompt: {}",
         requests[0].body
     );
-    let report = sub_result(&server, "toolu_cmd_1");
+    let (_, report) = common::result_for(&server, "toolu_cmd_1");
     assert!(report.contains(r#""status":"done""#), "{report}");
     assert!(
         report.contains("scout found: where is the flag parsed?"),

@@ -181,3 +181,20 @@ pub fn serve_baton(
     let url = line[start..].split_whitespace().next().unwrap().to_string();
     (child, url)
 }
+
+/// The first model request that carries a tool result for `call_id`, and that result's text.
+pub fn result_for(
+    server: &baton_testkit::MockServer,
+    call_id: &str,
+) -> (baton_testkit::RecordedRequest, String) {
+    let requests = server.model_requests();
+    requests
+        .iter()
+        .find_map(|r| {
+            r.tool_results()
+                .into_iter()
+                .find(|t| t.call_id == call_id)
+                .map(|t| (r.clone(), t.text))
+        })
+        .unwrap_or_else(|| panic!("no request carried the result of {call_id}: {requests:#?}"))
+}
