@@ -140,10 +140,11 @@ fn print_summary(s: &Summary) {
 pub fn status(args: StatusArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd)?;
     if args.needs {
-        let lines: Vec<String> = needs_you(&ctx)?
+        let mut lines: Vec<String> = needs_you(&ctx)?
             .iter()
             .map(|l| baton_text::sanitize_line(l).into_owned())
             .collect();
+        lines.extend(routing_rules(&ctx.config.config.routing));
         if args.hook_json {
             let answer = if lines.is_empty() {
                 serde_json::json!({})
@@ -202,6 +203,23 @@ pub fn status(args: StatusArgs) -> Result<Exit> {
         }
     }
     Ok(Exit::Ok)
+}
+
+/// The Coordinator/Executor split for a host session (seed 000's session-start adapters), when
+/// `[routing]` names the Executor: the session coordinates, and bounded execution goes to
+/// baton's children on the Executor's route.
+fn routing_rules(routing: &baton_protocol::config::RoutingConfig) -> Option<String> {
+    let executor = routing.executor.as_deref()?.trim();
+    if executor.is_empty() {
+        return None;
+    }
+    let route = match executor.parse::<baton_protocol::route::ModelClass>().ok() {
+        Some(class) => format!("`model_class` \"{}\"", class.as_str()),
+        None => format!("`model` \"{executor}\""),
+    };
+    Some(format!(
+        "baton routing is on here ([routing] executor = {executor}): this session is the Coordinator — it plans, decides and judges; hand each bounded execution step (edits, commands, searches) to the Executor with baton's `delegate_task` (role `implementer` for changes, `scout` for reading, {route}, a self-contained task), and accept a step only on the evidence it returns."
+    ))
 }
 
 /// `baton status --needs`: what waits for the user across the project's logs, one line each

@@ -408,3 +408,44 @@ fn status_needs_lists_only_what_waits_for_the_user_with_the_command() {
         "{text}"
     );
 }
+
+/// [24/24] Where `[routing]` names the Executor, the session-start hook's output also gives the
+/// host session seed 000's split: it coordinates, and bounded execution goes through baton's
+/// `delegate_task` on the Executor's route (a class as `model_class`, a route as `model`); with
+/// `--hook-json` the same line is the hook's `additionalContext`. Without `[routing]`, nothing.
+#[test]
+fn status_needs_gives_the_coordinator_executor_split_where_routing_is_configured() {
+    let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
+    let user = sb.config_home().join("baton/config.toml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    for (executor, route) in [
+        ("fast", "`model_class` \"fast\""),
+        ("local/qwen3-8b", "`model` \"local/qwen3-8b\""),
+    ] {
+        std::fs::write(
+            &user,
+            format!("[routing]\ncoordinator = \"frontier\"\nexecutor = \"{executor}\"\n"),
+        )
+        .unwrap();
+        let out = sb.run(&["status", "--needs"]);
+        assert_exit(&out, 0);
+        let text = stdout(&out);
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(
+            text.starts_with(&format!(
+                "baton routing is on here ([routing] executor = {executor}): this session is the Coordinator"
+            )) && text.contains(&format!("`delegate_task` (role `implementer` for changes, `scout` for reading, {route}")),
+            "{text}"
+        );
+        let out = sb.run(&["status", "--needs", "--hook-json"]);
+        assert_exit(&out, 0);
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            answer["hookSpecificOutput"]["additionalContext"],
+            text.trim_end(),
+            "{answer}"
+        );
+    }
+    std::fs::write(&user, "").unwrap();
+    assert_eq!(stdout(&sb.run(&["status", "--needs"])), "");
+}
