@@ -10,6 +10,7 @@ extern crate baton_text;
 
 pub mod actions;
 pub mod config;
+pub mod dashboard;
 pub mod documents;
 pub mod exit;
 pub mod flow;

@@ -36,6 +36,7 @@ pub fn run(args: ServeArgs) -> Result<Exit> {
     // own is shown in full (only they read this terminal); one given with --token is not.
     // Off loopback the token must be given (the server refuses to start without one).
     let given = args.token.filter(|t| !t.is_empty());
+    let own_token = given.is_none();
     let (token, shown) = match given {
         Some(t) => (Some(t), "…".to_string()),
         None if !args.addr.ip().is_loopback() => (None, String::new()),
@@ -54,8 +55,16 @@ pub fn run(args: ServeArgs) -> Result<Exit> {
     };
     let runtime = crate::signals::runtime()?;
     let open = args.open;
-    runtime.block_on(baton_web::serve(opts, move |local| {
+    let state = state_dir(&ctx);
+    let recorded = state.clone();
+    let served = runtime.block_on(baton_web::serve(opts, move |local| {
         errln!("baton serve: listening on http://{local}/?token={shown} (Ctrl+C stops it)");
+        // Where it listens, for `baton mcp`'s baton://dashboard (removed when it stops).
+        if let Err(e) =
+            baton_app::dashboard::record(&recorded, &format!("http://{local}/"), own_token)
+        {
+            errln!("baton serve: cannot record where it listens ({e:#}); baton://dashboard will not find it");
+        }
         if open {
             let _ = std::process::Command::new("xdg-open")
                 .arg(format!(
@@ -66,6 +75,8 @@ pub fn run(args: ServeArgs) -> Result<Exit> {
                 .stderr(std::process::Stdio::null())
                 .spawn();
         }
-    }))?;
+    }));
+    baton_app::dashboard::forget(&state);
+    served?;
     Ok(Exit::Ok)
 }

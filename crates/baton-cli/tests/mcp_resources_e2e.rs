@@ -152,7 +152,7 @@ async fn workflows_and_task_logs_are_listed_read_and_followed() {
     // Before any work: only the project's projection, with no document yet.
     let listed = client.list_all_resources().await.unwrap();
     let uris: Vec<&str> = listed.iter().map(|r| r.uri.as_str()).collect();
-    assert_eq!(uris, ["baton://project"]);
+    assert_eq!(uris, ["baton://project", "baton://dashboard"]);
     let (mime, text) = read(&client, "baton://project").await;
     assert_eq!((mime.as_str(), text.trim()), ("application/json", "[]"));
 
@@ -185,9 +185,14 @@ async fn workflows_and_task_logs_are_listed_read_and_followed() {
     let task_uri = format!("baton://tasks/{task}/log");
     assert_eq!(
         uris,
-        ["baton://project", wf_uri.as_str(), task_uri.as_str()]
+        [
+            "baton://project",
+            "baton://dashboard",
+            wf_uri.as_str(),
+            task_uri.as_str()
+        ]
     );
-    let listed = &listed[1..];
+    let listed = &listed[2..];
     assert_eq!(listed[0].name, id);
     assert_eq!(listed[0].mime_type.as_deref(), Some("application/json"));
     assert!(
@@ -451,4 +456,73 @@ async fn over_http_task_log_subscriptions_follow_their_tasks_until_unsubscribed(
         assert_ne!(uri, second_uri, "an update after unsubscribe");
     }
     client.cancel().await.unwrap();
+}
+
+/// [24/24] `baton://dashboard` gives the address the project's running `baton serve` printed
+/// (with the user's token), and how to start one when none runs (also after it stopped); a
+/// record naming a process that is not this baton's `baton serve` is an error, and no token is
+/// handed to it.
+#[tokio::test]
+async fn the_dashboard_resource_gives_the_running_serve_s_address() {
+    use std::io::BufRead as _;
+    let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
+    let (client, _rx) = connect(&sb).await;
+    let idle = read_json(&client, "baton://dashboard").await;
+    assert_eq!(idle["running"], false, "{idle}");
+    assert!(
+        idle["start"].as_str().unwrap().contains("baton serve"),
+        "{idle}"
+    );
+
+    let mut serve = sb
+        .baton(&["serve", "--addr", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(serve.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let printed = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    let record = baton_app::dashboard::path(&baton_state::StateDir::for_project(&sb.work()));
+    assert!(wait_until(DEADLINE, || record.exists()));
+    let running = read_json(&client, "baton://dashboard").await;
+    assert_eq!(running["running"], true, "{running}");
+    assert_eq!(running["url"], printed.as_str(), "{running}");
+
+    serve.kill().unwrap();
+    serve.wait().unwrap();
+    let gone = read_json(&client, "baton://dashboard").await;
+    assert_eq!(
+        gone["running"], false,
+        "a record whose process ended: {gone}"
+    );
+
+    // A record that names another program's process (alive) gets no token.
+    let mut other = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let forged = baton_app::dashboard::Record {
+        url: "http://127.0.0.1:9/".into(),
+        process: baton_process::Identity::of(other.id()).unwrap(),
+        own_token: true,
+    };
+    std::fs::write(&record, serde_json::to_vec(&forged).unwrap()).unwrap();
+    let refused = client
+        .read_resource(ReadResourceRequestParams::new("baton://dashboard"))
+        .await;
+    let e = rpc_error(refused);
+    assert!(
+        e.message.contains("not this baton's `baton serve`") && !e.message.contains("token="),
+        "{e:?}"
+    );
+    other.kill().unwrap();
+    let _ = other.wait();
 }

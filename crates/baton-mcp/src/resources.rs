@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 pub const LIVENESS: Duration = Duration::from_secs(5);
 
 /// The URI forms, as error messages name them.
-pub const FORMS: &str = "baton://project, baton://workflows/{id}, baton://flows/{id}, baton://tasks/{id}/log and baton://workers/{name}/log";
+pub const FORMS: &str = "baton://project, baton://dashboard, baton://workflows/{id}, baton://flows/{id}, baton://tasks/{id}/log and baton://workers/{name}/log";
 
 const JSON: &str = "application/json";
 const TEXT: &str = "text/plain";
@@ -49,6 +49,8 @@ const TEXT: &str = "text/plain";
 enum Target {
     /// Where every workflow, Flow, task, worker and session stands (the projection).
     Project,
+    /// Where the project's `baton serve` listens.
+    Dashboard,
     Workflow(String),
     Flow(String),
     TaskLog(String),
@@ -73,6 +75,7 @@ fn target(uri: &str) -> Result<Target, ErrorData> {
         .unwrap_or_default();
     match parts.as_slice() {
         ["project"] => Ok(Target::Project),
+        ["dashboard"] => Ok(Target::Dashboard),
         ["workflows", id] if plausible_id(id) => Ok(Target::Workflow(id.to_string())),
         ["flows", id] if plausible_id(id) => Ok(Target::Flow(id.to_string())),
         ["tasks", id, "log"] if plausible_id(id) => Ok(Target::TaskLog(id.to_string())),
@@ -91,7 +94,7 @@ impl Target {
     /// The log whose events change what the target answers; `None`: every log's do.
     fn source(&self) -> Option<Source> {
         Some(match self {
-            Target::Project => return None,
+            Target::Project | Target::Dashboard => return None,
             Target::Workflow(id) => Source::new(SourceKind::Workflow, id),
             Target::Flow(id) => Source::new(SourceKind::Flow, id),
             Target::TaskLog(id) => Source::new(SourceKind::Task, id),
@@ -154,6 +157,16 @@ fn content(ctx: &ProjectContext, target: &Target) -> Result<(String, &'static st
                 pretty(&serde_json::to_value(&docs).unwrap_or_default()),
                 JSON,
             ))
+        }
+        Target::Dashboard => {
+            let doc = match baton_app::dashboard::find(&state_dir(ctx))? {
+                Some(url) => json!({"running": true, "url": url}),
+                None => json!({
+                    "running": false,
+                    "start": "run `baton serve --open` in the project: it listens on 127.0.0.1:4680 and opens the page"
+                }),
+            };
+            Ok((pretty(&doc), JSON))
         }
         Target::Workflow(id) => {
             let doc = workflow_doc(ctx, id)?;
@@ -242,6 +255,15 @@ pub fn list(cwd: &Path) -> Result<Vec<Resource>, ErrorData> {
             .into(),
         JSON,
     )];
+    out.push(resource(
+        "baton://dashboard".into(),
+        "dashboard",
+        "The project's web dashboard".into(),
+        "Where the project's `baton serve` listens, as an address to open (with the user's token), \
+         or how to start it"
+            .into(),
+        JSON,
+    ));
     let status = baton_app::workflow::status_json(&ctx, None)
         .map(|doc| baton_app::documents::to_value(&doc))
         .unwrap_or_default();
