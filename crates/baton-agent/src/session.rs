@@ -43,6 +43,10 @@ pub enum Line {
         outcome: Outcome,
         #[serde(default)]
         reason: Option<EndReason>,
+        /// What this run cost in dollars, when its routes have prices (absent in transcripts
+        /// written before baton recorded it, and for unpriced routes).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
     },
     /// The session moved to another route (`turn.route_changed`) and runs on it from here on.
     Route {
@@ -75,6 +79,8 @@ pub struct SessionInfo {
     pub task: String,
     /// How the last run ended, when the transcript records its end after the last message.
     pub ended: Option<(Outcome, Option<EndReason>)>,
+    /// What its runs cost together, from the ends that record a cost; `None` when none does.
+    pub cost_usd: Option<f64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -243,9 +249,18 @@ impl SessionStore {
         Ok(())
     }
 
-    /// Records how this run of the session ended.
-    pub fn end(&mut self, outcome: Outcome, reason: Option<EndReason>) -> Result<(), SessionError> {
-        self.log.append(&Line::Ended { outcome, reason })?;
+    /// Records how this run of the session ended, and what it cost when that is known.
+    pub fn end(
+        &mut self,
+        outcome: Outcome,
+        reason: Option<EndReason>,
+        cost_usd: Option<f64>,
+    ) -> Result<(), SessionError> {
+        self.log.append(&Line::Ended {
+            outcome,
+            reason,
+            cost_usd,
+        })?;
         Ok(())
     }
 }
@@ -357,6 +372,7 @@ pub fn read_info(state: &StateDir, id: &str) -> Result<SessionInfo, SessionError
     let mut task = None;
     let mut ended = None;
     let mut route = None;
+    let mut cost_usd: Option<f64> = None;
     for line in lines {
         match line {
             Line::Session(h) => header = Some(h),
@@ -367,7 +383,16 @@ pub fn read_info(state: &StateDir, id: &str) -> Result<SessionInfo, SessionError
                 }
                 ended = None;
             }
-            Line::Ended { outcome, reason } => ended = Some((outcome, reason)),
+            Line::Ended {
+                outcome,
+                reason,
+                cost_usd: cost,
+            } => {
+                ended = Some((outcome, reason));
+                if let Some(c) = cost {
+                    cost_usd = Some(cost_usd.unwrap_or(0.0) + c);
+                }
+            }
             Line::Compacted { .. } | Line::Withdrawn { .. } => {}
         }
     }
@@ -381,6 +406,7 @@ pub fn read_info(state: &StateDir, id: &str) -> Result<SessionInfo, SessionError
         header,
         task: task.unwrap_or_default(),
         ended,
+        cost_usd,
     })
 }
 
@@ -621,7 +647,7 @@ mod tests {
         store.append(&Message::user("fix it\nplease")).unwrap();
         assert_eq!(read_info(&state, "s-1").unwrap().ended, None);
         store
-            .end(Outcome::Partial, Some(EndReason::TurnLimit))
+            .end(Outcome::Partial, Some(EndReason::TurnLimit), Some(0.25))
             .unwrap();
         let info = read_info(&state, "s-1").unwrap();
         assert_eq!(info.task, "fix it\nplease");
@@ -634,6 +660,11 @@ mod tests {
         store.append(&Message::user("Continue")).unwrap();
         let info = read_info(&state, "s-1").unwrap();
         assert_eq!((info.task.as_str(), info.ended), ("fix it\nplease", None));
+        // What the runs cost adds up over the ends that record it.
+        assert_eq!(info.cost_usd, Some(0.25));
+        store.end(Outcome::Completed, None, Some(0.5)).unwrap();
+        store.end(Outcome::Completed, None, None).unwrap();
+        assert_eq!(read_info(&state, "s-1").unwrap().cost_usd, Some(0.75));
     }
 
     /// After a failover the transcript's route is the one the session moved to, for `--resume`

@@ -730,6 +730,9 @@ pub struct SessionDocument {
     /// The session's outcome, or `unfinished`.
     pub outcome: String,
     pub reason: Option<String>,
+    /// What its runs cost in dollars, added up over the runs that recorded a cost; `null` when
+    /// none did (an unpriced route, or a transcript from before baton recorded it).
+    pub cost_usd: Option<f64>,
     /// The task's first line.
     pub task: String,
 }

@@ -49,6 +49,7 @@ pub fn run(cwd: Option<PathBuf>, json_mode: bool) -> Result<Exit> {
                     .map_or("unfinished", |(o, _)| o.as_str())
                     .to_string(),
                 reason: i.ended.and_then(|(_, r)| r).map(|r| r.as_str().to_string()),
+                cost_usd: i.cost_usd,
                 task: first_line(&i.task).to_string(),
             })
             .collect();
@@ -63,7 +64,7 @@ pub fn run(cwd: Option<PathBuf>, json_mode: bool) -> Result<Exit> {
         return Ok(Exit::Ok);
     }
     // One row per session under a header, each column as wide as its widest cell.
-    let rows: Vec<[String; 6]> = infos
+    let rows: Vec<[String; 7]> = infos
         .iter()
         .map(|i| {
             // The task is the user's or a parent agent's text: one line, terminal-safe.
@@ -78,12 +79,14 @@ pub fn run(cwd: Option<PathBuf>, json_mode: bool) -> Result<Exit> {
                 baton_text::sanitize_line(&i.header.role).into_owned(),
                 baton_text::sanitize_line(&i.header.model).into_owned(),
                 outcome_text(i),
+                i.cost_usd
+                    .map_or_else(|| "-".to_string(), |c| format!("${c:.4}")),
                 shown,
             ]
         })
         .collect();
-    let header = ["ID", "CREATED", "ROLE", "ROUTE", "OUTCOME", "TASK"].map(String::from);
-    let mut widths = [0usize; 6];
+    let header = ["ID", "CREATED", "ROLE", "ROUTE", "OUTCOME", "COST", "TASK"].map(String::from);
+    let mut widths = [0usize; 7];
     for row in std::iter::once(&header).chain(&rows) {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
@@ -95,7 +98,7 @@ pub fn run(cwd: Option<PathBuf>, json_mode: bool) -> Result<Exit> {
             .zip(widths)
             .enumerate()
             .map(|(k, (c, w))| {
-                if k == 5 {
+                if k == 6 {
                     c.clone()
                 } else {
                     format!("{c:<w$}")

@@ -98,6 +98,9 @@ fn pick_session(cwd: Option<std::path::PathBuf>, theme: ThemeName) -> Result<Opt
                 .ended
                 .map_or("unfinished", |(o, _)| o.as_str())
                 .to_string(),
+            cost: i
+                .cost_usd
+                .map_or_else(|| "-".to_string(), |c| format!("${c:.4}")),
             route: i.header.model.clone(),
             task: baton_agent::routing::view::user_words(&i.task)
                 .lines()

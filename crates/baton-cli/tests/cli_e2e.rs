@@ -487,7 +487,7 @@ fn sessions_lists_saved_sessions_and_resume_takes_a_prefix_or_last() {
     assert_eq!(lines.len(), 4, "{text}");
     // A header, and columns aligned under it ([14/18]: no header, nanosecond timestamps).
     assert!(
-        lines[0].starts_with("ID") && lines[0].ends_with("OUTCOME               TASK"),
+        lines[0].starts_with("ID") && lines[0].ends_with("OUTCOME               COST     TASK"),
         "{text}"
     );
     let task_at = lines[0].find("TASK").unwrap();
@@ -498,8 +498,14 @@ fn sessions_lists_saved_sessions_and_resume_takes_a_prefix_or_last() {
         "{text}"
     );
     assert_eq!(lines[1].find("first task"), Some(task_at), "{text}");
+    // What each ended run cost (a local server's model costs nothing); `-` for one that never ended.
     assert!(
-        lines[2].contains("scout") && lines[2].contains("failed (model_error)  second task"),
+        lines[1].contains("$0.0000") && lines[3].contains(" -  "),
+        "{text}"
+    );
+    assert!(
+        lines[2].contains("scout")
+            && lines[2].contains("failed (model_error)  $0.0000  second task"),
         "{text}"
     );
     assert!(

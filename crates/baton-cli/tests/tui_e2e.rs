@@ -995,7 +995,7 @@ fn a_bash_call_shows_the_last_lines_of_its_output_inline() {
 }
 
 /// [22/24] `baton tui --resume` alone lists the saved sessions, newest first, with their short
-/// ids and first prompts; the one picked resumes with its conversation.
+/// ids, what they cost and first prompts; the one picked resumes with its conversation.
 #[test]
 fn resume_without_an_id_picks_a_session_from_the_list() {
     let server = MockServer::builder()
@@ -1021,6 +1021,12 @@ fn resume_without_an_id_picks_a_session_from_the_list() {
     let newer = list.find("the newer question").expect("newer listed");
     let older = list.find("the older question").expect("older listed");
     assert!(newer < older, "newest first: {list}");
+    // Each row says what the session cost (a local server's models cost nothing).
+    let costed = list
+        .lines()
+        .filter(|l| l.contains("question") && l.contains("completed") && l.contains("$0.0000"))
+        .count();
+    assert_eq!(costed, 2, "{list}");
     // Down to the older one, and Enter.
     vt.send(b"\x1b[B");
     vt.send(b"\r");

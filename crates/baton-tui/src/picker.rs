@@ -1,5 +1,6 @@
 //! `baton tui --resume` without an id: the saved sessions, newest first, to pick one from —
-//! each with its short id, when it began, how it ended, its route and its first prompt.
+//! each with its short id, when it began, how it ended, what it cost, its route and its first
+//! prompt.
 
 use std::io;
 
@@ -20,6 +21,8 @@ pub struct Choice {
     pub short: String,
     pub when: String,
     pub outcome: String,
+    /// What its runs cost (`$0.0123`), or `-` when no run recorded a price.
+    pub cost: String,
     pub route: String,
     /// Its first prompt, one line.
     pub task: String,
@@ -99,11 +102,12 @@ pub fn draw(frame: &mut Frame<'_>, choices: &[Choice], cursor: Cursor, t: Theme)
     let lines: Vec<Line<'_>> = shown
         .map(|(i, c)| {
             let head = format!(
-                "{} {}  {}  {:<10}  {}  ",
+                "{} {}  {}  {:<10}  {:>8}  {}  ",
                 if i == cursor.at { "›" } else { " " },
                 c.short,
                 c.when,
                 c.outcome,
+                c.cost,
                 c.route
             );
             let room = width.saturating_sub(head.width());
@@ -148,6 +152,11 @@ mod tests {
                 short: format!("{:08x}", 0xa1b2_c3d0 + i),
                 when: format!("2026-12-06 16:{:02}:00 UTC", 59 - i),
                 outcome: if i % 3 == 2 { "failed" } else { "completed" }.into(),
+                cost: if i % 4 == 3 {
+                    "-".into()
+                } else {
+                    format!("${:.4}", 0.0123 * i as f64)
+                },
                 route: "mock/mock-model".into(),
                 task: format!("task number {i}: fix the parser and explain what was wrong"),
             })

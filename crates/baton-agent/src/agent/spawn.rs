@@ -138,7 +138,7 @@ impl Session {
             )
             .await;
             if let Some(store) = store.as_mut() {
-                if let Err(e) = store.end(summary.outcome, summary.reason) {
+                if let Err(e) = store.end(summary.outcome, summary.reason, summary.cost_usd) {
                     baton_text::errln!(
                         "baton: cannot record the end of the session in its transcript: {e}"
                     );
