@@ -347,19 +347,7 @@ fn supervise_inner(
     let progress: Progress = {
         let log = log.clone();
         Arc::new(move |index, event: EntryEvent| {
-            // Only state changes go to the log; tokens and thinking would bloat it.
-            let keep = match &event {
-                EntryEvent::Activity { activity } => matches!(
-                    activity,
-                    baton_exec::Activity::ToolStart { .. }
-                        | baton_exec::Activity::Started { .. }
-                        | baton_exec::Activity::Waiting { .. }
-                ),
-                EntryEvent::Queued { .. }
-                | EntryEvent::Launching { .. }
-                | EntryEvent::Finished { .. } => true,
-            };
-            if keep {
+            if background::worth_recording(&event) {
                 let _ = append(&log, &TaskEvent::Entry { index, event });
             }
         })

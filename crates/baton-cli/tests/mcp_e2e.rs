@@ -290,6 +290,32 @@ async fn delegate_task_runs_through_the_task_code_path() {
         result.structured_content.as_ref().unwrap()["entries"][0]["status"],
         "failed"
     );
+    // [24/24] Each foreground delegation is recorded as a task, as a background one is: `baton
+    // task status` shows both, done and failed, with their roles.
+    let out = sb.run(&["task", "status", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tasks: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let phases: Vec<(String, bool)> = tasks
+        .iter()
+        .map(|t| {
+            (
+                t["phase"].as_str().unwrap_or("?").to_string(),
+                t.to_string().contains("\"echoer\""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        phases,
+        [("done".to_string(), true), ("failed".to_string(), false)],
+        "{tasks:#?}"
+    );
 
     // Parallel and chain: the same shapes as the agent tool.
     let result = call(

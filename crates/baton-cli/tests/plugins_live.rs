@@ -794,6 +794,14 @@ fn a_plugin_agent_hands_its_task_to_baton_s_delegation() {
     // The child ran confined by baton's sandbox, not with Claude Code's rights.
     assert!(report.contains("outside the project: refused"), "{report}");
     assert!(!sb.home().join("escaped").exists());
+    // baton recorded the delegation as a task: `baton task status` shows the scout's, done.
+    let out = sb.run(&["task", "status", "--json"]);
+    assert_exit(&out, 0);
+    let recorded = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        recorded.contains("\"phase\":\"done\"") && recorded.contains("\"scout\""),
+        "{recorded}"
+    );
     // Claude Code runs the agent in the background and tells the main session what it answered.
     assert!(
         requests.iter().any(|r| r.offered_tools().contains(&"Agent")

@@ -28,6 +28,31 @@ struct Server {
     metrics: u16,
 }
 
+/// Whether process `pid` holds the socket listening on 127.0.0.1:`port` (`/proc/net/tcp`).
+fn listens(pid: u32, port: u16) -> bool {
+    let Ok(table) = std::fs::read_to_string("/proc/net/tcp") else {
+        return false;
+    };
+    let inodes: Vec<String> = table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            // local address `0100007F:PORT`, state 0A (listen), inode in column 10.
+            let local_port = f.get(1)?.rsplit(':').next()?;
+            (u16::from_str_radix(local_port, 16).ok()? == port && *f.get(3)? == "0A")
+                .then(|| f.get(9).map(|i| format!("socket:[{i}]")))
+                .flatten()
+        })
+        .collect();
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.filter_map(Result::ok)
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .any(|target| inodes.iter().any(|i| target.to_string_lossy() == *i))
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -113,7 +138,14 @@ impl Server {
         }
     }
 
+    /// The server answers on its port, and the port is this server's: a port picked free can be
+    /// taken by another test's server meanwhile, whose health is not ours (and which goes away
+    /// when that test ends).
     fn healthy(&self) -> bool {
+        listens(self.child.id(), self.port) && self.answers()
+    }
+
+    fn answers(&self) -> bool {
         Command::new(temporal().unwrap())
             .args(["operator", "cluster", "health", "--address"])
             .arg(self.address())

@@ -329,6 +329,87 @@ pub fn list(state: &StateDir) -> Vec<String> {
     StateDir::list_ids(&state.tasks(), ".events.jsonl")
 }
 
+/// Whether an entry's event is one a task's log keeps: its state changes (queued, launching, a
+/// tool or the child starting, waiting, finished); tokens and thinking would bloat it.
+pub fn worth_recording(event: &EntryEvent) -> bool {
+    match event {
+        EntryEvent::Activity { activity } => matches!(
+            activity,
+            crate::Activity::ToolStart { .. }
+                | crate::Activity::Started { .. }
+                | crate::Activity::Waiting { .. }
+        ),
+        EntryEvent::Queued { .. } | EntryEvent::Launching { .. } | EntryEvent::Finished { .. } => {
+            true
+        }
+    }
+}
+
+/// A delegation this process runs in the foreground (`baton mcp`'s `delegate_task` without
+/// `background`), recorded as a task the way a background one is — created, started by this
+/// process, its entries' changes, its report — so `baton task status` and `baton task logs` show
+/// it; if this process dies first, the task reads as `interrupted`.
+pub struct Foreground {
+    log: std::sync::Arc<std::sync::Mutex<TaskLog>>,
+}
+
+impl Foreground {
+    /// Records the task `id` as created and started by this process.
+    pub fn begin(
+        state: &StateDir,
+        id: &str,
+        cwd: &Path,
+        request: &DelegateRequest,
+        created: String,
+    ) -> Result<Foreground, TaskStoreError> {
+        let mut log = TaskLog::create(&state.task_events(id)?, Durability::Fsync)?;
+        log.append(&TaskEvent::Created {
+            id: id.to_string(),
+            created,
+            cwd: cwd.display().to_string(),
+            request: request.clone(),
+        })?;
+        log.append(&started_event())?;
+        Ok(Foreground {
+            log: std::sync::Arc::new(std::sync::Mutex::new(log)),
+        })
+    }
+
+    /// Appends `event`; a failure to record is left out (the delegation goes on).
+    fn append(log: &std::sync::Mutex<TaskLog>, event: &TaskEvent) {
+        if let Ok(mut log) = log.lock() {
+            let _ = log.append(event);
+        }
+    }
+
+    /// Records each entry's state change, then hands the event on to `then`.
+    pub fn progress(&self, then: crate::delegate::Progress) -> crate::delegate::Progress {
+        let log = self.log.clone();
+        std::sync::Arc::new(move |index, event: EntryEvent| {
+            if worth_recording(&event) {
+                Foreground::append(
+                    &log,
+                    &TaskEvent::Entry {
+                        index,
+                        event: event.clone(),
+                    },
+                );
+            }
+            then(index, event);
+        })
+    }
+
+    /// Records the report: the task is done, failed or cancelled as it says.
+    pub fn finish(&self, report: &DelegateReport) {
+        Foreground::append(
+            &self.log,
+            &TaskEvent::Completed {
+                report: report.clone(),
+            },
+        );
+    }
+}
+
 /// Records a new background task and starts its detached supervisor (`baton task supervise ID`,
 /// in a new session so it outlives the caller and its terminal). Returns the task id.
 ///

@@ -25,7 +25,7 @@ use baton_app::documents::{
     WorkflowStatusAnswer,
 };
 use baton_app::exit::{AfterWorkBegan as _, Exit};
-use baton_app::project::{delegate_env, output_cap, project_context};
+use baton_app::project::{delegate_env, output_cap, project_context, state_dir};
 use baton_exec::delegate::{parse_request, render_report, resolve_roles, run_delegation, Progress};
 use baton_exec::types::DEFAULT_OUTPUT_CAP;
 use baton_workflow::route::{route, route_as, WorkflowKind};
@@ -427,6 +427,20 @@ async fn delegate(call: &Call, args: Option<JsonObject>) -> Answer {
         }
         None => Arc::new(|_, _| {}),
     };
+    // Recorded as a task, as a background one is: `baton task status` shows it (an error to
+    // record it stops nothing: the delegation is what was asked).
+    let recorded = baton_exec::background::Foreground::begin(
+        &state_dir(&ctx),
+        &run_id,
+        &ctx.cwd,
+        &req,
+        baton_app::project::now_rfc3339(),
+    )
+    .ok();
+    let progress = match &recorded {
+        Some(r) => r.progress(progress),
+        None => progress,
+    };
     let report = run_delegation(
         &env,
         &executor,
@@ -437,6 +451,9 @@ async fn delegate(call: &Call, args: Option<JsonObject>) -> Answer {
         progress,
     )
     .await;
+    if let Some(r) = &recorded {
+        r.finish(&report);
+    }
     forward.finish().await;
     // The text is what the agent tool answers; the structured report that of `baton task --json`.
     // Not bounded by the output cap: each entry's output is bounded already.
