@@ -430,6 +430,11 @@ pub fn describe(ev: &TaskEvent, names: &mut Vec<String>) -> Option<String> {
             )
         }
         TaskEvent::Spawned { pid, .. } => format!("supervisor spawned (pid {pid})"),
+        TaskEvent::Started {
+            pid,
+            foreground: true,
+            ..
+        } => format!("running in the foreground of baton mcp (pid {pid})"),
         TaskEvent::Started { pid, .. } => format!("supervisor running (pid {pid})"),
         TaskEvent::Failed { message } => format!("task failed: {message}"),
         TaskEvent::Entry { index, event } => return describe_entry(&name(*index), event),

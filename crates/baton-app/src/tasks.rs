@@ -77,6 +77,16 @@ pub fn cancel_document(store: &baton_state::StateDir, id: &str) -> Result<TaskCa
     let state = background::load(store, id)?;
     let phase = state.phase();
     let (action, stopped, message) = match (phase, state.supervisor_process()) {
+        // A delegation `baton mcp` runs in the foreground is part of its server: signalling that
+        // process would stop the server and every call it serves.
+        (Phase::Running | Phase::Starting, Some(process)) if state.foreground => (
+            "none",
+            0,
+            format!(
+                "{id} runs in the foreground of the `baton mcp` server (pid {}) that a client called: cancel the call in that client, which stops its children",
+                process.pid
+            ),
+        ),
         (Phase::Running | Phase::Starting, Some(process)) => {
             // The recorded start time makes sure the signal goes to the supervisor, never to a
             // process that got its pid after it exited.
@@ -131,4 +141,47 @@ pub fn cancel_document(store: &baton_state::StateDir, id: &str) -> Result<TaskCa
         stopped_children: stopped,
         message,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use baton_exec::background::{self, Foreground, Phase};
+
+    use super::*;
+
+    /// A delegation `baton mcp` runs in the foreground is recorded as a running task of the
+    /// server's own process: `baton task cancel` says how to stop it and signals nothing (this
+    /// test's process stands for the server: a SIGTERM would end the test run). Its report ends
+    /// it as a background task's does.
+    #[test]
+    fn cancelling_a_foreground_task_never_signals_the_server_that_runs_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = baton_state::StateDir::at(dir.path().join("state"));
+        let request = baton_exec::delegate::parse_request(
+            &serde_json::json!({"role": "scout", "name": "look", "task": "look"}),
+        )
+        .unwrap();
+        let id = background::new_task_id();
+        let recorded = Foreground::begin(&store, &id, dir.path(), &request, "now".into()).unwrap();
+        let state = background::load(&store, &id).unwrap();
+        assert!(state.foreground);
+        assert_eq!(state.phase(), Phase::Running);
+        let doc = cancel_document(&store, &id).unwrap();
+        assert_eq!(doc.action, "none", "{doc:?}");
+        assert!(
+            doc.message
+                .contains("runs in the foreground of the `baton mcp` server"),
+            "{doc:?}"
+        );
+        recorded.finish(&baton_exec::delegate::DelegateReport {
+            mode: baton_exec::delegate::Mode::Single,
+            entries: Vec::new(),
+        });
+        assert_ne!(
+            background::load(&store, &id).unwrap().phase(),
+            Phase::Running
+        );
+    }
 }

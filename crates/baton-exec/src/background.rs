@@ -44,6 +44,10 @@ pub enum TaskEvent {
         pid: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         start_time: Option<u64>,
+        /// The process runs the delegation in the foreground of its own work (`baton mcp`'s
+        /// `delegate_task`): it is not a supervisor to signal, and a cancel stops nothing of it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        foreground: bool,
     },
     /// The task could not run (its log or supervisor could not be set up, bad config, missing
     /// role); nothing was launched after this.
@@ -137,7 +141,11 @@ fn identify(pid: u32) -> (u32, Option<u64>) {
 /// The `task.started` event of the calling process.
 pub fn started_event() -> TaskEvent {
     let (pid, start_time) = identify(std::process::id());
-    TaskEvent::Started { pid, start_time }
+    TaskEvent::Started {
+        pid,
+        start_time,
+        foreground: false,
+    }
 }
 
 /// Opens a task's log for appending (a torn last line is cut first).
@@ -166,6 +174,9 @@ pub struct TaskState {
     pub request: DelegateRequest,
     /// The supervisor, from its own `task.started`.
     pub supervisor: Option<RecordedProcess>,
+    /// It runs in the foreground of the process that started it (`baton mcp`), not under a
+    /// supervisor of its own.
+    pub foreground: bool,
     /// The supervisor as the process that started it saw it.
     pub spawned: Option<RecordedProcess>,
     /// Why the supervisor gave up, when it did.
@@ -272,6 +283,7 @@ pub fn load(state: &StateDir, id: &str) -> Result<TaskState, TaskStoreError> {
                     cwd,
                     request,
                     supervisor: None,
+                    foreground: false,
                     spawned: None,
                     failure: None,
                     entries,
@@ -283,9 +295,14 @@ pub fn load(state: &StateDir, id: &str) -> Result<TaskState, TaskStoreError> {
                     s.spawned = Some(recorded(pid, start_time));
                 }
             }
-            TaskEvent::Started { pid, start_time } => {
+            TaskEvent::Started {
+                pid,
+                start_time,
+                foreground,
+            } => {
                 if let Some(s) = state.as_mut() {
                     s.supervisor = Some(recorded(pid, start_time));
+                    s.foreground = foreground;
                 }
             }
             TaskEvent::Failed { message } => {
@@ -369,7 +386,12 @@ impl Foreground {
             cwd: cwd.display().to_string(),
             request: request.clone(),
         })?;
-        log.append(&started_event())?;
+        let (pid, start_time) = identify(std::process::id());
+        log.append(&TaskEvent::Started {
+            pid,
+            start_time,
+            foreground: true,
+        })?;
         Ok(Foreground {
             log: std::sync::Arc::new(std::sync::Mutex::new(log)),
         })
