@@ -464,7 +464,6 @@ async fn over_http_task_log_subscriptions_follow_their_tasks_until_unsubscribed(
 /// handed to it.
 #[tokio::test]
 async fn the_dashboard_resource_gives_the_running_serve_s_address() {
-    use std::io::BufRead as _;
     let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
     let (client, _rx) = connect(&sb).await;
     let idle = read_json(&client, "baton://dashboard").await;
@@ -474,22 +473,7 @@ async fn the_dashboard_resource_gives_the_running_serve_s_address() {
         "{idle}"
     );
 
-    let mut serve = sb
-        .baton(&["serve", "--addr", "127.0.0.1:0"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(serve.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let printed = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_string();
+    let (mut serve, printed) = common::serve_baton(&sb, &["--addr", "127.0.0.1:0"]);
     let record = baton_app::dashboard::path(&baton_state::StateDir::for_project(&sb.work()));
     assert!(wait_until(DEADLINE, || record.exists()));
     let running = read_json(&client, "baton://dashboard").await;
