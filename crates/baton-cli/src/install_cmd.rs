@@ -84,11 +84,11 @@ const CODEX_FILES: &[(&str, &str)] = files![
     "plugins/codex/baton/.codex-plugin/plugin.json",
     "plugins/codex/baton/.mcp.json",
     "plugins/codex/baton/hooks/hooks.json",
-    "plugins/codex/baton/skills/baton-run/SKILL.md",
-    "plugins/codex/baton/skills/baton-status/SKILL.md",
-    "plugins/codex/baton/skills/baton-answer/SKILL.md",
-    "plugins/codex/baton/skills/baton-flow/SKILL.md",
-    "plugins/codex/baton/skills/baton-delegate/SKILL.md",
+    "plugins/codex/baton/skills/run/SKILL.md",
+    "plugins/codex/baton/skills/status/SKILL.md",
+    "plugins/codex/baton/skills/answer/SKILL.md",
+    "plugins/codex/baton/skills/flow/SKILL.md",
+    "plugins/codex/baton/skills/delegate/SKILL.md",
 ];
 
 /// The Gemini CLI extension's files.
@@ -164,7 +164,7 @@ fn plan(args: &InstallArgs) -> Result<Plan> {
                     words(&["plugin", "marketplace", "add", dir]),
                     words(&["plugin", "add", "baton@baton"]),
                 ],
-                brings: "the skills baton-run, baton-status, baton-answer, baton-flow, baton-delegate",
+                brings: "the skills $baton:run, $baton:status, $baton:answer, $baton:flow, $baton:delegate",
                 then: "start a new Codex session to load it; Codex runs the plugin's hook once you trust it (it asks; `/hooks` reviews it)",
                 run_in: None,
                 already: |_| Ok(false),

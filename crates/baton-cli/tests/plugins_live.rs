@@ -416,7 +416,34 @@ fn baton_install_codex_installs_a_plugin_codex_loads() {
     let Some(codex) = codex() else { return };
     let sb = Sandbox::new().baton_exe(env!("CARGO_BIN_EXE_baton"));
     let id = failed_workflow(&sb);
+    common::command_role(&sb, "scout", "echo \"scout found: $(cat)\"");
+    // Codex starts a plugin's server with its own short environment (no XDG folders): the trust
+    // the sandbox wrote under its XDG_STATE_HOME is written again where HOME alone leads.
+    let mut trust = sb.baton(&["trust"]);
+    trust
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("XDG_CONFIG_HOME");
+    assert_exit(&trust.output().unwrap(), 0);
+    let args =
+        serde_json::json!({"role": "scout", "name": "where", "task": "where is the flag parsed?"});
     let server = MockServer::builder()
+        .when(
+            |r| {
+                r.messages()
+                    .last()
+                    .is_some_and(|m| !m.tool_results.is_empty())
+            },
+            Turn::text("The scout says main.rs."),
+        )
+        .when(
+            |r| r.body.to_string().contains("$baton:delegate scout"),
+            Turn::new().with_namespaced_tool_call(
+                "call_skill_1",
+                "mcp__baton",
+                "delegate_task",
+                args.clone(),
+            ),
+        )
         .when(|_| true, Turn::text("Noted."))
         .start_blocking();
     let data = sb.home().join("data");
@@ -488,14 +515,14 @@ fn baton_install_codex_installs_a_plugin_codex_loads() {
     assert_eq!(found["installed"], true, "{found}");
     assert_eq!(found["current"], true, "{found}");
     let copy = std::path::PathBuf::from(found["path"].as_str().unwrap());
-    let skill = copy.join("skills/baton-run/SKILL.md");
+    let skill = copy.join("skills/run/SKILL.md");
     let kept = std::fs::read_to_string(&skill).unwrap();
     std::fs::write(&skill, "an older skill\n").unwrap();
     let stale = doctor_plugin(&sb, "codex", &env);
     assert_eq!(stale["current"], false, "{stale}");
     assert_eq!(
         stale["stale"],
-        serde_json::json!(["skills/baton-run/SKILL.md"]),
+        serde_json::json!(["skills/run/SKILL.md"]),
         "{stale}"
     );
     assert!(
@@ -552,11 +579,11 @@ fn baton_install_codex_installs_a_plugin_codex_loads() {
     );
     let body = first.body.to_string();
     for skill in [
-        "baton-run",
-        "baton-status",
-        "baton-answer",
-        "baton-flow",
-        "baton-delegate",
+        "baton:run",
+        "baton:status",
+        "baton:answer",
+        "baton:flow",
+        "baton:delegate",
     ] {
         assert!(
             body.contains(skill),
@@ -570,6 +597,40 @@ fn baton_install_codex_installs_a_plugin_codex_loads() {
         )),
         "the hook's line is not in the first request: {}",
         &body[..body.len().min(4000)]
+    );
+
+    // A skill named by the user: Codex gives the model the skill's instructions, and the call
+    // the model makes reaches baton through the plugin's server (approvals bypassed, as a user
+    // who approves the call).
+    let o = {
+        let mut c = sb.command(&codex);
+        c.args([
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--ephemeral",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "$baton:delegate scout where is the flag parsed?",
+        ]);
+        env(&mut c);
+        c.output().unwrap()
+    };
+    assert_exit(&o, 0);
+    let asked = server
+        .model_requests()
+        .into_iter()
+        .find(|r| r.body.to_string().contains("$baton:delegate scout"))
+        .unwrap();
+    let body = asked.body.to_string();
+    assert!(
+        body.contains("The baton role comes first"),
+        "the skill's instructions are not in the request"
+    );
+    let (_, report) = common::result_for(&server, "call_skill_1");
+    assert!(
+        report.contains(r#""status":"done""#)
+            && report.contains("scout found: where is the flag parsed?"),
+        "{report}"
     );
 
     let o = install("project");
