@@ -73,6 +73,7 @@ const CLAUDE_FILES: &[(&str, &str)] = files![
     "plugins/claude-code/baton/commands/answer.md",
     "plugins/claude-code/baton/commands/flow.md",
     "plugins/claude-code/baton/commands/delegate.md",
+    "plugins/claude-code/baton/commands/workers.md",
     "plugins/claude-code/baton/agents/implementer.md",
     "plugins/claude-code/baton/agents/scout.md",
     "plugins/claude-code/baton/agents/reviewer.md",
@@ -89,6 +90,7 @@ const CODEX_FILES: &[(&str, &str)] = files![
     "plugins/codex/baton/skills/answer/SKILL.md",
     "plugins/codex/baton/skills/flow/SKILL.md",
     "plugins/codex/baton/skills/delegate/SKILL.md",
+    "plugins/codex/baton/skills/workers/SKILL.md",
 ];
 
 /// The Gemini CLI extension's files.
@@ -101,6 +103,7 @@ const GEMINI_FILES: &[(&str, &str)] = files![
     "plugins/gemini/baton/commands/baton/answer.toml",
     "plugins/gemini/baton/commands/baton/flow.toml",
     "plugins/gemini/baton/commands/baton/delegate.toml",
+    "plugins/gemini/baton/commands/baton/workers.toml",
 ];
 
 /// The Gemini CLI extension's folder under the written marketplace.
@@ -145,7 +148,7 @@ fn plan(args: &InstallArgs) -> Result<Plan> {
                 words(&["plugin", "marketplace", "add", dir, "--scope", scope]),
                 words(&["plugin", "install", "baton@baton", "--scope", scope]),
             ],
-            brings: "/baton:run, /baton:status, /baton:answer, /baton:flow, /baton:delegate, the agents baton:implementer, baton:scout and baton:reviewer",
+            brings: "/baton:run, /baton:status, /baton:answer, /baton:flow, /baton:delegate, /baton:workers, the agents baton:implementer, baton:scout and baton:reviewer",
             then: "start a new Claude Code session (or /reload-plugins) to load it",
             run_in: None,
             already: |_| Ok(false),
@@ -164,7 +167,7 @@ fn plan(args: &InstallArgs) -> Result<Plan> {
                     words(&["plugin", "marketplace", "add", dir]),
                     words(&["plugin", "add", "baton@baton"]),
                 ],
-                brings: "the skills $baton:run, $baton:status, $baton:answer, $baton:flow, $baton:delegate",
+                brings: "the skills $baton:run, $baton:status, $baton:answer, $baton:flow, $baton:delegate, $baton:workers",
                 then: "start a new Codex session to load it; Codex runs the plugin's hook once you trust it (it asks; `/hooks` reviews it)",
                 run_in: None,
                 already: |_| Ok(false),
@@ -191,7 +194,7 @@ fn plan(args: &InstallArgs) -> Result<Plan> {
                         "--consent",
                     ])]
                 },
-                brings: "/baton:run, /baton:status, /baton:answer, /baton:flow, /baton:delegate, its context file",
+                brings: "/baton:run, /baton:status, /baton:answer, /baton:flow, /baton:delegate, /baton:workers, its context file",
                 then: "start a new Gemini CLI session to load it",
                 // `--consent` trusts the folder the CLI runs in: baton's own, not the project.
                 run_in: Some(GEMINI_EXTENSION),
@@ -217,7 +220,7 @@ fn plan(args: &InstallArgs) -> Result<Plan> {
                     steps.push(words(&["plugin", "install", "baton@baton"]));
                     steps
                 },
-                brings: "/baton:run, /baton:status, /baton:answer, /baton:flow, /baton:delegate, the agents baton:implementer, baton:scout and baton:reviewer",
+                brings: "/baton:run, /baton:status, /baton:answer, /baton:flow, /baton:delegate, /baton:workers, the agents baton:implementer, baton:scout and baton:reviewer",
                 then: "start a new Copilot CLI session to load it (it loads the plugin in place)",
                 run_in: None,
                 already: copilot_registered,
