@@ -39,7 +39,7 @@ pub fn commit(root: &Path) -> Option<String> {
         true => PathBuf::from(own),
         false => root.join(own),
     };
-    if std::fs::copy(&own, index.path()).is_err() {
+    if copy_index(&own, index.path()).is_err() {
         match &head {
             Some(h) => run(&git, &["read-tree", h.as_str()])?,
             None => run(&git, &["read-tree", "--empty"])?,
@@ -69,6 +69,19 @@ pub fn commit(root: &Path) -> Option<String> {
         args.extend(["-p", h.as_str()]);
     }
     run(&git, &args).filter(|c| !c.is_empty())
+}
+
+/// Copies the user's index, keeping its modification time: git trusts a file's cached stat only
+/// when the file is older than the index (an entry as new as the index is "racily clean" and
+/// hashed again), so a copy stamped now would make a same-size edit made in the index's second
+/// look unchanged, and the snapshot would miss it.
+fn copy_index(from: &Path, to: &Path) -> std::io::Result<()> {
+    let modified = std::fs::metadata(from)?.modified()?;
+    std::fs::copy(from, to)?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(to)?
+        .set_modified(modified)
 }
 
 /// Untracked files larger than this are left out of the snapshots.
@@ -115,6 +128,40 @@ mod tests {
             .unwrap();
         assert!(out.status.success(), "git {args:?}");
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A same-size edit made in the second the index was written (git's "racily clean" entry)
+    /// is in the snapshot: the user's index is copied with its own time, so git hashes the file
+    /// again instead of trusting its stat (a copy stamped now made the edit look unchanged).
+    #[test]
+    fn a_same_size_edit_in_the_index_s_second_is_in_the_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        git(root, &["init", "-q", "-b", "main"]);
+        // ctime cannot be set back: the edit is told apart by content alone, as when it falls in
+        // the same second.
+        git(root, &["config", "core.trustctime", "false"]);
+        let then = std::time::SystemTime::now() - std::time::Duration::from_secs(100);
+        let set_time = |p: &Path| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(then)
+                .unwrap();
+        };
+        let file = root.join("a.txt");
+        std::fs::write(&file, "one\n").unwrap();
+        set_time(&file);
+        git(root, &["add", "a.txt"]);
+        git(root, &["commit", "-q", "-m", "a"]);
+        // The edit keeps the size and, as far as git's stat sees, the time; the index was
+        // written in that same second.
+        std::fs::write(&file, "two\n").unwrap();
+        set_time(&file);
+        set_time(&root.join(".git/index"));
+        let sha = commit(root).unwrap();
+        assert_eq!(git(root, &["show", &format!("{sha}:a.txt")]), "two\n");
     }
 
     /// A snapshot holds tracked changes and new files, never `.baton` or an untracked file past
