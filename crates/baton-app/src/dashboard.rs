@@ -38,13 +38,7 @@ pub fn record(state: &StateDir, url: &str, own_token: bool) -> anyhow::Result<()
         process: Identity::of(std::process::id())?,
         own_token,
     };
-    let file = path(state);
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = file.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(&record)?)?;
-    std::fs::rename(&tmp, &file)?;
+    baton_state::write_snapshot(&path(state), &record)?;
     Ok(())
 }
 

@@ -148,7 +148,7 @@ fn plan(args: &InstallArgs) -> Result<Plan> {
                 words(&["plugin", "marketplace", "add", dir, "--scope", scope]),
                 words(&["plugin", "install", "baton@baton", "--scope", scope]),
             ],
-            brings: "/baton:run, /baton:status, /baton:answer, /baton:flow, /baton:delegate, /baton:workers, the agents baton:implementer, baton:scout and baton:reviewer",
+            brings: "/baton:run, /baton:status, /baton:answer, /baton:flow, /baton:delegate, /baton:workers, the agents baton:implementer, baton:scout and baton:reviewer, the session-start hook `baton status --needs` and the MCP server `baton mcp --tools core`",
             then: "start a new Claude Code session (or /reload-plugins) to load it",
             run_in: None,
             already: |_| Ok(false),
@@ -167,7 +167,7 @@ fn plan(args: &InstallArgs) -> Result<Plan> {
                     words(&["plugin", "marketplace", "add", dir]),
                     words(&["plugin", "add", "baton@baton"]),
                 ],
-                brings: "the skills $baton:run, $baton:status, $baton:answer, $baton:flow, $baton:delegate, $baton:workers",
+                brings: "the skills $baton:run, $baton:status, $baton:answer, $baton:flow, $baton:delegate, $baton:workers, the session-start hook `baton status --needs` and the MCP server `baton mcp --tools core`",
                 then: "start a new Codex session to load it; Codex runs the plugin's hook once you trust it (it asks; `/hooks` reviews it)",
                 run_in: None,
                 already: |_| Ok(false),
@@ -194,7 +194,7 @@ fn plan(args: &InstallArgs) -> Result<Plan> {
                         "--consent",
                     ])]
                 },
-                brings: "/baton:run, /baton:status, /baton:answer, /baton:flow, /baton:delegate, /baton:workers, its context file",
+                brings: "/baton:run, /baton:status, /baton:answer, /baton:flow, /baton:delegate, /baton:workers, its context file, the session-start hook `baton status --needs --hook-json` and the MCP server `baton mcp --tools core`",
                 then: "start a new Gemini CLI session to load it",
                 // `--consent` trusts the folder the CLI runs in: baton's own, not the project.
                 run_in: Some(GEMINI_EXTENSION),
@@ -220,7 +220,7 @@ fn plan(args: &InstallArgs) -> Result<Plan> {
                     steps.push(words(&["plugin", "install", "baton@baton"]));
                     steps
                 },
-                brings: "/baton:run, /baton:status, /baton:answer, /baton:flow, /baton:delegate, /baton:workers, the agents baton:implementer, baton:scout and baton:reviewer",
+                brings: "Claude Code's plugin as Copilot CLI loads it (its commands, agents, session-start hook and MCP server)",
                 then: "start a new Copilot CLI session to load it (it loads the plugin in place)",
                 run_in: None,
                 already: copilot_registered,
@@ -294,7 +294,7 @@ pub fn run(args: InstallArgs) -> Result<Exit> {
         }
     }
     outln!(
-        "{} plugin baton installed ({scope} scope) from {dir_text}: {}, the session-start hook `baton status --needs` and the MCP server `baton mcp --tools core`; {}",
+        "{} plugin baton installed ({scope} scope) from {dir_text}: {}; {}",
         plan.name,
         plan.brings,
         plan.then

@@ -47,6 +47,23 @@ fn install_twice(
     }
 }
 
+/// `baton install HOST --scope project` exits 2 saying `says` (the host takes plugins per user).
+fn refuses_project_scope(
+    sb: &Sandbox,
+    host: &str,
+    cli: &std::path::Path,
+    env: &dyn Fn(&mut std::process::Command),
+    says: &str,
+) {
+    let mut c = sb.baton(&["install", host, "--scope", "project", &format!("--{host}")]);
+    c.arg(cli);
+    env(&mut c);
+    let o = c.output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(says), "{err}");
+}
+
 /// The files under `written` are exactly the repository's `rel` folder's, each as it is.
 fn assert_same_files(written: &std::path::Path, rel: &str) {
     let repo = workspace_root().join(rel);
@@ -391,7 +408,7 @@ fn baton_install_claude_writes_and_registers_the_plugin() {
     assert_eq!(found["current"], true, "{found}");
     // Without Claude Code's CLI: the way to get it, and nothing half-registered.
     let o = install(std::path::Path::new("/nonexistent/claude"));
-    assert_ne!(o.status.code(), Some(0));
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("install Claude Code"),
         "{}",
@@ -476,12 +493,6 @@ fn baton_install_codex_installs_a_plugin_codex_loads() {
             .env("TMPDIR", &tmp)
             .env("MOCK_API_KEY", "mock")
             .stdin(Stdio::null());
-    };
-    let install = |scope: &str| {
-        let mut c = sb.baton(&["install", "codex", "--scope", scope, "--codex"]);
-        c.arg(&codex);
-        env(&mut c);
-        c.output().unwrap()
     };
     let before = doctor_plugin(&sb, "codex", &env);
     assert_eq!(before["installed"], false, "{before}");
@@ -638,12 +649,12 @@ fn baton_install_codex_installs_a_plugin_codex_loads() {
         "{report}"
     );
 
-    let o = install("project");
-    assert_eq!(o.status.code(), Some(2), "{o:?}");
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("Codex takes plugins per user only"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    refuses_project_scope(
+        &sb,
+        "codex",
+        &codex,
+        &env,
+        "Codex takes plugins per user only",
     );
 }
 
@@ -688,12 +699,6 @@ fn baton_install_gemini_links_an_extension_gemini_cli_lists() {
     );
     assert!(validated.contains("successfully validated"), "{validated}");
 
-    let install = |scope: &str| {
-        let mut c = sb.baton(&["install", "gemini", "--scope", scope, "--gemini"]);
-        c.arg(&gemini);
-        env(&mut c);
-        c.output().unwrap()
-    };
     install_twice(
         &sb,
         "gemini",
@@ -745,12 +750,12 @@ fn baton_install_gemini_links_an_extension_gemini_cli_lists() {
         "{context}"
     );
 
-    let o = install("project");
-    assert_eq!(o.status.code(), Some(2), "{o:?}");
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("per user only"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    refuses_project_scope(
+        &sb,
+        "gemini",
+        &gemini,
+        &env,
+        "Gemini CLI takes extensions per user only",
     );
 }
 
@@ -908,12 +913,6 @@ fn baton_install_copilot_installs_the_plugin_copilot_cli_lists() {
     };
     let before = doctor_plugin(&sb, "copilot", &env);
     assert_eq!(before["installed"], false, "{before}");
-    let install = |scope: &str| {
-        let mut c = sb.baton(&["install", "copilot", "--scope", scope, "--copilot"]);
-        c.arg(&copilot);
-        env(&mut c);
-        c.output().unwrap()
-    };
     install_twice(
         &sb,
         "copilot",
@@ -947,8 +946,13 @@ fn baton_install_copilot_installs_the_plugin_copilot_cli_lists() {
     let found = doctor_plugin(&sb, "copilot", &env);
     assert_eq!(found["installed"], true, "{found}");
     assert_eq!(found["current"], true, "{found}");
-    let o = install("project");
-    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    refuses_project_scope(
+        &sb,
+        "copilot",
+        &copilot,
+        &env,
+        "Copilot CLI takes plugins per user only",
+    );
 }
 
 /// `/baton:workers` runs `baton worker list` when Claude Code expands it, and what it printed is

@@ -379,13 +379,7 @@ impl Foreground {
         request: &DelegateRequest,
         created: String,
     ) -> Result<Foreground, TaskStoreError> {
-        let mut log = TaskLog::create(&state.task_events(id)?, Durability::Fsync)?;
-        log.append(&TaskEvent::Created {
-            id: id.to_string(),
-            created,
-            cwd: cwd.display().to_string(),
-            request: request.clone(),
-        })?;
+        let mut log = create_log(state, id, cwd, request, created)?;
         let (pid, start_time) = identify(std::process::id());
         log.append(&TaskEvent::Started {
             pid,
@@ -432,6 +426,24 @@ impl Foreground {
     }
 }
 
+/// A new task's log, with its `task.created` record.
+fn create_log(
+    state: &StateDir,
+    id: &str,
+    cwd: &Path,
+    request: &DelegateRequest,
+    created: String,
+) -> Result<TaskLog, TaskStoreError> {
+    let mut log = TaskLog::create(&state.task_events(id)?, Durability::Fsync)?;
+    log.append(&TaskEvent::Created {
+        id: id.to_string(),
+        created,
+        cwd: cwd.display().to_string(),
+        request: request.clone(),
+    })?;
+    Ok(log)
+}
+
 /// Records a new background task and starts its detached supervisor (`baton task supervise ID`,
 /// in a new session so it outlives the caller and its terminal). Returns the task id.
 ///
@@ -446,13 +458,7 @@ pub fn start(
     created: String,
 ) -> Result<String, TaskStoreError> {
     let id = new_task_id();
-    let mut log = TaskLog::create(&state.task_events(&id)?, Durability::Fsync)?;
-    log.append(&TaskEvent::Created {
-        id: id.clone(),
-        created,
-        cwd: cwd.display().to_string(),
-        request: request.clone(),
-    })?;
+    let mut log = create_log(state, &id, cwd, request, created)?;
     match spawn_supervisor(baton_exe, state, &id, cwd) {
         Ok(pid) => {
             let (pid, start_time) = identify(pid);
