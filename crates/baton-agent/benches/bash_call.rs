@@ -7,8 +7,8 @@
 //!   (what baton did before the sandbox and the guard);
 //! - **sandbox**: `workspace-write` with the network off (Landlock rules + seccomp filter built
 //!   and applied per call), no guard;
-//! - **guard**: `danger-full-access` under the guard (`baton __guard`, one more exec and a sweep
-//!   of `/proc` when the command ends);
+//! - **guard**: `danger-full-access` under the guard (forked by the guard server that the first
+//!   call starts: `baton-guard --serve`; one more fork, two messages on a socket);
 //! - **both**: `workspace-write` under the guard: what `baton agent` runs by default.
 //!
 //! It prints the median and p90 wall time of a call per way and the ratio of each median to

@@ -21,7 +21,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,6 +39,8 @@ pub const GUARD_ARG: &str = "__guard";
 /// running after it exited.
 pub const LEFTOVER_NOTE: &str =
     "[processes the command left running in the background were killed when it finished]";
+
+pub mod served;
 
 static PROGRAM: RwLock<Option<PathBuf>> = RwLock::new(None);
 
@@ -77,9 +79,22 @@ pub struct Link {
     write: Option<OwnedFd>,
     /// The guard's end, kept open until the guard has started (then closed by [`Link::started`]).
     read: Option<OwnedFd>,
+    /// `write` is a socket that baton also reads the program's status from (a guard the guard
+    /// server started, [`served`]): killing shuts down its sending side, which the guard sees as
+    /// EOF however many copies of the socket baton holds.
+    socket: bool,
 }
 
 impl Link {
+    /// A link over the socket of a guard the guard server started.
+    pub(crate) fn over_socket(socket: OwnedFd) -> Link {
+        Link {
+            write: Some(socket),
+            read: None,
+            socket: true,
+        }
+    }
+
     /// Whether a guard is on the other end.
     pub fn is_guarded(&self) -> bool {
         self.write.is_some()
@@ -92,6 +107,10 @@ impl Link {
 
     /// Tells the guard to kill everything it guards now.
     pub fn kill(&mut self) {
+        if let (true, Some(fd)) = (self.socket, &self.write) {
+            // SAFETY: shutdown on a socket this link owns.
+            unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_WR) };
+        }
         self.write = None;
         self.read = None;
     }
@@ -143,6 +162,7 @@ pub fn guarded(
         Link {
             write: Some(write),
             read: Some(read),
+            socket: false,
         },
     ))
 }
@@ -189,32 +209,63 @@ fn resolve(program: &OsStr, path: Option<&OsStr>) -> std::io::Result<PathBuf> {
 /// confined the program (an error starting it then says so: it may come from the confinement).
 pub type Hook = fn(&mut Command) -> std::io::Result<bool>;
 
-/// The guard itself: `args` are what follows [`GUARD_ARG`] (FD PROGRAM ARGS…); `hook` prepares the
-/// program's command (the guard stays outside what it applies). Returns the exit code; a program
-/// killed by a signal makes the guard die of the same signal.
+/// The guard itself: `args` are what follows [`GUARD_ARG`] (FD PROGRAM ARGS…, or
+/// [`served::SERVE_ARG`] FD for the guard server); `hook` prepares the program's command (the
+/// guard stays outside what it applies). Returns the exit code; a program killed by a signal
+/// makes the guard die of the same signal.
 pub fn main(args: &[OsString], hook: Hook) -> i32 {
     let usage = || {
         eprintln!("baton __guard: usage: baton __guard FD PROGRAM [ARGS…] (internal)");
         2
     };
-    let (Some(fd), Some(program)) = (args.first(), args.get(1)) else {
+    let (Some(first), Some(second)) = (args.first(), args.get(1)) else {
         return usage();
     };
-    let Some(fd) = fd.to_str().and_then(|s| s.parse::<RawFd>().ok()) else {
+    let fd_of = |s: &OsStr| s.to_str().and_then(|s| s.parse::<RawFd>().ok());
+    if first == served::SERVE_ARG {
+        return match fd_of(second) {
+            // SAFETY: baton passed this socket open for the server alone.
+            Some(fd) => served::serve(unsafe { OwnedFd::from_raw_fd(fd) }, hook),
+            None => usage(),
+        };
+    }
+    let Some(fd) = fd_of(first) else {
         return usage();
     };
     // SAFETY: the parent passed this descriptor open for the guard alone; nobody else owns it.
     let watch = unsafe { OwnedFd::from_raw_fd(fd) };
-    match run(&watch, program, &args[2..], hook) {
-        Ok(code) => code,
+    match run(watch.as_fd(), second, &args[2..], hook, &mut || {}) {
+        Ok(status) => exit_code(status),
         Err(e) => {
-            eprintln!("baton: cannot start `{}`: {e}", program.to_string_lossy());
+            eprintln!("baton: cannot start `{}`: {e}", second.to_string_lossy());
             127
         }
     }
 }
 
-fn run(watch: &OwnedFd, program: &OsStr, args: &[OsString], hook: Hook) -> std::io::Result<i32> {
+/// The exit code a guard ends with for the program's `status` (`None`: the guard was told to
+/// kill it); a program killed by a signal makes the guard die of the same signal.
+fn exit_code(status: Option<WaitStatus>) -> i32 {
+    match status {
+        Some(WaitStatus::Exited(_, code)) => code,
+        Some(WaitStatus::Signaled(_, sig, _)) => die_of(sig),
+        Some(_) | None => KILLED,
+    }
+}
+
+/// The exit code of a program the guard killed because its link closed.
+pub(crate) const KILLED: i32 = 128 + Signal::SIGKILL as i32;
+
+/// Runs `program` under this guard until it ends or `watch` reaches EOF, then kills what it
+/// left; its wait status (`None`: killed because `watch` closed). `started` is called once the
+/// signals the guard forwards are blocked, just before the program is spawned.
+pub(crate) fn run(
+    watch: BorrowedFd<'_>,
+    program: &OsStr,
+    args: &[OsString],
+    hook: Hook,
+    started: &mut dyn FnMut(),
+) -> std::io::Result<Option<WaitStatus>> {
     // SAFETY: plain fcntl and prctl calls on our own descriptor and process.
     unsafe {
         // The program must not inherit the watch pipe: it would keep it open.
@@ -253,6 +304,7 @@ fn run(watch: &OwnedFd, program: &OsStr, args: &[OsString], hook: Hook) -> std::
         });
     }
     let confined = hook(&mut cmd)?;
+    started();
     let child = cmd.spawn().map_err(|e| {
         if confined {
             std::io::Error::new(
@@ -337,11 +389,7 @@ fn run(watch: &OwnedFd, program: &OsStr, args: &[OsString], hook: Hook) -> std::
             let _ = writeln!(err, "\n{LEFTOVER_NOTE}");
         }
     }
-    Ok(match status {
-        Some(WaitStatus::Exited(_, code)) => code,
-        Some(WaitStatus::Signaled(_, sig, _)) => die_of(sig),
-        Some(_) | None => 128 + Signal::SIGKILL as i32,
-    })
+    Ok(status)
 }
 
 /// Reaps every child that has ended; the program's status when it was among them.

@@ -62,3 +62,33 @@ pub fn main(_args: &[OsString], _hook: Hook) -> i32 {
     eprintln!("baton __guard: the process guard needs Linux");
     2
 }
+
+/// The guard server needs Linux: commands start another way here.
+pub mod served {
+    use std::os::fd::BorrowedFd;
+    use std::os::unix::net::UnixStream;
+    use std::process::{Command, ExitStatus};
+
+    /// A command the guard server started (never, here).
+    #[derive(Debug)]
+    pub struct Served {
+        pub pid: u32,
+        pub channel: UnixStream,
+    }
+
+    /// Always `None`: there is no guard server on this system.
+    pub fn spawn(
+        _cmd: &Command,
+        _stdio: [BorrowedFd<'_>; 3],
+    ) -> std::io::Result<Option<(Served, super::Link)>> {
+        Ok(None)
+    }
+
+    /// Never a status: no guard sends one here.
+    pub fn read_status(_message: &[u8]) -> Option<ExitStatus> {
+        None
+    }
+
+    /// The length of a guard's status message.
+    pub const STATUS_LEN: usize = 5;
+}

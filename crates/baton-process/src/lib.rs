@@ -212,6 +212,9 @@ pub fn group_exists(pgid: u32) -> bool {
 pub struct GroupGuard {
     pgid: Option<u32>,
     link: guard::Link,
+    /// A guard process leads the group: it is never sent SIGKILL (that would stop it from
+    /// killing what it guards), only told through the link.
+    guarded: bool,
 }
 
 impl GroupGuard {
@@ -226,6 +229,7 @@ impl GroupGuard {
         link.started();
         GroupGuard {
             pgid: pid.filter(|p| *p > 1),
+            guarded: link.is_guarded(),
             link,
         }
     }
@@ -238,11 +242,16 @@ impl GroupGuard {
     /// Sends `signal` to the group (ESRCH, nobody left, is ignored: it is the normal case late in
     /// a run).
     pub fn signal(&mut self, signal: Signal) {
-        if signal == Signal::SIGKILL && self.link.is_guarded() {
+        if signal == Signal::SIGKILL && self.guarded {
             self.link.kill();
         } else if let Some(pgid) = self.pgid {
             kill_group(pgid, signal);
         }
+    }
+
+    /// Whether a guard process leads the group (it kills what the program leaves itself).
+    pub fn is_guarded(&self) -> bool {
+        self.guarded
     }
 
     /// Whether some process is still in the group.
@@ -270,9 +279,8 @@ impl Drop for GroupGuard {
     fn drop(&mut self) {
         // A guard process finishes the job itself once its link closes; killing it now would
         // stop it half-way.
-        let guarded = self.link.is_guarded();
         self.link.kill();
-        if !guarded {
+        if !self.guarded {
             self.signal(Signal::SIGKILL);
         }
     }

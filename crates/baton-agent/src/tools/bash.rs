@@ -11,13 +11,14 @@
 //! write only under the workspace root, the session's temp dir and `/dev/null`, and it has no
 //! network. When the kernel cannot confine it, nothing runs and the error names the config key.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd as _, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use baton_process::guard::served;
 use baton_process::{GroupGuard, Signal};
 use baton_text::ByteSink;
 use tokio::io::AsyncReadExt;
@@ -208,7 +209,7 @@ async fn run_command(
 /// A command started: its shell, the read end of its output pipe, the guard over its process
 /// group, and the watch over the protected files it may not change.
 struct Started {
-    child: tokio::process::Child,
+    child: Shell,
     rx: tokio::net::unix::pipe::Receiver,
     guard: GroupGuard,
     watch: Option<baton_tool::Watch>,
@@ -221,6 +222,49 @@ struct Output {
     sink: ByteSink,
     buf: Vec<u8>,
     eof: bool,
+}
+
+/// The started shell: baton's own child (no guard), or a guard the guard server forked for it,
+/// whose end comes as a status message on its channel (the guard is not baton's child).
+enum Shell {
+    Child(tokio::process::Child),
+    Served {
+        channel: tokio::net::UnixStream,
+        got: Vec<u8>,
+        status: Option<ExitStatus>,
+    },
+}
+
+impl Shell {
+    /// Waits for the shell to end; cancel-safe, and again after it ended (the same status).
+    async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        let (channel, got, status) = match self {
+            Shell::Child(child) => return child.wait().await,
+            Shell::Served {
+                channel,
+                got,
+                status,
+            } => (channel, got, status),
+        };
+        if let Some(s) = status {
+            return Ok(*s);
+        }
+        let mut buf = [0u8; 16];
+        while got.len() < served::STATUS_LEN {
+            let n = channel.read(&mut buf).await?;
+            if n == 0 {
+                // The guard is gone without a word: it was killed, and the command with it.
+                let killed = ExitStatus::from_raw(Signal::SIGKILL as i32);
+                *status = Some(killed);
+                return Ok(killed);
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        let s = served::read_status(&got[..served::STATUS_LEN])
+            .ok_or_else(|| std::io::Error::other("the command's guard sent a damaged status"))?;
+        *status = Some(s);
+        Ok(s)
+    }
 }
 
 /// Spawns `command` in `cwd` under the guard and the context's sandbox, its output into one
@@ -237,19 +281,16 @@ fn start(
     let err_fd = out_fd.try_clone()?;
 
     // Under a guard (when the binary has one): what the command leaves running is killed when
-    // it ends, even if it left the process group, and everything dies with baton.
-    let (guarded, link) =
-        baton_process::guard::guarded(shell().as_os_str(), &["-c".into(), command.into()], None)?;
-    let mut cmd = tokio::process::Command::from(guarded);
-    cmd.current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(out_fd))
-        .stderr(Stdio::from(err_fd))
+    // it ends, even if it left the process group, and everything dies with baton. The guard
+    // server forks the command's guard (see `baton_process::guard::served`).
+    let guarded = baton_process::guard::program().is_some();
+    let mut cmd = std::process::Command::new(shell());
+    cmd.args(["-c", command])
+        .current_dir(cwd)
         .env("PWD", cwd)
         .env("PAGER", "cat")
         .env("GIT_PAGER", "cat")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .process_group(0);
+        .env("GIT_TERMINAL_PROMPT", "0");
     // Provider keys and tokens stay out of what the model runs (and out of what it reads back).
     for name in ctx.env_filter.hidden_now() {
         cmd.env_remove(name);
@@ -281,19 +322,45 @@ fn start(
         .prepare(&ctx.root, ctx.tmp_dir.as_deref())
         .and_then(|c| {
             watch = c.spec().map(|s| baton_tool::Watch::of(&s.writable));
-            c.apply(cmd.as_std_mut(), link.is_guarded())
+            c.apply(&mut cmd, guarded)
         })
     {
         return Ok(Err(ToolOutput::error(e.to_string())));
     }
-    let spawned = cmd.spawn();
-    // The command object holds our copies of the write end; drop them so EOF can arrive.
-    drop(cmd);
-    let child = spawned?;
-    // Kills the group if this future is dropped half-way (the agent loop aborting the call).
-    let guard = GroupGuard::with_link(child.id(), link);
+    let (shell, guard) = if guarded {
+        let null = std::fs::File::open("/dev/null")?;
+        let Some((started, link)) =
+            served::spawn(&cmd, [null.as_fd(), out_fd.as_fd(), err_fd.as_fd()])?
+        else {
+            return Err(std::io::Error::other(
+                "the process guard was turned off meanwhile",
+            ));
+        };
+        // Our copies of the write end go now, so EOF can arrive.
+        drop((out_fd, err_fd));
+        started.channel.set_nonblocking(true)?;
+        let shell = Shell::Served {
+            channel: tokio::net::UnixStream::from_std(started.channel)?,
+            got: Vec::new(),
+            status: None,
+        };
+        (shell, GroupGuard::with_link(Some(started.pid), link))
+    } else {
+        let mut cmd = tokio::process::Command::from(cmd);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::from(out_fd))
+            .stderr(Stdio::from(err_fd))
+            .process_group(0);
+        let spawned = cmd.spawn();
+        // The command object holds our copies of the write end; drop them so EOF can arrive.
+        drop(cmd);
+        let child = spawned?;
+        // Kills the group if this future is dropped half-way (the agent loop aborting the call).
+        let guard = GroupGuard::new(child.id());
+        (Shell::Child(child), guard)
+    };
     Ok(Ok(Started {
-        child,
+        child: shell,
         rx,
         guard,
         watch,
@@ -303,7 +370,7 @@ fn start(
 /// Reads the command's output until it exits, times out at `deadline` or is cancelled; how it
 /// ended.
 async fn wait_end(
-    child: &mut tokio::process::Child,
+    child: &mut Shell,
     out: &mut Output,
     deadline: Instant,
     ctx: &ToolContext,
@@ -329,7 +396,7 @@ async fn wait_end(
 /// output, for a bounded time; the notes on what was killed or left unread.
 async fn stop(
     end: &End,
-    child: &mut tokio::process::Child,
+    child: &mut Shell,
     guard: &mut GroupGuard,
     out: &mut Output,
 ) -> Vec<String> {
@@ -337,7 +404,8 @@ async fn stop(
     let drain_for = match end {
         End::Exited(_) => {
             // The shell is gone; whatever it left running in its group goes too.
-            if guard.alive() {
+            // A guard has killed what was left (and said so in the output) before it answered.
+            if !guard.is_guarded() && guard.alive() {
                 guard.signal(Signal::SIGKILL);
                 notes.push(
                     "[processes the command left running in the background were killed when it finished]"
@@ -458,7 +526,7 @@ fn command_output(
 }
 
 /// Keeps reading output until the shell exits.
-async fn drain_while(child: &mut tokio::process::Child, out: &mut Output) {
+async fn drain_while(child: &mut Shell, out: &mut Output) {
     loop {
         tokio::select! {
             _ = child.wait() => return,
