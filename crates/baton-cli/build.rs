@@ -41,11 +41,50 @@ fn relr_ok() -> bool {
     (major, minor) >= (2, 36)
 }
 
+/// Whether the linker is rustc's own `rust-lld`, which takes a symbol ordering file: the default
+/// for a native `x86_64-unknown-linux-gnu` build from Rust 1.90 on, unless the environment names
+/// another linker. Set `BATON_NO_TEXT_ORDER=1` to leave the ordering out (a linker set in a
+/// cargo config file is not visible here).
+fn text_order_ok() -> bool {
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    if var("TARGET") != "x86_64-unknown-linux-gnu"
+        || var("TARGET") != var("HOST")
+        || std::env::var_os("BATON_NO_TEXT_ORDER").is_some()
+        || std::env::var_os("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_some()
+        || var("CARGO_ENCODED_RUSTFLAGS").contains("link")
+    {
+        return false;
+    }
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let Ok(out) = Command::new(rustc).arg("-V").output() else {
+        return false;
+    };
+    // "rustc 1.95.0 (59807616e 2026-04-14)"
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut version = text.split_whitespace().nth(1).unwrap_or("").split('.');
+    let major: u32 = version.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let minor: u32 = version.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    (major, minor) >= (1, 90)
+}
+
 fn main() {
     println!("cargo:rerun-if-env-changed=BATON_NO_RELR");
     if relr_ok() {
         // Relocations packed into a few KiB instead of 800 KiB that every start reads.
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+    }
+    println!("cargo:rerun-if-env-changed=BATON_NO_TEXT_ORDER");
+    println!("cargo:rerun-if-changed=text-order.txt");
+    if text_order_ok() {
+        // The functions a session runs, side by side at the start of the code: a session maps
+        // in a few MiB less of the binary (bench/README.md, "Session start").
+        let order = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default())
+            .join("text-order.txt");
+        println!(
+            "cargo:rustc-link-arg-bin=baton=-Wl,--symbol-ordering-file={}",
+            order.display()
+        );
+        println!("cargo:rustc-link-arg-bin=baton=-Wl,--no-warn-symbol-ordering");
     }
     let commit = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=BATON_GIT_COMMIT={commit}");
