@@ -387,6 +387,47 @@ fn a_build_in_a_worktree_ends_with_the_finishing_choice_and_merge_lands_it() {
 }
 
 #[test]
+fn the_git_preflight_is_recorded_and_a_detached_checkout_is_never_merged_into() {
+    let wf = Wf::new();
+    wf.happy();
+    // The user's checkout is on no branch (HEAD detached at main's commit).
+    wf.sb.git(&["checkout", "-q", "--detach"]);
+    let before = wf.sb.git(&["rev-parse", "HEAD"]);
+    assert_exit(&wf.run(&["run", "--worktree", "add a feature file"]), 4);
+    let id = wf.id();
+    // Looked at in the workflow's own worktree, before the first builder.
+    assert_eq!(
+        wf.snapshot()["results"]["git_preflight"],
+        serde_json::json!({"isolated": "true", "detached_head": false})
+    );
+    let o = wf.run(&["resume", &id, "--answer", "merge"]);
+    assert_exit(&o, 2);
+    assert!(err(&o).contains("detached HEAD"), "{}", err(&o));
+    assert!(err(&o).contains("answer pr or keep"), "{}", err(&o));
+    // Nothing moved, nothing was removed, and the question stays.
+    assert_eq!(wf.sb.git(&["rev-parse", "HEAD"]), before);
+    assert!(branches(&wf).contains(&format!("baton/{id}")));
+    assert_eq!(wf.snapshot()["checkpoint"]["gate"], "finish");
+    // On a branch again, the same answer lands it.
+    wf.sb.git(&["checkout", "-q", "main"]);
+    let o = wf.run(&["resume", &id, "--answer", "merge"]);
+    assert_exit(&o, 0);
+    assert!(out(&o).contains("finish: merged"), "{}", out(&o));
+}
+
+#[test]
+fn in_place_the_git_preflight_sees_the_main_checkout_and_a_detached_head() {
+    let wf = Wf::new();
+    wf.happy();
+    wf.sb.git(&["checkout", "-q", "--detach"]);
+    assert_exit(&wf.run(&["run", "add a feature file"]), 0);
+    assert_eq!(
+        wf.snapshot()["results"]["git_preflight"],
+        serde_json::json!({"isolated": "false", "detached_head": true})
+    );
+}
+
+#[test]
 fn discard_removes_the_worktree_and_its_branch_and_leaves_main_alone() {
     let wf = Wf::new();
     wf.happy();

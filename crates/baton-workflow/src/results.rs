@@ -22,6 +22,9 @@ pub struct Results {
     /// The dependency install of a fresh worktree.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deps: Option<Deps>,
+    /// The read-only git look at a BUILD's workspace before its first builder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub git_preflight: Option<GitPreflight>,
     /// The test run before the first builder.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline: Option<Baseline>,
@@ -56,6 +59,33 @@ pub struct Results {
     /// Every other key: an agent's result (`null` in cc10x's skeleton until the agent ran).
     #[serde(flatten)]
     pub agents: BTreeMap<String, Option<AgentResult>>,
+}
+
+/// `results.git_preflight` (cc10x build-workflow 0a): what the finishing step needs to know of
+/// the workspace, found with read-only git commands once, before the first builder.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GitPreflight {
+    /// `true` (a linked worktree: the workflow's own, or one the user works in), `false` (the
+    /// main checkout) or `submodule`.
+    pub isolated: Isolation,
+    /// The workspace is on no branch: a merge has nothing to merge into, and a pull request
+    /// needs a branch first.
+    pub detached_head: bool,
+    /// A git command failed (not a repository, no git): why. The other fields are then guesses
+    /// (`false`), and git-dependent steps say what to run instead of running it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
+}
+
+/// `results.git_preflight.isolated`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Isolation {
+    #[serde(rename = "true")]
+    Worktree,
+    #[serde(rename = "false")]
+    InPlace,
+    #[serde(rename = "submodule")]
+    Submodule,
 }
 
 /// `results.plan`.

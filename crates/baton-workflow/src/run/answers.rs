@@ -83,36 +83,30 @@ impl Runner<'_> {
         v.host.batch.clear();
         v.host.guidance = Some(format!("Fix these review findings:\n{list}"));
         v.host.carry_guidance = true;
-        self.offer_worktree(v);
+        self.offer_worktree(a, v);
     }
 
     /// `build` at the plan-first gate: the worktree offer that waited for this answer.
     pub(super) fn build_directly(&self, a: &mut Artifact, v: &mut WorkflowState) {
         a.status_history
             .push(HistoryEntry::new("scope_decision", None, "build directly"));
-        self.offer_worktree(v);
+        self.offer_worktree(a, v);
     }
 
     /// The worktree offer that waited for the answer to a question asked first.
-    pub(super) fn offer_worktree(&self, v: &mut WorkflowState) {
+    pub(super) fn offer_worktree(&self, a: &mut Artifact, v: &mut WorkflowState) {
         let auto = v.host.auto_proceed;
-        match isolate_build(
+        let isolated = isolate_build(
             self.env,
             &self.root,
             &self.id,
             false,
             v.host.isolate_asked,
             auto,
-        ) {
-            Ok((wt, offer)) => {
-                v.host.worktree = wt;
-                v.host.worktree_offer = Some(offer);
-            }
-            Err(e) => {
-                v.host.worktree_offer = Some(WorktreeOffer::Failed);
-                v.state = RunState::Failed;
-                v.host.failure = Some(RunError::Worktree(e).to_string());
-            }
+        );
+        if let Some(e) = preflight::settle_workspace(isolated, &self.root, a, v) {
+            v.state = RunState::Failed;
+            v.host.failure = Some(RunError::Worktree(e).to_string());
         }
     }
 
@@ -135,7 +129,7 @@ impl Runner<'_> {
             "the request was made specific by the user's answer",
         ));
         if self.kind() == WorkflowKind::Build {
-            self.offer_worktree(v);
+            self.offer_worktree(a, v);
         }
     }
 

@@ -844,6 +844,7 @@ pub(super) async fn apply_finish(
     let path = wt.path.display().to_string();
     match choice {
         "merge" => {
+            super::preflight::merge_target(root, &wt.branch)?;
             let head = git(root, &["rev-parse", "--abbrev-ref", "HEAD"])?;
             git(root, &["merge", "--ff-only", "-q", &wt.branch]).map_err(|e| {
                 format!("{e}\nthe base branch {head} moved on: rebase {} onto it (in {path}) and answer merge again, or answer keep", wt.branch)

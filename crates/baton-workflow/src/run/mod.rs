@@ -19,6 +19,7 @@ mod finish;
 pub mod gate;
 pub mod graph;
 mod plan;
+mod preflight;
 mod prompt;
 mod routing;
 mod tree;
@@ -367,23 +368,15 @@ pub async fn start_with(
             "waiting for the plan-first question".into(),
         ));
     } else if opts.kind == WorkflowKind::Build {
-        match isolate_build(
+        let isolated = isolate_build(
             env,
             &root,
             &id,
             trivial,
             opts.isolate,
             settings.auto_proceed,
-        ) {
-            Ok((wt, offer)) => {
-                v.host.worktree = wt;
-                v.host.worktree_offer = Some(offer);
-            }
-            Err(e) => {
-                v.host.worktree_offer = Some(WorktreeOffer::Failed);
-                worktree_error = Some(e);
-            }
-        }
+        );
+        worktree_error = preflight::settle_workspace(isolated, &root, &mut r.artifact, v);
     }
     let mut tree_busy = None;
     if v.host.worktree.is_some() {
