@@ -345,43 +345,43 @@ pub enum Prompt {
 /// for its answer.
 pub fn send(state: &StateDir, name: &str, prompt: Prompt, wait: bool) -> Result<Sent> {
     // One reading of the log: the state it gives is checked now, and the wait below reads only
-    // what is appended after it.
-    let mut follower = worker::Follower::new(state, name)?;
-    let w = follower
-        .refresh()
-        .map_err(|e| anyhow::anyhow!("{e}"))?
-        .clone();
-    match w.phase() {
-        Phase::Retired => bail!("worker {name} is retired: it takes no prompts"),
-        Phase::Stopped | Phase::Lost => bail!(
-            "worker {name} is {}: start it again with `baton worker start {name}`",
-            w.phase().as_str()
-        ),
-        _ => {}
-    }
-    let (text, retry_of) = if let Prompt::Retry = prompt {
+    // what is appended after it. A process that sent to this worker before (`baton mcp`) reads
+    // only what the log gained since.
+    let mut follower = Kept::take(state, name)?;
+    let (phase, lost) = {
+        let w = follower.refresh()?;
         let retried: Vec<&str> = w
             .prompts
             .iter()
             .filter_map(|p| p.retry_of.as_deref())
             .collect();
-        let Some(p) = w
+        let lost = w
             .prompts
             .iter()
             .rev()
             .find(|p| p.lost && !retried.contains(&p.id.as_str()))
-        else {
-            bail!("worker {name} has no lost prompt to send again");
-        };
-        (p.text.clone(), Some(p.id.clone()))
-    } else {
-        let Prompt::Text(text) = prompt else {
-            unreachable!("matched above")
-        };
-        if text.trim().is_empty() {
-            bail!("the prompt is empty");
+            .map(|p| (p.text.clone(), Some(p.id.clone())));
+        (w.phase(), lost)
+    };
+    match phase {
+        Phase::Retired => bail!("worker {name} is retired: it takes no prompts"),
+        Phase::Stopped | Phase::Lost => bail!(
+            "worker {name} is {}: start it again with `baton worker start {name}`",
+            phase.as_str()
+        ),
+        _ => {}
+    }
+    let (text, retry_of) = match prompt {
+        Prompt::Retry => match lost {
+            Some(lost) => lost,
+            None => bail!("worker {name} has no lost prompt to send again"),
+        },
+        Prompt::Text(text) => {
+            if text.trim().is_empty() {
+                bail!("the prompt is empty");
+            }
+            (text, None)
         }
-        (text, None)
     };
     let id = uuid::Uuid::now_v7().simple().to_string();
     append(
@@ -415,7 +415,7 @@ pub fn send(state: &StateDir, name: &str, prompt: Prompt, wait: bool) -> Result<
         if len != seen || checked.elapsed() >= Duration::from_secs(1) {
             seen = len;
             checked = Instant::now();
-            let w = follower.refresh().map_err(|e| anyhow::anyhow!("{e}"))?;
+            let w = follower.refresh()?;
             if let Some(done) = outcome_of(w, name, &id)? {
                 return Ok(done);
             }
@@ -425,6 +425,60 @@ pub fn send(state: &StateDir, name: &str, prompt: Prompt, wait: bool) -> Result<
         } else {
             Duration::from_millis(25)
         });
+    }
+}
+
+/// The followers of the workers' logs this process sent prompts to, each folded up to where its
+/// last send left it (a long-lived process such as `baton mcp` sends many).
+static FOLLOWERS: std::sync::Mutex<Vec<(std::path::PathBuf, worker::Follower)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// How many followers a process keeps (the least recently used go first).
+const KEPT_FOLLOWERS: usize = 32;
+
+/// A follower taken from [`FOLLOWERS`] (or new), put back when dropped.
+struct Kept {
+    path: std::path::PathBuf,
+    follower: Option<worker::Follower>,
+}
+
+impl Kept {
+    fn take(state: &StateDir, name: &str) -> Result<Kept> {
+        let path = worker::log_path(state, name)?;
+        let mut kept = FOLLOWERS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let follower = match kept.iter().position(|(p, _)| *p == path) {
+            Some(i) => kept.remove(i).1,
+            None => worker::Follower::new(state, name)?,
+        };
+        Ok(Kept {
+            path,
+            follower: Some(follower),
+        })
+    }
+
+    fn refresh(&mut self) -> Result<&WorkerState> {
+        let follower = self
+            .follower
+            .as_mut()
+            .ok_or_else(|| anyhow::anyhow!("the worker log's follower is gone"))?;
+        follower.refresh().map_err(|e| anyhow::anyhow!("{e}"))
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        let Some(follower) = self.follower.take() else {
+            return;
+        };
+        let mut kept = FOLLOWERS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if kept.len() >= KEPT_FOLLOWERS {
+            kept.remove(0);
+        }
+        kept.push((std::mem::take(&mut self.path), follower));
     }
 }
 

@@ -1,6 +1,8 @@
 //! What a managed worker saves: the time from asking to the model being asked (prompt to first
-//! byte on the wire) of `baton worker send` against a fresh `baton agent --resume` of a session
-//! holding the same conversation — both against the mock model, side by side.
+//! byte on the wire) of `baton worker send` and of `worker_send` over one long-lived `baton mcp`
+//! (how a coordinator in Claude Code or Codex prompts a worker: no process starts per prompt)
+//! against a fresh `baton agent --resume` of a session holding the same conversation — all
+//! against the mock model, side by side.
 //!
 //! `cargo bench -p baton-cli --bench worker` (release build). Prints the median and p95 of each,
 //! and their ratio; also the whole round trip (the answer printed).
@@ -19,6 +21,44 @@ fn quantiles(mut v: Vec<Duration>) -> (f64, f64) {
     v.sort();
     let p = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize].as_secs_f64() * 1000.0;
     (p(0.5), p(0.95))
+}
+
+/// Sends `RUNS` prompts to worker `name` with `worker_send` over one `baton mcp` started in
+/// `sb`; for each, the time until the model was asked and until the tool answered.
+fn measure_mcp(
+    sb: &Sandbox,
+    arrivals: &Arc<Mutex<Vec<Instant>>>,
+    name: &str,
+) -> (Vec<Duration>, Vec<Duration>) {
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::ServiceExt as _;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let cmd = tokio::process::Command::from(sb.baton(&["mcp"]));
+        let child = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+        let client = ().serve(child).await.unwrap();
+        let mut first = Vec::new();
+        let mut whole = Vec::new();
+        for i in 0..RUNS {
+            let args = serde_json::json!({"name": name, "prompt": format!("mcp prompt {i}")});
+            let params = CallToolRequestParams::new("worker_send".to_string())
+                .with_arguments(args.as_object().unwrap().clone());
+            let before = arrivals.lock().unwrap().len();
+            let t0 = Instant::now();
+            let r = client.call_tool(params).await.unwrap();
+            let t1 = Instant::now();
+            assert_eq!(r.is_error, Some(false), "{r:?}");
+            let got = arrivals.lock().unwrap();
+            assert!(got.len() > before, "the model was not asked");
+            first.push(got[before] - t0);
+            whole.push(t1 - t0);
+        }
+        client.cancel().await.unwrap();
+        (first, whole)
+    })
 }
 
 /// Runs `cmd` once per prompt; for each, the time until the model was asked and until the
@@ -55,7 +95,7 @@ fn scenario(title: &str, answer: &str) {
     let server = MockServer::builder()
         .on_request(move |_| seen.lock().unwrap().push(Instant::now()))
         .start_blocking();
-    for _ in 0..(2 * RUNS + 2) {
+    for _ in 0..(3 * RUNS + 2) {
         server.push(Turn::text(answer));
     }
     let sb = Sandbox::new()
@@ -76,6 +116,7 @@ fn scenario(title: &str, answer: &str) {
     let (w_first, w_whole) = measure(&arrivals, |i| {
         sb.baton(&["worker", "send", "b", &format!("prompt {i}")])
     });
+    let (m_first, m_whole) = measure_mcp(&sb, &arrivals, "b");
     let _ = sb.run(&["worker", "stop", "b"]);
     let stages = stages(&sb.work().join(".baton/state/workers/b.events.jsonl"));
     // The same conversation, resumed by a fresh process for each prompt.
@@ -97,6 +138,8 @@ fn scenario(title: &str, answer: &str) {
             &format!("prompt {i}"),
         ])
     });
+    let (mf50, mf95) = quantiles(m_first);
+    let (mw50, mw95) = quantiles(m_whole);
     let (wf50, wf95) = quantiles(w_first);
     let (rf50, rf95) = quantiles(r_first);
     let (ww50, ww95) = quantiles(w_whole);
@@ -104,17 +147,21 @@ fn scenario(title: &str, answer: &str) {
     println!("{title}");
     println!("  prompt to first byte on the wire, {RUNS} prompts each (ms):");
     println!("    baton worker send           median {wf50:7.2}   p95 {wf95:7.2}");
+    println!("    worker_send over baton mcp  median {mf50:7.2}   p95 {mf95:7.2}");
     println!("    baton agent --resume        median {rf50:7.2}   p95 {rf95:7.2}");
     println!(
-        "    resume / worker             {:.2}× at the median",
-        rf50 / wf50
+        "    resume / worker             {:.2}× at the median (over mcp {:.2}×)",
+        rf50 / wf50,
+        rf50 / mf50
     );
     println!("  prompt to answer printed (ms):");
     println!("    baton worker send           median {ww50:7.2}   p95 {ww95:7.2}");
+    println!("    worker_send over baton mcp  median {mw50:7.2}   p95 {mw95:7.2}");
     println!("    baton agent --resume        median {rw50:7.2}   p95 {rw95:7.2}");
     println!(
-        "    resume / worker             {:.2}× at the median",
-        rw50 / ww50
+        "    resume / worker             {:.2}× at the median (over mcp {:.2}×)",
+        rw50 / ww50,
+        rw50 / mw50
     );
     println!(
         "  inside the worker (ms): queued → delivered median {:.2} p95 {:.2}, delivered → answered median {:.2} p95 {:.2}",

@@ -506,6 +506,9 @@ pub struct Follower {
     /// The bytes of the log folded so far (whole lines only).
     offset: u64,
     state: Option<WorkerState>,
+    /// The log's first line (its `worker.created`) as folded: a log replaced since (a worker
+    /// retired and made again under its name) starts with another one and is folded afresh.
+    head: Vec<u8>,
 }
 
 impl Follower {
@@ -516,11 +519,16 @@ impl Follower {
             path: log_path(dir, name)?,
             offset: 0,
             state: None,
+            head: Vec::new(),
         })
     }
 
     /// The worker's state with what was appended since the last call.
     pub fn refresh(&mut self) -> Result<&WorkerState, WorkerError> {
+        if self.offset > 0 && !self.same_log() {
+            self.offset = 0;
+            self.state = None;
+        }
         if self.read_new().is_none() {
             self.offset = 0;
             self.state = None;
@@ -532,6 +540,15 @@ impl Follower {
         self.state.as_ref().ok_or_else(|| WorkerError::NoCreated {
             path: self.path.display().to_string(),
         })
+    }
+
+    /// Whether the log still starts with the line this follower folded first.
+    fn same_log(&self) -> bool {
+        use std::io::Read as _;
+        let mut start = vec![0u8; self.head.len()];
+        std::fs::File::open(&self.path)
+            .and_then(|mut f| f.read_exact(&mut start))
+            .is_ok_and(|()| start == self.head)
     }
 
     /// Folds the whole lines appended since `offset`; `None` when they do not read.
@@ -556,7 +573,11 @@ impl Follower {
         match &mut self.state {
             Some(s) => events.iter().for_each(|ev| s.apply(ev)),
             None if events.is_empty() => return None,
-            None => self.state = Some(WorkerState::fold(&events)?),
+            None => {
+                self.state = Some(WorkerState::fold(&events)?);
+                let end = bytes.iter().position(|b| *b == b'\n').map_or(0, |i| i + 1);
+                self.head = bytes[..end].to_vec();
+            }
         }
         self.offset += whole as u64;
         Some(())
@@ -752,6 +773,36 @@ mod tests {
         raw.write_all(b"not json\n").unwrap();
         let e = f.refresh().unwrap_err().to_string();
         assert_eq!(e, load(&st, "w").unwrap_err().to_string());
+    }
+
+    #[test]
+    fn a_follower_folds_a_log_made_again_under_the_same_name_afresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = StateDir::at(dir.path());
+        let path = log_path(&st, "w").unwrap();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut log = WorkerLog::create(&path, Durability::Fsync).unwrap();
+        log.append(&WorkerEvent::Created { spec: spec() }).unwrap();
+        log.append(&queued("old")).unwrap();
+        let mut f = Follower::new(&st, "w").unwrap();
+        let ids = |s: &WorkerState| s.pending().map(|p| p.id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(f.refresh().unwrap()), ["old"]);
+        // Retired and made again: a new log, longer than what was folded, whose lines past the
+        // old offset read as events too.
+        drop(log);
+        std::fs::remove_file(&path).unwrap();
+        let mut log = WorkerLog::create(&path, Durability::Fsync).unwrap();
+        let again = WorkerSpec {
+            created: "t1".into(),
+            ..spec()
+        };
+        log.append(&WorkerEvent::Created { spec: again }).unwrap();
+        for id in ["ne1", "ne2", "ne3"] {
+            log.append(&queued(id)).unwrap();
+        }
+        let s = f.refresh().unwrap();
+        assert_eq!(s.spec.created, "t1");
+        assert_eq!(ids(s), ["ne1", "ne2", "ne3"]);
     }
 
     #[test]

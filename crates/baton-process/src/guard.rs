@@ -274,15 +274,7 @@ pub(crate) fn run(
             return Err(std::io::Error::last_os_error());
         }
     }
-    let mut signals = SigSet::empty();
-    for s in [
-        Signal::SIGCHLD,
-        Signal::SIGTERM,
-        Signal::SIGINT,
-        Signal::SIGHUP,
-    ] {
-        signals.add(s);
-    }
+    let signals = watched_signals();
     nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&signals), None)?;
     let sigfd = nix::sys::signalfd::SignalFd::with_flags(
         &signals,
@@ -390,6 +382,20 @@ pub(crate) fn run(
         }
     }
     Ok(status)
+}
+
+/// The signals a guard reads from its signalfd: its program's end, and the three it forwards.
+pub(crate) fn watched_signals() -> SigSet {
+    let mut signals = SigSet::empty();
+    for s in [
+        Signal::SIGCHLD,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+    ] {
+        signals.add(s);
+    }
+    signals
 }
 
 /// Reaps every child that has ended; the program's status when it was among them.

@@ -454,15 +454,7 @@ fn kill_all_strays(guards: &mut Vec<i32>) {
 /// channel. Returns the exit code of the fork.
 fn guard_child(fds: Vec<OwnedFd>, hook: Hook) -> i32 {
     // Blocked from here, so a signal sent once baton knows the pid is forwarded, not fatal.
-    let mut signals = SigSet::empty();
-    for s in [
-        Signal::SIGCHLD,
-        Signal::SIGTERM,
-        Signal::SIGINT,
-        Signal::SIGHUP,
-    ] {
-        signals.add(s);
-    }
+    let signals = super::watched_signals();
     if nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&signals), None).is_err() {
         return 1;
     }

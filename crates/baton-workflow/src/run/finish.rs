@@ -1,6 +1,7 @@
 //! Ending and answering: checkpoints, the user's answers, memory finalization and the brief.
 
 use super::answers::phase_gate;
+use super::preflight::git;
 use super::*;
 use crate::artifact::DeferredFinding;
 use crate::artifact::HistoryEntry;
@@ -813,22 +814,6 @@ fn commit_worktree(wt: &baton_exec::worktree::ChildWorktree, request: &str) -> R
         )?;
     }
     Ok(())
-}
-
-/// Runs baton's hardened git (`baton_git`) in `dir`; the error is git's own message.
-fn git(dir: &std::path::Path, args: &[&str]) -> Result<String, String> {
-    let out = baton_git::Git::new(dir)
-        .run_output(args)
-        .map_err(|e| format!("cannot run git: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    } else {
-        Err(format!(
-            "git {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
 }
 
 /// Carries out the finishing choice on the workflow's branch; the text says what was done.

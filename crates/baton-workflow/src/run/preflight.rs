@@ -40,19 +40,7 @@ fn workspace<'a>(v: &'a WorkflowState, root: &'a Path) -> &'a Path {
 /// will work in, before the first of them. A failed git command degrades it, never the run.
 fn git_preflight(dir: &Path) -> crate::results::GitPreflight {
     use crate::results::{GitPreflight, Isolation};
-    let git = baton_git::Git::new(dir);
-    let ask = |args: &[&str]| -> Result<String, String> {
-        let out = git.run_output(args).map_err(|e| e.to_string())?;
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-        } else {
-            Err(format!(
-                "git {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))
-        }
-    };
+    let ask = |args: &[&str]| git(dir, args);
     let look = || -> Result<GitPreflight, String> {
         let dir = ask(&["rev-parse", "--path-format=absolute", "--git-dir"])?;
         let common = ask(&["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
@@ -63,7 +51,10 @@ fn git_preflight(dir: &Path) -> crate::results::GitPreflight {
         } else {
             Isolation::InPlace
         };
-        let detached_head = git.current_branch().map_err(|e| e.to_string())?.is_none();
+        let detached_head = baton_git::Git::new(dir)
+            .current_branch()
+            .map_err(|e| e.to_string())?
+            .is_none();
         Ok(GitPreflight {
             isolated,
             detached_head,
@@ -87,5 +78,21 @@ pub(super) fn merge_target(root: &Path, branch: &str) -> Result<(), String> {
             root.display()
         )),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Runs baton's hardened git (`baton_git`) in `dir`; the error is git's own message.
+pub(super) fn git(dir: &std::path::Path, args: &[&str]) -> Result<String, String> {
+    let out = baton_git::Git::new(dir)
+        .run_output(args)
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    } else {
+        Err(format!(
+            "git {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
     }
 }
