@@ -3,7 +3,6 @@
 //! MCP `worker_*` tools, answered with their documents.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use baton_protocol::ToolSpec;
@@ -168,15 +167,13 @@ async fn send(
     if !wait {
         return Ok(text(&queued));
     }
-    loop {
-        if let Some(done) =
-            workers::outcome(state, name, id).map_err(|e| format!("worker send: {e:#}"))?
-        {
-            return Ok(text(&done));
-        }
-        tokio::select! {
-            _ = ctx.cancel.cancelled() => return Err(format!("worker send: cancelled; prompt {id} stays in the worker's log")),
-            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
-        }
+    match workers::answer_of(state, name, id, ctx.cancel.cancelled())
+        .await
+        .map_err(|e| format!("worker send: {e:#}"))?
+    {
+        Some(done) => Ok(text(&done)),
+        None => Err(format!(
+            "worker send: cancelled; prompt {id} stays in the worker's log"
+        )),
     }
 }

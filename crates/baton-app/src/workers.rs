@@ -713,9 +713,33 @@ pub fn log_lines(state: &StateDir, name: &str) -> Result<Vec<String>> {
     Ok(evs.iter().map(describe).collect())
 }
 
-/// What a worker's prompt came to, once: `None` while it waits or runs.
-pub fn outcome(state: &StateDir, name: &str, id: &str) -> Result<Option<Sent>> {
-    outcome_of(&load(state, name)?, name, id)
+/// Waits for what worker `name`'s prompt `id` comes to, in a long-lived process (`baton mcp`,
+/// the `worker` tool): the log is looked at every millisecond for the first half second, then
+/// every 20 ms, each look reading only what was appended. `None` when `cancelled` resolves first
+/// (the prompt stays in the worker's log and is answered in its turn).
+pub async fn answer_of(
+    state: &StateDir,
+    name: &str,
+    id: &str,
+    cancelled: impl std::future::Future<Output = ()>,
+) -> Result<Option<Sent>> {
+    tokio::pin!(cancelled);
+    let started = Instant::now();
+    let mut follower = Kept::take(state, name)?;
+    loop {
+        if let Some(done) = outcome_of(follower.refresh()?, name, id)? {
+            return Ok(Some(done));
+        }
+        let pause = if started.elapsed() < Duration::from_millis(500) {
+            Duration::from_millis(1)
+        } else {
+            Duration::from_millis(20)
+        };
+        tokio::select! {
+            () = &mut cancelled => return Ok(None),
+            () = tokio::time::sleep(pause) => {}
+        }
+    }
 }
 
 /// [`outcome`] of a worker's state as read.

@@ -3,7 +3,6 @@
 //! does, through the same functions (`baton_app::workers`), and answers with the document its
 //! `--json` prints. See docs/workers.md.
 
-use std::time::Duration;
 
 use baton_app::project::{output_cap, state_dir};
 use baton_app::workers::{self, Ended, NewWorker, Prompt, Sent, Started, WorkerList};
@@ -198,17 +197,18 @@ async fn send(call: &Call, args: Option<JsonObject>) -> Answer {
         return Ok(document_result(&queued, true, cap));
     }
     let cancel = call.context.ct.clone();
-    loop {
-        if let Some(done) =
-            workers::outcome(&state, &req.name, id).map_err(|e| fail(call, format!("{e:#}")))?
-        {
+    match workers::answer_of(&state, &req.name, id, cancel.cancelled())
+        .await
+        .map_err(|e| fail(call, format!("{e:#}")))?
+    {
+        Some(done) => {
             let ok = matches!(&done, Sent::Answered(a) if a.reason.is_none());
-            return Ok(document_result(&done, ok, cap));
+            Ok(document_result(&done, ok, cap))
         }
-        tokio::select! {
-            _ = cancel.cancelled() => return Err(fail(call, format!("cancelled; prompt {id} stays in the worker's log and is answered in its turn"))),
-            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
-        }
+        None => Err(fail(
+            call,
+            format!("cancelled; prompt {id} stays in the worker's log and is answered in its turn"),
+        )),
     }
 }
 
