@@ -337,6 +337,40 @@ fn a_merge_that_breaks_the_merged_tree_keeps_the_worktree_and_the_branch() {
     assert!(std::path::Path::new(&wt).exists());
 }
 
+/// `merge` pulls the base first when it follows a remote branch (cc10x: check out the base, pull,
+/// merge): a teammate's commit pushed meanwhile is pulled, and the workflow's branch, now behind
+/// it, is not merged over it; the question stays.
+#[test]
+fn merge_pulls_the_base_branch_first() {
+    let wf = Wf::new();
+    let id = worktree_build_with_a_suite(&wf);
+    let remote = wf.sb.path("remote.git");
+    let init = std::process::Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&remote)
+        .status()
+        .unwrap();
+    assert!(init.success());
+    let url = remote.to_str().unwrap();
+    wf.sb.git(&["remote", "add", "origin", url]);
+    wf.sb.git(&["push", "-q", "-u", "origin", "main"]);
+    let teammate = wf.sb.path("teammate");
+    wf.sb
+        .git(&["clone", "-q", "-b", "main", url, teammate.to_str().unwrap()]);
+    std::fs::write(teammate.join("theirs.txt"), "a teammate's file\n").unwrap();
+    wf.sb.git_in(&teammate, &["add", "theirs.txt"]);
+    wf.sb
+        .git_in(&teammate, &["commit", "-q", "-m", "a teammate's change"]);
+    wf.sb.git_in(&teammate, &["push", "-q", "origin", "main"]);
+    let o = wf.run(&["resume", &id, "--answer", "merge"]);
+    assert_exit(&o, 2);
+    assert!(err(&o).contains("moved on"), "{}", err(&o));
+    assert_eq!(wf.sb.subjects("main")[0], "a teammate's change");
+    assert!(wf.sb.work().join("theirs.txt").exists());
+    assert!(wf.sb.git(&["branch", "--list", "baton/*"]).contains(&id));
+    assert_eq!(wf.snapshot()["checkpoint"]["gate"], "finish");
+}
+
 /// `pr` pushes the branch (never forced) and keeps the worktree.
 #[test]
 fn pr_pushes_the_branch_and_keeps_the_worktree() {

@@ -3,7 +3,6 @@
 //! does, through the same functions (`baton_app::workers`), and answers with the document its
 //! `--json` prints. See docs/workers.md.
 
-
 use baton_app::project::{output_cap, state_dir};
 use baton_app::workers::{self, Ended, NewWorker, Prompt, Sent, Started, WorkerList};
 use rmcp::model::JsonObject;

@@ -831,6 +831,10 @@ pub(super) async fn apply_finish(
         "merge" => {
             super::preflight::merge_target(root, &wt.branch)?;
             let head = git(root, &["rev-parse", "--abbrev-ref", "HEAD"])?;
+            // cc10x: the base is brought up to date first when it follows a remote branch.
+            if git(root, &["rev-parse", "--abbrev-ref", "@{upstream}"]).is_ok() {
+                git(root, &["pull", "--ff-only", "-q"]).map_err(|e| format!("{e}\nthe base branch {head} could not be brought up to date with its remote: pull it yourself and answer merge again, or answer keep"))?;
+            }
             git(root, &["merge", "--ff-only", "-q", &wt.branch]).map_err(|e| {
                 format!("{e}\nthe base branch {head} moved on: rebase {} onto it (in {path}) and answer merge again, or answer keep", wt.branch)
             })?;
