@@ -337,13 +337,8 @@ fn a_merge_that_breaks_the_merged_tree_keeps_the_worktree_and_the_branch() {
     assert!(std::path::Path::new(&wt).exists());
 }
 
-/// `merge` pulls the base first when it follows a remote branch (cc10x: check out the base, pull,
-/// merge): a teammate's commit pushed meanwhile is pulled, and the workflow's branch, now behind
-/// it, is not merged over it; the question stays.
-#[test]
-fn merge_pulls_the_base_branch_first() {
-    let wf = Wf::new();
-    let id = worktree_build_with_a_suite(&wf);
+/// A bare repository beside the project, added as its `origin`; its path.
+fn origin(wf: &Wf) -> String {
     let remote = wf.sb.path("remote.git");
     let init = std::process::Command::new("git")
         .args(["init", "-q", "--bare"])
@@ -351,8 +346,20 @@ fn merge_pulls_the_base_branch_first() {
         .status()
         .unwrap();
     assert!(init.success());
-    let url = remote.to_str().unwrap();
-    wf.sb.git(&["remote", "add", "origin", url]);
+    let url = remote.to_str().unwrap().to_string();
+    wf.sb.git(&["remote", "add", "origin", &url]);
+    url
+}
+
+/// `merge` pulls the base first when it follows a remote branch (cc10x: check out the base, pull,
+/// merge): a teammate's commit pushed meanwhile is pulled, and the workflow's branch, now behind
+/// it, is not merged over it; the question stays.
+#[test]
+fn merge_pulls_the_base_branch_first() {
+    let wf = Wf::new();
+    let id = worktree_build_with_a_suite(&wf);
+    let url = origin(&wf);
+    let url = url.as_str();
     wf.sb.git(&["push", "-q", "-u", "origin", "main"]);
     let teammate = wf.sb.path("teammate");
     wf.sb
@@ -375,15 +382,7 @@ fn merge_pulls_the_base_branch_first() {
 #[test]
 fn pr_pushes_the_branch_and_keeps_the_worktree() {
     let wf = Wf::new();
-    let remote = wf.sb.path("remote.git");
-    let init = std::process::Command::new("git")
-        .args(["init", "-q", "--bare"])
-        .arg(&remote)
-        .status()
-        .unwrap();
-    assert!(init.success());
-    wf.sb
-        .git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    origin(&wf);
     let id = worktree_build_with_a_suite(&wf);
     let o = wf.run(&["resume", &id, "--answer", "pr"]);
     assert_exit(&o, 0);

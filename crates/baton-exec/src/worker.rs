@@ -732,6 +732,15 @@ mod tests {
         }
     }
 
+    /// Worker `w`'s log, new, holding its `worker.created`.
+    fn new_log(st: &StateDir) -> (std::path::PathBuf, WorkerLog) {
+        let path = log_path(st, "w").unwrap();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut log = WorkerLog::create(&path, Durability::Fsync).unwrap();
+        log.append(&WorkerEvent::Created { spec: spec() }).unwrap();
+        (path, log)
+    }
+
     fn queued(id: &str) -> WorkerEvent {
         WorkerEvent::Queued {
             id: id.into(),
@@ -746,10 +755,7 @@ mod tests {
         use std::io::Write as _;
         let dir = tempfile::tempdir().unwrap();
         let st = StateDir::at(dir.path());
-        let path = log_path(&st, "w").unwrap();
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        let mut log = WorkerLog::create(&path, Durability::Fsync).unwrap();
-        log.append(&WorkerEvent::Created { spec: spec() }).unwrap();
+        let (path, mut log) = new_log(&st);
         let mut f = Follower::new(&st, "w").unwrap();
         assert_eq!(f.refresh().unwrap().pending().count(), 0);
         log.append(&queued("p1")).unwrap();
@@ -779,10 +785,7 @@ mod tests {
     fn a_follower_folds_a_log_made_again_under_the_same_name_afresh() {
         let dir = tempfile::tempdir().unwrap();
         let st = StateDir::at(dir.path());
-        let path = log_path(&st, "w").unwrap();
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        let mut log = WorkerLog::create(&path, Durability::Fsync).unwrap();
-        log.append(&WorkerEvent::Created { spec: spec() }).unwrap();
+        let (path, mut log) = new_log(&st);
         log.append(&queued("old")).unwrap();
         let mut f = Follower::new(&st, "w").unwrap();
         let ids = |s: &WorkerState| s.pending().map(|p| p.id.clone()).collect::<Vec<_>>();

@@ -332,31 +332,16 @@ pub(crate) fn run(
     }
 
     let status = loop {
-        let mut fds = [
-            libc::pollfd {
-                fd: watch.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: sigfd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        // SAFETY: poll reads and writes the two pollfd structs of the array it is given.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-        if n < 0 {
-            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            break None;
-        }
-        if fds[0].revents != 0 {
+        let ready = match wait_readable(watch.as_raw_fd(), sigfd.as_raw_fd()) {
+            Ok(Some(r)) => r,
+            Ok(None) => continue,
+            Err(_) => break None,
+        };
+        if ready[0] {
             // The parent closed its end or died: kill everything.
             break None;
         }
-        if fds[1].revents == 0 {
+        if !ready[1] {
             continue;
         }
         let Ok(Some(info)) = sigfd.read_signal() else {
@@ -382,6 +367,25 @@ pub(crate) fn run(
         }
     }
     Ok(status)
+}
+
+/// Waits until `a` or `b` can be read (or reached EOF); which of them. `None` when a signal
+/// interrupted the wait (look again).
+pub(crate) fn wait_readable(a: RawFd, b: RawFd) -> std::io::Result<Option<[bool; 2]>> {
+    let mut fds = [a, b].map(|fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    // SAFETY: poll reads and writes the two pollfd structs of the array it is given.
+    if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+        let e = std::io::Error::last_os_error();
+        return match e.kind() {
+            std::io::ErrorKind::Interrupted => Ok(None),
+            _ => Err(e),
+        };
+    }
+    Ok(Some(fds.map(|f| f.revents != 0)))
 }
 
 /// The signals a guard reads from its signalfd: its program's end, and the three it forwards.

@@ -347,30 +347,16 @@ pub(crate) fn serve(socket: OwnedFd, hook: Hook) -> i32 {
     };
     let mut guards: Vec<i32> = Vec::new();
     loop {
-        let mut fds = [
-            libc::pollfd {
-                fd: socket.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: sigfd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        // SAFETY: poll reads and writes the two pollfd structs of the array it is given.
-        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
-            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            break;
-        }
-        if fds[1].revents != 0 {
+        let ready = match super::wait_readable(socket.as_raw_fd(), sigfd.as_raw_fd()) {
+            Ok(Some(r)) => r,
+            Ok(None) => continue,
+            Err(_) => break,
+        };
+        if ready[1] {
             while let Ok(Some(_)) = sigfd.read_signal() {}
             reap(&mut guards);
         }
-        if fds[0].revents == 0 {
+        if !ready[0] {
             continue;
         }
         let received = match recv_fds(socket.as_fd()) {
