@@ -92,12 +92,15 @@ pub fn spawn(cmd: &Command, stdio: [BorrowedFd<'_>; 3]) -> std::io::Result<Optio
     mine.write_all(&frame)?;
     mine.set_read_timeout(Some(START_WAIT))?;
     let mut message = [0u8; 5];
-    mine.read_exact(&mut message).map_err(|e| {
-        std::io::Error::new(
+    if let Err(e) = mine.read_exact(&mut message) {
+        // A server that does not answer (stopped, stuck) is not asked again: the next command
+        // starts a new one.
+        forget_server();
+        return Err(std::io::Error::new(
             e.kind(),
             format!("the guard server did not start the command: {e}"),
-        )
-    })?;
+        ));
+    }
     if message[0] != STARTED {
         return Err(std::io::Error::other(
             "the guard server answered with something else than a started guard",
@@ -146,6 +149,18 @@ fn send(guard: &Path, fds: [BorrowedFd<'_>; 4]) -> std::io::Result<()> {
         }
     }
     Err(std::io::Error::other("the guard server cannot be started"))
+}
+
+/// Kills this process's guard server and forgets it (its guards go on: each watches its own
+/// channel).
+fn forget_server() {
+    let mut server = SERVER
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(mut s) = server.take() {
+        let _ = s.child.kill();
+        let _ = s.child.wait();
+    }
 }
 
 /// Starts the guard server `guard` (`baton-guard`, or `baton` in its guard mode) with its end of
