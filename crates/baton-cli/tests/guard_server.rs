@@ -153,6 +153,26 @@ fn what_a_killed_guard_leaves_is_killed_by_the_server() {
 }
 
 #[test]
+fn neither_the_server_nor_a_guard_holds_baton_s_environment() {
+    // Set before the server starts: a provider key in baton's own environment.
+    std::env::set_var("BATON_SERVED_SECRET", "sk-not-for-the-model");
+    let dir = tempfile::tempdir().unwrap();
+    // The command's parent is its guard, whose parent is the server: what each started with is
+    // in its /proc/PID/environ.
+    let (mut served, _link) = start(
+        dir.path(),
+        "server=$(cut -d' ' -f4 /proc/$PPID/stat); \
+         cat /proc/$PPID/environ /proc/$server/environ 2>&1; \
+         echo done",
+        &[],
+    );
+    assert_eq!(status(&mut served).code(), Some(0));
+    let out = read(dir.path(), "out");
+    assert!(out.ends_with("done\n"), "{out}");
+    assert!(!out.contains("sk-not-for-the-model"), "{out}");
+}
+
+#[test]
 fn a_killed_server_is_replaced_by_the_next_command() {
     let dir = tempfile::tempdir().unwrap();
     let (mut first, _link) = start(dir.path(), "exit 0", &[]);

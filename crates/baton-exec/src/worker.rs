@@ -525,10 +525,6 @@ impl Follower {
 
     /// The worker's state with what was appended since the last call.
     pub fn refresh(&mut self) -> Result<&WorkerState, WorkerError> {
-        if self.offset > 0 && !self.same_log() {
-            self.offset = 0;
-            self.state = None;
-        }
         if self.read_new().is_none() {
             self.offset = 0;
             self.state = None;
@@ -542,22 +538,22 @@ impl Follower {
         })
     }
 
-    /// Whether the log still starts with the line this follower folded first.
-    fn same_log(&self) -> bool {
-        use std::io::Read as _;
-        let mut start = vec![0u8; self.head.len()];
-        std::fs::File::open(&self.path)
-            .and_then(|mut f| f.read_exact(&mut start))
-            .is_ok_and(|()| start == self.head)
-    }
-
-    /// Folds the whole lines appended since `offset`; `None` when they do not read.
+    /// Folds the whole lines appended since `offset`; `None` when they do not read, or when the
+    /// log no longer starts with the line folded first (the caller folds it afresh).
     fn read_new(&mut self) -> Option<()> {
         use std::io::{Read as _, Seek as _, SeekFrom};
+        use std::os::unix::fs::FileExt as _;
         let mut file = std::fs::File::open(&self.path).ok()?;
         let len = file.metadata().ok()?.len();
         if len < self.offset {
             return None;
+        }
+        if self.offset > 0 {
+            let mut start = vec![0u8; self.head.len()];
+            file.read_exact_at(&mut start, 0).ok()?;
+            if start != self.head {
+                return None;
+            }
         }
         file.seek(SeekFrom::Start(self.offset)).ok()?;
         let mut bytes = Vec::new();

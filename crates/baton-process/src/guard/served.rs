@@ -172,8 +172,12 @@ fn start(guard: &Path) -> std::io::Result<Server> {
     if guard.file_name() != Some(OsStr::new(super::GUARD_BINARY)) {
         cmd.arg(super::GUARD_ARG);
     }
+    // No environment: each guard takes its command's from baton's request (provider keys
+    // already removed), and what a process started with stays readable in its
+    // `/proc/PID/environ` for as long as it lives.
     cmd.arg(SERVE_ARG)
         .arg(fd.to_string())
+        .env_clear()
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -346,6 +350,10 @@ pub(crate) fn serve(socket: OwnedFd, hook: Hook) -> i32 {
     // SAFETY: fcntl and prctl on our own descriptor and process.
     unsafe {
         libc::fcntl(socket.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC);
+        // Like baton itself: no other process reads the memory of the server or of a guard it
+        // forks (a guard holds its command's environment); a program a guard executes is
+        // dumpable again.
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
         if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 {
             return 1;
         }
