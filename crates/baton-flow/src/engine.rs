@@ -232,6 +232,16 @@ struct Run<'a> {
     /// step-1 check may rely on it instead of reading Main again: the check right before its merge
     /// still reads Main, so nothing that moves Main in between goes unnoticed.
     main_left_at: Mutex<Option<String>>,
+    /// The last integrated unit's cleanup, running beside the next unit's landing (see
+    /// [`Run::clean_up`]); its `unit.finished` is written once it ends.
+    cleaning: Mutex<Option<Cleanup>>,
+}
+
+/// A unit's worktree and branch being removed on a thread of their own.
+struct Cleanup {
+    unit: String,
+    outcome: UnitOutcome,
+    done: std::thread::JoinHandle<Vec<String>>,
 }
 
 // The driver
@@ -239,6 +249,19 @@ struct Run<'a> {
 impl Run<'_> {
     /// Writes an event (durably), applies it, tells the observer, and honours the crash hook.
     fn emit(&self, ev: FlowEvent) -> Result<(), FlowError> {
+        // A cleanup that ended is told before anything that follows it, and one still running is
+        // waited for before the Flow stops or pauses: the record never stops with it untold.
+        if !matches!(ev, FlowEvent::Finished { .. }) {
+            let stops = matches!(
+                ev,
+                FlowEvent::Blocked { .. }
+                    | FlowEvent::Halted { .. }
+                    | FlowEvent::Completed { .. }
+                    | FlowEvent::Failed { .. }
+                    | FlowEvent::Abandoned { .. }
+            );
+            self.finish_cleanup(stops)?;
+        }
         let written = lock_or(&self.log).write(&ev)?;
         lock_or(&self.state).apply(&ev, written.record.seq, &written.record.at);
         if let Some(obs) = &self.env.observer {
@@ -291,7 +314,14 @@ impl Run<'_> {
     }
 
     async fn drive(&self) -> Result<(), FlowError> {
-        let result = self.drive_inner().await;
+        let mut result = self.drive_inner().await;
+        if result.is_ok() {
+            result = self.finish_cleanup(true);
+        } else {
+            // Stopped short (a simulated crash): the cleanup is not told, as a dead process's
+            // would not be, but it does not run on beside whoever takes over.
+            self.forget_cleanup();
+        }
         // The snapshot mirrors whatever the log says now, also after a simulated crash.
         self.snapshot();
         result

@@ -1038,6 +1038,46 @@ async fn a_merge_found_done_is_recorded_even_when_main_is_dirty() {
     assert_eq!(count(&kinds(&fx, &s.state.id), "unit.merged@a"), 1);
 }
 
+/// A unit's cleanup runs beside the next unit's landing; what git refused there is still a
+/// warning of that unit, and the record tells the cleanup ended before the Flow pauses or ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cleanup_beside_the_next_unit_is_told_before_the_flow_stops() {
+    let fx = Fx::new();
+    // a's validation leaves a file git's non-forced removal refuses to delete.
+    let a = with_validation(unit("a"), "sh", &["-c", "echo built > build.log"]);
+    let b = with_validation(unit("b"), "false", &[]);
+    let s = run(&fx, &[a, unit("c"), b]).await;
+    assert_eq!(s.phase, Phase::Paused, "{}", baton_flow::render::report(&s));
+    let k = kinds(&fx, &s.state.id);
+    let at = |e: &str| {
+        k.iter()
+            .position(|x| x == e)
+            .unwrap_or_else(|| panic!("{e}: {k:?}"))
+    };
+    for u in ["a", "c"] {
+        assert_eq!(count(&k, &format!("unit.cleaning@{u}")), 1, "{k:?}");
+        assert_eq!(count(&k, &format!("unit.finished@{u}")), 1, "{k:?}");
+        assert!(at(&format!("unit.cleaning@{u}")) < at(&format!("unit.finished@{u}")));
+        assert!(
+            at(&format!("unit.finished@{u}")) < at("unit.blocked@b"),
+            "{k:?}"
+        );
+    }
+    // One cleanup at a time: a's ended before c's began.
+    assert!(at("unit.finished@a") < at("unit.cleaning@c"), "{k:?}");
+    let a = &s.state.units[0];
+    assert_eq!(a.status, UnitStatus::Integrated);
+    assert!(
+        a.warnings.iter().any(|w| w.contains("worktree kept at")),
+        "{:?}",
+        a.warnings
+    );
+    assert!(a.path.as_ref().unwrap().join("build.log").is_file());
+    assert_eq!(s.state.units[1].status, UnitStatus::Integrated);
+    assert!(s.state.units[1].warnings.is_empty());
+    assert_eq!(fx.subjects(), ["unit c", "unit a", "initial"]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_the_validation_leaves_untracked_does_not_block_the_repair() {
     let fx = Fx::new();

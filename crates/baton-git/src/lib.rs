@@ -410,17 +410,41 @@ impl Git {
 
     /// The git directory shared by all worktrees of the repository, absolute.
     pub fn git_common_dir(&self) -> Result<PathBuf> {
+        if let Some(p) = self.pin_of_own_repo()? {
+            return Ok(p.common_dir);
+        }
         self.rev_parse_path("--git-common-dir")
     }
 
     /// This worktree's own git directory (for a linked worktree, `COMMON/worktrees/NAME`), absolute.
     pub fn git_dir(&self) -> Result<PathBuf> {
+        if let Some(p) = self.pin_of_own_repo()? {
+            return Ok(p.git_dir);
+        }
         self.rev_parse_path("--git-dir")
+    }
+
+    /// The pin of the work tree this value runs git in (checked, see [`pin`]), when git would be
+    /// told exactly its dirs: every git call there passes the pinned `GIT_DIR` and
+    /// `GIT_COMMON_DIR`, so asking git for them again answers what the pin holds. `None` when
+    /// this value sets git's own variables itself.
+    fn pin_of_own_repo(&self) -> Result<Option<pin::Pinned>> {
+        if self
+            .env
+            .iter()
+            .any(|(k, _)| k.to_string_lossy().starts_with("GIT_"))
+        {
+            return Ok(None);
+        }
+        pin::pinned_for(&self.dir)
     }
 
     /// [`Self::git_dir`] and [`Self::git_common_dir`] from one git process (a path holding a
     /// line break is asked for alone).
     pub fn git_dirs(&self) -> Result<(PathBuf, PathBuf)> {
+        if let Some(p) = self.pin_of_own_repo()? {
+            return Ok((p.git_dir, p.common_dir));
+        }
         let out = self.run_bytes(["rev-parse", "--git-dir", "--git-common-dir"])?;
         let lines: Vec<&[u8]> = trim_newline(&out).split(|b| *b == b'\n').collect();
         match lines.as_slice() {

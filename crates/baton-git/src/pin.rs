@@ -77,8 +77,9 @@ pub fn pin(dir: &Path) -> Result<Option<Pinned>> {
     let Some(before) = identity(&dot_git) else {
         return Ok(None);
     };
-    let git = Git::new(&top);
-    let Ok((git_dir, common_dir)) = git.git_dirs() else {
+    let Some((git_dir, common_dir)) =
+        linked_to_a_pinned_repository(&top).or_else(|| Git::new(&top).git_dirs().ok())
+    else {
         return Ok(None);
     };
     // Resolved from what `.git` was at the start: a change while resolving is not pinned.
@@ -95,6 +96,18 @@ pub fn pin(dir: &Path) -> Result<Option<Pinned>> {
     all.retain(|x| x.top != p.top);
     all.push(p.clone());
     Ok(Some(p))
+}
+
+/// A linked worktree of a repository already pinned (a Flow unit's, a delegated child's), read
+/// from its files without a git process: its `.git` pointer and the admin folder's `gitdir` must
+/// name each other, and the admin folder must sit in the pinned common dir's `worktrees/`, as
+/// git itself would resolve them. Anything else is asked of git.
+fn linked_to_a_pinned_repository(top: &Path) -> Option<(PathBuf, PathBuf)> {
+    let (admin, common) = crate::worktree::linked_worktree_of(top)?;
+    pins()
+        .iter()
+        .any(|p| p.common_dir == common)
+        .then_some((admin, common))
 }
 
 fn replaced(top: &Path) -> GitError {
@@ -207,6 +220,48 @@ mod tests {
             Git::new(&wt).status_porcelain(),
             Err(GitError::Replaced { .. })
         ));
+    }
+
+    #[test]
+    fn a_linked_worktree_of_a_pinned_repository_is_pinned_from_its_files() {
+        let d = repo();
+        let top = std::fs::canonicalize(d.path()).unwrap();
+        let g = Git::new(&top)
+            .with_env("GIT_COMMITTER_NAME", "t")
+            .with_env("GIT_COMMITTER_EMAIL", "t@t")
+            .with_env("GIT_AUTHOR_NAME", "t")
+            .with_env("GIT_AUTHOR_EMAIL", "t@t");
+        g.run(["commit", "-q", "--allow-empty", "-m", "i"]).unwrap();
+        let wt = top.join("wt");
+        g.worktree_add(&wt, "u1", "main").unwrap();
+        let asked = Git::new(&wt).git_dirs().unwrap();
+        pin(&top).unwrap().unwrap();
+        // What git answers, read without asking it: a HEAD git cannot read makes git refuse
+        // the worktree, so only the files can have answered.
+        let admin = top.join(".git/worktrees/wt");
+        assert_eq!(asked, (admin.clone(), top.join(".git")));
+        std::fs::write(admin.join("HEAD"), "garbage\n").unwrap();
+        assert!(
+            Git::new(&wt).git_dirs().is_err(),
+            "git refuses a worktree whose HEAD it cannot read"
+        );
+        let p = pin(&wt).unwrap().unwrap();
+        assert_eq!((p.git_dir.clone(), p.common_dir.clone()), asked);
+        assert_eq!(Git::new(&wt).git_dirs().unwrap(), asked);
+        // A worktree of a repository nothing pinned is still asked of git.
+        let other = repo();
+        let o = std::fs::canonicalize(other.path()).unwrap();
+        let og = Git::new(&o)
+            .with_env("GIT_COMMITTER_NAME", "t")
+            .with_env("GIT_COMMITTER_EMAIL", "t@t")
+            .with_env("GIT_AUTHOR_NAME", "t")
+            .with_env("GIT_AUTHOR_EMAIL", "t@t");
+        og.run(["commit", "-q", "--allow-empty", "-m", "i"])
+            .unwrap();
+        let owt = o.join("wt");
+        og.worktree_add(&owt, "u1", "main").unwrap();
+        std::fs::write(o.join(".git/worktrees/wt/HEAD"), "garbage\n").unwrap();
+        assert_eq!(pin(&owt).unwrap(), None);
     }
 
     #[test]

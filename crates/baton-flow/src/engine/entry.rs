@@ -180,6 +180,7 @@ pub async fn start_as(
         cancel,
         _lock: lock,
         main_left_at: Mutex::new(None),
+        cleaning: Mutex::new(None),
     };
     run.emit(created)?;
     run.emit(FlowEvent::Driver {
@@ -356,7 +357,12 @@ pub async fn land(
         unit: unit.to_string(),
         main: head,
     })?;
-    let result = run.integrate(i).await;
+    let mut result = run.integrate(i).await;
+    if result.is_ok() {
+        result = run.finish_cleanup(true).map(|()| Step::Done);
+    } else {
+        run.forget_cleanup();
+    }
     run.snapshot();
     result?;
     Ok(run.status())
@@ -611,6 +617,7 @@ fn take_over<'a>(
         cancel,
         _lock: lock,
         main_left_at: Mutex::new(None),
+        cleaning: Mutex::new(None),
     };
     Ok((run, state))
 }

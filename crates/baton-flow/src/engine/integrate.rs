@@ -654,46 +654,105 @@ impl Run<'_> {
         }
     }
 
-    /// Non-forced `git worktree remove` and `git branch -d`; a refusal is a warning.
+    /// Step 6: non-forced `git worktree remove` and `git branch -d`; a refusal is a warning. They
+    /// run on a thread of their own while the next unit lands (they touch only this unit's
+    /// worktree and branch), one cleanup at a time; `unit.finished` follows when they end.
     pub(super) fn clean_up(&self, i: usize, outcome: UnitOutcome) -> Result<Step, FlowError> {
+        self.finish_cleanup(true)?;
         let u = self.unit(i);
         self.emit(FlowEvent::Cleaning {
             unit: u.id().to_string(),
         })?;
-        let mut warnings = Vec::new();
-        if let Some(path) = &u.path {
-            if path.symlink_metadata().is_ok() {
-                if let Err(e) = self.main.worktree_remove(path, false) {
-                    warnings.push(format!(
-                        "worktree kept at {}: git refused to remove it ({}); inspect it, then `git worktree remove {}`",
-                        path.display(),
-                        first_line(&e.to_string()),
-                        path.display()
-                    ));
-                }
-                if let Some(parent) = path.parent() {
-                    let _ = std::fs::remove_dir(parent);
-                }
-            } else {
-                let _ = self.main.worktree_prune();
+        let main = self.main.clone();
+        let (path, branch) = (u.path.clone(), u.branch.clone());
+        let work = move || remove_unit_checkout(&main, path.as_deref(), branch.as_deref());
+        let unit = u.id().to_string();
+        match std::thread::Builder::new()
+            .name("flow-cleanup".into())
+            .spawn(work.clone())
+        {
+            Ok(done) => {
+                *lock_or(&self.cleaning) = Some(Cleanup {
+                    unit,
+                    outcome,
+                    done,
+                });
+            }
+            Err(_) => {
+                let warnings = work();
+                self.emit(FlowEvent::Finished {
+                    unit,
+                    outcome,
+                    warnings,
+                })?;
             }
         }
-        if let Some(branch) = &u.branch {
-            match self.main.branch_delete(branch, false) {
-                Ok(()) => {}
-                // Already gone (a resumed cleanup).
-                Err(e) if e.stderr().is_some_and(|s| s.contains("not found")) => {}
-                Err(e) => warnings.push(format!(
-                    "branch {branch} kept: git refused to delete it ({})",
-                    first_line(&e.to_string())
-                )),
-            }
-        }
-        self.emit(FlowEvent::Finished {
-            unit: u.id().to_string(),
-            outcome,
-            warnings,
-        })?;
         Ok(Step::Done)
     }
+
+    /// Writes `unit.finished` for the cleanup started last, once it has ended; with `wait`, waits
+    /// for it to end.
+    pub(super) fn finish_cleanup(&self, wait: bool) -> Result<(), FlowError> {
+        let c = {
+            let mut slot = lock_or(&self.cleaning);
+            match slot.as_ref() {
+                Some(c) if wait || c.done.is_finished() => slot.take(),
+                _ => None,
+            }
+        };
+        let Some(c) = c else { return Ok(()) };
+        let warnings = c.done.join().unwrap_or_else(|_| {
+            vec![format!(
+                "the cleanup of unit {} stopped short: run `baton flow clean` to remove what is left",
+                c.unit
+            )]
+        });
+        self.emit(FlowEvent::Finished {
+            unit: c.unit,
+            outcome: c.outcome,
+            warnings,
+        })
+    }
+
+    /// Waits for a cleanup still running without recording it: the driver stopped short, and
+    /// whoever takes over redoes it from the log.
+    pub(super) fn forget_cleanup(&self) {
+        if let Some(c) = lock_or(&self.cleaning).take() {
+            let _ = c.done.join();
+        }
+    }
+}
+
+/// Removes a unit's worktree and branch, never by force: what git refuses is a warning.
+fn remove_unit_checkout(main: &Git, path: Option<&Path>, branch: Option<&str>) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let Some(path) = path {
+        if path.symlink_metadata().is_ok() {
+            if let Err(e) = main.worktree_remove(path, false) {
+                warnings.push(format!(
+                    "worktree kept at {}: git refused to remove it ({}); inspect it, then `git worktree remove {}`",
+                    path.display(),
+                    first_line(&e.to_string()),
+                    path.display()
+                ));
+            }
+            if let Some(parent) = path.parent() {
+                let _ = std::fs::remove_dir(parent);
+            }
+        } else {
+            let _ = main.worktree_prune();
+        }
+    }
+    if let Some(branch) = branch {
+        match main.branch_delete(branch, false) {
+            Ok(()) => {}
+            // Already gone (a resumed cleanup).
+            Err(e) if e.stderr().is_some_and(|s| s.contains("not found")) => {}
+            Err(e) => warnings.push(format!(
+                "branch {branch} kept: git refused to delete it ({})",
+                first_line(&e.to_string())
+            )),
+        }
+    }
+    warnings
 }
