@@ -156,11 +156,11 @@ pub fn local_props(provider: &ProviderConfig, timeout: Duration) -> Option<Llama
     stream.set_write_timeout(Some(timeout)).ok()?;
     let path = format!("{}/props", url.path().trim_end_matches('/'));
     let host = url.host_str()?;
-    write!(
-        stream,
+    // One write: each piece `write!` would send is a TCP segment of its own.
+    let request = format!(
         "GET {path} HTTP/1.0\r\nHost: {host}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
+    );
+    stream.write_all(request.as_bytes()).ok()?;
     // The answer carries the chat template: allow it 4 MiB.
     let mut answer = Vec::new();
     stream.take(4 << 20).read_to_end(&mut answer).ok()?;
