@@ -33,6 +33,7 @@ mod drivers;
 mod error;
 mod history;
 pub mod pin;
+pub mod rewind;
 pub mod snapshot;
 mod status;
 mod worktree;
