@@ -61,6 +61,14 @@ pub enum Line {
         summary: String,
         kept: Vec<Message>,
     },
+    /// A prompt changed files: the trees before its first writing call and after its answer
+    /// (`/undo`, see `baton_git::rewind`).
+    Checkpoint(Checkpoint),
+    /// `/undo`: the files of checkpoint `checkpoint` and every later one were put back; those
+    /// checkpoints cannot be undone again.
+    Undone {
+        checkpoint: u32,
+    },
     /// The last `count` messages of `seat`'s view (the session's, when `None`) are taken out of
     /// it: a turn that never finished because the process running it was lost, given up rather
     /// than shown to the model again ([`withdraw_unfinished_turn`]). They stay in the transcript.
@@ -69,6 +77,42 @@ pub enum Line {
         seat: Option<String>,
         count: usize,
     },
+}
+
+/// One prompt's change of the project's files, as a checkpoint to go back to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// The session's checkpoints count from 1.
+    pub checkpoint: u32,
+    /// The prompt's first line.
+    pub input: String,
+    /// `baton_git::snapshot::commit`s of the tree before the prompt's first writing call and
+    /// after its answer.
+    pub before: String,
+    pub after: String,
+    /// How many files it changed.
+    pub files: usize,
+}
+
+/// The checkpoints of a transcript that can still be undone, oldest first, and the number the
+/// next one gets.
+pub fn checkpoints_of(path: &Path) -> (Vec<Checkpoint>, u32) {
+    let Ok(lines) = JsonlLog::<Line>::read(path) else {
+        return (Vec::new(), 1);
+    };
+    let mut live: Vec<Checkpoint> = Vec::new();
+    let mut next = 1;
+    for line in lines {
+        match line {
+            Line::Checkpoint(c) => {
+                next = next.max(c.checkpoint + 1);
+                live.push(c);
+            }
+            Line::Undone { checkpoint } => live.retain(|c| c.checkpoint < checkpoint),
+            _ => {}
+        }
+    }
+    (live, next)
 }
 
 /// What `baton sessions` shows of a transcript.
@@ -169,7 +213,7 @@ impl SessionStore {
                     kept,
                 } => compact_view(&mut messages, seat, summary, kept),
                 Line::Withdrawn { seat, count } => withdraw(&mut messages, &seat, count),
-                Line::Ended { .. } => {}
+                Line::Ended { .. } | Line::Checkpoint(_) | Line::Undone { .. } => {}
             }
         }
         let mut header = header.ok_or_else(|| SessionError::NoHeader {
@@ -238,6 +282,18 @@ impl SessionStore {
             seat: seat.map(str::to_string),
             count,
         })?;
+        Ok(())
+    }
+
+    /// Records a checkpoint of the project's files.
+    pub fn checkpoint(&mut self, c: &Checkpoint) -> Result<(), SessionError> {
+        self.log.append(&Line::Checkpoint(c.clone()))?;
+        Ok(())
+    }
+
+    /// Records that checkpoint `checkpoint` and every later one were undone.
+    pub fn undone(&mut self, checkpoint: u32) -> Result<(), SessionError> {
+        self.log.append(&Line::Undone { checkpoint })?;
         Ok(())
     }
 
@@ -350,7 +406,11 @@ pub fn withdraw_unfinished_turn(state: &StateDir, id: &str) -> Result<usize, Ses
                 v.1.truncate(keep);
                 v.2 = v.2.min(keep);
             }
-            Line::Session(_) | Line::Route { .. } | Line::Ended { .. } => {}
+            Line::Session(_)
+            | Line::Route { .. }
+            | Line::Ended { .. }
+            | Line::Checkpoint(_)
+            | Line::Undone { .. } => {}
         }
     }
     let mut withdrawn = 0;
@@ -393,7 +453,10 @@ pub fn read_info(state: &StateDir, id: &str) -> Result<SessionInfo, SessionError
                     cost_usd = Some(cost_usd.unwrap_or(0.0) + c);
                 }
             }
-            Line::Compacted { .. } | Line::Withdrawn { .. } => {}
+            Line::Compacted { .. }
+            | Line::Withdrawn { .. }
+            | Line::Checkpoint(_)
+            | Line::Undone { .. } => {}
         }
     }
     let mut header = header.ok_or_else(|| SessionError::NoHeader {

@@ -119,6 +119,16 @@ pub fn transcript_entries(
             Line::Compacted { seat, .. } => {
                 out.push(entry(&seat, EntryKind::Note, "compacted".into()))
             }
+            Line::Checkpoint(c) => out.push(entry(
+                &None,
+                EntryKind::Note,
+                format!("checkpoint {}: {} file(s) changed", c.checkpoint, c.files),
+            )),
+            Line::Undone { checkpoint } => out.push(entry(
+                &None,
+                EntryKind::Note,
+                format!("undone to before checkpoint {checkpoint}"),
+            )),
             Line::Withdrawn { seat, count } => out.push(entry(
                 &seat,
                 EntryKind::Note,

@@ -355,6 +355,32 @@ impl Printer {
                 &format!("baton: conversation cleared ({messages} message(s) out of the model's view)"),
                 false,
             ),
+            AgentEvent::CheckpointSaved {
+                checkpoint, files, ..
+            } => self.err_line(
+                &format!("baton: checkpoint {checkpoint}: {files} file(s) changed (`/undo {checkpoint}` puts them back)"),
+                false,
+            ),
+            AgentEvent::SessionUndone {
+                checkpoint,
+                restored,
+                removed,
+                kept,
+                failed,
+            } => self.err_line(
+                &format!(
+                    "baton: undone to before checkpoint {checkpoint}: {} put back, {} removed, {} kept as changed by hand{}",
+                    restored.len(),
+                    removed.len(),
+                    kept.len(),
+                    if failed.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; not put back: {}", failed.join("; "))
+                    }
+                ),
+                false,
+            ),
         }
     }
 

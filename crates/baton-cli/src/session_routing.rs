@@ -38,10 +38,16 @@ pub fn parse_line(line: &str) -> Result<Option<Submission>, String> {
             .map_err(|e| format!("/profile: {e}")),
         (Some("profile"), _, _) => Err("/profile takes one word: coordinator, executor or auto".into()),
         (Some("resume"), None, None) => Ok(Some(Submission::Resume)),
+        (Some("undo"), Some(n), None) => n
+            .trim_start_matches('#')
+            .parse::<u32>()
+            .map(|n| Some(Submission::Undo(n)))
+            .map_err(|_| format!("/undo takes a checkpoint number (`baton: checkpoint N` lines name them), not `{n}`")),
+        (Some("undo"), _, _) => Err("/undo takes one checkpoint number: /undo 2".into()),
         (Some("interrupt"), None, None) => Ok(Some(Submission::Interrupt)),
         (Some("quit" | "exit"), None, None) => Ok(None),
         _ => Err(format!(
-            "unknown command `{t}`: the commands are /profile coordinator|executor|auto, /resume, /interrupt, /compact [focus] and /quit"
+            "unknown command `{t}`: the commands are /profile coordinator|executor|auto, /resume, /interrupt, /compact [focus], /undo N and /quit"
         )),
     }
 }

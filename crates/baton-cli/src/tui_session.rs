@@ -114,6 +114,7 @@ fn submit(
         Request::Compact(focus) => Submission::Compact(focus),
         Request::Model(name) => switch(&spec.cwd, spec.route.thinking, &name)?,
         Request::Clear => Submission::Clear,
+        Request::Undo(n) => Submission::Undo(n),
         Request::Profile(word) => baton_agent::routing::view::parse_profile(&word)
             .map(Submission::Control)
             .map_err(|e| format!("/profile: {e}"))?,

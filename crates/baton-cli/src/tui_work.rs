@@ -138,6 +138,7 @@ pub fn act(
         | Request::Model(_)
         | Request::Clear
         | Request::Diff
+        | Request::Undo(_)
         | Request::Approval(_)
         | Request::Profile(_)
         | Request::Resume => return None,

@@ -530,7 +530,10 @@ impl Projection {
                 doc.state = State::Done;
                 doc.detail = format!("{outcome:?}").to_lowercase();
             }
-            Line::Compacted { .. } | Line::Withdrawn { .. } => {}
+            Line::Compacted { .. }
+            | Line::Withdrawn { .. }
+            | Line::Checkpoint(_)
+            | Line::Undone { .. } => {}
         }
     }
 

@@ -75,6 +75,30 @@ pub enum AgentEvent {
     /// the `messages` before (the transcript keeps them).
     #[serde(rename = "session.cleared")]
     SessionCleared { messages: usize },
+    /// A prompt changed files (in a git repository): the tree before its first tool call that
+    /// may write and after its answer are saved, and `/undo N` puts its files (and those of every
+    /// later checkpoint) back. `checkpoint` counts the session's checkpoints from 1.
+    #[serde(rename = "checkpoint.saved")]
+    CheckpointSaved {
+        checkpoint: u32,
+        /// The prompt's first line.
+        input: String,
+        /// How many files the prompt changed.
+        files: usize,
+    },
+    /// `/undo N`: the files checkpoint `checkpoint` and every later one changed are back as they
+    /// were before it, except those changed by hand since (`kept`), which stay as they are.
+    #[serde(rename = "session.undone")]
+    SessionUndone {
+        checkpoint: u32,
+        restored: Vec<String>,
+        /// Files the prompts had created, removed again.
+        removed: Vec<String>,
+        kept: Vec<String>,
+        /// Files that could not be put back: `path: why`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        failed: Vec<String>,
+    },
     /// The session finished the work of one input (the task of `baton agent`, a line of `baton
     /// chat`, a `/resume`) and waits for the next: `final_message` is its answer, `reason` why it
     /// stopped early (as in `session.completed`).

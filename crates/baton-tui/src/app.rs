@@ -299,6 +299,10 @@ impl App {
             self.help_key(key);
             return;
         }
+        if let Some(Overlay::Undo(at)) = self.ui.overlay {
+            self.undo_key(key, at, send);
+            return;
+        }
         if self.ui.composer.search.is_some() {
             self.search_key(key, ctrl);
             return;
@@ -311,8 +315,14 @@ impl App {
         }
         // Ctrl+C on an empty composer asks for a second press; any other key disarms it.
         let armed = std::mem::take(&mut self.ui.quit_armed);
+        let undo_armed = std::mem::take(&mut self.ui.undo_armed);
         match self.ui.keymap.action(&key) {
             Some(Action::Cancel) if armed => self.quit = true,
+            Some(Action::Interrupt) if undo_armed => {
+                if let Err(e) = self.open_undo() {
+                    self.view.say(Level::Info, e);
+                }
+            }
             Some(action) => self.act(action, send),
             None => self.type_key(key, ctrl),
         }
@@ -360,6 +370,48 @@ impl App {
             KeyCode::PageDown => self.ui.help_scroll += 10,
             KeyCode::PageUp => self.ui.help_scroll = self.ui.help_scroll.saturating_sub(10),
             _ => {}
+        }
+    }
+
+    /// A key while the undo list is shown: it moves, picks (the files go back), or closes.
+    fn undo_key(
+        &mut self,
+        key: KeyEvent,
+        at: usize,
+        send: &mut dyn FnMut(Request) -> Result<(), String>,
+    ) {
+        let n = self.view.checkpoints.len();
+        match key.code {
+            // Newest first on the screen: Up goes to a newer one.
+            KeyCode::Up | KeyCode::Char('k') => {
+                self.ui.overlay = Some(Overlay::Undo((at + 1).min(n.saturating_sub(1))))
+            }
+            KeyCode::Down | KeyCode::Char('j') => {
+                self.ui.overlay = Some(Overlay::Undo(at.saturating_sub(1)))
+            }
+            KeyCode::Enter => {
+                self.ui.overlay = None;
+                if let Some(c) = self.view.checkpoints.get(at) {
+                    let checkpoint = c.checkpoint;
+                    if let Err(e) = send(Request::Undo(checkpoint)) {
+                        self.view.say(Level::Error, e);
+                    }
+                }
+            }
+            KeyCode::Esc | KeyCode::Char('q') => self.ui.overlay = None,
+            _ => {}
+        }
+    }
+
+    /// `/undo` and Esc Esc: the list of checkpoints, the newest under the cursor, or why there
+    /// is none.
+    fn open_undo(&mut self) -> Result<(), String> {
+        match self.view.checkpoints.len() {
+            0 => Err("nothing to undo: no prompt of this session has changed files yet (checkpoints are taken in a git repository)".into()),
+            n => {
+                self.ui.overlay = Some(Overlay::Undo(n - 1));
+                Ok(())
+            }
         }
     }
 
@@ -417,6 +469,9 @@ impl App {
             Action::Interrupt => {
                 if matches!(self.view.phase, Phase::Working { .. }) {
                     self.interrupt(send);
+                } else if self.ui.composer.is_empty() && !self.view.checkpoints.is_empty() {
+                    // Esc Esc, as Claude Code's rewind: the second opens the undo list.
+                    self.ui.undo_armed = true;
                 }
             }
             Action::Cancel => {
@@ -764,6 +819,14 @@ impl App {
             }
             "clear" => send(Request::Clear),
             "diff" => send(Request::Diff),
+            "undo" if rest.trim().is_empty() => self.open_undo(),
+            "undo" => match rest.trim().trim_start_matches('#').parse::<u32>() {
+                Ok(n) => send(Request::Undo(n)),
+                Err(_) => Err(format!(
+                    "/undo takes a checkpoint number (/undo 2), not `{}`; /undo alone lists them",
+                    rest.trim()
+                )),
+            },
             "flow" => {
                 let newest = self
                     .view

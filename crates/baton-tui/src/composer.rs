@@ -46,6 +46,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "/diff",
         "what changed in the project since the session started",
     ),
+    (
+        "/undo",
+        "put the files back to before a prompt (a list; /undo N, or Esc Esc when idle); files changed by hand stay",
+    ),
     ("/role", "the session's role (start another with --role)"),
     ("/quit", "end the session"),
 ];

@@ -18,6 +18,8 @@ use crate::view::{ToolCell, View};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Overlay {
     Help,
+    /// The checkpoints `/undo` offers, the one at the cursor (an index of the view's list).
+    Undo(usize),
     /// The approval modal is typing the "no" feedback.
     Feedback(String),
 }
@@ -141,6 +143,48 @@ pub(crate) fn draw_approval(
             .border_style(t.warn),
     );
     frame.render_widget(p, area);
+}
+
+/// The undo list: the checkpoints newest first, the one at `at` (an index of
+/// `view.checkpoints`) marked; Enter puts the files back to before it.
+pub(crate) fn draw_undo(frame: &mut Frame<'_>, view: &View, at: usize, t: Theme, area: Rect) {
+    let rows = view.checkpoints.len() as u16;
+    let r = centered(area, area.width.saturating_sub(2).min(96), rows + 4);
+    let inner = r.width.saturating_sub(4) as usize;
+    let mut lines: Vec<Line<'static>> = vec![Line::from(Span::styled(
+        "the files go back to before the prompt picked (and every later one); files changed by hand stay",
+        t.dim,
+    ))];
+    for (i, c) in view.checkpoints.iter().enumerate().rev() {
+        let mark = if i == at { "› " } else { "  " };
+        let files = if c.files == 1 { "file" } else { "files" };
+        let mut text = format!("{mark}#{} {} · {} {files}", c.checkpoint, c.input, c.files);
+        if text.width() > inner {
+            text = clip(&text, inner);
+        }
+        let style = if i == at { t.accent } else { t.text };
+        lines.push(Line::from(Span::styled(text, style)));
+    }
+    frame.render_widget(Clear, r);
+    let p = Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+        Block::bordered()
+            .title(Span::styled(" undo · ↑↓ Enter · Esc closes ", t.warn))
+            .border_style(t.warn),
+    );
+    frame.render_widget(p, r);
+}
+
+/// `text` cut to `width` columns, with `…` where it was cut.
+fn clip(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if out.width() + c.to_string().width() + 1 > width {
+            out.push('…');
+            break;
+        }
+        out.push(c);
+    }
+    out
 }
 
 pub(crate) fn draw_help(frame: &mut Frame<'_>, keymap: &Keymap, scroll: u16, t: Theme, area: Rect) {

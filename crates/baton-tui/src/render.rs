@@ -19,7 +19,7 @@ use crate::composer::Composer;
 use crate::keymap::Keymap;
 use crate::markdown;
 pub use crate::overlay::Overlay;
-use crate::overlay::{approval_height, draw_approval, draw_help};
+use crate::overlay::{approval_height, draw_approval, draw_help, draw_undo};
 use crate::theme::Theme;
 use crate::view::{Body, Entry, Phase, View};
 
@@ -54,6 +54,8 @@ pub struct Ui {
     pub attached: bool,
     /// Ctrl+C was pressed on an empty composer: one more press quits, any other key disarms it.
     pub quit_armed: bool,
+    /// Esc was pressed while idle on an empty composer: one more Esc opens the undo list.
+    pub undo_armed: bool,
     /// The user interrupted the turn: the queued messages stay queued when it ends (Enter
     /// sends them, Up takes the last back to edit).
     pub hold_queue: bool,
@@ -102,6 +104,7 @@ impl Ui {
             files: Vec::new(),
             attached: false,
             quit_armed: false,
+            undo_armed: false,
             hold_queue: false,
             memo: [None, None, None],
         }
@@ -321,6 +324,8 @@ pub fn draw(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, now_ms: u64) {
         draw_approval(frame, view, ui.overlay.as_ref(), ui.theme, modal_area);
     } else if ui.overlay == Some(Overlay::Help) {
         draw_help(frame, &ui.keymap, ui.help_scroll, ui.theme, area);
+    } else if let Some(Overlay::Undo(at)) = ui.overlay {
+        draw_undo(frame, view, at, ui.theme, area);
     }
 }
 
@@ -480,6 +485,7 @@ fn draw_composer(frame: &mut Frame<'_>, view: &View, ui: &Ui, area: Rect) {
             format!(" search: {q} → {} ", baton_text::sanitize_line(m))
         }
         (None, _) if ui.quit_armed => " press ctrl+c again to quit ".into(),
+        (None, _) if ui.undo_armed => " press Esc again to undo a prompt's file changes ".into(),
         (None, Phase::Working { .. }) => " Enter queues for the next turn · Esc interrupts ".into(),
         (None, Phase::Ended { .. }) => " the session ended · ctrl+d quits ".into(),
         (None, Phase::Idle) if !view.queued.is_empty() => format!(

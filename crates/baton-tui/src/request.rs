@@ -14,6 +14,9 @@ pub enum Request {
     Clear,
     /// `/diff`: what changed in the project since the session started.
     Diff,
+    /// `/undo N` (or a pick in the undo list, Esc Esc): the files checkpoint N and every later
+    /// one changed, back as they were before it.
+    Undo(u32),
     /// Shift+Tab: the session's approval policy from its next tool call (`never`, `on-write`,
     /// `always`).
     Approval(String),

@@ -214,6 +214,17 @@ pub struct View {
     /// Bumped at every change of the entries: a frame that finds it unchanged reuses the
     /// transcript it drew last.
     pub transcript_rev: u64,
+    /// The checkpoints `/undo` can go back to, oldest first.
+    pub checkpoints: Vec<CheckpointRow>,
+}
+
+/// A prompt that changed files, as `/undo` offers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointRow {
+    pub checkpoint: u32,
+    /// The prompt's first line.
+    pub input: String,
+    pub files: usize,
 }
 
 impl Default for View {
@@ -240,6 +251,7 @@ impl View {
             project: Default::default(),
             rev: 0,
             transcript_rev: 0,
+            checkpoints: Vec::new(),
         }
     }
 
@@ -351,6 +363,22 @@ impl View {
                     if *messages == 1 { "" } else { "s" }
                 ),
             ),
+            AgentEvent::CheckpointSaved {
+                checkpoint,
+                input,
+                files,
+            } => self.checkpoints.push(CheckpointRow {
+                checkpoint: *checkpoint,
+                input: input.clone(),
+                files: *files,
+            }),
+            AgentEvent::SessionUndone {
+                checkpoint,
+                restored,
+                removed,
+                kept,
+                failed,
+            } => self.undone(*checkpoint, restored, removed, kept, failed),
             AgentEvent::InputCompleted { reason, .. } => self.input_completed(reason.as_ref()),
             AgentEvent::InputRefused { input, reason } => {
                 self.notice(Level::Warn, format!("{input}: {reason}"))
@@ -394,6 +422,38 @@ impl View {
                 ..
             } => self.session_completed(*outcome, reason.as_ref(), error.as_ref()),
         }
+    }
+
+    /// `/undo`: what was put back, and what was kept because it was changed by hand.
+    fn undone(
+        &mut self,
+        checkpoint: u32,
+        restored: &[String],
+        removed: &[String],
+        kept: &[String],
+        failed: &[String],
+    ) {
+        self.checkpoints.retain(|c| c.checkpoint < checkpoint);
+        let mut text = format!("undone to before checkpoint {checkpoint}");
+        for (what, files) in [
+            ("put back", restored),
+            ("removed", removed),
+            ("kept (changed by hand since)", kept),
+            ("not put back", failed),
+        ] {
+            if !files.is_empty() {
+                text.push_str(&format!(" · {what}: {}", files.join(", ")));
+            }
+        }
+        if restored.is_empty() && removed.is_empty() {
+            text.push_str(" · no file was put back");
+        }
+        let level = if failed.is_empty() && kept.is_empty() {
+            Level::Info
+        } else {
+            Level::Warn
+        };
+        self.notice(level, text);
     }
 
     /// A turn is retried: a warning says when and why.

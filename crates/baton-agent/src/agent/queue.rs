@@ -28,6 +28,7 @@ use crate::turn::{
     StreamingItems, Toolbox,
 };
 
+mod checkpoint;
 mod compact;
 mod inbox;
 mod routed;
@@ -60,6 +61,9 @@ pub enum Submission {
     Routes(RouteSwitch),
     /// `/clear`: a new conversation; the model's view starts empty.
     Clear,
+    /// `/undo N`: put back the files checkpoint N and every later one changed (once the work
+    /// running now is done).
+    Undo(u32),
 }
 
 /// One participant's place in a session: its routes, prompt, tools and view of the conversation.
@@ -205,6 +209,8 @@ pub(crate) struct Running<'a> {
     pub(crate) always_approved: std::collections::BTreeSet<String>,
     /// The interrupter's count when the current input began: a later interrupt stops its turns.
     interrupt_seen: u64,
+    /// The project's files as prompts changed them, for `/undo`.
+    checkpoints: checkpoint::Checkpoints,
 }
 
 /// Serves a session until its inbox is closed and empty (or it is cancelled): each submission
@@ -222,6 +228,8 @@ pub(crate) async fn serve(
 ) -> RunSummary {
     let ctx = spec.tool_context(cancel);
     emit(session_started(spec, resumed));
+    let checkpoints =
+        checkpoint::Checkpoints::resumed(store.as_ref().filter(|_| resumed).map(|s| s.path()));
     let mut s = Running {
         spec,
         ctx,
@@ -237,6 +245,7 @@ pub(crate) async fn serve(
         finished_routes: Vec::new(),
         always_approved: Default::default(),
         interrupt_seen: 0,
+        checkpoints,
     };
     let mut main = None;
     match &spec.routing {
@@ -284,11 +293,17 @@ pub(crate) async fn serve(
         }
         match (sub, main.as_mut()) {
             (Submission::Input(text), Some(seat)) => {
-                let m = Message::user(text);
+                let m = Message::user(s.checkpoints.begin(text));
                 s.push(seat, m);
                 last = s.drive(seat).await;
+                s.checkpoint_after().await;
             }
-            (Submission::Input(text), None) => last = routed::task(&mut s, text).await,
+            (Submission::Input(text), None) => {
+                let text = s.checkpoints.begin(text);
+                last = routed::task(&mut s, text).await;
+                s.checkpoint_after().await;
+            }
+            (Submission::Undo(n), _) => s.undo(n).await,
             (Submission::Control(c), None) => routed::control(&mut s, c),
             (Submission::Compact(focus), Some(seat)) => {
                 let turn = s.turns;
@@ -820,6 +835,15 @@ impl Running<'_> {
         calls: &[(String, String, String)],
         flow: &mut Flow,
     ) -> Vec<Message> {
+        let writes = calls.iter().any(|(_, name, _)| {
+            seat.offered
+                .iter()
+                .find(|t| t.name() == name)
+                .is_none_or(|t| !t.read_only())
+        });
+        if writes {
+            self.checkpoint_before_writes().await;
+        }
         let profile = routed::acting(self, seat);
         let spec = self.spec;
         // The inbox is looked at through a raw split of `self`: the tool runner borrows the ids
