@@ -94,7 +94,10 @@ async fn an_undo_puts_the_agent_s_files_back_keeps_the_user_s_and_tells_the_mode
         })
         .await
         .unwrap();
-    assert_eq!(read_only, None, "a prompt that only read leaves no checkpoint");
+    assert_eq!(
+        read_only, None,
+        "a prompt that only read leaves no checkpoint"
+    );
 
     // The user changes b.txt by hand, then undoes both prompts.
     std::fs::write(root.join("b.txt"), "mine now\n").unwrap();
@@ -108,7 +111,11 @@ async fn an_undo_puts_the_agent_s_files_back_keeps_the_user_s_and_tells_the_mode
         .unwrap();
     assert_eq!(refused.0, "/undo 7");
     assert!(refused.1.contains("1, 2"), "{}", refused.1);
-    assert_eq!(read(root, "a.txt").as_deref(), Some("a1\n"), "a refused undo writes nothing");
+    assert_eq!(
+        read(root, "a.txt").as_deref(),
+        Some("a1\n"),
+        "a refused undo writes nothing"
+    );
 
     inbox.send(Submission::Undo(1)).unwrap();
     let undone = live
@@ -150,7 +157,15 @@ async fn an_undo_puts_the_agent_s_files_back_keeps_the_user_s_and_tells_the_mode
         .unwrap();
     drop(inbox);
     let _ = live.finish().await;
-    let last = server.model_requests().last().unwrap().last_user_text().unwrap();
+    let last = server
+        .model_requests()
+        .last()
+        .unwrap()
+        .last_user_text()
+        .unwrap();
     assert!(last.starts_with("[baton] The user undid"), "{last}");
-    assert!(last.contains("b.txt") && last.ends_with("what now?"), "{last}");
+    assert!(
+        last.contains("b.txt") && last.ends_with("what now?"),
+        "{last}"
+    );
 }

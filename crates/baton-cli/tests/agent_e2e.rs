@@ -246,6 +246,51 @@ fn chat_off_a_terminal_writes_every_answer() {
     assert_eq!(answers, ["One.", "Two."]);
 }
 
+/// [22/24] A checkpoint outlives its process: `baton agent` in a repository writes a file and
+/// prints its checkpoint; `baton chat --resume last` with `/undo 1` puts the file back, and the
+/// model's next message says so.
+#[test]
+fn a_checkpoint_is_undone_after_a_resume() {
+    use std::io::Write;
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "w1",
+            "write",
+            json!({"path": "a.txt", "content": "changed\n"}),
+        ))
+        .turn(Turn::text("Changed a.txt."))
+        .turn(Turn::text("Noted."))
+        .start_blocking();
+    let p = project(&server, "openai", "");
+    p.init_repo("main");
+    p.write("a.txt", "original\n");
+    p.commit_all("first");
+    let out = p.run(&["agent", "--model", "mock/m", "change a.txt"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("baton: checkpoint 1: 1 file(s) changed"), "{err}");
+    assert_eq!(std::fs::read_to_string(p.work().join("a.txt")).unwrap(), "changed\n");
+    let mut c = p
+        .baton(&["chat", "--model", "mock/m", "--resume", "last"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin
+        .take()
+        .unwrap()
+        .write_all(b"/undo 1\nwhat changed?\n")
+        .unwrap();
+    let out = c.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("baton: undone to before checkpoint 1: 1 put back"), "{err}");
+    assert_eq!(std::fs::read_to_string(p.work().join("a.txt")).unwrap(), "original\n");
+    let last = server.model_requests().last().unwrap().last_user_text().unwrap();
+    assert!(last.contains("Put back: a.txt") && last.ends_with("what changed?"), "{last}");
+}
+
 #[test]
 fn a_tool_outside_the_role_is_declined_and_never_run() {
     for kind in KINDS {

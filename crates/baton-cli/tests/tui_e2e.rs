@@ -1109,6 +1109,73 @@ fn slash_diff_shows_what_changed_since_the_session_started() {
     assert!(vt.wait(WAIT).success());
 }
 
+/// [22/24] Undo: a prompt that writes leaves a checkpoint; Esc Esc on an empty composer opens
+/// the list, Enter puts the agent's file back, and a file the user changed by hand meanwhile
+/// stays as the user left it.
+#[test]
+fn esc_esc_undoes_a_prompt_s_files_and_keeps_what_the_user_changed() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call(
+            "w1",
+            "write",
+            json!({"path": "hello.txt", "content": "hello from the model\n"}),
+        ))
+        .turn(Turn::tool_call(
+            "w2",
+            "write",
+            json!({"path": "notes.txt", "content": "the model's notes\n"}),
+        ))
+        .turn(Turn::text("Wrote both."))
+        .start_blocking();
+    let sb = project(&server);
+    sb.init_repo("main");
+    sb.write("hello.txt", "hello\n");
+    sb.commit_all("first");
+    let mut vt = tui(&sb, &["--approval", "never"], 110, 30);
+    vt.wait_for(WAIT, |s| s.contains("? help")).unwrap();
+    // Nothing to undo yet.
+    vt.send(b"/undo\r");
+    vt.wait_for(WAIT, |s| s.contains("nothing to undo"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"write both files\r");
+    vt.wait_for(WAIT, |s| s.contains("Wrote both.") && s.contains("● ready"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    sb.write("notes.txt", "the user's own notes\n");
+    vt.send(b"\x1b");
+    vt.wait_for(WAIT, |s| s.contains("press Esc again to undo"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\x1b");
+    let list = vt
+        .wait_for(WAIT, |s| s.contains("#1 write both files · 2 files"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert!(list.contains("undo · ↑↓ Enter · Esc closes"), "{list}");
+    vt.send(b"\r");
+    let screen = vt
+        .wait_for(WAIT, |s| s.contains("undone to before checkpoint 1"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert!(screen.contains("put back: hello.txt"), "{screen}");
+    assert!(
+        screen.contains("kept (changed by hand since): notes.txt"),
+        "{screen}"
+    );
+    let read = |p: &str| std::fs::read_to_string(sb.work().join(p)).unwrap();
+    assert_eq!(read("hello.txt"), "hello\n");
+    assert_eq!(read("notes.txt"), "the user's own notes\n");
+    // The transcript keeps the checkpoint and its undo.
+    let sessions = sb.work().join(".baton/state/sessions");
+    let transcript = std::fs::read_dir(&sessions)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .find(|t| t.contains("\"type\":\"checkpoint\""))
+        .unwrap();
+    assert!(
+        transcript.contains("\"type\":\"undone\",\"checkpoint\":1"),
+        "{transcript}"
+    );
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+}
+
 /// [22/24] Shift+Tab changes the approval policy of the running session: started with
 /// `never`, one press makes it `on-write`, and the next write is asked about.
 #[test]

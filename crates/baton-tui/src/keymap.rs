@@ -58,7 +58,7 @@ pub const ACTIONS: &[(Action, &str, &[&str], &str)] = &[
         Action::Interrupt,
         "interrupt",
         &["esc"],
-        "interrupt the running turn; close an overlay",
+        "interrupt the running turn; close an overlay; idle, Esc Esc opens the undo list",
     ),
     (
         Action::Cancel,

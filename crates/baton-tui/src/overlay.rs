@@ -152,7 +152,7 @@ pub(crate) fn draw_undo(frame: &mut Frame<'_>, view: &View, at: usize, t: Theme,
     let r = centered(area, area.width.saturating_sub(2).min(96), rows + 4);
     let inner = r.width.saturating_sub(4) as usize;
     let mut lines: Vec<Line<'static>> = vec![Line::from(Span::styled(
-        "the files go back to before the prompt picked (and every later one); files changed by hand stay",
+        "files go back to before the picked prompt and every later one; files changed by hand stay",
         t.dim,
     ))];
     for (i, c) in view.checkpoints.iter().enumerate().rev() {

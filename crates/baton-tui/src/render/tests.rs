@@ -774,3 +774,40 @@ fn a_worker_row_in_the_side_panel() {
     };
     insta::assert_snapshot!("panel_with_a_worker", draw_at(&v, &mut u, 100, 30));
 }
+
+/// `/undo`: the list of checkpoints over the session, newest first, the cursor on the newest;
+/// then, once picked, the notice of what was put back and what was kept.
+#[test]
+fn the_undo_list_and_what_an_undo_did() {
+    let mut v = View::new(Some(200_000));
+    v.user("make a.txt say a1", 0);
+    for (n, input, files) in [
+        (1, "make a.txt say a1", 1),
+        (2, "add the parser tests and a fixture for the é case", 3),
+    ] {
+        v.apply(
+            &AgentEvent::CheckpointSaved {
+                checkpoint: n,
+                input: input.into(),
+                files,
+            },
+            100,
+        );
+    }
+    let mut u = ui(Theme::dark());
+    u.overlay = Some(crate::overlay::Overlay::Undo(1));
+    insta::assert_snapshot!("undo_list", draw_at(&v, &mut u, 80, 16));
+    v.apply(
+        &AgentEvent::SessionUndone {
+            checkpoint: 2,
+            restored: vec!["src/parse.rs".into()],
+            removed: vec!["tests/fixture.txt".into()],
+            kept: vec!["README.md".into()],
+            failed: Vec::new(),
+        },
+        200,
+    );
+    assert_eq!(v.checkpoints.len(), 1);
+    let mut u = ui(Theme::dark());
+    insta::assert_snapshot!("undo_done", draw_at(&v, &mut u, 80, 16));
+}

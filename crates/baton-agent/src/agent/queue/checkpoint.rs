@@ -201,5 +201,10 @@ fn changed_files(cwd: &std::path::Path, before: &str, after: &str) -> usize {
         .run_output(["diff", "--no-renames", "--name-only", "-z", before, after])
         .ok()
         .filter(|o| o.status.success())
-        .map_or(0, |o| o.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()).count())
+        .map_or(0, |o| {
+            o.stdout
+                .split(|b| *b == 0)
+                .filter(|p| !p.is_empty())
+                .count()
+        })
 }
