@@ -261,6 +261,7 @@ impl SessionConfig {
             fallbacks: self.fallbacks,
             routing: self.routing,
             approval: settings.approval,
+            checkpoints: !self.child,
             ..AgentSpec::new(parts.session_id, self.role, self.seat, parts.root)
         }
     }

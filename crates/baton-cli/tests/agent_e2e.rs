@@ -266,10 +266,21 @@ fn a_checkpoint_is_undone_after_a_resume() {
     p.write("a.txt", "original\n");
     p.commit_all("first");
     let out = p.run(&["agent", "--model", "mock/m", "change a.txt"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("baton: checkpoint 1: 1 file(s) changed"), "{err}");
-    assert_eq!(std::fs::read_to_string(p.work().join("a.txt")).unwrap(), "changed\n");
+    assert!(
+        err.contains("baton: checkpoint 1: 1 file(s) changed"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.work().join("a.txt")).unwrap(),
+        "changed\n"
+    );
     let mut c = p
         .baton(&["chat", "--model", "mock/m", "--resume", "last"])
         .stdin(Stdio::piped())
@@ -285,10 +296,24 @@ fn a_checkpoint_is_undone_after_a_resume() {
     let out = c.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("baton: undone to before checkpoint 1: 1 put back"), "{err}");
-    assert_eq!(std::fs::read_to_string(p.work().join("a.txt")).unwrap(), "original\n");
-    let last = server.model_requests().last().unwrap().last_user_text().unwrap();
-    assert!(last.contains("Put back: a.txt") && last.ends_with("what changed?"), "{last}");
+    assert!(
+        err.contains("baton: undone to before checkpoint 1: 1 put back"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.work().join("a.txt")).unwrap(),
+        "original\n"
+    );
+    let last = server
+        .model_requests()
+        .last()
+        .unwrap()
+        .last_user_text()
+        .unwrap();
+    assert!(
+        last.contains("Put back: a.txt") && last.ends_with("what changed?"),
+        "{last}"
+    );
 }
 
 #[test]

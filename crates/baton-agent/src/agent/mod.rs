@@ -90,6 +90,9 @@ pub struct AgentSpec {
     pub routing: Option<crate::routing::RoutingSpec>,
     /// When the loop asks its front end (the inbox's [`Approver`]) before a tool call runs.
     pub approval: baton_protocol::ApprovalPolicy,
+    /// Whether prompts that change files leave checkpoints for `/undo` (`queue/checkpoint.rs`):
+    /// on, but for a delegated child, which nobody undoes (its parent reads its change).
+    pub checkpoints: bool,
 }
 
 impl AgentSpec {
@@ -133,6 +136,7 @@ impl AgentSpec {
             fallbacks: Vec::new(),
             routing: None,
             approval: baton_protocol::ApprovalPolicy::Never,
+            checkpoints: true,
         }
     }
 

@@ -228,8 +228,10 @@ pub(crate) async fn serve(
 ) -> RunSummary {
     let ctx = spec.tool_context(cancel);
     emit(session_started(spec, resumed));
-    let checkpoints =
-        checkpoint::Checkpoints::resumed(store.as_ref().filter(|_| resumed).map(|s| s.path()));
+    let checkpoints = checkpoint::Checkpoints::resumed(
+        store.as_ref().filter(|_| resumed).map(|s| s.path()),
+        spec.checkpoints,
+    );
     let mut s = Running {
         spec,
         ctx,
@@ -292,17 +294,7 @@ pub(crate) async fn serve(
             s.interrupt_seen = s.inbox.interrupter.count();
         }
         match (sub, main.as_mut()) {
-            (Submission::Input(text), Some(seat)) => {
-                let m = Message::user(s.checkpoints.begin(text));
-                s.push(seat, m);
-                last = s.drive(seat).await;
-                s.checkpoint_after().await;
-            }
-            (Submission::Input(text), None) => {
-                let text = s.checkpoints.begin(text);
-                last = routed::task(&mut s, text).await;
-                s.checkpoint_after().await;
-            }
+            (Submission::Input(text), seat) => last = s.prompt(seat, text).await,
             (Submission::Undo(n), _) => s.undo(n).await,
             (Submission::Control(c), None) => routed::control(&mut s, c),
             (Submission::Compact(focus), Some(seat)) => {
@@ -835,15 +827,7 @@ impl Running<'_> {
         calls: &[(String, String, String)],
         flow: &mut Flow,
     ) -> Vec<Message> {
-        let writes = calls.iter().any(|(_, name, _)| {
-            seat.offered
-                .iter()
-                .find(|t| t.name() == name)
-                .is_none_or(|t| !t.read_only())
-        });
-        if writes {
-            self.checkpoint_before_writes().await;
-        }
+        self.checkpoint_before_writes(seat, calls).await;
         let profile = routed::acting(self, seat);
         let spec = self.spec;
         // The inbox is looked at through a raw split of `self`: the tool runner borrows the ids

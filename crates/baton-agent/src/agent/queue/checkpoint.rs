@@ -10,7 +10,9 @@
 use baton_git::rewind::{self, Span};
 use baton_protocol::AgentEvent;
 
-use super::Running;
+use baton_protocol::Message;
+
+use super::{Drive, Running, Seat};
 use crate::session::{checkpoints_of, Checkpoint};
 
 /// The session's checkpoints and the one the current prompt may leave.
@@ -29,12 +31,14 @@ pub(crate) struct Checkpoints {
 }
 
 impl Checkpoints {
-    /// The checkpoints a resumed transcript left at `path` (none for a new session).
-    pub(crate) fn resumed(path: Option<&std::path::Path>) -> Checkpoints {
+    /// The checkpoints a resumed transcript left at `path` (none for a new session); `on`
+    /// false takes none (a delegated child).
+    pub(crate) fn resumed(path: Option<&std::path::Path>, on: bool) -> Checkpoints {
         let (saved, next) = path.map_or((Vec::new(), 1), checkpoints_of);
         Checkpoints {
             saved,
             next,
+            off: !on,
             ..Checkpoints::default()
         }
     }
@@ -52,10 +56,39 @@ impl Checkpoints {
 }
 
 impl Running<'_> {
-    /// Before calls of which one may write: the tree as it is, once per prompt.
-    pub(crate) async fn checkpoint_before_writes(&mut self) {
+    /// One prompt: the user's words (after an undo, with its note), the work, and the
+    /// checkpoint it leaves.
+    pub(crate) async fn prompt(&mut self, seat: Option<&mut Seat>, text: String) -> Drive {
+        let text = self.checkpoints.begin(text);
+        let last = match seat {
+            Some(seat) => {
+                self.push(seat, Message::user(text));
+                self.drive(seat).await
+            }
+            None => super::routed::task(self, text).await,
+        };
+        self.checkpoint_after().await;
+        last
+    }
+
+    /// Before `calls` of `seat`, when one may write (a tool that is not read-only, or one the
+    /// seat does not offer): the tree as it is, once per prompt.
+    pub(crate) async fn checkpoint_before_writes(
+        &mut self,
+        seat: &Seat,
+        calls: &[(String, String, String)],
+    ) {
         let c = &mut self.checkpoints;
         if c.off || !matches!(c.prompt, Some((_, None))) {
+            return;
+        }
+        let writes = calls.iter().any(|(_, name, _)| {
+            seat.offered
+                .iter()
+                .find(|t| t.name() == name)
+                .is_none_or(|t| !t.read_only())
+        });
+        if !writes {
             return;
         }
         match snapshot(self.spec.cwd.clone()).await {
