@@ -361,7 +361,10 @@ fn a_plan_reviewed_clean_completes_and_names_the_build_command() {
             ),
         "{text}"
     );
-    assert_eq!(wf.dispatched(), ["plan-create", "plan-review-gap-1"]);
+    assert_eq!(
+        wf.dispatched(),
+        ["brainstorm", "plan-create", "plan-review-gap-1"]
+    );
     assert!(wf.sb.work().join("docs/plan.md").exists());
     let snap = wf.snapshot();
     assert_eq!(snap["run_state"], "completed");
@@ -570,7 +573,10 @@ fn plan_first_turns_the_build_into_a_plan() {
     let o = wf.run(&["resume", "--answer", "plan first"]);
     assert_exit(&o, 0);
     assert!(out(&o).starts_with("PLAN workflow"), "{}", out(&o));
-    assert_eq!(wf.dispatched(), ["plan-create", "plan-review-gap-1"]);
+    assert_eq!(
+        wf.dispatched(),
+        ["brainstorm", "plan-create", "plan-review-gap-1"]
+    );
     let snap = wf.snapshot();
     assert_eq!(snap["workflow_type"], "PLAN");
     assert_eq!(wf.calls("component-builder"), 0);
@@ -587,6 +593,7 @@ fn plan_findings_lead_to_a_replan_and_a_second_review() {
     assert_eq!(
         wf.dispatched(),
         [
+            "brainstorm",
             "plan-create",
             "plan-review-gap-1",
             "re-plan",
@@ -627,9 +634,90 @@ fn a_planner_question_is_answered_by_resume() {
     // The answer restarts PLAN with its review DAG: the new plan is reviewed.
     assert_eq!(
         wf.dispatched(),
-        ["plan-create", "plan-create", "plan-review-gap-1"]
+        [
+            "brainstorm",
+            "plan-create",
+            "plan-create",
+            "plan-review-gap-1"
+        ]
     );
     assert_eq!(wf.snapshot()["run_state"], "completed");
+}
+
+/// A brainstormer that asks first, then saves a design from the user's answer.
+const BRAINSTORM_ASKS: &str = r#"cat <<'EOF'
+### Router Contract (MACHINE-READABLE)
+```yaml
+STATUS: NEEDS_CLARIFICATION
+DESIGN_FILE: null
+DESIGN_SUMMARY: null
+QUESTIONS: ["Which database should the storage move to?"]
+RESEARCH_TOPICS: []
+MEMORY_NOTES: null
+```
+EOF
+"#;
+
+const BRAINSTORM_DESIGNS: &str = r#"mkdir -p docs/plans && echo "Storage design: postgres" > docs/plans/storage-design.md
+cat <<'EOF'
+### Router Contract (MACHINE-READABLE)
+```yaml
+STATUS: DESIGN_SAVED
+DESIGN_FILE: docs/plans/storage-design.md
+DESIGN_SUMMARY: Move the storage to postgres behind the existing repository trait.
+QUESTIONS: []
+RESEARCH_TOPICS: []
+MEMORY_NOTES: null
+```
+EOF
+"#;
+
+/// [21/24] PLAN's brainstorming runs before the planner (plan-workflow.md:6-13): its question is
+/// a checkpoint, the answer runs it again, and the design it saves reaches the planner and the
+/// record.
+#[test]
+fn brainstorming_asks_then_its_design_reaches_the_planner() {
+    let wf = Wf::new();
+    wf.answer_nth("brainstormer", 1, BRAINSTORM_ASKS)
+        .answer("brainstormer", BRAINSTORM_DESIGNS)
+        .answer("planner", PLANNER_CREATED)
+        .answer("plan-gap-reviewer", PLAN_REVIEW_PASS);
+    let o = wf.run(&["run", "plan the storage migration"]);
+    assert_exit(&o, 4);
+    assert_eq!(
+        wf.calls("planner"),
+        0,
+        "nothing is planned before the answer"
+    );
+    let snap = wf.snapshot();
+    assert_eq!(snap["pending_gate"], "clarification");
+    let question = snap.to_string();
+    assert!(
+        question.contains("Which database should the storage move to?"),
+        "{question}"
+    );
+    let id = wf.id();
+    let o = wf.run(&["resume", &id, "--answer", "postgres"]);
+    assert_exit(&o, 0);
+    assert_eq!(wf.calls("brainstormer"), 2);
+    assert!(wf.prompt("brainstormer", 2).contains("postgres"));
+    let planner = wf.prompt("planner", 1);
+    assert!(
+        planner.contains("## Design File\ndocs/plans/storage-design.md"),
+        "{planner}"
+    );
+    assert_eq!(
+        wf.dispatched(),
+        [
+            "brainstorm",
+            "brainstorm",
+            "plan-create",
+            "plan-review-gap-1"
+        ]
+    );
+    let snap = wf.snapshot();
+    assert_eq!(snap["design_file"], "docs/plans/storage-design.md");
+    assert_eq!(snap["run_state"], "completed");
 }
 
 #[test]

@@ -52,8 +52,8 @@ pub fn is_delegation_tool(name: &str) -> bool {
     DELEGATION_TOOLS.contains(&name)
 }
 
-/// The general roles, then the nine workflow roles (`baton-workflow`'s dispatch table names them).
-const BUILTIN: [(&str, &str); 12] = [
+/// The general roles, then the ten workflow roles (`baton-workflow`'s dispatch table names them).
+const BUILTIN: [(&str, &str); 13] = [
     ("implementer", include_str!("../roles/implementer.md")),
     ("reviewer", include_str!("../roles/reviewer.md")),
     ("scout", include_str!("../roles/scout.md")),
@@ -78,10 +78,11 @@ const BUILTIN: [(&str, &str); 12] = [
     ),
     ("doc-syncer", include_str!("../roles/doc-syncer.md")),
     ("researcher", include_str!("../roles/researcher.md")),
+    ("brainstormer", include_str!("../roles/brainstormer.md")),
 ];
 
 /// The names of the workflow roles among the built-ins.
-pub const WORKFLOW_ROLES: [&str; 9] = [
+pub const WORKFLOW_ROLES: [&str; 10] = [
     "component-builder",
     "bug-investigator",
     "code-reviewer",
@@ -91,6 +92,7 @@ pub const WORKFLOW_ROLES: [&str; 9] = [
     "plan-gap-reviewer",
     "doc-syncer",
     "researcher",
+    "brainstormer",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -655,7 +657,7 @@ mod tests {
     #[test]
     fn builtins_parse_and_only_the_implementer_may_delegate() {
         let roles = builtin_roles().unwrap();
-        assert_eq!(roles.len(), 12);
+        assert_eq!(roles.len(), 13);
         for r in &roles {
             if r.meta.name != "implementer" {
                 assert!(
@@ -702,7 +704,7 @@ mod tests {
         let read_only = ["read", "grep", "find", "ls", "bash"];
         let write = ["read", "write", "edit", "bash", "grep", "find", "ls"];
         // (name, tools, read-only sandbox, class)
-        let expected: [(&str, &[&str], bool, ModelClass); 9] = [
+        let expected: [(&str, &[&str], bool, ModelClass); 10] = [
             ("component-builder", &write, false, ModelClass::Balanced),
             ("bug-investigator", &write, false, ModelClass::Balanced),
             ("code-reviewer", &read_only, true, ModelClass::Balanced),
@@ -726,6 +728,12 @@ mod tests {
                 &["read", "write", "bash", "grep", "find", "ls"],
                 false,
                 ModelClass::Balanced,
+            ),
+            (
+                "brainstormer",
+                &["read", "write", "grep", "find", "ls"],
+                false,
+                ModelClass::Frontier,
             ),
         ];
         assert_eq!(expected.map(|e| e.0), WORKFLOW_ROLES);
@@ -941,6 +949,7 @@ mod tests {
         assert_eq!(
             names,
             [
+                "brainstormer",
                 "bug-investigator",
                 "code-reviewer",
                 "component-builder",

@@ -4,7 +4,7 @@
 
 /// The text of one scripted role answer: `contract!(BUILDER_PASS)`, `contract!(REVIEW_APPROVE)`,
 /// `contract!(REVIEW_CRITICAL)`, `contract!(REVIEW_CRITICAL_AND_HIGH)`, `contract!(HUNT_CLEAN)`,
-/// `contract!(VERIFY_PASS)`, `contract!(DOCS_SKIPPED)`.
+/// `contract!(VERIFY_PASS)`, `contract!(DOCS_SKIPPED)`, `contract!(BRAINSTORM_NO_DESIGN)`.
 #[macro_export]
 macro_rules! contract {
     (BUILDER_PASS) => {
@@ -138,6 +138,20 @@ DOC_FILES_SKIPPED: [README]
 SKIP_REASON: no user-facing change
 AUDIT_DOCS_CREATED: []
 AUDIT_DOCS_UPDATED: []
+MEMORY_NOTES: null
+```
+"#
+    };
+    (BRAINSTORM_NO_DESIGN) => {
+        r#"The request is clear and small enough to plan directly.
+
+### Router Contract (MACHINE-READABLE)
+```yaml
+STATUS: NO_DESIGN
+DESIGN_FILE: null
+DESIGN_SUMMARY: null
+QUESTIONS: []
+RESEARCH_TOPICS: []
 MEMORY_NOTES: null
 ```
 "#

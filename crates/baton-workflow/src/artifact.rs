@@ -503,6 +503,7 @@ closed_set!(
         Review = "review",
         ReviewAudit = "review-audit",
         Plan = "plan",
+        Brainstorm = "brainstorm",
         PlanCreate = "plan-create",
         PlanReviewGap1 = "plan-review-gap-1",
         PlanReviewGap2 = "plan-review-gap-2",

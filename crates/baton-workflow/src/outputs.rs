@@ -505,8 +505,15 @@ pub struct ResearchOutcome {
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "SCREAMING_SNAKE_CASE")]
 pub struct DesignHandoff {
+    /// baton's brainstormer says `DESIGN_SAVED`, `NO_DESIGN` or `NEEDS_CLARIFICATION`; a
+    /// handoff without one (cc10x's own) carries a design or nothing.
+    pub status: Option<String>,
     pub design_file: Option<String>,
     pub design_summary: Option<String>,
+    /// What only the user can answer (with `NEEDS_CLARIFICATION`).
+    pub questions: Vec<String>,
+    /// Outside technology research would clarify before planning.
+    pub research_topics: Vec<String>,
 }
 
 /// The report of a read-only agent that ends its workflow (triage, architecture scan): a

@@ -9,7 +9,7 @@ use std::process::Output;
 use baton_testkit::fixture::Sandbox;
 use serde_json::Value;
 
-/// The workflow roles the harness replaces with scripts: all nine built-in ones.
+/// The workflow roles the harness replaces with scripts: all ten built-in ones.
 pub use baton_roles::WORKFLOW_ROLES as ROLES;
 
 pub const BUILDER_PASS: &str = concat!(
@@ -52,6 +52,13 @@ pub const VERIFY_PASS: &str = concat!(
     r#"cat <<'EOF'
 "#,
     baton_testkit::contract!(VERIFY_PASS),
+    "EOF\n"
+);
+
+pub const BRAINSTORM_NO_DESIGN: &str = concat!(
+    r#"cat <<'EOF'
+"#,
+    baton_testkit::contract!(BRAINSTORM_NO_DESIGN),
     "EOF\n"
 );
 
@@ -122,7 +129,10 @@ impl Wf {
                 ),
             );
         }
-        Wf { sb, scripts }
+        let wf = Wf { sb, scripts };
+        // PLAN's brainstorming finds nothing to ask or design unless a test says otherwise.
+        wf.answer("brainstormer", BRAINSTORM_NO_DESIGN);
+        wf
     }
 
     /// What `role` answers on every call without a numbered snippet.

@@ -9,7 +9,8 @@
 //!   a status heading (`## Review: Approve`) within the first five lines stands in for it. Their
 //!   structured fields (`REMEDIATION_NEEDED: true`, the verifier's scenario accounting) come from
 //!   `KEY: value` lines and from an optional fenced YAML router contract;
-//! - write roles (component-builder, bug-investigator, planner, doc-syncer, researcher) end with
+//! - write roles (component-builder, bug-investigator, planner, doc-syncer, researcher,
+//!   brainstormer) end with
 //!   a fenced YAML block under `### Router Contract (MACHINE-READABLE)` carrying every required
 //!   field of their role.
 //!
@@ -42,10 +43,10 @@ pub use readonly::{
     RemediationScope, ReviewContract, ReviewStatus, VerifyContract, VerifyStatus,
 };
 pub use write::{
-    BuilderContract, BuilderStatus, CheckpointType, DebugCloseout, DocSyncContract, DocSyncStatus,
-    FeedbackLoop, InvestigatorContract, InvestigatorStatus, List, PhaseStatus, PlanMode,
-    PlannerContract, PlannerStatus, ProofStatus, RedReasonKind, ResearchContract, ResearchStatus,
-    SeamGateStatus, VerificationRigor,
+    BrainstormContract, BrainstormStatus, BuilderContract, BuilderStatus, CheckpointType,
+    DebugCloseout, DocSyncContract, DocSyncStatus, FeedbackLoop, InvestigatorContract,
+    InvestigatorStatus, List, PhaseStatus, PlanMode, PlannerContract, PlannerStatus, ProofStatus,
+    RedReasonKind, ResearchContract, ResearchStatus, SeamGateStatus, VerificationRigor,
 };
 
 /// The roles whose contracts baton validates.
@@ -57,6 +58,8 @@ pub enum Role {
     DocSyncer,
     /// The web and GitHub researchers share one contract.
     Researcher,
+    /// PLAN's brainstorming before the planner (cc10x's exploration skill).
+    Brainstormer,
     CodeReviewer,
     FailureHunter,
     IntegrationVerifier,
@@ -64,12 +67,13 @@ pub enum Role {
 }
 
 impl Role {
-    pub const ALL: [Role; 9] = [
+    pub const ALL: [Role; 10] = [
         Role::ComponentBuilder,
         Role::BugInvestigator,
         Role::Planner,
         Role::DocSyncer,
         Role::Researcher,
+        Role::Brainstormer,
         Role::CodeReviewer,
         Role::FailureHunter,
         Role::IntegrationVerifier,
@@ -84,6 +88,7 @@ impl Role {
             Role::Planner => "planner",
             Role::DocSyncer => "doc-syncer",
             Role::Researcher => "researcher",
+            Role::Brainstormer => "brainstormer",
             Role::CodeReviewer => "code-reviewer",
             Role::FailureHunter => "failure-hunter",
             Role::IntegrationVerifier => "integration-verifier",
@@ -197,6 +202,7 @@ pub enum Contract {
     Planner(PlannerContract),
     DocSync(DocSyncContract),
     Research(ResearchContract),
+    Brainstorm(BrainstormContract),
     Review(ReviewContract),
     Hunt(HuntContract),
     Verify(VerifyContract),

@@ -19,6 +19,7 @@ pub(crate) fn required_fields(role: Role) -> Vec<&'static str> {
         Role::Planner => field_names::<PlannerContract>(),
         Role::Researcher => field_names::<ResearchContract>(),
         Role::DocSyncer => field_names::<DocSyncContract>(),
+        Role::Brainstormer => field_names::<BrainstormContract>(),
         _ => &[],
     };
     fields
@@ -286,6 +287,27 @@ pub struct ResearchContract {
     pub memory_notes: Option<Value>,
 }
 
+closed_set!(BrainstormStatus {
+    DesignSaved = "DESIGN_SAVED",
+    NoDesign = "NO_DESIGN",
+    NeedsClarification = "NEEDS_CLARIFICATION",
+});
+
+/// brainstormer: the request explored before the planner — a design saved (its file), nothing
+/// worth a design, or the questions only the user can answer (cc10x's Brainstorming Handoff).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub struct BrainstormContract {
+    pub status: BrainstormStatus,
+    pub design_file: Option<String>,
+    pub design_summary: Option<String>,
+    pub questions: List<Value>,
+    /// Outside technology the plan depends on that research would clarify (the research
+    /// offer before planning); empty when none.
+    pub research_topics: List<Value>,
+    pub memory_notes: Option<Value>,
+}
+
 /// Reads a write role's output: the router contract block, then its fields.
 pub(crate) fn parse(role: Role, output: &str) -> Result<Checked, ContractError> {
     let yaml = text::router_contract_block(output).map_err(|e| no_block(role, output, e))?;
@@ -409,6 +431,11 @@ pub(crate) fn check_typed(
                 notes.push("doc sync is partial: record doc_sync_partial for the user".into());
             }
             (Contract::DocSync(c), outcome)
+        }
+        Role::Brainstormer => {
+            let c: BrainstormContract = typed(role, fields)?;
+            let outcome = brainstorm_outcome(&c);
+            (Contract::Brainstorm(c), outcome)
         }
         Role::Researcher => {
             let c: ResearchContract = typed(role, fields)?;
@@ -621,6 +648,22 @@ fn investigator_outcome(role: Role, c: &InvestigatorContract) -> Result<Outcome,
         ],
     );
     Ok(judged(u))
+}
+
+/// A design saved must name its file; questions must be asked; nothing else is required.
+fn brainstorm_outcome(c: &BrainstormContract) -> Outcome {
+    match c.status {
+        BrainstormStatus::NeedsClarification if c.questions.is_empty() => Outcome::PassRefused {
+            unmet: vec!["QUESTIONS must list what the user should answer".into()],
+        },
+        BrainstormStatus::NeedsClarification => Outcome::NotPassed {
+            status: c.status.as_str().into(),
+        },
+        BrainstormStatus::DesignSaved if !nonblank(&c.design_file) => Outcome::PassRefused {
+            unmet: vec!["DESIGN_FILE must name the saved design".into()],
+        },
+        BrainstormStatus::DesignSaved | BrainstormStatus::NoDesign => Outcome::Pass,
+    }
 }
 
 fn planner_outcome(c: &PlannerContract, fields: &Map<String, Value>) -> Outcome {

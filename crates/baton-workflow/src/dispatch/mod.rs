@@ -21,7 +21,7 @@ use crate::contract::Role;
 /// Every phase an agent runs in, and the role that runs it. The other phases of
 /// [`Phase`] (`build`, `build-finish`, `debug`, `review`, `plan`,
 /// `memory-finalize`) belong to the workflow itself: no agent is dispatched for them.
-pub const PHASE_ROLES: [(Phase, Role); 18] = [
+pub const PHASE_ROLES: [(Phase, Role); 19] = [
     (Phase::BuildImplement, Role::ComponentBuilder),
     (Phase::BuildReview, Role::CodeReviewer),
     (Phase::BuildHunt, Role::FailureHunter),
@@ -31,6 +31,7 @@ pub const PHASE_ROLES: [(Phase, Role); 18] = [
     (Phase::DebugReview, Role::CodeReviewer),
     (Phase::DebugVerify, Role::IntegrationVerifier),
     (Phase::ReviewAudit, Role::CodeReviewer),
+    (Phase::Brainstorm, Role::Brainstormer),
     (Phase::PlanCreate, Role::Planner),
     (Phase::PlanReviewGap1, Role::PlanGapReviewer),
     (Phase::PlanReviewGap2, Role::PlanGapReviewer),
@@ -99,7 +100,10 @@ impl Role {
             | Role::Researcher
             | Role::CodeReviewer
             | Role::FailureHunter => Tier::Standard,
-            Role::Planner | Role::PlanGapReviewer | Role::IntegrationVerifier => Tier::Capable,
+            Role::Planner
+            | Role::Brainstormer
+            | Role::PlanGapReviewer
+            | Role::IntegrationVerifier => Tier::Capable,
         }
     }
 

@@ -39,6 +39,8 @@ pub enum Action {
     RunDocSyncer,
     RunInvestigator,
     RunReviewer,
+    /// PLAN: explore the request with the user before the planner; may save a design.
+    RunBrainstorming,
     RunPlanner,
     RunPlannerWithDesignFile,
     RunPlanReviewPass1,

@@ -14,6 +14,16 @@ impl Draft<'_> {
     pub(super) fn plan(&mut self) {
         let outputs = &self.inputs.outputs;
         if let Some(h) = &outputs.design_handoff {
+            // baton's brainstormer asks what only the user can answer: the node stays open and
+            // runs again with the answer (cc10x's brainstorming asks in the main context).
+            if h.status.as_deref() == Some("NEEDS_CLARIFICATION") {
+                let reason = format!(
+                    "brainstorming needs your answers before the plan: {}",
+                    h.questions.join(" · ")
+                );
+                return self.stop(Action::AskUser, Some(Gate::Clarification), reason);
+            }
+            self.complete_node(Phase::Brainstorm);
             if let Some(file) = h.design_file.clone().filter(|f| !f.trim().is_empty()) {
                 self.changes.push(Change::DesignFile(file));
                 self.changes.push(Change::MemorySync(MemorySync {
@@ -156,6 +166,10 @@ impl Draft<'_> {
             .iter()
             .any(|c| matches!(c, Change::PlanningReview { .. }));
         match runnable.as_deref().map(|p| (Phase::parse(p), p)) {
+            Some((Some(Phase::Brainstorm), _)) => self.decide(
+                Action::RunBrainstorming,
+                "explore the request before planning",
+            ),
             Some((Some(Phase::PlanCreate), _))
                 if self.a.design_file.is_some() || self.has_design() =>
             {

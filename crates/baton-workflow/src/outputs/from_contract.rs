@@ -50,8 +50,19 @@ pub fn from_contract(checked: &Checked) -> AgentOutputs {
         Contract::Hunt(_) => out.findings = Some(findings_from(None, Some(checked))),
         Contract::Verify(c) => out.verifier = Some(verifier(c)),
         Contract::PlanGap(c) => out.plan_review = Some(plan_review(c)),
+        Contract::Brainstorm(c) => out.design_handoff = Some(brainstorm(c)),
     }
     out
+}
+
+fn brainstorm(c: &crate::contract::BrainstormContract) -> super::DesignHandoff {
+    super::DesignHandoff {
+        status: Some(c.status.as_str().to_string()),
+        design_file: c.design_file.clone().filter(|f| !f.trim().is_empty()),
+        design_summary: c.design_summary.clone(),
+        questions: strings(&c.questions),
+        research_topics: strings(&c.research_topics),
+    }
 }
 
 /// Issue counts from a reviewer's and a hunter's checked contracts of one phase (either may be absent).
@@ -395,6 +406,7 @@ pub fn memory_notes(c: &Checked) -> MemoryNotes {
         Contract::Planner(p) => p.memory_notes.as_ref(),
         Contract::DocSync(d) => d.memory_notes.as_ref(),
         Contract::Research(r) => r.memory_notes.as_ref(),
+        Contract::Brainstorm(b) => b.memory_notes.as_ref(),
         _ => None,
     };
     let mut notes = MemoryNotes::default();

@@ -180,10 +180,14 @@ pub fn scaffold(s: &Scaffold<'_>) -> String {
     if let Some(pr) = s.precedence {
         p.push_str(pr);
     }
-    if let (Some(d), Role::Planner) = (s.design_file, s.role) {
-        p.push_str(&format!(
+    match (s.design_file, s.role) {
+        (Some(d), Role::Planner) => p.push_str(&format!(
             "## Design File\n{d}: read it first and plan from it (expand it; do not start over).\n\n"
-        ));
+        )),
+        (Some(d), Role::Brainstormer) => p.push_str(&format!(
+            "## Design File\n{d}: an earlier design of this work; build on it (expand it; do not start over).\n\n"
+        )),
+        _ => {}
     }
     if let Some(r) = s.research_files {
         p.push_str("## Research Files\n");

@@ -21,8 +21,9 @@ const fn n(phase: Phase, kind: TaskKind, blocked_by: &'static [usize]) -> Node {
 
 /// The graph a workflow starts with. BUILD `trivial`: builder → verifier → memory; BUILD
 /// `standard`: builder → reviewer ‖ hunter → verifier → doc-sync → memory; DEBUG: investigator
-/// → reviewer → verifier → memory; REVIEW: audit → memory; PLAN: planner → gap review 1 →
-/// re-plan → gap review 2 → memory (the engine prunes the re-plan branch when pass 1 passes).
+/// → reviewer → verifier → memory; REVIEW: audit → memory; PLAN: brainstorming → planner →
+/// gap review 1 → re-plan → gap review 2 → memory (the engine prunes the re-plan branch when
+/// pass 1 passes).
 fn template(kind: WorkflowKind, trivial: bool) -> Vec<Node> {
     use TaskKind::{Agent, Memory};
     match kind {
@@ -50,11 +51,12 @@ fn template(kind: WorkflowKind, trivial: bool) -> Vec<Node> {
             n(Phase::MemoryFinalize, Memory, &[0]),
         ],
         WorkflowKind::Plan => vec![
-            n(Phase::PlanCreate, Agent, &[]),
-            n(Phase::PlanReviewGap1, Agent, &[0]),
-            n(Phase::RePlan, Agent, &[1]),
-            n(Phase::PlanReviewGap2, Agent, &[2]),
-            n(Phase::MemoryFinalize, Memory, &[3]),
+            n(Phase::Brainstorm, Agent, &[]),
+            n(Phase::PlanCreate, Agent, &[0]),
+            n(Phase::PlanReviewGap1, Agent, &[1]),
+            n(Phase::RePlan, Agent, &[2]),
+            n(Phase::PlanReviewGap2, Agent, &[3]),
+            n(Phase::MemoryFinalize, Memory, &[4]),
         ],
         // Read-only reports: one agent, then memory.
         WorkflowKind::Triage | WorkflowKind::CodebaseHealth => vec![
@@ -316,6 +318,7 @@ pub fn phases_for(action: Action) -> Option<&'static [Phase]> {
         Action::RunReviewer | Action::RunTriageAgent | Action::RunArchitectureScanner => {
             &[Phase::ReviewAudit]
         }
+        Action::RunBrainstorming => &[Phase::Brainstorm],
         Action::RunPlanner | Action::RunPlannerWithDesignFile => &[Phase::PlanCreate],
         Action::RunPlanReviewPass1 => &[Phase::PlanReviewGap1],
         Action::RunPlannerReplan => &[Phase::RePlan],
