@@ -720,6 +720,84 @@ fn brainstorming_asks_then_its_design_reaches_the_planner() {
     assert_eq!(snap["run_state"], "completed");
 }
 
+/// A brainstormer that names outside technology the plan depends on.
+const BRAINSTORM_NAMES_RESEARCH: &str = r#"cat <<'EOF'
+### Router Contract (MACHINE-READABLE)
+```yaml
+STATUS: NO_DESIGN
+DESIGN_FILE: null
+DESIGN_SUMMARY: null
+QUESTIONS: []
+RESEARCH_TOPICS: ["the payment provider's webhook retries"]
+MEMORY_NOTES: null
+```
+EOF
+"#;
+
+const RESEARCH_DONE: &str = r#"mkdir -p docs/research && echo "retries: 3" > docs/research/webhooks.md
+cat <<'EOF'
+### Router Contract (MACHINE-READABLE)
+```yaml
+STATUS: COMPLETE
+FILE_PATH: docs/research/webhooks.md
+BACKEND_MODE: local
+SOURCES_ATTEMPTED: [provider docs]
+SOURCES_USED: [provider docs]
+QUALITY_LEVEL: high
+KEY_FINDINGS_COUNT: 1
+WHAT_CHANGED_RECOMMENDATION: retry three times
+MEMORY_NOTES: null
+```
+EOF
+"#;
+
+/// [21/24] PLAN offers research before planning when brainstorming names outside technology
+/// (plan-workflow.md:14-16): `research` runs the researchers and the planner reads their files;
+/// `plan now` goes straight to the planner.
+#[test]
+fn research_is_offered_before_planning_and_its_files_reach_the_planner() {
+    let wf = Wf::new();
+    wf.answer("brainstormer", BRAINSTORM_NAMES_RESEARCH)
+        .answer("researcher", RESEARCH_DONE)
+        .answer("planner", PLANNER_CREATED)
+        .answer("plan-gap-reviewer", PLAN_REVIEW_PASS);
+    let o = wf.run(&["run", "plan the payment webhooks"]);
+    assert_exit(&o, 4);
+    let snap = wf.snapshot();
+    assert_eq!(snap["pending_gate"], "research_offer");
+    assert_eq!(wf.calls("planner"), 0);
+    let id = wf.id();
+    let o = wf.run(&["resume", &id, "--answer", "research"]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        wf.calls("researcher"),
+        2,
+        "the web and the GitHub researcher"
+    );
+    let planner = wf.prompt("planner", 1);
+    assert!(
+        planner.contains("## Research Files\nWeb: docs/research/webhooks.md"),
+        "{planner}"
+    );
+    let snap = wf.snapshot();
+    assert_eq!(snap["results"]["research_offer"]["choice"], "research");
+    assert_eq!(snap["run_state"], "completed");
+
+    let skip = Wf::new();
+    skip.answer("brainstormer", BRAINSTORM_NAMES_RESEARCH)
+        .answer("planner", PLANNER_CREATED)
+        .answer("plan-gap-reviewer", PLAN_REVIEW_PASS);
+    assert_exit(&skip.run(&["run", "plan the payment webhooks"]), 4);
+    let id = skip.id();
+    let o = skip.run(&["resume", &id, "--answer", "plan now"]);
+    assert_exit(&o, 0);
+    assert_eq!(skip.calls("researcher"), 0);
+    assert_eq!(
+        skip.dispatched(),
+        ["brainstorm", "plan-create", "plan-review-gap-1"]
+    );
+}
+
 #[test]
 fn an_aborted_checkpoint_stops_and_a_finished_workflow_does_not_resume() {
     let wf = Wf::new();

@@ -47,6 +47,8 @@ baton_protocol::closed_set! {
         PlanFirst = "plan_first",
         /// The reviewer approves, the failure-hunter reports HIGH issues.
         HunterFindings = "hunter_findings",
+        /// PLAN: the brainstormer names outside technology; research it before planning?
+        ResearchOffer = "research_offer",
         /// The verifier failed recommending a revert.
         RevertDecision = "revert_decision",
         /// The next dispatch would pass the budget.

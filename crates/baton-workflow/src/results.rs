@@ -56,6 +56,10 @@ pub struct Results {
     /// The user's choice at a hunter-findings gate, with its phase.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hunter_findings: Option<GateChoice>,
+    /// PLAN's research offer (plan-workflow.md:14-16): what the brainstormer named, and the
+    /// user's choice once made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub research_offer: Option<ResearchOffer>,
     /// Every other key: an agent's result (`null` in cc10x's skeleton until the agent ran).
     #[serde(flatten)]
     pub agents: BTreeMap<String, Option<AgentResult>>,
@@ -105,6 +109,15 @@ pub struct FinalReview {
     pub status: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
+}
+
+/// The research offered before a plan: the outside technology the brainstormer named, and
+/// `research` or `plan now` once the user chose (`None` while asked).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResearchOffer {
+    pub topics: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<String>,
 }
 
 /// A choice the user made at a gate, and the phase it holds for.

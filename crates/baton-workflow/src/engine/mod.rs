@@ -155,6 +155,8 @@ pub enum Change {
         rigor: Option<VerificationRigor>,
     },
     DesignFile(String),
+    /// The research offered before planning: the topics named.
+    ResearchOffered(Vec<String>),
     PlanningReview {
         status: PlanningReviewStatus,
         runs: u32,
@@ -201,6 +203,12 @@ impl Change {
                 }
             }
             Change::DesignFile(f) => a.design_file = Some(f.clone()),
+            Change::ResearchOffered(topics) => {
+                a.results.research_offer = Some(crate::results::ResearchOffer {
+                    topics: topics.clone(),
+                    choice: None,
+                });
+            }
             Change::PlanningReview { status, runs } => {
                 a.planning_review_status = Some(*status);
                 a.planning_review_runs = *runs;

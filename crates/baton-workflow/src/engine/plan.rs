@@ -33,6 +33,27 @@ impl Draft<'_> {
                     ..MemorySync::default()
                 }));
             }
+            // Outside technology the plan depends on: research is offered once, before the
+            // planner (plan-workflow.md:14-16).
+            if !h.research_topics.is_empty() && self.a.results.research_offer.is_none() {
+                let topics = h.research_topics.clone();
+                let reason = format!(
+                    "brainstorming says the plan depends on outside technology: {}",
+                    topics.join(" · ")
+                );
+                self.changes.push(Change::ResearchOffered(topics));
+                return self.stop(Action::AskUser, Some(Gate::ResearchOffer), reason);
+            }
+        }
+        if let Some(r) = &outputs.research {
+            // The research the user asked for before planning is in: the planner gets its files.
+            self.changes.push(Change::ResearchQuality {
+                web: r.web_status.clone(),
+                github: r.github_status.clone(),
+                overall: r.overall_quality.clone(),
+            });
+            self.complete_node(Phase::ResearchWeb);
+            self.complete_node(Phase::ResearchGithub);
         }
         if let Some(p) = &outputs.planner {
             let replanned = self.node_done(Phase::RePlan);

@@ -32,6 +32,8 @@ pub enum Answer {
     PlanFirst(bool),
     /// A REVIEW that requested changes: a BUILD fixes them (`true`) or done for now.
     StartBuild(bool),
+    /// PLAN's research offer: research first (`true`) or plan now.
+    Research(bool),
 }
 
 /// What a gate risks when `AUTO_PROCEED` would take its recommended option.
@@ -43,6 +45,7 @@ pub fn risk(gate: Gate) -> GateRisk {
         | Gate::FinalReview
         | Gate::HunterFindings
         | Gate::PlanFirst
+        | Gate::ResearchOffer
         | Gate::MissingPlan => GateRisk::Ordinary,
         _ => GateRisk::FailureStop,
     }
@@ -77,6 +80,11 @@ pub fn checkpoint(gate: Gate, reason: &str, brief: String) -> Checkpoint {
             format!("{reason}. Plan it first (a PLAN workflow writes a phased plan that `baton run --plan` then builds phase by phase), or build it directly as one phase?"),
             vec!["plan first", "build directly"],
             Some("plan first"),
+        ),
+        Gate::ResearchOffer => (
+            format!("{reason}. Research it on the web and GitHub before planning (the planner gets the research files), or plan now?"),
+            vec!["research", "plan now"],
+            Some("research"),
         ),
         Gate::BuildTransition => (
             format!("The review requested changes ({reason}). Start a BUILD that fixes them (this workflow goes on as that BUILD, the findings handed to its builder), or done for now (the findings stay in the brief and memory)?"),
@@ -187,6 +195,8 @@ pub fn read_answer(cp: &Checkpoint, answer: &str) -> Result<Answer, String> {
         "remediate" | "fix" => Answer::Remediate,
         "proceed" => Answer::Proceed,
         "revert" => Answer::Revert,
+        "research" => Answer::Research(true),
+        "plan now" => Answer::Research(false),
         "skip" => Answer::FinalReview(false),
         "abort" => Answer::Abort,
         _ => Answer::Retry,
