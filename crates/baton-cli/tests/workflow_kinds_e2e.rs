@@ -798,6 +798,86 @@ fn research_is_offered_before_planning_and_its_files_reach_the_planner() {
     );
 }
 
+/// The Doubt Pass: objections saved beside the plan.
+const BRAINSTORM_DOUBTS: &str = r#"mkdir -p docs/plans && echo "the copy cannot be undone" > docs/plans/storage-doubts.md
+cat <<'EOF'
+### Router Contract (MACHINE-READABLE)
+```yaml
+STATUS: DESIGN_SAVED
+DESIGN_FILE: docs/plans/storage-doubts.md
+DESIGN_SUMMARY: the copy step cannot be undone
+QUESTIONS: []
+RESEARCH_TOPICS: []
+MEMORY_NOTES: null
+```
+EOF
+"#;
+
+/// [21/24] A critical-path plan gets the Doubt Pass offer before its fresh review
+/// (plan-workflow.md:27): `run doubt pass` runs the brainstormer against the plan's key decision
+/// and the reviewer weighs its objections; `no doubt pass` goes on; a standard plan is not asked.
+#[test]
+fn a_critical_path_plan_is_offered_a_doubt_pass_before_its_review() {
+    let critical = PLANNER_CREATED
+        .replace(
+            "VERIFICATION_RIGOR: standard",
+            "VERIFICATION_RIGOR: critical_path",
+        )
+        .replace(
+            "PROVABLE_PROPERTIES: []",
+            "PROVABLE_PROPERTIES: [no row is lost]",
+        );
+    let wf = Wf::new();
+    wf.answer("planner", &critical)
+        .answer_nth("brainstormer", 2, BRAINSTORM_DOUBTS)
+        .answer("plan-gap-reviewer", PLAN_REVIEW_PASS);
+    let o = wf.run(&["run", "plan the storage migration"]);
+    assert_exit(&o, 4);
+    assert_eq!(wf.snapshot()["checkpoint"]["gate"], "doubt_pass");
+    assert_eq!(wf.calls("plan-gap-reviewer"), 0);
+    let id = wf.id();
+    let o = wf.run(&["resume", &id, "--answer", "run doubt pass"]);
+    assert_exit(&o, 0);
+    let doubt = wf.prompt("brainstormer", 2);
+    assert!(doubt.contains("Doubt Pass on docs/plan.md"), "{doubt}");
+    let review = wf.prompt("plan-gap-reviewer", 1);
+    assert!(
+        review.contains("## Doubt Pass\ndocs/plans/storage-doubts.md"),
+        "{review}"
+    );
+    assert_eq!(
+        wf.dispatched(),
+        [
+            "brainstorm",
+            "plan-create",
+            "brainstorm",
+            "plan-review-gap-1"
+        ]
+    );
+    let snap = wf.snapshot();
+    assert_eq!(
+        snap["results"]["doubt_pass"]["file"],
+        "docs/plans/storage-doubts.md"
+    );
+    assert_eq!(
+        snap["design_file"],
+        serde_json::Value::Null,
+        "doubts are no design"
+    );
+
+    let skip = Wf::new();
+    skip.answer("planner", &critical)
+        .answer("plan-gap-reviewer", PLAN_REVIEW_PASS);
+    assert_exit(&skip.run(&["run", "plan the storage migration"]), 4);
+    let id = skip.id();
+    assert_exit(&skip.run(&["resume", &id, "--answer", "no doubt pass"]), 0);
+    assert_eq!(skip.calls("brainstormer"), 1);
+    assert!(!skip
+        .prompt("plan-gap-reviewer", 1)
+        .contains("## Doubt Pass"));
+    assert_eq!(skip.snapshot()["results"]["doubt_pass"]["choice"], "skip");
+}
+
 #[test]
 fn an_aborted_checkpoint_stops_and_a_finished_workflow_does_not_resume() {
     let wf = Wf::new();

@@ -49,6 +49,8 @@ baton_protocol::closed_set! {
         HunterFindings = "hunter_findings",
         /// PLAN: the brainstormer names outside technology; research it before planning?
         ResearchOffer = "research_offer",
+        /// PLAN: a decision RFC or a critical-path plan; argue against its key decision first?
+        DoubtPass = "doubt_pass",
         /// The verifier failed recommending a revert.
         RevertDecision = "revert_decision",
         /// The next dispatch would pass the budget.

@@ -60,6 +60,10 @@ pub struct Results {
     /// user's choice once made.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub research_offer: Option<ResearchOffer>,
+    /// PLAN's Doubt Pass (plan-workflow.md:27), for a decision RFC or a critical-path plan: the
+    /// user's choice and, once it ran, the file of its objections.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub doubt_pass: Option<DoubtPass>,
     /// Every other key: an agent's result (`null` in cc10x's skeleton until the agent ran).
     #[serde(flatten)]
     pub agents: BTreeMap<String, Option<AgentResult>>,
@@ -118,6 +122,15 @@ pub struct ResearchOffer {
     pub topics: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub choice: Option<String>,
+}
+
+/// A Doubt Pass offered before a plan's fresh review: `run` or `skip`, and where its objections
+/// are once it ran.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DoubtPass {
+    pub choice: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 /// A choice the user made at a gate, and the phase it holds for.

@@ -157,6 +157,8 @@ pub enum Change {
     DesignFile(String),
     /// The research offered before planning: the topics named.
     ResearchOffered(Vec<String>),
+    /// The Doubt Pass's objections, saved in this file.
+    DoubtFile(String),
     PlanningReview {
         status: PlanningReviewStatus,
         runs: u32,
@@ -203,6 +205,11 @@ impl Change {
                 }
             }
             Change::DesignFile(f) => a.design_file = Some(f.clone()),
+            Change::DoubtFile(f) => {
+                if let Some(d) = a.results.doubt_pass.as_mut() {
+                    d.file = Some(f.clone());
+                }
+            }
             Change::ResearchOffered(topics) => {
                 a.results.research_offer = Some(crate::results::ResearchOffer {
                     topics: topics.clone(),

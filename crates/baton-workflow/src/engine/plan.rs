@@ -24,6 +24,19 @@ impl Draft<'_> {
                 return self.stop(Action::AskUser, Some(Gate::Clarification), reason);
             }
             self.complete_node(Phase::Brainstorm);
+            // The Doubt Pass the user asked for: its file holds objections, not a design.
+            let doubting = self
+                .a
+                .results
+                .doubt_pass
+                .as_ref()
+                .is_some_and(|d| d.choice == "run" && d.file.is_none());
+            if doubting {
+                if let Some(file) = h.design_file.clone().filter(|f| !f.trim().is_empty()) {
+                    self.changes.push(Change::DoubtFile(file));
+                }
+                return self.next_plan_node();
+            }
             if let Some(file) = h.design_file.clone().filter(|f| !f.trim().is_empty()) {
                 self.changes.push(Change::DesignFile(file));
                 self.changes.push(Change::MemorySync(MemorySync {

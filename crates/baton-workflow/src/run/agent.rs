@@ -98,6 +98,9 @@ pub struct Scaffold<'a> {
     pub domain: Option<&'a str>,
     /// The design the planner plans from (`design_file`), for the planner only.
     pub design_file: Option<&'a str>,
+    /// The Doubt Pass's objections (`results.doubt_pass.file`), for the plan's reviewer and
+    /// the planner.
+    pub doubts: Option<&'a str>,
     /// A snapshot of the tree at this dispatch: the change is `base`..`head`.
     pub head: Option<&'a str>,
     /// The files the change touches (`git diff --name-status base head`).
@@ -188,6 +191,11 @@ pub fn scaffold(s: &Scaffold<'_>) -> String {
             "## Design File\n{d}: an earlier design of this work; build on it (expand it; do not start over).\n\n"
         )),
         _ => {}
+    }
+    if let (Some(d), Role::PlanGapReviewer | Role::Planner) = (s.doubts, s.role) {
+        p.push_str(&format!(
+            "## Doubt Pass\n{d}: objections raised against the plan's key decision before this review. Weigh each: one the plan does not answer is a finding (blocking when building the plan as written would go wrong).\n\n"
+        ));
     }
     if let Some(r) = s.research_files {
         p.push_str("## Research Files\n");
@@ -597,6 +605,7 @@ mod tests {
             memory_summary: Some("we decided to cache"),
             patterns: Some("- tests live in tests/"),
             guidance: None,
+            doubts: None,
             previous_findings: None,
             last_problem: None,
             research_files: None,

@@ -1,9 +1,9 @@
 //! What an answer at a question asked before or between the agents' work sets up: a BUILD
 //! turned PLAN or a REVIEW turned BUILD, the worktree offer that waited, a request made specific,
-//! a plan phase's checkpoint.
+//! a plan phase's checkpoint, PLAN's research offer and Doubt Pass.
 
 use super::*;
-use crate::artifact::HistoryEntry;
+use crate::artifact::{HistoryEntry, Phase};
 use crate::state::{Gate, WorkflowState, WorktreeOffer};
 
 impl Runner<'_> {
@@ -168,6 +168,89 @@ impl Runner<'_> {
                 v.host.carry_guidance = true;
             }
         }
+    }
+
+    /// PLAN's research offer answered: `research` adds the web and GitHub researchers, which the
+    /// planner waits for, and runs them; `plan now` goes on to the planner.
+    pub(super) fn research_before_plan(
+        &self,
+        a: &mut Artifact,
+        v: &mut WorkflowState,
+        first: bool,
+    ) {
+        let Some(offer) = a.results.research_offer.as_mut() else {
+            return;
+        };
+        offer.choice = Some(if first { "research" } else { "plan now" }.to_string());
+        if !first {
+            return;
+        }
+        let reason = format!("Research before planning: {}", offer.topics.join("; "));
+        let mut ids = Vec::new();
+        for phase in [Phase::ResearchWeb, Phase::ResearchGithub] {
+            let t = graph::task(
+                &v.tasks,
+                &self.id,
+                graph::NewTask {
+                    kind: TaskKind::Research,
+                    phase: phase.as_str(),
+                    origin: "router",
+                    scope: "N/A",
+                    reason: &reason,
+                    blocked_by: Vec::new(),
+                },
+            );
+            ids.push(t.id.clone());
+            v.tasks.push(t);
+        }
+        for t in v.tasks.iter_mut() {
+            if t.node() == Some(Phase::PlanCreate) && t.is_open() {
+                t.blocked_by.extend(ids.iter().cloned());
+            }
+        }
+        v.host.batch = ids;
+        v.host.next = Some(Action::SpawnResearch);
+    }
+
+    /// PLAN's Doubt Pass answered: `run doubt pass` adds a brainstorm task in doubt mode, which
+    /// the fresh review waits for; `no doubt pass` goes on to the review already set up.
+    pub(super) fn doubt_pass(&self, a: &mut Artifact, v: &mut WorkflowState, run: bool) {
+        a.results.doubt_pass = Some(crate::results::DoubtPass {
+            choice: if run { "run" } else { "skip" }.into(),
+            file: None,
+        });
+        if !run {
+            return;
+        }
+        let plan = a
+            .plan_file
+            .clone()
+            .unwrap_or_else(|| "the saved plan".into());
+        let reason = format!(
+            "Doubt Pass on {plan}: do not explore the request again. Argue against the plan's key decision as a skeptic would: what breaks it, what it assumes without proof, which alternative it dismissed too fast, what is irreversible. Save the objections, strongest first, as `docs/plans/<topic>-doubts.md` and give it as DESIGN_FILE (STATUS DESIGN_SAVED); NEEDS_CLARIFICATION only for an objection that needs the user's decision."
+        );
+        let mut t = graph::task(
+            &v.tasks,
+            &self.id,
+            graph::NewTask {
+                kind: TaskKind::Agent,
+                phase: Phase::Brainstorm.as_str(),
+                origin: "router",
+                scope: "N/A",
+                reason: &reason,
+                blocked_by: Vec::new(),
+            },
+        );
+        t.plan = a.plan_file.clone().or(t.plan);
+        let id = t.id.clone();
+        v.tasks.push(t);
+        for t in v.tasks.iter_mut() {
+            if t.node() == Some(Phase::PlanReviewGap1) && t.is_open() {
+                t.blocked_by.push(id.clone());
+            }
+        }
+        v.host.batch = vec![id];
+        v.host.next = Some(Action::RunBrainstorming);
     }
 }
 

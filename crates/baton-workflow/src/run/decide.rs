@@ -265,7 +265,18 @@ impl Runner<'_> {
         });
         self.say(&format!("-> {}: {}", action_name(action), d.reason));
         if graph::phases_for(action).is_some() {
-            return self.dispatch_next(&d, ev, new, nv, v);
+            // A decision RFC or a critical-path plan: a Doubt Pass is offered before its fresh
+            // review (plan-workflow.md:27), once.
+            let doubt = (self.kind() == WorkflowKind::Plan
+                && action == Action::RunPlanReviewPass1
+                && new.results.doubt_pass.is_none())
+            .then(|| doubt_offer(&new))
+            .flatten();
+            self.dispatch_next(&d, ev, new, nv, v)?;
+            return match doubt {
+                Some(reason) => self.stop_at(Gate::DoubtPass, &reason).await,
+                None => Ok(()),
+            };
         }
         match action {
             // cc10x: a REVIEW that requests changes asks whether a BUILD fixes them.
@@ -720,6 +731,21 @@ fn what_was_found(v: &WorkflowState) -> Option<String> {
 
 /// A new task for an action whose step may repeat (the next phase's builder, another
 /// investigation) when the graph holds no open one.
+/// Why a plan gets the Doubt Pass offer: it is a decision RFC or its verification is on the
+/// critical path; `None` for any other plan.
+fn doubt_offer(a: &Artifact) -> Option<String> {
+    use crate::artifact::{PlanMode, VerificationRigor};
+    let what = match (a.plan_mode, a.verification_rigor) {
+        (Some(PlanMode::DecisionRfc), _) => "a decision RFC",
+        (_, Some(VerificationRigor::CriticalPath)) => "a critical-path plan",
+        _ => return None,
+    };
+    Some(format!(
+        "The planner saved {what} ({})",
+        a.plan_file.as_deref().unwrap_or("its plan")
+    ))
+}
+
 fn new_node_phase(action: Action) -> Option<&'static str> {
     match action {
         Action::RunBuilder => Some(Phase::BuildImplement.as_str()),

@@ -209,6 +209,7 @@ impl Runner<'_> {
             Answer::PlanFirst(false) => self.build_directly(&mut a, &mut v),
             Answer::FinalReview(run) => self.final_review(&mut a, &mut v, run),
             Answer::Research(first) => self.research_before_plan(&mut a, &mut v, first),
+            Answer::Doubt(run) => self.doubt_pass(&mut a, &mut v, run),
             Answer::OneMoreCycle => {
                 v.host.breaker_allowance += 1;
                 v.host.guidance = Some(text.to_string());
@@ -278,43 +279,6 @@ impl Runner<'_> {
             FinalReview::skipped()
         };
         a.results.final_branch_review = Some(status);
-    }
-
-    /// PLAN's research offer answered: `research` adds the web and GitHub researchers, which the
-    /// planner waits for, and runs them; `plan now` goes on to the planner.
-    fn research_before_plan(&self, a: &mut Artifact, v: &mut WorkflowState, first: bool) {
-        let Some(offer) = a.results.research_offer.as_mut() else {
-            return;
-        };
-        offer.choice = Some(if first { "research" } else { "plan now" }.to_string());
-        if !first {
-            return;
-        }
-        let reason = format!("Research before planning: {}", offer.topics.join("; "));
-        let mut ids = Vec::new();
-        for phase in [Phase::ResearchWeb, Phase::ResearchGithub] {
-            let t = graph::task(
-                &v.tasks,
-                &self.id,
-                graph::NewTask {
-                    kind: TaskKind::Research,
-                    phase: phase.as_str(),
-                    origin: "router",
-                    scope: "N/A",
-                    reason: &reason,
-                    blocked_by: Vec::new(),
-                },
-            );
-            ids.push(t.id.clone());
-            v.tasks.push(t);
-        }
-        for t in v.tasks.iter_mut() {
-            if t.node() == Some(Phase::PlanCreate) && t.is_open() {
-                t.blocked_by.extend(ids.iter().cloned());
-            }
-        }
-        v.host.batch = ids;
-        v.host.next = Some(Action::SpawnResearch);
     }
 
     /// `retry`: the stopped tasks run again with the answer as guidance; a planner's question

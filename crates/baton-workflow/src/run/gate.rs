@@ -34,6 +34,8 @@ pub enum Answer {
     StartBuild(bool),
     /// PLAN's research offer: research first (`true`) or plan now.
     Research(bool),
+    /// PLAN's Doubt Pass: run it (`true`) or go on to the fresh review.
+    Doubt(bool),
 }
 
 /// What a gate risks when `AUTO_PROCEED` would take its recommended option.
@@ -46,6 +48,7 @@ pub fn risk(gate: Gate) -> GateRisk {
         | Gate::HunterFindings
         | Gate::PlanFirst
         | Gate::ResearchOffer
+        | Gate::DoubtPass
         | Gate::MissingPlan => GateRisk::Ordinary,
         _ => GateRisk::FailureStop,
     }
@@ -85,6 +88,11 @@ pub fn checkpoint(gate: Gate, reason: &str, brief: String) -> Checkpoint {
             format!("{reason}. Research it on the web and GitHub before planning (the planner gets the research files), or plan now?"),
             vec!["research", "plan now"],
             Some("research"),
+        ),
+        Gate::DoubtPass => (
+            format!("{reason}. Run a Doubt Pass first (the brainstormer argues against its key decision and saves the objections, which the fresh review weighs), or go on to the fresh review?"),
+            vec!["run doubt pass", "no doubt pass"],
+            Some("run doubt pass"),
         ),
         Gate::BuildTransition => (
             format!("The review requested changes ({reason}). Start a BUILD that fixes them (this workflow goes on as that BUILD, the findings handed to its builder), or done for now (the findings stay in the brief and memory)?"),
@@ -197,6 +205,8 @@ pub fn read_answer(cp: &Checkpoint, answer: &str) -> Result<Answer, String> {
         "revert" => Answer::Revert,
         "research" => Answer::Research(true),
         "plan now" => Answer::Research(false),
+        "run doubt pass" => Answer::Doubt(true),
+        "no doubt pass" => Answer::Doubt(false),
         "skip" => Answer::FinalReview(false),
         "abort" => Answer::Abort,
         _ => Answer::Retry,

@@ -73,6 +73,11 @@ impl Runner<'_> {
             research_files: research_files.as_deref(),
             base: base.as_deref(),
             design_file: a.design_file.as_deref(),
+            doubts: a
+                .results
+                .doubt_pass
+                .as_ref()
+                .and_then(|d| d.file.as_deref()),
             domain: domain.as_deref(),
             head: change.map(|(now, _)| now.as_str()),
             changed_files: change.and_then(|(_, files)| files.as_deref()),
