@@ -9,6 +9,7 @@
 extern crate baton_text;
 
 pub mod actions;
+pub mod changes;
 pub mod config;
 pub mod dashboard;
 pub mod documents;

@@ -210,52 +210,6 @@ pub fn review_packet(
     baton_text::input::read_input(&path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// What a Flow unit changed: `git diff` of its base and its tip as the Flow last derived them
-/// (its commits, whether or not a reviewer saw them), read in the Flow's repository. A base or
-/// tip that is not a commit id is refused, never given to git.
-pub fn unit_change(
-    state: &baton_state::StateDir,
-    flow: &str,
-    unit: &str,
-) -> Result<String, String> {
-    let f = baton_flow::store::FlowStore::new(state.clone())
-        .load(flow)
-        .map_err(|e| format!("flow {flow}: {e}"))?;
-    let u = f
-        .units
-        .iter()
-        .find(|u| u.id() == unit)
-        .ok_or_else(|| format!("flow {flow} has no unit {unit}"))?;
-    let (Some(base), Some(tip)) = (u.base.as_deref(), u.tip.as_deref()) else {
-        return Err(format!("flow {flow}: unit {unit} has no commits yet"));
-    };
-    let oid = |s: &str| s.len() >= 7 && s.bytes().all(|b| b.is_ascii_hexdigit());
-    if !oid(base) || !oid(tip) {
-        return Err(format!(
-            "flow {flow}: unit {unit}'s base or tip is not a commit id"
-        ));
-    }
-    let out = baton_git::Git::new(&f.repo_root)
-        .run_output([
-            "diff",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--no-color",
-            "--stat",
-            "--patch",
-            base,
-            tip,
-        ])
-        .map_err(|e| format!("flow {flow}: unit {unit}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "flow {flow}: unit {unit}: git diff {base} {tip}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
 /// A workflow's artifact as it stood after event `seq` (its whole record when `None`), and how
 /// many events its log holds: the record at any point of its history.
 pub fn workflow_artifact(

@@ -124,6 +124,7 @@ fn roles_json_is_one_document_with_backend_isolation_and_sandbox() {
     assert_eq!(
         names,
         [
+            "brainstormer",
             "bug-investigator",
             "code-reviewer",
             "component-builder",
@@ -154,7 +155,7 @@ fn roles_json_is_one_document_with_backend_isolation_and_sandbox() {
     assert_exit(&out, 0);
     assert_eq!(
         document(&out),
-        json!({"valid": true, "roles": 13, "invalid": []})
+        json!({"valid": true, "roles": 14, "invalid": []})
     );
 }
 

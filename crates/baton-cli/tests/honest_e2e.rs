@@ -127,7 +127,7 @@ fn a_bad_role_file_fails_only_the_commands_that_ask_for_its_role() {
     assert!(err.contains(&format!("{flying}:4: field `tools`")), "{err}");
     assert_eq!(
         stdout(&out).trim(),
-        "13 roles valid, 2 role file(s) invalid"
+        "14 roles valid, 2 role file(s) invalid"
     );
     server.assert_tool_results_answer_calls();
 }

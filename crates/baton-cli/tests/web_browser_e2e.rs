@@ -291,6 +291,15 @@ fn every_view_of_a_project_in_every_state_renders_and_axe_finds_nothing() {
         "{verdicts}"
     );
     assert_eq!(r["workflow_done"]["failed_nodes"], 0, "{r:#}");
+    // [22/24] The changes views: what the done workflow changed and what the plain session
+    // wrote, as diffs from the repository.
+    let change = r["workflow_change"].as_str().unwrap_or_default();
+    assert!(change.contains("feature.txt"), "{change}");
+    let change = r["session_change"].as_str().unwrap_or_default();
+    assert!(
+        change.contains("notes.txt") && change.contains("+first line"),
+        "{change}"
+    );
     assert_eq!(
         r["workflow_running"]["dispatches"][0][8], "running",
         "{r:#}"

@@ -365,10 +365,22 @@ async fn unit_change(
     UrlPath((flow, unit)): UrlPath<(String, String)>,
 ) -> Response {
     let state = app.opts.state.clone();
-    let read =
-        tokio::task::spawn_blocking(move || baton_app::task_log::unit_change(&state, &flow, &unit))
-            .await;
-    match read {
+    diff_response(move || baton_app::changes::unit_change(&state, &flow, &unit)).await
+}
+
+async fn session_change(State(app): State<App>, UrlPath(id): UrlPath<String>) -> Response {
+    let state = app.opts.state.clone();
+    diff_response(move || baton_app::changes::session_change(&state, &id)).await
+}
+
+async fn workflow_change(State(app): State<App>, UrlPath(id): UrlPath<String>) -> Response {
+    let (state, root) = (app.opts.state.clone(), app.opts.root.clone());
+    diff_response(move || baton_app::changes::workflow_change(&state, &root, &id)).await
+}
+
+/// A diff read off the async threads (git runs), as `text/x-diff`, or 404 with why not.
+async fn diff_response(read: impl FnOnce() -> Result<String, String> + Send + 'static) -> Response {
+    match tokio::task::spawn_blocking(read).await {
         Ok(Ok(text)) => {
             ([(header::CONTENT_TYPE, "text/x-diff; charset=utf-8")], text).into_response()
         }
@@ -403,6 +415,8 @@ fn router(opts: Options, guard: Guard) -> Router {
         .route("/api/tasks/{id}/cancel", post(cancel_task))
         .route("/api/tasks/{id}/log", get(task_log))
         .route("/api/sessions/{id}/transcript", get(transcript))
+        .route("/api/sessions/{id}/change", get(session_change))
+        .route("/api/workflows/{id}/change", get(workflow_change))
         .route("/api/projection", get(projection))
         .route("/api/workflows/{id}/artifact", get(artifact))
         .route("/api/workflows/{id}/dispatches/{task}", get(dispatch))

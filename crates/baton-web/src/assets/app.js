@@ -271,6 +271,11 @@ function needCard(r) {
   if (r.kind === 'workflow' && r.checkpoint) {
     const c = r.checkpoint;
     card.append(el('p', { text: `${c.gate}: ${c.question}` }));
+    if (c.gate === 'finish') {
+      // The change a merge would land, beside the choice.
+      const slot = el('div', { class: 'need-change' });
+      card.append(el('button', { type: 'button', text: 'show the change it would merge', onclick: () => loadChange(`/api/workflows/${encodeURIComponent(r.id)}/change`, slot) }), slot);
+    }
     for (const option of c.options) {
       card.append(el('button', { type: 'button', text: option, class: option === c.recommended ? 'recommended' : undefined, onclick: () => post(`/api/workflows/${encodeURIComponent(r.id)}/answer`, option, `Answer “${option}”?`) }));
     }
@@ -348,6 +353,7 @@ function openWorkflow(id) { go('workflows', id); }
 function showWorkflow(id) {
   wfOpen = id;
   $('dispatch-detail').replaceChildren();
+  $('wf-change').replaceChildren();
   renderWorkflow(true);
   const r = model.rows.get(`workflow/${id}`);
   if (r) /** @type {HTMLInputElement} */ ($('artifact-seq')).value = String(r.events);
@@ -389,6 +395,16 @@ async function loadArtifact() {
   $('artifact').textContent = JSON.stringify(body.artifact, null, 2);
 }
 $('artifact-go').addEventListener('click', loadArtifact);
+
+// What a piece of work changed, as a diff read from the repository when asked (`url`), into `slot`.
+/** @param {string} url @param {HTMLElement} slot */
+async function loadChange(url, slot) {
+  const res = await fetch(url);
+  slot.replaceChildren(res.ok ? diffView(await res.text()) : el('p', { class: 'empty', text: await res.text() }));
+}
+$('wf-change-show').addEventListener('click', () => {
+  if (wfOpen) loadChange(`/api/workflows/${encodeURIComponent(wfOpen)}/change`, $('wf-change'));
+});
 
 // A dispatch's answer and its contract, as the server's parser read it (the runner's own).
 /** @param {Dispatch} n */
@@ -488,7 +504,9 @@ function openTranscript(id) { go('sessions', id); }
 /** @param {string} id */
 async function showTranscript(id) {
   const res = await fetch(`/api/sessions/${encodeURIComponent(id)}/transcript`);
-  show(`session ${id}: transcript`, res.ok ? transcriptView(await res.json()) : el('p', { text: await res.text() }));
+  const slot = el('div', { id: 'session-change' });
+  const changes = el('button', { type: 'button', text: 'show what the session changed', onclick: () => loadChange(`/api/sessions/${encodeURIComponent(id)}/change`, slot) });
+  show(`session ${id}: transcript`, el('div', {}, changes, slot, res.ok ? transcriptView(await res.json()) : el('p', { text: await res.text() })));
 }
 /** @param {string} title @param {HTMLElement} body */
 function show(title, body) {

@@ -76,6 +76,12 @@ try {
       failed_nodes: await page.locator('#graph g.node.failed').count(),
       failed_verdicts: await page.locator('#dispatches tbody td.failed').evaluateAll((tds) => tds.map((td) => td.textContent)),
     };
+    if (state === 'done') {
+      // What it changed, read from the repository: its base to its tree now.
+      await page.getByRole('button', { name: 'show what the workflow changed' }).click();
+      await page.waitForSelector('#wf-change pre.diff, #wf-change p');
+      result.workflow_change = await page.locator('#wf-change').textContent();
+    }
     await view(`workflow-${state}`);
   }
   await page.getByRole('button', { name: 'close' }).first().click();
@@ -126,6 +132,10 @@ try {
   await view('session-routed');
   await page.getByRole('button', { name: `open session ${ids.session_plain} transcript` }).click();
   await page.waitForSelector('#viewer-body .transcript');
+  // What the session changed: from before its first checkpoint to after its last.
+  await page.getByRole('button', { name: 'show what the session changed' }).click();
+  await page.waitForSelector('#session-change pre.diff, #session-change p');
+  result.session_change = await page.locator('#session-change').textContent();
   await page.locator('#viewer-body details.call summary').first().click();
   result.plain_diff = await page.locator('#viewer-body details.call .diff .add').allTextContents();
   // Rendered as the terminal UI renders it: the call in one line, the answer's Markdown.

@@ -1,0 +1,96 @@
+//! What a piece of work changed in the project, as `git diff --stat --patch` text: a Flow unit's
+//! commits, a session's prompts (its checkpoints), a workflow's change so far. The dashboard's
+//! changes views read these; every diff runs with no external diff or textconv driver, between
+//! commit ids the records hold (anything else is refused).
+
+use std::path::Path;
+
+use baton_state::StateDir;
+
+/// `git diff --stat --patch A B` in `dir`, both checked to be commit ids.
+pub fn diff(dir: &Path, a: &str, b: &str) -> Result<String, String> {
+    let oid = |s: &str| s.len() >= 7 && s.bytes().all(|b| b.is_ascii_hexdigit());
+    if !oid(a) || !oid(b) {
+        return Err(format!("{a}..{b} is not a pair of commit ids"));
+    }
+    let out = baton_git::Git::new(dir)
+        .run_output([
+            "diff",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-color",
+            "--stat",
+            "--patch",
+            a,
+            b,
+        ])
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "git diff {a} {b}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// What a Flow unit changed: `git diff` of its base and its tip as the Flow last derived them
+/// (its commits, whether or not a reviewer saw them), read in the Flow's repository. A base or
+/// tip that is not a commit id is refused, never given to git.
+pub fn unit_change(
+    state: &baton_state::StateDir,
+    flow: &str,
+    unit: &str,
+) -> Result<String, String> {
+    let f = baton_flow::store::FlowStore::new(state.clone())
+        .load(flow)
+        .map_err(|e| format!("flow {flow}: {e}"))?;
+    let u = f
+        .units
+        .iter()
+        .find(|u| u.id() == unit)
+        .ok_or_else(|| format!("flow {flow} has no unit {unit}"))?;
+    let (Some(base), Some(tip)) = (u.base.as_deref(), u.tip.as_deref()) else {
+        return Err(format!("flow {flow}: unit {unit} has no commits yet"));
+    };
+    diff(&f.repo_root, base, tip).map_err(|e| format!("flow {flow}: unit {unit}: {e}"))
+}
+
+/// What session `id` changed: from the tree before its first checkpoint that still stands to
+/// the tree after its last (`/undo`ne checkpoints left out), in the session's folder. A session
+/// that changed nothing in a git repository has no checkpoint: the error says so.
+pub fn session_change(state: &StateDir, id: &str) -> Result<String, String> {
+    let info = baton_agent::session::read_info(state, id).map_err(|e| e.to_string())?;
+    let path = state.session(id).map_err(|e| e.to_string())?;
+    let (checkpoints, _) = baton_agent::session::checkpoints_of(&path);
+    let (Some(first), Some(last)) = (checkpoints.first(), checkpoints.last()) else {
+        return Err(format!(
+            "session {id} changed no file: none of its prompts left a checkpoint (they are taken in a git repository, for prompts that change files)"
+        ));
+    };
+    diff(Path::new(&info.header.cwd), &first.before, &last.after)
+        .map_err(|e| format!("session {id}: {e}"))
+}
+
+/// What workflow `id` changed so far: from the tree its first phase started from
+/// (`results.workflow_base_sha`) to its working folder now (its worktree, else the project),
+/// untracked files included — at its finishing checkpoint, the change a merge would land.
+pub fn workflow_change(state: &StateDir, root: &Path, id: &str) -> Result<String, String> {
+    let (value, _) = crate::task_log::workflow_artifact(state, id, None)?;
+    let record =
+        baton_workflow::state::Record::read(&value).map_err(|e| format!("workflow {id}: {e}"))?;
+    let Some(base) = record.artifact.results.workflow_base_sha.clone() else {
+        return Err(format!(
+            "workflow {id} has changed nothing yet: no phase has started"
+        ));
+    };
+    let dir = record
+        .state
+        .host
+        .worktree
+        .as_ref()
+        .map_or_else(|| root.to_path_buf(), |w| w.path.clone());
+    let now = baton_git::snapshot::commit(&dir)
+        .ok_or_else(|| format!("workflow {id}: {} cannot be read now", dir.display()))?;
+    diff(&dir, &base, &now).map_err(|e| format!("workflow {id}: {e}"))
+}
