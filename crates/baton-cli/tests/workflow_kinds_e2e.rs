@@ -370,6 +370,27 @@ fn a_plan_reviewed_clean_completes_and_names_the_build_command() {
     assert_eq!(snap["run_state"], "completed");
     assert_eq!(snap["plan_file"], "docs/plan.md");
     assert_eq!(wf.calls("component-builder"), 0);
+    // The tasks after the plan name it (remediation-and-research.md:95-96); the one before
+    // it, the brainstorming, keeps N/A.
+    let plans: Vec<(String, String)> = snap["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["phase"].as_str().unwrap_or_default().to_string(),
+                t["plan"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    for (phase, plan) in &plans {
+        let want = if phase == "brainstorm" || phase == "plan-create" {
+            "N/A"
+        } else {
+            "docs/plan.md"
+        };
+        assert_eq!(plan, want, "{phase}: {plans:?}");
+    }
 }
 
 /// A planner that writes docs/plan.md, a two-phase plan in baton's format.
@@ -626,6 +647,13 @@ fn a_planner_question_is_answered_by_resume() {
     let o = wf.run(&["resume", &id, "--answer", "use postgres"]);
     assert_exit(&o, 0);
     assert_eq!(wf.calls("planner"), 2);
+    // The answer is kept in memory's Decisions (remediation-and-research.md:87).
+    let active =
+        std::fs::read_to_string(wf.sb.work().join(".baton/memory/activeContext.md")).unwrap();
+    assert!(
+        active.contains(&format!("Plan clarification (wf:{id}): use postgres")),
+        "{active}"
+    );
     let prompt = wf.prompt("planner", 2);
     let pre = prompt
         .find("## Pre-Answered Requirements")
@@ -876,6 +904,26 @@ fn a_critical_path_plan_is_offered_a_doubt_pass_before_its_review() {
         .prompt("plan-gap-reviewer", 1)
         .contains("## Doubt Pass"));
     assert_eq!(skip.snapshot()["results"]["doubt_pass"]["choice"], "skip");
+}
+
+/// A planner that says it saved a plan it never wrote is not believed
+/// (remediation-and-research.md:91-93): nothing reviews a file that is not there.
+#[test]
+fn a_plan_file_that_is_not_there_is_refused() {
+    let wf = Wf::new();
+    wf.answer(
+        "planner",
+        &PLANNER_CREATED.replace(r#"mkdir -p docs && echo "plan $n" >> docs/plan.md"#, "true"),
+    )
+    .answer("plan-gap-reviewer", PLAN_REVIEW_PASS);
+    let o = wf.run(&["run", "plan the storage migration"]);
+    assert_ne!(o.status.code(), Some(0));
+    let text = format!("{}{}", out(&o), err(&o));
+    assert!(
+        text.contains("PLAN_FILE \"docs/plan.md\" is not a file"),
+        "{text}"
+    );
+    assert_eq!(wf.calls("plan-gap-reviewer"), 0);
 }
 
 #[test]

@@ -133,6 +133,21 @@ impl Runner<'_> {
             }
             _ => {}
         }
+        // A saved plan must be where the planner says (remediation-and-research.md:91-93).
+        if let (contract::Contract::Planner(p), true) = (&checked.contract, checked.advances()) {
+            let file = p.plan_file.as_deref().unwrap_or_default().trim();
+            let path = self.root.join(file);
+            if file.is_empty() || !path.is_file() {
+                return Err(RunError::RefusedPass {
+                    task: task_id,
+                    role: role_name,
+                    unmet: vec![format!(
+                        "PLAN_FILE {file:?} is not a file in the project ({}): save the plan there, or give the path it was saved to",
+                        path.display()
+                    )],
+                });
+            }
+        }
         if role.is_read_only() && o.changed == Some(true) {
             return Err(RunError::ReadOnlyEdited {
                 task: task_id,
@@ -232,6 +247,16 @@ impl Runner<'_> {
         for u in &d.task_updates {
             if let Some(t) = nv.task_mut(&u.task) {
                 t.status = Some(u.status);
+            }
+        }
+        // A plan saved: the tasks still to run name it (remediation-and-research.md:95-96).
+        let saved = d.changes.iter().find_map(|c| match c {
+            Change::Plan { file, .. } => Some(file.clone()),
+            _ => None,
+        });
+        if let Some(file) = saved.filter(|f| !f.trim().is_empty()) {
+            for t in nv.tasks.iter_mut().filter(|t| t.is_open()) {
+                t.plan = Some(file.clone());
             }
         }
         let created = match self.follow_ups(&d, artifact, v, &mut new, &mut nv) {
