@@ -170,6 +170,22 @@ impl Runner<'_> {
         }
     }
 
+    /// A PLAN's clarification answer, persisted in memory's Decisions
+    /// (remediation-and-research.md:87).
+    pub(super) fn keep_plan_clarification(&self, text: &str) -> Result<(), RunError> {
+        if self.kind() != WorkflowKind::Plan {
+            return Ok(());
+        }
+        let line = format!(
+            "Plan clarification (wf:{}): {}",
+            self.id,
+            text.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
+        MemoryDir::new(&self.root)
+            .append(MemoryFile::ActiveContext, "Decisions", &[line])
+            .map_err(|e| RunError::Memory(e.to_string()))
+    }
+
     /// PLAN's research offer answered: `research` adds the web and GitHub researchers, which the
     /// planner waits for, and runs them; `plan now` goes on to the planner.
     pub(super) fn research_before_plan(

@@ -154,20 +154,8 @@ impl Runner<'_> {
             }
             return self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v));
         }
-        if cp.gate == Gate::Clarification
-            && self.kind() == WorkflowKind::Plan
-            && choice != Answer::Abort
-        {
-            // A PLAN's answers are persisted in memory's Decisions
-            // (remediation-and-research.md:87).
-            let line = format!(
-                "Plan clarification (wf:{}): {}",
-                self.id,
-                text.split_whitespace().collect::<Vec<_>>().join(" ")
-            );
-            MemoryDir::new(&self.root)
-                .append(MemoryFile::ActiveContext, "Decisions", &[line])
-                .map_err(|e| RunError::Memory(e.to_string()))?;
+        if cp.gate == Gate::Clarification && choice != Answer::Abort {
+            self.keep_plan_clarification(text)?;
         }
         match choice {
             Answer::Abort => {
