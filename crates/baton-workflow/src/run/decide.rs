@@ -236,7 +236,7 @@ impl Runner<'_> {
         let d = decide(artifact, &engine_inputs(v, outputs));
         let mut new = d.apply(artifact);
         // A plan phase that asks a person: the decision waits, uncommitted, until answered.
-        if let Some((gate, phase, reason)) = phase_checkpoint(&d, artifact, &new, v) {
+        if let Some((gate, phase, reason)) = plan::phase_checkpoint(&d, artifact, &new, v) {
             return self.stop_at_phase(gate, &reason, Some(phase)).await;
         }
         if let Some(outcome) = &research {
@@ -295,7 +295,7 @@ impl Runner<'_> {
             let doubt = (self.kind() == WorkflowKind::Plan
                 && action == Action::RunPlanReviewPass1
                 && new.results.doubt_pass.is_none())
-            .then(|| doubt_offer(&new))
+            .then(|| plan::doubt_offer(&new))
             .flatten();
             self.dispatch_next(&d, ev, new, nv, v)?;
             return match doubt {
@@ -756,21 +756,6 @@ fn what_was_found(v: &WorkflowState) -> Option<String> {
 
 /// A new task for an action whose step may repeat (the next phase's builder, another
 /// investigation) when the graph holds no open one.
-/// Why a plan gets the Doubt Pass offer: it is a decision RFC or its verification is on the
-/// critical path; `None` for any other plan.
-fn doubt_offer(a: &Artifact) -> Option<String> {
-    use crate::artifact::{PlanMode, VerificationRigor};
-    let what = match (a.plan_mode, a.verification_rigor) {
-        (Some(PlanMode::DecisionRfc), _) => "a decision RFC",
-        (_, Some(VerificationRigor::CriticalPath)) => "a critical-path plan",
-        _ => return None,
-    };
-    Some(format!(
-        "The planner saved {what} ({})",
-        a.plan_file.as_deref().unwrap_or("its plan")
-    ))
-}
-
 fn new_node_phase(action: Action) -> Option<&'static str> {
     match action {
         Action::RunBuilder => Some(Phase::BuildImplement.as_str()),
@@ -838,81 +823,4 @@ fn merge(into: &mut AgentOutputs, from: AgentOutputs) {
         triage,
         scanner
     );
-}
-
-/// The checkpoint a plan phase's `checkpoint_type` asks for before `d` is carried out, when not
-/// answered yet: `human_verify` once the phase passed its verification (the decision completes
-/// it), `decision` and `human_action` before its builder first runs. The gate, the phase and
-/// the reason.
-fn phase_checkpoint(
-    d: &Decision,
-    artifact: &Artifact,
-    new: &Artifact,
-    v: &WorkflowState,
-) -> Option<(Gate, String, String)> {
-    artifact.plan_file.as_ref()?;
-    let kind_of = |id: &str| {
-        artifact
-            .normalized_phases
-            .iter()
-            .find(|p| p.phase_id == id)
-            .map(|p| (p.checkpoint_type.clone().unwrap_or_default(), p))
-    };
-    let asked = |gate: Gate, phase: &str| {
-        v.host
-            .phase_checkpoints
-            .iter()
-            .any(|k| *k == format!("{gate}:{phase}"))
-    };
-    for c in &d.changes {
-        if let Change::PhaseStatus {
-            phase,
-            status: crate::artifact::PhaseStatus::Completed,
-        } = c
-        {
-            if let Some((kind, p)) = kind_of(phase) {
-                if kind == "human_verify" && !asked(Gate::HumanVerify, phase) {
-                    let what = match p.exit_criteria.as_deref().unwrap_or_default() {
-                        [] => String::new(),
-                        list => format!(": {}", list.join("; ")),
-                    };
-                    return Some((
-                        Gate::HumanVerify,
-                        phase.clone(),
-                        format!(
-                            "phase {phase} passed its checks and asks a person to verify it{what}"
-                        ),
-                    ));
-                }
-            }
-        }
-    }
-    if d.action != Action::RunBuilder {
-        return None;
-    }
-    let (_, p) = plan::current(new)?;
-    let (gate, ask) = match p.checkpoint_type.as_deref() {
-        Some("decision") => (
-            Gate::PhaseDecision,
-            "needs your decision before it is built",
-        ),
-        Some("human_action") => (Gate::HumanAction, "needs you to act before it is built"),
-        _ => return None,
-    };
-    if asked(gate, &p.phase_id) {
-        return None;
-    }
-    let about = match (
-        p.objective.as_deref(),
-        p.inputs.as_deref().unwrap_or_default(),
-    ) {
-        (Some(o), []) => format!(" ({o})"),
-        (Some(o), inputs) => format!(" ({o}; inputs: {})", inputs.join(", ")),
-        (None, _) => String::new(),
-    };
-    Some((
-        gate,
-        p.phase_id.clone(),
-        format!("phase {}{about} {ask}", p.phase_id),
-    ))
 }

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use super::RunError;
 use crate::artifact::{Artifact, BuildScope, HistoryEntry, NormalizedPhase, PhaseStatus};
+use crate::engine::{Action, Change, Decision};
 use crate::plan_file::{ApprovalState, Approvals, PlanFile};
+use crate::state::{Gate, WorkflowState};
 
 /// cc10x's `plan_trust_gate`: the plan reads and passes every check (explicit mode and rigor,
 /// no open decision, the two required sections, each phase's objective, exit criteria and test
@@ -213,4 +215,96 @@ pub fn brief(a: &Artifact, with_intent: bool) -> Option<String> {
         }
     }
     Some(s)
+}
+
+/// The checkpoint a plan phase's `checkpoint_type` asks for before `d` is carried out, when not
+/// answered yet: `human_verify` once the phase passed its verification (the decision completes
+/// it), `decision` and `human_action` before its builder first runs. The gate, the phase and
+/// the reason.
+pub(super) fn phase_checkpoint(
+    d: &Decision,
+    artifact: &Artifact,
+    new: &Artifact,
+    v: &WorkflowState,
+) -> Option<(Gate, String, String)> {
+    artifact.plan_file.as_ref()?;
+    let kind_of = |id: &str| {
+        artifact
+            .normalized_phases
+            .iter()
+            .find(|p| p.phase_id == id)
+            .map(|p| (p.checkpoint_type.clone().unwrap_or_default(), p))
+    };
+    let asked = |gate: Gate, phase: &str| {
+        v.host
+            .phase_checkpoints
+            .iter()
+            .any(|k| *k == format!("{gate}:{phase}"))
+    };
+    for c in &d.changes {
+        if let Change::PhaseStatus {
+            phase,
+            status: crate::artifact::PhaseStatus::Completed,
+        } = c
+        {
+            if let Some((kind, p)) = kind_of(phase) {
+                if kind == "human_verify" && !asked(Gate::HumanVerify, phase) {
+                    let what = match p.exit_criteria.as_deref().unwrap_or_default() {
+                        [] => String::new(),
+                        list => format!(": {}", list.join("; ")),
+                    };
+                    return Some((
+                        Gate::HumanVerify,
+                        phase.clone(),
+                        format!(
+                            "phase {phase} passed its checks and asks a person to verify it{what}"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    if d.action != Action::RunBuilder {
+        return None;
+    }
+    let (_, p) = current(new)?;
+    let (gate, ask) = match p.checkpoint_type.as_deref() {
+        Some("decision") => (
+            Gate::PhaseDecision,
+            "needs your decision before it is built",
+        ),
+        Some("human_action") => (Gate::HumanAction, "needs you to act before it is built"),
+        _ => return None,
+    };
+    if asked(gate, &p.phase_id) {
+        return None;
+    }
+    let about = match (
+        p.objective.as_deref(),
+        p.inputs.as_deref().unwrap_or_default(),
+    ) {
+        (Some(o), []) => format!(" ({o})"),
+        (Some(o), inputs) => format!(" ({o}; inputs: {})", inputs.join(", ")),
+        (None, _) => String::new(),
+    };
+    Some((
+        gate,
+        p.phase_id.clone(),
+        format!("phase {}{about} {ask}", p.phase_id),
+    ))
+}
+
+/// Why a plan gets the Doubt Pass offer: it is a decision RFC or its verification is on the
+/// critical path; `None` for any other plan.
+pub(super) fn doubt_offer(a: &Artifact) -> Option<String> {
+    use crate::artifact::{PlanMode, VerificationRigor};
+    let what = match (a.plan_mode, a.verification_rigor) {
+        (Some(PlanMode::DecisionRfc), _) => "a decision RFC",
+        (_, Some(VerificationRigor::CriticalPath)) => "a critical-path plan",
+        _ => return None,
+    };
+    Some(format!(
+        "The planner saved {what} ({})",
+        a.plan_file.as_deref().unwrap_or("its plan")
+    ))
 }
