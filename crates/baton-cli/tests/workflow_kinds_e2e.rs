@@ -672,33 +672,13 @@ fn a_planner_question_is_answered_by_resume() {
     assert_eq!(wf.snapshot()["run_state"], "completed");
 }
 
-/// A brainstormer that asks first, then saves a design from the user's answer.
-const BRAINSTORM_ASKS: &str = r#"cat <<'EOF'
-### Router Contract (MACHINE-READABLE)
-```yaml
-STATUS: NEEDS_CLARIFICATION
-DESIGN_FILE: null
-DESIGN_SUMMARY: null
-QUESTIONS: ["Which database should the storage move to?"]
-RESEARCH_TOPICS: []
-MEMORY_NOTES: null
-```
-EOF
-"#;
-
-const BRAINSTORM_DESIGNS: &str = r#"mkdir -p docs/plans && echo "Storage design: postgres" > docs/plans/storage-design.md
-cat <<'EOF'
-### Router Contract (MACHINE-READABLE)
-```yaml
-STATUS: DESIGN_SAVED
-DESIGN_FILE: docs/plans/storage-design.md
-DESIGN_SUMMARY: Move the storage to postgres behind the existing repository trait.
-QUESTIONS: []
-RESEARCH_TOPICS: []
-MEMORY_NOTES: null
-```
-EOF
-"#;
+/// A brainstormer's script: `first` (shell run before it answers), then its router contract
+/// with `status`, `file`, `questions` and `topics` (YAML values).
+fn brainstorm(first: &str, status: &str, file: &str, questions: &str, topics: &str) -> String {
+    format!(
+        "{first}\ncat <<'EOF'\n### Router Contract (MACHINE-READABLE)\n```yaml\nSTATUS: {status}\nDESIGN_FILE: {file}\nDESIGN_SUMMARY: null\nQUESTIONS: {questions}\nRESEARCH_TOPICS: {topics}\nMEMORY_NOTES: null\n```\nEOF\n"
+    )
+}
 
 /// [21/24] PLAN's brainstorming runs before the planner (plan-workflow.md:6-13): its question is
 /// a checkpoint, the answer runs it again, and the design it saves reaches the planner and the
@@ -706,8 +686,22 @@ EOF
 #[test]
 fn brainstorming_asks_then_its_design_reaches_the_planner() {
     let wf = Wf::new();
-    wf.answer_nth("brainstormer", 1, BRAINSTORM_ASKS)
-        .answer("brainstormer", BRAINSTORM_DESIGNS)
+    let asks = brainstorm(
+        "true",
+        "NEEDS_CLARIFICATION",
+        "null",
+        r#"["Which database should the storage move to?"]"#,
+        "[]",
+    );
+    let designs = brainstorm(
+        r#"mkdir -p docs/plans && echo "Storage design: postgres" > docs/plans/storage-design.md"#,
+        "DESIGN_SAVED",
+        "docs/plans/storage-design.md",
+        "[]",
+        "[]",
+    );
+    wf.answer_nth("brainstormer", 1, &asks)
+        .answer("brainstormer", &designs)
         .answer("planner", PLANNER_CREATED)
         .answer("plan-gap-reviewer", PLAN_REVIEW_PASS);
     let o = wf.run(&["run", "plan the storage migration"]);
@@ -748,20 +742,6 @@ fn brainstorming_asks_then_its_design_reaches_the_planner() {
     assert_eq!(snap["run_state"], "completed");
 }
 
-/// A brainstormer that names outside technology the plan depends on.
-const BRAINSTORM_NAMES_RESEARCH: &str = r#"cat <<'EOF'
-### Router Contract (MACHINE-READABLE)
-```yaml
-STATUS: NO_DESIGN
-DESIGN_FILE: null
-DESIGN_SUMMARY: null
-QUESTIONS: []
-RESEARCH_TOPICS: ["the payment provider's webhook retries"]
-MEMORY_NOTES: null
-```
-EOF
-"#;
-
 const RESEARCH_DONE: &str = r#"mkdir -p docs/research && echo "retries: 3" > docs/research/webhooks.md
 cat <<'EOF'
 ### Router Contract (MACHINE-READABLE)
@@ -784,8 +764,15 @@ EOF
 /// `plan now` goes straight to the planner.
 #[test]
 fn research_is_offered_before_planning_and_its_files_reach_the_planner() {
+    let names = brainstorm(
+        "true",
+        "NO_DESIGN",
+        "null",
+        "[]",
+        r#"["the payment provider's webhook retries"]"#,
+    );
     let wf = Wf::new();
-    wf.answer("brainstormer", BRAINSTORM_NAMES_RESEARCH)
+    wf.answer("brainstormer", &names)
         .answer("researcher", RESEARCH_DONE)
         .answer("planner", PLANNER_CREATED)
         .answer("plan-gap-reviewer", PLAN_REVIEW_PASS);
@@ -812,7 +799,7 @@ fn research_is_offered_before_planning_and_its_files_reach_the_planner() {
     assert_eq!(snap["run_state"], "completed");
 
     let skip = Wf::new();
-    skip.answer("brainstormer", BRAINSTORM_NAMES_RESEARCH)
+    skip.answer("brainstormer", &names)
         .answer("planner", PLANNER_CREATED)
         .answer("plan-gap-reviewer", PLAN_REVIEW_PASS);
     assert_exit(&skip.run(&["run", "plan the payment webhooks"]), 4);
@@ -825,21 +812,6 @@ fn research_is_offered_before_planning_and_its_files_reach_the_planner() {
         ["brainstorm", "plan-create", "plan-review-gap-1"]
     );
 }
-
-/// The Doubt Pass: objections saved beside the plan.
-const BRAINSTORM_DOUBTS: &str = r#"mkdir -p docs/plans && echo "the copy cannot be undone" > docs/plans/storage-doubts.md
-cat <<'EOF'
-### Router Contract (MACHINE-READABLE)
-```yaml
-STATUS: DESIGN_SAVED
-DESIGN_FILE: docs/plans/storage-doubts.md
-DESIGN_SUMMARY: the copy step cannot be undone
-QUESTIONS: []
-RESEARCH_TOPICS: []
-MEMORY_NOTES: null
-```
-EOF
-"#;
 
 /// [21/24] A critical-path plan gets the Doubt Pass offer before its fresh review
 /// (plan-workflow.md:27): `run doubt pass` runs the brainstormer against the plan's key decision
@@ -857,7 +829,17 @@ fn a_critical_path_plan_is_offered_a_doubt_pass_before_its_review() {
         );
     let wf = Wf::new();
     wf.answer("planner", &critical)
-        .answer_nth("brainstormer", 2, BRAINSTORM_DOUBTS)
+        .answer_nth(
+            "brainstormer",
+            2,
+            &brainstorm(
+                r#"mkdir -p docs/plans && echo "the copy cannot be undone" > docs/plans/storage-doubts.md"#,
+                "DESIGN_SAVED",
+                "docs/plans/storage-doubts.md",
+                "[]",
+                "[]",
+            ),
+        )
         .answer("plan-gap-reviewer", PLAN_REVIEW_PASS);
     let o = wf.run(&["run", "plan the storage migration"]);
     assert_exit(&o, 4);
