@@ -188,6 +188,36 @@ fn remediation_stops_at_the_circuit_breaker_after_three_cycles() {
     assert_exit(&o, 2);
 }
 
+/// build-workflow.md:65-66: a builder that stops on a decision only the user can make gets the
+/// answer, and the answer is kept as `Build clarification [PHASE]` in memory's Decisions.
+#[test]
+fn a_build_clarification_is_kept_in_memory_s_decisions() {
+    let wf = Wf::new();
+    let blocked = BUILDER_PASS
+        .replace("STATUS: PASS", "STATUS: FAIL")
+        .replace("PHASE_STATUS: completed", "PHASE_STATUS: blocked")
+        .replace("CHECKPOINT_TYPE: none", "CHECKPOINT_TYPE: decision")
+        .replace(
+            "BLOCKED_ITEMS: []",
+            "BLOCKED_ITEMS: [which database to use]",
+        );
+    wf.happy().answer_nth("component-builder", 1, &blocked);
+    let o = wf.run(&["run", "add a feature file"]);
+    assert_exit(&o, 4);
+    assert_eq!(wf.snapshot()["checkpoint"]["gate"], "checkpoint_decision");
+    let id = wf.id();
+    let o = wf.run(&["resume", &id, "--answer", "use   sqlite"]);
+    assert_exit(&o, 0);
+    assert!(wf.prompt("component-builder", 2).contains("use   sqlite"));
+    let active =
+        std::fs::read_to_string(wf.sb.work().join(".baton/memory/activeContext.md")).unwrap();
+    let line = active
+        .lines()
+        .find(|l| l.contains("Build clarification ["))
+        .unwrap_or_else(|| panic!("{active}"));
+    assert!(line.ends_with(&format!("(wf:{id}): use sqlite")), "{line}");
+}
+
 #[test]
 fn a_scope_checkpoint_is_answered_by_resume_and_the_workflow_completes() {
     let wf = Wf::new();

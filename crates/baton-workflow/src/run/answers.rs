@@ -170,17 +170,30 @@ impl Runner<'_> {
         }
     }
 
-    /// A PLAN's clarification answer, persisted in memory's Decisions
-    /// (remediation-and-research.md:87).
-    pub(super) fn keep_plan_clarification(&self, text: &str) -> Result<(), RunError> {
-        if self.kind() != WorkflowKind::Plan {
-            return Ok(());
-        }
-        let line = format!(
-            "Plan clarification (wf:{}): {}",
-            self.id,
-            text.split_whitespace().collect::<Vec<_>>().join(" ")
-        );
+    /// A clarification answer, persisted in memory's Decisions: a PLAN's
+    /// (remediation-and-research.md:87) as `Plan clarification (wf:ID): …`, a BUILD's
+    /// (build-workflow.md:65-66) as `Build clarification [PHASE]: …`.
+    pub(super) fn keep_clarification(
+        &self,
+        gate: Gate,
+        phase: Option<&str>,
+        text: &str,
+    ) -> Result<(), RunError> {
+        let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let line = match (self.kind(), gate) {
+            (WorkflowKind::Plan, Gate::Clarification) => {
+                format!("Plan clarification (wf:{}): {words}", self.id)
+            }
+            (
+                WorkflowKind::Build,
+                Gate::Clarification | Gate::CheckpointDecision | Gate::PhaseBlocked,
+            ) => format!(
+                "Build clarification [{}] (wf:{}): {words}",
+                phase.unwrap_or("build"),
+                self.id
+            ),
+            _ => return Ok(()),
+        };
         MemoryDir::new(&self.root)
             .append(MemoryFile::ActiveContext, "Decisions", &[line])
             .map_err(|e| RunError::Memory(e.to_string()))

@@ -154,8 +154,8 @@ impl Runner<'_> {
             }
             return self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v));
         }
-        if cp.gate == Gate::Clarification && choice != Answer::Abort {
-            self.keep_plan_clarification(text)?;
+        if choice == Answer::Retry {
+            self.keep_clarification(cp.gate, a.phase_cursor.as_deref(), text)?;
         }
         match choice {
             Answer::Abort => {
