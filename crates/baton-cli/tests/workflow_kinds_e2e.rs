@@ -625,7 +625,7 @@ fn plan_findings_lead_to_a_replan_and_a_second_review() {
     // The re-plan is handed what the gap review found.
     let replan = wf.prompt("planner", 2);
     assert!(
-        replan.contains("## Previous Agent Findings")
+        replan.contains("## Planning Review Findings")
             && replan.contains("REPLAN_REASON: the plan has no rollback step"),
         "{replan}"
     );
@@ -737,6 +737,11 @@ fn brainstorming_asks_then_its_design_reaches_the_planner() {
             "plan-review-gap-1"
         ]
     );
+    let review = wf.prompt("plan-gap-reviewer", 1);
+    assert!(
+        review.contains("## Approved Context Files\nDesign: docs/plans/storage-design.md"),
+        "{review}"
+    );
     let snap = wf.snapshot();
     assert_eq!(snap["design_file"], "docs/plans/storage-design.md");
     assert_eq!(snap["run_state"], "completed");
@@ -793,6 +798,21 @@ fn research_is_offered_before_planning_and_its_files_reach_the_planner() {
     assert!(
         planner.contains("## Research Files\nWeb: docs/research/webhooks.md"),
         "{planner}"
+    );
+    // How good the research was (seed 001:348), and, for the plan's reviewer, the original
+    // request and the files the plan was made from (seed 001:350-351).
+    assert!(
+        planner.contains("## Research Quality\nWeb: COMPLETE · GitHub: COMPLETE · overall: high"),
+        "{planner}"
+    );
+    let review = wf.prompt("plan-gap-reviewer", 1);
+    assert!(
+        review.contains("## Original User Request\nplan the payment webhooks"),
+        "{review}"
+    );
+    assert!(
+        review.contains("## Approved Context Files\nResearch Web: docs/research/webhooks.md"),
+        "{review}"
     );
     let snap = wf.snapshot();
     assert_eq!(snap["results"]["research_offer"]["choice"], "research");

@@ -91,6 +91,8 @@ pub struct Scaffold<'a> {
     pub last_problem: Option<&'a str>,
     /// After a research round: where its web and GitHub files are (`Unavailable` when none).
     pub research_files: Option<&'a str>,
+    /// After a research round: how each backend did and the overall quality.
+    pub research_quality: Option<&'a str>,
     /// The phase's recorded base (`results.git_base_sha`): what the roles that read the change
     /// diff against; `unavailable` when git could not record one.
     pub base: Option<&'a str>,
@@ -136,7 +138,12 @@ pub fn scaffold(s: &Scaffold<'_>) -> String {
         "- Workflow Artifact: {}\n\n",
         s.artifact_path.display()
     ));
-    p.push_str("## User Request\n");
+    // The plan's reviewer judges the plan against what was asked, not against the plan.
+    p.push_str(if s.role == Role::PlanGapReviewer {
+        "## Original User Request\n"
+    } else {
+        "## User Request\n"
+    });
     p.push_str(s.request.trim());
     p.push_str("\n\n## Requirements\n");
     if t.kind == Some(TaskKind::Remfix) {
@@ -197,10 +204,30 @@ pub fn scaffold(s: &Scaffold<'_>) -> String {
             "## Doubt Pass\n{d}: objections raised against the plan's key decision before this review. Weigh each: one the plan does not answer is a finding (blocking when building the plan as written would go wrong).\n\n"
         ));
     }
-    if let Some(r) = s.research_files {
+    if s.role == Role::PlanGapReviewer {
+        // What the plan was made from, approved: its design and research files.
+        let mut files: Vec<String> = s
+            .design_file
+            .map(|d| format!("Design: {d}"))
+            .into_iter()
+            .collect();
+        for line in s.research_files.unwrap_or_default().lines() {
+            files.push(format!("Research {}", line.trim()));
+        }
+        if !files.is_empty() {
+            p.push_str("## Approved Context Files\n");
+            p.push_str(&files.join("\n"));
+            p.push_str("\n\n");
+        }
+    } else if let Some(r) = s.research_files {
         p.push_str("## Research Files\n");
         p.push_str(r.trim());
         p.push_str("\n\n");
+        if let Some(q) = s.research_quality {
+            p.push_str("## Research Quality\n");
+            p.push_str(q.trim());
+            p.push_str("\n\n");
+        }
     }
     match s.base.filter(|_| reads_change(s.role)) {
         Some(UNAVAILABLE_BASE) => p.push_str(
@@ -228,7 +255,12 @@ pub fn scaffold(s: &Scaffold<'_>) -> String {
         p.push_str("\n\n");
     }
     if let Some(f) = s.previous_findings.filter(|f| !f.trim().is_empty()) {
-        p.push_str("## Previous Agent Findings\n");
+        // A re-plan answers the fresh review's findings (seed 001:349).
+        p.push_str(if s.role == Role::Planner {
+            "## Planning Review Findings\n"
+        } else {
+            "## Previous Agent Findings\n"
+        });
         p.push_str(f.trim());
         p.push_str("\n\n");
     }
@@ -607,6 +639,7 @@ mod tests {
             guidance: None,
             doubts: None,
             previous_findings: None,
+            research_quality: None,
             last_problem: None,
             research_files: None,
             base: Some("0123abcd"),

@@ -39,18 +39,33 @@ impl Runner<'_> {
             })
         });
         let last_problem = v.host.failure.clone().filter(|_| v.host.guidance.is_some());
-        // The investigator or planner after a research round reads where its files are.
-        let research_files = matches!(role, Role::BugInvestigator | Role::Planner)
-            .then(|| a.research_rounds.last())
-            .flatten()
-            .map(|round| {
-                let file = |f: &Option<String>| f.as_deref().unwrap_or("Unavailable").to_string();
-                format!(
-                    "Web: {}\nGitHub: {}",
-                    file(&round.web_file),
-                    file(&round.github_file)
-                )
-            });
+        // The investigator or planner after a research round reads where its files are and how
+        // good they are (seed 001:347-348); the plan's reviewer gets them among the context the
+        // plan was made from.
+        let round = matches!(
+            role,
+            Role::BugInvestigator | Role::Planner | Role::PlanGapReviewer
+        )
+        .then(|| a.research_rounds.last())
+        .flatten();
+        let research_files = round.map(|round| {
+            let file = |f: &Option<String>| f.as_deref().unwrap_or("Unavailable").to_string();
+            format!(
+                "Web: {}\nGitHub: {}",
+                file(&round.web_file),
+                file(&round.github_file)
+            )
+        });
+        let research_quality = round.map(|_| {
+            let q = &a.research_quality;
+            let say = |s: &Option<String>| s.as_deref().unwrap_or("none").to_string();
+            format!(
+                "Web: {} · GitHub: {} · overall: {}",
+                say(&q.web),
+                say(&q.github),
+                say(&q.overall)
+            )
+        });
         let artifact_path = self
             .env
             .delegate
@@ -71,6 +86,7 @@ impl Runner<'_> {
             previous_findings: findings.as_deref(),
             last_problem: last_problem.as_deref(),
             research_files: research_files.as_deref(),
+            research_quality: research_quality.as_deref(),
             base: base.as_deref(),
             design_file: a.design_file.as_deref(),
             doubts: a
