@@ -411,6 +411,14 @@ fn a_build_after_a_plan_builds_the_plan_memory_names() {
         .answer("plan-gap-reviewer", PLAN_REVIEW_PASS)
         .happy();
     assert_exit(&wf.run(&["run", "plan the storage migration"]), 0);
+    // The PLAN copied its plan's intent header (remediation-and-research.md:94).
+    let intent = &wf.snapshot()["intent"];
+    assert_eq!(intent["goal"], "Storage migration", "{intent}");
+    assert_eq!(
+        intent["acceptance_criteria"],
+        serde_json::json!(["every part is built"]),
+        "{intent}"
+    );
     std::fs::remove_dir_all(wf.sb.work().join(".baton/state/workflows")).unwrap();
     let o = wf.run(&["run", "implement the storage migration", "--no-worktree"]);
     assert_exit(&o, 4);

@@ -258,6 +258,16 @@ impl Runner<'_> {
             for t in nv.tasks.iter_mut().filter(|t| t.is_open()) {
                 t.plan = Some(file.clone());
             }
+            // Its intent header goes into the artifact's intent (remediation-and-research.md:94):
+            // the goal and the acceptance criteria, when the plan is in baton's format.
+            if let Ok(p) = crate::plan_file::PlanFile::read(&self.root.join(&file)) {
+                if let Some(title) = p.title {
+                    new.intent.goal = Some(title);
+                }
+                if !p.acceptance_criteria.is_empty() {
+                    new.intent.acceptance_criteria = p.acceptance_criteria;
+                }
+            }
         }
         let created = match self.follow_ups(&d, artifact, v, &mut new, &mut nv) {
             Ok(c) => c,
