@@ -249,26 +249,7 @@ impl Runner<'_> {
                 t.status = Some(u.status);
             }
         }
-        // A plan saved: the tasks still to run name it (remediation-and-research.md:95-96).
-        let saved = d.changes.iter().find_map(|c| match c {
-            Change::Plan { file, .. } => Some(file.clone()),
-            _ => None,
-        });
-        if let Some(file) = saved.filter(|f| !f.trim().is_empty()) {
-            for t in nv.tasks.iter_mut().filter(|t| t.is_open()) {
-                t.plan = Some(file.clone());
-            }
-            // Its intent header goes into the artifact's intent (remediation-and-research.md:94):
-            // the goal and the acceptance criteria, when the plan is in baton's format.
-            if let Ok(p) = crate::plan_file::PlanFile::read(&self.root.join(&file)) {
-                if let Some(title) = p.title {
-                    new.intent.goal = Some(title);
-                }
-                if !p.acceptance_criteria.is_empty() {
-                    new.intent.acceptance_criteria = p.acceptance_criteria;
-                }
-            }
-        }
+        plan::plan_saved(&self.root, &d, &mut new, &mut nv);
         let created = match self.follow_ups(&d, artifact, v, &mut new, &mut nv) {
             Ok(c) => c,
             Err(e) => return self.fail(e),

@@ -308,3 +308,27 @@ pub(super) fn doubt_offer(a: &Artifact) -> Option<String> {
         a.plan_file.as_deref().unwrap_or("its plan")
     ))
 }
+
+/// A plan the planner saved: the tasks still to run name it (remediation-and-research.md:95-96),
+/// and its intent header — the title and the acceptance criteria, when the plan is in baton's
+/// format — goes into the artifact's intent (remediation-and-research.md:94).
+pub(super) fn plan_saved(root: &Path, d: &Decision, new: &mut Artifact, nv: &mut WorkflowState) {
+    let saved = d.changes.iter().find_map(|c| match c {
+        Change::Plan { file, .. } => Some(file.clone()),
+        _ => None,
+    });
+    let Some(file) = saved.filter(|f| !f.trim().is_empty()) else {
+        return;
+    };
+    for t in nv.tasks.iter_mut().filter(|t| t.is_open()) {
+        t.plan = Some(file.clone());
+    }
+    if let Ok(p) = PlanFile::read(&root.join(&file)) {
+        if let Some(title) = p.title {
+            new.intent.goal = Some(title);
+        }
+        if !p.acceptance_criteria.is_empty() {
+            new.intent.acceptance_criteria = p.acceptance_criteria;
+        }
+    }
+}
