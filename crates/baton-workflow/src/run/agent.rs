@@ -121,6 +121,51 @@ pub struct Scaffold<'a> {
 /// The base recorded when git could not give one.
 pub const UNAVAILABLE_BASE: &str = "unavailable";
 
+/// The files the work stands on, as the role needs them: the design (brainstormer, planner),
+/// a Doubt Pass's objections (the plan's reviewer, the planner), the research after a round, and
+/// for the plan's reviewer all of them as its approved context.
+fn context_files(s: &Scaffold<'_>, p: &mut String) {
+    match (s.design_file, s.role) {
+        (Some(d), Role::Planner) => p.push_str(&format!(
+            "## Design File\n{d}: read it first and plan from it (expand it; do not start over).\n\n"
+        )),
+        (Some(d), Role::Brainstormer) => p.push_str(&format!(
+            "## Design File\n{d}: an earlier design of this work; build on it (expand it; do not start over).\n\n"
+        )),
+        _ => {}
+    }
+    if let (Some(d), Role::PlanGapReviewer | Role::Planner) = (s.doubts, s.role) {
+        p.push_str(&format!(
+            "## Doubt Pass\n{d}: objections raised against the plan's key decision before this review. Weigh each: one the plan does not answer is a finding (blocking when building the plan as written would go wrong).\n\n"
+        ));
+    }
+    if s.role == Role::PlanGapReviewer {
+        // What the plan was made from, approved: its design and research files.
+        let mut files: Vec<String> = s
+            .design_file
+            .map(|d| format!("Design: {d}"))
+            .into_iter()
+            .collect();
+        for line in s.research_files.unwrap_or_default().lines() {
+            files.push(format!("Research {}", line.trim()));
+        }
+        if !files.is_empty() {
+            p.push_str("## Approved Context Files\n");
+            p.push_str(&files.join("\n"));
+            p.push_str("\n\n");
+        }
+    } else if let Some(r) = s.research_files {
+        p.push_str("## Research Files\n");
+        p.push_str(r.trim());
+        p.push_str("\n\n");
+        if let Some(q) = s.research_quality {
+            p.push_str("## Research Quality\n");
+            p.push_str(q.trim());
+            p.push_str("\n\n");
+        }
+    }
+}
+
 /// The prompt of one dispatch, in seed 001's scaffold order.
 pub fn scaffold(s: &Scaffold<'_>) -> String {
     let t = s.task;
@@ -190,45 +235,7 @@ pub fn scaffold(s: &Scaffold<'_>) -> String {
     if let Some(pr) = s.precedence {
         p.push_str(pr);
     }
-    match (s.design_file, s.role) {
-        (Some(d), Role::Planner) => p.push_str(&format!(
-            "## Design File\n{d}: read it first and plan from it (expand it; do not start over).\n\n"
-        )),
-        (Some(d), Role::Brainstormer) => p.push_str(&format!(
-            "## Design File\n{d}: an earlier design of this work; build on it (expand it; do not start over).\n\n"
-        )),
-        _ => {}
-    }
-    if let (Some(d), Role::PlanGapReviewer | Role::Planner) = (s.doubts, s.role) {
-        p.push_str(&format!(
-            "## Doubt Pass\n{d}: objections raised against the plan's key decision before this review. Weigh each: one the plan does not answer is a finding (blocking when building the plan as written would go wrong).\n\n"
-        ));
-    }
-    if s.role == Role::PlanGapReviewer {
-        // What the plan was made from, approved: its design and research files.
-        let mut files: Vec<String> = s
-            .design_file
-            .map(|d| format!("Design: {d}"))
-            .into_iter()
-            .collect();
-        for line in s.research_files.unwrap_or_default().lines() {
-            files.push(format!("Research {}", line.trim()));
-        }
-        if !files.is_empty() {
-            p.push_str("## Approved Context Files\n");
-            p.push_str(&files.join("\n"));
-            p.push_str("\n\n");
-        }
-    } else if let Some(r) = s.research_files {
-        p.push_str("## Research Files\n");
-        p.push_str(r.trim());
-        p.push_str("\n\n");
-        if let Some(q) = s.research_quality {
-            p.push_str("## Research Quality\n");
-            p.push_str(q.trim());
-            p.push_str("\n\n");
-        }
-    }
+    context_files(s, &mut p);
     match s.base.filter(|_| reads_change(s.role)) {
         Some(UNAVAILABLE_BASE) => p.push_str(
             "## Base\nNo base was recorded for this phase (git could not be read): review the working tree's changes (`git diff HEAD`, and `git status --porcelain` for new files), and say in your report that no base was available.\n\n",
