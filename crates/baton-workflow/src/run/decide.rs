@@ -631,7 +631,9 @@ fn roll_up_findings(
     for f in &findings {
         let minor = matches!(f.severity.as_str(), "low" | "medium");
         let high = f.severity == "high";
-        if (reviewed && !verified && minor) || (deferring && (minor || high)) {
+        // Minor findings block nothing: kept with their phase whoever raised them, the
+        // reviewers' or the verifier's own (a trivial BUILD has only the verifier).
+        if ((reviewed != verified) && minor) || (deferring && (minor || high)) {
             defer(new, f, artifact.phase_cursor.as_deref());
         }
     }
@@ -697,7 +699,7 @@ fn ledger_and_dropped(v: &WorkflowState) -> (Vec<LoggedFinding>, Vec<(String, St
         Some(text) => apply_validation(merged, &validations_in(text)),
         None => (merged, Vec::new()),
     };
-    let findings = kept
+    let mut findings: Vec<LoggedFinding> = kept
         .iter()
         .map(|m| LoggedFinding {
             severity: m.finding.severity.name().to_string(),
@@ -707,6 +709,18 @@ fn ledger_and_dropped(v: &WorkflowState) -> (Vec<LoggedFinding>, Vec<(String, St
             cross_confirmed: m.cross_confirmed,
         })
         .collect();
+    // The verifier's own findings (a trivial BUILD's only ones) join the ledger too.
+    for f in verifier.as_deref().map(findings_in).unwrap_or_default() {
+        if !findings.iter().any(|l| l.text == f.text) {
+            findings.push(LoggedFinding {
+                severity: f.severity.name().to_string(),
+                location: f.location.as_ref().map(ToString::to_string),
+                text: f.text.clone(),
+                raised_by: vec![Role::IntegrationVerifier.name().to_string()],
+                cross_confirmed: false,
+            });
+        }
+    }
     let dropped = dropped
         .into_iter()
         .map(|d| (d.reason, d.finding.finding.text))

@@ -200,6 +200,30 @@ fn a_dispute_without_a_command_is_void_and_the_finding_stands() {
 }
 
 /// A minor finding does not block the phase, and does not evaporate either.
+/// build-workflow.md:182-188: a trivial BUILD has no reviewer; its verifier's own minor finding
+/// blocks nothing and is kept with its phase too.
+#[test]
+fn a_trivial_build_keeps_its_verifier_s_minor_findings() {
+    let h = Harness::new();
+    let verify = VERIFY_PASS.replace(
+        "### Router Contract",
+        "### Minor Issues\n- src/names.rs:9 the test name says too little\n\n### Router Contract",
+    );
+    h.happy().answer("integration-verifier", &verify);
+    let o = h.run(start("add a feature file", true)).unwrap();
+    let Outcome::Completed { id, brief } = &o else {
+        panic!("{o:?}")
+    };
+    assert!(
+        brief.contains("src/names.rs:9 the test name says too little"),
+        "{brief}"
+    );
+    assert_eq!(h.calls_of("component-builder").len(), 1, "nothing to fix");
+    let a = h.artifact(id);
+    assert_eq!(a["deferred_findings"].as_array().unwrap().len(), 1, "{a}");
+    assert_eq!(a["deferred_findings"][0]["phase"], "phase-1");
+}
+
 #[test]
 fn minor_findings_roll_up_into_the_deferred_list() {
     let h = Harness::new();
