@@ -56,6 +56,10 @@ pub struct Results {
     /// The user's choice at a hunter-findings gate, with its phase.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hunter_findings: Option<GateChoice>,
+    /// The reviewers' findings merged into one summary (the reviewer's and the hunter's, one
+    /// per place), written once they answered and before the verifier runs (seed 001:560).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub findings_summary: Option<Vec<crate::event::LoggedFinding>>,
     /// PLAN's research offer (plan-workflow.md:14-16): what the brainstormer named, and the
     /// user's choice once made.
     #[serde(skip_serializing_if = "Option::is_none")]

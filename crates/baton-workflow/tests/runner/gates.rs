@@ -244,6 +244,14 @@ fn minor_findings_roll_up_into_the_deferred_list() {
     );
     assert_eq!(h.calls_of("component-builder").len(), 1, "nothing to fix");
     assert_eq!(h.artifact(id)["deferred_findings"][0]["phase"], "phase-1");
+    // One merged summary of the review's findings in the results (seed 001:560).
+    let summary = &h.artifact(id)["results"]["findings_summary"];
+    assert_eq!(summary.as_array().map(Vec::len), Some(1), "{summary}");
+    assert_eq!(
+        summary[0]["text"], "src/names.rs:4 a name could be clearer",
+        "{summary}"
+    );
+    assert_eq!(summary[0]["location"], "src/names.rs:4", "{summary}");
     let memory =
         std::fs::read_to_string(h.env.delegate.cwd.join(".baton/memory/patterns.md")).unwrap();
     assert!(memory.contains("[Deferred]: ["), "{memory}");
