@@ -51,6 +51,12 @@ pub fn undo(root: &Path, spans: &[Span]) -> Result<Undone, String> {
     };
     let now = crate::snapshot::commit(root)
         .ok_or("the project's tree cannot be read now (git failed)")?;
+    // git names every path from the work tree's top, whatever folder of it `root` is.
+    let top = crate::Git::new(root)
+        .toplevel()
+        .map_err(|e| format!("the project's work tree cannot be found: {e}"))?;
+    let top = std::fs::canonicalize(&top).unwrap_or(top);
+    let root = top.as_path();
     let git = crate::Git::new(root);
     let changed = |a: &str, b: &str| -> Result<BTreeSet<String>, String> {
         let out = git
@@ -329,6 +335,30 @@ mod tests {
             "{done:?}"
         );
         assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+
+    /// A session in a folder of the repository: git names paths from the top, and the file is
+    /// put back where it is, not under the folder again.
+    #[test]
+    fn a_session_in_a_subfolder_puts_back_the_right_file() {
+        let d = repo();
+        let top = d.path();
+        std::fs::create_dir(top.join("app")).unwrap();
+        std::fs::write(top.join("app/x.txt"), "x0\n").unwrap();
+        let sub = top.join("app");
+        let before = commit(&sub).unwrap();
+        std::fs::write(sub.join("x.txt"), "x1\n").unwrap();
+        std::fs::write(sub.join("new.txt"), "n\n").unwrap();
+        let after = commit(&sub).unwrap();
+        let done = undo(&sub, &[Span { before, after }]).unwrap();
+        assert_eq!(done.restored, ["app/x.txt"]);
+        assert_eq!(done.removed, ["app/new.txt"]);
+        assert_eq!(read(top, "app/x.txt").as_deref(), Some("x0\n"));
+        assert!(
+            !sub.join("app").exists(),
+            "nothing is written under the folder again"
+        );
+        assert!(!top.join("app/new.txt").exists());
     }
 
     #[test]
