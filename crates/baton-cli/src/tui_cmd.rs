@@ -153,6 +153,7 @@ fn attach(args: &TuiArgs, id: &str) -> Result<Exit> {
         approval_policy: "never".into(),
         first: None,
         history: Vec::new(),
+        checkpoints: Vec::new(),
         attach: Some(what),
         routes: Vec::new(),
     };

@@ -235,6 +235,15 @@ pub async fn serve(front: TuiFront, session: Session, start: Start) -> Result<Ru
             .filter(|(seat, _)| seat.is_none() || seat.as_deref() == Some("coordinator"))
             .map(|(_, m)| m.clone())
             .collect(),
+        checkpoints: session
+            .checkpoints()
+            .into_iter()
+            .map(|c| baton_tui::view::CheckpointRow {
+                checkpoint: c.checkpoint,
+                input: c.input,
+                files: c.files,
+            })
+            .collect(),
         attach: None,
         routes: baton_app::project::project_context(Some(spec.cwd.clone()))
             .map(|ctx| baton_app::settings::route_choices(&ctx.config.config))

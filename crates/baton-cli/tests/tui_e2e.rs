@@ -1126,6 +1126,12 @@ fn esc_esc_undoes_a_prompt_s_files_and_keeps_what_the_user_changed() {
             json!({"path": "notes.txt", "content": "the model's notes\n"}),
         ))
         .turn(Turn::text("Wrote both."))
+        .turn(Turn::tool_call(
+            "w3",
+            "write",
+            json!({"path": "hello.txt", "content": "hello again\n"}),
+        ))
+        .turn(Turn::text("Wrote it again."))
         .start_blocking();
     let sb = project(&server);
     sb.init_repo("main");
@@ -1172,6 +1178,25 @@ fn esc_esc_undoes_a_prompt_s_files_and_keeps_what_the_user_changed() {
         transcript.contains("\"type\":\"undone\",\"checkpoint\":1"),
         "{transcript}"
     );
+    // A checkpoint outlives the process: the next one, after a resume, is in the list.
+    vt.send(b"write hello again\r");
+    vt.wait_for(WAIT, |s| {
+        s.contains("Wrote it again.") && s.contains("● ready")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+    let mut vt = tui(&sb, &["--resume", "last"], 110, 30);
+    vt.wait_for(WAIT, |s| s.contains("resumed session"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"/undo\r");
+    let list = vt
+        .wait_for(WAIT, |s| s.contains("#2 write hello again · 1 file"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert!(!list.contains("#1 write both files"), "{list}");
+    vt.send(b"\x1b");
+    vt.wait_for(WAIT, |s| !s.contains("undo · ↑↓ Enter"))
+        .unwrap_or_else(|s| panic!("{s}"));
     vt.send(b"\x04");
     assert!(vt.wait(WAIT).success());
 }

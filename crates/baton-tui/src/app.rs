@@ -62,6 +62,8 @@ pub struct Options {
     pub first: Option<String>,
     /// The conversation so far of a resumed session.
     pub history: Vec<baton_protocol::Message>,
+    /// The checkpoints a resumed session can still undo, oldest first.
+    pub checkpoints: Vec<crate::view::CheckpointRow>,
     /// `--attach`: follow this work of another process, read-only (but for a checkpoint's
     /// answer and the panel's actions).
     pub attach: Option<Attach>,
@@ -909,6 +911,7 @@ mod tests {
             approval_policy: "never".into(),
             first: None,
             history: Vec::new(),
+            checkpoints: Vec::new(),
             attach,
             routes: vec!["fast (mock/small)".into(), "mock/big".into()],
         })

@@ -48,6 +48,7 @@ pub fn run(
         }
     });
     app.view.history(&opts.history);
+    app.view.checkpoints = opts.checkpoints.clone();
     if let Some(first) = opts.first.clone() {
         app.view.user(&first, 0);
         if let Err(e) = send(Request::Input(first)) {

@@ -109,6 +109,15 @@ impl Session {
         self.resumed
     }
 
+    /// The checkpoints a resumed transcript holds that `/undo` can still go back to, oldest
+    /// first (none for a new session).
+    pub fn checkpoints(&self) -> Vec<crate::session::Checkpoint> {
+        match (&self.store, self.resumed) {
+            (Some(store), true) => crate::session::checkpoints_of(store.path()).0,
+            _ => Vec::new(),
+        }
+    }
+
     /// Starts the session on a tokio task of its own (it emits `session.started` once the
     /// runtime runs it) and returns its handle. When it ends, its end is recorded in the
     /// transcript before [`SessionHandle::end`] resolves.
