@@ -279,6 +279,7 @@ fn live(view: View, sink: Sink) -> (Sender<Msg>, std::thread::JoinHandle<App>) {
             approval_policy: "never".into(),
             first: None,
             history: Vec::new(),
+            checkpoints: Vec::new(),
             attach: None,
             routes: Vec::new(),
         };
