@@ -333,7 +333,8 @@ pub fn workflow_env(
     }
 }
 
-/// The workflow `resume` means: the id or unique prefix given, else the newest unfinished one.
+/// The workflow `resume` means: the id or unique prefix given, else the one unfinished workflow
+/// (with several, none: the error lists them, newest first).
 pub fn pick(store: &WorkflowStore, id: Option<&str>) -> Result<String, String> {
     let ids = store.list();
     match id {
@@ -358,34 +359,49 @@ pub fn pick(store: &WorkflowStore, id: Option<&str>) -> Result<String, String> {
             // Each record is checked as `resume` would read it: a missing snapshot is derived
             // from the log again, a damaged record is not passed over when it may be the one
             // meant (newer than the workflow that would be taken).
-            let mut newest_open = None;
+            // With more than one unfinished, none is taken: which one is meant cannot be known
+            // (seed 001:124, "do not resume a workflow you cannot scope confidently").
+            let mut open: Vec<(String, String)> = Vec::new();
             let mut damaged = None;
             for i in ids.iter().rev() {
                 match store.load(i) {
                     Ok(l) => {
-                        let done = matches!(
-                            l.artifact.get("run_state").and_then(|v| v.as_str()),
-                            Some("completed" | "stopped")
-                        );
-                        if !done {
-                            newest_open = Some(i.clone());
-                            break;
+                        let state = l.artifact.get("run_state").and_then(|v| v.as_str());
+                        if !matches!(state, Some("completed" | "stopped")) {
+                            let asked = l
+                                .artifact
+                                .get("user_request")
+                                .and_then(|v| v.as_str())
+                                .unwrap_or_default();
+                            let words: String = asked.chars().take(40).collect();
+                            open.push((
+                                i.clone(),
+                                format!("{i} ({}: {words})", state.unwrap_or("running")),
+                            ));
                         }
                     }
                     Err(StoreError::Log(baton_state::LogError::Damaged(d))) => {
-                        damaged.get_or_insert((i.clone(), d));
+                        if open.is_empty() {
+                            damaged.get_or_insert((i.clone(), d));
+                        }
                     }
                     Err(_) => {}
                 }
             }
-            match (damaged, newest_open) {
+            match (damaged, open.as_slice()) {
                 (Some((i, d)), _) => Err(format!(
                     "workflow {i} may be the one waiting, but its record is damaged: {d}; or name the workflow to resume: `baton resume ID`"
                 )),
-                (None, Some(i)) => Ok(i),
-                (None, None) => {
+                (None, [(i, _)]) => Ok(i.clone()),
+                (None, []) => {
                     Err("no workflow waits to be resumed: `baton status` lists them".to_string())
                 }
+                (None, many) => Err(format!(
+                    "{} workflows are unfinished, newest first: {}; name the one to resume: `baton resume {}`",
+                    many.len(),
+                    many.iter().map(|(_, line)| line.as_str()).collect::<Vec<_>>().join("; "),
+                    many[0].0
+                )),
             }
         }
     }

@@ -83,7 +83,7 @@ pub struct RunArgs {
 
 #[derive(Args, Debug)]
 pub struct ResumeArgs {
-    /// The workflow (an id or a unique prefix; default: the newest that is not finished).
+    /// The workflow (an id or a unique prefix; default: the only one not finished).
     id: Option<String>,
     /// The answer to the checkpoint the workflow waits on, kept word for word.
     #[arg(long)]

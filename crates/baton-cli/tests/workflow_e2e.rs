@@ -218,6 +218,53 @@ fn a_build_clarification_is_kept_in_memory_s_decisions() {
     assert!(line.ends_with(&format!("(wf:{id}): use sqlite")), "{line}");
 }
 
+/// seed 001:124: with two unfinished workflows, `baton resume` without an id takes neither (which
+/// one is meant cannot be known): it lists both, newest first, and names the command.
+#[test]
+fn resume_without_an_id_refuses_to_guess_between_two_unfinished_workflows() {
+    let wf = Wf::new();
+    wf.happy().answer("code-reviewer", REVIEW_CRITICAL_AND_HIGH);
+    assert_exit(&wf.run(&["run", "add a feature file"]), 4);
+    let first = wf.id();
+    assert_exit(&wf.run(&["run", "add a second feature file"]), 4);
+    let ids: Vec<String> = std::fs::read_dir(wf.sb.work().join(".baton/state/workflows"))
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".json").map(str::to_string)
+        })
+        .collect();
+    let second = ids.iter().find(|i| **i != first).unwrap().clone();
+    let lines = || {
+        ids.iter()
+            .map(|i| {
+                std::fs::read_to_string(
+                    wf.sb
+                        .work()
+                        .join(format!(".baton/state/workflows/{i}.events.jsonl")),
+                )
+                .unwrap()
+                .lines()
+                .count()
+            })
+            .sum::<usize>()
+    };
+    let before = lines();
+    let o = wf.run(&["resume", "--answer", "all issues"]);
+    assert_exit(&o, 2);
+    let e = err(&o);
+    assert!(e.contains("2 workflows are unfinished"), "{e}");
+    assert!(e.contains(&first) && e.contains(&second), "{e}");
+    assert!(e.contains("add a second feature file"), "{e}");
+    assert_eq!(lines(), before, "nothing was answered");
+    // Named, it goes on.
+    wf.answer("code-reviewer", REVIEW_APPROVE);
+    assert_exit(&wf.run(&["resume", &first, "--answer", "all issues"]), 0);
+    // One left unfinished: now it is the one meant.
+    let o = wf.run(&["resume", "--answer", "all issues"]);
+    assert_exit(&o, 0);
+}
+
 #[test]
 fn a_scope_checkpoint_is_answered_by_resume_and_the_workflow_completes() {
     let wf = Wf::new();

@@ -186,8 +186,8 @@ pub struct RunWorkflowRequest {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkflowResumeRequest {
-    /// The workflow: its id or a unique prefix of one (default: the newest that is not
-    /// finished).
+    /// The workflow: its id or a unique prefix of one (default: the only one not finished;
+    /// with several, name it).
     #[serde(default)]
     id: Option<String>,
     /// The answer to the checkpoint the workflow waits on (one of its options, or guidance after
@@ -329,7 +329,7 @@ pub const TOOLS: [ToolDef; 7] = [
         description: "Continue a baton workflow, as `baton resume` does: after an interruption, \
              or with `answer`, the answer to the checkpoint it waits on (one of the options it \
              gave) or guidance for a retry after a failure (`abort` ends it). `id` is a workflow \
-             id or a unique prefix (default: the newest that is not finished). Answers like \
+             id or a unique prefix (default: the only one not finished). Answers like \
              `run_workflow`. An answer the checkpoint does not take is a tool error naming the \
              options.",
         input: input::<WorkflowResumeRequest>,
