@@ -551,6 +551,39 @@ fn auto_proceed_takes_the_worktree_and_keeps_the_branch() {
     );
 }
 
+/// seed 001:40-54: memory is loaded again on resume: AUTO_PROCEED turned on while a workflow
+/// waits at a checkpoint holds for the rest of it (the finishing choice is then taken as
+/// recommended, and written under Decisions).
+#[test]
+fn auto_proceed_turned_on_while_waiting_holds_after_the_resume() {
+    let wf = Wf::new();
+    wf.happy()
+        .answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
+    let o = wf.run(&["run", "add a feature file", "--worktree"]);
+    assert_exit(&o, 4);
+    let id = wf.id();
+    let path = wf.sb.work().join(".baton/memory/activeContext.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("AUTO_PROCEED: false"), "{text}");
+    std::fs::write(
+        &path,
+        text.replace("AUTO_PROCEED: false", "AUTO_PROCEED: true"),
+    )
+    .unwrap();
+    let o = wf.run(&["resume", &id, "--answer", "all issues"]);
+    assert_exit(&o, 0);
+    assert!(
+        out(&o).contains(&format!("finish: kept branch baton/{id}")),
+        "{}",
+        out(&o)
+    );
+    let decisions = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        decisions.contains("AUTO_PROCEED took `keep` at finish"),
+        "{decisions}"
+    );
+}
+
 #[test]
 fn findings_both_raise_are_cross_confirmed_and_ones_the_verifier_refutes_are_dropped() {
     let wf = Wf::new();

@@ -515,6 +515,17 @@ pub async fn resume_with(
     let wf = store.open(id)?;
     let runner = Runner::new(env, launcher, wf, cancel)?;
     let mut r = runner.record();
+    // Memory is loaded again before resuming (seed 001:40-54): a missing file is made from its
+    // template, and the session settings are read as they are now (AUTO_PROCEED may have been
+    // turned on or off since the workflow started).
+    let memory = MemoryDir::new(&project_root(env));
+    memory
+        .ensure()
+        .map_err(|e| RunError::Memory(e.to_string()))?;
+    let settings = memory
+        .session_settings()
+        .map_err(|e| RunError::Memory(e.to_string()))?;
+    r.state.host.auto_proceed = settings.auto_proceed;
     // A workflow that works in the project's tree holds the tree's lock while it goes on (taken
     // below, once it is clear that it goes on).
     let claim_tree = |v: &WorkflowState| match v.host.worktree {
