@@ -936,6 +936,43 @@ fn a_plan_file_that_is_not_there_is_refused() {
     assert_eq!(wf.calls("plan-gap-reviewer"), 0);
 }
 
+/// debug-workflow.md:3: a DEBUG whose request asks for research runs the researchers before the
+/// first investigator, which gets their files and how good they were.
+#[test]
+fn a_debug_that_asks_for_research_researches_before_investigating() {
+    let wf = Wf::new();
+    debug_happy(&wf);
+    wf.answer("researcher", RESEARCH_DONE);
+    let o = wf.run(&[
+        "run",
+        "fix the crash in the parser; research how upstream treats empty input",
+    ]);
+    assert_exit(&o, 0);
+    let mut dispatched = wf.dispatched();
+    dispatched[..2].sort();
+    assert_eq!(
+        dispatched,
+        [
+            "research-github",
+            "research-web",
+            "debug-investigate",
+            "debug-review",
+            "debug-verify"
+        ]
+    );
+    let prompt = wf.prompt("bug-investigator", 1);
+    assert!(
+        prompt.contains("## Research Files\nWeb: docs/research/webhooks.md"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("## Research Quality\n"), "{prompt}");
+    // A DEBUG that does not ask investigates first.
+    let plain = Wf::new();
+    debug_happy(&plain);
+    assert_exit(&plain.run(&["run", "fix the crash in the parser"]), 0);
+    assert_eq!(plain.calls("researcher"), 0);
+}
+
 #[test]
 fn an_aborted_checkpoint_stops_and_a_finished_workflow_does_not_resume() {
     let wf = Wf::new();

@@ -172,6 +172,22 @@ impl Draft<'_> {
             self.result("doc_syncer", AgentResult::docs_synced(&doc.status, partial));
             next = Some(self.memory_finalize("documentation synced"));
         }
+        if let (None, WorkflowKind::Debug, None, Some(r)) =
+            (&next, kind, &outputs.investigator, &outputs.research)
+        {
+            // The research the request asked for came first: the investigator reads it now.
+            self.changes.push(Change::ResearchQuality {
+                web: r.web_status.clone(),
+                github: r.github_status.clone(),
+                overall: r.overall_quality.clone(),
+            });
+            self.complete_node(Phase::ResearchWeb);
+            self.complete_node(Phase::ResearchGithub);
+            next = Some((
+                Action::RunInvestigator,
+                "research done: investigate with it".to_string(),
+            ));
+        }
         match next {
             Some((action, reason)) => self.decide(action, reason),
             None => self.stop(

@@ -525,8 +525,22 @@ impl<'a> Draft<'a> {
             );
             return;
         }
+        let research_pending = self.tasks.iter().any(|t| {
+            t.is_open()
+                && matches!(
+                    t.node(),
+                    Some(
+                        crate::artifact::Phase::ResearchWeb
+                            | crate::artifact::Phase::ResearchGithub
+                    )
+                )
+        });
         match kind {
             WorkflowKind::Build => self.decide(Action::RunBuilder, "run the phase at the cursor"),
+            WorkflowKind::Debug if research_pending => self.decide(
+                Action::SpawnResearch,
+                "the request asks for research before the investigation",
+            ),
             WorkflowKind::Debug => self.decide(Action::RunInvestigator, "investigate"),
             WorkflowKind::Plan => self.next_plan_node(),
             WorkflowKind::Review => self.decide(Action::RunReviewer, "run the advisory review"),

@@ -248,9 +248,43 @@ pub fn unspecific(request: &str) -> Option<String> {
     (!named && !vague.is_empty()).then(|| vague.join(", "))
 }
 
+/// Words by which a request asks for research before the work (debug-workflow.md:3: research
+/// first "when the user asks"): the phrase found, or `None`.
+pub fn asks_for_research(request: &str) -> Option<&'static str> {
+    const ASKS: [&str; 6] = [
+        "research",
+        "look up",
+        "look it up",
+        "check the docs",
+        "read the docs",
+        "check upstream",
+    ];
+    let lower = request.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let text = format!(" {} ", words.join(" "));
+    ASKS.into_iter().find(|a| text.contains(&format!(" {a} ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_that_asks_for_research_says_so() {
+        assert_eq!(
+            asks_for_research("fix the crash; research how upstream treats empty input"),
+            Some("research")
+        );
+        assert_eq!(
+            asks_for_research("Look up the API, then fix it"),
+            Some("look up")
+        );
+        assert_eq!(asks_for_research("fix the researcher's crash"), None);
+        assert_eq!(asks_for_research("fix the crash in the parser"), None);
+    }
 
     #[test]
     fn plain_small_changes_are_trivial() {

@@ -287,6 +287,34 @@ pub fn initial(kind: WorkflowKind, trivial: bool, wf: &str) -> Vec<Task> {
     tasks
 }
 
+/// DEBUG's research before the first investigator: the web and GitHub researchers, which the
+/// investigator waits for (`asked`: the words by which the request asked for it).
+pub fn research_first(tasks: &mut Vec<Task>, wf: &str, asked: &str) {
+    let reason = format!("The request asks for research (\"{asked}\") before the investigation");
+    let mut ids = Vec::new();
+    for phase in [Phase::ResearchWeb, Phase::ResearchGithub] {
+        let t = task(
+            tasks,
+            wf,
+            NewTask {
+                kind: TaskKind::Research,
+                phase: phase.as_str(),
+                origin: "router",
+                scope: "N/A",
+                reason: &reason,
+                blocked_by: Vec::new(),
+            },
+        );
+        ids.push(t.id.clone());
+        tasks.push(t);
+    }
+    for t in tasks.iter_mut() {
+        if t.node() == Some(Phase::DebugInvestigate) {
+            t.blocked_by.extend(ids.iter().cloned());
+        }
+    }
+}
+
 /// Whether a task is finished for the purpose of unblocking others.
 pub fn is_done(tasks: &[Task], id: &str) -> bool {
     tasks.iter().any(|t| {

@@ -345,6 +345,13 @@ pub async fn start_with(
     a.traceability.sync_phases(&normalized, &status);
     let v = &mut r.state;
     v.tasks = graph::initial(opts.kind, trivial, &id);
+    if opts.kind == WorkflowKind::Debug {
+        // Research first when the user asks for it (debug-workflow.md:3): the investigator
+        // waits for the web and GitHub researchers and reads their files.
+        if let Some(asked) = crate::route::scope::asks_for_research(&opts.request) {
+            graph::research_first(&mut v.tasks, &id, asked);
+        }
+    }
     v.host.doc_sync_skipped = settings.skips_doc_sync();
     if v.host.doc_sync_skipped {
         graph::skip_doc_sync(&mut v.tasks);
