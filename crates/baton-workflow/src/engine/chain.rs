@@ -176,13 +176,8 @@ impl Draft<'_> {
             (&next, kind, &outputs.investigator, &outputs.research)
         {
             // The research the request asked for came first: the investigator reads it now.
-            self.changes.push(Change::ResearchQuality {
-                web: r.web_status.clone(),
-                github: r.github_status.clone(),
-                overall: r.overall_quality.clone(),
-            });
-            self.complete_node(Phase::ResearchWeb);
-            self.complete_node(Phase::ResearchGithub);
+            let r = r.clone();
+            self.research_in(&r);
             next = Some((
                 Action::RunInvestigator,
                 "research done: investigate with it".to_string(),

@@ -60,13 +60,7 @@ impl Draft<'_> {
         }
         if let Some(r) = &outputs.research {
             // The research the user asked for before planning is in: the planner gets its files.
-            self.changes.push(Change::ResearchQuality {
-                web: r.web_status.clone(),
-                github: r.github_status.clone(),
-                overall: r.overall_quality.clone(),
-            });
-            self.complete_node(Phase::ResearchWeb);
-            self.complete_node(Phase::ResearchGithub);
+            self.research_in(r);
         }
         if let Some(p) = &outputs.planner {
             let replanned = self.node_done(Phase::RePlan);
@@ -171,6 +165,17 @@ impl Draft<'_> {
                 });
             }
         }
+    }
+
+    /// Research asked for before the work is in: its quality recorded, its nodes done.
+    pub(super) fn research_in(&mut self, r: &crate::outputs::ResearchOutcome) {
+        self.changes.push(Change::ResearchQuality {
+            web: r.web_status.clone(),
+            github: r.github_status.clone(),
+            overall: r.overall_quality.clone(),
+        });
+        self.complete_node(Phase::ResearchWeb);
+        self.complete_node(Phase::ResearchGithub);
     }
 
     pub(super) fn complete_node(&mut self, phase: Phase) {

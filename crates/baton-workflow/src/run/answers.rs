@@ -215,28 +215,7 @@ impl Runner<'_> {
             return;
         }
         let reason = format!("Research before planning: {}", offer.topics.join("; "));
-        let mut ids = Vec::new();
-        for phase in [Phase::ResearchWeb, Phase::ResearchGithub] {
-            let t = graph::task(
-                &v.tasks,
-                &self.id,
-                graph::NewTask {
-                    kind: TaskKind::Research,
-                    phase: phase.as_str(),
-                    origin: "router",
-                    scope: "N/A",
-                    reason: &reason,
-                    blocked_by: Vec::new(),
-                },
-            );
-            ids.push(t.id.clone());
-            v.tasks.push(t);
-        }
-        for t in v.tasks.iter_mut() {
-            if t.node() == Some(Phase::PlanCreate) && t.is_open() {
-                t.blocked_by.extend(ids.iter().cloned());
-            }
-        }
+        let ids = graph::research_before(&mut v.tasks, &self.id, &reason, Phase::PlanCreate);
         v.host.batch = ids;
         v.host.next = Some(Action::SpawnResearch);
     }

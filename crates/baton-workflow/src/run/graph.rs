@@ -291,6 +291,12 @@ pub fn initial(kind: WorkflowKind, trivial: bool, wf: &str) -> Vec<Task> {
 /// investigator waits for (`asked`: the words by which the request asked for it).
 pub fn research_first(tasks: &mut Vec<Task>, wf: &str, asked: &str) {
     let reason = format!("The request asks for research (\"{asked}\") before the investigation");
+    research_before(tasks, wf, &reason, Phase::DebugInvestigate);
+}
+
+/// The web and GitHub researchers, for `reason`, which the open tasks of phase `waits` wait for;
+/// their ids.
+pub fn research_before(tasks: &mut Vec<Task>, wf: &str, reason: &str, waits: Phase) -> Vec<String> {
     let mut ids = Vec::new();
     for phase in [Phase::ResearchWeb, Phase::ResearchGithub] {
         let t = task(
@@ -301,7 +307,7 @@ pub fn research_first(tasks: &mut Vec<Task>, wf: &str, asked: &str) {
                 phase: phase.as_str(),
                 origin: "router",
                 scope: "N/A",
-                reason: &reason,
+                reason,
                 blocked_by: Vec::new(),
             },
         );
@@ -309,10 +315,11 @@ pub fn research_first(tasks: &mut Vec<Task>, wf: &str, asked: &str) {
         tasks.push(t);
     }
     for t in tasks.iter_mut() {
-        if t.node() == Some(Phase::DebugInvestigate) {
+        if t.node() == Some(waits) && t.is_open() {
             t.blocked_by.extend(ids.iter().cloned());
         }
     }
+    ids
 }
 
 /// Whether a task is finished for the purpose of unblocking others.
