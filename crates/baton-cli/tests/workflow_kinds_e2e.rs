@@ -973,6 +973,27 @@ fn a_debug_that_asks_for_research_researches_before_investigating() {
     assert_eq!(plain.calls("researcher"), 0);
 }
 
+/// A design the brainstormer says it saved must be a file of the project: one outside it (or
+/// missing) refuses the pass, and nothing plans from it.
+#[test]
+fn a_design_file_outside_the_project_is_refused() {
+    let wf = Wf::new();
+    wf.answer(
+        "brainstormer",
+        &brainstorm("true", "DESIGN_SAVED", "/etc/passwd", "[]", "[]"),
+    )
+    .answer("planner", PLANNER_CREATED)
+    .answer("plan-gap-reviewer", PLAN_REVIEW_PASS);
+    let o = wf.run(&["run", "plan the storage migration"]);
+    assert_ne!(o.status.code(), Some(0));
+    let text = format!("{}{}", out(&o), err(&o));
+    assert!(
+        text.contains("DESIGN_FILE \"/etc/passwd\" is outside the project"),
+        "{text}"
+    );
+    assert_eq!(wf.calls("planner"), 0);
+}
+
 #[test]
 fn an_aborted_checkpoint_stops_and_a_finished_workflow_does_not_resume() {
     let wf = Wf::new();

@@ -133,17 +133,26 @@ impl Runner<'_> {
             }
             _ => {}
         }
-        // A saved plan must be where the planner says (remediation-and-research.md:91-93).
-        if let (contract::Contract::Planner(p), true) = (&checked.contract, checked.advances()) {
-            let file = p.plan_file.as_deref().unwrap_or_default().trim();
-            let path = self.root.join(file);
-            if file.is_empty() || !path.is_file() {
+        // A saved plan or design must be a file of the project where the agent says
+        // (remediation-and-research.md:91-93; plan-workflow.md:3, verified before it is used).
+        let saved = match (&checked.contract, checked.advances()) {
+            (contract::Contract::Planner(p), true) => Some(("PLAN_FILE", p.plan_file.clone())),
+            (contract::Contract::Brainstorm(b), true)
+                if b.status == contract::BrainstormStatus::DesignSaved =>
+            {
+                Some(("DESIGN_FILE", b.design_file.clone()))
+            }
+            _ => None,
+        };
+        if let Some((key, file)) = saved {
+            let file = file.unwrap_or_default();
+            if let Err(why) = project_file(&self.root, file.trim()) {
                 return Err(RunError::RefusedPass {
                     task: task_id,
                     role: role_name,
                     unmet: vec![format!(
-                        "PLAN_FILE {file:?} is not a file in the project ({}): save the plan there, or give the path it was saved to",
-                        path.display()
+                        "{key} {:?} {why}: save the file in the project, or give the path it was saved to",
+                        file.trim()
                     )],
                 });
             }
@@ -765,6 +774,25 @@ fn what_was_found(v: &WorkflowState) -> Option<String> {
 
 /// A new task for an action whose step may repeat (the next phase's builder, another
 /// investigation) when the graph holds no open one.
+/// `file` as a file inside the project `root` (a relative path, or an absolute one under it;
+/// links followed): why not, when it is not.
+fn project_file(root: &std::path::Path, file: &str) -> Result<(), String> {
+    if file.is_empty() {
+        return Err("is empty".into());
+    }
+    let path = root.join(file);
+    let (Ok(real), Ok(top)) = (std::fs::canonicalize(&path), std::fs::canonicalize(root)) else {
+        return Err(format!("is not a file in the project ({})", path.display()));
+    };
+    if !real.starts_with(&top) {
+        return Err(format!("is outside the project ({})", real.display()));
+    }
+    if !real.is_file() {
+        return Err(format!("is not a file in the project ({})", path.display()));
+    }
+    Ok(())
+}
+
 fn new_node_phase(action: Action) -> Option<&'static str> {
     match action {
         Action::RunBuilder => Some(Phase::BuildImplement.as_str()),
