@@ -49,6 +49,17 @@ pub fn undo(root: &Path, spans: &[Span]) -> Result<Undone, String> {
     let (Some(first), Some(last)) = (spans.first(), spans.last()) else {
         return Ok(Undone::default());
     };
+    // Commit ids only reach git: a record that says anything else is refused, never passed on.
+    let oid = |s: &str| s.len() >= 7 && s.bytes().all(|b| b.is_ascii_hexdigit());
+    if let Some(bad) = spans
+        .iter()
+        .flat_map(|s| [&s.before, &s.after])
+        .find(|s| !oid(s))
+    {
+        return Err(format!(
+            "the checkpoint names {bad:?}, which is not a commit id"
+        ));
+    }
     let now = crate::snapshot::commit(root)
         .ok_or("the project's tree cannot be read now (git failed)")?;
     // git names every path from the work tree's top, whatever folder of it `root` is.
@@ -359,6 +370,18 @@ mod tests {
             "nothing is written under the folder again"
         );
         assert!(!top.join("app/new.txt").exists());
+    }
+
+    #[test]
+    fn a_checkpoint_that_is_no_commit_id_is_refused() {
+        let d = repo();
+        let span = Span {
+            before: "--output=x".into(),
+            after: "HEAD".into(),
+        };
+        let err = undo(d.path(), &[span]).unwrap_err();
+        assert!(err.contains("not a commit id"), "{err}");
+        assert!(!d.path().join("x").exists());
     }
 
     #[test]
