@@ -97,9 +97,18 @@ pub struct Checkpoint {
 /// The checkpoints of a transcript that can still be undone, oldest first, and the number the
 /// next one gets.
 pub fn checkpoints_of(path: &Path) -> (Vec<Checkpoint>, u32) {
-    let Ok(lines) = JsonlLog::<Line>::read(path) else {
+    // Only the checkpoint lines are decoded: a long transcript is mostly messages, and a resume
+    // has decoded them once already. A line's type is its first key.
+    let Ok(text) = std::fs::read_to_string(path) else {
         return (Vec::new(), 1);
     };
+    let lines = text
+        .lines()
+        .filter(|l| {
+            let head = l.get(..32).unwrap_or(l);
+            head.starts_with("{\"type\":\"checkpoint\"") || head.starts_with("{\"type\":\"undone\"")
+        })
+        .filter_map(|l| serde_json::from_str::<Line>(l).ok());
     let mut live: Vec<Checkpoint> = Vec::new();
     let mut next = 1;
     for line in lines {
