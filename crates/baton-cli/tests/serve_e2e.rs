@@ -690,3 +690,182 @@ fn a_task_s_log_and_a_session_s_transcript_are_read_through_the_api() {
         assert_eq!(res.status(), 400);
     });
 }
+
+/// The stream's messages as they come (`event:` name, `id:`, `data:`), from `path`, until
+/// `enough` says so.
+async fn read_messages(
+    base: &str,
+    path: &str,
+    enough: impl Fn(&[(Option<String>, Option<String>, String)]) -> bool,
+) -> Vec<(Option<String>, Option<String>, String)> {
+    let res = client().get(format!("{base}{path}")).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    let mut stream = res.bytes_stream();
+    let (mut buf, mut out) = (String::new(), Vec::new());
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !enough(&out) {
+        let chunk = tokio::time::timeout_at(deadline, stream.next())
+            .await
+            .unwrap_or_else(|_| panic!("no more messages; got {out:#?}"))
+            .unwrap()
+            .unwrap();
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            let (mut kind, mut id, mut data) = (None, None, String::new());
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("event:") {
+                    kind = Some(v.trim().to_string());
+                } else if let Some(v) = line.strip_prefix("id:") {
+                    id = Some(v.trim().to_string());
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim_start());
+                }
+            }
+            if !data.is_empty() {
+                out.push((kind, id, data));
+            }
+        }
+    }
+    out
+}
+
+/// [22/24] The page holds only what it shows: its first message says where each log stands
+/// (not every event of the past), the Events list and the Cost view are asked for, a page at a
+/// time, and a workflow's view reads that one log.
+#[test]
+fn the_page_s_history_is_an_overview_then_pages_asked_for() {
+    let sb = project();
+    let started = |name: &str| {
+        let out = sb.run(&[
+            "task",
+            "--background",
+            "--role",
+            "helper",
+            "--name",
+            name,
+            "t",
+        ]);
+        assert_exit(&out, 0);
+        let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        assert!(wait_until(WAIT, || {
+            let out = sb.run(&["task", "status", &id, "--json"]);
+            String::from_utf8_lossy(&out.stdout).contains("\"done\"")
+        }));
+        id
+    };
+    let first = started("first");
+    let log = sb
+        .work()
+        .join(format!(".baton/state/tasks/{first}.events.jsonl"));
+    let lines = std::fs::read_to_string(&log).unwrap().lines().count();
+    let server = serve(&sb, &["--addr", "127.0.0.1:0"]);
+    let base = server.url.clone();
+    rt().block_on(async {
+        let said = read_messages(&base, "/api/events?overview=1", |m| !m.is_empty()).await;
+        let (kind, id, data) = &said[0];
+        assert_eq!(kind.as_deref(), Some("overview"), "{said:#?}");
+        let o: serde_json::Value = serde_json::from_str(data).unwrap();
+        assert_eq!(o["events"], lines, "{o:#}");
+        let summary = &o["logs"][0];
+        assert_eq!(
+            (summary["kind"].as_str(), summary["id"].as_str()),
+            (Some("task"), Some(first.as_str()))
+        );
+        assert_eq!(summary["events"], lines);
+        assert_eq!(summary["last"], "task.completed");
+        assert_eq!(o["docs"][0]["state"], "done", "{o:#}");
+        // Its id is the cursor after everything it covers: a reconnect from it gets what came
+        // after, event by event (here: a second task, and nothing of the first).
+        let cursor = id.clone().unwrap();
+        let live = tokio::spawn({
+            let base = base.clone();
+            async move {
+                read_events(&base, Some(&cursor), |ev| {
+                    names(ev).iter().any(|n| n == "task.completed")
+                })
+                .await
+            }
+        });
+        let second = tokio::task::spawn_blocking({
+            let mut cmd = sb.baton(&[
+                "task",
+                "--background",
+                "--role",
+                "helper",
+                "--name",
+                "second",
+                "t",
+            ]);
+            move || {
+                let out = cmd.stdin(Stdio::null()).output().unwrap();
+                String::from_utf8_lossy(&out.stdout).trim().to_string()
+            }
+        })
+        .await
+        .unwrap();
+        let live = live.await.unwrap();
+        assert!(
+            live.iter()
+                .all(|e| e.data["source"]["id"] == second.as_str()),
+            "{live:#?}"
+        );
+        assert_eq!(names(&live)[0], "task.created");
+        let total = lines + live.len();
+
+        // The Events list, newest first, a page at a time; filtered by kind.
+        let page: serde_json::Value =
+            get_json(&format!("{base}/api/timeline?limit=2&upto={total}")).await;
+        assert_eq!(page["matched"], total, "{page:#}");
+        let places: Vec<u64> = page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["i"].as_u64().unwrap())
+            .collect();
+        assert_eq!(places, [total as u64 - 1, total as u64 - 2]);
+        assert_eq!(page["items"][0]["name"], "task.completed");
+        assert_eq!(page["items"][0]["id"], second.as_str());
+        let none: serde_json::Value = get_json(&format!("{base}/api/timeline?kind=worker")).await;
+        assert_eq!(none["matched"], 0);
+        let bad = client()
+            .get(format!("{base}/api/timeline?kind=planet"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(bad.status(), 400);
+        assert!(bad.text().await.unwrap().contains("kind `planet`"));
+
+        // The Cost view: the two tasks' children, by role.
+        let cost: serde_json::Value = get_json(&format!("{base}/api/cost?by=role")).await;
+        assert_eq!(cost["dispatches"], 2, "{cost:#}");
+        assert_eq!(cost["sums"][0]["key"], "helper");
+        let bad = client()
+            .get(format!("{base}/api/cost?by=hour"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(bad.status(), 400);
+        assert!(bad
+            .text()
+            .await
+            .unwrap()
+            .contains("model, role, day or workflow"));
+
+        // A workflow's events: none by that id is a 404, a bad id a 400.
+        let missing = client()
+            .get(format!(
+                "{base}/api/workflows/wf-20261207T000000Z-00000000/events"
+            ))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(missing.status(), 404);
+        let bad = client()
+            .get(format!("{base}/api/workflows/a..b/events"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(bad.status(), 400);
+    });
+}

@@ -8,135 +8,45 @@
 //! hands messages over through a bounded channel and waits while it is full: a slow client is
 //! served from the files at its own pace, never dropped and never buffered without bound.
 //!
-//! The page needs the feed's shape, not its bulk: a workflow event's `delta` (the artifact's
-//! change) keeps only the task graph, the spending and the budget
-//! (`/api/workflows/{id}/artifact` has the artifact at any event) and a session's long texts are
-//! cut (`/api/sessions/{id}/transcript` has them whole).
+//! Each event goes out as the page gets it ([`crate::lean`]).
 
 use std::convert::Infallible;
 use std::path::PathBuf;
 
 use axum::response::sse::Event as SseEvent;
 use baton_events::projection::{Doc, Projection};
-use baton_events::{Cursor, Feed, Filter, SourceKind};
+use baton_events::{Cursor, Feed, Filter};
 use baton_state::StateDir;
 use futures::Stream;
-use serde_json::Value;
+
+use crate::history::History;
+use crate::lean::{lean, price_typed, Prices};
 
 /// How many messages may wait for a slow client before its reader waits too.
 const BACKLOG: usize = 16;
 /// The data one message carries before the next begins (at least four times the cursor's
 /// length, so that the ids stay a small part of the stream however many logs there are).
 const BATCH_BYTES: usize = 256 * 1024;
-/// How much of a session's text the stream carries.
-const SESSION_TEXT: usize = 400;
 /// How soon a browser reconnects after losing the stream.
 const RETRY: std::time::Duration = std::time::Duration::from_millis(300);
 /// How often the logs are read again when they cannot be watched.
 const POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// The price table the stream prices tasks' children with.
-pub type Prices = std::sync::Arc<std::collections::BTreeMap<String, baton_protocol::config::Price>>;
-
-/// The event as the page gets it: as `baton events --json` prints it, less the bulk; the entries
-/// of a finished task that [`price_typed`] priced say so (`cost_source: "prices"`).
-pub fn lean(mut e: baton_events::Event, priced: &[usize]) -> serde_json::Result<Value> {
-    // The artifact's change is cut down before anything is copied: it is most of a log's bytes.
-    if let baton_events::Payload::Workflow(w) = &mut e.event {
-        w.delta = w
-            .delta
-            .take()
-            .map(|d| Value::Object(graph_of(&d)))
-            .filter(|d| d.as_object().is_some_and(|m| !m.is_empty()));
-    }
-    let mut v = serde_json::to_value(&e)?;
-    match e.source.kind {
-        SourceKind::Task if !priced.is_empty() => {
-            if let Some(entries) = v["event"]["report"]["entries"].as_array_mut() {
-                for k in priced {
-                    if let Some(entry) = entries.get_mut(*k) {
-                        entry["cost_source"] = "prices".into();
-                    }
-                }
-            }
-        }
-        SourceKind::Session => {
-            if let Some(ev) = v.get_mut("event") {
-                shorten(ev);
-            }
-        }
-        _ => {}
-    }
-    Ok(v)
-}
-
-/// Prices the children of a finished task that did not say what they cost, from their model and
-/// tokens (as `baton task` prices them), before the event is folded or sent; the indices of the
-/// entries it priced.
-pub fn price_typed(e: &mut baton_events::Event, prices: &Prices) -> Vec<usize> {
-    match &mut e.event {
-        baton_events::Payload::Task(baton_exec::background::TaskEvent::Completed { report }) => {
-            report.price_unpriced(prices)
-        }
-        _ => Vec::new(),
-    }
-}
-
-/// Of a workflow event's change, what the page's lists and graph need: the tasks (id, status,
-/// `blockedBy`, phase, origin), what was spent and the budget.
-fn graph_of(delta: &Value) -> serde_json::Map<String, Value> {
-    let mut kept = serde_json::Map::new();
-    if let Some(tasks) = delta.get("tasks").and_then(Value::as_array) {
-        let tasks = tasks
-            .iter()
-            .map(|t| {
-                let mut small = serde_json::Map::new();
-                for k in ["id", "status", "blockedBy", "phase", "origin"] {
-                    if let Some(v) = t.get(k) {
-                        small.insert(k.into(), v.clone());
-                    }
-                }
-                Value::Object(small)
-            })
-            .collect();
-        kept.insert("tasks".into(), Value::Array(tasks));
-    }
-    if let Some(spent) = delta.get("spent") {
-        kept.insert("spent".into(), spent.clone());
-    }
-    let mut run = serde_json::Map::new();
-    for k in ["budget_usd", "budget_tokens"] {
-        if let Some(v) = delta.get("run").and_then(|r| r.get(k)) {
-            run.insert(k.into(), v.clone());
-        }
-    }
-    if !run.is_empty() {
-        kept.insert("run".into(), Value::Object(run));
-    }
-    kept
-}
-
-/// Cuts every string in `v` to [`SESSION_TEXT`] characters.
-fn shorten(v: &mut Value) {
-    match v {
-        Value::String(s) if s.chars().count() > SESSION_TEXT => {
-            let cut: String = s.chars().take(SESSION_TEXT).collect();
-            *s = format!("{cut}…");
-        }
-        Value::Array(items) => items.iter_mut().for_each(shorten),
-        Value::Object(map) => map.values_mut().for_each(shorten),
-        _ => {}
-    }
-}
-
 /// The feed after `since`, as SSE messages (`data` = a JSON array of events, `id` = the cursor
 /// after its last one). A log that stops being readable (damage) is an `error` event naming
 /// it; the others go on.
+///
+/// With `overview` (the page's first connection, given the server's history), what the logs
+/// hold at the start is not sent event by event: one `overview` message says where each log
+/// stands ([`crate::history::Overview`]), its `id` the cursor after everything it covers, and the
+/// events appended after it follow as usual. The history is read once per server, not once per
+/// page.
 pub fn events(
     state: StateDir,
     root: PathBuf,
     since: Cursor,
     prices: Prices,
+    overview: Option<std::sync::Arc<std::sync::Mutex<History>>>,
 ) -> impl Stream<Item = Result<SseEvent, Infallible>> {
     let (tx, rx) = tokio::sync::mpsc::channel::<SseEvent>(BACKLOG);
     // A browser that loses the stream (the server restarted, say) asks again after this long,
@@ -145,6 +55,7 @@ pub fn events(
     std::thread::spawn(move || {
         // The projection is folded from the start of every log, whatever the client resumes
         // from: the events up to `since` are folded, not sent.
+        let state_dir = state.clone();
         let mut feed = Feed::new(state, Filter::default(), Cursor::default());
         let mut batcher = Batcher {
             since: since.clone(),
@@ -153,6 +64,20 @@ pub fn events(
             prices,
         };
         let errors = tx.clone();
+        if let Some(history) = overview {
+            let Some((message, projection, cursor)) = first_message(&history) else {
+                return;
+            };
+            // The stream goes on after what the message covers, from the projection it was
+            // drawn from.
+            feed = Feed::new(state_dir.clone(), Filter::default(), cursor.clone());
+            batcher.projection = projection;
+            batcher.since = cursor.clone();
+            batcher.cursor = cursor;
+            if tx.blocking_send(message).is_err() {
+                return;
+            }
+        }
         let gone = std::cell::Cell::new(false);
         let mut emit = |events: Vec<baton_events::Event>| -> std::io::Result<()> {
             for message in batcher.messages(events)? {
@@ -250,6 +175,23 @@ impl Batcher {
         }
         Ok(out)
     }
+}
+
+/// The `overview` message of everything the history holds (read up to now first), the
+/// projection it was drawn from and the cursor after it; `None` when it cannot be written.
+fn first_message(history: &std::sync::Mutex<History>) -> Option<(SseEvent, Projection, Cursor)> {
+    let mut h = match history.lock() {
+        Ok(h) => h,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    h.catch_up();
+    let (overview, projection, cursor) = h.overview();
+    let text = serde_json::to_string(&overview).ok()?;
+    let message = SseEvent::default()
+        .event("overview")
+        .id(cursor.to_string())
+        .data(text);
+    Some((message, projection.clone(), cursor.clone()))
 }
 
 /// About how long the cursor is written out (without writing it).

@@ -4,7 +4,10 @@
 //! | --- | --- |
 //! | `GET /` | the page (its CSRF token in a `<meta>`; `?token=` also sets the token cookie) |
 //! | `GET /assets/{file}` | the page's modules and style, embedded, hand-written (gzip when asked) |
-//! | `GET /api/events` | the project event feed as server-sent events (`Last-Event-ID` resumes), each batch after a `projection` message with the documents of the logs it touched |
+//! | `GET /api/events[?overview=1]` | the project event feed as server-sent events (`Last-Event-ID` resumes), each batch after a `projection` message with the documents of the logs it touched; with `overview`, what the logs hold at the start is one `overview` message (every log's document and summary) instead of its events |
+//! | `GET /api/timeline?skip=S&limit=N[&upto=U][&kind=K][&text=T]` | a page of the Events list, newest first (`history::Page`) |
+//! | `GET /api/cost?by=model\|role\|day\|workflow` | what was spent, summed (`history::Cost`) |
+//! | `GET /api/workflows/{id}/events` | one workflow's events (`{events, problems}`), for its view |
 //! | `GET /api/tasks/{id}/log` | a task's log, as `baton task logs` prints it (a JSON array of lines) |
 //! | `GET /api/sessions/{id}/transcript` | a session's transcript, entry by entry (JSON array) |
 //! | `GET /api/projection` | every log's document now (`baton_events::projection::Doc`, JSON array) |
@@ -34,6 +37,7 @@ use baton_events::Cursor;
 use baton_state::StateDir;
 
 use crate::guard::{self, Guard};
+use crate::history::{By, History};
 
 const INDEX: &str = include_str!("assets/index.html");
 
@@ -122,6 +126,8 @@ struct App {
     /// The page (with this server's CSRF token) and its files.
     page: std::sync::Arc<Asset>,
     assets: std::sync::Arc<std::collections::BTreeMap<&'static str, Asset>>,
+    /// The history the page pages through, kept up as it is asked for.
+    history: std::sync::Arc<std::sync::Mutex<History>>,
 }
 
 async fn index(
@@ -176,11 +182,15 @@ async fn events(
                 .into_response()
         }
     };
+    // A reconnect (`Last-Event-ID`) resumes event by event, whatever the address asked.
+    let overview = (since.positions().next().is_none() && q.contains_key("overview"))
+        .then(|| app.history.clone());
     let stream = crate::live::events(
         app.opts.state.clone(),
         app.opts.root.clone(),
         since,
         std::sync::Arc::new(app.opts.prices.clone()),
+        overview,
     );
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
@@ -339,13 +349,110 @@ async fn projection(State(app): State<App>) -> Response {
     let state = app.opts.state.clone();
     let folded = tokio::task::spawn_blocking(move || {
         baton_events::projection::now(state, |e| {
-            crate::live::price_typed(e, &prices);
+            crate::lean::price_typed(e, &prices);
         })
     })
     .await;
     match folded {
         Ok(Ok(docs)) => json(&docs),
         Ok(Err(errors)) => not_found(&errors),
+        Err(e) => not_found(&e.to_string()),
+    }
+}
+
+/// Runs `read` on the history, caught up first when the page knows of lines it has not read
+/// (`upto`) or when it was not read for a second.
+async fn with_history(
+    app: &App,
+    upto: Option<usize>,
+    read: impl FnOnce(&mut History) -> Response + Send + 'static,
+) -> Response {
+    let history = app.history.clone();
+    let answered = tokio::task::spawn_blocking(move || {
+        let mut h = match history.lock() {
+            Ok(h) => h,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        h.catch_up_for(upto);
+        read(&mut h)
+    })
+    .await;
+    answered.unwrap_or_else(|e| not_found(&e.to_string()))
+}
+
+/// A page of the Events list: `skip` and `limit` (at most `history::MOST_LINES`), newest first,
+/// of the first `upto` lines, those of log kind `kind` and holding `text`.
+async fn timeline(
+    State(app): State<App>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    let number = |k: &str| -> Result<Option<usize>, String> {
+        q.get(k)
+            .map(|v| v.parse::<usize>())
+            .transpose()
+            .map_err(|_| format!("baton serve: {k}: a whole number\n"))
+    };
+    let (skip, limit, upto) = match (number("skip"), number("limit"), number("upto")) {
+        (Ok(s), Ok(l), Ok(u)) => (s.unwrap_or(0), l.unwrap_or(100), u),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return bad(e),
+    };
+    let kind = match q.get("kind").filter(|k| !k.is_empty()) {
+        None => None,
+        Some(k) => match serde_json::from_value(serde_json::Value::String(k.clone())) {
+            Ok(kind) => Some(kind),
+            Err(_) => {
+                return bad(format!(
+                "baton serve: kind `{}`: one of workflow, flow, task, worker, session, routing\n",
+                baton_text::sanitize_line(k)
+            ))
+            }
+        },
+    };
+    let query = crate::history::Query {
+        kind,
+        text: q
+            .get("text")
+            .map(|t| t.trim().to_lowercase())
+            .unwrap_or_default(),
+        skip,
+        limit,
+        upto,
+    };
+    with_history(&app, upto, move |h| json(&h.page(&query))).await
+}
+
+/// What was spent, summed `by` model, role, day or workflow.
+async fn cost(
+    State(app): State<App>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    let by: By = match q.get("by").map_or("model", String::as_str).parse() {
+        Ok(by) => by,
+        Err(e) => return bad(format!("baton serve: {e}\n")),
+    };
+    with_history(&app, None, move |h| json(&h.cost(by))).await
+}
+
+/// One workflow's events, for its view.
+async fn workflow_events(State(app): State<App>, UrlPath(id): UrlPath<String>) -> Response {
+    if let Err(e) = baton_state::check_id(baton_state::IdKind::Record, &id) {
+        return bad(format!("baton serve: {e}\n"));
+    }
+    let state = app.opts.state.clone();
+    let read = tokio::task::spawn_blocking(move || {
+        let (dir, suffix) =
+            baton_events::feed::location(&state, baton_events::SourceKind::Workflow);
+        if !dir.join(format!("{id}{suffix}")).is_file() {
+            return Err(format!("no workflow {id} in this project"));
+        }
+        Ok(crate::history::workflow_events(&state, &id))
+    })
+    .await;
+    match read {
+        Ok(Ok((events, problems))) => {
+            json(&serde_json::json!({ "events": events, "problems": problems }))
+        }
+        Ok(Err(e)) => not_found(&e),
         Err(e) => not_found(&e.to_string()),
     }
 }
@@ -395,7 +502,21 @@ async fn cancel_task(State(app): State<App>, UrlPath(task): UrlPath<String>) -> 
 
 /// The router for `guard`.
 fn router(opts: Options, guard: Guard) -> Router {
+    let history = std::sync::Arc::new(std::sync::Mutex::new(History::new(
+        opts.state.clone(),
+        std::sync::Arc::new(opts.prices.clone()),
+    )));
+    // Read once as the server starts, so the first page does not wait for it.
+    std::thread::spawn({
+        let history = history.clone();
+        move || {
+            if let Ok(mut h) = history.lock() {
+                h.catch_up();
+            }
+        }
+    });
     let app = App {
+        history,
         opts,
         page: std::sync::Arc::new(Asset::new(
             "text/html; charset=utf-8",
@@ -418,6 +539,9 @@ fn router(opts: Options, guard: Guard) -> Router {
         .route("/api/sessions/{id}/change", get(session_change))
         .route("/api/workflows/{id}/change", get(workflow_change))
         .route("/api/projection", get(projection))
+        .route("/api/timeline", get(timeline))
+        .route("/api/cost", get(cost))
+        .route("/api/workflows/{id}/events", get(workflow_events))
         .route("/api/workflows/{id}/artifact", get(artifact))
         .route("/api/workflows/{id}/dispatches/{task}", get(dispatch))
         .route("/api/flows/{id}/units/{unit}/packet", get(packet))

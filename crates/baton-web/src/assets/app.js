@@ -6,7 +6,7 @@
 // (`projection.d.ts`) and the model's (`model.js`).
 // @ts-check
 
-import { Model, STEPS, failedVerdict } from './model.js';
+import { Model, STEPS, failedVerdict, ms } from './model.js';
 import { VList } from './vlist.js';
 import { el, money, secs, graphPicture, diffView, transcriptView, costChart } from './views.js';
 
@@ -15,7 +15,18 @@ import { el, money, secs, graphPicture, diffView, transcriptView, costChart } fr
  * @typedef {import('./projection').Step} Step
  * @typedef {import('./model.js').Row} Row
  * @typedef {import('./model.js').Dispatch} Dispatch
- * @typedef {Model['timeline'][number]} TimelineEvent
+ */
+
+/**
+ * A line of the Events list as `/api/timeline` sends it (`baton_web::history::Item`, not derived:
+ * written here by hand); `i` is its place in the history, 0 the oldest.
+ * @typedef {{i: number, ts: string | null, kind: string, id: string, name: string, text: string, seq: number | null}} Line
+ */
+
+/**
+ * What was spent, summed by one key, as `/api/cost` sends it (`baton_web::history::Cost`).
+ * @typedef {{key: string, usd: number, tokens: number, count: number, unpriced: number}} Sum
+ * @typedef {{total_usd: number, dispatches: number, sums: Sum[], problems: string[]}} Cost
  */
 
 /**
@@ -76,7 +87,7 @@ function route() {
   const id = rest.length ? decodeURIComponent(rest.join('/')) : '';
   selectTab(t);
   // What the address does not name is closed (the back button closes what it opened).
-  if (wfOpen && !(t === 'workflows' && id === wfOpen)) { wfOpen = null; renderWorkflow(); }
+  if (wfOpen && !(t === 'workflows' && id === wfOpen)) { wfOpen = null; wfView = null; renderWorkflow(); }
   if (flowOpen && !(t === 'flows' && id === flowOpen)) { flowOpen = null; renderFlow(); }
   if (!((t === 'sessions' || t === 'tasks') && id)) $('viewer').hidden = true;
   if (t === 'workflows' && id && id !== wfOpen) showWorkflow(id);
@@ -212,26 +223,79 @@ const workersList = new VList(boxOf('#workers'), (r, i, tr = el('tr')) => {
   tr.children[1].className = r.state || '';
   return tr;
 });
-/** @type {VList<TimelineEvent>} */
-const events = new VList(boxOf('#events'), (x, i, tr = el('tr')) => put(tr, 0, [Number.isFinite(x.t) ? new Date(x.t).toISOString() : '', x.kind, x.id, x.name, x.text]));
+/** @type {VList<Line>} */
+const events = new VList(boxOf('#events'), (x, i, tr = el('tr')) => {
+  const t = ms(x.ts);
+  return put(tr, 0, [Number.isFinite(t) ? new Date(t).toISOString() : '', x.kind, x.id, x.name, x.text]);
+});
 
-// The events list, newest first, filtered incrementally: only events not yet looked at are.
-/** @type {{kind: string, text: string, upto: number, hits: number[]}} */
-const evFilter = { kind: '', text: '', upto: 0, hits: [] };
-/** @returns {import('./vlist.js').Items<TimelineEvent>} */
+// ---- asking the server --------------------------------------------------------------------
+// What the page asks of the server (a page of events, the cost's sums, a workflow's events) is
+// counted while it is on its way (`data-pending` on <body>: a test waits for 0).
+let pending = 0;
+/** @param {string} url @returns {Promise<Response>} */
+async function ask(url) {
+  pending += 1;
+  document.body.dataset.pending = String(pending);
+  try {
+    return await fetch(url);
+  } finally {
+    pending -= 1;
+    document.body.dataset.pending = String(pending);
+  }
+}
+
+// ---- the Events list, a page at a time ----------------------------------------------------
+// The history is the server's (`/api/timeline`): the list knows how many lines it has and asks
+// for the page of lines it scrolled to, newest first, filtered by the server. It pages through
+// the first `upto` lines, the count the live feed gave, so lines appended meanwhile do not shift
+// what is shown: a new count starts the list again.
+const PAGE = 200;
+/** @type {Line} */
+const WAITING = { i: -1, ts: null, kind: '', id: '', name: '…', text: '' , seq: null };
+/** @type {{key: string, upto: number, matched: number, pages: Map<number, Line[]>, asked: Set<number>}} */
+const pager = { key: '', upto: -1, matched: 0, pages: new Map(), asked: new Set() };
+/** @returns {import('./vlist.js').Items<Line>} */
 function eventItems() {
   const kind = /** @type {HTMLSelectElement} */ ($('ev-kind')).value;
   const text = /** @type {HTMLInputElement} */ ($('ev-text')).value.trim().toLowerCase();
-  const all = model.timeline;
-  if (!kind && !text) return { length: all.length, at: (i) => all[all.length - 1 - i] };
-  if (kind !== evFilter.kind || text !== evFilter.text) Object.assign(evFilter, { kind, text, upto: 0, hits: [] });
-  for (let i = evFilter.upto; i < all.length; i++) {
-    const x = all[i];
-    if ((!kind || x.kind === kind) && (!text || `${x.id} ${x.name} ${x.text}`.toLowerCase().includes(text))) evFilter.hits.push(i);
+  const key = `${kind}\n${text}`;
+  if (key !== pager.key || pager.upto !== model.count) {
+    // Another filter counts again (0 until the server says); more lines keep the last count.
+    const matched = !kind && !text ? model.count : key === pager.key ? pager.matched : 0;
+    Object.assign(pager, { key, upto: model.count, matched, pages: new Map(), asked: new Set() });
+    if (kind || text) askPage(0);
   }
-  evFilter.upto = all.length;
-  const hits = evFilter.hits;
-  return { length: hits.length, at: (i) => all[hits[hits.length - 1 - i]] };
+  $('ev-count').textContent = `${pager.matched} events`;
+  return { length: pager.matched, at: line };
+}
+/** @param {number} i */
+function line(i) {
+  const p = Math.floor(i / PAGE);
+  const page = pager.pages.get(p);
+  if (page) return page[i - p * PAGE] || WAITING;
+  askPage(p);
+  return WAITING;
+}
+/** @param {number} p */
+async function askPage(p) {
+  if (pager.asked.has(p)) return;
+  pager.asked.add(p);
+  const { key, upto } = pager;
+  const [kind, text] = key.split('\n');
+  const q = new URLSearchParams({ skip: String(p * PAGE), limit: String(PAGE), upto: String(upto), kind, text });
+  const res = await ask(`/api/timeline?${q}`);
+  if (pager.key !== key || pager.upto !== upto) return; // the list started again meanwhile
+  if (!res.ok) { live.textContent = `error: ${await res.text()}`; return; }
+  /** @type {{matched: number, items: Line[], problems: string[]}} */
+  const body = await res.json();
+  pager.pages.set(p, body.items);
+  if (body.problems.length) live.textContent = `error: ${body.problems.join('; ')}`;
+  if (body.matched !== pager.matched) {
+    pager.matched = body.matched;
+    $('ev-count').textContent = `${pager.matched} events`;
+    events.set({ length: pager.matched, at: line });
+  } else events.refresh();
 }
 
 function workflowItems() {
@@ -347,6 +411,31 @@ const dispatches = new VList($('dispatches-box'), (n, i, tr = el('tr')) => {
 });
 let scale = { t0: 0, span: 1 };
 
+/**
+ * The open workflow's own events, folded by a model of their own: its dispatches, graph, findings
+ * and marks. Live events of that log wait in `held` while it is read.
+ * @type {{id: string, model: Model, loading: boolean, held: import('./model.js').FeedEvent[], problems: string[]} | null}
+ */
+let wfView = null;
+
+/** @param {string} id */
+async function loadWorkflowEvents(id) {
+  const view = { id, model: new Model(), loading: true, held: /** @type {import('./model.js').FeedEvent[]} */ ([]), problems: /** @type {string[]} */ ([]) };
+  wfView = view;
+  const res = await ask(`/api/workflows/${encodeURIComponent(id)}/events`);
+  if (wfView !== view) return; // another was opened meanwhile
+  if (res.ok) {
+    /** @type {{events: import('./model.js').FeedEvent[], problems: string[]}} */
+    const body = await res.json();
+    view.model.add(body.events);
+    view.problems = body.problems;
+  } else view.problems = [await res.text()];
+  view.model.add(view.held);
+  view.held = [];
+  view.loading = false;
+  renderWorkflow(true);
+}
+
 /** @param {string} id */
 function openWorkflow(id) { go('workflows', id); }
 /** @param {string} id */
@@ -354,6 +443,7 @@ function showWorkflow(id) {
   wfOpen = id;
   $('dispatch-detail').replaceChildren();
   $('wf-change').replaceChildren();
+  loadWorkflowEvents(id);
   renderWorkflow(true);
   const r = model.rows.get(`workflow/${id}`);
   if (r) /** @type {HTMLInputElement} */ ($('artifact-seq')).value = String(r.events);
@@ -368,19 +458,23 @@ function renderWorkflow(changed) {
   if (!r) { section.hidden = true; return; }
   section.hidden = false;
   $('h-detail').textContent = `Workflow ${r.id}`;
-  const nodes = [...(r.nodes || /** @type {Map<string, Dispatch>} */ (new Map())).values()];
+  // Where it stands is the row's (its document); what happened, its own events' (`wfView`).
+  const v = wfView && wfView.id === r.id ? wfView : null;
+  const own = (v && v.model.rows.get(`workflow/${r.id}`)) || /** @type {Row} */ ({ kind: 'workflow', id: r.id, state: r.state, events: 0, first: undefined, tokens: 0, cost: 0 });
+  const nodes = [...(own.nodes || /** @type {Map<string, Dispatch>} */ (new Map())).values()];
   const budget = r.budgetUsd ? ` of $${r.budgetUsd}` : '';
-  $('detail-summary').textContent = `${r.type || ''} · ${r.state} · ${nodes.length} dispatches · ${money(r.cost) || '$0'}${budget} · ${r.tokens} tokens${r.waits ? ` · waits for ${r.waits}` : ''}`;
+  const reading = !v || v.loading ? ' · reading its events…' : v.problems.length ? ` · not all read: ${v.problems.join('; ')}` : '';
+  $('detail-summary').textContent = `${r.type || ''} · ${r.state} · ${nodes.length} dispatches · ${money(r.cost) || '$0'}${budget} · ${r.tokens} tokens${r.waits ? ` · waits for ${r.waits}` : ''}${reading}`;
   if (!changed) return;
-  $('graph').replaceChildren(graphPicture(r, (task) => { const n = nodes.find((x) => x.task === task); if (n) showDispatch(n); }));
+  $('graph').replaceChildren(graphPicture(own, (task) => { const n = nodes.find((x) => x.task === task); if (n) showDispatch(n); }));
   const t0 = Math.min(...nodes.map((n) => Math.min(n.ready, n.start)));
   const t1 = Math.max(...nodes.map((n) => (n.end !== undefined ? n.end : Date.now())));
   scale = { t0, span: Math.max(t1 - t0, 1) };
   dispatches.set(nodes);
-  const findings = /** @type {Finding[]} */ (r.findings || []);
+  const findings = /** @type {Finding[]} */ (own.findings || []);
   $('findings').replaceChildren(...(findings.length ? findings.map((f) => el('p', { class: `finding ${f.severity}`, text: `${f.severity}${f.cross_confirmed ? ' (both)' : ''} ${f.location || ''} — ${f.text} [${(f.raised_by || []).join(', ')}]` })) : [el('p', { class: 'empty', text: 'No findings.' })]));
   const marks = $('artifact-marks');
-  marks.replaceChildren(...(r.marks || []).slice(-12).map((m) => el('button', { type: 'button', class: 'link', text: `${m.seq}: ${m.what}`, onclick: () => { /** @type {HTMLInputElement} */ ($('artifact-seq')).value = String(m.seq); loadArtifact(); } })));
+  marks.replaceChildren(...(own.marks || []).slice(-12).map((m) => el('button', { type: 'button', class: 'link', text: `${m.seq}: ${m.what}`, onclick: () => { /** @type {HTMLInputElement} */ ($('artifact-seq')).value = String(m.seq); loadArtifact(); } })));
 }
 
 // The artifact at the event asked for: time travel through the record.
@@ -518,19 +612,33 @@ function show(title, body) {
 $('viewer-close').addEventListener('click', () => go(tab || 'workflows'));
 
 // ---- cost ---------------------------------------------------------------------------------
-function renderCost() {
-  // The select's options are the keys costBy sums by.
-  const by = /** @type {'model' | 'role' | 'day' | 'workflow'} */ (/** @type {HTMLSelectElement} */ ($('cost-by')).value);
-  const sums = model.costBy(by);
-  const budgetOf = by === 'workflow' ? (/** @type {string} */ k) => { const r = model.rows.get(`workflow/${k}`); return r && r.budgetUsd; } : null;
-  const total = sums.reduce((a, s) => a + s.usd, 0);
-  $('cost-total').textContent = `total ${money(total) || '$0'} over ${model.spend.length} dispatches`;
-  $('cost-key').textContent = by;
-  $('cost-chart').replaceChildren(costChart(sums, by, budgetOf));
-  /** @type {HTMLTableSectionElement} */ (document.querySelector('#cost tbody')).replaceChildren(...sums.slice(0, 200).map((s) => {
-    const budget = budgetOf && budgetOf(s.key);
-    return cells(el('tr'), [s.key, money(s.usd) || '$0', s.tokens, s.count, s.unpriced || '', budget ? `$${budget} (${Math.round((100 * s.usd) / budget)}%)` : '']);
-  }));
+// The sums are the server's (`/api/cost`), asked for again as spending goes on: one request at a
+// time, and one more after it when something changed meanwhile.
+let costAsking = false;
+let costAgain = false;
+async function renderCost() {
+  if (costAsking) { costAgain = true; return; }
+  costAsking = true;
+  try {
+    // The select's options are the keys the server sums by.
+    const by = /** @type {HTMLSelectElement} */ ($('cost-by')).value;
+    const res = await ask(`/api/cost?by=${encodeURIComponent(by)}`);
+    if (!res.ok) { $('cost-total').textContent = await res.text(); return; }
+    /** @type {Cost} */
+    const c = await res.json();
+    const budgetOf = by === 'workflow' ? (/** @type {string} */ k) => { const r = model.rows.get(`workflow/${k}`); return r && r.budgetUsd; } : null;
+    const problems = c.problems.length ? ` (not counted: ${c.problems.join('; ')})` : '';
+    $('cost-total').textContent = `total ${money(c.total_usd) || '$0'} over ${c.dispatches} dispatches${problems}`;
+    $('cost-key').textContent = by;
+    $('cost-chart').replaceChildren(costChart(c.sums, by, budgetOf));
+    /** @type {HTMLTableSectionElement} */ (document.querySelector('#cost tbody')).replaceChildren(...c.sums.slice(0, 200).map((s) => {
+      const budget = budgetOf && budgetOf(s.key);
+      return cells(el('tr'), [s.key, money(s.usd) || '$0', s.tokens, s.count, s.unpriced || '', budget ? `$${budget} (${Math.round((100 * s.usd) / budget)}%)` : '']);
+    }));
+  } finally {
+    costAsking = false;
+    if (costAgain) { costAgain = false; renderCost(); }
+  }
 }
 
 // ---- actions ------------------------------------------------------------------------------
@@ -563,22 +671,37 @@ function draw() {
   if (tab === 'tasks' && touches('task')) tasks.set(model.list('task'));
   if (tab === 'sessions' && touches('session')) sessions.set(model.list('session'));
   if (tab === 'workers' && touches('worker')) workersList.set(model.list('worker'));
-  if (tab === 'events' && (all || changed.size)) { const items = eventItems(); $('ev-count').textContent = `${items.length} events`; events.set(items); }
+  if (tab === 'events' && (all || changed.size)) events.set(eventItems());
   if (tab === 'cost' && (all || changed.size)) renderCost();
   if (wfOpen) renderWorkflow(all || changed.has(`workflow/${wfOpen}`));
   if (flowOpen && (all || changed.has(`flow/${flowOpen}`))) renderFlow();
-  live.textContent = `live · ${model.timeline.length} events`;
-  document.body.dataset.events = String(model.timeline.length);
+  live.textContent = `live · ${model.count} events`;
+  document.body.dataset.events = String(model.count);
   document.body.dataset.duplicates = String(model.duplicates);
 }
 
 // ---- the feed -----------------------------------------------------------------------------
 const live = $('live');
-const source = new EventSource('/api/events');
-source.onopen = () => { live.textContent = `live · ${model.timeline.length} events`; };
+// The first message says where each log stands and how many events the history holds (the
+// history itself is asked for a page at a time); the events after it come one batch a message.
+const source = new EventSource('/api/events?overview=1');
+source.onopen = () => { live.textContent = `live · ${model.count} events`; };
 source.onerror = () => { live.textContent = 'reconnecting…'; };
+source.addEventListener('overview', (m) => {
+  model.overview(JSON.parse(m.data));
+  dirtyAll = true;
+  schedule();
+});
 source.onmessage = (m) => {
-  model.add(JSON.parse(m.data));
+  /** @type {import('./model.js').FeedEvent[]} */
+  const batch = JSON.parse(m.data);
+  model.add(batch);
+  // The open workflow's view folds its own log's events (held back while that log is read).
+  const mine = wfOpen ? batch.filter((e) => e.source.kind === 'workflow' && e.source.id === wfOpen) : [];
+  if (mine.length && wfView) {
+    if (wfView.loading) wfView.held.push(...mine);
+    else wfView.model.add(mine);
+  }
   schedule();
 };
 // The projection's documents of what the next batch touched: where each log stands.

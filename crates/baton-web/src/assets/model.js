@@ -1,9 +1,12 @@
-// The page's model: one row per log, a timeline of every event, each workflow's dispatches as a
-// waterfall and its graph, and what was spent. Where a log stands (its state, a workflow's phase,
+// The page's model: one row per log (its events' count, first and last), and a workflow's
+// dispatches as a waterfall and its graph. Where a log stands (its state, a workflow's phase,
 // checkpoint and budget, a Flow's units × steps, a task's or worker's figures) is not guessed here:
 // it is the server's projection (`baton_events::projection`), whose documents arrive beside the
-// events (`project`). Pure: no DOM, so that node can run it too. Events arrive in batches (a JSON
-// array per message); an event whose position the model already holds is dropped, so a batch
+// events (`project`). The page holds only what it shows: the history up to the page's first
+// message is that message's summary of each log (`overview`), the Events list and the Cost view
+// are asked of the server a page at a time, and a workflow's view folds that one log's events
+// into a model of its own. Pure: no DOM, so that node can run it too. Events arrive in batches (a
+// JSON array per message); an event whose position the model already holds is dropped, so a batch
 // given twice changes nothing.
 //
 // Checked by `tsc` (`crates/baton-web/tsconfig.json`) against the documents' types, which are
@@ -34,8 +37,9 @@
  */
 
 /**
- * What one dispatch, task child or worker prompt spent.
- * @typedef {{t: number, day: string, model: string, role: string, workflow: string, usd: number, tokens: number, priced: boolean}} Spend
+ * Where one log stands by its events, as the page's first message says (`history::Summary`, not
+ * derived: written here by hand).
+ * @typedef {{kind: string, id: string, events: number, first: string | null, last: string, at: string | null}} Summary
  */
 
 /**
@@ -75,7 +79,6 @@
  * @property {Map<string, GraphTask>} [graph]
  * @property {object[]} [findings]
  * @property {{seq: number, what: string, t: number}[]} [marks]
- * @property {{role: string, model: string}} [spec]
  */
 
 export const STEPS = ['implement', 'rebase', 'validate', 'review', 'merge'];
@@ -98,47 +101,14 @@ export function nameOf(ev) {
   return (ev && (ev.type || ev.event)) || '?';
 }
 
-// One sentence on what an event says, for the timeline.
-/** @param {string} kind @param {any} ev @param {string} name */
-function gist(kind, ev, name) {
-  const bits = [];
-  if (kind === 'workflow') {
-    if (ev.agent) bits.push(ev.agent);
-    if (ev.task_id) bits.push(ev.task_id);
-    if (ev.phase) bits.push(ev.phase);
-    if (ev.decision) bits.push(ev.decision);
-    if (ev.reason) bits.push(ev.reason);
-  } else if (kind === 'flow') {
-    if (ev.unit) bits.push(`unit ${ev.unit}`);
-    if (ev.reason) bits.push(String(ev.reason));
-    if (ev.message) bits.push(ev.message);
-    if (ev.evidence) bits.push(ev.evidence);
-  } else if (kind === 'task') {
-    if (name === 'entry' && ev.event) bits.push(`#${ev.index} ${nameOf(ev.event)}`);
-    if (ev.message) bits.push(ev.message);
-  } else if (kind === 'worker') {
-    if (ev.id) bits.push(`prompt ${ev.id}`);
-    if (ev.reason) bits.push(String(ev.reason));
-    if (ev.answer) bits.push(String(ev.answer));
-    if (ev.text) bits.push(String(ev.text));
-  } else if (kind === 'session') {
-    if (ev.message) bits.push(ev.message.role);
-    if (ev.outcome) bits.push(ev.outcome);
-    if (ev.model) bits.push(ev.model);
-  }
-  return bits.join(' · ').slice(0, 160);
-}
-
 export class Model {
   constructor() {
     /** @type {Map<string, Row>} "kind/id" -> row */
     this.rows = new Map();
-    /** @type {{t: number, kind: string, id: string, name: string, text: string, seq?: number}[]} every event (kept small: 100,000 of them) */
-    this.timeline = [];
+    /** How many events the history holds: the first message's, and every one since. */
+    this.count = 0;
     /** @type {Map<string, number>} "kind/id" -> the offset of the last event taken */
     this.seen = new Map();
-    /** @type {Spend[]} */
-    this.spend = [];
     this.version = 0;
     this.duplicates = 0; // events given twice (dropped)
     /** @type {Set<string>} "kind/id" changed since the last take */
@@ -175,7 +145,7 @@ export class Model {
     // its row was made by its document, which comes before the batch: NaN, as for no time).
     const known = this.rows.get(key);
     const t = at ? ms(at) : known && known.t !== undefined ? known.t : NaN;
-    this.timeline.push({ t, kind, id: e.source.id, name, text: gist(kind, ev, name), seq: ev.seq });
+    this.count += 1;
     if (kind === 'routing') return;
     const row = this.row(kind, e.source.id);
     row.events += 1;
@@ -183,9 +153,24 @@ export class Model {
     row.last = name;
     if (at) { row.at = at; row.t = t; }
     if (kind === 'workflow') this.workflow(row, ev, name, t);
-    else if (kind === 'task') this.task(row, ev, name, t);
-    else if (kind === 'worker') this.worker(row, ev, name, t);
     this.changed.add(key);
+  }
+
+  // The page's first message: how many events the history holds, each log's summary of them and
+  // its document (what an event folded after it adds to, as if each had been folded).
+  /** @param {{events: number, docs: Doc[], logs: Summary[]}} o */
+  overview(o) {
+    this.count = o.events;
+    for (const s of o.logs) {
+      const row = this.row(s.kind, s.id);
+      row.events = s.events;
+      row.first = s.first ? ms(s.first) : NaN;
+      row.last = s.last;
+      if (s.at) { row.at = s.at; row.t = ms(s.at); }
+      this.changed.add(`${s.kind}/${s.id}`);
+    }
+    this.project(o.docs);
+    this.version += 1;
   }
 
   // The row of a log, made on first sight (by an event or by its document).
@@ -280,7 +265,6 @@ export class Model {
         n.session = det.session;
         const g = row.graph.get(ev.task_id);
         if (g) g.done = t;
-        this.spend.push({ t, day: dayOf(t), model: n.route || '(no route)', role: n.role || n.agent || '?', workflow: row.id, usd: n.cost || 0, tokens, priced: n.cost !== null });
       }
     }
   }
@@ -297,30 +281,6 @@ export class Model {
       if (bg && bg.done !== undefined && bg.done > at) at = bg.done;
     }
     return Math.min(at, fallback);
-  }
-
-  // What a finished task's children spent (the server priced those that did not say).
-  /** @param {Row} row @param {any} ev @param {string} name @param {number} t */
-  task(row, ev, name, t) {
-    if (name !== 'task.completed' || !ev.report) return;
-    for (const entry of ev.report.entries || []) {
-      const usage = entry.usage || {};
-      const tokens = (usage.input_tokens || 0) + (usage.output_tokens || 0);
-      const usd = typeof entry.cost_usd === 'number' ? entry.cost_usd : 0;
-      this.spend.push({ t, day: dayOf(t), model: entry.model || '(no route)', role: entry.role || '?', workflow: `task ${row.id}`, usd, tokens, priced: typeof entry.cost_usd === 'number' });
-    }
-  }
-
-  // What a worker's answered prompts spent, on its spec's model.
-  /** @param {Row} row @param {any} ev @param {string} name @param {number} t */
-  worker(row, ev, name, t) {
-    if (name === 'worker.created' && ev.spec) row.spec = { role: ev.spec.role, model: ev.spec.model || ev.spec.model_class || '' };
-    if (name === 'prompt.answered') {
-      const u = ev.usage || {};
-      const tokens = (u.input_tokens || 0) + (u.output_tokens || 0);
-      const spec = row.spec || { role: '', model: '' };
-      this.spend.push({ t, day: dayOf(t), model: spec.model || '(the role\'s)', role: spec.role || '?', workflow: `worker ${row.id}`, usd: u.cost_usd || 0, tokens, priced: typeof u.cost_usd === 'number' });
-    }
   }
 
   // The rows of `kind`, newest first.
@@ -343,34 +303,12 @@ export class Model {
     out.sort((a, b) => (b.t || 0) - (a.t || 0));
     return out;
   }
-
-  // What was spent, summed by `by` (model, role, day, workflow): [{key, usd, tokens, count}],
-  // the largest first.
-  /** @param {'model' | 'role' | 'day' | 'workflow'} by */
-  costBy(by) {
-    const sums = new Map();
-    for (const s of this.spend) {
-      const k = s[by];
-      const x = sums.get(k) || { key: k, usd: 0, tokens: 0, count: 0, unpriced: 0 };
-      x.usd += s.usd;
-      x.tokens += s.tokens;
-      x.count += 1;
-      if (!s.priced) x.unpriced += 1;
-      sums.set(k, x);
-    }
-    return [...sums.values()].sort((a, b) => b.usd - a.usd || b.tokens - a.tokens || String(a.key).localeCompare(String(b.key)));
-  }
 }
 
 // A row's fields from its document (checked: a field the row does not have is an error).
 /** @param {Row} row @param {Partial<Row>} fields */
 function set(row, fields) {
   Object.assign(row, fields);
-}
-
-/** @param {number} t */
-export function dayOf(t) {
-  return Number.isFinite(t) ? new Date(t).toISOString().slice(0, 10) : '?';
 }
 
 // The layers of a task graph: each task one column right of its last blocker.

@@ -30,8 +30,14 @@ try {
   };
   const rows = (table) => page.locator(`#${table} tbody tr:not(.spacer)`).evaluateAll((trs) =>
     trs.map((tr) => [...tr.children].map((td) => td.textContent)));
-  // The page draws once per frame: wait for two frames after a change.
-  const settle = () => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  // The page draws once per frame: wait for two frames after a change, for what it asked the
+  // server meanwhile (a page of events, the cost, a workflow's events) and two frames more.
+  const frames = () => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  const settle = async () => {
+    await frames();
+    await page.waitForFunction(() => (document.body.dataset.pending || '0') === '0');
+    await frames();
+  };
   const tab = async (name) => {
     await page.getByRole('button', { name, exact: true }).click();
     await settle();
@@ -68,6 +74,7 @@ try {
     await page.getByRole('button', { name: `open workflow ${id}` }).click();
     await page.waitForFunction((i) => document.getElementById('h-detail').textContent === `Workflow ${i}`, id);
     await page.waitForSelector('#graph svg');
+    await settle();
     result[`workflow_${state}`] = {
       summary: await page.locator('#detail-summary').textContent(),
       dispatches: await rows('dispatches'),
