@@ -102,34 +102,19 @@ async fn read_events(base: &str, last: Option<&str>, enough: impl Fn(&[Sse]) -> 
             .unwrap()
             .unwrap();
         buf.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buf.find("\n\n") {
-            let block: String = buf.drain(..end + 2).collect();
-            let mut id = None;
-            let mut data = String::new();
-            let mut kind = None;
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("id:") {
-                    id = Some(v.trim().to_string());
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    data.push_str(v.trim_start());
-                } else if let Some(v) = line.strip_prefix("event:") {
-                    kind = Some(v.trim().to_string());
-                }
-            }
+        for (kind, id, data) in blocks(&mut buf) {
             // A note or an error of the server is not a feed event.
             if let Some(k) = kind {
                 eprintln!("server said ({k}): {data}");
                 continue;
             }
-            if !data.is_empty() {
-                let batch: Vec<serde_json::Value> = serde_json::from_str(&data).unwrap();
-                assert!(!batch.is_empty(), "an empty message");
-                let n = batch.len();
-                out.extend(batch.into_iter().enumerate().map(|(k, data)| Sse {
-                    id: if k + 1 == n { id.clone() } else { None },
-                    data,
-                }));
-            }
+            let batch: Vec<serde_json::Value> = serde_json::from_str(&data).unwrap();
+            assert!(!batch.is_empty(), "an empty message");
+            let n = batch.len();
+            out.extend(batch.into_iter().enumerate().map(|(k, data)| Sse {
+                id: if k + 1 == n { id.clone() } else { None },
+                data,
+            }));
         }
     }
     out
@@ -691,6 +676,29 @@ fn a_task_s_log_and_a_session_s_transcript_are_read_through_the_api() {
     });
 }
 
+/// The messages complete in `buf` (`event:` name, `id:`, `data:`; those with data), taken out
+/// of it.
+fn blocks(buf: &mut String) -> Vec<(Option<String>, Option<String>, String)> {
+    let mut out = Vec::new();
+    while let Some(end) = buf.find("\n\n") {
+        let block: String = buf.drain(..end + 2).collect();
+        let (mut kind, mut id, mut data) = (None, None, String::new());
+        for line in block.lines() {
+            if let Some(v) = line.strip_prefix("event:") {
+                kind = Some(v.trim().to_string());
+            } else if let Some(v) = line.strip_prefix("id:") {
+                id = Some(v.trim().to_string());
+            } else if let Some(v) = line.strip_prefix("data:") {
+                data.push_str(v.trim_start());
+            }
+        }
+        if !data.is_empty() {
+            out.push((kind, id, data));
+        }
+    }
+    out
+}
+
 /// The stream's messages as they come (`event:` name, `id:`, `data:`), from `path`, until
 /// `enough` says so.
 async fn read_messages(
@@ -710,22 +718,7 @@ async fn read_messages(
             .unwrap()
             .unwrap();
         buf.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buf.find("\n\n") {
-            let block: String = buf.drain(..end + 2).collect();
-            let (mut kind, mut id, mut data) = (None, None, String::new());
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("event:") {
-                    kind = Some(v.trim().to_string());
-                } else if let Some(v) = line.strip_prefix("id:") {
-                    id = Some(v.trim().to_string());
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    data.push_str(v.trim_start());
-                }
-            }
-            if !data.is_empty() {
-                out.push((kind, id, data));
-            }
-        }
+        out.extend(blocks(&mut buf));
     }
     out
 }
