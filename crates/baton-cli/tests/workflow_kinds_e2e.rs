@@ -966,6 +966,11 @@ fn a_debug_that_asks_for_research_researches_before_investigating() {
         "{prompt}"
     );
     assert!(prompt.contains("## Research Quality\n"), "{prompt}");
+    // Memory's References index the research file once the workflow is finalized.
+    let active =
+        std::fs::read_to_string(wf.sb.work().join(".baton/memory/activeContext.md")).unwrap();
+    let line = format!("- Research: docs/research/webhooks.md (wf:{})", wf.id());
+    assert!(active.contains(&line), "{active}");
     // A DEBUG that does not ask investigates first.
     let plain = Wf::new();
     debug_happy(&plain);

@@ -302,6 +302,16 @@ impl Draft<'_> {
                 if let Some(proof) = b.proof_status.as_deref().and_then(ProofStatus::parse) {
                     self.changes.push(Change::ProofStatus(proof));
                 }
+                // Blocked items on the trivial graph: the work was not trivial; whatever
+                // the user decides, the full review chain runs after it (build-workflow.md:95).
+                if !b.blocked_items.is_empty() && !self.full_graph() {
+                    self.changes.push(Change::BuildScope(BuildScope::Standard));
+                    self.changes.push(Change::Status(HistoryEntry::new(
+                        "build_scope_escalated",
+                        phase.as_deref(),
+                        "blocked items: the full review chain runs",
+                    )));
+                }
                 let items = b.blocked_items.join("; ");
                 if b.checkpoint_type.as_deref() == Some("decision") {
                     self.stop(

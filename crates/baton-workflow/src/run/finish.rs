@@ -686,6 +686,22 @@ impl Runner<'_> {
         verdict: &str,
     ) {
         let kind = self.kind();
+        // The research files of every round, indexed once the workflow is finalized, not
+        // before (remediation-and-research.md:256): the newest workflow's replace the last.
+        let mut research: Vec<&str> = Vec::new();
+        for round in &art.research_rounds {
+            for file in [&round.web_file, &round.github_file].into_iter().flatten() {
+                if !research.contains(&file.as_str()) {
+                    research.push(file);
+                }
+            }
+        }
+        if !research.is_empty() {
+            fin.references.push((
+                "Research".into(),
+                format!("{} (wf:{})", research.join(", "), self.id),
+            ));
+        }
         match kind {
             WorkflowKind::Plan => {
                 if let Some(plan) = &art.plan_file {

@@ -304,6 +304,54 @@ fn a_trivial_build_whose_scope_grows_escalates_to_the_full_graph() {
     assert_eq!(verify.blocked_by.len(), 3, "{verify:?}");
 }
 
+/// Blocked items on the trivial graph mean the work was not trivial (build-workflow.md:95): the
+/// phase stops for the user, and the graph it goes on with is the full one.
+#[test]
+fn a_trivial_build_whose_builder_is_blocked_escalates_to_the_full_graph() {
+    let h = Harness::new();
+    h.happy();
+    let blocked = BUILDER_PASS
+        .replace("STATUS: PASS", "STATUS: FAIL")
+        .replace("PHASE_STATUS: completed", "PHASE_STATUS: blocked")
+        .replace("PHASE_EXIT_READY: true", "PHASE_EXIT_READY: false")
+        .replace("PROOF_STATUS: passed", "PROOF_STATUS: gaps_found")
+        .replace(
+            "BLOCKED_ITEMS: []",
+            "BLOCKED_ITEMS: [the signing key is not in the repository]",
+        )
+        .replace("BLOCKING: false", "BLOCKING: true");
+    h.answer("component-builder", &blocked);
+    let o = h.run(start("add a feature file", true)).unwrap();
+    let Outcome::Checkpoint { id, checkpoint, .. } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(checkpoint.gate, Gate::PhaseBlocked);
+    let a = h.artifact(id);
+    assert_eq!(a["build_scope"], "standard", "{a:#}");
+    let s = WorkflowState::read(&a).unwrap();
+    let phases: Vec<&str> = s.tasks.iter().filter_map(|t| t.phase.as_deref()).collect();
+    assert!(
+        phases.contains(&"build-review") && phases.contains(&"build-hunt"),
+        "{phases:?}"
+    );
+    assert!(a["status_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e.to_string().contains("build_scope_escalated")));
+    // Told how to go on, the builder passes, and the reviewer and the hunter run before the
+    // verifier.
+    h.answer("component-builder", BUILDER_PASS);
+    let id = id.clone();
+    let o = h
+        .answer_checkpoint(&id, "the key is in SIGNING_KEY now: go on")
+        .unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    assert_eq!(h.calls_of("code-reviewer").len(), 1);
+    assert_eq!(h.calls_of("failure-hunter").len(), 1);
+    assert_eq!(h.calls_of("integration-verifier").len(), 1);
+}
+
 /// "one more cycle" grants exactly one more remediation: when the review of the third fix still
 /// asks for changes, a fourth fix runs and the breaker stops the workflow again.
 #[test]
