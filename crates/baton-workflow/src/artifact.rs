@@ -145,6 +145,19 @@ pub struct Artifact {
 }
 
 impl Artifact {
+    /// The files of every research round, each once, in the order they were written.
+    pub fn research_files(&self) -> Vec<&str> {
+        let mut files: Vec<&str> = Vec::new();
+        for round in &self.research_rounds {
+            for file in [&round.web_file, &round.github_file].into_iter().flatten() {
+                if !files.contains(&file.as_str()) {
+                    files.push(file);
+                }
+            }
+        }
+        files
+    }
+
     /// Reads an artifact from JSON; unknown keys are kept.
     pub fn from_json(value: Value) -> Result<Self, serde_json::Error> {
         serde_json::from_value(value)

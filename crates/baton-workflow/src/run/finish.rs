@@ -686,21 +686,11 @@ impl Runner<'_> {
         verdict: &str,
     ) {
         let kind = self.kind();
-        // The research files of every round, indexed once the workflow is finalized, not
-        // before (remediation-and-research.md:256): the newest workflow's replace the last.
-        let mut research: Vec<&str> = Vec::new();
-        for round in &art.research_rounds {
-            for file in [&round.web_file, &round.github_file].into_iter().flatten() {
-                if !research.contains(&file.as_str()) {
-                    research.push(file);
-                }
-            }
-        }
+        // Indexed at finalization, not before (remediation-and-research.md:256).
+        let research = art.research_files();
         if !research.is_empty() {
-            fin.references.push((
-                "Research".into(),
-                format!("{} (wf:{})", research.join(", "), self.id),
-            ));
+            let files = format!("{} (wf:{})", research.join(", "), self.id);
+            fin.references.push(("Research".into(), files));
         }
         match kind {
             WorkflowKind::Plan => {
