@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use baton_exec::worker::{self, Phase, StopReason, WorkerEvent, WorkerSpec, WorkerState};
+use baton_exec::worker_door::Reply;
 use baton_model::routes::{check_route, resolve_class, ProcessEnv};
 use baton_protocol::{ModelClass, Route};
 use baton_state::StateDir;
@@ -344,6 +345,26 @@ pub enum Prompt {
 /// Records a prompt for worker `name` (before anything delivers it) and, with `wait`, waits
 /// for its answer.
 pub fn send(state: &StateDir, name: &str, prompt: Prompt, wait: bool) -> Result<Sent> {
+    // A running worker's door (`baton_exec::worker_door`): its supervisor puts the prompt in
+    // the log and hands the answer back as it lands, with no reading of the log here.
+    if let (Prompt::Text(text), true) = (&prompt, wait) {
+        if !text.trim().is_empty() {
+            // The prompt is in the log once the door said so: it is never sent twice.
+            let id = match baton_exec::worker_door::ask(state, name, text) {
+                Some(Reply::Done { id, event }) => match ended(name, &id, &event) {
+                    Some(sent) => return Ok(sent),
+                    None => Some(id),
+                },
+                // The door closed before the prompt's end: the log says the rest.
+                Some(Reply::Queued { id }) => Some(id),
+                None => None,
+            };
+            if let Some(id) = id {
+                let mut follower = Kept::take(state, name)?;
+                return wait_for(state, name, &mut follower, &id);
+            }
+        }
+    }
     // One reading of the log: the state it gives is checked now, and the wait below reads only
     // what is appended after it. A process that sent to this worker before (`baton mcp`) reads
     // only what the log gained since.
@@ -400,6 +421,36 @@ pub fn send(state: &StateDir, name: &str, prompt: Prompt, wait: bool) -> Result<
             prompt: id,
         });
     }
+    wait_for(state, name, &mut follower, &id)
+}
+
+/// What a prompt's end, as its log line, says to its sender.
+fn ended(name: &str, id: &str, event: &WorkerEvent) -> Option<Sent> {
+    match event {
+        WorkerEvent::Answered {
+            answer,
+            reason,
+            usage,
+            ..
+        } => Some(Sent::Answered(Answer {
+            worker: name.to_string(),
+            prompt: id.to_string(),
+            answer: answer.clone(),
+            reason: reason.clone(),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            cost_usd: usage.cost_usd,
+        })),
+        WorkerEvent::Lost { .. } => Some(Sent::Lost {
+            worker: name.to_string(),
+            prompt: id.to_string(),
+        }),
+        _ => None,
+    }
+}
+
+/// Waits for prompt `id`'s end in worker `name`'s log.
+fn wait_for(state: &StateDir, name: &str, follower: &mut Kept, id: &str) -> Result<Sent> {
     // The log is looked at again when it grew (a `stat`), every millisecond at first, then less
     // often: a quick answer is printed at once, a long one costs next to nothing to wait for.
     // (Not inotify here: closing an inotify instance costs the kernel tens of milliseconds, more
@@ -416,7 +467,7 @@ pub fn send(state: &StateDir, name: &str, prompt: Prompt, wait: bool) -> Result<
             seen = len;
             checked = Instant::now();
             let w = follower.refresh()?;
-            if let Some(done) = outcome_of(w, name, &id)? {
+            if let Some(done) = outcome_of(w, name, id)? {
                 return Ok(done);
             }
         }

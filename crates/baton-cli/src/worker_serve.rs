@@ -5,12 +5,14 @@
 //! stops when asked (SIGTERM), after the idle timeout, or once the worker's spending reaches its
 //! budget; what it was doing is in the log either way.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use baton_agent::agent::{RunSummary, Session, SessionHandle, Submission};
 use baton_exec::worker::{self, StopReason, TurnUsage, WorkerEvent};
+use baton_exec::worker_door;
 use baton_protocol::AgentEvent;
 use baton_state::StateDir;
 use tokio_util::sync::CancellationToken;
@@ -100,6 +102,89 @@ impl Current {
     }
 }
 
+/// The senders waiting at the worker's door (`baton_exec::worker_door`) for their prompt's end,
+/// by prompt id; `None` once the supervisor stops serving (a sender then reads the log).
+#[derive(Default)]
+struct Door {
+    waiting: Mutex<Option<HashMap<String, std::sync::mpsc::Sender<WorkerEvent>>>>,
+}
+
+impl Door {
+    /// Opens the door: senders of this user are served on threads of their own until the
+    /// supervisor stops. Another supervisor holding the door, or no socket, is said and
+    /// prompts go through the log.
+    fn open(self: &Arc<Self>, front: &WorkerFront) {
+        let listener = match worker_door::listen(&front.state, &front.name) {
+            Ok(l) => l,
+            Err(e) => {
+                errln!(
+                    "baton worker {}: no door for quick sends ({e}): prompts go through its log",
+                    front.name
+                );
+                return;
+            }
+        };
+        if let Ok(mut w) = self.waiting.lock() {
+            *w = Some(HashMap::new());
+        }
+        let (door, front) = (self.clone(), front.clone());
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let (door, front) = (door.clone(), front.clone());
+                std::thread::spawn(move || door.serve(&front, &conn));
+            }
+        });
+    }
+
+    /// One sender: its prompt into the log, `queued` told, then the prompt's end.
+    fn serve(&self, front: &WorkerFront, conn: &std::os::unix::net::UnixStream) {
+        let Some(ask) = worker_door::accept(conn) else {
+            return;
+        };
+        let id = uuid::Uuid::now_v7().simple().to_string();
+        let (tx, rx) = std::sync::mpsc::channel();
+        // Waiting before the prompt is in the log, so its end cannot come first.
+        match self.waiting.lock().as_deref_mut() {
+            Ok(Some(w)) => w.insert(id.clone(), tx),
+            _ => return,
+        };
+        let queued = WorkerEvent::Queued {
+            id: id.clone(),
+            text: ask.text,
+            retry_of: None,
+            at: now_rfc3339(),
+        };
+        if let Err(e) = worker::append(&front.state, &front.name, &queued) {
+            errln!("baton worker {}: cannot write its log: {e}", front.name);
+            self.end(&id);
+            return;
+        }
+        if worker_door::tell(conn, &worker_door::Queued { queued: id }).is_ok() {
+            if let Ok(ev) = rx.recv() {
+                let _ = worker_door::tell(conn, &ev);
+            }
+        }
+    }
+
+    /// Hands a prompt's end (its answer or its loss, as logged) to the sender waiting for it.
+    fn done(&self, id: &str, ev: &WorkerEvent) {
+        if let Some(tx) = self.end(id) {
+            let _ = tx.send(ev.clone());
+        }
+    }
+
+    fn end(&self, id: &str) -> Option<std::sync::mpsc::Sender<WorkerEvent>> {
+        self.waiting.lock().ok()?.as_mut()?.remove(id)
+    }
+
+    /// Stops serving: every sender still waiting reads the rest from the log.
+    fn close(&self) {
+        if let Ok(mut w) = self.waiting.lock() {
+            *w = None;
+        }
+    }
+}
+
 /// What the session spent on the prompt it works on, and on all of them.
 struct Spending {
     turn: TurnUsage,
@@ -130,6 +215,8 @@ pub async fn serve(front: WorkerFront, session: Session) -> RunSummary {
     } = session.spawn();
     let _signals = watch_signals(cancel.clone());
     let current: Arc<Current> = Arc::default();
+    let door: Arc<Door> = Arc::default();
+    door.open(&front);
     let ending = Arc::new(Ending::default());
     let over_budget = Arc::new(AtomicBool::new(false));
     let done = CancellationToken::new();
@@ -151,21 +238,21 @@ pub async fn serve(front: WorkerFront, session: Session) -> RunSummary {
         spent: spent_before,
     };
     while let Some(ev) = events.recv().await {
-        fold(&front, &ev, &mut spending, &current, &over_budget);
+        fold(&front, &ev, &mut spending, &current, &door, &over_budget);
     }
     let summary = end.await;
     done.cancel();
     let _ = feeder.join();
     // A prompt the session was working on when it ended will not be answered.
     if let Some(id) = current.take() {
-        log(
-            &front,
-            &WorkerEvent::Lost {
-                id,
-                at: now_rfc3339(),
-            },
-        );
+        let lost = WorkerEvent::Lost {
+            id: id.clone(),
+            at: now_rfc3339(),
+        };
+        log(&front, &lost);
+        door.done(&id, &lost);
     }
+    door.close();
     let (reason, message) = match ending.get() {
         Some(r) => (r, None),
         None if cancel.is_cancelled() => (StopReason::Asked, None),
@@ -200,6 +287,7 @@ fn fold(
     ev: &AgentEvent,
     spending: &mut Spending,
     current: &Current,
+    door: &Door,
     over_budget: &AtomicBool,
 ) {
     match ev {
@@ -220,17 +308,16 @@ fn fold(
             let usage = std::mem::replace(&mut spending.turn, no_usage());
             spending.spent += usage.cost_usd.unwrap_or(0.0);
             if let Some(id) = current.get() {
-                log(
-                    front,
-                    &WorkerEvent::Answered {
-                        id,
-                        answer: final_message.clone(),
-                        reason: reason.map(|r| r.to_string()),
-                        usage,
-                        peer_session: None,
-                        at: now_rfc3339(),
-                    },
-                );
+                let answered = WorkerEvent::Answered {
+                    id: id.clone(),
+                    answer: final_message.clone(),
+                    reason: reason.map(|r| r.to_string()),
+                    usage,
+                    peer_session: None,
+                    at: now_rfc3339(),
+                };
+                log(front, &answered);
+                door.done(&id, &answered);
             }
             if front.budget_usd.is_some_and(|b| spending.spent >= b) {
                 over_budget.store(true, Ordering::SeqCst);

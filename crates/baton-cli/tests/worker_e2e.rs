@@ -296,6 +296,78 @@ fn a_killed_supervisor_shows_lost_at_once_and_its_prompt_is_sent_again_only_on_r
     }
 }
 
+/// A send waits at the worker's door (its supervisor hands the answer back); when the supervisor
+/// is killed mid-prompt the door closes, and the send reads the rest from the log: it ends at
+/// once saying so, and its prompt is in the log exactly once.
+#[test]
+fn a_send_at_the_door_of_a_killed_supervisor_ends_with_what_the_log_says() {
+    let server = MockServer::builder().start_blocking();
+    let sb = project(&server);
+    let started = sb.work().join("started");
+    server.push(Turn::tool_call(
+        "b1",
+        "bash",
+        json!({"command": format!("touch '{}'; sleep 30", started.display())}),
+    ));
+    assert_exit(
+        &sb.run(&[
+            "worker", "start", "d", "--role", "helper", "--model", "mock/m",
+        ]),
+        0,
+    );
+    // Its supervisor listens at its door (an abstract socket, named after its log).
+    let state = baton_state::StateDir::for_project(&sb.work());
+    let door = format!("@{}", baton_exec::worker_door::name(&state, "d").unwrap());
+    let open = || {
+        std::fs::read_to_string("/proc/net/unix")
+            .unwrap()
+            .lines()
+            .any(|l| l.split_whitespace().last() == Some(door.as_str()))
+    };
+    assert!(open(), "no door is open");
+    let waiting = sb
+        .baton(&["worker", "send", "d", "a long job"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_until(WAIT, || started.exists()),
+        "the tool did not start"
+    );
+    let log = sb.work().join(".baton/state/workers/d.events.jsonl");
+    let events = || -> Vec<Value> {
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let pid = events()
+        .iter()
+        .rfind(|e| e["type"] == "worker.started")
+        .unwrap()["pid"]
+        .as_u64()
+        .unwrap() as i32;
+    // SAFETY: kill(2) with a pid the test started; no memory is touched.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let o = waiting.wait_with_output().unwrap();
+    assert_exit(&o, 1);
+    assert!(!open(), "the door outlived its supervisor");
+    assert!(err(&o).contains("is lost and prompt"), "{}", err(&o));
+    let queued: Vec<Value> = events()
+        .into_iter()
+        .filter(|e| e["type"] == "prompt.queued")
+        .collect();
+    assert_eq!(queued.len(), 1, "{queued:?}");
+    assert_eq!(queued[0]["text"], "a long job");
+    // Started again, its next prompt goes through the door as before.
+    assert_exit(&sb.run(&["worker", "start", "d"]), 0);
+    server.push(Turn::text("back"));
+    assert_eq!(send(&sb, "d", "next"), "back");
+    assert_exit(&sb.run(&["worker", "stop", "d"]), 0);
+}
+
 #[test]
 fn two_sends_at_once_are_answered_in_order_never_interleaved() {
     let server = MockServer::builder()

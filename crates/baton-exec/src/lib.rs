@@ -18,6 +18,7 @@ pub mod limits;
 pub mod tool;
 pub mod types;
 pub mod worker;
+pub mod worker_door;
 pub mod worktree;
 
 pub use types::*;

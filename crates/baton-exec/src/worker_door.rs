@@ -1,0 +1,214 @@
+//! A running worker's door: a Unix socket its supervisor listens on, through which a prompt is
+//! sent and its answer handed back as soon as it is in the log. Without it, `baton worker send`
+//! reads the whole log, appends the prompt itself and looks at the log every millisecond until
+//! the answer lands; through it, the sender writes one line and reads two.
+//!
+//! The log stays the record: the supervisor appends the prompt (`prompt.queued`) exactly as a
+//! sender would, before it answers that the prompt is queued, and the answer it hands back is
+//! the `prompt.answered` (or `prompt.lost`) line it wrote. A sender whose door closes before the
+//! answer follows the log for that prompt as before; a worker without a door (stopped, or
+//! started by an older baton) is sent to through the log.
+//!
+//! The socket is in Linux's abstract namespace (no file to leave behind, no path length limit),
+//! named after the log's canonical path. Any local user may connect to an abstract socket, so
+//! both ends check the other's user (`SO_PEERCRED`): the supervisor serves only its own user,
+//! and a sender talks only to a socket its own user holds (another user could bind the name
+//! first and read the prompts).
+//!
+//! The protocol, one JSON line each way:
+//! - the sender: `{"text": "…"}`;
+//! - the supervisor: `{"queued": "ID"}` once the prompt is in the log, then the prompt's
+//!   `prompt.answered` or `prompt.lost` line as the log has it.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::os::fd::AsFd;
+use std::os::linux::net::SocketAddrExt as _;
+use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+use std::time::Duration;
+
+use baton_state::StateDir;
+use serde::{Deserialize, Serialize};
+
+use crate::worker::{log_path, WorkerEvent};
+
+/// How long the supervisor waits for a sender's line.
+const READ_LINE: Duration = Duration::from_secs(5);
+
+/// A sender's line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ask {
+    pub text: String,
+}
+
+/// The supervisor's first line: the prompt is in the log, with this id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Queued {
+    pub queued: String,
+}
+
+/// What a sender got through the door.
+#[derive(Debug)]
+pub enum Reply {
+    /// The prompt's answer (or its loss), as the log has it.
+    Done { id: String, event: Box<WorkerEvent> },
+    /// The prompt is in the log, and the door closed before its end: the log says the rest.
+    Queued { id: String },
+}
+
+/// The door's name (in the abstract namespace): the log's canonical path, hashed (FNV-1a, 64
+/// bits: stable across builds); `None` when the worker has no log.
+pub fn name(state: &StateDir, worker: &str) -> Option<String> {
+    let path = std::fs::canonicalize(log_path(state, worker).ok()?).ok()?;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in path.as_os_str().as_encoded_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    Some(format!("baton-worker-{h:016x}"))
+}
+
+/// Whether the process at the other end of `s` runs as this process's user.
+fn same_user(s: &impl AsFd) -> bool {
+    nix::sys::socket::getsockopt(s, nix::sys::socket::sockopt::PeerCredentials)
+        .is_ok_and(|c| c.uid() == nix::unistd::getuid().as_raw())
+}
+
+/// The supervisor's listener, bound for `worker` (an error when the name is taken: another
+/// supervisor of the same worker serves it).
+pub fn listen(state: &StateDir, worker: &str) -> std::io::Result<UnixListener> {
+    let name = name(state, worker)
+        .ok_or_else(|| std::io::Error::other("the worker's log cannot be found"))?;
+    UnixListener::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes())?)
+}
+
+/// One sender at the door, for the supervisor: its prompt, once it is read from a sender of the
+/// supervisor's own user; `None` for anyone else or anything else (the connection is dropped).
+pub fn accept(conn: &UnixStream) -> Option<Ask> {
+    if !same_user(conn) {
+        return None;
+    }
+    conn.set_read_timeout(Some(READ_LINE)).ok()?;
+    let mut line = String::new();
+    BufReader::new(conn).read_line(&mut line).ok()?;
+    let ask: Ask = serde_json::from_str(&line).ok()?;
+    (!ask.text.trim().is_empty()).then_some(ask)
+}
+
+/// Writes one JSON line to the sender (it may have gone: the prompt is in the log anyway).
+pub fn tell(mut conn: &UnixStream, line: &impl Serialize) -> std::io::Result<()> {
+    let mut text = serde_json::to_string(line).map_err(std::io::Error::other)?;
+    text.push('\n');
+    conn.write_all(text.as_bytes())
+}
+
+/// Sends `text` to `worker` through its door and waits for the answer; `None` when the worker
+/// has no door this sender may use (then send through the log).
+pub fn ask(state: &StateDir, worker: &str, text: &str) -> Option<Reply> {
+    let name = name(state, worker)?;
+    let addr = SocketAddr::from_abstract_name(name.as_bytes()).ok()?;
+    let conn = UnixStream::connect_addr(&addr).ok()?;
+    if !same_user(&conn) {
+        return None;
+    }
+    tell(&conn, &Ask { text: text.into() }).ok()?;
+    let mut lines = BufReader::new(&conn).lines();
+    let queued: Queued = serde_json::from_str(&lines.next()?.ok()?).ok()?;
+    let id = queued.queued;
+    let done = lines
+        .next()
+        .and_then(Result::ok)
+        .and_then(|l| serde_json::from_str::<WorkerEvent>(&l).ok());
+    Some(match done {
+        Some(event) => Reply::Done {
+            id,
+            event: Box::new(event),
+        },
+        None => Reply::Queued { id },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn worker_log(dir: &std::path::Path) -> StateDir {
+        let state = StateDir::at(dir.join("state"));
+        std::fs::create_dir_all(state.root().join("workers")).unwrap();
+        std::fs::write(log_path(&state, "w1").unwrap(), "").unwrap();
+        state
+    }
+
+    #[test]
+    fn a_prompt_goes_in_and_its_answer_comes_back_through_the_door() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = worker_log(dir.path());
+        let listener = listen(&state, "w1").unwrap();
+        // A second supervisor of the same worker cannot take its door.
+        assert!(listen(&state, "w1").is_err());
+        let served = std::thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            let ask = accept(&conn).unwrap();
+            tell(
+                &conn,
+                &Queued {
+                    queued: "p1".into(),
+                },
+            )
+            .unwrap();
+            let answer = WorkerEvent::Lost {
+                id: "p1".into(),
+                at: "2026-12-07T00:00:00Z".into(),
+            };
+            tell(&conn, &answer).unwrap();
+            ask.text
+        });
+        let reply = ask(&state, "w1", "hello").unwrap();
+        assert_eq!(served.join().unwrap(), "hello");
+        let Reply::Done { id, event } = reply else {
+            panic!("{reply:?}")
+        };
+        assert_eq!(id, "p1");
+        assert!(matches!(*event, WorkerEvent::Lost { .. }));
+    }
+
+    #[test]
+    fn a_door_that_closes_after_queueing_leaves_the_rest_to_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = worker_log(dir.path());
+        let listener = listen(&state, "w1").unwrap();
+        std::thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            accept(&conn).unwrap();
+            tell(
+                &conn,
+                &Queued {
+                    queued: "p2".into(),
+                },
+            )
+            .unwrap();
+        });
+        let reply = ask(&state, "w1", "hello").unwrap();
+        assert!(matches!(reply, Reply::Queued { id } if id == "p2"));
+    }
+
+    #[test]
+    fn no_door_no_log_and_a_bad_line_are_told_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = worker_log(dir.path());
+        // Nobody listens: send through the log.
+        assert!(ask(&state, "w1", "hello").is_none());
+        // No such worker: no door either.
+        assert!(ask(&state, "nobody", "hello").is_none());
+        // A line that is not a prompt is dropped.
+        let listener = listen(&state, "w1").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut raw = UnixStream::connect_addr(&addr).unwrap();
+        raw.write_all(b"{\"text\": \"\"}\n").unwrap();
+        let (conn, _) = listener.accept().unwrap();
+        assert!(accept(&conn).is_none());
+    }
+}
