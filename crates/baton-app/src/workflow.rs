@@ -421,3 +421,34 @@ pub fn answer_document(text: &str) -> WorkflowOutcome {
         answer: text.to_string(),
     })
 }
+
+/// The newest workflow that ended in place leaving its change uncommitted, when the working
+/// tree at `root` holds exactly that change now (and nothing is committed of it): its id and
+/// the files it changed. What `baton flow start`, which needs a clean tree, says instead of a
+/// bare list of files.
+pub fn left_uncommitted(
+    state: &baton_state::StateDir,
+    root: &std::path::Path,
+) -> Option<(String, Vec<String>)> {
+    let store = WorkflowStore::new(state.clone());
+    let (id, left) = store.list().into_iter().rev().take(20).find_map(|id| {
+        let snap = store.snapshot(&id).ok()??;
+        let left = snap.pointer("/results/left_in_place")?.clone();
+        Some((id, left))
+    })?;
+    let theirs = left["snapshot"].as_str()?;
+    let files: Vec<String> = left["files"]
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_str)
+        .map(String::from)
+        .collect();
+    let git = baton_git::Git::new(root);
+    let tree = |commit: &str| {
+        git.run(["rev-parse", "--verify", "-q", &format!("{commit}^{{tree}}")])
+            .ok()
+    };
+    let now = tree(&baton_git::snapshot::commit(root)?)?;
+    (Some(&now) == tree(theirs).as_ref() && Some(&now) != tree("HEAD").as_ref())
+        .then_some((id, files))
+}

@@ -157,6 +157,19 @@ pub fn run(args: FlowArgs) -> Result<Exit> {
                     common.json,
                 );
             }
+            // A tree that holds exactly what a workflow in place left uncommitted is told apart.
+            let state = baton_app::project::state_dir(&ctx);
+            if let Some((id, files)) =
+                baton_app::workflow::left_uncommitted(&state, &ctx.project_root)
+            {
+                return Ok(failed(
+                    &common,
+                    &FlowError::Refused(format!(
+                        "the working tree holds the change workflow {id} left uncommitted ({}): review it (`baton log {id}`, or its Changes in `baton serve`), then commit it or stash it, and start the Flow again",
+                        files.join(", ")
+                    )),
+                ));
+            }
             warn_skipped_roles(&role_dirs(&ctx.project_root), &["implementer", "reviewer"]);
             drive(&common, |env, cancel| {
                 Box::pin(async move { baton_flow::start_as(env, &units, workflow, cancel).await })

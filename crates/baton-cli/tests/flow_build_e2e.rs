@@ -163,3 +163,43 @@ fn two_builds_that_touch_the_same_file_stop_the_flow_at_the_second_with_its_work
         "one\n"
     );
 }
+
+/// [22/24] A BUILD in place leaves its change uncommitted and says so; the next `baton flow
+/// start`, which needs a clean tree, tells that change apart from others: it names the workflow
+/// and its files while the tree holds exactly them, and says nothing of it once they are
+/// committed.
+#[test]
+fn a_build_in_place_leaves_its_change_uncommitted_and_flow_start_names_it() {
+    let wf = Wf::new();
+    wf.happy();
+    let o = wf.run(&["run", "add the feature file"]);
+    assert_exit(&o, 0);
+    let said = format!("{}{}", out(&o), err(&o));
+    assert!(
+        said.contains("left uncommitted in the working tree (1 file)"),
+        "{said}"
+    );
+    let id = wf.id();
+    let file = units_file(&wf, &["alpha"]);
+    let start = || wf.run(&["flow", "start", file.to_str().unwrap()]);
+    let o = start();
+    assert_exit(&o, 2);
+    assert!(
+        err(&o).contains(&format!(
+            "the working tree holds the change workflow {id} left uncommitted (feature.txt)"
+        )),
+        "{}",
+        err(&o)
+    );
+    // Something else changed beside it: the plain refusal, listing what is uncommitted.
+    wf.sb.write("scratch.txt", "mine\n");
+    let o = start();
+    assert_exit(&o, 2);
+    assert!(!err(&o).contains("left uncommitted"), "{}", err(&o));
+    assert!(err(&o).contains("scratch.txt"), "{}", err(&o));
+    // Committed: nothing is said of it.
+    std::fs::remove_file(wf.sb.work().join("scratch.txt")).unwrap();
+    wf.sb.commit_all("the feature");
+    let o = start();
+    assert!(!err(&o).contains("left uncommitted"), "{}", err(&o));
+}

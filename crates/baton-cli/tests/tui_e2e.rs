@@ -398,10 +398,15 @@ fn the_side_panel_shows_a_background_task_of_another_process_and_cancels_it() {
     vt.wait_for(WAIT, |s| s.contains(&format!("cancel task {task}")))
         .unwrap_or_else(|s| panic!("{s}"));
     vt.send(b"y");
+    // Cancelled is drawn as cancelled (its own group and symbol), not as a failure.
     let screen = vt
-        .wait_for(WAIT, |s| s.contains("failed (1)"))
+        .wait_for(WAIT, |s| s.contains("cancelled (1)"))
         .unwrap_or_else(|s| panic!("{s}"));
     assert!(screen.contains("bg · gated"), "{screen}");
+    assert!(
+        screen.contains('⊘') && !screen.contains("failed ("),
+        "{screen}"
+    );
     let status = sb.run(&["task", "status", &task, "--json"]);
     let doc: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(doc["phase"], "cancelled", "{doc}");

@@ -593,10 +593,12 @@ fn first_prompt(text: &str) -> String {
     }
 }
 
+/// What a finished child is drawn as: a stopped one (cancelled, or interrupted) is not a failure.
 fn finished(s: EntryStatus) -> State {
     match s {
         EntryStatus::Done => State::Done,
-        EntryStatus::Failed | EntryStatus::Stopped => State::Failed,
+        EntryStatus::Failed => State::Failed,
+        EntryStatus::Stopped => State::Cancelled,
         EntryStatus::Skipped => State::Done,
     }
 }

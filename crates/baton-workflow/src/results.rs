@@ -46,6 +46,10 @@ pub struct Results {
     /// The final whole-branch review of a planned BUILD.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub final_branch_review: Option<FinalReview>,
+    /// What a BUILD or DEBUG in place left in the working tree, uncommitted, once it ended: the
+    /// next `baton flow start` (which needs a clean tree) tells it apart from other changes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_in_place: Option<LeftInPlace>,
     /// A BUILD's finishing choice (`merge`, `keep`, `pr` or `discard`), cc10x's
     /// `results.finishing.choice`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -135,6 +139,14 @@ pub struct DoubtPass {
     pub choice: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+}
+
+/// The change a workflow in place left uncommitted: a snapshot of the tree as it ended (a commit
+/// no branch points at) and the files it differs in from the workflow's base.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LeftInPlace {
+    pub snapshot: String,
+    pub files: Vec<String>,
 }
 
 /// A choice the user made at a gate, and the phase it holds for.

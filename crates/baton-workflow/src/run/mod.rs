@@ -16,6 +16,7 @@ mod dispatch;
 mod dispute;
 mod error;
 mod finish;
+mod finishing;
 pub mod gate;
 pub mod graph;
 mod plan;

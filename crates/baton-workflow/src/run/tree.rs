@@ -34,6 +34,24 @@ fn tree_base_now(root: &Path) -> String {
     baton_git::snapshot::commit(root).unwrap_or_else(|| agent::UNAVAILABLE_BASE.to_string())
 }
 
+/// What a workflow that worked in `root` leaves there, uncommitted, as it ends: a snapshot now
+/// and the files it differs in from `base` (the workflow's base); `None` outside git or when
+/// nothing differs.
+pub(super) async fn left_in_place(root: &Path, base: &str) -> Option<crate::results::LeftInPlace> {
+    let (root, base) = (root.to_path_buf(), base.to_string());
+    tokio::task::spawn_blocking(move || {
+        let snapshot = baton_git::snapshot::commit(&root)?;
+        let files: Vec<String> = changed_between(&root, &base, &snapshot)?
+            .lines()
+            .filter_map(|l| l.split_once('\t').map(|(_, path)| path.to_string()))
+            .collect();
+        (!files.is_empty()).then_some(crate::results::LeftInPlace { snapshot, files })
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
 /// The files `base` and `now` (two [`tree_base_now`] snapshots) differ in, one `STATUS\tPATH`
 /// line each; `None` when git cannot say.
 fn changed_between(root: &Path, base: &str, now: &str) -> Option<String> {
