@@ -596,3 +596,37 @@ fn bench_the_page_at_100000_events() {
     assert_eq!(big["misses"], serde_json::json!([]), "{big:#}");
     assert_eq!(big["events"], 100000);
 }
+
+/// [22/24] The finishing choice of a BUILD in a worktree asks "merge?" next to the change it
+/// would merge: the card's diff is the workflow's change (its feature file), and "keep" clicked in
+/// the page ends the workflow.
+#[test]
+fn the_finish_checkpoint_shows_the_change_a_merge_would_land_beside_the_choice() {
+    let wf = Wf::new();
+    wf.happy();
+    assert_exit(&wf.run(&["run", "--worktree", "add a feature file"]), 4);
+    let id = wf.id();
+    let Some(result) = browse(&wf.sb, "finish.mjs", &id) else {
+        return;
+    };
+    assert_eq!(result["violations"], serde_json::json!([]), "{result}");
+    assert!(
+        result["question"].as_str().unwrap().starts_with("finish:"),
+        "{result}"
+    );
+    let options = result["options"].to_string();
+    for o in ["merge", "keep", "pr", "discard"] {
+        assert!(options.contains(&format!("\"{o}\"")), "{result}");
+    }
+    assert!(
+        result["files"].to_string().contains("feature.txt"),
+        "{result}"
+    );
+    assert!(
+        result["added"].to_string().contains("+change 1"),
+        "{result}"
+    );
+    assert_eq!(result["last"], "workflow_completed", "{result}");
+    // Kept: the branch and its worktree stay, and the main checkout never got the file.
+    assert!(!wf.sb.work().join("feature.txt").exists());
+}
