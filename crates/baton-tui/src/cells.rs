@@ -183,7 +183,11 @@ fn tool_lines(
             .max()
             .map_or(0, |n| n.to_string().len());
         for (sign, number, line) in &diff[..shown] {
-            let st = if *sign == '+' { t.added } else { t.removed };
+            let st = match sign {
+                '+' => t.added,
+                '-' => t.removed,
+                _ => t.dim,
+            };
             let text = baton_text::sanitize_line(line).into_owned();
             let num = match number {
                 Some(n) => format!("{n:>digits$} "),

@@ -23,6 +23,7 @@ pub mod cells;
 pub mod composer;
 pub mod frames;
 pub mod keymap;
+pub mod linediff;
 pub mod markdown;
 pub mod overlay;
 pub mod panel;

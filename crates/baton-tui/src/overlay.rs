@@ -58,7 +58,11 @@ fn approval_lines(view: &View, overlay: Option<&Overlay>, t: Theme) -> Option<Ve
     ])];
     if let Some(diff) = cell.diff() {
         for (sign, _, l) in diff.iter().take(6) {
-            let st = if *sign == '+' { t.added } else { t.removed };
+            let st = match sign {
+                '+' => t.added,
+                '-' => t.removed,
+                _ => t.dim,
+            };
             lines.push(Line::from(Span::styled(
                 format!("{sign} {}", baton_text::sanitize_line(l)),
                 st,

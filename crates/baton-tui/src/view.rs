@@ -133,18 +133,7 @@ impl ToolCell {
                         .parse::<usize>()
                         .ok()
                 });
-                let number = |k: usize| at.map(|n| n + k);
-                let mut lines: Vec<(char, Option<usize>, String)> = old
-                    .lines()
-                    .enumerate()
-                    .map(|(k, l)| ('-', number(k), l.to_string()))
-                    .collect();
-                lines.extend(
-                    new.lines()
-                        .enumerate()
-                        .map(|(k, l)| ('+', number(k), l.to_string())),
-                );
-                Some(lines)
+                Some(crate::linediff::diff(old, new, at))
             }
             "write" => Some(
                 arg("content")?

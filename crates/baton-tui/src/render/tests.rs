@@ -811,3 +811,35 @@ fn the_undo_list_and_what_an_undo_did() {
     let mut u = ui(Theme::dark());
     insta::assert_snapshot!("undo_done", draw_at(&v, &mut u, 80, 16));
 }
+
+/// An edit drawn as a line diff: the lines it repeated to place itself are context (one beside
+/// the change), the removed and added lines numbered as the file was and is.
+#[test]
+fn an_edit_shows_its_change_with_a_line_of_context_and_line_numbers() {
+    let mut v = View::new(Some(200_000));
+    v.user("Count characters, not bytes.", 0);
+    v.apply(&AgentEvent::TurnStarted { turn: 1 }, 10);
+    v.apply(
+        &AgentEvent::ItemCompleted {
+            item: item(
+                "e",
+                ItemStatus::Completed,
+                ItemKind::ToolCall {
+                    call_id: "c-e".into(),
+                    tool: "edit".into(),
+                    arguments: json!({
+                        "path": "src/parse.rs",
+                        "old_string": "/// How long `s` is.\nfn count(s: &str) -> usize {\n    s.len()\n}",
+                        "new_string": "/// How long `s` is.\nfn count(s: &str) -> usize {\n    s.chars().count()\n}"
+                    }),
+                    path: Some("src/parse.rs".into()),
+                    output: Some("replaced 1 occurrence at line 12 of src/parse.rs".into()),
+                    exit_code: None,
+                },
+            ),
+        },
+        20,
+    );
+    let mut u = ui(Theme::dark());
+    insta::assert_snapshot!("edit_with_context", draw_at(&v, &mut u, 80, 12));
+}
