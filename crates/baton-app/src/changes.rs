@@ -94,3 +94,50 @@ pub fn workflow_change(state: &StateDir, root: &Path, id: &str) -> Result<String
         .ok_or_else(|| format!("workflow {id}: {} cannot be read now", dir.display()))?;
     diff(&dir, &base, &now).map_err(|e| format!("workflow {id}: {e}"))
 }
+
+/// What one dispatch of workflow `id` changed: the diff between the snapshots the runner took
+/// before and after task `task`'s agent ran (its `attempt`th run, 1-based; the last without
+/// one). Only a writer's dispatch has them.
+pub fn dispatch_change(
+    state: &StateDir,
+    root: &Path,
+    id: &str,
+    task: &str,
+    attempt: Option<usize>,
+) -> Result<String, String> {
+    use baton_workflow::event::EventBody;
+    let store = baton_workflow::store::WorkflowStore::new(state.clone());
+    let events = store
+        .events(id)
+        .map_err(|e| format!("workflow {id}: {e}"))?;
+    let runs: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::AgentCompleted(c) if c.task_id.as_deref() == Some(task) => {
+                let d = c.details.as_ref()?;
+                Some((d.tree_before.clone()?, d.tree_after.clone()?))
+            }
+            _ => None,
+        })
+        .collect();
+    let run = match attempt {
+        Some(0) => None,
+        Some(n) => runs.get(n - 1),
+        None => runs.last(),
+    };
+    let Some((before, after)) = run else {
+        return Err(format!(
+            "workflow {id}: task {task} has no recorded change (only a writer's dispatch has one, once it ended)"
+        ));
+    };
+    let (value, _) = crate::task_log::workflow_artifact(state, id, None)?;
+    let record =
+        baton_workflow::state::Record::read(&value).map_err(|e| format!("workflow {id}: {e}"))?;
+    let dir = record
+        .state
+        .host
+        .worktree
+        .as_ref()
+        .map_or_else(|| root.to_path_buf(), |w| w.path.clone());
+    diff(&dir, before, after).map_err(|e| format!("workflow {id}, task {task}: {e}"))
+}

@@ -126,6 +126,12 @@ fn a_checkpoint_is_answered_in_the_page_in_a_headless_browser_and_axe_finds_noth
         "{result}"
     );
     assert_eq!(result["last"], "workflow_completed");
+    // The builder's dispatch: what it changed, between the snapshots before and after it.
+    let change = result["dispatchChange"].as_str().unwrap();
+    assert!(
+        change.contains("feature.txt") && change.contains("+change 1"),
+        "{result}"
+    );
     // The workflow's view: every dispatch in order, the remediation's second builder run among
     // them, each with its bar on the timeline.
     let rows: Vec<Vec<String>> = serde_json::from_value(result["dispatches"].clone()).unwrap();

@@ -13,6 +13,7 @@
 //! | `GET /api/projection` | every log's document now (`baton_events::projection::Doc`, JSON array) |
 //! | `GET /api/workflows/{id}/artifact[?seq=N]` | a workflow's artifact, after event N or now |
 //! | `GET /api/workflows/{id}/dispatches/{task}` | a dispatch's answer and its contract, parsed |
+//! | `GET /api/workflows/{id}/dispatches/{task}/change[?attempt=N]` | what a writer's dispatch changed: `git diff` of the snapshots before and after it |
 //! | `GET /api/flows/{id}/units/{unit}/packet` | the exact review packet a unit's reviewer got |
 //! | `GET /api/flows/{id}/units/{unit}/change` | what a unit changed: `git diff` of its base and tip |
 //! | `POST /api/tasks/{id}/cancel` | `baton task cancel ID` |
@@ -480,6 +481,23 @@ async fn session_change(State(app): State<App>, UrlPath(id): UrlPath<String>) ->
     diff_response(move || baton_app::changes::session_change(&state, &id)).await
 }
 
+async fn dispatch_change(
+    State(app): State<App>,
+    UrlPath((id, task)): UrlPath<(String, String)>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    let attempt = match q.get("attempt").map(|a| a.parse::<usize>()) {
+        None => None,
+        Some(Ok(n)) => Some(n),
+        Some(Err(_)) => {
+            return bad("baton serve: attempt: a whole number (1 is the first run)\n".into())
+        }
+    };
+    let (state, root) = (app.opts.state.clone(), app.opts.root.clone());
+    diff_response(move || baton_app::changes::dispatch_change(&state, &root, &id, &task, attempt))
+        .await
+}
+
 async fn workflow_change(State(app): State<App>, UrlPath(id): UrlPath<String>) -> Response {
     let (state, root) = (app.opts.state.clone(), app.opts.root.clone());
     diff_response(move || baton_app::changes::workflow_change(&state, &root, &id)).await
@@ -544,6 +562,10 @@ fn router(opts: Options, guard: Guard) -> Router {
         .route("/api/workflows/{id}/events", get(workflow_events))
         .route("/api/workflows/{id}/artifact", get(artifact))
         .route("/api/workflows/{id}/dispatches/{task}", get(dispatch))
+        .route(
+            "/api/workflows/{id}/dispatches/{task}/change",
+            get(dispatch_change),
+        )
         .route("/api/flows/{id}/units/{unit}/packet", get(packet))
         .route("/api/flows/{id}/units/{unit}/change", get(unit_change))
         .route("/api/workflows/{id}/answer", post(answer))

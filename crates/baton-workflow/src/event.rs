@@ -287,6 +287,12 @@ pub struct AgentCompletedDetails {
     /// The agent's own session id (its transcript), when its stream named it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// A writer's dispatch: snapshots of the tree before it ran and after (commits no branch
+    /// points at); what it changed is the diff between them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_before: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_after: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

@@ -515,6 +515,12 @@ async function showDispatch(n) {
   if (d && d.problem) parts.push(el('p', { class: 'failed', text: d.problem }));
   parts.push(el('pre', { class: 'contract', tabindex: '0', 'aria-label': 'contract', text: (d && (d.text || d.error)) || (res.ok ? 'no answer recorded' : await res.text()) }));
   if (n.session) parts.push(opener(`open session ${n.session} transcript`, `its transcript (${n.session})`, () => openTranscript(/** @type {string} */ (n.session))));
+  if (n.change) {
+    // What this dispatch changed: the tree before and after it, read from the repository.
+    const slot = el('div', { id: 'dispatch-change' });
+    const url = `/api/workflows/${encodeURIComponent(/** @type {string} */ (wfOpen))}/dispatches/${encodeURIComponent(n.task)}/change?attempt=${n.attempt}`;
+    parts.push(el('button', { type: 'button', text: 'show what this dispatch changed', onclick: () => loadChange(url, slot) }), slot);
+  }
   box.replaceChildren(...parts);
 }
 $('detail-close').addEventListener('click', () => go('workflows'));

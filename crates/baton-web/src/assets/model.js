@@ -33,7 +33,7 @@
 
 /**
  * One dispatch of a workflow, from its events (a rerun is a dispatch of its own).
- * @typedef {{key: string, task: string, agent: string, phase: string, role?: string, class?: string, attempt: number, start: number, ready: number, end?: number, verdict?: string, reason?: string, cost?: number | null, tokens?: number, route?: string, error?: any, session?: string}} Dispatch
+ * @typedef {{key: string, task: string, agent: string, phase: string, role?: string, class?: string, attempt: number, start: number, ready: number, end?: number, verdict?: string, reason?: string, cost?: number | null, tokens?: number, route?: string, error?: any, session?: string, change?: boolean}} Dispatch
  */
 
 /**
@@ -263,6 +263,8 @@ export class Model {
         n.route = det.route || det.backend || '';
         n.error = det.error || null;
         n.session = det.session;
+        // A writer's dispatch: the snapshots before and after it, so what it changed can be read.
+        n.change = Boolean(det.tree_before && det.tree_after);
         const g = row.graph.get(ev.task_id);
         if (g) g.done = t;
       }

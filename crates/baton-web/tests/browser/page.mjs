@@ -45,6 +45,11 @@ try {
   result.edges = await page.locator('#graph path.edge').count();
   result.nodes = await page.locator('#graph g.node').count();
   result.graphTitle = await page.locator('#graph title').textContent();
+  // What the builder's dispatch changed: the tree before and after it, as a diff.
+  await page.getByRole('button', { name: /^dispatch t1$/ }).click();
+  await page.getByRole('button', { name: 'show what this dispatch changed' }).click();
+  await page.waitForSelector('#dispatch-change pre.diff');
+  result.dispatchChange = await page.locator('#dispatch-change pre.diff').textContent();
   // A dispatch's contract and the verifier's scenarios; the artifact at the checkpoint.
   await page.getByRole('button', { name: /^dispatch t4/ }).click();
   await page.waitForSelector('#dispatch-detail pre.contract');

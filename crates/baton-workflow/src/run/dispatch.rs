@@ -172,6 +172,12 @@ impl Runner<'_> {
             Some(b) => b,
             None => tree_digest(&one.work, untracked).await,
         };
+        // A writer's dispatch is read between two snapshots of the tree: what it changed, on
+        // request (`baton_app::changes::dispatch_change`, the dashboard's dispatch view).
+        let snap_before = match untracked {
+            true => Some(tree_base(&one.work).await),
+            false => None,
+        };
         self.record_start(&one, bias).await?;
         let Some(d) = self.launch(&one, prompt).await else {
             // Interrupted: the task stays in progress and runs again on resume.
@@ -181,7 +187,14 @@ impl Runner<'_> {
             (Some(b), Some(after)) => Some(*b != after),
             _ => None,
         };
-        self.record_completion(&one, d, changed).await
+        let trees = match snap_before {
+            Some(b) if b != agent::UNAVAILABLE_BASE => {
+                let after = tree_base(&one.work).await;
+                (after != agent::UNAVAILABLE_BASE).then_some((b, after))
+            }
+            _ => None,
+        };
+        self.record_completion(&one, d, changed, trees).await
     }
 
     /// Before a planned phase's builder first runs: its plan is still the one the workflow
@@ -355,6 +368,7 @@ impl Runner<'_> {
         one: &OneDispatch<'_>,
         d: agent::Dispatched,
         changed: Option<bool>,
+        trees: Option<(String, String)>,
     ) -> Result<(), RunError> {
         let (id, role) = (one.id, one.role);
         let mut r = self.record();
@@ -395,6 +409,8 @@ impl Runner<'_> {
                 changed: Some(changed),
                 error: Some(d.output.error.clone()),
                 session: d.session_id.clone(),
+                tree_before: trees.as_ref().map(|t| t.0.clone()),
+                tree_after: trees.map(|t| t.1),
                 ..AgentCompletedDetails::default()
             }),
         });
