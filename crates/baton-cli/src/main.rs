@@ -56,6 +56,16 @@ struct Cli {
     command: Option<Command>,
 }
 
+/// The terminal UI's arguments this process was started with (`baton tui …`, or `baton` alone),
+/// parsed again: `/resume` goes on with another session under the same flags.
+pub(crate) fn tui_args_again() -> Option<tui_cmd::TuiArgs> {
+    match Cli::try_parse_from(std::env::args_os()).ok()?.command {
+        Some(Command::Tui(args)) => Some(args),
+        None => Some(tui_cmd::TuiArgs::default_args()),
+        Some(_) => None,
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run one headless coding agent on a task.

@@ -66,14 +66,25 @@ pub fn run(args: TuiArgs) -> Result<Exit> {
             None => return Ok(Exit::Ok),
         }
     }
-    agent.tui = Some(TuiFront::new(
+    let front = TuiFront::new(
         Mode {
             inline: args.inline,
             mouse: args.mouse,
         },
         args.theme.unwrap_or_default(),
-    ));
-    crate::agent_cmd::run(agent)
+    );
+    let next = front.next.clone();
+    agent.tui = Some(front);
+    let exit = crate::agent_cmd::run(agent)?;
+    // `/resume` picked another session: it goes on in the same terminal, with this command's
+    // own flags, as `--resume ID` (and no first message).
+    let picked = next.lock().ok().and_then(|mut n| n.take());
+    let (Some(id), Some(mut again)) = (picked, crate::tui_args_again()) else {
+        return Ok(exit);
+    };
+    again.agent.resume = Some(id);
+    again.agent.task = None;
+    run(again)
 }
 
 /// `baton tui --resume` alone: the saved sessions, newest first, to pick one from; its id, or
@@ -81,36 +92,15 @@ pub fn run(args: TuiArgs) -> Result<Exit> {
 fn pick_session(cwd: Option<std::path::PathBuf>, theme: ThemeName) -> Result<Option<String>> {
     let ctx = baton_app::project::project_context(cwd)?;
     let state = baton_app::project::state_dir(&ctx);
-    let (mut infos, _) = baton_agent::session::list(&state);
-    if infos.is_empty() {
+    let choices = crate::tui_session::session_choices(&state);
+    if choices.is_empty() {
         bail!(
             "no saved sessions in {} to resume: `baton tui` starts one",
             state.sessions().display()
         );
     }
-    infos.reverse();
-    let choices: Vec<baton_tui::picker::Choice> = infos
-        .iter()
-        .map(|i| baton_tui::picker::Choice {
-            short: baton_agent::session::short_id(&i.header.session_id).to_string(),
-            when: crate::term::short_time(&i.header.created),
-            outcome: i
-                .ended
-                .map_or("unfinished", |(o, _)| o.as_str())
-                .to_string(),
-            cost: i
-                .cost_usd
-                .map_or_else(|| "-".to_string(), |c| format!("${c:.4}")),
-            route: i.header.model.clone(),
-            task: baton_agent::routing::view::user_words(&i.task)
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("")
-                .to_string(),
-        })
-        .collect();
     let picked = baton_tui::picker::pick(&choices, baton_tui::theme::Theme::of(theme))?;
-    Ok(picked.map(|k| infos[k].header.session_id.clone()))
+    Ok(picked.map(|k| choices[k].id.clone()))
 }
 
 /// `baton tui --attach ID`: the UI on another process's work, through the project event feed.

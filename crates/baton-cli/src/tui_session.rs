@@ -23,6 +23,9 @@ pub struct TuiFront {
     /// into the UI's side panel.
     pub tx: std::sync::mpsc::Sender<Msg>,
     pub rx: std::sync::mpsc::Receiver<Msg>,
+    /// The session `/resume` picked to go on with once this one ends (`baton tui` then resumes
+    /// it in the same terminal).
+    pub next: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl TuiFront {
@@ -33,6 +36,7 @@ impl TuiFront {
             theme,
             tx,
             rx,
+            next: Arc::default(),
         }
     }
 }
@@ -105,6 +109,8 @@ fn submit(
         | Request::Shell { .. }
         | Request::OpenLog { .. }
         | Request::Diff
+        | Request::Sessions
+        | Request::Switch(_)
         | Request::Approval(_) => return Err("not a request of the session".into()),
         Request::Input(t) => Submission::Input(t),
         Request::Interrupt => {
@@ -209,6 +215,7 @@ pub async fn serve(front: TuiFront, session: Session, start: Start) -> Result<Ru
         theme,
         tx: mtx,
         rx: mrx,
+        next,
     } = front;
     let (state, root) = project;
     let spec = session.spec().clone();
@@ -271,6 +278,7 @@ pub async fn serve(front: TuiFront, session: Session, start: Start) -> Result<Ru
     let ui = std::thread::spawn(move || {
         let notes = ui_tx.clone();
         let log_state = state.clone();
+        let sessions_state = state.clone();
         let mut send = move |r: Request| match (&r, crate::tui_work::act(&root, &state, &notes, &r))
         {
             (_, Some(done)) => done,
@@ -284,6 +292,19 @@ pub async fn serve(front: TuiFront, session: Session, start: Start) -> Result<Ru
             }
             (Request::Shell { command }, None) => {
                 shell(&runtime, &tool_ctx, command.clone(), notes.clone());
+                Ok(())
+            }
+            (Request::Sessions, None) => {
+                let list = session_choices(&sessions_state);
+                let _ = notes.send(Msg::Sessions(list));
+                Ok(())
+            }
+            (Request::Switch(id), None) => {
+                let id = baton_agent::session::resolve_id(&sessions_state, id)
+                    .map_err(|e| format!("/resume: {e}"))?;
+                if let Ok(mut n) = next.lock() {
+                    *n = Some(id);
+                }
                 Ok(())
             }
             (_, None) => submit(&tx, &interrupter, &spec, r),
@@ -334,4 +355,32 @@ fn shell(
             ok: !out.is_error,
         });
     });
+}
+
+/// The saved sessions of the project whose state is `state`, newest first, as the pickers list
+/// them (`baton tui --resume`, `/resume`).
+pub fn session_choices(state: &baton_state::StateDir) -> Vec<baton_tui::picker::Choice> {
+    let (mut infos, _) = baton_agent::session::list(state);
+    infos.reverse();
+    infos
+        .iter()
+        .map(|i| baton_tui::picker::Choice {
+            id: i.header.session_id.clone(),
+            short: baton_agent::session::short_id(&i.header.session_id).to_string(),
+            when: crate::term::short_time(&i.header.created),
+            outcome: i
+                .ended
+                .map_or("unfinished", |(o, _)| o.as_str())
+                .to_string(),
+            cost: i
+                .cost_usd
+                .map_or_else(|| "-".to_string(), |c| format!("${c:.4}")),
+            route: i.header.model.clone(),
+            task: baton_agent::routing::view::user_words(&i.task)
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .to_string(),
+        })
+        .collect()
 }

@@ -141,7 +141,9 @@ pub fn act(
         | Request::Undo(_)
         | Request::Approval(_)
         | Request::Profile(_)
-        | Request::Resume => return None,
+        | Request::Resume
+        | Request::Sessions
+        | Request::Switch(_) => return None,
     })
 }
 

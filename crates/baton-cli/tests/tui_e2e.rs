@@ -1061,6 +1061,60 @@ fn resume_without_an_id_picks_a_session_from_the_list() {
     );
 }
 
+/// [22/24] `/resume` inside the terminal UI: the saved sessions (this one left out), newest
+/// first; Enter leaves this session and goes on with the one picked, in the same terminal, and
+/// the next prompt carries that session's conversation.
+#[test]
+fn slash_resume_in_the_ui_picks_another_session_and_goes_on_with_it() {
+    let server = MockServer::builder()
+        .turn(Turn::text("Answer to the saved one."))
+        .turn(Turn::text("Answer in the new one."))
+        .turn(Turn::text("Back in the saved one."))
+        .start_blocking();
+    let sb = project(&server);
+    let out = sb.run(&["agent", "--model", "mock/mock-model", "the saved question"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut vt = tui(&sb, &["the new question"], 110, 20);
+    vt.wait_for(WAIT, |s| {
+        s.contains("Answer in the new one.") && s.contains("● ready")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"/resume\r");
+    let list = vt
+        .wait_for(WAIT, |s| {
+            s.contains("Resume a session (1 saved, newest first)")
+        })
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert!(list.contains("the saved question"), "{list}");
+    assert!(
+        !list.contains("the new question  "),
+        "this session is not listed: {list}"
+    );
+    vt.send(b"\r");
+    vt.wait_for(WAIT, |s| {
+        s.contains("the saved question")
+            && s.contains("Answer to the saved one.")
+            && s.contains("? help")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"and on\r");
+    vt.wait_for(WAIT, |s| {
+        s.contains("Back in the saved one.") && s.contains("● ready")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+    let asked = server.model_requests()[2].prompt_parts().join("\n");
+    assert!(
+        asked.contains("the saved question") && !asked.contains("the new question"),
+        "{asked}"
+    );
+}
+
 /// [22/24] `/diff` shows what changed in the project since the session started: the model's
 /// write, not the files that were there before (a scratch file of the user's included).
 #[test]

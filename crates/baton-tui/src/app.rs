@@ -37,6 +37,8 @@ pub enum Msg {
     Note(String),
     /// The project's files, for `@` mentions (listed on a thread while the UI starts).
     Files(Vec<String>),
+    /// The saved sessions, answering [`Request::Sessions`] (newest first).
+    Sessions(Vec<crate::picker::Choice>),
     /// A `!` command ran (or failed to), in the session's sandbox.
     Shell {
         command: String,
@@ -47,6 +49,8 @@ pub enum Msg {
 }
 
 pub use crate::request::Request;
+
+mod lists;
 
 /// How the UI starts.
 pub struct Options {
@@ -235,6 +239,20 @@ impl App {
                 self.ui.panel.viewer = Some((title, lines, 0));
             }
             Msg::Note(text) => self.view.say(Level::Info, text),
+            Msg::Sessions(mut list) => {
+                self.view.rev += 1;
+                // This session is not one to go to.
+                list.retain(|c| c.id != self.view.session.id);
+                if list.is_empty() {
+                    self.view.say(
+                        Level::Info,
+                        "no other saved session of this project to resume",
+                    );
+                } else {
+                    self.ui.sessions = list;
+                    self.ui.overlay = Some(Overlay::Sessions(crate::picker::Cursor::default()));
+                }
+            }
             Msg::Files(files) => {
                 self.view.rev += 1;
                 self.ui.files = files;
@@ -305,6 +323,10 @@ impl App {
             self.undo_key(key, at, send);
             return;
         }
+        if let Some(Overlay::Sessions(cursor)) = self.ui.overlay {
+            self.sessions_key(key, cursor, send);
+            return;
+        }
         if self.ui.composer.search.is_some() {
             self.search_key(key, ctrl);
             return;
@@ -372,48 +394,6 @@ impl App {
             KeyCode::PageDown => self.ui.help_scroll += 10,
             KeyCode::PageUp => self.ui.help_scroll = self.ui.help_scroll.saturating_sub(10),
             _ => {}
-        }
-    }
-
-    /// A key while the undo list is shown: it moves, picks (the files go back), or closes.
-    fn undo_key(
-        &mut self,
-        key: KeyEvent,
-        at: usize,
-        send: &mut dyn FnMut(Request) -> Result<(), String>,
-    ) {
-        let n = self.view.checkpoints.len();
-        match key.code {
-            // Newest first on the screen: Up goes to a newer one.
-            KeyCode::Up | KeyCode::Char('k') => {
-                self.ui.overlay = Some(Overlay::Undo((at + 1).min(n.saturating_sub(1))))
-            }
-            KeyCode::Down | KeyCode::Char('j') => {
-                self.ui.overlay = Some(Overlay::Undo(at.saturating_sub(1)))
-            }
-            KeyCode::Enter => {
-                self.ui.overlay = None;
-                if let Some(c) = self.view.checkpoints.get(at) {
-                    let checkpoint = c.checkpoint;
-                    if let Err(e) = send(Request::Undo(checkpoint)) {
-                        self.view.say(Level::Error, e);
-                    }
-                }
-            }
-            KeyCode::Esc | KeyCode::Char('q') => self.ui.overlay = None,
-            _ => {}
-        }
-    }
-
-    /// `/undo` and Esc Esc: the list of checkpoints, the newest under the cursor, or why there
-    /// is none.
-    fn open_undo(&mut self) -> Result<(), String> {
-        match self.view.checkpoints.len() {
-            0 => Err("nothing to undo: no prompt of this session has changed files yet (checkpoints are taken in a git repository)".into()),
-            n => {
-                self.ui.overlay = Some(Overlay::Undo(n - 1));
-                Ok(())
-            }
         }
     }
 
@@ -803,7 +783,11 @@ impl App {
                 (!rest.is_empty()).then(|| rest.to_string()),
             )),
             "profile" => send(Request::Profile(rest.to_string())),
-            "resume" => send(Request::Resume),
+            // A routed session's assignment runs again; in a session of one model, the saved
+            // sessions to go on with (or the one named).
+            "resume" if self.ui.seats.is_some() && rest.trim().is_empty() => send(Request::Resume),
+            "resume" if rest.trim().is_empty() => send(Request::Sessions),
+            "resume" => send(Request::Switch(rest.trim().to_string())).map(|()| self.quit = true),
             "interrupt" => send(Request::Interrupt),
             "model" if !rest.trim().is_empty() => send(Request::Model(rest.trim().to_string())),
             "model" => {

@@ -22,7 +22,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/profile", "routed sessions: coordinator, executor or auto"),
     (
         "/resume",
-        "routed sessions: continue the interrupted assignment",
+        "go on with another saved session (or /resume ID); routed: rerun the assignment",
     ),
     ("/interrupt", "stop the running task (Esc)"),
     (

@@ -20,6 +20,8 @@ pub enum Overlay {
     Help,
     /// The checkpoints `/undo` offers, the one at the cursor (an index of the view's list).
     Undo(usize),
+    /// The saved sessions `/resume` offers (`Ui::sessions`), and where the cursor is.
+    Sessions(crate::picker::Cursor),
     /// The approval modal is typing the "no" feedback.
     Feedback(String),
 }

@@ -17,6 +17,8 @@ use crate::theme::Theme;
 /// One saved session as the picker lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
+    /// The session's id.
+    pub id: String,
     /// The id's last 8 characters: unique where a time-ordered id's first ones are not.
     pub short: String,
     pub when: String,
@@ -37,7 +39,7 @@ pub struct Cursor {
 
 impl Cursor {
     /// Moves by `by` rows within `len` choices, keeping the cursor inside `rows` shown.
-    fn step(&mut self, by: isize, len: usize, rows: usize) {
+    pub fn step(&mut self, by: isize, len: usize, rows: usize) {
         let last = len.saturating_sub(1);
         self.at = self.at.saturating_add_signed(by).min(last);
         if self.at < self.top {
@@ -85,9 +87,14 @@ pub fn pick(choices: &[Choice], theme: Theme) -> io::Result<Option<usize>> {
     Ok(picked)
 }
 
-/// The picker: a title, one row per choice (the one under the cursor highlighted), and the keys.
+/// The picker on the whole screen.
 pub fn draw(frame: &mut Frame<'_>, choices: &[Choice], cursor: Cursor, t: Theme) {
-    let area = frame.area();
+    draw_in(frame, frame.area(), choices, cursor, t);
+}
+
+/// The picker in `area`: a title, one row per choice (the one under the cursor highlighted), and
+/// the keys (`/resume` in the terminal UI draws it over the session).
+pub fn draw_in(frame: &mut Frame<'_>, area: Rect, choices: &[Choice], cursor: Cursor, t: Theme) {
     if area.height < 3 || area.width < 10 {
         return;
     }
@@ -149,6 +156,7 @@ mod tests {
     fn choices(n: usize) -> Vec<Choice> {
         (0..n)
             .map(|i| Choice {
+                id: format!("{:08x}", 0xa1b2_c3d0 + i),
                 short: format!("{:08x}", 0xa1b2_c3d0 + i),
                 when: format!("2026-12-06 16:{:02}:00 UTC", 59 - i),
                 outcome: if i % 3 == 2 { "failed" } else { "completed" }.into(),

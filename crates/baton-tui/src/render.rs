@@ -50,6 +50,8 @@ pub struct Ui {
     pub panel: crate::panel::Panel,
     /// The project's files, for `@` mentions.
     pub files: Vec<String>,
+    /// The saved sessions `/resume` lists.
+    pub sessions: Vec<crate::picker::Choice>,
     /// Attached to another process's work (`--attach`): no session of its own.
     pub attached: bool,
     /// Ctrl+C was pressed on an empty composer: one more press quits, any other key disarms it.
@@ -102,6 +104,7 @@ impl Ui {
             help_scroll: 0,
             panel: Default::default(),
             files: Vec::new(),
+            sessions: Vec::new(),
             attached: false,
             quit_armed: false,
             undo_armed: false,
@@ -326,6 +329,9 @@ pub fn draw(frame: &mut Frame<'_>, view: &View, ui: &mut Ui, now_ms: u64) {
         draw_help(frame, &ui.keymap, ui.help_scroll, ui.theme, area);
     } else if let Some(Overlay::Undo(at)) = ui.overlay {
         draw_undo(frame, view, at, ui.theme, area);
+    } else if let Some(Overlay::Sessions(cursor)) = ui.overlay {
+        frame.render_widget(ratatui::widgets::Clear, area);
+        crate::picker::draw_in(frame, area, &ui.sessions, cursor, ui.theme);
     }
 }
 

@@ -22,7 +22,13 @@ pub enum Request {
     Approval(String),
     /// `/profile WORD`.
     Profile(String),
+    /// A routed session's `/resume`: run the interrupted assignment again.
     Resume,
+    /// `/resume` in a session of one model: the saved sessions, answered with
+    /// [`crate::app::Msg::Sessions`].
+    Sessions,
+    /// `/resume ID` (or a pick in the list): leave this session and go on with that one.
+    Switch(String),
     /// Answer a workflow's checkpoint with the user's exact words (as `baton resume --answer`).
     Answer {
         workflow: String,

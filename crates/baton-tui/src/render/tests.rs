@@ -843,3 +843,24 @@ fn an_edit_shows_its_change_with_a_line_of_context_and_line_numbers() {
     let mut u = ui(Theme::dark());
     insta::assert_snapshot!("edit_with_context", draw_at(&v, &mut u, 80, 12));
 }
+
+/// `/resume`'s list, drawn over the session: the saved sessions, newest first, the cursor on
+/// the second.
+#[test]
+fn slash_resume_lists_the_saved_sessions_over_the_session() {
+    let v = fixture();
+    let mut u = ui(Theme::dark());
+    u.sessions = (0..3)
+        .map(|i| crate::picker::Choice {
+            id: format!("019af0c2-0000-7000-8000-0000a1b2c3d{i}"),
+            short: format!("a1b2c3d{i}"),
+            when: format!("2026-12-06 16:{:02}", 50 - i),
+            outcome: "completed".into(),
+            cost: format!("${:.4}", 0.0042 * f64::from(i + 1)),
+            route: "mock/mock-model".into(),
+            task: format!("question number {i}: fix the parser"),
+        })
+        .collect();
+    u.overlay = Some(Overlay::Sessions(crate::picker::Cursor { at: 1, top: 0 }));
+    insta::assert_snapshot!("resume_list", draw_at(&v, &mut u, 100, 10));
+}
