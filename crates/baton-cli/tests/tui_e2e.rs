@@ -149,6 +149,47 @@ fn esc_interrupts_a_streaming_answer_at_once_and_every_frame_is_synchronized() {
     }
 }
 
+/// [22/24] Esc stops the turn but keeps what was queued meanwhile queued (it used to be sent at
+/// once): the model is not asked again until Enter on the empty composer sends it.
+#[test]
+fn esc_keeps_a_queued_message_queued_until_enter_sends_it() {
+    let long: String = (1..=400).map(|n| format!("line {n}\n")).collect();
+    let server = MockServer::builder()
+        .turn(Turn::text(long).delay_ms_per_chunk(40))
+        .turn(Turn::text("Queued one answered."))
+        .start_blocking();
+    let sb = project(&server);
+    let mut vt = tui(&sb, &[], 100, 30);
+    vt.wait_for(WAIT, |s| s.contains("? help")).unwrap();
+    vt.send(b"talk a lot\r");
+    vt.wait_for(WAIT, |s| s.contains("line 3") && s.contains("working"))
+        .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"the queued one\r");
+    vt.wait_for(WAIT, |s| {
+        s.contains("queued") && s.contains("the queued one")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    vt.send(b"\x1b");
+    let screen = vt
+        .wait_for(WAIT, |s| {
+            s.contains("! interrupted") && s.contains("● ready")
+        })
+        .unwrap_or_else(|s| panic!("{s}"));
+    assert!(screen.contains("the queued one"), "{screen}");
+    // Still queued: nothing more was asked of the model.
+    assert_eq!(server.model_requests().len(), 1);
+    vt.send(b"\r");
+    vt.wait_for(WAIT, |s| {
+        s.contains("Queued one answered.") && s.contains("● ready")
+    })
+    .unwrap_or_else(|s| panic!("{s}"));
+    let reqs = server.model_requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[1].last_user_text().as_deref(), Some("the queued one"));
+    vt.send(b"\x04");
+    assert!(vt.wait(WAIT).success());
+}
+
 #[test]
 fn a_declined_call_tells_the_model_the_user_s_words_and_does_not_run() {
     let server = MockServer::builder()
