@@ -76,13 +76,38 @@ pub(super) fn print_status(s: &Status) {
     }
 }
 
-/// Follows the workflow (its status query) until it completes, stops or waits at a
-/// checkpoint; Ctrl-C stops following, not the workflow.
+/// Waits for the workflow's history to gain an event (`sdk::watch`, a long poll), then takes
+/// every event already there: the status is read again once per wake, not once per event. A
+/// watch that failed (the server restarting) or ended is made again after a pause. `Some` when
+/// the user stopped following meanwhile.
+async fn wake(
+    watch: &mut sdk::WorkflowHistory,
+    client: &sdk::Client,
+    id: &str,
+    signalled: &CancellationToken,
+) -> Option<Exit> {
+    let look = "baton status --engine temporal";
+    let woke = tokio::select! {
+        woke = sdk::next_events(watch) => woke,
+        _ = signalled.cancelled() => return pause(id, "workflow", look, signalled).await,
+    };
+    if woke {
+        return None;
+    }
+    let stopped = pause(id, "workflow", look, signalled).await;
+    *watch = sdk::watch(client, id);
+    stopped
+}
+
+/// Follows the workflow until it completes, stops or waits at a checkpoint: its status read
+/// again each time its history gains events (a long poll, not a timer); Ctrl-C stops following,
+/// not the workflow.
 pub(super) async fn wait(client: &sdk::Client, id: &str, json: bool) -> Result<Exit> {
     let cancel = CancellationToken::new();
     let signalled = crate::signals::watch_signals(cancel.clone());
     let mut shown = 0usize;
     let mut lost: Option<std::time::Instant> = None;
+    let mut watch = sdk::watch(client, id);
     let status = loop {
         let s = match sdk::status(client, id).await {
             Ok(s) => s,
@@ -117,10 +142,9 @@ pub(super) async fn wait(client: &sdk::Client, id: &str, json: bool) -> Result<E
         if !s.state.going() {
             break s;
         }
-        let look = "baton status --engine temporal";
         // The status itself says when Temporal ended the workflow (failed, with its reason),
         // so the outcome is reported as any other.
-        if let Some(exit) = pause(id, "workflow", look, &signalled).await {
+        if let Some(exit) = wake(&mut watch, client, id, &signalled).await {
             return Ok(exit);
         }
     };

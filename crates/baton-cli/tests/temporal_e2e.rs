@@ -423,11 +423,18 @@ fn a_build_with_a_remediation_cycle_runs_on_temporal_as_it_runs_locally() {
     // The same decisions, dispatches and events as the local engine's.
     let events = c.temporal_log(&id);
     assert_eq!(shape(&events), shape(&local_events));
-    // The same brief, but for the workflow's id.
+    // The same brief, but for the workflow's id, and where the change is: in place locally it is
+    // left uncommitted in the working tree; on Temporal the node pushed it to the branch.
     let local_id = local.id();
+    let left =
+        ". Its change is left uncommitted in the working tree (1 file): review it, then commit it";
+    assert!(local_brief.contains(left), "{local_brief}");
     assert_eq!(
         doc["brief"].as_str().unwrap().trim_end(),
-        local_brief.trim_end().replace(&local_id, &id)
+        local_brief
+            .trim_end()
+            .replace(&local_id, &id)
+            .replace(left, "")
     );
     // The work is on the remote: the workflow's branch moved from the start to the result.
     let branch = format!("refs/heads/baton/{id}");

@@ -8,7 +8,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use temporalio_client::Client;
+pub use temporalio_client::{Client, WorkflowHistory};
 use temporalio_client::{
     ClientOptions, Connection, ConnectionOptions, TlsOptions, Url, WorkflowDescribeOptions,
     WorkflowExecuteUpdateOptions, WorkflowExecutionStatus, WorkflowFetchHistoryOptions,
@@ -580,6 +580,35 @@ pub async fn answer(client: &Client, id: &str, text: &str) -> Result<Status, Str
         )
         .await
         .map_err(|e| format!("{e}"))
+}
+
+/// The workflow's history as it grows, to follow it without polling: a stream of its events
+/// that, past the ones it has, waits for the next (a long poll the server answers as the event
+/// lands — a step's result, a checkpoint, the status memo changing) and ends once the workflow
+/// has closed.
+pub fn watch(client: &Client, id: &str) -> WorkflowHistory {
+    client
+        .get_workflow_handle::<BatonWorkflow>(id)
+        .fetch_history(
+            WorkflowFetchHistoryOptions::builder()
+                .skip_archival(true)
+                .wait_new_event(true)
+                .build(),
+        )
+}
+
+/// Waits until a [`watch`] gains an event, then takes every event already there (one wake per
+/// burst, not per event); false when the watch failed (the server went away) or ended (the
+/// workflow closed): make it again, or read the status.
+pub async fn next_events(watch: &mut WorkflowHistory) -> bool {
+    use futures::{FutureExt as _, StreamExt as _};
+    match watch.next().await {
+        Some(Ok(_)) => {
+            while let Some(Some(Ok(_))) = watch.next().now_or_never() {}
+            true
+        }
+        Some(Err(_)) | None => false,
+    }
 }
 
 /// The workflow's history as JSON (for `baton worker-node --check-history`).

@@ -52,6 +52,8 @@ try {
   result.dispatchChange = await page.locator('#dispatch-change pre.diff').textContent();
   // A dispatch's contract and the verifier's scenarios; the artifact at the checkpoint.
   await page.getByRole('button', { name: /^dispatch t4/ }).click();
+  // The detail is t4's (the builder's, opened above, is replaced once t4's answer is read).
+  await page.waitForFunction(() => (document.querySelector('#dispatch-detail h4') || { textContent: '' }).textContent.startsWith('t4'));
   await page.waitForSelector('#dispatch-detail pre.contract');
   result.scenarios = await page.locator('#dispatch-detail ul.scenarios li').allTextContents();
   await page.waitForFunction(() => document.getElementById('artifact').textContent.includes('workflow_id'));

@@ -486,7 +486,13 @@ impl Runner<'_> {
         let r = self.record();
         let kinds = matches!(self.kind(), WorkflowKind::Build | WorkflowKind::Debug);
         let base = r.artifact.results.workflow_base_sha.clone()?;
-        if !kinds || r.state.host.worktree.is_some() || base == super::agent::UNAVAILABLE_BASE {
+        // A Temporal node's step (`--steps`): the node commits and pushes what it changed.
+        let node = self.env.max_batches.is_some();
+        if !kinds
+            || node
+            || r.state.host.worktree.is_some()
+            || base == super::agent::UNAVAILABLE_BASE
+        {
             return None;
         }
         super::tree::left_in_place(&self.root, &base).await
