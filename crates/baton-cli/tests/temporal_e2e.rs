@@ -1526,3 +1526,59 @@ fn unbase64(text: &str) -> String {
     }
     String::from_utf8_lossy(&out).into_owned()
 }
+
+/// [23/24] `run_workflow` over MCP, in a project whose `engine.kind` is `temporal`, runs the
+/// workflow on Temporal, as `baton run` there would (it ran locally whatever `engine.kind` said):
+/// its outcome comes back as the tool's result, Temporal knows the workflow, and no local record
+/// of it exists. A `plan` is refused, naming the local engine.
+#[test]
+fn run_workflow_over_mcp_runs_on_temporal_when_the_project_says_so() {
+    let Some(_) = temporal() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let mut c = Cluster::new(&server);
+    let config = c.wf.sb.work().join(".baton/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("kind = \"temporal\"\n");
+    // Written through the sandbox: the project is trusted as it now is.
+    c.wf.sb.write(".baton/config.toml", &text);
+    c.wf.sb.commit_all("engine.kind = temporal");
+    c.node("node-a");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (doc, refused) = rt.block_on(async {
+        let recorder = common::mcp::Recorder::default();
+        let client = common::mcp::connect(&c.wf.sb, &recorder).await;
+        let result = common::mcp::call(
+            &client,
+            "run_workflow",
+            serde_json::json!({"request": "add a feature file", "workflow": "BUILD"}),
+        )
+        .await;
+        let doc = common::mcp::structured(&result);
+        let params = rmcp::model::CallToolRequestParams::new("run_workflow").with_arguments(
+            serde_json::json!({"request": "build it", "plan": "docs/plan.md"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        let refused = client.call_tool(params).await.unwrap();
+        let _ = client.cancel().await;
+        (doc, common::mcp::text(&refused))
+    });
+    assert_eq!(doc["type"], "workflow.completed", "{doc:#}");
+    let id = doc["id"].as_str().unwrap().to_string();
+    assert_eq!(c.status(&id)["state"], "completed");
+    assert!(!c
+        .wf
+        .sb
+        .work()
+        .join(format!(".baton/state/workflows/{id}.events.jsonl"))
+        .exists());
+    assert!(
+        refused.contains("runs with the local engine only"),
+        "{refused}"
+    );
+}

@@ -9,7 +9,8 @@
 //! delegation in the foreground through the same code as `baton task` and the agent's
 //! `delegate_task` tool, and answers with its report; with `background` it starts a background
 //! task, which `task_status`, `task_wait` and `task_cancel` follow (`tasks`).
-//! `run_workflow` and `workflow_resume` run a workflow as `baton run` and `baton resume` do, and
+//! `run_workflow` and `workflow_resume` run a workflow as `baton run` and `baton resume` do (on
+//! Temporal when the project's `engine.kind` says so: `on_temporal`), and
 //! the Flow tools (`flow`) drive a Flow as `baton flow` does, sending their steps as progress
 //! notifications; every result is bounded by the project's output cap (`result`).
 //! Input schemas are derived from the structs that parse the arguments; bad arguments are tool
@@ -558,6 +559,14 @@ async fn run_workflow(call: &Call, args: Option<JsonObject>) -> Answer {
         ));
     }
     let kind = kind.or(req.plan.as_ref().map(|_| WorkflowKind::Build));
+    let ctx = call.project()?;
+    let temporal =
+        ctx.config.config.engine.kind == Some(baton_protocol::config::EngineKind::Temporal);
+    if temporal && req.plan.is_some() {
+        return Err(format!(
+            "{name}: `plan` runs with the local engine only, and this project's engine.kind is temporal: run `baton run --engine local --plan FILE`, or drop `plan`"
+        ));
+    }
     let progress = ProgressForward::new(&call.context);
     let env = run_env(call, &progress)?;
     let cap = env.delegate.output_cap;
@@ -574,11 +583,27 @@ async fn run_workflow(call: &Call, args: Option<JsonObject>) -> Answer {
     };
     progress.say(&decision.headline());
     let cancel = &call.context.ct;
-    let result = if decision.workflow == WorkflowKind::Orient {
-        run::orient(&env, &req.request, cancel).await.map(|text| {
-            let doc = baton_app::workflow::answer_document(&text);
-            text_result(text.trim_end(), &doc, true, cap)
-        })
+    let result = if temporal && decision.workflow != WorkflowKind::Orient {
+        // engine.kind says Temporal: the workflow runs there, as `baton run` would run it.
+        let start = crate::on_temporal::Start {
+            request: &req.request,
+            kind: decision.workflow,
+            trivial: req.trivial,
+            budget_usd: req.budget_usd,
+            budget_tokens: req.budget_tokens,
+            root: &ctx.project_root,
+        };
+        crate::on_temporal::run(&start, &progress, cancel)
+            .await
+            .map(|o| outcome_result(&o, cap))
+    } else if decision.workflow == WorkflowKind::Orient {
+        run::orient(&env, &req.request, cancel)
+            .await
+            .map(|text| {
+                let doc = baton_app::workflow::answer_document(&text);
+                text_result(text.trim_end(), &doc, true, cap)
+            })
+            .map_err(|e| e.to_string())
     } else {
         let opts = StartOptions {
             request: req.request.clone(),
@@ -595,6 +620,7 @@ async fn run_workflow(call: &Call, args: Option<JsonObject>) -> Answer {
         run::start(&env, &opts, cancel)
             .await
             .map(|o| outcome_result(&o, cap))
+            .map_err(|e| e.to_string())
     };
     drop(env);
     progress.finish().await;
