@@ -167,7 +167,13 @@ pub fn run(args: RunArgs) -> Result<Exit> {
     let ctx = project_context(args.common.cwd.clone())?;
     {
         let kind = crate::temporal_cmd::engine_kind(args.common.engine, &ctx.config.config);
-        if kind == baton_protocol::config::EngineKind::Temporal {
+        // ORIENT only reads and answers inline: it keeps no record to make durable, so it runs
+        // here whatever the engine.
+        let orient = decision.workflow == WorkflowKind::Orient;
+        if kind == baton_protocol::config::EngineKind::Temporal && orient {
+            errln!("baton run: ORIENT only reads and keeps no record: it answers here, not on Temporal");
+        }
+        if kind == baton_protocol::config::EngineKind::Temporal && !orient {
             if args.plan.is_some() || args.common.record.is_some() || args.common.replay.is_some() {
                 anyhow::bail!(
                     "--plan, --record and --replay run with the local engine only: drop them, or give --engine local"

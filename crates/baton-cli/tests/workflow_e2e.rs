@@ -392,6 +392,21 @@ fn orient_answers_inline_and_keeps_no_record() {
     assert!(err(&o).starts_with("-> ORIENT workflow"), "{}", err(&o));
     assert_eq!(out(&o).trim(), "the parser lives in src/parse.rs");
     assert!(!wf.sb.work().join(".baton/state/workflows").exists());
+    // [23/24] With the Temporal engine (no server here): ORIENT keeps no record to make durable,
+    // so it answers here all the same, and says so.
+    let o = wf.run(&[
+        "run",
+        "--engine",
+        "temporal",
+        "help me understand the parser",
+    ]);
+    assert_exit(&o, 0);
+    assert!(
+        err(&o).contains("ORIENT only reads and keeps no record: it answers here"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(out(&o).trim(), "the parser lives in src/parse.rs");
 }
 
 #[test]
