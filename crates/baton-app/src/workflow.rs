@@ -452,3 +452,44 @@ pub fn left_uncommitted(
     (Some(&now) == tree(theirs).as_ref() && Some(&now) != tree("HEAD").as_ref())
         .then_some((id, files))
 }
+
+/// How many of the newest workflows a new one is compared with (older ones are not looked at).
+const PENDING_LOOKED_AT: usize = 20;
+
+/// Before a new workflow (seed 001: pending work resumes instead of being duplicated): an
+/// unfinished workflow of the same kind asked the same words is an error naming it and how to
+/// go on with it or end it; other unfinished workflows are a note (`None` when there are none).
+/// Only the newest workflows are looked at, by their snapshots.
+pub fn pending(store: &WorkflowStore, request: &str, kind: &str) -> Result<Option<String>, String> {
+    let words = |s: &str| {
+        s.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    };
+    let asked = words(request);
+    let mut others = Vec::new();
+    for id in store.list().into_iter().rev().take(PENDING_LOOKED_AT) {
+        let Ok(Some(snap)) = store.snapshot(&id) else {
+            continue;
+        };
+        let state = str_at(&snap, "run_state").unwrap_or("running");
+        if matches!(state, "completed" | "stopped") {
+            continue;
+        }
+        let theirs = str_at(&snap, "user_request").unwrap_or_default();
+        if words(theirs) == asked && str_at(&snap, "workflow_type") == Some(kind) {
+            return Err(format!(
+                "workflow {id} ({kind}, {state}) was asked the same and is not finished: `baton resume {id}` goes on with it (`--answer abort` ends it), rather than doing the work twice"
+            ));
+        }
+        let short: String = theirs.chars().take(40).collect();
+        others.push(format!("{id} ({state}: {short})"));
+    }
+    Ok((!others.is_empty()).then(|| {
+        format!(
+            "unfinished, and not this request: {}; `baton resume ID` goes on with one",
+            others.join("; ")
+        )
+    }))
+}

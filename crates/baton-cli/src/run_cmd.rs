@@ -205,6 +205,14 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         decision
     };
     errln!("{}", baton_text::sanitize_line(&decision.headline()));
+    if decision.workflow != WorkflowKind::Orient {
+        let store = baton_workflow::store::WorkflowStore::new(env.delegate.state.clone());
+        match baton_app::workflow::pending(&store, &request, decision.workflow.as_str()) {
+            Err(e) => anyhow::bail!("{e}"),
+            Ok(Some(note)) => errln!("baton run: {}", baton_text::sanitize_line(&note)),
+            Ok(None) => {}
+        }
+    }
     let cancel = CancellationToken::new();
     if decision.workflow == WorkflowKind::Orient {
         let result = rt.block_on(async {

@@ -891,3 +891,47 @@ fn a_role_file_the_builder_rewrote_is_not_trusted_by_the_next_dispatch() {
     assert!(err(&o).contains("only in a trusted project"), "{}", err(&o));
     assert_eq!(wf.calls("code-reviewer"), 0);
 }
+
+/// [21/24] Pending work resumes instead of being duplicated (seed 001:168): the same request of
+/// the same kind, while its workflow waits at a checkpoint, is refused naming it and how to go on
+/// or end it, and nothing runs; another request starts with a note naming the unfinished one;
+/// once that one is ended, the same words start anew.
+#[test]
+fn the_same_request_while_its_workflow_waits_is_refused_naming_it() {
+    let (wf, id) = Wf::at_scope_checkpoint();
+    let builders = wf.calls("component-builder");
+    let o = wf.run(&["run", "add  a FEATURE file"]);
+    assert_exit(&o, 2);
+    assert!(
+        err(&o).contains(&format!(
+            "workflow {id} (BUILD, checkpoint) was asked the same and is not finished: `baton resume {id}` goes on with it"
+        )),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(wf.calls("component-builder"), builders, "nothing ran");
+    // Another request: it runs, and the unfinished one is named.
+    let o = wf.run(&["run", "add a second feature"]);
+    assert!(
+        err(&o).contains(&format!(
+            "unfinished, and not this request: {id} (checkpoint: add a feature file)"
+        )),
+        "{}",
+        err(&o)
+    );
+    // Ended, the same words start a workflow of their own.
+    assert_exit(&wf.run(&["resume", &id, "--answer", "abort"]), 1);
+    let o = wf.run(&["run", "add a feature file"]);
+    assert!(!err(&o).contains("was asked the same"), "{}", err(&o));
+    let records = std::fs::read_dir(wf.sb.work().join(".baton/state/workflows"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".events.jsonl")
+        })
+        .count();
+    assert_eq!(records, 3, "a third workflow of its own");
+}

@@ -582,6 +582,19 @@ async fn run_workflow(call: &Call, args: Option<JsonObject>) -> Answer {
         }
     };
     progress.say(&decision.headline());
+    if !temporal && decision.workflow != WorkflowKind::Orient {
+        // Pending work resumes instead of being duplicated, as `baton run` says.
+        let store = WorkflowStore::new(env.delegate.state.clone());
+        match baton_app::workflow::pending(&store, &req.request, decision.workflow.as_str()) {
+            Err(e) => {
+                drop(env);
+                progress.finish().await;
+                return Err(format!("{name}: {e}"));
+            }
+            Ok(Some(note)) => progress.say(&note),
+            Ok(None) => {}
+        }
+    }
     let cancel = &call.context.ct;
     let result = if temporal && decision.workflow != WorkflowKind::Orient {
         // engine.kind says Temporal: the workflow runs there, as `baton run` would run it.
