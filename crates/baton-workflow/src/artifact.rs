@@ -259,6 +259,39 @@ impl Telemetry {
     pub fn metrics_available(&self) -> bool {
         self.task_metrics_available.as_deref() == Some("true")
     }
+
+    /// One dispatch's wall-clock time, added to its role's under cc10x's short name
+    /// (`builder`, `investigator`, `reviewer`, `hunter`, `verifier`, `planner`; other roles by
+    /// their own); a verifier's dispatch is also one phase-exit proof run. Measured, never
+    /// decided on.
+    pub fn record_dispatch(&mut self, role: &str, seconds: f64) {
+        let key = match role {
+            "component-builder" => "builder",
+            "bug-investigator" => "investigator",
+            "code-reviewer" => "reviewer",
+            "failure-hunter" => "hunter",
+            "integration-verifier" => "verifier",
+            other => other,
+        };
+        self.task_metrics_available = Some("true".into());
+        let so_far = self
+            .agent_wall_clock_seconds
+            .get(key)
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        let total = ((so_far + seconds) * 1000.0).round() / 1000.0;
+        self.agent_wall_clock_seconds
+            .insert(key.to_string(), Value::from(total));
+        if key == "verifier" {
+            let runs = self
+                .verifier
+                .get("phase_exit_proof_runs")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            self.verifier
+                .insert("phase_exit_proof_runs".into(), Value::from(runs + 1));
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -379,6 +379,9 @@ impl Runner<'_> {
         out.changed = changed;
         self.host_checks(one, &mut r, &mut out).await;
         out.role = role.name().to_string();
+        r.artifact
+            .telemetry
+            .record_dispatch(role.name(), d.duration_seconds);
         let v = &mut r.state;
         v.host.outputs.insert(id.to_string(), out);
         v.host.finished(id);

@@ -815,6 +815,14 @@ impl Runner<'_> {
             None => headline,
         };
         r.artifact.results.left_in_place = left;
+        // Telemetry: the whole workflow's wall clock, from its creation to its end.
+        let started = r.artifact.created_at.as_deref().and_then(|t| {
+            time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok()
+        });
+        if let Some(t) = started {
+            let secs = (time::OffsetDateTime::now_utc() - t).whole_seconds();
+            r.artifact.telemetry.workflow_wall_clock_seconds = u64::try_from(secs).unwrap_or(0);
+        }
         r.state.state = RunState::Completed;
         r.state.host.brief = Some(gate::brief_of(&r, &headline));
         self.commit(EventBody::WorkflowCompleted(Note::because(headline)), r)

@@ -352,6 +352,27 @@ fn a_trivial_build_whose_builder_is_blocked_escalates_to_the_full_graph() {
     assert_eq!(h.calls_of("integration-verifier").len(), 1);
 }
 
+/// Telemetry measures (workflow-artifact-and-hook-policy.md:100-126): each role's wall-clock
+/// time under cc10x's short names, the verifier's proof runs, the whole workflow's time; it is
+/// never decided on.
+#[test]
+fn telemetry_keeps_each_role_s_time_and_the_verifier_s_proof_runs() {
+    let h = Harness::new();
+    h.happy();
+    let id = id_of(&h.build("add a feature file").unwrap());
+    let a = h.artifact(&id);
+    let t = &a["telemetry"];
+    assert_eq!(t["task_metrics_available"], "true", "{t:#}");
+    for role in ["builder", "reviewer", "hunter", "verifier"] {
+        assert!(
+            t["agent_wall_clock_seconds"][role].as_f64().is_some(),
+            "{role}: {t:#}"
+        );
+    }
+    assert_eq!(t["verifier"]["phase_exit_proof_runs"], 1, "{t:#}");
+    assert!(t["workflow_wall_clock_seconds"].as_u64().is_some(), "{t:#}");
+}
+
 /// "one more cycle" grants exactly one more remediation: when the review of the third fix still
 /// asks for changes, a fourth fix runs and the breaker stops the workflow again.
 #[test]
