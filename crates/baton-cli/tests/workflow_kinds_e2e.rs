@@ -971,6 +971,19 @@ fn a_debug_that_asks_for_research_researches_before_investigating() {
         std::fs::read_to_string(wf.sb.work().join(".baton/memory/activeContext.md")).unwrap();
     let line = format!("- Research: docs/research/webhooks.md (wf:{})", wf.id());
     assert!(active.contains(&line), "{active}");
+    // The artifact keeps the round's files, how its backends did, and what the researcher
+    // could use (a `command` role names no web tool and no MCP server).
+    let snap = wf.snapshot();
+    assert_eq!(
+        snap["research_files"],
+        serde_json::json!(["docs/research/webhooks.md"])
+    );
+    assert_eq!(snap["research_backend_history"][0]["round"], 1, "{snap:#}");
+    assert_eq!(
+        snap["capabilities"]["websearch_available"], "false",
+        "{snap:#}"
+    );
+    assert_eq!(snap["capabilities"]["octocode_available"], "false");
     // A DEBUG that does not ask investigates first.
     let plain = Wf::new();
     debug_happy(&plain);

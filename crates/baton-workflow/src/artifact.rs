@@ -107,6 +107,14 @@ pub struct Artifact {
     pub normalized_phases: Vec<NormalizedPhase>,
     pub research_quality: ResearchQuality,
     pub research_rounds: Vec<ResearchRound>,
+    /// What the research backends could do, recorded before the first round (from the
+    /// `researcher` role: its backend, tools and MCP servers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Capabilities>,
+    /// Every round's files, each once (memory's References index them at the end).
+    pub research_files: Vec<String>,
+    /// How each round's backends did, so a later round does not find the same fallback again.
+    pub research_backend_history: Vec<BackendRun>,
     pub task_ids: Map<String, Value>,
     /// How each plan phase ended, by phase id; absent while it is open.
     pub phase_status: BTreeMap<String, PhaseStatus>,
@@ -464,6 +472,65 @@ pub struct ResearchRound {
     pub quality: Option<String>,
     pub web_file: Option<String>,
     pub github_file: Option<String>,
+    pub at: String,
+}
+
+/// cc10x's research capability model (remediation-and-research.md:231-238), read from the
+/// `researcher` role baton would dispatch: an MCP server named `brightdata` or `octocode` in its
+/// `mcp`; web search and fetch when its tools name them or its backend is Claude Code (whose
+/// own tools do both). The built-in researcher has none of them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Capabilities {
+    /// `"true"`, `"false"` or `"unknown"`, as cc10x writes them.
+    pub brightdata_available: String,
+    pub octocode_available: String,
+    pub websearch_available: String,
+    pub webfetch_available: String,
+}
+
+impl Capabilities {
+    /// What `spec` (the `researcher` role) can use; nothing for the built-in one.
+    pub fn of(spec: &baton_protocol::role::RoleSpec) -> Capabilities {
+        use baton_protocol::role::{BackendKind, RoleSource};
+        let word = |b: bool| if b { "true" } else { "false" }.to_string();
+        if spec.source == RoleSource::Builtin {
+            return Capabilities::none();
+        }
+        let m = &spec.meta;
+        let tool = |names: &[&str]| {
+            m.tools
+                .iter()
+                .any(|t| names.iter().any(|n| t.eq_ignore_ascii_case(n)))
+        };
+        let claude = m.backend == Some(BackendKind::Claude);
+        Capabilities {
+            brightdata_available: word(m.mcp.iter().any(|s| s == "brightdata")),
+            octocode_available: word(m.mcp.iter().any(|s| s == "octocode")),
+            websearch_available: word(claude || tool(&["WebSearch", "web_search"])),
+            webfetch_available: word(claude || tool(&["WebFetch", "web_fetch"])),
+        }
+    }
+
+    /// No backend at all (the built-in researcher).
+    pub fn none() -> Capabilities {
+        let no = || "false".to_string();
+        Capabilities {
+            brightdata_available: no(),
+            octocode_available: no(),
+            websearch_available: no(),
+            webfetch_available: no(),
+        }
+    }
+}
+
+/// One research round's backends, as `research_backend_history` keeps them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BackendRun {
+    pub round: usize,
+    pub web: Option<String>,
+    pub github: Option<String>,
     pub at: String,
 }
 

@@ -250,7 +250,16 @@ impl Runner<'_> {
         }
         if let Some(outcome) = &research {
             // cc10x persists every finished round: the engine caps rounds by this list.
-            new.research_rounds.push(research_round(v, outcome));
+            let round = research_round(v, outcome);
+            new.research_backend_history
+                .push(crate::artifact::BackendRun {
+                    round: new.research_rounds.len() + 1,
+                    web: round.web.clone(),
+                    github: round.github.clone(),
+                    at: round.at.clone(),
+                });
+            new.research_rounds.push(round);
+            new.research_files = new.research_files().into_iter().map(String::from).collect();
         }
         let mut nv = v.clone();
         for u in &d.task_updates {

@@ -382,6 +382,10 @@ impl Runner<'_> {
         r.artifact
             .telemetry
             .record_dispatch(role.name(), d.duration_seconds);
+        if role == Role::Researcher && r.artifact.capabilities.is_none() {
+            // What research could use, recorded with the first round.
+            r.artifact.capabilities = Some(crate::artifact::Capabilities::of(one.spec));
+        }
         let v = &mut r.state;
         v.host.outputs.insert(id.to_string(), out);
         v.host.finished(id);
@@ -673,6 +677,10 @@ impl Runner<'_> {
         mut r: Record,
         task: &Task,
     ) -> Result<(), RunError> {
+        // What research could use, recorded with the first round: nothing, here.
+        r.artifact
+            .capabilities
+            .get_or_insert_with(crate::artifact::Capabilities::none);
         let v = &mut r.state;
         let text = format!(
             "research unavailable: no research backend is configured\n\n### Router Contract (MACHINE-READABLE)\n```yaml\nSTATUS: UNAVAILABLE\nFILE_PATH: null\nBACKEND_MODE: none\nSOURCES_ATTEMPTED: []\nSOURCES_USED: []\nQUALITY_LEVEL: none\n{}: 0\nWHAT_CHANGED_RECOMMENDATION: null\nMEMORY_NOTES: null\n```\n",
