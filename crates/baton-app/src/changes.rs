@@ -96,8 +96,8 @@ pub fn workflow_change(state: &StateDir, root: &Path, id: &str) -> Result<String
 }
 
 /// What one dispatch of workflow `id` changed: the diff between the snapshots the runner took
-/// before and after task `task`'s agent ran (its `attempt`th run, 1-based; the last without
-/// one). Only a writer's dispatch has them.
+/// before and after task `task`'s agent ran — the run its `agent_started` numbered `attempt`
+/// (the page's attempt; the last run without one). Only a writer's dispatch has them.
 pub fn dispatch_change(
     state: &StateDir,
     root: &Path,
@@ -110,24 +110,36 @@ pub fn dispatch_change(
     let events = store
         .events(id)
         .map_err(|e| format!("workflow {id}: {e}"))?;
-    let runs: Vec<(String, String)> = events
-        .iter()
-        .filter_map(|e| match &e.body {
-            EventBody::AgentCompleted(c) if c.task_id.as_deref() == Some(task) => {
-                let d = c.details.as_ref()?;
-                Some((d.tree_before.clone()?, d.tree_after.clone()?))
+    // Each completion of the task, with the attempt its start was numbered.
+    let mut started: Option<usize> = None;
+    let mut runs: Vec<(Option<usize>, String, String)> = Vec::new();
+    for e in &events {
+        match &e.body {
+            EventBody::AgentStarted(s) if s.task_id.as_deref() == Some(task) => {
+                started = s
+                    .details
+                    .as_ref()
+                    .and_then(|d| d.attempt)
+                    .map(|a| a as usize);
             }
-            _ => None,
-        })
-        .collect();
+            EventBody::AgentCompleted(c) if c.task_id.as_deref() == Some(task) => {
+                if let Some(d) = c.details.as_ref() {
+                    if let (Some(b), Some(a)) = (d.tree_before.clone(), d.tree_after.clone()) {
+                        runs.push((started, b, a));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
     let run = match attempt {
-        Some(0) => None,
-        Some(n) => runs.get(n - 1),
+        Some(n) => runs.iter().rev().find(|r| r.0 == Some(n)),
         None => runs.last(),
     };
-    let Some((before, after)) = run else {
+    let Some((_, before, after)) = run else {
         return Err(format!(
-            "workflow {id}: task {task} has no recorded change (only a writer's dispatch has one, once it ended)"
+            "workflow {id}: task {task} has no recorded change{} (only a writer's dispatch has one, once it ended)",
+            attempt.map(|n| format!(" for attempt {n}")).unwrap_or_default()
         ));
     };
     let (value, _) = crate::task_log::workflow_artifact(state, id, None)?;

@@ -350,16 +350,23 @@ pub fn send(state: &StateDir, name: &str, prompt: Prompt, wait: bool) -> Result<
     if let (Prompt::Text(text), true) = (&prompt, wait) {
         if !text.trim().is_empty() {
             // The prompt is in the log once the door said so: it is never sent twice.
-            let id = match baton_exec::worker_door::ask(state, name, text) {
+            let id = uuid::Uuid::now_v7().simple().to_string();
+            let in_log = match baton_exec::worker_door::ask(state, name, &id, text) {
                 Some(Reply::Done { id, event }) => match ended(name, &id, &event) {
                     Some(sent) => return Ok(sent),
-                    None => Some(id),
+                    None => true,
                 },
                 // The door closed before the prompt's end: the log says the rest.
-                Some(Reply::Queued { id }) => Some(id),
-                None => None,
+                Some(Reply::Queued { .. }) => true,
+                // It closed before saying `queued`: the log says whether it got there.
+                Some(Reply::Unsure { .. }) => {
+                    let mut follower = Kept::take(state, name)?;
+                    let w = follower.refresh()?;
+                    w.prompts.iter().any(|p| p.id == id)
+                }
+                None => false,
             };
-            if let Some(id) = id {
+            if in_log {
                 let mut follower = Kept::take(state, name)?;
                 return wait_for(state, name, &mut follower, &id);
             }

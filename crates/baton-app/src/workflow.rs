@@ -479,8 +479,13 @@ pub fn pending(store: &WorkflowStore, request: &str, kind: &str) -> Result<Optio
         }
         let theirs = str_at(&snap, "user_request").unwrap_or_default();
         if words(theirs) == asked && str_at(&snap, "workflow_type") == Some(kind) {
+            // How to end it depends on where it is: an answer ends one that waits for one.
+            let end = match state {
+                "checkpoint" | "failed" => format!(" (`baton resume {id} --answer abort` ends it)"),
+                _ => String::new(),
+            };
             return Err(format!(
-                "workflow {id} ({kind}, {state}) was asked the same and is not finished: `baton resume {id}` goes on with it (`--answer abort` ends it), rather than doing the work twice"
+                "workflow {id} ({kind}, {state}) was asked the same and is not finished: `baton resume {id}` goes on with it{end}, rather than doing the work twice"
             ));
         }
         let short: String = theirs.chars().take(40).collect();

@@ -107,7 +107,12 @@ impl Current {
 #[derive(Default)]
 struct Door {
     waiting: Mutex<Option<HashMap<String, std::sync::mpsc::Sender<WorkerEvent>>>>,
+    /// Senders being served now.
+    open: std::sync::atomic::AtomicUsize,
 }
+
+/// The most senders the door serves at once.
+const DOOR_MOST: usize = 64;
 
 impl Door {
     /// Opens the door: senders of this user are served on threads of their own until the
@@ -128,11 +133,26 @@ impl Door {
             *w = Some(HashMap::new());
         }
         let (door, front) = (self.clone(), front.clone());
-        std::thread::spawn(move || {
-            for conn in listener.incoming().flatten() {
-                let (door, front) = (door.clone(), front.clone());
-                std::thread::spawn(move || door.serve(&front, &conn));
+        std::thread::spawn(move || loop {
+            let conn = match listener.accept() {
+                Ok((conn, _)) => conn,
+                // Out of file descriptors, say: wait a moment rather than spin.
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+            };
+            // Past the cap a sender is not served here: it finds its prompt is not in the log,
+            // and sends it through the log.
+            if door.open.fetch_add(1, Ordering::SeqCst) >= DOOR_MOST {
+                door.open.fetch_sub(1, Ordering::SeqCst);
+                continue;
             }
+            let (door, front) = (door.clone(), front.clone());
+            std::thread::spawn(move || {
+                door.serve(&front, &conn);
+                door.open.fetch_sub(1, Ordering::SeqCst);
+            });
         });
     }
 
@@ -141,7 +161,9 @@ impl Door {
         let Some(ask) = worker_door::accept(conn) else {
             return;
         };
-        let id = uuid::Uuid::now_v7().simple().to_string();
+        // The sender's own id: if the door closes before it says `queued`, the sender looks
+        // for that prompt in the log before it sends it again.
+        let id = ask.id;
         let (tx, rx) = std::sync::mpsc::channel();
         // Waiting before the prompt is in the log, so its end cannot come first.
         match self.waiting.lock().as_deref_mut() {

@@ -904,7 +904,7 @@ fn the_same_request_while_its_workflow_waits_is_refused_naming_it() {
     assert_exit(&o, 2);
     assert!(
         err(&o).contains(&format!(
-            "workflow {id} (BUILD, checkpoint) was asked the same and is not finished: `baton resume {id}` goes on with it"
+            "workflow {id} (BUILD, checkpoint) was asked the same and is not finished: `baton resume {id}` goes on with it (`baton resume {id} --answer abort` ends it)"
         )),
         "{}",
         err(&o)

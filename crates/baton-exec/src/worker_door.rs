@@ -16,7 +16,9 @@
 //! first and read the prompts).
 //!
 //! The protocol, one JSON line each way:
-//! - the sender: `{"text": "…"}`;
+//! - the sender: `{"id": "…", "text": "…"}`, the prompt's id its own (so a door that closes
+//!   before it answers leaves the sender able to look for that prompt in the log, and never send
+//!   it twice);
 //! - the supervisor: `{"queued": "ID"}` once the prompt is in the log, then the prompt's
 //!   `prompt.answered` or `prompt.lost` line as the log has it.
 
@@ -38,7 +40,17 @@ const READ_LINE: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Ask {
+    /// The prompt's id: 32 lower-case hex digits (a UUID's simple form).
+    pub id: String,
     pub text: String,
+}
+
+/// Whether `id` is a prompt id a sender may give (what `send` makes: a UUID, simple form).
+pub fn valid_id(id: &str) -> bool {
+    id.len() == 32
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// The supervisor's first line: the prompt is in the log, with this id.
@@ -55,6 +67,9 @@ pub enum Reply {
     Done { id: String, event: Box<WorkerEvent> },
     /// The prompt is in the log, and the door closed before its end: the log says the rest.
     Queued { id: String },
+    /// The prompt was handed in and the door closed before saying it was queued: whether it is
+    /// in the log, only the log can say (look for `id` there before sending it again).
+    Unsure { id: String },
 }
 
 /// The door's name (in the abstract namespace): the log's canonical path, hashed (FNV-1a, 64
@@ -93,7 +108,7 @@ pub fn accept(conn: &UnixStream) -> Option<Ask> {
     let mut line = String::new();
     BufReader::new(conn).read_line(&mut line).ok()?;
     let ask: Ask = serde_json::from_str(&line).ok()?;
-    (!ask.text.trim().is_empty()).then_some(ask)
+    (!ask.text.trim().is_empty() && valid_id(&ask.id)).then_some(ask)
 }
 
 /// Writes one JSON line to the sender (it may have gone: the prompt is in the log anyway).
@@ -103,18 +118,30 @@ pub fn tell(mut conn: &UnixStream, line: &impl Serialize) -> std::io::Result<()>
     conn.write_all(text.as_bytes())
 }
 
-/// Sends `text` to `worker` through its door and waits for the answer; `None` when the worker
-/// has no door this sender may use (then send through the log).
-pub fn ask(state: &StateDir, worker: &str, text: &str) -> Option<Reply> {
+/// Sends `text` to `worker` through its door as prompt `id` and waits for the answer; `None`
+/// when the worker has no door this sender may use and nothing was handed in (then send through
+/// the log).
+pub fn ask(state: &StateDir, worker: &str, id: &str, text: &str) -> Option<Reply> {
     let name = name(state, worker)?;
     let addr = SocketAddr::from_abstract_name(name.as_bytes()).ok()?;
     let conn = UnixStream::connect_addr(&addr).ok()?;
     if !same_user(&conn) {
         return None;
     }
-    tell(&conn, &Ask { text: text.into() }).ok()?;
+    let ask = Ask {
+        id: id.to_string(),
+        text: text.into(),
+    };
+    tell(&conn, &ask).ok()?;
+    let unsure = || Reply::Unsure { id: id.to_string() };
     let mut lines = BufReader::new(&conn).lines();
-    let queued: Queued = serde_json::from_str(&lines.next()?.ok()?).ok()?;
+    let queued = lines
+        .next()
+        .and_then(Result::ok)
+        .and_then(|l| serde_json::from_str::<Queued>(&l).ok());
+    let Some(queued) = queued.filter(|q| q.queued == id) else {
+        return Some(unsure());
+    };
     let id = queued.queued;
     let done = lines
         .next()
@@ -135,6 +162,9 @@ mod tests {
 
     use super::*;
 
+    const P1: &str = "0191f6b2c3d4e5f60718293a4b5c6d7e";
+    const P2: &str = "0191f6b2c3d4e5f60718293a4b5c6d7f";
+
     fn worker_log(dir: &std::path::Path) -> StateDir {
         let state = StateDir::at(dir.join("state"));
         std::fs::create_dir_all(state.root().join("workers")).unwrap();
@@ -152,26 +182,20 @@ mod tests {
         let served = std::thread::spawn(move || {
             let (conn, _) = listener.accept().unwrap();
             let ask = accept(&conn).unwrap();
-            tell(
-                &conn,
-                &Queued {
-                    queued: "p1".into(),
-                },
-            )
-            .unwrap();
+            tell(&conn, &Queued { queued: P1.into() }).unwrap();
             let answer = WorkerEvent::Lost {
-                id: "p1".into(),
+                id: P1.into(),
                 at: "2026-12-07T00:00:00Z".into(),
             };
             tell(&conn, &answer).unwrap();
             ask.text
         });
-        let reply = ask(&state, "w1", "hello").unwrap();
+        let reply = ask(&state, "w1", P1, "hello").unwrap();
         assert_eq!(served.join().unwrap(), "hello");
         let Reply::Done { id, event } = reply else {
             panic!("{reply:?}")
         };
-        assert_eq!(id, "p1");
+        assert_eq!(id, P1);
         assert!(matches!(*event, WorkerEvent::Lost { .. }));
     }
 
@@ -183,16 +207,23 @@ mod tests {
         std::thread::spawn(move || {
             let (conn, _) = listener.accept().unwrap();
             accept(&conn).unwrap();
-            tell(
-                &conn,
-                &Queued {
-                    queued: "p2".into(),
-                },
-            )
-            .unwrap();
+            tell(&conn, &Queued { queued: P2.into() }).unwrap();
         });
-        let reply = ask(&state, "w1", "hello").unwrap();
-        assert!(matches!(reply, Reply::Queued { id } if id == "p2"));
+        let reply = ask(&state, "w1", P2, "hello").unwrap();
+        assert!(matches!(reply, Reply::Queued { id } if id == P2));
+    }
+
+    #[test]
+    fn a_door_that_closes_before_queueing_leaves_the_sender_unsure() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = worker_log(dir.path());
+        let listener = listen(&state, "w1").unwrap();
+        std::thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            accept(&conn).unwrap();
+        });
+        let reply = ask(&state, "w1", P1, "hello").unwrap();
+        assert!(matches!(reply, Reply::Unsure { id } if id == P1));
     }
 
     #[test]
@@ -200,15 +231,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let state = worker_log(dir.path());
         // Nobody listens: send through the log.
-        assert!(ask(&state, "w1", "hello").is_none());
+        assert!(ask(&state, "w1", P1, "hello").is_none());
         // No such worker: no door either.
-        assert!(ask(&state, "nobody", "hello").is_none());
-        // A line that is not a prompt is dropped.
+        assert!(ask(&state, "nobody", P1, "hello").is_none());
+        // A line that is not a prompt (empty, or with an id `send` would not make) is dropped.
         let listener = listen(&state, "w1").unwrap();
         let addr = listener.local_addr().unwrap();
-        let mut raw = UnixStream::connect_addr(&addr).unwrap();
-        raw.write_all(b"{\"text\": \"\"}\n").unwrap();
-        let (conn, _) = listener.accept().unwrap();
-        assert!(accept(&conn).is_none());
+        for line in [
+            format!("{{\"id\": \"{P1}\", \"text\": \"\"}}\n"),
+            "{\"id\": \"../x\", \"text\": \"hi\"}\n".to_string(),
+        ] {
+            let mut raw = UnixStream::connect_addr(&addr).unwrap();
+            raw.write_all(line.as_bytes()).unwrap();
+            let (conn, _) = listener.accept().unwrap();
+            assert!(accept(&conn).is_none(), "{line}");
+        }
     }
 }

@@ -84,7 +84,7 @@ pub async fn run(
     let (said, out, status) = tokio::select! {
         r = ended => r,
         _ = cancel.cancelled() => {
-            return Err("cancelled: stopped following; the workflow goes on on Temporal (`baton status --engine temporal ID`)".into());
+            return Err("cancelled: stopped following; a workflow it had started goes on on Temporal (its id is in this call's progress; `baton status --engine temporal ID`)".into());
         }
     };
     let line = out

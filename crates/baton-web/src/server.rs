@@ -6,7 +6,7 @@
 //! | `GET /assets/{file}` | the page's modules and style, embedded, hand-written (gzip when asked) |
 //! | `GET /api/events[?overview=1]` | the project event feed as server-sent events (`Last-Event-ID` resumes), each batch after a `projection` message with the documents of the logs it touched; with `overview`, what the logs hold at the start is one `overview` message (every log's document and summary) instead of its events |
 //! | `GET /api/timeline?skip=S&limit=N[&upto=U][&kind=K][&text=T]` | a page of the Events list, newest first (`history::Page`) |
-//! | `GET /api/cost?by=model\|role\|day\|workflow` | what was spent, summed (`history::Cost`) |
+//! | `GET /api/cost?by=model\|role\|day\|workflow[&upto=U]` | what was spent, summed (`history::Cost`), once the history holds the `U` events the page knows of |
 //! | `GET /api/workflows/{id}/events` | one workflow's events (`{events, problems}`), for its view |
 //! | `GET /api/tasks/{id}/log` | a task's log, as `baton task logs` prints it (a JSON array of lines) |
 //! | `GET /api/sessions/{id}/transcript` | a session's transcript, entry by entry (JSON array) |
@@ -431,7 +431,13 @@ async fn cost(
         Ok(by) => by,
         Err(e) => return bad(format!("baton serve: {e}\n")),
     };
-    with_history(&app, None, move |h| json(&h.cost(by))).await
+    // The events the page knows of: the history reads on until it holds them.
+    let upto = match q.get("upto").map(|u| u.parse::<usize>()) {
+        None => None,
+        Some(Ok(n)) => Some(n),
+        Some(Err(_)) => return bad("baton serve: upto: a whole number\n".into()),
+    };
+    with_history(&app, upto, move |h| json(&h.cost(by))).await
 }
 
 /// One workflow's events, for its view.

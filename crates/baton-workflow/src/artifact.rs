@@ -271,7 +271,8 @@ impl Telemetry {
     /// One dispatch's wall-clock time, added to its role's under cc10x's short name
     /// (`builder`, `investigator`, `reviewer`, `hunter`, `verifier`, `planner`; other roles by
     /// their own); a verifier's dispatch is also one phase-exit proof run. Measured, never
-    /// decided on.
+    /// decided on: `task_metrics_available` is left as it is (the engine reads it, cc10x's
+    /// host task metrics, as a reason to report timings instead of routing).
     pub fn record_dispatch(&mut self, role: &str, seconds: f64) {
         let key = match role {
             "component-builder" => "builder",
@@ -281,7 +282,6 @@ impl Telemetry {
             "integration-verifier" => "verifier",
             other => other,
         };
-        self.task_metrics_available = Some("true".into());
         let so_far = self
             .agent_wall_clock_seconds
             .get(key)

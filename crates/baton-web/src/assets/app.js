@@ -247,55 +247,98 @@ async function ask(url) {
 
 // ---- the Events list, a page at a time ----------------------------------------------------
 // The history is the server's (`/api/timeline`): the list knows how many lines it has and asks
-// for the page of lines it scrolled to, newest first, filtered by the server. It pages through
-// the first `upto` lines, the count the live feed gave, so lines appended meanwhile do not shift
-// what is shown: a new count starts the list again.
+// for the page of lines it scrolled to, newest first. Unfiltered, a line is kept by its place in
+// the history (`i`, which never changes: the history only grows), so more lines only lengthen
+// the list. Filtered by the server, the list pages through the matches among the first `upto`
+// lines (the count the live feed gave), and a new count starts it again.
 const PAGE = 200;
 /** @type {Line} */
-const WAITING = { i: -1, ts: null, kind: '', id: '', name: '…', text: '' , seq: null };
-/** @type {{key: string, upto: number, matched: number, pages: Map<number, Line[]>, asked: Set<number>}} */
+const WAITING = { i: -1, ts: null, kind: '', id: '', name: '…', text: '', seq: null };
+/** @type {Map<number, Line>} unfiltered lines, by their place in the history */
+const lines = new Map();
+/** @type {{key: string, upto: number, matched: number, pages: Map<number, Line[]>, asked: Set<string>}} */
 const pager = { key: '', upto: -1, matched: 0, pages: new Map(), asked: new Set() };
 /** @returns {import('./vlist.js').Items<Line>} */
 function eventItems() {
   const kind = /** @type {HTMLSelectElement} */ ($('ev-kind')).value;
   const text = /** @type {HTMLInputElement} */ ($('ev-text')).value.trim().toLowerCase();
   const key = `${kind}\n${text}`;
-  if (key !== pager.key || pager.upto !== model.count) {
+  const filtered = Boolean(kind || text);
+  if (!filtered) {
+    if (key !== pager.key) Object.assign(pager, { key, pages: new Map(), asked: new Set() });
+    pager.upto = model.count;
+    pager.matched = model.count;
+  } else if (key !== pager.key || pager.upto !== model.count) {
     // Another filter counts again (0 until the server says); more lines keep the last count.
-    const matched = !kind && !text ? model.count : key === pager.key ? pager.matched : 0;
+    const matched = key === pager.key ? pager.matched : 0;
     Object.assign(pager, { key, upto: model.count, matched, pages: new Map(), asked: new Set() });
-    if (kind || text) askPage(0);
+    askPage(0);
   }
   $('ev-count').textContent = `${pager.matched} events`;
   return { length: pager.matched, at: line };
 }
-/** @param {number} i */
-function line(i) {
-  const p = Math.floor(i / PAGE);
+/** @param {number} k the list's row, 0 the newest */
+function line(k) {
+  if (pager.key === '\n') {
+    // Unfiltered: the line at its place in the history, asked for by the page of places.
+    const at = pager.upto - 1 - k;
+    const got = lines.get(at);
+    if (got) return got;
+    askPlaces(Math.floor(at / PAGE));
+    return WAITING;
+  }
+  const p = Math.floor(k / PAGE);
   const page = pager.pages.get(p);
-  if (page) return page[i - p * PAGE] || WAITING;
+  if (page) return page[k - p * PAGE] || WAITING;
   askPage(p);
   return WAITING;
 }
-/** @param {number} p */
+/** The lines at places `p * PAGE` to `p * PAGE + PAGE - 1` of the history (the newest page as
+ * far as the count goes: asked again as it grows). @param {number} p */
+async function askPlaces(p) {
+  const upto = Math.min(pager.upto, (p + 1) * PAGE);
+  const key = `places ${p} ${upto}`;
+  if (pager.asked.has(key)) return;
+  pager.asked.add(key);
+  const q = new URLSearchParams({ skip: '0', limit: String(PAGE), upto: String(upto) });
+  try {
+    const res = await ask(`/api/timeline?${q}`);
+    if (!res.ok) throw new Error(await res.text());
+    /** @type {{items: Line[], problems: string[]}} */
+    const body = await res.json();
+    for (const item of body.items) lines.set(item.i, item);
+    if (body.problems.length) live.textContent = `error: ${body.problems.join('; ')}`;
+    events.refresh();
+  } catch (e) {
+    pager.asked.delete(key); // asked again when it is shown again
+    live.textContent = `error: ${e}`;
+  }
+}
+/** A page of the filtered list. @param {number} p */
 async function askPage(p) {
-  if (pager.asked.has(p)) return;
-  pager.asked.add(p);
+  const tag = `page ${p}`;
+  if (pager.asked.has(tag)) return;
+  pager.asked.add(tag);
   const { key, upto } = pager;
   const [kind, text] = key.split('\n');
   const q = new URLSearchParams({ skip: String(p * PAGE), limit: String(PAGE), upto: String(upto), kind, text });
-  const res = await ask(`/api/timeline?${q}`);
-  if (pager.key !== key || pager.upto !== upto) return; // the list started again meanwhile
-  if (!res.ok) { live.textContent = `error: ${await res.text()}`; return; }
-  /** @type {{matched: number, items: Line[], problems: string[]}} */
-  const body = await res.json();
-  pager.pages.set(p, body.items);
-  if (body.problems.length) live.textContent = `error: ${body.problems.join('; ')}`;
-  if (body.matched !== pager.matched) {
-    pager.matched = body.matched;
-    $('ev-count').textContent = `${pager.matched} events`;
-    events.set({ length: pager.matched, at: line });
-  } else events.refresh();
+  try {
+    const res = await ask(`/api/timeline?${q}`);
+    if (pager.key !== key || pager.upto !== upto) return; // the list started again meanwhile
+    if (!res.ok) throw new Error(await res.text());
+    /** @type {{matched: number, items: Line[], problems: string[]}} */
+    const body = await res.json();
+    pager.pages.set(p, body.items);
+    if (body.problems.length) live.textContent = `error: ${body.problems.join('; ')}`;
+    if (body.matched !== pager.matched) {
+      pager.matched = body.matched;
+      $('ev-count').textContent = `${pager.matched} events`;
+      events.set({ length: pager.matched, at: line });
+    } else events.refresh();
+  } catch (e) {
+    if (pager.key === key && pager.upto === upto) pager.asked.delete(tag);
+    live.textContent = `error: ${e}`;
+  }
 }
 
 function workflowItems() {
@@ -422,14 +465,19 @@ let wfView = null;
 async function loadWorkflowEvents(id) {
   const view = { id, model: new Model(), loading: true, held: /** @type {import('./model.js').FeedEvent[]} */ ([]), problems: /** @type {string[]} */ ([]) };
   wfView = view;
-  const res = await ask(`/api/workflows/${encodeURIComponent(id)}/events`);
-  if (wfView !== view) return; // another was opened meanwhile
-  if (res.ok) {
-    /** @type {{events: import('./model.js').FeedEvent[], problems: string[]}} */
-    const body = await res.json();
-    view.model.add(body.events);
-    view.problems = body.problems;
-  } else view.problems = [await res.text()];
+  try {
+    const res = await ask(`/api/workflows/${encodeURIComponent(id)}/events`);
+    if (wfView !== view) return; // another was opened meanwhile
+    if (res.ok) {
+      /** @type {{events: import('./model.js').FeedEvent[], problems: string[]}} */
+      const body = await res.json();
+      view.model.add(body.events);
+      view.problems = body.problems;
+    } else view.problems = [await res.text()];
+  } catch (e) {
+    if (wfView !== view) return;
+    view.problems = [`its events could not be read: ${e}`];
+  }
   view.model.add(view.held);
   view.held = [];
   view.loading = false;
@@ -628,7 +676,7 @@ async function renderCost() {
   try {
     // The select's options are the keys the server sums by.
     const by = /** @type {HTMLSelectElement} */ ($('cost-by')).value;
-    const res = await ask(`/api/cost?by=${encodeURIComponent(by)}`);
+    const res = await ask(`/api/cost?by=${encodeURIComponent(by)}&upto=${model.count}`);
     if (!res.ok) { $('cost-total').textContent = await res.text(); return; }
     /** @type {Cost} */
     const c = await res.json();

@@ -56,7 +56,16 @@ pub(super) async fn left_in_place(root: &Path, base: &str) -> Option<crate::resu
 /// line each; `None` when git cannot say.
 fn changed_between(root: &Path, base: &str, now: &str) -> Option<String> {
     baton_git::Git::new(root)
-        .run_output(["diff", "--name-status", "--no-renames", base, now])
+        // Names as they are (a non-ASCII name is not quoted and escaped).
+        .run_output([
+            "-c",
+            "core.quotePath=false",
+            "diff",
+            "--name-status",
+            "--no-renames",
+            base,
+            now,
+        ])
         .ok()
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim_end().to_string())
