@@ -316,6 +316,45 @@ fn research_without_a_backend_is_unavailable_and_the_investigator_runs_again() {
     assert_eq!(rounds[0]["github"], "UNAVAILABLE");
 }
 
+/// A blocked investigator asks "research, manual fix or abort" (remediation-and-research.md:50):
+/// the answer `research` starts a research round, and the investigator runs again with its files.
+#[test]
+fn a_blocked_investigator_answered_research_gets_a_research_round() {
+    let wf = Wf::new();
+    debug_happy(&wf);
+    wf.answer("researcher", RESEARCH_DONE);
+    wf.answer_nth("bug-investigator", 1, &investigator_without_fix("BLOCKED"));
+    let o = wf.run(&["run", "fix the crash in the parser"]);
+    assert_exit(&o, 4);
+    assert!(
+        out(&o).contains("research, manual fix or abort"),
+        "{}",
+        out(&o)
+    );
+    assert_eq!(wf.calls("researcher"), 0);
+    let o = wf.run(&["resume", "--answer", "research"]);
+    assert_exit(&o, 0);
+    assert_eq!(wf.calls("researcher"), 2);
+    let mut dispatched = wf.dispatched();
+    dispatched[1..3].sort();
+    assert_eq!(
+        dispatched,
+        [
+            "debug-investigate",
+            "research-github",
+            "research-web",
+            "debug-investigate",
+            "debug-review",
+            "debug-verify"
+        ]
+    );
+    let again = wf.prompt("bug-investigator", 2);
+    assert!(
+        again.contains("## Research Files\nWeb: docs/research/webhooks.md"),
+        "{again}"
+    );
+}
+
 #[test]
 fn research_rounds_are_capped_and_then_the_user_is_asked() {
     let wf = Wf::new();

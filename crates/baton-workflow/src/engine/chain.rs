@@ -358,19 +358,25 @@ impl Draft<'_> {
                 self.result("investigator", AgentResult::status("FIXED"));
                 true
             }
-            "BLOCKED" if i.needs_external_research => {
+            // A research round just ended, asked for by the investigator or by the user at its
+            // blocked question: it investigates again with it.
+            "BLOCKED" if self.inputs.outputs.research.is_some() => {
                 if let Some(r) = &self.inputs.outputs.research {
                     self.changes.push(Change::ResearchQuality {
                         web: r.web_status.clone(),
                         github: r.github_status.clone(),
                         overall: r.overall_quality.clone(),
                     });
-                    self.stop(
-                        Action::ReinvokeInvestigator,
-                        None,
-                        "research round done (partial results count): investigate again with it",
-                    );
-                } else if self.a.research_rounds.len() >= MAX_RESEARCH_ROUNDS {
+                }
+                self.stop(
+                    Action::ReinvokeInvestigator,
+                    None,
+                    "research round done (partial results count): investigate again with it",
+                );
+                false
+            }
+            "BLOCKED" if i.needs_external_research => {
+                if self.a.research_rounds.len() >= MAX_RESEARCH_ROUNDS {
                     self.stop(
                         Action::AskUser,
                         Some(Gate::Clarification),

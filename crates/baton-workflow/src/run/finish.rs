@@ -300,6 +300,21 @@ impl Runner<'_> {
         if batch.is_empty() {
             v.host.failure = None;
         }
+        // A blocked investigator asked "research, manual fix or abort" (remediation-and-research
+        // .md:50): "research" starts a round, and the investigator waits for it.
+        let investigating = batch
+            .iter()
+            .any(|id| v.task(id).and_then(Task::node) == Some(Phase::DebugInvestigate));
+        if investigating && text.trim().eq_ignore_ascii_case("research") {
+            let reason = "The user asked for research before the investigation goes on";
+            // The researchers run first; the investigator waits for them.
+            v.host.batch = super::graph::research_before(
+                &mut v.tasks,
+                &self.id,
+                reason,
+                Phase::DebugInvestigate,
+            );
+        }
         // A planner's question answered: PLAN restarts with its whole review DAG (the
         // engine pruned the review branch when plan-create asked).
         let replan = batch
