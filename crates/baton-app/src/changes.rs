@@ -76,20 +76,12 @@ pub fn session_change(state: &StateDir, id: &str) -> Result<String, String> {
 /// (`results.workflow_base_sha`) to its working folder now (its worktree, else the project),
 /// untracked files included — at its finishing checkpoint, the change a merge would land.
 pub fn workflow_change(state: &StateDir, root: &Path, id: &str) -> Result<String, String> {
-    let (value, _) = crate::task_log::workflow_artifact(state, id, None)?;
-    let record =
-        baton_workflow::state::Record::read(&value).map_err(|e| format!("workflow {id}: {e}"))?;
+    let (record, dir) = workflow_record(state, root, id)?;
     let Some(base) = record.artifact.results.workflow_base_sha.clone() else {
         return Err(format!(
             "workflow {id} has changed nothing yet: no phase has started"
         ));
     };
-    let dir = record
-        .state
-        .host
-        .worktree
-        .as_ref()
-        .map_or_else(|| root.to_path_buf(), |w| w.path.clone());
     let now = baton_git::snapshot::commit(&dir)
         .ok_or_else(|| format!("workflow {id}: {} cannot be read now", dir.display()))?;
     diff(&dir, &base, &now).map_err(|e| format!("workflow {id}: {e}"))
@@ -142,6 +134,17 @@ pub fn dispatch_change(
             attempt.map(|n| format!(" for attempt {n}")).unwrap_or_default()
         ));
     };
+    let (_, dir) = workflow_record(state, root, id)?;
+    diff(&dir, before, after).map_err(|e| format!("workflow {id}, task {task}: {e}"))
+}
+
+/// Workflow `id`'s record now, and the folder its agents work in (its worktree, else the
+/// project at `root`).
+fn workflow_record(
+    state: &StateDir,
+    root: &Path,
+    id: &str,
+) -> Result<(baton_workflow::state::Record, std::path::PathBuf), String> {
     let (value, _) = crate::task_log::workflow_artifact(state, id, None)?;
     let record =
         baton_workflow::state::Record::read(&value).map_err(|e| format!("workflow {id}: {e}"))?;
@@ -151,5 +154,5 @@ pub fn dispatch_change(
         .worktree
         .as_ref()
         .map_or_else(|| root.to_path_buf(), |w| w.path.clone());
-    diff(&dir, before, after).map_err(|e| format!("workflow {id}, task {task}: {e}"))
+    Ok((record, dir))
 }

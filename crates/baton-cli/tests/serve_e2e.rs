@@ -83,9 +83,15 @@ struct Sse {
     data: serde_json::Value,
 }
 
-/// Reads events from `/api/events` (resuming after `last`) until `enough` says so.
-async fn read_events(base: &str, last: Option<&str>, enough: impl Fn(&[Sse]) -> bool) -> Vec<Sse> {
-    let mut req = client().get(format!("{base}/api/events"));
+/// Reads the stream at `path` (resuming after `last`), handing each message (`event:` name,
+/// `id:`, `data:`) to `take` until it says that is enough.
+async fn read_stream(
+    base: &str,
+    path: &str,
+    last: Option<&str>,
+    mut take: impl FnMut(Option<String>, Option<String>, String) -> bool,
+) {
+    let mut req = client().get(format!("{base}{path}"));
     if let Some(id) = last {
         req = req.header("Last-Event-ID", id);
     }
@@ -93,30 +99,44 @@ async fn read_events(base: &str, last: Option<&str>, enough: impl Fn(&[Sse]) -> 
     assert_eq!(res.status(), 200);
     let mut stream = res.bytes_stream();
     let mut buf = String::new();
-    let mut out: Vec<Sse> = Vec::new();
     let deadline = tokio::time::Instant::now() + WAIT;
-    while !enough(&out) {
+    loop {
         let chunk = tokio::time::timeout_at(deadline, stream.next())
             .await
-            .unwrap_or_else(|_| panic!("no more events; got {out:#?}"))
+            .unwrap_or_else(|_| panic!("no more messages from {path}"))
             .unwrap()
             .unwrap();
         buf.push_str(&String::from_utf8_lossy(&chunk));
         for (kind, id, data) in blocks(&mut buf) {
-            // A note or an error of the server is not a feed event.
-            if let Some(k) = kind {
-                eprintln!("server said ({k}): {data}");
-                continue;
+            if take(kind, id, data) {
+                return;
             }
-            let batch: Vec<serde_json::Value> = serde_json::from_str(&data).unwrap();
-            assert!(!batch.is_empty(), "an empty message");
-            let n = batch.len();
-            out.extend(batch.into_iter().enumerate().map(|(k, data)| Sse {
-                id: if k + 1 == n { id.clone() } else { None },
-                data,
-            }));
         }
     }
+}
+
+/// Reads events from `/api/events` (resuming after `last`) until `enough` says so.
+async fn read_events(base: &str, last: Option<&str>, enough: impl Fn(&[Sse]) -> bool) -> Vec<Sse> {
+    let mut out: Vec<Sse> = Vec::new();
+    if enough(&out) {
+        return out;
+    }
+    read_stream(base, "/api/events", last, |kind, id, data| {
+        // A note or an error of the server is not a feed event.
+        if let Some(k) = kind {
+            eprintln!("server said ({k}): {data}");
+            return false;
+        }
+        let batch: Vec<serde_json::Value> = serde_json::from_str(&data).unwrap();
+        assert!(!batch.is_empty(), "an empty message");
+        let n = batch.len();
+        out.extend(batch.into_iter().enumerate().map(|(k, data)| Sse {
+            id: if k + 1 == n { id.clone() } else { None },
+            data,
+        }));
+        enough(&out)
+    })
+    .await;
     out
 }
 
@@ -706,20 +726,12 @@ async fn read_messages(
     path: &str,
     enough: impl Fn(&[(Option<String>, Option<String>, String)]) -> bool,
 ) -> Vec<(Option<String>, Option<String>, String)> {
-    let res = client().get(format!("{base}{path}")).send().await.unwrap();
-    assert_eq!(res.status(), 200);
-    let mut stream = res.bytes_stream();
-    let (mut buf, mut out) = (String::new(), Vec::new());
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !enough(&out) {
-        let chunk = tokio::time::timeout_at(deadline, stream.next())
-            .await
-            .unwrap_or_else(|_| panic!("no more messages; got {out:#?}"))
-            .unwrap()
-            .unwrap();
-        buf.push_str(&String::from_utf8_lossy(&chunk));
-        out.extend(blocks(&mut buf));
-    }
+    let mut out = Vec::new();
+    read_stream(base, path, None, |kind, id, data| {
+        out.push((kind, id, data));
+        enough(&out)
+    })
+    .await;
     out
 }
 
