@@ -210,6 +210,8 @@ fn a_declined_call_tells_the_model_the_user_s_words_and_does_not_run() {
     assert!(modal.contains("write note.txt"), "{modal}");
     assert!(modal.contains("+ hello"), "{modal}");
     assert!(modal.contains("3  no, and tell the model"), "{modal}");
+    // [22/24] The modal leaves the message that led to the call in sight.
+    assert!(modal.contains("write a note"), "{modal}");
     vt.send(b"3");
     vt.wait_for(WAIT, |s| s.contains("Tell the model why"))
         .unwrap();
