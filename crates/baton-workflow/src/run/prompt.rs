@@ -5,6 +5,27 @@ use crate::artifact::Phase;
 use crate::state::{Record, WorkflowState};
 
 impl Runner<'_> {
+    /// The artifact as agents read it (seed 001:726: never another agent's live output or the
+    /// router's bookkeeping): cc10x's artifact without the runner's keys (`run`, `tasks`,
+    /// `checkpoint`, …, where every agent's answer is kept), written beside the record as
+    /// `<id>.agent.json` before each dispatch. When it cannot be written, the record's own
+    /// snapshot is named, as before.
+    fn agent_view(&self, a: &crate::artifact::Artifact) -> std::path::PathBuf {
+        let dir = self.env.delegate.state.workflows();
+        let view = dir.join(format!("{}.agent.json", self.id));
+        let written = serde_json::to_vec_pretty(&a.to_json())
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| {
+                let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
+                std::io::Write::write_all(&mut tmp, &bytes)?;
+                tmp.persist(&view).map_err(|e| e.error)
+            });
+        match written {
+            Ok(_) => view,
+            Err(_) => dir.join(format!("{}.json", self.id)),
+        }
+    }
+
     /// The scaffold of one dispatch.
     pub(super) fn prompt(
         &self,
@@ -66,12 +87,7 @@ impl Runner<'_> {
                 say(&q.overall)
             )
         });
-        let artifact_path = self
-            .env
-            .delegate
-            .state
-            .workflows()
-            .join(format!("{}.json", self.id));
+        let artifact_path = self.agent_view(a);
         let base = phase_base(a);
         agent::scaffold(&agent::Scaffold {
             wf: &self.id,

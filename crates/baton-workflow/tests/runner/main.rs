@@ -374,6 +374,30 @@ fn telemetry_keeps_each_role_s_time_and_the_verifier_s_proof_runs() {
     assert!(t["workflow_wall_clock_seconds"].as_u64().is_some(), "{t:#}");
 }
 
+/// Agents read the artifact, never another agent's live output or the router's bookkeeping
+/// (seed 001:726): the file their scaffold names is cc10x's artifact without the runner's keys.
+#[test]
+fn agents_are_given_the_artifact_without_the_runner_s_keys() {
+    let h = Harness::new();
+    h.happy();
+    let id = id_of(&h.build("add a feature file").unwrap());
+    let call = &h.calls_of("integration-verifier")[0];
+    let path = call
+        .prompt
+        .lines()
+        .find_map(|l| l.strip_prefix("- Workflow Artifact: "))
+        .unwrap();
+    assert!(path.ends_with(&format!("{id}.agent.json")), "{path}");
+    let view: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(view["workflow_type"], "BUILD");
+    for key in ["run", "tasks", "run_state", "checkpoint", "spent"] {
+        assert!(view.get(key).is_none(), "{key} is in the agents' view");
+    }
+    // The record itself keeps every answer.
+    assert!(h.artifact(&id)["run"]["outputs"].is_object());
+}
+
 /// "one more cycle" grants exactly one more remediation: when the review of the third fix still
 /// asks for changes, a fourth fix runs and the breaker stops the workflow again.
 #[test]
