@@ -7,22 +7,24 @@ use crate::state::{Record, WorkflowState};
 impl Runner<'_> {
     /// The artifact as agents read it (seed 001:726: never another agent's live output or the
     /// router's bookkeeping): cc10x's artifact without the runner's keys (`run`, `tasks`,
-    /// `checkpoint`, …, where every agent's answer is kept), written beside the record as
-    /// `<id>.agent.json` before each dispatch. When it cannot be written, the record's own
-    /// snapshot is named, as before.
+    /// `checkpoint`, …, where every agent's answer is kept), written before each dispatch as
+    /// `.baton/state/agent-artifacts/<id>.json` (apart from the records, whose folder holds
+    /// only them). When it cannot be written, the record's own snapshot is named, as before.
     fn agent_view(&self, a: &crate::artifact::Artifact) -> std::path::PathBuf {
-        let dir = self.env.delegate.state.workflows();
-        let view = dir.join(format!("{}.agent.json", self.id));
+        let state = &self.env.delegate.state;
+        let dir = state.root().join("agent-artifacts");
+        let view = dir.join(format!("{}.json", self.id));
         let written = serde_json::to_vec_pretty(&a.to_json())
             .map_err(std::io::Error::other)
             .and_then(|bytes| {
+                std::fs::create_dir_all(&dir)?;
                 let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
                 std::io::Write::write_all(&mut tmp, &bytes)?;
                 tmp.persist(&view).map_err(|e| e.error)
             });
         match written {
             Ok(_) => view,
-            Err(_) => dir.join(format!("{}.json", self.id)),
+            Err(_) => state.workflows().join(format!("{}.json", self.id)),
         }
     }
 

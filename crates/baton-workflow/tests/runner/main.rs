@@ -387,7 +387,10 @@ fn agents_are_given_the_artifact_without_the_runner_s_keys() {
         .lines()
         .find_map(|l| l.strip_prefix("- Workflow Artifact: "))
         .unwrap();
-    assert!(path.ends_with(&format!("{id}.agent.json")), "{path}");
+    assert!(
+        path.ends_with(&format!("agent-artifacts/{id}.json")),
+        "{path}"
+    );
     let view: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     assert_eq!(view["workflow_type"], "BUILD");
