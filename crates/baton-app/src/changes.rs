@@ -9,8 +9,7 @@ use baton_state::StateDir;
 
 /// `git diff --stat --patch A B` in `dir`, both checked to be commit ids.
 pub fn diff(dir: &Path, a: &str, b: &str) -> Result<String, String> {
-    let oid = |s: &str| s.len() >= 7 && s.bytes().all(|b| b.is_ascii_hexdigit());
-    if !oid(a) || !oid(b) {
+    if !baton_git::is_commit_id(a) || !baton_git::is_commit_id(b) {
         return Err(format!("{a}..{b} is not a pair of commit ids"));
     }
     let out = baton_git::Git::new(dir)

@@ -436,7 +436,10 @@ pub fn left_uncommitted(
         let left = snap.pointer("/results/left_in_place")?.clone();
         Some((id, left))
     })?;
-    let theirs = left["snapshot"].as_str()?;
+    // Only a commit id the record names reaches git.
+    let theirs = left["snapshot"]
+        .as_str()
+        .filter(|s| baton_git::is_commit_id(s))?;
     let files: Vec<String> = left["files"]
         .as_array()?
         .iter()

@@ -85,12 +85,13 @@ fn count(hay: &[u8], needle: &[u8]) -> usize {
     hay.windows(needle.len()).filter(|w| *w == needle).count()
 }
 
-#[test]
-fn esc_interrupts_a_streaming_answer_at_once_and_every_frame_is_synchronized() {
+/// A session whose first answer streams 400 lines slowly, its UI seen working on it; `next` is
+/// the model's answer to the prompt after it.
+fn talking(next: &str) -> (MockServer, Sandbox, Vt) {
     let long: String = (1..=400).map(|n| format!("line {n}\n")).collect();
     let server = MockServer::builder()
         .turn(Turn::text(long).delay_ms_per_chunk(40))
-        .turn(Turn::text("Second answer."))
+        .turn(Turn::text(next))
         .start_blocking();
     let sb = project(&server);
     let mut vt = tui(&sb, &[], 100, 30);
@@ -98,6 +99,12 @@ fn esc_interrupts_a_streaming_answer_at_once_and_every_frame_is_synchronized() {
     vt.send(b"talk a lot\r");
     vt.wait_for(WAIT, |s| s.contains("line 3") && s.contains("working"))
         .unwrap_or_else(|s| panic!("{s}"));
+    (server, sb, vt)
+}
+
+#[test]
+fn esc_interrupts_a_streaming_answer_at_once_and_every_frame_is_synchronized() {
+    let (server, _sb, mut vt) = talking("Second answer.");
     let before_esc = vt.bytes().len();
     vt.send(b"\x1b");
     let screen = vt
@@ -153,17 +160,7 @@ fn esc_interrupts_a_streaming_answer_at_once_and_every_frame_is_synchronized() {
 /// once): the model is not asked again until Enter on the empty composer sends it.
 #[test]
 fn esc_keeps_a_queued_message_queued_until_enter_sends_it() {
-    let long: String = (1..=400).map(|n| format!("line {n}\n")).collect();
-    let server = MockServer::builder()
-        .turn(Turn::text(long).delay_ms_per_chunk(40))
-        .turn(Turn::text("Queued one answered."))
-        .start_blocking();
-    let sb = project(&server);
-    let mut vt = tui(&sb, &[], 100, 30);
-    vt.wait_for(WAIT, |s| s.contains("? help")).unwrap();
-    vt.send(b"talk a lot\r");
-    vt.wait_for(WAIT, |s| s.contains("line 3") && s.contains("working"))
-        .unwrap_or_else(|s| panic!("{s}"));
+    let (server, _sb, mut vt) = talking("Queued one answered.");
     vt.send(b"the queued one\r");
     vt.wait_for(WAIT, |s| {
         s.contains("queued") && s.contains("the queued one")

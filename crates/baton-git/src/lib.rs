@@ -43,6 +43,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+/// Whether `s` is written as a commit id (7 to 64 hex digits): what a record names is given to
+/// git only when it is, never as something git could read as an option or a revision range.
+pub fn is_commit_id(s: &str) -> bool {
+    (7..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 pub use drivers::repo_filter_overrides;
 pub use error::{GitError, Result};
 pub use history::{CommitSummary, RebaseOutcome};
@@ -590,6 +596,16 @@ fn bytes_to_path(bytes: &[u8]) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_hex_of_a_commit_id_s_length_is_a_commit_id() {
+        assert!(is_commit_id("1a2b3c4"));
+        assert!(is_commit_id(&"f".repeat(40)));
+        for bad in ["1a2b3c", "--output=x", "HEAD", "a..b", "1a2b3c4^{tree}", ""] {
+            assert!(!is_commit_id(bad), "{bad}");
+        }
+        assert!(!is_commit_id(&"f".repeat(65)));
+    }
 
     #[test]
     fn options_are_refused_as_revisions() {

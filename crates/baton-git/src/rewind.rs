@@ -50,11 +50,10 @@ pub fn undo(root: &Path, spans: &[Span]) -> Result<Undone, String> {
         return Ok(Undone::default());
     };
     // Commit ids only reach git: a record that says anything else is refused, never passed on.
-    let oid = |s: &str| s.len() >= 7 && s.bytes().all(|b| b.is_ascii_hexdigit());
     if let Some(bad) = spans
         .iter()
         .flat_map(|s| [&s.before, &s.after])
-        .find(|s| !oid(s))
+        .find(|s| !crate::is_commit_id(s))
     {
         return Err(format!(
             "the checkpoint names {bad:?}, which is not a commit id"

@@ -12,7 +12,7 @@
 //     workflow's dispatches, three passes each: the longest task of each pass (the target holds
 //     for the median pass), the rows in the page, the time from a scroll to its rows drawn. With BASELINE_JSON (the same measure of a small project), the
 //     scroll figures are also printed as ratios against it. The last line is the result as JSON.
-import { chromium } from 'playwright-core';
+import { launch } from './launch.mjs';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 
 const TARGETS = { firstPaintMs: 300, firstPaintKiB: 60, longTaskMs: 50, rows: 100, scrollMs: 100 };
@@ -58,14 +58,9 @@ if (mode === 'grow') {
 
 const [base, total, big, baselineJson] = args;
 const baseline = baselineJson ? JSON.parse(baselineJson) : null;
-const browser = await chromium.launch({
-  executablePath: process.env.BATON_CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  // --expose-gc: the garbage the load left is collected before the lists are scrolled (see
-  // `scroll`), so a collection the load made due is not charged to scrolling.
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--js-flags=--expose-gc'],
-});
+// --expose-gc: the garbage the load left is collected before the lists are scrolled (see
+// `scroll`), so a collection the load made due is not charged to scrolling.
+const browser = await launch(['--js-flags=--expose-gc']);
 const r = {};
 try {
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });

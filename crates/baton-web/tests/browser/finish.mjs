@@ -4,18 +4,13 @@
 // workflow to its end; axe finds no violation.
 //
 // node finish.mjs BASE_URL WORKFLOW_ID SCREENSHOT_DIR
-import { chromium } from 'playwright-core';
+import { launch } from './launch.mjs';
 import { AxeBuilder } from '@axe-core/playwright';
 import { mkdirSync } from 'node:fs';
 
 const [base, workflow, shots] = process.argv.slice(2);
 mkdirSync(shots, { recursive: true });
-const browser = await chromium.launch({
-  executablePath: process.env.BATON_CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch();
 const result = { violations: [] };
 try {
   const context = await browser.newContext();

@@ -3,18 +3,13 @@
 // confirmation accepted) and the page follows it; axe finds no violation.
 //
 // node flow.mjs BASE_URL FLOW_ID SCREENSHOT_DIR
-import { chromium } from 'playwright-core';
+import { launch } from './launch.mjs';
 import { AxeBuilder } from '@axe-core/playwright';
 import { mkdirSync } from 'node:fs';
 
 const [base, flow, shots] = process.argv.slice(2);
 mkdirSync(shots, { recursive: true });
-const browser = await chromium.launch({
-  executablePath: process.env.BATON_CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch();
 const result = { violations: [] };
 const axe = async (page) => {
   const r = await new AxeBuilder({ page }).analyze();

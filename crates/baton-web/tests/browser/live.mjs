@@ -11,7 +11,7 @@
 //   then appends SAMPLES lines to LOG on disk, one at a time, timing each to visible.
 //
 // node live.mjs BASE_URL LOG SCREENSHOT_DIR — prints its result as the last line.
-import { chromium } from 'playwright-core';
+import { launch } from './launch.mjs';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
@@ -24,12 +24,7 @@ const expect = async (word) => {
   const { value } = await lines.next();
   if (value !== word) throw new Error(`expected ${word}, got ${value}`);
 };
-const browser = await chromium.launch({
-  executablePath: process.env.BATON_CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch();
 const result = {};
 try {
   const page = await browser.newPage();

@@ -3,19 +3,14 @@
 // and kept as a screenshot. Prints what it read as one JSON line.
 //
 // node tour.mjs BASE_URL IDS_JSON SCREENSHOT_DIR
-import { chromium } from 'playwright-core';
+import { launch } from './launch.mjs';
 import { AxeBuilder } from '@axe-core/playwright';
 import { mkdirSync } from 'node:fs';
 
 const [base, idsJson, shots] = process.argv.slice(2);
 const ids = JSON.parse(idsJson);
 mkdirSync(shots, { recursive: true });
-const browser = await chromium.launch({
-  executablePath: process.env.BATON_CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch();
 const result = { violations: [], views: [] };
 try {
   const page = await (await browser.newContext({ viewport: { width: 1400, height: 1000 } })).newPage();
