@@ -174,9 +174,9 @@ pub fn run(args: RunArgs) -> Result<Exit> {
             errln!("baton run: ORIENT only reads and keeps no record: it answers here, not on Temporal");
         }
         if kind == baton_protocol::config::EngineKind::Temporal && !orient {
-            if args.plan.is_some() || args.common.record.is_some() || args.common.replay.is_some() {
+            if args.common.record.is_some() || args.common.replay.is_some() {
                 anyhow::bail!(
-                    "--plan, --record and --replay run with the local engine only: drop them, or give --engine local"
+                    "--record and --replay run with the local engine only: drop them, or give --engine local"
                 );
             }
             errln!("{}", baton_text::sanitize_line(&decision.headline()));
@@ -189,6 +189,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
                     budget_usd: args.common.budget_usd,
                     budget_tokens: args.common.budget_tokens,
                     json: args.common.json,
+                    plan: args.plan.clone(),
                 },
             );
         }

@@ -50,6 +50,8 @@ pub struct StartRequest {
     pub budget_usd: Option<f64>,
     pub budget_tokens: Option<u64>,
     pub json: bool,
+    /// `--plan FILE`, as given (from the working directory).
+    pub plan: Option<std::path::PathBuf>,
 }
 
 #[cfg(not(feature = "temporal"))]
@@ -196,6 +198,42 @@ mod imp {
             .map_err(|e| anyhow::anyhow!("{e}"))
     }
 
+    /// `--plan FILE` for nodes: trusted here as a local `--plan` is (approved now when it never
+    /// was), inside the project and committed at `base`, where the nodes read it; the first
+    /// step's node builds it only at the SHA-256 approved here.
+    fn plan_pin(
+        ctx: &ProjectContext,
+        given: &std::path::Path,
+        base: &str,
+    ) -> Result<baton_temporal::mapping::PlanPin> {
+        let path = ctx.cwd.join(given);
+        if !path.is_file() {
+            anyhow::bail!(
+                "--plan {}: no such file: give a plan file committed in the project (a PLAN workflow writes one under docs/plans/)",
+                given.display()
+            );
+        }
+        let root = &ctx.project_root;
+        let state = baton_state::StateDir::for_project(root);
+        let (key, sha256) = baton_workflow::run::trust_named_plan(&state, root, &path)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        if std::path::Path::new(&key).is_absolute() {
+            anyhow::bail!(
+                "--plan {}: the plan is outside the project, where Temporal's nodes cannot read it: move it into the project (e.g. docs/plans/) and commit it",
+                given.display()
+            );
+        }
+        let committed = baton_git::Git::new(root)
+            .run_output(["cat-file", "-e", &format!("{base}:{key}")])
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        if !committed.status.success() {
+            anyhow::bail!(
+                "--plan {key}: the plan is not committed, and Temporal's nodes build from the commit: commit it, then start again"
+            );
+        }
+        Ok(baton_temporal::mapping::PlanPin { path: key, sha256 })
+    }
+
     pub fn run(ctx: &ProjectContext, r: StartRequest) -> Result<Exit> {
         use baton_workflow::route::WorkflowKind;
         if r.kind == WorkflowKind::Orient {
@@ -207,6 +245,13 @@ mod imp {
         let remote = engine.remote().map_err(anyhow::Error::msg)?.to_string();
         let root = &ctx.project_root;
         let base = clean_head(root)?;
+        if r.plan.is_some() && r.trivial {
+            anyhow::bail!("--plan and --trivial do not go together: planned work always takes the full graph; drop --trivial");
+        }
+        let plan = match &r.plan {
+            Some(p) => Some(plan_pin(ctx, p, &base)?),
+            None => None,
+        };
         let id = baton_workflow::store::fresh_id();
         let branch = format!("refs/heads/baton/{id}");
         git(root, &["push", "-q", &remote, &format!("{base}:{branch}")]).map_err(|e| {
@@ -225,6 +270,7 @@ mod imp {
             heartbeat_timeout_ms: engine.heartbeat_timeout.as_millis() as u64,
             checkpoint_timeout_ms: engine.checkpoint_timeout.as_millis() as u64,
             resumed: None,
+            plan,
         };
         on_engine(engine, |engine, client| async move {
             let followed = input.id.clone();

@@ -1542,13 +1542,14 @@ fn run_workflow_over_mcp_runs_on_temporal_when_the_project_says_so() {
     text.push_str("kind = \"temporal\"\n");
     // Written through the sandbox: the project is trusted as it now is.
     c.wf.sb.write(".baton/config.toml", &text);
+    c.wf.sb.write("docs/plan.md", &plan_of(1));
     c.wf.sb.commit_all("engine.kind = temporal");
     c.node("node-a");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let (doc, refused) = rt.block_on(async {
+    let (doc, planned) = rt.block_on(async {
         let recorder = common::mcp::Recorder::default();
         let client = common::mcp::connect(&c.wf.sb, &recorder).await;
         let result = common::mcp::call(
@@ -1564,9 +1565,9 @@ fn run_workflow_over_mcp_runs_on_temporal_when_the_project_says_so() {
                 .unwrap()
                 .clone(),
         );
-        let refused = client.call_tool(params).await.unwrap();
+        let planned = client.call_tool(params).await.unwrap();
         let _ = client.cancel().await;
-        (doc, common::mcp::text(&refused))
+        (doc, common::mcp::structured(&planned))
     });
     assert_eq!(doc["type"], "workflow.completed", "{doc:#}");
     let id = doc["id"].as_str().unwrap().to_string();
@@ -1577,8 +1578,102 @@ fn run_workflow_over_mcp_runs_on_temporal_when_the_project_says_so() {
         .work()
         .join(format!(".baton/state/workflows/{id}.events.jsonl"))
         .exists());
+    // A plan runs there too: its one phase, built from the committed plan.
+    assert_eq!(planned["type"], "workflow.completed", "{planned:#}");
+    let id = planned["id"].as_str().unwrap();
+    let started = &c.temporal_log(id)[1];
+    assert_eq!(started["delta"]["plan_file"], "docs/plan.md", "{started:#}");
+    assert!(c
+        .wf
+        .prompt("component-builder", 2)
+        .contains("Phase 1 of 1: `phase-1`"));
+}
+
+/// A plan of `phases` phases, each adding its line to `feature.txt`, with nothing left open.
+fn plan_of(phases: usize) -> String {
+    let mut yaml = String::new();
+    for i in 1..=phases {
+        yaml.push_str(&format!(
+            "- phase_id: phase-{i}\n  title: Part {i}\n  objective: build part {i}\n  files: [feature.txt]\n  checks: [test -f feature.txt]\n  exit_criteria: [feature.txt has part {i}]\n  test_seams: [feature.txt]\n"
+        ));
+    }
+    format!(
+        "# Parts\n\nplan_mode: execution_plan\nverification_rigor: standard\n\n## Acceptance Criteria\n- every part is built\n\n## Phases\n```yaml\n{yaml}```\n\n## Open Decisions\nNone\n\n## Differences from agreement\nNone\n"
+    )
+}
+
+#[test]
+fn a_planned_build_runs_its_phases_on_temporal_from_the_committed_plan() {
+    let Some(_) = temporal() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let mut c = Cluster::new(&server);
+    // An uncommitted plan is refused before anything starts: the nodes build from the commit.
+    c.wf.sb.write("docs/plans/parts.md", &plan_of(2));
+    let o = c.wf.run(&[
+        "run",
+        "--engine",
+        "temporal",
+        "--plan",
+        "docs/plans/parts.md",
+        "--json",
+    ]);
+    assert_exit(&o, 2);
+    assert!(err(&o).contains("uncommitted changes"), "{}", err(&o));
+    c.wf.sb.commit_all("the plan");
+    c.node("node-a");
+    let o = c.wf.run(&[
+        "run",
+        "--engine",
+        "temporal",
+        "--plan",
+        "docs/plans/parts.md",
+        "--json",
+    ]);
+    // A planned BUILD waits at the final whole-branch review, as it does locally.
+    assert_exit(&o, 4);
+    let doc = run_json(&o);
+    assert_eq!(doc["type"], "workflow.checkpoint", "{doc:#} {}", err(&o));
+    assert_eq!(doc["checkpoint"]["gate"], "final_review", "{doc:#}");
+    let id = doc["id"].as_str().unwrap().to_string();
+    // One builder per phase, each told its own phase.
+    assert_eq!(c.wf.calls("component-builder"), 2);
+    for n in 1..=2 {
+        assert!(
+            c.wf.prompt("component-builder", n)
+                .contains(&format!("Phase {n} of 2: `phase-{n}`")),
+            "builder call {n}"
+        );
+    }
+    let o = c.wf.run(&[
+        "resume", "--engine", "temporal", "--json", &id, "--answer", "run",
+    ]);
+    assert_exit(&o, 0);
+    assert_eq!(run_json(&o)["type"], "workflow.completed", "{}", err(&o));
+    let events = c.temporal_log(&id);
+    let moves: Vec<String> = events
+        .iter()
+        .filter_map(|e| e["delta"].get("phase_cursor"))
+        .map(|c| c.as_str().unwrap_or("null").to_string())
+        .collect();
+    assert_eq!(moves, ["phase-1", "phase-2", "null"], "{events:#?}");
+
+    // A plan edited after it was approved is refused here, naming the fix, and nothing starts.
+    c.wf.sb.write("docs/plans/parts.md", &plan_of(3));
+    c.wf.sb.commit_all("a third part");
+    let o = c.wf.run(&[
+        "run",
+        "--engine",
+        "temporal",
+        "--plan",
+        "docs/plans/parts.md",
+        "--json",
+    ]);
+    assert_exit(&o, 2);
     assert!(
-        refused.contains("runs with the local engine only"),
-        "{refused}"
+        err(&o).contains("baton plan approve docs/plans/parts.md"),
+        "{}",
+        err(&o)
     );
+    assert_eq!(c.wf.calls("component-builder"), 2, "nothing more ran");
 }

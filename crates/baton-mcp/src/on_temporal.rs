@@ -20,6 +20,8 @@ pub struct Start<'a> {
     pub trivial: bool,
     pub budget_usd: Option<f64>,
     pub budget_tokens: Option<u64>,
+    /// A plan file, from the project's root (`baton run --plan`).
+    pub plan: Option<&'a str>,
     pub root: &'a Path,
 }
 
@@ -37,6 +39,9 @@ fn args(s: &Start<'_>) -> Vec<String> {
     }
     if let Some(tokens) = s.budget_tokens {
         a.extend(["--budget-tokens".into(), tokens.to_string()]);
+    }
+    if let Some(plan) = s.plan {
+        a.extend(["--plan".into(), plan.to_string()]);
     }
     a.extend(["--cwd".into(), s.root.display().to_string()]);
     a.extend(["--".into(), s.request.to_string()]);
@@ -115,6 +120,7 @@ mod tests {
             trivial: true,
             budget_usd: Some(1.5),
             budget_tokens: None,
+            plan: Some("docs/plans/p.md"),
             root,
         });
         assert_eq!(
@@ -129,6 +135,8 @@ mod tests {
                 "--trivial",
                 "--budget-usd",
                 "1.5",
+                "--plan",
+                "docs/plans/p.md",
                 "--cwd",
                 "/p",
                 "--",

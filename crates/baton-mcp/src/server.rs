@@ -562,11 +562,6 @@ async fn run_workflow(call: &Call, args: Option<JsonObject>) -> Answer {
     let ctx = call.project()?;
     let temporal =
         ctx.config.config.engine.kind == Some(baton_protocol::config::EngineKind::Temporal);
-    if temporal && req.plan.is_some() {
-        return Err(format!(
-            "{name}: `plan` runs with the local engine only, and this project's engine.kind is temporal: run `baton run --engine local --plan FILE`, or drop `plan`"
-        ));
-    }
     let progress = ProgressForward::new(&call.context);
     let env = run_env(call, &progress)?;
     let cap = env.delegate.output_cap;
@@ -604,6 +599,7 @@ async fn run_workflow(call: &Call, args: Option<JsonObject>) -> Answer {
             trivial: req.trivial,
             budget_usd: req.budget_usd,
             budget_tokens: req.budget_tokens,
+            plan: req.plan.as_deref(),
             root: &ctx.project_root,
         };
         crate::on_temporal::run(&start, &progress, cancel)

@@ -101,6 +101,18 @@ pub struct WorkflowInput {
     /// --engine temporal ID --answer TEXT`.
     #[serde(default)]
     pub resumed: Option<Resumed>,
+    /// The plan a planned BUILD builds (`baton run --plan FILE`), as the starter trusted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanPin>,
+}
+
+/// A plan file committed at the workflow's starting commit: its path from the project's root
+/// and the SHA-256 of the content the starter approved. The first step's node builds it only
+/// when its checkout holds exactly that content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanPin {
+    pub path: String,
+    pub sha256: String,
 }
 
 /// Where a failed run left its workflow, and the guidance its stopped agents run again with.
@@ -155,6 +167,9 @@ pub struct Start {
     pub trivial: bool,
     pub budget_usd: Option<f64>,
     pub budget_tokens: Option<u64>,
+    /// `--plan`: the plan the first step builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanPin>,
 }
 
 /// Where a step left the workflow.

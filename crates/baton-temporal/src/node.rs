@@ -255,6 +255,11 @@ impl Node {
         let work = self
             .trusted_checkout(&repo, &input.id, input.base.as_deref(), &input.head)
             .await?;
+        if let Some(pin) = input.start.as_ref().and_then(|s| s.plan.as_ref()) {
+            if record.is_empty() {
+                check_plan(&work, pin)?;
+            }
+        }
         let state = work.join(".baton/state/workflows");
         std::fs::create_dir_all(&state).map_err(|e| fail("cannot create the state folder", e))?;
         let log_path = state.join(format!("{}.events.jsonl", input.id));
@@ -625,6 +630,49 @@ impl Node {
     }
 }
 
+/// The plan a planned BUILD's first step builds is, in the node's checkout, the very content
+/// its starter approved: a path inside the project (no link on the way, nothing outside it)
+/// holding a plan of that SHA-256. Anything else refuses the workflow, naming the plan.
+fn check_plan(work: &Path, pin: &crate::mapping::PlanPin) -> Result<(), StepError> {
+    let refuse =
+        |why: String| StepError::final_(FinalFailure::Refused, format!("plan {}: {why}", pin.path));
+    let rel = Path::new(&pin.path);
+    if !rel
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)))
+    {
+        return Err(refuse(
+            "not a path inside the project: give a plan file under the project's root".into(),
+        ));
+    }
+    let mut at = work.to_path_buf();
+    for part in rel.components() {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(refuse(format!(
+                    "{} is a link in the starting commit: a plan is read from a file of the project itself",
+                    at.strip_prefix(work).unwrap_or(&at).display()
+                )))
+            }
+            Ok(_) => {}
+            Err(e) => {
+                return Err(refuse(format!(
+                    "not in the starting commit ({e}): commit the plan, then start again"
+                )))
+            }
+        }
+    }
+    let plan = baton_workflow::plan_file::PlanFile::read(&at).map_err(|e| refuse(e.to_string()))?;
+    if plan.sha256 != pin.sha256 {
+        return Err(refuse(format!(
+            "the starting commit holds another content (sha256 {}) than the one approved ({})",
+            plan.sha256, pin.sha256
+        )));
+    }
+    Ok(())
+}
+
 /// Set in a worker node's environment, makes it exit right after a step's push (before the
 /// activity completes): how the tests kill a node at that moment.
 pub const FAULT_EXIT_AFTER_PUSH: &str = "BATON_FAULT_NODE_EXIT_AFTER_PUSH";
@@ -709,6 +757,9 @@ pub fn step_args(input: &StepInput) -> Vec<String> {
             if let Some(b) = s.budget_tokens {
                 a.extend(["--budget-tokens".to_string(), b.to_string()]);
             }
+            if let Some(p) = &s.plan {
+                a.extend(["--plan".to_string(), p.path.clone()]);
+            }
             a.push("--".into());
             a.push(s.request.clone());
         }
@@ -745,6 +796,7 @@ mod tests {
                 trivial: true,
                 budget_usd: Some(2.5),
                 budget_tokens: None,
+                plan: None,
             }),
         }
     }
@@ -838,5 +890,37 @@ mod tests {
                 assert!(repo.join(".git").exists());
             }
         }
+    }
+
+    #[test]
+    fn a_plan_is_built_only_from_a_file_of_the_checkout_at_the_approved_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(work.join("docs/plans")).unwrap();
+        let text = "# P\n\nplan_mode: execution_plan\nverification_rigor: standard\n\n## Acceptance Criteria\n- done\n\n## Phases\n```yaml\n- phase_id: phase-1\n  title: One\n  objective: do it\n  files: [a]\n  checks: [true]\n  exit_criteria: [done]\n  test_seams: [a]\n```\n\n## Open Decisions\nNone\n\n## Differences from agreement\nNone\n";
+        std::fs::write(work.join("docs/plans/p.md"), text).unwrap();
+        let sha = baton_workflow::plan_file::PlanFile::read(&work.join("docs/plans/p.md"))
+            .unwrap()
+            .sha256;
+        let pin = |path: &str, sha256: &str| crate::mapping::PlanPin {
+            path: path.into(),
+            sha256: sha256.into(),
+        };
+        assert!(check_plan(&work, &pin("docs/plans/p.md", &sha)).is_ok());
+        let refused = |p: crate::mapping::PlanPin| {
+            let e = check_plan(&work, &p).unwrap_err();
+            assert_eq!(e.final_, Some(FinalFailure::Refused), "{e}");
+            e.message
+        };
+        assert!(refused(pin("docs/plans/p.md", "0000")).contains("another content"));
+        assert!(refused(pin("docs/plans/q.md", &sha)).contains("not in the starting commit"));
+        assert!(refused(pin("../work/docs/plans/p.md", &sha)).contains("not a path inside"));
+        assert!(refused(pin("/etc/passwd", &sha)).contains("not a path inside"));
+        // A committed link to a plan elsewhere is not read through.
+        std::fs::write(dir.path().join("outside.md"), text).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("outside.md"), work.join("docs/l.md")).unwrap();
+        assert!(refused(pin("docs/l.md", &sha)).contains("is a link"));
+        std::os::unix::fs::symlink(work.join("docs/plans"), work.join("linked")).unwrap();
+        assert!(refused(pin("linked/p.md", &sha)).contains("is a link"));
     }
 }

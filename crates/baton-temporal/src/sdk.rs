@@ -125,6 +125,7 @@ impl BatonWorkflow {
                 trivial: input.trivial,
                 budget_usd: input.budget_usd,
                 budget_tokens: input.budget_tokens,
+                plan: input.plan.clone(),
             });
             ctx.state_mut(|s| {
                 s.status.state = WfState::Running;

@@ -173,6 +173,18 @@ pub async fn start(
 /// A plan read and trusted, with its approval key.
 type TrustedPlan = (crate::plan_file::PlanFile, String);
 
+/// The plan `path` trusted as `baton run --plan` trusts it (checked, and approved now when it
+/// never was) for a workflow that runs elsewhere (Temporal's nodes build it from the starting
+/// commit): its approval key (the path from `root` when inside it) and the SHA-256 approved.
+pub fn trust_named_plan(
+    state: &baton_state::StateDir,
+    root: &Path,
+    path: &Path,
+) -> Result<(String, String), RunError> {
+    let (plan, key) = plan::trust_as(state, root, path, true)?;
+    Ok((key, plan.sha256))
+}
+
 /// A plan the BUILD was told to build that is not there: its name, and who named it.
 struct MissingPlan {
     name: String,
