@@ -254,9 +254,7 @@ mod imp {
         };
         let id = baton_workflow::store::fresh_id();
         let branch = format!("refs/heads/baton/{id}");
-        git(root, &["push", "-q", &remote, &format!("{base}:{branch}")]).map_err(|e| {
-            anyhow::anyhow!("cannot push the starting commit to `engine.remote` ({remote}): {e}")
-        })?;
+        let push = (root.clone(), format!("{base}:{branch}"));
         let input = WorkflowInput {
             id: id.clone(),
             request: r.request,
@@ -270,9 +268,22 @@ mod imp {
             heartbeat_timeout_ms: engine.heartbeat_timeout.as_millis() as u64,
             checkpoint_timeout_ms: engine.checkpoint_timeout.as_millis() as u64,
             resumed: None,
+            search_attributes: engine.search_attributes,
             plan,
         };
         on_engine(engine, |engine, client| async move {
+            // Checked before anything is pushed: a refused start leaves the remote as it was.
+            if engine.search_attributes {
+                sdk::search_attributes_registered(&client, &engine)
+                    .await
+                    .map_err(anyhow::Error::msg)?;
+            }
+            git(&push.0, &["push", "-q", &input.remote, &push.1]).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot push the starting commit to `engine.remote` ({}): {e}",
+                    input.remote
+                )
+            })?;
             let followed = input.id.clone();
             started(
                 &client,

@@ -1677,3 +1677,183 @@ fn a_planned_build_runs_its_phases_on_temporal_from_the_committed_plan() {
     );
     assert_eq!(c.wf.calls("component-builder"), 2, "nothing more ran");
 }
+
+/// A long planned BUILD (8 phases here, about 30 steps; `BATON_TEST_PLAN_PHASES` sets another
+/// count, which is how docs/temporal.md's 200-step figure was measured) keeps its history small:
+/// each step adds the same few kilobytes whatever the record has grown to, and no event carries
+/// the record.
+#[test]
+fn a_long_planned_build_keeps_every_history_event_small_as_its_record_grows() {
+    let Some(_) = temporal() else { return };
+    let phases: usize = std::env::var("BATON_TEST_PLAN_PHASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8);
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let mut c = Cluster::new(&server);
+    c.wf.sb.write("docs/plans/long.md", &plan_of(phases));
+    c.wf.sb.commit_all("the plan");
+    c.node("node-a");
+    let o = c.wf.run(&[
+        "run",
+        "--engine",
+        "temporal",
+        "--plan",
+        "docs/plans/long.md",
+        "--json",
+    ]);
+    assert_exit(&o, 4);
+    let id = run_json(&o)["id"].as_str().unwrap().to_string();
+    let o = c.wf.run(&[
+        "resume", "--engine", "temporal", "--json", &id, "--answer", "run",
+    ]);
+    let tail = |b: &[u8]| {
+        let t = String::from_utf8_lossy(b);
+        t.chars()
+            .rev()
+            .take(3000)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<String>()
+    };
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{:?}\nstderr: {}\nstdout: {}",
+        o.status,
+        tail(&o.stderr),
+        tail(&o.stdout)
+    );
+    assert_eq!(c.wf.calls("component-builder"), phases as u32);
+    let events = history_events(&server, &id);
+    let steps = events
+        .iter()
+        .filter(|e| e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED")
+        .count();
+    let sizes: Vec<usize> = events.iter().map(|e| e.to_string().len()).collect();
+    let total: usize = sizes.iter().sum();
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let kind = events
+        .iter()
+        .zip(&sizes)
+        .find(|(_, n)| **n == largest)
+        .map(|(e, _)| e["eventType"].as_str().unwrap_or("?").to_string())
+        .unwrap_or_default();
+    let record: usize = c
+        .temporal_log(&id)
+        .iter()
+        .map(|e| e.to_string().len() + 1)
+        .sum();
+    eprintln!(
+        "{phases} phases: {steps} activities, {} history events, {total} bytes of history ({} a step), largest event {largest} bytes ({kind}); the record {record} bytes",
+        events.len(),
+        total / steps.max(1)
+    );
+    assert!(steps >= 3 * phases, "{steps} steps for {phases} phases");
+    // The record grows with every step; no event holds it, and a step's share stays flat.
+    assert!(
+        record > 20 * largest,
+        "record {record}, largest event {largest}"
+    );
+    assert!(
+        largest < 8 * 1024,
+        "largest history event: {largest} bytes ({kind})"
+    );
+    assert!(
+        total / steps < 12 * 1024,
+        "{} bytes of history a step",
+        total / steps
+    );
+}
+
+/// The workflows whose search attributes match `query` (`temporal workflow list --query`).
+fn listed(server: &Server, query: &str) -> Vec<String> {
+    let o = Command::new(temporal().unwrap())
+        .args(["workflow", "list", "--output", "json", "--address"])
+        .arg(server.address())
+        .args(["--query", query])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    // One JSON document, or one per line.
+    let docs: Vec<Value> = match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Array(a)) => a,
+        Ok(v) => vec![v],
+        Err(_) => text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect(),
+    };
+    docs.iter()
+        .filter_map(|d| d["execution"]["workflowId"].as_str().map(String::from))
+        .collect()
+}
+
+#[test]
+fn a_workflow_keeps_its_state_in_search_attributes_once_they_are_registered() {
+    let Some(_) = temporal() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let mut c = Cluster::new(&server);
+    let config = c.wf.sb.work().join(".baton/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("search_attributes = true\n");
+    c.wf.sb.write(".baton/config.toml", &text);
+    c.wf.sb.commit_all("engine.search_attributes");
+    c.wf.answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
+    // Not registered in the namespace: nothing starts, and the fix is named.
+    let o = c.run_build();
+    assert_exit(&o, 2);
+    let e = err(&o);
+    assert!(
+        e.contains("temporal operator search-attribute create --namespace default --name BatonState --type Keyword --name BatonGate --type Keyword --name BatonSteps --type Int --name BatonKind --type Keyword"),
+        "{e}"
+    );
+    assert!(
+        c.remote_git(&["for-each-ref"]).trim().is_empty(),
+        "nothing was pushed"
+    );
+    let o = Command::new(temporal().unwrap())
+        .args(["operator", "search-attribute", "create", "--address"])
+        .arg(server.address())
+        .args(["--name", "BatonState", "--type", "Keyword"])
+        .args(["--name", "BatonGate", "--type", "Keyword"])
+        .args(["--name", "BatonSteps", "--type", "Int"])
+        .args(["--name", "BatonKind", "--type", "Keyword"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    c.node("node-a");
+    let o = c.run_build();
+    assert_exit(&o, 4);
+    let doc = run_json(&o);
+    let id = doc["id"].as_str().unwrap().to_string();
+    let gate = doc["checkpoint"]["gate"].as_str().unwrap().to_string();
+    let waiting =
+        format!("BatonState = 'checkpoint' AND BatonGate = '{gate}' AND BatonKind = 'BUILD'");
+    assert!(
+        wait_until(Duration::from_secs(30), || listed(&server, &waiting)
+            .contains(&id)),
+        "{waiting}: {:?}",
+        listed(&server, "BatonState IS NOT NULL")
+    );
+    let answer = doc["checkpoint"]["options"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let o = c.wf.run(&[
+        "resume", "--engine", "temporal", "--json", &id, "--answer", &answer,
+    ]);
+    assert_exit(&o, 0);
+    let done = "BatonState = 'completed' AND BatonSteps > 2 AND BatonGate = 'none'";
+    assert!(
+        wait_until(Duration::from_secs(30), || listed(&server, done)
+            .contains(&id)),
+        "{done}: {:?}",
+        listed(&server, "BatonState IS NOT NULL")
+    );
+    assert!(!listed(&server, &waiting).contains(&id));
+}

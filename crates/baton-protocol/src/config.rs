@@ -346,6 +346,13 @@ pub struct EngineConfig {
     /// How long a workflow waits at a checkpoint for an answer before it stops. Default `"168h"` (a week).
     #[serde(default)]
     pub checkpoint_timeout: Option<HumanDuration>,
+    /// Keep each workflow's state in search attributes (`BatonState`, `BatonGate`,
+    /// `BatonSteps`, `BatonKind`), so `temporal workflow list --query` and Temporal's UI can
+    /// find, say, every workflow waiting at a checkpoint. The namespace must have them
+    /// registered (docs/temporal.md says how); `baton run` refuses to start otherwise. Default
+    /// `false`.
+    #[serde(default)]
+    pub search_attributes: Option<bool>,
 }
 
 /// The default of `workers.max`.

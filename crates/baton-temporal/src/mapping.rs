@@ -28,7 +28,19 @@ pub struct Engine {
     pub api_key: Option<String>,
     pub heartbeat_timeout: Duration,
     pub checkpoint_timeout: Duration,
+    /// `engine.search_attributes`: workflows keep their state in [`SEARCH_ATTRIBUTES`].
+    pub search_attributes: bool,
 }
+
+/// The search attributes a workflow keeps when `engine.search_attributes` is on, with the type
+/// each is registered under: its state, the gate it waits at (`none` when it waits at none), the
+/// steps it ran, and its kind (set when it starts).
+pub const SEARCH_ATTRIBUTES: [(&str, &str); 4] = [
+    ("BatonState", "Keyword"),
+    ("BatonGate", "Keyword"),
+    ("BatonSteps", "Int"),
+    ("BatonKind", "Keyword"),
+];
 
 impl Engine {
     /// The settings of `[engine]`; `task_queue` overrides the config's (a worker node's flag).
@@ -66,6 +78,7 @@ impl Engine {
             checkpoint_timeout: c
                 .checkpoint_timeout
                 .map_or(Duration::from_secs(7 * 24 * 3600), |d| d.0),
+            search_attributes: c.search_attributes.unwrap_or(false),
         })
     }
 
@@ -101,6 +114,10 @@ pub struct WorkflowInput {
     /// --engine temporal ID --answer TEXT`.
     #[serde(default)]
     pub resumed: Option<Resumed>,
+    /// `engine.search_attributes` when it started: the workflow keeps its state in
+    /// [`SEARCH_ATTRIBUTES`] (absent: a workflow that keeps none).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub search_attributes: bool,
     /// The plan a planned BUILD builds (`baton run --plan FILE`), as the starter trusted it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<PlanPin>,
@@ -299,6 +316,9 @@ pub struct Status {
     /// workflow's memo lists only the last node ([`Status::tail`]).
     #[serde(default)]
     pub nodes_from: usize,
+    /// The workflow keeps its state in [`SEARCH_ATTRIBUTES`] too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub search_attributes: bool,
 }
 
 impl Status {
@@ -383,14 +403,41 @@ pub fn outcome_from_output(stdout: &str) -> Result<StepOutcome, String> {
     Ok(StepOutcome::from(outcome))
 }
 
+/// The most bytes of a brief (or a checkpoint's question) a step's outcome carries into the
+/// history, the memo and the workflow's result: a brief lists every task, so a long planned
+/// BUILD's would make each memo update larger than the last. The start (what happened) and the
+/// end (proof, spend) are kept; the whole brief stays in the record (`baton log`).
+pub const BRIEF_MOST: usize = 2000;
+
+fn bounded(text: String) -> String {
+    match baton_text::truncate(
+        &text,
+        BRIEF_MOST,
+        baton_text::Keep::Ends { head_percent: 40 },
+    ) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(cut) => cut,
+    }
+}
+
 impl From<Outcome> for StepOutcome {
     fn from(o: Outcome) -> StepOutcome {
         match o {
             Outcome::Interrupted { .. } => StepOutcome::Running,
-            Outcome::Completed { brief, .. } => StepOutcome::Completed { brief },
-            Outcome::Failed { brief, .. } => StepOutcome::Failed { brief },
-            Outcome::Stopped { brief, .. } => StepOutcome::Stopped { brief },
-            Outcome::Checkpoint { checkpoint, .. } => StepOutcome::Checkpoint { checkpoint },
+            Outcome::Completed { brief, .. } => StepOutcome::Completed {
+                brief: bounded(brief),
+            },
+            Outcome::Failed { brief, .. } => StepOutcome::Failed {
+                brief: bounded(brief),
+            },
+            Outcome::Stopped { brief, .. } => StepOutcome::Stopped {
+                brief: bounded(brief),
+            },
+            Outcome::Checkpoint { mut checkpoint, .. } => {
+                checkpoint.brief = bounded(checkpoint.brief);
+                checkpoint.question = bounded(checkpoint.question);
+                StepOutcome::Checkpoint { checkpoint }
+            }
         }
     }
 }
@@ -399,6 +446,38 @@ impl From<Outcome> for StepOutcome {
 mod tests {
     use super::*;
     use baton_workflow::run::state::Gate;
+
+    #[test]
+    fn a_long_brief_keeps_its_start_and_its_end_within_the_bound() {
+        let tasks: String = (1..=300)
+            .map(|i| format!("  t{i} build-implement done component-builder pass\n"))
+            .collect();
+        let brief = format!(
+            "BUILD workflow w completed\ntasks:\n{tasks}proof: passed\nspent: 900 dispatches\n"
+        );
+        let line = serde_json::json!({"type": "workflow.completed", "id": "w", "brief": brief});
+        let StepOutcome::Completed { brief: kept } =
+            outcome_from_output(&line.to_string()).unwrap()
+        else {
+            panic!("not completed")
+        };
+        assert!(kept.len() <= BRIEF_MOST, "{}", kept.len());
+        assert!(
+            kept.starts_with("BUILD workflow w completed\ntasks:\n"),
+            "{kept}"
+        );
+        assert!(
+            kept.ends_with("proof: passed\nspent: 900 dispatches\n"),
+            "{kept}"
+        );
+        assert!(kept.contains("bytes omitted"), "{kept}");
+        // A short one is carried whole.
+        let line = r#"{"type":"workflow.failed","id":"w","brief":"b"}"#;
+        assert_eq!(
+            outcome_from_output(line).unwrap(),
+            StepOutcome::Failed { brief: "b".into() }
+        );
+    }
 
     #[test]
     fn outcomes_map_to_what_the_workflow_does_next() {

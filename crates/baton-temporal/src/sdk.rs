@@ -14,6 +14,9 @@ use temporalio_client::{
     WorkflowExecuteUpdateOptions, WorkflowExecutionStatus, WorkflowFetchHistoryOptions,
     WorkflowGetResultOptions, WorkflowQueryOptions, WorkflowStartOptions,
 };
+use temporalio_common::search_attributes::{
+    SearchAttributeKey, SearchAttributeUpdate, SearchAttributes,
+};
 use temporalio_macros::{activities, workflow, workflow_methods};
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use temporalio_sdk::{
@@ -42,19 +45,62 @@ pub(crate) const LIVE_STATUS: &str = "baton.live-status";
 /// Keeps `$status` in the workflow's memo (see [`STATUS_MEMO`]) through `$ctx`, a workflow's
 /// context or an update's; nothing in a workflow recorded before [`LIVE_STATUS`]. A memo that
 /// cannot be encoded changes nothing the workflow decides: the node says so on its stderr.
+/// A workflow started with `engine.search_attributes` keeps its state in search attributes
+/// too ([`Indexed`]).
 macro_rules! publish {
     ($ctx:expr, $status:expr) => {
         if $ctx.patched($crate::sdk::LIVE_STATUS) {
-            let value = temporalio_sdk::MemoValue::new($status.tail());
+            let status = &$status;
+            let value = temporalio_sdk::MemoValue::new(status.tail());
             if let Err(e) = $ctx.upsert_memo([($crate::sdk::STATUS_MEMO, Some(value))]) {
                 baton_text::errln!(
                     "baton worker-node: cannot keep the workflow's status in its memo: {e}"
                 );
             }
+            let updates = $crate::sdk::Indexed::search_updates(status);
+            if !updates.is_empty() {
+                $ctx.upsert_search_attributes(updates);
+            }
         }
     };
 }
 pub(crate) use publish;
+
+/// What a status keeps in the workflow's search attributes ([`crate::mapping::SEARCH_ATTRIBUTES`]);
+/// nothing unless the workflow was started with them.
+pub(crate) trait Indexed {
+    fn search_updates(&self) -> Vec<SearchAttributeUpdate>;
+}
+
+const BATON_STATE: SearchAttributeKey<String> = SearchAttributeKey::keyword("BatonState");
+const BATON_GATE: SearchAttributeKey<String> = SearchAttributeKey::keyword("BatonGate");
+const BATON_STEPS: SearchAttributeKey<i64> = SearchAttributeKey::int("BatonSteps");
+const BATON_KIND: SearchAttributeKey<String> = SearchAttributeKey::keyword("BatonKind");
+
+impl Indexed for Status {
+    fn search_updates(&self) -> Vec<SearchAttributeUpdate> {
+        if !self.search_attributes {
+            return Vec::new();
+        }
+        vec![
+            BATON_STATE.value_set(self.state.as_str().to_string()),
+            // `none` rather than unset: the server refuses the SDK's unset value.
+            BATON_GATE.value_set(
+                self.checkpoint
+                    .as_ref()
+                    .map_or("none", |c| c.gate.as_str())
+                    .to_string(),
+            ),
+            BATON_STEPS.value_set(i64::from(self.steps)),
+        ]
+    }
+}
+
+impl Indexed for crate::flow::FlowStatus {
+    fn search_updates(&self) -> Vec<SearchAttributeUpdate> {
+        Vec::new()
+    }
+}
 
 /// A baton workflow on Temporal: its input, and what the steps so far left.
 #[workflow]
@@ -93,6 +139,7 @@ impl BatonWorkflow {
             events: events_in(&log),
             record_at,
             remote: input.remote.clone(),
+            search_attributes: input.search_attributes,
             ..Status::default()
         };
         BatonWorkflow {
@@ -472,15 +519,72 @@ pub async fn pollers(client: &Client, engine: &Engine) -> Result<Vec<String>, St
         .collect())
 }
 
+/// With `engine.search_attributes`, every one of [`crate::mapping::SEARCH_ATTRIBUTES`] is
+/// registered in the namespace, each with its type: a workflow that upserted an unknown one
+/// would have its workflow task fail again and again, so nothing starts until they are.
+pub async fn search_attributes_registered(client: &Client, engine: &Engine) -> Result<(), String> {
+    use temporalio_common::protos::temporal::api::enums::v1::IndexedValueType;
+    use temporalio_common::protos::temporal::api::operatorservice::v1::ListSearchAttributesRequest;
+    let request = ListSearchAttributesRequest {
+        namespace: engine.namespace.clone(),
+    };
+    let known = client
+        .connection()
+        .operator_service()
+        .list_search_attributes(temporalio_client::tonic::Request::new(request))
+        .await
+        .map_err(|e| {
+            format!(
+                "`engine.search_attributes` is on, and the search attributes of namespace {} cannot be listed: {}",
+                engine.namespace,
+                e.message()
+            )
+        })?
+        .into_inner()
+        .custom_attributes;
+    let missing: Vec<String> = crate::mapping::SEARCH_ATTRIBUTES
+        .iter()
+        .filter(|(name, kind)| {
+            known
+                .get(*name)
+                .and_then(|t| IndexedValueType::try_from(*t).ok())
+                .map(|t| {
+                    t.as_str_name()
+                        .trim_start_matches("INDEXED_VALUE_TYPE_")
+                        .to_ascii_lowercase()
+                })
+                != Some(kind.to_ascii_lowercase())
+        })
+        .map(|(name, kind)| format!("--name {name} --type {kind}"))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "`engine.search_attributes` is on, and namespace {ns} lacks (or types otherwise) {n} of baton's search attributes: register them once, e.g. `temporal operator search-attribute create --namespace {ns} {all}` (a dev server: `temporal server start-dev --search-attribute BatonState=Keyword …`), or set search_attributes = false",
+        ns = engine.namespace,
+        n = missing.len(),
+        all = missing.join(" "),
+    ))
+}
+
 /// Starts `input` as a Temporal workflow on the engine's task queue.
 pub async fn start(client: &Client, engine: &Engine, input: WorkflowInput) -> Result<(), String> {
     let id = input.id.clone();
+    let options = WorkflowStartOptions::new(engine.task_queue.clone(), id.clone());
+    let options = if input.search_attributes {
+        options
+            .search_attributes(SearchAttributes::new([
+                BATON_KIND.value_set(input.kind.clone()),
+                BATON_STATE.value_set(WfState::Starting.as_str().to_string()),
+                BATON_STEPS.value_set(0),
+            ]))
+            .build()
+    } else {
+        options.build()
+    };
     client
-        .start_workflow(
-            BatonWorkflow::run,
-            input,
-            WorkflowStartOptions::new(engine.task_queue.clone(), id.clone()).build(),
-        )
+        .start_workflow(BatonWorkflow::run, input, options)
         .await
         .map(|_| ())
         .map_err(|e| format!("cannot start workflow {id} on Temporal: {e}"))
