@@ -300,6 +300,62 @@ impl Telemetry {
                 .insert("phase_exit_proof_runs".into(), Value::from(runs + 1));
         }
     }
+
+    /// The verifier's `### Timing & Workload` section, when its answer has one (seed 001:418):
+    /// `- extended_audit_runs: N` and the seconds it spent on `tests`, `build`, `scan`,
+    /// `reconcile` and `reasoning` (`- tests: 38`), added to `telemetry.verifier`
+    /// (`extended_audit_runs`, `workload_seconds.{…}`) over the workflow's verifier runs. Other
+    /// lines are left out; a number that does not read is skipped. Kept to explain latency only.
+    pub fn record_verifier_workload(&mut self, answer: &str) {
+        const KINDS: [&str; 5] = ["tests", "build", "scan", "reconcile", "reasoning"];
+        let mut in_section = false;
+        for line in answer.lines() {
+            let t = line.trim();
+            if t.starts_with('#') {
+                in_section = t
+                    .trim_start_matches('#')
+                    .trim()
+                    .eq_ignore_ascii_case("Timing & Workload");
+                continue;
+            }
+            if !in_section {
+                continue;
+            }
+            let Some((key, value)) = t.trim_start_matches(['-', '*']).split_once(':') else {
+                continue;
+            };
+            let key = key.trim().trim_matches('`').to_ascii_lowercase();
+            let number = value
+                .trim()
+                .trim_end_matches('s')
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|n| n.is_finite() && *n >= 0.0);
+            let Some(n) = number else { continue };
+            let add = |map: &mut Map<String, Value>, k: &str| {
+                let so_far = map.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+                map.insert(
+                    k.to_string(),
+                    Value::from(((so_far + n) * 1000.0).round() / 1000.0),
+                );
+            };
+            if key == "extended_audit_runs" {
+                add(&mut self.verifier, "extended_audit_runs");
+            } else if let Some(kind) = KINDS
+                .iter()
+                .find(|k| key == **k || key == format!("{k}_seconds"))
+            {
+                let mut seconds = match self.verifier.remove("workload_seconds") {
+                    Some(Value::Object(m)) => m,
+                    _ => Map::new(),
+                };
+                add(&mut seconds, kind);
+                self.verifier
+                    .insert("workload_seconds".into(), Value::Object(seconds));
+            }
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

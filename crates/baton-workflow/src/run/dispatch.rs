@@ -382,6 +382,11 @@ impl Runner<'_> {
         r.artifact
             .telemetry
             .record_dispatch(role.name(), d.duration_seconds);
+        if role == Role::IntegrationVerifier {
+            r.artifact
+                .telemetry
+                .record_verifier_workload(&d.output.text);
+        }
         if role == Role::Researcher && r.artifact.capabilities.is_none() {
             // What research could use, recorded with the first round.
             r.artifact.capabilities = Some(crate::artifact::Capabilities::of(one.spec));

@@ -372,6 +372,31 @@ fn telemetry_keeps_each_role_s_time_and_the_verifier_s_proof_runs() {
     }
     assert_eq!(t["verifier"]["phase_exit_proof_runs"], 1, "{t:#}");
     assert!(t["workflow_wall_clock_seconds"].as_u64().is_some(), "{t:#}");
+    // No Timing & Workload section: nothing is made up.
+    assert!(t["verifier"].get("workload_seconds").is_none(), "{t:#}");
+}
+
+/// The verifier's `### Timing & Workload` section is kept in `telemetry.verifier` (seed
+/// 001:418-421), added up over its runs, and decides nothing: the workflow ends as it would.
+#[test]
+fn the_verifier_s_timing_and_workload_is_kept_in_telemetry() {
+    let h = Harness::new();
+    h.happy();
+    let pass = baton_testkit::contract!(VERIFY_PASS);
+    let (head, contract) = pass.split_once("### Router Contract").unwrap();
+    let text = format!(
+        "{head}### Timing & Workload\n- extended_audit_runs: 1\n- tests: 38.5s\n- build: 12\n- reasoning: 4\n- coffee: 3\n\n### Router Contract{contract}"
+    );
+    h.answer("integration-verifier", &text);
+    let outcome = h.build("add a feature file").unwrap();
+    assert!(matches!(outcome, Outcome::Completed { .. }), "{outcome:?}");
+    let t = &h.artifact(&id_of(&outcome))["telemetry"]["verifier"];
+    assert_eq!(t["extended_audit_runs"], 1.0, "{t:#}");
+    assert_eq!(t["workload_seconds"]["tests"], 38.5, "{t:#}");
+    assert_eq!(t["workload_seconds"]["build"], 12.0, "{t:#}");
+    assert_eq!(t["workload_seconds"]["reasoning"], 4.0, "{t:#}");
+    assert!(t["workload_seconds"].get("coffee").is_none(), "{t:#}");
+    assert_eq!(t["phase_exit_proof_runs"], 1, "{t:#}");
 }
 
 /// Agents read the artifact, never another agent's live output or the router's bookkeeping
