@@ -1857,3 +1857,31 @@ fn a_workflow_keeps_its_state_in_search_attributes_once_they_are_registered() {
     );
     assert!(!listed(&server, &waiting).contains(&id));
 }
+
+/// A landing slower than the heartbeat timeout (a long workflow's final fetch and push) is not
+/// taken for a dead node: it heartbeats while git runs, and the workflow completes.
+#[test]
+fn a_landing_slower_than_the_heartbeat_timeout_stays_alive_and_completes() {
+    let Some(_) = temporal() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let mut c = Cluster::new(&server);
+    // heartbeat_timeout is 2s here; the landing takes 5s more.
+    c.node_env("node-a", 2, &[("BATON_FAULT_NODE_SLOW_LAND", "5")]);
+    let o = c.run_build();
+    assert_exit(&o, 0);
+    let doc = run_json(&o);
+    assert_eq!(doc["type"], "workflow.completed", "{doc:#}");
+    let id = doc["id"].as_str().unwrap();
+    // Landed once: one attempt of the landing, no timeout.
+    let landings: Vec<Value> = history_events(&server, id)
+        .into_iter()
+        .filter(|e| e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_STARTED")
+        .filter(|e| e.to_string().contains("\"attempt\":2"))
+        .collect();
+    assert!(landings.is_empty(), "{landings:#?}");
+    assert!(!c
+        .remote_git(&["rev-parse", &format!("refs/heads/baton/{id}")])
+        .trim()
+        .is_empty());
+}

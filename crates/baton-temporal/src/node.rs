@@ -412,6 +412,13 @@ impl Node {
         head: &str,
     ) -> Result<(), StepError> {
         let repo = self.fetched(remote)?;
+        if let Some(secs) = std::env::var(FAULT_SLOW_LAND)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            // Fault injection for tests: a landing whose git takes this long.
+            std::thread::sleep(std::time::Duration::from_secs(secs));
+        }
         if self.ls_remote(&repo, branch)?.as_deref() == Some(head) {
             return Ok(());
         }
@@ -672,6 +679,10 @@ fn check_plan(work: &Path, pin: &crate::mapping::PlanPin) -> Result<(), StepErro
     }
     Ok(())
 }
+
+/// Set in a worker node's environment (seconds), makes each landing take that much longer: how
+/// the tests show a landing slower than the heartbeat timeout stays alive.
+pub const FAULT_SLOW_LAND: &str = "BATON_FAULT_NODE_SLOW_LAND";
 
 /// Set in a worker node's environment, makes it exit right after a step's push (before the
 /// activity completes): how the tests kill a node at that moment.

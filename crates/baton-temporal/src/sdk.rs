@@ -447,17 +447,24 @@ impl NodeActivities {
         }
     }
 
-    /// The finishing push.
+    /// The finishing push. Alive while git runs (a long workflow's fetch is large): it
+    /// heartbeats every second, as a step does, so it is never taken for a dead node.
     #[activity(name = "baton.land")]
-    pub async fn land(
-        self: Arc<Self>,
-        _ctx: ActivityContext,
-        l: Land,
-    ) -> Result<(), ActivityError> {
-        self.node
-            .off_thread(move |n| n.land(&l.remote, &l.branch, &l.expected, &l.head))
-            .await
-            .map_err(activity_error)
+    pub async fn land(self: Arc<Self>, ctx: ActivityContext, l: Land) -> Result<(), ActivityError> {
+        let work = self
+            .node
+            .off_thread(move |n| n.land(&l.remote, &l.branch, &l.expected, &l.head));
+        let beats = async {
+            let mut every = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                every.tick().await;
+                let _ = ctx.record_heartbeat(()).await;
+            }
+        };
+        tokio::select! {
+            r = work => r.map_err(activity_error),
+            _ = beats => unreachable!("the heartbeat loop never ends"),
+        }
     }
 }
 
