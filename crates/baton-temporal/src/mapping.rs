@@ -409,33 +409,34 @@ pub fn outcome_from_output(stdout: &str) -> Result<StepOutcome, String> {
 /// end (proof, spend) are kept; the whole brief stays in the record (`baton log`).
 pub const BRIEF_MOST: usize = 2000;
 
-fn bounded(text: String) -> String {
-    match baton_text::truncate(
-        &text,
-        BRIEF_MOST,
-        baton_text::Keep::Ends { head_percent: 40 },
-    ) {
-        std::borrow::Cow::Borrowed(_) => text,
-        std::borrow::Cow::Owned(cut) => cut,
+/// `text` within [`BRIEF_MOST`] bytes, its start and end kept; a cut one ends by saying where
+/// the whole text is (workflow `id`'s record).
+fn bounded(text: String, id: &str) -> String {
+    if text.len() <= BRIEF_MOST {
+        return text;
     }
+    let pointer = format!("\n(the whole text: `baton log --engine temporal {id}`)");
+    let room = BRIEF_MOST.saturating_sub(pointer.len());
+    let cut = baton_text::truncate(&text, room, baton_text::Keep::Ends { head_percent: 40 });
+    format!("{cut}{pointer}")
 }
 
 impl From<Outcome> for StepOutcome {
     fn from(o: Outcome) -> StepOutcome {
         match o {
             Outcome::Interrupted { .. } => StepOutcome::Running,
-            Outcome::Completed { brief, .. } => StepOutcome::Completed {
-                brief: bounded(brief),
+            Outcome::Completed { brief, id } => StepOutcome::Completed {
+                brief: bounded(brief, &id),
             },
-            Outcome::Failed { brief, .. } => StepOutcome::Failed {
-                brief: bounded(brief),
+            Outcome::Failed { brief, id } => StepOutcome::Failed {
+                brief: bounded(brief, &id),
             },
-            Outcome::Stopped { brief, .. } => StepOutcome::Stopped {
-                brief: bounded(brief),
+            Outcome::Stopped { brief, id } => StepOutcome::Stopped {
+                brief: bounded(brief, &id),
             },
-            Outcome::Checkpoint { mut checkpoint, .. } => {
-                checkpoint.brief = bounded(checkpoint.brief);
-                checkpoint.question = bounded(checkpoint.question);
+            Outcome::Checkpoint { mut checkpoint, id } => {
+                checkpoint.brief = bounded(checkpoint.brief, &id);
+                checkpoint.question = bounded(checkpoint.question, &id);
                 StepOutcome::Checkpoint { checkpoint }
             }
         }
@@ -467,9 +468,22 @@ mod tests {
             "{kept}"
         );
         assert!(
-            kept.ends_with("proof: passed\nspent: 900 dispatches\n"),
+            kept.ends_with(
+                "proof: passed\nspent: 900 dispatches\n\n(the whole text: `baton log --engine temporal w`)"
+            ),
             "{kept}"
         );
+        // A checkpoint's question and brief are bounded alike.
+        let line = serde_json::json!({"type": "workflow.checkpoint", "id": "w", "checkpoint": {
+            "gate": "final_review", "question": brief, "options": ["run"], "brief": brief}});
+        let StepOutcome::Checkpoint { checkpoint } =
+            outcome_from_output(&line.to_string()).unwrap()
+        else {
+            panic!("not a checkpoint")
+        };
+        assert!(checkpoint.question.len() <= BRIEF_MOST);
+        assert!(checkpoint.brief.len() <= BRIEF_MOST);
+        assert!(checkpoint.question.ends_with("temporal w`)"));
         assert!(kept.contains("bytes omitted"), "{kept}");
         // A short one is carried whole.
         let line = r#"{"type":"workflow.failed","id":"w","brief":"b"}"#;

@@ -42,6 +42,9 @@ pub const STATUS_MEMO: &str = "baton.status";
 /// workflow: histories recorded before it replay without either.
 pub(crate) const LIVE_STATUS: &str = "baton.live-status";
 
+/// The patch that brought the search attributes (`engine.search_attributes`).
+pub(crate) const SEARCH_ATTRIBUTES_PATCH: &str = "baton.search-attributes";
+
 /// Keeps `$status` in the workflow's memo (see [`STATUS_MEMO`]) through `$ctx`, a workflow's
 /// context or an update's; nothing in a workflow recorded before [`LIVE_STATUS`]. A memo that
 /// cannot be encoded changes nothing the workflow decides: the node says so on its stderr.
@@ -58,7 +61,9 @@ macro_rules! publish {
                 );
             }
             let updates = $crate::sdk::Indexed::search_updates(status);
-            if !updates.is_empty() {
+            // A patch of their own: a workflow whose earlier tasks ran on a node that kept none
+            // replays without them.
+            if !updates.is_empty() && $ctx.patched($crate::sdk::SEARCH_ATTRIBUTES_PATCH) {
                 $ctx.upsert_search_attributes(updates);
             }
         }
@@ -464,6 +469,7 @@ impl NodeActivities {
         tokio::select! {
             r = work => r.map_err(activity_error),
             _ = beats => unreachable!("the heartbeat loop never ends"),
+            _ = ctx.cancelled() => Err(ActivityError::cancelled()),
         }
     }
 }

@@ -324,11 +324,19 @@ impl Telemetry {
             let Some((key, value)) = t.trim_start_matches(['-', '*']).split_once(':') else {
                 continue;
             };
-            let key = key.trim().trim_matches('`').to_ascii_lowercase();
+            let key = key
+                .trim()
+                .trim_matches(['`', '*'])
+                .trim()
+                .to_ascii_lowercase();
+            // `38`, `38s`, `38 seconds`, `**38**`.
             let number = value
                 .trim()
+                .trim_matches('*')
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
                 .trim_end_matches('s')
-                .trim()
                 .parse::<f64>()
                 .ok()
                 .filter(|n| n.is_finite() && *n >= 0.0);
@@ -341,7 +349,15 @@ impl Telemetry {
                 );
             };
             if key == "extended_audit_runs" {
-                add(&mut self.verifier, "extended_audit_runs");
+                let so_far = self
+                    .verifier
+                    .get("extended_audit_runs")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                self.verifier.insert(
+                    "extended_audit_runs".into(),
+                    Value::from(so_far + n.round() as u64),
+                );
             } else if let Some(kind) = KINDS
                 .iter()
                 .find(|k| key == **k || key == format!("{k}_seconds"))

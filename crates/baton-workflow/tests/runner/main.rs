@@ -385,13 +385,13 @@ fn the_verifier_s_timing_and_workload_is_kept_in_telemetry() {
     let pass = baton_testkit::contract!(VERIFY_PASS);
     let (head, contract) = pass.split_once("### Router Contract").unwrap();
     let text = format!(
-        "{head}### Timing & Workload\n- extended_audit_runs: 1\n- tests: 38.5s\n- build: 12\n- reasoning: 4\n- coffee: 3\n\n### Router Contract{contract}"
+        "{head}### Timing & Workload\n- extended_audit_runs: 1\n- tests: 38.5s\n- **build**: 12 seconds\n- reasoning: 4\n- coffee: 3\n\n### Router Contract{contract}"
     );
     h.answer("integration-verifier", &text);
     let outcome = h.build("add a feature file").unwrap();
     assert!(matches!(outcome, Outcome::Completed { .. }), "{outcome:?}");
     let t = &h.artifact(&id_of(&outcome))["telemetry"]["verifier"];
-    assert_eq!(t["extended_audit_runs"], 1.0, "{t:#}");
+    assert_eq!(t["extended_audit_runs"], 1, "{t:#}");
     assert_eq!(t["workload_seconds"]["tests"], 38.5, "{t:#}");
     assert_eq!(t["workload_seconds"]["build"], 12.0, "{t:#}");
     assert_eq!(t["workload_seconds"]["reasoning"], 4.0, "{t:#}");
