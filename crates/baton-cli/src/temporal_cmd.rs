@@ -434,9 +434,7 @@ mod imp {
             anyhow::anyhow!("HEAD is detached: check out the branch the units should land on")
         })?;
         let target = format!("refs/heads/{branch}");
-        git(root, &["push", "-q", &remote, &format!("{base}:{target}")]).map_err(|e| {
-            anyhow::anyhow!("cannot push {branch} to `engine.remote` ({remote}) as it is here: {e} (pull first if the remote is ahead)")
-        })?;
+        let push = (root.clone(), format!("{base}:{target}"));
         let id = baton_flow::engine::new_flow_id();
         let input = FlowInput {
             id: id.clone(),
@@ -449,8 +447,18 @@ mod imp {
             implemented: Default::default(),
             onto: None,
             origin: None,
+            search_attributes: engine.search_attributes,
         };
         on_engine(engine, |engine, client| async move {
+            // Checked before anything is pushed: a refused start leaves the remote as it was.
+            if engine.search_attributes {
+                sdk::search_attributes_registered(&client, &engine)
+                    .await
+                    .map_err(anyhow::Error::msg)?;
+            }
+            git(&push.0, &["push", "-q", &remote, &push.1]).map_err(|e| {
+                anyhow::anyhow!("cannot push {branch} to `engine.remote` ({remote}) as it is here: {e} (pull first if the remote is ahead)")
+            })?;
             let followed = input.id.clone();
             started(
                 &client,

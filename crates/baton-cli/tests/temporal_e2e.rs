@@ -1856,6 +1856,24 @@ fn a_workflow_keeps_its_state_in_search_attributes_once_they_are_registered() {
         listed(&server, "BatonState IS NOT NULL")
     );
     assert!(!listed(&server, &waiting).contains(&id));
+
+    // A Flow keeps them too: its kind, its state, and the units it landed as its steps.
+    let units = c.wf.sb.path("flow-units.json");
+    std::fs::write(
+        &units,
+        r#"{"units":[{"id":"solo","name":"add solo","task":"add a feature file","validation":[{"command":"test","args":["-f","feature.txt"]}]}]}"#,
+    )
+    .unwrap();
+    let o = c.flow_build(&units);
+    assert_exit(&o, 0);
+    let flow = run_json(&o)["id"].as_str().unwrap().to_string();
+    let landed = "BatonKind = 'FLOW' AND BatonState = 'completed' AND BatonSteps = 1";
+    assert!(
+        wait_until(Duration::from_secs(30), || listed(&server, landed)
+            .contains(&flow)),
+        "{landed}: {:?}",
+        listed(&server, "BatonKind = 'FLOW'")
+    );
 }
 
 /// A landing slower than the heartbeat timeout (a long workflow's final fetch and push) is not

@@ -49,6 +49,10 @@ pub struct FlowInput {
     /// trailers, and its starting commit is what trusting nodes trust.
     #[serde(default)]
     pub origin: Option<Origin>,
+    /// `engine.search_attributes` when it started: the Flow keeps its state in search
+    /// attributes too (absent: it keeps none).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub search_attributes: bool,
 }
 
 /// The Flow a landing or a continuation goes on from.
@@ -185,6 +189,9 @@ pub struct FlowStatus {
     /// Why Temporal ended the Flow without a baton outcome (a failure no attempt got past).
     #[serde(default)]
     pub why: Option<String>,
+    /// The Flow keeps its state in search attributes too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub search_attributes: bool,
 }
 
 impl FlowStatus {

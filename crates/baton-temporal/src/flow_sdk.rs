@@ -50,6 +50,7 @@ impl FlowWorkflow {
                 })
                 .collect(),
             why: None,
+            search_attributes: input.search_attributes,
         };
         FlowWorkflow { input, status }
     }
@@ -304,13 +305,20 @@ where
 
 /// Starts a Flow on the engine's task queue.
 pub async fn start(client: &Client, engine: &Engine, input: FlowInput) -> Result<(), String> {
+    let options = WorkflowStartOptions::new(engine.task_queue.clone(), input.id.clone());
+    let options = if input.search_attributes {
+        options
+            .search_attributes(crate::sdk::started_attributes(
+                "FLOW",
+                FlowRun::Implementing.as_str(),
+            ))
+            .build()
+    } else {
+        options.build()
+    };
     let id = input.id.clone();
     client
-        .start_workflow(
-            FlowWorkflow::run,
-            input,
-            WorkflowStartOptions::new(engine.task_queue.clone(), id.clone()).build(),
-        )
+        .start_workflow(FlowWorkflow::run, input, options)
         .await
         .map(|_| ())
         .map_err(|e| format!("cannot start Flow {id} on Temporal: {e}"))
@@ -342,6 +350,7 @@ pub async fn status(client: &Client, id: &str) -> Result<FlowStatus, String> {
             head: String::new(),
             units: Vec::new(),
             why: None,
+            search_attributes: false,
         }),
         // A Flow of an older baton keeps no memo: ask it (a node must be up).
         (WorkflowExecutionStatus::Running, None) => h
@@ -356,6 +365,7 @@ pub async fn status(client: &Client, id: &str) -> Result<FlowStatus, String> {
                 head: String::new(),
                 units: Vec::new(),
                 why: None,
+                search_attributes: false,
             });
             if s.state != FlowRun::Failed || s.why.is_none() {
                 let why = match h.get_result(WorkflowGetResultOptions::default()).await {

@@ -101,10 +101,34 @@ impl Indexed for Status {
     }
 }
 
+/// A Flow's: its state (`implementing`, `integrating`, `completed`, `failed`), `BatonGate`
+/// `none` (a Flow waits at no gate), and in `BatonSteps` the units landed.
 impl Indexed for crate::flow::FlowStatus {
     fn search_updates(&self) -> Vec<SearchAttributeUpdate> {
-        Vec::new()
+        if !self.search_attributes {
+            return Vec::new();
+        }
+        let landed = self
+            .units
+            .iter()
+            .filter(|u| u.state == crate::flow::UnitState::Integrated)
+            .count();
+        vec![
+            BATON_STATE.value_set(self.state.as_str().to_string()),
+            BATON_GATE.value_set("none".to_string()),
+            BATON_STEPS.value_set(landed as i64),
+        ]
     }
+}
+
+/// The search attributes a workflow or Flow starts with: its kind and first state, no steps.
+pub(crate) fn started_attributes(kind: &str, state: &str) -> SearchAttributes {
+    SearchAttributes::new([
+        BATON_KIND.value_set(kind.to_string()),
+        BATON_STATE.value_set(state.to_string()),
+        BATON_GATE.value_set("none".to_string()),
+        BATON_STEPS.value_set(0),
+    ])
 }
 
 /// A baton workflow on Temporal: its input, and what the steps so far left.
@@ -587,11 +611,7 @@ pub async fn start(client: &Client, engine: &Engine, input: WorkflowInput) -> Re
     let options = WorkflowStartOptions::new(engine.task_queue.clone(), id.clone());
     let options = if input.search_attributes {
         options
-            .search_attributes(SearchAttributes::new([
-                BATON_KIND.value_set(input.kind.clone()),
-                BATON_STATE.value_set(WfState::Starting.as_str().to_string()),
-                BATON_STEPS.value_set(0),
-            ]))
+            .search_attributes(started_attributes(&input.kind, WfState::Starting.as_str()))
             .build()
     } else {
         options.build()
