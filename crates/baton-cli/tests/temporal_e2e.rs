@@ -199,6 +199,16 @@ fn alive(pid: u32) -> bool {
             .contains(") Z ")
 }
 
+/// A dev server in a scratch folder and a project on it with the happy roles; `None` (the test
+/// skipped, said on stderr) without the `temporal` program.
+fn started() -> Option<(tempfile::TempDir, Server, Cluster)> {
+    temporal()?;
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start(&scratch.path().join("temporal.db"));
+    let c = Cluster::new(&server);
+    Some((scratch, server, c))
+}
+
 /// A project on Temporal: the scripted roles committed, a bare remote, `[engine]` pointing at the
 /// server and the remote, and worker nodes started on demand.
 struct Cluster {
@@ -312,6 +322,12 @@ impl Cluster {
             "--json",
             "add a feature file",
         ])
+    }
+
+    /// `baton run --engine temporal --plan PLAN --json`.
+    fn run_plan(&self, plan: &str) -> std::process::Output {
+        self.wf
+            .run(&["run", "--engine", "temporal", "--plan", plan, "--json"])
     }
 
     /// `baton flow start --engine temporal --workflow build --json UNITS_FILE`.
@@ -525,10 +541,9 @@ fn a_build_with_a_remediation_cycle_runs_on_temporal_as_it_runs_locally() {
 
 #[test]
 fn a_node_killed_mid_step_hands_the_step_to_the_other_node_as_attempt_2() {
-    let Some(_) = temporal() else { return };
-    let scratch = tempfile::tempdir().unwrap();
-    let server = Server::start(&scratch.path().join("temporal.db"));
-    let mut c = Cluster::new(&server);
+    let Some((_scratch, server, mut c)) = started() else {
+        return;
+    };
     // The first builder call records its pid and waits, as a long agent turn does.
     let pid_file = c.wf.sb.path("builder.pid");
     c.wf.answer_nth(
@@ -966,10 +981,9 @@ fn a_unit_its_reviewer_does_not_pass_ends_the_flow_rejected_and_the_target_stays
 
 #[test]
 fn a_checkpoint_nobody_answers_stops_the_workflow_at_the_checkpoint_timeout() {
-    let Some(_) = temporal() else { return };
-    let scratch = tempfile::tempdir().unwrap();
-    let server = Server::start(&scratch.path().join("temporal.db"));
-    let mut c = Cluster::new(&server);
+    let Some((_scratch, _server, mut c)) = started() else {
+        return;
+    };
     c.wf.answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
     let config = c.wf.sb.work().join(".baton/config.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
@@ -1017,10 +1031,9 @@ fn a_checkpoint_nobody_answers_stops_the_workflow_at_the_checkpoint_timeout() {
 
 #[test]
 fn a_role_file_a_step_rewrote_is_not_trusted_by_the_next_step_on_a_trusting_node() {
-    let Some(_) = temporal() else { return };
-    let scratch = tempfile::tempdir().unwrap();
-    let server = Server::start(&scratch.path().join("temporal.db"));
-    let mut c = Cluster::new(&server);
+    let Some((_scratch, _server, mut c)) = started() else {
+        return;
+    };
     // The builder (a model, as far as baton knows) plants a reviewer that would run a command
     // of its choosing, and the node commits it with the step's work.
     let marker = c.wf.sb.path("planted-reviewer-ran");
@@ -1121,10 +1134,9 @@ fn flow_land_lands_a_unit_a_failed_flow_on_temporal_kept_once_and_only_once() {
 
 #[test]
 fn doctor_checks_the_engine_the_remote_and_that_a_node_polls() {
-    let Some(_) = temporal() else { return };
-    let scratch = tempfile::tempdir().unwrap();
-    let server = Server::start(&scratch.path().join("temporal.db"));
-    let mut c = Cluster::new(&server);
+    let Some((_scratch, server, mut c)) = started() else {
+        return;
+    };
     c.wf.sb.write(
         ".baton/config.toml",
         &format!(
@@ -1190,10 +1202,9 @@ fn doctor_checks_the_engine_the_remote_and_that_a_node_polls() {
 
 #[test]
 fn a_run_with_no_node_polling_says_so_and_goes_on_when_one_comes() {
-    let Some(_) = temporal() else { return };
-    let scratch = tempfile::tempdir().unwrap();
-    let server = Server::start(&scratch.path().join("temporal.db"));
-    let mut c = Cluster::new(&server);
+    let Some((_scratch, _server, mut c)) = started() else {
+        return;
+    };
     let mut run = c.wf.sb.spawn(&[
         "run",
         "--engine",
@@ -1232,10 +1243,9 @@ fn a_run_with_no_node_polling_says_so_and_goes_on_when_one_comes() {
 
 #[test]
 fn a_failed_workflow_goes_on_with_guidance_as_a_new_run_of_the_same_id() {
-    let Some(_) = temporal() else { return };
-    let scratch = tempfile::tempdir().unwrap();
-    let server = Server::start(&scratch.path().join("temporal.db"));
-    let mut c = Cluster::new(&server);
+    let Some((_scratch, _server, mut c)) = started() else {
+        return;
+    };
     // The first builder says nothing baton can use: the workflow fails there.
     c.wf.answer_nth("component-builder", 1, "echo 'I could not do it'\n");
     c.node("node-a");
@@ -1356,10 +1366,9 @@ fn history_events(server: &Server, id: &str) -> Vec<Value> {
 /// Temporal's own view too, and `baton status` says why with no node up.
 #[test]
 fn a_branch_someone_else_moved_fails_the_workflow_at_once_and_status_needs_no_node() {
-    let Some(_) = temporal() else { return };
-    let scratch = tempfile::tempdir().unwrap();
-    let server = Server::start(&scratch.path().join("temporal.db"));
-    let mut c = Cluster::new(&server);
+    let Some((_scratch, server, mut c)) = started() else {
+        return;
+    };
     c.wf.answer_nth("code-reviewer", 1, REVIEW_CRITICAL_AND_HIGH);
     c.node("node-a");
     let o = c.run_build();
@@ -1460,10 +1469,9 @@ fn a_branch_someone_else_moved_fails_the_workflow_at_once_and_status_needs_no_no
 /// that step runs twice.
 #[test]
 fn a_node_that_dies_right_after_its_push_hands_over_its_result_and_no_agent_runs_twice() {
-    let Some(_) = temporal() else { return };
-    let scratch = tempfile::tempdir().unwrap();
-    let server = Server::start(&scratch.path().join("temporal.db"));
-    let mut c = Cluster::new(&server);
+    let Some((_scratch, server, mut c)) = started() else {
+        return;
+    };
     c.node_env(
         "node-a",
         2,
@@ -1533,16 +1541,15 @@ fn unbase64(text: &str) -> String {
 /// of it exists. A `plan` is refused, naming the local engine.
 #[test]
 fn run_workflow_over_mcp_runs_on_temporal_when_the_project_says_so() {
-    let Some(_) = temporal() else { return };
-    let scratch = tempfile::tempdir().unwrap();
-    let server = Server::start(&scratch.path().join("temporal.db"));
-    let mut c = Cluster::new(&server);
+    let Some((_scratch, _server, mut c)) = started() else {
+        return;
+    };
     let config = c.wf.sb.work().join(".baton/config.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
     text.push_str("kind = \"temporal\"\n");
     // Written through the sandbox: the project is trusted as it now is.
     c.wf.sb.write(".baton/config.toml", &text);
-    c.wf.sb.write("docs/plan.md", &plan_of(1));
+    c.wf.sb.write("docs/plan.md", &plan_text(1, "None"));
     c.wf.sb.commit_all("engine.kind = temporal");
     c.node("node-a");
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -1589,47 +1596,19 @@ fn run_workflow_over_mcp_runs_on_temporal_when_the_project_says_so() {
         .contains("Phase 1 of 1: `phase-1`"));
 }
 
-/// A plan of `phases` phases, each adding its line to `feature.txt`, with nothing left open.
-fn plan_of(phases: usize) -> String {
-    let mut yaml = String::new();
-    for i in 1..=phases {
-        yaml.push_str(&format!(
-            "- phase_id: phase-{i}\n  title: Part {i}\n  objective: build part {i}\n  files: [feature.txt]\n  checks: [test -f feature.txt]\n  exit_criteria: [feature.txt has part {i}]\n  test_seams: [feature.txt]\n"
-        ));
-    }
-    format!(
-        "# Parts\n\nplan_mode: execution_plan\nverification_rigor: standard\n\n## Acceptance Criteria\n- every part is built\n\n## Phases\n```yaml\n{yaml}```\n\n## Open Decisions\nNone\n\n## Differences from agreement\nNone\n"
-    )
-}
-
 #[test]
 fn a_planned_build_runs_its_phases_on_temporal_from_the_committed_plan() {
-    let Some(_) = temporal() else { return };
-    let scratch = tempfile::tempdir().unwrap();
-    let server = Server::start(&scratch.path().join("temporal.db"));
-    let mut c = Cluster::new(&server);
+    let Some((_scratch, _server, mut c)) = started() else {
+        return;
+    };
     // An uncommitted plan is refused before anything starts: the nodes build from the commit.
-    c.wf.sb.write("docs/plans/parts.md", &plan_of(2));
-    let o = c.wf.run(&[
-        "run",
-        "--engine",
-        "temporal",
-        "--plan",
-        "docs/plans/parts.md",
-        "--json",
-    ]);
+    c.wf.sb.write("docs/plans/parts.md", &plan_text(2, "None"));
+    let o = c.run_plan("docs/plans/parts.md");
     assert_exit(&o, 2);
     assert!(err(&o).contains("uncommitted changes"), "{}", err(&o));
     c.wf.sb.commit_all("the plan");
     c.node("node-a");
-    let o = c.wf.run(&[
-        "run",
-        "--engine",
-        "temporal",
-        "--plan",
-        "docs/plans/parts.md",
-        "--json",
-    ]);
+    let o = c.run_plan("docs/plans/parts.md");
     // A planned BUILD waits at the final whole-branch review, as it does locally.
     assert_exit(&o, 4);
     let doc = run_json(&o);
@@ -1659,16 +1638,9 @@ fn a_planned_build_runs_its_phases_on_temporal_from_the_committed_plan() {
     assert_eq!(moves, ["phase-1", "phase-2", "null"], "{events:#?}");
 
     // A plan edited after it was approved is refused here, naming the fix, and nothing starts.
-    c.wf.sb.write("docs/plans/parts.md", &plan_of(3));
+    c.wf.sb.write("docs/plans/parts.md", &plan_text(3, "None"));
     c.wf.sb.commit_all("a third part");
-    let o = c.wf.run(&[
-        "run",
-        "--engine",
-        "temporal",
-        "--plan",
-        "docs/plans/parts.md",
-        "--json",
-    ]);
+    let o = c.run_plan("docs/plans/parts.md");
     assert_exit(&o, 2);
     assert!(
         err(&o).contains("baton plan approve docs/plans/parts.md"),
@@ -1692,17 +1664,11 @@ fn a_long_planned_build_keeps_every_history_event_small_as_its_record_grows() {
     let scratch = tempfile::tempdir().unwrap();
     let server = Server::start(&scratch.path().join("temporal.db"));
     let mut c = Cluster::new(&server);
-    c.wf.sb.write("docs/plans/long.md", &plan_of(phases));
+    c.wf.sb
+        .write("docs/plans/long.md", &plan_text(phases, "None"));
     c.wf.sb.commit_all("the plan");
     c.node("node-a");
-    let o = c.wf.run(&[
-        "run",
-        "--engine",
-        "temporal",
-        "--plan",
-        "docs/plans/long.md",
-        "--json",
-    ]);
+    let o = c.run_plan("docs/plans/long.md");
     assert_exit(&o, 4);
     let id = run_json(&o)["id"].as_str().unwrap().to_string();
     let o = c.wf.run(&[
@@ -1793,10 +1759,9 @@ fn listed(server: &Server, query: &str) -> Vec<String> {
 
 #[test]
 fn a_workflow_keeps_its_state_in_search_attributes_once_they_are_registered() {
-    let Some(_) = temporal() else { return };
-    let scratch = tempfile::tempdir().unwrap();
-    let server = Server::start(&scratch.path().join("temporal.db"));
-    let mut c = Cluster::new(&server);
+    let Some((_scratch, server, mut c)) = started() else {
+        return;
+    };
     let config = c.wf.sb.work().join(".baton/config.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
     text.push_str("search_attributes = true\n");
@@ -1880,10 +1845,9 @@ fn a_workflow_keeps_its_state_in_search_attributes_once_they_are_registered() {
 /// taken for a dead node: it heartbeats while git runs, and the workflow completes.
 #[test]
 fn a_landing_slower_than_the_heartbeat_timeout_stays_alive_and_completes() {
-    let Some(_) = temporal() else { return };
-    let scratch = tempfile::tempdir().unwrap();
-    let server = Server::start(&scratch.path().join("temporal.db"));
-    let mut c = Cluster::new(&server);
+    let Some((_scratch, server, mut c)) = started() else {
+        return;
+    };
     // heartbeat_timeout is 2s here; the landing takes 5s more.
     c.node_env("node-a", 2, &[("BATON_FAULT_NODE_SLOW_LAND", "5")]);
     let o = c.run_build();

@@ -19,18 +19,6 @@ cat <<'EOF'
     "EOF\n"
 );
 
-fn plan_text(phases: usize, open: &str) -> String {
-    let mut yaml = String::new();
-    for i in 1..=phases {
-        yaml.push_str(&format!(
-            "- phase_id: phase-{i}\n  title: Part {i}\n  objective: build part {i}\n  files: [feature.txt]\n  checks: [test -f feature.txt]\n  exit_criteria: [feature.txt has part {i}]\n  test_seams: [feature.txt]\n"
-        ));
-    }
-    format!(
-        "# Three parts\n\nplan_mode: execution_plan\nverification_rigor: standard\n\n## Acceptance Criteria\n- every part is built\n\n## Phases\n```yaml\n{yaml}```\n\n## Open Decisions\n{open}\n\n## Differences from agreement\nNone\n"
-    )
-}
-
 /// The sha a prompt's `## Base` section names.
 fn base_of(prompt: &str) -> String {
     let at = prompt.find("This phase began at `").expect("a base") + "This phase began at `".len();

@@ -302,3 +302,17 @@ pub fn units_file(wf: &Wf, units: &[&str]) -> std::path::PathBuf {
     std::fs::write(&path, serde_json::json!({ "units": list }).to_string()).unwrap();
     path
 }
+
+/// A plan of `phases` phases, each adding its line to `feature.txt` (checked by `test -f`), with
+/// `open` under `## Open Decisions` (`None` for a plan that can be built).
+pub fn plan_text(phases: usize, open: &str) -> String {
+    let mut yaml = String::new();
+    for i in 1..=phases {
+        yaml.push_str(&format!(
+            "- phase_id: phase-{i}\n  title: Part {i}\n  objective: build part {i}\n  files: [feature.txt]\n  checks: [test -f feature.txt]\n  exit_criteria: [feature.txt has part {i}]\n  test_seams: [feature.txt]\n"
+        ));
+    }
+    format!(
+        "# Three parts\n\nplan_mode: execution_plan\nverification_rigor: standard\n\n## Acceptance Criteria\n- every part is built\n\n## Phases\n```yaml\n{yaml}```\n\n## Open Decisions\n{open}\n\n## Differences from agreement\nNone\n"
+    )
+}
