@@ -208,8 +208,13 @@ mod imp {
     ) -> Result<baton_temporal::mapping::PlanPin> {
         let path = ctx.cwd.join(given);
         if !path.is_file() {
+            let what = if path.is_dir() {
+                "a folder, not a plan file"
+            } else {
+                "no such file"
+            };
             anyhow::bail!(
-                "--plan {}: no such file: give a plan file committed in the project (a PLAN workflow writes one under docs/plans/)",
+                "--plan {}: {what}: give a plan file committed in the project (a PLAN workflow writes one under docs/plans/)",
                 given.display()
             );
         }

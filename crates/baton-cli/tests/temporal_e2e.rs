@@ -1607,6 +1607,9 @@ fn a_planned_build_runs_its_phases_on_temporal_from_the_committed_plan() {
     assert_exit(&o, 2);
     assert!(err(&o).contains("uncommitted changes"), "{}", err(&o));
     c.wf.sb.commit_all("the plan");
+    let o = c.run_plan("docs/plans");
+    assert_exit(&o, 2);
+    assert!(err(&o).contains("a folder, not a plan file"), "{}", err(&o));
     c.node("node-a");
     let o = c.run_plan("docs/plans/parts.md");
     // A planned BUILD waits at the final whole-branch review, as it does locally.
