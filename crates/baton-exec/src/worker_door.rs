@@ -199,15 +199,23 @@ mod tests {
         assert!(matches!(*event, WorkerEvent::Lost { .. }));
     }
 
+    /// Worker `w1`'s door, served once on a thread: the sender's ask is taken, then `then`
+    /// answers (or not) before the door closes.
+    fn door(state: &StateDir, then: impl FnOnce(&UnixStream) + Send + 'static) {
+        let listener = listen(state, "w1").unwrap();
+        std::thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            accept(&conn).unwrap();
+            then(&conn);
+        });
+    }
+
     #[test]
     fn a_door_that_closes_after_queueing_leaves_the_rest_to_the_log() {
         let dir = tempfile::tempdir().unwrap();
         let state = worker_log(dir.path());
-        let listener = listen(&state, "w1").unwrap();
-        std::thread::spawn(move || {
-            let (conn, _) = listener.accept().unwrap();
-            accept(&conn).unwrap();
-            tell(&conn, &Queued { queued: P2.into() }).unwrap();
+        door(&state, |conn| {
+            tell(conn, &Queued { queued: P2.into() }).unwrap();
         });
         let reply = ask(&state, "w1", P2, "hello").unwrap();
         assert!(matches!(reply, Reply::Queued { id } if id == P2));
@@ -217,11 +225,7 @@ mod tests {
     fn a_door_that_closes_before_queueing_leaves_the_sender_unsure() {
         let dir = tempfile::tempdir().unwrap();
         let state = worker_log(dir.path());
-        let listener = listen(&state, "w1").unwrap();
-        std::thread::spawn(move || {
-            let (conn, _) = listener.accept().unwrap();
-            accept(&conn).unwrap();
-        });
+        door(&state, |_| {});
         let reply = ask(&state, "w1", P1, "hello").unwrap();
         assert!(matches!(reply, Reply::Unsure { id } if id == P1));
     }
