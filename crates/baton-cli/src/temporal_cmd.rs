@@ -28,7 +28,8 @@ pub struct WorkerNodeArgs {
     /// Apply the settings and roles the remote's commits carry (`baton trust` per worktree)
     #[arg(long)]
     pub trust: bool,
-    /// Replay saved histories against this binary's workflow code, then exit
+    /// Replay saved histories (`baton log --history` or `temporal workflow show -o json`) against
+    /// this binary's workflow code, then exit
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub check_history: Vec<PathBuf>,
     /// Directory whose project config (`[engine]`) applies

@@ -517,9 +517,27 @@ fn a_build_with_a_remediation_cycle_runs_on_temporal_as_it_runs_locally() {
         largest < 4096 && record > 2 * largest,
         "largest history event {largest} bytes, record {record} bytes"
     );
-    // `BATON_SAVE_HISTORY=FILE` keeps it: how `crates/baton-temporal/tests/fixtures/` got its own.
+    // The same history as Temporal's own CLI writes it (proto JSON: camelCase, enum names, int64
+    // as strings, the event's attributes under their own key) replays too.
+    let shown = c.wf.sb.path("shown.json");
+    let o = Command::new(temporal().unwrap())
+        .args(["workflow", "show", "--output", "json", "--address"])
+        .arg(server.address())
+        .args(["-w", &id])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    std::fs::write(&shown, &o.stdout).unwrap();
+    let o =
+        c.wf.run(&["worker-node", "--check-history", shown.to_str().unwrap()]);
+    assert_exit(&o, 0);
+    // `BATON_SAVE_HISTORY=FILE` keeps both (the CLI's as FILE.cli.json): how
+    // `crates/baton-temporal/tests/fixtures/` got its own.
     if let Some(keep) = std::env::var_os("BATON_SAVE_HISTORY") {
-        std::fs::copy(&history, keep).unwrap();
+        std::fs::copy(&history, &keep).unwrap();
+        let mut cli = keep;
+        cli.push(".cli.json");
+        std::fs::copy(&shown, cli).unwrap();
     }
     let changed = c.wf.sb.path("changed.json");
     let text = std::fs::read_to_string(&history).unwrap();
@@ -528,6 +546,12 @@ fn a_build_with_a_remediation_cycle_runs_on_temporal_as_it_runs_locally() {
         "{}",
         &text[..text.len().min(2000)]
     );
+    std::fs::write(&changed, text.replacen("baton.step", "baton.stop", 1)).unwrap();
+    let o =
+        c.wf.run(&["worker-node", "--check-history", changed.to_str().unwrap()]);
+    assert_exit(&o, 1);
+    assert!(err(&o).contains("does not replay"), "{}", err(&o));
+    let text = std::fs::read_to_string(&shown).unwrap();
     std::fs::write(&changed, text.replacen("baton.step", "baton.stop", 1)).unwrap();
     let o =
         c.wf.run(&["worker-node", "--check-history", changed.to_str().unwrap()]);

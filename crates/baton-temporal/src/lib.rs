@@ -18,12 +18,16 @@
 //!   worktree, the child, the commit and the push.
 //! - `sdk` (feature `temporal`): the Temporal workflow, the activity, the worker node's loop and
 //!   the client calls `baton run/resume/status --engine temporal` make.
+//! - `proto_json` (feature `temporal`): a history as Temporal's CLI and UI write it, read for
+//!   `baton worker-node --check-history`.
 
 pub mod flow;
 #[cfg(feature = "temporal")]
 pub mod flow_sdk;
 pub mod mapping;
 pub mod node;
+#[cfg(feature = "temporal")]
+pub mod proto_json;
 #[cfg(feature = "temporal")]
 pub mod sdk;
 #[cfg(feature = "temporal")]

@@ -25,20 +25,19 @@ pub async fn check_histories(files: &[std::path::PathBuf]) -> Result<usize, Stri
     .map_err(|e| e.to_string())?;
     for f in files {
         let bytes = std::fs::read(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
-        let history = temporalio_client::WorkflowHistory::from_json(&bytes).map_err(|e| {
-            // The Temporal CLI writes proto JSON (camelCase, enum names), which the SDK's
-            // replayer does not read.
-            let proto_json = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)])
-                .contains("\"eventType\"");
-            if proto_json {
-                format!(
-                    "{}: this is the Temporal CLI's JSON (`temporal workflow show -o json`), which the replayer cannot read: save the history with `baton log --engine temporal ID --history FILE` instead",
-                    f.display()
-                )
-            } else {
-                format!("{}: not a workflow history: {e}", f.display())
-            }
-        })?;
+        let history = if crate::proto_json::looks_like(&bytes) {
+            crate::proto_json::history(&bytes)
+                .map(temporalio_client::WorkflowHistory::from)
+                .map_err(|e| {
+                    format!(
+                        "{}: not a workflow history as Temporal's CLI writes it: {e}",
+                        f.display()
+                    )
+                })?
+        } else {
+            temporalio_client::WorkflowHistory::from_json(&bytes)
+                .map_err(|e| format!("{}: not a workflow history: {e}", f.display()))?
+        };
         replayer
             .replay_workflow(history)
             .await
