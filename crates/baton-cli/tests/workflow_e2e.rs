@@ -163,7 +163,9 @@ fn a_builder_pass_that_changed_nothing_is_not_believed() {
 #[test]
 fn remediation_stops_at_the_circuit_breaker_after_three_cycles() {
     let wf = Wf::new();
-    wf.happy().answer("code-reviewer", REVIEW_CRITICAL);
+    wf.happy()
+        .answer("code-reviewer", REVIEW_CRITICAL)
+        .answer("researcher", RESEARCH_DONE);
     let o = wf.run(&["run", "add a feature file"]);
     assert_exit(&o, 4);
     let text = out(&o);
@@ -180,6 +182,16 @@ fn remediation_stops_at_the_circuit_breaker_after_three_cycles() {
     assert!(wf
         .prompt("component-builder", 2)
         .contains("the feature is never wired in"));
+    // Two fixes that did not converge: a research round ran before the third, which reads it.
+    assert_eq!(wf.calls("researcher"), 2);
+    let third = wf.prompt("component-builder", 4);
+    assert!(
+        third.contains("## Research Files\nWeb: docs/research/webhooks.md\n"),
+        "{third}"
+    );
+    assert!(!wf
+        .prompt("component-builder", 3)
+        .contains("## Research Files"));
     let id = wf.id();
     let o = wf.run(&["resume", &id, "--answer", "abort"]);
     assert_exit(&o, 1);

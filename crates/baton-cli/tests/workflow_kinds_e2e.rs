@@ -794,23 +794,6 @@ fn brainstorming_asks_then_its_design_reaches_the_planner() {
     assert_eq!(snap["run_state"], "completed");
 }
 
-const RESEARCH_DONE: &str = r#"mkdir -p docs/research && echo "retries: 3" > docs/research/webhooks.md
-cat <<'EOF'
-### Router Contract (MACHINE-READABLE)
-```yaml
-STATUS: COMPLETE
-FILE_PATH: docs/research/webhooks.md
-BACKEND_MODE: local
-SOURCES_ATTEMPTED: [provider docs]
-SOURCES_USED: [provider docs]
-QUALITY_LEVEL: high
-KEY_FINDINGS_COUNT: 1
-WHAT_CHANGED_RECOMMENDATION: retry three times
-MEMORY_NOTES: null
-```
-EOF
-"#;
-
 /// [21/24] PLAN offers research before planning when brainstorming names outside technology
 /// (plan-workflow.md:14-16): `research` runs the researchers and the planner reads their files;
 /// `plan now` goes straight to the planner.

@@ -27,6 +27,24 @@ pub const REVIEW_APPROVE: &str = concat!(
     "EOF\n"
 );
 
+/// A researcher that writes its notes to `docs/research/webhooks.md` and says so.
+pub const RESEARCH_DONE: &str = r#"mkdir -p docs/research && echo "retries: 3" > docs/research/webhooks.md
+cat <<'EOF'
+### Router Contract (MACHINE-READABLE)
+```yaml
+STATUS: COMPLETE
+FILE_PATH: docs/research/webhooks.md
+BACKEND_MODE: local
+SOURCES_ATTEMPTED: [provider docs]
+SOURCES_USED: [provider docs]
+QUALITY_LEVEL: high
+KEY_FINDINGS_COUNT: 1
+WHAT_CHANGED_RECOMMENDATION: retry three times
+MEMORY_NOTES: null
+```
+EOF
+"#;
+
 pub const REVIEW_CRITICAL: &str = concat!(
     r#"cat <<'EOF'
 "#,

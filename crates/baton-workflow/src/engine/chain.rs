@@ -172,6 +172,12 @@ impl Draft<'_> {
             self.result("doc_syncer", AgentResult::docs_synced(&doc.status, partial));
             next = Some(self.memory_finalize("documentation synced"));
         }
+        if let (None, Some(r)) = (&next, &outputs.research) {
+            // Research after a remediation that did not converge: the next fix reads it.
+            if self.fix_after_research(&r.clone()) {
+                return;
+            }
+        }
         if let (None, WorkflowKind::Debug, None, Some(r)) =
             (&next, kind, &outputs.investigator, &outputs.research)
         {

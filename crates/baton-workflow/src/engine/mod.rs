@@ -28,6 +28,12 @@ pub const MAX_REMEDIATION_CYCLES: usize = 3;
 pub const MAX_INVESTIGATION_CONTINUATIONS: usize = 2;
 /// Research rounds allowed before asking the user.
 pub const MAX_RESEARCH_ROUNDS: usize = 2;
+/// Remediation cycles on one phase that did not converge, after which research runs before the
+/// next fix (remediation-and-research.md:214-224: "two or more remediation cycles on the same
+/// issue without convergence").
+pub const STUCK_CYCLES: usize = 2;
+/// How the reason of that research starts (then the phase, a colon and what is being fixed).
+pub const STUCK_RESEARCH: &str = "remediation without convergence on";
 
 /// What the router does next. The wire spellings are the snake_case names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -600,6 +606,30 @@ impl<'a> Draft<'a> {
             );
             return;
         }
+        if self.stuck_without_research() {
+            let why = format!("{}: {reason}", self.stuck_reason());
+            use crate::artifact::Phase;
+            for phase in [Phase::ResearchWeb.as_str(), Phase::ResearchGithub.as_str()] {
+                self.follow_ups.push(FollowUp {
+                    kind: TaskKind::Research,
+                    phase: phase.into(),
+                    scope: scope.to_string(),
+                    reason: why.clone(),
+                });
+            }
+            let mut entry =
+                HistoryEntry::new("research_triggered", self.a.phase_cursor.as_deref(), &why);
+            entry.origin = Some(origin.to_string());
+            self.changes.push(Change::Status(entry));
+            self.stop(
+                Action::SpawnResearch,
+                None,
+                format!(
+                    "{cycles} remediation cycles did not converge: research before the next fix ({reason})"
+                ),
+            );
+            return;
+        }
         let phase = self.a.phase_cursor.clone();
         self.follow_ups.push(FollowUp {
             kind: TaskKind::Remfix,
@@ -616,6 +646,67 @@ impl<'a> Draft<'a> {
             None,
             format!("remediation for {origin}: {reason}"),
         );
+    }
+
+    /// The reason of the research this phase's stuck remediation gets.
+    fn stuck_reason(&self) -> String {
+        let phase = self.a.phase_cursor.as_deref().unwrap_or("the work");
+        format!("{STUCK_RESEARCH} {phase}")
+    }
+
+    /// The phase's remediation went [`STUCK_CYCLES`] cycles without converging, and no research
+    /// ran for it yet (once per phase, within the workflow's research rounds).
+    fn stuck_without_research(&self) -> bool {
+        let on_phase = self
+            .a
+            .remediation_history
+            .iter()
+            .filter(|e| e.event == "remediation_created" && e.phase == self.a.phase_cursor)
+            .count();
+        on_phase >= STUCK_CYCLES
+            && self.a.research_rounds.len() < MAX_RESEARCH_ROUNDS
+            && self.stuck_research().is_none()
+    }
+
+    /// The research task made for this phase's stuck remediation, if any.
+    fn stuck_research(&self) -> Option<&Task> {
+        let reason = format!("{}: ", self.stuck_reason());
+        self.tasks.iter().find(|t| {
+            t.kind == Some(TaskKind::Research)
+                && t.reason.as_deref().is_some_and(|r| r.starts_with(&reason))
+        })
+    }
+
+    /// A research round made for a stuck remediation is in: the fix it was made for is created,
+    /// and its builder reads the round's files. `false` when the round was not made for that.
+    fn fix_after_research(&mut self, r: &crate::outputs::ResearchOutcome) -> bool {
+        let prefix = format!("{}: ", self.stuck_reason());
+        let latest = self
+            .tasks
+            .iter()
+            .rev()
+            .find(|t| t.kind == Some(TaskKind::Research));
+        let Some(task) =
+            latest.filter(|t| t.reason.as_deref().is_some_and(|r| r.starts_with(&prefix)))
+        else {
+            return false;
+        };
+        let reason = task
+            .reason
+            .as_deref()
+            .and_then(|r| r.strip_prefix(&prefix))
+            .unwrap_or("review findings")
+            .to_string();
+        let scope = task.scope.clone().unwrap_or_else(|| "ALL_ISSUES".into());
+        let origin = self
+            .a
+            .remediation_history
+            .last()
+            .and_then(|e| e.origin.clone())
+            .unwrap_or_else(|| "code-reviewer".into());
+        self.research_in(r);
+        self.remediate(&origin, &scope, &reason);
+        true
     }
 
     fn memory_finalize(&mut self, why: &str) -> (Action, String) {

@@ -64,11 +64,19 @@ impl Runner<'_> {
         let last_problem = v.host.failure.clone().filter(|_| v.host.guidance.is_some());
         // The investigator or planner after a research round reads where its files are and how
         // good they are (seed 001:347-348); the plan's reviewer gets them among the context the
-        // plan was made from.
-        let round = matches!(
-            role,
-            Role::BugInvestigator | Role::Planner | Role::PlanGapReviewer
-        )
+        // plan was made from; and the fix after a round made because the remediation did not
+        // converge reads it too.
+        let for_stuck_fix = remfix
+            && a.research_rounds.last().is_some_and(|r| {
+                r.reason
+                    .as_deref()
+                    .is_some_and(|w| w.starts_with(crate::engine::STUCK_RESEARCH))
+            });
+        let round = (for_stuck_fix
+            || matches!(
+                role,
+                Role::BugInvestigator | Role::Planner | Role::PlanGapReviewer
+            ))
         .then(|| a.research_rounds.last())
         .flatten();
         let research_files = round.map(|round| {

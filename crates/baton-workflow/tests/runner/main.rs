@@ -81,6 +81,64 @@ fn remediation_stops_at_the_circuit_breaker_after_three_cycles() {
     );
 }
 
+/// Two remediation cycles on a phase that did not converge start a research round before the
+/// third fix (remediation-and-research.md:214-224), once per phase; the third fix reads its
+/// files. Without a research backend (the built-in researcher) the round is recorded as
+/// unavailable, and the fix is told so.
+#[test]
+fn two_fixes_that_do_not_converge_get_a_research_round_before_the_third() {
+    let h = Harness::new();
+    h.happy().answer("code-reviewer", REVIEW_CRITICAL);
+    let o = h.build("add a feature file").unwrap();
+    let Outcome::Checkpoint { id, checkpoint } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(checkpoint.gate, Gate::CircuitBreaker);
+    let a = h.artifact(id);
+    let rounds = a["research_rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 1, "{a:#}");
+    let reason = rounds[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(baton_workflow::engine::STUCK_RESEARCH),
+        "{reason}"
+    );
+    assert_eq!(rounds[0]["web"], "UNAVAILABLE");
+    // The research came between the second and the third fix, in the status history.
+    let history: Vec<&str> = a["status_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["event"].as_str())
+        .filter(|e| *e == "research_triggered")
+        .collect();
+    assert_eq!(history, ["research_triggered"]);
+    let fixes = h.calls_of("component-builder");
+    assert_eq!(fixes.len(), 4);
+    for early in &fixes[1..3] {
+        assert!(
+            !early.prompt.contains("## Research Files"),
+            "{}",
+            early.prompt
+        );
+    }
+    assert!(
+        fixes[3]
+            .prompt
+            .contains("## Research Files\nWeb: Unavailable\nGitHub: Unavailable\n"),
+        "{}",
+        fixes[3].prompt
+    );
+    // One more cycle past the breaker: no second round for the same phase.
+    let reviews = h.calls_of("code-reviewer").len() as u32;
+    h.answer_nth("code-reviewer", reviews + 1, REVIEW_CRITICAL);
+    let o = h.answer_checkpoint(id, "one more cycle").unwrap();
+    assert!(matches!(o, Outcome::Checkpoint { .. }), "{o:?}");
+    assert_eq!(
+        h.artifact(id)["research_rounds"].as_array().unwrap().len(),
+        1
+    );
+}
+
 #[test]
 fn one_more_cycle_at_the_circuit_breaker_grants_one_remediation() {
     let h = Harness::new();
