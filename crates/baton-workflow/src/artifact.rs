@@ -57,6 +57,8 @@ baton_protocol::closed_set! {
         Budget = "budget",
         /// A failure stopped the workflow; the answer is guidance for a retry.
         Failure = "failure",
+        /// Deferred findings of a verified BUILD: fix now, follow up or accept (cc10x 1a).
+        DeferredTriage = "deferred_triage",
         /// The finishing choice of a BUILD in its own worktree.
         Finish = "finish",
         /// `discard` at the finishing choice, asked again before the work is deleted.
@@ -630,14 +632,24 @@ pub struct DeferredFinding {
     pub finding: LoggedFinding,
     #[serde(default)]
     pub phase: Option<String>,
+    /// The triage's answer: `fix_now`, `follow_up` or `accepted` (absent until then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disposition: Option<String>,
 }
 
 impl DeferredFinding {
-    /// The finding as memory keeps it: `[severity] text (phase, workflow)`.
+    /// The finding as memory keeps it: `[severity] text (phase, workflow)`, and the triage's
+    /// disposition when one was made.
     pub fn memory_line(&self, wf: &str) -> String {
         let phase = self.phase.as_deref().unwrap_or("");
+        let disposition = match self.disposition.as_deref() {
+            Some("fix_now") => ": to fix now",
+            Some("follow_up") => ": a follow-up",
+            Some("accepted") => ": accepted",
+            _ => "",
+        };
         format!(
-            "[{}] {} ({phase}, {wf})",
+            "[{}] {} ({phase}, {wf}){disposition}",
             self.finding.severity, self.finding.text
         )
     }

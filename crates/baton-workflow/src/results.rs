@@ -50,6 +50,10 @@ pub struct Results {
     /// next `baton flow start` (which needs a clean tree) tells it apart from other changes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub left_in_place: Option<LeftInPlace>,
+    /// The triage of the deferred findings before finishing (`fix_now`, `follow_up` or
+    /// `accepted`, for the whole list; each finding keeps it as its `disposition` too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deferred_triage: Option<GateChoice>,
     /// A BUILD's finishing choice (`merge`, `keep`, `pr` or `discard`), cc10x's
     /// `results.finishing.choice`.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,10 +1,13 @@
 //! What an answer at a question asked before or between the agents' work sets up: a BUILD
 //! turned PLAN or a REVIEW turned BUILD, the worktree offer that waited, a request made specific,
-//! a plan phase's checkpoint, PLAN's research offer and Doubt Pass.
+//! a plan phase's checkpoint, PLAN's research offer and Doubt Pass, and the deferred findings'
+//! triage before finishing.
 
 use super::*;
+use crate::artifact::DeferredFinding;
 use crate::artifact::{HistoryEntry, Phase};
-use crate::state::{Gate, WorkflowState, WorktreeOffer};
+use crate::results::GateChoice;
+use crate::state::{Gate, Record, WorkflowState, WorktreeOffer};
 
 impl Runner<'_> {
     /// The full graph of `kind` after the tasks the workflow has, its ids and blockers moved
@@ -170,6 +173,53 @@ impl Runner<'_> {
         }
     }
 
+    /// `remediate` (hunter findings) or `fix` (revert gate): the fix is created.
+    pub(super) fn remediate_at(&self, gate: Gate, a: &mut Artifact, v: &mut WorkflowState) {
+        let (origin, reason) = match gate {
+            Gate::HunterFindings => ("failure-hunter", "the failure-hunter's HIGH findings"),
+            _ => ("integration-verifier", "verification failed"),
+        };
+        if gate == Gate::RevertDecision {
+            a.results.revert_decision = Some(GateChoice::new(a.phase_cursor.clone(), "fix"));
+        }
+        let why = format!("{gate} answered: remediate");
+        self.add_remfix(a, v, "ALL_ISSUES", origin, reason, &why);
+    }
+
+    /// The deferred findings' triage (cc10x finishing 1a): each finding and `results` keep the
+    /// disposition; accepted ones are recorded in memory's Decisions. No code is changed for
+    /// any answer. Returns why the workflow goes on.
+    pub(super) fn triaged(
+        &self,
+        a: &mut Artifact,
+        disposition: &'static str,
+    ) -> Result<&'static str, RunError> {
+        for f in &mut a.deferred_findings {
+            f.disposition = Some(disposition.to_string());
+        }
+        a.results.deferred_triage = Some(crate::results::GateChoice::new(
+            a.phase_cursor.clone(),
+            disposition,
+        ));
+        if disposition != "accepted" {
+            return Ok("the deferred findings are triaged");
+        }
+        let lines: Vec<String> = a
+            .deferred_findings
+            .iter()
+            .map(|f| {
+                format!(
+                    "Accepted deferred finding (wf:{}): [{}] {}",
+                    self.id, f.finding.severity, f.finding.text
+                )
+            })
+            .collect();
+        MemoryDir::new(&self.root)
+            .append(MemoryFile::ActiveContext, "Decisions", &lines)
+            .map_err(|e| RunError::Memory(e.to_string()))?;
+        Ok("the deferred findings are accepted")
+    }
+
     /// A clarification answer, persisted in memory's Decisions: a PLAN's
     /// (remediation-and-research.md:87) as `Plan clarification (wf:ID): …`, a BUILD's
     /// (build-workflow.md:65-66) as `Build clarification [PHASE]: …`.
@@ -268,4 +318,58 @@ pub(super) fn phase_gate(gate: Gate) -> bool {
         gate,
         Gate::PhaseDecision | Gate::HumanAction | Gate::HumanVerify
     )
+}
+
+/// `proceed` at the hunter-findings gate: the findings go on the deferred list, with their
+/// phase; the batch is decided again and the chain goes on to the verifier.
+pub(super) fn proceed(a: &mut Artifact, v: &WorkflowState) {
+    a.results.hunter_findings = Some(GateChoice::new(a.phase_cursor.clone(), "proceed"));
+    for finding in decide::findings_ledger(v).0 {
+        a.deferred_findings.push(DeferredFinding {
+            finding,
+            phase: a.phase_cursor.clone(),
+            disposition: None,
+        });
+    }
+}
+
+/// The triage question of a full BUILD verified with deferred findings not triaged yet (and
+/// the note its record gets), `None` otherwise: like the finishing menu, only for the full
+/// BUILD (build-workflow.md:222).
+pub(super) fn triage_question(
+    r: &Record,
+    kind: WorkflowKind,
+    proven: bool,
+    headline: &str,
+) -> Option<(String, String)> {
+    let deferred = &r.artifact.deferred_findings;
+    let asked = kind == WorkflowKind::Build
+        && r.artifact.build_scope == Some(crate::artifact::BuildScope::Standard)
+        && proven
+        && r.state.host.finished.is_none()
+        && !deferred.is_empty()
+        && r.artifact.results.deferred_triage.is_none();
+    if !asked {
+        return None;
+    }
+    let listed: Vec<String> = deferred
+        .iter()
+        .map(|f| {
+            let phase = f
+                .phase
+                .as_deref()
+                .map(|p| format!(" ({p})"))
+                .unwrap_or_default();
+            format!("[{}] {}{phase}", f.finding.severity, f.finding.text)
+        })
+        .collect();
+    let n = listed.len();
+    let (s, verb) = if n == 1 { ("", "s") } else { ("s", "") };
+    Some((
+        format!(
+            "{headline}. {n} deferred finding{s} stay{verb} open: {}",
+            listed.join("; ")
+        ),
+        format!("{n} deferred finding{s} to triage before finishing"),
+    ))
 }

@@ -672,6 +672,7 @@ fn defer(a: &mut Artifact, f: &LoggedFinding, phase: Option<&str>) {
     let entry = crate::artifact::DeferredFinding {
         finding: f.clone(),
         phase: phase.map(str::to_string),
+        disposition: None,
     };
     if !a.deferred_findings.iter().any(|e| e.same(&entry)) {
         a.deferred_findings.push(entry);

@@ -1,9 +1,8 @@
 //! Ending and answering: checkpoints, the user's answers, memory finalization and the brief.
 
-use super::answers::phase_gate;
+use super::answers::{phase_gate, proceed, triage_question};
 use super::finishing::{apply_finish, commit_worktree};
 use super::*;
-use crate::artifact::DeferredFinding;
 use crate::artifact::HistoryEntry;
 use crate::artifact::Phase;
 use crate::event::{
@@ -167,37 +166,18 @@ impl Runner<'_> {
                 let why = format!("scope decision: {scope}");
                 self.add_remfix(&mut a, &mut v, scope, "code-reviewer", &reason, &why);
             }
-            Answer::Remediate => {
-                let (origin, reason) = match cp.gate {
-                    Gate::HunterFindings => {
-                        ("failure-hunter", "the failure-hunter's HIGH findings")
-                    }
-                    _ => ("integration-verifier", "verification failed"),
-                };
-                if cp.gate == Gate::RevertDecision {
-                    a.results.revert_decision =
-                        Some(GateChoice::new(a.phase_cursor.clone(), "fix"));
-                }
-                let why = format!("{} answered: remediate", cp.gate);
-                self.add_remfix(&mut a, &mut v, "ALL_ISSUES", origin, reason, &why);
-            }
-            Answer::Proceed => {
-                // The findings go on the deferred list, with their phase; the batch is decided
-                // again and the chain goes on to the verifier.
-                a.results.hunter_findings =
-                    Some(GateChoice::new(a.phase_cursor.clone(), "proceed"));
-                for finding in decide::findings_ledger(&v).0 {
-                    a.deferred_findings.push(DeferredFinding {
-                        finding,
-                        phase: a.phase_cursor.clone(),
-                    });
-                }
-            }
+            Answer::Remediate => self.remediate_at(cp.gate, &mut a, &mut v),
+            Answer::Proceed => proceed(&mut a, &v),
             Answer::Revert => self.revert(&mut a, &mut v, text),
             Answer::Accept => {
                 v.host.guidance = None;
                 self.commit(answered(None), Record::new(a, v))?;
                 return self.finish(Action::MemoryFinalize, "accepted at the circuit breaker: the open findings are deferred and the work is unverified").await;
+            }
+            Answer::Triage(disposition) => {
+                let why = self.triaged(&mut a, disposition)?;
+                self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v))?;
+                return self.finish(Action::MemoryFinalize, why).await;
             }
             Answer::Finish(choice) => {
                 let did = finished.unwrap_or_else(|| "no worktree to finish".into());
@@ -446,6 +426,13 @@ impl Runner<'_> {
             Some(h) => h,
             None => self.headline(&r.artifact, action, reason),
         };
+        // Deferred findings are triaged before the finishing choice and memory, never rolled
+        // off silently (cc10x finishing 1a): in place or in a worktree.
+        if let Some((question, note)) = triage_question(&r, self.kind(), proven, &headline) {
+            r.state.host.headline = Some(headline);
+            self.commit(EventBody::ArtifactUpdated(Note::because(note)), r)?;
+            return self.stop_at(Gate::DeferredTriage, &question).await;
+        }
         if let (Some(wt), None, WorkflowKind::Build, true) = (
             r.state.host.worktree.clone(),
             &r.state.host.finished,
@@ -468,14 +455,19 @@ impl Runner<'_> {
                 ))),
                 r,
             )?;
-            // Deferred findings are surfaced before the choice, never dropped (cc10x 1a).
-            let deferred = match self.record().artifact.deferred_findings.len() {
-                0 => String::new(),
-                n => format!(
-                    ". {n} deferred finding{} stay{} open (listed in the brief): fix, file or accept {} before merging",
+            // The triage's answer stands beside the choice (cc10x 1a).
+            let art = self.record().artifact;
+            let deferred = match (art.deferred_findings.len(), &art.results.deferred_triage) {
+                (0, _) => String::new(),
+                (n, Some(t)) => format!(
+                    ". {n} deferred finding{} triaged: {}",
+                    if n == 1 { "" } else { "s" },
+                    t.choice.replace('_', " ")
+                ),
+                (n, None) => format!(
+                    ". {n} deferred finding{} stay{} open (listed in the brief)",
                     if n == 1 { "" } else { "s" },
                     if n == 1 { "s" } else { "" },
-                    if n == 1 { "it" } else { "them" }
                 ),
             };
             return self
@@ -577,8 +569,12 @@ impl Runner<'_> {
                 fin.deferred.extend(n.deferred);
             }
         }
-        // Findings left open, and tests that failed before the build, are not forgotten.
-        let deferred = art.deferred_findings.iter();
+        // Findings left open, and tests that failed before the build, are not forgotten; those
+        // accepted at the triage are in Decisions instead.
+        let deferred = art
+            .deferred_findings
+            .iter()
+            .filter(|f| f.disposition.as_deref() != Some("accepted"));
         fin.deferred
             .extend(deferred.map(|f| f.memory_line(&self.id)));
         if let Some(b) =

@@ -20,6 +20,8 @@ pub enum Answer {
     Retry,
     /// The finishing choice: `merge`, `keep` or `discard` the workflow's branch.
     Finish(&'static str),
+    /// The deferred findings' triage: `fix_now`, `follow_up` or `accepted`.
+    Triage(&'static str),
     /// Every phase verified: run the final whole-branch review (`true`) or skip it.
     FinalReview(bool),
     /// The hunter's HIGH findings or the verifier's failure: create the fix.
@@ -44,6 +46,7 @@ pub fn risk(gate: Gate) -> GateRisk {
         // The recommended finishing choice is `keep`, which changes nothing.
         Gate::ScopeDecision
         | Gate::Finish
+        | Gate::DeferredTriage
         | Gate::FinalReview
         | Gate::HunterFindings
         | Gate::PlanFirst
@@ -113,6 +116,11 @@ pub fn checkpoint(gate: Gate, reason: &str, brief: String) -> Checkpoint {
             format!("{reason}. Run a final review of the whole branch (one reviewer over every phase's change; its findings get one fix wave and a re-verification), or skip to finishing?"),
             vec!["run", "skip"],
             Some("run"),
+        ),
+        Gate::DeferredTriage => (
+            format!("{reason}. Fix them now (you fix them before the work is merged; memory lists them as to fix now), file them as follow-ups (memory keeps them open), or accept them knowingly (memory's Decisions records it)? baton changes no code for any answer"),
+            vec!["fix now", "follow up", "accept"],
+            Some("follow up"),
         ),
         Gate::Finish => (
             format!("{reason}. Merge it into the base branch (fast-forward, then the test suite on the merged tree before the worktree and branch go), keep the branch, push it for a pull request, or discard it?"),
@@ -189,6 +197,9 @@ pub fn read_answer(cp: &Checkpoint, answer: &str) -> Result<Answer, String> {
     Ok(match chosen.as_str() {
         "critical only" => Answer::Scope("CRITICAL_ONLY"),
         "all issues" => Answer::Scope("ALL_ISSUES"),
+        "accept" if cp.gate == Gate::DeferredTriage => Answer::Triage("accepted"),
+        "fix now" => Answer::Triage("fix_now"),
+        "follow up" => Answer::Triage("follow_up"),
         "accept" => Answer::Accept,
         "one more cycle" => Answer::OneMoreCycle,
         "merge" => Answer::Finish("merge"),
@@ -342,8 +353,14 @@ pub fn brief_of(r: &Record, headline: &str) -> String {
         }
     }
     if !a.deferred_findings.is_empty() {
+        let triage = a
+            .results
+            .deferred_triage
+            .as_ref()
+            .map(|t| format!(" (triaged: {})", t.choice.replace('_', " ")))
+            .unwrap_or_default();
         out.push_str(&format!(
-            "deferred findings: {}\n",
+            "deferred findings: {}{triage}\n",
             a.deferred_findings.len()
         ));
         for f in &a.deferred_findings {

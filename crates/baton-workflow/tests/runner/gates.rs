@@ -75,17 +75,76 @@ fn hunter_only_high_findings_can_be_deferred_and_the_build_goes_on() {
     h.happy().answer("failure-hunter", HUNT_HIGH);
     let id = id_of(&h.build("add a feature file").unwrap());
     let o = h.answer_checkpoint(&id, "proceed").unwrap();
+    // Verified, the deferred finding is triaged before memory (cc10x finishing 1a).
+    let Outcome::Checkpoint { checkpoint, .. } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(checkpoint.gate, Gate::DeferredTriage);
+    assert_eq!(checkpoint.options, ["fix now", "follow up", "accept"]);
+    assert_eq!(checkpoint.recommended.as_deref(), Some("follow up"));
+    assert!(
+        checkpoint
+            .question
+            .contains("1 deferred finding stays open: [high] feature.txt:3 a write error is ignored (phase-1)"),
+        "{}",
+        checkpoint.question
+    );
+    let o = h.answer_checkpoint(&id, "follow up").unwrap();
     let Outcome::Completed { brief, .. } = &o else {
         panic!("{o:?}")
     };
     assert!(
-        brief.contains("deferred findings: 1\n  - [high] feature.txt:3 a write error is ignored"),
+        brief.contains(
+            "deferred findings: 1 (triaged: follow up)\n  - [high] feature.txt:3 a write error is ignored"
+        ),
         "{brief}"
     );
     assert_eq!(h.calls_of("component-builder").len(), 1, "no fix");
     assert_eq!(h.calls_of("integration-verifier").len(), 1);
     let a = h.artifact(&id);
     assert_eq!(a["deferred_findings"][0]["phase"], "phase-1");
+    assert_eq!(a["deferred_findings"][0]["disposition"], "follow_up");
+    assert_eq!(a["results"]["deferred_triage"]["choice"], "follow_up");
+    // Memory keeps it open, as a follow-up.
+    let patterns =
+        std::fs::read_to_string(h.env.delegate.cwd.join(".baton/memory/patterns.md")).unwrap();
+    assert!(
+        patterns.contains("a write error is ignored (phase-1, ")
+            && patterns.contains("): a follow-up"),
+        "{patterns}"
+    );
+}
+
+/// Accepted at the triage, a deferred finding is recorded in memory's Decisions and no longer
+/// kept open; the triage is asked once, and no code changes for it.
+#[test]
+fn deferred_findings_accepted_at_the_triage_go_to_decisions_not_the_open_list() {
+    let h = Harness::new();
+    h.happy().answer("failure-hunter", HUNT_HIGH);
+    let id = id_of(&h.build("add a feature file").unwrap());
+    let o = h.answer_checkpoint(&id, "proceed").unwrap();
+    assert!(
+        matches!(&o, Outcome::Checkpoint { checkpoint, .. } if checkpoint.gate == Gate::DeferredTriage),
+        "{o:?}"
+    );
+    // An answer that is no option is refused naming them.
+    let e = h.answer_checkpoint(&id, "later").unwrap_err();
+    assert!(e.to_string().contains("fix now, follow up, accept"), "{e}");
+    let o = h.answer_checkpoint(&id, "Accept").unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    assert_eq!(h.calls_of("component-builder").len(), 1, "no fix");
+    let a = h.artifact(&id);
+    assert_eq!(a["deferred_findings"][0]["disposition"], "accepted");
+    let cwd = &h.env.delegate.cwd;
+    let active = std::fs::read_to_string(cwd.join(".baton/memory/activeContext.md")).unwrap();
+    assert!(
+        active.contains(&format!(
+            "Accepted deferred finding (wf:{id}): [high] feature.txt:3 a write error is ignored"
+        )),
+        "{active}"
+    );
+    let patterns = std::fs::read_to_string(cwd.join(".baton/memory/patterns.md")).unwrap();
+    assert!(!patterns.contains("a write error is ignored"), "{patterns}");
 }
 
 #[test]
@@ -233,13 +292,19 @@ fn minor_findings_roll_up_into_the_deferred_list() {
     );
     h.happy().answer("code-reviewer", &review);
     let o = h.build("add a feature file").unwrap();
+    let Outcome::Checkpoint { id, checkpoint } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(checkpoint.gate, Gate::DeferredTriage);
+    let o = h.answer_checkpoint(id, "follow up").unwrap();
     let Outcome::Completed { id, brief } = &o else {
         panic!("{o:?}")
     };
+    let listed = |severity: &str| {
+        format!("deferred findings: 1 (triaged: follow up)\n  - [{severity}] src/names.rs:4 a name could be clearer")
+    };
     assert!(
-        brief.contains("deferred findings: 1\n  - [medium] src/names.rs:4 a name could be clearer")
-            || brief
-                .contains("deferred findings: 1\n  - [low] src/names.rs:4 a name could be clearer"),
+        brief.contains(&listed("medium")) || brief.contains(&listed("low")),
         "{brief}"
     );
     assert_eq!(h.calls_of("component-builder").len(), 1, "nothing to fix");

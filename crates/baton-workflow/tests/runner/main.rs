@@ -536,11 +536,19 @@ REMEDIATION_SCOPE_REQUESTED: N/A
     };
     assert_eq!(checkpoint.recommended.as_deref(), Some("critical only"));
     let o = h.answer_checkpoint(id, "critical only").unwrap();
+    // The deferred HIGH finding is triaged before finishing.
+    assert!(
+        matches!(&o, Outcome::Checkpoint { checkpoint, .. } if checkpoint.gate == Gate::DeferredTriage),
+        "{o:?}"
+    );
+    let o = h.answer_checkpoint(id, "fix now").unwrap();
     let Outcome::Completed { brief, .. } = &o else {
         panic!("{o:?}")
     };
     assert!(
-        brief.contains("deferred findings: 1\n  - [high] feature.txt:2 errors are swallowed"),
+        brief.contains(
+            "deferred findings: 1 (triaged: fix now)\n  - [high] feature.txt:2 errors are swallowed"
+        ),
         "{brief}"
     );
     // One fix (the builder's first run and the critical-only fix), two reviews, one verifier.
