@@ -57,6 +57,8 @@ baton_protocol::closed_set! {
         Budget = "budget",
         /// A failure stopped the workflow; the answer is guidance for a retry.
         Failure = "failure",
+        /// A review finding contradicts an explicit plan mandate: which governs?
+        WhichGoverns = "which_governs",
         /// Deferred findings of a verified BUILD: fix now, follow up or accept (cc10x 1a).
         DeferredTriage = "deferred_triage",
         /// The finishing choice of a BUILD in its own worktree.
@@ -638,8 +640,7 @@ pub struct DeferredFinding {
 }
 
 impl DeferredFinding {
-    /// The finding as memory keeps it: `[severity] text (phase, workflow)`, and the triage's
-    /// disposition when one was made.
+    /// The finding as memory keeps it: `[severity] text (phase, workflow)`, then its triage.
     pub fn memory_line(&self, wf: &str) -> String {
         let phase = self.phase.as_deref().unwrap_or("");
         let disposition = match self.disposition.as_deref() {

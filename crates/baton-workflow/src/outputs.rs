@@ -243,6 +243,16 @@ pub struct ReviewerReport {
     pub remediation_needed: bool,
     #[serde(rename = "REMEDIATION_REASON")]
     pub remediation_reason: Option<String>,
+    /// A finding that contradicts an explicit plan mandate, beside the mandate.
+    #[serde(skip)]
+    pub plan_conflict: Option<PlanConflict>,
+}
+
+/// A reviewer's finding beside the plan mandate it directly contradicts.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct PlanConflict {
+    pub finding: String,
+    pub mandate: String,
 }
 
 impl ReviewerReport {

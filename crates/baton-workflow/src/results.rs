@@ -50,6 +50,10 @@ pub struct Results {
     /// next `baton flow start` (which needs a clean tree) tells it apart from other changes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub left_in_place: Option<LeftInPlace>,
+    /// Which-governs answers: a review finding beside the plan mandate it contradicts, and
+    /// whether the plan or the finding governs (remediation-and-research.md:203-212).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub plan_adjudications: Vec<PlanAdjudication>,
     /// The triage of the deferred findings before finishing (`fix_now`, `follow_up` or
     /// `accepted`, for the whole list; each finding keeps it as its `disposition` too).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -159,6 +163,17 @@ pub struct GateChoice {
     pub phase: Option<String>,
     /// `fix` (revert gate), `proceed` (hunter findings), or the finishing choice.
     pub choice: String,
+}
+
+/// One which-governs answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlanAdjudication {
+    pub phase: Option<String>,
+    pub finding: String,
+    pub mandate: String,
+    /// `plan` (the finding is dismissed) or `finding` (the mandate is overridden).
+    pub governs: String,
 }
 
 /// One dispute, as `results.disputes` keeps it.

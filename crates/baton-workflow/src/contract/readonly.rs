@@ -51,6 +51,10 @@ pub struct ReadOnlyFields {
     pub remediation_reason: Option<String>,
     pub remediation_scope_requested: Option<RemediationScope>,
     pub revert_recommended: Option<bool>,
+    /// A finding that directly contradicts an explicit plan mandate, and the mandate's words
+    /// (remediation-and-research.md:203-212): the user decides which governs.
+    pub plan_conflict_finding: Option<String>,
+    pub plan_conflict_mandate: Option<String>,
 }
 
 /// Fields every read-only contract shares.

@@ -81,12 +81,61 @@ impl Draft<'_> {
         self.memory_finalize(why)
     }
 
+    /// cc10x's carve-out (remediation-and-research.md:203-212): a review finding that directly
+    /// contradicts an explicit mandate of the plan is not settled by precedence: the user is
+    /// asked which governs, the two texts side by side. Once answered, `finding` remediates as
+    /// any finding does; `plan` dismisses it, and when it was the only blocking finding the
+    /// verifier runs. True when the chain stops or moves on here.
+    fn which_governs(&mut self) -> bool {
+        let outputs = &self.inputs.outputs;
+        let conflict = outputs
+            .reviewer
+            .as_ref()
+            .and_then(|r| r.plan_conflict.clone());
+        let Some(c) = conflict.filter(|_| self.a.plan_file.is_some()) else {
+            return false;
+        };
+        let answered = self.a.results.plan_adjudications.iter().find(|p| {
+            p.finding == c.finding && p.mandate == c.mandate && p.phase == self.a.phase_cursor
+        });
+        match answered.map(|p| p.governs.as_str()) {
+            None => {
+                self.stop(
+                    Action::AskUser,
+                    Some(Gate::WhichGoverns),
+                    format!(
+                        "A review finding contradicts the plan. The finding: \"{}\". The plan mandates: \"{}\"",
+                        c.finding, c.mandate
+                    ),
+                );
+                true
+            }
+            Some("plan") => {
+                let only = outputs
+                    .findings
+                    .as_ref()
+                    .is_none_or(|f| f.critical_issues + f.high_issues <= 1);
+                if only {
+                    self.decide(
+                        Action::RunVerifier,
+                        "the plan governs over the review's only blocking finding: verify",
+                    );
+                }
+                only
+            }
+            Some(_) => false,
+        }
+    }
+
     /// BUILD and DEBUG: remediation loop, merged findings, builder or investigator, reviewer,
     /// verifier, doc-syncer — each may stop the chain; what passes moves it on.
     pub(super) fn write_chain(&mut self, kind: WorkflowKind) {
         let outputs = &self.inputs.outputs;
         if let Some(remfix) = self.completed_remfix().cloned() {
             self.recheck(kind, &remfix);
+            return;
+        }
+        if self.which_governs() {
             return;
         }
         let Some(deferred) = self.findings_gate(kind) else {

@@ -285,7 +285,22 @@ fn reviewer(c: &ReviewContract) -> ReviewerReport {
         critical_issues: narrow(c.common.critical_count),
         remediation_needed: c.common.fields.remediation_needed == Some(true),
         remediation_reason: c.common.fields.remediation_reason.clone(),
+        plan_conflict: plan_conflict(&c.common.fields),
     }
+}
+
+/// Both halves of a plan conflict, each non-empty (`null` and `N/A` are none).
+fn plan_conflict(f: &crate::contract::ReadOnlyFields) -> Option<crate::outputs::PlanConflict> {
+    let said = |s: &Option<String>| {
+        s.as_deref()
+            .map(|t| t.trim().trim_matches('"').trim())
+            .filter(|t| !t.is_empty() && !matches!(*t, "null" | "N/A" | "none"))
+            .map(str::to_string)
+    };
+    Some(crate::outputs::PlanConflict {
+        finding: said(&f.plan_conflict_finding)?,
+        mandate: said(&f.plan_conflict_mandate)?,
+    })
 }
 
 fn verifier(c: &VerifyContract) -> VerifierReport {

@@ -186,6 +186,62 @@ impl Runner<'_> {
         self.add_remfix(a, v, "ALL_ISSUES", origin, reason, &why);
     }
 
+    /// The which-governs answer: recorded in `results.plan_adjudications` and memory's
+    /// Decisions, and handed to the next dispatch; the batch is then decided again (the engine
+    /// reads the answer).
+    pub(super) fn adjudicated(
+        &self,
+        a: &mut Artifact,
+        v: &mut WorkflowState,
+        plan: bool,
+    ) -> Result<(), RunError> {
+        let conflict = self
+            .outputs_of(a, v)
+            .ok()
+            .and_then(|o| o.reviewer?.plan_conflict)
+            .ok_or_else(|| {
+                RunError::EngineStop("the review's plan conflict is no longer readable".into())
+            })?;
+        let (governs, line, guidance) = if plan {
+            (
+                "plan",
+                format!(
+                    "Plan governs (wf:{}): finding dismissed: {}; the plan's mandate stands: {}",
+                    self.id, conflict.finding, conflict.mandate
+                ),
+                format!(
+                    "The user decided the plan governs over the finding \"{}\": keep the plan's mandate \"{}\" as it is, and fix only the other findings.",
+                    conflict.finding, conflict.mandate
+                ),
+            )
+        } else {
+            (
+                "finding",
+                format!(
+                    "Finding governs (wf:{}): the plan's mandate \"{}\" is overridden by: {}",
+                    self.id, conflict.mandate, conflict.finding
+                ),
+                format!(
+                    "The user decided the finding governs over the plan's mandate \"{}\": apply the finding \"{}\".",
+                    conflict.mandate, conflict.finding
+                ),
+            )
+        };
+        a.results
+            .plan_adjudications
+            .push(crate::results::PlanAdjudication {
+                phase: a.phase_cursor.clone(),
+                finding: conflict.finding,
+                mandate: conflict.mandate,
+                governs: governs.into(),
+            });
+        v.host.guidance = Some(guidance);
+        v.host.carry_guidance = true;
+        MemoryDir::new(&self.root)
+            .append(MemoryFile::ActiveContext, "Decisions", &[line])
+            .map_err(|e| RunError::Memory(e.to_string()))
+    }
+
     /// The deferred findings' triage (cc10x finishing 1a): each finding and `results` keep the
     /// disposition; accepted ones are recorded in memory's Decisions. No code is changed for
     /// any answer. Returns why the workflow goes on.

@@ -174,6 +174,7 @@ impl Runner<'_> {
                 self.commit(answered(None), Record::new(a, v))?;
                 return self.finish(Action::MemoryFinalize, "accepted at the circuit breaker: the open findings are deferred and the work is unverified").await;
             }
+            Answer::PlanGoverns(plan) => self.adjudicated(&mut a, &mut v, plan)?,
             Answer::Triage(disposition) => {
                 let why = self.triaged(&mut a, disposition)?;
                 self.commit(answered(Some(format!("{choice:?}"))), Record::new(a, v))?;

@@ -22,6 +22,8 @@ pub enum Answer {
     Finish(&'static str),
     /// The deferred findings' triage: `fix_now`, `follow_up` or `accepted`.
     Triage(&'static str),
+    /// A finding against a plan mandate: the plan governs (`true`) or the finding.
+    PlanGoverns(bool),
     /// Every phase verified: run the final whole-branch review (`true`) or skip it.
     FinalReview(bool),
     /// The hunter's HIGH findings or the verifier's failure: create the fix.
@@ -117,6 +119,11 @@ pub fn checkpoint(gate: Gate, reason: &str, brief: String) -> Checkpoint {
             vec!["run", "skip"],
             Some("run"),
         ),
+        Gate::WhichGoverns => (
+            format!("{reason}. Which governs? `plan governs`: the finding is dismissed (the reason is recorded) and the mandate stays; `finding governs`: the mandate is overridden and a fix applies the finding"),
+            vec!["plan governs", "finding governs"],
+            None,
+        ),
         Gate::DeferredTriage => (
             format!("{reason}. Fix them now (you fix them before the work is merged; memory lists them as to fix now), file them as follow-ups (memory keeps them open), or accept them knowingly (memory's Decisions records it)? baton changes no code for any answer"),
             vec!["fix now", "follow up", "accept"],
@@ -198,6 +205,8 @@ pub fn read_answer(cp: &Checkpoint, answer: &str) -> Result<Answer, String> {
         "critical only" => Answer::Scope("CRITICAL_ONLY"),
         "all issues" => Answer::Scope("ALL_ISSUES"),
         "accept" if cp.gate == Gate::DeferredTriage => Answer::Triage("accepted"),
+        "plan governs" => Answer::PlanGoverns(true),
+        "finding governs" => Answer::PlanGoverns(false),
         "fix now" => Answer::Triage("fix_now"),
         "follow up" => Answer::Triage("follow_up"),
         "accept" => Answer::Accept,

@@ -435,3 +435,85 @@ fn a_phase_check_the_verifier_left_out_is_run_by_the_host_and_can_fail_the_phase
         "phase 2 was built"
     );
 }
+
+/// The review of phase 1 with one critical finding that contradicts the plan's mandate.
+fn review_against_the_plan() -> String {
+    REVIEW_CRITICAL.replace(
+        "REMEDIATION_SCOPE_REQUESTED: ALL_ISSUES\n",
+        "REMEDIATION_SCOPE_REQUESTED: ALL_ISSUES\nPLAN_CONFLICT_FINDING: the mandated seam part1::run is never called\nPLAN_CONFLICT_MANDATE: \"test_seams: [part1::run]\"\n",
+    )
+}
+
+/// remediation-and-research.md:203-212: a finding that contradicts an explicit plan mandate is
+/// not settled by precedence. The user is asked which governs, the two texts side by side;
+/// `plan governs` dismisses it (recorded, in memory's Decisions), and as the only blocking
+/// finding the verifier runs next, with no fix.
+#[test]
+fn a_finding_against_a_plan_mandate_asks_which_governs_and_the_plan_can_govern() {
+    let h = Harness::new();
+    h.happy()
+        .answer_nth("code-reviewer", 1, &review_against_the_plan());
+    let path = write_plan(&h, &plan_text(1, "None"));
+    let o = h.run(planned(path)).unwrap();
+    let Outcome::Checkpoint { id, checkpoint } = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(checkpoint.gate, Gate::WhichGoverns);
+    assert_eq!(checkpoint.options, ["plan governs", "finding governs"]);
+    assert_eq!(
+        checkpoint.recommended, None,
+        "AUTO_PROCEED does not decide it"
+    );
+    assert!(
+        checkpoint.question.contains(
+            "The finding: \"the mandated seam part1::run is never called\". The plan mandates: \"test_seams: [part1::run]\""
+        ),
+        "{}",
+        checkpoint.question
+    );
+    assert_eq!(
+        h.calls_of("component-builder").len(),
+        1,
+        "nothing fixed yet"
+    );
+    let o = h.answer_checkpoint(id, "plan governs").unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    assert_eq!(h.calls_of("component-builder").len(), 1, "no fix");
+    assert_eq!(h.calls_of("integration-verifier").len(), 1);
+    let a = h.artifact(id);
+    assert_eq!(a["results"]["plan_adjudications"][0]["governs"], "plan");
+    assert_eq!(
+        a["results"]["plan_adjudications"][0]["mandate"],
+        "test_seams: [part1::run]"
+    );
+    let active =
+        std::fs::read_to_string(h.env.delegate.cwd.join(".baton/memory/activeContext.md")).unwrap();
+    assert!(
+        active.contains(&format!("Plan governs (wf:{id}): finding dismissed: the mandated seam part1::run is never called")),
+        "{active}"
+    );
+}
+
+/// `finding governs`: the mandate is overridden, and a fix applies the finding, told so.
+#[test]
+fn a_finding_that_governs_over_the_plan_is_fixed() {
+    let h = Harness::new();
+    h.happy()
+        .answer_nth("code-reviewer", 1, &review_against_the_plan());
+    let path = write_plan(&h, &plan_text(1, "None"));
+    let id = id_of(&h.run(planned(path)).unwrap());
+    let o = h.answer_checkpoint(&id, "Finding Governs").unwrap();
+    assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    let builders = h.calls_of("component-builder");
+    assert_eq!(builders.len(), 2, "the fix ran");
+    assert!(
+        builders[1].prompt.contains(
+            "The user decided the finding governs over the plan's mandate \"test_seams: [part1::run]\""
+        ),
+        "{}",
+        builders[1].prompt
+    );
+    let a = h.artifact(&id);
+    assert_eq!(a["results"]["plan_adjudications"][0]["governs"], "finding");
+    assert_eq!(a["remediation_history"].as_array().unwrap().len(), 1);
+}
