@@ -23,6 +23,7 @@ mod plan;
 mod preflight;
 mod prompt;
 mod routing;
+mod solution;
 mod tree;
 
 use std::path::{Path, PathBuf};

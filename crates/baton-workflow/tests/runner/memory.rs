@@ -187,3 +187,56 @@ fn a_build_writes_its_start_marker_before_any_agent_runs() {
     let marker = format!("[BUILD-START: wf:{id}]");
     assert_eq!(active.matches(&marker).count(), 1, "{active}");
 }
+
+/// seed 001:695, the second threshold: the review found one defect pattern in three files; once
+/// fixed and verified, the BUILD leaves `docs/solutions/build/ID.md`, and memory's learnings
+/// name it. A pattern in two files leaves none.
+#[test]
+fn one_defect_pattern_in_three_files_leaves_a_solution_doc() {
+    let review = |files: &[&str]| {
+        let mut text = String::from(
+            "CONTRACT {\"s\":\"CHANGES_REQUESTED\",\"b\":true,\"cr\":0}\n## Review: Changes Requested\n\n### High Issues\n",
+        );
+        for (n, f) in files.iter().enumerate() {
+            text.push_str(&format!("- [85] {f}:{} a write error is ignored\n", n + 1));
+        }
+        text.push_str("\nREMEDIATION_NEEDED: true\nREMEDIATION_REASON: write errors are ignored\nREMEDIATION_SCOPE_REQUESTED: ALL_ISSUES\n");
+        text
+    };
+    for (files, expected) in [
+        (&["src/a.rs", "src/b.rs", "src/c.rs"][..], true),
+        (&["src/a.rs", "src/b.rs"][..], false),
+    ] {
+        let h = Harness::new();
+        h.happy().answer_nth("code-reviewer", 1, &review(files));
+        let o = h.build("add a feature file").unwrap();
+        let Outcome::Completed { id, .. } = &o else {
+            panic!("{o:?}")
+        };
+        let cwd = &h.env.delegate.cwd;
+        let doc = cwd.join(format!("docs/solutions/build/{id}.md"));
+        assert_eq!(doc.exists(), expected, "{files:?}");
+        if !expected {
+            continue;
+        }
+        let text = std::fs::read_to_string(&doc).unwrap();
+        assert!(
+            text.contains(
+                "one defect pattern found in 3 files.\n\n## Problem\na write error is ignored\n"
+            ),
+            "{text}"
+        );
+        for place in ["src/a.rs:1", "src/b.rs:2", "src/c.rs:3"] {
+            assert!(text.contains(&format!("- {place}\n")), "{text}");
+        }
+        assert!(text.contains("## Solution\n- "), "{text}");
+        assert!(text.contains("## Why\n- `"), "{text}");
+        let active = std::fs::read_to_string(cwd.join(".baton/memory/activeContext.md")).unwrap();
+        assert!(
+            active.contains(&format!(
+                "Solution doc for {id}: docs/solutions/build/{id}.md"
+            )),
+            "{active}"
+        );
+    }
+}
