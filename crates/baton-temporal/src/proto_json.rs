@@ -69,7 +69,39 @@ fn enum_number(name: &str) -> Option<i32> {
         RoutingConfigUpdateState,
         IndexedValueType,
     )
+    .or_else(|| {
+        temporalio_common::protos::temporal::api::workflow::v1::versioning_override::PinnedOverrideBehavior::from_str_name(name)
+            .map(|v| v as i32)
+    })
 }
+
+/// The one-ofs of the messages the SDK decodes with serde's derive, by message: the field that
+/// holds the one-of. Proto JSON writes a one-of's member as a field of the message itself.
+const ONE_OFS: &[(&str, &str)] = &[
+    ("HistoryEvent", "attributes"),
+    ("Command", "attributes"),
+    ("Outcome", "value"),
+    ("ActivityExecutionOutcome", "value"),
+    ("VersioningOverride", "override"),
+    ("PostResetOperation", "variant"),
+    ("EventGroupMarker", "variant"),
+    ("Trigger", "variant"),
+    ("Request", "variant"),
+    ("Response", "variant"),
+    ("StartOperationResponse", "variant"),
+    ("EndpointTarget", "variant"),
+    ("Platform", "variant"),
+    ("WorkflowRuleAction", "variant"),
+    ("WorkflowRuleSpec", "trigger"),
+    ("ScheduleAction", "action"),
+    ("Message", "sequencing_id"),
+    ("WorkerConfig", "poller_behavior"),
+    ("BuildIdAssignmentRule", "ramp"),
+    ("PendingActivityInfo", "assigned_build_id"),
+    ("PauseInfo", "paused_by"),
+    ("WorkerCommand", "type"),
+    ("WorkerCommandResult", "type"),
+];
 
 /// `workflowTaskTimeout` as `workflow_task_timeout`.
 fn snake(name: &str) -> String {
@@ -151,16 +183,23 @@ impl ProtoJson {
     }
 
     /// A message's fields by the names the message knows: camelCase ones as their snake_case
-    /// field, an event's `…Attributes` key as its one-of `attributes`, and each one left out as
-    /// its default. `own` is false for the messages the SDK decodes as proto JSON already (their
-    /// names are protobuf's, `temporal.api.common.v1.Payload`): they know both spellings and
-    /// their defaults.
+    /// field, a one-of's member (an event's `workflowExecutionStartedEventAttributes`) under its
+    /// one-of field, and each one left out as its default. `own` is false for the messages the
+    /// SDK decodes as proto JSON already (their names are protobuf's,
+    /// `temporal.api.common.v1.Payload`): they know both spellings and their defaults. A key the
+    /// message does not know is skipped, as protobuf skips a field it does not know.
     fn fields(
         map: Map<String, Value>,
+        name: &str,
         known: &'static [&'static str],
         own: bool,
     ) -> Vec<(String, ProtoJson)> {
+        let one_of = ONE_OFS
+            .iter()
+            .find(|(message, field)| *message == name && known.contains(field))
+            .map(|(_, field)| *field);
         let mut out = Map::with_capacity(map.len());
+        let mut members = Map::new();
         for (key, value) in map {
             if known.contains(&key.as_str()) {
                 out.insert(key, value);
@@ -169,13 +208,14 @@ impl ProtoJson {
             let s = snake(&key);
             if known.contains(&s.as_str()) {
                 out.insert(s, value);
-            } else if known.contains(&"attributes") && key.ends_with("Attributes") {
-                let mut one = Map::new();
-                one.insert(variant(&key), value);
-                out.insert("attributes".into(), Value::Object(one));
-            } else {
+            } else if one_of.is_some() {
+                members.insert(variant(&key), value);
+            } else if !own {
                 out.insert(key, value);
             }
+        }
+        if let Some(field) = one_of.filter(|_| !members.is_empty()) {
+            out.insert(field.to_string(), Value::Object(members));
         }
         let absent: Vec<&str> = if own {
             known
@@ -382,11 +422,11 @@ impl<'de> Deserializer<'de> for ProtoJson {
         let own = !name.contains('.');
         match self.0 {
             None => {
-                let entries = Self::fields(Map::new(), fields, own);
+                let entries = Self::fields(Map::new(), name, fields, own);
                 visitor.visit_map(Entries(entries.into_iter(), None))
             }
             Some(Value::Object(map)) => {
-                let entries = Self::fields(map, fields, own);
+                let entries = Self::fields(map, name, fields, own);
                 visitor.visit_map(Entries(entries.into_iter(), None))
             }
             Some(other) => given(other).deserialize_any(visitor),
@@ -395,20 +435,30 @@ impl<'de> Deserializer<'de> for ProtoJson {
 
     fn deserialize_enum<V: Visitor<'de>>(
         self,
-        _name: &'static str,
-        _variants: &'static [&'static str],
+        name: &'static str,
+        variants: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, Error> {
-        let one = match self.0 {
+        // A one-of's members, gathered with any key its message did not know: the one that is
+        // a variant is the member; a field the SDK does not know is skipped, as protobuf does.
+        let map = match self.0 {
             Some(Value::String(s)) => return visitor.visit_enum(Variant(s, None)),
-            Some(Value::Object(map)) if map.len() == 1 => map.into_iter().next(),
-            _ => None,
+            Some(Value::Object(map)) => map,
+            _ => Map::new(),
         };
-        match one {
-            Some((name, value)) => visitor.visit_enum(Variant(name, Some(value))),
-            None => Err(de::Error::custom(
-                "a one-of is an object of one key (its variant)",
-            )),
+        let keys: Vec<String> = map.keys().cloned().collect();
+        let mut members = map
+            .into_iter()
+            .filter(|(k, _)| variants.contains(&k.as_str()));
+        match (members.next(), members.next()) {
+            (Some((variant, value)), None) => visitor.visit_enum(Variant(variant, Some(value))),
+            (Some((a, _)), Some((b, _))) => Err(de::Error::custom(format!(
+                "the one-of {name} has two members, {a} and {b}: a history holds one"
+            ))),
+            (None, _) => Err(de::Error::custom(format!(
+                "none of {keys:?} is a member of the one-of {name} ({})",
+                variants.join(", ")
+            ))),
         }
     }
 
@@ -420,6 +470,8 @@ impl<'de> Deserializer<'de> for ProtoJson {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use temporalio_common::protos::temporal::api::history::v1::history_event;
+    use temporalio_common::protos::temporal::api::update::v1::outcome;
 
     fn fixture(name: &str) -> Vec<u8> {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -462,6 +514,27 @@ mod tests {
         assert_eq!(base64("anNvbi9wbGFpbg==").unwrap(), b"json/plain");
         assert_eq!(base64("eyJhIjoxfQ").unwrap(), br#"{"a":1}"#);
         assert_eq!(base64("a b"), None);
+    }
+
+    /// A one-of other than the event's attributes (an update's outcome) keeps its member; a
+    /// field the SDK does not know is skipped.
+    #[test]
+    fn a_one_of_s_member_is_kept_and_an_unknown_field_skipped() {
+        let text = br#"{"events":[{"eventId":"7","eventType":"EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED","fieldFromTheFuture":1,"workflowExecutionUpdateCompletedEventAttributes":{"meta":{"updateId":"u1"},"acceptedEventId":"6","outcome":{"success":{"payloads":[{"metadata":{"encoding":"anNvbi9wbGFpbg=="},"data":"MQ=="}]}}}}]}"#;
+        let h = history(text).unwrap();
+        let Some(history_event::Attributes::WorkflowExecutionUpdateCompletedEventAttributes(a)) =
+            &h.events[0].attributes
+        else {
+            panic!("{:?}", h.events[0].attributes)
+        };
+        assert_eq!(a.accepted_event_id, 6);
+        assert!(
+            matches!(
+                a.outcome.as_ref().and_then(|o| o.value.as_ref()),
+                Some(outcome::Value::Success(p)) if p.payloads[0].data == b"1"
+            ),
+            "{a:?}"
+        );
     }
 
     #[test]

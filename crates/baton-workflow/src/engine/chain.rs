@@ -88,16 +88,28 @@ impl Draft<'_> {
     /// verifier runs. True when the chain stops or moves on here.
     fn which_governs(&mut self) -> bool {
         let outputs = &self.inputs.outputs;
-        let conflict = outputs
+        // Asked of a review that requests changes: an approval with a conflict fixes nothing.
+        let Some(r) = outputs
             .reviewer
             .as_ref()
-            .and_then(|r| r.plan_conflict.clone());
-        let Some(c) = conflict.filter(|_| self.a.plan_file.is_some()) else {
+            .filter(|r| r.approves() == Some(false))
+        else {
             return false;
         };
-        let answered = self.a.results.plan_adjudications.iter().find(|p| {
-            p.finding == c.finding && p.mandate == c.mandate && p.phase == self.a.phase_cursor
-        });
+        let Some(c) = r
+            .plan_conflict
+            .clone()
+            .filter(|_| self.a.plan_file.is_some())
+        else {
+            return false;
+        };
+        // Once per mandate and phase: a re-review may word the finding differently.
+        let answered = self
+            .a
+            .results
+            .plan_adjudications
+            .iter()
+            .find(|p| p.mandate == c.mandate && p.phase == self.a.phase_cursor);
         match answered.map(|p| p.governs.as_str()) {
             None => {
                 self.stop(
@@ -111,10 +123,15 @@ impl Draft<'_> {
                 true
             }
             Some("plan") => {
-                let only = outputs
-                    .findings
-                    .as_ref()
-                    .is_none_or(|f| f.critical_issues + f.high_issues <= 1);
+                // The dismissed finding is the review's one blocking finding only when the
+                // review has exactly one and no other role raised it; otherwise the others are
+                // fixed (the fix is told to keep the mandate).
+                let reviewer_critical = r.critical_issues;
+                let only = outputs.findings.as_ref().is_none_or(|f| {
+                    f.critical_issues + f.high_issues <= 1
+                        && f.hunter_only_high == 0
+                        && f.critical_issues <= reviewer_critical
+                });
                 if only {
                     self.decide(
                         Action::RunVerifier,

@@ -35,6 +35,38 @@ pub const STUCK_CYCLES: usize = 2;
 /// How the reason of that research starts (then the phase, a colon and what is being fixed).
 pub const STUCK_RESEARCH: &str = "remediation without convergence on";
 
+/// The reason of the research a phase's stuck remediation gets (then `: ` and what is fixed).
+pub fn stuck_reason(phase: Option<&str>) -> String {
+    format!("{STUCK_RESEARCH} {}", phase.unwrap_or("the work"))
+}
+
+/// Remediation cycles created on the phase at the cursor.
+fn phase_cycles(a: &Artifact) -> usize {
+    a.remediation_history
+        .iter()
+        .filter(|e| e.event == "remediation_created" && e.phase == a.phase_cursor)
+        .count()
+}
+
+/// The research task made for the stuck remediation of the phase at the cursor, if any.
+fn stuck_research<'t>(a: &Artifact, tasks: &'t [Task]) -> Option<&'t Task> {
+    let reason = format!("{}: ", stuck_reason(a.phase_cursor.as_deref()));
+    tasks.iter().find(|t| {
+        t.kind == Some(TaskKind::Research)
+            && t.reason.as_deref().is_some_and(|r| r.starts_with(&reason))
+    })
+}
+
+/// The phase's remediation went [`STUCK_CYCLES`] cycles without converging, and no research ran
+/// for it yet (once per phase, within the workflow's research rounds): the next fix waits for a
+/// research round. The engine asks it before each fix it creates, and the runner before a fix a
+/// gate's answer creates.
+pub fn stuck_without_research(a: &Artifact, tasks: &[Task]) -> bool {
+    phase_cycles(a) >= STUCK_CYCLES
+        && a.research_rounds.len() < MAX_RESEARCH_ROUNDS
+        && stuck_research(a, tasks).is_none()
+}
+
 /// What the router does next. The wire spellings are the snake_case names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -625,7 +657,8 @@ impl<'a> Draft<'a> {
                 Action::SpawnResearch,
                 None,
                 format!(
-                    "{cycles} remediation cycles did not converge: research before the next fix ({reason})"
+                    "{} remediation cycles on this phase did not converge: research before the next fix ({reason})",
+                    phase_cycles(self.a)
                 ),
             );
             return;
@@ -648,33 +681,12 @@ impl<'a> Draft<'a> {
         );
     }
 
-    /// The reason of the research this phase's stuck remediation gets.
     fn stuck_reason(&self) -> String {
-        let phase = self.a.phase_cursor.as_deref().unwrap_or("the work");
-        format!("{STUCK_RESEARCH} {phase}")
+        stuck_reason(self.a.phase_cursor.as_deref())
     }
 
-    /// The phase's remediation went [`STUCK_CYCLES`] cycles without converging, and no research
-    /// ran for it yet (once per phase, within the workflow's research rounds).
     fn stuck_without_research(&self) -> bool {
-        let on_phase = self
-            .a
-            .remediation_history
-            .iter()
-            .filter(|e| e.event == "remediation_created" && e.phase == self.a.phase_cursor)
-            .count();
-        on_phase >= STUCK_CYCLES
-            && self.a.research_rounds.len() < MAX_RESEARCH_ROUNDS
-            && self.stuck_research().is_none()
-    }
-
-    /// The research task made for this phase's stuck remediation, if any.
-    fn stuck_research(&self) -> Option<&Task> {
-        let reason = format!("{}: ", self.stuck_reason());
-        self.tasks.iter().find(|t| {
-            t.kind == Some(TaskKind::Research)
-                && t.reason.as_deref().is_some_and(|r| r.starts_with(&reason))
-        })
+        stuck_without_research(self.a, &self.tasks)
     }
 
     /// A research round made for a stuck remediation is in: the fix it was made for is created,
@@ -698,10 +710,13 @@ impl<'a> Draft<'a> {
             .unwrap_or("review findings")
             .to_string();
         let scope = task.scope.clone().unwrap_or_else(|| "ALL_ISSUES".into());
+        // The origin the research was triggered for (a verifier's failure, or a review).
         let origin = self
             .a
-            .remediation_history
-            .last()
+            .status_history
+            .iter()
+            .rev()
+            .find(|e| e.event == "research_triggered")
             .and_then(|e| e.origin.clone())
             .unwrap_or_else(|| "code-reviewer".into());
         self.research_in(r);

@@ -186,6 +186,50 @@ impl Runner<'_> {
         self.add_remfix(a, v, "ALL_ISSUES", origin, reason, &why);
     }
 
+    /// A fix a gate's answer asks for, on a phase whose remediation went two cycles without
+    /// converging: the research round comes first, as the engine's own fixes wait for it
+    /// (`engine::stuck_without_research`); the engine creates the fix once the round is in.
+    /// True when the research was set up instead of the fix.
+    pub(super) fn research_first(
+        &self,
+        a: &mut Artifact,
+        v: &mut WorkflowState,
+        scope: &str,
+        origin: &str,
+        reason: &str,
+    ) -> bool {
+        if !crate::engine::stuck_without_research(a, &v.tasks) {
+            return false;
+        }
+        let why = format!(
+            "{}: {reason}",
+            crate::engine::stuck_reason(a.phase_cursor.as_deref())
+        );
+        let mut batch = Vec::new();
+        for phase in [Phase::ResearchWeb, Phase::ResearchGithub] {
+            let t = graph::task(
+                &v.tasks,
+                &self.id,
+                graph::NewTask {
+                    kind: TaskKind::Research,
+                    phase: phase.as_str(),
+                    origin: "router",
+                    scope,
+                    reason: &why,
+                    blocked_by: Vec::new(),
+                },
+            );
+            batch.push(t.id.clone());
+            v.tasks.push(t);
+        }
+        let mut entry = HistoryEntry::new("research_triggered", a.phase_cursor.as_deref(), &why);
+        entry.origin = Some(origin.to_string());
+        a.status_history.push(entry);
+        v.host.batch = batch;
+        v.host.next = Some(Action::SpawnResearch);
+        true
+    }
+
     /// The which-governs answer: recorded in `results.plan_adjudications` and memory's
     /// Decisions, and handed to the next dispatch; the batch is then decided again (the engine
     /// reads the answer).

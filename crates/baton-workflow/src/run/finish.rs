@@ -396,6 +396,9 @@ impl Runner<'_> {
         reason: &str,
         why: &str,
     ) {
+        if self.research_first(a, v, scope, origin, reason) {
+            return;
+        }
         let mut t = graph::task(
             &v.tasks,
             &self.id,

@@ -66,11 +66,12 @@ impl Runner<'_> {
         // good they are (seed 001:347-348); the plan's reviewer gets them among the context the
         // plan was made from; and the fix after a round made because the remediation did not
         // converge reads it too.
+        let stuck = crate::engine::stuck_reason(a.phase_cursor.as_deref());
         let for_stuck_fix = remfix
             && a.research_rounds.last().is_some_and(|r| {
                 r.reason
                     .as_deref()
-                    .is_some_and(|w| w.starts_with(crate::engine::STUCK_RESEARCH))
+                    .is_some_and(|w| w.starts_with(&format!("{stuck}: ")))
             });
         let round = (for_stuck_fix
             || matches!(
@@ -156,6 +157,11 @@ fn previous_findings(v: &WorkflowState, verifier: bool) -> String {
         let Some(o) = v.host.outputs.get(&t.id) else {
             continue;
         };
+        // A research round between the review and the fix is read past: its files come in
+        // their own section.
+        if o.role == Role::Researcher.name() {
+            continue;
+        }
         let Some(role) = Role::from_name(&o.role).filter(|r| r.is_read_only()) else {
             break;
         };

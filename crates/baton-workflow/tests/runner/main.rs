@@ -128,6 +128,14 @@ fn two_fixes_that_do_not_converge_get_a_research_round_before_the_third() {
         "{}",
         fixes[3].prompt
     );
+    // It still gets what the review found: the research round between them is read past.
+    assert!(
+        fixes[3]
+            .prompt
+            .contains("the feature is never wired in (code-reviewer)"),
+        "{}",
+        fixes[3].prompt
+    );
     // One more cycle past the breaker: no second round for the same phase.
     let reviews = h.calls_of("code-reviewer").len() as u32;
     h.answer_nth("code-reviewer", reviews + 1, REVIEW_CRITICAL);
@@ -136,6 +144,39 @@ fn two_fixes_that_do_not_converge_get_a_research_round_before_the_third() {
     assert_eq!(
         h.artifact(id)["research_rounds"].as_array().unwrap().len(),
         1
+    );
+}
+
+/// A fix a gate's answer asks for waits for the research round too: critical and high findings
+/// on every review ask the scope question each time, and the third answer starts the round.
+#[test]
+fn a_fix_answered_at_the_scope_gate_after_two_stuck_cycles_waits_for_research() {
+    let h = Harness::new();
+    h.happy().answer("code-reviewer", REVIEW_CRITICAL_AND_HIGH);
+    let id = id_of(&h.build("add a feature file").unwrap());
+    for _ in 0..2 {
+        let o = h.answer_checkpoint(&id, "all issues").unwrap();
+        assert!(
+            matches!(&o, Outcome::Checkpoint { checkpoint, .. } if checkpoint.gate == Gate::ScopeDecision),
+            "{o:?}"
+        );
+    }
+    assert_eq!(h.calls_of("component-builder").len(), 3);
+    let o = h.answer_checkpoint(&id, "all issues").unwrap();
+    assert!(matches!(o, Outcome::Checkpoint { .. }), "{o:?}");
+    let a = h.artifact(&id);
+    assert_eq!(a["research_rounds"].as_array().unwrap().len(), 1, "{a:#}");
+    let fixes = h.calls_of("component-builder");
+    assert_eq!(fixes.len(), 4);
+    assert!(
+        fixes[3].prompt.contains("## Research Files"),
+        "{}",
+        fixes[3].prompt
+    );
+    assert_eq!(
+        a["remediation_history"].as_array().unwrap().len(),
+        3,
+        "{a:#}"
     );
 }
 

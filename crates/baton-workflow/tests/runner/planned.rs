@@ -494,18 +494,24 @@ fn a_finding_against_a_plan_mandate_asks_which_governs_and_the_plan_can_govern()
     );
 }
 
-/// `finding governs`: the mandate is overridden, and a fix applies the finding, told so.
+/// `finding governs`: the mandate is overridden, and a fix applies the finding, told so. The
+/// re-review that words the same conflict differently is not asked about again.
 #[test]
 fn a_finding_that_governs_over_the_plan_is_fixed() {
     let h = Harness::new();
+    let reworded = review_against_the_plan().replace(
+        "PLAN_CONFLICT_FINDING: the mandated seam part1::run is never called",
+        "PLAN_CONFLICT_FINDING: nothing calls part1::run yet",
+    );
     h.happy()
-        .answer_nth("code-reviewer", 1, &review_against_the_plan());
+        .answer_nth("code-reviewer", 1, &review_against_the_plan())
+        .answer_nth("code-reviewer", 2, &reworded);
     let path = write_plan(&h, &plan_text(1, "None"));
     let id = id_of(&h.run(planned(path)).unwrap());
     let o = h.answer_checkpoint(&id, "Finding Governs").unwrap();
     assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
     let builders = h.calls_of("component-builder");
-    assert_eq!(builders.len(), 2, "the fix ran");
+    assert_eq!(builders.len(), 3, "two fixes ran, with no second question");
     assert!(
         builders[1].prompt.contains(
             "The user decided the finding governs over the plan's mandate \"test_seams: [part1::run]\""
@@ -515,5 +521,9 @@ fn a_finding_that_governs_over_the_plan_is_fixed() {
     );
     let a = h.artifact(&id);
     assert_eq!(a["results"]["plan_adjudications"][0]["governs"], "finding");
-    assert_eq!(a["remediation_history"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        a["results"]["plan_adjudications"].as_array().unwrap().len(),
+        1
+    );
+    assert_eq!(a["remediation_history"].as_array().unwrap().len(), 2);
 }
