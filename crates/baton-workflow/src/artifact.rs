@@ -16,6 +16,9 @@ use crate::event::LoggedFinding;
 use crate::results::Results;
 use crate::route::WorkflowKind;
 
+mod telemetry;
+pub use telemetry::{LoopCounts, Telemetry};
+
 closed_set!(
     /// How much of the BUILD graph runs: builder → verifier → memory, or the full chain.
     BuildScope { Trivial = "trivial", Standard = "standard" }
@@ -99,6 +102,8 @@ pub struct Artifact {
     pub workflow_type: Option<WorkflowKind>,
     pub plan_file: Option<String>,
     pub design_file: Option<String>,
+    /// Decisions the user approved or the saved plan fixed, in force (cc10x's top-level key).
+    pub approved_decisions: Vec<String>,
     pub plan_mode: Option<PlanMode>,
     /// Set once BUILD preparation has assessed the scope.
     pub build_scope: Option<BuildScope>,
@@ -170,6 +175,14 @@ impl Artifact {
         files
     }
 
+    /// The approved decisions in force: the top-level ones, then those a record from before
+    /// them kept under `intent`.
+    pub fn decisions_in_force(&self) -> impl Iterator<Item = &String> {
+        self.approved_decisions
+            .iter()
+            .chain(&self.intent.earlier_approved_decisions)
+    }
+
     /// Reads an artifact from JSON; unknown keys are kept.
     pub fn from_json(value: Value) -> Result<Self, serde_json::Error> {
         serde_json::from_value(value)
@@ -207,9 +220,10 @@ pub struct Intent {
     pub constraints: Vec<String>,
     pub acceptance_criteria: Vec<String>,
     pub open_decisions: Vec<String>,
-    /// The approved plan's decisions, in force.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub approved_decisions: Vec<String>,
+    /// Where records before the top-level `approved_decisions` kept them: read, and kept as
+    /// they were (see [`Artifact::decisions_in_force`]); nothing new is written here.
+    #[serde(rename = "approved_decisions", skip_serializing_if = "Vec::is_empty")]
+    pub earlier_approved_decisions: Vec<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -247,143 +261,6 @@ pub struct ResearchQuality {
     pub github: Option<String>,
     /// `high`, `medium`, `low` or `none`.
     pub overall: Option<String>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
-}
-
-/// Timing and loop counts. Informational: the engine never decides on them except to report
-/// them, and never changes them except to count the loops it starts.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Telemetry {
-    /// `"true"`, `"false"` or `"unknown"` (cc10x writes a string).
-    pub task_metrics_available: Option<String>,
-    pub workflow_wall_clock_seconds: u64,
-    pub agent_wall_clock_seconds: Map<String, Value>,
-    pub loop_counts: LoopCounts,
-    pub verifier: Map<String, Value>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
-}
-
-impl Telemetry {
-    /// Whether task timings were recorded (a string `true`, as cc10x writes it).
-    pub fn metrics_available(&self) -> bool {
-        self.task_metrics_available.as_deref() == Some("true")
-    }
-
-    /// One dispatch's wall-clock time, added to its role's under cc10x's short name
-    /// (`builder`, `investigator`, `reviewer`, `hunter`, `verifier`, `planner`; other roles by
-    /// their own); a verifier's dispatch is also one phase-exit proof run. Measured, never
-    /// decided on: `task_metrics_available` is left as it is (the engine reads it, cc10x's
-    /// host task metrics, as a reason to report timings instead of routing).
-    pub fn record_dispatch(&mut self, role: &str, seconds: f64) {
-        let key = match role {
-            "component-builder" => "builder",
-            "bug-investigator" => "investigator",
-            "code-reviewer" => "reviewer",
-            "failure-hunter" => "hunter",
-            "integration-verifier" => "verifier",
-            other => other,
-        };
-        let so_far = self
-            .agent_wall_clock_seconds
-            .get(key)
-            .and_then(Value::as_f64)
-            .unwrap_or(0.0);
-        let total = ((so_far + seconds) * 1000.0).round() / 1000.0;
-        self.agent_wall_clock_seconds
-            .insert(key.to_string(), Value::from(total));
-        if key == "verifier" {
-            let runs = self
-                .verifier
-                .get("phase_exit_proof_runs")
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
-            self.verifier
-                .insert("phase_exit_proof_runs".into(), Value::from(runs + 1));
-        }
-    }
-
-    /// The verifier's `### Timing & Workload` section, when its answer has one (seed 001:418):
-    /// `- extended_audit_runs: N` and the seconds it spent on `tests`, `build`, `scan`,
-    /// `reconcile` and `reasoning` (`- tests: 38`), added to `telemetry.verifier`
-    /// (`extended_audit_runs`, `workload_seconds.{…}`) over the workflow's verifier runs. Other
-    /// lines are left out; a number that does not read is skipped. Kept to explain latency only.
-    pub fn record_verifier_workload(&mut self, answer: &str) {
-        const KINDS: [&str; 5] = ["tests", "build", "scan", "reconcile", "reasoning"];
-        let mut in_section = false;
-        for line in answer.lines() {
-            let t = line.trim();
-            if t.starts_with('#') {
-                in_section = t
-                    .trim_start_matches('#')
-                    .trim()
-                    .eq_ignore_ascii_case("Timing & Workload");
-                continue;
-            }
-            if !in_section {
-                continue;
-            }
-            let Some((key, value)) = t.trim_start_matches(['-', '*']).split_once(':') else {
-                continue;
-            };
-            let key = key
-                .trim()
-                .trim_matches(['`', '*'])
-                .trim()
-                .to_ascii_lowercase();
-            // `38`, `38s`, `38 seconds`, `**38**`.
-            let number = value
-                .trim()
-                .trim_matches('*')
-                .split_whitespace()
-                .next()
-                .unwrap_or("")
-                .trim_end_matches('s')
-                .parse::<f64>()
-                .ok()
-                .filter(|n| n.is_finite() && *n >= 0.0);
-            let Some(n) = number else { continue };
-            let add = |map: &mut Map<String, Value>, k: &str| {
-                let so_far = map.get(k).and_then(Value::as_f64).unwrap_or(0.0);
-                map.insert(
-                    k.to_string(),
-                    Value::from(((so_far + n) * 1000.0).round() / 1000.0),
-                );
-            };
-            if key == "extended_audit_runs" {
-                let so_far = self
-                    .verifier
-                    .get("extended_audit_runs")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0);
-                self.verifier.insert(
-                    "extended_audit_runs".into(),
-                    Value::from(so_far + n.round() as u64),
-                );
-            } else if let Some(kind) = KINDS
-                .iter()
-                .find(|k| key == **k || key == format!("{k}_seconds"))
-            {
-                let mut seconds = match self.verifier.remove("workload_seconds") {
-                    Some(Value::Object(m)) => m,
-                    _ => Map::new(),
-                };
-                add(&mut seconds, kind);
-                self.verifier
-                    .insert("workload_seconds".into(), Value::Object(seconds));
-            }
-        }
-    }
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct LoopCounts {
-    pub re_review: u32,
-    pub re_hunt: u32,
-    pub re_verify: u32,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -901,6 +778,28 @@ pub fn check_workflow_uuid(id: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// cc10x keeps `approved_decisions` at the top level; a record from before, with them under
+    /// `intent`, still has them in force and keeps them where they were when written back.
+    #[test]
+    fn approved_decisions_are_top_level_and_earlier_records_keep_theirs() {
+        let old = json!({"workflow_type": "BUILD", "intent": {"approved_decisions": ["csv"]}});
+        let a = Artifact::from_json(old).unwrap();
+        assert_eq!(a.decisions_in_force().collect::<Vec<_>>(), ["csv"]);
+        let back = a.to_json();
+        assert_eq!(back["intent"]["approved_decisions"], json!(["csv"]));
+        let mut a = Artifact::from_json(back).unwrap();
+        a.approved_decisions.push("phase-1: json".into());
+        let new = a.to_json();
+        assert_eq!(new["approved_decisions"], json!(["phase-1: json"]));
+        assert_eq!(
+            Artifact::from_json(new)
+                .unwrap()
+                .decisions_in_force()
+                .collect::<Vec<_>>(),
+            ["phase-1: json", "csv"]
+        );
+    }
     use pretty_assertions::assert_eq;
     use serde_json::json;
 

@@ -349,8 +349,8 @@ impl PlanFile {
         self.phases.iter().map(PlanPhase::normalized).collect()
     }
 
-    /// The artifact's `intent`: the goal (the plan's title), its acceptance criteria and the
-    /// approved decisions.
+    /// The artifact's `intent`: the goal (the plan's title) and its acceptance criteria (the
+    /// approved decisions are the artifact's top-level `approved_decisions`).
     pub fn intent(&self) -> Map<String, Value> {
         let mut m = Map::new();
         if let Some(t) = &self.title {
@@ -360,7 +360,6 @@ impl PlanFile {
             "acceptance_criteria".into(),
             self.acceptance_criteria.clone().into(),
         );
-        m.insert("approved_decisions".into(), self.decisions.clone().into());
         m
     }
 }

@@ -160,9 +160,7 @@ impl Runner<'_> {
         match gate {
             Gate::HumanVerify => {}
             Gate::PhaseDecision => {
-                a.intent
-                    .approved_decisions
-                    .push(format!("{phase}: {words}"));
+                a.approved_decisions.push(format!("{phase}: {words}"));
                 v.host.guidance = Some(words.to_string());
                 v.host.carry_guidance = true;
             }

@@ -67,7 +67,7 @@ pub fn apply(a: &mut Artifact, plan: &PlanFile, key: &str) {
     a.intent.goal = plan.title.clone().or(a.intent.goal.take());
     a.intent.acceptance_criteria = plan.acceptance_criteria.clone();
     a.intent.open_decisions = Vec::new();
-    a.intent.approved_decisions = plan.decisions.clone();
+    a.approved_decisions = plan.decisions.clone();
     a.results.plan = Some(crate::results::PlanPin {
         file: key.to_string(),
         sha256: plan.sha256.clone(),
@@ -206,7 +206,7 @@ pub fn brief(a: &Artifact, with_intent: bool) -> Option<String> {
                 s.push_str(&format!("  - {c}\n"));
             }
         }
-        let decisions = &a.intent.approved_decisions;
+        let decisions: Vec<&String> = a.decisions_in_force().collect();
         if !decisions.is_empty() {
             s.push_str("- Approved decisions (in force):\n");
             for d in decisions {
