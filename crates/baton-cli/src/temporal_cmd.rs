@@ -441,6 +441,7 @@ mod imp {
         })?;
         let target = format!("refs/heads/{branch}");
         let push = (root.clone(), format!("{base}:{target}"));
+        let root_owned = root.clone();
         let id = baton_flow::engine::new_flow_id();
         let input = FlowInput {
             id: id.clone(),
@@ -465,7 +466,7 @@ mod imp {
             git(&push.0, &["push", "-q", &remote, &push.1]).map_err(|e| {
                 anyhow::anyhow!("cannot push {branch} to `engine.remote` ({remote}) as it is here: {e} (pull first if the remote is ahead)")
             })?;
-            let followed = input.id.clone();
+            let mirror = (root_owned, input.clone());
             started(
                 &client,
                 &engine,
@@ -478,7 +479,7 @@ mod imp {
                 ),
             )
             .await?;
-            follow_flow(&client, &followed, json).await
+            follow_flow(&client, &mirror, json).await
         })
     }
 
@@ -563,7 +564,7 @@ mod imp {
                 onto: None,
                 ..input
             };
-            let followed = next.id.clone();
+            let mirror = (root.clone(), next.clone());
             started(
                 &client,
                 &engine,
@@ -577,7 +578,7 @@ mod imp {
                 ),
             )
             .await?;
-            follow_flow(&client, &followed, json).await
+            follow_flow(&client, &mirror, json).await
         })
     }
 
@@ -634,7 +635,15 @@ mod imp {
 
     /// Follows a Flow on Temporal to its end, printing each unit's changes (unless `json`), and
     /// reports it.
-    async fn follow_flow(client: &sdk::Client, id: &str, json: bool) -> Result<Exit> {
+    /// Follows the Flow `input` started in the project at `root` to its end, keeping its
+    /// record there in the local Flow engine's log ([`baton_temporal::flow_mirror`]).
+    async fn follow_flow(
+        client: &sdk::Client,
+        (root, input): &(std::path::PathBuf, baton_temporal::flow::FlowInput),
+        json: bool,
+    ) -> Result<Exit> {
+        let id = input.id.as_str();
+        mirrored(baton_temporal::flow_mirror::created(root, input));
         let cancel = CancellationToken::new();
         let signalled = crate::signals::watch_signals(cancel.clone());
         let mut seen: Vec<String> = Vec::new();
@@ -642,6 +651,7 @@ mod imp {
             let s = baton_temporal::flow_sdk::status(client, id)
                 .await
                 .map_err(anyhow::Error::msg)?;
+            mirrored(baton_temporal::flow_mirror::follow(root, &s).map(|_| ()));
             if !json {
                 for (i, u) in s.units.iter().enumerate() {
                     let line = format!("{} {}", u.id, u.state);
@@ -730,7 +740,7 @@ mod imp {
                 origin: Some(origin),
                 ..input
             };
-            let followed = land.id.clone();
+            let mirror = (root.clone(), land.clone());
             started(
                 &client,
                 &engine,
@@ -743,8 +753,15 @@ mod imp {
                 ),
             )
             .await?;
-            follow_flow(&client, &followed, json).await
+            follow_flow(&client, &mirror, json).await
         })
+    }
+
+    /// A record that cannot be kept here is said, and the Flow goes on without it.
+    fn mirrored(kept: Result<(), String>) {
+        if let Err(e) = kept {
+            errln!("baton flow: cannot keep the Flow's record in this project: {e}");
+        }
     }
 
     pub fn flow_status(ctx: &ProjectContext, id: &str, json: bool) -> Result<Exit> {
@@ -753,6 +770,7 @@ mod imp {
                 .await
                 .map_err(anyhow::Error::msg)
         })?;
+        mirrored(baton_temporal::flow_mirror::follow(&ctx.project_root, &s).map(|_| ()));
         if json {
             crate::documents::print(&s);
         } else {

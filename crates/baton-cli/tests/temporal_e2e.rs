@@ -880,6 +880,37 @@ fn a_flow_of_implementer_units_lands_from_a_node() {
     let now: Value = serde_json::from_str(out(&o).trim()).unwrap();
     assert_eq!(now["state"], "completed", "{now:#}");
     assert_eq!(now["units"][0]["state"], "integrated", "{now:#}");
+
+    // The starter keeps the Flow's record in the local Flow engine's own log: the project's
+    // event feed has its steps, and the local engine shows it but never drives it.
+    let o = c.wf.run(&["events", "--json"]);
+    assert_exit(&o, 0);
+    let kinds: Vec<String> = out(&o)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["source"]["id"] == id)
+        .filter_map(|e| e["event"]["type"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "flow.created",
+            "unit.implementer_started",
+            "unit.implementer_finished",
+            "flow.implementers_settled",
+            "unit.merged",
+            "unit.finished",
+            "flow.completed"
+        ],
+        "{}",
+        out(&o)
+    );
+    let o = c.wf.run(&["flow", "status", id]);
+    assert_exit(&o, 0);
+    assert!(out(&o).contains("completed"), "{}", out(&o));
+    let o = c.wf.run(&["flow", "resume", id]);
+    assert_exit(&o, 2);
+    assert!(err(&o).contains("runs on Temporal"), "{}", err(&o));
 }
 
 /// A project whose agents are on the mock `model`, with a Temporal server and its cluster (no

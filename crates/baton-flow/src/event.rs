@@ -23,6 +23,15 @@ pub struct FrozenRole {
     pub file: PathBuf,
 }
 
+/// Where a Flow on Temporal lands its units.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OnTemporal {
+    /// The shared remote (`engine.remote`).
+    pub remote: String,
+    /// `refs/heads/<branch>` on it.
+    pub target: String,
+}
+
 /// How one child (implementer or reviewer) ended, bounded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChildSummary {
@@ -90,6 +99,9 @@ pub enum FailureKind {
     BlockedAgain,
     /// Any other failure of git, the file system or the executor.
     Infrastructure,
+    /// A unit of a Flow on Temporal blocked (failed, invalid, rejected): a Flow on Temporal
+    /// does not pause; `baton flow continue --engine temporal` goes on as a new Flow.
+    UnitBlocked,
 }
 
 impl FailureKind {
@@ -101,6 +113,7 @@ impl FailureKind {
             FailureKind::ReviewerFailed => "reviewer failed",
             FailureKind::BlockedAgain => "blocked after its repair",
             FailureKind::Infrastructure => "infrastructure failure",
+            FailureKind::UnitBlocked => "a unit blocked",
         }
     }
 }
@@ -171,12 +184,18 @@ pub enum FlowEvent {
         main_oid: String,
         worktree_root: PathBuf,
         units: Vec<UnitSpec>,
-        implementer: FrozenRole,
+        /// The frozen implementer; absent in the record of a Flow on Temporal, whose nodes
+        /// resolve their roles from the remote's commit.
+        implementer: Option<FrozenRole>,
         reviewer: Option<FrozenRole>,
         /// `--workflow build`: each unit is a whole gated BUILD workflow instead of one
         /// implementer (absent in Flows before it existed: one implementer each).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         workflow: Option<UnitWorkflow>,
+        /// A Flow that runs on Temporal (`baton flow start --engine temporal`): this log is
+        /// what its starter saw of it; the local engine never drives it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        temporal: Option<OnTemporal>,
     },
     /// A process took over driving the Flow (it holds the repository's Flow lock).
     #[serde(rename = "flow.driver")]

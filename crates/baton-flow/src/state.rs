@@ -248,11 +248,15 @@ pub struct FlowState {
     /// Where the Flow left Main: the start, then each integrated tip.
     pub main_oid: String,
     pub worktree_root: PathBuf,
-    pub implementer: FrozenRole,
+    /// Absent for a Flow on Temporal.
+    pub implementer: Option<FrozenRole>,
     pub reviewer: Option<FrozenRole>,
     /// Each unit a whole workflow (`--workflow build`), else one implementer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow: Option<UnitWorkflow>,
+    /// The Flow runs on Temporal: its record is what its starter saw; never driven here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temporal: Option<crate::event::OnTemporal>,
     pub units: Vec<UnitState>,
     pub settled: bool,
     pub end: Option<FlowEnd>,
@@ -294,6 +298,7 @@ impl FlowState {
                 implementer,
                 reviewer,
                 workflow,
+                temporal,
             } => Some(FlowState {
                 id: id.clone(),
                 created: created.clone(),
@@ -305,6 +310,7 @@ impl FlowState {
                 implementer: implementer.clone(),
                 reviewer: reviewer.clone(),
                 workflow: *workflow,
+                temporal: temporal.clone(),
                 units: units.iter().cloned().map(UnitState::new).collect(),
                 settled: false,
                 setup_aborting: None,
@@ -650,6 +656,8 @@ impl FlowState {
             Some(FlowEnd::Completed { .. }) => Phase::Completed,
             Some(FlowEnd::Failed { .. }) => Phase::Failed,
             Some(FlowEnd::Abandoned { .. }) => Phase::Abandoned,
+            // Temporal runs it until it ends; its nodes do not pause on a unit.
+            None if self.temporal.is_some() => Phase::Running,
             None if self.paused_unit().is_some() => Phase::Paused,
             None if driving && self.driver_pid.is_some() => Phase::Running,
             None => Phase::Interrupted,
@@ -712,13 +720,14 @@ mod tests {
                 main_oid: "aaaa".into(),
                 worktree_root: "/w".into(),
                 units: vec![unit("a"), unit("b")],
-                implementer: FrozenRole {
+                implementer: Some(FrozenRole {
                     spec,
                     backend: baton_protocol::role::BackendKind::Command,
                     file: "/r/i.md".into(),
-                },
+                }),
                 reviewer: None,
                 workflow: None,
+                temporal: None,
             },
         };
         let mut records = vec![

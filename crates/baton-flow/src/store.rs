@@ -331,12 +331,13 @@ mod tests {
             worktree_root: "/w".into(),
             units: Vec::new(),
             workflow: None,
-            implementer: crate::event::FrozenRole {
+            implementer: Some(crate::event::FrozenRole {
                 spec,
                 backend: baton_protocol::role::BackendKind::Command,
                 file: "/r/i.md".into(),
-            },
+            }),
             reviewer: None,
+            temporal: None,
         })
         .unwrap();
         drop(log);

@@ -22,6 +22,7 @@
 //!   `baton worker-node --check-history`.
 
 pub mod flow;
+pub mod flow_mirror;
 #[cfg(feature = "temporal")]
 pub mod flow_sdk;
 pub mod mapping;

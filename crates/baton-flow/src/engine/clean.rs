@@ -7,7 +7,7 @@
 //! The clean is recorded in the Flow's log (`flow.cleaning` before git is touched, `flow.cleaned`
 //! after); as each step is read from git again, a clean cut short is finished by the next one.
 
-use super::entry::{open_repo, readable_flows};
+use super::entry::{open_repo, readable_flows, refuse_on_temporal};
 use super::*;
 use crate::event::CleanItem;
 
@@ -61,13 +61,18 @@ pub fn clean_plan(
     match id {
         Some(id) => {
             let state = repo.store.load(id)?;
+            refuse_on_temporal(&state)?;
             refuse_unless_ended(&state, driving)?;
             let planned = plan_flow(&git(&state.repo_root), &state, force)?;
             Ok(vec![planned.0])
         }
         None => {
             let mut plans = Vec::new();
-            for (_, state) in readable_flows(&repo.store) {
+            // A Flow on Temporal left nothing in this checkout to clean.
+            let local = readable_flows(&repo.store)
+                .into_iter()
+                .filter(|(_, s)| s.temporal.is_none());
+            for (_, state) in local {
                 match state.phase(driving) {
                     Phase::Failed | Phase::Abandoned => {}
                     Phase::Running | Phase::Paused | Phase::Interrupted | Phase::Completed => {
@@ -99,6 +104,7 @@ pub fn clean(
     let git = git_with(git_env);
     let repo = open_repo(&git, cwd)?;
     let mut state = repo.store.load(id)?;
+    refuse_on_temporal(&state)?;
     refuse_unless_ended(&state, RepoLock::is_held(&repo.common))?;
     // One clean of a Flow at a time; a running Flow (which holds the repository's lock) is another
     // Flow's and never writes this log.

@@ -163,9 +163,10 @@ pub async fn start_as(
         main_oid,
         worktree_root: env.delegate.worktree_root.clone(),
         units,
-        implementer,
+        implementer: Some(implementer),
         reviewer,
         workflow,
+        temporal: None,
     };
     let state = FlowState::created(&created, 1, &now_rfc3339()).ok_or_else(|| {
         FlowError::Refused("internal: the first event is not flow.created".into())
@@ -491,8 +492,23 @@ fn hint(state: &FlowState) -> String {
     }
 }
 
+/// A Flow on Temporal is driven by its nodes, never here: its record is what its starter saw.
+pub(super) fn refuse_on_temporal(state: &FlowState) -> Result<(), FlowError> {
+    match &state.temporal {
+        None => Ok(()),
+        Some(t) => Err(FlowError::Refused(format!(
+            "Flow {} runs on Temporal (its units land on {} at {}): `baton flow status --engine temporal {}` follows it, `baton flow continue --engine temporal` and `baton flow land --engine temporal` go on from it",
+            state.id, t.target, t.remote, state.id
+        ))),
+    }
+}
+
 fn refuse_if_active(store: &FlowStore) -> Result<(), FlowError> {
-    for (id, state) in readable_flows(store) {
+    // A Flow on Temporal works on the remote, not in this checkout: it blocks no local Flow.
+    let local = readable_flows(store)
+        .into_iter()
+        .filter(|(_, s)| s.temporal.is_none());
+    for (id, state) in local {
         let phase = state.phase(false);
         if !phase.is_terminal() {
             return Err(FlowError::Refused(format!(
@@ -574,6 +590,7 @@ fn take_over<'a>(
         None => {
             let mut active: Vec<String> = readable_flows(&repo.store)
                 .into_iter()
+                .filter(|(_, state)| state.temporal.is_none())
                 .filter(|(_, state)| !state.phase(false).is_terminal())
                 .map(|(id, _)| id)
                 .collect();
@@ -604,6 +621,7 @@ fn take_over<'a>(
         }
     };
     let state = repo.store.load(&id)?;
+    refuse_on_temporal(&state)?;
     lock.note(&id);
     stop_stale_implementers(&state);
     let log = repo.store.open(&id, env.crash.clone())?;

@@ -38,8 +38,14 @@ impl Run<'_> {
             ("BATON_FLOW_UNIT".to_string(), u.id().to_string()),
             ("BATON_FLOW_ATTEMPT".to_string(), u.attempt.to_string()),
         ];
+        let Some(implementer) = &state.implementer else {
+            return Err(FlowError::Refused(format!(
+                "Flow {} has no frozen implementer: it runs on Temporal",
+                state.id
+            )));
+        };
         let result = self
-            .run_child(&state.implementer, &u, task, &path, env, Some(u.attempt))
+            .run_child(implementer, &u, task, &path, env, Some(u.attempt))
             .await;
         let summary = match result {
             Ok(r) => summarize(&r),
