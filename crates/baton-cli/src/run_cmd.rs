@@ -176,7 +176,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         if kind == baton_protocol::config::EngineKind::Temporal && !orient {
             if args.common.record.is_some() || args.common.replay.is_some() {
                 anyhow::bail!(
-                    "--record and --replay run with the local engine only: drop them, or give --engine local"
+                    "--record and --replay run with the local engine only (on Temporal the agents' model calls are made on the worker nodes, which keep no recording for this starter): drop them, or give --engine local"
                 );
             }
             errln!("{}", baton_text::sanitize_line(&decision.headline()));

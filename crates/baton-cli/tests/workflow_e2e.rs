@@ -947,3 +947,38 @@ fn the_same_request_while_its_workflow_waits_is_refused_naming_it() {
         .count();
     assert_eq!(records, 3, "a third workflow of its own");
 }
+
+/// `--record` and `--replay` record and replay the model calls made where baton runs; on
+/// Temporal those are made on the nodes: refused before anything starts, saying why.
+#[test]
+fn record_and_replay_are_refused_on_temporal_before_anything_starts() {
+    let wf = Wf::new();
+    wf.happy();
+    let dir = wf.sb.path("recording");
+    std::fs::create_dir_all(&dir).unwrap();
+    for flag in ["--record", "--replay"] {
+        let o = wf.run(&[
+            "run",
+            "--engine",
+            "temporal",
+            flag,
+            dir.to_str().unwrap(),
+            "add a feature file",
+        ]);
+        assert_exit(&o, 2);
+        assert!(
+            err(&o).contains("--record and --replay run with the local engine only (on Temporal the agents' model calls are made on the worker nodes"),
+            "{}",
+            err(&o)
+        );
+    }
+    assert_eq!(wf.calls("component-builder"), 0);
+    assert!(std::fs::read_dir(&dir).unwrap().next().is_none());
+    assert!(
+        !wf.sb.work().join(".baton/state/workflows").exists()
+            || std::fs::read_dir(wf.sb.work().join(".baton/state/workflows"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
+}
