@@ -38,15 +38,22 @@ fn a_build_runs_the_full_graph_and_ends_verified() {
     assert!(!review.contains("## Memory Summary"), "{review}");
 }
 
-#[test]
-fn remediation_stops_at_the_circuit_breaker_after_three_cycles() {
-    let h = Harness::new();
+/// A BUILD whose reviewer finds a critical issue every time, run to the circuit breaker: its id
+/// and the breaker's checkpoint.
+fn at_the_breaker(h: &Harness) -> (String, baton_workflow::run::state::Checkpoint) {
     h.happy().answer("code-reviewer", REVIEW_CRITICAL);
     let o = h.build("add a feature file").unwrap();
-    let Outcome::Checkpoint { id, checkpoint } = &o else {
+    let Outcome::Checkpoint { id, checkpoint } = o else {
         panic!("{o:?}")
     };
     assert_eq!(checkpoint.gate, Gate::CircuitBreaker);
+    (id, checkpoint)
+}
+
+#[test]
+fn remediation_stops_at_the_circuit_breaker_after_three_cycles() {
+    let h = Harness::new();
+    let (id, checkpoint) = &at_the_breaker(&h);
     assert_eq!(checkpoint.options, ["one more cycle", "accept", "abort"]);
     assert!(
         checkpoint.brief.contains("remediation cycles: 3"),
@@ -88,12 +95,7 @@ fn remediation_stops_at_the_circuit_breaker_after_three_cycles() {
 #[test]
 fn two_fixes_that_do_not_converge_get_a_research_round_before_the_third() {
     let h = Harness::new();
-    h.happy().answer("code-reviewer", REVIEW_CRITICAL);
-    let o = h.build("add a feature file").unwrap();
-    let Outcome::Checkpoint { id, checkpoint } = &o else {
-        panic!("{o:?}")
-    };
-    assert_eq!(checkpoint.gate, Gate::CircuitBreaker);
+    let (id, _) = &at_the_breaker(&h);
     let a = h.artifact(id);
     let rounds = a["research_rounds"].as_array().unwrap();
     assert_eq!(rounds.len(), 1, "{a:#}");
