@@ -22,6 +22,7 @@ pub mod graph;
 mod plan;
 mod preflight;
 mod prompt;
+mod recheck;
 mod routing;
 mod solution;
 mod tree;
