@@ -30,7 +30,7 @@ TEST_SEAMS: []
 SEAM_GATE_STATUS: not_applicable
 SCENARIOS:
   - name: feature works
-    command: test -f feature.txt
+    command: test -s feature.txt
     expected: exit 0
     actual: exit 0
     exit_code: 0

@@ -8,8 +8,9 @@ use crate::state::{HostCheck, Record, TaskOutput};
 
 impl Runner<'_> {
     /// What the host checks itself in an agent's answer: a verifier's scenario commands (run
-    /// again) and its rulings on the disputes that waited for it; a fix's disputes (each
-    /// proving command run by the host).
+    /// again) and its rulings on the disputes that waited for it; a builder's passing scenarios
+    /// (did the tests it cites really pass); a fix's disputes (each proving command run by the
+    /// host).
     pub(super) async fn host_checks(
         &self,
         one: &OneDispatch<'_>,
@@ -29,6 +30,9 @@ impl Runner<'_> {
                 dispute::rule(&mut disputes, &dispute::rulings(&out.text), one.id);
                 dispute::record(&mut r.artifact, &disputes);
             }
+        }
+        if one.role == Role::ComponentBuilder && one.task.kind != Some(TaskKind::Remfix) {
+            out.host_checks = self.recheck_builder(one.spec, &out.text, &one.work).await;
         }
         if one.task.kind == Some(TaskKind::Remfix) {
             out.proof_check = self.check_proof(one, &out.text).await;
@@ -156,6 +160,43 @@ impl Runner<'_> {
             if let Some(c) = self.suite_check(artifact, work).await {
                 checks.push(c);
             }
+        }
+        checks
+    }
+
+    /// A builder's PASS is checked as a verifier's is (seed 001:572-576, "did the tests it cites
+    /// really run"): each scenario it reports passing with exit 0 runs again under its role's
+    /// sandbox, at most [`MAX_RECHECKS`]. A failure is a failed host check: the builder's pass is
+    /// not believed. A fix's scenarios are its proof, checked as such.
+    async fn recheck_builder(
+        &self,
+        spec: &baton_protocol::role::RoleSpec,
+        text: &str,
+        work: &Path,
+    ) -> Vec<HostCheck> {
+        let Ok(checked) = contract::parse(Role::ComponentBuilder, text) else {
+            return Vec::new();
+        };
+        let Some(report) = outputs::from_contract(&checked)
+            .builder
+            .filter(|_| checked.advances())
+        else {
+            return Vec::new();
+        };
+        let mut checks = Vec::new();
+        let passing = report
+            .scenarios
+            .iter()
+            .filter(|s| {
+                s.status == "PASS" && s.exit_code == Some(0) && !s.command.trim().is_empty()
+            })
+            .take(MAX_RECHECKS);
+        for s in passing {
+            let Some(mut c) = self.rerun(None, spec, work, &s.command).await else {
+                return checks;
+            };
+            c.command = format!("{} (a scenario the builder reported passing)", s.command);
+            checks.push(c);
         }
         checks
     }

@@ -29,8 +29,11 @@ fn a_test_failing_before_the_build_is_listed_as_pre_existing_and_blocks_nothing(
         ),
         "{brief}"
     );
-    // Before the builder; the verifier's scenario; the suite again after its pass.
-    assert_eq!(h.host_commands(), [SUITE, "test -f feature.txt", SUITE]);
+    // Before the builder; the builder's scenario; the verifier's; the suite again after its pass.
+    assert_eq!(
+        h.host_commands(),
+        [SUITE, "test -s feature.txt", "test -f feature.txt", SUITE]
+    );
     let a = h.artifact(id);
     assert_eq!(a["results"]["baseline"]["status"], "recorded");
     assert_eq!(
@@ -92,5 +95,8 @@ fn without_a_suite_the_baseline_is_unavailable_and_says_every_failure_is_suspect
         verify.contains("## Baseline\nNo clean baseline could be recorded (no test command"),
         "{verify}"
     );
-    assert_eq!(h.host_commands(), ["test -f feature.txt"]);
+    assert_eq!(
+        h.host_commands(),
+        ["test -s feature.txt", "test -f feature.txt"]
+    );
 }

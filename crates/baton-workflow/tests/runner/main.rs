@@ -336,6 +336,22 @@ fn a_usd_budget_stops_on_priced_dispatches() {
     assert_eq!(h.phases(), ["build-implement"]);
 }
 
+/// seed 001:572-576, "did the tests it cites really run": a builder's PASS whose passing
+/// scenario fails when baton runs it is not believed; nothing after the builder runs.
+#[test]
+fn a_builder_pass_whose_scenario_fails_when_the_host_runs_it_is_not_believed() {
+    let h = Harness::new();
+    h.happy().failing_check("test -s feature.txt");
+    let o = h.build("add a feature file").unwrap();
+    let Outcome::Failed { brief, .. } = &o else {
+        panic!("{o:?}")
+    };
+    let why = "t1 (component-builder) reported PASS, but its scenario `test -s feature.txt (a scenario the builder reported passing)` exits 1 when baton ran it";
+    assert!(brief.contains(why), "{brief}");
+    assert!(h.calls_of("code-reviewer").is_empty());
+    assert_eq!(h.host_commands(), ["test -s feature.txt"]);
+}
+
 #[test]
 fn a_verifier_pass_whose_scenario_fails_when_the_host_runs_it_stops_the_workflow() {
     let h = Harness::new();
@@ -706,7 +722,7 @@ fn the_project_s_domain_language_reaches_the_agents() {
 #[test]
 fn a_fix_whose_proof_fails_when_the_host_runs_it_is_sent_back() {
     let h = Harness::new();
-    let unproven = BUILDER_PASS.replace("command: test -f feature.txt", "command: sh prove-fix.sh");
+    let unproven = BUILDER_PASS.replace("command: test -s feature.txt", "command: sh prove-fix.sh");
     assert_ne!(unproven, BUILDER_PASS);
     h.happy()
         .answer_nth("code-reviewer", 1, REVIEW_CRITICAL)
@@ -727,7 +743,7 @@ fn a_fix_whose_proof_fails_when_the_host_runs_it_is_sent_back() {
 
     // The whole suite is no covering test.
     let mut h = Harness::new();
-    h.env.delegate.config.workflow.test_command = Some("test -f feature.txt".into());
+    h.env.delegate.config.workflow.test_command = Some("test -s feature.txt".into());
     h.happy().answer_nth("code-reviewer", 1, REVIEW_CRITICAL);
     let o = h.build("add a feature file").unwrap();
     let builders = h.calls_of("component-builder");
