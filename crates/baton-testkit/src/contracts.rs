@@ -26,8 +26,8 @@ TDD_RED_EXIT: 1
 TDD_RED_REASON_KIND: behavioral
 TDD_RED_REASON: the feature test failed before the change
 TDD_GREEN_EXIT: 0
-TEST_SEAMS: []
-SEAM_GATE_STATUS: not_applicable
+TEST_SEAMS: [feature.txt, part1::run, part2::run, part3::run]
+SEAM_GATE_STATUS: confirmed
 SCENARIOS:
   - name: feature works
     command: test -s feature.txt

@@ -332,12 +332,62 @@ impl Draft<'_> {
         Some(deferred)
     }
 
+    /// The seam gate against the plan (workflow-artifact-and-hook-policy.md:278): on a full
+    /// BUILD's planned phase that names its `test_seams`, the builder's `SEAM_GATE_STATUS` is
+    /// `confirmed` with `TEST_SEAMS` naming each of them, or `disagreed` (a better seam in
+    /// `TEST_SEAMS`, the rationale in `DECISIONS`, which the contract checks). A phase whose plan
+    /// names none (a legacy plan, or no plan) takes any status the contract takes.
+    fn seam_problems(&self, b: &BuilderReport, phase: Option<&str>) -> Vec<String> {
+        if !self.full_graph() || self.a.plan_file.is_none() {
+            return Vec::new();
+        }
+        let planned: Vec<&str> = self
+            .a
+            .normalized_phases
+            .iter()
+            .find(|p| Some(p.phase_id.as_str()) == phase)
+            .and_then(|p| p.test_seams.as_ref())
+            .map(|s| {
+                s.iter()
+                    .map(|x| x.trim())
+                    .filter(|x| !x.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if planned.is_empty() {
+            return Vec::new();
+        }
+        let listed = planned.join(", ");
+        match b.seam_gate_status.as_deref() {
+            Some("disagreed") => Vec::new(),
+            Some("confirmed") => {
+                let missing: Vec<&str> = planned
+                    .iter()
+                    .copied()
+                    .filter(|s| !b.test_seams.iter().any(|t| t.trim() == *s))
+                    .collect();
+                match missing.is_empty() {
+                    true => Vec::new(),
+                    false => vec![format!(
+                        "SEAM_GATE_STATUS confirmed, but TEST_SEAMS does not name the plan's {} for this phase",
+                        missing.join(", ")
+                    )],
+                }
+            }
+            other => vec![format!(
+                "the plan names this phase's test seams ({listed}): SEAM_GATE_STATUS must be confirmed (TEST_SEAMS naming them) or disagreed (a better seam in TEST_SEAMS, the rationale in DECISIONS), not {}",
+                other.unwrap_or("unset")
+            )],
+        }
+    }
+
     /// A builder report: `Some(next step)` when the chain goes on, `None` when it stopped.
     pub(super) fn builder(&mut self, b: &BuilderReport) -> Option<(Action, String)> {
         let phase = b.phase_id.clone().or(self.a.phase_cursor.clone());
         match (b.status.as_str(), b.phase_status.as_deref()) {
             ("PASS", _) => {
-                let problems = b.pass_problems();
+                let mut problems = b.pass_problems();
+                problems.extend(self.seam_problems(b, phase.as_deref()));
                 if !problems.is_empty() {
                     self.invalid("builder", &problems);
                     return None;

@@ -526,3 +526,54 @@ fn a_finding_that_governs_over_the_plan_is_fixed() {
     );
     assert_eq!(a["remediation_history"].as_array().unwrap().len(), 2);
 }
+
+/// The seam gate against the plan (workflow-artifact-and-hook-policy.md:278): a planned phase
+/// that names its test seams takes a builder's pass only when it confirms them (each named in
+/// `TEST_SEAMS`) or disagrees with a better seam and says why.
+#[test]
+fn a_planned_phase_takes_a_builder_pass_only_with_its_test_seams_confirmed_or_disagreed() {
+    let refused = |builder: String, why: &str| {
+        let h = Harness::new();
+        h.happy().answer("component-builder", &builder);
+        let path = write_plan(&h, &plan_text(1, "None"));
+        let o = h.run(planned(path)).unwrap();
+        let Outcome::Failed { brief, .. } = &o else {
+            panic!("{o:?}")
+        };
+        assert!(brief.contains(why), "{brief}");
+        assert!(h.calls_of("code-reviewer").is_empty());
+    };
+    refused(
+        BUILDER_PASS
+            .replace("SEAM_GATE_STATUS: confirmed", "SEAM_GATE_STATUS: not_applicable")
+            .replace("TEST_SEAMS: [feature.txt, part1::run, part2::run, part3::run]", "TEST_SEAMS: []"),
+        "the plan names this phase's test seams (part1::run): SEAM_GATE_STATUS must be confirmed (TEST_SEAMS naming them) or disagreed",
+    );
+    refused(
+        BUILDER_PASS.replace(
+            "TEST_SEAMS: [feature.txt, part1::run, part2::run, part3::run]",
+            "TEST_SEAMS: [feature.txt]",
+        ),
+        "SEAM_GATE_STATUS confirmed, but TEST_SEAMS does not name the plan's part1::run for this phase",
+    );
+    // A better seam, and why: taken.
+    let h = Harness::new();
+    let disagreed = BUILDER_PASS
+        .replace("SEAM_GATE_STATUS: confirmed", "SEAM_GATE_STATUS: disagreed")
+        .replace(
+            "TEST_SEAMS: [feature.txt, part1::run, part2::run, part3::run]",
+            "TEST_SEAMS: [part1::serve]",
+        )
+        .replace(
+            "DECISIONS: []",
+            "DECISIONS: [part1::serve is where a request enters; run only wraps it]",
+        );
+    h.happy().answer("component-builder", &disagreed);
+    let path = write_plan(&h, &plan_text(1, "None"));
+    let o = h.run(planned(path)).unwrap();
+    assert!(
+        matches!(o, Outcome::Checkpoint { .. } | Outcome::Completed { .. }),
+        "{o:?}"
+    );
+    assert_eq!(h.calls_of("code-reviewer").len(), 1);
+}
