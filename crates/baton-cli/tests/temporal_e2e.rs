@@ -908,6 +908,12 @@ fn a_flow_of_implementer_units_lands_from_a_node() {
     let o = c.wf.run(&["flow", "status", id]);
     assert_exit(&o, 0);
     assert!(out(&o).contains("completed"), "{}", out(&o));
+    assert!(
+        out(&o).contains("on Temporal, landing on refs/heads/main at ")
+            && out(&o).contains("as this checkout last saw it"),
+        "{}",
+        out(&o)
+    );
     let o = c.wf.run(&["flow", "resume", id]);
     assert_exit(&o, 2);
     assert!(err(&o).contains("runs on Temporal"), "{}", err(&o));

@@ -211,6 +211,13 @@ pub fn report(status: &FlowStatus) -> String {
         short(&st.start_oid),
         short(&st.main_oid)
     );
+    // A Flow on Temporal: this record is what this checkout last saw of it.
+    if let Some(t) = &st.temporal {
+        out.push_str(&format!(
+            "  on Temporal, landing on {} at {}; as this checkout last saw it ({}): `baton flow status --engine temporal {}` asks Temporal\n",
+            t.target, t.remote, st.updated, st.id
+        ));
+    }
     // A failed setup removed its worktrees (its message names any it could not remove).
     let setup_failed = matches!(
         &st.end,
