@@ -59,7 +59,10 @@ impl Flow {
         let mut detail = None;
         match ev {
             FlowEvent::Created {
-                units, main_branch, ..
+                units,
+                main_branch,
+                temporal,
+                ..
             } => {
                 self.main_branch.clone_from(main_branch);
                 self.units = units
@@ -71,7 +74,13 @@ impl Flow {
                     })
                     .collect();
                 state = Some(State::Running);
-                detail = Some(format!("{} units onto {main_branch}", units.len()));
+                // A Flow on Temporal: what the checkout that started it last saw.
+                let on = if temporal.is_some() {
+                    ", on Temporal (as last seen here)"
+                } else {
+                    ""
+                };
+                detail = Some(format!("{} units onto {main_branch}{on}", units.len()));
             }
             FlowEvent::Blocked {
                 unit,

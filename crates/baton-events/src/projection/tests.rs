@@ -450,3 +450,23 @@ fn a_row_folded_from_history_takes_its_duration_from_its_events_times() {
     let clock = row.ended_ms.unwrap() - row.started_ms.unwrap();
     assert_eq!(row.elapsed_ms(1_000_000), clock);
 }
+
+/// A Flow on Temporal's record (its starter's) says so in its row.
+#[test]
+fn a_flow_on_temporal_says_so_in_its_row() {
+    let created: baton_flow::FlowEvent = serde_json::from_value(serde_json::json!({
+        "type": "flow.created", "id": "f-t", "created": "t", "repo_root": "/r",
+        "main_branch": "main", "main_oid": "a", "worktree_root": "/r",
+        "units": [{"id": "a", "name": "a", "task": "t", "validation": []}],
+        "implementer": null, "reviewer": null,
+        "temporal": {"remote": "/remote.git", "target": "refs/heads/main"}
+    }))
+    .unwrap();
+    let mut flow = flow::Flow::default();
+    let (state, detail) = flow.apply(&created);
+    assert_eq!(state, Some(State::Running));
+    assert_eq!(
+        detail.as_deref(),
+        Some("1 units onto main, on Temporal (as last seen here)")
+    );
+}
