@@ -438,7 +438,6 @@ pub(super) fn triage_question(
     r: &Record,
     kind: WorkflowKind,
     proven: bool,
-    headline: &str,
 ) -> Option<(String, String)> {
     let deferred = &r.artifact.deferred_findings;
     let asked = kind == WorkflowKind::Build
@@ -465,7 +464,7 @@ pub(super) fn triage_question(
     let (s, verb) = if n == 1 { ("", "s") } else { ("s", "") };
     Some((
         format!(
-            "{headline}. {n} deferred finding{s} stay{verb} open: {}",
+            "The work is verified (the workflow ends once this is answered); {n} deferred finding{s} stay{verb} open: {}",
             listed.join("; ")
         ),
         format!("{n} deferred finding{s} to triage before finishing"),

@@ -432,7 +432,7 @@ impl Runner<'_> {
         };
         // Deferred findings are triaged before the finishing choice and memory, never rolled
         // off silently (cc10x finishing 1a): in place or in a worktree.
-        if let Some((question, note)) = triage_question(&r, self.kind(), proven, &headline) {
+        if let Some((question, note)) = triage_question(&r, self.kind(), proven) {
             r.state.host.headline = Some(headline);
             self.commit(EventBody::ArtifactUpdated(Note::because(note)), r)?;
             return self.stop_at(Gate::DeferredTriage, &question).await;

@@ -82,6 +82,15 @@ fn hunter_only_high_findings_can_be_deferred_and_the_build_goes_on() {
     assert_eq!(checkpoint.gate, Gate::DeferredTriage);
     assert_eq!(checkpoint.options, ["fix now", "follow up", "accept"]);
     assert_eq!(checkpoint.recommended.as_deref(), Some("follow up"));
+    // It does not say the workflow completed: it waits for this answer.
+    assert!(
+        checkpoint
+            .question
+            .starts_with("The work is verified (the workflow ends once this is answered)")
+            && !checkpoint.question.contains("completed"),
+        "{}",
+        checkpoint.question
+    );
     assert!(
         checkpoint
             .question
