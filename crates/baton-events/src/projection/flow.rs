@@ -46,6 +46,10 @@ pub struct Flow {
     pub main_branch: String,
     /// `completed`, `failed` or `abandoned`, once it is one.
     pub outcome: Option<String>,
+    /// A Flow on Temporal: its record is what the checkout that started it last saw, which its
+    /// row says whatever event came last.
+    #[serde(skip)]
+    pub on_temporal: bool,
 }
 
 impl Flow {
@@ -65,6 +69,7 @@ impl Flow {
                 ..
             } => {
                 self.main_branch.clone_from(main_branch);
+                self.on_temporal = temporal.is_some();
                 self.units = units
                     .iter()
                     .map(|u| Unit {
@@ -74,13 +79,7 @@ impl Flow {
                     })
                     .collect();
                 state = Some(State::Running);
-                // A Flow on Temporal: what the checkout that started it last saw.
-                let on = if temporal.is_some() {
-                    ", on Temporal (as last seen here)"
-                } else {
-                    ""
-                };
-                detail = Some(format!("{} units onto {main_branch}{on}", units.len()));
+                detail = Some(format!("{} units onto {main_branch}", units.len()));
             }
             FlowEvent::Blocked {
                 unit,
@@ -223,13 +222,17 @@ impl Flow {
         });
         let merged = self.merged();
         let total = self.units.len();
-        match (detail, running) {
+        let line = match (detail, running) {
             (Some(d), _) if state != Some(State::Running) => {
                 format!("{d} · {merged}/{total} merged")
             }
             (_, Some(r)) => format!("{r} · {merged}/{total} merged"),
             (Some(d), None) => d,
             (None, None) => format!("{merged}/{total} merged"),
+        };
+        match self.on_temporal {
+            true => format!("{line} · on Temporal, as last seen here"),
+            false => line,
         }
     }
 }

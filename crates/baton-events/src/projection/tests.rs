@@ -451,7 +451,7 @@ fn a_row_folded_from_history_takes_its_duration_from_its_events_times() {
     assert_eq!(row.elapsed_ms(1_000_000), clock);
 }
 
-/// A Flow on Temporal's record (its starter's) says so in its row.
+/// A Flow on Temporal's record (its starter's) says so in its row, whatever event came last.
 #[test]
 fn a_flow_on_temporal_says_so_in_its_row() {
     let created: baton_flow::FlowEvent = serde_json::from_value(serde_json::json!({
@@ -466,7 +466,14 @@ fn a_flow_on_temporal_says_so_in_its_row() {
     let (state, detail) = flow.apply(&created);
     assert_eq!(state, Some(State::Running));
     assert_eq!(
-        detail.as_deref(),
-        Some("1 units onto main, on Temporal (as last seen here)")
+        flow.row_detail(state, detail),
+        "1 units onto main · on Temporal, as last seen here"
     );
+    let started: baton_flow::FlowEvent = serde_json::from_value(serde_json::json!({
+        "type": "unit.implementer_started", "unit": "a", "attempt": 0, "model_class": null
+    }))
+    .unwrap();
+    let (state, detail) = flow.apply(&started);
+    let row = flow.row_detail(state, detail);
+    assert!(row.ends_with(" · on Temporal, as last seen here"), "{row}");
 }
