@@ -914,9 +914,19 @@ fn a_flow_of_implementer_units_lands_from_a_node() {
         "{}",
         out(&o)
     );
-    let o = c.wf.run(&["flow", "resume", id]);
-    assert_exit(&o, 2);
-    assert!(err(&o).contains("runs on Temporal"), "{}", err(&o));
+    for drive in [
+        &["flow", "resume", id][..],
+        &["flow", "abandon", id],
+        &["flow", "clean", "--yes", id],
+    ] {
+        let o = c.wf.run(drive);
+        assert_exit(&o, 2);
+        assert!(
+            err(&o).contains("runs on Temporal"),
+            "{drive:?}: {}",
+            err(&o)
+        );
+    }
 }
 
 /// A project whose agents are on the mock `model`, with a Temporal server and its cluster (no
