@@ -67,7 +67,24 @@ fn text_order_ok() -> bool {
     (major, minor) >= (1, 90)
 }
 
+/// Whether `baton` is linked as a fixed-address executable: a native GNU/Linux build, unless
+/// `BATON_PIE=1`. A position-independent one has half a MiB of pointers (`.data.rel.ro`) that the
+/// loader rewrites at every start, a copy-on-write fault per page; at a fixed address they are
+/// final on disk and read only where used (bench/README.md, "Session start"). The cost: the
+/// binary's own code is not placed at a random address (libraries, stack and heap still are).
+fn fixed_address_ok() -> bool {
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    var("CARGO_CFG_TARGET_OS") == "linux"
+        && var("CARGO_CFG_TARGET_ENV") == "gnu"
+        && var("TARGET") == var("HOST")
+        && std::env::var_os("BATON_PIE").is_none()
+}
+
 fn main() {
+    println!("cargo:rerun-if-env-changed=BATON_PIE");
+    if fixed_address_ok() {
+        println!("cargo:rustc-link-arg-bin=baton=-no-pie");
+    }
     println!("cargo:rerun-if-env-changed=BATON_NO_RELR");
     if relr_ok() {
         // Relocations packed into a few KiB instead of 800 KiB that every start reads.
