@@ -151,6 +151,7 @@ pub fn run(args: DemoArgs) -> Result<Exit> {
         assess_scope: false,
         id: None,
         referenced_plan: false,
+        fan_out: Vec::new(),
     };
     let rt = crate::signals::runtime()?;
     let cancel = CancellationToken::new();

@@ -74,6 +74,13 @@ pub struct RunArgs {
     /// BUILD: work in the project's own working tree without asking.
     #[arg(long)]
     no_worktree: bool,
+    /// DEBUG: one group of failures with the files its own investigator owns, as
+    /// DOMAIN=FILE[,FILE...] (paths from the project's top); repeat it for each group, two to
+    /// eight. Groups that share a file are merged (they are not independent); the investigators
+    /// run one after another, each told to edit only its files, and a file two of them edited is
+    /// reconciled before the review. Needs a git repository and the local engine.
+    #[arg(long, value_name = "DOMAIN=FILES")]
+    debug_group: Vec<baton_workflow::run::fan_out::Lane>,
     /// Record the workflow under this id (a worker node's first step: the Temporal workflow's).
     #[arg(long, value_name = "ID", hide = true)]
     id: Option<String>,
@@ -174,6 +181,11 @@ pub fn run(args: RunArgs) -> Result<Exit> {
             errln!("baton run: ORIENT only reads and keeps no record: it answers here, not on Temporal");
         }
         if kind == baton_protocol::config::EngineKind::Temporal && !orient {
+            if !args.debug_group.is_empty() {
+                anyhow::bail!(
+                    "--debug-group runs with the local engine only: drop it, or give --engine local"
+                );
+            }
             if args.common.record.is_some() || args.common.replay.is_some() {
                 anyhow::bail!(
                     "--record and --replay run with the local engine only (on Temporal the agents' model calls are made on the worker nodes, which keep no recording for this starter): drop them, or give --engine local"
@@ -259,6 +271,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         assess_scope: true,
         id: args.id.clone(),
         referenced_plan: !args.no_plan,
+        fan_out: args.debug_group.clone(),
     };
     let (result, signalled) = rt.block_on(async {
         let signalled = crate::signals::watch_signals(cancel.clone());

@@ -1286,3 +1286,257 @@ fn a_plan_memory_names_that_was_never_approved_is_not_built() {
     );
     assert_eq!(wf.calls("component-builder"), 0);
 }
+
+/// Two groups whose investigators both edit `shared.txt`, and a third investigator (the
+/// reconciler) that edits `third`.
+fn sharing_a_file(third: &[&str]) -> Wf {
+    let wf = Wf::new();
+    debug_happy(&wf);
+    wf.answer_nth(
+        "bug-investigator",
+        1,
+        &lane_fix(&["parser.txt", "shared.txt"]),
+    )
+    .answer_nth("bug-investigator", 2, &lane_fix(&["cli.txt", "shared.txt"]))
+    .answer_nth("bug-investigator", 3, &lane_fix(third));
+    wf
+}
+
+/// Asserts that the run said `text` on stderr.
+fn err_has(o: &std::process::Output, text: &str) {
+    assert!(err(o).contains(text), "{}", err(o));
+}
+
+/// `baton run --workflow DEBUG` with these `--debug-group`s.
+fn debug_groups(wf: &Wf, groups: &[&str], request: &str) -> std::process::Output {
+    let mut args = vec!["run", "--workflow", "DEBUG"];
+    for g in groups {
+        args.extend(["--debug-group", g]);
+    }
+    args.push(request);
+    wf.run(&args)
+}
+
+/// Whether the engine decided something for a reason that starts with `reason`.
+fn decided(wf: &Wf, reason: &str) -> bool {
+    wf.events().iter().any(|e| {
+        e["event"] == "decided" && e["reason"].as_str().is_some_and(|r| r.starts_with(reason))
+    })
+}
+
+/// An investigator of a fan-out: edits `files` (one line each), then reports a proven fix.
+fn lane_fix(files: &[&str]) -> String {
+    let edits: String = files
+        .iter()
+        .map(|f| format!("echo \"fix $n\" >> {f}\n"))
+        .collect();
+    INVESTIGATOR_FIXED.replacen("echo \"fix $n\" >> parser.txt\n", &edits, 1)
+}
+
+/// The lanes' tasks of the one workflow: (scope, reason) of each DEBUG investigator.
+fn investigators(wf: &Wf) -> Vec<(String, String)> {
+    wf.snapshot()["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["phase"] == "debug-investigate")
+        .map(|t| {
+            (
+                t["scope"].as_str().unwrap().to_string(),
+                t["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_debug_fan_out_runs_one_scoped_investigator_per_group_then_reviews_disjoint_fixes_together() {
+    let wf = Wf::new();
+    debug_happy(&wf);
+    wf.answer_nth("bug-investigator", 1, &lane_fix(&["parser.txt"]))
+        .answer_nth("bug-investigator", 2, &lane_fix(&["cli.txt"]));
+    let o = debug_groups(
+        &wf,
+        &["parser=parser.txt", "cli=cli.txt,tests/cli.txt"],
+        "fix the failing parser and cli tests",
+    );
+    assert_exit(&o, 0);
+    err_has(&o, "fan-out: 2 scoped investigators, one after another: parser (parser.txt); cli (cli.txt, tests/cli.txt)");
+    assert_eq!(
+        wf.dispatched(),
+        [
+            "debug-investigate",
+            "debug-investigate",
+            "debug-review",
+            "debug-verify"
+        ]
+    );
+    // Each investigator is told its own files and nothing else.
+    let (p1, p2) = (
+        wf.prompt("bug-investigator", 1),
+        wf.prompt("bug-investigator", 2),
+    );
+    assert!(
+        p1.contains("Independent root cause for the parser failures"),
+        "{p1}"
+    );
+    assert!(
+        p1.contains("WITHIN your scoped files only (parser.txt)"),
+        "{p1}"
+    );
+    assert!(
+        p2.contains("WITHIN your scoped files only (cli.txt, tests/cli.txt)"),
+        "{p2}"
+    );
+    assert_eq!(
+        investigators(&wf)
+            .iter()
+            .map(|(s, _)| s.as_str())
+            .collect::<Vec<_>>(),
+        ["parser.txt", "cli.txt, tests/cli.txt"]
+    );
+    // The fan-in check saw two disjoint sets of edits, and said so before the review.
+    assert!(decided(
+        &wf,
+        "fan-in: the 2 investigators edited disjoint files"
+    ));
+    assert_eq!(wf.calls("code-reviewer"), 1);
+    assert_eq!(wf.snapshot()["proof_status"], "passed");
+}
+
+#[test]
+fn a_file_two_investigators_of_a_fan_out_edited_is_reconciled_before_the_review() {
+    let wf = sharing_a_file(&["shared.txt"]);
+    let o = debug_groups(
+        &wf,
+        &["parser=parser.txt", "cli=cli.txt"],
+        "fix the failing parser and cli tests",
+    );
+    assert_exit(&o, 0);
+    assert_eq!(
+        wf.dispatched(),
+        [
+            "debug-investigate",
+            "debug-investigate",
+            "debug-investigate",
+            "debug-review",
+            "debug-verify"
+        ]
+    );
+    // The third investigator owns the shared file only, and is told both edited it.
+    let lanes = investigators(&wf);
+    assert_eq!(lanes[2].0, "shared.txt", "{lanes:?}");
+    let p3 = wf.prompt("bug-investigator", 3);
+    assert!(
+        p3.contains("Reconcile the fan-out: shared.txt (by t1 and t"),
+        "{p3}"
+    );
+    assert!(p3.contains("edit nothing else"), "{p3}");
+    // The review came only after the fan-in check passed over the reconciled edits.
+    assert!(decided(
+        &wf,
+        "fan-in: the 3 investigators edited disjoint files"
+    ));
+    assert_eq!(wf.snapshot()["run_state"], "completed");
+}
+
+#[test]
+fn debug_groups_that_share_a_file_are_one_investigator_and_bad_groups_are_refused_before_anything_is_recorded(
+) {
+    let wf = Wf::new();
+    debug_happy(&wf);
+    // Not a DEBUG, a group without files, too many groups: refused, no workflow recorded.
+    let nine: Vec<String> = (0..9).map(|i| format!("g{i}=f{i}.txt")).collect();
+    let mut too_many = vec!["run", "--workflow", "DEBUG"];
+    for g in &nine {
+        too_many.extend(["--debug-group", g.as_str()]);
+    }
+    too_many.push("fix the tests");
+    for (args, says) in [
+        (
+            vec![
+                "run",
+                "--workflow",
+                "BUILD",
+                "--debug-group",
+                "a=a.txt",
+                "--debug-group",
+                "b=b.txt",
+                "add a flag",
+            ],
+            "--debug-group: only a DEBUG fans out",
+        ),
+        (
+            vec![
+                "run",
+                "--workflow",
+                "DEBUG",
+                "--debug-group",
+                "parser",
+                "fix it",
+            ],
+            "names no files: give DOMAIN=FILE",
+        ),
+        (
+            vec![
+                "run",
+                "--workflow",
+                "DEBUG",
+                "--debug-group",
+                "p=../up.txt",
+                "fix it",
+            ],
+            "is not a file of the project",
+        ),
+        (too_many, "9 groups given, at most 8"),
+    ] {
+        let o = wf.run(&args);
+        assert_exit(&o, 2);
+        assert!(err(&o).contains(says), "{args:?}: {}", err(&o));
+        assert!(
+            !wf.sb.work().join(".baton/state/workflows").exists()
+                || std::fs::read_dir(wf.sb.work().join(".baton/state/workflows"))
+                    .unwrap()
+                    .next()
+                    .is_none(),
+            "{args:?} recorded a workflow"
+        );
+    }
+    // Two groups sharing a file are not independent: one investigator takes both.
+    let o = debug_groups(
+        &wf,
+        &["parser=parser.txt,util.txt", "lexer=util.txt,lexer.txt"],
+        "fix the failing parser tests",
+    );
+    assert_exit(&o, 0);
+    err_has(&o, "the groups parser and lexer both touch util.txt: not independent, one investigator takes both");
+    err_has(&o, "one group is left after merging");
+    assert_eq!(
+        wf.dispatched(),
+        ["debug-investigate", "debug-review", "debug-verify"]
+    );
+    assert_eq!(investigators(&wf)[0].0, "N/A");
+}
+
+#[test]
+fn a_reconciler_that_edits_another_investigator_s_file_leaves_the_conflict_to_the_user() {
+    // The reconciler strays past the shared file into the parser investigator's file.
+    let wf = sharing_a_file(&["shared.txt", "parser.txt"]);
+    let o = debug_groups(
+        &wf,
+        &["parser=parser.txt", "cli=cli.txt"],
+        "fix the failing parser and cli tests",
+    );
+    assert_exit(&o, 4);
+    assert_eq!(wf.calls("bug-investigator"), 3);
+    assert_eq!(wf.calls("code-reviewer"), 0);
+    let snap = wf.snapshot();
+    assert_eq!(snap["pending_gate"], "clarification");
+    let said = format!("{}{}", out(&o), err(&o));
+    assert!(
+        said.contains(
+            "fan-in: still edited by two investigators after reconciling: parser.txt (by t1 and t"
+        ),
+        "{said}"
+    );
+}

@@ -625,6 +625,7 @@ async fn run_workflow(call: &Call, args: Option<JsonObject>) -> Answer {
             assess_scope: !req.trivial,
             id: None,
             referenced_plan: true,
+            fan_out: Vec::new(),
         };
         run::start(&env, &opts, cancel)
             .await

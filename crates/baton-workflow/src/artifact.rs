@@ -712,7 +712,11 @@ impl Task {
         }
         if scope_ok {
             let scope = self.scope.as_deref().unwrap_or_default();
-            if !["ALL_ISSUES", "CRITICAL_ONLY", "N/A"].contains(&scope) {
+            // One investigator of DEBUG's fan-out is scoped to the files it owns
+            // (debug-workflow.md: `scope:{files this investigator owns}`).
+            let lane =
+                self.node() == Some(Phase::DebugInvestigate) && self.kind == Some(TaskKind::Agent);
+            if !lane && !["ALL_ISSUES", "CRITICAL_ONLY", "N/A"].contains(&scope) {
                 errors.push(MetadataError {
                     field: "scope",
                     fix: format!("{scope:?} is not a scope; use ALL_ISSUES, CRITICAL_ONLY or N/A"),

@@ -82,6 +82,10 @@ pub struct TaskOutput {
     pub changed: Option<bool>,
     /// The child failed before it could answer (spawn error, timeout, model failure).
     pub error: Option<String>,
+    /// A scoped investigator of DEBUG's fan-out: the files it edited (the tree between its two
+    /// snapshots), which the fan-in conflict-check compares.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub edited: Vec<String>,
     /// The verifier's passing scenario commands, run again by baton after it answered.
     pub host_checks: Vec<HostCheck>,
     /// A remediation's proof (its test command), run again by baton; a failed run or a proof

@@ -169,10 +169,10 @@ impl Draft<'_> {
             if !self.investigator(i) {
                 return;
             }
-            next = Some((
-                Action::DebugReview,
-                "the fix is proven: review it".to_string(),
-            ));
+            match self.fan_in() {
+                Some(n) => next = Some(n),
+                None => return,
+            }
         }
         if let Some(r) = &outputs.reviewer {
             match r.approves() {
@@ -530,10 +530,13 @@ impl Draft<'_> {
                 false
             }
             "INVESTIGATING" => {
+                // One investigator of a fan-out goes on in its own files, counted on its own.
+                let lane = self.reporting_lane();
                 let continuations = self
                     .tasks
                     .iter()
                     .filter(|t| t.node() == Some(Phase::DebugInvestigate))
+                    .filter(|t| lane.is_none() || t.scope == lane)
                     .count()
                     .saturating_sub(1);
                 if continuations >= MAX_INVESTIGATION_CONTINUATIONS {
@@ -543,14 +546,19 @@ impl Draft<'_> {
                         "investigation continued twice",
                     );
                 } else {
-                    let reason = i
+                    let mut reason = i
                         .root_cause
                         .clone()
                         .unwrap_or("Continue investigation".into());
+                    if let Some(files) = &lane {
+                        reason.push_str(&format!(
+                            " (continue WITHIN your scoped files only: {files})"
+                        ));
+                    }
                     self.follow_ups.push(FollowUp {
                         kind: TaskKind::Agent,
                         phase: Phase::DebugInvestigate.as_str().into(),
-                        scope: "N/A".into(),
+                        scope: lane.unwrap_or("N/A".into()),
                         reason: reason.clone(),
                     });
                     self.decide(Action::ContinueInvestigation, reason);

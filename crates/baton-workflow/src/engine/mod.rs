@@ -20,6 +20,7 @@ use crate::route::WorkflowKind;
 mod chain;
 #[cfg(test)]
 mod contract_tests;
+pub mod fan_in;
 mod plan;
 
 /// Remediation cycles allowed before a human checkpoint.
@@ -164,6 +165,10 @@ pub struct Inputs {
     pub breaker_allowance: usize,
     /// `DIFF_DRIVEN_DOCS: skip`: the chain goes from the verifier to memory, no doc-syncer.
     pub doc_sync_skipped: bool,
+    /// The tasks whose outputs are being decided (the batch that just ran).
+    pub batch: Vec<String>,
+    /// DEBUG fan-out: the files each scoped investigator edited, by task id.
+    pub edited: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// A task to create.

@@ -567,6 +567,14 @@ fn engine_inputs(v: &WorkflowState, outputs: AgentOutputs) -> Inputs {
         outputs,
         breaker_allowance: v.host.breaker_allowance as usize,
         doc_sync_skipped: v.host.doc_sync_skipped,
+        batch: v.host.batch.clone(),
+        edited: v
+            .host
+            .outputs
+            .iter()
+            .filter(|(_, o)| !o.edited.is_empty())
+            .map(|(id, o)| (id.clone(), o.edited.clone()))
+            .collect(),
         ..Inputs::default()
     }
 }

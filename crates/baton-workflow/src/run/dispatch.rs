@@ -194,6 +194,16 @@ impl Runner<'_> {
             }
             _ => None,
         };
+        let mut d = d;
+        if let (Some((b, after)), Some(_)) = (&trees, fan_out::lane_files(&task)) {
+            // A scoped investigator of a fan-out: what it edited, for the fan-in check.
+            d.output.edited = changed_files(&one.work, b, after)
+                .await
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.split_once('\t').map(|(_, path)| path.to_string()))
+                .collect();
+        }
         self.record_completion(&one, d, changed, trees).await
     }
 

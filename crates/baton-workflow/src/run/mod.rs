@@ -15,6 +15,7 @@ mod decide;
 mod dispatch;
 mod dispute;
 mod error;
+pub mod fan_out;
 mod finish;
 mod finishing;
 pub mod gate;
@@ -110,6 +111,9 @@ pub struct StartOptions {
     /// (`- Plan: FILE`, written by the PLAN that saved it) — cc10x build preparation 1-2, 5.
     /// A named file that is missing is asked about: re-plan first, or build without it.
     pub referenced_plan: bool,
+    /// DEBUG: the failures' groups, each with the files its own scoped investigator owns
+    /// (`baton run --debug-group`); groups sharing a file are merged. Empty: one investigator.
+    pub fan_out: Vec<fan_out::Lane>,
 }
 
 /// Where a workflow stands when `baton run` or `baton resume` returns. The one type for it: its
@@ -299,6 +303,7 @@ pub async fn start_with(
     }
     check_tiers(env)?;
     let root = project_root(env);
+    let (lanes, merged) = fan_out::prepare(opts, &root)?;
     let (referenced, missing_referenced) = referenced_plan(opts, &root)?;
     let (plan, missing_given) = trusted_plan(env, opts, referenced.as_deref(), &root)?;
     let missing_plan = missing_given.or(missing_referenced.map(|name| MissingPlan {
@@ -361,11 +366,8 @@ pub async fn start_with(
     let v = &mut r.state;
     v.tasks = graph::initial(opts.kind, trivial, &id);
     if opts.kind == WorkflowKind::Debug {
-        // Research first when the user asks for it (debug-workflow.md:3): the investigator
-        // waits for the web and GitHub researchers and reads their files.
-        if let Some(asked) = crate::route::scope::asks_for_research(&opts.request) {
-            graph::research_first(&mut v.tasks, &id, asked);
-        }
+        fan_out::debug_graph(&mut v.tasks, &id, &lanes, &opts.request);
+        merged.iter().for_each(|m| runner.say(m));
     }
     v.host.doc_sync_skipped = settings.skips_doc_sync();
     if v.host.doc_sync_skipped {

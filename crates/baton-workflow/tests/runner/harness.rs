@@ -321,6 +321,7 @@ pub fn start(request: &str, trivial: bool) -> StartOptions {
         assess_scope: false,
         id: None,
         referenced_plan: false,
+        fan_out: Vec::new(),
     }
 }
 

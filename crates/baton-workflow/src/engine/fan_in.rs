@@ -1,0 +1,134 @@
+//! DEBUG's fan-in conflict-check (debug-workflow.md): which tasks are the scoped investigators
+//! of a fan-out, and which files two of them edited. The fan-out itself is
+//! `run::fan_out`'s.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Action, FollowUp, Gate};
+use crate::artifact::{Phase, Task, TaskKind};
+
+/// How the reason of a reconciling investigator starts.
+pub const RECONCILE: &str = "Reconcile the fan-out:";
+
+/// The files a task owns when it is one investigator of a fan-out (its scope names files, not
+/// one of the closed set); `None` for any other task.
+pub fn lane_files(t: &Task) -> Option<Vec<String>> {
+    let scope = t.scope.as_deref()?;
+    let is_lane = t.node() == Some(Phase::DebugInvestigate)
+        && t.kind == Some(TaskKind::Agent)
+        && !["N/A", "ALL_ISSUES", "CRITICAL_ONLY", ""].contains(&scope.trim());
+    is_lane.then(|| {
+        scope
+            .split(',')
+            .map(|f| f.trim().to_string())
+            .filter(|f| !f.is_empty())
+            .collect()
+    })
+}
+
+/// Whether the task reconciles files two investigators of a fan-out both edited.
+pub fn is_reconcile(t: &Task) -> bool {
+    t.reason
+        .as_deref()
+        .is_some_and(|r| r.starts_with(RECONCILE))
+}
+
+/// The files two or more investigators of a fan-out edited, each with the tasks that edited it:
+/// a reconciler's edits take over the files it was given, and count like any lane's outside
+/// them. `edited`: each task's files, as the runner read them between its two snapshots.
+pub fn conflicts(
+    tasks: &[Task],
+    edited: &BTreeMap<String, Vec<String>>,
+) -> Vec<(String, Vec<String>)> {
+    let lanes: Vec<&Task> = tasks.iter().filter(|t| lane_files(t).is_some()).collect();
+    let reconciled: BTreeSet<String> = lanes
+        .iter()
+        .filter(|t| is_reconcile(t))
+        .flat_map(|t| lane_files(t).unwrap_or_default())
+        .collect();
+    let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for t in &lanes {
+        for f in edited.get(&t.id).into_iter().flatten() {
+            if reconciled.contains(f) {
+                continue;
+            }
+            owners.entry(f.clone()).or_default().push(t.id.clone());
+        }
+    }
+    owners.into_iter().filter(|(_, ts)| ts.len() >= 2).collect()
+}
+
+impl super::Draft<'_> {
+    /// The scope of the fan-out investigator whose report is being decided; `None` when it is
+    /// not one.
+    pub(super) fn reporting_lane(&self) -> Option<String> {
+        self.inputs
+            .batch
+            .iter()
+            .filter_map(|id| self.tasks.iter().find(|t| &t.id == id))
+            .find(|t| lane_files(t).is_some())
+            .and_then(|t| t.scope.clone())
+    }
+
+    /// An investigator's fix is proven. Without a fan-out the review follows; with one, the next
+    /// investigator runs until none is left, then the fan-in conflict-check: files two of them
+    /// edited are reconciled by one investigator that sees both fixes (once; a conflict left
+    /// after that is the user's), and only disjoint edits go on to the review. `None`: decided
+    /// here.
+    pub(super) fn fan_in(&mut self) -> Option<(Action, String)> {
+        let lanes = self
+            .tasks
+            .iter()
+            .filter(|t| lane_files(t).is_some())
+            .count();
+        if lanes == 0 {
+            return Some((Action::DebugReview, "the fix is proven: review it".into()));
+        }
+        let open = self
+            .tasks
+            .iter()
+            .filter(|t| t.node() == Some(Phase::DebugInvestigate) && t.is_open())
+            .count();
+        if open > 0 {
+            return Some((
+                Action::RunInvestigator,
+                format!("fan-out: {open} more scoped investigator(s) to run"),
+            ));
+        }
+        let found = conflicts(&self.tasks, &self.inputs.edited);
+        if found.is_empty() {
+            return Some((
+                Action::DebugReview,
+                format!("fan-in: the {lanes} investigators edited disjoint files: review the fixes together"),
+            ));
+        }
+        let named: Vec<String> = found
+            .iter()
+            .map(|(f, ts)| format!("{f} (by {})", ts.join(" and ")))
+            .collect();
+        if self.tasks.iter().any(is_reconcile) {
+            self.stop(
+                Action::AskUser,
+                Some(Gate::Clarification),
+                format!(
+                    "fan-in: still edited by two investigators after reconciling: {}",
+                    named.join(", ")
+                ),
+            );
+            return None;
+        }
+        let files: Vec<String> = found.iter().map(|(f, _)| f.clone()).collect();
+        let reason = format!(
+            "{RECONCILE} {} edited by two investigators. Both fixes are in the working tree now: read what each investigator reported (the workflow artifact), make the shared files hold both fixes, and edit nothing else.",
+            named.join(", ")
+        );
+        self.follow_ups.push(FollowUp {
+            kind: TaskKind::Agent,
+            phase: Phase::DebugInvestigate.as_str().into(),
+            scope: files.join(", "),
+            reason: reason.clone(),
+        });
+        self.decide(Action::ContinueInvestigation, reason);
+        None
+    }
+}
