@@ -290,3 +290,57 @@ async fn run_workflow_builds_a_plan_and_refuses_an_untrustworthy_one() {
     assert_eq!(doc["checkpoint"]["gate"], "final_review");
     assert_eq!(wf.calls("component-builder"), 2);
 }
+
+#[tokio::test]
+async fn run_workflow_fans_a_debug_out_to_the_groups_it_is_given() {
+    let wf = Wf::new();
+    wf.answer_nth("bug-investigator", 1, &lane_fix(&["parser.txt"]))
+        .answer_nth("bug-investigator", 2, &lane_fix(&["cli.txt"]))
+        .answer("code-reviewer", REVIEW_APPROVE)
+        .answer(
+            "integration-verifier",
+            &VERIFY_PASS.replace("test -f feature.txt", "test -f parser.txt"),
+        );
+    let recorder = Recorder::default();
+    let client = connect(&wf.sb, &recorder).await;
+    // A group without files is a bad argument, named; nothing is recorded.
+    let bad = call(
+        &client,
+        "run_workflow",
+        json!({"request": "fix the tests", "workflow": "debug", "debug_groups": ["parser"]}),
+    )
+    .await;
+    assert_eq!(bad.is_error, Some(true), "{bad:?}");
+    assert!(
+        text(&bad).contains("bad argument `debug_groups`: \"parser\" names no files"),
+        "{}",
+        text(&bad)
+    );
+    assert!(!wf.sb.work().join(".baton/state/workflows").exists());
+    let result = call(
+        &client,
+        "run_workflow",
+        json!({
+            "request": "fix the failing parser and cli tests",
+            "workflow": "debug",
+            "debug_groups": ["parser=parser.txt", "cli=cli.txt"],
+        }),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    assert_eq!(structured(&result)["type"], "workflow.completed");
+    assert_eq!(wf.calls("bug-investigator"), 2);
+    assert!(wf
+        .prompt("bug-investigator", 2)
+        .contains("WITHIN your scoped files only (cli.txt)"));
+    assert_eq!(
+        wf.dispatched(),
+        [
+            "debug-investigate",
+            "debug-investigate",
+            "debug-review",
+            "debug-verify"
+        ]
+    );
+    client.cancel().await.unwrap();
+}

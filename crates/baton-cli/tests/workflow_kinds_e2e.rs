@@ -10,58 +10,6 @@ mod common;
 use baton_testkit::fixture::assert_exit;
 use common::workflow::*;
 
-/// A proven fix: a `Regression:` scenario, no variant (with the reason), a feedback loop, the
-/// closeout, the blast radius and the TDD exits. It changes `parser.txt`.
-const INVESTIGATOR_FIXED: &str = r#"echo "fix $n" >> parser.txt
-cat <<'EOF'
-Fixed the crash.
-
-### Router Contract (MACHINE-READABLE)
-```yaml
-STATUS: FIXED
-VERIFICATION_RIGOR: standard
-CONFIDENCE: 90
-ROOT_CAUSE: the parser indexed past the end of an empty input
-TDD_RED_EXIT: 1
-TDD_GREEN_EXIT: 0
-VARIANTS_COVERED: 0
-VARIANTS_NOT_APPLICABLE: the empty input is the only shape that reaches the index
-FEEDBACK_LOOP:
-  rung: failing_test
-  command: test -f parser.txt
-  deterministic: true
-  flaky_rate: 0
-NO_LOOP_BLOCKED: null
-BOUNDARY_MATRIX: null
-REGRESSION_SEAM: parser.txt
-DEFENSE_IN_DEPTH: null
-DEBUG_CLOSEOUT:
-  instrumentation_removed: true
-  repro_no_longer_fires: true
-  winning_hypothesis: the index is unchecked
-  architecture_handoff: null
-BLAST_RADIUS_SCAN: [parser.txt]
-SCENARIOS:
-  - name: "Regression: an empty input no longer crashes the parser"
-    command: test -f parser.txt
-    expected: exit 0
-    actual: exit 0
-    exit_code: 0
-    status: PASS
-ASSUMPTIONS: []
-DECISIONS: []
-BLOCKING: false
-NEXT_ACTION: review
-REMEDIATION_NEEDED: false
-REQUIRES_REMEDIATION: false
-REMEDIATION_REASON: null
-NEEDS_EXTERNAL_RESEARCH: false
-RESEARCH_REASON: null
-MEMORY_NOTES: null
-```
-EOF
-"#;
-
 /// A plan written to `docs/plan.md`, with every field a created plan needs.
 const PLANNER_CREATED: &str = r#"mkdir -p docs && echo "plan $n" >> docs/plan.md
 cat <<'EOF'
@@ -1322,15 +1270,6 @@ fn decided(wf: &Wf, reason: &str) -> bool {
     wf.events().iter().any(|e| {
         e["event"] == "decided" && e["reason"].as_str().is_some_and(|r| r.starts_with(reason))
     })
-}
-
-/// An investigator of a fan-out: edits `files` (one line each), then reports a proven fix.
-fn lane_fix(files: &[&str]) -> String {
-    let edits: String = files
-        .iter()
-        .map(|f| format!("echo \"fix $n\" >> {f}\n"))
-        .collect();
-    INVESTIGATOR_FIXED.replacen("echo \"fix $n\" >> parser.txt\n", &edits, 1)
 }
 
 /// The lanes' tasks of the one workflow: (scope, reason) of each DEBUG investigator.

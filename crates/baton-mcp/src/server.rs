@@ -181,6 +181,10 @@ pub struct RunWorkflowRequest {
     /// The same for tokens (input plus output).
     #[serde(default)]
     budget_tokens: Option<u64>,
+    /// DEBUG: groups of failures, each `DOMAIN=FILE[,FILE...]`, one scoped investigator each
+    /// (`baton run --debug-group`); two to eight, local engine only.
+    #[serde(default)]
+    debug_groups: Vec<String>,
 }
 
 /// `workflow_resume` arguments.
@@ -559,9 +563,20 @@ async fn run_workflow(call: &Call, args: Option<JsonObject>) -> Answer {
         ));
     }
     let kind = kind.or(req.plan.as_ref().map(|_| WorkflowKind::Build));
+    let lanes = req
+        .debug_groups
+        .iter()
+        .map(|g| g.parse::<run::fan_out::Lane>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{name}: bad argument `debug_groups`: {e}"))?;
     let ctx = call.project()?;
     let temporal =
         ctx.config.config.engine.kind == Some(baton_protocol::config::EngineKind::Temporal);
+    if temporal && !lanes.is_empty() {
+        return Err(format!(
+            "{name}: `debug_groups` runs with the local engine only, and this project's engine.kind is temporal: drop them"
+        ));
+    }
     let progress = ProgressForward::new(&call.context);
     let env = run_env(call, &progress)?;
     let cap = env.delegate.output_cap;
@@ -625,7 +640,7 @@ async fn run_workflow(call: &Call, args: Option<JsonObject>) -> Answer {
             assess_scope: !req.trivial,
             id: None,
             referenced_plan: true,
-            fan_out: Vec::new(),
+            fan_out: lanes,
         };
         run::start(&env, &opts, cancel)
             .await

@@ -33,9 +33,11 @@ pub fn is_reconcile(t: &Task) -> bool {
         .is_some_and(|r| r.starts_with(RECONCILE))
 }
 
-/// The files two or more investigators of a fan-out edited, each with the tasks that edited it:
-/// a reconciler's edits take over the files it was given, and count like any lane's outside
-/// them. `edited`: each task's files, as the runner read them between its two snapshots.
+/// The files two or more investigators of a fan-out edited, each with the investigators that
+/// edited it (named by their first task). One investigator is one scope: a task that goes on
+/// with an investigation in the same files is the same investigator. A reconciler's edits take
+/// over the files it was given, and count like any investigator's outside them. `edited`: each
+/// task's files, as the runner read them between its two snapshots.
 pub fn conflicts(
     tasks: &[Task],
     edited: &BTreeMap<String, Vec<String>>,
@@ -46,13 +48,21 @@ pub fn conflicts(
         .filter(|t| is_reconcile(t))
         .flat_map(|t| lane_files(t).unwrap_or_default())
         .collect();
+    // Each investigator by its scope, named by the first task that had it.
+    let mut first: BTreeMap<&str, &str> = BTreeMap::new();
+    for t in &lanes {
+        first
+            .entry(t.scope.as_deref().unwrap_or_default())
+            .or_insert(t.id.as_str());
+    }
     let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for t in &lanes {
+        let who = first[t.scope.as_deref().unwrap_or_default()].to_string();
         for f in edited.get(&t.id).into_iter().flatten() {
-            if reconciled.contains(f) {
-                continue;
+            let by = owners.entry(f.clone()).or_default();
+            if !reconciled.contains(f) && !by.contains(&who) {
+                by.push(who.clone());
             }
-            owners.entry(f.clone()).or_default().push(t.id.clone());
         }
     }
     owners.into_iter().filter(|(_, ts)| ts.len() >= 2).collect()
@@ -130,5 +140,45 @@ impl super::Draft<'_> {
         });
         self.decide(Action::ContinueInvestigation, reason);
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lane(id: &str, scope: &str, reason: &str) -> Task {
+        Task {
+            id: id.into(),
+            kind: Some(TaskKind::Agent),
+            phase: Some(Phase::DebugInvestigate.as_str().into()),
+            scope: Some(scope.into()),
+            reason: Some(reason.into()),
+            ..Task::default()
+        }
+    }
+
+    fn edits(list: &[(&str, &[&str])]) -> BTreeMap<String, Vec<String>> {
+        list.iter()
+            .map(|(id, fs)| (id.to_string(), fs.iter().map(|f| f.to_string()).collect()))
+            .collect()
+    }
+
+    #[test]
+    fn an_investigation_that_goes_on_in_its_own_files_does_not_conflict_with_itself() {
+        let tasks = vec![
+            lane("t1", "a.rs", "a"),
+            lane("t4", "b.rs", "b"),
+            // t1's investigation continued, in the same files.
+            lane("t7", "a.rs", "went on"),
+        ];
+        let edited = edits(&[("t1", &["a.rs"]), ("t4", &["b.rs"]), ("t7", &["a.rs"])]);
+        assert!(conflicts(&tasks, &edited).is_empty());
+        // Its continuation straying into b.rs conflicts, named by the lane's first task.
+        let edited = edits(&[("t1", &["a.rs"]), ("t4", &["b.rs"]), ("t7", &["b.rs"])]);
+        assert_eq!(
+            conflicts(&tasks, &edited),
+            vec![("b.rs".to_string(), vec!["t4".to_string(), "t1".to_string()])]
+        );
     }
 }
