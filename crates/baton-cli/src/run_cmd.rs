@@ -217,6 +217,12 @@ pub fn run(args: RunArgs) -> Result<Exit> {
     } else {
         decision
     };
+    if !args.debug_group.is_empty() && decision.workflow != WorkflowKind::Debug {
+        anyhow::bail!(
+            "--debug-group: only a DEBUG fans out to scoped investigators, and this request runs {}: drop --debug-group, or give --workflow DEBUG",
+            decision.workflow
+        );
+    }
     errln!("{}", baton_text::sanitize_line(&decision.headline()));
     if decision.workflow != WorkflowKind::Orient {
         let store = baton_workflow::store::WorkflowStore::new(env.delegate.state.clone());

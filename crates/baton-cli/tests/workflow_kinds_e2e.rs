@@ -1479,3 +1479,98 @@ fn a_reconciler_that_edits_another_investigator_s_file_leaves_the_conflict_to_th
         "{said}"
     );
 }
+
+#[test]
+fn each_fan_out_investigator_s_report_is_decided_before_the_next_runs() {
+    // The parser investigator goes on with its investigation, in its own files, before the cli
+    // investigator runs; its continuation edits the file it edited before without conflict.
+    let wf = Wf::new();
+    debug_happy(&wf);
+    wf.answer_nth(
+        "bug-investigator",
+        1,
+        &lane_fix(&["parser.txt"]).replace("STATUS: FIXED", "STATUS: INVESTIGATING"),
+    )
+    .answer_nth("bug-investigator", 2, &lane_fix(&["parser.txt"]))
+    .answer_nth("bug-investigator", 3, &lane_fix(&["cli.txt"]));
+    let o = debug_groups(
+        &wf,
+        &["parser=parser.txt", "cli=cli.txt"],
+        "fix the failing parser and cli tests",
+    );
+    assert_exit(&o, 0);
+    assert_eq!(wf.calls("bug-investigator"), 3);
+    let goes_on = wf.prompt("bug-investigator", 2);
+    assert!(
+        goes_on.contains("(continue WITHIN your scoped files only: parser.txt)"),
+        "{goes_on}"
+    );
+    assert!(wf
+        .prompt("bug-investigator", 3)
+        .contains("WITHIN your scoped files only (cli.txt)"));
+    assert!(decided(
+        &wf,
+        "fan-in: the 3 investigators edited disjoint files"
+    ));
+    // Each investigator counts its own attempts in memory.
+    let active =
+        std::fs::read_to_string(wf.sb.work().join(".baton/memory/activeContext.md")).unwrap();
+    assert_eq!(active.matches("[DEBUG-1]:").count(), 2, "{active}");
+    assert_eq!(active.matches("[DEBUG-2]:").count(), 1, "{active}");
+
+    // A blocked investigator stops the workflow before the next group's runs.
+    let wf = Wf::new();
+    debug_happy(&wf);
+    wf.answer_nth("bug-investigator", 1, &investigator_without_fix("BLOCKED"));
+    let o = debug_groups(
+        &wf,
+        &["parser=parser.txt", "cli=cli.txt"],
+        "fix the failing parser and cli tests",
+    );
+    assert_exit(&o, 4);
+    assert_eq!(wf.calls("bug-investigator"), 1);
+    assert_eq!(wf.snapshot()["pending_gate"], "clarification");
+}
+
+#[test]
+fn a_fan_out_investigator_runs_again_in_its_own_files_after_its_research_round() {
+    let wf = Wf::new();
+    debug_happy(&wf);
+    // No research backend: the round is recorded unavailable, and the investigator runs again.
+    std::fs::remove_file(wf.sb.work().join(".baton/roles/researcher.md")).unwrap();
+    wf.sb.trust();
+    wf.answer_nth(
+        "bug-investigator",
+        1,
+        &investigator_without_fix("BLOCKED").replace(
+            "NEEDS_EXTERNAL_RESEARCH: false\nRESEARCH_REASON: null",
+            "NEEDS_EXTERNAL_RESEARCH: true\nRESEARCH_REASON: how the upstream grammar treats empty input",
+        ),
+    )
+    .answer_nth("bug-investigator", 2, &lane_fix(&["parser.txt"]))
+    .answer_nth("bug-investigator", 3, &lane_fix(&["cli.txt"]));
+    let o = debug_groups(
+        &wf,
+        &["parser=parser.txt", "cli=cli.txt"],
+        "fix the failing parser and cli tests",
+    );
+    assert_exit(&o, 0);
+    assert_eq!(wf.calls("bug-investigator"), 3);
+    // The parser investigator ran again, scoped, before the cli one.
+    let again = wf.prompt("bug-investigator", 2);
+    assert!(
+        again.contains("WITHIN your scoped files only: parser.txt"),
+        "{again}"
+    );
+    assert!(
+        again.contains("## Research Files\nWeb: Unavailable"),
+        "{again}"
+    );
+    assert!(wf
+        .prompt("bug-investigator", 3)
+        .contains("WITHIN your scoped files only (cli.txt)"));
+    assert!(decided(
+        &wf,
+        "fan-in: the 3 investigators edited disjoint files"
+    ));
+}

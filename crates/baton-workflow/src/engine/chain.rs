@@ -490,11 +490,10 @@ impl Draft<'_> {
                         overall: r.overall_quality.clone(),
                     });
                 }
-                self.stop(
-                    Action::ReinvokeInvestigator,
-                    None,
-                    "research round done (partial results count): investigate again with it",
-                );
+                let reason =
+                    "research round done (partial results count): investigate again with it";
+                self.reinvoke_lane(reason);
+                self.stop(Action::ReinvokeInvestigator, None, reason);
                 false
             }
             "BLOCKED" if i.needs_external_research => {

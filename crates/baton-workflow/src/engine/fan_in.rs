@@ -71,13 +71,38 @@ pub fn conflicts(
 impl super::Draft<'_> {
     /// The scope of the fan-out investigator whose report is being decided; `None` when it is
     /// not one.
+    /// After a research round (the batch was the researchers) it is the investigator that ran
+    /// last.
     pub(super) fn reporting_lane(&self) -> Option<String> {
-        self.inputs
+        let in_batch = self
+            .inputs
             .batch
             .iter()
             .filter_map(|id| self.tasks.iter().find(|t| &t.id == id))
-            .find(|t| lane_files(t).is_some())
+            .find(|t| t.node() == Some(Phase::DebugInvestigate));
+        let last = || {
+            self.tasks.iter().rev().find(|t| {
+                t.node() == Some(Phase::DebugInvestigate)
+                    && t.status == Some(crate::artifact::TaskStatus::Completed)
+            })
+        };
+        in_batch
+            .or_else(last)
+            .filter(|t| lane_files(t).is_some())
             .and_then(|t| t.scope.clone())
+    }
+
+    /// A fan-out investigator that asked for research runs again in its own files: a task of
+    /// its scope, which the re-run takes (without one it would be a new, unscoped task).
+    pub(super) fn reinvoke_lane(&mut self, reason: &str) {
+        if let Some(files) = self.reporting_lane() {
+            self.follow_ups.push(FollowUp {
+                kind: TaskKind::Agent,
+                phase: Phase::DebugInvestigate.as_str().into(),
+                scope: files.clone(),
+                reason: format!("{reason} (WITHIN your scoped files only: {files})"),
+            });
+        }
     }
 
     /// An investigator's fix is proven. Without a fan-out the review follows; with one, the next
@@ -97,7 +122,7 @@ impl super::Draft<'_> {
         let open = self
             .tasks
             .iter()
-            .filter(|t| t.node() == Some(Phase::DebugInvestigate) && t.is_open())
+            .filter(|t| lane_files(t).is_some() && t.is_open())
             .count();
         if open > 0 {
             return Some((

@@ -465,6 +465,7 @@ impl Runner<'_> {
     ) -> Result<(), RunError> {
         let action = d.action;
         let mut batch = graph::runnable_for(&nv.tasks, action);
+        fan_out::one_lane(&mut batch, &nv.tasks, &v.tasks);
         // A planned BUILD's next phase: its builder, reviewer, hunter and verifier.
         let next_phase = (action == Action::RunBuilder && self.kind() == WorkflowKind::Build)
             .then(|| plan::current(&new))

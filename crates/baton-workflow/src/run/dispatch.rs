@@ -447,7 +447,7 @@ impl Runner<'_> {
             self.persist_result(id, role, &one.phase)?;
         }
         if role == Role::BugInvestigator {
-            self.count_attempt(&verdict)?;
+            self.count_attempt(id, &verdict)?;
         }
         Ok(())
     }
@@ -455,13 +455,20 @@ impl Runner<'_> {
     /// cc10x's DEBUG attempt count: each investigator run is a `[DEBUG-N]:` line under
     /// `activeContext.md ## Recent Changes`, after the workflow's `[DEBUG-RESET]` marker, which
     /// the next investigator reads in its memory summary.
-    fn count_attempt(&self, verdict: &str) -> Result<(), RunError> {
+    fn count_attempt(&self, id: &str, verdict: &str) -> Result<(), RunError> {
         let r = self.record();
+        // A fan-out's investigators each count their own attempts (by their scope).
+        let lane = r
+            .state
+            .task(id)
+            .filter(|t| fan_out::lane_files(t).is_some())
+            .and_then(|t| t.scope.clone());
         let n = r
             .state
             .tasks
             .iter()
             .filter(|t| t.node() == Some(Phase::DebugInvestigate))
+            .filter(|t| lane.is_none() || t.scope == lane)
             .filter(|t| r.state.host.outputs.contains_key(&t.id))
             .count();
         MemoryDir::new(&self.root)

@@ -159,7 +159,12 @@ pub fn prepare(
         );
     }
     let (lanes, mut notes) = independent(opts.fan_out.clone());
-    if lanes.len() < 2 {
+    if opts.fan_out.len() < 2 {
+        notes.push(
+            "one group given, and a fan-out needs two: one investigator takes all the failures"
+                .into(),
+        );
+    } else if lanes.len() < 2 {
         notes.push(
             "one group is left after merging: one investigator takes all the failures".into(),
         );
@@ -175,6 +180,30 @@ pub fn prepare(
         ));
     }
     Ok((lanes, notes))
+}
+
+/// A fan-out's investigators run one per batch, so that the engine decides each one's report
+/// (a BLOCKED or INVESTIGATING lane is acted on before the next lane runs): of the lanes in
+/// `batch`, the one this decision created (a lane going on, or re-run after its research), else
+/// the first.
+pub fn one_lane(batch: &mut Vec<String>, tasks: &[Task], before: &[Task]) {
+    let lanes: Vec<&String> = batch
+        .iter()
+        .filter(|id| {
+            tasks
+                .iter()
+                .any(|t| &&t.id == id && lane_files(t).is_some())
+        })
+        .collect();
+    if lanes.len() < 2 {
+        return;
+    }
+    let keep = lanes
+        .iter()
+        .find(|id| !before.iter().any(|t| &&t.id == *id))
+        .unwrap_or(&lanes[0])
+        .to_string();
+    batch.retain(|id| *id == keep);
 }
 
 /// DEBUG's graph as the groups and the request shape it: one investigator per group (see

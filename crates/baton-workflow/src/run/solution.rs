@@ -59,10 +59,22 @@ impl Runner<'_> {
         if self.kind() != WorkflowKind::Debug {
             return None;
         }
+        // A fan-out's investigators are separate problems: the one tried most often counts.
+        let lanes = v
+            .tasks
+            .iter()
+            .filter_map(|t| super::fan_out::lane_files(t).and(t.scope.clone()));
+        let busiest = lanes.max_by_key(|scope| {
+            v.tasks
+                .iter()
+                .filter(|t| t.scope.as_ref() == Some(scope) && v.host.outputs.contains_key(&t.id))
+                .count()
+        });
         let reports: Vec<outputs::InvestigatorReport> = v
             .tasks
             .iter()
             .filter(|t| t.node() == Some(Phase::DebugInvestigate))
+            .filter(|t| busiest.is_none() || t.scope == busiest)
             .filter_map(|t| v.host.outputs.get(&t.id))
             .filter_map(|o| contract::parse(Role::BugInvestigator, &o.text).ok())
             .filter_map(|c| outputs::from_contract(&c).investigator)
