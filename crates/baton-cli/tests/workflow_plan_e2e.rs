@@ -482,3 +482,82 @@ fn each_phase_s_review_reads_only_the_files_that_phase_added() {
         assert_eq!(status.trim(), "?? scratch.txt", "{isolation}");
     }
 }
+
+/// cc10x's opt-in pilot of a fresh builder per task: a phase of three separable tasks gets a
+/// builder, a base and a review per task, each review reading that task's files only; the phase's
+/// own checks go with its last task. A phase that does not meet the trigger is refused by name.
+#[test]
+fn a_phase_marked_fresh_builder_per_task_builds_and_reviews_each_task_on_its_own() {
+    let wf = Wf::new();
+    let builder = BUILDER_PASS.replace(
+        "echo \"change $n\" >> feature.txt",
+        "echo \"part $n\" > part$n.txt",
+    );
+    wf.happy().answer("component-builder", &builder);
+    let tasks = |files: [&str; 3]| {
+        files
+            .iter()
+            .enumerate()
+            .map(|(k, f)| format!("    - title: part {}\n      files: [{f}]\n", k + 1))
+            .collect::<String>()
+    };
+    let plan = |tasks: String| {
+        plan_text(1, "None").replace(
+            "  test_seams: [feature.txt]\n",
+            &format!(
+                "  test_seams: [feature.txt]\n  fresh_builder_per_task: true\n  tasks:\n{tasks}"
+            ),
+        )
+    };
+    // Two tasks touching one file are not separable: refused before anything runs.
+    wf.sb.write(
+        "docs/plans/shared.md",
+        &plan(tasks(["part1.txt", "part2.txt", "part1.txt"])),
+    );
+    wf.sb.write(
+        "docs/plans/parts.md",
+        &plan(tasks(["part1.txt", "part2.txt", "part3.txt"])),
+    );
+    wf.sb.write("feature.txt", "the feature\n");
+    wf.sb.commit_all("the plans");
+    let o = wf.run(&["run", "--plan", "docs/plans/shared.md", "--no-worktree"]);
+    assert_exit(&o, 2);
+    assert!(
+        err(&o).contains("tasks 1 and 3 both touch part1.txt"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(wf.calls("component-builder"), 0);
+
+    let o = wf.run(&["run", "--plan", "docs/plans/parts.md", "--no-worktree"]);
+    assert_exit(&o, 4);
+    assert!(err(&o).contains("checkpoint final_review"), "{}", err(&o));
+    assert_eq!(wf.calls("component-builder"), 3);
+    assert_eq!(wf.calls("code-reviewer"), 3);
+    for n in 1..=3u32 {
+        let brief = wf.prompt("component-builder", n);
+        assert!(
+            brief.contains(&format!("task {n} of 3 of phase phase-1")),
+            "builder {n}:\n{brief}"
+        );
+        let prompt = wf.prompt("code-reviewer", n);
+        let at = prompt
+            .find("The files it changes:\n```\n")
+            .unwrap_or_else(|| panic!("reviewer {n} got no file list:\n{prompt}"))
+            + "The files it changes:\n```\n".len();
+        let files: Vec<&str> = prompt[at..]
+            .split("\n```")
+            .next()
+            .unwrap()
+            .lines()
+            .collect();
+        assert_eq!(files, [format!("A\tpart{n}.txt")], "task {n}");
+    }
+    let phases: Vec<String> = wf.snapshot()["normalized_phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(phases, ["phase-1-t1", "phase-1-t2", "phase-1-t3"]);
+}

@@ -49,6 +49,31 @@ pub struct PlanPhase {
     /// `none` (default), `decision` or `human-verify`.
     #[serde(default)]
     pub checkpoint_type: Option<String>,
+    /// The opt-in pilot of a fresh builder per task (build-workflow.md, "Per-TASK
+    /// fresh-implementer dispatch"): the phase's `tasks` become phases of their own when the plan
+    /// is read ([`per_task::expand`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fresh_builder_per_task: bool,
+    /// The phase's separable tasks, for `fresh_builder_per_task`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<PhaseTask>,
+}
+
+/// One separable task of a phase built with a fresh builder per task.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseTask {
+    #[serde(default)]
+    pub title: String,
+    /// What the task achieves (default: its title).
+    #[serde(default)]
+    pub objective: String,
+    /// The files the task touches; no other task of the phase may touch them.
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// What must hold when the task is done (default: its objective holds).
+    #[serde(default)]
+    pub exit_criteria: Vec<String>,
 }
 
 impl PlanPhase {
@@ -448,7 +473,7 @@ fn phases_of(lines: &[&str], problems: &mut Vec<String>) -> Vec<PlanPhase> {
             }
         }
     }
-    phases
+    per_task::expand(phases, problems)
 }
 
 /// One approval: the hash a plan was approved at, when and by what.
@@ -544,6 +569,7 @@ impl Approvals {
     }
 }
 
+mod per_task;
 #[cfg(test)]
 mod tests;
 
