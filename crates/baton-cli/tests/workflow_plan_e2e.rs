@@ -433,6 +433,14 @@ fn a_fresh_worktree_is_installed_before_the_baseline() {
     assert!(!wf.sb.work().join("installed.txt").exists());
 }
 
+/// The files a reviewer's prompt says its change touches (`STATUS\tPATH` lines), if it says.
+fn files_listed(prompt: &str) -> Option<Vec<String>> {
+    let mark = "The files it changes:\n```\n";
+    let at = prompt.find(mark)? + mark.len();
+    let list = prompt[at..].split("\n```").next()?;
+    Some(list.lines().map(str::to_string).collect())
+}
+
 /// Each phase's reviewer reads that phase's change only: phases that add new files get bases of
 /// their own (the tree after the previous phase, new files included), in place and in a
 /// worktree, and a file the user had before the build is never presented as the change.
@@ -458,16 +466,8 @@ fn each_phase_s_review_reads_only_the_files_that_phase_added() {
         let mut bases = Vec::new();
         for n in 1..=3 {
             let prompt = wf.prompt("code-reviewer", n);
-            let at = prompt
-                .find("The files it changes:\n```\n")
-                .unwrap_or_else(|| panic!("{isolation}: reviewer {n} got no file list:\n{prompt}"))
-                + "The files it changes:\n```\n".len();
-            let files: Vec<&str> = prompt[at..]
-                .split("\n```")
-                .next()
-                .unwrap()
-                .lines()
-                .collect();
+            let files = files_listed(&prompt)
+                .unwrap_or_else(|| panic!("{isolation}: reviewer {n} got no file list:\n{prompt}"));
             assert_eq!(files, [format!("A\tpart{n}.txt")], "{isolation}: phase {n}");
             bases.push(base_of(&prompt));
         }
@@ -541,16 +541,8 @@ fn a_phase_marked_fresh_builder_per_task_builds_and_reviews_each_task_on_its_own
             "builder {n}:\n{brief}"
         );
         let prompt = wf.prompt("code-reviewer", n);
-        let at = prompt
-            .find("The files it changes:\n```\n")
-            .unwrap_or_else(|| panic!("reviewer {n} got no file list:\n{prompt}"))
-            + "The files it changes:\n```\n".len();
-        let files: Vec<&str> = prompt[at..]
-            .split("\n```")
-            .next()
-            .unwrap()
-            .lines()
-            .collect();
+        let files = files_listed(&prompt)
+            .unwrap_or_else(|| panic!("reviewer {n} got no file list:\n{prompt}"));
         assert_eq!(files, [format!("A\tpart{n}.txt")], "task {n}");
     }
     let phases: Vec<String> = wf.snapshot()["normalized_phases"]
