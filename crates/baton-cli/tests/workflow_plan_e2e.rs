@@ -553,3 +553,52 @@ fn a_phase_marked_fresh_builder_per_task_builds_and_reviews_each_task_on_its_own
         .collect();
     assert_eq!(phases, ["phase-1-t1", "phase-1-t2", "phase-1-t3"]);
 }
+
+/// A planned phase's work is compared with its scope (seed 001:572-576): a file the builder
+/// changed outside the phase's files is named to the reviewer, and a builder that says the phase
+/// is done without the plan's expected artifact is not believed.
+#[test]
+fn a_phase_s_work_is_compared_with_its_planned_files_and_expected_artifacts() {
+    let wf = Wf::new();
+    let stray = BUILDER_PASS.replace(
+        "echo \"change $n\" >> feature.txt",
+        "echo \"change $n\" >> feature.txt\necho stray > stray.txt",
+    );
+    wf.happy().answer("component-builder", &stray);
+    wf.sb.write("docs/plans/one.md", &plan_text(1, "None"));
+    wf.sb.write(
+        "docs/plans/artifact.md",
+        &plan_text(1, "None").replace(
+            "  test_seams: [feature.txt]\n",
+            "  test_seams: [feature.txt]\n  expected_artifacts: [docs/export.md, a summary for the user]\n",
+        ),
+    );
+    wf.sb.write("feature.txt", "the feature\n");
+    wf.sb.commit_all("the plans");
+    let o = wf.run(&["run", "--plan", "docs/plans/one.md", "--no-worktree"]);
+    assert_exit(&o, 0);
+    let review = wf.prompt("code-reviewer", 1);
+    let note = "Outside the phase's planned files (say whether each belongs to the phase's objective, or is a finding):\n```\nstray.txt\n```";
+    assert!(review.contains(note), "{review}");
+
+    let wf = Wf::new();
+    wf.happy();
+    wf.sb.write(
+        "docs/plans/artifact.md",
+        &plan_text(1, "None").replace(
+            "  test_seams: [feature.txt]\n",
+            "  test_seams: [feature.txt]\n  expected_artifacts: [docs/export.md, a summary for the user]\n",
+        ),
+    );
+    wf.sb.write("feature.txt", "the feature\n");
+    wf.sb.commit_all("the plan");
+    let o = wf.run(&["run", "--plan", "docs/plans/artifact.md", "--no-worktree"]);
+    let said = format!("{}{}", out(&o), err(&o));
+    assert!(
+        said.contains("test -e docs/export.md (an expected artifact of phase phase-1)"),
+        "{said}"
+    );
+    // Prose is not taken for a file.
+    assert!(!said.contains("test -e a summary"), "{said}");
+    assert_eq!(wf.calls("code-reviewer"), 0);
+}

@@ -74,6 +74,9 @@ pub struct PhaseTask {
     /// What must hold when the task is done (default: its objective holds).
     #[serde(default)]
     pub exit_criteria: Vec<String>,
+    /// The seams its tests go through (default: the phase's).
+    #[serde(default)]
+    pub test_seams: Vec<String>,
 }
 
 impl PlanPhase {
@@ -420,7 +423,7 @@ fn phases_of(lines: &[&str], problems: &mut Vec<String>) -> Vec<PlanPhase> {
                 .map(|h| format!("; {h}"))
                 .unwrap_or_default();
             problems.push(format!(
-                "the `## Phases` block does not read as a list of phases: {e}{hint} (each phase takes phase_id, title, objective, files, checks, exit_criteria, test_seams, inputs, expected_artifacts, checkpoint_type)"
+                "the `## Phases` block does not read as a list of phases: {e}{hint} (each phase takes phase_id, title, objective, files, checks, exit_criteria, test_seams, inputs, expected_artifacts, checkpoint_type, fresh_builder_per_task, tasks; each task title, objective, files, exit_criteria, test_seams)"
             ));
             return Vec::new();
         }
@@ -570,6 +573,7 @@ impl Approvals {
 }
 
 mod per_task;
+pub use per_task::is_task_phase;
 #[cfg(test)]
 mod tests;
 

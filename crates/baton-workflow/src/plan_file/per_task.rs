@@ -38,18 +38,41 @@ pub fn expand(phases: Vec<PlanPhase>, problems: &mut Vec<String>) -> Vec<PlanPha
         }
         let n = p.tasks.len();
         for (k, t) in p.tasks.iter().enumerate() {
-            let task = task_phase(&p, t, k + 1, n);
-            if out.iter().any(|o: &PlanPhase| o.phase_id == task.phase_id) {
-                problems.push(format!(
-                    "{name}: its task {} would be phase {}, which the plan already has: rename that phase",
-                    k + 1,
-                    task.phase_id
-                ));
-            }
-            out.push(task);
+            out.push(task_phase(&p, t, k + 1, n));
+        }
+    }
+    // A task's id may be a phase the plan lists too, before or after it.
+    let mut seen = std::collections::BTreeSet::new();
+    for p in &out {
+        if !seen.insert(p.phase_id.as_str()) && is_task_phase(&p.phase_id) {
+            problems.push(format!(
+                "phase_id {} is both a phase of the plan and a task of a phase built per task: rename the phase",
+                p.phase_id
+            ));
         }
     }
     out
+}
+
+/// Whether a phase id is one a task of a per-task phase gets (`<phase>-t<k>`).
+pub fn is_task_phase(id: &str) -> bool {
+    id.rsplit_once("-t")
+        .is_some_and(|(_, k)| !k.is_empty() && k.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// A path as the plan writes it, compared: trimmed, without `./` or a trailing `/`.
+fn clean(f: &str) -> &str {
+    f.trim().trim_start_matches("./").trim_end_matches('/')
+}
+
+/// Whether two of a plan's paths touch the same file: the same, or one a folder holding the other.
+fn overlap(a: &str, b: &str) -> bool {
+    let (a, b) = (clean(a), clean(b));
+    !a.is_empty()
+        && !b.is_empty()
+        && (a == b
+            || b.strip_prefix(a).is_some_and(|r| r.starts_with('/'))
+            || a.strip_prefix(b).is_some_and(|r| r.starts_with('/')))
 }
 
 /// What keeps `tasks` from the explicit trigger: fewer than three, a task without a title or
@@ -66,7 +89,7 @@ fn trigger_problems(name: &str, tasks: &[PhaseTask]) -> Vec<String> {
         if t.title.trim().is_empty() {
             found.push(format!("{name}: task {} has no title", k + 1));
         }
-        if t.files.iter().all(|f| f.trim().is_empty()) {
+        if t.files.iter().all(|f| clean(f).is_empty()) {
             found.push(format!(
                 "{name}: task {} lists no files: name the files it touches (no other task may touch them)",
                 k + 1
@@ -76,8 +99,8 @@ fn trigger_problems(name: &str, tasks: &[PhaseTask]) -> Vec<String> {
             let shared: Vec<&str> = t
                 .files
                 .iter()
-                .filter(|f| other.files.contains(f))
-                .map(String::as_str)
+                .filter(|f| other.files.iter().any(|o| overlap(f, o)))
+                .map(|f| clean(f))
                 .collect();
             if !shared.is_empty() {
                 found.push(format!(
@@ -107,6 +130,17 @@ fn task_phase(p: &PlanPhase, t: &PhaseTask, k: usize, n: usize) -> PlanPhase {
         exit_criteria.extend(p.exit_criteria.iter().cloned());
     }
     let when_last = |v: &Vec<String>| if last { v.clone() } else { Vec::new() };
+    // A decision or a human action comes before the phase's first builder (`run/plan.rs`
+    // asks it before the builder); a human verification after its last task.
+    let checkpoint = match p.checkpoint_type.as_deref() {
+        Some("decision" | "human_action") if k == 1 => p.checkpoint_type.clone(),
+        Some("human_verify") if last => p.checkpoint_type.clone(),
+        _ => None,
+    };
+    let seams = match t.test_seams.iter().any(|s| !s.trim().is_empty()) {
+        true => t.test_seams.clone(),
+        false => p.test_seams.clone(),
+    };
     PlanPhase {
         phase_id: format!("{}-t{k}", p.phase_id),
         title: format!("{} — task {k} of {n}: {}", p.title, t.title.trim()),
@@ -115,17 +149,18 @@ fn task_phase(p: &PlanPhase, t: &PhaseTask, k: usize, n: usize) -> PlanPhase {
             p.phase_id,
             p.objective.trim()
         ),
-        files: t.files.clone(),
+        files: t
+            .files
+            .iter()
+            .filter(|f| !clean(f).is_empty())
+            .cloned()
+            .collect(),
         checks: when_last(&p.checks),
         exit_criteria,
-        test_seams: p.test_seams.clone(),
-        inputs: when_last(&p.inputs),
+        test_seams: seams,
+        inputs: p.inputs.clone(),
         expected_artifacts: when_last(&p.expected_artifacts),
-        checkpoint_type: if last {
-            p.checkpoint_type.clone()
-        } else {
-            None
-        },
+        checkpoint_type: checkpoint,
         fresh_builder_per_task: false,
         tasks: Vec::new(),
     }
@@ -180,6 +215,58 @@ mod tests {
         assert_eq!(out[2].checks, ["cargo test import"]);
         assert_eq!(out[2].exit_criteria, ["XML: done", "every format imports"]);
         assert_eq!(out[2].checkpoint_type.as_deref(), Some("human_verify"));
+        // A decision is asked before the first task's builder.
+        let mut p = phase(vec![
+            task("a", &["a.rs"]),
+            task("b", &["b.rs"]),
+            task("c", &["c.rs"]),
+        ]);
+        p.checkpoint_type = Some("decision".into());
+        let out = expand(vec![p], &mut problems);
+        assert_eq!(out[0].checkpoint_type.as_deref(), Some("decision"));
+        assert_eq!(out[2].checkpoint_type, None);
+        assert!(is_task_phase("phase-2-t3") && !is_task_phase("phase-2") && !is_task_phase("x-t"));
+    }
+
+    #[test]
+    fn a_folder_and_a_file_in_it_are_shared_and_a_later_phase_may_not_take_a_task_s_id() {
+        let mut problems = Vec::new();
+        expand(
+            vec![phase(vec![
+                task("a", &["src/import/"]),
+                task("b", &["./src/import/csv.rs"]),
+                task("c", &["c.rs"]),
+            ])],
+            &mut problems,
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("tasks 1 and 2 both touch src/import")),
+            "{problems:?}"
+        );
+        let mut problems = Vec::new();
+        let later = PlanPhase {
+            phase_id: "phase-2-t2".into(),
+            ..PlanPhase::default()
+        };
+        expand(
+            vec![
+                phase(vec![
+                    task("a", &["a.rs"]),
+                    task("b", &["b.rs"]),
+                    task("c", &["c.rs"]),
+                ]),
+                later,
+            ],
+            &mut problems,
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("phase_id phase-2-t2 is both")),
+            "{problems:?}"
+        );
     }
 
     #[test]

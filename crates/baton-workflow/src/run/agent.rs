@@ -107,6 +107,8 @@ pub struct Scaffold<'a> {
     pub head: Option<&'a str>,
     /// The files the change touches (`git diff --name-status base head`).
     pub changed_files: Option<&'a str>,
+    /// Of those, the files outside the planned phase's `files` (one per line), when any.
+    pub outside_scope: Option<&'a str>,
     /// A planned BUILD's phase-local hand-off: the current phase (and the intent contract).
     pub phase: Option<&'a str>,
     /// For the verifier: the clean baseline (which tests failed before the build).
@@ -242,11 +244,16 @@ pub fn scaffold(s: &Scaffold<'_>) -> String {
         ),
         Some(sha) => match s.head.filter(|h| *h != UNAVAILABLE_BASE) {
             Some(head) => {
-                let files = match s.changed_files.map(str::trim) {
+                let mut files = match s.changed_files.map(str::trim) {
                     Some("") => "\nIt changes no file.".to_string(),
                     Some(list) => format!("\nThe files it changes:\n```\n{list}\n```"),
                     None => String::new(),
                 };
+                if let Some(out) = s.outside_scope.map(str::trim).filter(|o| !o.is_empty()) {
+                    files.push_str(&format!(
+                        "\nOutside the phase's planned files (say whether each belongs to the phase's objective, or is a finding):\n```\n{out}\n```"
+                    ));
+                }
                 p.push_str(&format!(
                     "## Base\nThis phase began at `{sha}` and the tree as it is now is `{head}` (two snapshots of the whole tree, new files included; ignored files and `.baton` left out): its change is exactly `git diff {sha} {head}`.{files}\nReview that change, not what was in the tree before it (files the user had, or earlier phases' work).\n\n"
                 ))
@@ -652,6 +659,7 @@ mod tests {
             base: Some("0123abcd"),
             head: None,
             changed_files: None,
+            outside_scope: None,
             design_file: None,
             domain: None,
             phase: None,

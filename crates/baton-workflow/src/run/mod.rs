@@ -25,6 +25,7 @@ mod preflight;
 mod prompt;
 mod recheck;
 mod routing;
+mod scope;
 mod solution;
 mod tree;
 
@@ -176,89 +177,8 @@ pub async fn start(
     start_with(env, &ExecLauncher, opts, cancel).await
 }
 
-/// A plan read and trusted, with its approval key.
-type TrustedPlan = (crate::plan_file::PlanFile, String);
-
-/// The plan `path` trusted as `baton run --plan` trusts it (checked, and approved now when it
-/// never was) for a workflow that runs elsewhere (Temporal's nodes build it from the starting
-/// commit): its approval key (the path from `root` when inside it) and the SHA-256 approved.
-pub fn trust_named_plan(
-    state: &baton_state::StateDir,
-    root: &Path,
-    path: &Path,
-) -> Result<(String, String), RunError> {
-    let (plan, key) = plan::trust_as(state, root, path, true)?;
-    Ok((key, plan.sha256))
-}
-
-/// A plan the BUILD was told to build that is not there: its name, and who named it.
-struct MissingPlan {
-    name: String,
-    named_by: &'static str,
-}
-
-/// The plan `--plan` names, trusted (its hash recorded on approval) and read; refused with the
-/// fix when it cannot go with the rest of the options. A `--plan` file that is not there is not
-/// an error: the workflow asks (re-plan first, or build without it), as for a plan memory names.
-fn trusted_plan(
-    env: &RunEnv,
-    opts: &StartOptions,
-    referenced: Option<&Path>,
-    root: &Path,
-) -> Result<(Option<TrustedPlan>, Option<MissingPlan>), RunError> {
-    let Some(p) = opts.plan.as_deref().or(referenced) else {
-        return Ok((None, None));
-    };
-    if opts.kind != WorkflowKind::Build {
-        return Err(RunError::Refused(format!(
-            "--plan runs a BUILD, not {}: drop --workflow, or give --workflow BUILD",
-            opts.kind
-        )));
-    }
-    if opts.trivial {
-        return Err(RunError::Refused(
-            "--plan and --trivial do not go together: planned work always takes the full graph; drop --trivial".into(),
-        ));
-    }
-    let path = match (p.is_absolute(), opts.plan.is_some()) {
-        (true, _) => p.to_path_buf(),
-        (false, true) => env.delegate.cwd.join(p),
-        // Memory names it from the project's root.
-        (false, false) => root.join(p),
-    };
-    if opts.plan.is_some() && !path.exists() {
-        let missing = MissingPlan {
-            name: p.display().to_string(),
-            named_by: "--plan",
-        };
-        return Ok((None, Some(missing)));
-    }
-    let trusted = plan::trust_as(&env.delegate.state, root, &path, opts.plan.is_some())?;
-    Ok((Some(trusted), None))
-}
-
-/// The plan a BUILD takes from `activeContext.md ## References` (see
-/// [`StartOptions::referenced_plan`]): the file when it is there, else its name (missing).
-fn referenced_plan(
-    opts: &StartOptions,
-    root: &Path,
-) -> Result<(Option<PathBuf>, Option<String>), RunError> {
-    if !opts.referenced_plan
-        || opts.kind != WorkflowKind::Build
-        || opts.plan.is_some()
-        || opts.trivial
-    {
-        return Ok((None, None));
-    }
-    let named = MemoryDir::new(root)
-        .reference("Plan")
-        .map_err(|e| RunError::Memory(e.to_string()))?;
-    Ok(match named {
-        Some(n) if root.join(&n).is_file() => (Some(PathBuf::from(n)), None),
-        Some(n) => (None, Some(n)),
-        None => (None, None),
-    })
-}
+pub use plan::trust_named_plan;
+use plan::{referenced_plan, trusted_plan, MissingPlan};
 
 /// The status-history entry of a BUILD's scope assessment: how it was judged and on what.
 fn scope_assessed(s: &crate::route::scope::Scope) -> crate::artifact::HistoryEntry {

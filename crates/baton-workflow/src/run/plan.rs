@@ -4,11 +4,97 @@
 
 use std::path::{Path, PathBuf};
 
-use super::RunError;
+use super::{RunEnv, RunError, StartOptions};
 use crate::artifact::{Artifact, BuildScope, HistoryEntry, NormalizedPhase, PhaseStatus};
 use crate::engine::{Action, Change, Decision};
+use crate::memory::MemoryDir;
 use crate::plan_file::{ApprovalState, Approvals, PlanFile};
+use crate::route::WorkflowKind;
 use crate::state::{Gate, WorkflowState};
+
+/// A plan read and trusted, with its approval key.
+pub(super) type TrustedPlan = (crate::plan_file::PlanFile, String);
+
+/// The plan `path` trusted as `baton run --plan` trusts it (checked, and approved now when it
+/// never was) for a workflow that runs elsewhere (Temporal's nodes build it from the starting
+/// commit): its approval key (the path from `root` when inside it) and the SHA-256 approved.
+pub fn trust_named_plan(
+    state: &baton_state::StateDir,
+    root: &Path,
+    path: &Path,
+) -> Result<(String, String), RunError> {
+    let (plan, key) = trust_as(state, root, path, true)?;
+    Ok((key, plan.sha256))
+}
+
+/// A plan the BUILD was told to build that is not there: its name, and who named it.
+pub(super) struct MissingPlan {
+    pub(super) name: String,
+    pub(super) named_by: &'static str,
+}
+
+/// The plan `--plan` names, trusted (its hash recorded on approval) and read; refused with the
+/// fix when it cannot go with the rest of the options. A `--plan` file that is not there is not
+/// an error: the workflow asks (re-plan first, or build without it), as for a plan memory names.
+pub(super) fn trusted_plan(
+    env: &RunEnv,
+    opts: &StartOptions,
+    referenced: Option<&Path>,
+    root: &Path,
+) -> Result<(Option<TrustedPlan>, Option<MissingPlan>), RunError> {
+    let Some(p) = opts.plan.as_deref().or(referenced) else {
+        return Ok((None, None));
+    };
+    if opts.kind != WorkflowKind::Build {
+        return Err(RunError::Refused(format!(
+            "--plan runs a BUILD, not {}: drop --workflow, or give --workflow BUILD",
+            opts.kind
+        )));
+    }
+    if opts.trivial {
+        return Err(RunError::Refused(
+            "--plan and --trivial do not go together: planned work always takes the full graph; drop --trivial".into(),
+        ));
+    }
+    let path = match (p.is_absolute(), opts.plan.is_some()) {
+        (true, _) => p.to_path_buf(),
+        (false, true) => env.delegate.cwd.join(p),
+        // Memory names it from the project's root.
+        (false, false) => root.join(p),
+    };
+    if opts.plan.is_some() && !path.exists() {
+        let missing = MissingPlan {
+            name: p.display().to_string(),
+            named_by: "--plan",
+        };
+        return Ok((None, Some(missing)));
+    }
+    let trusted = trust_as(&env.delegate.state, root, &path, opts.plan.is_some())?;
+    Ok((Some(trusted), None))
+}
+
+/// The plan a BUILD takes from `activeContext.md ## References` (see
+/// [`StartOptions::referenced_plan`]): the file when it is there, else its name (missing).
+pub(super) fn referenced_plan(
+    opts: &StartOptions,
+    root: &Path,
+) -> Result<(Option<PathBuf>, Option<String>), RunError> {
+    if !opts.referenced_plan
+        || opts.kind != WorkflowKind::Build
+        || opts.plan.is_some()
+        || opts.trivial
+    {
+        return Ok((None, None));
+    }
+    let named = MemoryDir::new(root)
+        .reference("Plan")
+        .map_err(|e| RunError::Memory(e.to_string()))?;
+    Ok(match named {
+        Some(n) if root.join(&n).is_file() => (Some(PathBuf::from(n)), None),
+        Some(n) => (None, Some(n)),
+        None => (None, None),
+    })
+}
 
 /// cc10x's `plan_trust_gate`: the plan reads and passes every check (explicit mode and rigor,
 /// no open decision, the two required sections, each phase's objective, exit criteria and test
@@ -117,8 +203,19 @@ pub fn recheck(
 
 fn apply_reapproved(a: &mut Artifact, plan: &PlanFile, key: &str) {
     let cursor = a.phase_cursor.clone();
-    let status = a.phase_status.clone();
+    let mut status = a.phase_status.clone();
+    let before: Vec<NormalizedPhase> = a.normalized_phases.clone();
     apply(a, plan, key);
+    // A task of a phase built per task is known by its place (`<phase>-t<k>`): one whose task
+    // changed (reordered, inserted) keeps no status of the task that had its place before.
+    status.retain(|id, _| {
+        let title = |ps: &[NormalizedPhase]| {
+            ps.iter()
+                .find(|p| &p.phase_id == id)
+                .map(|p| p.title.clone())
+        };
+        !crate::plan_file::is_task_phase(id) || title(&before) == title(&a.normalized_phases)
+    });
     a.phase_status = status;
     // The cursor stays on the phase it was on when the new plan still has it, else the first
     // phase not completed.

@@ -100,6 +100,9 @@ impl Runner<'_> {
         });
         let artifact_path = self.agent_view(a);
         let base = phase_base(a);
+        let outside = change
+            .and_then(|(_, files)| files.as_deref())
+            .map(|files| super::scope::outside(a, files).join("\n"));
         agent::scaffold(&agent::Scaffold {
             wf: &self.id,
             artifact_path: &artifact_path,
@@ -124,6 +127,7 @@ impl Runner<'_> {
             domain: domain.as_deref(),
             head: change.map(|(now, _)| now.as_str()),
             changed_files: change.and_then(|(_, files)| files.as_deref()),
+            outside_scope: outside.as_deref(),
             skill_hints: skill_hints.as_deref(),
             precedence,
             baseline: (role == Role::IntegrationVerifier)

@@ -33,6 +33,11 @@ impl Runner<'_> {
         }
         if one.role == Role::ComponentBuilder && one.task.kind != Some(TaskKind::Remfix) {
             out.host_checks = self.recheck_builder(one.spec, &out.text, &one.work).await;
+            // Did it cover its scope: the phase's expected artifacts are there.
+            if contract::parse(Role::ComponentBuilder, &out.text).is_ok_and(|c| c.advances()) {
+                out.host_checks
+                    .extend(super::scope::missing_artifacts(&r.artifact, &one.work));
+            }
         }
         if one.task.kind == Some(TaskKind::Remfix) {
             out.proof_check = self.check_proof(one, &out.text).await;
