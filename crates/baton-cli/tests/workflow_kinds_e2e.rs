@@ -1574,3 +1574,49 @@ fn a_fan_out_investigator_runs_again_in_its_own_files_after_its_research_round()
         "fan-in: the 3 investigators edited disjoint files"
     ));
 }
+
+/// An investigator of a fan-out killed mid-run runs again on resume; the fan-in check still
+/// counts what it edited before the kill (its first start's snapshot is kept in the record).
+#[test]
+fn a_fan_out_investigator_killed_mid_run_keeps_what_it_edited_before_for_the_fan_in() {
+    let wf = Wf::new();
+    debug_happy(&wf);
+    let started = wf.scripts.join("lane1.started");
+    wf.answer_nth(
+        "bug-investigator",
+        1,
+        &format!(
+            "echo a >> parser.txt\necho a >> shared.txt\ntouch {}\nwhile true; do sleep 0.05; done\n",
+            started.display()
+        ),
+    )
+    // After the resume: the parser investigator again, then cli's, then the reconciler.
+    .answer_nth("bug-investigator", 2, &lane_fix(&["parser.txt"]))
+    .answer_nth("bug-investigator", 3, &lane_fix(&["cli.txt", "shared.txt"]))
+    .answer_nth("bug-investigator", 4, &lane_fix(&["shared.txt"]));
+    let mut baton = wf.sb.spawn(&[
+        "run",
+        "--workflow",
+        "DEBUG",
+        "--debug-group",
+        "parser=parser.txt",
+        "--debug-group",
+        "cli=cli.txt",
+        "fix the failing parser and cli tests",
+    ]);
+    assert!(
+        baton_testkit::fixture::wait_until(std::time::Duration::from_secs(30), || started
+            .is_file()),
+        "the first investigator did not start"
+    );
+    baton.kill().unwrap();
+    baton.wait().unwrap();
+    let o = wf.run(&["resume"]);
+    assert_exit(&o, 0);
+    assert_eq!(wf.calls("bug-investigator"), 4);
+    let p4 = wf.prompt("bug-investigator", 4);
+    assert!(
+        p4.contains("Reconcile the fan-out: shared.txt (by t1 and t"),
+        "{p4}"
+    );
+}

@@ -128,6 +128,10 @@ pub struct Host {
     pub finished_order: Vec<String>,
     /// Dispatches per phase: the attempt number of record and replay keys.
     pub dispatch_counts: BTreeMap<String, u32>,
+    /// DEBUG fan-out: the tree as each scoped investigator first started (a snapshot), kept so
+    /// that a run again after a crash is read from there, its edits before the crash included.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub lane_bases: BTreeMap<String, String>,
     /// Remediation tasks whose re-checks were spawned: no longer shown to the engine.
     pub consumed_remfix: Vec<String>,
     /// Extra remediation cycles the user granted at the circuit breaker.

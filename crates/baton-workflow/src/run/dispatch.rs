@@ -178,7 +178,10 @@ impl Runner<'_> {
             true => Some(tree_base(&one.work).await),
             false => None,
         };
-        self.record_start(&one, bias).await?;
+        let lane_base = snap_before
+            .clone()
+            .filter(|b| b != agent::UNAVAILABLE_BASE && fan_out::lane_files(&task).is_some());
+        self.record_start(&one, bias, lane_base).await?;
         let Some(d) = self.launch(&one, prompt).await else {
             // Interrupted: the task stays in progress and runs again on resume.
             return Ok(());
@@ -196,7 +199,10 @@ impl Runner<'_> {
         };
         let mut d = d;
         if let (Some((b, after)), Some(_)) = (&trees, fan_out::lane_files(&task)) {
-            // A scoped investigator of a fan-out: what it edited, for the fan-in check.
+            // A scoped investigator of a fan-out: what it edited since it first started (a run
+            // again after a crash included what it did before), for the fan-in check.
+            let first = self.record().state.host.lane_bases.get(id).cloned();
+            let b = first.as_ref().unwrap_or(b);
             d.output.edited = changed_files(&one.work, b, after)
                 .await
                 .unwrap_or_default()
@@ -284,8 +290,20 @@ impl Runner<'_> {
     /// The task in progress, the phase's base (recorded once before its builder first runs,
     /// cc10x 11a: what the review, the hunt and the verification diff against) and the attempt:
     /// one `agent_started` event.
-    async fn record_start(&self, one: &OneDispatch<'_>, bias: Vec<String>) -> Result<(), RunError> {
+    async fn record_start(
+        &self,
+        one: &OneDispatch<'_>,
+        bias: Vec<String>,
+        lane_base: Option<String>,
+    ) -> Result<(), RunError> {
         let mut r = self.record();
+        if let Some(b) = lane_base {
+            r.state
+                .host
+                .lane_bases
+                .entry(one.id.to_string())
+                .or_insert(b);
+        }
         if let Some(t) = r.state.task_mut(one.id) {
             t.status = Some(TaskStatus::InProgress);
         }
