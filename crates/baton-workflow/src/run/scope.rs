@@ -15,12 +15,20 @@ use super::plan;
 /// export` is prose, `src/export/csv.rs` a file).
 fn names_a_file(s: &str) -> bool {
     let s = s.trim();
+    let plain = s
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-'));
+    // Without a folder, a name with an extension of letters (`README.md`, not `v1.2.0`).
+    let extension = s.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty()
+            && (1..=8).contains(&ext.len())
+            && ext.chars().any(|c| c.is_ascii_alphabetic())
+    });
     !s.is_empty()
-        && !s.chars().any(char::is_whitespace)
-        && (s.contains('/') || s.contains('.'))
+        && plain
+        && (s.contains('/') || extension)
         && !s.starts_with('/')
         && !s.split('/').any(|c| c == "..")
-        && !s.contains(['*', '?', '['])
 }
 
 /// The planned phase at the cursor, when the BUILD has a plan.
@@ -99,7 +107,17 @@ mod tests {
         for f in ["src/export/csv.rs", "README.md", "docs/"] {
             assert!(names_a_file(f) || f.ends_with('/'), "{f}");
         }
-        for f in ["a CSV export", "/etc/passwd", "../up.rs", "src/*.rs", ""] {
+        for f in [
+            "a CSV export",
+            "/etc/passwd",
+            "../up.rs",
+            "src/*.rs",
+            "",
+            "v1.2.0",
+            "e.g.",
+            "parse()",
+            "`x.rs`",
+        ] {
             assert!(!names_a_file(f), "{f}");
         }
     }
