@@ -566,13 +566,6 @@ fn a_phase_s_work_is_compared_with_its_planned_files_and_expected_artifacts() {
     );
     wf.happy().answer("component-builder", &stray);
     wf.sb.write("docs/plans/one.md", &plan_text(1, "None"));
-    wf.sb.write(
-        "docs/plans/artifact.md",
-        &plan_text(1, "None").replace(
-            "  test_seams: [feature.txt]\n",
-            "  test_seams: [feature.txt]\n  expected_artifacts: [docs/export.md, a summary for the user]\n",
-        ),
-    );
     wf.sb.write("feature.txt", "the feature\n");
     wf.sb.commit_all("the plans");
     let o = wf.run(&["run", "--plan", "docs/plans/one.md", "--no-worktree"]);
@@ -583,13 +576,15 @@ fn a_phase_s_work_is_compared_with_its_planned_files_and_expected_artifacts() {
 
     let wf = Wf::new();
     wf.happy();
-    wf.sb.write(
-        "docs/plans/artifact.md",
-        &plan_text(1, "None").replace(
+    // The phase names docs/ as its files; of its expected artifacts only docs/export.md is a file
+    // of the phase.
+    let plan = plan_text(1, "None")
+        .replace("files: [feature.txt]", "files: [feature.txt, docs/]")
+        .replace(
             "  test_seams: [feature.txt]\n",
-            "  test_seams: [feature.txt]\n  expected_artifacts: [docs/export.md, a summary for the user]\n",
-        ),
-    );
+            "  test_seams: [feature.txt]\n  expected_artifacts: [docs/export.md, dist/app.js, N/A, a summary for the user]\n",
+        );
+    wf.sb.write("docs/plans/artifact.md", &plan);
     wf.sb.write("feature.txt", "the feature\n");
     wf.sb.commit_all("the plan");
     let o = wf.run(&["run", "--plan", "docs/plans/artifact.md", "--no-worktree"]);
@@ -598,7 +593,9 @@ fn a_phase_s_work_is_compared_with_its_planned_files_and_expected_artifacts() {
         said.contains("test -e docs/export.md (an expected artifact of phase phase-1)"),
         "{said}"
     );
-    // Prose is not taken for a file.
-    assert!(!said.contains("test -e a summary"), "{said}");
+    // Prose, and a file outside the phase's own files (a build output), are the verifier's.
+    for not_checked in ["test -e a summary", "test -e dist/app.js", "test -e N/A"] {
+        assert!(!said.contains(not_checked), "{said}");
+    }
     assert_eq!(wf.calls("code-reviewer"), 0);
 }

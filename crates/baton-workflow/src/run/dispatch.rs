@@ -197,20 +197,44 @@ impl Runner<'_> {
             }
             _ => None,
         };
-        let mut d = d;
-        if let (Some((b, after)), Some(_)) = (&trees, fan_out::lane_files(&task)) {
-            // A scoped investigator of a fan-out: what it edited since it first started (a run
-            // again after a crash included what it did before), for the fan-in check.
-            let first = self.record().state.host.lane_bases.get(id).cloned();
-            let b = first.as_ref().unwrap_or(b);
-            d.output.edited = changed_files(&one.work, b, after)
-                .await
+        let (mut d, mut changed) = (d, changed);
+        if let Some(edited) = self.lane_edits(id, &task, trees.as_ref(), &one.work).await {
+            // Run again after a crash, a lane whose fix was made before it changed the tree.
+            if !edited.is_empty() {
+                changed = Some(true);
+            }
+            d.output.edited = edited;
+        }
+        self.record_completion(&one, d, changed, trees).await
+    }
+
+    /// A scoped investigator of a fan-out: the files it edited since it first started (a run
+    /// again after a crash includes what it did before), for the fan-in check; read from this
+    /// run's own start when the first snapshot is gone. `None` for any other task.
+    async fn lane_edits(
+        &self,
+        id: &str,
+        task: &Task,
+        trees: Option<&(String, String)>,
+        work: &Path,
+    ) -> Option<Vec<String>> {
+        fan_out::lane_files(task)?;
+        let (b, after) = trees?;
+        let first = self.record().state.host.lane_bases.get(id).cloned();
+        let listed = match first {
+            Some(f) => match changed_files(work, &f, after).await {
+                Some(l) => Some(l),
+                None => changed_files(work, b, after).await,
+            },
+            None => changed_files(work, b, after).await,
+        };
+        Some(
+            listed
                 .unwrap_or_default()
                 .lines()
                 .filter_map(|l| l.split_once('\t').map(|(_, path)| path.to_string()))
-                .collect();
-        }
-        self.record_completion(&one, d, changed, trees).await
+                .collect(),
+        )
     }
 
     /// Before a planned phase's builder first runs: its plan is still the one the workflow

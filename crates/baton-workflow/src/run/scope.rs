@@ -37,16 +37,51 @@ fn phase(a: &Artifact) -> Option<&NormalizedPhase> {
     plan::current(a).map(|(_, p)| p)
 }
 
-/// The expected artifacts of the phase at the cursor that name files and are not in `work`, as
-/// failed host checks: a builder that says the phase is done has not made them.
+/// A phase's `files` as paths to match (a folder covers what is under it), or `None` when one
+/// of them cannot be read as a path (a glob, a note beside it): then nothing is matched.
+fn scope_paths(p: &NormalizedPhase) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    for f in p.files.iter().flatten() {
+        let word = f.split_whitespace().next().unwrap_or("");
+        let word = word.trim_start_matches("./").trim_end_matches('/');
+        let plain = word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-'));
+        if word.is_empty() || !plain || word.starts_with('/') || word.split('/').any(|c| c == "..")
+        {
+            return None;
+        }
+        out.push(word.to_string());
+    }
+    Some(out)
+}
+
+/// Whether `path` is one of `scope` or under one of them.
+fn within(scope: &[String], path: &str) -> bool {
+    scope.iter().any(|f| {
+        path == f
+            || path
+                .strip_prefix(f.as_str())
+                .is_some_and(|r| r.starts_with('/'))
+    })
+}
+
+/// The expected artifacts of the phase at the cursor that are files the phase itself names (in
+/// its `files` too) and are not in `work`, as failed host checks: a builder that says the phase
+/// is done has not made them. An artifact only in prose, or outside the phase's files (a build
+/// output, `N/A`), is the verifier's to judge.
 pub(super) fn missing_artifacts(a: &Artifact, work: &Path) -> Vec<HostCheck> {
     let Some(p) = phase(a) else {
+        return Vec::new();
+    };
+    let Some(scope) = scope_paths(p) else {
         return Vec::new();
     };
     p.expected_artifacts
         .iter()
         .flatten()
         .filter(|f| names_a_file(f))
+        .filter(|f| within(&scope, f.trim().trim_start_matches("./")))
         .filter(|f| !work.join(f.trim()).exists())
         .map(|f| HostCheck {
             command: format!(
@@ -56,44 +91,36 @@ pub(super) fn missing_artifacts(a: &Artifact, work: &Path) -> Vec<HostCheck> {
             ),
             ok: false,
             exit_code: Some(1),
-            output:
-                "the builder reported the phase done, and the plan's expected artifact is not there"
-                    .into(),
+            error: Some("the plan's expected artifact is not in the tree".into()),
             ..HostCheck::default()
         })
         .collect()
 }
 
 /// Of the change's files (`git diff --name-status` lines), those outside the phase's `files`
-/// and expected artifacts (a folder covers what is under it), when the phase names any.
+/// and expected artifacts (a folder covers what is under it), when the phase names its files in
+/// a form that can be matched.
 pub(super) fn outside(a: &Artifact, changed: &str) -> Vec<String> {
     let Some(p) = phase(a) else {
         return Vec::new();
     };
-    let scope: Vec<&str> = p
-        .files
-        .iter()
-        .flatten()
-        .chain(p.expected_artifacts.iter().flatten())
-        .map(|f| f.trim().trim_start_matches("./"))
-        .filter(|f| names_a_file(f) || f.ends_with('/'))
-        .collect();
+    let Some(mut scope) = scope_paths(p) else {
+        return Vec::new();
+    };
+    scope.extend(
+        p.expected_artifacts
+            .iter()
+            .flatten()
+            .filter(|f| names_a_file(f))
+            .map(|f| f.trim().trim_start_matches("./").to_string()),
+    );
     if scope.is_empty() {
         return Vec::new();
     }
-    let within = |path: &str| {
-        scope.iter().any(|f| {
-            let dir = f.trim_end_matches('/');
-            path == *f
-                || path
-                    .strip_prefix(dir)
-                    .is_some_and(|rest| rest.starts_with('/'))
-        })
-    };
     changed
         .lines()
         .filter_map(|l| l.split_once('\t').map(|(_, path)| path))
-        .filter(|path| !within(path))
+        .filter(|path| !within(&scope, path))
         .map(str::to_string)
         .collect()
 }
@@ -101,6 +128,19 @@ pub(super) fn outside(a: &Artifact, changed: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_phase_s_files_are_matched_as_paths_and_folders_or_not_at_all() {
+        let phase = |files: &[&str]| NormalizedPhase {
+            files: Some(files.iter().map(|f| f.to_string()).collect()),
+            ..NormalizedPhase::new("phase-1", None)
+        };
+        let scope = scope_paths(&phase(&["src/import", "./Cargo.toml", "tests/ (new)"])).unwrap();
+        assert_eq!(scope, ["src/import", "Cargo.toml", "tests"]);
+        assert!(within(&scope, "src/import/csv.rs") && within(&scope, "Cargo.toml"));
+        assert!(!within(&scope, "src/importer.rs"));
+        assert_eq!(scope_paths(&phase(&["src/**/*.rs", "Cargo.toml"])), None);
+    }
 
     #[test]
     fn only_relative_file_names_are_taken_as_files() {
