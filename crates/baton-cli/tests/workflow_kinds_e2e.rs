@@ -114,15 +114,6 @@ FINDING_BUCKETS:
 EOF
 "#;
 
-fn debug_happy(wf: &Wf) {
-    wf.answer("bug-investigator", INVESTIGATOR_FIXED)
-        .answer("code-reviewer", REVIEW_APPROVE)
-        .answer(
-            "integration-verifier",
-            &VERIFY_PASS.replace("test -f feature.txt", "test -f parser.txt"),
-        );
-}
-
 /// The investigator's contract with another status and no file changed.
 fn investigator_without_fix(status: &str) -> String {
     INVESTIGATOR_FIXED
@@ -1480,6 +1471,28 @@ fn a_reconciler_that_edits_another_investigator_s_file_leaves_the_conflict_to_th
     );
 }
 
+/// The parser investigator's second run fixes it, then the cli investigator fixes its own: the
+/// run completes over three investigations with disjoint edits. The second run's prompt.
+fn parser_again_then_cli(wf: &Wf) -> String {
+    wf.answer_nth("bug-investigator", 2, &lane_fix(&["parser.txt"]))
+        .answer_nth("bug-investigator", 3, &lane_fix(&["cli.txt"]));
+    let o = debug_groups(
+        wf,
+        &["parser=parser.txt", "cli=cli.txt"],
+        "fix the failing parser and cli tests",
+    );
+    assert_exit(&o, 0);
+    assert_eq!(wf.calls("bug-investigator"), 3);
+    assert!(wf
+        .prompt("bug-investigator", 3)
+        .contains("WITHIN your scoped files only (cli.txt)"));
+    assert!(decided(
+        wf,
+        "fan-in: the 3 investigators edited disjoint files"
+    ));
+    wf.prompt("bug-investigator", 2)
+}
+
 #[test]
 fn each_fan_out_investigator_s_report_is_decided_before_the_next_runs() {
     // The parser investigator goes on with its investigation, in its own files, before the cli
@@ -1490,28 +1503,12 @@ fn each_fan_out_investigator_s_report_is_decided_before_the_next_runs() {
         "bug-investigator",
         1,
         &lane_fix(&["parser.txt"]).replace("STATUS: FIXED", "STATUS: INVESTIGATING"),
-    )
-    .answer_nth("bug-investigator", 2, &lane_fix(&["parser.txt"]))
-    .answer_nth("bug-investigator", 3, &lane_fix(&["cli.txt"]));
-    let o = debug_groups(
-        &wf,
-        &["parser=parser.txt", "cli=cli.txt"],
-        "fix the failing parser and cli tests",
     );
-    assert_exit(&o, 0);
-    assert_eq!(wf.calls("bug-investigator"), 3);
-    let goes_on = wf.prompt("bug-investigator", 2);
+    let goes_on = parser_again_then_cli(&wf);
     assert!(
         goes_on.contains("(continue WITHIN your scoped files only: parser.txt)"),
         "{goes_on}"
     );
-    assert!(wf
-        .prompt("bug-investigator", 3)
-        .contains("WITHIN your scoped files only (cli.txt)"));
-    assert!(decided(
-        &wf,
-        "fan-in: the 3 investigators edited disjoint files"
-    ));
     // Each investigator counts its own attempts in memory.
     let active =
         std::fs::read_to_string(wf.sb.work().join(".baton/memory/activeContext.md")).unwrap();
@@ -1547,17 +1544,9 @@ fn a_fan_out_investigator_runs_again_in_its_own_files_after_its_research_round()
             "NEEDS_EXTERNAL_RESEARCH: true\nRESEARCH_REASON: how the upstream grammar treats empty input",
         ),
     )
-    .answer_nth("bug-investigator", 2, &lane_fix(&["parser.txt"]))
-    .answer_nth("bug-investigator", 3, &lane_fix(&["cli.txt"]));
-    let o = debug_groups(
-        &wf,
-        &["parser=parser.txt", "cli=cli.txt"],
-        "fix the failing parser and cli tests",
-    );
-    assert_exit(&o, 0);
-    assert_eq!(wf.calls("bug-investigator"), 3);
+;
     // The parser investigator ran again, scoped, before the cli one.
-    let again = wf.prompt("bug-investigator", 2);
+    let again = parser_again_then_cli(&wf);
     assert!(
         again.contains("WITHIN your scoped files only: parser.txt"),
         "{again}"
@@ -1566,13 +1555,6 @@ fn a_fan_out_investigator_runs_again_in_its_own_files_after_its_research_round()
         again.contains("## Research Files\nWeb: Unavailable"),
         "{again}"
     );
-    assert!(wf
-        .prompt("bug-investigator", 3)
-        .contains("WITHIN your scoped files only (cli.txt)"));
-    assert!(decided(
-        &wf,
-        "fan-in: the 3 investigators edited disjoint files"
-    ));
 }
 
 /// An investigator of a fan-out killed mid-run runs again on resume; the fan-in check still

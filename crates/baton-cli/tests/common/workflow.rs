@@ -88,6 +88,17 @@ pub fn lane_fix(files: &[&str]) -> String {
     INVESTIGATOR_FIXED.replacen("echo \"fix $n\" >> parser.txt\n", &edits, 1)
 }
 
+/// A DEBUG that goes through: the investigator proves a fix (in `parser.txt`), the review
+/// approves, the verifier passes.
+pub fn debug_happy(wf: &Wf) {
+    wf.answer("bug-investigator", INVESTIGATOR_FIXED)
+        .answer("code-reviewer", REVIEW_APPROVE)
+        .answer(
+            "integration-verifier",
+            &VERIFY_PASS.replace("test -f feature.txt", "test -f parser.txt"),
+        );
+}
+
 /// A researcher that writes its notes to `docs/research/webhooks.md` and says so.
 pub const RESEARCH_DONE: &str = r#"mkdir -p docs/research && echo "retries: 3" > docs/research/webhooks.md
 cat <<'EOF'
