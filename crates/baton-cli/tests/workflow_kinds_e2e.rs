@@ -121,6 +121,24 @@ fn investigator_without_fix(status: &str) -> String {
         .replace("echo \"fix $n\" >> parser.txt\n", "")
 }
 
+/// A DEBUG project whose researcher is the built-in one (no research backend: a round is
+/// recorded unavailable), its changed roles trusted again.
+fn without_research_backend() -> Wf {
+    let wf = Wf::new();
+    debug_happy(&wf);
+    std::fs::remove_file(wf.sb.work().join(".baton/roles/researcher.md")).unwrap();
+    wf.sb.trust();
+    wf
+}
+
+/// An investigator blocked on outside behaviour it asks research for.
+fn needs_research() -> String {
+    investigator_without_fix("BLOCKED").replace(
+        "NEEDS_EXTERNAL_RESEARCH: false\nRESEARCH_REASON: null",
+        "NEEDS_EXTERNAL_RESEARCH: true\nRESEARCH_REASON: how the upstream grammar treats empty input",
+    )
+}
+
 fn no_write_agent_ran(wf: &Wf) {
     for role in [
         "component-builder",
@@ -205,21 +223,9 @@ fn an_investigation_in_progress_continues_with_a_new_investigation() {
 
 #[test]
 fn research_without_a_backend_is_unavailable_and_the_investigator_runs_again() {
-    let wf = Wf::new();
-    debug_happy(&wf);
-    // The built-in researcher: there is no research backend.
-    std::fs::remove_file(wf.sb.work().join(".baton/roles/researcher.md")).unwrap();
-    // The project's widening roles changed: the user trusts them again.
-    wf.sb.trust();
+    let wf = without_research_backend();
     wf.answer("researcher", "echo researched > researcher.ran\n");
-    wf.answer_nth(
-        "bug-investigator",
-        1,
-        &investigator_without_fix("BLOCKED").replace(
-            "NEEDS_EXTERNAL_RESEARCH: false\nRESEARCH_REASON: null",
-            "NEEDS_EXTERNAL_RESEARCH: true\nRESEARCH_REASON: how the upstream grammar treats empty input",
-        ),
-    );
+    wf.answer_nth("bug-investigator", 1, &needs_research());
     let o = wf.run(&["run", "fix the crash in the parser"]);
     assert_exit(&o, 0);
     assert_eq!(wf.calls("researcher"), 0);
@@ -296,18 +302,8 @@ fn a_blocked_investigator_answered_research_gets_a_research_round() {
 
 #[test]
 fn research_rounds_are_capped_and_then_the_user_is_asked() {
-    let wf = Wf::new();
-    debug_happy(&wf);
-    std::fs::remove_file(wf.sb.work().join(".baton/roles/researcher.md")).unwrap();
-    // The project's widening roles changed: the user trusts them again.
-    wf.sb.trust();
-    wf.answer(
-        "bug-investigator",
-        &investigator_without_fix("BLOCKED").replace(
-            "NEEDS_EXTERNAL_RESEARCH: false\nRESEARCH_REASON: null",
-            "NEEDS_EXTERNAL_RESEARCH: true\nRESEARCH_REASON: how the upstream grammar treats empty input",
-        ),
-    );
+    let wf = without_research_backend();
+    wf.answer("bug-investigator", &needs_research());
     let o = wf.run(&["run", "fix the crash in the parser"]);
     assert_exit(&o, 4);
     assert!(out(&o).contains("research rounds used up"), "{}", out(&o));
@@ -1531,20 +1527,8 @@ fn each_fan_out_investigator_s_report_is_decided_before_the_next_runs() {
 
 #[test]
 fn a_fan_out_investigator_runs_again_in_its_own_files_after_its_research_round() {
-    let wf = Wf::new();
-    debug_happy(&wf);
-    // No research backend: the round is recorded unavailable, and the investigator runs again.
-    std::fs::remove_file(wf.sb.work().join(".baton/roles/researcher.md")).unwrap();
-    wf.sb.trust();
-    wf.answer_nth(
-        "bug-investigator",
-        1,
-        &investigator_without_fix("BLOCKED").replace(
-            "NEEDS_EXTERNAL_RESEARCH: false\nRESEARCH_REASON: null",
-            "NEEDS_EXTERNAL_RESEARCH: true\nRESEARCH_REASON: how the upstream grammar treats empty input",
-        ),
-    )
-;
+    let wf = without_research_backend();
+    wf.answer_nth("bug-investigator", 1, &needs_research());
     // The parser investigator ran again, scoped, before the cli one.
     let again = parser_again_then_cli(&wf);
     assert!(
