@@ -1288,6 +1288,17 @@ fn a_debug_fan_out_runs_one_scoped_investigator_per_group_then_reviews_disjoint_
     );
     assert_exit(&o, 0);
     err_has(&o, "fan-out: 2 scoped investigators, one after another: parser (parser.txt); cli (cli.txt, tests/cli.txt)");
+    // The brief names what each owned and what it edited.
+    assert!(
+        out(&o).contains("bug-investigator pass (owns parser.txt; edited parser.txt)"),
+        "{}",
+        out(&o)
+    );
+    assert!(
+        out(&o).contains("(owns cli.txt, tests/cli.txt; edited cli.txt)"),
+        "{}",
+        out(&o)
+    );
     assert_eq!(
         wf.dispatched(),
         [

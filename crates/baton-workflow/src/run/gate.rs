@@ -333,8 +333,18 @@ pub fn brief_of(r: &Record, headline: &str) -> String {
             })
             .map(|c| c.outcome.verdict().name())
             .unwrap_or("");
+        // An investigator of a DEBUG fan-out: the files it owns, and those it edited.
+        let lane = crate::engine::fan_in::lane_files(t)
+            .map(|files| {
+                let edited = output.map(|o| o.edited.join(", ")).unwrap_or_default();
+                match edited.is_empty() {
+                    true => format!(" (owns {})", files.join(", ")),
+                    false => format!(" (owns {}; edited {edited})", files.join(", ")),
+                }
+            })
+            .unwrap_or_default();
         out.push_str(&format!(
-            "  {} {:<18} {:<8} {} {}\n",
+            "  {} {:<18} {:<8} {} {}{lane}\n",
             t.id,
             t.phase.as_deref().unwrap_or("?"),
             status,
