@@ -56,12 +56,21 @@ pub fn run(args: PlanArgs) -> Result<Exit> {
     };
     let approvals = Approvals::new(&StateDir::for_project(&root), &root);
     let key = approvals.key(&path);
+    let per_task = plan
+        .phases
+        .iter()
+        .any(|p| baton_workflow::plan_file::is_task_phase(&p.phase_id));
     outln!(
-        "plan {key}: {}, {} rigor, {} phase{}",
+        "plan {key}: {}, {} rigor, {} phase{}{}",
         plan.plan_mode,
         plan.verification_rigor,
         plan.phases.len(),
-        if plan.phases.len() == 1 { "" } else { "s" }
+        if plan.phases.len() == 1 { "" } else { "s" },
+        if per_task {
+            " (each task of a phase built per task is one)"
+        } else {
+            ""
+        }
     );
     for p in &plan.phases {
         outln!(

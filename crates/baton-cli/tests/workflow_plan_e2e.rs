@@ -529,6 +529,12 @@ fn a_phase_marked_fresh_builder_per_task_builds_and_reviews_each_task_on_its_own
     );
     assert_eq!(wf.calls("component-builder"), 0);
 
+    let o = wf.run(&["plan", "check", "docs/plans/parts.md"]);
+    assert!(
+        out(&o).contains("3 phases (each task of a phase built per task is one)\n  phase-1-t1 "),
+        "{}",
+        out(&o)
+    );
     let o = wf.run(&["run", "--plan", "docs/plans/parts.md", "--no-worktree"]);
     assert_exit(&o, 4);
     assert!(err(&o).contains("checkpoint final_review"), "{}", err(&o));
