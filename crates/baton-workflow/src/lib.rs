@@ -49,6 +49,7 @@ pub mod engine;
 pub mod event;
 pub mod memory;
 pub mod outputs;
+pub mod paths;
 pub mod plan_file;
 pub mod results;
 pub mod route;

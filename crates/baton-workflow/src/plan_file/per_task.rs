@@ -11,6 +11,7 @@
 //! a problem of the plan, named; the default stays one builder per phase.
 
 use super::{PhaseTask, PlanPhase};
+use crate::paths::{clean, overlap};
 
 /// The fewest tasks that unlock a builder per task.
 pub const MIN_TASKS: usize = 3;
@@ -58,21 +59,6 @@ pub fn expand(phases: Vec<PlanPhase>, problems: &mut Vec<String>) -> Vec<PlanPha
 pub fn is_task_phase(id: &str) -> bool {
     id.rsplit_once("-t")
         .is_some_and(|(_, k)| !k.is_empty() && k.chars().all(|c| c.is_ascii_digit()))
-}
-
-/// A path as the plan writes it, compared: trimmed, without `./` or a trailing `/`.
-fn clean(f: &str) -> &str {
-    f.trim().trim_start_matches("./").trim_end_matches('/')
-}
-
-/// Whether two of a plan's paths touch the same file: the same, or one a folder holding the other.
-fn overlap(a: &str, b: &str) -> bool {
-    let (a, b) = (clean(a), clean(b));
-    !a.is_empty()
-        && !b.is_empty()
-        && (a == b
-            || b.strip_prefix(a).is_some_and(|r| r.starts_with('/'))
-            || a.strip_prefix(b).is_some_and(|r| r.starts_with('/')))
 }
 
 /// What keeps `tasks` from the explicit trigger: fewer than three, a task without a title or

@@ -12,6 +12,7 @@ use std::str::FromStr;
 
 use crate::artifact::{Phase, Task, TaskKind};
 pub use crate::engine::fan_in::{conflicts, is_reconcile, lane_files, RECONCILE};
+use crate::paths::overlap;
 
 use super::graph::{self, NewTask};
 
@@ -86,15 +87,16 @@ pub fn independent(lanes: Vec<Lane>) -> (Vec<Lane>, Vec<String>) {
         let mut merged = lane;
         // Every group already kept that shares a file with this one joins it (and so, in turn,
         // with each other: the union is taken again until nothing overlaps).
-        while let Some(i) = out
-            .iter()
-            .position(|o| o.files.iter().any(|f| merged.files.contains(f)))
-        {
+        while let Some(i) = out.iter().position(|o| {
+            o.files
+                .iter()
+                .any(|f| merged.files.iter().any(|m| overlap(f, m)))
+        }) {
             let other = out.remove(i);
             let shared: Vec<&String> = other
                 .files
                 .iter()
-                .filter(|f| merged.files.contains(f))
+                .filter(|f| merged.files.iter().any(|m| overlap(f, m)))
                 .collect();
             notes.push(format!(
                 "the groups {} and {} both touch {}: not independent, one investigator takes both",
@@ -310,6 +312,15 @@ mod tests {
         let (lanes, notes) = independent(vec![lane("x=1.rs"), lane("z=2.rs"), lane("y=1.rs,2.rs")]);
         assert_eq!(lanes.len(), 1, "{lanes:?}");
         assert_eq!(notes.len(), 2);
+    }
+
+    #[test]
+    fn a_group_naming_a_folder_shares_the_files_under_it() {
+        let (lanes, notes) = independent(vec![lane("a=src/import/"), lane("b=src/import/csv.rs")]);
+        assert_eq!(lanes.len(), 1, "{lanes:?}");
+        assert!(notes[0].contains("src/import"), "{notes:?}");
+        let (lanes, _) = independent(vec![lane("a=src/import"), lane("b=src/importer.rs")]);
+        assert_eq!(lanes.len(), 2, "{lanes:?}");
     }
 
     #[test]

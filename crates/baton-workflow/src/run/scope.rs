@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use crate::artifact::{Artifact, NormalizedPhase};
+use crate::paths;
 use crate::state::HostCheck;
 
 use super::plan;
@@ -15,20 +16,13 @@ use super::plan;
 /// export` is prose, `src/export/csv.rs` a file).
 fn names_a_file(s: &str) -> bool {
     let s = s.trim();
-    let plain = s
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-'));
     // Without a folder, a name with an extension of letters (`README.md`, not `v1.2.0`).
     let extension = s.rsplit_once('.').is_some_and(|(stem, ext)| {
         !stem.is_empty()
             && (1..=8).contains(&ext.len())
             && ext.chars().any(|c| c.is_ascii_alphabetic())
     });
-    !s.is_empty()
-        && plain
-        && (s.contains('/') || extension)
-        && !s.starts_with('/')
-        && !s.split('/').any(|c| c == "..")
+    paths::plain(s) && (s.contains('/') || extension)
 }
 
 /// The planned phase at the cursor, when the BUILD has a plan.
@@ -42,13 +36,8 @@ fn phase(a: &Artifact) -> Option<&NormalizedPhase> {
 fn scope_paths(p: &NormalizedPhase) -> Option<Vec<String>> {
     let mut out = Vec::new();
     for f in p.files.iter().flatten() {
-        let word = f.split_whitespace().next().unwrap_or("");
-        let word = word.trim_start_matches("./").trim_end_matches('/');
-        let plain = word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-'));
-        if word.is_empty() || !plain || word.starts_with('/') || word.split('/').any(|c| c == "..")
-        {
+        let word = paths::clean(f.split_whitespace().next().unwrap_or(""));
+        if !paths::plain(word) {
             return None;
         }
         out.push(word.to_string());
@@ -58,12 +47,7 @@ fn scope_paths(p: &NormalizedPhase) -> Option<Vec<String>> {
 
 /// Whether `path` is one of `scope` or under one of them.
 fn within(scope: &[String], path: &str) -> bool {
-    scope.iter().any(|f| {
-        path == f
-            || path
-                .strip_prefix(f.as_str())
-                .is_some_and(|r| r.starts_with('/'))
-    })
+    scope.iter().any(|f| paths::covers(f, path))
 }
 
 /// The expected artifacts of the phase at the cursor that are files the phase itself names (in
