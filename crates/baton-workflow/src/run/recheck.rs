@@ -32,12 +32,9 @@ impl Runner<'_> {
             }
         }
         if one.role == Role::ComponentBuilder && one.task.kind != Some(TaskKind::Remfix) {
-            out.host_checks = self.recheck_builder(one.spec, &out.text, &one.work).await;
-            // Did it cover its scope: the phase's expected artifacts are there.
-            if contract::parse(Role::ComponentBuilder, &out.text).is_ok_and(|c| c.advances()) {
-                out.host_checks
-                    .extend(super::scope::missing_artifacts(&r.artifact, &one.work));
-            }
+            out.host_checks = self
+                .recheck_builder(&r.artifact, one.spec, &out.text, &one.work)
+                .await;
         }
         if one.task.kind == Some(TaskKind::Remfix) {
             out.proof_check = self.check_proof(one, &out.text).await;
@@ -172,9 +169,11 @@ impl Runner<'_> {
     /// A builder's PASS is checked as a verifier's is (seed 001:572-576, "did the tests it cites
     /// really run"): each scenario it reports passing with exit 0 runs again under its role's
     /// sandbox, at most [`MAX_RECHECKS`]. A failure is a failed host check: the builder's pass is
-    /// not believed. A fix's scenarios are its proof, checked as such.
+    /// not believed. A fix's scenarios are its proof, checked as such. A planned phase's expected
+    /// artifacts are checked with them (`scope::missing_artifacts`).
     async fn recheck_builder(
         &self,
+        a: &crate::artifact::Artifact,
         spec: &baton_protocol::role::RoleSpec,
         text: &str,
         work: &Path,
@@ -188,7 +187,8 @@ impl Runner<'_> {
         else {
             return Vec::new();
         };
-        let mut checks = Vec::new();
+        // Did it cover its scope: the phase's expected artifacts are there.
+        let mut checks = super::scope::missing_artifacts(a, work);
         let passing = report
             .scenarios
             .iter()
