@@ -1426,6 +1426,21 @@ fn debug_groups_that_share_a_file_are_one_investigator_and_bad_groups_are_refuse
             "is not a file of the project",
         ),
         (too_many, "9 groups given, at most 8"),
+        (
+            vec![
+                "run",
+                "--engine",
+                "temporal",
+                "--workflow",
+                "DEBUG",
+                "--debug-group",
+                "a=a.txt",
+                "--debug-group",
+                "b=b.txt",
+                "fix it",
+            ],
+            "--debug-group runs with the local engine only",
+        ),
     ] {
         let o = wf.run(&args);
         assert_exit(&o, 2);

@@ -209,12 +209,15 @@ fn apply_reapproved(a: &mut Artifact, plan: &PlanFile, key: &str) {
     // A task of a phase built per task is known by its place (`<phase>-t<k>`): one whose task
     // changed (reordered, inserted) keeps no status of the task that had its place before.
     status.retain(|id, _| {
-        let title = |ps: &[NormalizedPhase]| {
-            ps.iter()
-                .find(|p| &p.phase_id == id)
-                .map(|p| p.title.clone())
+        // The task itself: its own title (after `task k of n: `, which a count changes) and files.
+        let task = |ps: &[NormalizedPhase]| {
+            ps.iter().find(|p| &p.phase_id == id).map(|p| {
+                let title = p.title.as_deref().unwrap_or("");
+                let own = title.rsplit_once(": ").map_or(title, |(_, t)| t);
+                (own.to_string(), p.files.clone())
+            })
         };
-        !crate::plan_file::is_task_phase(id) || title(&before) == title(&a.normalized_phases)
+        !crate::plan_file::is_task_phase(id) || task(&before) == task(&a.normalized_phases)
     });
     a.phase_status = status;
     // The cursor stays on the phase it was on when the new plan still has it, else the first
@@ -427,5 +430,40 @@ pub(super) fn plan_saved(root: &Path, d: &Decision, new: &mut Artifact, nv: &mut
         if !p.acceptance_criteria.is_empty() {
             new.intent.acceptance_criteria = p.acceptance_criteria;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A one-phase plan built per task, its tasks titled `titles`, each in a file of its own.
+    fn per_task(titles: &[&str]) -> PlanFile {
+        let tasks: String = titles
+            .iter()
+            .map(|t| format!("    - title: {t}\n      files: [src/{t}.rs]\n"))
+            .collect();
+        let text = format!(
+            "# Importers\n\nplan_mode: execution_plan\nverification_rigor: standard\n\n## Acceptance Criteria\n- every format imports\n\n## Phases\n```yaml\n- phase_id: phase-1\n  title: Importers\n  objective: import the formats\n  files: [src/]\n  checks: []\n  exit_criteria: [every format imports]\n  test_seams: [import::run]\n  fresh_builder_per_task: true\n  tasks:\n{tasks}```\n\n## Open Decisions\nNone\n\n## Differences from agreement\nNone\n"
+        );
+        PlanFile::parse(Path::new("p.md"), &text, "sha".into()).expect("a plan")
+    }
+
+    #[test]
+    fn a_task_reshaped_before_reapproval_keeps_no_status_of_the_task_that_had_its_place() {
+        let mut a = Artifact::default();
+        apply(&mut a, &per_task(&["csv", "json", "xml"]), "p.md");
+        for id in ["phase-1-t1", "phase-1-t2"] {
+            a.phase_status.insert(id.into(), PhaseStatus::Completed);
+        }
+        a.phase_cursor = Some("phase-1-t3".into());
+        // A task inserted in second place: `phase-1-t2` is now yaml, not the json built.
+        apply_reapproved(&mut a, &per_task(&["csv", "yaml", "json", "xml"]), "p.md");
+        assert_eq!(
+            a.phase_status.get("phase-1-t1"),
+            Some(&PhaseStatus::Completed)
+        );
+        assert_eq!(a.phase_status.get("phase-1-t2"), None);
+        assert_eq!(a.phase_cursor.as_deref(), Some("phase-1-t3"));
     }
 }
