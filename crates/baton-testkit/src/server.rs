@@ -41,12 +41,25 @@ struct State_ {
     next: usize,
     looping: bool,
     rules: Vec<Rule>,
+    /// Every request, in order, unless the builder said not to keep them.
     requests: Vec<RecordedRequest>,
+    keep_requests: bool,
+    /// Requests received so far, kept or not.
+    received: usize,
     /// Model requests answered so far; the next one gets `served + 1` as its id sequence.
     served: u64,
 }
 
 impl State_ {
+    /// Counts a request, keeps it if asked to, and says its number (from 1).
+    fn record(&mut self, request: &RecordedRequest) -> usize {
+        self.received += 1;
+        if self.keep_requests {
+            self.requests.push(request.clone());
+        }
+        self.received
+    }
+
     fn take_step(&mut self, request: &RecordedRequest) -> Option<Step> {
         if let Some(pos) = self.rules.iter().position(|rule| (rule.predicate)(request)) {
             let step = self.rules[pos].step.clone();
@@ -89,6 +102,7 @@ pub struct MockServerBuilder {
     on_request: Option<RequestHook>,
     key: Option<String>,
     props: Option<String>,
+    keep_requests: bool,
 }
 
 impl MockServerBuilder {
@@ -186,6 +200,14 @@ impl MockServerBuilder {
         self
     }
 
+    /// Whether [`MockServer::requests`] keeps every request (the default). A long-lived server
+    /// that nobody asks (the `baton-mock` binary, which has `--log` for that) keeps none, so its
+    /// memory and its time per request do not grow with the requests it has answered.
+    pub fn keep_requests(mut self, keep: bool) -> Self {
+        self.keep_requests = keep;
+        self
+    }
+
     /// Calls `hook` with every request right after it is recorded.
     pub fn on_request(mut self, hook: impl Fn(&RecordedRequest) + Send + Sync + 'static) -> Self {
         self.on_request = Some(Arc::new(hook));
@@ -203,6 +225,8 @@ impl MockServerBuilder {
                 looping: self.looping,
                 rules: self.rules,
                 requests: Vec::new(),
+                keep_requests: self.keep_requests,
+                received: 0,
                 served: 0,
             }),
             on_request: self.on_request,
@@ -289,6 +313,7 @@ impl MockServer {
             port: 0,
             on_request: None,
             key: None,
+            keep_requests: true,
             props: None,
         }
     }
@@ -405,7 +430,7 @@ async fn handle(
         let sent = header("x-api-key")
             .or_else(|| header("authorization").map(|v| v.strip_prefix("Bearer ").unwrap_or(v)));
         if sent != Some(key.as_str()) {
-            shared.lock().requests.push(record.clone());
+            shared.lock().record(&record);
             if let Some(hook) = &shared.on_request {
                 hook(&record);
             }
@@ -421,8 +446,7 @@ async fn handle(
     }
     let decision = {
         let mut state = shared.lock();
-        state.requests.push(record.clone());
-        let number = state.requests.len();
+        let number = state.record(&record);
         match Route::classify(method.as_str(), uri.path()) {
             Route::Model(format) => {
                 state.served += 1;

@@ -633,6 +633,33 @@ async fn exhausted_script_answers_500_and_records() {
 }
 
 #[tokio::test]
+async fn a_server_told_not_to_keep_requests_still_numbers_and_hooks_them() {
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let hooked = std::sync::Arc::clone(&seen);
+    let server = MockServer::builder()
+        .turn(Turn::text("only one"))
+        .keep_requests(false)
+        .on_request(move |_| {
+            hooked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        })
+        .start()
+        .await;
+    let first = post(&server, "/v1/responses", json!({"stream": true}))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(first.contains("only one"), "{first}");
+    let response = post(&server, "/v1/responses", json!({"stream": true})).await;
+    assert_eq!(response.status(), 500);
+    let body: Value = response.json().await.unwrap();
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("request #2"), "{message}");
+    assert!(server.requests().is_empty());
+    assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
 async fn looping_replays_the_queue() {
     let server = MockServer::builder()
         .turn(Turn::text("a"))

@@ -52,8 +52,9 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args, script: Script) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
+    // One thread: a request is read, answered and written where it arrived, with no hand-over
+    // between threads (the time a client waits for its answer is the figure benches read).
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the tokio runtime")?;
@@ -64,7 +65,8 @@ async fn serve(args: Args, script: Script) -> anyhow::Result<()> {
     let mut builder = MockServer::builder()
         .script(script)
         .looping(args.looping)
-        .port(args.port);
+        .port(args.port)
+        .keep_requests(false);
     if let Some(path) = &args.log {
         let file = File::create(path)
             .with_context(|| format!("cannot create log file {}", path.display()))?;
