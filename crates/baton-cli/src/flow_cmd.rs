@@ -43,6 +43,7 @@ struct Common {
 }
 
 #[derive(Subcommand, Debug)]
+#[command(defer = true)]
 enum FlowAction {
     /// Start a Flow from a units file (JSON, or TOML with a `.toml` name) and drive it.
     Start {

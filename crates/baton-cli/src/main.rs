@@ -67,6 +67,7 @@ pub(crate) fn tui_args_again() -> Option<tui_cmd::TuiArgs> {
 }
 
 #[derive(Subcommand)]
+#[command(defer = true)]
 enum Command {
     /// Run one headless coding agent on a task.
     Agent(agent_cmd::AgentArgs),
@@ -179,6 +180,7 @@ enum CompletionShell {
 }
 
 #[derive(Subcommand)]
+#[command(defer = true)]
 enum RolesAction {
     /// Validate every role file: report each invalid one with its line, exit 2 if there is one.
     Check,

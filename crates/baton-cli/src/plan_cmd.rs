@@ -16,6 +16,7 @@ pub struct PlanArgs {
 }
 
 #[derive(Subcommand, Debug)]
+#[command(defer = true)]
 enum PlanAction {
     /// Check a plan file as `baton run --plan` would: its `## Phases` block, each phase's
     /// fields, plan_mode, verification_rigor, open decisions and required sections; and say

@@ -65,6 +65,7 @@ pub struct TaskArgs {
 }
 
 #[derive(Subcommand, Debug)]
+#[command(defer = true)]
 enum TaskAction {
     /// Show a background task (or all of them).
     Status {

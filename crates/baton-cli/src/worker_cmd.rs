@@ -23,6 +23,7 @@ pub struct WorkerArgs {
 }
 
 #[derive(Subcommand, Debug)]
+#[command(defer = true)]
 enum WorkerAction {
     /// Start a worker (a new one with --role), or start again a stopped or lost one: it resumes
     /// its session (--fresh starts a new one).
