@@ -98,6 +98,33 @@ fn git_runs_only_through_baton_git() {
     );
 }
 
+/// Every `baton` start parses its arguments: a subcommand enum whose members are built even
+/// when another one runs cost about 1 ms of CPU at every start (bench/README.md).
+#[test]
+fn the_cli_builds_only_the_subcommand_it_runs() {
+    let found: Vec<String> = sources()
+        .iter()
+        .flat_map(|s| {
+            let lines: Vec<&str> = s.product.lines().collect();
+            lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| {
+                    l.trim_start().starts_with("#[derive(") && l.contains("Subcommand")
+                })
+                .filter(|(i, _)| {
+                    lines.get(i + 1).map(|n| n.trim()) != Some("#[command(defer = true)]")
+                })
+                .map(|(i, l)| format!("{}:{}: {}", s.rel, i + 1, l.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_none(
+        found,
+        "a subcommand enum built whole at every start — put `#[command(defer = true)]` on the line after its derive",
+    );
+}
+
 /// Test support builds its own runtimes: the mock model server runs on a thread of its own
 /// inside the test process.
 #[test]
