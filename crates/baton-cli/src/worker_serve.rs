@@ -14,7 +14,7 @@ use baton_agent::agent::{RunSummary, Session, SessionHandle, Submission};
 use baton_exec::worker::{self, StopReason, TurnUsage, WorkerEvent};
 use baton_exec::worker_door;
 use baton_protocol::AgentEvent;
-use baton_state::StateDir;
+use baton_state::{Durability, StateDir};
 use tokio_util::sync::CancellationToken;
 
 use baton_app::project::now_rfc3339;
@@ -176,7 +176,12 @@ impl Door {
             retry_of: None,
             at: now_rfc3339(),
         };
-        if let Err(e) = worker::append(&front.state, &front.name, &queued) {
+        // Written, not fsynced: nothing acts on the line before the feeder's `delivered` line,
+        // which is fsynced before the session sees the prompt and takes this one to the disk
+        // with it. Until then only this sender relies on it, and it runs on this machine: a
+        // crash of the machine that loses the line ends the sender too. One fsync fewer before
+        // the model is asked.
+        if let Err(e) = worker::append_as(&front.state, &front.name, &queued, Durability::Written) {
             errln!("baton worker {}: cannot write its log: {e}", front.name);
             self.end(&id);
             return;

@@ -582,10 +582,22 @@ impl Follower {
 
 /// Appends `ev` to the worker's existing log.
 pub fn append(state: &StateDir, name: &str, ev: &WorkerEvent) -> Result<(), WorkerError> {
+    append_as(state, name, ev, Durability::Fsync)
+}
+
+/// [`append`] pushed only as far as `durability` says. A line written without its fsync reaches
+/// every reader on this machine at once, and reaches the disk with the next fsynced line of the
+/// log (`fdatasync` flushes every earlier write of the file).
+pub fn append_as(
+    state: &StateDir,
+    name: &str,
+    ev: &WorkerEvent,
+    durability: Durability,
+) -> Result<(), WorkerError> {
     let path = log_path(state, name)?;
     // Opened without reading what it holds (a torn last line is still cut first): the log
     // holds every answer, and a prompt appends to it three times.
-    let mut log = WorkerLog::open_append(&path, Durability::Fsync)?;
+    let mut log = WorkerLog::open_append(&path, durability)?;
     log.append(ev)?;
     Ok(())
 }
