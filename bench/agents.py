@@ -552,13 +552,16 @@ def print_table(summary: dict, refs: list[str]) -> None:
         print(line)
 
 
-def goal_lines(summary: dict) -> list[dict]:
+def goal_lines(summary: dict, floor: dict) -> list[dict]:
     goals = []
     codex = summary.get("codex")
     for name, s in summary.items():
         if not name.startswith("baton"):
             continue
-        checks = {"rss_le_25_mib": s["maxrss_mib"] <= 25.0}
+        checks = {
+            "wall_le_3x_floor": s["wall_s"] <= 3.0 * floor["wall_s"],
+            "rss_le_11_mib": s["maxrss_mib"] <= 11.0,
+        }
         if codex:
             checks["wall_le_0.2x_codex"] = s["wall_s"] <= 0.2 * codex["wall_s"]
             checks["cpu_le_0.2x_codex"] = s["cpu_s"] <= 0.2 * codex["cpu_s"]
@@ -637,7 +640,10 @@ def main() -> int:
 
         true = shutil.which("true") or "/bin/true"
         floor_agent = Agent("launch-floor", [true], base_env(tmp, tmp), lambda _: None)
-        floor = summarize([run_once(floor_agent, work, out_dir, args, exclude) for _ in range(max(args.runs, 5))])
+        # The floor is measured in the same rounds as the agents, one run before each round: a
+        # shared machine's speed drifts within minutes, and a ratio to a floor measured apart
+        # reads the drift.
+        floor_samples = []
 
         for _ in range(args.warmup):
             for agent in agents:
@@ -645,6 +651,7 @@ def main() -> int:
                     one(agent)
         mock_cpu0 = mock.cpu_s()
         for _ in range(args.runs):
+            floor_samples.append(run_once(floor_agent, work, out_dir, args, exclude))
             for agent in agents:
                 if agent.name in failed:
                     continue
@@ -653,6 +660,7 @@ def main() -> int:
                     samples.setdefault(agent.name, []).append(sample)
         measured = sum(len(v) for v in samples.values())
         mock_cpu = mock.cpu_s() - mock_cpu0
+        floor = summarize(floor_samples)
     finally:
         mock.stop()
 
@@ -687,7 +695,7 @@ def main() -> int:
             }
             for ref in refs
         },
-        "goals": goal_lines(summary),
+        "goals": goal_lines(summary, floor),
         "skipped": skipped,
         "failed": failed,
         "samples": {
@@ -711,7 +719,10 @@ def main() -> int:
         print(
             f"\nlaunch floor (`true` started the same way): wall {floor['wall_s'] * 1000:.1f} ms,"
             f" cpu {floor['cpu_s'] * 1000:.1f} ms, maxRSS {floor['maxrss_mib']:.1f} MiB"
+            " (one run before each round)"
         )
+        for name, s in summary.items():
+            print(f"{name}: wall {s['wall_s'] / floor['wall_s']:.2f}× the launch floor")
         if result["mock_cpu_ms_per_run"] is not None:
             print(f"baton-mock CPU per run (two model requests): {result['mock_cpu_ms_per_run']:.2f} ms")
         for name, s in summary.items():
