@@ -99,7 +99,7 @@ pub struct ChatInput {
     pub no_wait: bool,
 }
 
-/// `baton chat`: a line-based session.
+// `baton chat`: a line-based session.
 #[derive(Args, Debug)]
 pub struct ChatArgs {
     #[command(flatten)]

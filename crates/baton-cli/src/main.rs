@@ -298,8 +298,25 @@ fn completions(shell: CompletionShell) -> anyhow::Result<Exit> {
         CompletionShell::Zsh => clap_complete::Shell::Zsh,
         CompletionShell::Fish => clap_complete::Shell::Fish,
     };
+    // Each subcommand's arguments are built only when it runs (`defer`); the script needs them
+    // all, and the `help` subcommand's tree copies what its siblings hold when it is made, so
+    // each is built before the whole.
+    let mut cmd = Cli::command();
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    for name in names {
+        // Under its name in the script, so its own subcommands are named under it too.
+        let bin_name = format!("baton {name}");
+        cmd = cmd.mut_subcommand(name, |sub| {
+            let mut sub = sub.bin_name(bin_name);
+            sub.build();
+            sub
+        });
+    }
     let mut script = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "baton", &mut script);
+    clap_complete::generate(shell, &mut cmd, "baton", &mut script);
     use std::io::Write as _;
     // A reader that went away (`| head`) is not an error worth reporting.
     let _ = std::io::stdout().lock().write_all(&script);
@@ -319,5 +336,39 @@ impl std::io::Write for RedactedStderr {
 
     fn flush(&mut self) -> std::io::Result<()> {
         std::io::stderr().flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory as _;
+
+    /// Each subcommand's own help opens with what `baton --help` lists for it, though its
+    /// arguments are built only when it runs (`defer`).
+    #[test]
+    fn a_subcommand_s_help_is_what_the_command_list_says() {
+        let listed: Vec<(String, Option<String>)> = Cli::command()
+            .get_subcommands()
+            .map(|s| {
+                (
+                    s.get_name().to_string(),
+                    s.get_about().map(|a| a.to_string()),
+                )
+            })
+            .collect();
+        let mut built = Cli::command();
+        built.build();
+        for (name, about) in listed {
+            let sub = built
+                .find_subcommand(&name)
+                .map(|s| s.get_about().map(|a| a.to_string()));
+            assert_eq!(sub, Some(about), "baton {name} --help");
+        }
+    }
+
+    #[test]
+    fn the_command_tree_is_consistent() {
+        Cli::command().debug_assert();
     }
 }

@@ -10,7 +10,7 @@ use baton_app::project::ProjectContext;
 use baton_protocol::config::{Config, EngineKind};
 use clap::Args;
 
-/// `baton worker-node`: run workflow steps on this machine.
+// `baton worker-node`: run workflow steps on this machine.
 #[derive(Args, Debug)]
 pub struct WorkerNodeArgs {
     /// Task queue to poll (default: `engine.task_queue`, else `baton`)

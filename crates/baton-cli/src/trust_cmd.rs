@@ -6,7 +6,7 @@ use anyhow::Result;
 use baton_app::exit::Exit;
 use baton_app::trust::{trust, widening_now};
 
-/// `baton trust [--cwd DIR]`: trusts the project's config and role files as they are now.
+// `baton trust [--cwd DIR]`: trusts the project's config and role files as they are now.
 #[derive(clap::Args, Debug)]
 pub struct TrustArgs {
     /// A folder of the project to trust (default: the current one).

@@ -62,7 +62,17 @@ fn completions_are_written_for_bash_zsh_and_fish() {
         for sub in ["agent", "task", "flow", "models", "roles"] {
             assert!(script.contains(sub), "{shell} script lacks {sub}");
         }
+        // Subcommands are built lazily at run time; the script still has every level: a
+        // subcommand's own subcommands, their options, and the `help` tree over them.
+        for deep in ["abandon", "no-wait", "idle-timeout"] {
+            assert!(script.contains(deep), "{shell} script lacks {deep}");
+        }
     }
+    let bash = stdout(&sb.run(&["completions", "bash"]));
+    assert!(
+        bash.contains("baton__subcmd__help__subcmd__flow__subcmd__abandon"),
+        "the help tree lacks `help flow abandon`"
+    );
     let out = sb.run(&["completions", "tcsh"]);
     assert_exit(&out, 2);
     assert!(stderr(&out).contains("bash"), "{}", stderr(&out));

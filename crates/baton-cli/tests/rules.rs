@@ -123,6 +123,26 @@ fn the_cli_builds_only_the_subcommand_it_runs() {
         found,
         "a subcommand enum built whole at every start — put `#[command(defer = true)]` on the line after its derive",
     );
+    // A deferred subcommand's arguments are built after its enum variant's doc is applied, so
+    // the doc comment of its `Args` struct would replace the variant's as the command's help.
+    let docs: Vec<String> = sources()
+        .iter()
+        .filter(|s| s.rel.starts_with("crates/baton-cli/src/"))
+        .flat_map(|s| {
+            let lines: Vec<&str> = s.product.lines().collect();
+            lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.trim_start().starts_with("#[derive(") && l.contains("Args"))
+                .filter(|(i, _)| *i > 0 && lines[i - 1].trim_start().starts_with("///"))
+                .map(|(i, l)| format!("{}:{}: {}", s.rel, i + 1, l.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_none(
+        docs,
+        "a doc comment on an `Args` struct becomes its subcommand's help once the subcommand is built — write it as a `//` comment (the enum variant's doc is the help)",
+    );
 }
 
 /// Test support builds its own runtimes: the mock model server runs on a thread of its own
