@@ -68,6 +68,31 @@ pub fn tool_path_hint(args: &serde_json::Value) -> Option<String> {
     }
 }
 
+/// The most bytes a piece of filesystem work may read to run on the session's own thread
+/// ([`blocking_small`]).
+const INLINE_MAX_BYTES: u64 = 1 << 20;
+
+/// Like [`blocking`], but work that reads at most [`INLINE_MAX_BYTES`] (`size`, when known)
+/// runs on the calling thread when the runtime has only that one (a `baton agent` session, a
+/// delegated child): handing it to the blocking pool there costs a thread and a hand-over each
+/// way, more than a small read itself (a short session 0.93× the wall without it,
+/// bench/README.md). Anything larger, of unknown size, or on a runtime of several threads goes
+/// to the pool, where the heartbeat and interrupts keep going while it runs.
+pub(crate) async fn blocking_small<F>(tool: &'static str, size: Option<u64>, work: F) -> ToolOutput
+where
+    F: FnOnce() -> ToolOutput + Send + 'static,
+{
+    let one_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread);
+    if one_thread && size.is_some_and(|s| s <= INLINE_MAX_BYTES) {
+        return match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
+            Ok(out) => out,
+            Err(_) => ToolOutput::error(format!("`{tool}` failed internally: it panicked")),
+        };
+    }
+    blocking(tool, work).await
+}
+
 /// Runs blocking filesystem work off the async executor, turning a panic or cancellation of
 /// the worker into an error result instead of propagating it.
 pub(crate) async fn blocking<F>(tool: &'static str, work: F) -> ToolOutput
@@ -84,6 +109,37 @@ where
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The thread a piece of work ran on, as a tool result.
+    fn on_thread() -> ToolOutput {
+        ToolOutput::ok(format!("{:?}", std::thread::current().id()))
+    }
+
+    #[test]
+    fn small_work_runs_on_the_session_s_own_thread_only_when_it_has_one() {
+        let here = format!("{:?}", std::thread::current().id());
+        let one = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let small = one.block_on(blocking_small("t", Some(36), on_thread));
+        assert_eq!(small.output, here);
+        for size in [None, Some(INLINE_MAX_BYTES + 1)] {
+            let pooled = one.block_on(blocking_small("t", size, on_thread));
+            assert_ne!(pooled.output, here, "{size:?}");
+        }
+        let broke = one.block_on(blocking_small("t", Some(1), || panic!("boom")));
+        assert!(
+            broke.is_error && broke.output.contains("panicked"),
+            "{}",
+            broke.output
+        );
+        let many = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .unwrap();
+        let pooled = many.block_on(blocking_small("t", Some(36), on_thread));
+        assert_ne!(pooled.output, here);
+    }
 
     #[test]
     fn builtin_order_and_specs() {

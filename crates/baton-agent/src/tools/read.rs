@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::fsutil::{human_size, looks_binary, SNIFF_BYTES};
 use super::paths::Workspace;
 use super::text::{clip_line, plural};
-use super::{blocking, Tool, ToolContext, ToolOutput};
+use super::{blocking_small, Tool, ToolContext, ToolOutput};
 
 const USAGE: &str = r#"{"path": "src/main.rs", "offset": 1, "limit": 2000}"#;
 /// Lines shown when the call gives no `limit`.
@@ -73,9 +73,15 @@ impl Tool for ReadTool {
             ),
             Err(msg) => return ToolOutput::error(msg),
         };
+        // A regular file's size, to run a small read on the session's own thread: only a hint
+        // (the read itself resolves the path beneath its root and refuses what it must).
+        let size = std::fs::metadata(ctx.cwd.join(&path))
+            .ok()
+            .filter(std::fs::Metadata::is_file)
+            .map(|m| m.len());
         let ctx = ctx.clone();
         let shown = path.clone();
-        blocking("read", move || read_file(&ctx, &path, offset, limit))
+        blocking_small("read", size, move || read_file(&ctx, &path, offset, limit))
             .await
             .with_path(Some(shown))
     }
