@@ -98,47 +98,41 @@ fn git_runs_only_through_baton_git() {
     );
 }
 
+/// The `#[derive(…)]` lines naming `derive` in the shipped code of files under `under`, whose
+/// neighbours (`lines`, the line's index) fail `ok`: `file:line: text`.
+fn derives(under: &str, derive: &str, ok: impl Fn(&[&str], usize) -> bool) -> Vec<String> {
+    sources()
+        .iter()
+        .filter(|s| s.rel.starts_with(under))
+        .flat_map(|s| {
+            let lines: Vec<&str> = s.product.lines().collect();
+            (0..lines.len())
+                .filter(|&i| {
+                    lines[i].trim_start().starts_with("#[derive(") && lines[i].contains(derive)
+                })
+                .filter(|&i| !ok(&lines, i))
+                .map(|i| format!("{}:{}: {}", s.rel, i + 1, lines[i].trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// Every `baton` start parses its arguments: a subcommand enum whose members are built even
 /// when another one runs cost about 1 ms of CPU at every start (bench/README.md).
 #[test]
 fn the_cli_builds_only_the_subcommand_it_runs() {
-    let found: Vec<String> = sources()
-        .iter()
-        .flat_map(|s| {
-            let lines: Vec<&str> = s.product.lines().collect();
-            lines
-                .iter()
-                .enumerate()
-                .filter(|(_, l)| {
-                    l.trim_start().starts_with("#[derive(") && l.contains("Subcommand")
-                })
-                .filter(|(i, _)| {
-                    lines.get(i + 1).map(|n| n.trim()) != Some("#[command(defer = true)]")
-                })
-                .map(|(i, l)| format!("{}:{}: {}", s.rel, i + 1, l.trim()))
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let found = derives("crates/", "Subcommand", |lines, i| {
+        lines.get(i + 1).map(|n| n.trim()) == Some("#[command(defer = true)]")
+    });
     assert_none(
         found,
         "a subcommand enum built whole at every start — put `#[command(defer = true)]` on the line after its derive",
     );
     // A deferred subcommand's arguments are built after its enum variant's doc is applied, so
     // the doc comment of its `Args` struct would replace the variant's as the command's help.
-    let docs: Vec<String> = sources()
-        .iter()
-        .filter(|s| s.rel.starts_with("crates/baton-cli/src/"))
-        .flat_map(|s| {
-            let lines: Vec<&str> = s.product.lines().collect();
-            lines
-                .iter()
-                .enumerate()
-                .filter(|(_, l)| l.trim_start().starts_with("#[derive(") && l.contains("Args"))
-                .filter(|(i, _)| *i > 0 && lines[i - 1].trim_start().starts_with("///"))
-                .map(|(i, l)| format!("{}:{}: {}", s.rel, i + 1, l.trim()))
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let docs = derives("crates/baton-cli/src/", "Args", |lines, i| {
+        i == 0 || !lines[i - 1].trim_start().starts_with("///")
+    });
     assert_none(
         docs,
         "a doc comment on an `Args` struct becomes its subcommand's help once the subcommand is built — write it as a `//` comment (the enum variant's doc is the help)",
