@@ -72,19 +72,23 @@ pub fn tool_path_hint(args: &serde_json::Value) -> Option<String> {
 /// ([`blocking_small`]).
 const INLINE_MAX_BYTES: u64 = 1 << 20;
 
-/// Like [`blocking`], but work that reads at most [`INLINE_MAX_BYTES`] (`size`, when known)
-/// runs on the calling thread when the runtime has only that one (a `baton agent` session, a
+/// Like [`blocking`], but work that reads at most [`INLINE_MAX_BYTES`] (`size`, asked only on
+/// such a runtime; `None` when unknown) runs on the calling thread when the runtime has only that one (a `baton agent` session, a
 /// delegated child): handing it to the blocking pool there costs a thread and a hand-over each
 /// way, more than a small read itself (a short session 0.93× the wall without it,
 /// bench/README.md). Anything larger, of unknown size, or on a runtime of several threads goes
 /// to the pool, where the heartbeat and interrupts keep going while it runs.
-pub(crate) async fn blocking_small<F>(tool: &'static str, size: Option<u64>, work: F) -> ToolOutput
+pub(crate) async fn blocking_small<F>(
+    tool: &'static str,
+    size: impl FnOnce() -> Option<u64>,
+    work: F,
+) -> ToolOutput
 where
     F: FnOnce() -> ToolOutput + Send + 'static,
 {
     let one_thread = tokio::runtime::Handle::try_current()
         .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread);
-    if one_thread && size.is_some_and(|s| s <= INLINE_MAX_BYTES) {
+    if one_thread && size().is_some_and(|s| s <= INLINE_MAX_BYTES) {
         return match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
             Ok(out) => out,
             Err(_) => ToolOutput::error(format!("`{tool}` failed internally: it panicked")),
@@ -121,13 +125,13 @@ mod tests {
         let one = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        let small = one.block_on(blocking_small("t", Some(36), on_thread));
+        let small = one.block_on(blocking_small("t", || Some(36), on_thread));
         assert_eq!(small.output, here);
         for size in [None, Some(INLINE_MAX_BYTES + 1)] {
-            let pooled = one.block_on(blocking_small("t", size, on_thread));
+            let pooled = one.block_on(blocking_small("t", || size, on_thread));
             assert_ne!(pooled.output, here, "{size:?}");
         }
-        let broke = one.block_on(blocking_small("t", Some(1), || panic!("boom")));
+        let broke = one.block_on(blocking_small("t", || Some(1), || panic!("boom")));
         assert!(
             broke.is_error && broke.output.contains("panicked"),
             "{}",
@@ -137,7 +141,11 @@ mod tests {
             .worker_threads(1)
             .build()
             .unwrap();
-        let pooled = many.block_on(blocking_small("t", Some(36), on_thread));
+        let pooled = many.block_on(blocking_small(
+            "t",
+            || panic!("the size is asked only on a runtime of one thread"),
+            on_thread,
+        ));
         assert_ne!(pooled.output, here);
     }
 

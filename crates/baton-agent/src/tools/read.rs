@@ -75,10 +75,13 @@ impl Tool for ReadTool {
         };
         // A regular file's size, to run a small read on the session's own thread: only a hint
         // (the read itself resolves the path beneath its root and refuses what it must).
-        let size = std::fs::metadata(ctx.cwd.join(&path))
-            .ok()
-            .filter(std::fs::Metadata::is_file)
-            .map(|m| m.len());
+        let target = ctx.cwd.join(&path);
+        let size = move || {
+            std::fs::metadata(&target)
+                .ok()
+                .filter(std::fs::Metadata::is_file)
+                .map(|m| m.len())
+        };
         let ctx = ctx.clone();
         let shown = path.clone();
         blocking_small("read", size, move || read_file(&ctx, &path, offset, limit))
