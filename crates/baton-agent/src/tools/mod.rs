@@ -72,12 +72,13 @@ pub fn tool_path_hint(args: &serde_json::Value) -> Option<String> {
 /// ([`blocking_small`]).
 const INLINE_MAX_BYTES: u64 = 1 << 20;
 
-/// Like [`blocking`], but work that reads at most [`INLINE_MAX_BYTES`] (`size`, asked only on
-/// such a runtime; `None` when unknown) runs on the calling thread when the runtime has only that one (a `baton agent` session, a
-/// delegated child): handing it to the blocking pool there costs a thread and a hand-over each
-/// way, more than a small read itself (a short session 0.93× the wall without it,
-/// bench/README.md). Anything larger, of unknown size, or on a runtime of several threads goes
-/// to the pool, where the heartbeat and interrupts keep going while it runs.
+/// Like [`blocking`], but work that reads at most [`INLINE_MAX_BYTES`] runs on the calling
+/// thread when the runtime has only that one (a `baton agent` session, a delegated child):
+/// handing it to the blocking pool there costs a thread and a hand-over each way, more than a
+/// small read itself (a short session 0.93× the wall without it, bench/README.md). `size` is
+/// asked only on such a runtime (`None`: unknown). Anything larger, of unknown size, or on a
+/// runtime of several threads goes to the pool, where the heartbeat and interrupts keep going
+/// while it runs.
 pub(crate) async fn blocking_small<F>(
     tool: &'static str,
     size: impl FnOnce() -> Option<u64>,
