@@ -157,7 +157,7 @@ fn debug_fixes_reviews_verifies_and_ends_proven() {
     let o = wf.run(&["run", "fix the crash in the parser"]);
     assert_exit(&o, 0);
     assert!(err(&o).starts_with("-> DEBUG workflow"), "{}", err(&o));
-    assert!(out(&o).contains("proof: passed"), "{}", out(&o));
+    out_has(&o, "proof: passed");
     assert_eq!(
         wf.dispatched(),
         ["debug-investigate", "debug-review", "debug-verify"]
@@ -271,11 +271,7 @@ fn a_blocked_investigator_answered_research_gets_a_research_round() {
     wf.answer_nth("bug-investigator", 1, &investigator_without_fix("BLOCKED"));
     let o = wf.run(&["run", "fix the crash in the parser"]);
     assert_exit(&o, 4);
-    assert!(
-        out(&o).contains("research, manual fix or abort"),
-        "{}",
-        out(&o)
-    );
+    out_has(&o, "research, manual fix or abort");
     assert_eq!(wf.calls("researcher"), 0);
     let o = wf.run(&["resume", "--answer", "research"]);
     assert_exit(&o, 0);
@@ -306,7 +302,7 @@ fn research_rounds_are_capped_and_then_the_user_is_asked() {
     wf.answer("bug-investigator", &needs_research());
     let o = wf.run(&["run", "fix the crash in the parser"]);
     assert_exit(&o, 4);
-    assert!(out(&o).contains("research rounds used up"), "{}", out(&o));
+    out_has(&o, "research rounds used up");
     // Two rounds, each followed by the investigator again; no researcher ran.
     assert_eq!(wf.calls("bug-investigator"), 3);
     assert_eq!(wf.calls("researcher"), 0);
@@ -396,10 +392,9 @@ fn a_build_after_a_plan_builds_the_plan_memory_names() {
     std::fs::remove_dir_all(wf.sb.work().join(".baton/state/workflows")).unwrap();
     let o = wf.run(&["run", "implement the storage migration", "--no-worktree"]);
     assert_exit(&o, 4);
-    assert!(
-        err(&o).contains("building the plan docs/plan.md: activeContext.md ## References names it"),
-        "{}",
-        err(&o)
+    err_has(
+        &o,
+        "building the plan docs/plan.md: activeContext.md ## References names it",
     );
     assert_eq!(wf.calls("component-builder"), 2, "one builder per phase");
     assert_eq!(wf.snapshot()["plan_file"], "docs/plan.md");
@@ -505,15 +500,11 @@ fn a_clean_plan_is_approved_and_its_command_builds_it_phase_by_phase() {
     std::fs::remove_dir_all(wf.sb.work().join(".baton/state/workflows")).unwrap();
     let o = wf.run(&["run", "--plan", "docs/plan.md", "--no-worktree"]);
     assert_exit(&o, 4);
-    assert!(err(&o).contains("-> BUILD workflow"), "{}", err(&o));
+    err_has(&o, "-> BUILD workflow");
     assert_eq!(wf.calls("component-builder"), 2);
     let o = wf.run(&["resume", "--answer", "skip"]);
     assert_exit(&o, 0);
-    assert!(
-        out(&o).contains("Build the plan: Storage migration"),
-        "{}",
-        out(&o)
-    );
+    out_has(&o, "Build the plan: Storage migration");
 }
 
 /// A request whose words say it is a small single change takes the reduced graph unasked.
@@ -523,11 +514,7 @@ fn a_plainly_trivial_request_takes_the_reduced_graph() {
     wf.happy();
     let o = wf.run(&["run", "rename the greeting in README"]);
     assert_exit(&o, 0);
-    assert!(
-        err(&o).contains("scope: trivial (rename, no file named)"),
-        "{}",
-        err(&o)
-    );
+    err_has(&o, "scope: trivial (rename, no file named)");
     assert_eq!(wf.dispatched(), ["build-implement", "build-verify"]);
     assert_eq!(wf.snapshot()["build_scope"], "trivial");
 }
@@ -541,16 +528,8 @@ fn broad_work_is_asked_plan_first_and_building_directly_runs_the_full_graph() {
     wf.happy();
     let o = wf.run(&["run", BROAD]);
     assert_exit(&o, 4);
-    assert!(
-        out(&o).contains("plan first | build directly"),
-        "{}",
-        out(&o)
-    );
-    assert!(
-        err(&o).contains("scope: broad (refactor, across, 3 files named)"),
-        "{}",
-        err(&o)
-    );
+    out_has(&o, "plan first | build directly");
+    err_has(&o, "scope: broad (refactor, across, 3 files named)");
     assert!(wf.dispatched().is_empty());
     let o = wf.run(&["resume", "--answer", "build directly"]);
     assert_exit(&o, 0);
@@ -988,7 +967,7 @@ fn an_aborted_checkpoint_stops_and_a_finished_workflow_does_not_resume() {
     let id = done.id();
     let o = done.run(&["resume", &id]);
     assert_exit(&o, 2);
-    assert!(err(&o).contains("completed"), "{}", err(&o));
+    err_has(&o, "completed");
     let o = done.run(&["resume", &id, "--answer", "abort"]);
     assert_exit(&o, 2);
     assert_eq!(done.snapshot()["run_state"], "completed");
@@ -1242,6 +1221,11 @@ fn err_has(o: &std::process::Output, text: &str) {
     assert!(err(o).contains(text), "{}", err(o));
 }
 
+/// Asserts that the run said `text` on stdout.
+fn out_has(o: &std::process::Output, text: &str) {
+    assert!(out(o).contains(text), "{}", out(o));
+}
+
 /// `baton run --workflow DEBUG` with these `--debug-group`s.
 fn debug_groups(wf: &Wf, groups: &[&str], request: &str) -> std::process::Output {
     let mut args = vec!["run", "--workflow", "DEBUG"];
@@ -1289,16 +1273,11 @@ fn a_debug_fan_out_runs_one_scoped_investigator_per_group_then_reviews_disjoint_
     assert_exit(&o, 0);
     err_has(&o, "fan-out: 2 scoped investigators, one after another: parser (parser.txt); cli (cli.txt, tests/cli.txt)");
     // The brief names what each owned and what it edited.
-    assert!(
-        out(&o).contains("bug-investigator pass (owns parser.txt; edited parser.txt)"),
-        "{}",
-        out(&o)
+    out_has(
+        &o,
+        "bug-investigator pass (owns parser.txt; edited parser.txt)",
     );
-    assert!(
-        out(&o).contains("(owns cli.txt, tests/cli.txt; edited cli.txt)"),
-        "{}",
-        out(&o)
-    );
+    out_has(&o, "(owns cli.txt, tests/cli.txt; edited cli.txt)");
     assert_eq!(
         wf.dispatched(),
         [
