@@ -111,6 +111,9 @@ pub struct SessionConfig {
     pub prices: BTreeMap<String, Price>,
     /// What its commands do not get of baton's environment.
     pub env_filter: EnvFilter,
+    /// A local server asked about its route's model, the answer not read yet: read into `seat`
+    /// when the loop's spec is made.
+    local: Option<route::LocalLearning>,
 }
 
 /// What a session runs with besides its config: its id, folders and what the host set up for it.
@@ -193,7 +196,16 @@ impl SessionConfig {
             &ctx.project_root,
             env,
         )?;
-        let provider = route::learn_local(config, &mut resolved, provider)?;
+        let compaction = route::compaction_route(config)?;
+        let mut local = route::ask_local(config, &resolved);
+        let mut provider = provider;
+        if record.is_some() {
+            // The cassette records the provider the session runs on: learned now.
+            if let Some((learned, p)) = local.take().and_then(route::LocalLearning::learn) {
+                resolved = learned;
+                provider = p;
+            }
+        }
         let recorder = record.map(|path| (path, Arc::new(Recorder::new(provider.clone()))));
         let provider: Arc<dyn Provider> = match &recorder {
             Some((_, r)) => r.clone(),
@@ -215,7 +227,6 @@ impl SessionConfig {
             .into_iter()
             .map(wrap)
             .collect();
-        let compaction = route::compaction_route(config)?;
         let skills = role::skills(ctx, &role, child, &flags.skills);
         let mcp_servers = crate::mcp_servers::selected(config, &role.meta.mcp, !child);
         // Checked before the transcript is created: a bad [routing] writes nothing.
@@ -235,12 +246,24 @@ impl SessionConfig {
             routing,
             prices: config.prices.clone(),
             env_filter: EnvFilter::for_config(config),
+            local,
         })
+    }
+
+    /// The local server's answer about the route's model, read into the seat
+    /// ([`route::LocalLearning`]).
+    fn learn_local(&mut self) {
+        if let Some((resolved, provider)) = self.local.take().and_then(route::LocalLearning::learn)
+        {
+            let route = self.seat.route.clone();
+            self.seat = route::fallback(&resolved, route, provider);
+        }
     }
 
     /// The loop's spec of this session: the one place an `AgentSpec` is made from a resolved
     /// config.
-    pub fn agent_spec(self, parts: SessionParts) -> AgentSpec {
+    pub fn agent_spec(mut self, parts: SessionParts) -> AgentSpec {
+        self.learn_local();
         let settings = self.settings;
         AgentSpec {
             retry: self.retry,

@@ -314,22 +314,24 @@ pub fn is_trusted(root: &Path) -> bool {
     let Ok(file) = read_file() else {
         return false;
     };
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    let hash = project_hash(&root);
-    if file
-        .project
-        .iter()
-        .any(|r| r.path == root && r.hash == hash)
-    {
-        return true;
+    if file.project.is_empty() {
+        return false;
     }
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     // A linked worktree of a trusted project (a Flow unit's, a BUILD's) whose widening settings
     // and role files are exactly what the user trusted there: the same content, checked out.
-    main_worktree(&root).is_some_and(|main| {
-        file.project
-            .iter()
-            .any(|r| r.path == main && r.hash == hash)
-    })
+    let main = main_worktree(&root);
+    let records: Vec<&TrustRecord> = file
+        .project
+        .iter()
+        .filter(|r| r.path == root || main.as_ref() == Some(&r.path))
+        .collect();
+    // The project's files are read and hashed only when a record names it.
+    if records.is_empty() {
+        return false;
+    }
+    let hash = project_hash(&root);
+    records.iter().any(|r| r.hash == hash)
 }
 
 /// The main worktree of the repository whose linked worktree is `root`; `None` when `root` is

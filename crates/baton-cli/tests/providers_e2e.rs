@@ -310,6 +310,46 @@ fn a_local_model_the_table_does_not_know_gets_a_limit_from_the_server_s_context(
     assert_eq!(first_body(&server)["max_tokens"], json!(8192));
 }
 
+/// A start refused by a setting sends nothing, not even the `/props` question: the server is
+/// asked only once every setting that can refuse the start is checked.
+#[test]
+fn a_refused_start_asks_a_local_server_nothing() {
+    let server = MockServer::builder()
+        .props(json!({"default_generation_settings": {"n_ctx": 16384}}).to_string())
+        .turn(Turn::text("hello"))
+        .start_blocking();
+    let out = local_session(&server, "[agent]\ncompaction_class = \"fav\"\n");
+    assert_exit(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("agent.compaction_class = \"fav\""), "{err}");
+    let asked: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
+    assert!(asked.is_empty(), "{asked:?}");
+}
+
+/// A session's model requests share one connection: the answer's connection is back in the
+/// client's pool before the next request, also after a tool call that ran on the session's own
+/// thread (a small `read`). The `/props` question has a connection of its own.
+#[test]
+fn the_turns_of_a_session_share_one_connection() {
+    let server = MockServer::builder()
+        .turn(Turn::tool_call("c1", "read", json!({"path": "note.txt"})))
+        .turn(Turn::tool_call("c2", "read", json!({"path": "note.txt"})))
+        .turn(Turn::text("done"))
+        .start_blocking();
+    let p = Sandbox::new()
+        .baton_exe(env!("CARGO_BIN_EXE_baton"))
+        .baton_config(&format!(
+            "[providers.local]\nkind = \"openai\"\nbase_url = \"{}/v1\"\n",
+            server.url()
+        ));
+    std::fs::write(p.path("note.txt"), "a small file\n").unwrap();
+    let out = p.run(&["agent", "--model", "local/tiny", "read note.txt twice"]);
+    assert_exit(&out, 0);
+    let asked: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(asked.len(), 4, "{asked:?}");
+    assert_eq!(server.connections(), 2, "{asked:?}");
+}
+
 /// `baton agent --model local/tiny` against `server` as a loopback provider `local`, with
 /// `extra` config.
 fn local_session(server: &MockServer, extra: &str) -> std::process::Output {

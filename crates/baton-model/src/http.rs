@@ -147,7 +147,9 @@ pub(crate) struct Endpoint {
     pub api_key: Option<String>,
     pub headers: Vec<(String, String)>,
     pub idle_timeout: Duration,
-    client: Result<reqwest::Client, String>,
+    /// Built at the first request: a session builds providers it may never call (the routes it
+    /// could fail over to, the compaction route), and building a client costs a TLS setup.
+    client: std::sync::OnceLock<Result<reqwest::Client, String>>,
 }
 
 impl Endpoint {
@@ -159,7 +161,7 @@ impl Endpoint {
             api_key: connection.api_key,
             headers: connection.headers,
             idle_timeout: connection.stream_idle_timeout,
-            client: build_client(),
+            client: std::sync::OnceLock::new(),
         }
     }
 
@@ -180,7 +182,7 @@ impl Endpoint {
     ) -> Result<(Ctx, reqwest::Response), ModelError> {
         let ctx = Ctx::new(&self.name, model);
         let response = SsePost {
-            client: &self.client,
+            client: self.client.get_or_init(build_client),
             ctx: &ctx,
             url: &self.url,
             default_headers,
@@ -224,6 +226,10 @@ impl SsePost<'_> {
         let headers = header_map(self.default_headers, self.extra_headers)?;
         let body = serde_json::to_vec(self.body)
             .map_err(|e| ModelError::Config(format!("could not encode the request: {e}")))?;
+        // The connection of the last answer goes back to the client's pool on a task of its
+        // own; on a one-thread runtime that task runs only when this one yields. Without this,
+        // every request after a tool call that ran inline opened a second connection.
+        tokio::task::yield_now().await;
         let request = client
             .post(self.url)
             .headers(headers)

@@ -134,78 +134,127 @@ pub fn parse_props(text: &str) -> Option<LlamaProps> {
     })
 }
 
-/// `/props` of a Chat Completions server on this machine (plain `http` on a loopback address),
-/// asked without its key, blocking for at most about `timeout` (a session asks before its first
-/// request). `None` for any other server, or when the server does not answer it (Ollama, vLLM).
-pub fn local_props(provider: &ProviderConfig, timeout: Duration) -> Option<LlamaProps> {
-    use std::io::{Read as _, Write as _};
-    if provider.kind != ProviderKind::OpenAi {
-        return None;
-    }
-    let root = api_root(provider);
-    if !crate::prices::is_loopback(&root) {
-        return None;
-    }
-    let url = reqwest::Url::parse(root.strip_suffix("/v1").unwrap_or(&root)).ok()?;
-    if url.scheme() != "http" {
-        return None;
-    }
-    let addr = *url.socket_addrs(|| Some(80)).ok()?.first()?;
-    let mut stream = std::net::TcpStream::connect_timeout(&addr, timeout).ok()?;
-    stream.set_read_timeout(Some(timeout)).ok()?;
-    stream.set_write_timeout(Some(timeout)).ok()?;
-    let path = format!("{}/props", url.path().trim_end_matches('/'));
-    let host = url.host_str()?;
-    // One write: each piece `write!` would send is a TCP segment of its own.
-    let request = format!(
-        "GET {path} HTTP/1.0\r\nHost: {host}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
-    );
-    stream.write_all(request.as_bytes()).ok()?;
-    // The answer carries the chat template: allow it 4 MiB.
-    let mut answer = Vec::new();
-    stream.take(4 << 20).read_to_end(&mut answer).ok()?;
-    let text = String::from_utf8_lossy(&answer);
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    let ok = head
-        .lines()
-        .next()
-        .is_some_and(|status| status.split_whitespace().nth(1) == Some("200"));
-    if !ok
-        || head
-            .to_ascii_lowercase()
-            .contains("transfer-encoding: chunked")
-    {
-        return None;
-    }
-    parse_props(body)
+/// `/props` asked of a Chat Completions server on this machine (plain `http` on a loopback
+/// address), without its key, its answer not read yet: the server prepares it while the session
+/// sets up, and [`PropsAsked::answer`] reads it.
+#[derive(Debug)]
+pub struct PropsAsked {
+    stream: std::net::TcpStream,
 }
 
-/// Learns what a local server says about a model the table does not know, before a session's
-/// first request: its context (`/props` `n_ctx`, which also sets the default output limit when
-/// the route sets none) and whether its chat template takes tools. `None` when there is nothing
-/// to ask or no answer.
-pub fn learn_local_server(
+impl PropsAsked {
+    /// Connects and sends the request, waiting at most about `timeout` for each. `None` for any
+    /// server other than a loopback `http` one of the Chat Completions kind, or one that does not
+    /// take the request.
+    pub fn send(provider: &ProviderConfig, timeout: Duration) -> Option<PropsAsked> {
+        use std::io::Write as _;
+        if provider.kind != ProviderKind::OpenAi {
+            return None;
+        }
+        let root = api_root(provider);
+        if !crate::prices::is_loopback(&root) {
+            return None;
+        }
+        let url = reqwest::Url::parse(root.strip_suffix("/v1").unwrap_or(&root)).ok()?;
+        if url.scheme() != "http" {
+            return None;
+        }
+        let addr = *url.socket_addrs(|| Some(80)).ok()?.first()?;
+        let mut stream = std::net::TcpStream::connect_timeout(&addr, timeout).ok()?;
+        stream.set_read_timeout(Some(timeout)).ok()?;
+        stream.set_write_timeout(Some(timeout)).ok()?;
+        let path = format!("{}/props", url.path().trim_end_matches('/'));
+        let host = url.host_str()?;
+        // One write: each piece `write!` would send is a TCP segment of its own.
+        let request = format!(
+            "GET {path} HTTP/1.0\r\nHost: {host}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).ok()?;
+        Some(PropsAsked { stream })
+    }
+
+    /// Reads the answer, blocking for at most about the timeout per read. `None` when the server
+    /// does not answer it (Ollama, vLLM) or says neither fact.
+    pub fn answer(self) -> Option<LlamaProps> {
+        use std::io::Read as _;
+        // The answer carries the chat template: allow it 4 MiB, and read it in large pieces.
+        let mut answer = Vec::with_capacity(16 << 10);
+        self.stream.take(4 << 20).read_to_end(&mut answer).ok()?;
+        let text = String::from_utf8_lossy(&answer);
+        let (head, body) = text.split_once("\r\n\r\n")?;
+        let ok = head
+            .lines()
+            .next()
+            .is_some_and(|status| status.split_whitespace().nth(1) == Some("200"));
+        if !ok
+            || head
+                .to_ascii_lowercase()
+                .contains("transfer-encoding: chunked")
+        {
+            return None;
+        }
+        parse_props(body)
+    }
+}
+
+/// `/props` of a local Chat Completions server ([`PropsAsked`]), asked and read at once.
+pub fn local_props(provider: &ProviderConfig, timeout: Duration) -> Option<LlamaProps> {
+    PropsAsked::send(provider, timeout)?.answer()
+}
+
+/// How long a session waits for a local server's `/props`: to connect, to send, for each read.
+pub const LOCAL_PROPS_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// What a local server is asked about a model the table does not know, before a session's first
+/// request ([`ask_local_server`]); [`LocalAsk::learn`] reads the answer into the route.
+#[derive(Debug)]
+pub struct LocalAsk {
+    asked: PropsAsked,
+    /// Whether the config sets the route's output limit (`[routes."P/M"]` or the provider's).
+    output_set: bool,
+}
+
+/// Asks a local server about the route's model when the table does not know it. `None` when
+/// there is nothing to ask or the server takes no request.
+pub fn ask_local_server(
     config: &baton_protocol::config::Config,
-    resolved: &mut crate::routes::ResolvedRoute,
-) -> Option<LlamaProps> {
+    resolved: &crate::routes::ResolvedRoute,
+) -> Option<LocalAsk> {
     if !crate::routes::local_unknown(&resolved.provider, &resolved.profile.info) {
         return None;
     }
-    let props = local_props(&resolved.provider, Duration::from_millis(500))?;
-    if let Some(n) = props.n_ctx {
-        resolved.profile.info.context_window = Some(n);
-        resolved.profile.info.source = format!(
-            "{}; context from the server's /props",
-            resolved.profile.info.source
-        );
-        let key = format!("{}/{}", resolved.route.provider, resolved.route.model);
-        let set = config.routes.get(&key).and_then(|o| o.max_output_tokens);
-        if set.is_none() && resolved.provider.max_output_tokens.is_none() {
-            resolved.profile.options.max_output_tokens =
-                Some(crate::routes::local_output_limit(Some(n)));
+    let key = format!("{}/{}", resolved.route.provider, resolved.route.model);
+    let output_set = config
+        .routes
+        .get(&key)
+        .and_then(|o| o.max_output_tokens)
+        .is_some()
+        || resolved.provider.max_output_tokens.is_some();
+    Some(LocalAsk {
+        asked: PropsAsked::send(&resolved.provider, LOCAL_PROPS_TIMEOUT)?,
+        output_set,
+    })
+}
+
+impl LocalAsk {
+    /// Reads the server's answer into the route: its context (`/props` `n_ctx`, which also sets
+    /// the default output limit when the config sets none) and whether its chat template takes
+    /// tools. `None` when the server gave no answer.
+    pub fn learn(self, resolved: &mut crate::routes::ResolvedRoute) -> Option<LlamaProps> {
+        let props = self.asked.answer()?;
+        if let Some(n) = props.n_ctx {
+            resolved.profile.info.context_window = Some(n);
+            resolved.profile.info.source = format!(
+                "{}; context from the server's /props",
+                resolved.profile.info.source
+            );
+            if !self.output_set {
+                resolved.profile.options.max_output_tokens =
+                    Some(crate::routes::local_output_limit(Some(n)));
+            }
         }
+        Some(props)
     }
-    Some(props)
 }
 
 #[cfg(test)]

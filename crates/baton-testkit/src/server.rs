@@ -84,6 +84,8 @@ struct Shared {
     key: Option<String>,
     /// The answer to `GET /props` (see [`MockServerBuilder::props`]).
     props: Option<String>,
+    /// TCP connections accepted so far.
+    connections: std::sync::atomic::AtomicUsize,
 }
 
 impl Shared {
@@ -232,11 +234,13 @@ impl MockServerBuilder {
             on_request: self.on_request,
             key: self.key,
             props: self.props,
+            connections: std::sync::atomic::AtomicUsize::new(0),
         });
         let app = Router::new()
             .fallback(handle)
             .layer(DefaultBodyLimit::disable())
             .with_state(Arc::clone(&shared));
+        let counted = Arc::clone(&shared);
         let task = tokio::spawn(async move {
             // The accept loop only ends with an I/O error on the listener; there is
             // nobody to report it to, and the server simply stops answering.
@@ -244,8 +248,11 @@ impl MockServerBuilder {
             // with Nagle's algorithm on, a reused connection waits for the client's delayed
             // acknowledgement (40 ms) between them.
             use axum::serve::ListenerExt as _;
-            let listener = listener.tap_io(|tcp| {
+            let listener = listener.tap_io(move |tcp| {
                 let _ = tcp.set_nodelay(true);
+                counted
+                    .connections
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             });
             let _ = axum::serve(listener, app).await;
         });
@@ -325,6 +332,13 @@ impl MockServer {
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// How many TCP connections the server has accepted so far.
+    pub fn connections(&self) -> usize {
+        self.shared
+            .connections
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Every request received so far, in arrival order.

@@ -84,28 +84,49 @@ pub(super) fn choose(
     Ok((resolved, provider))
 }
 
-/// What a local server says of a model the table does not know (its context, whether its chat
-/// template takes tools), learned once every setting is checked, so that a refused start sends
-/// nothing: the route's profile takes the server's context and output limit, and the provider
-/// is built again with it. A template without tools is a warning.
-pub(super) fn learn_local(
-    config: &Config,
-    resolved: &mut ResolvedRoute,
-    provider: Arc<dyn Provider>,
-) -> Result<Arc<dyn Provider>> {
-    let Some(props) = baton_model::probe::learn_local_server(config, resolved) else {
-        return Ok(provider);
-    };
-    if props.supports_tools == Some(false) {
-        errln!(
-            "baton: warning: the server of {} says its chat template takes no tools (/props: chat_template_caps.supports_tools = false), so the model cannot read files or run commands: start llama-server with --jinja and a model whose template supports tool calls (README, local quick start)",
-            resolved.route
-        );
+/// A local server asked about a model the table does not know (its context, whether its chat
+/// template takes tools), once every setting that can refuse the start is checked, so that a
+/// refused start sends nothing. The server prepares its answer while the session sets up; the
+/// answer is read before the loop's spec is made ([`LocalLearning::learn`]).
+pub(super) struct LocalLearning {
+    ask: baton_model::probe::LocalAsk,
+    resolved: ResolvedRoute,
+}
+
+pub(super) fn ask_local(config: &Config, resolved: &ResolvedRoute) -> Option<LocalLearning> {
+    Some(LocalLearning {
+        ask: baton_model::probe::ask_local_server(config, resolved)?,
+        resolved: resolved.clone(),
+    })
+}
+
+impl LocalLearning {
+    /// Reads the server's answer: the route's profile takes the server's context and output
+    /// limit, and its provider is built again with it (`None`: nothing changes). A template
+    /// without tools is a warning.
+    pub(super) fn learn(self) -> Option<(ResolvedRoute, Arc<dyn Provider>)> {
+        let mut resolved = self.resolved;
+        let props = self.ask.learn(&mut resolved)?;
+        if props.supports_tools == Some(false) {
+            errln!(
+                "baton: warning: the server of {} says its chat template takes no tools (/props: chat_template_caps.supports_tools = false), so the model cannot read files or run commands: start llama-server with --jinja and a model whose template supports tool calls (README, local quick start)",
+                resolved.route
+            );
+        }
+        props.n_ctx?;
+        // The route's provider was built once already from the same settings; only its limits
+        // change.
+        match build_provider(&resolved, &ProcessEnv) {
+            Ok(provider) => Some((resolved, provider)),
+            Err(e) => {
+                errln!(
+                    "baton: warning: {}: the server's context is not used: {e}",
+                    resolved.route
+                );
+                None
+            }
+        }
     }
-    if props.n_ctx.is_some() {
-        return Ok(build_provider(resolved, &ProcessEnv)?);
-    }
-    Ok(provider)
 }
 
 /// The route of `--replay FILE`: the cassette played, no config or network needed.
