@@ -73,7 +73,7 @@ pub fn find(state: &StateDir) -> Result<Option<String>, String> {
     if !record.process.is_alive() {
         return Ok(None);
     }
-    let ours = std::env::current_exe()
+    let ours = baton_process::own_program()
         .ok()
         .and_then(|e| e.canonicalize().ok());
     let theirs = std::fs::read_link(format!("/proc/{}/exe", record.process.pid)).ok();

@@ -205,7 +205,7 @@ pub fn delegate_env(ctx: &ProjectContext) -> Result<DelegateEnv> {
         role_dirs: role_dirs(&ctx.project_root),
         cwd: ctx.cwd.clone(),
         state: state_dir(ctx),
-        baton_exe: std::env::current_exe().context("cannot find the baton executable")?,
+        baton_exe: baton_process::own_program().context("cannot find the baton executable")?,
         limits,
         output_cap,
         env: Arc::new(ProcessEnv),

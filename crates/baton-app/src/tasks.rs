@@ -11,7 +11,7 @@ use crate::project::{now_rfc3339, state_dir, ProjectContext};
 pub fn start_background(ctx: &ProjectContext, req: &DelegateRequest) -> Result<String> {
     // Best effort: outside git there is nothing to exclude from.
     let _ = state_dir(ctx).ensure_excluded();
-    let exe = std::env::current_exe().context("cannot find the baton executable")?;
+    let exe = baton_process::own_program().context("cannot find the baton executable")?;
     Ok(background::start(
         &exe,
         &state_dir(ctx),

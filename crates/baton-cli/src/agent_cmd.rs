@@ -201,7 +201,7 @@ fn delegation_tools(
         tools.extend(baton_app::task_tools::tools(state));
     }
     if lists("worker") {
-        match std::env::current_exe() {
+        match baton_process::own_program() {
             Ok(exe) => tools.push(Arc::new(baton_app::worker_tool::WorkerTool {
                 cwd: ctx.cwd.clone(),
                 exe,

@@ -205,7 +205,7 @@ fn main() -> ExitCode {
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     }
     // Every command and child agent this process starts runs under a guard: this binary.
-    match std::env::current_exe() {
+    match baton_process::own_program() {
         Ok(exe) => baton_process::guard::set_program(Some(baton_process::guard::program_for(&exe))),
         Err(e) => {
             errln!(

@@ -31,7 +31,7 @@ pub struct ServeArgs {
 
 pub fn run(args: ServeArgs) -> Result<Exit> {
     let ctx = project_context(args.cwd)?;
-    let exe = std::env::current_exe().context("cannot find baton's own program")?;
+    let exe = baton_process::own_program().context("cannot find baton's own program")?;
     // Loopback is reachable by every user of the machine: a token is always needed. The user's
     // own is shown in full (only they read this terminal); one given with --token is not.
     // Off loopback the token must be given (the server refuses to start without one).

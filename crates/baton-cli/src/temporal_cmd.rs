@@ -853,7 +853,7 @@ mod imp {
         let node = Node {
             name: name.clone(),
             dir: dir.clone(),
-            baton_exe: std::env::current_exe()?,
+            baton_exe: baton_process::own_program()?,
             trust: args.trust,
             env: Vec::new(),
         };

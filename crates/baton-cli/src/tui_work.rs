@@ -73,7 +73,7 @@ pub fn act(
         _ => None,
     };
     if let Some(action) = action {
-        let exe = match std::env::current_exe() {
+        let exe = match baton_process::own_program() {
             Ok(e) => e,
             Err(e) => return Some(Err(format!("cannot find baton's own program: {e}"))),
         };

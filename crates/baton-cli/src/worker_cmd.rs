@@ -139,7 +139,7 @@ pub fn run(args: WorkerArgs) -> Result<Exit> {
             if idle_timeout.is_some_and(|d| d.0.is_zero()) {
                 anyhow::bail!("--idle-timeout: give a duration more than 0, e.g. 10m");
             }
-            let exe = std::env::current_exe().context("cannot find the baton program")?;
+            let exe = baton_process::own_program().context("cannot find the baton program")?;
             let s = workers::start(&ctx, &state, &exe, &name, new, fresh)?;
             if let Some(p) = &s.gave_up {
                 errln!(

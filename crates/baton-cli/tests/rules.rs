@@ -152,6 +152,20 @@ fn async_runtimes_are_built_in_one_place() {
     );
 }
 
+/// The program's own file is resolved once (`baton_process::own_program`) and pinned: a
+/// session asked the kernel for it twice, and a replaced file must not change what later children
+/// run.
+#[test]
+fn the_own_program_is_resolved_in_one_place() {
+    assert_none(
+        in_product(
+            "std::env::current_exe(",
+            &["crates/baton-process/src/lib.rs"],
+        ),
+        "the program's own file read again — use baton_process::own_program()",
+    );
+}
+
 /// `SessionTmp` names the session's temp dir without creating it (most sessions never run
 /// `bash`; `tempfile` would create it at start-up), and removes it on drop.
 #[test]

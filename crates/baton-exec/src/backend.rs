@@ -66,7 +66,7 @@ pub struct TaskSpec {
 /// program's name (looked up on `PATH`) for the peers, nothing for `command` (the role names it).
 pub fn default_program(backend: BackendKind) -> Option<PathBuf> {
     match backend {
-        BackendKind::Baton => std::env::current_exe().ok(),
+        BackendKind::Baton => baton_process::own_program().ok(),
         BackendKind::Pi => Some("pi".into()),
         BackendKind::Codex => Some("codex".into()),
         BackendKind::Claude => Some("claude".into()),

@@ -41,8 +41,8 @@ pub fn parameters_schema(background: bool) -> Value {
     let entry = entry_schema();
     let mut props = entry["properties"].clone();
     if let Some(p) = props.as_object_mut() {
+        p.insert("chain".into(), json!({"type": "array", "items": entry.clone(), "minItems": 1, "maxItems": 8, "description": "Chain mode: sequential entries; `{previous}` receives the previous step's answer."}));
         p.insert("tasks".into(), json!({"type": "array", "items": entry, "minItems": 1, "maxItems": 8, "description": "Parallel mode: independent entries started together."}));
-        p.insert("chain".into(), json!({"type": "array", "items": entry_schema(), "minItems": 1, "maxItems": 8, "description": "Chain mode: sequential entries; `{previous}` receives the previous step's answer."}));
         if background {
             p.insert("background".into(), json!({"type": "boolean", "description": "Run detached and return a task id at once."}));
         }

@@ -55,7 +55,8 @@ pub async fn run(
     progress: &ProgressForward,
     cancel: &CancellationToken,
 ) -> Result<Outcome, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the baton program: {e}"))?;
+    let exe =
+        baton_process::own_program().map_err(|e| format!("cannot find the baton program: {e}"))?;
     let mut child = tokio::process::Command::new(exe)
         .args(args(s))
         .current_dir(s.root)

@@ -156,7 +156,7 @@ fn fail(call: &Call, e: impl std::fmt::Display) -> String {
 async fn start(call: &Call, args: Option<JsonObject>) -> Answer {
     let req: StartRequest = call.parse(args)?;
     let ctx = call.project()?;
-    let exe = std::env::current_exe().map_err(|e| fail(call, e))?;
+    let exe = baton_process::own_program().map_err(|e| fail(call, e))?;
     let cap = output_cap(&ctx);
     let started = tokio::task::spawn_blocking(move || {
         let state = state_dir(&ctx);

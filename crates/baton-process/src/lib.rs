@@ -27,6 +27,17 @@ use serde::{Deserialize, Serialize};
 
 pub use nix::sys::signal::Signal;
 
+/// This program's own file (`/proc/self/exe`), resolved once and pinned for the life of the
+/// process: the guard of every command, delegated agents, workers and tasks all run it, and a
+/// session would otherwise ask the kernel for it again each time.
+pub fn own_program() -> std::io::Result<PathBuf> {
+    static OWN: std::sync::OnceLock<Result<PathBuf, (std::io::ErrorKind, String)>> =
+        std::sync::OnceLock::new();
+    OWN.get_or_init(|| std::env::current_exe().map_err(|e| (e.kind(), e.to_string())))
+        .clone()
+        .map_err(|(kind, text)| std::io::Error::new(kind, text))
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessError {
     #[error("process {pid} does not exist")]

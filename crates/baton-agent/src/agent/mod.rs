@@ -229,8 +229,10 @@ pub fn system_prompt(spec: &AgentSpec, offered: &[String], host_sections: bool) 
             ));
         }
     }
+    // Resolved once for every file: each would otherwise walk the path's links again.
+    let root = spec.root.canonicalize().ok();
     for name in &spec.context_files {
-        let Some(text) = read_context_file(&spec.root, name) else {
+        let Some(text) = root.as_deref().and_then(|r| read_context_file(r, name)) else {
             continue;
         };
         {
@@ -244,16 +246,15 @@ pub fn system_prompt(spec: &AgentSpec, offered: &[String], host_sections: bool) 
     s
 }
 
-/// A context file's text: a regular file under the workspace root (no absolute path, no `..`,
-/// no link leading out), at most a little over [`CONTEXT_FILE_CAP`] bytes read. `None` when it is
-/// missing or not such a file.
+/// A context file's text: a regular file under the workspace root (`root`, resolved; no
+/// absolute path, no `..`, no link leading out), at most a little over [`CONTEXT_FILE_CAP`] bytes
+/// read. `None` when it is missing or not such a file.
 fn read_context_file(root: &std::path::Path, name: &str) -> Option<String> {
     use std::io::Read as _;
     if !context_file_name_ok(name) {
         return None;
     }
-    let root = root.canonicalize().ok()?;
-    let file = crate::tools::fsutil::open_read(&root, &root.join(name)).ok()?;
+    let file = crate::tools::fsutil::open_read(root, &root.join(name)).ok()?;
     if !file.metadata().ok()?.is_file() {
         return None;
     }

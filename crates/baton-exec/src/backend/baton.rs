@@ -21,7 +21,7 @@ pub(super) fn launch(
 ) -> Result<Launch, ExecError> {
     let program = match &spec.program {
         Some(p) => p.clone(),
-        None => std::env::current_exe().map_err(|e| {
+        None => baton_process::own_program().map_err(|e| {
             prepare(format!(
                 "cannot find the running baton binary ({e}): set {}",
                 program_key(spec.backend)
