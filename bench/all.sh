@@ -25,13 +25,19 @@ run() {
   echo "== bench $1: $((SECONDS - start)) s"
 }
 
-# The release binaries the Python benches start.
+# The release binaries the Python benches start, copied aside at once: a `cargo bench` of
+# baton-cli builds its own `baton` (with the features its dev-dependencies add, and so without
+# the code order of text-order.txt fitting it) into the same target/release/baton, and a later
+# `cargo build --release` that finds nothing to rebuild does not put the release one back.
+bins=target/bench-bin
 needs_binary=0
 for name in "${wanted[@]}"; do
   case "$name" in agents | flow) needs_binary=1 ;; esac
 done
 if [ "$needs_binary" = 1 ]; then
   cargo build --release -p baton-cli -p baton-testkit --bins
+  mkdir -p "$bins"
+  cp target/release/baton target/release/baton-mock "$bins/"
 fi
 
 for name in "${wanted[@]}"; do
@@ -46,8 +52,8 @@ for name in "${wanted[@]}"; do
     compaction) run compaction cargo bench -p baton-cli --bench compaction ;;
     tui) run tui cargo bench -p baton-tui ;;
     temporal) run temporal cargo bench -p baton-cli --features temporal --bench temporal ;;
-    agents) run agents python3 bench/agents.py --agents baton --runs 20 ;;
-    flow) run flow python3 bench/flow.py --runs 2 ;;
+    agents) run agents python3 bench/agents.py --agents baton --runs 20 --baton "$bins/baton" --mock "$bins/baton-mock" ;;
+    flow) run flow python3 bench/flow.py --runs 2 --baton "$bins/baton" ;;
     *)
       echo "bench/all.sh: no benchmark named $name (the names: ${all[*]})" >&2
       exit 2
