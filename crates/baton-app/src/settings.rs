@@ -180,7 +180,7 @@ impl SessionConfig {
             coordinator: config.routing.coordinator.as_deref().filter(|_| routed),
             role_class,
         };
-        let (mut resolved, provider) = route::choose(config, &ask, env)?;
+        let (mut resolved, mut provider) = route::choose(config, &ask, env)?;
         known.model = resolved.route.to_string();
         note_route(&resolved);
         let agent_flags = AgentFlags {
@@ -198,7 +198,6 @@ impl SessionConfig {
         )?;
         let compaction = route::compaction_route(config)?;
         let mut local = route::ask_local(config, &resolved);
-        let mut provider = provider;
         if record.is_some() {
             // The cassette records the provider the session runs on: learned now.
             if let Some((learned, p)) = local.take().and_then(route::LocalLearning::learn) {
