@@ -38,7 +38,7 @@ BATON = ROOT / "target" / "release" / "baton"
 MOCK = ROOT / "target" / "release" / "baton-mock"
 NODE_BIN = BENCH / "node_modules" / ".bin"
 
-BUILD_HINT = "cargo build --release -p baton-cli -p baton-testkit"
+BUILD_HINT = "cargo build --release -p baton-testkit --bins && cargo build --release -p baton-cli"
 NPM_HINT = "npm install --prefix bench"
 
 PROMPT = "What does hello.txt say? Read it, then answer in one line."

@@ -29,13 +29,16 @@ run() {
 # baton-cli builds its own `baton` (with the features its dev-dependencies add, and so without
 # the code order of text-order.txt fitting it) into the same target/release/baton, and a later
 # `cargo build --release` that finds nothing to rebuild does not put the release one back.
-bins=target/bench-bin
+bins="$PWD/target/bench-bin"
 needs_binary=0
 for name in "${wanted[@]}"; do
   case "$name" in agents | flow) needs_binary=1 ;; esac
 done
 if [ "$needs_binary" = 1 ]; then
-  cargo build --release -p baton-cli -p baton-testkit --bins
+  # Two builds, not one: built together, baton-cli takes the features baton-testkit's
+  # dependencies add, and the code order of text-order.txt no longer fits it.
+  cargo build --release -p baton-testkit --bins
+  cargo build --release -p baton-cli
   mkdir -p "$bins"
   cp target/release/baton target/release/baton-mock "$bins/"
 fi
