@@ -336,12 +336,7 @@ fn the_turns_of_a_session_share_one_connection() {
         .turn(Turn::tool_call("c2", "read", json!({"path": "note.txt"})))
         .turn(Turn::text("done"))
         .start_blocking();
-    let p = Sandbox::new()
-        .baton_exe(env!("CARGO_BIN_EXE_baton"))
-        .baton_config(&format!(
-            "[providers.local]\nkind = \"openai\"\nbase_url = \"{}/v1\"\n",
-            server.url()
-        ));
+    let p = local_project(&server, "");
     std::fs::write(p.path("note.txt"), "a small file\n").unwrap();
     let out = p.run(&["agent", "--model", "local/tiny", "read note.txt twice"]);
     assert_exit(&out, 0);
@@ -350,14 +345,18 @@ fn the_turns_of_a_session_share_one_connection() {
     assert_eq!(server.connections(), 2, "{asked:?}");
 }
 
-/// `baton agent --model local/tiny` against `server` as a loopback provider `local`, with
-/// `extra` config.
-fn local_session(server: &MockServer, extra: &str) -> std::process::Output {
+/// A project whose config has `server` as a loopback provider `local`, and `extra`.
+fn local_project(server: &MockServer, extra: &str) -> Sandbox {
     Sandbox::new()
         .baton_exe(env!("CARGO_BIN_EXE_baton"))
         .baton_config(&format!(
             "[providers.local]\nkind = \"openai\"\nbase_url = \"{}/v1\"\n{extra}",
             server.url()
         ))
-        .run(&["agent", "--model", "local/tiny", "say hello"])
+}
+
+/// `baton agent --model local/tiny` against `server` as a loopback provider `local`, with
+/// `extra` config.
+fn local_session(server: &MockServer, extra: &str) -> std::process::Output {
+    local_project(server, extra).run(&["agent", "--model", "local/tiny", "say hello"])
 }

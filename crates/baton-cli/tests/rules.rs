@@ -152,9 +152,9 @@ fn async_runtimes_are_built_in_one_place() {
     );
 }
 
-/// The program's own file is resolved once (`baton_process::own_program`) and pinned: a
-/// session asked the kernel for it twice, and a replaced file must not change what later children
-/// run.
+/// The program's own file is resolved once (`baton_process::own_program`) and its path pinned: a
+/// session asked the kernel for it twice, and once the file is replaced (an upgrade while a
+/// session runs) the kernel names it `… (deleted)`, which no later child could be started from.
 #[test]
 fn the_own_program_is_resolved_in_one_place() {
     assert_none(

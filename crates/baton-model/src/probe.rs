@@ -197,13 +197,8 @@ impl PropsAsked {
     }
 }
 
-/// `/props` of a local Chat Completions server ([`PropsAsked`]), asked and read at once.
-pub fn local_props(provider: &ProviderConfig, timeout: Duration) -> Option<LlamaProps> {
-    PropsAsked::send(provider, timeout)?.answer()
-}
-
 /// How long a session waits for a local server's `/props`: to connect, to send, for each read.
-pub const LOCAL_PROPS_TIMEOUT: Duration = Duration::from_millis(500);
+const LOCAL_PROPS_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// What a local server is asked about a model the table does not know, before a session's first
 /// request ([`ask_local_server`]); [`LocalAsk::learn`] reads the answer into the route.
