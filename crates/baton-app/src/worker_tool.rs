@@ -9,7 +9,7 @@ use baton_protocol::ToolSpec;
 use baton_tool::{Tool, ToolContext, ToolOutput};
 use serde_json::{json, Value};
 
-use crate::workers::{self, NewWorker, Prompt, Sent, WorkerList};
+use crate::workers::{self, NewWorker, Prompt, Waited, WorkerList};
 
 /// The tool, for the project of `cwd`; its workers' supervisors are `exe` (this `baton`).
 pub struct WorkerTool {
@@ -159,20 +159,17 @@ async fn send(
     wait: bool,
     ctx: &ToolContext,
 ) -> Result<String, String> {
-    let queued =
-        workers::send(state, name, prompt, false).map_err(|e| format!("worker send: {e:#}"))?;
-    let Sent::Queued { prompt: id, .. } = &queued else {
-        return Ok(text(&queued));
-    };
     if !wait {
+        let queued =
+            workers::send(state, name, prompt, false).map_err(|e| format!("worker send: {e:#}"))?;
         return Ok(text(&queued));
     }
-    match workers::answer_of(state, name, id, ctx.cancel.cancelled())
+    match workers::send_and_wait(state, name, prompt, &ctx.cancel)
         .await
         .map_err(|e| format!("worker send: {e:#}"))?
     {
-        Some(done) => Ok(text(&done)),
-        None => Err(format!(
+        Waited::Ended(done) => Ok(text(&done)),
+        Waited::Cancelled { prompt: id } => Err(format!(
             "worker send: cancelled; prompt {id} stays in the worker's log"
         )),
     }

@@ -5,7 +5,8 @@
 //! against the mock model, side by side.
 //!
 //! `cargo bench -p baton-cli --bench worker` (release build). Prints the median and p95 of each,
-//! and their ratio; also the whole round trip (the answer printed).
+//! and their ratio; also the whole round trip (the answer printed). Three scenarios: short
+//! answers, long ones, and a role with one MCP server (what a resume starts again every time).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -88,25 +89,41 @@ fn measure(
 }
 
 /// One scenario: the model answers every prompt with `answer`; the worker and the resumed
-/// session hold the same conversation. Prints its figures.
-fn scenario(title: &str, answer: &str) {
+/// session hold the same conversation, and with `mcp` their role lists one MCP server (`baton
+/// mcp` itself over stdio), which a resume starts again at every prompt. Prints its figures.
+fn scenario(title: &str, answer: &str, mcp: bool) {
     let arrivals: Arc<Mutex<Vec<Instant>>> = Arc::default();
     let seen = arrivals.clone();
     // Keeping no request: the mock's time per request stays the same from the first
     // measurement to the last (it kept every 400 KiB request of the 8 KiB scenario before).
     let server = MockServer::builder()
         .keep_requests(false)
-        .on_request(move |_| seen.lock().unwrap().push(Instant::now()))
+        // Model requests only: a session also asks the mock's `GET /props` (a local server's
+        // context size), and a resume asks it at every start, before the model.
+        .on_request(move |r| {
+            if r.method == "POST" {
+                seen.lock().unwrap().push(Instant::now());
+            }
+        })
         .start_blocking();
     for _ in 0..(3 * RUNS + 2) {
         server.push(Turn::text(answer));
     }
+    let baton = env!("CARGO_BIN_EXE_baton");
+    let (servers, listed) = if mcp {
+        (
+            format!("[mcp_servers.baton]\ncommand = \"{baton}\"\nargs = [\"mcp\"]\n"),
+            "mcp: [baton]\n",
+        )
+    } else {
+        (String::new(), "")
+    };
     let sb = Sandbox::new()
-        .baton_exe(env!("CARGO_BIN_EXE_baton"))
-        .mock_provider(&server, "openai", "");
+        .baton_exe(baton)
+        .mock_provider(&server, "openai", &servers);
     sb.write(
         ".baton/roles/helper.md",
-        "---\nname: helper\ndescription: a worker\ntools: []\n---\nHelp.\n",
+        &format!("---\nname: helper\ndescription: a worker\ntools: []\n{listed}---\nHelp.\n"),
     );
     let out = sb.run(&[
         "worker", "start", "b", "--role", "helper", "--model", "mock/m",
@@ -229,11 +246,17 @@ fn stages(log: &std::path::Path) -> ((f64, f64), (f64, f64)) {
 }
 
 fn main() {
-    scenario("short answers (a conversation of a few KiB)", "ok");
+    scenario("short answers (a conversation of a few KiB)", "ok", false);
     let long = "A line of a long answer, as a model writes when it reads code and explains it.\n"
         .repeat(100);
     scenario(
         "answers of 8 KiB (the conversation grows to about 250 KiB)",
         &long,
+        false,
+    );
+    scenario(
+        "short answers, the role lists one MCP server (`baton mcp` over stdio)",
+        "ok",
+        true,
     );
 }

@@ -636,6 +636,79 @@ async fn a_worker_is_started_prompted_listed_read_and_retired_over_mcp() {
     client.cancel().await.unwrap();
 }
 
+// Multi-threaded: `wait_until` blocks its thread while the client's service runs on another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_worker_send_leaves_its_prompt_to_be_answered_in_its_turn() {
+    use baton_testkit::{MockServer, Turn};
+    let server = MockServer::builder().start().await;
+    let sb = sandbox().mock_provider(&server, "openai", "");
+    sb.write(
+        ".baton/roles/helper.md",
+        "---\nname: helper\ndescription: a worker\ntools: [bash]\n---\nHelp.\n",
+    );
+    // The first prompt's turn runs until the test lets it go.
+    server.push(Turn::tool_call(
+        "b1",
+        "bash",
+        json!({"command": "touch started; until [ -e go ]; do sleep 0.05; done"}),
+    ));
+    server.push(Turn::text("the long one, done"));
+    server.push(Turn::text("the next one"));
+    let client = connect(&sb).await;
+    document(
+        &call(
+            &client,
+            "worker_start",
+            json!({"name": "w", "role": "helper", "model": "mock/m"}),
+        )
+        .await,
+    );
+    let params = CallToolRequestParams::new("worker_send").with_arguments(
+        json!({"name": "w", "prompt": "a long job"})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let handle = client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(20), || sb
+        .work()
+        .join("started")
+        .exists()));
+    handle.cancel(Some("test".into())).await.unwrap();
+    // The server goes on serving, and the prompt is the worker's, in flight.
+    let listed = document(&call(&client, "worker_list", json!({})).await);
+    let in_flight = listed["workers"][0]["in_flight"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::write(sb.work().join("go"), "").unwrap();
+    // Answered in its turn, in the log, though nobody waits for it.
+    let log = sb.work().join(".baton/state/workers/w.events.jsonl");
+    assert!(wait_until(Duration::from_secs(20), || {
+        std::fs::read_to_string(&log).unwrap().lines().any(|l| {
+            let e: Value = serde_json::from_str(l).unwrap();
+            e["type"] == "prompt.answered" && e["id"] == in_flight.as_str()
+        })
+    }));
+    let next = document(
+        &call(
+            &client,
+            "worker_send",
+            json!({"name": "w", "prompt": "and now?"}),
+        )
+        .await,
+    );
+    assert_eq!(next["answer"], "the next one");
+    document(&call(&client, "worker_stop", json!({"name": "w"})).await);
+    client.cancel().await.unwrap();
+}
+
 /// Every `format` in a schema, anywhere in it.
 fn formats(v: &Value, out: &mut Vec<String>) {
     match v {

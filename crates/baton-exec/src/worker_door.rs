@@ -1,7 +1,8 @@
 //! A running worker's door: a Unix socket its supervisor listens on, through which a prompt is
-//! sent and its answer handed back as soon as it is in the log. Without it, `baton worker send`
-//! reads the whole log, appends the prompt itself and looks at the log every millisecond until
-//! the answer lands; through it, the sender writes one line and reads two.
+//! sent and its answer handed back as soon as it is in the log. Without it, a sender (`baton
+//! worker send`, `baton mcp`'s `worker_send`, a session's `worker` tool) reads the log, appends
+//! the prompt itself and looks at the log every millisecond until the answer lands; through it,
+//! the sender writes one line and reads two.
 //!
 //! The log stays the record: the supervisor appends the prompt (`prompt.queued`) exactly as a
 //! sender would, before it answers that the prompt is queued, and the answer it hands back is
@@ -111,49 +112,91 @@ pub fn accept(conn: &UnixStream) -> Option<Ask> {
     (!ask.text.trim().is_empty() && valid_id(&ask.id)).then_some(ask)
 }
 
+/// `v` as one JSON line.
+fn line_of(v: &impl Serialize) -> std::io::Result<String> {
+    let mut text = serde_json::to_string(v).map_err(std::io::Error::other)?;
+    text.push('\n');
+    Ok(text)
+}
+
 /// Writes one JSON line to the sender (it may have gone: the prompt is in the log anyway).
 pub fn tell(mut conn: &UnixStream, line: &impl Serialize) -> std::io::Result<()> {
-    let mut text = serde_json::to_string(line).map_err(std::io::Error::other)?;
-    text.push('\n');
-    conn.write_all(text.as_bytes())
+    conn.write_all(line_of(line)?.as_bytes())
+}
+
+/// A connection to `worker`'s door, from a sender of this process's user; `None` when it has no
+/// door this sender may use.
+fn connect(state: &StateDir, worker: &str) -> Option<UnixStream> {
+    let name = name(state, worker)?;
+    let addr = SocketAddr::from_abstract_name(name.as_bytes()).ok()?;
+    let conn = UnixStream::connect_addr(&addr).ok()?;
+    same_user(&conn).then_some(conn)
+}
+
+/// The sender's line for prompt `id`.
+fn ask_line(id: &str, text: &str) -> Option<String> {
+    line_of(&Ask {
+        id: id.to_string(),
+        text: text.into(),
+    })
+    .ok()
+}
+
+/// The id the supervisor's first line says is queued, when it is `id`.
+fn queued_in(line: Option<String>, id: &str) -> Option<String> {
+    serde_json::from_str::<Queued>(&line?)
+        .ok()
+        .map(|q| q.queued)
+        .filter(|q| q == id)
+}
+
+/// What the sender got, from the supervisor's second line (`None`: the door closed first).
+fn reply(id: String, line: Option<String>) -> Reply {
+    match line.and_then(|l| serde_json::from_str::<WorkerEvent>(&l).ok()) {
+        Some(event) => Reply::Done {
+            id,
+            event: Box::new(event),
+        },
+        None => Reply::Queued { id },
+    }
 }
 
 /// Sends `text` to `worker` through its door as prompt `id` and waits for the answer; `None`
 /// when the worker has no door this sender may use and nothing was handed in (then send through
 /// the log).
 pub fn ask(state: &StateDir, worker: &str, id: &str, text: &str) -> Option<Reply> {
-    let name = name(state, worker)?;
-    let addr = SocketAddr::from_abstract_name(name.as_bytes()).ok()?;
-    let conn = UnixStream::connect_addr(&addr).ok()?;
-    if !same_user(&conn) {
-        return None;
-    }
-    let ask = Ask {
-        id: id.to_string(),
-        text: text.into(),
-    };
-    tell(&conn, &ask).ok()?;
-    let unsure = || Reply::Unsure { id: id.to_string() };
+    let mut conn = connect(state, worker)?;
+    conn.write_all(ask_line(id, text)?.as_bytes()).ok()?;
     let mut lines = BufReader::new(&conn).lines();
-    let queued = lines
-        .next()
-        .and_then(Result::ok)
-        .and_then(|l| serde_json::from_str::<Queued>(&l).ok());
-    let Some(queued) = queued.filter(|q| q.queued == id) else {
-        return Some(unsure());
+    let Some(id) = queued_in(lines.next().and_then(Result::ok), id) else {
+        return Some(Reply::Unsure { id: id.to_string() });
     };
-    let id = queued.queued;
-    let done = lines
-        .next()
-        .and_then(Result::ok)
-        .and_then(|l| serde_json::from_str::<WorkerEvent>(&l).ok());
-    Some(match done {
-        Some(event) => Reply::Done {
-            id,
-            event: Box::new(event),
-        },
-        None => Reply::Queued { id },
-    })
+    Some(reply(id, lines.next().and_then(Result::ok)))
+}
+
+/// [`ask`] for a sender on a tokio runtime (`baton mcp`, a session's `worker` tool): the wait
+/// for the answer ends when `cancel` fires, with the prompt queued (the log has the rest).
+pub async fn ask_async(
+    state: &StateDir,
+    worker: &str,
+    id: &str,
+    text: &str,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Option<Reply> {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+    let conn = connect(state, worker)?;
+    conn.set_nonblocking(true).ok()?;
+    let mut conn = tokio::net::UnixStream::from_std(conn).ok()?;
+    conn.write_all(ask_line(id, text)?.as_bytes()).await.ok()?;
+    let mut lines = tokio::io::BufReader::new(conn).lines();
+    let Some(id) = queued_in(lines.next_line().await.ok().flatten(), id) else {
+        return Some(Reply::Unsure { id: id.to_string() });
+    };
+    let done = tokio::select! {
+        line = lines.next_line() => line.ok().flatten(),
+        () = cancel.cancelled() => None,
+    };
+    Some(reply(id, done))
 }
 
 #[cfg(test)]
@@ -208,6 +251,53 @@ mod tests {
             accept(&conn).unwrap();
             then(&conn);
         });
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_sender_on_a_runtime_gets_the_answer_or_stops_waiting_when_cancelled() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = worker_log(dir.path());
+        let listener = listen(&state, "w1").unwrap();
+        // The supervisor: the first sender gets its answer; the second only `queued`, and the
+        // door stays open until the test says (its answer never comes).
+        let (close, closed) = std::sync::mpsc::channel::<()>();
+        let served = std::thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            let ask = accept(&conn).unwrap();
+            tell(&conn, &Queued { queued: P1.into() }).unwrap();
+            let answer = WorkerEvent::Lost {
+                id: P1.into(),
+                at: "2026-12-07T00:00:00Z".into(),
+            };
+            tell(&conn, &answer).unwrap();
+            let (conn, _) = listener.accept().unwrap();
+            accept(&conn).unwrap();
+            tell(&conn, &Queued { queued: P2.into() }).unwrap();
+            let _ = closed.recv();
+            ask.text
+        });
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let reply = ask_async(&state, "w1", P1, "hello", &cancel).await.unwrap();
+        let Reply::Done { id, event } = reply else {
+            panic!("{reply:?}")
+        };
+        assert_eq!(id, P1);
+        assert!(matches!(*event, WorkerEvent::Lost { .. }));
+        // Cancelled while it waits: the prompt is queued (the log has the rest), and the wait
+        // ends although the door is still open.
+        let cancelled = cancel.clone();
+        let waiting = ask_async(&state, "w1", P2, "again", &cancel);
+        let (reply, ()) = tokio::join!(waiting, async move { cancelled.cancel() });
+        assert!(
+            matches!(reply, Some(Reply::Queued { ref id }) if id == P2),
+            "{reply:?}"
+        );
+        close.send(()).unwrap();
+        assert_eq!(served.join().unwrap(), "hello");
+        // No door: nothing was handed in.
+        assert!(ask_async(&state, "w1", P1, "hello", &cancel)
+            .await
+            .is_none());
     }
 
     #[test]

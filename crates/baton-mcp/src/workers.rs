@@ -4,7 +4,7 @@
 //! `--json` prints. See docs/workers.md.
 
 use baton_app::project::{output_cap, state_dir};
-use baton_app::workers::{self, Ended, NewWorker, Prompt, Sent, Started, WorkerList};
+use baton_app::workers::{self, Ended, NewWorker, Prompt, Sent, Started, Waited, WorkerList};
 use rmcp::model::JsonObject;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -187,24 +187,20 @@ async fn send(call: &Call, args: Option<JsonObject>) -> Answer {
         (true, Some(_)) => return Err(fail(call, "give `prompt` or `retry`, not both")),
         (false, None) => return Err(fail(call, "`prompt` is missing (or give `retry: true`)")),
     };
-    let queued = workers::send(&state, &req.name, prompt, false)
-        .map_err(|e| fail(call, format!("{e:#}")))?;
-    let Sent::Queued { prompt: id, .. } = &queued else {
-        return Ok(document_result(&queued, true, cap));
-    };
     if req.no_wait {
+        let queued = workers::send(&state, &req.name, prompt, false)
+            .map_err(|e| fail(call, format!("{e:#}")))?;
         return Ok(document_result(&queued, true, cap));
     }
-    let cancel = call.context.ct.clone();
-    match workers::answer_of(&state, &req.name, id, cancel.cancelled())
+    match workers::send_and_wait(&state, &req.name, prompt, &call.context.ct)
         .await
         .map_err(|e| fail(call, format!("{e:#}")))?
     {
-        Some(done) => {
+        Waited::Ended(done) => {
             let ok = matches!(&done, Sent::Answered(a) if a.reason.is_none());
             Ok(document_result(&done, ok, cap))
         }
-        None => Err(fail(
+        Waited::Cancelled { prompt: id } => Err(fail(
             call,
             format!("cancelled; prompt {id} stays in the worker's log and is answered in its turn"),
         )),
