@@ -40,7 +40,12 @@ if [ "$needs_binary" = 1 ]; then
   cargo build --release -p baton-testkit --bins
   cargo build --release -p baton-cli
   mkdir -p "$bins"
-  cp target/release/baton target/release/baton-mock "$bins/"
+  # Copied beside, then renamed over: a copy made in place fails while a process started from
+  # the old file (a worker, a mock) still runs.
+  for b in baton baton-mock; do
+    cp target/release/$b "$bins/$b.new"
+    mv -f "$bins/$b.new" "$bins/$b"
+  done
 fi
 
 for name in "${wanted[@]}"; do

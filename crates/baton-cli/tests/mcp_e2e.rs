@@ -9,10 +9,9 @@ use std::time::Duration;
 
 use baton_testkit::fixture::{assert_exit, wait_until, Sandbox};
 use common::command_role;
-use common::mcp::{call, progress_messages, text, Client, Recorder};
+use common::mcp::{call, call_cancellable, progress_messages, text, Client, Recorder};
 use pretty_assertions::assert_eq;
-use rmcp::model::{CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest};
-use rmcp::service::PeerRequestOptions;
+use rmcp::model::CallToolResult;
 use serde_json::{json, Value};
 
 fn sandbox() -> Sandbox {
@@ -382,19 +381,12 @@ async fn a_cancelled_delegate_task_stops_its_child() {
     let sb = sandbox();
     command_role(&sb, "sleeper", "echo $$ > child.pid; exec sleep 60");
     let client = connect(&sb).await;
-    let params = CallToolRequestParams::new("delegate_task").with_arguments(
-        json!({"role": "sleeper", "name": "sleep", "task": "t"})
-            .as_object()
-            .unwrap()
-            .clone(),
-    );
-    let handle = client
-        .send_cancellable_request(
-            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
-            PeerRequestOptions::default(),
-        )
-        .await
-        .unwrap();
+    let handle = call_cancellable(
+        &client,
+        "delegate_task",
+        json!({"role": "sleeper", "name": "sleep", "task": "t"}),
+    )
+    .await;
     let pid_file = sb.work().join("child.pid");
     let pid = || {
         std::fs::read_to_string(&pid_file)
@@ -663,19 +655,12 @@ async fn a_cancelled_worker_send_leaves_its_prompt_to_be_answered_in_its_turn() 
         )
         .await,
     );
-    let params = CallToolRequestParams::new("worker_send").with_arguments(
-        json!({"name": "w", "prompt": "a long job"})
-            .as_object()
-            .unwrap()
-            .clone(),
-    );
-    let handle = client
-        .send_cancellable_request(
-            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
-            PeerRequestOptions::default(),
-        )
-        .await
-        .unwrap();
+    let handle = call_cancellable(
+        &client,
+        "worker_send",
+        json!({"name": "w", "prompt": "a long job"}),
+    )
+    .await;
     assert!(wait_until(Duration::from_secs(20), || sb
         .work()
         .join("started")

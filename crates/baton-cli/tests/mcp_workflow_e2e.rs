@@ -9,11 +9,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::mcp::{call, connect, progress_messages, structured, text, Recorder};
+use common::mcp::{call, call_cancellable, connect, progress_messages, structured, text, Recorder};
 use common::workflow::*;
 use pretty_assertions::assert_eq;
-use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
-use rmcp::service::PeerRequestOptions;
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -192,19 +190,12 @@ async fn a_cancelled_run_workflow_stops_and_resumes() {
     );
     let recorder = Recorder::default();
     let client = connect(&wf.sb, &recorder).await;
-    let params = CallToolRequestParams::new("run_workflow").with_arguments(
-        json!({"request": "add a feature file"})
-            .as_object()
-            .unwrap()
-            .clone(),
-    );
-    let handle = client
-        .send_cancellable_request(
-            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
-            PeerRequestOptions::default(),
-        )
-        .await
-        .unwrap();
+    let handle = call_cancellable(
+        &client,
+        "run_workflow",
+        json!({"request": "add a feature file"}),
+    )
+    .await;
     let pid = || {
         std::fs::read_to_string(&pid_file)
             .ok()

@@ -215,6 +215,20 @@ mod tests {
         state
     }
 
+    /// One sender at `listener`, served as a supervisor serves it: `queued`, then a `lost` line
+    /// as the prompt's end; the sender's text.
+    fn answer_lost(listener: &UnixListener, id: &str) -> String {
+        let (conn, _) = listener.accept().unwrap();
+        let ask = accept(&conn).unwrap();
+        tell(&conn, &Queued { queued: id.into() }).unwrap();
+        let answer = WorkerEvent::Lost {
+            id: id.into(),
+            at: "2026-12-07T00:00:00Z".into(),
+        };
+        tell(&conn, &answer).unwrap();
+        ask.text
+    }
+
     #[test]
     fn a_prompt_goes_in_and_its_answer_comes_back_through_the_door() {
         let dir = tempfile::tempdir().unwrap();
@@ -222,17 +236,7 @@ mod tests {
         let listener = listen(&state, "w1").unwrap();
         // A second supervisor of the same worker cannot take its door.
         assert!(listen(&state, "w1").is_err());
-        let served = std::thread::spawn(move || {
-            let (conn, _) = listener.accept().unwrap();
-            let ask = accept(&conn).unwrap();
-            tell(&conn, &Queued { queued: P1.into() }).unwrap();
-            let answer = WorkerEvent::Lost {
-                id: P1.into(),
-                at: "2026-12-07T00:00:00Z".into(),
-            };
-            tell(&conn, &answer).unwrap();
-            ask.text
-        });
+        let served = std::thread::spawn(move || answer_lost(&listener, P1));
         let reply = ask(&state, "w1", P1, "hello").unwrap();
         assert_eq!(served.join().unwrap(), "hello");
         let Reply::Done { id, event } = reply else {
@@ -262,19 +266,12 @@ mod tests {
         // door stays open until the test says (its answer never comes).
         let (close, closed) = std::sync::mpsc::channel::<()>();
         let served = std::thread::spawn(move || {
-            let (conn, _) = listener.accept().unwrap();
-            let ask = accept(&conn).unwrap();
-            tell(&conn, &Queued { queued: P1.into() }).unwrap();
-            let answer = WorkerEvent::Lost {
-                id: P1.into(),
-                at: "2026-12-07T00:00:00Z".into(),
-            };
-            tell(&conn, &answer).unwrap();
+            let text = answer_lost(&listener, P1);
             let (conn, _) = listener.accept().unwrap();
             accept(&conn).unwrap();
             tell(&conn, &Queued { queued: P2.into() }).unwrap();
             let _ = closed.recv();
-            ask.text
+            text
         });
         let cancel = tokio_util::sync::CancellationToken::new();
         let reply = ask_async(&state, "w1", P1, "hello", &cancel).await.unwrap();

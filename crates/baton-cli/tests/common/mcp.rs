@@ -39,6 +39,24 @@ pub async fn connect(sb: &Sandbox, recorder: &Recorder) -> Client {
         .unwrap()
 }
 
+/// Starts a tool call that the test cancels with the handle (`handle.cancel(…)`).
+pub async fn call_cancellable<H: ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    name: &str,
+    args: Value,
+) -> rmcp::service::RequestHandle<RoleClient> {
+    use rmcp::model::{CallToolRequest, ClientRequest};
+    let params = CallToolRequestParams::new(name.to_string())
+        .with_arguments(args.as_object().unwrap().clone());
+    client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            rmcp::service::PeerRequestOptions::default(),
+        )
+        .await
+        .unwrap()
+}
+
 /// Calls a tool; rmcp's client gives every call a progress token.
 pub async fn call<H: ClientHandler>(
     client: &RunningService<RoleClient, H>,
