@@ -242,16 +242,8 @@ pub fn start(
     if let (true, Ok(w)) = (existing, load(state, name)) {
         // A prompt a dead supervisor was working on is given up, never re-sent by itself.
         if w.phase() == Phase::Lost {
-            if let Some(p) = w.in_flight() {
-                append(
-                    state,
-                    name,
-                    &WorkerEvent::Lost {
-                        id: p.id.clone(),
-                        at: now_rfc3339(),
-                    },
-                )?;
-                gave_up = Some(p.id.clone());
+            if let Some(id) = give_up_in_flight(state, name, &w)? {
+                gave_up = Some(id);
                 // Its turn, begun in the session and never finished, leaves the model's view:
                 // the session goes on without it (`send --retry` sends it once, as new).
                 if let (false, Some(session)) = (fresh, &w.session) {
@@ -302,6 +294,22 @@ pub fn start(
 
 pub fn append(state: &StateDir, name: &str, ev: &WorkerEvent) -> Result<()> {
     worker::append(state, name, ev).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// Records the prompt `w` was working on, if any, as lost (its supervisor is gone); its id.
+fn give_up_in_flight(state: &StateDir, name: &str, w: &WorkerState) -> Result<Option<String>> {
+    let Some(p) = w.in_flight() else {
+        return Ok(None);
+    };
+    append(
+        state,
+        name,
+        &WorkerEvent::Lost {
+            id: p.id.clone(),
+            at: now_rfc3339(),
+        },
+    )?;
+    Ok(Some(p.id.clone()))
 }
 
 /// One worker as `list` shows it, its state reconciled with what runs.
@@ -405,16 +413,7 @@ pub fn stop(state: &StateDir, name: &str) -> Result<bool> {
     }
     let w = load(state, name)?;
     if w.stopped.is_none() {
-        if let Some(p) = w.in_flight() {
-            append(
-                state,
-                name,
-                &WorkerEvent::Lost {
-                    id: p.id.clone(),
-                    at: now_rfc3339(),
-                },
-            )?;
-        }
+        give_up_in_flight(state, name, &w)?;
         append(
             state,
             name,

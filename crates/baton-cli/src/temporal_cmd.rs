@@ -466,20 +466,10 @@ mod imp {
             git(&push.0, &["push", "-q", &remote, &push.1]).map_err(|e| {
                 anyhow::anyhow!("cannot push {branch} to `engine.remote` ({remote}) as it is here: {e} (pull first if the remote is ahead)")
             })?;
-            let mirror = (root_owned, input.clone());
-            started(
-                &client,
-                &engine,
-                flow_sdk::start(&client, &engine, input),
-                (
-                    json,
-                    format!(
-                    "baton flow: Flow {id} started on Temporal; units land on {branch} at {remote}"
-                ),
-                ),
-            )
-            .await?;
-            follow_flow(&client, &mirror, json).await
+            let line = format!(
+                "baton flow: Flow {id} started on Temporal; units land on {branch} at {remote}"
+            );
+            start_and_follow_flow(&client, &engine, (root_owned, input), (json, line)).await
         })
     }
 
@@ -495,18 +485,12 @@ mod imp {
         json: bool,
     ) -> Result<Exit> {
         use baton_temporal::flow::{FlowInput, UnitState};
-        use baton_temporal::flow_sdk;
         if guidance.trim().is_empty() {
             anyhow::bail!("--guidance is empty: say what the implementer should do differently");
         }
         let root = ctx.project_root.clone();
         on_temporal(ctx, |engine, client| async move {
-            let input = flow_sdk::input(&client, id)
-                .await
-                .map_err(anyhow::Error::msg)?;
-            let status = flow_sdk::status(&client, id)
-                .await
-                .map_err(anyhow::Error::msg)?;
+            let (input, status) = flow_input_and_status(&client, id).await?;
             if status.state != FlowRun::Failed {
                 anyhow::bail!(
                     "Flow {id} is {}: only a Flow that stopped at a unit goes on",
@@ -564,21 +548,11 @@ mod imp {
                 onto: None,
                 ..input
             };
-            let mirror = (root.clone(), next.clone());
-            started(
-                &client,
-                &engine,
-                flow_sdk::start(&client, &engine, next),
-                (
-                    json,
-                    format!(
-                        "baton flow: Flow {id} goes on on Temporal as {next_id}, from unit {}",
-                        row.id
-                    ),
-                ),
-            )
-            .await?;
-            follow_flow(&client, &mirror, json).await
+            let line = format!(
+                "baton flow: Flow {id} goes on on Temporal as {next_id}, from unit {}",
+                row.id
+            );
+            start_and_follow_flow(&client, &engine, (root.clone(), next), (json, line)).await
         })
     }
 
@@ -633,10 +607,40 @@ mod imp {
 
     pub use crate::temporal_doctor::doctor;
 
-    /// Follows a Flow on Temporal to its end, printing each unit's changes (unless `json`), and
-    /// reports it.
-    /// Follows the Flow `input` started in the project at `root` to its end, keeping its
-    /// record there in the local Flow engine's log ([`baton_temporal::flow_mirror`]).
+    /// What Flow `id` on Temporal was started with, and where it stands.
+    async fn flow_input_and_status(
+        client: &sdk::Client,
+        id: &str,
+    ) -> Result<(
+        baton_temporal::flow::FlowInput,
+        baton_temporal::flow::FlowStatus,
+    )> {
+        let input = flow_sdk::input(client, id)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        let status = flow_sdk::status(client, id)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        Ok((input, status))
+    }
+
+    /// Starts the Flow `input` of the project at `root` on Temporal (saying `line` unless
+    /// `json`), then follows it to its end ([`follow_flow`]).
+    async fn start_and_follow_flow(
+        client: &sdk::Client,
+        engine: &Engine,
+        (root, input): (std::path::PathBuf, baton_temporal::flow::FlowInput),
+        said: (bool, String),
+    ) -> Result<Exit> {
+        let json = said.0;
+        let mirror = (root, input.clone());
+        started(client, engine, flow_sdk::start(client, engine, input), said).await?;
+        follow_flow(client, &mirror, json).await
+    }
+
+    /// Follows the Flow `input` started in the project at `root` to its end, printing each
+    /// unit's changes (unless `json`), keeping its record there in the local Flow engine's log
+    /// ([`baton_temporal::flow_mirror`]), and reports it.
     async fn follow_flow(
         client: &sdk::Client,
         (root, input): &(std::path::PathBuf, baton_temporal::flow::FlowInput),
@@ -690,15 +694,9 @@ mod imp {
     /// the target as it is now (`ID-land-UNIT`).
     pub fn flow_land(ctx: &ProjectContext, id: &str, unit: &str, json: bool) -> Result<Exit> {
         use baton_temporal::flow::{FlowInput, UnitState};
-        use baton_temporal::flow_sdk;
         let root = ctx.project_root.clone();
         on_temporal(ctx, |engine, client| async move {
-            let input = flow_sdk::input(&client, id)
-                .await
-                .map_err(anyhow::Error::msg)?;
-            let status = flow_sdk::status(&client, id)
-                .await
-                .map_err(anyhow::Error::msg)?;
+            let (input, status) = flow_input_and_status(&client, id).await?;
             if !matches!(status.state, FlowRun::Completed | FlowRun::Failed) {
                 anyhow::bail!(
                     "Flow {id} is still {}: land a unit once it has ended",
@@ -740,20 +738,9 @@ mod imp {
                 origin: Some(origin),
                 ..input
             };
-            let mirror = (root.clone(), land.clone());
-            started(
-                &client,
-                &engine,
-                flow_sdk::start(&client, &engine, land),
-                (
-                    json,
-                    format!(
-                        "baton flow: landing unit {unit} of Flow {id} on Temporal as {land_id}"
-                    ),
-                ),
-            )
-            .await?;
-            follow_flow(&client, &mirror, json).await
+            let line =
+                format!("baton flow: landing unit {unit} of Flow {id} on Temporal as {land_id}");
+            start_and_follow_flow(&client, &engine, (root.clone(), land), (json, line)).await
         })
     }
 

@@ -298,18 +298,7 @@ fn serve(name: &str, project: PathBuf, fresh: bool) -> Result<Exit> {
     let backend = workers::backend_of(&ctx, &role);
     if backend != baton_protocol::role::BackendKind::Baton {
         let r = crate::worker_peer::serve(&ctx, &state, &w, role, backend, fresh);
-        if let Err(e) = &r {
-            let _ = worker::append(
-                &state,
-                name,
-                &WorkerEvent::Stopped {
-                    reason: StopReason::Failed,
-                    message: Some(format!("{e:#}")),
-                    at: now_rfc3339(),
-                },
-            );
-        }
-        return r;
+        return record_failure(&state, name, r);
     }
     #[derive(clap::Parser)]
     struct Agent {
@@ -341,11 +330,14 @@ fn serve(name: &str, project: PathBuf, fresh: bool) -> Result<Exit> {
         budget_usd: w.spec.budget_usd,
         idle_timeout: w.spec.idle_timeout_secs.map(Duration::from_secs),
     });
-    let r = crate::agent_cmd::run(agent);
+    record_failure(&state, name, crate::agent_cmd::run(agent))
+}
+
+/// A supervisor that ended with an error (before or while serving): the log says why.
+fn record_failure(state: &StateDir, name: &str, r: Result<Exit>) -> Result<Exit> {
     if let Err(e) = &r {
-        // It ended before serving: the log says why.
         let _ = worker::append(
-            &state,
+            state,
             name,
             &WorkerEvent::Stopped {
                 reason: StopReason::Failed,

@@ -96,7 +96,8 @@ pub fn parse_request(v: &Value) -> Result<DelegateRequest, String> {
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err("`background` must be true or false".into()),
     };
-    let has_single = [
+    // The fields of one entry, which make the single shape when given at the top.
+    const SINGLE: [&str; 7] = [
         "role",
         "name",
         "task",
@@ -104,9 +105,8 @@ pub fn parse_request(v: &Value) -> Result<DelegateRequest, String> {
         "model_class",
         "modelClass",
         "thinking",
-    ]
-    .iter()
-    .any(|k| obj.contains_key(*k));
+    ];
+    let has_single = SINGLE.iter().any(|k| obj.contains_key(*k));
     let shapes = [
         has_single,
         obj.contains_key("tasks"),
@@ -116,19 +116,9 @@ pub fn parse_request(v: &Value) -> Result<DelegateRequest, String> {
         return Err("use exactly one shape: single fields {role, name, task}, or {tasks: [...]} for parallel, or {chain: [...]} for a chain".into());
     }
     for k in obj.keys() {
-        let allowed = [
-            "role",
-            "name",
-            "task",
-            "model",
-            "model_class",
-            "modelClass",
-            "thinking",
-            "tasks",
-            "chain",
-            "background",
-        ];
-        if !allowed.contains(&k.as_str()) {
+        let known =
+            SINGLE.contains(&k.as_str()) || ["tasks", "chain", "background"].contains(&k.as_str());
+        if !known {
             return Err(format!(
                 "unknown field `{k}`; fields are role, name, task, model, model_class, thinking (per entry), tasks or chain, background"
             ));
