@@ -114,6 +114,9 @@ struct Door {
 /// The most senders the door serves at once.
 const DOOR_MOST: usize = 64;
 
+/// How often a sender waiting at the door is checked for having hung up.
+const HANG_UP_CHECK: Duration = Duration::from_millis(200);
+
 impl Door {
     /// Opens the door: senders of this user are served on threads of their own until the
     /// supervisor stops. Another supervisor holding the door, or no socket, is said and
@@ -186,9 +189,24 @@ impl Door {
             self.end(&id);
             return;
         }
-        if worker_door::tell(conn, &worker_door::Queued { queued: id }).is_ok() {
-            if let Ok(ev) = rx.recv() {
-                let _ = worker_door::tell(conn, &ev);
+        if worker_door::tell(conn, &worker_door::Queued { queued: id.clone() }).is_err() {
+            self.end(&id);
+            return;
+        }
+        // Its end, handed over as it lands. A sender that hangs up meanwhile (a cancelled call)
+        // frees this thread and its place at the door: the prompt stays in the log and is
+        // answered in its turn.
+        loop {
+            match rx.recv_timeout(HANG_UP_CHECK) {
+                Ok(ev) => {
+                    let _ = worker_door::tell(conn, &ev);
+                    return;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if !worker_door::gone(conn) => {}
+                Err(_) => {
+                    self.end(&id);
+                    return;
+                }
             }
         }
     }
@@ -436,5 +454,54 @@ fn feed(
         if tx.send(Submission::Input(text)).is_err() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_sender_that_stops_waiting_frees_its_place_at_the_door() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::at(dir.path().join("state"));
+        std::fs::create_dir_all(state.root().join("workers")).unwrap();
+        std::fs::write(worker::log_path(&state, "w1").unwrap(), "").unwrap();
+        let front = WorkerFront {
+            name: "w1".into(),
+            state: state.clone(),
+            budget_usd: None,
+            idle_timeout: None,
+        };
+        let door: Arc<Door> = Arc::default();
+        door.open(&front);
+        let id = "0191f6b2c3d4e5f60718293a4b5c6d7e";
+        let cancel = CancellationToken::new();
+        let stop = cancel.clone();
+        let asked = worker_door::ask_async(&state, "w1", id, "hello", &cancel);
+        let (reply, ()) = tokio::join!(asked, async move { stop.cancel() });
+        // Queued (in the log), and the sender went away without its answer.
+        assert!(
+            matches!(reply, Some(worker_door::Reply::Queued { .. })),
+            "{reply:?}"
+        );
+        let log = std::fs::read_to_string(worker::log_path(&state, "w1").unwrap()).unwrap();
+        assert!(log.contains(id), "{log}");
+        // The door lets go of it: its thread ends and it no longer waits for that answer.
+        let freed = || {
+            door.open.load(Ordering::SeqCst) == 0
+                && door
+                    .waiting
+                    .lock()
+                    .unwrap()
+                    .as_ref()
+                    .is_some_and(|w| w.is_empty())
+        };
+        assert!(
+            baton_testkit::fixture::wait_until(Duration::from_secs(5), freed),
+            "the door still holds a sender that hung up"
+        );
     }
 }

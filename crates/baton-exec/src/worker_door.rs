@@ -112,6 +112,30 @@ pub fn accept(conn: &UnixStream) -> Option<Ask> {
     (!ask.text.trim().is_empty() && valid_id(&ask.id)).then_some(ask)
 }
 
+/// Whether the sender at the other end of `conn` has hung up (a call that stopped waiting):
+/// for the supervisor, which then stops waiting for that prompt's end on its behalf.
+pub fn gone(conn: &UnixStream) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let mut fds = [PollFd::new(conn.as_fd(), PollFlags::POLLIN)];
+    if !poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0) {
+        return false;
+    }
+    let hung_up = fds[0]
+        .revents()
+        .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR));
+    // Readable: a sender writes nothing after its line, so what there is to read is its end.
+    hung_up || {
+        use nix::sys::socket::{recv, MsgFlags};
+        use std::os::fd::AsRawFd as _;
+        let flags = MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT;
+        match recv(conn.as_raw_fd(), &mut [0u8; 1], flags) {
+            Ok(n) => n == 0,
+            Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => false,
+            Err(_) => true,
+        }
+    }
+}
+
 /// `v` as one JSON line.
 fn line_of(v: &impl Serialize) -> std::io::Result<String> {
     let mut text = serde_json::to_string(v).map_err(std::io::Error::other)?;
@@ -295,6 +319,18 @@ mod tests {
         assert!(ask_async(&state, "w1", P1, "hello", &cancel)
             .await
             .is_none());
+    }
+
+    #[test]
+    fn the_supervisor_sees_a_sender_that_hung_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = worker_log(dir.path());
+        let listener = listen(&state, "w1").unwrap();
+        let sender = connect(&state, "w1").unwrap();
+        let (conn, _) = listener.accept().unwrap();
+        assert!(!gone(&conn), "a sender that waits is not gone");
+        drop(sender);
+        assert!(gone(&conn), "a sender that hung up is gone");
     }
 
     #[test]
