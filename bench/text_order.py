@@ -11,8 +11,9 @@ target/release/baton and collects the functions it executes in two ways:
 * `perf record -e page-faults -d` (several runs): the functions whose first instruction fetch
   faulted a page of code in — the ones still outside the ordered block, natively.
 
-Names already in the file keep their place; new ones are appended. Run it, rebuild
-(`cargo build --release -p baton-cli`), and run it again until it finds (almost) nothing new.
+Names already in the file keep their place; new ones are appended; `--prune` first drops the
+names the binary does not have. Run it, rebuild (`cargo build --release -p baton-cli`), and run
+it again until it finds (almost) nothing new.
 Needs perf (Debian `linux-perf`) and, with `--callgrind`, valgrind.
 """
 
@@ -93,12 +94,25 @@ def main() -> int:
     p.add_argument("--callgrind", action="store_true", help="also one session under callgrind (the first pass)")
     p.add_argument("--baton", default=str(ROOT / "target" / "release" / "baton"))
     p.add_argument("--mock", default=str(agents.MOCK))
+    p.add_argument(
+        "--prune",
+        action="store_true",
+        help="first drop the names the binary does not have (renamed or gone: their hash changed)",
+    )
     args = p.parse_args()
     for tool in ["perf"] + (["valgrind"] if args.callgrind else []):
         if shutil.which(tool) is None:
             sys.exit(f"{tool} is missing")
     baton = Path(args.baton).resolve()
     existing = [l.strip() for l in ORDER.read_text().splitlines()] if ORDER.exists() else []
+    if args.prune:
+        symbols = subprocess.run(
+            ["nm", "--defined-only", "--no-demangle", str(baton)], capture_output=True, text=True, check=True
+        ).stdout
+        have = {fields[-1] for fields in (l.split() for l in symbols.splitlines()) if fields}
+        kept = [n for n in existing if n in have]
+        print(f"pruned {len(existing) - len(kept)} names the binary does not have")
+        existing = kept
     known = set(existing)
     with tempfile.TemporaryDirectory(prefix="baton-order-") as t:
         tmp = Path(t)
