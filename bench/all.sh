@@ -2,7 +2,7 @@
 # Every benchmark of the project, one after the other, each printing its figures beside its
 # baseline (bench/README.md, and the doc each one names). CI runs this after the tests so a
 # regression shows in the log the day it lands; the figures are read, not asserted (the terminal
-# UI's bench and the dashboard's are the exceptions: they fail when a target is missed).
+# UI's bench and the dashboard's also fail when a target they count, not time, is missed).
 #
 #   bash bench/all.sh            # everything (about 20 minutes on 2 cores, most of it building)
 #   bash bench/all.sh store mcp  # only the named ones

@@ -20,3 +20,13 @@ pub fn current_thread() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()
         .context("cannot start the async runtime")
 }
+
+/// Runs `work` on a thread of its own at a lower priority ([`baton_process::lower_this_thread`]):
+/// work that may take a while and that nobody waits on, started beside a server that answers a
+/// person meanwhile.
+pub fn background(work: impl FnOnce() + Send + 'static) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        baton_process::lower_this_thread();
+        work();
+    })
+}

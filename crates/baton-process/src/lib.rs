@@ -38,6 +38,19 @@ pub fn own_program() -> std::io::Result<PathBuf> {
         .map_err(|(kind, text)| std::io::Error::new(kind, text))
 }
 
+/// Lowers the calling thread's scheduling priority by 10 nice steps: for work nobody is waiting on
+/// (the dashboard's read of the history as it starts), so that what a person waits for (the
+/// page's first paint, a key's echo) gets the cores first. Linux keeps a nice value per thread,
+/// so the other threads of the process keep theirs. Best effort: a refusal leaves the thread
+/// as it was; elsewhere it does nothing.
+pub fn lower_this_thread() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: nice takes a plain integer; on Linux it changes the calling thread only.
+    unsafe {
+        libc::nice(10);
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessError {
     #[error("process {pid} does not exist")]
@@ -305,6 +318,32 @@ mod tests {
     use pretty_assertions::assert_eq;
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
+
+    /// The calling thread's nice value, field 19 of `/proc/thread-self/stat`.
+    fn own_nice() -> i64 {
+        let text = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        let (_, rest) = text.rsplit_once(')').unwrap();
+        rest.split_whitespace().nth(16).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_lowered_thread_runs_10_nice_steps_lower_and_the_others_keep_theirs() {
+        let before = own_nice();
+        let lowered = std::thread::spawn(|| {
+            lower_this_thread();
+            own_nice()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(lowered, (before + 10).min(19));
+        assert_eq!(own_nice(), before, "the calling thread keeps its priority");
+        let sibling = std::thread::spawn(own_nice).join().unwrap();
+        assert_eq!(
+            sibling, before,
+            "a thread started later keeps the process's priority"
+        );
+    }
 
     #[test]
     fn stat_parses_names_with_spaces_and_parentheses() {

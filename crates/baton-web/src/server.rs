@@ -530,8 +530,9 @@ fn router(opts: Options, guard: Guard) -> Router {
         opts.state.clone(),
         std::sync::Arc::new(opts.prices.clone()),
     )));
-    // Read once as the server starts, so the first page does not wait for it.
-    std::thread::spawn({
+    // Read once as the server starts, so the first page does not wait for it; at a lower
+    // priority, so the page's first paint does not wait for the cores either.
+    baton_app::runtime::background({
         let history = history.clone();
         move || {
             if let Ok(mut h) = history.lock() {
