@@ -7,11 +7,11 @@
 #   bash bench/all.sh            # everything (about 20 minutes on 2 cores, most of it building)
 #   bash bench/all.sh store mcp  # only the named ones
 #
-# Names: store bash_call parse fanout worker mcp routing compaction tui temporal agents flow.
+# Names: store bash_call parse fanout worker mcp routing compaction tui history temporal agents flow.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(store bash_call parse fanout worker mcp routing compaction tui temporal agents flow)
+all=(store bash_call parse fanout worker mcp routing compaction tui history temporal agents flow)
 wanted=("$@")
 if [ ${#wanted[@]} -eq 0 ]; then
   wanted=("${all[@]}")
@@ -59,6 +59,7 @@ for name in "${wanted[@]}"; do
     routing) run routing cargo bench -p baton-cli --bench routing ;;
     compaction) run compaction cargo bench -p baton-cli --bench compaction ;;
     tui) run tui cargo bench -p baton-tui ;;
+    history) run history cargo bench -p baton-web --bench history ;;
     temporal) run temporal cargo bench -p baton-cli --features temporal --bench temporal ;;
     agents) run agents python3 bench/agents.py --agents baton --runs 20 --baton "$bins/baton" --mock "$bins/baton-mock" ;;
     flow) run flow python3 bench/flow.py --runs 2 --baton "$bins/baton" ;;
