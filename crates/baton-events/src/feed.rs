@@ -102,6 +102,8 @@ struct Log {
     key: Option<i128>,
     /// Set after an error: the log is not read any more.
     stopped: bool,
+    /// How its lines are read (the feed's [`Parse`]).
+    parse: Parse,
 }
 
 impl Log {
@@ -119,7 +121,7 @@ impl Log {
             self.skip = None;
             self.next = end;
             // The line is not shown again, but its time still orders the lines after it.
-            if let Ok(p) = Payload::parse(source.kind, line) {
+            if let Ok(p) = (self.parse)(source.kind, line) {
                 self.key = self.key.max(p.ts().and_then(parse_time));
             }
             return Ok(None);
@@ -137,7 +139,7 @@ impl Log {
         if line.iter().any(|&b| b < 0x20 && b != b'\t' && b != b'\r') {
             return Err(damaged("holds NUL or control bytes".into()));
         }
-        let payload = Payload::parse(source.kind, line)
+        let payload = (self.parse)(source.kind, line)
             .map_err(|e| damaged(format!("is not a {} event: {e}", source.kind)))?;
         let ts = payload.ts().map(str::to_string);
         self.key = self.key.max(ts.as_deref().and_then(parse_time));
@@ -157,6 +159,9 @@ impl Log {
     }
 }
 
+/// How a line of a log of a kind is read into its event.
+type Parse = fn(SourceKind, &[u8]) -> Result<Payload, serde_json::Error>;
+
 /// The reader of a project's logs.
 #[derive(Debug)]
 pub struct Feed {
@@ -164,6 +169,7 @@ pub struct Feed {
     filter: Filter,
     since: Cursor,
     logs: BTreeMap<Source, Log>,
+    parse: Parse,
 }
 
 /// What one read found: the events in order, and the errors of logs that stop being read.
@@ -180,7 +186,16 @@ impl Feed {
             filter,
             since,
             logs: BTreeMap::new(),
+            parse: Payload::parse,
         }
+    }
+
+    /// The feed for a reader that only folds events into the projection (the dashboard's
+    /// history): a workflow event's change of the artifact keeps only what the projection reads
+    /// ([`Payload::parse_projected`]).
+    pub fn projected(mut self) -> Feed {
+        self.parse = Payload::parse_projected;
+        self
     }
 
     pub fn state(&self) -> &StateDir {
@@ -278,6 +293,7 @@ impl Feed {
     fn log(&mut self, source: &Source) -> &mut Log {
         let state = &self.state;
         let since = &self.since;
+        let parse = self.parse;
         self.logs.entry(source.clone()).or_insert_with(|| {
             let (dir, suffix) = location(state, source.kind);
             let skip = since.get(source);
@@ -291,6 +307,7 @@ impl Feed {
                 skip,
                 key,
                 stopped: false,
+                parse,
             }
         })
     }

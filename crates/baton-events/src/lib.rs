@@ -63,6 +63,22 @@ impl Payload {
         })
     }
 
+    /// Reads one line of a log of `kind` for the projection alone: as [`Payload::parse`], but a
+    /// workflow event's change of the artifact keeps only what the projection reads
+    /// ([`projection::ProjectedChange`]); the rest is skipped while parsing, not built and freed.
+    pub fn parse_projected(kind: SourceKind, line: &[u8]) -> Result<Payload, serde_json::Error> {
+        match kind {
+            SourceKind::Workflow => {
+                let wire: baton_workflow::event::Wire<projection::ProjectedChange> =
+                    serde_json::from_slice(line)?;
+                let event = baton_workflow::store::WorkflowEvent::try_from(wire)
+                    .map_err(serde::de::Error::custom)?;
+                Ok(Payload::Workflow(event))
+            }
+            _ => Payload::parse(kind, line),
+        }
+    }
+
     /// The kind of log the event comes from.
     pub fn kind(&self) -> SourceKind {
         match self {

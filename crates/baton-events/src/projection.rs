@@ -26,7 +26,7 @@ use crate::{Event, Payload};
 
 pub use flow::{Check, Flow, Unit};
 pub use words::{Kind, State, Step, STEPS};
-pub use workflow::{Checkpoint, Node, Spent, Workflow};
+pub use workflow::{Checkpoint, Node, ProjectedChange, Spent, Workflow};
 
 /// One row of the side panel.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -194,7 +194,7 @@ pub fn now(
     state: baton_state::StateDir,
     mut prepare: impl FnMut(&mut Event),
 ) -> Result<Vec<Doc>, String> {
-    let mut feed = crate::Feed::new(state, Default::default(), Default::default());
+    let mut feed = crate::Feed::new(state, Default::default(), Default::default()).projected();
     let mut p = Projection::default();
     let (events, errors) = feed.poll();
     if !errors.is_empty() {

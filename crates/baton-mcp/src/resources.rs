@@ -604,7 +604,9 @@ fn follow(cwd: &Path) -> tokio::sync::mpsc::UnboundedReceiver<Option<Source>> {
                 ],
                 ids: Vec::new(),
             };
-            let mut feed = Feed::new(state, filter, Cursor::default());
+            // Only the logs events come from are sent on: the projected parse, which skips the
+            // bulk of a workflow's changes, reads enough.
+            let mut feed = Feed::new(state, filter, Cursor::default()).projected();
             // What is there now is not news: the follower starts after it.
             let _ = feed.poll();
             if tx.send(None).is_err() {

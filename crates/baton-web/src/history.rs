@@ -237,7 +237,7 @@ pub struct Overview<'a> {
 impl History {
     pub fn new(state: StateDir, prices: Prices) -> History {
         History {
-            feed: Feed::new(state, Filter::default(), baton_events::Cursor::default()),
+            feed: Feed::new(state, Filter::default(), baton_events::Cursor::default()).projected(),
             prices,
             sources: Vec::new(),
             index: HashMap::new(),

@@ -43,9 +43,11 @@ pub enum EventKind {
     BuildFinished,
 }
 
-/// One line of the log as it is on disk.
+/// One line of the log as it is on disk. `D` is how the change of the artifact is read: whole
+/// (`Value`), or as a reader that needs only part of it reads it (the projection skips the rest
+/// while parsing, `baton_events::Payload::parse_projected`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Wire {
+pub struct Wire<D = Value> {
     pub seq: u64,
     pub ts: String,
     pub wf: String,
@@ -65,7 +67,7 @@ pub struct Wire {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delta: Option<Value>,
+    pub delta: Option<D>,
 }
 
 /// One event of a workflow's log.
@@ -562,10 +564,10 @@ impl EventBody {
     }
 }
 
-impl TryFrom<Wire> for WorkflowEvent {
+impl<D: Into<Value>> TryFrom<Wire<D>> for WorkflowEvent {
     type Error = String;
 
-    fn try_from(w: Wire) -> Result<WorkflowEvent, String> {
+    fn try_from(w: Wire<D>) -> Result<WorkflowEvent, String> {
         let fields = Fields {
             phase: w.phase,
             task_id: w.task_id,
@@ -580,7 +582,7 @@ impl TryFrom<Wire> for WorkflowEvent {
             ts: w.ts,
             wf: w.wf,
             body: EventBody::from_fields(w.event, fields)?,
-            delta: w.delta,
+            delta: w.delta.map(Into::into),
         })
     }
 }

@@ -477,3 +477,71 @@ fn a_flow_on_temporal_says_so_in_its_row() {
     let row = flow.row_detail(state, detail);
     assert!(row.ends_with(" · on Temporal, as last seen here"), "{row}");
 }
+
+/// A workflow log read with `Payload::parse_projected` folds into the projection the whole
+/// parse folds into, each event the same but for its change of the artifact, from which the
+/// task graph and the agents' answers are gone.
+#[test]
+fn a_projected_parse_gives_the_projection_of_the_whole_parse() {
+    let id = "wf-20261204T212108Z-27931c09";
+    // The fixture, and a change with a budget beside the bulk of a real one.
+    let budget = r#"{"seq":30,"ts":"2026-12-04T21:21:09Z","wf":"wf-20261204T212108Z-27931c09","event":"artifact_updated","phase":null,"task_id":null,"agent":null,"decision":null,"reason":"spent","delta":{"run":{"budget_usd":0.015,"budget_tokens":9000,"outputs":{"t1":"a long answer"}},"tasks":[{"id":"t1","status":"done"}],"spent":{"cost_usd":0.0111,"input_tokens":1200,"output_tokens":300}}}"#;
+    let log = format!(
+        "{}{budget}\n",
+        include_str!("fixtures/workflow.events.jsonl")
+    );
+    let whole = events(SourceKind::Workflow, id, &log);
+    let projected: Vec<Event> = whole
+        .iter()
+        .zip(log.lines())
+        .map(|(e, line)| Event {
+            event: Payload::parse_projected(SourceKind::Workflow, line.as_bytes()).unwrap(),
+            ..e.clone()
+        })
+        .collect();
+    assert_eq!(fold(&projected), fold(&whole));
+    let mut bulk = 0;
+    for (p, w) in projected.iter().zip(&whole) {
+        let (Payload::Workflow(p), Payload::Workflow(w)) = (&p.event, &w.event) else {
+            panic!("not a workflow event");
+        };
+        assert_eq!(
+            (&p.seq, &p.ts, &p.wf, &p.body),
+            (&w.seq, &w.ts, &w.wf, &w.body)
+        );
+        let (Some(pd), Some(wd)) = (&p.delta, &w.delta) else {
+            assert_eq!(p.delta.is_none(), w.delta.is_none());
+            continue;
+        };
+        bulk += usize::from(wd.get("tasks").is_some());
+        assert!(pd.get("tasks").is_none(), "{pd}");
+        assert!(pd["run"].get("outputs").is_none(), "{pd}");
+        for key in ["spent", "user_request", "run_state", "checkpoint"] {
+            assert_eq!(pd.get(key), wd.get(key), "{key}");
+        }
+    }
+    assert!(
+        bulk > 10,
+        "the fixture's changes carry the task graph: {bulk}"
+    );
+    let last = fold(&projected).workflows[id].spent;
+    assert_eq!(
+        (last.budget_usd, last.budget_tokens, last.tokens()),
+        (Some(0.015), Some(9000), 1500)
+    );
+}
+
+/// A change that is not a map holds nothing the projection reads; a key written with escapes
+/// is the key it spells.
+#[test]
+fn a_projected_change_of_any_shape_reads_as_the_projection_would_index_it() {
+    let read = |text: &str| serde_json::from_str::<ProjectedChange>(text).unwrap().0;
+    assert_eq!(read("null"), serde_json::Value::Null);
+    assert_eq!(read("[1, {\"spent\": 2}]"), serde_json::Value::Null);
+    assert_eq!(read("\"spent\""), serde_json::Value::Null);
+    assert_eq!(
+        read(r#"{"sp\u0065nt": {"cost_usd": 1}, "run": 3, "tasks": [{"spent": 1}]}"#),
+        serde_json::json!({"spent": {"cost_usd": 1}, "run": null})
+    );
+    assert!(serde_json::from_str::<ProjectedChange>("{\"spent\": ").is_err());
+}

@@ -53,6 +53,134 @@ pub struct Workflow {
     pub spent: Spent,
 }
 
+/// What of a value a reader reads: all of it, or only some keys of a map (each with what of it).
+enum Keys {
+    All,
+    Only(&'static [(&'static str, Keys)]),
+}
+
+/// What of a workflow record's change (a JSON merge patch) the projection reads:
+/// [`Spent::apply`] and [`Workflow::apply`] read nothing else, and the test
+/// `a_projected_parse_gives_the_projection_of_the_whole_parse` holds them to it.
+const READ: Keys = Keys::Only(&[
+    ("spent", Keys::All),
+    (
+        "run",
+        Keys::Only(&[("budget_usd", Keys::All), ("budget_tokens", Keys::All)]),
+    ),
+    ("user_request", Keys::All),
+    ("run_state", Keys::All),
+    ("checkpoint", Keys::All),
+]);
+
+/// A workflow record's change as the projection reads it: the keys it reads, the rest skipped
+/// while parsing (most of a log's bytes are the task graph and the agents' answers, which no
+/// view of the projection draws).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ProjectedChange(pub serde_json::Value);
+
+impl From<ProjectedChange> for serde_json::Value {
+    fn from(c: ProjectedChange) -> serde_json::Value {
+        c.0
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ProjectedChange {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::de::DeserializeSeed::deserialize(&READ, d).map(ProjectedChange)
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for &'static Keys {
+    type Value = serde_json::Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        match self {
+            Keys::All => serde::Deserialize::deserialize(d),
+            Keys::Only(keys) => d.deserialize_any(Pick(keys)),
+        }
+    }
+}
+
+/// A map's key, as the entry of the list it is (`None`: a key not kept), read without a copy.
+struct Key(&'static [(&'static str, Keys)]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Key {
+    type Value = Option<&'static (&'static str, Keys)>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Key {
+    type Value = Option<&'static (&'static str, Keys)>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_str<E>(self, key: &str) -> Result<Self::Value, E> {
+        Ok(self.0.iter().find(|(k, _)| *k == key))
+    }
+}
+
+/// Reads a map keeping `keys` (each read as its [`Keys`] say) and skipping the others; a value
+/// that is not a map holds none of them (`null`), as `value["key"]` would find none.
+struct Pick(&'static [(&'static str, Keys)]);
+
+impl<'de> serde::de::Visitor<'de> for Pick {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut kept = serde_json::Map::new();
+        while let Some(found) = map.next_key_seed(Key(self.0))? {
+            match found {
+                Some((k, keys)) => {
+                    kept.insert((*k).to_string(), map.next_value_seed(keys)?);
+                }
+                None => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(serde_json::Value::Object(kept))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+}
+
 /// A workflow's spending and budget.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
