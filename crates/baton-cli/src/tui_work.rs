@@ -26,7 +26,9 @@ pub fn follow(state: StateDir, root: PathBuf, ids: Vec<String>, tx: Sender<Msg>)
         Vec::new()
     };
     std::thread::spawn(move || {
-        let mut feed = Feed::new(state, Filter { kinds, ids }, Cursor::default());
+        // The panel folds the projection and an attached session's transcript, nothing of a
+        // workflow's change but what the projection reads.
+        let mut feed = Feed::new(state, Filter { kinds, ids }, Cursor::default()).projected();
         let note = tx.clone();
         let mut emit = |e: &baton_events::Event| -> std::io::Result<()> {
             tx.send(Msg::Project(Box::new(e.clone())))
