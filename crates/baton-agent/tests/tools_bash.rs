@@ -136,6 +136,7 @@ mod tools {
         assert_eq!(out.exit_code, None);
         assert!(out.output.starts_with("before\n"), "{}", out.output);
         assert!(out.output.contains("timed out after 1s"), "{}", out.output);
+        // Time is the subject: the 1 s timeout ended the command, not its own 30 s sleep.
         assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
         let pid = wait_pid_file(&dir.path().join("pid"), Duration::from_secs(1)).await;
         assert!(
@@ -159,6 +160,7 @@ mod tools {
             "{}",
             out.output
         );
+        // Time is the subject: the 0.5 s timeout ended the command, not its own long sleep.
         assert!(started.elapsed() < Duration::from_secs(10));
         let pid = wait_pid_file(&dir.path().join("pid"), Duration::from_secs(1)).await;
         assert!(
@@ -201,6 +203,7 @@ mod tools {
         // the final group kill cannot catch it.
         "command": "setsid sh -c 'echo $$ > pid; exec sleep 30' & while [ ! -s pid ]; do sleep 0.01; done; echo main done"
     }), &ctx).await;
+        // Time is the subject: the call ended with its command, not with the escaped 30 s sleep.
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "{:?}",
@@ -235,6 +238,7 @@ mod tools {
             .await
             .unwrap()
             .unwrap();
+        // Time is the subject: the cancel ended the command at once, not at the end of its sleep.
         assert!(
             cancelled_at.elapsed() < Duration::from_secs(3),
             "{:?}",

@@ -273,6 +273,52 @@ fn tests_sleep_only_inside_a_poll() {
     );
 }
 
+/// A test asserts no time it measured (`elapsed()`, compared in an `assert!`): speed is a
+/// benchmark's, printed, and a time on a shared machine fails a test for the machine's sake. A
+/// bound that tells "at once" from "never" (a cancel that ends a 30 s command) says `time is the
+/// subject` in the comment above the assert, with why. Benchmarks are not tests.
+#[test]
+fn tests_assert_a_time_only_when_time_is_the_subject() {
+    let mut found = Vec::new();
+    for s in sources().iter().filter(|s| !s.rel.contains("/benches/")) {
+        let offset = s.product.lines().count();
+        let lines: Vec<&str> = s.tests.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let t = line.trim_start();
+            if !t.starts_with("assert!(") {
+                continue;
+            }
+            // The assert's whole statement, up to its closing `);`.
+            let end = (i..lines.len())
+                .find(|&k| lines[k].trim_end().ends_with(");"))
+                .unwrap_or(i);
+            let statement = lines[i..=end].join(" ");
+            // A time measured: `elapsed()`, or the usual names of one kept from it.
+            let timed = ["elapsed", "took", "latency"]
+                .iter()
+                .any(|w| statement.contains(w));
+            let compared = [" < ", " <= ", " > ", " >= "]
+                .iter()
+                .any(|op| statement.contains(op));
+            if !(timed && compared) {
+                continue;
+            }
+            let said = lines[..i]
+                .iter()
+                .rev()
+                .take_while(|l| l.trim_start().starts_with("//"))
+                .any(|l| l.to_lowercase().contains(TIME_IS_THE_SUBJECT));
+            if !said {
+                found.push(format!("{}:{}: {}", s.rel, offset + i + 1, t));
+            }
+        }
+    }
+    assert_none(
+        found,
+        "a test asserts a time — print it in a benchmark, or say `time is the subject` (and why) above the assert",
+    );
+}
+
 /// Whether a line indented by `indent` after `before` sits in a loop: some block that encloses
 /// it, up to its function, is a `while`, `loop` or `for`.
 fn in_a_loop(before: &[&str], mut indent: usize) -> bool {

@@ -13,7 +13,7 @@ mod common;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use baton_testkit::fixture::{assert_exit, wait_until};
 use common::workflow::*;
@@ -625,13 +625,11 @@ fn a_node_killed_mid_step_hands_the_step_to_the_other_node_as_attempt_2() {
     );
     c.node("node-b");
     c.kill_node("node-a");
-    let killed = Instant::now();
     // Nothing the killed node started outlives it.
     assert!(
         wait_until(Duration::from_secs(1), || !alive(builder)),
         "the builder {builder} outlived its node"
     );
-    assert!(killed.elapsed() <= Duration::from_secs(1));
     let o = client.wait_with_output().unwrap();
     assert_exit(&o, 0);
     let status = c.status(&id);

@@ -304,6 +304,7 @@ async fn idle_timeout_kills_the_group_and_keeps_the_partial_result() {
     let partial = e.partial.unwrap();
     assert_eq!(partial.status, ChildStatus::Failure);
     assert_eq!(partial.output, "partial\n");
+    // Time is the subject: the 300 ms idle timeout ended the child, not its own end.
     assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     assert_group_gone(pid_of(&seen)).await;
 }
@@ -329,6 +330,7 @@ async fn max_timeout_stops_a_child_that_keeps_talking() {
     assert!(e.message.contains("maximum timeout"), "{}", e.message);
     assert!(e.partial.unwrap().output.starts_with("tick\ntick\n"));
     let took = t0.elapsed();
+    // Time is the subject: the 600 ms maximum, not the idle timeout, ended a child that never stops.
     assert!(
         took >= Duration::from_millis(600) && took < Duration::from_secs(4),
         "{took:?}"
@@ -390,6 +392,7 @@ async fn a_child_that_ignores_sigterm_gets_sigkill() {
         }
     );
     assert_eq!(r.unwrap_err().code, ExecErrorCode::Aborted);
+    // Time is the subject: the cancel ended the child at once, not at the end of its sleep.
     assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
     assert_group_gone(pid_of(&activity)).await;
 }
@@ -441,6 +444,8 @@ async fn an_escaped_descendant_holding_stdout_is_cut_off_and_frees_the_permit() 
     let took = t0.elapsed();
     assert_eq!(r.status, ChildStatus::Success);
     assert_eq!(r.output, "done\n");
+    // Time is the subject: the 250 ms idle cut-off freed the run, not the 100 s sleeps that
+    // hold its stdout.
     assert!(took < Duration::from_millis(900), "{took:?}");
     // The permit is free: the next run starts at once.
     let t1 = Instant::now();
@@ -455,6 +460,7 @@ async fn an_escaped_descendant_holding_stdout_is_cut_off_and_frees_the_permit() 
         .await
         .unwrap();
     assert_eq!(next.output, "next\n");
+    // Time is the subject: the permit was free at once (one permit; a held one waits 100 s).
     assert!(
         t1.elapsed() < Duration::from_millis(500),
         "{:?}",
@@ -494,6 +500,8 @@ async fn a_chatty_escaped_descendant_is_cut_off_after_one_second() {
     let r = r.unwrap();
     assert_eq!(r.status, ChildStatus::Success);
     assert!(r.output.contains("done\n"));
+    // Time is the subject: a chatty escaped descendant is cut off after one second, not sooner
+    // and not when it stops (it never does).
     assert!(
         took >= Duration::from_millis(900) && took < Duration::from_millis(1800),
         "{took:?}"
@@ -825,6 +833,7 @@ async fn spawn_prepare_and_callback_errors() {
         .unwrap_err();
     assert_eq!(e.code, ExecErrorCode::Callback);
     assert!(e.message.contains("status view broke"), "{}", e.message);
+    // Time is the subject: the broken status view stopped the child at once.
     assert!(t0.elapsed() < Duration::from_secs(4));
     assert_group_gone(pid).await;
 }

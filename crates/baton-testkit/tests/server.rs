@@ -725,6 +725,7 @@ async fn delay_slows_the_stream() {
         .await
         .unwrap();
     let least = Duration::from_millis(20 * (events as u64 - 1));
+    // Time is the subject: the mock paces its events, at least this far apart.
     assert!(
         started.elapsed() >= least,
         "{:?} < {least:?}",

@@ -442,8 +442,8 @@ fn a_row_folded_from_history_takes_its_duration_from_its_events_times() {
         .expect("the task's row");
     // Event k is at second k: the entry's time is whole seconds, from its first event to the
     // one that ended it, not the fold clock's 10 ms steps.
-    let took = row.elapsed_ms(1_000_000);
-    assert!(took >= 1_000 && took % 1_000 == 0, "{took} {row:?}");
+    let span = row.elapsed_ms(1_000_000);
+    assert!(span >= 1_000 && span % 1_000 == 0, "{span} {row:?}");
     // Without times, as before: the fold's own clock.
     let p = fold(&fixture_events());
     let row = p.rows.iter().find(|r| r.kind == Kind::Workflow).unwrap();
