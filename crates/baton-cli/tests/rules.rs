@@ -250,27 +250,41 @@ const TIME_IS_THE_SUBJECT: &str = "time is the subject";
 /// Benchmarks are not tests.
 #[test]
 fn tests_sleep_only_inside_a_poll() {
-    let mut found = Vec::new();
-    for s in sources().iter().filter(|s| !s.rel.contains("/benches/")) {
-        let offset = s.product.lines().count();
-        let lines: Vec<&str> = s.tests.lines().collect();
-        for (i, line) in lines.iter().enumerate() {
-            let t = line.trim_start();
-            if t.starts_with("//") || !(t.contains("::sleep(") || t.starts_with("sleep(")) {
-                continue;
-            }
-            if i > 0 && lines[i - 1].to_lowercase().contains(TIME_IS_THE_SUBJECT) {
-                continue;
-            }
-            if !in_a_loop(&lines[..i], line.len() - t.len()) {
-                found.push(format!("{}:{}: {}", s.rel, offset + i + 1, t));
-            }
+    let found = in_test_lines(|lines, i| {
+        let (line, t) = (lines[i], lines[i].trim_start());
+        if t.starts_with("//") || !(t.contains("::sleep(") || t.starts_with("sleep(")) {
+            return false;
         }
-    }
+        if i > 0 && lines[i - 1].to_lowercase().contains(TIME_IS_THE_SUBJECT) {
+            return false;
+        }
+        !in_a_loop(&lines[..i], line.len() - t.len())
+    });
     assert_none(
         found,
         "a test sleeps outside a poll — wait for what it waits on (fixture::wait_until, a file, a line, an event)",
     );
+}
+
+/// The test lines (of shipped crates, benchmarks left out) that `hit` points at, as
+/// `file:line: text`; `hit` gets a test's lines and the index of the one to judge.
+fn in_test_lines(mut hit: impl FnMut(&[&str], usize) -> bool) -> Vec<String> {
+    let mut found = Vec::new();
+    for s in sources().iter().filter(|s| !s.rel.contains("/benches/")) {
+        let offset = s.product.lines().count();
+        let lines: Vec<&str> = s.tests.lines().collect();
+        for i in 0..lines.len() {
+            if hit(&lines, i) {
+                found.push(format!(
+                    "{}:{}: {}",
+                    s.rel,
+                    offset + i + 1,
+                    lines[i].trim_start()
+                ));
+            }
+        }
+    }
+    found
 }
 
 /// A test asserts no time it measured (`elapsed()`, compared in an `assert!`): speed is a
@@ -279,40 +293,29 @@ fn tests_sleep_only_inside_a_poll() {
 /// subject` in the comment above the assert, with why. Benchmarks are not tests.
 #[test]
 fn tests_assert_a_time_only_when_time_is_the_subject() {
-    let mut found = Vec::new();
-    for s in sources().iter().filter(|s| !s.rel.contains("/benches/")) {
-        let offset = s.product.lines().count();
-        let lines: Vec<&str> = s.tests.lines().collect();
-        for (i, line) in lines.iter().enumerate() {
-            let t = line.trim_start();
-            if !t.starts_with("assert!(") {
-                continue;
-            }
-            // The assert's whole statement, up to its closing `);`.
-            let end = (i..lines.len())
-                .find(|&k| lines[k].trim_end().ends_with(");"))
-                .unwrap_or(i);
-            let statement = lines[i..=end].join(" ");
-            // A time measured: `elapsed()`, or the usual names of one kept from it.
-            let timed = ["elapsed", "took", "latency"]
-                .iter()
-                .any(|w| statement.contains(w));
-            let compared = [" < ", " <= ", " > ", " >= "]
-                .iter()
-                .any(|op| statement.contains(op));
-            if !(timed && compared) {
-                continue;
-            }
-            let said = lines[..i]
-                .iter()
-                .rev()
-                .take_while(|l| l.trim_start().starts_with("//"))
-                .any(|l| l.to_lowercase().contains(TIME_IS_THE_SUBJECT));
-            if !said {
-                found.push(format!("{}:{}: {}", s.rel, offset + i + 1, t));
-            }
+    let found = in_test_lines(|lines, i| {
+        if !lines[i].trim_start().starts_with("assert!(") {
+            return false;
         }
-    }
+        // The assert's whole statement, up to its closing `);`.
+        let end = (i..lines.len())
+            .find(|&k| lines[k].trim_end().ends_with(");"))
+            .unwrap_or(i);
+        let statement = lines[i..=end].join(" ");
+        // A time measured: `elapsed()`, or the usual names of one kept from it.
+        let timed = ["elapsed", "took", "latency"]
+            .iter()
+            .any(|w| statement.contains(w));
+        let compared = [" < ", " <= ", " > ", " >= "]
+            .iter()
+            .any(|op| statement.contains(op));
+        let said = lines[..i]
+            .iter()
+            .rev()
+            .take_while(|l| l.trim_start().starts_with("//"))
+            .any(|l| l.to_lowercase().contains(TIME_IS_THE_SUBJECT));
+        timed && compared && !said
+    });
     assert_none(
         found,
         "a test asserts a time — print it in a benchmark, or say `time is the subject` (and why) above the assert",
