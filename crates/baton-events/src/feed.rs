@@ -191,7 +191,8 @@ impl Feed {
     }
 
     /// The feed for a reader that only folds events into the projection (the dashboard's
-    /// history): a workflow event's change of the artifact keeps only what the projection reads
+    /// history, `projection::now`, the terminal UI's panel) or only asks which log changed (MCP's
+    /// watch): a workflow event's change of the artifact keeps only what the projection reads
     /// ([`Payload::parse_projected`]).
     pub fn projected(mut self) -> Feed {
         self.parse = Payload::parse_projected;

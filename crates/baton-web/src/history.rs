@@ -322,7 +322,7 @@ impl History {
             }
             None => self.last_ts.get(&source).cloned(),
         };
-        let ev = match folded_line(e.event) {
+        let line = match folded_line(e.event) {
             Ok(v) => v,
             Err(err) => {
                 self.problems
@@ -330,7 +330,7 @@ impl History {
                 return;
             }
         };
-        let ev = &ev;
+        let ev = &line;
         let name = name_of(ev);
         let seq = ev.get("seq").and_then(Value::as_u64);
         let text = gist(kind, ev, &name);
@@ -564,8 +564,8 @@ pub fn workflow_events(state: &StateDir, id: &str) -> (Vec<Value>, Vec<String>) 
 /// The event's own line as a `Value`, for the fold: what the Events list and the spending read.
 /// A workflow event's change of the artifact is left out before anything is copied: the fold
 /// reads none of it (the projection has folded it from the typed event), and it is most of a
-/// log's bytes; at 100,000 events the page's `lean` form took twice the time of reading the
-/// logs (`cargo bench -p baton-web --bench history`).
+/// log's bytes. Reading the page's `lean` form instead made the whole read 1.35–1.85× slower at
+/// 100,000 events (`cargo bench -p baton-web --bench history`, docs/serve.md).
 fn folded_line(mut event: Payload) -> serde_json::Result<Value> {
     if let Payload::Workflow(w) = &mut event {
         w.delta = None;
